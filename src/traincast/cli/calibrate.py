@@ -1,0 +1,1 @@
+"""CLI commands of this area (registered on traincast.cli.app)."""

@@ -1,0 +1,82 @@
+"""Shared CLI pieces: the rich console, JSON output, number parsing and common options."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+
+console = Console()
+err_console = Console(stderr=True)
+
+CatalogOpt = Annotated[list[Path] | None, typer.Option(
+    "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|flops?)?\s*$",
+                     re.IGNORECASE)
+
+
+def parse_number(text: str, what: str) -> float:
+    """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes)."""
+    m = _NUMBER.match(str(text))
+    if not m:
+        raise TraincastError(f"{what}: not a number: {text!r}",
+                             hint="use a plain number, e-notation or a k/M/G/T suffix")
+    return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def catalog_from(paths: list[Path] | None) -> Catalog:
+    """The shipped catalog with the user's ``--catalog`` files merged over it."""
+    return load_catalog(paths or [])
+
+
+def to_jsonable(obj: Any) -> Any:
+    """numpy scalars/arrays and NaN -> plain JSON values (NaN -> null)."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON object on stdout (no rich markup)."""
+    typer.echo(json.dumps(to_jsonable(obj), indent=2))
+
+
+def fmt_seconds(t: float) -> str:
+    """Seconds for people: 1.23 s, 45.6 ms, 789 us."""
+    if t is None or not math.isfinite(t):
+        return "-"
+    if t >= 1:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} µs"
+
+
+def fmt_bytes(b: float) -> str:
+    """Bytes for people in decimal units (GB = 1e9)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"

@@ -1,0 +1,288 @@
+"""The hardware catalog: GPUs, links and node presets, read from TOML.
+
+The shipped catalog is ``catalog.toml`` beside this module. User files merge over it key by
+key (``load_catalog(["mine.toml"])``): a table that exists is updated field by field, a new
+table is added. Every error names the file, the table and the key.
+
+Effective rates (what the time model uses):
+``peak_flops = <dtype>_tflops * 1e12 * flop_efficiency``,
+``mem_bw_bps = mem_bw_gbs * 1e9 * mem_efficiency``, ``bw(link) = bw_gbs * 1e9 * efficiency``;
+an absent efficiency is 1.0.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SHIPPED = "traincast/hardware/catalog.toml"
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+class CatalogError(ValueError):
+    """A catalog file is wrong; the message names the file, the table and the key."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One device. ``*_tflops`` are dense peaks (0 = unsupported), ``mem_bw_gbs`` in GB/s."""
+
+    name: str
+    fp32_tflops: float
+    mem_bw_gbs: float
+    mem_gb: float = 0.0
+    tf32_tflops: float = 0.0
+    fp16_tflops: float = 0.0
+    bf16_tflops: float = 0.0
+    fp8_tflops: float = 0.0
+    flop_efficiency: float = 1.0
+    mem_efficiency: float = 1.0
+    op_overhead_us: float = 0.0
+    default_node: str = ""
+    source: str = ""
+    description: str = ""
+
+    def peak_tflops(self, dtype: str = "fp32") -> float:
+        """Dense peak of ``dtype``; ``amp`` = fp16 peak, else bf16, else fp32 (unsupported)."""
+        if dtype == "amp":
+            for d in ("fp16", "bf16"):
+                if getattr(self, f"{d}_tflops") > 0:
+                    return float(getattr(self, f"{d}_tflops"))
+            return self.fp32_tflops
+        value = float(getattr(self, f"{dtype}_tflops"))
+        return value if value > 0 else self.fp32_tflops
+
+    def flops_per_s(self, dtype: str = "fp32") -> float:
+        """``peak_tflops(dtype) * 1e12 * flop_efficiency``."""
+        return self.peak_tflops(dtype) * 1e12 * self.flop_efficiency
+
+    @property
+    def mem_bw_bps(self) -> float:
+        """``mem_bw_gbs * 1e9 * mem_efficiency`` (bytes/s)."""
+        return self.mem_bw_gbs * 1e9 * self.mem_efficiency
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link: bandwidth per direction ``bw_gbs`` (GB/s), optional efficiency and latency."""
+
+    name: str
+    bw_gbs: float
+    efficiency: float = 1.0
+    latency_us: float = 0.0
+    source: str = ""
+    description: str = ""
+
+    @property
+    def bw_bps(self) -> float:
+        """``bw(x) = bw_gbs * 1e9 * efficiency`` (bytes/s)."""
+        return self.bw_gbs * 1e9 * self.efficiency
+
+    def label(self) -> str:
+        """A name for people: ``eth25`` -> ``25 Gbit Ethernet``."""
+        if self.name.startswith("eth") and self.name[3:].isdigit():
+            return f"{self.name[3:]} Gbit Ethernet"
+        if self.name.startswith("pcie"):
+            return f"PCIe ({self.name})"
+        if self.name.startswith("nvlink"):
+            return f"NVLink ({self.name})"
+        if self.name.startswith("ib-"):
+            return f"InfiniBand {self.name[3:].upper()}"
+        return self.name
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node preset: the GPU, GPUs per node, and its three links (names in the catalog)."""
+
+    name: str
+    gpu: str
+    gpus: int
+    pcie: str
+    intra: str
+    nic: str
+    source: str = ""
+    description: str = ""
+
+
+_FLOAT_KEYS = {
+    "gpu": {f.name for f in fields(GPU) if f.type == "float"},
+    "link": {f.name for f in fields(Link) if f.type == "float"},
+    "node": set(),
+}
+_STR_KEYS = {
+    "gpu": {"default_node", "source", "description"},
+    "link": {"source", "description"},
+    "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
+}
+_INT_KEYS = {"gpu": set(), "link": set(), "node": {"gpus"}}
+_REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
+             "node": ("gpu", "gpus", "pcie", "intra", "nic")}
+_POSITIVE = {"fp32_tflops", "mem_bw_gbs", "bw_gbs", "gpus"}
+_EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency"}
+_KINDS = {"gpu": GPU, "link": Link, "node": Node}
+
+
+@dataclass
+class Catalog:
+    """GPUs, links, nodes and GPU-name aliases; ``files`` lists what was merged, in order."""
+
+    gpus: dict[str, GPU] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def gpu(self, name: str) -> GPU:
+        """A GPU by name or alias (case-insensitive)."""
+        return self.gpus[self.gpu_name(name)]
+
+    def gpu_name(self, name: str) -> str:
+        """Canonical GPU name of ``name`` (an entry or an alias); KeyError lists the known ones."""
+        if name in self.gpus:
+            return name
+        if name in self.aliases:
+            return self.aliases[name]
+        low = {k.lower(): k for k in self.gpus} | {k.lower(): v for k, v in self.aliases.items()}
+        if name.lower() in low:
+            return low[name.lower()]
+        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(sorted(self.gpus))}")
+
+    def link(self, name: str) -> Link:
+        if name not in self.links:
+            raise KeyError(f"unknown link {name!r}; known: {', '.join(sorted(self.links))}")
+        return self.links[name]
+
+    def node(self, name: str) -> Node:
+        if name not in self.nodes:
+            raise KeyError(f"unknown node {name!r}; known: {', '.join(sorted(self.nodes))}")
+        return self.nodes[name]
+
+    def default_node_of(self, gpu_name: str) -> str:
+        """The node preset of jobs on ``gpu_name``: its ``default_node``, else '' ."""
+        try:
+            return self.gpu(gpu_name).default_node
+        except KeyError:
+            return ""
+
+    def with_link(self, link: Link) -> Catalog:
+        """A copy with ``link`` added (used for ad-hoc speeds such as ``--nic 25Gbit``)."""
+        return replace(self, links={**self.links, link.name: link})
+
+    def entry(self, name: str) -> tuple[str, Any]:
+        """Look ``name`` up as a GPU, link or node: ``(kind, entry)``."""
+        for kind, table in (("node", self.nodes), ("link", self.links)):
+            if name in table:
+                return kind, table[name]
+        return "gpu", self.gpu(name)
+
+
+def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Type- and range-check one table's keys; returns the cleaned values."""
+    where = f"{path}: [{kind}.{name}]"
+    if not isinstance(values, Mapping):
+        raise CatalogError(f"{where} must be a table")
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in _FLOAT_KEYS[kind]:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise CatalogError(f"{where} key {key!r} must be a number, got {value!r}")
+            value = float(value)
+            if key in _POSITIVE and value <= 0:
+                raise CatalogError(f"{where} key {key!r} must be positive, got {value!r}")
+            if key in _EFFICIENCY and not 0 < value <= 1:
+                raise CatalogError(f"{where} key {key!r} must be in (0, 1], got {value!r}")
+            if value < 0:
+                raise CatalogError(f"{where} key {key!r} must not be negative, got {value!r}")
+        elif key in _INT_KEYS[kind]:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise CatalogError(f"{where} key {key!r} must be a positive integer, got {value!r}")
+        elif key in _STR_KEYS[kind]:
+            if not isinstance(value, str):
+                raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
+        else:
+            known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind])
+            raise CatalogError(f"{where} unknown key {key!r}; known keys: {', '.join(known)}")
+        out[key] = value
+    return out
+
+
+def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
+                data: Mapping[str, Any], path: str) -> None:
+    for top, tables in data.items():
+        if top == "alias":
+            if not isinstance(tables, Mapping):
+                raise CatalogError(f"{path}: [alias] must be a table of NAME = \"GPU\"")
+            for alias, target in tables.items():
+                if not isinstance(target, str):
+                    raise CatalogError(f"{path}: [alias] key {alias!r} must name a GPU")
+                aliases[alias] = target
+            continue
+        if top not in _KINDS:
+            raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias")
+        if not isinstance(tables, Mapping):
+            raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
+        for name, values in tables.items():
+            raw[top].setdefault(name, {}).update(_check_table(path, top, name, values))
+
+
+def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
+           origin: dict[tuple[str, str], str]) -> Catalog:
+    built: dict[str, dict[str, Any]] = {}
+    for kind, cls in _KINDS.items():
+        built[kind] = {}
+        for name, values in raw[kind].items():
+            for key in _REQUIRED[kind]:
+                if key not in values:
+                    raise CatalogError(
+                        f"{origin[(kind, name)]}: [{kind}.{name}] missing required key {key!r}")
+            built[kind][name] = cls(name=name, **values)
+    cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
+    for name, node in cat.nodes.items():
+        where = f"{origin[('node', name)]}: [node.{name}]"
+        if node.gpu not in cat.gpus and node.gpu not in aliases:
+            raise CatalogError(f"{where} key 'gpu' refers to unknown GPU {node.gpu!r}")
+        for key in ("pcie", "intra", "nic"):
+            if getattr(node, key) not in cat.links:
+                raise CatalogError(
+                    f"{where} key {key!r} refers to unknown link {getattr(node, key)!r}")
+    for name, gpu in cat.gpus.items():
+        if gpu.default_node and gpu.default_node not in cat.nodes:
+            raise CatalogError(f"{origin[('gpu', name)]}: [gpu.{name}] key 'default_node' "
+                               f"refers to unknown node {gpu.default_node!r}")
+    for alias, target in aliases.items():
+        if target not in cat.gpus:
+            raise CatalogError(f"[alias] key {alias!r} refers to unknown GPU {target!r}")
+    return cat
+
+
+def load_catalog(paths: Iterable[str | Path] | str | Path | None = None) -> Catalog:
+    """The shipped catalog with each user file in ``paths`` merged over it, in order."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _KINDS}
+    aliases: dict[str, str] = {}
+    origin: dict[tuple[str, str], str] = {}
+    sources: list[tuple[str, Mapping[str, Any]]] = []
+    shipped = resources.files("traincast.hardware").joinpath("catalog.toml")
+    sources.append((SHIPPED, tomllib.loads(shipped.read_text())))
+    for p in paths or []:
+        path = Path(p)
+        try:
+            sources.append((str(path), tomllib.loads(path.read_text())))
+        except FileNotFoundError:
+            raise CatalogError(f"{path}: catalog file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    for path, data in sources:
+        _merge_file(raw, aliases, data, path)
+        for kind in _KINDS:
+            for name in data.get(kind, {}) or {}:
+                origin[(kind, name)] = path
+    cat = _build(raw, aliases, origin)
+    cat.files = [path for path, _ in sources]
+    return cat

@@ -1,0 +1,111 @@
+"""The iteration-time model: small pure functions over numpy arrays.
+
+For each job (per data-parallel replica, one iteration)::
+
+    T_data      = input_bytes / bw(pcie)
+    T_comp_flop = flops_compute_bound / (P * 1e12 * flop_efficiency)
+    T_comp_mem  = bytes_memory_bound / (M * 1e9 * mem_efficiency)
+    T_comm      = see traincast.arch (by architecture)
+    T_comp      = T_comp_flop + T_comp_mem
+    T_total     = T_data + max(T_comp, f * T_comm) + (1 - f) * T_comm      (f = overlap, 0 default)
+
+With f = 0 (the paper's assumption) ``T_total`` is the plain sum. Shares are each component's
+time over the sum of components (so they add to 1 whatever f is); predicted GPU utilization is
+``T_comp / T_total``; the bottleneck is the component with the largest time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+COMPONENTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm")
+COMPONENT_LABEL: dict[str, str] = {
+    "data_io": "data I/O (input copy to the GPU)",
+    "compute_flop": "FLOP-bound compute",
+    "compute_mem": "memory-bound compute",
+    "comm": "weight/gradient communication",
+}
+
+F = NDArray[np.float64]
+
+
+def _f(x: ArrayLike) -> F:
+    return np.asarray(x, dtype=np.float64)
+
+
+def data_time_s(input_bytes: ArrayLike, pcie_bps: ArrayLike) -> F:
+    """``T_data = input_bytes / bw(pcie)``."""
+    return np.nan_to_num(_f(input_bytes)) / _f(pcie_bps)
+
+
+def compute_flop_time_s(flops: ArrayLike, flops_per_s: ArrayLike) -> F:
+    """``T_comp_flop = flops_compute_bound / (P * 1e12 * flop_efficiency)`` (rate in FLOP/s)."""
+    return _f(flops) / _f(flops_per_s)
+
+
+def compute_mem_time_s(mem_bytes: ArrayLike, mem_bw_bps: ArrayLike) -> F:
+    """``T_comp_mem = bytes_memory_bound / (M * 1e9 * mem_efficiency)`` (rate in bytes/s)."""
+    return _f(mem_bytes) / _f(mem_bw_bps)
+
+
+def total_time_s(data_s: ArrayLike, comp_s: ArrayLike, comm_s: ArrayLike,
+                 overlap: ArrayLike = 0.0) -> F:
+    """``T_data + max(T_comp, f T_comm) + (1 - f) T_comm``; f = 0 gives the plain sum."""
+    f = np.clip(_f(overlap), 0.0, 1.0)
+    comm = _f(comm_s)
+    return _f(data_s) + np.maximum(_f(comp_s), f * comm) + (1.0 - f) * comm
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Per-job component times (seconds), arrays of equal shape."""
+
+    data_io: F
+    compute_flop: F
+    compute_mem: F
+    comm: F
+    total: F
+
+    @property
+    def compute(self) -> F:
+        return self.compute_flop + self.compute_mem
+
+    def stacked(self) -> F:
+        """Components as a (4, jobs) array in ``COMPONENTS`` order."""
+        return np.stack([np.atleast_1d(getattr(self, c)) for c in COMPONENTS])
+
+    def shares(self) -> dict[str, F]:
+        """Each component's share of the sum of components (sums to 1)."""
+        parts = self.stacked()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = parts / parts.sum(axis=0)
+        return {c: frac[i] for i, c in enumerate(COMPONENTS)}
+
+    def bottleneck_code(self) -> NDArray[np.int64]:
+        """Index into ``COMPONENTS`` of the largest component (-1 where times are unknown)."""
+        parts = self.stacked()
+        bad = np.isnan(parts).any(axis=0)
+        code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
+        return np.where(bad, -1, code)
+
+    def gpu_util(self) -> F:
+        """Predicted GPU utilization ``T_comp / T_total``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.atleast_1d(self.compute / self.total)
+
+
+def breakdown(*, input_bytes: ArrayLike, flops_compute_bound: ArrayLike,
+              bytes_memory_bound: ArrayLike, comm_s: ArrayLike, pcie_bps: ArrayLike,
+              flops_per_s: ArrayLike, mem_bw_bps: ArrayLike,
+              overlap: ArrayLike = 0.0) -> Breakdown:
+    """Evaluate the model for arrays of jobs; every argument broadcasts."""
+    data = data_time_s(input_bytes, pcie_bps)
+    flop = compute_flop_time_s(flops_compute_bound, flops_per_s)
+    mem = compute_mem_time_s(bytes_memory_bound, mem_bw_bps)
+    comm = _f(comm_s)
+    data, flop, mem, comm = np.broadcast_arrays(data, flop, mem, comm)
+    total = total_time_s(data, flop + mem, comm, overlap)
+    return Breakdown(data_io=data, compute_flop=flop, compute_mem=mem, comm=comm, total=total)

@@ -1,0 +1,34 @@
+"""Unit conversions at the edge: users type network speeds in Gbit/s, the model uses GB/s.
+
+``25Gbit`` = 25e9 bit/s = 25 / 8 GB/s = 3.125 GB/s (GB = 1e9 bytes).
+"""
+
+from __future__ import annotations
+
+import re
+
+_SPEED = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(gbit|gbit/s|gbps|gb/s|gbs|mbit|mbit/s|mbps)\s*$",
+                    re.IGNORECASE)
+
+
+def gbit_to_gbs(gbit: float) -> float:
+    """Gbit/s -> GB/s: ``gbit / 8``."""
+    return gbit / 8.0
+
+
+def parse_speed_gbs(text: str) -> float | None:
+    """``'25Gbit'``/``'25Gbps'`` -> 3.125, ``'12.5GB/s'`` -> 12.5, ``'100Mbit'`` -> 0.0125.
+
+    Returns None when ``text`` is not a speed (it is then a link name).
+    """
+    m = _SPEED.match(text)
+    if not m:
+        return None
+    value, unit = float(m.group(1)), m.group(2).lower()
+    if value <= 0:
+        raise ValueError(f"speed must be positive: {text!r}")
+    if unit in ("gb/s", "gbs"):
+        return value
+    if unit.startswith("m"):
+        return gbit_to_gbs(value / 1000.0)
+    return gbit_to_gbs(value)
