@@ -107,26 +107,39 @@ def comm_time_s(arch_code: ArrayLike, weight_bytes: ArrayLike, embedding_bytes: 
     """``T_comm`` of each job by its architecture code (``ARCH_CODE``); NaN for unknown codes.
 
     ``1w1g``: 0. ``allreduce-local``/``-cluster``/``ps-worker`` exchange ``W + E``;
-    ``pearl`` all-reduces ``W`` and partitions ``E`` (see each function's formula).
+    ``pearl`` all-reduces ``W`` and partitions ``E`` (see each function's formula). Each
+    architecture's formula runs only on its own jobs.
     """
     code = np.asarray(arch_code)
-    w = np.asarray(weight_bytes, dtype=np.float64)
-    e = np.nan_to_num(np.asarray(embedding_bytes, dtype=np.float64))
-    we = w + e
+    cols = np.broadcast_arrays(
+        code, np.asarray(weight_bytes, dtype=np.float64),
+        np.nan_to_num(np.asarray(embedding_bytes, dtype=np.float64)),
+        *(np.asarray(x, dtype=np.float64) for x in (n_gpus, gpus_per_node, n_workers, n_ps,
+                                                    pcie_bps, intra_bps, nic_bps)),
+        np.asarray(hierarchical, dtype=bool))
+    code, w, e, n, g, m, p, pcie, intra, nic, hier = (np.atleast_1d(c) for c in cols)
+    out = np.full(code.shape, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.select(
-            [code == ARCH_CODE["1w1g"],
-             code == ARCH_CODE["allreduce-local"],
-             code == ARCH_CODE["allreduce-cluster"],
-             code == ARCH_CODE["ps-worker"],
-             code == ARCH_CODE["pearl"]],
-            [np.zeros_like(we),
-             allreduce_local_s(we, n_gpus, intra_bps),
-             allreduce_cluster_s(we, n_gpus, gpus_per_node, intra_bps, nic_bps, hierarchical),
-             ps_worker_s(we, n_workers, n_ps, gpus_per_node, pcie_bps, nic_bps),
-             pearl_s(w, e, n_gpus, gpus_per_node, intra_bps, nic_bps, hierarchical)],
-            default=np.nan)
-    return np.asarray(out, dtype=np.float64)
+        for name, k in ARCH_CODE.items():
+            rows = np.flatnonzero(code == k)
+            if rows.size == 0:
+                continue
+            if rows.size == code.size:
+                rows = slice(None)  # all jobs share one architecture: no gather needed
+            we = w[rows] + e[rows]
+            if name == "1w1g":
+                out[rows] = 0.0
+            elif name == "allreduce-local":
+                out[rows] = allreduce_local_s(we, n[rows], intra[rows])
+            elif name == "allreduce-cluster":
+                out[rows] = allreduce_cluster_s(we, n[rows], g[rows], intra[rows], nic[rows],
+                                                hier[rows])
+            elif name == "ps-worker":
+                out[rows] = ps_worker_s(we, m[rows], p[rows], g[rows], pcie[rows], nic[rows])
+            else:
+                out[rows] = pearl_s(w[rows], e[rows], n[rows], g[rows], intra[rows], nic[rows],
+                                    hier[rows])
+    return out.reshape(np.shape(cols[0]))
 
 
 def comm_link_role(arch: str, n_gpus: int, gpus_per_node: int, intra_bps: float,

@@ -56,6 +56,8 @@ def total_time_s(data_s: ArrayLike, comp_s: ArrayLike, comm_s: ArrayLike,
     """``T_data + max(T_comp, f T_comm) + (1 - f) T_comm``; f = 0 gives the plain sum."""
     f = np.clip(_f(overlap), 0.0, 1.0)
     comm = _f(comm_s)
+    if not f.any():
+        return _f(data_s) + _f(comp_s) + comm
     return _f(data_s) + np.maximum(_f(comp_s), f * comm) + (1.0 - f) * comm
 
 

@@ -10,13 +10,34 @@ import sys
 
 import typer
 
-from traincast.cli.common import err_console
+from traincast.cli.common import err_console, set_quiet
 
 app = typer.Typer(
     name="traincast", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False, rich_markup_mode="rich",
     help="Characterize deep-learning training jobs and forecast their iteration time on other "
          "GPUs, networks and training architectures (after Wang et al., IISWC 2019).")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from traincast import __version__
+
+        typer.echo(f"traincast {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or notes; "
+                               "tables and JSON only."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                 help="Print the version and exit."),
+) -> None:
+    """Global options (``--debug`` anywhere on the line shows tracebacks)."""
+    set_quiet(quiet)
+
+
 hardware_app = typer.Typer(no_args_is_help=True, help="The hardware catalog: GPUs, links, nodes.")
 app.add_typer(hardware_app, name="hardware")
 

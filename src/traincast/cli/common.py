@@ -11,12 +11,21 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
 console = Console()
 err_console = Console(stderr=True)
+_STATE = {"quiet": False}
 
 CatalogOpt = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
@@ -39,6 +48,31 @@ def parse_number(text: str, what: str) -> float:
 def catalog_from(paths: list[Path] | None) -> Catalog:
     """The shipped catalog with the user's ``--catalog`` files merged over it."""
     return load_catalog(paths or [])
+
+
+def set_quiet(quiet: bool) -> None:
+    """``traincast --quiet``: no progress bars or notes on stderr."""
+    _STATE["quiet"] = quiet
+
+
+def is_quiet() -> bool:
+    return _STATE["quiet"]
+
+
+def progress(json_out: bool = False) -> Progress:
+    """A rich progress bar on stderr; disabled with ``--quiet`` or ``--json``.
+
+    Use as ``with progress(json_out) as bar: task = bar.add_task("ingest", total=n)``.
+    """
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                    disable=json_out or _STATE["quiet"], transient=True)
+
+
+def note(message: str, json_out: bool = False) -> None:
+    """A remark for people on stderr (silent with ``--quiet`` or ``--json``)."""
+    if not (json_out or _STATE["quiet"]):
+        err_console.print(message, highlight=False)
 
 
 def to_jsonable(obj: Any) -> Any:

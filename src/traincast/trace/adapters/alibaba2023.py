@@ -1,0 +1,61 @@
+"""``--format alibaba-2023``: the Alibaba GPU cluster pod list (``openb_pod_list_*.csv``).
+
+Mapping: ``job_id`` = name; ``submit_time_s`` = creation_time; ``start_time_s`` =
+scheduled_time (NULL for Pending pods, which never started); ``end_time_s`` = deletion_time;
+``status`` = pod_phase; ``n_gpus`` = num_gpu × gpu_milli / 1000 (gpu_milli is the share of each
+GPU: 1 GPU at 460 milli = 0.46 GPU, flagged ``fractional_gpu``; CPU pods have 0 GPUs, flagged
+``zero_gpu``); ``gpu_type`` = the first model listed in gpu_spec (the models a pod may run on,
+``|``-separated; empty = any, left NULL); no architecture (inferred from the GPU count).
+Censored: pod_phase Running or Pending, or deletion_time equal to the file's largest
+deletion_time (the trace end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+
+from traincast.trace.adapters.base import (
+    Field,
+    Plan,
+    apply_mapping,
+    num,
+    require,
+    running_status,
+    source_columns,
+    table_relation,
+    text,
+)
+
+NAME = "alibaba-2023"
+REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time",
+            "deletion_time", "scheduled_time")
+
+
+def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
+          mapping: Mapping[str, str] | None) -> list[Plan]:
+    out = []
+    for path in paths:
+        base = table_relation(path)
+        cols = source_columns(con, base)
+        require(NAME, path, cols, REQUIRED)
+        rel = (f"(SELECT *, max({num('deletion_time')}) OVER () AS _trace_end "
+               f"FROM {base})")
+        fields = {
+            "job_id": Field(text("name")),
+            "submit_time_s": Field(num("creation_time"), "creation_time"),
+            "start_time_s": Field(f"CASE WHEN lower(pod_phase) = 'pending' THEN NULL "
+                                  f"ELSE {num('scheduled_time')} END", "scheduled_time"),
+            "end_time_s": Field(num("deletion_time"), "deletion_time"),
+            "status": Field(text("pod_phase")),
+            "n_gpus": Field(f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0",
+                            "num_gpu"),
+            "gpu_type": Field(f"NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
+        }
+        fields = apply_mapping(fields, mapping, cols, NAME, path)
+        censored = (f"({running_status('pod_phase')} "
+                    f"OR {num('deletion_time')} >= _trace_end)")
+        out.append(Plan(NAME, str(path), rel, fields, censored=censored, files=[str(path)]))
+    return out

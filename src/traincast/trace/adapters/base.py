@@ -1,0 +1,167 @@
+"""What an adapter produces: a plan of SQL expressions that DuckDB runs over the source files.
+
+An adapter never reads rows into Python: it names the source's columns, checks that the ones
+it needs exist, and maps them to canonical columns with SQL expressions. The store runs the
+plan in one statement, so GB-sized tables stream through DuckDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from traincast.errors import TraincastError
+from traincast.trace.schema import KNOWN_ARCHITECTURES, NUMERIC_COLUMNS, SQL_TYPE
+
+
+@dataclass(frozen=True)
+class Field:
+    """A canonical column: its SQL expression and, when it comes straight from one source
+    column, that column (a non-empty raw value whose expression is NULL is a bad row)."""
+
+    expr: str
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """A bad-row condition (SQL over the source relation) and how to report it."""
+
+    field: str
+    condition: str
+    value: str
+    file: str | None = None   # SQL expression of the file named in the report (default: plan's)
+    row: str = "_row"         # SQL expression of the row number named in the report
+
+
+@dataclass
+class Plan:
+    """One source relation (SQL with a 1-based ``_row`` column) mapped to canonical columns."""
+
+    adapter: str
+    file: str
+    relation: str
+    fields: dict[str, Field]
+    censored: str = "FALSE"
+    checks: list[Check] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def all_checks(self) -> list[Check]:
+        """The adapter's checks plus the generic ones: unparsable numbers and times, negative
+        GPU counts, unknown architecture names."""
+        out = list(self.checks)
+        for name, f in self.fields.items():
+            if f.raw is not None and name in NUMERIC_COLUMNS:
+                out.append(Check(name, f"{f.raw} IS NOT NULL AND trim(CAST({f.raw} AS VARCHAR)) "
+                                 f"NOT IN ('', 'None', 'null', 'NULL', 'NaN', 'nan') "
+                                 f"AND ({f.expr}) IS NULL", f"CAST({f.raw} AS VARCHAR)"))
+        if "n_gpus" in self.fields:
+            g = self.fields["n_gpus"]
+            out.append(Check("n_gpus", f"({g.expr}) < 0", f"CAST({g.raw or g.expr} AS VARCHAR)"))
+        if "architecture" in self.fields:
+            a = self.fields["architecture"].expr
+            known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)
+            out.append(Check("architecture", f"({a}) IS NOT NULL AND ({a}) NOT IN ({known})",
+                             f"({a})"))
+        return out
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def lit(text: str | Path) -> str:
+    """A SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def num(col: str, sql_type: str = "DOUBLE") -> str:
+    """A number from a source column; NULL when it does not parse."""
+    return f"TRY_CAST({col} AS {sql_type})"
+
+
+def ts(col: str) -> str:
+    """Seconds since the epoch from a date-time text (``2017-10-03 14:13:52``) or a number."""
+    return (f"COALESCE(TRY_CAST({col} AS DOUBLE), "
+            f"epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMP)))")
+
+
+def text(col: str) -> str:
+    """A text column; empty strings become NULL."""
+    return f"NULLIF(trim(CAST({col} AS VARCHAR)), '')"
+
+
+def csv_relation(path: Path, names: Iterable[str] | None = None) -> str:
+    """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based).
+
+    ``names`` given = a headerless file with these column names.
+    """
+    opts = "all_varchar=true, quote='\"', escape='\"', strict_mode=false, null_padding=true"
+    if names is not None:
+        cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in names)
+        opts += f", header=false, columns={{{cols}}}"
+    else:
+        opts += ", header=true"
+    return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
+
+
+def table_relation(path: Path, names: Iterable[str] | None = None) -> str:
+    """CSV or Parquet (by extension) as a relation with ``_row``."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return f"(SELECT row_number() OVER () AS _row, * FROM read_parquet({lit(path)}))"
+    return csv_relation(path, names)
+
+
+def source_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
+    """Column names of a relation (reads the header / schema only)."""
+    return [d[0] for d in con.execute(f"SELECT * FROM {relation} LIMIT 0").description]
+
+
+def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterable[str],
+            hint: str = "") -> None:
+    """Raise a clear error when the source lacks columns the adapter needs."""
+    have = set(have)
+    missing = [c for c in needed if c not in have]
+    if missing:
+        raise TraincastError(
+            f"{adapter}: {path}: missing column(s) {', '.join(missing)}; the {adapter} adapter "
+            f"expects the columns {', '.join(needed)}",
+            hint=hint or f"map a column with --map COL=FIELD, or check --format {adapter}")
+
+
+def apply_mapping(fields: dict[str, Field], mapping: Mapping[str, str] | None,
+                  columns: Iterable[str], adapter: str, path: Path) -> dict[str, Field]:
+    """``--map COL=FIELD``: canonical column COL is read from source column FIELD."""
+    columns = set(columns)
+    out = dict(fields)
+    for col, src in (mapping or {}).items():
+        if col not in SQL_TYPE:
+            raise TraincastError(f"--map {col}={src}: {col!r} is not a canonical column",
+                                 hint=f"canonical columns: {', '.join(SQL_TYPE)}")
+        require(adapter, path, columns, [src], hint=f"--map {col}={src} names a column the file "
+                "does not have")
+        out[col] = field_from(col, q(src))
+    return out
+
+
+def field_from(col: str, src: str) -> Field:
+    """A canonical column read straight from a source column, converted by its type."""
+    sql_type = SQL_TYPE[col]
+    if col.endswith("_time_s"):
+        return Field(ts(src), src)
+    if sql_type == "BOOLEAN":
+        return Field(f"TRY_CAST({src} AS BOOLEAN)", src)
+    if sql_type == "VARCHAR":
+        return Field(text(src))
+    if sql_type == "BIGINT":
+        return Field(f"CAST(round(TRY_CAST({src} AS DOUBLE)) AS BIGINT)", src)
+    return Field(num(src, sql_type), src)
+
+
+def running_status(expr: str) -> str:
+    """SQL: the status says the job was still running (or waiting) at the end of the trace."""
+    return f"lower(COALESCE({expr}, '')) IN ('running', 'pending', 'waiting', 'queued')"

@@ -1,0 +1,61 @@
+"""`traincast predict` and `traincast hardware` through the real console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def tc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+def test_predict_json_ps_worker_on_pai_pcie():
+    # V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s; eth25 3.125 GB/s; 8 workers, 2 PS,
+    # k = min(8, 8) = 8. W = 1e8.
+    r = tc("predict", "--arch", "ps-worker", "--workers", "8", "--ps", "2", "--node",
+           "pai-v100-pcie", "--flops", "1.4e12", "--mem-bytes", "9e9", "--weight-bytes", "1e8",
+           "--input-bytes", "15.75M", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    t = out["time_s"]
+    assert t["compute_flop"] == pytest.approx(0.1)
+    assert t["compute_mem"] == pytest.approx(0.01)
+    assert t["data_io"] == pytest.approx(0.001)
+    comm = 2 * 1e8 / 15.75e9 + max(2 * 1e8 * 8 / 3.125e9, 2 * 8 * 1e8 / (2 * 3.125e9))
+    assert t["comm"] == pytest.approx(comm)
+    assert t["total"] == pytest.approx(0.111 + comm)
+    assert sum(out["share"].values()) == pytest.approx(1.0)
+    assert out["bottleneck"] == "comm"
+    assert out["gpu_util"] == pytest.approx(0.11 / (0.111 + comm))
+
+
+def test_predict_table_output_names_the_bottleneck_in_words():
+    r = tc("predict", "--arch", "allreduce-cluster", "--gpus", "16", "--node", "pai-v100-nvlink",
+           "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "4e8")
+    assert r.returncode == 0, r.stderr
+    assert "weight/gradient communication over 25 Gbit Ethernet" in r.stdout
+
+
+def test_bad_input_is_one_line_without_traceback():
+    r = tc("predict", "--arch", "allreduce-local", "--gpus", "16", "--flops", "1",
+           "--mem-bytes", "1", "--weight-bytes", "1")
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert "allreduce-cluster" in r.stderr
+    r = tc("predict", "--flops", "lots", "--mem-bytes", "1", "--weight-bytes", "1")
+    assert r.returncode == 2 and "--flops" in r.stderr
+
+
+def test_hardware_show_and_list():
+    r = tc("hardware", "show", "V100", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["name"] == "V100-SXM2-16GB" and data["fp32_tflops"] == 15.7 and data["source"]
+    r = tc("hardware", "list", "--json")
+    data = json.loads(r.stdout)
+    assert "paper-2019" in data["nodes"] and data["aliases"]["MISC"] == "K80"

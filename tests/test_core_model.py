@@ -1,0 +1,227 @@
+"""The time model and the five architectures, against hand arithmetic from DESIGN.md.
+
+Custom catalog (round numbers): GPU 10 TFLOP/s fp32, 100 TFLOP/s fp16, 500 GB/s memory;
+links pcie 10 GB/s, intra 50 GB/s, nic 2.5 GB/s; node of 4 GPUs.
+Features: 1e12 FLOPs -> 0.1 s; 5e9 memory-bound bytes -> 0.01 s; 1e8 input bytes -> 0.01 s;
+W = 1e9 weight bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traincast import load_catalog, predict
+from traincast.arch import ARCH_CODE
+from traincast.predict import Hardware, evaluate, predict_table
+
+TOML = """
+[gpu.toy]
+fp32_tflops = 10
+fp16_tflops = 100
+mem_bw_gbs = 500
+mem_gb = 16
+source = "test"
+
+[link.pc]
+bw_gbs = 10
+source = "test"
+
+[link.in]
+bw_gbs = 50
+source = "test"
+
+[link.net]
+bw_gbs = 2.5
+source = "test"
+
+[link.slow-net]
+bw_gbs = 2.5
+efficiency = 0.5
+source = "test"
+
+[node.toy4]
+gpu = "toy"
+gpus = 4
+pcie = "pc"
+intra = "in"
+nic = "net"
+source = "test"
+"""
+
+FEATS = {"flops_compute_bound": 1e12, "bytes_memory_bound": 5e9, "weight_bytes": 1e9,
+         "input_bytes": 1e8}
+BASE = 0.1 + 0.01 + 0.01  # T_comp_flop + T_comp_mem + T_data
+
+
+@pytest.fixture
+def cat(tmp_path: Path):
+    path = tmp_path / "toy.toml"
+    path.write_text(TOML)
+    return load_catalog([path])
+
+
+def run(cat, **kw):
+    return predict(FEATS | kw.pop("feats", {}), node="toy4", catalog=cat, **kw)
+
+
+def test_1w1g_has_no_communication(cat):
+    r = run(cat, arch="1w1g")
+    assert r["time_s"]["comm"] == 0
+    assert r["time_s"]["data_io"] == pytest.approx(1e8 / 10e9)
+    assert r["time_s"]["compute_flop"] == pytest.approx(1e12 / 10e12)
+    assert r["time_s"]["compute_mem"] == pytest.approx(5e9 / 500e9)
+    assert r["time_s"]["total"] == pytest.approx(BASE)
+    assert r["bottleneck"] == "compute_flop"
+
+
+def test_allreduce_local(cat):
+    # 2 (n-1)/n W / bw(intra) = 2*3/4 * 1e9 / 50e9 = 0.03 s
+    r = run(cat, arch="allreduce-local", gpus=4)
+    assert r["time_s"]["comm"] == pytest.approx(0.03)
+    assert r["time_s"]["total"] == pytest.approx(BASE + 0.03)
+
+
+def test_allreduce_cluster_flat_and_hierarchical(cat):
+    # flat: 2*7/8 * 1e9 / min(50, 2.5)e9 = 1.75e9 / 2.5e9 = 0.7 s
+    r = run(cat, arch="allreduce-cluster", gpus=8)
+    assert r["time_s"]["comm"] == pytest.approx(0.7)
+    assert r["job"]["nodes"] == 2
+    # hierarchical: 2*3/4 * 1e9/50e9 + 2*1/2 * 1e9/2.5e9 = 0.03 + 0.4
+    r = run(cat, arch="allreduce-cluster", gpus=8, hierarchical=True)
+    assert r["time_s"]["comm"] == pytest.approx(0.43)
+
+
+def test_ps_worker(cat):
+    # m=8, p=1, k=min(4, 8)=4: 2W/bw(pcie) + max(2Wk/bw(nic), 2mW/(p bw(nic)))
+    #   = 2e9/10e9 + max(8e9/2.5e9, 16e9/2.5e9) = 0.2 + 6.4
+    r = run(cat, arch="ps-worker", workers=8, ps=1)
+    assert r["time_s"]["comm"] == pytest.approx(6.6)
+    # p=4: second term 16e9/(4*2.5e9) = 1.6 < first term 3.2 -> 0.2 + 3.2
+    r = run(cat, arch="ps-worker", workers=8, ps=4)
+    assert r["time_s"]["comm"] == pytest.approx(3.4)
+    assert r["bottleneck"] == "comm"
+    assert "Gbit" not in r["bottleneck_label"] and "net" in r["bottleneck_label"]
+
+
+def test_ps_worker_with_embeddings_exchanges_w_plus_e(cat):
+    # B = W + E = 1.5e9; m=2, p=1, k=2: 2*1.5e9/10e9 + max(2*1.5e9*2, 2*2*1.5e9)/2.5e9
+    r = run(cat, arch="ps-worker", workers=2, ps=1, feats={"embedding_bytes_touched": 5e8})
+    assert r["time_s"]["comm"] == pytest.approx(0.3 + 6e9 / 2.5e9)
+
+
+def test_pearl(cat):
+    # n=8, g=4: T_ring(W) flat = 0.7; embeddings 2 E (n-1)/n / min(50,2.5)e9
+    #   = 2 * 4e8 * 7/8 / 2.5e9 = 0.28
+    r = run(cat, arch="pearl", gpus=8, feats={"embedding_bytes_touched": 4e8})
+    assert r["time_s"]["comm"] == pytest.approx(0.98)
+    # one node: 2*3/4*1e9/50e9 + 2*3/4*4e8/50e9 = 0.03 + 0.012
+    r = run(cat, arch="pearl", gpus=4, feats={"embedding_bytes_touched": 4e8})
+    assert r["time_s"]["comm"] == pytest.approx(0.042)
+
+
+def test_overlap_hides_part_of_communication(cat):
+    # T = T_data + max(T_comp, f T_comm) + (1-f) T_comm = 0.01 + max(0.11, 0.35) + 0.35
+    r = run(cat, arch="allreduce-cluster", gpus=8, overlap=0.5)
+    assert r["time_s"]["total"] == pytest.approx(0.71)
+    # f = 1 and small comm: fully hidden
+    r = run(cat, arch="allreduce-local", gpus=4, overlap=1.0)
+    assert r["time_s"]["total"] == pytest.approx(BASE)
+
+
+def test_amp_uses_fp16_peak(cat):
+    r = run(cat, arch="1w1g", amp=True)
+    assert r["time_s"]["compute_flop"] == pytest.approx(1e12 / 100e12)
+
+
+def test_link_efficiency_and_overrides(cat):
+    # nic overridden by a link with efficiency 0.5: bw = 2.5e9 * 0.5
+    r = run(cat, arch="allreduce-cluster", gpus=8, nic="slow-net")
+    assert r["time_s"]["comm"] == pytest.approx(1.75e9 / 1.25e9)
+    # a typed speed: 100Gbit = 12.5 GB/s, still slower than intra
+    r = run(cat, arch="allreduce-cluster", gpus=8, nic="100Gbit")
+    assert r["time_s"]["comm"] == pytest.approx(1.75e9 / 12.5e9)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"arch": "allreduce-local", "gpus": 8}, "one node"),
+    ({"arch": "ps-worker", "workers": 4}, "--ps"),
+    ({"arch": "1w1g", "gpus": 2}, "exactly one GPU"),
+    ({"arch": "ring", "gpus": 2}, "unknown architecture"),
+])
+def test_invalid_shapes_are_clear_errors(cat, kw, message):
+    with pytest.raises(ValueError, match=message):
+        run(cat, **kw)
+
+
+def test_predict_table_matches_single_job_predictions(cat):
+    jobs = {
+        "architecture": np.array(["1w1g", "allreduce-local", "allreduce-cluster", "ps-worker",
+                                  "pearl", "bogus"], dtype=object),
+        "n_gpus": np.array([1, 4, 8, 8, 8, 2]),
+        "n_workers": np.array([0, 0, 0, 8, 0, 0]),
+        "n_ps": np.array([0, 0, 0, 1, 0, 0]),
+        "gpus_per_worker": np.zeros(6),
+        "node": np.array(["toy4"] * 6, dtype=object),
+        "gpu_type": np.array([""] * 6, dtype=object),
+        **{k: np.full(6, v) for k, v in FEATS.items()},
+        "embedding_bytes_touched": np.array([0, 0, 0, 0, 4e8, 0]),
+    }
+    bd = predict_table(jobs, cat)
+    np.testing.assert_allclose(bd.comm[:5], [0.0, 0.03, 0.7, 6.6, 0.98])
+    assert math.isnan(bd.total[5])  # unknown architecture -> unknown time, not a guess
+
+
+def test_predict_table_uses_gpu_default_node(cat):
+    # No node: the GPU type's default_node; V100 alias -> V100-SXM2-16GB on pai-v100-nvlink.
+    jobs = {"architecture": np.array(["allreduce-local"], dtype=object), "n_gpus": [8],
+            "gpu_type": np.array(["V100"], dtype=object), "node": np.array([""], dtype=object),
+            "flops_compute_bound": [15.7e12], "bytes_memory_bound": [0.0],
+            "weight_bytes": [1.5e9]}
+    bd = predict_table(jobs, load_catalog())
+    assert bd.compute_flop[0] == pytest.approx(1.0)        # 15.7e12 / 15.7 TFLOP/s
+    assert bd.comm[0] == pytest.approx(2 * 7 / 8 * 1.5e9 / 150e9)  # NVLink 2: 150 GB/s
+
+
+def _hw(rates: np.ndarray, node_gpus: float = 8.0) -> Hardware:
+    n = rates.shape[1]
+    return Hardware(flops_per_s=rates[0], mem_bw_bps=rates[1], pcie_bps=rates[2],
+                    intra_bps=rates[3], nic_bps=rates[4], node_gpus=np.full(n, node_gpus),
+                    mem_gb=np.full(n, 16.0))
+
+
+pos = st.floats(min_value=1e-3, max_value=1e3)
+job = st.tuples(st.sampled_from(list(ARCH_CODE.values())), st.integers(1, 64),
+                st.integers(1, 8), st.integers(1, 8), pos, pos, pos, pos, pos,
+                st.lists(pos, min_size=5, max_size=5), st.floats(0, 1))
+
+
+def _eval(j, rates, overlap):
+    code, n, g, p, flops, mem, w, e, d, _, _ = j
+    feats = {"flops_compute_bound": flops * 1e12, "bytes_memory_bound": mem * 1e9,
+             "weight_bytes": w * 1e8, "embedding_bytes_touched": e * 1e7,
+             "input_bytes": d * 1e6}
+    n = 1 if code == ARCH_CODE["1w1g"] else n
+    return evaluate(feats, code, n, min(g, n), n, p, _hw(np.asarray(rates)[:, None]), overlap)
+
+
+@settings(max_examples=200, deadline=None)
+@given(job, st.integers(0, 4), st.floats(1.0, 100.0))
+def test_properties(j, which, factor):
+    rates = np.array(j[9]) * np.array([1e12, 1e9, 1e9, 1e9, 1e9])
+    overlap = j[10]
+    bd = _eval(j, rates, overlap)
+    parts = bd.stacked()[:, 0]
+    assert (parts >= 0).all()
+    assert sum(bd.shares()[c][0] for c in bd.shares()) == pytest.approx(1.0)
+    no_overlap = _eval(j, rates, 0.0)
+    assert no_overlap.total[0] == pytest.approx(no_overlap.stacked()[:, 0].sum())
+    assert bd.total[0] <= no_overlap.total[0] * (1 + 1e-12)
+    faster = rates.copy()
+    faster[which] *= factor
+    assert _eval(j, faster, overlap).total[0] <= bd.total[0] * (1 + 1e-12)
