@@ -14,6 +14,8 @@ Heavier parts (profiling needs torch) are imported on first use.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from traincast.hardware.catalog import Catalog, CatalogError, load_catalog
@@ -35,6 +37,7 @@ _LAZY = {
     "calibrate": "traincast.calibrate",
     "validate": "traincast.validate",
     "plan": "traincast.parallel.plan",
+    "write_report": "traincast.report",
 }
 
 __all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "load_catalog", "predict",
@@ -43,5 +46,22 @@ __all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "load_catalog",
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        # importing traincast.characterize (etc.) binds the submodule to this name: rebind it to
+        # the function so every later `traincast.characterize(...)` calls the function
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'traincast' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """Importing a submodule named like its function (``traincast.whatif``) binds the submodule
+    on the package; keep the function bound instead, so ``traincast.whatif(...)`` always works."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
+            value = getattr(value, name, value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

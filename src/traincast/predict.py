@@ -97,7 +97,10 @@ def resolve_hardware(catalog: Catalog, node: Any, gpu_type: Any, n: int, *,
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
     pair = (node_codes + 1) * (len(gpu_names) + 1) + (gpu_codes + 1)
-    uniq, inverse = np.unique(pair, return_inverse=True)
+    # unique (node, GPU) pairs without sorting: O(n) counting over the small pair space
+    seen = np.bincount(pair, minlength=(len(node_names) + 1) * (len(gpu_names) + 1)) > 0
+    uniq = np.flatnonzero(seen)
+    inverse = (np.cumsum(seen) - 1)[pair]
     amp_arr = np.broadcast_to(np.asarray(amp, dtype=bool), (n,))
     table = np.full((len(uniq), 8), np.nan)
     for i, key in enumerate(uniq):
@@ -116,10 +119,10 @@ def resolve_hardware(catalog: Catalog, node: Any, gpu_type: Any, n: int, *,
                     links.get("pcie", catalog.links[nd.pcie]).bw_bps,
                     links.get("intra", catalog.links[nd.intra]).bw_bps,
                     links.get("nic", catalog.links[nd.nic]).bw_bps, nd.gpus, g.mem_gb)
-    rows = table[inverse.reshape(-1)]
-    return Hardware(flops_per_s=np.where(amp_arr, rows[:, 1], rows[:, 0]),
-                    mem_bw_bps=rows[:, 2], pcie_bps=rows[:, 3], intra_bps=rows[:, 4],
-                    nic_bps=rows[:, 5], node_gpus=rows[:, 6], mem_gb=rows[:, 7])
+    rows = np.ascontiguousarray(table.T)[:, inverse.reshape(-1)]  # (8, n): contiguous rows
+    return Hardware(flops_per_s=np.where(amp_arr, rows[1], rows[0]),
+                    mem_bw_bps=rows[2], pcie_bps=rows[3], intra_bps=rows[4],
+                    nic_bps=rows[5], node_gpus=rows[6], mem_gb=rows[7])
 
 
 def evaluate(features: Mapping[str, ArrayLike], arch_code: ArrayLike, n_gpus: ArrayLike,
@@ -155,7 +158,7 @@ def job_shape(jobs: Mapping[str, Any], hw: Hardware, n: int) -> dict[str, NDArra
             "m": np.where(workers > 0, workers, n_gpus), "p": np.where(ps > 0, ps, 1.0)}
 
 
-def predict_table(jobs: Mapping[str, Any], catalog: Catalog | None = None, *,
+def predict_table(jobs: Mapping[str, Any] | pa.Table, catalog: Catalog | None = None, *,
                   overlap: ArrayLike = 0.0, hierarchical: bool | ArrayLike = False,
                   amp: bool | ArrayLike = False, default_node: str | None = None,
                   gpu: str | None = None, nic: str | None = None, intra: str | None = None,
@@ -165,6 +168,8 @@ def predict_table(jobs: Mapping[str, Any], catalog: Catalog | None = None, *,
     Jobs with unknown features, architecture, node or GPU type get NaN times.
     """
     catalog = catalog or load_catalog()
+    if isinstance(jobs, pa.Table):
+        jobs = {name: jobs.column(name) for name in jobs.column_names}
     n = len(jobs["architecture"])
     hw = resolve_hardware(catalog, jobs.get("node"), jobs.get("gpu_type"), n,
                           default_node=default_node, amp=amp, gpu=gpu, nic=nic, intra=intra,

@@ -2,7 +2,14 @@
 
 Every figure is the median of repeated samples taken after warm-up; each sample times enough
 calls to last at least ``min_sample_s`` (so timer resolution never matters), and the spread is
-reported as ``(p90 - p10) / median`` of the samples. torch is imported by the caller.
+reported as ``(p90 - p10) / median`` of the samples.
+
+Clock: on the CPU, the CPU time of the calling thread (``time.thread_time``; torch runs with
+one intra-op thread per rank, so all work is on that thread) — the time the work takes on its
+core, not counting the time the OS gives other programs on a shared machine; on CUDA, wall
+time after ``torch.cuda.synchronize``. Where waiting matters (communication, whole training
+steps), ``dedicated_clock``: wall time minus the time the calling thread sat ready on the
+run queue while other programs held the cores (Linux ``/proc/thread-self/schedstat``).
 """
 
 from __future__ import annotations
@@ -31,25 +38,53 @@ def _sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
+def runqueue_wait_s() -> float:
+    """Seconds the calling thread has waited, ready to run, for a core (0 where unknown)."""
+    try:
+        with open("/proc/thread-self/schedstat") as fh:
+            return int(fh.read().split()[1]) * 1e-9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def dedicated_clock() -> float:
+    """Wall time minus run-queue wait: what a dedicated machine's wall clock would show."""
+    return time.perf_counter() - runqueue_wait_s()
+
+
+def step_clock_for(device: Any) -> Callable[[], float]:
+    """The clock of whole steps and communication: ``dedicated_clock`` on the CPU, wall time
+    on CUDA."""
+    return time.perf_counter if getattr(device, "type", str(device)).startswith("cuda") \
+        else dedicated_clock
+
+
+def clock_for(device: Any) -> Callable[[], float]:
+    """The clock of measurements on ``device``: thread CPU time on the CPU, wall time on CUDA."""
+    return time.perf_counter if getattr(device, "type", str(device)).startswith("cuda") \
+        else time.thread_time
+
+
 def measure(fn: Callable[[], Any], device: Any = "cpu", *, repeat: int = 7, warmup: int = 2,
             min_sample_s: float = 0.02) -> Timing:
     """Median seconds per call of ``fn`` over ``repeat`` samples after ``warmup`` calls."""
+    clock = clock_for(device)
     for _ in range(warmup):
         fn()
     _sync(device)
     # calls per sample so that one sample lasts at least min_sample_s
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
     _sync(device)
-    once = max(time.perf_counter() - t0, 1e-7)
+    once = max(clock() - t0, 1e-7)
     number = max(1, int(np.ceil(min_sample_s / once)))
     per_call = np.empty(repeat)
     for i in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(number):
             fn()
         _sync(device)
-        per_call[i] = (time.perf_counter() - t0) / number
+        per_call[i] = (clock() - t0) / number
     med = float(np.median(per_call))
     p10, p90 = np.percentile(per_call, [10, 90])
     return Timing(median_s=med, spread=float((p90 - p10) / med), samples=repeat)
@@ -60,62 +95,96 @@ def gemm_bytes(m: int, n: int, k: int, itemsize: int) -> int:
     return (m * k + k * n + m * n) * itemsize
 
 
-def matmul_shapes(quick: bool) -> list[tuple[int, int, int]]:
-    """(m, n, k) shapes: squares of several sizes and skinny GEMMs with one small dimension.
+def matmul_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) shapes: squares of several sizes and skinny GEMMs with one small
+    dimension in the three layouts of a linear layer's training step.
 
-    Training steps are full of skinny products: a batch of 32 rows times a weight matrix, and the
-    weight-gradient product whose inner dimension K is the batch.
+    A linear layer with a batch of ``s`` rows runs ``x @ W^T`` (m = s, layout ``nt``), the input
+    gradient ``dY @ W`` (m = s, ``nn``) and the weight gradient ``dY^T @ X`` (k = s, ``tn``):
+    skinny products, each with its own operand layout.
     """
     big = 512 if quick else 1024
-    squares = [(s, s, s) for s in ((64, 256, big) if quick else (64, 128, 256, 512, big, 2048))]
+    squares = [(s, s, s, "nn") for s in ((64, 256, big) if quick else
+                                         (64, 128, 256, 512, big, 2048))]
     smalls = (8, 32, 128) if quick else (1, 4, 16, 32, 64, 128, 256)
     skinny = []
     for s in smalls:
-        skinny += [(s, big, big), (big, big, s)]  # small M (batch rows) / small K (weight grad)
+        skinny += [(s, big, big, "nt"), (s, big, big, "nn"), (big, big, s, "tn")]
     return squares + skinny
 
 
-def bench_matmul(device: Any, dtype: Any, shapes: list[tuple[int, int, int]], *,
-                 repeat: int, min_sample_s: float) -> list[dict[str, Any]]:
-    """FLOP/s of ``torch.mm`` for each (m, n, k): FLOPs = 2 m n k."""
+def bench_matmul(device: Any, dtype: Any, shapes: list[tuple], *, repeat: int,
+                 min_sample_s: float) -> list[dict[str, Any]]:
+    """FLOP/s of ``torch.mm`` for each (m, n, k[, layout]): FLOPs = 2 m n k; layout ``t`` = that
+    operand is a transposed view (``nt``: A @ B^T)."""
     import torch
 
     out = []
-    for m, n, k in shapes:
-        a = torch.randn(m, k, device=device).to(dtype)
-        b = torch.randn(k, n, device=device).to(dtype)
-        c = torch.empty(m, n, device=device, dtype=dtype)
-        t = measure(lambda a=a, b=b, c=c: torch.mm(a, b, out=c), device, repeat=repeat,
+    for shape in shapes:
+        m, n, k = shape[:3]
+        layout = shape[3] if len(shape) > 3 else "nn"
+        a = (torch.randn(k, m, device=device).t() if layout[0] == "t" else
+             torch.randn(m, k, device=device)).to(dtype)
+        b = (torch.randn(n, k, device=device).t() if layout[1] == "t" else
+             torch.randn(k, n, device=device)).to(dtype)
+        t = measure(lambda a=a, b=b: torch.mm(a, b), device, repeat=repeat,
                     min_sample_s=min_sample_s)
         flops = 2.0 * m * n * k
-        out.append({"m": m, "n": n, "k": k, "flops": flops,
+        out.append({"m": m, "n": n, "k": k, "layout": layout, "flops": flops,
                     "bytes": gemm_bytes(m, n, k, a.element_size()),
                     "time_s": t.median_s, "tflops": flops / t.median_s / 1e12,
                     "spread": t.spread})
     return out
 
 
-def bench_conv(device: Any, *, quick: bool, repeat: int,
-               min_sample_s: float) -> list[dict[str, Any]]:
-    """FLOP/s of 2-D convolutions (batch 8, 3x3 and 1x1, several widths), FLOPs = 2 * MACs."""
+CONV_CASES = (  # (channels in, channels out, spatial size, kernel, stride, groups), batch 4
+    (64, 64, 56, 1, 1, 1), (64, 64, 56, 3, 1, 1), (64, 256, 56, 1, 1, 1),
+    (128, 128, 28, 3, 1, 1), (256, 64, 56, 1, 1, 1), (256, 256, 14, 3, 1, 1),
+    (1024, 256, 14, 1, 1, 1), (512, 512, 7, 3, 1, 1), (3, 64, 112, 7, 2, 1),
+    (32, 32, 112, 3, 1, 32), (96, 96, 56, 3, 2, 96), (144, 144, 56, 3, 1, 144),
+    (384, 384, 14, 3, 1, 384), (960, 960, 7, 3, 1, 960), (96, 24, 56, 1, 1, 1),
+    (2048, 512, 7, 1, 1, 1), (256, 256, 4, 3, 1, 1),
+)
+
+
+def bench_conv(device: Any, *, quick: bool, repeat: int, min_sample_s: float,
+               cases: tuple[tuple[int, ...], ...] | None = None) -> list[dict[str, Any]]:
+    """FLOP/s of 2-D convolutions, forward and backward (input and weight gradients), batch 4:
+    dense 1x1, 3x3 and 7x7 and depthwise (groups = channels) shapes of CNNs.
+
+    Forward FLOPs = 2 * batch * out_h * out_w * cout * cin / groups * k * k; backward = twice
+    that. Bytes = every tensor read or written once (input, weight, output; backward: grad
+    output, input, weight read, grad input and grad weight written).
+    """
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    cases = [(16, 16, 56, 3), (64, 64, 28, 3), (128, 128, 14, 3), (256, 256, 7, 3),
-             (64, 256, 28, 1), (512, 128, 7, 1)]
-    if quick:
-        cases = cases[1::2]
+    aten = torch.ops.aten
+    batch = 4
     out = []
-    for cin, cout, hw, r in cases:
-        x = torch.randn(8, cin, hw, hw, device=device)
-        w = torch.randn(cout, cin, r, r, device=device)
-        t = measure(lambda x=x, w=w, r=r: F.conv2d(x, w, padding=r // 2), device, repeat=repeat,
-                    min_sample_s=min_sample_s)
-        flops = 2.0 * 8 * cout * hw * hw * cin * r * r
-        nbytes = 4 * (x.numel() + w.numel() + 8 * cout * hw * hw)
-        out.append({"shape": f"8x{cin}x{hw}x{hw} * {cout}x{cin}x{r}x{r}", "flops": flops,
-                    "bytes": nbytes, "time_s": t.median_s, "tflops": flops / t.median_s / 1e12,
-                    "spread": t.spread})
+    if cases is None:
+        cases = CONV_CASES[::3] if quick else CONV_CASES
+    for cin, cout, hw, k, stride, groups in cases:
+        x = torch.randn(batch, cin, hw, hw, device=device)
+        w = torch.randn(cout, cin // groups, k, k, device=device)
+        pad = k // 2
+        y = F.conv2d(x, w, stride=stride, padding=pad, groups=groups)
+        gy = torch.randn_like(y)
+        flops = 2.0 * batch * y.shape[2] * y.shape[3] * cout * (cin // groups) * k * k
+        xb, wb, yb = 4 * x.numel(), 4 * w.numel(), 4 * y.numel()
+        shape = f"{batch}x{cin}x{hw}x{hw} * {cout}x{cin // groups}x{k}x{k}/s{stride}/g{groups}"
+        fwd = measure(lambda x=x, w=w, s=stride, p=pad, g=groups:
+                      F.conv2d(x, w, stride=s, padding=p, groups=g),
+                      device, repeat=repeat, min_sample_s=min_sample_s)
+        bwd = measure(lambda gy=gy, x=x, w=w, s=stride, p=pad, g=groups:
+                      aten.convolution_backward(gy, x, w, None, [s, s], [p, p], [1, 1], False,
+                                                [0, 0], g, [True, True, False]),
+                      device, repeat=repeat, min_sample_s=min_sample_s)
+        for phase, t, f, nbytes in (("forward", fwd, flops, xb + wb + yb),
+                                    ("backward", bwd, 2 * flops, yb + xb + wb + xb + wb)):
+            out.append({"shape": shape, "phase": phase, "flops": f, "bytes": nbytes,
+                        "time_s": t.median_s, "tflops": f / t.median_s / 1e12,
+                        "spread": t.spread})
     return out
 
 
@@ -178,3 +247,104 @@ def bench_host_copy(device: Any, sizes_bytes: list[int], *, repeat: int,
         out.append({"size_bytes": 4 * n, "time_s": t.median_s,
                     "gbs": 4 * n / t.median_s / 1e9, "spread": t.spread})
     return out
+
+
+def kernel_cases(device: Any, n: int) -> dict[str, Callable[[], Any]]:
+    """Element-wise, normalization and softmax kernels of training steps, by aten op name, each
+    on ``n`` fp32 elements (rows of 1024 where the op works on rows)."""
+    import torch
+
+    aten = torch.ops.aten
+    x = torch.rand(n, device=device) + 0.5
+    g = torch.rand(n, device=device)
+    y = torch.empty(n, device=device)
+    rows = x.view(-1, 1024)
+    w = torch.ones(1024, device=device)
+    b = torch.zeros(1024, device=device)
+    img = x.view(8, 128, -1)  # batch norm over 128 channels
+    cw = torch.ones(128, device=device)
+    cb = torch.zeros(128, device=device)
+    mean, rstd = aten.native_layer_norm(rows, [1024], w, b, 1e-5)[1:]
+    sm = aten._softmax(rows, -1, False)
+    bn_out, bn_mean, bn_invstd = aten.native_batch_norm(img, cw, cb, None, None, True, 0.1,
+                                                        1e-5)
+    cases: dict[str, Callable[[], Any]] = {
+        name: (lambda f=getattr(torch, name): f(x, out=y))
+        for name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "reciprocal")}
+    cases |= {
+        "gelu": lambda: aten.gelu(x),
+        "silu": lambda: aten.silu(x),
+        "pow": lambda: aten.pow(x, 2),
+        "div": lambda: torch.div(x, g, out=y),
+        "mul": lambda: torch.mul(x, g, out=y),
+        "gelu_backward": lambda: aten.gelu_backward(g, x),
+        "silu_backward": lambda: aten.silu_backward(g, x),
+        "tanh_backward": lambda: aten.tanh_backward(g, x),
+        "sigmoid_backward": lambda: aten.sigmoid_backward(g, x),
+        "threshold_backward": lambda: aten.threshold_backward(g, x, 0.0),
+        "_softmax": lambda: aten._softmax(rows, -1, False),
+        "_log_softmax": lambda: aten._log_softmax(rows, -1, False),
+        "_softmax_backward_data": lambda: aten._softmax_backward_data(
+            g.view(-1, 1024), sm, -1, torch.float32),
+        "native_layer_norm": lambda: aten.native_layer_norm(rows, [1024], w, b, 1e-5),
+        "native_layer_norm_backward": lambda: aten.native_layer_norm_backward(
+            g.view(-1, 1024), rows, [1024], mean, rstd, w, b, [True, True, True]),
+        "native_batch_norm": lambda: aten.native_batch_norm(img, cw, cb, None, None, True, 0.1,
+                                                            1e-5),
+        "native_batch_norm_backward": lambda: aten.native_batch_norm_backward(
+            g.view(8, 128, -1), img, cw, None, None, bn_mean, bn_invstd, True, 1e-5,
+            [True, True, True]),
+        "sum": lambda: aten.sum(rows, [0]),
+        "mean": lambda: aten.mean(rows, [-1]),
+    }
+    del bn_out
+    return cases
+
+
+def bench_kernels(device: Any, n: int, *, repeat: int, min_sample_s: float,
+                  overhead_s: float) -> list[dict[str, Any]]:
+    """Elements per second of each kernel of ``kernel_cases``, net of the plain per-call cost."""
+    out = []
+    for name, fn in kernel_cases(device, n).items():
+        t = measure(fn, device, repeat=repeat, min_sample_s=min_sample_s)
+        net = max(t.median_s - overhead_s, 0.5 * t.median_s)
+        out.append({"op": name, "elements": n, "time_s": t.median_s,
+                    "gelems": n / net / 1e9, "spread": t.spread})
+    return out
+
+
+def bench_fresh(device: Any, sizes_bytes: list[int], *, repeat: int,
+                min_sample_s: float) -> list[dict[str, Any]]:
+    """Cost of writing a freshly allocated output, per size: ``neg(x)`` (new output) minus
+    ``neg(x, out=y)`` (existing output). On the CPU large fresh blocks come from the OS and
+    every page faults in (zeroed) on first write; GB/s = bytes / extra time (1e4 when the
+    extra time is not measurable)."""
+    import torch
+
+    out = []
+    for size in sizes_bytes:
+        n = max(size // 4, 1)
+        x = torch.rand(n, device=device)
+        y = torch.empty(n, device=device)
+        fresh = measure(lambda x=x: torch.neg(x), device, repeat=repeat,
+                        min_sample_s=min_sample_s)
+        reuse = measure(lambda x=x, y=y: torch.neg(x, out=y), device, repeat=repeat,
+                        min_sample_s=min_sample_s)
+        extra = fresh.median_s - reuse.median_s
+        gbs = 4 * n / extra / 1e9 if extra > 0 else 1e4
+        out.append({"size_bytes": 4 * n, "fresh_s": fresh.median_s, "reuse_s": reuse.median_s,
+                    "gbs": min(gbs, 1e4), "spread": max(fresh.spread, reuse.spread)})
+    return out
+
+
+def bench_foreach(device: Any, *, repeat: int, min_sample_s: float,
+                  tensors: int = 64) -> dict[str, Any]:
+    """Fixed cost per tensor inside a multi-tensor (``_foreach_``) op: an in-place add over
+    ``tensors`` one-element tensors, divided by their number (on the CPU each tensor is one
+    kernel call; on CUDA they share fused launches)."""
+    import torch
+
+    xs = [torch.ones(1, device=device) for _ in range(tensors)]
+    t = measure(lambda: torch._foreach_add_(xs, 1.0), device, repeat=repeat,
+                min_sample_s=min_sample_s)
+    return {"per_tensor_s": t.median_s / tensors, "spread": t.spread, "tensors": tensors}

@@ -9,18 +9,18 @@ time of the smallest message, bw from the largest.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
+from traincast.calibrate.bench import step_clock_for
 from traincast.calibrate.dist import backend_for, run_local
 
 QUICK_SIZES = (4, 1 << 20, 16 << 20)
 FULL_SIZES = (4, 4 << 10, 64 << 10, 1 << 20, 8 << 20, 32 << 20)
 
 
-def _timed(fn: Any, repeat: int, warmup: int = 2) -> tuple[float, float]:
+def _timed(fn: Any, repeat: int, clock: Any, warmup: int = 2) -> tuple[float, float]:
     import torch.distributed as dist
 
     for _ in range(warmup):
@@ -28,9 +28,9 @@ def _timed(fn: Any, repeat: int, warmup: int = 2) -> tuple[float, float]:
     times = []
     for _ in range(repeat):
         dist.barrier()
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     med = float(np.median(times))
     p10, p90 = np.percentile(times, [10, 90])
     return med, float((p90 - p10) / med)
@@ -49,6 +49,7 @@ def _comm_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
         if device.startswith("cuda"):
             torch.cuda.synchronize(device)
 
+    clock = step_clock_for(device)
     out: dict[str, Any] = {"allreduce": [], "p2p": []}
     for size in args["sizes"]:
         buf = torch.ones(max(size // 4, 1), device=device)
@@ -58,7 +59,7 @@ def _comm_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
             dist.all_reduce(buf)
             sync()
 
-        t, spread = _timed(allreduce, repeat)
+        t, spread = _timed(allreduce, repeat, clock)
         out["allreduce"].append({"size_bytes": buf.numel() * 4, "time_s": t, "spread": spread,
                                  "busbw_gbs": 2 * (world - 1) / world * buf.numel() * 4 / t / 1e9})
 
@@ -71,7 +72,7 @@ def _comm_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
                 dist.send(buf, 0)
             sync()
 
-        t, spread = _timed(pingpong, repeat)
+        t, spread = _timed(pingpong, repeat, clock)
         out["p2p"].append({"size_bytes": buf.numel() * 4, "time_s": t / 2, "spread": spread,
                            "bw_gbs": buf.numel() * 4 / (t / 2) / 1e9})
     return out
@@ -90,11 +91,11 @@ def fit_latency_bw(sizes_bytes: np.ndarray, times_s: np.ndarray,
     return latency, moved_factor * float(s[-1]) / net
 
 
-def bench_comm(device: str, *, quick: bool, world_size: int = 2,
-               threads: int = 1) -> dict[str, Any]:
+def bench_comm(device: str, *, quick: bool, world_size: int = 2, threads: int = 1,
+               sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
     """All-reduce and ping-pong between ``world_size`` local processes, with fitted links."""
     backend = backend_for(device, world_size)
-    sizes = QUICK_SIZES if quick else FULL_SIZES
+    sizes = sizes or (QUICK_SIZES if quick else FULL_SIZES)
     res = run_local(_comm_target, world_size, {"device": device, "sizes": list(sizes),
                                                "repeat": 5 if quick else 9,
                                                "threads": threads}, backend=backend)[0]

@@ -3,8 +3,8 @@
 ``run_local(target, world_size, args)`` spawns ``world_size`` fresh interpreters (the ``spawn``
 start method, so no state leaks from the parent), each calling ``target(rank, world_size, args)``
 after ``init_process_group`` on ``tcp://127.0.0.1:PORT``; the backend is ``gloo`` on the CPU and
-``nccl`` when ``args["device"]`` is ``cuda`` and every rank has its own GPU. Each target returns
-a JSON-able value; ``run_local`` returns them by rank. Gloo is bound to the loopback interface
+``nccl`` when the device is CUDA and every rank has its own GPU. Each target returns a JSON-able
+value; ``run_local`` returns them by rank. Gloo is bound to the loopback interface
 (``GLOO_SOCKET_IFNAME=lo``), so the measured links are those of this machine only.
 """
 
@@ -70,13 +70,22 @@ def run_local(target: Callable[[int, int, dict[str, Any]], Any], world_size: int
     for p in procs:
         p.start()
     out: dict[int, Any] = {}
+    waited = 0.0
     try:
         while len(out) < world_size:
             try:
-                rank, status, value = results.get(timeout=timeout_s)
+                rank, status, value = results.get(timeout=1.0)
             except queue_mod.Empty:
-                raise TraincastError(f"local process group timed out after {timeout_s:.0f} s",
-                                     hint="another program may hold the CPU or the port") from None
+                waited += 1.0
+                dead = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if dead:
+                    raise TraincastError(f"local process {dead[0]} exited with code "
+                                         f"{procs[dead[0]].exitcode} before reporting") from None
+                if waited > timeout_s:
+                    raise TraincastError(f"local process group timed out after {timeout_s:.0f} s",
+                                         hint="another program may hold the CPU or the port"
+                                         ) from None
+                continue
             if status == "error":
                 raise TraincastError(f"local process {rank} failed:\n{value}")
             out[rank] = value

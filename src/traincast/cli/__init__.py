@@ -65,6 +65,15 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("[red]interrupted[/red]")
         sys.exit(130)
+    except ImportError as exc:
+        if debug:
+            raise
+        extra = {"torch": "torch", "transformers": "torch", "matplotlib": "report",
+                 "dask": "dask", "distributed": "dask"}.get((exc.name or "").split(".")[0])
+        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        hint = f"pip install 'traincast[{extra}]'" if extra else "check the installation"
+        err_console.print(f"[dim]hint: {hint}[/dim]", highlight=False)
+        sys.exit(2)
     except (ValueError, KeyError, OSError) as exc:
         if debug:
             raise

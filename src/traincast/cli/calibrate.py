@@ -1,1 +1,138 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast calibrate`` and ``traincast validate``: measure this machine, check the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traincast.cli import app
+from traincast.cli.common import JsonOpt, console, err_console, print_json
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+    return lambda msg: err_console.print(f"[dim]· {msg}[/dim]", highlight=False)
+
+
+@app.command()
+def calibrate(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Catalog file to write.")]
+    = Path("traincast-local.toml"),
+    quick: Annotated[bool, typer.Option(help="Fewer sizes and repeats (under 30 s).")] = False,
+    device: Annotated[str | None, typer.Option(help="cpu or cuda (default: cuda if present).")]
+    = None,
+    threads: Annotated[int, typer.Option(
+        min=1, help="Torch threads per rank on the CPU (one rank = one 'device').")] = 1,
+    comm: Annotated[bool, typer.Option(
+        help="Measure all-reduce and send/recv between 2 local processes.")] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure this machine and write a catalog file with [gpu.local] and [node.local].
+
+    Microbenchmarks, each the median of repeated runs after warm-up: matmul FLOP/s by shape
+    (squares and skinny GEMMs, fp32 and bf16/fp16) as an efficiency curve over arithmetic
+    intensity, convolutions, element-wise bandwidth (copy, add, triad) by size, per-op fixed
+    overhead, host-to-device copy, all-reduce and send/recv between 2 local processes over
+    loopback (gloo; NCCL on 2+ GPUs). Then: traincast predict --catalog FILE --node local ...
+    """
+    from traincast.calibrate import calibrate as run_calibration
+
+    out = run_calibration(output, quick=quick, device=device, threads=threads, comm=comm,
+                          progress=_progress(json_out))
+    res = out["results"]
+    if json_out:
+        print_json({"path": out["path"], "elapsed_s": res["elapsed_s"],
+                    "device_name": res["device_name"], "results": res})
+        return
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog([output])
+    g = cat.gpu("local")
+    console.print(f"Wrote [bold]{output}[/bold] in {res['elapsed_s']:.1f} s — "
+                  f"{res['device_name']}, torch {res['torch']}, {res['threads']} thread(s).")
+    console.print(f"  matmul fp32 best {g.fp32_tflops * 1e3:.1f} GFLOP/s; curve over intensity "
+                  + ", ".join(f"{i:.3g}:{t * 1e3:.0f}" for i, t in
+                              zip(g.gemm_intensity, g.gemm_tflops, strict=True))
+                  + " (FLOP/byte:GFLOP/s)")
+    console.print(f"  memory (add, beyond caches) {g.mem_bw_gbs:.1f} GB/s; per-op overhead "
+                  f"{g.op_overhead_us:.1f} µs")
+    for name in ("local-host", "local-allreduce", "local-loopback"):
+        link = cat.link(name)
+        console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs")
+    console.print(f"Use: traincast predict --catalog {output} --node local ...")
+
+
+@app.command()
+def validate(
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="A `traincast calibrate` file; default: calibrate now.")] = None,
+    quick: Annotated[bool, typer.Option(help="Two small one-process cases, quick calibration.")]
+    = False,
+    device: Annotated[str | None, typer.Option(help="cpu or cuda (default: cuda if present).")]
+    = None,
+    threads: Annotated[int, typer.Option(min=1, help="Torch threads per process.")] = 1,
+    steps: Annotated[int | None, typer.Option(min=1, help="Timed steps per case.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Predict real training steps on this machine, run them, and report the error.
+
+    Per case (zoo model, batch, architecture: 1w1g in this process, allreduce-local = PyTorch
+    DistributedDataParallel over 2 local processes, ps-worker = 1 parameter server + 2 workers):
+    profile + predict with the calibrated catalog (compute by the per-op roofline with measured
+    efficiency curves; data and communication by the core model), then warm-up and the median
+    of timed steps, and a torch.profiler breakdown. error = predicted / measured - 1.
+    """
+    from traincast.validate import validate as run_validation
+
+    out = run_validation(catalog, quick=quick, device=device, threads=threads, steps=steps,
+                         progress=_progress(json_out))
+    if json_out:
+        print_json(out)
+        return
+    render_validation(out)
+
+
+def render_validation(out: dict) -> None:
+    """Rich tables: predicted vs measured per case, then per component."""
+    from rich.table import Table
+
+    from traincast.cli.common import fmt_seconds
+
+    t = Table(title=f"traincast validate — {out['device_name']}, torch {out['torch']}, "
+                    f"{out['threads']} thread(s) per process", title_justify="left")
+    for col in ("model", "arch", "batch", "procs", "measured", "spread", "predicted", "error",
+                "paper model", "paper error"):
+        t.add_column(col, justify="left" if col in ("model", "arch") else "right")
+    for c in out["cases"]:
+        t.add_row(c["model"], c["arch"], str(c["batch_size"]), str(c["processes"]),
+                  fmt_seconds(c["measured_s"]), f"{100 * c['measured_spread']:.0f}%",
+                  fmt_seconds(c["predicted_s"]), f"{100 * c['error']:+.0f}%",
+                  fmt_seconds(c["paper_predicted_s"]), f"{100 * c['paper_error']:+.0f}%")
+    console.print(t)
+    comp = Table(title="per component: predicted / measured (torch.profiler)",
+                 title_justify="left")
+    for col in ("model", "arch", "FLOP-bound", "memory-bound", "communication", "data copy",
+                "framework (measured)"):
+        comp.add_column(col, justify="left" if col in ("model", "arch") else "right")
+    for c in out["cases"]:
+        m = c.get("measured") or {}
+        p = c["predicted"]
+
+        def pair(key: str, p: dict = p, m: dict = m) -> str:
+            return f"{fmt_seconds(p[key])} / {fmt_seconds(m.get(key, float('nan')))}"
+
+        comp.add_row(c["model"], c["arch"], pair("compute_flop"), pair("compute_mem"),
+                     pair("comm"), pair("data_io"),
+                     fmt_seconds(m.get("framework", float("nan"))))
+    console.print(comp)
+    for f in out.get("failed", []):
+        console.print(f"[red]failed:[/red] {f['model']} {f['arch']} b{f['batch_size']}: "
+                      f"{f['reason']}")
+    console.print(f"median |error| {100 * out['median_abs_error']:.1f}%, p90 "
+                  f"{100 * out['p90_abs_error']:.1f}%, max {100 * out['max_abs_error']:.1f}% "
+                  f"(paper's additive model: median {100 * out['paper_median_abs_error']:.1f}%)"
+                  f" — targets (median <= 15%, none beyond 40%) "
+                  + ("[green]met[/green]" if out["targets_met"] else "[red]missed[/red]"))

@@ -24,7 +24,8 @@ from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
 from traincast.predict import predict as predict_job
 
-ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + ". T_comm formulas: "
+ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + ", or hybrid (language "
+             "models: --dp/--tp/--pp/--ep/--zero ..., docs/parallelism.md). T_comm formulas: "
              "docs/model.md.")
 
 
@@ -90,6 +91,18 @@ def predict(
     hierarchical: Annotated[bool, typer.Option(
         help="Hierarchical all-reduce (intra-node ring, then across nodes).")] = False,
     json_out: JsonOpt = False,
+    dp: Annotated[int, typer.Option(help="hybrid: data-parallel size.")] = 1,
+    tp: Annotated[int, typer.Option(help="hybrid: tensor-parallel size.")] = 1,
+    pp: Annotated[int, typer.Option(help="hybrid: pipeline stages.")] = 1,
+    ep: Annotated[int, typer.Option(help="hybrid: expert-parallel size.")] = 1,
+    zero: Annotated[int, typer.Option(min=0, max=3, help="hybrid: ZeRO stage 0-3.")] = 0,
+    micro_batch: Annotated[int, typer.Option(help="hybrid: sequences per micro-batch.")] = 1,
+    global_batch: Annotated[int | None, typer.Option(
+        help="hybrid: sequences per iteration (default dp x micro-batch).")] = None,
+    seq: Annotated[int | None, typer.Option(help="hybrid: sequence length.")] = None,
+    recompute: Annotated[str, typer.Option(help="hybrid: none|selective|full.")] = "selective",
+    vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
+    dtype: Annotated[str, typer.Option(help="hybrid: fp32|tf32|bf16|fp16|fp8.")] = "bf16",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -98,6 +111,24 @@ def predict(
     flop_efficiency), T_comp_mem = bytes / (mem_bw x mem_efficiency); T_comm by architecture.
     """
     cat = catalog_from(catalog)
+    if arch == "hybrid":
+        from traincast.parallel.hybrid import predict_hybrid
+
+        if model is None:
+            raise TraincastError("--arch hybrid needs --model zoo:NAME or hf:config.json")
+        if gpus not in (1, dp * tp * pp):
+            raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp = {dp * tp * pp}")
+        node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"
+        result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep,
+                                zero=zero, micro_batch=micro_batch, global_batch=global_batch,
+                                seq=seq, recompute=recompute, vp=vp, dtype=dtype,
+                                overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
+                                catalog=cat)
+        if json_out:
+            print_json(result)
+        else:
+            render_hybrid(result)
+        return
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                 embedding_bytes, input_bytes, amp)
     result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
@@ -132,3 +163,27 @@ def render_prediction(result: dict[str, Any]) -> None:
     console.print(f"[dim]GPU peak {hw['peak_tflops']:g} TFLOP/s x {hw['flop_efficiency']:g}, "
                   f"memory {hw['mem_bw_gbs']:g} GB/s x {hw['mem_efficiency']:g}; {links}; "
                   f"overlap {job['overlap']:g}.[/dim]")
+
+
+def render_hybrid(result: dict[str, Any]) -> None:
+    """A rich table of one hybrid-parallel prediction."""
+    from traincast.cli.common import fmt_bytes
+
+    job = result["job"]
+    table = Table(title=f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
+                        f"ep={job['ep']} zero={job['zero']} on {job['gpus']} GPU(s) of "
+                        f"{result['hardware']['node']}", title_justify="left")
+    table.add_column("component")
+    table.add_column("time", justify="right")
+    for k, v in result["time_s"].items():
+        if k != "comm":
+            table.add_row(k, fmt_seconds(v))
+    for k, v in result["comm_s"].items():
+        table.add_row(f"comm {k}", fmt_seconds(v))
+    console.print(table)
+    mem = result["memory_gb"]
+    console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
+                  f"{result['tokens_per_s_per_gpu']:.0f} tokens/s/GPU, "
+                  f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU. Memory per GPU "
+                  f"{fmt_bytes(mem['total'] * 1e9)} of {fmt_bytes(mem['capacity'] * 1e9)}"
+                  + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")

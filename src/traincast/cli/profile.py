@@ -1,1 +1,185 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast profile MODEL`` (one training step's features) and ``traincast zoo list``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
+from traincast.errors import TraincastError
+
+zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo.")
+app.add_typer(zoo_app, name="zoo")
+
+PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
+
+MODEL is zoo:NAME (traincast zoo list), hf:CONFIG (a transformers config: a config.json, a
+cached name or a model_type such as gpt2; no weights) or path/file.py:FUNC where FUNC(batch)
+returns (model, inputs). The step — forward, loss (the model's scalar output, else the sum of
+its outputs), backward, optimizer step — runs on the meta device (shapes only) and every kernel
+is captured. FLOPs per op are torch's formulas (one multiply-add = 2 FLOPs); bytes = inputs read
++ outputs written (views free, gathers touch only the rows indexed). Compute-bound = matrix
+products, convolutions, attention; everything else is memory-bound. The fused estimate assumes
+each chain of consecutive element-wise ops runs as one kernel that stores no intermediate.
+--amp emulates CUDA autocast (fp16 matrix ops, fp32 reductions/norms/losses). A model that
+fails on meta is run on CPU at batch 1 and 2 and extrapolated linearly (the output says so).
+Rules and the memory model: docs/profile.md.
+"""
+
+
+def _render(rec: dict[str, Any]) -> None:
+    title = (f"{rec['model']}: batch {rec['batch_size']}, {rec['dtype']}"
+             f"{' (autocast)' if rec['amp'] else ''}, {rec['optimizer']}")
+    table = Table(title=title, title_justify="left")
+    table.add_column("feature")
+    table.add_column("value", justify="right")
+    rows = [
+        ("parameters (dense + embedding)",
+         f"{rec['params']:,} ({rec['params_dense']:,} + {rec['params_embedding']:,})"),
+        ("forward FLOPs", f"{rec['flops_forward']:.4g}"),
+        ("compute-bound FLOPs (fwd+bwd+opt)", f"{rec['flops_compute_bound']:.4g}"),
+        ("memory-bound bytes", fmt_bytes(rec["bytes_memory_bound"])),
+        ("memory-bound bytes, element-wise fused", fmt_bytes(rec["bytes_memory_bound_fused"])),
+        ("weight bytes (dense gradients)", fmt_bytes(rec["weight_bytes"])),
+        ("embedding bytes touched", fmt_bytes(rec["embedding_bytes_touched"])),
+        ("input bytes", fmt_bytes(rec["input_bytes"])),
+    ]
+    rows += [(f"memory: {k}", fmt_bytes(v)) for k, v in rec["memory_bytes"].items()]
+    rows.append(("captured ops", f"{rec['n_ops']:,}"))
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    if rec.get("ops"):
+        _render_top_ops(rec["ops"])
+    for note in rec.get("notes", []):
+        console.print(f"[yellow]note:[/yellow] {note}")
+
+
+def _render_top_ops(ops: list[dict[str, Any]], top: int = 15) -> None:
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for row in ops:
+        key = (row["op"], row["phase"], row["bound"])
+        acc = groups.setdefault(key, [0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += row["flops"]
+        acc[2] += row["bytes_read"] + row["bytes_written"]
+    table = Table(title=f"Top ops by bytes moved ({len(ops):,} ops)", title_justify="left")
+    for col in ("op", "phase", "bound", "calls", "FLOPs", "bytes"):
+        table.add_column(col, justify="left" if col in ("op", "phase", "bound") else "right")
+    for (op, phase, bound), (n, flops, nbytes) in sorted(groups.items(),
+                                                         key=lambda kv: -kv[1][2])[:top]:
+        table.add_row(op, phase, bound, f"{n:,}", f"{flops:.3g}", fmt_bytes(nbytes))
+    console.print(table)
+
+
+@app.command(help=PROFILE_HELP)
+def profile(
+    model: Annotated[str, typer.Argument(help="zoo:NAME, hf:CONFIG or path/file.py:FUNC.")],
+    batch: Annotated[int | None, typer.Option(
+        min=1, help="Batch size (default: the model's own).")] = None,
+    amp: Annotated[bool, typer.Option(help="Profile under (emulated) CUDA autocast, fp16.")]
+    = False,
+    optimizer: Annotated[str, typer.Option(
+        help="sgd (momentum 0.9) or adam; sparse tables use plain SGD / SparseAdam.")] = "adam",
+    ops: Annotated[bool, typer.Option("--ops", help="Include the per-op table.")] = False,
+    json_out: JsonOpt = False,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the record: JSON, or Parquet (the per-op table, record "
+        "in its metadata) when FILE ends in .parquet.")] = None,
+) -> None:
+    from traincast.features.io import write_features
+    from traincast.features.profile import OPTIMIZERS, profile_model
+
+    if optimizer not in OPTIMIZERS:
+        raise TraincastError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                             f"got {optimizer!r}")
+    parquet = output is not None and output.suffix.lower() in (".parquet", ".pq")
+    if json_out:
+        rec = profile_model(model, batch_size=batch, amp=amp, optimizer=optimizer,
+                            ops=ops or parquet)
+    else:
+        with err_console.status(f"profiling {model} (one training step on meta) ..."):
+            rec = profile_model(model, batch_size=batch, amp=amp, optimizer=optimizer,
+                                ops=ops or parquet)
+    if output is not None:
+        write_features(rec, output)
+        if not json_out:
+            err_console.print(f"[dim]wrote {output}[/dim]")
+    if json_out:
+        print_json(rec)
+    else:
+        _render(rec)
+
+
+def _analytic_llms() -> list[dict[str, Any]]:
+    """The decoder-only LLM configs of traincast.parallel.models (analytic: no zoo module)."""
+    try:
+        from traincast.parallel.models import get_model, list_models
+    except ImportError:
+        return []
+    rows = []
+    for name in list_models():
+        cfg = get_model(name)
+        experts = f", {cfg.experts} experts (top {cfg.top_k})" if cfg.experts > 1 else ""
+        rows.append({"name": name, "family": "llm-analytic",
+                     "description": f"analytic config: {cfg.layers} layers, hidden "
+                                    f"{cfg.hidden}{experts}",
+                     "params": cfg.params, "default_batch": 1,
+                     "input_shape": f"{cfg.seq} tokens",
+                     # 2 FLOPs per matrix parameter per token, attention scores not included
+                     "flops_forward_per_sample": 2 * cfg.params_flop * cfg.seq,
+                     "source": cfg.source})
+    return rows
+
+
+def zoo_rows() -> list[dict[str, Any]]:
+    """One row per zoo model (from the shipped profiles) and per analytic LLM config."""
+    from traincast.zoo import ZOO
+    from traincast.zoo.profiles import load_profiles
+
+    shipped = load_profiles()["models"]
+    rows = []
+    for name, entry in ZOO.items():
+        rec = shipped.get(name, {})
+        rows.append({"name": name, "family": entry.family, "description": entry.description,
+                     "params": rec.get("params"),
+                     "published_params": entry.published_params or None,
+                     "default_batch": entry.default_batch, "input_shape": entry.input_shape,
+                     "flops_forward_per_sample": rec.get("flops_forward_per_sample"),
+                     "flops_train_per_sample": rec.get("flops_train_per_sample"),
+                     "meta_only": entry.meta_only, "source": entry.source})
+    return rows + _analytic_llms()
+
+
+@zoo_app.command("list")
+def zoo_list(json_out: JsonOpt = False) -> None:
+    """List the reference models with their parameters and FLOPs per sample.
+
+    FLOPs per sample come from the shipped profiles (forward, and a full training step with
+    Adam, at the default batch). Analytic LLM configs (used by `traincast plan`) show 2 FLOPs
+    per matrix parameter per token, attention scores excluded.
+    """
+    rows = zoo_rows()
+    if json_out:
+        print_json({"models": rows})
+        return
+    table = Table(title="Model zoo (zoo:NAME); FLOPs per sample at the default batch",
+                  title_justify="left")
+    for col in ("name", "family", "params", "batch", "input", "fwd GFLOP", "train GFLOP"):
+        table.add_column(col, justify="left" if col in ("name", "family", "input") else "right")
+    for r in rows:
+        fwd, train = r.get("flops_forward_per_sample"), r.get("flops_train_per_sample")
+        table.add_row(r["name"], r["family"], _millions(r["params"]), str(r["default_batch"]),
+                      r["input_shape"], f"{fwd / 1e9:.4g}" if fwd else "-",
+                      f"{train / 1e9:.4g}" if train else "-")
+    console.print(table)
+    console.print("[dim]llm-analytic: configs of `traincast plan` (2 FLOPs per matrix "
+                  "parameter per token, attention scores excluded).[/dim]")
+
+
+def _millions(n: int | None) -> str:
+    return f"{n / 1e6:,.1f}M" if n else "-"

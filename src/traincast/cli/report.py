@@ -1,1 +1,146 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast report``: figures and a self-contained HTML report of a study, trace or store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    is_quiet,
+    print_json,
+    progress,
+)
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt
+from traincast.errors import TraincastError
+
+REPORT_HELP = (
+    "Write report.html (self-contained: figures embedded, no network needed) and figures/*.png "
+    "and *.svg.\n\n"
+    "Input: --study DIR (a folder written by `traincast study`; the report goes into it unless "
+    "-o), or a TRACE (ingested) or the job store (--db; default traincast.duckdb), on which the "
+    "whole study runs first, into -o DIR.\n\n"
+    "Figures: time breakdown per architecture and per workload (mean over jobs of each job's "
+    "component share t_c / sum(t), weighted by 1, n_gpus or GPU time), CDFs of GPUs per "
+    "job, job duration, communication share and what-if speedup, jobs/GPUs/GPU time per "
+    "architecture; with --validate FILE (validate JSON) predicted vs "
+    "measured; with --roofline MODEL --gpu NAME the model's ops on that GPU's roofline "
+    "(attainable = min(peak, intensity x memory bandwidth); profiling needs torch). "
+    "How to read each figure: docs/report.md.")
+
+
+def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dict[str, str],
+                     out: Path, catalog: Any, json_out: bool) -> None:
+    """Run the study (without its report) on a trace, or on the store's jobs, into ``out``."""
+    from traincast.study import study
+
+    if trace is None:
+        import pyarrow.parquet as pq
+
+        from traincast.trace.store import load_jobs
+
+        jobs = load_jobs(db)
+        out.mkdir(parents=True, exist_ok=True)
+        trace = out / "store_jobs.parquet"  # the store's jobs, as a canonical Parquet trace
+        tmp = trace.with_name(f".{trace.name}.tmp")
+        pq.write_table(jobs, tmp)
+        tmp.replace(trace)
+        fmt, mapping = "csv", {}
+    with progress(json_out) as bar:
+        task = bar.add_task("study", total=6)
+
+        def on_step(step: str, done: int, total: int) -> None:
+            bar.update(task, description=f"study: {step}", completed=done, total=total)
+
+        study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
+              on_step=on_step)
+
+
+@app.command(help=REPORT_HELP)
+def report(
+    trace: Annotated[Path | None, typer.Argument(
+        help="A trace file to study first (read with --format).")] = None,
+    db: DbOpt = None,
+    study_dir: Annotated[Path | None, typer.Option(
+        "--study", help="A study folder (traincast study -o DIR).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Folder for report.html and figures/ (default: the --study "
+        "folder, else traincast-report).")] = None,
+    validate: Annotated[Path | None, typer.Option(
+        "--validate", help="A validate JSON (traincast validate --json): adds the "
+        "predicted-vs-measured figure and table.")] = None,
+    roofline: Annotated[str | None, typer.Option(
+        "--roofline", help="Model (zoo:NAME, hf:CONFIG, file.py:FUNC) to draw on a roofline; "
+        "needs --gpu.")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="Catalog GPU (or alias) of the roofline chart.")] = None,
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    from traincast.report import write_report
+
+    if study_dir is not None and (trace is not None or db is not None):
+        raise TraincastError("give either --study DIR or a TRACE / --db, not both")
+    if (roofline is None) != (gpu is None):
+        raise TraincastError("--roofline MODEL and --gpu NAME go together",
+                             hint="e.g. --roofline zoo:resnet50 --gpu V100")
+    cat = catalog_from(catalog)
+    if gpu is not None:
+        cat.gpu(gpu)  # fail early on an unknown GPU, before any long work
+    profile = None
+    if roofline is not None:  # profile first: a bad model spec fails before any long work
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise TraincastError("--roofline profiles the model, which needs torch",
+                                 hint="pip install 'traincast[torch]'") from None
+        from traincast.features.profile import profile_model
+
+        with progress(json_out) as bar:
+            bar.add_task(f"profiling {roofline}", total=None)
+            profile = profile_model(roofline, ops=True)
+    if study_dir is not None:
+        folder = study_dir
+        out = output or study_dir
+    else:
+        from traincast.trace import parse_mapping
+
+        out = folder = output or Path("traincast-report")
+        _study_from_jobs(trace, db, format, parse_mapping(map), out, cat, json_out)
+    written: dict[str, str] = {}
+    with progress(json_out) as bar:
+        task = bar.add_task("figures", total=None)
+
+        def on_figure(stem: str, title: str) -> None:
+            written[stem] = title
+            bar.update(task, description=f"figure {stem}", completed=len(written))
+
+        path = write_report(folder, validate_json=validate,
+                            roofline={"profile": profile, "gpu": gpu} if profile else None,
+                            out_dir=out,
+                            catalog=cat, on_figure=on_figure)
+    figures = [str(out / "figures" / f"{s}.{ext}") for s in written for ext in ("png", "svg")]
+    if json_out:
+        print_json({"report": str(path), "study_dir": str(folder), "figures": figures})
+        return
+    table = Table(title=f"Figures in {escape(str(out / 'figures'))} (.png and .svg)",
+                  title_justify="left")
+    table.add_column("file")
+    table.add_column("what it shows")
+    for stem, title in written.items():
+        table.add_row(stem, escape(title))
+    console.print(table)
+    console.print(f"Report written: [bold]{escape(str(path))}[/bold]", highlight=False)
+    if not is_quiet():
+        console.print(f"[dim]open {escape(str(path))} in a browser (no network needed); "
+                      "how to read the figures: docs/report.md[/dim]", highlight=False)

@@ -1,1 +1,83 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast study``: the end-to-end study of a trace (the bundled sample by default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traincast.cli import app
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    note,
+    print_json,
+    progress,
+)
+from traincast.cli.trace import FormatOpt, MapOpt
+
+
+@app.command()
+def study(
+    trace: Annotated[Path | None, typer.Argument(
+        help="A trace file or folder; none = the bundled synthetic sample.")] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the tables, "
+                                         "the job store and the report.")]
+    = Path("traincast-study"),
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    catalog: CatalogOpt = None,
+    price: Annotated[str | None, typer.Option(
+        "--price", help="GPU-hour prices for the cheapest recommendation (TOML, or "
+        "'aws-on-demand').")] = None,
+    overlap: Annotated[float, typer.Option(min=0.0, max=1.0, help="Fraction f of "
+                                           "communication overlapped with compute.")] = 0.0,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
+    = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Ingest, characterize, the paper's what-if set (nvlink-allreduce, eth100, gpu-a100,
+    mixed-precision, op-fusion) and recommend, then the findings in words and an HTML report.
+
+    Writes into -o DIR: study.json, summary.json, characterize.json, whatif.json,
+    whatif_jobs.csv, recommend.json, recommend.csv, jobs.parquet, jobs.duckdb (the job store),
+    report.html + figures/. Time model, scenarios and assumptions: docs/model.md,
+    docs/scenarios.md.
+    """
+    from traincast.study import study as run
+    from traincast.trace import parse_mapping
+
+    with progress(json_out) as bar:
+        task = bar.add_task("study", total=6)
+
+        def on_step(step: str, done: int, total: int) -> None:
+            bar.update(task, description=f"study: {step}", completed=done, total=total)
+
+        result = run(trace, output, format=format, mapping=parse_mapping(map),
+                     catalog=catalog_from(catalog), prices=price, overlap=overlap,
+                     report=not no_report, on_step=on_step)
+    if json_out:
+        print_json(result)
+        return
+    summary = result["summary"]
+    if result["sample"]:
+        console.print("[bold yellow]Bundled synthetic sample[/bold yellow] (no trace given): "
+                      "the numbers below illustrate the method, not a real cluster.",
+                      highlight=False)
+    console.print(f"[bold]Findings[/bold] ({summary['numbers'].get('jobs') or 0:,} jobs)")
+    for sentence in summary["sentences"]:
+        if not sentence.startswith("This study used the bundled"):
+            console.print(f"  • {sentence}", highlight=False)
+    console.print(f"Tables in [bold]{result['out_dir']}[/bold]: {', '.join(result['files'])}",
+                  highlight=False)
+    if result["report"]:
+        console.print(f"Report: [bold]{result['report']}[/bold]", highlight=False)
+    elif result["report_error"]:
+        note(f"[yellow]report not written[/yellow] ({result['report_error']}); "
+             "the tables above are complete")
+    total = sum(result["timings_s"].values())
+    note(f"done in {total:.1f} s (" + ", ".join(f"{k} {v:.1f} s" for k, v in
+                                              result["timings_s"].items()) + ")")

@@ -1,1 +1,216 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast ingest``, ``traincast characterize`` and ``traincast sample``: cluster traces."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    err_console,
+    fmt_seconds,
+    print_json,
+    progress,
+)
+from traincast.model import COMPONENTS
+from traincast.trace.adapters import FORMATS
+from traincast.trace.schema import INFER_RULE
+from traincast.trace.store import DEFAULT_DB, format_errors
+
+FormatOpt = Annotated[str, typer.Option(
+    "--format", "-f", help=f"Trace format: {', '.join(FORMATS)} (mapping rules: docs/traces.md). "
+    "csv = canonical column names, CSV or Parquet by extension.")]
+MapOpt = Annotated[list[str] | None, typer.Option(
+    "--map", help="COL=FIELD: read canonical column COL from the trace's column FIELD "
+    "(repeatable).")]
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", help=f"The DuckDB job store (default: {DEFAULT_DB} in the working directory).")]
+StrictOpt = Annotated[bool, typer.Option(
+    "--strict", help="Fail the whole ingest on the first bad row (default: skip and report).")]
+
+
+@contextmanager
+def ingest_progress(json_out: bool) -> Iterator[Any]:
+    """A progress bar on stderr for ingest steps (silent with --json or --quiet)."""
+    with progress(json_out) as bar:
+        task = bar.add_task("ingest", total=1)
+
+        def update(step: str, done: int, total: int) -> None:
+            bar.update(task, description=f"ingest: {step}", completed=done, total=max(total, 1))
+
+        yield update
+
+
+def _report_bad_rows(report: dict[str, Any]) -> None:
+    if report["bad_rows"]:
+        err_console.print(f"[yellow]{report['bad_rows']} bad row(s) skipped[/yellow] "
+                          f"(first {len(report['errors'])}):", highlight=False)
+        err_console.print(format_errors(report["errors"], report["bad_rows"]), highlight=False,
+                          markup=False)
+
+
+INGEST_HELP = (
+    "Ingest traces into the job store (one transaction: a failed ingest changes nothing).\n\n"
+    "Censored jobs (running at the trace end), zero-GPU and fractional-GPU jobs are kept and "
+    "flagged. Bad rows (unparsable time or number, negative GPUs, unknown architecture) are "
+    "reported with file, row and field and skipped, or fail the ingest with --strict. Traces "
+    f"without an architecture get one from the GPU count, flagged as inferred: {INFER_RULE}.")
+CHARACTERIZE_HELP = (
+    "The cluster view: jobs, GPUs and GPU-time per architecture and GPU type, distributions of "
+    "GPUs per job and of duration, and, for jobs whose features are known (from the trace or "
+    "the zoo profile of their workload), where the time goes, predicted by the time model "
+    "(mean shares job- and GPU-weighted, bottlenecks, jobs > 80% in communication and > 50% in "
+    "data I/O).\n\nGPU time = n_gpus x (end - start); censored jobs count up to the trace end. "
+    f"Architectures missing from the trace are inferred: {INFER_RULE}.")
+
+
+@app.command(help=INGEST_HELP)
+def ingest(
+    trace: Annotated[list[Path], typer.Argument(help="Trace files (pai-2020: its directory or "
+                                                "table files).")],
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    db: DbOpt = None,
+    strict: StrictOpt = False,
+    parquet: Annotated[Path | None, typer.Option(
+        "--parquet", help="Also export the store's whole job table to this Parquet file.")]
+    = None,
+    json_out: JsonOpt = False,
+) -> None:
+    from traincast.trace import parse_mapping
+    from traincast.trace.store import export_parquet
+    from traincast.trace.store import ingest as run_ingest
+
+    with ingest_progress(json_out) as update:
+        report = run_ingest(trace, format=format, db=db, mapping=parse_mapping(map),
+                            strict=strict, progress=update)
+    if parquet:
+        report["parquet"] = str(export_parquet(parquet, db))
+    if json_out:
+        print_json(report)
+        return
+    for s in report["sources"]:
+        what = "unchanged, kept" if s["unchanged"] else "stored"
+        console.print(f"{', '.join(Path(f).name for f in s['files'])}: {s['jobs']:,} jobs "
+                      f"{what} (source {s['source_id']})", highlight=False)
+    flags = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in report["flags"].items())
+    console.print(f"{report['jobs']:,} jobs stored in {report['db']} in "
+                  f"{fmt_seconds(report['seconds'])}; flags: {flags}", highlight=False)
+    _report_bad_rows(report)
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.1f}"
+
+
+def _cdf_at(cdf: dict[str, list[float]], p: float) -> float:
+    if not cdf.get("p"):
+        return float("nan")
+    return cdf["value"][min(range(len(cdf["p"])), key=lambda i: abs(cdf["p"][i] - p))]
+
+
+def print_characterization(r: dict[str, Any]) -> None:
+    """The characterization as rich tables."""
+    console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
+                  f"{r['gpu_time_s'] / 3600:,.0f} GPU-hours; flags: "
+                  + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in r["flags"].items()),
+                  highlight=False)
+    for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
+        t = Table(title=title, title_justify="left")
+        for col in ("", "jobs", "share", "GPUs", "share", "GPU-hours", "share"):
+            t.add_column(col, justify="left" if not col else "right")
+        for name, row in r[key].items():
+            label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
+            t.add_row(label, f"{row['jobs']:,}", _pct(row["job_share"]), _num(row["gpus"]),
+                      _pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
+                      _pct(row["gpu_time_share"]))
+        console.print(t)
+    g = r["cdf"]["gpus_per_job"]
+    cdf = Table(title="Distributions", title_justify="left")
+    for col in ("", "p10", "p50", "p90", "p99", "max"):
+        cdf.add_column(col, justify="left" if not col else "right")
+    d = r["cdf"]["duration_s"]
+    cdf.add_row("duration", *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
+    if g["value"]:
+        def gq(p: float) -> str:
+            return _num(next(v for v, c in zip(g["value"], g["cdf"], strict=True)
+                             if c >= p - 1e-12))
+        cdf.add_row("GPUs per job", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
+    console.print(cdf)
+    b = r["breakdown"]
+    if not b.get("jobs"):
+        console.print("[dim]no job has known features (give them in the trace, or a workload "
+                      "the zoo knows): no time breakdown[/dim]")
+        return
+    t = Table(title=f"Where the time goes (predicted, {b['jobs']:,} jobs with known features; "
+              "mean share job-weighted / GPU-weighted)", title_justify="left")
+    t.add_column("architecture")
+    t.add_column("jobs", justify="right")
+    for c in COMPONENTS:
+        t.add_column(c, justify="right")
+    for name, row in [("all", b), *b["by_architecture"].items()]:
+        t.add_row(name, f"{row['jobs']:,}", *(f"{_pct(row['job_weighted'][c])} / "
+                                              f"{_pct(row['gpu_weighted'][c])}"
+                                              for c in COMPONENTS))
+    console.print(t)
+    console.print("bottleneck: " + ", ".join(f"{c} {n:,}" for c, n in b["bottleneck"].items())
+                  + f"; jobs with > 80% in communication: {_pct(b['comm_over_80_share'])}, "
+                  f"> 50% in data I/O: {_pct(b['data_io_over_50_share'])}", highlight=False)
+
+
+@app.command(help=CHARACTERIZE_HELP)
+def characterize(
+    trace: Annotated[Path | None, typer.Argument(help="A trace (ingested into the store on the "
+                                                 "way); none = the whole store.")] = None,
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    db: DbOpt = None,
+    catalog: CatalogOpt = None,
+    overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
+                                           "compute (0 = the paper's additive model).")] = 0.0,
+    json_out: JsonOpt = False,
+) -> None:
+    from traincast.characterize import characterize as run
+    from traincast.trace import jobs_from_args, parse_mapping
+
+    with ingest_progress(json_out) as update:
+        jobs = jobs_from_args(trace, db, format, parse_mapping(map), progress=update)
+    result = run(jobs, catalog_from(catalog), overlap=overlap)
+    if json_out:
+        print_json(result)
+    else:
+        print_characterization(result)
+
+
+@app.command()
+def sample(
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the sample here (.parquet or .csv); default: print where "
+        "the bundled one is.")] = None,
+    jobs: Annotated[int, typer.Option(help="Jobs to generate.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed -> same trace).")] = 2019,
+) -> None:
+    """Generate the synthetic sample trace (a cluster built from published statistics: job
+    sizes and GPU types of the real Alibaba traces, durations of a real trace, the PAI
+    architecture mix, zoo workloads; assumptions and sources in docs/sample.md)."""
+    from traincast.trace.sample import sample_path, write
+
+    if output is None:
+        console.print(str(sample_path()))
+        return
+    path = write(output, jobs=jobs, seed=seed)
+    console.print(f"wrote {jobs:,} jobs to {path}", highlight=False)

@@ -1,1 +1,298 @@
-"""CLI commands of this area (registered on traincast.cli.app)."""
+"""``traincast whatif`` and ``traincast recommend``: scenarios and recommendations over traces."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import pyarrow as pa
+import typer
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    fmt_seconds,
+    note,
+    print_json,
+    progress,
+)
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress
+from traincast.errors import TraincastError
+
+TraceArg = Annotated[Path | None, typer.Argument(
+    help="A trace (ingested into the store on the way); none = the whole store (--db).")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="local (this process) or dask (Parquet partitions on a Dask cluster).")]
+AddressOpt = Annotated[str | None, typer.Option(
+    "--address", help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster on 127.0.0.1).")]
+OverlapOpt = Annotated[float, typer.Option(
+    min=0.0, max=1.0, help="Fraction f of communication overlapped with compute (base and "
+    "scenarios, unless a scenario sets its own).")]
+
+
+def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
+                    map: list[str] | None, quiet: bool) -> pa.Table:
+    """The job table of ``[TRACE | --db FILE]`` with features filled from workload profiles."""
+    from traincast.trace import fill_features, jobs_from_args, parse_mapping
+
+    with ingest_progress(quiet or trace is None) as bar:
+        jobs = jobs_from_args(trace, db, format, parse_mapping(map), progress=bar)
+    return fill_features(jobs)
+
+
+def _x(v: Any) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.2f}×"
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
+
+
+def print_whatif(result: dict[str, Any]) -> None:
+    """Scenario summaries as a rich table, then each scenario per architecture."""
+    summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
+    t = Table(title=f"What-if over {result['jobs']:,} jobs (speedup = base time / scenario "
+              "time; means over matched jobs)", title_justify="left")
+    for col in ("scenario", "matched", "not fit", "sped up", "mean", "median", "GPU-wtd",
+                "GPU-time-wtd", "GPU time saved"):
+        t.add_column(col, justify="left" if col == "scenario" else "right",
+                     no_wrap=col == "scenario")
+    for name, s in summaries.items():
+        t.add_row(name, f"{s['matched']:,}", f"{s['not_applied']:,}", _pct(s["sped_up_share"]),
+                  _x(s["mean_speedup"]), _x(s["median_speedup"]),
+                  _x(s["gpu_weighted_mean_speedup"]), _x(s["gpu_time_weighted_mean_speedup"]),
+                  _pct(s["gpu_time_saved_share"]))
+    console.print(t)
+    for name, s in summaries.items():
+        rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
+        if len(summaries) > 3 or not rows:
+            continue
+        t = Table(title=f"{name}: by architecture", title_justify="left")
+        for col in ("architecture", "jobs", "matched", "not fit", "sped up", "mean", "median",
+                    "GPU-wtd mean"):
+            t.add_column(col, justify="left" if col == "architecture" else "right")
+        for arch, b in rows:
+            t.add_row(arch, f"{b['jobs']:,}", f"{b['matched']:,}", f"{b['not_applied']:,}",
+                      _pct(b["sped_up_share"]), _x(b["mean_speedup"]), _x(b["median_speedup"]),
+                      _x(b["gpu_weighted_mean_speedup"]))
+        console.print(t)
+
+
+@app.command()
+def whatif(
+    trace: TraceArg = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", "-s", help="Shipped scenario name or TOML file (repeatable); shipped: "
+        "nvlink-allreduce, allreduce-cluster, eth100, ib-hdr, gpu-a100, gpu-h100, nvlink-on, "
+        "nvlink-off, pcie4, mixed-precision, op-fusion, overlap.")] = None,
+    sweep: Annotated[str | None, typer.Option(
+        "--sweep", help="KEY=V1,V2,...: one scenario per value, over the given scenarios or "
+        "every job (e.g. nic=25Gbit,50Gbit,100Gbit,200Gbit).")] = None,
+    jobs_out: Annotated[bool, typer.Option(
+        "--jobs", help="Per-job rows (job_id, scenario, matched, applied, base_total_s, "
+        "scenario_total_s, speedup): in the JSON, or as CSV with -o.")] = False,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the per-job rows (--jobs) to this CSV file.")] = None,
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    db: DbOpt = None,
+    catalog: CatalogOpt = None,
+    overlap: OverlapOpt = 0.0,
+    engine: EngineOpt = "local",
+    address: AddressOpt = None,
+    parquet_dir: Annotated[Path | None, typer.Option(
+        "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
+        "remote cluster can read); default: a temporary folder.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """How much faster would each job run under a scenario (speedup = T_base / T_scenario)?
+
+    A scenario changes the jobs its match clause selects: hardware (nic, intra, pcie links,
+    gpu, node), precision (amp: fp16 peak, memory-bound bytes x the profile's amp/fp32 ratio),
+    fusion (bytes x the profile's fused/unfused ratio), overlap, or the architecture (a port:
+    the job keeps n GPUs and must fit the target: 1w1g n <= 1, allreduce-local n <= node GPUs,
+    memory per GPU S + A <= mem_gb, S = weights + grads + optimizer, A = activations; else it
+    stays and is counted as not fit). Unmatched jobs have speedup 1. Summary over matched jobs:
+    share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time
+    (n × duration). Format and rules: docs/scenarios.md.
+    """
+    from traincast.whatif import whatif as run
+
+    if not scenario and not sweep:
+        raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
+    cat = catalog_from(catalog)
+    table = load_trace_jobs(trace, db, format, map, json_out)
+    with progress(json_out) as bar:
+        task = bar.add_task(f"what-if ({engine})", total=None)
+        result = run(table, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
+                     engine=engine, address=address, parquet_dir=parquet_dir,
+                     per_job=jobs_out,
+                     progress=lambda done, total: bar.update(task, completed=done,
+                                                             total=total))
+    rows = result.pop("job_rows", None)
+    if rows is not None and output is not None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(rows, output)
+        note(f"wrote {rows.num_rows:,} per-job rows to {output}", json_out)
+    elif rows is not None:
+        result["job_rows"] = rows.to_pylist()
+    if json_out:
+        print_json(result)
+        return
+    print_whatif(result)
+    if rows is not None and output is None:
+        t = Table(title="Per job", title_justify="left")
+        for col in ("job", "scenario", "matched", "applied", "base", "scenario", "speedup"):
+            t.add_column(col)
+        for r in result["job_rows"][:50]:
+            t.add_row(str(r["job_id"]), r["scenario"], str(r["matched"]), str(r["applied"]),
+                      fmt_seconds(r["base_total_s"]), fmt_seconds(r["scenario_total_s"]),
+                      _x(r["speedup"]))
+        console.print(t)
+        if len(result["job_rows"]) > 50:
+            note(f"first 50 of {len(result['job_rows']):,} rows; -o FILE writes them all")
+
+
+def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | None,
+                ps: int | None, gpu: str | None, node: str | None, workload: str | None
+                ) -> pa.Table:
+    n = workers if arch == "ps-worker" and workers else gpus
+    return pa.table({"job_id": ["job"], "architecture": [arch], "n_gpus": [float(n)],
+                     "n_workers": [float(workers or n)], "n_ps": [float(ps or 0)],
+                     "gpu_type": [gpu], "node": [node], "workload": [workload],
+                     "batch_size": [features.get("batch_size")],
+                     **{k: [float(features.get(k) or 0.0)] for k in (
+                         "flops_compute_bound", "bytes_memory_bound", "weight_bytes",
+                         "embedding_bytes_touched", "input_bytes")}})
+
+
+def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
+    s = result["summary"]
+    t = Table(title=f"Recommendations for {result['jobs']:,} jobs", title_justify="left")
+    for col in ("", "jobs changed", "mean speedup", "median", "top choices"):
+        t.add_column(col, justify="left" if col in ("", "top choices") else "right")
+    labels = {"arch": "best architecture, same hardware", "best": "best architecture + node",
+              "cheapest": "cheapest per iteration"}
+    for key, label in labels.items():
+        if key in s:
+            b = s[key]
+            top = ", ".join(f"{a} {n:,}" for a, n in list(b["architectures"].items())[:3])
+            top += " | " + ", ".join(f"{a} {n:,}" for a, n in list(b["nodes"].items())[:3])
+            t.add_row(label, _pct(b["changed_share"]), _x(b["mean_speedup"]),
+                      _x(b["median_speedup"]), top)
+    console.print(t)
+    d = rows.slice(0, 20).to_pylist()
+    t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
+              title_justify="left")
+    for col in ("job", "now", "time", "recommended (same hardware)", "speedup", "reason"):
+        t.add_column(col, overflow="fold")
+    for r in d:
+        t.add_row(str(r["job_id"]), f"{r['architecture']} on {r['node']}",
+                  fmt_seconds(r["base_total_s"]), r["arch_architecture"],
+                  _x(r["arch_speedup"]), r["arch_reason"])
+    console.print(t)
+    t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
+              title_justify="left")
+    for col in ("job", "fastest", "speedup", "reason", *(["cheapest", "$/iter"]
+                                                        if "cheapest" in s else [])):
+        t.add_column(col, overflow="fold")
+    for r in d:
+        extra = []
+        if "cheapest" in s:
+            c = r["cheapest_cost_per_iter_usd"]
+            extra = [f"{r['cheapest_architecture']} on {r['cheapest_node']}",
+                     "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
+        t.add_row(str(r["job_id"]), f"{r['best_architecture']} on {r['best_node']}",
+                  _x(r["best_speedup"]), r["best_reason"], *extra)
+    console.print(t)
+
+
+@app.command()
+def recommend(
+    trace: TraceArg = None,
+    price: Annotated[str | None, typer.Option(
+        "--price", help="GPU-hour prices (TOML: [gpu.NAME] or [node.NAME] with "
+        "usd_per_gpu_hour and source), or 'aws-on-demand' (shipped example).")] = None,
+    node_opt: Annotated[list[str] | None, typer.Option(
+        "--node", help="Candidate node presets (repeatable; default: every catalog node).")]
+    = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the per-job recommendations to this CSV file.")] = None,
+    flops: Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
+    = None,
+    mem_bytes: Annotated[str | None, typer.Option(help="One job: memory-bound bytes.")] = None,
+    weight_bytes: Annotated[str | None, typer.Option(help="One job: dense weight bytes.")]
+    = None,
+    embedding_bytes: Annotated[str | None, typer.Option(help="One job: embedding bytes.")]
+    = None,
+    input_bytes: Annotated[str | None, typer.Option(help="One job: input bytes.")] = None,
+    model: Annotated[str | None, typer.Option(help="One job: zoo:NAME, hf:CONFIG, file.py:F.")]
+    = None,
+    features: Annotated[Path | None, typer.Option(help="One job: features JSON.")] = None,
+    batch: Annotated[int | None, typer.Option(help="One job: batch size for --model.")] = None,
+    workload: Annotated[str | None, typer.Option(
+        help="One job: workload tag (its zoo profile gives features and memory).")] = None,
+    arch: Annotated[str, typer.Option(help="One job: its current architecture.")] = "1w1g",
+    gpus: Annotated[int, typer.Option(help="One job: GPUs.")] = 1,
+    workers: Annotated[int | None, typer.Option(help="One job: ps-worker workers.")] = None,
+    ps: Annotated[int | None, typer.Option(help="One job: parameter servers.")] = None,
+    gpu: Annotated[str | None, typer.Option(help="One job: GPU type.")] = None,
+    node: Annotated[str | None, typer.Option(help="One job: its node preset.")] = None,
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    db: DbOpt = None,
+    catalog: CatalogOpt = None,
+    overlap: OverlapOpt = 0.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """For each job (a trace, the store, or one job given by flags): the architecture and
+    placement with the lowest predicted iteration time among those that fit its GPUs and memory,
+    its speedup over the present, and the bottleneck it removes; with --price the cheapest per
+    iteration too (cost = T_total × n × USD per GPU-hour / 3600). Candidates keep the job's GPU
+    count; fit rules: docs/scenarios.md.
+    """
+    from traincast.recommend import recommend as run
+
+    cat = catalog_from(catalog)
+    one_job = any(x is not None for x in (flops, model, features, workload))
+    if one_job and trace is not None:
+        raise TraincastError("give either a TRACE or one job's flags, not both")
+    if one_job:
+        if workload and not any(x is not None for x in (flops, model, features)):
+            from traincast.trace import fill_features
+
+            table = fill_features(_single_job({}, arch, gpus, workers, ps, gpu, node,
+                                              workload).drop_columns(
+                ["flops_compute_bound", "bytes_memory_bound", "weight_bytes",
+                 "embedding_bytes_touched", "input_bytes", "batch_size"]))
+        else:
+            from traincast.cli.predict import features_from_flags
+
+            feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
+                                        embedding_bytes, input_bytes, False)
+            table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
+    else:
+        table = load_trace_jobs(trace, db, format, map, json_out)
+    n_cands = 5 * (1 + len(node_opt or cat.nodes))
+    with progress(json_out) as bar:
+        task = bar.add_task("recommend: candidates", total=n_cands)
+        result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap,
+                     progress=lambda: bar.advance(task))
+    rows = result.pop("rows")
+    if output is not None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(rows, output)
+        note(f"wrote {rows.num_rows:,} recommendations to {output}", json_out)
+    if json_out:
+        if rows.num_rows <= 1000 or output is None:
+            result["rows"] = rows.to_pylist()
+        print_json(result)
+        return
+    print_recommend(result, rows)

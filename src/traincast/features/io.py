@@ -1,4 +1,10 @@
-"""Read a features record (the JSON that ``traincast profile --json -o FILE`` writes)."""
+"""Read and write a features record: what ``traincast profile -o FILE`` writes (JSON, Parquet).
+
+JSON holds the whole record (with the per-op table under ``ops`` when profiled with ``--ops``).
+Parquet holds the per-op table, one row per op (``op, phase, flops, bytes_read, bytes_written,
+bound, dtype, shapes``), with the rest of the record as JSON in the file's schema metadata
+under the key ``traincast.features``; both are accepted by ``traincast predict --features``.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +15,40 @@ from typing import Any
 from traincast.errors import TraincastError
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
+PARQUET_KEY = b"traincast.features"
+OP_COLUMNS = ("op", "phase", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes")
+
+
+def _read_parquet(path: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise TraincastError(f"{path}: not a readable Parquet file ({exc})") from None
+    meta = (table.schema.metadata or {}).get(PARQUET_KEY)
+    if meta is None:
+        raise TraincastError(f"{path}: Parquet file without a traincast features record",
+                             hint="write it with `traincast profile MODEL -o F.parquet`")
+    data = json.loads(meta)
+    data["ops"] = table.to_pylist()
+    return data
 
 
 def load_features(path: str | Path) -> dict[str, Any]:
-    """The features record in ``path`` (JSON); checks the required keys and their types."""
+    """The features record in ``path`` (JSON, or Parquet by extension); checks required keys."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TraincastError(f"{path}: features file not found") from None
-    except json.JSONDecodeError as exc:
-        raise TraincastError(f"{path}: not valid JSON ({exc})",
-                             hint="write it with `traincast profile MODEL --json -o F`",
-                             ) from None
+    if not path.is_file():
+        raise TraincastError(f"{path}: features file not found")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        data = _read_parquet(path)
+    else:
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise TraincastError(f"{path}: not valid JSON ({exc})",
+                                 hint="write it with `traincast profile MODEL --json -o F`",
+                                 ) from None
     if not isinstance(data, dict):
         raise TraincastError(f"{path}: expected a JSON object of features")
     for key in REQUIRED:
@@ -34,3 +61,27 @@ def load_features(path: str | Path) -> dict[str, Any]:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")
     return data
+
+
+def write_features(record: dict[str, Any], path: str | Path) -> Path:
+    """Write ``record`` to ``path``: Parquet (the per-op table + the record as metadata) when
+    the name ends in ``.parquet``, else JSON. Written to a temporary file, then renamed."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        ops = record.get("ops")
+        if ops is None:
+            raise TraincastError(f"{path}: a Parquet features file holds the per-op table",
+                                 hint="profile with --ops")
+        columns = {c: [row.get(c) for row in ops] for c in OP_COLUMNS}
+        table = pa.table(columns)
+        meta = {k: v for k, v in record.items() if k != "ops"}
+        table = table.replace_schema_metadata({PARQUET_KEY: json.dumps(meta).encode()})
+        pq.write_table(table, tmp)
+    else:
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
+    tmp.replace(path)
+    return path

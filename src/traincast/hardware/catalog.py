@@ -42,6 +42,17 @@ class GPU:
     flop_efficiency: float = 1.0
     mem_efficiency: float = 1.0
     op_overhead_us: float = 0.0
+    # measured efficiency curves (``traincast calibrate``; used by traincast.roofline)
+    gemm_intensity: tuple[float, ...] = ()
+    gemm_tflops: tuple[float, ...] = ()
+    conv_intensity: tuple[float, ...] = ()
+    conv_tflops: tuple[float, ...] = ()
+    elementwise_bytes: tuple[float, ...] = ()
+    elementwise_gbs: tuple[float, ...] = ()
+    kernel_gelems: dict[str, float] = field(default_factory=dict)  # op name -> 1e9 elements/s
+    fresh_bytes: tuple[float, ...] = ()  # first-touch cost of new outputs by size
+    fresh_gbs: tuple[float, ...] = ()
+    foreach_tensor_us: float = 0.0  # fixed cost per tensor of a multi-tensor op
     default_node: str = ""
     source: str = ""
     description: str = ""
@@ -120,6 +131,11 @@ _STR_KEYS = {
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
 _INT_KEYS = {"gpu": set(), "link": set(), "node": {"gpus"}}
+# curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
+_CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
+           "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
+_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values()}, "link": set(), "node": set()}
+_MAP_KEYS = {"gpu": {"kernel_gelems"}, "link": set(), "node": set()}  # tables NAME -> number
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "bw_gbs", "gpus"}
@@ -198,6 +214,20 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be in (0, 1], got {value!r}")
             if value < 0:
                 raise CatalogError(f"{where} key {key!r} must not be negative, got {value!r}")
+        elif key in _ARRAY_KEYS[kind]:
+            if not isinstance(value, list) or not value or any(
+                    isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
+                    for v in value):
+                raise CatalogError(f"{where} key {key!r} must be a non-empty array of positive "
+                                   f"numbers, got {value!r}")
+            value = tuple(float(v) for v in value)
+        elif key in _MAP_KEYS[kind]:
+            if not isinstance(value, Mapping) or any(
+                    isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
+                    for v in value.values()):
+                raise CatalogError(f"{where} key {key!r} must be a table of positive numbers, "
+                                   f"got {value!r}")
+            value = {str(k): float(v) for k, v in value.items()}
         elif key in _INT_KEYS[kind]:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise CatalogError(f"{where} key {key!r} must be a positive integer, got {value!r}")
@@ -205,15 +235,33 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
             if not isinstance(value, str):
                 raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
         else:
-            known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind])
+            known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind]
+                           | _ARRAY_KEYS[kind] | _MAP_KEYS[kind])
             raise CatalogError(f"{where} unknown key {key!r}; known keys: {', '.join(known)}")
         out[key] = value
     return out
 
 
+def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
+    """Each measured curve: x and y given together, equal lengths, x strictly increasing."""
+    for xkey, ykey in _CURVES.items():
+        if (xkey in values) != (ykey in values):
+            raise CatalogError(f"{path}: [gpu.{name}] key {xkey!r} needs {ykey!r} (and back)")
+        if xkey in values:
+            x, y = values[xkey], values[ykey]
+            if len(x) != len(y):
+                raise CatalogError(f"{path}: [gpu.{name}] keys {xkey!r} and {ykey!r} must have "
+                                   f"the same length ({len(x)} != {len(y)})")
+            if any(b <= a for a, b in zip(x, x[1:], strict=False)):
+                raise CatalogError(f"{path}: [gpu.{name}] key {xkey!r} must be strictly "
+                                   "increasing")
+
+
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                 data: Mapping[str, Any], path: str) -> None:
     for top, tables in data.items():
+        if top == "calibration":
+            continue  # the measurement record of `traincast calibrate`, kept for people
         if top == "alias":
             if not isinstance(tables, Mapping):
                 raise CatalogError(f"{path}: [alias] must be a table of NAME = \"GPU\"")
@@ -223,7 +271,8 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
                 aliases[alias] = target
             continue
         if top not in _KINDS:
-            raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias")
+            raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias, "
+                               "calibration")
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
@@ -240,6 +289,8 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                 if key not in values:
                     raise CatalogError(
                         f"{origin[(kind, name)]}: [{kind}.{name}] missing required key {key!r}")
+            if kind == "gpu":
+                _check_curves(origin[(kind, name)], name, values)
             built[kind][name] = cls(name=name, **values)
     cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
     for name, node in cat.nodes.items():

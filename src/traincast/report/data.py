@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,15 +24,18 @@ F = NDArray[np.float64]
 OTHER = "other"
 
 
-def as_labels(values: Iterable[Any], missing: str = "unknown") -> NDArray[np.object_]:
-    """Strings of a label column; None/NaN/empty become ``missing``."""
-    out = []
-    for v in values:
-        if v is None or (isinstance(v, float) and np.isnan(v)) or str(v) == "":
-            out.append(missing)
-        else:
-            out.append(str(v))
-    return np.asarray(out, dtype=object)
+def factorize(values: ArrayLike) -> tuple[NDArray[np.int64], list[str]]:
+    """Codes and distinct labels (in order of first appearance) of a label array (Arrow)."""
+    import pyarrow as pa
+
+    obj = np.asarray(values, dtype=object)
+    try:
+        arr = pa.array(obj, type=pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # not all strings: their text
+        arr = pa.array(obj.astype(str), type=pa.string())
+    enc = arr.dictionary_encode()
+    return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+            [str(v) for v in enc.dictionary.to_pylist()])
 
 
 def component_shares(parts: Mapping[str, ArrayLike]) -> dict[str, F]:
@@ -58,13 +61,30 @@ def weighted_shares(parts: Mapping[str, ArrayLike], groups: ArrayLike,
         np.broadcast_to(np.asarray(weights, dtype=np.float64), (n,)), nan=0.0)
     frac = np.stack([shares[c] for c in COMPONENTS])
     ok = np.isfinite(frac).all(axis=0) & (w > 0)
-    out: dict[str, tuple[float, dict[str, float]]] = {}
-    for name in np.unique(g[ok]) if ok.any() else []:
-        sel = ok & (g == name)
-        ws = w[sel]
-        out[str(name)] = (float(ws.sum()), {c: float(np.dot(frac[i, sel], ws) / ws.sum())
-                                            for i, c in enumerate(COMPONENTS)})
-    return {k: v for k, (_, v) in sorted(out.items(), key=lambda kv: (-kv[1][0], kv[0]))}
+    if not ok.any():
+        return {}
+    inv, names = factorize(g[ok])
+    wk = w[ok]
+    wsum = np.bincount(inv, weights=wk, minlength=len(names))
+    mean = np.stack([np.bincount(inv, weights=frac[i, ok] * wk, minlength=len(names)) / wsum
+                     for i in range(len(COMPONENTS))])
+    order = sorted(range(len(names)), key=lambda k: (-wsum[k], names[k]))
+    return {str(names[k]): {c: float(mean[i, k]) for i, c in enumerate(COMPONENTS)}
+            for k in order}
+
+
+def ordered_unique(values: ArrayLike) -> list[str]:
+    """Distinct labels in order of first appearance."""
+    return factorize(values)[1]
+
+
+def group_totals(groups: ArrayLike, weights: ArrayLike | None = None) -> dict[str, float]:
+    """Sum of ``weights`` (default 1 per job; NaN counts 0) per group label."""
+    inv, names = factorize(groups)
+    w = np.ones(len(inv)) if weights is None else np.nan_to_num(
+        np.asarray(weights, dtype=np.float64))
+    sums = np.bincount(inv, weights=w, minlength=len(names))
+    return {str(k): float(v) for k, v in zip(names, sums, strict=True)}
 
 
 def ecdf(values: ArrayLike, weights: ArrayLike | None = None) -> tuple[F, F]:
@@ -81,17 +101,30 @@ def ecdf(values: ArrayLike, weights: ArrayLike | None = None) -> tuple[F, F]:
     return v, np.cumsum(w) / w.sum()
 
 
+def thin_steps(x: ArrayLike, y: ArrayLike, max_points: int = 2000) -> tuple[F, F]:
+    """At most about ``max_points`` points of a step CDF: the last point of each of
+    ``max_points`` equal steps of y (so the drawn curve is within 1/max_points of the exact
+    one), always keeping the first and the last point."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if len(x) <= max_points:
+        return x, y
+    idx = np.searchsorted(y, np.linspace(0, 1, max_points + 1)[1:], side="left")
+    idx = np.unique(np.clip(np.r_[0, idx, len(y) - 1], 0, len(y) - 1))
+    return x[idx], y[idx]
+
+
 def top_groups(labels: ArrayLike, k: int, weights: ArrayLike | None = None
                ) -> NDArray[np.object_]:
     """``labels`` with all but the ``k`` heaviest groups (job count or ``weights``) -> other."""
-    lab = np.asarray(labels, dtype=object)
-    w = np.ones(len(lab)) if weights is None else np.nan_to_num(
+    inv, names = factorize(labels)
+    w = np.ones(len(inv)) if weights is None else np.nan_to_num(
         np.asarray(weights, dtype=np.float64))
-    names, inv = np.unique(lab.astype(str), return_inverse=True)
-    totals = np.bincount(inv.reshape(-1), weights=w, minlength=len(names))
+    totals = np.bincount(inv, weights=w, minlength=len(names))
     order = sorted(range(len(names)), key=lambda i: (-totals[i], names[i]))
-    keep = {names[i] for i in order[:k]}
-    return np.where(np.isin(lab.astype(str), list(keep)), lab, OTHER).astype(object)
+    keep = set(order[:k])
+    out = np.array([names[i] if i in keep else OTHER for i in range(len(names))], dtype=object)
+    return out[inv] if len(inv) else np.empty(0, dtype=object)
 
 
 def roofline_points(ops: Sequence[Mapping[str, Any]], peak_flops_per_s: float,
@@ -119,3 +152,24 @@ def roofline_points(ops: Sequence[Mapping[str, Any]], peak_flops_per_s: float,
             "attainable_flops_per_s": attainable, "time_s": time_s,
             "ridge_intensity": peak_flops_per_s / mem_bw_bps,
             "peak_flops_per_s": float(peak_flops_per_s), "mem_bw_bps": float(mem_bw_bps)}
+
+
+def aggregate_ops(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per-op rows summed by ``(op, phase)``: flops, bytes_read, bytes_written, ``count``.
+
+    ``bound`` stays the profiled one when all rows of a group agree, else ``mixed``. Groups keep
+    the order of their first row.
+    """
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for o in ops:
+        key = (str(o.get("op", "")), str(o.get("phase", "")))
+        row = out.setdefault(key, {"op": key[0], "phase": key[1], "flops": 0.0,
+                                   "bytes_read": 0.0, "bytes_written": 0.0, "count": 0,
+                                   "bound": str(o.get("bound", ""))})
+        row["flops"] += float(o.get("flops", 0) or 0)
+        row["bytes_read"] += float(o.get("bytes_read", 0) or 0)
+        row["bytes_written"] += float(o.get("bytes_written", 0) or 0)
+        row["count"] += 1
+        if row["bound"] != str(o.get("bound", "")):
+            row["bound"] = "mixed"
+    return list(out.values())

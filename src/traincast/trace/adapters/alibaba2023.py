@@ -52,7 +52,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             "status": Field(text("pod_phase")),
             "n_gpus": Field(f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0",
                             "num_gpu"),
-            "gpu_type": Field(f"NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
+            "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
         }
         fields = apply_mapping(fields, mapping, cols, NAME, path)
         censored = (f"({running_status('pod_phase')} "

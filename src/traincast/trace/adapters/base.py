@@ -35,6 +35,7 @@ class Check:
     value: str
     file: str | None = None   # SQL expression of the file named in the report (default: plan's)
     row: str = "_row"         # SQL expression of the row number named in the report
+    field_sql: str | None = None  # SQL expression of the field's name, when it varies by row
 
 
 @dataclass
@@ -51,22 +52,29 @@ class Plan:
 
     def all_checks(self) -> list[Check]:
         """The adapter's checks plus the generic ones: unparsable numbers and times, negative
-        GPU counts, unknown architecture names."""
+        GPU counts, unknown architecture names. Generic checks read the typed value of a
+        canonical column as :func:`typed` names it (computed once by the store)."""
         out = list(self.checks)
         for name, f in self.fields.items():
             if f.raw is not None and name in NUMERIC_COLUMNS:
-                out.append(Check(name, f"{f.raw} IS NOT NULL AND trim(CAST({f.raw} AS VARCHAR)) "
-                                 f"NOT IN ('', 'None', 'null', 'NULL', 'NaN', 'nan') "
-                                 f"AND ({f.expr}) IS NULL", f"CAST({f.raw} AS VARCHAR)"))
+                out.append(Check(name, f"{typed(name)} IS NULL AND {f.raw} IS NOT NULL AND "
+                                 f"trim(CAST({f.raw} AS VARCHAR)) "
+                                 f"NOT IN ('', 'None', 'null', 'NULL', 'NaN', 'nan')",
+                                 f"CAST({f.raw} AS VARCHAR)"))
         if "n_gpus" in self.fields:
             g = self.fields["n_gpus"]
-            out.append(Check("n_gpus", f"({g.expr}) < 0", f"CAST({g.raw or g.expr} AS VARCHAR)"))
+            out.append(Check("n_gpus", f"{typed('n_gpus')} < 0",
+                             f"CAST({g.raw or typed('n_gpus')} AS VARCHAR)"))
         if "architecture" in self.fields:
-            a = self.fields["architecture"].expr
+            a = typed("architecture")
             known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)
-            out.append(Check("architecture", f"({a}) IS NOT NULL AND ({a}) NOT IN ({known})",
-                             f"({a})"))
+            out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})", a))
         return out
+
+
+def typed(name: str) -> str:
+    """The SQL name of canonical column ``name``'s typed value while a plan is staged."""
+    return f'"_t_{name}"'
 
 
 def q(name: str) -> str:
@@ -95,10 +103,12 @@ def text(col: str) -> str:
     return f"NULLIF(trim(CAST({col} AS VARCHAR)), '')"
 
 
-def csv_relation(path: Path, names: Iterable[str] | None = None) -> str:
+def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
     """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based).
 
-    ``names`` given = a headerless file with these column names.
+    ``names`` given = a headerless file with these column names. ``rows=False`` leaves out
+    ``_row`` (numbering needs a window over the whole file: skip it for big side tables that
+    are only aggregated, so DuckDB streams them).
     """
     opts = "all_varchar=true, quote='\"', escape='\"', strict_mode=false, null_padding=true"
     if names is not None:
@@ -106,6 +116,8 @@ def csv_relation(path: Path, names: Iterable[str] | None = None) -> str:
         opts += f", header=false, columns={{{cols}}}"
     else:
         opts += ", header=true"
+    if not rows:
+        return f"read_csv({lit(path)}, {opts})"
     return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
 
 

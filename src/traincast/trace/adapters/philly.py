@@ -52,7 +52,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         rel = (f"(SELECT row_number() OVER () AS _row, *, attempts[-1].detail AS _detail "
                f"FROM read_json({lit(path)}, format='array', columns={_COLUMNS}))")
         gpus = ("CASE WHEN len(attempts) > 0 THEN CAST(list_sum(list_transform(_detail, "
-                "d -> len(d.gpus))) AS DOUBLE) END")
+                "lambda d: len(d.gpus))) AS DOUBLE) END")
         fields = {
             "job_id": Field(text("jobid")),
             "user": Field(text("user")),

@@ -1,0 +1,334 @@
+"""``traincast calibrate``: measure this machine and write it as a catalog file.
+
+Microbenchmarks (``bench``, ``comm``) of the current device — the CPU, or the first CUDA GPU
+when present — become ``[gpu.local]`` (peaks plus measured efficiency curves and per-op
+overhead), three links and ``[node.local]``, so that
+``traincast predict --catalog FILE --node local ...`` predicts for this machine:
+
+* ``gpu.local``: ``fp32_tflops`` = best measured fp32 matmul rate, ``bf16_tflops`` (or fp16 on
+  CUDA) likewise; ``mem_bw_gbs`` = element-wise ``add`` bandwidth on operands far beyond the
+  caches; curves ``gemm_intensity/gemm_tflops`` (matmul FLOP/s by arithmetic intensity, squares
+  and skinny shapes), ``conv_intensity/conv_tflops``, ``elementwise_bytes/elementwise_gbs``
+  (copy/add/triad bandwidth by bytes moved), ``kernel_gelems`` (elements/s of element-wise,
+  normalization and softmax kernels, by aten name), ``fresh_bytes/fresh_gbs`` (the extra cost
+  of writing a freshly allocated output, by size: page faults on the CPU),
+  ``foreach_tensor_us`` (fixed cost per tensor of a multi-tensor op), each rate net of the
+  fixed cost of one plain op call; ``op_overhead_us`` = the fixed cost of one op of a training
+  step (forward + backward of a chain of tiny ops, per op), which the per-op roofline adds to
+  every op.
+* ``link.local-host`` (role ``pcie``): host-to-device copy (a memcpy on the CPU);
+  ``link.local-allreduce`` (``intra``): all-reduce bus bandwidth between 2 local processes
+  (NCCL with 2+ GPUs, else gloo over loopback), ``latency_us`` = a 4-byte all-reduce;
+  ``link.local-loopback`` (``nic``): point-to-point send/recv between 2 local processes (gloo).
+* ``node.local``: ``gpus`` = local ranks (CUDA devices; on the CPU, cores / threads per rank).
+
+On the CPU one rank ("device") = ``threads`` cores (default 1: ranks never share a core).
+Every figure is the median of repeated samples after warm-up; the ``[calibration]`` table of
+the file records spreads, the date, the device, torch's version and the raw measurements.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traincast.calibrate import bench
+from traincast.roofline import curve_from_points
+
+__all__ = ["calibrate", "catalog_text", "default_device"]
+
+
+def default_device() -> str:
+    """``cuda`` when torch sees a GPU, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def device_name(device: str) -> str:
+    """A person's name for the device: the GPU's name, or the CPU model."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(0)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
+    except OSError:
+        pass
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def _net_rate(amount: np.ndarray, time_s: np.ndarray, overhead_s: float) -> np.ndarray:
+    """``amount / (t - o)``, never counting less than half of t as the op's own work."""
+    return amount / np.maximum(time_s - overhead_s, 0.5 * time_s)
+
+
+def _op_overhead(device: str, repeat: int) -> dict[str, Any]:
+    """Fixed cost per op in a training step: forward + backward of 20 tiny multiplies / 40."""
+    import torch
+
+    x = torch.ones(1, device=device, requires_grad=True)
+    s = torch.ones(1, device=device)
+
+    def chain(n: int = 20) -> None:
+        y = x
+        for _ in range(n):
+            y = y * s
+        y.sum().backward()
+
+    t = bench.measure(chain, device, repeat=repeat)
+    tiny = bench.bench_op_overhead(device, repeat=repeat, min_sample_s=0.02)
+    return {"training_op_s": t.median_s / 40, "training_op_spread": t.spread,
+            "plain_op_s": tiny["time_s"], "plain_op_spread": tiny["spread"]}
+
+
+# sizes of each level: full (< 2 min on 2 CPU cores), quick (< 30 s), tiny (tests only: the
+# figures of tiny sizes say little about the machine)
+_PLAN: dict[str, dict[str, Any]] = {
+    "full": {"repeat": 7, "sample_s": 0.02, "low_n": (256, 512, 1024), "kernel_n": 1 << 20,
+             "ew": [1 << 12, 1 << 15, 1 << 18, 1 << 21, 1 << 24, 1 << 26],
+             "host": [1 << 20, 1 << 24], "conv": None, "comm": None,
+             "fresh": [1 << 20, 1 << 23, 1 << 26, 1 << 28]},
+    "quick": {"repeat": 5, "sample_s": 0.01, "low_n": (512,), "kernel_n": 1 << 18,
+              "ew": [1 << 15, 1 << 21, 1 << 25], "host": [1 << 20, 1 << 24], "conv": None,
+              "comm": None, "fresh": [1 << 22, 1 << 26]},
+    "tiny": {"repeat": 3, "sample_s": 0.002, "low_n": (32,), "kernel_n": 1 << 12,
+             "ew": [1 << 12, 1 << 16], "host": [1 << 12], "conv": ((8, 8, 8, 3, 1, 1),
+                                                                  (8, 8, 8, 3, 1, 8)),
+             "comm": (4, 1 << 12), "fresh": [1 << 12, 1 << 16],
+             "mm": [(16, 16, 16, "nn"), (4, 64, 64, "nt"), (64, 64, 4, "tn")]},
+}
+
+
+def calibrate(output: str | Path | None = None, *, quick: bool = False,
+              device: str | None = None, threads: int = 1, comm: bool = True,
+              tiny: bool = False,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the microbenchmarks and (when ``output`` is given) write the catalog file.
+
+    ``quick``: fewer sizes and repeats; ``tiny``: the smallest sizes (for tests). Returns
+    ``{"catalog": TOML text, "results": raw measurements, "path": output or None}``.
+    """
+    import torch
+
+    say = progress or (lambda _msg: None)
+    device = device or default_device()
+    level = "tiny" if tiny else ("quick" if quick else "full")
+    plan = _PLAN[level]
+    torch.set_num_threads(threads)
+    t_start = time.perf_counter()
+    repeat, sample = plan["repeat"], plan["sample_s"]
+    res: dict[str, Any] = {"device": device, "device_name": device_name(device),
+                           "torch": torch.__version__, "threads": threads,
+                           "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                           "quick": quick, "level": level}
+    say("per-op overhead")
+    res["op_overhead"] = _op_overhead(device, repeat)
+    say("matmul fp32 (squares and skinny shapes)")
+    res["matmul_fp32"] = bench.bench_matmul(device, torch.float32,
+                                            plan.get("mm") or bench.matmul_shapes(quick),
+                                            repeat=repeat, min_sample_s=sample)
+    low = torch.float16 if device.startswith("cuda") else torch.bfloat16
+    say(f"matmul {str(low).split('.')[-1]}")
+    res["matmul_low"] = bench.bench_matmul(device, low, [(s, s, s) for s in plan["low_n"]],
+                                           repeat=repeat, min_sample_s=sample)
+    res["matmul_low_dtype"] = "fp16" if low == torch.float16 else "bf16"
+    say("convolution, forward and backward")
+    res["conv"] = bench.bench_conv(device, quick=quick, repeat=repeat, min_sample_s=sample,
+                                   cases=plan["conv"])
+    say("element-wise bandwidth (copy, add, triad)")
+    ew_sizes = list(plan["ew"])
+    if device.startswith("cuda"):
+        ew_sizes = [s * 16 for s in ew_sizes]  # beyond a GPU's L2 as well
+    res["elementwise"] = bench.bench_elementwise(device, ew_sizes, repeat=repeat,
+                                                 min_sample_s=sample)
+    say("element-wise, normalization and softmax kernels")
+    res["kernels"] = bench.bench_kernels(device, plan["kernel_n"], repeat=repeat,
+                                         min_sample_s=sample,
+                                         overhead_s=res["op_overhead"]["plain_op_s"])
+    say("fresh output allocation and multi-tensor ops")
+    if not device.startswith("cuda"):  # CUDA's caching allocator reuses blocks
+        res["fresh"] = bench.bench_fresh(device, plan["fresh"], repeat=repeat,
+                                         min_sample_s=sample)
+    res["foreach"] = bench.bench_foreach(device, repeat=repeat, min_sample_s=sample)
+    say("host-to-device copy")
+    res["host_copy"] = bench.bench_host_copy(device, plan["host"], repeat=repeat,
+                                             min_sample_s=sample)
+    if comm:
+        from traincast.calibrate.comm import bench_comm
+
+        say("all-reduce and send/recv between 2 local processes")
+        res["comm"] = bench_comm(device, quick=quick or tiny, threads=threads,
+                                 sizes=plan["comm"])
+    res["elapsed_s"] = time.perf_counter() - t_start
+    text = catalog_text(res)
+    if output is not None:
+        path = Path(output)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)  # never leave a half-written catalog behind
+    return {"catalog": text, "results": res, "path": str(output) if output else None}
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list | tuple | np.ndarray):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, int | np.integer):
+        return str(int(v))
+    return f"{float(v):.6g}"
+
+
+def _table(name: str, values: dict[str, Any]) -> str:
+    """One TOML table; a dict value becomes an inline table."""
+    def value(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+        return _toml_value(v)
+
+    return f"[{name}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in values.items())
+
+
+def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The catalog tables (``gpu.local``, links, ``node.local``) from raw measurements."""
+    o = res["op_overhead"]["training_op_s"]
+    plain = res["op_overhead"]["plain_op_s"]  # what each microbenchmark call pays besides work
+    mm = res["matmul_fp32"]
+    mm_i = np.array([r["flops"] / r["bytes"] for r in mm])
+    mm_rate = _net_rate(np.array([r["flops"] for r in mm]), np.array([r["time_s"] for r in mm]),
+                        plain)
+    gi, gp = curve_from_points(mm_i, mm_rate)
+    cv = res["conv"]
+    ci, cp = curve_from_points([r["flops"] / r["bytes"] for r in cv],
+                               _net_rate(np.array([r["flops"] for r in cv]),
+                                         np.array([r["time_s"] for r in cv]), plain))
+    ew = res["elementwise"]
+    eb, ebw = curve_from_points([r["bytes"] for r in ew],
+                                _net_rate(np.array([r["bytes"] for r in ew]),
+                                          np.array([r["time_s"] for r in ew]), plain),
+                                monotone=False)
+    largest = max(r["size_bytes"] for r in ew)
+    add_big = [r for r in ew if r["kernel"] == "add" and r["size_bytes"] == largest][0]
+    low = res["matmul_low"]
+    when = f"traincast calibrate {res['date']} on {res['device_name']}, torch {res['torch']}, " \
+           f"{res['threads']} thread(s) per rank"
+    gpu = {
+        "fp32_tflops": float(max(r["tflops"] for r in mm)),
+        f"{res['matmul_low_dtype']}_tflops": float(max(r["tflops"] for r in low)),
+        "mem_bw_gbs": float(add_big["gbs"]),
+        "op_overhead_us": o * 1e6,
+        "gemm_intensity": gi, "gemm_tflops": gp / 1e12,
+        "conv_intensity": ci, "conv_tflops": cp / 1e12,
+        "elementwise_bytes": eb, "elementwise_gbs": ebw / 1e9,
+        "kernel_gelems": {r["op"]: r["gelems"] for r in res["kernels"]},
+        "foreach_tensor_us": res["foreach"]["per_tensor_s"] * 1e6,
+        **_fresh_keys(res.get("fresh")),
+        "default_node": "local",
+        "source": f"{when}: best fp32/{res['matmul_low_dtype']} matmul, element-wise add on "
+                  f"{largest / 1e6:.0f} MB operands; curves = medians net of per-op overhead",
+        "description": res["device_name"],
+    }
+    hc = max(res["host_copy"], key=lambda r: r["size_bytes"])
+    host_kind = "pinned host-to-device copy" if res["device"].startswith("cuda") else "memcpy"
+    links: dict[str, dict[str, Any]] = {
+        "local-host": {"bw_gbs": float(hc["gbs"]),
+                       "source": f"{when}: {host_kind} of {hc['size_bytes'] / 1e6:.0f} MB"},
+    }
+    comm = res.get("comm")
+    if comm:
+        links["local-allreduce"] = {
+            "bw_gbs": comm["allreduce_bw_bps"] / 1e9,
+            "latency_us": comm["allreduce_latency_s"] * 1e6,
+            "source": f"{when}: all-reduce bus bandwidth ({comm['backend']}, "
+                      f"{comm['world_size']} local processes, loopback)"}
+        links["local-loopback"] = {
+            "bw_gbs": comm["p2p_bw_bps"] / 1e9, "latency_us": comm["p2p_latency_s"] * 1e6,
+            "source": f"{when}: send/recv one way (gloo, 2 local processes, loopback)"}
+    else:  # not measured: the node still needs links; they name their source
+        for name in ("local-allreduce", "local-loopback"):
+            links[name] = {"bw_gbs": float(hc["gbs"]),
+                           "source": f"{when}: not measured (--no-comm); memcpy bandwidth"}
+    ranks = res.get("ranks") or _local_ranks(res)
+    node = {"gpu": "local", "gpus": ranks, "pcie": "local-host", "intra": "local-allreduce",
+            "nic": "local-loopback",
+            "source": f"{when}: {ranks} local rank(s)"}
+    return {"gpu.local": gpu, **{f"link.{k}": v for k, v in links.items()}, "node.local": node}
+
+
+def _fresh_keys(fresh: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """``fresh_bytes``/``fresh_gbs`` (first-touch cost of new outputs by size), when measured."""
+    if not fresh:
+        return {}
+    xs, ys = curve_from_points([r["size_bytes"] for r in fresh], [r["gbs"] for r in fresh],
+                               monotone=False)
+    return {"fresh_bytes": xs, "fresh_gbs": ys}
+
+
+def _local_ranks(res: dict[str, Any]) -> int:
+    if res["device"].startswith("cuda"):
+        import torch
+
+        return max(torch.cuda.device_count(), 1)
+    return max((os.cpu_count() or 1) // max(res["threads"], 1), 1)
+
+
+def catalog_text(res: dict[str, Any]) -> str:
+    """The catalog file (TOML) of one calibration: tables, then the raw record."""
+    tables = summarize(res)
+    head = (f"# traincast calibrate: {res['device_name']}, torch {res['torch']}, {res['date']}\n"
+            "# Use: traincast predict --catalog THIS_FILE --node local ...\n"
+            "# Every rate is the median of repeated runs after warm-up; spreads are\n"
+            "# (p90 - p10) / median of the samples, in [calibration] below.\n\n")
+    body = "\n".join(_table(name, values) for name, values in tables.items())
+    record = {"date": res["date"], "device": res["device"], "device_name": res["device_name"],
+              "torch": res["torch"], "threads": res["threads"], "quick": res["quick"],
+              "level": res.get("level", "quick" if res["quick"] else "full"),
+              "elapsed_s": res.get("elapsed_s", 0.0),
+              "op_overhead_training_us": res["op_overhead"]["training_op_s"] * 1e6,
+              "op_overhead_training_spread": res["op_overhead"]["training_op_spread"],
+              "op_overhead_plain_us": res["op_overhead"]["plain_op_s"] * 1e6,
+              "matmul_mnk": [[r["m"], r["n"], r["k"]] for r in res["matmul_fp32"]],
+              "matmul_layout": [r["layout"] for r in res["matmul_fp32"]],
+              "matmul_tflops": [r["tflops"] for r in res["matmul_fp32"]],
+              "matmul_spread": [r["spread"] for r in res["matmul_fp32"]],
+              "matmul_low_dtype": res["matmul_low_dtype"],
+              "matmul_low_n": [r["m"] for r in res["matmul_low"]],
+              "matmul_low_tflops": [r["tflops"] for r in res["matmul_low"]],
+              "conv_shape": [f"{r['shape']} {r['phase']}" for r in res["conv"]],
+              "conv_tflops": [r["tflops"] for r in res["conv"]],
+              "conv_spread": [r["spread"] for r in res["conv"]],
+              "elementwise_kernel": [r["kernel"] for r in res["elementwise"]],
+              "elementwise_operand_bytes": [r["size_bytes"] for r in res["elementwise"]],
+              "elementwise_gbs": [r["gbs"] for r in res["elementwise"]],
+              "elementwise_spread": [r["spread"] for r in res["elementwise"]],
+              "kernel_op": [r["op"] for r in res["kernels"]],
+              "kernel_spread": [r["spread"] for r in res["kernels"]],
+              "foreach_tensor_spread": res["foreach"]["spread"],
+              "fresh_spread": [r["spread"] for r in res.get("fresh", [])],
+              "host_copy_bytes": [r["size_bytes"] for r in res["host_copy"]],
+              "host_copy_gbs": [r["gbs"] for r in res["host_copy"]],
+              "host_copy_spread": [r["spread"] for r in res["host_copy"]]}
+    comm = res.get("comm")
+    if comm:
+        record.update({
+            "comm_backend": comm["backend"],
+            "allreduce_bytes": [r["size_bytes"] for r in comm["allreduce"]],
+            "allreduce_time_us": [r["time_s"] * 1e6 for r in comm["allreduce"]],
+            "allreduce_spread": [r["spread"] for r in comm["allreduce"]],
+            "p2p_bytes": [r["size_bytes"] for r in comm["p2p"]],
+            "p2p_time_us": [r["time_s"] * 1e6 for r in comm["p2p"]],
+            "p2p_spread": [r["spread"] for r in comm["p2p"]]})
+    return head + body + "\n" + _table("calibration.local", record)

@@ -1,0 +1,211 @@
+"""A canonical job table as numpy columns: what the what-if and recommend engines work on.
+
+String columns (``architecture``, ``gpu_type``, ``node``, ``workload``) become
+dictionary-encoded ``Strings`` (integer codes + unique values), so matching, changing and
+looking things up cost one operation per unique value, not per job; numeric columns become
+float64 arrays (NaN where null); ``job_id`` stays an Arrow string array (output only).
+Nothing here knows the time model: it is evaluated by ``traincast.predict.predict_table`` on
+``Columns.table()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from traincast.hardware.catalog import Catalog
+from traincast.predict import DEFAULT_NODE, FEATURES
+
+STRING_COLUMNS = ("architecture", "gpu_type", "node", "workload")
+NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "batch_size",
+                   "start_time_s", "end_time_s", *FEATURES)
+
+
+@dataclass(frozen=True)
+class Strings:
+    """A dictionary-encoded string column: ``codes`` (-1 = null) into ``values``."""
+
+    codes: NDArray[np.int32]
+    values: tuple[str, ...]
+
+    @classmethod
+    def of(cls, column: Any, n: int) -> Strings:
+        if column is None:
+            return cls(np.full(n, -1, dtype=np.int32), ())
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if not isinstance(column, pa.Array):
+            column = pa.array(np.asarray(column, dtype=object), from_pandas=True)
+        if not pa.types.is_dictionary(column.type):
+            column = column.cast(pa.string()).dictionary_encode()
+        codes = column.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+        values = tuple("" if v is None else str(v) for v in column.dictionary.to_pylist())
+        return cls(codes, values)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def arrow(self) -> pa.DictionaryArray:
+        """As an Arrow dictionary array (what ``predict_table`` reads without re-encoding)."""
+        return self._arrow
+
+    @cached_property
+    def _arrow(self) -> pa.DictionaryArray:
+        indices = pa.array(self.codes, mask=self.codes < 0, type=pa.int32())
+        return pa.DictionaryArray.from_arrays(indices, pa.array(self.values, type=pa.string()))
+
+    def strings(self) -> NDArray[np.object_]:
+        """Plain values (None where null); for output only."""
+        lut = np.array([*self.values, None], dtype=object)
+        return lut[self.codes]
+
+    def take(self, idx: NDArray[np.intp]) -> Strings:
+        return Strings(self.codes[idx], self.values)
+
+    def lookup(self, fn: Callable[[str], Any], null: Any, dtype: Any = object) -> NDArray[Any]:
+        """``fn(value)`` for every job, computed once per unique value; ``null`` where null."""
+        lut = np.array([*(fn(v) for v in self.values), null], dtype=dtype)
+        return lut[self.codes]
+
+    def isin(self, wanted: Iterable[str], key: Callable[[str], str] = str) -> NDArray[np.bool_]:
+        """Mask of jobs whose value, mapped by ``key``, is in ``wanted``."""
+        wanted = set(wanted)
+        return self.lookup(lambda v: key(v) in wanted, False, bool)
+
+    def set(self, mask: NDArray[np.bool_], value: str | None) -> Strings:
+        """A copy with ``value`` (None = null) where ``mask``."""
+        if value is None:
+            return Strings(np.where(mask, -1, self.codes).astype(np.int32), self.values)
+        values = self.values if value in self.values else (*self.values, value)
+        code = values.index(value)
+        return Strings(np.where(mask, code, self.codes).astype(np.int32), values)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A job table as ``Strings`` and float64 columns of equal length ``n``."""
+
+    n: int
+    data: dict[str, Any]
+
+    @classmethod
+    def of(cls, jobs: Mapping[str, Any] | pa.Table | Any) -> Columns:
+        """From a pyarrow Table, a pandas DataFrame or a dict of columns (DESIGN.md names)."""
+        if not isinstance(jobs, pa.Table | Mapping):  # a pandas DataFrame
+            jobs = pa.Table.from_pandas(jobs, preserve_index=False)
+        if isinstance(jobs, pa.Table):
+            jobs = {name: jobs.column(name) for name in jobs.column_names}
+        names = set(jobs)
+
+        def get(k: str) -> Any:
+            return jobs[k]
+
+        if "architecture" not in names:
+            raise KeyError("job table has no 'architecture' column (see the canonical columns "
+                           "in docs/traces.md)")
+        first = get("architecture")
+        n = len(first)
+        data: dict[str, Any] = {}
+        data["job_id"] = _ids(get("job_id") if "job_id" in names else None, n)
+        for k in STRING_COLUMNS:
+            data[k] = Strings.of(get(k) if k in names else None, n)
+        for k in NUMERIC_COLUMNS:
+            data[k] = _floats(get(k), n) if k in names else np.full(n, np.nan)
+        return cls(n, data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def take(self, idx: NDArray[np.intp]) -> Columns:
+        """The rows ``idx`` (no copy when ``idx`` is every row in order)."""
+        if len(idx) == self.n and (self.n == 0 or (idx[0] == 0 and idx[-1] == self.n - 1)):
+            return self
+        return Columns(len(idx), {k: v.take(pa.array(idx)) if isinstance(v, pa.Array)
+                                  else v.take(idx) if isinstance(v, Strings) else v[idx]
+                                  for k, v in self.data.items()})
+
+    def slice(self, start: int, stop: int) -> Columns:
+        """Rows ``start:stop`` (views, no copy)."""
+        return Columns(max(stop - start, 0), {
+            k: v.slice(start, stop - start) if isinstance(v, pa.Array)
+            else Strings(v.codes[start:stop], v.values) if isinstance(v, Strings)
+            else v[start:stop] for k, v in self.data.items()})
+
+    def replace(self, **cols: Any) -> Columns:
+        return Columns(self.n, {**self.data, **cols})
+
+    def table(self) -> dict[str, Any]:
+        """The dict of columns ``predict_table`` takes (strings as Arrow dictionaries)."""
+        return {k: v.arrow() if isinstance(v, Strings) else v for k, v in self.data.items()
+                if k != "job_id"}
+
+    def duration_s(self) -> NDArray[np.float64]:
+        """``end_time_s - start_time_s`` (NaN where unknown or negative)."""
+        d = self["end_time_s"] - self["start_time_s"]
+        return np.where(d >= 0, d, np.nan)
+
+    def gpus(self) -> NDArray[np.float64]:
+        """GPUs of each job: ``n_gpus`` (NaN where unknown)."""
+        return self["n_gpus"]
+
+
+def _ids(values: Any, n: int) -> pa.Array:
+    """Job ids as an Arrow string array (row numbers when the table has none)."""
+    if values is None:
+        return pa.array(np.arange(n).astype(str))
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        values = pa.array(np.asarray(values, dtype=object), from_pandas=True)
+    return values.cast(pa.string())
+
+
+def _floats(values: Any, n: int) -> NDArray[np.float64]:
+    if isinstance(values, pa.ChunkedArray | pa.Array):
+        values = values.to_numpy(zero_copy_only=False)
+    out = np.asarray(values, dtype=np.float64)
+    return np.broadcast_to(out, (n,)).copy() if out.ndim == 0 else out
+
+
+def effective_hardware(cols: Columns, catalog: Catalog,
+                       default_node: str | None = None) -> tuple[Strings, Strings]:
+    """Each job's node preset and canonical GPU name, as ``predict_table`` resolves them.
+
+    Node: the job's ``node``; when empty, its GPU type's ``default_node``; else ``default_node``
+    (``DEFAULT_NODE``). GPU: the job's ``gpu_type`` (aliases resolved), else the node's GPU.
+    Unknown names stay as given (their times are NaN). One lookup per (node, GPU type) pair.
+    """
+    fallback = default_node or DEFAULT_NODE
+    node, gpu = cols["node"], cols["gpu_type"]
+    node_names, gpu_names = [*node.values, ""], [*gpu.values, ""]
+    nodes: list[str] = []
+    gpus: list[str] = []
+    lut_node = np.zeros((len(node_names), len(gpu_names)), dtype=np.int32)
+    lut_gpu = np.zeros_like(lut_node)
+    for i, nd in enumerate(node_names):
+        for j, gt in enumerate(gpu_names):
+            eff_node = nd or (catalog.default_node_of(gt) if gt else "") or fallback
+            eff_gpu = _gpu_name(catalog, gt) or (
+                _gpu_name(catalog, catalog.nodes[eff_node].gpu)
+                if eff_node in catalog.nodes else "")
+            for name, names, lut in ((eff_node, nodes, lut_node), (eff_gpu, gpus, lut_gpu)):
+                if name not in names:
+                    names.append(name)
+                lut[i, j] = names.index(name)
+    return (Strings(lut_node[node.codes, gpu.codes], tuple(nodes)),
+            Strings(lut_gpu[node.codes, gpu.codes], tuple(gpus)))
+
+
+def _gpu_name(catalog: Catalog, name: str) -> str:
+    if not name:
+        return ""
+    try:
+        return catalog.gpu_name(name)
+    except KeyError:
+        return name

@@ -1,0 +1,136 @@
+"""What the what-if engine needs from a job's workload profile, per job, one lookup per workload.
+
+From ``traincast.zoo.profiles.workload_features(workload)`` (the shipped, torch-free profile of
+the workload's reference model at its default batch ``b0``), for a job with batch ``b``:
+
+* model state per GPU ``S = weights + grads + optimizer`` (``memory_bytes``) and activations
+  ``A = activations * b / b0`` (``b / b0 = 1`` when either batch is unknown);
+* the embedding share of parameters ``e = params_embedding / params``;
+* ``amp_ratio = bytes_memory_bound_amp / bytes_memory_bound``,
+  ``fused_ratio = bytes_memory_bound_fused / bytes_memory_bound`` and
+  ``fused_amp_ratio = bytes_memory_bound_fused_amp / bytes_memory_bound`` (both changes; else
+  ``amp_ratio * fused_ratio``): the job's own ``bytes_memory_bound`` is scaled by them, and
+  ``amp_flops_ratio = flops_compute_bound_amp / flops_compute_bound`` scales its
+  ``flops_compute_bound`` under mixed precision (so a job whose features came from the profile
+  gets exactly the profile's figures).
+
+Where the workload has no profile (or the profile lacks a key) the documented assumptions of
+docs/scenarios.md apply: ``S = 4 W`` (weights, gradients and Adam's two moments, W =
+``weight_bytes``), ``A = 0`` and ``e = 0`` (so the footprint is a lower bound and a fit check
+only rejects jobs whose model state alone exceeds the GPU), and both ratios are 1 (mixed
+precision then speeds up only the FLOP-bound part; fusion changes nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from traincast.engine.columns import Columns
+
+F = NDArray[np.float64]
+
+
+@lru_cache(maxsize=512)
+def _profile(workload: str) -> dict[str, Any] | None:
+    if not workload:
+        return None
+    from traincast.zoo.profiles import workload_features
+
+    return workload_features(workload)
+
+
+def _num(record: dict[str, Any] | None, *keys: str) -> float:
+    value: Any = record
+    for k in keys:
+        if not isinstance(value, dict) or value.get(k) is None:
+            return math.nan
+        value = value[k]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if a > 0 and b > 0 else math.nan
+
+
+def _per_workload(workload: str) -> tuple[float, ...]:
+    rec = _profile(workload)
+    mem = ("memory_bytes",)
+    state = sum(_num(rec, *mem, k) for k in ("weights", "grads", "optimizer"))
+    return (1.0 if rec else 0.0,
+            _num(rec, *mem, "weights") + _num(rec, *mem, "grads"), state,
+            _num(rec, *mem, "activations"), _num(rec, "batch_size"),
+            _ratio(_num(rec, "params_embedding"), _num(rec, "params")),
+            _ratio(_num(rec, "bytes_memory_bound_amp"), _num(rec, "bytes_memory_bound")),
+            _ratio(_num(rec, "bytes_memory_bound_fused"), _num(rec, "bytes_memory_bound")),
+            _ratio(_num(rec, "bytes_memory_bound_fused_amp"), _num(rec, "bytes_memory_bound")),
+            _ratio(_num(rec, "flops_compute_bound_amp"), _num(rec, "flops_compute_bound")))
+
+
+@dataclass(frozen=True)
+class WorkloadExtras:
+    """Per-job arrays: memory footprint parts (bytes), embedding share, byte ratios."""
+
+    known: NDArray[np.bool_]
+    weights_grads_bytes: F
+    state_bytes: F
+    activation_bytes: F
+    embedding_share: F
+    amp_ratio: F
+    fused_ratio: F
+    fused_amp_ratio: F
+    amp_flops_ratio: F
+
+    def take(self, idx: NDArray[np.intp]) -> WorkloadExtras:
+        n = len(self.known)
+        if len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1)):
+            return self
+        return WorkloadExtras(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
+
+    def footprint_bytes(self, arch: NDArray[np.int64], n_gpus: F) -> F:
+        """Memory per GPU of each job under architecture code ``arch`` (see docs/scenarios.md).
+
+        data-parallel (1w1g, allreduce-*): ``S + A``; pearl: ``S (1 - e) + S e / n + A``;
+        ps-worker (optimizer state and embedding tables on the servers): ``(w + g)(1 - e) + A``.
+        """
+        from traincast.arch import ARCH_CODE
+
+        s, a, e = self.state_bytes, self.activation_bytes, self.embedding_share
+        n = np.maximum(np.nan_to_num(n_gpus, nan=1.0), 1.0)
+        return np.select(
+            [arch == ARCH_CODE["pearl"], arch == ARCH_CODE["ps-worker"]],
+            [s * (1 - e) + s * e / n + a, self.weights_grads_bytes * (1 - e) + a],
+            default=s + a)
+
+
+def workload_extras(cols: Columns) -> WorkloadExtras:
+    """Per-job workload extras for a job table (one profile lookup per unique workload)."""
+    wl = cols["workload"]
+    table = np.array([_per_workload(v.strip().lower()) for v in wl.values]
+                     + [_per_workload("")], dtype=np.float64).reshape(-1, 10)
+    # per-workload defaults first (small table), then one gather per column
+    fill = {5: 0.0, 6: 1.0, 7: 1.0, 9: 1.0}
+    for j, default in fill.items():
+        table[:, j] = np.where(np.isfinite(table[:, j]), table[:, j], default)
+    table[:, 8] = np.where(np.isfinite(table[:, 8]), table[:, 8], table[:, 6] * table[:, 7])
+    rows = np.ascontiguousarray(table.T)[:, wl.codes]  # (10, n): contiguous per column
+    known = rows[0] > 0
+    w = np.nan_to_num(cols["weight_bytes"])
+    batch_scale = np.where((cols["batch_size"] > 0) & (rows[4] > 0),
+                           cols["batch_size"] / rows[4], 1.0)
+    wg = np.where(np.isfinite(rows[1]), rows[1], 2.0 * w)
+    state = np.where(np.isfinite(rows[2]), rows[2], 4.0 * w)
+    act = np.where(np.isfinite(rows[3]), rows[3] * batch_scale, 0.0)
+    emb, amp, fused, fused_amp, amp_flops = rows[5], rows[6], rows[7], rows[8], rows[9]
+    return WorkloadExtras(known=known, weights_grads_bytes=wg, state_bytes=state,
+                          activation_bytes=act, embedding_share=emb, amp_ratio=amp,
+                          fused_ratio=fused, fused_amp_ratio=fused_amp,
+                          amp_flops_ratio=amp_flops)

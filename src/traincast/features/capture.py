@@ -1,0 +1,218 @@
+"""Capture every kernel of a training step with a ``TorchDispatchMode``.
+
+The mode sits below autograd, so it sees the forward ops, the backward ops autograd runs, and the
+optimizer's ops, each once, as aten calls with their real shapes and dtypes. On the ``meta``
+device no data exists; two things still need values and get them from CPU "shadows":
+
+- integer tensors that come from the user's real inputs (token ids, item ids) keep a CPU copy;
+  an op whose tensor inputs all have shadows (``ids + offset``, ``ids.view(-1)``) is also run on
+  the CPU shadows, so embedding lookups see the real indices and count the rows they touch;
+- ops with no tensor inputs that build integer tensors (``arange``) run on CPU the same way.
+
+Shadows are kept only for integer/bool tensors of at most ``SHADOW_MAX_NUMEL`` elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from traincast.features.ops import (
+    FREE_OPS,
+    WRITE_ONLY,
+    OpRecord,
+    gathered_bytes,
+    is_pointwise,
+    op_flops,
+    tensor_bytes,
+)
+
+SHADOW_MAX_NUMEL = 1 << 24
+EMBEDDING_OPS = frozenset({"embedding", "_embedding_bag", "_embedding_bag_forward_only",
+                           "embedding_bag"})
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+class Capture(TorchDispatchMode):
+    """Records one ``OpRecord`` per kernel; ``phase`` is set by the caller between steps.
+
+    ``embedding_tables`` maps the storage key of each embedding weight to its name; lookups into
+    them collect the unique row ids they touch (``rows_touched``) or, without index values, an
+    upper bound (``rows_bound``: one row per lookup, at most the table's rows).
+    """
+
+    def __init__(self, device: str, embedding_tables: dict[int, str] | None = None) -> None:
+        super().__init__()
+        self.device = torch.device(device)
+        self.phase = "forward"
+        self.records: list[OpRecord] = []
+        self.shadow: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self.embedding_tables = embedding_tables or {}
+        self.rows_touched: dict[str, list[torch.Tensor]] = {}
+        self.rows_bound: dict[str, int] = {}
+        self.sparse_ops = 0
+        self.lookups: dict[str, int] = {}
+        self.host_keys: set[int] = set()  # storages kept on the host (optimizer step counts)
+        self._uid: dict[int, tuple[int, StorageWeakRef]] = {}
+        self._next_uid = 0
+
+    # -- value identities (for the fusion estimate) ---------------------------------------
+    # A value is a storage. Each storage seen keeps a weak reference, so its address is never
+    # reused for another storage during the capture (a freed address would alias two values).
+    def _new_uid(self, t: torch.Tensor) -> int:
+        self._next_uid += 1
+        self._uid[_storage_key(t)] = (self._next_uid, StorageWeakRef(t.untyped_storage()))
+        return self._next_uid
+
+    def _uid_of(self, t: torch.Tensor) -> int:
+        entry = self._uid.get(_storage_key(t))
+        return entry[0] if entry is not None else self._new_uid(t)
+
+    # -- shadows ----------------------------------------------------------------------------
+    def add_shadow(self, t: torch.Tensor, value: torch.Tensor) -> None:
+        """Remember the CPU values of an integer tensor ``t`` living on the capture device."""
+        if (value.device.type == "cpu" and not t.is_floating_point()
+                and value.numel() <= SHADOW_MAX_NUMEL):
+            self.shadow[t] = value
+
+    def _run_shadow(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+        if not outs or any(o.is_floating_point() or o.device != self.device for o in outs):
+            return
+        if any(o.numel() > SHADOW_MAX_NUMEL for o in outs):
+            return
+        missing = False
+
+        def to_cpu(x: Any) -> Any:
+            nonlocal missing
+            if isinstance(x, torch.Tensor):
+                if x.device.type == "cpu":
+                    return x
+                s = self.shadow.get(x)
+                if s is None:
+                    missing = True
+                return s
+            if isinstance(x, torch.device) and x == self.device:
+                return torch.device("cpu")
+            return x
+
+        cargs, ckwargs = tree_map(to_cpu, args), tree_map(to_cpu, kwargs)
+        if missing:
+            return
+        try:
+            cout = func(*cargs, **ckwargs)
+        except Exception:  # a shadow is a convenience; the captured op already ran
+            return
+        for o, c in zip(outs, [c for c in tree_flatten(cout)[0] if isinstance(c, torch.Tensor)],
+                        strict=False):
+            self.add_shadow(o, c)
+
+    def _embedding_lookup(self, name: str, args: tuple) -> None:
+        weight, indices = args[0], args[1]
+        table = self.embedding_tables.get(_storage_key(weight))
+        if table is None:
+            return
+        self.lookups[table] = self.lookups.get(table, 0) + indices.numel()
+        values = indices if indices.device.type == "cpu" else self.shadow.get(indices)
+        if values is not None:
+            self.rows_touched.setdefault(table, []).append(torch.unique(values.reshape(-1)))
+        else:
+            bound = self.rows_bound.get(table, 0) + indices.numel()
+            self.rows_bound[table] = min(bound, weight.shape[0])
+
+    # -- the capture ------------------------------------------------------------------------
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = func._overloadpacket.__name__
+        if self.phase == "forward" and name in EMBEDDING_OPS:
+            self._embedding_lookup(name, args)
+        if self.device.type != "cpu":  # on CPU the values are real
+            self._run_shadow(func, args, kwargs, out)
+        if func.is_view:
+            return out
+        ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+        if (name in FREE_OPS or not any(t.device == self.device for t in (*ins, *outs))
+                or self._on_host(ins)):
+            # allocation, relabelling or host-side bookkeeping (the optimizer's step counter)
+            self._fresh_outputs(ins, outs)
+            return out
+        if any(t.layout != torch.strided for t in (*ins, *outs)):
+            self.sparse_ops += 1  # sizes unknown on meta: sparse updates are costed apart
+            self._fresh_outputs(ins, outs)
+            return out
+        self._record(func, name, args, kwargs, out, ins, outs)
+        return out
+
+    def _on_host(self, ins: list[torch.Tensor]) -> bool:
+        """An op on the host-side step counters (and scalars): no kernel on a GPU."""
+        if not self.host_keys:
+            return False
+        host = {id(t) for t in ins
+                if t.layout == torch.strided and _storage_key(t) in self.host_keys}
+        return bool(host) and all(id(t) in host or t.dim() == 0 for t in ins)
+
+    def _fresh_outputs(self, ins: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+        """New storages of an op not recorded get new value ids (their address may be reused)."""
+        in_keys = {_storage_key(t) for t in ins if t.layout == torch.strided}
+        for o in outs:
+            if o.layout == torch.strided and _storage_key(o) not in in_keys:
+                self._new_uid(o)
+
+    def _record(self, func: Any, name: str, args: tuple, kwargs: dict, out: Any,
+                ins: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+        mutable = func._schema.is_mutable
+        in_keys = {_storage_key(t) for t in ins}
+        seen: set[tuple] = set()
+        reads: list[tuple[int, int]] = []
+        write_only = set()
+        if mutable and name in WRITE_ONLY and ins:
+            write_only.add(id(ins[0]))
+        partial = gathered_bytes(name, args, outs)
+        for t in ins:
+            if t.device != self.device or id(t) in write_only:
+                continue
+            key = (_storage_key(t), t.storage_offset(), tuple(t.shape), t.stride())
+            if key in seen:
+                continue
+            seen.add(key)
+            nbytes = partial.get(id(t), tensor_bytes(t))
+            reads.append((self._uid_of(t), nbytes))
+        writes: list[tuple[int, int, bool]] = []
+        if mutable:  # in-place / out= ops: the mutated arguments are what they write
+            mutated = [a for a, arg in zip(args, func._schema.arguments, strict=False)
+                       if isinstance(a, torch.Tensor) and arg.alias_info is not None
+                       and arg.alias_info.is_write]
+            mutated += [a for a_name, a in kwargs.items() if isinstance(a, torch.Tensor)
+                        and a_name == "out"]
+            lists = [a for a, arg in zip(args, func._schema.arguments, strict=False)
+                     if isinstance(a, list | tuple) and arg.alias_info is not None
+                     and arg.alias_info.is_write]
+            mutated += [t for lst in lists for t in lst if isinstance(t, torch.Tensor)]
+            for t in mutated:
+                writes.append((self._uid_of(t), partial.get(id(t), tensor_bytes(t)), False))
+        for o in outs:
+            key = _storage_key(o)
+            if key in in_keys:
+                continue  # returned alias of an input (in-place result): counted above
+            writes.append((self._new_uid(o), tensor_bytes(o), True))
+        flops, compute = op_flops(func, args, kwargs, out)
+        ref = outs[0] if outs else (ins[0] if ins else None)
+        self.records.append(OpRecord(
+            op=name, phase=self.phase, flops=flops,
+            bytes_read=sum(b for _, b in reads), bytes_written=sum(b for _, b, _ in writes),
+            bound="compute" if compute else "memory",
+            pointwise=is_pointwise(func, name),
+            dtype=str(ref.dtype).removeprefix("torch.") if ref is not None else "",
+            shapes=";".join("x".join(map(str, t.shape)) for t in ins if t.device == self.device),
+            reads=reads, writes=writes))

@@ -1,0 +1,414 @@
+"""Profile one full training step of a real model without a GPU: the job's features.
+
+``profile(model, inputs)`` runs forward, the loss (the model's scalar output, else the sum of
+its outputs), backward and one optimizer step on the ``meta`` device — shapes and dtypes only, no
+memory — and captures every kernel (traincast.features.capture). The record it returns holds the
+DESIGN.md features and, with ``ops=True``, the per-op table. ``profile_model(spec)`` builds the
+model first from ``zoo:NAME``, ``hf:CONFIG`` or ``path/file.py:FUNC``.
+
+A model that fails on meta is profiled on CPU tensors at batch 1 and 2 and every batch-dependent
+quantity is extrapolated linearly, f(B) = f(1) + (f(2) - f(1)) (B - 1); the record says so in
+``method`` and ``notes``. The full rules: docs/profile.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from traincast.errors import TraincastError
+from traincast.features import meta_kernels  # noqa: F401  (registers missing meta kernels)
+from traincast.features.amp import ForwardRewrite
+from traincast.features.capture import Capture
+from traincast.features.ops import OpRecord, fused_memory_bytes
+
+OPTIMIZERS = ("adam", "sgd")
+AMP_DTYPE = torch.float16
+FALLBACK_MAX_PARAM_BYTES = 4e9
+PHASES = ("forward", "backward", "optimizer")
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _make_optimizers(name: str, dense: list[nn.Parameter],
+                     sparse: list[nn.Parameter]) -> list[torch.optim.Optimizer]:
+    """The step's optimizers: Adam (2 states per weight) or SGD with momentum 0.9 for dense
+    weights; tables with sparse gradients get their sparse counterpart (SparseAdam, plain SGD)."""
+    if name not in OPTIMIZERS:
+        raise TraincastError(f"unknown optimizer {name!r}",
+                             hint=f"use one of {', '.join(OPTIMIZERS)}")
+    opts: list[torch.optim.Optimizer] = []
+    if dense:
+        opts.append(torch.optim.Adam(dense, lr=1e-4, foreach=True) if name == "adam" else
+                    torch.optim.SGD(dense, lr=1e-2, momentum=0.9, foreach=True))
+    if sparse:
+        opts.append(torch.optim.SparseAdam(sparse, lr=1e-4) if name == "adam" else
+                    torch.optim.SGD(sparse, lr=1e-2))
+    return opts
+
+
+# rows (read, written) per touched row of a sparse table when the optimizer applies it:
+# SGD reads the gradient and weight rows and writes the weight row; lazy Adam (SparseAdam) also
+# reads and writes the two moment rows
+SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3)}
+
+
+def _loss_of(out: Any) -> torch.Tensor:
+    """The model's scalar output, else the sum of its floating outputs."""
+    if isinstance(out, torch.Tensor):
+        return out.reshape(()) if out.numel() == 1 else out.sum()
+    loss = getattr(out, "loss", None) if not isinstance(out, dict) else out.get("loss")
+    if isinstance(loss, torch.Tensor):
+        return loss.reshape(()) if loss.numel() == 1 else loss.sum()
+    values = out.values() if isinstance(out, dict) else out
+    if hasattr(out, "to_tuple"):
+        values = out.to_tuple()
+    parts = [v.sum() for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()
+             and v.requires_grad]
+    if not parts:
+        raise TraincastError("the model returned no floating tensor to take a loss of")
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def embedding_tables(model: nn.Module) -> dict[str, tuple[nn.Parameter, bool]]:
+    """Weights of nn.Embedding / nn.EmbeddingBag: {name: (weight, gradient is sparse)}.
+
+    Only a table built with ``sparse=True`` gets a gradient (and an update) limited to the rows
+    a batch looks up; those are the embedding parameters of the record. Every other table
+    (GPT-2's, BERT's, LLaMA's) gets a dense gradient over all rows: a dense weight.
+    """
+    tables = {}
+    for mod_name, mod in model.named_modules():
+        if isinstance(mod, nn.Embedding | nn.EmbeddingBag):
+            tables[f"{mod_name}.weight".lstrip(".")] = (mod.weight, bool(mod.sparse))
+    return tables
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimizer: str,
+                  amp: bool) -> dict[str, Any]:
+    """Run and capture one training step; raw measurements (no extrapolation)."""
+    tables = embedding_tables(model)
+    sparse_ids = {id(p) for p, sparse in tables.values() if sparse}
+    params = [p for p in model.parameters() if p.requires_grad]
+    capture = Capture(device, {_storage_key(p): n for n, (p, _) in tables.items()})
+    dev_inputs = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            moved = x.to(device)
+            if device != "cpu":
+                capture.add_shadow(moved, x)
+            dev_inputs.append(moved)
+        else:
+            dev_inputs.append(x)
+
+    param_keys = {_storage_key(p) for p in model.parameters()}
+    param_keys |= {_storage_key(x) for x in dev_inputs if isinstance(x, torch.Tensor)}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(t)
+        if key not in param_keys:
+            saved[key] = max(saved.get(key, 0), t.untyped_storage().nbytes())
+        return t
+
+    for p in params:
+        p.grad = None
+    opts = _make_optimizers(optimizer, [p for p in params if id(p) not in sparse_ids],
+                            [p for p in params if id(p) in sparse_ids])
+    model.train()
+    with capture:
+        capture.phase = "forward"
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                ForwardRewrite(AMP_DTYPE if amp else None):
+            loss = _loss_of(model(*dev_inputs))
+        capture.phase = "backward"
+        loss.backward()
+    for opt in opts:  # the first step builds the state; the captured one is a steady step
+        opt.step()
+    # the step counters are host tensors on a GPU too (not kernels), also when run on CPU
+    capture.host_keys = {_storage_key(v) for opt in opts for s in opt.state.values()
+                         for k, v in s.items() if k == "step" and isinstance(v, torch.Tensor)}
+    with capture:
+        capture.phase = "optimizer"
+        for opt in opts:
+            opt.step()
+    state_bytes = sum(_nbytes(v) for opt in opts for s in opt.state.values()
+                      for k, v in s.items() if isinstance(v, torch.Tensor) and k != "step")
+
+    rows_touched = {}
+    for name in tables:
+        if name in capture.rows_touched:
+            rows_touched[name] = int(torch.unique(torch.cat(capture.rows_touched[name])).numel())
+        elif name in capture.rows_bound:
+            rows_touched[name] = capture.rows_bound[name]
+    records = capture.records
+    grads = sum(_nbytes(p.grad) for p in params if p.grad is not None and id(p) not in sparse_ids)
+    for name, (p, sparse) in tables.items():
+        if sparse and name in rows_touched:
+            rec_b, rec_o, grad_b = _sparse_update_records(name, p, capture.lookups[name],
+                                                          rows_touched[name], optimizer)
+            records += [rec_b, rec_o]
+            grads += grad_b
+    return {"records": records, "activations": sum(saved.values()), "grads": grads,
+            "optimizer": state_bytes, "rows_touched": rows_touched,
+            "rows_bounded": sorted(n for n in rows_touched if n not in capture.rows_touched
+                                   and tables[n][1])}
+
+
+def _sparse_update_records(name: str, weight: nn.Parameter, lookups: int, rows: int,
+                           optimizer: str) -> tuple[OpRecord, OpRecord, int]:
+    """Sparse-gradient tables: their backward and update, costed per row (meta has no sizes).
+
+    Backward turns the output gradient of each lookup into one gradient row (read + write
+    ``lookups`` rows); the update coalesces them (read ``lookups`` rows, write ``rows`` unique
+    rows) and applies the optimizer to the touched rows only (SPARSE_UPDATE_ROWS).
+    Returns the two records and the gradient's bytes (one row per lookup plus its index).
+    """
+    row = math.prod(weight.shape[1:]) * weight.element_size()
+    dtype = _dtype_name(weight.dtype)
+    shape = "x".join(map(str, weight.shape))
+    backward = OpRecord("sparse_embedding_backward", "backward", 0, lookups * row,
+                        lookups * row, "memory", False, dtype, shape)
+    read_rows, written_rows = SPARSE_UPDATE_ROWS[optimizer]
+    update = OpRecord("sparse_embedding_update", "optimizer", 0,
+                      (lookups + read_rows * rows) * row, (rows + written_rows * rows) * row,
+                      "memory", False, dtype, shape)
+    return backward, update, lookups * (row + 8)
+
+
+def _aggregate(records: list[OpRecord]) -> dict[str, int]:
+    agg = {"flops_forward": 0, "flops_compute_bound": 0, "flops_total": 0,
+           "bytes_memory_bound": 0, "bytes_compute_bound": 0, "n_ops": len(records)}
+    for r in records:
+        agg["flops_total"] += r.flops
+        if r.phase == "forward":
+            agg["flops_forward"] += r.flops
+        if r.bound == "compute":
+            agg["flops_compute_bound"] += r.flops
+            agg["bytes_compute_bound"] += r.bytes_read + r.bytes_written
+        else:
+            agg["bytes_memory_bound"] += r.bytes_read + r.bytes_written
+    agg["bytes_memory_bound_fused"] = fused_memory_bytes(records)
+    return agg
+
+
+def _batch_of(inputs: Sequence[Any]) -> int:
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() > 0:
+            return int(x.shape[0])
+    return 1
+
+
+def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, batch: int,
+            optimizer: str, amp: bool, ops: bool) -> dict[str, Any]:
+    params = list(model.parameters())
+    tables = {n: p for n, (p, sparse) in embedding_tables(model).items() if sparse}
+    table_ids = {id(p) for p in tables.values()}
+    n_params = sum(p.numel() for p in params)
+    n_emb = sum(p.numel() for p in tables.values())
+    # gradients exchanged: trainable dense weights (frozen ones have none)
+    dense_bytes = sum(_nbytes(p) for p in params if id(p) not in table_ids and p.requires_grad)
+    emb_touched = sum(raw["rows_touched"].get(n, 0) * math.prod(p.shape[1:]) * p.element_size()
+                      for n, p in tables.items())
+    records = raw["records"]
+    dtype = params[0].dtype if params else torch.float32
+    rec: dict[str, Any] = {
+        "model": type(model).__name__, "params": n_params, "params_dense": n_params - n_emb,
+        "params_embedding": n_emb, "batch_size": batch,
+        "dtype": _dtype_name(AMP_DTYPE) if amp else _dtype_name(dtype), "amp": amp,
+        "optimizer": optimizer, **_aggregate(records),
+        "weight_bytes": dense_bytes, "embedding_bytes_touched": emb_touched,
+        "embedding_rows_touched": raw["rows_touched"],
+        "input_bytes": sum(_nbytes(x) for x in inputs if isinstance(x, torch.Tensor)),
+        "memory_bytes": {"weights": sum(_nbytes(p) for p in params), "grads": raw["grads"],
+                         "optimizer": raw["optimizer"], "activations": raw["activations"]},
+        "method": "meta", "notes": [],
+    }
+    if raw["rows_bounded"]:
+        rec["notes"].append("embedding ids without values (meta): rows touched of "
+                            f"{', '.join(raw['rows_bounded'])} bounded by one row per lookup")
+    if ops:
+        rec["ops"] = [r.row() for r in records]
+    return rec
+
+
+def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.Tensor, *,
+            optimizer: str = "adam",
+            amp: bool = False, ops: bool = False) -> dict[str, Any]:
+    """Features of one training step of ``model`` on ``inputs`` (DESIGN.md record).
+
+    ``inputs``: a tensor, a tuple of positional inputs, or a dict of keyword inputs.
+    ``model`` may live on CPU or meta; its parameters are moved to meta (no data kept), inputs
+    too, with integer inputs' values kept to count embedding rows. The model is not modified:
+    a meta copy is profiled. If the step fails on meta, the model is run on CPU at batch 1 and 2
+    (inputs sliced along dim 0) and the result extrapolated linearly to the full batch.
+    """
+    model, inputs = as_positional(model, inputs)
+    return _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops)
+
+
+class KeywordInputs(nn.Module):
+    """Calls ``model(**dict(zip(keys, tensors)))``: keyword inputs as positional ones."""
+
+    def __init__(self, model: nn.Module, keys: tuple[str, ...]) -> None:
+        super().__init__()
+        self.model = model
+        self.keys = keys
+
+    def forward(self, *tensors: Any) -> Any:
+        return self.model(**dict(zip(self.keys, tensors, strict=True)))
+
+
+def as_positional(model: nn.Module, inputs: Any) -> tuple[nn.Module, tuple]:
+    """(model, inputs tuple) from a tensor, a sequence of inputs or a dict of keyword inputs."""
+    if isinstance(inputs, torch.Tensor):
+        return model, (inputs,)
+    if isinstance(inputs, Mapping):
+        return KeywordInputs(model, tuple(inputs)), tuple(inputs.values())
+    return model, tuple(inputs)
+
+
+def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops: bool,
+             build: Callable[[int], tuple[nn.Module, tuple]] | None = None) -> dict[str, Any]:
+    """Capture on meta; on failure, on CPU at batch 1 and 2 (``build(n)`` rebuilds the model
+    and its inputs at batch n; without it, the model is copied and the inputs sliced)."""
+    _make_optimizers(optimizer, [], [])  # validates the name
+    batch = _batch_of(inputs)
+    try:
+        meta_model = _on_meta(model)
+        raw = _capture_step(meta_model, inputs, "meta", optimizer, amp)
+        return _record(meta_model, inputs, raw, batch=batch, optimizer=optimizer, amp=amp,
+                       ops=ops)
+    except TraincastError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any op without a meta kernel lands here
+        reason = _one_line(exc)
+    try:
+        return _profile_cpu_extrapolated(model, inputs, batch, reason, optimizer=optimizer,
+                                         amp=amp, ops=ops, build=build)
+    except TraincastError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise TraincastError(f"profiling failed on meta ({reason}) and on CPU "
+                             f"({_one_line(exc)})",
+                             hint="run with --debug for the traceback") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _on_meta(model: nn.Module) -> nn.Module:
+    """A meta-device copy of ``model`` (the original is left as it is; no data is copied)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    if all(t.device.type == "meta" for t in tensors):
+        return model
+    memo: dict[int, Any] = {}
+    for t in tensors:
+        empty = torch.empty_like(t, device="meta")
+        memo[id(t)] = (nn.Parameter(empty, requires_grad=t.requires_grad)
+                       if isinstance(t, nn.Parameter) else empty)
+    return copy.deepcopy(model, memo)
+
+
+def _param_bytes(model: nn.Module) -> int:
+    return sum(_nbytes(p) for p in model.parameters())
+
+
+def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
+    return tuple(x[:n] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == batch
+                 else x for x in inputs)
+
+
+def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
+                              optimizer: str, amp: bool, ops: bool,
+                              build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
+                              ) -> dict[str, Any]:
+    """Capture on CPU at batch 1 and 2 and extrapolate linearly to ``batch``."""
+    if _param_bytes(model) > FALLBACK_MAX_PARAM_BYTES:
+        raise TraincastError(f"profiling on meta failed ({reason}) and the model is too large "
+                             "to run on CPU", hint="make the model's ops meta-compatible")
+    points = []
+    for n in (1, 2):
+        if build is not None:
+            m, x = build(n)
+        else:
+            m = copy.deepcopy(model)
+            if any(p.device.type == "meta" for p in m.parameters()):
+                m = m.to_empty(device="cpu")
+            m = m.to("cpu")
+            x = tuple(t.to("cpu") if isinstance(t, torch.Tensor) else t
+                      for t in _slice_batch(inputs, batch, n))
+        with torch.no_grad():
+            for p in m.parameters():
+                if not torch.isfinite(p).all():
+                    p.normal_(0.0, 0.02)
+        raw = _capture_step(m, x, "cpu", optimizer, amp=False)
+        points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
+    r1, r2 = points
+    out = copy.deepcopy(r2)
+
+    def extrapolate(a: float, b: float) -> int:
+        return max(0, round(a + (b - a) * (batch - 1)))
+
+    for key in ("flops_forward", "flops_compute_bound", "flops_total", "bytes_memory_bound",
+                "bytes_compute_bound", "bytes_memory_bound_fused", "embedding_bytes_touched",
+                "input_bytes"):
+        out[key] = extrapolate(r1[key], r2[key])
+    out["memory_bytes"]["activations"] = extrapolate(r1["memory_bytes"]["activations"],
+                                                     r2["memory_bytes"]["activations"])
+    out["embedding_rows_touched"] = {k: extrapolate(r1["embedding_rows_touched"].get(k, 0), v)
+                                     for k, v in r2["embedding_rows_touched"].items()}
+    out["batch_size"] = batch
+    out["method"] = "cpu-extrapolated"
+    out["notes"] = [f"meta capture failed ({reason}); profiled on CPU at batch 1 and 2 and "
+                    f"extrapolated linearly to batch {batch}"]
+    if amp:
+        out["notes"].append("autocast is not emulated on the CPU fallback: fp32 figures")
+    if ops:
+        rows1, rows2 = r1["ops"], r2["ops"]
+        if len(rows1) == len(rows2):
+            for a, b in zip(rows1, rows2, strict=True):
+                for key in ("flops", "bytes_read", "bytes_written"):
+                    b[key] = extrapolate(a[key], b[key])
+            out["ops"] = rows2
+        else:
+            out["ops"] = rows2
+            out["notes"].append("per-op rows are those of batch 2 (op sequence changes with "
+                                "the batch)")
+    return out
+
+
+def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
+                  optimizer: str = "adam", ops: bool = False) -> dict[str, Any]:
+    """Profile the model named by ``spec`` (``zoo:NAME``, ``hf:CONFIG``, ``file.py:FUNC``)."""
+    if batch_size is not None and batch_size < 1:
+        raise TraincastError(f"--batch must be a positive integer, got {batch_size}")
+    from traincast.features.specs import load_spec
+
+    model, inputs, label, rebuild, resident = load_spec(spec, batch_size)
+    rec = _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops, build=rebuild)
+    rec["model"] = label
+    if resident:
+        rec["input_bytes"] = 0
+        rec["notes"].append("the inputs stay in GPU memory across iterations: no input copy")
+    return rec

@@ -1,0 +1,71 @@
+"""MODEL specs: ``zoo:NAME``, ``hf:CONFIG`` and ``path/to/file.py:FUNC`` -> model and inputs.
+
+``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of tensors or a
+dict of keyword tensors. Each spec also says how to rebuild the model on CPU at a small batch
+(for the fallback of traincast.features.profile) and whether its inputs stay on the GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from traincast.errors import TraincastError
+from traincast.features.profile import as_positional
+
+FILE_DEFAULT_BATCH = 8
+
+
+def load_spec(spec: str, batch_size: int | None) -> tuple[nn.Module, tuple, str,
+                                                           Callable[[int], tuple] | None, bool]:
+    """(model, inputs, label, rebuild, resident) for a MODEL spec: ``rebuild(n)`` builds it at
+    batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU across steps."""
+    if spec.startswith("zoo:"):
+        from traincast.zoo import get_model
+
+        entry = get_model(spec[4:])
+        b = batch_size or entry.default_batch
+        model = entry.build_meta()
+        return (model, entry.inputs(b), entry.name,
+                None if entry.meta_only else entry.build_cpu, entry.resident_inputs)
+    if spec.startswith("hf:"):
+        from traincast.features.hf import hf_model
+
+        return (*hf_model(spec[3:], batch_size), False)
+    if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        path, func_name = spec.rsplit(":", 1)
+        func = _load_function(Path(path), func_name)
+        b = batch_size or FILE_DEFAULT_BATCH
+        model, inputs = _call_user(func, b, spec)
+        return model, inputs, spec, lambda n: _call_user(func, n, spec), False
+    raise TraincastError(f"unknown MODEL {spec!r}",
+                         hint="use zoo:NAME (traincast zoo list), hf:CONFIG or file.py:FUNC")
+
+
+def _load_function(path: Path, name: str) -> Callable[[int], Any]:
+    if not path.is_file():
+        raise TraincastError(f"{path}: model file not found")
+    mod_name = f"traincast_user_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise TraincastError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    spec.loader.exec_module(module)
+    func = getattr(module, name, None)
+    if not callable(func):
+        raise TraincastError(f"{path}: no function {name!r}",
+                             hint="FUNC(batch_size) must return (model, inputs)")
+    return func
+
+
+def _call_user(func: Callable[[int], Any], batch: int, spec: str) -> tuple[nn.Module, tuple]:
+    result = func(batch)
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
+        raise TraincastError(f"{spec}: FUNC(batch_size) must return (model, inputs)")
+    return as_positional(*result)

@@ -1,0 +1,338 @@
+"""Recommend a training architecture and placement for every job.
+
+Candidates (each evaluated for all jobs at once, through the what-if engine's port rules):
+
+* the job as it runs (so a recommendation is never slower than the present);
+* every architecture on the job's own hardware (``arch_*`` columns: "which architecture suits
+  this job here");
+* every architecture on every candidate node preset, with that node's GPU (``best_*``).
+
+A candidate is eligible when the job fits it: GPU count (1w1g: n <= 1; allreduce-local:
+n <= node GPUs) and memory per GPU (docs/scenarios.md, fit checks). The job keeps its GPU count
+n (its data-parallel degree); ps-worker candidates use m = n workers and p = ceil(n / node GPUs)
+servers. With prices (USD per GPU-hour, TOML, each with a source), the cheapest candidate per
+iteration is reported too: ``cost = T_total * n * usd_per_gpu_hour / 3600``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from traincast.arch import ARCHITECTURES
+from traincast.engine.columns import Columns, Strings, effective_hardware
+from traincast.engine.local import apply_changes, base_breakdown, fit_mask, ps_servers
+from traincast.engine.workload import WorkloadExtras, workload_extras
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown
+from traincast.predict import predict_table
+from traincast.scenarios import Scenario
+
+F = NDArray[np.float64]
+SHIPPED_PRICES = "aws-on-demand"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An architecture on a node preset (``node`` '' = the job's own hardware)."""
+
+    architecture: str
+    node: str = ""
+
+    @property
+    def scenario(self) -> Scenario:
+        changes: dict[str, Any] = {"architecture": self.architecture}
+        if self.node:
+            changes["node"] = self.node
+        return Scenario(name=f"{self.architecture}@{self.node or 'current'}", changes=changes)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per GPU-hour by node preset or by GPU name (node wins); ``sources`` per entry."""
+
+    by_node: dict[str, float]
+    by_gpu: dict[str, float]
+    sources: dict[str, str]
+    path: str = ""
+
+    def per_gpu_hour(self, node: str, gpu: str) -> float:
+        return self.by_node.get(node, self.by_gpu.get(gpu, float("nan")))
+
+
+def load_prices(spec: str | Path, catalog: Catalog) -> Prices:
+    """A price file (or the shipped ``aws-on-demand``): ``[gpu.NAME]`` / ``[node.NAME]`` tables
+    with ``usd_per_gpu_hour`` (positive) and ``source`` (required)."""
+    path = Path(spec)
+    if path.is_file():
+        text, where = path.read_text(), str(path)
+    else:
+        res = resources.files("traincast") / "scenarios" / "prices" / f"{spec}.toml"
+        if not res.is_file():
+            raise TraincastError(f"price file not found: {spec}",
+                                 hint=f"give a TOML file or the shipped {SHIPPED_PRICES!r}")
+        text, where = res.read_text(), f"prices {spec}"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TraincastError(f"{where}: not valid TOML: {exc}") from None
+    by: dict[str, dict[str, float]] = {"gpu": {}, "node": {}}
+    sources: dict[str, str] = {}
+    for kind, tables in data.items():
+        if kind not in by or not isinstance(tables, dict):
+            raise TraincastError(f"{where}: unknown table [{kind}]; use [gpu.NAME] or "
+                                 "[node.NAME]")
+        for name, entry in tables.items():
+            w = f"{where}: [{kind}.{name}]"
+            if not isinstance(entry, dict) or set(entry) - {"usd_per_gpu_hour", "source"}:
+                raise TraincastError(f"{w} keys: usd_per_gpu_hour, source")
+            price = entry.get("usd_per_gpu_hour")
+            if isinstance(price, bool) or not isinstance(price, int | float) or price <= 0:
+                raise TraincastError(f"{w} key 'usd_per_gpu_hour' must be a positive number, "
+                                     f"got {price!r}")
+            if not isinstance(entry.get("source"), str) or not entry["source"]:
+                raise TraincastError(f"{w} key 'source' is required (where the price is from)")
+            try:
+                key = catalog.gpu_name(name) if kind == "gpu" else catalog.node(name).name
+            except KeyError as exc:
+                raise TraincastError(f"{w}: {exc.args[0]}") from None
+            by[kind][key] = float(price)
+            sources[f"{kind}.{key}"] = entry["source"]
+    return Prices(by_node=by["node"], by_gpu=by["gpu"], sources=sources, path=where)
+
+
+def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
+                       architectures: Iterable[str] = ARCHITECTURES) -> list[Candidate]:
+    """Every architecture on the job's own hardware, then on each node preset."""
+    archs = list(architectures)
+    node_list = list(nodes) if nodes is not None else sorted(catalog.nodes)
+    for nd in node_list:
+        catalog.node(nd)
+    return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]
+
+
+def _candidate_columns(cols: Columns, extras: WorkloadExtras, cand: Candidate,
+                       catalog: Catalog) -> tuple[Columns, NDArray[np.bool_]]:
+    sc = cand.scenario
+    new = apply_changes(cols, extras, sc)
+    if cand.architecture == "ps-worker":
+        new = new.replace(n_ps=ps_servers(new, catalog, None))
+    return new, fit_mask(new, extras, sc, catalog)
+
+
+def _link_names(node: Strings, catalog: Catalog, role: str) -> Strings:
+    names = tuple(getattr(catalog.nodes[v], role) if v in catalog.nodes else "" for v in
+                  node.values)
+    return Strings(node.codes, names)
+
+
+def _label(catalog: Catalog, link: str) -> str:
+    return catalog.links[link].label() if link in catalog.links else link or "?"
+
+
+def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
+             cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
+             new_gpu: Strings, catalog: Catalog) -> NDArray[np.object_]:
+    """One line per job naming the bottleneck removed; built once per distinct combination."""
+    bb = base.bottleneck_code()
+    arch = cols["architecture"]
+    multi = (cols["n_gpus"] > 8).astype(np.int64)
+    key = np.stack([cand_idx, bb, arch.codes, base_node.codes, new_node.codes, base_gpu.codes,
+                    new_gpu.codes, multi], axis=1)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    texts = []
+    for ci, b, ac, bn, nn, bg, ng, mu in uniq:
+        texts.append(_reason_text(cands[ci] if ci >= 0 else None, int(b),
+                                  arch.values[ac] if ac >= 0 else "?",
+                                  base_node.values[bn], new_node.values[nn],
+                                  base_gpu.values[bg], new_gpu.values[ng], bool(mu), catalog))
+    return np.array(texts, dtype=object)[inverse.reshape(-1)]
+
+
+def _comm_link(arch: str, node: str, multi: bool, catalog: Catalog) -> str:
+    nd = catalog.nodes.get(node)
+    if nd is None:
+        return "?"
+    if arch == "ps-worker" or (multi and arch in ("allreduce-cluster", "pearl")):
+        return _label(catalog, nd.nic)
+    return _label(catalog, nd.intra)
+
+
+def _reason_text(cand: Candidate | None, b: int, arch: str, base_node: str, new_node: str,
+                 base_gpu: str, new_gpu: str, multi: bool, catalog: Catalog) -> str:
+    if b < 0:
+        return "unknown: the job's features or hardware are unknown"
+    comp = COMPONENTS[b]
+    what = COMPONENT_LABEL[comp]
+    if cand is None:
+        return f"keep: already the fastest option that fits (bottleneck: {what})"
+    target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
+                                                      else "")
+    if comp == "comm":
+        old = f"{arch} over {_comm_link(arch, base_node, multi, catalog)}"
+        if cand.architecture == "1w1g":
+            return f"{target}: one GPU needs no {what} ({old})"
+        if cand.architecture == arch == "ps-worker" and new_node == base_node:
+            return (f"{target}: one parameter server per worker node eases the {what} "
+                    f"bottleneck ({old})")
+        new = _comm_link(cand.architecture, new_node, multi, catalog)
+        return f"{target}: cuts the {what} bottleneck ({old}) with {cand.architecture} over {new}"
+    if comp == "data_io":
+        old = _label(catalog, catalog.nodes[base_node].pcie) if base_node in catalog.nodes else "?"
+        new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
+        return f"{target}: eases the {what} bottleneck ({old} -> {new})"
+    rate = ("fp32_tflops", "TFLOP/s") if comp == "compute_flop" else ("mem_bw_gbs", "GB/s")
+    try:
+        old_v = getattr(catalog.gpu(base_gpu), rate[0])
+        new_v = getattr(catalog.gpu(new_gpu), rate[0])
+        detail = f" ({base_gpu} {old_v:g} -> {new_gpu} {new_v:g} {rate[1]})"
+    except KeyError:
+        detail = ""
+    return f"{target}: eases the {what} bottleneck{detail}"
+
+
+def recommend(jobs: Any, catalog: Catalog | None = None, *,
+              candidates: list[Candidate] | None = None, nodes: Iterable[str] | None = None,
+              prices: Prices | str | Path | None = None, overlap: float = 0.0,
+              hierarchical: bool = False,
+              progress: Callable[[], None] | None = None) -> dict[str, Any]:
+    """For every job: the fastest architecture on its own hardware, the fastest (architecture,
+    node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
+    cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
+    pyarrow Table, one row per job)."""
+    catalog = catalog or load_catalog()
+    if isinstance(prices, str | Path):
+        prices = load_prices(prices, catalog)
+    cols = Columns.of(jobs)
+    cands = candidates or default_candidates(catalog, nodes)
+    extras = workload_extras(cols)
+    base = base_breakdown(cols, catalog, overlap, hierarchical)
+    base_node, base_gpu = effective_hardware(cols, catalog)
+    n = cols.n
+    gpus = np.nan_to_num(cols["n_gpus"], nan=1.0)
+
+    def cost(total: F, node: Strings, gpu: Strings) -> F:
+        if prices is None:
+            return np.full(n, np.nan)
+        lut = np.array([[prices.per_gpu_hour(nd, g) for g in (*gpu.values, "")]
+                        for nd in (*node.values, "")])
+        return total * gpus * lut[node.codes, gpu.codes] / 3600.0
+
+    base_t = np.where(np.isfinite(base.total), base.total, np.inf)
+    base_cost = cost(base.total, base_node, base_gpu)
+    best = {"arch": (base_t.copy(), np.full(n, -1)), "best": (base_t.copy(), np.full(n, -1)),
+            "cheap": (np.where(np.isfinite(base_cost), base_cost, np.inf), np.full(n, -1))}
+    for i, cand in enumerate(cands):
+        new, ok = _candidate_columns(cols, extras, cand, catalog)
+        bd = predict_table(new.table(), catalog, overlap=overlap, hierarchical=hierarchical)
+        t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
+        groups = ["best", "cheap"] if cand.node else ["arch", "best", "cheap"]
+        for g in groups:
+            if g == "cheap":
+                if prices is None:
+                    continue
+                nn, ng = effective_hardware(new, catalog)
+                c = cost(t, nn, ng)
+                val = np.where(np.isfinite(c), c, np.inf)
+            else:
+                val = t
+            cur, idx = best[g]
+            better = val < cur * (1 - 1e-12)
+            best[g] = (np.where(better, val, cur), np.where(better, i, idx))
+        if progress:
+            progress()
+    rows: dict[str, Any] = {
+        "job_id": cols["job_id"],
+        "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
+        "gpu": base_gpu.arrow(), "n_gpus": cols["n_gpus"], "base_total_s": base.total,
+        "base_bottleneck": _names(base.bottleneck_code())}
+    for g, prefix in (("arch", "arch"), ("best", "best"), ("cheap", "cheapest")):
+        if g == "cheap" and prices is None:
+            continue
+        idx = best[g][1]
+        total, new_node, new_gpu, bd = _chosen(cols, extras, cands, idx, base, base_node,
+                                               base_gpu, catalog, overlap, hierarchical)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            speedup = base.total / total
+        rows[f"{prefix}_architecture"] = np.where(
+            idx >= 0, np.array([c.architecture for c in cands] + [""], dtype=object)[idx],
+            cols["architecture"].strings())
+        rows[f"{prefix}_node"] = new_node.arrow()
+        rows[f"{prefix}_gpu"] = new_gpu.arrow()
+        rows[f"{prefix}_total_s"] = total
+        rows[f"{prefix}_speedup"] = speedup
+        rows[f"{prefix}_bottleneck"] = _names(bd.bottleneck_code())
+        rows[f"{prefix}_reason"] = _reasons(cols, base, bd, idx, cands, base_node, new_node,
+                                            base_gpu, new_gpu, catalog)
+        if g == "cheap":
+            rows["base_cost_per_iter_usd"] = base_cost
+            rows["cheapest_cost_per_iter_usd"] = cost(total, new_node, new_gpu)
+    table = pa.table({k: pa.array(v, from_pandas=True) if isinstance(v, np.ndarray) else v
+                      for k, v in rows.items()})
+    return {"jobs": n, "candidates": [c.scenario.name for c in cands],
+            "prices": None if prices is None else {"file": prices.path,
+                                                   "sources": prices.sources},
+            "summary": _summary(table, prices is not None), "rows": table}
+
+
+def _names(codes: NDArray[np.int64]) -> NDArray[np.object_]:
+    return np.array([*COMPONENTS, None], dtype=object)[codes]
+
+
+def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],
+            base: Breakdown, base_node: Strings, base_gpu: Strings, catalog: Catalog,
+            overlap: float, hierarchical: bool) -> tuple[F, Strings, Strings, Breakdown]:
+    """Breakdown and hardware of each job's chosen candidate (evaluated once per candidate)."""
+    parts = {c: np.array(getattr(base, c), dtype=np.float64) for c in (*COMPONENTS, "total")}
+    node_codes, gpu_codes = base_node.codes.copy(), base_gpu.codes.copy()
+    node_vals, gpu_vals = list(base_node.values), list(base_gpu.values)
+    for ci in np.unique(idx[idx >= 0]):
+        rows = np.flatnonzero(idx == ci)
+        sub = cols.take(rows)
+        new, _ = _candidate_columns(sub, extras.take(rows), cands[ci], catalog)
+        bd = predict_table(new.table(), catalog, overlap=overlap, hierarchical=hierarchical)
+        for c in parts:
+            parts[c][rows] = getattr(bd, c)
+        nn, ng = effective_hardware(new, catalog)
+        for codes, vals, s in ((node_codes, node_vals, nn), (gpu_codes, gpu_vals, ng)):
+            for v in s.values:
+                if v not in vals:
+                    vals.append(v)
+            remap = np.array([vals.index(v) for v in s.values] + [-1], dtype=np.int32)
+            codes[rows] = remap[s.codes]
+    bd = Breakdown(**{c: parts[c] for c in parts})
+    return (parts["total"], Strings(node_codes, tuple(node_vals)),
+            Strings(gpu_codes, tuple(gpu_vals)), bd)
+
+
+def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
+    """Counts of recommended architectures/nodes and mean speedups over jobs with a prediction."""
+    out: dict[str, Any] = {}
+    for prefix in ("arch", "best", *(["cheapest"] if priced else [])):
+        sp = rows[f"{prefix}_speedup"].to_numpy(zero_copy_only=False).astype(float)
+        ok = np.isfinite(sp)
+        arch = rows[f"{prefix}_architecture"].to_numpy(zero_copy_only=False)[ok]
+        node = rows[f"{prefix}_node"].to_numpy(zero_copy_only=False)[ok]
+        out[prefix] = {
+            "predicted": int(ok.sum()),
+            "changed_share": float((sp[ok] > 1.01).mean()) if ok.any() else float("nan"),
+            "mean_speedup": float(sp[ok].mean()) if ok.any() else float("nan"),
+            "median_speedup": float(np.median(sp[ok])) if ok.any() else float("nan"),
+            "architectures": _counts(arch), "nodes": _counts(node),
+            "changed_to": _counts(arch[sp[ok] > 1.01])}
+    return out
+
+
+def _counts(values: NDArray[Any]) -> dict[str, int]:
+    names, counts = np.unique(np.asarray(values, dtype=str), return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return {str(names[i]): int(counts[i]) for i in order}

@@ -1,0 +1,385 @@
+"""``write_report``: a study folder -> ``report.html`` (self-contained) + ``figures/*.png|svg``.
+
+Reads the files ``traincast study`` writes (any may be absent; the report says which), draws
+the figures of :mod:`traincast.report.figures` from them, and writes one HTML page with the
+figures embedded, the findings in words, the tables and the assumptions. Every file is written
+to a temporary name and renamed, so an interrupted run leaves the previous report intact.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.model import COMPONENTS
+from traincast.report import html as H
+from traincast.report import sections
+from traincast.report.data import (
+    aggregate_ops,
+    component_shares,
+    group_totals,
+    ordered_unique,
+    roofline_points,
+    top_groups,
+    weighted_shares,
+)
+from traincast.report.inputs import Study, floats, labels, load_study, load_validate
+
+TOP_WORKLOADS = 12
+TOP_ROWS = sections.TOP_ROWS
+
+
+@dataclass
+class Fig:
+    """One figure of the report: how to draw it and what its caption says."""
+
+    stem: str
+    title: str
+    caption: str
+    source: str
+    draw: Callable[[], Any]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
+
+
+def _breakdown_panels(study: Study, groups: np.ndarray) -> tuple[dict, dict]:
+    """Job- and GPU-weighted mean shares per group from jobs.parquet, and the bar labels."""
+    parts = study.parts()
+    gpus = study.floats("n_gpus")
+    panels = {"job-weighted": weighted_shares(parts, groups),
+              "GPU-weighted": weighted_shares(parts, groups, gpus)}
+    ok = np.isfinite(np.stack(list(component_shares(parts).values()))).all(axis=0)
+    counts = {"job-weighted": group_totals(groups[ok]),
+              "GPU-weighted": group_totals(groups[ok], gpus[ok])}
+    return {k: v for k, v in panels.items() if v}, counts
+
+
+PANELS = {"job_weighted": "job-weighted", "gpu_weighted": "GPU-weighted",
+          "gpu_time_weighted": "GPU-time-weighted"}
+PANEL_MEANING = {"job-weighted": "every job counts once",
+                 "GPU-weighted": "a job counts as many times as it has GPUs",
+                 "GPU-time-weighted": "a job counts in proportion to its GPU time "
+                                      "(GPUs × duration)"}
+
+
+def _finite_shares(v: Any) -> bool:
+    return isinstance(v, Mapping) and all(isinstance(v.get(c), int | float)
+                                          and np.isfinite(v[c]) for c in COMPONENTS)
+
+
+def _arch_breakdown_figure(study: Study) -> list[Fig]:
+    """Per-architecture breakdown: characterize.json's ``breakdown.by_architecture`` (job-,
+    GPU- and GPU-time-weighted mean shares), else computed from jobs.parquet."""
+    from traincast.report import figures as figs
+
+    by_arch = (study.get("characterize.json").get("breakdown") or {}).get("by_architecture")
+    if isinstance(by_arch, Mapping) and by_arch:
+        panels = {label: {str(a): {c: float(v[key][c]) for c in COMPONENTS}
+                          for a, v in by_arch.items()
+                          if isinstance(v, Mapping) and _finite_shares(v.get(key))}
+                  for key, label in PANELS.items()}
+        panels = {k: v for k, v in panels.items() if v}
+        counts = {"job-weighted": {str(a): v.get("jobs", 0) for a, v in by_arch.items()},
+                  "GPU-weighted": {str(a): v.get("gpus", 0) for a, v in by_arch.items()}}
+        source = "characterize.json (breakdown.by_architecture)"
+    elif study.has_breakdown:
+        panels, counts = _breakdown_panels(study, study.labels("architecture"))
+        source = "jobs.parquet (predicted breakdown columns, architecture, n_gpus)"
+    else:
+        return []
+    if not panels:
+        return []
+    title = "Time breakdown per training architecture"
+    weights = "; ".join(f"{k}: {PANEL_MEANING[k]}" for k in panels)
+    return [Fig("breakdown_architecture", title,
+                "Mean share of each job's predicted iteration time spent in data I/O, "
+                "FLOP-bound compute, memory-bound compute and weight/gradient communication, "
+                f"per training architecture. Panels: {weights}. Numbers beside the bars: jobs "
+                "(job-weighted panel) and GPUs (GPU-weighted panel) with a known breakdown; "
+                "jobs whose features are unknown are left out.", source,
+                lambda: figs.breakdown_figure(panels, counts=counts, title=title,
+                                              group_label="architecture"))]
+
+
+def _job_figures(study: Study) -> list[Fig]:
+    from traincast.report import figures as figs
+
+    jobs = study.jobs
+    out = _arch_breakdown_figure(study)
+    if jobs is None or jobs.num_rows == 0:
+        return out
+    arch = study.labels("architecture")
+    gpus = study.floats("n_gpus")
+    if study.has_breakdown:
+        work = top_groups(study.labels("workload"), TOP_WORKLOADS)
+        wpanels, wcounts = _breakdown_panels(study, work)
+        if wpanels:
+            out.append(Fig(
+                "breakdown_workload", "Time breakdown per workload",
+                "Mean share of each job's predicted iteration time per component, per workload "
+                f"(the {TOP_WORKLOADS} most frequent workloads; the rest as 'other', untagged "
+                "jobs as 'unknown'); left: every job counts once, right: every job counts as "
+                "many times as it has GPUs; numbers beside the bars: jobs and GPUs with a known "
+                "breakdown. Jobs of one workload share its profiled features; their breakdowns "
+                "differ by architecture, GPU count and hardware.",
+                "jobs.parquet (predicted breakdown columns, workload, n_gpus)",
+                lambda: figs.breakdown_figure(wpanels, counts=wcounts,
+                                              title="Time breakdown per workload",
+                                              group_label="workload")))
+    pos = np.isfinite(gpus) & (gpus > 0)
+    if pos.any():
+        out.append(Fig(
+            "cdf_gpus_per_job", "GPUs per job",
+            "Cumulative distribution of the GPUs a job requests: the solid line counts jobs, "
+            "the dashed line counts GPUs (a job with n GPUs counts n times), so the gap shows "
+            "how much of the cluster large jobs hold. Jobs without a GPU are left out "
+            f"({int((~pos).sum()):,} jobs).", "jobs.parquet (n_gpus)",
+            lambda: figs.cdf_figure({"jobs": gpus[pos], "GPUs": gpus[pos]},
+                                    weights={"GPUs": gpus[pos]}, log_x=True,
+                                    title="GPUs per job (CDF)", xlabel="GPUs per job",
+                                    ylabel="cumulative fraction")))
+    dur = study.floats("end_time_s") - study.floats("start_time_s")
+    okd = np.isfinite(dur) & (dur > 0)
+    if okd.any():
+        cens = np.nan_to_num(study.floats("censored")) > 0
+        series = {"all jobs": dur[okd]}
+        if (cens & okd).any():
+            series["finished jobs (not censored)"] = dur[okd & ~cens]
+        out.append(Fig(
+            "cdf_duration", "Job duration",
+            "Cumulative distribution of job run time (end − start), log scale. Jobs still "
+            "running when the trace ended are censored: their duration is a lower bound"
+            + (f" ({int((cens & okd).sum()):,} such jobs; the second line leaves them out)."
+               if (cens & okd).any() else "."),
+            "jobs.parquet (start_time_s, end_time_s, censored)",
+            lambda: figs.cdf_figure(series, log_x=True, title="Job duration (CDF)",
+                                    xlabel="job duration (s)")))
+    if study.has_breakdown:
+        comm = component_shares(study.parts())["comm"] * 100
+        by_arch = {a: comm[arch == a] for a in ordered_unique(arch[np.isfinite(comm)])}
+        if by_arch:
+            out.append(Fig(
+                "cdf_comm_share", "Communication share",
+                "Cumulative distribution of the share of each job's predicted iteration time "
+                "spent in weight/gradient communication, one line per training architecture "
+                "(1w1g jobs communicate nothing: their line jumps at 0 %).",
+                "jobs.parquet (comm_s and the other breakdown columns, architecture)",
+                lambda: figs.cdf_figure(by_arch, title="Communication share of iteration "
+                                        "time (CDF)",
+                                        xlabel="communication share of iteration time (%)")))
+    return out
+
+
+def _speedup_figure(study: Study) -> list[Fig]:
+    from traincast.report import figures as figs
+
+    rows = study.tables.get("whatif_jobs.csv")
+    if rows is None or rows.num_rows == 0:
+        return []
+    speedup = floats(rows, "speedup")
+    matched = floats(rows, "matched")
+    keep = np.isfinite(speedup) & ~(matched == 0)  # rows the scenario matched (all if absent)
+    scenario = labels(rows, "scenario")
+    data = {name: speedup[keep & (scenario == name)] for name in ordered_unique(scenario)}
+    data = {k: v for k, v in data.items() if len(v)}
+    if not data:
+        return []
+    return [Fig("cdf_speedup", "Speedup per what-if scenario",
+                "Cumulative distribution of the predicted speedup (base iteration time / "
+                "scenario iteration time) of the jobs each scenario applies to, one line per "
+                "scenario; the vertical line marks no change (1×), log scale.",
+                "whatif_jobs.csv (scenario, matched, speedup)",
+                lambda: figs.cdf_figure(data, log_x=True, reference_x=1.0,
+                                        title="Speedup per what-if scenario (CDF)",
+                                        xlabel="speedup (×, base time / scenario time)"))]
+
+
+def _share_figure(study: Study) -> list[Fig]:
+    from traincast.report import figures as figs
+
+    by_arch = study.get("characterize.json").get("by_architecture")
+    if not isinstance(by_arch, Mapping) or not by_arch:
+        return []
+    metrics = {"jobs": "jobs", "gpus": "GPUs", "gpu_time_s": "GPU time"}
+    data = {str(a): v for a, v in by_arch.items() if isinstance(v, Mapping)}
+    return [Fig("share_architecture", "Jobs, GPUs and GPU time per architecture",
+                "Share of the cluster's jobs, of the GPUs they request, and of GPU time "
+                "(GPUs × duration) per training architecture, each as a percentage of its "
+                "total.", "characterize.json (by_architecture: jobs, gpus, gpu_time_s)",
+                lambda: figs.share_figure(data, metrics=metrics, group_label="architecture",
+                                          title="Jobs, GPUs and GPU time per architecture"))]
+
+
+def _roofline_record(roofline: Any) -> tuple[dict[str, Any], str]:
+    """``(profile record with ops, GPU name)`` from ``(MODEL | record, GPU)`` or a mapping."""
+    if isinstance(roofline, Mapping):
+        record, gpu = roofline.get("profile"), roofline.get("gpu")
+    else:
+        record, gpu = roofline
+    if isinstance(record, str):
+        from traincast.features.profile import profile_model  # needs torch
+
+        record = profile_model(record, ops=True)
+    if not isinstance(record, Mapping) or not record.get("ops"):
+        raise TraincastError("roofline: the profile has no per-op table",
+                             hint="profile the model with ops=True (traincast profile --ops)")
+    return dict(record), str(gpu)
+
+
+def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, dict]:
+    from traincast.report import figures as figs
+
+    record, gpu_name = _roofline_record(roofline)
+    gpu = catalog.gpu(gpu_name)
+    amp = bool(record.get("amp"))
+    dtype = "amp" if amp else "fp32"
+    ops = aggregate_ops(record["ops"])
+    pts = roofline_points(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
+    model = str(record.get("model", "model"))
+    title = f"Roofline: {model} on {gpu.name} ({'mixed precision' if amp else 'fp32'})"
+    fig = Fig(f"roofline_{_slug(Path(model).name)}_{_slug(gpu.name)}", title,
+              f"Each op kind of one training step of {model} (batch "
+              f"{record.get('batch_size', '?')}; forward, backward and optimizer ops summed "
+              f"by kind and phase) placed by arithmetic intensity (FLOP per byte moved) on "
+              f"the roofline of {gpu.name}: peak {gpu.peak_tflops(dtype):g} TFLOP/s × "
+              f"flop efficiency {gpu.flop_efficiency:g}, memory {gpu.mem_bw_gbs:g} GB/s × "
+              f"efficiency {gpu.mem_efficiency:g}. Ops left of the ridge point are limited "
+              "by memory bandwidth, right of it by the FLOP peak; marker area grows with the "
+              "op's roofline time; filled markers are ops the profiler classed compute-bound, "
+              "hollow ones memory-bound. The five slowest are labelled.",
+              f"per-op profile of {model} and the catalog entry of {gpu.name}",
+              lambda: figs.roofline_figure(pts, title=title))
+    order = np.argsort(-pts["time_s"])[:TOP_ROWS]
+    total = float(pts["time_s"].sum())
+    rows = [(pts["op"][i], pts["phase"][i], ops[i]["count"], pts["flops"][i], pts["bytes"][i],
+             pts["intensity"][i], pts["time_s"][i] * 1e3,
+             100 * pts["time_s"][i] / total if total else np.nan, pts["bound"][i])
+            for i in order]
+    tbl = H.table(("op", "phase", "calls", "FLOPs", "bytes", "FLOP/byte", "roofline ms",
+                   "% of step", "profiled bound"), rows,
+                  caption=f"Slowest ops of {model} on {gpu.name} by roofline time "
+                          "max(FLOPs / peak, bytes / bandwidth)")
+    return [fig], tbl, {"gpu": gpu.name, "model": model,
+                        "step_s": total, "ridge": pts["ridge_intensity"]}
+
+
+def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]:
+    from traincast.report import figures as figs
+
+    cases = data["cases"]
+    med, p90 = data.get("median_abs_error"), data.get("p90_abs_error")
+    pmed = data.get("paper_median_abs_error")
+    stats = ""
+    if isinstance(med, int | float) and isinstance(p90, int | float):
+        stats = f" Median absolute error {med:.1%}, 90th percentile {p90:.1%}"
+        stats += (f" (paper's peak model: median {pmed:.1%})." if isinstance(pmed, int | float)
+                  else ".")
+    where = f" on {data['device_name']}" if data.get("device_name") else ""
+    title = "Predicted vs measured iteration time"
+    fig = Fig("validate", title,
+              "Each point is one validation case (a model, architecture and batch size whose "
+              f"training steps were timed for real{where}): measured iteration time against "
+              "the prediction, log-log; filled markers are traincast's prediction, hollow gray "
+              "ones the paper's peak model where the file has it. Points on the solid line are "
+              f"exact; the dashed lines mark ±25 %; marker shape = architecture.{stats}",
+              source, lambda: figs.validate_figure(cases, title=title))
+    paper = any("paper_predicted_s" in c for c in cases)
+    rows = [(c.get("model"), c.get("arch"), c.get("batch_size"), c.get("measured_s"),
+             c.get("predicted_s"), c.get("error"),
+             *((c.get("paper_predicted_s"), c.get("paper_error")) if paper else ()))
+            for c in cases]
+    tbl = H.table(("model", "architecture", "batch", "measured s", "predicted s",
+                   "error (predicted / measured − 1)",
+                   *(("paper model s", "paper model error") if paper else ())), rows,
+                  caption="Validation cases" + (f" (median |error| {med:.1%}, p90 {p90:.1%})"
+                                                if stats else ""))
+    return [fig], tbl
+
+
+def _catalog_of(study: Study, catalog: Catalog | None) -> Catalog:
+    if catalog is not None:
+        return catalog
+    files = study.get("study.json").get("catalog_files") or study.get("study.json").get(
+        "catalog") or []
+    user = [f for f in files if isinstance(f, str) and f.endswith(".toml")
+            and "traincast/hardware/" not in f and Path(f).is_file()] \
+        if isinstance(files, list) else []
+    return load_catalog(user)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
+                 roofline: Any = None, out_dir: str | Path | None = None,
+                 catalog: Catalog | None = None,
+                 on_figure: Callable[[str, str], None] | None = None) -> Path:
+    """Write ``report.html`` and ``figures/*.png|svg`` for the study in ``study_dir``.
+
+    ``validate_json``: a validate JSON file (adds the predicted-vs-measured scatter);
+    ``roofline``: ``(MODEL_SPEC or profile record with ops, GPU name)`` (adds a roofline chart;
+    a spec is profiled, which needs torch); ``out_dir``: where to write (default: the study
+    folder); ``on_figure(stem, title)`` is called after each figure (progress bars).
+    Returns the path of ``report.html``.
+    """
+    try:
+        import matplotlib  # noqa: F401  (drawn lazily below; fail early and clearly)
+    except ImportError:
+        raise TraincastError("the report needs matplotlib, which is not installed",
+                             hint="pip install 'traincast[report]'") from None
+    study = load_study(study_dir)
+    out = Path(out_dir) if out_dir is not None else study.folder
+    out.mkdir(parents=True, exist_ok=True)
+    cat = _catalog_of(study, catalog)
+    figs = [*_job_figures(study), *_share_figure(study), *_speedup_figure(study)]
+    extra_tables: list[str] = []
+    if roofline is not None:
+        rf, tbl, _ = _roofline_figure(roofline, cat)
+        figs += rf
+        extra_tables.append(tbl)
+    if validate_json is not None:
+        vf, tbl = _validate_figure(load_validate(validate_json), Path(validate_json).name)
+        figs += vf
+        extra_tables.insert(0, tbl)
+    from traincast.report.figures import save_figure
+
+    fig_html = []
+    for i, f in enumerate(figs, start=1):
+        drawn = f.draw()
+        paths = save_figure(drawn, out / "figures", f.stem)
+        fig_html.append(H.figure(i, f"fig-{f.stem}", paths["png"].read_bytes(), f.title,
+                                 f.caption, f.source, f"figures/{f.stem}.svg"))
+        if on_figure:
+            on_figure(f.stem, f.title)
+    meta = study.get("study.json")
+    trace = meta.get("trace")
+    trace_text = trace.get("path") or trace.get("name") if isinstance(trace, Mapping) else trace
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        ("findings", "Findings", sections.sample_banner(study) + sections.findings(study)),
+        ("figures", "Figures", "".join(fig_html) or
+         '<p class="missing">No figure: the study folder has no jobs, what-if or '
+         "characterize data.</p>"),
+        ("tables", "Tables", sections.tables(study) + "".join(extra_tables)),
+        ("assumptions", "Assumptions and inputs", sections.assumptions(study, cat)),
+    ]
+    title = "traincast report"
+    subtitle = (f"Study folder {study.folder}" + (f" · trace {trace_text}" if trace_text else "")
+                + f" · generated {when}")
+    path = out / "report.html"
+    _write_atomic(path, H.page(title, subtitle, parts))
+    return path

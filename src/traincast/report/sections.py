@@ -1,0 +1,338 @@
+"""The report's words and tables: findings, the study's tables, assumptions and inputs.
+
+Each function reads a :class:`~traincast.report.inputs.Study` and returns HTML built with
+:mod:`traincast.report.html` (which escapes every value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from traincast.hardware.catalog import Catalog
+from traincast.model import COMPONENTS
+from traincast.report import html as H
+from traincast.report.inputs import Study, floats
+
+TOP_ROWS = 20
+COMPONENT_NAME = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
+                  "compute_mem": "memory-bound compute", "comm": "communication"}
+SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
+                 "gpu_weighted_mean_speedup", "gpu_time_weighted_mean_speedup",
+                 "gpu_time_saved_share")
+RECOMMEND_KEYS = {"job_id": "job_id", "architecture": "architecture", "node": "node",
+                  "n_gpus": "GPUs", "base_total_s": "iteration (s)", "base_bottleneck":
+                  "bottleneck", "arch_architecture": "best here", "arch_speedup": "speedup here",
+                  "best_speedup": "best speedup", "best_reason": "best anywhere (why)"}
+NOT_SENTENCES = {"sample"}
+
+
+def scalar_items(obj: Any) -> dict[str, Any]:
+    """The plain (string, number, bool, null) values of a mapping."""
+    if not isinstance(obj, Mapping):
+        return {}
+    return {str(k): v for k, v in obj.items()
+            if isinstance(v, str | int | float | bool) or v is None}
+
+
+def scenarios(study: Study) -> dict[str, Any]:
+    """``{scenario: summary}`` from whatif.json (``scenarios``, or one ``summary``)."""
+    whatif = study.get("whatif.json")
+    scen = whatif.get("scenarios")
+    if isinstance(scen, Mapping):
+        return dict(scen)
+    summary, defs = whatif.get("summary"), whatif.get("definitions")
+    if isinstance(summary, Mapping):
+        name = next(iter(defs)) if isinstance(defs, Mapping) and len(defs) == 1 else "scenario"
+        return {name: summary}
+    return {}
+
+
+def findings(study: Study) -> str:
+    """summary.json in words: its ``sentences``, then its ``numbers`` (other keys likewise)."""
+    summary = study.get("summary.json")
+    sentences: list[str] = []
+    numbers: list[tuple[str, Any]] = []
+
+    def walk(obj: Any, key: str) -> None:
+        if isinstance(obj, str) and " " in obj.strip():
+            sentences.append(obj)
+        elif isinstance(obj, Mapping):
+            for k, v in obj.items():
+                walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(obj, list | tuple):
+            for i, v in enumerate(obj):
+                walk(v, f"{key}[{i}]" if not isinstance(v, str) else key)
+        elif key and key not in NOT_SENTENCES:
+            numbers.append((key.removeprefix("numbers."), obj))
+
+    walk(summary, "")
+    body = H.bullets(sentences)
+    if numbers:
+        body += H.table(("quantity", "value"), numbers, caption="Numbers behind the findings "
+                        "(summary.json; shares are fractions, speedups ×)")
+    return body or '<p class="missing">summary.json is absent or empty.</p>'
+
+
+def _by_table(rows: Any, first: str, caption: str) -> str:
+    if not isinstance(rows, Mapping) or not rows:
+        return ""
+    cols: list[str] = []
+    for v in rows.values():
+        cols += [k for k in scalar_items(v) if k not in cols]
+    return H.table((first, *cols), [(a, *(scalar_items(v).get(c) for c in cols))
+                                     for a, v in rows.items()], caption=caption)
+
+
+def _breakdown_table(char: Mapping[str, Any]) -> str:
+    bd = char.get("breakdown")
+    if not isinstance(bd, Mapping) or not bd.get("jobs"):
+        return ""
+    views = [("all jobs", k, bd.get(k)) for k in ("job_weighted", "gpu_weighted",
+                                                  "gpu_time_weighted")]
+    for arch, v in (bd.get("by_architecture") or {}).items():
+        if isinstance(v, Mapping):
+            views += [(arch, k, v.get(k)) for k in ("job_weighted", "gpu_weighted")]
+    rows = [(who, k.replace("_", "-"), *(100 * s[c] if isinstance(s.get(c), int | float)
+                                        else None for c in COMPONENTS))
+            for who, k, s in views if isinstance(s, Mapping)]
+    out = H.table(("jobs", "weighting", *(f"{COMPONENT_NAME[c]} %" for c in COMPONENTS)), rows,
+                  caption=f"Where the time goes: mean share of predicted iteration time "
+                          f"({bd.get('jobs'):,} jobs with known features; characterize.json)")
+    extra = {k: v for k, v in scalar_items(bd).items() if k not in ("jobs",)}
+    if isinstance(bd.get("bottleneck"), Mapping):
+        extra.update({f"jobs whose bottleneck is {COMPONENT_NAME.get(k, k)}": v
+                      for k, v in bd["bottleneck"].items()})
+    if extra:
+        out += H.table(("quantity", "value"), list(extra.items()),
+                       caption="Breakdown statistics (characterize.json)")
+    return out
+
+
+def _scenario_table(study: Study) -> str:
+    scen = scenarios(study)
+    if not scen:
+        return ""
+    cols = [k for k in SCENARIO_KEYS if any(isinstance(v, Mapping) and k in v
+                                            for v in scen.values())]
+    if not cols:
+        cols = list(dict.fromkeys(k for v in scen.values() for k in scalar_items(v)))
+    return H.table(("scenario", *cols), [(s, *(v.get(c) for c in cols)) for s, v in scen.items()
+                                         if isinstance(v, Mapping)],
+                   caption="What-if scenarios over the matched jobs (whatif.json; speedup = "
+                           "base time / scenario time)")
+
+
+def _recommend_tables(study: Study) -> str:
+    out = ""
+    summary = study.get("recommend.json").get("summary")
+    if isinstance(summary, Mapping) and summary:
+        rows = []
+        for kind, s in summary.items():
+            if isinstance(s, Mapping):
+                rows.append((kind, *(s.get(k) for k in ("predicted", "changed_share",
+                                                        "mean_speedup", "median_speedup")),
+                             H.fmt_value(s.get("architectures") or {})))
+        out += H.table(("candidates", "jobs predicted", "share changed", "mean speedup",
+                        "median speedup", "recommended architectures (jobs)"), rows,
+                       caption="Recommendations: summary (recommend.json; arch = another "
+                               "architecture on the job's hardware, best = any architecture "
+                               "and node preset)")
+    rec = study.tables.get("recommend.csv")
+    if rec is not None and rec.num_rows:
+        cols = [c for c in RECOMMEND_KEYS if c in rec.column_names] or rec.column_names
+        speed = floats(rec, "best_speedup")
+        order = np.argsort(-np.where(np.isfinite(speed), speed, -np.inf), kind="stable")
+        rows = rec.select(cols).take(pa.array(order[:TOP_ROWS])).to_pylist()
+        out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],
+                       [[r[c] for c in cols] for r in rows],
+                       caption=f"Recommendations: the {len(rows)} jobs with the largest "
+                               f"speedup of {rec.num_rows:,} (recommend.csv)")
+    return out
+
+
+def top_jobs(jobs: pa.Table | None, study: Study) -> str:
+    """The jobs holding the most GPU time, with their predicted iteration and bottleneck."""
+    if jobs is None or jobs.num_rows == 0:
+        return ""
+    gpu_time = study.floats("n_gpus") * (study.floats("end_time_s") -
+                                         study.floats("start_time_s"))
+    key = np.where(np.isfinite(gpu_time), gpu_time, -1.0)
+    order = np.argsort(-key, kind="stable")[:TOP_ROWS]
+    cols = [c for c in ("job_id", "user", "workload", "architecture", "n_gpus", "gpu_type",
+                        "total_s", "bottleneck", "gpu_util_pred") if c in jobs.column_names]
+    picked = jobs.select(cols).take(pa.array(order)).to_pylist()
+    names = {"total_s": "predicted iteration (s)", "gpu_util_pred": "predicted GPU util",
+             "n_gpus": "GPUs"}
+    rows = [(*(r[c] for c in cols), gpu_time[i] / 3600 if key[i] >= 0 else None)
+            for r, i in zip(picked, order, strict=True)]
+    return H.table([names.get(c, c) for c in cols] + ["GPU hours"], rows,
+                   caption=f"The {len(rows)} jobs holding the most GPU time (jobs.parquet)")
+
+
+def tables(study: Study) -> str:
+    """The study's tables: characterize, what-if, recommend, and the largest jobs."""
+    char = study.get("characterize.json")
+    totals = scalar_items(char)
+    totals.update({f"jobs flagged {k.replace('_', ' ')}": v
+                   for k, v in scalar_items(char.get("flags")).items()})
+    parts = [
+        H.table(("quantity", "value"), list(totals.items()),
+                caption="Cluster totals (characterize.json)") if totals else "",
+        _by_table(char.get("by_architecture"), "architecture",
+                  "Jobs, GPUs and GPU time per training architecture (characterize.json)"),
+        _by_table(char.get("by_gpu_type"), "GPU type",
+                  "Jobs, GPUs and GPU time per GPU type (characterize.json)"),
+        _breakdown_table(char),
+        _scenario_table(study),
+        _recommend_tables(study),
+        top_jobs(study.jobs, study),
+    ]
+    return "".join(parts)
+
+
+def catalog_used(study: Study, catalog: Catalog) -> str:
+    """Catalog entries the study's jobs (and its scenarios) refer to, with their sources."""
+    gpus: dict[str, None] = {}
+    nodes: dict[str, None] = {}
+    links: dict[str, None] = {}
+    if study.jobs is not None:
+        both = pa.table({"g": study.labels("gpu_type"), "n": study.labels("node")})
+        uniq = both.group_by(["g", "n"], use_threads=False).aggregate([])
+        for g, nd in zip(uniq.column("g").to_pylist(), uniq.column("n").to_pylist(),
+                         strict=True):
+            node = nd if nd != "unknown" else (catalog.default_node_of(g) if g != "unknown"
+                                               else "")
+            if node in catalog.nodes:
+                nodes[node] = None
+            for name in (g, catalog.nodes[node].gpu if node in catalog.nodes else "unknown"):
+                if name != "unknown":
+                    try:
+                        gpus[catalog.gpu_name(name)] = None
+                    except KeyError:
+                        pass
+    for d in definitions(study).values():
+        changes = d.get("changes") if isinstance(d, Mapping) else None
+        for k, v in (changes or {}).items():
+            if not isinstance(v, str):
+                continue
+            if k in ("nic", "intra", "pcie") and v in catalog.links:
+                links[v] = None
+            elif k == "node" and v in catalog.nodes:
+                nodes[v] = None
+            elif k == "gpu" and (v in catalog.gpus or v in catalog.aliases):
+                gpus[catalog.gpu_name(v)] = None
+    for nd in nodes:
+        for role in ("pcie", "intra", "nic"):
+            links.setdefault(getattr(catalog.nodes[nd], role), None)
+    rows = []
+    for name in gpus:
+        g = catalog.gpus[name]
+        fp16 = f"fp16 {g.fp16_tflops:g} TFLOP/s" if g.fp16_tflops > 0 else "fp16 unsupported"
+        rows.append(("GPU", name, f"fp32 {g.fp32_tflops:g} TFLOP/s, {fp16}; "
+                     f"{g.mem_bw_gbs:g} GB/s; efficiency flop {g.flop_efficiency:g}, memory "
+                     f"{g.mem_efficiency:g}", g.source))
+    for name in nodes:
+        nd = catalog.nodes[name]
+        rows.append(("node", name, f"{nd.gpus} × {nd.gpu}; pcie {nd.pcie}, intra {nd.intra}, "
+                     f"nic {nd.nic}", nd.source))
+    for name in links:
+        ln = catalog.links[name]
+        rows.append(("link", name, f"{ln.bw_gbs:g} GB/s per direction × efficiency "
+                     f"{ln.efficiency:g}", ln.source))
+    if not rows:
+        return '<p class="missing">No catalog entry could be matched to the jobs.</p>'
+    return H.table(("kind", "name", "numbers used", "source"), rows,
+                   caption="Catalog entries used (files: " + ", ".join(catalog.files) + ")")
+
+
+def definitions(study: Study) -> dict[str, Any]:
+    """Scenario definitions: whatif.json ``definitions``, else study.json's."""
+    defs = study.get("whatif.json").get("definitions") or \
+        study.get("study.json").get("scenario_definitions")
+    return dict(defs) if isinstance(defs, Mapping) else {}
+
+
+def _definitions_table(study: Study) -> str:
+    defs = definitions(study)
+    if not defs:
+        return ""
+    rows = []
+    for name, d in defs.items():
+        d = d if isinstance(d, Mapping) else {"description": d}
+        rows.append((name, d.get("description", ""), H.fmt_value(d.get("match") or {}) or
+                     "every job", H.fmt_value(d.get("changes") or {}), d.get("source", "")))
+    return H.table(("scenario", "description", "applies to", "changes", "source"), rows,
+                   caption="What-if scenario definitions (docs/scenarios.md)")
+
+
+def sample_provenance() -> str:
+    """The bundled sample's provenance (docs/sample.md, or a copy shipped beside the sample)."""
+    from importlib import resources
+
+    try:
+        pkg = resources.files("traincast.trace.sample")
+        for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
+            if entry.name.lower().endswith(".md"):
+                return entry.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        pass
+    docs = Path(__file__).resolve().parents[3] / "docs" / "sample.md"
+    return docs.read_text(encoding="utf-8") if docs.is_file() else ""
+
+
+def uses_sample(study: Study) -> bool:
+    meta = study.get("study.json")
+    trace = meta.get("trace")
+    return bool(meta.get("sample") or (isinstance(trace, Mapping) and trace.get("sample")))
+
+
+def sample_banner(study: Study) -> str:
+    """A notice at the top when the study ran on the bundled synthetic sample."""
+    if not uses_sample(study):
+        return ""
+    return ('<p class="missing"><b>Bundled synthetic sample.</b> No trace was given: these '
+            "jobs were generated from published statistics, so the numbers illustrate the "
+            'method, not a real cluster (<a href="#provenance">provenance</a>).</p>')
+
+
+def assumptions(study: Study, catalog: Catalog) -> str:
+    """The model's assumptions, the study settings, catalog entries, scenarios, provenance."""
+    meta = study.get("study.json")
+    parts = [H.bullets([
+        "Iteration time of a job = data I/O + FLOP-bound compute + memory-bound compute + "
+        "weight/gradient communication (Wang et al., IISWC 2019), each a size over a catalog "
+        "rate; communication overlaps compute by the configured fraction (0 = none, the "
+        "paper's assumption). Formulas: docs/model.md.",
+        "Breakdown shares are each job's shares averaged over jobs (job-weighted), over GPUs "
+        "(GPU-weighted) or over GPU time, not shares of summed time.",
+        "Trace jobs get their features from the profile of their workload tag; jobs of an "
+        "unknown workload have no prediction and are left out of breakdown and what-if "
+        "figures."])]
+    settings = scalar_items(meta)
+    trace = meta.get("trace")
+    if isinstance(trace, Mapping):
+        settings = {**{f"trace {k}": v for k, v in scalar_items(trace).items()}, **settings}
+    for key in ("scenarios", "catalog_files"):
+        if isinstance(meta.get(key), list):
+            settings[key.replace("_", " ")] = ", ".join(map(str, meta[key]))
+    if isinstance(meta.get("timings_s"), Mapping):
+        settings.update({f"time of {k} (s)": v for k, v in meta["timings_s"].items()})
+    if settings:
+        parts.append(H.table(("setting", "value"), list(settings.items()),
+                             caption="Study settings (study.json)"))
+    parts.append(catalog_used(study, catalog))
+    parts.append(_definitions_table(study))
+    if uses_sample(study):
+        text = sample_provenance()
+        parts.append('<h3 id="provenance">Provenance of the bundled sample (docs/sample.md)</h3>' +
+                     (f'<div class="md">{H.markdown(text)}</div>' if text else
+                      '<p class="missing">docs/sample.md was not found.</p>'))
+    if study.missing:
+        parts.append(f'<p class="missing">Not in the study folder (the parts of the report '
+                     f'that need them are left out): {H.esc(", ".join(study.missing))}.</p>')
+    return "".join(parts)

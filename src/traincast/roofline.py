@@ -1,0 +1,269 @@
+"""Per-op roofline with measured efficiency curves: small pure functions over numpy arrays.
+
+The paper's model runs every compute-bound FLOP at one peak and every memory-bound byte at
+one bandwidth. Measured training steps show that rates depend on each op's shape and size, and
+that every op has a fixed cost. With a per-op table (``profile_model(..., ops=True)["ops"]``:
+rows ``{op, phase, flops, bytes_read, bytes_written, bound}``) the compute time is::
+
+    I_op      = F_op / B_op                                  (arithmetic intensity, FLOP/byte)
+    P_eff(op) = interp(I_op; gemm curve), or the conv curve for convolutions   (FLOP/s)
+    M_eff(op) = interp(B_op; element-wise curve)             (bytes/s, by bytes moved)
+    E_op      = max(bytes_written, bytes_read / 2) / itemsize  (elements the kernel produces)
+    K(op)     = measured elements/s of the op's kernel (exp, tanh, layer norm, ...; inf if
+                not measured; ``_foreach_X`` and in-place ``X_`` use X's rate)
+    t_op      = o + n_op * o_t + max(F_op / P_eff(op), B_op / M_eff(op), E_op / K(op))
+                + sum over the op's fresh outputs j of S_j / A(S_j)
+    T_comp    = sum over ops of t_op
+
+``o`` = fixed cost per op; ``n_op * o_t`` = tensors of a multi-tensor (``_foreach_``) op times
+the fixed cost per tensor; fresh outputs = the outputs of an op that is not in place (name
+without a trailing ``_``; a ``_foreach_`` op's one output per tensor of its first list), each
+``S_j`` bytes, ``A(S)`` = measured bytes/s of first-touching a newly allocated block of size S
+(page faults on the CPU; absent = free).
+
+The third term is what an element-wise kernel costs beyond moving its bytes: on CPUs,
+transcendental functions (exp, tanh, erf, sqrt) and normalizations run far below memory speed.
+Each op's time (with its overhead) is counted FLOP-bound when ``F/P_eff >= B/M_eff`` (and the
+kernel term), else memory-bound; ``paper_split`` keeps the paper's split (by the profiler's
+``bound`` column) for comparison. The curves are measured by ``traincast calibrate`` (catalog keys
+``gemm_intensity``/``gemm_tflops``, ``conv_intensity``/``conv_tflops``,
+``elementwise_bytes``/``elementwise_gbs``, ``kernel_gelems``, ``op_overhead_us``);
+interpolation is linear in log(x) between measured points and flat beyond the ends; FLOP-rate
+curves are a non-decreasing fit of their points (a rate never drops as intensity grows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+F = NDArray[np.float64]
+
+
+def monotone_fit(y: ArrayLike, weights: ArrayLike | None = None) -> F:
+    """Least-squares non-decreasing fit of ``y`` (pool-adjacent-violators), same length."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=np.float64)
+    vals: list[float] = []
+    wts: list[float] = []
+    counts: list[int] = []
+    for yi, wi in zip(y, w, strict=True):
+        vals.append(float(yi))
+        wts.append(float(wi))
+        counts.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            wsum = wts[-2] + wts[-1]
+            merged = (vals[-2] * wts[-2] + vals[-1] * wts[-1]) / wsum
+            cnt = counts[-2] + counts[-1]
+            del vals[-1], wts[-1], counts[-1]
+            vals[-1], wts[-1], counts[-1] = merged, wsum, cnt
+    return np.repeat(np.array(vals), counts)
+
+
+def curve_from_points(x: ArrayLike, y: ArrayLike, *, monotone: bool = True) -> tuple[F, F]:
+    """A curve from measured ``(x, y)`` points: x sorted and unique (mean y per x); with
+    ``monotone`` y is the non-decreasing fit (FLOP rates by intensity), else as measured
+    (bandwidth by size rises in the caches and falls beyond them). Returns ``(xs, ys)``."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    xs, inv = np.unique(x, return_inverse=True)
+    counts = np.bincount(inv)
+    ys = np.bincount(inv, weights=y) / counts
+    return xs, (monotone_fit(ys, counts) if monotone else ys)
+
+
+def interp_curve(q: ArrayLike, xs: ArrayLike, ys: ArrayLike) -> F:
+    """``ys`` at ``q``: linear in log(x) between points, flat beyond the ends (q <= 0: ys[0])."""
+    xs = np.asarray(xs, dtype=np.float64)
+    ys = np.asarray(ys, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lq = np.log(np.where(q > 0, q, xs[0]))
+    return np.interp(lq, np.log(xs), ys)
+
+
+@dataclass(frozen=True)
+class Curves:
+    """Measured rates of one device: FLOP/s by intensity (GEMM, conv), bytes/s by op bytes."""
+
+    gemm_intensity: F
+    gemm_flops_per_s: F
+    conv_intensity: F
+    conv_flops_per_s: F
+    elementwise_bytes: F
+    elementwise_bps: F
+    op_overhead_s: float
+    kernel_elems_per_s: Mapping[str, float] = field(default_factory=dict)
+    fresh_bytes: F = field(default_factory=lambda: np.zeros(0))
+    fresh_bps: F = field(default_factory=lambda: np.zeros(0))
+    foreach_tensor_s: float = 0.0
+
+    @classmethod
+    def from_gpu(cls, gpu: Any) -> Curves:
+        """Curves of a catalog GPU; absent curves fall back to its flat peak rates (paper model
+        plus the GPU's ``op_overhead_us``)."""
+        peak = np.array([gpu.flops_per_s("fp32")])
+        bw = np.array([gpu.mem_bw_bps])
+        one = np.array([1.0])
+
+        def pair(xkey: str, ykey: str, scale: float, flat: F) -> tuple[F, F]:
+            xs, ys = getattr(gpu, xkey, ()), getattr(gpu, ykey, ())
+            if len(xs) and len(xs) == len(ys):
+                return np.asarray(xs, float), np.asarray(ys, float) * scale
+            return one, flat
+
+        gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12, peak)
+        ci, cp = pair("conv_intensity", "conv_tflops", 1e12, np.array([gp.max()]))
+        if not len(getattr(gpu, "conv_intensity", ())):
+            ci, cp = gi, gp
+        eb, ebw = pair("elementwise_bytes", "elementwise_gbs", 1e9, bw)
+        kernels = {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems", {}).items()}
+        fb = np.asarray(getattr(gpu, "fresh_bytes", ()), float)
+        fg = np.asarray(getattr(gpu, "fresh_gbs", ()), float) * 1e9
+        return cls(gi, gp, ci, cp, eb, ebw, gpu.op_overhead_us * 1e-6, kernels, fb, fg,
+                   getattr(gpu, "foreach_tensor_us", 0.0) * 1e-6)
+
+
+CONV_NAMES = ("conv",)
+
+
+def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
+    """True for convolution ops (by name: 'conv' in the op name, case-insensitive)."""
+    return np.array([any(c in str(n).lower() for c in CONV_NAMES) for n in op_names],
+                    dtype=bool)
+
+
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
+            "int8": 1, "uint8": 1, "bool": 1}
+
+
+def kernel_name(op: str) -> str:
+    """The measured kernel an op runs: ``_foreach_sqrt`` -> ``sqrt``, ``div_`` -> ``div``."""
+    name = op.removeprefix("aten::").removeprefix("_foreach_")
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def kernel_times_s(op_names: Sequence[str] | NDArray[Any], elements: ArrayLike,
+                   curves: Curves) -> F:
+    """``E_op / K(op)`` for ops whose kernel was measured, else 0."""
+    rate = np.array([curves.kernel_elems_per_s.get(kernel_name(str(n)), np.inf)
+                     for n in op_names], dtype=np.float64)
+    return np.asarray(elements, dtype=np.float64) / rate
+
+
+def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
+               curves: Curves) -> tuple[F, F]:
+    """Per-op FLOP time ``F / P_eff`` and memory time ``B / M_eff`` (no overhead)."""
+    flops = np.asarray(flops, dtype=np.float64)
+    b = np.asarray(bytes_moved, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(b > 0, flops / b, np.inf)
+    p_gemm = interp_curve(intensity, curves.gemm_intensity, curves.gemm_flops_per_s)
+    p_conv = interp_curve(intensity, curves.conv_intensity, curves.conv_flops_per_s)
+    p = np.where(np.asarray(conv, dtype=bool), p_conv, p_gemm)
+    m = interp_curve(b, curves.elementwise_bytes, curves.elementwise_bps)
+    return flops / p, b / m
+
+
+def roofline_split(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
+                   curves: Curves, kernel_s: ArrayLike = 0.0) -> dict[str, F]:
+    """Per-op times ``t_op = o + max(F/P_eff, B/M_eff, kernel_s)`` and each op's bound: FLOP-
+    bound when its FLOP term is the largest, else memory-bound.
+
+    Returns arrays ``time_s``, ``flop_bound`` (bool), ``flop_s``, ``mem_s``.
+    """
+    t_flop, t_mem = op_times_s(flops, bytes_moved, conv, curves)
+    t_mem = np.maximum(t_mem, np.asarray(kernel_s, dtype=np.float64))
+    return {"time_s": curves.op_overhead_s + np.maximum(t_flop, t_mem),
+            "flop_bound": t_flop >= t_mem, "flop_s": t_flop, "mem_s": t_mem}
+
+
+def _numel(shape: str) -> int:
+    n = 1
+    for d in shape.split("x") if shape else ():
+        n *= int(d)
+    return n
+
+
+def _tensors_and_fresh(op: Mapping[str, Any], itemsize: int) -> tuple[int, list[float]]:
+    """(tensors of a multi-tensor op, else 1; byte sizes of the op's fresh outputs)."""
+    name = str(op["op"]).removeprefix("aten::")
+    written = float(op.get("bytes_written", 0.0))
+    inplace = name.endswith("_")
+    if not name.startswith("_foreach_"):
+        return 1, ([] if inplace or written <= 0 else [written])
+    sizes = [_numel(sh) * itemsize for sh in str(op.get("shapes", "")).split(";") if sh != ""]
+    lists = max(1, round(sum(sizes) / written)) if written > 0 and sizes else 1
+    first = sizes[:max(len(sizes) // lists, 1)]
+    return len(first), ([] if inplace else [float(b) for b in first])
+
+
+def ops_arrays(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
+    """Columns of a per-op table: ``op`` (names), ``flops``, ``bytes`` (read + written),
+    ``compute`` (the profiler's bound == 'compute'), ``elements`` (``E_op``), ``tensors``
+    (of a multi-tensor op, else 1), and the fresh outputs as ``fresh_bytes`` with their op's
+    row in ``fresh_row``."""
+    tensors, fresh, fresh_row, elements = [], [], [], []
+    for i, o in enumerate(ops):
+        itemsize = ITEMSIZE.get(str(o.get("dtype", "float32")), 4)
+        n, sizes = _tensors_and_fresh(o, itemsize)
+        tensors.append(n)
+        fresh += sizes
+        fresh_row += [i] * len(sizes)
+        elements.append(max(float(o.get("bytes_written", 0.0)),
+                            float(o.get("bytes_read", 0.0)) / 2) / itemsize)
+    return {"op": np.array([str(o["op"]) for o in ops], dtype=object),
+            "flops": np.array([float(o.get("flops", 0.0)) for o in ops]),
+            "bytes": np.array([float(o.get("bytes_read", 0.0)) + float(o.get("bytes_written", 0.0))
+                               for o in ops]),
+            "compute": np.array([o.get("bound") == "compute" for o in ops], dtype=bool),
+            "elements": np.array(elements), "tensors": np.array(tensors, dtype=np.float64),
+            "fresh_bytes": np.array(fresh, dtype=np.float64),
+            "fresh_row": np.array(fresh_row, dtype=np.int64)}
+
+
+def fresh_times_s(fresh_bytes: ArrayLike, fresh_row: ArrayLike, n_ops: int,
+                  curves: Curves) -> F:
+    """Per op: sum of ``S_j / A(S_j)`` over its fresh outputs (0 without a measured curve)."""
+    sizes = np.asarray(fresh_bytes, dtype=np.float64)
+    if not len(curves.fresh_bytes) or not sizes.size:
+        return np.zeros(n_ops)
+    t = sizes / interp_curve(sizes, curves.fresh_bytes, curves.fresh_bps)
+    return np.bincount(np.asarray(fresh_row), weights=t, minlength=n_ops)
+
+
+def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[str, float]:
+    """``compute_flop`` and ``compute_mem`` seconds of one step by the per-op roofline, plus
+    ``overhead`` (the ops' fixed costs) and ``fresh`` (first touch of new outputs), both
+    included in the two, and ``ops`` (count)."""
+    cols = ops_arrays(ops)
+    if not len(cols["flops"]):
+        return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
+                "ops": 0}
+    r = roofline_split(cols["flops"], cols["bytes"], is_conv(cols["op"]), curves,
+                       kernel_times_s(cols["op"], cols["elements"], curves))
+    n = len(cols["flops"])
+    extra = (np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
+             + fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves))
+    t = r["time_s"] + extra
+    return {"compute_flop": float(t[r["flop_bound"]].sum()),
+            "compute_mem": float(t[~r["flop_bound"]].sum()),
+            "overhead": float(curves.op_overhead_s * n
+                              + (np.where(cols["tensors"] > 1, cols["tensors"], 0.0)
+                                 * curves.foreach_tensor_s).sum()),
+            "fresh": float(extra.sum() - (np.where(cols["tensors"] > 1, cols["tensors"], 0.0)
+                                          * curves.foreach_tensor_s).sum()),
+            "ops": n}
+
+
+def paper_split(ops: Sequence[Mapping[str, Any]], flops_per_s: float,
+                mem_bw_bps: float) -> dict[str, float]:
+    """The paper's additive split from the same table: FLOPs of ops the profiler marks
+    compute-bound at one peak, bytes of the others at one bandwidth."""
+    cols = ops_arrays(ops)
+    return {"compute_flop": float(cols["flops"][cols["compute"]].sum() / flops_per_s),
+            "compute_mem": float(cols["bytes"][~cols["compute"]].sum() / mem_bw_bps)}

@@ -1,0 +1,168 @@
+"""``--format pai-2020``: the Alibaba PAI GPU cluster trace of 2020 (cluster-trace-gpu-v2020).
+
+Input: the directory holding the headerless tables, or the table files themselves, recognised
+by name: ``pai_job_table*`` and ``pai_task_table*`` (required), ``pai_instance_table*``,
+``pai_sensor_table*``, ``pai_group_tag_table*`` (optional; the columns each adds are NULL
+without it). Column names are those of the release's ``*.header`` files (:data:`HEADERS`).
+
+Mapping (one job = one row of the job table; all joins run in DuckDB, streaming the tables):
+
+* ``job_id`` = inst_id (else job_name); ``user``; ``status``; ``submit_time_s`` = the job's
+  start_time (its submission); ``start_time_s`` = the first instance's start_time (else the
+  job's); ``end_time_s`` = the job's end_time.
+* Roles come from the task table: a task named ``ps`` is a parameter server; every other task
+  except ``evaluator`` is a worker role. ``n_ps`` = Σ inst_num of ``ps`` tasks; ``n_workers`` =
+  Σ inst_num of worker roles; ``gpus_per_worker`` = the largest plan_gpu / 100 of a worker role;
+  ``n_gpus`` = Σ over all tasks of plan_gpu / 100 × inst_num (plan_gpu 50 = half a GPU: flagged
+  ``fractional_gpu``); ``gpu_type`` = the GPU type of the task holding most GPUs (V100, V100M32,
+  P100, T4, MISC: catalog aliases); ``node`` empty, so the GPU's ``default_node`` applies.
+* Architecture (:data:`ARCH_RULE`): ``ps-worker`` when the job has a ``ps`` task and at least one
+  worker instance; else ``allreduce-cluster`` when it has more than one worker instance, unless
+  the instance table places all of them on one machine, then ``allreduce-local``; else
+  ``allreduce-local`` when its one worker has more than one GPU; else ``1w1g``.
+* ``workload`` = the group tag's workload of the job's inst_id (bert, nmt, ctr, ...; most jobs
+  are untagged: NULL).
+* ``gpu_util`` = mean over the job's sensor rows of gpu_wrk_util / plan_gpu of the instance's
+  task (gpu_wrk_util is % of one GPU busy; dividing by the planned GPUs in % gives the busy
+  fraction of the GPUs the instance holds).
+* Censored: status Running or Waiting, or no end_time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+
+from traincast.errors import TraincastError
+from traincast.trace.adapters.base import (
+    Check,
+    Field,
+    Plan,
+    csv_relation,
+    lit,
+    num,
+    running_status,
+    text,
+)
+
+NAME = "pai-2020"
+HEADERS: dict[str, tuple[str, ...]] = {
+    "job": ("job_name", "inst_id", "user", "status", "start_time", "end_time"),
+    "task": ("job_name", "task_name", "inst_num", "status", "start_time", "end_time",
+             "plan_cpu", "plan_mem", "plan_gpu", "gpu_type"),
+    "instance": ("job_name", "task_name", "inst_name", "worker_name", "inst_id", "status",
+                 "start_time", "end_time", "machine"),
+    "sensor": ("job_name", "task_name", "worker_name", "inst_id", "machine", "gpu_name",
+               "cpu_usage", "gpu_wrk_util", "avg_mem", "max_mem", "avg_gpu_wrk_mem",
+               "max_gpu_wrk_mem", "read", "write", "read_count", "write_count"),
+    "group_tag": ("inst_id", "user", "gpu_type_spec", "group", "workload"),
+}
+REQUIRED_TABLES = ("job", "task")
+ARCH_RULE = ("ps task and >= 1 worker instance -> ps-worker; > 1 worker instance -> "
+             "allreduce-cluster (allreduce-local if all on one machine); one worker with > 1 "
+             "GPU -> allreduce-local; else 1w1g")
+_WORKER = "lower(task_name) NOT IN ('ps', 'evaluator')"
+
+
+def find_tables(paths: list[Path]) -> dict[str, Path]:
+    """Table name -> file, from directories and files named ``pai_<table>_table*``."""
+    files: list[Path] = []
+    for p in paths:
+        files.extend(sorted(p.glob("pai_*_table*")) if p.is_dir() else [p])
+    found: dict[str, Path] = {}
+    for f in files:
+        if f.suffix == ".header":
+            continue
+        for table in HEADERS:
+            if f.name.startswith(f"pai_{table}_table"):
+                if table in found:
+                    raise TraincastError(f"{NAME}: two files for table pai_{table}_table: "
+                                         f"{found[table]} and {f}")
+                found[table] = f
+    missing = [t for t in REQUIRED_TABLES if t not in found]
+    if missing:
+        raise TraincastError(
+            f"{NAME}: {', '.join(str(p) for p in paths)}: missing table(s) "
+            f"{', '.join(f'pai_{t}_table.csv' for t in missing)}",
+            hint="give the directory of the trace or its table files (pai_job_table.csv, "
+                 "pai_task_table.csv, and optionally the instance, sensor and group-tag tables)")
+    return found
+
+
+def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
+          mapping: Mapping[str, str] | None) -> list[Plan]:
+    if mapping:
+        raise TraincastError(f"{NAME}: --map is not supported for the multi-table PAI trace",
+                             hint="use --format csv with --map for single-table traces")
+    tables = find_tables(paths)
+    # row numbers (for error reports) only on the job and task tables; the big instance and
+    # sensor tables are streamed through aggregations
+    rel = {t: csv_relation(p, HEADERS[t], rows=t in REQUIRED_TABLES) for t, p in tables.items()}
+    bad_task = (f"CASE WHEN inst_num IS NOT NULL AND {num('inst_num')} IS NULL THEN 'inst_num' "
+                f"WHEN plan_gpu IS NOT NULL AND trim(plan_gpu) <> '' AND {num('plan_gpu')} IS NULL "
+                f"THEN 'plan_gpu' WHEN {num('plan_gpu')} < 0 THEN 'plan_gpu' "
+                f"WHEN {num('inst_num')} < 0 THEN 'inst_num' END")
+    gpus = f"COALESCE({num('plan_gpu')}, 0) / 100.0 * COALESCE({num('inst_num')}, 1)"
+    task = (f"(SELECT job_name, sum({gpus}) AS t_gpus, "
+            f"sum(CASE WHEN lower(task_name) = 'ps' THEN {num('inst_num')} ELSE 0 END) AS t_ps, "
+            f"sum(CASE WHEN {_WORKER} THEN {num('inst_num')} ELSE 0 END) AS t_workers, "
+            f"max(CASE WHEN {_WORKER} THEN {num('plan_gpu')} / 100.0 END) AS t_gpw, "
+            f"arg_max(NULLIF(gpu_type, ''), {gpus}) AS t_gpu_type, "
+            f"min(CASE WHEN _bad IS NOT NULL THEN _row END) AS t_bad_row, "
+            f"arg_min(_bad, _row) AS t_bad_field, arg_min(_bad_value, _row) AS t_bad_value "
+            f"FROM (SELECT *, {bad_task} AS _bad, CASE WHEN ({bad_task}) = 'inst_num' THEN "
+            f"inst_num ELSE plan_gpu END AS _bad_value FROM {rel['task']}) GROUP BY job_name)")
+    joins = [f"LEFT JOIN {task} t ON t.job_name = j.job_name"]
+    cols = ["t.*"]
+    if "instance" in rel:
+        joins.append(f"LEFT JOIN (SELECT job_name, count(DISTINCT machine) FILTER (WHERE "
+                     f"{_WORKER}) AS i_machines, min({num('start_time')}) AS i_start "
+                     f"FROM {rel['instance']} GROUP BY job_name) i ON i.job_name = j.job_name")
+        cols += ["i.i_machines", "i.i_start"]
+    else:
+        cols += ["NULL AS i_machines", "NULL AS i_start"]
+    if "sensor" in rel:
+        plan = (f"(SELECT job_name, task_name, max({num('plan_gpu')}) AS plan_gpu "
+                f"FROM {rel['task']} GROUP BY job_name, task_name)")
+        joins.append(f"LEFT JOIN (SELECT s.job_name, avg({num('s.gpu_wrk_util')} / "
+                     f"NULLIF(p.plan_gpu, 0)) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
+                     f"ON p.job_name = s.job_name AND p.task_name = s.task_name "
+                     f"GROUP BY s.job_name) s ON s.job_name = j.job_name")
+        cols.append("s.s_util")
+    else:
+        cols.append("NULL AS s_util")
+    if "group_tag" in rel:
+        joins.append(f"LEFT JOIN (SELECT inst_id, min(NULLIF(workload, '')) AS g_workload "
+                     f"FROM {rel['group_tag']} GROUP BY inst_id) g ON g.inst_id = j.inst_id")
+        cols.append("g.g_workload")
+    else:
+        cols.append("NULL AS g_workload")
+    relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
+    arch = ("CASE WHEN t_ps > 0 AND t_workers > 0 THEN 'ps-worker' "
+            "WHEN t_workers > 1 THEN CASE WHEN i_machines = 1 THEN 'allreduce-local' "
+            "ELSE 'allreduce-cluster' END "
+            "WHEN t_gpw > 1 THEN 'allreduce-local' "
+            "WHEN t_gpus IS NOT NULL THEN '1w1g' END")
+    fields = {
+        "job_id": Field(f"COALESCE({text('inst_id')}, {text('job_name')})"),
+        "user": Field(text("user")),
+        "status": Field(text("status")),
+        "submit_time_s": Field(num("start_time"), "start_time"),
+        "start_time_s": Field(f"COALESCE(i_start, {num('start_time')})"),
+        "end_time_s": Field(num("end_time"), "end_time"),
+        "architecture": Field(arch),
+        "n_gpus": Field("t_gpus"),
+        "n_workers": Field("CAST(t_workers AS BIGINT)"),
+        "n_ps": Field("CAST(t_ps AS BIGINT)"),
+        "gpus_per_worker": Field("t_gpw"),
+        "gpu_type": Field("t_gpu_type"),
+        "workload": Field("g_workload"),
+        "gpu_util": Field("s_util"),
+    }
+    checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
+                    file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
+    censored = f"({running_status('status')} OR {num('end_time')} IS NULL)"
+    return [Plan(NAME, str(tables["job"]), relation, fields, censored=censored, checks=checks,
+                 files=[str(p) for p in tables.values()])]

@@ -1,0 +1,231 @@
+"""``traincast validate``: predict real training steps on this machine, run them, compare.
+
+For each case (a zoo model, a batch size, an architecture):
+
+1. **predict** — profile the model (per-op table), then predict with the calibrated catalog
+   (``[node.local]`` of ``traincast calibrate``): data I/O and communication by the core model
+   (``traincast.predict``: ``T_data = input_bytes / bw(pcie)``, ``T_comm`` by architecture),
+   compute by the per-op roofline with measured efficiency curves (traincast.roofline),
+   ``T_total = T_data + T_comp + T_comm`` (no overlap). The paper's additive model with the
+   same catalog (one peak, one bandwidth) is reported beside it as ``paper_predicted_s``;
+2. **measure** — run real training steps (traincast.validate.runs): warm-up, then the median
+   of several; plus a per-component breakdown from ``torch.profiler``;
+3. **compare** — ``error = predicted / measured - 1`` per case; the summary gives the median
+   and 90th percentile of ``|error|``.
+
+Architectures: ``1w1g`` (this process), ``allreduce-local`` (DistributedDataParallel over 2
+local processes) and ``ps-worker`` (1 parameter server + 2 workers, torch.distributed).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+
+__all__ = ["Case", "FULL_CASES", "GPU_CASES", "QUICK_CASES", "validate", "predict_case",
+           "summarize"]
+
+MEDIAN_TARGET = 0.15
+MAX_TARGET = 0.40
+
+
+@dataclass(frozen=True)
+class Case:
+    """One validation case: a MODEL spec, its family, batch size per replica, architecture, the
+    processes it runs (``1w1g``: 1; ``allreduce-local``: ``gpus``; ``ps-worker``: ``workers``
+    + 1 server) and ``crop``: ``(input index, dim, length)`` triples that shorten the inputs
+    (tokens, frames, pixels) so a step fits a CPU core."""
+
+    model: str
+    family: str
+    batch_size: int
+    arch: str = "1w1g"
+    gpus: int = 1
+    workers: int = 0
+    crop: tuple[tuple[int, int, int], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.removeprefix('zoo:')} b{self.batch_size} {self.arch}"
+
+
+# Inputs cropped (fewer pixels, tokens or frames) and batches chosen so that one step takes about
+# 0.05-1.5 s on one CPU core; the models themselves are the zoo's, unchanged.
+_IMG64, _IMG112 = ((0, 2, 64), (0, 3, 64)), ((0, 2, 112), (0, 3, 112))
+_NMT16 = ((0, 1, 16), (1, 1, 16), (2, 1, 16))
+FULL_CASES: tuple[Case, ...] = (
+    Case("zoo:resnet50", "CNN", 4, crop=_IMG64),
+    Case("zoo:mobilenet-v2", "CNN", 4, crop=_IMG112),
+    Case("zoo:transformer-nmt", "transformer", 4, crop=_NMT16),
+    Case("zoo:bert-base", "transformer", 2, crop=((0, 1, 32), (1, 1, 32), (2, 1, 32))),
+    Case("zoo:gpt2", "transformer", 2, crop=((0, 1, 32), (1, 1, 32))),
+    Case("zoo:multi-interest", "recommender", 256),
+    Case("zoo:speech", "RNN", 2, crop=((0, 3, 100), (1, 1, 20))),
+    Case("zoo:mobilenet-v2", "CNN", 4, "allreduce-local", gpus=2, crop=_IMG112),
+    Case("zoo:transformer-nmt", "transformer", 4, "ps-worker", workers=2, crop=_NMT16),
+)
+# On a GPU: the zoo's own inputs, batches a single GPU trains in well under a second.
+GPU_CASES: tuple[Case, ...] = (
+    Case("zoo:resnet50", "CNN", 32),
+    Case("zoo:mobilenet-v2", "CNN", 64),
+    Case("zoo:transformer-nmt", "transformer", 64),
+    Case("zoo:bert-base", "transformer", 16),
+    Case("zoo:gpt2", "transformer", 2),
+    Case("zoo:multi-interest", "recommender", 256),
+    Case("zoo:speech", "RNN", 4, crop=((0, 3, 400), (1, 1, 80))),
+    Case("zoo:resnet50", "CNN", 32, "allreduce-local", gpus=2),
+    Case("zoo:transformer-nmt", "transformer", 64, "ps-worker", workers=2),
+)
+QUICK_CASES: tuple[Case, ...] = (
+    Case("zoo:mobilenet-v2", "CNN", 2, crop=_IMG112),
+    Case("zoo:transformer-nmt", "transformer", 2, crop=_NMT16),
+)
+
+
+def predict_case(features: dict[str, Any], ops: Sequence[dict[str, Any]], case: Case,
+                 catalog: Catalog) -> dict[str, Any]:
+    """Predicted seconds of one case: calibrated per-op model and the paper's additive model."""
+    from traincast.model import total_time_s
+    from traincast.predict import predict
+    from traincast.roofline import Curves, compute_breakdown
+
+    kw: dict[str, Any] = {"arch": case.arch, "node": "local", "catalog": catalog}
+    if case.arch == "ps-worker":
+        kw.update(workers=case.workers, ps=1)
+    elif case.arch != "1w1g":
+        kw.update(gpus=case.gpus)
+    paper = predict(features, **kw)
+    comp = compute_breakdown(ops, Curves.from_gpu(catalog.gpu("local")))
+    data, comm = paper["time_s"]["data_io"], paper["time_s"]["comm"]
+    total = float(total_time_s(data, comp["compute_flop"] + comp["compute_mem"], comm))
+    return {"predicted_s": total, "paper_predicted_s": float(paper["time_s"]["total"]),
+            "predicted": {"data_io": data, "compute_flop": comp["compute_flop"],
+                          "compute_mem": comp["compute_mem"], "comm": comm,
+                          "op_overhead": comp["overhead"], "fresh_alloc": comp["fresh"]},
+            "paper": {k: float(paper["time_s"][k]) for k in
+                      ("data_io", "compute_flop", "compute_mem", "comm")},
+            "ops": comp["ops"]}
+
+
+def measure_case(case: Case, *, device: str, threads: int, steps: int, warmup: int,
+                 profile_steps: int) -> dict[str, Any]:
+    """Run the case for real; ``{"times", "breakdown"}`` of the measuring rank."""
+    from traincast.calibrate.dist import backend_for, run_local
+    from traincast.validate import runs
+
+    args = {"model": case.model, "batch_size": case.batch_size, "crop": case.crop,
+            "device": device,
+            "threads": threads, "steps": steps, "warmup": warmup,
+            "profile_steps": profile_steps}
+    if case.arch == "1w1g":
+        return runs.single(args)
+    if case.arch == "allreduce-local":
+        return run_local(runs.ddp_target, case.gpus, args,
+                         backend=backend_for(device, case.gpus))[0]
+    if case.arch == "ps-worker":
+        return run_local(runs.ps_target, case.workers + 1, args, backend="gloo")[1]
+    raise ValueError(f"validate has no real run for architecture {case.arch!r}")
+
+
+def summarize(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Median / 90th percentile / max of ``|error|`` (and of the paper model's), targets."""
+    err = np.abs([c["error"] for c in cases]) if cases else np.array([np.nan])
+    paper = np.abs([c["paper_error"] for c in cases]) if cases else np.array([np.nan])
+    out = {"median_abs_error": float(np.median(err)),
+           "p90_abs_error": float(np.percentile(err, 90)),
+           "max_abs_error": float(np.max(err)),
+           "paper_median_abs_error": float(np.median(paper)),
+           "paper_p90_abs_error": float(np.percentile(paper, 90))}
+    out["targets_met"] = bool(out["median_abs_error"] <= MEDIAN_TARGET
+                              and out["max_abs_error"] <= MAX_TARGET)
+    return out
+
+
+def _catalog(path: str | Path | None, quick: bool, device: str, threads: int,
+             say: Callable[[str], None]) -> tuple[Catalog, str]:
+    if path is not None:
+        return load_catalog([path]), str(path)
+    from traincast.calibrate import calibrate
+
+    say("calibrating this machine" + (" (quick)" if quick else ""))
+    tmp = Path(tempfile.mkdtemp(prefix="traincast-")) / "local.toml"
+    calibrate(tmp, quick=quick, device=device, threads=threads, progress=say)
+    return load_catalog([tmp]), str(tmp)
+
+
+def validate(catalog: str | Path | None = None, *, quick: bool = False,
+             cases: Sequence[Case] | None = None, device: str | None = None, threads: int = 1,
+             steps: int | None = None, warmup: int | None = None, profile_steps: int = 2,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Predict, run and compare every case; the DESIGN JSON (``cases``, ``median_abs_error``,
+    ``p90_abs_error``) plus predicted/measured components and the paper model's error.
+
+    ``catalog``: a ``traincast calibrate`` file; None = calibrate now (quick with ``quick``).
+    """
+    import torch
+
+    from traincast.calibrate import default_device, device_name
+    from traincast.features.profile import profile
+    from traincast.validate.runs import build
+
+    say = progress or (lambda _msg: None)
+    device = device or default_device()
+    torch.set_num_threads(threads)
+    if cases is None:
+        cases = QUICK_CASES if quick else (GPU_CASES if device.startswith("cuda") else FULL_CASES)
+    cases = list(cases)
+    steps = steps or (5 if quick else 9)
+    warmup = warmup or 2
+    cat, cat_path = _catalog(catalog, quick, device, threads, say)
+    rows: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for case in cases:
+        say(f"{case.label}: profile and predict")
+        model, inputs = build(case.model, case.batch_size, case.crop)
+        feats = profile(model, inputs, optimizer="adam", ops=True)
+        ops = feats.pop("ops")
+        pred = predict_case(feats, ops, case, cat)
+        del model, inputs
+        say(f"{case.label}: {warmup} warm-up + {steps} timed steps")
+        try:
+            run = measure_case(case, device=device, threads=threads, steps=steps, warmup=warmup,
+                               profile_steps=profile_steps)
+        except (TraincastError, RuntimeError) as exc:  # reported, not hidden
+            failed.append({"model": case.model.removeprefix("zoo:"), "arch": case.arch,
+                           "batch_size": case.batch_size,
+                           "reason": str(exc).strip().splitlines()[-1]})
+            say(f"{case.label}: the real run failed: {failed[-1]['reason']}")
+            continue
+        times = np.asarray(run["times"])
+        measured = float(np.median(times))
+        p10, p90 = np.percentile(times, [10, 90])
+        rows.append({
+            "model": case.model.removeprefix("zoo:"), "family": case.family, "arch": case.arch,
+            "batch_size": case.batch_size, "crop": [list(c) for c in case.crop],
+            "processes": 1 if case.arch == "1w1g" else
+            (case.gpus if case.arch == "allreduce-local" else case.workers + 1),
+            "measured_s": measured, "measured_spread": float((p90 - p10) / measured),
+            "measured_wall_s": float(np.median(run["wall"])), "clock": run["clock"],
+            "predicted_s": pred["predicted_s"],
+            "error": pred["predicted_s"] / measured - 1.0,
+            "paper_predicted_s": pred["paper_predicted_s"],
+            "paper_error": pred["paper_predicted_s"] / measured - 1.0,
+            "predicted": pred["predicted"], "paper": pred["paper"],
+            "measured": run["breakdown"], "ops": pred["ops"],
+            "flops_compute_bound": feats["flops_compute_bound"],
+            "bytes_memory_bound": feats["bytes_memory_bound"],
+            "weight_bytes": feats["weight_bytes"]})
+        say(f"{case.label}: measured {measured * 1e3:.1f} ms, predicted "
+            f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})")
+    return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
+            "threads": threads, "catalog": cat_path, "steps": steps, "warmup": warmup,
+            "cases": rows, "failed": failed, **summarize(rows),
+            "case_specs": [asdict(c) for c in cases]}

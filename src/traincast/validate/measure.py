@@ -1,0 +1,208 @@
+"""Run real training steps and measure them: wall time per step, and a per-component breakdown.
+
+Clocks: on the CPU a step is timed by wall time minus the time the training thread sat ready
+on the run queue while other programs held the cores (``calibrate.bench.dedicated_clock``):
+what the wall clock would show on a dedicated machine, waiting for communication included; for
+one process with one torch thread this is its CPU time. Plain wall time is recorded as well.
+CUDA steps: wall time.
+
+One step = copy the input batch to the device (a memcpy on the CPU, pinned host-to-device on
+CUDA), forward, loss (the model's scalar output, else the sum of its outputs; the profiler's rule),
+backward, then the
+``after_backward`` hook (a parameter-server exchange, ...) and the optimizer step. Step time =
+median of ``steps`` timed steps after ``warmup`` untimed ones.
+
+The breakdown comes from ``torch.profiler`` over a few more steps: each aten op's *self* time
+(device time on CUDA, CPU time on the CPU) goes to
+
+* ``compute_flop``: matrix products, convolutions (every aten op with ``conv`` in its name,
+  e.g. ``_slow_conv2d_backward``) and attention kernels (``FLOP_OPS``),
+* ``comm``: collectives and send/recv (names with ``all_reduce``, ``allreduce``, ``send``,
+  ``recv``, ``broadcast``, ``gloo``, ``nccl``),
+* ``data_io``: the input copy (the ``traincast.data`` region),
+* ``compute_mem``: every other aten op;
+
+``framework`` = profiled step time minus those (Python, autograd engine, module calls, op
+dispatch not counted as any op's self time). On the CPU the profiler's intervals are wall time;
+they are scaled by the dedicated-clock time over the wall time of the profiled steps, so that
+the components add up to the step's time as the step clock measures it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+FLOP_OPS = frozenset({
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
+    "aten::convolution", "aten::_convolution", "aten::mkldnn_convolution",
+    "aten::convolution_backward", "aten::cudnn_convolution", "aten::_convolution_backward",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
+    "aten::_flash_attention_backward", "aten::_efficient_attention_forward",
+    "aten::_efficient_attention_backward", "aten::_scaled_dot_product_flash_attention_backward",
+    "aten::_scaled_dot_product_efficient_attention_backward",
+    "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::mkldnn_rnn_layer", "aten::mkldnn_rnn_layer_backward", "aten::_cudnn_rnn",
+    "aten::_cudnn_rnn_backward",
+})
+COMM_WORDS = ("all_reduce", "allreduce", "send", "recv", "broadcast", "gloo", "nccl")
+DATA_REGION = "traincast.data"
+
+
+def sync(device: str) -> None:
+    """Wait for the device (CUDA) to finish queued work."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def keep_freed_memory() -> bool:
+    """Keep memory freed by a step inside the process (glibc: no trimming, no mmap below 1 GB).
+
+    By default glibc hands large freed blocks back to the OS, and the next step page-faults
+    them in again (zeroed by the kernel): a cost of the allocator, not of the model's work,
+    which tcmalloc/jemalloc-based training setups do not pay. Returns False where ``mallopt``
+    is unavailable (not glibc), leaving the allocator as it is.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_trim_threshold, 1 << 30)
+                    and libc.mallopt(m_mmap_threshold, 1 << 30))
+    except (OSError, AttributeError):
+        return False
+
+
+def host_inputs(inputs: Sequence[Any], device: str) -> list[Any]:
+    """The input batch as it sits on the host before a step (pinned on CUDA)."""
+    import torch
+
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            x = x.detach().cpu()
+            if device.startswith("cuda"):
+                x = x.pin_memory()
+        out.append(x)
+    return out
+
+
+def make_step(model: Any, inputs: Sequence[Any], optimizer: Any, device: str,
+              after_backward: Callable[[], None] | None = None) -> Callable[[], None]:
+    """One training step as a closure (see the module docstring)."""
+    import torch
+    from torch.profiler import record_function
+
+    from traincast.features.profile import _loss_of
+
+    host = host_inputs(inputs, device)
+    cuda = device.startswith("cuda")
+
+    def step() -> None:
+        with record_function(DATA_REGION):
+            batch = [x.to(device, non_blocking=True) if cuda else x.clone()
+                     if isinstance(x, torch.Tensor) else x for x in host]
+        loss = _loss_of(model(*batch))
+        loss.backward()
+        if after_backward is not None:
+            after_backward()
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def time_steps(step: Callable[[], None], device: str, *, steps: int, warmup: int,
+               barrier: Callable[[], None] | None = None,
+               clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """``{"times": [...], "wall": [...]}``: seconds of each of ``steps`` steps after ``warmup``
+    untimed ones, by ``clock`` and by wall time."""
+    for _ in range(warmup):
+        step()
+    sync(device)
+    times, wall = [], []
+    for _ in range(steps):
+        if barrier is not None:
+            barrier()
+        t0, w0 = clock(), time.perf_counter()
+        step()
+        sync(device)
+        times.append(clock() - t0)
+        wall.append(time.perf_counter() - w0)
+    return {"times": times, "wall": wall}
+
+
+def classify(name: str) -> str:
+    """Component of a profiler event name (see the module docstring); '' for non-ops."""
+    low = name.lower()
+    if name == DATA_REGION:
+        return "data_io"
+    if any(w in low for w in COMM_WORDS):
+        return "comm"
+    if name in FLOP_OPS or (name.startswith("aten::") and "conv" in low):
+        return "compute_flop"
+    if name.startswith("aten::"):
+        return "compute_mem"
+    return ""
+
+
+def profile_breakdown(step: Callable[[], None], device: str, *, steps: int = 2) -> dict[str, float]:
+    """Per-step seconds by component from ``torch.profiler`` over ``steps`` steps."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.startswith("cuda")
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sync(device)
+    from traincast.calibrate.bench import dedicated_clock
+
+    with profile(activities=acts) as prof:
+        t0, c0 = time.perf_counter(), dedicated_clock()
+        for _ in range(steps):
+            step()
+        sync(device)
+        wall = (time.perf_counter() - t0) / steps
+        dedicated = (dedicated_clock() - c0) / steps
+    # on the CPU the profiler's intervals are wall time: scale them to the dedicated clock
+    scale = 1.0 if cuda else min(dedicated / wall, 1.0)
+    parts = {"data_io": 0.0, "compute_flop": 0.0, "compute_mem": 0.0, "comm": 0.0}
+    data_children = 0.0
+    for ev in prof.key_averages():
+        kind = classify(ev.key)
+        if not kind:
+            continue
+        if kind == "data_io":  # the region's total; its copy ops are counted here, not twice
+            parts["data_io"] += (ev.device_time_total if cuda else ev.cpu_time_total) * 1e-6
+            continue
+        self_us = ev.self_device_time_total if cuda else ev.self_cpu_time_total
+        parts[kind] += self_us * 1e-6
+    for ev in prof.events():  # copies issued inside the data region
+        if ev.cpu_parent is not None and ev.cpu_parent.name == DATA_REGION:
+            data_children += (ev.self_device_time_total if cuda else ev.self_cpu_time_total)
+    parts["compute_mem"] = max(parts["compute_mem"] - data_children * 1e-6, 0.0)
+    out = {k: v / steps * scale for k, v in parts.items()}
+    wall *= scale
+    out["profiled_step_s"] = wall
+    out["framework"] = max(wall - sum(out[k] for k in parts), 0.0)
+    return out
+
+
+def summary_s(times: Sequence[float]) -> dict[str, float]:
+    """Median step time and its spread ``(p90 - p10) / median``."""
+    t = np.asarray(times, dtype=np.float64)
+    med = float(np.median(t))
+    p10, p90 = np.percentile(t, [10, 90])
+    return {"median_s": med, "spread": float((p90 - p10) / med), "steps": int(t.size)}

@@ -1,0 +1,87 @@
+"""Write ``profiles.json``: every zoo model profiled at its default batch, fp32 and under autocast.
+
+    python -m traincast.zoo.build_profiles [-o PATH] [NAME ...]
+
+Deterministic: seeded inputs, sorted keys, no timestamps; the same torch gives the same file.
+The optimizer is Adam. With NAMEs, only those entries are re-profiled (the others are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from traincast.zoo.registry import ZOO
+
+DEFAULT_PATH = Path(__file__).with_name("profiles.json")
+AMP_KEYS = ("bytes_memory_bound", "bytes_memory_bound_fused", "flops_compute_bound",
+            "memory_bytes")
+
+
+def profile_entry(name: str) -> dict[str, Any]:
+    """The shipped record of zoo model ``name``: its fp32 profile plus the autocast figures."""
+    from traincast.features.profile import profile_model
+
+    entry = ZOO[name]
+    rec = profile_model(f"zoo:{name}")
+    amp = profile_model(f"zoo:{name}", amp=True)
+    for key in AMP_KEYS:
+        rec[f"{key}_amp"] = amp[key]
+    batch = rec["batch_size"]
+    rec.update({
+        "family": entry.family, "description": entry.description,
+        "input_shape": entry.input_shape, "published_params": entry.published_params,
+        "source": entry.source,
+        "flops_forward_per_sample": rec["flops_forward"] / batch,
+        "flops_train_per_sample": rec["flops_total"] / batch,
+    })
+    return rec
+
+
+def build(path: Path = DEFAULT_PATH, names: list[str] | None = None) -> dict[str, Any]:
+    """Profile the zoo (or ``names``) and write ``path``; returns the written object."""
+    import torch
+
+    models: dict[str, Any] = {}
+    if names and path.exists():
+        models = json.loads(path.read_text())["models"]
+    todo = names or list(ZOO)
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task("profiling the zoo", total=len(todo))
+        for name in todo:
+            progress.update(task, description=f"profiling {name}")
+            models[name] = profile_entry(name)
+            progress.advance(task)
+    data = {"meta": {"generator": "python -m traincast.zoo.build_profiles",
+                     "torch": torch.__version__.split("+")[0], "optimizer": "adam",
+                     "amp_dtype": "float16", "device": "meta",
+                     "docs": "docs/profile.md, docs/zoo.md"},
+            "models": {k: models[k] for k in ZOO if k in models}}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="zoo models to re-profile (default: all)")
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_PATH)
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in ZOO]
+    if unknown:
+        print(f"unknown zoo models: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    build(args.output, args.names or None)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

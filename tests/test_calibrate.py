@@ -1,0 +1,100 @@
+"""``traincast calibrate`` at tiny sizes: the file it writes loads, predicts, and is sane."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from traincast.calibrate import calibrate  # noqa: E402
+from traincast.calibrate.comm import fit_latency_bw  # noqa: E402
+from traincast.hardware.catalog import CatalogError, load_catalog  # noqa: E402
+from traincast.predict import predict  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cal") / "local.toml"
+    calibrate(path, tiny=True, device="cpu", comm=True)
+    return path
+
+
+def test_calibration_file_loads_and_names_its_sources(tiny_catalog: Path) -> None:
+    cat = load_catalog([tiny_catalog])
+    g = cat.gpu("local")
+    assert g.fp32_tflops > 0 and g.bf16_tflops > 0 and g.mem_bw_gbs > 0
+    assert g.op_overhead_us > 0
+    assert cat.node("local").gpu == "local" and cat.node("local").gpus >= 1
+    for name in ("local-host", "local-allreduce", "local-loopback"):
+        assert cat.link(name).bw_gbs > 0 and cat.link(name).source
+    assert cat.link("local-allreduce").latency_us > 0
+    assert "traincast calibrate" in g.source
+    # measured FLOP-rate curves: sorted x, non-decreasing y, equal lengths
+    for x, y in ((g.gemm_intensity, g.gemm_tflops), (g.conv_intensity, g.conv_tflops)):
+        assert len(x) == len(y) >= 2
+        assert np.all(np.diff(x) > 0) and np.all(np.diff(y) >= 0)
+    assert len(g.elementwise_bytes) == len(g.elementwise_gbs) >= 2
+    assert {"exp", "tanh", "native_layer_norm", "sqrt"} <= set(g.kernel_gelems)
+
+
+def test_calibration_record_keeps_spread_date_device_and_torch(tiny_catalog: Path) -> None:
+    rec = tomllib.loads(tiny_catalog.read_text())["calibration"]["local"]
+    import torch
+
+    assert rec["torch"] == torch.__version__
+    assert rec["device"] == "cpu" and rec["device_name"]
+    assert rec["date"][:2] == "20"
+    assert len(rec["matmul_spread"]) == len(rec["matmul_tflops"]) == len(rec["matmul_mnk"])
+    assert all(s >= 0 for s in rec["matmul_spread"])
+    assert len(rec["allreduce_bytes"]) == len(rec["allreduce_time_us"]) == 2
+
+
+def test_predict_on_the_calibrated_node(tiny_catalog: Path) -> None:
+    cat = load_catalog([tiny_catalog])
+    feats = {"flops_compute_bound": 1e9, "bytes_memory_bound": 1e8, "weight_bytes": 4e6}
+    one = predict(feats, arch="1w1g", node="local", catalog=cat)
+    g = cat.gpu("local")
+    # the paper's model on the measured peak: F / (fp32_tflops * 1e12), B / (mem_bw_gbs * 1e9)
+    assert one["time_s"]["compute_flop"] == pytest.approx(1e9 / (g.fp32_tflops * 1e12))
+    assert one["time_s"]["compute_mem"] == pytest.approx(1e8 / (g.mem_bw_gbs * 1e9))
+    two = predict(feats, arch="allreduce-local", gpus=2, node="local", catalog=cat)
+    # 2 (n - 1) / n * W / bw(intra) with n = 2: W / bw
+    bw = cat.link("local-allreduce").bw_gbs * 1e9
+    assert two["time_s"]["comm"] == pytest.approx(4e6 / bw)
+
+
+def test_fit_latency_and_bandwidth_by_hand() -> None:
+    # t = 100 us + S / 1 GB/s: 4 B -> ~100 us, 1e8 B -> 100 us + 0.1 s
+    sizes = np.array([4.0, 1e6, 1e8])
+    times = 1e-4 + sizes / 1e9
+    lat, bw = fit_latency_bw(sizes, times)
+    assert lat == pytest.approx(1e-4, rel=1e-3)
+    assert bw == pytest.approx(1e9, rel=1e-3)
+    # a ring all-reduce moves 2 (n - 1) / n of the message: bus bandwidth = that / time
+    _, busbw = fit_latency_bw(sizes, times, moved_factor=1.5)
+    assert busbw == pytest.approx(1.5e9, rel=1e-3)
+
+
+def _gpu_file(tmp_path: Path, extra: str) -> Path:
+    path = tmp_path / "bad.toml"
+    path.write_text(f"[gpu.x]\nfp32_tflops = 1.0\nmem_bw_gbs = 10.0\n{extra}\n")
+    return path
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("gemm_intensity = [1.0, 2.0]\ngemm_tflops = [1.0]", "same length"),
+    ("gemm_intensity = [2.0, 1.0]\ngemm_tflops = [1.0, 2.0]", "strictly increasing"),
+    ("gemm_intensity = [1.0]", "needs 'gemm_tflops'"),
+    ("conv_tflops = [1.0, -2.0]\nconv_intensity = [1.0, 2.0]", "positive numbers"),
+    ("kernel_gelems = { exp = 0 }", "table of positive numbers"),
+])
+def test_bad_curves_name_file_table_and_key(tmp_path: Path, extra: str, words: str) -> None:
+    path = _gpu_file(tmp_path, extra)
+    with pytest.raises(CatalogError) as err:
+        load_catalog([path])
+    assert str(path) in str(err.value) and "[gpu.x]" in str(err.value)
+    assert words in str(err.value)

@@ -1,0 +1,120 @@
+"""characterize on a tiny trace, checked by hand against DESIGN.md's formulas."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import traincast.trace as trace_mod
+from traincast.characterize import characterize
+from traincast.hardware.catalog import load_catalog
+from traincast.trace import fill_features, jobs_from_args
+
+HEADER = ("job_id,start_time_s,end_time_s,architecture,n_gpus,n_workers,n_ps,gpus_per_worker,"
+          "gpu_type,workload,flops_compute_bound,bytes_memory_bound,weight_bytes,"
+          "embedding_bytes_touched,input_bytes\n")
+ROWS = [
+    "A,0,100,1w1g,1,,,,V100,,1e12,1e10,1e8,0,1e7",
+    "B,0,50,allreduce-local,4,,,,V100,,1e12,1e10,1e8,0,1e7",
+    "C,0,10,ps-worker,8,8,2,1,V100,,1e12,1e10,1e9,0,1e7",
+    "D,0,20,1w1g,1,,,,V100,mystery,,,,,",
+    "E,0,30,1w1g,0,,,,,,1e12,1e10,1e8,0,1e7",
+]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> pa.Table:
+    path = tmp_path / "tiny.csv"
+    path.write_text(HEADER + "\n".join(ROWS) + "\n")
+    return jobs_from_args(path, tmp_path / "s.duckdb", "csv", None)
+
+
+def hand_times() -> dict[str, list[float]]:
+    """DESIGN.md formulas with the shipped catalog's V100 node (pai-v100-nvlink)."""
+    cat = load_catalog()
+    gpu = cat.gpu("V100")
+    node = cat.node(cat.default_node_of("V100"))
+    p = gpu.fp32_tflops * 1e12 * gpu.flop_efficiency
+    m = gpu.mem_bw_gbs * 1e9 * gpu.mem_efficiency
+    bw = {r: cat.links[getattr(node, r)].bw_gbs * 1e9 * cat.links[getattr(node, r)].efficiency
+          for r in ("pcie", "intra", "nic")}
+    data, flop, mem = 1e7 / bw["pcie"], 1e12 / p, 1e10 / m
+    comm_a = 0.0
+    comm_b = 2 * (4 - 1) / 4 * 1e8 / bw["intra"]                   # ring of 4 in one node
+    w, workers, ps, k = 1e9, 8, 2, 1                                # k = min(g=1, m=8)
+    comm_c = 2 * w / bw["pcie"] + max(2 * w * k / bw["nic"], 2 * workers * w / (ps * bw["nic"]))
+    return {name: [data, flop, mem, comm] for name, comm in
+            (("A", comm_a), ("B", comm_b), ("C", comm_c))}
+
+
+def test_counts_and_gpu_time(tiny: pa.Table) -> None:
+    r = characterize(tiny, fill=False)
+    assert r["jobs"] == 5 and r["gpus"] == 1 + 4 + 8 + 1 + 0
+    assert r["gpu_time_s"] == 1 * 100 + 4 * 50 + 8 * 10 + 1 * 20
+    a = r["by_architecture"]
+    assert list(a) == ["1w1g", "allreduce-local", "ps-worker"]
+    assert (a["1w1g"]["jobs"], a["1w1g"]["gpus"], a["1w1g"]["gpu_time_s"]) == (3, 2, 120)
+    assert a["ps-worker"]["job_share"] == pytest.approx(1 / 5)
+    assert a["ps-worker"]["gpu_share"] == pytest.approx(8 / 14)
+    assert a["ps-worker"]["gpu_time_share"] == pytest.approx(80 / 400)
+    assert r["by_gpu_type"]["V100"]["jobs"] == 4 and r["by_gpu_type"]["unknown"]["jobs"] == 1
+    assert r["by_gpu_type"]["V100"]["gpu"] == "V100-SXM2-16GB"
+    assert r["cdf"]["gpus_per_job"] == {"value": [0, 1, 4, 8], "cdf": [0.2, 0.6, 0.8, 1.0]}
+    d = r["cdf"]["duration_s"]
+    assert d["value"][0] == 10 and d["value"][50] == 30 and d["value"][-1] == 100
+    assert r["flags"]["zero_gpu"] == 1 and r["flags"]["arch_inferred"] == 0
+
+
+def test_breakdown_by_hand(tiny: pa.Table) -> None:
+    r = characterize(tiny, fill=False)["breakdown"]
+    t = hand_times()
+    shares = {k: [x / sum(v) for x in v] for k, v in t.items()}
+    # D has no features, E no GPU: three jobs known
+    assert r["jobs"] == 3 and r["gpus"] == 13
+    comp = ["data_io", "compute_flop", "compute_mem", "comm"]
+    for i, c in enumerate(comp):
+        jw = (shares["A"][i] + shares["B"][i] + shares["C"][i]) / 3
+        gw = (1 * shares["A"][i] + 4 * shares["B"][i] + 8 * shares["C"][i]) / 13
+        gtw = (100 * shares["A"][i] + 200 * shares["B"][i] + 80 * shares["C"][i]) / 380
+        assert r["job_weighted"][c] == pytest.approx(jw)
+        assert r["gpu_weighted"][c] == pytest.approx(gw)
+        assert r["gpu_time_weighted"][c] == pytest.approx(gtw)
+    assert r["by_architecture"]["ps-worker"]["job_weighted"]["comm"] == \
+        pytest.approx(shares["C"][3])
+    bottleneck = {c: 0 for c in comp}
+    for v in t.values():
+        bottleneck[comp[int(np.argmax(v))]] += 1
+    assert r["bottleneck"] == bottleneck
+    comm = [shares[k][3] for k in "ABC"]
+    assert r["comm_over_80_share"] == pytest.approx(sum(c > 0.8 for c in comm) / 3)
+    assert r["data_io_over_50_share"] == pytest.approx(
+        sum(shares[k][0] > 0.5 for k in "ABC") / 3)
+    assert r["comm_share_cdf"]["value"][-1] == pytest.approx(max(comm))
+    assert r["comm_share_cdf"]["value"][0] == 0.0
+
+
+def test_fill_features_from_workload(tiny: pa.Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = {"flops_compute_bound": 2e12, "bytes_memory_bound": 3e10, "weight_bytes": 4e8,
+               "embedding_bytes_touched": 0, "input_bytes": 5e6, "batch_size": 32}
+    monkeypatch.setattr(trace_mod, "_workload_features",
+                        lambda name: profile if name == "mystery" else None)
+    filled = fill_features(tiny)
+    rows = {j["job_id"]: j for j in filled.to_pylist()}
+    assert rows["D"]["flops_compute_bound"] == 2e12 and rows["D"]["batch_size"] == 32
+    assert rows["A"]["flops_compute_bound"] == 1e12 and rows["A"]["batch_size"] is None
+    r = characterize(tiny)  # fills on the way
+    assert r["breakdown"]["jobs"] == 4
+    assert r["breakdown"]["by_architecture"]["1w1g"]["jobs"] == 2
+
+
+def test_empty_and_unknown_features() -> None:
+    jobs = {"architecture": np.array(["1w1g", None], dtype=object), "n_gpus": np.array([1, 2.0]),
+            "start_time_s": np.array([0.0, 0.0]), "end_time_s": np.array([5.0, math.nan])}
+    r = characterize(jobs)
+    assert r["jobs"] == 2 and r["gpu_time_s"] == 5 and r["jobs_with_duration"] == 1
+    assert list(r["by_architecture"]) == ["1w1g", "unknown"]
+    assert r["breakdown"]["jobs"] == 0

@@ -1,0 +1,248 @@
+"""Hybrid parallelism: model configs, per-strategy formulas, memory, published figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from traincast.errors import TraincastError
+from traincast.parallel import strategies as st
+from traincast.parallel.hybrid import evaluate, hybrid_hardware, predict_hybrid
+from traincast.parallel.models import get_model, list_models
+from traincast.parallel.validation import megatron_2021_rows
+
+# ----------------------------------------------------------------------------- model configs
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_param_count_matches_published(name: str) -> None:
+    cfg = get_model(name)
+    assert cfg.params_published > 0 and cfg.source
+    assert abs(cfg.params / cfg.params_published - 1.0) <= cfg.params_rtol + 1e-12
+
+
+def test_llama2_7b_param_count_by_hand() -> None:
+    h, f, layers, vocab = 4096, 11008, 32, 32000
+    per_layer = 4 * h * h + 3 * h * f + 2 * h          # Q K V O, SwiGLU, two RMSNorms
+    expected = layers * per_layer + 2 * vocab * h + h  # untied embedding and head, final norm
+    assert expected == 6_738_415_616                   # Hugging Face meta-llama/Llama-2-7b-hf
+    assert get_model("zoo:llama2-7b").params == expected
+
+
+def test_mixtral_active_params_published() -> None:
+    cfg = get_model("mixtral-8x7b")
+    # Jiang et al. 2024: 46.7B total, 12.9B active per token (top-2 of 8 experts)
+    assert round(cfg.params / 1e9, 1) == 46.7
+    assert round(cfg.params_active / 1e9, 1) == 12.9
+
+
+def test_megatron_param_formula() -> None:
+    # Narayanan et al. Sec. 3.2: P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)) (no final norm)
+    cfg = get_model("megatron-gpt-1008b")
+    l_, h, v, s = 128, 25600, 51200, 2048
+    formula = 12 * l_ * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l_ * h))
+    assert cfg.params - 2 * h == pytest.approx(formula, rel=1e-12)
+
+
+def test_hf_config_json(tmp_path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+        "tie_word_embeddings": False}))
+    assert get_model(f"hf:{path}").params == 6_738_415_616
+    assert get_model(f"hf:{tmp_path}").params == 6_738_415_616
+
+
+def test_unknown_model_and_bad_hf_file(tmp_path) -> None:
+    with pytest.raises(TraincastError, match="unknown language model"):
+        get_model("zoo:nope")
+    bad = tmp_path / "config.json"
+    bad.write_text('{"hidden_size": 8}')
+    with pytest.raises(TraincastError, match="missing key"):
+        get_model(f"hf:{bad}")
+
+
+# ---------------------------------------------------------------------------- strategy formulas
+
+
+def test_bubble_formula() -> None:
+    assert st.bubble_fraction(4, 8) == pytest.approx(3 / 11)          # (p-1)/(m+p-1)
+    assert st.bubble_fraction(4, 8, 2) == pytest.approx(3 / 19)       # (p-1)/(v m + p-1)
+    assert st.bubble_fraction(1, 8) == 0.0
+    assert st.pipeline_time_s(2.0, 4, 8, 1) == pytest.approx((8 + 3) * 2.0)
+    assert st.pipeline_time_s(2.0, 4, 8, 3) == pytest.approx((8 + 1) * 2.0)
+
+
+def test_tensor_parallel_volume_by_hand() -> None:
+    b, s, h, delta, t = 2, 512, 1024, 2, 4
+    buf = b * s * h * delta                      # 2,097,152 bytes per all-reduce
+    # 4 all-reduces per layer (2 forward, 2 backward), each 2 (t-1)/t of the buffer
+    assert st.tp_bytes_per_layer(b, s, h, delta, t, 0) == 4 * 2 * 3 / 4 * buf == 12_582_912
+    # full recompute repeats the 2 forward all-reduces
+    assert st.tp_bytes_per_layer(b, s, h, delta, t, 2) == 6 * 1.5 * buf
+    assert st.tp_bytes_per_layer(b, s, h, delta, 1, 0) == 0.0
+
+
+def test_zero_volumes_by_hand() -> None:
+    g = p = 1e9
+    d, m = 4, 4
+    got = st.dp_bytes(g, p, d, m, np.array([0, 1, 2, 3]))
+    assert got[0] == pytest.approx(2 * 3 / 4 * 1e9)           # all-reduce
+    assert got[1] == pytest.approx(3 / 4 * 2e9)                # RS grads + AG params
+    assert got[2] == pytest.approx(3 / 4 * (4e9 + 1e9))        # RS per micro-batch + AG once
+    assert got[3] == pytest.approx(3 / 4 * 4 * 3e9)            # (2 AG + RS) per micro-batch
+
+
+def test_expert_and_pipeline_volumes_by_hand() -> None:
+    # 4 all-to-alls per MoE layer, each (e-1)/e of b s k h delta
+    assert st.ep_bytes_per_layer(2, 512, 1024, 2, 2, 1, 8, 0) == pytest.approx(
+        4 * 7 / 8 * 2 * 512 * 2 * 1024 * 2)
+    assert st.p2p_bytes(2, 512, 1024, 2, 4) == 2 * 512 * 1024 * 2 / 4
+    assert st.p2p_time_s(1e6, 4, 2, 1e9) == pytest.approx(2 * 2 * 1e6 / 1e9)
+    assert st.p2p_time_s(1e6, 1, 1, 1e9) == 0.0
+
+
+def test_activation_formulas_korthikanti() -> None:
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    x = 5 * a * s / h
+    assert st.activation_bytes_per_layer(s, b, h, a, 1, False, 0) == pytest.approx(sbh * (34 + x))
+    assert st.activation_bytes_per_layer(s, b, h, a, t, False, 0) == pytest.approx(
+        sbh * (10 + 24 / t + x / t))
+    assert st.activation_bytes_per_layer(s, b, h, a, t, True, 0) == pytest.approx(
+        sbh * (34 + x) / t)
+    assert st.activation_bytes_per_layer(s, b, h, a, t, True, 1) == pytest.approx(34 * sbh / t)
+    assert st.activation_bytes_per_layer(s, b, h, a, t, True, 2) == pytest.approx(2 * sbh)
+
+
+def test_zero_memory_published_figure() -> None:
+    # Rajbhandari et al., ZeRO (SC 2020), Figure 1: 7.5B parameters, 64 GPUs, Adam (K = 12):
+    # baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per GPU.
+    psi = 7.5e9
+    published = [120.0, 31.4, 16.6, 1.9]
+    for zero, gb in enumerate(published):
+        w, g, o = st.model_state_bytes(psi, 64, zero, "bf16")
+        assert float(w + g + o) / 1e9 == pytest.approx(gb, abs=0.05)
+
+
+def test_gpt3_175b_memory_published_config() -> None:
+    # GPT-3 175B, t = 8, p = 8, sequence parallelism + selective recomputation, micro-batch 1
+    # (Korthikanti et al. 2022, Sec. 5 configuration): 1F1B keeps p micro-batches of l/p layers
+    # on the first stage = 34 s b h L / t bytes (Sec. 4.3, eq. 34sbhL/t).
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    res = evaluate(get_model("gpt3-175b"), hw, dp=8, tp=8, pp=8, global_batch=512,
+                   micro_batch=1, recompute=1)
+    expected_act = 34 * 2048 * 1 * 12288 * 96 / 8        # 10.27 GB
+    assert float(res["mem_activations_bytes"]) == pytest.approx(expected_act, rel=1e-9)
+    # weights of the first stage: 12 layers + embedding, split over t = 8
+    cfg = get_model("gpt3-175b")
+    stage_params = (12 * cfg.layer_params + cfg.embedding_params) / 8
+    assert float(res["mem_weights_bytes"]) == pytest.approx(2 * stage_params)
+    assert float(res["mem_optimizer_bytes"]) == pytest.approx(12 * stage_params)
+    assert bool(res["fits"])            # 2+2+12 bytes x 2.8B + 10.3 GB = 55 GB < 80 GB
+
+
+def test_recompute_trades_memory_for_time() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    res = evaluate(get_model("gpt3-175b"), hw, dp=8, tp=8, pp=8, global_batch=512,
+                   recompute=np.array([0, 1, 2]))
+    act, total = res["mem_activations_bytes"], res["total_s"]
+    assert act[0] > act[1] > act[2]
+    assert total[0] < total[1] < total[2]
+
+
+def test_model_flops_by_hand() -> None:
+    cfg = get_model("llama2-7b")
+    out = predict_hybrid(cfg, node="dgx-a100", dp=8, global_batch=64, zero=1)
+    tokens = 64 * 4096
+    flops = (6 * cfg.params_flop + 12 * 32 * 4096 * 4096) * tokens
+    assert out["model_tflops_per_gpu"] == pytest.approx(
+        flops / (out["time_s"]["total"] * 8) / 1e12)
+    assert out["tokens_per_s_per_gpu"] == pytest.approx(tokens / (out["time_s"]["total"] * 8))
+    parts = sum(out["time_s"][k] for k in ("data_io", "compute_flop", "compute_mem", "comm",
+                                           "bubble"))
+    assert parts == pytest.approx(out["time_s"]["total"])
+
+
+def test_fp8_needs_gpu_support() -> None:
+    with pytest.raises(TraincastError, match="fp8"):
+        hybrid_hardware(None, "dgx-a100", "fp8")
+    h100 = hybrid_hardware(None, "dgx-h100", "fp8")
+    assert h100.peak_tflops == pytest.approx(1978.9)
+
+
+def test_invalid_shapes_are_errors() -> None:
+    with pytest.raises(TraincastError, match="multiple of pp"):
+        predict_hybrid("llama2-70b", node="dgx-a100", dp=1, tp=8, pp=3)
+    with pytest.raises(TraincastError, match="heads"):
+        predict_hybrid("llama2-7b", node="dgx-a100", dp=1, tp=3)
+
+
+# ------------------------------------------------------------------ published measurements
+
+
+def test_megatron_table_rows_are_consistent() -> None:
+    table = megatron_2021_rows()
+    assert "Narayanan" in table["source"]
+    for row in table["row"]:
+        assert row["t"] * row["p"] * row["d"] == row["gpus"]
+        # aggregate PFLOP/s = per-GPU TFLOP/s x GPUs (rounding of the per-GPU column)
+        assert row["aggregate_pflops"] == pytest.approx(
+            row["tflops_per_gpu"] * row["gpus"] / 1000, rel=0.01)
+        assert row["percent_peak"] == round(100 * row["tflops_per_gpu"] / 312)
+
+
+# ------------------------------------------------------------------ links chosen per strategy
+
+
+def test_link_times_by_hand() -> None:
+    # dgx-a100: NVLink 3 300 GB/s x 0.67 (collectives), HDR 25 GB/s x 0.85 (collectives);
+    # catalog latencies: NVLink 2 us, HDR 1 us
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    intra_coll, nic_coll = 300e9 * 0.67, 25e9 * 0.85
+    assert hw.intra_coll_bps == pytest.approx(intra_coll)
+    assert (hw.intra_latency_s, hw.nic_latency_s) == pytest.approx((2e-6, 1e-6))
+    cfg = get_model("gpt3-175b")
+    res = evaluate(cfg, hw, dp=8, tp=8, pp=8, global_batch=64, micro_batch=1, recompute=1)
+    m = 64 / 8
+    # tensor parallelism inside the node: 4 all-reduces per layer of 2 (t-1)/t b s h 2 bytes,
+    # each paying 2 (t-1) = 14 ring steps of 2 us
+    buf = 1 * 2048 * 12288 * 2
+    assert float(res["comm_tp_s"]) == pytest.approx(
+        m * 12 * 4 * (2 * 7 / 8 * buf / intra_coll + 14 * 2e-6))
+    # t p = 64 > 8 GPUs: stage boundaries cross the NIC (raw 25 GB/s, the slower hop's 2 us
+    # latency), scattered over t = 8
+    assert float(res["comm_pp_s"]) == pytest.approx(m * 2 * (2e-6 + (buf / 8) / 25e9))
+    # data parallelism: one member per node (t = 8), ring over the NIC, all-reduce of the
+    # first stage's 16-bit gradients; + the tied embedding's gradient all-reduced between the
+    # first and last stage (a ring of 2 over the NIC: 2 x 1/2 x V h / t x 2 bytes)
+    stage_params = (12 * cfg.layer_params + cfg.embedding_params) / 8
+    emb = 2 * 0.5 * 50257 * 12288 / 8 * 2
+    assert cfg.vocab == 50257 and cfg.tied
+    assert float(res["comm_dp_s"]) == pytest.approx(
+        2 * 7 / 8 * 2 * stage_params / nic_coll + emb / nic_coll)
+    assert float(res["bubble_s"]) == pytest.approx(7 * float(res["microbatch_s"]))
+
+
+def test_data_parallel_ring_uses_every_rail_of_its_node() -> None:
+    # t = 1: 8 members of the data-parallel group per node; NCCL runs one ring per rail, so the
+    # group crosses nodes at min(NVLink, 8 rails x 25 GB/s x 0.85) = min(201, 170) GB/s
+    # (nccl-tests issue 119: 8 GPUs and 4 HDR rails per node -> busbw 84.8 of 4 x 25 GB/s)
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    cfg = get_model("llama2-7b")
+    res = evaluate(cfg, hw, dp=np.array([8, 16]), global_batch=64, zero=0, recompute=1)
+    g = 2 * cfg.params
+    assert res["comm_dp_s"][0] == pytest.approx(2 * 7 / 8 * g / (300e9 * 0.67))
+    assert res["comm_dp_s"][1] == pytest.approx(2 * 15 / 16 * g / (8 * 25e9 * 0.85))
+    # t = 4: two members (two rails) per node
+    res4 = evaluate(cfg, hw, dp=4, tp=4, global_batch=64, zero=0, recompute=1)
+    g4 = 2 * (cfg.layers * cfg.layer_params / 4 + cfg.embedding_params / 4
+              + (cfg.head_params / 4 + cfg.final_norm_params))
+    assert float(res4["comm_dp_s"]) == pytest.approx(2 * 3 / 4 * g4 / (2 * 25e9 * 0.85))
+    eth = hybrid_hardware(None, "dgx-a100", "bf16", nic="eth25")
+    slow = evaluate(cfg, eth, dp=16, global_batch=64, zero=0, recompute=1)
+    assert float(slow["comm_dp_s"]) == pytest.approx(2 * 15 / 16 * g / (8 * 3.125e9))

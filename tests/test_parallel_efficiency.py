@@ -1,0 +1,177 @@
+"""Hybrid model mechanisms below the per-strategy formulas: GEMM shape (tile/wave quantization,
+roofline of the attention products), element-wise kernel traffic, gradient accumulation, the
+optimizer step, cross-entropy, sourced efficiencies; and the published Table 1 comparison."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from traincast.parallel import gemm
+from traincast.parallel import strategies as st
+from traincast.parallel.hybrid import evaluate, hybrid_hardware
+from traincast.parallel.models import get_model
+from traincast.parallel.validation import TARGET_REL_ERROR, megatron_2021
+
+# ------------------------------------------------------------------------- sourced efficiencies
+
+
+def test_a100_rates_come_from_efficiency_table() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "fp16")
+    assert hw.gemm_efficiency == pytest.approx(271.2 / 312, abs=1e-3)   # max achievable matmul
+    assert hw.mem_efficiency == pytest.approx(0.88)                      # 1.80 of 2.04 TB/s
+    assert hw.mem_eff_bps == pytest.approx(2039e9 * 0.88)
+    assert hw.sms == 108                                                 # A100 whitepaper
+    # a GPU without published figures keeps the catalog rates and no wave quantization
+    v100 = hybrid_hardware(None, "dgx-a100", "fp16", gpu="V100-SXM2-32GB")
+    assert (v100.sms, v100.mem_efficiency) == (0.0, 1.0)
+
+
+# --------------------------------------------------------------------------------- GEMM shape
+
+
+def test_wave_efficiency_by_hand() -> None:
+    # 2048 x 2304 output on 108 SMs: 256x128 tiles -> 8 x 18 = 144 tiles = 2 waves (216 slots)
+    # -> 2048*2304 / (216 * 32768) = 0.667; 128x256 the same; 128x128 -> 16 x 18 = 288 tiles =
+    # 3 waves (324 slots) -> 2048*2304 / (324 * 16384) = 0.889: cuBLAS's best is 0.889
+    assert gemm.wave_efficiency(2048, 2304, 108) == pytest.approx(2048 * 2304 / (324 * 16384))
+    # exactly one full wave of 256x128 tiles: no loss
+    assert gemm.wave_efficiency(256 * 108, 128, 108) == pytest.approx(1.0)
+    # a 100 x 100 output fills one 128x128 tile: 10000 / 16384 of it is useful, one wave
+    assert gemm.wave_efficiency(100, 100, 108) == pytest.approx(10000 / (108 * 16384))
+    assert gemm.wave_efficiency(100, 100, 0) == 1.0            # unknown GPU: no penalty
+
+
+def test_gemm_times_by_hand() -> None:
+    # one product M=2048, N=2304, K=9216 at R = 1e14 FLOP/s on 108 SMs
+    rate, m, n, k = 1e14, 2048.0, 2304.0, 9216.0
+    flops_s = 2 * m * n * k / rate
+    fwd, bwd = gemm.gemm_times_s([(np.ones(1), np.full(1, m), np.full(1, n), np.full(1, k))],
+                                 rate, 108)
+    w_fwd = 2048 * 2304 / (324 * 16384)                # 2048 x 2304: 0.889 (above)
+    # data gradient 2048 x 9216: 128x128 -> 16 x 72 = 1152 tiles = 11 waves (1188 slots)
+    w_dgrad = 2048 * 9216 / (1188 * 16384)
+    # weight gradient 9216 x 2304: 256x128 -> 36 x 18 = 648 tiles = 6 waves, exactly full
+    w_wgrad = 1.0
+    assert float(fwd[0]) == pytest.approx(flops_s / w_fwd)
+    assert float(bwd[0]) == pytest.approx(flops_s / w_dgrad + flops_s / w_wgrad)
+
+
+def test_attention_products_are_memory_bound_on_a100() -> None:
+    # Q K^T per head, s = 2048, head dim 96 (GPT 1.7B), 2-byte elements:
+    # 2 s^2 d FLOPs over 2 (s^2 + 2 s d) bytes = 2048 * 96 / 2240 = 87.8 FLOP/byte
+    assert gemm.attention_intensity(2048, 96, 2) == pytest.approx(2048 * 96 / 2240)
+    rate, mem = 312e12 * 0.869, 2039e9 * 0.88              # ridge 151 FLOP/byte
+    slow = gemm.attention_slowdown(2048, 96, 2, rate, mem)
+    assert slow == pytest.approx((rate / mem) / (2048 * 96 / 2240))
+    assert 1.70 < slow < 1.74
+    # head dim 160 (GPT 1T): 2048*160/2368 = 138 FLOP/byte, still just below the ridge
+    assert gemm.attention_slowdown(2048, 160, 2, rate, mem) == pytest.approx(
+        (rate / mem) / (2048 * 160 / 2368))
+    # a compute-bound case: slowdown 1
+    assert gemm.attention_slowdown(2048, 512, 2, rate, mem) == 1.0
+
+
+def test_linear_shapes_of_a_gpt_layer() -> None:
+    cfg = get_model("megatron-gpt-1008b")          # h 25600, 4h MLP, GELU
+    shapes = gemm.linear_shapes(cfg, 1, 2048, 8)
+    mnk = [(float(c[0]), float(m[0]), float(n[0]), float(k[0])) for c, m, n, k in
+           (tuple(np.atleast_1d(x) for x in s) for s in shapes)]
+    assert mnk == [(1, 2048, 3 * 25600 / 8, 25600), (1, 2048, 25600, 25600 / 8),
+                   (1, 2048, 4 * 25600 / 8, 25600), (1, 2048, 25600, 4 * 25600 / 8)]
+    # the four products carry the layer's 24 b s h^2 forward FLOPs (over t)
+    flops = sum(c * 2 * m * n * k for c, m, n, k in mnk)
+    assert flops == pytest.approx(24 * 2048 * 25600**2 / 8)
+
+
+# ------------------------------------------------------------------- memory-bound kernels
+
+
+def test_elementwise_traffic_by_hand() -> None:
+    # GPT layer, t = 1, 2-byte tensors: forward 22 s b h (2 LayerNorms 2 x 4, 2 dropout-adds
+    # 2 x 7) + GELU 2 x 2 x s b 4h + softmax 4 + dropout 5 bytes per score element (b a s^2);
+    # backward 38 s b h + GELU 4 x 2 x s b 4h + softmax 6 + dropout 5
+    s, b, h, a, f = 2048, 1, 2304, 24, 9216
+    fwd, bwd, attn = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 1, False, 2)
+    assert float(fwd) == pytest.approx(22 * s * b * h + 4 * s * b * f + 9 * b * a * s * s)
+    assert float(bwd) == pytest.approx(38 * s * b * h + 8 * s * b * f + 11 * b * a * s * s)
+    assert float(attn) == pytest.approx(9 * b * a * s * s)
+    # t = 8 without sequence parallelism: the s b h kernels stay whole, the rest splits
+    fwd8, _, _ = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 8, False, 2)
+    assert float(fwd8) == pytest.approx(22 * s * b * h + (4 * s * b * f + 9 * b * a * s * s) / 8)
+    fwd8sp, _, _ = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 8, True, 2)
+    assert float(fwd8sp) == pytest.approx(float(fwd) / 8)
+
+
+def test_optimizer_and_cross_entropy_bytes_sum_their_kernels() -> None:
+    # copy grads 2+4, unscale 4+4, norm 4, Adam 16+12, copy weights back 4+2
+    assert st.OPTIMIZER_STEP_BYTES["bf16"] == (2 + 4) + (4 + 4) + 4 + (16 + 12) + (4 + 2) == 52
+    assert st.OPTIMIZER_STEP_BYTES["fp32"] == 4 + 28
+    # forward cast 2+4, max 4, sub 4+4, exp 4+4, sum 4, div 4+4; backward 4+4, cast 4+2
+    assert st.CROSS_ENTROPY_BYTES == (6 + 4 + 8 + 8 + 4 + 8) + (8 + 6) == 52
+    assert float(st.grad_accum_bytes(1e9, 2)) == 6e9     # read grad + accumulator, write
+
+
+def test_unfused_gradient_accumulation_by_hand() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    cfg = get_model("llama2-7b")
+    kw = dict(dp=8, global_batch=64, zero=1, recompute=1)
+    fused = evaluate(cfg, hw, **kw)
+    unfused = evaluate(cfg, hw, grad_accum_fused=False, **kw)
+    m = 64 / 8
+    extra = m * 3 * 2 * cfg.params / (2039e9 * 0.88)     # 6 bytes/parameter per micro-batch
+    got = float(unfused["compute_mem_s"]) - float(fused["compute_mem_s"])
+    assert got == pytest.approx(extra)
+    assert float(unfused["total_s"]) - float(fused["total_s"]) == pytest.approx(extra)
+
+
+def test_micro_batch_now_changes_time_per_sequence() -> None:
+    # with shape-dependent GEMM efficiency the time is no longer linear in the micro-batch:
+    # a bigger micro-batch fills the last wave of small products (Narayanan et al., Fig. 7)
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    cfg = get_model("megatron-gpt-1.7b")
+    res = evaluate(cfg, hw, dp=1, global_batch=8, micro_batch=np.array([1, 2, 4]),
+                   recompute=2)
+    per_seq = res["compute_flop_s"] / 8
+    assert per_seq[2] < per_seq[0]
+
+
+def test_mechanisms_each_add_time() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "fp16")
+    bare = dataclasses.replace(hw, sms=0.0, mem_efficiency=1.0)
+    cfg = get_model("megatron-gpt-1.7b")
+    kw = dict(dp=32, global_batch=512, recompute=2, sp=False, dtype="fp16")
+    assert float(evaluate(cfg, hw, **kw)["total_s"]) > float(evaluate(cfg, bare, **kw)["total_s"])
+
+
+# ------------------------------------------------------------------ published measurements
+
+KNOWN_MISSES = {"megatron-gpt-1.7b": 0.20, "megatron-gpt-76.1b": 0.20}
+"""Rows outside the 15% target, with the bound their current error stays under
+(docs/parallelism.md says why)."""
+
+
+def test_megatron_2021_within_target() -> None:
+    rows = megatron_2021()
+    assert len(rows) == 10
+    for r in rows:
+        assert r["fits"] and r["memory_gb"] < 80                 # every published run fit
+        bound = KNOWN_MISSES.get(r["model"], TARGET_REL_ERROR)
+        assert abs(r["rel_error"]) <= bound, (r["model"], r["rel_error"])
+    within = [r["model"] for r in rows if r["within_target"]]
+    assert len(within) == 10 - len(KNOWN_MISSES)
+
+
+def test_megatron_2021_interleaved_state() -> None:
+    # The paper ran the interleaved schedule (chunks not published); with the smallest valid
+    # vp > 1 every pipelined row is over-predicted by 10-20% (docs/parallelism.md).
+    rows = [r for r in megatron_2021() if r["p"] > 1]
+    assert len(rows) == 6
+    for r in rows:
+        assert r["vp_interleaved"] in (2, 3)
+        assert r["rel_error_interleaved"] >= r["rel_error"]      # a smaller bubble
+        assert 0.0 < r["rel_error_interleaved"] < 0.20
+        assert math.isfinite(r["predicted_interleaved_tflops_per_gpu"])

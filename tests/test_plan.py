@@ -1,0 +1,111 @@
+"""traincast plan: the configuration search and its command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.parallel.models import get_model
+from traincast.parallel.plan import enumerate_configs, plan
+
+runner = CliRunner()
+
+
+@settings(max_examples=25, deadline=None)
+@given(gpus=hs.sampled_from([1, 2, 8, 24, 64, 96, 512]), batch=hs.sampled_from([32, 96, 512]))
+def test_every_config_uses_all_gpus(gpus: int, batch: int) -> None:
+    cfg = get_model("llama2-70b")
+    c = enumerate_configs(cfg, gpus, 8, batch)
+    assert np.all(c["dp"] * c["tp"] * c["pp"] == gpus)
+    assert np.all(c["tp"] <= 8)
+    assert np.all(batch % (c["dp"] * c["micro_batch"]) == 0)
+    assert np.all(cfg.layers % (c["pp"] * c["vp"]) == 0)
+
+
+def test_recommended_configs_fit_and_are_sorted() -> None:
+    out = plan("zoo:llama2-70b", 64, "dgx-a100", global_batch=256, top=10)
+    assert out["searched"] > 1000 and 0 < out["feasible"] <= out["searched"]
+    times = [r["time_s"]["total"] for r in out["top"]]
+    assert times == sorted(times)
+    for r in out["top"]:
+        c = r["config"]
+        assert c["dp"] * c["tp"] * c["pp"] == 64
+        assert r["memory_gb"]["total"] <= 80.0
+        assert r["why"]
+
+
+def test_nothing_fits_is_said() -> None:
+    # 70B parameters need 16 bytes each of model state: 1.1 TB over 8 x 16 GB cannot hold it
+    out = plan("zoo:llama2-70b", 8, "pai-v100-nvlink", global_batch=8, dtype="fp16")
+    assert out["top"] == [] and out["feasible"] == 0
+    assert "no configuration fits" in out["note"]
+
+
+def test_price_ranks_by_cost(tmp_path) -> None:
+    price = tmp_path / "price.toml"
+    price.write_text('source = "example"\n[usd_per_gpu_hour]\n"A100-SXM4-80GB" = 2.0\n'
+                     '"H100-SXM5-80GB" = 8.0\n')
+    out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", global_batch=128, top=3, price=price)
+    best = out["by_cost"][0]
+    usd = 2.0 if best["gpu"] == "A100-SXM4-80GB" else 8.0
+    expected = usd * 16 * best["time_s"]["total"] / 3600 / (128 * 4096) * 1e6
+    assert best["usd_per_million_tokens"] == pytest.approx(expected)
+    costs = [r["usd_per_million_tokens"] for r in out["by_cost"]]
+    assert costs == sorted(costs)
+
+
+def test_bad_price_file(tmp_path) -> None:
+    bad = tmp_path / "p.toml"
+    bad.write_text("usd_per_gpu_hour = -1\n")
+    with pytest.raises(TraincastError, match="positive"):
+        plan("zoo:llama2-7b", 8, "dgx-a100", price=bad)
+
+
+def test_slow_network_costs_time() -> None:
+    out = plan("zoo:llama2-70b", 128, "dgx-a100", global_batch=512, top=3, network="eth25")
+    assert out["network"]["top"][0]["time_s"]["total"] >= out["top"][0]["time_s"]["total"]
+    assert "eth25" in out["network"]["summary"]
+
+
+def test_cli_plan_json() -> None:
+    res = runner.invoke(app, ["plan", "zoo:mixtral-8x7b", "--gpus", "64", "--node", "dgx-h100",
+                              "--global-batch", "256", "--top", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert len(out["top"]) == 2
+    for r in out["top"]:
+        assert r["config"]["ep"] in (1, 2, 4, 8)          # divides the 8 experts
+        assert r["memory_gb"]["total"] <= 80.0
+
+
+def test_cli_plan_table() -> None:
+    res = runner.invoke(app, ["plan", "zoo:llama3-8b", "--gpus", "16", "--top", "2"])
+    assert res.exit_code == 0, res.output
+    assert "Fastest configurations" in res.stdout
+
+
+def test_cli_predict_hybrid_json() -> None:
+    res = runner.invoke(app, ["predict", "--arch", "hybrid", "--model", "zoo:gpt3-175b",
+                              "--node", "dgx-a100", "--dp", "8", "--tp", "8", "--pp", "8",
+                              "--global-batch", "512", "--recompute", "selective", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    for key in ("time_s", "share", "bottleneck", "gpu_util", "tokens_per_s_per_gpu",
+                "model_tflops_per_gpu", "memory_gb"):
+        assert key in out
+    assert out["job"]["gpus"] == 512
+    assert out["tokens_per_s_per_gpu"] == pytest.approx(
+        512 * 2048 / (out["time_s"]["total"] * 512))
+
+
+def test_no_zero3_with_pipelines() -> None:
+    c = enumerate_configs(get_model("llama2-70b"), 64, 8, 256)
+    assert not np.any((c["zero"] >= 2) & (c["pp"] > 1))
+    assert np.any(c["zero"] == 3) and np.any(c["pp"] > 1)

@@ -1,0 +1,293 @@
+"""Profiling a training step on meta: FLOPs and bytes against hand formulas, phases, memory."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from traincast.errors import TraincastError  # noqa: E402
+from traincast.features.ops import OpRecord, fused_memory_bytes  # noqa: E402
+from traincast.features.profile import profile  # noqa: E402
+
+F32 = 4  # bytes per fp32 element
+
+
+def rows(rec: dict, op: str, phase: str | None = None) -> list[dict]:
+    return [r for r in rec["ops"] if r["op"] == op and (phase is None or r["phase"] == phase)]
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn, *params: nn.Parameter) -> None:
+        super().__init__()
+        self.fn = fn
+        self.ps = nn.ParameterList(params)
+
+    def forward(self, *xs):
+        return self.fn(*xs, *self.ps)
+
+
+def test_linear_flops_forward_and_backward() -> None:
+    b, n_in, n_out = 32, 64, 48
+    rec = profile(nn.Linear(n_in, n_out), torch.randn(b, n_in), ops=True)
+    (fwd,) = rows(rec, "addmm", "forward")
+    assert fwd["flops"] == 2 * b * n_in * n_out
+    assert rec["flops_forward"] == 2 * b * n_in * n_out
+    # input needs no gradient: backward is the weight gradient only, one more GEMM
+    assert [r["flops"] for r in rows(rec, "mm", "backward")] == [2 * b * n_in * n_out]
+    assert rec["flops_compute_bound"] == 4 * b * n_in * n_out
+    # the addmm reads x, W, bias and writes y
+    assert fwd["bytes_read"] == (b * n_in + n_in * n_out + n_out) * F32
+    assert fwd["bytes_written"] == b * n_out * F32
+    assert fwd["bound"] == "compute"
+
+
+def test_linear_input_gradient_doubles_backward() -> None:
+    b, n_in, n_out = 8, 16, 24
+    x = torch.randn(b, n_in, requires_grad=True)
+    rec = profile(nn.Linear(n_in, n_out, bias=False), x)
+    assert rec["flops_compute_bound"] == 3 * 2 * b * n_in * n_out
+
+
+@pytest.mark.parametrize("groups", [1, 8])
+def test_conv2d_flops(groups: int) -> None:
+    n, c_in, c_out, h, w, k = 2, 8, 16, 10, 12, 3
+    x = torch.randn(n, c_in, h, w, requires_grad=True)
+    rec = profile(nn.Conv2d(c_in, c_out, k, stride=2, padding=1, groups=groups), x, ops=True)
+    h_out, w_out = (h + 2 - k) // 2 + 1, (w + 2 - k) // 2 + 1  # 5, 6
+    forward = 2 * n * c_out * h_out * w_out * (c_in // groups) * k * k
+    assert [r["flops"] for r in rows(rec, "convolution", "forward")] == [forward]
+    # input gradient + weight gradient, each the forward's cost
+    assert [r["flops"] for r in rows(rec, "convolution_backward")] == [2 * forward]
+
+
+def test_batched_matmul_flops() -> None:
+    b, m, k, n = 3, 5, 7, 11
+    weight = nn.Parameter(torch.randn(k, n))
+    rec = profile(Lambda(lambda x, w: torch.matmul(x, w), weight), torch.randn(b, m, k))
+    assert rec["flops_forward"] == 2 * b * m * k * n
+
+
+def test_attention_forward_and_backward_flops() -> None:
+    b, h, s, d = 2, 4, 64, 16
+    q, k, v = (torch.randn(b, h, s, d, requires_grad=True) for _ in range(3))
+    rec = profile(Lambda(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), (q, k, v),
+                  ops=True)
+    fwd = [r for r in rec["ops"] if "attention" in r["op"] and r["phase"] == "forward"]
+    bwd = [r for r in rec["ops"] if "attention" in r["op"] and r["phase"] == "backward"]
+    # forward: S = Q K^T and O = P V, each 2 b h s s d
+    assert [r["flops"] for r in fwd] == [2 * (2 * b * h * s * s * d)]
+    # backward: the fused kernel stored no P, so it recomputes S = Q K^T, then dV = P^T dO,
+    # dP = dO V^T, dQ = dS K, dK = dS^T Q: five products of 2 b h s s d
+    assert [r["flops"] for r in bwd] == [5 * (2 * b * h * s * s * d)]
+    assert all(r["bound"] == "compute" for r in fwd + bwd)
+    # the fused kernel never stores the s x s score matrix
+    assert fwd[0]["bytes_written"] < b * h * s * s * F32
+
+
+def test_elementwise_add_bytes() -> None:
+    n = 1000
+    p = nn.Parameter(torch.randn(n))
+    rec = profile(Lambda(lambda x, p: x + p, p), torch.randn(n), ops=True)
+    (add,) = rows(rec, "add", "forward")
+    assert add["bytes_read"] + add["bytes_written"] == 3 * n * F32
+    assert add["bound"] == "memory"
+
+
+def test_broadcast_operand_is_read_once_and_views_are_free() -> None:
+    b, n = 16, 100
+    p = nn.Parameter(torch.randn(n))
+    rec = profile(Lambda(lambda x, p: (x.view(b, n).t().t() + p), p), torch.randn(b * n),
+                  ops=True)
+    (add,) = rows(rec, "add", "forward")
+    assert add["bytes_read"] == (b * n + n) * F32
+    assert not rows(rec, "view") and not rows(rec, "t")
+
+
+def test_inplace_op_costs_its_read_and_write() -> None:
+    n = 256
+    lin = nn.Linear(n, n)
+    rec = profile(nn.Sequential(lin, nn.ReLU(inplace=True)), torch.randn(4, n), ops=True)
+    (relu,) = rows(rec, "relu_", "forward")
+    assert relu["bytes_read"] == relu["bytes_written"] == 4 * n * F32
+
+
+def test_phases_and_optimizer_state() -> None:
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
+    weights = sum(p.numel() for p in model.parameters()) * F32
+    adam = profile(model, torch.randn(4, 32), ops=True)
+    sgd = profile(model, torch.randn(4, 32), optimizer="sgd", ops=True)
+    assert {r["phase"] for r in adam["ops"]} == {"forward", "backward", "optimizer"}
+    assert adam["memory_bytes"]["weights"] == adam["memory_bytes"]["grads"] == weights
+    assert adam["memory_bytes"]["optimizer"] == 2 * weights  # exp_avg, exp_avg_sq
+    assert sgd["memory_bytes"]["optimizer"] == weights  # momentum buffer
+    # Adam's update reads and writes more state than SGD's
+    opt_bytes = [sum(r["bytes_read"] + r["bytes_written"] for r in rec["ops"]
+                     if r["phase"] == "optimizer") for rec in (adam, sgd)]
+    assert opt_bytes[0] > opt_bytes[1] > 0
+    assert all(r["bound"] == "memory" for r in adam["ops"] if r["phase"] == "optimizer")
+    assert adam["weight_bytes"] == weights
+    with pytest.raises(TraincastError):
+        profile(model, torch.randn(4, 32), optimizer="lamb")
+
+
+def test_frozen_weights_exchange_no_gradient() -> None:
+    model = nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4))
+    model[0].requires_grad_(False)
+    rec = profile(model, torch.randn(2, 16))
+    assert rec["weight_bytes"] == (16 * 4 + 4) * F32
+    assert rec["memory_bytes"]["weights"] == (16 * 16 + 16 + 16 * 4 + 4) * F32
+    assert rec["memory_bytes"]["optimizer"] == 2 * (16 * 4 + 4) * F32
+
+
+def test_activation_memory_is_what_backward_keeps() -> None:
+    b, n = 8, 128
+    model = nn.Sequential(nn.Linear(n, n), nn.ReLU(), nn.Linear(n, n))
+    rec = profile(model, torch.randn(b, n))
+    # kept for backward: ReLU's output (for its own backward and the second Linear's weight
+    # gradient); the input and the weights are not activations
+    assert rec["memory_bytes"]["activations"] == b * n * F32
+
+
+def test_original_model_is_left_untouched() -> None:
+    model = nn.Linear(4, 4)
+    before = model.weight.detach().clone()
+    profile(model, torch.randn(2, 4))
+    assert model.weight.device.type == "cpu" and torch.equal(model.weight.detach(), before)
+    assert model.weight.grad is None
+
+
+def test_amp_runs_matrix_ops_in_half_precision() -> None:
+    model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.Linear(64, 64))
+    x = torch.randn(32, 64)
+    fp32 = profile(model, x, ops=True)
+    amp = profile(model, x, amp=True, ops=True)
+    assert amp["amp"] and amp["dtype"] == "float16"
+    assert {r["dtype"] for r in rows(amp, "addmm", "forward")} == {"float16"}
+    assert {r["dtype"] for r in rows(amp, "native_layer_norm")} == {"float32"}
+    assert rows(amp, "_to_copy")  # the casts themselves are ops
+    assert amp["flops_compute_bound"] == fp32["flops_compute_bound"]
+    assert sum(r["bytes_read"] for r in rows(amp, "addmm", "forward")) < \
+        sum(r["bytes_read"] for r in rows(fp32, "addmm", "forward"))
+
+
+class TwoTables(nn.Module):
+    def __init__(self, sparse: bool) -> None:
+        super().__init__()
+        self.items = nn.Embedding(1000, 8, sparse=sparse)
+        self.head = nn.Linear(8, 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.items(ids + 10)).sum()
+
+
+def test_embedding_rows_touched_from_real_ids() -> None:
+    ids = torch.tensor([[1, 2, 2, 3], [3, 3, 4, 5]])  # 5 distinct ids, 8 lookups
+    rec = profile(TwoTables(sparse=True), ids, ops=True)
+    assert rec["embedding_rows_touched"] == {"items.weight": 5}
+    assert rec["embedding_bytes_touched"] == 5 * 8 * F32
+    assert rec["params_embedding"] == 8000
+    assert rec["weight_bytes"] == (8 + 1) * F32
+    (lookup,) = rows(rec, "embedding", "forward")
+    assert lookup["bytes_read"] == 8 * 8 * F32 + ids.numel() * 8  # 8 rows + the int64 ids
+    update = rows(rec, "sparse_embedding_update", "optimizer")
+    assert len(update) == 1 and update[0]["bytes_written"] == (5 + 3 * 5) * 8 * F32
+
+
+def test_dense_embedding_is_a_dense_weight() -> None:
+    ids = torch.tensor([[1, 2, 2, 3]])
+    rec = profile(TwoTables(sparse=False), ids)
+    assert rec["params_embedding"] == 0 and rec["embedding_bytes_touched"] == 0
+    assert rec["weight_bytes"] == (8000 + 8 + 1) * F32
+    assert rec["embedding_rows_touched"] == {"items.weight": 3}
+
+
+def test_embedding_ids_without_values_give_an_upper_bound() -> None:
+    ids = torch.empty(2, 4, dtype=torch.long, device="meta")
+    rec = profile(TwoTables(sparse=True), ids)
+    assert rec["embedding_rows_touched"] == {"items.weight": 8}
+    assert any("bounded" in note for note in rec["notes"])
+
+
+def _record(op: str, reads: list, writes: list, pointwise: bool = True,
+            phase: str = "forward") -> OpRecord:
+    return OpRecord(op, phase, 0, sum(b for _, b in reads), sum(b for _, b, _ in writes),
+                    "memory", pointwise, "float32", "", reads, writes)
+
+
+def test_fusion_drops_only_intermediates() -> None:
+    n = 100 * F32
+    # y = relu(x * 2 + 1): values 1 = x, 2 = x*2, 3 = +1, 4 = relu; backward reads 4
+    recs = [_record("mul", [(1, n)], [(2, n, True)]),
+            _record("add", [(2, n)], [(3, n, True)]),
+            _record("relu", [(3, n)], [(4, n, True)]),
+            _record("threshold_backward", [(4, n), (5, n)], [(6, n, True)], phase="backward")]
+    unfused = sum(r.bytes_read + r.bytes_written for r in recs)
+    assert unfused == (2 + 2 + 2 + 3) * n
+    # forward kernel: read x, write relu's output (read later); backward kernel unchanged
+    assert fused_memory_bytes(recs) == 2 * n + 3 * n
+    # a reduction after the mul breaks the chain: mul's output is stored (the sum reads it);
+    # add + relu still fuse, dropping only add's output (written n, read n)
+    recs.insert(1, _record("sum", [(2, n)], [(7, F32, True)], pointwise=False))
+    unfused = sum(r.bytes_read + r.bytes_written for r in recs)
+    assert fused_memory_bytes(recs) == unfused - 2 * n
+
+
+def test_fusion_keeps_in_place_updates() -> None:
+    n = 10 * F32
+    # optimizer: p.mul_(a); p.add_(g) — the parameter is mutated, so it is written once
+    recs = [_record("mul_", [(1, n)], [(1, n, False)], phase="optimizer"),
+            _record("add_", [(1, n), (2, n)], [(1, n, False)], phase="optimizer")]
+    assert fused_memory_bytes(recs) == 2 * n + n
+
+
+def test_model_failing_on_meta_falls_back_to_cpu_and_extrapolates() -> None:
+    b, n_in, n_out = 6, 10, 5
+    lin = nn.Linear(n_in, n_out)
+
+    def fn(x, *params):
+        y = lin(x)
+        return (y / (y.abs().max().item() + 1.0)).sum()  # .item() needs data
+
+    model = Lambda(fn)
+    model.lin = lin
+    rec = profile(model, torch.randn(b, n_in))
+    assert rec["method"] == "cpu-extrapolated"
+    assert any("extrapolated linearly" in note for note in rec["notes"])
+    assert rec["batch_size"] == b
+    assert rec["flops_forward"] == 2 * b * n_in * n_out  # exact: FLOPs are linear in batch
+    assert rec["input_bytes"] == b * n_in * F32
+
+
+def test_meta_capture_matches_a_real_cpu_run() -> None:
+    from traincast.features.profile import _capture_step, _on_meta
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(8 * 6 * 6, 10), nn.LogSoftmax(-1))
+    x = torch.randn(4, 3, 6, 6)
+    meta = _capture_step(_on_meta(model), (x,), "meta", "adam", False)
+    cpu = _capture_step(model, (x,), "cpu", "adam", False)  # really computes
+
+    def key(records):
+        return [(r.op, r.phase, r.flops, r.bytes_read, r.bytes_written) for r in records]
+
+    assert key(meta["records"]) == key(cpu["records"])
+    assert meta["activations"] == cpu["activations"] > 0
+    assert meta["optimizer"] == cpu["optimizer"]
+
+
+def test_keyword_inputs_as_a_dict() -> None:
+    class Pair(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor, *, scale: torch.Tensor) -> torch.Tensor:
+            return (self.lin(x) * scale).sum()
+
+    rec = profile(Pair(), {"x": torch.randn(3, 4), "scale": torch.randn(3, 2)})
+    assert rec["batch_size"] == 3 and rec["flops_forward"] == 2 * 3 * 4 * 2
+    assert rec["input_bytes"] == (3 * 4 + 3 * 2) * F32

@@ -1,0 +1,165 @@
+"""`traincast profile` / `zoo list`, MODEL specs (file.py:FUNC, hf:), and features files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from traincast.errors import TraincastError  # noqa: E402
+from traincast.features.io import load_features, write_features  # noqa: E402
+from traincast.features.profile import profile_model  # noqa: E402
+from traincast.zoo import ZOO  # noqa: E402
+
+DESIGN_KEYS = ("params", "params_dense", "params_embedding", "batch_size", "flops_forward",
+               "flops_compute_bound", "bytes_memory_bound", "weight_bytes",
+               "embedding_bytes_touched", "input_bytes", "memory_bytes")
+
+
+class Run:
+    """Exit code, stdout and stderr of one in-process ``traincast`` command."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def tc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    from traincast.cli import main
+
+    def run(*args: str) -> Run:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["traincast", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+        out = capsys.readouterr()
+        return Run(code, out.out, out.err)
+
+    return run
+
+
+def test_profile_json_then_predict_reads_it(tc, tmp_path: Path) -> None:
+    out = tmp_path / "mnv2.json"
+    r = tc("profile", "zoo:mobilenet-v2", "--batch", "2", "--optimizer", "sgd", "--json",
+           "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    for key in DESIGN_KEYS:
+        assert key in rec
+    assert set(rec["memory_bytes"]) == {"weights", "grads", "optimizer", "activations"}
+    assert rec["batch_size"] == 2 and rec["optimizer"] == "sgd"
+    assert json.loads(out.read_text())["flops_compute_bound"] == rec["flops_compute_bound"]
+    p = tc("predict", "--features", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["time_s"]["compute_flop"] > 0
+
+
+def test_profile_parquet_holds_the_op_table(tc, tmp_path: Path) -> None:
+    out = tmp_path / "ops.parquet"
+    r = tc("profile", "zoo:dlrm", "--batch", "8", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Top ops" in r.stdout  # the table for people
+    rec = load_features(out)
+    assert rec["ops"] and {"op", "phase", "flops", "bytes_read", "bytes_written",
+                           "bound"} <= set(rec["ops"][0])
+    assert sum(o["flops"] for o in rec["ops"]) == rec["flops_total"]
+    mem = sum(o["bytes_read"] + o["bytes_written"] for o in rec["ops"] if o["bound"] == "memory")
+    assert mem == rec["bytes_memory_bound"]
+    p = tc("predict", "--features", str(out), "--arch", "pearl", "--gpus", "8", "--json")
+    assert p.returncode == 0, p.stderr
+
+
+def test_profile_bad_input_is_one_clean_line(tc) -> None:
+    r = tc("profile", "zoo:no-such-model")
+    assert r.returncode == 2 and "unknown zoo model" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = tc("profile", "zoo:gcn", "--optimizer", "lamb")
+    assert r.returncode == 2 and "--optimizer" in r.stderr
+
+
+def test_zoo_list_json(tc) -> None:
+    r = tc("zoo", "list", "--json")
+    assert r.returncode == 0, r.stderr
+    models = {m["name"]: m for m in json.loads(r.stdout)["models"]}
+    assert set(ZOO) <= set(models)
+    assert models["resnet50"]["params"] == 25_557_032
+    # ResNet-50: 4.1 GMACs = 8.2 GFLOPs forward per image
+    assert abs(models["resnet50"]["flops_forward_per_sample"] / 8.2e9 - 1) < 0.02
+
+
+def test_file_spec_profiles_a_user_model(tmp_path: Path) -> None:
+    src = tmp_path / "mymodel.py"
+    src.write_text(
+        "import torch\n"
+        "def build(batch):\n"
+        "    model = torch.nn.Sequential(torch.nn.Linear(20, 30), torch.nn.Tanh(),\n"
+        "                                torch.nn.Linear(30, 1))\n"
+        "    return model, (torch.randn(batch, 20),)\n")
+    rec = profile_model(f"{src}:build", batch_size=5)
+    assert rec["model"] == f"{src}:build"
+    assert rec["flops_forward"] == 2 * 5 * (20 * 30 + 30 * 1)
+    with pytest.raises(TraincastError, match="no function"):
+        profile_model(f"{src}:missing")
+    with pytest.raises(TraincastError, match="not found"):
+        profile_model(f"{tmp_path / 'absent.py'}:build")
+
+
+def test_hf_config_spec_builds_from_config_only(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 128,
+           "vocab_size": 1000, "architectures": ["GPT2LMHeadModel"]}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rec = profile_model(f"hf:{tmp_path}", batch_size=2)
+    h, v, p, layers = 64, 1000, 128, 2
+    assert rec["params"] == v * h + p * h + layers * (12 * h * h + 13 * h) + 2 * h
+    tokens = 2 * 128
+    # matrix FLOPs of the blocks and the tied head dominate: 6 N T within 25% at this tiny size
+    assert abs(rec["flops_compute_bound"] / (6 * rec["params"] * tokens) - 1) < 0.25
+
+
+def test_features_files_round_trip_and_errors(tmp_path: Path) -> None:
+    rec = {"flops_compute_bound": 1e12, "bytes_memory_bound": 2e9, "weight_bytes": 1e8,
+           "ops": [{"op": "mm", "phase": "forward", "flops": 10, "bytes_read": 4,
+                    "bytes_written": 4, "bound": "compute", "dtype": "float32", "shapes": "2x2"}]}
+    assert load_features(write_features(rec, tmp_path / "f.json")) == rec
+    back = load_features(write_features(rec, tmp_path / "f.parquet"))
+    assert back["ops"] == rec["ops"] and back["weight_bytes"] == 1e8
+    with pytest.raises(TraincastError, match="per-op table"):
+        write_features({k: v for k, v in rec.items() if k != "ops"}, tmp_path / "g.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "plain.parquet")
+    with pytest.raises(TraincastError, match="without a traincast features record"):
+        load_features(tmp_path / "plain.parquet")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"flops_compute_bound": -1, "bytes_memory_bound": 0,
+                               "weight_bytes": 0}))
+    with pytest.raises(TraincastError, match="non-negative"):
+        load_features(bad)
+
+
+def test_file_spec_failing_on_meta_is_rebuilt_on_cpu(tmp_path: Path) -> None:
+    src = tmp_path / "datadep.py"
+    src.write_text(
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(6, 4)\n"
+        "    def forward(self, x):\n"
+        "        y = self.lin(x)\n"
+        "        return y.sum() / (1.0 + y.abs().max().item())  # needs real data\n"
+        "def build(batch):\n"
+        "    return Net(), (torch.randn(batch, 6),)\n")
+    rec = profile_model(f"{src}:build", batch_size=50)
+    assert rec["method"] == "cpu-extrapolated" and rec["batch_size"] == 50
+    assert rec["flops_forward"] == 2 * 50 * 6 * 4
+    assert rec["memory_bytes"]["weights"] == (6 * 4 + 4) * 4

@@ -1,0 +1,100 @@
+"""Recommend: the fastest architecture that fits, by hand, and the cheapest with prices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from test_whatif import PINNED, PS4_BASE, PS4_NVLINK, PS16_BASE, W, small_trace
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
+from traincast.recommend import load_prices, recommend
+
+
+@pytest.fixture
+def catalog(tmp_path: Path):
+    path = tmp_path / "pinned.toml"
+    path.write_text(PINNED)
+    return load_catalog([path])
+
+
+def rows_by_job(result: dict) -> dict[str, dict]:
+    return {r["job_id"]: r for r in result["rows"].to_pylist()}
+
+
+def test_fastest_architecture_by_hand(catalog) -> None:
+    r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink"])
+    rows = rows_by_job(r)
+    ps4 = rows["ps4"]
+    # 4 GPUs fit one node: ring all-reduce over NVLink, 2 (n-1)/n W / 150e9
+    assert ps4["arch_architecture"] == "allreduce-local"
+    assert ps4["arch_total_s"] == pytest.approx(PS4_NVLINK, rel=1e-12)
+    assert ps4["arch_speedup"] == pytest.approx(PS4_BASE / PS4_NVLINK, rel=1e-12)
+    assert ps4["base_bottleneck"] == "comm"
+    assert "communication" in ps4["arch_reason"] and "NVLink" in ps4["arch_reason"]
+    # 16 GPUs do not fit one node: all-reduce across 2 nodes, flat ring at the NIC
+    ps16 = rows["ps16"]
+    ring = 0.12 + 2 * 15 / 16 * W / 3.125e9
+    assert ps16["arch_architecture"] == "allreduce-cluster"
+    assert ps16["arch_speedup"] == pytest.approx(PS16_BASE / ring, rel=1e-12)
+    # 20 GB of model state per GPU only fits as ps-worker (weights + grads = 10 GB): keep
+    assert rows["psbig"]["arch_architecture"] == "ps-worker"
+    assert rows["psbig"]["arch_speedup"] == 1.0
+    assert rows["psbig"]["arch_reason"].startswith("keep")
+    # a 1w1g job has nothing faster with one GPU on its own hardware
+    assert rows["one"]["arch_architecture"] == "1w1g"
+    assert rows["one"]["arch_speedup"] == 1.0
+    assert r["summary"]["arch"]["architectures"]["allreduce-local"] == 1
+
+
+def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\n'
+                      'source = "test price"\n')
+    r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink"], prices=prices)
+    ps4 = rows_by_job(r)["ps4"]
+    # cost per iteration = T_total x n x USD per GPU-hour / 3600
+    assert ps4["base_cost_per_iter_usd"] == pytest.approx(PS4_BASE * 4 * 3.06 / 3600, rel=1e-12)
+    assert ps4["cheapest_cost_per_iter_usd"] == pytest.approx(PS4_NVLINK * 4 * 3.06 / 3600,
+                                                              rel=1e-12)
+    assert r["prices"]["sources"] == {"gpu.V100-SXM2-16GB": "test price"}
+
+
+def test_price_file_errors(tmp_path: Path) -> None:
+    cat = load_catalog()
+    bad = tmp_path / "p.toml"
+    bad.write_text("[gpu.V100]\nusd_per_gpu_hour = 3.0\n")
+    with pytest.raises(TraincastError, match="source"):
+        load_prices(bad, cat)
+    bad.write_text('[gpu.V100]\nusd_per_gpu_hour = -1\nsource = "x"\n')
+    with pytest.raises(TraincastError, match=r"p\.toml.*usd_per_gpu_hour"):
+        load_prices(bad, cat)
+    assert load_prices("aws-on-demand", cat).by_gpu["V100-SXM2-16GB"] > 0
+
+
+def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    trace = tmp_path / "t.csv"
+    t = small_trace()
+    cols = [c for c in t if c != "workload"]
+    lines = [",".join(cols)] + [",".join("" if t[c][i] is None else str(t[c][i]) for c in cols)
+                                for i in range(len(t["job_id"]))]
+    trace.write_text("\n".join(lines) + "\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["whatif", str(trace), "--scenario", "eth100", "--db",
+                              str(tmp_path / "s.duckdb"), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["summary"]["jobs"] == 5 and out["summary"]["matched"] == 5
+    res = runner.invoke(app, ["recommend", "--flops", "1.57e12", "--mem-bytes", "9e9",
+                              "--weight-bytes", "2.5e8", "--input-bytes", "1.575e8", "--arch",
+                              "ps-worker", "--workers", "4", "--ps", "1", "--node",
+                              "pai-v100-nvlink", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["jobs"] == 1
+    assert out["rows"][0]["arch_architecture"] == "allreduce-local"

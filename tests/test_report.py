@@ -1,0 +1,386 @@
+"""Report: what the figures plot (hand arithmetic), the figures themselves, and report.html."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from report_study import INJECTED, make_small_study, make_study
+from traincast.errors import TraincastError
+from traincast.report import write_report
+from traincast.report.data import (
+    aggregate_ops,
+    ecdf,
+    roofline_points,
+    thin_steps,
+    top_groups,
+    weighted_shares,
+)
+
+# ---------------------------------------------------------------- data (no matplotlib)
+
+
+def test_weighted_shares_by_hand():
+    # job 1: times (1, 1, 1, 1) -> shares 0.25 each; job 2: (0, 3, 0, 1) -> (0, .75, 0, .25);
+    # job 3 has an unknown time (left out); job 4 is group B.
+    parts = {"data_io": [1, 0, np.nan, 2], "compute_flop": [1, 3, 1, 2],
+             "compute_mem": [1, 0, 1, 0], "comm": [1, 1, 1, 0]}
+    groups = ["A", "A", "A", "B"]
+    job = weighted_shares(parts, groups)
+    assert job["A"]["data_io"] == pytest.approx((0.25 + 0) / 2)
+    assert job["A"]["compute_flop"] == pytest.approx((0.25 + 0.75) / 2)
+    assert job["A"]["comm"] == pytest.approx((0.25 + 0.25) / 2)
+    assert job["B"] == pytest.approx({"data_io": 0.5, "compute_flop": 0.5, "compute_mem": 0.0,
+                                      "comm": 0.0})
+    gpu = weighted_shares(parts, groups, [1, 3, 100, 8])
+    assert gpu["A"]["data_io"] == pytest.approx((0.25 * 1 + 0 * 3) / 4)
+    assert gpu["A"]["compute_flop"] == pytest.approx((0.25 * 1 + 0.75 * 3) / 4)
+    assert list(gpu) == ["B", "A"]  # heaviest group (8 GPUs vs 4) first
+    for shares in (*job.values(), *gpu.values()):
+        assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_ecdf_weighted_and_nan():
+    x, y = ecdf([3, 1, np.nan, 2], [1, 1, 5, 2])
+    assert x.tolist() == [1, 2, 3]
+    assert y.tolist() == pytest.approx([1 / 4, 3 / 4, 1.0])
+    x, y = ecdf([])
+    assert len(x) == len(y) == 0
+
+
+def test_thin_steps_stays_within_one_step_of_the_exact_cdf():
+    x, y = ecdf(np.random.default_rng(1).exponential(size=100_000))
+    tx, ty = thin_steps(x, y, max_points=500)
+    assert len(tx) <= 502 and tx[0] == x[0] and tx[-1] == x[-1] and ty[-1] == 1.0
+    # the thinned step curve, evaluated at every exact point, is within 1/500 of the exact one
+    drawn = ty[np.clip(np.searchsorted(tx, x, side="right") - 1, 0, None)]
+    assert np.max(np.abs(drawn - y)) <= 1 / 500 + 1e-12
+
+
+def test_top_groups_folds_the_rest_into_other():
+    labels = ["a", "b", "b", "c", "c", "c", "d"]
+    assert top_groups(labels, 2).tolist() == ["other", "b", "b", "c", "c", "c", "other"]
+
+
+def test_roofline_points_by_hand():
+    # P = 100 TFLOP/s, M = 1 TB/s -> ridge at 100 FLOP/byte
+    ops = [{"op": "mm", "phase": "forward", "flops": 1e12, "bytes_read": 6e8,
+            "bytes_written": 4e8, "bound": "compute"},
+           {"op": "add", "phase": "backward", "flops": 1e9, "bytes_read": 1e10,
+            "bytes_written": 0, "bound": "memory"},
+           {"op": "copy", "phase": "optimizer", "flops": 0, "bytes_read": 1e6,
+            "bytes_written": 1e6, "bound": "memory"}]
+    p = roofline_points(ops, 100e12, 1e12)
+    assert p["ridge_intensity"] == pytest.approx(100.0)
+    assert p["intensity"].tolist() == pytest.approx([1000.0, 0.1, 0.0])
+    # attainable = min(P, I * M): 100e12, 0.1e12, 0
+    assert p["attainable_flops_per_s"].tolist() == pytest.approx([100e12, 1e11, 0.0])
+    # time = max(F / P, B / M): max(0.01, 0.001), max(1e-5, 0.01), max(0, 2e-6)
+    assert p["time_s"].tolist() == pytest.approx([0.01, 0.01, 2e-6])
+    with pytest.raises(ValueError):
+        roofline_points(ops, 0.0, 1e12)
+
+
+def test_aggregate_ops_sums_by_op_and_phase():
+    ops = [{"op": "mm", "phase": "forward", "flops": 2, "bytes_read": 1, "bytes_written": 1,
+            "bound": "compute"},
+           {"op": "mm", "phase": "forward", "flops": 4, "bytes_read": 2, "bytes_written": 0,
+            "bound": "memory"},
+           {"op": "mm", "phase": "backward", "flops": 8, "bytes_read": 1, "bytes_written": 1,
+            "bound": "compute"}]
+    rows = aggregate_ops(ops)
+    assert [(r["op"], r["phase"], r["flops"], r["bytes_read"], r["count"], r["bound"])
+            for r in rows] == [("mm", "forward", 6, 3, 2, "mixed"),
+                               ("mm", "backward", 8, 1, 1, "compute")]
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _luma(color: str) -> float:
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(color)
+    return 0.299 * r + 0.587 * g + 0.114 * b
+
+
+def test_breakdown_components_differ_in_gray_and_hatch():
+    from traincast.report.figures import COMPONENT_STYLE
+
+    lumas = sorted(_luma(c) for c, _ in COMPONENT_STYLE.values())
+    assert min(np.diff(lumas)) >= 0.15  # distinct gray levels on a grayscale printout
+    hatches = [h for _, h in COMPONENT_STYLE.values()]
+    assert len(set(hatches)) == len(hatches)
+
+
+def test_breakdown_figure_titles_units_and_stacks():
+    from traincast.report.figures import breakdown_figure
+
+    shares = {"ps-worker": {"data_io": 0.1, "compute_flop": 0.2, "compute_mem": 0.1,
+                            "comm": 0.6},
+              "1w1g": {"data_io": 0.0, "compute_flop": 0.9, "compute_mem": 0.1, "comm": 0.0}}
+    fig = breakdown_figure({"job-weighted": shares, "GPU-weighted": shares},
+                           title="Breakdown $x$", group_label="architecture")
+    assert fig._suptitle.get_text() == r"Breakdown \$x\$"  # input text never becomes math
+    axes = fig.get_axes()
+    assert len(axes) == 2
+    for ax in axes:
+        assert "(%)" in ax.get_xlabel()
+        # 4 components x 2 groups, stacked: the ps-worker bar ends at 100 %
+        bars = ax.patches
+        assert len(bars) == 8
+        ends = {}
+        for b in bars:
+            y = round(b.get_y(), 3)
+            ends[y] = max(ends.get(y, 0), b.get_x() + b.get_width())
+        assert sorted(ends.values()) == pytest.approx([100.0, 100.0])
+        assert {b.get_hatch() or "" for b in bars} == {"", "//", "..", "xx"}
+
+
+def test_cdf_figure_lines_differ_in_style_and_end_at_one():
+    from traincast.report.figures import cdf_figure
+
+    fig = cdf_figure({"a": [1, 2, 3], "b": [2, 4], "c": [5]}, title="T", xlabel="x (s)",
+                     log_x=True)
+    ax = fig.get_axes()[0]
+    lines = ax.get_lines()
+    assert len(lines) == 3
+    assert len({(ln.get_linestyle(), ln.get_marker()) for ln in lines}) == 3
+    assert all(ln.get_ydata()[-1] == pytest.approx(1.0) for ln in lines)
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "x (s)" and ax.get_title() == "T"
+
+
+def test_roofline_and_validate_figures_are_log_log_with_units():
+    from traincast.report.figures import roofline_figure, validate_figure
+
+    ops = [{"op": "mm", "phase": "forward", "flops": 1e12, "bytes_read": 1e9,
+            "bytes_written": 0, "bound": "compute"},
+           {"op": "relu", "phase": "backward", "flops": 1e6, "bytes_read": 1e8,
+            "bytes_written": 1e8, "bound": "memory"}]
+    ax = roofline_figure(roofline_points(ops, 15.7e12, 900e9), title="R").get_axes()[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert "FLOP/byte" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    # the roof: flat at 15.7 TFLOP/s right of the ridge (15.7e12 / 900e9 = 17.4 FLOP/byte)
+    roof = ax.get_lines()[0]
+    assert max(roof.get_ydata()) == pytest.approx(15.7)
+    cases = [{"model": "m", "arch": "1w1g", "measured_s": 0.1, "predicted_s": 0.08,
+              "paper_predicted_s": 0.03},
+             {"model": "n", "arch": "ps-worker", "measured_s": 0.5, "predicted_s": 0.6}]
+    ax = validate_figure(cases, title="V").get_axes()[0]
+    assert "measured" in ax.get_xlabel() and "(s)" in ax.get_xlabel()
+    points = sorted(tuple(p) for c in ax.collections for p in c.get_offsets())
+    assert points == [(0.1, 0.03), (0.1, 0.08), (0.5, 0.6)]
+    assert (ax.get_xlim()[0], ax.get_xlim()[1]) == pytest.approx((0.03 / 1.5, 0.6 * 1.5))
+    assert any("paper" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_save_figure_writes_png_and_svg(tmp_path):
+    import matplotlib.image as mpimg
+
+    from traincast.report.figures import cdf_figure, save_figure
+
+    paths = save_figure(cdf_figure({"a": [1, 2]}, title="T", xlabel="x"), tmp_path, "f")
+    img = mpimg.imread(paths["png"])
+    assert img.shape[0] > 100 and img.shape[1] > 100
+    assert ET.parse(paths["svg"]).getroot().tag.endswith("svg")
+
+
+# ---------------------------------------------------------------- html pieces
+
+
+def test_markdown_subset_renders_structure_and_escapes():
+    from traincast.report.html import markdown
+
+    out = markdown("# Title\n\nSome **bold** and `a<b>` text\ncontinued.\n\n- one <i>\n"
+                   "- `two`\n\n| k | v |\n|---|---|\n| <s> | **9** |\n\n```\nx < y\n```\n")
+    assert out == ("<h3>Title</h3><p>Some <b>bold</b> and <code>a&lt;b&gt;</code> text "
+                   "continued.</p><ul><li>one &lt;i&gt;</li><li><code>two</code></li></ul>"
+                   '<div class="tbl"><table><thead><tr><th>k</th><th>v</th></tr></thead>'
+                   "<tbody><tr><td>&lt;s&gt;</td><td><b>9</b></td></tr></tbody></table></div>"
+                   "<pre>x &lt; y</pre>")
+
+
+ALLOWED_TAG = re.compile(r"</?(h[1-6]|p|b|code|pre|ul|li|div|table|thead|tbody|tr|th|td)"
+                         r'( class="tbl")?>')
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("<>&\"'`*|#-: \nabscript/=()")), max_size=200))
+def test_markdown_never_emits_markup_from_its_input(text):
+    from traincast.report.html import markdown
+
+    assert "<" not in ALLOWED_TAG.sub("", markdown(text))
+
+
+# ---------------------------------------------------------------- report.html
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = make_study(tmp_path_factory.mktemp("study"))
+    return write_report(folder)
+
+
+def test_report_embeds_every_figure_with_caption_and_files(report):
+    text = report.read_text()
+    figures = re.findall(r"<figure id=\"fig-([a-z_]+)\"><img src=\"data:image/png;base64,"
+                         r"([A-Za-z0-9+/=]+)\"", text)
+    stems = {s for s, _ in figures}
+    assert {"breakdown_architecture", "breakdown_workload", "cdf_gpus_per_job", "cdf_duration",
+            "cdf_comm_share", "share_architecture", "cdf_speedup"} <= stems
+    for stem, data in figures:
+        png = base64.b64decode(data)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (report.parent / "figures" / f"{stem}.png").read_bytes() == png
+        assert (report.parent / "figures" / f"{stem}.svg").is_file()
+    assert text.count("<figcaption>") == len(figures)
+    assert text.count("<i>Input: ") == len(figures)
+
+
+def test_report_escapes_input_strings(report):
+    text = report.read_text()
+    assert INJECTED not in text
+    assert html.escape(INJECTED) in text
+    assert "<script" not in text.lower()
+    # the SVG files (opened on their own in a browser) carry the name only as escaped text
+    for svg in (report.parent / "figures").glob("*.svg"):
+        body = svg.read_text()
+        assert "<script" not in body.lower(), svg.name
+        ET.fromstring(body)
+
+
+def test_report_is_self_contained(report):
+    text = report.read_text()
+    assert not re.search(r"(src|href)=\"(https?:)?//", text)
+    assert "Content-Security-Policy" in text
+
+
+def test_report_findings_tables_and_assumptions(report):
+    text = report.read_text()
+    # 1+1+8+4+32+16+16+8+8+1+0+2 = 97 GPUs
+    assert html.escape("12 jobs on 97 GPUs were characterized.") in text
+    assert "<td>comm_share_mean</td>" in text
+    for caption in ("Jobs, GPUs and GPU time per training architecture",
+                    "What-if scenarios", "Recommendations", "holding the most GPU time",
+                    "Catalog entries used", "What-if scenario definitions"):
+        assert caption in text, caption
+    # V100 (trace alias) resolves to its catalog entry, whose source is cited
+    assert "V100-SXM2-16GB" in text and "eth100" in text
+    assert "Provenance of the bundled sample" in text
+    from traincast.report.sections import sample_provenance
+
+    provenance = sample_provenance()
+    assert provenance, "docs/sample.md (the bundled sample's provenance) is missing"
+    assert html.escape(provenance.strip().splitlines()[0].lstrip("# ")) in text
+    # recommendations sorted by best_speedup: j11 (1.0 + 11 / 10) first
+    rec = text[text.index("Recommendations: the 12 jobs"):]
+    assert re.search(r"<tbody><tr><td>j11</td>", rec)
+
+
+def test_report_breakdown_bars_match_the_jobs(tmp_path):
+    """The per-architecture figure's ps-worker bar = mean of the ps-worker jobs' shares."""
+    import pyarrow.parquet as pq
+
+    from traincast.report.build import _arch_breakdown_figure
+    from traincast.report.inputs import load_study
+
+    folder = make_study(tmp_path / "s")
+    jobs = pq.read_table(folder / "jobs.parquet").to_pydict()
+    sel = [i for i, a in enumerate(jobs["architecture"]) if a == "ps-worker"]
+    comm = [jobs["comm_s"][i] / sum(jobs[c][i] for c in ("data_io_s", "compute_flop_s",
+                                                         "compute_mem_s", "comm_s"))
+            for i in sel]
+    gpus = [jobs["n_gpus"][i] for i in sel]
+    fig = _arch_breakdown_figure(load_study(folder))[0].draw()
+    job_ax, gpu_ax = fig.get_axes()
+    labels = [t.get_text() for t in job_ax.get_yticklabels()]
+    row = labels.index("ps-worker")
+    comm_bars = [b for b in job_ax.patches if b.get_hatch() == "xx"]
+    assert comm_bars[row].get_width() == pytest.approx(100 * sum(comm) / len(comm))
+    comm_bars = [b for b in gpu_ax.patches if b.get_hatch() == "xx"]
+    expected = 100 * sum(c * g for c, g in zip(comm, gpus, strict=True)) / sum(gpus)
+    assert comm_bars[row].get_width() == pytest.approx(expected)
+
+
+def test_report_with_validate_and_roofline(tmp_path):
+    folder = make_small_study(tmp_path / "s")
+    val = tmp_path / "validate.json"
+    val.write_text(json.dumps({"cases": [
+        {"model": INJECTED, "arch": "1w1g", "batch_size": 32, "measured_s": 0.2,
+         "predicted_s": 0.15, "error": -0.25},
+        {"model": "zoo:bert", "arch": "1w1g", "batch_size": 8, "measured_s": 0.5,
+         "predicted_s": 0.55, "error": 0.1, "paper_predicted_s": 0.3, "paper_error": -0.4}],
+        "median_abs_error": 0.175, "p90_abs_error": 0.235, "paper_median_abs_error": 0.4}))
+    record = {"model": "toy", "batch_size": 4, "amp": False, "ops": [
+        {"op": "addmm", "phase": "forward", "flops": 2e9, "bytes_read": 4e6,
+         "bytes_written": 1e6, "bound": "compute"},
+        {"op": "relu", "phase": "forward", "flops": 0, "bytes_read": 1e6,
+         "bytes_written": 1e6, "bound": "memory"}]}
+    path = write_report(folder, validate_json=val,
+                        roofline={"profile": record, "gpu": "V100"}, out_dir=tmp_path / "o")
+    text = path.read_text()
+    assert not (folder / "report.html").exists()
+    assert (tmp_path / "o" / "figures" / "validate.png").is_file()
+    assert (tmp_path / "o" / "figures" / "roofline_toy_v100-sxm2-16gb.svg").is_file()
+    assert "Median absolute error 17.5%, 90th percentile 23.5% (paper&#x27;s peak model: " \
+        "median 40.0%)" in text
+    assert "Roofline: toy on V100-SXM2-16GB" in text
+    assert html.escape(INJECTED) in text and INJECTED not in text
+    assert text.count("<figure ") == 3  # share per architecture, validate, roofline
+    # the roofline table: addmm takes max(2e9 / 15.7e12, 5e6 / 900e9) = 0.1274 ms
+    assert "0.1274" in text
+
+
+def test_missing_files_are_named_and_bad_files_are_errors(tmp_path):
+    folder = make_small_study(tmp_path / "s")
+    text = write_report(folder).read_text()
+    assert "fig-share_architecture" in text and "fig-cdf_speedup" not in text
+    assert "jobs.parquet" in text and "whatif_jobs.csv" in text  # named as missing
+    (folder / "whatif.json").write_text("{not json")
+    with pytest.raises(TraincastError, match=r"whatif\.json: not valid JSON"):
+        write_report(folder)
+    with pytest.raises(TraincastError, match="no such study folder"):
+        write_report(tmp_path / "nope")
+
+
+def test_bad_validate_file_names_the_case_and_keeps_the_old_report(tmp_path):
+    folder = make_small_study(tmp_path / "s")
+    before = write_report(folder).read_text()
+    val = tmp_path / "v.json"
+    val.write_text(json.dumps({"cases": [{"model": "m", "measured_s": 0.1, "predicted_s": 0.1},
+                                         {"model": "m", "measured_s": -1, "predicted_s": 0.1}]}))
+    with pytest.raises(TraincastError, match=r"cases\[1\] field 'measured_s'"):
+        write_report(folder, validate_json=val)
+    assert (folder / "report.html").read_text() == before
+
+
+def test_report_cli_and_lazy_matplotlib(tmp_path):
+    folder = make_small_study(tmp_path / "s")
+    code = ("import sys, traincast, traincast.report, traincast.cli;"
+            "print('matplotlib' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+    cli = [sys.executable, "-c", "from traincast.cli import main; main()", "report"]
+    r = subprocess.run([*cli, "--study", str(folder), "-o", str(tmp_path / "o"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["report"] == str(tmp_path / "o" / "report.html")
+    assert sorted(out["figures"]) == [str(tmp_path / "o" / "figures" / f"share_architecture.{e}")
+                                      for e in ("png", "svg")]
+    r = subprocess.run([*cli, "--study", str(folder), "--roofline", "zoo:x"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--gpu" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([*cli, "--study", str(tmp_path / "missing")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no such study folder" in " ".join(r.stderr.split())

@@ -1,0 +1,96 @@
+"""`traincast report TRACE` and `--db FILE`: the real study runs first, then the report."""
+
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from report_study import INJECTED, jobs_table, make_small_study
+
+CLI = [sys.executable, "-c", "from traincast.cli import main; main()"]
+
+
+def tc(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("trace") / "jobs.csv"
+    pacsv.write_csv(pa.table(jobs_table()), path)
+    return path
+
+
+def test_report_of_a_trace_runs_the_study(trace, tmp_path):
+    out = tmp_path / "out"
+    r = tc("--quiet", "report", str(trace), "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["report"] == str(out / "report.html")
+    for name in ("study.json", "summary.json", "characterize.json", "whatif.json",
+                 "whatif_jobs.csv", "recommend.csv", "jobs.parquet"):
+        assert (out / name).is_file(), name
+    stems = {p.rsplit("/", 1)[1].rsplit(".", 1)[0] for p in res["figures"]}
+    assert {"breakdown_architecture", "breakdown_workload", "cdf_gpus_per_job", "cdf_duration",
+            "cdf_comm_share", "share_architecture", "cdf_speedup"} <= stems
+    text = (out / "report.html").read_text()
+    assert html.escape(INJECTED) in text and INJECTED not in text
+    meta = json.loads((out / "study.json").read_text())
+    assert meta["trace"]["path"] == str(trace) and meta["sample"] is False
+    # the study's findings and scenario definitions reach the page
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sentences"] and html.escape(summary["sentences"][0]) in text
+    assert "Every node&#x27;s Ethernet NIC becomes 100 Gbit/s" in text
+    assert "Provenance of the bundled sample" not in text
+
+
+def test_report_of_the_store(trace, tmp_path):
+    db = tmp_path / "store.duckdb"
+    r = tc("--quiet", "ingest", str(trace), "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    r = tc("report", "--db", str(db), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Report written" in r.stdout and (out / "report.html").is_file()
+    assert (out / "store_jobs.parquet").is_file()
+    char = json.loads((out / "characterize.json").read_text())
+    assert char["jobs"] == len(jobs_table()["job_id"])
+    r = tc("report", "--db", str(db), "--study", str(out))
+    assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr
+
+
+MLP = '''import torch
+
+
+def build(batch_size):
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10))
+    return model, (torch.randn(batch_size, 64),)
+'''
+
+
+def test_report_roofline_of_a_model_file(tmp_path):
+    pytest.importorskip("torch", reason="--roofline profiles the model, which needs torch")
+    model = tmp_path / "mlp.py"
+    model.write_text(MLP)
+    folder = make_small_study(tmp_path / "s")
+    r = tc("report", "--study", str(folder), "--roofline", f"{model}:build", "--gpu", "A100",
+           "--json")
+    assert r.returncode == 0, r.stderr
+    stems = {p.rsplit("/", 1)[1] for p in json.loads(r.stdout)["figures"]}
+    assert "roofline_mlp-py-build_a100-sxm4-80gb.png" in stems
+    text = (folder / "report.html").read_text()
+    # A100 SXM4 80 GB datasheet: 19.5 TFLOP/s fp32, 2039 GB/s; ridge 19.5e12 / 2039e9 = 9.56
+    assert "on A100-SXM4-80GB (fp32)" in text
+    assert "peak 19.5 TFLOP/s" in text and "memory 2039 GB/s" in text
+    assert "Slowest ops of" in text and "addmm" in text
+    svg = (folder / "figures" / "roofline_mlp-py-build_a100-sxm4-80gb.svg").read_text()
+    assert "ridge 9.56 FLOP/B" in svg
+    r = tc("report", "--study", str(folder), "--roofline", f"{model}:build", "--gpu", "Z99")
+    assert r.returncode == 2 and "Z99" in r.stderr and "Traceback" not in r.stderr

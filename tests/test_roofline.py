@@ -1,0 +1,109 @@
+"""The per-op roofline: curves, interpolation and per-op times, checked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traincast.hardware.catalog import GPU
+from traincast.roofline import (
+    Curves,
+    compute_breakdown,
+    curve_from_points,
+    interp_curve,
+    kernel_name,
+    monotone_fit,
+    paper_split,
+    roofline_split,
+)
+
+
+def curves(**kw: object) -> Curves:
+    base = dict(gemm_intensity=np.array([1.0, 100.0]), gemm_flops_per_s=np.array([1e9, 1e11]),
+                conv_intensity=np.array([1.0]), conv_flops_per_s=np.array([5e10]),
+                elementwise_bytes=np.array([1e3, 1e6]), elementwise_bps=np.array([1e9, 1e10]),
+                op_overhead_s=1e-5, kernel_elems_per_s={"tanh": 1e8})
+    base.update(kw)
+    return Curves(**base)  # type: ignore[arg-type]
+
+
+def test_monotone_fit_pools_violators() -> None:
+    # [1, 3, 2, 4]: 3 and 2 pool to their mean 2.5
+    assert monotone_fit([1, 3, 2, 4]).tolist() == [1, 2.5, 2.5, 4]
+    # weighted: (3*1 + 1*3) / 4 = 1.5
+    assert monotone_fit([3, 1], weights=[1, 3]).tolist() == [1.5, 1.5]
+
+
+def test_curve_from_points_merges_equal_x_and_sorts() -> None:
+    xs, ys = curve_from_points([10, 1, 10], [4, 2, 2])
+    assert xs.tolist() == [1, 10]
+    assert ys.tolist() == [2, 3]  # mean of 4 and 2 at x = 10
+    xs, ys = curve_from_points([1, 2, 3], [5, 9, 1], monotone=False)
+    assert ys.tolist() == [5, 9, 1]
+
+
+def test_interp_is_linear_in_log_x_and_flat_beyond_the_ends() -> None:
+    xs, ys = np.array([1.0, 100.0]), np.array([2.0, 4.0])
+    # x = 10 is half way between 1 and 100 in log: (2 + 4) / 2 = 3
+    assert interp_curve([10.0], xs, ys)[0] == pytest.approx(3.0)
+    assert interp_curve([0.01, 1e6, 0.0], xs, ys).tolist() == [2.0, 4.0, 2.0]
+
+
+@given(st.lists(st.floats(0.1, 1e3), min_size=2, max_size=8),
+       st.lists(st.floats(1e-3, 1e6), min_size=2, max_size=20))
+def test_interpolated_curve_is_monotone(y: list[float], q: list[float]) -> None:
+    xs = np.logspace(0, 3, len(y))
+    _, ys = curve_from_points(xs, y)
+    qs = np.sort(np.asarray(q))
+    vals = interp_curve(qs, xs, ys)
+    assert np.all(np.diff(vals) >= -1e-9 * np.max(vals))
+    assert vals.min() >= ys.min() - 1e-9 and vals.max() <= ys.max() + 1e-9
+
+
+def test_roofline_split_by_hand() -> None:
+    c = curves()
+    # op 1: 1e9 FLOPs over 1e7 bytes: intensity 100 -> 1e11 FLOP/s -> 10 ms; bytes 1e7 beyond
+    #       the curve -> 1e10 B/s -> 1 ms; FLOP-bound, t = 10 us + 10 ms
+    # op 2: 0 FLOPs, 1e6 bytes at 1e10 B/s -> 0.1 ms; memory-bound, t = 10 us + 0.1 ms
+    # op 3: a convolution, 1e9 FLOPs over 1e6 bytes -> the conv curve, 5e10 -> 20 ms
+    r = roofline_split([1e9, 0.0, 1e9], [1e7, 1e6, 1e6], [False, False, True], c)
+    assert r["time_s"].tolist() == pytest.approx([1e-5 + 1e-2, 1e-5 + 1e-4, 1e-5 + 2e-2])
+    assert r["flop_bound"].tolist() == [True, False, True]
+
+
+def test_kernel_term_and_names() -> None:
+    assert kernel_name("_foreach_sqrt") == "sqrt"
+    assert kernel_name("div_") == "div"
+    assert kernel_name("aten::tanh") == "tanh"
+    ops = [{"op": "tanh", "phase": "forward", "flops": 0, "bytes_read": 4e6,
+            "bytes_written": 4e6, "bound": "memory", "dtype": "float32"}]
+    bd = compute_breakdown(ops, curves())
+    # 1e6 elements at 1e8 elements/s = 10 ms, more than 8e6 bytes / 1e10 B/s = 0.8 ms
+    assert bd["compute_mem"] == pytest.approx(1e-5 + 1e-2)
+    assert bd["compute_flop"] == 0.0 and bd["ops"] == 1
+
+
+def test_paper_split_uses_the_profiler_bound() -> None:
+    ops = [{"op": "mm", "flops": 2e9, "bytes_read": 1e6, "bytes_written": 1e6,
+            "bound": "compute"},
+           {"op": "add", "flops": 0, "bytes_read": 2e6, "bytes_written": 1e6,
+            "bound": "memory"}]
+    s = paper_split(ops, flops_per_s=1e12, mem_bw_bps=1e9)
+    assert s["compute_flop"] == pytest.approx(2e-3)  # 2e9 / 1e12
+    assert s["compute_mem"] == pytest.approx(3e-3)  # 3e6 / 1e9
+
+
+def test_curves_from_a_gpu_without_curves_is_the_paper_model() -> None:
+    gpu = GPU(name="x", fp32_tflops=10.0, mem_bw_gbs=100.0, flop_efficiency=0.5)
+    c = Curves.from_gpu(gpu)
+    ops = [{"op": "mm", "flops": 5e9, "bytes_read": 1e3, "bytes_written": 0, "bound": "compute"},
+           {"op": "add", "flops": 0, "bytes_read": 1e8, "bytes_written": 1e8,
+            "bound": "memory"}]
+    bd = compute_breakdown(ops, c)
+    assert bd["compute_flop"] == pytest.approx(5e9 / 5e12)  # 10 TFLOP/s x 0.5
+    assert bd["compute_mem"] == pytest.approx(2e8 / 1e11)  # 100 GB/s
+    assert math.isclose(bd["overhead"], 0.0)

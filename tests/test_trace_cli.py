@@ -1,0 +1,63 @@
+"""`traincast ingest`, `characterize` and `sample` through the real console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+
+def tc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                           *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_ingest_characterize_and_strict_failure(tmp_path: Path) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text("job_id,submission_time,duration,num_gpu\na,0,100,1\nb,0,50,16\n")
+    r = tc("ingest", str(good), "--format", "elasticflow", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["jobs"] == 2
+    assert (tmp_path / "traincast.duckdb").exists()  # the default store, in the cwd
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,submission_time,duration,num_gpu\nc,0,10,1\nd,0,10,-2\n")
+    r = tc("ingest", str(bad), "--format", "elasticflow", "--strict", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "row 2" in r.stderr and "n_gpus" in r.stderr and "bad.csv" in r.stderr
+    con = duckdb.connect(str(tmp_path / "traincast.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
+    con.close()
+
+    r = tc("ingest", str(bad), "--format", "elasticflow", cwd=tmp_path)
+    assert r.returncode == 0 and "1 bad row(s) skipped" in r.stderr
+
+    r = tc("characterize", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["jobs"] == 3 and out["gpus"] == 1 + 16 + 1
+    assert out["by_architecture"]["allreduce-cluster"] == {
+        "jobs": 1, "gpus": 16, "gpu_time_s": 16 * 50, "job_share": 1 / 3, "gpu_share": 16 / 18,
+        "gpu_time_share": 800 / (100 + 800 + 10)}
+
+    r = tc("characterize", str(good), "--format", "elasticflow", "--db",
+           str(tmp_path / "other.duckdb"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Architectures" in r.stdout and "2 jobs" in r.stdout
+
+
+def test_missing_column_message(tmp_path: Path) -> None:
+    bad = tmp_path / "pods.csv"
+    bad.write_text("name,num_gpu\np,1\n")
+    r = tc("ingest", str(bad), "--format", "alibaba-2023", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "alibaba-2023" in r.stderr and "pods.csv" in r.stderr and "gpu_milli" in r.stderr
+    assert not (tmp_path / "traincast.duckdb").exists()
+
+
+def test_sample_command(tmp_path: Path) -> None:
+    r = tc("sample", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip().endswith("sample.parquet")

@@ -1,0 +1,81 @@
+"""``traincast validate`` on one small model in one process: the measuring code runs end to end.
+
+Structure and sanity only (no timing targets: those are in benchmarks/bench_validate.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from traincast.calibrate import calibrate  # noqa: E402
+from traincast.validate import Case, summarize, validate  # noqa: E402
+from traincast.validate.measure import classify  # noqa: E402
+from traincast.validate.runs import crop_inputs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    cat = tmp_path_factory.mktemp("val") / "local.toml"
+    calibrate(cat, tiny=True, device="cpu", comm=False)
+    case = Case("zoo:mobilenet-v2", "CNN", 2, crop=((0, 2, 32), (0, 3, 32)))
+    return validate(cat, cases=[case], device="cpu", steps=3, warmup=1, profile_steps=1)
+
+
+def test_validate_json_structure(result: dict) -> None:
+    assert {"cases", "median_abs_error", "p90_abs_error", "failed"} <= set(result)
+    assert result["failed"] == []
+    (case,) = result["cases"]
+    for key in ("model", "arch", "batch_size", "measured_s", "predicted_s", "error"):
+        assert key in case
+    assert case["model"] == "mobilenet-v2" and case["arch"] == "1w1g"
+    assert case["batch_size"] == 2 and case["processes"] == 1
+
+
+def test_validate_numbers_are_sane(result: dict) -> None:
+    (case,) = result["cases"]
+    assert 0 < case["measured_s"] < 60 and 0 < case["predicted_s"] < 60
+    assert case["measured_wall_s"] >= case["measured_s"] * 0.5
+    assert case["error"] == pytest.approx(case["predicted_s"] / case["measured_s"] - 1)
+    assert result["median_abs_error"] == pytest.approx(abs(case["error"]))
+    pred = case["predicted"]
+    # 1w1g: no communication; the total is the sum of the components
+    assert pred["comm"] == 0.0
+    assert case["predicted_s"] == pytest.approx(pred["data_io"] + pred["compute_flop"]
+                                                + pred["compute_mem"])
+    assert pred["compute_flop"] > 0 and pred["compute_mem"] > 0
+    m = case["measured"]
+    parts = [m[k] for k in ("data_io", "compute_flop", "compute_mem", "comm", "framework")]
+    assert all(p >= 0 for p in parts)
+    assert m["compute_flop"] > 0 and m["compute_mem"] > 0 and m["comm"] == 0
+    assert sum(parts) == pytest.approx(m["profiled_step_s"], rel=1e-6)
+
+
+def test_summary_by_hand() -> None:
+    rows = [{"error": 0.1, "paper_error": -0.5}, {"error": -0.2, "paper_error": -0.4},
+            {"error": 0.5, "paper_error": -0.3}]
+    s = summarize(rows)
+    assert s["median_abs_error"] == pytest.approx(0.2)
+    # 90th percentile of [0.1, 0.2, 0.5] (linear): 0.2 + 0.8 * (0.5 - 0.2) = 0.44
+    assert s["p90_abs_error"] == pytest.approx(0.44)
+    assert s["max_abs_error"] == pytest.approx(0.5)
+    assert s["paper_median_abs_error"] == pytest.approx(0.4)
+    assert s["targets_met"] is False  # 0.5 > 0.40
+
+
+def test_profiler_event_classes() -> None:
+    assert classify("aten::addmm") == "compute_flop"
+    assert classify("aten::_slow_conv2d_backward") == "compute_flop"
+    assert classify("aten::add_") == "compute_mem"
+    assert classify("gloo:all_reduce") == "comm"
+    assert classify("traincast.data") == "data_io"
+    assert classify("Optimizer.step#Adam.step") == ""
+
+
+def test_crop_keeps_the_first_entries() -> None:
+    import torch
+
+    x = torch.arange(24).view(2, 3, 4)
+    (y,) = crop_inputs((x,), ((0, 2, 2),))
+    assert y.shape == (2, 3, 2) and y[1, 2].tolist() == [20, 21]

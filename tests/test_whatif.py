@@ -1,0 +1,346 @@
+"""What-if: hand-computed speedups, port rules and invariants."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
+from traincast.scenarios import load_scenario, shipped_scenarios
+from traincast.whatif import weighted_median, whatif
+
+# The numbers below are the shipped catalog's; this file pins them (efficiency 1) so the hand
+# arithmetic stays right whatever efficiencies a calibrated catalog adds.
+PINNED = """
+[gpu.V100-SXM2-16GB]
+fp32_tflops = 15.7
+fp16_tflops = 125.0
+mem_bw_gbs = 900
+mem_gb = 16
+flop_efficiency = 1.0
+mem_efficiency = 1.0
+[link.pcie3x16]
+bw_gbs = 15.75
+efficiency = 1.0
+[link.nvlink2-v100]
+bw_gbs = 150.0
+efficiency = 1.0
+[link.eth25]
+bw_gbs = 3.125
+efficiency = 1.0
+[link.eth100]
+bw_gbs = 12.5
+efficiency = 1.0
+[node.pai-v100-nvlink]
+gpu = "V100-SXM2-16GB"
+gpus = 8
+pcie = "pcie3x16"
+intra = "nvlink2-v100"
+nic = "eth25"
+"""
+
+# Every job: T_flop = 1.57e12 / 15.7e12 = 0.1 s, T_mem = 9e9 / 900e9 = 0.01 s,
+# T_data = 1.575e8 / 15.75e9 = 0.01 s; W = 2.5e8 bytes unless said otherwise.
+W = 2.5e8
+BIG_W = 5e9  # 4 W = 20 GB of weights, gradients and Adam state > 16 GB of a V100
+
+
+def small_trace() -> dict[str, list]:
+    return {
+        "job_id": ["ps4", "ar16", "one", "ps16", "psbig"],
+        "architecture": ["ps-worker", "allreduce-cluster", "1w1g", "ps-worker", "ps-worker"],
+        "n_gpus": [4, 16, 1, 16, 2],
+        "n_workers": [4, None, None, 16, 2],
+        "n_ps": [1, None, None, 1, 1],
+        "gpus_per_worker": [1, None, None, 1, 1],
+        "gpu_type": ["V100"] * 5,
+        "node": [None] * 5,
+        "workload": [None] * 5,
+        "flops_compute_bound": [1.57e12] * 5,
+        "bytes_memory_bound": [9e9] * 5,
+        "weight_bytes": [W, W, W, W, BIG_W],
+        "embedding_bytes_touched": [0.0] * 5,
+        "input_bytes": [1.575e8] * 5,
+        "start_time_s": [0.0] * 5,
+        "end_time_s": [100.0, 200.0, 300.0, 400.0, 500.0],
+    }
+
+
+@pytest.fixture
+def catalog(tmp_path: Path):
+    path = tmp_path / "pinned.toml"
+    path.write_text(PINNED)
+    return load_catalog([path])
+
+
+def per_job(result: dict) -> dict[tuple[str, str], dict]:
+    return {(r["job_id"], r["scenario"]): r for r in result["job_rows"].to_pylist()}
+
+
+# ps4: ps-worker, m = 4 workers, p = 1, one GPU per worker (g = 1, k = min(g, m) = 1):
+#   T_comm = 2W/pcie + max(2W k / nic, 2 m W / (p nic))
+PS4_BASE = 0.12 + 2 * W / 15.75e9 + max(2 * W / 3.125e9, 2 * 4 * W / 3.125e9)
+PS4_ETH100 = 0.12 + 2 * W / 15.75e9 + max(2 * W / 12.5e9, 2 * 4 * W / 12.5e9)
+PS4_NVLINK = 0.12 + 2 * 3 / 4 * W / 150e9  # allreduce-local, n = 4: 2 (n-1)/n W / bw(intra)
+# ar16: allreduce-cluster, n = 16 on 8-GPU nodes (N = 2): flat ring at min(intra, nic)
+AR16_BASE = 0.12 + 2 * 15 / 16 * W / min(150e9, 3.125e9)
+AR16_ETH100 = 0.12 + 2 * 15 / 16 * W / min(150e9, 12.5e9)
+# psbig: m = 2, p = 1, W = 5e9
+PSBIG_BASE = 0.12 + 2 * BIG_W / 15.75e9 + max(2 * BIG_W / 3.125e9, 2 * 2 * BIG_W / 3.125e9)
+PSBIG_ETH100 = 0.12 + 2 * BIG_W / 15.75e9 + max(2 * BIG_W / 12.5e9, 2 * 2 * BIG_W / 12.5e9)
+# ps16: m = 16, same per-worker formula as ps4 with m = 16
+PS16_BASE = 0.12 + 2 * W / 15.75e9 + max(2 * W / 3.125e9, 2 * 16 * W / 3.125e9)
+PS16_ETH100 = 0.12 + 2 * W / 15.75e9 + max(2 * W / 12.5e9, 2 * 16 * W / 12.5e9)
+
+
+def test_hand_computed_eth100_and_nvlink(catalog) -> None:
+    r = whatif(small_trace(), ["eth100", "nvlink-allreduce"], catalog, per_job=True)
+    rows = per_job(r)
+    assert rows[("ps4", "eth100")]["base_total_s"] == pytest.approx(PS4_BASE, rel=1e-12)
+    assert rows[("ps4", "eth100")]["speedup"] == pytest.approx(PS4_BASE / PS4_ETH100, rel=1e-12)
+    assert rows[("ar16", "eth100")]["speedup"] == pytest.approx(AR16_BASE / AR16_ETH100,
+                                                                rel=1e-12)
+    assert rows[("one", "eth100")]["speedup"] == 1.0  # 1w1g: no communication
+    assert rows[("psbig", "eth100")]["speedup"] == pytest.approx(PSBIG_BASE / PSBIG_ETH100,
+                                                                 rel=1e-12)
+    assert rows[("ps16", "eth100")]["speedup"] == pytest.approx(PS16_BASE / PS16_ETH100,
+                                                                rel=1e-12)
+    # nvlink-allreduce: only ps4 fits one 8-GPU node with 4 W <= 16 GB
+    assert rows[("ps4", "nvlink-allreduce")]["speedup"] == pytest.approx(
+        PS4_BASE / PS4_NVLINK, rel=1e-12)
+    assert rows[("ps4", "nvlink-allreduce")]["applied"]
+    for job in ("ps16", "psbig"):  # 16 GPUs > 8; 4 x 5e9 = 20 GB > 16 GB
+        assert rows[(job, "nvlink-allreduce")]["matched"]
+        assert not rows[(job, "nvlink-allreduce")]["applied"]
+        assert rows[(job, "nvlink-allreduce")]["speedup"] == 1.0
+    for job in ("ar16", "one"):
+        assert not rows[(job, "nvlink-allreduce")]["matched"]
+        assert rows[(job, "nvlink-allreduce")]["speedup"] == 1.0
+
+    nv = r["scenarios"]["nvlink-allreduce"]
+    assert (nv["jobs"], nv["matched"], nv["applied"], nv["not_applied"]) == (5, 3, 1, 2)
+    assert nv["sped_up_share"] == pytest.approx(1 / 3)
+    mean = (PS4_BASE / PS4_NVLINK + 1 + 1) / 3
+    assert nv["mean_speedup"] == pytest.approx(mean, rel=1e-12)
+    assert nv["median_speedup"] == 1.0
+    # GPU-weighted: weights n = 4, 16, 2
+    gw = (4 * PS4_BASE / PS4_NVLINK + 16 + 2) / 22
+    assert nv["gpu_weighted_mean_speedup"] == pytest.approx(gw, rel=1e-12)
+    # GPU-time-weighted: n x duration = 400, 6400, 1000
+    gtw = (400 * PS4_BASE / PS4_NVLINK + 6400 + 1000) / 7800
+    assert nv["gpu_time_weighted_mean_speedup"] == pytest.approx(gtw, rel=1e-12)
+    saved = 1 - (400 * PS4_NVLINK / PS4_BASE + 6400 + 1000) / 7800
+    assert nv["gpu_time_saved_share"] == pytest.approx(saved, rel=1e-12)
+    assert nv["by_architecture"]["ps-worker"]["matched"] == 3
+
+    eth = r["scenarios"]["eth100"]
+    speedups = [PS4_BASE / PS4_ETH100, AR16_BASE / AR16_ETH100, 1.0,
+                PS16_BASE / PS16_ETH100, PSBIG_BASE / PSBIG_ETH100]
+    assert eth["matched"] == 5
+    assert eth["mean_speedup"] == pytest.approx(sum(speedups) / 5, rel=1e-12)
+    assert eth["median_speedup"] == pytest.approx(sorted(speedups)[2], rel=1e-12)
+    assert eth["sped_up_share"] == pytest.approx(4 / 5)
+    # GPU-weighted median: ascending speedups one (n=1) 1.0, ar16 (16) 1.71, ps4 (4) 2.54,
+    # psbig (2) 3.04, ps16 (16) 3.42; half of 39 GPUs = 19.5 is reached at ps4 (1 + 16 + 4)
+    assert sorted(speedups) == [speedups[2], speedups[1], speedups[0], speedups[4],
+                                speedups[3]]
+    assert eth["gpu_weighted_median_speedup"] == pytest.approx(speedups[0], rel=1e-12)
+    assert nv["gpu_weighted_median_speedup"] == 1.0  # 18 of 22 GPUs are in unported jobs
+
+
+def test_single_scenario_has_summary_object(catalog) -> None:
+    r = whatif(small_trace(), "eth100", catalog)
+    assert set(r) >= {"jobs", "summary", "definitions"}
+    for key in ("jobs", "matched", "sped_up_share", "mean_speedup", "median_speedup",
+                "gpu_weighted_mean_speedup"):
+        assert key in r["summary"]
+
+
+def test_sweep_nic(catalog) -> None:
+    r = whatif(small_trace(), [], catalog, sweep_spec="nic=25Gbit,100Gbit", per_job=True)
+    assert list(r["scenarios"]) == ["nic=25Gbit", "nic=100Gbit"]
+    assert r["scenarios"]["nic=25Gbit"]["mean_speedup"] == pytest.approx(1.0, rel=1e-12)
+    rows = per_job(r)
+    # 100 Gbit typed as a speed = 12.5 GB/s, the same as the eth100 link
+    assert rows[("ps4", "nic=100Gbit")]["speedup"] == pytest.approx(PS4_BASE / PS4_ETH100,
+                                                                    rel=1e-12)
+
+
+def test_scenario_matching_nothing_gives_one(catalog) -> None:
+    sc = {"name": "none", "match": {"workload": ["no-such-workload"]},
+          "changes": {"nic": "eth100", "gpu": "H100-SXM5-80GB"}}
+    r = whatif(small_trace(), sc, catalog, per_job=True)
+    assert r["summary"]["matched"] == 0
+    assert all(s == 1.0 for s in r["job_rows"]["speedup"].to_pylist())
+
+
+def test_match_clause_gpu_range_and_type(catalog) -> None:
+    sc = {"name": "mid", "match": {"min_gpus": 2, "max_gpus": 4, "gpu_type": ["V100"]},
+          "changes": {"nic": "eth100"}}
+    r = whatif(small_trace(), sc, catalog, per_job=True)
+    matched = {row["job_id"] for row in r["job_rows"].to_pylist() if row["matched"]}
+    assert matched == {"ps4", "psbig"}
+
+
+def test_port_to_allreduce_cluster_packs_gpus(catalog) -> None:
+    # ps16 as allreduce-cluster: GPUs packed 8 per node, N = 2: flat ring over the NIC
+    r = whatif(small_trace(), "allreduce-cluster", catalog, per_job=True)
+    rows = per_job(r)
+    ported = 0.12 + 2 * 15 / 16 * W / 3.125e9
+    assert rows[("ps16", "allreduce-cluster")]["scenario_total_s"] == pytest.approx(
+        ported, rel=1e-12)
+    assert rows[("ps16", "allreduce-cluster")]["speedup"] == pytest.approx(
+        PS16_BASE / ported, rel=1e-12)
+    assert not rows[("psbig", "allreduce-cluster")]["applied"]  # 20 GB per GPU > 16 GB
+
+
+def test_overlap_and_gpu_change(catalog) -> None:
+    sc = {"name": "ov", "changes": {"overlap": 1.0}}
+    r = whatif(small_trace(), sc, catalog, per_job=True)
+    # f = 1: T = T_data + max(T_comp, T_comm); ar16: T_comm = 0.15 > T_comp = 0.11
+    expected = 0.01 + max(0.11, AR16_BASE - 0.12)
+    assert per_job(r)[("ar16", "ov")]["scenario_total_s"] == pytest.approx(expected, rel=1e-12)
+
+
+def profile_job(workload: str, arch: str, n: int) -> dict:
+    from traincast.zoo.profiles import workload_features
+
+    p = workload_features(workload)
+    return {"job_id": f"{workload}-{arch}-{n}", "architecture": arch, "n_gpus": n,
+            "n_workers": n if arch == "ps-worker" else None,
+            "n_ps": 1 if arch == "ps-worker" else None,
+            "gpus_per_worker": 1 if arch == "ps-worker" else None, "gpu_type": "V100",
+            "workload": workload, "batch_size": p["batch_size"],
+            **{k: float(p[k]) for k in ("flops_compute_bound", "bytes_memory_bound",
+                                        "weight_bytes", "embedding_bytes_touched",
+                                        "input_bytes")}}
+
+
+def test_profile_memory_fit_and_precision(catalog) -> None:
+    from traincast.zoo.profiles import workload_features
+
+    jobs = [profile_job("bert", "ps-worker", 4), profile_job("llama", "ps-worker", 4),
+            profile_job("bert", "1w1g", 1)]
+    table = {k: [j[k] for j in jobs] for k in jobs[0]}
+    both = {"name": "amp+fusion", "changes": {"amp": True, "fusion": True}}
+    r = whatif(table, ["nvlink-allreduce", "mixed-precision", "op-fusion", both], catalog,
+               per_job=True)
+    rows = per_job(r)
+    bert, llama = workload_features("bert"), workload_features("llama")
+    # footprint per GPU as allreduce = weights + grads + optimizer + activations (profile batch)
+    assert sum(bert["memory_bytes"].values()) <= 16e9 < sum(llama["memory_bytes"].values())
+    assert rows[("bert-ps-worker-4", "nvlink-allreduce")]["applied"]
+    assert not rows[("llama-ps-worker-4", "nvlink-allreduce")]["applied"]
+    assert rows[("llama-ps-worker-4", "nvlink-allreduce")]["speedup"] == 1.0
+
+    data = bert["input_bytes"] / 15.75e9
+    base = data + bert["flops_compute_bound"] / 15.7e12 + bert["bytes_memory_bound"] / 900e9
+    amp = (data + bert["flops_compute_bound_amp"] / 125e12
+           + bert["bytes_memory_bound_amp"] / 900e9)
+    fused = (data + bert["flops_compute_bound"] / 15.7e12
+             + bert["bytes_memory_bound_fused"] / 900e9)
+    fused_amp = (data + bert["flops_compute_bound_amp"] / 125e12
+                 + bert["bytes_memory_bound_fused_amp"] / 900e9)
+    one = "bert-1w1g-1"
+    assert rows[(one, "mixed-precision")]["base_total_s"] == pytest.approx(base, rel=1e-12)
+    assert rows[(one, "mixed-precision")]["scenario_total_s"] == pytest.approx(amp, rel=1e-12)
+    assert rows[(one, "op-fusion")]["scenario_total_s"] == pytest.approx(fused, rel=1e-12)
+    assert rows[(one, "amp+fusion")]["scenario_total_s"] == pytest.approx(fused_amp,
+                                                                         rel=1e-12)
+
+
+def test_shipped_scenarios_load() -> None:
+    cat = load_catalog()
+    names = shipped_scenarios()
+    assert {"nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision", "op-fusion"} <= set(
+        names)
+    for name in names:
+        sc = load_scenario(name, cat)
+        assert sc.changes and sc.source
+
+
+def test_bad_scenario_files_name_file_and_key(tmp_path: Path) -> None:
+    cat = load_catalog()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[match]\narchitecture = "ps-worker"\n[changes]\nnic = "eth999"\n')
+    with pytest.raises(TraincastError, match=r"bad\.toml.*nic"):
+        load_scenario(bad, cat)
+    bad.write_text('[match]\ncolour = "red"\n[changes]\nnic = "eth100"\n')
+    with pytest.raises(TraincastError, match="colour"):
+        load_scenario(bad, cat)
+    bad.write_text("[match]\n")
+    with pytest.raises(TraincastError, match="changes"):
+        load_scenario(bad, cat)
+    with pytest.raises(TraincastError, match="unknown scenario"):
+        load_scenario("no-such-scenario", cat)
+
+
+def test_weighted_median() -> None:
+    # values 1, 2, 3 with weights 1, 1, 10: half of 12 is reached at 3
+    assert weighted_median(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 10.0])) == 3.0
+    assert weighted_median(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 1.0])) == 2.0
+    assert math.isnan(weighted_median(np.array([1.0]), np.array([0.0])))
+    # large inputs (the selection path) against the definition by sorting, with many ties
+    rng = np.random.default_rng(4)
+    for n in (3000, 20000):
+        x = np.round(rng.lognormal(0, 1, n), 2)
+        x[rng.random(n) < 0.5] = 1.0
+        w = rng.integers(0, 9, n).astype(float)
+        order = np.argsort(x, kind="stable")
+        cum = np.cumsum(w[order])
+        assert weighted_median(x, w) == x[order][np.searchsorted(cum, 0.5 * cum[-1])]
+
+
+NICS = ["eth25", "eth40", "eth50", "eth100", "eth200", "eth400", "ib-edr", "ib-hdr", "ib-ndr"]
+PCIES = ["pcie3x16", "pcie4x16", "pcie5x16"]
+INTRAS = ["nvlink2-v100", "nvlink3-a100", "nvlink4-h100", "nvlink5-b200"]
+GPUS = ["V100-SXM2-16GB", "V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB",
+        "H200-SXM-141GB", "B200"]  # each at least the V100's fp32 peak and memory bandwidth
+
+job_strategy = st.fixed_dictionaries({
+    "architecture": st.sampled_from(["1w1g", "allreduce-local", "allreduce-cluster",
+                                     "ps-worker", "pearl"]),
+    "n": st.integers(1, 64), "ps": st.integers(1, 8),
+    "flops": st.floats(1e6, 1e15), "mem": st.floats(1e3, 1e12),
+    "w": st.floats(1e3, 2e9), "e": st.floats(0, 1e9), "d": st.floats(0, 1e9)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=st.lists(job_strategy, min_size=1, max_size=12),
+       nic=st.sampled_from(NICS), pcie=st.sampled_from(PCIES), intra=st.sampled_from(INTRAS),
+       gpu=st.sampled_from([None, *GPUS]))
+def test_hardware_upgrade_never_slows_a_job(jobs, nic, pcie, intra, gpu) -> None:
+    cat = load_catalog()
+    table = {
+        "architecture": [j["architecture"] for j in jobs],
+        "n_gpus": [1 if j["architecture"] == "1w1g" else
+                   min(j["n"], 8) if j["architecture"] == "allreduce-local" else j["n"]
+                   for j in jobs],
+        "n_ps": [j["ps"] for j in jobs], "node": ["pai-v100-nvlink"] * len(jobs),
+        "flops_compute_bound": [j["flops"] for j in jobs],
+        "bytes_memory_bound": [j["mem"] for j in jobs],
+        "weight_bytes": [j["w"] for j in jobs],
+        "embedding_bytes_touched": [j["e"] for j in jobs],
+        "input_bytes": [j["d"] for j in jobs]}
+    changes = {"nic": nic, "pcie": pcie, "intra": intra}
+    if gpu:
+        changes["gpu"] = gpu
+    r = whatif(table, {"name": "up", "changes": changes}, cat, per_job=True)
+    speedup = np.array(r["job_rows"]["speedup"].to_pylist())
+    assert np.all(speedup >= 1.0 - 1e-12)
+
+
+def test_public_api_functions_stay_callable_after_submodule_imports() -> None:
+    import traincast
+    import traincast.recommend
+    import traincast.study
+    import traincast.whatif  # noqa: F401
+
+    assert callable(traincast.whatif) and callable(traincast.recommend)
+    assert callable(traincast.study)

@@ -1,0 +1,209 @@
+"""The reference zoo: published parameter counts, published FLOPs, and its shipped profiles."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from traincast.zoo import ZOO, get_model
+
+torch = pytest.importorskip("torch")
+from traincast.features.profile import profile_model  # noqa: E402
+
+
+def n_params(name: str) -> int:
+    return sum(p.numel() for p in get_model(name).build_meta().parameters())
+
+
+@pytest.mark.parametrize("name", [n for n, e in ZOO.items() if e.params_exact])
+def test_published_parameter_counts_exact(name: str) -> None:
+    assert n_params(name) == ZOO[name].published_params
+
+
+def test_gpt2_and_resnet50_counts() -> None:
+    assert n_params("gpt2") == 124_439_808
+    assert n_params("resnet50") == 25_557_032
+
+
+def gpt2_formula(v: int, p: int, h: int, layers: int) -> int:
+    # embeddings + per layer (4 h^2 + 4h attention, 8 h^2 + 5h MLP, 4h two LayerNorms)
+    # + final LayerNorm; the output head is tied to the token embedding
+    return v * h + p * h + layers * (12 * h * h + 13 * h) + 2 * h
+
+
+def bert_formula(h: int, layers: int) -> int:
+    v, p = 30_522, 512
+    embeddings = v * h + p * h + 2 * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * 4 * h + 4 * h) + (4 * h * h + h) + 2 * h
+    heads = (h * h + h) + 2 * h + v + (h * 2 + 2)  # MLM transform + LN + decoder bias, NSP
+    return embeddings + layers * layer + (h * h + h) + heads
+
+
+def test_hand_formulas_for_transformers() -> None:
+    assert n_params("gpt2") == gpt2_formula(50_257, 1024, 768, 12)
+    assert n_params("gpt2-xl") == gpt2_formula(50_257, 1024, 1600, 48)
+    assert n_params("bert-base") == bert_formula(768, 12)
+    assert n_params("bert-large") == bert_formula(1024, 24)
+    h, f, v = 4096, 11_008, 32_000  # LLaMA-7B: untied head, no biases, RMSNorm weights
+    assert n_params("llama-7b") == 2 * v * h + 32 * (4 * h * h + 3 * h * f + 2 * h) + h
+
+
+def test_transformer_nmt_near_published_65m() -> None:
+    d, f, v = 512, 2048, 37_000
+    attn = 4 * (d * d + d)
+    ffn = d * f + f + f * d + d
+    expected = v * d + 6 * (attn + ffn + 2 * 2 * d) + 6 * (2 * attn + ffn + 3 * 2 * d)
+    assert n_params("transformer-nmt") == expected
+    assert abs(expected - 65e6) / 65e6 < 0.05  # Vaswani et al.: "65M" (vocabulary-dependent)
+
+
+def test_speech_recsys_graph_hand_formulas() -> None:
+    h, freq = 800, 41
+    conv = 32 * 41 * 11 + 32 * 32 * 21 * 11 + 2 * (2 * 32)
+    gru = sum(2 * (3 * h * (n + h) + 2 * 3 * h) for n in [32 * freq] + [h] * 4)
+    assert n_params("speech") == conv + gru + 4 * 2 * h + h * 29
+    rows = 33_762_577  # Criteo Kaggle tables
+    bottom = (13 * 512 + 512) + (512 * 256 + 256) + (256 * 64 + 64) + (64 * 16 + 16)
+    top = (367 * 512 + 512) + (512 * 256 + 256) + (256 + 1)  # 367 = 16 + 27 * 26 / 2
+    assert n_params("dlrm") == rows * 16 + bottom + top
+    d = 64
+    assert n_params("multi-interest") == 1_708_530 * d + d * d + (d * 4 * d + 4 * d) + (
+        4 * d * d + d)
+    assert n_params("gcn") == (602 * 128 + 128) + (128 * 41 + 41)
+
+
+def test_resnet50_forward_is_4_1_gmacs_per_image() -> None:
+    rec = profile_model("zoo:resnet50", batch_size=1)
+    gmacs = rec["flops_forward"] / 2 / 1e9  # one multiply-add = 2 FLOPs
+    assert abs(gmacs - 4.1) / 4.1 < 0.02
+
+
+def test_mobilenet_v2_forward_is_300_mmacs_per_image() -> None:
+    rec = profile_model("zoo:mobilenet-v2", batch_size=1)
+    assert abs(rec["flops_forward"] / 2 / 300e6 - 1) < 0.02  # Sandler et al.: 300M MACs
+    # backward costs two forwards (depthwise convolutions included)
+    assert 2.9 < rec["flops_total"] / rec["flops_forward"] < 3.0
+
+
+def test_transformer_training_flops_near_6_params_tokens() -> None:
+    # BERT-base at 128 tokens: the attention-score term (~ n_ctx / d_model of the rest) is small
+    batch, seq = 2, 128
+    rec = profile_model("zoo:bert-base", batch_size=batch)
+    six_nt = 6 * rec["params"] * batch * seq
+    assert abs(rec["flops_compute_bound"] - six_nt) / six_nt < 0.10
+    # forward is a third of forward + backward (2N vs 4N FLOPs per token)
+    assert abs(rec["flops_forward"] / rec["flops_compute_bound"] - 1 / 3) < 0.02
+
+
+def test_dlrm_embedding_rows_touched_match_the_batch_ids() -> None:
+    entry = get_model("dlrm")
+    _, sparse, _ = entry.inputs(32)
+    unique = sum(int(torch.unique(sparse[:, i]).numel()) for i in range(sparse.shape[1]))
+    rec = profile_model("zoo:dlrm", batch_size=32)
+    assert rec["embedding_bytes_touched"] == unique * 16 * 4
+    assert rec["params_embedding"] == 33_762_577 * 16
+    assert unique < 26 * 32  # Zipf ids repeat
+
+
+def test_gru_operator_flops_match_torchs_decomposed_gru() -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from traincast.zoo.speech import BiGRU
+
+    b, t, n, h = 2, 5, 12, 8
+    ref = torch.nn.GRU(n, h, batch_first=True, bidirectional=True)
+    x = torch.randn(b, t, n)
+    with FlopCounterMode(display=False) as counter:
+        ref(x)
+    layer = BiGRU(n, h)
+    with FlopCounterMode(display=False) as ours:
+        layer(x)
+    assert ours.get_total_flops() == counter.get_total_flops() == 2 * 2 * b * t * 3 * h * (n + h)
+    # and the fused op computes the same function as torch's GRU
+    for name, p in layer.named_parameters():
+        src = name.replace("weight_ih", "weight_ih_l0").replace("weight_hh", "weight_hh_l0")
+        src = src.replace("bias_ih", "bias_ih_l0").replace("bias_hh", "bias_hh_l0")
+        with torch.no_grad():
+            p.copy_(getattr(ref, src))
+    y, _ = ref(x)
+    assert torch.allclose(layer(x), y[..., :h] + y[..., h:], atol=1e-5)
+
+
+def test_gcn_sparse_product_is_memory_bound_with_2ef_flops() -> None:
+    nodes = 500
+    rec = profile_model("zoo:gcn", batch_size=nodes, ops=True)
+    x, src, *_ = get_model("gcn").inputs(nodes)
+    spmm = [r for r in rec["ops"] if r["op"] == "spmm"]
+    edges = src.numel()
+    assert sorted(r["flops"] for r in spmm) == sorted([2 * edges * 128, 2 * edges * 41] * 2)
+    assert {r["bound"] for r in spmm} == {"memory"}
+    assert rec["input_bytes"] == 0  # the graph stays on the GPU
+
+
+def test_llama_is_meta_only() -> None:
+    assert get_model("llama-7b").meta_only
+    with pytest.raises(ValueError):
+        get_model("llama-7b").build_cpu(1)
+
+
+def test_default_batches_and_inputs() -> None:
+    for name, entry in ZOO.items():
+        if name in ("gcn", "llama-7b", "gpt2-xl"):
+            continue
+        inputs = entry.inputs(3)
+        assert inputs and all(isinstance(t, torch.Tensor) for t in inputs)
+        assert inputs[0].shape[0] == 3, name
+        assert entry.default_batch >= 1 and entry.input_shape and entry.family
+
+
+def test_shipped_profiles_cover_the_zoo_and_match_a_fresh_profile() -> None:
+    from traincast.zoo.build_profiles import profile_entry
+    from traincast.zoo.profiles import load_profiles
+
+    shipped = load_profiles()
+    assert set(shipped["models"]) == set(ZOO)
+    for rec in shipped["models"].values():
+        for key in ("params", "flops_compute_bound", "bytes_memory_bound",
+                    "bytes_memory_bound_amp", "memory_bytes_amp", "weight_bytes",
+                    "embedding_bytes_touched", "input_bytes", "bytes_memory_bound_fused"):
+            assert key in rec
+        assert rec["bytes_memory_bound_fused"] <= rec["bytes_memory_bound"]
+    if shipped["meta"]["torch"] != torch.__version__.split("+")[0]:
+        pytest.skip("profiles.json was built with another torch")
+    fresh = json.loads(json.dumps(profile_entry("dlrm")))
+    assert fresh == shipped["models"]["dlrm"]
+
+
+def test_workload_features_need_no_torch() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from traincast.zoo.profiles import workload_features, workload_names\n"
+        "import json\n"
+        "names = workload_names()\n"
+        "out = {t: workload_features(t)['profile'] for t in ['bert', 'nmt', 'ctr', "
+        "'graphlearn', 'resnet', 'inception', 'xlnet', 'ResNet50', 'zoo:gpt2']}\n"
+        "out['unknown'] = workload_features('no-such-workload')\n"
+        "print(json.dumps([names, out]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    names, out = json.loads(done.stdout)
+    assert out == {"bert": "bert-base", "nmt": "transformer-nmt", "ctr": "dlrm",
+                   "graphlearn": "gcn", "resnet": "resnet50", "inception": "resnet50",
+                   "xlnet": "bert-large", "ResNet50": "resnet50", "zoo:gpt2": "gpt2",
+                   "unknown": None}
+    assert set(ZOO) <= set(names) and "graphlearn" in names
+
+
+def test_every_alias_names_a_model_and_a_reason() -> None:
+    from traincast.zoo.profiles import load_aliases, workload_features
+
+    aliases = load_aliases()
+    assert {"bert", "nmt", "ctr", "graphlearn", "resnet", "inception", "xlnet"} <= set(aliases)
+    for tag, entry in aliases.items():
+        assert entry["profile"] in ZOO and len(entry["reason"]) > 20, tag
+    rec = workload_features("ctr")
+    assert rec["workload"] == "ctr" and rec["profile"] == "dlrm"
+    assert rec["embedding_bytes_touched"] > 0
