@@ -291,3 +291,21 @@ def test_keyword_inputs_as_a_dict() -> None:
     rec = profile(Pair(), {"x": torch.randn(3, 4), "scale": torch.randn(3, 2)})
     assert rec["batch_size"] == 3 and rec["flops_forward"] == 2 * 3 * 4 * 2
     assert rec["input_bytes"] == (3 * 4 + 3 * 2) * F32
+
+
+def test_meta_built_model_falls_back_with_fresh_weights() -> None:
+    class DataDependent(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.lin(x)
+            return y.sum() / (1.0 + y.abs().max().item())
+
+    with torch.device("meta"):
+        model = DataDependent()
+    rec = profile(model, torch.randn(7, 8))
+    assert rec["method"] == "cpu-extrapolated"
+    assert rec["flops_forward"] == 2 * 7 * 8 * 3
+    assert model.lin.weight.device.type == "meta"  # the caller's model is untouched

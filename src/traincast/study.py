@@ -194,7 +194,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
           on_step: Step | None = None) -> dict[str, Any]:
     """Run the whole study on ``trace`` (default: the bundled sample) into ``out_dir``.
 
-    Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report"}``.
+    Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
+    "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
     ``on_step(step, done, total)`` is called as work advances (progress bars).
     """
     from traincast.characterize import characterize
@@ -284,4 +285,4 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     return {"out_dir": str(out), "summary": summary, "files": files, "timings_s": timings,
             "report": report_path, "report_error": meta.get("report_error"),
-            "sample": sample}
+            "sample": sample, "characterize": char}

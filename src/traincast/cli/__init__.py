@@ -14,7 +14,7 @@ from traincast.cli.common import err_console, set_quiet
 
 app = typer.Typer(
     name="traincast", no_args_is_help=True, add_completion=False,
-    pretty_exceptions_enable=False, rich_markup_mode="rich",
+    pretty_exceptions_enable=False, rich_markup_mode="markdown",
     help="Characterize deep-learning training jobs and forecast their iteration time on other "
          "GPUs, networks and training architectures (after Wang et al., IISWC 2019).")
 

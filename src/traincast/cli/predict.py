@@ -106,9 +106,20 @@ def predict(
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
-    T_total = T_data + T_comp_flop + T_comp_mem + T_comm (overlap f: T_data + max(T_comp, f
-    T_comm) + (1-f) T_comm), with T_data = input_bytes / bw(pcie), T_comp_flop = FLOPs / (peak x
-    flop_efficiency), T_comp_mem = bytes / (mem_bw x mem_efficiency); T_comm by architecture.
+    T_total = T_data + T_comp_flop + T_comp_mem + T_comm; with overlap f: T_data + max(T_comp,
+    f·T_comm) + (1−f)·T_comm. T_data = input_bytes / bw(pcie); T_comp_flop = FLOPs / (peak ×
+    flop_efficiency); T_comp_mem = bytes / (mem_bw × mem_efficiency); bw(x) = GB/s × 1e9 ×
+    efficiency. T_comm (W weight bytes, E embedding bytes, n GPUs, g per node, N nodes):
+
+    - 1w1g: 0
+    - allreduce-local: 2(n−1)/n · (W+E) / bw(intra)
+    - allreduce-cluster: 2(n−1)/n · (W+E) / min(bw(intra), bw(nic)); --hierarchical:
+      2(g−1)/g · (W+E)/bw(intra) + 2(N−1)/N · (W+E)/bw(nic)
+    - ps-worker (m workers, p servers, k = min(g, m)): 2(W+E)/bw(pcie) + max(2(W+E)·k/bw(nic),
+      2m(W+E)/(p·bw(nic)))
+    - pearl: ring all-reduce of W + 2E(n−1)/n / bw(ring link)
+
+    Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
     """
     cat = catalog_from(catalog)
     if arch == "hybrid":

@@ -22,7 +22,7 @@ cached name or a model_type such as gpt2; no weights) or path/file.py:FUNC where
 returns (model, inputs). The step — forward, loss (the model's scalar output, else the sum of
 its outputs), backward, optimizer step — runs on the meta device (shapes only) and every kernel
 is captured. FLOPs per op are torch's formulas (one multiply-add = 2 FLOPs); bytes = inputs read
-+ outputs written (views free, gathers touch only the rows indexed). Compute-bound = matrix
+plus outputs written (views free, gathers touch only the rows indexed). Compute-bound = matrix
 products, convolutions, attention; everything else is memory-bound. The fused estimate assumes
 each chain of consecutive element-wise ops runs as one kernel that stores no intermediate.
 --amp emulates CUDA autocast (fp16 matrix ops, fp32 reductions/norms/losses). A model that

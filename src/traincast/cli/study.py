@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -18,6 +20,34 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.trace import FormatOpt, MapOpt
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def architecture_table(char: dict[str, Any]) -> Table:
+    """The paper's first result from a characterization: each architecture's share of jobs,
+    GPUs and GPU time, and the mean share of iteration time in communication."""
+    b = char["breakdown"]
+    t = Table(title=f"Cluster by architecture ({char['jobs']:,} jobs)", title_justify="left",
+              caption=f"communication: mean share of predicted iteration time, over the "
+              f"{b.get('jobs', 0):,} jobs with known features, weighted by job / by GPUs",
+              caption_justify="left")
+    for col in ("architecture", "jobs", "GPUs", "GPU time", "comm (job)", "comm (GPU)"):
+        t.add_column(col, justify="right" if col != "architecture" else "left",
+                     no_wrap=col == "architecture")
+    def row(name: str, shares: dict[str, Any], comm: dict[str, Any]) -> None:
+        t.add_row(name, *(_pct(shares.get(k)) for k in ("job_share", "gpu_share",
+                                                        "gpu_time_share")),
+                  *(_pct(comm.get(k, {}).get("comm")) for k in ("job_weighted", "gpu_weighted")))
+
+    for name, shares in char["by_architecture"].items():
+        row(name, shares, b.get("by_architecture", {}).get(name, {}))
+    t.add_section()
+    row("all", dict.fromkeys(("job_share", "gpu_share", "gpu_time_share"),
+                             1.0 if char["jobs"] else None), b)
+    return t
 
 
 @app.command()
@@ -59,6 +89,7 @@ def study(
         result = run(trace, output, format=format, mapping=parse_mapping(map),
                      catalog=catalog_from(catalog), prices=price, overlap=overlap,
                      report=not no_report, on_step=on_step)
+    char = result.pop("characterize")  # in characterize.json; --json stays the summary
     if json_out:
         print_json(result)
         return
@@ -67,10 +98,15 @@ def study(
         console.print("[bold yellow]Bundled synthetic sample[/bold yellow] (no trace given): "
                       "the numbers below illustrate the method, not a real cluster.",
                       highlight=False)
+    console.print(architecture_table(char))
     console.print(f"[bold]Findings[/bold] ({summary['numbers'].get('jobs') or 0:,} jobs)")
+    bullets = Table.grid(padding=(0, 1))
+    bullets.add_column(no_wrap=True)
+    bullets.add_column()
     for sentence in summary["sentences"]:
         if not sentence.startswith("This study used the bundled"):
-            console.print(f"  • {sentence}", highlight=False)
+            bullets.add_row("  •", sentence)
+    console.print(bullets, highlight=False)
     console.print(f"Tables in [bold]{result['out_dir']}[/bold]: {', '.join(result['files'])}",
                   highlight=False)
     if result["report"]:

@@ -66,7 +66,8 @@ INGEST_HELP = (
     "reported with file, row and field and skipped, or fail the ingest with --strict. Traces "
     f"without an architecture get one from the GPU count, flagged as inferred: {INFER_RULE}.")
 CHARACTERIZE_HELP = (
-    "The cluster view: jobs, GPUs and GPU-time per architecture and GPU type, distributions of "
+    "The cluster view of a trace: architectures, GPUs, durations and where the time goes.\n\n"
+    "Jobs, GPUs and GPU-time per architecture and GPU type, distributions of "
     "GPUs per job and of duration, and, for jobs whose features are known (from the trace or "
     "the zoo profile of their workload), where the time goes, predicted by the time model "
     "(mean shares job- and GPU-weighted, bottlenecks, jobs > 80% in communication and > 50% in "
@@ -99,14 +100,28 @@ def ingest(
     if json_out:
         print_json(report)
         return
-    for s in report["sources"]:
-        what = "unchanged, kept" if s["unchanged"] else "stored"
-        console.print(f"{', '.join(Path(f).name for f in s['files'])}: {s['jobs']:,} jobs "
-                      f"{what} (source {s['source_id']})", highlight=False)
-    flags = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in report["flags"].items())
-    console.print(f"{report['jobs']:,} jobs stored in {report['db']} in "
-                  f"{fmt_seconds(report['seconds'])}; flags: {flags}", highlight=False)
+    print_ingest(report)
     _report_bad_rows(report)
+
+
+FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "frac. GPU",
+                "arch_inferred": "arch inferred"}
+
+
+def print_ingest(report: dict[str, Any]) -> None:
+    """The ingest report as a rich table: one row per source (its file or table set)."""
+    t = Table(title=f"Ingest ({report['format']}) into {report['db']}", title_justify="left",
+              caption=f"{report['jobs']:,} jobs stored in {fmt_seconds(report['seconds'])}; "
+              "kept = unchanged since its last ingest, not read again",
+              caption_justify="left")
+    t.add_column("file", overflow="fold", ratio=1)
+    for col in ("jobs", "", "bad rows", *FLAG_HEADERS.values()):
+        t.add_column(col, justify="left" if not col else "right")
+    for s in report["sources"]:
+        t.add_row(", ".join(Path(f).name for f in s["files"]), f"{s['jobs']:,}",
+                  "kept" if s["unchanged"] else "new", f"{s['bad_rows']:,}",
+                  *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS))
+    console.print(t)
 
 
 def _pct(x: float) -> str:
@@ -123,6 +138,20 @@ def _cdf_at(cdf: dict[str, list[float]], p: float) -> float:
     return cdf["value"][min(range(len(cdf["p"])), key=lambda i: abs(cdf["p"][i] - p))]
 
 
+def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
+    """Jobs, GPUs and GPU-hours with their shares, one row per group (architecture, GPU type)
+    of :func:`traincast.characterize.characterize`."""
+    t = Table(title=title, title_justify="left")
+    for col in ("", "jobs", "share", "GPUs", "share", "GPU-hours", "share"):
+        t.add_column(col, justify="left" if not col else "right", no_wrap=not col)
+    for name, row in groups.items():
+        label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
+        t.add_row(label, f"{row['jobs']:,}", _pct(row["job_share"]), _num(row["gpus"]),
+                  _pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
+                  _pct(row["gpu_time_share"]))
+    return t
+
+
 def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
     console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
@@ -130,15 +159,7 @@ def print_characterization(r: dict[str, Any]) -> None:
                   + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in r["flags"].items()),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
-        t = Table(title=title, title_justify="left")
-        for col in ("", "jobs", "share", "GPUs", "share", "GPU-hours", "share"):
-            t.add_column(col, justify="left" if not col else "right")
-        for name, row in r[key].items():
-            label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
-            t.add_row(label, f"{row['jobs']:,}", _pct(row["job_share"]), _num(row["gpus"]),
-                      _pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
-                      _pct(row["gpu_time_share"]))
-        console.print(t)
+        console.print(group_table(r[key], title))
     g = r["cdf"]["gpus_per_job"]
     cdf = Table(title="Distributions", title_justify="left")
     for col in ("", "p10", "p50", "p90", "p99", "max"):
@@ -196,21 +217,38 @@ def characterize(
         print_characterization(result)
 
 
-@app.command()
+SAMPLE_HELP = (
+    "Generate the synthetic sample trace, or print where the bundled one is.\n\n"
+    "The sample is a cluster built from published statistics: job sizes and GPU types of the "
+    "real Alibaba traces, durations of a real trace, the PAI architecture mix, zoo workloads. "
+    "It is not a real trace; assumptions and sources: docs/sample.md.")
+
+
+@app.command(help=SAMPLE_HELP)
 def sample(
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the sample here (.parquet or .csv); default: print where "
         "the bundled one is.")] = None,
     jobs: Annotated[int, typer.Option(help="Jobs to generate.")] = 3000,
     seed: Annotated[int, typer.Option(help="Random seed (same seed -> same trace).")] = 2019,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Generate the synthetic sample trace (a cluster built from published statistics: job
-    sizes and GPU types of the real Alibaba traces, durations of a real trace, the PAI
-    architecture mix, zoo workloads; assumptions and sources in docs/sample.md)."""
-    from traincast.trace.sample import sample_path, write
+    from traincast.trace.sample import generate, sample_path, write_table
 
     if output is None:
-        console.print(str(sample_path()))
+        if json_out:
+            print_json({"path": str(sample_path())})
+        else:
+            console.print(str(sample_path()), highlight=False, soft_wrap=True)
         return
-    path = write(output, jobs=jobs, seed=seed)
-    console.print(f"wrote {jobs:,} jobs to {path}", highlight=False)
+    from traincast.characterize import characterize as run
+
+    table = generate(jobs, seed)
+    path = write_table(table, output)
+    char = run(table, fill=False)
+    if json_out:
+        print_json({"path": str(path), "seed": seed, "jobs": char["jobs"], "gpus": char["gpus"],
+                    "gpu_time_s": char["gpu_time_s"], "by_architecture": char["by_architecture"]})
+        return
+    console.print(group_table(char["by_architecture"], f"Sample trace {path} (seed {seed}): "
+                              f"{char['jobs']:,} jobs"))

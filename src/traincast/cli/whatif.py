@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import pyarrow as pa
 import typer
+from rich import box
 from rich.table import Table
 
 from traincast.cli import app
@@ -53,15 +54,25 @@ def _pct(v: Any) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
 
 
+def _compact_table(title: str, caption: str | None, columns: tuple[str, ...]) -> Table:
+    """A table that fits 80 columns: no vertical rules, the first column never cut."""
+    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
+              box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+    for i, col in enumerate(columns):
+        t.add_column(col, justify="right" if i else "left", no_wrap=not i)
+    return t
+
+
 def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
-    t = Table(title=f"What-if over {result['jobs']:,} jobs (speedup = base time / scenario "
-              "time; means over matched jobs)", title_justify="left")
-    for col in ("scenario", "matched", "not fit", "sped up", "mean", "median", "GPU-wtd",
-                "GPU-time-wtd", "GPU time saved"):
-        t.add_column(col, justify="left" if col == "scenario" else "right",
-                     no_wrap=col == "scenario")
+    t = _compact_table(f"What-if over {result['jobs']:,} jobs",
+                       "jobs = matched jobs; not fit = ports that do not fit; speedup = base "
+                       "time / scenario time, means over matched jobs: mean, median, GPU wtd "
+                       "(weighted by GPUs), time wtd (by GPU time); saved = share of GPU time "
+                       "saved",
+                       ("scenario", "jobs", "not fit", "sped up", "mean", "median", "GPU wtd",
+                        "time wtd", "saved"))
     for name, s in summaries.items():
         t.add_row(name, f"{s['matched']:,}", f"{s['not_applied']:,}", _pct(s["sped_up_share"]),
                   _x(s["mean_speedup"]), _x(s["median_speedup"]),
@@ -72,10 +83,9 @@ def print_whatif(result: dict[str, Any]) -> None:
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:
             continue
-        t = Table(title=f"{name}: by architecture", title_justify="left")
-        for col in ("architecture", "jobs", "matched", "not fit", "sped up", "mean", "median",
-                    "GPU-wtd mean"):
-            t.add_column(col, justify="left" if col == "architecture" else "right")
+        t = _compact_table(f"{name}: by architecture", None,
+                           ("architecture", "jobs", "matched", "not fit", "sped up", "mean",
+                            "median", "GPU wtd"))
         for arch, b in rows:
             t.add_row(arch, f"{b['jobs']:,}", f"{b['matched']:,}", f"{b['not_applied']:,}",
                       _pct(b["sped_up_share"]), _x(b["mean_speedup"]), _x(b["median_speedup"]),
@@ -213,7 +223,16 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     console.print(t)
 
 
-@app.command()
+RECOMMEND_HELP = (
+    "The fastest architecture and placement for each job, and with --price the cheapest.\n\n"
+    "For each job (a trace, the store, or one job given by flags): the architecture and "
+    "placement with the lowest predicted iteration time among those that fit its GPUs and "
+    "memory, its speedup over the present, and the bottleneck it removes; with --price the "
+    "cheapest per iteration too (cost = T_total × n × USD per GPU-hour / 3600). Candidates keep "
+    "the job's GPU count; fit rules: docs/scenarios.md.")
+
+
+@app.command(help=RECOMMEND_HELP)
 def recommend(
     trace: TraceArg = None,
     price: Annotated[str | None, typer.Option(
@@ -251,12 +270,6 @@ def recommend(
     overlap: OverlapOpt = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
-    """For each job (a trace, the store, or one job given by flags): the architecture and
-    placement with the lowest predicted iteration time among those that fit its GPUs and memory,
-    its speedup over the present, and the bottleneck it removes; with --price the cheapest per
-    iteration too (cost = T_total × n × USD per GPU-hour / 3600). Candidates keep the job's GPU
-    count; fit rules: docs/scenarios.md.
-    """
     from traincast.recommend import recommend as run
 
     cat = catalog_from(catalog)

@@ -30,7 +30,6 @@ from traincast.features.ops import OpRecord, fused_memory_bytes
 OPTIMIZERS = ("adam", "sgd")
 AMP_DTYPE = torch.float16
 FALLBACK_MAX_PARAM_BYTES = 4e9
-PHASES = ("forward", "backward", "optimizer")
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -353,15 +352,16 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
             m, x = build(n)
         else:
             m = copy.deepcopy(model)
-            if any(p.device.type == "meta" for p in m.parameters()):
-                m = m.to_empty(device="cpu")
+            if any(t.device.type == "meta" for t in (*m.parameters(), *m.buffers())):
+                m = m.to_empty(device="cpu")  # no values to keep: initialize them
+                with torch.no_grad():
+                    for p in m.parameters():
+                        p.normal_(0.0, 0.02)
+                    for buf in m.buffers():
+                        buf.zero_()
             m = m.to("cpu")
             x = tuple(t.to("cpu") if isinstance(t, torch.Tensor) else t
                       for t in _slice_batch(inputs, batch, n))
-        with torch.no_grad():
-            for p in m.parameters():
-                if not torch.isfinite(p).all():
-                    p.normal_(0.0, 0.02)
         raw = _capture_step(m, x, "cpu", optimizer, amp=False)
         points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
     r1, r2 = points

@@ -59,6 +59,8 @@ SCHEMA: pa.Schema = pa.schema([*(pa.field(n, t) for n, t, _ in _COLUMNS),
 
 TIME_COLUMNS: tuple[str, ...] = ("submit_time_s", "start_time_s", "end_time_s")
 NUMERIC_COLUMNS: tuple[str, ...] = tuple(n for n, t, _ in _COLUMNS if t != pa.string())
+NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not in TIME_COLUMNS)
+"""Counts, sizes, features and utilization: a negative value is a bad row (times may be)."""
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
 DEFAULT_NODE_GPUS = 8

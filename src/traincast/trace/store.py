@@ -22,7 +22,7 @@ import pyarrow as pa
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.trace.adapters import adapter
-from traincast.trace.adapters.base import Plan, lit, typed
+from traincast.trace.adapters.base import Plan, as_type, lit, typed
 from traincast.trace.schema import (
     ALL_COLUMNS,
     COLUMNS,
@@ -85,7 +85,7 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
         return "CASE _err " + " ".join(f"WHEN {i} THEN CAST({attr(c)} AS VARCHAR)"
                                        for i, c in enumerate(checks)) + " END"
 
-    values = ", ".join(f"CAST(({plan.fields[c].expr}) AS {SQL_TYPE[c]}) AS {typed(c)}"
+    values = ", ".join(f"{as_type(plan.fields[c].expr, SQL_TYPE[c])} AS {typed(c)}"
                        for c in COLUMNS if c in plan.fields)
     out = ", ".join(f'{typed(c)} AS "{c}"' if c in plan.fields
                     else f'CAST(NULL AS {SQL_TYPE[c]}) AS "{c}"' for c in COLUMNS)
@@ -122,6 +122,13 @@ def _errors(con: duckdb.DuckDBPyConnection) -> tuple[int, list[dict[str, Any]]]:
                 "value": v} for f, r, fld, v in rows]
 
 
+def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
+    """How many of a source's stored jobs carry each flag."""
+    counts = ", ".join(f"count(*) FILTER (WHERE {f})" for f in FLAG_COLUMNS)
+    row = con.execute(f"SELECT {counts} FROM jobs WHERE source_id = ?", [source_id]).fetchone()
+    return {f: int(v) for f, v in zip(FLAG_COLUMNS, row, strict=True)}
+
+
 def format_errors(errors: list[dict[str, Any]], total: int) -> str:
     """Bad rows for people: one line each (file, row, field, value), first 20."""
     lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {e['value']!r}"
@@ -139,8 +146,9 @@ def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
     ``paths``: the trace files (for ``pai-2020``, its directory or table files). ``mapping``:
     canonical column -> source column (``--map``). Report keys: ``db``, ``format``,
     ``sources`` (one per file or table set: ``source_id``, ``files``, ``jobs``, ``bad_rows``,
-    ``unchanged``), ``jobs`` (stored by this call), ``bad_rows``, ``errors`` (first 20:
-    ``file``, ``row``, ``field``, ``value``), ``flags`` (counts of each flag), ``seconds``.
+    ``flags`` (its jobs' flag counts), ``unchanged``), ``jobs`` (stored by this call),
+    ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``, ``value``), ``flags``
+    (counts of each flag over the jobs stored by this call), ``seconds``.
     """
     t0 = time.perf_counter()
     if isinstance(paths, str | Path):
@@ -174,7 +182,7 @@ def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
             if old and old[1] == fp:
                 report["sources"].append({"source_id": old[0], "files": plan.files,
                                           "jobs": old[2], "bad_rows": old[3],
-                                          "unchanged": True})
+                                          "flags": _flags(con, old[0]), "unchanged": True})
                 continue
             if old:
                 con.execute("DELETE FROM jobs WHERE source_id = ?", [old[0]])
@@ -197,16 +205,14 @@ def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
             _insert(con, sid, node_gpus)
             n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?",
                                  [sid]).fetchone()[0]
-            counts = ", ".join(f"count(*) FILTER (WHERE {f})" for f in FLAG_COLUMNS)
-            flags = con.execute(f"SELECT {counts} FROM jobs WHERE source_id = ?",
-                                [sid]).fetchone()
-            for f, v in zip(FLAG_COLUMNS, flags, strict=True):
-                report["flags"][f] += int(v)
+            flags = _flags(con, sid)
+            for f, v in flags.items():
+                report["flags"][f] += v
             con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, now())",
                         [sid, format, files_json, mapping_json, fp, n_jobs, n_bad])
             con.execute("DROP TABLE IF EXISTS _staged")
             report["sources"].append({"source_id": sid, "files": plan.files, "jobs": n_jobs,
-                                      "bad_rows": n_bad, "unchanged": False})
+                                      "bad_rows": n_bad, "flags": flags, "unchanged": False})
             report["jobs"] += n_jobs
             report["bad_rows"] += n_bad
             report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])

@@ -14,7 +14,12 @@ from pathlib import Path
 import duckdb
 
 from traincast.errors import TraincastError
-from traincast.trace.schema import KNOWN_ARCHITECTURES, NUMERIC_COLUMNS, SQL_TYPE
+from traincast.trace.schema import (
+    KNOWN_ARCHITECTURES,
+    NONNEGATIVE_COLUMNS,
+    NUMERIC_COLUMNS,
+    SQL_TYPE,
+)
 
 
 @dataclass(frozen=True)
@@ -51,9 +56,10 @@ class Plan:
     files: list[str] = field(default_factory=list)
 
     def all_checks(self) -> list[Check]:
-        """The adapter's checks plus the generic ones: unparsable numbers and times, negative
-        GPU counts, unknown architecture names. Generic checks read the typed value of a
-        canonical column as :func:`typed` names it (computed once by the store)."""
+        """The adapter's checks plus the generic ones: unparsable, infinite or (integer
+        columns) fractional numbers and times, negative counts and sizes, unknown architecture
+        names. Generic checks read the typed value of a canonical column as :func:`typed`
+        names it (:func:`as_type`, computed once by the store)."""
         out = list(self.checks)
         for name, f in self.fields.items():
             if f.raw is not None and name in NUMERIC_COLUMNS:
@@ -61,15 +67,28 @@ class Plan:
                                  f"trim(CAST({f.raw} AS VARCHAR)) "
                                  f"NOT IN ('', 'None', 'null', 'NULL', 'NaN', 'nan')",
                                  f"CAST({f.raw} AS VARCHAR)"))
-        if "n_gpus" in self.fields:
-            g = self.fields["n_gpus"]
-            out.append(Check("n_gpus", f"{typed('n_gpus')} < 0",
-                             f"CAST({g.raw or typed('n_gpus')} AS VARCHAR)"))
+        for name in NONNEGATIVE_COLUMNS:
+            if name in self.fields:
+                out.append(Check(name, f"{typed(name)} < 0",
+                                 f"CAST({self.fields[name].raw or typed(name)} AS VARCHAR)"))
         if "architecture" in self.fields:
             a = typed("architecture")
             known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)
             out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})", a))
         return out
+
+
+def as_type(expr: str, sql_type: str) -> str:
+    """SQL: ``expr`` as a value of a canonical column's type, never a cast error: NaN (a
+    missing value) and infinite numbers become NULL, and so, for ``BIGINT`` columns, do numbers
+    that are not whole or out of range. A NULL typed value from a non-empty source value is a
+    bad row (:meth:`Plan.all_checks`)."""
+    if sql_type not in ("DOUBLE", "BIGINT"):
+        return f"CAST(({expr}) AS {sql_type})"
+    x = f"TRY_CAST(({expr}) AS DOUBLE)"
+    if sql_type == "DOUBLE":
+        return f"CASE WHEN isfinite({x}) THEN {x} END"
+    return f"CASE WHEN {x} = round({x}) THEN TRY_CAST({x} AS BIGINT) END"
 
 
 def typed(name: str) -> str:
@@ -169,9 +188,7 @@ def field_from(col: str, src: str) -> Field:
         return Field(f"TRY_CAST({src} AS BOOLEAN)", src)
     if sql_type == "VARCHAR":
         return Field(text(src))
-    if sql_type == "BIGINT":
-        return Field(f"CAST(round(TRY_CAST({src} AS DOUBLE)) AS BIGINT)", src)
-    return Field(num(src, sql_type), src)
+    return Field(num(src), src)  # DOUBLE, BIGINT: as_type makes the canonical type
 
 
 def running_status(expr: str) -> str:

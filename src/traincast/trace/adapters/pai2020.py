@@ -103,7 +103,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     bad_task = (f"CASE WHEN inst_num IS NOT NULL AND {num('inst_num')} IS NULL THEN 'inst_num' "
                 f"WHEN plan_gpu IS NOT NULL AND trim(plan_gpu) <> '' AND {num('plan_gpu')} IS NULL "
                 f"THEN 'plan_gpu' WHEN {num('plan_gpu')} < 0 THEN 'plan_gpu' "
-                f"WHEN {num('inst_num')} < 0 THEN 'inst_num' END")
+                f"WHEN {num('inst_num')} < 0 OR {num('inst_num')} <> round({num('inst_num')}) "
+                f"THEN 'inst_num' END")
     gpus = f"COALESCE({num('plan_gpu')}, 0) / 100.0 * COALESCE({num('inst_num')}, 1)"
     task = (f"(SELECT job_name, sum({gpus}) AS t_gpus, "
             f"sum(CASE WHEN lower(task_name) = 'ps' THEN {num('inst_num')} ELSE 0 END) AS t_ps, "
@@ -154,8 +155,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         "end_time_s": Field(num("end_time"), "end_time"),
         "architecture": Field(arch),
         "n_gpus": Field("t_gpus"),
-        "n_workers": Field("CAST(t_workers AS BIGINT)"),
-        "n_ps": Field("CAST(t_ps AS BIGINT)"),
+        "n_workers": Field("t_workers"),
+        "n_ps": Field("t_ps"),
         "gpus_per_worker": Field("t_gpw"),
         "gpu_type": Field("t_gpu_type"),
         "workload": Field("g_workload"),

@@ -187,10 +187,14 @@ def generate(jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED, *,
 
 def write(path: str | Path, jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED) -> Path:
     """Generate and write a sample trace: Parquet, or CSV when the name ends in ``.csv``."""
+    return write_table(generate(jobs, seed), path)
+
+
+def write_table(table: pa.Table, path: str | Path) -> Path:
+    """Write a job table: Parquet, or CSV when the name ends in ``.csv``."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    table = generate(jobs, seed)
     path = Path(path)
     if path.suffix.lower() == ".csv":
         pacsv.write_csv(table, path)
