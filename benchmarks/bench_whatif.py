@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from _common import verdict
 from traincast.hardware.catalog import load_catalog
 from traincast.predict import predict
 from traincast.scenarios import load_scenario
@@ -100,10 +101,7 @@ def main() -> int:
     nv = result["scenarios"]["nvlink-allreduce"]
     print(f"check: nvlink-allreduce matched {nv['matched']:,}, ported {nv['applied']:,}, "
           f"mean speedup {nv['mean_speedup']:.3f}")
-    if elapsed > TARGET_S:
-        print(f"MISSED: {elapsed:.2f} s > {TARGET_S:.0f} s")
-        return 1
-    return 0
+    return verdict(elapsed, TARGET_S)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ overhead), three links and ``[node.local]``, so that
   of writing a freshly allocated output, by size: page faults on the CPU),
   ``foreach_tensor_us`` (fixed cost per tensor of a multi-tensor op), each rate net of the
   fixed cost of one plain op call; ``op_overhead_us`` = the fixed cost of one op of a training
-  step (forward + backward of a chain of tiny ops, per op), which the per-op roofline adds to
-  every op.
+  step (a whole training step of tiny layers, over the ops it runs), which the per-op roofline
+  adds to every op.
 * ``link.local-host`` (role ``pcie``): host-to-device copy (a memcpy on the CPU);
   ``link.local-allreduce`` (``intra``): all-reduce bus bandwidth between 2 local processes
   (NCCL with 2+ GPUs, else gloo over loopback), ``latency_us`` = a 4-byte all-reduce;
@@ -73,22 +73,56 @@ def _net_rate(amount: np.ndarray, time_s: np.ndarray, overhead_s: float) -> np.n
     return amount / np.maximum(time_s - overhead_s, 0.5 * time_s)
 
 
-def _op_overhead(device: str, repeat: int) -> dict[str, Any]:
-    """Fixed cost per op in a training step: forward + backward of 20 tiny multiplies / 40."""
+def _count_ops(fn: Callable[[], None]) -> tuple[int, int]:
+    """(kernels, tensors of multi-tensor kernels) that ``fn`` runs, counted as the profiler's
+    per-op table does: views and allocations are not ops."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    skip = ("empty", "empty_like", "empty_strided", "detach", "alias", "lift_fresh",
+            "_local_scalar_dense", "set_", "resize_", "view", "_unsafe_view", "_reshape_alias")
+
+    class Count(TorchDispatchMode):
+        ops = 0
+        foreach_tensors = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            name = func._overloadpacket.__name__
+            if not func.is_view and name not in skip:
+                self.ops += 1
+                if name.startswith("_foreach_") and args and isinstance(args[0], list | tuple):
+                    self.foreach_tensors += len(args[0])
+            return func(*args, **(kwargs or {}))
+
+    with Count() as counter:
+        fn()
+    return counter.ops, counter.foreach_tensors
+
+
+def _op_overhead(device: str, repeat: int, foreach_tensor_s: float) -> dict[str, Any]:
+    """Fixed cost per op of a training step: a whole step (zero_grad, forward, backward, Adam)
+    of 16 blocks Linear(8, 8) + LayerNorm + GELU on 2 rows, where every op is tiny: its time,
+    less the multi-tensor ops' per-tensor cost, over the ops it runs (module calls, autograd
+    and the optimizer's Python included)."""
     import torch
+    from torch import nn
 
-    x = torch.ones(1, device=device, requires_grad=True)
-    s = torch.ones(1, device=device)
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(16)
+                            for m in (nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU())]).to(device)
+    x = torch.randn(2, 8, device=device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, foreach=True)
 
-    def chain(n: int = 20) -> None:
-        y = x
-        for _ in range(n):
-            y = y * s
-        y.sum().backward()
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+        opt.step()
 
-    t = bench.measure(chain, device, repeat=repeat)
+    step()
+    ops, foreach_tensors = _count_ops(step)
+    t = bench.measure(step, device, repeat=repeat)
     tiny = bench.bench_op_overhead(device, repeat=repeat, min_sample_s=0.02)
-    return {"training_op_s": t.median_s / 40, "training_op_spread": t.spread,
+    per_op = max(t.median_s - foreach_tensors * foreach_tensor_s, 0.5 * t.median_s) / ops
+    return {"training_op_s": per_op, "training_op_spread": t.spread, "step_ops": ops,
             "plain_op_s": tiny["time_s"], "plain_op_spread": tiny["spread"]}
 
 
@@ -126,14 +160,18 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
     level = "tiny" if tiny else ("quick" if quick else "full")
     plan = _PLAN[level]
     torch.set_num_threads(threads)
+    from traincast.validate.measure import keep_freed_memory
+
+    allocator_kept = keep_freed_memory()  # as in the measured training steps
     t_start = time.perf_counter()
     repeat, sample = plan["repeat"], plan["sample_s"]
     res: dict[str, Any] = {"device": device, "device_name": device_name(device),
                            "torch": torch.__version__, "threads": threads,
                            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-                           "quick": quick, "level": level}
-    say("per-op overhead")
-    res["op_overhead"] = _op_overhead(device, repeat)
+                           "quick": quick, "level": level, "allocator_kept": allocator_kept}
+    say("per-op overhead (multi-tensor ops, a step of tiny ops)")
+    res["foreach"] = bench.bench_foreach(device, repeat=repeat, min_sample_s=sample)
+    res["op_overhead"] = _op_overhead(device, repeat, res["foreach"]["per_tensor_s"])
     say("matmul fp32 (squares and skinny shapes)")
     res["matmul_fp32"] = bench.bench_matmul(device, torch.float32,
                                             plan.get("mm") or bench.matmul_shapes(quick),
@@ -156,11 +194,10 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
     res["kernels"] = bench.bench_kernels(device, plan["kernel_n"], repeat=repeat,
                                          min_sample_s=sample,
                                          overhead_s=res["op_overhead"]["plain_op_s"])
-    say("fresh output allocation and multi-tensor ops")
+    say("fresh output allocation")
     if not device.startswith("cuda"):  # CUDA's caching allocator reuses blocks
         res["fresh"] = bench.bench_fresh(device, plan["fresh"], repeat=repeat,
                                          min_sample_s=sample)
-    res["foreach"] = bench.bench_foreach(device, repeat=repeat, min_sample_s=sample)
     say("host-to-device copy")
     res["host_copy"] = bench.bench_host_copy(device, plan["host"], repeat=repeat,
                                              min_sample_s=sample)
@@ -296,6 +333,8 @@ def catalog_text(res: dict[str, Any]) -> str:
     record = {"date": res["date"], "device": res["device"], "device_name": res["device_name"],
               "torch": res["torch"], "threads": res["threads"], "quick": res["quick"],
               "level": res.get("level", "quick" if res["quick"] else "full"),
+              "allocator_kept": res.get("allocator_kept", False),
+              "op_overhead_step_ops": res["op_overhead"].get("step_ops", 0),
               "elapsed_s": res.get("elapsed_s", 0.0),
               "op_overhead_training_us": res["op_overhead"]["training_op_s"] * 1e6,
               "op_overhead_training_spread": res["op_overhead"]["training_op_spread"],

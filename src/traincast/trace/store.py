@@ -22,7 +22,7 @@ import pyarrow as pa
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.trace.adapters import adapter
-from traincast.trace.adapters.base import Plan, as_type, lit, typed
+from traincast.trace.adapters.base import Plan, as_type, lit, typed, unreadable
 from traincast.trace.schema import (
     ALL_COLUMNS,
     COLUMNS,
@@ -190,9 +190,7 @@ def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
             try:
                 _stage(con, plan)
             except duckdb.Error as exc:
-                raise TraincastError(f"{plan.adapter}: {plan.file}: cannot read the file: "
-                                     f"{str(exc).splitlines()[0]}",
-                                     hint=f"check that it is a {plan.adapter} trace") from None
+                raise unreadable(plan.adapter, plan.file, exc) from None
             n_bad, errors = _errors(con)
             if n_bad and strict:
                 raise TraincastError(

@@ -20,11 +20,9 @@ import duckdb
 from traincast.trace.adapters.base import (
     Field,
     Plan,
-    apply_mapping,
+    file_plans,
     num,
-    require,
     running_status,
-    source_columns,
     table_relation,
     text,
 )
@@ -32,30 +30,27 @@ from traincast.trace.adapters.base import (
 NAME = "alibaba-2023"
 REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time",
             "deletion_time", "scheduled_time")
+FIELDS = {
+    "job_id": Field(text("name")),
+    "submit_time_s": Field(num("creation_time"), "creation_time"),
+    "start_time_s": Field(f"CASE WHEN lower(pod_phase) = 'pending' THEN NULL "
+                          f"ELSE {num('scheduled_time')} END", "scheduled_time"),
+    "end_time_s": Field(num("deletion_time"), "deletion_time"),
+    "status": Field(text("pod_phase")),
+    "n_gpus": Field(f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0",
+                    "num_gpu"),
+    "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
+}
+CENSORED = f"({running_status('pod_phase')} OR {num('deletion_time')} >= _trace_end)"
+
+
+def _relation(path: Path) -> str:
+    """The pod list with the trace end (the largest deletion_time) on every row."""
+    return (f"(SELECT *, max({num('deletion_time')}) OVER () AS _trace_end "
+            f"FROM {table_relation(path)})")
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    out = []
-    for path in paths:
-        base = table_relation(path)
-        cols = source_columns(con, base)
-        require(NAME, path, cols, REQUIRED)
-        rel = (f"(SELECT *, max({num('deletion_time')}) OVER () AS _trace_end "
-               f"FROM {base})")
-        fields = {
-            "job_id": Field(text("name")),
-            "submit_time_s": Field(num("creation_time"), "creation_time"),
-            "start_time_s": Field(f"CASE WHEN lower(pod_phase) = 'pending' THEN NULL "
-                                  f"ELSE {num('scheduled_time')} END", "scheduled_time"),
-            "end_time_s": Field(num("deletion_time"), "deletion_time"),
-            "status": Field(text("pod_phase")),
-            "n_gpus": Field(f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0",
-                            "num_gpu"),
-            "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
-        }
-        fields = apply_mapping(fields, mapping, cols, NAME, path)
-        censored = (f"({running_status('pod_phase')} "
-                    f"OR {num('deletion_time')} >= _trace_end)")
-        out.append(Plan(NAME, str(path), rel, fields, censored=censored, files=[str(path)]))
-    return out
+    return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
+                      lambda _, __: CENSORED, relation=_relation, probe=table_relation)

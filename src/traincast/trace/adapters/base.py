@@ -7,7 +7,7 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,3 +194,44 @@ def field_from(col: str, src: str) -> Field:
 def running_status(expr: str) -> str:
     """SQL: the status says the job was still running (or waiting) at the end of the trace."""
     return f"lower(COALESCE({expr}, '')) IN ('running', 'pending', 'waiting', 'queued')"
+
+
+def unfinished(fields: Mapping[str, Field]) -> str:
+    """SQL: censored when the job's status says running (or waiting), or it has a start time
+    and no end time."""
+    status, start, end = (fields[c].expr if c in fields else "NULL"
+                          for c in ("status", "start_time_s", "end_time_s"))
+    return f"({running_status(status)} OR (({start}) IS NOT NULL AND ({end}) IS NULL))"
+
+
+def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
+    """The error for a trace file DuckDB cannot read: adapter, file and the reason."""
+    return TraincastError(f"{adapter}: {path}: cannot read the file: "
+                          f"{str(exc).splitlines()[0]}", hint=f"check that it is a {adapter} trace")
+
+
+def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
+               mapping: Mapping[str, str] | None, adapter: str, required: Iterable[str],
+               fields_of: Callable[[list[str]], dict[str, Field]],
+               censored_of: Callable[[dict[str, Field], list[str]], str] | None = None, *,
+               relation: Callable[[Path], str] = table_relation,
+               probe: Callable[[Path], str] | None = None) -> list[Plan]:
+    """One plan per trace file, for adapters that map one file to jobs row by row.
+
+    For each file: its columns (read from ``probe(path)``, else from ``relation(path)``, the
+    relation with ``_row`` the plan runs over) must include ``required``; its canonical columns
+    are ``fields_of(columns)`` with ``--map`` applied; a job is censored where
+    ``censored_of(fields, columns)`` holds (default: never).
+    """
+    out = []
+    for path in paths:
+        try:
+            cols = source_columns(con, (probe or relation)(path))
+        except duckdb.Error as exc:
+            raise unreadable(adapter, path, exc) from None
+        require(adapter, path, cols, required)
+        fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
+        censored = censored_of(fields, cols) if censored_of else "FALSE"
+        out.append(Plan(adapter, str(path), relation(path), fields, censored=censored,
+                        files=[str(path)]))
+    return out

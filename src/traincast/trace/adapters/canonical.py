@@ -14,41 +14,25 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import (
-    Field,
-    Plan,
-    apply_mapping,
-    field_from,
-    q,
-    require,
-    running_status,
-    source_columns,
-    table_relation,
-)
+from traincast.trace.adapters.base import Field, Plan, field_from, file_plans, q, unfinished
 from traincast.trace.schema import COLUMNS
 
 NAME = "csv"
 REQUIRED = ("job_id", "n_gpus")
 
 
+def _fields(cols: list[str]) -> dict[str, Field]:
+    return {c: field_from(c, q(c)) for c in COLUMNS if c in cols}
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    out = []
-    for path in paths:
-        rel = table_relation(path)
-        cols = source_columns(con, rel)
-        mapped = set((mapping or {}).keys())
-        require(NAME, path, cols, [c for c in REQUIRED if c not in mapped])
-        fields = {c: field_from(c, q(c)) for c in COLUMNS if c in cols}
-        fields = apply_mapping(fields, mapping, cols, NAME, path)
-        censored_src = (mapping or {}).get("censored", "censored")
+    censored_src = (mapping or {}).get("censored", "censored")
+
+    def censored(fields: dict[str, Field], cols: list[str]) -> str:
         if censored_src in cols:
-            censored = f"COALESCE(TRY_CAST({q(censored_src)} AS BOOLEAN), FALSE)"
-        else:
-            status = fields.get("status", Field("NULL")).expr
-            start = fields.get("start_time_s", Field("NULL")).expr
-            end = fields.get("end_time_s", Field("NULL")).expr
-            censored = (f"({running_status(status)} OR (({start}) IS NOT NULL "
-                        f"AND ({end}) IS NULL))")
-        out.append(Plan(NAME, str(path), rel, fields, censored=censored, files=[str(path)]))
-    return out
+            return f"COALESCE(TRY_CAST({q(censored_src)} AS BOOLEAN), FALSE)"
+        return unfinished(fields)
+
+    required = [c for c in REQUIRED if c not in (mapping or {})]
+    return file_plans(con, paths, mapping, NAME, required, _fields, censored)

@@ -16,46 +16,29 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import (
-    Field,
-    Plan,
-    apply_mapping,
-    num,
-    require,
-    running_status,
-    source_columns,
-    table_relation,
-    text,
-    ts,
-)
+from traincast.trace.adapters.base import Field, Plan, file_plans, num, text, ts, unfinished
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
 
 
+def _fields(cols: list[str]) -> dict[str, Field]:
+    dur = num("duration") if "duration" in cols else "NULL"
+    nodes = num("node_num") if "node_num" in cols else "NULL"
+    return {
+        "job_id": Field(text("job_id")),
+        "user": Field(text("user") if "user" in cols else "NULL"),
+        "status": Field(text("state")),
+        "submit_time_s": Field(ts("submit_time"), "submit_time"),
+        "start_time_s": Field(ts("start_time"), "start_time"),
+        "end_time_s": Field(f"COALESCE({ts('end_time')}, {ts('start_time')} + {dur})",
+                            "end_time"),
+        "n_gpus": Field(num("gpu_num"), "gpu_num"),
+        "gpus_per_worker": Field(f"CASE WHEN {nodes} > 0 THEN {num('gpu_num')} / {nodes} END"),
+    }
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    out = []
-    for path in paths:
-        rel = table_relation(path)
-        cols = source_columns(con, rel)
-        require(NAME, path, cols, REQUIRED)
-        dur = num("duration") if "duration" in cols else "NULL"
-        nodes = num("node_num") if "node_num" in cols else "NULL"
-        fields = {
-            "job_id": Field(text("job_id")),
-            "user": Field(text("user") if "user" in cols else "NULL"),
-            "status": Field(text("state")),
-            "submit_time_s": Field(ts("submit_time"), "submit_time"),
-            "start_time_s": Field(ts("start_time"), "start_time"),
-            "end_time_s": Field(f"COALESCE({ts('end_time')}, {ts('start_time')} + {dur})",
-                                "end_time"),
-            "n_gpus": Field(num("gpu_num"), "gpu_num"),
-            "gpus_per_worker": Field(f"CASE WHEN {nodes} > 0 THEN {num('gpu_num')} / {nodes} "
-                                     f"END"),
-        }
-        fields = apply_mapping(fields, mapping, cols, NAME, path)
-        censored = (f"({running_status('state')} OR (({fields['start_time_s'].expr}) IS NOT "
-                    f"NULL AND ({fields['end_time_s'].expr}) IS NULL))")
-        out.append(Plan(NAME, str(path), rel, fields, censored=censored, files=[str(path)]))
-    return out
+    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
+                      lambda fields, _: unfinished(fields))
