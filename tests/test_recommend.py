@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from test_whatif import PINNED, PS4_BASE, PS4_NVLINK, PS16_BASE, W, small_trace
+from test_whatif import (
+    PINNED,
+    PS4_BASE,
+    PS4_NVLINK,
+    PS16_BASE,
+    W,
+    small_trace,
+    write_small_trace,
+)
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
@@ -78,12 +86,7 @@ def test_price_file_errors(tmp_path: Path) -> None:
 
 def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    trace = tmp_path / "t.csv"
-    t = small_trace()
-    cols = [c for c in t if c != "workload"]
-    lines = [",".join(cols)] + [",".join("" if t[c][i] is None else str(t[c][i]) for c in cols)
-                                for i in range(len(t["job_id"]))]
-    trace.write_text("\n".join(lines) + "\n")
+    trace = write_small_trace(tmp_path / "t.csv")
     runner = CliRunner()
     res = runner.invoke(app, ["whatif", str(trace), "--scenario", "eth100", "--db",
                               str(tmp_path / "s.duckdb"), "--json"])
@@ -98,3 +101,12 @@ def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
     out = json.loads(res.stdout)
     assert out["jobs"] == 1
     assert out["rows"][0]["arch_architecture"] == "allreduce-local"
+    # --node is the one job's node; --candidate-node limits where it may move
+    res = runner.invoke(app, ["recommend", "--flops", "1.57e12", "--mem-bytes", "9e9",
+                              "--weight-bytes", "2.5e8", "--input-bytes", "1.575e8", "--arch",
+                              "ps-worker", "--workers", "4", "--ps", "1", "--node",
+                              "pai-v100-nvlink", "--candidate-node", "dgx-a100", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert {c.split("@")[1] for c in out["candidates"]} == {"current", "dgx-a100"}
+    assert out["rows"][0]["node"] == "pai-v100-nvlink"

@@ -9,8 +9,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
-from test_whatif import PINNED, PS4_BASE, PS4_NVLINK, small_trace
+from test_whatif import (
+    AR16_BASE,
+    PINNED,
+    PS4_BASE,
+    PS4_NVLINK,
+    PS16_BASE,
+    PSBIG_BASE,
+    write_small_trace,
+)
+from traincast.cli import app
+from traincast.cli.common import console
 from traincast.study import STUDY_SCENARIOS, study
 
 FILES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
@@ -62,12 +73,7 @@ def test_study_on_the_bundled_sample(tmp_path: Path, monkeypatch) -> None:
 
 def test_study_on_a_trace_keeps_tables_when_the_report_fails(tmp_path: Path,
                                                               monkeypatch) -> None:
-    t = small_trace()
-    cols = [c for c in t if c != "workload"]
-    trace = tmp_path / "t.csv"
-    trace.write_text("\n".join([",".join(cols)] + [
-        ",".join("" if t[c][i] is None else str(t[c][i]) for c in cols)
-        for i in range(len(t["job_id"]))]) + "\n")
+    trace = write_small_trace(tmp_path / "t.csv")
 
     def broken(study_dir: Path) -> Path:
         raise RuntimeError("no plotting here")
@@ -99,3 +105,30 @@ def test_study_says_so_when_no_job_has_features(tmp_path: Path) -> None:
     assert len(sentences) == 1 and sentences[0].startswith("None of the 2 jobs")
     whatif = json.loads((tmp_path / "out" / "whatif.json").read_text())
     assert whatif["scenarios"]["eth100"]["predicted"] == 0
+
+
+def test_study_cli_prints_the_cluster_table_first(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(console, "width", 100)
+    trace = write_small_trace(tmp_path / "t.csv")
+    pinned = tmp_path / "pinned.toml"
+    pinned.write_text(PINNED)
+    res = CliRunner().invoke(app, ["study", str(trace), "-o", str(tmp_path / "out"),
+                                   "--catalog", str(pinned), "--no-report"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert out.index("Cluster by architecture") < out.index("Findings")
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in line.strip("│ ").split("│")]
+                                  for line in out.splitlines() if line.startswith("│ "))}
+    # jobs: ps4, ar16, one, ps16, psbig; GPUs 4, 16, 1, 16, 2 (39); durations 100..500 s
+    ps = [PS4_BASE, PS16_BASE, PSBIG_BASE]
+    comm = [(x - 0.12) / x for x in ps]  # everything above 0.12 s is communication
+    want = {
+        "ps-worker": [3 / 5, 22 / 39, (4 * 100 + 16 * 400 + 2 * 500) / 11300,
+                      sum(comm) / 3, (4 * comm[0] + 16 * comm[1] + 2 * comm[2]) / 22],
+        "allreduce-cluster": [1 / 5, 16 / 39, 16 * 200 / 11300, (AR16_BASE - 0.12) / AR16_BASE,
+                              (AR16_BASE - 0.12) / AR16_BASE],
+        "1w1g": [1 / 5, 1 / 39, 300 / 11300, 0.0, 0.0],
+    }
+    for arch, values in want.items():
+        assert rows[arch] == [f"{100 * v:.1f}%" for v in values], arch
+    assert rows["all"][:3] == ["100.0%"] * 3

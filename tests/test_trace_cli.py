@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +13,10 @@ import duckdb
 
 
 def tc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a terminal 80 columns wide."""
     return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
-                           *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+                           *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, "COLUMNS": "80"})
 
 
 def test_ingest_characterize_and_strict_failure(tmp_path: Path) -> None:
@@ -32,8 +36,17 @@ def test_ingest_characterize_and_strict_failure(tmp_path: Path) -> None:
     assert con.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
     con.close()
 
-    r = tc("ingest", str(bad), "--format", "elasticflow", cwd=tmp_path)
+    r = tc("ingest", str(bad), str(good), "--format", "elasticflow", cwd=tmp_path)
     assert r.returncode == 0 and "1 bad row(s) skipped" in r.stderr
+    # one table row per file: jobs, new or kept (unchanged since its last ingest), bad rows,
+    # flags; every header whole at 80 columns
+    assert "…" not in r.stdout
+    for header in ("file", "jobs", "bad rows", "censored", "0 GPU", "frac. GPU", "inferred"):
+        assert header in r.stdout, header
+    rows = {line.split()[1]: line.split()[2:] for line in r.stdout.splitlines()
+            if line.startswith("│ ")}
+    assert rows["bad.csv"][:7] == ["│", "1", "│", "new", "│", "1", "│"]
+    assert rows["good.csv"][:7] == ["│", "2", "│", "kept", "│", "0", "│"]
 
     r = tc("characterize", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -61,3 +74,33 @@ def test_missing_column_message(tmp_path: Path) -> None:
 def test_sample_command(tmp_path: Path) -> None:
     r = tc("sample", cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip().endswith("sample.parquet")
+    assert "\n" not in r.stdout.strip()  # one line, however long the path
+
+    r = tc("sample", "-o", "s.csv", "--jobs", "200", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    with (tmp_path / "s.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert out["jobs"] == len(rows) == 200 and out["seed"] == 2019
+    for arch, row in out["by_architecture"].items():
+        mine = [r for r in rows if r["architecture"] == arch]
+        assert row["jobs"] == len(mine)
+        assert row["gpus"] == sum(float(r["n_gpus"]) for r in mine)
+
+    r = tc("sample", "-o", "s.parquet", "--jobs", "200", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Sample trace s.parquet" in r.stdout and "ps-worker" in r.stdout
+    assert "GPU-hours" in r.stdout and "…" not in r.stdout
+
+
+def test_command_list_shows_one_line_summaries(tmp_path: Path) -> None:
+    r = tc("--help", cwd=tmp_path)
+    assert r.returncode == 0
+    listing = r.stdout[r.stdout.index("Commands"):]
+    # the first paragraph of each help is its summary in the command list; details stay in
+    # the command's own --help
+    for command, details in (("sample", "published statistics"),
+                             ("characterize", "bottlenecks"), ("recommend", "fit rules")):
+        assert command in listing and details not in listing, command
+        r = tc(command, "--help", cwd=tmp_path)
+        assert details in " ".join(r.stdout.replace("│", " ").split())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -233,3 +234,41 @@ def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
         load_jobs(tmp_path / "none.duckdb")
     assert isinstance(jobs_from_args(_write(tmp_path / "t.csv", GOOD), tmp_path / "s.duckdb",
                                      "elasticflow", None), pa.Table)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_bad_numbers_are_bad_rows_in_csv_and_parquet(tmp_path: Path, suffix: str) -> None:
+    nan, inf = float("nan"), float("inf")
+    table = pa.table({
+        "job_id": ["a", "b", "c", "d", "e", "f", "g", "h", "i"],
+        "n_gpus": ["4", "2", "two", "1", "1", "-1", "1", "1", "8"],  # GPU counts as text
+        "n_workers": [4.0, nan, 1.0, 2.5, 1e30, 1.0, 1.0, 1.0, 2.0],  # an integer column
+        "n_ps": [1, 0, 0, 0, 0, 0, -3, 0, 1],
+        "start_time_s": [0.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.0, inf, 7.0],
+        "end_time_s": [10.0, 9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, nan],
+    })
+    path = tmp_path / f"t{suffix}"
+    if suffix == ".csv":
+        pacsv.write_csv(table, path)
+    else:
+        pq.write_table(table, path)
+    db = tmp_path / "s.duckdb"
+    report = ingest(path, db=db)
+    # NaN is a missing value (b's workers, i's end); text that is no number, a fraction or an
+    # out-of-range number in an integer column, a negative count and an infinite time are not
+    errs = [(e["file"], e["row"], e["field"]) for e in report["errors"]]
+    assert errs == [(str(path), 3, "n_gpus"), (str(path), 4, "n_workers"),
+                    (str(path), 5, "n_workers"), (str(path), 6, "n_gpus"),
+                    (str(path), 7, "n_ps"), (str(path), 8, "start_time_s")]
+    assert [e["value"] for e in report["errors"]][:2] == ["two", "2.5"]
+    assert report["bad_rows"] == 6 and report["jobs"] == 3
+    jobs = load_jobs(db).to_pylist()
+    assert [j["job_id"] for j in jobs] == ["a", "b", "i"]
+    assert [j["n_gpus"] for j in jobs] == [4.0, 2.0, 8.0]
+    assert [j["n_workers"] for j in jobs] == [4, None, 2]
+    assert jobs[2]["end_time_s"] is None and jobs[2]["censored"]  # started, no end
+
+    with pytest.raises(TraincastError) as exc:
+        ingest(path, db=tmp_path / "strict.duckdb", strict=True)
+    assert f"{path}: row 4: field n_workers: bad value '2.5'" in str(exc.value)
+    assert not (tmp_path / "strict.duckdb").exists()

@@ -72,6 +72,16 @@ def small_trace() -> dict[str, list]:
     }
 
 
+def write_small_trace(path: Path) -> Path:
+    """:func:`small_trace` as a canonical CSV (without the workload column)."""
+    t = small_trace()
+    cols = [c for c in t if c != "workload"]
+    path.write_text("\n".join([",".join(cols)] + [
+        ",".join("" if t[c][i] is None else str(t[c][i]) for c in cols)
+        for i in range(len(t["job_id"]))]) + "\n")
+    return path
+
+
 @pytest.fixture
 def catalog(tmp_path: Path):
     path = tmp_path / "pinned.toml"
@@ -344,3 +354,26 @@ def test_public_api_functions_stay_callable_after_submodule_imports() -> None:
 
     assert callable(traincast.whatif) and callable(traincast.recommend)
     assert callable(traincast.study)
+
+
+def test_cli_table_fits_80_columns(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+    from traincast.cli.common import console
+
+    monkeypatch.setattr(console, "width", 80)
+    monkeypatch.chdir(tmp_path)
+    trace = write_small_trace(tmp_path / "t.csv")
+    pinned = tmp_path / "pinned.toml"
+    pinned.write_text(PINNED)
+    res = CliRunner().invoke(app, ["whatif", str(trace), "-s", "nvlink-allreduce", "-s",
+                                   "allreduce-cluster", "-s", "eth100", "--catalog", str(pinned)])
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.stdout and max(map(len, res.stdout.splitlines())) <= 80
+    rows = {line.split()[0]: line.split()[1:] for line in res.stdout.splitlines()
+            if line.split() and line.split()[0] in ("nvlink-allreduce", "allreduce-cluster",
+                                                    "eth100", "ps-worker")}
+    # nvlink-allreduce matches the 3 PS/Worker jobs; only ps4 fits one 8-GPU node
+    assert rows["nvlink-allreduce"][:2] == ["3", "2"]
+    assert rows["eth100"][0] == "5"

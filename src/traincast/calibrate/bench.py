@@ -110,6 +110,10 @@ def matmul_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
     skinny = []
     for s in smalls:
         skinny += [(s, big, big, "nt"), (s, big, big, "nn"), (big, big, s, "tn")]
+    # wide layers (4x wider output, as feed-forward and output projections): up-projection
+    # forward, down-projection input gradient, up-projection weight gradient
+    for s in ((32,) if quick else (16, 64, 256)):
+        skinny += [(s, 4 * big, big, "nt"), (s, big, 4 * big, "nn"), (4 * big, big, s, "tn")]
     return squares + skinny
 
 
@@ -144,13 +148,16 @@ CONV_CASES = (  # (channels in, channels out, spatial size, kernel, stride, grou
     (32, 32, 112, 3, 1, 32), (96, 96, 56, 3, 2, 96), (144, 144, 56, 3, 1, 144),
     (384, 384, 14, 3, 1, 384), (960, 960, 7, 3, 1, 960), (96, 24, 56, 1, 1, 1),
     (2048, 512, 7, 1, 1, 1), (256, 256, 4, 3, 1, 1),
+    # small feature maps (small images, deep stages): 4x4 and 2x2
+    (1024, 256, 4, 1, 1, 1), (512, 2048, 2, 1, 1, 1), (512, 512, 2, 3, 1, 1),
 )
 
 
 def bench_conv(device: Any, *, quick: bool, repeat: int, min_sample_s: float,
                cases: tuple[tuple[int, ...], ...] | None = None) -> list[dict[str, Any]]:
     """FLOP/s of 2-D convolutions, forward and backward (input and weight gradients), batch 4:
-    dense 1x1, 3x3 and 7x7 and depthwise (groups = channels) shapes of CNNs.
+    dense 1x1, 3x3 and 7x7 and depthwise (groups = channels) shapes of CNNs, on feature maps
+    from 112x112 down to 2x2.
 
     Forward FLOPs = 2 * batch * out_h * out_w * cout * cin / groups * k * k; backward = twice
     that. Bytes = every tensor read or written once (input, weight, output; backward: grad

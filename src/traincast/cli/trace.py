@@ -62,7 +62,8 @@ def _report_bad_rows(report: dict[str, Any]) -> None:
 INGEST_HELP = (
     "Ingest traces into the job store (one transaction: a failed ingest changes nothing).\n\n"
     "Censored jobs (running at the trace end), zero-GPU and fractional-GPU jobs are kept and "
-    "flagged. Bad rows (unparsable time or number, negative GPUs, unknown architecture) are "
+    "flagged. Bad rows (unparsable or infinite time or number, a fraction in an integer column, "
+    "a negative count or size, unknown architecture) are "
     "reported with file, row and field and skipped, or fail the ingest with --strict. Traces "
     f"without an architecture get one from the GPU count, flagged as inferred: {INFER_RULE}.")
 CHARACTERIZE_HELP = (

@@ -239,8 +239,8 @@ def recommend(
         "--price", help="GPU-hour prices (TOML: [gpu.NAME] or [node.NAME] with "
         "usd_per_gpu_hour and source), or 'aws-on-demand' (shipped example).")] = None,
     node_opt: Annotated[list[str] | None, typer.Option(
-        "--node", help="Candidate node presets (repeatable; default: every catalog node).")]
-    = None,
+        "--candidate-node", help="Limit the candidate node presets to these (repeatable; "
+        "default: every catalog node).")] = None,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the per-job recommendations to this CSV file.")] = None,
     flops: Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]

@@ -50,6 +50,15 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
                 "rows BIGINT, bad_rows BIGINT, ingested_at TIMESTAMP)")
 
 
+def _keep_try_casts(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn off DuckDB's type pushdown where it exists: it reads a CSV column that is only used
+    through ``TRY_CAST`` as that type, so one unparsable cell fails the whole read instead of
+    becoming a bad row (duckdb/duckdb#23818)."""
+    names = {r[0] for r in con.execute("SELECT name FROM duckdb_optimizers()").fetchall()}
+    if "type_pushdown" in names:
+        con.execute("SET disabled_optimizers = 'type_pushdown'")
+
+
 def _fingerprint(files: Iterable[str]) -> str:
     h = hashlib.sha256()
     for f in sorted(files):
@@ -166,6 +175,7 @@ def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
                               "bad_rows": 0, "errors": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
     try:
         con.execute("SET enable_progress_bar = false")  # progress is ours, on stderr
+        _keep_try_casts(con)
         con.execute("BEGIN TRANSACTION")
         _create(con)
         plans = mod.plans(con, paths, mapping)

@@ -106,15 +106,16 @@ def lit(text: str | Path) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def num(col: str, sql_type: str = "DOUBLE") -> str:
-    """A number from a source column; NULL when it does not parse."""
-    return f"TRY_CAST({col} AS {sql_type})"
+def num(col: str) -> str:
+    """A finite number from a source column; NULL when it does not parse, is NaN (missing) or
+    infinite (a bad row, :meth:`Plan.all_checks`)."""
+    x = f"TRY_CAST({col} AS DOUBLE)"
+    return f"(CASE WHEN isfinite({x}) THEN {x} END)"
 
 
 def ts(col: str) -> str:
     """Seconds since the epoch from a date-time text (``2017-10-03 14:13:52``) or a number."""
-    return (f"COALESCE(TRY_CAST({col} AS DOUBLE), "
-            f"epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMP)))")
+    return f"COALESCE({num(col)}, epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMP)))"
 
 
 def text(col: str) -> str:
