@@ -38,7 +38,9 @@ def test_calibration_file_loads_and_names_its_sources(tiny_catalog: Path) -> Non
         assert len(x) == len(y) >= 2
         assert np.all(np.diff(x) > 0) and np.all(np.diff(y) >= 0)
     assert len(g.elementwise_bytes) == len(g.elementwise_gbs) >= 2
-    assert {"exp", "tanh", "native_layer_norm", "sqrt"} <= set(g.kernel_gelems)
+    assert {"exp", "tanh", "native_layer_norm", "sqrt", "sparse_embedding_update"} <= set(
+        g.kernel_gelems)
+    assert g.foreach_tensor_us > 0
 
 
 def test_calibration_record_keeps_spread_date_device_and_torch(tiny_catalog: Path) -> None:

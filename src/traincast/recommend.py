@@ -225,7 +225,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             return np.full(n, np.nan)
         lut = np.array([[prices.per_gpu_hour(nd, g) for g in (*gpu.values, "")]
                         for nd in (*node.values, "")])
-        return total * gpus * lut[node.codes, gpu.codes] / 3600.0
+        with np.errstate(invalid="ignore"):  # unknown time or price -> NaN cost
+            return total * gpus * lut[node.codes, gpu.codes] / 3600.0
 
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)

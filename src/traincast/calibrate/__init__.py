@@ -10,7 +10,8 @@ overhead), three links and ``[node.local]``, so that
   caches; curves ``gemm_intensity/gemm_tflops`` (matmul FLOP/s by arithmetic intensity, squares
   and skinny shapes), ``conv_intensity/conv_tflops``, ``elementwise_bytes/elementwise_gbs``
   (copy/add/triad bandwidth by bytes moved), ``kernel_gelems`` (elements/s of element-wise,
-  normalization and softmax kernels, by aten name), ``fresh_bytes/fresh_gbs`` (the extra cost
+  normalization and softmax kernels, by aten name; ``sparse_embedding_update`` = a sparse
+  table's backward + SparseAdam step), ``fresh_bytes/fresh_gbs`` (the extra cost
   of writing a freshly allocated output, by size: page faults on the CPU),
   ``foreach_tensor_us`` (fixed cost per tensor of a multi-tensor op), each rate net of the
   fixed cost of one plain op call; ``op_overhead_us`` = the fixed cost of one op of a training
@@ -132,14 +133,17 @@ _PLAN: dict[str, dict[str, Any]] = {
     "full": {"repeat": 7, "sample_s": 0.02, "low_n": (256, 512, 1024), "kernel_n": 1 << 20,
              "ew": [1 << 12, 1 << 15, 1 << 18, 1 << 21, 1 << 24, 1 << 26],
              "host": [1 << 20, 1 << 24], "conv": None, "comm": None,
-             "fresh": [1 << 20, 1 << 23, 1 << 26, 1 << 28]},
+             "fresh": [1 << 20, 1 << 23, 1 << 26, 1 << 28],
+             "sparse": {"table_rows": 1 << 19, "dim": 64, "lookups": 8192}},
     "quick": {"repeat": 5, "sample_s": 0.01, "low_n": (512,), "kernel_n": 1 << 18,
               "ew": [1 << 15, 1 << 21, 1 << 25], "host": [1 << 20, 1 << 24], "conv": None,
-              "comm": None, "fresh": [1 << 22, 1 << 26]},
+              "comm": None, "fresh": [1 << 22, 1 << 26],
+              "sparse": {"table_rows": 1 << 18, "dim": 64, "lookups": 4096}},
     "tiny": {"repeat": 3, "sample_s": 0.002, "low_n": (32,), "kernel_n": 1 << 12,
              "ew": [1 << 12, 1 << 16], "host": [1 << 12], "conv": ((8, 8, 8, 3, 1, 1),
                                                                   (8, 8, 8, 3, 1, 8)),
              "comm": (4, 1 << 12), "fresh": [1 << 12, 1 << 16],
+             "sparse": {"table_rows": 1024, "dim": 8, "lookups": 64},
              "mm": [(16, 16, 16, "nn"), (4, 64, 64, "nt"), (64, 64, 4, "tn")]},
 }
 
@@ -194,6 +198,9 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
     res["kernels"] = bench.bench_kernels(device, plan["kernel_n"], repeat=repeat,
                                          min_sample_s=sample,
                                          overhead_s=res["op_overhead"]["plain_op_s"])
+    say("sparse embedding update (SparseAdam)")
+    res["sparse"] = bench.bench_sparse_update(device, **plan["sparse"], repeat=repeat,
+                                              min_sample_s=sample)
     say("fresh output allocation")
     if not device.startswith("cuda"):  # CUDA's caching allocator reuses blocks
         res["fresh"] = bench.bench_fresh(device, plan["fresh"], repeat=repeat,
@@ -270,7 +277,8 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "gemm_intensity": gi, "gemm_tflops": gp / 1e12,
         "conv_intensity": ci, "conv_tflops": cp / 1e12,
         "elementwise_bytes": eb, "elementwise_gbs": ebw / 1e9,
-        "kernel_gelems": {r["op"]: r["gelems"] for r in res["kernels"]},
+        "kernel_gelems": {**{r["op"]: r["gelems"] for r in res["kernels"]},
+                          "sparse_embedding_update": res["sparse"]["gelems"]},
         "foreach_tensor_us": res["foreach"]["per_tensor_s"] * 1e6,
         **_fresh_keys(res.get("fresh")),
         "default_node": "local",
@@ -356,6 +364,8 @@ def catalog_text(res: dict[str, Any]) -> str:
               "kernel_op": [r["op"] for r in res["kernels"]],
               "kernel_spread": [r["spread"] for r in res["kernels"]],
               "foreach_tensor_spread": res["foreach"]["spread"],
+              "sparse_update_rows": res["sparse"]["rows"],
+              "sparse_update_spread": res["sparse"]["spread"],
               "fresh_spread": [r["spread"] for r in res.get("fresh", [])],
               "host_copy_bytes": [r["size_bytes"] for r in res["host_copy"]],
               "host_copy_gbs": [r["gbs"] for r in res["host_copy"]],

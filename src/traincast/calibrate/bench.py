@@ -355,3 +355,35 @@ def bench_foreach(device: Any, *, repeat: int, min_sample_s: float,
     t = measure(lambda: torch._foreach_add_(xs, 1.0), device, repeat=repeat,
                 min_sample_s=min_sample_s)
     return {"per_tensor_s": t.median_s / tensors, "spread": t.spread, "tensors": tensors}
+
+
+def bench_sparse_update(device: Any, *, table_rows: int, dim: int, lookups: int, repeat: int,
+                        min_sample_s: float) -> dict[str, Any]:
+    """A sparse embedding table's backward and SparseAdam update, as elements per second.
+
+    ``nn.Embedding(table_rows, dim, sparse=True)``, ``lookups`` random rows: time of forward +
+    backward + ``SparseAdam.step`` minus the forward alone. Elements are counted as the
+    profiler's ``sparse_embedding_update`` row counts them (traincast.features.profile: reads
+    ``lookups + 4 rows`` and writes ``4 rows`` rows of ``dim``), ``E = max(written, read / 2)``.
+    """
+    import torch
+    from torch import nn
+
+    gen = torch.Generator().manual_seed(0)
+    emb = nn.Embedding(table_rows, dim, sparse=True).to(device)
+    opt = torch.optim.SparseAdam(emb.parameters(), lr=1e-4)
+    idx = torch.randint(0, table_rows, (lookups,), generator=gen).to(device)
+    rows = int(idx.unique().numel())
+
+    def full() -> None:
+        emb(idx).sum().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step = measure(full, device, repeat=repeat, min_sample_s=min_sample_s)
+    fwd = measure(lambda: emb(idx).sum(), device, repeat=repeat, min_sample_s=min_sample_s)
+    net = max(step.median_s - fwd.median_s, 0.5 * step.median_s)
+    elements = max(4 * rows * dim, (lookups + 4 * rows) * dim / 2)
+    return {"table_rows": table_rows, "dim": dim, "lookups": lookups, "rows": rows,
+            "time_s": net, "gelems": elements / net / 1e9,
+            "spread": max(step.spread, fwd.spread)}

@@ -84,6 +84,9 @@ def validate(
     profile + predict with the calibrated catalog (compute by the per-op roofline with measured
     efficiency curves; data and communication by the core model), then warm-up and the median
     of timed steps, and a torch.profiler breakdown. error = predicted / measured - 1.
+
+    Per op: t = o + n*o_t + max(F / P_eff(F/B), B / M_eff(B), E / K(op)) + fresh outputs /
+    A(size); T_comp = sum of t; T_total = T_data + T_comp + T_comm (docs/validation.md).
     """
     from traincast.validate import validate as run_validation
 

@@ -53,14 +53,21 @@ class Case:
     crop: tuple[tuple[int, int, int], ...] = ()
 
     @property
+    def name(self) -> str:
+        """The zoo name, or FUNC of a ``file.py:FUNC`` spec."""
+        return self.model.removeprefix("zoo:").rsplit(":", 1)[-1]
+
+    @property
     def label(self) -> str:
-        return f"{self.model.removeprefix('zoo:')} b{self.batch_size} {self.arch}"
+        return f"{self.name} b{self.batch_size} {self.arch}"
 
 
 # Inputs cropped (fewer pixels, tokens or frames) and batches chosen so that one step takes about
 # 0.05-1.5 s on one CPU core; the models themselves are the zoo's, unchanged.
 _IMG64, _IMG112 = ((0, 2, 64), (0, 3, 64)), ((0, 2, 112), (0, 3, 112))
 _NMT16 = ((0, 1, 16), (1, 1, 16), (2, 1, 16))
+# the medium PTB LSTM language model (Zaremba et al. 2014), beside the zoo's speech model
+PTB_LSTM = f"{Path(__file__).with_name('rnn.py')}:ptb_lstm"
 FULL_CASES: tuple[Case, ...] = (
     Case("zoo:resnet50", "CNN", 4, crop=_IMG64),
     Case("zoo:mobilenet-v2", "CNN", 4, crop=_IMG112),
@@ -69,6 +76,7 @@ FULL_CASES: tuple[Case, ...] = (
     Case("zoo:gpt2", "transformer", 2, crop=((0, 1, 32), (1, 1, 32))),
     Case("zoo:multi-interest", "recommender", 256),
     Case("zoo:speech", "RNN", 2, crop=((0, 3, 100), (1, 1, 20))),
+    Case(PTB_LSTM, "RNN", 20),  # the published batch of the medium PTB model
     Case("zoo:mobilenet-v2", "CNN", 4, "allreduce-local", gpus=2, crop=_IMG112),
     Case("zoo:transformer-nmt", "transformer", 4, "ps-worker", workers=2, crop=_NMT16),
 )
@@ -81,6 +89,7 @@ GPU_CASES: tuple[Case, ...] = (
     Case("zoo:gpt2", "transformer", 2),
     Case("zoo:multi-interest", "recommender", 256),
     Case("zoo:speech", "RNN", 4, crop=((0, 3, 400), (1, 1, 80))),
+    Case(PTB_LSTM, "RNN", 20),
     Case("zoo:resnet50", "CNN", 32, "allreduce-local", gpus=2),
     Case("zoo:transformer-nmt", "transformer", 64, "ps-worker", workers=2),
 )
@@ -199,7 +208,7 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
             run = measure_case(case, device=device, threads=threads, steps=steps, warmup=warmup,
                                profile_steps=profile_steps)
         except (TraincastError, RuntimeError) as exc:  # reported, not hidden
-            failed.append({"model": case.model.removeprefix("zoo:"), "arch": case.arch,
+            failed.append({"model": case.name, "arch": case.arch,
                            "batch_size": case.batch_size,
                            "reason": str(exc).strip().splitlines()[-1]})
             say(f"{case.label}: the real run failed: {failed[-1]['reason']}")
@@ -208,7 +217,7 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
         measured = float(np.median(times))
         p10, p90 = np.percentile(times, [10, 90])
         rows.append({
-            "model": case.model.removeprefix("zoo:"), "family": case.family, "arch": case.arch,
+            "model": case.name, "family": case.family, "arch": case.arch,
             "batch_size": case.batch_size, "crop": [list(c) for c in case.crop],
             "processes": 1 if case.arch == "1w1g" else
             (case.gpus if case.arch == "allreduce-local" else case.workers + 1),

@@ -51,9 +51,9 @@ def build(spec: str, batch_size: int,
 
         model, inputs = get_model(spec[4:]).build_cpu(batch_size)
     else:
-        from traincast.features.profile import load_spec
+        from traincast.features.specs import load_spec
 
-        model, inputs, _, _ = load_spec(spec, batch_size)
+        model, inputs = load_spec(spec, batch_size)[:2]
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
     return model, crop_inputs(tuple(inputs), tuple(tuple(c) for c in crop))
