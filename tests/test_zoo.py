@@ -130,6 +130,14 @@ def test_gru_operator_flops_match_torchs_decomposed_gru() -> None:
             p.copy_(getattr(ref, src))
     y, _ = ref(x)
     assert torch.allclose(layer(x), y[..., :h] + y[..., h:], atol=1e-5)
+    # and it trains on real tensors: its gradients are torch's GRU gradients
+    xr = x.clone().requires_grad_()
+    layer(xr).square().sum().backward()
+    xg = x.clone().requires_grad_()
+    out, _ = ref(xg)
+    (out[..., :h] + out[..., h:]).square().sum().backward()
+    assert torch.allclose(xr.grad, xg.grad, atol=1e-5)
+    assert torch.allclose(layer.weight_ih.grad, ref.weight_ih_l0.grad, atol=1e-4)
 
 
 def test_gcn_sparse_product_is_memory_bound_with_2ef_flops() -> None:

@@ -36,7 +36,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _make_optimizers(name: str, dense: list[nn.Parameter],
+def make_optimizers(name: str, dense: list[nn.Parameter],
                      sparse: list[nn.Parameter]) -> list[torch.optim.Optimizer]:
     """The step's optimizers: Adam (2 states per weight) or SGD with momentum 0.9 for dense
     weights; tables with sparse gradients get their sparse counterpart (SparseAdam, plain SGD)."""
@@ -59,7 +59,7 @@ def _make_optimizers(name: str, dense: list[nn.Parameter],
 SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3)}
 
 
-def _loss_of(out: Any) -> torch.Tensor:
+def loss_of(out: Any) -> torch.Tensor:
     """The model's scalar output, else the sum of its floating outputs."""
     if isinstance(out, torch.Tensor):
         return out.reshape(()) if out.numel() == 1 else out.sum()
@@ -130,14 +130,14 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
 
     for p in params:
         p.grad = None
-    opts = _make_optimizers(optimizer, [p for p in params if id(p) not in sparse_ids],
+    opts = make_optimizers(optimizer, [p for p in params if id(p) not in sparse_ids],
                             [p for p in params if id(p) in sparse_ids])
     model.train()
     with capture:
         capture.phase = "forward"
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
                 ForwardRewrite(AMP_DTYPE if amp else None):
-            loss = _loss_of(model(*dev_inputs))
+            loss = loss_of(model(*dev_inputs))
         capture.phase = "backward"
         loss.backward()
     for opt in opts:  # the first step builds the state; the captured one is a steady step
@@ -289,7 +289,7 @@ def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops:
              build: Callable[[int], tuple[nn.Module, tuple]] | None = None) -> dict[str, Any]:
     """Capture on meta; on failure, on CPU at batch 1 and 2 (``build(n)`` rebuilds the model
     and its inputs at batch n; without it, the model is copied and the inputs sliced)."""
-    _make_optimizers(optimizer, [], [])  # validates the name
+    make_optimizers(optimizer, [], [])  # validates the name
     batch = _batch_of(inputs)
     try:
         meta_model = _on_meta(model)

@@ -106,7 +106,7 @@ def make_step(model: Any, inputs: Sequence[Any], optimizer: Any, device: str,
     import torch
     from torch.profiler import record_function
 
-    from traincast.features.profile import _loss_of
+    from traincast.features.profile import loss_of
 
     host = host_inputs(inputs, device)
     cuda = device.startswith("cuda")
@@ -115,7 +115,7 @@ def make_step(model: Any, inputs: Sequence[Any], optimizer: Any, device: str,
         with record_function(DATA_REGION):
             batch = [x.to(device, non_blocking=True) if cuda else x.clone()
                      if isinstance(x, torch.Tensor) else x for x in host]
-        loss = _loss_of(model(*batch))
+        loss = loss_of(model(*batch))
         loss.backward()
         if after_backward is not None:
             after_backward()

@@ -81,12 +81,12 @@ class _Optimizers:
 def optimizer_for(model: Any, params: list[Any] | None = None) -> _Optimizers:
     """The optimizers the profiler assumes for a training step (traincast.features.profile):
     Adam (foreach) for dense weights, SparseAdam for tables with sparse gradients."""
-    from traincast.features.profile import _make_optimizers, embedding_tables
+    from traincast.features.profile import embedding_tables, make_optimizers
 
     sparse = {id(p) for p, is_sparse in embedding_tables(model).values() if is_sparse}
     params = params if params is not None else [p for p in model.parameters()
                                                 if p.requires_grad]
-    return _Optimizers(_make_optimizers("adam", [p for p in params if id(p) not in sparse],
+    return _Optimizers(make_optimizers("adam", [p for p in params if id(p) not in sparse],
                                         [p for p in params if id(p) in sparse]))
 
 
