@@ -107,3 +107,62 @@ def test_curves_from_a_gpu_without_curves_is_the_paper_model() -> None:
     assert bd["compute_flop"] == pytest.approx(5e9 / 5e12)  # 10 TFLOP/s x 0.5
     assert bd["compute_mem"] == pytest.approx(2e8 / 1e11)  # 100 GB/s
     assert math.isclose(bd["overhead"], 0.0)
+
+
+def gru_row(phase: str, b: int, t: int, i: int, h: int) -> dict[str, object]:
+    g = 3 * h
+    if phase == "forward":
+        return {"op": "gru", "phase": phase, "flops": 2 * b * t * g * (i + h),
+                "bytes_read": 0, "bytes_written": 0, "bound": "compute", "dtype": "float32",
+                "shapes": f"{b}x{t}x{i};{g}x{i};{g}x{h};{g};{g}"}
+    return {"op": "gru_backward", "phase": phase, "flops": 4 * b * t * g * (i + h),
+            "bytes_read": 0, "bytes_written": 0, "bound": "compute", "dtype": "float32",
+            "shapes": f"{b}x{t}x{h};{b}x{t}x{i};{g}x{i};{g}x{h};{g};{g};{b}x{t}x{h};{b}x{t}x{g}"}
+
+
+def test_recurrent_rule_counts_the_ops_each_step_runs() -> None:
+    # rates so high that every op costs just its fixed cost o = 10 us
+    fast = curves(gemm_flops_per_s=np.array([1e30, 1e30]),
+                  elementwise_bps=np.array([1e30, 1e30]), kernel_elems_per_s={})
+    t = 7
+    # forward: 1 input GEMM + T x (recurrent GEMM + 10 cell ops) + 1 stack = 11T + 2 ops
+    fwd = compute_breakdown([gru_row("forward", 2, t, 5, 4)], fast)
+    assert fwd["ops"] == 11 * t + 2
+    assert fwd["compute_flop"] + fwd["compute_mem"] == pytest.approx(1e-5 * (11 * t + 2))
+    # backward: the forward again (11T + 2) + dX, dW_ih, bias sum, gate-gradient stack (4)
+    # + T x (dh, dW_hh, dW_hh accumulation, bias sum, bias add, 15 cell-gradient ops) = 31T + 6
+    bwd = compute_breakdown([gru_row("backward", 2, t, 5, 4)], fast)
+    assert bwd["ops"] == 31 * t + 6
+    assert bwd["overhead"] == pytest.approx(1e-5 * (31 * t + 6))
+
+
+def test_recurrent_rule_flops_and_recomputation() -> None:
+    # one GEMM rate (1e9 FLOP/s at every intensity), no fixed cost, free memory traffic:
+    # time = FLOPs / 1e9
+    flat = curves(gemm_flops_per_s=np.array([1e9, 1e9]), op_overhead_s=0.0,
+                  elementwise_bps=np.array([1e30, 1e30]), kernel_elems_per_s={})
+    b, t, i, h = 2, 5, 6, 4
+    g = 3 * h
+    forward_flops = 2 * b * t * i * g + t * 2 * b * h * g  # input GEMM + T recurrent GEMMs
+    assert forward_flops == 2 * b * t * g * (i + h)  # the profiler's FLOPs of the direction
+    fwd = compute_breakdown([gru_row("forward", b, t, i, h)], flat)
+    assert fwd["compute_flop"] == pytest.approx(forward_flops / 1e9)
+    # backward = recomputed forward + twice the forward's GEMM FLOPs (input and weight grads)
+    bwd = compute_breakdown([gru_row("backward", b, t, i, h)], flat)
+    assert bwd["compute_flop"] == pytest.approx(3 * forward_flops / 1e9)
+
+
+def test_recurrent_gemms_run_at_their_own_intensity() -> None:
+    # B = 1, T = 100, I = H = 100, G = 300, float32; no fixed cost, free memory traffic
+    c = curves(op_overhead_s=0.0, elementwise_bps=np.array([1e30, 1e30]),
+               kernel_elems_per_s={})
+    fwd = compute_breakdown([gru_row("forward", 1, 100, 100, 100)], c)
+    # input GEMM: 2*100*100*300 = 6e6 FLOPs over 4*(1e4 + 3e4 + 3e4) = 2.8e5 bytes:
+    # intensity 21.43 -> 1e9 + ln(21.43)/ln(100) * (1e11 - 1e9) FLOP/s
+    p_in = 1e9 + math.log(6e6 / 2.8e5) / math.log(100) * 9.9e10
+    # recurrent GEMM: 2*1*100*300 = 6e4 FLOPs over 4*(100 + 3e4 + 300) + 4*300 = 122,800
+    # bytes: intensity 0.49, below the curve -> 1e9 FLOP/s; 100 of them
+    expected = 6e6 / p_in + 100 * 6e4 / 1e9
+    assert fwd["compute_flop"] == pytest.approx(expected)
+    # the one fused GEMM of 1.2e7 FLOPs at the rate of the input GEMM would take 40x less
+    assert 1.2e7 / p_in < expected / 30

@@ -30,6 +30,11 @@ kernel term), else memory-bound; ``paper_split`` keeps the paper's split (by the
 ``elementwise_bytes``/``elementwise_gbs``, ``kernel_gelems``, ``op_overhead_us``);
 interpolation is linear in log(x) between measured points and flat beyond the ends; FLOP-rate
 curves are a non-decreasing fit of their points (a rate never drops as intensity grows).
+
+A recurrent layer recorded as one fused op per direction (``gru``, ``gru_backward``) is priced
+by the ops it runs (``recurrent_rows``): one input GEMM, T recurrent GEMMs and T x the cell's
+element-wise ops, each with its own rate and fixed cost; the backward recomputes the forward
+first, as the implementation does (docs/validation.md gives the table).
 """
 
 from __future__ import annotations
@@ -202,11 +207,96 @@ def _tensors_and_fresh(op: Mapping[str, Any], itemsize: int) -> tuple[int, list[
     return len(first), ([] if inplace else [float(b) for b in first])
 
 
+# Recurrent layers. The profiler records one GRU direction as one fused op (``gru`` forward,
+# ``gru_backward`` backward) with the FLOPs of the whole sequence; it runs as T sequential steps.
+# ``recurrent_rows`` replaces such a row by the ops the implementation runs (ATen's GRU cell,
+# torch.nn.GRU's math; the backward recomputes the direction under autograd, then runs
+# autograd's backward of it), each with a ``count``. Element-wise rows: (kernel, input arrays
+# read, output arrays written, elements: "h" = B*H, "g" = B*G per step).
+_GRU_CELL = (("add_", 2, 1, "h"), ("sigmoid_", 1, 1, "h"), ("add_", 2, 1, "h"),
+             ("sigmoid_", 1, 1, "h"), ("mul_", 2, 1, "h"), ("add", 2, 1, "h"),
+             ("tanh_", 1, 1, "h"), ("sub", 2, 1, "h"), ("mul_", 2, 1, "h"), ("add_", 2, 1, "h"))
+_GRU_CELL_BACKWARD = (("sigmoid_backward", 2, 1, "h"), ("sigmoid_backward", 2, 1, "h"),
+                      ("tanh_backward", 2, 1, "h"), ("mul", 2, 1, "h"), ("mul", 2, 1, "h"),
+                      ("mul", 2, 1, "h"), ("mul", 2, 1, "h"), ("neg", 1, 1, "h"),
+                      ("add", 2, 1, "h"), ("add", 2, 1, "h"), ("add", 2, 1, "h"),
+                      ("add_", 2, 1, "h"), ("add_", 2, 1, "h"), ("cat", 1, 1, "g"),
+                      ("cat", 1, 1, "g"))
+RECURRENT_OPS = ("gru", "gru_backward")
+
+
+def _row(op: str, flops: float, read: float, written: float, count: int, dtype: str,
+         phase: str) -> dict[str, Any]:
+    return {"op": op, "phase": phase, "flops": float(flops), "bytes_read": float(read),
+            "bytes_written": float(written), "dtype": dtype, "count": count,
+            "bound": "compute" if flops else "memory"}
+
+
+def _recurrent_name(op: Mapping[str, Any]) -> str:
+    return str(op["op"]).removeprefix("traincast::").removeprefix("aten::")
+
+
+def recurrent_rows(op: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ops one recurrent-layer row runs, with counts; any other row: ``[op]``.
+
+    From the row's ``shapes`` (x: B x T x I, w_ih: G x I, w_hh: G x H, G = 3H; the backward's
+    first input is the gradient of the outputs) and itemsize s, the forward is:
+    1 input GEMM (BT x I x G), T recurrent GEMMs (B x H x G, bias added), T x the cell's 10
+    element-wise ops on B*H elements, 1 stack of the outputs (B*T*H). The backward is that
+    forward again (recomputation) plus: 2 GEMMs of the input projection (dX: BT x G x I,
+    dW_ih: G x BT x I), the sum for its bias and the stack of its per-step gradients (B*T*G);
+    per step 2 GEMMs (dh: B x G x H, dW_hh: G x B x H), the accumulation of dW_hh (G*H) and of
+    the bias gradient (a sum of B*G, an add of G) and the cell's 15 element-wise backward ops.
+    """
+    name = _recurrent_name(op)
+    shapes = [[int(d) for d in sh.split("x")] if sh else []
+              for sh in str(op.get("shapes", "")).split(";")]
+    if name not in RECURRENT_OPS or len(shapes) < 4:
+        return [dict(op)]
+    first = 1 if name == "gru_backward" else 0
+    (b, t, i), (g, h) = shapes[first], shapes[first + 2]
+    dtype = str(op.get("dtype", "float32"))
+    s = ITEMSIZE.get(dtype, 4)
+    phase = str(op.get("phase", "forward"))
+    elems = {"h": b * h, "g": b * g}
+
+    def cell(kinds: tuple[tuple[str, int, int, str], ...]) -> list[dict[str, Any]]:
+        return [_row(k, 0, r * elems[e] * s, w * elems[e] * s, t, dtype, phase)
+                for k, r, w, e in kinds]
+
+    rows = [_row("mm", 2 * b * t * i * g, s * (b * t * i + g * i), s * b * t * g, 1, dtype,
+                 phase),
+            _row("addmm", 2 * b * h * g, s * (b * h + g * h + g), s * b * g, t, dtype, phase),
+            *cell(_GRU_CELL),
+            _row("stack", 0, s * b * t * h, s * b * t * h, 1, dtype, phase)]
+    if name == "gru":
+        return rows
+    return rows + [
+        _row("mm", 2 * b * t * g * i, s * (b * t * g + g * i), s * b * t * i, 1, dtype, phase),
+        _row("mm", 2 * g * b * t * i, s * (b * t * g + b * t * i), s * g * i, 1, dtype, phase),
+        _row("sum", 0, s * b * t * g, s * g, 1, dtype, phase),
+        _row("stack", 0, s * b * t * g, s * b * t * g, 1, dtype, phase),
+        _row("mm", 2 * b * g * h, s * (b * g + g * h), s * b * h, t, dtype, phase),
+        _row("mm", 2 * g * b * h, s * (b * g + b * h), s * g * h, t, dtype, phase),
+        _row("add_", 0, 2 * s * g * h, s * g * h, t, dtype, phase),
+        _row("sum", 0, s * b * g, s * g, t, dtype, phase),
+        _row("add_", 0, 2 * s * g, s * g, t, dtype, phase),
+        *cell(_GRU_CELL_BACKWARD)]
+
+
+def expand_recurrent(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The per-op table with every recurrent-layer row replaced by ``recurrent_rows``."""
+    if not any(_recurrent_name(o) in RECURRENT_OPS for o in ops):
+        return list(ops)
+    return [r for o in ops for r in recurrent_rows(o)]
+
+
 def ops_arrays(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
     """Columns of a per-op table: ``op`` (names), ``flops``, ``bytes`` (read + written),
     ``compute`` (the profiler's bound == 'compute'), ``elements`` (``E_op``), ``tensors``
-    (of a multi-tensor op, else 1), and the fresh outputs as ``fresh_bytes`` with their op's
-    row in ``fresh_row``."""
+    (of a multi-tensor op, else 1), ``count`` (times the row runs: 1 unless the row says, as
+    ``recurrent_rows`` do), and the fresh outputs as ``fresh_bytes`` with their op's row in
+    ``fresh_row``."""
     tensors, fresh, fresh_row, elements = [], [], [], []
     for i, o in enumerate(ops):
         itemsize = ITEMSIZE.get(str(o.get("dtype", "float32")), 4)
@@ -222,6 +312,7 @@ def ops_arrays(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
                                for o in ops]),
             "compute": np.array([o.get("bound") == "compute" for o in ops], dtype=bool),
             "elements": np.array(elements), "tensors": np.array(tensors, dtype=np.float64),
+            "count": np.array([float(o.get("count", 1)) for o in ops]),
             "fresh_bytes": np.array(fresh, dtype=np.float64),
             "fresh_row": np.array(fresh_row, dtype=np.int64)}
 
@@ -239,25 +330,23 @@ def fresh_times_s(fresh_bytes: ArrayLike, fresh_row: ArrayLike, n_ops: int,
 def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[str, float]:
     """``compute_flop`` and ``compute_mem`` seconds of one step by the per-op roofline, plus
     ``overhead`` (the ops' fixed costs) and ``fresh`` (first touch of new outputs), both
-    included in the two, and ``ops`` (count)."""
-    cols = ops_arrays(ops)
+    included in the two, and ``ops`` (count of ops run). Recurrent-layer rows are priced by
+    the ops they run (``expand_recurrent``)."""
+    cols = ops_arrays(expand_recurrent(ops))
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
                 "ops": 0}
     r = roofline_split(cols["flops"], cols["bytes"], is_conv(cols["op"]), curves,
                        kernel_times_s(cols["op"], cols["elements"], curves))
-    n = len(cols["flops"])
-    extra = (np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
-             + fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves))
-    t = r["time_s"] + extra
+    n, count = len(cols["flops"]), cols["count"]
+    per_tensor = np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
+    fresh = fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves)
+    t = (r["time_s"] + per_tensor + fresh) * count
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
             "compute_mem": float(t[~r["flop_bound"]].sum()),
-            "overhead": float(curves.op_overhead_s * n
-                              + (np.where(cols["tensors"] > 1, cols["tensors"], 0.0)
-                                 * curves.foreach_tensor_s).sum()),
-            "fresh": float(extra.sum() - (np.where(cols["tensors"] > 1, cols["tensors"], 0.0)
-                                          * curves.foreach_tensor_s).sum()),
-            "ops": n}
+            "overhead": float(((curves.op_overhead_s + per_tensor) * count).sum()),
+            "fresh": float((fresh * count).sum()),
+            "ops": int(count.sum())}
 
 
 def paper_split(ops: Sequence[Mapping[str, Any]], flops_per_s: float,
