@@ -129,12 +129,6 @@ def _candidate_columns(cols: Columns, extras: WorkloadExtras, cand: Candidate,
     return new, fit_mask(new, extras, sc, catalog)
 
 
-def _link_names(node: Strings, catalog: Catalog, role: str) -> Strings:
-    names = tuple(getattr(catalog.nodes[v], role) if v in catalog.nodes else "" for v in
-                  node.values)
-    return Strings(node.codes, names)
-
-
 def _label(catalog: Catalog, link: str) -> str:
     return catalog.links[link].label() if link in catalog.links else link or "?"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -184,10 +184,6 @@ class Catalog:
             return self.gpu(gpu_name).default_node
         except KeyError:
             return ""
-
-    def with_link(self, link: Link) -> Catalog:
-        """A copy with ``link`` added (used for ad-hoc speeds such as ``--nic 25Gbit``)."""
-        return replace(self, links={**self.links, link.name: link})
 
     def entry(self, name: str) -> tuple[str, Any]:
         """Look ``name`` up as a GPU, link or node: ``(kind, entry)``."""

@@ -110,7 +110,7 @@ class ModelConfig:
 
     @property
     def params(self) -> int:
-        """Total parameter count (``param_count``)."""
+        """Total parameter count (the formula in the module docstring)."""
         return (self.layers * self.layer_params + self.embedding_params + self.head_params
                 + self.final_norm_params)
 
@@ -125,11 +125,6 @@ class ModelConfig:
         """Parameters that do matrix work per token: active non-embedding + the ``V h`` logits."""
         return self.params_active - self.embedding_params + (self.vocab * self.hidden
                                                              if self.tied else 0)
-
-
-def param_count(cfg: ModelConfig) -> int:
-    """The parameter count of ``cfg`` by the formula in the module docstring."""
-    return cfg.params
 
 
 def _config(name: str, values: dict[str, Any], where: str) -> ModelConfig:

@@ -21,7 +21,6 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
     PART_LABEL,
-    SHAPE_ERRORS,
     TIME_PARTS,
     check_shapes,
     evaluate,
@@ -272,8 +271,3 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                        "lower the global batch")
     out["seconds"] = time.perf_counter() - t0
     return out
-
-
-def shape_error_message(code: int) -> str:
-    """The rule a configuration breaks (``hybrid.check_shapes`` code)."""
-    return SHAPE_ERRORS[code]

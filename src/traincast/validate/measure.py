@@ -34,8 +34,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 FLOP_OPS = frozenset({
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
     "aten::convolution", "aten::_convolution", "aten::mkldnn_convolution",
@@ -198,11 +196,3 @@ def profile_breakdown(step: Callable[[], None], device: str, *, steps: int = 2) 
     out["profiled_step_s"] = wall
     out["framework"] = max(wall - sum(out[k] for k in parts), 0.0)
     return out
-
-
-def summary_s(times: Sequence[float]) -> dict[str, float]:
-    """Median step time and its spread ``(p90 - p10) / median``."""
-    t = np.asarray(times, dtype=np.float64)
-    med = float(np.median(t))
-    p10, p90 = np.percentile(t, [10, 90])
-    return {"median_s": med, "spread": float((p90 - p10) / med), "steps": int(t.size)}

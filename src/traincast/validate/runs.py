@@ -19,6 +19,7 @@ timed steps and, on the measuring rank, the ``torch.profiler`` breakdown
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from traincast.calibrate.bench import step_clock_for
@@ -125,16 +126,7 @@ def ddp_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
     ddp = DDP(model, device_ids=[torch.device(device).index] if device != "cpu" else None)
     opt = optimizer_for(model)
     step = make_step(ddp, inputs, opt, device)
-    timed = time_steps(step, device, steps=args["steps"], warmup=args["warmup"],
-                       barrier=dist.barrier, clock=step_clock_for(device))
-    bd = None
-    if args["profile_steps"]:
-        if rank == 0:
-            bd = profile_breakdown(step, device, steps=args["profile_steps"])
-        else:
-            for _ in range(args["profile_steps"]):
-                step()
-    return {**timed, "clock": _clock_name(device), "breakdown": bd}
+    return _time_and_profile(step, device, args, rank, profiled_rank=0, barrier=dist.barrier)
 
 
 def ps_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any] | None:
@@ -183,11 +175,19 @@ def ps_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any] | N
             p.grad = None
 
     step = make_step(model, inputs, None, device, after_backward=exchange)
+    return _time_and_profile(step, device, args, rank, profiled_rank=1)
+
+
+def _time_and_profile(step: Callable[[], None], device: str, args: dict[str, Any], rank: int,
+                      profiled_rank: int, barrier: Callable[[], Any] | None = None
+                      ) -> dict[str, Any]:
+    """Time the steps on every rank; one rank also profiles its steps while the others step
+    along (a collective needs every rank)."""
     timed = time_steps(step, device, steps=args["steps"], warmup=args["warmup"],
-                       clock=step_clock_for(device))
+                       barrier=barrier, clock=step_clock_for(device))
     bd = None
     if args["profile_steps"]:
-        if rank == 1:
+        if rank == profiled_rank:
             bd = profile_breakdown(step, device, steps=args["profile_steps"])
         else:
             for _ in range(args["profile_steps"]):
