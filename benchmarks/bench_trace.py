@@ -53,7 +53,7 @@ def main() -> int:
     import pandas as pd
 
     from traincast.characterize import characterize
-    from traincast.trace import jobs_from_args
+    from traincast.trace import read_trace
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "jobs.csv"
@@ -69,7 +69,7 @@ def main() -> int:
         del df
 
         t0 = time.perf_counter()
-        jobs = jobs_from_args(path, Path(tmp) / "bench.duckdb", "csv", None)
+        jobs = read_trace(path, "csv", Path(tmp) / "bench.duckdb")
         t_ingest = time.perf_counter() - t0
         t1 = time.perf_counter()
         result = characterize(jobs, fill=False)

@@ -61,12 +61,12 @@ def test_predict_on_the_calibrated_node(tiny_catalog: Path) -> None:
     one = predict(feats, arch="1w1g", node="local", catalog=cat)
     g = cat.gpu("local")
     # the paper's model on the measured peak: F / (fp32_tflops * 1e12), B / (mem_bw_gbs * 1e9)
-    assert one["time_s"]["compute_flop"] == pytest.approx(1e9 / (g.fp32_tflops * 1e12))
-    assert one["time_s"]["compute_mem"] == pytest.approx(1e8 / (g.mem_bw_gbs * 1e9))
+    assert one.time_s["compute_flop"] == pytest.approx(1e9 / (g.fp32_tflops * 1e12))
+    assert one.time_s["compute_mem"] == pytest.approx(1e8 / (g.mem_bw_gbs * 1e9))
     two = predict(feats, arch="allreduce-local", gpus=2, node="local", catalog=cat)
     # 2 (n - 1) / n * W / bw(intra) with n = 2: W / bw
     bw = cat.link("local-allreduce").bw_gbs * 1e9
-    assert two["time_s"]["comm"] == pytest.approx(4e6 / bw)
+    assert two.time_s["comm"] == pytest.approx(4e6 / bw)
 
 
 def test_fit_latency_and_bandwidth_by_hand() -> None:
@@ -100,3 +100,94 @@ def test_bad_curves_name_file_table_and_key(tmp_path: Path, extra: str, words: s
         load_catalog([path])
     assert str(path) in str(err.value) and "[gpu.x]" in str(err.value)
     assert words in str(err.value)
+
+
+# --- CPU threads: the scaling formula by hand, and calibrate at a named thread count ---
+
+def test_thread_scaled_rate_by_hand() -> None:
+    from traincast.roofline import thread_scaled_rate
+
+    # K_1 = 1e9, K_T = 1.8e9 elements/s, grain g = 32768 elements:
+    # K(E) = 1e9 * min(1.8, max(1, E / 32768))
+    e = np.array([1024.0, 32768.0, 49152.0, 58982.4, 1e6])
+    got = thread_scaled_rate(1e9, 1.8e9, e, 32768.0)
+    # 1024 and 32768: one thread (1e9); 49152 = 1.5 g: 1.5e9; 58982.4 = 1.8 g: 1.8e9; 1e6: 1.8e9
+    assert got == pytest.approx([1e9, 1e9, 1.5e9, 1.8e9, 1.8e9])
+    # no grain, or no 1-thread rate: the T-thread rate
+    assert thread_scaled_rate(1e9, 1.8e9, e, 0.0) == pytest.approx([1.8e9] * 5)
+    assert thread_scaled_rate(np.nan, 1.8e9, 1024.0, 32768.0) == pytest.approx(1.8e9)
+    # a kernel slower at T threads than at 1 (S = 0.8 < 1): the T-thread rate at every size
+    assert thread_scaled_rate(1e9, 0.8e9, e, 32768.0) == pytest.approx([0.8e9] * 5)
+
+
+def test_kernel_times_follow_the_thread_model() -> None:
+    from traincast.roofline import Curves, kernel_times_s
+
+    one = np.array([1.0])
+    curves = Curves(one, one, one, one, one, one, 0.0, {"exp": 2e9, "log": 1e9},
+                    kernel_elems_per_s_1t={"exp": 1e9}, thread_grain_elems=1000.0)
+    t = kernel_times_s(["aten::exp", "aten::_foreach_exp", "aten::log", "aten::add"],
+                       [500.0, 1e6, 1e6, 1e6], curves)
+    # exp on 500 elements: below the grain, 1 thread: 500 / 1e9; on 1e6: 1e6 / 2e9;
+    # log (no 1-thread rate): its T-thread rate 1e9; add (not measured): 0
+    assert t == pytest.approx([500 / 1e9, 1e6 / 2e9, 1e6 / 1e9, 0.0])
+
+
+def test_fit_grain_recovers_the_grain() -> None:
+    from traincast.calibrate.threads import fit_grain
+
+    # speedups min(S, max(1, E / 32768)): 1 up to 32768 elements, 1.5 at 49152, S beyond
+    e = np.array([1024.0, 16384, 32768, 49152, 262144, 1048576] * 2)
+    top = np.repeat([1.9, 1.6], 6)
+    speedup = np.minimum(top, np.maximum(1.0, e / 32768.0))
+    assert speedup[3] == 1.5 and speedup[9] == 1.5
+    assert fit_grain(e, speedup, top) == 32768.0
+    # no thread gain at any size: nothing to fit a grain on -> 0 (no scaling)
+    assert fit_grain(e, np.full(12, 0.9), np.full(12, 0.9)) == 0.0
+
+
+def test_calibrate_records_and_honours_threads(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from traincast.calibrate import bench
+
+    seen: list[int] = []
+    real = bench.measure
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "measure", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _check_threads_recorded(tmp_path, seen)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _check_threads_recorded(tmp_path: Path, seen: list[int]) -> None:
+    import torch
+
+    path = tmp_path / "two.toml"
+    calibrate(path, tiny=True, device="cpu", threads=2, comm=False)
+    assert torch.get_num_threads() == 1  # restored
+    g = load_catalog([path]).gpu("local")
+    rec = tomllib.loads(path.read_text())["calibration"]["local"]
+    assert g.threads == 2 and rec["threads"] == 2
+    assert "2 thread(s)" in g.source
+    # measured at 2 threads, with the 1-thread side of the scaling model beside it
+    assert seen.count(2) > seen.count(1) > 0
+    assert set(g.kernel_gelems_1t) >= {"exp", "tanh", "native_layer_norm"}
+    assert g.thread_grain_elems >= 0 and rec["thread_grain_elems"] == g.thread_grain_elems
+    assert rec["op_overhead_training_1t_us"] > 0
+    assert len(rec["thread_sweep_speedup"]) == 2 * len(rec["thread_sweep_elements"])
+    # default: torch's thread count (1 here), recorded; no scaling measurement at 1 thread
+    seen.clear()
+    one = tmp_path / "one.toml"
+    calibrate(one, tiny=True, device="cpu", comm=False)
+    g1 = load_catalog([one]).gpu("local")
+    assert g1.threads == 1 and not g1.kernel_gelems_1t and g1.thread_grain_elems == 0
+    assert set(seen) == {1}

@@ -12,7 +12,7 @@ import pytest
 import traincast.trace as trace_mod
 from traincast.characterize import characterize
 from traincast.hardware.catalog import load_catalog
-from traincast.trace import fill_features, jobs_from_args
+from traincast.trace import fill_features, read_trace
 
 HEADER = ("job_id,start_time_s,end_time_s,architecture,n_gpus,n_workers,n_ps,gpus_per_worker,"
           "gpu_type,workload,flops_compute_bound,bytes_memory_bound,weight_bytes,"
@@ -30,7 +30,7 @@ ROWS = [
 def tiny(tmp_path: Path) -> pa.Table:
     path = tmp_path / "tiny.csv"
     path.write_text(HEADER + "\n".join(ROWS) + "\n")
-    return jobs_from_args(path, tmp_path / "s.duckdb", "csv", None)
+    return read_trace(path, "csv", tmp_path / "s.duckdb")
 
 
 def hand_times() -> dict[str, list[float]]:
@@ -45,7 +45,9 @@ def hand_times() -> dict[str, list[float]]:
     data, flop, mem = 1e7 / bw["pcie"], 1e12 / p, 1e10 / m
     comm_a = 0.0
     comm_b = 2 * (4 - 1) / 4 * 1e8 / bw["intra"]                   # ring of 4 in one node
-    w, workers, ps, k = 1e9, 8, 2, 1                                # k = min(g=1, m=8)
+    # packed (one placement rule, traincast.resolve): g = min(n=8, 8 node GPUs) = 8 and
+    # k = min(m=8, g / gpus_per_worker=8) = 8 workers share the node's NIC
+    w, workers, ps, k = 1e9, 8, 2, 8
     comm_c = 2 * w / bw["pcie"] + max(2 * w * k / bw["nic"], 2 * workers * w / (ps * bw["nic"]))
     return {name: [data, flop, mem, comm] for name, comm in
             (("A", comm_a), ("B", comm_b), ("C", comm_c))}

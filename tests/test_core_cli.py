@@ -59,3 +59,34 @@ def test_hardware_show_and_list():
     r = tc("hardware", "list", "--json")
     data = json.loads(r.stdout)
     assert "paper-2019" in data["nodes"] and data["aliases"]["MISC"] == "K80"
+
+
+def test_catalog_error_keeps_bracketed_names_verbatim(tmp_path):
+    # rich would read "[gpu.x]" as markup and drop it; the message is printed as text
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[gpu.x]\nfp32_tflops = -1\nmem_bw_gbs = 900\n")
+    r = tc("hardware", "list", "--catalog", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    line = r.stderr.splitlines()[0]
+    assert line.startswith("error: ") and "[gpu.x]" in line and "fp32_tflops" in line
+    assert str(bad) in line and r.stderr.splitlines()[1].startswith("hint: ")
+
+
+def test_unexpected_error_is_one_line_and_a_traceback_with_debug(tmp_path):
+    # an exception that is not bad input (a corrupt internal state, here monkeypatched):
+    # one line naming it and exit 1; --debug shows the traceback
+    code = ("import sys, traincast.cli.hardware as h, traincast.cli.common as c\n"
+            "def boom(paths): raise RuntimeError('boom [gpu.y]')\n"
+            "h.catalog_from = boom\n"
+            "from traincast.cli import main; main()")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, timeout=120)
+
+    r = run("hardware", "list")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[0] == "error: RuntimeError: boom [gpu.y]"
+    assert "--debug" in r.stderr
+    r = run("hardware", "list", "--debug")
+    assert r.returncode == 1 and "Traceback" in r.stderr and "RuntimeError" in r.stderr

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traincast import load_catalog, predict
-from traincast.arch import ARCH_CODE
-from traincast.predict import Hardware, evaluate, predict_table
+from traincast.architectures import ARCH_CODE
+from traincast.hardware.catalog import GPU, Catalog, Link, Node
+from traincast.predict import predict_table
 
 TOML = """
 [gpu.toy]
@@ -67,7 +68,7 @@ def cat(tmp_path: Path):
 
 
 def run(cat, **kw):
-    return predict(FEATS | kw.pop("feats", {}), node="toy4", catalog=cat, **kw)
+    return predict(FEATS | kw.pop("feats", {}), node="toy4", catalog=cat, **kw).to_dict()
 
 
 def test_1w1g_has_no_communication(cat):
@@ -150,13 +151,17 @@ def test_link_efficiency_and_overrides(cat):
 
 @pytest.mark.parametrize("kw, message", [
     ({"arch": "allreduce-local", "gpus": 8}, "one node"),
-    ({"arch": "ps-worker", "workers": 4}, "--ps"),
     ({"arch": "1w1g", "gpus": 2}, "exactly one GPU"),
     ({"arch": "ring", "gpus": 2}, "unknown architecture"),
 ])
 def test_invalid_shapes_are_clear_errors(cat, kw, message):
     with pytest.raises(ValueError, match=message):
         run(cat, **kw)
+
+
+def test_ps_worker_defaults_to_one_server(cat):
+    # one documented default (traincast.resolve): p = 1 when the job gives no servers
+    assert run(cat, arch="ps-worker", workers=4) == run(cat, arch="ps-worker", workers=4, ps=1)
 
 
 def test_predict_table_matches_single_job_predictions(cat):
@@ -188,11 +193,14 @@ def test_predict_table_uses_gpu_default_node(cat):
     assert bd.comm[0] == pytest.approx(2 * 7 / 8 * 1.5e9 / 150e9)  # NVLink 2: 150 GB/s
 
 
-def _hw(rates: np.ndarray, node_gpus: float = 8.0) -> Hardware:
-    n = rates.shape[1]
-    return Hardware(flops_per_s=rates[0], mem_bw_bps=rates[1], pcie_bps=rates[2],
-                    intra_bps=rates[3], nic_bps=rates[4], node_gpus=np.full(n, node_gpus),
-                    mem_gb=np.full(n, 16.0))
+def _catalog(rates: np.ndarray, node_gpus: int = 8) -> Catalog:
+    """A one-node catalog with the given FLOP/s, memory, pcie, intra and nic rates."""
+    link = {name: Link(name, bw_gbs=float(bw) / 1e9, source="test")
+            for name, bw in zip(("pc", "in", "net"), rates[2:], strict=True)}
+    gpu = GPU("g", fp32_tflops=float(rates[0]) / 1e12, mem_bw_gbs=float(rates[1]) / 1e9,
+              mem_gb=16.0, source="test")
+    return Catalog(gpus={"g": gpu}, links=link,
+                   nodes={"n": Node("n", "g", node_gpus, "pc", "in", "net", source="test")})
 
 
 pos = st.floats(min_value=1e-3, max_value=1e3)
@@ -207,7 +215,13 @@ def _eval(j, rates, overlap):
              "weight_bytes": w * 1e8, "embedding_bytes_touched": e * 1e7,
              "input_bytes": d * 1e6}
     n = 1 if code == ARCH_CODE["1w1g"] else n
-    return evaluate(feats, code, n, min(g, n), n, p, _hw(np.asarray(rates)[:, None]), overlap)
+    name = list(ARCH_CODE)[code]
+    if name == "allreduce-local":
+        n = min(n, 8)
+    jobs = {"architecture": np.array([name], dtype=object), "n_gpus": [n],
+            "gpus_per_node": [min(g, n)], "n_ps": [p], "node": np.array(["n"], dtype=object),
+            **{k: [v] for k, v in feats.items()}}
+    return predict_table(jobs, _catalog(np.asarray(rates)), overlap=overlap)
 
 
 @settings(max_examples=200, deadline=None)

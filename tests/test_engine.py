@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from traincast.engine.columns import Columns, Strings
+from traincast.jobs import Columns, Strings
 from traincast.engine.dask import write_partitions
 from traincast.hardware.catalog import load_catalog
 from traincast.whatif import whatif
@@ -132,8 +132,9 @@ def test_local_chunks_and_threads_do_not_change_results() -> None:
     cat = load_catalog()
     cols = Columns.of(random_jobs(1000, seed=11))
     scs = as_scenarios(SCENARIOS, cat)
-    base1, res1 = run_scenarios(cols, scs, cat, chunk_rows=1_000_000)
-    base2, res2 = run_scenarios(cols, scs, cat, chunk_rows=128, threads=2)
+    base1, reason1, res1 = run_scenarios(cols, scs, cat, chunk_rows=1_000_000)
+    base2, reason2, res2 = run_scenarios(cols, scs, cat, chunk_rows=128, threads=2)
+    np.testing.assert_array_equal(reason1, reason2)
     np.testing.assert_array_equal(base1, base2)
     for a, b in zip(res1, res2, strict=True):
         np.testing.assert_array_equal(a.matched, b.matched)

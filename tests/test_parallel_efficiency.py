@@ -19,7 +19,7 @@ from traincast.parallel.validation import TARGET_REL_ERROR, megatron_2021
 # ------------------------------------------------------------------------- sourced efficiencies
 
 
-def test_a100_rates_come_from_efficiency_table() -> None:
+def test_a100_rates_come_from_the_catalog() -> None:
     hw = hybrid_hardware(None, "dgx-a100", "fp16")
     assert hw.gemm_efficiency == pytest.approx(271.2 / 312, abs=1e-3)   # max achievable matmul
     assert hw.mem_efficiency == pytest.approx(0.88)                      # 1.80 of 2.04 TB/s

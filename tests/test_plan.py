@@ -50,8 +50,8 @@ def test_nothing_fits_is_said() -> None:
 
 def test_price_ranks_by_cost(tmp_path) -> None:
     price = tmp_path / "price.toml"
-    price.write_text('source = "example"\n[usd_per_gpu_hour]\n"A100-SXM4-80GB" = 2.0\n'
-                     '"H100-SXM5-80GB" = 8.0\n')
+    price.write_text('[gpu.A100-SXM4-80GB]\nusd_per_gpu_hour = 2.0\nsource = "example"\n'
+                     '[gpu.H100-SXM5-80GB]\nusd_per_gpu_hour = 8.0\nsource = "example"\n')
     out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", global_batch=128, top=3, price=price)
     best = out["by_cost"][0]
     usd = 2.0 if best["gpu"] == "A100-SXM4-80GB" else 8.0
@@ -63,7 +63,7 @@ def test_price_ranks_by_cost(tmp_path) -> None:
 
 def test_bad_price_file(tmp_path) -> None:
     bad = tmp_path / "p.toml"
-    bad.write_text("usd_per_gpu_hour = -1\n")
+    bad.write_text('[gpu.A100-SXM4-80GB]\nusd_per_gpu_hour = -1\nsource = "x"\n')
     with pytest.raises(TraincastError, match="positive"):
         plan("zoo:llama2-7b", 8, "dgx-a100", price=bad)
 
@@ -109,3 +109,10 @@ def test_no_zero3_with_pipelines() -> None:
     c = enumerate_configs(get_model("llama2-70b"), 64, 8, 256)
     assert not np.any((c["zero"] >= 2) & (c["pp"] > 1))
     assert np.any(c["zero"] == 3) and np.any(c["pp"] > 1)
+
+
+def test_plan_takes_every_llm_zoo_name_and_rejects_a_cnn() -> None:
+    out = plan("zoo:llama-7b", 8, "dgx-a100", global_batch=64, top=1)
+    assert out["seq"] == 2048 and out["params"] == 6_738_415_616 and out["top"]
+    with pytest.raises(TraincastError, match="zoo:resnet50 .*no decoder-only"):
+        plan("zoo:resnet50", 8, "dgx-a100")

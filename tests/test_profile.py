@@ -174,9 +174,9 @@ def test_amp_runs_matrix_ops_in_half_precision() -> None:
 
 
 class TwoTables(nn.Module):
-    def __init__(self, sparse: bool) -> None:
+    def __init__(self, sparse: bool, **kw: object) -> None:
         super().__init__()
-        self.items = nn.Embedding(1000, 8, sparse=sparse)
+        self.items = nn.Embedding(1000, 8, sparse=sparse, **kw)  # type: ignore[arg-type]
         self.head = nn.Linear(8, 1)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -188,6 +188,7 @@ def test_embedding_rows_touched_from_real_ids() -> None:
     rec = profile(TwoTables(sparse=True), ids, ops=True)
     assert rec["embedding_rows_touched"] == {"items.weight": 5}
     assert rec["embedding_bytes_touched"] == 5 * 8 * F32
+    assert rec["embedding_allreduce_bytes"] == 5 * 8 * F32  # sparse gradient: the rows
     assert rec["params_embedding"] == 8000
     assert rec["weight_bytes"] == (8 + 1) * F32
     (lookup,) = rows(rec, "embedding", "forward")
@@ -196,12 +197,84 @@ def test_embedding_rows_touched_from_real_ids() -> None:
     assert len(update) == 1 and update[0]["bytes_written"] == (5 + 3 * 5) * 8 * F32
 
 
-def test_dense_embedding_is_a_dense_weight() -> None:
+class Bag(nn.Module):
+    """EmbeddingBag(1000, 16) summing each row of ids, then a Linear(16, 1)."""
+
+    def __init__(self, sparse: bool, **kw: object) -> None:
+        super().__init__()
+        self.bag = nn.EmbeddingBag(1000, 16, mode="sum", sparse=sparse, **kw)  # type: ignore
+        self.head = nn.Linear(16, 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.bag(ids)).sum()
+
+
+BAG_IDS = torch.tensor([[1, 2, 2, 3], [3, 3, 4, 999]])  # 8 lookups, 5 unique rows
+ROW = 16 * F32  # bytes of one row
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_embedding_bag_is_a_table_whatever_its_gradient(sparse: bool) -> None:
+    rec = profile(Bag(sparse), BAG_IDS, ops=True)
+    assert rec["params_embedding"] == 16_000 and rec["params_dense"] == 17
+    assert rec["weight_bytes"] == (16 + 1) * F32  # the Linear only
+    assert rec["embedding_rows_touched"] == {"bag.weight": 5}
+    # rows whose gradient is exchanged: the 5 unique rows, not the 8 lookups
+    assert rec["embedding_bytes_touched"] == 5 * ROW
+    # an AllReduce of a dense gradient moves the whole table (as DDP does); sparse: the rows
+    assert rec["embedding_allreduce_bytes"] == (5 * ROW if sparse else 1000 * ROW)
+    # the lookup reads one row per lookup, the int64 ids and the 2 bag offsets
+    (lookup,) = rows(rec, "_embedding_bag", "forward")
+    assert lookup["bytes_read"] == 8 * ROW + 8 * 8 + 2 * 8
+
+
+def test_dense_embedding_is_a_table_with_a_dense_gradient() -> None:
     ids = torch.tensor([[1, 2, 2, 3]])
-    rec = profile(TwoTables(sparse=False), ids)
-    assert rec["params_embedding"] == 0 and rec["embedding_bytes_touched"] == 0
-    assert rec["weight_bytes"] == (8000 + 8 + 1) * F32
+    rec = profile(TwoTables(sparse=False), ids, ops=True)
+    assert rec["params_embedding"] == 8000 and rec["weight_bytes"] == (8 + 1) * F32
     assert rec["embedding_rows_touched"] == {"items.weight": 3}
+    assert rec["embedding_bytes_touched"] == 3 * 8 * F32
+    assert rec["embedding_allreduce_bytes"] == 8000 * F32
+    # its backward writes a gradient over every row
+    (grad,) = rows(rec, "embedding_dense_backward")
+    assert grad["bytes_written"] == 8000 * F32
+
+
+def test_padding_row_is_not_a_row_touched() -> None:
+    # ids 1, 2, 3, 4, 999 and the padding id 0: its gradient is always zero, never exchanged
+    ids = torch.tensor([[1, 2, 0, 3], [3, 0, 4, 999]])
+    rec = profile(Bag(False, padding_idx=0), ids)
+    assert rec["embedding_rows_touched"] == {"bag.weight": 5}
+    assert rec["embedding_bytes_touched"] == 5 * ROW
+
+
+def test_max_norm_renormalizes_only_the_rows_looked_up() -> None:
+    rec = profile(TwoTables(sparse=False, max_norm=1.0), torch.tensor([[1, 2, 2, 3]]), ops=True)
+    (renorm,) = rows(rec, "embedding_renorm_")
+    assert renorm["bytes_written"] == 4 * 8 * F32  # one row per index, not the 8000-row table
+    assert rec["params_embedding"] == 8000 and rec["embedding_rows_touched"] == {"items.weight": 3}
+
+
+class TiedLM(nn.Module):
+    """Token table tied to the output projection (GPT-2's layout) plus a position table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(100, 8)
+        self.wpe = nn.Embedding(16, 8)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
+        return F.linear(x, self.wte.weight).logsumexp(-1).sum()
+
+
+def test_a_table_tied_to_the_output_layer_is_a_dense_weight() -> None:
+    rec = profile(TiedLM(), torch.tensor([[5, 6, 6, 7]]))
+    assert rec["embedding_tables_shared"] == ["wte.weight"]
+    assert rec["params_embedding"] == 16 * 8  # wpe only
+    assert rec["weight_bytes"] == 100 * 8 * F32  # wte: its gradient covers every row
+    assert rec["embedding_bytes_touched"] == 4 * 8 * F32  # 4 positions of wpe
+    assert rec["embedding_allreduce_bytes"] == 16 * 8 * F32  # wpe, dense gradient
 
 
 def test_embedding_ids_without_values_give_an_upper_bound() -> None:

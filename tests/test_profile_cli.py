@@ -17,7 +17,8 @@ from traincast.zoo import ZOO  # noqa: E402
 
 DESIGN_KEYS = ("params", "params_dense", "params_embedding", "batch_size", "flops_forward",
                "flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-               "embedding_bytes_touched", "input_bytes", "memory_bytes")
+               "embedding_bytes_touched", "embedding_allreduce_bytes", "input_bytes",
+               "memory_bytes")
 
 
 class Run:
@@ -143,6 +144,12 @@ def test_features_files_round_trip_and_errors(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"flops_compute_bound": -1, "bytes_memory_bound": 0,
                                "weight_bytes": 0}))
     with pytest.raises(TraincastError, match="non-negative"):
+        load_features(bad)
+    emb = {"flops_compute_bound": 1, "bytes_memory_bound": 0, "weight_bytes": 0}
+    bad.write_text(json.dumps({**emb, "embedding_allreduce_bytes": None}))
+    assert load_features(bad)["embedding_allreduce_bytes"] is None  # = embedding_bytes_touched
+    bad.write_text(json.dumps({**emb, "embedding_allreduce_bytes": -5}))
+    with pytest.raises(TraincastError, match="embedding_allreduce_bytes"):
         load_features(bad)
 
 

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from traincast.errors import TraincastError
-from traincast.trace import jobs_from_args, parse_mapping
-from traincast.trace.schema import ALL_COLUMNS
+from traincast.hardware.catalog import load_catalog
+from traincast.trace import Store, infer_architecture, parse_mapping, read_trace
+from traincast.trace.schema import ADDED_COLUMNS, ALL_COLUMNS, SQL_TYPE
 from traincast.trace.store import export_parquet, ingest, load_jobs, sources
 
 
@@ -58,12 +59,22 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     fractional = sum(1 for r in rows if int(r["num_gpu"]) * int(r["gpu_milli"]) % 1000)
     assert sum(jobs["fractional_gpu"].to_pylist()) == fractional
     assert all(jobs["arch_inferred"].to_pylist())
+    assert set(jobs["architecture"].to_pylist()) == {None}  # the trace gives none
+    # a pod runs on one node: all its GPUs are on that node (NULL for CPU pods)
+    gpn = jobs["gpus_per_node"].to_pylist()
+    assert all(g == n if n > 0 else g is None
+               for g, n in zip(gpn, jobs["n_gpus"].to_pylist(), strict=True))
+    assert set(jobs["workers_per_node"].to_pylist()) == {None}
 
 
 def test_elasticflow_cluster04(shared_data: Path, tmp_path: Path) -> None:
     path = shared_data / "elasticflow" / "cluster04.csv"
     rows = _rows(path)
-    jobs = jobs_from_args(path, tmp_path / "s.duckdb", "elasticflow", None)
+    stored = read_trace(path, "elasticflow", tmp_path / "s.duckdb")
+    assert set(stored["architecture"].to_pylist()) == {None} and all(stored["arch_inferred"])
+    for col in ("gpus_per_worker", "gpus_per_node", "workers_per_node"):
+        assert set(stored[col].to_pylist()) == {None}, col  # the trace does not say
+    jobs = infer_architecture(stored, load_catalog())
     assert jobs.num_rows == len(rows)
     assert Counter(int(x) for x in jobs["n_gpus"].to_pylist()) == \
         Counter(int(r["num_gpu"]) for r in rows)
@@ -148,10 +159,12 @@ def test_canonical_csv_map_and_unknown_architecture(tmp_path: Path) -> None:
     assert report["bad_rows"] == 1
     assert report["errors"][0]["field"] == "architecture"
     assert report["errors"][0]["value"] == "ring-of-fire" and report["errors"][0]["row"] == 2
-    jobs = load_jobs(db).to_pylist()
+    stored = load_jobs(db)
+    jobs = infer_architecture(stored, load_catalog()).to_pylist()
     assert [j["job_id"] for j in jobs] == ["j1", "j3"]
     assert jobs[0]["architecture"] == "ps-worker" and not jobs[0]["arch_inferred"]
-    # T4 nodes have 2 GPUs (catalog pai-t4): 16 GPUs span nodes
+    # the store keeps the trace's NULL; T4 nodes have 2 GPUs (catalog pai-t4): 16 GPUs span nodes
+    assert stored["architecture"].to_pylist()[1] is None
     assert jobs[1]["architecture"] == "allreduce-cluster" and jobs[1]["arch_inferred"]
     assert jobs[1]["censored"] and not jobs[0]["censored"]
 
@@ -173,7 +186,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
     # the exported file is a valid canonical trace as it is
     canon = table.select([c for c in table.column_names if c != "source_id"])
     pq.write_table(canon, tmp_path / "canon.parquet")
-    again = jobs_from_args(tmp_path / "canon.parquet", tmp_path / "t2.duckdb", "csv", None)
+    again = read_trace(tmp_path / "canon.parquet", "csv", tmp_path / "t2.duckdb")
     assert again["n_gpus"].to_pylist() == [1.0, 2.0]
     assert again["end_time_s"].to_pylist() == [10.0, 25.0]
 
@@ -196,13 +209,16 @@ def test_philly_json(tmp_path: Path) -> None:
          "submitted_time": "2017-10-03 14:15:00", "attempts": []},
     ]
     path = _write(tmp_path / "cluster_job_log", json.dumps(log))
-    jobs = jobs_from_args(path, tmp_path / "s.duckdb", "philly", None).to_pylist()
+    stored = read_trace(path, "philly", tmp_path / "s.duckdb")
+    jobs = infer_architecture(stored, load_catalog()).to_pylist()
     assert [j["job_id"] for j in jobs] == ["application_1", "application_2", "application_3"]
     a, b, c = jobs
-    assert a["n_gpus"] == 12 and a["gpus_per_worker"] == 4
+    # the last attempt: 3 machines x 4 GPUs; the log lists machines, not workers
+    assert a["n_gpus"] == 12 and a["gpus_per_node"] == 4 and b["gpus_per_node"] == 2
+    assert a["gpus_per_worker"] is None and a["workers_per_node"] is None
     assert a["end_time_s"] - a["start_time_s"] == (16 * 60 - (14 * 60 + 14)) * 60
     assert a["start_time_s"] - a["submit_time_s"] == 8
-    assert a["architecture"] == "allreduce-cluster" and not a["censored"]  # 12 > 8 GPUs
+    assert a["architecture"] == "allreduce-cluster" and not a["censored"]  # 12 > 4 per node
     assert b["censored"] and b["end_time_s"] is None and b["architecture"] == "allreduce-local"
     assert c["n_gpus"] is None and c["architecture"] is None
 
@@ -221,9 +237,11 @@ def test_helios_csv(tmp_path: Path) -> None:
     report = ingest(path, format="helios", db=tmp_path / "s.duckdb")
     assert report["bad_rows"] == 1
     assert report["errors"][0]["row"] == 4 and report["errors"][0]["field"] == "submit_time_s"
-    jobs = load_jobs(tmp_path / "s.duckdb").to_pylist()
+    jobs = infer_architecture(load_jobs(tmp_path / "s.duckdb")).to_pylist()
     assert jobs[0]["end_time_s"] - jobs[0]["start_time_s"] == 3600
-    assert jobs[0]["gpus_per_worker"] == 8 and jobs[0]["architecture"] == "allreduce-cluster"
+    # 16 GPUs on node_num 2: 8 per node; the trace counts nodes, not workers
+    assert jobs[0]["gpus_per_node"] == 8 and jobs[0]["gpus_per_worker"] is None
+    assert jobs[0]["architecture"] == "allreduce-cluster" and jobs[2]["gpus_per_node"] == 1
     assert jobs[1]["zero_gpu"] and jobs[2]["censored"] and not jobs[0]["censored"]
 
 
@@ -232,8 +250,8 @@ def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
         ingest(_write(tmp_path / "t.csv", GOOD), format="slurm", db=tmp_path / "s.duckdb")
     with pytest.raises(TraincastError, match="no job store"):
         load_jobs(tmp_path / "none.duckdb")
-    assert isinstance(jobs_from_args(_write(tmp_path / "t.csv", GOOD), tmp_path / "s.duckdb",
-                                     "elasticflow", None), pa.Table)
+    assert isinstance(read_trace(_write(tmp_path / "t.csv", GOOD), "elasticflow",
+                                 tmp_path / "s.duckdb"), pa.Table)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
@@ -272,3 +290,89 @@ def test_bad_numbers_are_bad_rows_in_csv_and_parquet(tmp_path: Path, suffix: str
         ingest(path, db=tmp_path / "strict.duckdb", strict=True)
     assert f"{path}: row 4: field n_workers: bad value '2.5'" in str(exc.value)
     assert not (tmp_path / "strict.duckdb").exists()
+
+
+def _old_store(path: Path, source: Path) -> None:
+    """A store as written before the columns of ADDED_COLUMNS existed, with one job."""
+    old = [c for c in ALL_COLUMNS if c not in ADDED_COLUMNS]
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE jobs ({', '.join(f'{c} {SQL_TYPE[c]}' for c in old)})")
+    con.execute("CREATE TABLE sources (source_id INTEGER PRIMARY KEY, format VARCHAR, "
+                "files VARCHAR, mapping VARCHAR, fingerprint VARCHAR, rows BIGINT, "
+                "bad_rows BIGINT, ingested_at TIMESTAMP)")
+    values = {"job_id": "'old'", "n_gpus": "4", "architecture": "'allreduce-local'",
+              "source_id": "1", **dict.fromkeys(("censored", "zero_gpu", "fractional_gpu",
+                                                 "arch_inferred"), "FALSE")}
+    con.execute(f"INSERT INTO jobs ({', '.join(values)}) VALUES ({', '.join(values.values())})")
+    con.execute("INSERT INTO sources VALUES (1, 'elasticflow', ?, '{}', 'x', 1, 0, now())",
+                [json.dumps([str(source)])])
+    con.close()
+
+
+def test_old_store_file_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    _old_store(db, tmp_path / "gone.csv")
+    # read-only: the new columns read NULL, in schema order
+    jobs = load_jobs(db)
+    assert jobs.column_names == list(ALL_COLUMNS) and jobs.num_rows == 1
+    assert all(jobs[c].to_pylist() == [None] for c in ADDED_COLUMNS)
+    # writing adds the columns; the old job keeps NULL, a new job stores the trace's value
+    canon = _write(tmp_path / "c.csv", "job_id,n_gpus,gpus_per_node,workers_per_node\n"
+                   "new,16,8,2\n")
+    with Store(db) as store:
+        report = store.ingest(canon)
+        assert report["jobs"] == 1 and [s["source_id"] for s in report["sources"]] == [2]
+        rows = {j["job_id"]: j for j in store.jobs().to_pylist()}
+        assert len(store.sources()) == 2
+    assert rows["old"]["gpus_per_node"] is None and rows["old"]["n_gpus"] == 4
+    assert (rows["new"]["gpus_per_node"], rows["new"]["workers_per_node"]) == (8.0, 2)
+    con = duckdb.connect(str(db), read_only=True)
+    have = {r[0] for r in con.execute("DESCRIBE jobs").fetchall()}
+    con.close()
+    assert set(ADDED_COLUMNS) <= have
+    out = pq.read_table(export_parquet(tmp_path / "all.parquet", db))
+    assert out.column_names == list(ALL_COLUMNS) and out.num_rows == 2
+
+
+def test_read_trace_in_memory_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path / "t.csv", GOOD)
+    jobs = read_trace(path, format="elasticflow")
+    assert jobs["job_id"].to_pylist() == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+    # a Store keeps only this trace's jobs apart from the others it holds
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(path, "elasticflow")
+        store.ingest(_write(tmp_path / "u.csv", GOOD.replace("a,", "z,")), "elasticflow")
+        assert store.jobs()["job_id"].to_pylist() == ["a", "b", "z", "b"]
+    assert read_trace(path, "elasticflow", tmp_path / "s.duckdb").num_rows == 2
+    with pytest.raises(TraincastError, match="no job store"):
+        Store(tmp_path / "none.duckdb").jobs()
+    with pytest.raises(TraincastError, match="cannot open the job store"):
+        Store(path).jobs()  # a CSV is no DuckDB file
+
+
+def test_bad_placement_value_names_file_row_and_field(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.csv", "job_id,n_gpus,gpus_per_node,workers_per_node\n"
+                  "a,8,8,1\nb,16,8,2.5\nc,16,-8,2\n")
+    report = ingest(path, db=tmp_path / "s.duckdb")
+    errs = [(e["file"], e["row"], e["field"], e["value"]) for e in report["errors"]]
+    assert errs == [(str(path), 2, "workers_per_node", "2.5"),
+                    (str(path), 3, "gpus_per_node", "-8")]
+    with pytest.raises(TraincastError) as exc:
+        read_trace(path, strict=True)
+    assert f"{path}: row 2: field workers_per_node: bad value '2.5'" in str(exc.value)
+
+
+def test_infer_architecture_uses_the_trace_placement_first() -> None:
+    jobs = pa.table({"architecture": pa.array([None, None, None, None, "ps-worker", None],
+                                              pa.string()),
+                     "n_gpus": [1.0, 16.0, 16.0, 4.0, 8.0, None],
+                     "gpus_per_node": [None, 16.0, None, None, None, None],
+                     "gpu_type": ["V100", "V100", "V100", "T4", "T4", None]})
+    got = infer_architecture(jobs, load_catalog())["architecture"].to_pylist()
+    # 16 GPUs on one 16-GPU node (the trace says) vs the V100's 8-GPU default node; T4 nodes
+    # hold 2 GPUs; an architecture the trace gives is kept; no GPU count, no architecture
+    assert got == ["1w1g", "allreduce-local", "allreduce-cluster", "allreduce-cluster",
+                   "ps-worker", None]

@@ -110,6 +110,13 @@ def test_architecture_and_resources(pai_dir: Path, tmp_path: Path) -> None:
     assert jobs["i6"]["zero_gpu"] and jobs["i6"]["n_gpus"] == 0
     assert jobs["i7"]["censored"] and not jobs["i1"]["censored"]
     assert jobs["i9"]["n_gpus"] == 2 and jobs["i9"]["n_workers"] == 1
+    # placement from the instance table: workers_per_node = ceil(n_workers / machines of the
+    # worker instances), gpus_per_node = that x gpus_per_worker; the ps machine m9 not counted
+    placement = {k: (j["workers_per_node"], j["gpus_per_node"]) for k, j in jobs.items()}
+    assert placement == {"i1": (4, 4.0),    # 8 workers on m1, m2; 1 GPU each
+                         "i2": (1, 8.0),    # 2 workers on m1, m2; 8 GPUs each
+                         "i3": (2, 2.0),    # 2 workers, both on m3
+                         **dict.fromkeys(("i4", "i5", "i6", "i7", "i9"), (None, None))}
 
 
 def test_optional_tables_and_strict(pai_dir: Path, tmp_path: Path) -> None:
@@ -122,5 +129,54 @@ def test_optional_tables_and_strict(pai_dir: Path, tmp_path: Path) -> None:
     # without the instance table J3's two workers count as spread over machines
     assert jobs["i3"]["architecture"] == "allreduce-cluster"
     assert jobs["i1"]["gpu_util"] is None and jobs["i1"]["workload"] is None
+    # no instance table: the trace does not say where workers ran
+    assert {j["gpus_per_node"] for j in jobs.values()} == {None}
+    assert {j["workers_per_node"] for j in jobs.values()} == {None}
     with pytest.raises(TraincastError, match="pai_task_table"):
         ingest([files[0]], format="pai-2020", db=tmp_path / "t.duckdb")
+
+
+def test_placement_on_real_machines(shared_data: Path, tmp_path: Path) -> None:
+    """Tables written to the release's own headers, on real machines of pai_machine_spec.csv:
+    the placement the adapter reads never puts more GPUs on a machine than it has."""
+    pai = shared_data / "alibaba-pai-v2020"
+    spec = [line.split(",") for line in (pai / "pai_machine_spec.csv").read_text().split()]
+    header = (pai / "pai_machine_spec.header").read_text().strip().split(",")
+    cap = {r[header.index("machine")]: int(r[header.index("cap_gpu")]) for r in spec}
+    eight = sorted(m for m, g in cap.items() if g == 8)[:3]
+    two = sorted(m for m, g in cap.items() if g == 2)[:1]
+    assert len(eight) == 3 and len(two) == 1
+    cols = {t: (pai / f"pai_{t}_table.header").read_text().strip().split(",")
+            for t in ("job", "task", "instance")}
+
+    def row(table: str, **values: str) -> tuple[str, ...]:
+        return tuple(values.get(c, "") for c in cols[table])
+
+    jobs = [row("job", job_name="A", inst_id="a", status="Terminated", start_time="0",
+                end_time="10"),
+            row("job", job_name="B", inst_id="b", status="Terminated", start_time="0",
+                end_time="10")]
+    tasks = [row("task", job_name="A", task_name="worker", inst_num="16", plan_gpu="100",
+                 gpu_type="V100"),
+             row("task", job_name="A", task_name="ps", inst_num="2", plan_gpu="0"),
+             row("task", job_name="B", task_name="tensorflow", inst_num="1", plan_gpu="200",
+                 gpu_type="T4")]
+    inst = [row("instance", job_name="A", task_name="worker", worker_name=f"w{i}",
+                inst_id="a", machine=eight[i % 2]) for i in range(16)]
+    inst += [row("instance", job_name="A", task_name="ps", worker_name="p0", inst_id="a",
+                  machine=eight[2]),
+             row("instance", job_name="B", task_name="tensorflow", worker_name="t0",
+                 inst_id="b", machine=two[0])]
+    d = tmp_path / "pai"
+    d.mkdir()
+    for name, rows in (("job", jobs), ("task", tasks), ("instance", inst)):
+        _write(d / f"pai_{name}_table.csv", rows)
+    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    got = {j["job_id"]: j for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    a, b = got["a"], got["b"]
+    # 16 one-GPU workers on 2 machines: 8 per machine, each machine's 8 GPUs
+    assert (a["architecture"], a["n_workers"], a["n_ps"]) == ("ps-worker", 16, 2)
+    assert (a["workers_per_node"], a["gpus_per_node"], a["gpus_per_worker"]) == (8, 8.0, 1.0)
+    assert (b["architecture"], b["workers_per_node"], b["gpus_per_node"]) == \
+        ("allreduce-local", 1, 2.0)
+    assert a["gpus_per_node"] <= cap[eight[0]] and b["gpus_per_node"] <= cap[two[0]]

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from traincast.trace import jobs_from_args
+from traincast.trace import read_trace
 from traincast.trace.sample import PARAMS, generate, load_stats, sample_path, worker_weights
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_shipped_sample_is_the_generator_output(tmp_path: Path) -> None:
     pytest.importorskip("traincast.zoo.profiles")
     shipped = pq.read_table(sample_path())
     assert shipped.equals(generate())
-    jobs = jobs_from_args(sample_path(), tmp_path / "s.duckdb", "csv", None)
+    jobs = read_trace(sample_path(), "csv", tmp_path / "s.duckdb")
     assert jobs.num_rows == shipped.num_rows
     assert not any(jobs["arch_inferred"].to_pylist())
 

@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("torch")
 
 from traincast.calibrate import calibrate  # noqa: E402
-from traincast.validate import Case, summarize, validate  # noqa: E402
+from traincast.errors import TraincastError  # noqa: E402
+from traincast.validate import Case, summarize, thread_counts, validate  # noqa: E402
 from traincast.validate.measure import classify  # noqa: E402
 from traincast.validate.runs import crop_inputs  # noqa: E402
 
@@ -18,14 +19,15 @@ from traincast.validate.runs import crop_inputs  # noqa: E402
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cat = tmp_path_factory.mktemp("val") / "local.toml"
-    calibrate(cat, tiny=True, device="cpu", comm=False)
+    calibrate(cat, tiny=True, device="cpu", comm=False, threads=1)
     case = Case("zoo:mobilenet-v2", "CNN", 2, crop=((0, 2, 32), (0, 3, 32)))
     return validate(cat, cases=[case], device="cpu", steps=3, warmup=1, profile_steps=1)
 
 
 def test_validate_json_structure(result: dict) -> None:
-    assert {"cases", "median_abs_error", "p90_abs_error", "failed"} <= set(result)
-    assert result["failed"] == []
+    assert {"cases", "median_abs_error", "p90_abs_error", "failed", "skipped"} <= set(result)
+    assert result["failed"] == [] and result["skipped"] == []
+    assert result["threads"] == 1 and result["cases"][0]["threads"] == 1
     (case,) = result["cases"]
     for key in ("model", "arch", "batch_size", "measured_s", "predicted_s", "error"):
         assert key in case
@@ -79,3 +81,18 @@ def test_crop_keeps_the_first_entries() -> None:
     x = torch.arange(24).view(2, 3, 4)
     (y,) = crop_inputs((x,), ((0, 2, 2),))
     assert y.shape == (2, 3, 2) and y[1, 2].tolist() == [20, 21]
+
+
+def test_threads_follow_the_catalog_and_oversubscribed_cases_are_skipped(
+        result: dict) -> None:
+    import os
+
+    cat = result["catalog"]  # calibrated at 1 thread
+    with pytest.raises(TraincastError, match="calibrated at threads = 1"):
+        validate(cat, cases=[], device="cpu", threads=2)
+    cores = os.cpu_count() or 1
+    big = Case("zoo:mobilenet-v2", "CNN", 2, "allreduce-local", gpus=cores + 1)
+    out = validate(cat, cases=[big], device="cpu", steps=1, warmup=1, profile_steps=0)
+    assert out["cases"] == [] and len(out["skipped"]) == 1
+    assert f"{cores + 1} processes x 1 threads > {cores} cores" in out["skipped"][0]["reason"]
+    assert thread_counts() == sorted({1, cores})

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from traincast.zoo import ZOO, get_model
+from traincast.errors import TraincastError
+from traincast.zoo import MODELS, ZOO, get_llm, get_model, lookup
 
 torch = pytest.importorskip("torch")
 from traincast.features.profile import profile_model  # noqa: E402
@@ -23,9 +24,10 @@ def test_published_parameter_counts_exact(name: str) -> None:
     assert n_params(name) == ZOO[name].published_params
 
 
-def test_gpt2_and_resnet50_counts() -> None:
+def test_gpt2_and_resnet_counts() -> None:
     assert n_params("gpt2") == 124_439_808
     assert n_params("resnet50") == 25_557_032
+    assert n_params("resnet101") == 44_549_160  # torchvision resnet101
 
 
 def gpt2_formula(v: int, p: int, h: int, layers: int) -> int:
@@ -152,14 +154,15 @@ def test_gcn_sparse_product_is_memory_bound_with_2ef_flops() -> None:
 
 
 def test_llama_is_meta_only() -> None:
-    assert get_model("llama-7b").meta_only
-    with pytest.raises(ValueError):
-        get_model("llama-7b").build_cpu(1)
+    for name in ("llama-7b", "llama2-7b"):
+        assert get_model(name).meta_only
+        with pytest.raises(ValueError):
+            get_model(name).build_cpu(1)
 
 
 def test_default_batches_and_inputs() -> None:
     for name, entry in ZOO.items():
-        if name in ("gcn", "llama-7b", "gpt2-xl"):
+        if name in ("gcn", "llama-7b", "llama2-7b", "gpt2-xl"):
             continue
         inputs = entry.inputs(3)
         assert inputs and all(isinstance(t, torch.Tensor) for t in inputs)
@@ -215,3 +218,64 @@ def test_every_alias_names_a_model_and_a_reason() -> None:
     rec = workload_features("ctr")
     assert rec["workload"] == "ctr" and rec["profile"] == "dlrm"
     assert rec["embedding_bytes_touched"] > 0
+
+
+# ------------------------------------------------------------------ the one model registry
+
+def test_every_zoo_name_says_what_it_can_do() -> None:
+    assert set(ZOO) == {n for n, e in MODELS.items() if "torch" in e.capabilities}
+    assert {"gpt3-175b", "llama2-70b", "mixtral-8x7b"} <= {
+        n for n, e in MODELS.items() if e.capabilities == ("llm",)}
+    assert MODELS["resnet50"].capabilities == ("torch",)
+    for name in ("gpt2", "gpt2-xl", "llama-7b", "llama2-7b"):
+        assert MODELS[name].capabilities == ("torch", "llm"), name
+    for entry in MODELS.values():
+        assert entry.capabilities and entry.family and entry.description and entry.source
+
+
+def test_names_and_aliases_resolve_case_insensitively() -> None:
+    assert lookup("zoo:ResNet-50").name == "resnet50"
+    assert lookup("Llama-2-7b").name == "llama2-7b"
+    assert lookup("gpt3").name == "gpt3-175b"
+    seen: dict[str, str] = {}
+    for entry in MODELS.values():
+        for name in (entry.name, *entry.aliases):
+            assert name not in seen, (name, seen.get(name))
+            seen[name] = entry.name
+    with pytest.raises(TraincastError, match="unknown zoo model"):
+        lookup("zoo:no-such-model")
+
+
+def test_llama_7b_and_llama2_7b_work_as_module_and_as_config() -> None:
+    h, f, v = 4096, 11_008, 32_000  # no biases, RMSNorm weights, untied head
+    by_hand = 2 * v * h + 32 * (4 * h * h + 3 * h * f + 2 * h) + h
+    for name in ("llama-7b", "llama2-7b"):
+        assert n_params(name) == get_llm(name).params == by_hand
+    assert get_llm("llama-7b").seq == 2048 and get_llm("llama2-7b").seq == 4096
+    assert get_model("llama2-7b").inputs(1)[0].shape == (1, 4096)
+
+
+def test_gpt2_config_counts_its_module() -> None:
+    for name, (layers, h) in {"gpt2": (12, 768), "gpt2-xl": (48, 1600)}.items():
+        assert get_llm(name).params == n_params(name) == gpt2_formula(50_257, 1024, h, layers)
+
+
+def test_a_missing_capability_is_a_clear_error() -> None:
+    with pytest.raises(TraincastError, match="no torch module") as exc:
+        get_model("zoo:gpt3-175b")
+    assert "plan" in exc.value.hint
+    with pytest.raises(TraincastError, match="no decoder-only language-model config") as exc:
+        get_llm("zoo:resnet50")
+    assert "profile" in exc.value.hint
+
+
+def test_registry_errors_name_the_file_and_table() -> None:
+    from traincast.zoo.registry import _entry
+
+    with pytest.raises(TraincastError, match=r"models.toml: \[model.x\]: unknown key"):
+        _entry("x", {"family": "cnn", "description": "d", "colour": 1})
+    with pytest.raises(TraincastError, match=r"\[model.x\]: needs a \[model.x.torch\]"):
+        _entry("x", {"family": "cnn", "description": "d"})
+    with pytest.raises(TraincastError, match=r"\[model.x\].llm: missing required key 'ffn'"):
+        _entry("x", {"family": "transformer", "description": "d",
+                     "llm": {"layers": 2, "hidden": 8, "heads": 2, "vocab": 10}})

@@ -27,10 +27,11 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from traincast.arch import ARCHITECTURES
+from traincast.architectures import ARCHITECTURES
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import COMPONENTS
 from traincast.predict import predict_table
+from traincast.resolve import reason_counts
 from traincast.trace.schema import FLAG_COLUMNS
 
 QUANTILES = np.round(np.linspace(0.0, 1.0, 101), 2)
@@ -123,8 +124,9 @@ def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
     bd = predict_table(cols, catalog, overlap=overlap)
     total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
     known = np.isfinite(total) & (total > 0) & (gpus > 0)
+    unpredicted = reason_counts(bd.reason)
     if not known.any():
-        return {"jobs": 0, "gpus": 0.0}
+        return {"jobs": 0, "gpus": 0.0, "unpredicted": unpredicted}
     shares = np.stack([np.asarray(bd.shares()[c]).reshape(-1) for c in COMPONENTS])[:, known]
     g = gpus[known]
     gt = np.nan_to_num(gpu_time[known])
@@ -157,6 +159,7 @@ def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
         "data_io_over_50_share": float((data > DATA_HEAVY).mean()),
         "gpu_util_pred_mean": float(np.nanmean(util)),
         "overlap": overlap,
+        "unpredicted": unpredicted,
     }
 
 

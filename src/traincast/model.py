@@ -70,6 +70,7 @@ class Breakdown:
     compute_mem: F
     comm: F
     total: F
+    reason: NDArray[np.int8] | None = None  # traincast.resolve.REASONS code per job (0 = ok)
 
     @property
     def compute(self) -> F:

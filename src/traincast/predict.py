@@ -1,188 +1,133 @@
-"""Predict iteration time: resolve each job's hardware from the catalog, then run the model.
+"""Predict iteration time: resolve jobs (:mod:`traincast.resolve`), price their communication
+by architecture (:mod:`traincast.architectures`) and their compute by the strategy the catalog
+selects (:mod:`traincast.compute`), then add the parts (:mod:`traincast.model`).
 
-Two entry points, one mechanism:
-
-* ``predict(...)`` — one job (or numpy arrays of jobs sharing one hardware setup), as the CLI's
-  ``traincast predict`` does;
-* ``predict_table(jobs, catalog)`` — a canonical job table (dict of columns, arrays or Arrow),
-  each row with its own architecture, GPU type and node; vectorized over millions of rows.
-
-Hardware of a job: its ``node`` preset; when empty, the ``default_node`` of its GPU type; else
-``DEFAULT_NODE``. The GPU is the job's ``gpu_type`` when given, else the node's. Link overrides
-(``nic``, ``intra``, ``pcie``) replace the node's links for every job.
+* ``predict_table(jobs, catalog)`` — a job table (dict of columns, Arrow, DataFrame), each row
+  with its own architecture, GPU type, node and placement; vectorized over millions of rows.
+* ``predict(...)`` — one job: builds a one-row table and calls ``predict_table``; returns a
+  :class:`Prediction`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.arch import ARCH_CODE, ARCH_LABEL, check_shape, comm_link_role, comm_time_s
-from traincast.hardware.catalog import Catalog, Link, load_catalog
-from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, breakdown
-from traincast.units import parse_speed_gbs
+from traincast import compute
+from traincast.architectures import ARCH_LABEL, ARCHITECTURES, REGISTRY
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import FEATURES, Columns
+from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, data_time_s, total_time_s
+from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
 
-DEFAULT_NODE = "pai-v100-nvlink"
-FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                             "embedding_bytes_touched", "input_bytes")
-
-
-def resolve_link(catalog: Catalog, spec: str) -> Link:
-    """A link by catalog name (``eth100``) or by speed (``25Gbit``, ``12.5GB/s``)."""
-    if spec in catalog.links:
-        return catalog.links[spec]
-    bw = parse_speed_gbs(spec)
-    if bw is None:
-        raise KeyError(f"unknown link {spec!r}: give a catalog link name "
-                       f"({', '.join(sorted(catalog.links))}) or a speed such as 25Gbit")
-    return Link(name=spec, bw_gbs=bw, source="given on the command line")
+F = NDArray[np.float64]
 
 
-def _factorize(values: Any) -> tuple[NDArray[np.int64], list[str]]:
-    """Dictionary-encode a string column (numpy, list or Arrow): codes and unique values."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if not isinstance(values, pa.Array):
-        values = pa.array(np.asarray(values, dtype=object), type=pa.string(), from_pandas=True)
-    if pa.types.is_dictionary(values.type):
-        enc = values
-    else:
-        enc = values.cast(pa.string()).dictionary_encode()
-    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, [v if v is not None else "" for v in enc.dictionary.to_pylist()]
+def comm_s(r: Resolved) -> F:
+    """``T_comm`` of every row by its architecture's rule (NaN for unknown architectures)."""
+    out = np.full(r.size, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for code, name in enumerate(ARCHITECTURES):
+            rows = np.flatnonzero(r.arch == code)
+            if len(rows):
+                out[rows if len(rows) < r.size else slice(None)] = REGISTRY[name].comm_s(
+                    r.take(rows if len(rows) < r.size else slice(None)))
+    return out
 
 
-def _num(values: Any, n: int, default: float = np.nan) -> NDArray[np.float64]:
-    if values is None:
-        return np.full(n, default)
-    if isinstance(values, pa.ChunkedArray | pa.Array):
-        values = values.to_numpy(zero_copy_only=False)
-    out = np.asarray(values, dtype=np.float64)
-    return np.broadcast_to(out, (n,)) if out.ndim == 0 else out
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """Per-job effective rates (arrays): FLOP/s, bytes/s, and the node's GPU count."""
-
-    flops_per_s: NDArray[np.float64]
-    mem_bw_bps: NDArray[np.float64]
-    pcie_bps: NDArray[np.float64]
-    intra_bps: NDArray[np.float64]
-    nic_bps: NDArray[np.float64]
-    node_gpus: NDArray[np.float64]
-    mem_gb: NDArray[np.float64]
-
-
-def resolve_hardware(catalog: Catalog, node: Any, gpu_type: Any, n: int, *,
-                     default_node: str | None = None, amp: bool | ArrayLike = False,
-                     gpu: str | None = None, nic: str | None = None, intra: str | None = None,
-                     pcie: str | None = None) -> Hardware:
-    """Rates for ``n`` jobs from their node and GPU-type columns (vectorized by unique pairs).
-
-    Unknown nodes or GPU types give NaN rates for those jobs (their times are then NaN).
-    """
-    node_codes, node_names = _factorize(node if node is not None else [""] * n)
-    gpu_codes, gpu_names = _factorize(gpu_type if gpu_type is not None else [""] * n)
-    if len(node_codes) != n:
-        node_codes = np.broadcast_to(node_codes, (n,))
-    if len(gpu_codes) != n:
-        gpu_codes = np.broadcast_to(gpu_codes, (n,))
-    links = {role: resolve_link(catalog, spec) for role, spec in
-             (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
-    gpu_override = catalog.gpu_name(gpu) if gpu else None
-    pair = (node_codes + 1) * (len(gpu_names) + 1) + (gpu_codes + 1)
-    # unique (node, GPU) pairs without sorting: O(n) counting over the small pair space
-    seen = np.bincount(pair, minlength=(len(node_names) + 1) * (len(gpu_names) + 1)) > 0
-    uniq = np.flatnonzero(seen)
-    inverse = (np.cumsum(seen) - 1)[pair]
-    amp_arr = np.broadcast_to(np.asarray(amp, dtype=bool), (n,))
-    table = np.full((len(uniq), 8), np.nan)
-    for i, key in enumerate(uniq):
-        nc, gc = divmod(int(key), len(gpu_names) + 1)
-        node_name = node_names[nc - 1] if nc > 0 else ""
-        gpu_name = gpu_names[gc - 1] if gc > 0 else ""
-        try:
-            if not node_name:
-                node_name = (catalog.default_node_of(gpu_name) if gpu_name else "") or \
-                    (default_node or DEFAULT_NODE)
-            nd = catalog.node(node_name)
-            g = catalog.gpu(gpu_override or gpu_name or nd.gpu)
-        except KeyError:
+def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto") -> tuple[F, F]:
+    """``(T_comp_flop, T_comp_mem)`` of every row: one strategy call per (GPU, precision)
+    group (:func:`traincast.compute.compute_s`); NaN for rows whose GPU is unknown."""
+    flop, mem = np.full(r.size, np.nan), np.full(r.size, np.nan)
+    group = r.gpu.codes.astype(np.int64) * 2 + r.amp
+    for key in np.unique(group):
+        code, amp = divmod(int(key), 2)
+        if code < 0 or r.gpu.values[code] not in catalog.gpus:
             continue
-        table[i] = (g.flops_per_s("fp32"), g.flops_per_s("amp"), g.mem_bw_bps,
-                    links.get("pcie", catalog.links[nd.pcie]).bw_bps,
-                    links.get("intra", catalog.links[nd.intra]).bw_bps,
-                    links.get("nic", catalog.links[nd.nic]).bw_bps, nd.gpus, g.mem_gb)
-    rows = np.ascontiguousarray(table.T)[:, inverse.reshape(-1)]  # (8, n): contiguous rows
-    return Hardware(flops_per_s=np.where(amp_arr, rows[1], rows[0]),
-                    mem_bw_bps=rows[2], pcie_bps=rows[3], intra_bps=rows[4],
-                    nic_bps=rows[5], node_gpus=rows[6], mem_gb=rows[7])
+        rows = np.flatnonzero(group == key)
+        rows_or_all = rows if len(rows) < r.size else slice(None)
+        flop[rows_or_all], mem[rows_or_all] = compute.compute_s(
+            catalog.gpus[r.gpu.values[code]], "amp" if amp else "fp32", r.flops[rows_or_all],
+            r.mem_bytes[rows_or_all], strategy)
+    return flop, mem
 
 
-def evaluate(features: Mapping[str, ArrayLike], arch_code: ArrayLike, n_gpus: ArrayLike,
-             gpus_per_node: ArrayLike, n_workers: ArrayLike, n_ps: ArrayLike, hw: Hardware,
-             overlap: ArrayLike = 0.0, hierarchical: bool | ArrayLike = False) -> Breakdown:
-    """The time model on resolved arrays: communication by architecture, then the breakdown."""
-    comm = comm_time_s(arch_code, features["weight_bytes"],
-                       features.get("embedding_bytes_touched", 0.0), n_gpus, gpus_per_node,
-                       n_workers, n_ps, hw.pcie_bps, hw.intra_bps, hw.nic_bps, hierarchical)
-    return breakdown(input_bytes=features.get("input_bytes", 0.0),
-                     flops_compute_bound=features["flops_compute_bound"],
-                     bytes_memory_bound=features["bytes_memory_bound"], comm_s=comm,
-                     pcie_bps=hw.pcie_bps, flops_per_s=hw.flops_per_s,
-                     mem_bw_bps=hw.mem_bw_bps, overlap=overlap)
+def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0,
+             strategy: str = "auto") -> Breakdown:
+    """The time model on resolved rows; rows with a reason code other than 0 get NaN."""
+    flop, mem = compute_s(r, catalog, strategy)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        parts = {"data_io": data_time_s(r.input_bytes, r.pcie_bps), "compute_flop": flop,
+                 "compute_mem": mem, "comm": comm_s(r)}
+    bad = r.reason != OK
+    if bad.any():
+        parts = {c: np.where(bad, np.nan, v) for c, v in parts.items()}
+    total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
+                         parts["comm"], overlap)
+    return Breakdown(**parts, total=total, reason=r.reason)
 
 
-def job_shape(jobs: Mapping[str, Any], hw: Hardware, n: int) -> dict[str, NDArray[np.float64]]:
-    """Architecture codes and (n, g, m, p) of trace jobs, with documented defaults.
-
-    ``n`` = ``n_gpus``; ``g`` = ``gpus_per_worker`` when positive (one worker per node), else the
-    node's GPUs, capped at n; ``m`` = ``n_workers`` when positive, else n; ``p`` = ``n_ps`` when
-    positive, else 1.
-    """
-    codes, names = _factorize(jobs["architecture"])
-    lut = np.array([ARCH_CODE.get(name, -1) for name in names] + [-1], dtype=np.int64)
-    arch = lut[codes]
-    n_gpus = _num(jobs.get("n_gpus"), n)
-    gpw = _num(jobs.get("gpus_per_worker"), n)
-    workers = _num(jobs.get("n_workers"), n)
-    ps = _num(jobs.get("n_ps"), n)
-    g = np.where(gpw > 0, np.minimum(gpw, hw.node_gpus), hw.node_gpus)
-    return {"arch": arch, "n": n_gpus, "g": np.minimum(g, np.maximum(n_gpus, 1)),
-            "m": np.where(workers > 0, workers, n_gpus), "p": np.where(ps > 0, ps, 1.0)}
-
-
-def predict_table(jobs: Mapping[str, Any] | pa.Table, catalog: Catalog | None = None, *,
+def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None, *,
                   overlap: ArrayLike = 0.0, hierarchical: bool | ArrayLike = False,
                   amp: bool | ArrayLike = False, default_node: str | None = None,
                   gpu: str | None = None, nic: str | None = None, intra: str | None = None,
-                  pcie: str | None = None) -> Breakdown:
-    """Breakdown of every job of a canonical job table (columns of DESIGN.md).
+                  pcie: str | None = None, strategy: str = "auto") -> Breakdown:
+    """Breakdown of every job of a job table (canonical columns, docs/traces.md).
 
-    Jobs with unknown features, architecture, node or GPU type get NaN times.
+    Rows that cannot be predicted get NaN times; ``Breakdown.reason`` says why
+    (:data:`traincast.resolve.REASONS`).
     """
     catalog = catalog or load_catalog()
-    if isinstance(jobs, pa.Table):
-        jobs = {name: jobs.column(name) for name in jobs.column_names}
-    n = len(jobs["architecture"])
-    hw = resolve_hardware(catalog, jobs.get("node"), jobs.get("gpu_type"), n,
-                          default_node=default_node, amp=amp, gpu=gpu, nic=nic, intra=intra,
-                          pcie=pcie)
-    s = job_shape(jobs, hw, n)
-    feats = {k: _num(jobs.get(k), n, 0.0 if k in ("embedding_bytes_touched", "input_bytes")
-                     else np.nan) for k in FEATURES}
-    return evaluate(feats, s["arch"], s["n"], s["g"], s["m"], s["p"], hw, overlap, hierarchical)
+    r = resolve(jobs, catalog, default_node=default_node, gpu=gpu, nic=nic, intra=intra,
+                pcie=pcie, amp=amp, hierarchical=hierarchical)
+    return evaluate(r, catalog, overlap, strategy)
 
 
-def _scalar_or_list(x: NDArray[Any]) -> Any:
+@dataclass(frozen=True)
+class Prediction:
+    """One job's prediction (values are arrays when the features were arrays)."""
+
+    time_s: dict[str, Any]
+    share: dict[str, Any]
+    bottleneck: Any
+    bottleneck_label: str | None
+    gpu_util: Any
+    job: dict[str, Any]
+    hardware: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``predict --json`` object of DESIGN.md."""
+        return asdict(self)
+
+
+def _scalar_or_list(x: Any) -> Any:
     x = np.asarray(x)
     return x.item() if x.size == 1 else x
+
+
+def job_row(features: Mapping[str, ArrayLike], *, arch: str, gpus: int,
+            gpus_per_node: int | None, workers: int | None, ps: int | None, node: str | None,
+            gpu: str | None) -> dict[str, Any]:
+    """The one-job table of ``predict`` (one row per element when features are arrays)."""
+    feats = {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in features.items()
+             if k in FEATURES}
+    size = max((len(v) for v in feats.values()), default=1)
+    if arch == "ps-worker" and workers is not None:
+        gpus = workers  # one GPU per worker
+
+    def col(value: Any) -> NDArray[Any]:
+        return np.full(size, np.nan if value is None else value, dtype=np.float64)
+
+    return {"architecture": np.full(size, arch, dtype=object), "n_gpus": col(gpus),
+            "gpus_per_node": col(gpus_per_node), "n_workers": col(workers), "n_ps": col(ps),
+            "node": np.full(size, node or "", dtype=object),
+            "gpu_type": np.full(size, gpu or "", dtype=object),
+            **{k: np.broadcast_to(v, (size,)) for k, v in feats.items()}}
 
 
 def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1g",
@@ -190,62 +135,77 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
             ps: int | None = None, node: str | None = None, gpu: str | None = None,
             nic: str | None = None, intra: str | None = None, pcie: str | None = None,
             catalog: Catalog | None = None, overlap: float = 0.0, amp: bool = False,
-            hierarchical: bool = False, **feature_values: ArrayLike) -> dict[str, Any]:
+            hierarchical: bool = False, strategy: str = "auto",
+            **feature_values: ArrayLike) -> Prediction:
     """Predict one job's iteration time and breakdown (feature values may be numpy arrays).
 
     ``features`` holds ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` and
-    optionally ``embedding_bytes_touched`` and ``input_bytes`` (also accepted as keywords).
-    Returns ``{"time_s": {...}, "share": {...}, "bottleneck", "gpu_util", ...}`` as DESIGN.md.
+    optionally ``embedding_bytes_touched``, ``embedding_allreduce_bytes`` and ``input_bytes``
+    (also accepted as keywords). Raises :class:`TraincastError` naming the job's fields when the
+    job cannot be predicted.
     """
     catalog = catalog or load_catalog()
-    feats = dict(features or {})
-    feats.update(feature_values)
+    feats = {**(features or {}), **feature_values}
     missing = [k for k in FEATURES[:3] if k not in feats]
     if missing:
-        raise ValueError(f"missing features: {', '.join(missing)}")
-    node_name = node or (catalog.default_node_of(gpu) if gpu else "") or DEFAULT_NODE
-    nd = catalog.node(node_name)
-    if arch == "ps-worker" and workers is not None:
-        gpus = workers  # one GPU per worker
-    g_per_node = gpus_per_node or min(gpus, nd.gpus)
-    m = workers if workers is not None else gpus
-    check_shape(arch, gpus, g_per_node, nd.gpus, workers, ps)
-    hw = resolve_hardware(catalog, [node_name], [gpu or ""], 1, amp=amp, nic=nic,
-                          intra=intra, pcie=pcie)
-    bd = evaluate({k: np.asarray(v, dtype=np.float64) for k, v in feats.items()
-                   if k in FEATURES}, ARCH_CODE[arch], gpus, g_per_node, m, ps or 1, hw,
-                  overlap, hierarchical)
+        raise TraincastError(f"missing features: {', '.join(missing)}")
+    row = job_row(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node, workers=workers,
+                  ps=ps, node=node, gpu=gpu)
+    cols = Columns.of(row)
+    r = resolve(cols, catalog, nic=nic, intra=intra, pcie=pcie, amp=amp,
+                hierarchical=hierarchical)
+    if r.reason[0] != OK:
+        raise explain(r, 0, cols, catalog)
+    bd = evaluate(r, catalog, overlap, strategy)
+    return _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie)
+
+
+def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap: float,
+                amp: bool, hierarchical: bool, nic: str | None, intra: str | None,
+                pcie: str | None) -> Prediction:
     shares = bd.shares()
-    codes = bd.bottleneck_code()
-    names = np.array(COMPONENTS + ("unknown",))[codes]
-    gpu_used = catalog.gpu(gpu or nd.gpu)
-    links = {role: resolve_link(catalog, spec or getattr(nd, role))
+    names = np.array(COMPONENTS + ("unknown",))[bd.bottleneck_code()]
+    node = catalog.nodes[r.node.values[r.node.codes[0]]]
+    gpu = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
+    links = {role: resolve_link(catalog, spec or getattr(node, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
-    role = comm_link_role(arch, gpus, g_per_node, links["intra"].bw_bps, links["nic"].bw_bps)
     bottleneck = _scalar_or_list(names)
     label = None
     if isinstance(bottleneck, str):
         label = COMPONENT_LABEL.get(bottleneck, bottleneck)
+        role = comm_link_role(arch, r)
         if bottleneck == "comm" and role:
             label += f" over {links[role].label()}"
         elif bottleneck == "data_io":
             label = f"data I/O over {links['pcie'].label()}"
-    return {
-        "time_s": {c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
-        "share": {c: _scalar_or_list(shares[c]) for c in COMPONENTS},
-        "bottleneck": bottleneck,
-        "bottleneck_label": label,
-        "gpu_util": _scalar_or_list(bd.gpu_util()),
-        "job": {"arch": arch, "arch_label": ARCH_LABEL[arch], "gpus": gpus,
-                "gpus_per_node": g_per_node, "nodes": -(-gpus // g_per_node),
-                "workers": m if arch == "ps-worker" else None,
-                "ps": ps if arch == "ps-worker" else None, "overlap": overlap, "amp": amp,
-                "hierarchical": hierarchical},
-        "hardware": {"node": node_name, "gpu": gpu_used.name,
-                     "peak_tflops": gpu_used.peak_tflops("amp" if amp else "fp32"),
-                     "flop_efficiency": gpu_used.flop_efficiency,
-                     "mem_bw_gbs": gpu_used.mem_bw_gbs,
-                     "mem_efficiency": gpu_used.mem_efficiency,
-                     **{f"{r}": links[r].name for r in links},
-                     **{f"{r}_bw_gbs": links[r].bw_gbs * links[r].efficiency for r in links}},
-    }
+    n, g = int(r.n[0]), int(r.g[0])
+    return Prediction(
+        time_s={c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
+        share={c: _scalar_or_list(shares[c]) for c in COMPONENTS},
+        bottleneck=bottleneck, bottleneck_label=label,
+        gpu_util=_scalar_or_list(bd.gpu_util()),
+        job={"arch": arch, "arch_label": ARCH_LABEL[arch], "gpus": n, "gpus_per_node": g,
+             "nodes": int(r.nodes[0]),
+             "workers": int(r.m[0]) if arch == "ps-worker" else None,
+             "workers_per_node": int(r.k[0]) if arch == "ps-worker" else None,
+             "ps": int(r.p[0]) if arch == "ps-worker" else None, "overlap": overlap,
+             "amp": amp, "hierarchical": hierarchical},
+        hardware={"node": node.name, "gpu": gpu.name, "nics": node.nics,
+                  "compute": compute.strategy_of(gpu),
+                  "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
+                  "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,
+                  "mem_efficiency": gpu.mem_efficiency,
+                  **{r_: links[r_].name for r_ in links},
+                  **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})
+
+
+def comm_link_role(arch: str, r: Resolved) -> str:
+    """Which link bounds the communication of the first job: ``'intra'``, ``'nic'`` or ``''``."""
+    if arch in ("1w1g",) or arch not in REGISTRY:
+        return ""
+    if arch == "ps-worker":
+        return "nic"
+    if arch == "allreduce-local" or r.nodes[0] <= 1:
+        return "intra"
+    net = min(r.rails[0], r.g[0]) * r.nic_bps[0]
+    return "nic" if net <= r.intra_bps[0] else "intra"

@@ -16,10 +16,8 @@ iteration is reported too: ``cost = T_total * n * usd_per_gpu_hour / 3600``.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +25,17 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from traincast.arch import ARCHITECTURES
-from traincast.engine.columns import Columns, Strings, effective_hardware
-from traincast.engine.local import apply_changes, base_breakdown, fit_mask, ps_servers
+from traincast.architectures import ARCHITECTURES, REGISTRY
+from traincast.engine.local import apply_changes, evaluate_columns, fit_mask
 from traincast.engine.workload import WorkloadExtras, workload_extras
-from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.hardware.prices import Prices, load_prices
+from traincast.jobs import Columns, Strings
 from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown
-from traincast.predict import predict_table
+from traincast.resolve import Resolved
 from traincast.scenarios import Scenario
 
 F = NDArray[np.float64]
-SHIPPED_PRICES = "aws-on-demand"
 
 
 @dataclass(frozen=True)
@@ -56,77 +53,26 @@ class Candidate:
         return Scenario(name=f"{self.architecture}@{self.node or 'current'}", changes=changes)
 
 
-@dataclass(frozen=True)
-class Prices:
-    """USD per GPU-hour by node preset or by GPU name (node wins); ``sources`` per entry."""
-
-    by_node: dict[str, float]
-    by_gpu: dict[str, float]
-    sources: dict[str, str]
-    path: str = ""
-
-    def per_gpu_hour(self, node: str, gpu: str) -> float:
-        return self.by_node.get(node, self.by_gpu.get(gpu, float("nan")))
-
-
-def load_prices(spec: str | Path, catalog: Catalog) -> Prices:
-    """A price file (or the shipped ``aws-on-demand``): ``[gpu.NAME]`` / ``[node.NAME]`` tables
-    with ``usd_per_gpu_hour`` (positive) and ``source`` (required)."""
-    path = Path(spec)
-    if path.is_file():
-        text, where = path.read_text(), str(path)
-    else:
-        res = resources.files("traincast") / "scenarios" / "prices" / f"{spec}.toml"
-        if not res.is_file():
-            raise TraincastError(f"price file not found: {spec}",
-                                 hint=f"give a TOML file or the shipped {SHIPPED_PRICES!r}")
-        text, where = res.read_text(), f"prices {spec}"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TraincastError(f"{where}: not valid TOML: {exc}") from None
-    by: dict[str, dict[str, float]] = {"gpu": {}, "node": {}}
-    sources: dict[str, str] = {}
-    for kind, tables in data.items():
-        if kind not in by or not isinstance(tables, dict):
-            raise TraincastError(f"{where}: unknown table [{kind}]; use [gpu.NAME] or "
-                                 "[node.NAME]")
-        for name, entry in tables.items():
-            w = f"{where}: [{kind}.{name}]"
-            if not isinstance(entry, dict) or set(entry) - {"usd_per_gpu_hour", "source"}:
-                raise TraincastError(f"{w} keys: usd_per_gpu_hour, source")
-            price = entry.get("usd_per_gpu_hour")
-            if isinstance(price, bool) or not isinstance(price, int | float) or price <= 0:
-                raise TraincastError(f"{w} key 'usd_per_gpu_hour' must be a positive number, "
-                                     f"got {price!r}")
-            if not isinstance(entry.get("source"), str) or not entry["source"]:
-                raise TraincastError(f"{w} key 'source' is required (where the price is from)")
-            try:
-                key = catalog.gpu_name(name) if kind == "gpu" else catalog.node(name).name
-            except KeyError as exc:
-                raise TraincastError(f"{w}: {exc.args[0]}") from None
-            by[kind][key] = float(price)
-            sources[f"{kind}.{key}"] = entry["source"]
-    return Prices(by_node=by["node"], by_gpu=by["gpu"], sources=sources, path=where)
-
-
 def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
-                       architectures: Iterable[str] = ARCHITECTURES) -> list[Candidate]:
-    """Every architecture on the job's own hardware, then on each node preset."""
-    archs = list(architectures)
+                       architectures: Iterable[str] | None = None) -> list[Candidate]:
+    """Every candidate architecture on the job's own hardware, then on each node preset."""
+    archs = list(architectures) if architectures is not None else [
+        a for a in ARCHITECTURES if REGISTRY[a].candidate]
     node_list = list(nodes) if nodes is not None else sorted(catalog.nodes)
     for nd in node_list:
         catalog.node(nd)
     return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]
 
 
-def _candidate_columns(cols: Columns, extras: WorkloadExtras, cand: Candidate,
-                       catalog: Catalog) -> tuple[Columns, NDArray[np.bool_]]:
+def _candidate(cols: Columns, extras: WorkloadExtras, cand: Candidate, catalog: Catalog,
+               overlap: float, hierarchical: bool) -> tuple[Breakdown, Resolved,
+                                                            NDArray[np.bool_]]:
+    """The jobs ported to a candidate by the what-if engine's rules: breakdown, resolved rows
+    and the mask of jobs that fit."""
     sc = cand.scenario
-    new = apply_changes(cols, extras, sc)
-    if cand.architecture == "ps-worker":
-        new = new.replace(n_ps=ps_servers(new, catalog, None))
-    return new, fit_mask(new, extras, sc, catalog)
+    new = apply_changes(cols, extras, sc, catalog)
+    bd, r = evaluate_columns(new, catalog, overlap, hierarchical)
+    return bd, r, fit_mask(r, extras, sc)
 
 
 def _label(catalog: Catalog, link: str) -> str:
@@ -209,8 +155,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     cols = Columns.of(jobs)
     cands = candidates or default_candidates(catalog, nodes)
     extras = workload_extras(cols)
-    base = base_breakdown(cols, catalog, overlap, hierarchical)
-    base_node, base_gpu = effective_hardware(cols, catalog)
+    base, base_r = evaluate_columns(cols, catalog, overlap, hierarchical)
+    base_node, base_gpu = base_r.node, base_r.gpu
     n = cols.n
     gpus = np.nan_to_num(cols["n_gpus"], nan=1.0)
 
@@ -227,16 +173,14 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     best = {"arch": (base_t.copy(), np.full(n, -1)), "best": (base_t.copy(), np.full(n, -1)),
             "cheap": (np.where(np.isfinite(base_cost), base_cost, np.inf), np.full(n, -1))}
     for i, cand in enumerate(cands):
-        new, ok = _candidate_columns(cols, extras, cand, catalog)
-        bd = predict_table(new.table(), catalog, overlap=overlap, hierarchical=hierarchical)
+        bd, r, ok = _candidate(cols, extras, cand, catalog, overlap, hierarchical)
         t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
         groups = ["best", "cheap"] if cand.node else ["arch", "best", "cheap"]
         for g in groups:
             if g == "cheap":
                 if prices is None:
                     continue
-                nn, ng = effective_hardware(new, catalog)
-                c = cost(t, nn, ng)
+                c = cost(t, r.node, r.gpu)
                 val = np.where(np.isfinite(c), c, np.inf)
             else:
                 val = t
@@ -292,12 +236,11 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
     node_vals, gpu_vals = list(base_node.values), list(base_gpu.values)
     for ci in np.unique(idx[idx >= 0]):
         rows = np.flatnonzero(idx == ci)
-        sub = cols.take(rows)
-        new, _ = _candidate_columns(sub, extras.take(rows), cands[ci], catalog)
-        bd = predict_table(new.table(), catalog, overlap=overlap, hierarchical=hierarchical)
+        bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
+                              hierarchical)
         for c in parts:
             parts[c][rows] = getattr(bd, c)
-        nn, ng = effective_hardware(new, catalog)
+        nn, ng = r.node, r.gpu
         for codes, vals, s in ((node_codes, node_vals, nn), (gpu_codes, gpu_vals, ng)):
             for v in s.values:
                 if v not in vals:

@@ -31,10 +31,13 @@ kernel term), else memory-bound; ``paper_split`` keeps the paper's split (by the
 interpolation is linear in log(x) between measured points and flat beyond the ends; FLOP-rate
 curves are a non-decreasing fit of their points (a rate never drops as intensity grows).
 
-A recurrent layer recorded as one fused op per direction (``gru``, ``gru_backward``) is priced
-by the ops it runs (``recurrent_rows``): one input GEMM, T recurrent GEMMs and T x the cell's
-element-wise ops, each with its own rate and fixed cost; the backward recomputes the forward
-first, as the implementation does (docs/validation.md gives the table).
+An op that runs as many kernels registers an expansion with its op in the op registry
+(``traincast.features.ops``, ``expand_ops``): a recurrent layer recorded as one fused op per
+direction (``gru``, ``gru_backward``) is priced by the ops it runs
+(``traincast.features.recurrent.gru_rows``): one input GEMM, T recurrent GEMMs and T x the
+cell's element-wise ops, each with its own rate and fixed cost; the backward recomputes the
+forward first, as the implementation does (docs/validation.md gives the table).
+Convolutions (the conv curve) are the registry's ``conv`` family.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from traincast.features.ops import ITEMSIZE, expand_ops, op_family
 
 F = NDArray[np.float64]
 
@@ -106,6 +111,9 @@ class Curves:
     fresh_bytes: F = field(default_factory=lambda: np.zeros(0))
     fresh_bps: F = field(default_factory=lambda: np.zeros(0))
     foreach_tensor_s: float = 0.0
+    # CPU threads (calibrate at threads > 1): 1-thread kernel rates and the grain, elements
+    kernel_elems_per_s_1t: Mapping[str, float] = field(default_factory=dict)
+    thread_grain_elems: float = 0.0
 
     @classmethod
     def from_gpu(cls, gpu: Any) -> Curves:
@@ -130,20 +138,14 @@ class Curves:
         fb = np.asarray(getattr(gpu, "fresh_bytes", ()), float)
         fg = np.asarray(getattr(gpu, "fresh_gbs", ()), float) * 1e9
         return cls(gi, gp, ci, cp, eb, ebw, gpu.op_overhead_us * 1e-6, kernels, fb, fg,
-                   getattr(gpu, "foreach_tensor_us", 0.0) * 1e-6)
-
-
-CONV_NAMES = ("conv",)
+                   getattr(gpu, "foreach_tensor_us", 0.0) * 1e-6,
+                   {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems_1t", {}).items()},
+                   float(getattr(gpu, "thread_grain_elems", 0.0)))
 
 
 def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
-    """True for convolution ops (by name: 'conv' in the op name, case-insensitive)."""
-    return np.array([any(c in str(n).lower() for c in CONV_NAMES) for n in op_names],
-                    dtype=bool)
-
-
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-            "int8": 1, "uint8": 1, "bool": 1}
+    """True for convolution ops (the op registry's ``conv`` family)."""
+    return np.array([op_family(str(n)) == "conv" for n in op_names], dtype=bool)
 
 
 def kernel_name(op: str) -> str:
@@ -152,11 +154,34 @@ def kernel_name(op: str) -> str:
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
+def thread_scaled_rate(rate_1: ArrayLike, rate_t: ArrayLike, elements: ArrayLike,
+                       grain_elems: float) -> F:
+    """Elements/s of a kernel on ``E`` elements at T CPU threads (traincast.calibrate.threads):
+    ``K_1 * min(K_T / K_1, max(1, E / g))`` — ops below the grain ``g`` run on one thread,
+    ops beyond ``g * K_T / K_1`` at the T-thread rate. ``g <= 0`` or no 1-thread rate
+    (``K_1`` = inf or nan): ``K_T``."""
+    k1 = np.asarray(rate_1, dtype=np.float64)
+    kt = np.asarray(rate_t, dtype=np.float64)
+    e = np.asarray(elements, dtype=np.float64)
+    if grain_elems <= 0:
+        return np.broadcast_to(kt, np.broadcast(k1, kt, e).shape).astype(np.float64)
+    known = np.isfinite(k1) & (k1 > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = k1 * np.minimum(kt / k1, np.maximum(1.0, e / grain_elems))
+    return np.where(known, scaled, kt)
+
+
 def kernel_times_s(op_names: Sequence[str] | NDArray[Any], elements: ArrayLike,
                    curves: Curves) -> F:
-    """``E_op / K(op)`` for ops whose kernel was measured, else 0."""
-    rate = np.array([curves.kernel_elems_per_s.get(kernel_name(str(n)), np.inf)
-                     for n in op_names], dtype=np.float64)
+    """``E_op / K(op)`` for ops whose kernel was measured, else 0; with 1-thread rates and a
+    grain (CPU threads > 1) K depends on E (``thread_scaled_rate``)."""
+    names = [kernel_name(str(n)) for n in op_names]
+    rate = np.array([curves.kernel_elems_per_s.get(k, np.inf) for k in names],
+                    dtype=np.float64)
+    if curves.thread_grain_elems > 0 and curves.kernel_elems_per_s_1t:
+        rate_1 = np.array([curves.kernel_elems_per_s_1t.get(k, np.nan) for k in names],
+                          dtype=np.float64)
+        rate = thread_scaled_rate(rate_1, rate, elements, curves.thread_grain_elems)
     return np.asarray(elements, dtype=np.float64) / rate
 
 
@@ -207,95 +232,11 @@ def _tensors_and_fresh(op: Mapping[str, Any], itemsize: int) -> tuple[int, list[
     return len(first), ([] if inplace else [float(b) for b in first])
 
 
-# Recurrent layers. The profiler records one GRU direction as one fused op (``gru`` forward,
-# ``gru_backward`` backward) with the FLOPs of the whole sequence; it runs as T sequential steps.
-# ``recurrent_rows`` replaces such a row by the ops the implementation runs (ATen's GRU cell,
-# torch.nn.GRU's math; the backward recomputes the direction under autograd, then runs
-# autograd's backward of it), each with a ``count``. Element-wise rows: (kernel, input arrays
-# read, output arrays written, elements: "h" = B*H, "g" = B*G per step).
-_GRU_CELL = (("add_", 2, 1, "h"), ("sigmoid_", 1, 1, "h"), ("add_", 2, 1, "h"),
-             ("sigmoid_", 1, 1, "h"), ("mul_", 2, 1, "h"), ("add", 2, 1, "h"),
-             ("tanh_", 1, 1, "h"), ("sub", 2, 1, "h"), ("mul_", 2, 1, "h"), ("add_", 2, 1, "h"))
-_GRU_CELL_BACKWARD = (("sigmoid_backward", 2, 1, "h"), ("sigmoid_backward", 2, 1, "h"),
-                      ("tanh_backward", 2, 1, "h"), ("mul", 2, 1, "h"), ("mul", 2, 1, "h"),
-                      ("mul", 2, 1, "h"), ("mul", 2, 1, "h"), ("neg", 1, 1, "h"),
-                      ("add", 2, 1, "h"), ("add", 2, 1, "h"), ("add", 2, 1, "h"),
-                      ("add_", 2, 1, "h"), ("add_", 2, 1, "h"), ("cat", 1, 1, "g"),
-                      ("cat", 1, 1, "g"))
-RECURRENT_OPS = ("gru", "gru_backward")
-
-
-def _row(op: str, flops: float, read: float, written: float, count: int, dtype: str,
-         phase: str) -> dict[str, Any]:
-    return {"op": op, "phase": phase, "flops": float(flops), "bytes_read": float(read),
-            "bytes_written": float(written), "dtype": dtype, "count": count,
-            "bound": "compute" if flops else "memory"}
-
-
-def _recurrent_name(op: Mapping[str, Any]) -> str:
-    return str(op["op"]).removeprefix("traincast::").removeprefix("aten::")
-
-
-def recurrent_rows(op: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ops one recurrent-layer row runs, with counts; any other row: ``[op]``.
-
-    From the row's ``shapes`` (x: B x T x I, w_ih: G x I, w_hh: G x H, G = 3H; the backward's
-    first input is the gradient of the outputs) and itemsize s, the forward is:
-    1 input GEMM (BT x I x G), T recurrent GEMMs (B x H x G, bias added), T x the cell's 10
-    element-wise ops on B*H elements, 1 stack of the outputs (B*T*H). The backward is that
-    forward again (recomputation) plus: 2 GEMMs of the input projection (dX: BT x G x I,
-    dW_ih: G x BT x I), the sum for its bias and the stack of its per-step gradients (B*T*G);
-    per step 2 GEMMs (dh: B x G x H, dW_hh: G x B x H), the accumulation of dW_hh (G*H) and of
-    the bias gradient (a sum of B*G, an add of G) and the cell's 15 element-wise backward ops.
-    """
-    name = _recurrent_name(op)
-    shapes = [[int(d) for d in sh.split("x")] if sh else []
-              for sh in str(op.get("shapes", "")).split(";")]
-    if name not in RECURRENT_OPS or len(shapes) < 4:
-        return [dict(op)]
-    first = 1 if name == "gru_backward" else 0
-    (b, t, i), (g, h) = shapes[first], shapes[first + 2]
-    dtype = str(op.get("dtype", "float32"))
-    s = ITEMSIZE.get(dtype, 4)
-    phase = str(op.get("phase", "forward"))
-    elems = {"h": b * h, "g": b * g}
-
-    def cell(kinds: tuple[tuple[str, int, int, str], ...]) -> list[dict[str, Any]]:
-        return [_row(k, 0, r * elems[e] * s, w * elems[e] * s, t, dtype, phase)
-                for k, r, w, e in kinds]
-
-    rows = [_row("mm", 2 * b * t * i * g, s * (b * t * i + g * i), s * b * t * g, 1, dtype,
-                 phase),
-            _row("addmm", 2 * b * h * g, s * (b * h + g * h + g), s * b * g, t, dtype, phase),
-            *cell(_GRU_CELL),
-            _row("stack", 0, s * b * t * h, s * b * t * h, 1, dtype, phase)]
-    if name == "gru":
-        return rows
-    return rows + [
-        _row("mm", 2 * b * t * g * i, s * (b * t * g + g * i), s * b * t * i, 1, dtype, phase),
-        _row("mm", 2 * g * b * t * i, s * (b * t * g + b * t * i), s * g * i, 1, dtype, phase),
-        _row("sum", 0, s * b * t * g, s * g, 1, dtype, phase),
-        _row("stack", 0, s * b * t * g, s * b * t * g, 1, dtype, phase),
-        _row("mm", 2 * b * g * h, s * (b * g + g * h), s * b * h, t, dtype, phase),
-        _row("mm", 2 * g * b * h, s * (b * g + b * h), s * g * h, t, dtype, phase),
-        _row("add_", 0, 2 * s * g * h, s * g * h, t, dtype, phase),
-        _row("sum", 0, s * b * g, s * g, t, dtype, phase),
-        _row("add_", 0, 2 * s * g, s * g, t, dtype, phase),
-        *cell(_GRU_CELL_BACKWARD)]
-
-
-def expand_recurrent(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The per-op table with every recurrent-layer row replaced by ``recurrent_rows``."""
-    if not any(_recurrent_name(o) in RECURRENT_OPS for o in ops):
-        return list(ops)
-    return [r for o in ops for r in recurrent_rows(o)]
-
-
 def ops_arrays(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
     """Columns of a per-op table: ``op`` (names), ``flops``, ``bytes`` (read + written),
     ``compute`` (the profiler's bound == 'compute'), ``elements`` (``E_op``), ``tensors``
     (of a multi-tensor op, else 1), ``count`` (times the row runs: 1 unless the row says, as
-    ``recurrent_rows`` do), and the fresh outputs as ``fresh_bytes`` with their op's row in
+    expanded rows do), and the fresh outputs as ``fresh_bytes`` with their op's row in
     ``fresh_row``."""
     tensors, fresh, fresh_row, elements = [], [], [], []
     for i, o in enumerate(ops):
@@ -330,9 +271,9 @@ def fresh_times_s(fresh_bytes: ArrayLike, fresh_row: ArrayLike, n_ops: int,
 def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[str, float]:
     """``compute_flop`` and ``compute_mem`` seconds of one step by the per-op roofline, plus
     ``overhead`` (the ops' fixed costs) and ``fresh`` (first touch of new outputs), both
-    included in the two, and ``ops`` (count of ops run). Recurrent-layer rows are priced by
-    the ops they run (``expand_recurrent``)."""
-    cols = ops_arrays(expand_recurrent(ops))
+    included in the two, and ``ops`` (count of ops run). Rows of ops with a registered
+    expansion (recurrent layers) are priced by the ops they run (``expand_ops``)."""
+    cols = ops_arrays(expand_ops(ops))
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
                 "ops": 0}

@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from traincast.engine.columns import Columns
 from traincast.engine.local import base_breakdown
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import Columns
 from traincast.model import COMPONENTS
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
@@ -200,7 +200,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     """
     from traincast.characterize import characterize
     from traincast.recommend import recommend
-    from traincast.trace import fill_features, jobs_from_args
+    from traincast.trace import fill_features, infer_architecture, read_trace
     from traincast.trace.sample import sample_path
     from traincast.whatif import whatif
 
@@ -223,7 +223,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("ingest")
-    jobs = fill_features(jobs_from_args(trace_path, out / "jobs.duckdb", format, mapping))
+    jobs = fill_features(infer_architecture(
+        read_trace(trace_path, format, out / "jobs.duckdb", mapping), cat))
     finish("ingest", t0)
 
     t0 = time.perf_counter()

@@ -20,10 +20,11 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.engine import ENGINES
-from traincast.engine.columns import Columns, Strings
 from traincast.engine.local import CHUNK_ROWS, run_scenarios
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import Columns, Strings
+from traincast.resolve import reason_counts
 from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
 
 F = NDArray[np.float64]
@@ -169,11 +170,11 @@ def _outcome_local(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overl
 
         jobs = pq.read_table(jobs)
     cols = Columns.of(jobs)
-    base, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical, progress,
-                                  threads)
+    base, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
+                                          progress, threads)
     return {"job_id": cols["job_id"], "architecture": cols["architecture"],
             "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(), "base_total_s": base,
-            "results": [(r.matched, r.applied, r.total_s) for r in results]}
+            "reason": reason, "results": [(r.matched, r.applied, r.total_s) for r in results]}
 
 
 def _outcome_dask(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
@@ -191,7 +192,8 @@ def _outcome_dask(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overla
     cols = Columns.of(out["table"])
     return {"job_id": cols["job_id"], "architecture": cols["architecture"],
             "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(),
-            "base_total_s": out["base_total_s"], "results": out["results"]}
+            "base_total_s": out["base_total_s"], "reason": out["reason"],
+            "results": out["results"]}
 
 
 def job_rows(outcome: dict[str, Any], names: list[str]) -> pa.Table:
@@ -253,7 +255,8 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
         summaries = dict(zip([sc.name for sc in scs], pool.map(summary, outcome["results"]),
                              strict=True))
-    result: dict[str, Any] = {"jobs": len(outcome["base_total_s"]), "engine": engine}
+    result: dict[str, Any] = {"jobs": len(outcome["base_total_s"]), "engine": engine,
+                              "unpredicted": reason_counts(outcome["reason"])}
     if len(scs) == 1:
         result["summary"] = summaries[scs[0].name]
     else:

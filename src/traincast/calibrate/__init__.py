@@ -23,7 +23,18 @@ overhead), three links and ``[node.local]``, so that
   ``link.local-loopback`` (``nic``): point-to-point send/recv between 2 local processes (gloo).
 * ``node.local``: ``gpus`` = local ranks (CUDA devices; on the CPU, cores / threads per rank).
 
-On the CPU one rank ("device") = ``threads`` cores (default 1: ranks never share a core).
+**Threads (CPU).** Calibration runs at the torch intra-op thread count the user trains with
+(``threads``; default ``torch.get_num_threads()``, torch's own default = the cores) and records
+it as ``gpu.local.threads``; one rank ("device") = ``threads`` cores. Every curve, kernel rate
+and the fixed cost per op ``o`` are measured at that thread count. With ``threads > 1`` the
+1-thread kernel rates and a grain are measured as well (traincast.calibrate.threads), because a
+small op runs on one thread whatever the thread count::
+
+    K(op, E; T) = K_1(op) * min(K_T(op) / K_1(op), max(1, E / g))
+
+(``kernel_gelems_1t`` = K_1, ``kernel_gelems`` = K_T, ``thread_grain_elems`` = g). The fixed
+cost per op does not shrink with threads (it is measured at T threads as it is).
+Communication ranks run 1 thread each (2 processes must not oversubscribe the cores).
 Every figure is the median of repeated samples after warm-up; the ``[calibration]`` table of
 the file records spreads, the date, the device, torch's version and the raw measurements.
 """
@@ -42,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from traincast.calibrate import bench
+from traincast.calibrate import threads as thread_model
 from traincast.roofline import curve_from_points
 
 __all__ = ["calibrate", "catalog_text", "default_device"]
@@ -134,36 +146,59 @@ _PLAN: dict[str, dict[str, Any]] = {
              "ew": [1 << 12, 1 << 15, 1 << 18, 1 << 21, 1 << 24, 1 << 26],
              "host": [1 << 20, 1 << 24], "conv": None, "comm": None,
              "fresh": [1 << 20, 1 << 23, 1 << 26, 1 << 28],
-             "sparse": {"table_rows": 1 << 19, "dim": 64, "lookups": 8192}},
+             "sparse": {"table_rows": 1 << 19, "dim": 64, "lookups": 8192},
+             "thread_sizes": [1 << e for e in range(10, 21)]},
     "quick": {"repeat": 5, "sample_s": 0.01, "low_n": (512,), "kernel_n": 1 << 18,
               "ew": [1 << 15, 1 << 21, 1 << 25], "host": [1 << 20, 1 << 24], "conv": None,
               "comm": None, "fresh": [1 << 22, 1 << 26],
-              "sparse": {"table_rows": 1 << 18, "dim": 64, "lookups": 4096}},
+              "sparse": {"table_rows": 1 << 18, "dim": 64, "lookups": 4096},
+              "thread_sizes": [1 << e for e in range(10, 21, 2)]},
     "tiny": {"repeat": 3, "sample_s": 0.002, "low_n": (32,), "kernel_n": 1 << 12,
              "ew": [1 << 12, 1 << 16], "host": [1 << 12], "conv": ((8, 8, 8, 3, 1, 1),
                                                                   (8, 8, 8, 3, 1, 8)),
              "comm": (4, 1 << 12), "fresh": [1 << 12, 1 << 16],
              "sparse": {"table_rows": 1024, "dim": 8, "lookups": 64},
+             "thread_sizes": [1 << 10, 1 << 16],
              "mm": [(16, 16, 16, "nn"), (4, 64, 64, "nt"), (64, 64, 4, "tn")]},
 }
 
 
 def calibrate(output: str | Path | None = None, *, quick: bool = False,
-              device: str | None = None, threads: int = 1, comm: bool = True,
+              device: str | None = None, threads: int | None = None, comm: bool = True,
               tiny: bool = False,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the microbenchmarks and (when ``output`` is given) write the catalog file.
 
-    ``quick``: fewer sizes and repeats; ``tiny``: the smallest sizes (for tests). Returns
-    ``{"catalog": TOML text, "results": raw measurements, "path": output or None}``.
+    ``quick``: fewer sizes and repeats; ``tiny``: the smallest sizes (for tests); ``threads``:
+    torch intra-op threads to measure at (default ``torch.get_num_threads()``; restored
+    afterwards). Returns ``{"catalog": TOML text, "results": raw measurements, "path": output
+    or None}``.
     """
     import torch
 
-    say = progress or (lambda _msg: None)
-    device = device or default_device()
+    before = torch.get_num_threads()
+    threads = before if threads is None else int(threads)
+    if threads < 1:
+        from traincast.errors import TraincastError
+
+        raise TraincastError(f"calibrate: threads must be >= 1, got {threads}",
+                             hint="pass --threads N with N >= 1 (default: torch's count)")
+    torch.set_num_threads(threads)
+    try:
+        return _calibrate(output, quick=quick, device=device or default_device(),
+                          threads=threads, comm=comm, tiny=tiny, say=progress)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: int,
+               comm: bool, tiny: bool, say: Callable[[str], None] | None) -> dict[str, Any]:
+    """``calibrate`` with torch already at ``threads`` threads."""
+    import torch
+
+    say = say or (lambda _msg: None)
     level = "tiny" if tiny else ("quick" if quick else "full")
     plan = _PLAN[level]
-    torch.set_num_threads(threads)
     from traincast.validate.measure import keep_freed_memory
 
     allocator_kept = keep_freed_memory()  # as in the measured training steps
@@ -208,12 +243,17 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
     say("host-to-device copy")
     res["host_copy"] = bench.bench_host_copy(device, plan["host"], repeat=repeat,
                                              min_sample_s=sample)
+    if threads > 1 and not device.startswith("cuda"):
+        say(f"thread scaling: kernels at 1 thread, exp/add at 1 and {threads} threads")
+        res["thread_scaling"] = thread_model.measure_scaling(
+            device, threads, kernel_n=plan["kernel_n"], sizes=plan["thread_sizes"],
+            repeat=repeat, sample_s=sample,
+            op_overhead=lambda: _op_overhead(device, repeat, res["foreach"]["per_tensor_s"]))
     if comm:
         from traincast.calibrate.comm import bench_comm
 
-        say("all-reduce and send/recv between 2 local processes")
-        res["comm"] = bench_comm(device, quick=quick or tiny, threads=threads,
-                                 sizes=plan["comm"])
+        say("all-reduce and send/recv between 2 local processes (1 thread each)")
+        res["comm"] = bench_comm(device, quick=quick or tiny, threads=1, sizes=plan["comm"])
     res["elapsed_s"] = time.perf_counter() - t_start
     text = catalog_text(res)
     if output is not None:
@@ -281,6 +321,7 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
                           "sparse_embedding_update": res["sparse"]["gelems"]},
         "foreach_tensor_us": res["foreach"]["per_tensor_s"] * 1e6,
         **_fresh_keys(res.get("fresh")),
+        **_thread_keys(res),
         "default_node": "local",
         "source": f"{when}: best fp32/{res['matmul_low_dtype']} matmul, element-wise add on "
                   f"{largest / 1e6:.0f} MB operands; curves = medians net of per-op overhead",
@@ -311,6 +352,19 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "nic": "local-loopback",
             "source": f"{when}: {ranks} local rank(s)"}
     return {"gpu.local": gpu, **{f"link.{k}": v for k, v in links.items()}, "node.local": node}
+
+
+def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
+    """``threads`` (always, on the CPU), and with a thread-scaling measurement the 1-thread
+    kernel rates ``kernel_gelems_1t`` and the grain ``thread_grain_elems``."""
+    if res["device"].startswith("cuda"):
+        return {}
+    out: dict[str, Any] = {"threads": int(res["threads"])}
+    ts = res.get("thread_scaling")
+    if ts:  # grain 0 (no thread gain measured at any size): the T-thread rates everywhere
+        out["kernel_gelems_1t"] = {r["op"]: r["gelems"] for r in ts["kernels_1t"]}
+        out["thread_grain_elems"] = float(ts["grain_elems"])
+    return out
 
 
 def _fresh_keys(fresh: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -370,6 +424,19 @@ def catalog_text(res: dict[str, Any]) -> str:
               "host_copy_bytes": [r["size_bytes"] for r in res["host_copy"]],
               "host_copy_gbs": [r["gbs"] for r in res["host_copy"]],
               "host_copy_spread": [r["spread"] for r in res["host_copy"]]}
+    ts = res.get("thread_scaling")
+    if ts:
+        record.update({
+            "op_overhead_training_1t_us": ts["op_overhead_1t"]["training_op_s"] * 1e6,
+            "op_overhead_plain_1t_us": ts["op_overhead_1t"]["plain_op_s"] * 1e6,
+            "op_overhead_plain_t_us": ts["plain_op_t_s"] * 1e6,
+            "thread_sweep_elements": ts["sizes"],
+            "thread_sweep_exp_1t_us": [t * 1e6 for t in ts["sweep_1t_s"]["exp"]],
+            "thread_sweep_exp_t_us": [t * 1e6 for t in ts["sweep_t_s"]["exp"]],
+            "thread_sweep_add_1t_us": [t * 1e6 for t in ts["sweep_1t_s"]["add"]],
+            "thread_sweep_add_t_us": [t * 1e6 for t in ts["sweep_t_s"]["add"]],
+            "thread_sweep_speedup": ts["speedup"],
+            "thread_grain_elems": ts["grain_elems"]})
     comm = res.get("comm")
     if comm:
         record.update({

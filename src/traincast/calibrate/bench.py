@@ -4,10 +4,13 @@ Every figure is the median of repeated samples taken after warm-up; each sample 
 calls to last at least ``min_sample_s`` (so timer resolution never matters), and the spread is
 reported as ``(p90 - p10) / median`` of the samples.
 
-Clock: on the CPU, the CPU time of the calling thread (``time.thread_time``; torch runs with
-one intra-op thread per rank, so all work is on that thread) — the time the work takes on its
-core, not counting the time the OS gives other programs on a shared machine; on CUDA, wall
-time after ``torch.cuda.synchronize``. Where waiting matters (communication, whole training
+Clock: on the CPU with one torch thread, the CPU time of the calling thread
+(``time.thread_time``; all work is on that thread) — the time the work takes on its core, not
+counting the time the OS gives other programs on a shared machine; on the CPU with several
+torch threads, ``dedicated_clock`` (the work is spread over the threads, so no one thread's CPU
+time measures it; other programs' time slices on the *other* threads still count, so these
+figures are noisier on a shared machine); on CUDA, wall time after ``torch.cuda.synchronize``.
+Where waiting matters (communication, whole training
 steps), ``dedicated_clock``: wall time minus the time the calling thread sat ready on the
 run queue while other programs held the cores (Linux ``/proc/thread-self/schedstat``).
 """
@@ -60,9 +63,14 @@ def step_clock_for(device: Any) -> Callable[[], float]:
 
 
 def clock_for(device: Any) -> Callable[[], float]:
-    """The clock of measurements on ``device``: thread CPU time on the CPU, wall time on CUDA."""
-    return time.perf_counter if getattr(device, "type", str(device)).startswith("cuda") \
-        else time.thread_time
+    """The clock of measurements on ``device``: on the CPU thread CPU time with one torch
+    thread, ``dedicated_clock`` with several (read when called: ``torch.get_num_threads()``);
+    wall time on CUDA."""
+    if getattr(device, "type", str(device)).startswith("cuda"):
+        return time.perf_counter
+    import torch
+
+    return time.thread_time if torch.get_num_threads() == 1 else dedicated_clock
 
 
 def measure(fn: Callable[[], Any], device: Any = "cpu", *, repeat: int = 7, warmup: int = 2,

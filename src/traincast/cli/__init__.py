@@ -1,16 +1,20 @@
 """The ``traincast`` command line: a thin layer over the Python API.
 
-Each area registers its commands on ``app`` in its own module below; errors from bad input are
-printed as one line plus a hint (``--debug`` shows the traceback).
+Each area registers its commands on ``app`` in its own module below; errors from bad input
+(:class:`~traincast.errors.TraincastError`) are printed as one line plus a hint, unexpected
+ones as one line naming the exception (``--debug`` shows the traceback): see :func:`main`.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import typer
+from rich.text import Text
 
 from traincast.cli.common import err_console, set_quiet
+from traincast.errors import TraincastError
 
 app = typer.Typer(
     name="traincast", no_args_is_help=True, add_completion=False,
@@ -44,7 +48,9 @@ app.add_typer(hardware_app, name="hardware")
 # Command modules register themselves on `app` when imported.
 from traincast.cli import (  # noqa: E402,F401
     calibrate,
+    colocate,
     hardware,
+    merge,
     plan,
     predict,
     profile,
@@ -52,34 +58,52 @@ from traincast.cli import (  # noqa: E402,F401
     study,
     trace,
     whatif,
+    zoo,
 )
 
 
+def _fail(message: str, hint: str, code: int) -> NoReturn:
+    """One error line and one hint line on stderr, printed as text (a message with brackets,
+    ``[gpu.x]``, is never read as console markup) and never wrapped."""
+    err_console.print(Text("error: ", style="bold red") + Text(message), highlight=False,
+                      soft_wrap=True)
+    err_console.print(Text(f"hint: {hint}", style="dim"), highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
 def main() -> None:
-    """Entry point of the ``traincast`` console script."""
+    """Entry point of the ``traincast`` console script.
+
+    Errors: a :class:`~traincast.errors.TraincastError` (bad input: a file, row, field or flag)
+    is one line and its hint, exit status 2. A missing optional dependency is one line and the
+    extra to install, exit 2. Anything else is unexpected (a bug, or the system: a file that
+    cannot be read): one line naming the exception, exit 1; ``--debug`` anywhere on the
+    command line shows the traceback instead.
+    """
     debug = "--debug" in sys.argv
     if debug:
         sys.argv.remove("--debug")
     try:
         app(prog_name="traincast")
     except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]")
+        err_console.print(Text("interrupted", style="red"))
         sys.exit(130)
+    except TraincastError as exc:
+        if debug:
+            raise
+        _fail(str(exc), exc.hint or "run with --debug for the full traceback", 2)
     except ImportError as exc:
         if debug:
             raise
         extra = {"torch": "torch", "transformers": "torch", "matplotlib": "report",
                  "dask": "dask", "distributed": "dask"}.get((exc.name or "").split(".")[0])
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
-        hint = f"pip install 'traincast[{extra}]'" if extra else "check the installation"
-        err_console.print(f"[dim]hint: {hint}[/dim]", highlight=False)
-        sys.exit(2)
-    except (ValueError, KeyError, OSError) as exc:
+        _fail(str(exc), f"pip install 'traincast[{extra}]'" if extra else
+              "check the installation", 2)
+    except Exception as exc:
         if debug:
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False)
-        hint = getattr(exc, "hint", "")
-        err_console.print(f"[dim]hint: {hint or 'run with --debug for the full traceback'}[/dim]",
-                          highlight=False)
-        sys.exit(2)
+        hint = ("check the path and its permissions" if isinstance(exc, OSError) else
+                "this is a bug in traincast, not in your input: run with --debug for the "
+                "traceback and report it")
+        _fail(f"{type(exc).__name__}: {message}", hint, 1)

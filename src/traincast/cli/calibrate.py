@@ -24,8 +24,9 @@ def calibrate(
     quick: Annotated[bool, typer.Option(help="Fewer sizes and repeats (under 30 s).")] = False,
     device: Annotated[str | None, typer.Option(help="cpu or cuda (default: cuda if present).")]
     = None,
-    threads: Annotated[int, typer.Option(
-        min=1, help="Torch threads per rank on the CPU (one rank = one 'device').")] = 1,
+    threads: Annotated[int | None, typer.Option(
+        min=1, help="Torch intra-op threads to calibrate at on the CPU (one rank = one "
+        "'device'); default: what torch uses here, torch.get_num_threads().")] = None,
     comm: Annotated[bool, typer.Option(
         help="Measure all-reduce and send/recv between 2 local processes.")] = True,
     json_out: JsonOpt = False,
@@ -37,6 +38,14 @@ def calibrate(
     intensity, convolutions, element-wise bandwidth (copy, add, triad) by size, per-op fixed
     overhead, host-to-device copy, all-reduce and send/recv between 2 local processes over
     loopback (gloo; NCCL on 2+ GPUs). Then: traincast predict --catalog FILE --node local ...
+
+    Threads (CPU): everything is measured at --threads T (default: torch's own count, the
+    cores) and T is recorded as gpu.local.threads. With T > 1 the kernels are also measured
+    at 1 thread, and a small op runs on one thread: an element-wise kernel of E elements
+    runs at K(E) = K_1 * min(K_T / K_1, max(1, E / g)), with K_1 / K_T its elements/s at 1 / T
+    threads on large tensors and g the grain (elements), fitted to exp and add timed over
+    sizes at 1 and T threads. The fixed cost per op is measured at T threads (it does not
+    shrink with threads). Train with the same thread count you calibrate at.
     """
     from traincast.calibrate import calibrate as run_calibration
 
@@ -73,7 +82,10 @@ def validate(
     = False,
     device: Annotated[str | None, typer.Option(help="cpu or cuda (default: cuda if present).")]
     = None,
-    threads: Annotated[int, typer.Option(min=1, help="Torch threads per process.")] = 1,
+    threads: Annotated[list[int] | None, typer.Option(
+        min=1, help="Torch threads per process; repeat for several runs (--threads 1 "
+        "--threads 2), each with its own calibration. Default on the CPU: 1 and all cores "
+        "(with --catalog: the catalog's threads).")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Timed steps per case.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -87,15 +99,40 @@ def validate(
 
     Per op: t = o + n*o_t + max(F / P_eff(F/B), B / M_eff(B), E / K(op)) + fresh outputs /
     A(size); T_comp = sum of t; T_total = T_data + T_comp + T_comm (docs/validation.md).
+    At T > 1 threads a kernel of E elements runs at K_1 * min(K_T / K_1, max(1, E / g)).
+    A case of P processes runs at T threads only when P * T <= cores (else: skipped).
     """
-    from traincast.validate import validate as run_validation
+    from traincast.calibrate import default_device
+    from traincast.errors import TraincastError
+    from traincast.validate import thread_counts, validate, validate_threads
 
-    out = run_validation(catalog, quick=quick, device=device, threads=threads, steps=steps,
-                         progress=_progress(json_out))
-    if json_out:
-        print_json(out)
+    dev = device or default_device()
+    if catalog is not None or dev.startswith("cuda"):
+        if threads and len(threads) > 1:
+            raise TraincastError("validate: one --threads value with --catalog or on CUDA",
+                                 hint="a catalog is calibrated at one thread count")
+        counts = [threads[0] if threads else None]
+    else:
+        counts = list(threads or thread_counts())
+    kw = {"quick": quick, "device": dev, "steps": steps, "progress": _progress(json_out)}
+    if len(counts) == 1:
+        out = validate(catalog, threads=counts[0], **kw)
+        if json_out:
+            print_json(out)
+            return
+        render_validation(out)
         return
-    render_validation(out)
+    both = validate_threads(counts, **kw)
+    if json_out:
+        print_json(both)
+        return
+    for run in both["runs"]:
+        render_validation(run)
+    for t, summ in both["by_threads"].items():
+        console.print(f"{t} thread(s): median |error| {100 * summ['median_abs_error']:.1f}%, "
+                      f"p90 {100 * summ['p90_abs_error']:.1f}%, max "
+                      f"{100 * summ['max_abs_error']:.1f}% over {summ['cases']} case(s), "
+                      f"{summ['skipped']} skipped, {summ['failed']} failed")
 
 
 def render_validation(out: dict) -> None:
@@ -134,6 +171,8 @@ def render_validation(out: dict) -> None:
     for f in out.get("failed", []):
         console.print(f"[red]failed:[/red] {f['model']} {f['arch']} b{f['batch_size']}: "
                       f"{f['reason']}")
+    for f in out.get("skipped", []):
+        console.print(f"skipped: {f['model']} {f['arch']} b{f['batch_size']}: {f['reason']}")
     console.print(f"median |error| {100 * out['median_abs_error']:.1f}%, p90 "
                   f"{100 * out['p90_abs_error']:.1f}%, max {100 * out['max_abs_error']:.1f}% "
                   f"(paper's additive model: median {100 * out['paper_median_abs_error']:.1f}%)"

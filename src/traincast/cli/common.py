@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -114,3 +115,10 @@ def fmt_bytes(b: float) -> str:
         if abs(b) >= scale:
             return f"{b / scale:.3g} {unit}"
     return f"{b:.0f} B"
+
+
+def print_unpredicted(counts: dict[str, int]) -> None:
+    """One line naming why jobs got no prediction (``traincast.resolve.REASONS``), if any."""
+    if counts:
+        console.print("[dim]not predicted: " + escape(", ".join(
+            f"{n:,} ({reason})" for reason, n in counts.items())) + "[/dim]", highlight=False)

@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
+from traincast.errors import TraincastError
 from traincast.parallel.hybrid import DTYPES
+
+OVERHEAD_HELP = ("expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
+                 "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
+                 "lambda) (Young/Daly) unless --checkpoint-every, Rs = --restart-s (default C + "
+                 "120 s)")
+
+
+def parse_gpus(text: str) -> list[int]:
+    """``'64'`` or ``'64,48,32'`` -> GPU counts."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise TraincastError(f"--gpus: not a GPU count or a list of them: {text!r}",
+                             hint="e.g. --gpus 64 or --gpus 64,48,32") from None
+    if not counts or min(counts) < 1:
+        raise TraincastError(f"--gpus: GPU counts must be positive, got {text!r}")
+    return counts
 
 
 @app.command()
@@ -18,7 +37,9 @@ def plan(
     model: Annotated[str, typer.Argument(
         help="zoo:NAME (traincast.parallel models.toml: gpt3-175b, llama2-7b, llama2-70b, "
              "llama3-8b, llama3-70b, mixtral-8x7b, megatron-gpt-*) or hf:config.json.")],
-    gpus: Annotated[int, typer.Option(help="GPUs N of the job (dp x tp x pp = N).")],
+    gpus: Annotated[str, typer.Option(
+        help="GPUs N of the job (dp x tp x pp = N), or a list (64,48,32): the best plan for "
+             "each count as machines come and go (re-planning).")],
     node: Annotated[str, typer.Option(
         help="Node preset(s) (traincast hardware list); several separated by commas.")]
     = "dgx-a100",
@@ -28,9 +49,28 @@ def plan(
     = None,
     dtype: Annotated[str, typer.Option(help="Training dtype: " + "|".join(DTYPES) + ".")]
     = "bf16",
-    price: Annotated[Path | None, typer.Option(
-        help="TOML with usd_per_gpu_hour (one number or a table by GPU): adds cost per "
-             "million tokens and a ranking by cost.")] = None,
+    price: Annotated[str | None, typer.Option(
+        help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "
+             "optionally spot_usd_per_gpu_hour, spot_source) or a shipped name (aws): adds "
+             "usd_per_million_tokens = N x usd_per_gpu_hour x T_iter x overhead / 3600 / (B s) "
+             "x 1e6 and a ranking by cost.")] = None,
+    spot: Annotated[bool, typer.Option(
+        "--spot", help="Use the spot prices of --price (and compare with on-demand).")] = False,
+    preemptions_per_hour: Annotated[float, typer.Option(
+        min=0.0, help="Preemptions per node (machine) per hour, R; the job stops when any of "
+                      "its nodes is preempted. " + OVERHEAD_HELP + ".")] = 0.0,
+    checkpoint_gbs: Annotated[float | None, typer.Option(
+        help="Write (and read-back) bandwidth of the whole job to checkpoint storage, GB/s "
+             "(needed with --preemptions-per-hour or --checkpoint-every).")] = None,
+    checkpoint_gb: Annotated[float | None, typer.Option(
+        help="Checkpoint size in GB (default: weights + optimizer state of the memory model, "
+             "14 bytes per parameter in bf16/fp16).")] = None,
+    checkpoint_every: Annotated[float | None, typer.Option(
+        help="Seconds of work between checkpoints, tau (default: Young/Daly sqrt(2 C / "
+             "lambda)).")] = None,
+    restart_s: Annotated[float | None, typer.Option(
+        help="Seconds to restart after a preemption, Rs (default: checkpoint read C + 120 s, "
+             "an assumed allowance to replace the machine and relaunch).")] = None,
     top: Annotated[int, typer.Option(min=1, help="How many configurations to show.")] = 5,
     network: Annotated[str | None, typer.Option(
         help="Also plan with this node network (link name or speed, e.g. eth25 or 25Gbit) "
@@ -50,24 +90,48 @@ def plan(
     expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch times
     + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding all-reduce +
     optimizer step (52 bytes/parameter). Memory: weights, gradients, Adam state after ZeRO
-    sharding, and Korthikanti et al. activations per recompute mode. Formulas: docs/parallelism.md.
+    sharding, and Korthikanti et al. activations per recompute mode. On preemptible machines
+    (Varuna): expected time and cost per million tokens with checkpoints, lost work and
+    restarts, first order: overhead = 1 + C/tau + lambda (tau/2 + Rs). Formulas:
+    docs/parallelism.md.
     """
     from traincast.parallel.plan import plan as run_plan
+    from traincast.parallel.plan import replan
+    from traincast.parallel.spot import Resilience
 
-    result = run_plan(model, gpus, node, catalog=catalog_from(catalog),
-                      global_batch=global_batch, seq=seq, dtype=dtype, top=top,
-                      network=network, price=price, overlap=overlap)
+    counts = parse_gpus(gpus)
+    resilience = Resilience(
+        preemptions_per_hour=preemptions_per_hour, checkpoint_gbs=checkpoint_gbs,
+        checkpoint_bytes=None if checkpoint_gb is None else checkpoint_gb * 1e9,
+        checkpoint_every_s=checkpoint_every, restart_s=restart_s)
+    kwargs: dict[str, Any] = {
+        "catalog": catalog_from(catalog), "global_batch": global_batch, "seq": seq,
+        "dtype": dtype, "price": price,
+        "overlap": overlap, "spot": spot, "resilience": resilience}
+    if len(counts) > 1:
+        result = replan(model, counts, node, **kwargs)
+        if json_out:
+            print_json(result)
+        else:
+            _print_replan(result)
+        return
+    result = run_plan(model, counts[0], node, top=top, network=network, **kwargs)
     if json_out:
         print_json(result)
         return
     console.print(f"[bold]{result['model']}[/bold] ({result['params'] / 1e9:.1f}B parameters) "
-                  f"on {gpus} GPUs of {', '.join(result['nodes'])}: global batch "
+                  f"on {result['gpus']} GPUs of {', '.join(result['nodes'])}: global batch "
                   f"{result['global_batch']} x {result['seq']} tokens, {result['dtype']}. "
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
                   f"memory ({result['seconds']:.2f} s).")
     _table("Fastest configurations", result["top"])
     if "by_cost" in result:
-        _table("Cheapest per million tokens", result["by_cost"])
+        market = result["price"]["market"]
+        _table(f"Cheapest per million tokens ({market}, expected)", result["by_cost"],
+               money=True)
+        for nd, src in result["price"]["sources"].items():
+            console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
+    _print_resilience(result)
     if "network" in result:
         _table(f"With network {result['network']['nic']}", result["network"]["top"])
         if "summary" in result["network"]:
@@ -76,29 +140,89 @@ def plan(
         console.print(f"[red]{result['note']}[/red]")
 
 
-def _table(title: str, rows: list[dict[str, Any]]) -> None:
+def _print_resilience(result: dict[str, Any]) -> None:
+    res = result.get("resilience")
+    if res:
+        for nd, e in res["by_node"].items():
+            tau = e["interval_s"]
+            console.print(
+                f"Checkpoints on {nd} ({e['nodes']} nodes): {e['checkpoint_gb']:.1f} GB at "
+                f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, every "
+                f"{'never' if tau is None or not math.isfinite(tau) else f'{tau:.0f} s'}; "
+                f"{e['preemptions_per_hour_job']:.2g} preemptions/h for the job, restart "
+                f"Rs {e['restart_s']:.0f} s: expected overhead x{e['overhead_factor']:.3f}.",
+                highlight=False)
+            if "note" in e:
+                console.print(f"[yellow]{e['note']}[/yellow]", highlight=False)
+    if "on_demand" in result and result.get("by_cost"):
+        od, sp = result["on_demand"], result["by_cost"][0]
+        console.print(
+            f"Spot {sp['usd_per_million_tokens']:.3f} $/M tokens ({sp['label']}, "
+            f"{sp['s_per_million_tokens']:.3g} s/M tokens) vs on-demand "
+            f"{od['usd_per_million_tokens']:.3f} $/M tokens ({od['label']}, "
+            f"{od['s_per_million_tokens']:.3g} s/M tokens): spot saves "
+            f"{100 * result['spot_saving']:.0f}%.", highlight=False)
+
+
+def _print_replan(result: dict[str, Any]) -> None:
+    console.print(f"[bold]{result['model']}[/bold] ({result['params'] / 1e9:.1f}B parameters) "
+                  f"on {', '.join(result['nodes'])} as machines come and go: global batch "
+                  f"{result['global_batch']} x {result['seq']} tokens (kept), {result['dtype']}; "
+                  f"per count of available GPUs the plan with the least expected time per "
+                  f"million tokens (preemption losses included).")
+    priced = result.get("price") is not None
+    table = Table(title="Best plan per GPU count", title_justify="left")
+    cols = ["GPUs", "used", "configuration", "s/iter", "overhead", "s/M tok"]
+    cols += ["$/M tok"] * priced + ["switch"]
+    for col in cols:
+        table.add_column(col, justify="left" if col == "configuration" else "right",
+                         no_wrap=col != "configuration", min_width=len(col),
+                         overflow="fold")
+    for r in result["rows"]:
+        if "label" not in r:
+            table.add_row(str(r["gpus"]), "-", r.get("note", "nothing fits"),
+                          *["-"] * (len(cols) - 3))
+            continue
+        label = r["label"] + (" (new)" if r["changed"] else "")
+        sw = r.get("switch_s")
+        cells = [str(r["gpus"]), str(r["gpus_used"]), label, f"{r['time_s']:.3g}",
+                 f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}"]
+        cells += [f"{r['usd_per_million_tokens']:.3f}"] * priced
+        cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f}")
+        table.add_row(*cells)
+    console.print(table)
+    if priced:
+        console.print(f"[dim]{result['price']['market']} prices: "
+                      f"{escape(result['price']['file'])}[/dim]", highlight=False)
+
+
+def _table(title: str, rows: list[dict[str, Any]], money: bool = False) -> None:
+    """Time breakdown columns, or with ``money`` the expected cost columns."""
     if not rows:
         return
     table = Table(title=title, title_justify="left")
-    for col in ("#", "configuration", "s/iter", "compute", "comm", "bubble", "mem GB",
-                "tok/s/GPU", "TFLOP/s"):
+    cols = ["#", "configuration", "s/iter"]
+    cols += (["mem GB", "tok/s/GPU", "overhead", "s/M tok", "$/M tok"] if money else
+             ["compute", "comm", "bubble", "mem GB", "tok/s/GPU", "TFLOP/s"])
+    for col in cols:
         table.add_column(col, justify="left" if col == "configuration" else "right",
-                         no_wrap=col == "configuration")
-    cost = any("usd_per_million_tokens" in r for r in rows)
-    if cost:
-        table.add_column("$/M tok", justify="right")
+                         no_wrap=col != "configuration", min_width=len(col), overflow="fold")
     for r in rows:
         ts = r["time_s"]
         total = ts["total"]
-        comm = ts["comm_tp"] + ts["comm_pp"] + ts["comm_ep"] + ts["comm_dp"]
-        comp = ts["compute_flop"] + ts["compute_mem"]
-        cells = [str(r["rank"]), f"{r['label']}" + (f" [{r['node']}]" if cost else ""),
-                 f"{total:.3g}", f"{100 * comp / total:.0f}%", f"{100 * comm / total:.0f}%",
-                 f"{100 * ts['bubble'] / total:.0f}%", f"{r['memory_gb']['total']:.1f}",
-                 f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"]
-        if cost:
-            cells.append(f"{r.get('usd_per_million_tokens', float('nan')):.3f}")
+        label = r["label"] + (f" [{r['node']}]" if money else "")
+        cells = [str(r["rank"]), escape(label), f"{total:.3g}"]
+        if money:
+            cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
+                      f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}",
+                      f"{r.get('usd_per_million_tokens', float('nan')):.3f}"]
+        else:
+            comm = ts["comm_tp"] + ts["comm_pp"] + ts["comm_ep"] + ts["comm_dp"]
+            comp = ts["compute_flop"] + ts["compute_mem"]
+            cells += [f"{100 * comp / total:.0f}%", f"{100 * comm / total:.0f}%",
+                      f"{100 * ts['bubble'] / total:.0f}%", f"{r['memory_gb']['total']:.1f}",
+                      f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"]
         table.add_row(*cells)
     console.print(table)
     for r in rows:
-        console.print(f"[dim]{r['rank']}. {r['why']}[/dim]")
+        console.print(f"[dim]{r['rank']}. {escape(r['why'])}[/dim]")

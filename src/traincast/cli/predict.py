@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from traincast.arch import ARCHITECTURES
+from traincast.architectures import ARCHITECTURES
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
@@ -24,9 +24,19 @@ from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
 from traincast.predict import predict as predict_job
 
-ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + ", or hybrid (language "
-             "models: --dp/--tp/--pp/--ep/--zero ..., docs/parallelism.md). T_comm formulas: "
+ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
+             "models with --dp/--tp/--pp/--ep/--zero ..., docs/parallelism.md). T_comm formulas: "
              "docs/model.md.")
+FIELD_FLAGS = {"n_gpus": "--gpus", "gpus_per_node": "--gpus-per-node", "architecture": "--arch",
+               "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps"}
+
+
+def with_flags(exc: TraincastError) -> TraincastError:
+    """The core names a job's fields (``(field n_gpus)``); on the command line, name flags."""
+    message = str(exc)
+    for field, flag in FIELD_FLAGS.items():
+        message = message.replace(f"(field {field})", f"({flag})")
+    return TraincastError(message, exc.hint)
 
 
 def features_from_flags(features: Path | None, model: str | None, batch: int | None,
@@ -103,21 +113,27 @@ def predict(
     recompute: Annotated[str, typer.Option(help="hybrid: none|selective|full.")] = "selective",
     vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
     dtype: Annotated[str, typer.Option(help="hybrid: fp32|tf32|bf16|fp16|fp8.")] = "bf16",
+    compute: Annotated[str, typer.Option(
+        help="Compute-time strategy: auto (what the catalog supports for the GPU: measured "
+             "curves, the kernel model, else the paper's flat peak) or paper.")] = "auto",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
     T_total = T_data + T_comp_flop + T_comp_mem + T_comm; with overlap f: T_data + max(T_comp,
     f·T_comm) + (1−f)·T_comm. T_data = input_bytes / bw(pcie); T_comp_flop = FLOPs / (peak ×
     flop_efficiency); T_comp_mem = bytes / (mem_bw × mem_efficiency); bw(x) = GB/s × 1e9 ×
-    efficiency. T_comm (W weight bytes, E embedding bytes, n GPUs, g per node, N nodes):
+    efficiency. T_comm (W weight bytes, E embedding bytes touched, E_ar embedding bytes an
+    AllReduce moves (whole tables with dense gradients), n GPUs, g per node (default packed:
+    min(n, node GPUs)), N = ceil(n/g) nodes, R = min(node NICs, g) rails):
 
     - 1w1g: 0
-    - allreduce-local: 2(n−1)/n · (W+E) / bw(intra)
-    - allreduce-cluster: 2(n−1)/n · (W+E) / min(bw(intra), bw(nic)); --hierarchical:
-      2(g−1)/g · (W+E)/bw(intra) + 2(N−1)/N · (W+E)/bw(nic)
-    - ps-worker (m workers, p servers, k = min(g, m)): 2(W+E)/bw(pcie) + max(2(W+E)·k/bw(nic),
-      2m(W+E)/(p·bw(nic)))
+    - allreduce-local: 2(n−1)/n · (W+E_ar) / bw(intra)
+    - allreduce-cluster: 2(n−1)/n · (W+E_ar) / min(bw(intra), R·bw(nic)); --hierarchical:
+      2(g−1)/g · (W+E_ar)/bw(intra) + 2(N−1)/N · (W+E_ar)/(R·bw(nic))
+    - ps-worker (m workers, p servers (default 1), k = min(g, m) per node): 2(W+E)/bw(pcie) +
+      max(2(W+E)·k/(min(NICs, k)·bw(nic)), 2m(W+E)/(p·bw(nic)))
     - pearl: ring all-reduce of W + 2E(n−1)/n / bw(ring link)
+    - hybrid (table rows): the all-reduce of allreduce-cluster
 
     Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
     """
@@ -142,10 +158,14 @@ def predict(
         return
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                 embedding_bytes, input_bytes, amp)
-    result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
-                         workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
-                         pcie=pcie, catalog=cat, overlap=overlap,
-                         amp=amp or bool(feats.get("amp", False)), hierarchical=hierarchical)
+    try:
+        result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
+                             workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
+                             pcie=pcie, catalog=cat, overlap=overlap,
+                             amp=amp or bool(feats.get("amp", False)),
+                             hierarchical=hierarchical, strategy=compute).to_dict()
+    except TraincastError as exc:
+        raise with_flags(exc) from None
     if json_out:
         print_json(result)
         return

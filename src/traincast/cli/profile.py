@@ -1,4 +1,4 @@
-"""``traincast profile MODEL`` (one training step's features) and ``traincast zoo list``."""
+"""``traincast profile MODEL``: one training step's features (``zoo list``: cli/zoo.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from rich.table import Table
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
 from traincast.errors import TraincastError
-
-zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo.")
-app.add_typer(zoo_app, name="zoo")
 
 PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
 
@@ -46,6 +43,8 @@ def _render(rec: dict[str, Any]) -> None:
         ("memory-bound bytes, element-wise fused", fmt_bytes(rec["bytes_memory_bound_fused"])),
         ("weight bytes (dense gradients)", fmt_bytes(rec["weight_bytes"])),
         ("embedding bytes touched", fmt_bytes(rec["embedding_bytes_touched"])),
+        ("embedding bytes all-reduced", fmt_bytes(rec.get("embedding_allreduce_bytes",
+                                                          rec["embedding_bytes_touched"]))),
         ("input bytes", fmt_bytes(rec["input_bytes"])),
     ]
     rows += [(f"memory: {k}", fmt_bytes(v)) for k, v in rec["memory_bytes"].items()]
@@ -113,73 +112,3 @@ def profile(
         print_json(rec)
     else:
         _render(rec)
-
-
-def _analytic_llms() -> list[dict[str, Any]]:
-    """The decoder-only LLM configs of traincast.parallel.models (analytic: no zoo module)."""
-    try:
-        from traincast.parallel.models import get_model, list_models
-    except ImportError:
-        return []
-    rows = []
-    for name in list_models():
-        cfg = get_model(name)
-        experts = f", {cfg.experts} experts (top {cfg.top_k})" if cfg.experts > 1 else ""
-        rows.append({"name": name, "family": "llm-analytic",
-                     "description": f"analytic config: {cfg.layers} layers, hidden "
-                                    f"{cfg.hidden}{experts}",
-                     "params": cfg.params, "default_batch": 1,
-                     "input_shape": f"{cfg.seq} tokens",
-                     # 2 FLOPs per matrix parameter per token, attention scores not included
-                     "flops_forward_per_sample": 2 * cfg.params_flop * cfg.seq,
-                     "source": cfg.source})
-    return rows
-
-
-def zoo_rows() -> list[dict[str, Any]]:
-    """One row per zoo model (from the shipped profiles) and per analytic LLM config."""
-    from traincast.zoo import ZOO
-    from traincast.zoo.profiles import load_profiles
-
-    shipped = load_profiles()["models"]
-    rows = []
-    for name, entry in ZOO.items():
-        rec = shipped.get(name, {})
-        rows.append({"name": name, "family": entry.family, "description": entry.description,
-                     "params": rec.get("params"),
-                     "published_params": entry.published_params or None,
-                     "default_batch": entry.default_batch, "input_shape": entry.input_shape,
-                     "flops_forward_per_sample": rec.get("flops_forward_per_sample"),
-                     "flops_train_per_sample": rec.get("flops_train_per_sample"),
-                     "meta_only": entry.meta_only, "source": entry.source})
-    return rows + _analytic_llms()
-
-
-@zoo_app.command("list")
-def zoo_list(json_out: JsonOpt = False) -> None:
-    """List the reference models with their parameters and FLOPs per sample.
-
-    FLOPs per sample come from the shipped profiles (forward, and a full training step with
-    Adam, at the default batch). Analytic LLM configs (used by `traincast plan`) show 2 FLOPs
-    per matrix parameter per token, attention scores excluded.
-    """
-    rows = zoo_rows()
-    if json_out:
-        print_json({"models": rows})
-        return
-    table = Table(title="Model zoo (zoo:NAME); FLOPs per sample at the default batch",
-                  title_justify="left")
-    for col in ("name", "family", "params", "batch", "input", "fwd GFLOP", "train GFLOP"):
-        table.add_column(col, justify="left" if col in ("name", "family", "input") else "right")
-    for r in rows:
-        fwd, train = r.get("flops_forward_per_sample"), r.get("flops_train_per_sample")
-        table.add_row(r["name"], r["family"], _millions(r["params"]), str(r["default_batch"]),
-                      r["input_shape"], f"{fwd / 1e9:.4g}" if fwd else "-",
-                      f"{train / 1e9:.4g}" if train else "-")
-    console.print(table)
-    console.print("[dim]llm-analytic: configs of `traincast plan` (2 FLOPs per matrix "
-                  "parameter per token, attention scores excluded).[/dim]")
-
-
-def _millions(n: int | None) -> str:
-    return f"{n / 1e6:,.1f}M" if n else "-"

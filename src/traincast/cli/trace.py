@@ -8,8 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import pyarrow as pa
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -20,8 +22,10 @@ from traincast.cli.common import (
     err_console,
     fmt_seconds,
     print_json,
+    print_unpredicted,
     progress,
 )
+from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
 from traincast.trace.adapters import FORMATS
 from traincast.trace.schema import INFER_RULE
@@ -53,8 +57,8 @@ def ingest_progress(json_out: bool) -> Iterator[Any]:
 
 def _report_bad_rows(report: dict[str, Any]) -> None:
     if report["bad_rows"]:
-        err_console.print(f"[yellow]{report['bad_rows']} bad row(s) skipped[/yellow] "
-                          f"(first {len(report['errors'])}):", highlight=False)
+        err_console.print(Text(f"{report['bad_rows']} bad row(s) skipped", style="yellow")
+                          + Text(f" (first {len(report['errors'])}):"), highlight=False)
         err_console.print(format_errors(report["errors"], report["bad_rows"]), highlight=False,
                           markup=False)
 
@@ -64,8 +68,10 @@ INGEST_HELP = (
     "Censored jobs (running at the trace end), zero-GPU and fractional-GPU jobs are kept and "
     "flagged. Bad rows (unparsable or infinite time or number, a fraction in an integer column, "
     "a negative count or size, unknown architecture) are "
-    "reported with file, row and field and skipped, or fail the ingest with --strict. Traces "
-    f"without an architecture get one from the GPU count, flagged as inferred: {INFER_RULE}.")
+    "reported with file, row and field and skipped, or fail the ingest with --strict. The store "
+    "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
+    "where the trace says them); jobs without an architecture are flagged and get one from the "
+    f"GPU count when read: {INFER_RULE}.")
 CHARACTERIZE_HELP = (
     "The cluster view of a trace: architectures, GPUs, durations and where the time goes.\n\n"
     "Jobs, GPUs and GPU-time per architecture and GPU type, distributions of "
@@ -74,6 +80,24 @@ CHARACTERIZE_HELP = (
     "(mean shares job- and GPU-weighted, bottlenecks, jobs > 80% in communication and > 50% in "
     "data I/O).\n\nGPU time = n_gpus x (end - start); censored jobs count up to the trace end. "
     f"Architectures missing from the trace are inferred: {INFER_RULE}.")
+
+
+def trace_jobs(trace: Path | list[Path] | None, db: Path | None, format: str = "csv",
+               map: list[str] | None = None, catalog: Catalog | None = None,
+               progress: Any = None) -> pa.Table:
+    """The jobs of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``, default
+    ``traincast.duckdb`` here) and its jobs (:func:`~traincast.trace.read_trace`), or no TRACE:
+    the whole store. Architectures the trace does not give are inferred
+    (:func:`~traincast.trace.infer_architecture` over ``catalog``)."""
+    from traincast.trace import Store, infer_architecture, parse_mapping, read_trace
+    from traincast.trace.store import db_path
+
+    if trace is None or (isinstance(trace, list) and not trace):
+        with Store(db_path(db)) as store:
+            jobs = store.jobs()
+    else:
+        jobs = read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress)
+    return infer_architecture(jobs, catalog)
 
 
 @app.command(help=INGEST_HELP)
@@ -89,15 +113,15 @@ def ingest(
     = None,
     json_out: JsonOpt = False,
 ) -> None:
-    from traincast.trace import parse_mapping
-    from traincast.trace.store import export_parquet
-    from traincast.trace.store import ingest as run_ingest
+    from traincast.trace import Store, parse_mapping
+    from traincast.trace.store import db_path
 
-    with ingest_progress(json_out) as update:
-        report = run_ingest(trace, format=format, db=db, mapping=parse_mapping(map),
-                            strict=strict, progress=update)
-    if parquet:
-        report["parquet"] = str(export_parquet(parquet, db))
+    with Store(db_path(db)) as store:
+        with ingest_progress(json_out) as update:
+            report = store.ingest(trace, format, parse_mapping(map), strict=strict,
+                                  progress=update)
+        if parquet:
+            report["parquet"] = str(store.export_parquet(parquet))
     if json_out:
         print_json(report)
         return
@@ -174,6 +198,7 @@ def print_characterization(r: dict[str, Any]) -> None:
         cdf.add_row("GPUs per job", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     console.print(cdf)
     b = r["breakdown"]
+    print_unpredicted(b.get("unpredicted", {}))
     if not b.get("jobs"):
         console.print("[dim]no job has known features (give them in the trace, or a workload "
                       "the zoo knows): no time breakdown[/dim]")
@@ -207,11 +232,11 @@ def characterize(
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.characterize import characterize as run
-    from traincast.trace import jobs_from_args, parse_mapping
 
+    cat = catalog_from(catalog)
     with ingest_progress(json_out) as update:
-        jobs = jobs_from_args(trace, db, format, parse_mapping(map), progress=update)
-    result = run(jobs, catalog_from(catalog), overlap=overlap)
+        jobs = trace_jobs(trace, db, format, map, cat, progress=update)
+    result = run(jobs, cat, overlap=overlap)
     if json_out:
         print_json(result)
     else:

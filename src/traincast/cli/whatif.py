@@ -20,10 +20,13 @@ from traincast.cli.common import (
     fmt_seconds,
     note,
     print_json,
+    print_unpredicted,
     progress,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress, trace_jobs
 from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog
+from traincast.predict import job_row
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -37,12 +40,13 @@ OverlapOpt = Annotated[float, typer.Option(
 
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
-                    map: list[str] | None, quiet: bool) -> pa.Table:
+                    map: list[str] | None, quiet: bool, catalog: Catalog | None = None
+                    ) -> pa.Table:
     """The job table of ``[TRACE | --db FILE]`` with features filled from workload profiles."""
-    from traincast.trace import fill_features, jobs_from_args, parse_mapping
+    from traincast.trace import fill_features
 
     with ingest_progress(quiet or trace is None) as bar:
-        jobs = jobs_from_args(trace, db, format, parse_mapping(map), progress=bar)
+        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
     return fill_features(jobs)
 
 
@@ -79,6 +83,7 @@ def print_whatif(result: dict[str, Any]) -> None:
                   _x(s["gpu_weighted_mean_speedup"]), _x(s["gpu_time_weighted_mean_speedup"]),
                   _pct(s["gpu_time_saved_share"]))
     console.print(t)
+    print_unpredicted(result.get("unpredicted", {}))
     for name, s in summaries.items():
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:
@@ -136,7 +141,7 @@ def whatif(
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
     cat = catalog_from(catalog)
-    table = load_trace_jobs(trace, db, format, map, json_out)
+    table = load_trace_jobs(trace, db, format, map, json_out, cat)
     with progress(json_out) as bar:
         task = bar.add_task(f"what-if ({engine})", total=None)
         result = run(table, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
@@ -172,14 +177,12 @@ def whatif(
 def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | None,
                 ps: int | None, gpu: str | None, node: str | None, workload: str | None
                 ) -> pa.Table:
-    n = workers if arch == "ps-worker" and workers else gpus
-    return pa.table({"job_id": ["job"], "architecture": [arch], "n_gpus": [float(n)],
-                     "n_workers": [float(workers or n)], "n_ps": [float(ps or 0)],
-                     "gpu_type": [gpu], "node": [node], "workload": [workload],
-                     "batch_size": [features.get("batch_size")],
-                     **{k: [float(features.get(k) or 0.0)] for k in (
-                         "flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                         "embedding_bytes_touched", "input_bytes")}})
+    """The one-row job table of the job flags (the same row ``traincast predict`` builds)."""
+    row = job_row(features, arch=arch, gpus=gpus, gpus_per_node=None, workers=workers, ps=ps,
+                  node=node, gpu=gpu)
+    return pa.table({"job_id": ["job"], **{k: pa.array(v, from_pandas=True)
+                                            for k, v in row.items()},
+                     "workload": [workload], "batch_size": [features.get("batch_size")]})
 
 
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
@@ -291,7 +294,7 @@ def recommend(
                                         embedding_bytes, input_bytes, False)
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
-        table = load_trace_jobs(trace, db, format, map, json_out)
+        table = load_trace_jobs(trace, db, format, map, json_out, cat)
     n_cands = 5 * (1 + len(node_opt or cat.nodes))
     with progress(json_out) as bar:
         task = bar.add_task("recommend: candidates", total=n_cands)

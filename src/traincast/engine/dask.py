@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traincast.engine.columns import Columns
 from traincast.engine.local import run_scenarios
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
+from traincast.jobs import Columns
 from traincast.scenarios import Scenario
 
 OUTPUT_COLUMNS = ("job_id", "architecture", "n_gpus", "start_time_s", "end_time_s")
@@ -49,10 +49,11 @@ def _evaluate_partition(path: str, scenarios: list[Scenario], catalog: Catalog, 
     """One task: read one Parquet partition and run the local engine on it."""
     table = pq.read_table(path)
     cols = Columns.of(table)
-    base, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical)
+    base, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical)
     out: dict[str, Any] = {k: table.column(k) if k in table.column_names else None
                            for k in OUTPUT_COLUMNS}
     out["base_total_s"] = base
+    out["reason"] = reason
     out["results"] = [(r.matched, r.applied, r.total_s) for r in results]
     return out
 
@@ -119,4 +120,4 @@ def _concat(parts: list[dict[str, Any]], n_scenarios: int) -> dict[str, Any]:
                for i in range(n_scenarios)]
     return {"table": pa.concat_tables(tables, promote_options="permissive"),
             "base_total_s": np.concatenate([p["base_total_s"] for p in parts]),
-            "results": results}
+            "reason": np.concatenate([p["reason"] for p in parts]), "results": results}

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.engine.columns import Columns
+from traincast.jobs import Columns
 
 F = NDArray[np.float64]
 
@@ -96,19 +96,19 @@ class WorkloadExtras:
         return WorkloadExtras(**{k: getattr(self, k)[idx] for k in self.__dataclass_fields__})
 
     def footprint_bytes(self, arch: NDArray[np.int64], n_gpus: F) -> F:
-        """Memory per GPU of each job under architecture code ``arch`` (see docs/scenarios.md).
+        """Memory per GPU of each job under architecture code ``arch``: each architecture's
+        ``footprint_bytes`` rule (traincast.architectures; docs/scenarios.md)."""
+        from traincast.architectures import ARCHITECTURES, REGISTRY, Memory
 
-        data-parallel (1w1g, allreduce-*): ``S + A``; pearl: ``S (1 - e) + S e / n + A``;
-        ps-worker (optimizer state and embedding tables on the servers): ``(w + g)(1 - e) + A``.
-        """
-        from traincast.arch import ARCH_CODE
-
-        s, a, e = self.state_bytes, self.activation_bytes, self.embedding_share
-        n = np.maximum(np.nan_to_num(n_gpus, nan=1.0), 1.0)
-        return np.select(
-            [arch == ARCH_CODE["pearl"], arch == ARCH_CODE["ps-worker"]],
-            [s * (1 - e) + s * e / n + a, self.weights_grads_bytes * (1 - e) + a],
-            default=s + a)
+        out = np.full(len(arch), np.nan)
+        for code, name in enumerate(ARCHITECTURES):
+            rows = np.flatnonzero(arch == code)
+            if len(rows):
+                out[rows] = REGISTRY[name].footprint_bytes(Memory(
+                    state=self.state_bytes[rows], weights_grads=self.weights_grads_bytes[rows],
+                    activations=self.activation_bytes[rows],
+                    embedding_share=self.embedding_share[rows], n=np.asarray(n_gpus)[rows]))
+        return out
 
 
 def workload_extras(cols: Columns) -> WorkloadExtras:

@@ -23,6 +23,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from traincast.features.ops import (
+    EMBEDDING_OPS,
     FREE_OPS,
     WRITE_ONLY,
     OpRecord,
@@ -33,8 +34,7 @@ from traincast.features.ops import (
 )
 
 SHADOW_MAX_NUMEL = 1 << 24
-EMBEDDING_OPS = frozenset({"embedding", "_embedding_bag", "_embedding_bag_forward_only",
-                           "embedding_bag"})
+LOOKUP_OPS = EMBEDDING_OPS - {"embedding_renorm_"}
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -45,8 +45,11 @@ class Capture(TorchDispatchMode):
     """Records one ``OpRecord`` per kernel; ``phase`` is set by the caller between steps.
 
     ``embedding_tables`` maps the storage key of each embedding weight to its name; lookups into
-    them collect the unique row ids they touch (``rows_touched``) or, without index values, an
-    upper bound (``rows_bound``: one row per lookup, at most the table's rows).
+    them collect the unique row ids they touch (``rows_touched``; the ``padding_idx`` row, whose
+    gradient is always zero, excluded) or, without index values, an upper bound (``rows_bound``:
+    one row per lookup, at most the table's rows). A table that a forward op other than a lookup
+    (or its ``max_norm`` renormalization) reads — an output projection tied to it — is named in
+    ``shared_tables``: its gradient covers every row.
     """
 
     def __init__(self, device: str, embedding_tables: dict[int, str] | None = None) -> None:
@@ -60,6 +63,7 @@ class Capture(TorchDispatchMode):
         self.rows_bound: dict[str, int] = {}
         self.sparse_ops = 0
         self.lookups: dict[str, int] = {}
+        self.shared_tables: set[str] = set()
         self.host_keys: set[int] = set()  # storages kept on the host (optimizer step counts)
         self._uid: dict[int, tuple[int, StorageWeakRef]] = {}
         self._next_uid = 0
@@ -115,7 +119,7 @@ class Capture(TorchDispatchMode):
                         strict=False):
             self.add_shadow(o, c)
 
-    def _embedding_lookup(self, name: str, args: tuple) -> None:
+    def _embedding_lookup(self, func: Any, args: tuple, kwargs: dict) -> None:
         weight, indices = args[0], args[1]
         table = self.embedding_tables.get(_storage_key(weight))
         if table is None:
@@ -123,7 +127,11 @@ class Capture(TorchDispatchMode):
         self.lookups[table] = self.lookups.get(table, 0) + indices.numel()
         values = indices if indices.device.type == "cpu" else self.shadow.get(indices)
         if values is not None:
-            self.rows_touched.setdefault(table, []).append(torch.unique(values.reshape(-1)))
+            rows = torch.unique(values.reshape(-1))
+            padding = _argument(func, args, kwargs, "padding_idx")
+            if isinstance(padding, int) and padding >= 0:
+                rows = rows[rows != padding]
+            self.rows_touched.setdefault(table, []).append(rows)
         else:
             bound = self.rows_bound.get(table, 0) + indices.numel()
             self.rows_bound[table] = min(bound, weight.shape[0])
@@ -134,8 +142,11 @@ class Capture(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = func._overloadpacket.__name__
-        if self.phase == "forward" and name in EMBEDDING_OPS:
-            self._embedding_lookup(name, args)
+        if self.phase == "forward" and name in LOOKUP_OPS:
+            self._embedding_lookup(func, args, kwargs)
+        elif (self.phase == "forward" and self.embedding_tables and name not in EMBEDDING_OPS
+              and not func.is_view and name not in FREE_OPS):
+            self._note_shared(args, kwargs)
         if self.device.type != "cpu":  # on CPU the values are real
             self._run_shadow(func, args, kwargs, out)
         if func.is_view:
@@ -153,6 +164,14 @@ class Capture(TorchDispatchMode):
             return out
         self._record(func, name, args, kwargs, out, ins, outs)
         return out
+
+    def _note_shared(self, args: tuple, kwargs: dict) -> None:
+        """Tables read by a forward op that is not a lookup (tied to an output layer)."""
+        for t in tree_flatten((args, kwargs))[0]:
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+                table = self.embedding_tables.get(_storage_key(t))
+                if table is not None:
+                    self.shared_tables.add(table)
 
     def _on_host(self, ins: list[torch.Tensor]) -> bool:
         """An op on the host-side step counters (and scalars): no kernel on a GPU."""
@@ -216,3 +235,13 @@ class Capture(TorchDispatchMode):
             dtype=str(ref.dtype).removeprefix("torch.") if ref is not None else "",
             shapes=";".join("x".join(map(str, t.shape)) for t in ins if t.device == self.device),
             reads=reads, writes=writes))
+
+
+def _argument(func: Any, args: tuple, kwargs: dict, name: str) -> Any:
+    """The value of argument ``name`` of an op call (positional or keyword), else None."""
+    if name in kwargs:
+        return kwargs[name]
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.name == name:
+            return args[i] if i < len(args) else arg.default_value
+    return None

@@ -55,8 +55,11 @@ def load_features(path: str | Path) -> dict[str, Any]:
         if key not in data:
             raise TraincastError(f"{path}: missing field {key!r}",
                                  hint=f"a features file needs {', '.join(REQUIRED)}")
-    for key in (*REQUIRED, "embedding_bytes_touched", "input_bytes"):
+    for key in (*REQUIRED, "embedding_bytes_touched", "embedding_allreduce_bytes",
+                "input_bytes"):
         value = data.get(key, 0)
+        if key == "embedding_allreduce_bytes" and value is None:
+            continue  # null: the same as embedding_bytes_touched
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")

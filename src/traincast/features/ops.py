@@ -1,8 +1,35 @@
-"""Per-op rules: FLOPs, bytes moved, compute- vs memory-bound, and the element-wise fusion estimate.
+"""Per-op rules: FLOPs, compute- vs memory-bound, per-op expansions, bytes moved, fusion.
 
-FLOPs come from torch's own per-op formulas (``torch.utils.flop_counter.flop_registry``: matrix
-products, convolutions, attention kernels), plus formulas registered here for the CPU attention
-kernels torch leaves at zero. One multiply-add = 2 FLOPs.
+**The op registry** (``OP_RULES``, in the style of ``torch.utils.flop_counter``): each op that
+is not plain memory traffic registers, by name, its family, whether it is compute-bound, its
+FLOP formula and, where one fused op runs as many kernels, an ``expand`` hook. It is the one list
+every part of traincast uses: the profiler (``op_flops``), the per-op roofline
+(``traincast.roofline``: ``expand_ops``, ``op_family``) and the measured breakdown
+(``traincast.validate.measure``: ``is_compute_bound`` on ``torch.profiler`` event names). Names
+are op names without namespace or overload (``aten::mm`` and ``mm`` are one op). This module
+imports torch only inside the functions that handle tensors, so the time models use the registry
+without torch.
+
+Classification (after Wang et al., IISWC 2019): an op is **compute-bound** when it belongs to a
+matrix-unit family — ``gemm`` (mm, addmm, bmm, baddbmm, scaled mm), ``conv`` (convolutions and
+their backward, every backend's kernel), ``attention`` (scaled-dot-product / flash / efficient /
+cuDNN attention, CPU flash attention) or ``recurrent`` (fused RNN layers) — and its FLOP count is
+positive; every other op (element-wise, reductions, norms, softmax, embedding gathers, copies,
+casts, optimizer updates, sparse products) is **memory-bound**. The rule is by op family, not by
+the op's arithmetic intensity, so it does not depend on the GPU; a per-op roofline refines it per
+shape. Backend kernels that only ``torch.profiler`` sees at run time (``mkldnn_convolution``,
+``_slow_conv2d_backward``, ``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a
+formula; any other op named like a convolution kernel (``conv`` followed by a digit, ``_`` or
+``olution``) is a ``conv`` op too. An op that registers a FLOP formula with torch
+(``torch.utils.flop_counter.register_flop_formula``) but not here joins the registry as a
+compute-bound ``gemm`` op the first time it is seen (torch's counter covers only matrix-unit ops).
+
+FLOPs (one multiply-add = 2 FLOPs): the op's registered formula, else torch's own
+(``torch.utils.flop_counter.flop_registry``), else 0. Registered formulas replace torch's for the
+backward of a convolution (torch over-counts grouped convolutions: 65x for a 3x3 depthwise
+convolution of 64 channels) and add the CPU flash-attention kernels torch leaves at zero.
+Memory-bound ops may register a formula too (``MEMORY_BOUND_FLOPS``, e.g. a sparse x dense
+product): their FLOPs are counted, the op stays memory-bound.
 
 Bytes of an op = unique elements read from its tensor inputs + elements written to its tensor
 outputs, times the element size; a broadcast (stride-0) dimension is read once. Views (outputs that
@@ -11,43 +38,128 @@ reads it only where it uses its old value (``copy_``, ``fill_``, ``zero_`` and r
 
 Gathers and scatters touch only the rows they index: an embedding lookup, ``index_select``,
 ``index`` or ``gather`` reads (elements gathered) x element size from its source, not the whole
-table; ``index_add_``, ``index_copy_``, ``index_put_`` and ``scatter(_add)_`` read and write only
-as many elements of their destination as their source holds.
-
-Classification (after Wang et al., IISWC 2019): an op is **compute-bound** when it is one of the
-matrix-unit families torch has a FLOP formula for (mm, addmm, bmm, baddbmm, convolutions,
-scaled-dot-product/flash/efficient attention) and its FLOP count is positive; every other op
-(element-wise, reductions, norms, softmax, embedding gathers, copies, casts, optimizer updates) is
-**memory-bound**. The rule is by op family, not by the op's arithmetic intensity, so it does not
-depend on the GPU; a per-op roofline (traincast.roofline) refines it per shape.
+table (an embedding lookup: one row per index); ``embedding_renorm_`` (``max_norm``) reads and
+writes one row per index; ``index_add_``, ``index_copy_``, ``index_put_`` and ``scatter(_add)_``
+read and write only as many elements of their destination as their source holds.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-import torch.utils.flop_counter as fc
-from torch.utils._pytree import tree_map
+from traincast.features.recurrent import ITEMSIZE, gru_rows
 
-aten = torch.ops.aten
+__all__ = ["ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "is_compute_bound", "op_family",
+           "op_flops", "register_op", "rule_for"]
+
+Expand = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+COMPUTE_FAMILIES = ("gemm", "conv", "attention", "recurrent")
 
 
-@fc.register_flop_formula([aten._scaled_dot_product_flash_attention_for_cpu])
+@dataclass(frozen=True)
+class OpRule:
+    """How every part of traincast treats one op.
+
+    ``flops``: formula called with the op's tensors replaced by their shapes and
+    ``out_shape=`` (torch's convention for unwrapped formulas), or with the tensors themselves
+    when ``raw``; None = torch's registered formula, if any. ``expand``: the rows of the ops a
+    fused op runs (each with a ``count``), for per-op time models.
+    """
+
+    name: str
+    family: str
+    compute_bound: bool
+    flops: Callable[..., int] | None = None
+    raw: bool = False
+    expand: Expand | None = None
+
+
+OP_RULES: dict[str, OpRule] = {}
+
+
+def short_name(name: str) -> str:
+    """``aten::mm`` / ``aten.mm.default`` / ``mm`` -> ``mm``."""
+    name = str(name).split("::")[-1]
+    if name.startswith("aten."):
+        name = name.split(".")[1]
+    return name
+
+
+def register_op(names: str | Iterable[str], *, family: str, compute_bound: bool | None = None,
+                flops: Callable[..., int] | None = None, raw: bool = False,
+                expand: Expand | None = None) -> None:
+    """Register ``names`` (op names, any namespace) with their family, bound, FLOP formula and
+    expansion; ``compute_bound`` defaults to whether ``family`` is a matrix-unit family."""
+    bound = family in COMPUTE_FAMILIES if compute_bound is None else compute_bound
+    for name in [names] if isinstance(names, str) else names:
+        OP_RULES[short_name(name)] = OpRule(short_name(name), family, bound, flops, raw, expand)
+
+
+def flop_rule(names: str | Iterable[str], *, family: str, **kw: Any) -> Callable[[Any], Any]:
+    """Decorator form of ``register_op``: the decorated function is the FLOP formula."""
+    def register(formula: Any) -> Any:
+        register_op(names, family=family, flops=formula, **kw)
+        return formula
+    return register
+
+
+_CONV_KERNEL = re.compile(r"conv(\d|_|olution)")
+
+
+def rule_for(name: str) -> OpRule | None:
+    """The registered rule of op ``name`` (a convolution kernel by its name), else None."""
+    short = short_name(name)
+    rule = OP_RULES.get(short)
+    if rule is None and _CONV_KERNEL.search(short):
+        return OpRule(short, "conv", True)
+    return rule
+
+
+def is_compute_bound(name: str) -> bool:
+    """Whether op ``name`` belongs to a compute-bound (matrix-unit) family."""
+    rule = rule_for(name)
+    return rule is not None and rule.compute_bound
+
+
+def op_family(name: str) -> str:
+    """The family of op ``name`` (``gemm``, ``conv``, ...); ``""`` for memory traffic."""
+    rule = rule_for(name)
+    return rule.family if rule is not None else ""
+
+
+def expand_ops(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The per-op table with every row of an op that has an ``expand`` hook replaced by the
+    rows it returns (each with a ``count``); other rows as they are."""
+    hooks = [(o, rule_for(str(o["op"]))) for o in ops]
+    if not any(r is not None and r.expand is not None for _, r in hooks):
+        return list(ops)
+    return [row for o, r in hooks
+            for row in (r.expand(o) if r is not None and r.expand is not None else [o])]
+
+
+# -- FLOP formulas --------------------------------------------------------------------------
+def _fc() -> Any:
+    import torch.utils.flop_counter as fc
+
+    return fc
+
+
 def _cpu_flash_forward_flop(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any,
                             out_shape: Any = None, **kwargs: Any) -> int:
     """The CPU flash-attention kernel: Q K^T and P V, as torch counts the CUDA kernels."""
-    return fc.sdpa_flop_count(query_shape, key_shape, value_shape)
+    return int(_fc().sdpa_flop_count(query_shape, key_shape, value_shape))
 
 
-@fc.register_flop_formula([aten._scaled_dot_product_flash_attention_for_cpu_backward])
 def _cpu_flash_backward_flop(grad_out_shape: Any, query_shape: Any, key_shape: Any,
                              value_shape: Any, *args: Any, out_shape: Any = None,
                              **kwargs: Any) -> int:
     """Backward of the CPU flash-attention kernel (dQ, dK, dV, dP products)."""
-    return fc.sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+    return int(_fc().sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape,
+                                              value_shape))
 
 
 def _conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, _bias: Any,
@@ -55,20 +167,92 @@ def _conv_backward_flop(grad_out_shape: Any, x_shape: Any, w_shape: Any, _bias: 
                         _output_padding: Any, _groups: Any, output_mask: Any,
                         out_shape: Any = None) -> int:
     """Backward of a convolution: the input gradient and the weight gradient each cost the
-    forward's FLOPs. (torch's own formula over-counts grouped convolutions: 65x for a 3x3
-    depthwise convolution of 64 channels.)"""
-    forward = fc.conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
-    return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+    forward's FLOPs, ``conv_flop_count(x, w, grad_out)`` each (torch's own formula over-counts
+    grouped convolutions)."""
+    forward = _fc().conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
+    return int(forward * (int(bool(output_mask[0])) + int(bool(output_mask[1]))))
 
 
-# formulas used instead of torch's, by op packet; called with tensors replaced by their shapes
-FLOP_OVERRIDES: dict[Any, Any] = {aten.convolution_backward: _conv_backward_flop}
-FLOP_REGISTRY = fc.flop_registry
+def _addmm_activation_flop(self_shape: Any, a_shape: Any, b_shape: Any, *args: Any,
+                           out_shape: Any = None, **kwargs: Any) -> int:
+    """A fused linear + activation: the product's 2·M·K·N (the activation is free)."""
+    return int(_fc().mm_flop(a_shape, b_shape))
+
+
+register_op(["mm", "addmm", "bmm", "baddbmm", "_scaled_mm"], family="gemm")
+register_op("_addmm_activation", family="gemm", flops=_addmm_activation_flop)
+register_op(["convolution", "_convolution", "convolution_overrideable", "cudnn_convolution",
+             "_slow_conv2d_forward"], family="conv")
+register_op("convolution_backward", family="conv", flops=_conv_backward_flop)
+# backend kernels below the dispatch level the profiler records (seen by torch.profiler)
+register_op(["mkldnn_convolution", "_convolution_backward", "_slow_conv2d_backward",
+             "cudnn_convolution_transpose", "miopen_convolution", "slow_conv3d_forward",
+             "slow_conv_dilated2d", "slow_conv_transpose2d", "_conv_depthwise2d",
+             "conv_depthwise3d"], family="conv")
+register_op(["_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+             "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
+             "_flash_attention_backward", "_efficient_attention_forward",
+             "_efficient_attention_backward", "_scaled_dot_product_flash_attention_backward",
+             "_scaled_dot_product_efficient_attention_backward",
+             "_scaled_dot_product_cudnn_attention_backward"], family="attention")
+register_op("_scaled_dot_product_flash_attention_for_cpu", family="attention",
+            flops=_cpu_flash_forward_flop)
+register_op("_scaled_dot_product_flash_attention_for_cpu_backward", family="attention",
+            flops=_cpu_flash_backward_flop)
+# one GRU direction as one fused op (traincast.zoo.speech registers its FLOPs with torch);
+# per-op time models price it by the ops each time step runs
+register_op(["gru", "gru_backward"], family="recurrent", expand=gru_rows)
+register_op(["mkldnn_rnn_layer", "mkldnn_rnn_layer_backward", "_cudnn_rnn",
+             "_cudnn_rnn_backward"], family="recurrent")
+
+
+class _MemoryBoundFlops(dict):
+    """``MEMORY_BOUND_FLOPS[packet] = formula(*args, **kwargs)``: registers the op as a
+    memory-bound op with that (raw) formula."""
+
+    def __setitem__(self, packet: Any, formula: Any) -> None:
+        super().__setitem__(packet, formula)
+        register_op(getattr(packet, "__name__", str(packet)), family="sparse",
+                    compute_bound=False, flops=formula, raw=True)
+
+
+# FLOP formulas of memory-bound ops (e.g. sparse x dense products), keyed by op packet
+MEMORY_BOUND_FLOPS: dict[Any, Any] = _MemoryBoundFlops()
 
 
 def _shapes(x: Any) -> Any:
+    import torch
+
     return x.shape if isinstance(x, torch.Tensor) else x
 
+
+def op_flops(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[int, bool]:
+    """(FLOPs, compute-bound) of one captured op: its registered formula, else torch's, else 0;
+    compute-bound when its rule says so and the FLOPs are positive."""
+    packet = func._overloadpacket
+    name = packet.__name__
+    rule = rule_for(name)
+    torch_formula = _fc().flop_registry.get(packet)
+    if rule is None and torch_formula is not None:
+        register_op(name, family="gemm")
+        rule = OP_RULES[name]
+    if rule is None:
+        return 0, False
+    if rule.flops is not None and rule.raw:
+        flops = int(rule.flops(*args, **kwargs))
+    elif rule.flops is not None:
+        from torch.utils._pytree import tree_map
+
+        flops = int(rule.flops(*tree_map(_shapes, args), **tree_map(_shapes, kwargs),
+                               out_shape=tree_map(_shapes, out)))
+    elif torch_formula is not None:
+        flops = int(torch_formula(*args, **kwargs, out_val=out))
+    else:
+        flops = 0
+    return flops, rule.compute_bound and flops > 0
+
+
+# -- bytes ------------------------------------------------------------------------------------
 # ops that only allocate or relabel memory: no kernel reads or writes data
 FREE_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach",
@@ -81,9 +265,12 @@ WRITE_ONLY = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "berno
 # memory-bound ops fusible into an element-wise chain besides torch's `pointwise` tag
 EXTRA_POINTWISE = frozenset({"_to_copy", "copy_", "fill_", "zero_", "native_dropout",
                              "native_dropout_backward"})
+# embedding lookups (weight, indices, ...) and the max_norm renormalization of the rows looked up
+EMBEDDING_OPS = frozenset({"embedding", "_embedding_bag", "_embedding_bag_forward_only",
+                           "embedding_bag", "embedding_renorm_"})
 
 
-def tensor_bytes(t: torch.Tensor) -> int:
+def tensor_bytes(t: Any) -> int:
     """Bytes of the distinct elements of ``t``: stride-0 (broadcast) dimensions count once."""
     n = 1
     for size, stride in zip(t.shape, t.stride(), strict=True):
@@ -98,9 +285,11 @@ GATHERS = frozenset({"index_select", "index", "gather"})
 SCATTERS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
 
 
-def gathered_bytes(name: str, args: tuple, outs: list[torch.Tensor]) -> dict[int, int]:
+def gathered_bytes(name: str, args: tuple, outs: list[Any]) -> dict[int, int]:
     """Bytes an indexing op really touches in its large operand: {id(tensor): bytes}."""
-    if name in ("embedding", "_embedding_bag", "_embedding_bag_forward_only", "embedding_bag"):
+    import torch
+
+    if name in EMBEDDING_OPS:
         weight, indices = args[0], args[1]
         return {id(weight): indices.numel() * math.prod(weight.shape[1:]) * weight.element_size()}
     if name in GATHERS and outs and isinstance(args[0], torch.Tensor):
@@ -112,30 +301,10 @@ def gathered_bytes(name: str, args: tuple, outs: list[torch.Tensor]) -> dict[int
     return {}
 
 
-# FLOP formulas of memory-bound ops (e.g. sparse x dense products), keyed by op packet;
-# formula(*args, **kwargs) -> FLOPs. Their FLOPs are counted, the op stays memory-bound.
-MEMORY_BOUND_FLOPS: dict[Any, Any] = {}
-
-
-def op_flops(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[int, bool]:
-    """(FLOPs, compute-bound) of one op: torch's formula for the matrix families, else a
-    memory-bound formula registered in MEMORY_BOUND_FLOPS, else 0."""
-    packet = func._overloadpacket
-    override = FLOP_OVERRIDES.get(packet)
-    if override is not None:
-        flops = int(override(*tree_map(_shapes, args), **tree_map(_shapes, kwargs),
-                             out_shape=tree_map(_shapes, out)))
-        return flops, flops > 0
-    formula = FLOP_REGISTRY.get(packet)
-    if formula is not None:
-        flops = int(formula(*args, **kwargs, out_val=out))
-        return flops, flops > 0
-    formula = MEMORY_BOUND_FLOPS.get(packet)
-    return (int(formula(*args, **kwargs)), False) if formula is not None else (0, False)
-
-
 def is_pointwise(func: Any, name: str) -> bool:
     """Whether a memory-bound op can join a fused element-wise chain."""
+    import torch
+
     return (torch.Tag.pointwise in func.tags or name in EXTRA_POINTWISE
             or name.startswith("_foreach_"))
 

@@ -80,15 +80,20 @@ def loss_of(out: Any) -> torch.Tensor:
 
 
 def embedding_tables(model: nn.Module) -> dict[str, tuple[nn.Parameter, bool]]:
-    """Weights of nn.Embedding / nn.EmbeddingBag: {name: (weight, gradient is sparse)}.
+    """Weights of nn.Embedding / nn.EmbeddingBag: {name: (weight, gradient is sparse)}, each
+    weight once (under its first module's name).
 
-    Only a table built with ``sparse=True`` gets a gradient (and an update) limited to the rows
-    a batch looks up; those are the embedding parameters of the record. Every other table
-    (GPT-2's, BERT's, LLaMA's) gets a dense gradient over all rows: a dense weight.
+    Every such weight is an embedding table whatever its gradient layout: ``sparse=True``
+    (a gradient and an update limited to the rows a batch looks up) or dense (a gradient over
+    all rows, as DDP all-reduces it). The profile drops from the tables those a forward op other
+    than a lookup also reads (an output projection tied to the token embedding, as in GPT-2 and
+    BERT): their gradient covers every row, so they are dense weights (``_split_tables``).
     """
-    tables = {}
+    tables: dict[str, tuple[nn.Parameter, bool]] = {}
+    seen: set[int] = set()
     for mod_name, mod in model.named_modules():
-        if isinstance(mod, nn.Embedding | nn.EmbeddingBag):
+        if isinstance(mod, nn.Embedding | nn.EmbeddingBag) and id(mod.weight) not in seen:
+            seen.add(id(mod.weight))
             tables[f"{mod_name}.weight".lstrip(".")] = (mod.weight, bool(mod.sparse))
     return tables
 
@@ -166,10 +171,11 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
                                                           rows_touched[name], optimizer)
             records += [rec_b, rec_o]
             grads += grad_b
+    shared = sorted(capture.shared_tables)
     return {"records": records, "activations": sum(saved.values()), "grads": grads,
-            "optimizer": state_bytes, "rows_touched": rows_touched,
+            "optimizer": state_bytes, "rows_touched": rows_touched, "shared_tables": shared,
             "rows_bounded": sorted(n for n in rows_touched if n not in capture.rows_touched
-                                   and tables[n][1])}
+                                   and n not in shared)}
 
 
 def _sparse_update_records(name: str, weight: nn.Parameter, lookups: int, rows: int,
@@ -216,17 +222,38 @@ def _batch_of(inputs: Sequence[Any]) -> int:
     return 1
 
 
+def embedding_features(model: nn.Module, rows_touched: Mapping[str, int],
+                       shared: Sequence[str] = ()) -> dict[str, int]:
+    """Embedding features from the tables' rows touched (unique ids looked up in the step).
+
+    Tables = ``embedding_tables`` less ``shared`` (tied to a non-lookup op: dense weights).
+    ``params_embedding`` = their elements; over the trainable ones, with row bytes
+    r = (elements per row) x element size:
+    ``embedding_bytes_touched`` = sum of rows_touched x r (the rows a parameter server or PEARL
+    moves: unique rows, as a coalesced sparse gradient holds them), and
+    ``embedding_allreduce_bytes`` = sum of rows_touched x r for sparse-gradient tables plus the
+    whole table's bytes for dense-gradient ones (what DDP's AllReduce moves); ``weight_bytes`` =
+    bytes of every other trainable parameter.
+    """
+    tables = {n: t for n, t in embedding_tables(model).items() if n not in set(shared)}
+    table_ids = {id(p) for p, _ in tables.values()}
+    touched = {n: rows_touched.get(n, 0) * math.prod(p.shape[1:]) * p.element_size()
+               for n, (p, _) in tables.items() if p.requires_grad}
+    return {"params_embedding": sum(p.numel() for p, _ in tables.values()),
+            "weight_bytes": sum(_nbytes(p) for p in model.parameters()
+                                if id(p) not in table_ids and p.requires_grad),
+            "embedding_bytes_touched": sum(touched.values()),
+            "embedding_allreduce_bytes": sum(touched[n] if sparse else _nbytes(p)
+                                             for n, (p, sparse) in tables.items()
+                                             if n in touched)}
+
+
 def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, batch: int,
             optimizer: str, amp: bool, ops: bool) -> dict[str, Any]:
     params = list(model.parameters())
-    tables = {n: p for n, (p, sparse) in embedding_tables(model).items() if sparse}
-    table_ids = {id(p) for p in tables.values()}
     n_params = sum(p.numel() for p in params)
-    n_emb = sum(p.numel() for p in tables.values())
-    # gradients exchanged: trainable dense weights (frozen ones have none)
-    dense_bytes = sum(_nbytes(p) for p in params if id(p) not in table_ids and p.requires_grad)
-    emb_touched = sum(raw["rows_touched"].get(n, 0) * math.prod(p.shape[1:]) * p.element_size()
-                      for n, p in tables.items())
+    emb = embedding_features(model, raw["rows_touched"], raw["shared_tables"])
+    n_emb = emb["params_embedding"]
     records = raw["records"]
     dtype = params[0].dtype if params else torch.float32
     rec: dict[str, Any] = {
@@ -234,8 +261,11 @@ def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, bat
         "params_embedding": n_emb, "batch_size": batch,
         "dtype": _dtype_name(AMP_DTYPE) if amp else _dtype_name(dtype), "amp": amp,
         "optimizer": optimizer, **_aggregate(records),
-        "weight_bytes": dense_bytes, "embedding_bytes_touched": emb_touched,
+        "weight_bytes": emb["weight_bytes"],
+        "embedding_bytes_touched": emb["embedding_bytes_touched"],
+        "embedding_allreduce_bytes": emb["embedding_allreduce_bytes"],
         "embedding_rows_touched": raw["rows_touched"],
+        "embedding_tables_shared": raw["shared_tables"],
         "input_bytes": sum(_nbytes(x) for x in inputs if isinstance(x, torch.Tensor)),
         "memory_bytes": {"weights": sum(_nbytes(p) for p in params), "grads": raw["grads"],
                          "optimizer": raw["optimizer"], "activations": raw["activations"]},
@@ -372,7 +402,7 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
 
     for key in ("flops_forward", "flops_compute_bound", "flops_total", "bytes_memory_bound",
                 "bytes_compute_bound", "bytes_memory_bound_fused", "embedding_bytes_touched",
-                "input_bytes"):
+                "embedding_allreduce_bytes", "input_bytes"):
         out[key] = extrapolate(r1[key], r2[key])
     out["memory_bytes"]["activations"] = extrapolate(r1["memory_bytes"]["activations"],
                                                      r2["memory_bytes"]["activations"])

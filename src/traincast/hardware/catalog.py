@@ -19,11 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from traincast.errors import TraincastError
+
 SHIPPED = "traincast/hardware/catalog.toml"
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
-class CatalogError(ValueError):
+class CatalogError(TraincastError):
     """A catalog file is wrong; the message names the file, the table and the key."""
 
 
@@ -53,9 +55,29 @@ class GPU:
     fresh_bytes: tuple[float, ...] = ()  # first-touch cost of new outputs by size
     fresh_gbs: tuple[float, ...] = ()
     foreach_tensor_us: float = 0.0  # fixed cost per tensor of a multi-tensor op
+    # the datasheet kernel model (traincast.kernels): published microbenchmarks and whitepapers
+    sms: int = 0  # streaming multiprocessors (compute units); 0 = unknown (no wave quantization)
+    boost_clock_mhz: float = 0.0
+    gemm_max_fraction: dict[str, float] = field(default_factory=dict)  # dtype ("*" = any) -> x
+    mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown
+    kernel_launch_us: float = 0.0  # fixed cost per kernel
+    threads: int = 0  # CPU threads the measured curves were taken at (calibrate); 0 = n/a
+    # CPU thread scaling (calibrate at threads > 1; traincast.calibrate.threads): kernel rates
+    # at 1 thread and the grain (elements) below which an op runs on one thread
+    kernel_gelems_1t: dict[str, float] = field(default_factory=dict)
+    thread_grain_elems: float = 0.0
     default_node: str = ""
     source: str = ""
+    sources: dict[str, str] = field(default_factory=dict)  # field -> citation of that number
     description: str = ""
+
+    def gemm_fraction(self, dtype: str = "fp32") -> float:
+        """Achievable large-GEMM fraction of the ``dtype`` peak: ``gemm_max_fraction[dtype]``,
+        else its ``"*"`` entry, else the fraction given for any other dtype, else 0 (unknown)."""
+        frac = self.gemm_max_fraction
+        if dtype == "amp":
+            dtype = "fp16" if self.fp16_tflops > 0 else "bf16"
+        return float(frac.get(dtype, frac.get("*", max(frac.values(), default=0.0))))
 
     def peak_tflops(self, dtype: str = "fp32") -> float:
         """Dense peak of ``dtype``; ``amp`` = fp16 peak, else bf16, else fp32 (unsupported)."""
@@ -86,6 +108,7 @@ class Link:
     efficiency: float = 1.0
     latency_us: float = 0.0
     source: str = ""
+    sources: dict[str, str] = field(default_factory=dict)
     description: str = ""
 
     @property
@@ -116,6 +139,7 @@ class Node:
     pcie: str
     intra: str
     nic: str
+    nics: int = 1  # network ports (rails) per node, each a `nic` link
     source: str = ""
     description: str = ""
 
@@ -130,16 +154,19 @@ _STR_KEYS = {
     "link": {"source", "description"},
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
-_INT_KEYS = {"gpu": set(), "link": set(), "node": {"gpus"}}
+_INT_KEYS = {"gpu": {"sms", "threads"}, "link": set(), "node": {"gpus", "nics"}}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
 _ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values()}, "link": set(), "node": set()}
-_MAP_KEYS = {"gpu": {"kernel_gelems"}, "link": set(), "node": set()}  # tables NAME -> number
+_MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction"}, "link": set(),
+             "node": set()}  # tables NAME -> number
+_SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME -> citation
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "bw_gbs", "gpus"}
-_EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency"}
+_EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency", "mem_max_fraction"}
+_FRACTION_MAPS = {"gemm_max_fraction"}  # maps whose values are fractions in (0, 1]
 _KINDS = {"gpu": GPU, "link": Link, "node": Node}
 
 
@@ -217,6 +244,11 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a non-empty array of positive "
                                    f"numbers, got {value!r}")
             value = tuple(float(v) for v in value)
+        elif key in _FRACTION_MAPS and isinstance(value, int | float) \
+                and not isinstance(value, bool):
+            if not 0 < value <= 1:
+                raise CatalogError(f"{where} key {key!r} must be in (0, 1], got {value!r}")
+            value = {"*": float(value)}
         elif key in _MAP_KEYS[kind]:
             if not isinstance(value, Mapping) or any(
                     isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
@@ -224,6 +256,14 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a table of positive numbers, "
                                    f"got {value!r}")
             value = {str(k): float(v) for k, v in value.items()}
+            if key in _FRACTION_MAPS and any(v > 1 for v in value.values()):
+                raise CatalogError(f"{where} key {key!r} values must be in (0, 1], got {value!r}")
+        elif key in _SOURCE_MAPS[kind]:
+            if not isinstance(value, Mapping) or any(not isinstance(v, str)
+                                                     for v in value.values()):
+                raise CatalogError(f"{where} key {key!r} must be a table of field = "
+                                   f"\"citation\", got {value!r}")
+            value = {str(k): v for k, v in value.items()}
         elif key in _INT_KEYS[kind]:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise CatalogError(f"{where} key {key!r} must be a positive integer, got {value!r}")
@@ -232,7 +272,7 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
         else:
             known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind]
-                           | _ARRAY_KEYS[kind] | _MAP_KEYS[kind])
+                           | _ARRAY_KEYS[kind] | _MAP_KEYS[kind] | _SOURCE_MAPS[kind])
             raise CatalogError(f"{where} unknown key {key!r}; known keys: {', '.join(known)}")
         out[key] = value
     return out
@@ -272,7 +312,11 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
-            raw[top].setdefault(name, {}).update(_check_table(path, top, name, values))
+            table = raw[top].setdefault(name, {})
+            checked = _check_table(path, top, name, values)
+            if "sources" in checked:  # citations merge field by field
+                checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
+            table.update(checked)
 
 
 def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],

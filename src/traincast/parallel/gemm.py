@@ -1,23 +1,18 @@
-"""GEMM time by shape: tile/wave quantization and the roofline of memory-bound products.
+"""GEMM time of the hybrid model's products: the shapes of a transformer layer, priced by the one
+kernel model in ``traincast.kernels`` (tile and wave quantization, roofline).
 
 The hybrid model's compute time is the sum, over the matrix products of one micro-batch, of each
-product's FLOPs at the GPU's achievable rate ``R = P eta`` (efficiency.toml), corrected for two
-effects of the product's shape (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 3):
-
-* **tile and wave quantization**: cuBLAS computes an ``M x N`` output in tiles of ``T_m x T_n``
-  (256x128 and 128x256 are its most efficient tiles on A100, 128x128 the next), one tile per SM
-  at a time; a product needs ``tiles = ceil(M/T_m) ceil(N/T_n)`` tiles and runs
-  ``waves = ceil(tiles / SMs)`` full waves, so only ``w = M N / (waves SMs T_m T_n)`` of the work
-  it is charged for is useful. The library picks the tile; we take the best of the three
-  (``wave_efficiency``). GPUs without an SM count in efficiency.toml get ``w = 1``.
-* **roofline**: a product whose arithmetic intensity ``I = FLOPs / bytes`` is below the GPU's
-  ridge ``R / M_bw`` runs at memory speed: ``time = max(FLOPs / R, bytes / M_bw)``. The batched
-  attention products (Q K^T and scores x V, one per head, with the small inner size ``h / a``)
-  are the only ones of a transformer layer that fall below it (``attention_slowdown``).
+product's FLOPs at the GPU's achievable rate ``R = P eta`` divided by its tile/wave efficiency
+``w(M, N)`` (``traincast.kernels.wave_efficiency``: cuBLAS's 256x128, 128x256 and 128x128 tiles,
+one tile per SM at a time; ``w = 1`` for a GPU without an SM count). Products whose arithmetic
+intensity ``I`` is below the ridge ``R / M_bw`` run at memory speed
+(``traincast.kernels.roofline_slowdown``): the batched attention products (Q K^T and scores x V,
+one per head, with the small inner size ``h / a``) are the only ones of a transformer layer that
+fall below it (``attention_slowdown``).
 
 Forward output of a linear layer ``Y = X W`` is ``M x N`` (``M`` tokens, ``K`` inputs, ``N``
 outputs); its backward computes the data gradient (``M x K`` output) and the weight gradient
-(``K x N`` output), each with the same FLOPs. Formulas: docs/parallelism.md.
+(``K x N`` output), each with the same FLOPs. Formulas: docs/parallelism.md, docs/model.md.
 """
 
 from __future__ import annotations
@@ -25,34 +20,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from traincast.kernels import TENSOR_CORE_TILES as TILES
+from traincast.kernels import roofline_slowdown, wave_efficiency
 from traincast.parallel.models import ModelConfig
 
 F = NDArray[np.float64]
 
-TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128))
-"""cuBLAS tensor-core tiles considered (Matrix Multiplication Background User's Guide, Sec. 2.3:
-256x128 and 128x256 the most efficient, then 128x128)."""
+__all__ = ["TILES", "attention_intensity", "attention_slowdown", "gemm_times_s",
+           "linear_shapes", "wave_efficiency"]
 
 
 def _f(x: ArrayLike) -> F:
     return np.asarray(x, dtype=np.float64)
-
-
-def wave_efficiency(m: ArrayLike, n: ArrayLike, sms: float) -> F:
-    """Useful fraction of an ``m x n`` GEMM output under tile and wave quantization.
-
-    ``max over tiles (T_m, T_n) of m n / (ceil(ceil(m/T_m) ceil(n/T_n) / sms) sms T_m T_n)``;
-    1.0 when ``sms`` is 0 (unknown GPU).
-    """
-    m, n = _f(m), _f(n)
-    if sms <= 0:
-        return np.ones(np.broadcast(m, n).shape)
-    best = np.zeros(np.broadcast(m, n).shape)
-    for tm, tn in TILES:
-        tiles = np.ceil(m / tm) * np.ceil(n / tn)
-        waves = np.ceil(tiles / sms)
-        best = np.maximum(best, m * n / (waves * sms * tm * tn))
-    return best
 
 
 def linear_shapes(model: ModelConfig, b: ArrayLike, s: float, t: ArrayLike,
@@ -105,4 +84,4 @@ def attention_intensity(s: float, head_dim: float, delta: float) -> float:
 def attention_slowdown(s: float, head_dim: float, delta: float, rate_flops: float,
                        mem_bps: float) -> float:
     """Time of the attention products over their FLOPs at ``R``: ``max(1, (R / M_bw) / I)``."""
-    return max(1.0, rate_flops / mem_bps / attention_intensity(s, head_dim, delta))
+    return float(roofline_slowdown(attention_intensity(s, head_dim, delta), rate_flops, mem_bps))

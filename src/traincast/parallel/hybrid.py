@@ -24,30 +24,30 @@ and per iteration (``m = B / (d b)`` micro-batches)::
     T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp      (f = overlap, default 0)
 
 with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction and
-``mem_eff`` its achievable DRAM fraction (efficiency.toml). Memory per GPU = weights + gradients
+``mem_eff`` its achievable DRAM fraction (the catalog's ``gemm_max_fraction`` and
+``mem_max_fraction`` through traincast.compute). Memory per GPU = weights + gradients
 + optimizer state (after ZeRO) + activations (Korthikanti et al.) of the first stage. Everything
 is in docs/parallelism.md.
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.arch import allreduce_cluster_s
+from traincast import compute
+from traincast.architectures import allreduce_cluster_s
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import Columns
 from traincast.model import data_time_s, total_time_s
 from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
-from traincast.predict import resolve_link
+from traincast.resolve import OK, explain, resolve, resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -58,14 +58,6 @@ PART_LABEL: dict[str, str] = {
     "compute_mem": "memory-bound compute", "comm_tp": "tensor-parallel all-reduces",
     "comm_pp": "pipeline point-to-point", "comm_ep": "expert all-to-alls",
     "comm_dp": "data-parallel gradient/parameter sync", "bubble": "pipeline bubble"}
-
-
-@lru_cache(maxsize=1)
-def efficiency_table() -> dict[str, dict[str, float]]:
-    """``efficiency.toml``: published GEMM and collective efficiencies by GPU / link name."""
-    text = resources.files("traincast.parallel").joinpath("efficiency.toml").read_text()
-    data = tomllib.loads(text)
-    return {k: dict(data.get(k, {})) for k in ("gemm", "memory", "sms", "collective")}
 
 
 @dataclass(frozen=True)
@@ -86,6 +78,7 @@ class HybridHardware:
     nic_bps: float
     intra_coll_bps: float
     nic_coll_bps: float
+    rails: float
     intra_latency_s: float
     nic_latency_s: float
     links: dict[str, str]
@@ -103,42 +96,45 @@ class HybridHardware:
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                     gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                     pcie: str | None = None) -> HybridHardware:
-    """Resolve a node preset (with optional overrides) into the rates the hybrid model uses.
+    """The rates of a node preset (with optional overrides) for the hybrid model, resolved as
+    every architecture's are (:func:`traincast.resolve.resolve`).
 
-    GEMM efficiency: the GPU's catalog ``flop_efficiency`` when calibrated (< 1), else the
-    published figure in efficiency.toml, else 1; the same for the DRAM bandwidth of memory-bound
-    kernels (``mem_efficiency``). SM count (GEMM wave quantization): efficiency.toml, else 0
-    (no quantization). Collective bandwidth: the link's catalog ``efficiency`` when below 1,
-    else efficiency.toml's figure for that link, else 1.
+    GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
+    (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
+    ``gemm_max_fraction``, else 1; the same for ``mem_max_fraction``). SM count for GEMM wave
+    quantization: the catalog's ``sms`` (0 = none). Collective bandwidth: the link's ``bw_gbs``
+    times its ``efficiency`` (NCCL bus bandwidth where measured); ``rails`` = the node's
+    ``nics``.
     """
     catalog = catalog or load_catalog()
     if dtype not in DTYPES:
         raise TraincastError(f"unknown dtype {dtype!r}", hint=f"choose one of {', '.join(DTYPES)}")
-    nd = catalog.node(node)
-    g = catalog.gpu(gpu or nd.gpu)
+    row = {"architecture": ["hybrid"], "n_gpus": [1.0], "node": [node], "gpu_type": [gpu or ""],
+           "flops_compute_bound": [0.0], "bytes_memory_bound": [0.0], "weight_bytes": [0.0]}
+    cols = Columns.of(row)
+    r = resolve(cols, catalog, nic=nic, intra=intra, pcie=pcie)
+    if r.reason[0] != OK:
+        raise explain(r, 0, cols, catalog)
+    nd = catalog.nodes[node]
+    g = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
     if getattr(g, f"{dtype}_tflops") <= 0:
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint="choose a dtype the GPU supports, e.g. bf16 or fp16")
-    eff = efficiency_table()
+    flops_per_s, mem_bps = compute.rates(g, dtype)
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
-
-    def coll(link: Any) -> float:
-        e = link.efficiency if link.efficiency < 1.0 else eff["collective"].get(link.name, 1.0)
-        return link.bw_gbs * 1e9 * e
-
-    gemm = g.flop_efficiency if g.flop_efficiency < 1.0 else eff["gemm"].get(g.name, 1.0)
-    mem = g.mem_efficiency if g.mem_efficiency < 1.0 else eff["memory"].get(g.name, 1.0)
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
-                          peak_tflops=g.peak_tflops(dtype), gemm_efficiency=gemm,
-                          mem_bw_bps=g.mem_bw_gbs * 1e9, mem_efficiency=mem,
-                          sms=float(eff["sms"].get(g.name, 0)), mem_bytes=g.mem_gb * 1e9,
-                          pcie_bps=links["pcie"].bw_bps, intra_bps=links["intra"].bw_bps,
-                          nic_bps=links["nic"].bw_bps, intra_coll_bps=coll(links["intra"]),
-                          nic_coll_bps=coll(links["nic"]),
+                          peak_tflops=g.peak_tflops(dtype),
+                          gemm_efficiency=flops_per_s / (g.peak_tflops(dtype) * 1e12),
+                          mem_bw_bps=g.mem_bw_gbs * 1e9,
+                          mem_efficiency=mem_bps / (g.mem_bw_gbs * 1e9),
+                          sms=float(g.sms), mem_bytes=g.mem_gb * 1e9,
+                          pcie_bps=float(r.pcie_bps[0]), intra_bps=float(r.intra_bps[0]),
+                          nic_bps=float(r.nic_bps[0]), intra_coll_bps=float(r.intra_bps[0]),
+                          nic_coll_bps=float(r.nic_bps[0]), rails=float(r.rails[0]),
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
-                          links={r: links[r].name for r in links})
+                          links={k: links[k].name for k in links})
 
 
 def _i(x: ArrayLike) -> F:
@@ -263,11 +259,11 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     # ZeRO-3 gathers one layer's parameters at a time (its working set)
     w_b = w_b + np.where(z >= 3, dense_layer / t * delta, 0.0)
     grad_bytes = stage_params * delta
-    # a group with k members on a node drives k network rails (``nic`` is per GPU), as NCCL
-    # runs one ring per rail: its ring crosses nodes at min(intra, k nic)
+    # a group with k members on a node drives min(rails, k) network ports, as NCCL runs one
+    # ring per rail: its ring crosses nodes at min(intra, min(rails, k) nic) (as allreduce-cluster)
     dp_members_per_node = np.clip(np.floor(g / t), 1.0, d)
     dp_ring_s_per_byte = allreduce_cluster_s(1.0, d, dp_members_per_node, hw.intra_coll_bps,
-                                             dp_members_per_node * hw.nic_coll_bps) / np.maximum(
+                                             hw.nic_coll_bps, rails=hw.rails) / np.maximum(
                                                  2.0 * st.half_ring(d), 1e-300)
     dp_volume = st.dp_bytes(grad_bytes, grad_bytes, d, m, z)
     t_dp = np.where(d > 1, dp_volume * dp_ring_s_per_byte, 0.0)

@@ -1,223 +1,33 @@
-"""Analytic language-model configs (``models.toml``) and their parameter counts.
+"""The language models of the hybrid-parallel model: the ``llm`` capability of the zoo registry.
 
-A config is the handful of numbers that fix a decoder-only transformer's size: layers ``l``,
-hidden ``h``, heads ``a`` (``kv`` key/value heads), MLP inner size ``f``, vocabulary ``V``,
-sequence ``s``, MLP kind (GELU: 2 matrices, SwiGLU: 3), experts ``E`` with ``top_k`` used per
-token. Parameter count (docs/parallelism.md)::
-
-    attention matrices  W_attn = h (2 h + 2 kv h/a)            (Q, O: h x h; K, V: h x kv h/a)
-    one MLP             W_mlp  = n_mat h f                     (n_mat = 2 GELU, 3 SwiGLU)
-    biases              h + 2 kv h/a + h  (attention)  +  f (n_mat - 1) + h  (MLP), if bias
-    norms per layer     2 x (2h LayerNorm | h RMSNorm)
-    router              h E (MoE only)
-    layer               W_attn + E W_mlp + biases + norms + router
-    model               l layer + V h (embedding) + [V h untied head] + [s h learned positions]
-                        + final norm
+The configs live in the one model registry (``traincast/zoo/models.toml``, ``[model.NAME.llm]``
+tables); ``ModelConfig`` and its parameter-count formulas are in ``traincast.zoo.llm``
+(docs/parallelism.md). This module resolves the names that ``plan`` and ``predict --arch
+hybrid`` take: ``zoo:NAME`` (or a bare name or alias) and ``hf:path/to/config.json``.
 """
 
 from __future__ import annotations
 
-import json
-import tomllib
-from dataclasses import dataclass, fields
-from importlib import resources
-from pathlib import Path
-from typing import Any
-
 from traincast.errors import TraincastError
+from traincast.zoo.llm import ModelConfig, config_from_table, from_hf_config
+from traincast.zoo.registry import canonical_name, get_llm, llm_names
 
-_SHIPPED = "models.toml"
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """One decoder-only transformer (sizes as in the published config)."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    ffn: int
-    vocab: int
-    seq: int = 2048
-    kv_heads: int = 0
-    mlp: str = "gelu"
-    bias: bool = False
-    norm: str = "layernorm"
-    tied: bool = False
-    position: str = "rope"
-    experts: int = 1
-    top_k: int = 1
-    params_published: float = 0.0
-    params_rtol: float = 0.0
-    source: str = ""
-
-    @property
-    def kv(self) -> int:
-        """Key/value heads (``heads`` without grouped-query attention)."""
-        return self.kv_heads or self.heads
-
-    @property
-    def n_mat(self) -> int:
-        """Weight matrices per MLP: 2 (GELU: up, down) or 3 (SwiGLU: gate, up, down)."""
-        return 3 if self.mlp == "swiglu" else 2
-
-    @property
-    def attn_matrix_params(self) -> int:
-        """``W_attn = h (2h + 2 kv h/a)``: Q and O are h x h, K and V are h x (kv h / a)."""
-        h, kvd = self.hidden, self.kv * (self.hidden // self.heads)
-        return h * (2 * h + 2 * kvd)
-
-    @property
-    def mlp_matrix_params(self) -> int:
-        """One MLP (one expert): ``n_mat h f``."""
-        return self.n_mat * self.hidden * self.ffn
-
-    @property
-    def layer_bias_norm_params(self) -> int:
-        """Biases (when ``bias``), the two norms of a layer and the MoE router, per layer."""
-        h, kvd, f = self.hidden, self.kv * (self.hidden // self.heads), self.ffn
-        bias = (2 * h + 2 * kvd + (f * (self.n_mat - 1) + h) * self.experts) if self.bias else 0
-        norms = 2 * (2 * h if self.norm == "layernorm" else h)
-        router = h * self.experts if self.experts > 1 else 0
-        return bias + norms + router
-
-    @property
-    def layer_params(self) -> int:
-        """All parameters of one layer (every expert counted)."""
-        return (self.attn_matrix_params + self.experts * self.mlp_matrix_params
-                + self.layer_bias_norm_params)
-
-    @property
-    def expert_params_per_layer(self) -> int:
-        """Parameters of a layer that live in experts (sharded by expert parallelism)."""
-        return self.experts * self.mlp_matrix_params if self.experts > 1 else 0
-
-    @property
-    def embedding_params(self) -> int:
-        """Input embedding ``V h`` plus learned positions ``s h`` when ``position = learned``."""
-        return self.vocab * self.hidden + (self.seq * self.hidden
-                                           if self.position == "learned" else 0)
-
-    @property
-    def head_params(self) -> int:
-        """The untied output head ``V h`` (0 when tied to the input embedding)."""
-        return 0 if self.tied else self.vocab * self.hidden
-
-    @property
-    def final_norm_params(self) -> int:
-        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
-
-    @property
-    def params(self) -> int:
-        """Total parameter count (the formula in the module docstring)."""
-        return (self.layers * self.layer_params + self.embedding_params + self.head_params
-                + self.final_norm_params)
-
-    @property
-    def params_active(self) -> int:
-        """Parameters used per token: the ``top_k`` experts of each layer instead of all."""
-        unused = (self.experts - self.top_k) * self.mlp_matrix_params if self.experts > 1 else 0
-        return self.params - self.layers * unused
-
-    @property
-    def params_flop(self) -> int:
-        """Parameters that do matrix work per token: active non-embedding + the ``V h`` logits."""
-        return self.params_active - self.embedding_params + (self.vocab * self.hidden
-                                                             if self.tied else 0)
-
-
-def _config(name: str, values: dict[str, Any], where: str) -> ModelConfig:
-    known = {f.name for f in fields(ModelConfig)} - {"name"}
-    unknown = set(values) - known
-    if unknown:
-        raise TraincastError(f"{where}: [model.{name}] unknown key(s) {', '.join(sorted(unknown))}",
-                             hint=f"known keys: {', '.join(sorted(known))}")
-    for key in ("layers", "hidden", "heads", "ffn", "vocab"):
-        if key not in values:
-            raise TraincastError(f"{where}: [model.{name}] missing required key {key!r}")
-        if not isinstance(values[key], int) or values[key] <= 0:
-            raise TraincastError(f"{where}: [model.{name}] key {key!r} must be a positive "
-                                 f"integer, got {values[key]!r}")
-    cfg = ModelConfig(name=name, **values)
-    if cfg.hidden % cfg.heads or cfg.heads % cfg.kv:
-        raise TraincastError(f"{where}: [model.{name}] hidden must be a multiple of heads and "
-                             f"heads a multiple of kv_heads")
-    if cfg.mlp not in ("gelu", "swiglu") or cfg.norm not in ("layernorm", "rmsnorm"):
-        raise TraincastError(f"{where}: [model.{name}] mlp must be gelu|swiglu and norm "
-                             f"layernorm|rmsnorm")
-    if not 1 <= cfg.top_k <= cfg.experts:
-        raise TraincastError(f"{where}: [model.{name}] top_k must be in 1..experts")
-    return cfg
-
-
-def _shipped() -> dict[str, ModelConfig]:
-    text = resources.files("traincast.parallel").joinpath(_SHIPPED).read_text()
-    tables = tomllib.loads(text).get("model", {})
-    return {name: _config(name, dict(values), f"traincast/parallel/{_SHIPPED}")
-            for name, values in tables.items()}
+__all__ = ["ModelConfig", "config_from_table", "from_hf_config", "get_model", "list_models"]
 
 
 def list_models() -> list[str]:
-    """Names of the shipped language-model configs."""
-    return sorted(_shipped())
-
-
-def from_hf_config(path: str | Path) -> ModelConfig:
-    """A config from a Hugging Face ``config.json`` (a file or a folder holding one; no weights).
-
-    Reads the Llama/Mistral/Mixtral keys (``hidden_size``, ``num_hidden_layers``,
-    ``num_attention_heads``, ``num_key_value_heads``, ``intermediate_size``, ``vocab_size``,
-    ``max_position_embeddings``, ``tie_word_embeddings``, ``num_local_experts``,
-    ``num_experts_per_tok``) or the GPT-2 keys (``n_embd``, ``n_layer``, ``n_head``,
-    ``n_positions``).
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    try:
-        raw = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise TraincastError(f"{p}: config file not found",
-                             hint="hf: takes a local config.json (or its folder)") from None
-    except json.JSONDecodeError as exc:
-        raise TraincastError(f"{p}: not valid JSON: {exc}") from None
-    gpt2 = "n_embd" in raw
-    try:
-        if gpt2:
-            h = int(raw["n_embd"])
-            values = {"layers": int(raw["n_layer"]), "hidden": h, "heads": int(raw["n_head"]),
-                      "ffn": int(raw.get("n_inner") or 4 * h), "vocab": int(raw["vocab_size"]),
-                      "seq": int(raw.get("n_positions", 1024)), "mlp": "gelu", "bias": True,
-                      "norm": "layernorm", "tied": True, "position": "learned"}
-        else:
-            act = str(raw.get("hidden_act", "silu"))
-            values = {"layers": int(raw["num_hidden_layers"]), "hidden": int(raw["hidden_size"]),
-                      "heads": int(raw["num_attention_heads"]),
-                      "kv_heads": int(raw.get("num_key_value_heads")
-                                      or raw["num_attention_heads"]),
-                      "ffn": int(raw["intermediate_size"]), "vocab": int(raw["vocab_size"]),
-                      "seq": int(raw.get("max_position_embeddings", 4096)),
-                      "mlp": "swiglu" if act in ("silu", "swiglu") else "gelu",
-                      "bias": bool(raw.get("attention_bias", False)),
-                      "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
-                      "tied": bool(raw.get("tie_word_embeddings", False)), "position": "rope",
-                      "experts": int(raw.get("num_local_experts", 1) or 1),
-                      "top_k": int(raw.get("num_experts_per_tok", 1) or 1)}
-    except KeyError as exc:
-        raise TraincastError(f"{p}: missing key {exc.args[0]!r}",
-                             hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)"
-                             ) from None
-    return _config(str(raw.get("_name_or_path") or p.parent.name or p.stem), values, str(p))
+    """Names of the zoo models that have a decoder-only LLM config."""
+    return llm_names()
 
 
 def get_model(name: str) -> ModelConfig:
-    """``gpt3-175b``, ``zoo:llama2-70b`` or ``hf:path/to/config.json`` -> ``ModelConfig``."""
+    """``gpt3-175b``, ``zoo:llama2-70b`` (or an alias) or ``hf:path/to/config.json`` ->
+    ``ModelConfig``; a zoo model without an LLM config (a CNN, BERT, ...) is an error that says
+    which commands it works with."""
     if name.startswith("hf:"):
         return from_hf_config(name[3:])
-    key = name.removeprefix("zoo:")
-    models = _shipped()
-    if key not in models:
+    if canonical_name(name) is None:
         raise TraincastError(f"unknown language model {name!r}",
-                             hint=f"known: {', '.join(sorted(models))}; or hf:config.json")
-    return models[key]
+                             hint=f"zoo models with an LLM config: {', '.join(llm_names())}; "
+                                  "or hf:config.json")
+    return get_llm(name)

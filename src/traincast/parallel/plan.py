@@ -9,7 +9,7 @@ with a price). Configurations that do not fit in GPU memory are never recommende
 from __future__ import annotations
 
 import time
-import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from numpy.typing import NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.hardware.prices import MARKETS, Prices, load_prices
+from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
     PART_LABEL,
@@ -27,6 +29,7 @@ from traincast.parallel.hybrid import (
     hybrid_hardware,
 )
 from traincast.parallel.models import ModelConfig, get_model
+from traincast.parallel.spot import Resilience
 
 CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "recompute", "vp",
                                 "sp")
@@ -72,41 +75,6 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
             "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok], "sp": sp[ok]}
 
 
-def load_price(path: str | Path) -> dict[str, Any]:
-    """A price file: ``usd_per_gpu_hour = 2.0`` (every GPU) and/or a table
-    ``[usd_per_gpu_hour]`` of GPU name -> price; ``source`` names where prices come from."""
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise TraincastError(f"{p}: price file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TraincastError(f"{p}: not valid TOML: {exc}") from None
-    price = data.get("usd_per_gpu_hour")
-    if price is None:
-        raise TraincastError(f"{p}: missing key 'usd_per_gpu_hour'",
-                             hint="usd_per_gpu_hour = 2.0, or a [usd_per_gpu_hour] table by GPU")
-    table = price if isinstance(price, dict) else {"*": price}
-    for k, val in table.items():
-        if isinstance(val, bool) or not isinstance(val, int | float) or val <= 0:
-            raise TraincastError(f"{p}: usd_per_gpu_hour {k!r} must be a positive number, "
-                                 f"got {val!r}")
-    return {"file": str(p), "usd_per_gpu_hour": {k: float(v) for k, v in table.items()},
-            "source": str(data.get("source", ""))}
-
-
-def _price_of(price: dict[str, Any] | None, gpu: str) -> float | None:
-    if not price:
-        return None
-    table = price["usd_per_gpu_hour"]
-    if gpu in table:
-        return table[gpu]
-    if "*" in table:
-        return table["*"]
-    raise TraincastError(f"{price['file']}: no usd_per_gpu_hour for GPU {gpu!r}",
-                         hint="add it to the [usd_per_gpu_hour] table or give one global price")
-
-
 def _describe(cfg: dict[str, Any]) -> str:
     rec = st.RECOMPUTE[int(cfg["recompute"])]
     parts = [f"dp={cfg['dp']}", f"tp={cfg['tp']}", f"pp={cfg['pp']}"]
@@ -144,49 +112,150 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float) -> 
     return text + "."
 
 
+
 def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[np.int64]],
-          usd: float | None, tokens: float) -> list[dict[str, Any]]:
+          usd: float | None, tokens: float, overhead: float) -> list[dict[str, Any]]:
     out = []
     for i in idx:
         config = {k: int(cfgs[k][i]) for k in CONFIG_KEYS}
+        total = float(res["total_s"][i])
         row: dict[str, Any] = {
             "config": config,
             "label": _describe(config),
             "recompute": st.RECOMPUTE[config["recompute"]],
-            "time_s": {k: float(res[f"{k}_s"][i]) for k in TIME_PARTS}
-            | {"total": float(res["total_s"][i])},
+            "time_s": {k: float(res[f"{k}_s"][i]) for k in TIME_PARTS} | {"total": total},
             "bubble_fraction": float(res["bubble_fraction"][i]),
             "micro_batches": int(res["micro_batches"][i]),
             "memory_gb": {k: float(res[f"mem_{k}_bytes"][i]) / 1e9 for k in
                           ("weights", "grads", "optimizer", "activations", "total")},
             "tokens_per_s_per_gpu": float(res["tokens_per_s_per_gpu"][i]),
             "model_tflops_per_gpu": float(res["model_tflops_per_gpu"][i]),
+            "overhead_factor": overhead,
+            "s_per_million_tokens": total * overhead / tokens * 1e6,
         }
         if usd is not None:
-            gpus = float(res["gpus"][i])
-            row["usd_per_million_tokens"] = usd * gpus * row["time_s"]["total"] / 3600.0 \
-                / tokens * 1e6
+            row["usd_per_million_tokens"] = usd * float(res["gpus"][i]) \
+                * row["s_per_million_tokens"] / 3600.0
         out.append(row)
     return out
 
 
+def _ranked(results: list[dict[str, Any]], by_cost: bool, top: int,
+            tokens: float) -> list[dict[str, Any]]:
+    """The ``top`` fitting configurations over all presets, by iteration time or by expected
+    cost per million tokens (price x overhead x time); each row says why it wins."""
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        res = r["res"]
+        overhead = float(r["exp"]["overhead"])
+        key = res["total_s"] * ((r["usd"] or 1.0) * overhead if by_cost else 1.0)
+        fit = np.flatnonzero(res["fits"])
+        if fit.size == 0:
+            continue
+        # ties on time (within one part in a million) go to the configuration using less
+        # memory per GPU
+        rel = np.round(key[fit] / key[fit].min(), 6)
+        order = fit[np.lexsort((res["mem_total_bytes"][fit], rel))][: top + 1]
+        for row in _rows(res, order, r["cfgs"], r["usd"], tokens, overhead):
+            row["node"], row["gpu"], row["nodes"] = r["hw"].node, r["hw"].gpu, r["nodes"]
+            row["capacity"] = r["hw"].mem_bytes
+            rows.append(row)
+    sort_key = "usd_per_million_tokens" if by_cost else None
+    rows.sort(key=lambda x: x[sort_key] if sort_key else x["time_s"]["total"])
+    rows = rows[: top + 1]
+    for i, row in enumerate(rows):
+        row["rank"] = i + 1
+        row["why"] = _why(row, rows[i + 1] if i + 1 < len(rows) else None, row.pop("capacity"))
+    return rows[:top]
+
+
+def _network_summary(network: str, a: dict[str, Any], b: dict[str, Any]) -> str:
+    ca, cb = a["config"], b["config"]
+    if a["label"] == b["label"]:
+        change = "the same shape wins."
+    elif cb["dp"] < ca["dp"]:
+        change = (f"it replaces {a['label']}: fewer data-parallel replicas (dp "
+                  f"{ca['dp']}→{cb['dp']}, pp {ca['pp']}→{cb['pp']}, tp {ca['tp']}→"
+                  f"{cb['tp']}) send fewer gradient bytes over the slow network; "
+                  f"pipeline stages send only activations.")
+    else:
+        change = f"it replaces {a['label']}."
+    return (f"On {network} the best configuration is {b['label']} "
+            f"({b['time_s']['total']:.3g} s per iteration, "
+            f"{b['time_s']['total'] / a['time_s']['total']:.2f}x the time on the node's own "
+            f"network); " + change)
+
+
+FIRST_ORDER_LIMIT = 0.3
+
+
+def _exp_dict(exp: dict[str, Any]) -> dict[str, Any]:
+    """One preset's overhead terms; a note when ``lambda (tau + Rs)`` (the chance of a
+    preemption within one interval and restart) exceeds 0.3, where the first-order estimate
+    gets optimistic (preemptions during checkpoints and restarts are left out)."""
+    out = {"checkpoint_gb": float(exp["checkpoint_bytes"]) / 1e9,
+           "checkpoint_s": float(exp["checkpoint_s"]),
+           "interval_s": float(exp["interval_s"]), "restart_s": float(exp["restart_s"]),
+           "preemptions_per_hour_job": float(exp["preemptions_per_hour_job"]),
+           "overhead_factor": float(exp["overhead"]), "switch_s": float(exp["switch_s"])}
+    tau = out["interval_s"] if np.isfinite(out["interval_s"]) else 0.0
+    risk = out["preemptions_per_hour_job"] / 3600.0 * (tau + out["restart_s"])
+    if risk > FIRST_ORDER_LIMIT:
+        out["note"] = (f"lambda (tau + Rs) = {risk:.2f}: preemptions this frequent make the "
+                       f"first-order estimate optimistic")
+    return out
+
+
+def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices, spot: bool,
+                resilience: Resilience, ckpt: float, top: int, tokens: float) -> None:
+    """``price``, ``by_cost`` and, on spot, the cheapest on-demand plan for comparison."""
+    out["price"] = {"file": prices.path, "market": MARKETS[int(spot)],
+                    "sources": {r["hw"].node: prices.source_of(r["hw"].node, r["hw"].gpu, spot)
+                                for r in base}}
+    out["by_cost"] = _ranked(base, True, top, tokens)
+    if not spot or any(np.isnan(prices.per_gpu_hour(r["hw"].node, r["hw"].gpu))
+                       for r in base):
+        return
+    calm = resilience.with_preemptions(0.0)
+    od = [r | {"usd": prices.per_gpu_hour(r["hw"].node, r["hw"].gpu),
+               "exp": calm.evaluate(r["nodes"], ckpt)} for r in base]
+    best = _ranked(od, True, 1, tokens)
+    if best and out["by_cost"]:
+        b, s = best[0], out["by_cost"][0]
+        out["on_demand"] = {k: b[k] for k in ("label", "node", "gpu", "overhead_factor",
+                                              "s_per_million_tokens", "usd_per_million_tokens")}
+        out["on_demand"]["source"] = prices.source_of(b["node"], b["gpu"])
+        out["spot_saving"] = 1.0 - s["usd_per_million_tokens"] / b["usd_per_million_tokens"]
+
+
 def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | None = None,
          global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
-         top: int = 5, network: str | None = None, price: str | Path | dict[str, Any] | None
-         = None, overlap: float = 0.0) -> dict[str, Any]:
+         top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
+         overlap: float = 0.0, spot: bool = False,
+         resilience: Resilience | None = None) -> dict[str, Any]:
     """Rank every feasible configuration of ``model`` on ``gpus`` GPUs of ``node`` presets.
 
     ``node`` may list several presets separated by commas (ranked together by cost with a
-    price). Returns ``{"model", "gpus", "searched", "valid", "feasible", "seconds", "top":
-    [rows], "by_cost": [rows] (with price), "network": {...} (with network)}``; each row holds
-    the configuration, its time breakdown, memory per GPU, throughput and why it wins.
+    price). ``price``: a price file or shipped name (traincast.hardware.prices); ``spot`` uses
+    its spot prices. ``resilience``: preemptions per node-hour and checkpoints; every row gets
+    ``overhead_factor = 1 + C/tau + lambda (tau/2 + Rs)`` and ``s_per_million_tokens =
+    T_iter overhead / (B s) 1e6``, with a price ``usd_per_million_tokens = N usd_per_gpu_hour
+    s_per_million_tokens / 3600`` (traincast.parallel.spot). Returns ``{"model", "gpus",
+    "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows] (with price),
+    "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with on-demand
+    prices), "network": {...} (with network)}``.
     """
     t0 = time.perf_counter()
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
     gb = int(global_batch or max(1, round(4 * 1024 * 1024 / s)))  # ~4M tokens per iteration
-    prices = load_price(price) if isinstance(price, str | Path) else price
+    prices = load_prices(price, catalog) if isinstance(price, str | Path) else price
+    if spot and prices is None:
+        raise TraincastError("--spot needs --price (a price file with spot_usd_per_gpu_hour)",
+                             hint="e.g. --price aws --spot")
+    resilience = resilience or Resilience()
+    ckpt = spot_model.checkpoint_bytes(cfg, dtype)
     nodes = [n.strip() for n in node.split(",") if n.strip()]
 
     def search(nic: str | None) -> list[dict[str, Any]]:
@@ -199,69 +268,32 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                            recompute=cfgs["recompute"], vp=cfgs["vp"],
                            sp=cfgs["sp"].astype(bool), seq=s, dtype=dtype,
                            overlap=overlap)
-            results.append({"hw": hw, "cfgs": cfgs, "res": res,
-                            "usd": _price_of(prices, hw.gpu)})
+            n_nodes = -(-gpus // hw.gpus_per_node)
+            results.append({"hw": hw, "cfgs": cfgs, "res": res, "nodes": n_nodes,
+                            "usd": prices.require(hw.node, hw.gpu, spot) if prices else None,
+                            "exp": resilience.evaluate(n_nodes, ckpt)})
         return results
-
-    def ranked(results: list[dict[str, Any]], by_cost: bool) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        for r in results:
-            res = r["res"]
-            key = res["total_s"] * (r["usd"] or 1.0) if by_cost else res["total_s"]
-            fit = np.flatnonzero(res["fits"])
-            if fit.size == 0:
-                continue
-            # ties on time (within one part in a million) go to the configuration using less
-            # memory per GPU
-            rel = np.round(key[fit] / key[fit].min(), 6)
-            order = fit[np.lexsort((res["mem_total_bytes"][fit], rel))][: top + 1]
-            for row in _rows(res, order, r["cfgs"], r["usd"], gb * s):
-                row["node"], row["gpu"] = r["hw"].node, r["hw"].gpu
-                row["capacity"] = r["hw"].mem_bytes
-                rows.append(row)
-        sort_key = "usd_per_million_tokens" if by_cost else None
-        rows.sort(key=lambda x: x[sort_key] if sort_key else x["time_s"]["total"])
-        rows = rows[: top + 1]
-        for i, row in enumerate(rows):
-            row["rank"] = i + 1
-            row["why"] = _why(row, rows[i + 1] if i + 1 < len(rows) else None,
-                              row.pop("capacity"))
-        return rows[:top]
 
     base = search(None)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
-    feasible = sum(int(r["res"]["fits"].sum()) for r in base)
     out: dict[str, Any] = {
         "model": cfg.name, "params": cfg.params, "params_active": cfg.params_active,
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
-        "tokens_per_iteration": gb * s, "searched": searched, "feasible": feasible,
-        "top": ranked(base, False)}
+        "tokens_per_iteration": gb * s, "searched": searched,
+        "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
+        "top": _ranked(base, False, top, gb * s)}
+    if resilience.checkpoint_gbs is not None:
+        out["resilience"] = resilience.to_dict() | {
+            "by_node": {r["hw"].node: {"nodes": r["nodes"]} | _exp_dict(r["exp"]) for r in base}}
     if prices:
-        out["price"] = {"file": prices.get("file"), "source": prices.get("source")}
-        out["by_cost"] = ranked(base, True)
+        _price_part(out, base, prices, spot, resilience, ckpt, top, gb * s)
     if network:
         other = search(network)
-        net_rows = ranked(other, False)
-        out["network"] = {"nic": network, "feasible": sum(int(r["res"]["fits"].sum())
-                                                          for r in other),
-                          "top": net_rows}
+        net_rows = _ranked(other, False, top, gb * s)
+        out["network"] = {"nic": network, "top": net_rows,
+                          "feasible": sum(int(r["res"]["fits"].sum()) for r in other)}
         if out["top"] and net_rows:
-            a, b = out["top"][0], net_rows[0]
-            ca, cb = a["config"], b["config"]
-            if a["label"] == b["label"]:
-                change = "the same shape wins."
-            elif cb["dp"] < ca["dp"]:
-                change = (f"it replaces {a['label']}: fewer data-parallel replicas (dp "
-                          f"{ca['dp']}→{cb['dp']}, pp {ca['pp']}→{cb['pp']}, tp {ca['tp']}→"
-                          f"{cb['tp']}) send fewer gradient bytes over the slow network; "
-                          f"pipeline stages send only activations.")
-            else:
-                change = f"it replaces {a['label']}."
-            out["network"]["summary"] = (
-                f"On {network} the best configuration is {b['label']} "
-                f"({b['time_s']['total']:.3g} s per iteration, "
-                f"{b['time_s']['total'] / a['time_s']['total']:.2f}x the time on the node's own "
-                f"network); " + change)
+            out["network"]["summary"] = _network_summary(network, out["top"][0], net_rows[0])
     if not searched:
         out["note"] = (f"no configuration has dp x tp x pp = {gpus} with the global batch "
                        f"{gb} a multiple of dp x micro-batch and the layers a multiple of pp; "
@@ -271,3 +303,58 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                        "lower the global batch")
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _best(p: dict[str, Any]) -> dict[str, Any] | None:
+    return min(p["top"], key=lambda r: r["s_per_million_tokens"]) if p["top"] else None
+
+
+def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
+           **kwargs: Any) -> dict[str, Any]:
+    """Re-planning as machines come and go (Varuna's job morphing): for each count of available
+    GPUs in ``gpus`` (in the order given, e.g. 64, 48, 32 as machines are lost) the plan with
+    the least expected time per million tokens (preemption losses included) on at most that
+    many GPUs — all of them, or fewer whole nodes when that is faster or no shape fits the
+    count (unused machines are released and not paid) — with the same global batch (Varuna
+    keeps it, so training stays correct); its time, expected overhead, cost with a price, and
+    whether it differs from the previous count's. Each change
+    costs one checkpoint and one restart, ``switch_s = C + Rs`` (reported, not amortized).
+    ``kwargs`` as :func:`plan`."""
+    if not gpus or any(int(g) < 1 for g in gpus):
+        raise TraincastError(f"--gpus needs positive GPU counts, got {list(gpus)}")
+    catalog = kwargs.pop("catalog", None) or load_catalog()
+    kwargs = kwargs | {"top": 1, "catalog": catalog}
+    presets = [n.strip() for n in node.split(",") if n.strip()]
+    try:
+        per_node = min(catalog.node(nd).gpus for nd in presets)
+    except KeyError as exc:
+        raise TraincastError(str(exc.args[0])) from None
+    rows: list[dict[str, Any]] = []
+    first: dict[str, Any] = {}
+    for g in (int(x) for x in gpus):
+        counts = sorted({g} | set(range(per_node, g, per_node)), reverse=True)
+        plans = [plan(model, n, node, **kwargs) for n in counts]
+        first = first or plans[0]
+        row: dict[str, Any] = {"gpus": g, "searched": sum(p["searched"] for p in plans),
+                               "feasible": sum(p["feasible"] for p in plans)}
+        cands = [(p, b) for p in plans if (b := _best(p)) is not None]
+        if not cands:
+            row["note"] = plans[0].get("note", "nothing fits")
+            rows.append(row)
+            continue
+        p, b = min(cands, key=lambda pb: pb[1]["s_per_million_tokens"])
+        exp = (p.get("resilience") or {}).get("by_node", {}).get(b["node"], {})
+        row |= {"gpus_used": p["gpus"], "nodes": b["nodes"]}
+        row |= {k: b[k] for k in ("label", "config", "node", "gpu", "tokens_per_s_per_gpu",
+                                  "overhead_factor", "s_per_million_tokens")}
+        row |= {"time_s": b["time_s"]["total"],
+                "usd_per_million_tokens": b.get("usd_per_million_tokens"),
+                "switch_s": exp.get("switch_s")}
+        prev = next((r for r in reversed(rows) if "label" in r), None)
+        row["changed"] = prev is not None and (prev["label"], prev["node"], prev["gpus_used"]) \
+            != (b["label"], b["node"], p["gpus"])
+        rows.append(row)
+    return {"model": first["model"], "params": first["params"], "nodes": first["nodes"],
+            "dtype": first["dtype"], "seq": first["seq"],
+            "global_batch": first["global_batch"], "gpus": [int(g) for g in gpus],
+            "price": first.get("price"), "resilience": first.get("resilience"), "rows": rows}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.arch import ring_factor
+from traincast.architectures import ring_factor
 
 F = NDArray[np.float64]
 

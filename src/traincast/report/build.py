@@ -307,6 +307,37 @@ def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]
     return [fig], tbl
 
 
+def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
+    """Predicted (and measured) GPU utilization CDF; co-location numbers in the caption."""
+    from traincast.colocate import colocate
+    from traincast.report import figures as figs
+
+    if study.jobs is None or study.jobs.num_rows == 0 or "architecture" not in \
+            study.jobs.column_names:
+        return []
+    res = colocate(study.jobs, catalog, multi_gpu=True, per_job=True)
+    rows = res["job_rows"]
+    series = {name: 100 * floats(rows, col) for name, col in
+              (("predicted", "predicted_util"), ("measured (gpu_util)", "measured_util"))}
+    series = {k: v[np.isfinite(v)] for k, v in series.items() if np.isfinite(v).any()}
+    if not series:
+        return []
+    co = res["colocation"]
+    med = co["slowdown"]["median"]
+    return [Fig("cdf_gpu_util", "GPU utilization and co-location",
+                "Cumulative distribution of each job's predicted GPU utilization (T_comp / "
+                "T_total) and, where the trace measured it, of the measured one. Pairing jobs "
+                "of the same GPU model and GPU count whose predicted utilizations sum to at "
+                f"most 1 (traincast colocate --multi-gpu) forms {co['pairs']:,} pairs, frees "
+                f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} GPUs and saves "
+                f"{100 * (co['gpu_time_saved_share'] or 0):.0f}% of GPU time"
+                + (f" at a median slowdown of {med:.2f}×" if med else "")
+                + " (contention model: docs/colocate.md).",
+                "jobs.parquet (canonical columns, gpu_util); traincast.colocate",
+                lambda: figs.cdf_figure(series, title="GPU utilization per job (CDF)",
+                                        xlabel="GPU utilization (%)"))]
+
+
 def _catalog_of(study: Study, catalog: Catalog | None) -> Catalog:
     if catalog is not None:
         return catalog
@@ -345,7 +376,8 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     out = Path(out_dir) if out_dir is not None else study.folder
     out.mkdir(parents=True, exist_ok=True)
     cat = _catalog_of(study, catalog)
-    figs = [*_job_figures(study), *_share_figure(study), *_speedup_figure(study)]
+    figs = [*_job_figures(study), *_share_figure(study), *_speedup_figure(study),
+            *_colocate_figure(study, cat)]
     extra_tables: list[str] = []
     if roofline is not None:
         rf, tbl, _ = _roofline_figure(roofline, cat)

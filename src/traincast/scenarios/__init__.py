@@ -32,10 +32,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from traincast.arch import ARCHITECTURES
+from traincast.architectures import ARCHITECTURES
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
-from traincast.predict import resolve_link
+from traincast.resolve import resolve_link
 
 MATCH_LISTS = ("architecture", "gpu_type", "node", "workload")
 MATCH_KEYS = (*MATCH_LISTS, "min_gpus", "max_gpus")

@@ -1,28 +1,39 @@
 """Cluster traces: canonical job table (``schema``), adapters per public trace format
 (``adapters``), the DuckDB store (``store``), the bundled synthetic sample (``sample``).
 
-Two helpers shared by every command that reads jobs:
+Reading jobs::
 
-* :func:`jobs_from_args` — ``[TRACE | --db FILE]``: ingest TRACE into the store on the way and
-  return its jobs, or read the whole store;
+    jobs = read_trace("cluster04.csv", format="elasticflow")        # in memory
+    jobs = read_trace(["pai/"], format="pai-2020", db="jobs.duckdb") # kept in a store file
+    with Store("jobs.duckdb") as store:                                # the whole store
+        store.ingest(paths, format="philly")
+        jobs = store.jobs()
+
+The job table holds the trace's facts only. Helpers that fill what the trace does not say:
+
+* :func:`infer_architecture` — an architecture for jobs whose trace gives none
+  (:data:`~traincast.trace.schema.INFER_RULE`, flag ``arch_inferred``);
 * :func:`fill_features` — fill unknown features and batch size from the zoo profile of each
   job's ``workload``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from traincast.trace.schema import FEATURE_COLUMNS
-from traincast.trace.store import Progress, ingest, load_jobs
+from traincast.trace.schema import DEFAULT_NODE_GPUS, FEATURE_COLUMNS
+from traincast.trace.store import Store, ingest, load_jobs, read_trace
 
-__all__ = ["fill_features", "ingest", "jobs_from_args", "load_jobs", "parse_mapping"]
+if TYPE_CHECKING:
+    from traincast.hardware.catalog import Catalog
+
+__all__ = ["Store", "fill_features", "infer_architecture", "ingest", "load_jobs",
+           "parse_mapping", "read_trace"]
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
@@ -39,22 +50,49 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def jobs_from_args(trace: str | Path | Sequence[str | Path] | None = None,
-                   db: str | Path | None = None, format: str = "csv",
-                   mapping: Mapping[str, str] | None = None, *, strict: bool = False,
-                   progress: Progress | None = None) -> pa.Table:
-    """Jobs for a command taking ``[TRACE | --db FILE]``.
+def _lookup(col: pa.ChunkedArray, value: Any) -> np.ndarray:
+    """``value(name)`` for each row's text (NaN for null), one call per distinct name."""
+    enc = pc.cast(col, pa.string()).combine_chunks().dictionary_encode()
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    lut = np.array([value(n) for n in enc.dictionary.to_pylist()] + [np.nan], dtype=np.float64)
+    return lut[codes]
 
-    TRACE given: it is ingested into the store (``db``, default ``traincast.duckdb`` in the
-    working directory; unchanged files are not ingested twice) and its jobs are returned.
-    No TRACE: every job in the store.
+
+def infer_architecture(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
+    """Fill a null ``architecture`` by :data:`~traincast.trace.schema.INFER_RULE`.
+
+    With ``n`` = n_gpus and ``G`` = GPUs per node (the trace's ``gpus_per_node``, else the
+    GPUs of the row's ``node`` preset, else of its GPU type's ``default_node`` in ``catalog``,
+    else 8): ``n <= 1`` -> 1w1g, ``n <= G`` -> allreduce-local, else allreduce-cluster. Rows
+    whose trace gives an architecture, or no GPU count, are kept as they are.
     """
-    if trace is None or (isinstance(trace, Sequence) and not isinstance(trace, str)
-                         and len(trace) == 0):
-        return load_jobs(db)
-    report = ingest(trace, format=format, db=db, mapping=mapping, strict=strict,
-                    progress=progress)
-    return load_jobs(db, [s["source_id"] for s in report["sources"]])
+    if jobs.num_rows == 0 or "architecture" not in jobs.column_names:
+        return jobs
+    if catalog is None:
+        from traincast.hardware.catalog import load_catalog
+
+        catalog = load_catalog()
+
+    def preset_gpus(name: str | None) -> float:
+        return float(catalog.node(name).gpus) if name in catalog.nodes else np.nan
+
+    def gpu_gpus(name: str | None) -> float:
+        return preset_gpus(catalog.default_node_of(name)) if name else np.nan
+
+    n = len(jobs)
+    g = np.full(n, np.nan)
+    for col, value in (("gpus_per_node", None), ("node", preset_gpus), ("gpu_type", gpu_gpus)):
+        if col in jobs.column_names:
+            known = jobs[col].to_numpy(zero_copy_only=False).astype(np.float64) \
+                if value is None else _lookup(jobs[col], value)
+            g = np.where(np.isnan(g) & (known > 0), known, g)
+    g = np.where(np.isnan(g), DEFAULT_NODE_GPUS, g)
+    gpus = jobs["n_gpus"].to_numpy(zero_copy_only=False).astype(np.float64)
+    inferred = np.where(gpus <= 1, "1w1g",
+                        np.where(gpus <= g, "allreduce-local", "allreduce-cluster"))
+    arch = pa.array(np.where(np.isnan(gpus), None, inferred), type=pa.string())
+    merged = pc.coalesce(jobs["architecture"], arch)
+    return jobs.set_column(jobs.column_names.index("architecture"), "architecture", merged)
 
 
 def _workload_features(name: str) -> dict[str, Any] | None:

@@ -2,8 +2,13 @@
 
 One row is one training job. Times are seconds (any origin; traces shift them). ``n_gpus`` is a
 float: fractional GPUs (a job sharing a GPU, ``plan_gpu = 50`` in PAI) are kept as fractions.
-The five features are per-iteration, per data-parallel replica (DESIGN.md); null = unknown
+The features are per-iteration, per data-parallel replica (DESIGN.md); null = unknown
 (filled from the zoo profile of ``workload`` by :func:`traincast.trace.fill_features`).
+
+Placement, as the trace gives it (null = the trace does not say; the single default lives in
+``traincast.resolve``): ``gpus_per_worker`` = GPUs of one worker (process/instance);
+``gpus_per_node`` = GPUs of this job on each node it uses; ``workers_per_node`` = workers of
+this job on each node it uses. The store never fills a column from the hardware catalog.
 
 Flags (booleans, never null):
 
@@ -11,18 +16,23 @@ Flags (booleans, never null):
   or unknown): its duration is a lower bound;
 * ``zero_gpu`` — the job asked for no GPU (kept, so job counts match the trace);
 * ``fractional_gpu`` — ``n_gpus`` is not a whole number (GPU sharing);
-* ``arch_inferred`` — the trace has no architecture; the adapter assigned one by the rule in
-  :data:`INFER_RULE` (docs/traces.md).
+* ``arch_inferred`` — the trace gives no architecture (the stored ``architecture`` is null): it
+  is not a fact of the trace but inferred by the rule in :data:`INFER_RULE` when jobs are
+  resolved (:func:`traincast.trace.infer_architecture`, docs/traces.md).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from traincast.arch import ARCHITECTURES
+from traincast.architectures import ARCHITECTURES
 
 FEATURE_COLUMNS: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                                    "embedding_bytes_touched", "input_bytes")
+                                    "embedding_bytes_touched", "input_bytes",
+                                    "embedding_allreduce_bytes")
+"""Per-iteration features. ``embedding_allreduce_bytes`` = bytes an AllReduce of the embedding
+gradients moves (whole tables for dense-gradient tables, rows touched for sparse ones; null =
+``embedding_bytes_touched``)."""
 
 # name -> (Arrow type, DuckDB type)
 _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
@@ -37,6 +47,8 @@ _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
     ("n_workers", pa.int64(), "BIGINT"),
     ("n_ps", pa.int64(), "BIGINT"),
     ("gpus_per_worker", pa.float64(), "DOUBLE"),
+    ("gpus_per_node", pa.float64(), "DOUBLE"),
+    ("workers_per_node", pa.int64(), "BIGINT"),
     ("gpu_type", pa.string(), "VARCHAR"),
     ("node", pa.string(), "VARCHAR"),
     ("workload", pa.string(), "VARCHAR"),
@@ -64,8 +76,12 @@ NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
 DEFAULT_NODE_GPUS = 8
-INFER_RULE = ("n_gpus <= 1 -> 1w1g; n_gpus <= GPUs of the GPU type's default node (8 when "
-              "unknown) -> allreduce-local; more -> allreduce-cluster")
+INFER_RULE = ("n_gpus <= 1 -> 1w1g; n_gpus <= GPUs per node (the trace's gpus_per_node, else "
+              "the GPUs of its node preset or of its GPU type's default node, 8 when unknown) "
+              "-> allreduce-local; more -> allreduce-cluster")
+PLACEMENT_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node")
+ADDED_COLUMNS: tuple[str, ...] = (*PLACEMENT_COLUMNS, "embedding_allreduce_bytes")
+"""Added after the store's first release: an older store file gets them (null) on open."""
 
 
 def empty_table() -> pa.Table:

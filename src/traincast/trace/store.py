@@ -1,10 +1,16 @@
 """The job store: one DuckDB file holding the canonical job table and the sources it came from.
 
-``ingest`` runs an adapter's SQL plan over the trace files and appends the jobs in one
-transaction: bad rows are counted and reported (file, row, field), then skipped — or, with
-``strict``, fail the whole ingest; any failure rolls back, leaving the store exactly as it was.
+:class:`Store` is the store (``Store(path)``; ``Store()`` = in memory); :meth:`Store.ingest`
+runs an adapter's SQL plan over the trace files and appends the jobs in one transaction: bad
+rows are counted and reported (file, row, field), then skipped — or, with ``strict``, fail the
+whole ingest; any failure rolls back, leaving the store exactly as it was.
 Ingesting the same files again replaces their jobs when the files changed and is a no-op when
 they did not, so ``characterize TRACE`` twice does not duplicate jobs.
+
+The store keeps the trace's facts only: no column is filled from the hardware catalog (no
+default node, GPU or architecture; ``traincast.resolve`` does defaults). A store file written
+before a column was added to the schema (:data:`~traincast.trace.schema.ADDED_COLUMNS`)
+still opens: writing to it adds the column (null for the old jobs), reading it reads null.
 """
 
 from __future__ import annotations
@@ -20,17 +26,9 @@ import duckdb
 import pyarrow as pa
 
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.trace.adapters import adapter
-from traincast.trace.adapters.base import Plan, as_type, lit, typed, unreadable
-from traincast.trace.schema import (
-    ALL_COLUMNS,
-    COLUMNS,
-    DEFAULT_NODE_GPUS,
-    FLAG_COLUMNS,
-    SCHEMA,
-    SQL_TYPE,
-)
+from traincast.trace.adapters.base import Plan, as_type, lit, q, typed, unreadable
+from traincast.trace.schema import ALL_COLUMNS, COLUMNS, FLAG_COLUMNS, SCHEMA, SQL_TYPE
 
 DEFAULT_DB = "traincast.duckdb"
 MAX_ERRORS_SHOWN = 20
@@ -43,11 +41,31 @@ def db_path(db: str | Path | None) -> Path:
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
-    cols = ", ".join(f'"{c}" {SQL_TYPE[c]}' for c in ALL_COLUMNS)
+    """Create the tables, or bring an older store's job table up to the schema (add the
+    columns it lacks, null for its jobs)."""
+    cols = ", ".join(f"{q(c)} {SQL_TYPE[c]}" for c in ALL_COLUMNS)
     con.execute(f"CREATE TABLE IF NOT EXISTS jobs ({cols})")
+    for c in ALL_COLUMNS:
+        if c not in _job_columns(con):
+            con.execute(f"ALTER TABLE jobs ADD COLUMN {q(c)} {SQL_TYPE[c]}")
     con.execute("CREATE TABLE IF NOT EXISTS sources (source_id INTEGER PRIMARY KEY, "
                 "format VARCHAR, files VARCHAR, mapping VARCHAR, fingerprint VARCHAR, "
                 "rows BIGINT, bad_rows BIGINT, ingested_at TIMESTAMP)")
+
+
+def _job_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Columns of the store's job table (empty when there is none)."""
+    rows = con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'jobs' "
+                       "AND database_name = current_database() "
+                       "AND schema_name = current_schema()").fetchall()
+    return {r[0] for r in rows}
+
+
+def _select_list(con: duckdb.DuckDBPyConnection) -> str:
+    """SQL: the store's columns in schema order; a column an older store lacks reads null."""
+    have = _job_columns(con)
+    return ", ".join(q(c) if c in have else f"CAST(NULL AS {SQL_TYPE[c]}) AS {q(c)}"
+                     for c in ALL_COLUMNS)
 
 
 def _keep_try_casts(con: duckdb.DuckDBPyConnection) -> None:
@@ -65,21 +83,6 @@ def _fingerprint(files: Iterable[str]) -> str:
         st = Path(f).stat()
         h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
-
-
-def _node_gpus_sql(catalog: Catalog) -> str:
-    """SQL: GPUs of the default node of the job's GPU type (8 when unknown)."""
-    names: dict[str, int] = {}
-    for name in (*catalog.gpus, *catalog.aliases):
-        try:
-            node = catalog.default_node_of(name)
-            if node:
-                names[name] = catalog.node(node).gpus
-        except KeyError:
-            continue
-    cases = " ".join(f"WHEN {lit(n)} THEN {g}" for n, g in sorted(names.items()))
-    return f"COALESCE(CASE gpu_type {cases} END, {DEFAULT_NODE_GPUS})" if cases else \
-        str(DEFAULT_NODE_GPUS)
 
 
 def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
@@ -110,16 +113,15 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
         f"COALESCE(({plan.censored}), FALSE) AS _censored FROM {plan.relation}))")
 
 
-def _insert(con: duckdb.DuckDBPyConnection, source_id: int, node_gpus: str) -> None:
-    infer = (f"CASE WHEN n_gpus IS NULL THEN NULL WHEN n_gpus <= 1 THEN '1w1g' "
-             f"WHEN n_gpus <= {node_gpus} THEN 'allreduce-local' ELSE 'allreduce-cluster' END")
-    select = []
-    for c in COLUMNS:
-        select.append(f"COALESCE(architecture, {infer})" if c == "architecture" else f'"{c}"')
+def _insert(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Store the staged good rows: the trace's values as they are, plus the flags."""
+    select = [q(c) for c in COLUMNS]
     select += ["censored", "COALESCE(n_gpus = 0, FALSE)",
                "COALESCE(n_gpus <> floor(n_gpus), FALSE)",
-               f"(architecture IS NULL AND ({infer}) IS NOT NULL)", str(source_id)]
-    con.execute(f"INSERT INTO jobs SELECT {', '.join(select)} FROM _staged WHERE _err IS NULL")
+               "(architecture IS NULL AND n_gpus IS NOT NULL)", str(source_id)]
+    names = ", ".join(q(c) for c in ALL_COLUMNS)
+    con.execute(f"INSERT INTO jobs ({names}) SELECT {', '.join(select)} FROM _staged "
+                "WHERE _err IS NULL")
 
 
 def _errors(con: duckdb.DuckDBPyConnection) -> tuple[int, list[dict[str, Any]]]:
@@ -146,146 +148,233 @@ def format_errors(errors: list[dict[str, Any]], total: int) -> str:
     return "\n".join(lines) + more
 
 
-def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
-           db: str | Path | None = None, mapping: Mapping[str, str] | None = None,
-           strict: bool = False, *, catalog: Catalog | None = None,
-           progress: Progress | None = None) -> dict[str, Any]:
-    """Ingest trace files into the store (one transaction); returns a report.
 
-    ``paths``: the trace files (for ``pai-2020``, its directory or table files). ``mapping``:
-    canonical column -> source column (``--map``). Report keys: ``db``, ``format``,
-    ``sources`` (one per file or table set: ``source_id``, ``files``, ``jobs``, ``bad_rows``,
-    ``flags`` (its jobs' flag counts), ``unchanged``), ``jobs`` (stored by this call),
-    ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``, ``value``), ``flags``
-    (counts of each flag over the jobs stored by this call), ``seconds``.
+
+class Store:
+    """A job store: one DuckDB file (``Store()`` = an in-memory store, nothing written).
+
+    ``with Store("jobs.duckdb") as store: store.ingest(paths, "pai-2020"); jobs =
+    store.jobs()``. Reading a file that does not exist is an error; the first ingest creates
+    it (and removes it again when that ingest fails). Reads use a read-only connection, so
+    several processes can read one store; an ingest reopens it for writing.
     """
-    t0 = time.perf_counter()
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    paths = [Path(p).resolve() for p in paths]
-    for p in paths:
-        if not p.exists():
-            raise TraincastError(f"{p}: trace file not found")
-    mod = adapter(format)
-    path = db_path(db)
-    existed = path.exists()
-    catalog = catalog or load_catalog()
-    con = duckdb.connect(str(path))
-    report: dict[str, Any] = {"db": str(path), "format": format, "sources": [], "jobs": 0,
-                              "bad_rows": 0, "errors": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
-    try:
-        con.execute("SET enable_progress_bar = false")  # progress is ours, on stderr
-        _keep_try_casts(con)
-        con.execute("BEGIN TRANSACTION")
-        _create(con)
-        plans = mod.plans(con, paths, mapping)
-        node_gpus = _node_gpus_sql(catalog)
-        mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
-        for i, plan in enumerate(plans):
-            if progress:
-                progress(f"reading {Path(plan.file).name}", 2 * i, 2 * len(plans))
-            files_json = json.dumps(sorted(plan.files))
-            fp = _fingerprint(plan.files)
-            old = con.execute("SELECT source_id, fingerprint, rows, bad_rows FROM sources "
-                              "WHERE format = ? AND files = ? AND mapping = ?",
-                              [format, files_json, mapping_json]).fetchone()
-            if old and old[1] == fp:
-                report["sources"].append({"source_id": old[0], "files": plan.files,
-                                          "jobs": old[2], "bad_rows": old[3],
-                                          "flags": _flags(con, old[0]), "unchanged": True})
-                continue
-            if old:
-                con.execute("DELETE FROM jobs WHERE source_id = ?", [old[0]])
-                con.execute("DELETE FROM sources WHERE source_id = ?", [old[0]])
-            try:
-                _stage(con, plan)
-            except duckdb.Error as exc:
-                raise unreadable(plan.adapter, plan.file, exc) from None
-            n_bad, errors = _errors(con)
-            if n_bad and strict:
-                raise TraincastError(
-                    f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
-                    f"(--strict):\n{format_errors(errors, n_bad)}",
-                    hint="fix the rows, or ingest without --strict to skip them")
-            sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
-            if progress:
-                progress(f"storing {Path(plan.file).name}", 2 * i + 1, 2 * len(plans))
-            _insert(con, sid, node_gpus)
-            n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?",
-                                 [sid]).fetchone()[0]
-            flags = _flags(con, sid)
-            for f, v in flags.items():
-                report["flags"][f] += v
-            con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, now())",
-                        [sid, format, files_json, mapping_json, fp, n_jobs, n_bad])
-            con.execute("DROP TABLE IF EXISTS _staged")
-            report["sources"].append({"source_id": sid, "files": plan.files, "jobs": n_jobs,
-                                      "bad_rows": n_bad, "flags": flags, "unchanged": False})
-            report["jobs"] += n_jobs
-            report["bad_rows"] += n_bad
-            report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
-        con.execute("COMMIT")
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path: Path | None = Path(path) if path is not None else None
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._writable = False
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path) if self.path else ':memory:'!r})"
+
+    def close(self) -> None:
+        """Close the connection (the store can be used again: it reopens)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def _connect(self, write: bool) -> duckdb.DuckDBPyConnection:
+        if self._con is not None and (self._writable or not write):
+            return self._con
+        self.close()
+        if not write and self.path is not None and not self.path.exists():
+            raise TraincastError(f"{self.path}: no job store here",
+                                 hint="ingest a trace first: traincast ingest TRACE "
+                                      "--format F [--db FILE]")
+        where = str(self.path) if self.path else ":memory:"
+        try:
+            self._con = duckdb.connect(where, read_only=not write and self.path is not None)
+        except duckdb.Error as exc:
+            raise TraincastError(f"{where}: cannot open the job store: "
+                                 f"{str(exc).splitlines()[0]}",
+                                 hint="--db names a DuckDB file written by traincast ingest "
+                                      "(or a new file)") from None
+        self._writable = write or self.path is None
+        if self.path is None:
+            _create(self._con)
+        return self._con
+
+    def _read(self) -> duckdb.DuckDBPyConnection:
+        """A connection to an existing store whose job table exists."""
+        con = self._connect(write=False)
+        if not _job_columns(con):
+            raise TraincastError(f"{self.path}: not a traincast job store",
+                                 hint="give a file written by traincast ingest (--db FILE)")
+        return con
+
+    def ingest(self, paths: str | Path | Iterable[str | Path], format: str = "csv",
+               mapping: Mapping[str, str] | None = None, *, strict: bool = False,
+               progress: Progress | None = None) -> dict[str, Any]:
+        """Ingest trace files (one transaction); returns a report.
+
+        ``paths``: the trace files (for ``pai-2020``, its directory or table files).
+        ``mapping``: canonical column -> source column (``--map``). Report keys: ``db``,
+        ``format``, ``sources`` (one per file or table set: ``source_id``, ``files``, ``jobs``,
+        ``bad_rows``, ``flags`` (its jobs' flag counts), ``unchanged``), ``jobs`` (stored by
+        this call), ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``,
+        ``value``), ``flags`` (counts of each flag over the jobs stored by this call),
+        ``seconds``. Bad rows are skipped, or with ``strict`` fail the ingest; a failed ingest
+        leaves the store as it was.
+        """
+        t0 = time.perf_counter()
+        if isinstance(paths, str | Path):
+            paths = [paths]
+        paths = [Path(p).resolve() for p in paths]
+        for p in paths:
+            if not p.exists():
+                raise TraincastError(f"{p}: trace file not found")
+        mod = adapter(format)
+        existed = self.path is None or self.path.exists()
+        con = self._connect(write=True)
+        report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
+                                  "sources": [], "jobs": 0, "bad_rows": 0, "errors": [],
+                                  "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
+        try:
+            con.execute("SET enable_progress_bar = false")  # progress is ours, on stderr
+            _keep_try_casts(con)
+            con.execute("BEGIN TRANSACTION")
+            _create(con)
+            plans = mod.plans(con, paths, mapping)
+            for i, plan in enumerate(plans):
+                if progress:
+                    progress(f"reading {Path(plan.file).name}", 2 * i, 2 * len(plans))
+                _ingest_plan(con, plan, format, mapping, strict, report,
+                             progress, (2 * i + 1, 2 * len(plans)))
+            con.execute("COMMIT")
+        except BaseException:
+            self._abort(existed)
+            raise
         if progress:
             progress("done", 1, 1)
-    except BaseException:
-        try:
-            con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass
-        con.close()
-        if not existed:
-            for f in (path, path.with_name(path.name + ".wal")):
+        report["seconds"] = time.perf_counter() - t0
+        return report
+
+    def _abort(self, existed: bool) -> None:
+        """Roll back a failed ingest; a store file this ingest created is removed."""
+        if self._con is not None:
+            try:
+                self._con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+        if not existed and self.path is not None:
+            self.close()
+            for f in (self.path, self.path.with_name(self.path.name + ".wal")):
                 f.unlink(missing_ok=True)
-        raise
-    con.close()
-    report["seconds"] = time.perf_counter() - t0
-    return report
 
-
-def _open_existing(db: str | Path | None) -> duckdb.DuckDBPyConnection:
-    path = db_path(db)
-    if not path.exists():
-        raise TraincastError(f"{path}: no job store here",
-                             hint="ingest a trace first: traincast ingest TRACE --format F "
-                                  "[--db FILE]")
-    return duckdb.connect(str(path), read_only=True)
-
-
-def load_jobs(db: str | Path | None = None,
-              source_ids: Iterable[int] | None = None) -> pa.Table:
-    """The canonical job table from the store (all sources, or those given), in ingest order."""
-    con = _open_existing(db)
-    try:
+    def jobs(self, source_ids: Iterable[int] | None = None) -> pa.Table:
+        """The canonical job table (:data:`~traincast.trace.schema.SCHEMA`), all sources or
+        those given, in ingest order."""
+        con = self._read()
         where = ""
         if source_ids is not None:
             ids = ", ".join(str(int(s)) for s in source_ids) or "NULL"
             where = f" WHERE source_id IN ({ids})"
-        cols = ", ".join(f'"{c}"' for c in ALL_COLUMNS)
-        try:
-            table = con.sql(f"SELECT {cols} FROM jobs{where}").to_arrow_table()
-        except duckdb.CatalogException:
-            raise TraincastError(f"{db_path(db)}: not a traincast job store") from None
-    finally:
-        con.close()
-    return table.cast(SCHEMA)
+        return con.sql(f"SELECT {_select_list(con)} FROM jobs{where}").to_arrow_table() \
+            .cast(SCHEMA)
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The sources recorded in the store (files, format, jobs, bad rows, time)."""
+        cur = self._read().execute("SELECT * FROM sources ORDER BY source_id")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def export_parquet(self, path: str | Path) -> Path:
+        """Write the job table to a Parquet file (canonical columns + flags, schema order)."""
+        con = self._read()
+        con.execute(f"COPY (SELECT {_select_list(con)} FROM jobs) TO {lit(Path(path))} "
+                    "(FORMAT parquet)")
+        return Path(path)
+
+
+def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
+                 mapping: Mapping[str, str] | None, strict: bool, report: dict[str, Any],
+                 progress: Progress | None, step: tuple[int, int]) -> None:
+    """One plan (file or table set) into the store, inside the caller's transaction: kept
+    when unchanged since its last ingest, else replaced; adds to ``report``."""
+    files_json = json.dumps(sorted(plan.files))
+    mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
+    fp = _fingerprint(plan.files)
+    old = con.execute("SELECT source_id, fingerprint, rows, bad_rows FROM sources "
+                      "WHERE format = ? AND files = ? AND mapping = ?",
+                      [format, files_json, mapping_json]).fetchone()
+    if old and old[1] == fp:
+        report["sources"].append({"source_id": old[0], "files": plan.files, "jobs": old[2],
+                                  "bad_rows": old[3], "flags": _flags(con, old[0]),
+                                  "unchanged": True})
+        return
+    if old:
+        con.execute("DELETE FROM jobs WHERE source_id = ?", [old[0]])
+        con.execute("DELETE FROM sources WHERE source_id = ?", [old[0]])
+    try:
+        _stage(con, plan)
+    except duckdb.Error as exc:
+        raise unreadable(plan.adapter, plan.file, exc) from None
+    n_bad, errors = _errors(con)
+    if n_bad and strict:
+        raise TraincastError(
+            f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
+            f"(--strict):\n{format_errors(errors, n_bad)}",
+            hint="fix the rows, or ingest without --strict to skip them")
+    sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
+    if progress:
+        progress(f"storing {Path(plan.file).name}", *step)
+    _insert(con, sid)
+    n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?", [sid]).fetchone()[0]
+    flags = _flags(con, sid)
+    for f, v in flags.items():
+        report["flags"][f] += v
+    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, now())",
+                [sid, format, files_json, mapping_json, fp, n_jobs, n_bad])
+    con.execute("DROP TABLE IF EXISTS _staged")
+    report["sources"].append({"source_id": sid, "files": plan.files, "jobs": n_jobs,
+                              "bad_rows": n_bad, "flags": flags, "unchanged": False})
+    report["jobs"] += n_jobs
+    report["bad_rows"] += n_bad
+    report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+def read_trace(path_or_paths: str | Path | Iterable[str | Path], format: str = "csv",
+               db: str | Path | None = None, mapping: Mapping[str, str] | None = None, *,
+               strict: bool = False, progress: Progress | None = None) -> pa.Table:
+    """The canonical job table of a trace: its files ingested into the store ``db`` (``None`` =
+    in memory, nothing written; unchanged files are not ingested twice) and their jobs
+    returned (only this trace's, not the rest of the store). Bad rows are skipped (``strict``:
+    an error naming file, row and field)."""
+    with Store(db) as store:
+        report = store.ingest(path_or_paths, format, mapping, strict=strict, progress=progress)
+        return store.jobs([s["source_id"] for s in report["sources"]])
+
+
+# Functions over the store file ``db`` (None = ``traincast.duckdb`` in the working directory).
+
+def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
+           db: str | Path | None = None, mapping: Mapping[str, str] | None = None,
+           strict: bool = False, *, progress: Progress | None = None) -> dict[str, Any]:
+    """:meth:`Store.ingest` into the store file ``db`` (default: ``traincast.duckdb`` here)."""
+    with Store(db_path(db)) as store:
+        return store.ingest(paths, format, mapping, strict=strict, progress=progress)
+
+
+def load_jobs(db: str | Path | None = None,
+              source_ids: Iterable[int] | None = None) -> pa.Table:
+    """:meth:`Store.jobs` of the store file ``db`` (default: ``traincast.duckdb`` here)."""
+    with Store(db_path(db)) as store:
+        return store.jobs(source_ids)
 
 
 def sources(db: str | Path | None = None) -> list[dict[str, Any]]:
-    """The sources recorded in the store (files, format, jobs, bad rows, time)."""
-    con = _open_existing(db)
-    try:
-        cur = con.execute("SELECT * FROM sources ORDER BY source_id")
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        con.close()
+    """:meth:`Store.sources` of the store file ``db``."""
+    with Store(db_path(db)) as store:
+        return store.sources()
 
 
 def export_parquet(path: str | Path, db: str | Path | None = None) -> Path:
-    """Write the store's job table to a Parquet file (canonical columns + flags)."""
-    con = _open_existing(db)
-    try:
-        con.execute(f"COPY (SELECT * FROM jobs) TO {lit(Path(path))} (FORMAT parquet)")
-    finally:
-        con.close()
-    return Path(path)
+    """:meth:`Store.export_parquet` of the store file ``db``."""
+    with Store(db_path(db)) as store:
+        return store.export_parquet(path)

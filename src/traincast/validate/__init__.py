@@ -15,6 +15,12 @@ For each case (a zoo model, a batch size, an architecture):
 
 Architectures: ``1w1g`` (this process), ``allreduce-local`` (DistributedDataParallel over 2
 local processes) and ``ps-worker`` (1 parameter server + 2 workers, torch.distributed).
+
+Threads (CPU): one run of ``validate`` calibrates (or reads a catalog calibrated) at T torch
+threads and runs every case at T threads per process; a case of P processes runs only when
+``P * T <= cores`` (else it is listed under ``skipped``: oversubscribed cores measure the
+contention, not the model). ``validate_threads`` runs it at 1 thread and at all cores and
+reports both.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ import numpy as np
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
-__all__ = ["Case", "FULL_CASES", "GPU_CASES", "QUICK_CASES", "validate", "predict_case",
-           "summarize"]
+__all__ = ["Case", "FULL_CASES", "GPU_CASES", "QUICK_CASES", "validate", "validate_threads",
+           "predict_case", "summarize", "thread_counts"]
 
 MEDIAN_TARGET = 0.15
 MAX_TARGET = 0.40
@@ -60,6 +66,13 @@ class Case:
     @property
     def label(self) -> str:
         return f"{self.name} b{self.batch_size} {self.arch}"
+
+    @property
+    def processes(self) -> int:
+        """Processes of the real run: 1, ``gpus`` (all-reduce) or ``workers`` + 1 (PS)."""
+        if self.arch == "1w1g":
+            return 1
+        return self.gpus if self.arch == "allreduce-local" else self.workers + 1
 
 
 # Inputs cropped (fewer pixels, tokens or frames) and batches chosen so that one step takes about
@@ -96,6 +109,7 @@ GPU_CASES: tuple[Case, ...] = (
 QUICK_CASES: tuple[Case, ...] = (
     Case("zoo:mobilenet-v2", "CNN", 2, crop=_IMG112),
     Case("zoo:transformer-nmt", "transformer", 2, crop=_NMT16),
+    Case(PTB_LSTM, "RNN", 20),  # recurrent steps: small per-step ops
 )
 
 
@@ -113,13 +127,13 @@ def predict_case(features: dict[str, Any], ops: Sequence[dict[str, Any]], case: 
         kw.update(gpus=case.gpus)
     paper = predict(features, **kw)
     comp = compute_breakdown(ops, Curves.from_gpu(catalog.gpu("local")))
-    data, comm = paper["time_s"]["data_io"], paper["time_s"]["comm"]
+    data, comm = paper.time_s["data_io"], paper.time_s["comm"]
     total = float(total_time_s(data, comp["compute_flop"] + comp["compute_mem"], comm))
-    return {"predicted_s": total, "paper_predicted_s": float(paper["time_s"]["total"]),
+    return {"predicted_s": total, "paper_predicted_s": float(paper.time_s["total"]),
             "predicted": {"data_io": data, "compute_flop": comp["compute_flop"],
                           "compute_mem": comp["compute_mem"], "comm": comm,
                           "op_overhead": comp["overhead"], "fresh_alloc": comp["fresh"]},
-            "paper": {k: float(paper["time_s"][k]) for k in
+            "paper": {k: float(paper.time_s[k]) for k in
                       ("data_io", "compute_flop", "compute_mem", "comm")},
             "ops": comp["ops"]}
 
@@ -158,42 +172,103 @@ def summarize(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _catalog(path: str | Path | None, quick: bool, device: str, threads: int,
-             say: Callable[[str], None]) -> tuple[Catalog, str]:
+def _catalog(path: str | Path | None, quick: bool, device: str, threads: int | None,
+             say: Callable[[str], None]) -> tuple[Catalog, str, int]:
+    """The catalog, its path and the thread count to run at: a given catalog's recorded
+    ``threads`` (an explicit different ``threads`` is an error), else a fresh calibration at
+    ``threads`` (default: torch's count)."""
     if path is not None:
-        return load_catalog([path]), str(path)
+        cat = load_catalog([path])
+        recorded = int(getattr(cat.gpu("local"), "threads", 0) or 0)
+        if threads is not None and recorded and threads != recorded and \
+                not device.startswith("cuda"):
+            raise TraincastError(
+                f"{path}: [gpu.local] was calibrated at threads = {recorded}, not {threads}",
+                hint=f"run validate with --threads {recorded}, or calibrate again with "
+                     f"--threads {threads}")
+        return cat, str(path), threads or recorded or 1
+    import torch
+
     from traincast.calibrate import calibrate
 
-    say("calibrating this machine" + (" (quick)" if quick else ""))
+    threads = threads or torch.get_num_threads()
+    say(f"calibrating this machine at {threads} thread(s)" + (" (quick)" if quick else ""))
     tmp = Path(tempfile.mkdtemp(prefix="traincast-")) / "local.toml"
     calibrate(tmp, quick=quick, device=device, threads=threads, progress=say)
-    return load_catalog([tmp]), str(tmp)
+    return load_catalog([tmp]), str(tmp), threads
+
+
+def thread_counts() -> list[int]:
+    """The thread counts validation runs at on the CPU: 1 and all cores (once if 1 core)."""
+    import os
+
+    return sorted({1, os.cpu_count() or 1})
+
+
+def validate_threads(counts: Sequence[int] | None = None, **kwargs: Any) -> dict[str, Any]:
+    """``validate`` at each thread count (default ``thread_counts()``: 1 and all cores), each
+    with its own calibration. Returns the first run's result (the DESIGN JSON: ``cases``,
+    ``median_abs_error``, ...) plus ``runs`` (every run's result) and ``by_threads`` (T ->
+    ``median_abs_error``, ``p90_abs_error``, ``max_abs_error``, ``paper_median_abs_error``,
+    ``targets_met`` and the counts of ``cases``, ``failed``, ``skipped``)."""
+    runs = [validate(threads=t, **kwargs) for t in (counts or thread_counts())]
+    keys = ("median_abs_error", "p90_abs_error", "max_abs_error", "paper_median_abs_error",
+            "targets_met")
+    return {**runs[0], "runs": runs,
+            "by_threads": {str(r["threads"]): {**{k: r[k] for k in keys},
+                                               "cases": len(r["cases"]),
+                                               "failed": len(r["failed"]),
+                                               "skipped": len(r["skipped"])} for r in runs}}
 
 
 def validate(catalog: str | Path | None = None, *, quick: bool = False,
-             cases: Sequence[Case] | None = None, device: str | None = None, threads: int = 1,
-             steps: int | None = None, warmup: int | None = None, profile_steps: int = 2,
+             cases: Sequence[Case] | None = None, device: str | None = None,
+             threads: int | None = None, steps: int | None = None, warmup: int | None = None,
+             profile_steps: int = 2,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Predict, run and compare every case; the DESIGN JSON (``cases``, ``median_abs_error``,
     ``p90_abs_error``) plus predicted/measured components and the paper model's error.
 
     ``catalog``: a ``traincast calibrate`` file; None = calibrate now (quick with ``quick``).
+    ``threads``: torch threads per process (default: the catalog's recorded count, else
+    torch's); cases of P processes with ``P * threads > cores`` go to ``skipped``.
     """
     import torch
 
-    from traincast.calibrate import default_device, device_name
+    from traincast.calibrate import default_device
+
+    device = device or default_device()
+    before = torch.get_num_threads()
+    try:
+        return _validate(catalog, quick=quick, cases=cases, device=device, threads=threads,
+                         steps=steps, warmup=warmup, profile_steps=profile_steps,
+                         say=progress or (lambda _msg: None))
+    finally:
+        torch.set_num_threads(before)
+
+
+def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] | None,
+              device: str, threads: int | None, steps: int | None, warmup: int | None,
+              profile_steps: int, say: Callable[[str], None]) -> dict[str, Any]:
+    import os
+
+    import torch
+
+    from traincast.calibrate import device_name
     from traincast.features.profile import profile
     from traincast.validate.runs import build
 
-    say = progress or (lambda _msg: None)
-    device = device or default_device()
-    torch.set_num_threads(threads)
     if cases is None:
         cases = QUICK_CASES if quick else (GPU_CASES if device.startswith("cuda") else FULL_CASES)
-    cases = list(cases)
     steps = steps or (5 if quick else 9)
     warmup = warmup or 2
-    cat, cat_path = _catalog(catalog, quick, device, threads, say)
+    cat, cat_path, threads = _catalog(catalog, quick, device, threads, say)
+    torch.set_num_threads(threads)
+    cores = os.cpu_count() or 1
+    skipped = [{"model": c.name, "arch": c.arch, "batch_size": c.batch_size,
+                "reason": f"{c.processes} processes x {threads} threads > {cores} cores"}
+               for c in cases if not device.startswith("cuda") and c.processes * threads > cores]
+    cases = [c for c in cases if device.startswith("cuda") or c.processes * threads <= cores]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     for case in cases:
@@ -219,8 +294,7 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
         rows.append({
             "model": case.name, "family": case.family, "arch": case.arch,
             "batch_size": case.batch_size, "crop": [list(c) for c in case.crop],
-            "processes": 1 if case.arch == "1w1g" else
-            (case.gpus if case.arch == "allreduce-local" else case.workers + 1),
+            "processes": case.processes, "threads": threads,
             "measured_s": measured, "measured_spread": float((p90 - p10) / measured),
             "measured_wall_s": float(np.median(run["wall"])), "clock": run["clock"],
             "predicted_s": pred["predicted_s"],
@@ -236,5 +310,5 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
             f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})")
     return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
             "threads": threads, "catalog": cat_path, "steps": steps, "warmup": warmup,
-            "cases": rows, "failed": failed, **summarize(rows),
+            "cases": rows, "failed": failed, "skipped": skipped, **summarize(rows),
             "case_specs": [asdict(c) for c in cases]}

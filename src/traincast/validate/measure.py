@@ -15,8 +15,9 @@ median of ``steps`` timed steps after ``warmup`` untimed ones.
 The breakdown comes from ``torch.profiler`` over a few more steps: each aten op's *self* time
 (device time on CUDA, CPU time on the CPU) goes to
 
-* ``compute_flop``: matrix products, convolutions (every aten op with ``conv`` in its name,
-  e.g. ``_slow_conv2d_backward``) and attention kernels (``FLOP_OPS``),
+* ``compute_flop``: the compute-bound ops of the op registry
+  (``traincast.features.ops.is_compute_bound``: matrix products, convolutions of every backend,
+  e.g. ``_slow_conv2d_backward``, attention kernels, fused recurrent layers),
 * ``comm``: collectives and send/recv (names with ``all_reduce``, ``allreduce``, ``send``,
   ``recv``, ``broadcast``, ``gloo``, ``nccl``),
 * ``data_io``: the input copy (the ``traincast.data`` region),
@@ -34,21 +35,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-FLOP_OPS = frozenset({
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation",
-    "aten::convolution", "aten::_convolution", "aten::mkldnn_convolution",
-    "aten::convolution_backward", "aten::cudnn_convolution", "aten::_convolution_backward",
-    "aten::_scaled_dot_product_flash_attention_for_cpu",
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
-    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
-    "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
-    "aten::_flash_attention_backward", "aten::_efficient_attention_forward",
-    "aten::_efficient_attention_backward", "aten::_scaled_dot_product_flash_attention_backward",
-    "aten::_scaled_dot_product_efficient_attention_backward",
-    "aten::_scaled_dot_product_cudnn_attention_backward",
-    "aten::mkldnn_rnn_layer", "aten::mkldnn_rnn_layer_backward", "aten::_cudnn_rnn",
-    "aten::_cudnn_rnn_backward",
-})
+from traincast.features.ops import is_compute_bound
+
 COMM_WORDS = ("all_reduce", "allreduce", "send", "recv", "broadcast", "gloo", "nccl")
 DATA_REGION = "traincast.data"
 
@@ -151,7 +139,7 @@ def classify(name: str) -> str:
         return "data_io"
     if any(w in low for w in COMM_WORDS):
         return "comm"
-    if name in FLOP_OPS or (name.startswith("aten::") and "conv" in low):
+    if "::" in name and is_compute_bound(name):
         return "compute_flop"
     if name.startswith("aten::"):
         return "compute_mem"

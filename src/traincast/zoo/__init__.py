@@ -1,10 +1,12 @@
-"""The reference model zoo (torch.nn only) and its precomputed, torch-free profiles.
+"""The reference model zoo: one registry of ``zoo:`` names, torch.nn modules, LLM configs.
 
-``traincast.zoo.ZOO`` lists the models (no torch needed); ``get_model(name).build_meta()``
-builds one on the meta device; ``traincast.zoo.profiles.workload_features(name)`` reads the
-shipped profile of a model or trace workload tag without torch.
+``traincast.zoo.MODELS`` lists every zoo model with its capabilities (no torch needed):
+``torch`` (``get_model(name).build_meta()`` builds it on the meta device) and ``llm``
+(``get_llm(name)``: a decoder-only config for the hybrid-parallel model). ``ZOO`` is the subset
+with a torch module. ``traincast.zoo.profiles.workload_features(name)`` reads the shipped
+profile of a model or trace workload tag without torch.
 """
 
-from traincast.zoo.registry import ZOO, ZooEntry, get_model
+from traincast.zoo.registry import MODELS, ZOO, ZooEntry, get_llm, get_model, lookup
 
-__all__ = ["ZOO", "ZooEntry", "get_model"]
+__all__ = ["MODELS", "ZOO", "ZooEntry", "get_llm", "get_model", "lookup"]

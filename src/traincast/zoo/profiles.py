@@ -1,8 +1,9 @@
 """The shipped profiles of the zoo models and trace workload tags — no torch needed.
 
 ``profiles.json`` (written by ``python -m traincast.zoo.build_profiles``) holds the profile of
-every zoo model at its default batch, fp32 and under autocast; ``workloads.toml`` maps trace
-workload tags (PAI 2020: bert, nmt, ctr, graphlearn, resnet, inception, xlnet, ...) to them.
+every zoo model with a torch module at its default batch, fp32 and under autocast; the
+``[workload.TAG]`` tables of the registry (``models.toml``) map trace workload tags (PAI 2020:
+bert, nmt, ctr, graphlearn, resnet, inception, xlnet, ...) to them.
 """
 
 from __future__ import annotations
@@ -26,24 +27,26 @@ def load_profiles() -> dict[str, Any]:
 
 @cache
 def load_aliases() -> dict[str, dict[str, str]]:
-    """Workload tag -> ``{"profile": zoo name, "reason": ...}`` from ``workloads.toml``."""
-    text = resources.files("traincast.zoo").joinpath("workloads.toml").read_text()
-    aliases = tomllib.loads(text).get("alias", {})
+    """Workload tag -> ``{"profile": zoo name, "reason": ...}`` (``[workload.TAG]`` tables)."""
+    from traincast.zoo.registry import REGISTRY_FILE, load_registry
+
+    aliases = load_registry()["workloads"]
     models = load_profiles()["models"]
     for tag, entry in aliases.items():
         if entry.get("profile") not in models or not entry.get("reason"):
-            raise TraincastError(f"workloads.toml: [alias.{tag}] needs a profile among "
-                                 f"{', '.join(models)} and a reason")
+            raise TraincastError(f"traincast/zoo/{REGISTRY_FILE}: [workload.{tag}] needs a "
+                                 f"profile among {', '.join(models)} and a reason")
     return {tag.lower(): entry for tag, entry in aliases.items()}
 
 
 def resolve_workload(name: str) -> str | None:
-    """The zoo model standing in for workload ``name`` (a zoo name or a tag), or None."""
-    key = str(name).strip().lower()
-    if key.startswith("zoo:"):
-        key = key[4:]
-    if key in load_profiles()["models"]:
-        return key
+    """The zoo model standing in for workload ``name`` (a zoo name, alias or tag), or None."""
+    from traincast.zoo.registry import canonical_name
+
+    key = str(name).strip().lower().removeprefix("zoo:")
+    canonical = canonical_name(key)
+    if canonical in load_profiles()["models"]:
+        return canonical
     entry = load_aliases().get(key)
     return entry["profile"] if entry else None
 
@@ -67,5 +70,10 @@ def workload_features(name: str) -> dict[str, Any] | None:
 
 
 def workload_names() -> list[str]:
-    """Every name ``workload_features`` knows: zoo models and workload tags, sorted."""
-    return sorted({*load_profiles()["models"], *load_aliases()})
+    """Every name ``workload_features`` knows: profiled zoo models, their aliases and workload
+    tags, sorted."""
+    from traincast.zoo.registry import load_registry
+
+    profiled = load_profiles()["models"]
+    names = {n for n, c in load_registry()["names"].items() if c in profiled}
+    return sorted({*profiled, *names, *load_aliases()})

@@ -1,40 +1,73 @@
-"""The reference models: names, families, default batches, published sizes (no torch here).
+"""The one model registry of ``zoo:NAME`` (``models.toml`` in this package; no torch here).
 
-Each entry names the function that builds it (``module:function`` inside traincast.zoo) and the
-function that makes one batch of inputs; both need torch and are imported on first use.
+Every zoo name, its aliases, and what it can do:
+
+- ``torch``: a ``torch.nn`` builder and its inputs — ``profile``, ``predict --model``,
+  ``merge`` and ``validate`` build it (``ZooEntry.build_meta``);
+- ``llm``: a decoder-only transformer config (``traincast.zoo.llm.ModelConfig``) — ``plan`` and
+  ``predict --arch hybrid`` price it.
+
+``MODELS`` holds every entry, ``ZOO`` the ones with a torch module (their profiles ship in
+``profiles.json``). ``lookup(name)`` resolves a name or alias; ``get_model(name)`` returns an
+entry that has a torch module and ``get_llm(name)`` its LLM config, each with an error that says
+what the name can do when it lacks the capability asked for.
 """
 
 from __future__ import annotations
 
 import importlib
+import tomllib
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from traincast.errors import TraincastError
+from traincast.zoo.llm import ModelConfig, config_from_table
+
+REGISTRY_FILE = "models.toml"
+_WHERE = f"traincast/zoo/{REGISTRY_FILE}"
+_MODEL_KEYS = {"family", "description", "aliases", "published_params", "params_exact", "source",
+               "torch", "llm"}
+_TORCH_KEYS = {"builder", "inputs", "default_batch", "input_shape", "meta_only",
+               "resident_inputs"}
+CAPABILITY_USE = {"torch": "profile, predict --model, merge, validate",
+                  "llm": "plan, predict --arch hybrid"}
 
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """One reference model.
+    """One zoo model and its capabilities.
 
     ``published_params`` is the parameter count its source gives (exact where the source gives
-    a count to the unit, else rounded as published); ``params_exact`` says which.
+    a count to the unit, else rounded as published); ``params_exact`` says which. ``builder``
+    is empty when the model has no torch module; ``llm`` is None when it has no LLM config.
     """
 
     name: str
     family: str
     description: str
-    default_batch: int
-    input_shape: str
-    published_params: int
-    params_exact: bool
-    source: str
-    builder: str  # "module:function" in traincast.zoo; function() -> nn.Module
-    inputs_fn: str  # "module:function"; function(batch) -> tuple of CPU tensors
+    default_batch: int = 0
+    input_shape: str = ""
+    published_params: int = 0
+    params_exact: bool = False
+    source: str = ""
+    builder: str = ""  # "module:function" in traincast.zoo; function() -> nn.Module
+    inputs_fn: str = ""  # "module:function"; function(batch) -> tuple of CPU tensors
     meta_only: bool = False
     resident_inputs: bool = False  # inputs stay in GPU memory across iterations
+    aliases: tuple[str, ...] = ()
+    llm: ModelConfig | None = None
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """``("torch",)``, ``("llm",)`` or both, in that order."""
+        return tuple(c for c, has in (("torch", bool(self.builder)),
+                                      ("llm", self.llm is not None)) if has)
 
     def _resolve(self, ref: str) -> Any:
+        if not ref:
+            raise _missing(self, "torch")
         module, func = ref.split(":")
         return getattr(importlib.import_module(f"traincast.zoo.{module}"), func)
 
@@ -56,90 +89,102 @@ class ZooEntry:
         return self._resolve(self.builder)(), self.inputs(batch)
 
 
-ZOO: dict[str, ZooEntry] = {e.name: e for e in (
-    ZooEntry("resnet50", "cnn", "ResNet-50 v1.5 image classifier, ImageNet (1000 classes)",
-             64, "3x224x224 image", 25_557_032, True,
-             "He et al. 2016; torchvision resnet50 (25,557,032 params)",
-             "vision:resnet50", "vision:image_inputs"),
-    ZooEntry("mobilenet-v2", "cnn", "MobileNetV2 (width 1.0) image classifier, ImageNet",
-             128, "3x224x224 image", 3_504_872, True,
-             "Sandler et al. 2018; torchvision mobilenet_v2 (3,504,872 params)",
-             "vision:mobilenet_v2", "vision:image_inputs"),
-    ZooEntry("vit-b16", "transformer", "ViT-Base/16 image classifier at 224x224, ImageNet",
-             64, "3x224x224 image", 86_567_656, True,
-             "Dosovitskiy et al. 2021; timm vit_base_patch16_224 (86,567,656 params)",
-             "vision:vit_b16", "vision:image_inputs"),
-    ZooEntry("transformer-nmt", "transformer",
-             "Transformer-base encoder-decoder translation model, WMT14 En-De shared "
-             "37k BPE vocabulary, tied embeddings, label-smoothed loss",
-             128, "32 source + 32 target tokens", 65_000_000, False,
-             "Vaswani et al. 2017, Table 3 (base: 65M params)",
-             "text:transformer_nmt", "text:nmt_inputs"),
-    ZooEntry("bert-base", "transformer",
-             "BERT-base pre-training (masked LM + next sentence), 30,522 WordPiece vocabulary",
-             32, "128 tokens", 110_106_428, True,
-             "Devlin et al. 2019 (110M); Hugging Face BertForPreTraining bert-base-uncased "
-             "(110,106,428 params)",
-             "text:bert_base", "text:bert_inputs"),
-    ZooEntry("bert-large", "transformer",
-             "BERT-large pre-training (masked LM + next sentence), 30,522 WordPiece vocabulary",
-             16, "128 tokens", 336_226_108, True,
-             "Devlin et al. 2019 (340M); Hugging Face BertForPreTraining bert-large-uncased "
-             "(336,226,108 params)",
-             "text:bert_large", "text:bert_inputs"),
-    ZooEntry("gpt2", "transformer", "GPT-2 small (124M) causal language model, context 1024",
-             8, "1024 tokens", 124_439_808, True,
-             "Radford et al. 2019; Hugging Face gpt2 (124,439,808 params)",
-             "text:gpt2", "text:gpt2_inputs"),
-    ZooEntry("gpt2-xl", "transformer", "GPT-2 XL (1.5B) causal language model, context 1024",
-             1, "1024 tokens", 1_557_611_200, True,
-             "Radford et al. 2019; Hugging Face gpt2-xl (1,557,611,200 params)",
-             "text:gpt2_xl", "text:gpt2_inputs"),
-    ZooEntry("llama-7b", "transformer",
-             "LLaMA-7B decoder (RMSNorm, rotary, SwiGLU), context 2048; meta device only",
-             1, "2048 tokens", 6_738_415_616, True,
-             "Touvron et al. 2023; Hugging Face LlamaForCausalLM 7B (6,738,415,616 params)",
-             "text:llama_7b", "text:llama_inputs", meta_only=True),
-    ZooEntry("speech", "rnn",
-             "DeepSpeech2-style acoustic model: 2 conv layers, 5 bidirectional GRU layers of "
-             "800 units, CTC over 29 characters; 10 s of 161-bin spectrogram",
-             32, "161x1000 spectrogram", 0, False,
-             "Amodei et al. 2016 (architecture); no single published count: hand formula",
-             "speech:deepspeech2", "speech:speech_inputs"),
-    ZooEntry("multi-interest", "recommender",
-             "MIND-style multi-interest retrieval model: 1.7M-item embedding table (sparse "
-             "gradients), capsule routing to 4 interests, label-aware attention, sampled softmax",
-             256, "50 history items + 1 target + 1024 shared negatives", 0, False,
-             "Li et al. 2019 (MIND, architecture); item count of Taobao UserBehavior as used by "
-             "Cen et al. 2020 (ComiRec): hand formula",
-             "recsys:multi_interest", "recsys:mind_inputs"),
-    ZooEntry("dlrm", "recommender",
-             "DLRM on Criteo Kaggle: 26 embedding tables (33.76M rows, dim 16, sparse "
-             "gradients), bottom MLP 13-512-256-64-16, top MLP 367-512-256-1",
-             128, "13 dense + 26 sparse features", 540_677_217, True,
-             "Naumov et al. 2019; facebookresearch/dlrm Kaggle configuration (table sizes of "
-             "the Criteo Kaggle dataset)",
-             "recsys:dlrm", "recsys:dlrm_inputs"),
-    ZooEntry("gcn", "gnn",
-             "Two-layer GCN (hidden 128) on a Reddit-sized graph: 232,965 nodes, 114,615,892 "
-             "edges, 602 features, 41 classes; sparse adjacency as an edge list",
-             232_965, "nodes of the graph (full batch)", 82_473, True,
-             "Kipf & Welling 2017 (GCN); Hamilton et al. 2017 (Reddit graph sizes as in PyG)",
-             "graph:gcn", "graph:gcn_inputs", resident_inputs=True),
-)}
+def _entry(name: str, raw: dict[str, Any]) -> ZooEntry:
+    where = f"{_WHERE}: [model.{name}]"
+    unknown = set(raw) - _MODEL_KEYS
+    if unknown:
+        raise TraincastError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}",
+                             hint=f"known keys: {', '.join(sorted(_MODEL_KEYS))}")
+    if name != name.lower() or not raw.get("family") or not raw.get("description"):
+        raise TraincastError(f"{where}: needs a lower-case name, a family and a description")
+    if "torch" not in raw and "llm" not in raw:
+        raise TraincastError(f"{where}: needs a [model.{name}.torch] or [model.{name}.llm] table")
+    fields: dict[str, Any] = {"family": raw["family"], "description": raw["description"],
+                              "aliases": tuple(a.lower() for a in raw.get("aliases", ()))}
+    if "torch" in raw:
+        torch_t = raw["torch"]
+        bad = set(torch_t) - _TORCH_KEYS
+        missing = {"builder", "inputs", "default_batch", "input_shape"} - set(torch_t)
+        counted = "llm" in raw or {"source", "published_params"} <= set(raw)
+        if bad or missing or not counted:
+            raise TraincastError(f"{where}.torch: unknown {sorted(bad)} or missing "
+                                 f"{sorted(missing)} keys (and the model needs source and "
+                                 "published_params, or an llm table that has them)")
+        fields.update(builder=torch_t["builder"], inputs_fn=torch_t["inputs"],
+                      default_batch=int(torch_t["default_batch"]),
+                      input_shape=torch_t["input_shape"],
+                      meta_only=bool(torch_t.get("meta_only", False)),
+                      resident_inputs=bool(torch_t.get("resident_inputs", False)))
+    if "llm" in raw:
+        fields["llm"] = config_from_table(name, dict(raw["llm"]), f"{where}.llm")
+    llm = fields.get("llm")
+    fields["published_params"] = int(raw.get("published_params",
+                                             llm.params_published if llm else 0))
+    fields["params_exact"] = bool(raw.get("params_exact",
+                                          llm is not None and llm.params_rtol == 0))
+    fields["source"] = raw.get("source", llm.source if llm else "")
+    return ZooEntry(name=name, **fields)
+
+
+@cache
+def load_registry() -> dict[str, Any]:
+    """The parsed ``models.toml``: ``{"models": {name: ZooEntry}, "names": {name or alias:
+    name}, "workloads": {tag: {"profile", "reason"}}}`` (checked: aliases are unique)."""
+    raw = tomllib.loads(resources.files("traincast.zoo").joinpath(REGISTRY_FILE).read_text())
+    models = {name: _entry(name, dict(values)) for name, values in raw.get("model", {}).items()}
+    names: dict[str, str] = {name: name for name in models}
+    for entry in models.values():
+        for alias in entry.aliases:
+            if alias in names:
+                raise TraincastError(f"{_WHERE}: alias {alias!r} of [model.{entry.name}] is "
+                                     f"already the name or an alias of {names[alias]}")
+            names[alias] = entry.name
+    return {"models": models, "names": names, "workloads": raw.get("workload", {})}
+
+
+MODELS: dict[str, ZooEntry] = load_registry()["models"]
+ZOO: dict[str, ZooEntry] = {n: e for n, e in MODELS.items() if e.builder}
+
+
+def canonical_name(name: str) -> str | None:
+    """The registry name of ``name`` (a name or alias, any case, ``zoo:`` optional), or None."""
+    key = str(name).strip().lower().removeprefix("zoo:")
+    return load_registry()["names"].get(key)
+
+
+def lookup(name: str) -> ZooEntry:
+    """The entry of a zoo name or alias (an error listing the names if unknown)."""
+    canonical = canonical_name(name)
+    if canonical is None:
+        raise TraincastError(f"unknown zoo model {name!r}",
+                             hint=f"zoo models: {', '.join(MODELS)} (traincast zoo list)")
+    return MODELS[canonical]
+
+
+def _missing(entry: ZooEntry, capability: str) -> TraincastError:
+    has = ", ".join(f"{c} ({CAPABILITY_USE[c]})" for c in entry.capabilities)
+    what = {"torch": "has no torch module to build", "llm": "has no decoder-only language-"
+            "model config (the hybrid-parallel model prices decoder-only transformers)"}
+    return TraincastError(f"zoo:{entry.name} ({entry.family}) {what[capability]}",
+                          hint=f"zoo:{entry.name} supports: {has}")
 
 
 def get_model(name: str) -> ZooEntry:
-    """The zoo entry ``name`` (a clear error listing the names if unknown)."""
-    if name in ZOO:
-        return ZOO[name]
-    hint = f"zoo models: {', '.join(ZOO)}"
-    try:
-        from traincast.parallel.models import list_models
+    """The entry of ``name`` with a torch module (a clear error if it has none or is unknown)."""
+    entry = lookup(name)
+    if not entry.builder:
+        raise _missing(entry, "torch")
+    return entry
 
-        if name in list_models():
-            hint = (f"{name} is an analytic language-model config without a module to "
-                    "profile: use `traincast plan` or `predict --arch hybrid`")
-    except ImportError:
-        pass
-    raise TraincastError(f"unknown zoo model {name!r}", hint=hint)
+
+def get_llm(name: str) -> ModelConfig:
+    """The decoder-only LLM config of zoo model ``name`` (a clear error if it has none)."""
+    entry = lookup(name)
+    if entry.llm is None:
+        raise _missing(entry, "llm")
+    return entry.llm
+
+
+def llm_names() -> list[str]:
+    """Names of the zoo models that have an LLM config, sorted."""
+    return sorted(n for n, e in MODELS.items() if e.llm is not None)

@@ -284,7 +284,12 @@ def llama_7b() -> nn.Module:
     return Llama()
 
 
-def llama_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def llama_inputs(batch: int, context: int = LLAMA_CONTEXT) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
-    ids = _ids(gen, LLAMA_VOCAB, batch, LLAMA_CONTEXT)
+    ids = _ids(gen, LLAMA_VOCAB, batch, context)
     return ids, ids
+
+
+def llama2_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Llama 2 trains at context 4096 (Touvron et al. 2023b); the 7B model is LLaMA-7B's shape."""
+    return llama_inputs(batch, 4096)

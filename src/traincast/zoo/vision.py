@@ -1,4 +1,4 @@
-"""Image models in plain torch.nn: ResNet-50, MobileNetV2, ViT-B/16 (torchvision/timm layouts)."""
+"""Image models in plain torch.nn: ResNet-50/101, MobileNetV2, ViT-B/16 (torchvision, timm)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,11 @@ class ResNet(nn.Module):
 
 def resnet50() -> nn.Module:
     return Classifier(ResNet((3, 4, 6, 3)))
+
+
+def resnet101() -> nn.Module:
+    """ResNet-101: bottleneck stages of 3, 4, 23, 3 blocks (He et al. 2016, Table 1)."""
+    return Classifier(ResNet((3, 4, 23, 3)))
 
 
 # -- MobileNetV2 ---------------------------------------------------------------------------------

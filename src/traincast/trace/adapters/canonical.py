@@ -1,8 +1,10 @@
 """``--format csv``: a CSV or Parquet file (by extension) with canonical column names.
 
 Every canonical column is optional except ``job_id`` and ``n_gpus``; ``--map COL=FIELD`` reads
-canonical column COL from the file's column FIELD. Missing columns are NULL; a missing or empty
-``architecture`` is inferred from the GPU count (flag ``arch_inferred``). A ``censored`` column
+canonical column COL from the file's column FIELD. Missing columns are NULL (placement columns
+``gpus_per_worker``, ``gpus_per_node``, ``workers_per_node`` as the file gives them); a missing
+or empty ``architecture`` stays NULL with the flag ``arch_inferred`` (inferred from the GPU count
+when jobs are resolved). A ``censored`` column
 is used when present, else a job is censored when its status is running/pending/waiting/queued,
 or it has a start time and no end time.
 """

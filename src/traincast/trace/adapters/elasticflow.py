@@ -3,8 +3,9 @@ num_gpu``; seconds).
 
 Mapping: ``job_id`` = job_id; ``submit_time_s`` = ``start_time_s`` = submission_time (the trace
 has no queueing delay: a job is taken to start when submitted); ``end_time_s`` = submission_time
-+ duration; ``n_gpus`` = num_gpu; no GPU type, workload or architecture (inferred from the GPU
-count); no job is censored (every row has a duration).
++ duration; ``n_gpus`` = num_gpu; no GPU type, workload, placement (``gpus_per_worker``,
+``gpus_per_node``, ``workers_per_node`` NULL) or architecture (inferred from the GPU count); no
+job is censored (every row has a duration).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ duration, queue; times as ``YYYY-MM-DD HH:MM:SS`` or seconds).
 Mapping: ``job_id`` = job_id; ``user``; ``status`` = state; ``submit_time_s`` /
 ``start_time_s`` / ``end_time_s`` = submit_time / start_time / end_time in seconds since the
 epoch; when end_time is empty and duration is given, end = start + duration; ``n_gpus`` =
-gpu_num; ``gpus_per_worker`` = gpu_num / node_num when node_num > 0; no architecture (inferred).
+gpu_num; ``gpus_per_node`` = gpu_num / node_num when node_num > 0 (the trace counts nodes, not
+workers: ``gpus_per_worker`` and ``workers_per_node`` stay NULL); no architecture (inferred).
 Censored: state RUNNING/PENDING, or a start without an end.
 """
 
@@ -34,7 +35,7 @@ def _fields(cols: list[str]) -> dict[str, Field]:
         "end_time_s": Field(f"COALESCE({ts('end_time')}, {ts('start_time')} + {dur})",
                             "end_time"),
         "n_gpus": Field(num("gpu_num"), "gpu_num"),
-        "gpus_per_worker": Field(f"CASE WHEN {nodes} > 0 THEN {num('gpu_num')} / {nodes} END"),
+        "gpus_per_node": Field(f"CASE WHEN {nodes} > 0 THEN {num('gpu_num')} / {nodes} END"),
     }
 
 

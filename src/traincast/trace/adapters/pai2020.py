@@ -15,7 +15,12 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
   Σ inst_num of worker roles; ``gpus_per_worker`` = the largest plan_gpu / 100 of a worker role;
   ``n_gpus`` = Σ over all tasks of plan_gpu / 100 × inst_num (plan_gpu 50 = half a GPU: flagged
   ``fractional_gpu``); ``gpu_type`` = the GPU type of the task holding most GPUs (V100, V100M32,
-  P100, T4, MISC: catalog aliases); ``node`` empty, so the GPU's ``default_node`` applies.
+  P100, T4, MISC: catalog aliases); ``node`` empty (the trace names machines, not node
+  presets).
+* Placement from the instance table: with ``M`` = distinct machines of the job's worker
+  instances, ``workers_per_node`` = ceil(n_workers / M) and ``gpus_per_node`` =
+  workers_per_node × gpus_per_worker (parameter servers run on their own machines and are not
+  counted); both NULL without the instance table or instances with a machine.
 * Architecture (:data:`ARCH_RULE`): ``ps-worker`` when the job has a ``ps`` task and at least one
   worker instance; else ``allreduce-cluster`` when it has more than one worker instance, unless
   the instance table places all of them on one machine, then ``allreduce-local``; else
@@ -64,6 +69,8 @@ ARCH_RULE = ("ps task and >= 1 worker instance -> ps-worker; > 1 worker instance
              "allreduce-cluster (allreduce-local if all on one machine); one worker with > 1 "
              "GPU -> allreduce-local; else 1w1g")
 _WORKER = "lower(task_name) NOT IN ('ps', 'evaluator')"
+_WPN = "CASE WHEN t_workers > 0 AND i_machines > 0 THEN ceil(t_workers / i_machines) END"
+"""Workers per machine: the job's workers over the machines its worker instances ran on."""
 
 
 def find_tables(paths: list[Path]) -> dict[str, Path]:
@@ -118,8 +125,9 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     joins = [f"LEFT JOIN {task} t ON t.job_name = j.job_name"]
     cols = ["t.*"]
     if "instance" in rel:
-        joins.append(f"LEFT JOIN (SELECT job_name, count(DISTINCT machine) FILTER (WHERE "
-                     f"{_WORKER}) AS i_machines, min({num('start_time')}) AS i_start "
+        joins.append(f"LEFT JOIN (SELECT job_name, NULLIF(count(DISTINCT NULLIF(machine, '')) "
+                     f"FILTER (WHERE {_WORKER}), 0) AS i_machines, "
+                     f"min({num('start_time')}) AS i_start "
                      f"FROM {rel['instance']} GROUP BY job_name) i ON i.job_name = j.job_name")
         cols += ["i.i_machines", "i.i_start"]
     else:
@@ -158,6 +166,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         "n_workers": Field("t_workers"),
         "n_ps": Field("t_ps"),
         "gpus_per_worker": Field("t_gpw"),
+        "workers_per_node": Field(_WPN),
+        "gpus_per_node": Field(f"{_WPN} * t_gpw"),
         "gpu_type": Field("t_gpu_type"),
         "workload": Field("g_workload"),
         "gpu_util": Field("s_util"),

@@ -5,7 +5,9 @@ gpus: [...]}]}]}``; times ``YYYY-MM-DD HH:MM:SS`` or ``None``).
 Mapping: ``job_id`` = jobid; ``user``; ``status`` (Pass/Killed/Failed/Running);
 ``submit_time_s`` = submitted_time; ``start_time_s`` = the first attempt's start_time;
 ``end_time_s`` = the last attempt's end_time; ``n_gpus`` = GPUs listed in the last attempt's
-detail (summed over its machines); ``gpus_per_worker`` = those GPUs / its machines; a job with
+detail (summed over its machines); ``gpus_per_node`` = those GPUs / its machines (the mean
+when machines hold different counts; the log lists machines, not workers: ``gpus_per_worker``
+and ``workers_per_node`` stay NULL); a job with
 no attempt never ran: ``n_gpus`` NULL. No GPU type or architecture (inferred from the GPU
 count). Censored: status Running/Queued, or a start without an end. The row number in error
 reports is the job's position in the list (1-based).
@@ -35,7 +37,7 @@ FIELDS = {
     "start_time_s": Field(ts("attempts[1].start_time"), "attempts[1].start_time"),
     "end_time_s": Field(ts("attempts[-1].end_time"), "attempts[-1].end_time"),
     "n_gpus": Field(f"COALESCE({_GPUS}, CASE WHEN len(attempts) > 0 THEN 0.0 END)"),
-    "gpus_per_worker": Field(f"CASE WHEN len(_detail) > 0 THEN {_GPUS} / len(_detail) END"),
+    "gpus_per_node": Field(f"CASE WHEN len(_detail) > 0 THEN {_GPUS} / len(_detail) END"),
 }
 
 

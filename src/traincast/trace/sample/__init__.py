@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.trace.schema import COLUMNS, SCHEMA
 
@@ -137,7 +138,8 @@ def generate(jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED, *,
     (:func:`zoo_workloads`).
     """
     if jobs < 1:
-        raise ValueError("--jobs must be at least 1")
+        raise TraincastError(f"jobs: a sample needs at least 1 job, got {jobs}",
+                             hint="traincast sample --jobs N with N >= 1")
     p = {**PARAMS, **(params or {})}
     stats = load_stats()
     catalog = catalog or load_catalog()

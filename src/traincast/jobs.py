@@ -1,11 +1,11 @@
-"""A canonical job table as numpy columns: what the what-if and recommend engines work on.
+"""The typed job table: canonical columns as numpy arrays, read once from any table.
 
 String columns (``architecture``, ``gpu_type``, ``node``, ``workload``) become
 dictionary-encoded ``Strings`` (integer codes + unique values), so matching, changing and
 looking things up cost one operation per unique value, not per job; numeric columns become
 float64 arrays (NaN where null); ``job_id`` stays an Arrow string array (output only).
-Nothing here knows the time model: it is evaluated by ``traincast.predict.predict_table`` on
-``Columns.table()``.
+Nothing here knows the catalog or the time model: :func:`traincast.resolve.resolve` turns a
+``Columns`` into per-row hardware, placement and features.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from traincast.hardware.catalog import Catalog
-from traincast.predict import DEFAULT_NODE, FEATURES
-
+FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
+                             "embedding_bytes_touched", "input_bytes",
+                             "embedding_allreduce_bytes")
+"""Per-iteration features of a job (DESIGN.md), plus the bytes an AllReduce of the embedding
+gradients moves (whole tables for dense-gradient tables; null = ``embedding_bytes_touched``)."""
 STRING_COLUMNS = ("architecture", "gpu_type", "node", "workload")
-NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "batch_size",
-                   "start_time_s", "end_time_s", *FEATURES)
+NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
+                   "workers_per_node", "batch_size", "start_time_s", "end_time_s", *FEATURES)
 
 
 @dataclass(frozen=True)
@@ -171,41 +173,3 @@ def _floats(values: Any, n: int) -> NDArray[np.float64]:
         values = values.to_numpy(zero_copy_only=False)
     out = np.asarray(values, dtype=np.float64)
     return np.broadcast_to(out, (n,)).copy() if out.ndim == 0 else out
-
-
-def effective_hardware(cols: Columns, catalog: Catalog,
-                       default_node: str | None = None) -> tuple[Strings, Strings]:
-    """Each job's node preset and canonical GPU name, as ``predict_table`` resolves them.
-
-    Node: the job's ``node``; when empty, its GPU type's ``default_node``; else ``default_node``
-    (``DEFAULT_NODE``). GPU: the job's ``gpu_type`` (aliases resolved), else the node's GPU.
-    Unknown names stay as given (their times are NaN). One lookup per (node, GPU type) pair.
-    """
-    fallback = default_node or DEFAULT_NODE
-    node, gpu = cols["node"], cols["gpu_type"]
-    node_names, gpu_names = [*node.values, ""], [*gpu.values, ""]
-    nodes: list[str] = []
-    gpus: list[str] = []
-    lut_node = np.zeros((len(node_names), len(gpu_names)), dtype=np.int32)
-    lut_gpu = np.zeros_like(lut_node)
-    for i, nd in enumerate(node_names):
-        for j, gt in enumerate(gpu_names):
-            eff_node = nd or (catalog.default_node_of(gt) if gt else "") or fallback
-            eff_gpu = _gpu_name(catalog, gt) or (
-                _gpu_name(catalog, catalog.nodes[eff_node].gpu)
-                if eff_node in catalog.nodes else "")
-            for name, names, lut in ((eff_node, nodes, lut_node), (eff_gpu, gpus, lut_gpu)):
-                if name not in names:
-                    names.append(name)
-                lut[i, j] = names.index(name)
-    return (Strings(lut_node[node.codes, gpu.codes], tuple(nodes)),
-            Strings(lut_gpu[node.codes, gpu.codes], tuple(gpus)))
-
-
-def _gpu_name(catalog: Catalog, name: str) -> str:
-    if not name:
-        return ""
-    try:
-        return catalog.gpu_name(name)
-    except KeyError:
-        return name

@@ -1,0 +1,50 @@
+"""``ps-worker``: m workers push gradients to and pull weights from p parameter servers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from traincast.architectures import B, F, Memory, architecture, network_bps
+
+if TYPE_CHECKING:
+    from traincast.resolve import Resolved
+
+
+@architecture("ps-worker", label="parameter servers and workers")
+class PSWorker:
+    @staticmethod
+    def comm_s(r: Resolved) -> F:
+        """``2 B / bw(pcie) + max(2 B k / (R bw(nic)), 2 m B / (p bw(nic)))``, B = W + E.
+
+        Each worker copies B between GPU and host and sends it over the network; k workers
+        share a node's R = min(rails, k) ports; p servers on their own nodes (one port each)
+        serve all m workers. The slower network side bounds the step. PS moves the embedding
+        rows touched (E), whatever the gradient layout.
+        """
+        b = r.w + r.e
+        k = np.maximum(r.k, 1.0)
+        m = np.maximum(r.m, 1.0)
+        p = np.maximum(r.p, 1.0)
+        worker_side = 2.0 * b * k / network_bps(r.nic_bps, r.rails, k)
+        server_side = 2.0 * m * b / (p * r.nic_bps)
+        return 2.0 * b / r.pcie_bps + np.maximum(worker_side, server_side)
+
+    @staticmethod
+    def fits(r: Resolved) -> B:
+        return np.ones(r.size, dtype=bool)
+
+    @staticmethod
+    def port(n_gpus: F, node_gpus: F) -> dict[str, F]:
+        """m = n workers of one GPU each, packed; ``p = ceil(n / node GPUs)`` servers (one per
+        worker node)."""
+        nan = np.full(np.shape(n_gpus), np.nan)
+        return {"gpus_per_node": nan, "workers_per_node": nan,
+                "gpus_per_worker": np.ones(np.shape(n_gpus)), "n_workers": n_gpus.copy(),
+                "n_ps": np.ceil(n_gpus / node_gpus)}
+
+    @staticmethod
+    def footprint_bytes(m: Memory) -> F:
+        """Optimizer state and embedding tables live on the servers: ``(w + g)(1 - e) + A``."""
+        return m.weights_grads * (1.0 - m.embedding_share) + m.activations

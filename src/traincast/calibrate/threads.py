@@ -1,0 +1,120 @@
+"""How element-wise kernels scale with CPU threads: measured at 1 thread and at T threads.
+
+ATen splits an element-wise, normalization or reduction kernel across its intra-op threads only
+when the kernel has enough elements; a small op (one GRU or LSTM cell step on ``B * H``
+elements) runs on one thread whatever ``torch.get_num_threads()`` says, while the same kernel on
+a large tensor runs up to T times faster. With ``K_1(op)`` the kernel's elements/s at 1 thread
+and ``K_T(op)`` at T threads (both on large tensors), the rate of an op of ``E`` elements is::
+
+    S_op        = K_T(op) / K_1(op)                       measured speedup of large ops
+    K(op, E; T) = K_1(op) * min(S_op, max(1, E / g))      g = grain, elements (measured)
+
+so ops below ``g`` elements run at the 1-thread rate, ops above ``S_op * g`` at the T-thread
+rate, linearly in between (``traincast.roofline.thread_scaled_rate`` applies it). ``g`` is
+measured: ``exp`` and ``add`` over a sweep of sizes at 1
+and T threads, and ``g`` the value (on a grid of quarter powers of 2) whose predicted speedups
+``min(S, max(1, E / g))`` are closest, in log, to the measured ones (S = the speedup of the
+largest size of each kernel).
+
+The fixed cost per op is measured at T threads as it is (``op_overhead_us``): it does not
+shrink with threads; on the 2-core development machine it grew (a step of tiny ops ran about
+twice as long at 2 threads as at 1: every op entered the thread pool). Its 1-thread value is
+kept in the calibration record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from traincast.calibrate import bench
+
+__all__ = ["fit_grain", "measure_scaling"]
+
+F = NDArray[np.float64]
+
+
+def fit_grain(elements: ArrayLike, speedup: ArrayLike, top_speedup: ArrayLike) -> float:
+    """The grain ``g`` (elements) whose model speedups ``min(S, max(1, E / g))`` best match the
+    measured ``speedup`` at sizes ``elements`` (least squares in log; ``S`` per point =
+    ``top_speedup``), on a grid of quarter powers of 2 from 2^6 to 2^24. Points with
+    ``S <= 1`` (no thread gain at all) say nothing about g and are left out; none left: 0."""
+    e = np.asarray(elements, dtype=np.float64)
+    s = np.asarray(speedup, dtype=np.float64)
+    top = np.asarray(top_speedup, dtype=np.float64)
+    keep = (top > 1.0) & (s > 0)
+    if not keep.any():
+        return 0.0
+    e, s, top = e[keep], s[keep], top[keep]
+    grid = 2.0 ** np.arange(6.0, 24.25, 0.25)
+    model = np.minimum(top[None, :], np.maximum(1.0, e[None, :] / grid[:, None]))
+    err = ((np.log(model) - np.log(s)[None, :]) ** 2).sum(axis=1)
+    return float(grid[int(np.argmin(err))])
+
+
+def _at_threads(threads: int, fn: Callable[[], Any]) -> Any:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return fn()
+    finally:
+        torch.set_num_threads(before)
+
+
+def _sweep(device: str, sizes: list[int], repeat: int, sample_s: float) -> dict[str, list[float]]:
+    """Seconds per call of ``exp`` and ``add`` on each size (fp32 elements)."""
+    import torch
+
+    out: dict[str, list[float]] = {"exp": [], "add": []}
+    for n in sizes:
+        a, b, c = (torch.rand(n, device=device) for _ in range(3))
+        out["exp"].append(bench.measure(lambda a=a, b=b: torch.exp(b, out=a), device,
+                                        repeat=repeat, min_sample_s=sample_s).median_s)
+        out["add"].append(bench.measure(lambda a=a, b=b, c=c: torch.add(b, c, out=a), device,
+                                        repeat=repeat, min_sample_s=sample_s).median_s)
+    return out
+
+
+def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int],
+                    repeat: int, sample_s: float,
+                    op_overhead: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The 1-thread side of the thread model, measured with 1 thread (the caller measures the
+    T-thread side at its own thread count): the fixed cost per op at 1 thread
+    (``op_overhead()``), every kernel's elements/s on ``kernel_n`` elements net of the plain
+    per-call cost, and the ``exp``/``add`` sweep over ``sizes`` at 1 and at ``threads``
+    threads (each time net of that thread count's plain per-call cost) with the fitted grain.
+    """
+    def at_one() -> dict[str, Any]:
+        o = op_overhead()
+        return {"op_overhead": o,
+                "kernels": bench.bench_kernels(device, kernel_n, repeat=repeat,
+                                               min_sample_s=sample_s,
+                                               overhead_s=o["plain_op_s"]),
+                "sweep": _sweep(device, sizes, repeat, sample_s)}
+
+    def at_many() -> dict[str, Any]:
+        plain = bench.bench_op_overhead(device, repeat=repeat, min_sample_s=sample_s)["time_s"]
+        return {"plain_op_s": plain, "sweep": _sweep(device, sizes, repeat, sample_s)}
+
+    one = _at_threads(1, at_one)
+    many = _at_threads(threads, at_many)
+
+    def net(t: list[float], plain: float) -> F:
+        t_arr = np.asarray(t, dtype=np.float64)
+        return np.maximum(t_arr - plain, 0.5 * t_arr)
+
+    plain_1 = one["op_overhead"]["plain_op_s"]
+    e = np.array(list(sizes) * 2, dtype=np.float64)
+    t1 = np.concatenate([net(one["sweep"][k], plain_1) for k in ("exp", "add")])
+    tt = np.concatenate([net(many["sweep"][k], many["plain_op_s"]) for k in ("exp", "add")])
+    speedup = t1 / tt
+    top = np.repeat([speedup[len(sizes) - 1], speedup[-1]], len(sizes))
+    return {"threads": threads, "sizes": list(sizes), "sweep_1t_s": one["sweep"],
+            "sweep_t_s": many["sweep"], "plain_op_t_s": many["plain_op_s"],
+            "speedup": speedup.tolist(), "grain_elems": fit_grain(e, speedup, top),
+            "kernels_1t": one["kernels"], "op_overhead_1t": one["op_overhead"]}

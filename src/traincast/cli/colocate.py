@@ -1,0 +1,174 @@
+"""``traincast colocate``: predicted GPU utilization and the co-location what-if (Horus)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import typer
+from rich import box
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    note,
+    print_json,
+    progress,
+)
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress, trace_jobs
+from traincast.hardware.catalog import Catalog
+
+COLOCATE_HELP = (
+    "Predict each job's GPU utilization, compare it with the measured one, and replay the "
+    "trace with interference-aware co-location (after Horus, Yeung et al., TPDS 2022).\n\n"
+    "Utilization u = T_comp / T_total of the time model (phi = FLOP-bound share, mu = "
+    "memory-bound share, u = phi + mu); with a measured gpu_util column (a fraction; PAI 2020: "
+    "gpu_wrk_util / plan_gpu) the error in percentage points and the Pearson and Spearman "
+    "correlations. Co-location: jobs on the same GPU model with the same whole GPU count (1 "
+    "unless --multi-gpu) are paired, the most pairs with u_a + u_b <= --util-bound, lowest "
+    "utilizations paired outside-in; pairs whose memory footprints exceed the GPU memory are "
+    "split again. Slowdown of both jobs of a pair = 1 + phi_a phi_b + mu_a mu_b + kappa "
+    "(phi_a mu_b + mu_a phi_b), kappa = --cross-contention (1 = time slicing: 1 + u_a u_b). "
+    "GPU time: exclusive n x D; a paired job holds half its GPUs for slowdown x D; GPUs freed "
+    "= n per pair. Formulas and what is left out: docs/colocate.md.")
+
+
+def _load(trace: Path | None, db: Path | None, format: str, map: list[str] | None,
+          workload: str | None, quiet: bool, catalog: Catalog) -> pa.Table:
+    """Jobs of ``[TRACE | --db FILE]``; ``--workload`` fills empty workloads first."""
+    from traincast.trace import fill_features
+
+    with ingest_progress(quiet or trace is None) as bar:
+        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
+    if workload:
+        from traincast.errors import TraincastError
+        from traincast.zoo.profiles import resolve_workload
+
+        if resolve_workload(workload) is None:
+            raise TraincastError(f"--workload {workload}: not a zoo model or workload tag",
+                                 hint="traincast zoo list shows the names")
+        col = jobs["workload"] if "workload" in jobs.column_names else \
+            pa.nulls(jobs.num_rows, pa.string())
+        empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
+        filled = pc.if_else(empty, pa.scalar(workload), col)
+        idx = jobs.column_names.index("workload") if "workload" in jobs.column_names else -1
+        jobs = jobs.set_column(idx, "workload", filled) if idx >= 0 else \
+            jobs.append_column("workload", filled)
+    return fill_features(jobs)
+
+
+def _num(v: Any, fmt: str = "{:.2f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _table(title: str, caption: str | None = None) -> Table:
+    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
+              box=box.SIMPLE_HEAD, show_header=False, pad_edge=False, show_edge=False,
+              min_width=66)
+    t.add_column("", no_wrap=True)
+    t.add_column("", justify="right")
+    return t
+
+
+def print_colocate(result: dict[str, Any]) -> None:
+    """Utilization and co-location summaries as rich tables."""
+    u = result["utilization"]
+    t = _table(f"GPU utilization of {result['jobs']:,} jobs",
+               "pp = percentage points; Spearman = correlation of ranks")
+    p, m, c = u["predicted"], u["measured"], u["comparison"]
+    t.add_row("predicted (jobs)", f"{u['predicted_jobs']:,}")
+    t.add_row("predicted mean / median", f"{_pct(p['mean'])} / {_pct(p['median'])}")
+    t.add_row("measured (jobs)", f"{u['measured_jobs']:,}")
+    if u["measured_jobs"]:
+        t.add_row("measured mean / median", f"{_pct(m['mean'])} / {_pct(m['median'])}")
+        t.add_row("compared (jobs)", f"{c['jobs']:,}")
+        t.add_row("mean / median abs error", f"{_num(c['mean_abs_error_pp'], '{:.1f}')} / "
+                  f"{_num(c['median_abs_error_pp'], '{:.1f}')} pp")
+        t.add_row("bias (predicted - measured)", f"{_num(c['bias_pp'], '{:+.1f}')} pp")
+        t.add_row("Pearson / Spearman", f"{_num(c['pearson'])} / {_num(c['spearman'])}")
+    console.print(t)
+    co = result["colocation"]
+    s = co["slowdown"]
+    t = _table(f"Co-location by {co['by']} utilization (bound {co['util_bound']:g}, "
+               f"κ {co['cross_contention']:g})",
+               "against exclusive placement; slowdown of paired jobs = T co-located / T alone")
+    t.add_row("eligible jobs", f"{co['eligible']:,}")
+    t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
+    t.add_row("pairs split: GPU memory", f"{co['memory_rejected_pairs']:,}")
+    t.add_row("GPUs freed", f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} "
+              f"({_pct(co['gpus_freed_share'])})")
+    t.add_row("GPU time saved", f"{co['gpu_time_saved_s'] / 3600:,.1f} GPU-h "
+              f"({_pct(co['gpu_time_saved_share'])})")
+    t.add_row("slowdown mean / median", f"{_num(s['mean'], '{:.3f}×')} / "
+              f"{_num(s['median'], '{:.3f}×')}")
+    t.add_row("slowdown p90 / max", f"{_num(s['p90'], '{:.3f}×')} / {_num(s['max'], '{:.3f}×')}")
+    console.print(t)
+
+
+@app.command(help=COLOCATE_HELP)
+def colocate(
+    trace: Annotated[Path | None, typer.Argument(
+        help="A trace (ingested into the store on the way); none = the whole store (--db).")]
+    = None,
+    util_bound: Annotated[float, typer.Option(
+        "--util-bound", min=0.01, max=2.0,
+        help="Pair two jobs only when their utilizations sum to at most this (Horus: 1.0).")]
+    = 1.0,
+    cross: Annotated[float, typer.Option(
+        "--cross-contention", min=0.0, max=1.0,
+        help="kappa: how much a FLOP-bound and a memory-bound kernel slow each other (1 = "
+        "time slicing, CUDA's default for two processes; 0 = ideal spatial sharing).")] = 1.0,
+    multi_gpu: Annotated[bool, typer.Option(
+        "--multi-gpu", help="Also pair multi-GPU jobs (same GPU count: each GPU holds one "
+        "worker of each job).")] = False,
+    by: Annotated[str, typer.Option(
+        "--by", help="Pair by the predicted utilization (Horus) or the measured one.")]
+    = "predicted",
+    memory_check: Annotated[bool, typer.Option(
+        "--memory-check/--no-memory-check",
+        help="Split pairs whose footprints (model state + activations) exceed the GPU "
+        "memory.")] = True,
+    workload: Annotated[str | None, typer.Option(
+        "--workload", help="Zoo model or workload tag for jobs whose trace gives none "
+        "(traces without workloads otherwise have no prediction).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "
+        "partner, slowdown) to this CSV file.")] = None,
+    format: FormatOpt = "csv",
+    map: MapOpt = None,
+    db: DbOpt = None,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    from traincast.colocate import colocate as run
+
+    cat = catalog_from(catalog)
+    table = _load(trace, db, format, map, workload, json_out, cat)
+    with progress(json_out) as bar:
+        task = bar.add_task("co-location", total=1)
+        result = run(table, cat, bound=util_bound, cross=cross, multi_gpu=multi_gpu,
+                     memory_check=memory_check, by=by, per_job=output is not None)
+        bar.update(task, completed=1)
+    rows = result.pop("job_rows", None)
+    if rows is not None and output is not None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(rows, output)
+        note(f"wrote {rows.num_rows:,} per-job rows to {output}", json_out)
+    if json_out:
+        print_json(result)
+        return
+    print_colocate(result)
+    if not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
+        note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
+             "(try --multi-gpu, a higher --util-bound, or --by measured)")

@@ -1,0 +1,81 @@
+"""``traincast zoo list``: every ``zoo:`` name of the model registry and what it can do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from traincast.cli import app
+from traincast.cli.common import JsonOpt, console, print_json
+
+zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo (one registry).")
+app.add_typer(zoo_app, name="zoo")
+
+_USES = {"torch": "profile", "llm": "plan"}
+
+
+def zoo_rows() -> list[dict[str, Any]]:
+    """One row per registry model: capabilities, aliases, parameters and FLOPs per sample.
+
+    Models with a torch module take their numbers from the shipped profiles (forward and a full
+    Adam training step at the default batch); models with only an LLM config show its formula
+    count and 2 FLOPs per matrix parameter per token over the config's sequence (attention
+    scores excluded)."""
+    from traincast.zoo import MODELS
+    from traincast.zoo.profiles import load_profiles
+
+    shipped = load_profiles()["models"]
+    rows = []
+    for name, entry in MODELS.items():
+        rec, cfg = shipped.get(name, {}), entry.llm
+        row = {"name": name, "aliases": list(entry.aliases), "family": entry.family,
+               "capabilities": list(entry.capabilities), "description": entry.description,
+               "params": rec.get("params", cfg.params if cfg else None),
+               "published_params": entry.published_params or None,
+               "default_batch": entry.default_batch or None,
+               "input_shape": entry.input_shape or (f"{cfg.seq} tokens" if cfg else ""),
+               "flops_forward_per_sample": rec.get("flops_forward_per_sample"),
+               "flops_train_per_sample": rec.get("flops_train_per_sample"),
+               "meta_only": entry.meta_only, "source": entry.source}
+        if cfg is not None and not rec:
+            row["flops_forward_per_sample"] = 2 * cfg.params_flop * cfg.seq
+        rows.append(row)
+    return rows
+
+
+@zoo_app.command("list")
+def zoo_list(json_out: JsonOpt = False) -> None:
+    """List every zoo:NAME with its aliases, what it can do, parameters and FLOPs per sample.
+
+    Capabilities: profile = a torch.nn module (profile, predict --model, merge, validate);
+    plan = a decoder-only LLM config (plan, predict --arch hybrid). FLOPs per sample come from
+    the shipped profiles (forward, and a full training step with Adam, at the default batch);
+    for config-only models, 2 FLOPs per matrix parameter per token, attention scores excluded.
+    """
+    rows = zoo_rows()
+    if json_out:
+        print_json({"models": rows})
+        return
+    table = Table(title="Model zoo (zoo:NAME); FLOPs per sample at the default batch",
+                  title_justify="left")
+    for col in ("name", "aliases", "family", "can", "params", "batch", "input", "fwd GFLOP",
+                "train GFLOP"):
+        table.add_column(col, justify="left" if col in ("name", "aliases", "family", "can",
+                                                         "input") else "right")
+    for r in rows:
+        fwd, train = r.get("flops_forward_per_sample"), r.get("flops_train_per_sample")
+        table.add_row(r["name"], ", ".join(r["aliases"]) or "-", r["family"],
+                      "+".join(_USES[c] for c in r["capabilities"]), _millions(r["params"]),
+                      str(r["default_batch"] or "-"), r["input_shape"],
+                      f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-")
+    console.print(table)
+    console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
+                  "plan = LLM config (plan, predict --arch hybrid). Config-only models: 2 FLOPs "
+                  "per matrix parameter per token, attention scores excluded.", markup=False,
+                  style="dim")
+
+
+def _millions(n: int | None) -> str:
+    return f"{n / 1e6:,.1f}M" if n else "-"

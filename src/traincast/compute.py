@@ -1,0 +1,167 @@
+"""Compute time of a training step on one GPU: the strategy its catalog entry selects.
+
+Strategies (``STRATEGIES``); ``auto`` (the default) lets the catalog entry decide
+(``strategy_of``):
+
+* ``curves``: the GPU has measured efficiency curves (``gemm_intensity``/``gemm_tflops``, from
+  ``traincast calibrate``): the per-op roofline of ``traincast.roofline``.
+* ``kernel``: the GPU has an SM count (``sms``) or an achievable large-GEMM fraction
+  (``gemm_max_fraction``): the shape-aware kernel model of ``traincast.kernels``.
+* ``paper``: neither: one flat rate per kind of work, Wang et al. (IISWC 2019). Always available
+  by name (``--compute paper``).
+
+For jobs known only by their aggregate features (``compute_s``; F = ``flops_compute_bound``,
+B = ``bytes_memory_bound``, P = the dense peak of the dtype, M = ``mem_bw_gbs``)::
+
+    paper   flop_s = F / (P flop_efficiency)       mem_s = B / (M mem_efficiency)
+    kernel  flop_s = F / (P eta)                   mem_s = B / (M mem_max_fraction)
+    curves  flop_s = F / gemm_tflops[-1]           mem_s = B / elementwise_gbs[-1]
+
+``eta`` = the GPU's ``gemm_max_fraction`` for the dtype (``kernels.gemm_max_fraction``), and
+``mem_max_fraction``; a GPU in the kernel strategy without them takes
+``kernels.DEFAULT_GEMM_MAX_FRACTION`` (0.79, the median published figure) and
+``kernels.DEFAULT_MEM_MAX_FRACTION`` (0.88); a calibrated ``flop_efficiency`` (or
+``mem_efficiency``) below 1 wins over all of these, as in the hybrid model. Aggregate features
+carry no op shapes, so the kernel strategy prices them as large GEMMs and DRAM-sized element-wise
+kernels (no quantization, no launch cost): a lower bound of the per-op figure. With measured
+curves the representative point is the curve's largest measured one (the largest GEMM intensity,
+the largest element-wise size): the rates the big ops of a training step run at.
+
+For a per-op table (``ops_compute_s``; rows ``op, flops, bytes_read, bytes_written, dtype,
+shapes``) every op costs ``t = o + max(t_flop, t_mem)`` and counts as FLOP-bound when
+``t_flop >= t_mem``, else memory-bound (each sum includes its ops' fixed costs)::
+
+    kernel  t_flop = F_op / (P_op eta w_op)    t_mem = (B_op + B_split) / (M mem_max_fraction)
+            o = kernel_launch_us; w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
+            B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
+            for an op whose shapes give no GEMM)
+    curves  traincast.roofline.compute_breakdown (its own fixed cost ``op_overhead_us``)
+    paper   traincast.roofline.paper_split (the profiler's compute/memory label, no fixed cost)
+
+``P_op`` is the peak of the op's own dtype when it is a 16- or 8-bit type (a mixed-precision
+profile records its products in fp16/bf16), else of the job's dtype. Recurrent-layer rows are
+expanded into the ops they run (``traincast.features.ops.expand_ops``) by ``curves`` and ``kernel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from traincast import kernels
+from traincast.errors import TraincastError
+from traincast.features.ops import expand_ops
+from traincast.roofline import Curves, compute_breakdown, ops_arrays, paper_split
+
+F = NDArray[np.float64]
+STRATEGIES: tuple[str, ...] = ("auto", "curves", "kernel", "paper")
+
+__all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times",
+           "ops_compute_s", "paper_s", "rates", "strategy_of"]
+
+
+def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
+    """The strategy used for ``gpu``: ``strategy`` when it names one, else (``auto``/None)
+    ``curves`` with measured GEMM curves, ``kernel`` with ``sms`` or ``gemm_max_fraction``, else
+    ``paper``."""
+    if strategy not in (None, "auto"):
+        if strategy not in STRATEGIES:
+            raise TraincastError(f"unknown compute strategy {strategy!r}",
+                                 hint=f"choose one of {', '.join(STRATEGIES)}")
+        return str(strategy)
+    if len(getattr(gpu, "gemm_intensity", ())) and len(getattr(gpu, "gemm_tflops", ())):
+        return "curves"
+    if kernels.gpu_sms(gpu) > 0 or kernels.gemm_max_fraction(gpu, "fp32") is not None:
+        return "kernel"
+    return "paper"
+
+
+def _eta(gpu: Any, dtype: str) -> float:
+    """GEMM fraction of the kernel strategy: a calibrated ``flop_efficiency`` < 1, else the
+    shipped ``gemm_max_fraction`` of the dtype, else ``kernels.DEFAULT_GEMM_MAX_FRACTION``."""
+    if gpu.flop_efficiency < 1.0:
+        return float(gpu.flop_efficiency)
+    eta = kernels.gemm_max_fraction(gpu, dtype)
+    return kernels.DEFAULT_GEMM_MAX_FRACTION if eta is None else eta
+
+
+def kernel_mem_bps(gpu: Any) -> float:
+    """Achievable DRAM bandwidth of the kernel strategy, ``M = mem_bw_gbs 1e9 f``: ``f`` = a
+    calibrated ``mem_efficiency`` < 1, else ``mem_max_fraction``, else
+    ``kernels.DEFAULT_MEM_MAX_FRACTION``."""
+    frac = gpu.mem_efficiency if gpu.mem_efficiency < 1.0 else \
+        float(getattr(gpu, "mem_max_fraction", 0.0) or kernels.DEFAULT_MEM_MAX_FRACTION)
+    return float(gpu.mem_bw_gbs * 1e9 * frac)
+
+
+def rates(gpu: Any, dtype: str, strategy: str | None = "auto") -> tuple[float, float]:
+    """``(FLOP/s, bytes/s)`` at which ``compute_s`` prices aggregate features (module docstring)."""
+    name = strategy_of(gpu, strategy)
+    if name == "paper":
+        return gpu.flops_per_s(dtype), gpu.mem_bw_bps
+    if name == "kernel":
+        return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), kernel_mem_bps(gpu)
+    curves = Curves.from_gpu(gpu)
+    return float(curves.gemm_flops_per_s[-1]), float(curves.elementwise_bps[-1])
+
+
+def paper_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike) -> tuple[F, F]:
+    """``(F / (P 1e12 flop_efficiency), B / (M 1e9 mem_efficiency))``."""
+    return compute_s(gpu, dtype, flops, mem_bytes, "paper")
+
+
+def compute_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike,
+              strategy: str = "auto") -> tuple[F, F]:
+    """``(T_comp_flop, T_comp_mem)`` of rows on one GPU from aggregate features, vectorized:
+    ``flops / FLOP rate`` and ``mem_bytes / byte rate`` (``rates``; module docstring)."""
+    flop_rate, byte_rate = rates(gpu, dtype, strategy)
+    return (np.asarray(flops, dtype=np.float64) / flop_rate,
+            np.asarray(mem_bytes, dtype=np.float64) / byte_rate)
+
+
+def _op_peaks(gpu: Any, dtype: str, op_dtypes: Sequence[str]) -> tuple[F, F, list[str]]:
+    """Per op: dense peak (FLOP/s), ``eta`` and catalog dtype (module docstring: ``P_op``)."""
+    job = kernels.catalog_dtype(gpu, dtype)
+    names = []
+    for d in op_dtypes:
+        cd = kernels.TORCH_DTYPES.get(str(d), "")
+        names.append(kernels.catalog_dtype(gpu, cd) if cd in ("fp16", "bf16", "fp8") else job)
+    table = {d: (gpu.peak_tflops(d) * 1e12, _eta(gpu, d)) for d in set(names)}
+    return (np.array([table[d][0] for d in names], dtype=np.float64),
+            np.array([table[d][1] for d in names], dtype=np.float64), names)
+
+
+def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
+    """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
+    ``mem_s``, ``time_s = o + max`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
+    row, and ``count`` (times the row runs)."""
+    cols = ops_arrays(ops)
+    peak, eta, names = _op_peaks(gpu, dtype, [str(o.get("dtype", "float32")) for o in ops])
+    w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
+    flop_s = cols["flops"] / (peak * eta * w)
+    mem_s = (cols["bytes"] + split_bytes) / kernel_mem_bps(gpu)
+    return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
+            "time_s": kernels.kernel_time_s(flop_s, mem_s, kernels.launch_s(gpu)),
+            "count": cols["count"]}
+
+
+def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
+                  strategy: str = "auto") -> dict[str, float]:
+    """``{"compute_flop": s, "compute_mem": s}`` of one step from its per-op table, by the GPU's
+    strategy (module docstring); ``strategy`` names one of ``STRATEGIES`` to force it."""
+    name = strategy_of(gpu, strategy)
+    if name == "paper":
+        return paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
+    if name == "curves":
+        out = compute_breakdown(ops, Curves.from_gpu(gpu))
+        return {"compute_flop": out["compute_flop"], "compute_mem": out["compute_mem"]}
+    expanded = expand_ops(ops)
+    if not expanded:
+        return {"compute_flop": 0.0, "compute_mem": 0.0}
+    r = kernel_op_times(expanded, gpu, dtype)
+    t = r["time_s"] * r["count"]
+    return {"compute_flop": float(t[r["flop_bound"]].sum()),
+            "compute_mem": float(t[~r["flop_bound"]].sum())}

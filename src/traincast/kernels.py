@@ -1,0 +1,343 @@
+"""One GPU kernel model: the time of one GEMM, convolution or memory-bound kernel from its shape.
+
+Small pure functions over numpy arrays, used by every path that prices GPU work op by op (the
+per-op table of a profile, ``traincast.compute``; the products of the hybrid LLM model,
+``traincast.parallel.gemm``). Rates come from the catalog entry of the GPU:
+
+* ``P``   dense peak of the dtype (``<dtype>_tflops``, FLOP/s),
+* ``eta`` achievable large-GEMM fraction of ``P`` (``gemm_max_fraction``, by dtype),
+* ``S``   streaming multiprocessors (``sms``; 0 = unknown: no quantization),
+* ``M``   achievable DRAM bandwidth = ``mem_bw_gbs 1e9 mem_max_fraction`` (bytes/s),
+* ``o``   fixed cost of one kernel (``kernel_launch_us``).
+
+A GEMM ``C[m x n] = A[m x k] B[k x n]``, ``batch`` independent ones per kernel, ``s`` bytes per
+element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
+
+    tiles(T)   = batch ceil(m / T_m) ceil(n / T_n)          (one output tile per SM at a time)
+    waves(T)   = ceil(tiles(T) / S)
+    w(m, n)    = max over the dtype's tiles T of batch m n / (waves(T) S T_m T_n)
+               = tile quantization  (batch m n / (tiles T_m T_n))
+               x wave quantization  (tiles / (waves S))            [1 when S = 0]
+    F          = 2 batch m n k                                      (FLOPs)
+    B          = s batch (m k + k n + m n)                           (bytes: read A, B; write C)
+    I          = F / B                                               (arithmetic intensity)
+    fraction   = min(eta w(m, n), I M / P)                           (achieved fraction of P)
+    t_gemm     = o + F / (P fraction) = o + max(F / (P eta w), B / M)
+
+The second argument of the ``min`` is the small-dimension factor: a product with a small ``k``
+(or a small ``m`` or ``n``) has a low intensity and runs at memory speed, below the GPU's ridge
+point ``P eta / M``. A memory-bound kernel moving ``B`` bytes takes ``o + B / M``.
+
+A convolution runs as an implicit GEMM (cuDNN's implicit-GEMM algorithms; NVIDIA,
+"Convolutional Layers User's Guide", Sec. 2): ``m = N H_o W_o``, ``n = C_out``,
+``k = C_in k_h k_w / groups``. Its backward is two such products: the data gradient
+(``m = N H W``, ``n = C_in``, ``k = C_out k_h k_w / groups``) and the weight gradient
+(``m = C_out``, ``n = C_in k_h k_w / groups``, ``k = N H_o W_o``).
+
+Tiles (``TILES``): tensor-core dtypes (fp16, bf16, fp8, tf32) use cuBLAS's three most efficient
+tiles, 256x128, 128x256 and 128x128 (Matrix Multiplication Background guide, Sec. 2.3); fp32 on
+CUDA cores uses the SIMT SGEMM tiles 128x128, 128x64 and 64x128 (CUTLASS's ``sgemm`` kernels,
+``cutlass_simt_sgemm_128x128_8x2`` and its 128x64 / 64x128 variants). The library picks the
+tile; the model takes the best, which makes ``w`` an upper bound of what cuBLAS reaches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+F = NDArray[np.float64]
+
+TENSOR_CORE_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128))
+SIMT_TILES: tuple[tuple[int, int], ...] = ((128, 128), (128, 64), (64, 128))
+TILES: dict[str, tuple[tuple[int, int], ...]] = {
+    "fp16": TENSOR_CORE_TILES, "bf16": TENSOR_CORE_TILES, "fp8": TENSOR_CORE_TILES,
+    "tf32": TENSOR_CORE_TILES, "fp32": SIMT_TILES}
+"""Output tiles considered per dtype (module docstring gives the sources)."""
+
+TILE_K: dict[str, int] = {"fp16": 32, "bf16": 32, "fp8": 32, "tf32": 32, "fp32": 8}
+"""Depth of one main-loop step of a tile (CUTLASS kernel names: ``tensorop_..._128x128_32x3``,
+``simt_sgemm_128x128_8x2``); the finest split of the ``k`` loop (``split_k``)."""
+
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+TORCH_DTYPES: dict[str, str] = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8",
+                                "float8_e5m2": "fp8", "float32": "fp32"}
+"""Catalog dtype of a per-op row's torch dtype."""
+
+
+def _f(x: ArrayLike) -> F:
+    return np.asarray(x, dtype=np.float64)
+
+
+def tile_count(m: ArrayLike, n: ArrayLike, tile: tuple[int, int], batch: ArrayLike = 1) -> F:
+    """Output tiles of a (batched) GEMM: ``batch ceil(m / T_m) ceil(n / T_n)``."""
+    return _f(batch) * np.ceil(_f(m) / tile[0]) * np.ceil(_f(n) / tile[1])
+
+
+def wave_count(tiles: ArrayLike, sms: float) -> F:
+    """Waves of tiles over ``sms`` SMs: ``ceil(tiles / sms)``."""
+    return np.ceil(_f(tiles) / sms)
+
+
+def split_k(tiles: ArrayLike, k: ArrayLike, sms: float, tile_k: int) -> F:
+    """Split-K factor: a GEMM whose tiles cannot fill one wave has its ``k`` loop split over
+    ``s`` SMs, each summing ``k / s`` (cuBLAS/CUTLASS split-K; the partial sums are reduced after):
+    ``s = min(floor(S / tiles), floor(k / T_k))`` when ``tiles < S``, else 1; at least 1.
+    ``T_k`` = the tile's depth per main-loop step (``TILE_K``: one step per split at least)."""
+    tiles, k = _f(tiles), _f(k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.minimum(np.floor(sms / np.maximum(tiles, 1.0)), np.floor(k / tile_k))
+    return np.where(tiles < sms, np.maximum(s, 1.0), 1.0)
+
+
+def gemm_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1,
+                    dtype: str = "bf16", k: ArrayLike | None = None) -> tuple[F, F]:
+    """``(w, s)``: useful fraction ``w`` of the SM-time a GEMM is charged for, and its split-K
+    factor ``s`` (1 without ``k``):
+
+    ``w = max over the dtype's tiles T of s batch m n / (ceil(tiles(T) s / sms) sms T_m T_n)``,
+    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``, ``s = split_k(tiles, k, sms, T_k)``;
+    ``w = 1``, ``s = 1`` when ``sms`` is 0 (unknown GPU).
+    """
+    m, n, batch = _f(m), _f(n), _f(batch)
+    shape = np.broadcast(m, n, batch).shape if k is None else \
+        np.broadcast(m, n, batch, _f(k)).shape
+    if not sms or sms <= 0:
+        return np.ones(shape), np.ones(shape)
+    best, best_s = np.zeros(shape), np.ones(shape)
+    for tile in TILES.get(dtype, TENSOR_CORE_TILES):
+        tiles = tile_count(m, n, tile, batch)
+        s = np.ones(shape) if k is None else split_k(tiles, k, sms, TILE_K.get(dtype, 32))
+        slots = wave_count(tiles * s, sms) * sms * tile[0] * tile[1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(slots > 0, s * batch * m * n / slots, 0.0)
+        best_s = np.where(w > best, s, best_s)
+        best = np.maximum(best, w)
+    return best, best_s
+
+
+def wave_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1,
+                    dtype: str = "bf16", k: ArrayLike | None = None) -> F:
+    """Useful fraction ``w`` of an ``m x n`` GEMM output under tile and wave quantization.
+
+    ``w = max over the dtype's tiles T of batch m n / (ceil(tiles(T) / sms) sms T_m T_n)``,
+    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``; 1.0 when ``sms`` is 0 (unknown GPU); with
+    ``k``, a GEMM of fewer tiles than SMs may split its ``k`` loop (``gemm_efficiency``).
+    Example: 4096 x 4096 on 108 SMs with 256x128 tiles: 512 tiles, 5 waves, w = 512 / 540.
+    """
+    return gemm_efficiency(m, n, sms, batch, dtype, k)[0]
+
+
+def split_k_bytes(m: ArrayLike, n: ArrayLike, batch: ArrayLike, splits: ArrayLike) -> F:
+    """DRAM traffic of split-K's partial sums (fp32): written and read back,
+    ``2 x 4 s batch m n`` when ``s > 1``, else 0."""
+    s = _f(splits)
+    return np.where(s > 1, 8.0 * s * _f(batch) * _f(m) * _f(n), 0.0)
+
+
+def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1) -> F:
+    """``F = 2 batch m n k``."""
+    return 2.0 * _f(batch) * _f(m) * _f(n) * _f(k)
+
+
+def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1,
+               itemsize: ArrayLike = 2) -> F:
+    """Minimum DRAM traffic of a GEMM: ``B = s batch (m k + k n + m n)``."""
+    m, n, k = _f(m), _f(n), _f(k)
+    return _f(itemsize) * _f(batch) * (m * k + k * n + m * n)
+
+
+def gemm_fraction(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1, *,
+                  peak_flops_per_s: float, eta: ArrayLike, mem_bps: float, sms: float,
+                  itemsize: ArrayLike = 2, dtype: str = "bf16") -> F:
+    """Achieved fraction of the dense peak: ``min(eta w, I M / P)``, ``I = F / (B + B_split)``
+    (``gemm_efficiency``, ``split_k_bytes``)."""
+    w, s = gemm_efficiency(m, n, sms, batch, dtype, k)
+    moved = gemm_bytes(m, n, k, batch, itemsize) + split_k_bytes(m, n, batch, s)
+    return np.minimum(_f(eta) * w, gemm_flops(m, n, k, batch) / moved * mem_bps / peak_flops_per_s)
+
+
+def gemm_times_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1, *,
+                 rate_flops: ArrayLike, mem_bps: float, sms: float, itemsize: ArrayLike = 2,
+                 dtype: str = "bf16", flops: ArrayLike | None = None) -> tuple[F, F]:
+    """FLOP term and memory term of GEMMs (without the launch cost):
+    ``(F / (R w), (B + B_split) / M)`` with ``R = P eta``, ``w`` and the split-K factor from
+    ``gemm_efficiency`` and ``B_split = split_k_bytes``; ``flops`` replaces
+    ``F = 2 batch m n k`` when given (the profiler's count). The kernel takes ``o + max``."""
+    f = gemm_flops(m, n, k, batch) if flops is None else _f(flops)
+    w, s = gemm_efficiency(m, n, sms, batch, dtype, k)
+    moved = gemm_bytes(m, n, k, batch, itemsize) + split_k_bytes(m, n, batch, s)
+    return f / (_f(rate_flops) * w), moved / mem_bps
+
+
+def kernel_time_s(flop_s: ArrayLike, mem_s: ArrayLike, launch_s: float = 0.0) -> F:
+    """``t = o + max(flop term, memory term)``."""
+    return launch_s + np.maximum(_f(flop_s), _f(mem_s))
+
+
+def memory_time_s(bytes_moved: ArrayLike, mem_bps: float, launch_s: float = 0.0) -> F:
+    """A memory-bound kernel: ``o + B / M``."""
+    return launch_s + _f(bytes_moved) / mem_bps
+
+
+def roofline_slowdown(intensity: ArrayLike, rate_flops: float, mem_bps: float) -> F:
+    """Time of a product over its time at ``R``: ``max(1, (R / M) / I)`` (1 above the ridge)."""
+    return np.maximum(1.0, rate_flops / mem_bps / _f(intensity))
+
+
+# ------------------------------------------------------------------- catalog fields of a GPU
+
+
+def catalog_dtype(gpu: Any, dtype: str) -> str:
+    """The dtype whose peak a job of ``dtype`` runs at: ``amp`` = fp16, else bf16 (the first the
+    GPU has); a dtype the GPU lacks (peak 0) falls back to fp32, as ``GPU.peak_tflops`` does."""
+    if dtype == "amp":
+        for d in ("fp16", "bf16"):
+            if float(getattr(gpu, f"{d}_tflops", 0.0)) > 0:
+                return d
+        return "fp32"
+    return dtype if float(getattr(gpu, f"{dtype}_tflops", 0.0)) > 0 else "fp32"
+
+
+DEFAULT_GEMM_MAX_FRACTION = 0.79
+"""``eta`` of a GPU with an SM count but no published large-GEMM figure: the median of the
+catalog's published BF16 fractions (stas00/ml-engineering, "Maximum Achievable Matmul FLOPS":
+A100 0.869, H100/H200 0.803, B200 0.776, MI250X 0.768, MI300X 0.514), so that GPUs with and
+without a measurement are compared on the same footing."""
+DEFAULT_MEM_MAX_FRACTION = 0.88
+"""Achievable DRAM fraction of a GPU with an SM count but no published figure: the one the
+catalog has (A100 80 GB, 1.80 of 2.04 TB/s, NVIDIA developer forum thread 339083)."""
+
+
+def gemm_max_fraction(gpu: Any, dtype: str) -> float | None:
+    """The GPU's achievable large-GEMM fraction ``eta`` for ``dtype`` (catalog
+    ``gemm_max_fraction``: a table by dtype, or one number): the dtype's entry, else the ``"*"``
+    entry, else the largest fraction listed (the best the GPU's libraries reach; the catalog's
+    ``GPU.gemm_fraction``). ``None`` when the GPU has no figure (callers then use
+    ``DEFAULT_GEMM_MAX_FRACTION`` for a GPU in the kernel model)."""
+    d = catalog_dtype(gpu, dtype)
+    if callable(getattr(gpu, "gemm_fraction", None)):
+        value = float(gpu.gemm_fraction(d))
+        return value if value > 0 else None
+    table = getattr(gpu, "gemm_max_fraction", None)
+    if table is None or isinstance(table, int | float):
+        return None if table is None or table <= 0 else float(table)
+    fracs = {str(k): float(v) for k, v in dict(table).items()}
+    value = fracs.get(d, fracs.get("*", max(fracs.values(), default=0.0)))
+    return value if value > 0 else None
+
+
+def gpu_sms(gpu: Any) -> float:
+    """Streaming multiprocessors (catalog ``sms``), 0 when unknown."""
+    return float(getattr(gpu, "sms", 0) or 0)
+
+
+def launch_s(gpu: Any) -> float:
+    """Fixed cost of one kernel (catalog ``kernel_launch_us``), 0 when absent."""
+    return float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0) * 1e-6
+
+
+# --------------------------------------------------- GEMM shapes of the ops of a profile table
+
+GEMM_OPS = frozenset({"mm", "addmm", "_addmm_activation", "bmm", "baddbmm", "matmul"})
+CONV_OPS = frozenset({"convolution", "_convolution", "conv2d", "conv1d", "conv3d",
+                      "cudnn_convolution", "mkldnn_convolution", "convolution_overrideable"})
+CONV_BACKWARD_OPS = frozenset({"convolution_backward", "convolution_backward_overrideable"})
+
+
+def _dims(shapes: str) -> list[list[int]]:
+    return [[int(d) for d in sh.split("x")] if sh else [] for sh in shapes.split(";")]
+
+
+def _gemm_of_matrices(a: list[int], b: list[int]) -> tuple[float, float, float, float]:
+    """``(m, n, k, batch)`` of ``A[..., m, k] @ B[..., k, n]``; batch = product of A's leading
+    dimensions (a 2-D B is shared by all of them)."""
+    batch = float(math.prod(a[:-2])) if len(a) > 2 else 1.0
+    return float(a[-2]), float(b[-1]), float(a[-1]), batch
+
+
+def _conv_products(name: str, dims: list[list[int]],
+                   flops: float) -> list[tuple[float, float, float, float]]:
+    """Implicit-GEMM products of a convolution (forward) or its backward (module docstring)."""
+    if name in CONV_OPS:
+        w = dims[1]
+        n, k = float(w[0]), float(math.prod(w[1:]))
+        return [(flops / (2.0 * n * k), n, k, 1.0)] if n * k > 0 else []
+    g_out, x, w = dims[0], dims[1], dims[2]
+    cout, k_w = float(w[0]), float(math.prod(w[1:]))          # k_w = C_in kh kw / groups
+    m_out = float(math.prod(g_out)) / cout                     # N H_o W_o
+    fwd = 2.0 * m_out * cout * k_w
+    if fwd <= 0:
+        return []
+    wgrad = (cout, k_w, m_out, 1.0)
+    if round(flops / fwd) < 2:                                  # weight gradient only
+        return [wgrad]
+    cin = float(x[1])
+    groups = max(1.0, cin * float(math.prod(w[2:])) / k_w)
+    dgrad = (float(math.prod(x)) / cin, cin, cout / groups * float(math.prod(w[2:])), 1.0)
+    return [dgrad, wgrad]
+
+
+def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, float, float, float]]:
+    """``(m, n, k, batch)`` of each GEMM an op of the per-op table runs, from its recorded input
+    shapes (``"64x512;512x1024"``): ``mm``/``matmul`` (A, B), ``addmm``/``baddbmm`` (bias, A, B),
+    ``bmm`` (A, B), convolutions and their backward (implicit GEMM, module docstring; ``m`` of a
+    forward from its FLOPs, so stride and padding need not be known), attention kernels
+    (query ``B x H x S x D``: one ``S x S x D`` product per head). ``[]`` when the op runs no
+    GEMM or its shapes are not recorded."""
+    name = op.removeprefix("aten::")
+    try:
+        dims = _dims(shapes) if shapes else []
+        if name in GEMM_OPS and dims:
+            a, b = (dims[1], dims[2]) if name in ("addmm", "_addmm_activation", "baddbmm") \
+                else (dims[0], dims[1])
+            return [_gemm_of_matrices(a, b)] if len(a) >= 2 and len(b) >= 2 else []
+        if name in CONV_OPS | CONV_BACKWARD_OPS and dims:
+            return _conv_products(name, dims, flops)
+        if "attention" in name and dims and len(dims[0]) == 4:
+            bsz, heads, seq, head_dim = (float(d) for d in dims[0])
+            return [(seq, seq, head_dim, bsz * heads)]
+    except (IndexError, ValueError, ZeroDivisionError):
+        return []
+    return []
+
+
+def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
+    """All GEMM products of a per-op table as columns ``row`` (the op's index), ``m``, ``n``,
+    ``k``, ``batch``, ``share`` (the product's part of its op's FLOPs: ``F_p / sum F_p``)."""
+    rows: list[tuple[int, float, float, float, float]] = []
+    for i, o in enumerate(ops):
+        if float(o.get("flops", 0.0)) > 0:
+            rows += [(i, *p) for p in op_gemm_products(str(o["op"]), str(o.get("shapes", "")),
+                                                       float(o.get("flops", 0.0)))]
+    arr = np.array(rows, dtype=np.float64).reshape(-1, 5)
+    row = arr[:, 0].astype(np.int64)
+    f = gemm_flops(arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
+    total = np.bincount(row, weights=f, minlength=len(ops))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total[row] > 0, f / total[row], 0.0)
+    return {"row": row, "m": arr[:, 1], "n": arr[:, 2], "k": arr[:, 3], "batch": arr[:, 4],
+            "share": share}
+
+
+def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
+                        dtypes: Sequence[str]) -> tuple[F, F]:
+    """Per op: the effective ``w`` of its GEMM products, ``1 / sum_p (share_p / w_p)`` (FLOP
+    time at ``R`` over its FLOP time at ``R w``; 1.0 for ops without a recorded GEMM shape,
+    charged at the large-GEMM rate), and the split-K partial-sum bytes of its products
+    (``split_k_bytes``). ``dtypes``: the catalog dtype of each op (selects the tiles)."""
+    g = ops_gemm_table(ops)
+    inv, extra = np.zeros(len(ops)), np.zeros(len(ops))
+    dt = np.asarray(dtypes, dtype=object)[g["row"]] if len(g["row"]) else np.zeros(0)
+    for d in set(dt.tolist()):
+        sel = dt == d
+        m, n, k, b = g["m"][sel], g["n"][sel], g["k"][sel], g["batch"][sel]
+        w, splits = gemm_efficiency(m, n, sms, b, str(d), k)
+        inv += np.bincount(g["row"][sel], weights=g["share"][sel] / w, minlength=len(ops))
+        extra += np.bincount(g["row"][sel], weights=split_k_bytes(m, n, b, splits),
+                             minlength=len(ops))
+    return np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), 1.0), extra

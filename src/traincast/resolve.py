@@ -1,0 +1,269 @@
+"""Resolve a job table against the catalog: the one place where defaults, aliases, placement
+and validity of jobs live. Everything that predicts (``predict``, what-if, recommend,
+characterize, ``hybrid``) calls :func:`resolve`.
+
+For each row:
+
+* **hardware** — node preset: the row's ``node``; when empty, the ``default_node`` of its GPU
+  type; else ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
+  resolved), else the node's GPU; ``gpu=`` overrides it for every row. Links: the node's
+  ``pcie``/``intra``/``nic`` (``rails`` = its ``nics`` ports), each replaceable for every row.
+* **placement** — ``n`` = ``n_gpus``; ``g`` (GPUs per node) = ``gpus_per_node`` where the trace
+  says, else packed: ``min(n, node GPUs)``; ``N = ceil(n / g)``; workers ``m`` = ``n_workers``
+  where given, else ``n / w`` with ``w`` = ``gpus_per_worker`` (default 1); workers per node
+  ``k`` = ``workers_per_node`` where given, else ``min(m, max(1, floor(g / w)))``; parameter
+  servers ``p`` = ``n_ps`` where given, else 1.
+* **features** — ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` required;
+  ``embedding_bytes_touched`` and ``input_bytes`` default to 0; ``embedding_allreduce_bytes``
+  defaults to ``embedding_bytes_touched``.
+* **validity** — a reason code per row (:data:`REASONS`); rows with a code other than 0 get
+  no prediction (NaN times) and are counted by reason in ``whatif``/``characterize``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from traincast.architectures import ARCH_CODE, ARCHITECTURES, REGISTRY
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, Link
+from traincast.jobs import Columns, Strings
+from traincast.units import parse_speed_gbs
+
+F = NDArray[np.float64]
+DEFAULT_NODE = "pai-v100-nvlink"
+REASONS: tuple[str, ...] = (
+    "ok",
+    "unknown architecture",
+    "unknown node or GPU type",
+    "GPU count missing or below 1",
+    "more GPUs per node than the node has",
+    "shape does not fit the architecture",
+    "features missing",
+)
+OK, BAD_ARCH, BAD_HARDWARE, BAD_GPUS, BAD_PLACEMENT, BAD_SHAPE, NO_FEATURES = range(7)
+
+
+def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
+    """Rows without a prediction, counted by reason (``{"unknown architecture": 3, ...}``)."""
+    counts = np.bincount(np.asarray(reason, dtype=np.int64), minlength=len(REASONS))
+    return {REASONS[i]: int(c) for i, c in enumerate(counts) if i != OK and c}
+
+
+def resolve_link(catalog: Catalog, spec: str) -> Link:
+    """A link by catalog name (``eth100``) or by speed (``25Gbit``, ``12.5GB/s``)."""
+    if spec in catalog.links:
+        return catalog.links[spec]
+    bw = parse_speed_gbs(spec)
+    if bw is None:
+        raise TraincastError(f"unknown link {spec!r}",
+                             hint=f"give a catalog link name ({', '.join(sorted(catalog.links))})"
+                                  " or a speed such as 25Gbit")
+    return Link(name=spec, bw_gbs=bw, source="given on the command line")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Per-row arrays of resolved jobs (every field has one entry per row)."""
+
+    arch: NDArray[np.int64]
+    node: Strings
+    gpu: Strings
+    n: F
+    g: F
+    nodes: F
+    m: F
+    k: F
+    p: F
+    node_gpus: F
+    rails: F
+    mem_gb: F
+    pcie_bps: F
+    intra_bps: F
+    nic_bps: F
+    amp: NDArray[np.bool_]
+    hierarchical: NDArray[np.bool_]
+    w: F
+    e: F
+    e_ar: F
+    flops: F
+    mem_bytes: F
+    input_bytes: F
+    reason: NDArray[np.int8]
+
+    @property
+    def size(self) -> int:
+        return len(self.n)
+
+    def take(self, rows: NDArray[np.intp] | slice) -> Resolved:
+        """The rows ``rows``: a view that gathers each field on first use (a formula reads a
+        few of the fields; ``slice(None)`` returns ``self``)."""
+        if isinstance(rows, slice) and rows == slice(None):
+            return self
+        return _Rows(self, rows)  # type: ignore[return-value]
+
+
+class _Rows:
+    """Some rows of a :class:`Resolved`, gathered field by field on access."""
+
+    def __init__(self, whole: Resolved, rows: NDArray[np.intp]) -> None:
+        self._whole, self._rows = whole, rows
+
+    @property
+    def size(self) -> int:
+        return len(self._rows)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._whole, name)
+        value = Strings(value.codes[self._rows], value.values) if isinstance(value, Strings) \
+            else value[self._rows]
+        setattr(self, name, value)
+        return value
+
+    def take(self, rows: NDArray[np.intp] | slice) -> Any:
+        return _Rows(self._whole, self._rows[rows])
+
+
+def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | None,
+              links: dict[str, Link]) -> tuple[Strings, Strings, F]:
+    """Node and GPU names of each row and a (7, n) table of rates, one lookup per unique
+    (node, gpu_type) pair: node GPUs, rails, memory GB, pcie/intra/nic bytes/s, known."""
+    node, gpu_type = cols["node"], cols["gpu_type"]
+    node_vals, gpu_vals = [*node.values, ""], [*gpu_type.values, ""]
+    names: dict[str, list[str]] = {"node": [], "gpu": []}
+    pairs = np.zeros((len(node_vals), len(gpu_vals), 2), dtype=np.int32)
+    rates = []
+    for i, nd in enumerate(node_vals):
+        for j, gt in enumerate(gpu_vals):
+            node_name = nd or (catalog.default_node_of(gt) if gt else "") or default_node
+            gpu_name, row = _pair_rates(catalog, node_name, gpu or gt, links)
+            for col, name in ((0, node_name), (1, gpu_name)):
+                kind = ("node", "gpu")[col]
+                if name not in names[kind]:
+                    names[kind].append(name)
+                pairs[i, j, col] = names[kind].index(name)
+            rates.append(row)
+    idx = np.where(node.codes < 0, (len(node_vals) - 1) * len(gpu_vals), node.codes
+                   * len(gpu_vals)) + np.where(gpu_type.codes < 0, len(gpu_vals) - 1,
+                                                gpu_type.codes)
+    flat = pairs.reshape(-1, 2)
+    table = np.ascontiguousarray(np.array(rates, dtype=np.float64).T)[:, idx]
+    return (Strings(flat[idx, 0], tuple(names["node"])),
+            Strings(flat[idx, 1], tuple(names["gpu"])), table)
+
+
+def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,
+                links: dict[str, Link]) -> tuple[str, tuple[float, ...]]:
+    """Canonical GPU name and rates of one (node, GPU) pair; NaN rates when unknown."""
+    unknown = (np.nan,) * 6 + (0.0,)
+    if node_name not in catalog.nodes:
+        return gpu_name, unknown
+    nd = catalog.nodes[node_name]
+    try:
+        g = catalog.gpu(gpu_name or nd.gpu)
+    except KeyError:
+        return gpu_name, unknown
+    bw = {role: links.get(role, catalog.links[getattr(nd, role)]).bw_bps
+          for role in ("pcie", "intra", "nic")}
+    return g.name, (nd.gpus, nd.nics, g.mem_gb or np.nan, bw["pcie"], bw["intra"], bw["nic"],
+                    1.0)
+
+
+def _features(cols: Columns) -> dict[str, F]:
+    e = np.nan_to_num(cols["embedding_bytes_touched"])
+    e_ar = cols["embedding_allreduce_bytes"]
+    return {"w": cols["weight_bytes"], "e": e, "e_ar": np.where(np.isnan(e_ar), e, e_ar),
+            "flops": cols["flops_compute_bound"], "mem_bytes": cols["bytes_memory_bound"],
+            "input_bytes": np.nan_to_num(cols["input_bytes"])}
+
+
+def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
+    """``n, g, N, m, k, p`` by the rules of the module docstring."""
+    n = cols["n_gpus"]
+    given = cols["gpus_per_node"]
+    g = np.where(given > 0, given, np.minimum(n, node_gpus))
+    g = np.maximum(np.minimum(g, np.maximum(n, 1.0)), 1.0)
+    w = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], 1.0)
+    m = np.where(cols["n_workers"] > 0, cols["n_workers"], np.maximum(n / w, 1.0))
+    k = np.where(cols["workers_per_node"] > 0, cols["workers_per_node"],
+                 np.minimum(m, np.maximum(np.floor(g / w), 1.0)))
+    p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
+    return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p}
+
+
+def _reasons(arch: NDArray[np.int64], known_hw: F, shape: dict[str, F], node_gpus: F,
+             feats: dict[str, F], given_g: F, r: Resolved) -> NDArray[np.int8]:
+    """First failing check per row (0 = ok), in :data:`REASONS` order."""
+    reason = np.zeros(len(arch), dtype=np.int8)
+    fits = np.ones(len(arch), dtype=bool)
+    for code, name in enumerate(ARCHITECTURES):
+        rows = np.flatnonzero(arch == code)
+        if len(rows):
+            fits[rows] = REGISTRY[name].fits(r.take(rows))
+    no_feats = ~(np.isfinite(feats["flops"]) & np.isfinite(feats["mem_bytes"])
+                 & np.isfinite(feats["w"]))
+    checks = ((arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
+              (~(shape["n"] > 0), BAD_GPUS), (given_g > node_gpus, BAD_PLACEMENT),
+              (~fits, BAD_SHAPE), (no_feats, NO_FEATURES))
+    for bad, code in reversed(checks):  # the first check in the list wins
+        reason[bad] = code
+    return reason
+
+
+def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: str | None = None,
+            gpu: str | None = None, nic: str | None = None, intra: str | None = None,
+            pcie: str | None = None, amp: Any = False, hierarchical: Any = False) -> Resolved:
+    """Resolve every row of a job table (dict of columns, Arrow table, DataFrame or
+    :class:`~traincast.jobs.Columns`); see the module docstring for the rules."""
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    links = {role: resolve_link(catalog, spec) for role, spec in
+             (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
+    gpu_override = catalog.gpu_name(gpu) if gpu else None
+    node, gpu_s, hw = _hardware(cols, catalog, default_node or DEFAULT_NODE, gpu_override, links)
+    arch = cols["architecture"].lookup(lambda v: ARCH_CODE.get(v, -1), -1, np.int64)
+    shape = _placement(cols, hw[0])
+    feats = _features(cols)
+    size = cols.n
+    r = Resolved(arch=arch, node=node, gpu=gpu_s, **shape, node_gpus=hw[0], rails=hw[1],
+                 mem_gb=hw[2], pcie_bps=hw[3], intra_bps=hw[4], nic_bps=hw[5],
+                 amp=np.broadcast_to(np.asarray(amp, dtype=bool), (size,)),
+                 hierarchical=np.broadcast_to(np.asarray(hierarchical, dtype=bool), (size,)),
+                 **feats, reason=np.zeros(size, dtype=np.int8))
+    reason = _reasons(arch, hw[6], shape, hw[0], feats, cols["gpus_per_node"], r)
+    return Resolved(**{**{f.name: getattr(r, f.name) for f in fields(r)}, "reason": reason})
+
+
+def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:
+    """Why row ``i`` gets no prediction, in terms of the job's fields (the CLI maps fields to
+    its flags)."""
+    code = int(r.reason[i])
+    arch = cols["architecture"].strings()[i]
+    n, node_gpus = r.n[i], r.node_gpus[i]
+    node = r.node.values[r.node.codes[i]]
+    if code == BAD_ARCH:
+        return TraincastError(f"unknown architecture {arch!r} (field architecture)",
+                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
+    if code == BAD_HARDWARE:
+        gpu = cols["gpu_type"].strings()[i]
+        if node not in catalog.nodes:
+            return TraincastError(f"unknown node {node!r} (field node)",
+                                  hint=f"known: {', '.join(sorted(catalog.nodes))}")
+        return TraincastError(f"unknown GPU {gpu!r} (field gpu_type)",
+                              hint=f"known: {', '.join(sorted(catalog.gpus))}")
+    if code == BAD_GPUS:
+        return TraincastError(f"n_gpus must be at least 1, got {n:g} (field n_gpus)")
+    if code == BAD_PLACEMENT:
+        return TraincastError(f"gpus_per_node {cols['gpus_per_node'][i]:g} is more than the "
+                              f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)")
+    if code == BAD_SHAPE:
+        need = {"1w1g": "exactly one GPU", "allreduce-local":
+                f"all GPUs in one node of {node_gpus:g} (node {node!r}); use allreduce-cluster"}
+        return TraincastError(f"{arch} needs {need.get(arch, 'another shape')}: n_gpus = {n:g} "
+                              "(field n_gpus)")
+    return TraincastError("features missing: flops_compute_bound, bytes_memory_bound and "
+                          "weight_bytes are required (fields of the same names)")

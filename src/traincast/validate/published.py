@@ -1,0 +1,268 @@
+"""``traincast validate --published``: predictions against published training throughputs.
+
+The rows (``published.toml``, each with its citation) are measured training throughputs of
+whole models on named GPUs, 1 and 8 GPUs of one node (Lambda's PyTorch benchmark: ResNet-50 and
+BERT SQuAD fine-tuning, fp16 mixed precision and fp32). For each row:
+
+1. **job** — the model profiled at the row's batch per GPU (``traincast.features.profile`` on
+   the meta device; under autocast for fp16 rows), inputs not copied when the benchmark used
+   synthetic data; architecture ``1w1g`` for one GPU, else ``allreduce-local`` over the row's
+   GPUs on the 8-GPU node preset of its GPU (``[node]`` of the file);
+2. **predict** — the iteration time ``T`` of the project's model
+   (``traincast.predict.predict_table``, one call for all rows; ``amp`` for fp16 rows);
+3. **compare** — predicted throughput ``X = b n / T`` (b = batch per GPU, n = GPUs) and
+   ``error = X_pred / X_published - 1`` per row; the summary gives the median and 90th
+   percentile of ``|error|``. Every pair of rows with the same model, dtype and GPU count on
+   two GPUs A and B gives a cross-GPU ratio ``R = X_A / X_B``; its error is
+   ``R_pred / R_published - 1``.
+
+The Megatron-LM SC'21 table (``traincast.parallel.validation.megatron_2021``) is reported
+beside it with its own error (predicted / published per-GPU TFLOP/s - 1).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
+
+__all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "evaluate_rows", "load_published",
+           "profile_row", "render_markdown", "summarize", "validate_published"]
+
+MEDIAN_TARGET = 0.10  # median |error| of the rows
+RATIO_TARGET = 0.15  # every cross-GPU ratio within this
+DTYPES = ("fp16", "fp32")
+ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "gpu": str, "gpus": int, "dtype": str, "batch_per_gpu": int,
+    "throughput": (int, float), "unit": str, "citation": str}
+FEATURE_KEYS = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
+                "embedding_bytes_touched", "input_bytes")
+
+
+def _path(path: str | Path | None) -> Path | Any:
+    return Path(path) if path else resources.files("traincast.validate").joinpath(
+        "published.toml")
+
+
+def load_published(path: str | Path | None = None) -> dict[str, Any]:
+    """The parsed table (``source``, ``model``, ``node``, ``row``), each row checked.
+
+    A missing or mistyped field, an unknown model or dtype, or a non-positive number is a
+    TraincastError naming the file, the row (1-based) and the field.
+    """
+    src = _path(path)
+    name = str(path) if path else "published.toml"
+    try:
+        data = tomllib.loads(src.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise TraincastError(f"{name}: cannot be read ({exc})") from None
+    models = data.get("model", {})
+    rows = data.get("row", [])
+    if not rows:
+        raise TraincastError(f"{name}: no [[row]] tables")
+    for i, row in enumerate(rows, 1):
+        for key, kind in ROW_FIELDS.items():
+            value = row.get(key)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise TraincastError(f"{name}: row {i}: field {key!r} missing or not "
+                                     f"{getattr(kind, '__name__', 'a number')}",
+                                     hint=f"every [[row]] needs {', '.join(ROW_FIELDS)}")
+        if row["model"] not in models:
+            raise TraincastError(f"{name}: row {i}: field 'model': unknown model "
+                                 f"{row['model']!r}", hint=f"[model.*]: {', '.join(models)}")
+        if row["dtype"] not in DTYPES:
+            raise TraincastError(f"{name}: row {i}: field 'dtype' must be one of {DTYPES}")
+        for key in ("gpus", "batch_per_gpu", "throughput"):
+            if row[key] <= 0:
+                raise TraincastError(f"{name}: row {i}: field {key!r} must be positive")
+        if not row["citation"].strip():
+            raise TraincastError(f"{name}: row {i}: field 'citation' is empty")
+    return data
+
+
+@cache
+def _profile(spec: str, batch: int, amp: bool) -> tuple[tuple[str, float], ...]:
+    from traincast.features.profile import profile_model
+
+    rec = profile_model(spec, batch, amp=amp)
+    return tuple((k, float(rec.get(k) or 0.0)) for k in FEATURE_KEYS)
+
+
+def profile_row(model: Mapping[str, Any], batch: int, amp: bool) -> dict[str, float]:
+    """Per-iteration features of one replica: the model's profile at ``batch`` (cached);
+    ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU."""
+    spec = str(model["spec"])
+    if not spec.startswith(("zoo:", "hf:")):
+        file, func = spec.rsplit(":", 1)
+        spec = f"{Path(__file__).with_name(file)}:{func}"
+    feats = dict(_profile(spec, int(batch), bool(amp)))
+    if model.get("synthetic_inputs"):
+        feats["input_bytes"] = 0.0
+    return feats
+
+
+def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, float]],
+                  nodes: Mapping[str, str], catalog: Catalog,
+                  strategy: str = "auto") -> dict[str, NDArray[np.float64]]:
+    """Predicted iteration time, throughput and error of every row (one model call).
+
+    ``T`` from ``predict_table``; ``X_pred = batch_per_gpu * gpus / T``;
+    ``error = X_pred / throughput - 1``.
+    """
+    from traincast.predict import predict_table
+
+    n = len(rows)
+    gpus = np.array([r["gpus"] for r in rows], dtype=np.float64)
+    batch = np.array([r["batch_per_gpu"] for r in rows], dtype=np.float64)
+    published = np.array([r["throughput"] for r in rows], dtype=np.float64)
+    jobs: dict[str, Any] = {
+        "architecture": np.array(["1w1g" if g == 1 else "allreduce-local" for g in gpus],
+                                 dtype=object),
+        "n_gpus": gpus,
+        "node": np.array([nodes.get(r["gpu"], "") for r in rows], dtype=object),
+        "gpu_type": np.array([r["gpu"] for r in rows], dtype=object),
+        **{k: np.array([f.get(k, 0.0) for f in features], dtype=np.float64)
+           for k in FEATURE_KEYS}}
+    amp = np.array([r["dtype"] == "fp16" for r in rows], dtype=bool)
+    bd = predict_table(jobs, catalog, amp=amp, strategy=strategy)
+    total = np.asarray(bd.total, dtype=np.float64).reshape(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        predicted = batch * gpus / total
+    return {"predicted_s": total, "predicted": predicted, "published": published,
+            "error": predicted / published - 1.0,
+            "comm_s": np.asarray(bd.comm, dtype=np.float64).reshape(n),
+            "compute_s": (np.asarray(bd.compute_flop, dtype=np.float64)
+                          + np.asarray(bd.compute_mem, dtype=np.float64)).reshape(n)}
+
+
+def cross_gpu_ratios(rows: Sequence[Mapping[str, Any]], predicted: Sequence[float]
+                     ) -> list[dict[str, Any]]:
+    """Every pair (A, B) of rows with the same model, dtype and GPU count on two GPUs:
+    ``R = X_A / X_B`` published and predicted, ``error = R_pred / R_pub - 1``."""
+    groups: dict[tuple[str, str, int], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r["model"], r["dtype"], int(r["gpus"])), []).append(i)
+    out = []
+    for (model, dtype, gpus), idx in groups.items():
+        for a, b in combinations(sorted(idx, key=lambda i: rows[i]["gpu"]), 2):
+            if rows[a]["gpu"] == rows[b]["gpu"]:
+                continue
+            pub = rows[a]["throughput"] / rows[b]["throughput"]
+            pred = float(predicted[a]) / float(predicted[b])
+            out.append({"model": model, "dtype": dtype, "gpus": gpus, "gpu_a": rows[a]["gpu"],
+                        "gpu_b": rows[b]["gpu"], "published_ratio": pub,
+                        "predicted_ratio": pred, "error": pred / pub - 1.0})
+    return out
+
+
+def summarize(errors: Sequence[float]) -> dict[str, float]:
+    """``n``, median, 90th percentile (linear interpolation) and max of ``|error|`` over the
+    finite errors; NaN statistics when there are none."""
+    e = np.abs(np.asarray(errors, dtype=np.float64))
+    e = e[np.isfinite(e)]
+    if not len(e):
+        return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"),
+                "max_abs_error": float("nan")}
+    return {"n": int(len(e)), "median_abs_error": float(np.median(e)),
+            "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(e.max())}
+
+
+def _megatron(catalog: Catalog) -> dict[str, Any]:
+    try:
+        from traincast.parallel.validation import megatron_2021
+
+        rows = megatron_2021(catalog)
+    except Exception as exc:  # reported, not raised: the LLM path is validated on its own
+        return {"rows": [], "failed": f"{type(exc).__name__}: {exc}"}
+    keep = ("model", "t", "p", "d", "gpus", "batch", "tflops_per_gpu",
+            "predicted_tflops_per_gpu", "rel_error")
+    return {"rows": [{k: r[k] for k in keep} for r in rows],
+            "summary": summarize([r["rel_error"] for r in rows]),
+            "source": "Narayanan et al., SC 2021, Table 1 (parallel/megatron_2021.toml)"}
+
+
+def validate_published(catalog: Catalog | None = None, path: str | Path | None = None,
+                       strategy: str = "auto",
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Predict every published row; per-row errors, summary, cross-GPU ratios, and the
+    paper's flat-peak model (strategy ``paper``) on the same rows as a baseline."""
+    catalog = catalog or load_catalog()
+    data = load_published(path)
+    rows = data["row"]
+    features = []
+    for i, r in enumerate(rows):
+        if progress:
+            progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
+                     f"({i + 1}/{len(rows)})")
+        features.append(profile_row(data["model"][r["model"]], r["batch_per_gpu"],
+                                    r["dtype"] == "fp16"))
+    res = evaluate_rows(rows, features, data.get("node", {}), catalog, strategy)
+    paper = evaluate_rows(rows, features, data.get("node", {}), catalog, "paper")
+    table = [{**{k: r[k] for k in ("model", "gpu", "gpus", "dtype", "batch_per_gpu", "unit",
+                                   "citation")},
+              "published": float(res["published"][i]),
+              "predicted": float(res["predicted"][i]),
+              "predicted_s": float(res["predicted_s"][i]),
+              "comm_share": float(res["comm_s"][i] / res["predicted_s"][i]),
+              "error": float(res["error"][i]),
+              "paper_error": float(paper["error"][i])} for i, r in enumerate(rows)]
+    ratios = cross_gpu_ratios(rows, res["predicted"])
+    summary = summarize(res["error"])
+    ratio_summary = summarize([q["error"] for q in ratios])
+    within = [abs(q["error"]) <= RATIO_TARGET for q in ratios if np.isfinite(q["error"])]
+    return {"source": data.get("source", {}), "strategy": strategy, "rows": table,
+            "summary": summary, "paper_summary": summarize(paper["error"]),
+            "ratios": ratios, "ratio_summary": ratio_summary,
+            "ratios_within_target": int(sum(within)), "ratios_total": len(within),
+            "targets_met": bool(summary["median_abs_error"] <= MEDIAN_TARGET and within
+                                and all(within)),
+            "megatron": _megatron(catalog)}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%" if np.isfinite(x) else "–"
+
+
+def render_markdown(out: Mapping[str, Any]) -> str:
+    """The per-row table, the summary and the cross-GPU ratios as Markdown (docs/validation.md,
+    "Published throughputs")."""
+    lines = ["| model | GPU | GPUs | dtype | batch/GPU | published | predicted | error | "
+             "paper model error | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in out["rows"]:
+        lines.append(f"| {r['model']} | {r['gpu']} | {r['gpus']} | {r['dtype']} | "
+                     f"{r['batch_per_gpu']} | {r['published']:.0f} {r['unit']} | "
+                     f"{r['predicted']:.0f} | {_pct(r['error'])} | {_pct(r['paper_error'])} | "
+                     f"{100 * r['comm_share']:.0f}% |")
+    s, p, q = out["summary"], out["paper_summary"], out["ratio_summary"]
+    lines += ["", f"{s['n']} rows: median |error| **{100 * s['median_abs_error']:.1f}%**, p90 "
+              f"{100 * s['p90_abs_error']:.1f}%, max {100 * s['max_abs_error']:.1f}% (compute "
+              f"strategy `{out['strategy']}`); the paper's flat-peak model: median "
+              f"{100 * p['median_abs_error']:.1f}%, p90 {100 * p['p90_abs_error']:.1f}%.",
+              f"Cross-GPU ratios: {out['ratios_within_target']} of {out['ratios_total']} within "
+              f"{100 * RATIO_TARGET:.0f}%; median |error| {100 * q['median_abs_error']:.1f}%, "
+              f"p90 {100 * q['p90_abs_error']:.1f}%, max {100 * q['max_abs_error']:.1f}%.", "",
+              "| model | dtype | GPUs | A / B | published ratio | predicted ratio | error |",
+              "|---|---|---|---|---|---|---|"]
+    for r in out["ratios"]:
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['gpus']} | {r['gpu_a']} / "
+                     f"{r['gpu_b']} | {r['published_ratio']:.2f} | {r['predicted_ratio']:.2f} "
+                     f"| {_pct(r['error'])} |")
+    mg = out.get("megatron", {})
+    if mg.get("rows"):
+        ms = mg["summary"]
+        lines += ["", f"Megatron-LM SC'21 Table 1 ({len(mg['rows'])} rows, per-GPU TFLOP/s): "
+                  f"median |error| {100 * ms['median_abs_error']:.1f}%, p90 "
+                  f"{100 * ms['p90_abs_error']:.1f}%, max {100 * ms['max_abs_error']:.1f}%."]
+    elif mg.get("failed"):
+        lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
+    return "\n".join(lines)

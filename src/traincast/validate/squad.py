@@ -1,0 +1,68 @@
+"""BERT fine-tuning on SQuAD v1.1 as the published throughputs ran it (``file.py:FUNC`` specs).
+
+NVIDIA DeepLearningExamples ``PyTorch/LanguageModeling/BERT/scripts/run_squad.sh`` (the script
+Lambda's benchmark calls): ``BertForQuestionAnswering`` (the encoder plus one 2-way linear
+span head), ``--max_seq_length=384``, ``--doc_stride=128``, the batch per GPU given on the
+command line. The encoders are BERT-base (12 layers, hidden 768, 12 heads, FFN 3072) and
+BERT-large (24 layers, 1024, 16 heads, 4096), 30,522-token uncased WordPiece vocabulary
+(Devlin et al. 2019). The loss is the mean of the start and end cross-entropies; inputs are
+seeded random token ids with start/end positions; attention is the eager (unfused)
+implementation, as NVIDIA's BERT code runs it. No padding mask is passed (transformers checks
+the mask's values, which meta tensors do not have): the masked add of the scores, one
+memory-bound op of B x heads x 384 x 384 per layer, is left out. The model is built on the meta device (no
+weights are allocated): it serves profiling only.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812
+
+SEQ_LEN = 384  # run_squad.sh: --max_seq_length=384
+VOCAB = 30_522
+CONFIGS: dict[str, dict[str, int]] = {
+    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072},
+    "large": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "intermediate_size": 4096},
+}
+
+
+def _squad(size: str, batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    import transformers
+
+    config = transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=512,
+                                     attn_implementation="eager", **CONFIGS[size])
+    with torch.device("meta"):
+        model = transformers.BertForQuestionAnswering(config)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, VOCAB, (batch_size, SEQ_LEN), generator=gen)
+    types = torch.zeros_like(ids)
+    start = torch.randint(0, SEQ_LEN, (batch_size,), generator=gen)
+    end = torch.randint(0, SEQ_LEN, (batch_size,), generator=gen)
+    return _Positional(model), (ids, types, start, end)
+
+
+class _Positional(nn.Module):
+    """Calls the transformers model with keywords; returns its loss."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, types: torch.Tensor, start: torch.Tensor,
+                end: torch.Tensor) -> torch.Tensor:
+        out = self.model(input_ids=ids, token_type_ids=types)
+        return (F.cross_entropy(out.start_logits, start)
+                + F.cross_entropy(out.end_logits, end)) / 2
+
+
+def bert_base_squad(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """(model, inputs) of BERT-base SQuAD fine-tuning, ``batch_size`` sequences of 384."""
+    return _squad("base", batch_size)
+
+
+def bert_large_squad(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """(model, inputs) of BERT-large SQuAD fine-tuning, ``batch_size`` sequences of 384."""
+    return _squad("large", batch_size)

@@ -1,0 +1,246 @@
+"""The GPU kernel model (tile/wave quantization, roofline, launch cost) and the compute-time
+strategy each catalog entry selects, checked by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traincast import compute, kernels
+from traincast.errors import TraincastError
+from traincast.features.ops import expand_ops
+from traincast.hardware.catalog import GPU, load_catalog
+from traincast.parallel import gemm
+from traincast.roofline import Curves, compute_breakdown, paper_split
+
+A100_SMS = 108  # NVIDIA A100 Tensor Core GPU Architecture whitepaper
+
+
+def a100(**kw: object) -> GPU:
+    """A100 SXM 80 GB with the kernel-model fields set explicitly (catalog values may change)."""
+    base = GPU(name="A100-test", fp32_tflops=19.5, tf32_tflops=156.0, fp16_tflops=312.0,
+               bf16_tflops=312.0, mem_bw_gbs=2039.0)
+    fields = dict(sms=A100_SMS, gemm_max_fraction={"bf16": 0.869, "fp16": 0.869},
+                  mem_max_fraction=0.88, kernel_launch_us=4.0)
+    fields.update(kw)
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------ tiles and waves
+
+
+def test_4096_square_on_a100_by_hand() -> None:
+    # 256x128 tiles: 16 x 32 = 512 tiles; 512 / 108 -> 5 waves; 512 of 540 slots busy
+    assert float(kernels.tile_count(4096, 4096, (256, 128))) == 512
+    assert float(kernels.wave_count(512, A100_SMS)) == 5
+    assert float(kernels.wave_efficiency(4096, 4096, A100_SMS)) == pytest.approx(512 / 540)
+
+
+def test_tiles_depend_on_dtype() -> None:
+    # 128 x 6912 output: fp32 SIMT 128x64 tiles -> 1 x 108 = 108 tiles, one full wave: w = 1;
+    # tensor-core tiles: best is 128x128 -> 54 tiles in one wave of 108 slots: w = 0.5
+    assert float(kernels.wave_efficiency(128, 6912, A100_SMS, dtype="fp32")) == pytest.approx(1.0)
+    assert float(kernels.wave_efficiency(128, 6912, A100_SMS, dtype="bf16")) == pytest.approx(0.5)
+    # batched: 4 GEMMs of 128 x 3456 in bf16 -> 4 x 27 = 108 128x128 tiles, one full wave
+    assert float(kernels.wave_efficiency(128, 3456, A100_SMS, batch=4)) == pytest.approx(1.0)
+    assert float(kernels.wave_efficiency(100, 100, 0)) == 1.0       # unknown SM count
+
+
+def test_the_hybrid_model_calls_the_same_gemm_model() -> None:
+    assert gemm.wave_efficiency is kernels.wave_efficiency
+    # 2048 x 2304 on 108 SMs: 128x128 tiles, 288 tiles in 3 waves -> 2048*2304 / (324 * 16384)
+    assert float(gemm.wave_efficiency(2048, 2304, 108)) == pytest.approx(
+        2048 * 2304 / (324 * 16384))
+
+
+# ---------------------------------------------------------------- achievable fraction of peak
+
+
+def test_large_gemm_runs_at_eta_times_wave_efficiency() -> None:
+    # 4096^3 bf16: I = 2 n^3 / (2 * 3 n^2) = 1365 FLOP/byte, above the ridge 312e12 / 1.79e12
+    frac = kernels.gemm_fraction(4096, 4096, 4096, peak_flops_per_s=312e12, eta=0.869,
+                                 mem_bps=2039e9 * 0.88, sms=A100_SMS, itemsize=2)
+    assert float(frac) == pytest.approx(0.869 * 512 / 540)
+
+
+def test_small_k_gemm_is_memory_bound() -> None:
+    # m = n = 4096, k = 16, bf16: F = 2 * 4096^2 * 16, B = 2 (2 * 4096 * 16 + 4096^2)
+    f, b = 2.0 * 4096**2 * 16, 2.0 * (2 * 4096 * 16 + 4096**2)
+    mem = 2039e9 * 0.88
+    frac = kernels.gemm_fraction(4096, 4096, 16, peak_flops_per_s=312e12, eta=0.869,
+                                 mem_bps=mem, sms=A100_SMS, itemsize=2)
+    assert float(frac) == pytest.approx(f / b * mem / 312e12)          # 0.091 of peak
+    flop_s, mem_s = kernels.gemm_times_s(4096, 4096, 16, rate_flops=312e12 * 0.869,
+                                         mem_bps=mem, sms=A100_SMS)
+    assert float(mem_s) == pytest.approx(b / mem)
+    assert float(kernels.kernel_time_s(flop_s, mem_s, 4e-6)) == pytest.approx(4e-6 + b / mem)
+
+
+# ---------------------------------------------------------- GEMM shapes of profiled ops
+
+
+def test_gemm_shapes_from_recorded_inputs() -> None:
+    assert kernels.op_gemm_products("mm", "64x512;512x1024", 0) == [(64, 1024, 512, 1)]
+    assert kernels.op_gemm_products("addmm", "1024;64x512;512x1024", 0) == [(64, 1024, 512, 1)]
+    assert kernels.op_gemm_products("bmm", "12x128x64;12x64x128", 0) == [(128, 128, 64, 12)]
+    assert kernels.op_gemm_products("add", "64x512;64x512", 0) == []
+    assert kernels.op_gemm_products("mm", "", 1e6) == []              # shapes not recorded
+
+
+def test_convolution_as_implicit_gemm() -> None:
+    # 3x3 conv, 64 -> 128 channels, N = 8, 56x56 -> 28x28 (stride 2): m = 8 * 28 * 28,
+    # n = 128, k = 64 * 9; m comes from the FLOPs, so stride and padding need not be recorded
+    f = 2.0 * (8 * 28 * 28) * 128 * (64 * 9)
+    assert kernels.op_gemm_products("convolution", "8x64x56x56;128x64x3x3;128", f) == [
+        (8 * 28 * 28, 128, 64 * 9, 1)]
+    # backward with both gradients: data gradient (N H W, C_in, C_out kh kw), weight gradient
+    # (C_out, C_in kh kw, N Ho Wo)
+    back = kernels.op_gemm_products("convolution_backward",
+                                    "8x128x28x28;8x64x56x56;128x64x3x3", 2 * f)
+    assert back == [(8 * 56 * 56, 64, 128 * 9, 1), (128, 64 * 9, 8 * 28 * 28, 1)]
+    # the first layer (no input gradient): the weight gradient only
+    assert len(kernels.op_gemm_products("convolution_backward",
+                                        "8x128x28x28;8x64x56x56;128x64x3x3", f)) == 1
+    # depthwise (groups = 64): k = 1 * 9 per output channel
+    fd = 2.0 * (8 * 56 * 56) * 64 * 9
+    assert kernels.op_gemm_products("convolution", "8x64x56x56;64x1x3x3", fd) == [
+        (8 * 56 * 56, 64, 9, 1)]
+
+
+# ------------------------------------------------------------------ per-op table, kernel model
+
+
+def _mm_row(m: int, n: int, k: int, dtype: str = "bfloat16") -> dict[str, object]:
+    s = 2 if dtype != "float32" else 4
+    return {"op": "mm", "phase": "forward", "flops": 2 * m * n * k, "bound": "compute",
+            "bytes_read": s * (m * k + k * n), "bytes_written": s * m * n, "dtype": dtype,
+            "shapes": f"{m}x{k};{k}x{n}"}
+
+
+def test_ops_compute_by_hand() -> None:
+    gpu = a100()
+    big = _mm_row(4096, 4096, 4096)
+    add = {"op": "add", "phase": "forward", "flops": 0, "bound": "memory", "dtype": "bfloat16",
+           "bytes_read": 8e6, "bytes_written": 4e6, "shapes": "2000x1000;2000x1000"}
+    out = compute.ops_compute_s([big, add], gpu, "bf16")
+    t_big = 4e-6 + 2 * 4096**3 / (312e12 * 0.869 * 512 / 540)
+    t_add = 4e-6 + 12e6 / (2039e9 * 0.88)
+    assert out["compute_flop"] == pytest.approx(t_big)
+    assert out["compute_mem"] == pytest.approx(t_add)
+    # the paper's split of the same table, by the profiler's labels at the flat peak
+    paper = compute.ops_compute_s([big, add], gpu, "bf16", strategy="paper")
+    assert paper["compute_flop"] == pytest.approx(2 * 4096**3 / 312e12)
+    assert paper["compute_mem"] == pytest.approx(12e6 / 2039e9)
+
+
+def test_a16_bit_op_runs_at_its_own_peak_in_an_fp32_job() -> None:
+    gpu = a100(kernel_launch_us=0.0)
+    half = compute.ops_compute_s([_mm_row(4096, 4096, 4096, "float16")], gpu, "fp32")
+    single = compute.ops_compute_s([_mm_row(4096, 4096, 4096, "float32")], gpu, "fp32")
+    # fp32 SIMT tiles: 128x128 -> 1024 tiles = 10 waves (w = 1024 / 1080); 128x64 -> 2048
+    # tiles = 19 waves of 108 (w = 2048 / 2052, the best)
+    assert single["compute_flop"] == pytest.approx(2 * 4096**3 / (19.5e12 * 0.869 * 2048 / 2052))
+    assert half["compute_flop"] == pytest.approx(2 * 4096**3 / (312e12 * 0.869 * 512 / 540))
+
+
+def test_recurrent_rows_carry_their_gemm_shapes() -> None:
+    # a GRU direction (B = 4, T = 50, I = H = 256, G = 768): its step GEMMs are 4 x 768 outputs
+    gru = {"op": "gru", "phase": "forward", "flops": 1.0, "bytes_read": 1.0,
+           "bytes_written": 1.0, "dtype": "float16", "bound": "compute",
+           "shapes": "4x50x256;768x256;768x256;768;768"}
+    gpu = a100()
+    r = compute.kernel_op_times(expand_ops([gru]), gpu, "fp16")
+    step = 2 * 4 * 256 * 768 / (312e12 * 0.869 * float(kernels.wave_efficiency(4, 768, 108)))
+    assert r["flop_s"][1] == pytest.approx(step)       # the addmm row, T = 50 times
+    assert r["count"][1] == 50
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 20000),
+       st.integers(1, 64), st.sampled_from(["float32", "float16", "bfloat16"]),
+       st.sampled_from([0, 80, 108, 132]), st.floats(0.3, 1.0), st.floats(0.3, 1.0),
+       st.floats(0.0, 20.0))
+def test_no_op_runs_above_peak_or_bandwidth(m: int, n: int, k: int, batch: int, dtype: str,
+                                            sms: int, eta: float, mu: float,
+                                            launch_us: float) -> None:
+    gpu = a100(sms=sms, gemm_max_fraction={"bf16": eta, "fp16": eta, "fp32": eta},
+               mem_max_fraction=mu, kernel_launch_us=launch_us)
+    s = 4 if dtype == "float32" else 2
+    rows = [{"op": "bmm", "flops": 2.0 * batch * m * n * k, "dtype": dtype,
+             "bytes_read": s * batch * (m * k + k * n), "bytes_written": s * batch * m * n,
+             "shapes": f"{batch}x{m}x{k};{batch}x{k}x{n}"},
+            {"op": "mul", "flops": 0.0, "dtype": dtype, "bytes_read": 2.0 * s * m * n,
+             "bytes_written": float(s * m * n), "shapes": f"{m}x{n};{m}x{n}"}]
+    r = compute.kernel_op_times(rows, gpu, "fp32")
+    peak = np.array([gpu.peak_tflops(kernels.TORCH_DTYPES[dtype]) * 1e12, np.inf])
+    flops = np.array([rows[0]["flops"], 0.0])
+    moved = np.array([float(o["bytes_read"]) + float(o["bytes_written"]) for o in rows])
+    assert np.all(flops / r["time_s"] <= peak * (1 + 1e-9))
+    assert np.all(moved / r["time_s"] <= gpu.mem_bw_gbs * 1e9 * (1 + 1e-9))
+    frac = kernels.gemm_fraction(m, n, k, batch, peak_flops_per_s=312e12, eta=eta,
+                                 mem_bps=2039e9 * mu, sms=sms, itemsize=s)
+    assert 0 < float(frac) <= 1.0
+
+
+# ------------------------------------------------------------------- strategy from the catalog
+
+
+def test_strategy_is_selected_from_the_catalog_entry() -> None:
+    cat = load_catalog()
+    assert compute.strategy_of(cat.gpu("A100-SXM4-80GB")) == "kernel"    # sms + GEMM fraction
+    bare = GPU(name="bare", fp32_tflops=10.0, mem_bw_gbs=500.0)
+    assert compute.strategy_of(bare) == "paper"                          # nothing measured
+    curves = dataclasses.replace(a100(), gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 200.0))
+    assert compute.strategy_of(curves) == "curves"                       # measured curves win
+    assert compute.strategy_of(curves, "paper") == "paper"              # --compute paper
+    with pytest.raises(TraincastError, match="unknown compute strategy"):
+        compute.strategy_of(bare, "fast")
+
+
+def test_compute_s_by_strategy() -> None:
+    flops, mem = np.array([1e12, 2e12]), np.array([1e9, 0.0])
+    # kernel: peak x gemm_max_fraction, bandwidth x mem_max_fraction
+    f, b = compute.compute_s(a100(), "bf16", flops, mem)
+    np.testing.assert_allclose(f, flops / (312e12 * 0.869))
+    np.testing.assert_allclose(b, mem / (2039e9 * 0.88))
+    # a calibrated flop_efficiency below 1 wins over the shipped fraction
+    f, _ = compute.compute_s(a100(flop_efficiency=0.5), "bf16", flops, mem)
+    np.testing.assert_allclose(f, flops / (312e12 * 0.5))
+    # paper: flat peak x flop_efficiency (1.0 here), mem_bw x mem_efficiency
+    f, b = compute.compute_s(a100(), "bf16", flops, mem, strategy="paper")
+    np.testing.assert_allclose(f, flops / 312e12)
+    np.testing.assert_allclose(b, mem / 2039e9)
+    # curves: the largest measured GEMM rate and the largest-size element-wise bandwidth
+    cur = dataclasses.replace(a100(), gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 200.0),
+                              elementwise_bytes=(1e3, 1e8), elementwise_gbs=(100.0, 1500.0))
+    f, b = compute.compute_s(cur, "bf16", flops, mem)
+    np.testing.assert_allclose(f, flops / 200e12)
+    np.testing.assert_allclose(b, mem / 1500e9)
+
+
+def test_ops_strategies_match_their_models() -> None:
+    ops = [_mm_row(512, 512, 64), {"op": "relu", "flops": 0, "bound": "memory",
+                                   "bytes_read": 1e6, "bytes_written": 1e6, "dtype": "bfloat16"}]
+    cur = dataclasses.replace(a100(), gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 200.0),
+                              op_overhead_us=3.0)
+    want = compute_breakdown(ops, Curves.from_gpu(cur))
+    got = compute.ops_compute_s(ops, cur, "bf16")
+    assert got == {"compute_flop": want["compute_flop"], "compute_mem": want["compute_mem"]}
+    assert compute.ops_compute_s(ops, cur, "bf16", "paper") == paper_split(
+        ops, cur.flops_per_s("bf16"), cur.mem_bw_bps)
+    assert compute.ops_compute_s([], a100(), "bf16") == {"compute_flop": 0.0,
+                                                         "compute_mem": 0.0}
+
+
+def test_kernel_model_is_never_faster_than_the_flat_large_gemm_rate() -> None:
+    # per op: the kernel model adds quantization, the roofline and a launch, never removes time
+    ops = [_mm_row(m, n, k) for m, n, k in ((64, 1024, 1024), (4096, 4096, 4096), (8, 8, 8))]
+    per_op = compute.ops_compute_s(ops, a100(), "bf16")
+    flat, _ = compute.compute_s(a100(), "bf16", sum(o["flops"] for o in ops), 0.0)
+    assert per_op["compute_flop"] + per_op["compute_mem"] >= float(flat)
+    assert math.isfinite(per_op["compute_flop"])

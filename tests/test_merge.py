@@ -1,0 +1,205 @@
+"""traincast merge: shared layers and memory saved, against counts derived by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traincast.errors import TraincastError
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from traincast.merge import merge_models, merge_specs, model_layers  # noqa: E402
+
+# ---------------------------------------------------------------- ResNet counts from the paper
+# He et al. 2016, Table 1: a 7x7/2 stem conv (3 -> 64) with batch norm, four stages of
+# bottleneck blocks of width w = 64, 128, 256, 512 (1x1 cin->w, 3x3 w->w, 1x1 w->4w, each
+# with batch norm: 2 parameters per channel), a 1x1 projection shortcut (cin -> 4w, batch
+# norm) on each stage's first block, and a 2048 -> 1000 fully connected layer with bias.
+# ResNet-50 has 3, 4, 6, 3 blocks per stage; ResNet-101 has 3, 4, 23, 3.
+
+STEM = 3 * 64 * 7 * 7 + 2 * 64
+FC = 2048 * 1000 + 1000
+
+
+def block(cin: int, w: int, first: bool) -> int:
+    convs = cin * w + 9 * w * w + w * 4 * w
+    norms = 2 * w + 2 * w + 2 * 4 * w
+    projection = cin * 4 * w + 2 * 4 * w if first else 0
+    return convs + norms + projection
+
+
+def stage(i: int, blocks: int) -> int:
+    w = 64 * 2 ** i
+    cin = 64 if i == 0 else 2 * w  # the previous stage's 4 w_prev = 2 w
+    return block(cin, w, True) + (blocks - 1) * block(4 * w, w, False)
+
+
+def resnet(blocks: tuple[int, ...]) -> int:
+    return STEM + sum(stage(i, n) for i, n in enumerate(blocks)) + FC
+
+
+def test_hand_formula_gives_the_published_resnet_counts() -> None:
+    assert resnet((3, 4, 6, 3)) == 25_557_032   # torchvision resnet50
+    assert resnet((3, 4, 23, 3)) == 44_549_160  # torchvision resnet101
+
+
+def test_resnet50_and_resnet101_share_all_of_resnet50() -> None:
+    out = merge_specs(["zoo:resnet50", "zoo:resnet101"])
+    # shared: stem, layer1 (3 blocks), layer2 (4), the first 6 of layer3's 23 blocks, layer4 (3),
+    # fc: one layer per ResNet-50 layer, each with its ResNet-101 twin
+    shared = STEM + stage(0, 3) + stage(1, 4) + stage(2, min(6, 23)) + stage(3, 3) + FC
+    assert shared == 25_557_032
+    assert out["params_shared"] == out["params_saved"] == shared
+    assert out["params_separate"] == 25_557_032 + 44_549_160
+    assert out["params_merged"] == 44_549_160
+    assert out["saved_bytes"] == 4 * shared                     # fp32
+    assert out["separate_bytes"] == 4 * (25_557_032 + 44_549_160)
+    assert out["merged_bytes"] == 4 * 44_549_160
+    # layers: stem conv + bn, 3 per block conv + bn pairs (6), a projection pair per stage, fc
+    r50_layers = 2 + 6 * 16 + 2 * 4 + 1
+    assert out["groups_total"] == r50_layers == 107
+    assert [m["shared_layers"] for m in out["models"]] == [107, 107]
+    assert out["models"][1]["layers"] == 2 + 6 * 33 + 2 * 4 + 1
+
+
+def test_resnet_groups_pair_the_same_positions_and_rank_by_bytes() -> None:
+    out = merge_specs(["zoo:resnet50", "zoo:resnet101"])
+    groups = out["groups"]
+    saved = [g["saved_bytes"] for g in groups]
+    assert saved == sorted(saved, reverse=True)
+    # the heaviest layers: the three 3x3 512 -> 512 convolutions of layer4, 4 bytes each param
+    assert [g["params_per_copy"] for g in groups[:3]] == [9 * 512 * 512] * 3
+    assert groups[0]["saved_bytes"] == 9 * 512 * 512 * 4
+    assert groups[-1]["cumulative_saved_bytes"] == out["saved_bytes"]
+    # block b of ResNet-50's flat block list is block b of ResNet-101's below layer4 (index 13)
+    # and block b + 17 inside layer4 (17 more layer3 blocks come first)
+    for g in groups:
+        (a, b) = (x["layer"] for x in g["layers"])
+        if a.startswith("net.layers."):
+            i, rest = a.removeprefix("net.layers.").split(".", 1)
+            assert b == f"net.layers.{int(i) + (17 if int(i) >= 13 else 0)}.{rest}"
+        else:
+            assert a == b  # stem and fc
+
+
+def test_three_models_groups_of_three() -> None:
+    out = merge_specs(["zoo:resnet50", "zoo:resnet101", "zoo:resnet50"], top=2)
+    assert out["params_saved"] == 2 * 25_557_032          # every ResNet-50 layer: 3 copies
+    assert out["params_shared"] == 25_557_032
+    assert out["merged_bytes"] == 4 * 44_549_160
+    assert [m["model"] for m in out["models"]] == ["zoo:resnet50", "zoo:resnet101",
+                                                   "zoo:resnet50#2"]
+    assert len(out["groups"]) == 2 and out["groups_total"] == 107
+    assert out["groups"][0]["copies"] == 3
+
+
+# ----------------------------------------------------------------------------- a hand pair
+
+class A(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, bias=False)             # 72: weight (8, 1, 3, 3)
+        self.conv = nn.Conv2d(3, 8, 3, stride=1, padding=1)    # 3*8*9 + 8 = 224
+        self.bn = nn.BatchNorm2d(8)                            # 16
+        self.fc1 = nn.Linear(32, 16)                           # 528
+        self.fc2 = nn.Linear(32, 16)                           # 528, identical to fc1
+        self.head = nn.Linear(16, 10)                          # 170
+
+
+class B(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=0)    # 224: shares (stride aside)
+        self.dw = nn.Conv2d(8, 8, 3, groups=8, bias=False)     # 72: A.stem's shape, not config
+        self.bn = nn.BatchNorm2d(8, eps=1e-3)                  # 16: other eps, no share
+        self.fc = nn.Linear(32, 16)                            # 528: shares with fc1 only
+        self.head = nn.Linear(16, 10, bias=False)              # 160: no bias, no share
+        self.head16 = nn.Linear(16, 10).half()                 # 170 in fp16: dtype differs
+
+
+def test_hand_pair() -> None:
+    with torch.device("meta"):
+        a, b = A(), B()
+    out = merge_models([a, b], ["a", "b"])
+    a_bytes = 4 * (72 + 224 + 16 + 528 + 528 + 170)
+    b_bytes = 4 * (224 + 72 + 16 + 528 + 160) + 2 * 170
+    assert [m["params"] for m in out["models"]] == [1538, 1170]
+    assert out["separate_bytes"] == a_bytes + b_bytes == 6152 + 4340
+    assert out["groups_total"] == 2
+    assert out["params_saved"] == 528 + 224
+    assert out["saved_bytes"] == 4 * (528 + 224)
+    assert out["merged_bytes"] == a_bytes + b_bytes - 4 * 752
+    first, second = out["groups"]
+    assert first["layers"] == [{"model": "a", "layer": "fc1"}, {"model": "b", "layer": "fc"}]
+    assert second["layers"] == [{"model": "a", "layer": "conv"}, {"model": "b", "layer": "conv"}]
+    assert first["saved_bytes"] == 4 * 528 and second["cumulative_saved_bytes"] == 4 * 752
+    assert "retrain" in out["note"]
+
+
+def test_one_layer_per_model_per_group() -> None:
+    with torch.device("meta"):
+        a1, a2, b = A(), A(), B()
+    out = merge_models([a1, a2, b], ["a1", "a2", "b"])
+    # fc1 (a1, a2, b), fc2 (a1, a2), conv (a1, a2, b), stem, bn, head (a1, a2)
+    assert out["params_saved"] == 2 * 528 + 528 + 2 * 224 + 72 + 16 + 170
+    for g in out["groups"]:
+        models = [x["model"] for x in g["layers"]]
+        assert len(models) == len(set(models))
+
+
+def test_tied_parameters_count_once() -> None:
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.out = nn.Linear(4, 10, bias=False)
+            self.out.weight = self.emb.weight
+
+    layers = model_layers(Tied())
+    assert [(x.name, x.params) for x in layers] == [("emb", 40)]
+    out = merge_models([Tied(), Tied()], ["x", "y"])
+    assert out["params_separate"] == 80 and out["params_saved"] == 40
+
+
+def test_file_specs_are_built_on_meta(tmp_path: Path) -> None:
+    src = tmp_path / "pair.py"
+    src.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "def small(batch):\n"
+        "    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2)), "
+        "(torch.ones(batch, 64),)\n"
+        "def wide(batch):\n"
+        "    return nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 512)), "
+        "(torch.ones(batch, 64),)\n")
+    out = merge_specs([f"{src}:small", f"{src}:wide"])
+    assert out["params_saved"] == 64 * 64 + 64
+    assert out["groups_total"] == 1
+
+
+def test_errors() -> None:
+    with pytest.raises(TraincastError, match="at least two"):
+        merge_specs(["zoo:resnet50"])
+    with pytest.raises(TraincastError, match="no torch module"):
+        merge_specs(["zoo:resnet50", "zoo:gpt3-175b"])
+    with pytest.raises(TraincastError, match="unknown zoo model"):
+        merge_specs(["zoo:resnet50", "zoo:nope"])
+
+
+def test_cli_json_and_table() -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["merge", "zoo:resnet50", "zoo:resnet101", "--top", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert len(out["groups"]) == 3 and out["saved_bytes"] == 4 * 25_557_032
+    res = runner.invoke(app, ["merge", "zoo:resnet-50", "zoo:resnet-101", "--top", "2"])
+    assert res.exit_code == 0, res.output
+    assert "retrain" in res.stdout and "36.5%" in res.stdout

@@ -1,0 +1,299 @@
+"""Prices (one format, on-demand and spot) and plan on preemptible machines (Varuna): every
+formula against numbers worked by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
+from traincast.hardware.prices import Prices, load_prices
+from traincast.parallel import spot
+from traincast.parallel.models import get_model
+from traincast.parallel.plan import plan, replan
+from traincast.parallel.spot import Resilience
+
+runner = CliRunner()
+SPOT_A100 = 1.0
+OD_A100 = 4.0
+
+
+def price_file(tmp_path: Path) -> Path:
+    p = tmp_path / "prices.toml"
+    p.write_text(f'[gpu.A100-SXM4-80GB]\nusd_per_gpu_hour = {OD_A100}\nsource = "od test"\n'
+                 f'spot_usd_per_gpu_hour = {SPOT_A100}\nspot_source = "spot test"\n')
+    return p
+
+
+# ---- the formulas, by hand ---------------------------------------------------------------
+
+def test_checkpoint_write_and_job_rate() -> None:
+    # 18 GB at 1 GB/s = 18 s; 0.18 preemptions per node-hour on 2 nodes = 0.36/h = 1e-4 /s
+    assert spot.checkpoint_write_s(18e9, 1.0) == pytest.approx(18.0)
+    assert spot.job_preemption_rate_per_s(0.18, 2) == pytest.approx(1e-4)
+
+
+def test_young_daly_interval() -> None:
+    # tau = sqrt(2 x 18 / 1e-4) = sqrt(360000) = 600 s; no preemptions: never checkpoint
+    assert spot.young_daly_interval_s(18.0, 1e-4) == pytest.approx(600.0)
+    assert np.isinf(spot.young_daly_interval_s(18.0, 0.0))
+
+
+def test_overhead_factor_by_hand() -> None:
+    # 1 + 18/600 + 1e-4 (600/2 + 200) = 1 + 0.03 + 0.05 = 1.08
+    assert spot.overhead_factor(18.0, 600.0, 1e-4, 200.0) == pytest.approx(1.08)
+    # a given interval of 900 s: 1 + 0.02 + 1e-4 (450 + 200) = 1.085
+    assert spot.overhead_factor(18.0, 900.0, 1e-4, 200.0) == pytest.approx(1.085)
+    # on-demand machines still pay for the checkpoints they write: 1 + 18/900
+    assert spot.overhead_factor(18.0, 900.0, 0.0, 200.0) == pytest.approx(1.02)
+    assert spot.overhead_factor(18.0, np.inf, 0.0, 200.0) == 1.0
+
+
+def test_young_daly_minimizes_the_first_order_overhead() -> None:
+    tau = spot.young_daly_interval_s(18.0, 1e-4)
+    taus = tau * np.array([0.5, 0.9, 1.0, 1.1, 2.0])
+    f = spot.overhead_factor(18.0, taus, 1e-4, 200.0)
+    assert np.argmin(f) == 2
+    # at the optimum: 1 + sqrt(2 C lambda) + lambda Rs = 1 + 0.06 + 0.02
+    assert f[2] == pytest.approx(1.0 + math.sqrt(2 * 18 * 1e-4) + 1e-4 * 200)
+
+
+def test_resilience_evaluate_defaults_and_vectorized() -> None:
+    r = Resilience(preemptions_per_hour=0.18, checkpoint_gbs=1.0, checkpoint_bytes=18e9)
+    e = r.evaluate(np.array([2, 4]), default_bytes=1.0)
+    # default restart = C + 120 s = 138 s; 2 nodes: 1 + 0.03 + 1e-4 (300 + 138) = 1.0738
+    assert e["restart_s"] == pytest.approx([138.0, 138.0])
+    assert e["overhead"][0] == pytest.approx(1.0738)
+    # 4 nodes: lambda = 2e-4, tau = sqrt(36 / 2e-4) = 424.26 s,
+    # 1 + 18/424.26 + 2e-4 (212.13 + 138) = 1.11246
+    tau4 = math.sqrt(36 / 2e-4)
+    assert e["interval_s"][1] == pytest.approx(tau4)
+    assert e["overhead"][1] == pytest.approx(1 + 18 / tau4 + 2e-4 * (tau4 / 2 + 138))
+    assert e["preemptions_per_hour_job"] == pytest.approx([0.36, 0.72])
+    assert e["switch_s"] == pytest.approx([156.0, 156.0])          # C + Rs
+
+
+def test_no_preemptions_no_overhead() -> None:
+    e = Resilience().evaluate(8, default_bytes=1e9)
+    assert float(e["overhead"]) == 1.0
+    with pytest.raises(TraincastError, match="--checkpoint-gbs"):
+        Resilience(preemptions_per_hour=0.5)
+    with pytest.raises(TraincastError, match="--preemptions-per-hour"):
+        Resilience(preemptions_per_hour=-1.0, checkpoint_gbs=1.0)
+    with pytest.raises(TraincastError, match="--checkpoint-gbs must be positive"):
+        Resilience(checkpoint_gbs=0.0)
+
+
+def test_checkpoint_bytes_are_weights_and_adam_state() -> None:
+    cfg = get_model("llama2-7b")
+    # mixed precision: 2 bytes of weights + 12 of Adam state (fp32 master, m, v) per parameter
+    assert spot.checkpoint_bytes(cfg, "bf16") == pytest.approx(14 * cfg.params)
+    # fp32: 4 bytes of weights + 8 of Adam moments
+    assert spot.checkpoint_bytes(cfg, "fp32") == pytest.approx(12 * cfg.params)
+
+
+# ---- plan with prices and preemptions ------------------------------------------------------
+
+def test_plan_spot_cost_by_hand(tmp_path: Path) -> None:
+    # 64 GPUs of dgx-a100 = 8 nodes; 0.045 preemptions per node-hour -> lambda = 1e-4 /s;
+    # an 18 GB checkpoint at 1 GB/s: C = 18 s, tau = 600 s; Rs = 200 s: overhead 1.08
+    res = Resilience(preemptions_per_hour=0.045, checkpoint_gbs=1.0, checkpoint_bytes=18e9,
+                     restart_s=200.0)
+    out = plan("zoo:llama2-7b", 64, "dgx-a100", global_batch=256, top=2,
+               price=price_file(tmp_path), spot=True, resilience=res)
+    best = out["by_cost"][0]
+    tokens = 256 * 4096
+    assert best["overhead_factor"] == pytest.approx(1.08)
+    assert best["s_per_million_tokens"] == pytest.approx(
+        best["time_s"]["total"] * 1.08 / tokens * 1e6)
+    assert best["usd_per_million_tokens"] == pytest.approx(
+        SPOT_A100 * 64 * best["time_s"]["total"] * 1.08 / 3600 / tokens * 1e6)
+    assert out["price"]["market"] == "spot"
+    assert out["price"]["sources"] == {"dgx-a100": "spot test"}
+    e = out["resilience"]["by_node"]["dgx-a100"]
+    assert e["nodes"] == 8 and e["interval_s"] == pytest.approx(600.0)
+    assert "note" not in e                  # lambda (tau + Rs) = 1e-4 x 800 = 0.08
+    # on-demand machines are not preempted: overhead 1 at 4x the price
+    od = out["on_demand"]
+    assert od["overhead_factor"] == 1.0 and od["source"] == "od test"
+    assert od["usd_per_million_tokens"] == pytest.approx(
+        4.0 * best["usd_per_million_tokens"] / 1.08)
+    assert out["spot_saving"] == pytest.approx(1 - 1.08 / 4.0)
+
+
+def test_frequent_preemptions_are_flagged() -> None:
+    # 2 per node-hour on 8 nodes: lambda = 16/3600 /s, tau = sqrt(36 / lambda) = 90 s;
+    # lambda (tau + Rs) = (16/3600) x 290 = 1.29 > 0.3
+    res = Resilience(preemptions_per_hour=2.0, checkpoint_gbs=1.0, checkpoint_bytes=18e9,
+                     restart_s=200.0)
+    out = plan("zoo:llama2-7b", 64, "dgx-a100", global_batch=256, top=1, resilience=res)
+    e = out["resilience"]["by_node"]["dgx-a100"]
+    assert e["interval_s"] == pytest.approx(90.0)
+    assert "1.29" in e["note"] and "optimistic" in e["note"]
+    assert "usd_per_million_tokens" not in out["top"][0]      # no price: time only
+    assert out["top"][0]["overhead_factor"] == pytest.approx(1 + 18 / 90 + 16 / 3600 * 245)
+
+
+def test_plan_on_demand_price_file_without_preemptions(tmp_path: Path) -> None:
+    out = plan("zoo:llama2-7b", 16, "dgx-a100", global_batch=128, top=1,
+               price=price_file(tmp_path))
+    best = out["by_cost"][0]
+    assert best["overhead_factor"] == 1.0 and "resilience" not in out
+    assert best["usd_per_million_tokens"] == pytest.approx(
+        OD_A100 * 16 * best["time_s"]["total"] / 3600 / (128 * 4096) * 1e6)
+    with pytest.raises(TraincastError, match="--spot needs --price"):
+        plan("zoo:llama2-7b", 16, "dgx-a100", spot=True)
+
+
+def test_plan_reads_the_shipped_price_file_by_name_and_by_path() -> None:
+    path = resources.files("traincast") / "hardware" / "prices" / "aws.toml"
+    by_name = plan("zoo:llama2-7b", 8, "dgx-a100", global_batch=64, top=1, price="aws")
+    by_path = plan("zoo:llama2-7b", 8, "dgx-a100", global_batch=64, top=1, price=Path(str(path)))
+    old = plan("zoo:llama2-7b", 8, "dgx-a100", global_batch=64, top=1, price="aws-on-demand")
+    usd = {o["by_cost"][0]["usd_per_million_tokens"] for o in (by_name, by_path, old)}
+    assert len(usd) == 1
+
+
+def test_missing_spot_price_names_file_and_key(tmp_path: Path) -> None:
+    p = tmp_path / "od.toml"
+    p.write_text('[gpu.A100-SXM4-80GB]\nusd_per_gpu_hour = 4.0\nsource = "x"\n')
+    with pytest.raises(TraincastError, match=r"od\.toml: no spot_usd_per_gpu_hour in "
+                                             r"\[node\.dgx-a100\] or \[gpu\.A100-SXM4-80GB\]"):
+        plan("zoo:llama2-7b", 8, "dgx-a100", price=p, spot=True)
+
+
+def test_replan_as_machines_go(tmp_path: Path) -> None:
+    res = Resilience(preemptions_per_hour=0.045, checkpoint_gbs=1.0, checkpoint_bytes=18e9,
+                     restart_s=200.0)
+    out = replan("zoo:llama2-7b", [64, 48, 32], "dgx-a100", price=price_file(tmp_path),
+                 spot=True, resilience=res)
+    rows = {r["gpus"]: r for r in out["rows"]}
+    assert [r["gpus"] for r in out["rows"]] == [64, 48, 32]
+    # the default global batch, round(4 x 2^20 / 4096) = 1024 = 2^10, splits over no data-
+    # parallel width with a factor 3 or 5, and tp/pp cannot take it (32 heads, 32 layers): with
+    # 48 GPUs the best plan uses 4 whole nodes (32 GPUs) and releases the other 2
+    assert out["global_batch"] == 1024
+    assert rows[48]["gpus_used"] == 32 and rows[32]["gpus_used"] == 32
+    assert rows[48]["label"] == rows[32]["label"] and not rows[32]["changed"]
+    assert rows[48]["changed"] and not rows[64]["changed"]
+    # 8 nodes -> lambda = 1e-4 /s: 1.08 as above; one re-plan costs C + Rs = 218 s
+    assert rows[64]["overhead_factor"] == pytest.approx(1.08)
+    assert rows[64]["switch_s"] == pytest.approx(218.0)
+    # 4 nodes: lambda = 5e-5, tau = sqrt(36 / 5e-5) = 848.5 s
+    tau = math.sqrt(36 / 5e-5)
+    assert rows[32]["overhead_factor"] == pytest.approx(1 + 18 / tau + 5e-5 * (tau / 2 + 200))
+    for r in out["rows"]:
+        assert r["usd_per_million_tokens"] == pytest.approx(
+            SPOT_A100 * r["gpus_used"] * r["s_per_million_tokens"] / 3600)
+
+
+# ---- the price format ------------------------------------------------------------------
+
+def test_price_format_errors(tmp_path: Path) -> None:
+    cat = load_catalog()
+    bad = tmp_path / "p.toml"
+    cases = {
+        '[gpu.V100]\nusd_per_gpu_hour = 3.0\nsource = "x"\nspot_usd_per_gpu_hour = 1.0\n':
+            r"p\.toml: \[gpu\.V100\] key 'spot_source' is required",
+        '[gpu.V100]\nusd_per_gpu_hour = 3.0\nsource = "x"\nspot_usd_per_gpu_hour = 0\n'
+        'spot_source = "y"\n': r"p\.toml: \[gpu\.V100\] key 'spot_usd_per_gpu_hour' must be "
+                               r"a positive number",
+        '[gpu.V100]\nusd_per_gpu_hour = 3.0\nsource = "x"\nprice = 1\n':
+            r"p\.toml: \[gpu\.V100\]: unknown key 'price'",
+        'usd_per_gpu_hour = 2.0\n': r"p\.toml: unknown table or key \[usd_per_gpu_hour\]",
+        '[gpu.V100]\nsource = "x"\n': r"\[gpu\.V100\] key 'source' without 'usd_per_gpu_hour'",
+        '[gpu.NOPE]\nusd_per_gpu_hour = 3.0\nsource = "x"\n': r"\[gpu\.NOPE\]: unknown GPU",
+        '[node.nope]\nusd_per_gpu_hour = 3.0\nsource = "x"\n': r"\[node\.nope\]: unknown node",
+    }
+    for text, msg in cases.items():
+        bad.write_text(text)
+        with pytest.raises(TraincastError, match=msg):
+            load_prices(bad, cat)
+    with pytest.raises(TraincastError, match="price file not found"):
+        load_prices("no-such-prices", cat)
+
+
+def test_node_price_wins_and_spot_is_separate(tmp_path: Path) -> None:
+    p = tmp_path / "p.toml"
+    p.write_text('[gpu.V100]\nusd_per_gpu_hour = 3.0\nsource = "gpu od"\n'
+                 'spot_usd_per_gpu_hour = 1.0\nspot_source = "gpu spot"\n'
+                 '[node.pai-v100-nvlink]\nusd_per_gpu_hour = 2.5\nsource = "node od"\n')
+    pr = load_prices(p)
+    assert pr.per_gpu_hour("pai-v100-nvlink", "V100-SXM2-16GB") == 2.5
+    assert pr.source_of("pai-v100-nvlink", "V100-SXM2-16GB") == "node od"
+    # the node has no spot price of its own: its GPU's
+    assert pr.per_gpu_hour("pai-v100-nvlink", "V100-SXM2-16GB", spot=True) == 1.0
+    assert pr.source_of("pai-v100-nvlink", "V100-SXM2-16GB", spot=True) == "gpu spot"
+    assert math.isnan(pr.per_gpu_hour("dgx-a100", "A100-SXM4-80GB"))
+    assert pr.sources == {"gpu.V100-SXM2-16GB": "gpu od", "node.pai-v100-nvlink": "node od"}
+
+
+def test_shipped_prices_cite_every_number() -> None:
+    text = (resources.files("traincast") / "hardware" / "prices" / "aws.toml").read_text()
+    raw = tomllib.loads(text)["gpu"]
+    pr = load_prices("aws")
+    assert set(pr.by_gpu) == set(pr.spot_by_gpu) == set(raw)
+    for gpu, entry in raw.items():
+        assert entry["source"].strip() and entry["spot_source"].strip()
+        assert 0 < entry["spot_usd_per_gpu_hour"] < entry["usd_per_gpu_hour"], gpu
+    # derived entries say how: on-demand / 5 (Varuna's published ratio)
+    a100 = raw["A100-SXM4-80GB"]
+    assert a100["spot_usd_per_gpu_hour"] == pytest.approx(a100["usd_per_gpu_hour"] / 5)
+    assert "Varuna" in a100["spot_source"]
+
+
+def test_recommend_reexports_the_one_loader() -> None:
+    from traincast.recommend import Prices as RecPrices
+    from traincast.recommend import load_prices as rec_load_prices
+
+    assert RecPrices is Prices and rec_load_prices is load_prices
+
+
+# ---- command line ----------------------------------------------------------------------
+
+def test_cli_plan_spot_json(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "16", "--global-batch", "128",
+                              "--price", str(price_file(tmp_path)), "--spot",
+                              "--preemptions-per-hour", "0.09", "--checkpoint-gbs", "1",
+                              "--checkpoint-gb", "18", "--restart-s", "200", "--top", "1",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    # 2 nodes x 0.09 = 0.18/h = 5e-5 /s; tau = sqrt(36 / 5e-5) = 848.5 s
+    tau = math.sqrt(36 / 5e-5)
+    e = out["resilience"]["by_node"]["dgx-a100"]
+    assert e["interval_s"] == pytest.approx(tau)
+    assert out["by_cost"][0]["overhead_factor"] == pytest.approx(
+        1 + 18 / tau + 5e-5 * (tau / 2 + 200))
+    assert out["price"]["market"] == "spot" and 0 < out["spot_saving"] < 1
+
+
+def test_cli_plan_gpu_list_table_and_json(tmp_path: Path) -> None:
+    args = ["plan", "zoo:llama2-7b", "--gpus", "32,16", "--global-batch", "128", "--price",
+            str(price_file(tmp_path)), "--spot", "--preemptions-per-hour", "0.1",
+            "--checkpoint-gbs", "2"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "Best plan per GPU count" in res.stdout and "$/M tok" in res.stdout
+    res = runner.invoke(app, [*args, "--json"])
+    out = json.loads(res.stdout)
+    assert [r["gpus"] for r in out["rows"]] == [32, 16]
+    assert all(r["overhead_factor"] > 1 for r in out["rows"])
+
+
+def test_cli_plan_bad_flags() -> None:
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "64,x"])
+    assert res.exit_code != 0 and isinstance(res.exception, TraincastError)
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8",
+                              "--preemptions-per-hour", "1"])
+    assert isinstance(res.exception, TraincastError)
+    assert "--checkpoint-gbs" in str(res.exception)
