@@ -19,7 +19,7 @@ from traincast.predict import predict  # noqa: E402
 @pytest.fixture(scope="module")
 def tiny_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cal") / "local.toml"
-    calibrate(path, tiny=True, device="cpu", comm=True)
+    calibrate(path, tiny=True, device="cpu", comm=True, threads=1)  # 1 rank per core
     return path
 
 
@@ -58,12 +58,13 @@ def test_calibration_record_keeps_spread_date_device_and_torch(tiny_catalog: Pat
 def test_predict_on_the_calibrated_node(tiny_catalog: Path) -> None:
     cat = load_catalog([tiny_catalog])
     feats = {"flops_compute_bound": 1e9, "bytes_memory_bound": 1e8, "weight_bytes": 4e6}
-    one = predict(feats, arch="1w1g", node="local", catalog=cat)
+    one = predict(feats, arch="1w1g", node="local", catalog=cat, strategy="paper")
     g = cat.gpu("local")
     # the paper's model on the measured peak: F / (fp32_tflops * 1e12), B / (mem_bw_gbs * 1e9)
     assert one.time_s["compute_flop"] == pytest.approx(1e9 / (g.fp32_tflops * 1e12))
     assert one.time_s["compute_mem"] == pytest.approx(1e8 / (g.mem_bw_gbs * 1e9))
-    two = predict(feats, arch="allreduce-local", gpus=2, node="local", catalog=cat)
+    two = predict(feats, arch="allreduce-local", gpus=2, node="local", catalog=cat,
+                  strategy="paper")
     # 2 (n - 1) / n * W / bw(intra) with n = 2: W / bw
     bw = cat.link("local-allreduce").bw_gbs * 1e9
     assert two.time_s["comm"] == pytest.approx(4e6 / bw)

@@ -40,8 +40,9 @@ def test_wave_efficiency_by_hand() -> None:
     assert gemm.wave_efficiency(2048, 2304, 108) == pytest.approx(2048 * 2304 / (324 * 16384))
     # exactly one full wave of 256x128 tiles: no loss
     assert gemm.wave_efficiency(256 * 108, 128, 108) == pytest.approx(1.0)
-    # a 100 x 100 output fills one 128x128 tile: 10000 / 16384 of it is useful, one wave
-    assert gemm.wave_efficiency(100, 100, 108) == pytest.approx(10000 / (108 * 16384))
+    # a 100 x 100 output runs in one narrow 104x104 tile (sides at most 8 ceil(100 / 8), the
+    # kernel model's narrow_tile): 10000 / 10816 of it is useful, one wave of 108 SMs
+    assert gemm.wave_efficiency(100, 100, 108) == pytest.approx(10000 / (108 * 104 * 104))
     assert gemm.wave_efficiency(100, 100, 0) == 1.0            # unknown GPU: no penalty
 
 

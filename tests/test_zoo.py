@@ -279,3 +279,22 @@ def test_registry_errors_name_the_file_and_table() -> None:
     with pytest.raises(TraincastError, match=r"\[model.x\].llm: missing required key 'ffn'"):
         _entry("x", {"family": "transformer", "description": "d",
                      "llm": {"layers": 2, "hidden": 8, "heads": 2, "vocab": 10}})
+
+
+def test_zoo_list_shows_capabilities() -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, ["zoo", "list", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)["models"]}
+    assert set(rows) == set(MODELS)
+    assert rows["resnet101"]["capabilities"] == ["torch"]
+    assert rows["resnet101"]["params"] == 44_549_160
+    assert rows["llama2-7b"]["capabilities"] == ["torch", "llm"]
+    assert rows["llama2-7b"]["aliases"] == ["llama-2-7b"]
+    assert rows["gpt3-175b"]["capabilities"] == ["llm"]
+    assert rows["gpt3-175b"]["params"] == get_llm("gpt3-175b").params
+    res = CliRunner().invoke(app, ["zoo", "list"])
+    assert res.exit_code == 0 and "llama2-7b" in res.stdout and "profile+plan" in res.stdout

@@ -13,32 +13,36 @@ per-op table of a profile, ``traincast.compute``; the products of the hybrid LLM
 A GEMM ``C[m x n] = A[m x k] B[k x n]``, ``batch`` independent ones per kernel, ``s`` bytes per
 element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
 
-    tiles(T)   = batch ceil(m / T_m) ceil(n / T_n)          (one output tile per SM at a time)
-    waves(T)   = ceil(tiles(T) / S)
-    w(m, n)    = max over the dtype's tiles T of batch m n / (waves(T) S T_m T_n)
-               = tile quantization  (batch m n / (tiles T_m T_n))
-               x wave quantization  (tiles / (waves S))            [1 when S = 0]
+    T          = (T_m, T_n), each side at most 8 ceil(dim / 8)      (narrow_tile)
+    tiles(T)   = batch ceil(m / T_m) ceil(n / T_n)                  (one tile per SM at a time)
+    s(T)       = min(floor(S / tiles), floor(k / T_k)) if tiles < S, else 1     (split-K)
+    waves(T)   = ceil(tiles(T) s / S)
+    w          = max over the dtype's tiles T of s batch m n / (waves(T) S T_m T_n)
+               = tile quantization x wave quantization               [1 when S = 0]
     F          = 2 batch m n k                                      (FLOPs)
-    B          = s batch (m k + k n + m n)                           (bytes: read A, B; write C)
+    B          = s_b batch (m k + k n + m n) + [s > 1] 8 s batch m n (A, B, C; fp32 partials)
     I          = F / B                                               (arithmetic intensity)
-    fraction   = min(eta w(m, n), I M / P)                           (achieved fraction of P)
+    fraction   = min(eta w, I M / P)                                 (achieved fraction of P)
     t_gemm     = o + F / (P fraction) = o + max(F / (P eta w), B / M)
 
-The second argument of the ``min`` is the small-dimension factor: a product with a small ``k``
-(or a small ``m`` or ``n``) has a low intensity and runs at memory speed, below the GPU's ridge
-point ``P eta / M``. A memory-bound kernel moving ``B`` bytes takes ``o + B / M``.
+(``s_b`` = bytes per element.) The second argument of the ``min`` is the small-dimension
+factor: a product with a small ``k`` (or a small ``m`` or ``n``) has a low intensity and runs at
+memory speed, below the GPU's ridge point ``P eta / M``. A product whose tiles cannot fill the
+SMs splits its ``k`` loop (split-K, as cuBLAS and CUTLASS do) and pays for its partial sums in
+DRAM traffic. A memory-bound kernel moving ``B`` bytes takes ``o + B / M``.
 
 A convolution runs as an implicit GEMM (cuDNN's implicit-GEMM algorithms; NVIDIA,
 "Convolutional Layers User's Guide", Sec. 2): ``m = N H_o W_o``, ``n = C_out``,
-``k = C_in k_h k_w / groups``. Its backward is two such products: the data gradient
-(``m = N H W``, ``n = C_in``, ``k = C_out k_h k_w / groups``) and the weight gradient
-(``m = C_out``, ``n = C_in k_h k_w / groups``, ``k = N H_o W_o``).
+``k = C_in k_h k_w / groups``. Its backward is two such products, each with the forward's FLOPs:
+the data gradient (``m = N H_o W_o``, ``n = C_in``, ``k = C_out k_h k_w / groups``) and the
+weight gradient (``m = C_out``, ``n = C_in k_h k_w / groups``, ``k = N H_o W_o``).
 
 Tiles (``TILES``): tensor-core dtypes (fp16, bf16, fp8, tf32) use cuBLAS's three most efficient
 tiles, 256x128, 128x256 and 128x128 (Matrix Multiplication Background guide, Sec. 2.3); fp32 on
 CUDA cores uses the SIMT SGEMM tiles 128x128, 128x64 and 64x128 (CUTLASS's ``sgemm`` kernels,
 ``cutlass_simt_sgemm_128x128_8x2`` and its 128x64 / 64x128 variants). The library picks the
-tile; the model takes the best, which makes ``w`` an upper bound of what cuBLAS reaches.
+tile; the model takes the best, which makes ``w`` an upper bound of what cuBLAS reaches with
+these tiles. ``T_k`` (``TILE_K``) is a tile's depth per main-loop step.
 """
 
 from __future__ import annotations
@@ -83,6 +87,13 @@ def wave_count(tiles: ArrayLike, sms: float) -> F:
     return np.ceil(_f(tiles) / sms)
 
 
+def narrow_tile(dim: ArrayLike, side: int) -> F:
+    """Tile side used along a dimension: ``min(T, 8 ceil(dim / 8))``. A matrix narrower than the
+    tile runs in a narrow tile (cuBLASLt's tile list goes down to 8-wide: ``64x8``, ``8x64``, ...;
+    8 = the n of the tensor cores' smallest MMA shape, m16n8k16), not in a mostly empty one."""
+    return np.minimum(float(side), 8.0 * np.ceil(_f(dim) / 8.0))
+
+
 def split_k(tiles: ArrayLike, k: ArrayLike, sms: float, tile_k: int) -> F:
     """Split-K factor: a GEMM whose tiles cannot fill one wave has its ``k`` loop split over
     ``s`` SMs, each summing ``k / s`` (cuBLAS/CUTLASS split-K; the partial sums are reduced after):
@@ -100,8 +111,9 @@ def gemm_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1
     factor ``s`` (1 without ``k``):
 
     ``w = max over the dtype's tiles T of s batch m n / (ceil(tiles(T) s / sms) sms T_m T_n)``,
-    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``, ``s = split_k(tiles, k, sms, T_k)``;
-    ``w = 1``, ``s = 1`` when ``sms`` is 0 (unknown GPU).
+    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``, ``s = split_k(tiles, k, sms, T_k)``, each
+    tile side no wider than its dimension (``narrow_tile``); ``w = 1``, ``s = 1`` when ``sms``
+    is 0 (unknown GPU).
     """
     m, n, batch = _f(m), _f(n), _f(batch)
     shape = np.broadcast(m, n, batch).shape if k is None else \
@@ -110,9 +122,10 @@ def gemm_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1
         return np.ones(shape), np.ones(shape)
     best, best_s = np.zeros(shape), np.ones(shape)
     for tile in TILES.get(dtype, TENSOR_CORE_TILES):
-        tiles = tile_count(m, n, tile, batch)
+        tm, tn = narrow_tile(m, tile[0]), narrow_tile(n, tile[1])
+        tiles = _f(batch) * np.ceil(m / tm) * np.ceil(n / tn)
         s = np.ones(shape) if k is None else split_k(tiles, k, sms, TILE_K.get(dtype, 32))
-        slots = wave_count(tiles * s, sms) * sms * tile[0] * tile[1]
+        slots = wave_count(tiles * s, sms) * sms * tm * tn
         with np.errstate(invalid="ignore", divide="ignore"):
             w = np.where(slots > 0, s * batch * m * n / slots, 0.0)
         best_s = np.where(w > best, s, best_s)
@@ -125,8 +138,9 @@ def wave_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1
     """Useful fraction ``w`` of an ``m x n`` GEMM output under tile and wave quantization.
 
     ``w = max over the dtype's tiles T of batch m n / (ceil(tiles(T) / sms) sms T_m T_n)``,
-    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``; 1.0 when ``sms`` is 0 (unknown GPU); with
-    ``k``, a GEMM of fewer tiles than SMs may split its ``k`` loop (``gemm_efficiency``).
+    ``tiles(T) = batch ceil(m / T_m) ceil(n / T_n)``, ``T`` no wider than the matrix
+    (``narrow_tile``); 1.0 when ``sms`` is 0 (unknown GPU); with ``k``, a GEMM of fewer tiles than
+    SMs may split its ``k`` loop (``gemm_efficiency``).
     Example: 4096 x 4096 on 108 SMs with 256x128 tiles: 512 tiles, 5 waves, w = 512 / 540.
     """
     return gemm_efficiency(m, n, sms, batch, dtype, k)[0]
@@ -278,7 +292,7 @@ def _conv_products(name: str, dims: list[list[int]],
         return [wgrad]
     cin = float(x[1])
     groups = max(1.0, cin * float(math.prod(w[2:])) / k_w)
-    dgrad = (float(math.prod(x)) / cin, cin, cout / groups * float(math.prod(w[2:])), 1.0)
+    dgrad = (m_out, cin, cout / groups * float(math.prod(w[2:])), 1.0)
     return [dgrad, wgrad]
 
 

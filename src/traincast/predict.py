@@ -10,7 +10,7 @@ selects (:mod:`traincast.compute`), then add the parts (:mod:`traincast.model`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from traincast import compute
 from traincast.architectures import ARCH_LABEL, ARCHITECTURES, REGISTRY
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.jobs import FEATURES, Columns
+from traincast.jobs import FEATURES, Columns, Strings
 from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, data_time_s, total_time_s
 from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
 
@@ -40,27 +40,57 @@ def comm_s(r: Resolved) -> F:
     return out
 
 
-def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto") -> tuple[F, F]:
-    """``(T_comp_flop, T_comp_mem)`` of every row: one strategy call per (GPU, precision)
-    group (:func:`traincast.compute.compute_s`); NaN for rows whose GPU is unknown."""
+def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
+              workload: Strings | None = None,
+              ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> tuple[F, F]:
+    """``(T_comp_flop, T_comp_mem)`` of every row; NaN for rows whose GPU is unknown.
+
+    Aggregate features: one :func:`traincast.compute.compute_s` call per (GPU, precision).
+    Rows whose workload has a per-op table (``ops_of(workload)`` returns a profile with
+    ``ops``) are priced by :func:`traincast.compute.ops_compute_s` on their own GPU, once per
+    (workload, GPU, precision), as effective rates applied to the row's own features:
+    ``T_comp_flop = F_row * t_flop_ops / F_profile`` (the same for bytes).
+    """
     flop, mem = np.full(r.size, np.nan), np.full(r.size, np.nan)
-    group = r.gpu.codes.astype(np.int64) * 2 + r.amp
-    for key in np.unique(group):
+    gpu_amp = r.gpu.codes.astype(np.int64) * 2 + r.amp
+    for key, rows in _groups(gpu_amp):
         code, amp = divmod(int(key), 2)
         if code < 0 or r.gpu.values[code] not in catalog.gpus:
             continue
-        rows = np.flatnonzero(group == key)
-        rows_or_all = rows if len(rows) < r.size else slice(None)
-        flop[rows_or_all], mem[rows_or_all] = compute.compute_s(
-            catalog.gpus[r.gpu.values[code]], "amp" if amp else "fp32", r.flops[rows_or_all],
-            r.mem_bytes[rows_or_all], strategy)
+        flop[rows], mem[rows] = compute.compute_s(
+            catalog.gpus[r.gpu.values[code]], "amp" if amp else "fp32", r.flops[rows],
+            r.mem_bytes[rows], strategy)
+    if workload is None or ops_of is None:
+        return flop, mem
+    with_ops = [ops_of(v) for v in workload.values]
+    key = workload.codes.astype(np.int64) * (2 * len(r.gpu.values) + 2) + gpu_amp
+    for k, rows in _groups(np.where(workload.codes >= 0, key, -1)):
+        wl, rest = divmod(int(k), 2 * len(r.gpu.values) + 2)
+        code, amp = divmod(rest, 2)
+        prof = with_ops[wl]
+        if k < 0 or not prof or not prof.get("ops") or code < 0 \
+                or r.gpu.values[code] not in catalog.gpus:
+            continue
+        per = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
+                                    "amp" if amp else "fp32", strategy)
+        flop[rows] = r.flops[rows] * per["compute_flop"] / prof["flops_compute_bound"]
+        mem[rows] = r.mem_bytes[rows] * per["compute_mem"] / prof["bytes_memory_bound"]
     return flop, mem
 
 
-def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0,
-             strategy: str = "auto") -> Breakdown:
+def _groups(keys: NDArray[np.int64]) -> list[tuple[int, NDArray[np.intp] | slice]]:
+    """``(key, rows)`` per unique key; ``rows`` is ``slice(None)`` when one key covers all."""
+    uniq = np.unique(keys)
+    if len(uniq) == 1:
+        return [(int(uniq[0]), slice(None))]
+    return [(int(k), np.flatnonzero(keys == k)) for k in uniq]
+
+
+def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: str = "auto",
+             workload: Strings | None = None,
+             ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> Breakdown:
     """The time model on resolved rows; rows with a reason code other than 0 get NaN."""
-    flop, mem = compute_s(r, catalog, strategy)
+    flop, mem = compute_s(r, catalog, strategy, workload, ops_of)
     with np.errstate(divide="ignore", invalid="ignore"):
         parts = {"data_io": data_time_s(r.input_bytes, r.pcie_bps), "compute_flop": flop,
                  "compute_mem": mem, "comm": comm_s(r)}
@@ -76,16 +106,19 @@ def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None,
                   overlap: ArrayLike = 0.0, hierarchical: bool | ArrayLike = False,
                   amp: bool | ArrayLike = False, default_node: str | None = None,
                   gpu: str | None = None, nic: str | None = None, intra: str | None = None,
-                  pcie: str | None = None, strategy: str = "auto") -> Breakdown:
+                  pcie: str | None = None, strategy: str = "auto",
+                  ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> Breakdown:
     """Breakdown of every job of a job table (canonical columns, docs/traces.md).
 
     Rows that cannot be predicted get NaN times; ``Breakdown.reason`` says why
-    (:data:`traincast.resolve.REASONS`).
+    (:data:`traincast.resolve.REASONS`). ``ops_of(workload)``: a profile with a per-op table
+    for a workload name, priced op by op on each row's GPU (:func:`compute_s`).
     """
     catalog = catalog or load_catalog()
-    r = resolve(jobs, catalog, default_node=default_node, gpu=gpu, nic=nic, intra=intra,
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    r = resolve(cols, catalog, default_node=default_node, gpu=gpu, nic=nic, intra=intra,
                 pcie=pcie, amp=amp, hierarchical=hierarchical)
-    return evaluate(r, catalog, overlap, strategy)
+    return evaluate(r, catalog, overlap, strategy, cols["workload"] if ops_of else None, ops_of)
 
 
 @dataclass(frozen=True)
@@ -115,7 +148,7 @@ def job_row(features: Mapping[str, ArrayLike], *, arch: str, gpus: int,
             gpu: str | None) -> dict[str, Any]:
     """The one-job table of ``predict`` (one row per element when features are arrays)."""
     feats = {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in features.items()
-             if k in FEATURES}
+             if k in FEATURES and v is not None}
     size = max((len(v) for v in feats.values()), default=1)
     if arch == "ps-worker" and workers is not None:
         gpus = workers  # one GPU per worker
@@ -141,8 +174,9 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
 
     ``features`` holds ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` and
     optionally ``embedding_bytes_touched``, ``embedding_allreduce_bytes`` and ``input_bytes``
-    (also accepted as keywords). Raises :class:`TraincastError` naming the job's fields when the
-    job cannot be predicted.
+    (also accepted as keywords); a profile with its per-op table (``ops``, ``profile --ops``)
+    is priced op by op (:func:`compute_s`). Raises :class:`TraincastError` naming the job's
+    fields when the job cannot be predicted.
     """
     catalog = catalog or load_catalog()
     feats = {**(features or {}), **feature_values}
@@ -156,7 +190,9 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
                 hierarchical=hierarchical)
     if r.reason[0] != OK:
         raise explain(r, 0, cols, catalog)
-    bd = evaluate(r, catalog, overlap, strategy)
+    profile = feats if feats.get("ops") else None  # a profile with its per-op table
+    bd = evaluate(r, catalog, overlap, strategy, Strings(np.zeros(r.size, np.int32), ("job",)),
+                  lambda _: profile)
     return _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie)
 
 

@@ -42,7 +42,7 @@ def allreduce_cluster_s(w_bytes: ArrayLike, n: ArrayLike, g: ArrayLike, intra_bp
     return np.where(np.asarray(hierarchical, dtype=bool), hier, flat)
 
 
-@architecture("allreduce-local", label="AllReduce inside one node")
+@architecture("allreduce-local", label="AllReduce inside one node", order=2)
 class AllReduceLocal:
     @staticmethod
     def comm_s(r: Resolved) -> F:
@@ -58,7 +58,7 @@ class AllReduceLocal:
     footprint_bytes = staticmethod(replica_footprint_bytes)
 
 
-@architecture("allreduce-cluster", label="AllReduce across nodes")
+@architecture("allreduce-cluster", label="AllReduce across nodes", order=3)
 class AllReduceCluster:
     @staticmethod
     def comm_s(r: Resolved) -> F:

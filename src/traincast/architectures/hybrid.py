@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from traincast.resolve import Resolved
 
 
-@architecture("hybrid", label="hybrid data/tensor/pipeline parallelism", candidate=False)
+@architecture("hybrid", label="hybrid data/tensor/pipeline parallelism", candidate=False,
+              order=6)
 class Hybrid:
     @staticmethod
     def comm_s(r: Resolved) -> F:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from traincast.resolve import Resolved
 
 
-@architecture("pearl", label="PEARL: partitioned embeddings + AllReduce")
+@architecture("pearl", label="PEARL: partitioned embeddings + AllReduce", order=5)
 class Pearl:
     @staticmethod
     def comm_s(r: Resolved) -> F:

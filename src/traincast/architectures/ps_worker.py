@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from traincast.resolve import Resolved
 
 
-@architecture("ps-worker", label="parameter servers and workers")
+@architecture("ps-worker", label="parameter servers and workers", order=4)
 class PSWorker:
     @staticmethod
     def comm_s(r: Resolved) -> F:

@@ -25,7 +25,7 @@ def replica_footprint_bytes(m: Memory) -> F:
     return m.state + m.activations
 
 
-@architecture("1w1g", label="one worker, one GPU")
+@architecture("1w1g", label="one worker, one GPU", order=1)
 class OneWorkerOneGPU:
     @staticmethod
     def comm_s(r: Resolved) -> F:

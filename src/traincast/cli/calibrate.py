@@ -87,6 +87,10 @@ def validate(
         "--threads 2), each with its own calibration. Default on the CPU: 1 and all cores "
         "(with --catalog: the catalog's threads).")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="Timed steps per case.")] = None,
+    published: Annotated[bool, typer.Option(
+        "--published", help="Predict published GPU training throughputs instead (no "
+        "measurement; --catalog is merged over the shipped catalog); prints the Markdown "
+        "table of docs/validation.md.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict real training steps on this machine, run them, and report the error.
@@ -102,6 +106,9 @@ def validate(
     At T > 1 threads a kernel of E elements runs at K_1 * min(K_T / K_1, max(1, E / g)).
     A case of P processes runs at T threads only when P * T <= cores (else: skipped).
     """
+    if published:
+        _validate_published(catalog, json_out)
+        return
     from traincast.calibrate import default_device
     from traincast.errors import TraincastError
     from traincast.validate import thread_counts, validate, validate_threads
@@ -133,6 +140,19 @@ def validate(
                       f"p90 {100 * summ['p90_abs_error']:.1f}%, max "
                       f"{100 * summ['max_abs_error']:.1f}% over {summ['cases']} case(s), "
                       f"{summ['skipped']} skipped, {summ['failed']} failed")
+
+
+def _validate_published(catalog: Path | None, json_out: bool) -> None:
+    """``validate --published``: traincast.validate.published (docs/validation.md)."""
+    from traincast.hardware.catalog import load_catalog
+    from traincast.validate.published import render_markdown, validate_published
+
+    out = validate_published(load_catalog([catalog] if catalog else None),
+                             progress=_progress(json_out))
+    if json_out:
+        print_json(out)
+    else:
+        typer.echo(render_markdown(out))
 
 
 def render_validation(out: dict) -> None:

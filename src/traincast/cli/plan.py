@@ -14,7 +14,7 @@ from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, pri
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import DTYPES
 
-OVERHEAD_HELP = ("expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
+OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
                  "lambda) (Young/Daly) unless --checkpoint-every, Rs = --restart-s (default C + "
                  "120 s)")
@@ -35,8 +35,8 @@ def parse_gpus(text: str) -> list[int]:
 @app.command()
 def plan(
     model: Annotated[str, typer.Argument(
-        help="zoo:NAME (traincast.parallel models.toml: gpt3-175b, llama2-7b, llama2-70b, "
-             "llama3-8b, llama3-70b, mixtral-8x7b, megatron-gpt-*) or hf:config.json.")],
+        help="zoo:NAME with an LLM config (traincast zoo list, 'plan': gpt3-175b, llama2-7b, "
+             "llama3-70b, mixtral-8x7b, megatron-gpt-*, ...) or hf:config.json.")],
     gpus: Annotated[str, typer.Option(
         help="GPUs N of the job (dp x tp x pp = N), or a list (64,48,32): the best plan for "
              "each count as machines come and go (re-planning).")],
@@ -191,6 +191,9 @@ def _print_replan(result: dict[str, Any]) -> None:
         cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f}")
         table.add_row(*cells)
     console.print(table)
+    for r in result["rows"]:
+        if "warning" in r:
+            console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
     if priced:
         console.print(f"[dim]{result['price']['market']} prices: "
                       f"{escape(result['price']['file'])}[/dim]", highlight=False)

@@ -58,18 +58,17 @@ def zoo_list(json_out: JsonOpt = False) -> None:
     if json_out:
         print_json({"models": rows})
         return
-    table = Table(title="Model zoo (zoo:NAME); FLOPs per sample at the default batch",
-                  title_justify="left")
-    for col in ("name", "aliases", "family", "can", "params", "batch", "input", "fwd GFLOP",
-                "train GFLOP"):
-        table.add_column(col, justify="left" if col in ("name", "aliases", "family", "can",
-                                                         "input") else "right")
+    table = Table(title="Model zoo (zoo:NAME); FLOPs per sample at the default batch "
+                        "(family, input and source: --json)", title_justify="left")
+    for col in ("name", "can", "params", "batch", "fwd GFLOP", "train GFLOP", "aliases"):
+        table.add_column(col, no_wrap=col in ("name", "can", "params"),
+                         justify="left" if col in ("name", "can", "aliases") else "right")
     for r in rows:
         fwd, train = r.get("flops_forward_per_sample"), r.get("flops_train_per_sample")
-        table.add_row(r["name"], ", ".join(r["aliases"]) or "-", r["family"],
-                      "+".join(_USES[c] for c in r["capabilities"]), _millions(r["params"]),
-                      str(r["default_batch"] or "-"), r["input_shape"],
-                      f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-")
+        table.add_row(r["name"], "+".join(_USES[c] for c in r["capabilities"]),
+                      _millions(r["params"]), str(r["default_batch"] or "-"),
+                      f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-",
+                      ", ".join(r["aliases"]) or "-")
     console.print(table)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
                   "plan = LLM config (plan, predict --arch hybrid). Config-only models: 2 FLOPs "
@@ -78,4 +77,6 @@ def zoo_list(json_out: JsonOpt = False) -> None:
 
 
 def _millions(n: int | None) -> str:
-    return f"{n / 1e6:,.1f}M" if n else "-"
+    if not n:
+        return "-"
+    return f"{n / 1e9:,.1f}B" if n >= 1e9 else f"{n / 1e6:,.1f}M"

@@ -64,13 +64,15 @@ def gemm_times_s(shapes: list[tuple[F, F, F, F]], rate_flops: float,
     """Forward and backward (data + weight gradient) time of a list of linear products:
 
     ``fwd = sum count 2 M N K / (R w(M, N))``,
-    ``bwd = sum count 2 M N K / R (1 / w(M, K) + 1 / w(K, N))``.
+    ``bwd = sum count 2 M N K / R (1 / w(M, K) + 1 / w(K, N))``, ``w`` of each product with its
+    own inner dimension (K, N and M: split-K when its tiles cannot fill the SMs).
     """
     fwd, bwd = 0.0, 0.0
     for count, m, n, k in shapes:
         flops = count * 2.0 * m * n * k / rate_flops
-        fwd = fwd + flops / wave_efficiency(m, n, sms)
-        bwd = bwd + flops * (1.0 / wave_efficiency(m, k, sms) + 1.0 / wave_efficiency(k, n, sms))
+        fwd = fwd + flops / wave_efficiency(m, n, sms, k=k)
+        bwd = bwd + flops * (1.0 / wave_efficiency(m, k, sms, k=n)
+                             + 1.0 / wave_efficiency(k, n, sms, k=m))
     return _f(fwd), _f(bwd)
 
 

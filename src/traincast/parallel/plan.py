@@ -3,7 +3,10 @@
 Every (dp, tp, pp, ep, zero, micro-batch, recompute, vp) with ``dp tp pp = N`` is built as numpy
 arrays (a Cartesian product filtered by the shape rules of ``hybrid.check_shapes``), evaluated in
 one call of ``hybrid.evaluate``, and ranked by time per iteration (or by cost per million tokens
-with a price). Configurations that do not fit in GPU memory are never recommended.
+with a price, traincast.hardware.prices). Configurations that do not fit in GPU memory are never
+recommended. On preemptible machines every row carries the expected overhead of checkpoints,
+lost work and restarts (traincast.parallel.spot, after Varuna); :func:`replan` gives the best
+plan for each of several GPU counts as machines come and go.
 """
 
 from __future__ import annotations
@@ -228,6 +231,38 @@ def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices,
         out["spot_saving"] = 1.0 - s["usd_per_million_tokens"] / b["usd_per_million_tokens"]
 
 
+def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None, gpus: int,
+                 gb: int, seq: int, dtype: str, overlap: float) -> dict[str, Any]:
+    """Every shape-valid configuration on one node preset, evaluated in one vectorized call."""
+    hw = hybrid_hardware(catalog, node, dtype, nic=nic)
+    cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb)
+    res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
+                   zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
+                   recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
+                   seq=seq, dtype=dtype, overlap=overlap)
+    return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node)}
+
+
+def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience: Resilience,
+                ckpt: float) -> dict[str, Any]:
+    """A search result with ``usd`` (its preset's price per GPU-hour, None without prices) and
+    ``exp`` (its overhead terms on ``r["nodes"]`` nodes)."""
+    hw = r["hw"]
+    return r | {"usd": prices.require(hw.node, hw.gpu, spot) if prices else None,
+                "exp": resilience.evaluate(r["nodes"], ckpt)}
+
+
+def _empty_note(searched: int, any_fits: bool, gpus: int, gb: int) -> str:
+    if not searched:
+        return (f"no configuration has dp x tp x pp = {gpus} with the global batch {gb} a "
+                f"multiple of dp x micro-batch and the layers a multiple of pp; change --gpus or "
+                f"--global-batch")
+    if not any_fits:
+        return ("no configuration fits in GPU memory; add GPUs, shorten the sequence or lower "
+                "the global batch")
+    return ""
+
+
 def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | None = None,
          global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
@@ -259,20 +294,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     nodes = [n.strip() for n in node.split(",") if n.strip()]
 
     def search(nic: str | None) -> list[dict[str, Any]]:
-        results = []
-        for nd in nodes:
-            hw = hybrid_hardware(catalog, nd, dtype, nic=nic)
-            cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb)
-            res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
-                           zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
-                           recompute=cfgs["recompute"], vp=cfgs["vp"],
-                           sp=cfgs["sp"].astype(bool), seq=s, dtype=dtype,
-                           overlap=overlap)
-            n_nodes = -(-gpus // hw.gpus_per_node)
-            results.append({"hw": hw, "cfgs": cfgs, "res": res, "nodes": n_nodes,
-                            "usd": prices.require(hw.node, hw.gpu, spot) if prices else None,
-                            "exp": resilience.evaluate(n_nodes, ckpt)})
-        return results
+        return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap),
+                            prices, spot, resilience, ckpt) for nd in nodes]
 
     base = search(None)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
@@ -294,13 +317,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                           "feasible": sum(int(r["res"]["fits"].sum()) for r in other)}
         if out["top"] and net_rows:
             out["network"]["summary"] = _network_summary(network, out["top"][0], net_rows[0])
-    if not searched:
-        out["note"] = (f"no configuration has dp x tp x pp = {gpus} with the global batch "
-                       f"{gb} a multiple of dp x micro-batch and the layers a multiple of pp; "
-                       f"change --gpus or --global-batch")
-    elif not out["top"]:
-        out["note"] = ("no configuration fits in GPU memory; add GPUs, shorten the sequence or "
-                       "lower the global batch")
+    note = _empty_note(searched, bool(out["top"]), gpus, gb)
+    if note:
+        out["note"] = note
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -350,6 +369,8 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         row |= {"time_s": b["time_s"]["total"],
                 "usd_per_million_tokens": b.get("usd_per_million_tokens"),
                 "switch_s": exp.get("switch_s")}
+        if "note" in exp:
+            row["warning"] = exp["note"]
         prev = next((r for r in reversed(rows) if "label" in r), None)
         row["changed"] = prev is not None and (prev["label"], prev["node"], prev["gpus_used"]) \
             != (b["label"], b["node"], p["gpus"])

@@ -120,7 +120,8 @@ def predict_case(features: dict[str, Any], ops: Sequence[dict[str, Any]], case: 
     from traincast.predict import predict
     from traincast.roofline import Curves, compute_breakdown
 
-    kw: dict[str, Any] = {"arch": case.arch, "node": "local", "catalog": catalog}
+    kw: dict[str, Any] = {"arch": case.arch, "node": "local", "catalog": catalog,
+                          "strategy": "paper"}
     if case.arch == "ps-worker":
         kw.update(workers=case.workers, ps=1)
     elif case.arch != "1w1g":

@@ -9,8 +9,8 @@ BERT-large (24 layers, 1024, 16 heads, 4096), 30,522-token uncased WordPiece voc
 seeded random token ids with start/end positions; attention is the eager (unfused)
 implementation, as NVIDIA's BERT code runs it. No padding mask is passed (transformers checks
 the mask's values, which meta tensors do not have): the masked add of the scores, one
-memory-bound op of B x heads x 384 x 384 per layer, is left out. The model is built on the meta device (no
-weights are allocated): it serves profiling only.
+memory-bound op of B x heads x 384 x 384 per layer, is left out. The model is built on the
+meta device (no weights are allocated): it serves profiling only.
 """
 
 from __future__ import annotations

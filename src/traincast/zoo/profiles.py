@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import tomllib
 from functools import cache
 from importlib import resources
 from typing import Any

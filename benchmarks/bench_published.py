@@ -1,0 +1,65 @@
+"""Benchmark: traincast's predictions against published GPU training throughputs.
+
+Every row of ``traincast/validate/published.toml`` (Lambda's PyTorch benchmark: ResNet-50,
+BERT-base and BERT-large SQuAD, fp16 and fp32, 1 and 8 GPUs on V100, A10, A100, H100 PCIe and
+H100 SXM5) predicted with the shipped catalog and the default compute strategy
+(``traincast.validate.published``); prints the median / 90th percentile / max of |error| of
+the rows and of the cross-GPU ratios, the paper's flat-peak model on the same rows as the
+baseline (ratio of the two medians), and the Megatron-LM SC'21 table.
+
+Targets: median |error| <= 10%, every cross-GPU ratio within 15%; exit 1 when missed.
+``python benchmarks/bench_published.py [--catalog FILE] [--json OUT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    from traincast.cli.common import to_jsonable
+    from traincast.hardware.catalog import load_catalog
+    from traincast.validate.published import MEDIAN_TARGET, RATIO_TARGET, validate_published
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--catalog", default=None, help="a catalog file merged over the shipped one")
+    ap.add_argument("--json", default=None, help="also write the result here")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    out = validate_published(load_catalog([args.catalog] if args.catalog else None))
+    print(f"{'model':17s} {'GPU':15s} {'n':>2s} {'dtype':5s} {'batch':>5s} {'published':>10s} "
+          f"{'predicted':>10s} {'error':>7s} {'paper':>7s}")
+    for r in out["rows"]:
+        print(f"{r['model']:17s} {r['gpu']:15s} {r['gpus']:2d} {r['dtype']:5s} "
+              f"{r['batch_per_gpu']:5d} {r['published']:10.0f} {r['predicted']:10.0f} "
+              f"{r['error']:+7.1%} {r['paper_error']:+7.1%}")
+    s, p, q = out["summary"], out["paper_summary"], out["ratio_summary"]
+    print(f"\npublished set ({s['n']} rows): median |error| {s['median_abs_error']:.1%} (target "
+          f"<= {MEDIAN_TARGET:.0%}), p90 {s['p90_abs_error']:.1%}, max {s['max_abs_error']:.1%};"
+          f" baseline paper model median {p['median_abs_error']:.1%}, p90 "
+          f"{p['p90_abs_error']:.1%}: ratio {s['median_abs_error'] / p['median_abs_error']:.2f}")
+    print(f"cross-GPU ratios: {out['ratios_within_target']} of {out['ratios_total']} within "
+          f"{RATIO_TARGET:.0%}; median |error| {q['median_abs_error']:.1%}, p90 "
+          f"{q['p90_abs_error']:.1%}, max {q['max_abs_error']:.1%}")
+    mg = out["megatron"]
+    if mg.get("rows"):
+        m = mg["summary"]
+        print(f"Megatron-LM SC'21 ({m['n']} rows): median |error| {m['median_abs_error']:.1%}, "
+              f"p90 {m['p90_abs_error']:.1%}, max {m['max_abs_error']:.1%}")
+    else:
+        print(f"Megatron-LM SC'21: not evaluated ({mg.get('failed')})")
+    print(f"{time.perf_counter() - t0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(to_jsonable(out), fh, indent=2)
+    if not out["targets_met"]:
+        print("MISSED: published-throughput targets")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

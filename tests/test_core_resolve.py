@@ -1,0 +1,203 @@
+"""One model core: the same job gives the same time by every path, one placement rule, the
+architecture registry, and the paper / roofline / hybrid models agreeing on a shared case."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from traincast.architectures import ARCHITECTURES, REGISTRY
+from traincast.hardware.catalog import load_catalog
+from traincast.predict import predict, predict_table
+from traincast.recommend import recommend
+from traincast.resolve import BAD_PLACEMENT, BAD_SHAPE, OK, REASONS, resolve
+from traincast.trace.store import read_trace
+from traincast.whatif import whatif
+
+FEATS = {"flops_compute_bound": 2.4e13, "bytes_memory_bound": 4e10, "weight_bytes": 1e8,
+         "embedding_bytes_touched": 2e7, "input_bytes": 1e6}
+CSV_HEADER = ("job_id,start_time_s,end_time_s,architecture,n_gpus,n_workers,n_ps,"
+              "gpus_per_worker,node,flops_compute_bound,bytes_memory_bound,weight_bytes,"
+              "embedding_bytes_touched,input_bytes\n")
+
+
+def _row(job: str, arch: str, n: int, m: str, p: str, w: str, node: str) -> str:
+    f = FEATS
+    return (f"{job},0,100,{arch},{n},{m},{p},{w},{node},{f['flops_compute_bound']},"
+            f"{f['bytes_memory_bound']},{f['weight_bytes']},{f['embedding_bytes_touched']},"
+            f"{f['input_bytes']}\n")
+
+
+def _cli_total(*args: str) -> float:
+    out = subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()", *args,
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    return float(json.loads(out)["time_s"]["total"])
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("one")
+    path = d / "jobs.csv"
+    path.write_text(CSV_HEADER + _row("ps", "ps-worker", 8, "8", "2", "1", "pai-v100-pcie")
+                    + _row("ar", "allreduce-cluster", 16, "", "", "", "pai-v100-nvlink"))
+    return path, d / "store.duckdb"
+
+
+def test_same_job_same_time_by_every_path(trace: tuple[Path, Path]) -> None:
+    path, db = trace
+    flags = ["--flops", "2.4e13", "--mem-bytes", "4e10", "--weight-bytes", "1e8",
+             "--embedding-bytes", "2e7", "--input-bytes", "1e6"]
+    by_flags = _cli_total("predict", *flags, "--arch", "ps-worker", "--workers", "8", "--ps",
+                          "2", "--node", "pai-v100-pcie")
+    by_api = predict(FEATS, arch="ps-worker", workers=8, ps=2, node="pai-v100-pcie")
+    jobs = read_trace(path, "csv", db)
+    by_row = predict_table(jobs, load_catalog()).total
+    by_recommend = recommend(jobs)["rows"].column("base_total_s").to_numpy()
+    assert by_flags == pytest.approx(by_api.time_s["total"], rel=1e-12)
+    assert by_row[0] == pytest.approx(by_flags, rel=1e-12)
+    assert by_recommend[0] == pytest.approx(by_flags, rel=1e-12)
+    # the all-reduce job ported to ps-worker (m = n = 16 workers, p = ceil(16 / 8) = 2 servers
+    # on the same node preset) is the ps-worker job of the same shape through predict
+    port = whatif(jobs, {"name": "to-ps", "changes": {"architecture": "ps-worker"}},
+                  per_job=True)["job_rows"].to_pydict()
+    ported = port["scenario_total_s"][port["job_id"].index("ar")]
+    direct = predict(FEATS, arch="ps-worker", workers=16, ps=2, node="pai-v100-nvlink")
+    assert ported == pytest.approx(direct.time_s["total"], rel=1e-12)
+
+
+def test_one_placement_rule_packs_workers_unless_the_trace_says() -> None:
+    # 8 one-GPU workers, 2 servers on pai-v100-pcie: packed on one node, k = 8 share its NIC
+    cat = load_catalog()
+    nd = cat.node("pai-v100-pcie")
+    pcie, nic = cat.links[nd.pcie].bw_bps, cat.links[nd.nic].bw_bps
+    b = FEATS["weight_bytes"] + FEATS["embedding_bytes_touched"]
+    packed = 2 * b / pcie + max(2 * b * 8 / nic, 2 * 8 * b / (2 * nic))
+    base = {"architecture": np.array(["ps-worker"] * 2, dtype=object), "n_gpus": [8, 8],
+            "n_workers": [8, 8], "n_ps": [2, 2], "gpus_per_worker": [1, 1],
+            "node": np.array(["pai-v100-pcie"] * 2, dtype=object),
+            **{k: [v, v] for k, v in FEATS.items()}}
+    # the second row's trace says: one worker per machine
+    bd = predict_table({**base, "workers_per_node": [np.nan, 1.0],
+                        "gpus_per_node": [np.nan, 1.0]}, cat)
+    spread = 2 * b / pcie + max(2 * b * 1 / nic, 2 * 8 * b / (2 * nic))
+    np.testing.assert_allclose(bd.comm, [packed, spread], rtol=1e-12)
+
+
+def test_invalid_rows_get_no_time_and_a_reason() -> None:
+    cat = load_catalog()
+    jobs = {"architecture": np.array(["1w1g", "allreduce-local", "allreduce-cluster", "ring",
+                                      "1w1g"], dtype=object),
+            "n_gpus": [8, 16, 16, 2, 1], "gpus_per_node": [np.nan, np.nan, 12, np.nan, np.nan],
+            "node": np.array(["pai-v100-nvlink"] * 5, dtype=object),
+            **{k: [v] * 5 for k, v in FEATS.items()}}
+    bd = predict_table(jobs, cat)
+    assert np.isnan(bd.total[:4]).all() and np.isfinite(bd.total[4])
+    assert [REASONS[c] for c in bd.reason] == [
+        REASONS[BAD_SHAPE], REASONS[BAD_SHAPE], REASONS[BAD_PLACEMENT],
+        "unknown architecture", REASONS[OK]]
+
+
+def test_rails_multiply_the_network_of_a_multi_nic_node() -> None:
+    # dgx-a100: 8 HDR ports per node; 16 GPUs on 2 nodes, g = 8: the ring crosses nodes at
+    # min(bw(intra), 8 bw(nic)) = min(300e9 x 0.67, 8 x 25e9 x 0.85) = 170e9
+    cat = load_catalog()
+    nd = cat.node("dgx-a100")
+    assert nd.nics == 8
+    ring_bw = min(cat.links[nd.intra].bw_bps, 8 * cat.links[nd.nic].bw_bps)
+    assert ring_bw == pytest.approx(min(300e9 * 0.67, 8 * 25e9 * 0.85))
+    r = predict(FEATS, arch="allreduce-cluster", gpus=16, node="dgx-a100")
+    w = FEATS["weight_bytes"] + FEATS["embedding_bytes_touched"]
+    assert r.time_s["comm"] == pytest.approx(2 * 15 / 16 * w / ring_bw)
+
+
+def test_dense_gradient_embeddings_move_whole_tables_in_allreduce_only() -> None:
+    # E = 2e7 rows touched, E_ar = 5e8 (a dense-gradient table): AllReduce moves W + E_ar,
+    # PS/Worker and PEARL the rows
+    cat = load_catalog()
+    feats = {**FEATS, "embedding_allreduce_bytes": 5e8}
+    nd = cat.node("pai-v100-nvlink")
+    intra = cat.links[nd.intra].bw_bps
+    ar = predict(feats, arch="allreduce-local", gpus=8, node="pai-v100-nvlink", catalog=cat)
+    assert ar.time_s["comm"] == pytest.approx(2 * 7 / 8 * (1e8 + 5e8) / intra)
+    pearl = predict(feats, arch="pearl", gpus=8, node="pai-v100-nvlink", catalog=cat)
+    assert pearl.time_s["comm"] == pytest.approx(2 * 7 / 8 * (1e8 + 2e7) / intra)
+    ps = predict(feats, arch="ps-worker", workers=8, ps=2, node="pai-v100-nvlink", catalog=cat)
+    ps_rows = predict(FEATS, arch="ps-worker", workers=8, ps=2, node="pai-v100-nvlink",
+                      catalog=cat)
+    assert ps.time_s["comm"] == pytest.approx(ps_rows.time_s["comm"])
+
+
+def test_registry_has_one_module_per_architecture() -> None:
+    assert ARCHITECTURES[:5] == ("1w1g", "allreduce-local", "allreduce-cluster", "ps-worker",
+                                 "pearl")
+    for name in ARCHITECTURES:
+        arch = REGISTRY[name]
+        assert callable(arch.comm_s) and callable(arch.fits) and callable(arch.port)
+    cat = load_catalog()
+    r = resolve({"architecture": np.array(["hybrid", "allreduce-cluster"], dtype=object),
+                 "n_gpus": [16, 16], "node": np.array(["dgx-a100"] * 2, dtype=object),
+                 **{k: [v, v] for k, v in FEATS.items()}}, cat)
+    bd = predict_table({"architecture": np.array(["hybrid", "allreduce-cluster"], dtype=object),
+                        "n_gpus": [16, 16], "node": np.array(["dgx-a100"] * 2, dtype=object),
+                        **{k: [v, v] for k, v in FEATS.items()}}, cat)
+    assert (r.reason == OK).all() and bd.comm[0] == bd.comm[1]
+
+
+def test_paper_roofline_and_hybrid_agree_on_a_data_parallel_case() -> None:
+    from traincast import compute
+    from traincast.architectures import ring_factor
+    from traincast.hardware.catalog import GPU
+    from traincast.parallel.hybrid import evaluate, hybrid_hardware
+    from traincast.parallel.models import get_model
+
+    cat = load_catalog()
+    # hybrid with data parallelism only: dp = 16 on two dgx-a100 nodes, ZeRO 0
+    cfg = get_model("megatron-gpt-1.7b")
+    hw = hybrid_hardware(cat, "dgx-a100", "bf16")
+    res = evaluate(cfg, hw, dp=16, tp=1, pp=1, global_batch=16, micro_batch=1)
+    grad_bytes = float(res["dp_bytes_per_gpu"]) / float(ring_factor(16))
+    paper = predict({"flops_compute_bound": 1.0, "bytes_memory_bound": 1.0,
+                     "weight_bytes": grad_bytes}, arch="allreduce-cluster", gpus=16,
+                    node="dgx-a100", catalog=cat, strategy="paper")
+    assert float(res["comm_dp_s"]) == pytest.approx(paper.time_s["comm"], rel=1e-9)
+    # compute: the hybrid's own hardware FLOPs at the rate the catalog selects for the GPU
+    # (tile/wave quantization and the attention roofline are the only differences)
+    flops = float(res["hardware_tflops_per_gpu"]) * 1e12 * float(res["total_s"])
+    rate, _ = compute.rates(cat.gpu("A100-SXM4-80GB"), "bf16")
+    assert float(res["compute_flop_s"]) == pytest.approx(flops / rate, rel=0.15)
+    # the measured-curves roofline with flat curves (one rate at every size, no fixed costs)
+    # is the paper's split on ops that are purely FLOP- or memory-bound
+    rate_flops, bw = 10e12, 500e9
+    flat = GPU("flat", fp32_tflops=rate_flops / 1e12, mem_bw_gbs=bw / 1e9,
+               gemm_intensity=(1.0, 1e9), gemm_tflops=(10.0, 10.0),
+               elementwise_bytes=(1.0, 1e15), elementwise_gbs=(500.0, 500.0))
+    ops = [{"op": "mm", "flops": 1e12, "bytes_read": 1e6, "bytes_written": 1e6,
+            "count": 1, "bound": "compute", "dtype": "float32", "shapes": "[[1024, 1024]]"},
+           {"op": "add", "flops": 0.0, "bytes_read": 2e9, "bytes_written": 1e9,
+            "count": 1, "bound": "memory", "dtype": "float32", "shapes": "[[1024, 1024]]"}]
+    curves = compute.ops_compute_s(ops, flat, "fp32", "curves")
+    paper_split = compute.ops_compute_s(ops, flat, "fp32", "paper")
+    assert paper_split["compute_flop"] == pytest.approx(1e12 / rate_flops)
+    assert paper_split["compute_mem"] == pytest.approx(3e9 / bw)
+    assert curves["compute_flop"] == pytest.approx(paper_split["compute_flop"], rel=1e-6)
+    assert curves["compute_mem"] == pytest.approx(paper_split["compute_mem"], rel=1e-6)
+
+
+def test_unknown_rows_are_counted_by_reason_in_whatif_and_characterize() -> None:
+    from traincast.characterize import characterize
+
+    jobs = {"job_id": ["a", "b", "c"], "architecture": ["1w1g", "1w1g", "allreduce-local"],
+            "n_gpus": [1.0, 1.0, 64.0], "gpu_type": ["V100", "Z999", "V100"],
+            "start_time_s": [0.0] * 3, "end_time_s": [10.0] * 3,
+            **{k: [v] * 3 for k, v in FEATS.items()}}
+    out = whatif(jobs, "eth100")
+    assert out["unpredicted"] == {"unknown node or GPU type": 1,
+                                  "shape does not fit the architecture": 1}
+    assert characterize(jobs, fill=False)["breakdown"]["unpredicted"] == out["unpredicted"]
+    assert not math.isnan(predict_table(jobs).total[0])
