@@ -7,3 +7,10 @@ class TraincastError(ValueError):
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class UnknownNameError(TraincastError, KeyError):
+    """A name the catalog (or a registry) does not know; also a ``KeyError`` for lookups."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from traincast.errors import TraincastError
+
 FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
                              "embedding_bytes_touched", "input_bytes",
                              "embedding_allreduce_bytes")
@@ -95,6 +97,7 @@ class Columns:
 
     n: int
     data: dict[str, Any]
+    absent: frozenset[str] = frozenset()  # numeric columns the table did not have (all NaN)
 
     @classmethod
     def of(cls, jobs: Mapping[str, Any] | pa.Table | Any) -> Columns:
@@ -109,19 +112,26 @@ class Columns:
             return jobs[k]
 
         if "architecture" not in names:
-            raise KeyError("job table has no 'architecture' column (see the canonical columns "
-                           "in docs/traces.md)")
+            raise TraincastError("job table has no 'architecture' column",
+                                 hint="see the canonical columns in docs/traces.md")
         first = get("architecture")
         n = len(first)
         data: dict[str, Any] = {}
-        data["job_id"] = _ids(get("job_id") if "job_id" in names else None, n)
+        data["job_id"] = _ids(get("job_id"), n) if "job_id" in names else None  # row numbers
         for k in STRING_COLUMNS:
             data[k] = Strings.of(get(k) if k in names else None, n)
+        absent = frozenset(k for k in NUMERIC_COLUMNS if k not in names)
         for k in NUMERIC_COLUMNS:
-            data[k] = _floats(get(k), n) if k in names else np.full(n, np.nan)
-        return cls(n, data)
+            data[k] = _floats(get(k), n) if k in names else _nan(n)
+        return cls(n, data, absent)
+
+    def given(self, key: str) -> bool:
+        """Whether the table had the numeric column ``key`` (else it reads as all NaN)."""
+        return key not in self.absent
 
     def __getitem__(self, key: str) -> Any:
+        if key == "job_id" and self.data["job_id"] is None:  # made on first use
+            self.data["job_id"] = _ids(None, self.n)
         return self.data[key]
 
     def take(self, idx: NDArray[np.intp]) -> Columns:
@@ -129,18 +139,19 @@ class Columns:
         if len(idx) == self.n and (self.n == 0 or (idx[0] == 0 and idx[-1] == self.n - 1)):
             return self
         return Columns(len(idx), {k: v.take(pa.array(idx)) if isinstance(v, pa.Array)
+                                  else v if v is None else _nan(len(idx)) if k in self.absent
                                   else v.take(idx) if isinstance(v, Strings) else v[idx]
-                                  for k, v in self.data.items()})
+                                  for k, v in self.data.items()}, self.absent)
 
     def slice(self, start: int, stop: int) -> Columns:
         """Rows ``start:stop`` (views, no copy)."""
         return Columns(max(stop - start, 0), {
-            k: v.slice(start, stop - start) if isinstance(v, pa.Array)
+            k: v.slice(start, stop - start) if isinstance(v, pa.Array) else v if v is None
             else Strings(v.codes[start:stop], v.values) if isinstance(v, Strings)
-            else v[start:stop] for k, v in self.data.items()})
+            else v[start:stop] for k, v in self.data.items()}, self.absent)
 
     def replace(self, **cols: Any) -> Columns:
-        return Columns(self.n, {**self.data, **cols})
+        return Columns(self.n, {**self.data, **cols}, self.absent - set(cols))
 
     def table(self) -> dict[str, Any]:
         """The dict of columns ``predict_table`` takes (strings as Arrow dictionaries)."""
@@ -155,6 +166,11 @@ class Columns:
     def gpus(self) -> NDArray[np.float64]:
         """GPUs of each job: ``n_gpus`` (NaN where unknown)."""
         return self["n_gpus"]
+
+
+def _nan(n: int) -> NDArray[np.float64]:
+    """A read-only all-NaN column of length ``n`` (no memory: a broadcast view)."""
+    return np.broadcast_to(np.float64(np.nan), (n,))
 
 
 def _ids(values: Any, n: int) -> pa.Array:

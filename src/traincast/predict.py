@@ -45,30 +45,32 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> tuple[F, F]:
     """``(T_comp_flop, T_comp_mem)`` of every row; NaN for rows whose GPU is unknown.
 
-    Aggregate features: one :func:`traincast.compute.compute_s` call per (GPU, precision).
+    Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
+    :func:`traincast.compute.rates` (one call per GPU and precision).
     Rows whose workload has a per-op table (``ops_of(workload)`` returns a profile with
     ``ops``) are priced by :func:`traincast.compute.ops_compute_s` on their own GPU, once per
     (workload, GPU, precision), as effective rates applied to the row's own features:
     ``T_comp_flop = F_row * t_flop_ops / F_profile`` (the same for bytes).
     """
-    flop, mem = np.full(r.size, np.nan), np.full(r.size, np.nan)
-    gpu_amp = r.gpu.codes.astype(np.int64) * 2 + r.amp
-    for key, rows in _groups(gpu_amp):
-        code, amp = divmod(int(key), 2)
-        if code < 0 or r.gpu.values[code] not in catalog.gpus:
-            continue
-        flop[rows], mem[rows] = compute.compute_s(
-            catalog.gpus[r.gpu.values[code]], "amp" if amp else "fp32", r.flops[rows],
-            r.mem_bytes[rows], strategy)
+    n_gpu = len(r.gpu.values)
+    rates = np.full((2 * n_gpu + 1, 2), np.nan)  # (GPU, precision) -> FLOP/s, bytes/s
+    for code, name in enumerate(r.gpu.values):
+        if name in catalog.gpus:
+            for amp in (0, 1):
+                rates[2 * code + amp] = compute.rates(catalog.gpus[name],
+                                                      "amp" if amp else "fp32", strategy)
+    gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
+    flop = r.flops / rates[gpu_amp, 0]
+    mem = r.mem_bytes / rates[gpu_amp, 1]
     if workload is None or ops_of is None:
         return flop, mem
     with_ops = [ops_of(v) for v in workload.values]
-    key = workload.codes.astype(np.int64) * (2 * len(r.gpu.values) + 2) + gpu_amp
+    key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
     for k, rows in _groups(np.where(workload.codes >= 0, key, -1)):
-        wl, rest = divmod(int(k), 2 * len(r.gpu.values) + 2)
+        wl, rest = divmod(int(k), 2 * n_gpu + 2)
         code, amp = divmod(rest, 2)
         prof = with_ops[wl]
-        if k < 0 or not prof or not prof.get("ops") or code < 0 \
+        if k < 0 or code >= n_gpu or not prof or not prof.get("ops") \
                 or r.gpu.values[code] not in catalog.gpus:
             continue
         per = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
@@ -79,8 +81,10 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
 
 
 def _groups(keys: NDArray[np.int64]) -> list[tuple[int, NDArray[np.intp] | slice]]:
-    """``(key, rows)`` per unique key; ``rows`` is ``slice(None)`` when one key covers all."""
-    uniq = np.unique(keys)
+    """``(key, rows)`` per unique key (keys >= -1, small); ``rows`` is ``slice(None)`` when one
+    key covers every row."""
+    counts = np.bincount(keys + 1)
+    uniq = np.flatnonzero(counts) - 1
     if len(uniq) == 1:
         return [(int(uniq[0]), slice(None))]
     return [(int(k), np.flatnonzero(keys == k)) for k in uniq]

@@ -16,6 +16,9 @@ For each row:
 * **features** — ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` required;
   ``embedding_bytes_touched`` and ``input_bytes`` default to 0; ``embedding_allreduce_bytes``
   defaults to ``embedding_bytes_touched``.
+* **architecture** — the row's ``architecture``; where the trace gives none: ``n <= 1`` ->
+  1w1g, ``n <=`` GPUs per node (the trace's ``gpus_per_node``, else the node's) ->
+  allreduce-local, else allreduce-cluster.
 * **validity** — a reason code per row (:data:`REASONS`); rows with a code other than 0 get
   no prediction (NaN times) and are counted by reason in ``whatif``/``characterize``.
 """
@@ -182,17 +185,45 @@ def _features(cols: Columns) -> dict[str, F]:
             "input_bytes": np.nan_to_num(cols["input_bytes"])}
 
 
+def _architecture(cols: Columns, node_gpus: F) -> NDArray[np.int64]:
+    """Architecture codes; a row whose trace gives none (null) is inferred from its GPU count
+    ``n`` and GPUs per node ``G`` (the trace's ``gpus_per_node``, else the node's):
+    ``n <= 1`` -> 1w1g, ``n <= G`` -> allreduce-local, else allreduce-cluster."""
+    names = cols["architecture"]
+    arch = names.lookup(lambda v: ARCH_CODE.get(v, -1), -1, np.int64)
+    null = names.codes < 0
+    if null.any():
+        n = cols["n_gpus"]
+        per_node = node_gpus
+        if cols.given("gpus_per_node"):
+            per_node = np.where(cols["gpus_per_node"] > 0, cols["gpus_per_node"], node_gpus)
+        inferred = np.where(n <= 1, ARCH_CODE["1w1g"], np.where(
+            n <= per_node, ARCH_CODE["allreduce-local"], ARCH_CODE["allreduce-cluster"]))
+        arch = np.where(null & np.isfinite(n), inferred, arch)
+    return arch
+
+
 def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
-    """``n, g, N, m, k, p`` by the rules of the module docstring."""
+    """``n, g, N, m, k, p`` by the rules of the module docstring (columns the table does not
+    have cost nothing)."""
     n = cols["n_gpus"]
-    given = cols["gpus_per_node"]
-    g = np.where(given > 0, given, np.minimum(n, node_gpus))
+    size = len(n)
+    g = np.minimum(n, node_gpus)
+    if cols.given("gpus_per_node"):
+        g = np.where(cols["gpus_per_node"] > 0, cols["gpus_per_node"], g)
     g = np.maximum(np.minimum(g, np.maximum(n, 1.0)), 1.0)
-    w = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], 1.0)
-    m = np.where(cols["n_workers"] > 0, cols["n_workers"], np.maximum(n / w, 1.0))
-    k = np.where(cols["workers_per_node"] > 0, cols["workers_per_node"],
-                 np.minimum(m, np.maximum(np.floor(g / w), 1.0)))
-    p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
+    w: Any = 1.0
+    if cols.given("gpus_per_worker"):
+        w = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], 1.0)
+    m = np.maximum(n / w, 1.0)
+    if cols.given("n_workers"):
+        m = np.where(cols["n_workers"] > 0, cols["n_workers"], m)
+    k = np.minimum(m, np.maximum(np.floor(g / w), 1.0))
+    if cols.given("workers_per_node"):
+        k = np.where(cols["workers_per_node"] > 0, cols["workers_per_node"], k)
+    p = np.broadcast_to(1.0, (size,))
+    if cols.given("n_ps"):
+        p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
     return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p}
 
 
@@ -225,7 +256,7 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
     node, gpu_s, hw = _hardware(cols, catalog, default_node or DEFAULT_NODE, gpu_override, links)
-    arch = cols["architecture"].lookup(lambda v: ARCH_CODE.get(v, -1), -1, np.int64)
+    arch = _architecture(cols, hw[0])
     shape = _placement(cols, hw[0])
     feats = _features(cols)
     size = cols.n

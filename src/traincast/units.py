@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from traincast.errors import TraincastError
+
 _SPEED = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(gbit|gbit/s|gbps|gb/s|gbs|mbit|mbit/s|mbps)\s*$",
                     re.IGNORECASE)
 
@@ -26,7 +28,7 @@ def parse_speed_gbs(text: str) -> float | None:
         return None
     value, unit = float(m.group(1)), m.group(2).lower()
     if value <= 0:
-        raise ValueError(f"speed must be positive: {text!r}")
+        raise TraincastError(f"speed must be positive: {text!r}")
     if unit in ("gb/s", "gbs"):
         return value
     if unit.startswith("m"):

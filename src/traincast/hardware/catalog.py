@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, UnknownNameError
 
 SHIPPED = "traincast/hardware/catalog.toml"
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -193,16 +193,19 @@ class Catalog:
         low = {k.lower(): k for k in self.gpus} | {k.lower(): v for k, v in self.aliases.items()}
         if name.lower() in low:
             return low[name.lower()]
-        raise KeyError(f"unknown GPU {name!r}; known: {', '.join(sorted(self.gpus))}")
+        raise UnknownNameError(f"unknown GPU {name!r}",
+                               hint=f"known: {', '.join(sorted(self.gpus))}")
 
     def link(self, name: str) -> Link:
         if name not in self.links:
-            raise KeyError(f"unknown link {name!r}; known: {', '.join(sorted(self.links))}")
+            raise UnknownNameError(f"unknown link {name!r}",
+                                   hint=f"known: {', '.join(sorted(self.links))}")
         return self.links[name]
 
     def node(self, name: str) -> Node:
         if name not in self.nodes:
-            raise KeyError(f"unknown node {name!r}; known: {', '.join(sorted(self.nodes))}")
+            raise UnknownNameError(f"unknown node {name!r}",
+                                   hint=f"known: {', '.join(sorted(self.nodes))}")
         return self.nodes[name]
 
     def default_node_of(self, gpu_name: str) -> str:

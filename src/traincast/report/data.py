@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from traincast.errors import TraincastError
 from traincast.model import COMPONENTS
 
 F = NDArray[np.float64]
@@ -137,7 +138,7 @@ def roofline_points(ops: Sequence[Mapping[str, Any]], peak_flops_per_s: float,
     point ``ridge_intensity = P / M`` (FLOP/byte).
     """
     if peak_flops_per_s <= 0 or mem_bw_bps <= 0:
-        raise ValueError("roofline needs a positive peak FLOP rate and memory bandwidth")
+        raise TraincastError("roofline needs a positive peak FLOP rate and memory bandwidth")
     flops = np.array([float(o.get("flops", 0) or 0) for o in ops])
     nbytes = np.array([float(o.get("bytes_read", 0) or 0) + float(o.get("bytes_written", 0) or 0)
                        for o in ops])

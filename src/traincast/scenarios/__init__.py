@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from traincast.architectures import ARCHITECTURES
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog
 from traincast.resolve import resolve_link
 
@@ -139,7 +139,8 @@ def check_change(where: str, key: str, value: Any, catalog: Catalog) -> Any:
         raise _fail(w, f"must be a string, got {value!r}")
     try:
         if key == "architecture" and value not in ARCHITECTURES:
-            raise KeyError(f"unknown architecture {value!r}; known: {', '.join(ARCHITECTURES)}")
+            raise UnknownNameError(f"unknown architecture {value!r}",
+                                       hint=f"known: {', '.join(ARCHITECTURES)}")
         if key == "node":
             catalog.node(value)
         if key == "gpu":

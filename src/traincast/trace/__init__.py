@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from traincast.trace.schema import DEFAULT_NODE_GPUS, FEATURE_COLUMNS
+from traincast.trace.schema import FEATURE_COLUMNS
 from traincast.trace.store import Store, ingest, load_jobs, read_trace
 
 if TYPE_CHECKING:
@@ -50,48 +50,21 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def _lookup(col: pa.ChunkedArray, value: Any) -> np.ndarray:
-    """``value(name)`` for each row's text (NaN for null), one call per distinct name."""
-    enc = pc.cast(col, pa.string()).combine_chunks().dictionary_encode()
-    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-    lut = np.array([value(n) for n in enc.dictionary.to_pylist()] + [np.nan], dtype=np.float64)
-    return lut[codes]
-
-
 def infer_architecture(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
-    """Fill a null ``architecture`` by :data:`~traincast.trace.schema.INFER_RULE`.
-
-    With ``n`` = n_gpus and ``G`` = GPUs per node (the trace's ``gpus_per_node``, else the
-    GPUs of the row's ``node`` preset, else of its GPU type's ``default_node`` in ``catalog``,
-    else 8): ``n <= 1`` -> 1w1g, ``n <= G`` -> allreduce-local, else allreduce-cluster. Rows
-    whose trace gives an architecture, or no GPU count, are kept as they are.
-    """
+    """Fill a null ``architecture`` by the rule of :func:`traincast.resolve.resolve` (the one
+    place it lives): ``n <= 1`` -> 1w1g, ``n <=`` GPUs per node (the trace's
+    ``gpus_per_node``, else the row's node preset, else its GPU type's ``default_node``, else
+    the default node's) -> allreduce-local, else allreduce-cluster. Rows whose trace gives an
+    architecture, or no GPU count, are kept as they are."""
     if jobs.num_rows == 0 or "architecture" not in jobs.column_names:
         return jobs
-    if catalog is None:
-        from traincast.hardware.catalog import load_catalog
+    from traincast.architectures import ARCHITECTURES
+    from traincast.hardware.catalog import load_catalog
+    from traincast.resolve import resolve
 
-        catalog = load_catalog()
-
-    def preset_gpus(name: str | None) -> float:
-        return float(catalog.node(name).gpus) if name in catalog.nodes else np.nan
-
-    def gpu_gpus(name: str | None) -> float:
-        return preset_gpus(catalog.default_node_of(name)) if name else np.nan
-
-    n = len(jobs)
-    g = np.full(n, np.nan)
-    for col, value in (("gpus_per_node", None), ("node", preset_gpus), ("gpu_type", gpu_gpus)):
-        if col in jobs.column_names:
-            known = jobs[col].to_numpy(zero_copy_only=False).astype(np.float64) \
-                if value is None else _lookup(jobs[col], value)
-            g = np.where(np.isnan(g) & (known > 0), known, g)
-    g = np.where(np.isnan(g), DEFAULT_NODE_GPUS, g)
-    gpus = jobs["n_gpus"].to_numpy(zero_copy_only=False).astype(np.float64)
-    inferred = np.where(gpus <= 1, "1w1g",
-                        np.where(gpus <= g, "allreduce-local", "allreduce-cluster"))
-    arch = pa.array(np.where(np.isnan(gpus), None, inferred), type=pa.string())
-    merged = pc.coalesce(jobs["architecture"], arch)
+    r = resolve(jobs, catalog or load_catalog())
+    names = np.array([*ARCHITECTURES, None], dtype=object)[r.arch]
+    merged = pc.coalesce(jobs["architecture"], pa.array(names, type=pa.string()))
     return jobs.set_column(jobs.column_names.index("architecture"), "architecture", merged)
 
 

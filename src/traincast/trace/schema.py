@@ -75,7 +75,6 @@ NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not
 """Counts, sizes, features and utilization: a negative value is a bad row (times may be)."""
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
-DEFAULT_NODE_GPUS = 8
 INFER_RULE = ("n_gpus <= 1 -> 1w1g; n_gpus <= GPUs per node (the trace's gpus_per_node, else "
               "the GPUs of its node preset or of its GPU type's default node, 8 when unknown) "
               "-> allreduce-local; more -> allreduce-cluster")

@@ -9,7 +9,9 @@ BERT SQuAD fine-tuning, fp16 mixed precision and fp32). For each row:
    synthetic data; architecture ``1w1g`` for one GPU, else ``allreduce-local`` over the row's
    GPUs on the 8-GPU node preset of its GPU (``[node]`` of the file);
 2. **predict** — the iteration time ``T`` of the project's model
-   (``traincast.predict.predict_table``, one call for all rows; ``amp`` for fp16 rows);
+   (``traincast.predict.predict_table``, one call for all rows; ``amp`` for fp16 rows), each
+   row's compute priced op by op from its profile's per-op table (``ops_of``: the kernel model
+   on GPUs with kernel data, the paper's split elsewhere, ``traincast.compute``);
 3. **compare** — predicted throughput ``X = b n / T`` (b = batch per GPU, n = GPUs) and
    ``error = X_pred / X_published - 1`` per row; the summary gives the median and 90th
    percentile of ``|error|``. Every pair of rows with the same model, dtype and GPU count on
@@ -91,33 +93,37 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
 
 
 @cache
-def _profile(spec: str, batch: int, amp: bool) -> tuple[tuple[str, float], ...]:
+def _profile(spec: str, batch: int, amp: bool, ops: bool) -> dict[str, Any]:
     from traincast.features.profile import profile_model
 
-    rec = profile_model(spec, batch, amp=amp)
-    return tuple((k, float(rec.get(k) or 0.0)) for k in FEATURE_KEYS)
+    return profile_model(spec, batch, amp=amp, ops=ops)
 
 
-def profile_row(model: Mapping[str, Any], batch: int, amp: bool) -> dict[str, float]:
+def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
+                ops: bool = False) -> dict[str, Any]:
     """Per-iteration features of one replica: the model's profile at ``batch`` (cached);
-    ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU."""
+    ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU; with ``ops``
+    also the per-op table (``ops``)."""
     spec = str(model["spec"])
     if not spec.startswith(("zoo:", "hf:")):
         file, func = spec.rsplit(":", 1)
         spec = f"{Path(__file__).with_name(file)}:{func}"
-    feats = dict(_profile(spec, int(batch), bool(amp)))
+    rec = _profile(spec, int(batch), bool(amp), bool(ops))
+    feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURE_KEYS}
     if model.get("synthetic_inputs"):
         feats["input_bytes"] = 0.0
+    if ops:
+        feats["ops"] = rec["ops"]
     return feats
 
 
-def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, float]],
-                  nodes: Mapping[str, str], catalog: Catalog,
-                  strategy: str = "auto") -> dict[str, NDArray[np.float64]]:
+def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
+                  nodes: Mapping[str, str], catalog: Catalog, strategy: str = "auto",
+                  per_op: bool = True) -> dict[str, NDArray[np.float64]]:
     """Predicted iteration time, throughput and error of every row (one model call).
 
-    ``T`` from ``predict_table``; ``X_pred = batch_per_gpu * gpus / T``;
-    ``error = X_pred / throughput - 1``.
+    ``T`` from ``predict_table`` (rows whose features carry ``ops`` are priced op by op when
+    ``per_op``); ``X_pred = batch_per_gpu * gpus / T``; ``error = X_pred / throughput - 1``.
     """
     from traincast.predict import predict_table
 
@@ -134,7 +140,10 @@ def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[
         **{k: np.array([f.get(k, 0.0) for f in features], dtype=np.float64)
            for k in FEATURE_KEYS}}
     amp = np.array([r["dtype"] == "fp16" for r in rows], dtype=bool)
-    bd = predict_table(jobs, catalog, amp=amp, strategy=strategy)
+    tables = {f"row{i}": f for i, f in enumerate(features) if per_op and f.get("ops")}
+    jobs["workload"] = np.array([f"row{i}" for i in range(n)], dtype=object)
+    bd = predict_table(jobs, catalog, amp=amp, strategy=strategy,
+                       ops_of=tables.get if tables else None)
     total = np.asarray(bd.total, dtype=np.float64).reshape(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         predicted = batch * gpus / total
@@ -194,8 +203,9 @@ def _megatron(catalog: Catalog) -> dict[str, Any]:
 def validate_published(catalog: Catalog | None = None, path: str | Path | None = None,
                        strategy: str = "auto",
                        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Predict every published row; per-row errors, summary, cross-GPU ratios, and the
-    paper's flat-peak model (strategy ``paper``) on the same rows as a baseline."""
+    """Predict every published row (per-op tables); per-row errors, summary, cross-GPU ratios,
+    and the paper's flat-peak model (strategy ``paper``, aggregate features) on the same rows
+    as a baseline."""
     catalog = catalog or load_catalog()
     data = load_published(path)
     rows = data["row"]
@@ -205,9 +215,9 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
             progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
                      f"({i + 1}/{len(rows)})")
         features.append(profile_row(data["model"][r["model"]], r["batch_per_gpu"],
-                                    r["dtype"] == "fp16"))
+                                    r["dtype"] == "fp16", ops=True))
     res = evaluate_rows(rows, features, data.get("node", {}), catalog, strategy)
-    paper = evaluate_rows(rows, features, data.get("node", {}), catalog, "paper")
+    paper = evaluate_rows(rows, features, data.get("node", {}), catalog, "paper", per_op=False)
     table = [{**{k: r[k] for k in ("model", "gpu", "gpus", "dtype", "batch_per_gpu", "unit",
                                    "citation")},
               "published": float(res["published"][i]),

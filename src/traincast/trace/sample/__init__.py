@@ -95,17 +95,21 @@ def _durations(rng: np.random.Generator, n_gpus: np.ndarray, stats: dict[str, An
     return np.round(out)
 
 
+# The zoo models the bundled sample draws from (fixed, so that a new zoo model does not change
+# the shipped sample).
+SAMPLE_ZOO = ("bert-base", "bert-large", "dlrm", "gcn", "gpt2", "gpt2-xl", "llama-7b",
+              "mobilenet-v2", "multi-interest", "resnet50", "speech", "transformer-nmt", "vit-b16")
+
+
 def zoo_workloads() -> dict[str, float]:
-    """The zoo's models (each once: workload tags that alias a model are left out) and the
-    memory one training replica needs (GB: weights, gradients, optimizer state and activations
-    of its profile at the default batch; NaN when unknown)."""
-    from traincast.zoo.profiles import workload_features, workload_names
+    """The sample's zoo models (``SAMPLE_ZOO``) and the memory one training replica needs (GB:
+    weights, gradients, optimizer state and activations of its profile at the default batch;
+    NaN when unknown)."""
+    from traincast.zoo.profiles import workload_features
 
     out = {}
-    for name in workload_names():
+    for name in sorted(SAMPLE_ZOO):
         record = workload_features(name) or {}
-        if record.get("profile", name) != name:
-            continue
         mem = record.get("memory_bytes") or {}
         total = sum(float(v) for v in mem.values() if v is not None)
         out[name] = total / 1e9 if total > 0 else float("nan")
