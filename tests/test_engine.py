@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from traincast.jobs import Columns, Strings
 from traincast.engine.dask import write_partitions
 from traincast.hardware.catalog import load_catalog
+from traincast.jobs import Columns, Strings
 from traincast.whatif import whatif
 
 pytest.importorskip("distributed")

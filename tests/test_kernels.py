@@ -276,14 +276,9 @@ TORCH_NAME = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8": "
 
 
 def _microbench() -> tuple[dict[str, list[dict[str, Any]]], Any]:
-    """The published shape-level rows and the catalog (with kernels_data.toml merged while it
-    is a separate file)."""
+    """The published shape-level rows and the shipped catalog."""
     path = HARDWARE / "microbench.toml"
-    if not path.is_file():
-        pytest.skip("hardware/microbench.toml not shipped")
-    extra = HARDWARE / "kernels_data.toml"
-    cat = load_catalog([str(extra)] if extra.is_file() else None)
-    return tomllib.loads(path.read_text()), cat
+    return tomllib.loads(path.read_text()), load_catalog()
 
 
 def _gemm_row_s(r: dict[str, Any], cat: Any, strategy: str) -> float:

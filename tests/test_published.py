@@ -1,5 +1,5 @@
 """Published throughputs (validate/published.toml), the runner's arithmetic, and the
-microbenchmark data files (hardware/microbench.toml, hardware/kernels_data.toml)."""
+microbenchmark data (hardware/microbench.toml and the catalog's kernel-model fields)."""
 
 from __future__ import annotations
 
@@ -175,8 +175,10 @@ def test_microbench_rows_are_cited_and_consistent() -> None:
 
 
 def test_kernel_data_is_sourced_and_reproduces_the_peaks() -> None:
-    data = tomllib.loads(HARDWARE.joinpath("kernels_data.toml").read_text())["gpu"]
     catalog = load_catalog()
+    data = {name: {k: getattr(g, k) for k in ("sms", "boost_clock_mhz", "gemm_max_fraction",
+                                              "sources") if getattr(g, k)}
+            for name, g in catalog.gpus.items() if getattr(g, "sms")}
     assert set(data) == {g for g in catalog.gpus if g != "V100-paper-2019" and g != "local"}
     for name, entry in data.items():
         for field in ("sms", "boost_clock_mhz", "gemm_max_fraction"):
