@@ -5,7 +5,10 @@ with its own calibration (full; ``--quick``: quick calibration and the quick cas
 measured step time per case, and the median / 90th percentile / max of |error| per thread
 count. The baseline, measured in the same run on the same cases and catalog, is the paper's
 additive model (one peak FLOP rate, one memory bandwidth); the ratio of the two median errors
-is printed. Cases of P processes run at T threads only when P * T <= cores.
+is printed. Cases of P processes run at T threads only when P * T <= cores. "contention" =
+the share of the time other programs held the cores our threads were ready to run on (run-queue
+wait over threads x wall time), for the calibration and for each 1-process case: results taken
+under contention describe the machine's sharing, not the model.
 
 Targets, at every thread count: median |error| <= 15% and no case beyond 40%; exit 1 when
 missed. ``python benchmarks/bench_validate.py [--quick] [--threads N ...] [--json OUT]``.
@@ -24,13 +27,17 @@ def _report(out: dict) -> None:
 
     t = out["threads"]
     print(f"\n-- {t} thread(s) per process --")
+    if out.get("calibration_contention") is not None:
+        print(f"calibration: cores held by other programs {out['calibration_contention']:.0%}"
+              " of the time our threads were ready to run")
     print(f"{'model':18s} {'arch':16s} {'batch':>5s} {'measured':>10s} {'predicted':>10s} "
-          f"{'error':>7s} {'paper':>10s} {'paper err':>9s}")
+          f"{'error':>7s} {'paper':>10s} {'paper err':>9s} {'contention':>10s}")
     for c in out["cases"]:
+        wait = c.get("runqueue_wait_fraction")
         print(f"{c['model']:18s} {c['arch']:16s} {c['batch_size']:5d} "
               f"{c['measured_s'] * 1e3:8.1f}ms {c['predicted_s'] * 1e3:8.1f}ms "
               f"{c['error']:+7.1%} {c['paper_predicted_s'] * 1e3:8.1f}ms "
-              f"{c['paper_error']:+9.1%}")
+              f"{c['paper_error']:+9.1%} {'-' if wait is None else f'{wait:.0%}':>10s}")
     for f in out["failed"]:
         print(f"failed: {f['model']} {f['arch']} b{f['batch_size']}: {f['reason']}")
     for f in out["skipped"]:

@@ -88,7 +88,7 @@ def hand_trace(weight_bytes: float = 0.0) -> dict[str, list]:
 def catalog(tmp_path: Path):
     path = tmp_path / "pinned.toml"
     path.write_text(PINNED)
-    return load_catalog([path])
+    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def _by_id(result: dict) -> dict[str, dict]:
@@ -297,7 +297,8 @@ def test_cli_json_hand_trace(tmp_path: Path, monkeypatch) -> None:
     pinned.write_text(PINNED)
     trace = tmp_path / "t.csv"
     pacsv.write_csv(pa.table(hand_trace()), trace)
-    out = _cli([str(trace), "--catalog", str(pinned), "-o", str(tmp_path / "rows.csv")],
+    out = _cli([str(trace), "--catalog", str(pinned), "--compute", "paper", "-o",
+                str(tmp_path / "rows.csv")],
                tmp_path, monkeypatch)
     assert out["jobs"] == 5 and out["colocation"]["pairs"] == 2
     assert out["colocation"]["gpu_time_saved_s"] == pytest.approx(408.0)
@@ -305,7 +306,7 @@ def test_cli_json_hand_trace(tmp_path: Path, monkeypatch) -> None:
     with open(tmp_path / "rows.csv") as f:
         rows = {r["job_id"]: r for r in csv.DictReader(f)}
     assert rows["A"]["partner"] == "B" and float(rows["C"]["slowdown"]) == pytest.approx(1.16)
-    out = _cli([str(trace), "--catalog", str(pinned), "--util-bound", "0.9",
+    out = _cli([str(trace), "--catalog", str(pinned), "--compute", "paper", "--util-bound", "0.9",
                 "--cross-contention", "0"], tmp_path, monkeypatch)
     # bound 0.9: only D + A; kappa 0: 1 + 0.1 * 0.2 + 0.1 * 0.2 = 1.04
     assert out["colocation"]["pairs"] == 1

@@ -188,7 +188,7 @@ def test_predict_table_uses_gpu_default_node(cat):
             "gpu_type": np.array(["V100"], dtype=object), "node": np.array([""], dtype=object),
             "flops_compute_bound": [15.7e12], "bytes_memory_bound": [0.0],
             "weight_bytes": [1.5e9]}
-    bd = predict_table(jobs, load_catalog())
+    bd = predict_table(jobs, load_catalog(compute="paper"))
     assert bd.compute_flop[0] == pytest.approx(1.0)        # 15.7e12 / 15.7 TFLOP/s
     assert bd.comm[0] == pytest.approx(2 * 7 / 8 * 1.5e9 / 150e9)  # NVLink 2: 150 GB/s
 

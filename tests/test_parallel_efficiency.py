@@ -25,9 +25,11 @@ def test_a100_rates_come_from_the_catalog() -> None:
     assert hw.mem_efficiency == pytest.approx(0.88)                      # 1.80 of 2.04 TB/s
     assert hw.mem_eff_bps == pytest.approx(2039e9 * 0.88)
     assert hw.sms == 108                                                 # A100 whitepaper
-    # a GPU without published figures keeps the catalog rates and no wave quantization
+    # a GPU with an SM count (V100 whitepaper: 80) but no published GEMM or DRAM maximum gets
+    # the kernel model's documented defaults: 0.79 of the GEMM peak, 0.88 of the bandwidth
     v100 = hybrid_hardware(None, "dgx-a100", "fp16", gpu="V100-SXM2-32GB")
-    assert (v100.sms, v100.mem_efficiency) == (0.0, 1.0)
+    assert (v100.sms, v100.gemm_efficiency, v100.mem_efficiency) == pytest.approx(
+        (80.0, 0.79, 0.88))
 
 
 # --------------------------------------------------------------------------------- GEMM shape

@@ -178,7 +178,7 @@ def test_kernel_data_is_sourced_and_reproduces_the_peaks() -> None:
     catalog = load_catalog()
     data = {name: {k: getattr(g, k) for k in ("sms", "boost_clock_mhz", "gemm_max_fraction",
                                               "sources") if getattr(g, k)}
-            for name, g in catalog.gpus.items() if getattr(g, "sms")}
+            for name, g in catalog.gpus.items() if g.sms}
     assert set(data) == {g for g in catalog.gpus if g != "V100-paper-2019" and g != "local"}
     for name, entry in data.items():
         for field in ("sms", "boost_clock_mhz", "gemm_max_fraction"):

@@ -27,7 +27,7 @@ from traincast.recommend import load_prices, recommend
 def catalog(tmp_path: Path):
     path = tmp_path / "pinned.toml"
     path.write_text(PINNED)
-    return load_catalog([path])
+    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def rows_by_job(result: dict) -> dict[str, dict]:

@@ -22,6 +22,7 @@ from test_whatif import (
 )
 from traincast.cli import app
 from traincast.cli.common import console
+from traincast.hardware.catalog import load_catalog
 from traincast.study import STUDY_SCENARIOS, study
 
 FILES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
@@ -82,7 +83,7 @@ def test_study_on_a_trace_keeps_tables_when_the_report_fails(tmp_path: Path,
     pinned = tmp_path / "pinned.toml"
     pinned.write_text(PINNED)
     out = tmp_path / "out"
-    result = study(trace, out, catalog=[pinned])
+    result = study(trace, out, catalog=load_catalog([pinned], compute="paper"))
     assert result["report"] is None and "no plotting here" in result["report_error"]
     for name in FILES:
         assert (out / name).is_file(), name
@@ -113,7 +114,8 @@ def test_study_cli_prints_the_cluster_table_first(tmp_path: Path, monkeypatch) -
     pinned = tmp_path / "pinned.toml"
     pinned.write_text(PINNED)
     res = CliRunner().invoke(app, ["study", str(trace), "-o", str(tmp_path / "out"),
-                                   "--catalog", str(pinned), "--no-report"])
+                                   "--catalog", str(pinned), "--compute", "paper",
+                                   "--no-report"])
     assert res.exit_code == 0, res.output
     out = res.stdout
     assert out.index("Cluster by architecture") < out.index("Findings")

@@ -86,7 +86,7 @@ def write_small_trace(path: Path) -> Path:
 def catalog(tmp_path: Path):
     path = tmp_path / "pinned.toml"
     path.write_text(PINNED)
-    return load_catalog([path])
+    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def per_job(result: dict) -> dict[tuple[str, str], dict]:

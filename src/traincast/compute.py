@@ -54,10 +54,11 @@ from numpy.typing import ArrayLike, NDArray
 from traincast import kernels
 from traincast.errors import TraincastError
 from traincast.features.ops import expand_ops
+from traincast.hardware.catalog import COMPUTE_STRATEGIES
 from traincast.roofline import Curves, compute_breakdown, ops_arrays, paper_split
 
 F = NDArray[np.float64]
-STRATEGIES: tuple[str, ...] = ("auto", "curves", "kernel", "paper")
+STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
 __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times",
            "ops_compute_s", "paper_s", "rates", "strategy_of"]

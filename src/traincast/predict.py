@@ -52,6 +52,7 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     (workload, GPU, precision), as effective rates applied to the row's own features:
     ``T_comp_flop = F_row * t_flop_ops / F_profile`` (the same for bytes).
     """
+    strategy = catalog.compute if strategy == "auto" else strategy
     n_gpu = len(r.gpu.values)
     rates = np.full((2 * n_gpu + 1, 2), np.nan)  # (GPU, precision) -> FLOP/s, bytes/s
     for code, name in enumerate(r.gpu.values):
@@ -231,7 +232,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
              "ps": int(r.p[0]) if arch == "ps-worker" else None, "overlap": overlap,
              "amp": amp, "hierarchical": hierarchical},
         hardware={"node": node.name, "gpu": gpu.name, "nics": node.nics,
-                  "compute": compute.strategy_of(gpu),
+                  "compute": compute.strategy_of(gpu, catalog.compute),
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,
                   "mem_efficiency": gpu.mem_efficiency,

@@ -202,7 +202,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
     from traincast.validate.measure import keep_freed_memory
 
     allocator_kept = keep_freed_memory()  # as in the measured training steps
-    t_start = time.perf_counter()
+    t_start, wait_start = time.perf_counter(), bench.process_runqueue_wait_s()
     repeat, sample = plan["repeat"], plan["sample_s"]
     res: dict[str, Any] = {"device": device, "device_name": device_name(device),
                            "torch": torch.__version__, "threads": threads,
@@ -255,6 +255,9 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
         say("all-reduce and send/recv between 2 local processes (1 thread each)")
         res["comm"] = bench_comm(device, quick=quick or tiny, threads=1, sizes=plan["comm"])
     res["elapsed_s"] = time.perf_counter() - t_start
+    # the share of the time other programs held the cores our threads were ready to run on
+    res["runqueue_wait_fraction"] = (bench.process_runqueue_wait_s() - wait_start) / (
+        threads * res["elapsed_s"])
     text = catalog_text(res)
     if output is not None:
         path = Path(output)
@@ -398,6 +401,7 @@ def catalog_text(res: dict[str, Any]) -> str:
               "allocator_kept": res.get("allocator_kept", False),
               "op_overhead_step_ops": res["op_overhead"].get("step_ops", 0),
               "elapsed_s": res.get("elapsed_s", 0.0),
+              "runqueue_wait_fraction": res.get("runqueue_wait_fraction", 0.0),
               "op_overhead_training_us": res["op_overhead"]["training_op_s"] * 1e6,
               "op_overhead_training_spread": res["op_overhead"]["training_op_spread"],
               "op_overhead_plain_us": res["op_overhead"]["plain_op_s"] * 1e6,

@@ -7,9 +7,10 @@ reported as ``(p90 - p10) / median`` of the samples.
 Clock: on the CPU with one torch thread, the CPU time of the calling thread
 (``time.thread_time``; all work is on that thread) — the time the work takes on its core, not
 counting the time the OS gives other programs on a shared machine; on the CPU with several
-torch threads, ``dedicated_clock`` (the work is spread over the threads, so no one thread's CPU
-time measures it; other programs' time slices on the *other* threads still count, so these
-figures are noisier on a shared machine); on CUDA, wall time after ``torch.cuda.synchronize``.
+torch threads, wall time and the fastest sample instead of the median (the work is spread over
+the threads, so no one thread's CPU time measures it, and a team of threads stalls whenever
+one of them loses its core to another program: these figures are far noisier on a shared
+machine); on CUDA, wall time after ``torch.cuda.synchronize``.
 Where waiting matters (communication, whole training
 steps), ``dedicated_clock``: wall time minus the time the calling thread sat ready on the
 run queue while other programs held the cores (Linux ``/proc/thread-self/schedstat``).
@@ -50,6 +51,26 @@ def runqueue_wait_s() -> float:
         return 0.0
 
 
+def process_runqueue_wait_s() -> float:
+    """Seconds all threads of this process have waited, ready to run, for a core (the sum over
+    ``/proc/self/task/*/schedstat``; 0 where unknown). Over an interval, divided by threads x
+    wall time: the share of the time other programs held the cores our threads wanted."""
+    import os
+
+    total = 0.0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[1]) * 1e-9
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def dedicated_clock() -> float:
     """Wall time minus run-queue wait: what a dedicated machine's wall clock would show."""
     return time.perf_counter() - runqueue_wait_s()
@@ -62,21 +83,32 @@ def step_clock_for(device: Any) -> Callable[[], float]:
         else dedicated_clock
 
 
-def clock_for(device: Any) -> Callable[[], float]:
-    """The clock of measurements on ``device``: on the CPU thread CPU time with one torch
-    thread, ``dedicated_clock`` with several (read when called: ``torch.get_num_threads()``);
-    wall time on CUDA."""
+def team_of_threads(device: Any) -> bool:
+    """True on the CPU when torch runs several intra-op threads (read when called)."""
     if getattr(device, "type", str(device)).startswith("cuda"):
-        return time.perf_counter
+        return False
     import torch
 
-    return time.thread_time if torch.get_num_threads() == 1 else dedicated_clock
+    return torch.get_num_threads() > 1
+
+
+def clock_for(device: Any) -> Callable[[], float]:
+    """The clock of measurements on ``device``: on the CPU thread CPU time with one torch
+    thread, wall time with several (``team_of_threads``); wall time on CUDA."""
+    if getattr(device, "type", str(device)).startswith("cuda") or team_of_threads(device):
+        return time.perf_counter
+    return time.thread_time
 
 
 def measure(fn: Callable[[], Any], device: Any = "cpu", *, repeat: int = 7, warmup: int = 2,
             min_sample_s: float = 0.02) -> Timing:
-    """Median seconds per call of ``fn`` over ``repeat`` samples after ``warmup`` calls."""
+    """Median seconds per call of ``fn`` over ``repeat`` samples after ``warmup`` calls; with
+    several CPU threads (``team_of_threads``) the *fastest* sample's, by wall time: other
+    programs' time slices only ever add time, and a team of threads stalls whenever one of
+    its threads loses its core, so the fastest sample is the best estimate of a dedicated
+    machine (``median_s`` then holds that minimum)."""
     clock = clock_for(device)
+    fastest = team_of_threads(device)
     for _ in range(warmup):
         fn()
     _sync(device)
@@ -93,7 +125,7 @@ def measure(fn: Callable[[], Any], device: Any = "cpu", *, repeat: int = 7, warm
             fn()
         _sync(device)
         per_call[i] = (clock() - t0) / number
-    med = float(np.median(per_call))
+    med = float(np.min(per_call) if fastest else np.median(per_call))
     p10, p90 = np.percentile(per_call, [10, 90])
     return Timing(median_s=med, spread=float((p90 - p10) / med), samples=repeat)
 

@@ -71,6 +71,12 @@ def calibrate(
     for name in ("local-host", "local-allreduce", "local-loopback"):
         link = cat.link(name)
         console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs")
+    wait = res.get("runqueue_wait_fraction", 0.0)
+    if res["threads"] > 1 and wait > 0.05:
+        err_console.print(f"[yellow]warning:[/yellow] other programs held the cores {wait:.0%} "
+                          f"of the time {res['threads']} threads were ready to run: the "
+                          "figures are not a dedicated machine's; calibrate again when it is "
+                          "quiet")
     console.print(f"Use: traincast predict --catalog {output} --node local ...")
 
 
@@ -78,7 +84,7 @@ def calibrate(
 def validate(
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="A `traincast calibrate` file; default: calibrate now.")] = None,
-    quick: Annotated[bool, typer.Option(help="Two small one-process cases, quick calibration.")]
+    quick: Annotated[bool, typer.Option(help="Three small one-process cases, quick calibration.")]
     = False,
     device: Annotated[str | None, typer.Option(help="cpu or cuda (default: cuda if present).")]
     = None,

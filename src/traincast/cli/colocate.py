@@ -14,6 +14,7 @@ from rich.table import Table
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -148,11 +149,12 @@ def colocate(
     map: MapOpt = None,
     db: DbOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.colocate import colocate as run
 
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     table = _load(trace, db, format, map, workload, json_out, cat)
     with progress(json_out) as bar:
         task = bar.add_task("co-location", total=1)

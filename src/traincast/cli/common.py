@@ -31,6 +31,10 @@ _STATE = {"quiet": False}
 CatalogOpt = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+ComputeOpt = Annotated[str, typer.Option(
+    "--compute", help="How compute time is priced: auto (each GPU as its catalog entry allows: "
+    "measured curves, else the shape-aware kernel model, else flat peaks), kernel, curves, or "
+    "paper (the paper's flat peak x flop_efficiency for every GPU). docs/model.md.")]
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|flops?)?\s*$",
@@ -46,9 +50,10 @@ def parse_number(text: str, what: str) -> float:
     return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
 
 
-def catalog_from(paths: list[Path] | None) -> Catalog:
-    """The shipped catalog with the user's ``--catalog`` files merged over it."""
-    return load_catalog(paths or [])
+def catalog_from(paths: list[Path] | None, compute: str = "auto") -> Catalog:
+    """The shipped catalog with the user's ``--catalog`` files merged over it, pricing compute
+    by ``--compute``."""
+    return load_catalog(paths or [], compute=compute)
 
 
 def set_quiet(quiet: bool) -> None:

@@ -10,7 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from traincast.cli import app
-from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
+from traincast.cli.common import (
+    CatalogOpt,
+    ComputeOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    print_json,
+)
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import DTYPES
 
@@ -79,6 +86,7 @@ def plan(
         min=0.0, max=1.0, help="Fraction of data-parallel communication hidden under "
                                "compute.")] = 0.0,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
     """Search every (dp, tp, pp, ep, zero, micro-batch, recompute, vp) with dp·tp·pp = N, predict
@@ -105,7 +113,7 @@ def plan(
         checkpoint_bytes=None if checkpoint_gb is None else checkpoint_gb * 1e9,
         checkpoint_every_s=checkpoint_every, restart_s=restart_s)
     kwargs: dict[str, Any] = {
-        "catalog": catalog_from(catalog), "global_batch": global_batch, "seq": seq,
+        "catalog": catalog_from(catalog, compute), "global_batch": global_batch, "seq": seq,
         "dtype": dtype, "price": price,
         "overlap": overlap, "spot": spot, "resilience": resilience}
     if len(counts) > 1:

@@ -12,6 +12,7 @@ from traincast.architectures import ARCHITECTURES
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -94,6 +95,7 @@ def predict(
     intra: Annotated[str | None, typer.Option(help="GPU-GPU link inside the node.")] = None,
     pcie: Annotated[str | None, typer.Option(help="GPU-host link.")] = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(
         min=0.0, max=1.0, help="Fraction f of communication hidden under compute.")] = 0.0,
     amp: Annotated[bool, typer.Option(
@@ -113,9 +115,6 @@ def predict(
     recompute: Annotated[str, typer.Option(help="hybrid: none|selective|full.")] = "selective",
     vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
     dtype: Annotated[str, typer.Option(help="hybrid: fp32|tf32|bf16|fp16|fp8.")] = "bf16",
-    compute: Annotated[str, typer.Option(
-        help="Compute-time strategy: auto (what the catalog supports for the GPU: measured "
-             "curves, the kernel model, else the paper's flat peak) or paper.")] = "auto",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -137,7 +136,7 @@ def predict(
 
     Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
     """
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     if arch == "hybrid":
         from traincast.parallel.hybrid import predict_hybrid
 
@@ -163,7 +162,7 @@ def predict(
                              workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
                              pcie=pcie, catalog=cat, overlap=overlap,
                              amp=amp or bool(feats.get("amp", False)),
-                             hierarchical=hierarchical, strategy=compute).to_dict()
+                             hierarchical=hierarchical).to_dict()
     except TraincastError as exc:
         raise with_flags(exc) from None
     if json_out:

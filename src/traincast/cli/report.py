@@ -12,6 +12,7 @@ from rich.table import Table
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -85,6 +86,7 @@ def report(
     format: FormatOpt = "csv",
     map: MapOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.report import write_report
@@ -94,7 +96,7 @@ def report(
     if (roofline is None) != (gpu is None):
         raise TraincastError("--roofline MODEL and --gpu NAME go together",
                              hint="e.g. --roofline zoo:resnet50 --gpu V100")
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     if gpu is not None:
         cat.gpu(gpu)  # fail early on an unknown GPU, before any long work
     profile = None

@@ -12,6 +12,7 @@ from rich.table import Table
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -60,6 +61,7 @@ def study(
     format: FormatOpt = "csv",
     map: MapOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     price: Annotated[str | None, typer.Option(
         "--price", help="GPU-hour prices for the cheapest recommendation (TOML, or "
         "'aws-on-demand').")] = None,
@@ -87,7 +89,7 @@ def study(
             bar.update(task, description=f"study: {step}", completed=done, total=total)
 
         result = run(trace, output, format=format, mapping=parse_mapping(map),
-                     catalog=catalog_from(catalog), prices=price, overlap=overlap,
+                     catalog=catalog_from(catalog, compute), prices=price, overlap=overlap,
                      report=not no_report, on_step=on_step)
     char = result.pop("characterize")  # in characterize.json; --json stays the summary
     if json_out:

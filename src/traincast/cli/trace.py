@@ -16,6 +16,7 @@ from rich.text import Text
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -227,13 +228,14 @@ def characterize(
     map: MapOpt = None,
     db: DbOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
                                            "compute (0 = the paper's additive model).")] = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.characterize import characterize as run
 
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     with ingest_progress(json_out) as update:
         jobs = trace_jobs(trace, db, format, map, cat, progress=update)
     result = run(jobs, cat, overlap=overlap)

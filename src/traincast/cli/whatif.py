@@ -14,6 +14,7 @@ from rich.table import Table
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
+    ComputeOpt,
     JsonOpt,
     catalog_from,
     console,
@@ -117,6 +118,7 @@ def whatif(
     map: MapOpt = None,
     db: DbOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
     engine: EngineOpt = "local",
     address: AddressOpt = None,
@@ -140,7 +142,7 @@ def whatif(
 
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat)
     with progress(json_out) as bar:
         task = bar.add_task(f"what-if ({engine})", total=None)
@@ -270,12 +272,13 @@ def recommend(
     map: MapOpt = None,
     db: DbOpt = None,
     catalog: CatalogOpt = None,
+    compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.recommend import recommend as run
 
-    cat = catalog_from(catalog)
+    cat = catalog_from(catalog, compute)
     one_job = any(x is not None for x in (flops, model, features, workload))
     if one_job and trace is not None:
         raise TraincastError("give either a TRACE or one job's flags, not both")

@@ -22,6 +22,8 @@ from typing import Any
 from traincast.errors import TraincastError, UnknownNameError
 
 SHIPPED = "traincast/hardware/catalog.toml"
+COMPUTE_STRATEGIES = ("auto", "curves", "kernel", "paper")
+"""How compute time is priced (traincast.compute): ``auto`` lets each GPU's entry decide."""
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -179,6 +181,7 @@ class Catalog:
     nodes: dict[str, Node] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
 
     def gpu(self, name: str) -> GPU:
         """A GPU by name or alias (case-insensitive)."""
@@ -354,8 +357,16 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
     return cat
 
 
-def load_catalog(paths: Iterable[str | Path] | str | Path | None = None) -> Catalog:
-    """The shipped catalog with each user file in ``paths`` merged over it, in order."""
+def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
+                 compute: str = "auto") -> Catalog:
+    """The shipped catalog with each user file in ``paths`` merged over it, in order.
+
+    ``compute`` sets how every prediction with this catalog prices compute time
+    (``paper`` = the paper's flat peaks for every GPU; ``auto`` = what each GPU entry supports).
+    """
+    if compute not in COMPUTE_STRATEGIES:
+        raise CatalogError(f"unknown compute strategy {compute!r}; choose one of "
+                           f"{', '.join(COMPUTE_STRATEGIES)}")
     if isinstance(paths, str | Path):
         paths = [paths]
     raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _KINDS}
@@ -379,4 +390,5 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None) -> Cata
                 origin[(kind, name)] = path
     cat = _build(raw, aliases, origin)
     cat.files = [path for path, _ in sources]
+    cat.compute = compute
     return cat

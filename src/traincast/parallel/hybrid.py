@@ -120,7 +120,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     if getattr(g, f"{dtype}_tflops") <= 0:
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint="choose a dtype the GPU supports, e.g. bf16 or fp16")
-    flops_per_s, mem_bps = compute.rates(g, dtype)
+    flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute)
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,

@@ -156,7 +156,8 @@ def measure_case(case: Case, *, device: str, threads: int, steps: int, warmup: i
                          backend=backend_for(device, case.gpus))[0]
     if case.arch == "ps-worker":
         return run_local(runs.ps_target, case.workers + 1, args, backend="gloo")[1]
-    raise ValueError(f"validate has no real run for architecture {case.arch!r}")
+    raise TraincastError(f"validate has no real run for architecture {case.arch!r}",
+                         hint="cases run as 1w1g, allreduce-local or ps-worker")
 
 
 def summarize(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -197,6 +198,18 @@ def _catalog(path: str | Path | None, quick: bool, device: str, threads: int | N
     tmp = Path(tempfile.mkdtemp(prefix="traincast-")) / "local.toml"
     calibrate(tmp, quick=quick, device=device, threads=threads, progress=say)
     return load_catalog([tmp]), str(tmp), threads
+
+
+def _recorded(path: str, key: str) -> float | None:
+    """A value of the catalog file's ``[calibration.local]`` record (None when absent)."""
+    import tomllib
+
+    try:
+        value = tomllib.loads(Path(path).read_text()).get("calibration", {}).get(
+            "local", {}).get(key)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def thread_counts() -> list[int]:
@@ -298,6 +311,7 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
             "processes": case.processes, "threads": threads,
             "measured_s": measured, "measured_spread": float((p90 - p10) / measured),
             "measured_wall_s": float(np.median(run["wall"])), "clock": run["clock"],
+            "runqueue_wait_fraction": run.get("runqueue_wait_fraction"),
             "predicted_s": pred["predicted_s"],
             "error": pred["predicted_s"] / measured - 1.0,
             "paper_predicted_s": pred["paper_predicted_s"],
@@ -310,6 +324,8 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
         say(f"{case.label}: measured {measured * 1e3:.1f} ms, predicted "
             f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})")
     return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
-            "threads": threads, "catalog": cat_path, "steps": steps, "warmup": warmup,
+            "threads": threads, "catalog": cat_path,
+            "calibration_contention": _recorded(cat_path, "runqueue_wait_fraction"),
+            "steps": steps, "warmup": warmup,
             "cases": rows, "failed": failed, "skipped": skipped, **summarize(rows),
             "case_specs": [asdict(c) for c in cases]}

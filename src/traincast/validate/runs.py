@@ -19,10 +19,11 @@ timed steps and, on the measuring rank, the ``torch.profiler`` breakdown
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
-from traincast.calibrate.bench import step_clock_for
+from traincast.calibrate.bench import process_runqueue_wait_s, step_clock_for
 from traincast.validate.measure import (
     keep_freed_memory,
     make_step,
@@ -103,11 +104,16 @@ def single(args: dict[str, Any]) -> dict[str, Any]:
     model.train()
     opt = optimizer_for(model)
     step = make_step(model, inputs, opt, device)
+    wait0, wall0 = process_runqueue_wait_s(), time.perf_counter()
     timed = time_steps(step, device, steps=args["steps"], warmup=args["warmup"],
                        clock=step_clock_for(device))
+    # other programs' share of the cores our threads wanted, over warm-up and timed steps
+    contention = (process_runqueue_wait_s() - wait0) / (
+        torch.get_num_threads() * (time.perf_counter() - wall0))
     bd = profile_breakdown(step, device, steps=args["profile_steps"]) \
         if args["profile_steps"] else None
-    return {**timed, "clock": _clock_name(device), "breakdown": bd}
+    return {**timed, "clock": _clock_name(device), "breakdown": bd,
+            "runqueue_wait_fraction": contention}
 
 
 def ddp_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
