@@ -15,7 +15,8 @@ def tc(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_predict_json_ps_worker_on_pai_pcie():
-    # the paper's flat peaks: V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s; eth25 3.125 GB/s; 8 workers, 2 PS,
+    # the paper's flat peaks: V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s; eth25
+    # 3.125 GB/s; 8 workers, 2 PS,
     # k = min(8, 8) = 8. W = 1e8.
     r = tc("predict", "--arch", "ps-worker", "--workers", "8", "--ps", "2", "--node",
            "pai-v100-pcie", "--flops", "1.4e12", "--mem-bytes", "9e9", "--weight-bytes", "1e8",

@@ -38,9 +38,16 @@ shapes``) every op costs ``t = o + max(t_flop, t_mem)`` and counts as FLOP-bound
     curves  traincast.roofline.compute_breakdown (its own fixed cost ``op_overhead_us``)
     paper   traincast.roofline.paper_split (the profiler's compute/memory label, no fixed cost)
 
-``P_op`` is the peak of the op's own dtype when it is a 16- or 8-bit type (a mixed-precision
-profile records its products in fp16/bf16), else of the job's dtype. Recurrent-layer rows are
-expanded into the ops they run (``traincast.features.ops.expand_ops``) by ``curves`` and ``kernel``.
+Op dtypes (``op_math_dtypes``): ``P_op`` is the peak of the op's own dtype when it is a 16- or
+8-bit type (a mixed-precision profile records its products in fp16/bf16) or ``"tf32"``; an fp32
+convolution runs in TF32 on a GPU with a TF32 peak (PyTorch's default
+``torch.backends.cudnn.allow_tf32 = True``), while fp32 matrix products stay fp32
+(``torch.backends.cuda.matmul.allow_tf32`` defaults to False since PyTorch 1.12; a row whose
+dtype is ``"tf32"`` says it was enabled); everything else runs at the job's dtype. A tensor-core
+convolution in PyTorch's default NCHW layout also pays cuDNN's NHWC transposes,
+``t_layout = o + 2 (B_read + B_written) / M`` (``kernels.layout_transpose_bytes``), counted as
+memory-bound time (``layout_s``). Recurrent-layer rows are expanded into the ops they run
+(``traincast.features.ops.expand_ops``) by ``curves`` and ``kernel``.
 """
 
 from __future__ import annotations
@@ -53,14 +60,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from traincast import kernels
 from traincast.errors import TraincastError
-from traincast.features.ops import expand_ops
+from traincast.features.ops import expand_ops, op_family
 from traincast.hardware.catalog import COMPUTE_STRATEGIES
 from traincast.roofline import Curves, compute_breakdown, ops_arrays, paper_split
 
 F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
-__all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times",
+__all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "op_math_dtypes",
            "ops_compute_s", "paper_s", "rates", "strategy_of"]
 
 
@@ -123,13 +130,31 @@ def compute_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike,
             np.asarray(mem_bytes, dtype=np.float64) / byte_rate)
 
 
-def _op_peaks(gpu: Any, dtype: str, op_dtypes: Sequence[str]) -> tuple[F, F, list[str]]:
-    """Per op: dense peak (FLOP/s), ``eta`` and catalog dtype (module docstring: ``P_op``)."""
+def op_math_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
+    """Per op: the catalog dtype its arithmetic runs in (module docstring, "Op dtypes").
+
+    A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``catalog_dtype``: fp32 on a
+    GPU without it); an fp32 convolution (forward or backward) runs in TF32 on a GPU with a TF32
+    peak, PyTorch's default (``torch.backends.cudnn.allow_tf32`` is True); any other row runs in
+    the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
+    is False by default since PyTorch 1.12)."""
     job = kernels.catalog_dtype(gpu, dtype)
     names = []
-    for d in op_dtypes:
-        cd = kernels.TORCH_DTYPES.get(str(d), "")
-        names.append(kernels.catalog_dtype(gpu, cd) if cd in ("fp16", "bf16", "fp8") else job)
+    for o in ops:
+        cd = kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32")), "")
+        if cd in kernels.TENSOR_CORE_DTYPES:
+            names.append(kernels.catalog_dtype(gpu, cd))
+        elif job == "fp32" and op_family(str(o.get("op", ""))) == "conv":
+            names.append(kernels.catalog_dtype(gpu, "tf32"))
+        else:
+            names.append(job)
+    return names
+
+
+def _op_peaks(gpu: Any, dtype: str,
+              ops: Sequence[Mapping[str, Any]]) -> tuple[F, F, list[str]]:
+    """Per op: dense peak (FLOP/s), ``eta`` and catalog dtype (module docstring: ``P_op``)."""
+    names = op_math_dtypes(ops, gpu, dtype)
     table = {d: (gpu.peak_tflops(d) * 1e12, _eta(gpu, d)) for d in set(names)}
     return (np.array([table[d][0] for d in names], dtype=np.float64),
             np.array([table[d][1] for d in names], dtype=np.float64), names)
@@ -140,12 +165,17 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     ``mem_s``, ``time_s = o + max`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
     row, and ``count`` (times the row runs)."""
     cols = ops_arrays(ops)
-    peak, eta, names = _op_peaks(gpu, dtype, [str(o.get("dtype", "float32")) for o in ops])
+    peak, eta, names = _op_peaks(gpu, dtype, ops)
     w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
     flop_s = cols["flops"] / (peak * eta * w)
-    mem_s = (cols["bytes"] + split_bytes) / kernel_mem_bps(gpu)
+    mem_bps = kernel_mem_bps(gpu)
+    mem_s = (cols["bytes"] + split_bytes) / mem_bps
+    moved = kernels.layout_transpose_bytes(ops, names)
+    layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps, kernels.launch_s(gpu)),
+                        0.0)
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
-            "time_s": kernels.kernel_time_s(flop_s, mem_s, kernels.launch_s(gpu)),
+            "layout_s": layout_s,
+            "time_s": kernels.kernel_time_s(flop_s, mem_s, kernels.launch_s(gpu)) + layout_s,
             "count": cols["count"]}
 
 
@@ -163,6 +193,30 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     if not expanded:
         return {"compute_flop": 0.0, "compute_mem": 0.0}
     r = kernel_op_times(expanded, gpu, dtype)
-    t = r["time_s"] * r["count"]
+    t = (r["time_s"] - r["layout_s"]) * r["count"]
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
-            "compute_mem": float(t[~r["flop_bound"]].sum())}
+            "compute_mem": float(t[~r["flop_bound"]].sum() + (r["layout_s"] * r["count"]).sum())}
+
+
+def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
+    """What the GPU's compute pricing rests on: the strategy ``auto`` picks, the rates it uses
+    for fp32 and mixed precision, and for each kernel-model input its citation or the
+    documented default that replaces it (``traincast hardware show``)."""
+    name = strategy_of(gpu, strategy)
+    sources = getattr(gpu, "sources", {}) or {}
+    inputs: dict[str, str] = {}
+    defaults = {"gemm_max_fraction": f"default {kernels.DEFAULT_GEMM_MAX_FRACTION} (median of "
+                                     "the published maxima; no microbenchmark for this GPU)",
+                "mem_max_fraction": f"default {kernels.DEFAULT_MEM_MAX_FRACTION} (the published "
+                                    "A100 figure; none for this GPU)",
+                "sms": "unknown: no tile/wave quantization",
+                "kernel_launch_us": "0 (no published figure)"}
+    for key, fallback in defaults.items():
+        value = getattr(gpu, key, None)
+        inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback
+    out = {"strategy": name, "inputs": inputs}
+    for dtype in ("fp32", "amp"):
+        flop_rate, byte_rate = rates(gpu, dtype, strategy)
+        out[f"{dtype}_tflops"] = flop_rate / 1e12
+        out[f"{dtype}_mem_gbs"] = byte_rate / 1e9
+    return out

@@ -69,8 +69,11 @@ TILE_K: dict[str, int] = {"fp16": 32, "bf16": 32, "fp8": 32, "tf32": 32, "fp32":
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 TORCH_DTYPES: dict[str, str] = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8",
-                                "float8_e5m2": "fp8", "float32": "fp32"}
-"""Catalog dtype of a per-op row's torch dtype."""
+                                "float8_e5m2": "fp8", "float32": "fp32", "tf32": "tf32"}
+"""Catalog dtype of a per-op row's torch dtype (``"tf32"``: an fp32 op whose products run on
+TF32 tensor cores, ``torch.backends.cuda.matmul.allow_tf32`` / ``cudnn.allow_tf32``)."""
+TENSOR_CORE_DTYPES = frozenset({"fp16", "bf16", "fp8", "tf32"})
+"""Catalog dtypes whose products run on tensor cores (NHWC-native convolutions)."""
 
 
 def _f(x: ArrayLike) -> F:
@@ -318,6 +321,25 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
     except (IndexError, ValueError, ZeroDivisionError):
         return []
     return []
+
+
+def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
+    """Per op: DRAM bytes of the layout transposes around a tensor-core convolution kept in
+    PyTorch's default NCHW (contiguous) memory format. Tensor-core convolutions run in NHWC, so
+    cuDNN transposes every operand to NHWC before the kernel and the result back after it (NVIDIA,
+    "Tensor Core AI performance milestones" blog and its NCHW/NHWC diagram, as reproduced in
+    MosaicML Composer's "Channels Last" method card): each tensor the op reads or writes is read
+    and written once more, ``B_t = 2 (B_read + B_written)``, for a conv-family op (forward or
+    backward) whose catalog dtype runs on tensor cores (``TENSOR_CORE_DTYPES``); 0 for other ops,
+    for fp32 convolutions on CUDA cores, and for a row marked ``layout = "nhwc"`` (a model in
+    ``torch.channels_last``)."""
+    out = np.zeros(len(ops))
+    for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
+        name = str(o.get("op", "")).removeprefix("aten::")
+        if d in TENSOR_CORE_DTYPES and name in CONV_OPS | CONV_BACKWARD_OPS \
+                and str(o.get("layout", "nchw")).lower() not in ("nhwc", "channels_last"):
+            out[i] = 2.0 * (float(o.get("bytes_read", 0.0)) + float(o.get("bytes_written", 0.0)))
+    return out
 
 
 def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:

@@ -48,10 +48,15 @@ def list_hardware(catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None
 @hardware_app.command("show")
 def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or node name.")],
          catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None:
-    """Show one catalog entry with its source."""
+    """Show one catalog entry with its source; for a GPU also how its compute time is priced
+    (the strategy, the achievable rates, and what each kernel-model input rests on)."""
+    from traincast import compute
+
     cat = catalog_from(catalog)
     kind, entry = cat.entry(name)
     data = {"kind": kind, **asdict(entry)}
+    if kind == "gpu":
+        data["compute"] = compute.basis(entry, cat.compute)
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -63,6 +68,13 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     table.add_column("key")
     table.add_column("value")
     for key, value in data.items():
-        if key != "resolved":
+        if key not in ("resolved", "compute", "sources"):
             table.add_row(key, str(value))
     console.print(table)
+    if "compute" in data:
+        c = data["compute"]
+        console.print(f"compute priced by the [bold]{c['strategy']}[/bold] strategy: fp32 "
+                      f"{c['fp32_tflops']:.4g} TFLOP/s and {c['fp32_mem_gbs']:.4g} GB/s, mixed "
+                      f"precision {c['amp_tflops']:.4g} TFLOP/s (docs/model.md)")
+        for key, basis in c["inputs"].items():
+            console.print(f"  {key}: {basis}", markup=False, highlight=False)

@@ -66,3 +66,17 @@ def bert_base_squad(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...
 def bert_large_squad(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """(model, inputs) of BERT-large SQuAD fine-tuning, ``batch_size`` sequences of 384."""
     return _squad("large", batch_size)
+
+
+def bert_base_squad_half(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """BERT-base SQuAD as ``run_squad.py --fp16`` trains it: apex ``amp.initialize(...,
+    opt_level="O2", keep_batchnorm_fp32=False)`` casts the whole model to fp16 (fp32 master
+    weights live in the optimizer), so every op of the step runs and stores in fp16."""
+    model, inputs = _squad("base", batch_size)
+    return model.half(), inputs
+
+
+def bert_large_squad_half(batch_size: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """BERT-large SQuAD under apex O2 (``bert_base_squad_half``)."""
+    model, inputs = _squad("large", batch_size)
+    return model.half(), inputs
