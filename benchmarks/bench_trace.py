@@ -52,7 +52,7 @@ def write_trace(path: Path, n: int = JOBS, seed: int = 0) -> None:
 def main() -> int:
     import pandas as pd
 
-    from traincast.characterize import characterize
+    from traincast.analysis.characterize import characterize
     from traincast.trace import read_trace
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from _common import verdict
+from traincast.analysis.whatif import whatif
 from traincast.hardware.catalog import load_catalog
 from traincast.predict import predict
 from traincast.scenarios import load_scenario
-from traincast.whatif import whatif
 
 JOBS = 1_000_000
 TARGET_S = 5.0

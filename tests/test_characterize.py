@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import traincast.trace as trace_mod
-from traincast.characterize import characterize
+from traincast.analysis.characterize import characterize
 from traincast.hardware.catalog import load_catalog
 from traincast.trace import fill_features, read_trace
 

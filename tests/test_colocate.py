@@ -13,7 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from traincast.colocate import (
+from traincast.analysis.colocate import (
     colocate,
     colocate_arrays,
     gpu_accounting,

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from traincast.analysis.recommend import recommend
+from traincast.analysis.whatif import whatif
 from traincast.architectures import ARCHITECTURES, REGISTRY
 from traincast.hardware.catalog import load_catalog
 from traincast.predict import predict, predict_table
-from traincast.recommend import recommend
 from traincast.resolve import BAD_PLACEMENT, BAD_SHAPE, OK, REASONS, resolve
 from traincast.trace.store import read_trace
-from traincast.whatif import whatif
 
 FEATS = {"flops_compute_bound": 2.4e13, "bytes_memory_bound": 4e10, "weight_bytes": 1e8,
          "embedding_bytes_touched": 2e7, "input_bytes": 1e6}
@@ -190,7 +190,7 @@ def test_paper_roofline_and_hybrid_agree_on_a_data_parallel_case() -> None:
 
 
 def test_unknown_rows_are_counted_by_reason_in_whatif_and_characterize() -> None:
-    from traincast.characterize import characterize
+    from traincast.analysis.characterize import characterize
 
     jobs = {"job_id": ["a", "b", "c"], "architecture": ["1w1g", "1w1g", "allreduce-local"],
             "n_gpus": [1.0, 1.0, 64.0], "gpu_type": ["V100", "Z999", "V100"],

@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from traincast.analysis.whatif import whatif
 from traincast.engine.dask import write_partitions
 from traincast.hardware.catalog import load_catalog
 from traincast.jobs import Columns, Strings
-from traincast.whatif import whatif
 
 pytest.importorskip("distributed")
 

@@ -351,3 +351,46 @@ def test_best_published_shapes_are_not_predicted_faster_than_measured() -> None:
     for r in mamf:
         err = _gemm_row_s(r, cat, "kernel") / _measured_s(r) - 1.0
         assert -0.01 <= err < 0.25, (r["gpu"], r["dtype"], err)
+
+
+def _conv_row(dtype: str, layout: str = "") -> dict:
+    # 1x1 convolution, N = 8, C_in = 64 -> C_out = 64 at 56x56: F = 2 (8 56 56) 64 64
+    s = 4 if dtype == "float32" else 2
+    x, w = 8 * 64 * 56 * 56, 64 * 64
+    row = {"op": "convolution", "phase": "forward", "flops": 2.0 * 8 * 56 * 56 * 64 * 64,
+           "bytes_read": float(s * (x + w)), "bytes_written": float(s * x), "dtype": dtype,
+           "shapes": "8x64x56x56;64x64x1x1"}
+    return dict(row, layout=layout) if layout else row
+
+
+def test_fp32_convolutions_run_in_tf32_and_matmuls_stay_fp32() -> None:
+    gpu = a100()
+    ops = [_conv_row("float32"), _mm_row(4096, 4096, 4096, "float32"),
+           dict(_mm_row(4096, 4096, 4096, "float32"), dtype="tf32")]
+    # cudnn.allow_tf32 defaults to True; cuda.matmul.allow_tf32 to False (a "tf32" row: on)
+    assert compute.op_math_dtypes(ops, gpu, "fp32") == ["tf32", "fp32", "tf32"]
+    v100 = dataclasses.replace(gpu, tf32_tflops=0.0)  # no TF32 tensor cores: fp32
+    assert compute.op_math_dtypes(ops, v100, "fp32") == ["fp32", "fp32", "fp32"]
+    assert compute.op_math_dtypes(ops, gpu, "amp")[0] == "fp16"  # fp32 rows of an amp job
+
+
+def test_nchw_tensor_core_convolution_pays_two_transposes_by_hand() -> None:
+    gpu = a100(kernel_launch_us=0.0)
+    half, nhwc, single = _conv_row("float16"), _conv_row("float16", "nhwc"), _conv_row("float32")
+    moved = kernels.layout_transpose_bytes([half, nhwc, single], ["fp16", "fp16", "fp32"])
+    b = 2 * (8 * 64 * 56 * 56 * 2 + 64 * 64)  # fp16 input + weight read, output written
+    assert moved[0] == pytest.approx(2 * b)    # every operand read and written once more
+    assert moved[1] == 0 and moved[2] == 0     # channels_last; CUDA-core fp32
+    r = compute.kernel_op_times([half], gpu, "amp")
+    assert r["layout_s"][0] == pytest.approx(2 * b / (2039e9 * 0.88))
+    out = compute.ops_compute_s([half], gpu, "amp")
+    assert out["compute_flop"] + out["compute_mem"] == pytest.approx(float(r["time_s"][0]))
+
+
+def test_batch_norm_reads_its_inputs_twice_by_hand() -> None:
+    fwd = {"op": "native_batch_norm", "flops": 0.0, "bytes_read": 2.0 * 1000,
+           "bytes_written": 2.0 * 1000, "dtype": "float16", "shapes": "10x10x10;10;10;10;10"}
+    bwd = dict(fwd, op="native_batch_norm_backward", shapes="10x10x10;10x10x10;10;10;10")
+    relu = dict(fwd, op="relu", shapes="10x10x10")
+    # statistics pass + normalize pass: x (1000 fp16 elements) read once more; backward: dy, x
+    assert kernels.reread_bytes([fwd, bwd, relu]).tolist() == [2000.0, 4000.0, 0.0]

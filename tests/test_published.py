@@ -196,3 +196,25 @@ def test_kernel_data_is_sourced_and_reproduces_the_peaks() -> None:
         peak = data[name]["sms"] * flop * data[name]["boost_clock_mhz"] * 1e6 / 1e12
         assert peak == pytest.approx(catalog.gpus[name].fp16_tflops, rel=0.01)
     assert np.isfinite(catalog.gpus["A10"].fp32_tflops)
+
+
+def test_ddp_overlap_and_tf32_marks_by_hand() -> None:
+    from traincast.validate.published import ddp_overlap, tf32_matmuls
+
+    models = {"cnn": {"ddp_bucket_bytes": 25 * 2**20},
+              "bert": {"ddp_bucket_elements": 10_000_000, "fp16_spec": "x.py:f"}}
+    rows = [{"model": "cnn", "gpus": 8, "dtype": "fp16"},
+            {"model": "bert", "gpus": 8, "dtype": "fp16"},
+            {"model": "bert", "gpus": 8, "dtype": "fp32"},
+            {"model": "cnn", "gpus": 1, "dtype": "fp32"}]
+    feats = [{"weight_bytes": 100 * 2**20, "embedding_bytes_touched": 0.0},
+             {"weight_bytes": 1e8, "embedding_allreduce_bytes": 1e8},
+             {"weight_bytes": 1e7, "embedding_allreduce_bytes": 0.0},
+             {"weight_bytes": 1e8}]
+    f = ddp_overlap(rows, feats, models)
+    # all buckets but the last hide under backward: 1 - 25 MiB / 100 MiB; apex O2: 1e7 x 2 B of
+    # 2e8 B; fp32 bucket 4e7 B > W = 1e7 B: nothing hides; one GPU: no all-reduce
+    assert f.tolist() == pytest.approx([0.75, 0.9, 0.0, 0.0])
+    ops = [{"op": "mm", "dtype": "float32"}, {"op": "convolution", "dtype": "float32"},
+           {"op": "mm", "dtype": "float16"}, {"op": "add", "dtype": "float32"}]
+    assert [o["dtype"] for o in tf32_matmuls(ops)] == ["tf32", "float32", "float16", "float32"]

@@ -17,10 +17,10 @@ from test_whatif import (
     small_trace,
     write_small_trace,
 )
+from traincast.analysis.recommend import load_prices, recommend
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
-from traincast.recommend import load_prices, recommend
 
 
 @pytest.fixture

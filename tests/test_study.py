@@ -20,10 +20,10 @@ from test_whatif import (
     PSBIG_BASE,
     write_small_trace,
 )
+from traincast.analysis.study import STUDY_SCENARIOS, study
 from traincast.cli import app
 from traincast.cli.common import console
 from traincast.hardware.catalog import load_catalog
-from traincast.study import STUDY_SCENARIOS, study
 
 FILES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
          "recommend.json", "recommend.csv", "jobs.parquet")

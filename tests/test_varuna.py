@@ -252,8 +252,8 @@ def test_shipped_prices_cite_every_number() -> None:
 
 
 def test_recommend_reexports_the_one_loader() -> None:
-    from traincast.recommend import Prices as RecPrices
-    from traincast.recommend import load_prices as rec_load_prices
+    from traincast.analysis.recommend import Prices as RecPrices
+    from traincast.analysis.recommend import load_prices as rec_load_prices
 
     assert RecPrices is Prices and rec_load_prices is load_prices
 

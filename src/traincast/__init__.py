@@ -20,7 +20,8 @@ from typing import Any
 
 from traincast.hardware.catalog import Catalog, CatalogError, load_catalog
 from traincast.model import COMPONENTS, Breakdown
-from traincast.predict import predict, predict_table
+from traincast.predict import Prediction, predict, predict_table
+from traincast.resolve import resolve
 
 __version__ = "0.1.0"
 
@@ -30,33 +31,37 @@ _LAZY = {
     "profile_model": "traincast.features.profile",
     "ingest": "traincast.trace.store",
     "load_jobs": "traincast.trace.store",
-    "characterize": "traincast.characterize",
-    "whatif": "traincast.whatif",
-    "recommend": "traincast.recommend",
-    "study": "traincast.study",
+    "read_trace": "traincast.trace.store",
+    "Store": "traincast.trace.store",
+    "colocate": "traincast.analysis.colocate",
+    "merge_specs": "traincast.merge",
+    "characterize": "traincast.analysis.characterize",
+    "whatif": "traincast.analysis.whatif",
+    "recommend": "traincast.analysis.recommend",
+    "study": "traincast.analysis.study",
     "calibrate": "traincast.calibrate",
     "validate": "traincast.validate",
     "plan": "traincast.parallel.plan",
     "write_report": "traincast.report",
 }
 
-__all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "load_catalog", "predict",
-           "predict_table", *_LAZY]
+__all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "Prediction", "load_catalog",
+           "predict", "predict_table", "resolve", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        # importing traincast.characterize (etc.) binds the submodule to this name: rebind it to
-        # the function so every later `traincast.characterize(...)` calls the function
+        # importing traincast.calibrate (a package named like its function) binds the
+        # submodule to this name: rebind it to the function
         globals()[name] = value
         return value
     raise AttributeError(f"module 'traincast' has no attribute {name!r}")
 
 
 class _Package(types.ModuleType):
-    """Importing a submodule named like its function (``traincast.whatif``) binds the submodule
-    on the package; keep the function bound instead, so ``traincast.whatif(...)`` always works."""
+    """Importing a subpackage named like its function (``traincast.calibrate``) binds it on the
+    package; keep the function bound instead."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:

@@ -31,10 +31,12 @@ For a per-op table (``ops_compute_s``; rows ``op, flops, bytes_read, bytes_writt
 shapes``) every op costs ``t = o + max(t_flop, t_mem)`` and counts as FLOP-bound when
 ``t_flop >= t_mem``, else memory-bound (each sum includes its ops' fixed costs)::
 
-    kernel  t_flop = F_op / (P_op eta w_op)    t_mem = (B_op + B_split) / (M mem_max_fraction)
+    kernel  t_flop = F_op / (P_op eta w_op)
+            t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
             o = kernel_launch_us; w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
             B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
-            for an op whose shapes give no GEMM)
+            for an op whose shapes give no GEMM); B_reread = inputs a multi-pass kernel reads
+            again (training batch norm, kernels.reread_bytes)
     curves  traincast.roofline.compute_breakdown (its own fixed cost ``op_overhead_us``)
     paper   traincast.roofline.paper_split (the profiler's compute/memory label, no fixed cost)
 
@@ -162,14 +164,15 @@ def _op_peaks(gpu: Any, dtype: str,
 
 def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
     """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
-    ``mem_s``, ``time_s = o + max`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
+    ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
+    ``time_s = o + max + layout_s`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
     row, and ``count`` (times the row runs)."""
     cols = ops_arrays(ops)
     peak, eta, names = _op_peaks(gpu, dtype, ops)
     w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
     flop_s = cols["flops"] / (peak * eta * w)
     mem_bps = kernel_mem_bps(gpu)
-    mem_s = (cols["bytes"] + split_bytes) / mem_bps
+    mem_s = (cols["bytes"] + split_bytes + kernels.reread_bytes(ops)) / mem_bps
     moved = kernels.layout_transpose_bytes(ops, names)
     layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps, kernels.launch_s(gpu)),
                         0.0)

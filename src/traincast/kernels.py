@@ -323,6 +323,32 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
     return []
 
 
+REREAD_INPUTS: dict[str, tuple[int, ...]] = {
+    "native_batch_norm": (0,), "_native_batch_norm_legit": (0,), "cudnn_batch_norm": (0,),
+    "native_batch_norm_backward": (0, 1), "cudnn_batch_norm_backward": (0, 1)}
+"""Ops whose GPU kernels read some inputs twice (index into the row's ``shapes``): training-mode
+batch norm computes the batch statistics in one pass over ``x`` and normalizes in a second
+(ATen ``Normalization.cuh``: ``batch_norm_collect_statistics_kernel`` then
+``batch_norm_transform_input_kernel``); its backward reduces ``dy`` and ``x`` per channel
+(``batch_norm_backward_reduce_kernel``) before the element-wise pass that reads them again
+(``batch_norm_backward_elemt_kernel``)."""
+
+
+def reread_bytes(ops: Sequence[Mapping[str, Any]]) -> F:
+    """Per op: DRAM bytes of the extra passes of ``REREAD_INPUTS`` ops, ``sum_i |input_i| s``
+    (elements of the listed input shapes times the row's bytes per element); 0 for other ops or
+    rows without shapes."""
+    out = np.zeros(len(ops))
+    for i, o in enumerate(ops):
+        idx = REREAD_INPUTS.get(str(o.get("op", "")).removeprefix("aten::"))
+        if not idx or not o.get("shapes"):
+            continue
+        dims = _dims(str(o["shapes"]))
+        size = DTYPE_BYTES.get(TORCH_DTYPES.get(str(o.get("dtype", "float32")), "fp32"), 4)
+        out[i] = size * sum(float(math.prod(dims[j])) for j in idx if j < len(dims) and dims[j])
+    return out
+
+
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
     """Per op: DRAM bytes of the layout transposes around a tensor-core convolution kept in
     PyTorch's default NCHW (contiguous) memory format. Tensor-core convolutions run in NHWC, so

@@ -10,10 +10,10 @@ counting the time the OS gives other programs on a shared machine; on the CPU wi
 torch threads, wall time and the fastest sample instead of the median (the work is spread over
 the threads, so no one thread's CPU time measures it, and a team of threads stalls whenever
 one of them loses its core to another program: these figures are far noisier on a shared
-machine); on CUDA, wall time after ``torch.cuda.synchronize``.
-Where waiting matters (communication, whole training
-steps), ``dedicated_clock``: wall time minus the time the calling thread sat ready on the
-run queue while other programs held the cores (Linux ``/proc/thread-self/schedstat``).
+machine); on CUDA, wall time after ``torch.cuda.synchronize``. Where waiting matters
+(communication, whole training steps), ``dedicated_clock``: wall time minus the time the
+calling thread sat ready on the run queue while other programs held the cores (Linux
+``/proc/thread-self/schedstat``).
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def colocate(
     compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
-    from traincast.colocate import colocate as run
+    from traincast.analysis.colocate import colocate as run
 
     cat = catalog_from(catalog, compute)
     table = _load(trace, db, format, map, workload, json_out, cat)

@@ -41,7 +41,7 @@ REPORT_HELP = (
 def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dict[str, str],
                      out: Path, catalog: Any, json_out: bool) -> None:
     """Run the study (without its report) on a trace, or on the store's jobs, into ``out``."""
-    from traincast.study import study
+    from traincast.analysis.study import study
 
     if trace is None:
         import pyarrow.parquet as pq

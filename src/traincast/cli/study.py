@@ -79,7 +79,7 @@ def study(
     report.html + figures/. Time model, scenarios and assumptions: docs/model.md,
     docs/scenarios.md.
     """
-    from traincast.study import study as run
+    from traincast.analysis.study import study as run
     from traincast.trace import parse_mapping
 
     with progress(json_out) as bar:

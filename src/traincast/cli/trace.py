@@ -166,7 +166,7 @@ def _cdf_at(cdf: dict[str, list[float]], p: float) -> float:
 
 def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
     """Jobs, GPUs and GPU-hours with their shares, one row per group (architecture, GPU type)
-    of :func:`traincast.characterize.characterize`."""
+    of :func:`traincast.analysis.characterize.characterize`."""
     t = Table(title=title, title_justify="left")
     for col in ("", "jobs", "share", "GPUs", "share", "GPU-hours", "share"):
         t.add_column(col, justify="left" if not col else "right", no_wrap=not col)
@@ -233,7 +233,7 @@ def characterize(
                                            "compute (0 = the paper's additive model).")] = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
-    from traincast.characterize import characterize as run
+    from traincast.analysis.characterize import characterize as run
 
     cat = catalog_from(catalog, compute)
     with ingest_progress(json_out) as update:
@@ -269,7 +269,7 @@ def sample(
         else:
             console.print(str(sample_path()), highlight=False, soft_wrap=True)
         return
-    from traincast.characterize import characterize as run
+    from traincast.analysis.characterize import characterize as run
 
     table = generate(jobs, seed)
     path = write_table(table, output)

@@ -138,7 +138,7 @@ def whatif(
     share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time
     (n × duration). Format and rules: docs/scenarios.md.
     """
-    from traincast.whatif import whatif as run
+    from traincast.analysis.whatif import whatif as run
 
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
@@ -276,7 +276,7 @@ def recommend(
     overlap: OverlapOpt = 0.0,
     json_out: JsonOpt = False,
 ) -> None:
-    from traincast.recommend import recommend as run
+    from traincast.analysis.recommend import recommend as run
 
     cat = catalog_from(catalog, compute)
     one_job = any(x is not None for x in (flops, model, features, workload))

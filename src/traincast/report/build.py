@@ -309,7 +309,7 @@ def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]
 
 def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
     """Predicted (and measured) GPU utilization CDF; co-location numbers in the caption."""
-    from traincast.colocate import colocate
+    from traincast.analysis.colocate import colocate
     from traincast.report import figures as figs
 
     if study.jobs is None or study.jobs.num_rows == 0 or "architecture" not in \
@@ -333,7 +333,7 @@ def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
                 f"{100 * (co['gpu_time_saved_share'] or 0):.0f}% of GPU time"
                 + (f" at a median slowdown of {med:.2f}×" if med else "")
                 + " (contention model: docs/colocate.md).",
-                "jobs.parquet (canonical columns, gpu_util); traincast.colocate",
+                "jobs.parquet (canonical columns, gpu_util); traincast.analysis.colocate",
                 lambda: figs.cdf_figure(series, title="GPU utilization per job (CDF)",
                                         xlabel="GPU utilization (%)"))]
 

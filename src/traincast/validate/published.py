@@ -38,8 +38,9 @@ from numpy.typing import NDArray
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
-__all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "evaluate_rows", "load_published",
-           "profile_row", "render_markdown", "summarize", "validate_published"]
+__all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "ddp_overlap", "evaluate_rows",
+           "load_published", "profile_row", "render_markdown", "summarize", "tf32_matmuls",
+           "validate_published"]
 
 MEDIAN_TARGET = 0.10  # median |error| of the rows
 RATIO_TARGET = 0.15  # every cross-GPU ratio within this
@@ -48,7 +49,9 @@ ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
     "model": str, "gpu": str, "gpus": int, "dtype": str, "batch_per_gpu": int,
     "throughput": (int, float), "unit": str, "citation": str}
 FEATURE_KEYS = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                "embedding_bytes_touched", "input_bytes")
+                "embedding_bytes_touched", "embedding_allreduce_bytes", "input_bytes")
+NULLABLE_KEYS = ("embedding_allreduce_bytes",)  # absent = embedding_bytes_touched
+MATMUL_FAMILIES = ("gemm", "attention")
 
 
 def _path(path: str | Path | None) -> Path | Any:
@@ -109,7 +112,8 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
         file, func = spec.rsplit(":", 1)
         spec = f"{Path(__file__).with_name(file)}:{func}"
     rec = _profile(spec, int(batch), bool(amp), bool(ops))
-    feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURE_KEYS}
+    feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURE_KEYS
+                             if k not in NULLABLE_KEYS or rec.get(k) is not None}
     if model.get("synthetic_inputs"):
         feats["input_bytes"] = 0.0
     if ops:
@@ -117,13 +121,52 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
     return feats
 
 
+def tf32_matmuls(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The per-op table with its fp32 matrix products (GEMM and attention families) marked
+    ``dtype = "tf32"``: what ``torch.backends.cuda.matmul.allow_tf32 = True`` does (set by the
+    NGC PyTorch container's ``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``; ``[source] fp32_matmul``).
+    fp32 convolutions need no mark: they run in TF32 by PyTorch's default
+    (``traincast.compute.op_math_dtypes``)."""
+    from traincast.features.ops import op_family
+
+    return [dict(o, dtype="tf32") if str(o.get("dtype", "float32")) == "float32"
+            and op_family(str(o.get("op", ""))) in MATMUL_FAMILIES else dict(o) for o in ops]
+
+
+def ddp_overlap(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
+                models: Mapping[str, Mapping[str, Any]]) -> NDArray[np.float64]:
+    """Overlap fraction ``f`` of each row's gradient all-reduce with compute (``predict``'s
+    ``overlap``: ``T = max(T_comp, f T_comm) + (1 - f) T_comm``).
+
+    Data-parallel wrappers all-reduce gradients in buckets of ``b`` bytes, each launched as soon
+    as backward has produced its gradients, so all but the last bucket run under the remaining
+    backward: ``f = 1 - min(b, W) / W`` with ``W`` = the bytes all-reduced (``weight_bytes +
+    embedding_allreduce_bytes``). ``b`` from the model's ``ddp_bucket_bytes`` (PyTorch DDP:
+    ``bucket_cap_mb = 25``) or ``ddp_bucket_elements`` times the gradient's bytes per element
+    (apex DDP: ``message_size = 10,000,000`` elements; 2 bytes under apex O2, else 4).
+    0 for one GPU or a model without a bucket size."""
+    out = np.zeros(len(rows))
+    for i, (r, f) in enumerate(zip(rows, features, strict=True)):
+        m = models.get(r["model"], {})
+        if r["gpus"] <= 1:
+            continue
+        half = r["dtype"] == "fp16" and bool(m.get("fp16_spec"))
+        bucket = float(m.get("ddp_bucket_bytes", 0.0)) or \
+            float(m.get("ddp_bucket_elements", 0.0)) * (2.0 if half else 4.0)
+        emb = f.get("embedding_allreduce_bytes", f.get("embedding_bytes_touched", 0.0))
+        w = float(f.get("weight_bytes", 0.0)) + float(emb)
+        out[i] = 1.0 - min(bucket, w) / w if bucket > 0 and w > 0 else 0.0
+    return out
+
+
 def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
                   nodes: Mapping[str, str], catalog: Catalog, strategy: str = "auto",
-                  per_op: bool = True) -> dict[str, NDArray[np.float64]]:
+                  per_op: bool = True, overlap: Any = 0.0) -> dict[str, NDArray[np.float64]]:
     """Predicted iteration time, throughput and error of every row (one model call).
 
     ``T`` from ``predict_table`` (rows whose features carry ``ops`` are priced op by op when
-    ``per_op``); ``X_pred = batch_per_gpu * gpus / T``; ``error = X_pred / throughput - 1``.
+    ``per_op``; ``overlap`` per row, ``ddp_overlap``); ``X_pred = batch_per_gpu * gpus / T``;
+    ``error = X_pred / throughput - 1``.
     """
     from traincast.predict import predict_table
 
@@ -137,12 +180,12 @@ def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[
         "n_gpus": gpus,
         "node": np.array([nodes.get(r["gpu"], "") for r in rows], dtype=object),
         "gpu_type": np.array([r["gpu"] for r in rows], dtype=object),
-        **{k: np.array([f.get(k, 0.0) for f in features], dtype=np.float64)
-           for k in FEATURE_KEYS}}
+        **{k: np.array([f.get(k, np.nan if k in NULLABLE_KEYS else 0.0) for f in features],
+                       dtype=np.float64) for k in FEATURE_KEYS}}
     amp = np.array([r["dtype"] == "fp16" for r in rows], dtype=bool)
     tables = {f"row{i}": f for i, f in enumerate(features) if per_op and f.get("ops")}
     jobs["workload"] = np.array([f"row{i}" for i in range(n)], dtype=object)
-    bd = predict_table(jobs, catalog, amp=amp, strategy=strategy,
+    bd = predict_table(jobs, catalog, amp=amp, strategy=strategy, overlap=overlap,
                        ops_of=tables.get if tables else None)
     total = np.asarray(bd.total, dtype=np.float64).reshape(n)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -200,6 +243,26 @@ def _megatron(catalog: Catalog) -> dict[str, Any]:
             "source": "Narayanan et al., SC 2021, Table 1 (parallel/megatron_2021.toml)"}
 
 
+def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
+                  progress: Callable[[str], None] | None) -> dict[str, Any]:
+    """Profile of one row as its benchmark ran it: an fp16 row of a model with ``fp16_spec``
+    profiles that (pure fp16) model without autocast, other fp16 rows under autocast; an fp32
+    row has its matrix products marked TF32 when ``[source] fp32_matmul = "tf32"``."""
+    if progress:
+        progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
+                 f"({i + 1}/{len(data['row'])})")
+    model = data["model"][r["model"]]
+    half = r["dtype"] == "fp16"
+    if half and model.get("fp16_spec"):
+        feats = profile_row({**model, "spec": model["fp16_spec"]}, r["batch_per_gpu"], False,
+                            ops=True)
+    else:
+        feats = profile_row(model, r["batch_per_gpu"], half, ops=True)
+    if not half and data.get("source", {}).get("fp32_matmul") == "tf32":
+        feats = {**feats, "ops": tf32_matmuls(feats["ops"])}
+    return feats
+
+
 def validate_published(catalog: Catalog | None = None, path: str | Path | None = None,
                        strategy: str = "auto",
                        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -209,14 +272,10 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     catalog = catalog or load_catalog()
     data = load_published(path)
     rows = data["row"]
-    features = []
-    for i, r in enumerate(rows):
-        if progress:
-            progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
-                     f"({i + 1}/{len(rows)})")
-        features.append(profile_row(data["model"][r["model"]], r["batch_per_gpu"],
-                                    r["dtype"] == "fp16", ops=True))
-    res = evaluate_rows(rows, features, data.get("node", {}), catalog, strategy)
+    features = [_row_features(data, r, i, progress) for i, r in enumerate(rows)]
+    overlap = ddp_overlap(rows, features, data["model"])
+    res = evaluate_rows(rows, features, data.get("node", {}), catalog, strategy,
+                        overlap=overlap)
     paper = evaluate_rows(rows, features, data.get("node", {}), catalog, "paper", per_op=False)
     table = [{**{k: r[k] for k in ("model", "gpu", "gpus", "dtype", "batch_per_gpu", "unit",
                                    "citation")},

@@ -198,11 +198,11 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
     ``on_step(step, done, total)`` is called as work advances (progress bars).
     """
-    from traincast.characterize import characterize
-    from traincast.recommend import recommend
+    from traincast.analysis.characterize import characterize
+    from traincast.analysis.recommend import recommend
+    from traincast.analysis.whatif import whatif
     from traincast.trace import fill_features, infer_architecture, read_trace
     from traincast.trace.sample import sample_path
-    from traincast.whatif import whatif
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
     sample = trace is None
