@@ -192,3 +192,37 @@ def _check_threads_recorded(tmp_path: Path, seen: list[int]) -> None:
     g1 = load_catalog([one]).gpu("local")
     assert g1.threads == 1 and not g1.kernel_gelems_1t and g1.thread_grain_elems == 0
     assert set(seen) == {1}
+
+
+def test_gemm_rate_at_threads_by_hand() -> None:
+    from traincast.roofline import Curves, gemm_rate_at_threads
+
+    # T-thread curve 100 GFLOP/s flat; 1-thread curve 40 -> 80 GFLOP/s over intensity 1 -> 100
+    # (linear in log I: 60 at I = 10); large-GEMM speedup S = 1.9, grain g = 1e7 FLOPs
+    xs = np.array([1.0, 100.0])
+    curves = Curves(xs, np.array([100e9, 100e9]), xs, np.array([1e11, 1e11]), xs,
+                    np.array([1e10, 1e10]), 0.0, gemm_flops_per_s_1t=np.array([40e9, 80e9]),
+                    gemm_thread_speedup=1.9, gemm_grain_flops=1e7)
+    rate = gemm_rate_at_threads([10.0, 10.0, 10.0, 100.0], [5e6, 1.5e7, 1e9, 1e9], curves)
+    # P_1(10) = 60e9; F = 5e6 < g: 60e9; F = 1.5 g: 90e9; F = 1e9: S * 60e9 = 114e9;
+    # at I = 100: 1.9 * 80e9 = 152e9
+    assert rate == pytest.approx([60e9, 90e9, 114e9, 152e9])
+    # without a thread model: the T-thread curve
+    plain = Curves(xs, np.array([100e9, 100e9]), xs, np.array([1e11, 1e11]), xs,
+                   np.array([1e10, 1e10]), 0.0)
+    assert gemm_rate_at_threads([10.0], [1e9], plain) == pytest.approx([100e9])
+
+
+def test_gemm_scaling_from_timed_shapes() -> None:
+    from traincast.calibrate.threads import gemm_scaling
+
+    # four shapes: 2^20 .. 2^26 FLOPs; at T threads the time is t_1 / min(1.8, max(1, F/2^22))
+    flops = [2.0 ** 20, 2.0 ** 22, 2.0 ** 23, 2.0 ** 26]
+    t1 = [f / 5e10 for f in flops]
+    tt = [t / min(1.8, max(1.0, f / 2.0 ** 22)) for t, f in zip(t1, flops, strict=True)]
+    out = gemm_scaling([{"time_s": t} for t in t1],
+                       [{"time_s": t, "flops": f} for t, f in zip(tt, flops, strict=True)])
+    assert out["gemm_speedup"] == pytest.approx([1.0, 1.0, 1.8, 1.8])
+    assert out["gemm_top_speedup"] == pytest.approx(1.8)
+    # any g in [2^22, 2^23 / 1.8] fits exactly; the grid's first such quarter power: 2^22
+    assert out["gemm_grain_flops"] == 2.0 ** 22

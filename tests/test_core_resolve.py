@@ -201,3 +201,31 @@ def test_unknown_rows_are_counted_by_reason_in_whatif_and_characterize() -> None
                                   "shape does not fit the architecture": 1}
     assert characterize(jobs, fill=False)["breakdown"]["unpredicted"] == out["unpredicted"]
     assert not math.isnan(predict_table(jobs).total[0])
+
+
+def test_trace_rows_of_a_zoo_workload_are_priced_op_by_op() -> None:
+    # a row whose workload has a shipped per-op table: its compute is the per-op model's on the
+    # row's GPU, exactly what `predict` gives for the profile with its ops and what the
+    # validation measures (one compute model for every path)
+    from traincast import compute
+    from traincast.zoo.profiles import workload_ops
+
+    cat = load_catalog()
+    prof = workload_ops("resnet50")
+    assert prof and prof["ops"]
+    gpu = cat.gpu("A100-SXM4-80GB")
+    per_op = compute.ops_compute_s(prof["ops"], gpu, "fp32")
+    feats = {"flops_compute_bound": prof["flops_compute_bound"],
+             "bytes_memory_bound": prof["bytes_memory_bound"], "weight_bytes": 1e8}
+    jobs = {"architecture": np.array(["1w1g", "1w1g"], dtype=object), "n_gpus": [1, 1],
+            "node": np.array(["dgx-a100"] * 2, dtype=object),
+            "workload": np.array(["resnet50", "mystery"], dtype=object),
+            **{k: [v, v] for k, v in feats.items()}}
+    bd = predict_table(jobs, cat)
+    assert bd.compute_flop[0] == pytest.approx(per_op["compute_flop"], rel=1e-9)
+    assert bd.compute_mem[0] == pytest.approx(per_op["compute_mem"], rel=1e-9)
+    # an unknown workload keeps the aggregate rates
+    rate, bw = compute.rates(gpu, "fp32")
+    assert bd.compute_flop[1] == pytest.approx(feats["flops_compute_bound"] / rate)
+    one = predict({**feats, "ops": prof["ops"]}, node="dgx-a100", catalog=cat)
+    assert one.time_s["compute_flop"] == pytest.approx(per_op["compute_flop"], rel=1e-9)

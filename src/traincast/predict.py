@@ -70,8 +70,8 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     for k, rows in _groups(np.where(workload.codes >= 0, key, -1)):
         wl, rest = divmod(int(k), 2 * n_gpu + 2)
         code, amp = divmod(rest, 2)
-        prof = with_ops[wl]
-        if k < 0 or code >= n_gpu or not prof or not prof.get("ops") \
+        prof = with_ops[wl] if k >= 0 else None
+        if not prof or not prof.get("ops") or code >= n_gpu \
                 or r.gpu.values[code] not in catalog.gpus:
             continue
         per = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
@@ -79,6 +79,13 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         flop[rows] = r.flops[rows] * per["compute_flop"] / prof["flops_compute_bound"]
         mem[rows] = r.mem_bytes[rows] * per["compute_mem"] / prof["bytes_memory_bound"]
     return flop, mem
+
+
+def zoo_ops(workload: str) -> Mapping[str, Any] | None:
+    """The shipped per-op table of a workload's zoo model (``traincast.zoo.profiles``)."""
+    from traincast.zoo.profiles import workload_ops
+
+    return workload_ops(workload)
 
 
 def _groups(keys: NDArray[np.int64]) -> list[tuple[int, NDArray[np.intp] | slice]]:
@@ -112,12 +119,14 @@ def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None,
                   amp: bool | ArrayLike = False, default_node: str | None = None,
                   gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                   pcie: str | None = None, strategy: str = "auto",
-                  ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> Breakdown:
+                  ops_of: Callable[[str], Mapping[str, Any] | None] | None = zoo_ops
+                  ) -> Breakdown:
     """Breakdown of every job of a job table (canonical columns, docs/traces.md).
 
     Rows that cannot be predicted get NaN times; ``Breakdown.reason`` says why
     (:data:`traincast.resolve.REASONS`). ``ops_of(workload)``: a profile with a per-op table
-    for a workload name, priced op by op on each row's GPU (:func:`compute_s`).
+    for a workload name, priced op by op on each row's GPU (:func:`compute_s`); by default the
+    zoo's shipped tables (``None``: aggregate features only).
     """
     catalog = catalog or load_catalog()
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)

@@ -114,6 +114,10 @@ class Curves:
     # CPU threads (calibrate at threads > 1): 1-thread kernel rates and the grain, elements
     kernel_elems_per_s_1t: Mapping[str, float] = field(default_factory=dict)
     thread_grain_elems: float = 0.0
+    # ... and GEMMs: 1-thread FLOP/s over gemm_intensity, large-GEMM speedup, grain (FLOPs)
+    gemm_flops_per_s_1t: F = field(default_factory=lambda: np.zeros(0))
+    gemm_thread_speedup: float = 0.0
+    gemm_grain_flops: float = 0.0
 
     @classmethod
     def from_gpu(cls, gpu: Any) -> Curves:
@@ -140,7 +144,10 @@ class Curves:
         return cls(gi, gp, ci, cp, eb, ebw, gpu.op_overhead_us * 1e-6, kernels, fb, fg,
                    getattr(gpu, "foreach_tensor_us", 0.0) * 1e-6,
                    {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems_1t", {}).items()},
-                   float(getattr(gpu, "thread_grain_elems", 0.0)))
+                   float(getattr(gpu, "thread_grain_elems", 0.0)),
+                   np.asarray(getattr(gpu, "gemm_tflops_1t", ()), float) * 1e12,
+                   float(getattr(gpu, "thread_gemm_speedup", 0.0)),
+                   float(getattr(gpu, "thread_gemm_grain_flops", 0.0)))
 
 
 def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
@@ -185,6 +192,22 @@ def kernel_times_s(op_names: Sequence[str] | NDArray[Any], elements: ArrayLike,
     return np.asarray(elements, dtype=np.float64) / rate
 
 
+def gemm_rate_at_threads(intensity: ArrayLike, flops: ArrayLike, curves: Curves) -> F:
+    """GEMM FLOP/s of each op. Without a CPU thread model: the (T-thread) curve at the op's
+    intensity. With one (calibrate at T > 1 threads: 1-thread curve P_1, large-GEMM speedup
+    S, grain g in FLOPs), a product's thread speedup depends on its work, not its intensity:
+    ``P_1(I) * min(S, max(1, F / g))`` (``thread_scaled_rate`` with K_1 = P_1(I),
+    K_T = S * P_1(I), E = F)."""
+    p_t = interp_curve(intensity, curves.gemm_intensity, curves.gemm_flops_per_s)
+    p_1 = curves.gemm_flops_per_s_1t
+    if (curves.gemm_grain_flops <= 0 or curves.gemm_thread_speedup <= 0
+            or len(p_1) != len(curves.gemm_intensity)):
+        return p_t
+    rate_1 = interp_curve(intensity, curves.gemm_intensity, p_1)
+    return thread_scaled_rate(rate_1, curves.gemm_thread_speedup * rate_1, flops,
+                              curves.gemm_grain_flops)
+
+
 def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
                curves: Curves) -> tuple[F, F]:
     """Per-op FLOP time ``F / P_eff`` and memory time ``B / M_eff`` (no overhead)."""
@@ -192,7 +215,7 @@ def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
     b = np.asarray(bytes_moved, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(b > 0, flops / b, np.inf)
-    p_gemm = interp_curve(intensity, curves.gemm_intensity, curves.gemm_flops_per_s)
+    p_gemm = gemm_rate_at_threads(intensity, flops, curves)
     p_conv = interp_curve(intensity, curves.conv_intensity, curves.conv_flops_per_s)
     p = np.where(np.asarray(conv, dtype=bool), p_conv, p_gemm)
     m = interp_curve(b, curves.elementwise_bytes, curves.elementwise_bps)

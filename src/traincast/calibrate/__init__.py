@@ -32,7 +32,9 @@ small op runs on one thread whatever the thread count::
 
     K(op, E; T) = K_1(op) * min(K_T(op) / K_1(op), max(1, E / g))
 
-(``kernel_gelems_1t`` = K_1, ``kernel_gelems`` = K_T, ``thread_grain_elems`` = g). The fixed
+(``kernel_gelems_1t`` = K_1, ``kernel_gelems`` = K_T, ``thread_grain_elems`` = g), and a GEMM
+of F FLOPs at intensity I at ``P_1(I) * min(S, max(1, F / g_F))`` (``gemm_tflops_1t`` = P_1 over
+``gemm_intensity``, ``thread_gemm_speedup`` = S, ``thread_gemm_grain_flops`` = g_F). The fixed
 cost per op does not shrink with threads (it is measured at T threads as it is).
 Communication ranks run 1 thread each (2 processes must not oversubscribe the cores).
 Every figure is the median of repeated samples after warm-up; the ``[calibration]`` table of
@@ -248,7 +250,8 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
         res["thread_scaling"] = thread_model.measure_scaling(
             device, threads, kernel_n=plan["kernel_n"], sizes=plan["thread_sizes"],
             repeat=repeat, sample_s=sample,
-            op_overhead=lambda: _op_overhead(device, repeat, res["foreach"]["per_tensor_s"]))
+            op_overhead=lambda: _op_overhead(device, repeat, res["foreach"]["per_tensor_s"]),
+            matmul_t=res["matmul_fp32"])
     if comm:
         from traincast.calibrate.comm import bench_comm
 
@@ -367,6 +370,15 @@ def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
     if ts:  # grain 0 (no thread gain measured at any size): the T-thread rates everywhere
         out["kernel_gelems_1t"] = {r["op"]: r["gelems"] for r in ts["kernels_1t"]}
         out["thread_grain_elems"] = float(ts["grain_elems"])
+    if ts and ts.get("matmul_1t") and ts.get("gemm_grain_flops", 0) > 0:
+        plain = ts["op_overhead_1t"]["plain_op_s"]
+        mm = ts["matmul_1t"]
+        _, p1 = curve_from_points([r["flops"] / r["bytes"] for r in mm],
+                                  _net_rate(np.array([r["flops"] for r in mm]),
+                                            np.array([r["time_s"] for r in mm]), plain))
+        out["gemm_tflops_1t"] = p1 / 1e12
+        out["thread_gemm_speedup"] = float(ts["gemm_top_speedup"])
+        out["thread_gemm_grain_flops"] = float(ts["gemm_grain_flops"])
     return out
 
 
@@ -440,7 +452,10 @@ def catalog_text(res: dict[str, Any]) -> str:
             "thread_sweep_add_1t_us": [t * 1e6 for t in ts["sweep_1t_s"]["add"]],
             "thread_sweep_add_t_us": [t * 1e6 for t in ts["sweep_t_s"]["add"]],
             "thread_sweep_speedup": ts["speedup"],
-            "thread_grain_elems": ts["grain_elems"]})
+            "thread_grain_elems": ts["grain_elems"],
+            "matmul_1t_tflops": [r["tflops"] for r in ts.get("matmul_1t", [])],
+            "matmul_thread_speedup": ts.get("gemm_speedup", []),
+            "thread_gemm_grain_flops": ts.get("gemm_grain_flops", 0.0)})
     comm = res.get("comm")
     if comm:
         record.update({

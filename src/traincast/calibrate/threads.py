@@ -32,16 +32,18 @@ from numpy.typing import ArrayLike, NDArray
 
 from traincast.calibrate import bench
 
-__all__ = ["fit_grain", "measure_scaling"]
+__all__ = ["fit_grain", "gemm_scaling", "measure_scaling"]
 
 F = NDArray[np.float64]
 
 
-def fit_grain(elements: ArrayLike, speedup: ArrayLike, top_speedup: ArrayLike) -> float:
-    """The grain ``g`` (elements) whose model speedups ``min(S, max(1, E / g))`` best match the
-    measured ``speedup`` at sizes ``elements`` (least squares in log; ``S`` per point =
-    ``top_speedup``), on a grid of quarter powers of 2 from 2^6 to 2^24. Points with
-    ``S <= 1`` (no thread gain at all) say nothing about g and are left out; none left: 0."""
+def fit_grain(elements: ArrayLike, speedup: ArrayLike, top_speedup: ArrayLike,
+              log2_range: tuple[float, float] = (6.0, 24.0)) -> float:
+    """The grain ``g`` (elements, or FLOPs) whose model speedups ``min(S, max(1, E / g))`` best
+    match the measured ``speedup`` at sizes ``elements`` (least squares in log; ``S`` per point
+    = ``top_speedup``), on a grid of quarter powers of 2 over ``log2_range`` (default 2^6 to
+    2^24). Points with ``S <= 1`` (no thread gain at all) say nothing about g and are left
+    out; none left: 0."""
     e = np.asarray(elements, dtype=np.float64)
     s = np.asarray(speedup, dtype=np.float64)
     top = np.asarray(top_speedup, dtype=np.float64)
@@ -49,7 +51,7 @@ def fit_grain(elements: ArrayLike, speedup: ArrayLike, top_speedup: ArrayLike) -
     if not keep.any():
         return 0.0
     e, s, top = e[keep], s[keep], top[keep]
-    grid = 2.0 ** np.arange(6.0, 24.25, 0.25)
+    grid = 2.0 ** np.arange(log2_range[0], log2_range[1] + 0.125, 0.25)
     model = np.minimum(top[None, :], np.maximum(1.0, e[None, :] / grid[:, None]))
     err = ((np.log(model) - np.log(s)[None, :]) ** 2).sum(axis=1)
     return float(grid[int(np.argmin(err))])
@@ -80,18 +82,40 @@ def _sweep(device: str, sizes: list[int], repeat: int, sample_s: float) -> dict[
     return out
 
 
+def gemm_scaling(matmul_1t: list[dict[str, Any]],
+                 matmul_t: list[dict[str, Any]]) -> dict[str, Any]:
+    """GEMM side of the thread model from the same shapes timed at 1 and at T threads: per-shape
+    speedups ``t_1 / t_T``, ``S`` = the speedup of the shape with the most FLOPs, and the grain
+    ``g`` (FLOPs, 2^12..2^34) that best fits ``min(S, max(1, F / g))`` to the speedups."""
+    flops = np.array([r["flops"] for r in matmul_t], dtype=np.float64)
+    speedup = np.array([a["time_s"] / b["time_s"] for a, b in zip(matmul_1t, matmul_t,
+                                                                  strict=True)])
+    top = float(speedup[int(np.argmax(flops))])
+    grain = fit_grain(flops, speedup, np.full(len(flops), top), (12.0, 34.0))
+    return {"gemm_speedup": speedup.tolist(), "gemm_top_speedup": top,
+            "gemm_grain_flops": grain}
+
+
 def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int],
                     repeat: int, sample_s: float,
-                    op_overhead: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+                    op_overhead: Callable[[], dict[str, Any]],
+                    matmul_t: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The 1-thread side of the thread model, measured with 1 thread (the caller measures the
     T-thread side at its own thread count): the fixed cost per op at 1 thread
     (``op_overhead()``), every kernel's elements/s on ``kernel_n`` elements net of the plain
     per-call cost, and the ``exp``/``add`` sweep over ``sizes`` at 1 and at ``threads``
-    threads (each time net of that thread count's plain per-call cost) with the fitted grain.
+    threads (each time net of that thread count's plain per-call cost) with the fitted grain;
+    with ``matmul_t`` (``bench.bench_matmul`` at T threads) the same shapes at 1 thread and
+    ``gemm_scaling``.
     """
     def at_one() -> dict[str, Any]:
+        import torch
+
         o = op_overhead()
+        shapes = [(r["m"], r["n"], r["k"], r["layout"]) for r in matmul_t or []]
         return {"op_overhead": o,
+                "matmul": bench.bench_matmul(device, torch.float32, shapes, repeat=repeat,
+                                             min_sample_s=sample_s),
                 "kernels": bench.bench_kernels(device, kernel_n, repeat=repeat,
                                                min_sample_s=sample_s,
                                                overhead_s=o["plain_op_s"]),
@@ -117,4 +141,6 @@ def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int
     return {"threads": threads, "sizes": list(sizes), "sweep_1t_s": one["sweep"],
             "sweep_t_s": many["sweep"], "plain_op_t_s": many["plain_op_s"],
             "speedup": speedup.tolist(), "grain_elems": fit_grain(e, speedup, top),
-            "kernels_1t": one["kernels"], "op_overhead_1t": one["op_overhead"]}
+            "kernels_1t": one["kernels"], "op_overhead_1t": one["op_overhead"],
+            "matmul_1t": one["matmul"],
+            **(gemm_scaling(one["matmul"], matmul_t) if matmul_t else {})}

@@ -44,8 +44,11 @@ def calibrate(
     at 1 thread, and a small op runs on one thread: an element-wise kernel of E elements
     runs at K(E) = K_1 * min(K_T / K_1, max(1, E / g)), with K_1 / K_T its elements/s at 1 / T
     threads on large tensors and g the grain (elements), fitted to exp and add timed over
-    sizes at 1 and T threads. The fixed cost per op is measured at T threads (it does not
-    shrink with threads). Train with the same thread count you calibrate at.
+    sizes at 1 and T threads; a GEMM of F FLOPs at intensity I runs at
+    P_1(I) * min(S, max(1, F / g_F)), with P_1 the 1-thread curve, S the speedup of the
+    largest measured GEMM and g_F a grain in FLOPs fitted to the same shapes timed at 1 and
+    T threads. The fixed cost per op is measured at T threads (it does not shrink with
+    threads). Train with the same thread count you calibrate at.
     """
     from traincast.calibrate import calibrate as run_calibration
 

@@ -24,7 +24,7 @@ from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
-from traincast.predict import evaluate
+from traincast.predict import evaluate, zoo_ops
 from traincast.resolve import OK, Resolved, resolve
 from traincast.scenarios import Scenario
 
@@ -45,10 +45,11 @@ class ScenarioResult:
 
 def evaluate_columns(cols: Columns, catalog: Catalog, overlap: float = 0.0,
                      hierarchical: bool = False, **overrides: Any) -> tuple[Breakdown, Resolved]:
-    """Resolve a job table once and evaluate it: the breakdown and the resolved rows."""
+    """Resolve a job table once and evaluate it: the breakdown and the resolved rows (a row
+    whose workload has a shipped per-op table is priced op by op, as ``predict_table``)."""
     amp = bool(overrides.pop("amp", False))
     r = resolve(cols, catalog, amp=amp, hierarchical=hierarchical, **overrides)
-    return evaluate(r, catalog, overlap), r
+    return evaluate(r, catalog, overlap, workload=cols["workload"], ops_of=zoo_ops), r
 
 
 def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,

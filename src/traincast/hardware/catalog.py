@@ -68,6 +68,10 @@ class GPU:
     # at 1 thread and the grain (elements) below which an op runs on one thread
     kernel_gelems_1t: dict[str, float] = field(default_factory=dict)
     thread_grain_elems: float = 0.0
+    # ... and GEMMs: the 1-thread curve over gemm_intensity, the large-GEMM speedup, the grain
+    gemm_tflops_1t: tuple[float, ...] = ()
+    thread_gemm_speedup: float = 0.0
+    thread_gemm_grain_flops: float = 0.0
     default_node: str = ""
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)  # field -> citation of that number
@@ -160,7 +164,8 @@ _INT_KEYS = {"gpu": {"sms", "threads"}, "link": set(), "node": {"gpus", "nics"}}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
-_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values()}, "link": set(), "node": set()}
+_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t"}, "link": set(),
+               "node": set()}
 _MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction"}, "link": set(),
              "node": set()}  # tables NAME -> number
 _SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME -> citation

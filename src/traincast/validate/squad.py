@@ -7,10 +7,11 @@ command line. The encoders are BERT-base (12 layers, hidden 768, 12 heads, FFN 3
 BERT-large (24 layers, 1024, 16 heads, 4096), 30,522-token uncased WordPiece vocabulary
 (Devlin et al. 2019). The loss is the mean of the start and end cross-entropies; inputs are
 seeded random token ids with start/end positions; attention is the eager (unfused)
-implementation, as NVIDIA's BERT code runs it. No padding mask is passed (transformers checks
-the mask's values, which meta tensors do not have): the masked add of the scores, one
-memory-bound op of B x heads x 384 x 384 per layer, is left out. The model is built on the
-meta device (no weights are allocated): it serves profiling only.
+implementation, as NVIDIA's BERT code runs it. The padding mask is passed as an additive
+``B x 1 x 1 x 384`` float mask (transformers checks a 2-D mask's values, which meta tensors do not
+have): the masked add of the scores, one memory-bound op of B x heads x 384 x 384 per layer, is
+profiled as the GPU runs it. The model is built on the meta device (no weights are allocated): it
+serves profiling only.
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ class _Positional(nn.Module):
 
     def forward(self, ids: torch.Tensor, types: torch.Tensor, start: torch.Tensor,
                 end: torch.Tensor) -> torch.Tensor:
-        out = self.model(input_ids=ids, token_type_ids=types)
+        # run_squad.py passes the padding mask: an additive B x 1 x 1 x S bias on the scores
+        # of every layer (one memory-bound add of B x heads x S x S per layer), given here as a
+        # 4-D float mask, which transformers takes as is (a 2-D mask is checked by value).
+        dtype = next(self.model.parameters()).dtype
+        mask = torch.zeros(ids.shape[0], 1, 1, ids.shape[1], dtype=dtype, device=ids.device)
+        out = self.model(input_ids=ids, token_type_ids=types, attention_mask=mask)
         return (F.cross_entropy(out.start_logits, start)
                 + F.cross_entropy(out.end_logits, end)) / 2
 

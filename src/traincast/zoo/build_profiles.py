@@ -1,6 +1,7 @@
-"""Write ``profiles.json``: every zoo model profiled at its default batch, fp32 and under autocast.
+"""Write ``profiles.json``: every zoo model profiled at its default batch, fp32 and under autocast;
+with ``--ops``, ``ops.json``: each model's per-op table (fp32, default batch).
 
-    python -m traincast.zoo.build_profiles [-o PATH] [NAME ...]
+    python -m traincast.zoo.build_profiles [-o PATH] [--ops] [NAME ...]
 
 Deterministic: seeded inputs, sorted keys, no timestamps; the same torch gives the same file.
 The optimizer is Adam. With NAMEs, only those entries are re-profiled (the others are kept).
@@ -20,6 +21,8 @@ from rich.progress import Progress
 from traincast.zoo.registry import ZOO
 
 DEFAULT_PATH = Path(__file__).with_name("profiles.json")
+OPS_PATH = Path(__file__).with_name("ops.json")
+OP_KEYS = ("op", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes", "count")
 AMP_KEYS = ("bytes_memory_bound", "bytes_memory_bound_fused", "flops_compute_bound",
             "memory_bytes")
 
@@ -69,17 +72,52 @@ def build(path: Path = DEFAULT_PATH, names: list[str] | None = None) -> dict[str
     return data
 
 
+def ops_entry(name: str) -> dict[str, Any]:
+    """Zoo model ``name``'s per-op table at its default batch with the aggregates it sums to."""
+    from traincast.features.profile import profile_model
+
+    rec = profile_model(f"zoo:{name}", ops=True)
+    return {"batch_size": rec["batch_size"], "flops_compute_bound": rec["flops_compute_bound"],
+            "bytes_memory_bound": rec["bytes_memory_bound"],
+            "ops": [{k: row[k] for k in OP_KEYS if k in row} for row in rec["ops"]]}
+
+
+def build_ops(path: Path = OPS_PATH, names: list[str] | None = None) -> dict[str, Any]:
+    """Write every zoo model's (or ``names``') per-op table to ``path``."""
+    import torch
+
+    models: dict[str, Any] = json.loads(path.read_text())["models"] \
+        if names and path.exists() else {}
+    todo = names or list(ZOO)
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task("profiling the zoo op by op", total=len(todo))
+        for name in todo:
+            progress.update(task, description=f"profiling {name} op by op")
+            models[name] = ops_entry(name)
+            progress.advance(task)
+    data = {"meta": {"generator": "python -m traincast.zoo.build_profiles --ops",
+                     "torch": torch.__version__.split("+")[0], "optimizer": "adam",
+                     "device": "meta"},
+            "models": {k: models[k] for k in ZOO if k in models}}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
+    tmp.replace(path)
+    return data
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="zoo models to re-profile (default: all)")
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("-o", "--output", type=Path, default=None)
+    parser.add_argument("--ops", action="store_true", help="write the per-op tables (ops.json)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in ZOO]
     if unknown:
         print(f"unknown zoo models: {', '.join(unknown)}", file=sys.stderr)
         return 2
-    build(args.output, args.names or None)
-    print(f"wrote {args.output}", file=sys.stderr)
+    out = args.output or (OPS_PATH if args.ops else DEFAULT_PATH)
+    (build_ops if args.ops else build)(out, args.names or None)
+    print(f"wrote {out}", file=sys.stderr)
     return 0
 
 

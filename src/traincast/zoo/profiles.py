@@ -68,6 +68,21 @@ def workload_features(name: str) -> dict[str, Any] | None:
     return record
 
 
+@cache
+def _ops() -> dict[str, Any]:
+    path = resources.files("traincast.zoo").joinpath("ops.json")
+    return json.loads(path.read_text())["models"] if path.is_file() else {}
+
+
+def workload_ops(name: str) -> dict[str, Any] | None:
+    """The per-op table of the zoo model standing in for workload ``name`` (``ops.json``:
+    ``{"ops", "flops_compute_bound", "bytes_memory_bound", "batch_size"}``), or None."""
+    if not name:
+        return None
+    model = resolve_workload(name)
+    return _ops().get(model) if model else None
+
+
 def workload_names() -> list[str]:
     """Every name ``workload_features`` knows: profiled zoo models, their aliases and workload
     tags, sorted."""
