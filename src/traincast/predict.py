@@ -66,6 +66,7 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     if workload is None or ops_of is None:
         return flop, mem
     with_ops = [ops_of(v) for v in workload.values]
+    cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
     for k, rows in _groups(np.where(workload.codes >= 0, key, -1)):
         wl, rest = divmod(int(k), 2 * n_gpu + 2)
@@ -74,8 +75,11 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         if not prof or not prof.get("ops") or code >= n_gpu \
                 or r.gpu.values[code] not in catalog.gpus:
             continue
-        per = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
-                                    "amp" if amp else "fp32", strategy)
+        key_ = ("ops", workload.values[wl], r.gpu.values[code], amp, strategy)
+        if key_ not in cache:
+            cache[key_] = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
+                                                "amp" if amp else "fp32", strategy)
+        per = cache[key_]
         flop[rows] = r.flops[rows] * per["compute_flop"] / prof["flops_compute_bound"]
         mem[rows] = r.mem_bytes[rows] * per["compute_mem"] / prof["bytes_memory_bound"]
     return flop, mem

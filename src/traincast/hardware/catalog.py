@@ -187,6 +187,8 @@ class Catalog:
     aliases: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Results derived from this catalog alone (per-op prices of the shipped zoo tables)."""
 
     def gpu(self, name: str) -> GPU:
         """A GPU by name or alias (case-insensitive)."""
