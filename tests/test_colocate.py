@@ -13,6 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import PINNED
 from traincast.analysis.colocate import (
     colocate,
     colocate_arrays,
@@ -24,33 +25,6 @@ from traincast.analysis.colocate import (
     utilization_shares,
 )
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import load_catalog
-
-# The shipped V100 node with every efficiency 1, so the arithmetic below is exact.
-PINNED = """
-[gpu.V100-SXM2-16GB]
-fp32_tflops = 15.7
-fp16_tflops = 125.0
-mem_bw_gbs = 900
-mem_gb = 16
-flop_efficiency = 1.0
-mem_efficiency = 1.0
-[link.pcie3x16]
-bw_gbs = 15.75
-efficiency = 1.0
-[link.nvlink2-v100]
-bw_gbs = 150.0
-efficiency = 1.0
-[link.eth25]
-bw_gbs = 3.125
-efficiency = 1.0
-[node.pai-v100-nvlink]
-gpu = "V100-SXM2-16GB"
-gpus = 8
-pcie = "pcie3x16"
-intra = "nvlink2-v100"
-nic = "eth25"
-"""
 
 # Four single-GPU 1w1g jobs on a V100 (no communication), each T_total = 0.5 s:
 #   T_data = input / 15.75e9, T_flop = flops / 15.7e12, T_mem = bytes / 900e9
@@ -83,12 +57,6 @@ def hand_trace(weight_bytes: float = 0.0) -> dict[str, list]:
         "gpu_util": [MEASURED[j] for j in ids],
     }
 
-
-@pytest.fixture
-def catalog(tmp_path: Path):
-    path = tmp_path / "pinned.toml"
-    path.write_text(PINNED)
-    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def _by_id(result: dict) -> dict[str, dict]:

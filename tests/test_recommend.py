@@ -9,7 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from test_whatif import (
-    PINNED,
     PS4_BASE,
     PS4_NVLINK,
     PS16_BASE,
@@ -21,13 +20,6 @@ from traincast.analysis.recommend import load_prices, recommend
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
-
-
-@pytest.fixture
-def catalog(tmp_path: Path):
-    path = tmp_path / "pinned.toml"
-    path.write_text(PINNED)
-    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def rows_by_job(result: dict) -> dict[str, dict]:

@@ -10,40 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# The numbers below are the shipped catalog's; this file pins them (efficiency 1) so the hand
+# arithmetic stays right whatever efficiencies a calibrated catalog adds.
+from conftest import PINNED  # re-exported for test_recommend and test_study
 from traincast.analysis.whatif import weighted_median, whatif
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
 from traincast.scenarios import load_scenario, shipped_scenarios
-
-# The numbers below are the shipped catalog's; this file pins them (efficiency 1) so the hand
-# arithmetic stays right whatever efficiencies a calibrated catalog adds.
-PINNED = """
-[gpu.V100-SXM2-16GB]
-fp32_tflops = 15.7
-fp16_tflops = 125.0
-mem_bw_gbs = 900
-mem_gb = 16
-flop_efficiency = 1.0
-mem_efficiency = 1.0
-[link.pcie3x16]
-bw_gbs = 15.75
-efficiency = 1.0
-[link.nvlink2-v100]
-bw_gbs = 150.0
-efficiency = 1.0
-[link.eth25]
-bw_gbs = 3.125
-efficiency = 1.0
-[link.eth100]
-bw_gbs = 12.5
-efficiency = 1.0
-[node.pai-v100-nvlink]
-gpu = "V100-SXM2-16GB"
-gpus = 8
-pcie = "pcie3x16"
-intra = "nvlink2-v100"
-nic = "eth25"
-"""
 
 # Every job: T_flop = 1.57e12 / 15.7e12 = 0.1 s, T_mem = 9e9 / 900e9 = 0.01 s,
 # T_data = 1.575e8 / 15.75e9 = 0.01 s; W = 2.5e8 bytes unless said otherwise.
@@ -81,12 +54,6 @@ def write_small_trace(path: Path) -> Path:
         for i in range(len(t["job_id"]))]) + "\n")
     return path
 
-
-@pytest.fixture
-def catalog(tmp_path: Path):
-    path = tmp_path / "pinned.toml"
-    path.write_text(PINNED)
-    return load_catalog([path], compute="paper")  # the paper's arithmetic, pinned
 
 
 def per_job(result: dict) -> dict[tuple[str, str], dict]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,26 @@ def profile_entry(name: str) -> dict[str, Any]:
     return rec
 
 
+def _profile_all(path: Path, names: list[str] | None, entry: Callable[[str], dict[str, Any]],
+                 what: str) -> dict[str, Any]:
+    """``entry(name)`` for the zoo (or ``names``, keeping the other entries of ``path``)."""
+    models: dict[str, Any] = json.loads(path.read_text())["models"] \
+        if names and path.exists() else {}
+    todo = names or list(ZOO)
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task(what, total=len(todo))
+        for name in todo:
+            progress.update(task, description=f"{what} {name}")
+            models[name] = entry(name)
+            progress.advance(task)
+    return models
+
+
 def build(path: Path = DEFAULT_PATH, names: list[str] | None = None) -> dict[str, Any]:
     """Profile the zoo (or ``names``) and write ``path``; returns the written object."""
     import torch
 
-    models: dict[str, Any] = {}
-    if names and path.exists():
-        models = json.loads(path.read_text())["models"]
-    todo = names or list(ZOO)
-    with Progress(transient=True, console=Console(stderr=True)) as progress:
-        task = progress.add_task("profiling the zoo", total=len(todo))
-        for name in todo:
-            progress.update(task, description=f"profiling {name}")
-            models[name] = profile_entry(name)
-            progress.advance(task)
+    models = _profile_all(path, names, profile_entry, "profiling")
     data = {"meta": {"generator": "python -m traincast.zoo.build_profiles",
                      "torch": torch.__version__.split("+")[0], "optimizer": "adam",
                      "amp_dtype": "float16", "device": "meta",
@@ -86,15 +93,7 @@ def build_ops(path: Path = OPS_PATH, names: list[str] | None = None) -> dict[str
     """Write every zoo model's (or ``names``') per-op table to ``path``."""
     import torch
 
-    models: dict[str, Any] = json.loads(path.read_text())["models"] \
-        if names and path.exists() else {}
-    todo = names or list(ZOO)
-    with Progress(transient=True, console=Console(stderr=True)) as progress:
-        task = progress.add_task("profiling the zoo op by op", total=len(todo))
-        for name in todo:
-            progress.update(task, description=f"profiling {name} op by op")
-            models[name] = ops_entry(name)
-            progress.advance(task)
+    models = _profile_all(path, names, ops_entry, "profiling op by op")
     data = {"meta": {"generator": "python -m traincast.zoo.build_profiles --ops",
                      "torch": torch.__version__.split("+")[0], "optimizer": "adam",
                      "device": "meta"},
