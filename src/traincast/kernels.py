@@ -54,6 +54,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from traincast.features.ops import op_family
+
 F = NDArray[np.float64]
 
 TENSOR_CORE_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128))
@@ -260,10 +262,14 @@ def launch_s(gpu: Any) -> float:
 
 # --------------------------------------------------- GEMM shapes of the ops of a profile table
 
-GEMM_OPS = frozenset({"mm", "addmm", "_addmm_activation", "bmm", "baddbmm", "matmul"})
-CONV_OPS = frozenset({"convolution", "_convolution", "conv2d", "conv1d", "conv3d",
-                      "cudnn_convolution", "mkldnn_convolution", "convolution_overrideable"})
-CONV_BACKWARD_OPS = frozenset({"convolution_backward", "convolution_backward_overrideable"})
+BIAS_FIRST = frozenset({"addmm", "_addmm_activation", "baddbmm"})  # (bias, A, B) arguments
+
+
+def _is_conv(name: str, backward: bool | None = None) -> bool:
+    """A convolution by the op registry (``features.ops``); ``backward`` narrows it."""
+    if op_family(name) != "conv":
+        return False
+    return backward is None or backward == ("backward" in name)
 
 
 def _dims(shapes: str) -> list[list[int]]:
@@ -280,7 +286,7 @@ def _gemm_of_matrices(a: list[int], b: list[int]) -> tuple[float, float, float, 
 def _conv_products(name: str, dims: list[list[int]],
                    flops: float) -> list[tuple[float, float, float, float]]:
     """Implicit-GEMM products of a convolution (forward) or its backward (module docstring)."""
-    if name in CONV_OPS:
+    if _is_conv(name, backward=False):
         w = dims[1]
         n, k = float(w[0]), float(math.prod(w[1:]))
         return [(flops / (2.0 * n * k), n, k, 1.0)] if n * k > 0 else []
@@ -309,13 +315,13 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
     name = op.removeprefix("aten::")
     try:
         dims = _dims(shapes) if shapes else []
-        if name in GEMM_OPS and dims:
-            a, b = (dims[1], dims[2]) if name in ("addmm", "_addmm_activation", "baddbmm") \
-                else (dims[0], dims[1])
+        family = op_family(name)
+        if family == "gemm" and dims:
+            a, b = (dims[1], dims[2]) if name in BIAS_FIRST else (dims[0], dims[1])
             return [_gemm_of_matrices(a, b)] if len(a) >= 2 and len(b) >= 2 else []
-        if name in CONV_OPS | CONV_BACKWARD_OPS and dims:
+        if family == "conv" and dims:
             return _conv_products(name, dims, flops)
-        if "attention" in name and dims and len(dims[0]) == 4:
+        if family == "attention" and dims and len(dims[0]) == 4:
             bsz, heads, seq, head_dim = (float(d) for d in dims[0])
             return [(seq, seq, head_dim, bsz * heads)]
     except (IndexError, ValueError, ZeroDivisionError):
@@ -362,7 +368,7 @@ def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[st
     out = np.zeros(len(ops))
     for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
         name = str(o.get("op", "")).removeprefix("aten::")
-        if d in TENSOR_CORE_DTYPES and name in CONV_OPS | CONV_BACKWARD_OPS \
+        if d in TENSOR_CORE_DTYPES and _is_conv(name) \
                 and str(o.get("layout", "nchw")).lower() not in ("nhwc", "channels_last"):
             out[i] = 2.0 * (float(o.get("bytes_read", 0.0)) + float(o.get("bytes_written", 0.0)))
     return out

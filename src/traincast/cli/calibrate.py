@@ -48,7 +48,10 @@ def calibrate(
     P_1(I) * min(S, max(1, F / g_F)), with P_1 the 1-thread curve, S the speedup of the
     largest measured GEMM and g_F a grain in FLOPs fitted to the same shapes timed at 1 and
     T threads. The fixed cost per op is measured at T threads (it does not shrink with
-    threads). Train with the same thread count you calibrate at.
+    threads). At T > 1 each figure is the fastest sample by wall time (other programs only add
+    time); the share of the time other programs held the cores is recorded
+    (runqueue_wait_fraction) and warned about above 5%. Train with the same thread count you
+    calibrate at.
     """
     from traincast.calibrate import calibrate as run_calibration
 
