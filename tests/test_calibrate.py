@@ -207,6 +207,13 @@ def test_gemm_rate_at_threads_by_hand() -> None:
     # P_1(10) = 60e9; F = 5e6 < g: 60e9; F = 1.5 g: 90e9; F = 1e9: S * 60e9 = 114e9;
     # at I = 100: 1.9 * 80e9 = 152e9
     assert rate == pytest.approx([60e9, 90e9, 114e9, 152e9])
+    # convolutions: the same rule on the conv curves (1-thread 20 GFLOP/s flat, S = 1.5,
+    # g = 1e8 FLOPs): F = 5e7 -> 20e9; F = 1e9 -> 30e9
+    conv = Curves(xs, np.array([100e9, 100e9]), xs, np.array([50e9, 50e9]), xs,
+                  np.array([1e10, 1e10]), 0.0, conv_flops_per_s_1t=np.array([20e9, 20e9]),
+                  conv_thread_speedup=1.5, conv_grain_flops=1e8)
+    assert gemm_rate_at_threads([10.0, 10.0], [5e7, 1e9], conv, conv=True) == pytest.approx(
+        [20e9, 30e9])
     # without a thread model: the T-thread curve
     plain = Curves(xs, np.array([100e9, 100e9]), xs, np.array([1e11, 1e11]), xs,
                    np.array([1e10, 1e10]), 0.0)

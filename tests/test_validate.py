@@ -96,3 +96,22 @@ def test_threads_follow_the_catalog_and_oversubscribed_cases_are_skipped(
     assert out["cases"] == [] and len(out["skipped"]) == 1
     assert f"{cores + 1} processes x 1 threads > {cores} cores" in out["skipped"][0]["reason"]
     assert thread_counts() == sorted({1, cores})
+
+
+def test_validate_threads_reports_each_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    v = sys.modules["traincast.validate"]  # the package (the name may be re-exported)
+
+    def fake(catalog=None, *, threads=None, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        rows = [{"error": 0.1 * threads, "paper_error": -0.5}]
+        return {"threads": threads, "cases": rows, "failed": [], "skipped": [],
+                **summarize(rows)}
+
+    monkeypatch.setattr(v, "validate", fake)
+    out = v.validate_threads([1, 2], quick=True)
+    assert [r["threads"] for r in out["runs"]] == [1, 2]
+    assert out["threads"] == 1 and out["cases"] == out["runs"][0]["cases"]  # 1 thread on top
+    assert out["by_threads"]["1"]["median_abs_error"] == pytest.approx(0.1)
+    assert out["by_threads"]["2"]["max_abs_error"] == pytest.approx(0.2)
+    assert out["by_threads"]["2"]["cases"] == 1 and out["by_threads"]["2"]["skipped"] == 0

@@ -118,6 +118,9 @@ class Curves:
     gemm_flops_per_s_1t: F = field(default_factory=lambda: np.zeros(0))
     gemm_thread_speedup: float = 0.0
     gemm_grain_flops: float = 0.0
+    conv_flops_per_s_1t: F = field(default_factory=lambda: np.zeros(0))
+    conv_thread_speedup: float = 0.0
+    conv_grain_flops: float = 0.0
 
     @classmethod
     def from_gpu(cls, gpu: Any) -> Curves:
@@ -147,7 +150,10 @@ class Curves:
                    float(getattr(gpu, "thread_grain_elems", 0.0)),
                    np.asarray(getattr(gpu, "gemm_tflops_1t", ()), float) * 1e12,
                    float(getattr(gpu, "thread_gemm_speedup", 0.0)),
-                   float(getattr(gpu, "thread_gemm_grain_flops", 0.0)))
+                   float(getattr(gpu, "thread_gemm_grain_flops", 0.0)),
+                   np.asarray(getattr(gpu, "conv_tflops_1t", ()), float) * 1e12,
+                   float(getattr(gpu, "thread_conv_speedup", 0.0)),
+                   float(getattr(gpu, "thread_conv_grain_flops", 0.0)))
 
 
 def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
@@ -192,20 +198,23 @@ def kernel_times_s(op_names: Sequence[str] | NDArray[Any], elements: ArrayLike,
     return np.asarray(elements, dtype=np.float64) / rate
 
 
-def gemm_rate_at_threads(intensity: ArrayLike, flops: ArrayLike, curves: Curves) -> F:
+def gemm_rate_at_threads(intensity: ArrayLike, flops: ArrayLike, curves: Curves,
+                         conv: bool = False) -> F:
     """GEMM FLOP/s of each op. Without a CPU thread model: the (T-thread) curve at the op's
     intensity. With one (calibrate at T > 1 threads: 1-thread curve P_1, large-GEMM speedup
     S, grain g in FLOPs), a product's thread speedup depends on its work, not its intensity:
     ``P_1(I) * min(S, max(1, F / g))`` (``thread_scaled_rate`` with K_1 = P_1(I),
-    K_T = S * P_1(I), E = F)."""
-    p_t = interp_curve(intensity, curves.gemm_intensity, curves.gemm_flops_per_s)
-    p_1 = curves.gemm_flops_per_s_1t
-    if (curves.gemm_grain_flops <= 0 or curves.gemm_thread_speedup <= 0
-            or len(p_1) != len(curves.gemm_intensity)):
-        return p_t
-    rate_1 = interp_curve(intensity, curves.gemm_intensity, p_1)
-    return thread_scaled_rate(rate_1, curves.gemm_thread_speedup * rate_1, flops,
-                              curves.gemm_grain_flops)
+    K_T = S * P_1(I), E = F). ``conv=True``: the same with the convolution curves."""
+    if conv:
+        xs, p_t, p_1 = curves.conv_intensity, curves.conv_flops_per_s, curves.conv_flops_per_s_1t
+        speedup, grain = curves.conv_thread_speedup, curves.conv_grain_flops
+    else:
+        xs, p_t, p_1 = curves.gemm_intensity, curves.gemm_flops_per_s, curves.gemm_flops_per_s_1t
+        speedup, grain = curves.gemm_thread_speedup, curves.gemm_grain_flops
+    if grain <= 0 or speedup <= 0 or len(p_1) != len(xs):
+        return interp_curve(intensity, xs, p_t)
+    rate_1 = interp_curve(intensity, xs, p_1)
+    return thread_scaled_rate(rate_1, speedup * rate_1, flops, grain)
 
 
 def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
@@ -216,7 +225,7 @@ def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(b > 0, flops / b, np.inf)
     p_gemm = gemm_rate_at_threads(intensity, flops, curves)
-    p_conv = interp_curve(intensity, curves.conv_intensity, curves.conv_flops_per_s)
+    p_conv = gemm_rate_at_threads(intensity, flops, curves, conv=True)
     p = np.where(np.asarray(conv, dtype=bool), p_conv, p_gemm)
     m = interp_curve(b, curves.elementwise_bytes, curves.elementwise_bps)
     return flops / p, b / m

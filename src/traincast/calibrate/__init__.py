@@ -35,7 +35,7 @@ small op runs on one thread whatever the thread count::
 (``kernel_gelems_1t`` = K_1, ``kernel_gelems`` = K_T, ``thread_grain_elems`` = g), and a GEMM
 of F FLOPs at intensity I at ``P_1(I) * min(S, max(1, F / g_F))`` (``gemm_tflops_1t`` = P_1 over
 ``gemm_intensity``, ``thread_gemm_speedup`` = S, ``thread_gemm_grain_flops`` = g_F). The fixed
-cost per op does not shrink with threads (it is measured at T threads as it is).
+cost per op is taken as measured at T threads (not scaled with threads).
 Communication ranks run 1 thread each (2 processes must not oversubscribe the cores).
 Every figure is the median of repeated samples after warm-up; the ``[calibration]`` table of
 the file records spreads, the date, the device, torch's version and the raw measurements.
@@ -251,7 +251,9 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
             device, threads, kernel_n=plan["kernel_n"], sizes=plan["thread_sizes"],
             repeat=repeat, sample_s=sample,
             op_overhead=lambda: _op_overhead(device, repeat, res["foreach"]["per_tensor_s"]),
-            matmul_t=res["matmul_fp32"])
+            matmul_t=res["matmul_fp32"], conv_t=res["conv"],
+            conv=lambda: bench.bench_conv(device, quick=quick, repeat=repeat,
+                                          min_sample_s=sample, cases=plan["conv"]))
     if comm:
         from traincast.calibrate.comm import bench_comm
 
@@ -379,6 +381,15 @@ def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
         out["gemm_tflops_1t"] = p1 / 1e12
         out["thread_gemm_speedup"] = float(ts["gemm_top_speedup"])
         out["thread_gemm_grain_flops"] = float(ts["gemm_grain_flops"])
+    if ts and ts.get("conv_1t") and ts.get("conv_grain_flops", 0) > 0:
+        plain = ts["op_overhead_1t"]["plain_op_s"]
+        cv = ts["conv_1t"]
+        _, c1 = curve_from_points([r["flops"] / r["bytes"] for r in cv],
+                                  _net_rate(np.array([r["flops"] for r in cv]),
+                                            np.array([r["time_s"] for r in cv]), plain))
+        out["conv_tflops_1t"] = c1 / 1e12
+        out["thread_conv_speedup"] = float(ts["conv_top_speedup"])
+        out["thread_conv_grain_flops"] = float(ts["conv_grain_flops"])
     return out
 
 
@@ -455,7 +466,10 @@ def catalog_text(res: dict[str, Any]) -> str:
             "thread_grain_elems": ts["grain_elems"],
             "matmul_1t_tflops": [r["tflops"] for r in ts.get("matmul_1t", [])],
             "matmul_thread_speedup": ts.get("gemm_speedup", []),
-            "thread_gemm_grain_flops": ts.get("gemm_grain_flops", 0.0)})
+            "thread_gemm_grain_flops": ts.get("gemm_grain_flops", 0.0),
+            "conv_1t_tflops": [r["tflops"] for r in ts.get("conv_1t", [])],
+            "conv_thread_speedup": ts.get("conv_speedup", []),
+            "thread_conv_grain_flops": ts.get("conv_grain_flops", 0.0)})
     comm = res.get("comm")
     if comm:
         record.update({

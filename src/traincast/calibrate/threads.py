@@ -16,10 +16,14 @@ measured: ``exp`` and ``add`` over a sweep of sizes at 1 and T threads, and ``g`
 ``min(S, max(1, E / g))`` are closest, in log, to the measured ones (S = the speedup of the
 largest size of each kernel).
 
-The fixed cost per op is measured at T threads as it is (``op_overhead_us``): it does not
-shrink with threads (on the 2-core development machine it stayed or grew: 22.6 -> 24.6 us and
-12.5 -> 22.7 us from 1 to 2 threads in two calibrations). Its 1-thread value is kept in the
+The fixed cost per op is measured at T threads as it is (``op_overhead_us``; on the 2-core
+development machine 1 -> 2 threads moved it by -25% to +82% in five calibrations, against a
+3x spread between calibrations: no consistent change). Its 1-thread value is kept in the
 calibration record.
+
+GEMMs and convolutions follow the same rule by work: a product of F FLOPs at intensity I runs
+at ``P_1(I) * min(S, max(1, F / g_F))`` (``gemm_scaling``: the calibration's shapes timed at
+1 and T threads; ``traincast.roofline.gemm_rate_at_threads`` applies it).
 """
 
 from __future__ import annotations
@@ -84,9 +88,10 @@ def _sweep(device: str, sizes: list[int], repeat: int, sample_s: float) -> dict[
 
 def gemm_scaling(matmul_1t: list[dict[str, Any]],
                  matmul_t: list[dict[str, Any]]) -> dict[str, Any]:
-    """GEMM side of the thread model from the same shapes timed at 1 and at T threads: per-shape
-    speedups ``t_1 / t_T``, ``S`` = the speedup of the shape with the most FLOPs, and the grain
-    ``g`` (FLOPs, 2^12..2^34) that best fits ``min(S, max(1, F / g))`` to the speedups."""
+    """GEMM (or convolution) side of the thread model from the same shapes timed at 1 and at T
+    threads: per-shape speedups ``t_1 / t_T``, ``S`` = the speedup of the shape with the most
+    FLOPs, and the grain ``g`` (FLOPs, 2^12..2^34) that best fits ``min(S, max(1, F / g))``
+    to the speedups."""
     flops = np.array([r["flops"] for r in matmul_t], dtype=np.float64)
     speedup = np.array([a["time_s"] / b["time_s"] for a, b in zip(matmul_1t, matmul_t,
                                                                   strict=True)])
@@ -99,14 +104,18 @@ def gemm_scaling(matmul_1t: list[dict[str, Any]],
 def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int],
                     repeat: int, sample_s: float,
                     op_overhead: Callable[[], dict[str, Any]],
-                    matmul_t: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                    matmul_t: list[dict[str, Any]] | None = None,
+                    conv: Callable[[], list[dict[str, Any]]] | None = None,
+                    conv_t: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The 1-thread side of the thread model, measured with 1 thread (the caller measures the
     T-thread side at its own thread count): the fixed cost per op at 1 thread
     (``op_overhead()``), every kernel's elements/s on ``kernel_n`` elements net of the plain
     per-call cost, and the ``exp``/``add`` sweep over ``sizes`` at 1 and at ``threads``
     threads (each time net of that thread count's plain per-call cost) with the fitted grain;
     with ``matmul_t`` (``bench.bench_matmul`` at T threads) the same shapes at 1 thread and
-    ``gemm_scaling``.
+    ``gemm_scaling``; with ``conv`` (a 1-thread run of the convolutions) and ``conv_t`` (their
+    T-thread results) the same for convolutions (``conv_speedup``, ``conv_top_speedup``,
+    ``conv_grain_flops``).
     """
     def at_one() -> dict[str, Any]:
         import torch
@@ -116,6 +125,7 @@ def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int
         return {"op_overhead": o,
                 "matmul": bench.bench_matmul(device, torch.float32, shapes, repeat=repeat,
                                              min_sample_s=sample_s),
+                "conv": conv() if conv is not None else [],
                 "kernels": bench.bench_kernels(device, kernel_n, repeat=repeat,
                                                min_sample_s=sample_s,
                                                overhead_s=o["plain_op_s"]),
@@ -142,5 +152,8 @@ def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int
             "sweep_t_s": many["sweep"], "plain_op_t_s": many["plain_op_s"],
             "speedup": speedup.tolist(), "grain_elems": fit_grain(e, speedup, top),
             "kernels_1t": one["kernels"], "op_overhead_1t": one["op_overhead"],
-            "matmul_1t": one["matmul"],
-            **(gemm_scaling(one["matmul"], matmul_t) if matmul_t else {})}
+            "matmul_1t": one["matmul"], "conv_1t": one["conv"],
+            **(gemm_scaling(one["matmul"], matmul_t) if matmul_t else {}),
+            **({f"conv_{k.removeprefix('gemm_')}": v
+                for k, v in gemm_scaling(one["conv"], conv_t).items()}
+               if conv_t and one["conv"] else {})}

@@ -47,11 +47,11 @@ def calibrate(
     sizes at 1 and T threads; a GEMM of F FLOPs at intensity I runs at
     P_1(I) * min(S, max(1, F / g_F)), with P_1 the 1-thread curve, S the speedup of the
     largest measured GEMM and g_F a grain in FLOPs fitted to the same shapes timed at 1 and
-    T threads. The fixed cost per op is measured at T threads (it does not shrink with
-    threads). At T > 1 each figure is the fastest sample by wall time (other programs only add
-    time); the share of the time other programs held the cores is recorded
-    (runqueue_wait_fraction) and warned about above 5%. Train with the same thread count you
-    calibrate at.
+    T threads (convolutions alike, with their own curves). The fixed cost per op is measured
+    at T threads (not scaled with threads). At T > 1 each figure is the fastest sample by
+    wall time (other programs only add time); the share of the time other programs held the
+    cores is recorded (runqueue_wait_fraction) and warned about above 5%. Train with the same
+    thread count you calibrate at.
     """
     from traincast.calibrate import calibrate as run_calibration
 
