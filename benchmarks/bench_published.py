@@ -1,9 +1,9 @@
 """Benchmark: traincast's predictions against published GPU training throughputs.
 
-Every row of ``traincast/validate/published.toml`` (Lambda's PyTorch benchmark: ResNet-50,
+Every row of ``traincast/validation/published.toml`` (Lambda's PyTorch benchmark: ResNet-50,
 BERT-base and BERT-large SQuAD, fp16 and fp32, 1 and 8 GPUs on V100, A10, A100, H100 PCIe and
 H100 SXM5) predicted with the shipped catalog and the default compute strategy
-(``traincast.validate.published``); prints the median / 90th percentile / max of |error| of
+(``traincast.validation.published``); prints the median / 90th percentile / max of |error| of
 the rows and of the cross-GPU ratios, the paper's flat-peak model on the same rows as the
 baseline (ratio of the two medians), and the Megatron-LM SC'21 table.
 
@@ -22,7 +22,7 @@ import time
 def main(argv: list[str]) -> int:
     from traincast.cli.common import to_jsonable
     from traincast.hardware.catalog import load_catalog
-    from traincast.validate.published import MEDIAN_TARGET, RATIO_TARGET, validate_published
+    from traincast.validation.published import MEDIAN_TARGET, RATIO_TARGET, validate_published
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--catalog", default=None, help="a catalog file merged over the shipped one")

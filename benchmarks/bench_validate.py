@@ -1,6 +1,6 @@
 """Benchmark: traincast's predictions against real training steps on this machine.
 
-At 1 torch thread and at all cores (``traincast.validate.validate_threads``), each thread count
+At 1 torch thread and at all cores (``traincast.validation.validate_threads``), each thread count
 with its own calibration (full; ``--quick``: quick calibration and the quick cases): predicted vs
 measured step time per case, and the median / 90th percentile / max of |error| per thread
 count. The baseline, measured in the same run on the same cases and catalog, is the paper's
@@ -23,7 +23,7 @@ import time
 
 
 def _report(out: dict) -> None:
-    from traincast.validate import MAX_TARGET, MEDIAN_TARGET
+    from traincast.validation import MAX_TARGET, MEDIAN_TARGET
 
     t = out["threads"]
     print(f"\n-- {t} thread(s) per process --")
@@ -51,7 +51,7 @@ def _report(out: dict) -> None:
 
 def main(argv: list[str]) -> int:
     from traincast.cli.common import to_jsonable
-    from traincast.validate import validate_threads
+    from traincast.validation import validate_threads
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")

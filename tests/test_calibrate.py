@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from traincast.calibrate import calibrate  # noqa: E402
-from traincast.calibrate.comm import fit_latency_bw  # noqa: E402
+from traincast.calibration import calibrate  # noqa: E402
+from traincast.calibration.comm import fit_latency_bw  # noqa: E402
 from traincast.hardware.catalog import CatalogError, load_catalog  # noqa: E402
 from traincast.predict import predict  # noqa: E402
 
@@ -135,7 +135,7 @@ def test_kernel_times_follow_the_thread_model() -> None:
 
 
 def test_fit_grain_recovers_the_grain() -> None:
-    from traincast.calibrate.threads import fit_grain
+    from traincast.calibration.threads import fit_grain
 
     # speedups min(S, max(1, E / 32768)): 1 up to 32768 elements, 1.5 at 49152, S beyond
     e = np.array([1024.0, 16384, 32768, 49152, 262144, 1048576] * 2)
@@ -151,7 +151,7 @@ def test_calibrate_records_and_honours_threads(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from traincast.calibrate import bench
+    from traincast.calibration import bench
 
     seen: list[int] = []
     real = bench.measure
@@ -221,7 +221,7 @@ def test_gemm_rate_at_threads_by_hand() -> None:
 
 
 def test_gemm_scaling_from_timed_shapes() -> None:
-    from traincast.calibrate.threads import gemm_scaling
+    from traincast.calibration.threads import gemm_scaling
 
     # four shapes: 2^20 .. 2^26 FLOPs; at T threads the time is t_1 / min(1.8, max(1, F/2^22))
     flops = [2.0 ** 20, 2.0 ** 22, 2.0 ** 23, 2.0 ** 26]

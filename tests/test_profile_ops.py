@@ -45,7 +45,7 @@ def test_names_resolve_whatever_their_namespace() -> None:
 
 
 def test_measured_breakdown_and_roofline_use_the_registry() -> None:
-    from traincast.validate.measure import classify
+    from traincast.validation.measure import classify
 
     for name, rule in OP_RULES.items():
         if rule.compute_bound:

@@ -1,4 +1,4 @@
-"""Published throughputs (validate/published.toml), the runner's arithmetic, and the
+"""Published throughputs (validation/published.toml), the runner's arithmetic, and the
 microbenchmark data (hardware/microbench.toml and the catalog's kernel-model fields)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
-from traincast.validate.published import (
+from traincast.validation.published import (
     cross_gpu_ratios,
     evaluate_rows,
     load_published,
@@ -71,7 +71,7 @@ def test_hand_checked_rows_match_the_source(key: dict, throughput: float, batch:
 
 
 def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
-    text = (resources.files("traincast.validate").joinpath("published.toml").read_text())
+    text = (resources.files("traincast.validation").joinpath("published.toml").read_text())
     head = text[:text.index("[[row]]")]
     bad = tmp_path / "bad.toml"
     bad.write_text(head + '[[row]]\nmodel = "resnet50"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\n'
@@ -199,7 +199,7 @@ def test_kernel_data_is_sourced_and_reproduces_the_peaks() -> None:
 
 
 def test_ddp_overlap_and_tf32_marks_by_hand() -> None:
-    from traincast.validate.published import ddp_overlap, tf32_matmuls
+    from traincast.validation.published import ddp_overlap, tf32_matmuls
 
     models = {"cnn": {"ddp_bucket_bytes": 25 * 2**20},
               "bert": {"ddp_bucket_elements": 10_000_000, "fp16_spec": "x.py:f"}}

@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("torch")
 
-from traincast.calibrate import calibrate  # noqa: E402
+from traincast.calibration import calibrate  # noqa: E402
 from traincast.errors import TraincastError  # noqa: E402
-from traincast.validate import Case, summarize, thread_counts, validate  # noqa: E402
-from traincast.validate.measure import classify  # noqa: E402
-from traincast.validate.runs import crop_inputs  # noqa: E402
+from traincast.validation import Case, summarize, thread_counts, validate  # noqa: E402
+from traincast.validation.measure import classify  # noqa: E402
+from traincast.validation.runs import crop_inputs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_threads_follow_the_catalog_and_oversubscribed_cases_are_skipped(
 def test_validate_threads_reports_each_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    v = sys.modules["traincast.validate"]  # the package (the name may be re-exported)
+    v = sys.modules["traincast.validation"]  # the package (the name may be re-exported)
 
     def fake(catalog=None, *, threads=None, **kwargs):  # noqa: ANN001, ANN003, ANN202
         rows = [{"error": 0.1 * threads, "paper_error": -0.5}]

@@ -14,8 +14,6 @@ Heavier parts (profiling needs torch) are imported on first use.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 from traincast.hardware.catalog import Catalog, CatalogError, load_catalog
@@ -25,7 +23,8 @@ from traincast.resolve import resolve
 
 __version__ = "0.1.0"
 
-# name -> module that defines it (imported lazily, so `import traincast` never needs torch)
+# name -> module that defines it (imported lazily, so `import traincast` never needs torch; no
+# module is named like its function, so importing a module never rebinds these names)
 _LAZY = {
     "profile": "traincast.features.profile",
     "profile_model": "traincast.features.profile",
@@ -39,8 +38,8 @@ _LAZY = {
     "whatif": "traincast.analysis.whatif",
     "recommend": "traincast.analysis.recommend",
     "study": "traincast.analysis.study",
-    "calibrate": "traincast.calibrate",
-    "validate": "traincast.validate",
+    "calibrate": "traincast.calibration",
+    "validate": "traincast.validation",
     "plan": "traincast.parallel.plan",
     "write_report": "traincast.report",
 }
@@ -50,23 +49,9 @@ __all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "Prediction", "
 
 
 def __getattr__(name: str) -> Any:
+    """Import the module of a public name on first use (``traincast.whatif`` etc.)."""
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        # importing traincast.calibrate (a package named like its function) binds the
-        # submodule to this name: rebind it to the function
         globals()[name] = value
         return value
     raise AttributeError(f"module 'traincast' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """Importing a subpackage named like its function (``traincast.calibrate``) binds it on the
-    package; keep the function bound instead."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
-            value = getattr(value, name, value)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -169,7 +169,7 @@ def kernel_name(op: str) -> str:
 
 def thread_scaled_rate(rate_1: ArrayLike, rate_t: ArrayLike, elements: ArrayLike,
                        grain_elems: float) -> F:
-    """Elements/s of a kernel on ``E`` elements at T CPU threads (traincast.calibrate.threads):
+    """Elements/s of a kernel on ``E`` elements at T CPU threads (traincast.calibration.threads):
     ``K_1 * min(K_T / K_1, max(1, E / g))`` — ops below the grain ``g`` run on one thread,
     ops beyond ``g * K_T / K_1`` at the T-thread rate. ``g <= 0`` or no 1-thread rate
     (``K_1`` = inf or nan): ``K_T``."""

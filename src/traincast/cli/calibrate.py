@@ -53,7 +53,7 @@ def calibrate(
     cores is recorded (runqueue_wait_fraction) and warned about above 5%. Train with the same
     thread count you calibrate at.
     """
-    from traincast.calibrate import calibrate as run_calibration
+    from traincast.calibration import calibrate as run_calibration
 
     out = run_calibration(output, quick=quick, device=device, threads=threads, comm=comm,
                           progress=_progress(json_out))
@@ -121,9 +121,9 @@ def validate(
     if published:
         _validate_published(catalog, json_out)
         return
-    from traincast.calibrate import default_device
+    from traincast.calibration import default_device
     from traincast.errors import TraincastError
-    from traincast.validate import thread_counts, validate, validate_threads
+    from traincast.validation import thread_counts, validate, validate_threads
 
     dev = device or default_device()
     if catalog is not None or dev.startswith("cuda"):
@@ -155,9 +155,9 @@ def validate(
 
 
 def _validate_published(catalog: Path | None, json_out: bool) -> None:
-    """``validate --published``: traincast.validate.published (docs/validation.md)."""
+    """``validate --published``: traincast.validation.published (docs/validation.md)."""
     from traincast.hardware.catalog import load_catalog
-    from traincast.validate.published import render_markdown, validate_published
+    from traincast.validation.published import render_markdown, validate_published
 
     out = validate_published(load_catalog([catalog] if catalog else None),
                              progress=_progress(json_out))

@@ -5,7 +5,7 @@ is not plain memory traffic registers, by name, its family, whether it is comput
 FLOP formula and, where one fused op runs as many kernels, an ``expand`` hook. It is the one list
 every part of traincast uses: the profiler (``op_flops``), the per-op roofline
 (``traincast.roofline``: ``expand_ops``, ``op_family``) and the measured breakdown
-(``traincast.validate.measure``: ``is_compute_bound`` on ``torch.profiler`` event names). Names
+(``traincast.validation.measure``: ``is_compute_bound`` on ``torch.profiler`` event names). Names
 are op names without namespace or overload (``aten::mm`` and ``mm`` are one op). This module
 imports torch only inside the functions that handle tensors, so the time models use the registry
 without torch.

@@ -64,7 +64,7 @@ class GPU:
     mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown
     kernel_launch_us: float = 0.0  # fixed cost per kernel
     threads: int = 0  # CPU threads the measured curves were taken at (calibrate); 0 = n/a
-    # CPU thread scaling (calibrate at threads > 1; traincast.calibrate.threads): kernel rates
+    # CPU thread scaling (calibrate at threads > 1; traincast.calibration.threads): kernel rates
     # at 1 thread and the grain (elements) below which an op runs on one thread
     kernel_gelems_1t: dict[str, float] = field(default_factory=dict)
     thread_grain_elems: float = 0.0

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from traincast.calibrate.bench import step_clock_for
-from traincast.calibrate.dist import backend_for, run_local
+from traincast.calibration.bench import step_clock_for
+from traincast.calibration.dist import backend_for, run_local
 
 QUICK_SIZES = (4, 1 << 20, 16 << 20)
 FULL_SIZES = (4, 4 << 10, 64 << 10, 1 << 20, 8 << 20, 32 << 20)

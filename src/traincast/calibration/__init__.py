@@ -27,7 +27,7 @@ overhead), three links and ``[node.local]``, so that
 (``threads``; default ``torch.get_num_threads()``, torch's own default = the cores) and records
 it as ``gpu.local.threads``; one rank ("device") = ``threads`` cores. Every curve, kernel rate
 and the fixed cost per op ``o`` are measured at that thread count. With ``threads > 1`` the
-1-thread kernel rates and a grain are measured as well (traincast.calibrate.threads), because a
+1-thread kernel rates and a grain are measured as well (traincast.calibration.threads), because a
 small op runs on one thread whatever the thread count::
 
     K(op, E; T) = K_1(op) * min(K_T(op) / K_1(op), max(1, E / g))
@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
-from traincast.calibrate import bench
-from traincast.calibrate import threads as thread_model
+from traincast.calibration import bench
+from traincast.calibration import threads as thread_model
 from traincast.roofline import curve_from_points
 
 __all__ = ["calibrate", "catalog_text", "default_device"]
@@ -201,7 +201,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
     say = say or (lambda _msg: None)
     level = "tiny" if tiny else ("quick" if quick else "full")
     plan = _PLAN[level]
-    from traincast.validate.measure import keep_freed_memory
+    from traincast.validation.measure import keep_freed_memory
 
     allocator_kept = keep_freed_memory()  # as in the measured training steps
     t_start, wait_start = time.perf_counter(), bench.process_runqueue_wait_s()
@@ -255,7 +255,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
             conv=lambda: bench.bench_conv(device, quick=quick, repeat=repeat,
                                           min_sample_s=sample, cases=plan["conv"]))
     if comm:
-        from traincast.calibrate.comm import bench_comm
+        from traincast.calibration.comm import bench_comm
 
         say("all-reduce and send/recv between 2 local processes (1 thread each)")
         res["comm"] = bench_comm(device, quick=quick or tiny, threads=1, sizes=plan["comm"])

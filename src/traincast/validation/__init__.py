@@ -8,7 +8,7 @@ For each case (a zoo model, a batch size, an architecture):
    compute by the per-op roofline with measured efficiency curves (traincast.roofline),
    ``T_total = T_data + T_comp + T_comm`` (no overlap). The paper's additive model with the
    same catalog (one peak, one bandwidth) is reported beside it as ``paper_predicted_s``;
-2. **measure** — run real training steps (traincast.validate.runs): warm-up, then the median
+2. **measure** — run real training steps (traincast.validation.runs): warm-up, then the median
    of several; plus a per-component breakdown from ``torch.profiler``;
 3. **compare** — ``error = predicted / measured - 1`` per case; the summary gives the median
    and 90th percentile of ``|error|``.
@@ -142,8 +142,8 @@ def predict_case(features: dict[str, Any], ops: Sequence[dict[str, Any]], case: 
 def measure_case(case: Case, *, device: str, threads: int, steps: int, warmup: int,
                  profile_steps: int) -> dict[str, Any]:
     """Run the case for real; ``{"times", "breakdown"}`` of the measuring rank."""
-    from traincast.calibrate.dist import backend_for, run_local
-    from traincast.validate import runs
+    from traincast.calibration.dist import backend_for, run_local
+    from traincast.validation import runs
 
     args = {"model": case.model, "batch_size": case.batch_size, "crop": case.crop,
             "device": device,
@@ -191,7 +191,7 @@ def _catalog(path: str | Path | None, quick: bool, device: str, threads: int | N
         return cat, str(path), threads or recorded or 1
     import torch
 
-    from traincast.calibrate import calibrate
+    from traincast.calibration import calibrate
 
     threads = threads or torch.get_num_threads()
     say(f"calibrating this machine at {threads} thread(s)" + (" (quick)" if quick else ""))
@@ -249,7 +249,7 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
     """
     import torch
 
-    from traincast.calibrate import default_device
+    from traincast.calibration import default_device
 
     device = device or default_device()
     before = torch.get_num_threads()
@@ -268,9 +268,9 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
 
     import torch
 
-    from traincast.calibrate import device_name
+    from traincast.calibration import device_name
     from traincast.features.profile import profile
-    from traincast.validate.runs import build
+    from traincast.validation.runs import build
 
     if cases is None:
         cases = QUICK_CASES if quick else (GPU_CASES if device.startswith("cuda") else FULL_CASES)

@@ -153,7 +153,7 @@ def profile_breakdown(step: Callable[[], None], device: str, *, steps: int = 2) 
     cuda = device.startswith("cuda")
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     sync(device)
-    from traincast.calibrate.bench import dedicated_clock
+    from traincast.calibration.bench import dedicated_clock
 
     with profile(activities=acts) as prof:
         t0, c0 = time.perf_counter(), dedicated_clock()

@@ -55,7 +55,7 @@ MATMUL_FAMILIES = ("gemm", "attention")
 
 
 def _path(path: str | Path | None) -> Path | Any:
-    return Path(path) if path else resources.files("traincast.validate").joinpath(
+    return Path(path) if path else resources.files("traincast.validation").joinpath(
         "published.toml")
 
 

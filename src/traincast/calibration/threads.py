@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.calibrate import bench
+from traincast.calibration import bench
 
 __all__ = ["fit_grain", "gemm_scaling", "measure_scaling"]
 

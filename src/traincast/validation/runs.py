@@ -3,7 +3,7 @@
 Each run builds the model with ``build(spec, batch_size)`` (same weights and inputs that the
 prediction profiles), trains with the profiler's optimizer (Adam, foreach), and returns the
 timed steps and, on the measuring rank, the ``torch.profiler`` breakdown
-(traincast.validate.measure).
+(traincast.validation.measure).
 
 * ``single``: one process (this one).
 * ``ddp``: ``world`` processes, ``DistributedDataParallel`` (gloo on the CPU, NCCL with one GPU
@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from traincast.calibrate.bench import process_runqueue_wait_s, step_clock_for
-from traincast.validate.measure import (
+from traincast.calibration.bench import process_runqueue_wait_s, step_clock_for
+from traincast.validation.measure import (
     keep_freed_memory,
     make_step,
     profile_breakdown,
@@ -117,7 +117,7 @@ def single(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def ddp_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
-    """One rank of a DistributedDataParallel run (runs inside traincast.calibrate.dist)."""
+    """One rank of a DistributedDataParallel run (runs inside traincast.calibration.dist)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: N817
 
