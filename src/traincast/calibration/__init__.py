@@ -372,24 +372,17 @@ def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
     if ts:  # grain 0 (no thread gain measured at any size): the T-thread rates everywhere
         out["kernel_gelems_1t"] = {r["op"]: r["gelems"] for r in ts["kernels_1t"]}
         out["thread_grain_elems"] = float(ts["grain_elems"])
-    if ts and ts.get("matmul_1t") and ts.get("gemm_grain_flops", 0) > 0:
-        plain = ts["op_overhead_1t"]["plain_op_s"]
-        mm = ts["matmul_1t"]
-        _, p1 = curve_from_points([r["flops"] / r["bytes"] for r in mm],
-                                  _net_rate(np.array([r["flops"] for r in mm]),
-                                            np.array([r["time_s"] for r in mm]), plain))
-        out["gemm_tflops_1t"] = p1 / 1e12
-        out["thread_gemm_speedup"] = float(ts["gemm_top_speedup"])
-        out["thread_gemm_grain_flops"] = float(ts["gemm_grain_flops"])
-    if ts and ts.get("conv_1t") and ts.get("conv_grain_flops", 0) > 0:
-        plain = ts["op_overhead_1t"]["plain_op_s"]
-        cv = ts["conv_1t"]
-        _, c1 = curve_from_points([r["flops"] / r["bytes"] for r in cv],
-                                  _net_rate(np.array([r["flops"] for r in cv]),
-                                            np.array([r["time_s"] for r in cv]), plain))
-        out["conv_tflops_1t"] = c1 / 1e12
-        out["thread_conv_speedup"] = float(ts["conv_top_speedup"])
-        out["thread_conv_grain_flops"] = float(ts["conv_grain_flops"])
+    for kind, rows_key in (("gemm", "matmul_1t"), ("conv", "conv_1t")):
+        if ts and ts.get(rows_key) and ts.get(f"{kind}_grain_flops", 0) > 0:
+            rows = ts[rows_key]
+            _, rate_1t = curve_from_points(
+                [r["flops"] / r["bytes"] for r in rows],
+                _net_rate(np.array([r["flops"] for r in rows]),
+                          np.array([r["time_s"] for r in rows]),
+                          ts["op_overhead_1t"]["plain_op_s"]))
+            out[f"{kind}_tflops_1t"] = rate_1t / 1e12
+            out[f"thread_{kind}_speedup"] = float(ts[f"{kind}_top_speedup"])
+            out[f"thread_{kind}_grain_flops"] = float(ts[f"{kind}_grain_flops"])
     return out
 
 
