@@ -233,6 +233,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
         elif bottleneck == "data_io":
             label = f"data I/O over {links['pcie'].label()}"
     n, g = int(r.n[0]), int(r.g[0])
+    flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", catalog.compute)
     return Prediction(
         time_s={c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
         share={c: _scalar_or_list(shares[c]) for c in COMPONENTS},
@@ -246,6 +247,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
              "amp": amp, "hierarchical": hierarchical},
         hardware={"node": node.name, "gpu": gpu.name, "nics": node.nics,
                   "compute": compute.strategy_of(gpu, catalog.compute),
+                  "achievable_tflops": flop_rate / 1e12, "achievable_mem_gbs": byte_rate / 1e9,
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,
                   "mem_efficiency": gpu.mem_efficiency,

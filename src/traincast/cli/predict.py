@@ -190,9 +190,11 @@ def render_prediction(result: dict[str, Any]) -> None:
                   f"Predicted GPU utilization {100 * result['gpu_util']:.0f}%.")
     links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s)" for r in ("pcie", "intra",
                                                                             "nic"))
-    console.print(f"[dim]GPU peak {hw['peak_tflops']:g} TFLOP/s x {hw['flop_efficiency']:g}, "
-                  f"memory {hw['mem_bw_gbs']:g} GB/s x {hw['mem_efficiency']:g}; {links}; "
-                  f"overlap {job['overlap']:g}.[/dim]")
+    console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "
+                  f"{hw['peak_tflops']:g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
+                  f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
+                  f"{hw['achievable_mem_gbs']:.4g} achievable; {links}; overlap "
+                  f"{job['overlap']:g}.[/dim]")
 
 
 def render_hybrid(result: dict[str, Any]) -> None:
