@@ -199,6 +199,9 @@ def test_unknown_rows_are_counted_by_reason_in_whatif_and_characterize() -> None
     out = whatif(jobs, "eth100")
     assert out["unpredicted"] == {"unknown node or GPU type": 1,
                                   "shape does not fit the architecture": 1}
+    # unpriced jobs are not "ports that do not fit": the one priced job applies
+    assert (out["summary"]["matched"], out["summary"]["applied"],
+            out["summary"]["not_applied"]) == (3, 1, 0)
     assert characterize(jobs, fill=False)["breakdown"]["unpredicted"] == out["unpredicted"]
     assert not math.isnan(predict_table(jobs).total[0])
 

@@ -95,6 +95,8 @@ def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
               total_s: F) -> dict[str, Any]:
     """The DESIGN.md summary of one scenario, with ``by_architecture``.
 
+    ``not_applied`` counts matched jobs with a prediction that the scenario cannot apply (they
+    do not fit); jobs without a prediction are counted in ``unpredicted`` by reason.
     Statistics are over matched jobs with a finite speedup s: shares and means are weighted
     sums per architecture (``np.bincount``) — job-weighted, GPU-weighted (w = n) and
     GPU-time-weighted (w = n x duration; jobs without a duration are left out of it); GPU time
@@ -104,7 +106,7 @@ def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
     k = len(architecture.values) + 1  # groups: architectures, then null
     keys = ("n", "s", "up", "down", "g", "gs", "t", "ts", "t_over_s", "a", "as")
     acc = np.zeros((len(keys), k))
-    cnt = np.zeros((3, k))
+    cnt = np.zeros((4, k))
     n = len(base_total_s)
     kept = {name: np.empty(n) for name in ("s", "g", "t")}
     kept_c = np.empty(n, dtype=np.int32)
@@ -116,7 +118,8 @@ def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
         codes = architecture.codes[sl]
         c = np.where(codes >= 0, codes, k - 1)
         mt, ap = matched[sl], applied[sl]
-        cnt += [np.bincount(c, weights=w, minlength=k) for w in (None, mt, mt & ap)]
+        known = mt & np.isfinite(base_total_s[sl])  # matched jobs with a base prediction
+        cnt += [np.bincount(c, weights=w, minlength=k) for w in (None, mt, mt & ap, known)]
         v = mt & np.isfinite(sp)
         s, c, a = sp[v], c[v], ap[v]
         g = gpus[sl][v]
@@ -133,14 +136,15 @@ def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
     s, g, t, c = kept["s"][:m], kept["g"][:m], kept["t"][:m], kept_c[:m]
     per = dict(zip(keys, acc, strict=True))
     per_all = {key: v.sum(keepdims=True) for key, v in per.items()}
-    counts = dict(zip(("jobs", "matched", "applied"), cnt.astype(np.int64), strict=True))
+    counts = dict(zip(("jobs", "matched", "applied", "known"), cnt.astype(np.int64),
+                      strict=True))
 
     def block(sm: dict[str, F], i: int, n: dict[str, int], median: float) -> dict[str, Any]:
         def x(key: str) -> float:
             return float(sm[key][i])
 
         return {"jobs": n["jobs"], "matched": n["matched"], "applied": n["applied"],
-                "not_applied": n["matched"] - n["applied"], "predicted": int(x("n")),
+                "not_applied": n["known"] - n["applied"], "predicted": int(x("n")),
                 "sped_up_share": float(_div(sm["up"], sm["n"])[i]),
                 "slowed_down_share": float(_div(sm["down"], sm["n"])[i]),
                 "mean_speedup": float(_div(sm["s"], sm["n"])[i]),
