@@ -44,7 +44,7 @@ REASONS: tuple[str, ...] = (
     "ok",
     "unknown architecture",
     "unknown node or GPU type",
-    "GPU count missing or below 1",
+    "no GPUs (n_gpus missing or 0)",
     "more GPUs per node than the node has",
     "shape does not fit the architecture",
     "features missing",
@@ -287,7 +287,7 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
         return TraincastError(f"unknown GPU {gpu!r} (field gpu_type)",
                               hint=f"known: {', '.join(sorted(catalog.gpus))}")
     if code == BAD_GPUS:
-        return TraincastError(f"n_gpus must be at least 1, got {n:g} (field n_gpus)")
+        return TraincastError(f"n_gpus must be positive, got {n:g} (field n_gpus)")
     if code == BAD_PLACEMENT:
         return TraincastError(f"gpus_per_node {cols['gpus_per_node'][i]:g} is more than the "
                               f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)")
