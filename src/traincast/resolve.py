@@ -291,10 +291,13 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
     if code == BAD_PLACEMENT:
         return TraincastError(f"gpus_per_node {cols['gpus_per_node'][i]:g} is more than the "
                               f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)")
+    if code == BAD_SHAPE and arch == "allreduce-local":
+        return TraincastError(f"allreduce-local runs inside one node: n_gpus = {n:g} (field "
+                              f"n_gpus) > the {node_gpus:g} GPUs of node {node!r}",
+                              hint="use allreduce-cluster, or a node preset with more GPUs")
     if code == BAD_SHAPE:
-        need = {"1w1g": "exactly one GPU", "allreduce-local":
-                f"all GPUs in one node of {node_gpus:g} (node {node!r}); use allreduce-cluster"}
-        return TraincastError(f"{arch} needs {need.get(arch, 'another shape')}: n_gpus = {n:g} "
-                              "(field n_gpus)")
+        return TraincastError(f"{arch} runs on exactly one GPU: n_gpus = {n:g} (field n_gpus)"
+                              if arch == "1w1g" else
+                              f"{arch} cannot run n_gpus = {n:g} (field n_gpus)")
     return TraincastError("features missing: flops_compute_bound, bytes_memory_bound and "
                           "weight_bytes are required (fields of the same names)")

@@ -234,7 +234,12 @@ class Catalog:
         for kind, table in (("node", self.nodes), ("link", self.links)):
             if name in table:
                 return kind, table[name]
-        return "gpu", self.gpu(name)
+        try:
+            return "gpu", self.gpu(name)
+        except UnknownNameError:
+            raise UnknownNameError(
+                f"{name!r} is no GPU, link or node of the catalog",
+                hint="traincast hardware list shows them all") from None
 
 
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
