@@ -3,9 +3,9 @@
 For each job (per data-parallel replica, one iteration)::
 
     T_data      = input_bytes / bw(pcie)
-    T_comp_flop = flops_compute_bound / (P * 1e12 * flop_efficiency)
-    T_comp_mem  = bytes_memory_bound / (M * 1e9 * mem_efficiency)
-    T_comm      = see traincast.arch (by architecture)
+    T_comp_flop = flops_compute_bound / R_flop   (traincast.compute; the paper: P 1e12 flop_eff)
+    T_comp_mem  = bytes_memory_bound / R_mem     (traincast.compute; the paper: M 1e9 mem_eff)
+    T_comm      = see traincast.architectures (by architecture)
     T_comp      = T_comp_flop + T_comp_mem
     T_total     = T_data + max(T_comp, f * T_comm) + (1 - f) * T_comm      (f = overlap, 0 default)
 
@@ -39,16 +39,6 @@ def _f(x: ArrayLike) -> F:
 def data_time_s(input_bytes: ArrayLike, pcie_bps: ArrayLike) -> F:
     """``T_data = input_bytes / bw(pcie)``."""
     return np.nan_to_num(_f(input_bytes)) / _f(pcie_bps)
-
-
-def compute_flop_time_s(flops: ArrayLike, flops_per_s: ArrayLike) -> F:
-    """``T_comp_flop = flops_compute_bound / (P * 1e12 * flop_efficiency)`` (rate in FLOP/s)."""
-    return _f(flops) / _f(flops_per_s)
-
-
-def compute_mem_time_s(mem_bytes: ArrayLike, mem_bw_bps: ArrayLike) -> F:
-    """``T_comp_mem = bytes_memory_bound / (M * 1e9 * mem_efficiency)`` (rate in bytes/s)."""
-    return _f(mem_bytes) / _f(mem_bw_bps)
 
 
 def total_time_s(data_s: ArrayLike, comp_s: ArrayLike, comm_s: ArrayLike,
@@ -98,17 +88,3 @@ class Breakdown:
         """Predicted GPU utilization ``T_comp / T_total``."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.atleast_1d(self.compute / self.total)
-
-
-def breakdown(*, input_bytes: ArrayLike, flops_compute_bound: ArrayLike,
-              bytes_memory_bound: ArrayLike, comm_s: ArrayLike, pcie_bps: ArrayLike,
-              flops_per_s: ArrayLike, mem_bw_bps: ArrayLike,
-              overlap: ArrayLike = 0.0) -> Breakdown:
-    """Evaluate the model for arrays of jobs; every argument broadcasts."""
-    data = data_time_s(input_bytes, pcie_bps)
-    flop = compute_flop_time_s(flops_compute_bound, flops_per_s)
-    mem = compute_mem_time_s(bytes_memory_bound, mem_bw_bps)
-    comm = _f(comm_s)
-    data, flop, mem, comm = np.broadcast_arrays(data, flop, mem, comm)
-    total = total_time_s(data, flop + mem, comm, overlap)
-    return Breakdown(data_io=data, compute_flop=flop, compute_mem=mem, comm=comm, total=total)
