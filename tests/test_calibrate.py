@@ -233,3 +233,88 @@ def test_gemm_scaling_from_timed_shapes() -> None:
     assert out["gemm_top_speedup"] == pytest.approx(1.8)
     # any g in [2^22, 2^23 / 1.8] fits exactly; the grid's first such quarter power: 2^22
     assert out["gemm_grain_flops"] == 2.0 ** 22
+
+
+def test_gemm_rate_at_threads_rows_by_hand() -> None:
+    from traincast.roofline import Curves, gemm_rate_at_threads
+
+    # 1-thread curve flat 50 GFLOP/s, S = 1.8, g_F = 2^22 FLOPs; measured speedup by output
+    # rows S_m: 1.0 at 2 rows, 1.2 at 8, 1.7 at 64, 1.8 at 2048
+    xs = np.array([1.0, 100.0])
+    curves = Curves(xs, np.array([90e9, 90e9]), xs, np.array([1e11, 1e11]), xs,
+                    np.array([1e10, 1e10]), 0.0, gemm_flops_per_s_1t=np.array([50e9, 50e9]),
+                    gemm_thread_speedup=1.8, gemm_grain_flops=2.0 ** 22,
+                    gemm_rows=np.array([2.0, 8.0, 64.0, 2048.0]),
+                    gemm_rows_speedup=np.array([1.0, 1.2, 1.7, 1.8]))
+    flops = [7.68e6, 1e9, 1e9, 1e9, 1e9]
+    rows = [2.0, 64.0, 20.0, np.inf, 4096.0]
+    rate = gemm_rate_at_threads([10.0] * 5, flops, curves, rows=rows)
+    # m = 2: S_m = 1 (one thread) although F / g_F = 1.83 -> 50e9; m = 64: 1.7 -> 85e9;
+    # m = 20: S_m = 1.2 + 0.5 * ln(20/8) / ln(64/8) = 1.42033 -> 71.0165e9;
+    # rows unknown: S -> 90e9; beyond the last point: flat, 1.8 -> 90e9
+    assert rate == pytest.approx([50e9, 85e9, 71.0165e9, 90e9, 90e9], rel=1e-5)
+    # without a rows curve: the FLOP rule alone
+    no_rows = Curves(xs, np.array([90e9, 90e9]), xs, np.array([1e11, 1e11]), xs,
+                     np.array([1e10, 1e10]), 0.0, gemm_flops_per_s_1t=np.array([50e9, 50e9]),
+                     gemm_thread_speedup=1.8, gemm_grain_flops=2.0 ** 22)
+    assert gemm_rate_at_threads([10.0], [1e9], no_rows, rows=[2.0]) == pytest.approx([90e9])
+    # convolutions never take the row limit
+    assert gemm_rate_at_threads([10.0], [1e9], curves, conv=True, rows=[2.0]) == pytest.approx(
+        [1e11])
+
+def test_gemm_rows_of_ops() -> None:
+    from traincast.roofline import gemm_rows
+
+    ops = [{"op": "aten::mm", "flops": 2 * 2 * 800 * 2400, "shapes": "2x800;800x2400"},
+           {"op": "aten::addmm", "flops": 2 * 20 * 650 * 2600,
+            "shapes": "2600;20x650;650x2600"},
+           {"op": "aten::bmm", "flops": 2 * 24 * 32 * 32 * 64, "shapes": "24x32x64;24x64x32"},
+           {"op": "aten::add", "flops": 0, "shapes": "2x800;2x800"},
+           {"op": "aten::mm", "flops": 1.0, "shapes": ""}]
+    assert gemm_rows(ops).tolist() == [2.0, 20.0, np.inf, np.inf, np.inf]
+
+
+def test_rows_speedup_curve_and_gemm_scaling() -> None:
+    from traincast.calibration.threads import gemm_scaling, rows_speedup_curve
+
+    # skinny shapes (m < n) by rows; the square of 2048 rows carries S = 2.0
+    xs, ys = rows_speedup_curve([1, 1, 4, 16, 64, 2048], [1024] * 5 + [2048],
+                                [0.9, 1.1, 1.0, 1.6, 1.5, 2.0], 2048.0, 2.0)
+    # mean per m (m = 1: 1.0), non-decreasing fit (16 and 64 pooled: 1.55), within [1, S]
+    assert xs.tolist() == [1.0, 4.0, 16.0, 64.0, 2048.0]
+    assert ys == pytest.approx([1.0, 1.0, 1.55, 1.55, 2.0])
+    # no thread gain at all: no curve
+    assert len(rows_speedup_curve([2], [1024], [0.9], 1024.0, 0.9)[0]) == 0
+    # gemm_scaling: a 2-row product gains nothing at 4 MFLOP, 64 rows 1.6x, the 128 square
+    # (2^22 FLOPs) nothing, the 2048 square 2.0x
+    shapes = [(2, 1024, 1024), (64, 1024, 1024), (128, 128, 128), (2048, 2048, 2048)]
+    true = [1.0, 1.6, 1.0, 2.0]
+    flops = [2.0 * m * n * k for m, n, k in shapes]
+    t1 = [f / 5e10 for f in flops]
+    out = gemm_scaling([{"time_s": t} for t in t1],
+                       [{"time_s": t / s, "flops": f, "m": m, "n": n}
+                        for t, s, f, (m, n, _) in zip(t1, true, flops, shapes, strict=True)])
+    assert out["gemm_top_speedup"] == pytest.approx(2.0)
+    assert out["gemm_rows"] == [2.0, 64.0, 2048.0]
+    assert out["gemm_rows_speedup"] == pytest.approx([1.0, 1.6, 2.0])
+    # with S_m in place of S, any g_F in [2^22, 1.34e8 / 1.6] fits exactly: the grid's first,
+    # 2^22 (the 128 square's FLOPs)
+    assert out["gemm_grain_flops"] == 2.0 ** 22
+
+
+def test_compute_breakdown_prices_few_row_products_at_one_thread() -> None:
+    from traincast.roofline import Curves, compute_breakdown
+
+    # a GRU step's product at batch 2 (7.68 MFLOP) and the same with 64 rows; 1-thread curve
+    # flat 50 GFLOP/s, S = 2, g_F = 1e6 FLOPs, S_m = 1 at 2 rows, 2 from 64 rows; o = 0
+    xs = np.array([0.01, 1e4])
+    curves = Curves(xs, np.array([100e9, 100e9]), xs, np.array([1e11, 1e11]), xs,
+                    np.array([1e15, 1e15]), 0.0, gemm_flops_per_s_1t=np.array([50e9, 50e9]),
+                    gemm_thread_speedup=2.0, gemm_grain_flops=1e6,
+                    gemm_rows=np.array([2.0, 64.0]), gemm_rows_speedup=np.array([1.0, 2.0]))
+    few = {"op": "aten::mm", "flops": 2 * 2 * 800 * 2400, "bytes_read": 4 * (1600 + 1920000),
+           "bytes_written": 4 * 4800, "shapes": "2x800;800x2400", "bound": "compute"}
+    many = {**few, "flops": 2 * 64 * 800 * 2400, "shapes": "64x800;800x2400"}
+    # 7.68e6 / 50e9 = 153.6 us (one thread); 2.4576e8 / (2 * 50e9) = 2457.6 us
+    assert compute_breakdown([few], curves)["compute_flop"] == pytest.approx(153.6e-6)
+    assert compute_breakdown([many], curves)["compute_flop"] == pytest.approx(2457.6e-6)

@@ -121,6 +121,9 @@ class Curves:
     conv_flops_per_s_1t: F = field(default_factory=lambda: np.zeros(0))
     conv_thread_speedup: float = 0.0
     conv_grain_flops: float = 0.0
+    # ... and GEMMs by output rows m: measured thread speedup S_m over rows (empty: no limit)
+    gemm_rows: F = field(default_factory=lambda: np.zeros(0))
+    gemm_rows_speedup: F = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def from_gpu(cls, gpu: Any) -> Curves:
@@ -151,9 +154,13 @@ class Curves:
                    np.asarray(getattr(gpu, "gemm_tflops_1t", ()), float) * 1e12,
                    float(getattr(gpu, "thread_gemm_speedup", 0.0)),
                    float(getattr(gpu, "thread_gemm_grain_flops", 0.0)),
-                   np.asarray(getattr(gpu, "conv_tflops_1t", ()), float) * 1e12,
-                   float(getattr(gpu, "thread_conv_speedup", 0.0)),
-                   float(getattr(gpu, "thread_conv_grain_flops", 0.0)))
+                   gemm_rows=np.asarray(getattr(gpu, "thread_gemm_rows", ()), float),
+                   gemm_rows_speedup=np.asarray(getattr(gpu, "thread_gemm_rows_speedup", ()),
+                                                float),
+                   conv_flops_per_s_1t=np.asarray(getattr(gpu, "conv_tflops_1t", ()),
+                                                  float) * 1e12,
+                   conv_thread_speedup=float(getattr(gpu, "thread_conv_speedup", 0.0)),
+                   conv_grain_flops=float(getattr(gpu, "thread_conv_grain_flops", 0.0)))
 
 
 def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
@@ -198,13 +205,32 @@ def kernel_times_s(op_names: Sequence[str] | NDArray[Any], elements: ArrayLike,
     return np.asarray(elements, dtype=np.float64) / rate
 
 
+def gemm_rows(ops: Sequence[Mapping[str, Any]]) -> F:
+    """Output rows ``m`` of each op's product ``A[m x k] @ B[k x n]`` (one 2-D product, shapes
+    recorded: ``mm``, ``addmm``, ``matmul``), else inf (no row limit: batched products,
+    convolutions, attention, ops without a product)."""
+    from traincast.kernels import op_gemm_products
+
+    out = np.full(len(ops), np.inf)
+    for i, o in enumerate(ops):
+        if op_family(str(o["op"])) != "gemm":
+            continue
+        p = op_gemm_products(str(o["op"]), str(o.get("shapes", "")), float(o.get("flops", 0.0)))
+        if len(p) == 1 and p[0][3] == 1.0:
+            out[i] = p[0][0]
+    return out
+
+
 def gemm_rate_at_threads(intensity: ArrayLike, flops: ArrayLike, curves: Curves,
-                         conv: bool = False) -> F:
+                         conv: bool = False, rows: ArrayLike | None = None) -> F:
     """GEMM FLOP/s of each op. Without a CPU thread model: the (T-thread) curve at the op's
     intensity. With one (calibrate at T > 1 threads: 1-thread curve P_1, large-GEMM speedup
     S, grain g in FLOPs), a product's thread speedup depends on its work, not its intensity:
     ``P_1(I) * min(S, max(1, F / g))`` (``thread_scaled_rate`` with K_1 = P_1(I),
-    K_T = S * P_1(I), E = F). ``conv=True``: the same with the convolution curves."""
+    K_T = S * P_1(I), E = F). ``conv=True``: the same with the convolution curves. With a
+    measured speedup by output rows ``S_m`` (``curves.gemm_rows``/``gemm_rows_speedup``) and
+    ``rows`` (output rows m per op, ``gemm_rows``; inf = not known, no limit), a GEMM runs at
+    ``P_1(I) * min(S, max(1, F / g), S_m(m))`` (``S_m`` by ``interp_curve`` over rows)."""
     if conv:
         xs, p_t, p_1 = curves.conv_intensity, curves.conv_flops_per_s, curves.conv_flops_per_s_1t
         speedup, grain = curves.conv_thread_speedup, curves.conv_grain_flops
@@ -214,17 +240,24 @@ def gemm_rate_at_threads(intensity: ArrayLike, flops: ArrayLike, curves: Curves,
     if grain <= 0 or speedup <= 0 or len(p_1) != len(xs):
         return interp_curve(intensity, xs, p_t)
     rate_1 = interp_curve(intensity, xs, p_1)
-    return thread_scaled_rate(rate_1, speedup * rate_1, flops, grain)
+    rate = thread_scaled_rate(rate_1, speedup * rate_1, flops, grain)
+    if conv or rows is None or not len(curves.gemm_rows):
+        return rate
+    m = np.asarray(rows, dtype=np.float64)
+    known = np.isfinite(m)
+    cap = interp_curve(np.where(known, m, 1.0), curves.gemm_rows, curves.gemm_rows_speedup)
+    return np.where(known, np.minimum(rate, rate_1 * cap), rate)
 
 
 def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
-               curves: Curves) -> tuple[F, F]:
-    """Per-op FLOP time ``F / P_eff`` and memory time ``B / M_eff`` (no overhead)."""
+               curves: Curves, rows: ArrayLike | None = None) -> tuple[F, F]:
+    """Per-op FLOP time ``F / P_eff`` and memory time ``B / M_eff`` (no overhead); ``rows``:
+    output rows of each op's product for the CPU thread model (``gemm_rate_at_threads``)."""
     flops = np.asarray(flops, dtype=np.float64)
     b = np.asarray(bytes_moved, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(b > 0, flops / b, np.inf)
-    p_gemm = gemm_rate_at_threads(intensity, flops, curves)
+    p_gemm = gemm_rate_at_threads(intensity, flops, curves, rows=rows)
     p_conv = gemm_rate_at_threads(intensity, flops, curves, conv=True)
     p = np.where(np.asarray(conv, dtype=bool), p_conv, p_gemm)
     m = interp_curve(b, curves.elementwise_bytes, curves.elementwise_bps)
@@ -232,13 +265,14 @@ def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
 
 
 def roofline_split(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
-                   curves: Curves, kernel_s: ArrayLike = 0.0) -> dict[str, F]:
+                   curves: Curves, kernel_s: ArrayLike = 0.0,
+                   rows: ArrayLike | None = None) -> dict[str, F]:
     """Per-op times ``t_op = o + max(F/P_eff, B/M_eff, kernel_s)`` and each op's bound: FLOP-
     bound when its FLOP term is the largest, else memory-bound.
 
     Returns arrays ``time_s``, ``flop_bound`` (bool), ``flop_s``, ``mem_s``.
     """
-    t_flop, t_mem = op_times_s(flops, bytes_moved, conv, curves)
+    t_flop, t_mem = op_times_s(flops, bytes_moved, conv, curves, rows)
     t_mem = np.maximum(t_mem, np.asarray(kernel_s, dtype=np.float64))
     return {"time_s": curves.op_overhead_s + np.maximum(t_flop, t_mem),
             "flop_bound": t_flop >= t_mem, "flop_s": t_flop, "mem_s": t_mem}
@@ -305,12 +339,14 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
     ``overhead`` (the ops' fixed costs) and ``fresh`` (first touch of new outputs), both
     included in the two, and ``ops`` (count of ops run). Rows of ops with a registered
     expansion (recurrent layers) are priced by the ops they run (``expand_ops``)."""
-    cols = ops_arrays(expand_ops(ops))
+    ops = expand_ops(ops)
+    cols = ops_arrays(ops)
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
                 "ops": 0}
     r = roofline_split(cols["flops"], cols["bytes"], is_conv(cols["op"]), curves,
-                       kernel_times_s(cols["op"], cols["elements"], curves))
+                       kernel_times_s(cols["op"], cols["elements"], curves),
+                       gemm_rows(ops) if len(curves.gemm_rows) else None)
     n, count = len(cols["flops"]), cols["count"]
     per_tensor = np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
     fresh = fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves)

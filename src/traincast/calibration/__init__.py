@@ -33,8 +33,11 @@ small op runs on one thread whatever the thread count::
     K(op, E; T) = K_1(op) * min(K_T(op) / K_1(op), max(1, E / g))
 
 (``kernel_gelems_1t`` = K_1, ``kernel_gelems`` = K_T, ``thread_grain_elems`` = g), and a GEMM
-of F FLOPs at intensity I at ``P_1(I) * min(S, max(1, F / g_F))`` (``gemm_tflops_1t`` = P_1 over
-``gemm_intensity``, ``thread_gemm_speedup`` = S, ``thread_gemm_grain_flops`` = g_F). The fixed
+of F FLOPs at intensity I with m output rows at ``P_1(I) * min(S, max(1, F / g_F), S_m(m))``
+(``gemm_tflops_1t`` = P_1 over ``gemm_intensity``, ``thread_gemm_speedup`` = S,
+``thread_gemm_grain_flops`` = g_F, ``thread_gemm_rows``/``thread_gemm_rows_speedup`` = S_m,
+the measured speedup of the skinny shapes by rows: a product of a few rows runs on one
+thread; absent = no row limit). The fixed
 cost per op is taken as measured at T threads (not scaled with threads).
 Communication ranks run 1 thread each (2 processes must not oversubscribe the cores).
 Every figure is the median of repeated samples after warm-up; the ``[calibration]`` table of
@@ -383,6 +386,9 @@ def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
             out[f"{kind}_tflops_1t"] = rate_1t / 1e12
             out[f"thread_{kind}_speedup"] = float(ts[f"{kind}_top_speedup"])
             out[f"thread_{kind}_grain_flops"] = float(ts[f"{kind}_grain_flops"])
+            if ts.get(f"{kind}_rows"):  # GEMMs: thread speedup by output rows
+                out[f"thread_{kind}_rows"] = [float(x) for x in ts[f"{kind}_rows"]]
+                out[f"thread_{kind}_rows_speedup"] = [float(x) for x in ts[f"{kind}_rows_speedup"]]
     return out
 
 
@@ -460,6 +466,8 @@ def catalog_text(res: dict[str, Any]) -> str:
             "matmul_1t_tflops": [r["tflops"] for r in ts.get("matmul_1t", [])],
             "matmul_thread_speedup": ts.get("gemm_speedup", []),
             "thread_gemm_grain_flops": ts.get("gemm_grain_flops", 0.0),
+            "thread_gemm_rows": ts.get("gemm_rows", []),
+            "thread_gemm_rows_speedup": ts.get("gemm_rows_speedup", []),
             "conv_1t_tflops": [r["tflops"] for r in ts.get("conv_1t", [])],
             "conv_thread_speedup": ts.get("conv_speedup", []),
             "thread_conv_grain_flops": ts.get("conv_grain_flops", 0.0)})

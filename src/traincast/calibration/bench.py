@@ -146,7 +146,7 @@ def matmul_shapes(quick: bool) -> list[tuple[int, int, int, str]]:
     big = 512 if quick else 1024
     squares = [(s, s, s, "nn") for s in ((64, 256, big) if quick else
                                          (64, 128, 256, 512, big, 2048))]
-    smalls = (8, 32, 128) if quick else (1, 4, 16, 32, 64, 128, 256)
+    smalls = (2, 8, 32, 128) if quick else (1, 4, 16, 32, 64, 128, 256)
     skinny = []
     for s in smalls:
         skinny += [(s, big, big, "nt"), (s, big, big, "nn"), (big, big, s, "tn")]

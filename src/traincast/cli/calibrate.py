@@ -44,10 +44,13 @@ def calibrate(
     at 1 thread, and a small op runs on one thread: an element-wise kernel of E elements
     runs at K(E) = K_1 * min(K_T / K_1, max(1, E / g)), with K_1 / K_T its elements/s at 1 / T
     threads on large tensors and g the grain (elements), fitted to exp and add timed over
-    sizes at 1 and T threads; a GEMM of F FLOPs at intensity I runs at
-    P_1(I) * min(S, max(1, F / g_F)), with P_1 the 1-thread curve, S the speedup of the
-    largest measured GEMM and g_F a grain in FLOPs fitted to the same shapes timed at 1 and
-    T threads (convolutions alike, with their own curves). The fixed cost per op is measured
+    sizes at 1 and T threads; a GEMM of F FLOPs at intensity I with m output rows runs at
+    P_1(I) * min(S, max(1, F / g_F), S_m(m)), with P_1 the 1-thread curve, S the speedup of
+    the largest measured GEMM, S_m(m) the measured speedup of the skinny shapes by their
+    output rows m (linear in log m, non-decreasing, within [1, S]: a product of a few rows,
+    such as a recurrent step at a small batch, runs on about one thread) and g_F a grain in
+    FLOPs fitted to the same shapes timed at 1 and T threads (convolutions alike by FLOPs,
+    with their own curves). The fixed cost per op is measured
     at T threads (not scaled with threads). At T > 1 each figure is the fastest sample by
     wall time (other programs only add time); the share of the time other programs held the
     cores is recorded (runqueue_wait_fraction) and warned about above 5%. Train with the same

@@ -72,6 +72,8 @@ class GPU:
     gemm_tflops_1t: tuple[float, ...] = ()
     thread_gemm_speedup: float = 0.0
     thread_gemm_grain_flops: float = 0.0
+    thread_gemm_rows: tuple[float, ...] = ()  # output rows m of a product -> its thread speedup
+    thread_gemm_rows_speedup: tuple[float, ...] = ()
     conv_tflops_1t: tuple[float, ...] = ()  # ... and convolutions, over conv_intensity
     thread_conv_speedup: float = 0.0
     thread_conv_grain_flops: float = 0.0
@@ -167,7 +169,8 @@ _INT_KEYS = {"gpu": {"sms", "threads"}, "link": set(), "node": {"gpus", "nics"}}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
-_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflops_1t"},
+_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflops_1t",
+                       "thread_gemm_rows", "thread_gemm_rows_speedup"},
                "link": set(),
                "node": set()}
 _MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction"}, "link": set(),
