@@ -133,6 +133,20 @@ def test_dense_gradient_embeddings_move_whole_tables_in_allreduce_only() -> None
     assert ps.time_s["comm"] == pytest.approx(ps_rows.time_s["comm"])
 
 
+def test_every_module_of_the_package_registers_its_architecture() -> None:
+    # adding an architecture is adding one module: the package imports them all
+    import importlib
+    import pkgutil
+
+    import traincast.architectures as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"traincast.architectures.{mod.name}")
+        registered = [a for a in REGISTRY.values() if a.comm_s.__module__ == module.__name__]
+        assert registered, mod.name
+        assert all(a.name in ARCHITECTURES for a in registered)
+
+
 def test_registry_has_one_module_per_architecture() -> None:
     assert ARCHITECTURES[:5] == ("1w1g", "allreduce-local", "allreduce-cluster", "ps-worker",
                                  "pearl")

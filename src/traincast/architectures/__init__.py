@@ -11,8 +11,8 @@ Each architecture is one module of this package that registers a class::
 
 ``r`` is a :class:`traincast.resolve.Resolved` holding only this architecture's jobs: every
 formula sees arrays and runs once for one job or a million. Adding an architecture is adding
-one module and importing it at the bottom of this file (docs/model.md, "Adding an
-architecture").
+one module to this package: it is imported and registered with the others (docs/model.md,
+"Where things go").
 
 Notation shared by all (per data-parallel replica, per iteration): ``W`` = dense weight bytes,
 ``E`` = embedding bytes touched, ``E_ar`` = embedding bytes an AllReduce moves (whole tables
@@ -24,6 +24,8 @@ for dense-gradient tables), ``n`` GPUs, ``g`` GPUs per node, ``N = ceil(n / g)``
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -118,14 +120,9 @@ def codes_of(names: Any) -> dict[str, int]:
     return {name: i for i, name in enumerate(names)}
 
 
-# the architectures (each module registers itself on import)
-from traincast.architectures import (  # noqa: E402,F401
-    allreduce,
-    hybrid,
-    pearl,
-    ps_worker,
-    single,
-)
+# the architectures: every module of this package registers itself on import
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 ARCHITECTURES: tuple[str, ...] = tuple(sorted(REGISTRY, key=lambda a: REGISTRY[a].order))
 ARCH_CODE: dict[str, int] = codes_of(ARCHITECTURES)
