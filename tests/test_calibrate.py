@@ -182,7 +182,11 @@ def _check_threads_recorded(tmp_path: Path, seen: list[int]) -> None:
     # measured at 2 threads, with the 1-thread side of the scaling model beside it
     assert seen.count(2) > seen.count(1) > 0
     assert set(g.kernel_gelems_1t) >= {"exp", "tanh", "native_layer_norm"}
-    assert g.thread_grain_elems >= 0 and rec["thread_grain_elems"] == g.thread_grain_elems
+    # the grain is 0 (no gain at any size) or a quarter power of 2 between 2^6 and 2^24
+    grain = g.thread_grain_elems
+    assert grain == 0 or (2**6 <= grain <= 2**24
+                          and abs(4 * np.log2(grain) - round(4 * np.log2(grain))) < 1e-6)
+    assert rec["thread_grain_elems"] == grain
     assert rec["op_overhead_training_1t_us"] > 0
     assert len(rec["thread_sweep_speedup"]) == 2 * len(rec["thread_sweep_elements"])
     # default: torch's thread count (1 here), recorded; no scaling measurement at 1 thread

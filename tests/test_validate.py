@@ -95,7 +95,15 @@ def test_threads_follow_the_catalog_and_oversubscribed_cases_are_skipped(
     out = validate(cat, cases=[big], device="cpu", steps=1, warmup=1, profile_steps=0)
     assert out["cases"] == [] and len(out["skipped"]) == 1
     assert f"{cores + 1} processes x 1 threads > {cores} cores" in out["skipped"][0]["reason"]
-    assert thread_counts() == sorted({1, cores})
+
+
+def test_thread_counts_are_one_and_all_cores(monkeypatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert thread_counts() == [1, 4]
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert thread_counts() == [1]
 
 
 def test_validate_threads_reports_each_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:

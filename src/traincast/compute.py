@@ -70,7 +70,7 @@ F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
 __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "op_math_dtypes",
-           "ops_compute_s", "paper_s", "rates", "strategy_of"]
+           "ops_compute_s", "rates", "strategy_of"]
 
 
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
@@ -116,11 +116,6 @@ def rates(gpu: Any, dtype: str, strategy: str | None = "auto") -> tuple[float, f
         return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), kernel_mem_bps(gpu)
     curves = Curves.from_gpu(gpu)
     return float(curves.gemm_flops_per_s[-1]), float(curves.elementwise_bps[-1])
-
-
-def paper_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike) -> tuple[F, F]:
-    """``(F / (P 1e12 flop_efficiency), B / (M 1e9 mem_efficiency))``."""
-    return compute_s(gpu, dtype, flops, mem_bytes, "paper")
 
 
 def compute_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike,

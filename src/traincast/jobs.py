@@ -168,6 +168,16 @@ class Columns:
         return self["n_gpus"]
 
 
+def groups(keys: NDArray[np.integer]) -> list[tuple[int, NDArray[np.intp] | slice]]:
+    """``(key, rows)`` for each distinct key of a small non-negative code column (-1 = null
+    allowed); ``rows`` is ``slice(None)`` when one key covers every row (no gather)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    uniq = np.flatnonzero(np.bincount(keys + 1)) - 1 if len(keys) else np.array([], np.int64)
+    if len(uniq) == 1:
+        return [(int(uniq[0]), slice(None))]
+    return [(int(k), np.flatnonzero(keys == k)) for k in uniq]
+
+
 def _nan(n: int) -> NDArray[np.float64]:
     """A read-only all-NaN column of length ``n`` (no memory: a broadcast view)."""
     return np.broadcast_to(np.float64(np.nan), (n,))

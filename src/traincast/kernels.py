@@ -128,7 +128,7 @@ def gemm_efficiency(m: ArrayLike, n: ArrayLike, sms: float, batch: ArrayLike = 1
     best, best_s = np.zeros(shape), np.ones(shape)
     for tile in TILES.get(dtype, TENSOR_CORE_TILES):
         tm, tn = narrow_tile(m, tile[0]), narrow_tile(n, tile[1])
-        tiles = _f(batch) * np.ceil(m / tm) * np.ceil(n / tn)
+        tiles = tile_count(m, n, (tm, tn), batch)
         s = np.ones(shape) if k is None else split_k(tiles, k, sms, TILE_K.get(dtype, 32))
         slots = wave_count(tiles * s, sms) * sms * tm * tn
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -161,36 +161,6 @@ def split_k_bytes(m: ArrayLike, n: ArrayLike, batch: ArrayLike, splits: ArrayLik
 def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1) -> F:
     """``F = 2 batch m n k``."""
     return 2.0 * _f(batch) * _f(m) * _f(n) * _f(k)
-
-
-def gemm_bytes(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1,
-               itemsize: ArrayLike = 2) -> F:
-    """Minimum DRAM traffic of a GEMM: ``B = s batch (m k + k n + m n)``."""
-    m, n, k = _f(m), _f(n), _f(k)
-    return _f(itemsize) * _f(batch) * (m * k + k * n + m * n)
-
-
-def gemm_fraction(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1, *,
-                  peak_flops_per_s: float, eta: ArrayLike, mem_bps: float, sms: float,
-                  itemsize: ArrayLike = 2, dtype: str = "bf16") -> F:
-    """Achieved fraction of the dense peak: ``min(eta w, I M / P)``, ``I = F / (B + B_split)``
-    (``gemm_efficiency``, ``split_k_bytes``)."""
-    w, s = gemm_efficiency(m, n, sms, batch, dtype, k)
-    moved = gemm_bytes(m, n, k, batch, itemsize) + split_k_bytes(m, n, batch, s)
-    return np.minimum(_f(eta) * w, gemm_flops(m, n, k, batch) / moved * mem_bps / peak_flops_per_s)
-
-
-def gemm_times_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1, *,
-                 rate_flops: ArrayLike, mem_bps: float, sms: float, itemsize: ArrayLike = 2,
-                 dtype: str = "bf16", flops: ArrayLike | None = None) -> tuple[F, F]:
-    """FLOP term and memory term of GEMMs (without the launch cost):
-    ``(F / (R w), (B + B_split) / M)`` with ``R = P eta``, ``w`` and the split-K factor from
-    ``gemm_efficiency`` and ``B_split = split_k_bytes``; ``flops`` replaces
-    ``F = 2 batch m n k`` when given (the profiler's count). The kernel takes ``o + max``."""
-    f = gemm_flops(m, n, k, batch) if flops is None else _f(flops)
-    w, s = gemm_efficiency(m, n, sms, batch, dtype, k)
-    moved = gemm_bytes(m, n, k, batch, itemsize) + split_k_bytes(m, n, batch, s)
-    return f / (_f(rate_flops) * w), moved / mem_bps
 
 
 def kernel_time_s(flop_s: ArrayLike, mem_s: ArrayLike, launch_s: float = 0.0) -> F:
@@ -233,20 +203,10 @@ catalog has (A100 80 GB, 1.80 of 2.04 TB/s, NVIDIA developer forum thread 339083
 
 
 def gemm_max_fraction(gpu: Any, dtype: str) -> float | None:
-    """The GPU's achievable large-GEMM fraction ``eta`` for ``dtype`` (catalog
-    ``gemm_max_fraction``: a table by dtype, or one number): the dtype's entry, else the ``"*"``
-    entry, else the largest fraction listed (the best the GPU's libraries reach; the catalog's
-    ``GPU.gemm_fraction``). ``None`` when the GPU has no figure (callers then use
+    """The GPU's achievable large-GEMM fraction ``eta`` for ``dtype`` (``GPU.gemm_fraction`` of
+    the dtype the job runs at); ``None`` when the GPU has no figure (callers then use
     ``DEFAULT_GEMM_MAX_FRACTION`` for a GPU in the kernel model)."""
-    d = catalog_dtype(gpu, dtype)
-    if callable(getattr(gpu, "gemm_fraction", None)):
-        value = float(gpu.gemm_fraction(d))
-        return value if value > 0 else None
-    table = getattr(gpu, "gemm_max_fraction", None)
-    if table is None or isinstance(table, int | float):
-        return None if table is None or table <= 0 else float(table)
-    fracs = {str(k): float(v) for k, v in dict(table).items()}
-    value = fracs.get(d, fracs.get("*", max(fracs.values(), default=0.0)))
+    value = float(gpu.gemm_fraction(catalog_dtype(gpu, dtype)))
     return value if value > 0 else None
 
 

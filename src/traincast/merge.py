@@ -47,7 +47,6 @@ ACCURACY_NOTE = (
 RULE = ("same module type, same configuration (stride, padding, dilation aside for "
         "convolutions) and same parameter shapes and dtypes; at most one layer per model in a "
         "group; identical layers within one model are not merged with each other")
-_SHAPE_FREE = ("stride", "padding", "dilation", "output_padding")
 
 
 @dataclass(frozen=True)
@@ -146,10 +145,6 @@ def build_meta(spec: str) -> Any:
         from traincast.zoo import get_model
 
         return get_model(spec[4:]).build_meta()
-    if spec.startswith("hf:"):
-        from traincast.features.hf import hf_model
-
-        return hf_model(spec[3:], 1)[0]
     from traincast.features.specs import load_spec
 
     with torch.device("meta"):

@@ -18,10 +18,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast import compute
-from traincast.architectures import ARCH_LABEL, ARCHITECTURES, REGISTRY
+from traincast.architectures import ARCH_LABEL, REGISTRY, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.jobs import FEATURES, Columns, Strings
+from traincast.jobs import FEATURES, Columns, Strings, groups
 from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, data_time_s, total_time_s
 from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
 
@@ -30,14 +30,8 @@ F = NDArray[np.float64]
 
 def comm_s(r: Resolved) -> F:
     """``T_comm`` of every row by its architecture's rule (NaN for unknown architectures)."""
-    out = np.full(r.size, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for code, name in enumerate(ARCHITECTURES):
-            rows = np.flatnonzero(r.arch == code)
-            if len(rows):
-                out[rows if len(rows) < r.size else slice(None)] = REGISTRY[name].comm_s(
-                    r.take(rows if len(rows) < r.size else slice(None)))
-    return out
+        return per_architecture(r.arch, lambda a, rows: a.comm_s(r.take(rows)), np.nan)
 
 
 def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
@@ -68,7 +62,7 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     with_ops = [ops_of(v) for v in workload.values]
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
-    for k, rows in _groups(np.where(workload.codes >= 0, key, -1)):
+    for k, rows in groups(np.where(workload.codes >= 0, key, -1)):
         wl, rest = divmod(int(k), 2 * n_gpu + 2)
         code, amp = divmod(rest, 2)
         prof = with_ops[wl] if k >= 0 else None
@@ -90,16 +84,6 @@ def zoo_ops(workload: str) -> Mapping[str, Any] | None:
     from traincast.zoo.profiles import workload_ops
 
     return workload_ops(workload)
-
-
-def _groups(keys: NDArray[np.int64]) -> list[tuple[int, NDArray[np.intp] | slice]]:
-    """``(key, rows)`` per unique key (keys >= -1, small); ``rows`` is ``slice(None)`` when one
-    key covers every row."""
-    counts = np.bincount(keys + 1)
-    uniq = np.flatnonzero(counts) - 1
-    if len(uniq) == 1:
-        return [(int(uniq[0]), slice(None))]
-    return [(int(k), np.flatnonzero(keys == k)) for k in uniq]
 
 
 def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: str = "auto",
@@ -227,7 +211,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
     label = None
     if isinstance(bottleneck, str):
         label = COMPONENT_LABEL.get(bottleneck, bottleneck)
-        role = comm_link_role(arch, r)
+        role = str(REGISTRY[arch].link_role(r)[0])
         if bottleneck == "comm" and role:
             label += f" over {links[role].label()}"
         elif bottleneck == "data_io":
@@ -253,15 +237,3 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "mem_efficiency": gpu.mem_efficiency,
                   **{r_: links[r_].name for r_ in links},
                   **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})
-
-
-def comm_link_role(arch: str, r: Resolved) -> str:
-    """Which link bounds the communication of the first job: ``'intra'``, ``'nic'`` or ``''``."""
-    if arch in ("1w1g",) or arch not in REGISTRY:
-        return ""
-    if arch == "ps-worker":
-        return "nic"
-    if arch == "allreduce-local" or r.nodes[0] <= 1:
-        return "intra"
-    net = min(r.rails[0], r.g[0]) * r.nic_bps[0]
-    return "nic" if net <= r.intra_bps[0] else "intra"

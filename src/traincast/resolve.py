@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.architectures import ARCH_CODE, ARCHITECTURES, REGISTRY
+from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, Link
 from traincast.jobs import Columns, Strings
@@ -231,11 +231,7 @@ def _reasons(arch: NDArray[np.int64], known_hw: F, shape: dict[str, F], node_gpu
              feats: dict[str, F], given_g: F, r: Resolved) -> NDArray[np.int8]:
     """First failing check per row (0 = ok), in :data:`REASONS` order."""
     reason = np.zeros(len(arch), dtype=np.int8)
-    fits = np.ones(len(arch), dtype=bool)
-    for code, name in enumerate(ARCHITECTURES):
-        rows = np.flatnonzero(arch == code)
-        if len(rows):
-            fits[rows] = REGISTRY[name].fits(r.take(rows))
+    fits = per_architecture(arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
     no_feats = ~(np.isfinite(feats["flops"]) & np.isfinite(feats["mem_bytes"])
                  & np.isfinite(feats["w"]))
     checks = ((arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),

@@ -259,15 +259,13 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
     ``duration_s``, ``group`` (code of (GPU model, n); -1 = not eligible), ``footprint_bytes``
     (per GPU, by architecture: engine/workload.py) and ``gpu_mem_bytes`` (``mem_gb`` x 1e9).
     """
+    from traincast.engine.local import evaluate_columns
     from traincast.engine.workload import workload_extras
     from traincast.jobs import Columns
-    from traincast.predict import predict_table
-    from traincast.resolve import resolve
 
     cols = Columns.of(jobs)
-    bd = predict_table(cols, catalog)
+    bd, r = evaluate_columns(cols, catalog)  # r: the GPU model, memory, architecture per row
     util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total)
-    r = resolve(cols, catalog)  # the GPU model, memory and architecture code of every row
     n = cols["n_gpus"]
     whole = np.isfinite(n) & (n >= 1) & (n == np.round(n))
     ok = whole & ((n == 1) | multi_gpu)

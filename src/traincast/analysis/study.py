@@ -229,7 +229,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("characterize")
-    char = characterize(jobs, cat, overlap=overlap)
+    char = characterize(jobs, cat, overlap=overlap, fill=False)  # filled above
     write_json(out / "characterize.json", char)
     finish("characterize", t0)
 

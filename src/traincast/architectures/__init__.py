@@ -8,6 +8,7 @@ Each architecture is one module of this package that registers a class::
         def fits(r): ...              # mask: jobs whose shape this architecture can run
         def port(n_gpus, node_gpus): ...  # shape columns of a job moved to this architecture
         def footprint_bytes(m): ...   # memory per GPU from a job's memory parts
+        def link_role(r): ...         # "intra", "nic" or "": the link that bounds T_comm
 
 ``r`` is a :class:`traincast.resolve.Resolved` holding only this architecture's jobs: every
 formula sees arrays and runs once for one job or a million. Adding an architecture is adding
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from traincast.jobs import groups
 
 if TYPE_CHECKING:
     from traincast.resolve import Resolved
@@ -65,6 +68,7 @@ class Architecture:
     fits: Callable[[Resolved], B]
     port: Callable[[F, F], dict[str, F]]
     footprint_bytes: Callable[[Memory], F]
+    link_role: Callable[[Resolved], NDArray[np.str_]]
     candidate: bool = True  # offered by `recommend` as a port target
     order: int = 100  # position in listings (the paper's order for the shipped five)
 
@@ -78,7 +82,7 @@ def architecture(name: str, label: str, candidate: bool = True,
 
     def register(cls: type) -> type:
         REGISTRY[name] = Architecture(name, label, cls.comm_s, cls.fits, cls.port,
-                                      cls.footprint_bytes, candidate, order)
+                                      cls.footprint_bytes, cls.link_role, candidate, order)
         return cls
 
     return register
@@ -115,6 +119,25 @@ def ring_link_bps(n: ArrayLike, g: ArrayLike, intra_bps: ArrayLike, nic_bps: Arr
     return np.where(nodes_of(n, g) > 1, np.minimum(intra, net), intra)
 
 
+def ring_link_role(r: Resolved) -> NDArray[np.str_]:
+    """The link bounding a ring: ``"nic"`` when it crosses nodes and ``R bw(nic) <=
+    bw(intra)``, else ``"intra"``."""
+    net = network_bps(r.nic_bps, r.rails, r.g)
+    return np.where((r.nodes > 1) & (net <= r.intra_bps), "nic", "intra")
+
+
+def per_architecture(arch: NDArray[np.integer],
+                     rule: Callable[[Architecture, NDArray[np.intp] | slice], ArrayLike],
+                     fill: Any, dtype: Any = np.float64) -> NDArray[Any]:
+    """``rule(architecture, rows)`` on the rows of each architecture code in ``arch`` (one call
+    per architecture present); ``fill`` where the code is unknown (-1)."""
+    out = np.full(len(arch), fill, dtype=dtype)
+    for code, rows in groups(arch):
+        if code >= 0:
+            out[rows] = rule(REGISTRY[ARCHITECTURES[code]], rows)
+    return out
+
+
 def codes_of(names: Any) -> dict[str, int]:
     """Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
     return {name: i for i, name in enumerate(names)}
@@ -130,4 +153,5 @@ ARCH_LABEL: dict[str, str] = {a.name: a.label for a in REGISTRY.values()}
 from traincast.architectures.allreduce import allreduce_cluster_s  # noqa: E402
 
 __all__ = ["ARCHITECTURES", "ARCH_CODE", "ARCH_LABEL", "REGISTRY", "Architecture", "Memory",
-           "allreduce_cluster_s", "architecture", "nodes_of", "ring_factor", "ring_link_bps"]
+           "allreduce_cluster_s", "architecture", "nodes_of", "per_architecture", "ring_factor",
+           "ring_link_bps"]

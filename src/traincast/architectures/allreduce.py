@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from traincast.architectures import (
     B,
@@ -16,6 +16,7 @@ from traincast.architectures import (
     nodes_of,
     ring_factor,
     ring_link_bps,
+    ring_link_role,
 )
 from traincast.architectures.single import data_parallel_port, replica_footprint_bytes
 
@@ -57,6 +58,11 @@ class AllReduceLocal:
     port = staticmethod(data_parallel_port)
     footprint_bytes = staticmethod(replica_footprint_bytes)
 
+    @staticmethod
+    def link_role(r: Resolved) -> NDArray[np.str_]:
+        """The ring stays inside the node."""
+        return np.full(r.size, "intra")
+
 
 @architecture("allreduce-cluster", label="AllReduce across nodes", order=3)
 class AllReduceCluster:
@@ -72,3 +78,4 @@ class AllReduceCluster:
 
     port = staticmethod(data_parallel_port)
     footprint_bytes = staticmethod(replica_footprint_bytes)
+    link_role = staticmethod(ring_link_role)

@@ -34,3 +34,4 @@ class Hybrid:
 
     port = staticmethod(data_parallel_port)
     footprint_bytes = staticmethod(replica_footprint_bytes)
+    link_role = staticmethod(AllReduceCluster.link_role)

@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from traincast.architectures import B, F, Memory, architecture, ring_factor, ring_link_bps
+from traincast.architectures import (
+    B,
+    F,
+    Memory,
+    architecture,
+    ring_factor,
+    ring_link_bps,
+    ring_link_role,
+)
 from traincast.architectures.allreduce import allreduce_cluster_s
 from traincast.architectures.single import data_parallel_port
 
@@ -31,6 +39,7 @@ class Pearl:
         return np.ones(r.size, dtype=bool)
 
     port = staticmethod(data_parallel_port)
+    link_role = staticmethod(ring_link_role)
 
     @staticmethod
     def footprint_bytes(m: Memory) -> F:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from traincast.architectures import B, F, Memory, architecture, network_bps
 
@@ -43,6 +44,11 @@ class PSWorker:
         return {"gpus_per_node": nan, "workers_per_node": nan,
                 "gpus_per_worker": np.ones(np.shape(n_gpus)), "n_workers": n_gpus.copy(),
                 "n_ps": np.ceil(n_gpus / node_gpus)}
+
+    @staticmethod
+    def link_role(r: Resolved) -> NDArray[np.str_]:
+        """Workers reach the servers through the network."""
+        return np.full(r.size, "nic")
 
     @staticmethod
     def footprint_bytes(m: Memory) -> F:

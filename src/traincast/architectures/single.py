@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from traincast.architectures import B, F, Memory, architecture
 
@@ -39,3 +40,8 @@ class OneWorkerOneGPU:
 
     port = staticmethod(data_parallel_port)
     footprint_bytes = staticmethod(replica_footprint_bytes)
+
+    @staticmethod
+    def link_role(r: Resolved) -> NDArray[np.str_]:
+        """No communication, no link."""
+        return np.full(r.size, "")

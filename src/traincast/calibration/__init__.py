@@ -88,7 +88,17 @@ def device_name(device: str) -> str:
 
 def _net_rate(amount: np.ndarray, time_s: np.ndarray, overhead_s: float) -> np.ndarray:
     """``amount / (t - o)``, never counting less than half of t as the op's own work."""
-    return amount / np.maximum(time_s - overhead_s, 0.5 * time_s)
+    return amount / bench.net_time_s(time_s, overhead_s)
+
+
+def _rate_curve(rows: list[dict[str, Any]], plain_s: float, amount: str = "flops",
+                monotone: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The rate curve of microbenchmark rows: x = FLOP/byte (``amount = "flops"``) or bytes
+    moved (``"bytes"``), y = amount / net time (:func:`_net_rate`)."""
+    amt = np.array([r[amount] for r in rows], dtype=np.float64)
+    x = amt / np.array([r["bytes"] for r in rows]) if amount == "flops" else amt
+    rate = _net_rate(amt, np.array([r["time_s"] for r in rows]), plain_s)
+    return curve_from_points(x, rate, monotone=monotone)
 
 
 def _count_ops(fn: Callable[[], None]) -> tuple[int, int]:
@@ -188,12 +198,9 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
 
         raise TraincastError(f"calibrate: threads must be >= 1, got {threads}",
                              hint="pass --threads N with N >= 1 (default: torch's count)")
-    torch.set_num_threads(threads)
-    try:
-        return _calibrate(output, quick=quick, device=device or default_device(),
-                          threads=threads, comm=comm, tiny=tiny, say=progress)
-    finally:
-        torch.set_num_threads(before)
+    return thread_model.at_threads(threads, lambda: _calibrate(
+        output, quick=quick, device=device or default_device(), threads=threads, comm=comm,
+        tiny=tiny, say=progress))
 
 
 def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: int,
@@ -264,8 +271,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
         res["comm"] = bench_comm(device, quick=quick or tiny, threads=1, sizes=plan["comm"])
     res["elapsed_s"] = time.perf_counter() - t_start
     # the share of the time other programs held the cores our threads were ready to run on
-    res["runqueue_wait_fraction"] = (bench.process_runqueue_wait_s() - wait_start) / (
-        threads * res["elapsed_s"])
+    res["runqueue_wait_fraction"] = bench.contention(wait_start, res["elapsed_s"], threads)
     text = catalog_text(res)
     if output is not None:
         path = Path(output)
@@ -301,27 +307,17 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The catalog tables (``gpu.local``, links, ``node.local``) from raw measurements."""
     o = res["op_overhead"]["training_op_s"]
     plain = res["op_overhead"]["plain_op_s"]  # what each microbenchmark call pays besides work
-    mm = res["matmul_fp32"]
-    mm_i = np.array([r["flops"] / r["bytes"] for r in mm])
-    mm_rate = _net_rate(np.array([r["flops"] for r in mm]), np.array([r["time_s"] for r in mm]),
-                        plain)
-    gi, gp = curve_from_points(mm_i, mm_rate)
-    cv = res["conv"]
-    ci, cp = curve_from_points([r["flops"] / r["bytes"] for r in cv],
-                               _net_rate(np.array([r["flops"] for r in cv]),
-                                         np.array([r["time_s"] for r in cv]), plain))
+    gi, gp = _rate_curve(res["matmul_fp32"], plain)
+    ci, cp = _rate_curve(res["conv"], plain)
     ew = res["elementwise"]
-    eb, ebw = curve_from_points([r["bytes"] for r in ew],
-                                _net_rate(np.array([r["bytes"] for r in ew]),
-                                          np.array([r["time_s"] for r in ew]), plain),
-                                monotone=False)
+    eb, ebw = _rate_curve(ew, plain, amount="bytes", monotone=False)
     largest = max(r["size_bytes"] for r in ew)
     add_big = [r for r in ew if r["kernel"] == "add" and r["size_bytes"] == largest][0]
     low = res["matmul_low"]
     when = f"traincast calibrate {res['date']} on {res['device_name']}, torch {res['torch']}, " \
            f"{res['threads']} thread(s) per rank"
     gpu = {
-        "fp32_tflops": float(max(r["tflops"] for r in mm)),
+        "fp32_tflops": float(max(r["tflops"] for r in res["matmul_fp32"])),
         f"{res['matmul_low_dtype']}_tflops": float(max(r["tflops"] for r in low)),
         "mem_bw_gbs": float(add_big["gbs"]),
         "op_overhead_us": o * 1e6,
@@ -377,12 +373,7 @@ def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:
         out["thread_grain_elems"] = float(ts["grain_elems"])
     for kind, rows_key in (("gemm", "matmul_1t"), ("conv", "conv_1t")):
         if ts and ts.get(rows_key) and ts.get(f"{kind}_grain_flops", 0) > 0:
-            rows = ts[rows_key]
-            _, rate_1t = curve_from_points(
-                [r["flops"] / r["bytes"] for r in rows],
-                _net_rate(np.array([r["flops"] for r in rows]),
-                          np.array([r["time_s"] for r in rows]),
-                          ts["op_overhead_1t"]["plain_op_s"]))
+            _, rate_1t = _rate_curve(ts[rows_key], ts["op_overhead_1t"]["plain_op_s"])
             out[f"{kind}_tflops_1t"] = rate_1t / 1e12
             out[f"thread_{kind}_speedup"] = float(ts[f"{kind}_top_speedup"])
             out[f"thread_{kind}_grain_flops"] = float(ts[f"{kind}_grain_flops"])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 @dataclass(frozen=True)
@@ -42,33 +43,43 @@ def _sync(device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
-def runqueue_wait_s() -> float:
-    """Seconds the calling thread has waited, ready to run, for a core (0 where unknown)."""
+def _schedstat_wait_s(path: str) -> float:
+    """Run-queue wait (seconds) of one thread's ``schedstat``; 0 where unknown."""
     try:
-        with open("/proc/thread-self/schedstat") as fh:
+        with open(path) as fh:
             return int(fh.read().split()[1]) * 1e-9
     except (OSError, IndexError, ValueError):
         return 0.0
 
 
+def runqueue_wait_s() -> float:
+    """Seconds the calling thread has waited, ready to run, for a core (0 where unknown)."""
+    return _schedstat_wait_s("/proc/thread-self/schedstat")
+
+
 def process_runqueue_wait_s() -> float:
     """Seconds all threads of this process have waited, ready to run, for a core (the sum over
-    ``/proc/self/task/*/schedstat``; 0 where unknown). Over an interval, divided by threads x
-    wall time: the share of the time other programs held the cores our threads wanted."""
+    ``/proc/self/task/*/schedstat``; 0 where unknown)."""
     import os
 
-    total = 0.0
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:
         return 0.0
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/schedstat") as fh:
-                total += int(fh.read().split()[1]) * 1e-9
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
+    return sum(_schedstat_wait_s(f"/proc/self/task/{task}/schedstat") for task in tasks)
+
+
+def contention(wait_start_s: float, elapsed_s: float, threads: int) -> float:
+    """The share of the time other programs held the cores our threads were ready to run on
+    since ``wait_start_s = process_runqueue_wait_s()``: wait / (threads x elapsed)."""
+    return (process_runqueue_wait_s() - wait_start_s) / (threads * elapsed_s)
+
+
+def net_time_s(time_s: ArrayLike, overhead_s: ArrayLike) -> Any:
+    """An op's own time: ``max(t - o, t / 2)`` (the fixed cost ``o`` never counts for more than
+    half of what was measured)."""
+    t = np.asarray(time_s, dtype=np.float64)
+    return np.maximum(t - overhead_s, 0.5 * t)
 
 
 def dedicated_clock() -> float:
@@ -354,7 +365,7 @@ def bench_kernels(device: Any, n: int, *, repeat: int, min_sample_s: float,
     out = []
     for name, fn in kernel_cases(device, n).items():
         t = measure(fn, device, repeat=repeat, min_sample_s=min_sample_s)
-        net = max(t.median_s - overhead_s, 0.5 * t.median_s)
+        net = float(net_time_s(t.median_s, overhead_s))
         out.append({"op": name, "elements": n, "time_s": t.median_s,
                     "gelems": n / net / 1e9, "spread": t.spread})
     return out
@@ -422,7 +433,7 @@ def bench_sparse_update(device: Any, *, table_rows: int, dim: int, lookups: int,
 
     step = measure(full, device, repeat=repeat, min_sample_s=min_sample_s)
     fwd = measure(lambda: emb(idx).sum(), device, repeat=repeat, min_sample_s=min_sample_s)
-    net = max(step.median_s - fwd.median_s, 0.5 * step.median_s)
+    net = float(net_time_s(step.median_s, fwd.median_s))
     elements = max(4 * rows * dim, (lookups + 4 * rows) * dim / 2)
     return {"table_rows": table_rows, "dim": dim, "lookups": lookups, "rows": rows,
             "time_s": net, "gelems": elements / net / 1e9,

@@ -92,7 +92,8 @@ def rows_speedup_curve(rows: ArrayLike, cols: ArrayLike, speedup: ArrayLike,
     return xs, np.clip(ys, 1.0, top_speedup)
 
 
-def _at_threads(threads: int, fn: Callable[[], Any]) -> Any:
+def at_threads(threads: int, fn: Callable[[], Any]) -> Any:
+    """``fn()`` with torch at ``threads`` intra-op threads (restored after)."""
     import torch
 
     before = torch.get_num_threads()
@@ -179,17 +180,14 @@ def measure_scaling(device: str, threads: int, *, kernel_n: int, sizes: list[int
         plain = bench.bench_op_overhead(device, repeat=repeat, min_sample_s=sample_s)["time_s"]
         return {"plain_op_s": plain, "sweep": _sweep(device, sizes, repeat, sample_s)}
 
-    one = _at_threads(1, at_one)
-    many = _at_threads(threads, at_many)
-
-    def net(t: list[float], plain: float) -> F:
-        t_arr = np.asarray(t, dtype=np.float64)
-        return np.maximum(t_arr - plain, 0.5 * t_arr)
+    one = at_threads(1, at_one)
+    many = at_threads(threads, at_many)
 
     plain_1 = one["op_overhead"]["plain_op_s"]
     e = np.array(list(sizes) * 2, dtype=np.float64)
-    t1 = np.concatenate([net(one["sweep"][k], plain_1) for k in ("exp", "add")])
-    tt = np.concatenate([net(many["sweep"][k], many["plain_op_s"]) for k in ("exp", "add")])
+    t1 = np.concatenate([bench.net_time_s(one["sweep"][k], plain_1) for k in ("exp", "add")])
+    tt = np.concatenate([bench.net_time_s(many["sweep"][k], many["plain_op_s"])
+                         for k in ("exp", "add")])
     speedup = t1 / tt
     top = np.repeat([speedup[len(sizes) - 1], speedup[-1]], len(sizes))
     return {"threads": threads, "sizes": list(sizes), "sweep_1t_s": one["sweep"],

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import typer
 from rich import box
 from rich.table import Table
@@ -22,8 +20,7 @@ from traincast.cli.common import (
     print_json,
     progress,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress, trace_jobs
-from traincast.hardware.catalog import Catalog
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the "
@@ -38,30 +35,6 @@ COLOCATE_HELP = (
     "(phi_a mu_b + mu_a phi_b), kappa = --cross-contention (1 = time slicing: 1 + u_a u_b). "
     "GPU time: exclusive n x D; a paired job holds half its GPUs for slowdown x D; GPUs freed "
     "= n per pair. Formulas and what is left out: docs/colocate.md.")
-
-
-def _load(trace: Path | None, db: Path | None, format: str, map: list[str] | None,
-          workload: str | None, quiet: bool, catalog: Catalog) -> pa.Table:
-    """Jobs of ``[TRACE | --db FILE]``; ``--workload`` fills empty workloads first."""
-    from traincast.trace import fill_features
-
-    with ingest_progress(quiet or trace is None) as bar:
-        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
-    if workload:
-        from traincast.errors import TraincastError
-        from traincast.zoo.profiles import resolve_workload
-
-        if resolve_workload(workload) is None:
-            raise TraincastError(f"--workload {workload}: not a zoo model or workload tag",
-                                 hint="traincast zoo list shows the names")
-        col = jobs["workload"] if "workload" in jobs.column_names else \
-            pa.nulls(jobs.num_rows, pa.string())
-        empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
-        filled = pc.if_else(empty, pa.scalar(workload), col)
-        idx = jobs.column_names.index("workload") if "workload" in jobs.column_names else -1
-        jobs = jobs.set_column(idx, "workload", filled) if idx >= 0 else \
-            jobs.append_column("workload", filled)
-    return fill_features(jobs)
 
 
 def _num(v: Any, fmt: str = "{:.2f}") -> str:
@@ -155,7 +128,7 @@ def colocate(
     from traincast.analysis.colocate import colocate as run
 
     cat = catalog_from(catalog, compute)
-    table = _load(trace, db, format, map, workload, json_out, cat)
+    table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
         task = bar.add_task("co-location", total=1)
         result = run(table, cat, bound=util_bound, cross=cross, multi_gpu=multi_gpu,

@@ -83,22 +83,31 @@ CHARACTERIZE_HELP = (
     f"Architectures missing from the trace are inferred: {INFER_RULE}.")
 
 
-def trace_jobs(trace: Path | list[Path] | None, db: Path | None, format: str = "csv",
+def trace_jobs(trace: Path | None, db: Path | None, format: str = "csv",
                map: list[str] | None = None, catalog: Catalog | None = None,
                progress: Any = None) -> pa.Table:
     """The jobs of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``, default
     ``traincast.duckdb`` here) and its jobs (:func:`~traincast.trace.read_trace`), or no TRACE:
     the whole store. Architectures the trace does not give are inferred
     (:func:`~traincast.trace.infer_architecture` over ``catalog``)."""
-    from traincast.trace import Store, infer_architecture, parse_mapping, read_trace
+    from traincast.trace import infer_architecture, load_jobs, parse_mapping, read_trace
     from traincast.trace.store import db_path
 
-    if trace is None or (isinstance(trace, list) and not trace):
-        with Store(db_path(db)) as store:
-            jobs = store.jobs()
-    else:
-        jobs = read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress)
+    jobs = load_jobs(db) if trace is None else \
+        read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress)
     return infer_architecture(jobs, catalog)
+
+
+def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
+                    map: list[str] | None, quiet: bool, catalog: Catalog | None = None,
+                    workload: str | None = None) -> pa.Table:
+    """The job table of ``[TRACE | --db FILE]`` (with a progress bar unless ``quiet``), its
+    empty workloads set to ``workload`` when given, features filled from workload profiles."""
+    from traincast.trace import default_workload, fill_features
+
+    with ingest_progress(quiet or trace is None) as bar:
+        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
+    return fill_features(default_workload(jobs, workload) if workload else jobs)
 
 
 @app.command(help=INGEST_HELP)

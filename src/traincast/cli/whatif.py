@@ -24,9 +24,8 @@ from traincast.cli.common import (
     print_unpredicted,
     progress,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, ingest_progress, trace_jobs
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row
 
 TraceArg = Annotated[Path | None, typer.Argument(
@@ -38,17 +37,6 @@ AddressOpt = Annotated[str | None, typer.Option(
 OverlapOpt = Annotated[float, typer.Option(
     min=0.0, max=1.0, help="Fraction f of communication overlapped with compute (base and "
     "scenarios, unless a scenario sets its own).")]
-
-
-def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
-                    map: list[str] | None, quiet: bool, catalog: Catalog | None = None
-                    ) -> pa.Table:
-    """The job table of ``[TRACE | --db FILE]`` with features filled from workload profiles."""
-    from traincast.trace import fill_features
-
-    with ingest_progress(quiet or trace is None) as bar:
-        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
-    return fill_features(jobs)
 
 
 def _x(v: Any) -> str:

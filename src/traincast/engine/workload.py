@@ -98,17 +98,13 @@ class WorkloadExtras:
     def footprint_bytes(self, arch: NDArray[np.int64], n_gpus: F) -> F:
         """Memory per GPU of each job under architecture code ``arch``: each architecture's
         ``footprint_bytes`` rule (traincast.architectures; docs/scenarios.md)."""
-        from traincast.architectures import ARCHITECTURES, REGISTRY, Memory
+        from traincast.architectures import Memory, per_architecture
 
-        out = np.full(len(arch), np.nan)
-        for code, name in enumerate(ARCHITECTURES):
-            rows = np.flatnonzero(arch == code)
-            if len(rows):
-                out[rows] = REGISTRY[name].footprint_bytes(Memory(
-                    state=self.state_bytes[rows], weights_grads=self.weights_grads_bytes[rows],
-                    activations=self.activation_bytes[rows],
-                    embedding_share=self.embedding_share[rows], n=np.asarray(n_gpus)[rows]))
-        return out
+        n = np.asarray(n_gpus)
+        return per_architecture(arch, lambda a, rows: a.footprint_bytes(Memory(
+            state=self.state_bytes[rows], weights_grads=self.weights_grads_bytes[rows],
+            activations=self.activation_bytes[rows], embedding_share=self.embedding_share[rows],
+            n=n[rows])), np.nan)
 
 
 def workload_extras(cols: Columns) -> WorkloadExtras:

@@ -17,10 +17,10 @@ cuDNN attention, CPU flash attention) or ``recurrent`` (fused RNN layers) — an
 positive; every other op (element-wise, reductions, norms, softmax, embedding gathers, copies,
 casts, optimizer updates, sparse products) is **memory-bound**. The rule is by op family, not by
 the op's arithmetic intensity, so it does not depend on the GPU; a per-op roofline refines it per
-shape. Backend kernels that only ``torch.profiler`` sees at run time (``mkldnn_convolution``,
-``_slow_conv2d_backward``, ``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a
-formula; any other op named like a convolution kernel (``conv`` followed by a digit, ``_`` or
-``olution``) is a ``conv`` op too. An op that registers a FLOP formula with torch
+shape. Backend kernels that only ``torch.profiler`` sees at run time are ``conv`` ops when named
+like a convolution kernel (``conv`` followed by a digit, ``_`` or ``olution``:
+``mkldnn_convolution``, ``_slow_conv2d_backward``, ...); the fused RNN kernels
+(``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a formula. An op that registers a FLOP formula with torch
 (``torch.utils.flop_counter.register_flop_formula``) but not here joins the registry as a
 compute-bound ``gemm`` op the first time it is seen (torch's counter covers only matrix-unit ops).
 
@@ -97,14 +97,6 @@ def register_op(names: str | Iterable[str], *, family: str, compute_bound: bool 
     bound = family in COMPUTE_FAMILIES if compute_bound is None else compute_bound
     for name in [names] if isinstance(names, str) else names:
         OP_RULES[short_name(name)] = OpRule(short_name(name), family, bound, flops, raw, expand)
-
-
-def flop_rule(names: str | Iterable[str], *, family: str, **kw: Any) -> Callable[[Any], Any]:
-    """Decorator form of ``register_op``: the decorated function is the FLOP formula."""
-    def register(formula: Any) -> Any:
-        register_op(names, family=family, flops=formula, **kw)
-        return formula
-    return register
 
 
 _CONV_KERNEL = re.compile(r"conv(\d|_|olution)")
@@ -184,11 +176,8 @@ register_op("_addmm_activation", family="gemm", flops=_addmm_activation_flop)
 register_op(["convolution", "_convolution", "convolution_overrideable", "cudnn_convolution",
              "_slow_conv2d_forward"], family="conv")
 register_op("convolution_backward", family="conv", flops=_conv_backward_flop)
-# backend kernels below the dispatch level the profiler records (seen by torch.profiler)
-register_op(["mkldnn_convolution", "_convolution_backward", "_slow_conv2d_backward",
-             "cudnn_convolution_transpose", "miopen_convolution", "slow_conv3d_forward",
-             "slow_conv_dilated2d", "slow_conv_transpose2d", "_conv_depthwise2d",
-             "conv_depthwise3d"], family="conv")
+# backend kernels below the dispatch level the profiler records (torch.profiler's
+# mkldnn_convolution, _slow_conv2d_backward, _conv_depthwise2d, ...) match _CONV_KERNEL
 register_op(["_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
              "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
              "_flash_attention_backward", "_efficient_attention_forward",

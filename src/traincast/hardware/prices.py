@@ -83,9 +83,6 @@ class Prices:
                 hint=f"add {key} (with its {_KEYS[key]}) to [gpu.{gpu}] or [node.{node}]")
         return usd
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.path, "sources": self.sources, "spot_sources": self.spot_sources}
-
 
 def _read(spec: str | Path) -> tuple[str, str]:
     path = Path(spec)

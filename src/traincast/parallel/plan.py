@@ -325,7 +325,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
 
 
 def _best(p: dict[str, Any]) -> dict[str, Any] | None:
-    return min(p["top"], key=lambda r: r["s_per_million_tokens"]) if p["top"] else None
+    """The one row of a ``top=1`` plan (None when nothing fits)."""
+    return p["top"][0] if p["top"] else None
 
 
 def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
@@ -343,6 +344,10 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         raise TraincastError(f"--gpus needs positive GPU counts, got {list(gpus)}")
     catalog = kwargs.pop("catalog", None) or load_catalog()
     kwargs = kwargs | {"top": 1, "catalog": catalog}
+    model = get_model(model) if isinstance(model, str) else model  # resolved once
+    if isinstance(kwargs.get("price"), str | Path):  # read once
+        kwargs["price"] = load_prices(kwargs["price"], catalog)
+    done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
     presets = [n.strip() for n in node.split(",") if n.strip()]
     try:
         per_node = min(catalog.node(nd).gpus for nd in presets)
@@ -352,7 +357,8 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     first: dict[str, Any] = {}
     for g in (int(x) for x in gpus):
         counts = sorted({g} | set(range(per_node, g, per_node)), reverse=True)
-        plans = [plan(model, n, node, **kwargs) for n in counts]
+        plans = [done[n] if n in done else done.setdefault(n, plan(model, n, node, **kwargs))
+                 for n in counts]
         first = first or plans[0]
         row: dict[str, Any] = {"gpus": g, "searched": sum(p["searched"] for p in plans),
                                "feasible": sum(p["feasible"] for p in plans)}

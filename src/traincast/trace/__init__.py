@@ -32,8 +32,8 @@ from traincast.trace.store import Store, ingest, load_jobs, read_trace
 if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
-__all__ = ["Store", "fill_features", "infer_architecture", "ingest", "load_jobs",
-           "parse_mapping", "read_trace"]
+__all__ = ["Store", "default_workload", "fill_features", "infer_architecture", "ingest",
+           "load_jobs", "parse_mapping", "read_trace"]
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
@@ -52,11 +52,10 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
 
 def infer_architecture(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
     """Fill a null ``architecture`` by the rule of :func:`traincast.resolve.resolve` (the one
-    place it lives): ``n <= 1`` -> 1w1g, ``n <=`` GPUs per node (the trace's
-    ``gpus_per_node``, else the row's node preset, else its GPU type's ``default_node``, else
-    the default node's) -> allreduce-local, else allreduce-cluster. Rows whose trace gives an
-    architecture, or no GPU count, are kept as they are."""
-    if jobs.num_rows == 0 or "architecture" not in jobs.column_names:
+    place it lives; :data:`~traincast.trace.schema.INFER_RULE` says it in words). Rows whose trace
+    gives an architecture, or no GPU count, are kept as they are."""
+    if jobs.num_rows == 0 or "architecture" not in jobs.column_names \
+            or jobs["architecture"].null_count == 0:
         return jobs
     from traincast.architectures import ARCHITECTURES
     from traincast.hardware.catalog import load_catalog
@@ -72,6 +71,22 @@ def _workload_features(name: str) -> dict[str, Any] | None:
     from traincast.zoo.profiles import workload_features
 
     return workload_features(name)
+
+
+def default_workload(jobs: pa.Table, workload: str) -> pa.Table:
+    """``workload`` (a zoo model or workload tag) for every job whose trace gives none."""
+    from traincast.errors import TraincastError
+    from traincast.zoo.profiles import resolve_workload
+
+    if resolve_workload(workload) is None:
+        raise TraincastError(f"--workload {workload}: not a zoo model or workload tag",
+                             hint="traincast zoo list shows the names")
+    has = "workload" in jobs.column_names
+    col = jobs["workload"] if has else pa.nulls(jobs.num_rows, pa.string())
+    empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
+    filled = pc.if_else(empty, pa.scalar(workload), col)
+    return jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
+        else jobs.append_column("workload", filled)
 
 
 def fill_features(jobs: pa.Table) -> pa.Table:

@@ -26,13 +26,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from traincast.architectures import ARCHITECTURES
+from traincast.jobs import FEATURES
 
-FEATURE_COLUMNS: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                                    "embedding_bytes_touched", "input_bytes",
-                                    "embedding_allreduce_bytes")
-"""Per-iteration features. ``embedding_allreduce_bytes`` = bytes an AllReduce of the embedding
-gradients moves (whole tables for dense-gradient tables, rows touched for sparse ones; null =
-``embedding_bytes_touched``)."""
+FEATURE_COLUMNS: tuple[str, ...] = FEATURES
+"""Per-iteration features (:data:`traincast.jobs.FEATURES`)."""
 
 # name -> (Arrow type, DuckDB type)
 _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
@@ -76,10 +73,10 @@ NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
 INFER_RULE = ("n_gpus <= 1 -> 1w1g; n_gpus <= GPUs per node (the trace's gpus_per_node, else "
-              "the GPUs of its node preset or of its GPU type's default node, 8 when unknown) "
-              "-> allreduce-local; more -> allreduce-cluster")
-PLACEMENT_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node")
-ADDED_COLUMNS: tuple[str, ...] = (*PLACEMENT_COLUMNS, "embedding_allreduce_bytes")
+              "the GPUs of its node preset, of its GPU type's default node, or of the default "
+              "node) -> allreduce-local; more -> allreduce-cluster (traincast.resolve)")
+ADDED_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node",
+                                  "embedding_allreduce_bytes")
 """Added after the store's first release: an older store file gets them (null) on open."""
 
 

@@ -45,8 +45,9 @@ def _create(con: duckdb.DuckDBPyConnection) -> None:
     columns it lacks, null for its jobs)."""
     cols = ", ".join(f"{q(c)} {SQL_TYPE[c]}" for c in ALL_COLUMNS)
     con.execute(f"CREATE TABLE IF NOT EXISTS jobs ({cols})")
+    have = _job_columns(con)
     for c in ALL_COLUMNS:
-        if c not in _job_columns(con):
+        if c not in have:
             con.execute(f"ALTER TABLE jobs ADD COLUMN {q(c)} {SQL_TYPE[c]}")
     con.execute("CREATE TABLE IF NOT EXISTS sources (source_id INTEGER PRIMARY KEY, "
                 "format VARCHAR, files VARCHAR, mapping VARCHAR, fingerprint VARCHAR, "

@@ -279,10 +279,11 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
     cat, cat_path, threads = _catalog(catalog, quick, device, threads, say)
     torch.set_num_threads(threads)
     cores = os.cpu_count() or 1
+    fits = [device.startswith("cuda") or c.processes * threads <= cores for c in cases]
     skipped = [{"model": c.name, "arch": c.arch, "batch_size": c.batch_size,
                 "reason": f"{c.processes} processes x {threads} threads > {cores} cores"}
-               for c in cases if not device.startswith("cuda") and c.processes * threads > cores]
-    cases = [c for c in cases if device.startswith("cuda") or c.processes * threads <= cores]
+               for c, ok in zip(cases, fits, strict=True) if not ok]
+    cases = [c for c, ok in zip(cases, fits, strict=True) if ok]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     for case in cases:

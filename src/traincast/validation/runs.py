@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from traincast.calibration.bench import process_runqueue_wait_s, step_clock_for
+from traincast.calibration.bench import contention, process_runqueue_wait_s, step_clock_for
 from traincast.validation.measure import (
     keep_freed_memory,
     make_step,
@@ -108,12 +108,11 @@ def single(args: dict[str, Any]) -> dict[str, Any]:
     timed = time_steps(step, device, steps=args["steps"], warmup=args["warmup"],
                        clock=step_clock_for(device))
     # other programs' share of the cores our threads wanted, over warm-up and timed steps
-    contention = (process_runqueue_wait_s() - wait0) / (
-        torch.get_num_threads() * (time.perf_counter() - wall0))
+    busy = contention(wait0, time.perf_counter() - wall0, torch.get_num_threads())
     bd = profile_breakdown(step, device, steps=args["profile_steps"]) \
         if args["profile_steps"] else None
     return {**timed, "clock": _clock_name(device), "breakdown": bd,
-            "runqueue_wait_fraction": contention}
+            "runqueue_wait_fraction": busy}
 
 
 def ddp_target(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,13 @@ def profile_entry(name: str) -> dict[str, Any]:
     return rec
 
 
+def _write(path: Path, data: dict[str, Any], **dumps: Any) -> None:
+    """``path`` replaced whole (written beside it, then renamed): never half-written."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True, **dumps) + "\n")
+    tmp.replace(path)
+
+
 def _profile_all(path: Path, names: list[str] | None, entry: Callable[[str], dict[str, Any]],
                  what: str) -> dict[str, Any]:
     """``entry(name)`` for the zoo (or ``names``, keeping the other entries of ``path``)."""
@@ -73,9 +80,7 @@ def build(path: Path = DEFAULT_PATH, names: list[str] | None = None) -> dict[str
                      "amp_dtype": "float16", "device": "meta",
                      "docs": "docs/profile.md, docs/zoo.md"},
             "models": {k: models[k] for k in ZOO if k in models}}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    _write(path, data, indent=1)
     return data
 
 
@@ -98,9 +103,7 @@ def build_ops(path: Path = OPS_PATH, names: list[str] | None = None) -> dict[str
                      "torch": torch.__version__.split("+")[0], "optimizer": "adam",
                      "device": "meta"},
             "models": {k: models[k] for k in ZOO if k in models}}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, separators=(",", ":"), sort_keys=True) + "\n")
-    tmp.replace(path)
+    _write(path, data, separators=(",", ":"))
     return data
 
 

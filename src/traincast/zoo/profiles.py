@@ -90,4 +90,4 @@ def workload_names() -> list[str]:
 
     profiled = load_profiles()["models"]
     names = {n for n, c in load_registry()["names"].items() if c in profiled}
-    return sorted({*profiled, *names, *load_aliases()})
+    return sorted({*names, *load_aliases()})  # names: every profiled model maps to itself
