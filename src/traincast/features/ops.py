@@ -20,8 +20,9 @@ the op's arithmetic intensity, so it does not depend on the GPU; a per-op roofli
 shape. Backend kernels that only ``torch.profiler`` sees at run time are ``conv`` ops when named
 like a convolution kernel (``conv`` followed by a digit, ``_`` or ``olution``:
 ``mkldnn_convolution``, ``_slow_conv2d_backward``, ...); the fused RNN kernels
-(``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a formula. An op that registers a FLOP formula with torch
-(``torch.utils.flop_counter.register_flop_formula``) but not here joins the registry as a
+(``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a formula. An op that
+registers a FLOP formula with torch (``torch.utils.flop_counter.register_flop_formula``) but not
+here joins the registry as a
 compute-bound ``gemm`` op the first time it is seen (torch's counter covers only matrix-unit ops).
 
 FLOPs (one multiply-add = 2 FLOPs): the op's registered formula, else torch's own
