@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from traincast import compute, kernels
 from traincast.errors import TraincastError
-from traincast.features.ops import expand_ops
+from traincast.features.ops import expand_ops, parse_shapes
 from traincast.hardware.catalog import GPU, load_catalog
 from traincast.parallel import gemm
 from traincast.roofline import Curves, compute_breakdown, paper_split
@@ -86,6 +86,17 @@ def test_gemm_shapes_from_recorded_inputs() -> None:
     assert kernels.op_gemm_products("bmm", "12x128x64;12x64x128", 0) == [(128, 128, 64, 12)]
     assert kernels.op_gemm_products("add", "64x512;64x512", 0) == []
     assert kernels.op_gemm_products("mm", "", 1e6) == []              # shapes not recorded
+
+
+def test_one_parser_of_recorded_shapes() -> None:
+    # ";" between inputs, "x" between dimensions, "" = a scalar input (addmm's beta, say)
+    assert parse_shapes("1024;64x512;512x1024") == [[1024], [64, 512], [512, 1024]]
+    assert parse_shapes("8x64x56x56;;3") == [[8, 64, 56, 56], [], [3]]
+    # the GRU expansion reads its shapes with the same parser: x (B x T x I), w_hh (G x H)
+    rows = expand_ops([{"op": "gru", "phase": "forward", "flops": 1.0, "bytes_read": 0.0,
+                        "bytes_written": 0.0, "dtype": "float32",
+                        "shapes": "2x5x8;12x8;12x4;12;12"}])
+    assert rows[0]["shapes"] == "10x8;8x12"  # input GEMM: (B T) x I @ I x G
 
 
 def test_convolution_as_implicit_gemm() -> None:

@@ -217,3 +217,72 @@ def test_ddp_overlap_and_tf32_marks_by_hand() -> None:
     ops = [{"op": "mm", "dtype": "float32"}, {"op": "convolution", "dtype": "float32"},
            {"op": "mm", "dtype": "float16"}, {"op": "add", "dtype": "float32"}]
     assert [o["dtype"] for o in tf32_matmuls(ops)] == ["tf32", "float32", "float16", "float32"]
+
+
+USER_MODEL = '''
+import torch
+from torch import nn
+
+
+def tiny(batch):
+    return nn.Linear(64, 64), (torch.randn(batch, 64),)
+'''
+
+
+def _user_rows(tmp_path: Path, gpu2: str = "hand") -> Path:
+    (tmp_path / "tiny.py").write_text(USER_MODEL)
+    rows = tmp_path / "mine.toml"
+    rows.write_text(f'''
+[model.tiny]
+spec = "tiny.py:tiny"
+synthetic_inputs = true
+
+[[row]]
+model = "tiny"
+gpu = "hand"
+gpus = 1
+dtype = "fp32"
+batch_per_gpu = 32
+throughput = 1000.0
+unit = "samples/s"
+citation = "my own measurement"
+
+[[row]]
+model = "tiny"
+gpu = "{gpu2}"
+gpus = 8
+node = "hand-node"
+dtype = "fp32"
+batch_per_gpu = 32
+throughput = 7000.0
+unit = "samples/s"
+citation = "my own measurement"
+''')
+    return rows
+
+
+def test_rows_of_your_own_beside_their_model_file(tmp_path: Path) -> None:
+    from traincast.validation.published import validate_published
+
+    cat = tmp_path / "hand.toml"
+    cat.write_text(TEST_CATALOG)
+    catalog = load_catalog([cat])
+    out = validate_published(catalog, path=_user_rows(tmp_path))
+    assert out["file"].endswith("mine.toml") and len(out["rows"]) == 2
+    one, eight = out["rows"]
+    # the hand GPU has no SM count: the paper's split, T = F / 10 TFLOP/s + B / 1000 GB/s
+    # of the profiled Linear(64, 64) step: forward 2 * 32 * 64 * 64 FLOPs, backward twice that
+    assert one["predicted_s"] >= 3 * 2 * 32 * 64 * 64 / 10e12
+    assert one["predicted"] == pytest.approx(32 / one["predicted_s"])
+    assert one["error"] == pytest.approx(one["predicted"] / 1000.0 - 1.0)
+    assert eight["predicted"] == pytest.approx(32 * 8 / eight["predicted_s"])
+    assert eight["predicted_s"] > one["predicted_s"]  # the 8-GPU row all-reduces its weights
+
+
+def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None:
+    from traincast.validation.published import validate_published
+
+    cat = tmp_path / "hand.toml"
+    cat.write_text(TEST_CATALOG)
+    with pytest.raises(TraincastError, match=r"mine.toml: row 2: field 'gpu'"):
+        validate_published(load_catalog([cat]), path=_user_rows(tmp_path, gpu2="no-such-gpu"))

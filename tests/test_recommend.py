@@ -51,6 +51,21 @@ def test_fastest_architecture_by_hand(catalog) -> None:
     assert r["summary"]["arch"]["architectures"]["allreduce-local"] == 1
 
 
+def test_reason_names_the_link_of_the_architectures_rule(catalog) -> None:
+    # 4 GPUs placed 2 per node span N = 2 nodes: the ring crosses the 25 Gbit NIC
+    # (R bw(nic) = 3.125 GB/s <= bw(NVLink) = 150 GB/s), although n <= 8; moved into one node,
+    # allreduce-local stays on NVLink
+    job = {"job_id": ["j"], "architecture": ["allreduce-cluster"], "n_gpus": [4],
+           "gpus_per_node": [2], "node": ["pai-v100-nvlink"], "workload": [None],
+           "flops_compute_bound": [1e11], "bytes_memory_bound": [1e8], "weight_bytes": [4e9],
+           "embedding_bytes_touched": [0.0], "input_bytes": [1e6]}
+    row = recommend(job, catalog, nodes=["pai-v100-nvlink"])["rows"].to_pylist()[0]
+    assert row["base_bottleneck"] == "comm"
+    assert row["arch_architecture"] == "allreduce-local"
+    assert "(allreduce-cluster over 25 Gbit Ethernet)" in row["arch_reason"]
+    assert row["arch_reason"].endswith("with allreduce-local over NVLink (nvlink2-v100)")
+
+
 def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
     prices = tmp_path / "prices.toml"
     prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\n'

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.features.ops import op_family
+from traincast.features.ops import op_family, parse_shapes
 
 F = NDArray[np.float64]
 
@@ -232,10 +232,6 @@ def _is_conv(name: str, backward: bool | None = None) -> bool:
     return backward is None or backward == ("backward" in name)
 
 
-def _dims(shapes: str) -> list[list[int]]:
-    return [[int(d) for d in sh.split("x")] if sh else [] for sh in shapes.split(";")]
-
-
 def _gemm_of_matrices(a: list[int], b: list[int]) -> tuple[float, float, float, float]:
     """``(m, n, k, batch)`` of ``A[..., m, k] @ B[..., k, n]``; batch = product of A's leading
     dimensions (a 2-D B is shared by all of them)."""
@@ -274,7 +270,7 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
     GEMM or its shapes are not recorded."""
     name = op.removeprefix("aten::")
     try:
-        dims = _dims(shapes) if shapes else []
+        dims = parse_shapes(shapes) if shapes else []
         family = op_family(name)
         if family == "gemm" and dims:
             a, b = (dims[1], dims[2]) if name in BIAS_FIRST else (dims[0], dims[1])
@@ -309,7 +305,7 @@ def reread_bytes(ops: Sequence[Mapping[str, Any]]) -> F:
         idx = REREAD_INPUTS.get(str(o.get("op", "")).removeprefix("aten::"))
         if not idx or not o.get("shapes"):
             continue
-        dims = _dims(str(o["shapes"]))
+        dims = parse_shapes(str(o["shapes"]))
         size = DTYPE_BYTES.get(TORCH_DTYPES.get(str(o.get("dtype", "float32")), "fp32"), 4)
         out[i] = size * sum(float(math.prod(dims[j])) for j in idx if j < len(dims) and dims[j])
     return out

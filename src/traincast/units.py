@@ -1,10 +1,12 @@
 """Unit conversions at the edge: users type network speeds in Gbit/s, the model uses GB/s.
 
-``25Gbit`` = 25e9 bit/s = 25 / 8 GB/s = 3.125 GB/s (GB = 1e9 bytes).
+``25Gbit`` = 25e9 bit/s = 25 / 8 GB/s = 3.125 GB/s (GB = 1e9 bytes). Shares are fractions in
+the model and percentages for people (:func:`fmt_pct`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from traincast.errors import TraincastError
@@ -34,3 +36,12 @@ def parse_speed_gbs(text: str) -> float | None:
     if unit.startswith("m"):
         return gbit_to_gbs(value / 1000.0)
     return gbit_to_gbs(value)
+
+
+def fmt_pct(x: float | None, decimals: int = 1, *, sign: bool = False,
+            missing: str = "-") -> str:
+    """A fraction for people: ``100 x`` with ``decimals`` decimals and a ``%`` (``sign``: a
+    sign on positive values too, ``+12.5%``); ``missing`` for None or a non-finite ``x``."""
+    if x is None or not math.isfinite(x):
+        return missing
+    return f"{100 * x:{'+' if sign else ''}.{decimals}f}%"

@@ -177,12 +177,18 @@ def pair_slowdown(phi_a: ArrayLike, mu_a: ArrayLike, phi_b: ArrayLike, mu_b: Arr
     return 1.0 + pa_ * pb + ma * mb + cross * (pa_ * mb + ma * pb)
 
 
-def _stats(x: F) -> dict[str, float | None]:
+_UTIL_STATS = ("mean", "median", "p10", "p90")  # of a utilization
+
+
+def _stats(x: F, names: tuple[str, ...]) -> dict[str, float | None]:
+    """Statistics of the finite values of ``x`` by name: ``mean``, ``median``, ``max`` and
+    ``pNN`` (NNth percentile, linear interpolation); None each when there are none."""
     x = x[np.isfinite(x)]
     if not len(x):
-        return {"mean": None, "median": None, "p90": None, "max": None}
-    return {"mean": float(x.mean()), "median": float(np.median(x)),
-            "p90": float(np.percentile(x, 90)), "max": float(x.max())}
+        return dict.fromkeys(names)
+    named = {"mean": np.mean, "median": np.median, "max": np.max}
+    return {k: float(named[k](x) if k in named else np.percentile(x, float(k[1:])))
+            for k in names}
 
 
 @dataclass(frozen=True)
@@ -293,14 +299,6 @@ def _measured(jobs: pa.Table | Mapping[str, Any], n: int) -> F:
     return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def _dist(x: F) -> dict[str, float | None]:
-    x = x[np.isfinite(x)]
-    if not len(x):
-        return {"mean": None, "median": None, "p10": None, "p90": None}
-    return {"mean": float(x.mean()), "median": float(np.median(x)),
-            "p10": float(np.percentile(x, 10)), "p90": float(np.percentile(x, 90))}
-
-
 def measured_shares(measured: ArrayLike, phi: ArrayLike, mu: ArrayLike) -> tuple[F, F]:
     """``(phi_m, mu_m)``: measured utilization ``m`` split in the predicted proportions,
     ``phi_m = m * phi / (phi + mu)``, ``mu_m = m - phi_m``; all SM time (``phi_m = m``) where
@@ -340,9 +338,9 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
         "jobs": n,
         "utilization": {
             "predicted_jobs": int(np.isfinite(arr["util"]).sum()),
-            "predicted": _dist(arr["util"]),
+            "predicted": _stats(arr["util"], _UTIL_STATS),
             "measured_jobs": int(np.isfinite(arr["measured"]).sum()),
-            "measured": _dist(arr["measured"]),
+            "measured": _stats(arr["measured"], _UTIL_STATS),
             "comparison": util_error(arr["util"], arr["measured"]),
         },
         "colocation": {
@@ -351,7 +349,7 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
             "eligible": int(((arr["group"] >= 0) & np.isfinite(phi + mu)).sum()),
             "pairs": int(paired.sum() // 2), "paired_jobs": int(paired.sum()),
             "memory_rejected_pairs": co.memory_rejected_pairs, **acct,
-            "slowdown": _stats(co.slowdown[paired]),
+            "slowdown": _stats(co.slowdown[paired], ("mean", "median", "p90", "max")),
         },
     }
     if per_job:

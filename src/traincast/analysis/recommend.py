@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from traincast.architectures import ARCHITECTURES, REGISTRY
+from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
 from traincast.engine.local import apply_changes, evaluate_columns, fit_mask
 from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -79,36 +79,44 @@ def _label(catalog: Catalog, link: str) -> str:
     return catalog.links[link].label() if link in catalog.links else link or "?"
 
 
+def _link_roles(r: Resolved) -> NDArray[np.object_]:
+    """Per row, the node link bounding ``T_comm`` by the row's architecture's ``link_role``
+    rule (``"intra"``, ``"nic"``; ``""`` = no link, or an unknown architecture)."""
+    return per_architecture(r.arch, lambda a, rows: a.link_role(r.take(rows)), "", object)
+
+
+def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
+    """``arch over <link>``: the node's link in ``role`` (``arch`` alone for no link)."""
+    if not role:
+        return arch
+    nd = catalog.nodes.get(node)
+    return f"{arch} over {_label(catalog, getattr(nd, role)) if nd is not None else '?'}"
+
+
 def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
              cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
-             new_gpu: Strings, catalog: Catalog) -> NDArray[np.object_]:
+             new_gpu: Strings, base_role: NDArray[np.object_], new_role: NDArray[np.object_],
+             catalog: Catalog) -> NDArray[np.object_]:
     """One line per job naming the bottleneck removed; built once per distinct combination."""
     bb = base.bottleneck_code()
     arch = cols["architecture"]
-    multi = (cols["n_gpus"] > 8).astype(np.int64)
+    roles, role_codes = np.unique(np.concatenate([base_role, new_role]).astype(str),
+                                  return_inverse=True)
     key = np.stack([cand_idx, bb, arch.codes, base_node.codes, new_node.codes, base_gpu.codes,
-                    new_gpu.codes, multi], axis=1)
+                    new_gpu.codes, *role_codes.reshape(2, -1)], axis=1)
     uniq, inverse = np.unique(key, axis=0, return_inverse=True)
     texts = []
-    for ci, b, ac, bn, nn, bg, ng, mu in uniq:
+    for ci, b, ac, bn, nn, bg, ng, br, nr in uniq:
         texts.append(_reason_text(cands[ci] if ci >= 0 else None, int(b),
                                   arch.values[ac] if ac >= 0 else "?",
                                   base_node.values[bn], new_node.values[nn],
-                                  base_gpu.values[bg], new_gpu.values[ng], bool(mu), catalog))
+                                  base_gpu.values[bg], new_gpu.values[ng],
+                                  (str(roles[br]), str(roles[nr])), catalog))
     return np.array(texts, dtype=object)[inverse.reshape(-1)]
 
 
-def _comm_link(arch: str, node: str, multi: bool, catalog: Catalog) -> str:
-    nd = catalog.nodes.get(node)
-    if nd is None:
-        return "?"
-    if arch == "ps-worker" or (multi and arch in ("allreduce-cluster", "pearl")):
-        return _label(catalog, nd.nic)
-    return _label(catalog, nd.intra)
-
-
 def _reason_text(cand: Candidate | None, b: int, arch: str, base_node: str, new_node: str,
-                 base_gpu: str, new_gpu: str, multi: bool, catalog: Catalog) -> str:
+                 base_gpu: str, new_gpu: str, roles: tuple[str, str], catalog: Catalog) -> str:
     if b < 0:
         return "unknown: the job's features or hardware are unknown"
     comp = COMPONENTS[b]
@@ -118,14 +126,14 @@ def _reason_text(cand: Candidate | None, b: int, arch: str, base_node: str, new_
     target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
                                                       else "")
     if comp == "comm":
-        old = f"{arch} over {_comm_link(arch, base_node, multi, catalog)}"
+        old = _over(arch, roles[0], base_node, catalog)
         if cand.architecture == "1w1g":
             return f"{target}: one GPU needs no {what} ({old})"
         if cand.architecture == arch == "ps-worker" and new_node == base_node:
             return (f"{target}: one parameter server per worker node eases the {what} "
                     f"bottleneck ({old})")
-        new = _comm_link(cand.architecture, new_node, multi, catalog)
-        return f"{target}: cuts the {what} bottleneck ({old}) with {cand.architecture} over {new}"
+        new = _over(cand.architecture, roles[1], new_node, catalog)
+        return f"{target}: cuts the {what} bottleneck ({old}) with {new}"
     if comp == "data_io":
         old = _label(catalog, catalog.nodes[base_node].pcie) if base_node in catalog.nodes else "?"
         new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
@@ -157,6 +165,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     extras = workload_extras(cols)
     base, base_r = evaluate_columns(cols, catalog, overlap, hierarchical)
     base_node, base_gpu = base_r.node, base_r.gpu
+    base_role = _link_roles(base_r)
     n = cols.n
     gpus = np.nan_to_num(cols["n_gpus"], nan=1.0)
 
@@ -198,8 +207,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         if g == "cheap" and prices is None:
             continue
         idx = best[g][1]
-        total, new_node, new_gpu, bd = _chosen(cols, extras, cands, idx, base, base_node,
-                                               base_gpu, catalog, overlap, hierarchical)
+        total, new_node, new_gpu, new_role, bd = _chosen(
+            cols, extras, cands, idx, base, base_node, base_gpu, base_role, catalog, overlap,
+            hierarchical)
         with np.errstate(divide="ignore", invalid="ignore"):
             speedup = base.total / total
         rows[f"{prefix}_architecture"] = np.where(
@@ -211,7 +221,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         rows[f"{prefix}_speedup"] = speedup
         rows[f"{prefix}_bottleneck"] = _names(bd.bottleneck_code())
         rows[f"{prefix}_reason"] = _reasons(cols, base, bd, idx, cands, base_node, new_node,
-                                            base_gpu, new_gpu, catalog)
+                                            base_gpu, new_gpu, base_role, new_role, catalog)
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(total, new_node, new_gpu)
@@ -228,10 +238,13 @@ def _names(codes: NDArray[np.int64]) -> NDArray[np.object_]:
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],
-            base: Breakdown, base_node: Strings, base_gpu: Strings, catalog: Catalog,
-            overlap: float, hierarchical: bool) -> tuple[F, Strings, Strings, Breakdown]:
-    """Breakdown and hardware of each job's chosen candidate (evaluated once per candidate)."""
+            base: Breakdown, base_node: Strings, base_gpu: Strings,
+            base_role: NDArray[np.object_], catalog: Catalog, overlap: float,
+            hierarchical: bool) -> tuple[F, Strings, Strings, NDArray[np.object_], Breakdown]:
+    """Breakdown, hardware and communication link role of each job's chosen candidate
+    (evaluated once per candidate)."""
     parts = {c: np.array(getattr(base, c), dtype=np.float64) for c in (*COMPONENTS, "total")}
+    roles = base_role.copy()
     node_codes, gpu_codes = base_node.codes.copy(), base_gpu.codes.copy()
     node_vals, gpu_vals = list(base_node.values), list(base_gpu.values)
     for ci in np.unique(idx[idx >= 0]):
@@ -240,6 +253,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
                               hierarchical)
         for c in parts:
             parts[c][rows] = getattr(bd, c)
+        roles[rows] = _link_roles(r)
         nn, ng = r.node, r.gpu
         for codes, vals, s in ((node_codes, node_vals, nn), (gpu_codes, gpu_vals, ng)):
             for v in s.values:
@@ -249,7 +263,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
             codes[rows] = remap[s.codes]
     bd = Breakdown(**{c: parts[c] for c in parts})
     return (parts["total"], Strings(node_codes, tuple(node_vals)),
-            Strings(gpu_codes, tuple(gpu_vals)), bd)
+            Strings(gpu_codes, tuple(gpu_vals)), roles, bd)
 
 
 def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:

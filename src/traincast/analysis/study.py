@@ -19,6 +19,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from traincast.engine.local import base_breakdown
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS
+from traincast.units import fmt_pct
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -83,8 +85,7 @@ def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0) 
     return jobs.append_column("gpu_util_pred", pa.array(bd.gpu_util(), from_pandas=True))
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
+_pct = partial(fmt_pct, decimals=0, missing="n/a")
 
 
 def _x(x: float | None) -> str:

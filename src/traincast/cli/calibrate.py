@@ -106,6 +106,11 @@ def validate(
         "--published", help="Predict published GPU training throughputs instead (no "
         "measurement; --catalog is merged over the shipped catalog); prints the Markdown "
         "table of docs/validation.md.")] = False,
+    rows: Annotated[Path | None, typer.Option(
+        "--rows", help="Published rows of your own, in the format of the shipped "
+        "src/traincast/validation/published.toml ([model.NAME] spec, [[row]] model, gpu, "
+        "gpus, dtype, batch_per_gpu, throughput, unit, citation, optional node); implies "
+        "--published.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict real training steps on this machine, run them, and report the error.
@@ -121,8 +126,8 @@ def validate(
     At T > 1 threads a kernel of E elements runs at K_1 * min(K_T / K_1, max(1, E / g)).
     A case of P processes runs at T threads only when P * T <= cores (else: skipped).
     """
-    if published:
-        _validate_published(catalog, json_out)
+    if published or rows is not None:
+        _validate_published(catalog, json_out, rows)
         return
     from traincast.calibration import default_device
     from traincast.errors import TraincastError
@@ -157,12 +162,13 @@ def validate(
                       f"{summ['skipped']} skipped, {summ['failed']} failed")
 
 
-def _validate_published(catalog: Path | None, json_out: bool) -> None:
-    """``validate --published``: traincast.validation.published (docs/validation.md)."""
+def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None = None) -> None:
+    """``validate --published [--rows FILE]``: traincast.validation.published
+    (docs/validation.md)."""
     from traincast.hardware.catalog import load_catalog
     from traincast.validation.published import render_markdown, validate_published
 
-    out = validate_published(load_catalog([catalog] if catalog else None),
+    out = validate_published(load_catalog([catalog] if catalog else None), path=rows,
                              progress=_progress(json_out))
     if json_out:
         print_json(out)

@@ -21,6 +21,7 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
+from traincast.units import fmt_pct
 
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the "
@@ -41,10 +42,6 @@ def _num(v: Any, fmt: str = "{:.2f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _pct(v: Any) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
 def _table(title: str, caption: str | None = None) -> Table:
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
               box=box.SIMPLE_HEAD, show_header=False, pad_edge=False, show_edge=False,
@@ -61,10 +58,10 @@ def print_colocate(result: dict[str, Any]) -> None:
                "pp = percentage points; Spearman = correlation of ranks")
     p, m, c = u["predicted"], u["measured"], u["comparison"]
     t.add_row("predicted (jobs)", f"{u['predicted_jobs']:,}")
-    t.add_row("predicted mean / median", f"{_pct(p['mean'])} / {_pct(p['median'])}")
+    t.add_row("predicted mean / median", f"{fmt_pct(p['mean'])} / {fmt_pct(p['median'])}")
     t.add_row("measured (jobs)", f"{u['measured_jobs']:,}")
     if u["measured_jobs"]:
-        t.add_row("measured mean / median", f"{_pct(m['mean'])} / {_pct(m['median'])}")
+        t.add_row("measured mean / median", f"{fmt_pct(m['mean'])} / {fmt_pct(m['median'])}")
         t.add_row("compared (jobs)", f"{c['jobs']:,}")
         t.add_row("mean / median abs error", f"{_num(c['mean_abs_error_pp'], '{:.1f}')} / "
                   f"{_num(c['median_abs_error_pp'], '{:.1f}')} pp")
@@ -80,9 +77,9 @@ def print_colocate(result: dict[str, Any]) -> None:
     t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
     t.add_row("pairs split: GPU memory", f"{co['memory_rejected_pairs']:,}")
     t.add_row("GPUs freed", f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} "
-              f"({_pct(co['gpus_freed_share'])})")
+              f"({fmt_pct(co['gpus_freed_share'])})")
     t.add_row("GPU time saved", f"{co['gpu_time_saved_s'] / 3600:,.1f} GPU-h "
-              f"({_pct(co['gpu_time_saved_share'])})")
+              f"({fmt_pct(co['gpu_time_saved_share'])})")
     t.add_row("slowdown mean / median", f"{_num(s['mean'], '{:.3f}×')} / "
               f"{_num(s['median'], '{:.3f}×')}")
     t.add_row("slowdown p90 / max", f"{_num(s['p90'], '{:.3f}×')} / {_num(s['max'], '{:.3f}×')}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,10 +20,7 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.trace import FormatOpt, MapOpt
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+from traincast.units import fmt_pct
 
 
 def architecture_table(char: dict[str, Any]) -> Table:
@@ -39,9 +35,10 @@ def architecture_table(char: dict[str, Any]) -> Table:
         t.add_column(col, justify="right" if col != "architecture" else "left",
                      no_wrap=col == "architecture")
     def row(name: str, shares: dict[str, Any], comm: dict[str, Any]) -> None:
-        t.add_row(name, *(_pct(shares.get(k)) for k in ("job_share", "gpu_share",
-                                                        "gpu_time_share")),
-                  *(_pct(comm.get(k, {}).get("comm")) for k in ("job_weighted", "gpu_weighted")))
+        t.add_row(name, *(fmt_pct(shares.get(k)) for k in ("job_share", "gpu_share",
+                                                           "gpu_time_share")),
+                  *(fmt_pct(comm.get(k, {}).get("comm"))
+                    for k in ("job_weighted", "gpu_weighted")))
 
     for name, shares in char["by_architecture"].items():
         row(name, shares, b.get("by_architecture", {}).get(name, {}))

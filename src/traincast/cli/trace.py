@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from traincast.model import COMPONENTS
 from traincast.trace.adapters import FORMATS
 from traincast.trace.schema import INFER_RULE
 from traincast.trace.store import DEFAULT_DB, format_errors
+from traincast.units import fmt_pct
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", "-f", help=f"Trace format: {', '.join(FORMATS)} (mapping rules: docs/traces.md). "
@@ -159,10 +159,6 @@ def print_ingest(report: dict[str, Any]) -> None:
     console.print(t)
 
 
-def _pct(x: float) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
-
-
 def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.1f}"
 
@@ -181,9 +177,9 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
         t.add_column(col, justify="left" if not col else "right", no_wrap=not col)
     for name, row in groups.items():
         label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
-        t.add_row(label, f"{row['jobs']:,}", _pct(row["job_share"]), _num(row["gpus"]),
-                  _pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
-                  _pct(row["gpu_time_share"]))
+        t.add_row(label, f"{row['jobs']:,}", fmt_pct(row["job_share"]), _num(row["gpus"]),
+                  fmt_pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
+                  fmt_pct(row["gpu_time_share"]))
     return t
 
 
@@ -220,13 +216,13 @@ def print_characterization(r: dict[str, Any]) -> None:
     for c in COMPONENTS:
         t.add_column(c, justify="right")
     for name, row in [("all", b), *b["by_architecture"].items()]:
-        t.add_row(name, f"{row['jobs']:,}", *(f"{_pct(row['job_weighted'][c])} / "
-                                              f"{_pct(row['gpu_weighted'][c])}"
+        t.add_row(name, f"{row['jobs']:,}", *(f"{fmt_pct(row['job_weighted'][c])} / "
+                                              f"{fmt_pct(row['gpu_weighted'][c])}"
                                               for c in COMPONENTS))
     console.print(t)
     console.print("bottleneck: " + ", ".join(f"{c} {n:,}" for c, n in b["bottleneck"].items())
-                  + f"; jobs with > 80% in communication: {_pct(b['comm_over_80_share'])}, "
-                  f"> 50% in data I/O: {_pct(b['data_io_over_50_share'])}", highlight=False)
+                  + f"; jobs with > 80% in communication: {fmt_pct(b['comm_over_80_share'])}, "
+                  f"> 50% in data I/O: {fmt_pct(b['data_io_over_50_share'])}", highlight=False)
 
 
 @app.command(help=CHARACTERIZE_HELP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,7 @@ from traincast.cli.common import (
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.errors import TraincastError
 from traincast.predict import job_row
+from traincast.units import fmt_pct
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -43,8 +45,7 @@ def _x(v: Any) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.2f}×"
 
 
-def _pct(v: Any) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
+_pct = partial(fmt_pct, decimals=0)
 
 
 def _compact_table(title: str, caption: str | None, columns: tuple[str, ...]) -> Table:

@@ -45,15 +45,47 @@ def zoo_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def hf_rows() -> list[dict[str, Any]]:
+    """The Hub checkpoints ``hf:NAME`` builds offline (``features/hf_configs.toml``)."""
+    from traincast.features.hf import known_configs
+
+    seen: dict[str, dict[str, Any]] = {}
+    for entry in known_configs().values():
+        seen.setdefault(entry["name"], {
+            "name": entry["name"], "aliases": list(entry.get("aliases", ())),
+            "model_type": entry.get("model_type", ""), "zoo": entry.get("zoo", ""),
+            "params": entry.get("params"), "source": entry["source"]})
+    return list(seen.values())
+
+
 @zoo_app.command("list")
-def zoo_list(json_out: JsonOpt = False) -> None:
+def zoo_list(json_out: JsonOpt = False,
+             hf: bool = typer.Option(False, "--hf", help="List the Hugging Face Hub "
+                                     "checkpoints hf:NAME builds without a network instead.")
+             ) -> None:
     """List every zoo:NAME with its aliases, what it can do, parameters and FLOPs per sample.
 
     Capabilities: profile = a torch.nn module (profile, predict --model, merge, validate);
-    plan = a decoder-only LLM config (plan, predict --arch hybrid). FLOPs per sample come from
-    the shipped profiles (forward, and a full training step with Adam, at the default batch);
-    for config-only models, 2 FLOPs per matrix parameter per token, attention scores excluded.
+    plan = a decoder-only LLM config (plan, predict --arch hybrid; profile and predict --model
+    build it through transformers from that config). FLOPs per sample come from the shipped
+    profiles (forward, and a full training step with Adam, at the default batch); for
+    config-only models, 2 FLOPs per matrix parameter per token, attention scores excluded.
+    With --hf: the Hub checkpoints of hf:NAME that need no network, each with its config.json.
     """
+    if hf:
+        rows = hf_rows()
+        if json_out:
+            print_json({"checkpoints": rows})
+            return
+        table = Table(title="hf:NAME checkpoints built offline (config fields shipped)",
+                      title_justify="left")
+        for col in ("name", "model_type / zoo", "aliases"):
+            table.add_column(col)
+        for r in rows:
+            table.add_row(r["name"], r["model_type"] or f"zoo:{r['zoo']}",
+                          ", ".join(r["aliases"]) or "-")
+        console.print(table)
+        return
     rows = zoo_rows()
     if json_out:
         print_json({"models": rows})

@@ -1,17 +1,25 @@
 """``hf:CONFIG`` models: a ``transformers`` model built from its config alone (never weights).
 
-CONFIG is a local ``config.json`` (or a folder holding one), a name already in the local
-Hugging Face cache, or a ``model_type`` known to transformers (``gpt2``, ``bert``, ``llama``,
-...: its default config). The model is built on the meta device. The head is picked from the
+CONFIG is, in this order: a local ``config.json`` (or a folder holding one); a name in the local
+Hugging Face cache; a Hub checkpoint of ``hf_configs.toml`` (shipped with its source: works
+without a network); a ``model_type`` known to transformers (``gpt2``, ``bert``, ``llama``, ...:
+its default config). The model is built on the meta device. The head is picked from the
 config's ``architectures`` when given, else the masked-LM head for model types that have one
-(encoders), the causal-LM head, then the bare model. Inputs:
-``batch`` sequences of ``min(512, max positions)`` token ids drawn uniformly from the
-vocabulary (seeded), with ``labels`` for language-model heads so the model returns its loss;
-vision configs (``image_size``, ``num_channels``) get ``batch`` random images instead.
+(encoders), the causal-LM head, then the bare model. Inputs: ``batch`` sequences of
+``min(512, max positions)`` token ids drawn uniformly from the vocabulary (seeded), with
+``labels`` for language-model heads so the model returns its loss; vision configs
+(``image_size``, ``num_channels``) get ``batch`` random images instead.
+
+Zoo models known only by a decoder-only config (``[model.NAME.llm]`` of ``zoo/models.toml``:
+GPT-3, Llama 2/3, Mixtral, the Megatron GPTs) are built the same way from the transformers
+config their fields describe (``config_from_llm``), at their training sequence length.
 """
 
 from __future__ import annotations
 
+import tomllib
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +31,39 @@ from traincast.features.profile import KeywordInputs
 
 DEFAULT_BATCH = 8
 MAX_SEQ = 512
+CONFIGS_FILE = "hf_configs.toml"
+
+
+@cache
+def known_configs() -> dict[str, dict[str, Any]]:
+    """The shipped Hub checkpoints (``hf_configs.toml``) by lower-case name and alias."""
+    raw = tomllib.loads(resources.files("traincast.features").joinpath(CONFIGS_FILE).read_text())
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in raw.get("config", {}).items():
+        for key in (name, *entry.get("aliases", ())):
+            out[key.lower()] = {"name": name, **entry}
+    return out
+
+
+def _shipped_config(name: str) -> Any | None:
+    """The transformers config of a shipped checkpoint (None when ``name`` is not one)."""
+    import transformers
+
+    entry = known_configs().get(name.lower())
+    if entry is None:
+        return None
+    if "zoo" in entry:
+        from traincast.zoo import get_llm
+
+        return config_from_llm(get_llm(entry["zoo"]))
+    return transformers.AutoConfig.for_model(entry["model_type"], **entry.get("fields", {}))
+
+
+def _short(exc: Exception) -> str:
+    """The first line of an exception, at most 160 characters (transformers lists every
+    model type it knows in some of its messages)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _config(name: str) -> Any:
@@ -38,11 +79,51 @@ def _config(name: str) -> Any:
         try:
             return transformers.AutoConfig.from_pretrained(name, local_files_only=True)
         except (OSError, ValueError):
-            return transformers.AutoConfig.for_model(name)
+            shipped = _shipped_config(name)
+            return shipped if shipped is not None else transformers.AutoConfig.for_model(name)
     except (OSError, ValueError, KeyError) as exc:
-        raise TraincastError(f"hf:{name}: no transformers config found ({exc})",
-                             hint="give a config.json path, a cached model name, or a "
-                                  "model_type such as gpt2, bert, llama") from None
+        raise TraincastError(f"hf:{name}: no transformers config found ({_short(exc)})",
+                             hint="give a config.json path or folder, a model name in the "
+                                  "local Hugging Face cache, a shipped checkpoint (traincast "
+                                  "zoo list --hf) or a model_type such as gpt2, bert, "
+                                  "llama") from None
+
+
+def config_from_llm(cfg: Any) -> Any:
+    """The transformers config of a decoder-only zoo config (``traincast.zoo.llm.ModelConfig``):
+
+    * SwiGLU, RMSNorm, rotary: ``LlamaConfig`` (``attention_bias``/``mlp_bias`` = bias);
+    * GELU, LayerNorm, learned positions, biases, no grouped-query attention: ``GPT2Config``
+      (``n_inner`` = ffn);
+
+    each with hidden, layers, heads, kv heads, ffn, vocab, ``max_position_embeddings`` = seq
+    and ``tie_word_embeddings`` = tied. Any other combination is an error naming the fields,
+    and so is a mixture of experts (``experts > 1``): its routing depends on the data, which
+    the meta device does not have."""
+    import transformers
+
+    common = {"vocab_size": cfg.vocab, "tie_word_embeddings": cfg.tied}
+    rope = cfg.mlp == "swiglu" and cfg.norm == "rmsnorm" and cfg.position == "rope"
+    llama = {"hidden_size": cfg.hidden, "intermediate_size": cfg.ffn,
+             "num_hidden_layers": cfg.layers, "num_attention_heads": cfg.heads,
+             "num_key_value_heads": cfg.kv, "max_position_embeddings": cfg.seq, **common}
+    if cfg.experts > 1:
+        raise TraincastError(
+            f"zoo:{cfg.name}: a mixture-of-experts model is not profiled op by op (which "
+            "expert each token takes is decided by the data, which the meta device does "
+            "not have)", hint=f"plan and predict --arch hybrid price zoo:{cfg.name} from its "
+                              "config (experts, top_k)")
+    if rope:
+        return transformers.LlamaConfig(attention_bias=cfg.bias, mlp_bias=cfg.bias, **llama)
+    if (cfg.mlp, cfg.norm, cfg.position, cfg.bias, cfg.kv, cfg.experts) == \
+            ("gelu", "layernorm", "learned", True, cfg.heads, 1):
+        return transformers.GPT2Config(n_embd=cfg.hidden, n_layer=cfg.layers, n_head=cfg.heads,
+                                       n_inner=cfg.ffn, n_positions=cfg.seq, **common)
+    raise TraincastError(
+        f"zoo:{cfg.name}: no transformers model for mlp={cfg.mlp}, norm={cfg.norm}, "
+        f"position={cfg.position}, bias={cfg.bias}, kv_heads={cfg.kv}, experts={cfg.experts}",
+        hint="supported: swiglu + rmsnorm + rope (Llama, Mixtral with experts) or gelu + "
+             "layernorm + learned positions with biases (GPT-2)")
 
 
 def _build(config: Any) -> nn.Module:
@@ -58,6 +139,11 @@ def _build(config: Any) -> nn.Module:
     lm_heads = [transformers.AutoModelForCausalLM, transformers.AutoModelForMaskedLM]
     if getattr(config, "model_type", "") in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         lm_heads.reverse()  # encoders (BERT, RoBERTa, ...) train a masked-LM head
+    if getattr(config, "is_encoder_decoder", False):
+        lm_heads.insert(0, transformers.AutoModelForSeq2SeqLM)  # T5, BART: labels -> loss
+        if getattr(config, "decoder_start_token_id", None) is None:
+            # the decoder's first input token: T5's convention, the padding token
+            config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0
     candidates += [*lm_heads, transformers.AutoModel]
     errors = []
     with torch.device("meta"):
@@ -70,8 +156,10 @@ def _build(config: Any) -> nn.Module:
     raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
 
 
-def hf_inputs(config: Any, batch: int, with_labels: bool) -> tuple[tuple, tuple[str, ...]]:
-    """Seeded inputs for a transformers config and the keyword each one binds to."""
+def hf_inputs(config: Any, batch: int, with_labels: bool,
+              seq: int | None = None) -> tuple[tuple, tuple[str, ...]]:
+    """Seeded inputs for a transformers config and the keyword each one binds to; ``seq``
+    tokens per sequence (default ``min(512, max positions)``)."""
     gen = torch.Generator().manual_seed(0)
     if hasattr(config, "image_size") and hasattr(config, "num_channels"):
         size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
@@ -79,18 +167,31 @@ def hf_inputs(config: Any, batch: int, with_labels: bool) -> tuple[tuple, tuple[
             ("pixel_values",)
     positions = (getattr(config, "max_position_embeddings", None)
                  or getattr(config, "n_positions", None) or MAX_SEQ)
-    seq = min(MAX_SEQ, int(positions))
+    seq = seq or min(MAX_SEQ, int(positions))
     ids = torch.randint(0, int(config.vocab_size), (batch, seq), generator=gen)
     if with_labels:
         return (ids, ids.clone()), ("input_ids", "labels")
     return (ids,), ("input_ids",)
 
 
-def hf_model(name: str, batch_size: int | None) -> tuple[nn.Module, tuple, str, None]:
-    """(model, inputs, label, rebuild) for ``hf:NAME``; the model lives on meta."""
-    config = _config(name)
+def model_from_config(config: Any, batch: int,
+                      seq: int | None = None) -> tuple[nn.Module, tuple]:
+    """(model on meta taking positional inputs, seeded inputs) of a transformers config."""
     model = _build(config)
     head = type(model).__name__
-    with_labels = head.endswith(("ForCausalLM", "ForMaskedLM", "LMHeadModel"))
-    inputs, keys = hf_inputs(config, batch_size or DEFAULT_BATCH, with_labels)
-    return KeywordInputs(model, keys), inputs, f"hf:{name}", None
+    with_labels = head.endswith(("ForCausalLM", "ForMaskedLM", "LMHeadModel",
+                                 "ForConditionalGeneration"))
+    inputs, keys = hf_inputs(config, batch, with_labels, seq)
+    return KeywordInputs(model, keys), inputs
+
+
+def hf_model(name: str, batch_size: int | None) -> tuple[nn.Module, tuple, str, None]:
+    """(model, inputs, label, rebuild) for ``hf:NAME``; the model lives on meta."""
+    model, inputs = model_from_config(_config(name), batch_size or DEFAULT_BATCH)
+    return model, inputs, f"hf:{name}", None
+
+
+def llm_model(cfg: Any, batch_size: int | None) -> tuple[nn.Module, tuple]:
+    """(model, inputs) of a decoder-only zoo config on meta: ``batch_size`` (default 1)
+    sequences of the config's training length ``seq``."""
+    return model_from_config(config_from_llm(cfg), batch_size or 1, cfg.seq)

@@ -52,10 +52,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from traincast.features.recurrent import ITEMSIZE, gru_rows
+from traincast.features.recurrent import ITEMSIZE, gru_rows, parse_shapes
 
 __all__ = ["ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "is_compute_bound", "op_family",
-           "op_flops", "register_op", "rule_for"]
+           "op_flops", "parse_shapes", "register_op", "rule_for"]
 
 Expand = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
 COMPUTE_FAMILIES = ("gemm", "conv", "attention", "recurrent")

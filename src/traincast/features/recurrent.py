@@ -43,6 +43,13 @@ def _mm(m: int, k: int, n: int) -> str:
     return f"{m}x{k};{k}x{n}"
 
 
+def parse_shapes(shapes: str) -> list[list[int]]:
+    """The input shapes of a per-op row, ``"64x512;512x1024"`` -> ``[[64, 512], [512, 1024]]``
+    (``;`` between inputs, ``x`` between dimensions; an empty input, a scalar, is ``[]``).
+    Raises ValueError on a dimension that is not a whole number."""
+    return [[int(d) for d in sh.split("x")] if sh else [] for sh in shapes.split(";")]
+
+
 def gru_rows(op: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ops one GRU-direction row runs, with counts; a row without its shapes: ``[op]``.
 
@@ -57,8 +64,7 @@ def gru_rows(op: Mapping[str, Any]) -> list[dict[str, Any]]:
     Rows with a FLOP count are compute-bound (GEMMs), the others memory-bound.
     """
     name = str(op["op"]).split("::")[-1]
-    shapes = [[int(d) for d in sh.split("x")] if sh else []
-              for sh in str(op.get("shapes", "")).split(";")]
+    shapes = parse_shapes(str(op.get("shapes", "")))
     if name not in ("gru", "gru_backward") or len(shapes) < 4:
         return [dict(op)]
     first = 1 if name == "gru_backward" else 0

@@ -1,5 +1,8 @@
 """MODEL specs: ``zoo:NAME``, ``hf:CONFIG`` and ``path/to/file.py:FUNC`` -> model and inputs.
 
+A zoo model with a torch module is built by its builder; one known only by its decoder-only
+config is built through transformers from that config (``traincast.features.hf.llm_model``).
+
 ``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of tensors or a
 dict of keyword tensors. Each spec also says how to rebuild the model on CPU at a small batch
 (for the fallback of traincast.features.profile) and whether its inputs stay on the GPU.
@@ -26,8 +29,13 @@ def load_spec(spec: str, batch_size: int | None) -> tuple[nn.Module, tuple, str,
     """(model, inputs, label, rebuild, resident) for a MODEL spec: ``rebuild(n)`` builds it at
     batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU across steps."""
     if spec.startswith("zoo:"):
-        from traincast.zoo import get_model
+        from traincast.zoo import get_model, lookup
 
+        if not lookup(spec[4:]).builder and lookup(spec[4:]).llm is not None:
+            from traincast.features.hf import llm_model
+
+            entry = lookup(spec[4:])
+            return (*llm_model(entry.llm, batch_size), entry.name, None, False)
         entry = get_model(spec[4:])
         b = batch_size or entry.default_batch
         model = entry.build_meta()

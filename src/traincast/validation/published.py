@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from itertools import combinations
 from pathlib import Path
@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.units import fmt_pct
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "ddp_overlap", "evaluate_rows",
            "load_published", "profile_row", "render_markdown", "summarize", "tf32_matmuls",
@@ -71,6 +72,8 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
         data = tomllib.loads(src.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise TraincastError(f"{name}: cannot be read ({exc})") from None
+    data["file"] = name
+    data["base_dir"] = str(Path(path).resolve().parent) if path else ""
     models = data.get("model", {})
     rows = data.get("row", [])
     if not rows:
@@ -92,7 +95,34 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
                 raise TraincastError(f"{name}: row {i}: field {key!r} must be positive")
         if not row["citation"].strip():
             raise TraincastError(f"{name}: row {i}: field 'citation' is empty")
+        if "node" in row and not isinstance(row["node"], str):
+            raise TraincastError(f"{name}: row {i}: field 'node' must be a node preset name")
     return data
+
+
+def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
+    """Every row's GPU and node (the row's ``node``, else ``[node]`` of its GPU, else the GPU's
+    default node) must be in the catalog: a TraincastError naming the file, row and field."""
+    from traincast.errors import UnknownNameError
+
+    name = data.get("file", "published.toml")
+    for i, row in enumerate(data["row"], 1):
+        try:
+            catalog.gpu(row["gpu"])
+        except UnknownNameError:
+            raise TraincastError(f"{name}: row {i}: field 'gpu': {row['gpu']!r} is not a "
+                                 "catalog GPU", hint="traincast hardware list; or merge a "
+                                 "catalog file with --catalog") from None
+        node = _row_node(row, data.get("node", {}))
+        if node and node not in catalog.nodes:
+            raise TraincastError(f"{name}: row {i}: field 'node': {node!r} is not a catalog "
+                                 "node preset", hint="traincast hardware list")
+
+
+def _row_node(row: Mapping[str, Any], nodes: Mapping[str, str]) -> str:
+    """The node preset a row runs on: its own ``node``, else ``[node]`` of its GPU, else ""
+    (the GPU's default node)."""
+    return str(row.get("node") or nodes.get(row["gpu"], ""))
 
 
 @cache
@@ -104,13 +134,16 @@ def _profile(spec: str, batch: int, amp: bool, ops: bool) -> dict[str, Any]:
 
 def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
                 ops: bool = False) -> dict[str, Any]:
-    """Per-iteration features of one replica: the model's profile at ``batch`` (cached);
-    ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU; with ``ops``
-    also the per-op table (``ops``)."""
+    """Per-iteration features of one replica: the model's profile at ``batch`` (cached; a
+    ``file.py:FUNC`` spec is looked up beside the rows file, ``base_dir``, then in this
+    package); ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU;
+    with ``ops`` also the per-op table (``ops``)."""
     spec = str(model["spec"])
     if not spec.startswith(("zoo:", "hf:")):
         file, func = spec.rsplit(":", 1)
-        spec = f"{Path(__file__).with_name(file)}:{func}"
+        mine = Path(str(model.get("base_dir") or "."), file)
+        found = mine if model.get("base_dir") and mine.is_file() else Path(__file__).with_name(file)
+        spec = f"{found}:{func}"
     rec = _profile(spec, int(batch), bool(amp), bool(ops))
     feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURE_KEYS
                              if k not in NULLABLE_KEYS or rec.get(k) is not None}
@@ -178,7 +211,7 @@ def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[
         "architecture": np.array(["1w1g" if g == 1 else "allreduce-local" for g in gpus],
                                  dtype=object),
         "n_gpus": gpus,
-        "node": np.array([nodes.get(r["gpu"], "") for r in rows], dtype=object),
+        "node": np.array([_row_node(r, nodes) for r in rows], dtype=object),
         "gpu_type": np.array([r["gpu"] for r in rows], dtype=object),
         **{k: np.array([f.get(k, np.nan if k in NULLABLE_KEYS else 0.0) for f in features],
                        dtype=np.float64) for k in FEATURE_KEYS}}
@@ -251,7 +284,7 @@ def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
     if progress:
         progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
                  f"({i + 1}/{len(data['row'])})")
-    model = data["model"][r["model"]]
+    model = {**data["model"][r["model"]], "base_dir": data.get("base_dir", "")}
     half = r["dtype"] == "fp16"
     if half and model.get("fp16_spec"):
         feats = profile_row({**model, "spec": model["fp16_spec"]}, r["batch_per_gpu"], False,
@@ -271,6 +304,7 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     as a baseline."""
     catalog = catalog or load_catalog()
     data = load_published(path)
+    check_hardware(data, catalog)
     rows = data["row"]
     features = [_row_features(data, r, i, progress) for i, r in enumerate(rows)]
     overlap = ddp_overlap(rows, features, data["model"])
@@ -289,7 +323,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     summary = summarize(res["error"])
     ratio_summary = summarize([q["error"] for q in ratios])
     within = [abs(q["error"]) <= RATIO_TARGET for q in ratios if np.isfinite(q["error"])]
-    return {"source": data.get("source", {}), "strategy": strategy, "rows": table,
+    return {"file": data["file"], "source": data.get("source", {}), "strategy": strategy,
+            "rows": table,
             "summary": summary, "paper_summary": summarize(paper["error"]),
             "ratios": ratios, "ratio_summary": ratio_summary,
             "ratios_within_target": int(sum(within)), "ratios_total": len(within),
@@ -298,8 +333,7 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
             "megatron": _megatron(catalog)}
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}%" if np.isfinite(x) else "–"
+_pct = partial(fmt_pct, sign=True, missing="–")  # signed errors
 
 
 def render_markdown(out: Mapping[str, Any]) -> str:
