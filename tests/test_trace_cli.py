@@ -104,3 +104,17 @@ def test_command_list_shows_one_line_summaries(tmp_path: Path) -> None:
         assert command in listing and details not in listing, command
         r = tc(command, "--help", cwd=tmp_path)
         assert details in " ".join(r.stdout.replace("│", " ").split())
+
+
+def test_analysis_of_a_trace_names_the_rows_it_skipped(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,architecture,gpu_type\na,1,1w1g,V100\nb,-3,1w1g,V100\n")
+    r = tc("characterize", str(trace), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["jobs"] == 1
+    said = " ".join(r.stderr.split())  # the console wraps long lines
+    assert "t.csv: row 2: field n_gpus" in said
+    # read again from the store (unchanged file): still said, counted
+    r = tc("characterize", str(trace), "--json", cwd=tmp_path)
+    said = " ".join(r.stderr.split())
+    assert "1 bad row(s)" in said and "first ingest" in said

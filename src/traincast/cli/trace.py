@@ -94,8 +94,22 @@ def trace_jobs(trace: Path | None, db: Path | None, format: str = "csv",
     from traincast.trace.store import db_path
 
     jobs = load_jobs(db) if trace is None else \
-        read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress)
+        read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress,
+                   on_report=_warn_bad_rows)
     return infer_architecture(jobs, catalog)
+
+
+def _warn_bad_rows(report: dict[str, Any]) -> None:
+    """On stderr: the rows an analysis command skipped while reading its TRACE (those found
+    now with file, row and field; those of files kept from an earlier ingest, counted)."""
+    _report_bad_rows(report)
+    for src in report["sources"]:
+        if src.get("unchanged") and src.get("bad_rows"):
+            files = " ".join(str(f) for f in src["files"])
+            err_console.print(Text(f"{src['bad_rows']} bad row(s) of {files} skipped at its "
+                                   "first ingest", style="yellow")
+                              + Text(f" (traincast ingest {files} --strict names them)"),
+                              highlight=False)
 
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,

@@ -342,13 +342,17 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
 
 def read_trace(path_or_paths: str | Path | Iterable[str | Path], format: str = "csv",
                db: str | Path | None = None, mapping: Mapping[str, str] | None = None, *,
-               strict: bool = False, progress: Progress | None = None) -> pa.Table:
+               strict: bool = False, progress: Progress | None = None,
+               on_report: Callable[[dict[str, Any]], None] | None = None) -> pa.Table:
     """The canonical job table of a trace: its files ingested into the store ``db`` (``None`` =
     in memory, nothing written; unchanged files are not ingested twice) and their jobs
     returned (only this trace's, not the rest of the store). Bad rows are skipped (``strict``:
-    an error naming file, row and field)."""
+    an error naming file, row and field); ``on_report`` receives the ingest report
+    (:meth:`Store.ingest`), whose ``bad_rows`` and ``errors`` name them."""
     with Store(db) as store:
         report = store.ingest(path_or_paths, format, mapping, strict=strict, progress=progress)
+        if on_report is not None:
+            on_report(report)
         return store.jobs([s["source_id"] for s in report["sources"]])
 
 

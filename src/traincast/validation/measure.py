@@ -31,6 +31,7 @@ the components add up to the step's time as the step clock measures it.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -147,8 +148,11 @@ def classify(name: str) -> str:
 
 
 def profile_breakdown(step: Callable[[], None], device: str, *, steps: int = 2) -> dict[str, float]:
-    """Per-step seconds by component from ``torch.profiler`` over ``steps`` steps."""
+    """Per-step seconds by component from ``torch.profiler`` over ``steps`` steps (the
+    profiler's own log lines on stderr are silenced unless ``KINETO_LOG_LEVEL`` is set)."""
     from torch.profiler import ProfilerActivity, profile
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # read when the profiler starts
 
     cuda = device.startswith("cuda")
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
