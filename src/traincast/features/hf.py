@@ -122,7 +122,7 @@ def config_from_llm(cfg: Any) -> Any:
     raise TraincastError(
         f"zoo:{cfg.name}: no transformers model for mlp={cfg.mlp}, norm={cfg.norm}, "
         f"position={cfg.position}, bias={cfg.bias}, kv_heads={cfg.kv}, experts={cfg.experts}",
-        hint="supported: swiglu + rmsnorm + rope (Llama, Mixtral with experts) or gelu + "
+        hint="supported: swiglu + rmsnorm + rope (Llama) or gelu + "
              "layernorm + learned positions with biases (GPT-2)")
 
 
