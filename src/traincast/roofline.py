@@ -42,6 +42,7 @@ Convolutions (the conv curve) are the registry's ``conv`` family.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.features.ops import ITEMSIZE, expand_ops, op_family
+from traincast.features.ops import ITEMSIZE, expand_ops, op_family, parse_shapes
 
 F = NDArray[np.float64]
 
@@ -278,13 +279,6 @@ def roofline_split(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
             "flop_bound": t_flop >= t_mem, "flop_s": t_flop, "mem_s": t_mem}
 
 
-def _numel(shape: str) -> int:
-    n = 1
-    for d in shape.split("x") if shape else ():
-        n *= int(d)
-    return n
-
-
 def _tensors_and_fresh(op: Mapping[str, Any], itemsize: int) -> tuple[int, list[float]]:
     """(tensors of a multi-tensor op, else 1; byte sizes of the op's fresh outputs)."""
     name = str(op["op"]).removeprefix("aten::")
@@ -292,7 +286,7 @@ def _tensors_and_fresh(op: Mapping[str, Any], itemsize: int) -> tuple[int, list[
     inplace = name.endswith("_")
     if not name.startswith("_foreach_"):
         return 1, ([] if inplace or written <= 0 else [written])
-    sizes = [_numel(sh) * itemsize for sh in str(op.get("shapes", "")).split(";") if sh != ""]
+    sizes = [math.prod(d) * itemsize for d in parse_shapes(str(op.get("shapes", ""))) if d]
     lists = max(1, round(sum(sizes) / written)) if written > 0 and sizes else 1
     first = sizes[:max(len(sizes) // lists, 1)]
     return len(first), ([] if inplace else [float(b) for b in first])
