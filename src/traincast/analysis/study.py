@@ -192,17 +192,20 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
           catalog: Catalog | list[str | Path] | None = None,
           scenarios: tuple[str, ...] | list[str] = STUDY_SCENARIOS, overlap: float = 0.0,
           prices: str | Path | None = None, report: bool = True,
-          on_step: Step | None = None) -> dict[str, Any]:
+          on_step: Step | None = None, workload: str | None = None,
+          on_report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole study on ``trace`` (default: the bundled sample) into ``out_dir``.
 
     Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
-    ``on_step(step, done, total)`` is called as work advances (progress bars).
+    ``on_step(step, done, total)`` is called as work advances (progress bars); ``workload``
+    is assumed for jobs whose trace gives none (``trace.default_workload``); ``on_report``
+    receives the ingest report (its ``bad_rows`` and ``errors``).
     """
     from traincast.analysis.characterize import characterize
     from traincast.analysis.recommend import recommend
     from traincast.analysis.whatif import whatif
-    from traincast.trace import fill_features, infer_architecture, read_trace
+    from traincast.trace import default_workload, fill_features, infer_architecture, read_trace
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
@@ -224,8 +227,9 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("ingest")
-    jobs = fill_features(infer_architecture(
-        read_trace(trace_path, format, out / "jobs.duckdb", mapping), cat))
+    jobs = infer_architecture(read_trace(trace_path, format, out / "jobs.duckdb", mapping,
+                                         on_report=on_report), cat)
+    jobs = fill_features(default_workload(jobs, workload) if workload else jobs)
     finish("ingest", t0)
 
     t0 = time.perf_counter()

@@ -14,6 +14,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    WorkloadOpt,
     catalog_from,
     console,
     note,
@@ -109,9 +110,7 @@ def colocate(
         "--memory-check/--no-memory-check",
         help="Split pairs whose footprints (model state + activations) exceed the GPU "
         "memory.")] = True,
-    workload: Annotated[str | None, typer.Option(
-        "--workload", help="Zoo model or workload tag for jobs whose trace gives none "
-        "(traces without workloads otherwise have no prediction).")] = None,
+    workload: WorkloadOpt = None,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "
         "partner, slowdown) to this CSV file.")] = None,

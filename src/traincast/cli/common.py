@@ -31,6 +31,10 @@ _STATE = {"quiet": False}
 CatalogOpt = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+WorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", help="Zoo model or workload tag assumed for the jobs whose trace gives none "
+    "(most public traces: ElasticFlow, Alibaba 2023, Philly, Helios); their features come from "
+    "its profile. Without it such jobs have no predicted time.")]
 ComputeOpt = Annotated[str, typer.Option(
     "--compute", help="How compute time is priced: auto (each GPU as its catalog entry allows: "
     "measured curves, else the shape-aware kernel model, else flat peaks), kernel, curves, or "

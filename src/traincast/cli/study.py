@@ -13,13 +13,14 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    WorkloadOpt,
     catalog_from,
     console,
     note,
     print_json,
     progress,
 )
-from traincast.cli.trace import FormatOpt, MapOpt
+from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
 from traincast.units import fmt_pct
 
 
@@ -66,6 +67,7 @@ def study(
                                            "communication overlapped with compute.")] = 0.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
     = False,
+    workload: WorkloadOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest, characterize, the paper's what-if set (nvlink-allreduce, eth100, gpu-a100,
@@ -87,7 +89,8 @@ def study(
 
         result = run(trace, output, format=format, mapping=parse_mapping(map),
                      catalog=catalog_from(catalog, compute), prices=price, overlap=overlap,
-                     report=not no_report, on_step=on_step)
+                     report=not no_report, on_step=on_step, workload=workload,
+                     on_report=warn_bad_rows)
     char = result.pop("characterize")  # in characterize.json; --json stays the summary
     if json_out:
         print_json(result)

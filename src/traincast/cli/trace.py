@@ -17,6 +17,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    WorkloadOpt,
     catalog_from,
     console,
     err_console,
@@ -95,11 +96,11 @@ def trace_jobs(trace: Path | None, db: Path | None, format: str = "csv",
 
     jobs = load_jobs(db) if trace is None else \
         read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress,
-                   on_report=_warn_bad_rows)
+                   on_report=warn_bad_rows)
     return infer_architecture(jobs, catalog)
 
 
-def _warn_bad_rows(report: dict[str, Any]) -> None:
+def warn_bad_rows(report: dict[str, Any]) -> None:
     """On stderr: the rows an analysis command skipped while reading its TRACE (those found
     now with file, row and field; those of files kept from an earlier ingest, counted)."""
     _report_bad_rows(report)
@@ -250,14 +251,16 @@ def characterize(
     compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
                                            "compute (0 = the paper's additive model).")] = 0.0,
+    workload: WorkloadOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.characterize import characterize as run
+    from traincast.trace import default_workload
 
     cat = catalog_from(catalog, compute)
     with ingest_progress(json_out) as update:
         jobs = trace_jobs(trace, db, format, map, cat, progress=update)
-    result = run(jobs, cat, overlap=overlap)
+    result = run(default_workload(jobs, workload) if workload else jobs, cat, overlap=overlap)
     if json_out:
         print_json(result)
     else:

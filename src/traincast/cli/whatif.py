@@ -17,6 +17,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    WorkloadOpt,
     catalog_from,
     console,
     fmt_seconds,
@@ -114,6 +115,7 @@ def whatif(
     parquet_dir: Annotated[Path | None, typer.Option(
         "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
         "remote cluster can read); default: a temporary folder.")] = None,
+    workload: WorkloadOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """How much faster would each job run under a scenario (speedup = T_base / T_scenario)?
@@ -132,7 +134,7 @@ def whatif(
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
     cat = catalog_from(catalog, compute)
-    table = load_trace_jobs(trace, db, format, map, json_out, cat)
+    table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
         task = bar.add_task(f"what-if ({engine})", total=None)
         result = run(table, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
@@ -250,7 +252,8 @@ def recommend(
     features: Annotated[Path | None, typer.Option(help="One job: features JSON.")] = None,
     batch: Annotated[int | None, typer.Option(help="One job: batch size for --model.")] = None,
     workload: Annotated[str | None, typer.Option(
-        help="One job: workload tag (its zoo profile gives features and memory).")] = None,
+        help="One job: workload tag (its zoo profile gives features and memory). With a "
+        "TRACE: the workload assumed for jobs whose trace gives none.")] = None,
     arch: Annotated[str, typer.Option(help="One job: its current architecture.")] = "1w1g",
     gpus: Annotated[int, typer.Option(help="One job: GPUs.")] = 1,
     workers: Annotated[int | None, typer.Option(help="One job: ps-worker workers.")] = None,
@@ -268,7 +271,8 @@ def recommend(
     from traincast.analysis.recommend import recommend as run
 
     cat = catalog_from(catalog, compute)
-    one_job = any(x is not None for x in (flops, model, features, workload))
+    one_job = any(x is not None for x in (flops, model, features)) or \
+        (workload is not None and trace is None and db is None)
     if one_job and trace is not None:
         raise TraincastError("give either a TRACE or one job's flags, not both")
     if one_job:
@@ -286,7 +290,7 @@ def recommend(
                                         embedding_bytes, input_bytes, False)
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
-        table = load_trace_jobs(trace, db, format, map, json_out, cat)
+        table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     n_cands = 5 * (1 + len(node_opt or cat.nodes))
     with progress(json_out) as bar:
         task = bar.add_task("recommend: candidates", total=n_cands)
