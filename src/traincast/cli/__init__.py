@@ -91,7 +91,8 @@ def main() -> None:
     except TraincastError as exc:
         if debug:
             raise
-        _fail(str(exc), exc.hint or "run with --debug for the full traceback", 2)
+        _fail(str(exc), exc.hint or "traincast COMMAND --help shows the options and their "
+              "units", 2)
     except ImportError as exc:
         if debug:
             raise

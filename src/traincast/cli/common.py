@@ -48,6 +48,8 @@ _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|f
 def parse_number(text: str, what: str) -> float:
     """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes)."""
     m = _NUMBER.match(str(text))
+    if not m and _NUMBER.match(str(text).strip().removeprefix("-")):
+        raise TraincastError(f"{what}: must not be negative, got {text!r}")
     if not m:
         raise TraincastError(f"{what}: not a number: {text!r}",
                              hint="use a plain number, e-notation or a k/M/G/T suffix")
