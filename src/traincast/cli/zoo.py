@@ -46,8 +46,8 @@ def zoo_rows() -> list[dict[str, Any]]:
 
 
 def hf_rows() -> list[dict[str, Any]]:
-    """The Hub checkpoints ``hf:NAME`` builds offline (``features/hf_configs.toml``)."""
-    from traincast.features.hf import known_configs
+    """The Hub checkpoints ``hf:NAME`` builds offline (``zoo/hub.toml``)."""
+    from traincast.zoo.hub import known_configs
 
     seen: dict[str, dict[str, Any]] = {}
     for entry in known_configs().values():

@@ -1,7 +1,7 @@
 """``hf:CONFIG`` models: a ``transformers`` model built from its config alone (never weights).
 
 CONFIG is, in this order: a local ``config.json`` (or a folder holding one); a name in the local
-Hugging Face cache; a Hub checkpoint of ``hf_configs.toml`` (shipped with its source: works
+Hugging Face cache; a Hub checkpoint of ``zoo/hub.toml`` (shipped with its source: works
 without a network); a ``model_type`` known to transformers (``gpt2``, ``bert``, ``llama``, ...:
 its default config). The model is built on the meta device. The head is picked from the
 config's ``architectures`` when given, else the masked-LM head for model types that have one
@@ -17,9 +17,6 @@ config their fields describe (``config_from_llm``), at their training sequence l
 
 from __future__ import annotations
 
-import tomllib
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -28,28 +25,17 @@ from torch import nn
 
 from traincast.errors import TraincastError
 from traincast.features.profile import KeywordInputs
+from traincast.zoo.hub import hub_entry
 
 DEFAULT_BATCH = 8
 MAX_SEQ = 512
-CONFIGS_FILE = "hf_configs.toml"
-
-
-@cache
-def known_configs() -> dict[str, dict[str, Any]]:
-    """The shipped Hub checkpoints (``hf_configs.toml``) by lower-case name and alias."""
-    raw = tomllib.loads(resources.files("traincast.features").joinpath(CONFIGS_FILE).read_text())
-    out: dict[str, dict[str, Any]] = {}
-    for name, entry in raw.get("config", {}).items():
-        for key in (name, *entry.get("aliases", ())):
-            out[key.lower()] = {"name": name, **entry}
-    return out
 
 
 def _shipped_config(name: str) -> Any | None:
     """The transformers config of a shipped checkpoint (None when ``name`` is not one)."""
     import transformers
 
-    entry = known_configs().get(name.lower())
+    entry = hub_entry(name)
     if entry is None:
         return None
     if "zoo" in entry:

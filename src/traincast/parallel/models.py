@@ -3,7 +3,8 @@
 The configs live in the one model registry (``traincast/zoo/models.toml``, ``[model.NAME.llm]``
 tables); ``ModelConfig`` and its parameter-count formulas are in ``traincast.zoo.llm``
 (docs/parallelism.md). This module resolves the names that ``plan`` and ``predict --arch
-hybrid`` take: ``zoo:NAME`` (or a bare name or alias) and ``hf:path/to/config.json``.
+hybrid`` take: ``zoo:NAME`` (or a bare name or alias), ``hf:path/to/config.json`` and
+``hf:NAME`` of a shipped Hub checkpoint (``zoo/hub.toml``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ def get_model(name: str) -> ModelConfig:
     ``ModelConfig``; a zoo model without an LLM config (a CNN, BERT, ...) is an error that says
     which commands it works with."""
     if name.startswith("hf:"):
-        return from_hf_config(name[3:])
+        from pathlib import Path
+
+        from traincast.zoo.hub import decoder_config
+
+        shipped = None if Path(name[3:]).exists() else decoder_config(name[3:])
+        return shipped if shipped is not None else from_hf_config(name[3:])
     if canonical_name(name) is None:
         raise TraincastError(f"unknown language model {name!r}",
                              hint=f"zoo models with an LLM config: {', '.join(llm_names())}; "

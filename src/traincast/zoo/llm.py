@@ -18,6 +18,7 @@ token. Parameter count (docs/parallelism.md)::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -149,14 +150,8 @@ def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelCon
 
 
 def from_hf_config(path: str | Path) -> ModelConfig:
-    """A config from a Hugging Face ``config.json`` (a file or a folder holding one; no weights).
-
-    Reads the Llama/Mistral/Mixtral keys (``hidden_size``, ``num_hidden_layers``,
-    ``num_attention_heads``, ``num_key_value_heads``, ``intermediate_size``, ``vocab_size``,
-    ``max_position_embeddings``, ``tie_word_embeddings``, ``num_local_experts``,
-    ``num_experts_per_tok``) or the GPT-2 keys (``n_embd``, ``n_layer``, ``n_head``,
-    ``n_positions``).
-    """
+    """A config from a Hugging Face ``config.json`` (a file or a folder holding one; no weights),
+    read by ``from_hf_dict``."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
@@ -164,9 +159,19 @@ def from_hf_config(path: str | Path) -> ModelConfig:
         raw = json.loads(p.read_text())
     except FileNotFoundError:
         raise TraincastError(f"{p}: config file not found",
-                             hint="hf: takes a local config.json (or its folder)") from None
+                             hint="hf: takes a local config.json (or its folder) or a shipped "
+                                  "checkpoint name (traincast zoo list --hf)") from None
     except json.JSONDecodeError as exc:
         raise TraincastError(f"{p}: not valid JSON: {exc}") from None
+    return from_hf_dict(raw, str(raw.get("_name_or_path") or p.parent.name or p.stem), str(p))
+
+
+def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
+    """A config from the keys of a Hugging Face config: the Llama/Mistral/Mixtral keys
+    (``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``,
+    ``intermediate_size``, ``vocab_size``, ``max_position_embeddings``, ``tie_word_embeddings``,
+    ``num_local_experts``, ``num_experts_per_tok``) or the GPT-2 keys (``n_embd``, ``n_layer``,
+    ``n_head``, ``n_positions``); ``where`` names the source in errors."""
     gpt2 = "n_embd" in raw
     try:
         if gpt2:
@@ -190,8 +195,7 @@ def from_hf_config(path: str | Path) -> ModelConfig:
                       "experts": int(raw.get("num_local_experts", 1) or 1),
                       "top_k": int(raw.get("num_experts_per_tok", 1) or 1)}
     except KeyError as exc:
-        raise TraincastError(f"{p}: missing key {exc.args[0]!r}",
+        raise TraincastError(f"{where}: missing key {exc.args[0]!r}",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)"
                              ) from None
-    return config_from_table(str(raw.get("_name_or_path") or p.parent.name or p.stem), values,
-                             str(p))
+    return config_from_table(name, values, where)
