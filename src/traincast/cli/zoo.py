@@ -41,6 +41,8 @@ def zoo_rows() -> list[dict[str, Any]]:
                "meta_only": entry.meta_only, "source": entry.source}
         if cfg is not None and not rec:
             row["flops_forward_per_sample"] = 2 * cfg.params_flop * cfg.seq
+        if cfg is not None and not entry.builder and cfg.experts == 1:
+            row["profiled_via"] = "transformers"  # profile builds it from the config
         rows.append(row)
     return rows
 
@@ -97,13 +99,17 @@ def zoo_list(json_out: JsonOpt = False,
                          justify="left" if col in ("name", "can", "aliases") else "right")
     for r in rows:
         fwd, train = r.get("flops_forward_per_sample"), r.get("flops_train_per_sample")
-        table.add_row(r["name"], "+".join(_USES[c] for c in r["capabilities"]),
+        can = "+".join(_USES[c] for c in r["capabilities"])
+        if r["capabilities"] == ["llm"] and r.get("profiled_via") == "transformers":
+            can += " (+profile)"
+        table.add_row(r["name"], can,
                       _millions(r["params"]), str(r["default_batch"] or "-"),
                       f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-",
                       ", ".join(r["aliases"]) or "-")
     console.print(table)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
-                  "plan = LLM config (plan, predict --arch hybrid). Config-only models: 2 FLOPs "
+                  "plan = LLM config (plan, predict --arch hybrid; +profile: profile and predict "
+                  "--model build it through transformers). Config-only models: 2 FLOPs "
                   "per matrix parameter per token, attention scores excluded.", markup=False,
                   style="dim")
 
