@@ -75,11 +75,11 @@ def main() -> int:
     jobs = make_jobs(N)
     predict_table(jobs, cat)  # warm-up
     best, best_model = math.inf, math.inf
+    r_all = resolve(jobs, cat)  # the time model alone is timed on these resolved rows
     for _ in range(5):
         t0 = time.perf_counter()
         bd = predict_table(jobs, cat)
         best = min(best, time.perf_counter() - t0)
-        r_all = resolve(jobs, cat)
         t0 = time.perf_counter()
         evaluate(r_all, cat)
         best_model = min(best_model, time.perf_counter() - t0)

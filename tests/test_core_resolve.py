@@ -150,9 +150,6 @@ def test_every_module_of_the_package_registers_its_architecture() -> None:
 def test_registry_has_one_module_per_architecture() -> None:
     assert ARCHITECTURES[:5] == ("1w1g", "allreduce-local", "allreduce-cluster", "ps-worker",
                                  "pearl")
-    for name in ARCHITECTURES:
-        arch = REGISTRY[name]
-        assert callable(arch.comm_s) and callable(arch.fits) and callable(arch.port)
     cat = load_catalog()
     r = resolve({"architecture": np.array(["hybrid", "allreduce-cluster"], dtype=object),
                  "n_gpus": [16, 16], "node": np.array(["dgx-a100"] * 2, dtype=object),
@@ -161,6 +158,25 @@ def test_registry_has_one_module_per_architecture() -> None:
                         "n_gpus": [16, 16], "node": np.array(["dgx-a100"] * 2, dtype=object),
                         **{k: [v, v] for k, v in FEATS.items()}}, cat)
     assert (r.reason == OK).all() and bd.comm[0] == bd.comm[1]
+
+
+def test_predict_reports_the_rates_of_the_strategy_it_priced_with() -> None:
+    # dgx-a100's A100 has an SM count, so `auto` picks the kernel model; a forced `paper`
+    # prices and reports the flat rates: the fp32 peak x flop_efficiency, the DRAM bandwidth x
+    # mem_efficiency
+    cat = load_catalog()
+    gpu = cat.gpu(cat.nodes["dgx-a100"].gpu)
+    assert gpu.name == "A100-SXM4-80GB"
+    auto = predict(FEATS, node="dgx-a100", catalog=cat)
+    assert auto.hardware["compute"] == "kernel"
+    paper = predict(FEATS, node="dgx-a100", catalog=cat, strategy="paper")
+    hw = paper.hardware
+    assert hw["compute"] == "paper"
+    assert hw["achievable_tflops"] == pytest.approx(gpu.fp32_tflops * gpu.flop_efficiency)
+    assert hw["achievable_mem_gbs"] == pytest.approx(gpu.mem_bw_gbs * gpu.mem_efficiency)
+    assert paper.time_s["compute_flop"] == pytest.approx(
+        FEATS["flops_compute_bound"] / (hw["achievable_tflops"] * 1e12))
+    assert hw["achievable_tflops"] != pytest.approx(auto.hardware["achievable_tflops"])
 
 
 def test_paper_roofline_and_hybrid_agree_on_a_data_parallel_case() -> None:

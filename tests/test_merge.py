@@ -181,11 +181,31 @@ def test_file_specs_are_built_on_meta(tmp_path: Path) -> None:
     assert out["groups_total"] == 1
 
 
+def test_a_config_only_zoo_model_merges_through_transformers() -> None:
+    pytest.importorskip("transformers")
+    from traincast.zoo import MODELS
+
+    # Megatron GPT 1.7B: only a decoder-only config (GPT-2 layout: 24 layers, h = 2304,
+    # V = 51,200, 2048 learned positions, head tied to the token embedding), built on meta.
+    # Layers: token and position embeddings, 6 per block (ln_1, c_attn, c_proj, ln_2, c_fc,
+    # mlp c_proj), the final norm; two copies share every one.
+    cfg = MODELS["megatron-gpt-1.7b"].llm
+    h, f, v, p, n = 2304, 9216, 51_200, 2048, 24
+    block = 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * f + f) + (f * h + h)
+    params = (v + p) * h + n * block + 2 * h
+    assert params == cfg.params
+    out = merge_specs(["zoo:megatron-gpt-1.7b", "zoo:megatron-gpt-1.7b"])
+    assert [m["params"] for m in out["models"]] == [params, params]
+    assert out["params_saved"] == out["params_shared"] == out["params_merged"] == params
+    assert out["groups_total"] == 2 + 6 * n + 1
+    assert out["saved_bytes"] == 4 * params  # fp32
+
+
 def test_errors() -> None:
     with pytest.raises(TraincastError, match="at least two"):
         merge_specs(["zoo:resnet50"])
     with pytest.raises(TraincastError, match="no torch module"):
-        merge_specs(["zoo:resnet50", "zoo:gpt3-175b"])
+        merge_specs(["zoo:resnet50", "zoo:mixtral-8x7b"])  # config only, mixture of experts
     with pytest.raises(TraincastError, match="unknown zoo model"):
         merge_specs(["zoo:resnet50", "zoo:nope"])
 

@@ -63,6 +63,37 @@ def test_gemm_times_by_hand() -> None:
     assert float(bwd[0]) == pytest.approx(flops_s / w_dgrad + flops_s / w_wgrad)
 
 
+def test_fp32_gemms_use_the_simt_tiles_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a 192 x 192 output on 108 SMs (every tile set fits one wave):
+    # bf16 tensor-core tiles: 256x128 -> narrowed to 192x128, 1 x 2 = 2 tiles,
+    #   w = 192*192 / (108 * 192*128) = 1/72; 128x256 the same; 128x128 -> 2 x 2 = 4 tiles,
+    #   w = 192*192 / (108 * 128*128) = 1/48: best 1/48
+    # fp32 SIMT tiles: 128x128 -> 1/48; 128x64 -> 2 x 3 = 6 tiles,
+    #   w = 192*192 / (108 * 128*64) = 1/24; 64x128 the same: best 1/24
+    assert float(gemm.wave_efficiency(192, 192, 108)) == pytest.approx(1 / 48)
+    assert float(gemm.wave_efficiency(192, 192, 108, dtype="fp32")) == pytest.approx(1 / 24)
+    # K = 8: no split-K for either (fp32 steps of 8: floor(8/8) = 1; bf16 steps of 32: none)
+    rate, m, n, k = 1e13, 192.0, 192.0, 8.0
+    flops_s = 2 * m * n * k / rate
+    shape = [(np.ones(1), np.full(1, m), np.full(1, n), np.full(1, k))]
+    fwd32, _ = gemm.gemm_times_s(shape, rate, 108, "fp32")
+    fwd16, _ = gemm.gemm_times_s(shape, rate, 108)
+    assert float(fwd32[0]) == pytest.approx(flops_s * 24)
+    assert float(fwd16[0]) == pytest.approx(flops_s * 48)
+    # the hybrid model passes the plan's dtype to every product
+    seen: list[str] = []
+    times = gemm.gemm_times_s
+
+    def spy(shapes: list, rate_flops: float, sms: float, dtype: str = "bf16") -> tuple:
+        seen.append(dtype)
+        return times(shapes, rate_flops, sms, dtype)
+
+    monkeypatch.setattr(gemm, "gemm_times_s", spy)
+    cfg = get_model("megatron-gpt-1.7b")
+    evaluate(cfg, hybrid_hardware(None, "dgx-a100", "fp32"), dp=8, global_batch=8, dtype="fp32")
+    assert seen and set(seen) == {"fp32"}
+
+
 def test_attention_products_are_memory_bound_on_a100() -> None:
     # Q K^T per head, s = 2048, head dim 96 (GPT 1.7B), 2-byte elements:
     # 2 s^2 d FLOPs over 2 (s^2 + 2 s d) bytes = 2048 * 96 / 2240 = 87.8 FLOP/byte

@@ -54,11 +54,20 @@ def test_price_ranks_by_cost(tmp_path) -> None:
                      '[gpu.H100-SXM5-80GB]\nusd_per_gpu_hour = 8.0\nsource = "example"\n')
     out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", global_batch=128, top=3, price=price)
     best = out["by_cost"][0]
+    # the H100 is faster per iteration but costs 4x per GPU-hour: the A100 is cheaper per token
+    assert out["top"][0]["gpu"] == "H100-SXM5-80GB"
+    assert best["gpu"] == "A100-SXM4-80GB"
     usd = 2.0 if best["gpu"] == "A100-SXM4-80GB" else 8.0
     expected = usd * 16 * best["time_s"]["total"] / 3600 / (128 * 4096) * 1e6
     assert best["usd_per_million_tokens"] == pytest.approx(expected)
     costs = [r["usd_per_million_tokens"] for r in out["by_cost"]]
     assert costs == sorted(costs)
+
+
+def test_rank_must_be_known() -> None:
+    with pytest.raises(TraincastError, match="unknown ranking 'cost'") as exc:
+        plan("zoo:llama2-7b", 8, "dgx-a100", rank="cost")
+    assert "time, expected" in exc.value.hint
 
 
 def test_bad_price_file(tmp_path) -> None:

@@ -108,6 +108,19 @@ def test_study_says_so_when_no_job_has_features(tmp_path: Path) -> None:
     assert whatif["scenarios"]["eth100"]["predicted"] == 0
 
 
+def test_study_assumes_a_workload_and_reports_skipped_rows(tmp_path: Path) -> None:
+    trace = tmp_path / "bare.csv"
+    trace.write_text("job_id,architecture,n_gpus,start_time_s,end_time_s\n"
+                     "a,ps-worker,4,0,10\nb,1w1g,1,0,20\nc,1w1g,-1,0,5\n")
+    reports: list[dict] = []
+    result = study(trace, tmp_path / "out", report=False, workload="resnet50",
+                   on_report=reports.append)
+    assert reports[0]["bad_rows"] == 1 and reports[0]["errors"][0]["field"] == "n_gpus"
+    whatif = json.loads((tmp_path / "out" / "whatif.json").read_text())
+    assert whatif["scenarios"]["eth100"]["predicted"] == 2  # both valid jobs, as resnet50
+    assert not result["summary"]["sentences"][0].startswith("None of the")
+
+
 def test_study_cli_prints_the_cluster_table_first(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(console, "width", 100)
     trace = write_small_trace(tmp_path / "t.csv")

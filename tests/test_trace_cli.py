@@ -136,7 +136,14 @@ def test_workload_for_traces_without_one(tmp_path: Path) -> None:
            cwd=tmp_path)
     assert json.loads(r.stdout)["summary"]["predicted"] == 3, r.stderr
     r = tc("recommend", str(trace), *base, "--workload", "resnet50", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert len(rows) == 3 and all(row["base_total_s"] > 0 for row in rows), r.stderr
+    # one job known only by its workload (no TRACE): the same resnet50 features as a 1-GPU row
+    r = tc("recommend", "--workload", "resnet50", "--json", cwd=tmp_path)
+    one = json.loads(r.stdout)["rows"]
+    assert r.returncode == 0 and len(one) == 1, r.stderr
+    single = next(row for row in rows if row["n_gpus"] == 1)
+    assert one[0]["base_total_s"] == single["base_total_s"]
     r = tc("whatif", str(trace), *base, "--workload", "no-such-model", "--scenario", "eth100",
            cwd=tmp_path)
     assert r.returncode == 2 and "--workload no-such-model" in r.stderr

@@ -196,6 +196,52 @@ def test_replan_as_machines_go(tmp_path: Path) -> None:
             SPOT_A100 * r["gpus_used"] * r["s_per_million_tokens"] / 3600)
 
 
+def test_replan_across_presets_minimizes_expected_time() -> None:
+    # Llama 2 7B on 16 GPUs, fp16, 2 preemptions per node-hour, checkpoints at 0.5 GB/s:
+    # C = 14 bytes x 6.738e9 parameters / 0.5e9 = 188.7 s, Rs = C + 120 s. pai-v100-pcie has
+    # 8 GPUs per node (2 nodes), a10-pcie 4 (4 nodes): the A10 iteration is faster, but twice
+    # the nodes preempt twice as often, so its expected time per million tokens is larger.
+    kw = {"global_batch": 128, "dtype": "fp16",
+          "resilience": Resilience(2.0, checkpoint_gbs=0.5)}
+    c = 14 * get_model("zoo:llama2-7b").params / 0.5e9
+    rows = {}
+    for nd, nodes in (("pai-v100-pcie", 2), ("a10-pcie", 4)):
+        rows[nd] = plan("zoo:llama2-7b", 16, nd, top=1, **kw)["top"][0]
+        lam = 2.0 * nodes / 3600
+        tau = math.sqrt(2 * c / lam)
+        overhead = 1 + c / tau + lam * (tau / 2 + c + 120)
+        assert rows[nd]["overhead_factor"] == pytest.approx(overhead)
+        assert rows[nd]["s_per_million_tokens"] == pytest.approx(
+            rows[nd]["time_s"]["total"] * overhead / (128 * 4096) * 1e6)
+    v100, a10 = rows["pai-v100-pcie"], rows["a10-pcie"]
+    assert a10["time_s"]["total"] < v100["time_s"]["total"]          # 30.1 s < 31.5 s
+    assert v100["overhead_factor"] == pytest.approx(1.990, abs=1e-3)
+    assert a10["overhead_factor"] == pytest.approx(2.602, abs=1e-3)
+    assert v100["s_per_million_tokens"] == pytest.approx(119.4, abs=0.1)
+    assert a10["s_per_million_tokens"] == pytest.approx(149.6, abs=0.1)
+    # the hand comparison: the smaller expected time per million tokens wins
+    want = min(rows.values(), key=lambda r: r["s_per_million_tokens"])
+    assert want is v100
+    out = replan("zoo:llama2-7b", [16], "pai-v100-pcie,a10-pcie", **kw)
+    row = out["rows"][0]
+    assert (row["node"], row["gpus_used"], row["label"]) == ("pai-v100-pcie", 16, want["label"])
+    assert row["s_per_million_tokens"] == pytest.approx(want["s_per_million_tokens"])
+    # plan ranks the two presets together the same way with rank="expected"; by iteration time
+    # (the default) the A10 comes first
+    both = "pai-v100-pcie,a10-pcie"
+    expected = plan("zoo:llama2-7b", 16, both, top=3, rank="expected", **kw)["top"]
+    assert expected[0]["node"] == "pai-v100-pcie" and expected[0]["label"] == want["label"]
+    spm = [r["s_per_million_tokens"] for r in expected]
+    assert spm == sorted(spm)
+    assert plan("zoo:llama2-7b", 16, both, top=1, **kw)["top"][0]["node"] == "a10-pcie"
+
+
+def test_replan_unknown_node_keeps_its_hint() -> None:
+    with pytest.raises(TraincastError, match="unknown node 'nope'") as exc:
+        replan("zoo:llama2-7b", [16, 8], "dgx-a100,nope")
+    assert "dgx-a100" in exc.value.hint
+
+
 # ---- the price format ------------------------------------------------------------------
 
 def test_price_format_errors(tmp_path: Path) -> None:
@@ -220,6 +266,11 @@ def test_price_format_errors(tmp_path: Path) -> None:
             load_prices(bad, cat)
     with pytest.raises(TraincastError, match="price file not found"):
         load_prices("no-such-prices", cat)
+    # an unknown name keeps the catalog's hint (the known names)
+    bad.write_text('[node.nope]\nusd_per_gpu_hour = 3.0\nsource = "x"\n')
+    with pytest.raises(TraincastError) as exc:
+        load_prices(bad, cat)
+    assert "dgx-a100" in exc.value.hint
 
 
 def test_node_price_wins_and_spot_is_separate(tmp_path: Path) -> None:

@@ -268,9 +268,54 @@ def test_a_missing_capability_is_a_clear_error() -> None:
     with pytest.raises(TraincastError, match="no torch module") as exc:
         get_model("zoo:gpt3-175b")
     assert "plan" in exc.value.hint
+    assert "through transformers" in exc.value.hint and "mixture of experts" in exc.value.hint
     with pytest.raises(TraincastError, match="no decoder-only language-model config") as exc:
         get_llm("zoo:resnet50")
     assert "profile" in exc.value.hint
+
+
+def test_shipped_decoder_checkpoints_count_their_published_params() -> None:
+    # no torch: every hub.toml decoder-only checkpoint with a published count, read as a
+    # decoder-only config, gives that count by the config formula
+    import tomllib
+    from importlib import resources
+
+    from traincast.zoo.hub import DECODER_TYPES, HUB_FILE, decoder_config
+
+    raw = tomllib.loads(resources.files("traincast.zoo").joinpath(HUB_FILE).read_text())
+    checked = 0
+    for name, entry in raw["config"].items():
+        if entry.get("model_type") in DECODER_TYPES and "params" in entry:
+            cfg = decoder_config(name)
+            assert cfg is not None and cfg.params == entry["params"], name
+            checked += 1
+    assert checked >= 6  # GPT-2 small to XL, Llama 2 13B, Mistral 7B
+
+
+def test_gpt2_keys_read_tie_word_embeddings() -> None:
+    from traincast.zoo.llm import from_hf_dict
+
+    keys = {"n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50_257}
+    tied = from_hf_dict(keys, "gpt2", "test")
+    untied = from_hf_dict({**keys, "tie_word_embeddings": False}, "gpt2", "test")
+    assert tied.tied and tied.params == 124_439_808
+    assert not untied.tied and untied.params == tied.params + 50_257 * 768
+
+
+def test_hub_names_and_aliases_share_the_registry_index() -> None:
+    from traincast.zoo.hub import hub_entry, known_configs
+    from traincast.zoo.registry import alias_index
+
+    configs = known_configs()
+    assert "gpt2" in configs and "openai-community/gpt2" not in configs  # by name, once
+    assert hub_entry("OpenAI-Community/GPT2") is configs["gpt2"]
+    assert hub_entry("meta-llama/llama-2-13b-hf")["name"] == "meta-llama/Llama-2-13b-hf"
+    assert hub_entry("no-such-checkpoint") is None
+    with pytest.raises(TraincastError, match=r'hub.toml: alias \'gpt2\' of \[config."b"\] is '
+                                             "already the name or an alias of gpt2"):
+        alias_index({"gpt2": (), "b": ("GPT2",)}, "traincast/zoo/hub.toml", 'config."{}"')
+    with pytest.raises(TraincastError, match="differ only in case"):
+        alias_index({"A": (), "a": ()}, "hub.toml", 'config."{}"')
 
 
 def test_registry_errors_name_the_file_and_table() -> None:

@@ -28,7 +28,8 @@ FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weigh
 gradients moves (whole tables for dense-gradient tables; null = ``embedding_bytes_touched``)."""
 STRING_COLUMNS = ("architecture", "gpu_type", "node", "workload")
 NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
-                   "workers_per_node", "batch_size", "start_time_s", "end_time_s", *FEATURES)
+                   "workers_per_node", "batch_size", "start_time_s", "end_time_s", "gpu_util",
+                   *FEATURES)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.features.ops import op_family, parse_shapes
+from traincast.features.ops import ITEMSIZE, op_family, parse_shapes
 
 F = NDArray[np.float64]
 
@@ -182,14 +182,9 @@ def roofline_slowdown(intensity: ArrayLike, rate_flops: float, mem_bps: float) -
 
 
 def catalog_dtype(gpu: Any, dtype: str) -> str:
-    """The dtype whose peak a job of ``dtype`` runs at: ``amp`` = fp16, else bf16 (the first the
-    GPU has); a dtype the GPU lacks (peak 0) falls back to fp32, as ``GPU.peak_tflops`` does."""
-    if dtype == "amp":
-        for d in ("fp16", "bf16"):
-            if float(getattr(gpu, f"{d}_tflops", 0.0)) > 0:
-                return d
-        return "fp32"
-    return dtype if float(getattr(gpu, f"{dtype}_tflops", 0.0)) > 0 else "fp32"
+    """The dtype whose peak a job of ``dtype`` runs at (``GPU.math_dtype``: ``amp`` = fp16, else
+    bf16, the first the GPU has; a dtype the GPU lacks falls back to fp32)."""
+    return str(gpu.math_dtype(dtype))
 
 
 DEFAULT_GEMM_MAX_FRACTION = 0.79
@@ -206,7 +201,7 @@ def gemm_max_fraction(gpu: Any, dtype: str) -> float | None:
     """The GPU's achievable large-GEMM fraction ``eta`` for ``dtype`` (``GPU.gemm_fraction`` of
     the dtype the job runs at); ``None`` when the GPU has no figure (callers then use
     ``DEFAULT_GEMM_MAX_FRACTION`` for a GPU in the kernel model)."""
-    value = float(gpu.gemm_fraction(catalog_dtype(gpu, dtype)))
+    value = float(gpu.gemm_fraction(dtype))
     return value if value > 0 else None
 
 
@@ -298,15 +293,15 @@ batch norm computes the batch statistics in one pass over ``x`` and normalizes i
 
 def reread_bytes(ops: Sequence[Mapping[str, Any]]) -> F:
     """Per op: DRAM bytes of the extra passes of ``REREAD_INPUTS`` ops, ``sum_i |input_i| s``
-    (elements of the listed input shapes times the row's bytes per element); 0 for other ops or
-    rows without shapes."""
+    (elements of the listed input shapes times the row's bytes per element, ``ITEMSIZE`` of its
+    torch dtype, 4 for one it does not list); 0 for other ops or rows without shapes."""
     out = np.zeros(len(ops))
     for i, o in enumerate(ops):
         idx = REREAD_INPUTS.get(str(o.get("op", "")).removeprefix("aten::"))
         if not idx or not o.get("shapes"):
             continue
         dims = parse_shapes(str(o["shapes"]))
-        size = DTYPE_BYTES.get(TORCH_DTYPES.get(str(o.get("dtype", "float32")), "fp32"), 4)
+        size = ITEMSIZE.get(str(o.get("dtype", "float32")), 4)
         out[i] = size * sum(float(math.prod(dims[j])) for j in idx if j < len(dims) and dims[j])
     return out
 

@@ -137,14 +137,15 @@ def merge_groups(layers_by_model: list[list[Layer]]) -> list[Group]:
 
 
 def build_meta(spec: str) -> Any:
-    """The model of a MODEL spec on the meta device: ``zoo:NAME`` (the zoo registry),
-    ``hf:CONFIG`` (a transformers config, no weights) or ``path/file.py:FUNC``."""
+    """The model of a MODEL spec on the meta device: ``zoo:NAME`` (the zoo registry; a model
+    known only by its decoder-only config through transformers), ``hf:CONFIG`` (a transformers
+    config, no weights) or ``path/file.py:FUNC``."""
     import torch
 
     if spec.startswith("zoo:"):
-        from traincast.zoo import get_model
+        from traincast.zoo import lookup
 
-        return get_model(spec[4:]).build_meta()
+        return lookup(spec[4:]).build_meta()
     from traincast.features.specs import load_spec
 
     with torch.device("meta"):

@@ -59,16 +59,19 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     mem = r.mem_bytes / rates[gpu_amp, 1]
     if workload is None or ops_of is None:
         return flop, mem
-    with_ops = [ops_of(v) for v in workload.values]
+    tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
+    # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
+    has_ops = np.array([i in tables for i in range(len(workload.values))] + [False])
+    known = np.array([name in catalog.gpus for name in r.gpu.values] + [False])
+    priced = has_ops[workload.codes] & known[r.gpu.codes]  # code -1: the appended False
     key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
-    for k, rows in groups(np.where(workload.codes >= 0, key, -1)):
-        wl, rest = divmod(int(k), 2 * n_gpu + 2)
-        code, amp = divmod(rest, 2)
-        prof = with_ops[wl] if k >= 0 else None
-        if not prof or not prof.get("ops") or code >= n_gpu \
-                or r.gpu.values[code] not in catalog.gpus:
+    for k, rows in groups(np.where(priced, key, -1)):
+        if k < 0:
             continue
+        wl, rest = divmod(k, 2 * n_gpu + 2)
+        code, amp = divmod(rest, 2)
+        prof = tables[wl]
         key_ = ("ops", workload.values[wl], r.gpu.values[code], amp, strategy)
         if key_ not in cache:
             cache[key_] = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
@@ -193,14 +196,16 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     if r.reason[0] != OK:
         raise explain(r, 0, cols, catalog)
     profile = feats if feats.get("ops") else None  # a profile with its per-op table
+    strategy = catalog.compute if strategy == "auto" else strategy
     bd = evaluate(r, catalog, overlap, strategy, Strings(np.zeros(r.size, np.int32), ("job",)),
                   lambda _: profile)
-    return _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie)
+    return _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
+                       strategy)
 
 
 def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap: float,
                 amp: bool, hierarchical: bool, nic: str | None, intra: str | None,
-                pcie: str | None) -> Prediction:
+                pcie: str | None, strategy: str) -> Prediction:
     shares = bd.shares()
     names = np.array(COMPONENTS + ("unknown",))[bd.bottleneck_code()]
     node = catalog.nodes[r.node.values[r.node.codes[0]]]
@@ -217,7 +222,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
         elif bottleneck == "data_io":
             label = f"data I/O over {links['pcie'].label()}"
     n, g = int(r.n[0]), int(r.g[0])
-    flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", catalog.compute)
+    flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     return Prediction(
         time_s={c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
         share={c: _scalar_or_list(shares[c]) for c in COMPONENTS},
@@ -230,7 +235,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
              "ps": int(r.p[0]) if arch == "ps-worker" else None, "overlap": overlap,
              "amp": amp, "hierarchical": hierarchical},
         hardware={"node": node.name, "gpu": gpu.name, "nics": node.nics,
-                  "compute": compute.strategy_of(gpu, catalog.compute),
+                  "compute": compute.strategy_of(gpu, strategy),
                   "achievable_tflops": flop_rate / 1e12, "achievable_mem_gbs": byte_rate / 1e9,
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,

@@ -17,7 +17,7 @@ For each row:
   ``embedding_bytes_touched`` and ``input_bytes`` default to 0; ``embedding_allreduce_bytes``
   defaults to ``embedding_bytes_touched``.
 * **architecture** — the row's ``architecture``; where the trace gives none: ``n <= 1`` ->
-  1w1g, ``n <=`` GPUs per node (the trace's ``gpus_per_node``, else the node's) ->
+  1w1g, ``n <= g`` (the placement's GPUs per node: the job fits on one node) ->
   allreduce-local, else allreduce-cluster.
 * **validity** — a reason code per row (:data:`REASONS`); rows with a code other than 0 get
   no prediction (NaN times) and are counted by reason in ``whatif``/``characterize``.
@@ -26,7 +26,7 @@ For each row:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -185,20 +185,15 @@ def _features(cols: Columns) -> dict[str, F]:
             "input_bytes": np.nan_to_num(cols["input_bytes"])}
 
 
-def _architecture(cols: Columns, node_gpus: F) -> NDArray[np.int64]:
-    """Architecture codes; a row whose trace gives none (null) is inferred from its GPU count
-    ``n`` and GPUs per node ``G`` (the trace's ``gpus_per_node``, else the node's):
-    ``n <= 1`` -> 1w1g, ``n <= G`` -> allreduce-local, else allreduce-cluster."""
-    names = cols["architecture"]
+def _architecture(names: Strings, n: F, g: F) -> NDArray[np.int64]:
+    """Architecture codes; a row whose trace gives none (null) is inferred from its placement
+    (``n`` GPUs, ``g`` per node, :func:`_placement`): ``n <= 1`` -> 1w1g, ``n <= g`` (one
+    node) -> allreduce-local, else allreduce-cluster."""
     arch = names.lookup(lambda v: ARCH_CODE.get(v, -1), -1, np.int64)
     null = names.codes < 0
     if null.any():
-        n = cols["n_gpus"]
-        per_node = node_gpus
-        if cols.given("gpus_per_node"):
-            per_node = np.where(cols["gpus_per_node"] > 0, cols["gpus_per_node"], node_gpus)
         inferred = np.where(n <= 1, ARCH_CODE["1w1g"], np.where(
-            n <= per_node, ARCH_CODE["allreduce-local"], ARCH_CODE["allreduce-cluster"]))
+            n <= g, ARCH_CODE["allreduce-local"], ARCH_CODE["allreduce-cluster"]))
         arch = np.where(null & np.isfinite(n), inferred, arch)
     return arch
 
@@ -227,15 +222,14 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p}
 
 
-def _reasons(arch: NDArray[np.int64], known_hw: F, shape: dict[str, F], node_gpus: F,
-             feats: dict[str, F], given_g: F, r: Resolved) -> NDArray[np.int8]:
-    """First failing check per row (0 = ok), in :data:`REASONS` order."""
-    reason = np.zeros(len(arch), dtype=np.int8)
-    fits = per_architecture(arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
-    no_feats = ~(np.isfinite(feats["flops"]) & np.isfinite(feats["mem_bytes"])
-                 & np.isfinite(feats["w"]))
-    checks = ((arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
-              (~(shape["n"] > 0), BAD_GPUS), (given_g > node_gpus, BAD_PLACEMENT),
+def _reasons(r: Resolved, known_hw: F, given_g: F) -> NDArray[np.int8]:
+    """First failing check per row (0 = ok), in :data:`REASONS` order; ``known_hw`` > 0 where
+    the node and GPU are in the catalog, ``given_g`` the trace's ``gpus_per_node``."""
+    reason = np.zeros(r.size, dtype=np.int8)
+    fits = per_architecture(r.arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
+    no_feats = ~(np.isfinite(r.flops) & np.isfinite(r.mem_bytes) & np.isfinite(r.w))
+    checks = ((r.arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
+              (~(r.n > 0), BAD_GPUS), (given_g > r.node_gpus, BAD_PLACEMENT),
               (~fits, BAD_SHAPE), (no_feats, NO_FEATURES))
     for bad, code in reversed(checks):  # the first check in the list wins
         reason[bad] = code
@@ -252,17 +246,25 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
     node, gpu_s, hw = _hardware(cols, catalog, default_node or DEFAULT_NODE, gpu_override, links)
-    arch = _architecture(cols, hw[0])
     shape = _placement(cols, hw[0])
-    feats = _features(cols)
+    arch = _architecture(cols["architecture"], shape["n"], shape["g"])
     size = cols.n
     r = Resolved(arch=arch, node=node, gpu=gpu_s, **shape, node_gpus=hw[0], rails=hw[1],
                  mem_gb=hw[2], pcie_bps=hw[3], intra_bps=hw[4], nic_bps=hw[5],
                  amp=np.broadcast_to(np.asarray(amp, dtype=bool), (size,)),
                  hierarchical=np.broadcast_to(np.asarray(hierarchical, dtype=bool), (size,)),
-                 **feats, reason=np.zeros(size, dtype=np.int8))
-    reason = _reasons(arch, hw[6], shape, hw[0], feats, cols["gpus_per_node"], r)
-    return Resolved(**{**{f.name: getattr(r, f.name) for f in fields(r)}, "reason": reason})
+                 **_features(cols), reason=np.zeros(size, dtype=np.int8))
+    return replace(r, reason=_reasons(r, hw[6], cols["gpus_per_node"]))
+
+
+def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
+                 default_node: str | None = None, gpu: str | None = None) -> F:
+    """GPUs per node of each row's node preset, by the hardware rule of :func:`resolve` alone
+    (NaN where the node or GPU is unknown): ``resolve(jobs, catalog, default_node=...,
+    gpu=...).node_gpus`` without the placement, features and checks."""
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    return _hardware(cols, catalog, default_node or DEFAULT_NODE,
+                     catalog.gpu_name(gpu) if gpu else None, {})[2][0]
 
 
 def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:

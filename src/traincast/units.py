@@ -45,3 +45,10 @@ def fmt_pct(x: float | None, decimals: int = 1, *, sign: bool = False,
     if x is None or not math.isfinite(x):
         return missing
     return f"{100 * x:{'+' if sign else ''}.{decimals}f}%"
+
+
+def fmt_x(x: float | None, missing: str = "-") -> str:
+    """A speedup for people: ``1.83×`` (two decimals); ``missing`` for None or non-finite."""
+    if x is None or not math.isfinite(x):
+        return missing
+    return f"{x:.2f}×"

@@ -63,6 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.resolve import reason_counts
 
 F = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -263,7 +264,8 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
 
     ``phi``, ``mu``, ``util`` (module docstring), ``measured`` (``gpu_util``), ``n_gpus``,
     ``duration_s``, ``group`` (code of (GPU model, n); -1 = not eligible), ``footprint_bytes``
-    (per GPU, by architecture: engine/workload.py) and ``gpu_mem_bytes`` (``mem_gb`` x 1e9).
+    (per GPU, by architecture: engine/workload.py), ``gpu_mem_bytes`` (``mem_gb`` x 1e9) and
+    ``reason`` (why a job has no prediction: ``traincast.resolve.REASONS``).
     """
     from traincast.engine.local import evaluate_columns
     from traincast.engine.workload import workload_extras
@@ -280,23 +282,10 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
     group = np.where(ok, group.reshape(-1), -1)
     footprint = workload_extras(cols).footprint_bytes(r.arch, n)
     mem_gb = r.mem_gb
-    measured = _measured(jobs, cols.n)
     return {"job_id": cols["job_id"], "phi": phi, "mu": mu, "util": util,
-            "measured": measured, "n_gpus": n, "duration_s": cols.duration_s(),
-            "group": group, "footprint_bytes": footprint, "gpu_mem_bytes": mem_gb * 1e9}
-
-
-def _measured(jobs: pa.Table | Mapping[str, Any], n: int) -> F:
-    """The ``gpu_util`` column as float fractions (NaN where null or absent)."""
-    names = jobs.column_names if isinstance(jobs, pa.Table) else list(jobs)
-    if "gpu_util" not in names:
-        return np.full(n, np.nan)
-    col = jobs["gpu_util"]
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    if not isinstance(col, pa.Array):
-        col = pa.array(np.asarray(col, dtype=object), from_pandas=True)
-    return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+            "measured": cols["gpu_util"], "n_gpus": n, "duration_s": cols.duration_s(),
+            "group": group, "footprint_bytes": footprint, "gpu_mem_bytes": mem_gb * 1e9,
+            "reason": bd.reason}
 
 
 def measured_shares(measured: ArrayLike, phi: ArrayLike, mu: ArrayLike) -> tuple[F, F]:
@@ -336,6 +325,7 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
     n = len(arr["util"])
     out: dict[str, Any] = {
         "jobs": n,
+        "unpredicted": reason_counts(arr["reason"]),
         "utilization": {
             "predicted_jobs": int(np.isfinite(arr["util"]).sum()),
             "predicted": _stats(arr["util"], _UTIL_STATS),

@@ -32,7 +32,7 @@ from traincast.engine.local import base_breakdown
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS
-from traincast.units import fmt_pct
+from traincast.units import fmt_pct, fmt_x
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -88,8 +88,7 @@ def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0) 
 _pct = partial(fmt_pct, decimals=0, missing="n/a")
 
 
-def _x(x: float | None) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.2f}×"
+_x = partial(fmt_x, missing="n/a")
 
 
 def _pooled_mean(summary: dict[str, Any], archs: tuple[str, ...]) -> tuple[float, int]:
@@ -205,7 +204,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     from traincast.analysis.characterize import characterize
     from traincast.analysis.recommend import recommend
     from traincast.analysis.whatif import whatif
-    from traincast.trace import default_workload, fill_features, infer_architecture, read_trace
+    from traincast.trace import prepare_jobs, read_trace
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
@@ -227,9 +226,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("ingest")
-    jobs = infer_architecture(read_trace(trace_path, format, out / "jobs.duckdb", mapping,
-                                         on_report=on_report), cat)
-    jobs = fill_features(default_workload(jobs, workload) if workload else jobs)
+    jobs = prepare_jobs(read_trace(trace_path, format, out / "jobs.duckdb", mapping,
+                                   on_report=on_report), cat, workload)
     finish("ingest", t0)
 
     t0 = time.perf_counter()

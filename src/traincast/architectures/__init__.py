@@ -138,17 +138,13 @@ def per_architecture(arch: NDArray[np.integer],
     return out
 
 
-def codes_of(names: Any) -> dict[str, int]:
-    """Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
-    return {name: i for i, name in enumerate(names)}
-
-
 # the architectures: every module of this package registers itself on import
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 ARCHITECTURES: tuple[str, ...] = tuple(sorted(REGISTRY, key=lambda a: REGISTRY[a].order))
-ARCH_CODE: dict[str, int] = codes_of(ARCHITECTURES)
+ARCH_CODE: dict[str, int] = {name: i for i, name in enumerate(ARCHITECTURES)}
+"""Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
 ARCH_LABEL: dict[str, str] = {a.name: a.label for a in REGISTRY.values()}
 from traincast.architectures.allreduce import allreduce_cluster_s  # noqa: E402
 

@@ -19,6 +19,7 @@ from traincast.cli.common import (
     console,
     note,
     print_json,
+    print_unpredicted,
     progress,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
@@ -55,6 +56,7 @@ def _table(title: str, caption: str | None = None) -> Table:
 def print_colocate(result: dict[str, Any]) -> None:
     """Utilization and co-location summaries as rich tables."""
     u = result["utilization"]
+    print_unpredicted(result.get("unpredicted", {}))
     t = _table(f"GPU utilization of {result['jobs']:,} jobs",
                "pp = percentage points; Spearman = correlation of ranks")
     p, m, c = u["predicted"], u["measured"], u["comparison"]

@@ -156,7 +156,7 @@ def _print_resilience(result: dict[str, Any]) -> None:
             console.print(
                 f"Checkpoints on {nd} ({e['nodes']} nodes): {e['checkpoint_gb']:.1f} GB at "
                 f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, every "
-                f"{'never' if tau is None or not math.isfinite(tau) else f'{tau:.0f} s'}; "
+                f"{'never' if not math.isfinite(tau) else f'{tau:.0f} s'}; "
                 f"{e['preemptions_per_hour_job']:.2g} preemptions/h for the job, restart "
                 f"Rs {e['restart_s']:.0f} s: expected overhead x{e['overhead_factor']:.3f}.",
                 highlight=False)

@@ -14,13 +14,14 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    WorkloadOpt,
     catalog_from,
     console,
     is_quiet,
     print_json,
     progress,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, warn_bad_rows
 from traincast.errors import TraincastError
 
 REPORT_HELP = (
@@ -39,7 +40,7 @@ REPORT_HELP = (
 
 
 def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dict[str, str],
-                     out: Path, catalog: Any, json_out: bool) -> None:
+                     out: Path, catalog: Any, json_out: bool, workload: str | None) -> None:
     """Run the study (without its report) on a trace, or on the store's jobs, into ``out``."""
     from traincast.analysis.study import study
 
@@ -62,7 +63,7 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
             bar.update(task, description=f"study: {step}", completed=done, total=total)
 
         study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
-              on_step=on_step)
+              on_step=on_step, workload=workload, on_report=warn_bad_rows)
 
 
 @app.command(help=REPORT_HELP)
@@ -87,6 +88,7 @@ def report(
     map: MapOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
+    workload: WorkloadOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.report import write_report
@@ -118,7 +120,7 @@ def report(
         from traincast.trace import parse_mapping
 
         out = folder = output or Path("traincast-report")
-        _study_from_jobs(trace, db, format, parse_mapping(map), out, cat, json_out)
+        _study_from_jobs(trace, db, format, parse_mapping(map), out, cat, json_out, workload)
     written: dict[str, str] = {}
     with progress(json_out) as bar:
         task = bar.add_task("figures", total=None)

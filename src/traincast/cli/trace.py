@@ -84,22 +84,6 @@ CHARACTERIZE_HELP = (
     f"Architectures missing from the trace are inferred: {INFER_RULE}.")
 
 
-def trace_jobs(trace: Path | None, db: Path | None, format: str = "csv",
-               map: list[str] | None = None, catalog: Catalog | None = None,
-               progress: Any = None) -> pa.Table:
-    """The jobs of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``, default
-    ``traincast.duckdb`` here) and its jobs (:func:`~traincast.trace.read_trace`), or no TRACE:
-    the whole store. Architectures the trace does not give are inferred
-    (:func:`~traincast.trace.infer_architecture` over ``catalog``)."""
-    from traincast.trace import infer_architecture, load_jobs, parse_mapping, read_trace
-    from traincast.trace.store import db_path
-
-    jobs = load_jobs(db) if trace is None else \
-        read_trace(trace, format, db_path(db), parse_mapping(map), progress=progress,
-                   on_report=warn_bad_rows)
-    return infer_architecture(jobs, catalog)
-
-
 def warn_bad_rows(report: dict[str, Any]) -> None:
     """On stderr: the rows an analysis command skipped while reading its TRACE (those found
     now with file, row and field; those of files kept from an earlier ingest, counted)."""
@@ -116,13 +100,19 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
                     map: list[str] | None, quiet: bool, catalog: Catalog | None = None,
                     workload: str | None = None) -> pa.Table:
-    """The job table of ``[TRACE | --db FILE]`` (with a progress bar unless ``quiet``), its
-    empty workloads set to ``workload`` when given, features filled from workload profiles."""
-    from traincast.trace import default_workload, fill_features
+    """The job table of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``,
+    default ``traincast.duckdb`` here; a progress bar unless ``quiet``; skipped rows said on
+    stderr) and its jobs, or no TRACE: the whole store; then :func:`~traincast.trace.
+    prepare_jobs` (architectures inferred over ``catalog``, ``workload`` for jobs without one,
+    features filled)."""
+    from traincast.trace import load_jobs, parse_mapping, prepare_jobs, read_trace
+    from traincast.trace.store import db_path
 
     with ingest_progress(quiet or trace is None) as bar:
-        jobs = trace_jobs(trace, db, format, map, catalog, progress=bar)
-    return fill_features(default_workload(jobs, workload) if workload else jobs)
+        jobs = load_jobs(db) if trace is None else \
+            read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
+                       on_report=warn_bad_rows)
+    return prepare_jobs(jobs, catalog, workload)
 
 
 @app.command(help=INGEST_HELP)
@@ -255,12 +245,10 @@ def characterize(
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.characterize import characterize as run
-    from traincast.trace import default_workload
 
     cat = catalog_from(catalog, compute)
-    with ingest_progress(json_out) as update:
-        jobs = trace_jobs(trace, db, format, map, cat, progress=update)
-    result = run(default_workload(jobs, workload) if workload else jobs, cat, overlap=overlap)
+    jobs = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
+    result = run(jobs, cat, overlap=overlap, fill=False)  # filled by load_trace_jobs
     if json_out:
         print_json(result)
     else:

@@ -29,7 +29,7 @@ from traincast.cli.common import (
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.errors import TraincastError
 from traincast.predict import job_row
-from traincast.units import fmt_pct
+from traincast.units import fmt_pct, fmt_x
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -42,8 +42,6 @@ OverlapOpt = Annotated[float, typer.Option(
     "scenarios, unless a scenario sets its own).")]
 
 
-def _x(v: Any) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{v:.2f}×"
 
 
 _pct = partial(fmt_pct, decimals=0)
@@ -70,8 +68,8 @@ def print_whatif(result: dict[str, Any]) -> None:
                         "time wtd", "saved"))
     for name, s in summaries.items():
         t.add_row(name, f"{s['matched']:,}", f"{s['not_applied']:,}", _pct(s["sped_up_share"]),
-                  _x(s["mean_speedup"]), _x(s["median_speedup"]),
-                  _x(s["gpu_weighted_mean_speedup"]), _x(s["gpu_time_weighted_mean_speedup"]),
+                  fmt_x(s["mean_speedup"]), fmt_x(s["median_speedup"]),
+                  fmt_x(s["gpu_weighted_mean_speedup"]), fmt_x(s["gpu_time_weighted_mean_speedup"]),
                   _pct(s["gpu_time_saved_share"]))
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
@@ -84,8 +82,8 @@ def print_whatif(result: dict[str, Any]) -> None:
                             "median", "GPU wtd"))
         for arch, b in rows:
             t.add_row(arch, f"{b['jobs']:,}", f"{b['matched']:,}", f"{b['not_applied']:,}",
-                      _pct(b["sped_up_share"]), _x(b["mean_speedup"]), _x(b["median_speedup"]),
-                      _x(b["gpu_weighted_mean_speedup"]))
+                      _pct(b["sped_up_share"]), fmt_x(b["mean_speedup"]),
+                      fmt_x(b["median_speedup"]), fmt_x(b["gpu_weighted_mean_speedup"]))
         console.print(t)
 
 
@@ -161,7 +159,7 @@ def whatif(
         for r in result["job_rows"][:50]:
             t.add_row(str(r["job_id"]), r["scenario"], str(r["matched"]), str(r["applied"]),
                       fmt_seconds(r["base_total_s"]), fmt_seconds(r["scenario_total_s"]),
-                      _x(r["speedup"]))
+                      fmt_x(r["speedup"]))
         console.print(t)
         if len(result["job_rows"]) > 50:
             note(f"first 50 of {len(result['job_rows']):,} rows; -o FILE writes them all")
@@ -190,8 +188,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             b = s[key]
             top = ", ".join(f"{a} {n:,}" for a, n in list(b["architectures"].items())[:3])
             top += " | " + ", ".join(f"{a} {n:,}" for a, n in list(b["nodes"].items())[:3])
-            t.add_row(label, _pct(b["changed_share"]), _x(b["mean_speedup"]),
-                      _x(b["median_speedup"]), top)
+            t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
+                      fmt_x(b["median_speedup"]), top)
     console.print(t)
     d = rows.slice(0, 20).to_pylist()
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
@@ -201,7 +199,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     for r in d:
         t.add_row(str(r["job_id"]), f"{r['architecture']} on {r['node']}",
                   fmt_seconds(r["base_total_s"]), r["arch_architecture"],
-                  _x(r["arch_speedup"]), r["arch_reason"])
+                  fmt_x(r["arch_speedup"]), r["arch_reason"])
     console.print(t)
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
               title_justify="left")
@@ -215,7 +213,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             extra = [f"{r['cheapest_architecture']} on {r['cheapest_node']}",
                      "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
         t.add_row(str(r["job_id"]), f"{r['best_architecture']} on {r['best_node']}",
-                  _x(r["best_speedup"]), r["best_reason"], *extra)
+                  fmt_x(r["best_speedup"]), r["best_reason"], *extra)
     console.print(t)
 
 
@@ -280,9 +278,7 @@ def recommend(
             from traincast.trace import fill_features
 
             table = fill_features(_single_job({}, arch, gpus, workers, ps, gpu, node,
-                                              workload).drop_columns(
-                ["flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                 "embedding_bytes_touched", "input_bytes", "batch_size"]))
+                                              workload))
         else:
             from traincast.cli.predict import features_from_flags
 
@@ -291,7 +287,9 @@ def recommend(
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
-    n_cands = 5 * (1 + len(node_opt or cat.nodes))
+    from traincast.analysis.recommend import default_candidates
+
+    n_cands = len(default_candidates(cat, node_opt))
     with progress(json_out) as bar:
         task = bar.add_task("recommend: candidates", total=n_cands)
         result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap,

@@ -41,7 +41,7 @@ def zoo_rows() -> list[dict[str, Any]]:
                "meta_only": entry.meta_only, "source": entry.source}
         if cfg is not None and not rec:
             row["flops_forward_per_sample"] = 2 * cfg.params_flop * cfg.seq
-        if cfg is not None and not entry.builder and cfg.experts == 1:
+        if entry.config_only and cfg is not None and cfg.experts == 1:
             row["profiled_via"] = "transformers"  # profile builds it from the config
         rows.append(row)
     return rows
@@ -51,13 +51,10 @@ def hf_rows() -> list[dict[str, Any]]:
     """The Hub checkpoints ``hf:NAME`` builds offline (``zoo/hub.toml``)."""
     from traincast.zoo.hub import known_configs
 
-    seen: dict[str, dict[str, Any]] = {}
-    for entry in known_configs().values():
-        seen.setdefault(entry["name"], {
-            "name": entry["name"], "aliases": list(entry.get("aliases", ())),
-            "model_type": entry.get("model_type", ""), "zoo": entry.get("zoo", ""),
-            "params": entry.get("params"), "source": entry["source"]})
-    return list(seen.values())
+    return [{"name": name, "aliases": list(entry.get("aliases", ())),
+             "model_type": entry.get("model_type", ""), "zoo": entry.get("zoo", ""),
+             "params": entry.get("params"), "source": entry["source"]}
+            for name, entry in known_configs().items()]
 
 
 @zoo_app.command("list")
@@ -68,8 +65,8 @@ def zoo_list(json_out: JsonOpt = False,
     """List every zoo:NAME with its aliases, what it can do, parameters and FLOPs per sample.
 
     Capabilities: profile = a torch.nn module (profile, predict --model, merge, validate);
-    plan = a decoder-only LLM config (plan, predict --arch hybrid; profile and predict --model
-    build it through transformers from that config). FLOPs per sample come from the shipped
+    plan = a decoder-only LLM config (plan, predict --arch hybrid; profile, predict --model and
+    merge build it through transformers from that config). FLOPs per sample come from the shipped
     profiles (forward, and a full training step with Adam, at the default batch); for
     config-only models, 2 FLOPs per matrix parameter per token, attention scores excluded.
     With --hf: the Hub checkpoints of hf:NAME that need no network, each with its config.json.
@@ -108,8 +105,8 @@ def zoo_list(json_out: JsonOpt = False,
                       ", ".join(r["aliases"]) or "-")
     console.print(table)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
-                  "plan = LLM config (plan, predict --arch hybrid; +profile: profile and predict "
-                  "--model build it through transformers). Config-only models: 2 FLOPs "
+                  "plan = LLM config (plan, predict --arch hybrid; +profile: profile, predict "
+                  "--model and merge build it through transformers). Config-only models: 2 FLOPs "
                   "per matrix parameter per token, attention scores excluded.", markup=False,
                   style="dim")
 

@@ -25,7 +25,7 @@ from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
 from traincast.predict import evaluate, zoo_ops
-from traincast.resolve import OK, Resolved, resolve
+from traincast.resolve import OK, Resolved, node_gpus_of, resolve
 from traincast.scenarios import Scenario
 
 F = NDArray[np.float64]
@@ -58,24 +58,20 @@ def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,
     return evaluate_columns(cols, catalog, overlap, hierarchical)[0]
 
 
-def match_mask(cols: Columns, sc: Scenario, catalog: Catalog,
-               hw_names: tuple[Strings, Strings] | None = None) -> B:
-    """Jobs selected by the scenario's ``[match]`` clause (all of its keys must hold)."""
+def match_mask(cols: Columns, sc: Scenario, hw_names: tuple[Strings, Strings]) -> B:
+    """Jobs selected by the scenario's ``[match]`` clause (all of its keys must hold);
+    ``hw_names``: the resolved node and GPU names of the jobs (``Resolved.node``, ``.gpu``)."""
     m = np.ones(cols.n, dtype=bool)
     spec = sc.match
     if "architecture" in spec:
         m &= cols["architecture"].isin(spec["architecture"])
     if "workload" in spec:
         m &= cols["workload"].isin(spec["workload"], key=lambda v: v.strip().lower())
-    if "gpu_type" in spec or "node" in spec:
-        if hw_names is None:
-            r = resolve(cols, catalog)
-            hw_names = (r.node, r.gpu)
-        node, gpu = hw_names
-        if "gpu_type" in spec:
-            m &= gpu.isin(spec["gpu_type"])
-        if "node" in spec:
-            m &= node.isin(spec["node"])
+    node, gpu = hw_names
+    if "gpu_type" in spec:
+        m &= gpu.isin(spec["gpu_type"])
+    if "node" in spec:
+        m &= node.isin(spec["node"])
     n = cols["n_gpus"]
     if "min_gpus" in spec:
         m &= n >= spec["min_gpus"]
@@ -112,7 +108,7 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     new = sub.replace(**out)
     if "architecture" in ch:
         arch = ch["architecture"]
-        node_gpus = resolve(new, catalog, gpu=ch.get("gpu")).node_gpus
+        node_gpus = node_gpus_of(new, catalog, gpu=ch.get("gpu"))
         new = new.replace(architecture=new["architecture"].set(everyone, arch),
                           **REGISTRY[arch].port(new["n_gpus"], node_gpus))
     return new
@@ -130,10 +126,11 @@ def fit_mask(r: Resolved, extras: WorkloadExtras, sc: Scenario) -> B:
 
 
 def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Scenario,
-                 catalog: Catalog, overlap: float = 0.0, hierarchical: bool = False,
-                 hw_names: tuple[Strings, Strings] | None = None) -> ScenarioResult:
-    """One scenario over every job (see the module docstring)."""
-    matched = match_mask(cols, sc, catalog, hw_names)
+                 catalog: Catalog, hw_names: tuple[Strings, Strings], overlap: float = 0.0,
+                 hierarchical: bool = False) -> ScenarioResult:
+    """One scenario over every job (see the module docstring); ``hw_names``: the jobs'
+    resolved node and GPU names (``match_mask``)."""
+    matched = match_mask(cols, sc, hw_names)
     idx = np.flatnonzero(matched)
     total = base_total_s.copy()
     applied = np.zeros(cols.n, dtype=bool)
@@ -174,8 +171,8 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
         base = bd.total
         extras = workload_extras(sub)
         names = (r.node, r.gpu)
-        out = base, r.reason, [run_scenario(sub, extras, base, sc, catalog, overlap,
-                                            hierarchical, names) for sc in scenarios]
+        out = base, r.reason, [run_scenario(sub, extras, base, sc, catalog, names, overlap,
+                                            hierarchical) for sc in scenarios]
         done[0] += sub.n
         if progress:
             progress(done[0], cols.n)

@@ -11,8 +11,9 @@ config's ``architectures`` when given, else the masked-LM head for model types t
 (``image_size``, ``num_channels``) get ``batch`` random images instead.
 
 Zoo models known only by a decoder-only config (``[model.NAME.llm]`` of ``zoo/models.toml``:
-GPT-3, Llama 2/3, Mixtral, the Megatron GPTs) are built the same way from the transformers
-config their fields describe (``config_from_llm``), at their training sequence length.
+GPT-3, Llama 2/3, the Megatron GPTs; not Mixtral, a mixture of experts) are built the same way
+from the transformers config their fields describe (``config_from_llm``), at their training
+sequence length (``llm_model``, called by ``traincast.zoo.ZooEntry.meta_model``).
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ def config_from_llm(cfg: Any) -> Any:
              "num_key_value_heads": cfg.kv, "max_position_embeddings": cfg.seq, **common}
     if cfg.experts > 1:
         raise TraincastError(
-            f"zoo:{cfg.name}: a mixture-of-experts model is not profiled op by op (which "
-            "expert each token takes is decided by the data, which the meta device does "
-            "not have)", hint=f"plan and predict --arch hybrid price zoo:{cfg.name} from its "
-                              "config (experts, top_k)")
+            f"zoo:{cfg.name}: a mixture-of-experts model has no torch module and is not "
+            "built from its config (which expert each token takes is decided by the data, "
+            "which the meta device does not have)",
+            hint=f"plan and predict --arch hybrid price zoo:{cfg.name} from its config "
+                 "(experts, top_k)")
     if rope:
         return transformers.LlamaConfig(attention_bias=cfg.bias, mlp_bias=cfg.bias, **llama)
     if (cfg.mlp, cfg.norm, cfg.position, cfg.bias, cfg.kv, cfg.experts) == \

@@ -29,8 +29,9 @@ FLOPs (one multiply-add = 2 FLOPs): the op's registered formula, else torch's ow
 (``torch.utils.flop_counter.flop_registry``), else 0. Registered formulas replace torch's for the
 backward of a convolution (torch over-counts grouped convolutions: 65x for a 3x3 depthwise
 convolution of 64 channels) and add the CPU flash-attention kernels torch leaves at zero.
-Memory-bound ops may register a formula too (``MEMORY_BOUND_FLOPS``, e.g. a sparse x dense
-product): their FLOPs are counted, the op stays memory-bound.
+Memory-bound ops may register a formula too (``register_op(..., compute_bound=False, flops=...,
+raw=True)``, e.g. a sparse x dense product): their FLOPs are counted, the op stays
+memory-bound. ``BUILTIN_RULES`` is the registry as this module leaves it, before any op joins.
 
 Bytes of an op = unique elements read from its tensor inputs + elements written to its tensor
 outputs, times the element size; a broadcast (stride-0) dimension is read once. Views (outputs that
@@ -50,12 +51,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from traincast.features.recurrent import ITEMSIZE, gru_rows, parse_shapes
 
-__all__ = ["ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "is_compute_bound", "op_family",
-           "op_flops", "parse_shapes", "register_op", "rule_for"]
+__all__ = ["BUILTIN_RULES", "ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "is_compute_bound",
+           "op_family", "op_flops", "parse_shapes", "register_op", "rule_for"]
 
 Expand = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
 COMPUTE_FAMILIES = ("gemm", "conv", "attention", "recurrent")
@@ -196,18 +198,8 @@ register_op(["mkldnn_rnn_layer", "mkldnn_rnn_layer_backward", "_cudnn_rnn",
              "_cudnn_rnn_backward"], family="recurrent")
 
 
-class _MemoryBoundFlops(dict):
-    """``MEMORY_BOUND_FLOPS[packet] = formula(*args, **kwargs)``: registers the op as a
-    memory-bound op with that (raw) formula."""
-
-    def __setitem__(self, packet: Any, formula: Any) -> None:
-        super().__setitem__(packet, formula)
-        register_op(getattr(packet, "__name__", str(packet)), family="sparse",
-                    compute_bound=False, flops=formula, raw=True)
-
-
-# FLOP formulas of memory-bound ops (e.g. sparse x dense products), keyed by op packet
-MEMORY_BOUND_FLOPS: dict[Any, Any] = _MemoryBoundFlops()
+# the rules registered above, before any op joins at capture time (``op_flops``)
+BUILTIN_RULES: Mapping[str, OpRule] = MappingProxyType(dict(OP_RULES))
 
 
 def _shapes(x: Any) -> Any:

@@ -87,7 +87,9 @@ def embedding_tables(model: nn.Module) -> dict[str, tuple[nn.Parameter, bool]]:
     (a gradient and an update limited to the rows a batch looks up) or dense (a gradient over
     all rows, as DDP all-reduces it). The profile drops from the tables those a forward op other
     than a lookup also reads (an output projection tied to the token embedding, as in GPT-2 and
-    BERT): their gradient covers every row, so they are dense weights (``_split_tables``).
+    BERT): their gradient covers every row, so they are dense weights: the capture
+    lists them (``traincast.features.capture.Capture.shared_tables``) and ``embedding_features``
+    leaves them out.
     """
     tables: dict[str, tuple[nn.Parameter, bool]] = {}
     seen: set[int] = set()

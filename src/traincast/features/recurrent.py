@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 # bytes per element of the dtypes a per-op table names
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
-            "int8": 1, "uint8": 1, "bool": 1}
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
+            "float8_e5m2": 1, "int64": 8, "int32": 4, "int8": 1, "uint8": 1, "bool": 1}
 
 # Element-wise rows of one step: (kernel, input arrays read, output arrays written,
 # elements: "h" = B*H, "g" = B*G per step)

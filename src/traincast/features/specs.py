@@ -1,7 +1,7 @@
 """MODEL specs: ``zoo:NAME``, ``hf:CONFIG`` and ``path/to/file.py:FUNC`` -> model and inputs.
 
 A zoo model with a torch module is built by its builder; one known only by its decoder-only
-config is built through transformers from that config (``traincast.features.hf.llm_model``).
+config is built through transformers from that config (``traincast.zoo.ZooEntry.meta_model``).
 
 ``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of tensors or a
 dict of keyword tensors. Each spec also says how to rebuild the model on CPU at a small batch
@@ -29,18 +29,12 @@ def load_spec(spec: str, batch_size: int | None) -> tuple[nn.Module, tuple, str,
     """(model, inputs, label, rebuild, resident) for a MODEL spec: ``rebuild(n)`` builds it at
     batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU across steps."""
     if spec.startswith("zoo:"):
-        from traincast.zoo import get_model, lookup
+        from traincast.zoo import lookup
 
-        if not lookup(spec[4:]).builder and lookup(spec[4:]).llm is not None:
-            from traincast.features.hf import llm_model
-
-            entry = lookup(spec[4:])
-            return (*llm_model(entry.llm, batch_size), entry.name, None, False)
-        entry = get_model(spec[4:])
-        b = batch_size or entry.default_batch
-        model = entry.build_meta()
-        return (model, entry.inputs(b), entry.name,
-                None if entry.meta_only else entry.build_cpu, entry.resident_inputs)
+        entry = lookup(spec[4:])
+        model, inputs = entry.meta_model(batch_size)
+        rebuild = None if entry.meta_only or entry.config_only else entry.build_cpu
+        return model, inputs, entry.name, rebuild, entry.resident_inputs
     if spec.startswith("hf:"):
         from traincast.features.hf import hf_model
 

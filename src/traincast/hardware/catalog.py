@@ -82,23 +82,26 @@ class GPU:
     sources: dict[str, str] = field(default_factory=dict)  # field -> citation of that number
     description: str = ""
 
+    def math_dtype(self, dtype: str = "fp32") -> str:
+        """The dtype whose peak a job of ``dtype`` runs at: ``amp`` = fp16, else bf16 (the first
+        this GPU has); a dtype it lacks (peak 0, or not one of ``DTYPES``) falls back to fp32."""
+        for d in ("fp16", "bf16") if dtype == "amp" else (dtype,):
+            if d in DTYPES and getattr(self, f"{d}_tflops") > 0:
+                return d
+        return "fp32"
+
     def gemm_fraction(self, dtype: str = "fp32") -> float:
-        """Achievable large-GEMM fraction of the ``dtype`` peak: ``gemm_max_fraction[dtype]``,
-        else its ``"*"`` entry, else the fraction given for any other dtype, else 0 (unknown)."""
+        """Achievable large-GEMM fraction of the peak ``dtype`` runs at (``math_dtype``):
+        ``gemm_max_fraction`` of that dtype, else its ``"*"`` entry, else the fraction given for
+        any other dtype, else 0 (unknown)."""
         frac = self.gemm_max_fraction
-        if dtype == "amp":
-            dtype = "fp16" if self.fp16_tflops > 0 else "bf16"
-        return float(frac.get(dtype, frac.get("*", max(frac.values(), default=0.0))))
+        return float(frac.get(self.math_dtype(dtype),
+                              frac.get("*", max(frac.values(), default=0.0))))
 
     def peak_tflops(self, dtype: str = "fp32") -> float:
-        """Dense peak of ``dtype``; ``amp`` = fp16 peak, else bf16, else fp32 (unsupported)."""
-        if dtype == "amp":
-            for d in ("fp16", "bf16"):
-                if getattr(self, f"{d}_tflops") > 0:
-                    return float(getattr(self, f"{d}_tflops"))
-            return self.fp32_tflops
-        value = float(getattr(self, f"{dtype}_tflops"))
-        return value if value > 0 else self.fp32_tflops
+        """Dense peak of the dtype ``dtype`` runs at (``math_dtype``: ``amp`` = fp16 peak, else
+        bf16, else fp32)."""
+        return float(getattr(self, f"{self.math_dtype(dtype)}_tflops"))
 
     def flops_per_s(self, dtype: str = "fp32") -> float:
         """``peak_tflops(dtype) * 1e12 * flop_efficiency``."""

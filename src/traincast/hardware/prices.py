@@ -151,7 +151,8 @@ def load_prices(spec: str | Path, catalog: Catalog | None = None) -> Prices:
             try:
                 key = catalog.gpu_name(name) if kind == "gpu" else catalog.node(name).name
             except KeyError as exc:
-                raise TraincastError(f"{where}: [{kind}.{name}]: {exc.args[0]}") from None
+                raise TraincastError(f"{where}: [{kind}.{name}]: {exc.args[0]}",
+                                     hint=getattr(exc, "hint", "")) from None
             for pk, (usd, source) in prices.items():
                 tables[pk][kind][key] = usd
                 sources[pk][f"{kind}.{key}"] = source

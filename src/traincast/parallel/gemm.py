@@ -3,8 +3,9 @@ kernel model in ``traincast.kernels`` (tile and wave quantization, roofline).
 
 The hybrid model's compute time is the sum, over the matrix products of one micro-batch, of each
 product's FLOPs at the GPU's achievable rate ``R = P eta`` divided by its tile/wave efficiency
-``w(M, N)`` (``traincast.kernels.wave_efficiency``: cuBLAS's 256x128, 128x256 and 128x128 tiles,
-one tile per SM at a time; ``w = 1`` for a GPU without an SM count). Products whose arithmetic
+``w(M, N)`` (``traincast.kernels.wave_efficiency`` with the plan's dtype: cuBLAS's 256x128,
+128x256 and 128x128 tensor-core tiles, the SIMT tiles 128x128, 128x64 and 64x128 for fp32, one
+tile per SM at a time; ``w = 1`` for a GPU without an SM count). Products whose arithmetic
 intensity ``I`` is below the ridge ``R / M_bw`` run at memory speed
 (``traincast.kernels.roofline_slowdown``): the batched attention products (Q K^T and scores x V,
 one per head, with the small inner size ``h / a``) are the only ones of a transformer layer that
@@ -20,13 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.kernels import TENSOR_CORE_TILES as TILES
 from traincast.kernels import roofline_slowdown, wave_efficiency
 from traincast.parallel.models import ModelConfig
 
 F = NDArray[np.float64]
 
-__all__ = ["TILES", "attention_intensity", "attention_slowdown", "gemm_times_s",
+__all__ = ["attention_intensity", "attention_slowdown", "gemm_times_s",
            "linear_shapes", "wave_efficiency"]
 
 
@@ -60,19 +60,20 @@ def linear_shapes(model: ModelConfig, b: ArrayLike, s: float, t: ArrayLike,
 
 
 def gemm_times_s(shapes: list[tuple[F, F, F, F]], rate_flops: float,
-                 sms: float) -> tuple[F, F]:
+                 sms: float, dtype: str = "bf16") -> tuple[F, F]:
     """Forward and backward (data + weight gradient) time of a list of linear products:
 
     ``fwd = sum count 2 M N K / (R w(M, N))``,
     ``bwd = sum count 2 M N K / R (1 / w(M, K) + 1 / w(K, N))``, ``w`` of each product with its
-    own inner dimension (K, N and M: split-K when its tiles cannot fill the SMs).
+    own inner dimension (K, N and M: split-K when its tiles cannot fill the SMs) and the tiles of
+    ``dtype`` (``traincast.kernels.TILES``: SIMT tiles for fp32, tensor-core tiles otherwise).
     """
     fwd, bwd = 0.0, 0.0
     for count, m, n, k in shapes:
         flops = count * 2.0 * m * n * k / rate_flops
-        fwd = fwd + flops / wave_efficiency(m, n, sms, k=k)
-        bwd = bwd + flops * (1.0 / wave_efficiency(m, k, sms, k=n)
-                             + 1.0 / wave_efficiency(k, n, sms, k=m))
+        fwd = fwd + flops / wave_efficiency(m, n, sms, dtype=dtype, k=k)
+        bwd = bwd + flops * (1.0 / wave_efficiency(m, k, sms, dtype=dtype, k=n)
+                             + 1.0 / wave_efficiency(k, n, sms, dtype=dtype, k=m))
     return _f(fwd), _f(bwd)
 
 

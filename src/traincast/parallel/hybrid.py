@@ -39,15 +39,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast import compute
-from traincast.architectures import allreduce_cluster_s
+from traincast.architectures import ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.jobs import Columns
 from traincast.model import data_time_s, total_time_s
 from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
-from traincast.resolve import OK, explain, resolve, resolve_link
+from traincast.resolve import resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -62,13 +61,14 @@ PART_LABEL: dict[str, str] = {
 
 @dataclass(frozen=True)
 class HybridHardware:
-    """Effective rates of one node preset for the hybrid model."""
+    """Effective rates of one node preset for the hybrid model (``flops_per_s``: the achievable
+    GEMM rate ``R = P eta``; link rates ``bw_gbs x efficiency`` in bytes/s)."""
 
     node: str
     gpu: str
     gpus_per_node: int
     peak_tflops: float
-    gemm_efficiency: float
+    flops_per_s: float
     mem_bw_bps: float
     mem_efficiency: float
     sms: float
@@ -76,16 +76,25 @@ class HybridHardware:
     pcie_bps: float
     intra_bps: float
     nic_bps: float
-    intra_coll_bps: float
-    nic_coll_bps: float
     rails: float
     intra_latency_s: float
     nic_latency_s: float
     links: dict[str, str]
 
     @property
-    def flops_per_s(self) -> float:
-        return self.peak_tflops * 1e12 * self.gemm_efficiency
+    def gemm_efficiency(self) -> float:
+        """Achievable fraction of the dense peak: ``eta = R / P``."""
+        return self.flops_per_s / (self.peak_tflops * 1e12)
+
+    @property
+    def intra_coll_bps(self) -> float:
+        """Collective (NCCL bus) bandwidth inside a node: the intra link's rate, ``intra_bps``."""
+        return self.intra_bps
+
+    @property
+    def nic_coll_bps(self) -> float:
+        """Collective bandwidth of one network port: the NIC's rate, ``nic_bps``."""
+        return self.nic_bps
 
     @property
     def mem_eff_bps(self) -> float:
@@ -96,8 +105,9 @@ class HybridHardware:
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                     gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                     pcie: str | None = None) -> HybridHardware:
-    """The rates of a node preset (with optional overrides) for the hybrid model, resolved as
-    every architecture's are (:func:`traincast.resolve.resolve`).
+    """The rates of a node preset (with optional overrides) for the hybrid model, the same as
+    :func:`traincast.resolve.resolve` gives every architecture (each link looked up once,
+    :func:`traincast.resolve.resolve_link`: a catalog name or a speed).
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
@@ -109,14 +119,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     catalog = catalog or load_catalog()
     if dtype not in DTYPES:
         raise TraincastError(f"unknown dtype {dtype!r}", hint=f"choose one of {', '.join(DTYPES)}")
-    row = {"architecture": ["hybrid"], "n_gpus": [1.0], "node": [node], "gpu_type": [gpu or ""],
-           "flops_compute_bound": [0.0], "bytes_memory_bound": [0.0], "weight_bytes": [0.0]}
-    cols = Columns.of(row)
-    r = resolve(cols, catalog, nic=nic, intra=intra, pcie=pcie)
-    if r.reason[0] != OK:
-        raise explain(r, 0, cols, catalog)
-    nd = catalog.nodes[node]
-    g = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
+    nd = catalog.node(node)
+    g = catalog.gpu(gpu or nd.gpu)
     if getattr(g, f"{dtype}_tflops") <= 0:
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint="choose a dtype the GPU supports, e.g. bf16 or fp16")
@@ -124,14 +128,12 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
-                          peak_tflops=g.peak_tflops(dtype),
-                          gemm_efficiency=flops_per_s / (g.peak_tflops(dtype) * 1e12),
+                          peak_tflops=g.peak_tflops(dtype), flops_per_s=flops_per_s,
                           mem_bw_bps=g.mem_bw_gbs * 1e9,
                           mem_efficiency=mem_bps / (g.mem_bw_gbs * 1e9),
                           sms=float(g.sms), mem_bytes=g.mem_gb * 1e9,
-                          pcie_bps=float(r.pcie_bps[0]), intra_bps=float(r.intra_bps[0]),
-                          nic_bps=float(r.nic_bps[0]), intra_coll_bps=float(r.intra_bps[0]),
-                          nic_coll_bps=float(r.nic_bps[0]), rails=float(r.rails[0]),
+                          pcie_bps=links["pcie"].bw_bps, intra_bps=links["intra"].bw_bps,
+                          nic_bps=links["nic"].bw_bps, rails=float(nd.nics),
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links})
@@ -213,10 +215,11 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     # ---- GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py):
     # linear products with tile/wave quantization, attention products with their roofline
     rate = hw.flops_per_s
-    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, b, s, t, e), rate, hw.sms)
+    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, b, s, t, e), rate, hw.sms,
+                                         dtype)
     one = np.ones_like(t)
     logit_fwd, logit_bwd = gemm.gemm_times_s([(one, b * s * one, V / t * one, h * one)], rate,
-                                             hw.sms)
+                                             hw.sms, dtype)
     attn_s = f_attn / t / rate * gemm.attention_slowdown(
         s, h / a, delta, rate, hw.mem_eff_bps)
     t_flop = (layers_stage * ((1.0 + full) * lin_fwd + lin_bwd
@@ -231,10 +234,10 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              + st.CROSS_ENTROPY_BYTES * b * s * V / t) / hw.mem_eff_bps
     # ---- links: tensor groups inside a node when t <= g; consecutive stages share a node when
     # a whole model replica (t p GPUs) fits in one; expert groups span t e GPUs.
-    tp_bw = np.where(t <= g, hw.intra_coll_bps, min(hw.intra_coll_bps, hw.nic_coll_bps))
+    tp_bw = np.where(t <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps))
     pp_cross = t * p > g
     pp_bw = np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps)
-    ep_bw = np.where(t * e <= g, hw.intra_coll_bps, min(hw.intra_coll_bps, hw.nic_coll_bps))
+    ep_bw = np.where(t * e <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps))
     tp_lat = np.where(t <= g, hw.intra_latency_s, max(hw.intra_latency_s, hw.nic_latency_s))
     t_tp = layers_stage * (st.tp_bytes_per_layer(b, s, h, delta, t, r) / tp_bw
                            + st.tp_collectives_per_layer(r) * st.ring_latency_s(t, tp_lat))
@@ -262,14 +265,12 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     # a group with k members on a node drives min(rails, k) network ports, as NCCL runs one
     # ring per rail: its ring crosses nodes at min(intra, min(rails, k) nic) (as allreduce-cluster)
     dp_members_per_node = np.clip(np.floor(g / t), 1.0, d)
-    dp_ring_s_per_byte = allreduce_cluster_s(1.0, d, dp_members_per_node, hw.intra_coll_bps,
-                                             hw.nic_coll_bps, rails=hw.rails) / np.maximum(
-                                                 2.0 * st.half_ring(d), 1e-300)
+    dp_ring_bps = ring_link_bps(d, dp_members_per_node, hw.intra_bps, hw.nic_bps, hw.rails)
     dp_volume = st.dp_bytes(grad_bytes, grad_bytes, d, m, z)
-    t_dp = np.where(d > 1, dp_volume * dp_ring_s_per_byte, 0.0)
+    t_dp = np.where(d > 1, dp_volume / dp_ring_bps, 0.0)
     # tied input embedding and output head on the first and last stage: their gradients are
     # all-reduced between the two stages (a 2-member ring) every iteration
-    emb_bw = np.where(pp_cross, min(hw.intra_coll_bps, hw.nic_coll_bps), hw.intra_coll_bps)
+    emb_bw = np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps)
     t_emb = np.where((p > 1) & model.tied,
                      st.embedding_sync_bytes(model.vocab * h / t, delta) / emb_bw, 0.0)
     t_dp = t_dp + t_emb

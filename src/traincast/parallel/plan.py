@@ -38,6 +38,9 @@ CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "
                                 "sp")
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 VPS: tuple[int, ...] = (1, 2, 4)
+RANKS: tuple[str, ...] = ("time", "expected")
+"""Orders of ``plan``'s ``top``: iteration time, or expected time per million tokens (iteration
+time x the preset's overhead factor, checkpoints, lost work and restarts included)."""
 
 
 def divisors(n: int) -> NDArray[np.int64]:
@@ -91,8 +94,10 @@ def _describe(cfg: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float) -> str:
-    """One sentence: what dominates, the memory headroom, and what the runner-up changes."""
+def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
+         expected: bool = False) -> str:
+    """One sentence: what dominates, the memory headroom, and what the runner-up changes
+    (``expected``: compared by expected time, iteration time x overhead factor)."""
     parts = {k: row["time_s"][k] for k in TIME_PARTS}
     top = max(parts, key=parts.get)
     total = row["time_s"]["total"]
@@ -104,11 +109,20 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float) -> 
 
         diff = [f"{k} {val(other, k)}→{val(row, k)}" for k in CONFIG_KEYS
                 if other["config"][k] != row["config"][k]]
-        gain = other["time_s"]["total"] / total - 1.0
         moved = max(TIME_PARTS, key=lambda k: other["time_s"][k] - row["time_s"][k])
+        if expected:
+            gain = (other["time_s"]["total"] * other["overhead_factor"]
+                    / (total * row["overhead_factor"]) - 1.0)
+        else:
+            gain = other["time_s"]["total"] / total - 1.0
         if gain < 5e-4:
             text += (f"; as fast as the next ({', '.join(diff) or 'same shape'}) within 0.05%, "
                      f"with less memory")
+        elif expected:
+            if other["node"] != row["node"]:
+                diff.insert(0, f"node {other['node']}→{row['node']}")
+            text += (f"; {100 * gain:.1f}% less expected time than the next "
+                     f"({', '.join(diff) or 'same shape'}), overheads included")
         else:
             text += (f"; {100 * gain:.1f}% faster than the next ({', '.join(diff)}), "
                      f"mostly less {PART_LABEL[moved]}")
@@ -143,10 +157,14 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
     return out
 
 
-def _ranked(results: list[dict[str, Any]], by_cost: bool, top: int,
+def _ranked(results: list[dict[str, Any]], by: str, top: int,
             tokens: float) -> list[dict[str, Any]]:
-    """The ``top`` fitting configurations over all presets, by iteration time or by expected
-    cost per million tokens (price x overhead x time); each row says why it wins."""
+    """The ``top`` fitting configurations over all presets, by iteration time (``by="time"``),
+    by expected time per million tokens (``"expected"``: iteration time x overhead) or by
+    expected cost per million tokens (``"cost"``: price x overhead x time); each row says why
+    it wins. Within one preset ``"time"`` and ``"expected"`` give the same order (one overhead
+    factor per preset)."""
+    by_cost = by == "cost"
     rows: list[dict[str, Any]] = []
     for r in results:
         res = r["res"]
@@ -163,12 +181,18 @@ def _ranked(results: list[dict[str, Any]], by_cost: bool, top: int,
             row["node"], row["gpu"], row["nodes"] = r["hw"].node, r["hw"].gpu, r["nodes"]
             row["capacity"] = r["hw"].mem_bytes
             rows.append(row)
-    sort_key = "usd_per_million_tokens" if by_cost else None
-    rows.sort(key=lambda x: x[sort_key] if sort_key else x["time_s"]["total"])
+    if by_cost:
+        rows.sort(key=lambda x: x["usd_per_million_tokens"])
+    elif by == "expected":
+        rows.sort(key=lambda x: (x["time_s"]["total"] * x["overhead_factor"],
+                                 x["s_per_million_tokens"]))
+    else:
+        rows.sort(key=lambda x: x["time_s"]["total"])
     rows = rows[: top + 1]
     for i, row in enumerate(rows):
         row["rank"] = i + 1
-        row["why"] = _why(row, rows[i + 1] if i + 1 < len(rows) else None, row.pop("capacity"))
+        row["why"] = _why(row, rows[i + 1] if i + 1 < len(rows) else None, row.pop("capacity"),
+                          expected=by == "expected")
     return rows[:top]
 
 
@@ -215,14 +239,14 @@ def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices,
     out["price"] = {"file": prices.path, "market": MARKETS[int(spot)],
                     "sources": {r["hw"].node: prices.source_of(r["hw"].node, r["hw"].gpu, spot)
                                 for r in base}}
-    out["by_cost"] = _ranked(base, True, top, tokens)
+    out["by_cost"] = _ranked(base, "cost", top, tokens)
     if not spot or any(np.isnan(prices.per_gpu_hour(r["hw"].node, r["hw"].gpu))
                        for r in base):
         return
     calm = resilience.with_preemptions(0.0)
     od = [r | {"usd": prices.per_gpu_hour(r["hw"].node, r["hw"].gpu),
                "exp": calm.evaluate(r["nodes"], ckpt)} for r in base]
-    best = _ranked(od, True, 1, tokens)
+    best = _ranked(od, "cost", 1, tokens)
     if best and out["by_cost"]:
         b, s = best[0], out["by_cost"][0]
         out["on_demand"] = {k: b[k] for k in ("label", "node", "gpu", "overhead_factor",
@@ -266,8 +290,8 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, gb: int) -> str:
 def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | None = None,
          global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
-         overlap: float = 0.0, spot: bool = False,
-         resilience: Resilience | None = None) -> dict[str, Any]:
+         overlap: float = 0.0, spot: bool = False, resilience: Resilience | None = None,
+         rank: str = "time") -> dict[str, Any]:
     """Rank every feasible configuration of ``model`` on ``gpus`` GPUs of ``node`` presets.
 
     ``node`` may list several presets separated by commas (ranked together by cost with a
@@ -275,12 +299,16 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     its spot prices. ``resilience``: preemptions per node-hour and checkpoints; every row gets
     ``overhead_factor = 1 + C/tau + lambda (tau/2 + Rs)`` and ``s_per_million_tokens =
     T_iter overhead / (B s) 1e6``, with a price ``usd_per_million_tokens = N usd_per_gpu_hour
-    s_per_million_tokens / 3600`` (traincast.parallel.spot). Returns ``{"model", "gpus",
-    "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows] (with price),
-    "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with on-demand
-    prices), "network": {...} (with network)}``.
+    s_per_million_tokens / 3600`` (traincast.parallel.spot). ``rank`` orders ``top``
+    (``RANKS``): ``"time"`` by iteration time, ``"expected"`` by expected time per million
+    tokens (iteration time x overhead; differs only across presets with different overheads).
+    Returns ``{"model", "gpus", "searched", "feasible", "seconds", "top": [rows], "by_cost":
+    [rows] (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot
+    with on-demand prices), "network": {...} (with network)}``.
     """
     t0 = time.perf_counter()
+    if rank not in RANKS:
+        raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
@@ -304,7 +332,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
         "tokens_per_iteration": gb * s, "searched": searched,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
-        "top": _ranked(base, False, top, gb * s)}
+        "top": _ranked(base, rank, top, gb * s)}
     if resilience.checkpoint_gbs is not None:
         out["resilience"] = resilience.to_dict() | {
             "by_node": {r["hw"].node: {"nodes": r["nodes"]} | _exp_dict(r["exp"]) for r in base}}
@@ -312,7 +340,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         _price_part(out, base, prices, spot, resilience, ckpt, top, gb * s)
     if network:
         other = search(network)
-        net_rows = _ranked(other, False, top, gb * s)
+        net_rows = _ranked(other, rank, top, gb * s)
         out["network"] = {"nic": network, "top": net_rows,
                           "feasible": sum(int(r["res"]["fits"].sum()) for r in other)}
         if out["top"] and net_rows:
@@ -339,20 +367,19 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     keeps it, so training stays correct); its time, expected overhead, cost with a price, and
     whether it differs from the previous count's. Each change
     costs one checkpoint and one restart, ``switch_s = C + Rs`` (reported, not amortized).
-    ``kwargs`` as :func:`plan`."""
+    ``kwargs`` as :func:`plan`; each plan ranks by expected time (``rank="expected"``), so with
+    several presets the one with the smaller overhead-weighted time wins, not the one with the
+    faster iteration."""
     if not gpus or any(int(g) < 1 for g in gpus):
         raise TraincastError(f"--gpus needs positive GPU counts, got {list(gpus)}")
     catalog = kwargs.pop("catalog", None) or load_catalog()
-    kwargs = kwargs | {"top": 1, "catalog": catalog}
+    kwargs = kwargs | {"top": 1, "catalog": catalog, "rank": "expected"}
     model = get_model(model) if isinstance(model, str) else model  # resolved once
     if isinstance(kwargs.get("price"), str | Path):  # read once
         kwargs["price"] = load_prices(kwargs["price"], catalog)
     done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
     presets = [n.strip() for n in node.split(",") if n.strip()]
-    try:
-        per_node = min(catalog.node(nd).gpus for nd in presets)
-    except KeyError as exc:
-        raise TraincastError(str(exc.args[0])) from None
+    per_node = min(catalog.node(nd).gpus for nd in presets)  # UnknownNameError with its hint
     rows: list[dict[str, Any]] = []
     first: dict[str, Any] = {}
     for g in (int(x) for x in gpus):

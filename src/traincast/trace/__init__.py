@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
 __all__ = ["Store", "default_workload", "fill_features", "infer_architecture", "ingest",
-           "load_jobs", "parse_mapping", "read_trace"]
+           "load_jobs", "parse_mapping", "prepare_jobs", "read_trace"]
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
@@ -118,3 +118,13 @@ def fill_features(jobs: pa.Table) -> pa.Table:
         arr = pa.array(merged, type=pa.float64(), from_pandas=True).cast(typ)
         jobs = jobs.set_column(idx, col, arr) if idx >= 0 else jobs.append_column(col, arr)
     return jobs
+
+
+def prepare_jobs(jobs: pa.Table, catalog: Catalog | None = None,
+                 workload: str | None = None) -> pa.Table:
+    """A trace's jobs ready for the model: missing architectures inferred
+    (:func:`infer_architecture`), ``workload`` given to jobs whose trace names none
+    (:func:`default_workload`), unknown features filled from the workloads' zoo profiles
+    (:func:`fill_features`)."""
+    jobs = infer_architecture(jobs, catalog)
+    return fill_features(default_workload(jobs, workload) if workload else jobs)

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import FEATURES
 from traincast.units import fmt_pct
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "ddp_overlap", "evaluate_rows",
@@ -49,8 +50,6 @@ DTYPES = ("fp16", "fp32")
 ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
     "model": str, "gpu": str, "gpus": int, "dtype": str, "batch_per_gpu": int,
     "throughput": (int, float), "unit": str, "citation": str}
-FEATURE_KEYS = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
-                "embedding_bytes_touched", "embedding_allreduce_bytes", "input_bytes")
 NULLABLE_KEYS = ("embedding_allreduce_bytes",)  # absent = embedding_bytes_touched
 MATMUL_FAMILIES = ("gemm", "attention")
 
@@ -145,7 +144,7 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
         found = mine if model.get("base_dir") and mine.is_file() else Path(__file__).with_name(file)
         spec = f"{found}:{func}"
     rec = _profile(spec, int(batch), bool(amp), bool(ops))
-    feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURE_KEYS
+    feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURES
                              if k not in NULLABLE_KEYS or rec.get(k) is not None}
     if model.get("synthetic_inputs"):
         feats["input_bytes"] = 0.0
@@ -214,7 +213,7 @@ def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[
         "node": np.array([_row_node(r, nodes) for r in rows], dtype=object),
         "gpu_type": np.array([r["gpu"] for r in rows], dtype=object),
         **{k: np.array([f.get(k, np.nan if k in NULLABLE_KEYS else 0.0) for f in features],
-                       dtype=np.float64) for k in FEATURE_KEYS}}
+                       dtype=np.float64) for k in FEATURES}}
     amp = np.array([r["dtype"] == "fp16" for r in rows], dtype=bool)
     tables = {f"row{i}": f for i, f in enumerate(features) if per_op and f.get("ops")}
     jobs["workload"] = np.array([f"row{i}" for i in range(n)], dtype=object)

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from traincast.features.ops import MEMORY_BOUND_FLOPS
+from traincast.features.ops import register_op
 
 NODES, EDGES, FEATURES, CLASSES, HIDDEN = 232_965, 114_615_892, 602, 41, 128
 
@@ -51,8 +51,8 @@ def _spmm_grad(ctx: object, grad: torch.Tensor) -> tuple:
 
 
 spmm.register_autograd(_spmm_grad, setup_context=_spmm_setup)
-MEMORY_BOUND_FLOPS[torch.ops.traincast.spmm] = (
-    lambda src, dst, weight, x, nodes: 2 * src.numel() * x.shape[1])
+register_op("traincast::spmm", family="sparse", compute_bound=False, raw=True,
+            flops=lambda src, dst, weight, x, nodes: 2 * src.numel() * x.shape[1])
 
 
 class GCN(nn.Module):

@@ -15,6 +15,7 @@ from typing import Any
 
 from traincast.errors import TraincastError
 from traincast.zoo.llm import ModelConfig, from_hf_dict
+from traincast.zoo.registry import alias_index
 
 HUB_FILE = "hub.toml"
 DECODER_TYPES = frozenset({"gpt2", "llama", "mistral", "mixtral"})
@@ -22,19 +23,27 @@ DECODER_TYPES = frozenset({"gpt2", "llama", "mistral", "mixtral"})
 
 
 @cache
-def known_configs() -> dict[str, dict[str, Any]]:
-    """The shipped checkpoints by lower-case name and alias (each with its ``name``)."""
+def load_hub() -> dict[str, Any]:
+    """The parsed ``hub.toml``: ``{"configs": {name: entry (with its "name")}, "names":
+    {lower-case name or alias: name}}`` (checked: aliases are unique, as in the zoo
+    registry)."""
     raw = tomllib.loads(resources.files("traincast.zoo").joinpath(HUB_FILE).read_text())
-    out: dict[str, dict[str, Any]] = {}
-    for name, entry in raw.get("config", {}).items():
-        for key in (name, *entry.get("aliases", ())):
-            out[key.lower()] = {"name": name, **entry}
-    return out
+    configs = {name: {"name": name, **entry} for name, entry in raw.get("config", {}).items()}
+    names = alias_index({name: e.get("aliases", ()) for name, e in configs.items()},
+                        f"traincast/zoo/{HUB_FILE}", 'config."{}"')
+    return {"configs": configs, "names": names}
+
+
+def known_configs() -> dict[str, dict[str, Any]]:
+    """The shipped checkpoints by name, each once (with its ``name`` and ``aliases``)."""
+    return load_hub()["configs"]
 
 
 def hub_entry(name: str) -> dict[str, Any] | None:
     """The shipped checkpoint ``name`` (any case, a name or an alias), or None."""
-    return known_configs().get(name.strip().lower())
+    hub = load_hub()
+    canonical = hub["names"].get(name.strip().lower())
+    return None if canonical is None else hub["configs"][canonical]
 
 
 def decoder_config(name: str) -> ModelConfig | None:
@@ -51,6 +60,5 @@ def decoder_config(name: str) -> ModelConfig | None:
         raise TraincastError(f"hf:{entry['name']} ({entry['model_type']}) is not a decoder-only "
                              "transformer", hint="plan and predict --arch hybrid price "
                              f"decoder-only models ({', '.join(sorted(DECODER_TYPES))})")
-    fields = dict(entry.get("fields", {}))
-    cfg = from_hf_dict(fields, entry["name"], f"{HUB_FILE}: [config.\"{entry['name']}\"]")
-    return cfg
+    return from_hf_dict(dict(entry.get("fields", {})), entry["name"],
+                        f"{HUB_FILE}: [config.\"{entry['name']}\"]")

@@ -171,7 +171,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     (``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``,
     ``intermediate_size``, ``vocab_size``, ``max_position_embeddings``, ``tie_word_embeddings``,
     ``num_local_experts``, ``num_experts_per_tok``) or the GPT-2 keys (``n_embd``, ``n_layer``,
-    ``n_head``, ``n_positions``); ``where`` names the source in errors."""
+    ``n_head``, ``n_inner``, ``n_positions``, ``tie_word_embeddings``: true unless given, as in
+    transformers' ``GPT2Config``); ``where`` names the source in errors."""
     gpt2 = "n_embd" in raw
     try:
         if gpt2:
@@ -179,7 +180,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
             values = {"layers": int(raw["n_layer"]), "hidden": h, "heads": int(raw["n_head"]),
                       "ffn": int(raw.get("n_inner") or 4 * h), "vocab": int(raw["vocab_size"]),
                       "seq": int(raw.get("n_positions", 1024)), "mlp": "gelu", "bias": True,
-                      "norm": "layernorm", "tied": True, "position": "learned"}
+                      "norm": "layernorm", "position": "learned",
+                      "tied": bool(raw.get("tie_word_embeddings", True))}
         else:
             act = str(raw.get("hidden_act", "silu"))
             values = {"layers": int(raw["num_hidden_layers"]), "hidden": int(raw["hidden_size"]),

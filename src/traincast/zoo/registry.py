@@ -5,18 +5,23 @@ Every zoo name, its aliases, and what it can do:
 - ``torch``: a ``torch.nn`` builder and its inputs — ``profile``, ``predict --model``,
   ``merge`` and ``validate`` build it (``ZooEntry.build_meta``);
 - ``llm``: a decoder-only transformer config (``traincast.zoo.llm.ModelConfig``) — ``plan`` and
-  ``predict --arch hybrid`` price it.
+  ``predict --arch hybrid`` price it. A model with only this config is built on the meta device
+  through transformers from it (``ZooEntry.build_meta`` / ``meta_model``, with
+  ``traincast.features.hf.llm_model``), so ``profile``, ``predict --model`` and ``merge`` take it
+  too (not a mixture of experts: its routing depends on the data).
 
 ``MODELS`` holds every entry, ``ZOO`` the ones with a torch module (their profiles ship in
 ``profiles.json``). ``lookup(name)`` resolves a name or alias; ``get_model(name)`` returns an
 entry that has a torch module and ``get_llm(name)`` its LLM config, each with an error that says
-what the name can do when it lacks the capability asked for.
+what the name can do when it lacks the capability asked for. ``alias_index`` is the name and
+alias index of this file and of ``hub.toml`` (``traincast.zoo.hub``).
 """
 
 from __future__ import annotations
 
 import importlib
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -32,7 +37,9 @@ _MODEL_KEYS = {"family", "description", "aliases", "published_params", "params_e
 _TORCH_KEYS = {"builder", "inputs", "default_batch", "input_shape", "meta_only",
                "resident_inputs"}
 CAPABILITY_USE = {"torch": "profile, predict --model, merge, validate",
-                  "llm": "plan, predict --arch hybrid"}
+                  "llm": "plan, predict --arch hybrid; without a torch module, profile, "
+                         "predict --model and merge build it through transformers from the "
+                         "config (not a mixture of experts)"}
 
 
 @dataclass(frozen=True)
@@ -71,16 +78,40 @@ class ZooEntry:
         module, func = ref.split(":")
         return getattr(importlib.import_module(f"traincast.zoo.{module}"), func)
 
+    @property
+    def config_only(self) -> bool:
+        """Whether the model is known only by its decoder-only config (built through
+        transformers from it)."""
+        return not self.builder and self.llm is not None
+
     def build_meta(self) -> Any:
-        """The model on the meta device (no memory allocated)."""
+        """The model on the meta device (no memory allocated): its builder, or the
+        transformers model of its config when it has only a decoder-only config."""
+        if self.config_only:
+            return self.meta_model(1)[0]
         import torch
 
         with torch.device("meta"):
             return self._resolve(self.builder)()
 
     def inputs(self, batch: int) -> tuple:
-        """One batch of inputs (CPU tensors; integer ids carry real values)."""
+        """One batch of inputs (CPU tensors; integer ids carry real values); a config-only
+        model's come with its model (``meta_model``)."""
+        if self.config_only:
+            return self.meta_model(batch)[1]
         return self._resolve(self.inputs_fn)(batch)
+
+    def meta_model(self, batch: int | None = None) -> tuple[Any, tuple]:
+        """(model on the meta device, one batch of inputs). A torch module: its builder and
+        ``batch`` (default ``default_batch``) inputs. A config-only model: the transformers
+        model of its config (``traincast.features.hf.llm_model``: ``batch``, default 1,
+        sequences of the config's training length ``seq``; a mixture of experts is an
+        error)."""
+        if self.config_only:
+            from traincast.features.hf import llm_model
+
+            return llm_model(self.llm, batch)
+        return self.build_meta(), self.inputs(batch or self.default_batch)
 
     def build_cpu(self, batch: int) -> tuple[Any, tuple]:
         """(model on CPU with initialized weights, inputs) for the CPU fallback."""
@@ -132,14 +163,30 @@ def load_registry() -> dict[str, Any]:
     name}, "workloads": {tag: {"profile", "reason"}}}`` (checked: aliases are unique)."""
     raw = tomllib.loads(resources.files("traincast.zoo").joinpath(REGISTRY_FILE).read_text())
     models = {name: _entry(name, dict(values)) for name, values in raw.get("model", {}).items()}
-    names: dict[str, str] = {name: name for name in models}
-    for entry in models.values():
-        for alias in entry.aliases:
-            if alias in names:
-                raise TraincastError(f"{_WHERE}: alias {alias!r} of [model.{entry.name}] is "
-                                     f"already the name or an alias of {names[alias]}")
-            names[alias] = entry.name
+    names = alias_index({name: entry.aliases for name, entry in models.items()}, _WHERE,
+                        "model.{}")
     return {"models": models, "names": names, "workloads": raw.get("workload", {})}
+
+
+def alias_index(aliases: Mapping[str, Iterable[str]], where: str,
+                table: str) -> dict[str, str]:
+    """``{name or alias, lower case: name}`` of ``{name: its aliases}``; an error naming the
+    file ``where`` and the table (``table.format(name)``) when a name or an alias is already
+    the name or an alias of any entry (names and aliases match case-insensitively)."""
+    names: dict[str, str] = {}
+    for name in aliases:
+        if name.lower() in names:
+            raise TraincastError(f"{where}: [{table.format(name)}] and "
+                                 f"[{table.format(names[name.lower()])}] differ only in case")
+        names[name.lower()] = name
+    for name, others in aliases.items():
+        for alias in others:
+            key = alias.lower()
+            if key in names:
+                raise TraincastError(f"{where}: alias {key!r} of [{table.format(name)}] is "
+                                     f"already the name or an alias of {names[key]}")
+            names[key] = name
+    return names
 
 
 MODELS: dict[str, ZooEntry] = load_registry()["models"]
