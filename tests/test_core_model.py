@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from traincast import load_catalog, predict
@@ -239,3 +239,166 @@ def test_properties(j, which, factor):
     faster = rates.copy()
     faster[which] *= factor
     assert _eval(j, faster, overlap).total[0] <= bd.total[0] * (1 + 1e-12)
+
+
+# ------------------------------------------------- properties over the shipped catalog
+# Every GPU, node and link that ships, every architecture; expected relations come from the
+# formulas of docs/model.md (sums, the overlap rule) and from physics (faster hardware).
+
+SHIPPED = load_catalog()
+JOB = {"flops_compute_bound": 2.4e13, "bytes_memory_bound": 4e10, "weight_bytes": 1e8,
+       "embedding_bytes_touched": 2e7, "embedding_allreduce_bytes": 5e8, "input_bytes": 1e6}
+TABLE_ARCHS = [a for a in ARCH_CODE if a != "1w1g"]
+
+
+def _table(arch: str, node: str, n: np.ndarray, **cols) -> dict:
+    """Rows of one architecture on one node preset, one per GPU count in ``n``."""
+    size = len(n)
+    return {"architecture": np.full(size, arch, dtype=object),
+            "node": np.full(size, node, dtype=object), "n_gpus": n.astype(float),
+            "n_workers": n.astype(float) if arch == "ps-worker" else np.full(size, np.nan),
+            **{k: np.full(size, v) for k, v in JOB.items()}, **cols}
+
+
+@pytest.mark.parametrize("node", sorted(SHIPPED.nodes))
+def test_every_shipped_gpu_and_architecture_gives_finite_parts_that_add_up(node):
+    size = SHIPPED.nodes[node].gpus
+    gpus, archs, ns = zip(*[(g, a, n) for g in SHIPPED.gpus for a in ARCH_CODE
+                            for n in ({1} if a == "1w1g" else {1, 2, size, size + 1, 4 * size})
+                            if not (a == "allreduce-local" and n > size)], strict=True)
+    n = np.array(ns, dtype=float)
+    jobs = {**_table("1w1g", node, n), "architecture": np.array(archs, dtype=object),
+            "gpu_type": np.array(gpus, dtype=object),
+            "n_workers": np.where(np.array(archs) == "ps-worker", n, np.nan)}
+    for amp, overlap, hierarchical in ((False, 0.0, False), (True, 0.5, True), (True, 1.0, False)):
+        bd = predict_table(jobs, SHIPPED, amp=amp, overlap=overlap, hierarchical=hierarchical)
+        assert (bd.reason == 0).all()
+        parts = bd.stacked()
+        assert np.isfinite(parts).all() and (parts >= 0).all()
+        comp = bd.compute_flop + bd.compute_mem
+        # T_data + max(T_comp, f T_comm) + (1 - f) T_comm
+        expected = bd.data_io + np.maximum(comp, overlap * bd.comm) + (1 - overlap) * bd.comm
+        np.testing.assert_allclose(bd.total, expected, rtol=1e-12)
+        np.testing.assert_allclose(sum(bd.shares().values()), 1.0, rtol=1e-12)
+        assert (bd.comm[np.array(archs) == "1w1g"] == 0).all()
+
+
+@pytest.mark.parametrize("role", ["nic", "intra", "pcie"])
+def test_a_faster_link_never_increases_communication_or_data_time(role):
+    n = np.array([1, 2, 3, 4, 7, 8, 9, 16, 17, 33], dtype=float)
+    tables = [_table(a, nd, n, gpus_per_node=np.full(len(n), g))
+              for a in TABLE_ARCHS for nd in SHIPPED.nodes for g in (np.nan, 1.0, 2.0)]
+    jobs = {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
+    jobs["architecture"] = jobs["architecture"].astype(object)
+    fits = None
+    prev = None
+    for link in sorted(SHIPPED.links.values(), key=lambda x: x.bw_bps):
+        for hierarchical in (False, True):
+            bd = predict_table(jobs, SHIPPED, hierarchical=hierarchical, **{role: link.name})
+            fits = bd.reason == 0 if fits is None else fits
+            now = np.stack([bd.comm, bd.data_io])[:, fits]
+            assert np.isfinite(now).all()
+            if prev is not None and hierarchical in prev:
+                assert (now <= prev[hierarchical] * (1 + 1e-12)).all(), link.name
+            prev = {**(prev or {}), hierarchical: now}
+
+
+@pytest.mark.parametrize("arch", ["allreduce-local", "allreduce-cluster", "pearl", "hybrid"])
+def test_more_gpus_at_a_fixed_per_gpu_batch_never_decrease_allreduce_communication(arch):
+    n = np.arange(1, 41, dtype=float)  # same features per replica = a fixed per-GPU batch
+    for node, nd in SHIPPED.nodes.items():
+        for g in (np.nan, 1.0, 2.0, 4.0)[:4 if nd.gpus >= 4 else 3]:
+            for hierarchical in (False, True):
+                bd = predict_table(_table(arch, node, n, gpus_per_node=np.full(len(n), g)),
+                                   SHIPPED, hierarchical=hierarchical)
+                comm = bd.comm[bd.reason == 0]
+                assert len(comm) and (np.diff(comm) >= -1e-15 * comm[1:]).all(), (node, g)
+
+
+def test_more_parameter_servers_never_slow_communication():
+    p = np.arange(1, 17, dtype=float)
+    for node in SHIPPED.nodes:
+        for m in (1, 2, 8, 9, 33):
+            bd = predict_table(_table("ps-worker", node, np.full(len(p), m), n_ps=p), SHIPPED)
+            assert (np.diff(bd.comm) <= 0).all()
+            # 33 workers, k per node share its NICs: one server is the bottleneck
+            assert bd.comm[0] > bd.comm[-1] or m < 33
+
+
+def test_a_gpu_with_higher_peaks_and_bandwidth_never_computes_slower_by_the_flat_model():
+    # the paper's model (--compute paper): R_flop = P x flop_efficiency, R_mem = M x mem_eff
+    cat = load_catalog(compute="paper")
+    names = sorted(cat.gpus)
+    jobs = {"architecture": np.full(len(names), "1w1g", dtype=object),
+            "n_gpus": np.ones(len(names)), "gpu_type": np.array(names, dtype=object),
+            **{k: np.full(len(names), v) for k, v in JOB.items()}}
+    for amp, dtype in ((False, "fp32"), (True, "amp")):
+        comp = predict_table(jobs, cat, amp=amp).compute
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                ga, gb = cat.gpus[a], cat.gpus[b]
+                if gb.flops_per_s(dtype) >= ga.flops_per_s(dtype) \
+                        and gb.mem_bw_bps >= ga.mem_bw_bps:
+                    assert comp[j] <= comp[i] * (1 + 1e-12), (b, a)
+
+
+@settings(max_examples=25, deadline=None)
+@example("A100-SXM4-40GB", "resnet-50", 1.0, 2.0, False)  # ops move from memory- to FLOP-bound
+@given(st.sampled_from(sorted(SHIPPED.gpus)), st.sampled_from(["resnet-50", "bert", "ctr"]),
+       st.floats(1.0, 8.0), st.floats(1.0, 8.0), st.booleans())
+def test_the_same_gpu_with_higher_peaks_and_bandwidth_never_computes_slower(name, workload,
+                                                                            peak, bandwidth,
+                                                                            amp):
+    # the shipped GPU priced op by op (the zoo's per-op table), then the same GPU (SMs, tiles,
+    # achievable fractions, launch cost) with every peak x `peak` and memory x `bandwidth`
+    from dataclasses import replace
+
+    gpu = SHIPPED.gpus[name]
+    faster = replace(gpu, name="faster", mem_bw_gbs=gpu.mem_bw_gbs * bandwidth,
+                     **{f"{d}_tflops": getattr(gpu, f"{d}_tflops") * peak
+                        for d in ("fp32", "tf32", "fp16", "bf16", "fp8")})
+    cat = Catalog(gpus={name: gpu, "faster": faster}, links=SHIPPED.links, nodes=SHIPPED.nodes)
+    jobs = {"architecture": np.array(["1w1g"] * 2, dtype=object), "n_gpus": [1, 1],
+            "gpu_type": np.array([name, "faster"], dtype=object),
+            "workload": np.array([workload] * 2, dtype=object),
+            **{k: [v, v] for k, v in JOB.items()}}
+    comp = predict_table(jobs, cat, amp=amp, default_node="pai-v100-nvlink").compute
+    assert np.isfinite(comp).all()
+    assert comp[1] <= comp[0] * (1 + 1e-12)
+
+
+def _tensor_core_gpus() -> list[str]:
+    return sorted(n for n, g in SHIPPED.gpus.items()
+                  if max(g.fp16_tflops, g.bf16_tflops) > g.fp32_tflops)
+
+
+@pytest.mark.parametrize("compute", ["auto", "paper"])
+def test_mixed_precision_never_slows_aggregate_compute_on_a_gpu_with_a_faster_half_peak(compute):
+    cat = load_catalog(compute=compute)
+    names = _tensor_core_gpus()
+    jobs = {"architecture": np.full(len(names), "1w1g", dtype=object),
+            "n_gpus": np.ones(len(names)), "gpu_type": np.array(names, dtype=object),
+            **{k: np.full(len(names), v) for k, v in JOB.items()}}
+    fp32, amp = (predict_table(jobs, cat, amp=a, ops_of=None) for a in (False, True))
+    assert (amp.compute_flop < fp32.compute_flop).all()
+    np.testing.assert_array_equal(amp.compute_mem, fp32.compute_mem)  # bytes of the features
+
+
+def test_mixed_precision_on_a_gpu_without_a_half_peak_is_priced_at_fp32():
+    # docs/model.md: a dtype the GPU lacks falls back to fp32 (K80 has fp32 only)
+    assert SHIPPED.gpus["K80"].fp16_tflops == SHIPPED.gpus["K80"].bf16_tflops == 0
+    fp32, amp = (predict(JOB, gpu="K80", node="pai-misc", amp=a) for a in (False, True))
+    assert amp.time_s == fp32.time_s and amp.hardware["peak_tflops"] == 4.37
+
+
+@pytest.mark.parametrize("gpu", ["V100-SXM2-16GB", "T4"])
+def test_mixed_precision_never_slows_a_per_op_convolution_net_on_tensor_cores(gpu):
+    from traincast.zoo.profiles import workload_features
+
+    feats = workload_features("mobilenet")
+    jobs = {"architecture": np.array(["1w1g"], dtype=object), "n_gpus": [1],
+            "gpu_type": np.array([gpu], dtype=object),
+            "workload": np.array(["mobilenet"], dtype=object),
+            **{k: [feats[k]] for k in JOB if k in feats}}
+    fp32, amp = (predict_table(jobs, SHIPPED, amp=a) for a in (False, True))
+    assert amp.compute[0] <= fp32.compute[0]

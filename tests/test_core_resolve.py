@@ -262,3 +262,110 @@ def test_trace_rows_of_a_zoo_workload_are_priced_op_by_op() -> None:
     assert bd.compute_flop[1] == pytest.approx(feats["flops_compute_bound"] / rate)
     one = predict({**feats, "ops": prof["ops"]}, node="dgx-a100", catalog=cat)
     assert one.time_s["compute_flop"] == pytest.approx(per_op["compute_flop"], rel=1e-9)
+
+
+def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
+    # resnet50 on an A100: t_F = time of the profile's compute-bound ops (bound = "compute"),
+    # t_B = the memory-bound ones'; a row with twice the profile's FLOPs and the same bytes
+    # takes T = (t_flop + t_mem) (2 t_F + t_B) / (t_F + t_B), split as the profile's step
+    from traincast import compute
+    from traincast.zoo.profiles import workload_ops
+
+    cat = load_catalog()
+    prof = workload_ops("resnet50")
+    gpu = cat.gpu("A100-SXM4-80GB")
+    whole = compute.ops_compute_s(prof["ops"], gpu, "fp32")
+    t_f, t_b = (sum(compute.ops_compute_s([o for o in prof["ops"] if o["bound"] == b], gpu,
+                                          "fp32").values()) for b in ("compute", "memory"))
+    step = whole["compute_flop"] + whole["compute_mem"]
+    assert t_f + t_b == pytest.approx(step, rel=1e-12)  # op times add up
+    f, b = prof["flops_compute_bound"], prof["bytes_memory_bound"]
+    jobs = {"architecture": np.array(["1w1g"] * 3, dtype=object), "n_gpus": [1, 1, 1],
+            "node": np.array(["dgx-a100"] * 3, dtype=object),
+            "workload": np.array(["resnet50"] * 3, dtype=object),
+            "flops_compute_bound": [2 * f, 3 * f, f], "bytes_memory_bound": [b, 3 * b, 0.0],
+            "weight_bytes": [1e8] * 3}
+    bd = predict_table(jobs, cat)
+    expected = np.array([step * (2 * t_f + t_b), step * 3 * (t_f + t_b), step * t_f]) / step
+    np.testing.assert_allclose(bd.compute, expected, rtol=1e-9)
+    np.testing.assert_allclose(bd.compute_flop, expected * whole["compute_flop"] / step,
+                               rtol=1e-9)
+    # a batch-scaled row (3x both features) is 3x the profile's step, part by part
+    assert bd.compute_mem[1] == pytest.approx(3 * whole["compute_mem"], rel=1e-9)
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"gpus": 0}, "n_gpus"), ({"arch": "allreduce-cluster", "gpus": -2}, "n_gpus"),
+    ({"arch": "ps-worker", "workers": 0}, "n_workers"),
+    ({"arch": "ps-worker", "workers": 4, "ps": 0}, "n_ps"),
+    ({"arch": "ps-worker", "workers": 4, "ps": -3}, "n_ps"),
+    ({"arch": "allreduce-cluster", "gpus": 8, "gpus_per_node": -1}, "gpus_per_node"),
+    ({"arch": "allreduce-cluster", "gpus": 16, "gpus_per_node": 16}, "gpus_per_node"),
+    ({"arch": "allreduce-local", "gpus": 16}, "n_gpus"), ({"gpus": 2}, "n_gpus"),
+    ({"gpu": "NOPE"}, "gpu_type"), ({"node": "NOPE"}, "node"),
+    ({"arch": "ring"}, "architecture"), ({"nic": "NOPE"}, "nic"), ({"intra": "NOPE"}, "intra"),
+    ({"flops_compute_bound": -1.0}, "flops_compute_bound"),
+    ({"bytes_memory_bound": math.inf}, "bytes_memory_bound"),
+    ({"embedding_bytes_touched": -5.0}, "embedding_bytes_touched"),
+    ({"input_bytes": math.inf}, "input_bytes"),
+])
+def test_a_bad_value_is_one_error_naming_its_field_with_a_hint(kw, field) -> None:
+    from traincast.errors import TraincastError
+
+    feats = {k: kw.pop(k) for k in list(kw) if k in FEATS}
+    with pytest.raises(TraincastError, match=rf"\(field {field}\)") as exc:
+        predict({**FEATS, **feats}, **kw)
+    assert exc.value.hint
+
+
+def test_rows_with_negative_or_infinite_features_get_a_reason_not_a_time() -> None:
+    cat = load_catalog()
+    bad = [("flops_compute_bound", -1.0), ("bytes_memory_bound", math.inf),
+           ("weight_bytes", -1.0), ("embedding_bytes_touched", -1.0),
+           ("embedding_allreduce_bytes", math.inf), ("input_bytes", -1.0)]
+    size = len(bad) + 2
+    jobs = {"architecture": np.array(["allreduce-local"] * size, dtype=object),
+            "n_gpus": np.full(size, 4.0), **{k: np.full(size, v) for k, v in FEATS.items()},
+            "embedding_allreduce_bytes": np.full(size, np.nan)}
+    for i, (k, v) in enumerate(bad):
+        jobs[k][i] = v
+    jobs["flops_compute_bound"][-1] = np.nan  # missing, not invalid
+    bd = predict_table(jobs, cat)
+    assert [REASONS[c] for c in bd.reason] == (["features negative or not finite"] * len(bad)
+                                               + ["ok", "features missing"])
+    assert np.isnan(bd.total[:len(bad)]).all() and bd.total[-2] > 0
+
+
+def test_predict_reports_whether_a_profiled_job_fits_in_gpu_memory() -> None:
+    # S + A per replica: 2 GB state + 3 GB activations = 5 GB of a 16 GB V100; PEARL splits the
+    # embedding share e = 0.5 of the state over n = 4 GPUs: 1 + 1/4 + 3 = 4.25 GB; ps-worker
+    # keeps the optimizer and embeddings on the servers: (0.5 + 0.5)(1 - 0.5) + 3 = 3.5 GB
+    mem = {"weights": 5e8, "grads": 5e8, "optimizer": 1e9, "activations": 3e9}
+    prof = {**FEATS, "memory_bytes": mem, "params": 1e8, "params_embedding": 5e7}
+    cases = [({}, 5.0), ({"arch": "pearl", "gpus": 4}, 4.25),
+             ({"arch": "ps-worker", "workers": 4}, 3.5)]
+    for kw, gb in cases:
+        out = predict(prof, node="pai-v100-nvlink", **kw).to_dict()["memory"]
+        assert out == {"footprint_gb": pytest.approx(gb), "capacity_gb": 16.0, "fits": True}
+    big = {**prof, "memory_bytes": {**mem, "activations": 15.5e9}}
+    assert predict(big, node="pai-v100-nvlink").memory["fits"] is False
+    assert predict(FEATS).memory is None  # aggregate features: no footprint known
+
+
+def test_architecture_codes_infer_as_resolve_does_from_node_sizes_alone() -> None:
+    from traincast.resolve import architecture_codes
+
+    cat = load_catalog()
+    jobs = {"architecture": np.array([None, None, None, None, "pearl", None, None, "ring"],
+                                     dtype=object),
+            "n_gpus": [1, 2, 8, 9, 16, 2, np.nan, 2],
+            "gpus_per_node": [np.nan, np.nan, np.nan, np.nan, np.nan, 1, np.nan, np.nan],
+            "node": np.array(["pai-v100-nvlink", "pai-p100", "pai-p100", "", "", "", "", ""],
+                             dtype=object),
+            "gpu_type": np.array(["", "", "", "V100", "", "", "", "NOPE"], dtype=object)}
+    codes = architecture_codes(jobs, cat)
+    names = [ARCHITECTURES[c] if c >= 0 else None for c in codes]
+    # 2 GPUs fit a 2-GPU node; 8 do not; 2 at 1 per node span two nodes; no n: unknown
+    assert names == ["1w1g", "allreduce-local", "allreduce-cluster", "allreduce-cluster",
+                     "pearl", "allreduce-cluster", None, None]
+    np.testing.assert_array_equal(codes, resolve(jobs, cat).arch)

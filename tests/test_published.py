@@ -286,3 +286,249 @@ def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None
     cat.write_text(TEST_CATALOG)
     with pytest.raises(TraincastError, match=r"mine.toml: row 2: field 'gpu'"):
         validate_published(load_catalog([cat]), path=_user_rows(tmp_path, gpu2="no-such-gpu"))
+
+
+# ---------------------------------------------------------------- rows files of your own
+
+ROW = {"model": "tiny", "gpu": "hand", "gpus": 1, "dtype": "fp32", "batch_per_gpu": 32,
+       "throughput": 1000.0, "unit": "samples/s", "citation": "my own measurement"}
+
+
+def _toml_value(v: object) -> str:
+    return str(v).lower() if isinstance(v, bool) else f'"{v}"' if isinstance(v, str) else repr(v)
+
+
+def _rows_file(tmp_path: Path, rows: list[dict], model: dict | None = None) -> Path:
+    """A rows file with one [model.tiny] (USER_MODEL beside it) and the given rows."""
+    (tmp_path / "tiny.py").write_text(USER_MODEL)
+    model = {"spec": "tiny.py:tiny", "synthetic_inputs": True, **(model or {})}
+    text = "[model.tiny]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in model.items())
+    for row in rows:
+        text += "\n[[row]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in row.items()
+                                          if v is not None)
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    return path
+
+
+def _hand_catalog(tmp_path: Path):
+    cat = tmp_path / "hand.toml"
+    cat.write_text(TEST_CATALOG)
+    return load_catalog([cat])
+
+
+@pytest.mark.parametrize(("written", "dtype"), [
+    ("fp16", "fp16"), ("AMP", "fp16"), ("mixed", "fp16"), ("Mixed Precision", "fp16"),
+    ("half", "fp16"), ("AMP_FP16", "fp16"), ("mixed-precision", "fp16"), ("bf16", "bf16"),
+    ("BFloat16", "bf16"), ("TF32", "tf32"),
+    ("fp32", "fp32"), ("FP32", "fp32")])
+def test_precisions_as_benchmark_tables_write_them(tmp_path: Path, written: str,
+                                                   dtype: str) -> None:
+    row = load_published(_rows_file(tmp_path, [dict(ROW, dtype=written)]))["row"][0]
+    assert (row["dtype"], row["dtype_written"]) == (dtype, written)
+
+
+@pytest.mark.parametrize(("over", "match"), [
+    ({"dtype": "int8"}, r"mine\.toml: row 1: field 'dtype': unknown precision 'int8'"),
+    ({"unit": "furlongs"}, r"row 1: field 'unit': 'furlongs' is not a throughput unit"),
+    ({"unit": "tokens/s"}, r"row 1: field 'tokens_per_sample' missing for unit 'tokens/s'"),
+    ({"throughput": float("nan")}, r"row 1: field 'throughput' must be positive and finite"),
+    ({"throughput": float("inf")}, r"row 1: field 'throughput' must be positive and finite"),
+    ({"batch_per_gpu": 32.0}, r"row 1: field 'batch_per_gpu' must be an integer"),
+    ({"batch_size": 32}, r"row 1: unknown field 'batch_size'"),
+    ({"nodes": "dgx-a100"}, r"row 1: field 'nodes' must be an integer"),
+    ({"model": "tinny"}, r"row 1: field 'model': unknown model 'tinny'"),
+    ({"gpus": 8, "batch_per_gpu": None, "global_batch": 100},
+     r"field 'global_batch': 100 is not a multiple of gpus"),
+    ({"gpus": 8, "global_batch": 512}, r"field 'batch_per_gpu': 32 x gpus 8 != global_batch"),
+])
+def test_a_bad_row_names_file_row_and_field_with_a_hint(tmp_path: Path, over: dict,
+                                                        match: str) -> None:
+    with pytest.raises(TraincastError, match=match) as err:
+        load_published(_rows_file(tmp_path, [dict(ROW, **over)]))
+    assert err.value.hint
+
+
+def test_misspelled_fields_get_a_suggestion(tmp_path: Path) -> None:
+    with pytest.raises(TraincastError) as err:
+        load_published(_rows_file(tmp_path, [dict(ROW, batch_size=32)]))
+    assert "did you mean 'batch_per_gpu'" in err.value.hint
+    with pytest.raises(TraincastError, match=r"\[model\.tiny\]: unknown field "
+                       r"'synthetic_input'") as err:
+        load_published(_rows_file(tmp_path, [ROW], {"synthetic_input": True}))
+    assert "did you mean 'synthetic_inputs'" in err.value.hint
+    # free-text citations of the model's own settings are allowed
+    load_published(_rows_file(tmp_path, [dict(ROW, batch_source="x")], {"ddp_source": "y"}))
+
+
+@pytest.mark.parametrize(("model", "match"), [
+    ({"spec": "resnet50"}, r"\[model\.tiny\]: field 'spec': 'resnet50' is not a MODEL spec"),
+    ({"ddp_bucket_bytes": "25MB"}, r"field 'ddp_bucket_bytes' must be a number"),
+    ({"optimizer": "lamb"}, r"field 'optimizer' must be one of"),
+    ({"memory_format": "nwhc"}, r"field 'memory_format' must be one of"),
+])
+def test_a_bad_model_table_names_file_table_and_field(tmp_path: Path, model: dict,
+                                                      match: str) -> None:
+    with pytest.raises(TraincastError, match=match):
+        load_published(_rows_file(tmp_path, [ROW], model))
+
+
+def test_a_model_table_without_spec(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('[model.tiny]\nsynthetic_inputs = true\n\n[[row]]\n' + "".join(
+        f"{k} = {_toml_value(v)}\n" for k, v in ROW.items()))
+    with pytest.raises(TraincastError, match=r"mine\.toml: \[model\.tiny\]: field 'spec' "
+                       "missing"):
+        load_published(path)
+
+
+def test_global_batch_gives_the_batch_per_gpu(tmp_path: Path) -> None:
+    rows = [dict(ROW, gpus=8, batch_per_gpu=None, global_batch=256),
+            dict(ROW, gpus=8, global_batch=256)]
+    assert [r["batch_per_gpu"] for r in load_published(_rows_file(tmp_path, rows))["row"]] \
+        == [32, 32]  # 256 / 8
+
+
+@pytest.mark.parametrize(("unit", "parsed"), [
+    ("images/s", ("sample", False)), ("img/sec", ("sample", False)),
+    ("sequences per second", ("sample", False)), ("Sentences/s", ("sample", False)),
+    ("records/s", ("sample", False)), ("tokens/s", ("token", False)),
+    ("tok/s/gpu", ("token", True)), ("images/s per GPU", ("sample", True)),
+    ("TFLOP/s", None), ("ms/iter", None), ("images", None)])
+def test_units(unit: str, parsed: tuple | None) -> None:
+    from traincast.validation.published import parse_unit
+
+    assert parse_unit(unit) == parsed
+
+
+def test_token_and_per_gpu_units_by_hand(tmp_path: Path) -> None:
+    catalog = _hand_catalog(tmp_path)
+    rows = load_published(_rows_file(tmp_path, [
+        dict(ROW, unit="tokens/s", tokens_per_sample=128, throughput=40000.0),
+        dict(ROW, gpus=8, node="hand-node", unit="images/s/gpu", throughput=300.0)]))["row"]
+    feats = [{"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes": 0.0,
+              "embedding_bytes_touched": 0.0, "input_bytes": 0.0}] * 2
+    res = evaluate_rows(rows, feats, {}, catalog, strategy="paper")
+    # T = 1e12 / 10e12 + 1e9 / 1000e9 = 0.101 s (no weights: no all-reduce)
+    assert res["predicted_s"].tolist() == pytest.approx([0.101, 0.101])
+    # tokens/s = samples/s x 128 tokens; per GPU = the 8 GPUs' samples/s / 8
+    assert res["predicted"][0] == pytest.approx(32 * 128 / 0.101)
+    assert res["predicted"][1] == pytest.approx(32 / 0.101)
+    assert res["error"][0] == pytest.approx(32 * 128 / 0.101 / 40000.0 - 1.0)
+
+
+def test_multi_node_rows_all_reduce_across_nodes_by_hand(tmp_path: Path) -> None:
+    from traincast.validation.published import check_hardware, row_architectures
+
+    catalog = _hand_catalog(tmp_path)
+    data = load_published(_rows_file(tmp_path, [
+        dict(ROW, gpus=8, node="hand-node"), dict(ROW, gpus=16, nodes=2, node="hand-node")]))
+    check_hardware(data, catalog)
+    rows = data["row"]
+    assert row_architectures(rows, {}, catalog).tolist() == ["allreduce-local",
+                                                           "allreduce-cluster"]
+    feats = [{"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes": 1e8,
+              "embedding_bytes_touched": 0.0, "input_bytes": 0.0}] * 2
+    res = evaluate_rows(rows, feats, {}, catalog, strategy="paper")
+    # one node: ring over pcie4x16 (31.5 GB/s): 2 x 7/8 x 1e8 / 31.5e9; two nodes: a flat ring
+    # as slow as one eth100 port (12.5 GB/s): 2 x 15/16 x 1e8 / 12.5e9 = 15 ms
+    assert res["comm_s"].tolist() == pytest.approx([2 * 7 / 8 * 1e8 / 31.5e9,
+                                                    2 * 15 / 16 * 1e8 / 12.5e9])
+    assert res["predicted"][1] == pytest.approx(32 * 16 / (0.101 + 0.015))
+
+
+@pytest.mark.parametrize(("over", "match"), [
+    ({"gpu": "hnad"}, r"row 1: field 'gpu': 'hnad' is not a catalog GPU"),
+    ({"gpus": 8}, r"row 1: field 'node': 8 GPUs need a node preset"),
+    ({"gpus": 8, "node": "hand-nod"}, r"row 1: field 'node': node preset 'hand-nod' is not"),
+    ({"gpu": "A100", "gpus": 8, "node": "hand-node"},
+     r"row 1: field 'node': 'hand-node' holds hand, not A100-SXM4-80GB"),
+    ({"gpus": 8, "nodes": 4, "node": "hand-node"},
+     r"row 1: field 'gpus': 8 GPUs on 4 node\(s\) of 8"),
+    ({"gpu": "V100", "dtype": "bf16"}, r"row 1: field 'dtype': 'bf16' on V100-SXM2-16GB, "
+     "which has no bf16"),
+    ({"gpu": "V100", "dtype": "TF32"}, r"field 'dtype': 'TF32' on V100-SXM2-16GB"),
+])
+def test_hardware_errors_name_file_row_and_field(tmp_path: Path, over: dict,
+                                                 match: str) -> None:
+    from traincast.validation.published import check_hardware
+
+    data = load_published(_rows_file(tmp_path, [dict(ROW, **over)]))
+    with pytest.raises(TraincastError, match=match) as err:
+        check_hardware(data, _hand_catalog(tmp_path))
+    assert err.value.hint
+
+
+def test_gpu_aliases_resolve_for_nodes_and_ratios(tmp_path: Path) -> None:
+    from traincast.validation.published import check_hardware
+
+    path = _rows_file(tmp_path, [dict(ROW, gpu="A100", gpus=8), dict(ROW, gpu="hand")])
+    path.write_text(path.read_text() + '\n[node]\nA100 = "dgx-a100"\n')
+    data = load_published(path)
+    check_hardware(data, _hand_catalog(tmp_path))
+    a100 = data["row"][0]
+    assert (a100["gpu"], a100["gpu_written"], a100["node"]) == ("A100-SXM4-80GB", "A100",
+                                                                "dgx-a100")
+
+
+def test_a_model_that_cannot_be_profiled_names_its_table(tmp_path: Path) -> None:
+    from traincast.validation.published import validate_published
+
+    catalog = _hand_catalog(tmp_path)
+    for model, match in (({"spec": "zoo:no-such-model"}, r"\[model\.tiny\] field 'spec' "
+                          r"\(zoo:no-such-model\), row 1"),
+                         ({"spec": "gone.py:tiny"}, r"model file 'gone\.py' not found \("
+                          r"looked in .+ and .+validation\)"),
+                         ({"spec": "tiny.py:nope"}, r"field 'spec' \(tiny\.py:nope\)")):
+        with pytest.raises(TraincastError, match=match):
+            validate_published(catalog, path=_rows_file(tmp_path, [ROW], model))
+    with pytest.raises(TraincastError, match=r"\[model\.tiny\] field 'fp16_spec'"):
+        validate_published(catalog, path=_rows_file(tmp_path, [dict(ROW, dtype="amp")],
+                                                     {"fp16_spec": "zoo:no-such-model"}))
+
+
+def test_rows_of_your_own_report_by_gpu_and_precision(tmp_path: Path) -> None:
+    from traincast.validation.published import render_markdown, validate_published
+
+    out = validate_published(_hand_catalog(tmp_path), path=_rows_file(
+        tmp_path, [ROW, dict(ROW, dtype="AMP", throughput=2000.0)]))
+    assert "megatron" not in out  # the shipped Megatron table is not part of your rows
+    assert set(out["by_gpu_dtype"]) == {"hand fp32", "hand fp16"}
+    assert out["by_gpu_dtype"]["hand fp16"]["n"] == 1
+    text = render_markdown(out)
+    assert "| fp16 (AMP) |" in text and "Megatron" not in text
+    assert "Cross-GPU ratios: none" in text
+
+
+def test_optimizer_and_memory_format_reach_the_profile(tmp_path: Path) -> None:
+    from traincast.kernels import layout_transpose_bytes
+    from traincast.validation.published import _row_features
+
+    path = _rows_file(tmp_path, [ROW], {"optimizer": "sgd", "memory_format": "nhwc"})
+    data = load_published(path)
+    feats = _row_features(data, data["row"][0], 0, None)
+    opt = {str(o["op"]) for o in feats["ops"] if o["phase"] == "optimizer"}
+    assert not any("sqrt" in op for op in opt)  # SGD with momentum: no Adam denominator
+    assert all(o["layout"] == "nhwc" for o in feats["ops"])
+    adam = _row_features(load_published(_rows_file(tmp_path, [ROW])), data["row"][0], 0, None)
+    assert any("sqrt" in str(o["op"]) for o in adam["ops"] if o["phase"] == "optimizer")
+    # a tensor-core convolution in NCHW pays 2 (B_read + B_written) of transposes, NHWC none
+    conv = {"op": "convolution", "bytes_read": 100.0, "bytes_written": 50.0}
+    assert layout_transpose_bytes([conv, dict(conv, layout="nhwc")],
+                                  ["fp16", "fp16"]).tolist() == [300.0, 0.0]
+
+
+def test_a_batch_far_over_the_gpu_memory_is_questioned(tmp_path: Path) -> None:
+    from traincast.validation.published import memory_warnings
+
+    catalog = _hand_catalog(tmp_path)  # the hand GPU has 16 GB
+    rows = [dict(ROW, gpus=8, node="hand-node"), dict(ROW, gpus=8, node="hand-node"),
+            dict(ROW)]
+    mem = {"weights": 1e9, "grads": 1e9, "optimizer": 2e9}
+    feats = [{"params": 1.0, "memory_bytes": dict(mem, activations=a)}
+             for a in (30e9, 20e9, 40e9)]
+    # footprint S + A = 4 GB + A: 34 GB > 2 x 16 GB is questioned, 24 GB (1.5x) is not
+    out = memory_warnings(rows, feats, ["allreduce-local", "allreduce-local", "1w1g"], catalog)
+    assert len(out) == 2
+    assert out[0].startswith("row 1: batch_per_gpu = 32 needs 34 GB") and "global_batch" in out[0]
+    assert out[1].startswith("row 3:") and "check the batch" in out[1]

@@ -94,3 +94,25 @@ def test_report_roofline_of_a_model_file(tmp_path):
     assert "ridge 9.56 FLOP/B" in svg
     r = tc("report", "--study", str(folder), "--roofline", f"{model}:build", "--gpu", "Z99")
     assert r.returncode == 2 and "Z99" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_store_is_studied_as_read_not_ingested_again(trace, tmp_path):
+    # the store's jobs go to the study as a table: the study folder gets no store of its own,
+    # and its numbers are those of the same trace studied directly
+    from traincast.analysis.study import study
+    from traincast.cli.report import _study_from_jobs
+    from traincast.hardware.catalog import load_catalog
+    from traincast.trace.store import ingest
+
+    db = tmp_path / "store.duckdb"
+    ingest(trace, "csv", db)
+    cat = load_catalog()
+    out = tmp_path / "from-store"
+    _study_from_jobs(None, db, "csv", {}, out, cat, True, None)
+    assert (out / "store_jobs.parquet").is_file() and not (out / "jobs.duckdb").exists()
+    meta = json.loads((out / "study.json").read_text())
+    assert meta["db"] is None and meta["trace"]["path"] == str(out / "store_jobs.parquet")
+    direct = tmp_path / "direct"
+    study(trace, direct, catalog=cat, report=False)
+    for name in ("summary.json", "characterize.json"):
+        assert json.loads((out / name).read_text()) == json.loads((direct / name).read_text())

@@ -97,6 +97,49 @@ def test_study_on_a_trace_keeps_tables_when_the_report_fails(tmp_path: Path,
         PS4_BASE / PS4_NVLINK, rel=1e-9)
 
 
+def test_study_evaluates_the_jobs_as_they_run_once(tmp_path: Path, monkeypatch) -> None:
+    # the base breakdown (every job as it ran: no change, no override) is evaluated once and
+    # handed to what-if, recommend and jobs.parquet; scenarios and candidates change the jobs
+    import traincast.analysis.recommend as rec_mod
+    import traincast.analysis.study as study_mod
+    import traincast.engine.local as local
+    from traincast.jobs import Columns
+    from traincast.trace import prepare_jobs, read_trace
+
+    trace = write_small_trace(tmp_path / "t.csv")
+    pinned = tmp_path / "pinned.toml"
+    pinned.write_text(PINNED)
+    cat = load_catalog([pinned], compute="paper")
+
+    def key(cols: Columns) -> tuple:
+        strings = tuple(tuple(cols[c].strings()) for c in ("architecture", "node", "gpu_type"))
+        numbers = tuple(tuple(np.nan_to_num(cols[c], nan=-1.0)) for c in (
+            "n_gpus", "n_workers", "n_ps", "gpus_per_node", "gpus_per_worker",
+            "flops_compute_bound", "bytes_memory_bound"))
+        return strings + numbers
+
+    base_key = key(Columns.of(prepare_jobs(read_trace(trace, "csv", tmp_path / "x.duckdb"),
+                                           cat)))
+    calls = []
+    real = local.evaluate_columns
+
+    def counting(cols, catalog, overlap=0.0, hierarchical=False, **overrides):
+        unchanged = not any(v for v in overrides.values()) and not hierarchical
+        calls.append(unchanged and key(cols) == base_key)
+        return real(cols, catalog, overlap, hierarchical, **overrides)
+
+    for mod in (local, rec_mod, study_mod):
+        monkeypatch.setattr(mod, "evaluate_columns", counting)
+    scenarios = ("nvlink-allreduce", "eth100", "mixed-precision")  # each changes every job
+    result = study(trace, tmp_path / "out", catalog=cat, report=False, scenarios=scenarios)
+    assert sum(calls) == 1 and len(calls) > 1 + len(scenarios)
+    # what it handed on is what each step computes by itself (tests above pin the numbers)
+    jobs = pq.read_table(tmp_path / "out" / "jobs.parquet")
+    alone = study_mod.jobs_with_breakdown(jobs.select(jobs.column_names[:-7]), cat)
+    assert alone.column("total_s").to_pylist() == jobs.column("total_s").to_pylist()
+    assert result["summary"]["numbers"]["nvlink_sped_up_share"] == pytest.approx(1 / 3)
+
+
 def test_study_says_so_when_no_job_has_features(tmp_path: Path) -> None:
     trace = tmp_path / "bare.csv"
     trace.write_text("job_id,architecture,n_gpus,start_time_s,end_time_s\n"

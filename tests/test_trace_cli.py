@@ -147,3 +147,21 @@ def test_workload_for_traces_without_one(tmp_path: Path) -> None:
     r = tc("whatif", str(trace), *base, "--workload", "no-such-model", "--scenario", "eth100",
            cwd=tmp_path)
     assert r.returncode == 2 and "--workload no-such-model" in r.stderr
+
+
+def test_print_json_small_indented_large_compact(capsys) -> None:  # noqa: ANN001
+    import numpy as np
+
+    from traincast.cli.common import PRETTY_JSON_MAX_BYTES, print_json
+
+    print_json({"a": np.float64("nan"), "b": [np.int64(2), float("inf")], "c": Path("x")})
+    out = capsys.readouterr().out
+    assert out.startswith("{\n  ") and json.loads(out) == {"a": None, "b": [2, None], "c": "x"}
+    # per-job rows of a big trace: one compact line, the same values
+    rows = [{"job_id": f"j{i}", "speedup": i / 3, "gpus": np.float32(1.5)} for i in range(40_000)]
+    print_json({"rows": rows, "nan": float("nan")})
+    out = capsys.readouterr().out
+    assert len(out) > PRETTY_JSON_MAX_BYTES and out.count("\n") == 1
+    back = json.loads(out)
+    assert back["nan"] is None and len(back["rows"]) == 40_000
+    assert back["rows"][3] == {"job_id": "j3", "speedup": 1.0, "gpus": 1.5}

@@ -345,3 +345,22 @@ def test_cli_table_fits_80_columns(tmp_path: Path, monkeypatch) -> None:
     # nvlink-allreduce matches the 3 PS/Worker jobs; only ps4 fits one 8-GPU node
     assert rows["nvlink-allreduce"][:2] == ["3", "2"]
     assert rows["eth100"][0] == "5"
+
+
+def test_a_base_given_by_the_caller_is_used_chunk_by_chunk(catalog) -> None:
+    # the jobs' own breakdown handed in gives what the engine computes itself, in any chunking
+    from traincast.engine.local import evaluate_columns, run_scenarios
+    from traincast.jobs import Columns
+
+    cols = Columns.of(small_trace())
+    scs = [load_scenario("eth100", catalog), load_scenario("nvlink-allreduce", catalog)]
+    base = evaluate_columns(cols, catalog)
+    for chunk_rows in (2, 5):
+        own = run_scenarios(cols, scs, catalog, chunk_rows=chunk_rows)
+        given_ = run_scenarios(cols, scs, catalog, chunk_rows=chunk_rows, base=base)
+        np.testing.assert_array_equal(given_[0], own[0])
+        np.testing.assert_array_equal(given_[1], own[1])
+        for a, b in zip(given_[2], own[2], strict=True):
+            np.testing.assert_array_equal(a.total_s, b.total_s)
+            np.testing.assert_array_equal(a.applied, b.applied)
+    assert own[0][0] == pytest.approx(PS4_BASE)  # the hand-computed base of ps4

@@ -11,14 +11,14 @@ selects (:mod:`traincast.compute`), then add the parts (:mod:`traincast.model`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast import compute
-from traincast.architectures import ARCH_LABEL, REGISTRY, per_architecture
+from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES, Columns, Strings, groups
@@ -43,8 +43,18 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     :func:`traincast.compute.rates` (one call per GPU and precision).
     Rows whose workload has a per-op table (``ops_of(workload)`` returns a profile with
     ``ops``) are priced by :func:`traincast.compute.ops_compute_s` on their own GPU, once per
-    (workload, GPU, precision), as effective rates applied to the row's own features:
-    ``T_comp_flop = F_row * t_flop_ops / F_profile`` (the same for bytes).
+    (workload, GPU, precision) (:func:`ops_times`), scaled to the row's own features: the time
+    of the profile's compute-bound ops ``t_F`` scales with ``F_row / F_profile``, that of its
+    memory-bound ops ``t_B`` with ``B_row / B_profile``, and the total is split into FLOP- and
+    memory-bound time as the profile's step is::
+
+        T_comp      = (t_flop + t_mem) (a t_F + b t_B) / (t_F + t_B),
+                      a = F_row / F_profile, b = B_row / B_profile
+        T_comp_flop = T_comp t_flop / (t_flop + t_mem),  T_comp_mem = T_comp - T_comp_flop
+
+    A row with the profile's own features gets ``t_flop`` and ``t_mem``; a batch-scaled one
+    (a = b) gets both times a; and as every op's time falls with a faster GPU, so does the
+    row's, whichever way its ops move between FLOP- and memory-bound.
     """
     strategy = catalog.compute if strategy == "auto" else strategy
     n_gpu = len(r.gpu.values)
@@ -74,12 +84,42 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         prof = tables[wl]
         key_ = ("ops", workload.values[wl], r.gpu.values[code], amp, strategy)
         if key_ not in cache:
-            cache[key_] = compute.ops_compute_s(prof["ops"], catalog.gpus[r.gpu.values[code]],
-                                                "amp" if amp else "fp32", strategy)
-        per = cache[key_]
-        flop[rows] = r.flops[rows] * per["compute_flop"] / prof["flops_compute_bound"]
-        mem[rows] = r.mem_bytes[rows] * per["compute_mem"] / prof["bytes_memory_bound"]
+            cache[key_] = ops_times(prof["ops"], catalog.gpus[r.gpu.values[code]],
+                                    "amp" if amp else "fp32", strategy)
+        flop[rows], mem[rows] = _scaled(cache[key_], r.flops[rows], r.mem_bytes[rows],
+                                        prof["flops_compute_bound"],
+                                        prof["bytes_memory_bound"])
     return flop, mem
+
+
+def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str,
+              strategy: str) -> tuple[float, float, float, float]:
+    """``(t_flop, t_mem, t_F, t_B)`` of one step from its per-op table: its FLOP- and
+    memory-bound time (:func:`traincast.compute.ops_compute_s`) and the time of its ops that
+    the profile counts as compute-bound (``bound = "compute"``, whose FLOPs make
+    ``flops_compute_bound``) and as memory-bound (the others). A table without ``bound``
+    marks gives ``t_F, t_B = t_flop, t_mem``."""
+    whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
+    t_flop, t_mem = whole["compute_flop"], whole["compute_mem"]
+    if not ops or any("bound" not in o for o in ops):
+        return t_flop, t_mem, t_flop, t_mem
+    by_bound = [sum(compute.ops_compute_s([o for o in ops if (o["bound"] == "compute") == cb],
+                                          gpu, dtype, strategy).values()) for cb in (True, False)]
+    return t_flop, t_mem, by_bound[0], by_bound[1]
+
+
+def _scaled(times: tuple[float, float, float, float], flops: F, mem_bytes: F,
+            profile_flops: float, profile_bytes: float) -> tuple[F, F]:
+    """Rows' ``(T_comp_flop, T_comp_mem)`` from their profile's :func:`ops_times` (formula in
+    :func:`compute_s`)."""
+    t_flop, t_mem, t_f, t_b = times
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(profile_flops > 0, flops / profile_flops, 0.0)
+        b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 0.0)
+        step = t_flop + t_mem
+        total = np.where(t_f + t_b > 0, step * (a * t_f + b * t_b) / (t_f + t_b), 0.0)
+        flop = np.where(step > 0, total * t_flop / step, 0.0)
+    return flop, total - flop
 
 
 def zoo_ops(workload: str) -> Mapping[str, Any] | None:
@@ -137,10 +177,34 @@ class Prediction:
     gpu_util: Any
     job: dict[str, Any]
     hardware: dict[str, Any]
+    memory: dict[str, Any] | None = None  # footprint per GPU (memory_fit) when features tell it
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --json`` object of DESIGN.md."""
         return asdict(self)
+
+
+def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
+               mem_gb: float) -> dict[str, Any] | None:
+    """Memory per GPU of a job whose features carry ``memory_bytes`` (a profile), by its
+    architecture's ``footprint_bytes`` rule (``S + A`` for a replica; docs/model.md), against
+    the GPU's ``mem_gb``: ``{"footprint_gb", "capacity_gb", "fits"}``; ``None`` when the
+    features or the catalog entry do not tell."""
+    mem = features.get("memory_bytes")
+    if not isinstance(mem, Mapping) or not mem_gb or mem_gb <= 0:
+        return None
+
+    def part(*keys: str) -> NDArray[np.float64]:
+        return np.array([sum(float(mem.get(k) or 0.0) for k in keys)])
+
+    params = float(features.get("params") or 0.0)
+    share = float(features.get("params_embedding") or 0.0) / params if params > 0 else 0.0
+    need = float(REGISTRY[arch].footprint_bytes(Memory(
+        state=part("weights", "grads", "optimizer"), weights_grads=part("weights", "grads"),
+        activations=part("activations"), embedding_share=np.array([share]),
+        n=np.array([float(n_gpus)])))[0])
+    return {"footprint_gb": need / 1e9, "capacity_gb": float(mem_gb),
+            "fits": bool(need <= mem_gb * 1e9)}
 
 
 def _scalar_or_list(x: Any) -> Any:
@@ -188,19 +252,37 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     missing = [k for k in FEATURES[:3] if k not in feats]
     if missing:
         raise TraincastError(f"missing features: {', '.join(missing)}")
+    _check_counts(arch, gpus=gpus, gpus_per_node=gpus_per_node, n_workers=workers, n_ps=ps)
     row = job_row(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node, workers=workers,
                   ps=ps, node=node, gpu=gpu)
     cols = Columns.of(row)
     r = resolve(cols, catalog, nic=nic, intra=intra, pcie=pcie, amp=amp,
                 hierarchical=hierarchical)
-    if r.reason[0] != OK:
-        raise explain(r, 0, cols, catalog)
+    bad = np.flatnonzero(r.reason != OK)  # feature arrays: every row must be predictable
+    if len(bad):
+        raise explain(r, int(bad[0]), cols, catalog)
     profile = feats if feats.get("ops") else None  # a profile with its per-op table
     strategy = catalog.compute if strategy == "auto" else strategy
     bd = evaluate(r, catalog, overlap, strategy, Strings(np.zeros(r.size, np.int32), ("job",)),
                   lambda _: profile)
-    return _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
-                       strategy)
+    out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
+                      strategy)
+    return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]))
+
+
+def _check_counts(arch: str, **counts: float | None) -> None:
+    """A count the caller gives must be a positive number: ``predict`` takes no default for a
+    given value (a trace row's 0 or null means "not recorded" and takes the default of
+    :mod:`traincast.resolve`; a value given to ``predict`` is never silently replaced).
+    ``n_gpus`` of ``ps-worker`` with ``n_workers`` is the workers', so only they are checked."""
+    if arch == "ps-worker" and counts.get("n_workers") is not None:
+        counts.pop("gpus")
+    for name, value in counts.items():
+        field = "n_gpus" if name == "gpus" else name
+        if value is not None and not value > 0:
+            raise TraincastError(f"{field} must be a positive number, got {value} "
+                                 f"(field {field})",
+                                 hint=f"{arch} needs at least one; see docs/model.md")
 
 
 def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap: float,

@@ -20,7 +20,9 @@ For each row:
   1w1g, ``n <= g`` (the placement's GPUs per node: the job fits on one node) ->
   allreduce-local, else allreduce-cluster.
 * **validity** — a reason code per row (:data:`REASONS`); rows with a code other than 0 get
-  no prediction (NaN times) and are counted by reason in ``whatif``/``characterize``.
+  no prediction (NaN times) and are counted by reason in ``whatif``/``characterize``. A
+  feature that is negative or infinite is invalid (its time would be negative or infinite),
+  a null one missing.
 """
 
 from __future__ import annotations
@@ -48,8 +50,15 @@ REASONS: tuple[str, ...] = (
     "more GPUs per node than the node has",
     "shape does not fit the architecture",
     "features missing",
+    "features negative or not finite",
 )
-OK, BAD_ARCH, BAD_HARDWARE, BAD_GPUS, BAD_PLACEMENT, BAD_SHAPE, NO_FEATURES = range(7)
+(OK, BAD_ARCH, BAD_HARDWARE, BAD_GPUS, BAD_PLACEMENT, BAD_SHAPE, NO_FEATURES,
+ BAD_FEATURES) = range(8)
+FEATURE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("flops", "flops_compute_bound"), ("mem_bytes", "bytes_memory_bound"), ("w", "weight_bytes"),
+    ("e", "embedding_bytes_touched"), ("e_ar", "embedding_allreduce_bytes"),
+    ("input_bytes", "input_bytes"))
+"""Feature fields of :class:`Resolved` and the job-table columns they come from."""
 
 
 def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
@@ -58,13 +67,14 @@ def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
     return {REASONS[i]: int(c) for i, c in enumerate(counts) if i != OK and c}
 
 
-def resolve_link(catalog: Catalog, spec: str) -> Link:
-    """A link by catalog name (``eth100``) or by speed (``25Gbit``, ``12.5GB/s``)."""
+def resolve_link(catalog: Catalog, spec: str, role: str = "") -> Link:
+    """A link by catalog name (``eth100``) or by speed (``25Gbit``, ``12.5GB/s``); ``role``
+    (``nic``, ``intra``, ``pcie``) names the field in the error of an unknown one."""
     if spec in catalog.links:
         return catalog.links[spec]
     bw = parse_speed_gbs(spec)
     if bw is None:
-        raise TraincastError(f"unknown link {spec!r}",
+        raise TraincastError(f"unknown link {spec!r}" + (f" (field {role})" if role else ""),
                              hint=f"give a catalog link name ({', '.join(sorted(catalog.links))})"
                                   " or a speed such as 25Gbit")
     return Link(name=spec, bw_gbs=bw, source="given on the command line")
@@ -178,11 +188,25 @@ def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,
 
 
 def _features(cols: Columns) -> dict[str, F]:
-    e = np.nan_to_num(cols["embedding_bytes_touched"])
+    """Feature arrays; a null optional feature takes its default (NaN stays NaN, an infinite
+    value stays infinite, so that :func:`_reasons` can tell missing from invalid)."""
+    e = cols["embedding_bytes_touched"]
+    e = np.where(np.isnan(e), 0.0, e)
     e_ar = cols["embedding_allreduce_bytes"]
+    d = cols["input_bytes"]
     return {"w": cols["weight_bytes"], "e": e, "e_ar": np.where(np.isnan(e_ar), e, e_ar),
             "flops": cols["flops_compute_bound"], "mem_bytes": cols["bytes_memory_bound"],
-            "input_bytes": np.nan_to_num(cols["input_bytes"])}
+            "input_bytes": np.where(np.isnan(d), 0.0, d)}
+
+
+def _bad_features(r: Resolved) -> NDArray[np.bool_]:
+    """Rows with a feature that is negative or infinite (a time would be negative or
+    infinite); NaN (missing) is not bad here but ``features missing``."""
+    bad = np.zeros(r.size, dtype=bool)
+    for attr, _ in FEATURE_FIELDS:
+        x = getattr(r, attr)
+        bad |= (x < 0) | np.isinf(x)
+    return bad
 
 
 def _architecture(names: Strings, n: F, g: F) -> NDArray[np.int64]:
@@ -227,10 +251,10 @@ def _reasons(r: Resolved, known_hw: F, given_g: F) -> NDArray[np.int8]:
     the node and GPU are in the catalog, ``given_g`` the trace's ``gpus_per_node``."""
     reason = np.zeros(r.size, dtype=np.int8)
     fits = per_architecture(r.arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
-    no_feats = ~(np.isfinite(r.flops) & np.isfinite(r.mem_bytes) & np.isfinite(r.w))
+    no_feats = np.isnan(r.flops) | np.isnan(r.mem_bytes) | np.isnan(r.w)
     checks = ((r.arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
               (~(r.n > 0), BAD_GPUS), (given_g > r.node_gpus, BAD_PLACEMENT),
-              (~fits, BAD_SHAPE), (no_feats, NO_FEATURES))
+              (~fits, BAD_SHAPE), (no_feats, NO_FEATURES), (_bad_features(r), BAD_FEATURES))
     for bad, code in reversed(checks):  # the first check in the list wins
         reason[bad] = code
     return reason
@@ -242,7 +266,7 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
     """Resolve every row of a job table (dict of columns, Arrow table, DataFrame or
     :class:`~traincast.jobs.Columns`); see the module docstring for the rules."""
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    links = {role: resolve_link(catalog, spec) for role, spec in
+    links = {role: resolve_link(catalog, spec, role) for role, spec in
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
     node, gpu_s, hw = _hardware(cols, catalog, default_node or DEFAULT_NODE, gpu_override, links)
@@ -267,6 +291,17 @@ def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
                      catalog.gpu_name(gpu) if gpu else None, {})[2][0]
 
 
+def architecture_codes(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
+                       default_node: str | None = None) -> NDArray[np.int64]:
+    """Architecture code of each row (index into ``ARCHITECTURES``; -1 = unknown, or null with
+    no GPU count), a null one inferred from the placement as :func:`resolve` does (module
+    docstring), from the node sizes alone: ``resolve(jobs, catalog, default_node=...).arch``
+    without the links, features and checks (what ``trace.infer_architecture`` needs)."""
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    shape = _placement(cols, node_gpus_of(cols, catalog, default_node=default_node))
+    return _architecture(cols["architecture"], shape["n"], shape["g"])
+
+
 def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:
     """Why row ``i`` gets no prediction, in terms of the job's fields (the CLI maps fields to
     its flags)."""
@@ -285,10 +320,12 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
         return TraincastError(f"unknown GPU {gpu!r} (field gpu_type)",
                               hint=f"known: {', '.join(sorted(catalog.gpus))}")
     if code == BAD_GPUS:
-        return TraincastError(f"n_gpus must be positive, got {n:g} (field n_gpus)")
+        return TraincastError(f"n_gpus must be positive, got {n:g} (field n_gpus)",
+                              hint="give the GPUs the job runs on (1 or more)")
     if code == BAD_PLACEMENT:
         return TraincastError(f"gpus_per_node {cols['gpus_per_node'][i]:g} is more than the "
-                              f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)")
+                              f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)",
+                              hint="give at most the node's GPUs, or a node preset with more")
     if code == BAD_SHAPE and arch == "allreduce-local":
         return TraincastError(f"allreduce-local runs inside one node: n_gpus = {n:g} (field "
                               f"n_gpus) > the {node_gpus:g} GPUs of node {node!r}",
@@ -296,6 +333,16 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
     if code == BAD_SHAPE:
         return TraincastError(f"{arch} runs on exactly one GPU: n_gpus = {n:g} (field n_gpus)"
                               if arch == "1w1g" else
-                              f"{arch} cannot run n_gpus = {n:g} (field n_gpus)")
+                              f"{arch} cannot run n_gpus = {n:g} (field n_gpus)",
+                              hint="use a data-parallel architecture (allreduce-local, "
+                                   "allreduce-cluster) for more GPUs" if arch == "1w1g" else
+                              f"choose an architecture that runs {n:g} GPUs")
+    if code == BAD_FEATURES:
+        attr, name = next((a, c) for a, c in FEATURE_FIELDS
+                          if getattr(r, a)[i] < 0 or np.isinf(getattr(r, a)[i]))
+        return TraincastError(f"{name} must be a finite number >= 0, got "
+                              f"{getattr(r, attr)[i]:g} (field {name})",
+                              hint="features are bytes or FLOPs per iteration (docs/model.md)")
     return TraincastError("features missing: flops_compute_bound, bytes_memory_bound and "
-                          "weight_bytes are required (fields of the same names)")
+                          "weight_bytes are required (fields of the same names)",
+                          hint="traincast profile MODEL measures them (docs/profile.md)")

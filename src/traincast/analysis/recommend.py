@@ -152,18 +152,20 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
               candidates: list[Candidate] | None = None, nodes: Iterable[str] | None = None,
               prices: Prices | str | Path | None = None, overlap: float = 0.0,
               hierarchical: bool = False,
-              progress: Callable[[], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[], None] | None = None,
+              base: tuple[Breakdown, Resolved] | None = None) -> dict[str, Any]:
     """For every job: the fastest architecture on its own hardware, the fastest (architecture,
     node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
     cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
-    pyarrow Table, one row per job)."""
+    pyarrow Table, one row per job). ``base``: the jobs' own ``evaluate_columns(Columns.of(
+    jobs), catalog, overlap, hierarchical)`` when the caller has it (not evaluated again)."""
     catalog = catalog or load_catalog()
     if isinstance(prices, str | Path):
         prices = load_prices(prices, catalog)
     cols = Columns.of(jobs)
     cands = candidates or default_candidates(catalog, nodes)
     extras = workload_extras(cols)
-    base, base_r = evaluate_columns(cols, catalog, overlap, hierarchical)
+    base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical)
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)
     n = cols.n

@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from traincast.engine.local import base_breakdown
+from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
-from traincast.model import COMPONENTS
+from traincast.model import COMPONENTS, Breakdown
 from traincast.units import fmt_pct, fmt_x
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
@@ -74,9 +74,11 @@ def _write_csv(path: Path, table: pa.Table) -> None:
     tmp.replace(path)
 
 
-def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0) -> pa.Table:
-    """The job table plus its predicted breakdown columns (``jobs.parquet``)."""
-    bd = base_breakdown(Columns.of(jobs), catalog, overlap)
+def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,
+                        breakdown: Breakdown | None = None) -> pa.Table:
+    """The job table plus its predicted breakdown columns (``jobs.parquet``); ``breakdown``:
+    the jobs' base breakdown when the caller has it."""
+    bd = breakdown or base_breakdown(Columns.of(jobs), catalog, overlap)
     names = np.array([*COMPONENTS, None], dtype=object)[bd.bottleneck_code()]
     extra = {f"{c}_s": getattr(bd, c) for c in COMPONENTS} | {"total_s": bd.total}
     for k, v in extra.items():
@@ -192,14 +194,17 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
           scenarios: tuple[str, ...] | list[str] = STUDY_SCENARIOS, overlap: float = 0.0,
           prices: str | Path | None = None, report: bool = True,
           on_step: Step | None = None, workload: str | None = None,
-          on_report: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+          on_report: Callable[[dict[str, Any]], None] | None = None,
+          jobs: pa.Table | None = None) -> dict[str, Any]:
     """Run the whole study on ``trace`` (default: the bundled sample) into ``out_dir``.
 
     Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
     ``on_step(step, done, total)`` is called as work advances (progress bars); ``workload``
     is assumed for jobs whose trace gives none (``trace.default_workload``); ``on_report``
-    receives the ingest report (its ``bad_rows`` and ``errors``).
+    receives the ingest report (its ``bad_rows`` and ``errors``). ``jobs``: the canonical job
+    table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
+    studied as it is, not ingested again; ``trace`` then only names it in ``study.json``.
     """
     from traincast.analysis.characterize import characterize
     from traincast.analysis.recommend import recommend
@@ -208,8 +213,9 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
-    sample = trace is None
-    trace_path = Path(sample_path() if trace is None else trace)
+    sample = trace is None and jobs is None
+    ingested = jobs is None  # else: the caller's table, no store of its own here
+    trace_path = Path(sample_path() if sample else trace or "")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -226,8 +232,9 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("ingest")
-    jobs = prepare_jobs(read_trace(trace_path, format, out / "jobs.duckdb", mapping,
-                                   on_report=on_report), cat, workload)
+    if jobs is None:
+        jobs = read_trace(trace_path, format, out / "jobs.duckdb", mapping, on_report=on_report)
+    jobs = prepare_jobs(jobs, cat, workload)
     finish("ingest", t0)
 
     t0 = time.perf_counter()
@@ -238,7 +245,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("what-if")
-    wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True)
+    base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
+    wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True, base=base)
     rows = wi.pop("job_rows")
     if "summary" in wi:  # one scenario: keep the several-scenario shape for the report
         wi["scenarios"] = {next(iter(wi["definitions"])): wi.pop("summary")}
@@ -248,7 +256,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("recommend")
-    rec = recommend(jobs, cat, prices=prices, overlap=overlap)
+    rec = recommend(jobs, cat, prices=prices, overlap=overlap, base=base)
     rec_rows = rec.pop("rows")
     write_json(out / "recommend.json", rec)
     _write_csv(out / "recommend.csv", rec_rows)
@@ -256,7 +264,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("tables")
-    table = jobs_with_breakdown(jobs, cat, overlap)
+    table = jobs_with_breakdown(jobs, cat, overlap, base[0])
     tmp = out / ".jobs.parquet.tmp"
     pq.write_table(table, tmp)
     tmp.replace(out / "jobs.parquet")
@@ -266,7 +274,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     meta: dict[str, Any] = {
         "trace": {"path": str(trace_path), "format": format, "sample": sample},
-        "sample": sample, "jobs": jobs.num_rows, "db": str(out / "jobs.duckdb"),
+        "sample": sample, "jobs": jobs.num_rows,
+        "db": str(out / "jobs.duckdb") if ingested else None,
         "catalog_files": list(cat.files), "overlap": overlap,
         "scenarios": list(scenarios), "scenario_definitions": wi["definitions"],
         "prices": rec.get("prices"), "timings_s": timings}

@@ -24,7 +24,8 @@ from traincast.engine.local import CHUNK_ROWS, run_scenarios
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
-from traincast.resolve import reason_counts
+from traincast.model import Breakdown
+from traincast.resolve import Resolved, reason_counts
 from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
 
 F = NDArray[np.float64]
@@ -168,16 +169,17 @@ def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
 
 def _outcome_local(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
                    hierarchical: bool, progress: Callable[[int, int], None] | None,
-                   threads: int) -> dict[str, Any]:
+                   threads: int, base: tuple[Breakdown, Resolved] | None = None
+                   ) -> dict[str, Any]:
     if isinstance(jobs, str | Path):
         import pyarrow.parquet as pq
 
         jobs = pq.read_table(jobs)
     cols = Columns.of(jobs)
-    base, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
-                                          progress, threads)
+    base_s, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
+                                            progress, threads, base=base)
     return {"job_id": cols["job_id"], "architecture": cols["architecture"],
-            "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(), "base_total_s": base,
+            "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(), "base_total_s": base_s,
             "reason": reason, "results": [(r.matched, r.applied, r.total_s) for r in results]}
 
 
@@ -224,7 +226,8 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
            overlap: float = 0.0, hierarchical: bool = False, engine: str = "local",
            address: str | None = None, parquet_dir: str | Path | None = None,
            rows_per_partition: int = 250_000, per_job: bool = False, threads: int = 2,
-           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+           progress: Callable[[int, int], None] | None = None,
+           base: tuple[Breakdown, Resolved] | None = None) -> dict[str, Any]:
     """Run scenarios over a job table and summarize the speedups.
 
     ``jobs``: a canonical job table (pyarrow Table, dict of columns, pandas DataFrame) or a
@@ -235,7 +238,9 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     (local); ``progress(done, total)`` is called as rows (local) or partitions (dask) finish.
     Returns ``{"jobs", "summary"}`` for one scenario or ``{"jobs",
     "scenarios": {name: summary}}`` for several, plus ``"definitions"``; with ``per_job``
-    also ``"job_rows"`` (a pyarrow Table, see ``job_rows``).
+    also ``"job_rows"`` (a pyarrow Table, see ``job_rows``). ``base``: the jobs' own
+    ``engine.local.evaluate_columns(Columns.of(jobs), catalog, overlap, hierarchical)`` when
+    the caller has it (``traincast study``), so the local engine does not evaluate it again.
     """
     catalog = catalog or load_catalog()
     specs = [] if scenarios is None else scenarios
@@ -248,7 +253,8 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     if engine not in ENGINES:
         raise TraincastError(f"unknown engine {engine!r}", hint=f"choose {' or '.join(ENGINES)}")
     if engine == "local":
-        outcome = _outcome_local(jobs, scs, catalog, overlap, hierarchical, progress, threads)
+        outcome = _outcome_local(jobs, scs, catalog, overlap, hierarchical, progress, threads,
+                                 base)
     else:
         outcome = _outcome_dask(jobs, scs, catalog, overlap, hierarchical, progress, address,
                                 parquet_dir, rows_per_partition)

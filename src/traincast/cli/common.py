@@ -88,7 +88,17 @@ def note(message: str, json_out: bool = False) -> None:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays and NaN -> plain JSON values (NaN -> null)."""
+    """numpy scalars/arrays and NaN -> plain JSON values (NaN -> null). Plain types are tested
+    first by exact type: per-job outputs hold millions of values."""
+    t = type(obj)
+    if t is str or t is int or t is bool or obj is None:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else None
+    if t is dict:
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if t is list or t is tuple:
+        return [to_jsonable(v) for v in obj]
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -104,9 +114,19 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+PRETTY_JSON_MAX_BYTES = 1_000_000
+"""Larger JSON outputs (per-job rows of big traces) are printed compact: Python indents JSON
+about 10× slower than it writes it compact."""
+
+
 def print_json(obj: Any) -> None:
-    """Print one JSON object on stdout (no rich markup)."""
-    typer.echo(json.dumps(to_jsonable(obj), indent=2))
+    """Print one JSON object on stdout (no rich markup): indented, or compact when it is over
+    :data:`PRETTY_JSON_MAX_BYTES`."""
+    data = to_jsonable(obj)
+    text = json.dumps(data, separators=(",", ":"))
+    if len(text) <= PRETTY_JSON_MAX_BYTES:
+        text = json.dumps(data, indent=2)
+    typer.echo(text)
 
 
 def fmt_seconds(t: float) -> str:

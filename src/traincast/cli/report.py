@@ -41,9 +41,12 @@ REPORT_HELP = (
 
 def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dict[str, str],
                      out: Path, catalog: Any, json_out: bool, workload: str | None) -> None:
-    """Run the study (without its report) on a trace, or on the store's jobs, into ``out``."""
+    """Run the study (without its report) on a trace, or on the store's jobs, into ``out``
+    (the store's jobs are studied as read, and kept as ``store_jobs.parquet``, a canonical
+    Parquet trace of what was studied)."""
     from traincast.analysis.study import study
 
+    jobs = None
     if trace is None:
         import pyarrow.parquet as pq
 
@@ -51,7 +54,7 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
 
         jobs = load_jobs(db)
         out.mkdir(parents=True, exist_ok=True)
-        trace = out / "store_jobs.parquet"  # the store's jobs, as a canonical Parquet trace
+        trace = out / "store_jobs.parquet"
         tmp = trace.with_name(f".{trace.name}.tmp")
         pq.write_table(jobs, tmp)
         tmp.replace(trace)
@@ -63,7 +66,7 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
             bar.update(task, description=f"study: {step}", completed=done, total=total)
 
         study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
-              on_step=on_step, workload=workload, on_report=warn_bad_rows)
+              on_step=on_step, workload=workload, on_report=warn_bad_rows, jobs=jobs)
 
 
 @app.command(help=REPORT_HELP)

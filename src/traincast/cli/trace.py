@@ -58,6 +58,9 @@ def ingest_progress(json_out: bool) -> Iterator[Any]:
 
 
 def _report_bad_rows(report: dict[str, Any]) -> None:
+    for n in report.get("notes", []):
+        err_console.print(Text(f"{n['count']:,} {n['note']}", style="yellow"),
+                          highlight=False)
     if report["bad_rows"]:
         err_console.print(Text(f"{report['bad_rows']} bad row(s) skipped", style="yellow")
                           + Text(f" (first {len(report['errors'])}):"), highlight=False)
@@ -69,7 +72,7 @@ INGEST_HELP = (
     "Ingest traces into the job store (one transaction: a failed ingest changes nothing).\n\n"
     "Censored jobs (running at the trace end), zero-GPU and fractional-GPU jobs are kept and "
     "flagged. Bad rows (unparsable or infinite time or number, a fraction in an integer column, "
-    "a negative count or size, unknown architecture) are "
+    "a negative count or size, unknown architecture, a job id repeated in the file) are "
     "reported with file, row and field and skipped, or fail the ingest with --strict. The store "
     "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
     "where the trace says them); jobs without an architecture are flagged and get one from the "
@@ -162,6 +165,12 @@ def print_ingest(report: dict[str, Any]) -> None:
                   "kept" if s["unchanged"] else "new", f"{s['bad_rows']:,}",
                   *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS))
     console.print(t)
+    for r in report.get("replaced", []):
+        how = f"--format {r['format']}" + "".join(f" --map {k}={v}"
+                                                 for k, v in r["mapping"].items())
+        console.print(f"replaced the {r['jobs']:,} jobs stored from "
+                      f"{', '.join(Path(f).name for f in r['files'])} by an earlier ingest "
+                      f"({how})", highlight=False, markup=False)
 
 
 def _num(x: float) -> str:

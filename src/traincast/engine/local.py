@@ -151,7 +151,8 @@ def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Sce
 def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
                   overlap: float = 0.0, hierarchical: bool = False,
                   progress: Callable[[int, int], None] | None = None, threads: int = 1,
-                  chunk_rows: int = CHUNK_ROWS
+                  chunk_rows: int = CHUNK_ROWS,
+                  base: tuple[Breakdown, Resolved] | None = None
                   ) -> tuple[F, NDArray[np.int8], list[ScenarioResult]]:
     """Base total time, each job's reason code (traincast.resolve.REASONS; 0 = predicted) and
     every scenario's result for a job table.
@@ -159,20 +160,27 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
     Rows are evaluated in chunks of ``chunk_rows`` (a job's numbers depend on its own row
     alone, so the results do not depend on the chunking; small chunks keep numpy's temporaries
     in the CPU cache). ``threads`` > 1 evaluates chunks concurrently (numpy releases the GIL in
-    its loops). ``progress(rows_done, rows_total)`` is called after each chunk.
+    its loops). ``progress(rows_done, rows_total)`` is called after each chunk. ``base``: the
+    table's own :func:`evaluate_columns` at the same ``overlap`` and ``hierarchical``, when the
+    caller has it (not evaluated again).
     """
     step = max(int(chunk_rows), 1)
     starts = range(0, max(cols.n, 1), step)
     done = [0]
 
     def chunk(start: int) -> tuple[F, NDArray[np.int8], list[ScenarioResult]]:
-        sub = cols.slice(start, min(start + step, cols.n))
-        bd, r = evaluate_columns(sub, catalog, overlap, hierarchical)
-        base = bd.total
+        stop = min(start + step, cols.n)
+        sub = cols.slice(start, stop)
+        if base is None:
+            bd, r = evaluate_columns(sub, catalog, overlap, hierarchical)
+            base_s = bd.total
+        else:
+            r = base[1] if (start, stop) == (0, cols.n) else base[1].take(np.arange(start, stop))
+            base_s = base[0].total[start:stop]
         extras = workload_extras(sub)
         names = (r.node, r.gpu)
-        out = base, r.reason, [run_scenario(sub, extras, base, sc, catalog, names, overlap,
-                                            hierarchical) for sc in scenarios]
+        out = base_s, r.reason, [run_scenario(sub, extras, base_s, sc, catalog, names,
+                                              overlap, hierarchical) for sc in scenarios]
         done[0] += sub.n
         if progress:
             progress(done[0], cols.n)

@@ -87,10 +87,17 @@ def _fingerprint(files: Iterable[str]) -> str:
 
 
 def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
-    """Run the plan into the temp table ``_staged``: typed canonical columns + first error."""
+    """Run the plan into the temp table ``_staged``: typed canonical columns + first error.
+
+    Duplicates are found last, among the rows without another error: a job's first good row
+    is kept, its later rows are duplicates (``_first_row``)."""
     checks = plan.all_checks()
-    err = " ".join(f"WHEN {c.condition} THEN {i}" for i, c in enumerate(checks))
-    err_sql = f"CASE {err} END" if checks else "NULL"
+    first = [i for i, c in enumerate(checks) if not c.among_good]
+    last = [i for i, c in enumerate(checks) if c.among_good]
+
+    def case(idx: list[int]) -> str:
+        return ("CASE " + " ".join(f"WHEN {checks[i].condition} THEN {i}" for i in idx)
+                + " END") if idx else "NULL"
 
     def by_err(attr: Callable[[Any], str]) -> str:
         if not checks:
@@ -103,15 +110,20 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     out = ", ".join(f'{typed(c)} AS "{c}"' if c in plan.fields
                     else f'CAST(NULL AS {SQL_TYPE[c]}) AS "{c}"' for c in COLUMNS)
     con.execute("DROP TABLE IF EXISTS _staged")
-    # typed values once (inner), then the checks over them (middle), then the stored shape
+    # typed values once (inner), the row checks over them, the first good row of each job,
+    # the checks among good rows (duplicates), then the stored shape
+    typed_rows = (f"SELECT *, {values}, COALESCE(({plan.censored}), FALSE) AS _censored, "
+                  f"({plan.key()}) AS _key FROM {plan.relation}")
+    checked = f"SELECT *, {case(first)} AS _err0 FROM ({typed_rows})"
+    firsts = (f"SELECT *, min(_row) FILTER (WHERE _err0 IS NULL) OVER (PARTITION BY _key) "
+              f"AS _first_row FROM ({checked})")
     con.execute(
         f"CREATE TEMP TABLE _staged AS SELECT _row, {out}, _censored AS censored, _err, "
         f"{by_err(lambda c: c.file or lit(plan.file))} AS _err_file, "
         f"{by_err(lambda c: c.row)} AS _err_row, "
         f"{by_err(lambda c: c.field_sql or lit(c.field))} AS _err_field, "
         f"{by_err(lambda c: c.value)} AS _err_value "
-        f"FROM (SELECT *, {err_sql} AS _err FROM (SELECT *, {values}, "
-        f"COALESCE(({plan.censored}), FALSE) AS _censored FROM {plan.relation}))")
+        f"FROM (SELECT *, COALESCE(_err0, {case(last)}) AS _err FROM ({firsts}))")
 
 
 def _insert(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
@@ -122,7 +134,7 @@ def _insert(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
                "(architecture IS NULL AND n_gpus IS NOT NULL)", str(source_id)]
     names = ", ".join(q(c) for c in ALL_COLUMNS)
     con.execute(f"INSERT INTO jobs ({names}) SELECT {', '.join(select)} FROM _staged "
-                "WHERE _err IS NULL")
+                "WHERE _err IS NULL ORDER BY _row")  # the trace's order
 
 
 def _errors(con: duckdb.DuckDBPyConnection) -> tuple[int, list[dict[str, Any]]]:
@@ -149,6 +161,11 @@ def format_errors(errors: list[dict[str, Any]], total: int) -> str:
     return "\n".join(lines) + more
 
 
+
+
+class _ReadSerially(Exception):
+    """A CSV file must be read by one thread (:data:`~traincast.trace.adapters.base.
+    SERIAL_CSV_OPTIONS`): the ingest starts again."""
 
 
 class Store:
@@ -220,6 +237,9 @@ class Store:
         ``bad_rows``, ``flags`` (its jobs' flag counts), ``unchanged``), ``jobs`` (stored by
         this call), ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``,
         ``value``), ``flags`` (counts of each flag over the jobs stored by this call),
+        ``notes`` (``file``, ``count``, ``note``: what the source holds that is not stored as
+        read, e.g. PAI task rows without a job row), ``replaced`` (earlier sources of the same
+        files ingested with another format or mapping, whose jobs were replaced),
         ``seconds``. Bad rows are skipped, or with ``strict`` fail the ingest; a failed ingest
         leaves the store as it was.
         """
@@ -232,12 +252,32 @@ class Store:
                 raise TraincastError(f"{p}: trace file not found")
         mod = adapter(format)
         existed = self.path is None or self.path.exists()
+        try:
+            report = self._ingest_once(mod, paths, format, mapping, strict, progress, False)
+        except _ReadSerially:
+            # DuckDB's parallel CSV reader cannot pad short rows of a file whose quoted fields
+            # hold line breaks; the failed statement aborted the transaction: start again,
+            # reading the CSV files by one thread
+            self._abort(existed)
+            report = self._ingest_once(mod, paths, format, mapping, strict, progress, True)
+        if progress:
+            progress("done", 1, 1)
+        report["seconds"] = time.perf_counter() - t0
+        return report
+
+    def _ingest_once(self, mod: Any, paths: list[Path], format: str,
+                     mapping: Mapping[str, str] | None, strict: bool,
+                     progress: Progress | None, one_thread: bool) -> dict[str, Any]:
+        """:meth:`ingest` in one transaction (rolled back on any failure but
+        :class:`_ReadSerially`, which the caller rolls back)."""
+        existed = self.path is None or self.path.exists()
         con = self._connect(write=True)
         report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
                                   "sources": [], "jobs": 0, "bad_rows": 0, "errors": [],
-                                  "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
+                                  "notes": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
         try:
             con.execute("SET enable_progress_bar = false")  # progress is ours, on stderr
+            con.execute("SET TimeZone = 'UTC'")  # date-times without an offset are UTC
             _keep_try_casts(con)
             con.execute("BEGIN TRANSACTION")
             _create(con)
@@ -245,15 +285,17 @@ class Store:
             for i, plan in enumerate(plans):
                 if progress:
                     progress(f"reading {Path(plan.file).name}", 2 * i, 2 * len(plans))
-                _ingest_plan(con, plan, format, mapping, strict, report,
-                             progress, (2 * i + 1, 2 * len(plans)))
+                _ingest_plan(con, plan.serial() if one_thread else plan, format, mapping,
+                             strict, report, progress, (2 * i + 1, 2 * len(plans)))
             con.execute("COMMIT")
+        except _ReadSerially:
+            if one_thread:
+                self._abort(existed)
+                raise TraincastError(f"{mod.NAME}: cannot read the files") from None
+            raise
         except BaseException:
             self._abort(existed)
             raise
-        if progress:
-            progress("done", 1, 1)
-        report["seconds"] = time.perf_counter() - t0
         return report
 
     def _abort(self, existed: bool) -> None:
@@ -297,26 +339,40 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
                  mapping: Mapping[str, str] | None, strict: bool, report: dict[str, Any],
                  progress: Progress | None, step: tuple[int, int]) -> None:
     """One plan (file or table set) into the store, inside the caller's transaction: kept
-    when unchanged since its last ingest, else replaced; adds to ``report``."""
+    when unchanged since its last ingest with the same format and mapping, else replaced (the
+    jobs of a file are in the store once: ingesting it again with another ``--format``,
+    ``--map`` or set of PAI side tables replaces its earlier jobs); adds to ``report``."""
     files_json = json.dumps(sorted(plan.files))
     mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
     fp = _fingerprint(plan.files)
-    old = con.execute("SELECT source_id, fingerprint, rows, bad_rows FROM sources "
-                      "WHERE format = ? AND files = ? AND mapping = ?",
-                      [format, files_json, mapping_json]).fetchone()
-    if old and old[1] == fp:
+    # earlier sources holding this plan's jobs file (PAI: its job table, with any side tables)
+    olds = [o for o in con.execute("SELECT source_id, fingerprint, rows, bad_rows, format, "
+                                   "mapping, files FROM sources ORDER BY source_id").fetchall()
+            if plan.file in json.loads(o[6])]
+    same = [o for o in olds if o[6] == files_json and o[1] == fp and o[4] == format
+            and o[5] == mapping_json]
+    if same and len(olds) == 1:
+        old = same[0]
         report["sources"].append({"source_id": old[0], "files": plan.files, "jobs": old[2],
                                   "bad_rows": old[3], "flags": _flags(con, old[0]),
                                   "unchanged": True})
         return
-    if old:
+    for old in olds:
         con.execute("DELETE FROM jobs WHERE source_id = ?", [old[0]])
         con.execute("DELETE FROM sources WHERE source_id = ?", [old[0]])
+    if olds:
+        report.setdefault("replaced", []).extend(
+            {"source_id": o[0], "files": json.loads(o[6]), "format": o[4],
+             "mapping": json.loads(o[5]), "jobs": o[2]} for o in olds)
     try:
         _stage(con, plan)
     except duckdb.Error as exc:
+        if "parallel" in str(exc).lower() and "null_padding" in str(exc).lower():
+            raise _ReadSerially from None
         raise unreadable(plan.adapter, plan.file, exc) from None
     n_bad, errors = _errors(con)
+    notes = [{"file": plan.file, "count": int(n), "note": what} for sql, what in plan.notes
+             if (n := con.execute(sql).fetchone()[0])]
     if n_bad and strict:
         raise TraincastError(
             f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
@@ -334,7 +390,9 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
                 [sid, format, files_json, mapping_json, fp, n_jobs, n_bad])
     con.execute("DROP TABLE IF EXISTS _staged")
     report["sources"].append({"source_id": sid, "files": plan.files, "jobs": n_jobs,
-                              "bad_rows": n_bad, "flags": flags, "unchanged": False})
+                              "bad_rows": n_bad, "flags": flags, "unchanged": False,
+                              "notes": notes})
+    report["notes"].extend(notes)
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])

@@ -20,10 +20,20 @@ BERT SQuAD fine-tuning, fp16 mixed precision and fp32). For each row:
 
 The Megatron-LM SC'21 table (``traincast.parallel.validation.megatron_2021``) is reported
 beside it with its own error (predicted / published per-GPU TFLOP/s - 1).
+
+``validate --rows FILE`` runs rows of your own in the same format (docs/validation.md, "Row
+format"): precisions as benchmark tables write them (``AMP``, ``mixed``, ``bf16``, ``TF32``,
+``FP32``; ``DTYPE_ALIASES``), units per sample or per token, summed or per GPU
+(``parse_unit``), the batch per GPU or the global batch, rows over several nodes
+(``allreduce-cluster``), and the benchmark's optimizer and memory format. Every bad field is a
+TraincastError naming the file, the row or model table, and the field, with a hint.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
+import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, partial
@@ -40,16 +50,45 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES
 from traincast.units import fmt_pct
 
-__all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "cross_gpu_ratios", "ddp_overlap", "evaluate_rows",
-           "load_published", "profile_row", "render_markdown", "summarize", "tf32_matmuls",
-           "validate_published"]
+__all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "by_gpu_and_dtype", "check_hardware",
+           "cross_gpu_ratios", "ddp_overlap", "evaluate_rows", "load_published",
+           "memory_warnings", "parse_unit", "profile_row", "render_markdown",
+           "row_architectures", "summarize", "tf32_matmuls", "validate_published"]
 
 MEDIAN_TARGET = 0.10  # median |error| of the rows
 RATIO_TARGET = 0.15  # every cross-GPU ratio within this
-DTYPES = ("fp16", "fp32")
+DTYPES = ("fp16", "bf16", "tf32", "fp32")
+MIXED = ("fp16", "bf16")  # mixed precision: the model profiled under autocast (or fp16_spec)
+DTYPE_ALIASES = {  # how benchmark tables write precisions (lower case, "_"/"-" as " ") -> DTYPES
+    "fp16": "fp16", "amp": "fp16", "mixed": "fp16", "mixed precision": "fp16",
+    "amp fp16": "fp16", "fp16 amp": "fp16", "float16": "fp16", "half": "fp16",
+    "bf16": "bf16", "bfloat16": "bf16", "amp bf16": "bf16", "bf16 amp": "bf16",
+    "tf32": "tf32", "fp32": "fp32", "float32": "fp32", "single": "fp32"}
+SAMPLE_WORDS = frozenset({
+    "image", "images", "img", "imgs", "sample", "samples", "sequence", "sequences", "seq",
+    "seqs", "sentence", "sentences", "example", "examples", "record", "records", "query",
+    "queries", "utterance", "utterances", "item", "items"})
+TOKEN_WORDS = frozenset({"token", "tokens", "tok", "toks"})
+UNIT_RE = re.compile(r"^(?P<what>[a-z]+)\s*(?:/|per)\s*(?:s|sec|second)"
+                     r"(?P<per_gpu>\s*(?:/|per)\s*gpu)?$")
 ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
     "model": str, "gpu": str, "gpus": int, "dtype": str, "batch_per_gpu": int,
     "throughput": (int, float), "unit": str, "citation": str}
+ROW_OPTIONAL: dict[str, type | tuple[type, ...]] = {
+    "node": str, "nodes": int, "global_batch": int, "tokens_per_sample": int, "url": str,
+    "published_as": str, "note": str}
+MODEL_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "spec": str, "fp16_spec": str, "synthetic_inputs": bool, "ddp_bucket_bytes": (int, float),
+    "ddp_bucket_elements": (int, float), "optimizer": str, "memory_format": str,
+    "tokens_per_sample": int, "note": str, "description": str, "source": str}
+FIELD_HINTS = {
+    "nodes": 'nodes = N counts the nodes; node = "PRESET" names the node preset',
+    "gpus": "gpus = N counts every GPU of the run (all nodes)",
+    "batch_per_gpu": "one GPU's batch in samples (images, sequences), a whole number",
+    "ddp_bucket_bytes": "bytes: 26214400 for PyTorch DDP's 25 MiB buckets"}
+MEMORY_WARN_FACTOR = 2.0  # footprint / GPU memory above which a row's batch is questioned
+ROW_FORMAT_HINT = "the row format: docs/validation.md, 'Published throughputs'"
+MEMORY_FORMATS = ("nchw", "nhwc", "channels_last")
 NULLABLE_KEYS = ("embedding_allreduce_bytes",)  # absent = embedding_bytes_touched
 MATMUL_FAMILIES = ("gemm", "attention")
 
@@ -59,63 +98,255 @@ def _path(path: str | Path | None) -> Path | Any:
         "published.toml")
 
 
-def load_published(path: str | Path | None = None) -> dict[str, Any]:
-    """The parsed table (``source``, ``model``, ``node``, ``row``), each row checked.
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {int: "an integer", str: "a string", bool: "true or false"}
+    return names.get(kind, "a number") if isinstance(kind, type) else "a number"
 
-    A missing or mistyped field, an unknown model or dtype, or a non-positive number is a
-    TraincastError naming the file, the row (1-based) and the field.
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance`` where a TOML boolean is never a number."""
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def _check_keys(where: str, table: Mapping[str, Any], known: Sequence[str],
+                kinds: Mapping[str, type | tuple[type, ...]]) -> None:
+    """Every key known (or free text ending in ``_source``/``_note``) and of its type."""
+    for key, value in table.items():
+        if key.endswith(("_source", "_note")):
+            continue
+        if key not in known:
+            raise TraincastError(f"{where}: unknown field {key!r}",
+                                 hint=f"{_did_you_mean(key, known)}fields: {', '.join(known)} "
+                                 "(free text: any NAME_source or NAME_note)")
+        if key in kinds and not _is(value, kinds[key]):
+            raise TraincastError(f"{where}: field {key!r} must be {_kind_name(kinds[key])}, "
+                                 f"not {value!r}", hint=FIELD_HINTS.get(key, ""))
+
+
+def parse_unit(unit: str) -> tuple[str, bool] | None:
+    """``(kind, per_gpu)`` of a throughput unit: kind ``"sample"`` (images/s, sequences/s,
+    samples/s, ...) or ``"token"`` (tokens/s); ``per_gpu`` for a trailing ``/gpu`` or
+    ``per GPU`` (the figure of one GPU, not the sum over the row's GPUs). None: not a unit this
+    runner can compare."""
+    m = UNIT_RE.match(" ".join(unit.lower().replace("-", " ").split()))
+    if not m:
+        return None
+    what = m["what"]
+    kind = "sample" if what in SAMPLE_WORDS else "token" if what in TOKEN_WORDS else ""
+    return (kind, bool(m["per_gpu"])) if kind else None
+
+
+def _check_model(name: str, label: str, model: Any) -> None:
+    """One ``[model.NAME]`` table: known fields of the right type, a MODEL spec of a known
+    form, a known optimizer and memory format, positive bucket sizes."""
+    where = f"{name}: [model.{label}]"
+    if not isinstance(model, dict):
+        raise TraincastError(f"{where} must be a table", hint='[model.NAME] spec = "zoo:NAME"')
+    _check_keys(where, model, list(MODEL_FIELDS), MODEL_FIELDS)
+    if "spec" not in model:
+        raise TraincastError(f"{where}: field 'spec' missing",
+                             hint='spec = "zoo:NAME", "hf:NAME" or "FILE.py:FUNC"')
+    for key in ("spec", "fp16_spec"):
+        spec = model.get(key)
+        if spec is not None and not (spec.startswith(("zoo:", "hf:"))
+                                     or re.fullmatch(r".+\.py:\w+", spec)):
+            raise TraincastError(f"{where}: field {key!r}: {spec!r} is not a MODEL spec",
+                                 hint=f"write zoo:{spec}, hf:{spec} or FILE.py:FUNC "
+                                 "(traincast zoo list)")
+    from traincast.features.profile import OPTIMIZERS
+
+    if model.get("optimizer", "adam") not in OPTIMIZERS:
+        raise TraincastError(f"{where}: field 'optimizer' must be one of {OPTIMIZERS}")
+    if str(model.get("memory_format", "nchw")).lower() not in MEMORY_FORMATS:
+        raise TraincastError(f"{where}: field 'memory_format' must be one of {MEMORY_FORMATS}")
+    for key in ("ddp_bucket_bytes", "ddp_bucket_elements", "tokens_per_sample"):
+        if key in model and not model[key] > 0:
+            raise TraincastError(f"{where}: field {key!r} must be positive")
+
+
+def _row_where(name: str, i: int) -> str:
+    return f"{name}: row {i}"
+
+
+def _check_batch(where: str, row: dict[str, Any]) -> None:
+    """``batch_per_gpu`` from itself or from ``global_batch / gpus`` (both given: they agree)."""
+    glob, per = row.get("global_batch"), row.get("batch_per_gpu")
+    if glob is None:
+        return
+    if not _is(glob, int) or glob <= 0:
+        raise TraincastError(f"{where}: field 'global_batch' must be a positive integer")
+    if per is None and glob % row["gpus"]:
+        raise TraincastError(f"{where}: field 'global_batch': {glob} is not a multiple of "
+                             f"gpus = {row['gpus']}", hint="global_batch = batch_per_gpu x gpus "
+                             "(the batch of one step over all GPUs)")
+    if per is not None and per * row["gpus"] != glob:
+        raise TraincastError(f"{where}: field 'batch_per_gpu': {per} x gpus {row['gpus']} != "
+                             f"global_batch {glob}", hint="batch_per_gpu is one GPU's batch; "
+                             "give one of the two")
+    row["batch_per_gpu"] = glob // row["gpus"]
+
+
+def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
+    """One ``[[row]]``: fields and types, then normalized in place: ``dtype`` to one of
+    ``DTYPES`` (``dtype_written`` keeps the text), ``batch_per_gpu`` from ``global_batch``,
+    ``unit_factor`` = row units per (sample/s summed over the row's GPUs)."""
+    where = _row_where(name, i)
+    if not isinstance(row, dict):
+        raise TraincastError(f"{where} must be a table", hint="write each row as [[row]]")
+    _check_keys(where, row, [*ROW_FIELDS, *ROW_OPTIONAL], {**ROW_FIELDS, **ROW_OPTIONAL})
+    for key, kind in ROW_FIELDS.items():
+        if key == "batch_per_gpu" and "global_batch" in row:
+            continue
+        if not _is(row.get(key), kind):
+            raise TraincastError(f"{where}: field {key!r} missing or not {_kind_name(kind)}",
+                                 hint=f"every [[row]] needs {', '.join(ROW_FIELDS)} "
+                                 "(or global_batch for batch_per_gpu)")
+    if row["model"] not in models:
+        raise TraincastError(f"{where}: field 'model': unknown model {row['model']!r}",
+                             hint=f"{_did_you_mean(row['model'], list(models))}[model.*]: "
+                             f"{', '.join(models)}")
+    for key in ("gpus", "nodes", "batch_per_gpu", "throughput", "tokens_per_sample"):
+        value = row.get(key)
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise TraincastError(f"{where}: field {key!r} must be positive and finite, "
+                                 f"not {value!r}")
+    _check_batch(where, row)
+    written = row["dtype"]
+    dtype = DTYPE_ALIASES.get(" ".join(re.split(r"[\s_-]+", written.lower().strip())))
+    if dtype is None:
+        raise TraincastError(f"{where}: field 'dtype': unknown precision {written!r}",
+                             hint=f"one of {', '.join(DTYPES)} (also written "
+                             f"{', '.join(k for k in DTYPE_ALIASES if k not in DTYPES)})")
+    row["dtype"], row["dtype_written"] = dtype, written
+    _check_unit(where, row, models[row["model"]])
+    if not row["citation"].strip():
+        raise TraincastError(f"{where}: field 'citation' is empty")
+
+
+def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> None:
+    """``unit_factor``: the published figure over (samples/s summed over the GPUs) —
+    ``tokens_per_sample`` for a token unit, ``1 / gpus`` more for a per-GPU unit."""
+    parsed = parse_unit(row["unit"])
+    if parsed is None:
+        raise TraincastError(f"{where}: field 'unit': {row['unit']!r} is not a throughput unit",
+                             hint="images/s, sequences/s, samples/s, ... (one per sample), "
+                             "tokens/s (with tokens_per_sample); add /gpu for a per-GPU figure")
+    kind, per_gpu = parsed
+    factor = 1.0 / row["gpus"] if per_gpu else 1.0
+    if kind == "token":
+        tokens = row.get("tokens_per_sample", model.get("tokens_per_sample"))
+        if tokens is None:
+            raise TraincastError(f"{where}: field 'tokens_per_sample' missing for unit "
+                                 f"{row['unit']!r}", hint="tokens per sample (e.g. the "
+                                 "sequence length) on the row or its [model.NAME]; "
+                                 "batch_per_gpu counts samples, not tokens")
+        factor *= float(tokens)
+    row["unit_factor"] = factor
+
+
+def load_published(path: str | Path | None = None) -> dict[str, Any]:
+    """The parsed table (``source``, ``model``, ``node``, ``row``), each model and row checked
+    and each row normalized (``_check_row``).
+
+    A missing, unknown or mistyped field, an unknown model, precision or unit, or a
+    non-positive number is a TraincastError naming the file, the row (1-based) or model table,
+    and the field.
     """
     src = _path(path)
     name = str(path) if path else "published.toml"
     try:
         data = tomllib.loads(src.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TraincastError(f"{name}: cannot be read ({exc})") from None
     data["file"] = name
     data["base_dir"] = str(Path(path).resolve().parent) if path else ""
-    models = data.get("model", {})
-    rows = data.get("row", [])
-    if not rows:
-        raise TraincastError(f"{name}: no [[row]] tables")
-    for i, row in enumerate(rows, 1):
-        for key, kind in ROW_FIELDS.items():
-            value = row.get(key)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise TraincastError(f"{name}: row {i}: field {key!r} missing or not "
-                                     f"{getattr(kind, '__name__', 'a number')}",
-                                     hint=f"every [[row]] needs {', '.join(ROW_FIELDS)}")
-        if row["model"] not in models:
-            raise TraincastError(f"{name}: row {i}: field 'model': unknown model "
-                                 f"{row['model']!r}", hint=f"[model.*]: {', '.join(models)}")
-        if row["dtype"] not in DTYPES:
-            raise TraincastError(f"{name}: row {i}: field 'dtype' must be one of {DTYPES}")
-        for key in ("gpus", "batch_per_gpu", "throughput"):
-            if row[key] <= 0:
-                raise TraincastError(f"{name}: row {i}: field {key!r} must be positive")
-        if not row["citation"].strip():
-            raise TraincastError(f"{name}: row {i}: field 'citation' is empty")
-        if "node" in row and not isinstance(row["node"], str):
-            raise TraincastError(f"{name}: row {i}: field 'node' must be a node preset name")
+    models, rows, nodes = data.get("model", {}), data.get("row", []), data.get("node", {})
+    if not isinstance(models, dict) or not isinstance(nodes, dict) \
+            or not all(isinstance(v, str) for v in nodes.values()):
+        raise TraincastError(f"{name}: [model.NAME] must be tables and [node] GPU = \"preset\"")
+    if not isinstance(rows, list) or not rows:
+        raise TraincastError(f"{name}: no [[row]] tables",
+                             hint="docs/validation.md, 'Published throughputs', row format")
+    try:
+        for label, model in models.items():
+            _check_model(name, label, model)
+        for i, row in enumerate(rows, 1):
+            _check_row(name, i, row, models)
+    except TraincastError as exc:
+        raise TraincastError(str(exc), hint=exc.hint or ROW_FORMAT_HINT) from None
     return data
 
 
 def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
-    """Every row's GPU and node (the row's ``node``, else ``[node]`` of its GPU, else the GPU's
-    default node) must be in the catalog: a TraincastError naming the file, row and field."""
-    from traincast.errors import UnknownNameError
+    """Every row's GPU and node must be in the catalog and agree; checked rows are normalized.
 
+    The row's ``gpu`` becomes the catalog name (an alias resolved; ``gpu_written`` keeps the
+    text) and ``node`` the preset it runs on (the row's ``node``, else ``[node]`` of its GPU,
+    else the GPU's default node). A TraincastError names the file, row and field: an unknown
+    GPU or node, a node of another GPU, more GPUs than ``nodes`` hold, a multi-GPU row with no
+    node, bf16 or tf32 on a GPU without those tensor cores."""
     name = data.get("file", "published.toml")
-    for i, row in enumerate(data["row"], 1):
+    nodes = {}
+    for gpu, node in data.get("node", {}).items():
         try:
-            catalog.gpu(row["gpu"])
-        except UnknownNameError:
-            raise TraincastError(f"{name}: row {i}: field 'gpu': {row['gpu']!r} is not a "
-                                 "catalog GPU", hint="traincast hardware list; or merge a "
-                                 "catalog file with --catalog") from None
-        node = _row_node(row, data.get("node", {}))
+            nodes[catalog.gpu_name(gpu)] = node
+        except KeyError:
+            nodes[gpu] = node
+    for i, row in enumerate(data["row"], 1):
+        where = _row_where(name, i)
+        try:
+            gpu = catalog.gpu_name(row["gpu"])
+        except KeyError:
+            known = [*catalog.gpus, *catalog.aliases]
+            raise TraincastError(f"{where}: field 'gpu': {row['gpu']!r} is not a catalog GPU",
+                                 hint=f"{_did_you_mean(row['gpu'], known)}"
+                                 "traincast hardware list; or add it in a catalog file "
+                                 "merged with --catalog (docs/hardware.md)") from None
+        row["gpu_written"], row["gpu"] = row["gpu"], gpu
+        _check_dtype_on(where, row, catalog)
+        node = str(row.get("node") or nodes.get(gpu) or catalog.default_node_of(gpu))
+        field = "node" if row.get("node") else "gpu"
         if node and node not in catalog.nodes:
-            raise TraincastError(f"{name}: row {i}: field 'node': {node!r} is not a catalog "
-                                 "node preset", hint="traincast hardware list")
+            raise TraincastError(f"{where}: field {field!r}: node preset {node!r} is not in the "
+                                 "catalog", hint=f"{_did_you_mean(node, list(catalog.nodes))}"
+                                 "traincast hardware list")
+        row["node"] = node
+        _check_node_fit(where, row, catalog)
+
+
+def _check_dtype_on(where: str, row: Mapping[str, Any], catalog: Catalog) -> None:
+    """bf16 needs a bf16 peak and tf32 a TF32 peak on the row's GPU."""
+    dtype = row["dtype"]
+    if dtype in ("bf16", "tf32") and not getattr(catalog.gpu(row["gpu"]), f"{dtype}_tflops"):
+        raise TraincastError(f"{where}: field 'dtype': {row['dtype_written']!r} on "
+                             f"{row['gpu']}, which has no {dtype} tensor cores (catalog "
+                             f"{dtype}_tflops = 0)", hint="the benchmark ran another precision: "
+                             "fp32, or fp16 mixed precision")
+
+
+def _check_node_fit(where: str, row: Mapping[str, Any], catalog: Catalog) -> None:
+    """The node preset holds the row's GPU, a multi-GPU row has one, and ``nodes`` (when
+    given) is ``ceil(gpus / GPUs per node)``: ``gpus`` counts every GPU of every node."""
+    node, gpus = row["node"], int(row["gpus"])
+    if not node:
+        if gpus > 1:
+            raise TraincastError(f"{where}: field 'node': {gpus} GPUs need a node preset",
+                                 hint=f"node = \"...\" on the row, or [node] {row['gpu']} = "
+                                 "\"...\" (traincast hardware list)")
+        return
+    preset = catalog.node(node)
+    if catalog.gpu_name(preset.gpu) != row["gpu"]:
+        raise TraincastError(f"{where}: field 'node': {node!r} holds {preset.gpu}, not "
+                             f"{row['gpu']}", hint="a node preset of the row's GPU")
+    if "nodes" in row and -(-gpus // preset.gpus) != row["nodes"]:
+        raise TraincastError(f"{where}: field 'gpus': {gpus} GPUs on {row['nodes']} node(s) of "
+                             f"{preset.gpus} ({node})", hint=f"gpus counts all GPUs: "
+                             f"{row['nodes']} x {preset.gpus} = {row['nodes'] * preset.gpus}")
 
 
 def _row_node(row: Mapping[str, Any], nodes: Mapping[str, str]) -> str:
@@ -125,29 +356,45 @@ def _row_node(row: Mapping[str, Any], nodes: Mapping[str, str]) -> str:
 
 
 @cache
-def _profile(spec: str, batch: int, amp: bool, ops: bool) -> dict[str, Any]:
+def _profile(spec: str, batch: int, amp: bool, ops: bool, optimizer: str = "adam"
+             ) -> dict[str, Any]:
     from traincast.features.profile import profile_model
 
-    return profile_model(spec, batch, amp=amp, ops=ops)
+    return profile_model(spec, batch, amp=amp, ops=ops, optimizer=optimizer)
+
+
+def _model_file(model: Mapping[str, Any], spec: str) -> str:
+    """A ``file.py:FUNC`` spec with its file found beside the rows file (``base_dir``), else in
+    this package; a TraincastError naming the places looked in when it is in neither."""
+    file, func = spec.rsplit(":", 1)
+    tried = [Path(str(model["base_dir"]), file)] if model.get("base_dir") else []
+    tried.append(Path(__file__).with_name(file))
+    for path in tried:
+        if path.is_file():
+            return f"{path}:{func}"
+    raise TraincastError(f"model file {file!r} not found (looked in "
+                         f"{' and '.join(str(t.parent) for t in tried)})",
+                         hint="a path relative to the rows file, or absolute")
 
 
 def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
                 ops: bool = False) -> dict[str, Any]:
     """Per-iteration features of one replica: the model's profile at ``batch`` (cached; a
     ``file.py:FUNC`` spec is looked up beside the rows file, ``base_dir``, then in this
-    package); ``input_bytes`` = 0 when the benchmark fed synthetic data already on the GPU;
-    with ``ops`` also the per-op table (``ops``)."""
+    package; the step's optimizer from ``optimizer``, Adam by default); ``input_bytes`` = 0
+    when the benchmark fed synthetic data already on the GPU; ``memory_bytes`` (weights,
+    gradients, optimizer state, activations) for the memory check; with ``ops`` also the per-op
+    table (``ops``)."""
     spec = str(model["spec"])
     if not spec.startswith(("zoo:", "hf:")):
-        file, func = spec.rsplit(":", 1)
-        mine = Path(str(model.get("base_dir") or "."), file)
-        found = mine if model.get("base_dir") and mine.is_file() else Path(__file__).with_name(file)
-        spec = f"{found}:{func}"
-    rec = _profile(spec, int(batch), bool(amp), bool(ops))
+        spec = _model_file(model, spec)
+    rec = _profile(spec, int(batch), bool(amp), bool(ops), str(model.get("optimizer", "adam")))
     feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURES
                              if k not in NULLABLE_KEYS or rec.get(k) is not None}
     if model.get("synthetic_inputs"):
         feats["input_bytes"] = 0.0
+    if rec.get("memory_bytes"):
+        feats["memory_bytes"], feats["params"] = rec["memory_bytes"], rec.get("params", 0)
     if ops:
         feats["ops"] = rec["ops"]
     return feats
@@ -175,14 +422,14 @@ def ddp_overlap(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[st
     backward: ``f = 1 - min(b, W) / W`` with ``W`` = the bytes all-reduced (``weight_bytes +
     embedding_allreduce_bytes``). ``b`` from the model's ``ddp_bucket_bytes`` (PyTorch DDP:
     ``bucket_cap_mb = 25``) or ``ddp_bucket_elements`` times the gradient's bytes per element
-    (apex DDP: ``message_size = 10,000,000`` elements; 2 bytes under apex O2, else 4).
-    0 for one GPU or a model without a bucket size."""
+    (apex DDP: ``message_size = 10,000,000`` elements; 2 bytes under apex O2 — a mixed row of
+    a model with ``fp16_spec`` — else 4). 0 for one GPU or a model without a bucket size."""
     out = np.zeros(len(rows))
     for i, (r, f) in enumerate(zip(rows, features, strict=True)):
         m = models.get(r["model"], {})
         if r["gpus"] <= 1:
             continue
-        half = r["dtype"] == "fp16" and bool(m.get("fp16_spec"))
+        half = r["dtype"] in MIXED and bool(m.get("fp16_spec"))
         bucket = float(m.get("ddp_bucket_bytes", 0.0)) or \
             float(m.get("ddp_bucket_elements", 0.0)) * (2.0 if half else 4.0)
         emb = f.get("embedding_allreduce_bytes", f.get("embedding_bytes_touched", 0.0))
@@ -191,37 +438,53 @@ def ddp_overlap(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[st
     return out
 
 
+def row_architectures(rows: Sequence[Mapping[str, Any]], nodes: Mapping[str, str],
+                      catalog: Catalog) -> NDArray[np.object_]:
+    """Each row's architecture: ``1w1g`` on one GPU, ``allreduce-local`` when its GPUs fit one
+    node of its preset (the row's node, ``[node]`` of its GPU, else the GPU's default node),
+    else ``allreduce-cluster`` (a ring over ``ceil(n / g)`` nodes through their NICs)."""
+    out = []
+    for r in rows:
+        node = _row_node(r, nodes) or catalog.default_node_of(r["gpu"])
+        per_node = catalog.nodes[node].gpus if node in catalog.nodes else r["gpus"]
+        out.append("1w1g" if r["gpus"] == 1 else
+                   "allreduce-local" if r["gpus"] <= per_node else "allreduce-cluster")
+    return np.array(out, dtype=object)
+
+
 def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
                   nodes: Mapping[str, str], catalog: Catalog, strategy: str = "auto",
                   per_op: bool = True, overlap: Any = 0.0) -> dict[str, NDArray[np.float64]]:
     """Predicted iteration time, throughput and error of every row (one model call).
 
     ``T`` from ``predict_table`` (rows whose features carry ``ops`` are priced op by op when
-    ``per_op``; ``overlap`` per row, ``ddp_overlap``); ``X_pred = batch_per_gpu * gpus / T``;
-    ``error = X_pred / throughput - 1``.
+    ``per_op``; ``overlap`` per row, ``ddp_overlap``; architecture by ``row_architectures``;
+    mixed precision for fp16 and bf16 rows); ``X_pred = u * batch_per_gpu * gpus / T`` in the
+    row's unit (``u = unit_factor``: 1 for samples/s summed over the GPUs, tokens per sample
+    for tokens/s, divided by the GPUs for a per-GPU unit); ``error = X_pred / throughput - 1``.
     """
     from traincast.predict import predict_table
 
     n = len(rows)
     gpus = np.array([r["gpus"] for r in rows], dtype=np.float64)
     batch = np.array([r["batch_per_gpu"] for r in rows], dtype=np.float64)
+    unit = np.array([r.get("unit_factor", 1.0) for r in rows], dtype=np.float64)
     published = np.array([r["throughput"] for r in rows], dtype=np.float64)
     jobs: dict[str, Any] = {
-        "architecture": np.array(["1w1g" if g == 1 else "allreduce-local" for g in gpus],
-                                 dtype=object),
+        "architecture": row_architectures(rows, nodes, catalog),
         "n_gpus": gpus,
         "node": np.array([_row_node(r, nodes) for r in rows], dtype=object),
         "gpu_type": np.array([r["gpu"] for r in rows], dtype=object),
         **{k: np.array([f.get(k, np.nan if k in NULLABLE_KEYS else 0.0) for f in features],
                        dtype=np.float64) for k in FEATURES}}
-    amp = np.array([r["dtype"] == "fp16" for r in rows], dtype=bool)
+    amp = np.array([r["dtype"] in MIXED for r in rows], dtype=bool)
     tables = {f"row{i}": f for i, f in enumerate(features) if per_op and f.get("ops")}
     jobs["workload"] = np.array([f"row{i}" for i in range(n)], dtype=object)
     bd = predict_table(jobs, catalog, amp=amp, strategy=strategy, overlap=overlap,
                        ops_of=tables.get if tables else None)
     total = np.asarray(bd.total, dtype=np.float64).reshape(n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        predicted = batch * gpus / total
+        predicted = unit * batch * gpus / total
     return {"predicted_s": total, "predicted": predicted, "published": published,
             "error": predicted / published - 1.0,
             "comm_s": np.asarray(bd.comm, dtype=np.float64).reshape(n),
@@ -232,7 +495,8 @@ def evaluate_rows(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[
 def cross_gpu_ratios(rows: Sequence[Mapping[str, Any]], predicted: Sequence[float]
                      ) -> list[dict[str, Any]]:
     """Every pair (A, B) of rows with the same model, dtype and GPU count on two GPUs:
-    ``R = X_A / X_B`` published and predicted, ``error = R_pred / R_pub - 1``."""
+    ``R = X_A / X_B`` published and predicted (each in samples/s over its GPUs: the figure
+    over its ``unit_factor``), ``error = R_pred / R_pub - 1``."""
     groups: dict[tuple[str, str, int], list[int]] = {}
     for i, r in enumerate(rows):
         groups.setdefault((r["model"], r["dtype"], int(r["gpus"])), []).append(i)
@@ -241,8 +505,9 @@ def cross_gpu_ratios(rows: Sequence[Mapping[str, Any]], predicted: Sequence[floa
         for a, b in combinations(sorted(idx, key=lambda i: rows[i]["gpu"]), 2):
             if rows[a]["gpu"] == rows[b]["gpu"]:
                 continue
-            pub = rows[a]["throughput"] / rows[b]["throughput"]
-            pred = float(predicted[a]) / float(predicted[b])
+            ua, ub = rows[a].get("unit_factor", 1.0), rows[b].get("unit_factor", 1.0)
+            pub = (rows[a]["throughput"] / ua) / (rows[b]["throughput"] / ub)
+            pred = (float(predicted[a]) / ua) / (float(predicted[b]) / ub)
             out.append({"model": model, "dtype": dtype, "gpus": gpus, "gpu_a": rows[a]["gpu"],
                         "gpu_b": rows[b]["gpu"], "published_ratio": pub,
                         "predicted_ratio": pred, "error": pred / pub - 1.0})
@@ -277,22 +542,57 @@ def _megatron(catalog: Catalog) -> dict[str, Any]:
 
 def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
                   progress: Callable[[str], None] | None) -> dict[str, Any]:
-    """Profile of one row as its benchmark ran it: an fp16 row of a model with ``fp16_spec``
-    profiles that (pure fp16) model without autocast, other fp16 rows under autocast; an fp32
-    row has its matrix products marked TF32 when ``[source] fp32_matmul = "tf32"``."""
+    """Profile of one row as its benchmark ran it: a mixed-precision row (fp16, bf16) of a
+    model with ``fp16_spec`` profiles that (pure half) model without autocast, other mixed rows
+    under autocast; an fp32 row has its matrix products marked TF32 when ``[source]
+    fp32_matmul = "tf32"``, a tf32 row always; ``memory_format = "nhwc"`` marks every op
+    ``layout = "nhwc"`` (no cuDNN layout transposes). A model that cannot be profiled is a
+    TraincastError naming the file, the model table and its spec field."""
     if progress:
         progress(f"profile {r['model']} b{r['batch_per_gpu']} {r['dtype']} "
                  f"({i + 1}/{len(data['row'])})")
     model = {**data["model"][r["model"]], "base_dir": data.get("base_dir", "")}
-    half = r["dtype"] == "fp16"
-    if half and model.get("fp16_spec"):
-        feats = profile_row({**model, "spec": model["fp16_spec"]}, r["batch_per_gpu"], False,
-                            ops=True)
-    else:
-        feats = profile_row(model, r["batch_per_gpu"], half, ops=True)
-    if not half and data.get("source", {}).get("fp32_matmul") == "tf32":
+    half = r["dtype"] in MIXED
+    field = "fp16_spec" if half and model.get("fp16_spec") else "spec"
+    try:
+        feats = profile_row({**model, "spec": model[field]}, r["batch_per_gpu"],
+                            half and field == "spec", ops=True)
+    except Exception as exc:  # the user's model, file or Hub name: one clear line, not a trace
+        what = str(exc) if isinstance(exc, TraincastError) else f"{type(exc).__name__}: {exc}"
+        raise TraincastError(f"{data.get('file', 'published.toml')}: [model.{r['model']}] "
+                             f"field {field!r} ({model[field]}), row {i + 1} at batch "
+                             f"{r['batch_per_gpu']}: {what}",
+                             hint=getattr(exc, "hint", "") or f"traincast profile "
+                             f"{model[field]} --batch {r['batch_per_gpu']} shows the model "
+                             "on its own") from None
+    if r["dtype"] == "tf32" or (r["dtype"] == "fp32" and data.get("source", {}).get(
+            "fp32_matmul") == "tf32"):
         feats = {**feats, "ops": tf32_matmuls(feats["ops"])}
+    if str(model.get("memory_format", "nchw")).lower() in ("nhwc", "channels_last"):
+        feats = {**feats, "ops": [dict(o, layout="nhwc") for o in feats["ops"]]}
     return feats
+
+
+def memory_warnings(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
+                    arch: Sequence[str], catalog: Catalog) -> list[str]:
+    """One line per row whose profiled footprint per GPU (``predict.memory_fit``: weights,
+    gradients, optimizer state and activations at ``batch_per_gpu``) is over
+    ``MEMORY_WARN_FACTOR`` times its GPU's memory. The published run fitted, so such a batch is
+    likely the whole run's: a global batch written as ``batch_per_gpu`` inflates the footprint
+    by the GPU count. The profile's footprint runs somewhat high (every saved activation, no
+    allocator reuse): at most 1.17x the GPU's memory on the 54 shipped rows, hence a margin."""
+    from traincast.predict import memory_fit
+
+    out = []
+    for i, (r, f, a) in enumerate(zip(rows, features, arch, strict=True), 1):
+        fit = memory_fit(f, str(a), r["gpus"], catalog.gpu(r["gpu"]).mem_gb)
+        if fit and fit["footprint_gb"] > MEMORY_WARN_FACTOR * fit["capacity_gb"]:
+            out.append(f"row {i}: batch_per_gpu = {r['batch_per_gpu']} needs "
+                       f"{fit['footprint_gb']:.0f} GB per GPU by the profile, the "
+                       f"{r['gpu']} has {fit['capacity_gb']:.0f} GB"
+                       + (": is it the whole run's batch (global_batch = ...)?"
+                          if r["gpus"] > 1 else ": check the batch and the model"))
+    return out
 
 
 def validate_published(catalog: Catalog | None = None, path: str | Path | None = None,
@@ -300,7 +600,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
                        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Predict every published row (per-op tables); per-row errors, summary, cross-GPU ratios,
     and the paper's flat-peak model (strategy ``paper``, aggregate features) on the same rows
-    as a baseline."""
+    as a baseline. The Megatron-LM table (``megatron``) is reported with the shipped rows,
+    not with a rows file of your own (``path``)."""
     catalog = catalog or load_catalog()
     data = load_published(path)
     check_hardware(data, catalog)
@@ -310,14 +611,18 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     res = evaluate_rows(rows, features, data.get("node", {}), catalog, strategy,
                         overlap=overlap)
     paper = evaluate_rows(rows, features, data.get("node", {}), catalog, "paper", per_op=False)
+    arch = row_architectures(rows, data.get("node", {}), catalog)
     table = [{**{k: r[k] for k in ("model", "gpu", "gpus", "dtype", "batch_per_gpu", "unit",
-                                   "citation")},
+                                   "citation", "node")},
+              "dtype_written": r.get("dtype_written", r["dtype"]),
+              "architecture": str(arch[i]),
               "published": float(res["published"][i]),
               "predicted": float(res["predicted"][i]),
               "predicted_s": float(res["predicted_s"][i]),
               "comm_share": float(res["comm_s"][i] / res["predicted_s"][i]),
               "error": float(res["error"][i]),
               "paper_error": float(paper["error"][i])} for i, r in enumerate(rows)]
+    warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])
     summary = summarize(res["error"])
     ratio_summary = summarize([q["error"] for q in ratios])
@@ -325,40 +630,77 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     return {"file": data["file"], "source": data.get("source", {}), "strategy": strategy,
             "rows": table,
             "summary": summary, "paper_summary": summarize(paper["error"]),
+            "by_gpu_dtype": by_gpu_and_dtype(table), "warnings": warnings,
             "ratios": ratios, "ratio_summary": ratio_summary,
             "ratios_within_target": int(sum(within)), "ratios_total": len(within),
             "targets_met": bool(summary["median_abs_error"] <= MEDIAN_TARGET and within
                                 and all(within)),
-            "megatron": _megatron(catalog)}
+            **({} if path else {"megatron": _megatron(catalog)})}
 
 
 _pct = partial(fmt_pct, sign=True, missing="–")  # signed errors
 
 
-def render_markdown(out: Mapping[str, Any]) -> str:
-    """The per-row table, the summary and the cross-GPU ratios as Markdown (docs/validation.md,
-    "Published throughputs")."""
-    lines = ["| model | GPU | GPUs | dtype | batch/GPU | published | predicted | error | "
-             "paper model error | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in out["rows"]:
-        lines.append(f"| {r['model']} | {r['gpu']} | {r['gpus']} | {r['dtype']} | "
-                     f"{r['batch_per_gpu']} | {r['published']:.0f} {r['unit']} | "
-                     f"{r['predicted']:.0f} | {_pct(r['error'])} | {_pct(r['paper_error'])} | "
-                     f"{100 * r['comm_share']:.0f}% |")
-    s, p, q = out["summary"], out["paper_summary"], out["ratio_summary"]
-    lines += ["", f"{s['n']} rows: median |error| **{100 * s['median_abs_error']:.1f}%**, p90 "
-              f"{100 * s['p90_abs_error']:.1f}%, max {100 * s['max_abs_error']:.1f}% (compute "
-              f"strategy `{out['strategy']}`); the paper's flat-peak model: median "
-              f"{100 * p['median_abs_error']:.1f}%, p90 {100 * p['p90_abs_error']:.1f}%.",
-              f"Cross-GPU ratios: {out['ratios_within_target']} of {out['ratios_total']} within "
-              f"{100 * RATIO_TARGET:.0f}%; median |error| {100 * q['median_abs_error']:.1f}%, "
-              f"p90 {100 * q['p90_abs_error']:.1f}%, max {100 * q['max_abs_error']:.1f}%.", "",
-              "| model | dtype | GPUs | A / B | published ratio | predicted ratio | error |",
-              "|---|---|---|---|---|---|---|"]
+def _num(x: float) -> str:
+    """A throughput as tables print it: whole numbers from 100 up, else 3 significant digits."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _ratio_lines(out: Mapping[str, Any]) -> list[str]:
+    q = out["ratio_summary"]
+    if not out["ratios"]:
+        return ["Cross-GPU ratios: none (no two GPUs share a model, precision and GPU count)."]
+    lines = [f"Cross-GPU ratios: {out['ratios_within_target']} of {out['ratios_total']} within "
+             f"{100 * RATIO_TARGET:.0f}%; median |error| {100 * q['median_abs_error']:.1f}%, "
+             f"p90 {100 * q['p90_abs_error']:.1f}%, max {100 * q['max_abs_error']:.1f}%.", "",
+             "| model | dtype | GPUs | A / B | published ratio | predicted ratio | error |",
+             "|---|---|---|---|---|---|---|"]
     for r in out["ratios"]:
         lines.append(f"| {r['model']} | {r['dtype']} | {r['gpus']} | {r['gpu_a']} / "
                      f"{r['gpu_b']} | {r['published_ratio']:.2f} | {r['predicted_ratio']:.2f} "
                      f"| {_pct(r['error'])} |")
+    return lines
+
+
+def by_gpu_and_dtype(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """``summarize`` of the rows' errors per GPU and precision (key ``"GPU dtype"``)."""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['gpu']} {r['dtype']}", []).append(r["error"])
+    return {k: summarize(v) for k, v in sorted(groups.items())}
+
+
+def render_markdown(out: Mapping[str, Any]) -> str:
+    """The per-row table, the summary (also per GPU and precision) and the cross-GPU ratios as
+    Markdown (docs/validation.md, "Published throughputs"). A precision written otherwise in
+    the rows file shows as ``dtype (as written)``; a row over several nodes as ``GPUs
+    (allreduce-cluster)``."""
+    lines = ["| model | GPU | GPUs | dtype | batch/GPU | published | predicted | error | "
+             "paper model error | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in out["rows"]:
+        dtype, written = r["dtype"], r.get("dtype_written", r["dtype"])
+        dtype += f" ({written})" if written != dtype else ""
+        gpus = f"{r['gpus']}" + (" (allreduce-cluster)"
+                                 if r.get("architecture") == "allreduce-cluster" else "")
+        lines.append(f"| {r['model']} | {r['gpu']} | {gpus} | {dtype} | "
+                     f"{r['batch_per_gpu']} | {_num(r['published'])} {r['unit']} | "
+                     f"{_num(r['predicted'])} | {_pct(r['error'])} | {_pct(r['paper_error'])} | "
+                     f"{100 * r['comm_share']:.0f}% |")
+    s, p = out["summary"], out["paper_summary"]
+    lines += ["", f"{s['n']} rows: median |error| **{100 * s['median_abs_error']:.1f}%**, p90 "
+              f"{100 * s['p90_abs_error']:.1f}%, max {100 * s['max_abs_error']:.1f}% (compute "
+              f"strategy `{out['strategy']}`); the paper's flat-peak model: median "
+              f"{100 * p['median_abs_error']:.1f}%, p90 {100 * p['p90_abs_error']:.1f}%.", ""]
+    groups = out.get("by_gpu_dtype") or by_gpu_and_dtype(out["rows"])
+    lines += ["| GPU | dtype | rows | median abs. error | max abs. error |",
+              "|---|---|---|---|---|"]
+    for key, g in groups.items():
+        gpu, dtype = key.rsplit(" ", 1)
+        lines.append(f"| {gpu} | {dtype} | {g['n']} | {100 * g['median_abs_error']:.1f}% | "
+                     f"{100 * g['max_abs_error']:.1f}% |")
+    lines += ["", *_ratio_lines(out)]
+    if out.get("warnings"):
+        lines += ["", "Warnings:", *(f"* {w}" for w in out["warnings"])]
     mg = out.get("megatron", {})
     if mg.get("rows"):
         ms = mg["summary"]

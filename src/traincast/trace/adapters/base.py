@@ -8,7 +8,7 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -41,6 +41,7 @@ class Check:
     file: str | None = None   # SQL expression of the file named in the report (default: plan's)
     row: str = "_row"         # SQL expression of the row number named in the report
     field_sql: str | None = None  # SQL expression of the field's name, when it varies by row
+    among_good: bool = False  # checked only on rows without another error (duplicates)
 
 
 @dataclass
@@ -54,6 +55,10 @@ class Plan:
     censored: str = "FALSE"
     checks: list[Check] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    dedup_key: str | None = None  # SQL identifying a job (default: the job_id expression)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    """(SQL returning one count, what it counts): facts of the source worth saying that are not
+    bad rows (e.g. task rows whose job is not in the job table); said when the count is > 0."""
 
     def all_checks(self) -> list[Check]:
         """The adapter's checks plus the generic ones: unparsable, infinite or (integer
@@ -63,9 +68,7 @@ class Plan:
         out = list(self.checks)
         for name, f in self.fields.items():
             if f.raw is not None and name in NUMERIC_COLUMNS:
-                out.append(Check(name, f"{typed(name)} IS NULL AND {f.raw} IS NOT NULL AND "
-                                 f"trim(CAST({f.raw} AS VARCHAR)) "
-                                 f"NOT IN ('', 'None', 'null', 'NULL', 'NaN', 'nan')",
+                out.append(Check(name, f"{typed(name)} IS NULL AND {present(f.raw)}",
                                  f"CAST({f.raw} AS VARCHAR)"))
         for name in NONNEGATIVE_COLUMNS:
             if name in self.fields:
@@ -74,8 +77,24 @@ class Plan:
         if "architecture" in self.fields:
             a = typed("architecture")
             known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)
-            out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})", a))
+            raw = self.fields["architecture"].raw
+            out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})",
+                             f"CAST({raw} AS VARCHAR)" if raw else a))
+        if "job_id" in self.fields:
+            out.append(Check("job_id", f"{typed('job_id')} IS NOT NULL AND _first_row < _row",
+                             f"{typed('job_id')} || ' (a duplicate of row ' || _first_row || ')'",
+                             among_good=True))
         return out
+
+    def serial(self) -> Plan:
+        """This plan with its CSV files read by one thread (:func:`serial`)."""
+        return replace(self, relation=serial(self.relation),
+                       notes=[(serial(q), what) for q, what in self.notes])
+
+    def key(self) -> str:
+        """SQL over the relation: what identifies a job of this source (a later row with the
+        same key is a duplicate, a bad row). Default: the ``job_id`` expression."""
+        return self.dedup_key or self.fields["job_id"].expr
 
 
 def as_type(expr: str, sql_type: str) -> str:
@@ -106,6 +125,20 @@ def lit(text: str | Path) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+MISSING: tuple[str, ...] = ("", "none", "null", "nan", "-nan", "na", "n/a", "#n/a", "<na>",
+                            "\\n")
+"""Source values that mean "no value" (compared trimmed and lower-cased): empty, Python's
+``None``, ``null``, NaN, pandas' NA spellings, and ``\\N`` (the NULL of MySQL / Hive exports).
+They are missing values, never bad rows."""
+
+
+def present(col: str) -> str:
+    """SQL: the source value is given (not NULL and not a :data:`MISSING` spelling)."""
+    spellings = ", ".join(lit(m) for m in MISSING)
+    return (f"({col} IS NOT NULL AND lower(trim(CAST({col} AS VARCHAR))) "
+            f"NOT IN ({spellings}))")
+
+
 def num(col: str) -> str:
     """A finite number from a source column; NULL when it does not parse, is NaN (missing) or
     infinite (a bad row, :meth:`Plan.all_checks`)."""
@@ -114,13 +147,27 @@ def num(col: str) -> str:
 
 
 def ts(col: str) -> str:
-    """Seconds since the epoch from a date-time text (``2017-10-03 14:13:52``) or a number."""
-    return f"COALESCE({num(col)}, epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMP)))"
+    """Seconds since the epoch from a number or a date-time text: ``2017-10-03 14:13:52`` (no
+    offset: read as UTC), ``2020-07-01T10:00:00Z``, ``2020-07-01 10:00:00+08:00`` (the offset
+    applied). The store reads with its time zone set to UTC (:mod:`traincast.trace.store`)."""
+    return f"COALESCE({num(col)}, epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)))"
 
 
 def text(col: str) -> str:
-    """A text column; empty strings become NULL."""
-    return f"NULLIF(trim(CAST({col} AS VARCHAR)), '')"
+    """A text column; empty strings and the :data:`MISSING` spellings become NULL."""
+    return f"CASE WHEN {present(col)} THEN trim(CAST({col} AS VARCHAR)) END"
+
+
+CSV_OPTIONS = "all_varchar=true, quote='\"', escape='\"', strict_mode=false, null_padding=true"
+"""How every CSV is read: text columns (typed by the adapters), short rows padded with NULL."""
+SERIAL_CSV_OPTIONS = CSV_OPTIONS + ", parallel=false"
+"""The same, read by one thread: DuckDB's parallel reader cannot pad short rows of a file whose
+quoted fields hold line breaks; the store reads such a file again this way."""
+
+
+def serial(sql: str) -> str:
+    """``sql`` with its CSV files read by one thread (:data:`SERIAL_CSV_OPTIONS`)."""
+    return sql.replace(CSV_OPTIONS, SERIAL_CSV_OPTIONS)
 
 
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
@@ -130,7 +177,7 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     ``_row`` (numbering needs a window over the whole file: skip it for big side tables that
     are only aggregated, so DuckDB streams them).
     """
-    opts = "all_varchar=true, quote='\"', escape='\"', strict_mode=false, null_padding=true"
+    opts = CSV_OPTIONS
     if names is not None:
         cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in names)
         opts += f", header=false, columns={{{cols}}}"
@@ -155,9 +202,10 @@ def source_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
 
 def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterable[str],
             hint: str = "") -> None:
-    """Raise a clear error when the source lacks columns the adapter needs."""
-    have = set(have)
-    missing = [c for c in needed if c not in have]
+    """Raise a clear error when the source lacks columns the adapter needs (names compared
+    case-insensitively, as DuckDB resolves them: ``Job_ID`` is ``job_id``)."""
+    have = {c.lower() for c in have}
+    missing = [c for c in needed if c.lower() not in have]
     if missing:
         raise TraincastError(
             f"{adapter}: {path}: missing column(s) {', '.join(missing)}; the {adapter} adapter "
@@ -187,6 +235,8 @@ def field_from(col: str, src: str) -> Field:
         return Field(ts(src), src)
     if sql_type == "BOOLEAN":
         return Field(f"TRY_CAST({src} AS BOOLEAN)", src)
+    if col == "architecture":  # names are lower case: 'PS-Worker' is 'ps-worker'
+        return Field(f"lower({text(src)})", src)
     if sql_type == "VARCHAR":
         return Field(text(src))
     return Field(num(src), src)  # DOUBLE, BIGINT: as_type makes the canonical type
@@ -194,7 +244,8 @@ def field_from(col: str, src: str) -> Field:
 
 def running_status(expr: str) -> str:
     """SQL: the status says the job was still running (or waiting) at the end of the trace."""
-    return f"lower(COALESCE({expr}, '')) IN ('running', 'pending', 'waiting', 'queued')"
+    return (f"lower(trim(COALESCE(CAST({expr} AS VARCHAR), ''))) "
+            f"IN ('running', 'pending', 'waiting', 'queued')")
 
 
 def unfinished(fields: Mapping[str, Field]) -> str:
@@ -206,9 +257,36 @@ def unfinished(fields: Mapping[str, Field]) -> str:
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
-    """The error for a trace file DuckDB cannot read: adapter, file and the reason."""
-    return TraincastError(f"{adapter}: {path}: cannot read the file: "
-                          f"{str(exc).splitlines()[0]}", hint=f"check that it is a {adapter} trace")
+    """The error for a trace file DuckDB cannot read: adapter, file and the reason (DuckDB's
+    first line, and for CSV errors the line that says why, not its list of reader options)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    why = lines[:1]
+    if lines and "CSV Error" in lines[0]:
+        why += [ln for ln in lines[1:] if not ln.startswith(
+            ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
+    reason = ": ".join(why) or type(exc).__name__
+    hint = f"check that it is a {adapter} trace"
+    if "not utf-8" in reason.lower():
+        hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f latin1 -t utf-8 FILE "
+                "> FILE.utf8.csv")
+    return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
+
+
+ARCHIVE_SUFFIXES: tuple[str, ...] = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
+"""Archives, as traces are downloaded (the PAI release: ``pai_job_table.tar.gz``): extracted
+first, never read (``.gz`` alone is a compressed file, read as it is)."""
+
+
+def is_archive(path: Path) -> bool:
+    """The file is an archive (:data:`ARCHIVE_SUFFIXES`), not a table."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def archive_error(adapter: str, path: Path) -> TraincastError:
+    """The error for an archive given as a trace file."""
+    how = f"unzip {path.name}" if path.name.lower().endswith(".zip") else f"tar -xf {path.name}"
+    return TraincastError(f"{adapter}: {path}: an archive, not a trace file",
+                          hint=f"extract it first ({how}) and give the extracted file(s)")
 
 
 def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
@@ -226,10 +304,17 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
     """
     out = []
     for path in paths:
+        if path.is_dir():
+            raise TraincastError(f"{adapter}: {path}: a directory, not a trace file",
+                                 hint=f"give the {adapter} trace file(s) themselves (only "
+                                      "--format pai-2020 reads a directory of tables)")
+        if is_archive(path):
+            raise archive_error(adapter, path)
         try:
             cols = source_columns(con, (probe or relation)(path))
         except duckdb.Error as exc:
             raise unreadable(adapter, path, exc) from None
+        cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
         require(adapter, path, cols, required)
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
         censored = censored_of(fields, cols) if censored_of else "FALSE"

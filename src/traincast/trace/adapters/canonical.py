@@ -32,7 +32,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     censored_src = (mapping or {}).get("censored", "censored")
 
     def censored(fields: dict[str, Field], cols: list[str]) -> str:
-        if censored_src in cols:
+        if censored_src.lower() in cols:
             return f"COALESCE(TRY_CAST({q(censored_src)} AS BOOLEAN), FALSE)"
         return unfinished(fields)
 

@@ -4,6 +4,10 @@ Input: the directory holding the headerless tables, or the table files themselve
 by name: ``pai_job_table*`` and ``pai_task_table*`` (required), ``pai_instance_table*``,
 ``pai_sensor_table*``, ``pai_group_tag_table*`` (optional; the columns each adds are NULL
 without it). Column names are those of the release's ``*.header`` files (:data:`HEADERS`).
+The release's ``.tar.gz`` archives are extracted by the user: beside their tables they are left
+alone; alone, an error says to extract them. A job repeated in the job table (its
+``job_name``) is a bad row; jobs found in only one of the job and task tables are counted in
+the report's notes.
 
 Mapping (one job = one row of the job table; all joins run in DuckDB, streaming the tables):
 
@@ -45,9 +49,12 @@ from traincast.trace.adapters.base import (
     Check,
     Field,
     Plan,
+    archive_error,
     csv_relation,
+    is_archive,
     lit,
     num,
+    present,
     running_status,
     text,
 )
@@ -79,15 +86,22 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
     for p in paths:
         files.extend(sorted(p.glob("pai_*_table*")) if p.is_dir() else [p])
     found: dict[str, Path] = {}
+    archives: dict[str, Path] = {}  # as downloaded (pai_job_table.tar.gz): used once extracted
     for f in files:
         if f.suffix == ".header":
             continue
         for table in HEADERS:
             if f.name.startswith(f"pai_{table}_table"):
+                if is_archive(f):
+                    archives.setdefault(table, f)
+                    continue
                 if table in found:
                     raise TraincastError(f"{NAME}: two files for table pai_{table}_table: "
                                          f"{found[table]} and {f}")
                 found[table] = f
+    for table, f in archives.items():
+        if table not in found:
+            raise archive_error(NAME, f)
     missing = [t for t in REQUIRED_TABLES if t not in found]
     if missing:
         raise TraincastError(
@@ -107,8 +121,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     # row numbers (for error reports) only on the job and task tables; the big instance and
     # sensor tables are streamed through aggregations
     rel = {t: csv_relation(p, HEADERS[t], rows=t in REQUIRED_TABLES) for t, p in tables.items()}
-    bad_task = (f"CASE WHEN inst_num IS NOT NULL AND {num('inst_num')} IS NULL THEN 'inst_num' "
-                f"WHEN plan_gpu IS NOT NULL AND trim(plan_gpu) <> '' AND {num('plan_gpu')} IS NULL "
+    bad_task = (f"CASE WHEN {present('inst_num')} AND {num('inst_num')} IS NULL THEN 'inst_num' "
+                f"WHEN {present('plan_gpu')} AND {num('plan_gpu')} IS NULL "
                 f"THEN 'plan_gpu' WHEN {num('plan_gpu')} < 0 THEN 'plan_gpu' "
                 f"WHEN {num('inst_num')} < 0 OR {num('inst_num')} <> round({num('inst_num')}) "
                 f"THEN 'inst_num' END")
@@ -117,7 +131,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             f"sum(CASE WHEN lower(task_name) = 'ps' THEN {num('inst_num')} ELSE 0 END) AS t_ps, "
             f"sum(CASE WHEN {_WORKER} THEN {num('inst_num')} ELSE 0 END) AS t_workers, "
             f"max(CASE WHEN {_WORKER} THEN {num('plan_gpu')} / 100.0 END) AS t_gpw, "
-            f"arg_max(NULLIF(gpu_type, ''), {gpus}) AS t_gpu_type, "
+            f"arg_max({text('gpu_type')}, {gpus}) AS t_gpu_type, "
             f"min(CASE WHEN _bad IS NOT NULL THEN _row END) AS t_bad_row, "
             f"arg_min(_bad, _row) AS t_bad_field, arg_min(_bad_value, _row) AS t_bad_value "
             f"FROM (SELECT *, {bad_task} AS _bad, CASE WHEN ({bad_task}) = 'inst_num' THEN "
@@ -125,7 +139,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     joins = [f"LEFT JOIN {task} t ON t.job_name = j.job_name"]
     cols = ["t.*"]
     if "instance" in rel:
-        joins.append(f"LEFT JOIN (SELECT job_name, NULLIF(count(DISTINCT NULLIF(machine, '')) "
+        joins.append(f"LEFT JOIN (SELECT job_name, NULLIF(count(DISTINCT {text('machine')}) "
                      f"FILTER (WHERE {_WORKER}), 0) AS i_machines, "
                      f"min({num('start_time')}) AS i_start "
                      f"FROM {rel['instance']} GROUP BY job_name) i ON i.job_name = j.job_name")
@@ -143,7 +157,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     else:
         cols.append("NULL AS s_util")
     if "group_tag" in rel:
-        joins.append(f"LEFT JOIN (SELECT inst_id, min(NULLIF(workload, '')) AS g_workload "
+        joins.append(f"LEFT JOIN (SELECT inst_id, min({text('workload')}) AS g_workload "
                      f"FROM {rel['group_tag']} GROUP BY inst_id) g ON g.inst_id = j.inst_id")
         cols.append("g.g_workload")
     else:
@@ -175,5 +189,16 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
                     file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
     censored = f"({running_status('status')} OR {num('end_time')} IS NULL)"
+    jobs_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
+               f"{csv_relation(tables['job'], HEADERS['job'], rows=False)})")
+    tasks_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
+                f"{csv_relation(tables['task'], HEADERS['task'], rows=False)})")
+    notes = [(f"SELECT count(*) FROM {tasks_of} t ANTI JOIN {jobs_of} j ON t.k = j.k",
+              f"job(s) of {tables['task'].name} have no row in {tables['job'].name}: not "
+              "stored (a job is a row of the job table)"),
+             (f"SELECT count(*) FROM {jobs_of} j ANTI JOIN {tasks_of} t ON t.k = j.k",
+              f"job(s) of {tables['job'].name} have no row in {tables['task'].name}: stored "
+              "with an unknown GPU count and architecture")]
     return [Plan(NAME, str(tables["job"]), relation, fields, censored=censored, checks=checks,
-                 files=[str(p) for p in tables.values()])]
+                 files=[str(p) for p in tables.values()], dedup_key=text("job_name"),
+                 notes=notes)]
