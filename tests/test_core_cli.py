@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -91,3 +92,61 @@ def test_unexpected_error_is_one_line_and_a_traceback_with_debug(tmp_path):
     assert "--debug" in r.stderr
     r = run("hardware", "list", "--debug")
     assert r.returncode == 1 and "Traceback" in r.stderr and "RuntimeError" in r.stderr
+
+
+def test_link_flag_errors_name_the_flag():
+    base = ("predict", "--arch", "allreduce-cluster", "--gpus", "16", "--flops", "1e12",
+            "--mem-bytes", "1e9", "--weight-bytes", "1e8")
+    r = tc(*base, "--nic", "-5Gbit")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "speed must be positive" in r.stderr and "(--nic)" in r.stderr
+    assert "unknown link" not in r.stderr
+    r = tc(*base, "--pcie", "0GB/s")
+    assert r.returncode == 2 and "speed must be positive" in r.stderr and "(--pcie)" in r.stderr
+    r = tc(*base, "--intra", "no-such-link")
+    assert r.returncode == 2 and "unknown link" in r.stderr and "(--intra)" in r.stderr
+
+
+def test_a_job_without_work_has_no_bottleneck():
+    from traincast.model import Breakdown
+
+    nan = float("nan")
+    bd = Breakdown(data_io=np.array([0.0, 0.0, 1.0]), compute_flop=np.array([0.0, nan, 2.0]),
+                   compute_mem=np.array([0.0, 0.0, 0.5]), comm=np.array([0.0, 0.0, 0.0]),
+                   total=np.array([0.0, nan, 3.5]))
+    assert bd.bottleneck_code().tolist() == [-1, -1, 1]  # none, unknown, FLOP-bound compute
+    r = tc("predict", "--flops", "0", "--mem-bytes", "0", "--weight-bytes", "0")
+    assert r.returncode == 0, r.stderr
+    assert "Bottleneck: none" in r.stdout and "data I/O" not in r.stdout.split("Bottleneck")[1]
+    r = tc("predict", "--flops", "0", "--mem-bytes", "0", "--weight-bytes", "0", "--json")
+    out = json.loads(r.stdout)
+    assert out["bottleneck"] is None and out["bottleneck_label"] is None
+
+
+def test_a_job_that_does_not_fit_says_so(tmp_path):
+    # 10 + 10 + 20 + 10 GB = 50 GB per GPU on a 16 GB V100; 5 GB fits
+    feats = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes": 1e8,
+             "input_bytes": 0}
+    big, small = tmp_path / "big.json", tmp_path / "small.json"
+    big.write_text(json.dumps({**feats, "memory_bytes": {
+        "weights": 1e10, "grads": 1e10, "optimizer": 2e10, "activations": 1e10}}))
+    small.write_text(json.dumps({**feats, "memory_bytes": {
+        "weights": 1e9, "grads": 1e9, "optimizer": 2e9, "activations": 1e9}}))
+    r = tc("predict", "--features", str(big), "--gpu", "V100")
+    assert r.returncode == 0, r.stderr
+    assert "Does not fit: 50 GB per GPU of 16 GB" in " ".join(r.stdout.split())
+    r = tc("predict", "--features", str(small), "--gpu", "V100")
+    assert r.returncode == 0, r.stderr
+    assert "Does not fit" not in r.stdout
+
+
+def test_hybrid_size_and_dtype_errors_are_clean():
+    r = tc("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--dp", "0")
+    assert r.returncode == 2
+    assert "at least 1" in r.stderr
+    assert "Warning" not in r.stderr and "Traceback" not in r.stderr
+    r = tc("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--gpu", "K80", "--node",
+           "pai-misc", "--dtype", "bf16")
+    assert r.returncode == 2
+    hint = r.stderr.split("hint:")[1]
+    assert "fp32" in hint and "bf16" not in hint and "fp16" not in hint  # a K80 has fp32 only

@@ -396,3 +396,94 @@ def test_batch_norm_reads_its_inputs_twice_by_hand() -> None:
     relu = dict(fwd, op="relu", shapes="10x10x10")
     # statistics pass + normalize pass: x (1000 fp16 elements) read once more; backward: dy, x
     assert kernels.reread_bytes([fwd, bwd, relu]).tolist() == [2000.0, 4000.0, 0.0]
+
+
+# ---------------------------------------------------------------- mixed-precision convolutions
+
+
+def test_which_gpus_run_16_bit_products_on_matrix_units() -> None:
+    # datasheet peaks (TFLOP/s): P100 fp16 18.7 = 2 x 9.3 fp32, packed FP16x2 on CUDA cores;
+    # V100 125 / 15.7, T4 65 / 8.1, A10 125 / 31.2, L4 121 / 30.3: Tensor Cores
+    cat = load_catalog()
+    assert not kernels.has_matrix_units(cat.gpus["P100-PCIE-16GB"], "fp16")
+    assert not kernels.has_matrix_units(cat.gpus["P100-SXM2-16GB"], "fp16")
+    for name in ("V100-SXM2-16GB", "T4", "A10", "L4", "A100-SXM4-80GB", "MI250X"):
+        assert kernels.has_matrix_units(cat.gpus[name], "fp16"), name
+    assert kernels.has_matrix_units(cat.gpus["A10"], "tf32")       # TF32 exists on Tensor Cores
+    assert not kernels.has_matrix_units(cat.gpus["V100-SXM2-16GB"], "tf32")
+    assert not kernels.has_matrix_units(cat.gpus["K80"], "fp16")
+    assert not kernels.has_matrix_units(cat.gpus["A100-SXM4-80GB"], "fp32")
+
+
+def test_depthwise_and_narrow_group_convolutions_by_their_shapes() -> None:
+    def row(shapes: str, op: str = "convolution") -> dict[str, object]:
+        return {"op": op, "flops": 1.0, "bytes_read": 1.0, "bytes_written": 1.0,
+                "dtype": "float16", "shapes": shapes}
+
+    ops = [row("8x64x56x56;64x1x3x3"),                          # depthwise: 1 channel a group
+           row("8x64x56x56;8x64x56x56;64x1x3x3", "convolution_backward"),
+           row("8x128x56x56;128x4x3x3"),                        # ResNeXt 32x4d: 4 a group
+           row("8x64x56x56;64x32x3x3"),                         # 2 groups of 32
+           row("8x3x224x224;64x3x7x7")]                         # first layer, groups = 1
+    assert kernels.narrow_group_convs(ops).tolist() == [True, True, True, False, False]
+    assert kernels.conv_channels_per_group(ops[2]) == (32.0, 4.0, 4.0)
+
+
+def test_mixed_precision_convolution_costs_by_hand() -> None:
+    gpu = a100(kernel_launch_us=0.0)
+    mem = 2039e9 * 0.88
+    x, w = 8 * 64 * 56 * 56, 64 * 64
+    b16 = 2 * (2 * x + w)                 # fp16 input + weight read, output written
+    # an fp32 row of an --amp job: autocast casts the convolution's operands to fp16, so it
+    # moves half the bytes it recorded and its transposes move fp16 elements: 2 b16
+    single = _conv_row("float32")
+    assert compute.op_operand_dtypes([single], gpu, "amp") == ["fp16"]
+    moved = kernels.layout_transpose_bytes([single], ["fp16"], gpu)
+    assert moved[0] == pytest.approx(2 * b16)
+    r = compute.kernel_op_times([single], gpu, "amp")
+    assert r["mem_s"][0] == pytest.approx(b16 / mem)
+    assert r["layout_s"][0] == pytest.approx(2 * b16 / mem)
+    # the same row in an fp32 job runs in TF32 on tensor cores: 4-byte operands, transposed
+    assert r["layout_s"][0] * 2 == pytest.approx(
+        float(compute.kernel_op_times([single], gpu, "fp32")["layout_s"][0]))
+    # a depthwise convolution: PyTorch's NCHW kernel on CUDA cores, no transposes, its fp16
+    # operands (half its fp32 record) at the fp32 vector peak
+    dw = dict(single, shapes="8x64x56x56;64x1x3x3", flops=2.0 * 8 * 56 * 56 * 64 * 9,
+              bytes_read=4.0 * (x + 64 * 9))
+    assert compute.op_math_dtypes([dw], gpu, "amp") == ["fp32"]
+    r = compute.kernel_op_times([dw], gpu, "amp")
+    assert r["layout_s"][0] == 0
+    assert r["mem_s"][0] == pytest.approx(2.0 * (2 * x + 64 * 9) / mem)
+    # a P100 computes fp16 on CUDA cores (FP16x2): NCHW kernels, no transposes
+    p100 = load_catalog().gpus["P100-PCIE-16GB"]
+    assert kernels.layout_transpose_bytes([_conv_row("float16")], ["fp16"], p100)[0] == 0
+
+
+def _zoo_row(workload: str, gpu: str) -> dict[str, Any]:
+    from traincast.zoo.profiles import workload_features
+
+    feats = workload_features(workload)
+    keys = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes", "input_bytes",
+            "embedding_bytes_touched")
+    return {"architecture": np.array(["1w1g"], dtype=object), "n_gpus": [1],
+            "gpu_type": np.array([gpu], dtype=object),
+            "workload": np.array([workload], dtype=object),
+            **{k: [feats[k]] for k in keys if k in feats}}
+
+
+def test_mixed_precision_speeds_up_resnet50_on_v100_and_never_slows_tensor_core_gpus() -> None:
+    # NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5 README,
+    # training performance (pytorch-21.03 NGC): 1 x V100 16 GB 367 img/s FP32 -> 1200 img/s
+    # mixed precision; 1 x A100 80 GB 938 img/s TF32 -> 2470 img/s. Mixed precision is faster.
+    from traincast.predict import predict_table
+
+    cat = load_catalog()
+    fp32, amp = (predict_table(_zoo_row("resnet50", "V100-SXM2-16GB"), cat, amp=a)
+                 for a in (False, True))
+    assert amp.compute[0] < fp32.compute[0]
+    tensor_core = [g for g in cat.gpus if kernels.has_matrix_units(cat.gpus[g], "fp16")]
+    assert "V100-SXM2-16GB" in tensor_core and "T4" in tensor_core
+    for workload in ("resnet50", "mobilenet"):
+        for g in tensor_core:
+            fp32, amp = (predict_table(_zoo_row(workload, g), cat, amp=a) for a in (False, True))
+            assert amp.compute[0] <= fp32.compute[0] * (1 + 1e-9), (workload, g)

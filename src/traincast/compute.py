@@ -45,11 +45,16 @@ Op dtypes (``op_math_dtypes``): ``P_op`` is the peak of the op's own dtype when 
 convolution runs in TF32 on a GPU with a TF32 peak (PyTorch's default
 ``torch.backends.cudnn.allow_tf32 = True``), while fp32 matrix products stay fp32
 (``torch.backends.cuda.matmul.allow_tf32`` defaults to False since PyTorch 1.12; a row whose
-dtype is ``"tf32"`` says it was enabled); everything else runs at the job's dtype. A tensor-core
-convolution in PyTorch's default NCHW layout also pays cuDNN's NHWC transposes,
-``t_layout = o + 2 (B_read + B_written) / M`` (``kernels.layout_transpose_bytes``), counted as
-memory-bound time (``layout_s``). Recurrent-layer rows are expanded into the ops they run
-(``traincast.features.ops.expand_ops``) by ``curves`` and ``kernel``.
+dtype is ``"tf32"`` says it was enabled); everything else runs at the job's dtype
+(``op_operand_dtypes``). A depthwise or narrow-group convolution runs on the vector units, at
+the fp32 vector peak on a GPU with tensor cores (``op_math_dtypes``). A compute-family row
+recorded wider than its operand dtype (an fp32 profile of an ``--amp`` job: autocast casts the
+operands) moves ``min(1, s_d / s_row)`` of its recorded bytes (``kernels.operand_scale``). A
+convolution on matrix units (``kernels.has_matrix_units``) in PyTorch's default NCHW layout
+also pays cuDNN's NHWC transposes, ``t_layout = o + 2 (B_read + B_written) min(1, s_d / s_row)
+/ M`` (``kernels.layout_transpose_bytes``), counted as memory-bound time (``layout_s``).
+Recurrent-layer rows are expanded into the ops they run (``traincast.features.ops.expand_ops``)
+by ``curves`` and ``kernel``.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
 __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "op_math_dtypes",
-           "ops_compute_s", "rates", "strategy_of"]
+           "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
 
 
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
@@ -127,8 +132,8 @@ def compute_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike,
             np.asarray(mem_bytes, dtype=np.float64) / byte_rate)
 
 
-def op_math_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
-    """Per op: the catalog dtype its arithmetic runs in (module docstring, "Op dtypes").
+def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
+    """Per op: the catalog dtype its operands are in (module docstring, "Op dtypes").
 
     A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``catalog_dtype``: fp32 on a
     GPU without it); an fp32 convolution (forward or backward) runs in TF32 on a GPU with a TF32
@@ -148,6 +153,18 @@ def op_math_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> li
     return names
 
 
+def op_math_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
+    """Per op: the catalog dtype whose peak its arithmetic runs at: its operand dtype
+    (``op_operand_dtypes``), except for a depthwise or other narrow-group convolution
+    (``kernels.narrow_group_convs``) whose operand dtype runs on matrix units
+    (``kernels.has_matrix_units``): it runs on the vector units, at the fp32 vector peak (the
+    catalog lists no vector 16-bit peak for a GPU with tensor cores: a lower bound)."""
+    names = op_operand_dtypes(ops, gpu, dtype)
+    narrow = kernels.narrow_group_convs(ops)
+    return ["fp32" if nw and kernels.has_matrix_units(gpu, d) else d
+            for d, nw in zip(names, narrow, strict=True)]
+
+
 def _op_peaks(gpu: Any, dtype: str,
               ops: Sequence[Mapping[str, Any]]) -> tuple[F, F, list[str]]:
     """Per op: dense peak (FLOP/s), ``eta`` and catalog dtype (module docstring: ``P_op``)."""
@@ -161,14 +178,16 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
     ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
     ``time_s = o + max + layout_s`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
-    row, and ``count`` (times the row runs)."""
+    row, and ``count`` (times the row runs). A compute-family row moves its recorded bytes times
+    ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half)."""
     cols = ops_arrays(ops)
     peak, eta, names = _op_peaks(gpu, dtype, ops)
+    mem_bps = kernel_mem_bps(gpu)
+    moved = cols["bytes"] * kernels.operand_scale(ops, op_operand_dtypes(ops, gpu, dtype))
     w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
     flop_s = cols["flops"] / (peak * eta * w)
-    mem_bps = kernel_mem_bps(gpu)
-    mem_s = (cols["bytes"] + split_bytes + kernels.reread_bytes(ops)) / mem_bps
-    moved = kernels.layout_transpose_bytes(ops, names)
+    mem_s = (moved + split_bytes + kernels.reread_bytes(ops)) / mem_bps
+    moved = kernels.layout_transpose_bytes(ops, names, gpu)
     layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps, kernels.launch_s(gpu)),
                         0.0)
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.features.ops import ITEMSIZE, op_family, parse_shapes
+from traincast.features.ops import COMPUTE_FAMILIES, ITEMSIZE, op_family, parse_shapes
 
 F = NDArray[np.float64]
 
@@ -75,7 +75,24 @@ TORCH_DTYPES: dict[str, str] = {"float16": "fp16", "bfloat16": "bf16", "float8_e
 """Catalog dtype of a per-op row's torch dtype (``"tf32"``: an fp32 op whose products run on
 TF32 tensor cores, ``torch.backends.cuda.matmul.allow_tf32`` / ``cudnn.allow_tf32``)."""
 TENSOR_CORE_DTYPES = frozenset({"fp16", "bf16", "fp8", "tf32"})
-"""Catalog dtypes whose products run on tensor cores (NHWC-native convolutions)."""
+"""Catalog dtypes whose products run on tensor cores (NHWC-native convolutions) on a GPU that
+has them (``has_matrix_units``)."""
+MATRIX_ONLY_DTYPES = frozenset({"fp8", "tf32"})
+"""Formats only matrix units compute in (NVIDIA A100 and H100 whitepapers: TF32 and FP8 are
+Tensor Core formats): a GPU with a peak for them has matrix units for them."""
+MATRIX_UNIT_RATIO = 3.0
+"""A 16-bit peak above this multiple of the fp32 vector peak is a matrix unit's. Vector ALUs
+reach 2x at most, two elements per 32-bit lane (Pascal's packed FP16x2: NVIDIA Tesla P100
+whitepaper, 21.2 TFLOP/s FP16 = 2 x 10.6 FP32); matrix units reach 4x and more (NVIDIA GA102
+whitepaper, A10: 125 / 31.2; Ada whitepaper, L4: 121 / 30.3; V100 and T4 8x, A100 16x). 3 lies
+halfway, clear of datasheet rounding (P100 PCIe 18.7 / 9.3 = 2.01, L4 3.99)."""
+MMA_MIN_CHANNELS = 8
+"""Fewest channels per group a tensor-core convolution takes: the narrowest side of an MMA
+operand (``m16n8k16``: n = 8; the same 8 as ``narrow_tile``). A grouped convolution with fewer
+channels per group (a depthwise one has 1) runs on the vector units: PyTorch sends a depthwise
+convolution (groups = C_in) to its own NCHW kernel (ATen ``Convolution.cpp``:
+``ConvParams::is_depthwise`` -> ``CudaDepthwise2d``), and no tensor-core MMA can take a
+1-channel operand."""
 
 
 def _f(x: ArrayLike) -> F:
@@ -210,6 +227,19 @@ def gpu_sms(gpu: Any) -> float:
     return float(getattr(gpu, "sms", 0) or 0)
 
 
+def has_matrix_units(gpu: Any, dtype: str) -> bool:
+    """Whether the GPU computes catalog dtype ``dtype`` on matrix units (Tensor Cores, Matrix
+    Cores): ``tf32``/``fp8`` when their peak is above 0 (``MATRIX_ONLY_DTYPES``); ``fp16``/``bf16``
+    when their peak exceeds ``MATRIX_UNIT_RATIO`` (3) times the fp32 vector peak, more than
+    packed vector ALUs reach (a P100's fp16 is 2x its fp32: no Tensor Cores); never ``fp32``."""
+    peak = float(getattr(gpu, f"{dtype}_tflops", 0.0) or 0.0)
+    if dtype in MATRIX_ONLY_DTYPES:
+        return peak > 0
+    if dtype in TENSOR_CORE_DTYPES:
+        return peak > MATRIX_UNIT_RATIO * float(getattr(gpu, "fp32_tflops", 0.0) or 0.0)
+    return False
+
+
 def launch_s(gpu: Any) -> float:
     """Fixed cost of one kernel (catalog ``kernel_launch_us``), 0 when absent."""
     return float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0) * 1e-6
@@ -306,22 +336,79 @@ def reread_bytes(ops: Sequence[Mapping[str, Any]]) -> F:
     return out
 
 
-def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
+def conv_channels_per_group(op: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """``(groups, C_in / groups, C_out / groups)`` of a convolution row from its recorded shapes
+    (forward ``x; w``, backward ``grad_out; x; w``; ``w = C_out x C_in / groups x k_h x k_w``);
+    None for other rows or rows without shapes."""
+    name = str(op.get("op", "")).removeprefix("aten::")
+    if not _is_conv(name) or not op.get("shapes"):
+        return None
+    try:
+        dims = parse_shapes(str(op["shapes"]))
+        x, w = (dims[1], dims[2]) if _is_conv(name, backward=True) else (dims[0], dims[1])
+        groups = max(1.0, float(x[1]) / float(w[1]))
+        return groups, float(w[1]), float(w[0]) / groups
+    except (IndexError, ValueError, ZeroDivisionError):
+        return None
+
+
+def narrow_group_convs(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.bool_]:
+    """Per op: a grouped convolution (groups > 1) with fewer than ``MMA_MIN_CHANNELS`` input or
+    output channels per group (a depthwise one: 1), which runs on the vector units, not on
+    tensor cores."""
+    out = np.zeros(len(ops), dtype=bool)
+    for i, o in enumerate(ops):
+        g = conv_channels_per_group(o)
+        out[i] = g is not None and g[0] > 1 and min(g[1], g[2]) < MMA_MIN_CHANNELS
+    return out
+
+
+def operand_scale(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
+    """Per op: bytes per element of the dtype its operands are cast to over those its row was
+    recorded in, ``min(1, s_d / s_row)`` (``DTYPE_BYTES`` of the catalog dtype ``dtypes[i]``,
+    ``ITEMSIZE`` of the row's torch dtype), for the compute-bound families (``gemm``, ``conv``,
+    ``attention``, ``recurrent``: the ops autocast runs in 16 bits, PyTorch AMP docs, "CUDA Ops
+    that can autocast to float16"); 1 for other rows and for rows that record no dtype. An fp32
+    profile priced for ``--amp``: its convolutions and products read and write half the bytes it
+    recorded."""
+    out = np.ones(len(ops))
+    for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
+        if "dtype" in o and \
+                op_family(str(o.get("op", "")).removeprefix("aten::")) in COMPUTE_FAMILIES:
+            row = ITEMSIZE.get(str(o.get("dtype", "float32")), 4)
+            out[i] = min(1.0, DTYPE_BYTES.get(d, 4) / row)
+    return out
+
+
+def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
+                           gpu: Any = None) -> F:
     """Per op: DRAM bytes of the layout transposes around a tensor-core convolution kept in
     PyTorch's default NCHW (contiguous) memory format. Tensor-core convolutions run in NHWC, so
     cuDNN transposes every operand to NHWC before the kernel and the result back after it (NVIDIA,
     "Tensor Core AI performance milestones" blog and its NCHW/NHWC diagram, as reproduced in
-    MosaicML Composer's "Channels Last" method card): each tensor the op reads or writes is read
-    and written once more, ``B_t = 2 (B_read + B_written)``, for a conv-family op (forward or
-    backward) whose catalog dtype runs on tensor cores (``TENSOR_CORE_DTYPES``); 0 for other ops,
-    for fp32 convolutions on CUDA cores, and for a row marked ``layout = "nhwc"`` (a model in
-    ``torch.channels_last``)."""
+    MosaicML Composer's "Channels Last" method card; cuDNN Developer Guide, "Tensor Core
+    operations": cuDNN "may use padding, folding, and NCHW-to-NHWC transformations to call the
+    Tensor Core operations"): each tensor the op reads or writes is read and written once more,
+    in the dtype the tensor cores take,
+
+        B_t = 2 (B_read + B_written) min(1, s_d / s_row)
+
+    (``operand_scale``: an fp32 row priced in fp16 moves 2-byte elements), for a conv-family op
+    (forward or backward) whose catalog dtype ``d`` runs on matrix units (``has_matrix_units`` of
+    ``gpu``; without ``gpu``, ``d`` in ``TENSOR_CORE_DTYPES``). 0 for other ops, for convolutions
+    on CUDA cores (fp32; a GPU without tensor cores, such as a P100 in fp16), for depthwise and
+    other narrow-group convolutions (``narrow_group_convs``: PyTorch's own NCHW kernels), and for
+    a row marked ``layout = "nhwc"`` (a model in ``torch.channels_last``)."""
+    scale = operand_scale(ops, dtypes)
+    narrow = narrow_group_convs(ops)
     out = np.zeros(len(ops))
     for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
         name = str(o.get("op", "")).removeprefix("aten::")
-        if d in TENSOR_CORE_DTYPES and _is_conv(name) \
+        tensor = has_matrix_units(gpu, d) if gpu is not None else d in TENSOR_CORE_DTYPES
+        if tensor and _is_conv(name) and not narrow[i] \
                 and str(o.get("layout", "nchw")).lower() not in ("nhwc", "channels_last"):
-            out[i] = 2.0 * (float(o.get("bytes_read", 0.0)) + float(o.get("bytes_written", 0.0)))
+            out[i] = 2.0 * scale[i] * (float(o.get("bytes_read", 0.0))
+                                       + float(o.get("bytes_written", 0.0)))
     return out
 
 

@@ -78,9 +78,10 @@ class Breakdown:
         return {c: frac[i] for i, c in enumerate(COMPONENTS)}
 
     def bottleneck_code(self) -> NDArray[np.int64]:
-        """Index into ``COMPONENTS`` of the largest component (-1 where times are unknown)."""
+        """Index into ``COMPONENTS`` of the largest component; -1 (none) where times are unknown
+        or every component is 0 s (a job with no work has no bottleneck)."""
         parts = self.stacked()
-        bad = np.isnan(parts).any(axis=0)
+        bad = np.isnan(parts).any(axis=0) | ~(np.nan_to_num(parts, nan=0.0) > 0).any(axis=0)
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 

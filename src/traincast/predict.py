@@ -289,7 +289,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                 amp: bool, hierarchical: bool, nic: str | None, intra: str | None,
                 pcie: str | None, strategy: str) -> Prediction:
     shares = bd.shares()
-    names = np.array(COMPONENTS + ("unknown",))[bd.bottleneck_code()]
+    names = np.array(COMPONENTS + (None,), dtype=object)[bd.bottleneck_code()]  # -1: no work
     node = catalog.nodes[r.node.values[r.node.codes[0]]]
     gpu = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
     links = {role: resolve_link(catalog, spec or getattr(node, role))

@@ -11,8 +11,8 @@ import re
 
 from traincast.errors import TraincastError
 
-_SPEED = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(gbit|gbit/s|gbps|gb/s|gbs|mbit|mbit/s|mbps)\s*$",
-                    re.IGNORECASE)
+_SPEED = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*"
+                    r"(gbit|gbit/s|gbps|gb/s|gbs|mbit|mbit/s|mbps)\s*$", re.IGNORECASE)
 
 
 def gbit_to_gbs(gbit: float) -> float:
@@ -23,14 +23,16 @@ def gbit_to_gbs(gbit: float) -> float:
 def parse_speed_gbs(text: str) -> float | None:
     """``'25Gbit'``/``'25Gbps'`` -> 3.125, ``'12.5GB/s'`` -> 12.5, ``'100Mbit'`` -> 0.0125.
 
-    Returns None when ``text`` is not a speed (it is then a link name).
+    Returns None when ``text`` is not a speed (it is then a link name); a number with a speed
+    unit that is 0 or negative (``'-5Gbit'``) is an error, not a link name.
     """
     m = _SPEED.match(text)
     if not m:
         return None
     value, unit = float(m.group(1)), m.group(2).lower()
     if value <= 0:
-        raise TraincastError(f"speed must be positive: {text!r}")
+        raise TraincastError(f"speed must be positive: {text!r}",
+                             hint="give a speed above 0, such as 25Gbit or 12.5GB/s")
     if unit in ("gb/s", "gbs"):
         return value
     if unit.startswith("m"):

@@ -24,12 +24,14 @@ from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
 from traincast.predict import predict as predict_job
+from traincast.units import parse_speed_gbs
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp/--tp/--pp/--ep/--zero ..., docs/parallelism.md). T_comm formulas: "
              "docs/model.md.")
 FIELD_FLAGS = {"n_gpus": "--gpus", "gpus_per_node": "--gpus-per-node", "architecture": "--arch",
-               "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps"}
+               "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps",
+               "nic": "--nic", "intra": "--intra", "pcie": "--pcie"}
 
 
 def with_flags(exc: TraincastError) -> TraincastError:
@@ -38,6 +40,17 @@ def with_flags(exc: TraincastError) -> TraincastError:
     for field, flag in FIELD_FLAGS.items():
         message = message.replace(f"(field {field})", f"({flag})")
     return TraincastError(message, exc.hint)
+
+
+def check_link_flags(nic: str | None, intra: str | None, pcie: str | None) -> None:
+    """A link flag given as a speed must be a positive one; the error names the flag."""
+    for flag, value in (("--nic", nic), ("--intra", intra), ("--pcie", pcie)):
+        if value is None:
+            continue
+        try:
+            parse_speed_gbs(value)
+        except TraincastError as exc:
+            raise TraincastError(f"{exc} ({flag})", exc.hint) from None
 
 
 def features_from_flags(features: Path | None, model: str | None, batch: int | None,
@@ -137,6 +150,7 @@ def predict(
     Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
     """
     cat = catalog_from(catalog, compute)
+    check_link_flags(nic, intra, pcie)
     if arch == "hybrid":
         from traincast.parallel.hybrid import predict_hybrid
 
@@ -186,8 +200,16 @@ def render_prediction(result: dict[str, Any]) -> None:
     table.add_row("[bold]total per iteration[/bold]",
                   f"[bold]{fmt_seconds(result['time_s']['total'])}[/bold]", "100%")
     console.print(table)
-    console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
-                  f"Predicted GPU utilization {100 * result['gpu_util']:.0f}%.")
+    label = result.get("bottleneck_label")
+    if result.get("bottleneck") in (None, "unknown") or label in (None, "unknown"):
+        label = "none (every component is 0 s)" if result["time_s"]["total"] == 0 else "unknown"
+    util = result.get("gpu_util")
+    util_text = f"{100 * util:.0f}%" if isinstance(util, int | float) and util == util else "n/a"
+    console.print(f"Bottleneck: [bold]{label}[/bold]. Predicted GPU utilization {util_text}.")
+    mem = result.get("memory")
+    if isinstance(mem, dict) and mem.get("fits") is False:
+        console.print(f"[red]Does not fit: {mem['footprint_gb']:.3g} GB per GPU of "
+                      f"{mem['capacity_gb']:.3g} GB.[/red]")
     links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s)" for r in ("pcie", "intra",
                                                                             "nic"))
     console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "

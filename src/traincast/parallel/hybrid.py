@@ -122,8 +122,9 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     nd = catalog.node(node)
     g = catalog.gpu(gpu or nd.gpu)
     if getattr(g, f"{dtype}_tflops") <= 0:
+        has = [d for d in DTYPES if getattr(g, f"{d}_tflops") > 0]
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
-                             hint="choose a dtype the GPU supports, e.g. bf16 or fp16")
+                             hint=f"choose a dtype {g.name} has: {', '.join(has)}")
     flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute)
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
@@ -146,7 +147,8 @@ def _i(x: ArrayLike) -> F:
 def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F, gb: F,
                  vp: F) -> NDArray[np.int64]:
     """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``."""
-    m = gb / (dp * mb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = gb / (dp * mb)
     checks = [
         np.ones_like(dp, dtype=bool),
         (dp >= 1) & (tp >= 1) & (pp >= 1) & (ep >= 1) & (mb >= 1) & (vp >= 1),
@@ -326,6 +328,18 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     }
 
 
+def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
+                 micro_batch: int, gb: int, vp: int) -> None:
+    """An error naming the sizes of a configuration ``check_shapes`` rejects; called before
+    ``evaluate``, where a size of 0 would divide by zero."""
+    code = int(check_shapes(cfg, *(_i(x) for x in (dp, tp, pp, ep, zero, micro_batch, gb, vp))))
+    if code:
+        raise TraincastError(f"invalid hybrid configuration: {SHAPE_ERRORS[code]}",
+                             hint=f"dp={dp} tp={tp} pp={pp} ep={ep} vp={vp} micro-batch="
+                                  f"{micro_batch} global-batch={gb}, {cfg.name}: "
+                                  f"{cfg.layers} layers, {cfg.heads} heads")
+
+
 def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int = 1, pp: int = 1,
                    ep: int = 1, zero: int = 0, micro_batch: int = 1,
                    global_batch: int | None = None, seq: int | None = None,
@@ -346,15 +360,10 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         raise TraincastError(f"unknown pipeline schedule {schedule!r}", hint="1f1b or gpipe")
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
     gb = int(global_batch or dp * micro_batch)
+    _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp)
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap)
-    code = int(res["shape_error"])
-    if code:
-        raise TraincastError(f"invalid hybrid configuration: {SHAPE_ERRORS[code]}",
-                             hint=f"dp={dp} tp={tp} pp={pp} ep={ep} vp={vp} micro-batch="
-                                  f"{micro_batch} global-batch={gb}, {cfg.name}: "
-                                  f"{cfg.layers} layers, {cfg.heads} heads")
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "dp")}
     time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
