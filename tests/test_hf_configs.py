@@ -96,3 +96,153 @@ def test_plan_reads_shipped_decoder_checkpoints_and_refuses_encoders() -> None:
     assert get_model("hf:meta-llama/Llama-2-7b-hf") == MODELS["llama2-7b"].llm
     with pytest.raises(TraincastError, match="not a decoder-only"):
         get_model("hf:bert-base-uncased")
+
+
+# size fields of published config.json files (Hugging Face Hub, main branch)
+DECODERS = {
+    # EleutherAI/pythia-160m: 162,322,944 parameters (Biderman et al. 2023, Table 1)
+    "pythia-160m": ({"model_type": "gpt_neox", "hidden_size": 768, "intermediate_size": 3072,
+                     "num_attention_heads": 12, "num_hidden_layers": 12,
+                     "max_position_embeddings": 2048, "vocab_size": 50304,
+                     "tie_word_embeddings": False, "hidden_act": "gelu"}, 162_322_944),
+    # bigscience/bloom-560m: 559,214,592 parameters (its model card)
+    "bloom-560m": ({"model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24,
+                    "vocab_size": 250880}, 559_214_592),
+    # tiiuae/falcon-7b: 6,921,720,704 (the Hub's count of its safetensors)
+    "falcon-7b": ({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+                   "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
+                   "parallel_attn": True, "bias": False}, 6_921_720_704),
+    # mosaicml/mpt-7b: 6,649,286,656 (the Hub's count)
+    "mpt-7b": ({"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+                "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
+                "no_bias": True}, 6_649_286_656),
+    # Qwen/Qwen2-0.5B: 494,032,768 (the Hub's count)
+    "qwen2-0.5b": ({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+                    "num_attention_heads": 14, "num_key_value_heads": 2, "num_hidden_layers": 24,
+                    "vocab_size": 151936, "tie_word_embeddings": True, "hidden_act": "silu",
+                    "rms_norm_eps": 1e-6, "max_position_embeddings": 131072}, 494_032_768),
+    # microsoft/phi-2: 2,779,683,840 (the Hub's count)
+    "phi-2": ({"model_type": "phi", "hidden_size": 2560, "intermediate_size": 10240,
+               "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 51200,
+               "hidden_act": "gelu_new", "tie_word_embeddings": False}, 2_779_683_840),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECODERS))
+def test_plan_reads_decoder_configs_of_every_family(name: str, tmp_path) -> None:
+    import json
+
+    from traincast.parallel.models import get_model
+
+    raw, published = DECODERS[name]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    cfg = get_model(f"hf:{tmp_path / 'config.json'}")
+    # what the size formula leaves out (one LayerNorm per parallel block, biases on Q/K/V
+    # only, bias-free norms) is below 1e-4 of the model
+    assert abs(cfg.params / published - 1) < 1e-4, (name, cfg.params)
+
+
+def test_gemma_gated_gelu_and_tied_head_by_default(tmp_path) -> None:
+    import json
+
+    from traincast.parallel.models import get_model
+
+    # google/gemma-2b: 1,981,884,416 non-embedding parameters (Gemma Team 2024, Table 2);
+    # its config says hidden_act "gelu" but the MLP is gated (GeGLU: 3 matrices) and the
+    # head is tied without a tie_word_embeddings key
+    raw = {"model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384,
+           "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+           "num_hidden_layers": 18, "vocab_size": 256000, "hidden_act": "gelu",
+           "rms_norm_eps": 1e-6, "max_position_embeddings": 8192}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    cfg = get_model(f"hf:{tmp_path}")
+    assert cfg.mlp == "swiglu" and cfg.tied and cfg.kv == 1
+    assert cfg.params - cfg.embedding_params == 1_981_884_416
+
+
+def _write(tmp_path, raw: dict) -> str:
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    return f"hf:{tmp_path}"
+
+
+def test_vision_classifiers_train_on_labels_at_their_published_macs(tmp_path) -> None:
+    # Swin-T (Liu et al. 2021, Table 1) and ConvNeXt-T (Liu et al. 2022, Table 1): 28.3M /
+    # 28.6M parameters, 4.5 GMACs per 224 x 224 image (1 MAC = 2 FLOPs)
+    swin = {"model_type": "swin", "architectures": ["SwinForImageClassification"],
+            "embed_dim": 96, "depths": [2, 2, 6, 2], "num_heads": [3, 6, 12, 24],
+            "window_size": 7, "image_size": 224, "num_labels": 1000}
+    convnext = {"model_type": "convnext", "architectures": ["ConvNextForImageClassification"],
+                "depths": [3, 3, 9, 3], "hidden_sizes": [96, 192, 384, 768],
+                "image_size": 224, "num_labels": 1000}
+    for raw, params in ((swin, 28.3e6), (convnext, 28.6e6)):
+        (tmp_path / raw["model_type"]).mkdir()
+        rec = profile_model(_write(tmp_path / raw["model_type"], raw), 1)
+        assert rec["method"] == "meta"
+        assert abs(rec["params"] / params - 1) < 0.01
+        assert abs(rec["flops_forward"] / 2 / 4.5e9 - 1) < 0.02
+        assert rec["input_bytes"] == 3 * 224 * 224 * 4 + 8  # the image and its class label
+
+
+def test_speech_and_multimodal_models_get_the_inputs_their_forward_takes(tmp_path) -> None:
+    # wav2vec 2.0 base (Baevski et al. 2020): raw 16 kHz audio, 95M parameters; Whisper
+    # tiny (Radford et al. 2022): 80 log-mel bins x 3,000 frames (30 s), 448-token labels,
+    # 39M parameters (37.8M without the tied output head); CLIP ViT-B/32: token ids and
+    # images, 151,277,313 parameters (openai/clip-vit-base-patch32)
+    wav2vec2 = {"model_type": "wav2vec2", "architectures": ["Wav2Vec2ForPreTraining"]}
+    whisper = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
+               "d_model": 384, "encoder_layers": 4, "decoder_layers": 4,
+               "encoder_attention_heads": 6, "decoder_attention_heads": 6,
+               "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536, "num_mel_bins": 80,
+               "vocab_size": 51865, "max_source_positions": 1500, "max_target_positions": 448,
+               "pad_token_id": 50257, "decoder_start_token_id": 50258}
+    for name, raw, params, in_bytes in (
+            ("wav2vec2", wav2vec2, 95.0e6, 10 * 16_000 * 4),
+            ("whisper", whisper, 37.8e6, 80 * 3000 * 4 + 448 * 8)):
+        (tmp_path / name).mkdir()
+        rec = profile_model(_write(tmp_path / name, raw), 1)
+        assert rec["method"] == "meta" and rec["flops_forward"] > 0, name
+        assert abs(rec["params"] / params - 1) < 0.01, name
+        assert rec["input_bytes"] == in_bytes, name
+    clip = {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 512,
+            "text_config": {"hidden_size": 512, "intermediate_size": 2048,
+                            "num_attention_heads": 8, "num_hidden_layers": 12,
+                            "vocab_size": 49408, "max_position_embeddings": 77},
+            "vision_config": {"hidden_size": 768, "intermediate_size": 3072,
+                              "num_attention_heads": 12, "num_hidden_layers": 12,
+                              "image_size": 224, "patch_size": 32}}
+    (tmp_path / "clip").mkdir()
+    model, inputs, *_ = load_spec(_write(tmp_path / "clip", clip), 2)
+    assert sum(p.numel() for p in model.parameters()) == 151_277_313
+    assert [tuple(x.shape) for x in inputs] == [(2, 77), (2, 3, 224, 224)]
+    assert model.constants == {"return_loss": True}  # the contrastive loss is trained
+
+
+def test_a_missing_config_path_says_so(tmp_path) -> None:
+    for spec in (f"hf:{tmp_path / 'absent'}", "hf:./absent/config.json"):
+        with pytest.raises(TraincastError, match="no such file or folder") as err:
+            load_spec(spec, 1)
+        assert "config.json" in err.value.hint
+
+
+def test_heads_named_by_transformers_tables_get_labels_and_masks_stay_on_meta(tmp_path) -> None:
+    # MarianMTModel is a sequence-to-sequence LM whose class name does not say so; BART builds
+    # a float mask of ones and checks it (.item()) before attention; XLNet's
+    # max_position_embeddings is -1 (no limit): 512 tokens
+    small = {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+             "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+             "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "vocab_size": 500,
+             "max_position_embeddings": 64}
+    for mtype in ("marian", "bart"):
+        (tmp_path / mtype).mkdir()
+        rec = profile_model(_write(tmp_path / mtype, {"model_type": mtype, **small,
+                                                      "decoder_start_token_id": 2,
+                                                      "pad_token_id": 1}), 2)
+        assert rec["method"] == "meta", (mtype, rec["notes"])
+        assert rec["input_bytes"] == 2 * (2 * 64 * 8), mtype  # input ids and labels
+    (tmp_path / "xlnet").mkdir()
+    model, inputs, *_ = load_spec(_write(tmp_path / "xlnet", {
+        "model_type": "xlnet", "d_model": 32, "n_layer": 1, "n_head": 2, "d_inner": 64,
+        "vocab_size": 500}), 1)
+    assert [tuple(x.shape) for x in inputs] == [(1, 512), (1, 512)]

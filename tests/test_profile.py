@@ -382,3 +382,137 @@ def test_meta_built_model_falls_back_with_fresh_weights() -> None:
     assert rec["method"] == "cpu-extrapolated"
     assert rec["flops_forward"] == 2 * 7 * 8 * 3
     assert model.lin.weight.device.type == "meta"  # the caller's model is untouched
+
+
+def test_inputs_nested_in_a_dict_reach_the_device_with_their_values() -> None:
+    class DictBatch(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(100, 8)
+            self.lin = nn.Linear(8 + 5, 1)
+
+        def forward(self, batch: dict) -> torch.Tensor:
+            pooled = self.emb(batch["ids"]).mean(1)
+            return self.lin(torch.cat([pooled, batch["feat"]], 1)).mean()
+
+    b, n_ids = 4, 7
+    ids = torch.arange(b * n_ids).reshape(b, n_ids) % 10  # 10 distinct rows
+    rec = profile(DictBatch(), ({"ids": ids, "feat": torch.randn(b, 5)},))
+    assert rec["method"] == "meta" and rec["batch_size"] == b
+    assert rec["input_bytes"] == b * n_ids * 8 + b * 5 * F32
+    assert rec["embedding_rows_touched"] == {"emb.weight": 10}
+    assert rec["flops_forward"] == 2 * b * 13 * 1
+
+
+def test_nested_outputs_all_enter_the_loss() -> None:
+    lin = nn.Linear(6, 3)
+    model = Lambda(lambda x: (lin(x), [lin(2 * x)], {"c": lin(3 * x), "i": x.argmax(1)}))
+    model.lin = lin
+    rec = profile(model, torch.randn(5, 6))
+    assert rec["flops_forward"] == 3 * 2 * 5 * 6 * 3  # three products, all trained
+
+
+def test_an_output_without_a_gradient_is_a_clear_error() -> None:
+    lin = nn.Linear(4, 3)
+    model = Lambda(lambda x: lin(x).argmax(1))
+    model.lin = lin
+    with pytest.raises(TraincastError, match="without a gradient"):
+        profile(model, torch.randn(2, 4))
+
+
+def test_host_reads_of_integer_inputs_see_their_values_on_meta() -> None:
+    # .item() of a value computed from the ids (a padding check) and the CPU lengths that
+    # pack_padded_sequence takes are device-to-host reads of real values: no CPU fallback
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    class Packed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.lstm = nn.LSTM(8, 16, batch_first=True)
+
+        def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+            if (ids == 0).any():  # never true here: ids start at 1
+                ids = ids.clamp(min=1)
+            packed = pack_padded_sequence(self.emb(ids), lengths.cpu(), batch_first=True,
+                                          enforce_sorted=False)
+            return self.lstm(packed)[0].data.sum()
+
+    lengths = torch.tensor([9, 4, 6])
+    ids = torch.arange(1, 28).reshape(3, 9)
+    rec = profile(Packed(), (ids, lengths))
+    assert rec["method"] == "meta"
+    # the LSTM runs only the valid steps: 2 (4H (I + H)) FLOPs per token and step
+    tokens, i, h = int(lengths.sum()), 8, 16
+    assert rec["flops_forward"] == 2 * tokens * 4 * h * (i + h)
+    assert rec["embedding_rows_touched"] == {"emb.weight": 27}
+
+
+def test_cpu_fallback_keeps_tied_weights_tied() -> None:
+    class TiedLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(300, 16)
+            self.out = nn.Linear(16, 300, bias=False)
+            self.out.weight = self.emb.weight  # one matrix, two modules
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            logits = self.out(self.emb(ids))
+            return logits.logsumexp(-1).mean() / (1.0 + logits.abs().max().item())  # data
+
+    with torch.device("meta"):
+        model = TiedLM()
+    rec = profile(model, torch.randint(0, 300, (2, 5)))
+    assert rec["method"] == "cpu-extrapolated"
+    assert rec["params"] == 300 * 16  # counted once, as the model holds it
+    assert rec["memory_bytes"]["weights"] == 300 * 16 * F32
+    assert rec["embedding_tables_shared"] == ["emb.weight"]
+
+
+def test_masks_from_constants_and_list_indices_keep_their_values_on_meta() -> None:
+    class Checks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            mask = torch.ones(ids.shape, device=ids.device)  # float, from a constant
+            if mask.sum() != mask.numel():  # the all-ones test of attention-mask code
+                raise AssertionError("the mask lost its values")
+            if 0 in ids[:, [-1, 0]]:  # a padding check on a list index: ids start at 1
+                raise AssertionError("the index lost its values")
+            return (self.emb(ids) * mask[..., None]).sum()
+
+    rec = profile(Checks(), torch.arange(1, 13).reshape(3, 4))
+    assert rec["method"] == "meta" and rec["embedding_rows_touched"] == {"emb.weight": 12}
+
+
+def test_a_shadow_overwritten_without_values_is_dropped_not_stale() -> None:
+    lin = nn.Linear(4, 4)
+
+    def fn(x, *params):
+        buf = torch.zeros(4, device=x.device)  # values known: zeros
+        buf += lin(x).sum(0)  # now data-dependent: its old values must not answer .item()
+        return lin(x).sum() * (2.0 if buf.sum().item() > -1e30 else 0.0)
+
+    model = Lambda(fn)
+    model.lin = lin
+    rec = profile(model, torch.randn(3, 4))
+    assert rec["method"] == "cpu-extrapolated"  # not a meta run that read the stale zeros
+
+
+def test_transposed_and_3d_convolutions_by_formula() -> None:
+    # ConvTranspose2d(c_in, c_out, k, stride k): every input pixel meets every weight once,
+    # c_in c_out k^2 H W MACs; Conv3d: c_out T' H' W' c_in k^3 MACs
+    n, c_in, c_out, h, w = 2, 6, 4, 5, 7
+    up = nn.ConvTranspose2d(c_in, c_out, 2, stride=2)
+    rec = profile(up, torch.randn(n, c_in, h, w, requires_grad=True))
+    forward = 2 * n * c_in * c_out * 4 * h * w
+    assert rec["flops_forward"] == forward
+    assert rec["flops_compute_bound"] == 3 * forward  # input and weight gradients
+    t = 4
+    vol = nn.Conv3d(3, 8, 3, padding=1)
+    rec = profile(vol, torch.randn(n, 3, t, h, w))
+    forward = 2 * n * 8 * t * h * w * 3 * 27
+    assert rec["flops_forward"] == forward
+    assert rec["flops_compute_bound"] == 2 * forward  # the input needs no gradient

@@ -170,3 +170,54 @@ def test_file_spec_failing_on_meta_is_rebuilt_on_cpu(tmp_path: Path) -> None:
     assert rec["method"] == "cpu-extrapolated" and rec["batch_size"] == 50
     assert rec["flops_forward"] == 2 * 50 * 6 * 4
     assert rec["memory_bytes"]["weights"] == (6 * 4 + 4) * 4
+
+
+def test_file_spec_batch_is_funcs_batch_not_the_first_inputs_length(tmp_path: Path) -> None:
+    # a graph model: FUNC(b) builds 10 b nodes and 50 b edges; the first input (the edge
+    # list) is not the batch. Forced onto the CPU fallback (a float .item()), it is rebuilt
+    # at b = 1, 2 and extrapolated to the b asked for, not to the edge list's length
+    src = tmp_path / "graph.py"
+    src.write_text(
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(8, 4)\n"
+        "    def forward(self, src, dst, x):\n"
+        "        m = self.lin(x)[src]\n"
+        "        out = torch.zeros(x.shape[0], 4, device=x.device).index_add(0, dst, m)\n"
+        "        return out.sum() / (1.0 + out.abs().max().item())\n"
+        "def build(b):\n"
+        "    n, e = 10 * b, 50 * b\n"
+        "    return Net(), (torch.randint(0, n, (e,)), torch.randint(0, n, (e,)),\n"
+        "                   torch.randn(n, 8))\n")
+    rec = profile_model(f"{src}:build", batch_size=3)
+    assert rec["method"] == "cpu-extrapolated" and rec["batch_size"] == 3
+    assert rec["flops_forward"] == 2 * (10 * 3) * 8 * 4  # the linear layer over 30 nodes
+    assert rec["input_bytes"] == 2 * 50 * 3 * 8 + 10 * 3 * 8 * 4
+
+
+def test_errors_in_the_users_file_name_the_file_and_function(tc, tmp_path: Path) -> None:
+    src = tmp_path / "user.py"
+    src.write_text(
+        "import torch\n"
+        "def broken(b):\n"
+        "    raise RuntimeError('no data here')\n"
+        "def half(b):\n"
+        "    return torch.nn.Linear(2, 2)\n"
+        "def mismatch(b):\n"
+        "    return torch.nn.Bilinear(4, 4, 1), (torch.randn(b, 4),)\n")
+    cases = {"broken": ("broken(8) raised RuntimeError: no data here", "FUNC(batch_size)"),
+             "half": ("half(8) returned Linear, not (model, inputs)", "inputs a tensor"),
+             "nothing": ("no function 'nothing'", "broken, half, mismatch"),
+             "mismatch": ("fails on CPU too (TypeError", "forward()'s arguments")}
+    for func, (message, hint) in cases.items():
+        r = tc("profile", f"{src}:{func}")
+        assert r.returncode == 2, (func, r.stderr)
+        assert str(src) in r.stderr and message in r.stderr and hint in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and "bug in traincast" not in r.stderr
+    bad = tmp_path / "bad_import.py"
+    bad.write_text("import no_such_module_here\n")
+    r = tc("profile", f"{bad}:build")
+    assert r.returncode == 2 and f"{bad}: importing the model file failed" in r.stderr
+    assert "ModuleNotFoundError" in r.stderr and "Traceback" not in r.stderr

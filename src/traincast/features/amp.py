@@ -70,6 +70,18 @@ def _sdpa_as_gpu_kernel(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
     return out[0]
 
 
+def _host_index(index: Any) -> Any:
+    """Python lists of ints in an index (``x[:, [0, -1]]``) as CPU tensors: torch would build
+    them on the indexed tensor's device, where meta keeps no values; a CPU index (allowed for
+    any device, as on a GPU) keeps them, so the result's values can be known."""
+    def convert(i: Any) -> Any:
+        if isinstance(i, list) and i and all(type(v) is int for v in i):
+            return torch.tensor(i, dtype=torch.int64)
+        return i
+
+    return tuple(convert(i) for i in index) if isinstance(index, tuple) else convert(index)
+
+
 class ForwardRewrite(TorchFunctionMode):
     """Active during the forward pass: attention through the GPU kernel; autocast if ``dtype``."""
 
@@ -101,6 +113,8 @@ class ForwardRewrite(TorchFunctionMode):
                 half = (torch.float16, torch.bfloat16)
                 args = tuple(self._cast(a, torch.float32, half) for a in args)
                 kwargs = {k: self._cast(v, torch.float32, half) for k, v in kwargs.items()}
+        if func is torch.Tensor.__getitem__ and len(args) == 2:
+            args = (args[0], _host_index(args[1]))
         if func is F.scaled_dot_product_attention:
             try:
                 return _sdpa_as_gpu_kernel(*args, **kwargs)

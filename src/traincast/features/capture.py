@@ -7,9 +7,13 @@ device no data exists; two things still need values and get them from CPU "shado
 - integer tensors that come from the user's real inputs (token ids, item ids) keep a CPU copy;
   an op whose tensor inputs all have shadows (``ids + offset``, ``ids.view(-1)``) is also run on
   the CPU shadows, so embedding lookups see the real indices and count the rows they touch;
-- ops with no tensor inputs that build integer tensors (``arange``) run on CPU the same way.
+- ops with no tensor inputs (``arange``, ``ones``) run on CPU the same way, so masks built
+  from constants (a float mask of ones) keep their values too.
 
-Shadows are kept only for integer/bool tensors of at most ``SHADOW_MAX_NUMEL`` elements.
+Inputs get shadows when they are integer/bool; any tensor keeps one only up to
+``SHADOW_MAX_NUMEL`` elements. The host's reads of a shadowed tensor (``.item()``, ``.cpu()``,
+an op that takes host tensors) get its values, as a device-to-host copy would; a tensor written
+by an op whose shadow cannot be computed loses its shadow (and so does its base, for a view).
 """
 
 from __future__ import annotations
@@ -88,11 +92,31 @@ class Capture(TorchDispatchMode):
             self.shadow[t] = value
 
     def _run_shadow(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """Run ``func`` on the CPU shadows of its inputs when every device tensor it takes has
+        one (ops without tensor inputs too: ``arange``, ``ones``), and keep the results as the
+        outputs' shadows, whatever their dtype (a float mask built from constants keeps its
+        values). A tensor the op writes without a new shadow loses its old one: a shadow is
+        never stale."""
         outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
-        if not outs or any(o.is_floating_point() or o.device != self.device for o in outs):
+        written = outs + [a for a, arg in zip(args, func._schema.arguments, strict=False)
+                          if isinstance(a, torch.Tensor) and arg.alias_info is not None
+                          and arg.alias_info.is_write]
+        cout = self._shadow_result(func, args, kwargs, outs)
+        if cout is None:
+            for t in written:
+                self.shadow.pop(t, None)
+                if t._base is not None:
+                    self.shadow.pop(t._base, None)
             return
-        if any(o.numel() > SHADOW_MAX_NUMEL for o in outs):
-            return
+        for o, c in zip(outs, [c for c in tree_flatten(cout)[0] if isinstance(c, torch.Tensor)],
+                        strict=False):
+            self.shadow[o] = c
+
+    def _shadow_result(self, func: Any, args: tuple, kwargs: dict,
+                       outs: list[torch.Tensor]) -> Any:
+        if not outs or any(o.device != self.device or o.numel() > SHADOW_MAX_NUMEL
+                           for o in outs):
+            return None
         missing = False
 
         def to_cpu(x: Any) -> Any:
@@ -110,14 +134,11 @@ class Capture(TorchDispatchMode):
 
         cargs, ckwargs = tree_map(to_cpu, args), tree_map(to_cpu, kwargs)
         if missing:
-            return
+            return None
         try:
-            cout = func(*cargs, **ckwargs)
+            return func(*cargs, **ckwargs)
         except Exception:  # a shadow is a convenience; the captured op already ran
-            return
-        for o, c in zip(outs, [c for c in tree_flatten(cout)[0] if isinstance(c, torch.Tensor)],
-                        strict=False):
-            self.add_shadow(o, c)
+            return None
 
     def _embedding_lookup(self, func: Any, args: tuple, kwargs: dict) -> None:
         weight, indices = args[0], args[1]
@@ -140,8 +161,18 @@ class Capture(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         name = func._overloadpacket.__name__
+        host = self._host_read(func, name, args, kwargs)
+        if host is not None:
+            return host[0]
+        try:
+            out = func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError):
+            hosted = self._host_shadows(args, kwargs)  # an op that takes host tensors
+            if hosted is None:
+                raise
+            args, kwargs = hosted
+            out = func(*args, **kwargs)
         if self.phase == "forward" and name in LOOKUP_OPS:
             self._embedding_lookup(func, args, kwargs)
         elif (self.phase == "forward" and self.embedding_tables and name not in EMBEDDING_OPS
@@ -164,6 +195,41 @@ class Capture(TorchDispatchMode):
             return out
         self._record(func, name, args, kwargs, out, ins, outs)
         return out
+
+    def _host_read(self, func: Any, name: str, args: tuple, kwargs: dict) -> tuple | None:
+        """A host read of a shadowed tensor's values: its real values, as on a GPU.
+
+        ``.item()`` (``_local_scalar_dense``: ``if (ids == pad).any()``, ``int(n)``) returns the
+        shadow's value, and a copy to the CPU (``lengths.cpu()``, as ``pack_padded_sequence``
+        makes) returns the shadow's copy; both are device-to-host transfers, not kernels, and
+        are not recorded. None when the op is not one of these or the tensor has no shadow."""
+        if self.device.type == "cpu" or name not in ("_local_scalar_dense", "_to_copy"):
+            return None
+        src = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        shadow = self.shadow.get(src) if src is not None and src.device == self.device else None
+        if shadow is None:
+            return None
+        if name == "_local_scalar_dense":
+            return (shadow.item(),)
+        target = kwargs.get("device")
+        if target is None or torch.device(target).type != "cpu":
+            return None
+        return (shadow.to(dtype=kwargs.get("dtype") or shadow.dtype, copy=True),)
+
+    def _host_shadows(self, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+        """The arguments with every shadowed tensor replaced by its CPU values, for ops that
+        take host tensors (the ``lengths`` of ``pack_padded_sequence``, which a GPU job keeps
+        on the CPU); None when no argument has a shadow (the op fails on its own)."""
+        found = False
+
+        def host(x: Any) -> Any:
+            nonlocal found
+            s = self.shadow.get(x) if isinstance(x, torch.Tensor) else None
+            found = found or s is not None
+            return x if s is None else s
+
+        new_args, new_kwargs = tree_map(host, args), tree_map(host, kwargs)
+        return (new_args, new_kwargs) if found else None
 
     def _note_shared(self, args: tuple, kwargs: dict) -> None:
         """Tables read by a forward op that is not a lookup (tied to an output layer)."""

@@ -5,10 +5,9 @@ Hugging Face cache; a Hub checkpoint of ``zoo/hub.toml`` (shipped with its sourc
 without a network); a ``model_type`` known to transformers (``gpt2``, ``bert``, ``llama``, ...:
 its default config). The model is built on the meta device. The head is picked from the
 config's ``architectures`` when given, else the masked-LM head for model types that have one
-(encoders), the causal-LM head, then the bare model. Inputs: ``batch`` sequences of
-``min(512, max positions)`` token ids drawn uniformly from the vocabulary (seeded), with
-``labels`` for language-model heads so the model returns its loss; vision configs
-(``image_size``, ``num_channels``) get ``batch`` random images instead.
+(encoders), the causal-LM head, then the bare model. Inputs (seeded): what the model's
+``forward`` takes (``hf_inputs``): token ids, images, raw audio or log-mel frames, with
+``labels`` for language-model and classification heads so the model returns its loss.
 
 Zoo models known only by a decoder-only config (``[model.NAME.llm]`` of ``zoo/models.toml``:
 GPT-3, Llama 2/3, the Megatron GPTs; not Mixtral, a mixture of experts) are built the same way
@@ -56,7 +55,10 @@ def _short(exc: Exception) -> str:
 def _config(name: str) -> Any:
     import transformers
 
-    path = Path(name)
+    path = Path(name).expanduser()
+    if not path.exists() and (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")):
+        raise TraincastError(f"hf:{name}: no such file or folder",
+                             hint="give the path of a config.json or of the folder holding it")
     try:
         if path.is_file():
             return transformers.AutoConfig.from_pretrained(str(path.parent)) \
@@ -144,38 +146,144 @@ def _build(config: Any) -> nn.Module:
     raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
 
 
-def hf_inputs(config: Any, batch: int, with_labels: bool,
-              seq: int | None = None) -> tuple[tuple, tuple[str, ...]]:
-    """Seeded inputs for a transformers config and the keyword each one binds to; ``seq``
-    tokens per sequence (default ``min(512, max positions)``)."""
+AUDIO_SECONDS = 10
+SAMPLE_RATE_HZ = 16_000
+
+
+def _text_config(config: Any) -> Any:
+    """The text part of a config (CLIP's ``text_config``; the config itself otherwise)."""
+    get = getattr(config, "get_text_config", None)
+    return get() if callable(get) else config
+
+
+def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
+            positions_key: str = "max_position_embeddings") -> torch.Tensor:
+    text = _text_config(config)
+    vocab = getattr(text, "vocab_size", None)
+    if not vocab:
+        raise TraincastError(f"{type(config).__name__}: no vocab_size to draw token ids from",
+                             hint="give a config.json with vocab_size (or a text_config)")
+    limits = [getattr(text, key, None) for key in (positions_key, "n_positions")]
+    positions = next((int(n) for n in limits if isinstance(n, int) and n > 0), MAX_SEQ)
+    seq = seq or min(MAX_SEQ, positions)  # XLNet's -1: no limit
+    return torch.randint(0, int(vocab), (batch, seq), generator=gen)
+
+
+def _images(config: Any, batch: int, gen: torch.Generator) -> torch.Tensor:
+    vision = getattr(config, "vision_config", None) or config
+    size = getattr(vision, "image_size", None) or 224
+    size = size if isinstance(size, int) else size[0]
+    channels = getattr(vision, "num_channels", None) or 3
+    return torch.randn(batch, channels, size, size, generator=gen)
+
+
+def _audio_features(config: Any, batch: int, gen: torch.Generator) -> torch.Tensor:
+    """Log-mel frames as Whisper's encoder takes them: ``num_mel_bins`` x (2 x
+    ``max_source_positions``) (its convolutions halve the frames: 3,000 frames = 30 s)."""
+    mels = getattr(config, "num_mel_bins", None)
+    frames = getattr(config, "max_source_positions", None)
+    if not mels or not frames:
+        raise TraincastError(f"{type(config).__name__}: input_features need num_mel_bins and "
+                             "max_source_positions", hint="profile it with file.py:FUNC, "
+                             "building the model and its inputs yourself")
+    return torch.randn(batch, int(mels), 2 * int(frames), generator=gen)
+
+
+def hf_inputs(config: Any, batch: int, labels: str | None, seq: int | None = None,
+              params: tuple[str, ...] | None = None) -> tuple[tuple, tuple[str, ...]]:
+    """Seeded inputs for a transformers config and the keyword each one binds to.
+
+    ``params``: the names of the model's ``forward`` arguments; one input is built for each
+    of: ``input_ids`` (``seq`` tokens, default ``min(512, max positions)`` of the text config),
+    ``pixel_values`` (images of the vision config's ``image_size`` and ``num_channels``),
+    ``input_values`` (``AUDIO_SECONDS`` of raw ``SAMPLE_RATE_HZ`` audio) and
+    ``input_features`` (Whisper's log-mel frames). ``labels``: ``"tokens"`` (language-model
+    heads: the input ids, or, for a decoder over speech, ``min(512, max_target_positions)``
+    token ids), ``"classes"`` (classification heads: one of ``num_labels`` per sample) or
+    None. Without ``params``: token ids, or images for vision configs (``image_size`` and
+    ``num_channels``).
+    """
     gen = torch.Generator().manual_seed(0)
-    if hasattr(config, "image_size") and hasattr(config, "num_channels"):
-        size = config.image_size if isinstance(config.image_size, int) else config.image_size[0]
-        return (torch.randn(batch, config.num_channels, size, size, generator=gen),), \
-            ("pixel_values",)
-    positions = (getattr(config, "max_position_embeddings", None)
-                 or getattr(config, "n_positions", None) or MAX_SEQ)
-    seq = seq or min(MAX_SEQ, int(positions))
-    ids = torch.randint(0, int(config.vocab_size), (batch, seq), generator=gen)
-    if with_labels:
-        return (ids, ids.clone()), ("input_ids", "labels")
-    return (ids,), ("input_ids",)
+    if params is None:
+        vision = hasattr(config, "image_size") and hasattr(config, "num_channels")
+        params = ("pixel_values",) if vision else ("input_ids",)
+    values: dict[str, torch.Tensor] = {}
+    if "input_ids" in params:
+        values["input_ids"] = _tokens(config, batch, seq, gen)
+    if "pixel_values" in params:
+        values["pixel_values"] = _images(config, batch, gen)
+    if "input_values" in params:
+        values["input_values"] = torch.randn(batch, AUDIO_SECONDS * SAMPLE_RATE_HZ, generator=gen)
+    if "input_features" in params:
+        values["input_features"] = _audio_features(config, batch, gen)
+    if not values:
+        raise TraincastError(f"{type(config).__name__}: no input traincast knows how to build "
+                             f"among {', '.join(params[:6])}",
+                             hint="profile it with file.py:FUNC, building the model and its "
+                                  "inputs yourself")
+    if labels == "classes":
+        values["labels"] = torch.randint(0, int(config.num_labels), (batch,), generator=gen)
+    elif labels == "tokens":
+        values["labels"] = (values["input_ids"].clone() if "input_ids" in values else
+                            _tokens(config, batch, seq, gen, "max_target_positions"))
+    return tuple(values.values()), tuple(values)
+
+
+def _label_kind(head: str) -> str | None:
+    """``"tokens"`` for language-model heads (causal, masked, sequence-to-sequence, speech to
+    text: transformers' auto-class tables, which name MarianMTModel too), ``"classes"`` for
+    classification heads, else None (the loss is the sum of the outputs)."""
+    from transformers.models.auto import modeling_auto as auto
+
+    def heads(*tables: str) -> set[str]:
+        names: set[str] = set()
+        for table in tables:
+            for value in getattr(auto, table, {}).values():
+                names.update(value if isinstance(value, list | tuple) else [value])
+        return names
+
+    if head in heads("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+                     "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+                     "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "MODEL_WITH_LM_HEAD_MAPPING_NAMES"
+                     ) or head.endswith(("ForCausalLM", "ForMaskedLM", "LMHeadModel",
+                                         "ForConditionalGeneration")):
+        return "tokens"
+    if head in heads("MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+                     "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
+                     "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"):
+        return "classes"
+    return None
 
 
 def model_from_config(config: Any, batch: int,
                       seq: int | None = None) -> tuple[nn.Module, tuple]:
-    """(model on meta taking positional inputs, seeded inputs) of a transformers config."""
+    """(model on meta taking positional inputs, seeded inputs) of a transformers config: the
+    inputs its ``forward`` takes (``hf_inputs``), with labels for heads that return a loss
+    from them (language-model, sequence-to-sequence and classification heads) and
+    ``return_loss`` for models that take it (CLIP's contrastive loss)."""
+    import inspect
+
     model = _build(config)
     head = type(model).__name__
-    with_labels = head.endswith(("ForCausalLM", "ForMaskedLM", "LMHeadModel",
-                                 "ForConditionalGeneration"))
-    inputs, keys = hf_inputs(config, batch, with_labels, seq)
-    return KeywordInputs(model, keys), inputs
+    params = tuple(inspect.signature(model.forward).parameters)
+    labels = _label_kind(head) if "labels" in params else None
+    inputs, keys = hf_inputs(config, batch, labels, seq, params)
+    constants = {"return_loss": True} if "return_loss" in params else {}
+    return KeywordInputs(model, keys, constants), inputs
 
 
 def hf_model(name: str, batch_size: int | None) -> tuple[nn.Module, tuple, str, None]:
     """(model, inputs, label, rebuild) for ``hf:NAME``; the model lives on meta."""
-    model, inputs = model_from_config(_config(name), batch_size or DEFAULT_BATCH)
+    config = _config(name)
+    try:
+        model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH)
+    except TraincastError as exc:
+        raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint) from exc
+    except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config
+        raise TraincastError(f"hf:{name}: building the {type(config).__name__} model or its "
+                             f"inputs failed ({type(exc).__name__}: {_short(exc)})",
+                             hint="check the config's fields, or profile it with file.py:FUNC "
+                                  "building the model and its inputs yourself") from exc
     return model, inputs, f"hf:{name}", None
 
 

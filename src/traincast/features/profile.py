@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._pytree import tree_flatten, tree_map
 
 from traincast.errors import TraincastError
 from traincast.features import meta_kernels  # noqa: F401  (registers missing meta kernels)
@@ -60,19 +61,26 @@ SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3)}
 
 
 def loss_of(out: Any) -> torch.Tensor:
-    """The model's scalar output, else the sum of its floating outputs."""
+    """The model's scalar output (or its ``loss``), else the sum of its floating outputs that
+    have a gradient, at any depth of nested tuples, lists and dicts."""
     if isinstance(out, torch.Tensor):
+        if not (out.is_floating_point() and out.requires_grad):
+            raise TraincastError(
+                f"the model returned a {_dtype_name(out.dtype)} tensor without a gradient "
+                "(nothing to train)", hint="return the loss, logits or another floating "
+                "tensor computed from the trainable parameters")
         return out.reshape(()) if out.numel() == 1 else out.sum()
     loss = getattr(out, "loss", None) if not isinstance(out, dict) else out.get("loss")
     if isinstance(loss, torch.Tensor):
         return loss.reshape(()) if loss.numel() == 1 else loss.sum()
-    values = out.values() if isinstance(out, dict) else out
-    if hasattr(out, "to_tuple"):
-        values = out.to_tuple()
-    parts = [v.sum() for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()
-             and v.requires_grad]
+    values = out.to_tuple() if hasattr(out, "to_tuple") else out
+    parts = [v.sum() for v in tree_flatten(values)[0]  # at any depth: ((a, b), [c], {"d": d})
+             if isinstance(v, torch.Tensor) and v.is_floating_point() and v.requires_grad]
     if not parts:
-        raise TraincastError("the model returned no floating tensor to take a loss of")
+        raise TraincastError("the model returned no floating tensor with a gradient to take a "
+                             f"loss of ({type(out).__name__})",
+                             hint="return the loss, or outputs computed from the trainable "
+                                  "parameters")
     total = parts[0]
     for p in parts[1:]:
         total = total + p
@@ -115,18 +123,9 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
     sparse_ids = {id(p) for p, sparse in tables.values() if sparse}
     params = [p for p in model.parameters() if p.requires_grad]
     capture = Capture(device, {_storage_key(p): n for n, (p, _) in tables.items()})
-    dev_inputs = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            moved = x.to(device)
-            if device != "cpu":
-                capture.add_shadow(moved, x)
-            dev_inputs.append(moved)
-        else:
-            dev_inputs.append(x)
-
+    dev_inputs = _to_device(inputs, device, capture)
     param_keys = {_storage_key(p) for p in model.parameters()}
-    param_keys |= {_storage_key(x) for x in dev_inputs if isinstance(x, torch.Tensor)}
+    param_keys |= {_storage_key(x) for x in input_tensors(dev_inputs)}
     saved: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -159,12 +158,7 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
     state_bytes = sum(_nbytes(v) for opt in opts for s in opt.state.values()
                       for k, v in s.items() if isinstance(v, torch.Tensor) and k != "step")
 
-    rows_touched = {}
-    for name in tables:
-        if name in capture.rows_touched:
-            rows_touched[name] = int(torch.unique(torch.cat(capture.rows_touched[name])).numel())
-        elif name in capture.rows_bound:
-            rows_touched[name] = capture.rows_bound[name]
+    rows_touched = _rows_touched(tables, capture)
     records = capture.records
     grads = sum(_nbytes(p.grad) for p in params if p.grad is not None and id(p) not in sparse_ids)
     for name, (p, sparse) in tables.items():
@@ -178,6 +172,31 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
             "optimizer": state_bytes, "rows_touched": rows_touched, "shared_tables": shared,
             "rows_bounded": sorted(n for n in rows_touched if n not in capture.rows_touched
                                    and n not in shared)}
+
+
+def _to_device(inputs: Sequence[Any], device: str, capture: Capture) -> tuple:
+    """The inputs with every tensor, at any depth (dicts, lists), on ``device``; integer ones
+    keep their CPU values as shadows (``Capture.add_shadow``)."""
+    def move(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        moved = x.to(device)
+        if device != "cpu":
+            capture.add_shadow(moved, x)
+        return moved
+
+    return tree_map(move, tuple(inputs))
+
+
+def _rows_touched(tables: Mapping[str, Any], capture: Capture) -> dict[str, int]:
+    """Distinct rows each table's lookups touched (the bound without index values)."""
+    rows = {}
+    for name in tables:
+        if name in capture.rows_touched:
+            rows[name] = int(torch.unique(torch.cat(capture.rows_touched[name])).numel())
+        elif name in capture.rows_bound:
+            rows[name] = capture.rows_bound[name]
+    return rows
 
 
 def _sparse_update_records(name: str, weight: nn.Parameter, lookups: int, rows: int,
@@ -217,9 +236,16 @@ def _aggregate(records: list[OpRecord]) -> dict[str, int]:
     return agg
 
 
+def input_tensors(inputs: Any) -> list[torch.Tensor]:
+    """The tensors of a model's inputs, at any depth (a dict or list of tensors inside the
+    tuple of positional inputs included)."""
+    return [x for x in tree_flatten(inputs)[0] if isinstance(x, torch.Tensor)]
+
+
 def _batch_of(inputs: Sequence[Any]) -> int:
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.dim() > 0:
+    """The batch of inputs given without one: the leading size of the first tensor."""
+    for x in input_tensors(inputs):
+        if x.dim() > 0:
             return int(x.shape[0])
     return 1
 
@@ -268,7 +294,7 @@ def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, bat
         "embedding_allreduce_bytes": emb["embedding_allreduce_bytes"],
         "embedding_rows_touched": raw["rows_touched"],
         "embedding_tables_shared": raw["shared_tables"],
-        "input_bytes": sum(_nbytes(x) for x in inputs if isinstance(x, torch.Tensor)),
+        "input_bytes": sum(_nbytes(x) for x in input_tensors(inputs)),
         "memory_bytes": {"weights": sum(_nbytes(p) for p in params), "grads": raw["grads"],
                          "optimizer": raw["optimizer"], "activations": raw["activations"]},
         "method": "meta", "notes": [],
@@ -297,15 +323,18 @@ def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.
 
 
 class KeywordInputs(nn.Module):
-    """Calls ``model(**dict(zip(keys, tensors)))``: keyword inputs as positional ones."""
+    """Calls ``model(**dict(zip(keys, tensors)), **constants)``: keyword inputs as positional
+    ones (``constants``: fixed keyword arguments that are not tensors, e.g. flags)."""
 
-    def __init__(self, model: nn.Module, keys: tuple[str, ...]) -> None:
+    def __init__(self, model: nn.Module, keys: tuple[str, ...],
+                 constants: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.model = model
         self.keys = keys
+        self.constants = dict(constants or {})
 
     def forward(self, *tensors: Any) -> Any:
-        return self.model(**dict(zip(self.keys, tensors, strict=True)))
+        return self.model(**dict(zip(self.keys, tensors, strict=True)), **self.constants)
 
 
 def as_positional(model: nn.Module, inputs: Any) -> tuple[nn.Module, tuple]:
@@ -318,11 +347,14 @@ def as_positional(model: nn.Module, inputs: Any) -> tuple[nn.Module, tuple]:
 
 
 def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops: bool,
-             build: Callable[[int], tuple[nn.Module, tuple]] | None = None) -> dict[str, Any]:
+             build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
+             batch: int | None = None) -> dict[str, Any]:
     """Capture on meta; on failure, on CPU at batch 1 and 2 (``build(n)`` rebuilds the model
-    and its inputs at batch n; without it, the model is copied and the inputs sliced)."""
+    and its inputs at batch n; without it, the model is copied and the inputs sliced).
+    ``batch``: the batch the inputs were built at, in ``build``'s units (a graph model's batch
+    is not its edge list's length); default: the leading size of the first input tensor."""
     make_optimizers(optimizer, [], [])  # validates the name
-    batch = _batch_of(inputs)
+    batch = batch or _batch_of(inputs)
     try:
         meta_model = _on_meta(model)
         raw = _capture_step(meta_model, inputs, "meta", optimizer, amp)
@@ -338,9 +370,12 @@ def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops:
     except TraincastError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise TraincastError(f"profiling failed on meta ({reason}) and on CPU "
-                             f"({_one_line(exc)})",
-                             hint="run with --debug for the traceback") from exc
+        on_cpu = _one_line(exc)
+        raise TraincastError(f"the training step fails on CPU too ({on_cpu}"
+                             + ("" if on_cpu == reason else f"; on meta: {reason}") + ")",
+                             hint="model(*inputs) must run forward and backward on CPU: check "
+                                  "that the inputs match forward()'s arguments and shapes; "
+                                  "--debug shows the traceback") from exc
 
 
 def _one_line(exc: BaseException) -> str:
@@ -353,12 +388,31 @@ def _on_meta(model: nn.Module) -> nn.Module:
     tensors = [*model.parameters(), *model.buffers()]
     if all(t.device.type == "meta" for t in tensors):
         return model
+    return _copy_with(model, lambda t: torch.empty_like(t, device="meta"))
+
+
+def _copy_with(model: nn.Module, make: Callable[[torch.Tensor], torch.Tensor]) -> nn.Module:
+    """A copy of ``model`` whose parameters and buffers are ``make(t)``: each tensor made
+    once, so weights shared by several modules (a tied output layer) stay shared."""
     memo: dict[int, Any] = {}
-    for t in tensors:
-        empty = torch.empty_like(t, device="meta")
-        memo[id(t)] = (nn.Parameter(empty, requires_grad=t.requires_grad)
-                       if isinstance(t, nn.Parameter) else empty)
+    for t in [*model.parameters(), *model.buffers()]:
+        new = make(t)
+        memo[id(t)] = (nn.Parameter(new, requires_grad=t.requires_grad)
+                       if isinstance(t, nn.Parameter) else new)
     return copy.deepcopy(model, memo)
+
+
+def _on_cpu(model: nn.Module) -> nn.Module:
+    """A CPU copy of ``model`` (ties kept); meta tensors have no values to keep: parameters
+    get N(0, 0.02) values and buffers zeros."""
+    def make(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "meta":
+            return t.detach().to("cpu", copy=True)
+        new = torch.zeros_like(t, device="cpu")
+        values = isinstance(t, nn.Parameter) and (new.is_floating_point() or new.is_complex())
+        return new.normal_(0.0, 0.02) if values else new
+
+    return _copy_with(model, make)
 
 
 def _param_bytes(model: nn.Module) -> int:
@@ -366,8 +420,10 @@ def _param_bytes(model: nn.Module) -> int:
 
 
 def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
-    return tuple(x[:n] if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == batch
-                 else x for x in inputs)
+    """The first ``n`` samples of every input tensor (at any depth) whose leading size is
+    ``batch``; other inputs as they are."""
+    return tree_map(lambda x: x[:n] if isinstance(x, torch.Tensor) and x.dim() > 0
+                    and x.shape[0] == batch else x, tuple(inputs))
 
 
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
@@ -383,17 +439,9 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
         if build is not None:
             m, x = build(n)
         else:
-            m = copy.deepcopy(model)
-            if any(t.device.type == "meta" for t in (*m.parameters(), *m.buffers())):
-                m = m.to_empty(device="cpu")  # no values to keep: initialize them
-                with torch.no_grad():
-                    for p in m.parameters():
-                        p.normal_(0.0, 0.02)
-                    for buf in m.buffers():
-                        buf.zero_()
-            m = m.to("cpu")
-            x = tuple(t.to("cpu") if isinstance(t, torch.Tensor) else t
-                      for t in _slice_batch(inputs, batch, n))
+            m = _on_cpu(model)
+            x = tree_map(lambda t: t.to("cpu") if isinstance(t, torch.Tensor) else t,
+                         _slice_batch(inputs, batch, n))
         raw = _capture_step(m, x, "cpu", optimizer, amp=False)
         points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
     r1, r2 = points
@@ -437,8 +485,14 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
         raise TraincastError(f"--batch must be a positive integer, got {batch_size}")
     from traincast.features.specs import load_spec
 
-    model, inputs, label, rebuild, resident = load_spec(spec, batch_size)
-    rec = _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops, build=rebuild)
+    model, inputs, label, rebuild, resident, batch = load_spec(spec, batch_size)
+    try:
+        rec = _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops, build=rebuild,
+                       batch=batch)
+    except TraincastError as exc:
+        if str(exc).startswith(label):
+            raise
+        raise TraincastError(f"{label}: {exc}", hint=exc.hint) from exc
     rec["model"] = label
     if resident:
         rec["input_bytes"] = 0

@@ -3,9 +3,11 @@
 A zoo model with a torch module is built by its builder; one known only by its decoder-only
 config is built through transformers from that config (``traincast.zoo.ZooEntry.meta_model``).
 
-``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of tensors or a
-dict of keyword tensors. Each spec also says how to rebuild the model on CPU at a small batch
-(for the fallback of traincast.features.profile) and whether its inputs stay on the GPU.
+``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of positional
+inputs (each a tensor, or a dict or list of tensors) or a dict of keyword inputs. Each spec also
+says how to rebuild the model on CPU at a small batch (for the fallback of
+traincast.features.profile), whether its inputs stay on the GPU, and the batch it was built at.
+An error in the user's file (import, FUNC raising, a wrong return) names the file and FUNC.
 """
 
 from __future__ import annotations
@@ -19,32 +21,35 @@ from typing import Any
 from torch import nn
 
 from traincast.errors import TraincastError
-from traincast.features.profile import as_positional
+from traincast.features.profile import _one_line, as_positional
 
 FILE_DEFAULT_BATCH = 8
 
 
 def load_spec(spec: str, batch_size: int | None) -> tuple[nn.Module, tuple, str,
-                                                           Callable[[int], tuple] | None, bool]:
-    """(model, inputs, label, rebuild, resident) for a MODEL spec: ``rebuild(n)`` builds it at
-    batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU across steps."""
+                                                           Callable[[int], tuple] | None, bool,
+                                                           int | None]:
+    """(model, inputs, label, rebuild, resident, batch) for a MODEL spec: ``rebuild(n)``
+    builds it at batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU
+    across steps; ``batch``: the batch it was built at, in ``rebuild``'s units (None: the
+    leading size of the first input)."""
     if spec.startswith("zoo:"):
         from traincast.zoo import lookup
 
         entry = lookup(spec[4:])
         model, inputs = entry.meta_model(batch_size)
         rebuild = None if entry.meta_only or entry.config_only else entry.build_cpu
-        return model, inputs, entry.name, rebuild, entry.resident_inputs
+        return model, inputs, entry.name, rebuild, entry.resident_inputs, None
     if spec.startswith("hf:"):
         from traincast.features.hf import hf_model
 
-        return (*hf_model(spec[3:], batch_size), False)
+        return (*hf_model(spec[3:], batch_size), False, None)
     if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
         path, func_name = spec.rsplit(":", 1)
         func = _load_function(Path(path), func_name)
         b = batch_size or FILE_DEFAULT_BATCH
         model, inputs = _call_user(func, b, spec)
-        return model, inputs, spec, lambda n: _call_user(func, n, spec), False
+        return model, inputs, spec, lambda n: _call_user(func, n, spec), False, b
     raise TraincastError(f"unknown MODEL {spec!r}",
                          hint="use zoo:NAME (traincast zoo list), hf:CONFIG or file.py:FUNC")
 
@@ -58,16 +63,33 @@ def _load_function(path: Path, name: str) -> Callable[[int], Any]:
         raise TraincastError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - any error in the user's file is theirs
+        sys.modules.pop(mod_name, None)
+        raise TraincastError(f"{path}: importing the model file failed: {_one_line(exc)}",
+                             hint="run the file with python to see the traceback") from exc
     func = getattr(module, name, None)
     if not callable(func):
+        found = sorted(k for k, v in vars(module).items()
+                       if callable(v) and getattr(v, "__module__", None) == mod_name
+                       and not k.startswith("_") and not isinstance(v, type))
         raise TraincastError(f"{path}: no function {name!r}",
-                             hint="FUNC(batch_size) must return (model, inputs)")
+                             hint="FUNC(batch_size) must return (model, inputs); functions in "
+                                  f"the file: {', '.join(found) or 'none'}")
     return func
 
 
 def _call_user(func: Callable[[int], Any], batch: int, spec: str) -> tuple[nn.Module, tuple]:
-    result = func(batch)
+    try:
+        result = func(batch)
+    except Exception as exc:  # noqa: BLE001 - the user's builder failed, not traincast
+        raise TraincastError(f"{spec}: {func.__name__}({batch}) raised {_one_line(exc)}",
+                             hint="FUNC(batch_size) must build and return (model, inputs); "
+                                  "run it in python to see the traceback") from exc
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
-        raise TraincastError(f"{spec}: FUNC(batch_size) must return (model, inputs)")
+        raise TraincastError(f"{spec}: {func.__name__}({batch}) returned "
+                             f"{type(result).__name__}, not (model, inputs)",
+                             hint="FUNC(batch_size) must return (nn.Module, inputs): inputs a "
+                                  "tensor, a tuple of them or a dict of keyword tensors")
     return as_positional(*result)

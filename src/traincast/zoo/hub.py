@@ -18,7 +18,7 @@ from traincast.zoo.llm import ModelConfig, from_hf_dict
 from traincast.zoo.registry import alias_index
 
 HUB_FILE = "hub.toml"
-DECODER_TYPES = frozenset({"gpt2", "llama", "mistral", "mixtral"})
+DECODER_TYPES = frozenset({"gpt2", "llama", "mistral", "mixtral", "opt"})
 """Model types whose config keys ``zoo.llm.from_hf_dict`` reads as a decoder-only model."""
 
 
@@ -60,5 +60,6 @@ def decoder_config(name: str) -> ModelConfig | None:
         raise TraincastError(f"hf:{entry['name']} ({entry['model_type']}) is not a decoder-only "
                              "transformer", hint="plan and predict --arch hybrid price "
                              f"decoder-only models ({', '.join(sorted(DECODER_TYPES))})")
-    return from_hf_dict(dict(entry.get("fields", {})), entry["name"],
+    return from_hf_dict({"model_type": entry["model_type"], **entry.get("fields", {})},
+                        entry["name"],
                         f"{HUB_FILE}: [config.\"{entry['name']}\"]")

@@ -166,38 +166,82 @@ def from_hf_config(path: str | Path) -> ModelConfig:
     return from_hf_dict(raw, str(raw.get("_name_or_path") or p.parent.name or p.stem), str(p))
 
 
+# Config keys that name the same size in different model families (first found wins)
+HF_KEYS = {
+    "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
+    "hidden": ("hidden_size", "n_embd", "d_model"),
+    "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "ffn": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff"),
+    "vocab": ("vocab_size", "padded_vocab_size"),
+    "seq": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+            "max_sequence_length"),
+    "act": ("hidden_act", "hidden_activation", "activation_function", "activation"),
+    "bias": ("attention_bias", "use_bias", "bias", "add_bias_linear", "enable_bias"),
+}
+# Family facts a config.json leaves to its model class (transformers' code, not a key):
+# biases on every linear layer; a gated (GeGLU) MLP with a GELU activation; learned absolute
+# positions; the output head tied to the token embedding when the key is absent
+BIASED_TYPES = frozenset({"gpt2", "gpt_neox", "gptj", "phi", "bloom", "opt", "gpt_bigcode",
+                          "starcoder2", "gpt_neo", "biogpt", "codegen"})
+GATED_GELU_TYPES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+LEARNED_POSITION_TYPES = frozenset({"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt"})
+TIED_TYPES = frozenset({"gpt2", "opt", "bloom", "falcon", "mpt", "gemma", "gemma2", "gemma3",
+                        "gemma3_text", "gpt_bigcode", "gpt_neo", "biogpt"})
+GELU_DEFAULT_TYPES = frozenset({"bloom", "falcon", "mpt", "opt", "gpt_bigcode", "gpt_neo"})
+
+
+def _first(raw: Mapping[str, Any], key: str) -> Any:
+    for name in HF_KEYS[key]:
+        if raw.get(name) is not None:
+            return raw[name]
+    return None
+
+
 def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
-    """A config from the keys of a Hugging Face config: the Llama/Mistral/Mixtral keys
-    (``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``, ``num_key_value_heads``,
-    ``intermediate_size``, ``vocab_size``, ``max_position_embeddings``, ``tie_word_embeddings``,
-    ``num_local_experts``, ``num_experts_per_tok``) or the GPT-2 keys (``n_embd``, ``n_layer``,
-    ``n_head``, ``n_inner``, ``n_positions``, ``tie_word_embeddings``: true unless given, as in
-    transformers' ``GPT2Config``); ``where`` names the source in errors."""
-    gpt2 = "n_embd" in raw
-    try:
-        if gpt2:
-            h = int(raw["n_embd"])
-            values = {"layers": int(raw["n_layer"]), "hidden": h, "heads": int(raw["n_head"]),
-                      "ffn": int(raw.get("n_inner") or 4 * h), "vocab": int(raw["vocab_size"]),
-                      "seq": int(raw.get("n_positions", 1024)), "mlp": "gelu", "bias": True,
-                      "norm": "layernorm", "position": "learned",
-                      "tied": bool(raw.get("tie_word_embeddings", True))}
-        else:
-            act = str(raw.get("hidden_act", "silu"))
-            values = {"layers": int(raw["num_hidden_layers"]), "hidden": int(raw["hidden_size"]),
-                      "heads": int(raw["num_attention_heads"]),
-                      "kv_heads": int(raw.get("num_key_value_heads")
-                                      or raw["num_attention_heads"]),
-                      "ffn": int(raw["intermediate_size"]), "vocab": int(raw["vocab_size"]),
-                      "seq": int(raw.get("max_position_embeddings", 4096)),
-                      "mlp": "swiglu" if act in ("silu", "swiglu") else "gelu",
-                      "bias": bool(raw.get("attention_bias", False)),
-                      "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
-                      "tied": bool(raw.get("tie_word_embeddings", False)), "position": "rope",
-                      "experts": int(raw.get("num_local_experts", 1) or 1),
-                      "top_k": int(raw.get("num_experts_per_tok", 1) or 1)}
-    except KeyError as exc:
-        raise TraincastError(f"{where}: missing key {exc.args[0]!r}",
-                             hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)"
-                             ) from None
+    """A config from the keys of a Hugging Face decoder-only config, whatever the family's
+    spelling (``HF_KEYS``: Llama's ``num_hidden_layers``, GPT-2's ``n_layer``, MPT's
+    ``n_layers``, ...; ``where`` names the source in errors):
+
+    * ``kv_heads``: ``num_key_value_heads`` (or its synonyms); ``multi_query`` (Falcon-7B,
+      without ``new_decoder_architecture``) means one; else ``heads``;
+    * ``ffn``: ``intermediate_size`` (or synonyms), MPT's ``expansion_ratio`` x hidden, else
+      4 x hidden;
+    * ``mlp``: SwiGLU (3 matrices) for a SiLU activation or a gated-GELU family
+      (``GATED_GELU_TYPES``), else GELU (2); no activation key: SiLU unless the family's is GELU;
+    * ``bias``: ``attention_bias``/``use_bias``/``bias``/``add_bias_linear``, ``no_bias``
+      negated, else the family's (``BIASED_TYPES``);
+    * ``norm``: RMSNorm when ``rms_norm_eps`` is given; ``position``: learned for
+      ``LEARNED_POSITION_TYPES`` (and GPT-2 keys), else rotary or ALiBi (no parameters);
+    * ``tied``: ``tie_word_embeddings``, else the family's default (``TIED_TYPES``);
+    * experts: ``num_local_experts``/``num_experts`` with ``num_experts_per_tok``.
+    """
+    mtype = str(raw.get("model_type") or ("gpt2" if "n_embd" in raw else ""))
+    missing = [k for k in ("layers", "hidden", "heads", "vocab") if _first(raw, k) is None]
+    if missing:
+        raise TraincastError(f"{where}: missing key {HF_KEYS[missing[0]][0]!r} (or "
+                             f"{', '.join(HF_KEYS[missing[0]][1:])})",
+                             hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
+    h, heads = int(_first(raw, "hidden")), int(_first(raw, "heads"))
+    kv = _first(raw, "kv_heads")
+    if kv is None and raw.get("multi_query") and not raw.get("new_decoder_architecture"):
+        kv = 1
+    ffn = _first(raw, "ffn") or (int(raw["expansion_ratio"] * h) if raw.get("expansion_ratio")
+                                 else 4 * h)
+    act = str(_first(raw, "act") or ("gelu" if mtype in GELU_DEFAULT_TYPES | BIASED_TYPES
+                                     else "silu"))
+    bias = _first(raw, "bias")
+    if bias is None:
+        bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
+    tied = raw.get("tie_word_embeddings")
+    experts = raw.get("num_local_experts") or raw.get("num_experts") or 1
+    values = {"layers": int(_first(raw, "layers")), "hidden": h, "heads": heads,
+              "kv_heads": int(kv or heads), "ffn": int(ffn), "vocab": int(_first(raw, "vocab")),
+              "seq": int(_first(raw, "seq") or (1024 if mtype == "gpt2" else 2048)),
+              "mlp": "swiglu" if act in ("silu", "swish", "swiglu")
+              or mtype in GATED_GELU_TYPES else "gelu",
+              "bias": bool(bias), "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
+              "tied": bool(mtype in TIED_TYPES if tied is None else tied),
+              "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
+              "experts": int(experts), "top_k": int(raw.get("num_experts_per_tok", 1) or 1)}
     return config_from_table(name, values, where)
