@@ -246,3 +246,26 @@ def test_heads_named_by_transformers_tables_get_labels_and_masks_stay_on_meta(tm
         "model_type": "xlnet", "d_model": 32, "n_layer": 1, "n_head": 2, "d_inner": 64,
         "vocab_size": 500}), 1)
     assert [tuple(x.shape) for x in inputs] == [(1, 512), (1, 512)]
+
+
+def test_an_explicit_head_dim_sizes_the_built_attention() -> None:
+    # a Llama-shaped config whose heads x head_dim (16 x 256 = 4096) is not its hidden (3072),
+    # as Gemma-7B: q/o are 3072 x 4096, k/v (16 kv heads) too, so one layer holds
+    # 4 x 3072 x 4096 attention + 3 x 3072 x 24576 SwiGLU + 2 x 3072 norm weights
+    import torch
+
+    from traincast.features.hf import config_from_llm
+    from traincast.zoo.llm import config_from_table
+
+    cfg = config_from_table("x", {"layers": 1, "hidden": 3072, "heads": 16, "head_dim": 256,
+                                  "ffn": 24576, "vocab": 8, "mlp": "swiglu", "norm": "rmsnorm",
+                                  "seq": 16}, "test")
+    import transformers
+
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config_from_llm(cfg))
+    attn = model.model.layers[0].self_attn
+    assert tuple(attn.q_proj.weight.shape) == (4096, 3072)
+    assert tuple(attn.o_proj.weight.shape) == (3072, 4096)
+    layer = sum(p.numel() for p in model.model.layers[0].parameters())
+    assert layer == 4 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072

@@ -252,3 +252,68 @@ def test_data_parallel_ring_uses_every_rail_of_its_node() -> None:
     eth = hybrid_hardware(None, "dgx-a100", "bf16", nic="eth25")
     slow = evaluate(cfg, eth, dp=16, global_batch=64, zero=0, recompute=1)
     assert float(slow["comm_dp_s"]) == pytest.approx(2 * 15 / 16 * g / (8 * 3.125e9))
+
+
+# ------------------------------------------------------------------ head size set apart (head_dim)
+
+GEMMA_7B = {  # google/gemma-7b config.json
+    "model_type": "gemma", "hidden_size": 3072, "intermediate_size": 24576,
+    "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+    "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+    "rms_norm_eps": 1e-6, "hidden_act": "gelu"}
+
+
+def test_gemma_7b_param_count_published() -> None:
+    from traincast.zoo.llm import from_hf_dict
+
+    cfg = from_hf_dict(GEMMA_7B, "gemma-7b", "test")
+    assert (cfg.head_dim, cfg.head_size, cfg.q_dim) == (256, 256, 4096)    # 16 x 256 != 3072
+    # 8,537,680,896: google/gemma-7b safetensors metadata and KerasHub's gemma_7b_en preset
+    assert cfg.params == 8_537_680_896
+    # Gemma Team 2024, Table 2: 7,751,248,896 non-embedding parameters
+    assert cfg.params - cfg.embedding_params == 7_751_248_896
+    # by hand: Q, K, V h x a d and O a d x h; GeGLU 3 h f; two RMSNorms; tied embedding
+    h, ad, f = 3072, 16 * 256, 24576
+    assert cfg.params == 28 * (4 * h * ad + 3 * h * f + 2 * h) + 256000 * h + h
+    # without head_dim (a d = h) the count is 28 x 4 h (a d - h) = 352,321,536 (~4%) low
+    low = from_hf_dict({**GEMMA_7B, "head_dim": None}, "gemma-7b", "test")
+    assert low.head_size == 192 and cfg.params - low.params == 28 * 4 * h * (ad - h)
+
+
+def test_attention_shapes_and_flops_use_the_head_size() -> None:
+    from traincast.parallel import gemm
+    from traincast.zoo.llm import from_hf_dict
+
+    cfg = from_hf_dict(GEMMA_7B, "gemma-7b", "test")
+    b, s, t = 2, 1024, 2
+    qkv, out, up, down = gemm.linear_shapes(cfg, b, s, t)
+    # Q K V: (b s, (a d + 2 kv d) / t, h); output: (b s, h, a d / t)
+    assert [float(x) for x in qkv] == [1, b * s, (4096 + 2 * 4096) / t, 3072]
+    assert [float(x) for x in out] == [1, b * s, 3072, 4096 / t]
+    assert [float(x) for x in up] == [1, b * s, 2 * 24576 / t, 3072]
+    # executed FLOPs (no recomputation) = 3 x forward of every layer and the logits:
+    # F_gemm = 2 b s (W_attn + W_mlp), F_attn = 4 b s^2 a d, F_logit = 2 b s h V
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    gb = 8
+    res = evaluate(cfg, hw, dp=2, tp=t, global_batch=gb, micro_batch=b, seq=s, recompute=0)
+    w_attn, w_mlp = 3072 * 4 * 4096, 3 * 3072 * 24576
+    f_layer = 2 * b * s * (w_attn + w_mlp) + 4 * b * s * s * 4096
+    hw_flops = gb / b * (28 * 3 * f_layer + 3 * 2 * b * s * 3072 * 256000)
+    done = float(res["hardware_tflops_per_gpu"]) * 1e12 * float(res["total_s"]) * 4
+    assert done == pytest.approx(hw_flops, rel=1e-9)
+    # model FLOPs: 6 P_flop + 12 l a d s per token
+    model = (6 * cfg.params_flop + 12 * 28 * 4096 * s) * gb * s
+    done = float(res["model_tflops_per_gpu"]) * 1e12 * float(res["total_s"]) * 4
+    assert done == pytest.approx(model, rel=1e-9)
+
+
+def test_head_dim_checks() -> None:
+    from traincast.zoo.llm import config_from_table
+
+    base = {"layers": 2, "hidden": 3072, "heads": 16, "ffn": 8, "vocab": 8}
+    assert config_from_table("x", base, "t").head_size == 192          # default h / a
+    with pytest.raises(TraincastError, match="multiple of heads"):
+        config_from_table("x", {**base, "heads": 20}, "t")
+    assert config_from_table("x", {**base, "heads": 20, "head_dim": 128}, "t").q_dim == 2560
+    with pytest.raises(TraincastError, match="head_dim"):
+        config_from_table("x", {**base, "head_dim": -1}, "t")

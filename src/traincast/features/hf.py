@@ -95,7 +95,8 @@ def config_from_llm(cfg: Any) -> Any:
     rope = cfg.mlp == "swiglu" and cfg.norm == "rmsnorm" and cfg.position == "rope"
     llama = {"hidden_size": cfg.hidden, "intermediate_size": cfg.ffn,
              "num_hidden_layers": cfg.layers, "num_attention_heads": cfg.heads,
-             "num_key_value_heads": cfg.kv, "max_position_embeddings": cfg.seq, **common}
+             "num_key_value_heads": cfg.kv, "head_dim": cfg.head_size,
+             "max_position_embeddings": cfg.seq, **common}
     if cfg.experts > 1:
         raise TraincastError(
             f"zoo:{cfg.name}: a mixture-of-experts model has no torch module and is not "

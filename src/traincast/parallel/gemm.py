@@ -8,8 +8,8 @@ product's FLOPs at the GPU's achievable rate ``R = P eta`` divided by its tile/w
 tile per SM at a time; ``w = 1`` for a GPU without an SM count). Products whose arithmetic
 intensity ``I`` is below the ridge ``R / M_bw`` run at memory speed
 (``traincast.kernels.roofline_slowdown``): the batched attention products (Q K^T and scores x V,
-one per head, with the small inner size ``h / a``) are the only ones of a transformer layer that
-fall below it (``attention_slowdown``).
+one per head, with the small inner size ``d``, the head size) are the only ones of a transformer
+layer that fall below it (``attention_slowdown``).
 
 Forward output of a linear layer ``Y = X W`` is ``M x N`` (``M`` tokens, ``K`` inputs, ``N``
 outputs); its backward computes the data gradient (``M x K`` output) and the weight gradient
@@ -38,22 +38,23 @@ def linear_shapes(model: ModelConfig, b: ArrayLike, s: float, t: ArrayLike,
                   e: ArrayLike = 1) -> list[tuple[F, F, F, F]]:
     """``(count, M, N, K)`` of each linear product of one layer on one GPU (forward).
 
-    Attention: Q K V projection ``(b s, (h + 2 kv h/a) / t, h)``, output projection
-    ``(b s, h, h / t)``; MLP (per expert, ``E / e`` experts per GPU, ``b s k e / E`` tokens each
+    Attention (``d`` the head size, ``h / a`` unless the config sets ``head_dim``): Q K V
+    projection ``(b s, (a d + 2 kv d) / t, h)``, output projection ``(b s, h, a d / t)``; MLP
+    (per expert, ``E / e`` experts per GPU, ``b s k e / E`` tokens each
     under balanced routing; a dense MLP is ``E = e = k = 1``): up (and gate)
     ``((n_mat - 1) f / t, h)``, down ``(h, f / t)``.
     """
     b, t, e = _f(b), _f(t), _f(e)
     h, f = float(model.hidden), float(model.ffn)
-    kvd = float(model.kv * (model.hidden // model.heads))
+    qd, kvd = float(model.q_dim), float(model.kv_dim)
     tokens = b * s
     one = np.ones_like(tokens * t * e)
     experts = float(model.experts)
     mlp_tokens = tokens * model.top_k * e / experts
     per_gpu = experts / e
     return [
-        (one, tokens * one, (h + 2.0 * kvd) / t * one, h * one),
-        (one, tokens * one, h * one, h / t * one),
+        (one, tokens * one, (qd + 2.0 * kvd) / t * one, h * one),
+        (one, tokens * one, h * one, qd / t * one),
         (per_gpu * one, mlp_tokens * one, (model.n_mat - 1) * f / t * one, h * one),
         (per_gpu * one, mlp_tokens * one, h * one, f / t * one),
     ]

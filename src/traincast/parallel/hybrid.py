@@ -145,8 +145,10 @@ def _i(x: ArrayLike) -> F:
 
 
 def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F, gb: F,
-                 vp: F) -> NDArray[np.int64]:
-    """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``."""
+                 vp: F, uneven_stages: bool = False) -> NDArray[np.int64]:
+    """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``
+    (``uneven_stages``: layers need not divide evenly over ``pp vp`` chunks, only be at least
+    one per chunk)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         m = gb / (dp * mb)
     checks = [
@@ -154,7 +156,7 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         (dp >= 1) & (tp >= 1) & (pp >= 1) & (ep >= 1) & (mb >= 1) & (vp >= 1),
         np.isclose(m, np.round(m)) & (m >= 1),
         (model.heads % tp == 0) & ((model.kv % tp == 0) | (tp % model.kv == 0)),
-        model.layers % (pp * vp) == 0,
+        (model.layers % (pp * vp) == 0) | (uneven_stages & (model.layers >= pp * vp)),
         (vp == 1) | ((pp > 1) & (np.round(m) % pp == 0)),
         (ep == 1) | ((model.experts % ep == 0) & (dp % ep == 0)),
         (zero >= 0) & (zero <= 3),
@@ -183,13 +185,17 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              micro_batch: ArrayLike = 1, global_batch: ArrayLike, recompute: ArrayLike = 0,
              vp: ArrayLike = 1, sp: ArrayLike | None = None, gpipe: ArrayLike = False,
              seq: int | None = None, dtype: str = "bf16", overlap: float = 0.0,
-             scatter_gather: bool = True, grad_accum_fused: bool = True) -> dict[str, F]:
+             scatter_gather: bool = True, grad_accum_fused: bool = True,
+             uneven_stages: bool = False) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
     (sequence parallelism) defaults to on wherever ``tp > 1``. ``grad_accum_fused=False``
     charges a separate element-wise add of every weight gradient into the accumulation buffer
     per micro-batch (frameworks without Megatron's fused weight-gradient accumulation).
+    ``uneven_stages=True`` accepts layers that do not divide over the ``pp vp`` chunks
+    (DeepSpeed's pipeline partitions them so): the slowest stage holds ``v ceil(l / (p v))``
+    layers, which is ``l / p`` whenever they divide.
     Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS`` + ``_s``,
     ``mem_*_bytes``, ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``,
     ``hardware_tflops_per_gpu``, ...).
@@ -203,16 +209,17 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     k = float(model.top_k)
     delta = float(st.DTYPE_BYTES[dtype])
     g = float(hw.gpus_per_node)
-    shape_error = check_shapes(model, d, t, p, e, z, b, gb, v)
+    shape_error = check_shapes(model, d, t, p, e, z, b, gb, v, uneven_stages)
     m = gb / (d * b)
     n_gpus = d * t * p
-    layers_stage = l_ / p
+    layers_stage = np.ceil(l_ / (p * v)) * v      # l / p when the layers divide evenly
     full = (r == st.RECOMPUTE_CODE["full"]).astype(np.float64)
     selective = (r == st.RECOMPUTE_CODE["selective"]).astype(np.float64)
 
     # ---- FLOPs of one micro-batch (model-wide, counted as executed, for the throughput metrics)
     f_gemm = 2.0 * b * s * (model.attn_matrix_params + k * model.mlp_matrix_params)
-    f_attn = 4.0 * b * s * s * h
+    qd = float(model.q_dim)                  # a d: h unless the config sets head_dim
+    f_attn = 4.0 * b * s * s * qd
     f_logit = 2.0 * b * s * h * V
     # ---- GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py):
     # linear products with tile/wave quantization, attention products with their roofline
@@ -223,7 +230,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     logit_fwd, logit_bwd = gemm.gemm_times_s([(one, b * s * one, V / t * one, h * one)], rate,
                                              hw.sms, dtype)
     attn_s = f_attn / t / rate * gemm.attention_slowdown(
-        s, h / a, delta, rate, hw.mem_eff_bps)
+        s, float(model.head_size), delta, rate, hw.mem_eff_bps)
     t_flop = (layers_stage * ((1.0 + full) * lin_fwd + lin_bwd
                               + (3.0 + full + selective) * attn_s)
               + logit_fwd + logit_bwd)
@@ -294,7 +301,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     mem_total = w_b + g_b + o_b + act
 
     tokens = gb * s
-    model_flops = (6.0 * model.params_flop + 12.0 * l_ * h * s) * tokens
+    model_flops = (6.0 * model.params_flop + 12.0 * l_ * qd * s) * tokens
     hw_flops = (gb / b) * (l_ * ((3.0 + full) * (f_gemm + f_attn) + selective * f_attn)
                            + 3.0 * f_logit)
     valid = shape_error == 0

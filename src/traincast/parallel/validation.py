@@ -1,66 +1,195 @@
 """Published large-scale training measurements against the hybrid model.
 
-``megatron_2021()`` predicts every row of Narayanan et al. (SC 2021) Table 1
-(``megatron_2021.toml``) with the row's own t, p, d and batch on the row's node, full activation
-recomputation, no sequence parallelism, micro-batch 1, unfused gradient accumulation (the code
-of the time), and compares the predicted per-GPU TFLOP/s (the paper's FLOP count over the
-predicted iteration time) with the published one. The paper ran the interleaved schedule with an
-unpublished number of chunks; each row is predicted with the plain 1F1B schedule (``vp = 1``)
-and, where the row's shape allows one, with the smallest interleaving ``vp > 1``.
+One comparison, ``compare_table(FILE)``, runs over a table file of this package: each row is a
+published run (model, tensor-parallel ``t``, pipeline ``p``, data-parallel ``d``, GPUs, global
+batch, achieved TFLOP/s per GPU or MFU) with the settings it ran with; table-level keys are the
+defaults of its rows, and a row may override any of them (``ROW_KEYS``). Each row is predicted
+with ``hybrid.evaluate`` on its node and compared with the published per-GPU rate::
+
+    rel_error = predicted / published - 1
+
+``metric = "hardware"`` compares the executed FLOPs (recomputation included: Narayanan et al.'s
+``96 B s l h^2 (1 + s/6h + V/16lh)`` with full recomputation) over the predicted time;
+``metric = "model"`` the model FLOPs (``6 P + 12 l a d s`` per token, no recomputation: MFU).
+A row gives ``tflops_per_gpu`` or ``mfu_percent`` (then published = MFU x the GPU's dense peak
+of the dtype, from the catalog).
+
+Shipped tables:
+
+* ``megatron_2021.toml`` (``megatron_2021()``): Narayanan et al. (SC 2021) Table 1. The paper
+  ran the interleaved schedule with an unpublished number of chunks; each row is predicted with
+  the plain 1F1B schedule (``vp = 1``) and, where the row's shape allows one, with the smallest
+  interleaving ``vp > 1`` (``rel_error_interleaved``).
+* ``published_llm.toml`` (``published_llm()``): BLOOM-176B, OPT-175B, Megatron-Turing NLG 530B
+  and Korthikanti et al. (2022), each row with its own source.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import tomllib
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from traincast.hardware.catalog import Catalog
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
-from traincast.parallel.hybrid import evaluate, hybrid_hardware
-from traincast.parallel.models import ModelConfig, get_model
+from traincast.parallel.hybrid import HybridHardware, evaluate, hybrid_hardware
+from traincast.parallel.models import ModelConfig, config_from_table, get_model
 
 TARGET_REL_ERROR = 0.15
+TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml")
+
+# settings a table gives its rows (a row may override each); value: default when absent
+SETTINGS: dict[str, Any] = {
+    "node": "dgx-a100", "dtype": "fp16", "recompute": "full", "sp": False,
+    "micro_batch": 1, "vp": 1, "zero": 0, "seq": None, "grad_accum_fused": True,
+    "metric": "hardware", "nic": None, "rails": None, "interleaved": False,
+    "uneven_stages": False,
+}
+# published columns and notes a row may carry besides the settings
+ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
+    "model", "config", "t", "p", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
+    "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run"}
+TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "row"}
+
+
+def table_rows(name: str | Path) -> dict[str, Any]:
+    """A table as written, ``{"source", <settings>, "row": [...]}``: a shipped one by name
+    (``TABLES``) or a TOML file of the same form."""
+    if str(name) in TABLES:
+        return tomllib.loads(resources.files("traincast.parallel").joinpath(str(name))
+                             .read_text())
+    path = Path(name)
+    if not path.is_file():
+        raise TraincastError(f"unknown published table {str(name)!r}",
+                             hint=f"shipped tables: {', '.join(TABLES)}; or a TOML file path")
+    try:
+        table = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TraincastError(f"{path}: not valid TOML: {exc}") from None
+    if not isinstance(table.get("row"), list) or not table["row"]:
+        raise TraincastError(f"{path}: no [[row]] tables", hint="one [[row]] per published run")
+    return table
 
 
 def megatron_2021_rows() -> dict[str, Any]:
-    """The table as shipped: ``{"source", "node", "recompute", "row": [...]}``."""
-    text = resources.files("traincast.parallel").joinpath("megatron_2021.toml").read_text()
-    return tomllib.loads(text)
+    """The Narayanan et al. table as shipped: ``{"source", "node", "recompute", "row": [...]}``."""
+    return table_rows("megatron_2021.toml")
 
 
-def megatron_2021(catalog: Catalog | None = None) -> list[dict[str, Any]]:
-    """Predicted vs published per-GPU TFLOP/s for every row (``rel_error`` = pred / pub - 1;
-    ``rel_error_interleaved`` with the smallest valid ``vp > 1``, None when none fits the row)."""
-    table = megatron_2021_rows()
-    hw = hybrid_hardware(catalog, table["node"], "fp16")
-    fused = bool(table.get("grad_accum_fused", True))
+def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str) -> None:
+    where = f"{name}, row {i + 1}"
+    unknown = set(row) - ROW_KEYS
+    if unknown:
+        raise TraincastError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}",
+                             hint=f"known fields: {', '.join(sorted(ROW_KEYS))}")
+    for key in ("model", "t", "p", "d", "gpus", "batch"):
+        if key not in row:
+            raise TraincastError(f"{where}: missing field {key!r}")
+    if ("tflops_per_gpu" in row) == ("mfu_percent" in row):
+        raise TraincastError(f"{where}: give exactly one of 'tflops_per_gpu' and 'mfu_percent'")
+    for key in ("t", "p", "d", "gpus", "batch"):
+        if not isinstance(row[key], int) or row[key] < 1:
+            raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
+                                 f"got {row[key]!r}")
+    if not (row.get("source") or table_source):
+        raise TraincastError(f"{where}: field 'source' is missing or empty",
+                             hint="every published row names where it is published (or the "
+                                  "table a source for all its rows)")
+    if row["t"] * row["p"] * row["d"] != row["gpus"]:
+        raise TraincastError(f"{where}: t x p x d = {row['t'] * row['p'] * row['d']} is not "
+                             f"the row's {row['gpus']} GPUs (field 'gpus')")
+
+
+def _row_model(name: str | Path, i: int, row: dict[str, Any]) -> ModelConfig:
+    if "config" in row:
+        return config_from_table(row["model"], dict(row["config"]),
+                                 f"{name}, row {i + 1}, field 'config'")
+    return get_model(row["model"])
+
+
+def _row_hardware(cat: Catalog, cfg: dict[str, Any]) -> HybridHardware:
+    hw = hybrid_hardware(cat, cfg["node"], cfg["dtype"], nic=cfg["nic"])
+    return hw if cfg["rails"] is None else dataclasses.replace(hw, rails=float(cfg["rails"]))
+
+
+def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: dict[str, Any],
+             vp: int) -> dict[str, Any]:
+    return evaluate(model, hw, dp=row["d"], tp=row["t"], pp=row["p"], zero=cfg["zero"],
+                    global_batch=row["batch"], micro_batch=cfg["micro_batch"], vp=vp,
+                    recompute=st.RECOMPUTE_CODE[cfg["recompute"]], sp=cfg["sp"],
+                    seq=cfg["seq"], dtype=cfg["dtype"],
+                    grad_accum_fused=cfg["grad_accum_fused"],
+                    uneven_stages=cfg["uneven_stages"])
+
+
+def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """Predicted vs published per-GPU TFLOP/s for every row of the table ``name`` (shipped, or
+    a file)
+    (module docstring): the row's fields plus ``published_tflops_per_gpu``,
+    ``predicted_tflops_per_gpu``, ``rel_error``, ``within_target``, ``predicted_s``,
+    ``shares`` (of the predicted iteration), ``fits``, ``memory_gb`` and, for tables with
+    ``interleaved = true``, the smallest valid ``vp > 1`` (``vp_interleaved``,
+    ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits)."""
+    table = table_rows(name)
+    unknown = set(table) - TABLE_KEYS
+    if unknown:
+        raise TraincastError(f"{name}: unknown table key(s) {', '.join(sorted(unknown))}",
+                             hint=f"known keys: {', '.join(sorted(TABLE_KEYS))}")
+    cat = catalog or load_catalog()
+    defaults = {k: table.get(k, v) for k, v in SETTINGS.items()}
     out = []
-    for row in table["row"]:
-        cfg = get_model(row["model"])
-
-        def run(vp: int, cfg: ModelConfig = cfg, row: dict[str, Any] = row) -> dict[str, Any]:
-            return evaluate(cfg, hw, dp=row["d"], tp=row["t"], pp=row["p"],
-                            global_batch=row["batch"], micro_batch=1, vp=vp,
-                            recompute=st.RECOMPUTE_CODE[table["recompute"]], sp=False,
-                            dtype="fp16", grad_accum_fused=fused)
-
-        res = run(1)
-        total = float(res["total_s"])
-        parts = {k: float(res[f"{k}_s"]) / total for k in
-                 ("compute_flop", "compute_mem", "comm_tp", "comm_pp", "comm_dp", "bubble")}
-        pred = float(res["hardware_tflops_per_gpu"])
-        published = row["tflops_per_gpu"]
-        inter = next(((vp, r) for vp in range(2, 9) if row["p"] > 1
-                      for r in [run(vp)] if int(r["shape_error"]) == 0), None)
-        pred_i = float(inter[1]["hardware_tflops_per_gpu"]) if inter else None
-        out.append({**row, "predicted_tflops_per_gpu": pred,
-                    "rel_error": pred / published - 1.0,
+    for i, row in enumerate(table["row"]):
+        _check_row(name, i, row, str(table.get("source", "")))
+        cfg = {k: row.get(k, v) for k, v in defaults.items()}
+        model, hw = _row_model(name, i, row), _row_hardware(cat, cfg)
+        res = _predict(model, hw, cfg, row, cfg["vp"])
+        if int(res["shape_error"]):
+            raise TraincastError(f"{name}, row {i + 1} ({row['model']}): the hybrid model "
+                                 "rejects its shape", hint=f"t={row['t']} p={row['p']} "
+                                 f"d={row['d']} batch={row['batch']} vp={cfg['vp']}")
+        key = "model_tflops_per_gpu" if cfg["metric"] == "model" else "hardware_tflops_per_gpu"
+        published = (row["tflops_per_gpu"] if "tflops_per_gpu" in row
+                     else row["mfu_percent"] / 100.0 * hw.peak_tflops)
+        total, pred = float(res["total_s"]), float(res[key])
+        inter = next(((vp, r) for vp in range(2, 9) if cfg["interleaved"] and row["p"] > 1
+                      for r in [_predict(model, hw, cfg, row, vp)]
+                      if int(r["shape_error"]) == 0), None)
+        pred_i = float(inter[1][key]) if inter else None
+        out.append({**row, "metric": cfg["metric"], "published_tflops_per_gpu": published,
+                    "predicted_tflops_per_gpu": pred, "rel_error": pred / published - 1.0,
                     "within_target": abs(pred / published - 1.0) <= TARGET_REL_ERROR,
                     "vp_interleaved": inter[0] if inter else None,
                     "predicted_interleaved_tflops_per_gpu": pred_i,
                     "rel_error_interleaved": pred_i / published - 1.0 if pred_i else None,
-                    "predicted_s": total, "shares": parts,
+                    "predicted_s": total,
+                    "shares": {k: float(res[f"{k}_s"]) / total for k in
+                               ("compute_flop", "compute_mem", "comm_tp", "comm_pp",
+                                "comm_dp", "bubble")},
                     "fits": bool(res["fits"]),
                     "memory_gb": float(res["mem_total_bytes"]) / 1e9})
     return out
+
+
+def megatron_2021(catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """Narayanan et al. (SC 2021) Table 1 through ``compare_table`` (``rel_error`` with
+    ``vp = 1``, ``rel_error_interleaved`` with the smallest valid ``vp > 1``)."""
+    return compare_table("megatron_2021.toml", catalog)
+
+
+def published_llm(catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """BLOOM-176B, OPT-175B, MT-NLG 530B and Korthikanti et al. (2022) through
+    ``compare_table`` (``published_llm.toml``; each row names its source)."""
+    return compare_table("published_llm.toml", catalog)
+
+
+def median_abs_error(rows: list[dict[str, Any]]) -> float:
+    """Median of ``|rel_error|`` over the rows (NaN when a row has none)."""
+    errs = sorted(abs(r["rel_error"]) for r in rows)
+    if not errs or any(math.isnan(e) for e in errs):
+        return math.nan
+    mid = len(errs) // 2
+    return errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])

@@ -74,34 +74,52 @@ def keep_freed_memory() -> bool:
 
 
 def host_inputs(inputs: Sequence[Any], device: str) -> list[Any]:
-    """The input batch as it sits on the host before a step (pinned on CUDA)."""
+    """The input batch as it sits on the host before a step (pinned on CUDA): every tensor at
+    any depth of the lists, tuples and dicts of ``inputs`` (``torch.utils._pytree.tree_map``),
+    other leaves as they are."""
     import torch
+    from torch.utils._pytree import tree_map
 
-    out = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            x = x.detach().cpu()
-            if device.startswith("cuda"):
-                x = x.pin_memory()
-        out.append(x)
-    return out
+    pin = device.startswith("cuda")
+
+    def host(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        x = x.detach().cpu()
+        return x.pin_memory() if pin else x
+
+    return [tree_map(host, x) for x in inputs]
+
+
+def device_inputs(host: Sequence[Any], device: str) -> list[Any]:
+    """The batch of one step: every tensor of ``host`` at any depth of its lists, tuples and
+    dicts copied to ``device`` (``tree_map``): a fresh copy on the CPU (the memcpy a step pays),
+    ``.to(device)`` elsewhere (non-blocking from pinned memory on CUDA)."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    cpu = device.startswith("cpu")
+
+    def move(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        return x.clone() if cpu else x.to(device, non_blocking=device.startswith("cuda"))
+
+    return [tree_map(move, x) for x in host]
 
 
 def make_step(model: Any, inputs: Sequence[Any], optimizer: Any, device: str,
               after_backward: Callable[[], None] | None = None) -> Callable[[], None]:
     """One training step as a closure (see the module docstring)."""
-    import torch
     from torch.profiler import record_function
 
     from traincast.features.profile import loss_of
 
     host = host_inputs(inputs, device)
-    cuda = device.startswith("cuda")
 
     def step() -> None:
         with record_function(DATA_REGION):
-            batch = [x.to(device, non_blocking=True) if cuda else x.clone()
-                     if isinstance(x, torch.Tensor) else x for x in host]
+            batch = device_inputs(host, device)
         loss = loss_of(model(*batch))
         loss.backward()
         if after_backward is not None:

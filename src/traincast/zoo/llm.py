@@ -1,13 +1,13 @@
 """Decoder-only language-model configs (the ``llm`` capability of a zoo model) and their sizes.
 
 A config is the handful of numbers that fix a decoder-only transformer's size: layers ``l``,
-hidden ``h``, heads ``a`` (``kv`` key/value heads), MLP inner size ``f``, vocabulary ``V``,
-sequence ``s``, MLP kind (GELU: 2 matrices, SwiGLU: 3), experts ``E`` with ``top_k`` used per
-token. Parameter count (docs/parallelism.md)::
+hidden ``h``, heads ``a`` (``kv`` key/value heads) of size ``d`` (``head_dim``, by default
+``h / a``), MLP inner size ``f``, vocabulary ``V``, sequence ``s``, MLP kind (GELU: 2 matrices,
+SwiGLU: 3), experts ``E`` with ``top_k`` used per token. Parameter count (docs/parallelism.md)::
 
-    attention matrices  W_attn = h (2 h + 2 kv h/a)            (Q, O: h x h; K, V: h x kv h/a)
+    attention matrices  W_attn = h (2 a d + 2 kv d)        (Q: h x a d, O: a d x h; K, V: h x kv d)
     one MLP             W_mlp  = n_mat h f                     (n_mat = 2 GELU, 3 SwiGLU)
-    biases              h + 2 kv h/a + h  (attention)  +  f (n_mat - 1) + h  (MLP), if bias
+    biases              a d + 2 kv d + h  (attention)  +  f (n_mat - 1) + h  (MLP), if bias
     norms per layer     2 x (2h LayerNorm | h RMSNorm)
     router              h E (MoE only)
     layer               W_attn + E W_mlp + biases + norms + router
@@ -38,6 +38,7 @@ class ModelConfig:
     vocab: int
     seq: int = 2048
     kv_heads: int = 0
+    head_dim: int = 0
     mlp: str = "gelu"
     bias: bool = False
     norm: str = "layernorm"
@@ -55,15 +56,30 @@ class ModelConfig:
         return self.kv_heads or self.heads
 
     @property
+    def head_size(self) -> int:
+        """Size ``d`` of one attention head: ``head_dim``, else ``h / a`` (Gemma-7B and Qwen3
+        set ``head_dim`` with ``a d != h``)."""
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the queries (and of the attention output): ``a d``."""
+        return self.heads * self.head_size
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the keys (and of the values): ``kv d``."""
+        return self.kv * self.head_size
+
+    @property
     def n_mat(self) -> int:
         """Weight matrices per MLP: 2 (GELU: up, down) or 3 (SwiGLU: gate, up, down)."""
         return 3 if self.mlp == "swiglu" else 2
 
     @property
     def attn_matrix_params(self) -> int:
-        """``W_attn = h (2h + 2 kv h/a)``: Q and O are h x h, K and V are h x (kv h / a)."""
-        h, kvd = self.hidden, self.kv * (self.hidden // self.heads)
-        return h * (2 * h + 2 * kvd)
+        """``W_attn = h (2 a d + 2 kv d)``: Q is h x a d, O is a d x h, K and V are h x kv d."""
+        return self.hidden * (2 * self.q_dim + 2 * self.kv_dim)
 
     @property
     def mlp_matrix_params(self) -> int:
@@ -73,8 +89,9 @@ class ModelConfig:
     @property
     def layer_bias_norm_params(self) -> int:
         """Biases (when ``bias``), the two norms of a layer and the MoE router, per layer."""
-        h, kvd, f = self.hidden, self.kv * (self.hidden // self.heads), self.ffn
-        bias = (2 * h + 2 * kvd + (f * (self.n_mat - 1) + h) * self.experts) if self.bias else 0
+        h, f = self.hidden, self.ffn
+        bias = ((self.q_dim + 2 * self.kv_dim + h + (f * (self.n_mat - 1) + h) * self.experts)
+                if self.bias else 0)
         norms = 2 * (2 * h if self.norm == "layernorm" else h)
         router = h * self.experts if self.experts > 1 else 0
         return bias + norms + router
@@ -137,10 +154,14 @@ def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelCon
         if not isinstance(values[key], int) or values[key] <= 0:
             raise TraincastError(f"{where}: key {key!r} must be a positive "
                                  f"integer, got {values[key]!r}")
+    for key in ("kv_heads", "head_dim"):
+        if not isinstance(values.get(key, 0), int) or values.get(key, 0) < 0:
+            raise TraincastError(f"{where}: key {key!r} must be a positive integer (0: the "
+                                 f"default), got {values[key]!r}")
     cfg = ModelConfig(name=name, **values)
-    if cfg.hidden % cfg.heads or cfg.heads % cfg.kv:
-        raise TraincastError(f"{where}: hidden must be a multiple of heads and "
-                             f"heads a multiple of kv_heads")
+    if (not cfg.head_dim and cfg.hidden % cfg.heads) or cfg.heads % cfg.kv:
+        raise TraincastError(f"{where}: hidden must be a multiple of heads (unless head_dim "
+                             f"is given) and heads a multiple of kv_heads")
     if cfg.mlp not in ("gelu", "swiglu") or cfg.norm not in ("layernorm", "rmsnorm"):
         raise TraincastError(f"{where}: mlp must be gelu|swiglu and norm "
                              f"layernorm|rmsnorm")
@@ -205,6 +226,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
 
     * ``kv_heads``: ``num_key_value_heads`` (or its synonyms); ``multi_query`` (Falcon-7B,
       without ``new_decoder_architecture``) means one; else ``heads``;
+    * ``head_dim``: ``head_dim`` (Gemma, Qwen3, Mistral NeMo: the size of one head, which need
+      not be ``hidden / heads``); absent or null: ``hidden / heads``;
     * ``ffn``: ``intermediate_size`` (or synonyms), MPT's ``expansion_ratio`` x hidden, else
       4 x hidden;
     * ``mlp``: SwiGLU (3 matrices) for a SiLU activation or a gated-GELU family
@@ -235,8 +258,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
     tied = raw.get("tie_word_embeddings")
     experts = raw.get("num_local_experts") or raw.get("num_experts") or 1
+    head_dim = raw.get("head_dim")
     values = {"layers": int(_first(raw, "layers")), "hidden": h, "heads": heads,
-              "kv_heads": int(kv or heads), "ffn": int(ffn), "vocab": int(_first(raw, "vocab")),
+              "kv_heads": int(kv or heads), "head_dim": int(head_dim or 0), "ffn": int(ffn),
+              "vocab": int(_first(raw, "vocab")),
               "seq": int(_first(raw, "seq") or (1024 if mtype == "gpt2" else 2048)),
               "mlp": "swiglu" if act in ("silu", "swish", "swiglu")
               or mtype in GATED_GELU_TYPES else "gelu",
