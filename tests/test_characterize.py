@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -121,6 +122,72 @@ def test_empty_and_unknown_features() -> None:
     jobs = {"architecture": np.array(["1w1g", None], dtype=object), "n_gpus": np.array([1, 2.0]),
             "start_time_s": np.array([0.0, 0.0]), "end_time_s": np.array([5.0, math.nan])}
     r = characterize(jobs)
-    assert r["jobs"] == 2 and r["gpu_time_s"] == 5 and r["jobs_with_duration"] == 1
+    # the second job has a start and no end (no censored column: censored by the csv rule), so
+    # it runs to the trace end, 5 s: 1 x 5 + 2 x (5 - 0)
+    assert r["jobs"] == 2 and r["gpu_time_s"] == 15 and r["jobs_with_duration"] == 1
+    assert r["censored_gpu_time_s"] == 10 and r["gpu_time_lower_bound"] is True
     assert list(r["by_architecture"]) == ["1w1g", "unknown"]
     assert r["breakdown"]["jobs"] == 0
+
+
+def test_censored_jobs_count_up_to_the_trace_end(tmp_path: Path) -> None:
+    path = tmp_path / "run.csv"
+    path.write_text("job_id,architecture,n_gpus,submit_time_s,start_time_s,end_time_s,status\n"
+                    "a,1w1g,1,0,0,100,Terminated\n"
+                    "b,allreduce-local,2,30,40,,Running\n"  # still running: 40 -> trace end
+                    "c,allreduce-local,4,160,,,Waiting\n"   # never started: no GPU time
+                    "d,1w1g,1,0,10,150,Terminated\n")
+    r = characterize(read_trace(path, "csv"), fill=False)
+    # trace end = the largest time the trace holds: c's submission at 160
+    # a 1 x 100, b 2 x (160 - 40) = 240, c 0, d 1 x 140
+    assert r["trace_end_s"] == 160
+    assert r["gpu_time_s"] == 100 + 240 + 140
+    assert r["censored_gpu_time_s"] == 240 and r["gpu_time_lower_bound"] is True
+    assert r["by_architecture"]["allreduce-local"]["gpu_time_s"] == 240
+    assert r["flags"]["censored"] == 2
+    # durations are of jobs with an end: a 100, d 140 (a running time is not a duration)
+    assert r["jobs_with_duration"] == 2 and r["cdf"]["duration_s"]["value"][-1] == 140
+
+
+def test_gpu_time_is_exact_without_running_jobs(tiny: pa.Table) -> None:
+    r = characterize(tiny, fill=False)
+    assert r["censored_gpu_time_s"] == 0 and r["gpu_time_lower_bound"] is False
+    assert r["trace_end_s"] == 100
+
+
+def test_censored_gpu_time_on_the_command_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    path = tmp_path / "r.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,status\n"
+                    "a,1,0,100,Terminated\nb,1,0,,Running\n")
+    res = CliRunner().invoke(app, ["characterize", str(path), "--db", str(tmp_path / "r.duckdb"),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["gpu_time_s"] == 100 + 100 and out["gpu_time_lower_bound"] is True
+
+
+def test_a_given_breakdown_is_used_as_it_is(tiny: pa.Table,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import traincast.analysis.characterize as char_mod
+    from traincast.predict import predict_table
+
+    cat = load_catalog()
+    alone = characterize(tiny, cat, fill=False)
+    bd = predict_table(tiny, cat)
+    monkeypatch.setattr(char_mod, "predict_table", lambda *a, **k: pytest.fail("evaluated"))
+    given = characterize(tiny, cat, fill=False, breakdown=bd)
+    assert json.dumps(given, sort_keys=True) == json.dumps(alone, sort_keys=True)
+
+
+def test_job_gpu_time_by_the_same_rule() -> None:
+    from traincast.analysis.characterize import job_gpu_time_s
+
+    jobs = {"n_gpus": [2.0, 1.0, 3.0], "start_time_s": [0.0, 50.0, np.nan],
+            "end_time_s": [100.0, np.nan, np.nan], "censored": [0.0, 1.0, 1.0]}
+    # 2 x 100; 1 x (100 - 50) up to the trace end; never started: unknown
+    got = job_gpu_time_s(jobs)
+    assert got[:2].tolist() == [200.0, 50.0] and np.isnan(got[2])

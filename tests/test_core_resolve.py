@@ -369,3 +369,71 @@ def test_architecture_codes_infer_as_resolve_does_from_node_sizes_alone() -> Non
     assert names == ["1w1g", "allreduce-local", "allreduce-cluster", "allreduce-cluster",
                      "pearl", "allreduce-cluster", None, None]
     np.testing.assert_array_equal(codes, resolve(jobs, cat).arch)
+
+
+def test_training_gpus_are_the_workers_gpus() -> None:
+    from traincast.jobs import Columns
+    from traincast.resolve import training_gpus
+
+    cols = Columns.of({"architecture": np.array([None] * 6, dtype=object),
+                       "n_gpus": [2, 5, 8, 4, 0.5, 3],
+                       "n_workers": [1, 4, np.nan, 8, 1, 0],
+                       "gpus_per_worker": [1, 1, 2, 1, 0.5, 1]})
+    # 1 worker x 1 GPU + an evaluator's GPU; 4 x 1 + 1 more; no worker count: n_gpus;
+    # 8 x 1 is more than the job's 4 GPUs: 4; half a GPU; no worker: n_gpus
+    np.testing.assert_array_equal(training_gpus(cols), [1, 4, 8, 4, 0.5, 3])
+    np.testing.assert_array_equal(training_gpus(Columns.of({"architecture": ["1w1g"],
+                                                            "n_gpus": [2.0]})), [2])
+
+
+def test_gpus_outside_the_workers_take_no_part_in_the_step() -> None:
+    # one worker with one GPU plus an evaluator with one (PAI 2020): a 1w1g job of 2 GPUs
+    cat = load_catalog()
+    jobs = {"architecture": np.array(["1w1g", "ps-worker"], dtype=object),
+            "n_gpus": [2.0, 5.0], "n_workers": [1, 4], "n_ps": [np.nan, 1],
+            "gpus_per_worker": [1.0, 1.0], "node": np.array(["pai-v100-nvlink"] * 2, dtype=object),
+            **{k: [v, v] for k, v in FEATS.items()}}
+    r = resolve(jobs, cat)
+    assert r.reason.tolist() == [OK, OK]
+    assert r.n.tolist() == [1, 4] and r.m.tolist() == [1, 4]
+    # packed: g = min(n = 4, 8) = 4, k = min(m = 4, g / 1) = 4
+    assert r.g.tolist() == [1, 4] and r.k.tolist() == [1, 4]
+    one = predict_table({k: [v[0]] if isinstance(v, list) else v[:1] for k, v in jobs.items()},
+                        cat)
+    assert one.comm[0] == 0.0  # 1w1g: T_comm = 0
+    bd = predict_table({**jobs, "n_gpus": [1.0, 4.0]}, cat)  # the same jobs without the extra
+    np.testing.assert_array_equal(predict_table(jobs, cat).total, bd.total)
+
+
+def test_a_ported_job_keeps_its_training_gpus() -> None:
+    from traincast.engine.local import apply_changes
+    from traincast.engine.workload import workload_extras
+    from traincast.jobs import Columns
+    from traincast.scenarios import Scenario
+
+    cat = load_catalog()
+    cols = Columns.of({"architecture": np.array(["ps-worker"], dtype=object),
+                       "n_gpus": [5.0], "n_workers": [4], "n_ps": [1],
+                       "gpus_per_worker": [1.0], **{k: [v] for k, v in FEATS.items()}})
+    for arch, workers in (("allreduce-local", None), ("ps-worker", 4)):
+        new = apply_changes(cols, workload_extras(cols),
+                            Scenario(name=arch, changes={"architecture": arch}), cat)
+        assert new["n_gpus"].tolist() == [4]  # 4 workers x 1 GPU; the fifth GPU is not a worker
+        assert resolve(new, cat).n.tolist() == [4]
+        if workers:
+            assert new["n_workers"].tolist() == [workers]
+
+
+def test_infer_architecture_reads_node_sizes_without_a_resolve(monkeypatch) -> None:
+    import pyarrow as pa
+
+    from traincast.trace import infer_architecture
+
+    resolve_mod = sys.modules["traincast.resolve"]  # the package exports a function of the name
+    monkeypatch.setattr(resolve_mod, "resolve", lambda *a, **k: pytest.fail("resolved"))
+    jobs = pa.table({"architecture": pa.array([None, None, "pearl", None], pa.string()),
+                     "n_gpus": [1.0, 8.0, 16.0, 9.0],
+                     "gpu_type": ["V100", "V100", "V100", "V100"]})
+    got = infer_architecture(jobs, load_catalog())["architecture"].to_pylist()
+    # V100 -> pai-v100-nvlink, 8 GPUs: 1 -> 1w1g, 8 fit one node, the given one kept, 9 do not
+    assert got == ["1w1g", "allreduce-local", "pearl", "allreduce-cluster"]

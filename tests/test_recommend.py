@@ -117,3 +117,63 @@ def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
     out = json.loads(res.stdout)
     assert {c.split("@")[1] for c in out["candidates"]} == {"current", "dgx-a100"}
     assert out["rows"][0]["node"] == "pai-v100-nvlink"
+
+
+def test_json_rows_are_opt_in_for_a_trace(catalog, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    trace = write_small_trace(tmp_path / "t.csv")
+    runner = CliRunner()
+    args = ["recommend", str(trace), "--db", str(tmp_path / "s.duckdb"), "--candidate-node",
+            "pai-v100-nvlink", "--catalog", str(tmp_path / "pinned.toml"),  # the fixture's
+            "--compute", "paper",
+            "--json"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    # the summary is there, per-job rows are not: ps4 alone moves to allreduce-local
+    assert "rows" not in out and out["jobs"] == 5
+    assert out["summary"]["arch"]["architectures"]["allreduce-local"] == 1
+    res = runner.invoke(app, [*args, "--jobs"])
+    assert res.exit_code == 0, res.output
+    rows = {r["job_id"]: r for r in json.loads(res.stdout)["rows"]}
+    assert sorted(rows) == ["ar16", "one", "ps16", "ps4", "psbig"]
+    assert rows["ps4"]["arch_total_s"] == pytest.approx(PS4_NVLINK, rel=1e-12)
+
+
+def test_progress_counts_every_step(catalog, tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int]] = []
+    recommend(small_trace(), catalog, nodes=["pai-v100-nvlink"],
+              progress=lambda *a: seen.append(a))
+    # 5 candidate architectures (1w1g, allreduce-local, allreduce-cluster, ps-worker, pearl) on
+    # the job's own hardware and on 1 node = 10 candidates; then arch, best and the summary
+    assert [d for _, d, _ in seen] == list(range(1, 14)) and {t for *_, t in seen} == {13}
+    assert seen[0][0] == "1w1g@current" and seen[9][0] == "pearl@pai-v100-nvlink"
+    assert [s for s, _, _ in seen[10:]] == ["choosing arch", "choosing best", "summary"]
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\nsource = "test"\n')
+    seen.clear()
+    recommend(small_trace(), catalog, nodes=["pai-v100-nvlink"], prices=prices,
+              progress=lambda *a: seen.append(a))
+    assert len(seen) == 10 + 3 + 1 and seen[-2][0] == "choosing cheapest"
+
+
+def test_summary_counts_by_hand() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from traincast.analysis.recommend import _summary
+
+    rows = pa.table({"arch_speedup": [1.0, 2.0, 4.0, np.nan, 1.005],
+                     "arch_architecture": ["1w1g", "pearl", "pearl", None, "ps-worker"],
+                     "arch_node": pa.array(["a", "b", "b", "c", "a"]).dictionary_encode(),
+                     **{f"best_{k}": v for k, v in (("speedup", [1.0] * 5),
+                                                    ("architecture", ["x"] * 5),
+                                                    ("node", ["n"] * 5))}})
+    s = _summary(rows, priced=False)["arch"]
+    # 4 predicted (NaN is not); changed = speedup > 1.01: 2.0 and 4.0
+    assert s["predicted"] == 4 and s["changed_share"] == 2 / 4
+    assert s["mean_speedup"] == pytest.approx((1 + 2 + 4 + 1.005) / 4)
+    assert s["median_speedup"] == pytest.approx((1.005 + 2) / 2)
+    # most frequent first, ties by name
+    assert list(s["architectures"].items()) == [("pearl", 2), ("1w1g", 1), ("ps-worker", 1)]
+    assert s["nodes"] == {"a": 2, "b": 2} and s["changed_to"] == {"pearl": 2}

@@ -384,3 +384,19 @@ def test_report_cli_and_lazy_matplotlib(tmp_path):
     r = subprocess.run([*cli, "--study", str(tmp_path / "missing")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no such study folder" in " ".join(r.stderr.split())
+
+
+def test_top_jobs_count_a_running_job_up_to_the_trace_end(tmp_path):
+    import pyarrow as pa
+
+    from traincast.report.inputs import Study
+    from traincast.report.sections import top_jobs
+
+    jobs = pa.table({"job_id": ["done", "running"], "n_gpus": [1.0, 3.0],
+                     "start_time_s": [0.0, 3600.0], "end_time_s": [7200.0, None],
+                     "censored": [False, True]})
+    text = top_jobs(jobs, Study(folder=tmp_path, jobs=jobs))
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+             for row in re.findall(r"<tr><td.*?</tr>", text)]
+    # trace end = 7200 s: running 3 GPUs x (7200 - 3600) s = 3 GPU-hours, first; done 1 x 2 h
+    assert cells == [["running", "3", "3"], ["done", "1", "2"]]

@@ -128,11 +128,21 @@ def test_study_evaluates_the_jobs_as_they_run_once(tmp_path: Path, monkeypatch) 
         calls.append(unchanged and key(cols) == base_key)
         return real(cols, catalog, overlap, hierarchical, **overrides)
 
+    import traincast.analysis.characterize as char_mod
+
+    prepared = prepare_jobs(read_trace(trace, "csv", tmp_path / "y.duckdb"), cat)
+    char_alone = char_mod.characterize(prepared, cat, fill=False)
     for mod in (local, rec_mod, study_mod):
         monkeypatch.setattr(mod, "evaluate_columns", counting)
+    # characterize takes the study's base breakdown instead of predicting the jobs again
+    monkeypatch.setattr(char_mod, "predict_table", lambda *a, **k: calls.append(True))
     scenarios = ("nvlink-allreduce", "eth100", "mixed-precision")  # each changes every job
     result = study(trace, tmp_path / "out", catalog=cat, report=False, scenarios=scenarios)
     assert sum(calls) == 1 and len(calls) > 1 + len(scenarios)
+    char = json.loads((tmp_path / "out" / "characterize.json").read_text())
+    for view in ("job_weighted", "gpu_weighted", "gpu_time_weighted"):
+        assert char["breakdown"][view] == pytest.approx(char_alone["breakdown"][view])
+    assert char["breakdown"]["jobs"] == char_alone["breakdown"]["jobs"] == 5
     # what it handed on is what each step computes by itself (tests above pin the numbers)
     jobs = pq.read_table(tmp_path / "out" / "jobs.parquet")
     alone = study_mod.jobs_with_breakdown(jobs.select(jobs.column_names[:-7]), cat)

@@ -180,3 +180,37 @@ def test_placement_on_real_machines(shared_data: Path, tmp_path: Path) -> None:
     assert (b["architecture"], b["workers_per_node"], b["gpus_per_node"]) == \
         ("allreduce-local", 1, 2.0)
     assert a["gpus_per_node"] <= cap[eight[0]] and b["gpus_per_node"] <= cap[two[0]]
+
+
+def test_a_job_with_an_evaluator_is_predicted(tmp_path: Path) -> None:
+    """One worker with one GPU plus an evaluator with one (J9 above): architecture 1w1g,
+    n_gpus 2. The model runs the worker's GPU (n_workers x gpus_per_worker = 1); the cluster
+    shares count both GPUs."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    d = tmp_path / "pai"
+    d.mkdir()
+    _write(d / "pai_job_table.csv", [("J9", "i9", "u4", "Terminated", "0", "30"),
+                                     ("J10", "i10", "u4", "Terminated", "0", "10")])
+    _write(d / "pai_task_table.csv", [
+        ("J9", "worker", "1", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("J9", "evaluator", "1", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("J10", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
+        ("J10", "worker", "4", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("J10", "evaluator", "1", "Terminated", "", "", "600", "20", "100", "V100")])
+    _write(d / "pai_group_tag_table.csv", [("i9", "u4", "", "g", "resnet"),
+                                           ("i10", "u4", "", "g", "resnet")])
+    res = CliRunner().invoke(app, ["characterize", str(d), "--format", "pai-2020", "--db",
+                                   str(tmp_path / "s.duckdb"), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    a = out["by_architecture"]
+    assert (a["1w1g"]["gpus"], a["1w1g"]["gpu_time_s"]) == (2, 2 * 30)  # both GPUs, 30 s
+    assert (a["ps-worker"]["gpus"], a["ps-worker"]["gpu_time_s"]) == (5, 5 * 10)
+    bd = out["breakdown"]
+    assert bd["jobs"] == 2 and bd["unpredicted"] == {}
+    assert bd["by_architecture"]["1w1g"]["job_weighted"]["comm"] == 0.0  # 1w1g: T_comm = 0

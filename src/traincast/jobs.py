@@ -173,10 +173,21 @@ def groups(keys: NDArray[np.integer]) -> list[tuple[int, NDArray[np.intp] | slic
     """``(key, rows)`` for each distinct key of a small non-negative code column (-1 = null
     allowed); ``rows`` is ``slice(None)`` when one key covers every row (no gather)."""
     keys = np.asarray(keys, dtype=np.int64)
-    uniq = np.flatnonzero(np.bincount(keys + 1)) - 1 if len(keys) else np.array([], np.int64)
+    counts = np.bincount(keys + 1) if len(keys) else np.zeros(0, np.int64)
+    uniq = np.flatnonzero(counts) - 1
     if len(uniq) == 1:
         return [(int(uniq[0]), slice(None))]
-    return [(int(k), np.flatnonzero(keys == k)) for k in uniq]
+    if len(uniq) <= GROUPS_BY_MASK or len(counts) > 2 ** 16:
+        return [(int(k), np.flatnonzero(keys == k)) for k in uniq]
+    # many keys: one stable sort (a radix sort on 16-bit codes) instead of a pass per key
+    order = np.argsort((keys + 1).astype(np.uint16), kind="stable")
+    parts = np.split(order, np.cumsum(counts)[:-1])
+    return [(int(k), parts[k + 1]) for k in uniq]
+
+
+GROUPS_BY_MASK = 8
+"""Up to this many keys :func:`groups` compares the column with each key (one pass per key);
+above, it sorts once (measured on 1 M rows: 12 ms either way at 6 keys, 28 vs 10 ms at 20)."""
 
 
 def _nan(n: int) -> NDArray[np.float64]:

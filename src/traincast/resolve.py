@@ -8,11 +8,15 @@ For each row:
   type; else ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
   resolved), else the node's GPU; ``gpu=`` overrides it for every row. Links: the node's
   ``pcie``/``intra``/``nic`` (``rails`` = its ``nics`` ports), each replaceable for every row.
-* **placement** — ``n`` = ``n_gpus``; ``g`` (GPUs per node) = ``gpus_per_node`` where the trace
-  says, else packed: ``min(n, node GPUs)``; ``N = ceil(n / g)``; workers ``m`` = ``n_workers``
-  where given, else ``n / w`` with ``w`` = ``gpus_per_worker`` (default 1); workers per node
-  ``k`` = ``workers_per_node`` where given, else ``min(m, max(1, floor(g / w)))``; parameter
-  servers ``p`` = ``n_ps`` where given, else 1.
+* **placement** — ``n`` = the job's training GPUs (:func:`training_gpus`: ``n_workers ×
+  gpus_per_worker`` where the trace gives both, at most ``n_gpus``; else ``n_gpus``: GPUs no
+  worker holds, such as a PAI evaluator's, take no part in the training step, while the
+  cluster shares of ``characterize`` still count every GPU, ``n_gpus``); ``g`` (GPUs per
+  node) = ``gpus_per_node`` where the trace says, else packed: ``min(n, node GPUs)``;
+  ``N = ceil(n / g)``; workers ``m`` = ``n_workers`` where given, else ``n / w`` with ``w`` =
+  ``gpus_per_worker`` (default 1); workers per node ``k`` = ``workers_per_node`` where given,
+  else ``min(m, max(1, floor(g / w)))``; parameter servers ``p`` = ``n_ps`` where given,
+  else 1.
 * **features** — ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` required;
   ``embedding_bytes_touched`` and ``input_bytes`` default to 0; ``embedding_allreduce_bytes``
   defaults to ``embedding_bytes_touched``.
@@ -143,9 +147,10 @@ class _Rows:
 
 
 def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | None,
-              links: dict[str, Link]) -> tuple[Strings, Strings, F]:
-    """Node and GPU names of each row and a (7, n) table of rates, one lookup per unique
-    (node, gpu_type) pair: node GPUs, rails, memory GB, pcie/intra/nic bytes/s, known."""
+              links: dict[str, Link]) -> tuple[Strings, Strings, F, NDArray[np.intp]]:
+    """Node and GPU names of each row, a (pairs, 7) table of rates with one lookup per unique
+    (node, gpu_type) pair (node GPUs, rails, memory GB, pcie/intra/nic bytes/s, known), and
+    each row's pair (``rates[pair]``: the caller gathers the rates it needs)."""
     node, gpu_type = cols["node"], cols["gpu_type"]
     node_vals, gpu_vals = [*node.values, ""], [*gpu_type.values, ""]
     names: dict[str, list[str]] = {"node": [], "gpu": []}
@@ -165,9 +170,8 @@ def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | Non
                    * len(gpu_vals)) + np.where(gpu_type.codes < 0, len(gpu_vals) - 1,
                                                 gpu_type.codes)
     flat = pairs.reshape(-1, 2)
-    table = np.ascontiguousarray(np.array(rates, dtype=np.float64).T)[:, idx]
     return (Strings(flat[idx, 0], tuple(names["node"])),
-            Strings(flat[idx, 1], tuple(names["gpu"])), table)
+            Strings(flat[idx, 1], tuple(names["gpu"])), np.array(rates, dtype=np.float64), idx)
 
 
 def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,
@@ -222,10 +226,24 @@ def _architecture(names: Strings, n: F, g: F) -> NDArray[np.int64]:
     return arch
 
 
+def training_gpus(cols: Columns) -> F:
+    """GPUs of each job's training step, the ``n`` of the time model: ``n_workers ×
+    gpus_per_worker`` where both are given and positive, capped at ``n_gpus`` (a worker role
+    with fewer GPUs than the largest cannot hold more than the job); else ``n_gpus``. A job's
+    other GPUs (a PAI evaluator's, a parameter server's) hold no replica; ``n_gpus`` keeps them
+    for the cluster's GPU counts and costs."""
+    n = cols["n_gpus"]
+    if not (cols.given("n_workers") and cols.given("gpus_per_worker")):
+        return n
+    with np.errstate(invalid="ignore"):
+        workers = cols["n_workers"] * cols["gpus_per_worker"]
+        return np.where((workers > 0) & (workers < n), workers, n)
+
+
 def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     """``n, g, N, m, k, p`` by the rules of the module docstring (columns the table does not
     have cost nothing)."""
-    n = cols["n_gpus"]
+    n = training_gpus(cols)
     size = len(n)
     g = np.minimum(n, node_gpus)
     if cols.given("gpus_per_node"):
@@ -269,7 +287,9 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
     links = {role: resolve_link(catalog, spec, role) for role, spec in
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
-    node, gpu_s, hw = _hardware(cols, catalog, default_node or DEFAULT_NODE, gpu_override, links)
+    node, gpu_s, rates, pair = _hardware(cols, catalog, default_node or DEFAULT_NODE,
+                                         gpu_override, links)
+    hw = np.ascontiguousarray(rates.T)[:, pair]
     shape = _placement(cols, hw[0])
     arch = _architecture(cols["architecture"], shape["n"], shape["g"])
     size = cols.n
@@ -287,8 +307,9 @@ def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     (NaN where the node or GPU is unknown): ``resolve(jobs, catalog, default_node=...,
     gpu=...).node_gpus`` without the placement, features and checks."""
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    return _hardware(cols, catalog, default_node or DEFAULT_NODE,
-                     catalog.gpu_name(gpu) if gpu else None, {})[2][0]
+    _, _, rates, pair = _hardware(cols, catalog, default_node or DEFAULT_NODE,
+                                  catalog.gpu_name(gpu) if gpu else None, {})
+    return rates[:, 0][pair]
 
 
 def architecture_codes(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,

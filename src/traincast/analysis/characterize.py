@@ -4,12 +4,16 @@ long, and where their time goes.
 ``characterize(jobs)`` takes a canonical job table (Arrow table or dict of columns) and returns
 plain data (DESIGN.md keys):
 
-* ``jobs``, ``gpus`` (Σ n_gpus), ``gpu_time_s`` (Σ n_gpus × (end − start), jobs with both times;
-  censored jobs count up to the trace end, a lower bound), ``flags`` (counts);
+* ``jobs``, ``gpus`` (Σ n_gpus), ``gpu_time_s`` (Σ n_gpus × (end − start)); a censored job with
+  a start and no end (still running when the trace ended) counts up to the trace end
+  ``trace_end_s`` = the largest submit, start or end time the trace holds, so its GPU time is a
+  lower bound: ``censored_gpu_time_s`` is that part and ``gpu_time_lower_bound`` says whether
+  there is one; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
   gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
 * ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs) and
-  ``duration_s`` (``p`` -> quantile ``value``; jobs with a known, non-negative duration);
+  ``duration_s`` (``p`` -> quantile ``value``; jobs with a known end and a non-negative
+  duration: the running time of a censored job is a lower bound, not a duration);
 * ``breakdown`` — jobs with known features (from the trace, or from the zoo profile of their
   ``workload``) and at least one GPU, predicted with the core time model
   (:func:`traincast.predict.predict_table`): mean share of each component job-weighted,
@@ -29,7 +33,7 @@ from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.model import COMPONENTS
+from traincast.model import COMPONENTS, Breakdown
 from traincast.predict import predict_table
 from traincast.resolve import reason_counts
 from traincast.trace.schema import FLAG_COLUMNS
@@ -120,8 +124,9 @@ def _weighted_shares(shares: NDArray[np.float64], w: NDArray[np.float64]) -> dic
 
 def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
                arch_names: list[str], gpus: NDArray[np.float64], gpu_time: NDArray[np.float64],
-               catalog: Catalog, overlap: float) -> dict[str, Any]:
-    bd = predict_table(cols, catalog, overlap=overlap)
+               catalog: Catalog, overlap: float, bd: Breakdown | None) -> dict[str, Any]:
+    if bd is None:
+        bd = predict_table(cols, catalog, overlap=overlap)
     total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
     known = np.isfinite(total) & (total > 0) & (gpus > 0)
     unpredicted = reason_counts(bd.reason)
@@ -163,12 +168,48 @@ def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
     }
 
 
+def _durations(cols: Mapping[str, Any], n: int) -> tuple[NDArray[np.float64],
+                                                         NDArray[np.float64], float | None]:
+    """Per job: the duration ``end − start`` (NaN unless both are known and end >= start), the
+    running time ``trace_end − start`` of a censored job with a start and no end (NaN for
+    every other job; 0 if it starts after the last time), and ``trace_end`` = the largest
+    submit, start or end time of the trace (None without any). A job is censored by its
+    ``censored`` flag; without that column, by having a start and no end (the csv rule)."""
+    start, end = _floats(cols, "start_time_s", n), _floats(cols, "end_time_s", n)
+    duration = end - start
+    duration = np.where(duration >= 0, duration, np.nan)
+    times = np.concatenate([_floats(cols, "submit_time_s", n), start, end])
+    times = times[np.isfinite(times)]
+    trace_end = float(times.max()) if times.size else None
+    running = np.isfinite(start) & np.isnan(end)
+    if "censored" in cols:
+        running &= _floats(cols, "censored", n) > 0
+    open_s = np.full(n, np.nan)
+    if trace_end is not None:
+        open_s[running] = np.maximum(trace_end - start[running], 0.0)
+    return duration, open_s, trace_end
+
+
+def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
+    """GPU time of each job by the rule of :func:`characterize`: ``n_gpus × (end − start)``,
+    a censored job with a start and no end counted up to the trace end (a lower bound); NaN
+    where neither applies."""
+    cols = _columns(jobs)
+    n = len(next(iter(cols.values()))) if cols else 0
+    duration, open_s, _ = _durations(cols, n)
+    return _floats(cols, "n_gpus", n) * np.where(np.isnan(duration), open_s, duration)
+
+
 def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
-                 overlap: float = 0.0, *, fill: bool = True) -> dict[str, Any]:
+                 overlap: float = 0.0, *, fill: bool = True,
+                 breakdown: Breakdown | None = None) -> dict[str, Any]:
     """The cluster characterization of a canonical job table (see the module docstring).
 
     ``fill``: first fill unknown features from the zoo profiles of the jobs' workloads
-    (:func:`traincast.trace.fill_features`).
+    (:func:`traincast.trace.fill_features`). ``breakdown``: the jobs' own predicted breakdown
+    (``predict_table(jobs, catalog, overlap=overlap)``, or ``engine.local.evaluate_columns``'s)
+    when the caller has it: used as it is, not evaluated again (then give the filled jobs it
+    was computed from, with ``fill=False``).
     """
     catalog = catalog or load_catalog()
     if fill and isinstance(jobs, pa.Table):
@@ -182,9 +223,9 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
     n = len(next(iter(cols.values()))) if cols else 0
     gpus_raw = _floats(cols, "n_gpus", n)
     gpus = np.nan_to_num(gpus_raw)
-    duration = _floats(cols, "end_time_s", n) - _floats(cols, "start_time_s", n)
-    duration = np.where(duration >= 0, duration, np.nan)
-    gpu_time = np.nan_to_num(gpus * duration)
+    duration, open_s, trace_end = _durations(cols, n)
+    gpu_time = np.nan_to_num(gpus * np.where(np.isnan(duration), open_s, duration))
+    censored_gpu_time = float(np.nan_to_num(gpus * open_s).sum())
     arch_codes, arch_names = _labels(cols, "architecture", n)
     type_codes, type_names = _labels(cols, "gpu_type", n)
     ones = np.ones(n)
@@ -196,6 +237,9 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
         "jobs": n,
         "gpus": float(gpus.sum()),
         "gpu_time_s": float(gpu_time.sum()),
+        "censored_gpu_time_s": censored_gpu_time,
+        "gpu_time_lower_bound": bool(censored_gpu_time > 0),
+        "trace_end_s": trace_end,
         "jobs_with_duration": int(np.isfinite(duration).sum()),
         "flags": flags,
         "by_architecture": _group(arch_codes, arch_names, ones, gpus, gpu_time, ARCHITECTURES),
@@ -210,5 +254,5 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
             row["gpu"] = None
     if n and "architecture" in cols:
         out["breakdown"] = _breakdown(cols, n, arch_codes, arch_names, gpus, gpu_time, catalog,
-                                      overlap)
+                                      overlap, breakdown)
     return out

@@ -200,7 +200,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
-    ``on_step(step, done, total)`` is called as work advances (progress bars); ``workload``
+    ``on_step(step, done, total)`` is called as work advances (progress bars; within the
+    what-if and recommend steps too, ``step`` then naming how far they are); ``workload``
     is assumed for jobs whose trace gives none (``trace.default_workload``); ``on_report``
     receives the ingest report (its ``bad_rows`` and ``errors``). ``jobs``: the canonical job
     table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
@@ -239,14 +240,16 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("characterize")
-    char = characterize(jobs, cat, overlap=overlap, fill=False)  # filled above
+    base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
+    char = characterize(jobs, cat, overlap=overlap, fill=False,  # filled above
+                        breakdown=base[0])
     write_json(out / "characterize.json", char)
     finish("characterize", t0)
 
     t0 = time.perf_counter()
     step("what-if")
-    base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
-    wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True, base=base)
+    wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True, base=base,
+                progress=lambda d, t: step(f"what-if ({d:,}/{t:,})"))
     rows = wi.pop("job_rows")
     if "summary" in wi:  # one scenario: keep the several-scenario shape for the report
         wi["scenarios"] = {next(iter(wi["definitions"])): wi.pop("summary")}
@@ -256,7 +259,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
 
     t0 = time.perf_counter()
     step("recommend")
-    rec = recommend(jobs, cat, prices=prices, overlap=overlap, base=base)
+    rec = recommend(jobs, cat, prices=prices, overlap=overlap, base=base,
+                    progress=lambda name, d, t: step(f"recommend ({d}/{t}: {name})"))
     rec_rows = rec.pop("rows")
     write_json(out / "recommend.json", rec)
     _write_csv(out / "recommend.csv", rec_rows)

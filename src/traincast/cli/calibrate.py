@@ -107,10 +107,8 @@ def validate(
         "measurement; --catalog is merged over the shipped catalog); prints the Markdown "
         "table of docs/validation.md.")] = False,
     rows: Annotated[Path | None, typer.Option(
-        "--rows", help="Published rows of your own, in the format of the shipped "
-        "src/traincast/validation/published.toml ([model.NAME] spec, [[row]] model, gpu, "
-        "gpus, dtype, batch_per_gpu, throughput, unit, citation, optional node); implies "
-        "--published.")] = None,
+        "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
+        "\"Row format\"); implies --published.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict real training steps on this machine, run them, and report the error.

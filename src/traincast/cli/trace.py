@@ -200,7 +200,9 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
 def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
     console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
-                  f"{r['gpu_time_s'] / 3600:,.0f} GPU-hours; flags: "
+                  f"{r['gpu_time_s'] / 3600:,.0f} GPU-hours"
+                  + (" (a lower bound: running jobs counted up to the trace end)"
+                     if r.get("gpu_time_lower_bound") else "") + "; flags: "
                   + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in r["flags"].items()),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):

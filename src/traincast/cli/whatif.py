@@ -235,6 +235,9 @@ def recommend(
     node_opt: Annotated[list[str] | None, typer.Option(
         "--candidate-node", help="Limit the candidate node presets to these (repeatable; "
         "default: every catalog node).")] = None,
+    jobs_out: Annotated[bool, typer.Option(
+        "--jobs", help="Per-job recommendations in the JSON (rows; always for one job given "
+        "by flags); the summary is printed either way.")] = False,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the per-job recommendations to this CSV file.")] = None,
     flops: Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
@@ -287,21 +290,23 @@ def recommend(
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
-    from traincast.analysis.recommend import default_candidates
-
-    n_cands = len(default_candidates(cat, node_opt))
     with progress(json_out) as bar:
-        task = bar.add_task("recommend: candidates", total=n_cands)
-        result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap,
-                     progress=lambda: bar.advance(task))
+        task = bar.add_task("recommend: candidates", total=None)
+
+        def step(name: str, done: int, total: int) -> None:
+            bar.update(task, description=f"recommend: {name}", completed=done, total=total)
+
+        result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step)
     rows = result.pop("rows")
     if output is not None:
         import pyarrow.csv as pacsv
 
-        pacsv.write_csv(rows, output)
+        with progress(json_out) as bar:
+            bar.add_task(f"writing {output}", total=None)
+            pacsv.write_csv(rows, output)
         note(f"wrote {rows.num_rows:,} recommendations to {output}", json_out)
     if json_out:
-        if rows.num_rows <= 1000 or output is None:
+        if jobs_out or one_job:
             result["rows"] = rows.to_pylist()
         print_json(result)
         return

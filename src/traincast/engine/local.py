@@ -25,7 +25,7 @@ from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
 from traincast.predict import evaluate, zoo_ops
-from traincast.resolve import OK, Resolved, node_gpus_of, resolve
+from traincast.resolve import OK, Resolved, node_gpus_of, resolve, training_gpus
 from traincast.scenarios import Scenario
 
 F = NDArray[np.float64]
@@ -88,9 +88,10 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     ``architecture``: the new architecture's ``port`` rule on the new node
     (traincast.architectures: data-parallel targets clear the placement so the default packs
     the job's GPUs onto whole nodes; ``ps-worker`` has m = n workers and p = ceil(n / node GPUs)
-    servers). ``amp``/``fusion``: ``bytes_memory_bound`` times ``amp_ratio``/``fused_ratio``/
-    ``fused_amp_ratio`` and, under amp, ``flops_compute_bound`` times ``amp_flops_ratio``
-    (``traincast.engine.workload``).
+    servers), with n = the job's training GPUs (``traincast.resolve.training_gpus``: GPUs no
+    worker holds, such as an evaluator's, are not ported). ``amp``/``fusion``:
+    ``bytes_memory_bound`` times ``amp_ratio``/``fused_ratio``/``fused_amp_ratio`` and, under
+    amp, ``flops_compute_bound`` times ``amp_flops_ratio`` (``traincast.engine.workload``).
     """
     ch = sc.changes
     everyone = np.ones(sub.n, dtype=bool)
@@ -109,8 +110,9 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     if "architecture" in ch:
         arch = ch["architecture"]
         node_gpus = node_gpus_of(new, catalog, gpu=ch.get("gpu"))
-        new = new.replace(architecture=new["architecture"].set(everyone, arch),
-                          **REGISTRY[arch].port(new["n_gpus"], node_gpus))
+        n = training_gpus(new)  # the ported shape keeps the training GPUs alone
+        new = new.replace(architecture=new["architecture"].set(everyone, arch), n_gpus=n,
+                          **REGISTRY[arch].port(n, node_gpus))
     return new
 
 

@@ -28,12 +28,17 @@ with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fracti
 ``mem_max_fraction`` through traincast.compute). Memory per GPU = weights + gradients
 + optimizer state (after ZeRO) + activations (Korthikanti et al.) of the first stage. Everything
 is in docs/parallelism.md.
+
+``evaluate`` composes one pure function per term: ``configs`` (the broadcast sizes, ``m``,
+``L_s``), ``microbatch_flops``, ``gemm_time_s`` (T_flop), ``elementwise_time_s`` (T_mem),
+``links`` and ``comm_time_s`` (T_tp, T_ep, T_p2p), ``stage_params``, ``update_time_s`` (T_acc,
+T_opt), ``sync_time_s`` (T_dp), ``memory_bytes``, ``time_parts_s`` and ``throughput``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -180,6 +185,267 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "(use zero 0 or 1 with pp > 1)")
 
 
+@dataclass(frozen=True)
+class Configs:
+    """The configurations of one :func:`evaluate` call, broadcast to one shape: sizes ``d t p e``
+    (data, tensor, pipeline, expert), ZeRO stage ``z``, micro-batch ``b``, global batch ``gb``
+    (``B``), recompute code ``r``, chunks per stage ``v``, sequence parallelism ``sp`` and the
+    schedule ``gpipe`` (as given); sequence ``s``, ``dtype`` and its bytes ``delta``; and what
+    follows from them: ``m = B / (d b)`` micro-batches, ``layers_stage`` (``L_s``, the slowest
+    stage's layers) and the 0/1 indicators ``full`` and ``selective`` of the recompute mode."""
+
+    d: F
+    t: F
+    p: F
+    e: F
+    z: F
+    b: F
+    gb: F
+    r: F
+    v: F
+    sp: NDArray[np.bool_]
+    gpipe: ArrayLike
+    s: float
+    dtype: str
+    delta: float
+    m: F
+    layers_stage: F
+    full: F
+    selective: F
+
+
+def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
+            zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
+            recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
+            seq: int | None, dtype: str) -> Configs:
+    """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
+    ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
+    defaulting to ``t > 1``."""
+    d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
+    b, gb, r, v = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp)
+    d, t, p, e, z, b, gb, r, v = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v)
+    sp_arr = (t > 1) if sp is None else np.broadcast_to(np.asarray(sp, dtype=bool), d.shape)
+    return Configs(d=d, t=t, p=p, e=e, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
+                   s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
+                   m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
+                   full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
+                   selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64))
+
+
+def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
+    """Forward FLOPs of one micro-batch, model-wide (before any split over ``t``), for the
+    throughput metrics: per layer the linear products ``f_gemm = 2 b s (P_attn + k P_mlp)``
+    (matrix parameters, ``k`` experts per token) and attention ``f_attn = 4 b s^2 a d``; once,
+    the logits ``f_logit = 2 b s h V``. Returns ``(f_gemm, f_attn, f_logit)``."""
+    f_gemm = 2.0 * c.b * c.s * (model.attn_matrix_params
+                                + float(model.top_k) * model.mlp_matrix_params)
+    f_attn = 4.0 * c.b * c.s * c.s * float(model.q_dim)
+    f_logit = 2.0 * c.b * c.s * float(model.hidden) * float(model.vocab)
+    return f_gemm, f_attn, f_logit
+
+
+def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
+    """GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py)::
+
+        T_flop = L_s ((1 + full) T_lin_fwd + T_lin_bwd + (3 + full + selective) T_attn)
+                 + T_logit_fwd + T_logit_bwd
+
+    linear products (``gemm.linear_shapes``, logits ``(b s, V / t, h)``) at ``R = P eta`` over
+    their tile/wave efficiency; attention ``T_attn = f_attn / (t R)`` times its roofline
+    slowdown (``gemm.attention_slowdown``)."""
+    rate = hw.flops_per_s
+    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s, c.t, c.e), rate,
+                                         hw.sms, c.dtype)
+    one = np.ones_like(c.t)
+    logits = (one, c.b * c.s * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
+    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype)
+    attn_s = f_attn / c.t / rate * gemm.attention_slowdown(
+        c.s, float(model.head_size), c.delta, rate, hw.mem_eff_bps)
+    return (c.layers_stage * ((1.0 + c.full) * lin_fwd + lin_bwd
+                              + (3.0 + c.full + c.selective) * attn_s)
+            + logit_fwd + logit_bwd)
+
+
+def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
+    """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
+    (``strategies.elementwise_bytes_per_layer``; the forward repeated with full recomputation,
+    the attention core's with selective), plus the fp32 cross-entropy over its logits::
+
+        T_mem = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s V / t] / (M mem_eff)
+    """
+    ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
+        c.s, c.b, float(model.hidden), float(model.heads), model.ffn, model.n_mat,
+        float(model.top_k), c.t, c.sp, c.delta)
+    return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
+            + st.CROSS_ENTROPY_BYTES * c.b * c.s * float(model.vocab) / c.t) / hw.mem_eff_bps
+
+
+class Links(NamedTuple):
+    """The link each collective uses, per configuration (bytes/s; latency per ring step)."""
+
+    tp_bps: F
+    tp_latency_s: F
+    ep_bps: F
+    pp_cross: NDArray[np.bool_]
+    pp_bps: F
+    pp_latency_s: F
+    dp_ring_bps: F
+
+
+def links(hw: HybridHardware, c: Configs) -> Links:
+    """Links of the collectives on nodes of ``g`` GPUs: a tensor group stays inside a node when
+    ``t <= g``, an expert group (``t e`` GPUs) when ``t e <= g``; consecutive pipeline stages
+    share a node when a whole model replica (``t p`` GPUs) fits in one (``pp_cross`` otherwise).
+    Across nodes a link runs at ``min(intra, nic)`` with latency ``max(intra, nic)``. A
+    data-parallel group with ``k = clip(floor(g / t), 1, d)`` members per node drives
+    ``min(rails, k)`` network ports (NCCL runs one ring per rail): its ring crosses nodes at
+    ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster)."""
+    g = float(hw.gpus_per_node)
+    pp_cross = c.t * c.p > g
+    members_per_node = np.clip(np.floor(g / c.t), 1.0, c.d)
+    return Links(
+        tp_bps=np.where(c.t <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
+        tp_latency_s=np.where(c.t <= g, hw.intra_latency_s,
+                              max(hw.intra_latency_s, hw.nic_latency_s)),
+        ep_bps=np.where(c.t * c.e <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
+        pp_cross=pp_cross,
+        pp_bps=np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps),
+        pp_latency_s=np.where(pp_cross, max(hw.intra_latency_s, hw.nic_latency_s),
+                              hw.intra_latency_s),
+        dp_ring_bps=ring_link_bps(c.d, members_per_node, hw.intra_bps, hw.nic_bps, hw.rails))
+
+
+def comm_time_s(model: ModelConfig, c: Configs, ln: Links,
+                scatter_gather: bool = True) -> tuple[F, F, F]:
+    """Tensor, expert and pipeline communication of one micro-batch on the slowest stage::
+
+        T_tp  = L_s n_ar (2 (t-1)/t b s h delta / bw_tp + 2 (t-1) latency)
+        T_ep  = L_s 4 (e-1)/e (b s / t) k h delta / bw_ep      (MoE layers only)
+        T_p2p = 2 v (latency + b s h delta / scatter / bw_pp)  (p > 1)
+
+    (``n_ar`` and the all-to-alls: 2 more each with full recompute; ``scatter = t`` when the
+    stages cross nodes and ``scatter_gather`` is on, else 1). Returns ``(T_tp, T_ep, T_p2p)``."""
+    h = float(model.hidden)
+    t_tp = c.layers_stage * (st.tp_bytes_per_layer(c.b, c.s, h, c.delta, c.t, c.r) / ln.tp_bps
+                             + st.tp_collectives_per_layer(c.r)
+                             * st.ring_latency_s(c.t, ln.tp_latency_s))
+    moe_layers = c.layers_stage if model.experts > 1 else 0.0 * c.layers_stage
+    t_ep = moe_layers * st.ep_bytes_per_layer(c.b, c.s, h, float(model.top_k), c.delta, c.t,
+                                              c.e, c.r) / ln.ep_bps
+    scatter = np.where(ln.pp_cross & scatter_gather, c.t, 1.0)
+    t_p2p = st.p2p_time_s(st.p2p_bytes(c.b, c.s, h, c.delta, scatter), c.p, c.v, ln.pp_bps,
+                          ln.pp_latency_s)
+    return t_tp, t_ep, t_p2p
+
+
+def stage_params(model: ModelConfig, c: Configs) -> F:
+    """Parameters per GPU of the most loaded stage (the first: its ``L_s`` layers, dense parts
+    over ``t``, experts over ``t e``, and the input embedding over ``t``; a single stage also
+    holds an untied head and the final norm)."""
+    dense_layer = model.layer_params - model.expert_params_per_layer
+    return (c.layers_stage * (dense_layer / c.t + model.expert_params_per_layer / (c.t * c.e))
+            + (model.embedding_params + np.where(c.p == 1, model.head_params, 0.0)) / c.t
+            + np.where(c.p == 1, model.final_norm_params, 0.0))
+
+
+def update_time_s(hw: HybridHardware, c: Configs, params: F,
+                  grad_accum_fused: bool = True) -> tuple[F | float, F]:
+    """Memory-bound sweeps over the stage's ``params``: per micro-batch, unfused gradient
+    accumulation ``T_acc = 3 delta params / (M mem_eff)`` (read both, write one; 0 when fused);
+    per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M mem_eff)`` over
+    the optimizer shard (``params / d`` with ZeRO >= 1). Returns ``(T_acc, T_opt)``."""
+    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params, c.delta) / hw.mem_eff_bps
+    opt_params = np.where(c.z >= 1, params / c.d, params)
+    return t_acc, st.OPTIMIZER_STEP_BYTES[c.dtype] * opt_params / hw.mem_eff_bps
+
+
+def sync_time_s(model: ModelConfig, c: Configs, ln: Links, params: F) -> tuple[F, F]:
+    """Data-parallel sync per iteration: the ZeRO-stage volume (``strategies.dp_bytes`` of the
+    stage's ``params delta`` gradient and parameter bytes) over the data-parallel ring, plus
+    the all-reduce of a tied embedding's ``V h / t`` gradient between the first and last stage
+    (a 2-member ring on the pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
+    grad_bytes = params * c.delta
+    dp_volume = st.dp_bytes(grad_bytes, grad_bytes, c.d, c.m, c.z)
+    t_dp = np.where(c.d > 1, dp_volume / ln.dp_ring_bps, 0.0)
+    t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
+        model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
+    return t_dp + t_emb, dp_volume
+
+
+def activation_bytes(model: ModelConfig, c: Configs) -> F:
+    """Activations per GPU: the larger of the first stage (``L_s`` layers of
+    ``strategies.activation_bytes_per_layer`` for each in-flight micro-batch) and the last
+    (``L_s`` layers of one micro-batch, all ``m`` with GPipe, plus the logits
+    ``4 s b h / t (1 + V / h) delta / 2``; a single stage holds both)."""
+    h, v_ = float(model.hidden), float(model.vocab)
+    act_layer = st.activation_bytes_per_layer(c.s, c.b, h, float(model.heads), c.t, c.sp, c.r,
+                                              c.delta)
+    inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
+    logits_act = 4.0 * c.s * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
+    act_first = act_layer * c.layers_stage * inflight + np.where(c.p == 1, logits_act, 0.0)
+    act_last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0) \
+        + logits_act
+    return np.maximum(act_first, act_last)
+
+
+def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
+                 params: F) -> dict[str, F]:
+    """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
+    ``params`` after ZeRO (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
+    gathers at a time, ``(P_layer - P_experts) / t delta``), activations, their total and the
+    GPU's capacity."""
+    w_b, g_b, o_b = st.model_state_bytes(params, c.d, c.z, c.dtype)
+    dense_layer = model.layer_params - model.expert_params_per_layer
+    w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
+    act = activation_bytes(model, c)
+    return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
+            "mem_activations_bytes": act, "mem_total_bytes": w_b + g_b + o_b + act,
+            "mem_capacity_bytes": np.full(c.d.shape, hw.mem_bytes)}
+
+
+class MicroBatchTimes(NamedTuple):
+    """Times of one micro-batch on the slowest stage, per GPU (seconds)."""
+
+    flop_s: F
+    mem_s: F
+    acc_s: F | float
+    tp_s: F
+    ep_s: F
+    p2p_s: F
+
+    @property
+    def total_s(self) -> F:
+        """``t_mb = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p``."""
+        return self.flop_s + self.mem_s + self.acc_s + self.tp_s + self.ep_s + self.p2p_s
+
+
+def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
+                 total: F) -> dict[str, F]:
+    """The iteration's time parts (``total_s``, each of ``TIME_PARTS`` + ``_s``,
+    ``microbatch_s``): ``m`` micro-batches of each per-micro-batch part, the optimizer step in
+    memory-bound compute, the bubble ``(p - 1) / v t_mb``."""
+    m, t_mb = c.m, mb.total_s
+    return {"total_s": total, "data_io_s": t_data, "compute_flop_s": m * mb.flop_s,
+            "compute_mem_s": m * (mb.mem_s + mb.acc_s) + t_opt, "comm_tp_s": m * mb.tp_s,
+            "comm_pp_s": m * mb.p2p_s, "comm_ep_s": m * mb.ep_s, "comm_dp_s": t_dp,
+            "bubble_s": (c.p - 1.0) / c.v * t_mb, "microbatch_s": t_mb}
+
+
+def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F) -> dict[str, F]:
+    """Per GPU of ``n = d t p``: tokens ``B s / (T n)``; model TFLOP/s
+    ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.); hardware TFLOP/s as executed,
+    ``(B / b) (l ((3 + full) (f_gemm + f_attn) + selective f_attn) + 3 f_logit) / (T n)``."""
+    f_gemm, f_attn, f_logit = flops
+    n_gpus, l_ = c.d * c.t * c.p, float(model.layers)
+    tokens = c.gb * c.s
+    model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s) * tokens
+    hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * (f_gemm + f_attn) + c.selective * f_attn)
+                               + 3.0 * f_logit)
+    return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
+            "model_tflops_per_gpu": model_flops / (total * n_gpus) / 1e12,
+            "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12}
+
+
 def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: ArrayLike = 1,
              pp: ArrayLike = 1, ep: ArrayLike = 1, zero: ArrayLike = 0,
              micro_batch: ArrayLike = 1, global_batch: ArrayLike, recompute: ArrayLike = 0,
@@ -195,144 +461,38 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     per micro-batch (frameworks without Megatron's fused weight-gradient accumulation).
     ``uneven_stages=True`` accepts layers that do not divide over the ``pp vp`` chunks
     (DeepSpeed's pipeline partitions them so): the slowest stage holds ``v ceil(l / (p v))``
-    layers, which is ``l / p`` whenever they divide.
-    Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS`` + ``_s``,
-    ``mem_*_bytes``, ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``,
-    ``hardware_tflops_per_gpu``, ...).
+    layers, which is ``l / p`` whenever they divide. Per iteration ``T_pipe = (m + (p - 1) / v)
+    t_mb``, ``T_data = 16 s B / d / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
+    f T_dp) + (1 - f) T_dp`` (``f = overlap``). Configurations ``check_shapes`` rejects get NaN
+    times and rates. Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS``
+    + ``_s``, ``mem_*_bytes``, ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``,
+    ``model_tflops_per_gpu``, ``hardware_tflops_per_gpu``, ...).
     """
-    d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
-    b, gb, r, v = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp)
-    d, t, p, e, z, b, gb, r, v = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v)
-    sp_arr = (t > 1) if sp is None else np.broadcast_to(np.asarray(sp, dtype=bool), d.shape)
-    s = float(seq or model.seq)
-    h, a, V, l_ = float(model.hidden), float(model.heads), float(model.vocab), float(model.layers)
-    k = float(model.top_k)
-    delta = float(st.DTYPE_BYTES[dtype])
-    g = float(hw.gpus_per_node)
-    shape_error = check_shapes(model, d, t, p, e, z, b, gb, v, uneven_stages)
-    m = gb / (d * b)
-    n_gpus = d * t * p
-    layers_stage = np.ceil(l_ / (p * v)) * v      # l / p when the layers divide evenly
-    full = (r == st.RECOMPUTE_CODE["full"]).astype(np.float64)
-    selective = (r == st.RECOMPUTE_CODE["selective"]).astype(np.float64)
-
-    # ---- FLOPs of one micro-batch (model-wide, counted as executed, for the throughput metrics)
-    f_gemm = 2.0 * b * s * (model.attn_matrix_params + k * model.mlp_matrix_params)
-    qd = float(model.q_dim)                  # a d: h unless the config sets head_dim
-    f_attn = 4.0 * b * s * s * qd
-    f_logit = 2.0 * b * s * h * V
-    # ---- GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py):
-    # linear products with tile/wave quantization, attention products with their roofline
-    rate = hw.flops_per_s
-    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, b, s, t, e), rate, hw.sms,
-                                         dtype)
-    one = np.ones_like(t)
-    logit_fwd, logit_bwd = gemm.gemm_times_s([(one, b * s * one, V / t * one, h * one)], rate,
-                                             hw.sms, dtype)
-    attn_s = f_attn / t / rate * gemm.attention_slowdown(
-        s, float(model.head_size), delta, rate, hw.mem_eff_bps)
-    t_flop = (layers_stage * ((1.0 + full) * lin_fwd + lin_bwd
-                              + (3.0 + full + selective) * attn_s)
-              + logit_fwd + logit_bwd)
-    # ---- memory-bound element-wise kernels, counted kernel by kernel (forward repeated with
-    # full recomputation, the attention core's with selective recomputation)
-    ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(s, b, h, a, model.ffn, model.n_mat,
-                                                             k, t, sp_arr, delta)
-    # + the fp32 cross-entropy over the last stage's logits (b s V / t elements)
-    t_mem = (layers_stage * ((1.0 + full) * ew_fwd + ew_bwd + selective * ew_attn)
-             + st.CROSS_ENTROPY_BYTES * b * s * V / t) / hw.mem_eff_bps
-    # ---- links: tensor groups inside a node when t <= g; consecutive stages share a node when
-    # a whole model replica (t p GPUs) fits in one; expert groups span t e GPUs.
-    tp_bw = np.where(t <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps))
-    pp_cross = t * p > g
-    pp_bw = np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps)
-    ep_bw = np.where(t * e <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps))
-    tp_lat = np.where(t <= g, hw.intra_latency_s, max(hw.intra_latency_s, hw.nic_latency_s))
-    t_tp = layers_stage * (st.tp_bytes_per_layer(b, s, h, delta, t, r) / tp_bw
-                           + st.tp_collectives_per_layer(r) * st.ring_latency_s(t, tp_lat))
-    moe_layers = layers_stage if model.experts > 1 else 0.0 * layers_stage
-    t_ep = moe_layers * st.ep_bytes_per_layer(b, s, h, k, delta, t, e, r) / ep_bw
-    scatter = np.where(pp_cross & scatter_gather, t, 1.0)
-    pp_lat = np.where(pp_cross, max(hw.intra_latency_s, hw.nic_latency_s), hw.intra_latency_s)
-    t_p2p = st.p2p_time_s(st.p2p_bytes(b, s, h, delta, scatter), p, v, pp_bw, pp_lat)
-
-    # ---- parameters on the most loaded stage (first: its layers + the input embedding; a
-    # single stage also holds an untied head)
-    dense_layer = model.layer_params - model.expert_params_per_layer
-    stage_params = (layers_stage * (dense_layer / t + model.expert_params_per_layer / (t * e))
-                    + (model.embedding_params + np.where(p == 1, model.head_params, 0.0)) / t
-                    + np.where(p == 1, model.final_norm_params, 0.0))
-    # ---- unfused gradient accumulation: each micro-batch adds every weight gradient into the
-    # accumulation buffer (read both, write one) on every stage
-    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(stage_params, delta) / hw.mem_eff_bps
-    t_mb = t_flop + t_mem + t_acc + t_tp + t_ep + t_p2p
-    bubble_steps = (p - 1.0) / v
-    w_b, g_b, o_b = st.model_state_bytes(stage_params, d, z, dtype)
-    # ZeRO-3 gathers one layer's parameters at a time (its working set)
-    w_b = w_b + np.where(z >= 3, dense_layer / t * delta, 0.0)
-    grad_bytes = stage_params * delta
-    # a group with k members on a node drives min(rails, k) network ports, as NCCL runs one
-    # ring per rail: its ring crosses nodes at min(intra, min(rails, k) nic) (as allreduce-cluster)
-    dp_members_per_node = np.clip(np.floor(g / t), 1.0, d)
-    dp_ring_bps = ring_link_bps(d, dp_members_per_node, hw.intra_bps, hw.nic_bps, hw.rails)
-    dp_volume = st.dp_bytes(grad_bytes, grad_bytes, d, m, z)
-    t_dp = np.where(d > 1, dp_volume / dp_ring_bps, 0.0)
-    # tied input embedding and output head on the first and last stage: their gradients are
-    # all-reduced between the two stages (a 2-member ring) every iteration
-    emb_bw = np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps)
-    t_emb = np.where((p > 1) & model.tied,
-                     st.embedding_sync_bytes(model.vocab * h / t, delta) / emb_bw, 0.0)
-    t_dp = t_dp + t_emb
-    opt_params = np.where(z >= 1, stage_params / d, stage_params)
-    t_opt = st.OPTIMIZER_STEP_BYTES[dtype] * opt_params / hw.mem_eff_bps
-    t_data = data_time_s(16.0 * s * gb / d, hw.pcie_bps)
-
-    t_pipe = st.pipeline_time_s(t_mb, p, m, v)
-    total = total_time_s(t_data, t_pipe + t_opt, t_dp, overlap)
-
-    # ---- activations held by the first stage (or the last, which also holds the logits)
-    act_layer = st.activation_bytes_per_layer(s, b, h, a, t, sp_arr, r, delta)
-    inflight = st.inflight_microbatches(p, m, v, gpipe)
-    logits_act = 4.0 * s * b * h / t * (1.0 + V / h) * delta / 2.0
-    act_first = act_layer * layers_stage * inflight + np.where(p == 1, logits_act, 0.0)
-    act_last = act_layer * layers_stage * np.where(np.asarray(gpipe, dtype=bool), m, 1.0) \
-        + logits_act
-    act = np.maximum(act_first, act_last)
-    mem_total = w_b + g_b + o_b + act
-
-    tokens = gb * s
-    model_flops = (6.0 * model.params_flop + 12.0 * l_ * qd * s) * tokens
-    hw_flops = (gb / b) * (l_ * ((3.0 + full) * (f_gemm + f_attn) + selective * f_attn)
-                           + 3.0 * f_logit)
+    c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
+                global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
+                seq=seq, dtype=dtype)
+    shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages)
+    flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
+    t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
+    t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
+    mb = MicroBatchTimes(gemm_time_s(model, hw, c, flops[1]), elementwise_time_s(model, hw, c),
+                         t_acc, t_tp, t_ep, t_p2p)
+    t_dp, dp_volume = sync_time_s(model, c, ln, params)
+    t_data = data_time_s(16.0 * c.s * c.gb / c.d, hw.pcie_bps)
+    total = total_time_s(t_data, st.pipeline_time_s(mb.total_s, c.p, c.m, c.v) + t_opt, t_dp,
+                         overlap)
+    mem = memory_bytes(model, hw, c, params)
     valid = shape_error == 0
-    fits = valid & (mem_total <= hw.mem_bytes)
     nan = np.where(valid, 1.0, np.nan)
-    return {
-        "total_s": total * nan,
-        "data_io_s": t_data * nan,
-        "compute_flop_s": m * t_flop * nan,
-        "compute_mem_s": (m * (t_mem + t_acc) + t_opt) * nan,
-        "comm_tp_s": m * t_tp * nan,
-        "comm_pp_s": m * t_p2p * nan,
-        "comm_ep_s": m * t_ep * nan,
-        "comm_dp_s": t_dp * nan,
-        "bubble_s": bubble_steps * t_mb * nan,
-        "microbatch_s": t_mb * nan,
-        "micro_batches": m,
-        "bubble_fraction": st.bubble_fraction(p, m, v),
-        "gpus": n_gpus,
-        "mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
-        "mem_activations_bytes": act, "mem_total_bytes": mem_total,
-        "mem_capacity_bytes": np.full(d.shape, hw.mem_bytes),
-        "fits": fits, "shape_error": shape_error,
-        "tokens_per_s_per_gpu": tokens / (total * n_gpus) * nan,
-        "model_tflops_per_gpu": model_flops / (total * n_gpus) / 1e12 * nan,
-        "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12 * nan,
-        "dp_bytes_per_gpu": dp_volume,
-        "tp_bytes_per_gpu": m * layers_stage * st.tp_bytes_per_layer(b, s, h, delta, t, r),
-        "pp_link_nic": pp_cross & (p > 1),
-        "sp": sp_arr,
-    }
+    return {**{k: x * nan for k, x in time_parts_s(c, mb, t_data, t_opt, t_dp, total).items()},
+            "micro_batches": c.m, "bubble_fraction": st.bubble_fraction(c.p, c.m, c.v),
+            "gpus": c.d * c.t * c.p, **mem,
+            "fits": valid & (mem["mem_total_bytes"] <= hw.mem_bytes), "shape_error": shape_error,
+            **{k: x * nan for k, x in throughput(model, c, flops, total).items()},
+            "dp_bytes_per_gpu": dp_volume,
+            "tp_bytes_per_gpu": c.m * c.layers_stage * st.tp_bytes_per_layer(
+                c.b, c.s, float(model.hidden), c.delta, c.t, c.r),
+            "pp_link_nic": ln.pp_cross & (c.p > 1), "sp": c.sp}
 
 
 def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
@@ -345,6 +505,36 @@ def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int
                              hint=f"dp={dp} tp={tp} pp={pp} ep={ep} vp={vp} micro-batch="
                                   f"{micro_batch} global-batch={gb}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads")
+
+
+def time_summary(sc: dict[str, float]) -> dict[str, Any]:
+    """The time keys of the ``predict --json`` object from one configuration's scalar
+    ``evaluate`` results: ``time_s`` (the four communications summed into ``comm``), each
+    part's ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (largest part;
+    for ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem) / total``."""
+    comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "dp")}
+    time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
+              "compute_mem": sc["compute_mem_s"], "comm": sum(comm.values()),
+              "bubble": sc["bubble_s"], "total": sc["total_s"]}
+    parts = {k: time_s[k] for k in ("data_io", "compute_flop", "compute_mem", "comm", "bubble")}
+    denom = sum(parts.values()) or 1.0
+    bottleneck = max(parts, key=parts.get)
+    labels = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
+              "compute_mem": "memory-bound compute", "bubble": "pipeline bubble",
+              "comm": PART_LABEL["comm_" + max(comm, key=comm.get)]}
+    return {"time_s": time_s, "share": {k: v / denom for k, v in parts.items()}, "comm_s": comm,
+            "bottleneck": bottleneck, "bottleneck_label": labels[bottleneck],
+            "gpu_util": (time_s["compute_flop"] + time_s["compute_mem"]) / time_s["total"]}
+
+
+def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
+    """The ``hardware`` object of ``predict --json``: node, GPU, dense peak, GEMM and DRAM
+    efficiencies, SMs, the link names and the collective bandwidths (GB/s)."""
+    return {"node": hw.node, "gpu": hw.gpu, "peak_tflops": hw.peak_tflops,
+            "gemm_efficiency": hw.gemm_efficiency, "mem_bw_gbs": hw.mem_bw_bps / 1e9,
+            "mem_efficiency": hw.mem_efficiency, "sms": hw.sms,
+            **hw.links, "intra_collective_gbs": hw.intra_coll_bps / 1e9,
+            "nic_collective_gbs": hw.nic_coll_bps / 1e9}
 
 
 def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int = 1, pp: int = 1,
@@ -372,23 +562,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
-    comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "dp")}
-    time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
-              "compute_mem": sc["compute_mem_s"], "comm": sum(comm.values()),
-              "bubble": sc["bubble_s"], "total": sc["total_s"]}
-    parts = {k: time_s[k] for k in ("data_io", "compute_flop", "compute_mem", "comm", "bubble")}
-    denom = sum(parts.values()) or 1.0
-    bottleneck = max(parts, key=parts.get)
-    labels = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
-              "compute_mem": "memory-bound compute", "bubble": "pipeline bubble",
-              "comm": PART_LABEL["comm_" + max(comm, key=comm.get)]}
     return {
-        "time_s": time_s,
-        "share": {k: v / denom for k, v in parts.items()},
-        "comm_s": comm,
-        "bottleneck": bottleneck,
-        "bottleneck_label": labels[bottleneck],
-        "gpu_util": (time_s["compute_flop"] + time_s["compute_mem"]) / time_s["total"],
+        **time_summary(sc),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
         "hardware_tflops_per_gpu": sc["hardware_tflops_per_gpu"],
@@ -403,9 +578,5 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "dtype": dtype, "overlap": overlap,
                 "nodes": -(-int(dp * tp * pp) // hw.gpus_per_node)},
-        "hardware": {"node": hw.node, "gpu": hw.gpu, "peak_tflops": hw.peak_tflops,
-                     "gemm_efficiency": hw.gemm_efficiency, "mem_bw_gbs": hw.mem_bw_bps / 1e9,
-                     "mem_efficiency": hw.mem_efficiency, "sms": hw.sms,
-                     **hw.links, "intra_collective_gbs": hw.intra_coll_bps / 1e9,
-                     "nic_collective_gbs": hw.nic_coll_bps / 1e9},
+        "hardware": hardware_summary(hw),
     }

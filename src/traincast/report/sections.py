@@ -156,11 +156,13 @@ def _recommend_tables(study: Study) -> str:
 
 
 def top_jobs(jobs: pa.Table | None, study: Study) -> str:
-    """The jobs holding the most GPU time, with their predicted iteration and bottleneck."""
+    """The jobs holding the most GPU time (``characterize``'s rule: a job still running at the
+    trace end counts up to it), with their predicted iteration and bottleneck."""
+    from traincast.analysis.characterize import job_gpu_time_s
+
     if jobs is None or jobs.num_rows == 0:
         return ""
-    gpu_time = study.floats("n_gpus") * (study.floats("end_time_s") -
-                                         study.floats("start_time_s"))
+    gpu_time = job_gpu_time_s(jobs)
     key = np.where(np.isfinite(gpu_time), gpu_time, -1.0)
     order = np.argsort(-key, kind="stable")[:TOP_ROWS]
     cols = [c for c in ("job_id", "user", "workload", "architecture", "n_gpus", "gpu_type",

@@ -52,17 +52,18 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
 
 def infer_architecture(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
     """Fill a null ``architecture`` by the rule of :func:`traincast.resolve.resolve` (the one
-    place it lives; :data:`~traincast.trace.schema.INFER_RULE` says it in words). Rows whose trace
-    gives an architecture, or no GPU count, are kept as they are."""
+    place it lives; :data:`~traincast.trace.schema.INFER_RULE` says it in words), read from the
+    node sizes alone (:func:`traincast.resolve.architecture_codes`: no links, features or
+    checks). Rows whose trace gives an architecture, or no GPU count, are kept as they are."""
     if jobs.num_rows == 0 or "architecture" not in jobs.column_names \
             or jobs["architecture"].null_count == 0:
         return jobs
     from traincast.architectures import ARCHITECTURES
     from traincast.hardware.catalog import load_catalog
-    from traincast.resolve import resolve
+    from traincast.resolve import architecture_codes
 
-    r = resolve(jobs, catalog or load_catalog())
-    names = np.array([*ARCHITECTURES, None], dtype=object)[r.arch]
+    codes = architecture_codes(jobs, catalog or load_catalog())
+    names = np.array([*ARCHITECTURES, None], dtype=object)[codes]
     merged = pc.coalesce(jobs["architecture"], pa.array(names, type=pa.string()))
     return jobs.set_column(jobs.column_names.index("architecture"), "architecture", merged)
 

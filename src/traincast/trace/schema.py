@@ -72,9 +72,11 @@ NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not
 """Counts, sizes, features and utilization: a negative value is a bad row (times may be)."""
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
-INFER_RULE = ("n_gpus <= 1 -> 1w1g; n_gpus <= GPUs per node (the trace's gpus_per_node, else "
-              "the GPUs of its node preset, of its GPU type's default node, or of the default "
-              "node) -> allreduce-local; more -> allreduce-cluster (traincast.resolve)")
+INFER_RULE = ("n = training GPUs (n_workers x gpus_per_worker where both are given, capped at "
+              "n_gpus; else n_gpus): n <= 1 -> 1w1g; n <= GPUs per node (the trace's "
+              "gpus_per_node, else the GPUs of its node preset, of its GPU type's default node, "
+              "or of the default node) -> allreduce-local; more -> allreduce-cluster "
+              "(traincast.resolve)")
 ADDED_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node",
                                   "embedding_allreduce_bytes")
 """Added after the store's first release: an older store file gets them (null) on open."""

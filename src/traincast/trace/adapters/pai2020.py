@@ -28,7 +28,10 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
 * Architecture (:data:`ARCH_RULE`): ``ps-worker`` when the job has a ``ps`` task and at least one
   worker instance; else ``allreduce-cluster`` when it has more than one worker instance, unless
   the instance table places all of them on one machine, then ``allreduce-local``; else
-  ``allreduce-local`` when its one worker has more than one GPU; else ``1w1g``.
+  ``allreduce-local`` when its one worker has more than one GPU; else ``1w1g``. Evaluators are
+  not workers: their GPUs count in ``n_gpus`` but not in the training GPUs ``n_workers ×
+  gpus_per_worker`` the model runs (``traincast.resolve.training_gpus``), so a 1-GPU worker
+  with a 1-GPU evaluator is ``1w1g`` on ``n_gpus`` = 2 and is predicted on one GPU.
 * ``workload`` = the group tag's workload of the job's inst_id (bert, nmt, ctr, ...; most jobs
   are untagged: NULL).
 * ``gpu_util`` = mean over the job's sensor rows of gpu_wrk_util / plan_gpu of the instance's
