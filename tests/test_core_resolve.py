@@ -294,6 +294,43 @@ def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
     assert bd.compute_mem[1] == pytest.approx(3 * whole["compute_mem"], rel=1e-9)
 
 
+def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:
+    # an op the profiler marks compute-bound but cannot count FLOPs for: F_profile = 0, while
+    # the op takes time. The profile's own row must get the profile's step (docs/model.md);
+    # a = F_row / F_profile has no value, so that part keeps its time. Both ops read and write
+    # 0.8 GB of fp32 at the A100's kernel bandwidth, 2039 GB/s x 0.88 (catalog), no launch cost
+    cat = load_catalog()
+    gpu = cat.gpu("A100-SXM4-80GB")
+    op = {"flops": 0.0, "bytes_read": 4e8, "bytes_written": 4e8, "dtype": "float32"}
+    ops = [dict(op, op="aten::mystery_attention", bound="compute"),
+           dict(op, op="aten::relu", bound="memory")]
+    launch = 2 * (gpu.kernel_launch_us or 0.0) * 1e-6
+    step = 2 * 8e8 / (2039e9 * 0.88) + launch
+    one = predict({"flops_compute_bound": 0.0, "bytes_memory_bound": 8e8, "weight_bytes": 0.0,
+                   "ops": ops}, gpu="A100-SXM4-80GB", node="dgx-a100", catalog=cat)
+    assert one.time_s["compute_flop"] + one.time_s["compute_mem"] == pytest.approx(step)
+
+
+@pytest.mark.parametrize("strategy", ["kernel", "paper"])
+@pytest.mark.parametrize("workload", ["resnet50", "bert-base", "mobilenet-v2"])
+def test_the_profile_step_is_its_compute_and_memory_bound_ops_together(strategy, workload):
+    # ops_times prices the two kinds of op apart; every strategy is a sum over rows, so the
+    # step is the two parts together and equals the whole table priced at once
+    from traincast import compute
+    from traincast.predict import ops_times
+    from traincast.zoo.profiles import workload_ops
+
+    ops = workload_ops(workload)["ops"]
+    gpu = load_catalog().gpu("V100-SXM2-16GB")
+    for dtype in ("fp32", "amp"):
+        whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
+        t_flop, t_mem, t_f, t_b = ops_times(ops, gpu, dtype, strategy)
+        assert t_flop == pytest.approx(whole["compute_flop"], rel=1e-12)
+        assert t_mem == pytest.approx(whole["compute_mem"], rel=1e-12)
+        assert t_f + t_b == pytest.approx(t_flop + t_mem, rel=1e-12)
+        assert 0 < t_f < t_f + t_b
+
+
 @pytest.mark.parametrize("kw, field", [
     ({"gpus": 0}, "n_gpus"), ({"arch": "allreduce-cluster", "gpus": -2}, "n_gpus"),
     ({"arch": "ps-worker", "workers": 0}, "n_workers"),

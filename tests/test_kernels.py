@@ -429,6 +429,21 @@ def test_depthwise_and_narrow_group_convolutions_by_their_shapes() -> None:
     assert kernels.conv_channels_per_group(ops[2]) == (32.0, 4.0, 4.0)
 
 
+def test_a_transposed_convolution_is_not_read_as_a_grouped_one() -> None:
+    # ConvTranspose2d(64, 3) records weight C_in x C_out / groups = 64 x 3 x 4 x 4: C_in / w[1]
+    # = 21.3 groups is no whole number, so the row is no grouped convolution (it runs on
+    # tensor cores, with the layout transposes of any other convolution)
+    up = {"op": "convolution", "flops": 1.0, "bytes_read": 1.0, "bytes_written": 1.0,
+          "dtype": "float16", "shapes": "8x64x56x56;64x3x4x4"}
+    assert kernels.conv_channels_per_group(up) is None
+    # a transposed 96 -> 3 (weight 96 x 3 x 4 x 4) has the shapes of 32 groups of 3 channels:
+    # the shapes alone cannot tell them apart, and it is read as grouped (docs/model.md)
+    assert kernels.conv_channels_per_group(dict(up, shapes="8x96x56x56;96x3x4x4")) == (
+        32.0, 3.0, 3.0)
+    assert kernels.narrow_group_convs([up]).tolist() == [False]
+    assert kernels.layout_transpose_bytes([up], ["fp16"], load_catalog().gpus["T4"])[0] == 4.0
+
+
 def test_mixed_precision_convolution_costs_by_hand() -> None:
     gpu = a100(kernel_launch_us=0.0)
     mem = 2039e9 * 0.88

@@ -159,19 +159,22 @@ def op_math_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> li
     (``kernels.narrow_group_convs``) whose operand dtype runs on matrix units
     (``kernels.has_matrix_units``): it runs on the vector units, at the fp32 vector peak (the
     catalog lists no vector 16-bit peak for a GPU with tensor cores: a lower bound)."""
-    names = op_operand_dtypes(ops, gpu, dtype)
-    narrow = kernels.narrow_group_convs(ops)
-    return ["fp32" if nw and kernels.has_matrix_units(gpu, d) else d
-            for d, nw in zip(names, narrow, strict=True)]
+    return _math_dtypes(op_operand_dtypes(ops, gpu, dtype), kernels.narrow_group_convs(ops),
+                        gpu)
 
 
-def _op_peaks(gpu: Any, dtype: str,
-              ops: Sequence[Mapping[str, Any]]) -> tuple[F, F, list[str]]:
-    """Per op: dense peak (FLOP/s), ``eta`` and catalog dtype (module docstring: ``P_op``)."""
-    names = op_math_dtypes(ops, gpu, dtype)
+def _math_dtypes(operand: Sequence[str], narrow: NDArray[np.bool_], gpu: Any) -> list[str]:
+    """``op_math_dtypes`` from the ops' operand dtypes and narrow-group marks."""
+    units = {d: kernels.has_matrix_units(gpu, d) for d in set(operand)}
+    return ["fp32" if nw and units[d] else d for d, nw in zip(operand, narrow, strict=True)]
+
+
+def _op_peaks(gpu: Any, names: Sequence[str]) -> tuple[F, F]:
+    """Per op: dense peak (FLOP/s) and ``eta`` of its math dtype ``names[i]`` (module
+    docstring: ``P_op``)."""
     table = {d: (gpu.peak_tflops(d) * 1e12, _eta(gpu, d)) for d in set(names)}
     return (np.array([table[d][0] for d in names], dtype=np.float64),
-            np.array([table[d][1] for d in names], dtype=np.float64), names)
+            np.array([table[d][1] for d in names], dtype=np.float64))
 
 
 def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
@@ -181,13 +184,15 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     row, and ``count`` (times the row runs). A compute-family row moves its recorded bytes times
     ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half)."""
     cols = ops_arrays(ops)
-    peak, eta, names = _op_peaks(gpu, dtype, ops)
+    operand, narrow = op_operand_dtypes(ops, gpu, dtype), kernels.narrow_group_convs(ops)
+    names = _math_dtypes(operand, narrow, gpu)
+    peak, eta = _op_peaks(gpu, names)
     mem_bps = kernel_mem_bps(gpu)
-    moved = cols["bytes"] * kernels.operand_scale(ops, op_operand_dtypes(ops, gpu, dtype))
+    scale = kernels.operand_scale(ops, operand)
     w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
     flop_s = cols["flops"] / (peak * eta * w)
-    mem_s = (moved + split_bytes + kernels.reread_bytes(ops)) / mem_bps
-    moved = kernels.layout_transpose_bytes(ops, names, gpu)
+    mem_s = (cols["bytes"] * scale + split_bytes + kernels.reread_bytes(ops)) / mem_bps
+    moved = kernels.layout_transpose_bytes(ops, names, gpu, scale=scale, narrow=narrow)
     layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps, kernels.launch_s(gpu)),
                         0.0)
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,

@@ -338,8 +338,11 @@ def reread_bytes(ops: Sequence[Mapping[str, Any]]) -> F:
 
 def conv_channels_per_group(op: Mapping[str, Any]) -> tuple[float, float, float] | None:
     """``(groups, C_in / groups, C_out / groups)`` of a convolution row from its recorded shapes
-    (forward ``x; w``, backward ``grad_out; x; w``; ``w = C_out x C_in / groups x k_h x k_w``);
-    None for other rows or rows without shapes."""
+    (forward ``x; w``, backward ``grad_out; x; w``; ``w = C_out x C_in / groups x k_h x k_w``,
+    so ``groups = C_in / w[1]``); None for other rows, rows without shapes, and shapes that are
+    no grouped convolution's: ``groups`` not a whole number dividing ``C_out`` (a transposed
+    convolution's weight is ``C_in x C_out / groups x ...``: 64 -> 3 channels gives
+    ``64 / 3``)."""
     name = str(op.get("op", "")).removeprefix("aten::")
     if not _is_conv(name) or not op.get("shapes"):
         return None
@@ -347,6 +350,8 @@ def conv_channels_per_group(op: Mapping[str, Any]) -> tuple[float, float, float]
         dims = parse_shapes(str(op["shapes"]))
         x, w = (dims[1], dims[2]) if _is_conv(name, backward=True) else (dims[0], dims[1])
         groups = max(1.0, float(x[1]) / float(w[1]))
+        if groups != round(groups) or float(w[0]) % groups:
+            return None
         return groups, float(w[1]), float(w[0]) / groups
     except (IndexError, ValueError, ZeroDivisionError):
         return None
@@ -381,7 +386,8 @@ def operand_scale(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
 
 
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
-                           gpu: Any = None) -> F:
+                           gpu: Any = None, *, scale: ArrayLike | None = None,
+                           narrow: ArrayLike | None = None) -> F:
     """Per op: DRAM bytes of the layout transposes around a tensor-core convolution kept in
     PyTorch's default NCHW (contiguous) memory format. Tensor-core convolutions run in NHWC, so
     cuDNN transposes every operand to NHWC before the kernel and the result back after it (NVIDIA,
@@ -398,14 +404,19 @@ def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[st
     ``gpu``; without ``gpu``, ``d`` in ``TENSOR_CORE_DTYPES``). 0 for other ops, for convolutions
     on CUDA cores (fp32; a GPU without tensor cores, such as a P100 in fp16), for depthwise and
     other narrow-group convolutions (``narrow_group_convs``: PyTorch's own NCHW kernels), and for
-    a row marked ``layout = "nhwc"`` (a model in ``torch.channels_last``)."""
-    scale = operand_scale(ops, dtypes)
-    narrow = narrow_group_convs(ops)
+    a row marked ``layout = "nhwc"`` (a model in ``torch.channels_last``). ``scale`` and
+    ``narrow``: ``operand_scale`` and ``narrow_group_convs`` of the ops when the caller has them
+    (the same values; each is a pass over the table)."""
+    scale = operand_scale(ops, dtypes) if scale is None else _f(scale)
+    narrow = narrow_group_convs(ops) if narrow is None else np.asarray(narrow, dtype=bool)
+    units = {d: has_matrix_units(gpu, d) if gpu is not None else d in TENSOR_CORE_DTYPES
+             for d in set(dtypes)}
     out = np.zeros(len(ops))
     for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
+        if not units[d] or narrow[i]:
+            continue
         name = str(o.get("op", "")).removeprefix("aten::")
-        tensor = has_matrix_units(gpu, d) if gpu is not None else d in TENSOR_CORE_DTYPES
-        if tensor and _is_conv(name) and not narrow[i] \
+        if _is_conv(name) \
                 and str(o.get("layout", "nchw")).lower() not in ("nhwc", "channels_last"):
             out[i] = 2.0 * scale[i] * (float(o.get("bytes_read", 0.0))
                                        + float(o.get("bytes_written", 0.0)))

@@ -98,24 +98,34 @@ def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str,
     memory-bound time (:func:`traincast.compute.ops_compute_s`) and the time of its ops that
     the profile counts as compute-bound (``bound = "compute"``, whose FLOPs make
     ``flops_compute_bound``) and as memory-bound (the others). A table without ``bound``
-    marks gives ``t_F, t_B = t_flop, t_mem``."""
-    whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
-    t_flop, t_mem = whole["compute_flop"], whole["compute_mem"]
+    marks gives ``t_F, t_B = t_flop, t_mem``.
+
+    Every strategy prices a table as a sum over its rows, so the two parts are priced once
+    each and the whole is their sum: ``t_flop = t_flop(F ops) + t_flop(B ops)``, the same for
+    ``t_mem``."""
     if not ops or any("bound" not in o for o in ops):
-        return t_flop, t_mem, t_flop, t_mem
-    by_bound = [sum(compute.ops_compute_s([o for o in ops if (o["bound"] == "compute") == cb],
-                                          gpu, dtype, strategy).values()) for cb in (True, False)]
-    return t_flop, t_mem, by_bound[0], by_bound[1]
+        whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
+        return whole["compute_flop"], whole["compute_mem"], whole["compute_flop"], \
+            whole["compute_mem"]
+    parts = [compute.ops_compute_s(rows, gpu, dtype, strategy) if rows else
+             {"compute_flop": 0.0, "compute_mem": 0.0}
+             for rows in ([o for o in ops if o["bound"] == "compute"],
+                          [o for o in ops if o["bound"] != "compute"])]
+    return (parts[0]["compute_flop"] + parts[1]["compute_flop"],
+            parts[0]["compute_mem"] + parts[1]["compute_mem"],
+            parts[0]["compute_flop"] + parts[0]["compute_mem"],
+            parts[1]["compute_flop"] + parts[1]["compute_mem"])
 
 
 def _scaled(times: tuple[float, float, float, float], flops: F, mem_bytes: F,
             profile_flops: float, profile_bytes: float) -> tuple[F, F]:
     """Rows' ``(T_comp_flop, T_comp_mem)`` from their profile's :func:`ops_times` (formula in
-    :func:`compute_s`)."""
+    :func:`compute_s`). A profile feature of 0 gives no ratio to scale by: its part keeps the
+    profile's time (``a = 1`` or ``b = 1``), so the profile's own row still gets its step."""
     t_flop, t_mem, t_f, t_b = times
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(profile_flops > 0, flops / profile_flops, 0.0)
-        b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 0.0)
+        a = np.where(profile_flops > 0, flops / profile_flops, 1.0)
+        b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 1.0)
         step = t_flop + t_mem
         total = np.where(t_f + t_b > 0, step * (a * t_f + b * t_b) / (t_f + t_b), 0.0)
         flop = np.where(step > 0, total * t_flop / step, 0.0)

@@ -81,6 +81,8 @@ def megatron_2021_rows() -> dict[str, Any]:
 
 
 def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str) -> None:
+    """One published row: known fields, its layout and batch as positive integers with
+    ``t p d = gpus``, exactly one published rate, and a source (its own or the table's)."""
     where = f"{name}, row {i + 1}"
     unknown = set(row) - ROW_KEYS
     if unknown:
@@ -92,7 +94,7 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
     if ("tflops_per_gpu" in row) == ("mfu_percent" in row):
         raise TraincastError(f"{where}: give exactly one of 'tflops_per_gpu' and 'mfu_percent'")
     for key in ("t", "p", "d", "gpus", "batch"):
-        if not isinstance(row[key], int) or row[key] < 1:
+        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1:
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {row[key]!r}")
     if not (row.get("source") or table_source):
@@ -102,6 +104,38 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
     if row["t"] * row["p"] * row["d"] != row["gpus"]:
         raise TraincastError(f"{where}: t x p x d = {row['t'] * row['p'] * row['d']} is not "
                              f"the row's {row['gpus']} GPUs (field 'gpus')")
+
+
+METRICS = ("hardware", "model")
+
+
+def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str, Any]) -> None:
+    """The row's settings (its own or the table's): a known ``recompute`` and ``metric``, a
+    positive ``micro_batch`` and ``vp``, and numbers where numbers are published. An
+    ``mfu_percent`` is model FLOPs over the peak, so it is compared by ``metric = "model"``
+    only."""
+    where = f"{name}, row {i + 1}"
+    if cfg["recompute"] not in st.RECOMPUTE_CODE:
+        raise TraincastError(f"{where}: field 'recompute' must be one of "
+                             f"{', '.join(st.RECOMPUTE_CODE)}, got {cfg['recompute']!r}")
+    if cfg["metric"] not in METRICS:
+        raise TraincastError(f"{where}: field 'metric' must be one of {', '.join(METRICS)}, "
+                             f"got {cfg['metric']!r}", hint="hardware: executed FLOPs "
+                             "(recomputation included); model: model FLOPs (MFU)")
+    if "mfu_percent" in row and cfg["metric"] != "model":
+        raise TraincastError(f"{where}: field 'mfu_percent' needs metric = \"model\" (MFU "
+                             "counts model FLOPs, not the executed ones)",
+                             hint='metric = "model" on the row or the table')
+    for key in ("micro_batch", "vp"):
+        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
+            raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
+                                 f"got {cfg[key]!r}")
+    for key in ("tflops_per_gpu", "mfu_percent"):
+        value = row.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not value > 0):
+            raise TraincastError(f"{where}: field {key!r} must be a positive number, "
+                                 f"got {value!r}")
 
 
 def _row_model(name: str | Path, i: int, row: dict[str, Any]) -> ModelConfig:
@@ -145,6 +179,7 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
     for i, row in enumerate(table["row"]):
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
+        _check_settings(name, i, row, cfg)
         model, hw = _row_model(name, i, row), _row_hardware(cat, cfg)
         res = _predict(model, hw, cfg, row, cfg["vp"])
         if int(res["shape_error"]):
