@@ -191,3 +191,18 @@ def test_job_gpu_time_by_the_same_rule() -> None:
     # 2 x 100; 1 x (100 - 50) up to the trace end; never started: unknown
     got = job_gpu_time_s(jobs)
     assert got[:2].tolist() == [200.0, 50.0] and np.isnan(got[2])
+
+
+def test_each_source_has_its_own_trace_end() -> None:
+    """A store holding two traces, each with its own time origin: a running job counts up to
+    the end of its own trace, not of the other."""
+    from traincast.analysis.characterize import job_gpu_time_s
+
+    jobs = {"source_id": [1, 1, 2], "n_gpus": [1.0, 2.0, 1.0],
+            "start_time_s": [0.0, 50.0, 1.6e9], "end_time_s": [100.0, np.nan, 1.6e9 + 100],
+            "censored": [0.0, 1.0, 0.0]}
+    # source 1 ends at 100: the running job holds 2 GPUs for 100 - 50 s
+    assert job_gpu_time_s(jobs).tolist() == [100.0, 2 * 50.0, 100.0]
+    r = characterize(jobs, fill=False)
+    assert r["gpu_time_s"] == 100 + 100 + 100 and r["censored_gpu_time_s"] == 100
+    assert r["trace_end_s"] == 1.6e9 + 100

@@ -177,3 +177,31 @@ def test_summary_counts_by_hand() -> None:
     # most frequent first, ties by name
     assert list(s["architectures"].items()) == [("pearl", 2), ("1w1g", 1), ("ps-worker", 1)]
     assert s["nodes"] == {"a": 2, "b": 2} and s["changed_to"] == {"pearl": 2}
+
+
+def test_output_file_is_checked_first_and_written_whole(tmp_path: Path, monkeypatch) -> None:
+    import pyarrow as pa
+
+    import traincast.analysis.recommend as rec_mod
+    import traincast.analysis.study as study_mod
+
+    monkeypatch.chdir(tmp_path)
+    trace = write_small_trace(tmp_path / "t.csv")
+    # a missing folder fails before any job is evaluated
+    monkeypatch.setattr(rec_mod, "evaluate_columns", lambda *a, **k: pytest.fail("evaluated"))
+    for cmd in (["recommend"], ["whatif", "--scenario", "eth100", "--jobs"]):
+        res = CliRunner().invoke(app, [*cmd, str(trace), "--db", str(tmp_path / "s.duckdb"),
+                                       "-o", str(tmp_path / "no" / "r.csv")])
+        assert isinstance(res.exception, TraincastError), res.output
+        assert str(res.exception).startswith("-o ") and "no folder" in str(res.exception)
+    # a write that fails half-way leaves neither a partial file nor its temporary
+    out = tmp_path / "r.csv"
+
+    def half(table, path) -> None:  # noqa: ANN001
+        Path(path).write_text("job_id\n")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(study_mod.pacsv, "write_csv", half)
+    with pytest.raises(OSError, match="disk full"):
+        study_mod.write_csv(pa.table({"job_id": ["a"]}), out)
+    assert list(tmp_path.glob("*r.csv*")) == []

@@ -200,3 +200,16 @@ def test_study_cli_prints_the_cluster_table_first(tmp_path: Path, monkeypatch) -
     for arch, values in want.items():
         assert rows[arch] == [f"{100 * v:.1f}%" for v in values], arch
     assert rows["all"][:3] == ["100.0%"] * 3
+
+
+def test_a_table_without_a_trace_names_no_trace_path(tmp_path: Path) -> None:
+    from traincast.trace import read_trace
+
+    jobs = read_trace(write_small_trace(tmp_path / "t.csv"))
+    result = study(out_dir=tmp_path / "out", jobs=jobs, report=False,
+                   scenarios=("eth100",))
+    meta = json.loads((tmp_path / "out" / "study.json").read_text())
+    # neither the bundled sample nor a file: no path, no store
+    assert meta["trace"]["path"] is None and meta["sample"] is False and meta["db"] is None
+    assert result["sample"] is False and set(meta["timings_s"]) == {
+        "ingest", "characterize", "whatif", "recommend", "tables", "report"}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import gzip
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -75,12 +77,23 @@ def test_pai_backslash_n_is_missing(tmp_path: Path) -> None:
     assert jobs["i2"]["n_gpus"] == 0.5 and jobs["i2"]["censored"]
 
 
-def test_date_times_with_offsets_are_utc(tmp_path: Path) -> None:
+@pytest.fixture
+def new_york_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's local time zone is New York (DuckDB reads TZ when it connects)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_date_times_with_offsets_are_utc(tmp_path: Path, new_york_time: None) -> None:
     times = ["2020-07-01 10:00:00", "2020-07-01T10:00:10Z", "2020-07-01T12:00:10+02:00",
              "2020-07-01 10:00:00.5"]
     rows = [[str(i), f"t{i}", t] for i, t in enumerate(times)]
     path = _write_csv(tmp_path / "t.csv", rows, ["n_gpus", "job_id", "start_time_s"])
     got = [j["start_time_s"] for j in read_trace(path).to_pylist()]
+    assert got[0] == 1593597600.0  # 2020-07-01 10:00:00 UTC, whatever the local zone
 
     def utc(text: str) -> float:  # no offset = UTC
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -295,3 +308,38 @@ def test_pai_archives_as_downloaded(tmp_path: Path) -> None:
         (d / f"pai_{name}_table.csv").write_bytes((src / f"pai_{name}_table.csv").read_bytes())
     report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
     assert report["jobs"] == 1 and load_jobs(tmp_path / "s.duckdb")["n_gpus"].to_pylist() == [1.0]
+
+
+def test_pai_jobs_without_a_job_name_are_not_duplicates(tmp_path: Path) -> None:
+    """Duplicates are found by job_name: two job rows without one (told apart by inst_id) are
+    two jobs, not a job and its duplicate."""
+    d = tmp_path / "pai"
+    d.mkdir()
+    with (d / "pai_job_table.csv").open("w", newline="") as f:
+        csv.writer(f).writerows([("", "i1", "u", "Terminated", "0", "10"),
+                                 ("", "i2", "u", "Terminated", "0", "10"),
+                                 ("J3", "i3", "u", "Terminated", "0", "10"),
+                                 ("J3", "i4", "u", "Terminated", "0", "10")])
+    with (d / "pai_task_table.csv").open("w", newline="") as f:
+        csv.writer(f).writerow(("J3", "worker", "1", "Terminated", "0", "10", "600", "29",
+                                "100", "V100"))
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    # by hand: i1, i2 and i3 are jobs; row 4 repeats J3 (reported by its job_name)
+    assert report["jobs"] == 3 and report["bad_rows"] == 1
+    assert [(e["row"], e["field"], e["value"]) for e in report["errors"]] == \
+        [(4, "job_id", "J3 (a duplicate of row 3)")]
+    assert sorted(_by_id(load_jobs(tmp_path / "s.duckdb"))) == ["i1", "i2", "i3"]
+
+
+def test_strict_reads_again_a_kept_file_with_bad_rows(tmp_path: Path) -> None:
+    """An unchanged file is kept without reading it, unless --strict meets the bad rows its
+    last ingest skipped: then it fails as on the first read, and the store keeps its jobs."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus\na,1\nb,x\nc,2\n")
+    db = tmp_path / "s.duckdb"
+    assert ingest(path, db=db)["jobs"] == 2
+    assert ingest(path, db=db)["sources"][0]["unchanged"]
+    with pytest.raises(TraincastError, match="row 2: field n_gpus"):
+        ingest(path, db=db, strict=True)
+    assert [j["job_id"] for j in load_jobs(db).to_pylist()] == ["a", "c"]
+    assert [s["bad_rows"] for s in sources(db)] == [1]

@@ -6,9 +6,10 @@ plain data (DESIGN.md keys):
 
 * ``jobs``, ``gpus`` (Σ n_gpus), ``gpu_time_s`` (Σ n_gpus × (end − start)); a censored job with
   a start and no end (still running when the trace ended) counts up to the trace end
-  ``trace_end_s`` = the largest submit, start or end time the trace holds, so its GPU time is a
-  lower bound: ``censored_gpu_time_s`` is that part and ``gpu_time_lower_bound`` says whether
-  there is one; ``flags`` (counts);
+  ``trace_end_s`` = the largest submit, start or end time the trace holds (a store holding
+  several traces: that of the job's own ``source_id``), so its GPU time is a lower bound:
+  ``censored_gpu_time_s`` is that part and ``gpu_time_lower_bound`` says whether there is
+  one; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
   gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
 * ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs) and
@@ -171,23 +172,40 @@ def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
 def _durations(cols: Mapping[str, Any], n: int) -> tuple[NDArray[np.float64],
                                                          NDArray[np.float64], float | None]:
     """Per job: the duration ``end − start`` (NaN unless both are known and end >= start), the
-    running time ``trace_end − start`` of a censored job with a start and no end (NaN for
-    every other job; 0 if it starts after the last time), and ``trace_end`` = the largest
-    submit, start or end time of the trace (None without any). A job is censored by its
-    ``censored`` flag; without that column, by having a start and no end (the csv rule)."""
+    running time ``trace end − start`` of a censored job with a start and no end (NaN for
+    every other job; 0 if it starts after the last time), and ``trace_end_s`` = the largest
+    submit, start or end time of the table (None without any). The trace end of a job is that
+    of its own source (``source_id``: a store holding several traces, each with its own time
+    origin), else of the table. A job is censored by its ``censored`` flag; without that
+    column, by having a start and no end (the csv rule)."""
     start, end = _floats(cols, "start_time_s", n), _floats(cols, "end_time_s", n)
     duration = end - start
     duration = np.where(duration >= 0, duration, np.nan)
-    times = np.concatenate([_floats(cols, "submit_time_s", n), start, end])
-    times = times[np.isfinite(times)]
-    trace_end = float(times.max()) if times.size else None
+    with np.errstate(invalid="ignore"):  # rows without any time: NaN
+        last_s = np.fmax(np.fmax(_floats(cols, "submit_time_s", n), start), end)
+    last_s = np.where(np.isfinite(last_s), last_s, np.nan)
+    known = ~np.isnan(last_s)
+    trace_end_s = float(last_s[known].max()) if known.any() else None
     running = np.isfinite(start) & np.isnan(end)
     if "censored" in cols:
         running &= _floats(cols, "censored", n) > 0
     open_s = np.full(n, np.nan)
-    if trace_end is not None:
-        open_s[running] = np.maximum(trace_end - start[running], 0.0)
-    return duration, open_s, trace_end
+    if trace_end_s is not None:
+        end_of_job = _source_ends_s(cols, n, last_s, known) if "source_id" in cols \
+            else np.full(n, trace_end_s)
+        open_s[running] = np.maximum(end_of_job[running] - start[running], 0.0)
+    return duration, open_s, trace_end_s
+
+
+def _source_ends_s(cols: Mapping[str, Any], n: int, last_s: NDArray[np.float64],
+                   known: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Per job, the largest time ``last_s`` of the jobs of its source (``source_id``; a null
+    source is one source of its own)."""
+    source = np.nan_to_num(_floats(cols, "source_id", n), nan=-1.0)
+    ids, inverse = np.unique(source, return_inverse=True)
+    ends = np.full(len(ids), -np.inf)
+    np.maximum.at(ends, inverse[known], last_s[known])
+    return ends[inverse]
 
 
 def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
@@ -197,7 +215,14 @@ def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
     cols = _columns(jobs)
     n = len(next(iter(cols.values()))) if cols else 0
     duration, open_s, _ = _durations(cols, n)
-    return _floats(cols, "n_gpus", n) * np.where(np.isnan(duration), open_s, duration)
+    return _gpu_time_s(_floats(cols, "n_gpus", n), duration, open_s)
+
+
+def _gpu_time_s(gpus: NDArray[np.float64], duration_s: NDArray[np.float64],
+                open_s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``gpus × duration``, else ``gpus ×`` the running time up to the trace end (NaN where
+    neither is known)."""
+    return gpus * np.where(np.isnan(duration_s), open_s, duration_s)
 
 
 def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
@@ -223,9 +248,9 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
     n = len(next(iter(cols.values()))) if cols else 0
     gpus_raw = _floats(cols, "n_gpus", n)
     gpus = np.nan_to_num(gpus_raw)
-    duration, open_s, trace_end = _durations(cols, n)
-    gpu_time = np.nan_to_num(gpus * np.where(np.isnan(duration), open_s, duration))
-    censored_gpu_time = float(np.nan_to_num(gpus * open_s).sum())
+    duration, open_s, trace_end_s = _durations(cols, n)
+    gpu_time = np.nan_to_num(_gpu_time_s(gpus, duration, open_s))
+    censored_gpu_time_s = float(np.nan_to_num(gpus * open_s).sum())
     arch_codes, arch_names = _labels(cols, "architecture", n)
     type_codes, type_names = _labels(cols, "gpu_type", n)
     ones = np.ones(n)
@@ -237,9 +262,9 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
         "jobs": n,
         "gpus": float(gpus.sum()),
         "gpu_time_s": float(gpu_time.sum()),
-        "censored_gpu_time_s": censored_gpu_time,
-        "gpu_time_lower_bound": bool(censored_gpu_time > 0),
-        "trace_end_s": trace_end,
+        "censored_gpu_time_s": censored_gpu_time_s,
+        "gpu_time_lower_bound": bool(censored_gpu_time_s > 0),
+        "trace_end_s": trace_end_s,
         "jobs_with_duration": int(np.isfinite(duration).sum()),
         "flags": flags,
         "by_architecture": _group(arch_codes, arch_names, ones, gpus, gpu_time, ARCHITECTURES),

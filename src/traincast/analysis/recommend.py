@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -223,16 +224,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)
     n = cols.n
-    gpus = np.nan_to_num(cols["n_gpus"], nan=1.0)
-
-    def cost(total: F, node: Strings, gpu: Strings, rows: slice = slice(None)) -> F:
-        if prices is None:
-            return np.full(len(total), np.nan)
-        lut = np.array([[prices.per_gpu_hour(nd, g) for g in (*gpu.values, "")]
-                        for nd in (*node.values, "")])
-        with np.errstate(invalid="ignore"):  # unknown time or price -> NaN cost
-            return total * gpus[rows] * lut[node.codes, gpu.codes] / 3600.0
-
+    cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)
     best = {"arch": (base_t.copy(), np.full(n, -1)), "best": (base_t.copy(), np.full(n, -1))}
@@ -248,24 +240,13 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         if g == "cheap" and prices is None:
             continue
         idx = best[g][1]
-        total, new_node, new_gpu, new_role, bd = _chosen(
-            cols, extras, cands, idx, base, base_node, base_gpu, base_role, catalog, overlap,
-            hierarchical)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            speedup = base.total / total
-        rows[f"{prefix}_architecture"] = np.where(
-            idx >= 0, np.array([c.architecture for c in cands] + [""], dtype=object)[idx],
-            cols["architecture"].strings())
-        rows[f"{prefix}_node"] = new_node.arrow()
-        rows[f"{prefix}_gpu"] = new_gpu.arrow()
-        rows[f"{prefix}_total_s"] = total
-        rows[f"{prefix}_speedup"] = speedup
-        rows[f"{prefix}_bottleneck"] = _names(bd.bottleneck_code())
-        rows[f"{prefix}_reason"] = _reasons(cols, base, bd, idx, cands, base_node, new_node,
-                                            base_gpu, new_gpu, base_role, new_role, catalog)
+        chosen = _chosen(cols, extras, cands, idx, base, base_node, base_gpu, base_role,
+                         catalog, overlap, hierarchical)
+        rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
+                                    base_gpu, base_role, catalog))
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
-            rows["cheapest_cost_per_iter_usd"] = cost(total, new_node, new_gpu)
+            rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
         advance(f"choosing {prefix}")
     table = pa.table({k: pa.array(v, from_pandas=True) if isinstance(v, np.ndarray) else v
                       for k, v in rows.items()})
@@ -275,6 +256,18 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}
+
+
+def _cost_usd(prices: Prices | None, gpus: F, total_s: F, node: Strings, gpu: Strings,
+              rows: slice = slice(None)) -> F:
+    """Cost per iteration of the jobs ``rows``: ``total_s × gpus × USD per GPU-hour of (node,
+    GPU) / 3600`` (NaN without prices, or where the time or the price is unknown)."""
+    if prices is None:
+        return np.full(len(total_s), np.nan)
+    lut = np.array([[prices.per_gpu_hour(nd, g) for g in (*gpu.values, "")]
+                    for nd in (*node.values, "")])
+    with np.errstate(invalid="ignore"):  # unknown time or price -> NaN cost
+        return total_s * gpus[rows] * lut[node.codes, gpu.codes] / 3600.0
 
 
 def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
@@ -317,6 +310,28 @@ def steps(n_candidates: int, priced: bool) -> int:
 
 def _names(codes: NDArray[np.int64]) -> NDArray[np.object_]:
     return np.array([*COMPONENTS, None], dtype=object)[codes]
+
+
+def _choice_columns(prefix: str, idx: NDArray[np.int64],
+                    chosen: tuple[F, Strings, Strings, NDArray[np.object_], Breakdown],
+                    cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
+                    base_gpu: Strings, base_role: NDArray[np.object_],
+                    catalog: Catalog) -> dict[str, Any]:
+    """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
+    ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
+    each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
+    total, new_node, new_gpu, new_role, bd = chosen
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speedup = base.total / total
+    names = np.array([c.architecture for c in cands] + [""], dtype=object)
+    return {
+        f"{prefix}_architecture": np.where(idx >= 0, names[idx],
+                                           cols["architecture"].strings()),
+        f"{prefix}_node": new_node.arrow(), f"{prefix}_gpu": new_gpu.arrow(),
+        f"{prefix}_total_s": total, f"{prefix}_speedup": speedup,
+        f"{prefix}_bottleneck": _names(bd.bottleneck_code()),
+        f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
+                                     new_gpu, base_role, new_role, catalog)}
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
+from traincast.resolve import Resolved
 from traincast.units import fmt_pct, fmt_x
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
@@ -68,10 +70,15 @@ def write_json(path: Path, obj: Any) -> None:
     tmp.replace(path)
 
 
-def _write_csv(path: Path, table: pa.Table) -> None:
+def write_csv(table: pa.Table, path: Path) -> None:
+    """Write a table to a CSV file whole or not at all: a temporary file beside it, renamed
+    over ``path`` once complete (an error or Ctrl-C leaves no half-written file)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    pacsv.write_csv(table, tmp)
-    tmp.replace(path)
+    try:
+        pacsv.write_csv(table, tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,
@@ -133,37 +140,55 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         f"({_pct(nums['comm_share_gpu_weighted'])} GPU-weighted); data I/O "
         f"{_pct(nums['data_io_share_mean'])}, compute {_pct(nums['compute_share_mean'])} "
         f"(over {bd.get('jobs', 0):,} jobs with known features).")
-    nv = scen.get("nvlink-allreduce")
-    ps = (nv or {}).get("by_architecture", {}).get("ps-worker")
-    if nv and not (ps and ps.get("predicted")):
-        sentences.append("The trace has no PS/Worker job with known features: the NVLink "
-                         "AllReduce port does not apply.")
-    elif nv:
-        nums.update({"ps_worker_jobs": ps.get("matched"),
-                     "nvlink_sped_up_share": ps.get("sped_up_share"),
-                     "nvlink_not_ported": ps.get("not_applied"),
-                     "nvlink_ported_mean_speedup": ps.get("applied_mean_speedup"),
-                     "nvlink_gpu_time_saved_share": ps.get("gpu_time_saved_share")})
-        sentences.append(
-            f"{_pct(ps.get('sped_up_share'))} of PS/Worker jobs speed up on NVLink AllReduce "
+    sentences += _nvlink_finding(scen.get("nvlink-allreduce"), nums)
+    sentences += _eth100_finding(scen.get("eth100"), nums)
+    sentences += _speedup_findings(scen, nums)
+    sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums)
+    return {"sample": sample, "sentences": sentences, "numbers": nums}
+
+
+def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
+    """The NVLink AllReduce port of the PS/Worker jobs (``nvlink-allreduce``), against the
+    paper's share; its numbers go into ``nums``."""
+    if not nv:
+        return []
+    ps = nv.get("by_architecture", {}).get("ps-worker")
+    if not (ps and ps.get("predicted")):
+        return ["The trace has no PS/Worker job with known features: the NVLink AllReduce "
+                "port does not apply."]
+    nums.update({"ps_worker_jobs": ps.get("matched"),
+                 "nvlink_sped_up_share": ps.get("sped_up_share"),
+                 "nvlink_not_ported": ps.get("not_applied"),
+                 "nvlink_ported_mean_speedup": ps.get("applied_mean_speedup"),
+                 "nvlink_gpu_time_saved_share": ps.get("gpu_time_saved_share")})
+    return [f"{_pct(ps.get('sped_up_share'))} of PS/Worker jobs speed up on NVLink AllReduce "
             f"(allreduce-local on an 8-GPU pai-v100-nvlink node; the paper reports about "
             f"{_pct(PAPER['nvlink_sped_up_share'])}); {ps.get('not_applied', 0):,} of "
             f"{ps.get('matched', 0):,} do not fit one node (GPUs or memory) and stay; those "
-            f"ported gain {_x(ps.get('applied_mean_speedup'))} on average.")
-    eth = scen.get("eth100")
-    if eth:
-        net, k = _pooled_mean(eth, ("ps-worker", "allreduce-cluster", "pearl"))
-        nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
-                     "eth100_mean_speedup_all": eth.get("mean_speedup"),
-                     "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})
-        network = (f"{_x(net)} on average over the {k:,} jobs that use the network "
-                   "(PS/Worker and AllReduce across nodes; the paper reports about "
-                   f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
-                   "nothing to the jobs of this trace that use the network (there are none), ")
-        sentences.append(
-            f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} over all "
+            f"ported gain {_x(ps.get('applied_mean_speedup'))} on average."]
+
+
+def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
+    """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network,
+    against the paper's, and over all jobs; its numbers go into ``nums``."""
+    if not eth:
+        return []
+    net, k = _pooled_mean(eth, ("ps-worker", "allreduce-cluster", "pearl"))
+    nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
+                 "eth100_mean_speedup_all": eth.get("mean_speedup"),
+                 "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})
+    network = (f"{_x(net)} on average over the {k:,} jobs that use the network "
+               "(PS/Worker and AllReduce across nodes; the paper reports about "
+               f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
+               "nothing to the jobs of this trace that use the network (there are none), ")
+    return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} over all "
             f"jobs, and saves {_pct(eth.get('gpu_time_saved_share'))} of the cluster's GPU "
-            "time.")
+            "time."]
+
+
+def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any]) -> list[str]:
+    """The GPU, precision and fusion scenarios: mean speedups by job and by GPU time."""
+    out = []
     for name, label in (("gpu-a100", "Moving every job to A100 GPUs (same links)"),
                         ("mixed-precision", "Mixed precision"),
                         ("op-fusion", "Fusing memory-bound operators")):
@@ -172,20 +197,23 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
             nums[f"{name}_mean_speedup"] = s.get("mean_speedup")
             nums[f"{name}_gpu_time_weighted_mean_speedup"] = s.get(
                 "gpu_time_weighted_mean_speedup")
-            sentences.append(
+            out.append(
                 f"{label} gives {_x(s.get('mean_speedup'))} on average "
                 f"({_x(s.get('gpu_time_weighted_mean_speedup'))} GPU-time-weighted; "
                 f"{_pct(s.get('sped_up_share'))} of jobs gain more than 1%).")
-    arch = rec.get("summary", {}).get("arch")
-    if arch:
-        top = next(iter(arch.get("changed_to", {})), None)
-        nums.update({"recommend_changed_share": arch.get("changed_share"),
-                     "recommend_mean_speedup": arch.get("mean_speedup")})
-        sentences.append(
-            f"On their own hardware, {_pct(arch.get('changed_share'))} of jobs would run "
+    return out
+
+
+def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
+    """The best architecture on each job's own hardware (``recommend``'s ``arch`` summary)."""
+    if not arch:
+        return []
+    top = next(iter(arch.get("changed_to", {})), None)
+    nums.update({"recommend_changed_share": arch.get("changed_share"),
+                 "recommend_mean_speedup": arch.get("mean_speedup")})
+    return [f"On their own hardware, {_pct(arch.get('changed_share'))} of jobs would run "
             f"faster on another architecture ({_x(arch.get('mean_speedup'))} on average over "
-            "all jobs)" + (f"; the most frequent change is to {top}." if top else "."))
-    return {"sample": sample, "sentences": sentences, "numbers": nums}
+            "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
 def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-study", *,
@@ -208,98 +236,122 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     studied as it is, not ingested again; ``trace`` then only names it in ``study.json``.
     """
     from traincast.analysis.characterize import characterize
-    from traincast.analysis.recommend import recommend
-    from traincast.analysis.whatif import whatif
     from traincast.trace import prepare_jobs, read_trace
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
     sample = trace is None and jobs is None
     ingested = jobs is None  # else: the caller's table, no store of its own here
-    trace_path = Path(sample_path() if sample else trace or "")
+    trace_path = Path(sample_path()) if sample else Path(trace) if trace is not None else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    timings: dict[str, float] = {}
-    steps = 6
-    done = [0]
+    steps = _Steps(on_step, total=6)
 
-    def step(name: str) -> None:
-        if on_step:
-            on_step(name, done[0], steps)
+    with steps.run("ingest"):
+        if jobs is None:
+            jobs = read_trace(trace_path or "", format, out / "jobs.duckdb", mapping,
+                              on_report=on_report)
+        jobs = prepare_jobs(jobs, cat, workload)
+    with steps.run("characterize"):
+        base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
+        char = characterize(jobs, cat, overlap=overlap, fill=False,  # filled above
+                            breakdown=base[0])
+        write_json(out / "characterize.json", char)
+    with steps.run("what-if", "whatif"):
+        wi = _whatif_step(jobs, scenarios, cat, overlap, base, out, steps.say)
+    with steps.run("recommend"):
+        rec = _recommend_step(jobs, cat, prices, overlap, base, out, steps.say)
+    with steps.run("tables"):
+        table = jobs_with_breakdown(jobs, cat, overlap, base[0])
+        tmp = out / ".jobs.parquet.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(out / "jobs.parquet")
+        summary = findings(char, wi, rec, sample)
+        write_json(out / "summary.json", summary)
 
-    def finish(name: str, t0: float) -> None:
-        timings[name] = round(time.perf_counter() - t0, 4)
-        done[0] += 1
+    meta: dict[str, Any] = {
+        "trace": {"path": None if trace_path is None else str(trace_path), "format": format,
+                  "sample": sample},
+        "sample": sample, "jobs": jobs.num_rows,
+        "db": str(out / "jobs.duckdb") if ingested else None,
+        "catalog_files": list(cat.files), "overlap": overlap,
+        "scenarios": list(scenarios), "scenario_definitions": wi["definitions"],
+        "prices": rec.get("prices"), "timings_s": steps.timings_s}
+    write_json(out / "study.json", meta)
+    with steps.run("report"):
+        report_path = _report_step(out, meta) if report else None
+    meta["report"] = report_path
+    meta["timings_s"] = steps.timings_s
+    write_json(out / "study.json", meta)
+    files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    return {"out_dir": str(out), "summary": summary, "files": files,
+            "timings_s": steps.timings_s, "report": report_path,
+            "report_error": meta.get("report_error"), "sample": sample, "characterize": char}
 
-    t0 = time.perf_counter()
-    step("ingest")
-    if jobs is None:
-        jobs = read_trace(trace_path, format, out / "jobs.duckdb", mapping, on_report=on_report)
-    jobs = prepare_jobs(jobs, cat, workload)
-    finish("ingest", t0)
 
-    t0 = time.perf_counter()
-    step("characterize")
-    base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
-    char = characterize(jobs, cat, overlap=overlap, fill=False,  # filled above
-                        breakdown=base[0])
-    write_json(out / "characterize.json", char)
-    finish("characterize", t0)
+class _Steps:
+    """The study's steps: ``on_step(name, done, total)`` as each starts (and as it advances,
+    :meth:`say`), and each step's wall time in ``timings_s``."""
 
-    t0 = time.perf_counter()
-    step("what-if")
+    def __init__(self, on_step: Step | None, total: int) -> None:
+        self.on_step, self.total, self.done = on_step, total, 0
+        self.timings_s: dict[str, float] = {}
+
+    def say(self, name: str) -> None:
+        """Tell ``on_step`` where the present step is."""
+        if self.on_step:
+            self.on_step(name, self.done, self.total)
+
+    @contextmanager
+    def run(self, name: str, key: str | None = None) -> Iterator[None]:
+        """One step: said as it starts, timed (under ``key``, default ``name``) and counted
+        done when it ends."""
+        self.say(name)
+        t0 = time.perf_counter()
+        yield
+        self.timings_s[key or name] = round(time.perf_counter() - t0, 4)
+        self.done += 1
+
+
+def _whatif_step(jobs: pa.Table, scenarios: tuple[str, ...] | list[str], cat: Catalog,
+                 overlap: float, base: tuple[Breakdown, Resolved], out: Path,
+                 step: Callable[[str], None]) -> dict[str, Any]:
+    """The study's what-if set over the jobs (their ``base`` evaluation given): writes
+    ``whatif.json`` (several-scenario shape, even for one) and ``whatif_jobs.csv``."""
+    from traincast.analysis.whatif import whatif
+
     wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True, base=base,
                 progress=lambda d, t: step(f"what-if ({d:,}/{t:,})"))
     rows = wi.pop("job_rows")
     if "summary" in wi:  # one scenario: keep the several-scenario shape for the report
         wi["scenarios"] = {next(iter(wi["definitions"])): wi.pop("summary")}
     write_json(out / "whatif.json", wi)
-    _write_csv(out / "whatif_jobs.csv", rows)
-    finish("whatif", t0)
+    write_csv(rows, out / "whatif_jobs.csv")
+    return wi
 
-    t0 = time.perf_counter()
-    step("recommend")
+
+def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, overlap: float,
+                    base: tuple[Breakdown, Resolved], out: Path,
+                    step: Callable[[str], None]) -> dict[str, Any]:
+    """Recommendations for the jobs (their ``base`` evaluation given): writes
+    ``recommend.json`` (without the per-job rows) and ``recommend.csv`` (the rows)."""
+    from traincast.analysis.recommend import recommend
+
     rec = recommend(jobs, cat, prices=prices, overlap=overlap, base=base,
                     progress=lambda name, d, t: step(f"recommend ({d}/{t}: {name})"))
     rec_rows = rec.pop("rows")
     write_json(out / "recommend.json", rec)
-    _write_csv(out / "recommend.csv", rec_rows)
-    finish("recommend", t0)
+    write_csv(rec_rows, out / "recommend.csv")
+    return rec
 
-    t0 = time.perf_counter()
-    step("tables")
-    table = jobs_with_breakdown(jobs, cat, overlap, base[0])
-    tmp = out / ".jobs.parquet.tmp"
-    pq.write_table(table, tmp)
-    tmp.replace(out / "jobs.parquet")
-    summary = findings(char, wi, rec, sample)
-    write_json(out / "summary.json", summary)
-    finish("tables", t0)
 
-    meta: dict[str, Any] = {
-        "trace": {"path": str(trace_path), "format": format, "sample": sample},
-        "sample": sample, "jobs": jobs.num_rows,
-        "db": str(out / "jobs.duckdb") if ingested else None,
-        "catalog_files": list(cat.files), "overlap": overlap,
-        "scenarios": list(scenarios), "scenario_definitions": wi["definitions"],
-        "prices": rec.get("prices"), "timings_s": timings}
-    write_json(out / "study.json", meta)
+def _report_step(out: Path, meta: dict[str, Any]) -> str | None:
+    """The HTML report from the study's files: its path, or None with ``meta["report_error"]``
+    set (the tables are written; the report is a bonus on top)."""
+    try:
+        from traincast.report import write_report
 
-    t0 = time.perf_counter()
-    step("report")
-    report_path: str | None = None
-    if report:
-        try:
-            from traincast.report import write_report
-
-            report_path = str(write_report(out))
-        except Exception as exc:  # the tables are written; the report is a bonus on top
-            meta["report_error"] = f"{type(exc).__name__}: {exc}"
-    finish("report", t0)
-    meta["report"] = report_path
-    meta["timings_s"] = timings
-    write_json(out / "study.json", meta)
-    files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    return {"out_dir": str(out), "summary": summary, "files": files, "timings_s": timings,
-            "report": report_path, "report_error": meta.get("report_error"),
-            "sample": sample, "characterize": char}
+        return str(write_report(out))
+    except Exception as exc:
+        meta["report_error"] = f"{type(exc).__name__}: {exc}"
+        return None

@@ -16,6 +16,7 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
+    check_output,
     console,
     note,
     print_json,
@@ -125,6 +126,7 @@ def colocate(
 ) -> None:
     from traincast.analysis.colocate import colocate as run
 
+    check_output(output)
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
@@ -134,9 +136,9 @@ def colocate(
         bar.update(task, completed=1)
     rows = result.pop("job_rows", None)
     if rows is not None and output is not None:
-        import pyarrow.csv as pacsv
+        from traincast.analysis.study import write_csv
 
-        pacsv.write_csv(rows, output)
+        write_csv(rows, output)
         note(f"wrote {rows.num_rows:,} per-job rows to {output}", json_out)
     if json_out:
         print_json(result)

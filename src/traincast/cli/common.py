@@ -95,10 +95,6 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     if t is float:
         return obj if math.isfinite(obj) else None
-    if t is dict:
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if t is list or t is tuple:
-        return [to_jsonable(v) for v in obj]
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -112,6 +108,13 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def check_output(path: Path | None, flag: str = "-o") -> None:
+    """Fail before any work when the folder of an output file does not exist."""
+    if path is not None and not path.parent.is_dir():
+        raise TraincastError(f"{flag} {path}: no folder {path.parent}",
+                             hint="create the folder first, or write the file elsewhere")
 
 
 PRETTY_JSON_MAX_BYTES = 1_000_000

@@ -19,6 +19,7 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
+    check_output,
     console,
     fmt_seconds,
     note,
@@ -121,16 +122,18 @@ def whatif(
     A scenario changes the jobs its match clause selects: hardware (nic, intra, pcie links,
     gpu, node), precision (amp: fp16 peak, memory-bound bytes x the profile's amp/fp32 ratio),
     fusion (bytes x the profile's fused/unfused ratio), overlap, or the architecture (a port:
-    the job keeps n GPUs and must fit the target: 1w1g n <= 1, allreduce-local n <= node GPUs,
+    the job keeps its n training GPUs (n_workers x gpus_per_worker, else n_gpus) and must fit
+    the target: 1w1g n <= 1, allreduce-local n <= node GPUs,
     memory per GPU S + A <= mem_gb, S = weights + grads + optimizer, A = activations; else it
     stays and is counted as not fit). Unmatched jobs have speedup 1. Summary over matched jobs:
     share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time
-    (n × duration). Format and rules: docs/scenarios.md.
+    (n_gpus × duration). Format and rules: docs/scenarios.md.
     """
     from traincast.analysis.whatif import whatif as run
 
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
+    check_output(output)
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
@@ -142,9 +145,9 @@ def whatif(
                                                              total=total))
     rows = result.pop("job_rows", None)
     if rows is not None and output is not None:
-        import pyarrow.csv as pacsv
+        from traincast.analysis.study import write_csv
 
-        pacsv.write_csv(rows, output)
+        write_csv(rows, output)
         note(f"wrote {rows.num_rows:,} per-job rows to {output}", json_out)
     elif rows is not None:
         result["job_rows"] = rows.to_pylist()
@@ -222,8 +225,8 @@ RECOMMEND_HELP = (
     "For each job (a trace, the store, or one job given by flags): the architecture and "
     "placement with the lowest predicted iteration time among those that fit its GPUs and "
     "memory, its speedup over the present, and the bottleneck it removes; with --price the "
-    "cheapest per iteration too (cost = T_total × n × USD per GPU-hour / 3600). Candidates keep "
-    "the job's GPU count; fit rules: docs/scenarios.md.")
+    "cheapest per iteration too (cost = T_total × n_gpus × USD per GPU-hour / 3600). "
+    "Candidates keep the job's training GPU count; fit rules: docs/scenarios.md.")
 
 
 @app.command(help=RECOMMEND_HELP)
@@ -271,6 +274,7 @@ def recommend(
 ) -> None:
     from traincast.analysis.recommend import recommend as run
 
+    check_output(output)
     cat = catalog_from(catalog, compute)
     one_job = any(x is not None for x in (flops, model, features)) or \
         (workload is not None and trace is None and db is None)
@@ -299,11 +303,11 @@ def recommend(
         result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step)
     rows = result.pop("rows")
     if output is not None:
-        import pyarrow.csv as pacsv
+        from traincast.analysis.study import write_csv
 
         with progress(json_out) as bar:
             bar.add_task(f"writing {output}", total=None)
-            pacsv.write_csv(rows, output)
+            write_csv(rows, output)
         note(f"wrote {rows.num_rows:,} recommendations to {output}", json_out)
     if json_out:
         if jobs_out or one_job:

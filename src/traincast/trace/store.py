@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -239,7 +239,8 @@ class Store:
         ``value``), ``flags`` (counts of each flag over the jobs stored by this call),
         ``notes`` (``file``, ``count``, ``note``: what the source holds that is not stored as
         read, e.g. PAI task rows without a job row), ``replaced`` (earlier sources of the same
-        files ingested with another format or mapping, whose jobs were replaced),
+        files, changed since or ingested with another format or mapping, whose jobs were
+        replaced),
         ``seconds``. Bad rows are skipped, or with ``strict`` fail the ingest; a failed ingest
         leaves the store as it was.
         """
@@ -339,45 +340,29 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
                  mapping: Mapping[str, str] | None, strict: bool, report: dict[str, Any],
                  progress: Progress | None, step: tuple[int, int]) -> None:
     """One plan (file or table set) into the store, inside the caller's transaction: kept
-    when unchanged since its last ingest with the same format and mapping, else replaced (the
-    jobs of a file are in the store once: ingesting it again with another ``--format``,
-    ``--map`` or set of PAI side tables replaces its earlier jobs); adds to ``report``."""
+    when unchanged since its last ingest with the same format and mapping (and, with
+    ``strict``, no bad rows then), else replaced (the jobs of a file are in the store once:
+    ingesting it again with another ``--format``, ``--map`` or set of PAI side tables replaces
+    its earlier jobs); adds to ``report``."""
     files_json = json.dumps(sorted(plan.files))
     mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
     fp = _fingerprint(plan.files)
-    # earlier sources holding this plan's jobs file (PAI: its job table, with any side tables)
-    olds = [o for o in con.execute("SELECT source_id, fingerprint, rows, bad_rows, format, "
-                                   "mapping, files FROM sources ORDER BY source_id").fetchall()
-            if plan.file in json.loads(o[6])]
-    same = [o for o in olds if o[6] == files_json and o[1] == fp and o[4] == format
-            and o[5] == mapping_json]
-    if same and len(olds) == 1:
-        old = same[0]
-        report["sources"].append({"source_id": old[0], "files": plan.files, "jobs": old[2],
-                                  "bad_rows": old[3], "flags": _flags(con, old[0]),
-                                  "unchanged": True})
+    olds = _sources_of(con, plan.file)
+    old = olds[0] if len(olds) == 1 else None
+    if old and (old.format, old.files, old.mapping, old.fingerprint) == \
+            (format, files_json, mapping_json, fp) and not (strict and old.bad_rows):
+        report["sources"].append({"source_id": old.source_id, "files": plan.files,
+                                  "jobs": old.rows, "bad_rows": old.bad_rows,
+                                  "flags": _flags(con, old.source_id), "unchanged": True})
         return
-    for old in olds:
-        con.execute("DELETE FROM jobs WHERE source_id = ?", [old[0]])
-        con.execute("DELETE FROM sources WHERE source_id = ?", [old[0]])
+    for o in olds:
+        con.execute("DELETE FROM jobs WHERE source_id = ?", [o.source_id])
+        con.execute("DELETE FROM sources WHERE source_id = ?", [o.source_id])
     if olds:
         report.setdefault("replaced", []).extend(
-            {"source_id": o[0], "files": json.loads(o[6]), "format": o[4],
-             "mapping": json.loads(o[5]), "jobs": o[2]} for o in olds)
-    try:
-        _stage(con, plan)
-    except duckdb.Error as exc:
-        if "parallel" in str(exc).lower() and "null_padding" in str(exc).lower():
-            raise _ReadSerially from None
-        raise unreadable(plan.adapter, plan.file, exc) from None
-    n_bad, errors = _errors(con)
-    notes = [{"file": plan.file, "count": int(n), "note": what} for sql, what in plan.notes
-             if (n := con.execute(sql).fetchone()[0])]
-    if n_bad and strict:
-        raise TraincastError(
-            f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
-            f"(--strict):\n{format_errors(errors, n_bad)}",
-            hint="fix the rows, or ingest without --strict to skip them")
+            {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
+             "mapping": json.loads(o.mapping), "jobs": o.rows} for o in olds)
+    n_bad, errors, notes = _read_plan(con, plan, strict)
     sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
     if progress:
         progress(f"storing {Path(plan.file).name}", *step)
@@ -396,6 +381,48 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+class _Source(NamedTuple):
+    """A row of the store's ``sources`` table (``files`` and ``mapping`` as JSON text)."""
+
+    source_id: int
+    format: str
+    files: str
+    mapping: str
+    fingerprint: str
+    rows: int
+    bad_rows: int
+
+
+def _sources_of(con: duckdb.DuckDBPyConnection, file: str) -> list[_Source]:
+    """The earlier sources holding ``file`` (a plan's jobs file; PAI: its job table, with any
+    side tables), oldest first."""
+    rows = con.execute("SELECT source_id, format, files, mapping, fingerprint, rows, bad_rows "
+                       "FROM sources ORDER BY source_id").fetchall()
+    return [_Source(*r) for r in rows if file in json.loads(r[2])]
+
+
+def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan, strict: bool
+               ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Stage the plan (:func:`_stage`): its bad-row count, first errors and notes; with
+    ``strict`` a bad row is an error. :class:`_ReadSerially` when DuckDB's parallel CSV reader
+    refuses the files."""
+    try:
+        _stage(con, plan)
+        notes = [{"file": plan.file, "count": int(n), "note": what} for sql, what in plan.notes
+                 if (n := con.execute(sql).fetchone()[0])]
+    except duckdb.Error as exc:
+        if "parallel" in str(exc).lower() and "null_padding" in str(exc).lower():
+            raise _ReadSerially from None
+        raise unreadable(plan.adapter, plan.file, exc) from None
+    n_bad, errors = _errors(con)
+    if n_bad and strict:
+        raise TraincastError(
+            f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
+            f"(--strict):\n{format_errors(errors, n_bad)}",
+            hint="fix the rows, or ingest without --strict to skip them")
+    return n_bad, errors, notes
 
 
 def read_trace(path_or_paths: str | Path | Iterable[str | Path], format: str = "csv",

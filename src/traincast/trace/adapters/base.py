@@ -80,10 +80,10 @@ class Plan:
             raw = self.fields["architecture"].raw
             out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})",
                              f"CAST({raw} AS VARCHAR)" if raw else a))
-        if "job_id" in self.fields:
-            out.append(Check("job_id", f"{typed('job_id')} IS NOT NULL AND _first_row < _row",
-                             f"{typed('job_id')} || ' (a duplicate of row ' || _first_row || ')'",
-                             among_good=True))
+        if self.dedup_key or "job_id" in self.fields:  # over the job key (_key, the store's)
+            out.append(Check("job_id", "_key IS NOT NULL AND _first_row < _row",
+                             "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
+                             "|| ')'", among_good=True))
         return out
 
     def serial(self) -> Plan:
@@ -93,8 +93,11 @@ class Plan:
 
     def key(self) -> str:
         """SQL over the relation: what identifies a job of this source (a later row with the
-        same key is a duplicate, a bad row). Default: the ``job_id`` expression."""
-        return self.dedup_key or self.fields["job_id"].expr
+        same key is a duplicate, a bad row; a NULL key is no job's). Default: the ``job_id``
+        expression."""
+        if self.dedup_key:
+            return self.dedup_key
+        return self.fields["job_id"].expr if "job_id" in self.fields else "NULL"
 
 
 def as_type(expr: str, sql_type: str) -> str:

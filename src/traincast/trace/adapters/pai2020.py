@@ -117,6 +117,8 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
+    """One plan for the table set: the job table joined with the per-job aggregates of the
+    other tables (module docstring)."""
     if mapping:
         raise TraincastError(f"{NAME}: --map is not supported for the multi-table PAI trace",
                              hint="use --format csv with --map for single-table traces")
@@ -124,13 +126,28 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     # row numbers (for error reports) only on the job and task tables; the big instance and
     # sensor tables are streamed through aggregations
     rel = {t: csv_relation(p, HEADERS[t], rows=t in REQUIRED_TABLES) for t, p in tables.items()}
+    joins, cols = _side_joins(rel)
+    relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
+    checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
+                    file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
+    censored = f"({running_status('status')} OR {num('end_time')} IS NULL)"
+    return [Plan(NAME, str(tables["job"]), relation, _fields(), censored=censored,
+                 checks=checks, files=[str(p) for p in tables.values()],
+                 dedup_key=text("job_name"), notes=_notes(tables))]
+
+
+def _task_aggregate(task_rel: str) -> str:
+    """SQL: the task table per job (``t_gpus``, ``t_ps``, ``t_workers``, ``t_gpw``,
+    ``t_gpu_type``) with its first bad task row (``t_bad_row``, ``t_bad_field``,
+    ``t_bad_value``: an unparsable or negative ``plan_gpu``, a bad or fractional
+    ``inst_num``)."""
     bad_task = (f"CASE WHEN {present('inst_num')} AND {num('inst_num')} IS NULL THEN 'inst_num' "
                 f"WHEN {present('plan_gpu')} AND {num('plan_gpu')} IS NULL "
                 f"THEN 'plan_gpu' WHEN {num('plan_gpu')} < 0 THEN 'plan_gpu' "
                 f"WHEN {num('inst_num')} < 0 OR {num('inst_num')} <> round({num('inst_num')}) "
                 f"THEN 'inst_num' END")
     gpus = f"COALESCE({num('plan_gpu')}, 0) / 100.0 * COALESCE({num('inst_num')}, 1)"
-    task = (f"(SELECT job_name, sum({gpus}) AS t_gpus, "
+    return (f"(SELECT job_name, sum({gpus}) AS t_gpus, "
             f"sum(CASE WHEN lower(task_name) = 'ps' THEN {num('inst_num')} ELSE 0 END) AS t_ps, "
             f"sum(CASE WHEN {_WORKER} THEN {num('inst_num')} ELSE 0 END) AS t_workers, "
             f"max(CASE WHEN {_WORKER} THEN {num('plan_gpu')} / 100.0 END) AS t_gpw, "
@@ -138,8 +155,15 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             f"min(CASE WHEN _bad IS NOT NULL THEN _row END) AS t_bad_row, "
             f"arg_min(_bad, _row) AS t_bad_field, arg_min(_bad_value, _row) AS t_bad_value "
             f"FROM (SELECT *, {bad_task} AS _bad, CASE WHEN ({bad_task}) = 'inst_num' THEN "
-            f"inst_num ELSE plan_gpu END AS _bad_value FROM {rel['task']}) GROUP BY job_name)")
-    joins = [f"LEFT JOIN {task} t ON t.job_name = j.job_name"]
+            f"inst_num ELSE plan_gpu END AS _bad_value FROM {task_rel}) GROUP BY job_name)")
+
+
+def _side_joins(rel: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The joins onto the job table ``j`` and the columns they add: the task aggregate, and
+    where their tables are given the instance machines and start (``i_machines``,
+    ``i_start``), the sensor utilization (``s_util``) and the group tag's workload
+    (``g_workload``); NULL columns for a table not given."""
+    joins = [f"LEFT JOIN {_task_aggregate(rel['task'])} t ON t.job_name = j.job_name"]
     cols = ["t.*"]
     if "instance" in rel:
         joins.append(f"LEFT JOIN (SELECT job_name, NULLIF(count(DISTINCT {text('machine')}) "
@@ -165,13 +189,17 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         cols.append("g.g_workload")
     else:
         cols.append("NULL AS g_workload")
-    relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
+    return joins, cols
+
+
+def _fields() -> dict[str, Field]:
+    """Canonical columns over the joined relation (module docstring, :data:`ARCH_RULE`)."""
     arch = ("CASE WHEN t_ps > 0 AND t_workers > 0 THEN 'ps-worker' "
             "WHEN t_workers > 1 THEN CASE WHEN i_machines = 1 THEN 'allreduce-local' "
             "ELSE 'allreduce-cluster' END "
             "WHEN t_gpw > 1 THEN 'allreduce-local' "
             "WHEN t_gpus IS NOT NULL THEN '1w1g' END")
-    fields = {
+    return {
         "job_id": Field(f"COALESCE({text('inst_id')}, {text('job_name')})"),
         "user": Field(text("user")),
         "status": Field(text("status")),
@@ -189,19 +217,19 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         "workload": Field("g_workload"),
         "gpu_util": Field("s_util"),
     }
-    checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
-                    file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
-    censored = f"({running_status('status')} OR {num('end_time')} IS NULL)"
+
+
+def _notes(tables: dict[str, Path]) -> list[tuple[str, str]]:
+    """The report's notes (:attr:`Plan.notes`): jobs of the task table without a job row (not
+    stored) and jobs of the job table without a task row (stored, GPUs unknown)."""
+    job, task = tables["job"], tables["task"]
     jobs_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
-               f"{csv_relation(tables['job'], HEADERS['job'], rows=False)})")
+               f"{csv_relation(job, HEADERS['job'], rows=False)})")
     tasks_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
-                f"{csv_relation(tables['task'], HEADERS['task'], rows=False)})")
-    notes = [(f"SELECT count(*) FROM {tasks_of} t ANTI JOIN {jobs_of} j ON t.k = j.k",
-              f"job(s) of {tables['task'].name} have no row in {tables['job'].name}: not "
-              "stored (a job is a row of the job table)"),
-             (f"SELECT count(*) FROM {jobs_of} j ANTI JOIN {tasks_of} t ON t.k = j.k",
-              f"job(s) of {tables['job'].name} have no row in {tables['task'].name}: stored "
-              "with an unknown GPU count and architecture")]
-    return [Plan(NAME, str(tables["job"]), relation, fields, censored=censored, checks=checks,
-                 files=[str(p) for p in tables.values()], dedup_key=text("job_name"),
-                 notes=notes)]
+                f"{csv_relation(task, HEADERS['task'], rows=False)})")
+    return [(f"SELECT count(*) FROM {tasks_of} t ANTI JOIN {jobs_of} j ON t.k = j.k",
+             f"job(s) of {task.name} have no row in {job.name}: not stored (a job is a row "
+             "of the job table)"),
+            (f"SELECT count(*) FROM {jobs_of} j ANTI JOIN {tasks_of} t ON t.k = j.k",
+             f"job(s) of {job.name} have no row in {task.name}: stored with an unknown GPU "
+             "count and architecture")]
