@@ -214,3 +214,18 @@ def test_a_job_with_an_evaluator_is_predicted(tmp_path: Path) -> None:
     bd = out["breakdown"]
     assert bd["jobs"] == 2 and bd["unpredicted"] == {}
     assert bd["by_architecture"]["1w1g"]["job_weighted"]["comm"] == 0.0  # 1w1g: T_comm = 0
+
+
+def test_a_job_without_end_time_is_censored_unless_its_status_is_final(tmp_path: Path) -> None:
+    # no end time: Running, or no status, runs on past the trace; Failed or Terminated ended
+    d = tmp_path / "pai"
+    d.mkdir()
+    jobs = [("A", "ia", "u", "Running", "0", ""), ("B", "ib", "u", "Failed", "0", ""),
+            ("C", "ic", "u", "", "0", ""), ("D", "id", "u", "Terminated", "0", "")]
+    tasks = [(j[0], "worker", "1", "Terminated", "", "", "600", "20", "100", "V100")
+             for j in jobs]
+    _write(d / "pai_job_table.csv", jobs)
+    _write(d / "pai_task_table.csv", tasks)
+    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    got = {j["job_id"]: j["censored"] for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    assert got == {"ia": True, "ib": False, "ic": True, "id": False}

@@ -130,7 +130,11 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
     checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
                     file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
-    censored = f"({running_status('status')} OR {num('end_time')} IS NULL)"
+    # running (or waiting) by its status, or no end time and no final status: a Terminated or
+    # Failed job without an end time has ended when the trace does not say (not counted on)
+    final = f"lower({text('status')}) IN ('terminated', 'failed')"
+    censored = (f"({running_status('status')} OR ({num('end_time')} IS NULL "
+                f"AND NOT COALESCE({final}, FALSE)))")
     return [Plan(NAME, str(tables["job"]), relation, _fields(), censored=censored,
                  checks=checks, files=[str(p) for p in tables.values()],
                  dedup_key=text("job_name"), notes=_notes(tables))]
