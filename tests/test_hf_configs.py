@@ -188,7 +188,8 @@ def test_vision_classifiers_train_on_labels_at_their_published_macs(tmp_path) ->
 def test_speech_and_multimodal_models_get_the_inputs_their_forward_takes(tmp_path) -> None:
     # wav2vec 2.0 base (Baevski et al. 2020): raw 16 kHz audio, 95M parameters; Whisper
     # tiny (Radford et al. 2022): 80 log-mel bins x 3,000 frames (30 s), 448-token labels,
-    # 39M parameters (37.8M without the tied output head); CLIP ViT-B/32: token ids and
+    # 37.8M parameters (the Hub's count for openai/whisper-tiny; the paper's table rounds
+    # to 39M); CLIP ViT-B/32: token ids and
     # images, 151,277,313 parameters (openai/clip-vit-base-patch32)
     wav2vec2 = {"model_type": "wav2vec2", "architectures": ["Wav2Vec2ForPreTraining"]}
     whisper = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
@@ -269,3 +270,50 @@ def test_an_explicit_head_dim_sizes_the_built_attention() -> None:
     assert tuple(attn.o_proj.weight.shape) == (3072, 4096)
     layer = sum(p.numel() for p in model.model.layers[0].parameters())
     assert layer == 4 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072
+
+
+def test_sequence_classifiers_get_one_eos_per_sequence_and_a_pad_id(tmp_path) -> None:
+    # a decoder's classifier (GPT-2, Llama) needs a pad id for batches over 1, and BART's
+    # pools at the one end-of-sequence token each sequence must carry, as a tokenizer gives
+    small = {"gpt2": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 300,
+                      "n_positions": 64, "eos_token_id": 7},
+             "bart": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+                      "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+                      "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "vocab_size": 300,
+                      "max_position_embeddings": 64, "eos_token_id": 7}}
+    for mtype, fields in small.items():
+        (tmp_path / mtype).mkdir()
+        head = "GPT2ForSequenceClassification" if mtype == "gpt2" else \
+            "BartForSequenceClassification"
+        spec = _write(tmp_path / mtype, {"model_type": mtype, "architectures": [head],
+                                         **fields})
+        _, inputs, *_ = load_spec(spec, 3)
+        ids = inputs[0]
+        assert (ids[:, -1] == 7).all() and int((ids == 7).sum()) == 3, mtype
+        rec = profile_model(spec, 3)
+        assert rec["method"] == "meta", (mtype, rec["notes"])
+        assert rec["input_bytes"] == 3 * 64 * 8 + 3 * 8, mtype  # ids and one class each
+
+
+def test_a_size_field_that_is_not_a_whole_number_is_named() -> None:
+    from traincast.zoo.llm import from_hf_dict
+
+    good = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "vocab_size": 10}
+    assert from_hf_dict({**good, "hidden_size": 64.0}, "x", "c.json").hidden == 64
+    for key, value in (("hidden_size", "big"), ("num_hidden_layers", 2.5),
+                       ("max_position_embeddings", True), ("head_dim", [16])):
+        with pytest.raises(TraincastError, match=f"c.json: key '{key}' must be a whole"):
+            from_hf_dict({**good, key: value}, "x", "c.json")
+
+
+def test_non_square_images_take_the_configs_height_and_width(tmp_path) -> None:
+    # ViT with image_size [224, 160] (14 x 10 patches of 16) refuses any other size: 2 images
+    # of 3 x 224 x 160 fp32 and their two class labels
+    spec = _write(tmp_path, {"model_type": "vit", "architectures": ["ViTForImageClassification"],
+                             "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 2,
+                             "intermediate_size": 128, "image_size": [224, 160],
+                             "patch_size": 16, "num_labels": 3})
+    rec = profile_model(spec, 2)
+    assert rec["method"] == "meta"
+    assert rec["input_bytes"] == 2 * 3 * 224 * 160 * 4 + 2 * 8

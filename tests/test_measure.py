@@ -56,3 +56,12 @@ def test_host_and_device_inputs_keep_the_structure() -> None:
     assert moved[0]["scale"] == 2.0
     tup = device_inputs([(torch.ones(1), {"k": [torch.ones(2)]}), "text"], "meta")
     assert tup[0][0].is_meta and tup[0][1]["k"][0].is_meta and tup[1] == "text"
+
+
+def test_inputs_in_a_userdict_are_moved_too() -> None:
+    from collections import UserDict
+
+    batch = UserDict({"x": torch.ones(2, 4), "n": 3})
+    moved = device_inputs(host_inputs([batch], "cpu"), "meta")
+    assert isinstance(moved[0], UserDict) and moved[0]["x"].is_meta and moved[0]["n"] == 3
+    assert batch["x"].device.type == "cpu"  # the caller's mapping is not changed

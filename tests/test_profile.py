@@ -405,17 +405,19 @@ def test_inputs_nested_in_a_dict_reach_the_device_with_their_values() -> None:
 
 
 def test_nested_outputs_all_enter_the_loss() -> None:
-    lin = nn.Linear(6, 3)
-    model = Lambda(lambda x: (lin(x), [lin(2 * x)], {"c": lin(3 * x), "i": x.argmax(1)}))
-    model.lin = lin
+    # the weight is the model's parameter (a closure's module would stay on the CPU and send
+    # the step to the CPU fallback)
+    model = Lambda(lambda x, w: (x @ w, [(2 * x) @ w], {"c": (3 * x) @ w, "i": x.argmax(1)}),
+                   nn.Parameter(torch.randn(6, 3)))
     rec = profile(model, torch.randn(5, 6))
-    assert rec["flops_forward"] == 3 * 2 * 5 * 6 * 3  # three products, all trained
+    assert rec["method"] == "meta"
+    forward = 3 * 2 * 5 * 6 * 3  # three products of 5 x 6 by 6 x 3
+    assert rec["flops_forward"] == forward
+    assert rec["flops_compute_bound"] == 2 * forward  # each one's weight gradient: all trained
 
 
 def test_an_output_without_a_gradient_is_a_clear_error() -> None:
-    lin = nn.Linear(4, 3)
-    model = Lambda(lambda x: lin(x).argmax(1))
-    model.lin = lin
+    model = Lambda(lambda x, w: (x @ w).argmax(1), nn.Parameter(torch.randn(4, 3)))
     with pytest.raises(TraincastError, match="without a gradient"):
         profile(model, torch.randn(2, 4))
 
@@ -487,18 +489,69 @@ def test_masks_from_constants_and_list_indices_keep_their_values_on_meta() -> No
     assert rec["method"] == "meta" and rec["embedding_rows_touched"] == {"emb.weight": 12}
 
 
-def test_a_shadow_overwritten_without_values_is_dropped_not_stale() -> None:
-    lin = nn.Linear(4, 4)
+def _add_in_place(buf: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    buf += y
+    return buf
 
-    def fn(x, *params):
-        buf = torch.zeros(4, device=x.device)  # values known: zeros
-        buf += lin(x).sum(0)  # now data-dependent: its old values must not answer .item()
-        return lin(x).sum() * (2.0 if buf.sum().item() > -1e30 else 0.0)
 
-    model = Lambda(fn)
-    model.lin = lin
-    rec = profile(model, torch.randn(3, 4))
+def _through_a_view_read_by_the_base(buf: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    buf[:2] = y[:2]
+    return buf
+
+
+def _base_read_by_a_view(buf: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    view = buf[:2]
+    buf.copy_(y)
+    return view
+
+
+def _view_read_by_a_view_of_a_view(buf: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    rows = buf.view(2, 2)
+    first = rows[0]
+    rows[1].mul_(y[:2])  # zeros times anything: still zeros, but no shadow can know that
+    rows[0].add_(y[2:])
+    return first
+
+
+def _out_argument(buf: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    torch.add(y.detach(), 1.0, out=buf)
+    return buf
+
+
+@pytest.mark.parametrize("overwrite", [_add_in_place, _through_a_view_read_by_the_base,
+                                       _base_read_by_a_view, _view_read_by_a_view_of_a_view,
+                                       _out_argument])
+def test_a_shadow_overwritten_without_values_is_dropped_not_stale(overwrite) -> None:
+    # a buffer of known values (zeros) overwritten by data-dependent ones, in place, through
+    # a view, or by out=: no tensor of its storage may answer .item() with the old zeros
+    def fn(x, w):  # w: the model's own weight (its meta copy on meta, not a closure's)
+        buf = torch.zeros(4, device=x.device)
+        read = overwrite(buf, (x @ w).sum(0))
+        return (x @ w).sum() * (2.0 if read.sum().item() > -1e30 else 0.0)
+
+    rec = profile(Lambda(fn, nn.Parameter(torch.randn(4, 4))), torch.randn(3, 4))
     assert rec["method"] == "cpu-extrapolated"  # not a meta run that read the stale zeros
+    assert "item()" in rec["notes"][0]  # the read, not another failure, left meta
+
+
+def test_in_place_ops_on_known_values_stay_on_meta_and_leave_the_callers_inputs() -> None:
+    # ids.add_(1) on the device copy of the input: its values follow (rows 1..12 are looked
+    # up, so 12 rows), and the caller's CPU tensor is not written
+    class Shift(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(100, 4)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            ids.view(-1).add_(1)
+            if int(ids.min()) != 1:
+                raise AssertionError("the in-place shift is not in the values")
+            return self.emb(ids).sum()
+
+    ids = torch.arange(12).reshape(3, 4)
+    rec = profile(Shift(), ids)
+    assert rec["method"] == "meta" and rec["embedding_rows_touched"] == {"emb.weight": 12}
+    assert torch.equal(ids, torch.arange(12).reshape(3, 4))
 
 
 def test_transposed_and_3d_convolutions_by_formula() -> None:
@@ -516,3 +569,35 @@ def test_transposed_and_3d_convolutions_by_formula() -> None:
     forward = 2 * n * 8 * t * h * w * 3 * 27
     assert rec["flops_forward"] == forward
     assert rec["flops_compute_bound"] == 2 * forward  # the input needs no gradient
+
+
+@pytest.mark.parametrize("container", ["UserDict", "BatchEncoding"])
+def test_inputs_in_mappings_torch_does_not_open_are_found(container: str) -> None:
+    # a tokenizer's BatchEncoding (a UserDict) inside the positional inputs: its ids reach the
+    # device with their values, count in the input bytes and give the batch; on the CPU
+    # fallback (a float .item()) they are sliced to batch 1 and 2 like any input
+    from collections import UserDict
+
+    from transformers import BatchEncoding
+
+    kind = UserDict if container == "UserDict" else BatchEncoding
+
+    class Pooled(nn.Module):
+        def __init__(self, data_dependent: bool) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.data_dependent = data_dependent
+
+        def forward(self, batch) -> torch.Tensor:
+            out = self.emb(batch["ids"]).sum()
+            return out / (1 + out.abs().item()) if self.data_dependent else out
+
+    b, s = 3, 4
+    ids = torch.arange(b * s).reshape(b, s)
+    rec = profile(Pooled(False), (kind({"ids": ids}),))
+    assert rec["method"] == "meta" and rec["batch_size"] == b
+    assert rec["input_bytes"] == b * s * 8
+    assert rec["embedding_rows_touched"] == {"emb.weight": b * s}
+    rec = profile(Pooled(True), (kind({"ids": ids}),))
+    assert rec["method"] == "cpu-extrapolated" and rec["batch_size"] == b
+    assert rec["input_bytes"] == b * s * 8  # sliced to 1 and 2 rows, extrapolated to 3

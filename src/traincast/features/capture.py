@@ -10,10 +10,12 @@ device no data exists; two things still need values and get them from CPU "shado
 - ops with no tensor inputs (``arange``, ``ones``) run on CPU the same way, so masks built
   from constants (a float mask of ones) keep their values too.
 
-Inputs get shadows when they are integer/bool; any tensor keeps one only up to
-``SHADOW_MAX_NUMEL`` elements. The host's reads of a shadowed tensor (``.item()``, ``.cpu()``,
-an op that takes host tensors) get its values, as a device-to-host copy would; a tensor written
-by an op whose shadow cannot be computed loses its shadow (and so does its base, for a view).
+Inputs get shadows (copies) when they are integer/bool; any tensor keeps one only up to
+``SHADOW_MAX_NUMEL`` elements. The host's reads of a shadowed tensor (``.item()``, ``.cpu()``)
+get its values, as a device-to-host copy would, and an op that cannot run on meta without them
+(indexing by a boolean mask) gets the CPU values of its shadowed arguments; a tensor written by
+an op whose shadow cannot be computed loses its shadow, and so does every tensor viewing the
+same storage (its base, its views).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Capture(TorchDispatchMode):
         self.phase = "forward"
         self.records: list[OpRecord] = []
         self.shadow: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self._shadowed_storages: set[int] = set()  # storages some shadowed tensor views
         self.embedding_tables = embedding_tables or {}
         self.rows_touched: dict[str, list[torch.Tensor]] = {}
         self.rows_bound: dict[str, int] = {}
@@ -86,31 +89,43 @@ class Capture(TorchDispatchMode):
 
     # -- shadows ----------------------------------------------------------------------------
     def add_shadow(self, t: torch.Tensor, value: torch.Tensor) -> None:
-        """Remember the CPU values of an integer tensor ``t`` living on the capture device."""
+        """Remember the CPU values of an integer tensor ``t`` living on the capture device: a
+        copy, so an in-place op of the model on ``t`` never writes into the caller's tensor."""
         if (value.device.type == "cpu" and not t.is_floating_point()
                 and value.numel() <= SHADOW_MAX_NUMEL):
-            self.shadow[t] = value
+            self._set_shadow(t, value.detach().clone())
+
+    def _set_shadow(self, t: torch.Tensor, value: torch.Tensor) -> None:
+        self.shadow[t] = value
+        self._shadowed_storages.add(_storage_key(t))
+
+    def _drop_shadows(self, written: list[torch.Tensor]) -> None:
+        """Forget the values of every tensor that shares a storage with one of ``written``
+        (the tensor, its base, its views and their views): the op wrote values no shadow
+        knows, so none of them may answer a host read."""
+        keys = {_storage_key(t) for t in written if t.layout == torch.strided}
+        if not keys & self._shadowed_storages:
+            return
+        for t in list(self.shadow.keys()):
+            if t.layout == torch.strided and _storage_key(t) in keys:
+                del self.shadow[t]
+        self._shadowed_storages -= keys
 
     def _run_shadow(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         """Run ``func`` on the CPU shadows of its inputs when every device tensor it takes has
         one (ops without tensor inputs too: ``arange``, ``ones``), and keep the results as the
         outputs' shadows, whatever their dtype (a float mask built from constants keeps its
-        values). A tensor the op writes without a new shadow loses its old one: a shadow is
-        never stale."""
+        values). A tensor the op writes (in place, ``out=``) without a new shadow loses its
+        old one, and so does every view of its storage: a shadow is never stale."""
         outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
-        written = outs + [a for a, arg in zip(args, func._schema.arguments, strict=False)
-                          if isinstance(a, torch.Tensor) and arg.alias_info is not None
-                          and arg.alias_info.is_write]
         cout = self._shadow_result(func, args, kwargs, outs)
         if cout is None:
-            for t in written:
-                self.shadow.pop(t, None)
-                if t._base is not None:
-                    self.shadow.pop(t._base, None)
+            if func._schema.is_mutable:
+                self._drop_shadows(_written(func, args, kwargs))
             return
         for o, c in zip(outs, [c for c in tree_flatten(cout)[0] if isinstance(c, torch.Tensor)],
                         strict=False):
-            self.shadow[o] = c
+            self._set_shadow(o, c)
 
     def _shadow_result(self, func: Any, args: tuple, kwargs: dict,
                        outs: list[torch.Tensor]) -> Any:
@@ -217,9 +232,10 @@ class Capture(TorchDispatchMode):
         return (shadow.to(dtype=kwargs.get("dtype") or shadow.dtype, copy=True),)
 
     def _host_shadows(self, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-        """The arguments with every shadowed tensor replaced by its CPU values, for ops that
-        take host tensors (the ``lengths`` of ``pack_padded_sequence``, which a GPU job keeps
-        on the CPU); None when no argument has a shadow (the op fails on its own)."""
+        """The arguments with every shadowed tensor replaced by its CPU values, for an op that
+        fails on meta without values (indexing by a boolean mask, whose output size is the
+        mask's count; an index may live on the CPU for a device tensor, as on a GPU); None when
+        no argument has a shadow (the op fails on its own)."""
         found = False
 
         def host(x: Any) -> Any:
@@ -275,16 +291,7 @@ class Capture(TorchDispatchMode):
             reads.append((self._uid_of(t), nbytes))
         writes: list[tuple[int, int, bool]] = []
         if mutable:  # in-place / out= ops: the mutated arguments are what they write
-            mutated = [a for a, arg in zip(args, func._schema.arguments, strict=False)
-                       if isinstance(a, torch.Tensor) and arg.alias_info is not None
-                       and arg.alias_info.is_write]
-            mutated += [a for a_name, a in kwargs.items() if isinstance(a, torch.Tensor)
-                        and a_name == "out"]
-            lists = [a for a, arg in zip(args, func._schema.arguments, strict=False)
-                     if isinstance(a, list | tuple) and arg.alias_info is not None
-                     and arg.alias_info.is_write]
-            mutated += [t for lst in lists for t in lst if isinstance(t, torch.Tensor)]
-            for t in mutated:
+            for t in _written(func, args, kwargs):
                 writes.append((self._uid_of(t), partial.get(id(t), tensor_bytes(t)), False))
         for o in outs:
             key = _storage_key(o)
@@ -301,6 +308,19 @@ class Capture(TorchDispatchMode):
             dtype=str(ref.dtype).removeprefix("torch.") if ref is not None else "",
             shapes=";".join("x".join(map(str, t.shape)) for t in ins if t.device == self.device),
             reads=reads, writes=writes))
+
+
+def _written(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors an op writes in place: the arguments its schema marks as written
+    (``Tensor(a!)``), positional or keyword (``out=``, ``values=``), tensor lists included."""
+    found: list[torch.Tensor] = []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+        items = value if isinstance(value, list | tuple) else [value]
+        found += [t for t in items if isinstance(t, torch.Tensor)]
+    return found
 
 
 def _argument(func: Any, args: tuple, kwargs: dict, name: str) -> Any:

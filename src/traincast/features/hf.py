@@ -171,11 +171,13 @@ def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
 
 
 def _images(config: Any, batch: int, gen: torch.Generator) -> torch.Tensor:
+    """``batch`` images of the vision config's ``num_channels`` (default 3) and
+    ``image_size`` (default 224; a ``[height, width]`` pair for non-square images)."""
     vision = getattr(config, "vision_config", None) or config
     size = getattr(vision, "image_size", None) or 224
-    size = size if isinstance(size, int) else size[0]
+    height, width = (size, size) if isinstance(size, int) else (size[0], size[-1])
     channels = getattr(vision, "num_channels", None) or 3
-    return torch.randn(batch, channels, size, size, generator=gen)
+    return torch.randn(batch, channels, int(height), int(width), generator=gen)
 
 
 def _audio_features(config: Any, batch: int, gen: torch.Generator) -> torch.Tensor:
@@ -200,7 +202,8 @@ def hf_inputs(config: Any, batch: int, labels: str | None, seq: int | None = Non
     ``input_values`` (``AUDIO_SECONDS`` of raw ``SAMPLE_RATE_HZ`` audio) and
     ``input_features`` (Whisper's log-mel frames). ``labels``: ``"tokens"`` (language-model
     heads: the input ids, or, for a decoder over speech, ``min(512, max_target_positions)``
-    token ids), ``"classes"`` (classification heads: one of ``num_labels`` per sample) or
+    token ids), ``"classes"`` (classification heads: one of ``num_labels`` per sample, the token
+    ids ending with ``eos_token_id``: ``_ending_with_eos``) or
     None. Without ``params``: token ids, or images for vision configs (``image_size`` and
     ``num_channels``).
     """
@@ -223,11 +226,33 @@ def hf_inputs(config: Any, batch: int, labels: str | None, seq: int | None = Non
                              hint="profile it with file.py:FUNC, building the model and its "
                                   "inputs yourself")
     if labels == "classes":
+        if "input_ids" in values:
+            values["input_ids"] = _ending_with_eos(config, values["input_ids"])
         values["labels"] = torch.randint(0, int(config.num_labels), (batch,), generator=gen)
     elif labels == "tokens":
         values["labels"] = (values["input_ids"].clone() if "input_ids" in values else
                             _tokens(config, batch, seq, gen, "max_target_positions"))
     return tuple(values.values()), tuple(values)
+
+
+def _eos_id(config: Any) -> int | None:
+    """The text config's end-of-sequence token id (the first one when it lists several)."""
+    eos = getattr(_text_config(config), "eos_token_id", None)
+    eos = eos[0] if isinstance(eos, list | tuple) and eos else eos
+    return eos if isinstance(eos, int) and eos >= 0 else None
+
+
+def _ending_with_eos(config: Any, ids: torch.Tensor) -> torch.Tensor:
+    """Token ids as a tokenizer gives a classifier: one end-of-sequence token, the last
+    (BART's classification head pools the hidden state at it and needs one per sequence);
+    an eos drawn elsewhere becomes the next id. Unchanged without an eos id."""
+    eos = _eos_id(config)
+    if eos is None:
+        return ids
+    vocab = int(_text_config(config).vocab_size)
+    ids = torch.where(ids == eos, (ids + 1) % vocab, ids)
+    ids[:, -1] = eos
+    return ids
 
 
 def _label_kind(head: str) -> str | None:
@@ -269,6 +294,10 @@ def model_from_config(config: Any, batch: int,
     params = tuple(inspect.signature(model.forward).parameters)
     labels = _label_kind(head) if "labels" in params else None
     inputs, keys = hf_inputs(config, batch, labels, seq, params)
+    if labels == "classes" and getattr(model.config, "pad_token_id", 0) is None:
+        # a decoder's classifier pools the last token before padding, and needs a pad id
+        # for batches over 1; fine-tuning sets the eos token (GPT-2 and Llama have none)
+        model.config.pad_token_id = _eos_id(config)
     constants = {"return_loss": True} if "return_loss" in params else {}
     return KeywordInputs(model, keys, constants), inputs
 

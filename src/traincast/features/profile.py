@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import torch
@@ -177,15 +177,13 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
 def _to_device(inputs: Sequence[Any], device: str, capture: Capture) -> tuple:
     """The inputs with every tensor, at any depth (dicts, lists), on ``device``; integer ones
     keep their CPU values as shadows (``Capture.add_shadow``)."""
-    def move(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor):
-            return x
+    def move(x: torch.Tensor) -> torch.Tensor:
         moved = x.to(device)
         if device != "cpu":
             capture.add_shadow(moved, x)
         return moved
 
-    return tree_map(move, tuple(inputs))
+    return map_tensors(move, tuple(inputs))
 
 
 def _rows_touched(tables: Mapping[str, Any], capture: Capture) -> dict[str, int]:
@@ -238,8 +236,31 @@ def _aggregate(records: list[OpRecord]) -> dict[str, int]:
 
 def input_tensors(inputs: Any) -> list[torch.Tensor]:
     """The tensors of a model's inputs, at any depth (a dict or list of tensors inside the
-    tuple of positional inputs included)."""
-    return [x for x in tree_flatten(inputs)[0] if isinstance(x, torch.Tensor)]
+    tuple of positional inputs included; mappings as ``map_tensors`` opens them)."""
+    found: list[torch.Tensor] = []
+    for x in tree_flatten(inputs)[0]:
+        if isinstance(x, torch.Tensor):
+            found.append(x)
+        elif isinstance(x, Mapping):  # a mapping torch's pytree keeps whole (BatchEncoding)
+            found += input_tensors(list(x.values()))
+    return found
+
+
+def map_tensors(fn: Callable[[torch.Tensor], Any], inputs: Any) -> Any:
+    """``inputs`` with ``fn(t)`` for every tensor ``t`` at any depth of its tuples, lists and
+    mappings: the dicts torch's pytree opens, and the mappings it keeps whole (``UserDict``,
+    transformers' ``BatchEncoding``), copied with their type; other leaves as they are."""
+    def leaf(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return fn(x)
+        if isinstance(x, MutableMapping):
+            new = copy.copy(x)
+            for key, value in x.items():
+                new[key] = map_tensors(fn, value)
+            return new
+        return x
+
+    return tree_map(leaf, inputs)
 
 
 def _batch_of(inputs: Sequence[Any]) -> int:
@@ -422,8 +443,8 @@ def _param_bytes(model: nn.Module) -> int:
 def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
     """The first ``n`` samples of every input tensor (at any depth) whose leading size is
     ``batch``; other inputs as they are."""
-    return tree_map(lambda x: x[:n] if isinstance(x, torch.Tensor) and x.dim() > 0
-                    and x.shape[0] == batch else x, tuple(inputs))
+    return map_tensors(lambda x: x[:n] if x.dim() > 0 and x.shape[0] == batch else x,
+                       tuple(inputs))
 
 
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
@@ -440,8 +461,7 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
             m, x = build(n)
         else:
             m = _on_cpu(model)
-            x = tree_map(lambda t: t.to("cpu") if isinstance(t, torch.Tensor) else t,
-                         _slice_batch(inputs, batch, n))
+            x = map_tensors(lambda t: t.to("cpu"), _slice_batch(inputs, batch, n))
         raw = _capture_step(m, x, "cpu", optimizer, amp=False)
         points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
     r1, r2 = points

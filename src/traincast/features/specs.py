@@ -4,9 +4,10 @@ A zoo model with a torch module is built by its builder; one known only by its d
 config is built through transformers from that config (``traincast.zoo.ZooEntry.meta_model``).
 
 ``FUNC(batch_size)`` returns ``(model, inputs)``; inputs are a tensor, a tuple of positional
-inputs (each a tensor, or a dict or list of tensors) or a dict of keyword inputs. Each spec also
-says how to rebuild the model on CPU at a small batch (for the fallback of
-traincast.features.profile), whether its inputs stay on the GPU, and the batch it was built at.
+inputs (each a tensor, or a dict, list or other mapping of tensors) or a dict of keyword
+inputs. Each spec also says how to rebuild the model on CPU at a small batch (for the fallback
+of traincast.features.profile), whether its inputs stay on the GPU, and the batch it was built
+at.
 An error in the user's file (import, FUNC raising, a wrong return) names the file and FUNC.
 """
 

@@ -75,37 +75,29 @@ def keep_freed_memory() -> bool:
 
 def host_inputs(inputs: Sequence[Any], device: str) -> list[Any]:
     """The input batch as it sits on the host before a step (pinned on CUDA): every tensor at
-    any depth of the lists, tuples and dicts of ``inputs`` (``torch.utils._pytree.tree_map``),
-    other leaves as they are."""
-    import torch
-    from torch.utils._pytree import tree_map
+    any depth of the lists, tuples and mappings of ``inputs`` (dicts, ``BatchEncoding``:
+    ``traincast.features.profile.map_tensors``), other leaves as they are."""
+    from traincast.features.profile import map_tensors
 
     pin = device.startswith("cuda")
 
     def host(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor):
-            return x
         x = x.detach().cpu()
         return x.pin_memory() if pin else x
 
-    return [tree_map(host, x) for x in inputs]
+    return list(map_tensors(host, list(inputs)))
 
 
 def device_inputs(host: Sequence[Any], device: str) -> list[Any]:
     """The batch of one step: every tensor of ``host`` at any depth of its lists, tuples and
-    dicts copied to ``device`` (``tree_map``): a fresh copy on the CPU (the memcpy a step pays),
-    ``.to(device)`` elsewhere (non-blocking from pinned memory on CUDA)."""
-    import torch
-    from torch.utils._pytree import tree_map
+    mappings (``map_tensors``) copied to ``device``: a fresh copy on the CPU (the memcpy a step
+    pays), ``.to(device)`` elsewhere (non-blocking from pinned memory on CUDA)."""
+    from traincast.features.profile import map_tensors
 
-    cpu = device.startswith("cpu")
-
-    def move(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor):
-            return x
-        return x.clone() if cpu else x.to(device, non_blocking=device.startswith("cuda"))
-
-    return [tree_map(move, x) for x in host]
+    if device.startswith("cpu"):
+        return list(map_tensors(lambda x: x.clone(), list(host)))
+    cuda = device.startswith("cuda")
+    return list(map_tensors(lambda x: x.to(device, non_blocking=cuda), list(host)))
 
 
 def make_step(model: Any, inputs: Sequence[Any], optimizer: Any, device: str,

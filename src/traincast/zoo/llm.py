@@ -213,10 +213,28 @@ GELU_DEFAULT_TYPES = frozenset({"bloom", "falcon", "mpt", "opt", "gpt_bigcode", 
 
 
 def _first(raw: Mapping[str, Any], key: str) -> Any:
-    for name in HF_KEYS[key]:
-        if raw.get(name) is not None:
-            return raw[name]
-    return None
+    """The value of the first of ``HF_KEYS[key]`` the config gives (not null), else None."""
+    name = _first_name(raw, key)
+    return None if name is None else raw[name]
+
+
+def _first_name(raw: Mapping[str, Any], key: str) -> str | None:
+    return next((name for name in HF_KEYS[key] if raw.get(name) is not None), None)
+
+
+def _whole(value: Any, name: str, where: str) -> int:
+    """A size field of a config as an int (``4096`` or ``4096.0``); anything else is an error
+    naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise TraincastError(f"{where}: key {name!r} must be a whole number, got {value!r}",
+                             hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
+    return int(value)
+
+
+def _size(raw: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
+    """``_first(raw, key)`` as a whole number (``default`` when the config gives none)."""
+    name = _first_name(raw, key)
+    return default if name is None else _whole(raw[name], name, where)
 
 
 def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
@@ -245,28 +263,32 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
         raise TraincastError(f"{where}: missing key {HF_KEYS[missing[0]][0]!r} (or "
                              f"{', '.join(HF_KEYS[missing[0]][1:])})",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
-    h, heads = int(_first(raw, "hidden")), int(_first(raw, "heads"))
-    kv = _first(raw, "kv_heads")
-    if kv is None and raw.get("multi_query") and not raw.get("new_decoder_architecture"):
+    h, heads = _size(raw, "hidden", where), _size(raw, "heads", where)
+    kv = _size(raw, "kv_heads", where, 0)
+    if not kv and raw.get("multi_query") and not raw.get("new_decoder_architecture"):
         kv = 1
-    ffn = _first(raw, "ffn") or (int(raw["expansion_ratio"] * h) if raw.get("expansion_ratio")
-                                 else 4 * h)
+    ratio = raw.get("expansion_ratio")
+    ffn = _size(raw, "ffn", where, 0) or (int(ratio * h)  # MPT's int(d_model x ratio)
+                                          if isinstance(ratio, int | float) and ratio else 4 * h)
     act = str(_first(raw, "act") or ("gelu" if mtype in GELU_DEFAULT_TYPES | BIASED_TYPES
                                      else "silu"))
     bias = _first(raw, "bias")
     if bias is None:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
     tied = raw.get("tie_word_embeddings")
-    experts = raw.get("num_local_experts") or raw.get("num_experts") or 1
-    head_dim = raw.get("head_dim")
-    values = {"layers": int(_first(raw, "layers")), "hidden": h, "heads": heads,
-              "kv_heads": int(kv or heads), "head_dim": int(head_dim or 0), "ffn": int(ffn),
-              "vocab": int(_first(raw, "vocab")),
-              "seq": int(_first(raw, "seq") or (1024 if mtype == "gpt2" else 2048)),
+    experts_key = "num_local_experts" if raw.get("num_local_experts") else "num_experts"
+
+    def optional(key: str, default: int) -> int:
+        return _whole(raw[key], key, where) if raw.get(key) else default
+
+    values = {"layers": _size(raw, "layers", where), "hidden": h, "heads": heads,
+              "kv_heads": kv or heads, "head_dim": optional("head_dim", 0), "ffn": ffn,
+              "vocab": _size(raw, "vocab", where),
+              "seq": _size(raw, "seq", where, 0) or (1024 if mtype == "gpt2" else 2048),
               "mlp": "swiglu" if act in ("silu", "swish", "swiglu")
               or mtype in GATED_GELU_TYPES else "gelu",
               "bias": bool(bias), "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
               "tied": bool(mtype in TIED_TYPES if tied is None else tied),
               "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
-              "experts": int(experts), "top_k": int(raw.get("num_experts_per_tok", 1) or 1)}
+              "experts": optional(experts_key, 1), "top_k": optional("num_experts_per_tok", 1)}
     return config_from_table(name, values, where)
