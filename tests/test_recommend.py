@@ -119,7 +119,7 @@ def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
     assert out["rows"][0]["node"] == "pai-v100-nvlink"
 
 
-def test_json_rows_are_opt_in_for_a_trace(catalog, tmp_path: Path, monkeypatch) -> None:
+def test_json_rows_by_default_and_left_out_with_no_jobs(catalog, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     trace = write_small_trace(tmp_path / "t.csv")
     runner = CliRunner()
@@ -127,13 +127,13 @@ def test_json_rows_are_opt_in_for_a_trace(catalog, tmp_path: Path, monkeypatch) 
             "pai-v100-nvlink", "--catalog", str(tmp_path / "pinned.toml"),  # the fixture's
             "--compute", "paper",
             "--json"]
-    res = runner.invoke(app, args)
+    res = runner.invoke(app, [*args, "--no-jobs"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     # the summary is there, per-job rows are not: ps4 alone moves to allreduce-local
     assert "rows" not in out and out["jobs"] == 5
     assert out["summary"]["arch"]["architectures"]["allreduce-local"] == 1
-    res = runner.invoke(app, [*args, "--jobs"])
+    res = runner.invoke(app, args)  # per-job rows by default
     assert res.exit_code == 0, res.output
     rows = {r["job_id"]: r for r in json.loads(res.stdout)["rows"]}
     assert sorted(rows) == ["ar16", "one", "ps16", "ps4", "psbig"]

@@ -135,9 +135,9 @@ def test_workload_for_traces_without_one(tmp_path: Path) -> None:
     r = tc("whatif", str(trace), *base, "--workload", "resnet50", "--scenario", "eth100",
            cwd=tmp_path)
     assert json.loads(r.stdout)["summary"]["predicted"] == 3, r.stderr
+    r = tc("recommend", str(trace), *base, "--workload", "resnet50", "--no-jobs", cwd=tmp_path)
+    assert "rows" not in json.loads(r.stdout), "--no-jobs leaves the per-job rows out"
     r = tc("recommend", str(trace), *base, "--workload", "resnet50", cwd=tmp_path)
-    assert "rows" not in json.loads(r.stdout), "per-job rows are opt-in (--jobs)"
-    r = tc("recommend", str(trace), *base, "--workload", "resnet50", "--jobs", cwd=tmp_path)
     rows = json.loads(r.stdout)["rows"]
     assert len(rows) == 3 and all(row["base_total_s"] > 0 for row in rows), r.stderr
     # one job known only by its workload (no TRACE): the same resnet50 features as a 1-GPU row

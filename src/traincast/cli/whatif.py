@@ -239,8 +239,9 @@ def recommend(
         "--candidate-node", help="Limit the candidate node presets to these (repeatable; "
         "default: every catalog node).")] = None,
     jobs_out: Annotated[bool, typer.Option(
-        "--jobs", help="Per-job recommendations in the JSON (rows; always for one job given "
-        "by flags); the summary is printed either way.")] = False,
+        "--jobs/--no-jobs", help="Per-job recommendations in the JSON (rows; --no-jobs leaves "
+        "them out for a large trace, except for one job given by flags); the summary is "
+        "printed either way.")] = True,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the per-job recommendations to this CSV file.")] = None,
     flops: Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
