@@ -206,3 +206,14 @@ def test_each_source_has_its_own_trace_end() -> None:
     r = characterize(jobs, fill=False)
     assert r["gpu_time_s"] == 100 + 100 + 100 and r["censored_gpu_time_s"] == 100
     assert r["trace_end_s"] == 1.6e9 + 100
+
+
+def test_a_censored_job_whose_trace_gives_the_trace_end_is_a_lower_bound_too() -> None:
+    # Alibaba 2023 style: a pod still running at the end carries the trace end as its end time
+    # and its censored flag: 2 GPUs x (100 - 20) = 160 of the 1 x 50 + 160 GPU-seconds
+    jobs = {"architecture": np.array(["1w1g", "1w1g"], dtype=object),
+            "n_gpus": np.array([1.0, 2.0]), "start_time_s": np.array([0.0, 20.0]),
+            "end_time_s": np.array([50.0, 100.0]), "censored": np.array([False, True])}
+    r = characterize(jobs, fill=False)
+    assert r["gpu_time_s"] == 50 + 160
+    assert r["censored_gpu_time_s"] == 160 and r["gpu_time_lower_bound"] is True

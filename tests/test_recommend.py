@@ -119,7 +119,8 @@ def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
     assert out["rows"][0]["node"] == "pai-v100-nvlink"
 
 
-def test_json_rows_by_default_and_left_out_with_no_jobs(catalog, tmp_path: Path, monkeypatch) -> None:
+def test_json_rows_by_default_and_left_out_with_no_jobs(catalog, tmp_path: Path,
+                                                        monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     trace = write_small_trace(tmp_path / "t.csv")
     runner = CliRunner()

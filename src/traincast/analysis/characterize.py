@@ -7,9 +7,10 @@ plain data (DESIGN.md keys):
 * ``jobs``, ``gpus`` (Σ n_gpus), ``gpu_time_s`` (Σ n_gpus × (end − start)); a censored job with
   a start and no end (still running when the trace ended) counts up to the trace end
   ``trace_end_s`` = the largest submit, start or end time the trace holds (a store holding
-  several traces: that of the job's own ``source_id``), so its GPU time is a lower bound:
-  ``censored_gpu_time_s`` is that part and ``gpu_time_lower_bound`` says whether there is
-  one; ``flags`` (counts);
+  several traces: that of the job's own ``source_id``), so its GPU time is a lower bound, as is
+  that of a censored job whose trace gives the trace end as its end: ``censored_gpu_time_s``
+  is the GPU time of all censored jobs and ``gpu_time_lower_bound`` says whether there is
+  any; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
   gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
 * ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs) and
@@ -250,7 +251,12 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
     gpus = np.nan_to_num(gpus_raw)
     duration, open_s, trace_end_s = _durations(cols, n)
     gpu_time = np.nan_to_num(_gpu_time_s(gpus, duration, open_s))
-    censored_gpu_time_s = float(np.nan_to_num(gpus * open_s).sum())
+    # every censored job's GPU time is a lower bound: counted up to the trace end here, or
+    # ending at the trace end in the trace itself (Alibaba 2023's deletion_time of a running pod)
+    censored = ~np.isnan(open_s)
+    if "censored" in cols:
+        censored |= _floats(cols, "censored", n) > 0
+    censored_gpu_time_s = float(gpu_time[censored].sum())
     arch_codes, arch_names = _labels(cols, "architecture", n)
     type_codes, type_names = _labels(cols, "gpu_type", n)
     ones = np.ones(n)
