@@ -153,14 +153,17 @@ def test_features_files_round_trip_and_errors(tmp_path: Path) -> None:
         load_features(bad)
 
 
+# the start of a user's model file: class Net, its layers follow in __init__
+_NET_HEAD = ("import torch\n"
+             "class Net(torch.nn.Module):\n"
+             "    def __init__(self):\n"
+             "        super().__init__()\n")
+
+
 def test_file_spec_failing_on_meta_is_rebuilt_on_cpu(tmp_path: Path) -> None:
     src = tmp_path / "datadep.py"
     src.write_text(
-        "import torch\n"
-        "class Net(torch.nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.lin = torch.nn.Linear(6, 4)\n"
+        _NET_HEAD + "        self.lin = torch.nn.Linear(6, 4)\n"
         "    def forward(self, x):\n"
         "        y = self.lin(x)\n"
         "        return y.sum() / (1.0 + y.abs().max().item())  # needs real data\n"
@@ -178,11 +181,7 @@ def test_file_spec_batch_is_funcs_batch_not_the_first_inputs_length(tmp_path: Pa
     # at b = 1, 2 and extrapolated to the b asked for, not to the edge list's length
     src = tmp_path / "graph.py"
     src.write_text(
-        "import torch\n"
-        "class Net(torch.nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.lin = torch.nn.Linear(8, 4)\n"
+        _NET_HEAD + "        self.lin = torch.nn.Linear(8, 4)\n"
         "    def forward(self, src, dst, x):\n"
         "        m = self.lin(x)[src]\n"
         "        out = torch.zeros(x.shape[0], 4, device=x.device).index_add(0, dst, m)\n"

@@ -277,14 +277,10 @@ def test_a_missing_capability_is_a_clear_error() -> None:
 def test_shipped_decoder_checkpoints_count_their_published_params() -> None:
     # no torch: every hub.toml decoder-only checkpoint with a published count, read as a
     # decoder-only config, gives that count by the config formula
-    import tomllib
-    from importlib import resources
+    from traincast.zoo.hub import DECODER_TYPES, decoder_config, known_configs
 
-    from traincast.zoo.hub import DECODER_TYPES, HUB_FILE, decoder_config
-
-    raw = tomllib.loads(resources.files("traincast.zoo").joinpath(HUB_FILE).read_text())
     checked = 0
-    for name, entry in raw["config"].items():
+    for name, entry in known_configs().items():
         if entry.get("model_type") in DECODER_TYPES and "params" in entry:
             cfg = decoder_config(name)
             assert cfg is not None and cfg.params == entry["params"], name

@@ -135,19 +135,19 @@ def compute_s(gpu: Any, dtype: str, flops: ArrayLike, mem_bytes: ArrayLike,
 def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
     """Per op: the catalog dtype its operands are in (module docstring, "Op dtypes").
 
-    A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``catalog_dtype``: fp32 on a
+    A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``GPU.math_dtype``: fp32 on a
     GPU without it); an fp32 convolution (forward or backward) runs in TF32 on a GPU with a TF32
     peak, PyTorch's default (``torch.backends.cudnn.allow_tf32`` is True); any other row runs in
     the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
     is False by default since PyTorch 1.12)."""
-    job = kernels.catalog_dtype(gpu, dtype)
+    job = gpu.math_dtype(dtype)
     names = []
     for o in ops:
         cd = kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32")), "")
         if cd in kernels.TENSOR_CORE_DTYPES:
-            names.append(kernels.catalog_dtype(gpu, cd))
+            names.append(gpu.math_dtype(cd))
         elif job == "fp32" and op_family(str(o.get("op", ""))) == "conv":
-            names.append(kernels.catalog_dtype(gpu, "tf32"))
+            names.append(gpu.math_dtype("tf32"))
         else:
             names.append(job)
     return names

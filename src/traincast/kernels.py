@@ -198,12 +198,6 @@ def roofline_slowdown(intensity: ArrayLike, rate_flops: float, mem_bps: float) -
 # ------------------------------------------------------------------- catalog fields of a GPU
 
 
-def catalog_dtype(gpu: Any, dtype: str) -> str:
-    """The dtype whose peak a job of ``dtype`` runs at (``GPU.math_dtype``: ``amp`` = fp16, else
-    bf16, the first the GPU has; a dtype the GPU lacks falls back to fp32)."""
-    return str(gpu.math_dtype(dtype))
-
-
 DEFAULT_GEMM_MAX_FRACTION = 0.79
 """``eta`` of a GPU with an SM count but no published large-GEMM figure: the median of the
 catalog's published BF16 fractions (stas00/ml-engineering, "Maximum Achievable Matmul FLOPS":
@@ -264,6 +258,13 @@ def _gemm_of_matrices(a: list[int], b: list[int]) -> tuple[float, float, float, 
     return float(a[-2]), float(b[-1]), float(a[-1]), batch
 
 
+def _conv_groups(x: list[int], w: list[int]) -> float:
+    """Groups of a convolution from its input ``x`` and weight ``w = C_out x C_in / groups x
+    k_h x k_w``: ``max(1, C_in / w[1])`` (``conv_channels_per_group`` also checks that it is a
+    whole number dividing ``C_out``)."""
+    return max(1.0, float(x[1]) / float(w[1]))
+
+
 def _conv_products(name: str, dims: list[list[int]],
                    flops: float) -> list[tuple[float, float, float, float]]:
     """Implicit-GEMM products of a convolution (forward) or its backward (module docstring)."""
@@ -280,9 +281,8 @@ def _conv_products(name: str, dims: list[list[int]],
     wgrad = (cout, k_w, m_out, 1.0)
     if round(flops / fwd) < 2:                                  # weight gradient only
         return [wgrad]
-    cin = float(x[1])
-    groups = max(1.0, cin * float(math.prod(w[2:])) / k_w)
-    dgrad = (m_out, cin, cout / groups * float(math.prod(w[2:])), 1.0)
+    groups = _conv_groups(x, w)
+    dgrad = (m_out, float(x[1]), cout / groups * float(math.prod(w[2:])), 1.0)
     return [dgrad, wgrad]
 
 
@@ -349,7 +349,7 @@ def conv_channels_per_group(op: Mapping[str, Any]) -> tuple[float, float, float]
     try:
         dims = parse_shapes(str(op["shapes"]))
         x, w = (dims[1], dims[2]) if _is_conv(name, backward=True) else (dims[0], dims[1])
-        groups = max(1.0, float(x[1]) / float(w[1]))
+        groups = _conv_groups(x, w)
         if groups != round(groups) or float(w[0]) % groups:
             return None
         return groups, float(w[1]), float(w[0]) / groups

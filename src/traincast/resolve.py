@@ -193,14 +193,13 @@ def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,
 
 def _features(cols: Columns) -> dict[str, F]:
     """Feature arrays; a null optional feature takes its default (NaN stays NaN, an infinite
-    value stays infinite, so that :func:`_reasons` can tell missing from invalid)."""
-    e = cols["embedding_bytes_touched"]
-    e = np.where(np.isnan(e), 0.0, e)
-    e_ar = cols["embedding_allreduce_bytes"]
-    d = cols["input_bytes"]
-    return {"w": cols["weight_bytes"], "e": e, "e_ar": np.where(np.isnan(e_ar), e, e_ar),
-            "flops": cols["flops_compute_bound"], "mem_bytes": cols["bytes_memory_bound"],
-            "input_bytes": np.where(np.isnan(d), 0.0, d)}
+    value stays infinite, so that :func:`_reasons` can tell missing from invalid): ``e`` and
+    ``input_bytes`` 0, ``e_ar`` = ``e``."""
+    f = {attr: cols[col] for attr, col in FEATURE_FIELDS}
+    f["e"] = np.where(np.isnan(f["e"]), 0.0, f["e"])
+    f["e_ar"] = np.where(np.isnan(f["e_ar"]), f["e"], f["e_ar"])
+    f["input_bytes"] = np.where(np.isnan(f["input_bytes"]), 0.0, f["input_bytes"])
+    return f
 
 
 def _bad_features(r: Resolved) -> NDArray[np.bool_]:

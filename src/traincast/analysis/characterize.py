@@ -253,9 +253,8 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
     gpu_time = np.nan_to_num(_gpu_time_s(gpus, duration, open_s))
     # every censored job's GPU time is a lower bound: counted up to the trace end here, or
     # ending at the trace end in the trace itself (Alibaba 2023's deletion_time of a running pod)
-    censored = ~np.isnan(open_s)
-    if "censored" in cols:
-        censored |= _floats(cols, "censored", n) > 0
+    # (by its flag; without that column, the jobs counted up to the trace end: _durations)
+    censored = _floats(cols, "censored", n) > 0 if "censored" in cols else ~np.isnan(open_s)
     censored_gpu_time_s = float(gpu_time[censored].sum())
     arch_codes, arch_names = _labels(cols, "architecture", n)
     type_codes, type_names = _labels(cols, "gpu_type", n)

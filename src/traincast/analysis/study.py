@@ -73,9 +73,19 @@ def write_json(path: Path, obj: Any) -> None:
 def write_csv(table: pa.Table, path: Path) -> None:
     """Write a table to a CSV file whole or not at all: a temporary file beside it, renamed
     over ``path`` once complete (an error or Ctrl-C leaves no half-written file)."""
+    _write_whole(pacsv.write_csv, table, path)
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write a table to a Parquet file whole or not at all (as :func:`write_csv`)."""
+    _write_whole(pq.write_table, table, path)
+
+
+def _write_whole(write: Callable[[pa.Table, Path], None], table: pa.Table, path: Path) -> None:
+    """``write(table, tmp)`` to a temporary file beside ``path``, then renamed over it."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        pacsv.write_csv(table, tmp)
+        write(table, tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -262,10 +272,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     with steps.run("recommend"):
         rec = _recommend_step(jobs, cat, prices, overlap, base, out, steps.say)
     with steps.run("tables"):
-        table = jobs_with_breakdown(jobs, cat, overlap, base[0])
-        tmp = out / ".jobs.parquet.tmp"
-        pq.write_table(table, tmp)
-        tmp.replace(out / "jobs.parquet")
+        write_parquet(jobs_with_breakdown(jobs, cat, overlap, base[0]), out / "jobs.parquet")
         summary = findings(char, wi, rec, sample)
         write_json(out / "summary.json", summary)
 

@@ -44,20 +44,16 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
     """Run the study (without its report) on a trace, or on the store's jobs, into ``out``
     (the store's jobs are studied as read, and kept as ``store_jobs.parquet``, a canonical
     Parquet trace of what was studied)."""
-    from traincast.analysis.study import study
+    from traincast.analysis.study import study, write_parquet
 
     jobs = None
     if trace is None:
-        import pyarrow.parquet as pq
-
         from traincast.trace.store import load_jobs
 
         jobs = load_jobs(db)
         out.mkdir(parents=True, exist_ok=True)
         trace = out / "store_jobs.parquet"
-        tmp = trace.with_name(f".{trace.name}.tmp")
-        pq.write_table(jobs, tmp)
-        tmp.replace(trace)
+        write_parquet(jobs, trace)
         fmt, mapping = "csv", {}
     with progress(json_out) as bar:
         task = bar.add_task("study", total=6)

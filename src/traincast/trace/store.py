@@ -252,14 +252,12 @@ class Store:
             if not p.exists():
                 raise TraincastError(f"{p}: trace file not found")
         mod = adapter(format)
-        existed = self.path is None or self.path.exists()
         try:
             report = self._ingest_once(mod, paths, format, mapping, strict, progress, False)
         except _ReadSerially:
             # DuckDB's parallel CSV reader cannot pad short rows of a file whose quoted fields
-            # hold line breaks; the failed statement aborted the transaction: start again,
-            # reading the CSV files by one thread
-            self._abort(existed)
+            # hold line breaks; the failed statement aborted the transaction (rolled back):
+            # start again, reading the CSV files by one thread
             report = self._ingest_once(mod, paths, format, mapping, strict, progress, True)
         if progress:
             progress("done", 1, 1)
@@ -269,8 +267,8 @@ class Store:
     def _ingest_once(self, mod: Any, paths: list[Path], format: str,
                      mapping: Mapping[str, str] | None, strict: bool,
                      progress: Progress | None, one_thread: bool) -> dict[str, Any]:
-        """:meth:`ingest` in one transaction (rolled back on any failure but
-        :class:`_ReadSerially`, which the caller rolls back)."""
+        """:meth:`ingest` in one transaction, rolled back on any failure (a
+        :class:`_ReadSerially` of the one-thread reading is an error)."""
         existed = self.path is None or self.path.exists()
         con = self._connect(write=True)
         report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
@@ -289,13 +287,10 @@ class Store:
                 _ingest_plan(con, plan.serial() if one_thread else plan, format, mapping,
                              strict, report, progress, (2 * i + 1, 2 * len(plans)))
             con.execute("COMMIT")
-        except _ReadSerially:
-            if one_thread:
-                self._abort(existed)
-                raise TraincastError(f"{mod.NAME}: cannot read the files") from None
-            raise
-        except BaseException:
+        except BaseException as exc:
             self._abort(existed)
+            if one_thread and isinstance(exc, _ReadSerially):
+                raise TraincastError(f"{mod.NAME}: cannot read the files") from None
             raise
         return report
 
