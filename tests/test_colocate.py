@@ -308,7 +308,8 @@ def test_real_trace_elasticflow(shared_data: Path, tmp_path: Path, monkeypatch) 
     path = shared_data / "elasticflow" / "cluster10.csv"
     with open(path) as f:
         gpus = [float(r["num_gpu"]) for r in csv.DictReader(f)]
-    out = _cli([str(path), "--format", "elasticflow"], tmp_path, monkeypatch)
+    out = _cli([str(path), "--format", "elasticflow", "--workload", "none"], tmp_path,
+               monkeypatch)
     assert out["jobs"] == len(gpus) and out["utilization"]["predicted_jobs"] == 0
     assert out["colocation"]["pairs"] == 0
     out = _cli([str(path), "--format", "elasticflow", "--workload", "resnet50",

@@ -12,8 +12,9 @@ from traincast import CatalogError, load_catalog
 
 DESIGN_GPUS = ["K80", "P100-PCIE-16GB", "P100-SXM2-16GB", "V100-PCIE-16GB", "V100-SXM2-16GB",
                "V100-SXM2-32GB", "T4", "A10", "A100-SXM4-40GB", "A100-SXM4-80GB",
-               "H100-SXM5-80GB", "H100-PCIE-80GB", "H200-SXM-141GB", "B200", "L4", "MI250X",
-               "MI300X"]
+               "H100-SXM5-80GB", "H100-PCIE-80GB", "H200-SXM-141GB", "B200", "L4", "MI250X-GCD",
+               "MI300X", "A100-PCIE-40GB", "A100-PCIE-80GB", "V100-PCIE-32GB", "P4", "L40S",
+               "RTX-4090", "RTX-3090", "RTX-A6000", "H100-NVL"]
 DESIGN_LINKS = ["pcie3x16", "pcie4x16", "pcie5x16", "nvlink2-v100", "nvlink3-a100",
                 "nvlink4-h100", "nvlink5-b200", "eth10", "eth25", "eth40", "eth50", "eth100",
                 "eth200", "eth400", "ib-edr", "ib-hdr", "ib-ndr"]
@@ -105,3 +106,140 @@ def test_errors_name_file_table_and_key(tmp_path: Path, text: str, words: list[s
 def test_missing_file_is_named(tmp_path: Path):
     with pytest.raises(CatalogError, match="nothere.toml"):
         load_catalog([tmp_path / "nothere.toml"])
+
+
+# ------------------------------------------------ datasheet fields, new GPUs, grouped format
+
+DATASHEET = ("sms", "fp32_cores_per_sm", "boost_clock_mhz", "base_clock_mhz", "l2_mb",
+             "power_w")
+
+
+def test_measured_gpus_carry_their_datasheet_figures():
+    # NVIDIA datasheets / whitepapers (see the catalog's sources): P4 = GP104, 2560 cores in
+    # 20 SMs of 128; T4 40 x 64, 585/1590 MHz, 4 MB, 70 W; P100 PCIe 56 x 64, 1126/1303 MHz,
+    # 4 MB, 250 W; V100 PCIe 32 GB 80 x 64, 1230/1380 MHz, 6 MB, 250 W; A100 PCIe 40 GB
+    # 108 x 64, 765/1410 MHz, 40 MB, 250 W
+    cat = load_catalog()
+    want = {"P4": (20, 128, 1063, 810, 2, 75), "T4": (40, 64, 1590, 585, 4, 70),
+            "P100-PCIE-16GB": (56, 64, 1303, 1126, 4, 250),
+            "V100-PCIE-32GB": (80, 64, 1380, 1230, 6, 250),
+            "A100-PCIE-40GB": (108, 64, 1410, 765, 40, 250)}
+    for name, figures in want.items():
+        assert tuple(getattr(cat.gpus[name], k) for k in DATASHEET) == figures, name
+    a80 = cat.gpus["A100-PCIE-80GB"]
+    assert (a80.power_w, a80.mem_bw_gbs, a80.mem_gb) == (300, 1935, 80)
+    p4 = cat.gpus["P4"]
+    assert (p4.mem_bw_gbs, p4.fp32_tflops, p4.sms * p4.fp32_cores_per_sm) == (192, 5.5, 2560)
+
+
+def test_every_gpu_has_the_datasheet_fields_with_a_source():
+    cat = load_catalog()
+    for name, g in cat.gpus.items():
+        if name == "V100-paper-2019":
+            continue
+        for key in DATASHEET:
+            value = getattr(g, key)
+            if value:
+                assert g.sources.get(key), (name, key)
+        assert g.sms and g.fp32_cores_per_sm and g.power_w, name
+
+
+def test_fp32_peak_is_sms_x_cores_x_2_x_boost():
+    # FP32 peak = SMs x FP32 lanes per SM x 2 FLOP (FMA) x boost clock, within 1.5 %; H100
+    # SXM5 / H200 quote 67 TFLOP/s at 1980 MHz while the catalog's clock is the 1830 MHz the
+    # MAMF table reproduces the bf16 peak at: 132 x 128 x 2 x 1.98 GHz = 66.9
+    cat = load_catalog()
+    for name, g in cat.gpus.items():
+        if not g.fp32_cores_per_sm:
+            continue
+        mhz = 1980 if name in ("H100-SXM5-80GB", "H200-SXM-141GB") else g.boost_clock_mhz
+        peak = g.sms * g.fp32_cores_per_sm * 2 * mhz * 1e6 / 1e12
+        assert peak == pytest.approx(g.fp32_tflops, rel=0.015), name
+
+
+def test_nvidia_smi_names_resolve():
+    cat = load_catalog()
+    for smi, name in {"Tesla P4": "P4", "Tesla T4": "T4",
+                      "Tesla V100-PCIE-32GB": "V100-PCIE-32GB",
+                      "NVIDIA A100-PCIE-40GB": "A100-PCIE-40GB",
+                      "NVIDIA A100 80GB PCIe": "A100-PCIE-80GB",
+                      "Tesla P100-PCIE-16GB": "P100-PCIE-16GB"}.items():
+        assert cat.gpu(smi).name == name
+
+
+def test_mi250x_entry_is_one_gcd_and_the_old_name_resolves():
+    # AMD MI250X datasheet per module of 2 GCDs: 47.9 TFLOP/s FP32, 3276.8 GB/s, 128 GB
+    cat = load_catalog()
+    gcd = cat.gpu("MI250X")
+    assert gcd.name == "MI250X-GCD" and "GCD" in gcd.description
+    assert (gcd.fp32_tflops, gcd.mem_bw_gbs, gcd.mem_gb) == pytest.approx((47.9 / 2, 3276.8 / 2,
+                                                                            128 / 2))
+    node = cat.node("mi250x-node")
+    assert node.gpu == "MI250X-GCD" and node.gpus == 8  # 4 modules x 2 GCDs
+    # a ring over the 8 GCDs crosses single xGMI links (50 GB/s), not the in-package 200
+    assert cat.link(node.intra).bw_gbs == 50.0
+
+
+def test_dgx1_p100_uses_nvlink1():
+    # P100 whitepaper: 4 NVLink 1.0 links x 20 GB/s per direction
+    cat = load_catalog()
+    assert cat.link(cat.node("dgx-1-p100").intra).bw_gbs == 4 * 20
+
+
+def test_network_links_follow_the_payload_rule():
+    # docs/hardware.md: Ethernet TCP/IPv4 at MTU 1500: 1500 - 20 (IP) - 20 (TCP) - 12 (TCP
+    # timestamps) = 1448 payload of 1500 + 14 + 4 + 8 + 12 = 1538 wire bytes; InfiniBand at
+    # MTU 4096: 4096 of 4096 + 8 + 12 + 4 + 2 = 4122; both rounded to 4 places
+    cat = load_catalog()
+    eth = round((1500 - 20 - 20 - 12) / (1500 + 14 + 4 + 8 + 12), 4)
+    ib = round(4096 / (4096 + 8 + 12 + 4 + 2), 4)
+    for name, link in cat.links.items():
+        if name.startswith("eth") and name[3:].isdigit():
+            assert link.efficiency == eth, name
+        if name.startswith("ib-"):
+            assert link.efficiency == ib, name
+    assert cat.link("eth25").bw_bps == pytest.approx(3.125e9 * 0.9415)
+    assert cat.link("eth25-paper-2019").efficiency == 1.0  # the paper's own figure
+
+
+def test_grouped_sub_tables_load_like_the_flat_format(tmp_path: Path):
+    grouped = tmp_path / "grouped.toml"
+    grouped.write_text('[gpu.mine]\nsource = "x"\n[gpu.mine.datasheet]\nfp32_tflops = 10\n'
+                       'mem_bw_gbs = 500\nsms = 40\nl2_mb = 4\n[gpu.mine.fitted]\n'
+                       'kernel_launch_us = 4\nkernel = { tile_eff = 0.9 }\n'
+                       '[gpu.mine.measured]\nflop_efficiency = 0.5\n'
+                       '[gpu.mine.sources]\nkernel = "calibrate --kernels"\n')
+    flat = tmp_path / "flat.toml"
+    flat.write_text('[gpu.mine]\nsource = "x"\nfp32_tflops = 10\nmem_bw_gbs = 500\nsms = 40\n'
+                    'l2_mb = 4\nkernel_launch_us = 4\nkernel = { tile_eff = 0.9 }\n'
+                    'flop_efficiency = 0.5\nsources = { kernel = "calibrate --kernels" }\n')
+    a, b = load_catalog([grouped]).gpus["mine"], load_catalog([flat]).gpus["mine"]
+    assert a == b
+    assert (a.sms, a.l2_mb, a.kernel["tile_eff"], a.flop_efficiency) == (40, 4.0, 0.9, 0.5)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('[gpu.T4.datasheet]\ngemm_max_fraction = 0.5\n', ["[gpu.T4.datasheet]",
+                                                       "'gemm_max_fraction'", "fitted"]),
+    ('[gpu.T4.fitted]\nkernel = { x = -1 }\n', ["[gpu.T4", "'kernel'", "positive"]),
+    ('[gpu.T4]\nsms = 4\n[gpu.T4.datasheet]\nsms = 5\n', ["[gpu.T4.datasheet]", "'sms'"]),
+    ('[gpu.T4.measured]\nnonsense = 1\n', ["[gpu.T4.measured]", "'nonsense'"]),
+])
+def test_group_errors_name_file_table_and_key(tmp_path: Path, text: str, words: list[str]):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(CatalogError) as err:
+        load_catalog([f])
+    for w in [str(f), *words]:
+        assert w in str(err.value), (w, str(err.value))
+
+
+def test_field_groups_cover_every_number_field_once():
+    from dataclasses import fields
+
+    from traincast.hardware.catalog import FIELD_GROUPS, GPU
+
+    grouped = [k for keys in FIELD_GROUPS.values() for k in keys]
+    assert len(grouped) == len(set(grouped))
+    about = {"name", "default_node", "source", "sources", "description"}
+    assert set(grouped) | about == {f.name for f in fields(GPU)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -17,7 +18,8 @@ def tc(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_predict_json_ps_worker_on_pai_pcie():
     # the paper's flat peaks: V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s; eth25
-    # 3.125 GB/s; 8 workers, 2 PS,
+    # 3.125 GB/s x 1448 / 1538 (TCP payload per Ethernet frame, docs/hardware.md, rounded to
+    # 4 places); 8 workers, 2 PS,
     # k = min(8, 8) = 8. W = 1e8.
     r = tc("predict", "--arch", "ps-worker", "--workers", "8", "--ps", "2", "--node",
            "pai-v100-pcie", "--flops", "1.4e12", "--mem-bytes", "9e9", "--weight-bytes", "1e8",
@@ -28,7 +30,8 @@ def test_predict_json_ps_worker_on_pai_pcie():
     assert t["compute_flop"] == pytest.approx(0.1)
     assert t["compute_mem"] == pytest.approx(0.01)
     assert t["data_io"] == pytest.approx(0.001)
-    comm = 2 * 1e8 / 15.75e9 + max(2 * 1e8 * 8 / 3.125e9, 2 * 8 * 1e8 / (2 * 3.125e9))
+    eth = 3.125e9 * round(1448 / 1538, 4)
+    comm = 2 * 1e8 / 15.75e9 + max(2 * 1e8 * 8 / eth, 2 * 8 * 1e8 / (2 * eth))
     assert t["comm"] == pytest.approx(comm)
     assert t["total"] == pytest.approx(0.111 + comm)
     assert sum(out["share"].values()) == pytest.approx(1.0)
@@ -150,3 +153,51 @@ def test_hybrid_size_and_dtype_errors_are_clean():
     assert r.returncode == 2
     hint = r.stderr.split("hint:")[1]
     assert "fp32" in hint and "bf16" not in hint and "fp16" not in hint  # a K80 has fp32 only
+
+
+def _hardware_at_80_columns(*args: str) -> str:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, ["hardware", *args], env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_hardware_list_fits_80_columns_without_truncated_cells():
+    out = _hardware_at_80_columns("list")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # rich marks a cut cell with "…": no word of the tables may end in it
+    assert not [w for line in lines for w in line.split() if w.endswith("…")]
+    for name in ("V100-SXM2-16GB", "V100-SXM2-32GB", "pai-v100m32-nvlink", "MI250X-GCD",
+                 "infinity-fabric-mi250x-cpu", "A100-PCIE-80GB"):
+        assert name in out, name  # whole, on one line
+
+
+def test_hardware_show_prints_only_set_fields_grouped_with_units_and_sources():
+    out = _hardware_at_80_columns("show", "V100")
+    assert "()" not in out and "{}" not in out
+    assert not re.search(r"\s0\.0(\s|$)", out)  # no bare zero of an unset field
+    assert "thread_" not in out and "gemm_intensity" not in out
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip() == "datasheet"]
+    assert heads, out
+    assert "fitted" in (line.strip() for line in lines)  # the shipped kernel-model fit
+    assert "floor_us" in out and "simt_efficiency" in out
+    body = "\n".join(lines[heads[0]:])
+    assert "15.7 TFLOP/s" in body and "900 GB/s" in body and "1530 MHz" in body
+    assert "6 MB" in body and "300 W" in body
+    assert "Table 1" in body  # the whitepaper citation beside sms / clocks
+    a100 = _hardware_at_80_columns("show", "A100-SXM4-80GB")
+    assert "fitted" in (line.strip() for line in a100.splitlines())
+    assert "gemm_max_fraction" in a100 and "bf16 0.869" in a100
+
+
+def test_hardware_show_json_keeps_every_field():
+    out = json.loads(_hardware_at_80_columns("show", "V100", "--json"))
+    from traincast import kernels
+
+    assert out["gemm_intensity"] == [] and out["l2_mb"] == 6
+    assert set(kernels.FITTED_KEYS) <= set(out["kernel"])

@@ -105,12 +105,13 @@ def test_invalid_rows_get_no_time_and_a_reason() -> None:
 
 def test_rails_multiply_the_network_of_a_multi_nic_node() -> None:
     # dgx-a100: 8 HDR ports per node; 16 GPUs on 2 nodes, g = 8: the ring crosses nodes at
-    # min(bw(intra), 8 bw(nic)) = min(300e9 x 0.67, 8 x 25e9 x 0.85) = 170e9
+    # min(bw(intra), 8 bw(nic)) = min(300e9 x 0.67, 8 x 25e9 x 0.9937) = 198.7e9 (HDR
+    # payload rule, docs/hardware.md: 4096 / 4122 bytes per packet, rounded to 4 places)
     cat = load_catalog()
     nd = cat.node("dgx-a100")
     assert nd.nics == 8
     ring_bw = min(cat.links[nd.intra].bw_bps, 8 * cat.links[nd.nic].bw_bps)
-    assert ring_bw == pytest.approx(min(300e9 * 0.67, 8 * 25e9 * 0.85))
+    assert ring_bw == pytest.approx(min(300e9 * 0.67, 8 * 25e9 * round(4096 / 4122, 4)))
     r = predict(FEATS, arch="allreduce-cluster", gpus=16, node="dgx-a100")
     w = FEATS["weight_bytes"] + FEATS["embedding_bytes_touched"]
     assert r.time_s["comm"] == pytest.approx(2 * 15 / 16 * w / ring_bw)
@@ -298,14 +299,14 @@ def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:
     # an op the profiler marks compute-bound but cannot count FLOPs for: F_profile = 0, while
     # the op takes time. The profile's own row must get the profile's step (docs/model.md);
     # a = F_row / F_profile has no value, so that part keeps its time. Both ops read and write
-    # 0.8 GB of fp32 at the A100's kernel bandwidth, 2039 GB/s x 0.88 (catalog), no launch cost
+    # 0.8 GB of fp32 each: an op the registry does not know is memory traffic, so both move
+    # their bytes at the element-wise family's fitted fraction of 2039 GB/s (kernel model)
     cat = load_catalog()
     gpu = cat.gpu("A100-SXM4-80GB")
     op = {"flops": 0.0, "bytes_read": 4e8, "bytes_written": 4e8, "dtype": "float32"}
     ops = [dict(op, op="aten::mystery_attention", bound="compute"),
            dict(op, op="aten::relu", bound="memory")]
-    launch = 2 * (gpu.kernel_launch_us or 0.0) * 1e-6
-    step = 2 * 8e8 / (2039e9 * 0.88) + launch
+    step = 2 * 8e8 / (2039e9 * gpu.kernel["f_elementwise"])
     one = predict({"flops_compute_bound": 0.0, "bytes_memory_bound": 8e8, "weight_bytes": 0.0,
                    "ops": ops}, gpu="A100-SXM4-80GB", node="dgx-a100", catalog=cat)
     assert one.time_s["compute_flop"] + one.time_s["compute_mem"] == pytest.approx(step)

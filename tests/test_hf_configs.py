@@ -252,7 +252,7 @@ def test_an_explicit_head_dim_sizes_the_built_attention() -> None:
     # 4 x 3072 x 4096 attention + 3 x 3072 x 24576 SwiGLU + 2 x 3072 norm weights
     import torch
 
-    from traincast.features.hf import config_from_llm
+    from traincast.zoo.hf import config_from_llm
     from traincast.zoo.llm import config_from_table
 
     cfg = config_from_table("x", {"layers": 1, "hidden": 3072, "heads": 16, "head_dim": 256,
@@ -314,3 +314,24 @@ def test_non_square_images_take_the_configs_height_and_width(tmp_path) -> None:
     rec = profile_model(spec, 2)
     assert rec["method"] == "meta"
     assert rec["input_bytes"] == 2 * 3 * 224 * 160 * 4 + 2 * 8
+
+
+def test_profile_reads_a_config_file_of_any_name(tmp_path, monkeypatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    # Qwen2, hidden h = 64, 4 heads of 16, 2 KV heads (32), MLP 128, 2 layers, vocab 1000,
+    # untied head: per layer q 64*64 + 64, k and v 64*32 + 32 each, o 64*64, gated MLP
+    # 3*64*128, two RMSNorms 2*64 = 37,120; embedding and head 2*1000*64; final norm 64
+    raw = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+           "vocab_size": 1000, "tie_word_embeddings": False}
+    (tmp_path / "qwen_cfg.json").write_text(json.dumps(raw))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["profile", "hf:qwen_cfg.json", "--batch", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.stdout)
+    assert rec["params"] == 2 * 37_120 + 2 * 1000 * 64 + 64

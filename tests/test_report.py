@@ -203,15 +203,39 @@ def test_markdown_subset_renders_structure_and_escapes():
 
     out = markdown("# Title\n\nSome **bold** and `a<b>` text\ncontinued.\n\n- one <i>\n"
                    "- `two`\n\n| k | v |\n|---|---|\n| <s> | **9** |\n\n```\nx < y\n```\n")
-    assert out == ("<h3>Title</h3><p>Some <b>bold</b> and <code>a&lt;b&gt;</code> text "
-                   "continued.</p><ul><li>one &lt;i&gt;</li><li><code>two</code></li></ul>"
-                   '<div class="tbl"><table><thead><tr><th>k</th><th>v</th></tr></thead>'
-                   "<tbody><tr><td>&lt;s&gt;</td><td><b>9</b></td></tr></tbody></table></div>"
-                   "<pre>x &lt; y</pre>")
+    flat = out.replace("\n", "")
+    for piece in ("<h3>Title</h3>", "<p>Some <strong>bold</strong> and <code>a&lt;b&gt;</code> "
+                  "textcontinued.</p>", "<ul><li>one &lt;i&gt;</li><li><code>two</code></li></ul>",
+                  '<div class="tbl"><table><thead><tr><th>k</th><th>v</th></tr></thead>'
+                  "<tbody><tr><td>&lt;s&gt;</td><td><strong>9</strong></td></tr></tbody>"
+                  "</table></div>", "<pre><code>x &lt; y</code></pre>"):
+        assert piece in flat, piece
 
 
-ALLOWED_TAG = re.compile(r"</?(h[1-6]|p|b|code|pre|ul|li|div|table|thead|tbody|tr|th|td)"
-                         r'( class="tbl")?>')
+def test_markdown_renders_no_raw_html_and_no_script_links():
+    from traincast.report.html import markdown
+
+    out = markdown("<script>alert(1)</script>\n\n[x](javascript:alert(1)) <b onclick=1>")
+    assert "<script" not in out and "<b " not in out and 'href="javascript' not in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+
+
+def test_report_pieces_are_jinja_templates_with_autoescape():
+    from importlib.resources import files
+
+    from traincast.report.html import _env, table
+
+    folder = files("traincast.report") / "templates"
+    assert {"page.html.j2", "parts.html.j2"} <= {p.name for p in folder.iterdir()}
+    assert _env().autoescape is True
+    assert table(["<th>"], [["<td>", 1.5]], caption="<c>") == (
+        '<div class="tbl"><p class="tcap">&lt;c&gt;</p><table><thead><tr><th scope="col">'
+        '&lt;th&gt;</th></tr></thead><tbody><tr><td>&lt;td&gt;</td><td class="num">1.5</td>'
+        "</tr></tbody></table></div>")
+
+
+ALLOWED_TAG = re.compile(r"</?(h[1-6]|p|b|strong|em|code|pre|ul|ol|li|div|table|thead|tbody|tr"
+                         r'|th|td|blockquote|hr ?/?|br ?/?)( class="tbl"| style="[a-z:-]+")?>')
 
 
 @settings(max_examples=150, deadline=None)

@@ -121,13 +121,13 @@ def test_analysis_of_a_trace_names_the_rows_it_skipped(tmp_path: Path) -> None:
 
 
 def test_workload_for_traces_without_one(tmp_path: Path) -> None:
-    # ElasticFlow gives no workload: without --workload no job has a predicted time; with it
-    # every job takes the zoo profile's features (the same for all of them)
+    # ElasticFlow gives no workload: with --workload none no job has a predicted time; with a
+    # model every job takes the zoo profile's features (the same for all of them)
     trace = tmp_path / "ef.csv"
     trace.write_text("job_id,submission_time,duration,num_gpu\na,0,100,1\nb,0,50,8\n"
                      "c,10,500,16\n")
     base = ("--format", "elasticflow", "--json")
-    r = tc("characterize", str(trace), *base, cwd=tmp_path)
+    r = tc("characterize", str(trace), *base, "--workload", "none", cwd=tmp_path)
     assert json.loads(r.stdout)["breakdown"]["unpredicted"] == {"features missing": 3}
     r = tc("characterize", str(trace), *base, "--workload", "resnet50", cwd=tmp_path)
     breakdown = json.loads(r.stdout)["breakdown"]

@@ -180,9 +180,16 @@ def _op_peaks(gpu: Any, names: Sequence[str]) -> tuple[F, F]:
 def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
     """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
     ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
-    ``time_s = o + max + layout_s`` and ``flop_bound`` (``flop_s >= mem_s``) for one run of the
-    row, and ``count`` (times the row runs). A compute-family row moves its recorded bytes times
-    ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half)."""
+    ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time), ``time_s = max(d, busy_s)``
+    (``d`` = the per-op floor, ``kernels.op_floor_s``: an op shorter than its dispatch leaves
+    the GPU idle) and ``flop_bound`` (``flop_s >= mem_s``) for one run of the row, and
+    ``count`` (times the row runs). A compute-family row moves its recorded bytes times
+    ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half).
+
+    With fitted kernel parameters (``GPU.kernel``, from ``hardware/kernel_model.toml``) and the
+    datasheet fields they need, fp32 products on CUDA cores are priced by the measured-kernel
+    model (``kernels.simt_gemm_time_s``; convolutions keep the datasheet path) and memory-bound
+    rows at their family's fitted bandwidth fraction (``kernels.op_memory_family``)."""
     cols = ops_arrays(ops)
     operand, narrow = op_operand_dtypes(ops, gpu, dtype), kernels.narrow_group_convs(ops)
     names = _math_dtypes(operand, narrow, gpu)
@@ -192,13 +199,47 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
     flop_s = cols["flops"] / (peak * eta * w)
     mem_s = (cols["bytes"] * scale + split_bytes + kernels.reread_bytes(ops)) / mem_bps
+    params = kernels.fitted_params(gpu)
+    if params is not None:
+        flop_s, mem_s = _fitted_times(ops, gpu, names, params, cols, scale, flop_s, mem_s)
     moved = kernels.layout_transpose_bytes(ops, names, gpu, scale=scale, narrow=narrow)
-    layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps, kernels.launch_s(gpu)),
-                        0.0)
+    layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps), 0.0)
+    busy = np.maximum(flop_s, mem_s) + layout_s
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
-            "layout_s": layout_s,
-            "time_s": kernels.kernel_time_s(flop_s, mem_s, kernels.launch_s(gpu)) + layout_s,
-            "count": cols["count"]}
+            "layout_s": layout_s, "busy_s": busy,
+            "time_s": np.maximum(kernels.op_floor_s(gpu), busy), "count": cols["count"]}
+
+
+def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[str],
+                  params: Mapping[str, float], cols: Mapping[str, F], scale: F, flop_s: F,
+                  mem_s: F) -> tuple[F, F]:
+    """``(flop_s, mem_s)`` with the measured-kernel model where it applies: rows whose math
+    dtype is fp32 and whose shapes give GEMM products take the sum of their products'
+    ``kernels.simt_gemm_time_s`` (tile, wave, split-K, tile traffic and DRAM terms in one); rows
+    without FLOPs move their bytes at ``mem_bw_gbs f_family``."""
+    sms = kernels.gpu_sms(gpu)
+    rate = kernels.simt_rate_flops(gpu, params)
+    bw = float(gpu.mem_bw_gbs) * 1e9
+    flop_s, mem_s = flop_s.copy(), mem_s.copy()
+    g = kernels.ops_gemm_table(ops)
+    fp32 = np.array([d == "fp32" for d in names], dtype=bool)
+    if len(g["row"]) and rate > 0:
+        # convolutions keep the datasheet path: the fit's convolution is the fastest of
+        # implicit GEMM and Winograd, a choice the recorded products alone do not make
+        conv = np.array([op_family(str(ops[i]["op"]).removeprefix("aten::")) == "conv"
+                         for i in g["row"]], dtype=bool)
+        sel = fp32[g["row"]] & ~conv
+        t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms, rate, bw, params)
+        per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
+        priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0
+        flop_s = np.where(priced, per_op, flop_s)
+        mem_s = np.where(priced, 0.0, mem_s)
+    fam = kernels.op_memory_family(ops)
+    memory = (cols["flops"] <= 0) & (fam != "")
+    frac = np.array([params.get(f"f_{f}", 1.0) if f else 1.0 for f in fam])
+    mem_s = np.where(memory, kernels.memory_kernel_time_s(cols["bytes"] * scale, bw, frac),
+                     mem_s)
+    return flop_s, mem_s
 
 
 def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
@@ -215,7 +256,7 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     if not expanded:
         return {"compute_flop": 0.0, "compute_mem": 0.0}
     r = kernel_op_times(expanded, gpu, dtype)
-    t = (r["time_s"] - r["layout_s"]) * r["count"]
+    t = (r["time_s"] - r["layout_s"]) * r["count"]  # the floor's idle time counts with its op
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
             "compute_mem": float(t[~r["flop_bound"]].sum() + (r["layout_s"] * r["count"]).sum())}
 

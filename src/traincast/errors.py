@@ -9,6 +9,17 @@ class TraincastError(ValueError):
         self.hint = hint
 
 
+class NoSuchFileError(TraincastError, FileNotFoundError):
+    """A file the user named does not exist: the message names it (``PATH: no such WHAT
+    file``), the hint says where relative paths are looked for."""
+
+    def __init__(self, path: object, what: str = "") -> None:
+        import os
+
+        super().__init__(f"{path}: no such {what + ' ' if what else ''}file",
+                         hint=f"check the path (a relative path starts at {os.getcwd()})")
+
+
 class UnknownNameError(TraincastError, KeyError):
     """A name the catalog (or a registry) does not know; also a ``KeyError`` for lookups."""
 

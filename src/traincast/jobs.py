@@ -24,7 +24,7 @@ from traincast.errors import TraincastError
 FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes",
                              "embedding_bytes_touched", "input_bytes",
                              "embedding_allreduce_bytes")
-"""Per-iteration features of a job (DESIGN.md), plus the bytes an AllReduce of the embedding
+"""Per-iteration features of a job (docs/model.md), plus the bytes an AllReduce of the embedding
 gradients moves (whole tables for dense-gradient tables; null = ``embedding_bytes_touched``)."""
 STRING_COLUMNS = ("architecture", "gpu_type", "node", "workload")
 NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
@@ -102,7 +102,8 @@ class Columns:
 
     @classmethod
     def of(cls, jobs: Mapping[str, Any] | pa.Table | Any) -> Columns:
-        """From a pyarrow Table, a pandas DataFrame or a dict of columns (DESIGN.md names)."""
+        """From a pyarrow Table, a pandas DataFrame or a dict of columns (canonical names:
+        docs/traces.md)."""
         if not isinstance(jobs, pa.Table | Mapping):  # a pandas DataFrame
             jobs = pa.Table.from_pandas(jobs, preserve_index=False)
         if isinstance(jobs, pa.Table):

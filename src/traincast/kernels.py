@@ -458,3 +458,175 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
         extra += np.bincount(g["row"][sel], weights=split_k_bytes(m, n, b, splits),
                              minlength=len(ops))
     return np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), 1.0), extra
+
+
+# ------------------------------------------------- the measured-kernel model (fitted parameters)
+#
+# Fitted to measured single-op latencies (``traincast calibrate --kernels DIR``; the shipped fit
+# is ``hardware/kernel_model.toml``), with per-GPU inputs that are catalog fields only, so a GPU
+# without measurements is priced from its datasheet. Formulas (docs/model.md, "Kernel model"):
+#
+#   sustained   c = min(1, p / p_0),  p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)
+#   SIMT rate   R = 2 sms cores_per_sm f_boost e c                         (FLOP/s, fp32)
+#   tile T      e_T = 1 / (1 + c_smem (T_m + T_n) / (T_m T_n))   (shared-memory loads per FMA)
+#   slots       q_T = max(1, floor(ACC / (T_m T_n)))  output tiles an SM holds at once
+#   waves       ceil(tiles s / (S q_T)),  s = split-K (batch 1 only, at most s_max)
+#   t_T         max(waves q_T 2 t_m t_n (k / s) / (R / S e_T),  tiles (t_m + t_n) k b / (M rho),
+#                   b (m k + k n + m n) / M + split bytes / M) + o_gemm
+#   t_gemm      min over the candidate tiles of t_T                (the library picks its tile)
+#   memory      t = B / (M f_family)                               (elementwise, softmax, norm)
+#   one op      t_op = d + t_kernel                                (d: per-op floor, host + launch)
+
+SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = (
+    (128, 128), (128, 64), (64, 128), (64, 64), (128, 32), (32, 128), (64, 32), (32, 64),
+    (32, 32))
+"""Output tiles of the fp32 SIMT SGEMM kernels the measured libraries ran (cuBLAS kernel names
+in the measurements: ``maxwell_sgemm_64x64``, ``volta_sgemm_128x64``, ``ampere_sgemm_32x128``,
+``..._32x32_sliced1x4``); the model takes the fastest by its own cost (``simt_gemm_time_s``)."""
+ACCUMULATORS_PER_SM = 32768
+"""Output elements one SM holds at once: half of its 65,536 32-bit registers (every NVIDIA SM
+since Maxwell: CUDA C Programming Guide, "Compute capabilities" table, 64 K registers per SM) kept
+for the accumulators; a 128x128 tile takes 16,384, so two run side by side."""
+MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
+"""Memory-bound kernel families with their own fitted bandwidth fraction (``op_memory_family``)."""
+
+
+def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
+                             boost_mhz: ArrayLike, node_nm: ArrayLike, p0: float) -> F:
+    """Fraction of the boost clock a power-limited GPU sustains under full FP32 load:
+    ``c = min(1, p / p_0)``, ``p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)`` (watts per
+    FP32 lane-GHz, per nm of process: switching energy scales with feature size). Dynamic
+    power is ``P ~ C V^2 f``; at the voltage floor a capped card trades clock for power one for
+    one, hence the exponent 1. A GPU with an unknown field (0) is taken as unthrottled (1)."""
+    denom = _f(sms) * _f(cores_per_sm) * _f(boost_mhz) * 1e-3 * _f(node_nm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(denom > 0, _f(power_w) / np.where(denom > 0, denom, 1.0), np.inf)
+    return np.where(_f(power_w) > 0, np.minimum(1.0, p / p0), 1.0)
+
+
+def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
+                     sms: ArrayLike, rate_flops: ArrayLike, mem_bps: ArrayLike,
+                     params: Mapping[str, float], itemsize: float = 4.0,
+                     with_tile: bool = False) -> F | tuple[F, NDArray[np.int64]]:
+    """Kernel time of a (batched) fp32 SIMT GEMM ``C[m x n] = A[m x k] B[k x n]`` without the
+    per-op floor (module section formulas): the fastest of ``SIMT_CANDIDATE_TILES``.
+
+    ``rate_flops`` = the GPU's sustained FP32 GEMM rate ``R`` (``simt_rate_flops``), ``mem_bps``
+    = DRAM bandwidth ``M`` (datasheet), ``params``: ``c_smem``, ``tile_l2_reuse`` (rho),
+    ``max_split_k``, ``gemm_fixed_us``. With ``with_tile`` also the index of the tile taken."""
+    m, n, k, b = _f(m), _f(n), _f(k), _f(batch)
+    sms_, rate, mbw = _f(sms), _f(rate_flops), _f(mem_bps)
+    shape = np.broadcast(m, n, k, b, sms_, rate, mbw).shape
+    best = np.full(shape, np.inf)
+    tile = np.zeros(shape, dtype=np.int64)
+    c_smem, rho = params["c_smem"], params["tile_l2_reuse"]
+    for i, (tm_, tn_) in enumerate(SIMT_CANDIDATE_TILES):
+        tm, tn = narrow_tile(m, tm_), narrow_tile(n, tn_)
+        tiles = b * np.ceil(m / tm) * np.ceil(n / tn)
+        slots = max(1.0, math.floor(ACCUMULATORS_PER_SM / (tm_ * tn_)))
+        cap = sms_ * slots
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.minimum(np.minimum(np.floor(cap / tiles), np.floor(k / 8.0)),
+                           params["max_split_k"])
+        s = np.where((tiles < cap) & (b == 1), np.maximum(s, 1.0), 1.0)
+        eff = 1.0 / (1.0 + c_smem * (tm_ + tn_) / (tm_ * tn_))
+        t_flop = np.ceil(tiles * s / cap) * slots * 2.0 * tm * tn * (k / s) / (rate / sms_ * eff)
+        t_tile = tiles * (tm + tn) * k * itemsize / (mbw * rho)
+        t_dram = (itemsize * b * (m * k + k * n + m * n) + split_k_bytes(m, n, b, s)) / mbw
+        t = np.maximum(np.maximum(t_flop, t_tile), t_dram)
+        tile = np.where(t < best, i, tile)
+        best = np.minimum(best, t)
+    best = best + params["gemm_fixed_us"] * 1e-6
+    return (best, tile) if with_tile else best
+
+
+def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out: ArrayLike,
+                         sms: ArrayLike, rate_flops: ArrayLike, mem_bps: ArrayLike,
+                         params: Mapping[str, float]) -> F:
+    """A 3x3, stride-1 convolution by non-fused Winograd F(4x4, 3x3) (cuDNN's
+    ``winograd_nonfused``: input, filter and output transforms around 36 batched products;
+    Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016):
+    ``T = N ceil(H/4) ceil(W/4)`` tiles, products ``36 x [T x C_in] [C_in x C_out]``
+    (``simt_gemm_time_s``), transforms moving ``4 (N C_in H W + 36 T C_in + 45 C_out C_in +
+    36 T C_out + N C_out H W)`` bytes at ``M f_elementwise``, and 3 more kernels
+    (``extra_kernel_us`` each). ``hw``: the square image side H = W."""
+    n_img, hw, c_in, c_out = _f(n_img), _f(hw), _f(c_in), _f(c_out)
+    t = n_img * np.ceil(hw / 4.0) ** 2
+    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, rate_flops, mem_bps, params)
+    moved = 4.0 * (n_img * c_in * hw * hw + 36.0 * t * c_in + 45.0 * c_out * c_in
+                   + 36.0 * t * c_out + n_img * c_out * hw * hw)
+    return gemm + moved / (_f(mem_bps) * params["f_elementwise"]) \
+        + 3.0 * params["extra_kernel_us"] * 1e-6
+
+
+def memory_kernel_time_s(bytes_moved: ArrayLike, mem_bps: ArrayLike, fraction: ArrayLike) -> F:
+    """A memory-bound kernel without the per-op floor: ``B / (M f)``, ``f`` = the fitted
+    bandwidth fraction of its family (``MEMORY_FAMILIES``)."""
+    return _f(bytes_moved) / (_f(mem_bps) * _f(fraction))
+
+
+FITTED_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
+               "gemm_fixed_us", "conv_efficiency", "extra_kernel_us", "f_elementwise",
+               "f_softmax", "f_norm")
+"""Parameters of the measured-kernel model (docs/model.md, "Kernel model")."""
+
+
+def fitted_params(gpu: Any) -> dict[str, float] | None:
+    """The GPU's measured-kernel parameters (``GPU.kernel``: the shipped fit of
+    ``hardware/kernel_model.toml``, with the GPU's own values over it), or None when some are
+    missing or the entry lacks the datasheet fields the model needs (``sms``,
+    ``fp32_cores_per_sm``, ``boost_clock_mhz``)."""
+    params = dict(getattr(gpu, "kernel", {}) or {})
+    if any(k not in params for k in FITTED_KEYS):
+        return None
+    if not all(float(getattr(gpu, f, 0) or 0) > 0
+               for f in ("sms", "fp32_cores_per_sm", "boost_clock_mhz")):
+        return None
+    return params
+
+
+def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
+    """Sustained fp32 GEMM rate ``R = 2 sms fp32_cores_per_sm f_boost simt_efficiency c``
+    (FLOP/s; ``c`` = ``sustained_clock_fraction`` of the entry's ``power_w`` and
+    ``process_nm``). ``gpu``: anything with those attributes (a GPU entry, or columns)."""
+
+    def field_(name: str) -> F:
+        value = getattr(gpu, name, None)
+        return _f(0.0 if value is None else value)
+
+    c = sustained_clock_fraction(field_("power_w"), field_("sms"), field_("fp32_cores_per_sm"),
+                                 field_("boost_clock_mhz"), field_("process_nm"),
+                                 params["power_ref"])
+    return 2.0 * field_("sms") * field_("fp32_cores_per_sm") * field_("boost_clock_mhz") * 1e6 \
+        * params["simt_efficiency"] * c
+
+
+def op_floor_s(gpu: Any) -> float:
+    """The per-op floor ``d`` (seconds): the fitted ``floor_us`` of ``GPU.kernel`` (the
+    measured GPU's own, else the median of the measured ones: an eager op's host dispatch and
+    launch), else the entry's ``kernel_launch_us``, else 0."""
+    kernel = getattr(gpu, "kernel", {}) or {}
+    us = kernel.get("floor_us") or float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0)
+    return float(us) * 1e-6
+
+
+NORM_OPS = ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm")
+SOFTMAX_OPS = ("softmax",)
+
+
+def op_memory_family(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.object_]:
+    """Per op: ``"softmax"`` (softmax, log-softmax and their backward), ``"norm"`` (layer,
+    batch, group, RMS and instance norms, forward and backward), ``"elementwise"`` for the
+    other memory-bound rows (no op family in ``features.ops``), ``""`` for GEMM-family rows."""
+    out = np.empty(len(ops), dtype=object)
+    for i, o in enumerate(ops):
+        name = str(o.get("op", "")).removeprefix("aten::")
+        if op_family(name) in COMPUTE_FAMILIES:
+            out[i] = ""
+        elif any(s in name for s in SOFTMAX_OPS):
+            out[i] = "softmax"
+        elif any(s in name for s in NORM_OPS):
+            out[i] = "norm"
+        else:
+            out[i] = "elementwise"
+    return out

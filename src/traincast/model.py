@@ -66,6 +66,23 @@ class Breakdown:
     def compute(self) -> F:
         return self.compute_flop + self.compute_mem
 
+    @property
+    def reason_name(self) -> NDArray[np.object_] | None:
+        """``reason`` in words, per job (``"ok"``, ``"features missing"``, ...:
+        :data:`traincast.resolve.REASONS`); None when no reasons were recorded."""
+        if self.reason is None:
+            return None
+        from traincast.resolve import REASONS
+
+        return np.array(REASONS, dtype=object)[np.asarray(self.reason, dtype=np.int64)]
+
+    def reasons(self) -> dict[str, int]:
+        """Jobs without a prediction, counted by reason in words (``{"features missing":
+        3}``; empty when every job was predicted)."""
+        from traincast.resolve import reason_counts
+
+        return {} if self.reason is None else reason_counts(self.reason)
+
     def stacked(self) -> F:
         """Components as a (4, jobs) array in ``COMPONENTS`` order."""
         return np.stack([np.atleast_1d(getattr(self, c)) for c in COMPONENTS])

@@ -190,7 +190,7 @@ class Prediction:
     memory: dict[str, Any] | None = None  # footprint per GPU (memory_fit) when features tell it
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``predict --json`` object of DESIGN.md."""
+        """The ``predict --json`` object (docs/model.md)."""
         return asdict(self)
 
 

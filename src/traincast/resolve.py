@@ -32,7 +32,7 @@ For each row:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, Link
 from traincast.jobs import Columns, Strings
+from traincast.resolved import Resolved  # noqa: F401  (re-exported: traincast.resolve.Resolved)
 from traincast.units import parse_speed_gbs
 
 F = NDArray[np.float64]
@@ -82,68 +83,6 @@ def resolve_link(catalog: Catalog, spec: str, role: str = "") -> Link:
                              hint=f"give a catalog link name ({', '.join(sorted(catalog.links))})"
                                   " or a speed such as 25Gbit")
     return Link(name=spec, bw_gbs=bw, source="given on the command line")
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """Per-row arrays of resolved jobs (every field has one entry per row)."""
-
-    arch: NDArray[np.int64]
-    node: Strings
-    gpu: Strings
-    n: F
-    g: F
-    nodes: F
-    m: F
-    k: F
-    p: F
-    node_gpus: F
-    rails: F
-    mem_gb: F
-    pcie_bps: F
-    intra_bps: F
-    nic_bps: F
-    amp: NDArray[np.bool_]
-    hierarchical: NDArray[np.bool_]
-    w: F
-    e: F
-    e_ar: F
-    flops: F
-    mem_bytes: F
-    input_bytes: F
-    reason: NDArray[np.int8]
-
-    @property
-    def size(self) -> int:
-        return len(self.n)
-
-    def take(self, rows: NDArray[np.intp] | slice) -> Resolved:
-        """The rows ``rows``: a view that gathers each field on first use (a formula reads a
-        few of the fields; ``slice(None)`` returns ``self``)."""
-        if isinstance(rows, slice) and rows == slice(None):
-            return self
-        return _Rows(self, rows)  # type: ignore[return-value]
-
-
-class _Rows:
-    """Some rows of a :class:`Resolved`, gathered field by field on access."""
-
-    def __init__(self, whole: Resolved, rows: NDArray[np.intp]) -> None:
-        self._whole, self._rows = whole, rows
-
-    @property
-    def size(self) -> int:
-        return len(self._rows)
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._whole, name)
-        value = Strings(value.codes[self._rows], value.values) if isinstance(value, Strings) \
-            else value[self._rows]
-        setattr(self, name, value)
-        return value
-
-    def take(self, rows: NDArray[np.intp] | slice) -> Any:
-        return _Rows(self._whole, self._rows[rows])
 
 
 def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | None,
@@ -215,13 +154,14 @@ def _bad_features(r: Resolved) -> NDArray[np.bool_]:
 def _architecture(names: Strings, n: F, g: F) -> NDArray[np.int64]:
     """Architecture codes; a row whose trace gives none (null) is inferred from its placement
     (``n`` GPUs, ``g`` per node, :func:`_placement`): ``n <= 1`` -> 1w1g, ``n <= g`` (one
-    node) -> allreduce-local, else allreduce-cluster."""
+    node) -> allreduce-local, else allreduce-cluster; a job with no (or 0) GPUs gets none (it
+    does not train on GPUs)."""
     arch = names.lookup(lambda v: ARCH_CODE.get(v, -1), -1, np.int64)
     null = names.codes < 0
     if null.any():
         inferred = np.where(n <= 1, ARCH_CODE["1w1g"], np.where(
             n <= g, ARCH_CODE["allreduce-local"], ARCH_CODE["allreduce-cluster"]))
-        arch = np.where(null & np.isfinite(n), inferred, arch)
+        arch = np.where(null & (n > 0), inferred, arch)  # 0 GPUs (NaN too): no GPU training
     return arch
 
 

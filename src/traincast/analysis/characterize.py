@@ -2,7 +2,7 @@
 long, and where their time goes.
 
 ``characterize(jobs)`` takes a canonical job table (Arrow table or dict of columns) and returns
-plain data (DESIGN.md keys):
+plain data (the keys of docs/traces.md):
 
 * ``jobs``, ``gpus`` (Σ n_gpus), ``gpu_time_s`` (Σ n_gpus × (end − start)); a censored job with
   a start and no end (still running when the trace ended) counts up to the trace end
@@ -272,7 +272,10 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
         "trace_end_s": trace_end_s,
         "jobs_with_duration": int(np.isfinite(duration).sum()),
         "flags": flags,
-        "by_architecture": _group(arch_codes, arch_names, ones, gpus, gpu_time, ARCHITECTURES),
+        # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
+        "zero_gpu_jobs": int((gpus_raw == 0).sum()),
+        "by_architecture": _group(arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
+                                  gpus, gpu_time, ARCHITECTURES),
         "by_gpu_type": _group(type_codes, type_names, ones, gpus, gpu_time),
         "cdf": {"gpus_per_job": _discrete_cdf(gpus_raw), "duration_s": _quantiles(duration)},
         "breakdown": {"jobs": 0, "gpus": 0.0},

@@ -99,13 +99,21 @@ def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
 def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
              cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
              new_gpu: Strings, base_role: NDArray[np.object_], new_role: NDArray[np.object_],
-             catalog: Catalog) -> NDArray[np.object_]:
-    """One line per job naming the bottleneck removed; built once per distinct combination."""
+             catalog: Catalog, min_gain: float = 0.0) -> NDArray[np.object_]:
+    """One line per job naming what its change cuts: the component whose time falls most
+    (``base - new``, which the speedup comes from; a kept job: its bottleneck); built once per
+    distinct combination."""
     bb = base.bottleneck_code()
+    with np.errstate(invalid="ignore"):
+        saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
+                          - np.asarray(getattr(new, c), dtype=np.float64) for c in COMPONENTS])
+    cut = np.where((cand_idx >= 0) & np.isfinite(saved).all(axis=0),
+                   np.argmax(np.nan_to_num(saved, nan=-np.inf), axis=0), bb)
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
-    parts = [(cand_idx, len(cands)), (bb, len(COMPONENTS)), (arch.codes, len(arch.values)),
+    parts = [(cand_idx, len(cands)), (bb, len(COMPONENTS)), (cut, len(COMPONENTS)),
+             (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
              (base_gpu.codes, len(base_gpu.values)), (new_gpu.codes, len(new_gpu.values)),
              (base_rc, len(role_names)), (new_rc, len(role_names))]
@@ -113,8 +121,8 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     uniq, inverse = np.unique(key, return_inverse=True)
     roles = np.array(role_names, dtype=object)
     texts = []
-    for ci, b, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
-        texts.append(_reason_text(cands[ci] if ci >= 0 else None, int(b),
+    for ci, b, cu, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
+        texts.append(_reason_text(cands[ci] if ci >= 0 else None, int(b), int(cu), min_gain,
                                   arch.values[ac] if ac >= 0 else "?",
                                   base_node.values[bn], new_node.values[nn],
                                   base_gpu.values[bg], new_gpu.values[ng],
@@ -160,14 +168,19 @@ def _digits(keys: NDArray[np.int64], parts: list[tuple[NDArray[Any], int]]
     return out
 
 
-def _reason_text(cand: Candidate | None, b: int, arch: str, base_node: str, new_node: str,
-                 base_gpu: str, new_gpu: str, roles: tuple[str, str], catalog: Catalog) -> str:
+def _reason_text(cand: Candidate | None, b: int, cut: int, min_gain: float, arch: str,
+                 base_node: str, new_node: str, base_gpu: str, new_gpu: str,
+                 roles: tuple[str, str], catalog: Catalog) -> str:
+    """The reason of one choice: ``b`` the job's bottleneck now, ``cut`` the component whose
+    time the change cuts most (both codes into ``COMPONENTS``; -1 = unknown)."""
     if b < 0:
         return "unknown: the job's features or hardware are unknown"
-    comp = COMPONENTS[b]
-    what = COMPONENT_LABEL[comp]
     if cand is None:
-        return f"keep: already the fastest option that fits (bottleneck: {what})"
+        return (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
+                f"(bottleneck: {COMPONENT_LABEL[COMPONENTS[b]]})")
+    comp = COMPONENTS[cut if cut >= 0 else b]
+    what = COMPONENT_LABEL[comp]
+    verb = f"eases the {what} bottleneck" if comp == COMPONENTS[b] else f"cuts {what} time"
     target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
                                                       else "")
     if comp == "comm":
@@ -175,22 +188,30 @@ def _reason_text(cand: Candidate | None, b: int, arch: str, base_node: str, new_
         if cand.architecture == "1w1g":
             return f"{target}: one GPU needs no {what} ({old})"
         if cand.architecture == arch == "ps-worker" and new_node == base_node:
-            return (f"{target}: one parameter server per worker node eases the {what} "
-                    f"bottleneck ({old})")
+            return f"{target}: one parameter server per worker node {verb} ({old})"
         new = _over(cand.architecture, roles[1], new_node, catalog)
-        return f"{target}: cuts the {what} bottleneck ({old}) with {new}"
+        return f"{target}: {verb} ({old}) with {new}"
     if comp == "data_io":
         old = _label(catalog, catalog.nodes[base_node].pcie) if base_node in catalog.nodes else "?"
         new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
-        return f"{target}: eases the {what} bottleneck ({old} -> {new})"
+        return f"{target}: {verb}" + (f" ({old} -> {new})" if old != new else "")
     rate = ("fp32_tflops", "TFLOP/s") if comp == "compute_flop" else ("mem_bw_gbs", "GB/s")
-    try:
-        old_v = getattr(catalog.gpu(base_gpu), rate[0])
-        new_v = getattr(catalog.gpu(new_gpu), rate[0])
-        detail = f" ({base_gpu} {old_v:g} -> {new_gpu} {new_v:g} {rate[1]})"
-    except KeyError:
-        detail = ""
-    return f"{target}: eases the {what} bottleneck{detail}"
+    detail = ""
+    if new_gpu != base_gpu:
+        try:
+            old_v = getattr(catalog.gpu(base_gpu), rate[0])
+            new_v = getattr(catalog.gpu(new_gpu), rate[0])
+            detail = f" ({base_gpu} {old_v:g} -> {new_gpu} {new_v:g} {rate[1]})"
+        except KeyError:
+            pass
+    return f"{target}: {verb}{detail}"
+
+
+MIN_GAIN = 0.05
+"""Default ``min_gain`` of :func:`recommend`: a change is recommended only when it is more than
+5% faster (``--min-gain``; the cheapest choice: more than 5% cheaper) than the job as it runs.
+Smaller predicted gains are within what the model's inputs (features, efficiencies) decide,
+not a reason to move a job."""
 
 
 def recommend(jobs: Any, catalog: Catalog | None = None, *,
@@ -198,14 +219,23 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
               prices: Prices | str | Path | None = None, overlap: float = 0.0,
               hierarchical: bool = False,
               progress: Progress | None = None,
-              base: tuple[Breakdown, Resolved] | None = None) -> dict[str, Any]:
+              base: tuple[Breakdown, Resolved] | None = None,
+              min_gain: float = MIN_GAIN) -> dict[str, Any]:
     """For every job: the fastest architecture on its own hardware, the fastest (architecture,
     node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
     cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
     pyarrow Table, one row per job). ``base``: the jobs' own ``evaluate_columns(Columns.of(
     jobs), catalog, overlap, hierarchical)`` when the caller has it (not evaluated again).
     ``progress(step, done, total)`` is called after each step: each candidate, then each
-    choice (``arch``, ``best``, ``cheapest``) and the summary (:func:`steps` counts them)."""
+    choice (``arch``, ``best``, ``cheapest``) and the summary (:func:`steps` counts them).
+    ``min_gain``: a job keeps its present setup unless the best candidate beats it by more
+    than this fraction (``T_base / T_new > 1 + min_gain``; for the cheapest, cost), so no
+    change is recommended for a gain the model cannot tell from noise (:data:`MIN_GAIN`)."""
+    if not min_gain >= 0:
+        from traincast.errors import TraincastError
+
+        raise TraincastError(f"--min-gain {min_gain}: must be a fraction >= 0",
+                             hint="e.g. --min-gain 0.05 (5%)")
     catalog = catalog or load_catalog()
     if isinstance(prices, str | Path):
         prices = load_prices(prices, catalog)
@@ -231,10 +261,21 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     if prices is not None:
         best["cheap"] = (np.where(np.isfinite(base_cost), base_cost, np.inf), np.full(n, -1))
     _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance)
+    base_val = {"arch": base_t, "best": base_t}
+    if "cheap" in best:
+        base_val["cheap"] = np.where(np.isfinite(base_cost), base_cost, np.inf)
+    for g, (val, idx) in best.items():  # no change for a gain of min_gain or less
+        with np.errstate(invalid="ignore"):
+            small = ~(val * (1.0 + min_gain) < base_val[g]) & np.isfinite(base_val[g])
+        idx[small] = -1
+        val[small] = base_val[g][small]
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
-        "gpu": base_gpu.arrow(), "n_gpus": cols["n_gpus"], "base_total_s": base.total,
+        "gpu": base_gpu.arrow(),
+        # the hardware is the trace's when it names a GPU type or node, else assumed
+        "gpu_type_given": (cols["gpu_type"].codes >= 0) | (cols["node"].codes >= 0),
+        "n_gpus": cols["n_gpus"], "base_total_s": base.total,
         "base_bottleneck": _names(base.bottleneck_code())}
     for g, prefix in (("arch", "arch"), ("best", "best"), ("cheap", "cheapest")):
         if g == "cheap" and prices is None:
@@ -243,7 +284,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         chosen = _chosen(cols, extras, cands, idx, base, base_node, base_gpu, base_role,
                          catalog, overlap, hierarchical)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
-                                    base_gpu, base_role, catalog))
+                                    base_gpu, base_role, catalog, min_gain))
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
@@ -252,7 +293,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
                       for k, v in rows.items()})
     summary = _summary(table, prices is not None)
     advance("summary")
-    return {"jobs": n, "candidates": [c.scenario.name for c in cands],
+    return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}
@@ -316,7 +357,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     chosen: tuple[F, Strings, Strings, NDArray[np.object_], Breakdown],
                     cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
                     base_gpu: Strings, base_role: NDArray[np.object_],
-                    catalog: Catalog) -> dict[str, Any]:
+                    catalog: Catalog, min_gain: float = 0.0) -> dict[str, Any]:
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
     each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
@@ -331,7 +372,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
         f"{prefix}_total_s": total, f"{prefix}_speedup": speedup,
         f"{prefix}_bottleneck": _names(bd.bottleneck_code()),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
-                                     new_gpu, base_role, new_role, catalog)}
+                                     new_gpu, base_role, new_role, catalog, min_gain)}
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],

@@ -240,13 +240,14 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
     ``on_step(step, done, total)`` is called as work advances (progress bars; within the
     what-if and recommend steps too, ``step`` then naming how far they are); ``workload``
-    is assumed for jobs whose trace gives none (``trace.default_workload``); ``on_report``
+    is assumed for jobs whose trace gives none (``trace.default_workload``: a zoo model,
+    ``mix`` or ``none``; said in ``assumed_workload``); ``on_report``
     receives the ingest report (its ``bad_rows`` and ``errors``). ``jobs``: the canonical job
     table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
     studied as it is, not ingested again; ``trace`` then only names it in ``study.json``.
     """
     from traincast.analysis.characterize import characterize
-    from traincast.trace import prepare_jobs, read_trace
+    from traincast.trace import prepare_jobs, read_trace, workload_assumption
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
@@ -262,6 +263,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
             jobs = read_trace(trace_path or "", format, out / "jobs.duckdb", mapping,
                               on_report=on_report)
         jobs = prepare_jobs(jobs, cat, workload)
+        assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
         base = evaluate_columns(Columns.of(jobs), cat, overlap)  # once, for every step below
         char = characterize(jobs, cat, overlap=overlap, fill=False,  # filled above
@@ -283,7 +285,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
         "db": str(out / "jobs.duckdb") if ingested else None,
         "catalog_files": list(cat.files), "overlap": overlap,
         "scenarios": list(scenarios), "scenario_definitions": wi["definitions"],
-        "prices": rec.get("prices"), "timings_s": steps.timings_s}
+        "prices": rec.get("prices"), "assumed_workload": assumed,
+        "timings_s": steps.timings_s}
     write_json(out / "study.json", meta)
     with steps.run("report"):
         report_path = _report_step(out, meta) if report else None
@@ -293,7 +296,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     return {"out_dir": str(out), "summary": summary, "files": files,
             "timings_s": steps.timings_s, "report": report_path,
-            "report_error": meta.get("report_error"), "sample": sample, "characterize": char}
+            "report_error": meta.get("report_error"), "sample": sample, "characterize": char,
+            "assumed_workload": assumed}
 
 
 class _Steps:

@@ -94,7 +94,7 @@ def _div(a: F, b: F) -> F:
 def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
               matched: NDArray[np.bool_], applied: NDArray[np.bool_],
               total_s: F) -> dict[str, Any]:
-    """The DESIGN.md summary of one scenario, with ``by_architecture``.
+    """The summary (docs/scenarios.md keys) of one scenario, with ``by_architecture``.
 
     ``not_applied`` counts matched jobs with a prediction that the scenario cannot apply (they
     do not fit); jobs without a prediction are counted in ``unpredicted`` by reason.

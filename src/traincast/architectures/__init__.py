@@ -10,7 +10,7 @@ Each architecture is one module of this package that registers a class::
         def footprint_bytes(m): ...   # memory per GPU from a job's memory parts
         def link_role(r): ...         # "intra", "nic" or "": the link that bounds T_comm
 
-``r`` is a :class:`traincast.resolve.Resolved` holding only this architecture's jobs: every
+``r`` is a :class:`traincast.resolved.Resolved` holding only this architecture's jobs: every
 formula sees arrays and runs once for one job or a million. Adding an architecture is adding
 one module to this package: it is imported and registered with the others (docs/model.md,
 "Where things go").
@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from traincast.jobs import groups
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 F = NDArray[np.float64]
 B = NDArray[np.bool_]

@@ -21,7 +21,7 @@ from traincast.architectures import (
 from traincast.architectures.single import data_parallel_port, replica_footprint_bytes
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 
 def allreduce_cluster_s(w_bytes: ArrayLike, n: ArrayLike, g: ArrayLike, intra_bps: ArrayLike,

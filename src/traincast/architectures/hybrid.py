@@ -17,7 +17,7 @@ from traincast.architectures.allreduce import AllReduceCluster
 from traincast.architectures.single import data_parallel_port, replica_footprint_bytes
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 
 @architecture("hybrid", label="hybrid data/tensor/pipeline parallelism", candidate=False,

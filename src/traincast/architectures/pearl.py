@@ -19,7 +19,7 @@ from traincast.architectures.allreduce import allreduce_cluster_s
 from traincast.architectures.single import data_parallel_port
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 
 @architecture("pearl", label="PEARL: partitioned embeddings + AllReduce", order=5)

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from traincast.architectures import B, F, Memory, architecture, network_bps
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 
 @architecture("ps-worker", label="parameter servers and workers", order=4)

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from traincast.architectures import B, F, Memory, architecture
 
 if TYPE_CHECKING:
-    from traincast.resolve import Resolved
+    from traincast.resolved import Resolved
 
 
 def data_parallel_port(n_gpus: F, node_gpus: F) -> dict[str, F]:

@@ -2,19 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from traincast.cli import app
-from traincast.cli.common import JsonOpt, console, err_console, print_json
+from traincast.cli.common import JsonOpt, console, err_console, is_quiet, print_json, progress
 
 
 def _progress(quiet: bool):
     if quiet:
         return None
     return lambda msg: err_console.print(f"[dim]· {msg}[/dim]", highlight=False)
+
+
+@contextmanager
+def _case_progress() -> Iterator[dict[str, Any]]:
+    """``progress`` and ``cases_done`` callbacks for ``traincast.validation.validate``: a rich
+    progress bar of the cases on stderr, each step's message printed above it; nothing with
+    ``traincast --quiet``."""
+    if is_quiet():
+        yield {}
+        return
+    with progress() as bar:
+        task = bar.add_task("validate", total=None)
+        seen = {"base": 0, "total": 0}
+
+        def say(message: str) -> None:
+            bar.console.print(Text(f"· {message}", style="dim"), highlight=False)
+            bar.update(task, description=Text(message[:60]))
+
+        def cases_done(done: int, total: int) -> None:
+            if done == 0:  # a new run (one per thread count): its cases join the total
+                seen["base"] = seen["total"]
+                seen["total"] += total
+            bar.update(task, total=seen["total"], completed=seen["base"] + done)
+
+        yield {"progress": say, "cases_done": cases_done}
 
 
 @app.command()
@@ -29,6 +57,17 @@ def calibrate(
         "'device'); default: what torch uses here, torch.get_num_threads().")] = None,
     comm: Annotated[bool, typer.Option(
         help="Measure all-reduce and send/recv between 2 local processes.")] = True,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Write the catalog even when other programs held the cores during a "
+        "stage after its retries (the file then says so).")] = False,
+    kernels: Annotated[Path | None, typer.Option(
+        "--kernels", help="Instead of measuring: fit the GPU kernel model to a folder of "
+        "measured kernels (linear/ bmm/ conv/ softmax/ ln/ add/ ...: the NeuSight CSV format, "
+        "as scripts/measure_kernels.py writes it) and write its [kernel_model] table to -o "
+        "(docs/model.md, 'Kernel model'). Needs scipy (traincast[fit]).")] = None,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="With --kernels: a catalog file with the measured GPUs' entries "
+        "(datasheet fields), merged over the shipped one.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Measure this machine and write a catalog file with [gpu.local] and [node.local].
@@ -53,13 +92,18 @@ def calibrate(
     with their own curves). The fixed cost per op is measured
     at T threads (not scaled with threads). At T > 1 each figure is the fastest sample by
     wall time (other programs only add time); the share of the time other programs held the
-    cores is recorded (runqueue_wait_fraction) and warned about above 5%. Train with the same
+    cores is recorded (runqueue_wait_fraction). A stage during which other programs held the
+    cores more than 5% of the time is measured again (twice at most); still disturbed, the
+    calibration is refused (exit 2, nothing written) unless --force. Train with the same
     thread count you calibrate at.
     """
+    if kernels is not None:
+        _fit_kernels(kernels, output, catalog, json_out)
+        return
     from traincast.calibration import calibrate as run_calibration
 
     out = run_calibration(output, quick=quick, device=device, threads=threads, comm=comm,
-                          progress=_progress(json_out))
+                          force=force, progress=_progress(is_quiet()))
     res = out["results"]
     if json_out:
         print_json({"path": out["path"], "elapsed_s": res["elapsed_s"],
@@ -80,12 +124,11 @@ def calibrate(
     for name in ("local-host", "local-allreduce", "local-loopback"):
         link = cat.link(name)
         console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs")
-    wait = res.get("runqueue_wait_fraction", 0.0)
-    if res["threads"] > 1 and wait > 0.05:
-        err_console.print(f"[yellow]warning:[/yellow] other programs held the cores {wait:.0%} "
-                          f"of the time {res['threads']} threads were ready to run: the "
-                          "figures are not a dedicated machine's; calibrate again when it is "
-                          "quiet")
+    if res.get("forced"):
+        err_console.print("[yellow]warning:[/yellow] written with --force although other "
+                          "programs held the cores during: " + ", ".join(res["disturbed"])
+                          + "; the file says so. Calibrate again when the machine is quiet.",
+                          highlight=False)
     console.print(f"Use: traincast predict --catalog {output} --node local ...")
 
 
@@ -109,6 +152,15 @@ def validate(
     rows: Annotated[Path | None, typer.Option(
         "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
         "\"Row format\"); implies --published.")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Keep a calibration measured while other programs held the cores "
+        "(see calibrate).")] = False,
+    kernels: Annotated[Path | None, typer.Option(
+        "--kernels", help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
+        "measured kernels (for each GPU: fit on the others, predict it); median and p90 "
+        "|error| per kernel family and the error of each GPU's summed time.")] = None,
+    sample: Annotated[int, typer.Option(
+        min=0, help="With --kernels: rows read per file (0 = all; seeded sample).")] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict real training steps on this machine, run them, and report the error.
@@ -127,6 +179,9 @@ def validate(
     if published or rows is not None:
         _validate_published(catalog, json_out, rows)
         return
+    if kernels is not None:
+        _validate_kernels(kernels, catalog, sample, json_out)
+        return
     from traincast.calibration import default_device
     from traincast.errors import TraincastError
     from traincast.validation import thread_counts, validate, validate_threads
@@ -139,17 +194,15 @@ def validate(
         counts = [threads[0] if threads else None]
     else:
         counts = list(threads or thread_counts())
-    kw = {"quick": quick, "device": dev, "steps": steps, "progress": _progress(json_out)}
-    if len(counts) == 1:
-        out = validate(catalog, threads=counts[0], **kw)
-        if json_out:
-            print_json(out)
-            return
-        render_validation(out)
-        return
-    both = validate_threads(counts, **kw)
+    kw = {"quick": quick, "device": dev, "steps": steps, "force": force}
+    with _case_progress() as report:  # on stderr, with --json too; none with --quiet
+        both = validate(catalog, threads=counts[0], **kw, **report) if len(counts) == 1 \
+            else validate_threads(counts, **kw, **report)
     if json_out:
         print_json(both)
+        return
+    if len(counts) == 1:
+        render_validation(both)
         return
     for run in both["runs"]:
         render_validation(run)
@@ -212,8 +265,74 @@ def render_validation(out: dict) -> None:
                       f"{f['reason']}")
     for f in out.get("skipped", []):
         console.print(f"skipped: {f['model']} {f['arch']} b{f['batch_size']}: {f['reason']}")
+    for d in out.get("disturbed", []):
+        console.print(Text("disturbed: ", style="yellow") + Text(
+            f"{d['model']} {d['arch']} b{d['batch_size']}: other programs held the cores "
+            f"{d['runqueue_wait_fraction']:.0%} of the time of its steps; its measured time is "
+            "a busy machine's"))
     console.print(f"median |error| {100 * out['median_abs_error']:.1f}%, p90 "
                   f"{100 * out['p90_abs_error']:.1f}%, max {100 * out['max_abs_error']:.1f}% "
                   f"(paper's additive model: median {100 * out['paper_median_abs_error']:.1f}%)"
                   f" — targets (median <= 15%, none beyond 40%) "
                   + ("[green]met[/green]" if out["targets_met"] else "[red]missed[/red]"))
+
+
+def _fit_kernels(directory: Path, output: Path, catalog: Path | None, json_out: bool) -> None:
+    """``calibrate --kernels DIR -o FILE``: traincast.calibration.kernel_fit."""
+    import shlex
+    import time
+
+    from traincast.calibration import kernel_fit
+    from traincast.hardware.catalog import load_catalog
+
+    kernel_fit.write_fit_checks(output)
+    cat = load_catalog([catalog] if catalog else None)
+    say = _progress(is_quiet())
+    start = time.perf_counter()
+    data = kernel_fit.read_kernels(directory, cat)
+    if say:
+        say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
+    result = kernel_fit.fit(data, cat, progress=say)
+    command = "traincast calibrate --kernels " + shlex.quote(str(directory)) + " -o " \
+        + shlex.quote(str(output)) + (f" --catalog {shlex.quote(str(catalog))}" if catalog else "")
+    kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command))
+    if json_out:
+        print_json({"path": str(output), "elapsed_s": time.perf_counter() - start, **result})
+        return
+    console.print(f"Wrote [bold]{output}[/bold]: the kernel model fitted to {len(data):,} "
+                  f"kernels of {', '.join(result['gpus'])} in "
+                  f"{time.perf_counter() - start:.0f} s.", highlight=False)
+    for key, value in result["params"].items():
+        console.print(f"  {key} = {value:.4g}", highlight=False)
+    console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
+
+
+def _validate_kernels(directory: Path, catalog: Path | None, sample: int,
+                      json_out: bool) -> None:
+    """``validate --kernels DIR``: leave-one-GPU-out (traincast.calibration.kernel_fit)."""
+    from rich.table import Table
+
+    from traincast.calibration import kernel_fit
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog([catalog] if catalog else None)
+    data = kernel_fit.read_kernels(directory, cat, sample=sample)
+    out = kernel_fit.leave_one_gpu_out(data, cat, progress=_progress(is_quiet()))
+    if json_out:
+        print_json({"rows": len(data), **out})
+        return
+    table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median / p90 |error| "
+                  "(%), sum = error of the GPU's summed time", title_justify="left")
+    cols = ("gemm", "conv", "elementwise", "softmax", "norm", "memory")
+    table.add_column("GPU")
+    for c in cols:
+        table.add_column(c, justify="right")
+    table.add_column("sum", justify="right")
+    for g, row in out["gpus"].items():
+        table.add_row(g, *[f"{100 * row[f'{c}_median']:.1f} / {100 * row[f'{c}_p90']:.0f}"
+                           if f"{c}_median" in row else "-" for c in cols],
+                      f"{100 * row['sum']:+.1f}")
+    console.print(table)
+    console.print("memory = the memory-bound families together; the held-out GPU's per-op "
+                  "floor is its own measured one (--json: default_floor repeats it with the "
+                  "others' median floor).", highlight=False)

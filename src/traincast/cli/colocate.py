@@ -19,11 +19,13 @@ from traincast.cli.common import (
     check_output,
     console,
     note,
+    print_assumed,
     print_json,
     print_unpredicted,
     progress,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
+from traincast.trace import workload_assumption
 from traincast.units import fmt_pct
 
 COLOCATE_HELP = (
@@ -113,7 +115,7 @@ def colocate(
         "--memory-check/--no-memory-check",
         help="Split pairs whose footprints (model state + activations) exceed the GPU "
         "memory.")] = True,
-    workload: WorkloadOpt = None,
+    workload: WorkloadOpt = "mix",
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "
         "partner, slowdown) to this CSV file.")] = None,
@@ -135,6 +137,7 @@ def colocate(
                      memory_check=memory_check, by=by, per_job=output is not None)
         bar.update(task, completed=1)
     rows = result.pop("job_rows", None)
+    result["assumed_workload"] = workload_assumption(table, workload)
     if rows is not None and output is not None:
         from traincast.analysis.study import write_csv
 
@@ -144,6 +147,7 @@ def colocate(
         print_json(result)
         return
     print_colocate(result)
+    print_assumed(result["assumed_workload"])
     if not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
         note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
              "(try --multi-gpu, a higher --util-bound, or --by measured)")

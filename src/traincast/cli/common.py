@@ -20,21 +20,25 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(emoji=False)  # user strings such as hf:llama: are not emoji codes
+err_console = Console(stderr=True, emoji=False)
 _STATE = {"quiet": False}
 
 CatalogOpt = Annotated[list[Path] | None, typer.Option(
     "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
-WorkloadOpt = Annotated[str | None, typer.Option(
-    "--workload", help="Zoo model or workload tag assumed for the jobs whose trace gives none "
-    "(most public traces: ElasticFlow, Alibaba 2023, Philly, Helios); their features come from "
-    "its profile. Without it such jobs have no predicted time.")]
+WorkloadOpt = Annotated[str, typer.Option(
+    "--workload", help="Workload assumed for the jobs (with GPUs) whose trace names none (most "
+    "public traces: Alibaba 2023, ElasticFlow, Philly, Helios): mix (default) = the bundled "
+    "sample's zoo mix, one model per job drawn by md5(job_id) among those that fit its GPU's "
+    "memory; a zoo model or workload tag for every such job; none = assume nothing (those "
+    "jobs get no predicted time). The output says what was assumed for how many jobs; "
+    "docs/traces.md.")]
 ComputeOpt = Annotated[str, typer.Option(
     "--compute", help="How compute time is priced: auto (each GPU as its catalog entry allows: "
     "measured curves, else the shape-aware kernel model, else flat peaks), kernel, curves, or "
@@ -133,9 +137,14 @@ def print_json(obj: Any) -> None:
 
 
 def fmt_seconds(t: float) -> str:
-    """Seconds for people: 1.23 s, 45.6 ms, 789 us."""
+    """Seconds for people: 789 µs, 45.6 ms, 1.23 s, 456 s; from 1,000 s on in minutes
+    (16.7 min), hours (3.47 h) or days (145 d), never in e-notation."""
     if t is None or not math.isfinite(t):
         return "-"
+    if t >= 1000:
+        value, unit = ((t / 86400, "d") if t >= 86400 else (t / 3600, "h") if t >= 3600
+                       else (t / 60, "min"))
+        return f"{value:,.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
     if t >= 1:
         return f"{t:.3g} s"
     if t >= 1e-3:
@@ -149,6 +158,22 @@ def fmt_bytes(b: float) -> str:
         if abs(b) >= scale:
             return f"{b / scale:.3g} {unit}"
     return f"{b:.0f} B"
+
+
+def print_assumed(info: dict[str, Any] | None) -> None:
+    """One line saying which workload was assumed for how many jobs
+    (:func:`traincast.trace.workload_assumption`), if any."""
+    if not info:
+        return
+    from traincast.trace import MIX
+
+    what = ("the bundled sample's workload mix (one zoo model per job, by job id: "
+            + ", ".join(f"{k} {v:,}" for k, v in list(info["by_workload"].items())[:4])
+            + (", ..." if len(info["by_workload"]) > 4 else "") + ")"
+            if info["workload"] == MIX else info["workload"])
+    console.print(Text(f"assumed workload for {info['jobs']:,} jobs whose trace names none: "
+                       f"{what}; --workload NAME assumes one model, --workload none nothing "
+                       "(docs/traces.md)", style="dim"))
 
 
 def print_unpredicted(counts: dict[str, int]) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Annotated
+from dataclasses import asdict, fields
+from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from traincast.cli import hardware_app
 from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
+from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
 
 
 @hardware_app.command("list")
@@ -22,27 +24,92 @@ def list_hardware(catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None
                     "nodes": {k: asdict(v) for k, v in cat.nodes.items()},
                     "aliases": cat.aliases, "files": cat.files})
         return
-    gpus = Table(title="GPUs (dense peaks, TFLOP/s; 0 = unsupported)", title_justify="left")
-    for col in ("name", "fp32", "tf32", "fp16", "bf16", "mem GB/s", "mem GB", "default node"):
-        gpus.add_column(col, justify="left" if col in ("name", "default node") else "right")
+    fold = {"overflow": "fold"}  # a cell too long wraps onto the next line, never ends in "…"
+    gpus = Table(title="GPUs: dense peaks (TFLOP/s; 0 = unsupported), memory",
+                 title_justify="left", box=None, pad_edge=False)
+    for col in ("name", "fp32", "tf32", "fp16", "bf16", "fp8", "GB/s", "GB"):
+        gpus.add_column(col, justify="left" if col == "name" else "right", **fold)
     for g in cat.gpus.values():
-        gpus.add_row(g.name, f"{g.fp32_tflops:g}", f"{g.tf32_tflops:g}", f"{g.fp16_tflops:g}",
-                     f"{g.bf16_tflops:g}", f"{g.mem_bw_gbs:g}", f"{g.mem_gb:g}", g.default_node)
-    links = Table(title="Links (GB/s per direction)", title_justify="left")
-    for col in ("name", "GB/s", "efficiency", "latency µs", "meaning"):
-        links.add_column(col)
+        gpus.add_row(g.name, *(f"{getattr(g, f'{d}_tflops'):g}" for d in DTYPES),
+                     f"{g.mem_bw_gbs:g}", f"{g.mem_gb:g}")
+    chips = Table(title="GPUs: chip and default node", title_justify="left",
+                  box=None, pad_edge=False)
+    for col in ("name", "SMs", "cores/SM", "boost MHz", "L2 MB", "W", "default node"):
+        chips.add_column(col, justify="left" if col in ("name", "default node") else "right",
+                         **fold)
+    for g in cat.gpus.values():
+        chips.add_row(g.name, *(f"{v:g}" if v else "" for v in (
+            g.sms, g.fp32_cores_per_sm, g.boost_clock_mhz, g.l2_mb, g.power_w)), g.default_node)
+    links = Table(title="Links (GB/s per direction; eff. = efficiency)", title_justify="left",
+                  box=None, pad_edge=False)
+    for col in ("name", "GB/s", "eff.", "latency µs", "meaning"):
+        links.add_column(col, justify="left" if col in ("name", "meaning") else "right", **fold)
     for ln in cat.links.values():
+        label = ln.label()
         links.add_row(ln.name, f"{ln.bw_gbs:g}", f"{ln.efficiency:g}", f"{ln.latency_us:g}",
-                      ln.label())
-    nodes = Table(title="Node presets", title_justify="left")
-    for col in ("name", "GPU", "GPUs", "pcie", "intra", "nic"):
-        nodes.add_column(col)
-    for nd in cat.nodes.values():
-        nodes.add_row(nd.name, nd.gpu, str(nd.gpus), nd.pcie, nd.intra, nd.nic)
+                      "" if ln.name in label else label)
+    nodes = Table(title="Node presets (rails = nic ports)",
+                  title_justify="left", box=None, pad_edge=False, leading=1)
+    for col in ("name", "GPU", "GPUs", "rails", "pcie / intra / nic"):
+        nodes.add_column(col, justify="right" if col in ("GPUs", "rails") else "left", **fold)
+    for nd in cat.nodes.values():  # the three links one per line: the table fits 80 columns
+        nodes.add_row(nd.name, nd.gpu, str(nd.gpus), str(nd.nics),
+                      f"{nd.pcie}\n{nd.intra}\n{nd.nic}")
     aliases = ", ".join(f"{a} → {t}" for a, t in cat.aliases.items() if a != t)
-    for t in (gpus, links, nodes):
+    for t in (gpus, chips, links, nodes):
         console.print(t)
     console.print(f"[dim]GPU aliases (as traces write them): {aliases}[/dim]")
+
+
+def _is_set(value: Any) -> bool:
+    """False for the empty defaults of unset fields (``0``, ``()``, ``{}``, ``""``)."""
+    return bool(value) and not (isinstance(value, float) and value == 0.0)
+
+
+def _show_value(key: str, value: Any) -> str:
+    unit = GPU_UNITS.get(key, "")
+    if isinstance(value, dict):
+        text = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                         for k, v in value.items())
+    elif isinstance(value, tuple):
+        text = f"{len(value)} points: " + ", ".join(f"{v:g}" for v in value)
+    elif isinstance(value, float):
+        text = f"{value:g}"
+    else:
+        text = str(value)
+    return f"{text} {unit}".rstrip()
+
+
+def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=box.SIMPLE,
+                  pad_edge=False)
+    table.add_column("key", style="bold", overflow="fold")
+    table.add_column("value", overflow="fold")
+    table.add_column("source", style="dim", overflow="fold")
+    for key, value in rows:
+        cited = sources.get(key, "the entry's source" if key in FIELD_GROUPS["datasheet"] else "")
+        table.add_row(key, _show_value(key, value), cited)
+    return table
+
+
+def _print_entry(kind: str, entry: Any) -> None:
+    """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured."""
+    sources: dict[str, str] = getattr(entry, "sources", {}) or {}
+    about = [(k, getattr(entry, k)) for k in ("name", "description", "default_node", "source")
+             if hasattr(entry, k) and _is_set(getattr(entry, k))]
+    if kind != "gpu":
+        about += [(f.name, getattr(entry, f.name)) for f in fields(entry)
+                  if f.name not in ("name", "description", "source", "sources")
+                  and _is_set(getattr(entry, f.name))]
+        console.print(_entry_table(f"{kind} {entry.name}", about, sources))
+        return
+    console.print(_entry_table(f"gpu {entry.name}", about, {}))
+    for group, keys in FIELD_GROUPS.items():
+        rows = [(k, getattr(entry, k)) for k in keys if _is_set(getattr(entry, k))]
+        if group == "measured":  # 1.0 is the unset efficiency
+            rows = [(k, v) for k, v in rows if not (k.endswith("_efficiency") and v == 1.0)]
+        if rows:
+            console.print(_entry_table(group, rows, sources))
 
 
 @hardware_app.command("show")
@@ -64,13 +131,7 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     if json_out:
         print_json(data)
         return
-    table = Table(title=f"{kind} {entry.name}", title_justify="left", show_header=False)
-    table.add_column("key")
-    table.add_column("value")
-    for key, value in data.items():
-        if key not in ("resolved", "compute", "sources"):
-            table.add_row(key, str(value))
-    console.print(table)
+    _print_entry(kind, entry)
     if "compute" in data:
         c = data["compute"]
         console.print(f"compute priced by the [bold]{c['strategy']}[/bold] strategy: fp32 "

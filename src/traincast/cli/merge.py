@@ -10,6 +10,7 @@ from rich.text import Text
 
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
+from traincast.cli.tables import print_table
 
 
 @app.command()
@@ -50,7 +51,7 @@ def _render(result: dict[str, Any]) -> None:
     for m in result["models"]:
         models.add_row(Text(m["model"]), f"{m['params']:,}", fmt_bytes(m["param_bytes"]),
                        str(m["layers"]), str(m["shared_layers"]), f"{m['shared_params']:,}")
-    console.print(models)
+    print_table(models, console)
     console.print(Text(
         f"Separate {fmt_bytes(result['separate_bytes'])}, merged "
         f"{fmt_bytes(result['merged_bytes'])}: saves {fmt_bytes(result['saved_bytes'])} "
@@ -65,6 +66,6 @@ def _render(result: dict[str, Any]) -> None:
                        f"{g['params_per_copy']:,}", str(g["copies"]), fmt_bytes(g["saved_bytes"]),
                        fmt_bytes(g["cumulative_saved_bytes"]),
                        Text("\n".join(f"{x['model']}: {x['layer']}" for x in g["layers"])))
-    console.print(groups)
+    print_table(groups, console)
     console.print(Text(f"Rule: {result['rule']}.", style="dim"))
     console.print(Text(f"Accuracy: {result['note']}", style="yellow"))

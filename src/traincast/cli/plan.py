@@ -18,6 +18,7 @@ from traincast.cli.common import (
     console,
     print_json,
 )
+from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import DTYPES
 
@@ -198,7 +199,7 @@ def _print_replan(result: dict[str, Any]) -> None:
         cells += [f"{r['usd_per_million_tokens']:.3f}"] * priced
         cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f}")
         table.add_row(*cells)
-    console.print(table)
+    print_table(table, console)
     for r in result["rows"]:
         if "warning" in r:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
@@ -234,6 +235,6 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False) -> None:
                       f"{100 * ts['bubble'] / total:.0f}%", f"{r['memory_gb']['total']:.1f}",
                       f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"]
         table.add_row(*cells)
-    console.print(table)
+    print_table(table, console)
     for r in rows:
         console.print(f"[dim]{r['rank']}. {escape(r['why'])}[/dim]")

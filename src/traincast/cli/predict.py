@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from traincast.architectures import ARCHITECTURES
 from traincast.cli import app
@@ -27,11 +29,23 @@ from traincast.predict import predict as predict_job
 from traincast.units import parse_speed_gbs
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
-             "models with --dp/--tp/--pp/--ep/--zero ..., docs/parallelism.md). T_comm formulas: "
-             "docs/model.md.")
+             "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
+             "docs/model.md, hybrid in docs/parallelism.md")
 FIELD_FLAGS = {"n_gpus": "--gpus", "gpus_per_node": "--gpus-per-node", "architecture": "--arch",
                "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps",
                "nic": "--nic", "intra": "--intra", "pcie": "--pcie"}
+
+
+def within(low: float, high: float) -> Callable[[float], float]:
+    """A typer callback: the value must lie in ``[low, high]`` (exit 2 naming the flag). Unlike
+    typer's ``min``/``max`` it adds no range column to ``--help``, which would push the help
+    text under 80 columns into cut words; the help says the range instead."""
+    def check(value: float) -> float:
+        if value is not None and not low <= value <= high:
+            raise typer.BadParameter(f"must be from {low:g} to {high:g}, got {value:g}")
+        return value
+
+    return check
 
 
 def with_flags(exc: TraincastError) -> TraincastError:
@@ -56,8 +70,9 @@ def check_link_flags(nic: str | None, intra: str | None, pcie: str | None) -> No
 def features_from_flags(features: Path | None, model: str | None, batch: int | None,
                         flops: str | None, mem_bytes: str | None, weight_bytes: str | None,
                         embedding_bytes: str | None, input_bytes: str | None,
-                        amp: bool) -> dict[str, Any]:
-    """The job's features from exactly one of --features, --model, or --flops/--mem-bytes/..."""
+                        amp: bool, ops: bool = False) -> dict[str, Any]:
+    """The job's features from exactly one of --features, --model, or --flops/--mem-bytes/...
+    (``ops``: a --model profile keeps its per-op table, priced op by op)."""
     given = [x is not None for x in (features, model, flops)]
     if sum(given) != 1:
         raise TraincastError("give exactly one of --features FILE, --model MODEL, or "
@@ -67,7 +82,7 @@ def features_from_flags(features: Path | None, model: str | None, batch: int | N
     if model is not None:
         from traincast.features.profile import profile_model  # needs torch: imported on demand
 
-        return profile_model(model, batch_size=batch, amp=amp)
+        return profile_model(model, batch_size=batch, amp=amp, ops=ops)
     if mem_bytes is None or weight_bytes is None:
         raise TraincastError("--flops needs --mem-bytes and --weight-bytes too")
     return {"flops_compute_bound": parse_number(flops, "--flops"),
@@ -110,24 +125,39 @@ def predict(
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(
-        min=0.0, max=1.0, help="Fraction f of communication hidden under compute.")] = 0.0,
+        callback=within(0.0, 1.0), help="Fraction f of communication hidden under compute, "
+        "0 to 1.")] = 0.0,
     amp: Annotated[bool, typer.Option(
         help="Mixed precision: FLOP-bound work at the fp16 (else bf16) matrix peak.")] = False,
     hierarchical: Annotated[bool, typer.Option(
         help="Hierarchical all-reduce (intra-node ring, then across nodes).")] = False,
+    per_op: Annotated[bool, typer.Option(
+        "--per-op/--aggregate", help="--model: price compute op by op from the profile's "
+        "per-op table (as validate --published and trace workloads do), or from its aggregate "
+        "FLOPs and bytes.")] = True,
+    synthetic_inputs: Annotated[bool, typer.Option(
+        "--synthetic-inputs", help="The data is made on the GPU (benchmarks' synthetic "
+        "data): no input copy, input_bytes = 0.")] = False,
+    memory_format: Annotated[str, typer.Option(
+        "--memory-format", help="nchw or nhwc (channels_last: no cuDNN layout transposes; "
+        "needs the per-op table).")] = "nchw",
+    tf32_matmul: Annotated[bool, typer.Option(
+        "--tf32-matmul", help="fp32 matrix products in TF32 (allow_tf32, as NGC containers "
+        "set; needs the per-op table).")] = False,
     json_out: JsonOpt = False,
     dp: Annotated[int, typer.Option(help="hybrid: data-parallel size.")] = 1,
     tp: Annotated[int, typer.Option(help="hybrid: tensor-parallel size.")] = 1,
     pp: Annotated[int, typer.Option(help="hybrid: pipeline stages.")] = 1,
     ep: Annotated[int, typer.Option(help="hybrid: expert-parallel size.")] = 1,
-    zero: Annotated[int, typer.Option(min=0, max=3, help="hybrid: ZeRO stage 0-3.")] = 0,
+    zero: Annotated[int, typer.Option(callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3.")]
+    = 0,
     micro_batch: Annotated[int, typer.Option(help="hybrid: sequences per micro-batch.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
         help="hybrid: sequences per iteration (default dp x micro-batch).")] = None,
     seq: Annotated[int | None, typer.Option(help="hybrid: sequence length.")] = None,
-    recompute: Annotated[str, typer.Option(help="hybrid: none|selective|full.")] = "selective",
+    recompute: Annotated[str, typer.Option(help="hybrid: none, selective or full.")] = "selective",
     vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
-    dtype: Annotated[str, typer.Option(help="hybrid: fp32|tf32|bf16|fp16|fp8.")] = "bf16",
+    dtype: Annotated[str, typer.Option(help="hybrid: fp32, tf32, bf16, fp16 or fp8.")] = "bf16",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -169,8 +199,15 @@ def predict(
         else:
             render_hybrid(result)
         return
+    from traincast.validation.published import apply_setup, setup_of
+
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
-                                embedding_bytes, input_bytes, amp)
+                                embedding_bytes, input_bytes, amp, ops=per_op)
+    if not per_op:
+        feats = {k: v for k, v in feats.items() if k != "ops"}
+    setup = {"synthetic_inputs": synthetic_inputs, "memory_format": memory_format,
+             "tf32_matmul": tf32_matmul}
+    feats = apply_setup(feats, **setup)
     try:
         result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
                              workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
@@ -179,6 +216,7 @@ def predict(
                              hierarchical=hierarchical).to_dict()
     except TraincastError as exc:
         raise with_flags(exc) from None
+    result["setup"] = setup_of(feats, **setup)
     if json_out:
         print_json(result)
         return
@@ -212,6 +250,10 @@ def render_prediction(result: dict[str, Any]) -> None:
                       f"{mem['capacity_gb']:.3g} GB.[/red]")
     links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s)" for r in ("pcie", "intra",
                                                                             "nic"))
+    if result.get("setup"):
+        from traincast.validation.published import setup_text
+
+        console.print(Text("setup: " + setup_text(result["setup"]), style="dim"))
     console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "
                   f"{hw['peak_tflops']:g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
                   f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "

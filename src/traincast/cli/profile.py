@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
@@ -17,9 +19,12 @@ PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iter
 MODEL is zoo:NAME (traincast zoo list), hf:CONFIG (a transformers config: a config.json, a
 cached name or a model_type such as gpt2; no weights) or path/file.py:FUNC where FUNC(batch)
 returns (model, inputs). The step — forward, loss (the model's scalar output, else the sum of
-its outputs), backward, optimizer step — runs on the meta device (shapes only) and every kernel
-is captured. FLOPs per op are torch's formulas (one multiply-add = 2 FLOPs); bytes = inputs read
-plus outputs written (views free, gathers touch only the rows indexed). Compute-bound = matrix
+its outputs), backward, optimizer step (none with --optimizer none) — runs on the meta device
+(shapes only) and every kernel is captured. --seq sets the tokens per sequence of a text model
+(zoo text models, hf:); --attention eager|sdpa its attention kernels (hf: models, zoo text
+models). The record and the table state the batch, sequence, optimizer and attention used.
+FLOPs per op are torch's formulas (one multiply-add = 2 FLOPs); bytes = inputs read plus
+outputs written (views free, gathers touch only the rows indexed). Compute-bound = matrix
 products, convolutions, attention; everything else is memory-bound. The fused estimate assumes
 each chain of consecutive element-wise ops runs as one kernel that stores no intermediate.
 --amp emulates CUDA autocast (fp16 matrix ops, fp32 reductions/norms/losses). A model that
@@ -28,17 +33,30 @@ Rules and the memory model: docs/profile.md.
 """
 
 
+def _optimizer_label(name: str) -> str:
+    return "none (forward + backward only)" if name == "none" else name
+
+
 def _render(rec: dict[str, Any]) -> None:
-    title = (f"{rec['model']}: batch {rec['batch_size']}, {rec['dtype']}"
-             f"{' (autocast)' if rec['amp'] else ''}, {rec['optimizer']}")
-    table = Table(title=title, title_justify="left")
+    seq = f", seq {rec['seq_len']}" if rec.get("seq_len") else ""
+    attention = f", {rec['attention']} attention" if rec.get("attention") else ""
+    title = (f"{rec['model']}: batch {rec['batch_size']}{seq}, {rec['dtype']}"
+             f"{' (autocast)' if rec['amp'] else ''}{attention}, optimizer "
+             f"{_optimizer_label(rec['optimizer'])}")
+    table = Table(title=Text(title), title_justify="left")  # the model name is not markup
     table.add_column("feature")
     table.add_column("value", justify="right")
     rows = [
+        ("batch", f"{rec['batch_size']:,}"),
+        ("sequence length (tokens)", f"{rec['seq_len']:,}" if rec.get("seq_len") else "-"),
+        ("attention", rec.get("attention") or "-"),
+        ("optimizer", _optimizer_label(rec["optimizer"])),
         ("parameters (dense + embedding)",
          f"{rec['params']:,} ({rec['params_dense']:,} + {rec['params_embedding']:,})"),
         ("forward FLOPs", f"{rec['flops_forward']:.4g}"),
-        ("compute-bound FLOPs (fwd+bwd+opt)", f"{rec['flops_compute_bound']:.4g}"),
+        ("compute-bound FLOPs (fwd+bwd" + ("" if rec["optimizer"] == "none" else "+opt")
+         + ")", f"{rec['flops_compute_bound']:.4g}"),
+        ("total FLOPs", f"{rec['flops_total']:.4g}"),
         ("memory-bound bytes", fmt_bytes(rec["bytes_memory_bound"])),
         ("memory-bound bytes, element-wise fused", fmt_bytes(rec["bytes_memory_bound_fused"])),
         ("weight bytes (dense gradients)", fmt_bytes(rec["weight_bytes"])),
@@ -83,7 +101,15 @@ def profile(
     amp: Annotated[bool, typer.Option(help="Profile under (emulated) CUDA autocast, fp16.")]
     = False,
     optimizer: Annotated[str, typer.Option(
-        help="sgd (momentum 0.9) or adam; sparse tables use plain SGD / SparseAdam.")] = "adam",
+        help="adam, sgd (momentum 0.9) or none (forward + backward only, no optimizer step); "
+             "sparse tables use SparseAdam / plain SGD.")] = "adam",
+    seq: Annotated[int | None, typer.Option(
+        "--seq", min=1, help="Tokens per sequence of a text model (zoo text models, hf:); "
+        "default the model's own. An error for other models.")] = None,
+    attention: Annotated[str | None, typer.Option(
+        "--attention", help="eager (matmul + softmax + matmul over the b·heads·s² scores) or "
+        "sdpa (one scaled_dot_product_attention kernel): transformers' attn_implementation "
+        "of an hf: model, or a zoo text model's attention; default the model's own.")] = None,
     ops: Annotated[bool, typer.Option("--ops", help="Include the per-op table.")] = False,
     json_out: JsonOpt = False,
     output: Annotated[Path | None, typer.Option(
@@ -91,23 +117,28 @@ def profile(
         "in its metadata) when FILE ends in .parquet.")] = None,
 ) -> None:
     from traincast.features.io import write_features
-    from traincast.features.profile import OPTIMIZERS, profile_model
+    from traincast.features.profile import ATTENTIONS, OPTIMIZERS, profile_model
 
     if optimizer not in OPTIMIZERS:
         raise TraincastError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, "
                              f"got {optimizer!r}")
+    if attention is not None and attention not in ATTENTIONS:
+        raise TraincastError(f"--attention must be one of {', '.join(ATTENTIONS)}, "
+                             f"got {attention!r}")
     parquet = output is not None and output.suffix.lower() in (".parquet", ".pq")
+    kwargs: dict[str, Any] = {"batch_size": batch, "amp": amp, "optimizer": optimizer,
+                              "ops": ops or parquet, "seq_len": seq, "attention": attention}
     if json_out:
-        rec = profile_model(model, batch_size=batch, amp=amp, optimizer=optimizer,
-                            ops=ops or parquet)
+        rec = profile_model(model, **kwargs)
     else:
         with err_console.status(f"profiling {model} (one training step on meta) ..."):
-            rec = profile_model(model, batch_size=batch, amp=amp, optimizer=optimizer,
-                                ops=ops or parquet)
+            rec = profile_model(model, **kwargs)
     if output is not None:
         write_features(rec, output)
-        if not json_out:
-            err_console.print(f"[dim]wrote {output}[/dim]")
+        if json_out:  # the JSON went to the file: one line here, not the record again
+            typer.echo(f"wrote {output}")
+            return
+        err_console.print(f"[dim]wrote {escape(str(output))}[/dim]")
     if json_out:
         print_json(rec)
     else:

@@ -87,7 +87,7 @@ def report(
     map: MapOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    workload: WorkloadOpt = None,
+    workload: WorkloadOpt = "mix",
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.report import write_report

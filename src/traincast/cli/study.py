@@ -17,6 +17,7 @@ from traincast.cli.common import (
     catalog_from,
     console,
     note,
+    print_assumed,
     print_json,
     progress,
 )
@@ -67,7 +68,7 @@ def study(
                                            "communication overlapped with compute.")] = 0.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
     = False,
-    workload: WorkloadOpt = None,
+    workload: WorkloadOpt = "mix",
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest, characterize, the paper's what-if set (nvlink-allreduce, eth100, gpu-a100,
@@ -109,6 +110,7 @@ def study(
         if not sentence.startswith("This study used the bundled"):
             bullets.add_row("  •", sentence)
     console.print(bullets, highlight=False)
+    print_assumed(result.get("assumed_workload"))
     console.print(f"Tables in [bold]{result['out_dir']}[/bold]: {', '.join(result['files'])}",
                   highlight=False)
     if result["report"]:

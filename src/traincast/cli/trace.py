@@ -22,12 +22,14 @@ from traincast.cli.common import (
     console,
     err_console,
     fmt_seconds,
+    print_assumed,
     print_json,
     print_unpredicted,
     progress,
 )
 from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
+from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.trace.adapters import FORMATS
 from traincast.trace.schema import INFER_RULE
 from traincast.trace.store import DEFAULT_DB, format_errors
@@ -102,12 +104,13 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
                     map: list[str] | None, quiet: bool, catalog: Catalog | None = None,
-                    workload: str | None = None) -> pa.Table:
+                    workload: str | None = DEFAULT_WORKLOAD) -> pa.Table:
     """The job table of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``,
     default ``traincast.duckdb`` here; a progress bar unless ``quiet``; skipped rows said on
     stderr) and its jobs, or no TRACE: the whole store; then :func:`~traincast.trace.
-    prepare_jobs` (architectures inferred over ``catalog``, ``workload`` for jobs without one,
-    features filled)."""
+    prepare_jobs` (architectures inferred over ``catalog``, ``workload`` for jobs without one:
+    :data:`~traincast.trace.DEFAULT_WORKLOAD` unless given, marked for
+    :func:`~traincast.trace.workload_assumption`; features filled)."""
     from traincast.trace import load_jobs, parse_mapping, prepare_jobs, read_trace
     from traincast.trace.store import db_path
 
@@ -115,7 +118,7 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
         jobs = load_jobs(db) if trace is None else \
             read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
                        on_report=warn_bad_rows)
-    return prepare_jobs(jobs, catalog, workload)
+    return prepare_jobs(jobs, catalog, workload or DEFAULT_WORKLOAD)
 
 
 @app.command(help=INGEST_HELP)
@@ -207,6 +210,9 @@ def print_characterization(r: dict[str, Any]) -> None:
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         console.print(group_table(r[key], title))
+        if key == "by_architecture" and r.get("zero_gpu_jobs"):
+            console.print(f"{r['zero_gpu_jobs']:,} jobs with 0 GPUs (not training on GPUs) "
+                          "are left out of the architecture shares", highlight=False)
     g = r["cdf"]["gpus_per_job"]
     cdf = Table(title="Distributions", title_justify="left")
     for col in ("", "p10", "p50", "p90", "p99", "max"):
@@ -252,7 +258,7 @@ def characterize(
     compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
                                            "compute (0 = the paper's additive model).")] = 0.0,
-    workload: WorkloadOpt = None,
+    workload: WorkloadOpt = "mix",
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.characterize import characterize as run
@@ -260,10 +266,12 @@ def characterize(
     cat = catalog_from(catalog, compute)
     jobs = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     result = run(jobs, cat, overlap=overlap, fill=False)  # filled by load_trace_jobs
+    result["assumed_workload"] = workload_assumption(jobs, workload)
     if json_out:
         print_json(result)
     else:
         print_characterization(result)
+        print_assumed(result["assumed_workload"])
 
 
 SAMPLE_HELP = (

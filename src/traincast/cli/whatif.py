@@ -12,6 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from traincast.analysis.recommend import MIN_GAIN
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
@@ -23,6 +24,7 @@ from traincast.cli.common import (
     console,
     fmt_seconds,
     note,
+    print_assumed,
     print_json,
     print_unpredicted,
     progress,
@@ -30,6 +32,7 @@ from traincast.cli.common import (
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.errors import TraincastError
 from traincast.predict import job_row
+from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_x
 
 TraceArg = Annotated[Path | None, typer.Argument(
@@ -114,7 +117,7 @@ def whatif(
     parquet_dir: Annotated[Path | None, typer.Option(
         "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
         "remote cluster can read); default: a temporary folder.")] = None,
-    workload: WorkloadOpt = None,
+    workload: WorkloadOpt = "mix",
     json_out: JsonOpt = False,
 ) -> None:
     """How much faster would each job run under a scenario (speedup = T_base / T_scenario)?
@@ -144,6 +147,7 @@ def whatif(
                      progress=lambda done, total: bar.update(task, completed=done,
                                                              total=total))
     rows = result.pop("job_rows", None)
+    result["assumed_workload"] = workload_assumption(table, workload)
     if rows is not None and output is not None:
         from traincast.analysis.study import write_csv
 
@@ -155,6 +159,7 @@ def whatif(
         print_json(result)
         return
     print_whatif(result)
+    print_assumed(result["assumed_workload"])
     if rows is not None and output is None:
         t = Table(title="Per job", title_justify="left")
         for col in ("job", "scenario", "matched", "applied", "base", "scenario", "speedup"):
@@ -199,10 +204,19 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
               title_justify="left")
     for col in ("job", "now", "time", "recommended (same hardware)", "speedup", "reason"):
         t.add_column(col, overflow="fold")
+    assumed = False
     for r in d:
-        t.add_row(str(r["job_id"]), f"{r['architecture']} on {r['node']}",
+        now = f"{r['architecture']} on {r['node']}"
+        if not r.get("gpu_type_given", True):
+            now += " (assumed)"
+            assumed = True
+        t.add_row(str(r["job_id"]), now,
                   fmt_seconds(r["base_total_s"]), r["arch_architecture"],
                   fmt_x(r["arch_speedup"]), r["arch_reason"])
+    if assumed:
+        t.caption = ("(assumed) = the trace names no GPU type or node: the default node "
+                     "(traincast.resolve.DEFAULT_NODE) is assumed")
+        t.caption_justify = "left"
     console.print(t)
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
               title_justify="left")
@@ -224,7 +238,9 @@ RECOMMEND_HELP = (
     "The fastest architecture and placement for each job, and with --price the cheapest.\n\n"
     "For each job (a trace, the store, or one job given by flags): the architecture and "
     "placement with the lowest predicted iteration time among those that fit its GPUs and "
-    "memory, its speedup over the present, and the bottleneck it removes; with --price the "
+    "memory, its speedup over the present, and the component whose time it cuts; a change "
+    "only when it gains more than --min-gain (default 5%: smaller predicted gains are within "
+    "the model's error); with --price the "
     "cheapest per iteration too (cost = T_total × n_gpus × USD per GPU-hour / 3600). "
     "Candidates keep the job's training GPU count; fit rules: docs/scenarios.md.")
 
@@ -258,7 +274,9 @@ def recommend(
     batch: Annotated[int | None, typer.Option(help="One job: batch size for --model.")] = None,
     workload: Annotated[str | None, typer.Option(
         help="One job: workload tag (its zoo profile gives features and memory). With a "
-        "TRACE: the workload assumed for jobs whose trace gives none.")] = None,
+        "TRACE (or the store): the workload assumed for jobs whose trace names none: mix "
+        "(default: the bundled sample's zoo mix, drawn per job by md5(job_id)), a zoo model, "
+        "or none; docs/traces.md.")] = None,
     arch: Annotated[str, typer.Option(help="One job: its current architecture.")] = "1w1g",
     gpus: Annotated[int, typer.Option(help="One job: GPUs.")] = 1,
     workers: Annotated[int | None, typer.Option(help="One job: ps-worker workers.")] = None,
@@ -271,6 +289,10 @@ def recommend(
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
+    min_gain: Annotated[float, typer.Option(
+        "--min-gain", min=0.0, help="Recommend a change only when it is more than this "
+        "fraction faster than the job as it runs (the cheapest: cheaper); else the job keeps "
+        "its setup.")] = MIN_GAIN,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.recommend import recommend as run
@@ -294,6 +316,7 @@ def recommend(
                                         embedding_bytes, input_bytes, False)
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
+        workload = workload or DEFAULT_WORKLOAD
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
         task = bar.add_task("recommend: candidates", total=None)
@@ -301,8 +324,10 @@ def recommend(
         def step(name: str, done: int, total: int) -> None:
             bar.update(task, description=f"recommend: {name}", completed=done, total=total)
 
-        result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step)
+        result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step,
+                     min_gain=min_gain)
     rows = result.pop("rows")
+    result["assumed_workload"] = None if one_job else workload_assumption(table, workload)
     if output is not None:
         from traincast.analysis.study import write_csv
 
@@ -316,3 +341,4 @@ def recommend(
         print_json(result)
         return
     print_recommend(result, rows)
+    print_assumed(result["assumed_workload"])

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, print_json
+from traincast.cli.tables import print_table
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo (one registry).")
 app.add_typer(zoo_app, name="zoo")
@@ -83,7 +84,7 @@ def zoo_list(json_out: JsonOpt = False,
         for r in rows:
             table.add_row(r["name"], r["model_type"] or f"zoo:{r['zoo']}",
                           ", ".join(r["aliases"]) or "-")
-        console.print(table)
+        print_table(table, console)
         return
     rows = zoo_rows()
     if json_out:
@@ -103,7 +104,7 @@ def zoo_list(json_out: JsonOpt = False,
                       _millions(r["params"]), str(r["default_batch"] or "-"),
                       f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-",
                       ", ".join(r["aliases"]) or "-")
-    console.print(table)
+    print_table(table, console)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
                   "plan = LLM config (plan, predict --arch hybrid; +profile: profile, predict "
                   "--model and merge build it through transformers). Config-only models: 2 FLOPs "

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from traincast.errors import TraincastError
+from traincast.errors import NoSuchFileError, TraincastError
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
@@ -39,7 +39,7 @@ def load_features(path: str | Path) -> dict[str, Any]:
     """The features record in ``path`` (JSON, or Parquet by extension); checks required keys."""
     path = Path(path)
     if not path.is_file():
-        raise TraincastError(f"{path}: features file not found")
+        raise NoSuchFileError(path, "features")
     if path.suffix.lower() in (".parquet", ".pq"):
         data = _read_parquet(path)
     else:

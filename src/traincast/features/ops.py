@@ -308,7 +308,7 @@ class OpRecord:
     writes: list[tuple[int, int, bool]] = field(default_factory=list)  # (id, bytes, fresh)
 
     def row(self) -> dict[str, Any]:
-        """The public per-op row (DESIGN keys plus dtype and input shapes)."""
+        """The public per-op row (the per-op keys of docs/profile.md, dtype, input shapes)."""
         return {"op": self.op, "phase": self.phase, "flops": self.flops,
                 "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
                 "bound": self.bound, "dtype": self.dtype, "shapes": self.shapes}

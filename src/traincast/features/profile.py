@@ -3,8 +3,8 @@
 ``profile(model, inputs)`` runs forward, the loss (the model's scalar output, else the sum of
 its outputs), backward and one optimizer step on the ``meta`` device — shapes and dtypes only, no
 memory — and captures every kernel (traincast.features.capture). The record it returns holds the
-DESIGN.md features and, with ``ops=True``, the per-op table. ``profile_model(spec)`` builds the
-model first from ``zoo:NAME``, ``hf:CONFIG`` or ``path/file.py:FUNC``.
+features (docs/profile.md) and, with ``ops=True``, the per-op table. ``profile_model(spec)``
+builds the model first from ``zoo:NAME``, ``hf:CONFIG`` or ``path/file.py:FUNC``.
 
 A model that fails on meta is profiled on CPU tensors at batch 1 and 2 and every batch-dependent
 quantity is extrapolated linearly, f(B) = f(1) + (f(2) - f(1)) (B - 1); the record says so in
@@ -28,7 +28,10 @@ from traincast.features.amp import ForwardRewrite
 from traincast.features.capture import Capture
 from traincast.features.ops import OpRecord, fused_memory_bytes
 
-OPTIMIZERS = ("adam", "sgd")
+OPTIMIZERS = ("adam", "sgd", "none")
+"""``none``: forward and backward only (no optimizer step, no optimizer state)."""
+ATTENTIONS = ("eager", "sdpa")
+"""Attention implementations ``profile_model(attention=...)`` selects (``--attention``)."""
 AMP_DTYPE = torch.float16
 FALLBACK_MAX_PARAM_BYTES = 4e9
 
@@ -40,11 +43,14 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def make_optimizers(name: str, dense: list[nn.Parameter],
                      sparse: list[nn.Parameter]) -> list[torch.optim.Optimizer]:
     """The step's optimizers: Adam (2 states per weight) or SGD with momentum 0.9 for dense
-    weights; tables with sparse gradients get their sparse counterpart (SparseAdam, plain SGD)."""
+    weights; tables with sparse gradients get their sparse counterpart (SparseAdam, plain SGD).
+    ``none``: no optimizer (a forward + backward step)."""
     if name not in OPTIMIZERS:
         raise TraincastError(f"unknown optimizer {name!r}",
                              hint=f"use one of {', '.join(OPTIMIZERS)}")
     opts: list[torch.optim.Optimizer] = []
+    if name == "none":
+        return opts
     if dense:
         opts.append(torch.optim.Adam(dense, lr=1e-4, foreach=True) if name == "adam" else
                     torch.optim.SGD(dense, lr=1e-2, momentum=0.9, foreach=True))
@@ -57,7 +63,7 @@ def make_optimizers(name: str, dense: list[nn.Parameter],
 # rows (read, written) per touched row of a sparse table when the optimizer applies it:
 # SGD reads the gradient and weight rows and writes the weight row; lazy Adam (SparseAdam) also
 # reads and writes the two moment rows
-SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3)}
+SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3), "none": (0, 0)}  # none: no update
 
 
 def loss_of(out: Any) -> torch.Tensor:
@@ -165,7 +171,7 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
         if sparse and name in rows_touched:
             rec_b, rec_o, grad_b = _sparse_update_records(name, p, capture.lookups[name],
                                                           rows_touched[name], optimizer)
-            records += [rec_b, rec_o]
+            records += [rec_b] if optimizer == "none" else [rec_b, rec_o]
             grads += grad_b
     shared = sorted(capture.shared_tables)
     return {"records": records, "activations": sum(saved.values()), "grads": grads,
@@ -307,7 +313,7 @@ def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, bat
     dtype = params[0].dtype if params else torch.float32
     rec: dict[str, Any] = {
         "model": type(model).__name__, "params": n_params, "params_dense": n_params - n_emb,
-        "params_embedding": n_emb, "batch_size": batch,
+        "params_embedding": n_emb, "batch_size": batch, "seq_len": None, "attention": None,
         "dtype": _dtype_name(AMP_DTYPE) if amp else _dtype_name(dtype), "amp": amp,
         "optimizer": optimizer, **_aggregate(records),
         "weight_bytes": emb["weight_bytes"],
@@ -331,7 +337,7 @@ def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, bat
 def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.Tensor, *,
             optimizer: str = "adam",
             amp: bool = False, ops: bool = False) -> dict[str, Any]:
-    """Features of one training step of ``model`` on ``inputs`` (DESIGN.md record).
+    """Features of one training step of ``model`` on ``inputs`` (the record of docs/profile.md).
 
     ``inputs``: a tensor, a tuple of positional inputs, or a dict of keyword inputs.
     ``model`` may live on CPU or meta; its parameters are moved to meta (no data kept), inputs
@@ -499,22 +505,42 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
 
 
 def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
-                  optimizer: str = "adam", ops: bool = False) -> dict[str, Any]:
-    """Profile the model named by ``spec`` (``zoo:NAME``, ``hf:CONFIG``, ``file.py:FUNC``)."""
+                  optimizer: str = "adam", ops: bool = False, seq_len: int | None = None,
+                  attention: str | None = None) -> dict[str, Any]:
+    """Profile the model named by ``spec`` (``zoo:NAME``, ``hf:CONFIG``, ``file.py:FUNC``).
+
+    ``seq_len``: tokens per sequence of a text model (a zoo text model or an ``hf:`` model
+    taking token ids; default the model's own), an error for any other model. ``attention``:
+    ``eager`` or ``sdpa``, the attention implementation of an ``hf:`` model (transformers'
+    ``attn_implementation``) or of a zoo model whose attention offers it. ``optimizer``:
+    ``adam``, ``sgd`` or ``none`` (forward + backward only). The record states the batch, the
+    sequence length (``seq_len``; None when the inputs have no tokens), the optimizer and the
+    attention implementation (``attention``; None when the model's is not known)."""
     if batch_size is not None and batch_size < 1:
         raise TraincastError(f"--batch must be a positive integer, got {batch_size}")
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int)
+                                or seq_len < 1):
+        raise TraincastError(f"--seq must be a positive integer, got {seq_len!r}")
+    if attention is not None and attention not in ATTENTIONS:
+        raise TraincastError(f"--attention must be one of {', '.join(ATTENTIONS)}, "
+                             f"got {attention!r}")
+    if optimizer not in OPTIMIZERS:
+        raise TraincastError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                             f"got {optimizer!r}")
     from traincast.features.specs import load_spec
 
-    model, inputs, label, rebuild, resident, batch = load_spec(spec, batch_size)
+    built = load_spec(spec, batch_size, seq_len=seq_len, attention=attention)
     try:
-        rec = _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops, build=rebuild,
-                       batch=batch)
+        rec = _profile(built.model, built.inputs, optimizer=optimizer, amp=amp, ops=ops,
+                       build=built.rebuild, batch=built.batch)
     except TraincastError as exc:
-        if str(exc).startswith(label):
+        if str(exc).startswith(built.label):
             raise
-        raise TraincastError(f"{label}: {exc}", hint=exc.hint) from exc
-    rec["model"] = label
-    if resident:
+        raise TraincastError(f"{built.label}: {exc}", hint=exc.hint) from exc
+    rec["model"] = built.label
+    rec["seq_len"] = built.seq_len
+    rec["attention"] = built.attention
+    if built.resident:
         rec["input_bytes"] = 0
         rec["notes"].append("the inputs stay in GPU memory across iterations: no input copy")
     return rec

@@ -17,7 +17,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from torch import nn
 
@@ -27,30 +27,64 @@ from traincast.features.profile import _one_line, as_positional
 FILE_DEFAULT_BATCH = 8
 
 
-def load_spec(spec: str, batch_size: int | None) -> tuple[nn.Module, tuple, str,
-                                                           Callable[[int], tuple] | None, bool,
-                                                           int | None]:
-    """(model, inputs, label, rebuild, resident, batch) for a MODEL spec: ``rebuild(n)``
-    builds it at batch n on CPU (None: meta only); ``resident``: the inputs stay on the GPU
-    across steps; ``batch``: the batch it was built at, in ``rebuild``'s units (None: the
-    leading size of the first input)."""
+class BuiltSpec(NamedTuple):
+    """A MODEL spec built: the model and its inputs, and what the profile record states.
+
+    ``rebuild(n)`` builds it at batch n on CPU (None: meta only); ``resident``: the inputs stay
+    on the GPU across steps; ``batch``: the batch it was built at, in ``rebuild``'s units (None:
+    the leading size of the first input); ``seq_len``: tokens per sequence of a text model
+    (None: no token inputs); ``attention``: its attention implementation (``eager``,
+    ``sdpa``; None: not known)."""
+
+    model: nn.Module
+    inputs: tuple
+    label: str
+    rebuild: Callable[[int], tuple] | None
+    resident: bool
+    batch: int | None
+    seq_len: int | None = None
+    attention: str | None = None
+
+
+def load_spec(spec: str, batch_size: int | None, *, seq_len: int | None = None,
+              attention: str | None = None) -> BuiltSpec:
+    """The built MODEL spec (``BuiltSpec``) at ``batch_size`` (default: the model's own);
+    ``seq_len`` and ``attention`` apply to zoo text models and ``hf:`` models (an error for
+    the others, and for a file model, which builds its own inputs)."""
     if spec.startswith("zoo:"):
         from traincast.zoo import lookup
 
         entry = lookup(spec[4:])
-        model, inputs = entry.meta_model(batch_size)
-        rebuild = None if entry.meta_only or entry.config_only else entry.build_cpu
-        return model, inputs, entry.name, rebuild, entry.resident_inputs, None
-    if spec.startswith("hf:"):
-        from traincast.features.hf import hf_model
+        model, inputs = entry.meta_model(batch_size, seq=seq_len, attention=attention)
+        rebuild = None if entry.meta_only or entry.config_only else \
+            lambda n: entry.build_cpu(n, seq=seq_len, attention=attention)
+        if entry.config_only:
+            from traincast.zoo.hf import built_seq_and_attention
 
-        return (*hf_model(spec[3:], batch_size), False, None)
+            seq, attn = built_seq_and_attention(model, inputs)
+        else:
+            seq, attn = entry.seq_of(seq_len), entry.attention_of(attention)
+        return BuiltSpec(model, inputs, entry.name, rebuild, entry.resident_inputs, None, seq,
+                         attn)
+    if spec.startswith("hf:"):
+        from traincast.zoo.hf import built_seq_and_attention, hf_model
+
+        model, inputs, label, rebuild = hf_model(spec[3:], batch_size, seq=seq_len,
+                                                 attention=attention)
+        return BuiltSpec(model, inputs, label, rebuild, False, None,
+                         *built_seq_and_attention(model, inputs))
     if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        for flag, value, what in (("--seq", seq_len, "sequence length"),
+                                  ("--attention", attention, "attention")):
+            if value is not None:
+                raise TraincastError(f"{flag} applies to zoo text models and hf: models, not "
+                                     f"to {spec}", hint="FUNC builds the model and its inputs: "
+                                                        f"set the {what} there")
         path, func_name = spec.rsplit(":", 1)
         func = _load_function(Path(path), func_name)
         b = batch_size or FILE_DEFAULT_BATCH
         model, inputs = _call_user(func, b, spec)
-        return model, inputs, spec, lambda n: _call_user(func, n, spec), False, b
+        return BuiltSpec(model, inputs, spec, lambda n: _call_user(func, n, spec), False, b)
     raise TraincastError(f"unknown MODEL {spec!r}",
                          hint="use zoo:NAME (traincast zoo list), hf:CONFIG or file.py:FUNC")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from typing import Any
 from traincast.errors import TraincastError, UnknownNameError
 
 SHIPPED = "traincast/hardware/catalog.toml"
+SHIPPED_KERNELS = "traincast/hardware/kernel_model.toml"
+"""The shipped fit of the measured-kernel model (``traincast calibrate --kernels``)."""
 COMPUTE_STRATEGIES = ("auto", "curves", "kernel", "paper")
 """How compute time is priced (traincast.compute): ``auto`` lets each GPU's entry decide."""
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -36,6 +38,7 @@ class GPU:
     """One device. ``*_tflops`` are dense peaks (0 = unsupported), ``mem_bw_gbs`` in GB/s."""
 
     name: str
+    # (1) datasheet: vendor datasheets and architecture whitepapers
     fp32_tflops: float
     mem_bw_gbs: float
     mem_gb: float = 0.0
@@ -43,10 +46,22 @@ class GPU:
     fp16_tflops: float = 0.0
     bf16_tflops: float = 0.0
     fp8_tflops: float = 0.0
+    sms: int = 0  # streaming multiprocessors (compute units); 0 = unknown (no wave quantization)
+    fp32_cores_per_sm: int = 0  # FP32 lanes per SM (CU): datasheet CUDA cores / SMs
+    boost_clock_mhz: float = 0.0
+    base_clock_mhz: float = 0.0
+    l2_mb: float = 0.0  # L2 cache, MB
+    power_w: float = 0.0  # board power limit / TDP, W
+    process_nm: float = 0.0  # process node (nm) of the GPU die, as the whitepaper names it
+    # (2) fitted / published kernel-model parameters (traincast.kernels)
+    gemm_max_fraction: dict[str, float] = field(default_factory=dict)  # dtype ("*" = any) -> x
+    mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown
+    kernel_launch_us: float = 0.0  # fixed cost per kernel
+    kernel: dict[str, float] = field(default_factory=dict)  # `calibrate --kernels`: name -> x
+    # (3) measured by `traincast calibrate` on one machine (traincast.roofline, .calibration)
     flop_efficiency: float = 1.0
     mem_efficiency: float = 1.0
     op_overhead_us: float = 0.0
-    # measured efficiency curves (``traincast calibrate``; used by traincast.roofline)
     gemm_intensity: tuple[float, ...] = ()
     gemm_tflops: tuple[float, ...] = ()
     conv_intensity: tuple[float, ...] = ()
@@ -57,12 +72,6 @@ class GPU:
     fresh_bytes: tuple[float, ...] = ()  # first-touch cost of new outputs by size
     fresh_gbs: tuple[float, ...] = ()
     foreach_tensor_us: float = 0.0  # fixed cost per tensor of a multi-tensor op
-    # the datasheet kernel model (traincast.kernels): published microbenchmarks and whitepapers
-    sms: int = 0  # streaming multiprocessors (compute units); 0 = unknown (no wave quantization)
-    boost_clock_mhz: float = 0.0
-    gemm_max_fraction: dict[str, float] = field(default_factory=dict)  # dtype ("*" = any) -> x
-    mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown
-    kernel_launch_us: float = 0.0  # fixed cost per kernel
     threads: int = 0  # CPU threads the measured curves were taken at (calibrate); 0 = n/a
     # CPU thread scaling (calibrate at threads > 1; traincast.calibration.threads): kernel rates
     # at 1 thread and the grain (elements) below which an op runs on one thread
@@ -77,6 +86,7 @@ class GPU:
     conv_tflops_1t: tuple[float, ...] = ()  # ... and convolutions, over conv_intensity
     thread_conv_speedup: float = 0.0
     thread_conv_grain_flops: float = 0.0
+    # about the entry
     default_node: str = ""
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)  # field -> citation of that number
@@ -111,6 +121,39 @@ class GPU:
     def mem_bw_bps(self) -> float:
         """``mem_bw_gbs * 1e9 * mem_efficiency`` (bytes/s)."""
         return self.mem_bw_gbs * 1e9 * self.mem_efficiency
+
+
+FIELD_GROUPS: dict[str, tuple[str, ...]] = {
+    "datasheet": ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
+                  "mem_bw_gbs", "mem_gb", "sms", "fp32_cores_per_sm", "boost_clock_mhz",
+                  "base_clock_mhz", "l2_mb", "power_w", "process_nm"),
+    "fitted": ("gemm_max_fraction", "mem_max_fraction", "kernel_launch_us", "kernel"),
+    "measured": ("flop_efficiency", "mem_efficiency", "op_overhead_us", "gemm_intensity",
+                 "gemm_tflops", "conv_intensity", "conv_tflops", "elementwise_bytes",
+                 "elementwise_gbs", "kernel_gelems", "fresh_bytes", "fresh_gbs",
+                 "foreach_tensor_us", "threads", "kernel_gelems_1t", "thread_grain_elems",
+                 "gemm_tflops_1t", "thread_gemm_speedup", "thread_gemm_grain_flops",
+                 "thread_gemm_rows", "thread_gemm_rows_speedup", "conv_tflops_1t",
+                 "thread_conv_speedup", "thread_conv_grain_flops"),
+}
+"""The GPU fields by where their numbers come from. ``datasheet``: vendor datasheets and
+architecture whitepapers (peaks, memory, SMs, clocks, cache, power). ``fitted``: kernel-model
+parameters published by microbenchmarks or fitted by ``traincast calibrate --kernels``
+(``kernel``: free-form name -> positive number, cited in ``sources["kernel"]``). ``measured``:
+efficiencies and rate curves ``traincast calibrate`` measures on one machine. The other fields
+(``name``, ``default_node``, ``source``, ``sources``, ``description``) describe the entry.
+In a catalog file each group may be a sub-table (``[gpu.NAME.datasheet]``, ...) or its keys
+may stand directly in ``[gpu.NAME]`` (the older flat format); the GPU object is flat either way
+(``gpu.sms``, ``gpu.l2_mb``)."""
+GPU_UNITS: dict[str, str] = {
+    **{f"{d}_tflops": "TFLOP/s" for d in DTYPES}, "mem_bw_gbs": "GB/s", "mem_gb": "GB",
+    "boost_clock_mhz": "MHz", "base_clock_mhz": "MHz", "l2_mb": "MB", "power_w": "W",
+    "process_nm": "nm",
+    "kernel_launch_us": "µs", "op_overhead_us": "µs", "foreach_tensor_us": "µs",
+    "gemm_tflops": "TFLOP/s", "conv_tflops": "TFLOP/s", "elementwise_gbs": "GB/s",
+    "fresh_gbs": "GB/s", "kernel_gelems": "1e9 elem/s", "gemm_intensity": "FLOP/byte",
+    "conv_intensity": "FLOP/byte", "elementwise_bytes": "bytes", "fresh_bytes": "bytes"}
+"""Units of GPU fields, for people (``traincast hardware show``)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +211,8 @@ _STR_KEYS = {
     "link": {"source", "description"},
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
-_INT_KEYS = {"gpu": {"sms", "threads"}, "link": set(), "node": {"gpus", "nics"}}
+_INT_KEYS = {"gpu": {"sms", "fp32_cores_per_sm", "threads"}, "link": set(),
+             "node": {"gpus", "nics"}}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
@@ -176,7 +220,8 @@ _ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflo
                        "thread_gemm_rows", "thread_gemm_rows_speedup"},
                "link": set(),
                "node": set()}
-_MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction"}, "link": set(),
+_MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction",
+                     "kernel"}, "link": set(),
              "node": set()}  # tables NAME -> number
 _SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME -> citation
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
@@ -197,6 +242,7 @@ class Catalog:
     aliases: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
+    kernel_model: dict[str, Any] = field(default_factory=dict)  # merged [kernel_model] tables
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     """Results derived from this catalog alone (per-op prices of the shipped zoo tables)."""
 
@@ -321,11 +367,41 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
                                    "increasing")
 
 
+def _flatten_groups(path: str, name: str, values: Any) -> Any:
+    """``[gpu.NAME]`` with its ``datasheet``/``fitted``/``measured`` sub-tables merged in
+    (each sub-table may hold only its group's keys, and a key may be given once)."""
+    if not isinstance(values, Mapping) or not any(g in values for g in FIELD_GROUPS):
+        return values
+    flat = {k: v for k, v in values.items() if k not in FIELD_GROUPS}
+    for group, keys in FIELD_GROUPS.items():
+        sub = values.get(group)
+        if sub is None:
+            continue
+        where = f"{path}: [gpu.{name}.{group}]"
+        if not isinstance(sub, Mapping):
+            raise CatalogError(f"{where} must be a table")
+        for key, value in sub.items():
+            if key not in keys:
+                other = next((g for g, ks in FIELD_GROUPS.items() if key in ks), None)
+                hint = f" (it belongs in [gpu.{name}.{other}])" if other else \
+                    f"; known keys: {', '.join(keys)}"
+                raise CatalogError(f"{where} unknown key {key!r}{hint}")
+            if key in flat:
+                raise CatalogError(f"{where} key {key!r} is also given in [gpu.{name}]")
+            flat[key] = value
+    return flat
+
+
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
-                data: Mapping[str, Any], path: str) -> None:
+                data: Mapping[str, Any], path: str,
+                kernel_model: dict[str, Any] | None = None) -> None:
+    kernel_model = {} if kernel_model is None else kernel_model
     for top, tables in data.items():
         if top == "calibration":
             continue  # the measurement record of `traincast calibrate`, kept for people
+        if top == "kernel_model":
+            _merge_kernel_model(kernel_model, tables, path)
+            continue
         if top == "alias":
             if not isinstance(tables, Mapping):
                 raise CatalogError(f"{path}: [alias] must be a table of NAME = \"GPU\"")
@@ -336,11 +412,13 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             continue
         if top not in _KINDS:
             raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias, "
-                               "calibration")
+                               "kernel_model, calibration")
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
             table = raw[top].setdefault(name, {})
+            if top == "gpu":
+                values = _flatten_groups(path, name, values)
             checked = _check_table(path, top, name, values)
             if "sources" in checked:  # citations merge field by field
                 checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
@@ -395,8 +473,11 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     aliases: dict[str, str] = {}
     origin: dict[tuple[str, str], str] = {}
     sources: list[tuple[str, Mapping[str, Any]]] = []
-    shipped = resources.files("traincast.hardware").joinpath("catalog.toml")
-    sources.append((SHIPPED, tomllib.loads(shipped.read_text())))
+    shipped = resources.files("traincast.hardware")
+    sources.append((SHIPPED, tomllib.loads(shipped.joinpath("catalog.toml").read_text())))
+    sources.append((SHIPPED_KERNELS,
+                    tomllib.loads(shipped.joinpath("kernel_model.toml").read_text())))
+    kernel_model: dict[str, Any] = {}
     for p in paths or []:
         path = Path(p)
         try:
@@ -406,11 +487,52 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise CatalogError(f"{path}: not valid TOML: {exc}") from None
     for path, data in sources:
-        _merge_file(raw, aliases, data, path)
+        _merge_file(raw, aliases, data, path, kernel_model)
         for kind in _KINDS:
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
     cat = _build(raw, aliases, origin)
+    _apply_kernel_model(cat, kernel_model)
     cat.files = [path for path, _ in sources]
     cat.compute = compute
     return cat
+
+
+def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
+    """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
+    µs, ``default_floor_us``, ``source``, ``command``) over ``into``, key by key."""
+    if not isinstance(table, Mapping):
+        raise CatalogError(f"{path}: [kernel_model] must be a table")
+    for key, value in table.items():
+        where = f"{path}: [kernel_model] key {key!r}"
+        if key in ("params", "floors_us"):
+            if not isinstance(value, Mapping) or any(
+                    isinstance(v, bool) or not isinstance(v, int | float) or not v > 0
+                    or v == float("inf") for v in value.values()):
+                raise CatalogError(f"{where} must be a table of positive finite numbers")
+            into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
+        elif key == "default_floor_us":
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise CatalogError(f"{where} must be a number >= 0, got {value!r}")
+            into[key] = float(value)
+        elif key in ("source", "command", "fitted_on", "validation"):
+            into[key] = value
+        else:
+            raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
+                               "source, command, fitted_on, validation")
+
+
+def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
+    """Give every GPU its measured-kernel parameters: ``kernel = {**params, floor_us, **own}``
+    (``floor_us``: the GPU's measured floor, else ``default_floor_us``; the entry's own
+    ``kernel`` keys win)."""
+    cat.kernel_model = dict(model)
+    params = dict(model.get("params", {}))
+    floors = {cat.gpu_name(k) if k in cat.gpus or k in cat.aliases else k: v
+              for k, v in model.get("floors_us", {}).items()}
+    default = float(model.get("default_floor_us", 0.0))
+    for name, gpu in list(cat.gpus.items()):
+        floor = floors.get(name, default)
+        merged = {**params, **({"floor_us": floor} if floor > 0 else {}), **gpu.kernel}
+        if merged != gpu.kernel:
+            cat.gpus[name] = replace(gpu, kernel=merged)

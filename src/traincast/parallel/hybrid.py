@@ -544,7 +544,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    sp: bool | None = None, schedule: str = "1f1b", overlap: float = 0.0,
                    gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                    pcie: str | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
-    """One hybrid configuration as the ``predict --json`` object (DESIGN.md keys, plus
+    """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
     per-strategy communication in ``comm_s``)."""
     from traincast.parallel.models import get_model

@@ -1,4 +1,6 @@
-"""HTML pieces of the report. Every value is escaped here, whatever its origin.
+"""HTML pieces of the report. Every value is escaped here, whatever its origin: the pieces are
+Jinja2 templates with autoescape (``report/templates``), Markdown is markdown-it-py with raw
+HTML off.
 
 The page is self-contained: styles inline, figures as ``data:`` PNG images, no script, and a
 Content-Security-Policy that forbids scripts and any network fetch.
@@ -8,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from html import escape
 from typing import Any
 
@@ -72,108 +74,77 @@ def _is_number(value: Any) -> bool:
     return str(value).strip() != ""
 
 
+@cache
+def _env() -> Any:
+    """The Jinja2 environment of the report's templates (``report/templates``), autoescaping
+    every value: escaping is the default, not every call's duty."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from markupsafe import Markup
+
+    def finalize(value: Any) -> Any:  # the same escapes as ``esc`` (``&#x27;`` for quotes)
+        return value if isinstance(value, Markup) else Markup(esc(value))
+
+    env = Environment(loader=PackageLoader("traincast.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, keep_trailing_newline=True, finalize=finalize)
+    env.filters["cell"] = fmt_value
+    env.tests["number_like"] = _is_number
+    return env
+
+
+def _parts() -> Any:
+    return _env().get_template("parts.html.j2").module
+
+
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str = "",
           note: str = "") -> str:
     """An HTML table; every header and cell escaped, numbers right-aligned."""
-    head = "".join(f"<th scope=\"col\">{esc(c)}</th>" for c in columns)
-    body = []
-    for row in rows:
-        cells = []
-        for v in row:
-            cls = ' class="num"' if _is_number(v) else ""
-            cells.append(f"<td{cls}>{esc(fmt_value(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    cap = f'<p class="tcap">{esc(caption)}</p>' if caption else ""
-    tail = f'<p class="meta">{esc(note)}</p>' if note else ""
-    return (f'<div class="tbl">{cap}<table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table>{tail}</div>")
+    return str(_parts().table(list(columns), [list(r) for r in rows], caption, note))
 
 
 def figure(number: int, anchor: str, png: bytes, alt: str, caption: str, source: str,
            svg_href: str) -> str:
     """A ``<figure>`` with the PNG embedded as a data URI and a link to the SVG file."""
     data = base64.b64encode(png).decode("ascii")
-    return (f'<figure id="{esc(anchor)}"><img src="data:image/png;base64,{data}" '
-            f'alt="{esc(alt)}"><figcaption><b>Figure {number}.</b> {esc(caption)} '
-            f"<i>Input: {esc(source)}.</i> "
-            f'<a href="{esc(svg_href)}">SVG</a></figcaption></figure>')
+    return str(_parts().figure(number, anchor, data, alt, caption, source, svg_href))
 
 
-def _inline(text: str) -> str:
-    """Escape, then ``code`` and **bold** (the only inline markdown rendered)."""
-    out = []
-    for i, part in enumerate(text.split("`")):
-        part = esc(part)
-        out.append(f"<code>{part}</code>" if i % 2 else
-                   re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", part))
-    return "".join(out)
+@cache
+def _markdown_it() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 def markdown(text: str) -> str:
-    """A small, safe subset of markdown for provenance notes: headings, paragraphs, bullets,
-    pipe tables, fenced code, inline code and bold. Every piece of text is escaped first."""
-    html: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            html.append(f"<pre>{esc(chr(10).join(lines[i + 1:j]))}</pre>")
-            i = j + 1
-        elif line.startswith("#"):
-            level = min(len(line) - len(line.lstrip("#")) + 2, 6)
-            html.append(f"<h{level}>{_inline(line.lstrip('#').strip())}</h{level}>")
-            i += 1
-        elif line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-                if not all(re.fullmatch(r":?-+:?", c) for c in cells):
-                    rows.append(cells)
-                i += 1
-            head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0]) if rows else ""
-            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>"
-                           for r in rows[1:])
-            html.append(f'<div class="tbl"><table><thead><tr>{head}</tr></thead>'
-                        f"<tbody>{body}</tbody></table></div>")
-        elif re.match(r"\s*[-*] ", line):
-            items = []
-            while i < len(lines) and re.match(r"\s*[-*] ", lines[i]):
-                items.append(_inline(re.sub(r"^\s*[-*] ", "", lines[i])))
-                i += 1
-            html.append("<ul>" + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
-        elif line.strip():
-            para = []
-            while i < len(lines) and lines[i].strip() and not re.match(
-                    r"(#|\||```|\s*[-*] )", lines[i]):
-                para.append(lines[i].strip())
-                i += 1
-            html.append(f"<p>{_inline(' '.join(para))}</p>")
-        else:
-            i += 1
-    return "".join(html)
+    """Markdown for provenance notes (markdown-it-py, CommonMark with tables, raw HTML off:
+    any markup in ``text`` comes out escaped). Headings move 2 levels down (``#`` = ``<h3>``:
+    they sit inside a section's ``<h2>``); tables sit in a scrolling ``div.tbl``."""
+    md = _markdown_it()
+    tokens = md.parse(text)
+    for tok in tokens:
+        if tok.type in ("heading_open", "heading_close"):
+            tok.tag = f"h{min(int(tok.tag[1:]) + 2, 6)}"
+    html = md.renderer.render(tokens, md.options, {})
+    # literal "<table>" in the input is escaped, so only the renderer's own tags match
+    return html.replace("<table>", '<div class="tbl"><table>').replace("</table>",
+                                                                        "</table></div>")
 
 
 def bullets(items: Iterable[str]) -> str:
-    lis = "".join(f"<li>{esc(i)}</li>" for i in items)
-    return f"<ul>{lis}</ul>" if lis else ""
+    return str(_parts().bullets(list(items)))
 
 
 def section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{esc(anchor)}"><h2>{esc(title)}</h2>{body}</section>'
+    from markupsafe import Markup
+
+    return str(_parts().section(anchor, title, Markup(body)))
 
 
 def page(title: str, meta: str, sections: Sequence[tuple[str, str, str]]) -> str:
-    """The whole document: ``sections`` = ``[(anchor, title, body_html)]``."""
-    toc = "".join(f'<li><a href="#{esc(a)}">{esc(t)}</a></li>' for a, t, _ in sections)
-    body = "".join(section(a, t, b) for a, t, b in sections)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            '<link rel="icon" href="data:,">'
-            f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>"
-            f'<header><h1>{esc(title)}</h1><p class="meta">{esc(meta)}</p></header>'
-            f"<nav><ol>{toc}</ol></nav>{body}</body></html>\n")
+    """The whole document: ``sections`` = ``[(anchor, title, body_html)]`` (``body_html`` is
+    HTML built by these functions; titles and anchors are escaped)."""
+    from markupsafe import Markup
+
+    return _env().get_template("page.html.j2").render(
+        csp=CSP, style=Markup(STYLE), title=title, meta=meta, parts=_parts(),
+        sections=[(a, t, Markup(b)) for a, t, b in sections])

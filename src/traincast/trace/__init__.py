@@ -32,8 +32,10 @@ from traincast.trace.store import Store, ingest, load_jobs, read_trace
 if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
-__all__ = ["Store", "default_workload", "fill_features", "infer_architecture", "ingest",
-           "load_jobs", "parse_mapping", "prepare_jobs", "read_trace"]
+__all__ = ["DEFAULT_WORKLOAD", "MIX", "NO_WORKLOAD", "Store", "default_workload",
+           "fill_features", "infer_architecture", "ingest", "job_hash", "load_jobs",
+           "mix_workloads", "parse_mapping", "prepare_jobs", "read_trace",
+           "workload_assumption"]
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
@@ -74,20 +76,119 @@ def _workload_features(name: str) -> dict[str, Any] | None:
     return workload_features(name)
 
 
-def default_workload(jobs: pa.Table, workload: str) -> pa.Table:
-    """``workload`` (a zoo model or workload tag) for every job whose trace gives none."""
+MIX = "mix"
+"""``--workload mix``: the bundled sample's workload mix, drawn per job (:func:`mix_workloads`)."""
+NO_WORKLOAD = "none"
+"""``--workload none``: assume nothing; jobs whose trace names no workload stay unpredicted."""
+DEFAULT_WORKLOAD = MIX
+"""What the CLI assumes for jobs whose trace names no workload (docs/traces.md)."""
+ASSUMED_COLUMN = "workload_assumed"
+"""Boolean column :func:`default_workload` adds: the job's workload was assumed, not read."""
+
+
+def job_hash(jobs: pa.Table) -> np.ndarray:
+    """A stable 64-bit hash per job: the first 16 hex digits of ``md5(job_id)`` (Python:
+    ``int(hashlib.md5(job_id.encode()).hexdigest()[:16], 16)``); a job without an id hashes
+    its row number (``"row N"``, from 0)."""
+    import duckdb
+
+    ids = pc.cast(jobs["job_id"], pa.string()) if "job_id" in jobs.column_names \
+        else pa.nulls(jobs.num_rows, pa.string())
+    rows = pc.cast(pa.array(np.arange(jobs.num_rows)), pa.string())
+    key = pa.table({"k": pc.coalesce(ids, pc.binary_join_element_wise("row ", rows, ""))})
+    con = duckdb.connect()
+    try:
+        con.register("k", key)
+        out = con.execute("SELECT ('0x' || substr(md5(k), 1, 16))::UBIGINT AS h FROM k"
+                          ).fetchnumpy()["h"]
+    finally:
+        con.close()
+    return np.asarray(out, dtype=np.uint64)
+
+
+def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """The ``mix`` workload of every job (None outside ``rows``, a boolean mask): the bundled
+    sample's mix (:data:`traincast.trace.sample.SAMPLE_ZOO`, uniform over the models whose
+    training replica fits the memory of the GPU the job resolves to:
+    :func:`traincast.trace.sample.pick_workloads`), model ``sorted(fitting)[h % k]`` with ``h``
+    = :func:`job_hash` and ``k`` the models that fit. Deterministic per job id, independent of
+    the other jobs and their order; the job keeps its own GPUs, type and placement."""
+    from traincast.hardware.catalog import load_catalog
+    from traincast.resolve import resolve
+    from traincast.trace.sample import pick_workloads, zoo_workloads
+
+    catalog = catalog or load_catalog()
+    if "architecture" not in jobs.column_names:  # only the hardware rule is used here
+        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
+    gpus = resolve(jobs, catalog).gpu
+    mem = [catalog.gpus[v].mem_gb if v in catalog.gpus else np.nan for v in gpus.values]
+    groups = np.where(gpus.codes < 0, len(mem), gpus.codes).astype(np.int64)
+    if rows is not None:
+        groups = np.where(rows, groups, -1)
+    h = job_hash(jobs)
+    return pick_workloads(groups, [*mem, np.nan], zoo_workloads(),
+                          lambda k, sel: (h[sel] % np.uint64(k)).astype(np.int64))
+
+
+def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = None) -> pa.Table:
+    """``workload`` for every job with GPUs whose trace gives neither a workload nor its
+    features (FLOPs, memory-bound bytes, weight bytes): a zoo model or workload tag,
+    or :data:`MIX` (:func:`mix_workloads`); :data:`NO_WORKLOAD` leaves the jobs as they are.
+    Marks those jobs in the boolean column :data:`ASSUMED_COLUMN` (counted by
+    :func:`workload_assumption`). Jobs with 0 GPUs (or none recorded) get none: they do not
+    train on GPUs."""
     from traincast.errors import TraincastError
     from traincast.zoo.profiles import resolve_workload
 
-    if resolve_workload(workload) is None:
+    name = str(workload).strip().lower()
+    if name == NO_WORKLOAD:
+        return jobs
+    if name != MIX and resolve_workload(workload) is None:
         raise TraincastError(f"--workload {workload}: not a zoo model or workload tag",
-                             hint="traincast zoo list shows the names")
+                             hint=f"traincast zoo list shows the names; {MIX} = the bundled "
+                             f"sample's mix, {NO_WORKLOAD} = assume nothing")
     has = "workload" in jobs.column_names
     col = jobs["workload"] if has else pa.nulls(jobs.num_rows, pa.string())
-    empty = pc.or_kleene(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
-    filled = pc.if_else(empty, pa.scalar(workload), col)
-    return jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
+    empty = pc.fill_null(pc.or_kleene(pc.is_null(col),
+                                      pc.equal(pc.utf8_trim_whitespace(col), "")), True)
+    if "n_gpus" in jobs.column_names:
+        empty = pc.and_(empty, pc.fill_null(pc.greater(jobs["n_gpus"], 0), False))
+    mask = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
+    known = [c for c in FEATURE_COLUMNS[:3] if c in jobs.column_names]
+    if len(known) == 3:  # a job whose trace gives its features needs no workload
+        given = np.ones(jobs.num_rows, dtype=bool)
+        for c in known:
+            given &= ~np.asarray(pc.is_null(jobs[c], nan_is_null=True).to_numpy(
+                zero_copy_only=False), dtype=bool)
+        mask &= ~given
+    if name == MIX:
+        fill = pa.array(mix_workloads(jobs, catalog, mask), type=pa.string())
+    else:
+        fill = pa.scalar(str(workload))
+    filled = pc.if_else(pa.array(mask), fill, col)
+    jobs = jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
         else jobs.append_column("workload", filled)
+    flag = pa.array(mask)
+    if ASSUMED_COLUMN in jobs.column_names:
+        flag = pc.or_(pc.fill_null(jobs[ASSUMED_COLUMN], False), flag)
+        return jobs.set_column(jobs.column_names.index(ASSUMED_COLUMN), ASSUMED_COLUMN, flag)
+    return jobs.append_column(ASSUMED_COLUMN, flag)
+
+
+def workload_assumption(jobs: pa.Table, workload: str | None) -> dict[str, Any] | None:
+    """What :func:`default_workload` assumed: ``{"workload": the name given, "jobs": jobs
+    that got it, "by_workload": {model: jobs}}``; None when nothing was assumed."""
+    if workload is None or ASSUMED_COLUMN not in jobs.column_names:
+        return None
+    mask = np.asarray(pc.fill_null(jobs[ASSUMED_COLUMN], False).to_numpy(
+        zero_copy_only=False), dtype=bool)
+    if not mask.any():
+        return None
+    names = pc.filter(jobs["workload"], pa.array(mask)).value_counts()
+    counts = sorted(((str(v["values"]), int(v["counts"])) for v in names.to_pylist()),
+                    key=lambda kv: (-kv[1], kv[0]))
+    return {"workload": str(workload), "jobs": int(mask.sum()), "by_workload": dict(counts)}
 
 
 def fill_features(jobs: pa.Table) -> pa.Table:
@@ -125,7 +226,8 @@ def prepare_jobs(jobs: pa.Table, catalog: Catalog | None = None,
                  workload: str | None = None) -> pa.Table:
     """A trace's jobs ready for the model: missing architectures inferred
     (:func:`infer_architecture`), ``workload`` given to jobs whose trace names none
-    (:func:`default_workload`), unknown features filled from the workloads' zoo profiles
-    (:func:`fill_features`)."""
+    (:func:`default_workload`: a zoo model, :data:`MIX` or :data:`NO_WORKLOAD`; None = nothing
+    assumed), unknown features filled from the workloads' zoo profiles (:func:`fill_features`).
+    """
     jobs = infer_architecture(jobs, catalog)
-    return fill_features(default_workload(jobs, workload) if workload else jobs)
+    return fill_features(default_workload(jobs, workload, catalog) if workload else jobs)

@@ -2,7 +2,7 @@
 
 One row is one training job. Times are seconds (any origin; traces shift them). ``n_gpus`` is a
 float: fractional GPUs (a job sharing a GPU, ``plan_gpu = 50`` in PAI) are kept as fractions.
-The features are per-iteration, per data-parallel replica (DESIGN.md); null = unknown
+The features are per-iteration, per data-parallel replica (docs/model.md); null = unknown
 (filled from the zoo profile of ``workload`` by :func:`traincast.trace.fill_features`).
 
 Placement, as the trace gives it (null = the trace does not say; the single default lives in
@@ -56,7 +56,7 @@ _COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
 FLAG_COLUMNS: tuple[str, ...] = ("censored", "zero_gpu", "fractional_gpu", "arch_inferred")
 
 COLUMNS: tuple[str, ...] = tuple(c[0] for c in _COLUMNS)
-"""The canonical columns (DESIGN.md), in order."""
+"""The canonical columns (docs/traces.md), in order."""
 ALL_COLUMNS: tuple[str, ...] = (*COLUMNS, *FLAG_COLUMNS, "source_id")
 """What the store holds and :func:`traincast.trace.store.load_jobs` returns."""
 
@@ -75,8 +75,8 @@ KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 INFER_RULE = ("n = training GPUs (n_workers x gpus_per_worker where both are given, capped at "
               "n_gpus; else n_gpus): n <= 1 -> 1w1g; n <= GPUs per node (the trace's "
               "gpus_per_node, else the GPUs of its node preset, of its GPU type's default node, "
-              "or of the default node) -> allreduce-local; more -> allreduce-cluster "
-              "(traincast.resolve)")
+              "or of the default node) -> allreduce-local; more -> allreduce-cluster; 0 GPUs "
+              "-> none (not training on GPUs) (traincast.resolve)")
 ADDED_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node",
                                   "embedding_allreduce_bytes")
 """Added after the store's first release: an older store file gets them (null) on open."""

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import duckdb
 import pyarrow as pa
 
-from traincast.errors import TraincastError
+from traincast.errors import NoSuchFileError, TraincastError
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import Plan, as_type, lit, q, typed, unreadable
 from traincast.trace.schema import ALL_COLUMNS, COLUMNS, FLAG_COLUMNS, SCHEMA, SQL_TYPE
@@ -250,7 +250,7 @@ class Store:
         paths = [Path(p).resolve() for p in paths]
         for p in paths:
             if not p.exists():
-                raise TraincastError(f"{p}: trace file not found")
+                raise NoSuchFileError(p, "trace")
         mod = adapter(format)
         try:
             report = self._ingest_once(mod, paths, format, mapping, strict, progress, False)

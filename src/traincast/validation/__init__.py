@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from traincast.calibration import CONTENTION_LIMIT
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
@@ -178,7 +179,7 @@ def summarize(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _catalog(path: str | Path | None, quick: bool, device: str, threads: int | None,
-             say: Callable[[str], None]) -> tuple[Catalog, str, int]:
+             say: Callable[[str], None], force: bool = False) -> tuple[Catalog, str, int]:
     """The catalog, its path and the thread count to run at: a given catalog's recorded
     ``threads`` (an explicit different ``threads`` is an error), else a fresh calibration at
     ``threads`` (default: torch's count)."""
@@ -199,7 +200,7 @@ def _catalog(path: str | Path | None, quick: bool, device: str, threads: int | N
     threads = threads or torch.get_num_threads()
     say(f"calibrating this machine at {threads} thread(s)" + (" (quick)" if quick else ""))
     tmp = Path(tempfile.mkdtemp(prefix="traincast-")) / "local.toml"
-    calibrate(tmp, quick=quick, device=device, threads=threads, progress=say)
+    calibrate(tmp, quick=quick, device=device, threads=threads, force=force, progress=say)
     return load_catalog([tmp]), str(tmp), threads
 
 
@@ -224,10 +225,11 @@ def thread_counts() -> list[int]:
 
 def validate_threads(counts: Sequence[int] | None = None, **kwargs: Any) -> dict[str, Any]:
     """``validate`` at each thread count (default ``thread_counts()``: 1 and all cores), each
-    with its own calibration. Returns the first run's result (the DESIGN JSON: ``cases``,
-    ``median_abs_error``, ...) plus ``runs`` (every run's result) and ``by_threads`` (T ->
-    ``median_abs_error``, ``p90_abs_error``, ``max_abs_error``, ``paper_median_abs_error``,
-    ``targets_met`` and the counts of ``cases``, ``failed``, ``skipped``)."""
+    with its own calibration. Returns the first run's result (the JSON of docs/validation.md:
+    ``cases``, ``median_abs_error``, ...) plus ``runs`` (every run's result) and
+    ``by_threads`` (T -> ``median_abs_error``, ``p90_abs_error``, ``max_abs_error``,
+    ``paper_median_abs_error``, ``targets_met`` and the counts of ``cases``, ``failed``,
+    ``skipped``)."""
     runs = [validate(threads=t, **kwargs) for t in (counts or thread_counts())]
     keys = ("median_abs_error", "p90_abs_error", "max_abs_error", "paper_median_abs_error",
             "targets_met")
@@ -241,14 +243,20 @@ def validate_threads(counts: Sequence[int] | None = None, **kwargs: Any) -> dict
 def validate(catalog: str | Path | None = None, *, quick: bool = False,
              cases: Sequence[Case] | None = None, device: str | None = None,
              threads: int | None = None, steps: int | None = None, warmup: int | None = None,
-             profile_steps: int = 2,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Predict, run and compare every case; the DESIGN JSON (``cases``, ``median_abs_error``,
-    ``p90_abs_error``) plus predicted/measured components and the paper model's error.
+             profile_steps: int = 2, force: bool = False,
+             progress: Callable[[str], None] | None = None,
+             cases_done: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Predict, run and compare every case; the JSON of docs/validation.md (``cases``,
+    ``median_abs_error``, ``p90_abs_error``) plus predicted/measured components and the paper
+    model's error.
 
     ``catalog``: a ``traincast calibrate`` file; None = calibrate now (quick with ``quick``).
     ``threads``: torch threads per process (default: the catalog's recorded count, else
     torch's); cases of P processes with ``P * threads > cores`` go to ``skipped``.
+    ``force``: keep a calibration measured under contention (``traincast.calibration``).
+    ``progress(message)`` hears each step; ``cases_done(done, total)`` is called before the
+    first case (``done = 0``) and after each. A case is ``disturbed`` when other programs held
+    the cores more than ``CONTENTION_LIMIT`` of its steps' time (``disturbed`` lists them).
     """
     import torch
 
@@ -259,14 +267,16 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
     try:
         return _validate(catalog, quick=quick, cases=cases, device=device, threads=threads,
                          steps=steps, warmup=warmup, profile_steps=profile_steps,
-                         say=progress or (lambda _msg: None))
+                         force=force, say=progress or (lambda _msg: None),
+                         cases_done=cases_done or (lambda _done, _total: None))
     finally:
         torch.set_num_threads(before)
 
 
 def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] | None,
               device: str, threads: int | None, steps: int | None, warmup: int | None,
-              profile_steps: int, say: Callable[[str], None]) -> dict[str, Any]:
+              profile_steps: int, force: bool, say: Callable[[str], None],
+              cases_done: Callable[[int, int], None]) -> dict[str, Any]:
     import os
 
     import torch
@@ -279,7 +289,7 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
         cases = QUICK_CASES if quick else (GPU_CASES if device.startswith("cuda") else FULL_CASES)
     steps = steps or (5 if quick else 9)
     warmup = warmup or 2
-    cat, cat_path, threads = _catalog(catalog, quick, device, threads, say)
+    cat, cat_path, threads = _catalog(catalog, quick, device, threads, say, force)
     torch.set_num_threads(threads)
     cores = os.cpu_count() or 1
     fits = [device.startswith("cuda") or c.processes * threads <= cores for c in cases]
@@ -289,7 +299,8 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
     cases = [c for c, ok in zip(cases, fits, strict=True) if ok]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for case in cases:
+    cases_done(0, len(cases))
+    for done, case in enumerate(cases, 1):
         say(f"{case.label}: profile and predict")
         model, inputs = build(case.model, case.batch_size, case.crop)
         feats = profile(model, inputs, optimizer="adam", ops=True)
@@ -305,6 +316,7 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
                            "batch_size": case.batch_size,
                            "reason": str(exc).strip().splitlines()[-1]})
             say(f"{case.label}: the real run failed: {failed[-1]['reason']}")
+            cases_done(done, len(cases))
             continue
         times = np.asarray(run["times"])
         measured = float(np.median(times))
@@ -325,11 +337,19 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
             "flops_compute_bound": feats["flops_compute_bound"],
             "bytes_memory_bound": feats["bytes_memory_bound"],
             "weight_bytes": feats["weight_bytes"]})
+        busy = run.get("runqueue_wait_fraction")
+        rows[-1]["disturbed"] = bool(busy is not None and busy > CONTENTION_LIMIT)
         say(f"{case.label}: measured {measured * 1e3:.1f} ms, predicted "
-            f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})")
+            f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})"
+            + (f"; disturbed: other programs held the cores {busy:.0%} of its steps' time"
+               if rows[-1]["disturbed"] else ""))
+        cases_done(done, len(cases))
     return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
             "threads": threads, "catalog": cat_path,
             "calibration_contention": _recorded(cat_path, "runqueue_wait_fraction"),
             "steps": steps, "warmup": warmup,
-            "cases": rows, "failed": failed, "skipped": skipped, **summarize(rows),
+            "cases": rows, "failed": failed, "skipped": skipped,
+            "disturbed": [{"model": r["model"], "arch": r["arch"], "batch_size": r["batch_size"],
+                           "runqueue_wait_fraction": r["runqueue_wait_fraction"]}
+                          for r in rows if r["disturbed"]], **summarize(rows),
             "case_specs": [asdict(c) for c in cases]}

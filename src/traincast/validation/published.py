@@ -392,12 +392,69 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
     feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURES
                              if k not in NULLABLE_KEYS or rec.get(k) is not None}
     if model.get("synthetic_inputs"):
-        feats["input_bytes"] = 0.0
+        feats = apply_setup(feats, synthetic_inputs=True)
     if rec.get("memory_bytes"):
         feats["memory_bytes"], feats["params"] = rec["memory_bytes"], rec.get("params", 0)
     if ops:
         feats["ops"] = rec["ops"]
     return feats
+
+
+def apply_setup(feats: Mapping[str, Any], *, synthetic_inputs: bool = False,
+                memory_format: str = "nchw", tf32_matmul: bool = False) -> dict[str, Any]:
+    """A profile as a benchmark ran it — the one place ``validate --published`` and ``predict``
+    (its flags ``--synthetic-inputs``, ``--memory-format``, ``--tf32-matmul``) set the run up:
+    ``synthetic_inputs``: the data is made on the GPU, no input copy (``input_bytes`` = 0);
+    ``memory_format`` nhwc / channels_last: every op of the per-op table marked ``layout =
+    "nhwc"`` (no cuDNN layout transposes); ``tf32_matmul``: fp32 matrix products marked TF32
+    (:func:`tf32_matmuls`). The per-op marks need the profile's ``ops``."""
+    fmt = str(memory_format).lower()
+    if fmt not in MEMORY_FORMATS:
+        raise TraincastError(f"memory format {memory_format!r}: one of {', '.join(MEMORY_FORMATS)}")
+    out = dict(feats)
+    if synthetic_inputs:
+        out["input_bytes"] = 0.0
+    if out.get("ops") and tf32_matmul:
+        out["ops"] = tf32_matmuls(out["ops"])
+    if out.get("ops") and fmt in ("nhwc", "channels_last"):
+        out["ops"] = [dict(o, layout="nhwc") for o in out["ops"]]
+    return out
+
+
+def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
+             tf32_matmul: bool) -> dict[str, Any]:
+    """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
+    memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
+    the profile's per-op table, else from its aggregate features)."""
+    return {"inputs": "synthetic" if synthetic_inputs else "copied",
+            "memory_format": "nhwc" if str(memory_format).lower() in ("nhwc", "channels_last")
+            else "nchw", "tf32_matmul": bool(tf32_matmul), "per_op": bool(feats.get("ops"))}
+
+
+def setup_text(setup: Mapping[str, Any]) -> str:
+    """``setup_of`` in words, with the ``predict`` flags that reproduce it."""
+    flags = [*(["--synthetic-inputs"] if setup["inputs"] == "synthetic" else []),
+             *([f"--memory-format {setup['memory_format']}"]
+               if setup["memory_format"] != "nchw" else []),
+             *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
+             *([] if setup["per_op"] else ["--aggregate"])]
+    inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
+              else "copied from the host")
+    return (f"inputs {inputs}, memory format {setup['memory_format']}"
+            f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}"
+            f", compute priced {'op by op' if setup['per_op'] else 'from aggregate features'}"
+            f" (predict flags: {' '.join(flags) or 'the defaults'})")
+
+
+def row_setup(data: Mapping[str, Any], r: Mapping[str, Any]) -> dict[str, bool | str]:
+    """The setup keywords of :func:`apply_setup` for one row: its model's ``synthetic_inputs``
+    and ``memory_format``; TF32 matrix products for a tf32 row, and for an fp32 row when
+    ``[source] fp32_matmul = "tf32"``."""
+    model = data["model"][r["model"]]
+    return {"synthetic_inputs": bool(model.get("synthetic_inputs")),
+            "memory_format": str(model.get("memory_format", "nchw")),
+            "tf32_matmul": r["dtype"] == "tf32" or (r["dtype"] == "fp32" and data.get(
+                "source", {}).get("fp32_matmul") == "tf32")}
 
 
 def tf32_matmuls(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -565,12 +622,7 @@ def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
                              hint=getattr(exc, "hint", "") or f"traincast profile "
                              f"{model[field]} --batch {r['batch_per_gpu']} shows the model "
                              "on its own") from None
-    if r["dtype"] == "tf32" or (r["dtype"] == "fp32" and data.get("source", {}).get(
-            "fp32_matmul") == "tf32"):
-        feats = {**feats, "ops": tf32_matmuls(feats["ops"])}
-    if str(model.get("memory_format", "nchw")).lower() in ("nhwc", "channels_last"):
-        feats = {**feats, "ops": [dict(o, layout="nhwc") for o in feats["ops"]]}
-    return feats
+    return apply_setup(feats, **row_setup(data, r))
 
 
 def memory_warnings(rows: Sequence[Mapping[str, Any]], features: Sequence[Mapping[str, Any]],
@@ -621,7 +673,9 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
               "predicted_s": float(res["predicted_s"][i]),
               "comm_share": float(res["comm_s"][i] / res["predicted_s"][i]),
               "error": float(res["error"][i]),
-              "paper_error": float(paper["error"][i])} for i, r in enumerate(rows)]
+              "paper_error": float(paper["error"][i]),
+              "setup": setup_of(features[i], **row_setup(data, r))}
+             for i, r in enumerate(rows)]
     warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])
     summary = summarize(res["error"])
@@ -698,6 +752,10 @@ def render_markdown(out: Mapping[str, Any]) -> str:
         gpu, dtype = key.rsplit(" ", 1)
         lines.append(f"| {gpu} | {dtype} | {g['n']} | {100 * g['median_abs_error']:.1f}% | "
                      f"{100 * g['max_abs_error']:.1f}% |")
+    setups = {f"{r['model']} {r['dtype']}": r["setup"] for r in out["rows"] if r.get("setup")}
+    if setups:
+        lines += ["", "Setup (as `predict` runs it with the flags named):", "",
+                  *(f"* {k}: {setup_text(v)}" for k, v in setups.items())]
     lines += ["", *_ratio_lines(out)]
     if out.get("warnings"):
         lines += ["", "Warnings:", *(f"* {w}" for w in out["warnings"])]

@@ -1,7 +1,7 @@
 """Hugging Face Hub checkpoints known without a network (``hub.toml``; no torch here).
 
 ``hf:NAME`` of a shipped checkpoint builds its transformers model from the size fields of its
-``config.json`` (``traincast.features.hf``); ``plan``/``predict --arch hybrid`` read the same
+``config.json`` (``traincast.zoo.hf``); ``plan``/``predict --arch hybrid`` read the same
 fields as a decoder-only config (``decoder_config``). A checkpoint marked ``zoo = "NAME"`` is
 that zoo model's decoder-only config.
 """

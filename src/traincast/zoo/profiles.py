@@ -53,7 +53,7 @@ def resolve_workload(name: str) -> str | None:
 def workload_features(name: str) -> dict[str, Any] | None:
     """The precomputed features record of a zoo model or trace workload tag (None if unknown).
 
-    The record is the profile of the model at its default batch (DESIGN.md keys), plus
+    The record is the profile of the model at its default batch (docs/profile.md keys), plus
     ``bytes_memory_bound_amp`` / ``memory_bytes_amp`` (under autocast), ``workload`` (the name
     asked for) and ``profile`` (the zoo model used).
     """

@@ -7,7 +7,7 @@ Every zoo name, its aliases, and what it can do:
 - ``llm``: a decoder-only transformer config (``traincast.zoo.llm.ModelConfig``) — ``plan`` and
   ``predict --arch hybrid`` price it. A model with only this config is built on the meta device
   through transformers from it (``ZooEntry.build_meta`` / ``meta_model``, with
-  ``traincast.features.hf.llm_model``), so ``profile``, ``predict --model`` and ``merge`` take it
+  ``traincast.zoo.hf.llm_model``), so ``profile``, ``predict --model`` and ``merge`` take it
   too (not a mixture of experts: its routing depends on the data).
 
 ``MODELS`` holds every entry, ``ZOO`` the ones with a torch module (their profiles ship in
@@ -35,7 +35,8 @@ _WHERE = f"traincast/zoo/{REGISTRY_FILE}"
 _MODEL_KEYS = {"family", "description", "aliases", "published_params", "params_exact", "source",
                "torch", "llm"}
 _TORCH_KEYS = {"builder", "inputs", "default_batch", "input_shape", "meta_only",
-               "resident_inputs"}
+               "resident_inputs", "seq", "max_seq", "attention"}
+ATTENTIONS = ("sdpa", "eager")
 CAPABILITY_USE = {"torch": "profile, predict --model, merge, validate",
                   "llm": "plan, predict --arch hybrid; without a torch module, profile, "
                          "predict --model and merge build it through transformers from the "
@@ -63,6 +64,9 @@ class ZooEntry:
     inputs_fn: str = ""  # "module:function"; function(batch) -> tuple of CPU tensors
     meta_only: bool = False
     resident_inputs: bool = False  # inputs stay in GPU memory across iterations
+    seq: int = 0  # a text model's tokens per sequence (0: not a text model)
+    max_seq: int = 0  # the most tokens its positions allow (0: no limit)
+    attention: tuple[str, ...] = ()  # implementations its attention offers, the default first
     aliases: tuple[str, ...] = ()
     llm: ModelConfig | None = None
 
@@ -94,30 +98,90 @@ class ZooEntry:
         with torch.device("meta"):
             return self._resolve(self.builder)()
 
-    def inputs(self, batch: int) -> tuple:
-        """One batch of inputs (CPU tensors; integer ids carry real values); a config-only
-        model's come with its model (``meta_model``)."""
-        if self.config_only:
-            return self.meta_model(batch)[1]
-        return self._resolve(self.inputs_fn)(batch)
+    @property
+    def is_text(self) -> bool:
+        """Whether its inputs are token sequences whose length ``seq`` sets."""
+        return bool(self.seq) or self.config_only
 
-    def meta_model(self, batch: int | None = None) -> tuple[Any, tuple]:
+    def seq_of(self, seq: int | None = None) -> int | None:
+        """The tokens per sequence a profile at ``seq`` uses (None: not a text model)."""
+        if not self.is_text:
+            return None
+        return seq or self.seq or (self.llm.seq if self.llm is not None else None)
+
+    def attention_of(self, attention: str | None = None) -> str | None:
+        """The attention implementation a torch module runs with ``attention`` asked for
+        (its default: the first it offers; None: it has no attention of its own)."""
+        return attention or (self.attention[0] if self.attention else None)
+
+    def _check(self, seq: int | None, attention: str | None) -> None:
+        """An error naming the flag when ``seq`` or ``attention`` does not apply."""
+        if seq is not None and not self.is_text:
+            raise TraincastError(f"--seq: zoo:{self.name} is not a text model (its inputs: "
+                                 f"{self.input_shape})",
+                                 hint="--seq applies to zoo text models (zoo list: the "
+                                      "ones whose inputs are tokens) and hf: models")
+        if seq is not None and self.max_seq and seq > self.max_seq:
+            raise TraincastError(f"--seq {seq} is over the {self.max_seq} positions of "
+                                 f"zoo:{self.name}", hint=f"use --seq {self.max_seq} or less")
+        if attention is None or self.config_only:
+            return
+        if attention not in ATTENTIONS:
+            raise TraincastError(f"--attention must be one of {', '.join(ATTENTIONS)}, "
+                                 f"got {attention!r}")
+        if not self.attention:
+            raise TraincastError(f"--attention: zoo:{self.name} has no attention layers",
+                                 hint="leave --attention out")
+        if attention not in self.attention:
+            raise TraincastError(f"--attention {attention}: zoo:{self.name}'s attention "
+                                 f"offers only {', '.join(self.attention)}",
+                                 hint=f"use --attention {self.attention[0]}, or an hf: model")
+
+    def inputs(self, batch: int, seq: int | None = None) -> tuple:
+        """One batch of inputs (CPU tensors; integer ids carry real values), of ``seq``
+        tokens per sequence for a text model (default its own); a config-only model's come
+        with its model (``meta_model``)."""
+        if self.config_only:
+            return self.meta_model(batch, seq=seq)[1]
+        self._check(seq, None)
+        make = self._resolve(self.inputs_fn)
+        return make(batch) if seq is None else make(batch, seq=seq)
+
+    def meta_model(self, batch: int | None = None, seq: int | None = None,
+                   attention: str | None = None) -> tuple[Any, tuple]:
         """(model on the meta device, one batch of inputs). A torch module: its builder and
-        ``batch`` (default ``default_batch``) inputs. A config-only model: the transformers
-        model of its config (``traincast.features.hf.llm_model``: ``batch``, default 1,
-        sequences of the config's training length ``seq``; a mixture of experts is an
-        error)."""
+        ``batch`` (default ``default_batch``) inputs of ``seq`` tokens (text models; default
+        their own), its attention layers set to ``attention`` (one it offers). A config-only
+        model: the transformers model of its config (``traincast.zoo.hf.llm_model``:
+        ``batch``, default 1, sequences of ``seq`` tokens, default the config's training
+        length; ``attention`` as transformers' ``attn_implementation``; a mixture of experts
+        is an error)."""
+        self._check(seq, attention)
         if self.config_only:
-            from traincast.features.hf import llm_model
+            from traincast.zoo.hf import llm_model
 
-            return llm_model(self.llm, batch)
-        return self.build_meta(), self.inputs(batch or self.default_batch)
+            return llm_model(self.llm, batch, seq, attention)
+        model = _with_attention(self.build_meta(), attention)
+        return model, self.inputs(batch or self.default_batch, seq)
 
-    def build_cpu(self, batch: int) -> tuple[Any, tuple]:
+    def build_cpu(self, batch: int, seq: int | None = None,
+                  attention: str | None = None) -> tuple[Any, tuple]:
         """(model on CPU with initialized weights, inputs) for the CPU fallback."""
         if self.meta_only:
             raise TraincastError(f"zoo:{self.name} is profiled on the meta device only")
-        return self._resolve(self.builder)(), self.inputs(batch)
+        self._check(seq, attention)
+        return _with_attention(self._resolve(self.builder)(), attention), \
+            self.inputs(batch, seq)
+
+
+def _with_attention(model: Any, attention: str | None) -> Any:
+    """``model`` with every attention layer of a zoo module (one with an ``attention_impl``
+    attribute: traincast.zoo.text) set to ``attention`` (unchanged when None)."""
+    if attention is not None:
+        for module in model.modules():
+            if hasattr(module, "attention_impl"):
+                module.attention_impl = attention
+    return model
 
 
 def _entry(name: str, raw: dict[str, Any]) -> ZooEntry:
@@ -145,7 +209,13 @@ def _entry(name: str, raw: dict[str, Any]) -> ZooEntry:
                       default_batch=int(torch_t["default_batch"]),
                       input_shape=torch_t["input_shape"],
                       meta_only=bool(torch_t.get("meta_only", False)),
-                      resident_inputs=bool(torch_t.get("resident_inputs", False)))
+                      resident_inputs=bool(torch_t.get("resident_inputs", False)),
+                      seq=int(torch_t.get("seq", 0)), max_seq=int(torch_t.get("max_seq", 0)),
+                      attention=tuple(torch_t.get("attention", ())))
+        if set(fields["attention"]) - set(ATTENTIONS) or (fields["max_seq"] and not
+                                                          fields["seq"]):
+            raise TraincastError(f"{where}.torch: attention must list some of "
+                                 f"{', '.join(ATTENTIONS)}, and max_seq needs seq")
     if "llm" in raw:
         fields["llm"] = config_from_table(name, dict(raw["llm"]), f"{where}.llm")
     llm = fields.get("llm")

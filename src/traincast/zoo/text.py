@@ -3,7 +3,14 @@
 Layouts follow the published models (and Hugging Face's modules where those define the count):
 post-LN encoder-decoder (Vaswani et al.), post-LN BERT with pooler and pre-training heads,
 pre-LN GPT-2 with tied output embedding, LLaMA with RMSNorm, rotary embeddings and SwiGLU.
-Token ids are drawn uniformly from the vocabulary with a fixed seed.
+Token ids are drawn uniformly from the vocabulary with a fixed seed; each inputs function takes
+``seq``, the tokens per sequence (default the model's own).
+
+Attention runs through ``F.scaled_dot_product_attention`` (``attention_impl = "sdpa"``, the
+default) or, with ``attention_impl = "eager"`` on a layer (``traincast.zoo.registry`` sets it
+for ``--attention eager``), as its parts: the scores ``q k^T`` (one batched matrix product),
+the scale, a causal mask where the layer is causal, the softmax and the product with ``v``.
+Neither has dropout on the attention probabilities (these models' sdpa calls take none).
 """
 
 from __future__ import annotations
@@ -19,12 +26,44 @@ def _ids(gen: torch.Generator, vocab: int, *shape: int) -> torch.Tensor:
     return torch.randint(0, vocab, shape, generator=gen)
 
 
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+           impl: str) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d) [+ causal mask]) v: one fused kernel (``sdpa``) or its parts
+    (``eager``: matmul, scale, mask, softmax, matmul)."""
+    if impl == "sdpa":
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+    if causal:
+        t, s = scores.shape[-2:]
+        mask = torch.ones(t, s, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class SelfAttention(Attention):
+    """``traincast.zoo.vision.Attention`` (the same weights) whose kernels ``attention_impl``
+    picks (``attend``)."""
+
+    attention_impl = "sdpa"
+
+    def forward(self, x: torch.Tensor, causal: bool = False) -> torch.Tensor:
+        if self.attention_impl == "sdpa":
+            return super().forward(x, causal)
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(
+            2, 0, 3, 1, 4).unbind(0)
+        out = attend(q, k, v, causal, self.attention_impl)
+        return self.proj(out.transpose(1, 2).reshape(b, t, d))
+
+
 # -- Transformer-base (Vaswani et al. 2017) ------------------------------------------------------
 
 NMT_VOCAB, NMT_LEN = 37_000, 32
 
 
 class CrossAttention(nn.Module):
+    attention_impl = "sdpa"
+
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
         self.heads = heads
@@ -38,7 +77,7 @@ class CrossAttention(nn.Module):
         q = self.q(x).view(b, t, h, d // h).transpose(1, 2)
         k, v = self.kv(memory).view(b, memory.shape[1], 2, h, d // h).permute(2, 0, 3, 1,
                                                                            4).unbind(0)
-        out = F.scaled_dot_product_attention(q, k, v)
+        out = attend(q, k, v, False, self.attention_impl)
         return self.proj(out.transpose(1, 2).reshape(b, t, d))
 
 
@@ -48,7 +87,7 @@ class PostLNLayer(nn.Module):
     def __init__(self, dim: int, heads: int, hidden: int, cross: bool = False,
                  causal: bool = False, act: str = "relu", eps: float = 1e-5) -> None:
         super().__init__()
-        self.attn = Attention(dim, heads)
+        self.attn = SelfAttention(dim, heads)
         self.ln_1 = nn.LayerNorm(dim, eps=eps)
         self.cross = CrossAttention(dim, heads) if cross else None
         self.ln_c = nn.LayerNorm(dim, eps=eps) if cross else None
@@ -109,11 +148,12 @@ def transformer_nmt() -> nn.Module:
     return TransformerNMT()
 
 
-def nmt_inputs(batch: int) -> tuple[torch.Tensor, ...]:
-    """``batch`` sentence pairs of 32 source and 32 target tokens (WMT average is ~27)."""
+def nmt_inputs(batch: int, seq: int = NMT_LEN) -> tuple[torch.Tensor, ...]:
+    """``batch`` sentence pairs of ``seq`` source and ``seq`` target tokens (default 32: the
+    WMT average is ~27)."""
     gen = torch.Generator().manual_seed(0)
-    tgt = _ids(gen, NMT_VOCAB, batch, NMT_LEN + 1)
-    return _ids(gen, NMT_VOCAB, batch, NMT_LEN), tgt[:, :-1].contiguous(), \
+    tgt = _ids(gen, NMT_VOCAB, batch, seq + 1)
+    return _ids(gen, NMT_VOCAB, batch, seq), tgt[:, :-1].contiguous(), \
         tgt[:, 1:].contiguous()
 
 
@@ -162,12 +202,13 @@ def bert_large() -> nn.Module:
     return Bert(1024, 24, 16)
 
 
-def bert_inputs(batch: int) -> tuple[torch.Tensor, ...]:
-    """Sentence pairs of 128 tokens; 15% of positions carry an MLM label, the rest -100."""
+def bert_inputs(batch: int, seq: int = BERT_LEN) -> tuple[torch.Tensor, ...]:
+    """Sentence pairs of ``seq`` tokens (default 128; the second sentence is the second half);
+    15% of positions carry an MLM label, the rest -100."""
     gen = torch.Generator().manual_seed(0)
-    ids = _ids(gen, BERT_VOCAB, batch, BERT_LEN)
-    token_type = (torch.arange(BERT_LEN) >= BERT_LEN // 2).long().expand(batch, -1).contiguous()
-    masked = torch.rand(batch, BERT_LEN, generator=gen) < 0.15
+    ids = _ids(gen, BERT_VOCAB, batch, seq)
+    token_type = (torch.arange(seq) >= seq // 2).long().expand(batch, -1).contiguous()
+    masked = torch.rand(batch, seq, generator=gen) < 0.15
     labels = torch.where(masked, ids, torch.full_like(ids, -100))
     return ids, token_type, labels, _ids(gen, 2, batch)
 
@@ -184,6 +225,8 @@ class GPT2(nn.Module):
         self.wpe = nn.Embedding(GPT2_CONTEXT, dim)
         self.blocks = nn.ModuleList(PreLNBlock(dim, heads, 4 * dim, gelu="tanh", causal=True,
                                                eps=1e-5) for _ in range(layers))
+        for block in self.blocks:  # the same weights, kernels picked by attention_impl
+            block.attn = SelfAttention(dim, heads)
         self.ln_f = nn.LayerNorm(dim)
         self.dropout = nn.Dropout(0.1)
 
@@ -204,9 +247,10 @@ def gpt2_xl() -> nn.Module:
     return GPT2(1600, 48, 25)
 
 
-def gpt2_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def gpt2_inputs(batch: int, seq: int = GPT2_CONTEXT) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` sequences of ``seq`` tokens (default the context, 1024), labels = ids."""
     gen = torch.Generator().manual_seed(0)
-    ids = _ids(gen, GPT2_VOCAB, batch, GPT2_CONTEXT)
+    ids = _ids(gen, GPT2_VOCAB, batch, seq)
     return ids, ids
 
 
@@ -231,6 +275,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class LlamaBlock(nn.Module):
+    attention_impl = "sdpa"
+
     def __init__(self, dim: int, heads: int, hidden: int) -> None:
         super().__init__()
         self.heads = heads
@@ -249,8 +295,7 @@ class LlamaBlock(nn.Module):
         h = self.attn_norm(x)
         q, k, v = (proj(h).view(b, t, self.heads, d // self.heads).transpose(1, 2)
                    for proj in (self.q, self.k, self.v))
-        out = F.scaled_dot_product_attention(_rotate(q, cos, sin), _rotate(k, cos, sin), v,
-                                             is_causal=True)
+        out = attend(_rotate(q, cos, sin), _rotate(k, cos, sin), v, True, self.attention_impl)
         x = x + self.o(out.transpose(1, 2).reshape(b, t, d))
         h = self.mlp_norm(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
@@ -284,12 +329,13 @@ def llama_7b() -> nn.Module:
     return Llama()
 
 
-def llama_inputs(batch: int, context: int = LLAMA_CONTEXT) -> tuple[torch.Tensor, torch.Tensor]:
+def llama_inputs(batch: int, seq: int = LLAMA_CONTEXT) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` sequences of ``seq`` tokens (default the context, 2048), labels = ids."""
     gen = torch.Generator().manual_seed(0)
-    ids = _ids(gen, LLAMA_VOCAB, batch, context)
+    ids = _ids(gen, LLAMA_VOCAB, batch, seq)
     return ids, ids
 
 
-def llama2_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def llama2_inputs(batch: int, seq: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
     """Llama 2 trains at context 4096 (Touvron et al. 2023b); the 7B model is LLaMA-7B's shape."""
-    return llama_inputs(batch, 4096)
+    return llama_inputs(batch, seq)

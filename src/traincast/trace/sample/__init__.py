@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -116,21 +118,39 @@ def zoo_workloads() -> dict[str, float]:
     return out
 
 
-def _workloads(rng: np.random.Generator, gpu_type: np.ndarray, memory_gb: dict[str, float],
-               catalog: Catalog) -> np.ndarray:
+def pick_workloads(groups: NDArray[np.integer], group_mem_gb: Sequence[float],
+                   memory_gb: Mapping[str, float],
+                   draw: Callable[[int, NDArray[np.bool_]], NDArray[np.integer]]
+                   ) -> NDArray[np.object_]:
     """A workload per job, uniform over those whose replica fits its GPU's memory (all of them
-    when none fits or memory is unknown)."""
+    when none fits or memory is unknown): the workload mix of the bundled sample, and of the
+    ``--workload mix`` default of jobs whose trace names none (:func:`traincast.trace.
+    default_workload`).
+
+    ``groups``: each job's GPU as an index into ``group_mem_gb`` (the GPU's memory in GB, NaN
+    unknown); -1 = no workload. ``draw(k, rows)``: an index in ``0..k-1`` for each of the jobs
+    ``rows`` of one group (groups in index order): the sample's random generator, or a hash of
+    the job id."""
     names = sorted(memory_gb)
-    out = np.full(len(gpu_type), None, dtype=object)
+    out = np.full(len(groups), None, dtype=object)
     if not names:
         return out
-    mem = np.array([memory_gb[n] for n in names])
-    for t in sorted(set(gpu_type.tolist())):
-        sel = gpu_type == t
-        fits = ~(mem > catalog.gpu(t).mem_gb)  # NaN (unknown) counts as fitting
-        pool = np.asarray(names, dtype=object)[fits] if fits.any() else np.asarray(names, object)
-        out[sel] = pool[rng.integers(0, len(pool), int(sel.sum()))]
+    mem = np.array([memory_gb[n] for n in names], dtype=np.float64)
+    every = np.asarray(names, dtype=object)
+    for g in np.unique(groups[groups >= 0]):
+        sel = groups == g
+        fits = ~(mem > group_mem_gb[int(g)])  # NaN (unknown) counts as fitting
+        pool = every[fits] if fits.any() else every
+        out[sel] = pool[draw(len(pool), sel)]
     return out
+
+
+def _workloads(rng: np.random.Generator, gpu_type: np.ndarray, memory_gb: dict[str, float],
+               catalog: Catalog) -> np.ndarray:
+    """The sample's workload per job (:func:`pick_workloads`, drawn by ``rng`` per GPU type)."""
+    types, groups = np.unique(gpu_type.astype(str), return_inverse=True)
+    return pick_workloads(groups, [catalog.gpu(t).mem_gb for t in types], memory_gb,
+                          lambda k, sel: rng.integers(0, k, int(sel.sum())))
 
 
 def generate(jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED, *,

@@ -60,10 +60,7 @@ def _config(name: str) -> Any:
         raise TraincastError(f"hf:{name}: no such file or folder",
                              hint="give the path of a config.json or of the folder holding it")
     try:
-        if path.is_file():
-            return transformers.AutoConfig.from_pretrained(str(path.parent)) \
-                if path.name == "config.json" else transformers.AutoConfig.from_json_file(path)
-        if path.is_dir():
+        if path.exists():  # a folder, or a config file of any name (its model_type)
             return transformers.AutoConfig.from_pretrained(str(path))
         try:
             return transformers.AutoConfig.from_pretrained(name, local_files_only=True)
@@ -117,7 +114,10 @@ def config_from_llm(cfg: Any) -> Any:
              "layernorm + learned positions with biases (GPT-2)")
 
 
-def _build(config: Any) -> nn.Module:
+def _build(config: Any, attention: str | None = None) -> nn.Module:
+    """The model of ``config`` on meta (the head as the module docstring says), with
+    transformers' ``attn_implementation`` = ``attention`` when given (``eager``, ``sdpa``); a
+    model class that does not offer it is an error naming ``--attention``."""
     import transformers
 
     candidates = []
@@ -137,14 +137,28 @@ def _build(config: Any) -> nn.Module:
             config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0
     candidates += [*lm_heads, transformers.AutoModel]
     errors = []
+    kwargs = {} if attention is None else {"attn_implementation": attention}
     with torch.device("meta"):
         for cls in candidates:
             try:
                 build = cls._from_config if hasattr(cls, "_from_config") else cls.from_config
-                return build(config)
+                return build(config, **kwargs)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                if attention is not None and _about_attention(exc):
+                    raise TraincastError(
+                        f"--attention {attention}: {getattr(cls, '__name__', cls)} does not "
+                        f"offer it ({_short(exc)})",
+                        hint="leave --attention out for the implementation transformers "
+                             "picks, or try the other of eager and sdpa") from None
                 errors.append(f"{getattr(cls, '__name__', cls)}: {exc}")
     raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
+
+
+def _about_attention(exc: Exception) -> bool:
+    """Whether transformers refused the attention implementation asked for."""
+    text = str(exc).lower()
+    return "attn_implementation" in text or "attention implementation" in text or \
+        "scaled_dot_product_attention" in text
 
 
 AUDIO_SECONDS = 10
@@ -164,9 +178,15 @@ def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
     if not vocab:
         raise TraincastError(f"{type(config).__name__}: no vocab_size to draw token ids from",
                              hint="give a config.json with vocab_size (or a text_config)")
-    limits = [getattr(text, key, None) for key in (positions_key, "n_positions")]
-    positions = next((int(n) for n in limits if isinstance(n, int) and n > 0), MAX_SEQ)
-    seq = seq or min(MAX_SEQ, positions)  # XLNet's -1: no limit
+    limits = [(key, getattr(text, key, None)) for key in (positions_key, "n_positions")]
+    known = [(key, int(n)) for key, n in limits if isinstance(n, int) and n > 0]
+    positions = known[0][1] if known else MAX_SEQ  # XLNet's -1: no limit
+    if seq is not None and known and seq > positions:
+        raise TraincastError(f"--seq {seq} is over the {positions} positions of "
+                             f"{type(text).__name__} ({known[0][0]})",
+                             hint=f"use --seq {positions} or less, or a config.json with a "
+                                  f"larger {known[0][0]}")
+    seq = seq or min(MAX_SEQ, positions)
     return torch.randint(0, int(vocab), (batch, seq), generator=gen)
 
 
@@ -281,18 +301,24 @@ def _label_kind(head: str) -> str | None:
     return None
 
 
-def model_from_config(config: Any, batch: int,
-                      seq: int | None = None) -> tuple[nn.Module, tuple]:
+def model_from_config(config: Any, batch: int, seq: int | None = None,
+                      attention: str | None = None) -> tuple[nn.Module, tuple]:
     """(model on meta taking positional inputs, seeded inputs) of a transformers config: the
     inputs its ``forward`` takes (``hf_inputs``), with labels for heads that return a loss
     from them (language-model, sequence-to-sequence and classification heads) and
-    ``return_loss`` for models that take it (CLIP's contrastive loss)."""
+    ``return_loss`` for models that take it (CLIP's contrastive loss). ``seq``: tokens per
+    sequence (an error for a model that takes no token ids); ``attention``: transformers'
+    ``attn_implementation`` (``_build``)."""
     import inspect
 
-    model = _build(config)
+    model = _build(config, attention)
     head = type(model).__name__
     params = tuple(inspect.signature(model.forward).parameters)
     labels = _label_kind(head) if "labels" in params else None
+    if seq is not None and "input_ids" not in params and labels != "tokens":
+        raise TraincastError(f"--seq applies to models that take token ids; {head} takes "
+                             f"{', '.join(p for p in params[:3])}",
+                             hint="leave --seq out: the inputs are sized by the config")
     inputs, keys = hf_inputs(config, batch, labels, seq, params)
     if labels == "classes" and getattr(model.config, "pad_token_id", 0) is None:
         # a decoder's classifier pools the last token before padding, and needs a pad id
@@ -302,11 +328,14 @@ def model_from_config(config: Any, batch: int,
     return KeywordInputs(model, keys, constants), inputs
 
 
-def hf_model(name: str, batch_size: int | None) -> tuple[nn.Module, tuple, str, None]:
-    """(model, inputs, label, rebuild) for ``hf:NAME``; the model lives on meta."""
+def hf_model(name: str, batch_size: int | None, seq: int | None = None,
+             attention: str | None = None) -> tuple[nn.Module, tuple, str, None]:
+    """(model, inputs, label, rebuild) for ``hf:NAME`` at ``seq`` tokens per sequence and
+    attention implementation ``attention`` when given (``model_from_config``); the model
+    lives on meta."""
     config = _config(name)
     try:
-        model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH)
+        model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention)
     except TraincastError as exc:
         raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint) from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config
@@ -317,7 +346,36 @@ def hf_model(name: str, batch_size: int | None) -> tuple[nn.Module, tuple, str, 
     return model, inputs, f"hf:{name}", None
 
 
-def llm_model(cfg: Any, batch_size: int | None) -> tuple[nn.Module, tuple]:
+def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
+              attention: str | None = None) -> tuple[nn.Module, tuple]:
     """(model, inputs) of a decoder-only zoo config on meta: ``batch_size`` (default 1)
-    sequences of the config's training length ``seq``."""
-    return model_from_config(config_from_llm(cfg), batch_size or 1, cfg.seq)
+    sequences of ``seq`` tokens (default the config's training length ``seq``; longer only
+    for rotary positions, which have no table of positions), attention ``attention``
+    (default: transformers' pick)."""
+    config = config_from_llm(cfg)
+    if seq is not None and seq > cfg.seq and cfg.position == "rope":
+        config.max_position_embeddings = seq
+    try:
+        return model_from_config(config, batch_size or 1, seq or cfg.seq, attention)
+    except TraincastError as exc:
+        raise TraincastError(f"zoo:{cfg.name}: {exc}", hint=exc.hint) from exc
+
+
+def built_seq_and_attention(model: nn.Module, inputs: tuple) -> tuple[int | None, str | None]:
+    """(tokens per sequence, attention implementation) of a model and inputs
+    ``model_from_config`` built: the length of its token ids (``input_ids``, else token
+    ``labels``; None without tokens) and its config's ``_attn_implementation`` (None for a model
+    without one, or without attention layers: no module whose class name holds Attention,
+    such as ResNet, for which transformers still names an implementation)."""
+    if not isinstance(model, KeywordInputs):
+        return None, None
+    named = dict(zip(model.keys, inputs, strict=False))
+    seq = None
+    for key in ("input_ids", "labels"):
+        value = named.get(key)
+        if isinstance(value, torch.Tensor) and value.dim() == 2:
+            seq = int(value.shape[1])
+            break
+    attention = getattr(getattr(model.model, "config", None), "_attn_implementation", None)
+    has_attention = any("Attention" in type(m).__name__ for m in model.model.modules())
+    return seq, attention if isinstance(attention, str) and has_attention else None

@@ -1,0 +1,467 @@
+"""Fit the kernel model to measured single-op latencies, and validate it leave-one-GPU-out.
+
+Input: a folder of measured kernels in the NeuSight CSV format (one sub-folder per op family,
+``linear/ bmm/ conv/ softmax/ ln/ add/ ...``, one ``<GPU>.csv[.gz]`` per device; columns
+``Device, Latency`` (milliseconds) and the shape columns of the family; ``scripts/
+measure_kernels.py`` writes the same format on a CUDA machine). Output: the fitted parameters
+(``hardware/kernel_model.toml`` is the shipped result of ``traincast calibrate --kernels``).
+
+The fit, in stages (docs/model.md, "Kernel model"), every stage over the GPUs fitted on:
+
+1. ``floor_us`` per GPU: the median of the fastest 5% of its memory-bound rows (one eager op
+   timed alone: host dispatch + launch; a property of the measuring machine as much as the GPU).
+2. ``f_<family>``: the median achieved fraction of datasheet bandwidth, ``B / ((t - d) M)``, over
+   rows at least 5x their floor (large transfers, where the floor is noise).
+3. GEMM parameters (``simt_efficiency``, ``power_ref``, ``c_smem``, ``tile_l2_reuse``,
+   ``max_split_k``, ``gemm_fixed_us``) by Nelder-Mead on the mean absolute log error of the
+   linear and bmm rows plus each GPU's absolute log error of its summed time.
+4. ``conv_efficiency`` and ``extra_kernel_us`` the same way on the conv rows.
+
+Nothing here reads a whole-model measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from traincast import kernels
+from traincast.errors import TraincastError
+
+F = NDArray[np.float64]
+
+GEMM_FAMILIES = ("linear", "bmm")
+ELEMENTWISE_BINARY = ("add", "mul", "div", "pow")
+ELEMENTWISE_UNARY = ("addu", "mulu", "divu", "powu", "relu", "gelu", "tanh")
+FAMILIES: dict[str, str] = {
+    "linear": "gemm", "bmm": "gemm", "conv": "conv", "softmax": "softmax", "ln": "norm",
+    **{f: "elementwise" for f in ELEMENTWISE_BINARY + ELEMENTWISE_UNARY}}
+"""Folder -> kernel kind (the report's per-family rows)."""
+SHAPE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "linear": ("B", "M", "N", "K"), "bmm": ("B", "M", "N", "K"),
+    "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
+             "Padding")}
+"""Shape columns per folder (``B, H`` for the rest), as the data's README gives them."""
+GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
+             "gemm_fixed_us")
+CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
+START: dict[str, float] = {"simt_efficiency": 0.8, "power_ref": 0.003, "c_smem": 4.0,
+                           "tile_l2_reuse": 2.0, "max_split_k": 8.0, "gemm_fixed_us": 5.0,
+                           "conv_efficiency": 1.0, "extra_kernel_us": 5.0}
+"""Starting point of the search (physically plausible values; the fit moves them)."""
+PROGRESS = Callable[[str], None]
+
+
+@dataclass
+class Kernels:
+    """Measured rows of all families, as columns. ``gpu`` = catalog GPU name per row."""
+
+    family: NDArray[Any]
+    gpu: NDArray[Any]
+    latency_s: F
+    shape: dict[str, F]
+    kernel_name: NDArray[Any]
+
+    def __len__(self) -> int:
+        return len(self.latency_s)
+
+    def take(self, mask: NDArray[np.bool_]) -> Kernels:
+        return Kernels(self.family[mask], self.gpu[mask], self.latency_s[mask],
+                       {k: v[mask] for k, v in self.shape.items()}, self.kernel_name[mask])
+
+
+def read_kernels(directory: str | Path, catalog: Any,
+                 families: Iterable[str] | None = None,
+                 sample: int = 0, seed: int = 0) -> Kernels:
+    """Every ``<family>/*.csv[.gz]`` under ``directory`` (DuckDB; the quoted ``Kernels`` field may
+    hold commas). ``Device`` must name a catalog GPU or alias; ``Latency`` (ms) must be positive
+    and finite; shape columns positive. ``sample`` > 0 keeps that many rows per file (seeded).
+    Errors name the file, the row and the field."""
+    import duckdb
+
+    root = Path(directory)
+    if not root.is_dir():
+        raise TraincastError(f"{root}: no such folder of measured kernels",
+                             hint="a folder with linear/, bmm/, conv/, ... sub-folders")
+    wanted = list(families or FAMILIES)
+    parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
+    con = duckdb.connect()
+    for fam in wanted:
+        if fam not in FAMILIES:
+            raise TraincastError(f"unknown kernel family {fam!r}",
+                                 hint=f"known: {', '.join(FAMILIES)}")
+        for path in sorted((root / fam).glob("*.csv*")):
+            data = _read_file(con, path, fam, sample, seed)
+            parts.append((fam, data, _gpu_names(catalog, path, data["Device"])))
+    if not parts:
+        raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
+                             hint=f"families: {', '.join(wanted)}")
+    keys = sorted({k for fam, _, _ in parts for k in _shape_keys(fam)})
+    return Kernels(
+        np.concatenate([np.full(len(d["Latency"]), fam, dtype=object) for fam, d, _ in parts]),
+        np.concatenate([g for _, _, g in parts]),
+        np.concatenate([d["Latency"] * 1e-3 for _, d, _ in parts]),
+        {k: np.concatenate([d.get(k, np.full(len(d["Latency"]), np.nan)) for _, d, _ in parts])
+         for k in keys},
+        np.concatenate([d["Kernel Name"] for _, d, _ in parts]))
+
+
+def _shape_keys(fam: str) -> tuple[str, ...]:
+    return SHAPE_COLUMNS.get(fam, ("B", "H"))
+
+
+def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:
+    """One measured file as numpy columns, checked (errors name file, row and field)."""
+    need = ("Device", "Latency", *_shape_keys(fam))
+    try:
+        rel = con.read_csv(str(path), all_varchar=True)
+        header = list(rel.columns)
+    except Exception as exc:  # duckdb raises its own error types for unreadable files
+        raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
+                             hint="the NeuSight kernel format: docs/model.md") from None
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise TraincastError(f"{path}: missing column(s) {', '.join(missing)}",
+                             hint=f"{fam}/ files need {', '.join(need)}")
+    select = ", ".join(f'"{c}"' for c in need)
+    kname = '"Kernel Name"' if "Kernel Name" in header else "''"
+    order = f" using sample {int(sample)} rows (reservoir, {int(seed)})" if sample else ""
+    raw = con.sql(f"select {select}, {kname} as \"Kernel Name\" from "
+                  f"read_csv('{path}', all_varchar=true){order}").fetchnumpy()
+    out: dict[str, Any] = {"Device": raw["Device"].astype(object),
+                           "Kernel Name": raw["Kernel Name"].astype(object)}
+    for c in need[1:]:
+        values = np.array([_number(v) for v in raw[c]], dtype=np.float64)
+        bad = ~np.isfinite(values) | (values <= 0) if c == "Latency" or c != "Padding" \
+            else ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {raw[c][i]!r} is not a "
+                                 "positive number", hint="Latency in ms; shapes are sizes")
+        out[c] = values
+    return out
+
+
+def _number(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any]) -> NDArray[Any]:
+    names = {}
+    for d in set(devices.tolist()):
+        try:
+            names[d] = catalog.gpu_name(str(d))
+        except KeyError:
+            raise TraincastError(f"{path}: field 'Device' = {d!r} is no catalog GPU",
+                                 hint="add it (or an alias) with --catalog FILE") from None
+    return np.array([names[d] for d in devices], dtype=object)
+
+
+# ------------------------------------------------------------------------------------ model
+
+@dataclass(frozen=True)
+class Specs:
+    """Per-row catalog fields of each row's GPU (``traincast.kernels`` inputs, named as the
+    GPU entry's fields); ``mem_bps`` = ``mem_bw_gbs`` in bytes/s."""
+
+    sms: F
+    fp32_cores_per_sm: F
+    boost_clock_mhz: F
+    power_w: F
+    process_nm: F
+    mem_bps: F
+
+
+def specs_of(gpus: NDArray[Any], catalog: Any) -> Specs:
+    """Catalog fields of each row's GPU (0 where a field is not set)."""
+    table = {g: catalog.gpu(g) for g in set(gpus.tolist())}
+
+    def col(attr: str, scale: float = 1.0) -> F:
+        vals = {g: float(getattr(e, attr, 0.0) or 0.0) * scale for g, e in table.items()}
+        return np.array([vals[g] for g in gpus], dtype=np.float64)
+
+    return Specs(col("sms"), col("fp32_cores_per_sm"), col("boost_clock_mhz"), col("power_w"),
+                 col("process_nm"), col("mem_bw_gbs", 1e9))
+
+
+def kernel_bytes(fam: str, shape: Mapping[str, F]) -> F:
+    """DRAM bytes of a memory-bound row: binary element-wise ops read two ``B x H`` fp32
+    tensors and write one (``12 B H``); unary and scalar ops, softmax and LayerNorm read one and
+    write one (``8 B H``; LayerNorm's per-row mean and rstd, ``8 B``, are added)."""
+    e = shape["B"] * shape["H"]
+    if fam in ELEMENTWISE_BINARY:
+        return 12.0 * e
+    return 8.0 * e + (8.0 * shape["B"] if fam == "ln" else 0.0)
+
+
+def gemm_dims(fam: str, shape: Mapping[str, F]) -> tuple[F, F, F, F]:
+    """``(m, n, k, batch)``: ``linear`` = a ``B M x N`` input times ``N x K`` weights; ``bmm`` =
+    ``B`` products of ``M x N`` by ``N x K``; ``conv`` = implicit GEMM ``m = B H_o W_o``,
+    ``n = C_out``, ``k = C_in k^2`` with ``H_o = (H + 2 pad - k) / stride + 1``."""
+    if fam == "conv":
+        ksz, hw = shape["Kernel_Szie"], shape["Input_Size"]
+        ho = np.floor((hw + 2.0 * shape["Padding"] - ksz) / shape["Stride"]) + 1.0
+        return (shape["B"] * ho * ho, shape["Output_Channel"], shape["Input_Channel"] * ksz**2,
+                np.ones_like(hw))
+    if fam == "linear":
+        return shape["B"] * shape["M"], shape["K"], shape["N"], np.ones_like(shape["B"])
+    return shape["M"], shape["K"], shape["N"], shape["B"]
+
+
+def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
+                     floor_s: F) -> F:
+    """Predicted latency of every measured row: ``d + t_kernel`` (module docstring of
+    ``traincast.kernels``, section "the measured-kernel model")."""
+    out = np.zeros(len(data))
+    rate = kernels.simt_rate_flops(spec, params)
+    for fam in set(data.family.tolist()):
+        sel = data.family == fam
+        shape = {k: v[sel] for k, v in data.shape.items()}
+        kind = FAMILIES[fam]
+        if kind in ("gemm", "conv"):
+            m, n, k, b = gemm_dims(fam, shape)
+            r = rate[sel] * (params["conv_efficiency"] if kind == "conv" else 1.0)
+            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], r, spec.mem_bps[sel], params)
+            if kind == "conv":
+                wino = (shape["Kernel_Szie"] == 3) & (shape["Stride"] == 1)
+                tw = kernels.winograd_conv_time_s(shape["B"], shape["Input_Size"],
+                                                  shape["Input_Channel"],
+                                                  shape["Output_Channel"], spec.sms[sel],
+                                                  rate[sel], spec.mem_bps[sel], params)
+                t = np.where(wino, np.minimum(t, tw), t)
+        else:
+            t = kernels.memory_kernel_time_s(kernel_bytes(fam, shape), spec.mem_bps[sel],
+                                             params[f"f_{kind}"])
+        out[sel] = floor_s[sel] + t
+    return out
+
+
+# -------------------------------------------------------------------------------------- fit
+
+def measured_floors_us(data: Kernels) -> dict[str, float]:
+    """Per GPU: the median of the fastest 5% of its memory-bound rows, in µs (stage 1).
+    A GPU without memory-bound rows has no entry (it takes the others' median)."""
+    out = {}
+    mem = np.isin(data.family, [f for f, k in FAMILIES.items() if k not in ("gemm", "conv")])
+    for g in sorted(set(data.gpu[mem].tolist())):
+        lat = np.sort(data.latency_s[mem & (data.gpu == g)])
+        out[g] = float(np.median(lat[: max(1, len(lat) // 20)]) * 1e6)
+    return out
+
+
+def _floor_col(data: Kernels, floors_us: Mapping[str, float], default_us: float) -> F:
+    return np.array([floors_us.get(g, default_us) for g in data.gpu], dtype=np.float64) * 1e-6
+
+
+def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
+        max_rows_per_group: int = 3000, seed: int = 0) -> dict[str, Any]:
+    """Fitted parameters from measured rows (module docstring, stages 1-4):
+    ``{"params": {...}, "floors_us": {gpu: µs}, "gpus": [...], "rows": n}``."""
+    from scipy.optimize import minimize
+
+    say = progress or (lambda _msg: None)
+    gpus = sorted(set(data.gpu.tolist()))
+    floors = measured_floors_us(data)
+    spec = specs_of(data.gpu, catalog)
+    _check_specs(spec, data, gpus)
+    default_us = default_floor_us(floors)
+    floor_s = _floor_col(data, floors, default_us)
+    params: dict[str, float] = dict(START)
+    say(f"stage 2: memory-bound bandwidth fractions ({len(gpus)} GPUs)")
+    for kind in kernels.MEMORY_FAMILIES:
+        fams = [f for f, k in FAMILIES.items() if k == kind]
+        sel = np.isin(data.family, fams)
+        if not sel.any():
+            params[f"f_{kind}"] = 0.8
+            continue
+        b = np.concatenate([kernel_bytes(f, {k: v[data.family == f] for k, v in
+                                             data.shape.items()}) for f in fams
+                            if (data.family == f).any()])
+        order = np.concatenate([np.flatnonzero(data.family == f) for f in fams
+                                if (data.family == f).any()])
+        t = data.latency_s[order] - floor_s[order]
+        big = data.latency_s[order] >= 5.0 * floor_s[order]
+        frac = b[big] / (t[big] * spec.mem_bps[order][big])
+        params[f"f_{kind}"] = float(np.clip(np.median(frac), 0.05, 1.0)) if big.any() else 0.8
+    sub = _subsample(data, max_rows_per_group, seed)
+    for keys, fams, stage in ((GEMM_KEYS, GEMM_FAMILIES, 3), (CONV_KEYS, ("conv",), 4)):
+        part = sub.take(np.isin(sub.family, fams))
+        if not len(part):
+            continue
+        say(f"stage {stage}: {', '.join(keys)} on {len(part):,} {'/'.join(fams)} rows")
+        pspec, pfloor = specs_of(part.gpu, catalog), _floor_col(part, floors, default_us)
+        x0 = np.log([params[k] for k in keys])
+
+        def loss(x: F, keys: Sequence[str] = keys, part: Kernels = part, pspec: Specs = pspec,
+                 pfloor: F = pfloor) -> float:
+            trial = {**params, **dict(zip(keys, np.exp(x), strict=True))}
+            trial["simt_efficiency"] = min(trial["simt_efficiency"], 1.0)
+            pred = predict_kernel_s(part, pspec, trial, pfloor)
+            return objective(pred, part.latency_s, part.gpu)
+
+        res = minimize(loss, x0, method="Nelder-Mead",
+                       options={"maxiter": 400 * len(keys), "xatol": 1e-3, "fatol": 1e-5})
+        params.update(dict(zip(keys, np.exp(res.x).tolist(), strict=True)))
+        params["simt_efficiency"] = min(params["simt_efficiency"], 1.0)
+    return {"params": params, "floors_us": floors, "default_floor_us": default_us,
+            "gpus": gpus, "rows": len(data)}
+
+
+def default_floor_us(floors_us: Mapping[str, float]) -> float:
+    """The floor of a GPU without its own measurement: the median of the measured ones."""
+    return float(np.median(list(floors_us.values()))) if floors_us else 0.0
+
+
+def chip_groups(gpus: Sequence[str], catalog: Any) -> dict[str, list[str]]:
+    """GPUs grouped by chip (equal ``sms``, ``fp32_cores_per_sm`` and ``boost_clock_mhz``):
+    A100 PCIe 40 GB and 80 GB are one chip, left out together. Key: the first name."""
+    groups: dict[tuple[float, ...], list[str]] = {}
+    for g in sorted(gpus):
+        e = catalog.gpu(g)
+        key = tuple(float(getattr(e, f, 0) or 0)
+                    for f in ("sms", "fp32_cores_per_sm", "boost_clock_mhz"))
+        groups.setdefault(key, []).append(g)
+    return {v[0]: v for v in groups.values()}
+
+
+def objective(pred: F, measured: F, gpu: NDArray[Any]) -> float:
+    """Mean absolute log error of the rows plus, per GPU, the absolute log error of its summed
+    time (big kernels dominate a step: the sum must hold, not just the median)."""
+    err = float(np.mean(np.abs(np.log(pred / measured))))
+    sums = [abs(math.log(pred[gpu == g].sum() / measured[gpu == g].sum()))
+            for g in set(gpu.tolist())]
+    return err + float(np.mean(sums))
+
+
+def _subsample(data: Kernels, n: int, seed: int) -> Kernels:
+    """At most ``n`` rows per (family, GPU), seeded."""
+    rng = np.random.default_rng(seed)
+    keep = np.zeros(len(data), dtype=bool)
+    for fam in sorted(set(data.family.tolist())):
+        for g in sorted(set(data.gpu.tolist())):
+            idx = np.flatnonzero((data.family == fam) & (data.gpu == g))
+            keep[rng.choice(idx, n, replace=False) if len(idx) > n else idx] = True
+    return data.take(keep)
+
+
+def _check_specs(spec: Specs, data: Kernels, gpus: Sequence[str]) -> None:
+    for g in gpus:
+        i = int(np.flatnonzero(data.gpu == g)[0])
+        fields = (("sms", spec.sms), ("fp32_cores_per_sm", spec.fp32_cores_per_sm),
+                  ("boost_clock_mhz", spec.boost_clock_mhz), ("mem_bw_gbs", spec.mem_bps))
+        missing = [name for name, col in fields if col[i] <= 0]
+        if missing:
+            raise TraincastError(f"GPU {g}: catalog entry lacks {', '.join(missing)}",
+                                 hint="the kernel fit prices GPUs from these datasheet fields")
+
+
+# ---------------------------------------------------------------------------- validation
+
+def errors_by_family(data: Kernels, pred: F) -> dict[str, dict[str, float]]:
+    """Per GPU and kernel kind: ``median`` and ``p90`` |error| and ``n``; plus ``sum``: the
+    error of the GPU's summed time (``sum pred / sum measured - 1``)."""
+    out: dict[str, dict[str, float]] = {}
+    rel = pred / data.latency_s - 1.0
+    for g in sorted(set(data.gpu.tolist())):
+        row: dict[str, float] = {}
+        on = data.gpu == g
+        for kind in ("gemm", "conv", *kernels.MEMORY_FAMILIES):
+            sel = on & np.isin(data.family, [f for f, k in FAMILIES.items() if k == kind])
+            if sel.any():
+                e = np.abs(rel[sel])
+                row[f"{kind}_median"] = float(np.median(e))
+                row[f"{kind}_p90"] = float(np.quantile(e, 0.9))
+                row[f"{kind}_n"] = int(sel.sum())
+        mem = on & np.isin(data.family, [f for f, k in FAMILIES.items()
+                                         if k in kernels.MEMORY_FAMILIES])
+        if mem.any():
+            row["memory_median"] = float(np.median(np.abs(rel[mem])))
+            row["memory_p90"] = float(np.quantile(np.abs(rel[mem]), 0.9))
+        row["sum"] = float(pred[on].sum() / data.latency_s[on].sum() - 1.0)
+        out[g] = row
+    return out
+
+
+def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
+                      max_rows_per_group: int = 3000) -> dict[str, Any]:
+    """For each GPU (chip: ``chip_groups``): fit on the others, predict it. The held-out GPU's
+    per-op floor is its own stage-1 measurement (the host's dispatch floor, which a user
+    measures on the machine); ``default_floor`` repeats the errors with the others' median
+    floor instead. Returns ``{"gpus": {gpu: errors_by_family row}, "default_floor": {...},
+    "fits": {chip: params}}``."""
+    say = progress or (lambda _msg: None)
+    out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
+    for chip, members in chip_groups(sorted(set(data.gpu.tolist())), catalog).items():
+        say(f"leave out {', '.join(members)}: fitting on the other GPUs")
+        held = np.isin(data.gpu, members)
+        result = fit(data.take(~held), catalog, progress=progress,
+                     max_rows_per_group=max_rows_per_group)
+        test = data.take(held)
+        spec = specs_of(test.gpu, catalog)
+        own = measured_floors_us(test)
+        own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"])
+        pred = predict_kernel_s(test, spec, result["params"], own_col)
+        pred_d = predict_kernel_s(test, spec, result["params"],
+                                  np.full(len(test), result["default_floor_us"] * 1e-6))
+        out["gpus"].update(errors_by_family(test, pred))
+        out["default_floor"].update(errors_by_family(test, pred_d))
+        out["fits"][chip] = result["params"]
+    return out
+
+
+def fit_document(result: Mapping[str, Any], directory: str | Path, command: str,
+                 validation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
+    --kernels``): parameters, measured floors, their source and the command that made them;
+    with ``validation`` (``leave_one_gpu_out``), its medians per GPU."""
+    doc: dict[str, Any] = {
+        "source": f"fitted to {result['rows']:,} measured kernels in {directory} "
+                  f"({', '.join(result['gpus'])}); docs/model.md, 'Kernel model'",
+        "command": command,
+        "fitted_on": list(result["gpus"]),
+        "default_floor_us": round(float(result["default_floor_us"]), 3),
+        "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
+        "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
+    if validation:
+        doc["validation"] = {g: {k: float(f"{v:.4g}") for k, v in row.items()}
+                             for g, row in validation["gpus"].items()}
+    return {"kernel_model": doc}
+
+
+def write_fit_checks(path: str | Path) -> None:
+    """Fail before any work when ``-o`` cannot be written (a folder, a missing folder)."""
+    target = Path(path)
+    if target.is_dir():
+        raise TraincastError(f"{target}: is a folder", hint="-o names the catalog file to write")
+    if not target.parent.exists():
+        raise TraincastError(f"{target.parent}: no such folder", hint="create it first")
+
+
+def write_fit(path: str | Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` as TOML (tomli-w), whole or not at all (a temporary file renamed)."""
+    import os
+    import tempfile
+
+    import tomli_w
+
+    write_fit_checks(path)
+    target = Path(path)
+    header = ("# traincast measured-kernel model (docs/model.md, 'Kernel model'): merge it with "
+              "--catalog FILE\n")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(header + tomli_w.dumps(document))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,78 @@
+"""Tables that fit the terminal: no name or number is ever cut off with ``…``.
+
+Rich shortens a cell with an ellipsis when the table's narrowest layout (every column as wide
+as its longest word) is wider than the terminal. ``print_table`` prints the table as it is
+when it fits; otherwise it splits the columns into several tables, each repeating the first
+``keep`` columns (the row's name), with as many columns as fit. Every column wraps at words
+and folds a word longer than the whole terminal, so nothing is shortened in any case.
+"""
+
+from __future__ import annotations
+
+from copy import copy
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+__all__ = ["print_table", "split_table"]
+
+
+def _sub_table(table: Table, columns: list[int], title: str | None,
+               caption: str | None) -> Table:
+    """``table`` with only ``columns`` (indices), every column wrapping and folding."""
+    sub = copy(table)
+    sub.title, sub.caption = title, caption
+    sub.columns = []
+    for i, index in enumerate(columns):
+        col = copy(table.columns[index])
+        col._index = i
+        col.overflow = "fold"
+        sub.columns.append(col)
+    return sub
+
+
+def _fits(console: Console, table: Table, width: int) -> bool:
+    """Whether the narrowest layout of ``table`` (measured unbounded: rich clamps a
+    measurement to the width it is given) is at most ``width``."""
+    wide = console.options.update_width(1 << 20)
+    return Measurement.get(console, wide, table).minimum <= width
+
+
+def split_table(table: Table, width: int, console: Console, keep: int = 1) -> list[Table]:
+    """The tables ``print_table`` prints at ``width`` columns: ``table`` itself (its columns
+    set to wrap and fold) when it fits, else groups of its columns after the first ``keep``,
+    each group with the ``keep`` columns in front, greedily as many columns as fit. The
+    title goes on the first table, the caption on the last; the others are titled
+    ``(continued)``."""
+    n = len(table.columns)
+    keep = min(keep, n)
+    whole = _sub_table(table, list(range(n)), table.title, table.caption)
+    if n <= keep + 1 or _fits(console, whole, width):
+        return [whole]
+    groups: list[list[int]] = []
+    group: list[int] = []
+    for index in range(keep, n):
+        trial = [*range(keep), *group, index]
+        if group and not _fits(console, _sub_table(table, trial, None, None), width):
+            groups.append(group)
+            group = []
+        group.append(index)
+    groups.append(group)
+    out = []
+    for i, g in enumerate(groups):
+        title = table.title if i == 0 else (f"{table.title} (continued)" if table.title
+                                            else "(continued)")
+        sub = _sub_table(table, [*range(keep), *g], title,
+                         table.caption if i == len(groups) - 1 else None)
+        if not _fits(console, sub, width):  # one column wider than the terminal: wrap it too
+            for col in sub.columns:
+                col.no_wrap = False
+        out.append(sub)
+    return out
+
+
+def print_table(table: Table, console: Console, keep: int = 1) -> None:
+    """Print ``table`` on ``console`` without cutting any cell (``split_table``)."""
+    for sub in split_table(table, console.width, console, keep):
+        console.print(sub)

@@ -1,0 +1,64 @@
+"""Nothing is cut off at 80 columns: tables split or wrap, --help keeps whole words."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from traincast.cli.tables import print_table, split_table
+
+
+def tc80(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a terminal 80 columns wide."""
+    return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                           *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "80"})
+
+
+@pytest.mark.parametrize("args", [
+    ("zoo", "list"),
+    ("merge", "zoo:resnet50", "zoo:resnet101", "--top", "3"),
+    ("plan", "zoo:llama2-70b", "--gpus", "512", "--node", "dgx-h100", "--top", "3"),
+    ("predict", "--help"),
+])
+def test_no_cell_is_cut_at_80_columns(args: tuple[str, ...]) -> None:
+    r = tc80(*args)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout, r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80
+
+
+def test_zoo_list_keeps_every_header_and_name_whole() -> None:
+    out = tc80("zoo", "list").stdout
+    for word in ("fwd GFLOP", "train GFLOP", "aliases", "megatron-gpt-145.6b",
+                 "vit-base-patch16-224"):
+        assert word in out, word
+
+
+def test_a_wide_table_splits_into_tables_that_repeat_the_name_column() -> None:
+    table = Table(title="wide")
+    names = ["first-model-name", "second-model-name"]
+    cols = [f"column-{i}" for i in range(6)]  # 6 x 10 wide: about 80 with the name column
+    table.add_column("name", no_wrap=True)
+    for c in cols:
+        table.add_column(c, justify="right")
+    for n in names:
+        table.add_row(n, *[f"{i},234,567.8" for i in range(6)])
+    buf = io.StringIO()
+    console = Console(file=buf, width=40, color_system=None)
+    parts = split_table(table, 40, console)
+    assert len(parts) > 1
+    assert all(p.columns[0].header == "name" for p in parts)
+    assert sorted(c.header for p in parts for c in p.columns[1:]) == cols
+    print_table(table, console)
+    text = buf.getvalue()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 40
+    for word in [*names, *cols, *[f"{i},234,567.8" for i in range(6)]]:
+        assert word in text, word

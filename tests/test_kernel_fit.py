@@ -1,0 +1,206 @@
+"""The measured-kernel model: hand-computed tiles, waves and floors; the fit and its format."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from traincast import kernels
+from traincast.calibration import kernel_fit
+from traincast.cli import app
+from traincast.compute import kernel_op_times
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "neusight-kernels"
+# c_smem = 0: every tile equally efficient; no tile traffic, no DRAM term, no split-K
+FLAT = {"c_smem": 0.0, "tile_l2_reuse": 1e30, "max_split_k": 1.0, "gemm_fixed_us": 0.0}
+
+
+def test_one_wave_of_128_tiles_fills_64_of_160_slots() -> None:
+    # 1024^3 on 80 SMs: 128x128 tiles -> 8 x 8 = 64 tiles; an SM holds 32768 / 16384 = 2 of
+    # them, so one wave of 160 slots is 40% full: t = 2.5 F / R (R = the whole GPU's rate).
+    rate = 1e13
+    t = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, rate, 1e30, FLAT)
+    assert float(t) == pytest.approx(2.5 * 2 * 1024**3 / rate)
+
+
+def test_second_wave_and_shared_memory_term_pick_the_tile() -> None:
+    # 128*161 x 128, 80 SMs, 2 slots each: 161 tiles > 160 -> 2 waves for 128x128
+    # (t = 2 waves x 2 slots x 2 x 128^2 x k / (R / 80)); 128x64 tiles: 322 tiles, 4 slots,
+    # 320 per wave -> 2 waves too, same time; with c_smem > 0 the 128x128 tile wins (index 0).
+    rate, k = 1e13, 512
+    params = {**FLAT, "c_smem": 2.0}
+    t, tile = kernels.simt_gemm_time_s(128 * 161, 128, k, 1, 80, rate, 1e30, params,
+                                       with_tile=True)
+    eff = 1.0 / (1.0 + 2.0 * 256 / 16384)
+    assert int(tile) == 0
+    assert float(t) == pytest.approx(2 * 2 * 2 * 128 * 128 * k / (rate / 80 * eff))
+
+
+def test_split_k_only_for_one_product_and_memory_bound_small_k() -> None:
+    # a 128 x 128 output with k = 65536 on 80 SMs: 1 tile; batch 1 splits k (at most
+    # max_split_k = 4): t = 2 x 128^2 x 65536 / 4 x 2 slots / (R / 80); batch 2 does not split.
+    rate = 1e13
+    params = {**FLAT, "max_split_k": 4.0}
+    one = kernels.simt_gemm_time_s(128, 128, 65536, 1, 80, rate, 1e30, params)
+    assert float(one) == pytest.approx(2 * 2 * 128**2 * 65536 / 4 / (rate / 80))
+    two = kernels.simt_gemm_time_s(128, 128, 65536, 2, 80, rate, 1e30, params)
+    assert float(two) == pytest.approx(2 * 2 * 128**2 * 65536 / (rate / 80))
+    # k = 1 outer product of 4096 x 4096 at 100 GB/s: the DRAM term 4 (4096 + 4096 + 4096^2) B
+    slow = kernels.simt_gemm_time_s(4096, 4096, 1, 1, 80, rate, 1e11, FLAT)
+    assert float(slow) == pytest.approx(4 * (4096 + 4096 + 4096**2) / 1e11)
+
+
+def test_sustained_clock_fraction_by_hand() -> None:
+    # T4: 70 W / (40 SMs x 64 lanes x 1.59 GHz x 12 nm) = 1.4334e-3 W; p0 = 2e-3 -> 0.7167
+    c = kernels.sustained_clock_fraction(70, 40, 64, 1590, 12, 2e-3)
+    assert float(c) == pytest.approx(70 / (40 * 64 * 1.59 * 12) / 2e-3)
+    assert float(kernels.sustained_clock_fraction(700, 132, 128, 1830, 4, 2e-3)) == 1.0
+    assert float(kernels.sustained_clock_fraction(0, 132, 128, 1830, 4, 2e-3)) == 1.0
+
+
+def test_floor_is_the_least_an_op_costs() -> None:
+    gpu = load_catalog().gpu("B200")
+    d = kernels.op_floor_s(gpu)
+    assert d == pytest.approx(gpu.kernel["floor_us"] * 1e-6) and d > 0
+    ops = [{"op": "aten::add", "flops": 0, "bytes_read": 8, "bytes_written": 4,
+            "dtype": "float32", "shapes": "1;1"},
+           {"op": "aten::mm", "flops": 2 * 8192**3, "bytes_read": 2 * 4 * 8192**2,
+            "bytes_written": 4 * 8192**2, "dtype": "float32", "shapes": "8192x8192;8192x8192"}]
+    r = kernel_op_times(ops, gpu, "fp32")
+    assert r["time_s"][0] == pytest.approx(d)          # a 12-byte add: the floor alone
+    assert r["busy_s"][0] < d                          # ... during which the GPU is idle
+    assert r["time_s"][1] == pytest.approx(r["busy_s"][1]) and r["busy_s"][1] > d
+
+
+GPUS = [g for g in ("V100-PCIE-32GB", "T4", "A100-SXM4-80GB", "H100-SXM5-80GB", "L4", "B200",
+                    "RTX-4090")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000),
+       batch=st.integers(1, 64), gpu=st.sampled_from(GPUS))
+def test_no_gemm_above_peak_or_bandwidth_nor_below_its_floor(m: int, n: int, k: int,
+                                                             batch: int, gpu: str) -> None:
+    g = load_catalog().gpu(gpu)
+    shapes = f"{batch}x{m}x{k};{batch}x{k}x{n}"
+    flops, moved = 2.0 * batch * m * n * k, 4.0 * batch * (m * k + k * n + m * n)
+    ops = [{"op": "aten::bmm", "flops": flops, "bytes_read": 4.0 * batch * (m * k + k * n),
+            "bytes_written": 4.0 * batch * m * n, "dtype": "float32", "shapes": shapes}]
+    t = float(kernel_op_times(ops, g, "fp32")["time_s"][0])
+    assert t >= flops / (g.fp32_tflops * 1e12) * (1 - 1e-9)
+    assert t >= moved / (g.mem_bw_gbs * 1e9) * (1 - 1e-9)
+    assert t >= kernels.op_floor_s(g)
+
+
+def test_dlrm_on_b200_is_no_faster_than_its_kernels_floors() -> None:
+    import json
+
+    from traincast import predict
+
+    prof = json.loads((ROOT / "src/traincast/zoo/ops.json").read_text())["models"]["dlrm"]
+    cat = load_catalog()
+    r = predict({"ops": prof["ops"], "batch_size": prof["batch_size"], "weight_bytes": 0.0,
+                 "flops_compute_bound": prof["flops_compute_bound"],
+                 "bytes_memory_bound": prof["bytes_memory_bound"]},
+                arch="allreduce-local", gpus=4, node="dgx-b200", catalog=cat)
+    kernels_run = sum(int(o.get("count", 1)) for o in prof["ops"])
+    floor = kernels.op_floor_s(cat.gpu("B200"))
+    compute = r.time_s["compute_flop"] + r.time_s["compute_mem"]
+    assert compute >= kernels_run * floor * (1 - 1e-9)
+
+
+def _write(path: Path, header: str, rows: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as fh:
+        fh.write(header + "\n" + "\n".join(rows) + "\n")
+
+
+def test_stage_two_recovers_the_bandwidth_fraction(tmp_path: Path) -> None:
+    # rows made by hand: t = d + 12 B H / (M f) with d = 30 µs, f = 0.75 on a V100 PCIe 32 GB
+    cat = load_catalog()
+    bw = cat.gpu("V100-PCIE-32GB").mem_bw_gbs * 1e9
+    rows = []
+    for b, h in [(1, 1), (2, 1), (1, 2), (3, 1)] * 5 + [(4096, 4096), (8192, 2048), (16384, 4096),
+                                                       (2048, 1024), (4096, 1024)]:
+        t = 30e-6 + 12.0 * b * h / (bw * 0.75)
+        rows.append(f"add,{t * 1e3!r},Tesla V100-PCIE-32GB,x,{b},{h}")
+    _write(tmp_path / "add" / "v.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    data = kernel_fit.read_kernels(tmp_path, cat)
+    assert len(data) == 25
+    assert kernel_fit.measured_floors_us(data)["V100-PCIE-32GB"] == pytest.approx(30.0, rel=1e-3)
+    floors = kernel_fit.measured_floors_us(data)
+    t = data.latency_s - 30e-6
+    frac = 12 * data.shape["B"] * data.shape["H"] / (t * bw)
+    assert np.median(frac[data.latency_s > 150e-6]) == pytest.approx(0.75)
+    assert floors
+
+
+def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:
+    cat = load_catalog()
+    _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H",
+           ["add,0.03,Tesla T4,4,4", "add,nan,Tesla T4,4,4"])
+    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 3: field 'Latency'"):
+        kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H", ["add,0.03,Tesla Z9,4,4"])
+    with pytest.raises(TraincastError, match="'Tesla Z9' is no catalog GPU"):
+        kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,B,H", ["add,0.03,4,4"])
+    with pytest.raises(TraincastError, match="missing column.*Device"):
+        kernel_fit.read_kernels(tmp_path, cat)
+    with pytest.raises(TraincastError, match="no such folder"):
+        kernel_fit.read_kernels(tmp_path / "none", cat)
+
+
+def test_measure_script_output_is_read_by_the_fit(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "k"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts/measure_kernels.py"), str(out),
+                           "--device", "cpu", "--rows", "3", "--scale", "0.01",
+                           "--families", "linear,bmm,add,ln"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    cat = load_catalog()
+    with pytest.raises(TraincastError, match="'cpu' is no catalog GPU"):
+        kernel_fit.read_kernels(out, cat)
+    user = tmp_path / "cpu.toml"
+    user.write_text('[alias]\ncpu = "T4"\n')
+    data = kernel_fit.read_kernels(out, load_catalog([user]))
+    assert len(data) == 12 and set(data.family.tolist()) == {"linear", "bmm", "add", "ln"}
+    assert (data.latency_s > 0).all() and np.isfinite(data.shape["M"][data.family == "bmm"]).all()
+
+
+def test_shipped_fit_names_its_source_and_command() -> None:
+    model = load_catalog().kernel_model
+    assert "calibrate --kernels" in model["command"]
+    assert "measured kernels" in model["source"]
+    assert set(kernels.FITTED_KEYS) <= set(model["params"])
+    assert {"P4", "T4", "V100-PCIE-32GB", "A100-PCIE-40GB"} <= set(model["floors_us"])
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
+def test_leave_one_gpu_out_on_a_small_subset(tmp_path: Path) -> None:
+    pytest.importorskip("scipy")
+    runner = CliRunner()
+    res = runner.invoke(app, ["validate", "--kernels", str(DATA), "--sample", "150", "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    out = json.loads(res.stdout[res.stdout.index("{"):])
+    assert set(out["gpus"]) == {"P4", "T4", "P100-PCIE-16GB", "V100-PCIE-32GB",
+                                "A100-PCIE-40GB", "A100-PCIE-80GB"}
+    for row in out["gpus"].values():
+        assert math.isfinite(row["sum"])
+    # fitted on the others, memory-bound kernels of each GPU stay within 35% at the median
+    assert all(r["memory_median"] < 0.35 for g, r in out["gpus"].items() if "memory_median" in r)
