@@ -324,6 +324,8 @@ def _validate_kernels(directory: Path, catalog: Path | None, sample: int,
     table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median / p90 |error| "
                   "(%), sum = error of the GPU's summed time", title_justify="left")
     cols = ("gemm", "conv", "elementwise", "softmax", "norm", "memory")
+    from traincast.cli.tables import print_table
+
     table.add_column("GPU")
     for c in cols:
         table.add_column(c, justify="right")
@@ -332,7 +334,7 @@ def _validate_kernels(directory: Path, catalog: Path | None, sample: int,
         table.add_row(g, *[f"{100 * row[f'{c}_median']:.1f} / {100 * row[f'{c}_p90']:.0f}"
                            if f"{c}_median" in row else "-" for c in cols],
                       f"{100 * row['sum']:+.1f}")
-    console.print(table)
+    print_table(table, console)
     console.print("memory = the memory-bound families together; the held-out GPU's per-op "
                   "floor is its own measured one (--json: default_floor repeats it with the "
                   "others' median floor).", highlight=False)
