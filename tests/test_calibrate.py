@@ -173,7 +173,8 @@ def _check_threads_recorded(tmp_path: Path, seen: list[int]) -> None:
     import torch
 
     path = tmp_path / "two.toml"
-    calibrate(path, tiny=True, device="cpu", threads=2, comm=False)
+    # force: this test checks the thread record; refusing under contention is test_contention
+    calibrate(path, tiny=True, device="cpu", threads=2, comm=False, force=True)
     assert torch.get_num_threads() == 1  # restored
     g = load_catalog([path]).gpu("local")
     rec = tomllib.loads(path.read_text())["calibration"]["local"]
