@@ -4,7 +4,8 @@ For each GPU of ``../shared/data/neusight-kernels`` (or ``--kernels DIR``): fit 
 predict it (``traincast validate --kernels``). Prints median / p90 |error| per family and the
 error of each GPU's summed time, next to the baseline measured in the same run: a naive
 roofline, ``t = d + max(F / (P e), B / (M f))`` with one efficiency ``e`` for every GEMM and one
-``f`` for every memory-bound op, fitted (medians) on the same training GPUs. Targets
+``f`` for every memory-bound op, fitted (medians) on the same training GPUs, and the kernel
+strategy without the fit (datasheet peaks, published or default fractions). Targets
 (docs/model.md): median |error| <= 15% for GEMMs and memory-bound ops, <= 10% on the sum;
 exit 1 when missed.
 """
@@ -21,22 +22,33 @@ import numpy as np
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "neusight-kernels"
 
 
+def _floors(data, kernel_fit) -> np.ndarray:
+    """Each row's per-op floor, as the model's leave-one-GPU-out gives the held-out GPU."""
+    floors = kernel_fit.measured_floors_us(data)
+    return kernel_fit.per_gpu(data.gpu, floors, kernel_fit.default_floor_us(floors)) * 1e-6
+
+
+def _work(data, kernel_fit) -> tuple[np.ndarray, np.ndarray]:
+    """FLOPs and DRAM bytes of every row (2 m n k b; 4 b (m k + k n + m n) or kernel_bytes)."""
+    flops, moved = np.zeros(len(data)), kernel_fit.memory_bytes(data)
+    for fam in sorted(set(data.family.tolist())):
+        if kernel_fit.FAMILIES[fam] in ("gemm", "conv"):
+            sel = data.family == fam
+            m, n, k, b = kernel_fit.gemm_dims(fam, {c: v[sel] for c, v in data.shape.items()})
+            flops[sel], moved[sel] = 2 * m * n * k * b, 4 * b * (m * k + k * n + m * n)
+    return flops, moved
+
+
 def naive(data, catalog, kernel_fit) -> dict[str, dict[str, float]]:
-    """The baseline, leave-one-chip-out: one fitted GEMM efficiency and one bandwidth fraction."""
+    """Baseline 1, leave-one-chip-out: ``d + max(F / (P e), B / (M f))`` with one GEMM
+    efficiency ``e`` and one bandwidth fraction ``f``, medians over the training GPUs' rows at
+    least 5x their floor."""
     out = {}
     spec = kernel_fit.specs_of(data.gpu, catalog)
-    peak = np.array([catalog.gpu(g).fp32_tflops * 1e12 for g in data.gpu])
-    floors = kernel_fit.measured_floors_us(data)
-    d = kernel_fit._floor_col(data, floors, kernel_fit.default_floor_us(floors))
-    flops, moved = np.zeros(len(data)), np.zeros(len(data))
-    for fam in sorted(set(data.family.tolist())):
-        sel = data.family == fam
-        shape = {k: v[sel] for k, v in data.shape.items()}
-        if kernel_fit.FAMILIES[fam] in ("gemm", "conv"):
-            m, n, k, b = kernel_fit.gemm_dims(fam, shape)
-            flops[sel], moved[sel] = 2 * m * n * k * b, 4 * b * (m * k + k * n + m * n)
-        else:
-            moved[sel] = kernel_fit.kernel_bytes(fam, shape)
+    peak = kernel_fit.per_gpu(data.gpu, {g: catalog.gpu(g).fp32_tflops * 1e12
+                                         for g in set(data.gpu.tolist())})
+    d = _floors(data, kernel_fit)
+    flops, moved = _work(data, kernel_fit)
     work = flops > 0
     for members in kernel_fit.chip_groups(sorted(set(data.gpu.tolist())), catalog).values():
         train = ~np.isin(data.gpu, members)
@@ -45,9 +57,47 @@ def naive(data, catalog, kernel_fit) -> dict[str, dict[str, float]]:
         f = np.median(moved[big & ~work] / ((data.latency_s - d)[big & ~work]
                                             * spec.mem_bps[big & ~work]))
         pred = d + np.maximum(flops / (peak * e), moved / (spec.mem_bps * f))
-        held = ~train
-        out.update(kernel_fit.errors_by_family(data.take(held), pred[held]))
+        out.update(kernel_fit.errors_by_family(data.take(~train), pred[~train]))
     return out
+
+
+OP_NAMES = {"linear": "addmm", "bmm": "bmm", "conv": "convolution", "softmax": "_softmax",
+            "ln": "native_layer_norm"}
+
+
+def datasheet(data, catalog, kernel_fit) -> dict[str, dict[str, float]]:
+    """Baseline 2, the kernel strategy before the fit: each row as a per-op table row priced by
+    ``compute.kernel_op_times`` on its GPU's entry without the fitted parameters (datasheet
+    peaks x published or default fractions, tile/wave quantization), TF32 off as measured,
+    plus the row's floor."""
+    from dataclasses import replace
+
+    from traincast.compute import kernel_op_times
+
+    flops, moved = _work(data, kernel_fit)
+    pred = np.zeros(len(data))
+    d = _floors(data, kernel_fit)
+    for g in sorted(set(data.gpu.tolist())):
+        gpu = replace(catalog.gpu(g), kernel={}, tf32_tflops=0.0, kernel_launch_us=0.0)
+        idx = np.flatnonzero(data.gpu == g)
+        rows = []
+        for i in idx:
+            fam = data.family[i]
+            sh = {c: int(v[i]) if np.isfinite(v[i]) else 0 for c, v in data.shape.items()}
+            if fam == "linear":
+                shapes = f"{sh['K']};{sh['B'] * sh['M']}x{sh['N']};{sh['N']}x{sh['K']}"
+            elif fam == "bmm":
+                shapes = f"{sh['B']}x{sh['M']}x{sh['N']};{sh['B']}x{sh['N']}x{sh['K']}"
+            elif fam == "conv":
+                shapes = (f"{sh['B']}x{sh['Input_Channel']}x{sh['Input_Size']}x{sh['Input_Size']};"
+                          f"{sh['Output_Channel']}x{sh['Input_Channel']}x{sh['Kernel_Szie']}x"
+                          f"{sh['Kernel_Szie']}")
+            else:
+                shapes = f"{sh['B']}x{sh['H']}"
+            rows.append({"op": OP_NAMES.get(fam, fam), "flops": flops[i], "bytes_read": moved[i],
+                         "bytes_written": 0.0, "dtype": "float32", "shapes": shapes})
+        pred[idx] = d[idx] + kernel_op_times(rows, gpu, "fp32")["busy_s"]
+    return kernel_fit.errors_by_family(data, pred)
 
 
 def main(argv: list[str]) -> int:
@@ -64,25 +114,26 @@ def main(argv: list[str]) -> int:
     cat = load_catalog()
     t0 = time.perf_counter()
     data = kernel_fit.read_kernels(args.kernels, cat, sample=args.sample)
-    base = naive(data, cat, kernel_fit)
+    runs = {"naive": naive(data, cat, kernel_fit), "datasheet": datasheet(data, cat, kernel_fit)}
     t1 = time.perf_counter()
-    loo = kernel_fit.leave_one_gpu_out(data, cat)["gpus"]
+    runs["fitted"] = kernel_fit.leave_one_gpu_out(data, cat)["gpus"]
     t2 = time.perf_counter()
-    print(f"{len(data):,} kernels; baseline {t1 - t0:.1f} s, leave-one-GPU-out {t2 - t1:.1f} s")
-    print(f"{'GPU':16s} {'gemm':>13s} {'conv':>13s} {'memory':>13s} {'sum':>7s}   "
-          "naive roofline: gemm / memory / sum")
+    print(f"{len(data):,} kernels; baselines {t1 - t0:.1f} s, leave-one-GPU-out {t2 - t1:.1f} s")
+    print("median |error| (%) / median signed error (%: < 0 = predicted too fast); "
+          "sum = error of the GPU's summed time")
+    print(f"{'GPU':16s} {'model':10s} {'gemm':>13s} {'conv':>13s} {'memory':>13s} {'sum':>8s}")
+
+    def cell(r: dict, k: str) -> str:
+        return f"{100 * r[k + '_median']:5.1f} /{100 * r[k + '_bias']:+6.1f}" \
+            if k + "_median" in r else f"{'-':>13s}"
+
     missed = []
-    for g, row in loo.items():
-        b = base.get(g, {})
-
-        def cell(r: dict, k: str) -> str:
-            return f"{100 * r[k + '_median']:5.1f} /{100 * r[k + '_p90']:4.0f}" \
-                if k + "_median" in r else f"{'-':>11s}"
-
-        print(f"{g:16s} {cell(row, 'gemm'):>13s} {cell(row, 'conv'):>13s} "
-              f"{cell(row, 'memory'):>13s} {100 * row['sum']:+6.1f}%   "
-              f"{100 * b.get('gemm_median', np.nan):5.1f} / "
-              f"{100 * b.get('memory_median', np.nan):5.1f} / {100 * b.get('sum', np.nan):+6.1f}%")
+    for g in runs["fitted"]:
+        for name in ("naive", "datasheet", "fitted"):
+            r = runs[name][g]
+            print(f"{g:16s} {name:10s} {cell(r, 'gemm'):>13s} {cell(r, 'conv'):>13s} "
+                  f"{cell(r, 'memory'):>13s} {100 * r['sum']:+7.1f}%")
+        row = runs["fitted"][g]
         for k, target in (("gemm_median", 0.15), ("memory_median", 0.15)):
             if row.get(k, 0.0) > target:
                 missed.append(f"{g} {k} {row[k]:.1%}")

@@ -1,7 +1,9 @@
-"""Shared test fixtures: the real public traces in ../shared/data and small catalogs."""
+"""Shared test fixtures: the real public traces in ../shared/data, small catalogs and an
+in-process ``traincast`` runner (``tc``)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,29 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real traces not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+class Run:
+    """Exit code, stdout and stderr of one in-process ``traincast`` command."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def tc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """``tc(*args)`` runs ``traincast ARGS`` in this process and returns its :class:`Run`."""
+    from traincast.cli import main
+
+    def run(*args: str) -> Run:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["traincast", *args])
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+        out = capsys.readouterr()
+        return Run(code, out.out, out.err)
+
+    return run

@@ -26,12 +26,39 @@ def tc80(*args: str) -> subprocess.CompletedProcess[str]:
     ("merge", "zoo:resnet50", "zoo:resnet101", "--top", "3"),
     ("plan", "zoo:llama2-70b", "--gpus", "512", "--node", "dgx-h100", "--top", "3"),
     ("predict", "--help"),
+    ("plan", "--help"),
+    ("whatif", "--help"),
 ])
 def test_no_cell_is_cut_at_80_columns(args: tuple[str, ...]) -> None:
     r = tc80(*args)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout, r.stdout
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("plan", "zoo:llama2-7b", "--gpus", "8", "--top", "0"), "'--top': must be at least 1, got 0"),
+    (("plan", "zoo:llama2-7b", "--gpus", "8", "--overlap", "1.5"),
+     "'--overlap': must be from 0 to 1, got 1.5"),
+    (("predict", "--flops", "1e9", "--mem-bytes", "1e6", "--weight-bytes", "1e6", "--zero", "4"),
+     "'--zero': must be from 0 to 3, got 4"),
+])
+def test_range_checks_moved_out_of_help_still_refuse(args: tuple[str, ...], message: str) -> None:
+    """``within`` (cli/common.py) replaces typer's min/max: the same refusal, exit 2."""
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    r = CliRunner().invoke(app, list(args))
+    assert r.exit_code == 2
+    assert message in " ".join(r.output.replace("│", " ").split())
+
+
+def test_choice_lists_are_words_rich_can_wrap() -> None:
+    from traincast.cli.common import one_of
+
+    assert one_of(["fp32", "tf32", "bf16"]) == "fp32, tf32 or bf16"
+    assert one_of(["none"]) == "none"
 
 
 def test_zoo_list_keeps_every_header_and_name_whole() -> None:
@@ -62,3 +89,17 @@ def test_a_wide_table_splits_into_tables_that_repeat_the_name_column() -> None:
     assert max(len(line) for line in text.splitlines()) <= 40
     for word in [*names, *cols, *[f"{i},234,567.8" for i in range(6)]]:
         assert word in text, word
+
+
+def test_a_no_wrap_column_wider_than_the_terminal_folds_instead_of_being_cropped() -> None:
+    table = Table()
+    table.add_column("name", no_wrap=True)
+    table.add_column("value", no_wrap=True)
+    word = "x" * 30 + "y" * 30  # one word, wider than the 40-column terminal
+    table.add_row("a", word)
+    buf = io.StringIO()
+    console = Console(file=buf, width=40, color_system=None)
+    print_table(table, console)
+    text = buf.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 40
+    assert "".join(ch for ch in text if ch in "xy") == word  # every letter printed, in order

@@ -37,8 +37,8 @@ def test_a_contended_calibration_is_retried_then_refused(tmp_path: Path, busy: l
     with pytest.raises(cal.ContendedCalibration, match="52% of the time") as err:
         cal.calibrate(out, tiny=True, device="cpu", threads=2, comm=False)
     assert not out.exists()
-    # 10 stages at 2 threads (no fresh-allocation stage on CUDA only), each tried 1 + 2 times,
-    # and one more call for the whole run's figure
+    # 10 stages: 8 on any device + fresh allocation (CPU) + thread scaling (CPU, > 1 thread),
+    # each tried 1 + 2 times, and one more call for the whole run's figure
     stages = err.value.stages
     assert len(stages) == 10 and all(s["tries"] == cal.RETRIES + 1 for s in stages)
     assert len(busy) == 10 * (cal.RETRIES + 1) + 1

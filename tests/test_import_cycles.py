@@ -38,6 +38,8 @@ def _load_time_imports(tree: ast.Module, package: str) -> set[str]:
             if node.level:  # relative: from the package this module is in
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 out.add(f"{base}.{node.module}" if node.module else base)
+            elif node.module == "traincast":  # from traincast import zoo: the part named
+                out |= {f"traincast.{a.name}" for a in node.names}
             elif node.module:
                 out.add(node.module)
         elif isinstance(node, ast.If | ast.Try | ast.With | ast.ClassDef):
@@ -84,6 +86,7 @@ def test_the_graph_sees_known_edges() -> None:
     assert "architectures" in graph["resolve"]  # resolve.py: from traincast.architectures ...
     assert "features" in graph["zoo"]           # zoo/graph.py registers its op in features.ops
     assert "hardware" in graph["resolve"]
+    assert "kernels" in graph["compute"]        # compute.py: from traincast import kernels
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS)

@@ -139,12 +139,12 @@ def test_stage_two_recovers_the_bandwidth_fraction(tmp_path: Path) -> None:
     _write(tmp_path / "add" / "v.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
     data = kernel_fit.read_kernels(tmp_path, cat)
     assert len(data) == 25
-    assert kernel_fit.measured_floors_us(data)["V100-PCIE-32GB"] == pytest.approx(30.0, rel=1e-3)
     floors = kernel_fit.measured_floors_us(data)
-    t = data.latency_s - 30e-6
-    frac = 12 * data.shape["B"] * data.shape["H"] / (t * bw)
-    assert np.median(frac[data.latency_s > 150e-6]) == pytest.approx(0.75)
-    assert floors
+    assert floors == {"V100-PCIE-32GB": pytest.approx(30.0, rel=1e-3)}
+    spec = kernel_fit.specs_of(data.gpu, cat)
+    fractions = kernel_fit.bandwidth_fractions(data, spec, np.full(len(data), 30e-6))
+    assert fractions["f_elementwise"] == pytest.approx(0.75)
+    assert fractions["f_softmax"] == fractions["f_norm"] == 0.8  # no rows: the stated default
 
 
 def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,31 +18,6 @@ DESIGN_KEYS = ("params", "params_dense", "params_embedding", "batch_size", "flop
                "flops_compute_bound", "bytes_memory_bound", "weight_bytes",
                "embedding_bytes_touched", "embedding_allreduce_bytes", "input_bytes",
                "memory_bytes")
-
-
-class Run:
-    """Exit code, stdout and stderr of one in-process ``traincast`` command."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-@pytest.fixture
-def tc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    from traincast.cli import main
-
-    def run(*args: str) -> Run:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["traincast", *args])
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        out = capsys.readouterr()
-        return Run(code, out.out, out.err)
-
-    return run
 
 
 def test_profile_json_then_predict_reads_it(tc, tmp_path: Path) -> None:

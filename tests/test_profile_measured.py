@@ -5,7 +5,6 @@ the table. Expected numbers come from hand formulas (one multiply-add = 2 FLOPs)
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,29 +23,6 @@ from traincast.features.specs import load_spec  # noqa: E402
 H, A, N, F_, V, POSITIONS = 128, 8, 2, 256, 1000, 512
 D = H // A
 LINEAR_OPS = ("addmm", "mm")
-
-
-class Run:
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-@pytest.fixture
-def tc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
-    from traincast.cli import main
-
-    def run(*args: str) -> Run:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["traincast", *args])
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        out = capsys.readouterr()
-        return Run(code, out.out, out.err)
-
-    return run
 
 
 @pytest.fixture

@@ -424,3 +424,24 @@ def test_top_jobs_count_a_running_job_up_to_the_trace_end(tmp_path):
              for row in re.findall(r"<tr><td.*?</tr>", text)]
     # trace end = 7200 s: running 3 GPUs x (7200 - 3600) s = 3 GPU-hours, first; done 1 x 2 h
     assert cells == [["running", "3", "3"], ["done", "1", "2"]]
+
+
+def test_report_cli_shows_its_steps_on_stderr_unless_quiet(tmp_path):
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    folder = make_small_study(tmp_path / "s")
+    args = ["report", "--study", str(folder), "-o", str(tmp_path / "o")]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    steps = [line.strip() for line in r.stderr.splitlines() if "report:" in line]
+    # the small study has one figure: reading, preparing, the figure, the sections, the page
+    assert steps == ["· report: reading the study folder", "· report: preparing the figures",
+                     "· report: figure 1 of 1: share_architecture",
+                     "· report: sections: findings, tables, assumptions",
+                     "· report: writing report.html"]
+    assert "report:" not in r.stdout
+    quiet = CliRunner().invoke(app, ["--quiet", *args])
+    assert quiet.exit_code == 0, quiet.output
+    assert "report:" not in quiet.stderr and "Report written" in quiet.stdout

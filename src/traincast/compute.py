@@ -28,15 +28,19 @@ curves the representative point is the curve's largest measured one (the largest
 the largest element-wise size): the rates the big ops of a training step run at.
 
 For a per-op table (``ops_compute_s``; rows ``op, flops, bytes_read, bytes_written, dtype,
-shapes``) every op costs ``t = o + max(t_flop, t_mem)`` and counts as FLOP-bound when
-``t_flop >= t_mem``, else memory-bound (each sum includes its ops' fixed costs)::
+shapes``) every op costs, under ``kernel``, ``t = max(d, max(t_flop, t_mem))`` and counts as
+FLOP-bound when ``t_flop >= t_mem``, else memory-bound (each sum includes the time its ops
+leave the GPU idle below the floor)::
 
     kernel  t_flop = F_op / (P_op eta w_op)
             t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
-            o = kernel_launch_us; w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
+            d = the per-op floor (kernels.op_floor_s: the fitted floor_us of the kernel model,
+            else kernel_launch_us); w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
             B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
             for an op whose shapes give no GEMM); B_reread = inputs a multi-pass kernel reads
             again (training batch norm, kernels.reread_bytes)
+            with the fitted measured-kernel model (kernel_op_times), fp32 products and
+            memory-bound rows are priced by it instead (docs/model.md, "Kernel model")
     curves  traincast.roofline.compute_breakdown (its own fixed cost ``op_overhead_us``)
     paper   traincast.roofline.paper_split (the profiler's compute/memory label, no fixed cost)
 
@@ -203,7 +207,7 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     if params is not None:
         flop_s, mem_s = _fitted_times(ops, gpu, names, params, cols, scale, flop_s, mem_s)
     moved = kernels.layout_transpose_bytes(ops, names, gpu, scale=scale, narrow=narrow)
-    layout_s = np.where(moved > 0, kernels.memory_time_s(moved, mem_bps), 0.0)
+    layout_s = np.where(moved > 0, kernels.memory_kernel_time_s(moved, mem_bps, 1.0), 0.0)
     busy = np.maximum(flop_s, mem_s) + layout_s
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
             "layout_s": layout_s, "busy_s": busy,
@@ -274,6 +278,10 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
                                     "A100 figure; none for this GPU)",
                 "sms": "unknown: no tile/wave quantization",
                 "kernel_launch_us": "0 (no published figure)"}
+    floor = kernels.op_floor_s(gpu)
+    inputs["per-op floor"] = (f"{floor * 1e6:.1f} µs: " + ("the kernel model's (hardware/"
+                              "kernel_model.toml)" if (gpu.kernel or {}).get("floor_us")
+                              else "kernel_launch_us")) if floor else "0 (none)"
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)
         inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback

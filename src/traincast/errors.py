@@ -1,5 +1,7 @@
 """User-facing errors: the CLI prints them as one line with a hint, no traceback."""
 
+import os
+
 
 class TraincastError(ValueError):
     """Bad input from the user (a file, a row, a flag); the message says which and why."""
@@ -14,8 +16,6 @@ class NoSuchFileError(TraincastError, FileNotFoundError):
     file``), the hint says where relative paths are looked for."""
 
     def __init__(self, path: object, what: str = "") -> None:
-        import os
-
         super().__init__(f"{path}: no such {what + ' ' if what else ''}file",
                          hint=f"check the path (a relative path starts at {os.getcwd()})")
 

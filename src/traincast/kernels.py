@@ -8,7 +8,7 @@ per-op table of a profile, ``traincast.compute``; the products of the hybrid LLM
 * ``eta`` achievable large-GEMM fraction of ``P`` (``gemm_max_fraction``, by dtype),
 * ``S``   streaming multiprocessors (``sms``; 0 = unknown: no quantization),
 * ``M``   achievable DRAM bandwidth = ``mem_bw_gbs 1e9 mem_max_fraction`` (bytes/s),
-* ``o``   fixed cost of one kernel (``kernel_launch_us``).
+* ``d``   per-op floor (``op_floor_s``: the fitted ``floor_us``, else ``kernel_launch_us``).
 
 A GEMM ``C[m x n] = A[m x k] B[k x n]``, ``batch`` independent ones per kernel, ``s`` bytes per
 element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
@@ -23,13 +23,13 @@ element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
     B          = s_b batch (m k + k n + m n) + [s > 1] 8 s batch m n (A, B, C; fp32 partials)
     I          = F / B                                               (arithmetic intensity)
     fraction   = min(eta w, I M / P)                                 (achieved fraction of P)
-    t_gemm     = o + F / (P fraction) = o + max(F / (P eta w), B / M)
+    t_gemm     = max(d, F / (P fraction)) = max(d, F / (P eta w), B / M)
 
 (``s_b`` = bytes per element.) The second argument of the ``min`` is the small-dimension
 factor: a product with a small ``k`` (or a small ``m`` or ``n``) has a low intensity and runs at
 memory speed, below the GPU's ridge point ``P eta / M``. A product whose tiles cannot fill the
 SMs splits its ``k`` loop (split-K, as cuBLAS and CUTLASS do) and pays for its partial sums in
-DRAM traffic. A memory-bound kernel moving ``B`` bytes takes ``o + B / M``.
+DRAM traffic. A memory-bound kernel moving ``B`` bytes takes ``max(d, B / M)``.
 
 A convolution runs as an implicit GEMM (cuDNN's implicit-GEMM algorithms; NVIDIA,
 "Convolutional Layers User's Guide", Sec. 2): ``m = N H_o W_o``, ``n = C_out``,
@@ -180,16 +180,6 @@ def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1) -
     return 2.0 * _f(batch) * _f(m) * _f(n) * _f(k)
 
 
-def kernel_time_s(flop_s: ArrayLike, mem_s: ArrayLike, launch_s: float = 0.0) -> F:
-    """``t = o + max(flop term, memory term)``."""
-    return launch_s + np.maximum(_f(flop_s), _f(mem_s))
-
-
-def memory_time_s(bytes_moved: ArrayLike, mem_bps: float, launch_s: float = 0.0) -> F:
-    """A memory-bound kernel: ``o + B / M``."""
-    return launch_s + _f(bytes_moved) / mem_bps
-
-
 def roofline_slowdown(intensity: ArrayLike, rate_flops: float, mem_bps: float) -> F:
     """Time of a product over its time at ``R``: ``max(1, (R / M) / I)`` (1 above the ridge)."""
     return np.maximum(1.0, rate_flops / mem_bps / _f(intensity))
@@ -232,11 +222,6 @@ def has_matrix_units(gpu: Any, dtype: str) -> bool:
     if dtype in TENSOR_CORE_DTYPES:
         return peak > MATRIX_UNIT_RATIO * float(getattr(gpu, "fp32_tflops", 0.0) or 0.0)
     return False
-
-
-def launch_s(gpu: Any) -> float:
-    """Fixed cost of one kernel (catalog ``kernel_launch_us``), 0 when absent."""
-    return float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0) * 1e-6
 
 
 # --------------------------------------------------- GEMM shapes of the ops of a profile table

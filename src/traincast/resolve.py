@@ -42,7 +42,7 @@ from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, Link
 from traincast.jobs import Columns, Strings
-from traincast.resolved import Resolved  # noqa: F401  (re-exported: traincast.resolve.Resolved)
+from traincast.resolved import Resolved  # also read as traincast.resolve.Resolved
 from traincast.units import parse_speed_gbs
 
 F = NDArray[np.float64]

@@ -108,7 +108,7 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
         saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
                           - np.asarray(getattr(new, c), dtype=np.float64) for c in COMPONENTS])
     cut = np.where((cand_idx >= 0) & np.isfinite(saved).all(axis=0),
-                   np.argmax(np.nan_to_num(saved, nan=-np.inf), axis=0), bb)
+                   np.argmax(saved, axis=0), bb)
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
@@ -257,18 +257,13 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)
-    best = {"arch": (base_t.copy(), np.full(n, -1)), "best": (base_t.copy(), np.full(n, -1))}
+    start = {"arch": base_t, "best": base_t}
     if prices is not None:
-        best["cheap"] = (np.where(np.isfinite(base_cost), base_cost, np.inf), np.full(n, -1))
+        start["cheap"] = np.where(np.isfinite(base_cost), base_cost, np.inf)
+    # the bar a candidate must beat: the job as it runs, min_gain faster (cheaper); a job no
+    # candidate beats keeps its setup (index -1)
+    best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
     _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance)
-    base_val = {"arch": base_t, "best": base_t}
-    if "cheap" in best:
-        base_val["cheap"] = np.where(np.isfinite(base_cost), base_cost, np.inf)
-    for g, (val, idx) in best.items():  # no change for a gain of min_gain or less
-        with np.errstate(invalid="ignore"):
-            small = ~(val * (1.0 + min_gain) < base_val[g]) & np.isfinite(base_val[g])
-        idx[small] = -1
-        val[small] = base_val[g][small]
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -315,9 +310,10 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
             hierarchical: bool, advance: Callable[[str], None]) -> None:
-    """Every candidate over every job: ``best[group]`` (lowest value so far, its candidate
-    index; updated in place) for ``arch`` (own hardware), ``best`` (time) and ``cheap`` (cost,
-    when present). A candidate wins a job when it fits and its value is lower by more than a
+    """Every candidate over every job: ``best[group]`` (the value to beat, at first the bar
+    :func:`recommend` sets, then the lowest so far; its candidate index; updated in place)
+    for ``arch`` (own hardware), ``best`` (time) and ``cheap`` (cost, when present). A
+    candidate wins a job when it fits and its value is lower by more than a
     relative 1e-12 (ties keep the present, then the earlier candidate). Jobs are evaluated in
     chunks of ``engine.local.CHUNK_ROWS`` rows (a job's numbers depend on its own row alone;
     on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay

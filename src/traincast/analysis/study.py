@@ -30,6 +30,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from traincast.engine.local import base_breakdown, evaluate_columns
+from traincast.files import write_text_whole, write_whole
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
@@ -65,30 +66,18 @@ def _clean(obj: Any) -> Any:
 
 def write_json(path: Path, obj: Any) -> None:
     """Write one JSON object atomically (a temporary file, then a rename)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(_clean(obj), indent=2, default=_json_default), encoding="utf-8")
-    tmp.replace(path)
+    write_text_whole(path, json.dumps(_clean(obj), indent=2, default=_json_default))
 
 
 def write_csv(table: pa.Table, path: Path) -> None:
     """Write a table to a CSV file whole or not at all: a temporary file beside it, renamed
     over ``path`` once complete (an error or Ctrl-C leaves no half-written file)."""
-    _write_whole(pacsv.write_csv, table, path)
+    write_whole(path, partial(pacsv.write_csv, table))
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     """Write a table to a Parquet file whole or not at all (as :func:`write_csv`)."""
-    _write_whole(pq.write_table, table, path)
-
-
-def _write_whole(write: Callable[[pa.Table, Path], None], table: pa.Table, path: Path) -> None:
-    """``write(table, tmp)`` to a temporary file beside ``path``, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(table, tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_whole(path, partial(pq.write_table, table))
 
 
 def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,

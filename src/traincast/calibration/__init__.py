@@ -59,6 +59,7 @@ import numpy as np
 from traincast.calibration import bench
 from traincast.calibration import threads as thread_model
 from traincast.errors import TraincastError
+from traincast.files import write_text_whole
 from traincast.roofline import curve_from_points
 
 __all__ = ["CONTENTION_LIMIT", "ContendedCalibration", "RETRIES", "calibrate", "catalog_text",
@@ -304,7 +305,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
             device, plan["fresh"], repeat=repeat, min_sample_s=sample))
     res["host_copy"] = stage("host-to-device copy", lambda: bench.bench_host_copy(
         device, plan["host"], repeat=repeat, min_sample_s=sample))
-    if threads > 1 and not device.startswith("cuda"):
+    if checked:  # several CPU threads
         res["thread_scaling"] = stage(
             f"thread scaling: kernels at 1 thread, exp/add at 1 and {threads} threads",
             lambda: thread_model.measure_scaling(
@@ -323,17 +324,15 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
     # the share of the time other programs held the cores our threads were ready to run on
     res["runqueue_wait_fraction"] = bench.contention(wait_start, res["elapsed_s"], threads)
     res["stages"] = stages
-    disturbed = [s for s in stages if checked and s["runqueue_wait_fraction"] > CONTENTION_LIMIT]
+    disturbed = [s for s in stages if s["runqueue_wait_fraction"] > CONTENTION_LIMIT] \
+        if checked else []
     res["disturbed"] = [s["stage"] for s in disturbed]
     res["forced"] = bool(disturbed) and force
     if disturbed and not force:
         raise ContendedCalibration(disturbed, threads, output)
     text = catalog_text(res)
     if output is not None:
-        path = Path(output)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)  # never leave a half-written catalog behind
+        write_text_whole(output, text)  # never leave a half-written catalog behind
     return {"catalog": text, "results": res, "path": str(output) if output else None}
 
 
@@ -342,15 +341,11 @@ def _plain(v: Any) -> Any:
     lists, tuples to lists, dicts key by key."""
     if isinstance(v, dict):
         return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, list | tuple | np.ndarray):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, list | tuple):
         return [_plain(x) for x in v]
-    if isinstance(v, np.bool_):
-        return bool(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating):
-        return float(v)
-    return v
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _dotted(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:

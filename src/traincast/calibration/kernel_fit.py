@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from traincast import kernels
 from traincast.errors import TraincastError
+from traincast.files import write_text_whole
 
 F = NDArray[np.float64]
 
@@ -66,14 +67,13 @@ class Kernels:
     gpu: NDArray[Any]
     latency_s: F
     shape: dict[str, F]
-    kernel_name: NDArray[Any]
 
     def __len__(self) -> int:
         return len(self.latency_s)
 
     def take(self, mask: NDArray[np.bool_]) -> Kernels:
         return Kernels(self.family[mask], self.gpu[mask], self.latency_s[mask],
-                       {k: v[mask] for k, v in self.shape.items()}, self.kernel_name[mask])
+                       {k: v[mask] for k, v in self.shape.items()})
 
 
 def read_kernels(directory: str | Path, catalog: Any,
@@ -81,8 +81,8 @@ def read_kernels(directory: str | Path, catalog: Any,
                  sample: int = 0, seed: int = 0) -> Kernels:
     """Every ``<family>/*.csv[.gz]`` under ``directory`` (DuckDB; the quoted ``Kernels`` field may
     hold commas). ``Device`` must name a catalog GPU or alias; ``Latency`` (ms) must be positive
-    and finite; shape columns positive. ``sample`` > 0 keeps that many rows per file (seeded).
-    Errors name the file, the row and the field."""
+    and finite; shape columns positive (``Padding`` >= 0). ``sample`` > 0 keeps that many rows per
+    file (seeded). Errors name the file, the row and the field."""
     import duckdb
 
     root = Path(directory)
@@ -108,8 +108,7 @@ def read_kernels(directory: str | Path, catalog: Any,
         np.concatenate([g for _, _, g in parts]),
         np.concatenate([d["Latency"] * 1e-3 for _, d, _ in parts]),
         {k: np.concatenate([d.get(k, np.full(len(d["Latency"]), np.nan)) for _, d, _ in parts])
-         for k in keys},
-        np.concatenate([d["Kernel Name"] for _, d, _ in parts]))
+         for k in keys})
 
 
 def _shape_keys(fam: str) -> tuple[str, ...]:
@@ -117,53 +116,55 @@ def _shape_keys(fam: str) -> tuple[str, ...]:
 
 
 def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:
-    """One measured file as numpy columns, checked (errors name file, row and field)."""
+    """One measured file as numpy columns, read in one pass and checked in DuckDB
+    (``try_cast``; errors name file, row and field)."""
     need = ("Device", "Latency", *_shape_keys(fam))
     try:
         rel = con.read_csv(str(path), all_varchar=True)
-        header = list(rel.columns)
+        missing = [c for c in need if c not in rel.columns]
+        if missing:
+            raise TraincastError(f"{path}: missing column(s) {', '.join(missing)}",
+                                 hint=f"{fam}/ files need {', '.join(need)}")
+        numbers = ", ".join(f'try_cast("{c}" as double) as "{c}", "{c}" as "raw {c}"'
+                            for c in need[1:])
+        sampled = f" using sample reservoir({int(sample)} rows) repeatable ({int(seed)})" \
+            if sample else ""
+        raw = con.sql(f'select "Device", {numbers} from rel{sampled}').fetchnumpy()
+    except TraincastError:
+        raise
     except Exception as exc:  # duckdb raises its own error types for unreadable files
         raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
                              hint="the NeuSight kernel format: docs/model.md") from None
-    missing = [c for c in need if c not in header]
-    if missing:
-        raise TraincastError(f"{path}: missing column(s) {', '.join(missing)}",
-                             hint=f"{fam}/ files need {', '.join(need)}")
-    select = ", ".join(f'"{c}"' for c in need)
-    kname = '"Kernel Name"' if "Kernel Name" in header else "''"
-    order = f" using sample {int(sample)} rows (reservoir, {int(seed)})" if sample else ""
-    raw = con.sql(f"select {select}, {kname} as \"Kernel Name\" from "
-                  f"read_csv('{path}', all_varchar=true){order}").fetchnumpy()
-    out: dict[str, Any] = {"Device": raw["Device"].astype(object),
-                           "Kernel Name": raw["Kernel Name"].astype(object)}
+    out: dict[str, Any] = {"Device": raw["Device"].astype(object)}
     for c in need[1:]:
-        values = np.array([_number(v) for v in raw[c]], dtype=np.float64)
-        bad = ~np.isfinite(values) | (values <= 0) if c == "Latency" or c != "Padding" \
-            else ~np.isfinite(values) | (values < 0)
+        values = np.ma.filled(raw[c], np.nan).astype(np.float64)
+        lowest_ok = values >= 0 if c == "Padding" else values > 0
+        bad = ~(np.isfinite(values) & lowest_ok)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {raw[c][i]!r} is not a "
-                                 "positive number", hint="Latency in ms; shapes are sizes")
+            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {raw['raw ' + c][i]!r} is "
+                                 "not a positive number", hint="Latency in ms; shapes are sizes")
         out[c] = values
     return out
 
 
-def _number(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any]) -> NDArray[Any]:
-    names = {}
-    for d in set(devices.tolist()):
+    """Catalog GPU name per row, resolved once per distinct ``Device``."""
+    unique, inverse = np.unique(devices.astype(str), return_inverse=True)
+    names = []
+    for d in unique.tolist():
         try:
-            names[d] = catalog.gpu_name(str(d))
+            names.append(catalog.gpu_name(str(d)))
         except KeyError:
             raise TraincastError(f"{path}: field 'Device' = {d!r} is no catalog GPU",
                                  hint="add it (or an alias) with --catalog FILE") from None
-    return np.array([names[d] for d in devices], dtype=object)
+    return np.array(names, dtype=object)[inverse]
+
+
+def per_gpu(gpus: NDArray[Any], values: Mapping[str, float], default: float = 0.0) -> F:
+    """``values[g]`` for each row's GPU ``g`` (``default`` where absent), one lookup per GPU."""
+    unique, inverse = np.unique(gpus.astype(str), return_inverse=True)
+    return np.array([float(values.get(g, default)) for g in unique], dtype=np.float64)[inverse]
 
 
 # ------------------------------------------------------------------------------------ model
@@ -186,8 +187,8 @@ def specs_of(gpus: NDArray[Any], catalog: Any) -> Specs:
     table = {g: catalog.gpu(g) for g in set(gpus.tolist())}
 
     def col(attr: str, scale: float = 1.0) -> F:
-        vals = {g: float(getattr(e, attr, 0.0) or 0.0) * scale for g, e in table.items()}
-        return np.array([vals[g] for g in gpus], dtype=np.float64)
+        return per_gpu(gpus, {g: float(getattr(e, attr, 0.0) or 0.0) * scale
+                              for g, e in table.items()})
 
     return Specs(col("sms"), col("fp32_cores_per_sm"), col("boost_clock_mhz"), col("power_w"),
                  col("process_nm"), col("mem_bw_gbs", 1e9))
@@ -251,7 +252,7 @@ def measured_floors_us(data: Kernels) -> dict[str, float]:
     """Per GPU: the median of the fastest 5% of its memory-bound rows, in µs (stage 1).
     A GPU without memory-bound rows has no entry (it takes the others' median)."""
     out = {}
-    mem = np.isin(data.family, [f for f, k in FAMILIES.items() if k not in ("gemm", "conv")])
+    mem = np.isin(kinds_of(data), kernels.MEMORY_FAMILIES)
     for g in sorted(set(data.gpu[mem].tolist())):
         lat = np.sort(data.latency_s[mem & (data.gpu == g)])
         out[g] = float(np.median(lat[: max(1, len(lat) // 20)]) * 1e6)
@@ -259,7 +260,7 @@ def measured_floors_us(data: Kernels) -> dict[str, float]:
 
 
 def _floor_col(data: Kernels, floors_us: Mapping[str, float], default_us: float) -> F:
-    return np.array([floors_us.get(g, default_us) for g in data.gpu], dtype=np.float64) * 1e-6
+    return per_gpu(data.gpu, floors_us, default_us) * 1e-6
 
 
 def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
@@ -275,23 +276,8 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
     _check_specs(spec, data, gpus)
     default_us = default_floor_us(floors)
     floor_s = _floor_col(data, floors, default_us)
-    params: dict[str, float] = dict(START)
     say(f"stage 2: memory-bound bandwidth fractions ({len(gpus)} GPUs)")
-    for kind in kernels.MEMORY_FAMILIES:
-        fams = [f for f, k in FAMILIES.items() if k == kind]
-        sel = np.isin(data.family, fams)
-        if not sel.any():
-            params[f"f_{kind}"] = 0.8
-            continue
-        b = np.concatenate([kernel_bytes(f, {k: v[data.family == f] for k, v in
-                                             data.shape.items()}) for f in fams
-                            if (data.family == f).any()])
-        order = np.concatenate([np.flatnonzero(data.family == f) for f in fams
-                                if (data.family == f).any()])
-        t = data.latency_s[order] - floor_s[order]
-        big = data.latency_s[order] >= 5.0 * floor_s[order]
-        frac = b[big] / (t[big] * spec.mem_bps[order][big])
-        params[f"f_{kind}"] = float(np.clip(np.median(frac), 0.05, 1.0)) if big.any() else 0.8
+    params: dict[str, float] = {**START, **bandwidth_fractions(data, spec, floor_s)}
     sub = _subsample(data, max_rows_per_group, seed)
     for keys, fams, stage in ((GEMM_KEYS, GEMM_FAMILIES, 3), (CONV_KEYS, ("conv",), 4)):
         part = sub.take(np.isin(sub.family, fams))
@@ -314,6 +300,35 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
         params["simt_efficiency"] = min(params["simt_efficiency"], 1.0)
     return {"params": params, "floors_us": floors, "default_floor_us": default_us,
             "gpus": gpus, "rows": len(data)}
+
+
+def kinds_of(data: Kernels) -> NDArray[Any]:
+    """Kernel kind per row (``FAMILIES`` of its folder)."""
+    unique, inverse = np.unique(data.family.astype(str), return_inverse=True)
+    return np.array([FAMILIES[f] for f in unique], dtype=object)[inverse]
+
+
+def memory_bytes(data: Kernels) -> F:
+    """``kernel_bytes`` of every memory-bound row, NaN for GEMM and convolution rows."""
+    out = np.full(len(data), np.nan)
+    for fam in sorted(set(data.family.tolist())):
+        if FAMILIES[fam] not in ("gemm", "conv"):
+            sel = data.family == fam
+            out[sel] = kernel_bytes(fam, {k: v[sel] for k, v in data.shape.items()})
+    return out
+
+
+def bandwidth_fractions(data: Kernels, spec: Specs, floor_s: F) -> dict[str, float]:
+    """Stage 2: ``f_<family>`` = the median of ``B / ((t - d) M)`` over the family's rows at
+    least 5x their floor ``d`` (0.8 for a family without such rows), clipped to [0.05, 1]."""
+    kind, moved = kinds_of(data), memory_bytes(data)
+    big = data.latency_s >= 5.0 * floor_s
+    out = {}
+    for fam in kernels.MEMORY_FAMILIES:
+        sel = (kind == fam) & big
+        frac = moved[sel] / ((data.latency_s - floor_s)[sel] * spec.mem_bps[sel])
+        out[f"f_{fam}"] = float(np.clip(np.median(frac), 0.05, 1.0)) if sel.any() else 0.8
+    return out
 
 
 def default_floor_us(floors_us: Mapping[str, float]) -> float:
@@ -367,25 +382,24 @@ def _check_specs(spec: Specs, data: Kernels, gpus: Sequence[str]) -> None:
 # ---------------------------------------------------------------------------- validation
 
 def errors_by_family(data: Kernels, pred: F) -> dict[str, dict[str, float]]:
-    """Per GPU and kernel kind: ``median`` and ``p90`` |error| and ``n``; plus ``sum``: the
-    error of the GPU's summed time (``sum pred / sum measured - 1``)."""
+    """Per GPU and kernel kind (and ``memory``: the memory-bound kinds together): ``median`` and
+    ``p90`` |error|, ``bias`` (the median signed error: < 0 = predicted too fast) and ``n``;
+    plus ``sum``: the error of the GPU's summed time (``sum pred / sum measured - 1``)."""
     out: dict[str, dict[str, float]] = {}
     rel = pred / data.latency_s - 1.0
+    kind = kinds_of(data)
+    groups = {k: kind == k for k in ("gemm", "conv", *kernels.MEMORY_FAMILIES)}
+    groups["memory"] = np.isin(kind, kernels.MEMORY_FAMILIES)
     for g in sorted(set(data.gpu.tolist())):
         row: dict[str, float] = {}
         on = data.gpu == g
-        for kind in ("gemm", "conv", *kernels.MEMORY_FAMILIES):
-            sel = on & np.isin(data.family, [f for f, k in FAMILIES.items() if k == kind])
+        for name, members in groups.items():
+            sel = on & members
             if sel.any():
-                e = np.abs(rel[sel])
-                row[f"{kind}_median"] = float(np.median(e))
-                row[f"{kind}_p90"] = float(np.quantile(e, 0.9))
-                row[f"{kind}_n"] = int(sel.sum())
-        mem = on & np.isin(data.family, [f for f, k in FAMILIES.items()
-                                         if k in kernels.MEMORY_FAMILIES])
-        if mem.any():
-            row["memory_median"] = float(np.median(np.abs(rel[mem])))
-            row["memory_p90"] = float(np.quantile(np.abs(rel[mem]), 0.9))
+                row[f"{name}_median"] = float(np.median(np.abs(rel[sel])))
+                row[f"{name}_p90"] = float(np.quantile(np.abs(rel[sel]), 0.9))
+                row[f"{name}_bias"] = float(np.median(rel[sel]))
+                row[f"{name}_n"] = int(sel.sum())
         row["sum"] = float(pred[on].sum() / data.latency_s[on].sum() - 1.0)
         out[g] = row
     return out
@@ -418,11 +432,10 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     return out
 
 
-def fit_document(result: Mapping[str, Any], directory: str | Path, command: str,
-                 validation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def fit_document(result: Mapping[str, Any], directory: str | Path,
+                 command: str) -> dict[str, Any]:
     """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
-    --kernels``): parameters, measured floors, their source and the command that made them;
-    with ``validation`` (``leave_one_gpu_out``), its medians per GPU."""
+    --kernels``): parameters, measured floors, their source and the command that made them."""
     doc: dict[str, Any] = {
         "source": f"fitted to {result['rows']:,} measured kernels in {directory} "
                   f"({', '.join(result['gpus'])}); docs/model.md, 'Kernel model'",
@@ -431,9 +444,6 @@ def fit_document(result: Mapping[str, Any], directory: str | Path, command: str,
         "default_floor_us": round(float(result["default_floor_us"]), 3),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
         "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
-    if validation:
-        doc["validation"] = {g: {k: float(f"{v:.4g}") for k, v in row.items()}
-                             for g, row in validation["gpus"].items()}
     return {"kernel_model": doc}
 
 
@@ -447,21 +457,10 @@ def write_fit_checks(path: str | Path) -> None:
 
 
 def write_fit(path: str | Path, document: Mapping[str, Any]) -> None:
-    """Write ``document`` as TOML (tomli-w), whole or not at all (a temporary file renamed)."""
-    import os
-    import tempfile
-
+    """Write ``document`` as TOML (tomli-w), whole or not at all (``files.write_text_whole``)."""
     import tomli_w
 
     write_fit_checks(path)
-    target = Path(path)
     header = ("# traincast measured-kernel model (docs/model.md, 'Kernel model'): merge it with "
               "--catalog FILE\n")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(header + tomli_w.dumps(document))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_whole(path, header + tomli_w.dumps(document))

@@ -11,7 +11,19 @@ import typer
 from rich.text import Text
 
 from traincast.cli import app
-from traincast.cli.common import JsonOpt, console, err_console, is_quiet, print_json, progress
+from traincast.cli.common import (
+    JsonOpt,
+    console,
+    err_console,
+    is_quiet,
+    print_json,
+    progress,
+    say_above,
+)
+
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Keep a calibration during which other programs held the cores in a stage "
+    "even after its retries (else refused, exit 2); the catalog file then names the stages.")]
 
 
 def _progress(quiet: bool):
@@ -25,16 +37,9 @@ def _case_progress() -> Iterator[dict[str, Any]]:
     """``progress`` and ``cases_done`` callbacks for ``traincast.validation.validate``: a rich
     progress bar of the cases on stderr, each step's message printed above it; nothing with
     ``traincast --quiet``."""
-    if is_quiet():
-        yield {}
-        return
     with progress() as bar:
         task = bar.add_task("validate", total=None)
         seen = {"base": 0, "total": 0}
-
-        def say(message: str) -> None:
-            bar.console.print(Text(f"· {message}", style="dim"), highlight=False)
-            bar.update(task, description=Text(message[:60]))
 
         def cases_done(done: int, total: int) -> None:
             if done == 0:  # a new run (one per thread count): its cases join the total
@@ -42,7 +47,7 @@ def _case_progress() -> Iterator[dict[str, Any]]:
                 seen["total"] += total
             bar.update(task, total=seen["total"], completed=seen["base"] + done)
 
-        yield {"progress": say, "cases_done": cases_done}
+        yield {"progress": say_above(bar, task), "cases_done": cases_done}
 
 
 @app.command()
@@ -57,9 +62,7 @@ def calibrate(
         "'device'); default: what torch uses here, torch.get_num_threads().")] = None,
     comm: Annotated[bool, typer.Option(
         help="Measure all-reduce and send/recv between 2 local processes.")] = True,
-    force: Annotated[bool, typer.Option(
-        "--force", help="Write the catalog even when other programs held the cores during a "
-        "stage after its retries (the file then says so).")] = False,
+    force: ForceOpt = False,
     kernels: Annotated[Path | None, typer.Option(
         "--kernels", help="Instead of measuring: fit the GPU kernel model to a folder of "
         "measured kernels (linear/ bmm/ conv/ softmax/ ln/ add/ ...: the NeuSight CSV format, "
@@ -152,9 +155,7 @@ def validate(
     rows: Annotated[Path | None, typer.Option(
         "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
         "\"Row format\"); implies --published.")] = None,
-    force: Annotated[bool, typer.Option(
-        "--force", help="Keep a calibration measured while other programs held the cores "
-        "(see calibrate).")] = False,
+    force: ForceOpt = False,
     kernels: Annotated[Path | None, typer.Option(
         "--kernels", help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
         "measured kernels (for each GPU: fit on the others, predict it); median and p90 "

@@ -25,7 +25,7 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
-from traincast.trace import workload_assumption
+from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct
 
 COLOCATE_HELP = (
@@ -115,7 +115,7 @@ def colocate(
         "--memory-check/--no-memory-check",
         help="Split pairs whose footprints (model state + activations) exceed the GPU "
         "memory.")] = True,
-    workload: WorkloadOpt = "mix",
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "
         "partner, slowdown) to this CSV file.")] = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -83,6 +85,40 @@ def progress(json_out: bool = False) -> Progress:
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
                     disable=json_out or _STATE["quiet"], transient=True)
+
+
+def say_above(bar: Progress, task: TaskID) -> Callable[[str], None]:
+    """``say(message)`` for a ``progress`` bar: the message printed dim above the bar (so a log
+    of stderr keeps every step; a transient bar leaves nothing there) and shown as the task's
+    description; nothing when the bar is disabled (``--quiet``, ``--json``)."""
+    def say(message: str) -> None:
+        if bar.disable:
+            return
+        bar.console.print(Text(f"· {message}", style="dim"), highlight=False)
+        bar.update(task, description=Text(message[:60]))
+
+    return say
+
+
+def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
+    """A typer option callback: the value must lie in ``[low, high]`` (``high`` None: at least
+    ``low``), else exit 2 naming the flag. Unlike typer's ``min``/``max`` it adds no range
+    column to ``--help``, which pushes the help text of long flags into words cut with ``…``
+    at 80 columns; the help says the range instead."""
+    def check(value: Any) -> Any:
+        if value is not None and (value < low or (high is not None and value > high)):
+            want = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+            raise typer.BadParameter(f"must be {want}, got {value:g}")
+        return value
+
+    return check
+
+
+def one_of(choices: Iterable[str]) -> str:
+    """A choice list for ``--help``: ``'fp32, tf32, bf16 or fp16'`` (words rich can wrap, where
+    ``fp32|tf32|...`` is one word it cuts with ``…`` at 80 columns)."""
+    names = list(choices)
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def note(message: str, json_out: bool = False) -> None:

@@ -63,7 +63,7 @@ def list_hardware(catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None
 
 def _is_set(value: Any) -> bool:
     """False for the empty defaults of unset fields (``0``, ``()``, ``{}``, ``""``)."""
-    return bool(value) and not (isinstance(value, float) and value == 0.0)
+    return bool(value)
 
 
 def _show_value(key: str, value: Any) -> str:

@@ -16,7 +16,9 @@ from traincast.cli.common import (
     JsonOpt,
     catalog_from,
     console,
+    one_of,
     print_json,
+    within,
 )
 from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
@@ -55,7 +57,7 @@ def plan(
         help="Sequences per iteration B (default: about 4M tokens).")] = None,
     seq: Annotated[int | None, typer.Option(help="Sequence length (default: the model's).")]
     = None,
-    dtype: Annotated[str, typer.Option(help="Training dtype: " + "|".join(DTYPES) + ".")]
+    dtype: Annotated[str, typer.Option(help=f"Training dtype: {one_of(DTYPES)}.")]
     = "bf16",
     price: Annotated[str | None, typer.Option(
         help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "
@@ -65,8 +67,8 @@ def plan(
     spot: Annotated[bool, typer.Option(
         "--spot", help="Use the spot prices of --price (and compare with on-demand).")] = False,
     preemptions_per_hour: Annotated[float, typer.Option(
-        min=0.0, help="Preemptions per node (machine) per hour, R; the job stops when any of "
-                      "its nodes is preempted. " + OVERHEAD_HELP + ".")] = 0.0,
+        callback=within(0.0), help="Preemptions per node (machine) per hour, R >= 0; the job "
+        "stops when any of its nodes is preempted. " + OVERHEAD_HELP + ".")] = 0.0,
     checkpoint_gbs: Annotated[float | None, typer.Option(
         help="Write (and read-back) bandwidth of the whole job to checkpoint storage, GB/s "
              "(needed with --preemptions-per-hour or --checkpoint-every).")] = None,
@@ -79,13 +81,14 @@ def plan(
     restart_s: Annotated[float | None, typer.Option(
         help="Seconds to restart after a preemption, Rs (default: checkpoint read C + 120 s, "
              "an assumed allowance to replace the machine and relaunch).")] = None,
-    top: Annotated[int, typer.Option(min=1, help="How many configurations to show.")] = 5,
+    top: Annotated[int, typer.Option(
+        callback=within(1), help="How many configurations to show (at least 1).")] = 5,
     network: Annotated[str | None, typer.Option(
         help="Also plan with this node network (link name or speed, e.g. eth25 or 25Gbit) "
              "and show what changes.")] = None,
     overlap: Annotated[float, typer.Option(
-        min=0.0, max=1.0, help="Fraction of data-parallel communication hidden under "
-                               "compute.")] = 0.0,
+        callback=within(0.0, 1.0), help="Fraction of data-parallel communication hidden "
+        "under compute, 0 to 1.")] = 0.0,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,

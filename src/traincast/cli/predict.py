@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,12 +18,16 @@ from traincast.cli.common import (
     catalog_from,
     console,
     fmt_seconds,
+    one_of,
     parse_number,
     print_json,
+    within,
 )
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
+from traincast.parallel.hybrid import DTYPES
+from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
 from traincast.units import parse_speed_gbs
 
@@ -34,18 +37,6 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
 FIELD_FLAGS = {"n_gpus": "--gpus", "gpus_per_node": "--gpus-per-node", "architecture": "--arch",
                "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps",
                "nic": "--nic", "intra": "--intra", "pcie": "--pcie"}
-
-
-def within(low: float, high: float) -> Callable[[float], float]:
-    """A typer callback: the value must lie in ``[low, high]`` (exit 2 naming the flag). Unlike
-    typer's ``min``/``max`` it adds no range column to ``--help``, which would push the help
-    text under 80 columns into cut words; the help says the range instead."""
-    def check(value: float) -> float:
-        if value is not None and not low <= value <= high:
-            raise typer.BadParameter(f"must be from {low:g} to {high:g}, got {value:g}")
-        return value
-
-    return check
 
 
 def with_flags(exc: TraincastError) -> TraincastError:
@@ -155,9 +146,9 @@ def predict(
     global_batch: Annotated[int | None, typer.Option(
         help="hybrid: sequences per iteration (default dp x micro-batch).")] = None,
     seq: Annotated[int | None, typer.Option(help="hybrid: sequence length.")] = None,
-    recompute: Annotated[str, typer.Option(help="hybrid: none, selective or full.")] = "selective",
+    recompute: Annotated[str, typer.Option(help=f"hybrid: {one_of(RECOMPUTE)}.")] = "selective",
     vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
-    dtype: Annotated[str, typer.Option(help="hybrid: fp32, tf32, bf16, fp16 or fp8.")] = "bf16",
+    dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 

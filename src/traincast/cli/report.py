@@ -20,9 +20,11 @@ from traincast.cli.common import (
     is_quiet,
     print_json,
     progress,
+    say_above,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, warn_bad_rows
 from traincast.errors import TraincastError
+from traincast.trace import DEFAULT_WORKLOAD
 
 REPORT_HELP = (
     "Write report.html (self-contained: figures embedded, no network needed) and figures/*.png "
@@ -57,8 +59,12 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
         fmt, mapping = "csv", {}
     with progress(json_out) as bar:
         task = bar.add_task("study", total=6)
+        say, started = say_above(bar, task), set()
 
         def on_step(step: str, done: int, total: int) -> None:
+            if done not in started:  # a step starts: said once, its advances only shown
+                started.add(done)
+                say(f"study: {step}")
             bar.update(task, description=f"study: {step}", completed=done, total=total)
 
         study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
@@ -87,7 +93,7 @@ def report(
     map: MapOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    workload: WorkloadOpt = "mix",
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.report import write_report
@@ -121,17 +127,18 @@ def report(
         out = folder = output or Path("traincast-report")
         _study_from_jobs(trace, db, format, parse_mapping(map), out, cat, json_out, workload)
     written: dict[str, str] = {}
-    with progress(json_out) as bar:
-        task = bar.add_task("figures", total=None)
+    with progress(json_out) as bar:  # on stderr; none with --quiet or --json
+        task = bar.add_task("report", total=None)
+        say = say_above(bar, task)
 
-        def on_figure(stem: str, title: str) -> None:
-            written[stem] = title
-            bar.update(task, description=f"figure {stem}", completed=len(written))
+        def on_step(step: str, done: int, total: int | None) -> None:
+            say(f"report: {step}")
+            bar.update(task, completed=done, total=total)
 
         path = write_report(folder, validate_json=validate,
                             roofline={"profile": profile, "gpu": gpu} if profile else None,
-                            out_dir=out,
-                            catalog=cat, on_figure=on_figure)
+                            out_dir=out, catalog=cat, on_step=on_step,
+                            on_figure=lambda stem, title: written.update({stem: title}))
     figures = [str(out / "figures" / f"{s}.{ext}") for s in written for ext in ("png", "svg")]
     if json_out:
         print_json({"report": str(path), "study_dir": str(folder), "figures": figures})

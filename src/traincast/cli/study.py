@@ -22,6 +22,7 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
+from traincast.trace import DEFAULT_WORKLOAD
 from traincast.units import fmt_pct
 
 
@@ -68,7 +69,7 @@ def study(
                                            "communication overlapped with compute.")] = 0.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
     = False,
-    workload: WorkloadOpt = "mix",
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest, characterize, the paper's what-if set (nvlink-allreduce, eth100, gpu-a100,

@@ -48,8 +48,8 @@ def split_table(table: Table, width: int, console: Console, keep: int = 1) -> li
     n = len(table.columns)
     keep = min(keep, n)
     whole = _sub_table(table, list(range(n)), table.title, table.caption)
-    if n <= keep + 1 or _fits(console, whole, width):
-        return [whole]
+    if n <= keep + 1 or _fits(console, whole, width):  # nothing to split off, or no need
+        return [_wrapping(whole, console, width)]
     groups: list[list[int]] = []
     group: list[int] = []
     for index in range(keep, n):
@@ -63,13 +63,19 @@ def split_table(table: Table, width: int, console: Console, keep: int = 1) -> li
     for i, g in enumerate(groups):
         title = table.title if i == 0 else (f"{table.title} (continued)" if table.title
                                             else "(continued)")
-        sub = _sub_table(table, [*range(keep), *g], title,
-                         table.caption if i == len(groups) - 1 else None)
-        if not _fits(console, sub, width):  # one column wider than the terminal: wrap it too
-            for col in sub.columns:
-                col.no_wrap = False
-        out.append(sub)
+        out.append(_wrapping(_sub_table(table, [*range(keep), *g], title,
+                                        table.caption if i == len(groups) - 1 else None),
+                             console, width))
     return out
+
+
+def _wrapping(sub: Table, console: Console, width: int) -> Table:
+    """``sub`` with every column allowed to wrap when it does not fit ``width`` (a ``no_wrap``
+    column wider than the terminal would be cropped: fold needs wrapping)."""
+    if not _fits(console, sub, width):
+        for col in sub.columns:
+            col.no_wrap = False
+    return sub
 
 
 def print_table(table: Table, console: Console, keep: int = 1) -> None:

@@ -104,7 +104,7 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
                     map: list[str] | None, quiet: bool, catalog: Catalog | None = None,
-                    workload: str | None = DEFAULT_WORKLOAD) -> pa.Table:
+                    workload: str = DEFAULT_WORKLOAD) -> pa.Table:
     """The job table of ``[TRACE | --db FILE]``: TRACE ingested into the store (``--db``,
     default ``traincast.duckdb`` here; a progress bar unless ``quiet``; skipped rows said on
     stderr) and its jobs, or no TRACE: the whole store; then :func:`~traincast.trace.
@@ -118,7 +118,7 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
         jobs = load_jobs(db) if trace is None else \
             read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
                        on_report=warn_bad_rows)
-    return prepare_jobs(jobs, catalog, workload or DEFAULT_WORKLOAD)
+    return prepare_jobs(jobs, catalog, workload)
 
 
 @app.command(help=INGEST_HELP)
@@ -258,7 +258,7 @@ def characterize(
     compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
                                            "compute (0 = the paper's additive model).")] = 0.0,
-    workload: WorkloadOpt = "mix",
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.characterize import characterize as run

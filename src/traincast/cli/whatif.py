@@ -28,6 +28,7 @@ from traincast.cli.common import (
     print_json,
     print_unpredicted,
     progress,
+    within,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.errors import TraincastError
@@ -42,8 +43,8 @@ EngineOpt = Annotated[str, typer.Option(
 AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster on 127.0.0.1).")]
 OverlapOpt = Annotated[float, typer.Option(
-    min=0.0, max=1.0, help="Fraction f of communication overlapped with compute (base and "
-    "scenarios, unless a scenario sets its own).")]
+    callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
+    "to 1 (base and scenarios, unless a scenario sets its own).")]
 
 
 
@@ -117,7 +118,7 @@ def whatif(
     parquet_dir: Annotated[Path | None, typer.Option(
         "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
         "remote cluster can read); default: a temporary folder.")] = None,
-    workload: WorkloadOpt = "mix",
+    workload: WorkloadOpt = DEFAULT_WORKLOAD,
     json_out: JsonOpt = False,
 ) -> None:
     """How much faster would each job run under a scenario (speedup = T_base / T_scenario)?

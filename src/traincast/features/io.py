@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from traincast.errors import NoSuchFileError, TraincastError
+from traincast.files import write_text_whole, write_whole
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
@@ -68,23 +69,18 @@ def load_features(path: str | Path) -> dict[str, Any]:
 
 def write_features(record: dict[str, Any], path: str | Path) -> Path:
     """Write ``record`` to ``path``: Parquet (the per-op table + the record as metadata) when
-    the name ends in ``.parquet``, else JSON. Written to a temporary file, then renamed."""
+    the name ends in ``.parquet``, else JSON; whole or not at all (``files.write_whole``)."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    if path.suffix.lower() not in (".parquet", ".pq"):
+        return write_text_whole(path, json.dumps(record, indent=2) + "\n")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        ops = record.get("ops")
-        if ops is None:
-            raise TraincastError(f"{path}: a Parquet features file holds the per-op table",
-                                 hint="profile with --ops")
-        columns = {c: [row.get(c) for row in ops] for c in OP_COLUMNS}
-        table = pa.table(columns)
-        meta = {k: v for k, v in record.items() if k != "ops"}
-        table = table.replace_schema_metadata({PARQUET_KEY: json.dumps(meta).encode()})
-        pq.write_table(table, tmp)
-    else:
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
-    tmp.replace(path)
-    return path
+    ops = record.get("ops")
+    if ops is None:
+        raise TraincastError(f"{path}: a Parquet features file holds the per-op table",
+                             hint="profile with --ops")
+    table = pa.table({c: [row.get(c) for row in ops] for c in OP_COLUMNS})
+    meta = {k: v for k, v in record.items() if k != "ops"}
+    table = table.replace_schema_metadata({PARQUET_KEY: json.dumps(meta).encode()})
+    return write_whole(path, lambda tmp: pq.write_table(table, tmp))

@@ -63,7 +63,7 @@ def make_optimizers(name: str, dense: list[nn.Parameter],
 # rows (read, written) per touched row of a sparse table when the optimizer applies it:
 # SGD reads the gradient and weight rows and writes the weight row; lazy Adam (SparseAdam) also
 # reads and writes the two moment rows
-SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3), "none": (0, 0)}  # none: no update
+SPARSE_UPDATE_ROWS = {"sgd": (2, 1), "adam": (4, 3)}  # none: no update (no record)
 
 
 def loss_of(out: Any) -> torch.Tensor:
@@ -169,9 +169,9 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
     grads = sum(_nbytes(p.grad) for p in params if p.grad is not None and id(p) not in sparse_ids)
     for name, (p, sparse) in tables.items():
         if sparse and name in rows_touched:
-            rec_b, rec_o, grad_b = _sparse_update_records(name, p, capture.lookups[name],
-                                                          rows_touched[name], optimizer)
-            records += [rec_b] if optimizer == "none" else [rec_b, rec_o]
+            recs, grad_b = _sparse_update_records(name, p, capture.lookups[name],
+                                                  rows_touched[name], optimizer)
+            records += recs
             grads += grad_b
     shared = sorted(capture.shared_tables)
     return {"records": records, "activations": sum(saved.values()), "grads": grads,
@@ -204,24 +204,28 @@ def _rows_touched(tables: Mapping[str, Any], capture: Capture) -> dict[str, int]
 
 
 def _sparse_update_records(name: str, weight: nn.Parameter, lookups: int, rows: int,
-                           optimizer: str) -> tuple[OpRecord, OpRecord, int]:
+                           optimizer: str) -> tuple[list[OpRecord], int]:
     """Sparse-gradient tables: their backward and update, costed per row (meta has no sizes).
 
     Backward turns the output gradient of each lookup into one gradient row (read + write
     ``lookups`` rows); the update coalesces them (read ``lookups`` rows, write ``rows`` unique
-    rows) and applies the optimizer to the touched rows only (SPARSE_UPDATE_ROWS).
-    Returns the two records and the gradient's bytes (one row per lookup plus its index).
+    rows) and applies the optimizer to the touched rows only (SPARSE_UPDATE_ROWS; optimizer
+    ``none``: no update). Returns the records and the gradient's bytes (one row per lookup
+    plus its index).
     """
     row = math.prod(weight.shape[1:]) * weight.element_size()
     dtype = _dtype_name(weight.dtype)
     shape = "x".join(map(str, weight.shape))
+    grad = lookups * (row + 8)
     backward = OpRecord("sparse_embedding_backward", "backward", 0, lookups * row,
                         lookups * row, "memory", False, dtype, shape)
+    if optimizer == "none":
+        return [backward], grad
     read_rows, written_rows = SPARSE_UPDATE_ROWS[optimizer]
     update = OpRecord("sparse_embedding_update", "optimizer", 0,
                       (lookups + read_rows * rows) * row, (rows + written_rows * rows) * row,
                       "memory", False, dtype, shape)
-    return backward, update, lookups * (row + 8)
+    return [backward, update], grad
 
 
 def _aggregate(records: list[OpRecord]) -> dict[str, int]:

@@ -324,9 +324,7 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be in (0, 1], got {value!r}")
             value = {"*": float(value)}
         elif key in _MAP_KEYS[kind]:
-            if not isinstance(value, Mapping) or any(
-                    isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
-                    for v in value.values()):
+            if not _positive_map(value):
                 raise CatalogError(f"{where} key {key!r} must be a table of positive numbers, "
                                    f"got {value!r}")
             value = {str(k): float(v) for k, v in value.items()}
@@ -393,9 +391,7 @@ def _flatten_groups(path: str, name: str, values: Any) -> Any:
 
 
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
-                data: Mapping[str, Any], path: str,
-                kernel_model: dict[str, Any] | None = None) -> None:
-    kernel_model = {} if kernel_model is None else kernel_model
+                data: Mapping[str, Any], path: str, kernel_model: dict[str, Any]) -> None:
     for top, tables in data.items():
         if top == "calibration":
             continue  # the measurement record of `traincast calibrate`, kept for people
@@ -506,20 +502,18 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     for key, value in table.items():
         where = f"{path}: [kernel_model] key {key!r}"
         if key in ("params", "floors_us"):
-            if not isinstance(value, Mapping) or any(
-                    isinstance(v, bool) or not isinstance(v, int | float) or not v > 0
-                    or v == float("inf") for v in value.values()):
+            if not _positive_map(value):
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
         elif key == "default_floor_us":
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise CatalogError(f"{where} must be a number >= 0, got {value!r}")
             into[key] = float(value)
-        elif key in ("source", "command", "fitted_on", "validation"):
+        elif key in ("source", "command", "fitted_on"):
             into[key] = value
         else:
             raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
-                               "source, command, fitted_on, validation")
+                               "source, command, fitted_on")
 
 
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
@@ -528,11 +522,21 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     ``kernel`` keys win)."""
     cat.kernel_model = dict(model)
     params = dict(model.get("params", {}))
-    floors = {cat.gpu_name(k) if k in cat.gpus or k in cat.aliases else k: v
-              for k, v in model.get("floors_us", {}).items()}
+    try:
+        floors = {cat.gpu_name(k): v for k, v in model.get("floors_us", {}).items()}
+    except UnknownNameError as exc:
+        raise CatalogError(f"[kernel_model.floors_us]: {exc.args[0]}") from None
     default = float(model.get("default_floor_us", 0.0))
     for name, gpu in list(cat.gpus.items()):
         floor = floors.get(name, default)
         merged = {**params, **({"floor_us": floor} if floor > 0 else {}), **gpu.kernel}
         if merged != gpu.kernel:
-            cat.gpus[name] = replace(gpu, kernel=merged)
+            cited = {"kernel": str(model.get("source", "kernel_model")), **gpu.sources}
+            cat.gpus[name] = replace(gpu, kernel=merged, sources=cited)
+
+
+def _positive_map(value: Any) -> bool:
+    """A table of NAME -> positive finite number."""
+    return isinstance(value, Mapping) and all(
+        not isinstance(v, bool) and isinstance(v, int | float) and 0 < v < float("inf")
+        for v in value.values())

@@ -9,7 +9,6 @@ to a temporary name and renamed, so an interrupted run leaves the previous repor
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from traincast.errors import TraincastError
+from traincast.files import write_text_whole
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import COMPONENTS
 from traincast.report import html as H
@@ -349,32 +349,34 @@ def _catalog_of(study: Study, catalog: Catalog | None) -> Catalog:
     return load_catalog(user)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
                  roofline: Any = None, out_dir: str | Path | None = None,
                  catalog: Catalog | None = None,
-                 on_figure: Callable[[str, str], None] | None = None) -> Path:
+                 on_figure: Callable[[str, str], None] | None = None,
+                 on_step: Callable[[str, int, int | None], None] | None = None) -> Path:
     """Write ``report.html`` and ``figures/*.png|svg`` for the study in ``study_dir``.
 
     ``validate_json``: a validate JSON file (adds the predicted-vs-measured scatter);
     ``roofline``: ``(MODEL_SPEC or profile record with ops, GPU name)`` (adds a roofline chart;
     a spec is profiled, which needs torch); ``out_dir``: where to write (default: the study
-    folder); ``on_figure(stem, title)`` is called after each figure (progress bars).
-    Returns the path of ``report.html``.
+    folder); ``on_figure(stem, title)`` is called after each figure; ``on_step(step, done,
+    total)`` as each step starts: reading the study, preparing the figures, each figure, the
+    sections, writing the page (``total`` is None until the figures are known). Both are for
+    progress bars. Returns the path of ``report.html``.
     """
-    try:
-        import matplotlib  # noqa: F401  (drawn lazily below; fail early and clearly)
-    except ImportError:
-        raise TraincastError("the report needs matplotlib, which is not installed",
+    try:  # used lazily below (figures, the page, notes): fail early and clearly
+        import jinja2  # noqa: F401
+        import markdown_it  # noqa: F401
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise TraincastError(f"the report needs {exc.name}, which is not installed",
                              hint="pip install 'traincast[report]'") from None
+    step = on_step or (lambda _step, _done, _total: None)
+    step("reading the study folder", 0, None)
     study = load_study(study_dir)
     out = Path(out_dir) if out_dir is not None else study.folder
     out.mkdir(parents=True, exist_ok=True)
+    step("preparing the figures", 1, None)
     cat = _catalog_of(study, catalog)
     figs = [*_job_figures(study), *_share_figure(study), *_speedup_figure(study),
             *_colocate_figure(study, cat)]
@@ -389,14 +391,17 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
         extra_tables.insert(0, tbl)
     from traincast.report.figures import save_figure
 
+    total = len(figs) + 4  # reading, preparing, each figure, the sections, the page
     fig_html = []
     for i, f in enumerate(figs, start=1):
+        step(f"figure {i} of {len(figs)}: {f.stem}", 1 + i, total)
         drawn = f.draw()
         paths = save_figure(drawn, out / "figures", f.stem)
         fig_html.append(H.figure(i, f"fig-{f.stem}", paths["png"].read_bytes(), f.title,
                                  f.caption, f.source, f"figures/{f.stem}.svg"))
         if on_figure:
             on_figure(f.stem, f.title)
+    step("sections: findings, tables, assumptions", 2 + len(figs), total)
     meta = study.get("study.json")
     trace = meta.get("trace")
     trace_text = trace.get("path") or trace.get("name") if isinstance(trace, Mapping) else trace
@@ -413,5 +418,6 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     subtitle = (f"Study folder {study.folder}" + (f" · trace {trace_text}" if trace_text else "")
                 + f" · generated {when}")
     path = out / "report.html"
-    _write_atomic(path, H.page(title, subtitle, parts))
+    step("writing report.html", 3 + len(figs), total)
+    write_text_whole(path, H.page(title, subtitle, parts))
     return path

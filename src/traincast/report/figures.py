@@ -11,7 +11,6 @@ matplotlib is imported inside the functions, so importing this module costs noth
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from traincast.files import write_bytes_whole
 from traincast.model import COMPONENTS
 from traincast.report.data import ecdf, thin_steps
 
@@ -322,9 +322,7 @@ def save_figure(fig: Figure, out_dir: str | Path, stem: str) -> dict[str, Path]:
     paths = {}
     for fmt in ("png", "svg"):
         path = out / f"{stem}.{fmt}"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(figure_bytes(fig, fmt))
-        os.replace(tmp, path)
+        write_bytes_whole(path, figure_bytes(fig, fmt))
         paths[fmt] = path
         fig.set_layout_engine("none")  # laid out once by the first save; keep that layout
     return paths

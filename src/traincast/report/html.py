@@ -146,5 +146,5 @@ def page(title: str, meta: str, sections: Sequence[tuple[str, str, str]]) -> str
     from markupsafe import Markup
 
     return _env().get_template("page.html.j2").render(
-        csp=CSP, style=Markup(STYLE), title=title, meta=meta, parts=_parts(),
+        csp=CSP, style=Markup(STYLE), title=title, meta=meta,
         sections=[(a, t, Markup(b)) for a, t, b in sections])

@@ -20,6 +20,7 @@ The job table holds the trace's facts only. Helpers that fill what the trace doe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -118,16 +119,15 @@ def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
     from traincast.resolve import resolve
     from traincast.trace.sample import pick_workloads, zoo_workloads
 
-    catalog = catalog or load_catalog()
     if "architecture" not in jobs.column_names:  # only the hardware rule is used here
         jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
-    gpus = resolve(jobs, catalog).gpu
-    mem = [catalog.gpus[v].mem_gb if v in catalog.gpus else np.nan for v in gpus.values]
-    groups = np.where(gpus.codes < 0, len(mem), gpus.codes).astype(np.int64)
+    # one group per GPU memory size (NaN: unknown GPU, one group too)
+    mem, groups = np.unique(resolve(jobs, catalog or load_catalog()).mem_gb,
+                            return_inverse=True)
     if rows is not None:
         groups = np.where(rows, groups, -1)
     h = job_hash(jobs)
-    return pick_workloads(groups, [*mem, np.nan], zoo_workloads(),
+    return pick_workloads(groups, mem.tolist(), zoo_workloads(),
                           lambda k, sel: (h[sel] % np.uint64(k)).astype(np.int64))
 
 
@@ -139,6 +139,7 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
     :func:`workload_assumption`). Jobs with 0 GPUs (or none recorded) get none: they do not
     train on GPUs."""
     from traincast.errors import TraincastError
+    from traincast.features.io import REQUIRED
     from traincast.zoo.profiles import resolve_workload
 
     name = str(workload).strip().lower()
@@ -154,22 +155,18 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
                                       pc.equal(pc.utf8_trim_whitespace(col), "")), True)
     if "n_gpus" in jobs.column_names:
         empty = pc.and_(empty, pc.fill_null(pc.greater(jobs["n_gpus"], 0), False))
+    if all(c in jobs.column_names for c in REQUIRED):  # given features need no workload
+        missing = [pc.is_null(jobs[c], nan_is_null=True) for c in REQUIRED]
+        empty = pc.and_(empty, reduce(pc.or_, missing))
     mask = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
-    known = [c for c in FEATURE_COLUMNS[:3] if c in jobs.column_names]
-    if len(known) == 3:  # a job whose trace gives its features needs no workload
-        given = np.ones(jobs.num_rows, dtype=bool)
-        for c in known:
-            given &= ~np.asarray(pc.is_null(jobs[c], nan_is_null=True).to_numpy(
-                zero_copy_only=False), dtype=bool)
-        mask &= ~given
     if name == MIX:
         fill = pa.array(mix_workloads(jobs, catalog, mask), type=pa.string())
     else:
         fill = pa.scalar(str(workload))
-    filled = pc.if_else(pa.array(mask), fill, col)
+    flag = pa.array(mask)
+    filled = pc.if_else(flag, fill, col)
     jobs = jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
         else jobs.append_column("workload", filled)
-    flag = pa.array(mask)
     if ASSUMED_COLUMN in jobs.column_names:
         flag = pc.or_(pc.fill_null(jobs[ASSUMED_COLUMN], False), flag)
         return jobs.set_column(jobs.column_names.index(ASSUMED_COLUMN), ASSUMED_COLUMN, flag)

@@ -254,9 +254,10 @@ def validate(catalog: str | Path | None = None, *, quick: bool = False,
     ``threads``: torch threads per process (default: the catalog's recorded count, else
     torch's); cases of P processes with ``P * threads > cores`` go to ``skipped``.
     ``force``: keep a calibration measured under contention (``traincast.calibration``).
-    ``progress(message)`` hears each step; ``cases_done(done, total)`` is called before the
-    first case (``done = 0``) and after each. A case is ``disturbed`` when other programs held
-    the cores more than ``CONTENTION_LIMIT`` of its steps' time (``disturbed`` lists them).
+    ``progress(message)`` hears each step; ``cases_done(done, total)`` is called before each
+    case (``done`` cases finished; ``0`` first) and once all are. A case is ``disturbed`` when
+    other programs held the cores more than ``CONTENTION_LIMIT`` of its steps' time
+    (``disturbed`` lists them).
     """
     import torch
 
@@ -299,8 +300,8 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
     cases = [c for c, ok in zip(cases, fits, strict=True) if ok]
     rows: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    cases_done(0, len(cases))
-    for done, case in enumerate(cases, 1):
+    for done, case in enumerate(cases):
+        cases_done(done, len(cases))
         say(f"{case.label}: profile and predict")
         model, inputs = build(case.model, case.batch_size, case.crop)
         feats = profile(model, inputs, optimizer="adam", ops=True)
@@ -316,9 +317,9 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
                            "batch_size": case.batch_size,
                            "reason": str(exc).strip().splitlines()[-1]})
             say(f"{case.label}: the real run failed: {failed[-1]['reason']}")
-            cases_done(done, len(cases))
             continue
         times = np.asarray(run["times"])
+        busy = run.get("runqueue_wait_fraction")
         measured = float(np.median(times))
         p10, p90 = np.percentile(times, [10, 90])
         rows.append({
@@ -327,7 +328,8 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
             "processes": case.processes, "threads": threads,
             "measured_s": measured, "measured_spread": float((p90 - p10) / measured),
             "measured_wall_s": float(np.median(run["wall"])), "clock": run["clock"],
-            "runqueue_wait_fraction": run.get("runqueue_wait_fraction"),
+            "runqueue_wait_fraction": busy,
+            "disturbed": bool(busy is not None and busy > CONTENTION_LIMIT),
             "predicted_s": pred["predicted_s"],
             "error": pred["predicted_s"] / measured - 1.0,
             "paper_predicted_s": pred["paper_predicted_s"],
@@ -337,13 +339,11 @@ def _validate(catalog: str | Path | None, *, quick: bool, cases: Sequence[Case] 
             "flops_compute_bound": feats["flops_compute_bound"],
             "bytes_memory_bound": feats["bytes_memory_bound"],
             "weight_bytes": feats["weight_bytes"]})
-        busy = run.get("runqueue_wait_fraction")
-        rows[-1]["disturbed"] = bool(busy is not None and busy > CONTENTION_LIMIT)
         say(f"{case.label}: measured {measured * 1e3:.1f} ms, predicted "
             f"{pred['predicted_s'] * 1e3:.1f} ms ({rows[-1]['error']:+.0%})"
             + (f"; disturbed: other programs held the cores {busy:.0%} of its steps' time"
                if rows[-1]["disturbed"] else ""))
-        cases_done(done, len(cases))
+    cases_done(len(cases), len(cases))
     return {"device": device, "device_name": device_name(device), "torch": torch.__version__,
             "threads": threads, "catalog": cat_path,
             "calibration_contention": _recorded(cat_path, "runqueue_wait_fraction"),

@@ -408,17 +408,24 @@ def apply_setup(feats: Mapping[str, Any], *, synthetic_inputs: bool = False,
     ``memory_format`` nhwc / channels_last: every op of the per-op table marked ``layout =
     "nhwc"`` (no cuDNN layout transposes); ``tf32_matmul``: fp32 matrix products marked TF32
     (:func:`tf32_matmuls`). The per-op marks need the profile's ``ops``."""
-    fmt = str(memory_format).lower()
-    if fmt not in MEMORY_FORMATS:
-        raise TraincastError(f"memory format {memory_format!r}: one of {', '.join(MEMORY_FORMATS)}")
+    nhwc = _layout(memory_format) == "nhwc"
     out = dict(feats)
     if synthetic_inputs:
         out["input_bytes"] = 0.0
     if out.get("ops") and tf32_matmul:
         out["ops"] = tf32_matmuls(out["ops"])
-    if out.get("ops") and fmt in ("nhwc", "channels_last"):
+    if out.get("ops") and nhwc:
         out["ops"] = [dict(o, layout="nhwc") for o in out["ops"]]
     return out
+
+
+def _layout(memory_format: str) -> str:
+    """``"nhwc"`` (nhwc, channels_last) or ``"nchw"``: the layout a memory format (one of
+    :data:`MEMORY_FORMATS`, any case) gives the ops; another is a TraincastError."""
+    fmt = str(memory_format).lower()
+    if fmt not in MEMORY_FORMATS:
+        raise TraincastError(f"memory format {memory_format!r}: one of {', '.join(MEMORY_FORMATS)}")
+    return "nchw" if fmt == "nchw" else "nhwc"
 
 
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
@@ -427,8 +434,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
     the profile's per-op table, else from its aggregate features)."""
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
-            "memory_format": "nhwc" if str(memory_format).lower() in ("nhwc", "channels_last")
-            else "nchw", "tf32_matmul": bool(tf32_matmul), "per_op": bool(feats.get("ops"))}
+            "memory_format": _layout(memory_format), "tf32_matmul": bool(tf32_matmul),
+            "per_op": bool(feats.get("ops"))}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:

@@ -145,7 +145,8 @@ class ZooEntry:
             return self.meta_model(batch, seq=seq)[1]
         self._check(seq, None)
         make = self._resolve(self.inputs_fn)
-        return make(batch) if seq is None else make(batch, seq=seq)
+        # a text model's inputs at the length the record states (seq_of): models.toml's seq
+        return make(batch, seq=self.seq_of(seq)) if self.seq else make(batch)
 
     def meta_model(self, batch: int | None = None, seq: int | None = None,
                    attention: str | None = None) -> tuple[Any, tuple]:

@@ -127,10 +127,10 @@ def pick_workloads(groups: NDArray[np.integer], group_mem_gb: Sequence[float],
     ``--workload mix`` default of jobs whose trace names none (:func:`traincast.trace.
     default_workload`).
 
-    ``groups``: each job's GPU as an index into ``group_mem_gb`` (the GPU's memory in GB, NaN
-    unknown); -1 = no workload. ``draw(k, rows)``: an index in ``0..k-1`` for each of the jobs
-    ``rows`` of one group (groups in index order): the sample's random generator, or a hash of
-    the job id."""
+    ``groups``: each job's group (its GPU type, or its GPU's memory size) as an index into
+    ``group_mem_gb`` (the group's GPU memory in GB, NaN unknown); -1 = no workload.
+    ``draw(k, rows)``: an index in ``0..k-1`` for each of the jobs ``rows`` of one group
+    (groups in index order): the sample's random generator, or a hash of the job id."""
     names = sorted(memory_gb)
     out = np.full(len(groups), None, dtype=object)
     if not names:
