@@ -103,3 +103,35 @@ def test_a_no_wrap_column_wider_than_the_terminal_folds_instead_of_being_cropped
     text = buf.getvalue()
     assert "…" not in text and max(len(line) for line in text.splitlines()) <= 40
     assert "".join(ch for ch in text if ch in "xy") == word  # every letter printed, in order
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """Every command of the CLI, sub-commands included (``("hardware", "show")``)."""
+    import typer.main
+
+    from traincast.cli import app
+
+    root = typer.main.get_command(app)
+    out: list[tuple[str, ...]] = []
+    for name, cmd in root.commands.items():  # type: ignore[attr-defined]
+        subs = getattr(cmd, "commands", None)
+        out += [(name, s) for s in subs] if subs else [(name,)]
+    return out
+
+
+def test_every_help_page_keeps_whole_words_at_80_columns() -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    paths = _command_paths()
+    assert ("colocate",) in paths and ("hardware", "show") in paths and len(paths) >= 17
+    runner = CliRunner()
+    cut = {}
+    for path in paths:
+        res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert res.exit_code == 0, (path, res.output)
+        lines = [line for line in res.output.splitlines() if "…" in line]
+        if lines:
+            cut[" ".join(path)] = lines
+    assert not cut, cut

@@ -23,6 +23,7 @@ from traincast.cli.common import (
     print_json,
     print_unpredicted,
     progress,
+    within,
 )
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
@@ -98,13 +99,15 @@ def colocate(
         help="A trace (ingested into the store on the way); none = the whole store (--db).")]
     = None,
     util_bound: Annotated[float, typer.Option(
-        "--util-bound", min=0.01, max=2.0,
-        help="Pair two jobs only when their utilizations sum to at most this (Horus: 1.0).")]
+        "--util-bound", callback=within(0.01, 2.0),
+        help="Pair two jobs only when their utilizations sum to at most this, from 0.01 to 2 "
+        "(Horus: 1.0).")]
     = 1.0,
     cross: Annotated[float, typer.Option(
-        "--cross-contention", min=0.0, max=1.0,
-        help="kappa: how much a FLOP-bound and a memory-bound kernel slow each other (1 = "
-        "time slicing, CUDA's default for two processes; 0 = ideal spatial sharing).")] = 1.0,
+        "--cross-contention", callback=within(0.0, 1.0),
+        help="kappa, from 0 to 1: how much a FLOP-bound and a memory-bound kernel slow each "
+        "other (1 = time slicing, CUDA's default for two processes; 0 = ideal spatial "
+        "sharing).")] = 1.0,
     multi_gpu: Annotated[bool, typer.Option(
         "--multi-gpu", help="Also pair multi-GPU jobs (same GPU count: each GPU holds one "
         "worker of each job).")] = False,
