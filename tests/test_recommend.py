@@ -206,3 +206,17 @@ def test_output_file_is_checked_first_and_written_whole(tmp_path: Path, monkeypa
     with pytest.raises(OSError, match="disk full"):
         study_mod.write_csv(pa.table({"job_id": ["a"]}), out)
     assert list(tmp_path.glob("*r.csv*")) == []
+
+
+def test_a_flat_peak_reference_node_is_no_default_candidate() -> None:
+    # paper-2019's GPU (11 TFLOP/s flat, no SM count) can only be priced by the paper's peak
+    # model: an optimistic bound the kernel-model presets would always lose to
+    from traincast.analysis.recommend import default_candidates
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    assert "paper-2019" in cat.nodes
+    nodes = {c.node for c in default_candidates(cat)}
+    assert "paper-2019" not in nodes and {"dgx-a100", "pai-v100-nvlink"} <= nodes
+    assert "paper-2019" in {c.node for c in default_candidates(load_catalog(compute="paper"))}
+    assert "paper-2019" in {c.node for c in default_candidates(cat, nodes=["paper-2019"])}

@@ -27,6 +27,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
+from traincast.compute import strategy_of
 from traincast.engine.local import CHUNK_ROWS, apply_changes, evaluate_columns, fit_mask
 from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -58,10 +59,19 @@ class Candidate:
 
 def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
                        architectures: Iterable[str] | None = None) -> list[Candidate]:
-    """Every candidate architecture on the job's own hardware, then on each node preset."""
+    """Every candidate architecture on the job's own hardware, then on each node preset.
+
+    Without ``nodes``: every preset whose GPU is priced by the same kind of model as the
+    others. Under ``auto`` compute a preset whose GPU only the paper's flat peaks can price
+    (no SM count, no measured curves: the ``paper-2019`` reference node) is left out, since a
+    flat peak is an optimistic bound that a shape-aware estimate would always lose to; under
+    ``--compute paper`` every GPU is priced alike and every preset is a candidate."""
     archs = list(architectures) if architectures is not None else [
         a for a in ARCHITECTURES if REGISTRY[a].candidate]
-    node_list = list(nodes) if nodes is not None else sorted(catalog.nodes)
+    node_list = list(nodes) if nodes is not None else sorted(
+        nd for nd, node in catalog.nodes.items()
+        if catalog.compute == "paper"
+        or strategy_of(catalog.gpu(node.gpu), catalog.compute) != "paper")
     for nd in node_list:
         catalog.node(nd)
     return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]
