@@ -276,8 +276,9 @@ def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
     prof = workload_ops("resnet50")
     gpu = cat.gpu("A100-SXM4-80GB")
     whole = compute.ops_compute_s(prof["ops"], gpu, "fp32")
-    t_f, t_b = (sum(compute.ops_compute_s([o for o in prof["ops"] if o["bound"] == b], gpu,
-                                          "fp32").values()) for b in ("compute", "memory"))
+    parts = [compute.ops_compute_s([o for o in prof["ops"] if o["bound"] == b], gpu, "fp32")
+             for b in ("compute", "memory")]
+    t_f, t_b = (p["compute_flop"] + p["compute_mem"] for p in parts)
     step = whole["compute_flop"] + whole["compute_mem"]
     assert t_f + t_b == pytest.approx(step, rel=1e-12)  # op times add up
     f, b = prof["flops_compute_bound"], prof["bytes_memory_bound"]
@@ -325,7 +326,7 @@ def test_the_profile_step_is_its_compute_and_memory_bound_ops_together(strategy,
     gpu = load_catalog().gpu("V100-SXM2-16GB")
     for dtype in ("fp32", "amp"):
         whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
-        t_flop, t_mem, t_f, t_b = ops_times(ops, gpu, dtype, strategy)
+        t_flop, t_mem, t_f, t_b, _idle = ops_times(ops, gpu, dtype, strategy)
         assert t_flop == pytest.approx(whole["compute_flop"], rel=1e-12)
         assert t_mem == pytest.approx(whole["compute_mem"], rel=1e-12)
         assert t_f + t_b == pytest.approx(t_flop + t_mem, rel=1e-12)

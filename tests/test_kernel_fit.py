@@ -204,3 +204,24 @@ def test_leave_one_gpu_out_on_a_small_subset(tmp_path: Path) -> None:
         assert math.isfinite(row["sum"])
     # fitted on the others, memory-bound kernels of each GPU stay within 35% at the median
     assert all(r["memory_median"] < 0.35 for g, r in out["gpus"].items() if "memory_median" in r)
+
+
+def test_predicted_utilization_is_busy_over_step() -> None:
+    # one 400 MB add on a B200 (busy = 4e8 / (M f_elementwise)) and ten 12-byte adds (each
+    # busy 12 / (M f) but costing the per-op floor d): utilization = busy / step, by hand
+    from traincast import predict
+
+    cat = load_catalog()
+    gpu = cat.gpu("B200")
+    bw, f, d = gpu.mem_bw_gbs * 1e9, gpu.kernel["f_elementwise"], kernels.op_floor_s(gpu)
+    big = {"op": "aten::add", "flops": 0, "bytes_read": 2.6e8, "bytes_written": 1.4e8,
+           "dtype": "float32", "shapes": "1;1", "bound": "memory"}
+    tiny = dict(big, bytes_read=8, bytes_written=4, count=10)
+    r = predict({"ops": [big, tiny], "flops_compute_bound": 0.0, "bytes_memory_bound": 4e8 + 120,
+                 "weight_bytes": 0.0, "input_bytes": 0.0}, gpu="B200", node="dgx-b200",
+                catalog=cat)
+    busy = 4e8 / (bw * f) + 10 * 12 / (bw * f)
+    step = 4e8 / (bw * f) + 10 * d
+    assert r.time_s["compute_mem"] == pytest.approx(step)
+    assert r.gpu_util == pytest.approx(busy / step)
+    assert r.gpu_util < 0.99

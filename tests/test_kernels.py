@@ -254,11 +254,12 @@ def test_ops_strategies_match_their_models() -> None:
                               op_overhead_us=3.0)
     want = compute_breakdown(ops, Curves.from_gpu(cur))
     got = compute.ops_compute_s(ops, cur, "bf16")
-    assert got == {"compute_flop": want["compute_flop"], "compute_mem": want["compute_mem"]}
-    assert compute.ops_compute_s(ops, cur, "bf16", "paper") == paper_split(
-        ops, cur.flops_per_s("bf16"), cur.mem_bw_bps)
+    assert got == {"compute_flop": want["compute_flop"], "compute_mem": want["compute_mem"],
+                   "idle": 0.0}  # the curves carry their own fixed cost: no idle part
+    assert compute.ops_compute_s(ops, cur, "bf16", "paper") == {
+        **paper_split(ops, cur.flops_per_s("bf16"), cur.mem_bw_bps), "idle": 0.0}
     assert compute.ops_compute_s([], a100(), "bf16") == {"compute_flop": 0.0,
-                                                         "compute_mem": 0.0}
+                                                         "compute_mem": 0.0, "idle": 0.0}
 
 
 def test_kernel_model_is_never_faster_than_the_flat_large_gemm_rate() -> None:

@@ -248,21 +248,25 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
 
 def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
                   strategy: str = "auto") -> dict[str, float]:
-    """``{"compute_flop": s, "compute_mem": s}`` of one step from its per-op table, by the GPU's
-    strategy (module docstring); ``strategy`` names one of ``STRATEGIES`` to force it."""
+    """``{"compute_flop": s, "compute_mem": s, "idle": s}`` of one step from its per-op table,
+    by the GPU's strategy (module docstring); ``strategy`` names one of ``STRATEGIES`` to force
+    it. ``idle`` = the part of the two during which the GPU waits on the host: under ``kernel``,
+    ``sum count (time_s - busy_s)`` (ops shorter than their per-op floor); 0 otherwise."""
     name = strategy_of(gpu, strategy)
     if name == "paper":
-        return paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
+        return {**paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps), "idle": 0.0}
     if name == "curves":
         out = compute_breakdown(ops, Curves.from_gpu(gpu))
-        return {"compute_flop": out["compute_flop"], "compute_mem": out["compute_mem"]}
+        return {"compute_flop": out["compute_flop"], "compute_mem": out["compute_mem"],
+                "idle": 0.0}
     expanded = expand_ops(ops)
     if not expanded:
-        return {"compute_flop": 0.0, "compute_mem": 0.0}
+        return {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0}
     r = kernel_op_times(expanded, gpu, dtype)
     t = (r["time_s"] - r["layout_s"]) * r["count"]  # the floor's idle time counts with its op
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
-            "compute_mem": float(t[~r["flop_bound"]].sum() + (r["layout_s"] * r["count"]).sum())}
+            "compute_mem": float(t[~r["flop_bound"]].sum() + (r["layout_s"] * r["count"]).sum()),
+            "idle": float(((r["time_s"] - r["busy_s"]) * r["count"]).sum())}
 
 
 def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:

@@ -11,7 +11,8 @@ For each job (per data-parallel replica, one iteration)::
 
 With f = 0 (the paper's assumption) ``T_total`` is the plain sum. Shares are each component's
 time over the sum of components (so they add to 1 whatever f is); predicted GPU utilization is
-``T_comp / T_total``; the bottleneck is the component with the largest time.
+``(T_comp - T_idle) / T_total`` (``T_idle``: the part of the compute time the GPU waits on the
+host between ops shorter than their per-op floor, traincast.compute); the bottleneck is the component with the largest time.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Breakdown:
     comm: F
     total: F
     reason: NDArray[np.int8] | None = None  # traincast.resolve.REASONS code per job (0 = ok)
+    idle: F | None = None  # the part of the compute time the GPU waits on the host (None = 0)
 
     @property
     def compute(self) -> F:
@@ -102,7 +104,13 @@ class Breakdown:
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 
+    @property
+    def busy(self) -> F:
+        """The GPU's busy time: ``T_comp - T_idle``."""
+        return self.compute if self.idle is None else self.compute - self.idle
+
     def gpu_util(self) -> F:
-        """Predicted GPU utilization ``T_comp / T_total``."""
+        """Predicted GPU utilization ``(T_comp - T_idle) / T_total``: busy over the step (an op
+        shorter than its per-op floor leaves the GPU idle, traincast.compute)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.atleast_1d(self.compute / self.total)
+            return np.atleast_1d(self.busy / self.total)

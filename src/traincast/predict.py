@@ -36,8 +36,11 @@ def comm_s(r: Resolved) -> F:
 
 def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               workload: Strings | None = None,
-              ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> tuple[F, F]:
-    """``(T_comp_flop, T_comp_mem)`` of every row; NaN for rows whose GPU is unknown.
+              ops_of: Callable[[str], Mapping[str, Any] | None] | None = None
+              ) -> tuple[F, F, F]:
+    """``(T_comp_flop, T_comp_mem, T_idle)`` of every row; NaN for rows whose GPU is unknown.
+    ``T_idle`` (part of the other two: the GPU waiting on the host between short ops) is 0
+    for aggregate features.
 
     Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
     :func:`traincast.compute.rates` (one call per GPU and precision).
@@ -54,7 +57,8 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
 
     A row with the profile's own features gets ``t_flop`` and ``t_mem``; a batch-scaled one
     (a = b) gets both times a; and as every op's time falls with a faster GPU, so does the
-    row's, whichever way its ops move between FLOP- and memory-bound.
+    row's, whichever way its ops move between FLOP- and memory-bound. ``T_idle`` keeps the
+    profile's share of the step: ``T_idle = T_comp t_idle / (t_flop + t_mem)``.
     """
     strategy = catalog.compute if strategy == "auto" else strategy
     n_gpu = len(r.gpu.values)
@@ -67,8 +71,9 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
     flop = r.flops / rates[gpu_amp, 0]
     mem = r.mem_bytes / rates[gpu_amp, 1]
+    idle = np.where(np.isnan(flop + mem), np.nan, 0.0)
     if workload is None or ops_of is None:
-        return flop, mem
+        return flop, mem, idle
     tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
@@ -86,16 +91,18 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         if key_ not in cache:
             cache[key_] = ops_times(prof["ops"], catalog.gpus[r.gpu.values[code]],
                                     "amp" if amp else "fp32", strategy)
-        flop[rows], mem[rows] = _scaled(cache[key_], r.flops[rows], r.mem_bytes[rows],
-                                        prof["flops_compute_bound"],
-                                        prof["bytes_memory_bound"])
-    return flop, mem
+        flop[rows], mem[rows], idle[rows] = _scaled(cache[key_], r.flops[rows],
+                                                    r.mem_bytes[rows],
+                                                    prof["flops_compute_bound"],
+                                                    prof["bytes_memory_bound"])
+    return flop, mem, idle
 
 
 def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str,
-              strategy: str) -> tuple[float, float, float, float]:
-    """``(t_flop, t_mem, t_F, t_B)`` of one step from its per-op table: its FLOP- and
-    memory-bound time (:func:`traincast.compute.ops_compute_s`) and the time of its ops that
+              strategy: str) -> tuple[float, float, float, float, float]:
+    """``(t_flop, t_mem, t_F, t_B, t_idle)`` of one step from its per-op table: its FLOP- and
+    memory-bound time (:func:`traincast.compute.ops_compute_s`), its GPU-idle part, and the
+    time of its ops that
     the profile counts as compute-bound (``bound = "compute"``, whose FLOPs make
     ``flops_compute_bound``) and as memory-bound (the others). A table without ``bound``
     marks gives ``t_F, t_B = t_flop, t_mem``.
@@ -106,30 +113,33 @@ def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str,
     if not ops or any("bound" not in o for o in ops):
         whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
         return whole["compute_flop"], whole["compute_mem"], whole["compute_flop"], \
-            whole["compute_mem"]
+            whole["compute_mem"], whole["idle"]
     parts = [compute.ops_compute_s(rows, gpu, dtype, strategy) if rows else
-             {"compute_flop": 0.0, "compute_mem": 0.0}
+             {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0}
              for rows in ([o for o in ops if o["bound"] == "compute"],
                           [o for o in ops if o["bound"] != "compute"])]
     return (parts[0]["compute_flop"] + parts[1]["compute_flop"],
             parts[0]["compute_mem"] + parts[1]["compute_mem"],
             parts[0]["compute_flop"] + parts[0]["compute_mem"],
-            parts[1]["compute_flop"] + parts[1]["compute_mem"])
+            parts[1]["compute_flop"] + parts[1]["compute_mem"],
+            parts[0]["idle"] + parts[1]["idle"])
 
 
-def _scaled(times: tuple[float, float, float, float], flops: F, mem_bytes: F,
-            profile_flops: float, profile_bytes: float) -> tuple[F, F]:
-    """Rows' ``(T_comp_flop, T_comp_mem)`` from their profile's :func:`ops_times` (formula in
-    :func:`compute_s`). A profile feature of 0 gives no ratio to scale by: its part keeps the
-    profile's time (``a = 1`` or ``b = 1``), so the profile's own row still gets its step."""
-    t_flop, t_mem, t_f, t_b = times
+def _scaled(times: tuple[float, float, float, float, float], flops: F, mem_bytes: F,
+            profile_flops: float, profile_bytes: float) -> tuple[F, F, F]:
+    """Rows' ``(T_comp_flop, T_comp_mem, T_idle)`` from their profile's :func:`ops_times`
+    (formulas in :func:`compute_s`). A profile feature of 0 gives no ratio to scale by: its
+    part keeps the profile's time (``a = 1`` or ``b = 1``), so the profile's own row still
+    gets its step."""
+    t_flop, t_mem, t_f, t_b, t_idle = times
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(profile_flops > 0, flops / profile_flops, 1.0)
         b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 1.0)
         step = t_flop + t_mem
         total = np.where(t_f + t_b > 0, step * (a * t_f + b * t_b) / (t_f + t_b), 0.0)
         flop = np.where(step > 0, total * t_flop / step, 0.0)
-    return flop, total - flop
+        idle = np.where(step > 0, total * t_idle / step, 0.0)
+    return flop, total - flop, idle
 
 
 def zoo_ops(workload: str) -> Mapping[str, Any] | None:
@@ -143,7 +153,7 @@ def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: 
              workload: Strings | None = None,
              ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> Breakdown:
     """The time model on resolved rows; rows with a reason code other than 0 get NaN."""
-    flop, mem = compute_s(r, catalog, strategy, workload, ops_of)
+    flop, mem, idle = compute_s(r, catalog, strategy, workload, ops_of)
     with np.errstate(divide="ignore", invalid="ignore"):
         parts = {"data_io": data_time_s(r.input_bytes, r.pcie_bps), "compute_flop": flop,
                  "compute_mem": mem, "comm": comm_s(r)}
@@ -152,7 +162,8 @@ def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: 
         parts = {c: np.where(bad, np.nan, v) for c, v in parts.items()}
     total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
                          parts["comm"], overlap)
-    return Breakdown(**parts, total=total, reason=r.reason)
+    return Breakdown(**parts, total=total, reason=r.reason,
+                     idle=np.where(bad, np.nan, idle) if bad.any() else idle)
 
 
 def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None, *,

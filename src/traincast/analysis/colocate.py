@@ -8,9 +8,11 @@ and replays a trace under such a placement. Every formula here is in docs/coloca
 
 Per job, from the breakdown of :func:`traincast.predict.predict_table` (overlap 0)::
 
-    u   = T_comp / T_total                  predicted GPU utilization (T_comp = flop + mem)
-    phi = T_comp_flop / T_total             share of the iteration on SMs (FLOP-bound kernels)
-    mu  = T_comp_mem / T_total              share of the iteration on DRAM bandwidth
+    u   = (T_comp - T_idle) / T_total       predicted GPU utilization (T_comp = flop + mem)
+    phi = T_comp_flop k / T_total           share of the iteration on SMs (FLOP-bound kernels)
+    mu  = T_comp_mem k / T_total            share of the iteration on DRAM bandwidth
+    k   = (T_comp - T_idle) / T_comp        T_idle: the GPU waiting on the host between ops
+                                            shorter than their per-op floor (kernel model)
 
 Measured utilization (the ``gpu_util`` column) is a fraction in [0, 1] in the job store (the
 PAI 2020 adapter divides gpu_wrk_util, % of one GPU, by plan_gpu, % of GPUs held); errors are
@@ -79,14 +81,19 @@ def _f(x: ArrayLike) -> F:
 
 
 def utilization_shares(compute_flop_s: ArrayLike, compute_mem_s: ArrayLike,
-                       total_s: ArrayLike) -> tuple[F, F, F]:
-    """``(u, phi, mu)``: ``u = (flop + mem) / total``, ``phi = flop / total``,
-    ``mu = mem / total`` (NaN where the total is unknown or not positive)."""
-    flop, mem, total = np.broadcast_arrays(_f(compute_flop_s), _f(compute_mem_s), _f(total_s))
+                       total_s: ArrayLike, idle_s: ArrayLike = 0.0) -> tuple[F, F, F]:
+    """``(u, phi, mu)``: ``phi = flop busy / total``, ``mu = mem busy / total``, ``u = phi + mu``
+    = busy / total, each compute part less its share of the GPU-idle time ``idle`` (the host's
+    gaps between short ops): ``busy = part (flop + mem - idle) / (flop + mem)``. NaN where the
+    total is unknown or not positive."""
+    flop, mem, total, idle = np.broadcast_arrays(_f(compute_flop_s), _f(compute_mem_s),
+                                                 _f(total_s), np.nan_to_num(_f(idle_s)))
     ok = total > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where(ok, flop / total, np.nan)
-        mu = np.where(ok, mem / total, np.nan)
+        comp = flop + mem
+        keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
+        phi = np.where(ok, flop * keep / total, np.nan)
+        mu = np.where(ok, mem * keep / total, np.nan)
     return phi + mu, phi, mu
 
 
@@ -273,7 +280,8 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
 
     cols = Columns.of(jobs)
     bd, r = evaluate_columns(cols, catalog)  # r: the GPU model, memory, architecture per row
-    util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total)
+    util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total,
+                                       0.0 if bd.idle is None else bd.idle)
     n = cols["n_gpus"]
     whole = np.isfinite(n) & (n >= 1) & (n == np.round(n))
     ok = whole & ((n == 1) | multi_gpu)

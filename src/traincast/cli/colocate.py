@@ -32,8 +32,9 @@ from traincast.units import fmt_pct
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the "
     "trace with interference-aware co-location (after Horus, Yeung et al., TPDS 2022).\n\n"
-    "Utilization u = T_comp / T_total of the time model (phi = FLOP-bound share, mu = "
-    "memory-bound share, u = phi + mu); with a measured gpu_util column (a fraction; PAI 2020: "
+    "Utilization u = (T_comp - T_idle) / T_total of the time model, busy over the step (phi = "
+    "FLOP-bound share, mu = memory-bound share, u = phi + mu; T_idle: the GPU waiting on the "
+    "host between ops shorter than their per-op floor); with a measured gpu_util column (a fraction; PAI 2020: "
     "gpu_wrk_util / plan_gpu) the error in percentage points and the Pearson and Spearman "
     "correlations. Co-location: jobs on the same GPU model with the same whole GPU count (1 "
     "unless --multi-gpu) are paired, the most pairs with u_a + u_b <= --util-bound, lowest "

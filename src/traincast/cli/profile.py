@@ -107,8 +107,9 @@ def profile(
         "default the model's own. An error for other models.")] = None,
     attention: Annotated[str | None, typer.Option(
         "--attention", help="eager (matmul + softmax + matmul over the b·heads·s² scores) or "
-        "sdpa (one fused kernel, torch's scaled dot product attention): transformers' attn_implementation "
-        "of an hf: model, or a zoo text model's attention; default the model's own.")] = None,
+        "sdpa (one fused kernel, torch's scaled dot product attention): transformers' "
+        "attn_implementation of an hf: model, or a zoo text model's attention; default the "
+        "model's own.")] = None,
     ops: Annotated[bool, typer.Option("--ops", help="Include the per-op table.")] = False,
     json_out: JsonOpt = False,
     output: Annotated[Path | None, typer.Option(
