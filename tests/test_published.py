@@ -267,7 +267,9 @@ def test_rows_of_your_own_beside_their_model_file(tmp_path: Path) -> None:
     cat = tmp_path / "hand.toml"
     cat.write_text(TEST_CATALOG)
     catalog = load_catalog([cat])
-    out = validate_published(catalog, path=_user_rows(tmp_path))
+    with pytest.raises(TraincastError, match="trust"):  # their Python runs only when trusted
+        validate_published(catalog, path=_user_rows(tmp_path))
+    out = validate_published(catalog, path=_user_rows(tmp_path), trust_specs=True)
     assert out["file"].endswith("mine.toml") and len(out["rows"]) == 2
     one, eight = out["rows"]
     # the hand GPU has no SM count: the paper's split, T = F / 10 TFLOP/s + B / 1000 GB/s
@@ -285,7 +287,8 @@ def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None
     cat = tmp_path / "hand.toml"
     cat.write_text(TEST_CATALOG)
     with pytest.raises(TraincastError, match=r"mine.toml: row 2: field 'gpu'"):
-        validate_published(load_catalog([cat]), path=_user_rows(tmp_path, gpu2="no-such-gpu"))
+        validate_published(load_catalog([cat]), path=_user_rows(tmp_path, gpu2="no-such-gpu"),
+                           trust_specs=True)
 
 
 # ---------------------------------------------------------------- rows files of your own
@@ -483,17 +486,19 @@ def test_a_model_that_cannot_be_profiled_names_its_table(tmp_path: Path) -> None
                           r"looked in .+ and .+validation\)"),
                          ({"spec": "tiny.py:nope"}, r"field 'spec' \(tiny\.py:nope\)")):
         with pytest.raises(TraincastError, match=match):
-            validate_published(catalog, path=_rows_file(tmp_path, [ROW], model))
+            validate_published(catalog, path=_rows_file(tmp_path, [ROW], model),
+                               trust_specs=True)
     with pytest.raises(TraincastError, match=r"\[model\.tiny\] field 'fp16_spec'"):
         validate_published(catalog, path=_rows_file(tmp_path, [dict(ROW, dtype="amp")],
-                                                     {"fp16_spec": "zoo:no-such-model"}))
+                                                     {"fp16_spec": "zoo:no-such-model"}),
+                           trust_specs=True)
 
 
 def test_rows_of_your_own_report_by_gpu_and_precision(tmp_path: Path) -> None:
     from traincast.validation.published import render_markdown, validate_published
 
     out = validate_published(_hand_catalog(tmp_path), path=_rows_file(
-        tmp_path, [ROW, dict(ROW, dtype="AMP", throughput=2000.0)]))
+        tmp_path, [ROW, dict(ROW, dtype="AMP", throughput=2000.0)]), trust_specs=True)
     assert "megatron" not in out  # the shipped Megatron table is not part of your rows
     assert set(out["by_gpu_dtype"]) == {"hand fp32", "hand fp16"}
     assert out["by_gpu_dtype"]["hand fp16"]["n"] == 1

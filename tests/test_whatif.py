@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 # The numbers below are the shipped catalog's; this file pins them (efficiency 1) so the hand
 # arithmetic stays right whatever efficiencies a calibrated catalog adds.
 from conftest import PINNED  # re-exported for test_recommend and test_study
-from traincast.analysis.whatif import weighted_median, whatif
+from traincast.analysis.quantiles import weighted_median
+from traincast.analysis.whatif import whatif
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
 from traincast.scenarios import load_scenario, shipped_scenarios

@@ -1,22 +1,60 @@
 """Output files written whole or not at all: a temporary file beside the target, renamed over
-it once complete, so an error, a full disk or Ctrl-C never leaves a half-written file."""
+it once complete, so an error, a full disk or Ctrl-C never leaves a half-written file.
+
+A write that fails for want of space (``ENOSPC``, ``EDQUOT``) or of a place to write (no
+folder, a folder in the way, no permission, a read-only file system) is a
+:class:`~traincast.errors.TraincastError` naming the file; the target is left as it was.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable
 from pathlib import Path
 
+from traincast.errors import TraincastError
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_NO_PLACE = {errno.ENOENT: "no such folder", errno.ENOTDIR: "a folder on the path is a file",
+             errno.EISDIR: "is a folder", errno.EACCES: "permission denied",
+             errno.EPERM: "permission denied", errno.EROFS: "read-only file system"}
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the quota) is full: an ``OSError`` with errno
+    ``ENOSPC``/``EDQUOT``, or an error of a library (pyarrow, DuckDB) whose message says so."""
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+        return True
+    text = str(exc).lower()
+    return "no space left on device" in text or "disk quota exceeded" in text
+
 
 def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
-    """``write(tmp)`` to ``.NAME.tmp`` beside ``path``, then renamed over ``path``; the
-    temporary file is removed when ``write`` fails."""
+    """``write(tmp)`` to a temporary file beside ``path`` (``.STEM.PID.tmpSUFFIX``: the
+    suffix kept for writers that choose the format by it), then renamed over ``path``; the
+    temporary file is removed when ``write`` fails. A full disk or a path that cannot be
+    written is a TraincastError naming ``path`` (nothing written)."""
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")
     try:
         write(tmp)
         tmp.replace(target)
+    except TraincastError:
+        raise
+    except Exception as exc:
+        if is_disk_full(exc):
+            raise TraincastError(f"{target}: no space left on device; nothing written",
+                                 hint="free some space, or write the file elsewhere") from exc
+        if isinstance(exc, OSError) and exc.errno in _NO_PLACE:
+            raise TraincastError(f"{target}: cannot write ({_NO_PLACE[exc.errno]}); nothing "
+                                 "written", hint="check the path and its permissions") from exc
+        raise
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # no folder to hold it: nothing was written
+            pass
     return target
 
 

@@ -12,7 +12,8 @@ For each job (per data-parallel replica, one iteration)::
 With f = 0 (the paper's assumption) ``T_total`` is the plain sum. Shares are each component's
 time over the sum of components (so they add to 1 whatever f is); predicted GPU utilization is
 ``(T_comp - T_idle) / T_total`` (``T_idle``: the part of the compute time the GPU waits on the
-host between ops shorter than their per-op floor, traincast.compute); the bottleneck is the component with the largest time.
+host between ops shorter than their per-op floor, traincast.compute); the bottleneck is the
+component with the largest time.
 """
 
 from __future__ import annotations

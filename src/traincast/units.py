@@ -24,12 +24,16 @@ def parse_speed_gbs(text: str) -> float | None:
     """``'25Gbit'``/``'25Gbps'`` -> 3.125, ``'12.5GB/s'`` -> 12.5, ``'100Mbit'`` -> 0.0125.
 
     Returns None when ``text`` is not a speed (it is then a link name); a number with a speed
-    unit that is 0 or negative (``'-5Gbit'``) is an error, not a link name.
+    unit that is 0, negative (``'-5Gbit'``) or infinite (``'1e400Gbit'``) is an error, not a
+    link name.
     """
     m = _SPEED.match(text)
     if not m:
         return None
     value, unit = float(m.group(1)), m.group(2).lower()
+    if not math.isfinite(value):
+        raise TraincastError(f"speed is not a finite number: {text!r}",
+                             hint="give a speed such as 25Gbit or 12.5GB/s")
     if value <= 0:
         raise TraincastError(f"speed must be positive: {text!r}",
                              hint="give a speed above 0, such as 25Gbit or 12.5GB/s")

@@ -26,20 +26,26 @@ plain data (the keys of docs/traces.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from traincast.analysis.quantiles import Quantiles
 from traincast.architectures import ARCHITECTURES
+from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import COMPONENTS, Breakdown
 from traincast.predict import predict_table
 from traincast.resolve import reason_counts
+from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import FLAG_COLUMNS
 
+F = NDArray[np.float64]
 QUANTILES = np.round(np.linspace(0.0, 1.0, 101), 2)
 COMM_HEAVY = 0.8
 DATA_HEAVY = 0.5
@@ -78,135 +84,89 @@ def _labels(cols: Mapping[str, Any], name: str, n: int) -> tuple[NDArray[np.int6
     return remap[codes], uniq
 
 
-def _group(codes: NDArray[np.int64], names: list[str], jobs_w: NDArray[np.float64],
-           gpus: NDArray[np.float64], gpu_time: NDArray[np.float64],
-           order: tuple[str, ...] = ()) -> dict[str, dict[str, float]]:
-    k = len(names)
-    cnt = np.bincount(codes, weights=jobs_w, minlength=k)
-    g = np.bincount(codes, weights=gpus, minlength=k)
-    gt = np.bincount(codes, weights=gpu_time, minlength=k)
-    tot = (cnt.sum(), g.sum(), gt.sum())
-    ranked = sorted(range(k), key=lambda i: (names[i] not in order,
-                                             order.index(names[i]) if names[i] in order else 0,
-                                             -cnt[i], names[i]))
+def _group_result(acc: dict[str, F], order: tuple[str, ...] = ()
+                  ) -> dict[str, dict[str, float]]:
+    """``{name: [jobs, gpus, gpu_time_s]}`` as the rows of ``by_architecture`` /
+    ``by_gpu_type`` with their shares (names in ``order`` first, then by jobs)."""
+    names = list(acc)
+    tot = np.sum([acc[k] for k in names], axis=0) if names else np.zeros(3)
+    ranked = sorted(names, key=lambda s: (s not in order, order.index(s) if s in order else 0,
+                                          -acc[s][0], s))
     out: dict[str, dict[str, float]] = {}
-    for i in ranked:
-        if cnt[i] == 0:
+    for s in ranked:
+        cnt, g, gt = acc[s]
+        if cnt == 0:
             continue
-        out[names[i]] = {"jobs": int(cnt[i]), "gpus": float(g[i]), "gpu_time_s": float(gt[i]),
-                         "job_share": _ratio(cnt[i], tot[0]), "gpu_share": _ratio(g[i], tot[1]),
-                         "gpu_time_share": _ratio(gt[i], tot[2])}
+        out[s] = {"jobs": int(cnt), "gpus": float(g), "gpu_time_s": float(gt),
+                  "job_share": _ratio(cnt, tot[0]), "gpu_share": _ratio(g, tot[1]),
+                  "gpu_time_share": _ratio(gt, tot[2])}
     return out
+
+
+def _add_groups(acc: dict[str, F], codes: NDArray[np.int64], names: list[str],
+                *weights: NDArray[np.float64]) -> None:
+    """Add per-name sums of ``weights`` (jobs, GPUs, GPU time) to ``acc``."""
+    k = len(names)
+    sums = np.stack([np.bincount(codes, weights=w, minlength=k) for w in weights])
+    for i, name in enumerate(names):
+        acc[name] = acc.get(name, np.zeros(len(weights))) + sums[:, i]
 
 
 def _ratio(a: float, b: float) -> float:
     return float(a / b) if b > 0 else float("nan")
 
 
-def _quantiles(x: NDArray[np.float64]) -> dict[str, list[float]]:
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return {"p": [], "value": []}
-    return {"p": QUANTILES.tolist(), "value": np.quantile(x, QUANTILES).tolist()}
+def trace_ends_s(jobs: pa.Table | Mapping[str, Any]) -> tuple[float | None, dict[float, float]]:
+    """The trace end (the largest submit, start or end time; None without any) and that of
+    each source (``source_id``; a null source is one of its own, key -1) of a job table."""
+    cols = _columns(jobs)
+    n = len(next(iter(cols.values()))) if cols else 0
+    last_s = _last_s(cols, n)
+    known = ~np.isnan(last_s)
+    end = float(last_s[known].max()) if known.any() else None
+    if "source_id" not in cols:
+        return end, {}
+    source = np.nan_to_num(_floats(cols, "source_id", n), nan=-1.0)[known]
+    ids, inverse = np.unique(source, return_inverse=True)
+    ends = np.full(len(ids), -np.inf)
+    np.maximum.at(ends, inverse, last_s[known])
+    return end, dict(zip(ids.tolist(), ends.tolist(), strict=True))
 
 
-def _discrete_cdf(x: NDArray[np.float64]) -> dict[str, list[float]]:
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return {"value": [], "cdf": []}
-    values, counts = np.unique(x, return_counts=True)
-    return {"value": values.tolist(), "cdf": (np.cumsum(counts) / x.size).tolist()}
+def _last_s(cols: Mapping[str, Any], n: int) -> NDArray[np.float64]:
+    """Per job, the largest of its submit, start and end times (NaN without any)."""
+    start, end = _floats(cols, "start_time_s", n), _floats(cols, "end_time_s", n)
+    with np.errstate(invalid="ignore"):  # rows without any time: NaN
+        last_s = np.fmax(np.fmax(_floats(cols, "submit_time_s", n), start), end)
+    return np.where(np.isfinite(last_s), last_s, np.nan)
 
 
-def _weighted_shares(shares: NDArray[np.float64], w: NDArray[np.float64]) -> dict[str, float]:
-    """Weighted mean of each component's share (rows of ``shares``) over the jobs."""
-    tot = w.sum()
-    return {c: _ratio(float((shares[i] * w).sum()), tot) for i, c in enumerate(COMPONENTS)}
-
-
-def _breakdown(cols: Mapping[str, Any], n: int, arch_codes: NDArray[np.int64],
-               arch_names: list[str], gpus: NDArray[np.float64], gpu_time: NDArray[np.float64],
-               catalog: Catalog, overlap: float, bd: Breakdown | None) -> dict[str, Any]:
-    if bd is None:
-        bd = predict_table(cols, catalog, overlap=overlap)
-    total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
-    known = np.isfinite(total) & (total > 0) & (gpus > 0)
-    unpredicted = reason_counts(bd.reason)
-    if not known.any():
-        return {"jobs": 0, "gpus": 0.0, "unpredicted": unpredicted}
-    shares = np.stack([np.asarray(bd.shares()[c]).reshape(-1) for c in COMPONENTS])[:, known]
-    g = gpus[known]
-    gt = np.nan_to_num(gpu_time[known])
-    codes = bd.bottleneck_code().reshape(-1)[known]
-    comm = shares[COMPONENTS.index("comm")]
-    data = shares[COMPONENTS.index("data_io")]
-    one = np.ones(int(known.sum()))
-
-    def views(sel: NDArray[np.bool_]) -> dict[str, Any]:
-        return {"jobs": int(sel.sum()), "gpus": float(g[sel].sum()),
-                "job_weighted": _weighted_shares(shares[:, sel], one[sel]),
-                "gpu_weighted": _weighted_shares(shares[:, sel], g[sel]),
-                "gpu_time_weighted": _weighted_shares(shares[:, sel], gt[sel])}
-
-    arch_known = arch_codes[known]
-    by_arch = {}
-    rank = {a: k for k, a in enumerate(ARCHITECTURES)}
-    for i in sorted(range(len(arch_names)), key=lambda i: rank.get(arch_names[i], len(rank))):
-        name = arch_names[i]
-        sel = arch_known == i
-        if sel.any():
-            by_arch[name] = views(sel)
-    util = np.asarray(bd.gpu_util()).reshape(-1)[known]
-    return {
-        **views(np.ones(int(known.sum()), dtype=bool)),
-        "by_architecture": by_arch,
-        "bottleneck": {c: int((codes == i).sum()) for i, c in enumerate(COMPONENTS)},
-        "comm_share_cdf": _quantiles(comm),
-        "comm_over_80_share": float((comm > COMM_HEAVY).mean()),
-        "data_io_over_50_share": float((data > DATA_HEAVY).mean()),
-        "gpu_util_pred_mean": float(np.nanmean(util)),
-        "overlap": overlap,
-        "unpredicted": unpredicted,
-    }
-
-
-def _durations(cols: Mapping[str, Any], n: int) -> tuple[NDArray[np.float64],
-                                                         NDArray[np.float64], float | None]:
-    """Per job: the duration ``end − start`` (NaN unless both are known and end >= start), the
-    running time ``trace end − start`` of a censored job with a start and no end (NaN for
-    every other job; 0 if it starts after the last time), and ``trace_end_s`` = the largest
-    submit, start or end time of the table (None without any). The trace end of a job is that
-    of its own source (``source_id``: a store holding several traces, each with its own time
-    origin), else of the table. A job is censored by its ``censored`` flag; without that
-    column, by having a start and no end (the csv rule)."""
+def _durations(cols: Mapping[str, Any], n: int, trace_end_s: float | None,
+               source_ends_s: Mapping[float, float]) -> tuple[NDArray[np.float64],
+                                                              NDArray[np.float64]]:
+    """Per job: the duration ``end − start`` (NaN unless both are known and end >= start), and
+    the running time ``trace end − start`` of a censored job with a start and no end (NaN for
+    every other job; 0 if it starts after the last time). The trace end of a job is that of its
+    own source (``source_id``: a store holding several traces, each with its own time origin,
+    :func:`trace_ends_s`), else ``trace_end_s``. A job is censored by its ``censored`` flag;
+    without that column, by having a start and no end (the csv rule)."""
     start, end = _floats(cols, "start_time_s", n), _floats(cols, "end_time_s", n)
     duration = end - start
     duration = np.where(duration >= 0, duration, np.nan)
-    with np.errstate(invalid="ignore"):  # rows without any time: NaN
-        last_s = np.fmax(np.fmax(_floats(cols, "submit_time_s", n), start), end)
-    last_s = np.where(np.isfinite(last_s), last_s, np.nan)
-    known = ~np.isnan(last_s)
-    trace_end_s = float(last_s[known].max()) if known.any() else None
     running = np.isfinite(start) & np.isnan(end)
     if "censored" in cols:
         running &= _floats(cols, "censored", n) > 0
     open_s = np.full(n, np.nan)
-    if trace_end_s is not None:
-        end_of_job = _source_ends_s(cols, n, last_s, known) if "source_id" in cols \
-            else np.full(n, trace_end_s)
+    if trace_end_s is not None and running.any():
+        end_of_job = np.full(n, trace_end_s)
+        if "source_id" in cols and source_ends_s:
+            source = np.nan_to_num(_floats(cols, "source_id", n), nan=-1.0)
+            ids = np.array(sorted(source_ends_s))
+            ends = np.array([source_ends_s[i] for i in ids])
+            at = np.clip(np.searchsorted(ids, source), 0, len(ids) - 1)
+            end_of_job = np.where(ids[at] == source, ends[at], trace_end_s)
         open_s[running] = np.maximum(end_of_job[running] - start[running], 0.0)
-    return duration, open_s, trace_end_s
-
-
-def _source_ends_s(cols: Mapping[str, Any], n: int, last_s: NDArray[np.float64],
-                   known: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """Per job, the largest time ``last_s`` of the jobs of its source (``source_id``; a null
-    source is one source of its own)."""
-    source = np.nan_to_num(_floats(cols, "source_id", n), nan=-1.0)
-    ids, inverse = np.unique(source, return_inverse=True)
-    ends = np.full(len(ids), -np.inf)
-    np.maximum.at(ends, inverse[known], last_s[known])
-    return ends[inverse]
+    return duration, open_s
 
 
 def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
@@ -215,7 +175,7 @@ def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
     where neither applies."""
     cols = _columns(jobs)
     n = len(next(iter(cols.values()))) if cols else 0
-    duration, open_s, _ = _durations(cols, n)
+    duration, open_s = _durations(cols, n, *trace_ends_s(cols))
     return _gpu_time_s(_floats(cols, "n_gpus", n), duration, open_s)
 
 
@@ -224,6 +184,198 @@ def _gpu_time_s(gpus: NDArray[np.float64], duration_s: NDArray[np.float64],
     """``gpus × duration``, else ``gpus ×`` the running time up to the trace end (NaN where
     neither is known)."""
     return gpus * np.where(np.isnan(duration_s), open_s, duration_s)
+
+
+class Characterization:
+    """The characterization of a job table filled chunk by chunk (:meth:`add`) or from parts
+    (:meth:`merge`), so its memory does not grow with the trace: sums per architecture and GPU
+    type, counts per GPU count, and :class:`~traincast.analysis.quantiles.Quantiles` for the
+    duration and communication-share distributions (exact up to ``EXACT_MAX`` jobs, within
+    0.1% beyond). ``trace_end_s`` and ``source_ends_s`` are those of the whole table
+    (:func:`trace_ends_s`, or the store's)."""
+
+    def __init__(self, catalog: Catalog | None = None, overlap: float = 0.0,
+                 trace_end_s: float | None = None,
+                 source_ends_s: Mapping[float, float] | None = None) -> None:
+        self.catalog = catalog or load_catalog()
+        self.overlap = overlap
+        self.trace_end_s = trace_end_s
+        self.source_ends_s = dict(source_ends_s or {})
+        self.sums = np.zeros(4)  # gpus, gpu time, censored gpu time, jobs with a duration
+        self.n = self.zero_gpu = 0
+        self.flags: dict[str, int] = {}
+        self.arch: dict[str, F] = {}
+        self.types: dict[str, F] = {}
+        self.gpus_per_job: dict[float, int] = {}
+        self.durations = Quantiles()
+        self.has_arch = False
+        # breakdown: per architecture [jobs, gpus, Σ share x w and Σ w per weighting]
+        self.bd: dict[str, F] = {}
+        self.bottleneck = np.zeros(len(COMPONENTS))
+        self.comm = Quantiles()
+        self.heavy = np.zeros(4)  # comm > 80%, data I/O > 50%, Σ utilization, its jobs
+        self.unpredicted: dict[str, int] = {}
+
+    def add(self, jobs: pa.Table | Mapping[str, Any],
+            breakdown: Breakdown | None = None) -> Characterization:
+        """Add a chunk of jobs (prepared: features filled); ``breakdown``: its predicted
+        breakdown when the caller has it."""
+        cols = _columns(jobs)
+        n = len(next(iter(cols.values()))) if cols else 0
+        if n == 0:
+            return self
+        gpus_raw = _floats(cols, "n_gpus", n)
+        gpus = np.nan_to_num(gpus_raw)
+        duration, open_s = _durations(cols, n, self.trace_end_s, self.source_ends_s)
+        gpu_time = np.nan_to_num(_gpu_time_s(gpus, duration, open_s))
+        # every censored job's GPU time is a lower bound: counted up to the trace end here, or
+        # ending at the trace end in the trace itself (Alibaba 2023's deletion_time of a
+        # running pod) (by its flag; without that column, the jobs counted up to the trace end)
+        censored = _floats(cols, "censored", n) > 0 if "censored" in cols \
+            else ~np.isnan(open_s)
+        self.n += n
+        self.sums += [gpus.sum(), gpu_time.sum(), gpu_time[censored].sum(),
+                      np.isfinite(duration).sum()]
+        for f in FLAG_COLUMNS:
+            if f in cols:
+                self.flags[f] = self.flags.get(f, 0) + int((_floats(cols, f, n) > 0).sum())
+        self.zero_gpu += int((gpus_raw == 0).sum())
+        arch_codes, arch_names = _labels(cols, "architecture", n)
+        type_codes, type_names = _labels(cols, "gpu_type", n)
+        # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
+        _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
+                    gpus, gpu_time)
+        _add_groups(self.types, type_codes, type_names, np.ones(n), gpus, gpu_time)
+        finite = gpus_raw[np.isfinite(gpus_raw)]
+        values, counts = np.unique(finite, return_counts=True)
+        for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+            self.gpus_per_job[v] = self.gpus_per_job.get(v, 0) + c
+        self.durations.add(duration)
+        if "architecture" in cols:
+            self.has_arch = True
+            self._add_breakdown(cols, arch_codes, arch_names, gpus, gpu_time, breakdown)
+        return self
+
+    def _add_breakdown(self, cols: Mapping[str, Any], arch_codes: NDArray[np.int64],
+                       arch_names: list[str], gpus: F, gpu_time: F,
+                       bd: Breakdown | None) -> None:
+        if bd is None:
+            bd = predict_table(cols, self.catalog, overlap=self.overlap)
+        total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
+        known = np.isfinite(total) & (total > 0) & (gpus > 0)
+        for k, v in reason_counts(bd.reason).items():
+            self.unpredicted[k] = self.unpredicted.get(k, 0) + v
+        if not known.any():
+            return
+        sh = bd.shares()
+        shares = np.stack([np.asarray(sh[c]).reshape(-1)[known] for c in COMPONENTS])
+        g = gpus[known]
+        weights = np.stack([np.ones(len(g)), g, np.nan_to_num(gpu_time[known])])
+        codes = arch_codes[known]
+        k = len(arch_names)
+        # per architecture: jobs, gpus, then for each weighting Σ share x w (5) and Σ w
+        per = [np.bincount(codes, minlength=k), np.bincount(codes, weights=g, minlength=k)]
+        for w in weights:
+            per += [np.bincount(codes, weights=s * w, minlength=k) for s in shares]
+            per.append(np.bincount(codes, weights=w, minlength=k))
+        per_arr = np.stack(per)
+        for i, name in enumerate(arch_names):
+            if per_arr[0, i]:
+                self.bd[name] = self.bd.get(name, np.zeros(len(per))) + per_arr[:, i]
+        self.bottleneck += np.bincount(bd.bottleneck_code().reshape(-1)[known],
+                                       minlength=len(COMPONENTS))[:len(COMPONENTS)]
+        comm = shares[COMPONENTS.index("comm")]
+        data = shares[COMPONENTS.index("data_io")]
+        self.comm.add(comm)
+        util = np.asarray(bd.gpu_util()).reshape(-1)[known]
+        util = util[np.isfinite(util)]
+        self.heavy += [(comm > COMM_HEAVY).sum(), (data > DATA_HEAVY).sum(), util.sum(),
+                       len(util)]
+
+    def merge(self, other: Characterization) -> Characterization:
+        """Add another part's characterization (same trace ends, catalog and overlap)."""
+        self.n += other.n
+        self.zero_gpu += other.zero_gpu
+        self.sums += other.sums
+        self.bottleneck += other.bottleneck
+        self.heavy += other.heavy
+        self.has_arch |= other.has_arch
+        for mine, theirs in ((self.flags, other.flags), (self.arch, other.arch),
+                             (self.types, other.types), (self.gpus_per_job, other.gpus_per_job),
+                             (self.bd, other.bd), (self.unpredicted, other.unpredicted)):
+            for key, v in theirs.items():
+                mine[key] = mine[key] + v if key in mine else v
+        self.durations.merge(other.durations)
+        self.comm.merge(other.comm)
+        return self
+
+    def result(self) -> dict[str, Any]:
+        """The characterization as plain data (the keys of docs/traces.md)."""
+        gpus, gpu_time, censored_s, with_duration = self.sums
+        values = np.array(sorted(self.gpus_per_job))
+        counts = np.array([self.gpus_per_job[v] for v in values.tolist()])
+        out: dict[str, Any] = {
+            "jobs": self.n,
+            "gpus": float(gpus),
+            "gpu_time_s": float(gpu_time),
+            "censored_gpu_time_s": float(censored_s),
+            "gpu_time_lower_bound": bool(censored_s > 0),
+            "trace_end_s": self.trace_end_s,
+            "jobs_with_duration": int(with_duration),
+            "flags": dict(self.flags),
+            "zero_gpu_jobs": self.zero_gpu,
+            "by_architecture": _group_result(self.arch, ARCHITECTURES),
+            "by_gpu_type": _group_result(self.types),
+            "cdf": {"gpus_per_job": {"value": values.tolist(),
+                                     "cdf": (np.cumsum(counts) / max(counts.sum(), 1)).tolist()
+                                     } if len(values) else {"value": [], "cdf": []},
+                    "duration_s": _quantiles(self.durations)},
+            "breakdown": {"jobs": 0, "gpus": 0.0},
+        }
+        for name, row in out["by_gpu_type"].items():
+            try:
+                row["gpu"] = self.catalog.gpu_name(name)
+            except KeyError:
+                row["gpu"] = None
+        if self.n and self.has_arch:
+            out["breakdown"] = self._breakdown_result()
+        return out
+
+    def _breakdown_result(self) -> dict[str, Any]:
+        if not self.bd:
+            return {"jobs": 0, "gpus": 0.0, "unpredicted": dict(self.unpredicted)}
+        nc = len(COMPONENTS)
+
+        def views(row: F) -> dict[str, Any]:
+            def shares(j: int) -> dict[str, float]:
+                block = row[2 + j * (nc + 1): 2 + (j + 1) * (nc + 1)]
+                return {c: _ratio(float(block[i]), float(block[nc]))
+                        for i, c in enumerate(COMPONENTS)}
+
+            return {"jobs": int(row[0]), "gpus": float(row[1]), "job_weighted": shares(0),
+                    "gpu_weighted": shares(1), "gpu_time_weighted": shares(2)}
+
+        rank = {a: k for k, a in enumerate(ARCHITECTURES)}
+        names = sorted(self.bd, key=lambda s: (rank.get(s, len(rank)), list(self.bd).index(s)))
+        known = float(sum(r[0] for r in self.bd.values()))
+        comm80, data50, util_sum, util_n = self.heavy
+        return {
+            **views(np.sum(list(self.bd.values()), axis=0)),
+            "by_architecture": {s: views(self.bd[s]) for s in names},
+            "bottleneck": {c: int(self.bottleneck[i]) for i, c in enumerate(COMPONENTS)},
+            "comm_share_cdf": _quantiles(self.comm),
+            "comm_over_80_share": float(comm80 / known),
+            "data_io_over_50_share": float(data50 / known),
+            "gpu_util_pred_mean": _ratio(util_sum, util_n),
+            "overlap": self.overlap,
+            "unpredicted": dict(self.unpredicted),
+        }
+
+
+def _quantiles(q: Quantiles) -> dict[str, list[float]]:
+    if q.count == 0:
+        return {"p": [], "value": []}
+    return {"p": QUANTILES.tolist(), "value": q.quantiles(QUANTILES).tolist()}
 
 
 def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
@@ -235,9 +387,9 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
     (:func:`traincast.trace.fill_features`). ``breakdown``: the jobs' own predicted breakdown
     (``predict_table(jobs, catalog, overlap=overlap)``, or ``engine.local.evaluate_columns``'s)
     when the caller has it: used as it is, not evaluated again (then give the filled jobs it
-    was computed from, with ``fill=False``).
+    was computed from, with ``fill=False``). A trace in a store, in bounded memory:
+    :func:`characterize_chunks`.
     """
-    catalog = catalog or load_catalog()
     if fill and isinstance(jobs, pa.Table):
         from traincast.trace import fill_features
 
@@ -246,46 +398,42 @@ def characterize(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = N
         except ImportError:
             pass
     cols = _columns(jobs)
-    n = len(next(iter(cols.values()))) if cols else 0
-    gpus_raw = _floats(cols, "n_gpus", n)
-    gpus = np.nan_to_num(gpus_raw)
-    duration, open_s, trace_end_s = _durations(cols, n)
-    gpu_time = np.nan_to_num(_gpu_time_s(gpus, duration, open_s))
-    # every censored job's GPU time is a lower bound: counted up to the trace end here, or
-    # ending at the trace end in the trace itself (Alibaba 2023's deletion_time of a running pod)
-    # (by its flag; without that column, the jobs counted up to the trace end: _durations)
-    censored = _floats(cols, "censored", n) > 0 if "censored" in cols else ~np.isnan(open_s)
-    censored_gpu_time_s = float(gpu_time[censored].sum())
-    arch_codes, arch_names = _labels(cols, "architecture", n)
-    type_codes, type_names = _labels(cols, "gpu_type", n)
-    ones = np.ones(n)
-    flags = {}
-    for f in FLAG_COLUMNS:
-        if f in cols:
-            flags[f] = int(np.asarray(_floats(cols, f, n) > 0).sum())
-    out: dict[str, Any] = {
-        "jobs": n,
-        "gpus": float(gpus.sum()),
-        "gpu_time_s": float(gpu_time.sum()),
-        "censored_gpu_time_s": censored_gpu_time_s,
-        "gpu_time_lower_bound": bool(censored_gpu_time_s > 0),
-        "trace_end_s": trace_end_s,
-        "jobs_with_duration": int(np.isfinite(duration).sum()),
-        "flags": flags,
-        # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
-        "zero_gpu_jobs": int((gpus_raw == 0).sum()),
-        "by_architecture": _group(arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
-                                  gpus, gpu_time, ARCHITECTURES),
-        "by_gpu_type": _group(type_codes, type_names, ones, gpus, gpu_time),
-        "cdf": {"gpus_per_job": _discrete_cdf(gpus_raw), "duration_s": _quantiles(duration)},
-        "breakdown": {"jobs": 0, "gpus": 0.0},
-    }
-    for name, row in out["by_gpu_type"].items():
-        try:
-            row["gpu"] = catalog.gpu_name(name)
-        except KeyError:
-            row["gpu"] = None
-    if n and "architecture" in cols:
-        out["breakdown"] = _breakdown(cols, n, arch_codes, arch_names, gpus, gpu_time, catalog,
-                                      overlap, breakdown)
-    return out
+    return Characterization(catalog, overlap, *trace_ends_s(cols)).add(cols, breakdown).result()
+
+
+def _characterize_part(jobs: pa.Table, catalog: Catalog, overlap: float,
+                       ends: tuple[float | None, dict[float, float]]) -> Characterization:
+    """One Dask partition's characterization (merged by the client)."""
+    return Characterization(catalog, overlap, *ends).add(jobs)
+
+
+def characterize_chunks(chunks: JobChunks, catalog: Catalog | None = None, overlap: float = 0.0,
+                        *, engine: str = "local", address: str | None = None,
+                        parquet_dir: str | Path | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """:func:`characterize` of a store read chunk by chunk (memory stays flat as the trace
+    grows): the trace ends are read from the store first, then each prepared chunk is added
+    to one :class:`Characterization` (``engine="local"``), or written as a Parquet partition
+    (into ``parquet_dir``, else a temporary folder) and characterized on Dask (``"dask"``,
+    ``address`` of a cluster, else a LocalCluster), the parts merged here. ``progress(done,
+    total)``: jobs (local) or partitions (dask) done."""
+    catalog = catalog or load_catalog()
+    ends = chunks.trace_ends_s()
+    acc = Characterization(catalog, overlap, *ends)
+    if engine == "local":
+        for chunk in chunks:
+            acc.add(chunk)
+            if progress:
+                progress(acc.n, chunks.rows)
+        return acc.result()
+    if engine != "dask":
+        raise TraincastError(f"unknown engine {engine!r}", hint="choose local or dask")
+    from traincast.engine.dask import map_partitions, write_partitions
+
+    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
+        folder = Path(parquet_dir) if parquet_dir else Path(tmp)
+        files = [str(p) for p in write_partitions(chunks, folder)]
+        for part in map_partitions(files, _characterize_part, catalog, overlap, ends,
+                                   address=address, progress=progress):
+            acc.merge(part)
+    return acc.result()

@@ -10,8 +10,10 @@ Scenario rules: docs/scenarios.md; engines: ``traincast.engine``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,71 +21,22 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from traincast.analysis.quantiles import Quantiles
 from traincast.engine import ENGINES
-from traincast.engine.local import CHUNK_ROWS, run_scenarios
+from traincast.engine.local import CHUNK_ROWS, ScenarioResult, run_scenarios
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
-from traincast.resolve import Resolved, reason_counts
+from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
+from traincast.trace.chunks import JobChunks
 
 F = NDArray[np.float64]
+JOB_ROW_COLUMNS = ("job_id", "scenario", "matched", "applied", "base_total_s",
+                   "scenario_total_s", "speedup")
+"""The columns of the per-job rows (:func:`job_rows`)."""
 SPED_UP = 1.01  # a job "speeds up" when its speedup exceeds this
-
-
-def _bracket(x: F, w: F, frac: float) -> tuple[float, float]:
-    """Two values of x around its weighted ``frac`` quantile, from a strided sample of ~2048."""
-    step = max(len(x) // 2048, 1)
-    xs, ws = x[::step], w[::step]
-    order = np.argsort(xs)
-    xs, cum = xs[order], np.cumsum(ws[order])
-    r = int(np.searchsorted(cum, frac * cum[-1])) if cum[-1] > 0 else len(xs) // 2
-    return float(xs[max(r - 64, 0)]), float(xs[min(r + 64, len(xs) - 1)])
-
-
-def weighted_median(x: F, w: F) -> float:
-    """The smallest x whose weight of values <= x reaches half the total weight (NaN when no
-    weight). Exact, by selection (no full sort of x): a strided sample brackets the answer
-    between two values, one pass keeps the side or the middle that holds it, and the last few
-    thousand values are sorted."""
-    keep = np.isfinite(x) & np.isfinite(w) & (w > 0)
-    x, w = x[keep], w[keep]
-    if not len(x):
-        return float("nan")
-    target, below = 0.5 * float(w.sum()), 0.0
-    pivot: float | None = None
-    while len(x) > 4096:
-        lo, hi = (pivot, pivot) if pivot is not None else _bracket(
-            x, w, (target - below) / float(w.sum()))
-        pivot = None
-        lt = x < lo
-        w_lt = float(np.sum(w, where=lt))
-        if below + w_lt >= target:  # the answer is below lo
-            x, w = x[lt], w[lt]
-            continue
-        le = x <= hi
-        w_le = float(np.sum(w, where=le))
-        if below + w_le < target and not le.all():  # the answer is above hi
-            below += w_le
-            x, w = x[~le], w[~le]
-            continue
-        if lo == hi:  # lo <= answer <= hi
-            return float(lo)
-        if le.all() and not lt.any():  # the bracket holds every value: split at one of them
-            pivot = float(x[len(x) // 2])
-            continue
-        mid = le & ~lt  # holds lo and hi, which are values of x: never empty
-        below += w_lt
-        x, w = x[mid], w[mid]
-    order = np.argsort(x, kind="stable")
-    cum = below + np.cumsum(w[order])
-    i = min(int(np.searchsorted(cum, target)), len(x) - 1)
-    return float(x[order][i])
-
-
-def _median(s: F) -> float:
-    return float(np.median(s)) if len(s) else float("nan")
 
 
 def _div(a: F, b: F) -> F:
@@ -91,134 +44,237 @@ def _div(a: F, b: F) -> F:
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan)
 
 
-def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
-              matched: NDArray[np.bool_], applied: NDArray[np.bool_],
-              total_s: F) -> dict[str, Any]:
-    """The summary (docs/scenarios.md keys) of one scenario, with ``by_architecture``.
+class Summary:
+    """The summary (docs/scenarios.md keys) of one scenario, with ``by_architecture``, filled
+    chunk by chunk (:meth:`add`) or from parts (:meth:`merge`), so its memory does not grow
+    with the trace: sums per architecture and :class:`~traincast.analysis.quantiles.Quantiles`
+    for the medians (exact up to ``EXACT_MAX`` jobs, within 0.1% beyond).
 
     ``not_applied`` counts matched jobs with a prediction that the scenario cannot apply (they
     do not fit); jobs without a prediction are counted in ``unpredicted`` by reason.
     Statistics are over matched jobs with a finite speedup s: shares and means are weighted
     sums per architecture (``np.bincount``) — job-weighted, GPU-weighted (w = n) and
     GPU-time-weighted (w = n x duration; jobs without a duration are left out of it); GPU time
-    saved = ``1 - sum(w / s) / sum(w)``; medians by selection (no sort). Sums are taken by
-    chunk of rows (cache-friendly); medians over all the matched jobs.
+    saved = ``1 - sum(w / s) / sum(w)``; the median speedup by job, per architecture and
+    overall, and weighted by GPUs and by GPU time overall.
     """
-    k = len(architecture.values) + 1  # groups: architectures, then null
-    keys = ("n", "s", "up", "down", "g", "gs", "t", "ts", "t_over_s", "a", "as")
-    acc = np.zeros((len(keys), k))
-    cnt = np.zeros((4, k))
-    n = len(base_total_s)
-    kept = {name: np.empty(n) for name in ("s", "g", "t")}
-    kept_c = np.empty(n, dtype=np.int32)
-    m = 0
-    for start in range(0, n, CHUNK_ROWS):  # sums by chunk: temporaries stay in the CPU cache
-        sl = slice(start, start + CHUNK_ROWS)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sp = base_total_s[sl] / total_s[sl]
-        codes = architecture.codes[sl]
-        c = np.where(codes >= 0, codes, k - 1)
-        mt, ap = matched[sl], applied[sl]
-        known = mt & np.isfinite(base_total_s[sl])  # matched jobs with a base prediction
-        cnt += [np.bincount(c, weights=w, minlength=k) for w in (None, mt, mt & ap, known)]
-        v = mt & np.isfinite(sp)
-        s, c, a = sp[v], c[v], ap[v]
-        g = gpus[sl][v]
-        g = np.where(np.isfinite(g) & (g > 0), g, 0.0)
-        t = g * duration_s[sl][v]
-        t = np.where(np.isfinite(t) & (t > 0), t, 0.0)
-        acc += [np.bincount(c, weights=w, minlength=k) for w in (
-            None, s, s > SPED_UP, s < 1 / SPED_UP, g, g * s, t, t * s, t / s, a, a * s)]
-        j = len(s)
-        for name, x in (("s", s), ("g", g), ("t", t)):
-            kept[name][m:m + j] = x
-        kept_c[m:m + j] = c
-        m += j
-    s, g, t, c = kept["s"][:m], kept["g"][:m], kept["t"][:m], kept_c[:m]
-    per = dict(zip(keys, acc, strict=True))
-    per_all = {key: v.sum(keepdims=True) for key, v in per.items()}
-    counts = dict(zip(("jobs", "matched", "applied", "known"), cnt.astype(np.int64),
-                      strict=True))
 
-    def block(sm: dict[str, F], i: int, n: dict[str, int], median: float) -> dict[str, Any]:
-        def x(key: str) -> float:
-            return float(sm[key][i])
+    KEYS = ("n", "s", "up", "down", "g", "gs", "t", "ts", "t_over_s", "a", "as")
+    COUNTS = ("jobs", "matched", "applied", "known")
 
-        return {"jobs": n["jobs"], "matched": n["matched"], "applied": n["applied"],
-                "not_applied": n["known"] - n["applied"], "predicted": int(x("n")),
-                "sped_up_share": float(_div(sm["up"], sm["n"])[i]),
-                "slowed_down_share": float(_div(sm["down"], sm["n"])[i]),
-                "mean_speedup": float(_div(sm["s"], sm["n"])[i]),
-                "median_speedup": median,
-                "gpu_weighted_mean_speedup": float(_div(sm["gs"], sm["g"])[i]),
-                "gpu_time_weighted_mean_speedup": float(_div(sm["ts"], sm["t"])[i]),
-                "gpu_time_saved_share": 1.0 - float(_div(sm["t_over_s"], sm["t"])[i]),
-                "applied_mean_speedup": float(_div(sm["as"], sm["a"])[i])}
+    def __init__(self) -> None:
+        self.names: list[str] = []  # architectures (null: "unknown"), in order of first sight
+        self.acc = np.zeros((len(self.KEYS), 0))
+        self.cnt = np.zeros((len(self.COUNTS), 0))
+        self.speedups = Quantiles(n_weights=2)  # weights: GPUs, GPU time
+        self.by_arch: list[Quantiles] = []
 
-    out = block(per_all, 0, {key: int(v.sum()) for key, v in counts.items()}, _median(s))
-    out["max_speedup"] = float(s.max()) if len(s) else float("nan")
-    out["gpu_weighted_median_speedup"] = weighted_median(s, g)
-    out["gpu_time_weighted_median_speedup"] = weighted_median(s, t)
-    names = [*architecture.values, "unknown"]
-    out["by_architecture"] = {
-        names[i]: block(per, i, {key: int(v[i]) for key, v in counts.items()},
-                        _median(s[c == i]))
-        for i in range(k) if counts["jobs"][i]}
-    return out
+    def _groups(self, names: list[str]) -> NDArray[np.int64]:
+        """Indices of ``names`` among the summary's groups (new ones added)."""
+        for name in names:
+            if name not in self.names:
+                self.names.append(name)
+                self.by_arch.append(Quantiles())
+        grow = len(self.names) - self.acc.shape[1]
+        if grow:
+            self.acc = np.pad(self.acc, ((0, 0), (0, grow)))
+            self.cnt = np.pad(self.cnt, ((0, 0), (0, grow)))
+        return np.array([self.names.index(n) for n in names], dtype=np.int64)
+
+    def add(self, architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
+            matched: NDArray[np.bool_], applied: NDArray[np.bool_], total_s: F) -> Summary:
+        """Add jobs (one chunk of rows); sums by sub-chunk of rows (cache-friendly)."""
+        group = self._groups([*(v if v else "unknown" for v in architecture.values),
+                              "unknown"])
+        k = len(self.names)
+        n = len(base_total_s)
+        kept = np.empty((3, n))  # speedup, GPUs, GPU time of the jobs with a speedup
+        kept_c = np.empty(n, dtype=np.int64)
+        m = 0
+        for start in range(0, n, CHUNK_ROWS):  # temporaries stay in the CPU cache
+            sl = slice(start, start + CHUNK_ROWS)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sp = base_total_s[sl] / total_s[sl]
+            codes = architecture.codes[sl]
+            c = group[np.where(codes >= 0, codes, len(group) - 1)]
+            mt, ap = matched[sl], applied[sl]
+            known = mt & np.isfinite(base_total_s[sl])  # matched jobs with a base prediction
+            self.cnt += [np.bincount(c, weights=w, minlength=k)
+                         for w in (None, mt, mt & ap, known)]
+            v = mt & np.isfinite(sp)
+            s, c, a = sp[v], c[v], ap[v]
+            g = gpus[sl][v]
+            g = np.where(np.isfinite(g) & (g > 0), g, 0.0)
+            t = g * duration_s[sl][v]
+            t = np.where(np.isfinite(t) & (t > 0), t, 0.0)
+            self.acc += [np.bincount(c, weights=w, minlength=k) for w in (
+                None, s, s > SPED_UP, s < 1 / SPED_UP, g, g * s, t, t * s, t / s, a, a * s)]
+            j = len(s)
+            kept[:, m:m + j] = s, g, t
+            kept_c[m:m + j] = c
+            m += j
+        s, c = kept[0, :m], kept_c[:m]
+        self.speedups.add(s, [kept[1, :m], kept[2, :m]])
+        for i in np.flatnonzero(np.bincount(c, minlength=k)):
+            self.by_arch[i].add(s[c == i])
+        return self
+
+    def merge(self, other: Summary) -> Summary:
+        """Add another summary's jobs (a part of the same trace and scenario)."""
+        group = self._groups(other.names)
+        self.acc[:, group] += other.acc
+        self.cnt[:, group] += other.cnt
+        self.speedups.merge(other.speedups)
+        for i, q in zip(group, other.by_arch, strict=True):
+            self.by_arch[i].merge(q)
+        return self
+
+    def result(self) -> dict[str, Any]:
+        """The summary as plain data."""
+        per = dict(zip(self.KEYS, self.acc, strict=True))
+        per_all = {key: v.sum(keepdims=True) for key, v in per.items()}
+        counts = dict(zip(self.COUNTS, self.cnt.astype(np.int64), strict=True))
+
+        def block(sm: dict[str, F], i: int, n: dict[str, int], median: float) -> dict[str, Any]:
+            def x(key: str) -> float:
+                return float(sm[key][i])
+
+            return {"jobs": n["jobs"], "matched": n["matched"], "applied": n["applied"],
+                    "not_applied": n["known"] - n["applied"], "predicted": int(x("n")),
+                    "sped_up_share": float(_div(sm["up"], sm["n"])[i]),
+                    "slowed_down_share": float(_div(sm["down"], sm["n"])[i]),
+                    "mean_speedup": float(_div(sm["s"], sm["n"])[i]),
+                    "median_speedup": median,
+                    "gpu_weighted_mean_speedup": float(_div(sm["gs"], sm["g"])[i]),
+                    "gpu_time_weighted_mean_speedup": float(_div(sm["ts"], sm["t"])[i]),
+                    "gpu_time_saved_share": 1.0 - float(_div(sm["t_over_s"], sm["t"])[i]),
+                    "applied_mean_speedup": float(_div(sm["as"], sm["a"])[i])}
+
+        out = block(per_all, 0, {key: int(v.sum()) for key, v in counts.items()},
+                    self.speedups.median())
+        out["max_speedup"] = self.speedups.max()
+        out["gpu_weighted_median_speedup"] = self.speedups.weighted_median(0)
+        out["gpu_time_weighted_median_speedup"] = self.speedups.weighted_median(1)
+        order = sorted(range(len(self.names)), key=lambda i: (self.names[i] == "unknown", i))
+        out["by_architecture"] = {
+            self.names[i]: block(per, i, {key: int(v[i]) for key, v in counts.items()},
+                                 self.by_arch[i].median())
+            for i in order if counts["jobs"][i]}
+        return out
 
 
-def _outcome_local(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
-                   hierarchical: bool, progress: Callable[[int, int], None] | None,
-                   threads: int, base: tuple[Breakdown, Resolved] | None = None
-                   ) -> dict[str, Any]:
+def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
+              matched: NDArray[np.bool_], applied: NDArray[np.bool_],
+              total_s: F) -> dict[str, Any]:
+    """The :class:`Summary` of one scenario over one job table."""
+    return Summary().add(architecture, gpus, duration_s, base_total_s, matched, applied,
+                         total_s).result()
+
+
+@dataclass
+class Outcome:
+    """Scenarios over (a part of) a trace, mergeable: one :class:`Summary` per scenario, the
+    jobs without a prediction by reason (counts over ``traincast.resolve.REASONS``), the jobs."""
+
+    summaries: list[Summary]
+    reasons: NDArray[np.int64]
+    jobs: int
+
+    def merge(self, other: Outcome) -> Outcome:
+        for mine, theirs in zip(self.summaries, other.summaries, strict=True):
+            mine.merge(theirs)
+        self.reasons = self.reasons + other.reasons
+        self.jobs += other.jobs
+        return self
+
+
+def evaluate_part(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float = 0.0,
+                  hierarchical: bool = False, per_job: bool = False, threads: int = 1,
+                  progress: Callable[[int, int], None] | None = None,
+                  base: tuple[Breakdown, Resolved] | None = None
+                  ) -> tuple[Outcome, pa.Table | None]:
+    """Every scenario over one job table (a whole trace, a chunk of a store, a Dask
+    partition): its :class:`Outcome` and, with ``per_job``, its per-job rows
+    (:func:`job_rows`). ``threads``: row chunks evaluated and scenarios summarized
+    concurrently."""
+    cols = Columns.of(jobs)
+    base_s, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
+                                            progress, threads, base=base)
+    arch, gpus, duration = cols["architecture"], cols["n_gpus"], cols.duration_s()
+
+    def summary(r: ScenarioResult) -> Summary:
+        return Summary().add(arch, gpus, duration, base_s, r.matched, r.applied, r.total_s)
+
+    with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
+        summaries = list(pool.map(summary, results))
+    reasons = np.bincount(np.asarray(reason, dtype=np.int64), minlength=len(REASONS))
+    rows = job_rows(cols["job_id"], base_s, results) if per_job else None
+    return Outcome(summaries, reasons, cols.n), rows
+
+
+def job_rows(job_id: Any, base_total_s: F, results: list[ScenarioResult]) -> pa.Table:
+    """Per-job rows: job_id, scenario, matched, applied, base_total_s, scenario_total_s,
+    speedup: one row per job and scenario, job by job (a job's rows together, scenarios in
+    the order given), so the rows of a trace read in parts are those of the whole."""
+    n, k = len(base_total_s), len(results)
+    if not k:
+        return pa.table({})
+    total = np.stack([r.total_s for r in results], axis=1).reshape(-1)
+    base = np.repeat(base_total_s, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speedup = base / total
+    ids = job_id if isinstance(job_id, pa.Array | pa.ChunkedArray) else pa.array(job_id)
+    names = pa.DictionaryArray.from_arrays(pa.array(np.tile(np.arange(k, dtype=np.int32), n)),
+                                           pa.array([r.name for r in results]))
+    return pa.table({
+        "job_id": ids.take(pa.array(np.repeat(np.arange(n), k))),
+        "scenario": names.cast(pa.string()),
+        "matched": np.stack([r.matched for r in results], axis=1).reshape(-1),
+        "applied": np.stack([r.applied for r in results], axis=1).reshape(-1),
+        "base_total_s": base, "scenario_total_s": total, "speedup": speedup})
+
+
+def _dask_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
+                hierarchical: bool, per_job: bool, progress: Callable[[int, int], None] | None,
+                address: str | None, parquet_dir: str | Path | None,
+                rows_per_partition: int) -> Iterator[tuple[Outcome, pa.Table | None]]:
+    """:func:`evaluate_part` of every Parquet partition of ``jobs`` on Dask (a table or a
+    stream of chunks is written as partitions first: into ``parquet_dir``, else a temporary
+    folder), in row order."""
+    from traincast.engine.dask import map_partitions, partition_files, write_partitions
+
+    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
+        if isinstance(jobs, str | Path):
+            files = partition_files(jobs)
+        else:
+            if not isinstance(jobs, pa.Table | JobChunks):
+                cols = Columns.of(jobs)
+                jobs = pa.table({**cols.table(), "job_id": cols["job_id"]})
+            folder = Path(parquet_dir) if parquet_dir else Path(tmp)
+            files = [str(p) for p in write_partitions(jobs, folder, rows_per_partition)]
+        yield from map_partitions(files, evaluate_part, scenarios, catalog, overlap,
+                                  hierarchical, per_job, address=address, progress=progress)
+
+
+def _local_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
+                 hierarchical: bool, per_job: bool, progress: Callable[[int, int], None] | None,
+                 threads: int, base: tuple[Breakdown, Resolved] | None
+                 ) -> Iterator[tuple[Outcome, pa.Table | None]]:
+    """:func:`evaluate_part` of the job table, or of each chunk of a :class:`JobChunks`."""
     if isinstance(jobs, str | Path):
         import pyarrow.parquet as pq
 
         jobs = pq.read_table(jobs)
-    cols = Columns.of(jobs)
-    base_s, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
-                                            progress, threads, base=base)
-    return {"job_id": cols["job_id"], "architecture": cols["architecture"],
-            "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(), "base_total_s": base_s,
-            "reason": reason, "results": [(r.matched, r.applied, r.total_s) for r in results]}
-
-
-def _outcome_dask(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
-                  hierarchical: bool, progress: Callable[[int, int], None] | None,
-                  address: str | None, parquet_dir: str | Path | None,
-                  rows_per_partition: int) -> dict[str, Any]:
-    from traincast.engine.dask import run_dask
-
-    if not isinstance(jobs, pa.Table | str | Path):
-        cols = Columns.of(jobs)
-        jobs = pa.table({**cols.table(), "job_id": cols["job_id"]})
-    out = run_dask(jobs, scenarios, catalog, overlap, hierarchical, address=address,
-                   parquet_dir=parquet_dir, rows_per_partition=rows_per_partition,
-                   progress=progress)
-    cols = Columns.of(out["table"])
-    return {"job_id": cols["job_id"], "architecture": cols["architecture"],
-            "n_gpus": cols["n_gpus"], "duration_s": cols.duration_s(),
-            "base_total_s": out["base_total_s"], "reason": out["reason"],
-            "results": out["results"]}
-
-
-def job_rows(outcome: dict[str, Any], names: list[str]) -> pa.Table:
-    """Per-job rows: job_id, scenario, matched, applied, base_total_s, scenario_total_s,
-    speedup (one row per job and scenario)."""
-    n = len(outcome["base_total_s"])
-    ids = outcome["job_id"]
-    tables = []
-    for name, (matched, applied, total) in zip(names, outcome["results"], strict=True):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            speedup = outcome["base_total_s"] / total
-        tables.append(pa.table({
-            "job_id": ids, "scenario": pa.repeat(pa.scalar(name, pa.string()), n),
-            "matched": matched, "applied": applied,
-            "base_total_s": outcome["base_total_s"], "scenario_total_s": total,
-            "speedup": speedup}))
-    if not tables:
-        return pa.table({})
-    return pa.concat_tables(tables)
+    if not isinstance(jobs, JobChunks):
+        yield evaluate_part(jobs, scenarios, catalog, overlap, hierarchical, per_job, threads,
+                            progress, base)
+        return
+    done = 0
+    for chunk in jobs:
+        yield evaluate_part(chunk, scenarios, catalog, overlap, hierarchical, per_job, threads)
+        done += chunk.num_rows
+        if progress:
+            progress(done, jobs.rows)
 
 
 def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
@@ -227,18 +283,22 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
            address: str | None = None, parquet_dir: str | Path | None = None,
            rows_per_partition: int = 250_000, per_job: bool = False, threads: int = 2,
            progress: Callable[[int, int], None] | None = None,
-           base: tuple[Breakdown, Resolved] | None = None) -> dict[str, Any]:
+           base: tuple[Breakdown, Resolved] | None = None,
+           on_rows: Callable[[pa.Table], None] | None = None) -> dict[str, Any]:
     """Run scenarios over a job table and summarize the speedups.
 
-    ``jobs``: a canonical job table (pyarrow Table, dict of columns, pandas DataFrame) or a
-    Parquet path. ``scenarios``: shipped names, TOML paths, dicts or ``Scenario`` objects;
-    ``sweep_spec`` (``"nic=25Gbit,100Gbit"``) turns them (or every job) into one scenario per
-    value. ``engine``: ``"local"`` or ``"dask"`` (``address`` of a cluster, else a LocalCluster
-    on 127.0.0.1); ``threads``: row chunks evaluated and scenarios summarized concurrently
-    (local); ``progress(done, total)`` is called as rows (local) or partitions (dask) finish.
-    Returns ``{"jobs", "summary"}`` for one scenario or ``{"jobs",
+    ``jobs``: a canonical job table (pyarrow Table, dict of columns, pandas DataFrame), a
+    Parquet path, or a :class:`~traincast.trace.chunks.JobChunks` (a store read chunk by
+    chunk: memory stays flat as the trace grows). ``scenarios``: shipped names, TOML paths,
+    dicts or ``Scenario`` objects; ``sweep_spec`` (``"nic=25Gbit,100Gbit"``) turns them (or
+    every job) into one scenario per value. ``engine``: ``"local"`` or ``"dask"``
+    (``address`` of a cluster, else a LocalCluster on 127.0.0.1; each partition returns its
+    summaries, merged here); ``threads``: row chunks evaluated and scenarios summarized
+    concurrently (local); ``progress(done, total)`` is called as rows (local) or partitions
+    (dask) finish. Returns ``{"jobs", "summary"}`` for one scenario or ``{"jobs",
     "scenarios": {name: summary}}`` for several, plus ``"definitions"``; with ``per_job``
-    also ``"job_rows"`` (a pyarrow Table, see ``job_rows``). ``base``: the jobs' own
+    the per-job rows (:func:`job_rows`) go to ``on_rows`` part by part, else into
+    ``"job_rows"`` (a pyarrow Table). ``base``: the jobs' own
     ``engine.local.evaluate_columns(Columns.of(jobs), catalog, overlap, hierarchical)`` when
     the caller has it (``traincast study``), so the local engine does not evaluate it again.
     """
@@ -253,25 +313,28 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     if engine not in ENGINES:
         raise TraincastError(f"unknown engine {engine!r}", hint=f"choose {' or '.join(ENGINES)}")
     if engine == "local":
-        outcome = _outcome_local(jobs, scs, catalog, overlap, hierarchical, progress, threads,
-                                 base)
+        parts = _local_parts(jobs, scs, catalog, overlap, hierarchical, per_job, progress,
+                             threads, base)
     else:
-        outcome = _outcome_dask(jobs, scs, catalog, overlap, hierarchical, progress, address,
-                                parquet_dir, rows_per_partition)
-    def summary(res: tuple[Any, Any, Any]) -> dict[str, Any]:
-        return summarize(outcome["architecture"], outcome["n_gpus"], outcome["duration_s"],
-                         outcome["base_total_s"], *res)
-
-    with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
-        summaries = dict(zip([sc.name for sc in scs], pool.map(summary, outcome["results"]),
-                             strict=True))
-    result: dict[str, Any] = {"jobs": len(outcome["base_total_s"]), "engine": engine,
-                              "unpredicted": reason_counts(outcome["reason"])}
+        parts = _dask_parts(jobs, scs, catalog, overlap, hierarchical, per_job, progress,
+                            address, parquet_dir, rows_per_partition)
+    total: Outcome | None = None
+    kept: list[pa.Table] = []
+    for outcome, rows in parts:
+        total = outcome if total is None else total.merge(outcome)
+        if rows is not None:
+            (on_rows or kept.append)(rows)
+    if total is None:  # a stream without chunks: no job
+        total = Outcome([Summary() for _ in scs], np.zeros(len(REASONS), dtype=np.int64), 0)
+    summaries = {sc.name: s.result() for sc, s in zip(scs, total.summaries, strict=True)}
+    result: dict[str, Any] = {"jobs": total.jobs, "engine": engine,
+                              "unpredicted": {REASONS[i]: int(c) for i, c in
+                                              enumerate(total.reasons) if i != OK and c}}
     if len(scs) == 1:
         result["summary"] = summaries[scs[0].name]
     else:
         result["scenarios"] = summaries
     result["definitions"] = {sc.name: sc.to_dict() for sc in scs}
-    if per_job:
-        result["job_rows"] = job_rows(outcome, [sc.name for sc in scs])
+    if per_job and on_rows is None:
+        result["job_rows"] = pa.concat_tables(kept) if kept else pa.table({})
     return result

@@ -71,20 +71,38 @@ def _fail(message: str, hint: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C inside a DuckDB query: DuckDB raises ``duckdb.InterruptException`` (or a
+    ``RuntimeError: Query interrupted``), not ``KeyboardInterrupt``."""
+    duckdb = sys.modules.get("duckdb")
+    interrupt = getattr(duckdb, "InterruptException", None) if duckdb else None
+    if interrupt is not None and isinstance(exc, interrupt):
+        return True
+    return isinstance(exc, RuntimeError) and str(exc).strip().startswith("Query interrupted")
+
+
 def main() -> None:
     """Entry point of the ``traincast`` console script.
 
     Errors: a :class:`~traincast.errors.TraincastError` (bad input: a file, row, field or flag)
     is one line and its hint, exit status 2. A missing optional dependency is one line and the
-    extra to install, exit 2. Anything else is unexpected (a bug, or the system: a file that
-    cannot be read): one line naming the exception, exit 1; ``--debug`` anywhere on the
+    extra to install, exit 2. A full disk (``ENOSPC``) is one line naming the file, exit 2; a
+    file or folder that cannot be read or written (an ``OSError`` naming a path) likewise.
+    Ctrl-C (also inside a DuckDB query) prints ``interrupted``, exit 130. Anything else is
+    unexpected (a bug): one line naming the exception, exit 1; ``--debug`` anywhere on the
     command line shows the traceback instead.
     """
+    from traincast.files import is_disk_full
+
     debug = "--debug" in sys.argv
     if debug:
         sys.argv.remove("--debug")
     try:
         app(prog_name="traincast")
+    except SystemExit as exc:  # typer turns Ctrl-C in a command into a silent exit 130
+        if exc.code == 130:
+            err_console.print(Text("interrupted", style="red"))
+        raise
     except KeyboardInterrupt:
         err_console.print(Text("interrupted", style="red"))
         sys.exit(130)
@@ -101,8 +119,18 @@ def main() -> None:
         _fail(str(exc), f"pip install 'traincast[{extra}]'" if extra else
               "check the installation", 2)
     except Exception as exc:
+        if _interrupted(exc):
+            err_console.print(Text("interrupted", style="red"))
+            sys.exit(130)
         if debug:
             raise
+        path = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if is_disk_full(exc):
+            message = (f"{path}: no space left on device" if path else
+                       f"no space left on device ({type(exc).__name__}: {exc})")
+            _fail(message, "free some space, or write the output elsewhere", 2)
+        if path is not None:
+            _fail(f"{path}: {exc.strerror or exc}", "check the path and its permissions", 2)
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         hint = ("check the path and its permissions" if isinstance(exc, OSError) else
                 "this is a bug in traincast, not in your input: run with --debug for the "

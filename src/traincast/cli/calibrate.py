@@ -13,6 +13,8 @@ from rich.text import Text
 from traincast.cli import app
 from traincast.cli.common import (
     JsonOpt,
+    check_output,
+    check_text_file,
     console,
     err_console,
     is_quiet,
@@ -100,6 +102,7 @@ def calibrate(
     calibration is refused (exit 2, nothing written) unless --force. Train with the same
     thread count you calibrate at.
     """
+    check_output(output)  # before minutes of measuring
     if kernels is not None:
         _fit_kernels(kernels, output, catalog, json_out)
         return
@@ -155,6 +158,11 @@ def validate(
     rows: Annotated[Path | None, typer.Option(
         "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
         "\"Row format\"); implies --published.")] = None,
+    trust_specs: Annotated[bool, typer.Option(
+        "--trust-specs", help="Let --rows run Python: a [model.NAME] spec = \"FILE.py:FUNC\" "
+        "imports FILE.py (beside the rows file, or an absolute path), which runs its code. "
+        "Without the flag such a rows file is refused before anything runs; traincast's own "
+        "model files (squad.py, rnn.py) need no flag.")] = False,
     force: ForceOpt = False,
     kernels: Annotated[Path | None, typer.Option(
         "--kernels", help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
@@ -176,9 +184,12 @@ def validate(
     A(size); T_comp = sum of t; T_total = T_data + T_comp + T_comm (docs/validation.md).
     At T > 1 threads a kernel of E elements runs at K_1 * min(K_T / K_1, max(1, E / g)).
     A case of P processes runs at T threads only when P * T <= cores (else: skipped).
+
+    Python from files: --rows with a spec = "FILE.py:FUNC" imports (runs) FILE.py only with
+    --trust-specs; without it the rows file is refused, naming the row and spec.
     """
     if published or rows is not None:
-        _validate_published(catalog, json_out, rows)
+        _validate_published(catalog, json_out, rows, trust_specs)
         return
     if kernels is not None:
         _validate_kernels(kernels, catalog, sample, json_out)
@@ -214,14 +225,17 @@ def validate(
                       f"{summ['skipped']} skipped, {summ['failed']} failed")
 
 
-def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None = None) -> None:
-    """``validate --published [--rows FILE]``: traincast.validation.published
-    (docs/validation.md)."""
+def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None = None,
+                        trust_specs: bool = False) -> None:
+    """``validate --published [--rows FILE] [--trust-specs]``: traincast.validation.published
+    (docs/validation.md); a rows file naming Python of its own needs ``--trust-specs``."""
     from traincast.hardware.catalog import load_catalog
     from traincast.validation.published import render_markdown, validate_published
 
+    if rows is not None:
+        check_text_file(rows, "--rows", "rows")
     out = validate_published(load_catalog([catalog] if catalog else None), path=rows,
-                             progress=_progress(json_out))
+                             progress=_progress(json_out), trust_specs=trust_specs)
     if json_out:
         print_json(out)
     else:

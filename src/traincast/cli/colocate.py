@@ -30,19 +30,19 @@ from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct
 
 COLOCATE_HELP = (
-    "Predict each job's GPU utilization, compare it with the measured one, and replay the "
-    "trace with interference-aware co-location (after Horus, Yeung et al., TPDS 2022).\n\n"
+    "Predict each job's GPU utilization, compare it with the measured one, and replay the trace "
+    "with interference-aware co-location (after Horus, Yeung et al., TPDS 2022).\n\n"
     "Utilization u = (T_comp - T_idle) / T_total of the time model, busy over the step (phi = "
     "FLOP-bound share, mu = memory-bound share, u = phi + mu; T_idle: the GPU waiting on the "
-    "host between ops shorter than their per-op floor); with a measured gpu_util column (a fraction; PAI 2020: "
-    "gpu_wrk_util / plan_gpu) the error in percentage points and the Pearson and Spearman "
-    "correlations. Co-location: jobs on the same GPU model with the same whole GPU count (1 "
-    "unless --multi-gpu) are paired, the most pairs with u_a + u_b <= --util-bound, lowest "
-    "utilizations paired outside-in; pairs whose memory footprints exceed the GPU memory are "
-    "split again. Slowdown of both jobs of a pair = 1 + phi_a phi_b + mu_a mu_b + kappa "
-    "(phi_a mu_b + mu_a phi_b), kappa = --cross-contention (1 = time slicing: 1 + u_a u_b). "
-    "GPU time: exclusive n x D; a paired job holds half its GPUs for slowdown x D; GPUs freed "
-    "= n per pair. Formulas and what is left out: docs/colocate.md.")
+    "host between ops shorter than their per-op floor); with a measured gpu_util column (a "
+    "fraction; PAI 2020: gpu_wrk_util / plan_gpu) the error in percentage points and the Pearson "
+    "and Spearman correlations. Co-location: jobs on the same GPU model with the same whole GPU "
+    "count (1 unless --multi-gpu) are paired, the most pairs with u_a + u_b <= --util-bound, "
+    "lowest utilizations paired outside-in; pairs whose memory footprints exceed the GPU memory "
+    "are split again. Slowdown of both jobs of a pair = 1 + phi_a phi_b + mu_a mu_b + kappa "
+    "(phi_a mu_b + mu_a phi_b), kappa = --cross-contention (1 = time slicing: 1 + u_a u_b). GPU "
+    "time: exclusive n x D; a paired job holds half its GPUs for slowdown x D; GPUs freed = n "
+    "per pair. Formulas and what is left out: docs/colocate.md.")
 
 
 def _num(v: Any, fmt: str = "{:.2f}") -> str:
@@ -133,6 +133,7 @@ def colocate(
     from traincast.analysis.colocate import colocate as run
 
     check_output(output)
+    check_output(db, "--db")
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -50,16 +51,57 @@ _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|flops?)?\s*$",
                      re.IGNORECASE)
 
+MAX_FLOPS = 1e24
+"""The largest FLOPs per iteration a flag takes (``--flops``): 1e24 FLOPs is about ten days of
+an iteration at 1 PFLOP/s; more is a typo (or an overflow) and refused."""
+MAX_BYTES = 1e18
+"""The largest bytes per iteration a flag takes (``--mem-bytes``, ``--weight-bytes``,
+``--embedding-bytes``, ``--input-bytes``): 1e18 bytes = 1 EB."""
+MAX_GPUS = 1_000_000
+"""The largest GPU, worker or server count a flag takes (``--gpus``, ``--workers``, ...)."""
 
-def parse_number(text: str, what: str) -> float:
-    """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes)."""
+
+def parse_number(text: str, what: str, high: float | None = None) -> float:
+    """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes).
+
+    A negative, infinite (``1e400``) or not-a-number value is a TraincastError naming ``what``
+    (the flag), and so is one above ``high`` when given."""
     m = _NUMBER.match(str(text))
     if not m and _NUMBER.match(str(text).strip().removeprefix("-")):
         raise TraincastError(f"{what}: must not be negative, got {text!r}")
     if not m:
         raise TraincastError(f"{what}: not a number: {text!r}",
                              hint="use a plain number, e-notation or a k/M/G/T suffix")
-    return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if not math.isfinite(value):
+        raise TraincastError(f"{what}: not a finite number: {text!r}",
+                             hint="a number up to about 1e308 (and below the flag's bound)")
+    if high is not None and value > high:
+        raise TraincastError(f"{what}: {text!r} is out of bounds (at most {high:g})",
+                             hint="check the exponent; traincast COMMAND --help gives the "
+                                  "bound")
+    return value
+
+
+def check_dtype(dtype: str, flag: str = "--dtype") -> str:
+    """A training dtype flag (``plan``, ``predict --arch hybrid``) must be one of the hybrid
+    model's dtypes (:data:`traincast.parallel.hybrid.DTYPES`); else a TraincastError naming the
+    flag and the allowed values."""
+    from traincast.parallel.hybrid import DTYPES
+
+    if dtype not in DTYPES:
+        raise TraincastError(f"{flag} {dtype!r}: unknown dtype",
+                             hint=f"choose one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def given(ctx: typer.Context, *names: str) -> list[str]:
+    """The parameters among ``names`` (their Python names) given on the command line, not
+    left at their defaults, as their flags (``gpus_per_node`` -> ``--gpus-per-node``)."""
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    return [flags.get(n, "--" + n.replace("_", "-")) for n in names
+            if getattr(ctx.get_parameter_source(n), "name", "DEFAULT") not in
+            ("DEFAULT", "DEFAULT_MAP")]
 
 
 def catalog_from(paths: list[Path] | None, compute: str = "auto") -> Catalog:
@@ -101,17 +143,29 @@ def say_above(bar: Progress, task: TaskID) -> Callable[[str], None]:
 
 
 def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
-    """A typer option callback: the value must lie in ``[low, high]`` (``high`` None: at least
-    ``low``), else exit 2 naming the flag. Unlike typer's ``min``/``max`` it adds no range
-    column to ``--help``, which pushes the help text of long flags into words cut with ``…``
-    at 80 columns; the help says the range instead."""
+    """A typer option callback: the value must be a finite number in ``[low, high]`` (``high``
+    None: at least ``low``), else exit 2 naming the flag (``nan`` and ``inf``, which click reads
+    as floats, are refused too). Unlike typer's ``min``/``max`` it adds no range column to
+    ``--help``, which pushes the help text of long flags into words cut with ``…`` at 80
+    columns; the help says the range instead."""
     def check(value: Any) -> Any:
-        if value is not None and (value < low or (high is not None and value > high)):
-            want = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
-            raise typer.BadParameter(f"must be {want}, got {value:g}")
+        if value is None:
+            return value
+        for v in value if isinstance(value, list | tuple) else (value,):
+            if not math.isfinite(v):
+                raise typer.BadParameter(f"must be a finite number, got {v}")
+            if v < low or (high is not None and v > high):
+                want = f"from {_num(low)} to {_num(high)}" if high is not None else \
+                    f"at least {_num(low)}"
+                raise typer.BadParameter(f"must be {want}, got {_num(v)}")
         return value
 
     return check
+
+
+def _num(v: float) -> str:
+    """A bound for people: ``1,000,000`` for large whole numbers, else ``%g``."""
+    return f"{int(v):,}" if v == int(v) and abs(v) >= 1e4 else f"{v:g}"
 
 
 def one_of(choices: Iterable[str]) -> str:
@@ -150,11 +204,114 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def check_output(path: Path | None, flag: str = "-o") -> None:
-    """Fail before any work when the folder of an output file does not exist."""
-    if path is not None and not path.parent.is_dir():
-        raise TraincastError(f"{flag} {path}: no folder {path.parent}",
+def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False) -> None:
+    """Fail before any work when an output cannot be written there (a TraincastError naming
+    the flag and the path): a file output (``folder`` False) must not be a folder, and its
+    folder must exist and be writable; an output folder (``folder``: ``study -o``, ``report
+    -o``, ``--parquet-dir``) must not be a file, and is created (with missing parents) by the
+    command, below an existing folder it may write in. Nothing is created here."""
+    if path is None:
+        return
+    path = Path(path)
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise TraincastError(f"{flag} {path}: is a file, not a folder",
+                                 hint="name a folder (it is created when missing)")
+        existing = path
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise TraincastError(f"{flag} {path}: {existing} is a file, not a folder",
+                                 hint="name a folder below an existing folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise TraincastError(f"{flag} {path}: cannot write in {existing} (permission "
+                                 "denied)", hint="write the output elsewhere")
+        return
+    if path.is_dir():
+        raise TraincastError(f"{flag} {path}: is a folder, not a file",
+                             hint=f"name a file in it: {flag} {path / 'NAME'}")
+    parent = path.parent
+    if not parent.is_dir():
+        what = f"{parent} is a file, not a folder" if parent.exists() else \
+            f"no folder {parent}"
+        raise TraincastError(f"{flag} {path}: {what}",
                              hint="create the folder first, or write the file elsewhere")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise TraincastError(f"{flag} {path}: cannot write in folder {parent} (permission "
+                             "denied)", hint="write the file elsewhere")
+
+
+def check_text_file(path: Path | str, flag: str, what: str = "", *, text: bool = True) -> Path:
+    """A small text input the user names (a TOML or JSON file: ``--rows``, ``--price``,
+    ``--scenario``, ``--features``) must be a readable UTF-8 file; else a TraincastError naming
+    the flag and the path (no such file, a folder, unreadable, binary). ``text`` False: any
+    readable file (a Parquet one)."""
+    p = Path(path)
+    kind = f"{what} file" if what else "file"
+    if not p.exists():
+        raise TraincastError(f"{flag} {p}: no such {kind}",
+                             hint=f"check the path (a relative path starts at {os.getcwd()})")
+    if p.is_dir():
+        raise TraincastError(f"{flag} {p}: is a folder, not a {kind}")
+    try:
+        if text:
+            p.read_bytes().decode("utf-8")
+        else:
+            p.open("rb").close()
+    except UnicodeDecodeError as exc:
+        raise TraincastError(f"{flag} {p}: not UTF-8 text (byte {exc.start}), not a {kind}",
+                             hint="give the text file (TOML or JSON), not a binary one") from None
+    except OSError as exc:
+        raise TraincastError(f"{flag} {p}: cannot be read ({exc.strerror or exc})",
+                             hint="check the path and its permissions") from None
+    return p
+
+
+def check_speeds(**flags: str | None) -> None:
+    """Link flags given as a speed (``--nic 25Gbit``) must be a positive finite one; the error
+    names the flag (``nic=...`` -> ``--nic``). A value that is no speed is a link name, left to
+    the catalog."""
+    from traincast.units import parse_speed_gbs
+
+    for name, value in flags.items():
+        if value is None:
+            continue
+        try:
+            parse_speed_gbs(value)
+        except TraincastError as exc:
+            raise TraincastError(f"{exc} (--{name.replace('_', '-')})", exc.hint) from None
+
+
+def check_scenarios(specs: list[str] | None, flag: str = "--scenario") -> None:
+    """Each ``--scenario`` that names a file (``.toml``, or an existing path) must be a
+    readable text file (:func:`check_text_file`); shipped names are left to the reader."""
+    for spec in specs or []:
+        if Path(spec).suffix == ".toml" or Path(spec).exists():
+            check_text_file(spec, flag, "scenario")
+
+
+def check_price(price: str | None, flag: str = "--price") -> None:
+    """A ``--price`` that names an existing path must be a readable text file
+    (:func:`check_text_file`); a shipped name (``aws``) is left to the price reader."""
+    if price and Path(price).exists():
+        check_text_file(price, flag, "price")
+
+
+def check_model_spec(spec: str | None, flag: str = "MODEL") -> None:
+    """A model spec whose file the user names is checked as :func:`check_text_file`: the
+    config of ``hf:FILE`` (or ``hf:DIR``'s config.json) and the file of ``file.py:FUNC``."""
+    if not spec:
+        return
+    if spec.startswith("hf:"):
+        p = Path(spec[3:])
+        if p.is_dir() and (p / "config.json").exists():
+            check_text_file(p / "config.json", flag, "config")
+        elif p.is_file():
+            check_text_file(p, flag, "config")
+    elif ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        p = Path(spec.rsplit(":", 1)[0])
+        if p.exists():
+            check_text_file(p, flag, "model")
 
 
 PRETTY_JSON_MAX_BYTES = 1_000_000

@@ -9,15 +9,23 @@ from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
-from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
+from traincast.cli.common import (
+    JsonOpt,
+    check_model_spec,
+    console,
+    err_console,
+    fmt_bytes,
+    print_json,
+)
 from traincast.cli.tables import print_table
 
 
 @app.command()
 def merge(
     models: Annotated[list[str], typer.Argument(
-        help="Two or more models: zoo:NAME, hf:CONFIG or path/file.py:FUNC (a model may "
-             "repeat: copies of one architecture trained for different tasks).")],
+        help="Two or more models: zoo:NAME, hf:CONFIG or path/file.py:FUNC (imported: the "
+             "file's code runs; a model may repeat: copies of one architecture trained for "
+             "different tasks).")],
     top: Annotated[int, typer.Option(min=1, help="How many merge groups to list (totals "
                                                  "always cover every group).")] = 10,
     json_out: JsonOpt = False,
@@ -34,6 +42,9 @@ def merge(
     does not do. Formulas: docs/merge.md.
     """
     from traincast.merge import merge_specs as run_merge
+
+    for spec in models:
+        check_model_spec(spec)
 
     if json_out:
         print_json(run_merge(models, top=top))

@@ -11,10 +11,15 @@ from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import (
+    MAX_GPUS,
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
     catalog_from,
+    check_dtype,
+    check_model_spec,
+    check_price,
+    check_speeds,
     console,
     one_of,
     print_json,
@@ -39,6 +44,9 @@ def parse_gpus(text: str) -> list[int]:
                              hint="e.g. --gpus 64 or --gpus 64,48,32") from None
     if not counts or min(counts) < 1:
         raise TraincastError(f"--gpus: GPU counts must be positive, got {text!r}")
+    if max(counts) > MAX_GPUS:
+        raise TraincastError(f"--gpus: {max(counts):,} GPUs is out of bounds (at most "
+                             f"{MAX_GPUS:,})", hint="check the count")
     return counts
 
 
@@ -48,14 +56,16 @@ def plan(
         help="zoo:NAME with an LLM config (traincast zoo list, 'plan': gpt3-175b, llama2-7b, "
              "llama3-70b, mixtral-8x7b, megatron-gpt-*, ...) or hf:config.json.")],
     gpus: Annotated[str, typer.Option(
-        help="GPUs N of the job (dp x tp x pp = N), or a list (64,48,32): the best plan for "
-             "each count as machines come and go (re-planning).")],
+        help="GPUs N of the job (dp x tp x pp = N, at most 1,000,000), or a list (64,48,32): "
+             "the best plan for each count as machines come and go (re-planning).")],
     node: Annotated[str, typer.Option(
         help="Node preset(s) (traincast hardware list); several separated by commas.")]
     = "dgx-a100",
     global_batch: Annotated[int | None, typer.Option(
-        help="Sequences per iteration B (default: about 4M tokens).")] = None,
-    seq: Annotated[int | None, typer.Option(help="Sequence length (default: the model's).")]
+        callback=within(1), help="Sequences per iteration B, at least 1 (default: about 4M "
+        "tokens).")] = None,
+    seq: Annotated[int | None, typer.Option(
+        callback=within(1), help="Sequence length, at least 1 (default: the model's).")]
     = None,
     dtype: Annotated[str, typer.Option(help=f"Training dtype: {one_of(DTYPES)}.")]
     = "bf16",
@@ -112,6 +122,13 @@ def plan(
     from traincast.parallel.spot import Resilience
 
     counts = parse_gpus(gpus)
+    check_dtype(dtype)
+    check_model_spec(model)
+    check_price(price)
+    check_speeds(network=network)
+    if not [n for n in node.split(",") if n.strip()]:
+        raise TraincastError(f"--node {node!r}: no node preset named",
+                             hint="e.g. --node dgx-a100 (traincast hardware list)")
     resilience = Resilience(
         preemptions_per_hour=preemptions_per_hour, checkpoint_gbs=checkpoint_gbs,
         checkpoint_bytes=None if checkpoint_gb is None else checkpoint_gb * 1e9,

@@ -12,12 +12,20 @@ from rich.text import Text
 from traincast.architectures import ARCHITECTURES
 from traincast.cli import app
 from traincast.cli.common import (
+    MAX_BYTES,
+    MAX_FLOPS,
+    MAX_GPUS,
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
     catalog_from,
+    check_dtype,
+    check_model_spec,
+    check_speeds,
+    check_text_file,
     console,
     fmt_seconds,
+    given,
     one_of,
     parse_number,
     print_json,
@@ -29,11 +37,23 @@ from traincast.model import COMPONENT_LABEL, COMPONENTS
 from traincast.parallel.hybrid import DTYPES
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
-from traincast.units import parse_speed_gbs
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
+HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch", "seq",
+                "recompute", "vp", "dtype")
+"""predict's flags of --arch hybrid only."""
+JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
+             "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
+             "synthetic_inputs", "memory_format", "tf32_matmul")
+"""predict's flags of the other architectures (a job given by its features), not hybrid's."""
+HIERARCHICAL_ARCHS = ("allreduce-cluster", "pearl")
+FEATURE_BOUNDS = {"flops_compute_bound": ("--flops", MAX_FLOPS),
+                  "bytes_memory_bound": ("--mem-bytes", MAX_BYTES),
+                  "weight_bytes": ("--weight-bytes", MAX_BYTES),
+                  "embedding_bytes_touched": ("--embedding-bytes", MAX_BYTES),
+                  "input_bytes": ("--input-bytes", MAX_BYTES)}
 FIELD_FLAGS = {"n_gpus": "--gpus", "gpus_per_node": "--gpus-per-node", "architecture": "--arch",
                "node": "--node", "gpu_type": "--gpu", "n_workers": "--workers", "n_ps": "--ps",
                "nic": "--nic", "intra": "--intra", "pcie": "--pcie"}
@@ -48,14 +68,43 @@ def with_flags(exc: TraincastError) -> TraincastError:
 
 
 def check_link_flags(nic: str | None, intra: str | None, pcie: str | None) -> None:
-    """A link flag given as a speed must be a positive one; the error names the flag."""
-    for flag, value in (("--nic", nic), ("--intra", intra), ("--pcie", pcie)):
+    """A link flag given as a speed must be a positive finite one; the error names the flag."""
+    check_speeds(nic=nic, intra=intra, pcie=pcie)
+
+
+def check_job_flags(arch: str, gpus: int | None, workers: int | None, ps: int | None,
+                    hierarchical: bool = False) -> None:
+    """Job flags that contradict each other or do not apply to ``arch`` are an error naming
+    them: --workers and --ps belong to ps-worker, where one GPU runs one worker, so --gpus
+    (``gpus``: None when not given) and --workers must agree when both are given;
+    --hierarchical belongs to allreduce-cluster and pearl."""
+    for flag, value in (("--workers", workers), ("--ps", ps)):
+        if value is not None and arch != "ps-worker":
+            raise TraincastError(f"{flag} applies to --arch ps-worker only, not {arch}",
+                                 hint=f"leave out {flag}, or use --arch ps-worker")
+    if arch == "ps-worker" and workers is not None and gpus is not None and gpus != workers:
+        raise TraincastError(f"--gpus {gpus} and --workers {workers} disagree: ps-worker runs "
+                             "one GPU per worker", hint="give --workers M (M GPUs), or --gpus N "
+                             "alone (N workers)")
+    if hierarchical and arch not in HIERARCHICAL_ARCHS:
+        raise TraincastError(f"--hierarchical applies to --arch {' or '.join(HIERARCHICAL_ARCHS)}"
+                             f", not {arch}", hint="leave out --hierarchical")
+
+
+def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
+    """The job's feature values must be finite, not negative and within the bounds of their
+    flags (:data:`FEATURE_BOUNDS`): else a TraincastError naming the feature and ``where``
+    (the flag or file they came from)."""
+    for key, (flag, high) in FEATURE_BOUNDS.items():
+        value = feats.get(key)
         if value is None:
             continue
-        try:
-            parse_speed_gbs(value)
-        except TraincastError as exc:
-            raise TraincastError(f"{exc} ({flag})", exc.hint) from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TraincastError(f"{where}: {key} must be a number, got {value!r}")
+        if not 0 <= value <= high:  # also refuses nan and inf
+            raise TraincastError(f"{where}: {key} = {value!r} is out of bounds (from 0 to "
+                                 f"{high:g}, as {flag})", hint="check the exponent")
+    return feats
 
 
 def features_from_flags(features: Path | None, model: str | None, batch: int | None,
@@ -64,35 +113,41 @@ def features_from_flags(features: Path | None, model: str | None, batch: int | N
                         amp: bool, ops: bool = False) -> dict[str, Any]:
     """The job's features from exactly one of --features, --model, or --flops/--mem-bytes/...
     (``ops``: a --model profile keeps its per-op table, priced op by op)."""
-    given = [x is not None for x in (features, model, flops)]
-    if sum(given) != 1:
+    sources = [x is not None for x in (features, model, flops)]
+    if sum(sources) != 1:
         raise TraincastError("give exactly one of --features FILE, --model MODEL, or "
                              "--flops F --mem-bytes B --weight-bytes W")
     if features is not None:
-        return load_features(features)
+        check_text_file(features, "--features", "features",
+                        text=features.suffix.lower() not in (".parquet", ".pq"))
+        return check_features(load_features(features), str(features))
     if model is not None:
+        check_model_spec(model, "--model")
         from traincast.features.profile import profile_model  # needs torch: imported on demand
 
         return profile_model(model, batch_size=batch, amp=amp, ops=ops)
     if mem_bytes is None or weight_bytes is None:
         raise TraincastError("--flops needs --mem-bytes and --weight-bytes too")
-    return {"flops_compute_bound": parse_number(flops, "--flops"),
-            "bytes_memory_bound": parse_number(mem_bytes, "--mem-bytes"),
-            "weight_bytes": parse_number(weight_bytes, "--weight-bytes"),
-            "embedding_bytes_touched": parse_number(embedding_bytes or "0", "--embedding-bytes"),
-            "input_bytes": parse_number(input_bytes or "0", "--input-bytes")}
+    return {"flops_compute_bound": parse_number(flops, "--flops", MAX_FLOPS),
+            "bytes_memory_bound": parse_number(mem_bytes, "--mem-bytes", MAX_BYTES),
+            "weight_bytes": parse_number(weight_bytes, "--weight-bytes", MAX_BYTES),
+            "embedding_bytes_touched": parse_number(embedding_bytes or "0", "--embedding-bytes",
+                                                    MAX_BYTES),
+            "input_bytes": parse_number(input_bytes or "0", "--input-bytes", MAX_BYTES)}
 
 
 @app.command()
 def predict(
+    ctx: typer.Context,
     arch: Annotated[str, typer.Option("--arch", help=ARCH_HELP)] = "1w1g",
     features: Annotated[Path | None, typer.Option(help="Features JSON (traincast profile -o).")]
     = None,
-    model: Annotated[str | None, typer.Option(help="zoo:NAME, hf:CONFIG or file.py:FUNC.")]
-    = None,
-    batch: Annotated[int | None, typer.Option(help="Batch size for --model.")] = None,
-    flops: Annotated[str | None, typer.Option(help="FLOPs of compute-bound ops per iteration.")]
-    = None,
+    model: Annotated[str | None, typer.Option(
+        help="zoo:NAME, hf:CONFIG or file.py:FUNC (imported: the file's code runs).")] = None,
+    batch: Annotated[int | None, typer.Option(
+        callback=within(1), help="Batch size for --model (at least 1).")] = None,
+    flops: Annotated[str | None, typer.Option(
+        help=f"FLOPs of compute-bound ops per iteration (at most {MAX_FLOPS:g}).")] = None,
     mem_bytes: Annotated[str | None, typer.Option(
         help="Bytes read+written by memory-bound ops per iteration.")] = None,
     weight_bytes: Annotated[str | None, typer.Option(
@@ -101,12 +156,16 @@ def predict(
         help="Embedding bytes touched per iteration.")] = None,
     input_bytes: Annotated[str | None, typer.Option(
         help="Input batch bytes copied to the GPU per iteration.")] = None,
-    gpus: Annotated[int, typer.Option(help="GPUs of the job (n).")] = 1,
+    gpus: Annotated[int, typer.Option(
+        callback=within(1, MAX_GPUS), help="GPUs of the job (n); ps-worker: the workers' "
+        "(--workers, if given, must agree).")] = 1,
     gpus_per_node: Annotated[int | None, typer.Option(
+        callback=within(1, MAX_GPUS),
         help="GPUs per node used by the job (g); default min(n, node GPUs).")] = None,
-    workers: Annotated[int | None, typer.Option(help="ps-worker: workers m (1 GPU each).")]
-    = None,
-    ps: Annotated[int | None, typer.Option(help="ps-worker: parameter servers p.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        callback=within(1, MAX_GPUS), help="ps-worker only: workers m (1 GPU each).")] = None,
+    ps: Annotated[int | None, typer.Option(
+        callback=within(1, MAX_GPUS), help="ps-worker only: parameter servers p.")] = None,
     node: Annotated[str | None, typer.Option(help="Node preset (traincast hardware list).")]
     = None,
     gpu: Annotated[str | None, typer.Option(help="GPU, overriding the node's.")] = None,
@@ -121,7 +180,8 @@ def predict(
     amp: Annotated[bool, typer.Option(
         help="Mixed precision: FLOP-bound work at the fp16 (else bf16) matrix peak.")] = False,
     hierarchical: Annotated[bool, typer.Option(
-        help="Hierarchical all-reduce (intra-node ring, then across nodes).")] = False,
+        help="allreduce-cluster and pearl: hierarchical all-reduce (intra-node ring, then "
+             "across nodes).")] = False,
     per_op: Annotated[bool, typer.Option(
         "--per-op/--aggregate", help="--model: price compute op by op from the profile's "
         "per-op table (as validate --published and trace workloads do), or from its aggregate "
@@ -136,18 +196,27 @@ def predict(
         "--tf32-matmul", help="fp32 matrix products in TF32 (allow_tf32, as NGC containers "
         "set; needs the per-op table).")] = False,
     json_out: JsonOpt = False,
-    dp: Annotated[int, typer.Option(help="hybrid: data-parallel size.")] = 1,
-    tp: Annotated[int, typer.Option(help="hybrid: tensor-parallel size.")] = 1,
-    pp: Annotated[int, typer.Option(help="hybrid: pipeline stages.")] = 1,
-    ep: Annotated[int, typer.Option(help="hybrid: expert-parallel size.")] = 1,
+    dp: Annotated[int, typer.Option(callback=within(1),
+                                    help="hybrid: data-parallel size.")] = 1,
+    tp: Annotated[int, typer.Option(callback=within(1),
+                                    help="hybrid: tensor-parallel size.")] = 1,
+    pp: Annotated[int, typer.Option(callback=within(1),
+                                    help="hybrid: pipeline stages.")] = 1,
+    ep: Annotated[int, typer.Option(callback=within(1),
+                                    help="hybrid: expert-parallel size.")] = 1,
     zero: Annotated[int, typer.Option(callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3.")]
     = 0,
-    micro_batch: Annotated[int, typer.Option(help="hybrid: sequences per micro-batch.")] = 1,
+    micro_batch: Annotated[int, typer.Option(
+        callback=within(1), help="hybrid: sequences per micro-batch.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
-        help="hybrid: sequences per iteration (default dp x micro-batch).")] = None,
-    seq: Annotated[int | None, typer.Option(help="hybrid: sequence length.")] = None,
+        callback=within(1), help="hybrid: sequences per iteration, at least 1 (default dp x "
+        "micro-batch).")] = None,
+    seq: Annotated[int | None, typer.Option(
+        callback=within(1), help="hybrid: sequence length, at least 1 (default: the "
+        "model's).")] = None,
     recompute: Annotated[str, typer.Option(help=f"hybrid: {one_of(RECOMPUTE)}.")] = "selective",
-    vp: Annotated[int, typer.Option(help="hybrid: interleaved chunks per stage.")] = 1,
+    vp: Annotated[int, typer.Option(callback=within(1),
+                                    help="hybrid: interleaved chunks per stage.")] = 1,
     dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
@@ -169,14 +238,40 @@ def predict(
     - hybrid (table rows): the all-reduce of allreduce-cluster
 
     Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
+
+    Flags of another architecture than --arch are an error (--workers with allreduce-local,
+    --dp without hybrid), and so are --gpus and --workers that disagree. Bounds: --flops at
+    most 1e24 FLOPs per iteration, byte flags at most 1e18 bytes, GPU, worker and server counts
+    at most 1,000,000; every number finite.
     """
-    cat = catalog_from(catalog, compute)
+    if arch not in ARCHITECTURES:
+        raise TraincastError(f"unknown architecture {arch!r} (--arch)",
+                             hint=f"choose one of {', '.join(ARCHITECTURES)}")
+    check_dtype(dtype)
     check_link_flags(nic, intra, pcie)
+    if arch == "hybrid":
+        stray = given(ctx, *JOB_FLAGS)
+        if stray:
+            raise TraincastError(f"{', '.join(stray)} {'does' if len(stray) == 1 else 'do'} "
+                                 "not apply to --arch hybrid",
+                                 hint="--arch hybrid prices --model with --dp, --tp, --pp, "
+                                      "--micro-batch, ... (traincast predict --help)")
+    else:
+        stray = given(ctx, *HYBRID_FLAGS)
+        if stray:
+            raise TraincastError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'}"
+                                 f" to --arch hybrid only, not {arch}",
+                                 hint=f"leave out {stray[0]}, or use --arch hybrid")
+        check_job_flags(arch, gpus if given(ctx, "gpus") else None, workers, ps, hierarchical)
+    cat = catalog_from(catalog, compute)
     if arch == "hybrid":
         from traincast.parallel.hybrid import predict_hybrid
 
         if model is None:
             raise TraincastError("--arch hybrid needs --model zoo:NAME or hf:config.json")
+        if dp * tp * pp > MAX_GPUS:
+            raise TraincastError(f"--dp {dp} x --tp {tp} x --pp {pp} = {dp * tp * pp:,} GPUs is "
+                                 f"out of bounds (at most {MAX_GPUS:,})", hint="check the sizes")
         if gpus not in (1, dp * tp * pp):
             raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp = {dp * tp * pp}")
         node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"

@@ -11,7 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
-from traincast.cli.common import JsonOpt, console, err_console, fmt_bytes, print_json
+from traincast.cli.common import (
+    JsonOpt,
+    check_model_spec,
+    check_output,
+    console,
+    err_console,
+    fmt_bytes,
+    print_json,
+)
 
 PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
 
@@ -28,7 +36,8 @@ products, convolutions, attention; everything else is memory-bound. The fused es
 each chain of consecutive element-wise ops runs as one kernel that stores no intermediate.
 --amp emulates CUDA autocast (fp16 matrix ops, fp32 reductions/norms/losses). A model that
 fails on meta is run on CPU at batch 1 and 2 and extrapolated linearly (the output says so).
-Rules and the memory model: docs/profile.md.
+A file.py:FUNC MODEL is imported and FUNC is called: it runs that Python file (as the command
+line asks). Rules and the memory model: docs/profile.md.
 """
 
 
@@ -116,6 +125,8 @@ def profile(
         "-o", "--output", help="Write the record: JSON, or Parquet (the per-op table, record "
         "in its metadata) when FILE ends in .parquet.")] = None,
 ) -> None:
+    check_output(output)  # before the profile
+    check_model_spec(model)
     from traincast.features.io import write_features
     from traincast.features.profile import profile_model  # checks --optimizer, --attention
 

@@ -16,6 +16,9 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
+    check_model_spec,
+    check_output,
+    check_text_file,
     console,
     is_quiet,
     print_json,
@@ -85,8 +88,8 @@ def report(
         "--validate", help="A validate JSON (traincast validate --json): adds the "
         "predicted-vs-measured figure and table.")] = None,
     roofline: Annotated[str | None, typer.Option(
-        "--roofline", help="Model (zoo:NAME, hf:CONFIG, file.py:FUNC) to draw on a roofline; "
-        "needs --gpu.")] = None,
+        "--roofline", help="Model (zoo:NAME, hf:CONFIG, file.py:FUNC: imported, its code runs) "
+        "to draw on a roofline; needs --gpu.")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="Catalog GPU (or alias) of the roofline chart.")] = None,
     format: FormatOpt = "csv",
@@ -103,6 +106,11 @@ def report(
     if (roofline is None) != (gpu is None):
         raise TraincastError("--roofline MODEL and --gpu NAME go together",
                              hint="e.g. --roofline zoo:resnet50 --gpu V100")
+    check_output(output, folder=True)  # created when missing; never a file
+    check_output(db, "--db")
+    if validate is not None:
+        check_text_file(validate, "--validate", "validate JSON")
+    check_model_spec(roofline, "--roofline")
     cat = catalog_from(catalog, compute)
     if gpu is not None:
         cat.gpu(gpu)  # fail early on an unknown GPU, before any long work

@@ -15,11 +15,14 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
+    check_output,
+    check_price,
     console,
     note,
     print_assumed,
     print_json,
     progress,
+    within,
 )
 from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
@@ -65,8 +68,9 @@ def study(
     price: Annotated[str | None, typer.Option(
         "--price", help="GPU-hour prices for the cheapest recommendation (TOML, or "
         "'aws-on-demand').")] = None,
-    overlap: Annotated[float, typer.Option(min=0.0, max=1.0, help="Fraction f of "
-                                           "communication overlapped with compute.")] = 0.0,
+    overlap: Annotated[float, typer.Option(
+        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
+        "0 to 1.")] = 0.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
     = False,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
@@ -83,6 +87,8 @@ def study(
     from traincast.analysis.study import study as run
     from traincast.trace import parse_mapping
 
+    check_output(output, folder=True)  # created when missing; never a file
+    check_price(price)
     with progress(json_out) as bar:
         task = bar.add_task("study", total=6)
 

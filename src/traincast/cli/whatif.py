@@ -8,21 +8,27 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import typer
 from rich import box
 from rich.table import Table
 
 from traincast.analysis.recommend import MIN_GAIN
+from traincast.analysis.whatif import JOB_ROW_COLUMNS
 from traincast.cli import app
 from traincast.cli.common import (
+    MAX_GPUS,
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
     WorkloadOpt,
     catalog_from,
     check_output,
+    check_price,
+    check_scenarios,
     console,
     fmt_seconds,
+    given,
     note,
     print_assumed,
     print_json,
@@ -30,18 +36,24 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
+from traincast.cli.trace import (
+    AddressOpt,
+    DbOpt,
+    EngineOpt,
+    FormatOpt,
+    MapOpt,
+    ParquetDirOpt,
+    load_trace_jobs,
+    trace_chunks,
+)
 from traincast.errors import TraincastError
+from traincast.files import write_whole
 from traincast.predict import job_row
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_x
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="local (this process) or dask (Parquet partitions on a Dask cluster).")]
-AddressOpt = Annotated[str | None, typer.Option(
-    "--address", help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster on 127.0.0.1).")]
 OverlapOpt = Annotated[float, typer.Option(
     callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
     "to 1 (base and scenarios, unless a scenario sets its own).")]
@@ -115,9 +127,7 @@ def whatif(
     overlap: OverlapOpt = 0.0,
     engine: EngineOpt = "local",
     address: AddressOpt = None,
-    parquet_dir: Annotated[Path | None, typer.Option(
-        "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
-        "remote cluster can read); default: a temporary folder.")] = None,
+    parquet_dir: ParquetDirOpt = None,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     json_out: JsonOpt = False,
 ) -> None:
@@ -137,24 +147,55 @@ def whatif(
 
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
+    if output is not None and not jobs_out:
+        raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
+                             hint="the summary is printed (or --json) either way")
+    if engine != "dask" and (address is not None or parquet_dir is not None):
+        raise TraincastError(f"{'--address' if address is not None else '--parquet-dir'} "
+                             "applies to --engine dask only", hint="add --engine dask")
+    check_scenarios(scenario)
     check_output(output)
+    check_output(parquet_dir, "--parquet-dir", folder=True)
+    check_output(db, "--db")
     cat = catalog_from(catalog, compute)
-    table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
-    with progress(json_out) as bar:
-        task = bar.add_task(f"what-if ({engine})", total=None)
-        result = run(table, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
-                     engine=engine, address=address, parquet_dir=parquet_dir,
-                     per_job=jobs_out,
-                     progress=lambda done, total: bar.update(task, completed=done,
-                                                             total=total))
-    rows = result.pop("job_rows", None)
-    result["assumed_workload"] = workload_assumption(table, workload)
-    if rows is not None and output is not None:
-        from traincast.analysis.study import write_csv
+    chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
 
-        write_csv(rows, output)
-        note(f"wrote {rows.num_rows:,} per-job rows to {output}", json_out)
-    elif rows is not None:
+    def run_all(on_rows: Any = None) -> dict[str, Any]:
+        with progress(json_out) as bar:
+            task = bar.add_task(f"what-if ({engine})", total=None)
+            return run(chunks, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
+                       engine=engine, address=address, parquet_dir=parquet_dir,
+                       per_job=jobs_out, on_rows=on_rows,
+                       progress=lambda done, total: bar.update(task, completed=done,
+                                                               total=total))
+
+    if jobs_out and output is not None:  # rows streamed to the file, whole or not at all
+        written = [0]
+
+        def write(tmp: Path) -> None:
+            writer: pacsv.CSVWriter | None = None
+            try:
+                def on_rows(rows: pa.Table) -> None:
+                    nonlocal writer
+                    writer = writer or pacsv.CSVWriter(tmp, rows.schema)
+                    writer.write_table(rows)
+                    written[0] += rows.num_rows
+
+                result.update(run_all(on_rows))
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is None:  # no job: the header alone
+                tmp.write_text(",".join(f'"{c}"' for c in JOB_ROW_COLUMNS) + "\n")
+
+        result: dict[str, Any] = {}
+        write_whole(output, write)
+        note(f"wrote {written[0]:,} per-job rows to {output}", json_out)
+    else:
+        result = run_all()
+    rows = result.pop("job_rows", None)
+    result["assumed_workload"] = chunks.assumed
+    if rows is not None:
         result["job_rows"] = rows.to_pylist()
     if json_out:
         print_json(result)
@@ -246,8 +287,14 @@ RECOMMEND_HELP = (
     "Candidates keep the job's training GPU count; fit rules: docs/scenarios.md.")
 
 
+ONE_JOB_FLAGS = ("arch", "gpus", "workers", "ps", "gpu", "node", "batch", "mem_bytes",
+                 "weight_bytes", "embedding_bytes", "input_bytes")
+"""recommend's flags of one job given by --flops, --model, --features or --workload."""
+
+
 @app.command(help=RECOMMEND_HELP)
 def recommend(
+    ctx: typer.Context,
     trace: TraceArg = None,
     price: Annotated[str | None, typer.Option(
         "--price", help="GPU-hour prices (TOML: [gpu.NAME] or [node.NAME] with "
@@ -269,19 +316,24 @@ def recommend(
     embedding_bytes: Annotated[str | None, typer.Option(help="One job: embedding bytes.")]
     = None,
     input_bytes: Annotated[str | None, typer.Option(help="One job: input bytes.")] = None,
-    model: Annotated[str | None, typer.Option(help="One job: zoo:NAME, hf:CONFIG, file.py:F.")]
-    = None,
+    model: Annotated[str | None, typer.Option(
+        help="One job: zoo:NAME, hf:CONFIG, file.py:F (imported: its code runs).")] = None,
     features: Annotated[Path | None, typer.Option(help="One job: features JSON.")] = None,
-    batch: Annotated[int | None, typer.Option(help="One job: batch size for --model.")] = None,
+    batch: Annotated[int | None, typer.Option(
+        callback=within(1), help="One job: batch size for --model.")] = None,
     workload: Annotated[str | None, typer.Option(
         help="One job: workload tag (its zoo profile gives features and memory). With a "
         "TRACE (or the store): the workload assumed for jobs whose trace names none: mix "
         "(default: the bundled sample's zoo mix, drawn per job by md5(job_id)), a zoo model, "
         "or none; docs/traces.md.")] = None,
     arch: Annotated[str, typer.Option(help="One job: its current architecture.")] = "1w1g",
-    gpus: Annotated[int, typer.Option(help="One job: GPUs.")] = 1,
-    workers: Annotated[int | None, typer.Option(help="One job: ps-worker workers.")] = None,
-    ps: Annotated[int | None, typer.Option(help="One job: parameter servers.")] = None,
+    gpus: Annotated[int, typer.Option(
+        callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; ps-worker: "
+        "--workers, if given, must agree).")] = 1,
+    workers: Annotated[int | None, typer.Option(
+        callback=within(1, MAX_GPUS), help="One job: ps-worker workers.")] = None,
+    ps: Annotated[int | None, typer.Option(
+        callback=within(1, MAX_GPUS), help="One job: parameter servers (ps-worker).")] = None,
     gpu: Annotated[str | None, typer.Option(help="One job: GPU type.")] = None,
     node: Annotated[str | None, typer.Option(help="One job: its node preset.")] = None,
     format: FormatOpt = "csv",
@@ -291,22 +343,41 @@ def recommend(
     compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
     min_gain: Annotated[float, typer.Option(
-        "--min-gain", min=0.0, help="Recommend a change only when it is more than this "
-        "fraction faster than the job as it runs (the cheapest: cheaper); else the job keeps "
-        "its setup.")] = MIN_GAIN,
+        "--min-gain", callback=within(0.0), help="Recommend a change only when it is more "
+        "than this fraction (>= 0) faster than the job as it runs (the cheapest: cheaper); "
+        "else the job keeps its setup.")] = MIN_GAIN,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.recommend import recommend as run
+    from traincast.architectures import ARCHITECTURES
+    from traincast.cli.predict import check_job_flags
 
     check_output(output)
-    cat = catalog_from(catalog, compute)
+    check_output(db, "--db")
+    check_price(price)
     one_job = any(x is not None for x in (flops, model, features)) or \
         (workload is not None and trace is None and db is None)
     if one_job and trace is not None:
         raise TraincastError("give either a TRACE or one job's flags, not both")
+    if not one_job and (stray := given(ctx, *ONE_JOB_FLAGS)):
+        raise TraincastError(f"{', '.join(stray)}: flags of one job given by --flops, --model, "
+                             "--features or --workload; they do not apply to a TRACE or the "
+                             "store", hint="give the job (--flops F --mem-bytes B "
+                             "--weight-bytes W, --model, ...), or leave them out")
+    if one_job:
+        if arch not in ARCHITECTURES:
+            raise TraincastError(f"unknown architecture {arch!r} (--arch)",
+                                 hint=f"choose one of {', '.join(ARCHITECTURES)}")
+        check_job_flags(arch, gpus if given(ctx, "gpus") else None, workers, ps)
+    cat = catalog_from(catalog, compute)
     if one_job:
         if workload and not any(x is not None for x in (flops, model, features)):
             from traincast.trace import fill_features
+            from traincast.zoo.profiles import resolve_workload
+
+            if resolve_workload(workload) is None:
+                raise TraincastError(f"--workload {workload!r}: no zoo model or workload tag "
+                                     "of that name", hint="traincast zoo list names them")
 
             table = fill_features(_single_job({}, arch, gpus, workers, ps, gpu, node,
                                               workload))

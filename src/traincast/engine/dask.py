@@ -1,10 +1,11 @@
-"""Evaluate scenarios on a Dask cluster over a trace partitioned as Parquet.
+"""Run an analysis over a trace partitioned as Parquet, one Dask task per partition.
 
-Each Parquet partition (file) is one task: the worker reads it with pyarrow, runs the local
-engine's ``run_scenarios`` on its rows and returns per-job arrays; the client concatenates
-them in partition order. Per-job numbers are therefore the local engine's arithmetic on the
-same rows (identical results); summaries are computed from the gathered arrays by the same
-code as the local engine.
+Each Parquet partition (file) is one task: the worker reads it with pyarrow and runs the
+analysis's part function on its rows (the same function the local engine runs on a chunk of
+rows), which returns a small mergeable part (sums and quantile sketches, not per-job arrays:
+``traincast.analysis.whatif.Outcome``, ``traincast.analysis.characterize.Characterization``);
+the client merges the parts in partition order as they arrive, so its memory does not grow
+with the trace. Results are the local engine's: the same arithmetic on the same rows.
 
 Without an address a ``LocalCluster`` bound to 127.0.0.1 is started (threads in this process,
 no dashboard) and closed afterwards. A remote cluster (``tcp://HOST:PORT``) must see the
@@ -13,49 +14,34 @@ Parquet folder: pass one on a shared file system.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traincast.engine.local import run_scenarios
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import Catalog
-from traincast.jobs import Columns
-from traincast.scenarios import Scenario
 
-OUTPUT_COLUMNS = ("job_id", "architecture", "n_gpus", "start_time_s", "end_time_s")
+IN_FLIGHT = 4
+"""Partitions submitted ahead of the one being merged (bounds the client's memory)."""
 
 
-def write_partitions(jobs: pa.Table, folder: Path, rows_per_partition: int) -> list[Path]:
-    """Write ``jobs`` as ``part-00000.parquet``, ... (row order kept) into ``folder``."""
+def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
+                     rows_per_partition: int = 250_000) -> list[Path]:
+    """Write a job table (sliced by ``rows_per_partition``) or a stream of chunks (one
+    partition each) as ``part-00000.parquet``, ... (row order kept) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(jobs, pa.Table):
+        table, step = jobs, max(int(rows_per_partition), 1)
+        jobs = (table.slice(start, step) for start in range(0, max(table.num_rows, 1), step))
     paths = []
-    step = max(int(rows_per_partition), 1)
-    for i, start in enumerate(range(0, max(jobs.num_rows, 1), step)):
+    for i, chunk in enumerate(jobs):
         path = folder / f"part-{i:05d}.parquet"
-        pq.write_table(jobs.slice(start, step), path)
+        pq.write_table(chunk, path)
         paths.append(path)
     return paths
-
-
-def _evaluate_partition(path: str, scenarios: list[Scenario], catalog: Catalog, overlap: float,
-                        hierarchical: bool) -> dict[str, Any]:
-    """One task: read one Parquet partition and run the local engine on it."""
-    table = pq.read_table(path)
-    cols = Columns.of(table)
-    base, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical)
-    out: dict[str, Any] = {k: table.column(k) if k in table.column_names else None
-                           for k in OUTPUT_COLUMNS}
-    out["base_total_s"] = base
-    out["reason"] = reason
-    out["results"] = [(r.matched, r.applied, r.total_s) for r in results]
-    return out
 
 
 def partition_files(path: str | Path) -> list[str]:
@@ -86,38 +72,30 @@ def dask_client(address: str | None = None, workers: int = 1, threads: int = 2) 
         yield client
 
 
-def run_dask(source: pa.Table | str | Path, scenarios: list[Scenario], catalog: Catalog,
-             overlap: float = 0.0, hierarchical: bool = False, address: str | None = None,
-             parquet_dir: str | Path | None = None, rows_per_partition: int = 250_000,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Per-job outcome of every scenario, evaluated partition by partition on Dask.
-
-    ``source``: a job table (written as Parquet partitions into ``parquet_dir``, else a
-    temporary folder) or the path of a Parquet file/folder already partitioned.
-    Returns ``{"table": pa.Table of OUTPUT_COLUMNS, "base_total_s", "results": [(matched,
-    applied, total_s), ...]}`` in row order.
-    """
-    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
-        if isinstance(source, pa.Table):
-            folder = Path(parquet_dir) if parquet_dir else Path(tmp)
-            files = [str(p) for p in write_partitions(source, folder, rows_per_partition)]
-        else:
-            files = partition_files(source)
-        with dask_client(address) as client:
-            futures = [client.submit(_evaluate_partition, f, scenarios, catalog, overlap,
-                                     hierarchical, pure=False) for f in files]
-            parts = []
-            for fut in futures:
-                parts.append(fut.result())
-                if progress:
-                    progress(len(parts), len(futures))
-    return _concat(parts, len(scenarios))
+def _read_and_run(path: str, part: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """One task: read one Parquet partition and run ``part(table, *args)`` on it."""
+    return part(pq.read_table(path), *args)
 
 
-def _concat(parts: list[dict[str, Any]], n_scenarios: int) -> dict[str, Any]:
-    tables = [pa.table({k: p[k] for k in OUTPUT_COLUMNS if p[k] is not None}) for p in parts]
-    results = [tuple(np.concatenate([p["results"][i][j] for p in parts]) for j in range(3))
-               for i in range(n_scenarios)]
-    return {"table": pa.concat_tables(tables, promote_options="permissive"),
-            "base_total_s": np.concatenate([p["base_total_s"] for p in parts]),
-            "reason": np.concatenate([p["reason"] for p in parts]), "results": results}
+def map_partitions(files: list[str], part: Callable[..., Any], *args: Any,
+                   address: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> Iterator[Any]:
+    """``part(table, *args)`` of every partition file, in file order, computed on Dask
+    (at most :data:`IN_FLIGHT` tasks ahead of the one yielded)."""
+    with dask_client(address) as client:
+        pending = []
+        todo = iter(files)
+        done = 0
+        for f in todo:
+            pending.append(client.submit(_read_and_run, f, part, args, pure=False))
+            if len(pending) >= IN_FLIGHT:
+                break
+        while pending:
+            result = pending.pop(0).result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append(client.submit(_read_and_run, nxt, part, args, pure=False))
+            done += 1
+            if progress:
+                progress(done, len(files))
+            yield result

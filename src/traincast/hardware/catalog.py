@@ -12,6 +12,7 @@ an absent efficiency is 1.0.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -226,7 +227,11 @@ _MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction",
 _SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME -> citation
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
-_POSITIVE = {"fp32_tflops", "mem_bw_gbs", "bw_gbs", "gpus"}
+_POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}
+_MATRIX_PEAKS = ("fp16_tflops", "bf16_tflops")
+"""Matrix-unit peaks that are at least the vector fp32 peak where both are given (0 = the dtype
+is unsupported): checked on datasheet entries, not on peaks ``traincast calibrate`` measured
+(an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32 ones)."""
 _EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency", "mem_max_fraction"}
 _FRACTION_MAPS = {"gemm_max_fraction"}  # maps whose values are fractions in (0, 1]
 _KINDS = {"gpu": GPU, "link": Link, "node": Node}
@@ -305,6 +310,8 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise CatalogError(f"{where} key {key!r} must be a number, got {value!r}")
             value = float(value)
+            if not math.isfinite(value):
+                raise CatalogError(f"{where} key {key!r} must be a finite number, got {value!r}")
             if key in _POSITIVE and value <= 0:
                 raise CatalogError(f"{where} key {key!r} must be positive, got {value!r}")
             if key in _EFFICIENCY and not 0 < value <= 1:
@@ -313,14 +320,14 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must not be negative, got {value!r}")
         elif key in _ARRAY_KEYS[kind]:
             if not isinstance(value, list) or not value or any(
-                    isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
-                    for v in value):
+                    isinstance(v, bool) or not isinstance(v, int | float)
+                    or not 0 < v < math.inf for v in value):
                 raise CatalogError(f"{where} key {key!r} must be a non-empty array of positive "
-                                   f"numbers, got {value!r}")
+                                   f"numbers, each finite, got {value!r}")
             value = tuple(float(v) for v in value)
         elif key in _FRACTION_MAPS and isinstance(value, int | float) \
                 and not isinstance(value, bool):
-            if not 0 < value <= 1:
+            if not 0 < value <= 1:  # also refuses nan
                 raise CatalogError(f"{where} key {key!r} must be in (0, 1], got {value!r}")
             value = {"*": float(value)}
         elif key in _MAP_KEYS[kind]:
@@ -363,6 +370,21 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
             if any(b <= a for a, b in zip(x, x[1:], strict=False)):
                 raise CatalogError(f"{path}: [gpu.{name}] key {xkey!r} must be strictly "
                                    "increasing")
+
+
+def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
+    """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported)."""
+    if "gemm_intensity" in values:
+        return
+    fp32 = values.get("fp32_tflops", 0.0)
+    for key in _MATRIX_PEAKS:
+        peak = values.get(key, 0.0)
+        if 0 < peak < fp32:
+            raise CatalogError(f"{path}: [gpu.{name}] key {key!r} = {peak:g} is below "
+                               f"fp32_tflops = {fp32:g}",
+                               hint="a matrix-unit peak is at least the fp32 peak; 0 means the "
+                                    "dtype is unsupported (docs/hardware.md)")
 
 
 def _flatten_groups(path: str, name: str, values: Any) -> Any:
@@ -433,6 +455,7 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                         f"{origin[(kind, name)]}: [{kind}.{name}] missing required key {key!r}")
             if kind == "gpu":
                 _check_curves(origin[(kind, name)], name, values)
+                _check_peaks(origin[(kind, name)], name, values)
             built[kind][name] = cls(name=name, **values)
     cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
     for name, node in cat.nodes.items():
@@ -477,9 +500,19 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     for p in paths or []:
         path = Path(p)
         try:
-            sources.append((str(path), tomllib.loads(path.read_text())))
+            sources.append((str(path), tomllib.loads(path.read_text(encoding="utf-8"))))
         except FileNotFoundError:
             raise CatalogError(f"{path}: catalog file not found") from None
+        except IsADirectoryError:
+            raise CatalogError(f"{path}: is a folder, not a catalog file",
+                               hint="give a TOML file (--catalog FILE.toml)") from None
+        except UnicodeDecodeError as exc:
+            raise CatalogError(f"{path}: not UTF-8 text (byte {exc.start}), not a TOML catalog "
+                               "file", hint="give the TOML text file, not a binary one") from None
+        except OSError as exc:
+            raise CatalogError(f"{path}: catalog file cannot be read "
+                               f"({exc.strerror or exc})",
+                               hint="check the path and its permissions") from None
         except tomllib.TOMLDecodeError as exc:
             raise CatalogError(f"{path}: not valid TOML: {exc}") from None
     for path, data in sources:
@@ -506,8 +539,9 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
         elif key == "default_floor_us":
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise CatalogError(f"{where} must be a number >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0 <= value < math.inf:
+                raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
         elif key in ("source", "command", "fitted_on"):
             into[key] = value

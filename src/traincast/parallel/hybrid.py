@@ -495,6 +495,15 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
             "pp_link_nic": ln.pp_cross & (c.p > 1), "sp": c.sp}
 
 
+def check_counts(**counts: int | None) -> None:
+    """Sizes given by the caller (``global_batch``, ``seq``, ...) must be at least 1: a 0 is
+    never silently read as "the default" (None is). The error names the flag."""
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not value >= 1):
+            raise TraincastError(f"--{name.replace('_', '-')} must be at least 1, got {value!r}",
+                                 hint="leave the flag out for its default")
+
+
 def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
                  micro_batch: int, gb: int, vp: int) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects; called before
@@ -555,6 +564,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                              hint=f"choose one of {', '.join(st.RECOMPUTE)}")
     if schedule not in ("1f1b", "gpipe"):
         raise TraincastError(f"unknown pipeline schedule {schedule!r}", hint="1f1b or gpipe")
+    check_counts(global_batch=global_batch, seq=seq)
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
     gb = int(global_batch or dp * micro_batch)
     _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp)

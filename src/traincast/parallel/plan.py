@@ -25,8 +25,10 @@ from traincast.hardware.prices import MARKETS, Prices, load_prices
 from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
+    DTYPES,
     PART_LABEL,
     TIME_PARTS,
+    check_counts,
     check_shapes,
     evaluate,
     hybrid_hardware,
@@ -309,6 +311,14 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     t0 = time.perf_counter()
     if rank not in RANKS:
         raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
+    check_counts(global_batch=global_batch, seq=seq)
+    if dtype not in DTYPES:
+        raise TraincastError(f"--dtype {dtype!r}: unknown dtype",
+                             hint=f"choose one of {', '.join(DTYPES)}")
+    nodes = [n.strip() for n in node.split(",") if n.strip()]
+    if not nodes:
+        raise TraincastError(f"--node {node!r}: no node preset named",
+                             hint="e.g. --node dgx-a100 (traincast hardware list)")
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
@@ -319,7 +329,6 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                              hint="e.g. --price aws --spot")
     resilience = resilience or Resilience()
     ckpt = spot_model.checkpoint_bytes(cfg, dtype)
-    nodes = [n.strip() for n in node.split(",") if n.strip()]
 
     def search(nic: str | None) -> list[dict[str, Any]]:
         return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap),
@@ -379,6 +388,9 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         kwargs["price"] = load_prices(kwargs["price"], catalog)
     done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
     presets = [n.strip() for n in node.split(",") if n.strip()]
+    if not presets:
+        raise TraincastError(f"--node {node!r}: no node preset named",
+                             hint="e.g. --node dgx-a100 (traincast hardware list)")
     per_node = min(catalog.node(nd).gpus for nd in presets)  # UnknownNameError with its hint
     rows: list[dict[str, Any]] = []
     first: dict[str, Any] = {}

@@ -23,6 +23,8 @@ Flags (booleans, never null):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 from traincast.architectures import ARCHITECTURES
@@ -68,8 +70,55 @@ SCHEMA: pa.Schema = pa.schema([*(pa.field(n, t) for n, t, _ in _COLUMNS),
 
 TIME_COLUMNS: tuple[str, ...] = ("submit_time_s", "start_time_s", "end_time_s")
 NUMERIC_COLUMNS: tuple[str, ...] = tuple(n for n, t, _ in _COLUMNS if t != pa.string())
-NONNEGATIVE_COLUMNS: tuple[str, ...] = tuple(n for n in NUMERIC_COLUMNS if n not in TIME_COLUMNS)
-"""Counts, sizes, features and utilization: a negative value is a bad row (times may be)."""
+
+TIME_MIN_S = -62_135_596_800.0
+"""The earliest time a trace may hold: 0001-01-01T00:00:00Z in seconds since the epoch (times
+may be negative: traces shift them to any origin)."""
+TIME_MAX_S = 253_402_300_799.0
+"""The latest time a trace may hold: 9999-12-31T23:59:59Z (a year-10000 date is not a time)."""
+DURATION_MAX_S = 1e9
+"""The longest a job may run (end − start, and a trace's duration column): 1e9 s, about 31.7
+years, longer than any GPU cluster has existed."""
+COUNT_MAX = 1_000_000
+"""The most GPUs, workers, parameter servers or nodes one job may count (and GPUs or workers
+per worker or node): no cluster has held a million GPUs for one job."""
+BATCH_MAX = 1e9
+"""The largest batch size (samples or tokens per iteration)."""
+FLOPS_MAX = 1e24
+"""The most FLOPs one iteration of one replica may take: a million GPUs at 1 PFLOP/s for
+1,000 s."""
+BYTES_MAX = 1e18
+"""The most bytes one iteration of one replica may move or hold: one exabyte."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The physical range of a canonical column: a finite value outside ``[lo, hi]`` is a bad
+    row, reported with ``why`` (a value that does not parse, NaN aside, is one already)."""
+
+    lo: float
+    hi: float
+    why: str
+
+
+BOUNDS: dict[str, Bound] = {
+    **{t: Bound(TIME_MIN_S, TIME_MAX_S, "a time between 0001-01-01 and 9999-12-31 UTC")
+       for t in TIME_COLUMNS},
+    **{c: Bound(0, COUNT_MAX, "a count from 0 to 1,000,000")
+       for c in ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
+                 "workers_per_node")},
+    "batch_size": Bound(0, BATCH_MAX, "a batch size from 0 to 1e9"),
+    "flops_compute_bound": Bound(0, FLOPS_MAX, "FLOPs per iteration from 0 to 1e24"),
+    **{f: Bound(0, BYTES_MAX, "bytes per iteration from 0 to 1e18")
+       for f in FEATURE_COLUMNS if f != "flops_compute_bound"},
+    "gpu_util": Bound(0, 1, "a utilization from 0 to 1"),
+}
+"""The physical bounds of every numeric canonical column (docs/traces.md, "Bad input"): times
+within years 1–9999 (:data:`TIME_MIN_S`, :data:`TIME_MAX_S`); GPU, worker, PS and node counts
+(and GPUs or workers per worker or node) from 0 to :data:`COUNT_MAX`; batch size from 0 to
+:data:`BATCH_MAX`; FLOPs from 0 to :data:`FLOPS_MAX` and bytes from 0 to :data:`BYTES_MAX` per
+iteration; ``gpu_util`` from 0 to 1. A job also may not end before it starts, nor run longer
+than :data:`DURATION_MAX_S` (:meth:`traincast.trace.adapters.base.Plan.all_checks`)."""
 KNOWN_ARCHITECTURES: tuple[str, ...] = ARCHITECTURES
 
 INFER_RULE = ("n = training GPUs (n_workers x gpus_per_worker where both are given, capped at "

@@ -3,22 +3,49 @@
 :class:`Store` is the store (``Store(path)``; ``Store()`` = in memory); :meth:`Store.ingest`
 runs an adapter's SQL plan over the trace files and appends the jobs in one transaction: bad
 rows are counted and reported (file, row, field), then skipped — or, with ``strict``, fail the
-whole ingest; any failure rolls back, leaving the store exactly as it was.
-Ingesting the same files again replaces their jobs when the files changed and is a no-op when
-they did not, so ``characterize TRACE`` twice does not duplicate jobs.
+whole ingest; any failure rolls back, leaving the store at its last commit (its jobs and
+sources as they were).
+
+Rules of an ingest:
+
+* **Same files, same content.** Ingesting the same files again is a no-op when they did not
+  change (same size and modification time, or else the same bytes) and replaces their jobs
+  when they did, so ``characterize TRACE`` twice does not duplicate jobs. A source's content
+  is the sha256 of its file's bytes (:func:`content_hash`, read in blocks, never whole; a PAI
+  table set: of all its files), kept in the ``sources`` table: a copy of an ingested trace
+  under another name is recognised and stored once (the report says which source holds it).
+* **Whole or nothing.** The first ingest into a new store file builds it under a temporary
+  name beside it (``.NAME.ingest-PID-N``, with DuckDB's ``.wal``) and renames it into place
+  once committed, so a failed or killed ingest (even SIGKILL) leaves no store file; the
+  temporary files of a killed ingest are removed by the next ingest beside them. An ingest
+  into an existing store is one DuckDB transaction: killed, the store is at its last commit
+  (DuckDB's write-ahead log).
+* **Ctrl-C** rolls the ingest back and raises :class:`KeyboardInterrupt` (DuckDB reports an
+  interrupted query as ``RuntimeError: Query interrupted`` or ``InterruptException``).
+* **A full disk** rolls the ingest back and is a :class:`~traincast.errors.TraincastError`
+  naming the store file.
+* **Parquet** (``ingest(..., parquet=FILE)``): the store's whole job table is exported inside
+  the ingest's transaction, to a temporary file renamed into place after the commit
+  (:func:`traincast.files.write_whole`): if it cannot be written the ingest is rolled back.
 
 The store keeps the trace's facts only: no column is filled from the hardware catalog (no
 default node, GPU or architecture; ``traincast.resolve`` does defaults). A store file written
-before a column was added to the schema (:data:`~traincast.trace.schema.ADDED_COLUMNS`)
-still opens: writing to it adds the column (null for the old jobs), reading it reads null.
+before a column was added to the schema (:data:`~traincast.trace.schema.ADDED_COLUMNS`,
+:data:`SOURCE_ADDED_COLUMNS`) still opens: writing to it adds the column (null for the old
+jobs and sources), reading it reads null.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import itertools
 import json
+import os
+import re
+import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,6 +53,7 @@ import duckdb
 import pyarrow as pa
 
 from traincast.errors import NoSuchFileError, TraincastError
+from traincast.files import write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import Plan, as_type, lit, q, typed, unreadable
 from traincast.trace.schema import ALL_COLUMNS, COLUMNS, FLAG_COLUMNS, SCHEMA, SQL_TYPE
@@ -34,6 +62,32 @@ DEFAULT_DB = "traincast.duckdb"
 MAX_ERRORS_SHOWN = 20
 Progress = Callable[[str, int, int], None]
 
+SOURCE_COLUMNS: dict[str, str] = {
+    "source_id": "INTEGER PRIMARY KEY", "format": "VARCHAR", "files": "VARCHAR",
+    "mapping": "VARCHAR", "fingerprint": "VARCHAR", "rows": "BIGINT", "bad_rows": "BIGINT",
+    "ingested_at": "TIMESTAMP", "content_hash": "VARCHAR"}
+"""The ``sources`` table: one row per ingested file or table set (``files`` and ``mapping``
+as JSON text; ``fingerprint`` = the files' names, sizes and modification times;
+``content_hash`` = :func:`content_hash` of their bytes)."""
+SOURCE_ADDED_COLUMNS: tuple[str, ...] = ("content_hash",)
+"""Added to ``sources`` after the store's first release: an older store gets them (null for
+its sources, which are then recognised by path and fingerprint only) on its next ingest."""
+
+
+MEMORY_LIMIT = "1GB"
+"""DuckDB's memory for the store (``SET memory_limit``): beyond it, DuckDB spills its sorts,
+windows and staged rows to a temporary folder beside the store, so ingesting and reading a
+trace of any size takes bounded memory. ``TRAINCAST_DB_MEMORY`` (e.g. ``8GB``) sets another."""
+
+
+def memory_limit() -> str:
+    """The store's DuckDB memory limit: ``TRAINCAST_DB_MEMORY``, else :data:`MEMORY_LIMIT`."""
+    value = os.environ.get("TRAINCAST_DB_MEMORY", "").strip()
+    if value and not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", value, re.IGNORECASE):
+        raise TraincastError(f"TRAINCAST_DB_MEMORY={value!r}: not a memory size",
+                             hint="e.g. TRAINCAST_DB_MEMORY=4GB (or unset it: 1GB)")
+    return value or MEMORY_LIMIT
+
 
 def db_path(db: str | Path | None) -> Path:
     """The store file: ``db``, else ``traincast.duckdb`` in the working directory."""
@@ -41,25 +95,33 @@ def db_path(db: str | Path | None) -> Path:
 
 
 def _create(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables, or bring an older store's job table up to the schema (add the
-    columns it lacks, null for its jobs)."""
+    """Create the tables, or bring an older store's tables up to the schema (add the columns
+    they lack, null for the rows already there)."""
     cols = ", ".join(f"{q(c)} {SQL_TYPE[c]}" for c in ALL_COLUMNS)
     con.execute(f"CREATE TABLE IF NOT EXISTS jobs ({cols})")
-    have = _job_columns(con)
+    have = _columns(con, "jobs")
     for c in ALL_COLUMNS:
         if c not in have:
             con.execute(f"ALTER TABLE jobs ADD COLUMN {q(c)} {SQL_TYPE[c]}")
-    con.execute("CREATE TABLE IF NOT EXISTS sources (source_id INTEGER PRIMARY KEY, "
-                "format VARCHAR, files VARCHAR, mapping VARCHAR, fingerprint VARCHAR, "
-                "rows BIGINT, bad_rows BIGINT, ingested_at TIMESTAMP)")
+    cols = ", ".join(f"{q(c)} {t}" for c, t in SOURCE_COLUMNS.items())
+    con.execute(f"CREATE TABLE IF NOT EXISTS sources ({cols})")
+    have = _columns(con, "sources")
+    for c in SOURCE_ADDED_COLUMNS:
+        if c not in have:
+            con.execute(f"ALTER TABLE sources ADD COLUMN {q(c)} {SOURCE_COLUMNS[c]}")
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    """Columns of one of the store's tables (empty when there is none)."""
+    rows = con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                       "AND database_name = current_database() "
+                       "AND schema_name = current_schema()", [table]).fetchall()
+    return {r[0] for r in rows}
 
 
 def _job_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Columns of the store's job table (empty when there is none)."""
-    rows = con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'jobs' "
-                       "AND database_name = current_database() "
-                       "AND schema_name = current_schema()").fetchall()
-    return {r[0] for r in rows}
+    return _columns(con, "jobs")
 
 
 def _select_list(con: duckdb.DuckDBPyConnection) -> str:
@@ -79,11 +141,27 @@ def _keep_try_casts(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _fingerprint(files: Iterable[str]) -> str:
+    """Names, sizes and modification times of files: when equal to a source's, its files are
+    taken as unchanged without reading them."""
     h = hashlib.sha256()
     for f in sorted(files):
         st = Path(f).stat()
         h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
+
+
+def content_hash(files: Iterable[str | Path]) -> str:
+    """The content of a source: the sha256 (hex) of its file's bytes, as ``sha256sum FILE``
+    prints it; for several files (a PAI table set), the sha256 of their sha256 lines sorted
+    (``HEX\\n`` each), so neither their names nor their order count. Files are read in
+    blocks (:func:`hashlib.file_digest`), never whole into memory."""
+    digests = []
+    for f in files:
+        with open(f, "rb") as fh:
+            digests.append(hashlib.file_digest(fh, "sha256").hexdigest())
+    if len(digests) == 1:
+        return digests[0]
+    return hashlib.sha256("".join(f"{d}\n" for d in sorted(digests)).encode()).hexdigest()
 
 
 def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
@@ -168,13 +246,115 @@ class _ReadSerially(Exception):
     SERIAL_CSV_OPTIONS`): the ingest starts again."""
 
 
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__]
+
+
+def interrupted(exc: BaseException) -> bool:
+    """``exc`` is (or was raised from) Ctrl-C: a :class:`KeyboardInterrupt`, or DuckDB's
+    interrupted query (``RuntimeError: Query interrupted`` when SIGINT arrives during a query,
+    ``duckdb.InterruptException`` after ``connection.interrupt()``)."""
+    return any(isinstance(e, KeyboardInterrupt | duckdb.InterruptException)
+               or (type(e) is RuntimeError and "interrupted" in str(e).lower())
+               for e in _chain(exc))
+
+
+def disk_full(exc: BaseException) -> bool:
+    """``exc`` is (or was raised from) a full disk or quota: ``ENOSPC``/``EDQUOT``, as an
+    :class:`OSError` or in a message (DuckDB's ``IOException ... No space left on
+    device``)."""
+    return any((isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
+               or "no space left on device" in str(e).lower()
+               or "disk quota exceeded" in str(e).lower() for e in _chain(exc))
+
+
+def _disk_full_error(path: Path | str, what: str, done: str) -> TraincastError:
+    """The error for a full disk while writing ``what`` to ``path`` (``done``: what became of
+    the ingest)."""
+    folder = Path(path).absolute().parent
+    return TraincastError(f"{path}: the disk is full (no space left on device) while writing "
+                          f"{what}; {done}",
+                          hint=f"free space on the disk holding {folder} (DuckDB also spills "
+                               "large ingests to files beside the store), or write to "
+                               "another disk")
+
+
+_TEMP_MARK = ".ingest-"
+_temp_ids = itertools.count(1)
+
+
+def _temp_store(target: Path) -> Path:
+    """Where the first ingest into ``target`` builds the store: ``.NAME.ingest-PID-N`` beside
+    it (DuckDB adds ``.wal`` and, when it spills, the directory ``.tmp``)."""
+    return target.with_name(f".{target.name}{_TEMP_MARK}{os.getpid()}-{next(_temp_ids)}")
+
+
+def _remove_store_files(db: Path) -> None:
+    """A DuckDB file, its write-ahead log and its spill directory."""
+    for f in (db, db.with_name(db.name + ".wal")):
+        f.unlink(missing_ok=True)
+    shutil.rmtree(db.with_name(db.name + ".tmp"), ignore_errors=True)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Remove what killed first ingests into ``target`` left beside it (:func:`_temp_store`
+    files of processes that no longer run; POSIX only: elsewhere they stay)."""
+    if os.name != "posix":
+        return
+    prefix = f".{target.name}{_TEMP_MARK}"
+    try:
+        leftovers = [f for f in target.parent.iterdir() if f.name.startswith(prefix)]
+    except OSError:
+        return
+    for f in leftovers:
+        pid = f.name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except OSError:  # another user's process: running
+            continue
+        if f.is_dir():
+            shutil.rmtree(f, ignore_errors=True)
+        else:
+            f.unlink(missing_ok=True)
+
+
+def _copy_parquet(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """COPY the job table (schema order; a column an older store lacks: null) to ``path``."""
+    con.execute(f"COPY (SELECT {_select_list(con)} FROM jobs) TO {lit(path)} (FORMAT parquet)")
+
+
+def _parquet_error(path: Path, exc: BaseException, done: str) -> TraincastError:
+    """The error for a Parquet export that failed (``done``: what became of the ingest)."""
+    if disk_full(exc):
+        return _disk_full_error(path, "the Parquet file", done)
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    reason = reason.removeprefix(f"{path}: ")  # write_whole's errors name the file already
+    return TraincastError(f"{path}: cannot write the Parquet file: {reason}; {done}",
+                          hint="check that its folder exists and is writable")
+
+
 class Store:
     """A job store: one DuckDB file (``Store()`` = an in-memory store, nothing written).
 
     ``with Store("jobs.duckdb") as store: store.ingest(paths, "pai-2020"); jobs =
     store.jobs()``. Reading a file that does not exist is an error; the first ingest creates
-    it (and removes it again when that ingest fails). Reads use a read-only connection, so
-    several processes can read one store; an ingest reopens it for writing.
+    it, whole: under a temporary name beside it, renamed into place once committed, so a
+    failed, interrupted or killed first ingest leaves no store file. Reads use a read-only
+    connection, so several processes can read one store; an ingest reopens it for writing.
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -197,23 +377,26 @@ class Store:
             self._con.close()
             self._con = None
 
-    def _connect(self, write: bool) -> duckdb.DuckDBPyConnection:
-        if self._con is not None and (self._writable or not write):
+    def _connect(self, write: bool, at: Path | None = None) -> duckdb.DuckDBPyConnection:
+        """The connection (reused when it allows ``write``); ``at``: a writable connection to
+        that file instead of the store's (the first ingest's temporary store)."""
+        if at is None and self._con is not None and (self._writable or not write):
             return self._con
         self.close()
         if not write and self.path is not None and not self.path.exists():
             raise TraincastError(f"{self.path}: no job store here",
                                  hint="ingest a trace first: traincast ingest TRACE "
                                       "--format F [--db FILE]")
-        where = str(self.path) if self.path else ":memory:"
+        where = str(at or self.path or ":memory:")
         try:
             self._con = duckdb.connect(where, read_only=not write and self.path is not None)
         except duckdb.Error as exc:
-            raise TraincastError(f"{where}: cannot open the job store: "
+            raise TraincastError(f"{self.path or where}: cannot open the job store: "
                                  f"{str(exc).splitlines()[0]}",
                                  hint="--db names a DuckDB file written by traincast ingest "
-                                      "(or a new file)") from None
+                                      "(or a new file in an existing directory)") from None
         self._writable = write or self.path is None
+        self._con.execute(f"SET memory_limit = {lit(memory_limit())}")
         if self.path is None:
             _create(self._con)
         return self._con
@@ -228,21 +411,27 @@ class Store:
 
     def ingest(self, paths: str | Path | Iterable[str | Path], format: str = "csv",
                mapping: Mapping[str, str] | None = None, *, strict: bool = False,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None,
+               parquet: str | Path | None = None) -> dict[str, Any]:
         """Ingest trace files (one transaction); returns a report.
 
         ``paths``: the trace files (for ``pai-2020``, its directory or table files).
-        ``mapping``: canonical column -> source column (``--map``). Report keys: ``db``,
+        ``mapping``: canonical column -> source column (``--map``). ``parquet``: also export
+        the store's whole job table to this Parquet file, inside the transaction (written
+        whole; when it cannot be written, nothing is stored). Report keys: ``db``,
         ``format``, ``sources`` (one per file or table set: ``source_id``, ``files``, ``jobs``,
-        ``bad_rows``, ``flags`` (its jobs' flag counts), ``unchanged``), ``jobs`` (stored by
-        this call), ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``,
+        ``bad_rows``, ``flags`` (its jobs' flag counts), ``unchanged``, and for a copy of a
+        source already in the store ``already_ingested``: ``file``, ``source_id`` of that
+        source, whose jobs it names), ``jobs`` (stored by this call), ``bad_rows``,
+        ``errors`` (first 20: ``file``, ``row``, ``field``,
         ``value``), ``flags`` (counts of each flag over the jobs stored by this call),
         ``notes`` (``file``, ``count``, ``note``: what the source holds that is not stored as
         read, e.g. PAI task rows without a job row), ``replaced`` (earlier sources of the same
-        files, changed since or ingested with another format or mapping, whose jobs were
-        replaced),
+        files or the same content, changed since or ingested with another format or mapping,
+        whose jobs were replaced), ``parquet`` (the file written, when asked),
         ``seconds``. Bad rows are skipped, or with ``strict`` fail the ingest; a failed ingest
-        leaves the store as it was.
+        leaves the store as it was. Ctrl-C rolls back and raises :class:`KeyboardInterrupt`;
+        a full disk rolls back and raises a :class:`~traincast.errors.TraincastError`.
         """
         t0 = time.perf_counter()
         if isinstance(paths, str | Path):
@@ -252,13 +441,18 @@ class Store:
             if not p.exists():
                 raise NoSuchFileError(p, "trace")
         mod = adapter(format)
+        out = Path(parquet) if parquet is not None else None
+        if self.path is not None:
+            _remove_stale_temps(self.path)
         try:
-            report = self._ingest_once(mod, paths, format, mapping, strict, progress, False)
+            report = self._ingest_once(mod, paths, format, mapping, strict, progress, False,
+                                       out)
         except _ReadSerially:
             # DuckDB's parallel CSV reader cannot pad short rows of a file whose quoted fields
             # hold line breaks; the failed statement aborted the transaction (rolled back):
             # start again, reading the CSV files by one thread
-            report = self._ingest_once(mod, paths, format, mapping, strict, progress, True)
+            report = self._ingest_once(mod, paths, format, mapping, strict, progress, True,
+                                       out)
         if progress:
             progress("done", 1, 1)
         report["seconds"] = time.perf_counter() - t0
@@ -266,45 +460,128 @@ class Store:
 
     def _ingest_once(self, mod: Any, paths: list[Path], format: str,
                      mapping: Mapping[str, str] | None, strict: bool,
-                     progress: Progress | None, one_thread: bool) -> dict[str, Any]:
+                     progress: Progress | None, one_thread: bool,
+                     parquet: Path | None) -> dict[str, Any]:
         """:meth:`ingest` in one transaction, rolled back on any failure (a
-        :class:`_ReadSerially` of the one-thread reading is an error)."""
-        existed = self.path is None or self.path.exists()
-        con = self._connect(write=True)
+        :class:`_ReadSerially` of the one-thread reading is an error). A new store file is
+        built under :func:`_temp_store` and published by :meth:`_publish` after the commit;
+        the Parquet file is written before the commit and renamed into place after it."""
+        temp = _temp_store(self.path) if self.path is not None and not self.path.exists() \
+            else None
         report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
                                   "sources": [], "jobs": 0, "bad_rows": 0, "errors": [],
                                   "notes": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
+        phase = "ingest"  # then "parquet" (the export), "commit", "committed"
+        inner: BaseException | None = None  # raised in write_whole's writer, as raised
+
+        def commit(parquet_tmp: Path | None) -> None:
+            nonlocal phase, inner
+            try:
+                if parquet_tmp is not None and parquet is not None:
+                    phase = "parquet"
+                    if progress:
+                        progress(f"writing {parquet.name}", 1, 1)
+                    _copy_parquet(con, parquet_tmp)
+                phase = "commit"
+                con.execute("COMMIT")
+                if temp is not None:
+                    self._publish(temp)
+                phase = "committed"
+            except BaseException as exc:
+                inner = exc
+                raise
+
         try:
+            con = self._connect(write=True, at=temp)
             con.execute("SET enable_progress_bar = false")  # progress is ours, on stderr
             con.execute("SET TimeZone = 'UTC'")  # date-times without an offset are UTC
             _keep_try_casts(con)
+            # the adapter's look at the files (columns, how they end) reads them only: before
+            # the transaction, so a probe it tries and gives up does not abort the transaction
+            plans = mod.plans(con, paths, mapping)
             con.execute("BEGIN TRANSACTION")
             _create(con)
-            plans = mod.plans(con, paths, mapping)
             for i, plan in enumerate(plans):
-                if progress:
-                    progress(f"reading {Path(plan.file).name}", 2 * i, 2 * len(plans))
                 _ingest_plan(con, plan.serial() if one_thread else plan, format, mapping,
-                             strict, report, progress, (2 * i + 1, 2 * len(plans)))
-            con.execute("COMMIT")
+                             strict, report, progress, (2 * i, 2 * len(plans)))
+            if parquet is None:
+                commit(None)
+            else:
+                write_whole(parquet, commit)
+                report["parquet"] = str(parquet)
         except BaseException as exc:
-            self._abort(existed)
-            if one_thread and isinstance(exc, _ReadSerially):
-                raise TraincastError(f"{mod.NAME}: cannot read the files") from None
-            raise
+            if phase == "committed":  # only the Parquet file's rename into place failed
+                if parquet is None or interrupted(exc):
+                    raise
+                raise _parquet_error(parquet, exc, f"the ingest was committed "
+                                     f"({report['jobs']:,} jobs stored in {report['db']}); "
+                                     "export again with the same ingest") from None
+            self._abort(temp)
+            raise self._failure(inner or exc, phase, mod.NAME, one_thread, parquet) from None
         return report
 
-    def _abort(self, existed: bool) -> None:
-        """Roll back a failed ingest; a store file this ingest created is removed."""
+    def _failure(self, exc: BaseException, phase: str, name: str, one_thread: bool,
+                 parquet: Path | None) -> BaseException:
+        """What a rolled-back ingest raises for ``exc``, raised while in ``phase``: Ctrl-C as
+        :class:`KeyboardInterrupt`, a full disk or an unwritable Parquet file as a
+        :class:`~traincast.errors.TraincastError` saying nothing was stored, the rest as it
+        is."""
+        if isinstance(exc, _ReadSerially):
+            return TraincastError(f"{name}: cannot read the files") if one_thread else exc
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        if interrupted(exc):
+            return KeyboardInterrupt("ingest interrupted: rolled back")
+        done = "nothing was stored (the ingest was rolled back)"
+        if phase == "parquet" and parquet is not None and isinstance(exc, Exception):
+            return _parquet_error(parquet, exc, done)
+        if disk_full(exc):
+            return _disk_full_error(self.path or "the in-memory store", "the job store", done)
+        return exc
+
+    def _publish(self, temp: Path) -> None:
+        """Put the committed new store ``temp`` in place: checkpointed (its write-ahead log
+        merged), closed, then linked to the store's path without replacing a file another
+        process put there meanwhile (else renamed)."""
+        assert self.path is not None and self._con is not None
+        self._con.execute("CHECKPOINT")
+        self.close()
+        target = self.path
+        raced = TraincastError(f"{target}: another process created this store during the "
+                               "ingest; nothing was stored",
+                               hint="ingest again: the trace is added to that store")
+        if target.exists():
+            raise raced
+        wal = temp.with_name(temp.name + ".wal")
+        if wal.exists():  # not after a checkpoint; kept beside the store if DuckDB left one
+            wal.replace(target.with_name(target.name + ".wal"))
+        else:  # a log without its store (removed by hand) must not be read into this one
+            target.with_name(target.name + ".wal").unlink(missing_ok=True)
+        try:
+            os.link(temp, target)  # never over a file
+        except FileExistsError:
+            raise raced from None
+        except OSError:  # no hard links on this file system
+            if target.exists():
+                raise raced from None
+            os.replace(temp, target)
+        _remove_store_files(temp)
+
+    def _abort(self, temp: Path | None) -> None:
+        """Roll back a failed ingest and close the connection (an in-memory store stays open);
+        the temporary new store is removed."""
         if self._con is not None:
             try:
                 self._con.execute("ROLLBACK")
             except duckdb.Error:
                 pass
-        if not existed and self.path is not None:
-            self.close()
-            for f in (self.path, self.path.with_name(self.path.name + ".wal")):
-                f.unlink(missing_ok=True)
+            if self.path is not None:
+                try:
+                    self.close()
+                except duckdb.Error:
+                    self._con = None
+        if temp is not None:
+            _remove_store_files(temp)
 
     def jobs(self, source_ids: Iterable[int] | None = None) -> pa.Table:
         """The canonical job table (:data:`~traincast.trace.schema.SCHEMA`), all sources or
@@ -318,56 +595,94 @@ class Store:
             .cast(SCHEMA)
 
     def sources(self) -> list[dict[str, Any]]:
-        """The sources recorded in the store (files, format, jobs, bad rows, time)."""
-        cur = self._read().execute("SELECT * FROM sources ORDER BY source_id")
+        """The sources recorded in the store (:data:`SOURCE_COLUMNS`: files, format, jobs, bad
+        rows, time, content hash; null where an older store lacks the column)."""
+        con = self._read()
+        have = _columns(con, "sources")
+        cols = ", ".join(q(c) if c in have else f"CAST(NULL AS VARCHAR) AS {q(c)}"
+                         for c in SOURCE_COLUMNS)
+        cur = con.execute(f"SELECT {cols} FROM sources ORDER BY source_id")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def export_parquet(self, path: str | Path) -> Path:
-        """Write the job table to a Parquet file (canonical columns + flags, schema order)."""
+        """Write the job table to a Parquet file (canonical columns + flags, schema order),
+        whole or not at all (:func:`traincast.files.write_whole`)."""
         con = self._read()
-        con.execute(f"COPY (SELECT {_select_list(con)} FROM jobs) TO {lit(Path(path))} "
-                    "(FORMAT parquet)")
-        return Path(path)
+        try:
+            return write_whole(path, lambda tmp: _copy_parquet(con, tmp))
+        except (duckdb.Error, OSError) as exc:
+            raise _parquet_error(Path(path), exc, "no file was written") from None
 
 
 def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
                  mapping: Mapping[str, str] | None, strict: bool, report: dict[str, Any],
                  progress: Progress | None, step: tuple[int, int]) -> None:
-    """One plan (file or table set) into the store, inside the caller's transaction: kept
-    when unchanged since its last ingest with the same format and mapping (and, with
-    ``strict``, no bad rows then), else replaced (the jobs of a file are in the store once:
-    ingesting it again with another ``--format``, ``--map`` or set of PAI side tables replaces
-    its earlier jobs); adds to ``report``."""
+    """One plan (file or table set) into the store, inside the caller's transaction; adds to
+    ``report``.
+
+    * Kept when unchanged since its last ingest with the same format and mapping (and, with
+      ``strict``, no bad rows then): the same fingerprint (nothing read), or the same
+      :func:`content_hash` (a file touched, its bytes the same).
+    * Else kept once: when another source holds the same content (a copy under another name)
+      with the same format and mapping, nothing is stored and the report names that source
+      (``already_ingested``).
+    * Else replaced: the jobs of a file are in the store once, and so are those of a content:
+      ingesting it again changed, or with another ``--format``, ``--map`` or set of PAI side
+      tables, replaces the earlier jobs of its path and of its content.
+    """
     files_json = json.dumps(sorted(plan.files))
     mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
+    name = Path(plan.file).name
     fp = _fingerprint(plan.files)
     olds = _sources_of(con, plan.file)
     old = olds[0] if len(olds) == 1 else None
-    if old and (old.format, old.files, old.mapping, old.fingerprint) == \
-            (format, files_json, mapping_json, fp) and not (strict and old.bad_rows):
-        report["sources"].append({"source_id": old.source_id, "files": plan.files,
-                                  "jobs": old.rows, "bad_rows": old.bad_rows,
-                                  "flags": _flags(con, old.source_id), "unchanged": True})
+
+    def same_reading(s: _Source) -> bool:
+        return (s.format, s.mapping) == (format, mapping_json) and not (strict and s.bad_rows)
+
+    if old and same_reading(old) and old.files == files_json and old.fingerprint == fp:
+        _kept(con, old, plan, report)
         return
-    for o in olds:
+    if progress:
+        progress(f"hashing {name}", *step)
+    try:
+        digest = content_hash(plan.files)
+    except OSError as exc:  # a file that cannot be read (permissions, I/O error)
+        raise unreadable(plan.adapter, exc.filename or plan.file, exc) from None
+    if old and same_reading(old) and old.files == files_json and old.content_hash == digest:
+        con.execute("UPDATE sources SET fingerprint = ? WHERE source_id = ?",
+                    [fp, old.source_id])  # touched, not changed
+        _kept(con, old, plan, report)
+        return
+    twins = [s for s in _sources_with(con, digest) if s not in olds]
+    twin = next((s for s in twins if same_reading(s)), None)
+    gone = olds if twin else olds + twins
+    for o in gone:
         con.execute("DELETE FROM jobs WHERE source_id = ?", [o.source_id])
         con.execute("DELETE FROM sources WHERE source_id = ?", [o.source_id])
-    if olds:
+    if gone:
         report.setdefault("replaced", []).extend(
             {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
-             "mapping": json.loads(o.mapping), "jobs": o.rows} for o in olds)
+             "mapping": json.loads(o.mapping), "jobs": o.rows} for o in gone)
+    if twin:
+        _kept(con, twin, plan, report, already=True)
+        return
+    if progress:
+        progress(f"reading {name}", *step)
     n_bad, errors, notes = _read_plan(con, plan, strict)
     sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
     if progress:
-        progress(f"storing {Path(plan.file).name}", *step)
+        progress(f"storing {name}", step[0] + 1, step[1])
     _insert(con, sid)
     n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?", [sid]).fetchone()[0]
     flags = _flags(con, sid)
     for f, v in flags.items():
         report["flags"][f] += v
-    con.execute("INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, now())",
-                [sid, format, files_json, mapping_json, fp, n_jobs, n_bad])
+    values = {"source_id": sid, "format": format, "files": files_json, "mapping": mapping_json,
+              "fingerprint": fp, "rows": n_jobs, "bad_rows": n_bad, "content_hash": digest}
+    con.execute(f"INSERT INTO sources ({', '.join(map(q, values))}, ingested_at) VALUES "
+                f"({', '.join('?' * len(values))}, now())", list(values.values()))
     con.execute("DROP TABLE IF EXISTS _staged")
     report["sources"].append({"source_id": sid, "files": plan.files, "jobs": n_jobs,
                               "bad_rows": n_bad, "flags": flags, "unchanged": False,
@@ -376,6 +691,21 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+def _kept(con: duckdb.DuckDBPyConnection, src: _Source, plan: Plan, report: dict[str, Any],
+          already: bool = False) -> None:
+    """Report a plan whose jobs are those of source ``src`` already in the store (its own
+    earlier ingest, or with ``already`` another file of the same content)."""
+    entry: dict[str, Any] = {"source_id": src.source_id, "files": plan.files, "jobs": src.rows,
+                             "bad_rows": src.bad_rows, "flags": _flags(con, src.source_id),
+                             "unchanged": True}
+    if already:
+        files = json.loads(src.files)
+        same_name = [f for f in files if Path(f).name == Path(plan.file).name]
+        entry["already_ingested"] = {"source_id": src.source_id,
+                                     "file": (same_name or files)[0]}
+    report["sources"].append(entry)
 
 
 class _Source(NamedTuple):
@@ -388,26 +718,41 @@ class _Source(NamedTuple):
     fingerprint: str
     rows: int
     bad_rows: int
+    content_hash: str | None
+
+
+def _all_sources(con: duckdb.DuckDBPyConnection) -> list[_Source]:
+    """The store's sources, oldest first (within the ingest's transaction: the tables are
+    brought up to the schema by :func:`_create`)."""
+    rows = con.execute("SELECT source_id, format, files, mapping, fingerprint, rows, bad_rows, "
+                       "content_hash FROM sources ORDER BY source_id").fetchall()
+    return [_Source(*r) for r in rows]
 
 
 def _sources_of(con: duckdb.DuckDBPyConnection, file: str) -> list[_Source]:
     """The earlier sources holding ``file`` (a plan's jobs file; PAI: its job table, with any
     side tables), oldest first."""
-    rows = con.execute("SELECT source_id, format, files, mapping, fingerprint, rows, bad_rows "
-                       "FROM sources ORDER BY source_id").fetchall()
-    return [_Source(*r) for r in rows if file in json.loads(r[2])]
+    return [s for s in _all_sources(con) if file in json.loads(s.files)]
+
+
+def _sources_with(con: duckdb.DuckDBPyConnection, digest: str) -> list[_Source]:
+    """The earlier sources of the content ``digest`` (:func:`content_hash`), oldest first."""
+    return [s for s in _all_sources(con) if s.content_hash == digest]
 
 
 def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan, strict: bool
                ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
     """Stage the plan (:func:`_stage`): its bad-row count, first errors and notes; with
     ``strict`` a bad row is an error. :class:`_ReadSerially` when DuckDB's parallel CSV reader
-    refuses the files."""
+    refuses the files; Ctrl-C and a full disk are raised as they are (:meth:`Store.ingest`
+    says them), every other DuckDB error is the trace's (:func:`unreadable`)."""
     try:
         _stage(con, plan)
         notes = [{"file": plan.file, "count": int(n), "note": what} for sql, what in plan.notes
                  if (n := con.execute(sql).fetchone()[0])]
-    except duckdb.Error as exc:
+    except (duckdb.Error, UnicodeDecodeError) as exc:  # DuckDB quoting bytes of a bad file
+        if interrupted(exc) or disk_full(exc):
+            raise
         if "parallel" in str(exc).lower() and "null_padding" in str(exc).lower():
             raise _ReadSerially from None
         raise unreadable(plan.adapter, plan.file, exc) from None
@@ -440,10 +785,12 @@ def read_trace(path_or_paths: str | Path | Iterable[str | Path], format: str = "
 
 def ingest(paths: str | Path | Iterable[str | Path], format: str = "csv",
            db: str | Path | None = None, mapping: Mapping[str, str] | None = None,
-           strict: bool = False, *, progress: Progress | None = None) -> dict[str, Any]:
+           strict: bool = False, *, progress: Progress | None = None,
+           parquet: str | Path | None = None) -> dict[str, Any]:
     """:meth:`Store.ingest` into the store file ``db`` (default: ``traincast.duckdb`` here)."""
     with Store(db_path(db)) as store:
-        return store.ingest(paths, format, mapping, strict=strict, progress=progress)
+        return store.ingest(paths, format, mapping, strict=strict, progress=progress,
+                            parquet=parquet)
 
 
 def load_jobs(db: str | Path | None = None,

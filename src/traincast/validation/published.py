@@ -363,18 +363,73 @@ def _profile(spec: str, batch: int, amp: bool, ops: bool, optimizer: str = "adam
     return profile_model(spec, batch, amp=amp, ops=ops, optimizer=optimizer)
 
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+"""Model files shipped with traincast (``squad.py``, ``rnn.py``): a ``file.py:FUNC`` spec found
+here runs traincast's own code; one found anywhere else runs the rows file's (``trust_specs``)."""
+TRUST_FLAG = "--trust-specs"
+
+
 def _model_file(model: Mapping[str, Any], spec: str) -> str:
     """A ``file.py:FUNC`` spec with its file found beside the rows file (``base_dir``), else in
     this package; a TraincastError naming the places looked in when it is in neither."""
     file, func = spec.rsplit(":", 1)
     tried = [Path(str(model["base_dir"]), file)] if model.get("base_dir") else []
-    tried.append(Path(__file__).with_name(file))
+    tried.append(PACKAGE_DIR / file)
     for path in tried:
         if path.is_file():
             return f"{path}:{func}"
     raise TraincastError(f"model file {file!r} not found (looked in "
                          f"{' and '.join(str(t.parent) for t in tried)})",
                          hint="a path relative to the rows file, or absolute")
+
+
+def is_shipped_file(path: str | Path) -> bool:
+    """Whether ``path`` is one of traincast's own files (under :data:`PACKAGE_DIR`)."""
+    return Path(path).resolve().is_relative_to(PACKAGE_DIR)
+
+
+def _row_field(data: Mapping[str, Any], r: Mapping[str, Any]) -> str:
+    """The MODEL spec field a row profiles: ``fp16_spec`` for a mixed-precision row of a
+    model that has one, else ``spec``."""
+    model = data["model"][r["model"]]
+    return "fp16_spec" if r["dtype"] in MIXED and model.get("fp16_spec") else "spec"
+
+
+def untrusted_specs(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows whose ``file.py:FUNC`` spec would import a Python file that is not
+    traincast's own (beside the rows file, or an absolute path): ``row`` (1-based),
+    ``model``, ``field``, ``spec`` and ``path``. A spec whose file is nowhere is left to the
+    profile step, which names it."""
+    out = []
+    for i, r in enumerate(data["row"], 1):
+        model = {**data["model"][r["model"]], "base_dir": data.get("base_dir", "")}
+        field = _row_field(data, r)
+        spec = str(model[field])
+        if spec.startswith(("zoo:", "hf:")):
+            continue
+        try:
+            path = _model_file(model, spec).rsplit(":", 1)[0]
+        except TraincastError:
+            continue
+        if not is_shipped_file(path):
+            out.append({"row": i, "model": r["model"], "field": field, "spec": spec,
+                        "path": path})
+    return out
+
+
+def check_trusted(data: Mapping[str, Any]) -> None:
+    """Refuse a rows file that would run Python of its own (:func:`untrusted_specs`): a
+    TraincastError naming the file, the first such row, its spec and the flag to pass."""
+    bad = untrusted_specs(data)
+    if bad:
+        b = bad[0]
+        more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
+        raise TraincastError(
+            f"{data.get('file', 'published.toml')}: row {b['row']} ([model.{b['model']}] "
+            f"{b['field']} = {b['spec']!r}) would import and run {b['path']}{more}; pass "
+            f"{TRUST_FLAG} to run Python named in a rows file",
+            hint="importing a model file runs its code: pass the flag only for a rows file "
+                 "(and the .py files beside it) you trust")
 
 
 def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
@@ -617,7 +672,7 @@ def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
                  f"({i + 1}/{len(data['row'])})")
     model = {**data["model"][r["model"]], "base_dir": data.get("base_dir", "")}
     half = r["dtype"] in MIXED
-    field = "fp16_spec" if half and model.get("fp16_spec") else "spec"
+    field = _row_field(data, r)
     try:
         feats = profile_row({**model, "spec": model[field]}, r["batch_per_gpu"],
                             half and field == "spec", ops=True)
@@ -656,13 +711,21 @@ def memory_warnings(rows: Sequence[Mapping[str, Any]], features: Sequence[Mappin
 
 def validate_published(catalog: Catalog | None = None, path: str | Path | None = None,
                        strategy: str = "auto",
-                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                       progress: Callable[[str], None] | None = None,
+                       trust_specs: bool = False) -> dict[str, Any]:
     """Predict every published row (per-op tables); per-row errors, summary, cross-GPU ratios,
     and the paper's flat-peak model (strategy ``paper``, aggregate features) on the same rows
     as a baseline. The Megatron-LM table (``megatron``) is reported with the shipped rows,
-    not with a rows file of your own (``path``)."""
+    not with a rows file of your own (``path``).
+
+    A ``file.py:FUNC`` spec of a rows file imports (runs) that Python file; with
+    ``trust_specs`` False a rows file that names one other than traincast's own is refused
+    before anything runs (:func:`check_trusted`; ``traincast validate --rows`` passes False
+    unless ``--trust-specs``)."""
     catalog = catalog or load_catalog()
     data = load_published(path)
+    if not trust_specs:
+        check_trusted(data)
     check_hardware(data, catalog)
     rows = data["row"]
     features = [_row_features(data, r, i, progress) for i, r in enumerate(rows)]

@@ -3,13 +3,17 @@
 Mapping: ``job_id`` = name; ``submit_time_s`` = creation_time; ``start_time_s`` =
 scheduled_time (NULL for Pending pods, which never started); ``end_time_s`` = deletion_time;
 ``status`` = pod_phase; ``n_gpus`` = num_gpu × gpu_milli / 1000 (gpu_milli is the share of each
-GPU: 1 GPU at 460 milli = 0.46 GPU, flagged ``fractional_gpu``; CPU pods have 0 GPUs, flagged
-``zero_gpu``); ``gpu_type`` = the first model listed in gpu_spec (the models a pod may run on,
-``|``-separated; empty = any, left NULL); ``gpus_per_node`` = n_gpus for pods with GPUs (a pod
-runs on one node; NULL for CPU pods); ``workers_per_node`` NULL (a pod's processes are not
-listed); no architecture (inferred from the GPU count).
-Censored: pod_phase Running or Pending, or deletion_time equal to the file's largest
-deletion_time (the trace end).
+GPU in thousandths: 1 GPU at 460 milli = 0.46 GPU, flagged ``fractional_gpu``; a missing
+gpu_milli = whole GPUs; CPU pods have 0 GPUs, flagged ``zero_gpu``); ``gpu_type`` = the first
+model listed in gpu_spec (the models a pod may run on, ``|``-separated; empty = any, left
+NULL); ``gpus_per_node`` = n_gpus for pods with GPUs (a pod runs on one node; NULL for CPU
+pods); ``workers_per_node`` NULL (a pod's processes are not listed); no architecture (inferred
+from the GPU count).
+Censored: pod_phase Running or Pending, or deletion_time equal to the trace end (the file's
+largest deletion_time within the time bounds, :data:`~traincast.trace.schema.TIME_MAX_S`).
+Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`): a
+gpu_milli that is not a number from 0 to 1000 (:data:`GPU_MILLI_MAX`: thousandths of one
+GPU), a num_gpu that is not a whole number.
 """
 
 from __future__ import annotations
@@ -20,18 +24,23 @@ from pathlib import Path
 import duckdb
 
 from traincast.trace.adapters.base import (
+    Check,
     Field,
     Plan,
     file_plans,
     num,
+    present,
     running_status,
     table_relation,
     text,
 )
+from traincast.trace.schema import TIME_MAX_S, TIME_MIN_S
 
 NAME = "alibaba-2023"
 REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time",
             "deletion_time", "scheduled_time")
+GPU_MILLI_MAX = 1000
+"""gpu_milli is the share of each of a pod's GPUs in thousandths: 1000 is a whole GPU."""
 _GPUS = f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0"
 FIELDS = {
     "job_id": Field(text("name")),
@@ -45,15 +54,27 @@ FIELDS = {
     "gpus_per_node": Field(f"CASE WHEN {_GPUS} > 0 THEN {_GPUS} END"),
 }
 CENSORED = f"({running_status('pod_phase')} OR {num('deletion_time')} >= _trace_end)"
+_MILLI = num("gpu_milli")
+CHECKS = [
+    Check("gpu_milli", f"{present('gpu_milli')} AND ({_MILLI} IS NULL OR {_MILLI} < 0 "
+          f"OR {_MILLI} > {GPU_MILLI_MAX})",
+          f"CAST(gpu_milli AS VARCHAR) || CASE WHEN {_MILLI} IS NULL THEN '' ELSE "
+          f"' (must be from 0 to {GPU_MILLI_MAX}: thousandths of one GPU)' END"),
+    Check("num_gpu", f"{num('num_gpu')} <> round({num('num_gpu')})",
+          "CAST(num_gpu AS VARCHAR) || ' (must be a whole number of GPUs)'"),
+]
 
 
 def _relation(path: Path) -> str:
-    """The pod list with the trace end (the largest deletion_time) on every row."""
-    return (f"(SELECT *, max({num('deletion_time')}) OVER () AS _trace_end "
-            f"FROM {table_relation(path)})")
+    """The pod list with the trace end (the largest deletion_time within the time bounds) on
+    every row."""
+    d = num("deletion_time")
+    return (f"(SELECT *, max(CASE WHEN {d} BETWEEN {TIME_MIN_S!r} AND {TIME_MAX_S!r} THEN {d} "
+            f"END) OVER () AS _trace_end FROM {table_relation(path)})")
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
-                      lambda _, __: CENSORED, relation=_relation, probe=table_relation)
+                      lambda _, __: CENSORED, relation=_relation, probe=table_relation,
+                      checks_of=lambda _: list(CHECKS))

@@ -7,6 +7,10 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,8 +19,9 @@ import duckdb
 
 from traincast.errors import TraincastError
 from traincast.trace.schema import (
+    BOUNDS,
+    DURATION_MAX_S,
     KNOWN_ARCHITECTURES,
-    NONNEGATIVE_COLUMNS,
     NUMERIC_COLUMNS,
     SQL_TYPE,
 )
@@ -61,19 +66,32 @@ class Plan:
     bad rows (e.g. task rows whose job is not in the job table); said when the count is > 0."""
 
     def all_checks(self) -> list[Check]:
-        """The adapter's checks plus the generic ones: unparsable, infinite or (integer
-        columns) fractional numbers and times, negative counts and sizes, unknown architecture
-        names. Generic checks read the typed value of a canonical column as :func:`typed`
-        names it (:func:`as_type`, computed once by the store)."""
+        """The adapter's checks plus the generic ones, in this order (a row reports the first
+        it fails): unparsable or infinite numbers and times, and fractional numbers in integer
+        columns; values outside their physical bounds (:data:`~traincast.trace.schema.BOUNDS`:
+        a negative count, size, feature or utilization, a time outside the years 1–9999, more
+        than a million GPUs, a utilization above 1, ...); an end before its start, or a job
+        longer than :data:`~traincast.trace.schema.DURATION_MAX_S`; unknown architecture names;
+        duplicate jobs. Generic checks read the typed value of a canonical column as
+        :func:`typed` names it (:func:`as_type`, computed once by the store)."""
         out = list(self.checks)
         for name, f in self.fields.items():
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 out.append(Check(name, f"{typed(name)} IS NULL AND {present(f.raw)}",
                                  f"CAST({f.raw} AS VARCHAR)"))
-        for name in NONNEGATIVE_COLUMNS:
+        for name, bound in BOUNDS.items():
             if name in self.fields:
-                out.append(Check(name, f"{typed(name)} < 0",
-                                 f"CAST({self.fields[name].raw or typed(name)} AS VARCHAR)"))
+                out.append(bound_check(name, self.shown(name), bound.lo, bound.hi, bound.why))
+        if "start_time_s" in self.fields and "end_time_s" in self.fields:
+            start, end = typed("start_time_s"), typed("end_time_s")
+            shown_start, shown_end = self.shown("start_time_s"), self.shown("end_time_s")
+            out.append(Check("end_time_s", f"{end} < {start}",
+                             f"{shown_end} || ' (before start_time_s ' || {shown_start} "
+                             f"|| ')'"))
+            out.append(Check("end_time_s", f"{end} - {start} > {DURATION_MAX_S!r}",
+                             f"{shown_end} || ' (' || CAST({end} - {start} AS VARCHAR) || "
+                             f"' s after start_time_s ' || {shown_start} || ': longer than "
+                             f"{DURATION_MAX_S:.0e}".replace("e+0", "e") + " s)'"))
         if "architecture" in self.fields:
             a = typed("architecture")
             known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)
@@ -85,6 +103,13 @@ class Plan:
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
                              "|| ')'", among_good=True))
         return out
+
+    def shown(self, name: str) -> str:
+        """SQL: the value of canonical column ``name`` as a report shows it (the source text
+        where the column comes straight from one and gives one, else the typed value)."""
+        raw = self.fields[name].raw
+        shown = f"CAST({typed(name)} AS VARCHAR)"
+        return f"COALESCE(CAST({raw} AS VARCHAR), {shown})" if raw else shown
 
     def serial(self) -> Plan:
         """This plan with its CSV files read by one thread (:func:`serial`)."""
@@ -111,6 +136,17 @@ def as_type(expr: str, sql_type: str) -> str:
     if sql_type == "DOUBLE":
         return f"CASE WHEN isfinite({x}) THEN {x} END"
     return f"CASE WHEN {x} = round({x}) THEN TRY_CAST({x} AS BIGINT) END"
+
+
+def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
+                expr: str | None = None) -> Check:
+    """A bad row where a finite value lies outside ``[lo, hi]``: reported as its text, with
+    ``(must be WHY)`` unless it is a negative value of a column that starts at 0 (a negative
+    count says itself). ``expr``: the SQL value checked (default: the typed column)."""
+    x = expr or typed(name)
+    said = f"{shown} || ' (must be {why})'"
+    value = f"CASE WHEN {x} < 0 THEN {shown} ELSE {said} END" if lo == 0 else said
+    return Check(name, f"({x} < {lo!r} OR {x} > {hi!r})", value)
 
 
 def typed(name: str) -> str:
@@ -161,6 +197,29 @@ def text(col: str) -> str:
     return f"CASE WHEN {present(col)} THEN trim(CAST({col} AS VARCHAR)) END"
 
 
+TRUE_SPELLINGS: tuple[str, ...] = ("true", "yes")
+FALSE_SPELLINGS: tuple[str, ...] = ("false", "no")
+
+
+def boolean(col: str) -> str:
+    """SQL: a boolean from a source value: ``true`` / ``yes`` / the number 1 are TRUE,
+    ``false`` / ``no`` / the number 0 are FALSE (any case, spaces around ignored); NULL for a
+    :data:`MISSING` spelling and for anything else (``maybe``, ``t``, ``2``: a bad row where an
+    adapter reads the column, :func:`boolean_check`)."""
+    v = f"lower(trim(CAST({col} AS VARCHAR)))"
+    x = f"TRY_CAST(CAST({col} AS VARCHAR) AS DOUBLE)"
+    yes = ", ".join(lit(t) for t in TRUE_SPELLINGS)
+    no = ", ".join(lit(t) for t in FALSE_SPELLINGS)
+    return (f"(CASE WHEN {v} IN ({yes}) OR {x} = 1 THEN TRUE "
+            f"WHEN {v} IN ({no}) OR {x} = 0 THEN FALSE END)")
+
+
+def boolean_check(name: str, col: str) -> Check:
+    """The bad row of a boolean source column holding neither a boolean nor a missing value
+    (:func:`boolean`)."""
+    return Check(name, f"{present(col)} AND {boolean(col)} IS NULL", f"CAST({col} AS VARCHAR)")
+
+
 CSV_OPTIONS = "all_varchar=true, quote='\"', escape='\"', strict_mode=false, null_padding=true"
 """How every CSV is read: text columns (typed by the adapters), short rows padded with NULL."""
 SERIAL_CSV_OPTIONS = CSV_OPTIONS + ", parallel=false"
@@ -176,19 +235,197 @@ def serial(sql: str) -> str:
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
     """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based).
 
-    ``names`` given = a headerless file with these column names. ``rows=False`` leaves out
-    ``_row`` (numbering needs a window over the whole file: skip it for big side tables that
-    are only aggregated, so DuckDB streams them).
+    ``names`` given = a headerless file with these column names, comma-separated (read
+    without DuckDB's dialect sniffing, which fails on a short file whose last row is cut).
+    ``rows=False`` leaves out ``_row`` (numbering needs a window over the whole file: skip it
+    for big side tables that are only aggregated, so DuckDB streams them).
     """
     opts = CSV_OPTIONS
     if names is not None:
         cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in names)
-        opts += f", header=false, columns={{{cols}}}"
+        opts += f", header=false, columns={{{cols}}}, delim=',', auto_detect=false"
     else:
         opts += ", header=true"
     if not rows:
         return f"read_csv({lit(path)}, {opts})"
     return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
+
+
+_TAIL = 1 << 20   # bytes of a file's end searched for its last row
+_CHUNK = 8 << 20  # bytes read at a time
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    """How a CSV file ends (:func:`csv_end`). Its last row is cut (``why`` = ``"quote"``: the
+    file ends inside a quoted value; ``"short"``: without a newline, in a row with fewer
+    fields than the header): a bad row, reported as ``field`` (the column the file ends in)
+    and :attr:`value` (``shown``, the cut value, and ``reason``). Or (``why`` = ``""``) the
+    row is whole but has no final newline: said in the notes."""
+
+    file: str
+    why: str
+    field: str
+    shown: str
+    reason: str = ""
+    columns: int = 0  # fields of a row (the header's)
+
+    @property
+    def cut(self) -> bool:
+        """The last row is cut (a bad row)."""
+        return bool(self.why)
+
+    @property
+    def value(self) -> str:
+        """The bad value reported for a cut row: the value the file ends in, and why."""
+        return f"{self.shown} ({self.reason})".lstrip()
+
+    def check(self) -> Check:
+        """The bad row of a cut last row (over a relation with ``_last_row``,
+        :func:`last_row`)."""
+        return Check(self.field, "_row = _last_row", lit(self.value))
+
+    def note(self) -> tuple[str, str]:
+        """The note of a whole last row without a final newline (:attr:`Plan.notes`)."""
+        return ("SELECT 1", f"row at the end of {Path(self.file).name} has no final newline: "
+                f"stored, as it has all {self.columns} fields (were the file cut inside its "
+                "last value, that value would be cut too; end the file with a newline to say "
+                "it is whole)")
+
+    def apply(self, plan: Plan) -> None:
+        """Add this end to ``plan``: a cut row's check, first (so that it is what the row
+        reports), over the plan's relation with ``_last_row``; or the note."""
+        if self.cut:
+            plan.relation = last_row(plan.relation)
+            plan.checks.insert(0, self.check())
+        else:
+            plan.notes.append(self.note())
+
+
+def last_row(relation: str) -> str:
+    """``relation`` (with ``_row``) with the number of its last row on every row
+    (``_last_row``)."""
+    return f"(SELECT *, max(_row) OVER () AS _last_row FROM {relation})"
+
+
+READ_ERRORS: tuple[type[Exception], ...] = (duckdb.Error, UnicodeDecodeError, OSError, EOFError,
+                                            zlib.error)
+"""What reading a trace file may raise, each made an :func:`unreadable` error: DuckDB's
+errors, DuckDB's message of a binary file (not UTF-8: Python cannot decode it), and
+:func:`csv_end`'s reading (a ``.gz`` file cut short)."""
+
+
+def _read_end(path: Path, quotes: bool) -> tuple[int | None, bytes, int] | None:
+    """The last bytes of a file (at most 1 MiB), their offset, and with ``quotes`` the
+    number of ``"`` in the whole file (counted in 8 MiB blocks). ``.gz`` files are
+    decompressed (on the way, whole: only with ``quotes``); None for a file not checked
+    (``.zst``, or ``.gz`` without ``quotes``)."""
+    name = path.name.lower()
+    if name.endswith(".zst") or (name.endswith(".gz") and not quotes):
+        return None
+    if not quotes:
+        with path.open("rb") as f:
+            size = f.seek(0, io.SEEK_END)
+            f.seek(max(0, size - _TAIL))
+            return None, f.read(), max(0, size - _TAIL)
+    opener = gzip.open if name.endswith(".gz") else open
+    count, tail, total = 0, b"", 0
+    with opener(path, "rb") as f:
+        while block := f.read(_CHUNK):
+            count += block.count(b'"')
+            total += len(block)
+            tail = (tail + block)[-_TAIL:]
+    return count, tail, total - len(tail)
+
+
+def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | None = None, *,
+            header: bool = True, quotes: bool = True) -> FileEnd | None:
+    """How a CSV file ends, when there is something to say (None: it ends with a newline
+    and no quoted value is left open, or it is not checked, :func:`_read_end`).
+
+    The rule (docs/traces.md, "Bad input"): the last row is **cut** — a bad row, its field
+    the column the file ends in — when the file ends inside a quoted value (an odd number of
+    ``"`` in the file: quotes pair up, ``""`` inside a quoted value included), or when it
+    ends without a newline and the row has fewer fields than the header (``columns``). A
+    last row without a newline that has all its fields is whole (many writers omit the final
+    newline): stored, and said in a note, since a file cut inside the last value of a row
+    cannot be told from a whole one. ``columns``: the file's columns (default: its header's,
+    as DuckDB reads it); ``quotes=False`` skips the quote count (big side tables: only the
+    file's end is read).
+    """
+    read = _read_end(path, quotes)  # OSError, EOFError, zlib.error: READ_ERRORS
+    if read is None:
+        return None
+    count, tail, offset = read
+    terminated = tail.endswith((b"\n", b"\r"))
+    open_quote = bool(count is not None and count % 2)
+    if terminated and not open_quote:
+        return None
+    body = tail.rstrip(b"\r\n")
+    # the last row starts after the last line break outside a quoted value: one with an even
+    # number of quotes before it in the file (the count less those after it); uncounted, the
+    # last line break
+    start, after, end = None, 0, len(body)
+    while (nl := body.rfind(b"\n", 0, end)) >= 0:
+        after += body.count(b'"', nl + 1, end)
+        if count is None or (count - after) % 2 == 0:
+            start = nl + 1
+            break
+        end = nl
+    if start is None:
+        if offset > 0 or header:  # a row longer than 1 MiB, or the header alone
+            if not open_quote:
+                return None
+            return FileEnd(str(path), "quote", "(row)", "", "the file ends inside a quoted "
+                           "value: its last row is cut")
+        start = 0
+    if columns is None:
+        columns = source_columns(con, csv_relation(path, rows=False))
+    text = body[start:].decode("utf-8", "replace").lstrip("\ufeff")
+    delim = _delimiter(path, header, len(columns))
+    try:
+        fields = next(csv.reader(io.StringIO(text, newline=""), delimiter=delim,
+                                 quotechar='"', doublequote=True, strict=False), [""])
+    except csv.Error:  # a value over the csv module's field size limit (128 KiB)
+        fields = [text[-40:]] * len(columns)
+    k, n = len(fields), len(columns)
+    name = columns[min(k, n) - 1] if n else "(row)"
+    last = fields[-1] if fields else ""
+    shown = last if len(last) <= 40 else last[:40] + "…"
+    if open_quote:
+        return FileEnd(str(path), "quote", name, f'"{shown}', "the file ends inside this "
+                       f"quoted value, field {k} of {n}: the row is cut", n)
+    if k < n:
+        return FileEnd(str(path), "short", name, shown, "the file ends here, without a "
+                       f"newline, after {k} of the {n} fields: the row is cut", n)
+    return FileEnd(str(path), "", name, shown, columns=n)
+
+
+def table_end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
+    """:func:`csv_end` of a table file read as CSV (None for Parquet)."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return None
+    return csv_end(con, path)
+
+
+DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
+"""The delimiters a CSV file's last row is split by (:func:`_delimiter`)."""
+
+
+def _delimiter(path: Path, header: bool, columns: int) -> str:
+    """The delimiter of a CSV file: the first of :data:`DELIMITERS` that splits its header
+    line into its ``columns`` columns (``,`` for a headerless file, as :func:`csv_relation`
+    reads it, and when none does)."""
+    if not header:
+        return ","
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as f:
+        head = f.read(1 << 16)
+    line = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()[:1] or [""]
+    for d in DELIMITERS:
+        if len(next(csv.reader(line, delimiter=d), [])) == columns:
+            return d
+    return ","
 
 
 def table_relation(path: Path, names: Iterable[str] | None = None) -> str:
@@ -237,7 +474,7 @@ def field_from(col: str, src: str) -> Field:
     if col.endswith("_time_s"):
         return Field(ts(src), src)
     if sql_type == "BOOLEAN":
-        return Field(f"TRY_CAST({src} AS BOOLEAN)", src)
+        return Field(boolean(src), src)
     if col == "architecture":  # names are lower case: 'PS-Worker' is 'ps-worker'
         return Field(f"lower({text(src)})", src)
     if sql_type == "VARCHAR":
@@ -260,8 +497,9 @@ def unfinished(fields: Mapping[str, Field]) -> str:
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
-    """The error for a trace file DuckDB cannot read: adapter, file and the reason (DuckDB's
-    first line, and for CSV errors the line that says why, not its list of reader options)."""
+    """The error for a trace file that cannot be read (:data:`READ_ERRORS`): adapter, file
+    and the reason (DuckDB's first line, and for CSV errors the line that says why, not its
+    list of reader options), with a hint (convert to UTF-8, download a cut file again)."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     why = lines[:1]
     if lines and "CSV Error" in lines[0]:
@@ -269,7 +507,12 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
             ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is a {adapter} trace"
-    if "not utf-8" in reason.lower():
+    if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
+        reason = "not UTF-8 text (binary bytes)"
+        hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
+    elif isinstance(exc, EOFError | zlib.error) or "end of gzip" in reason.lower():
+        hint = "the compressed file is cut short: download or copy it again"
+    elif "not utf-8" in reason.lower():
         hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f latin1 -t utf-8 FILE "
                 "> FILE.utf8.csv")
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
@@ -297,13 +540,19 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                fields_of: Callable[[list[str]], dict[str, Field]],
                censored_of: Callable[[dict[str, Field], list[str]], str] | None = None, *,
                relation: Callable[[Path], str] = table_relation,
-               probe: Callable[[Path], str] | None = None) -> list[Plan]:
+               probe: Callable[[Path], str] | None = None,
+               ending: Callable[[duckdb.DuckDBPyConnection, Path], FileEnd | None] | None
+               = table_end,
+               checks_of: Callable[[list[str]], list[Check]] | None = None) -> list[Plan]:
     """One plan per trace file, for adapters that map one file to jobs row by row.
 
     For each file: its columns (read from ``probe(path)``, else from ``relation(path)``, the
     relation with ``_row`` the plan runs over) must include ``required``; its canonical columns
     are ``fields_of(columns)`` with ``--map`` applied; a job is censored where
-    ``censored_of(fields, columns)`` holds (default: never).
+    ``censored_of(fields, columns)`` holds (default: never); its rows are also checked by
+    ``checks_of(columns)`` (the adapter's bad-row rules for source columns); how the file ends,
+    ``ending(con, path)`` (default :func:`table_end`: a cut last CSV row is a bad row), is
+    added to the plan (:meth:`FileEnd.apply`).
     """
     out = []
     for path in paths:
@@ -314,13 +563,26 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         if is_archive(path):
             raise archive_error(adapter, path)
         try:
+            end = ending(con, path) if ending else None
             cols = source_columns(con, (probe or relation)(path))
-        except duckdb.Error as exc:
+        except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
         cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
-        require(adapter, path, cols, required)
+        try:
+            require(adapter, path, cols, required)
+        except TraincastError:
+            if end is None or end.why != "quote":
+                raise
+            # DuckDB's sniffer, meeting an open quote in a short file, reads each line whole
+            raise TraincastError(
+                f"{adapter}: {path}: the file ends inside a quoted value (its quotes do not "
+                "pair up): its last row is cut, and its columns cannot be told",
+                hint="close the quote, or remove the cut last row") from None
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
         censored = censored_of(fields, cols) if censored_of else "FALSE"
-        out.append(Plan(adapter, str(path), relation(path), fields, censored=censored,
-                        files=[str(path)]))
+        plan = Plan(adapter, str(path), relation(path), fields, censored=censored,
+                    checks=checks_of(cols) if checks_of else [], files=[str(path)])
+        if end is not None:
+            end.apply(plan)
+        out.append(plan)
     return out

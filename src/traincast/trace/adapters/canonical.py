@@ -6,7 +6,9 @@ canonical column COL from the file's column FIELD. Missing columns are NULL (pla
 or empty ``architecture`` stays NULL with the flag ``arch_inferred`` (inferred from the GPU count
 when jobs are resolved). A ``censored`` column
 is used when present, else a job is censored when its status is running/pending/waiting/queued,
-or it has a start time and no end time.
+or it has a start time and no end time. ``censored`` is a boolean: ``true`` / ``yes`` / 1 or
+``false`` / ``no`` / 0 (any case); a missing value is not censored, and anything else
+(``maybe``) is a bad row.
 """
 
 from __future__ import annotations
@@ -16,7 +18,17 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import Field, Plan, field_from, file_plans, q, unfinished
+from traincast.trace.adapters.base import (
+    Check,
+    Field,
+    Plan,
+    boolean,
+    boolean_check,
+    field_from,
+    file_plans,
+    q,
+    unfinished,
+)
 from traincast.trace.schema import COLUMNS
 
 NAME = "csv"
@@ -33,8 +45,14 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
     def censored(fields: dict[str, Field], cols: list[str]) -> str:
         if censored_src.lower() in cols:
-            return f"COALESCE(TRY_CAST({q(censored_src)} AS BOOLEAN), FALSE)"
+            return f"COALESCE({boolean(q(censored_src))}, FALSE)"
         return unfinished(fields)
 
+    def checks(cols: list[str]) -> list[Check]:  # a censored value that is no boolean
+        if censored_src.lower() in cols:
+            return [boolean_check("censored", q(censored_src))]
+        return []
+
     required = [c for c in REQUIRED if c not in (mapping or {})]
-    return file_plans(con, paths, mapping, NAME, required, _fields, censored)
+    return file_plans(con, paths, mapping, NAME, required, _fields, censored,
+                      checks_of=checks)

@@ -3,7 +3,9 @@ num_gpu``; seconds).
 
 Mapping: ``job_id`` = job_id; ``submit_time_s`` = ``start_time_s`` = submission_time (the trace
 has no queueing delay: a job is taken to start when submitted); ``end_time_s`` = submission_time
-+ duration (a negative duration is a bad row); ``n_gpus`` = num_gpu; no GPU type, workload,
++ duration (a duration that is negative or longer than
+:data:`~traincast.trace.schema.DURATION_MAX_S` is a bad row); ``n_gpus`` = num_gpu; no GPU
+type, workload,
 placement (``gpus_per_worker``, ``gpus_per_node``, ``workers_per_node`` NULL) or architecture
 (inferred from the GPU count); no job is censored (every row has a duration).
 """
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import Check, Field, Plan, file_plans, num, text
+from traincast.trace.adapters.base import Check, Field, Plan, bound_check, file_plans, num, text
+from traincast.trace.schema import DURATION_MAX_S
 
 NAME = "elasticflow"
 REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
@@ -31,9 +34,14 @@ def _fields(cols: list[str]) -> dict[str, Field]:
     }
 
 
+def _checks(_: list[str]) -> list[Check]:
+    """A duration is seconds from 0 to the longest job (times may be negative, durations
+    not)."""
+    return [bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
+                        f"seconds from 0 to {DURATION_MAX_S:.0e}".replace("e+0", "e"),
+                        num("duration"))]
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    out = file_plans(con, paths, mapping, NAME, REQUIRED, _fields)
-    for plan in out:  # a negative duration is a bad value (times may be negative, durations not)
-        plan.checks.append(Check("duration", f"{num('duration')} < 0", "duration"))
-    return out
+    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields, checks_of=_checks)

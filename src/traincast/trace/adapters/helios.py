@@ -8,6 +8,9 @@ epoch; when end_time is empty and duration is given, end = start + duration; ``n
 gpu_num; ``gpus_per_node`` = gpu_num / node_num when node_num > 0 (the trace counts nodes, not
 workers: ``gpus_per_worker`` and ``workers_per_node`` stay NULL); no architecture (inferred).
 Censored: state RUNNING/PENDING, or a start without an end.
+Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`): a
+node_num that is not a whole number from 0 to :data:`~traincast.trace.schema.COUNT_MAX`; a
+duration that is not a number from 0 to :data:`~traincast.trace.schema.DURATION_MAX_S`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,19 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import Field, Plan, file_plans, num, text, ts, unfinished
+from traincast.trace.adapters.base import (
+    Check,
+    Field,
+    Plan,
+    bound_check,
+    file_plans,
+    num,
+    present,
+    text,
+    ts,
+    unfinished,
+)
+from traincast.trace.schema import COUNT_MAX, DURATION_MAX_S
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
@@ -39,7 +54,27 @@ def _fields(cols: list[str]) -> dict[str, Field]:
     }
 
 
+def _checks(cols: list[str]) -> list[Check]:
+    """node_num: a whole count of nodes; duration: seconds from 0 to the longest job."""
+    out: list[Check] = []
+    if "node_num" in cols:
+        n = num("node_num")
+        out += [Check("node_num", f"{present('node_num')} AND {n} IS NULL",
+                      "CAST(node_num AS VARCHAR)"),
+                Check("node_num", f"{n} <> round({n})",
+                      "CAST(node_num AS VARCHAR) || ' (must be a whole number of nodes)'"),
+                bound_check("node_num", "CAST(node_num AS VARCHAR)", 0, COUNT_MAX,
+                            f"a count from 0 to {COUNT_MAX:,}", n)]
+    if "duration" in cols:
+        d = num("duration")
+        out += [Check("duration", f"{present('duration')} AND {d} IS NULL",
+                      "CAST(duration AS VARCHAR)"),
+                bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
+                            f"seconds from 0 to {DURATION_MAX_S:.0e}".replace("e+0", "e"), d)]
+    return out
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
-                      lambda fields, _: unfinished(fields))
+                      lambda fields, _: unfinished(fields), checks_of=_checks)

@@ -3,22 +3,31 @@
 Input: the directory holding the headerless tables, or the table files themselves, recognised
 by name: ``pai_job_table*`` and ``pai_task_table*`` (required), ``pai_instance_table*``,
 ``pai_sensor_table*``, ``pai_group_tag_table*`` (optional; the columns each adds are NULL
-without it). Column names are those of the release's ``*.header`` files (:data:`HEADERS`).
+without it). Column names are those of the release's ``*.header`` files (:data:`HEADERS`); the
+tables are read as the release writes them, comma-separated and headerless.
 The release's ``.tar.gz`` archives are extracted by the user: beside their tables they are left
 alone; alone, an error says to extract them. A job repeated in the job table (its
 ``job_name``) is a bad row; jobs found in only one of the job and task tables are counted in
-the report's notes.
+the report's notes. A cut last row (:func:`~traincast.trace.adapters.base.csv_end`) of the job
+table is a bad row, of the task table makes its job one (reported at the task table), of a side
+table is left out of its aggregates (said in the notes).
 
 Mapping (one job = one row of the job table; all joins run in DuckDB, streaming the tables):
 
-* ``job_id`` = inst_id (else job_name); ``user``; ``status``; ``submit_time_s`` = the job's
-  start_time (its submission); ``start_time_s`` = the first instance's start_time (else the
-  job's); ``end_time_s`` = the job's end_time.
+* ``job_id`` = inst_id (else job_name): the release says to treat inst_id as the job id, each
+  job_name having one; job rows of several job_names sharing one inst_id stay distinct jobs,
+  each with its job_name as job_id (counted in the notes). ``user``; ``status``;
+  ``submit_time_s`` = the job's start_time (its submission); ``start_time_s`` = the first
+  instance's start_time above 0 (0 is an instance that never started, as the release's own
+  analysis reads it; else the job's); ``end_time_s`` = the job's end_time.
 * Roles come from the task table: a task named ``ps`` is a parameter server; every other task
   except ``evaluator`` is a worker role. ``n_ps`` = Σ inst_num of ``ps`` tasks; ``n_workers`` =
   Σ inst_num of worker roles; ``gpus_per_worker`` = the largest plan_gpu / 100 of a worker role;
   ``n_gpus`` = Σ over all tasks of plan_gpu / 100 × inst_num (plan_gpu 50 = half a GPU: flagged
-  ``fractional_gpu``); ``gpu_type`` = the GPU type of the task holding most GPUs (V100, V100M32,
+  ``fractional_gpu``; inst_num missing = one instance); a missing plan_gpu (empty, NaN) is no
+  GPU on a task naming no gpu_type (a CPU task, as parameter servers are) and unknown on one
+  naming a gpu_type: the job's ``n_gpus`` (and, for a worker role, ``gpus_per_worker``) is then
+  NULL, not 0; ``gpu_type`` = the GPU type of the task holding most GPUs (V100, V100M32,
   P100, T4, MISC: catalog aliases); ``node`` empty (the trace names machines, not node
   presets).
 * Placement from the instance table: with ``M`` = distinct machines of the job's worker
@@ -35,8 +44,12 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
 * ``workload`` = the group tag's workload of the job's inst_id (bert, nmt, ctr, ...; most jobs
   are untagged: NULL).
 * ``gpu_util`` = mean over the job's sensor rows of gpu_wrk_util / plan_gpu of the instance's
-  task (gpu_wrk_util is % of one GPU busy; dividing by the planned GPUs in % gives the busy
-  fraction of the GPUs the instance holds).
+  task, each at most 1 (gpu_wrk_util is % of one GPU busy; dividing by the planned GPUs in %
+  gives the busy fraction of the GPUs the instance holds; an instance sharing a GPU can use
+  more than its planned share: fully busy).
+* Bad task rows (the job is a bad row, reported at the task table and row): plan_gpu
+  unparsable, negative or above :data:`PLAN_GPU_MAX`; inst_num unparsable, negative, not whole
+  or above :data:`~traincast.trace.schema.COUNT_MAX`.
 * Censored: status Running or Waiting, or no end_time.
 """
 
@@ -49,18 +62,24 @@ import duckdb
 
 from traincast.errors import TraincastError
 from traincast.trace.adapters.base import (
+    READ_ERRORS,
     Check,
     Field,
+    FileEnd,
     Plan,
     archive_error,
+    csv_end,
     csv_relation,
     is_archive,
+    last_row,
     lit,
     num,
     present,
     running_status,
     text,
+    unreadable,
 )
+from traincast.trace.schema import COUNT_MAX
 
 NAME = "pai-2020"
 HEADERS: dict[str, tuple[str, ...]] = {
@@ -126,7 +145,28 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     # row numbers (for error reports) only on the job and task tables; the big instance and
     # sensor tables are streamed through aggregations
     rel = {t: csv_relation(p, HEADERS[t], rows=t in REQUIRED_TABLES) for t, p in tables.items()}
-    joins, cols = _side_joins(rel)
+    ends: dict[str, FileEnd | None] = {}
+    for t, path in tables.items():  # how each file ends: the big side tables by their end only
+        try:
+            ends[t] = csv_end(con, path, list(HEADERS[t]), header=False,
+                              quotes=t in REQUIRED_TABLES)
+        except READ_ERRORS as exc:
+            raise unreadable(NAME, path, exc) from None
+    notes = _notes(tables)
+    task_cut = ends["task"] if ends["task"] is not None and ends["task"].cut else None
+    if task_cut:
+        rel["task"] = last_row(rel["task"])
+    for t in ("instance", "sensor", "group_tag"):
+        end = ends.get(t)
+        if end is not None and end.cut:  # its cut last row is left out of the aggregates
+            rel[t] = (f"(SELECT * FROM {last_row(csv_relation(tables[t], HEADERS[t]))} "
+                      "WHERE _row < _last_row)")
+            notes.append(("SELECT 1", f"row at the end of {tables[t].name} is cut "
+                          f"({end.reason}): left out"))
+    rel["job"] = (f"(SELECT *, {text('inst_id')} IS NOT NULL AND min({_JOB}) OVER w <> "
+                  f"max({_JOB}) OVER w AS _inst_shared FROM {rel['job']} "
+                  f"WINDOW w AS (PARTITION BY {text('inst_id')}))")
+    joins, cols = _side_joins(rel, task_cut)
     relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
     checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
                     file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
@@ -135,44 +175,80 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     final = f"lower({text('status')}) IN ('terminated', 'failed')"
     censored = (f"({running_status('status')} OR ({num('end_time')} IS NULL "
                 f"AND NOT COALESCE({final}, FALSE)))")
-    return [Plan(NAME, str(tables["job"]), relation, _fields(), censored=censored,
-                 checks=checks, files=[str(p) for p in tables.values()],
-                 dedup_key=text("job_name"), notes=_notes(tables))]
+    plan = Plan(NAME, str(tables["job"]), relation, _fields(), censored=censored,
+                checks=checks, files=[str(p) for p in tables.values()],
+                dedup_key=text("job_name"), notes=notes)
+    for t in ("job", "task", "instance", "sensor", "group_tag"):
+        end = ends.get(t)
+        if end is not None and (t == "job" or not end.cut):
+            end.apply(plan)  # the job table's cut row: a bad row; a whole one: a note
+    return [plan]
 
 
-def _task_aggregate(task_rel: str) -> str:
+_JOB = f"COALESCE({text('job_name')}, '#' || _row)"
+"""A job row's identity for :func:`plans`' shared-inst_id test: its job_name (a row without
+one is a job of its own)."""
+PLAN_GPU_MAX = 100 * COUNT_MAX
+"""The largest plan_gpu (GPUs of one instance in %): a million GPUs."""
+
+
+def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
     """SQL: the task table per job (``t_gpus``, ``t_ps``, ``t_workers``, ``t_gpw``,
     ``t_gpu_type``) with its first bad task row (``t_bad_row``, ``t_bad_field``,
-    ``t_bad_value``: an unparsable or negative ``plan_gpu``, a bad or fractional
-    ``inst_num``)."""
-    bad_task = (f"CASE WHEN {present('inst_num')} AND {num('inst_num')} IS NULL THEN 'inst_num' "
-                f"WHEN {present('plan_gpu')} AND {num('plan_gpu')} IS NULL "
-                f"THEN 'plan_gpu' WHEN {num('plan_gpu')} < 0 THEN 'plan_gpu' "
-                f"WHEN {num('inst_num')} < 0 OR {num('inst_num')} <> round({num('inst_num')}) "
-                f"THEN 'inst_num' END")
-    gpus = f"COALESCE({num('plan_gpu')}, 0) / 100.0 * COALESCE({num('inst_num')}, 1)"
-    return (f"(SELECT job_name, sum({gpus}) AS t_gpus, "
-            f"sum(CASE WHEN lower(task_name) = 'ps' THEN {num('inst_num')} ELSE 0 END) AS t_ps, "
-            f"sum(CASE WHEN {_WORKER} THEN {num('inst_num')} ELSE 0 END) AS t_workers, "
-            f"max(CASE WHEN {_WORKER} THEN {num('plan_gpu')} / 100.0 END) AS t_gpw, "
+    ``t_bad_value``: the table's cut last row (``cut``, over ``_last_row``), an unparsable or
+    negative ``plan_gpu`` or one above :data:`PLAN_GPU_MAX`, a bad, fractional or negative
+    ``inst_num`` or one above :data:`~traincast.trace.schema.COUNT_MAX`).
+
+    A task's GPUs are plan_gpu / 100 × inst_num (inst_num missing: one instance). A missing
+    plan_gpu is no GPU when the task names no gpu_type either (a CPU task, as parameter
+    servers are), and unknown when it names one: then the job's ``t_gpus`` is NULL (and
+    ``t_gpw`` where the task is a worker role)."""
+    pg, n = num("plan_gpu"), num("inst_num")
+    rules: list[tuple[str, str, str]] = (  # (condition, field, value) in SQL, first wins
+        [] if cut is None else [("_row = _last_row", lit(cut.field), lit(cut.value))])
+    rules += [
+        (f"{present('inst_num')} AND {n} IS NULL", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
+        (f"{present('plan_gpu')} AND {pg} IS NULL", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
+        (f"{pg} < 0", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
+        (f"{pg} > {PLAN_GPU_MAX}", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR) || ' (must be "
+         f"from 0 to {PLAN_GPU_MAX:.0e}: GPUs of one instance in %)'".replace("e+0", "e")),
+        (f"{n} < 0 OR {n} <> round({n})", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
+        (f"{n} > {COUNT_MAX}", "'inst_num'",
+         f"CAST(inst_num AS VARCHAR) || ' (must be from 0 to {COUNT_MAX:,} instances)'"),
+    ]
+    bad = "CASE " + " ".join(f"WHEN {c} THEN {f}" for c, f, _ in rules) + " END"
+    bad_value = "CASE " + " ".join(f"WHEN {c} THEN {v}" for c, _, v in rules) + " END"
+    unknown = f"(NOT {present('plan_gpu')} AND {present('gpu_type')})"
+    gpus = f"COALESCE({pg}, 0) / 100.0 * COALESCE({n}, 1)"
+    return (f"(SELECT job_name, CASE WHEN bool_or(_unknown) THEN NULL ELSE sum({gpus}) END "
+            f"AS t_gpus, "
+            f"sum(CASE WHEN lower(task_name) = 'ps' THEN {n} ELSE 0 END) AS t_ps, "
+            f"sum(CASE WHEN {_WORKER} THEN {n} ELSE 0 END) AS t_workers, "
+            f"CASE WHEN bool_or(_unknown AND {_WORKER}) THEN NULL "
+            f"ELSE max(CASE WHEN {_WORKER} THEN {pg} / 100.0 END) END AS t_gpw, "
             f"arg_max({text('gpu_type')}, {gpus}) AS t_gpu_type, "
             f"min(CASE WHEN _bad IS NOT NULL THEN _row END) AS t_bad_row, "
             f"arg_min(_bad, _row) AS t_bad_field, arg_min(_bad_value, _row) AS t_bad_value "
-            f"FROM (SELECT *, {bad_task} AS _bad, CASE WHEN ({bad_task}) = 'inst_num' THEN "
-            f"inst_num ELSE plan_gpu END AS _bad_value FROM {task_rel}) GROUP BY job_name)")
+            f"FROM (SELECT *, {bad} AS _bad, {bad_value} AS _bad_value, {unknown} AS _unknown "
+            f"FROM {task_rel}) GROUP BY job_name)")
 
 
-def _side_joins(rel: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The joins onto the job table ``j`` and the columns they add: the task aggregate, and
-    where their tables are given the instance machines and start (``i_machines``,
-    ``i_start``), the sensor utilization (``s_util``) and the group tag's workload
-    (``g_workload``); NULL columns for a table not given."""
-    joins = [f"LEFT JOIN {_task_aggregate(rel['task'])} t ON t.job_name = j.job_name"]
+def _side_joins(rel: dict[str, str], task_cut: FileEnd | None = None
+                ) -> tuple[list[str], list[str]]:
+    """The joins onto the job table ``j`` and the columns they add: the task aggregate
+    (:func:`_task_aggregate`), and where their tables are given the instance machines and
+    start (``i_machines``; ``i_start``, the earliest instance start_time above 0: 0 is an
+    instance that never started), the sensor utilization (``s_util``: the mean of each sensor
+    row's gpu_wrk_util / plan_gpu, at most 1) and the group tag's workload (``g_workload``);
+    NULL columns for a table not given."""
+    joins = [f"LEFT JOIN {_task_aggregate(rel['task'], task_cut)} t "
+             "ON t.job_name = j.job_name"]
     cols = ["t.*"]
     if "instance" in rel:
         joins.append(f"LEFT JOIN (SELECT job_name, NULLIF(count(DISTINCT {text('machine')}) "
                      f"FILTER (WHERE {_WORKER}), 0) AS i_machines, "
-                     f"min({num('start_time')}) AS i_start "
+                     f"min({num('start_time')}) FILTER (WHERE {num('start_time')} > 0) "
+                     f"AS i_start "
                      f"FROM {rel['instance']} GROUP BY job_name) i ON i.job_name = j.job_name")
         cols += ["i.i_machines", "i.i_start"]
     else:
@@ -180,8 +256,8 @@ def _side_joins(rel: dict[str, str]) -> tuple[list[str], list[str]]:
     if "sensor" in rel:
         plan = (f"(SELECT job_name, task_name, max({num('plan_gpu')}) AS plan_gpu "
                 f"FROM {rel['task']} GROUP BY job_name, task_name)")
-        joins.append(f"LEFT JOIN (SELECT s.job_name, avg({num('s.gpu_wrk_util')} / "
-                     f"NULLIF(p.plan_gpu, 0)) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
+        joins.append(f"LEFT JOIN (SELECT s.job_name, avg(least({num('s.gpu_wrk_util')} / "
+                     f"NULLIF(p.plan_gpu, 0), 1)) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
                      f"ON p.job_name = s.job_name AND p.task_name = s.task_name "
                      f"GROUP BY s.job_name) s ON s.job_name = j.job_name")
         cols.append("s.s_util")
@@ -204,7 +280,9 @@ def _fields() -> dict[str, Field]:
             "WHEN t_gpw > 1 THEN 'allreduce-local' "
             "WHEN t_gpus IS NOT NULL THEN '1w1g' END")
     return {
-        "job_id": Field(f"COALESCE({text('inst_id')}, {text('job_name')})"),
+        "job_id": Field(f"CASE WHEN _inst_shared AND {text('job_name')} IS NOT NULL "
+                        f"THEN {text('job_name')} ELSE COALESCE({text('inst_id')}, "
+                        f"{text('job_name')}) END"),
         "user": Field(text("user")),
         "status": Field(text("status")),
         "submit_time_s": Field(num("start_time"), "start_time"),
@@ -225,15 +303,23 @@ def _fields() -> dict[str, Field]:
 
 def _notes(tables: dict[str, Path]) -> list[tuple[str, str]]:
     """The report's notes (:attr:`Plan.notes`): jobs of the task table without a job row (not
-    stored) and jobs of the job table without a task row (stored, GPUs unknown)."""
+    stored), jobs of the job table without a task row (stored, GPUs unknown), and jobs whose
+    inst_id another job_name shares (stored apart, by job_name)."""
     job, task = tables["job"], tables["task"]
     jobs_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
                f"{csv_relation(job, HEADERS['job'], rows=False)})")
     tasks_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
                 f"{csv_relation(task, HEADERS['task'], rows=False)})")
+    jobs = csv_relation(job, HEADERS["job"], rows=False)
+    shared = (f"SELECT COALESCE(sum(n), 0) FROM (SELECT count(DISTINCT {text('job_name')}) + "
+              f"count(*) FILTER (WHERE {text('job_name')} IS NULL) AS n FROM {jobs} "
+              f"WHERE {text('inst_id')} IS NOT NULL GROUP BY {text('inst_id')}) WHERE n > 1")
     return [(f"SELECT count(*) FROM {tasks_of} t ANTI JOIN {jobs_of} j ON t.k = j.k",
              f"job(s) of {task.name} have no row in {job.name}: not stored (a job is a row "
              "of the job table)"),
             (f"SELECT count(*) FROM {jobs_of} j ANTI JOIN {tasks_of} t ON t.k = j.k",
              f"job(s) of {job.name} have no row in {task.name}: stored with an unknown GPU "
-             "count and architecture")]
+             "count and architecture"),
+            (shared, f"job(s) of {job.name} share their inst_id with another job_name: each is "
+             "stored as its own job, its job_name as its job_id (a group tag of that inst_id "
+             "goes to each)")]

@@ -11,16 +11,32 @@ and ``workers_per_node`` stay NULL); a job with
 no attempt never ran: ``n_gpus`` NULL. No GPU type or architecture (inferred from the GPU
 count). Censored: status Running/Queued, or a start without an end. The row number in error
 reports is the job's position in the list (1-based).
+
+The file must be one whole JSON array in UTF-8 (:func:`json_end`): a file that does not start
+with ``[`` (binary bytes, UTF-16, a JSON object) or does not end with ``]`` (cut, between jobs
+or inside one) is an error naming the file, as DuckDB would otherwise read the jobs before a
+cut between two of them as the whole list.
 """
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import Field, Plan, file_plans, lit, text, ts, unfinished
+from traincast.errors import TraincastError
+from traincast.trace.adapters.base import (
+    Field,
+    FileEnd,
+    Plan,
+    file_plans,
+    lit,
+    text,
+    ts,
+    unfinished,
+)
 
 NAME = "philly"
 REQUIRED = ("jobid", "status", "submitted_time", "attempts")
@@ -52,7 +68,45 @@ def _relation(path: Path) -> str:
             f"FROM read_json({lit(path)}, format='array', columns={_COLUMNS}))")
 
 
+_EDGE = 4096  # bytes read at each end of the file
+_SPACE = b" \t\r\n"
+
+
+def json_end(_: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
+    """Check that the file is one JSON array in UTF-8: it starts with ``[`` (after a UTF-8
+    byte-order mark and spaces) and ends with ``]``; else a :class:`TraincastError` naming the
+    file and what it starts or ends with. Nothing to add to the plan (None)."""
+    if path.name.lower().endswith(".gz"):
+        with gzip.open(path, "rb") as f:  # read through (EOFError: cut short)
+            head = tail = f.read(_EDGE)
+            while block := f.read(1 << 23):
+                tail = (tail + block)[-_EDGE:]
+    else:
+        with path.open("rb") as f:
+            head = f.read(_EDGE)
+            f.seek(max(0, f.seek(0, 2) - _EDGE))
+            tail = f.read()
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise TraincastError(f"{NAME}: {path}: UTF-16 text, not UTF-8",
+                             hint="convert it: iconv -f utf-16 -t utf-8 FILE > FILE.utf8.json")
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip(_SPACE)
+    if not start.startswith(b"["):
+        what = "nothing (an empty file)" if not start else repr(start[:16])
+        raise TraincastError(f"{NAME}: {path}: not a JSON array of jobs: it starts with {what}",
+                             hint="the Philly cluster_job_log is one JSON array of jobs in "
+                                  "UTF-8: [{...}, {...}]")
+    end = tail.rstrip(_SPACE)
+    if not end.endswith(b"]"):
+        raise TraincastError(
+            f"{NAME}: {path}: not a whole JSON array: it ends with "
+            f"{end[-40:].decode('utf-8', 'replace')!r}, not with the array's closing ]: the "
+            "file is cut (the jobs after the cut are missing) or has text after the array",
+            hint="download or copy the file again, whole")
+    return None
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
-                      lambda fields, _: unfinished(fields), relation=_relation, probe=_probe)
+                      lambda fields, _: unfinished(fields), relation=_relation, probe=_probe,
+                      ending=json_end)

@@ -1,0 +1,93 @@
+"""A store's jobs read chunk by chunk, so analyses of any trace size take bounded memory.
+
+:class:`JobChunks` streams the job table out of the DuckDB store (one read-only query, read as
+Arrow record batches of :data:`CHUNK_ROWS` rows) and prepares each chunk for the model as
+:func:`traincast.trace.prepare_jobs` does a whole table: architectures inferred, the assumed
+workload given, features filled. Every step is a function of the job's own row (the
+``mix`` workload is drawn from ``md5(job_id)``), so the chunks together are the whole table
+prepared at once. What needs the whole trace is read from the store by SQL beforehand: the
+number of jobs, and the trace end of each source (:meth:`JobChunks.trace_ends_s`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from traincast.trace.schema import SCHEMA
+from traincast.trace.store import Store, _select_list, db_path
+
+if TYPE_CHECKING:
+    from traincast.hardware.catalog import Catalog
+
+CHUNK_ROWS = 262_144
+"""Jobs per chunk: about 100 MB of prepared columns, model temporaries included."""
+
+
+class JobChunks:
+    """The jobs of the store ``db`` (all sources, or ``source_ids``), in ingest order, as
+    prepared tables of at most ``chunk_rows`` jobs. ``rows``: the number of jobs;
+    :attr:`assumed` (after the chunks were read): what was assumed for jobs without a
+    workload, as :func:`traincast.trace.workload_assumption` says of a whole table."""
+
+    def __init__(self, db: str | Path | None = None, source_ids: Iterable[int] | None = None,
+                 chunk_rows: int = CHUNK_ROWS, catalog: Catalog | None = None,
+                 workload: str | None = None) -> None:
+        self.path = db_path(db)
+        self.source_ids = None if source_ids is None else [int(s) for s in source_ids]
+        self.chunk_rows = max(int(chunk_rows), 1)
+        self.catalog = catalog
+        self.workload = workload
+        self.assumed: dict[str, Any] | None = None
+        with Store(self.path) as store:
+            con = store._read()
+            self.rows = int(con.execute(f"SELECT count(*) FROM jobs{self._where()}")
+                            .fetchone()[0])
+
+    def _where(self) -> str:
+        if self.source_ids is None:
+            return ""
+        return f" WHERE source_id IN ({', '.join(map(str, self.source_ids)) or 'NULL'})"
+
+    def trace_ends_s(self) -> tuple[float | None, dict[float, float]]:
+        """The trace end (the largest submit, start or end time) and that of each source (a
+        null source: key -1), as :func:`traincast.analysis.characterize.trace_ends_s` reads
+        them from a table."""
+        with Store(self.path) as store:
+            rows = store._read().execute(
+                "SELECT COALESCE(source_id, -1), max(greatest(submit_time_s, start_time_s, "
+                f"end_time_s)) FROM jobs{self._where()} GROUP BY 1").fetchall()
+        ends = {float(s): float(e) for s, e in rows if e is not None}
+        return (max(ends.values()) if ends else None), ends
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        from traincast.trace import prepare_jobs, workload_assumption
+
+        self.assumed = None
+        with Store(self.path) as store:
+            con = store._read()
+            reader = con.sql(f"SELECT {_select_list(con)} FROM jobs{self._where()}"
+                             ).to_arrow_reader(self.chunk_rows)
+            for batch in reader:
+                if batch.num_rows == 0:
+                    continue
+                chunk = prepare_jobs(pa.Table.from_batches([batch]).cast(SCHEMA),
+                                     self.catalog, self.workload)
+                self.assumed = merge_assumptions(self.assumed,
+                                                 workload_assumption(chunk, self.workload))
+                yield chunk
+
+
+def merge_assumptions(a: dict[str, Any] | None, b: dict[str, Any] | None
+                      ) -> dict[str, Any] | None:
+    """Two parts' :func:`traincast.trace.workload_assumption` as that of the whole."""
+    if a is None or b is None:
+        return a or b
+    counts = dict(a["by_workload"])
+    for k, v in b["by_workload"].items():
+        counts[k] = counts.get(k, 0) + v
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"workload": a["workload"], "jobs": a["jobs"] + b["jobs"], "by_workload": dict(ranked)}

@@ -1,0 +1,519 @@
+"""The job store's integrity: content-addressed ingest, a new store created whole, Ctrl-C,
+SIGKILL, a full disk and the Parquet export (expected values by hand)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import traincast.trace.store as store_mod
+from traincast.errors import TraincastError
+from traincast.trace import Store, read_trace
+from traincast.trace.store import SOURCE_COLUMNS, content_hash, ingest, load_jobs, sources
+
+HEADER = "job_id,submission_time,duration,num_gpu\n"
+GOOD = HEADER + "a,0,100,1\nb,5,20,8\n"
+OTHER = HEADER + "c,1,10,2\nd,2,30,4\ne,3,40,1\n"
+BIG_ROWS = 1_000_000
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _jobs(db: Path) -> list[str]:
+    """Job ids of a store, read by DuckDB itself (no traincast code)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [r[0] for r in con.execute("SELECT job_id FROM jobs ORDER BY job_id").fetchall()]
+    finally:
+        con.close()
+
+
+def _siblings(db: Path) -> list[str]:
+    """What lies beside a store file that is its own or its ingest's."""
+    return sorted(f.name for f in db.parent.iterdir() if f.name.startswith(
+        (db.name, f".{db.name}")))
+
+
+@pytest.fixture(scope="module")
+def big_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An elasticflow trace of 1,000,000 jobs (about 1-2 s to ingest here)."""
+    path = tmp_path_factory.mktemp("big") / "big.csv"
+    duckdb.sql(f"COPY (SELECT 'j' || i AS job_id, i AS submission_time, 100 AS duration, "
+               f"1 + i % 8 AS num_gpu FROM range({BIG_ROWS}) t(i)) TO '{path}' (HEADER)")
+    return path
+
+
+# ---- a. content-addressed ingest -------------------------------------------------------------
+
+def test_content_hash_is_sha256_of_the_bytes(tmp_path: Path) -> None:
+    abc = tmp_path / "abc"
+    abc.write_bytes(b"abc")
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    # the FIPS 180-2 test vectors, as sha256sum prints them
+    abc_hex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    empty_hex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert content_hash([abc]) == abc_hex
+    assert content_hash([empty]) == empty_hex
+    # a table set: the sha256 of its files' sha256 lines, sorted (names and order do not count)
+    both = hashlib.sha256(f"{abc_hex}\n{empty_hex}\n".encode()).hexdigest()
+    assert content_hash([abc, empty]) == content_hash([empty, abc]) == both
+
+
+def test_content_hash_streams_the_file(tmp_path: Path) -> None:
+    big = tmp_path / "sparse.bin"
+    with big.open("wb") as f:
+        f.truncate(64 * 2**20)  # 64 MiB of zeros
+    expected = hashlib.sha256(bytes(64 * 2**20)).hexdigest()
+    tracemalloc.start()
+    try:
+        got = content_hash([big])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == expected
+    assert peak < 4 * 2**20  # read in blocks, never the whole 64 MiB
+
+
+def test_a_copy_under_another_name_is_stored_once(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    copy = tmp_path / "copy.csv"
+    shutil.copy(a, copy)
+    first = ingest(a, "elasticflow", db)
+    assert first["jobs"] == 2
+    again = ingest(copy, "elasticflow", db)
+    assert again["jobs"] == 0
+    [src] = again["sources"]
+    assert src["already_ingested"] == {"source_id": 1, "file": str(a)}
+    assert (src["source_id"], src["jobs"], src["unchanged"]) == (1, 2, True)
+    assert _jobs(db) == ["a", "b"]
+    [row] = sources(db)
+    assert row["files"] == json.dumps([str(a)])
+    assert row["content_hash"] == _sha(a)
+    # the copy's jobs are those of the source holding its content
+    assert read_trace(copy, "elasticflow", db)["job_id"].to_pylist() == ["a", "b"]
+    # a copy in the same call is read once too
+    o = _write(tmp_path / "o.csv", OTHER)
+    o2 = tmp_path / "o2.csv"
+    shutil.copy(o, o2)
+    both = ingest([o, o2], "elasticflow", db)
+    assert both["jobs"] == 3
+    assert both["sources"][1]["already_ingested"] == {"source_id": 2, "file": str(o)}
+    assert _jobs(db) == ["a", "b", "c", "d", "e"]
+
+
+def test_touched_but_unchanged_is_kept_and_a_changed_path_replaces(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    ingest(a, "elasticflow", db)
+    os.utime(a, ns=(10**18, 10**18))  # a new modification time, the same bytes
+    kept = ingest(a, "elasticflow", db)
+    assert kept["jobs"] == 0 and kept["sources"][0]["unchanged"]
+    assert "already_ingested" not in kept["sources"][0]
+    assert [s["source_id"] for s in sources(db)] == [1]
+    # the same path with other bytes replaces its earlier jobs
+    _write(a, OTHER)
+    changed = ingest(a, "elasticflow", db)
+    assert changed["jobs"] == 3 and [r["source_id"] for r in changed["replaced"]] == [1]
+    assert _jobs(db) == ["c", "d", "e"]
+    # the id is free again once its jobs are replaced
+    assert [(s["source_id"], s["content_hash"]) for s in sources(db)] == [(1, _sha(a))]
+
+
+def test_a_path_that_became_a_copy_of_another_source(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    b = _write(tmp_path / "b.csv", OTHER)
+    ingest([a, b], "elasticflow", db)
+    shutil.copy(a, b)  # b now holds a's trace
+    report = ingest(b, "elasticflow", db)
+    assert [r["source_id"] for r in report["replaced"]] == [2]  # b's earlier jobs
+    assert report["sources"][0]["already_ingested"] == {"source_id": 1, "file": str(a)}
+    assert report["jobs"] == 0 and _jobs(db) == ["a", "b"]
+
+
+def test_a_copy_read_another_way_replaces_the_earlier_reading(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", "job_id,n_gpus,gpus\nx,1,4\ny,2,8\n")
+    copy = tmp_path / "copy.csv"
+    shutil.copy(a, copy)
+    ingest(a, "csv", db)
+    report = ingest(copy, "csv", db, mapping={"n_gpus": "gpus"})
+    assert [(r["source_id"], r["files"]) for r in report["replaced"]] == [(1, [str(a)])]
+    assert report["jobs"] == 2
+    assert sorted(load_jobs(db)["n_gpus"].to_pylist()) == [4.0, 8.0]  # the content once
+
+
+def test_a_copied_pai_table_set_is_stored_once(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    one = tmp_path / "one"
+    one.mkdir()
+    _write(one / "pai_job_table.csv", "j1,i1,u1,Terminated,100,200\nj2,i2,u1,Failed,150,400\n")
+    _write(one / "pai_task_table.csv", "j1,worker,1,Terminated,100,200,600,29.3,100,V100\n"
+           "j2,worker,2,Failed,150,400,600,29.3,100,P100\n")
+    two = tmp_path / "two"
+    shutil.copytree(one, two)
+    assert ingest(one, "pai-2020", db)["jobs"] == 2
+    report = ingest(two, "pai-2020", db)
+    assert report["jobs"] == 0
+    assert report["sources"][0]["already_ingested"] == {
+        "source_id": 1, "file": str(one / "pai_job_table.csv")}
+    # a side table added to the copy: other content, stored (and once)
+    _write(two / "pai_instance_table.csv", "j1,worker,w0,w0,i1,Terminated,110,200,m1\n")
+    assert ingest(two, "pai-2020", db)["jobs"] == 2
+    assert len(load_jobs(db)) == 4
+
+
+def test_an_older_store_without_content_hash_opens_and_gains_it(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    gone = tmp_path / "gone.csv"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE jobs (job_id VARCHAR, n_gpus DOUBLE, censored BOOLEAN, "
+                "zero_gpu BOOLEAN, fractional_gpu BOOLEAN, arch_inferred BOOLEAN, "
+                "source_id INTEGER)")
+    con.execute("CREATE TABLE sources (source_id INTEGER PRIMARY KEY, format VARCHAR, "
+                "files VARCHAR, mapping VARCHAR, fingerprint VARCHAR, rows BIGINT, "
+                "bad_rows BIGINT, ingested_at TIMESTAMP)")
+    con.execute("INSERT INTO jobs VALUES ('old', 4, false, false, false, true, 1)")
+    con.execute("INSERT INTO sources VALUES (1, 'elasticflow', ?, '{}', 'x', 1, 0, now())",
+                [json.dumps([str(gone)])])
+    con.close()
+    before = _sha(db)
+    [old] = sources(db)  # read-only: the missing column reads null, the file is untouched
+    assert list(old) == list(SOURCE_COLUMNS) and old["content_hash"] is None
+    assert _sha(db) == before
+    a = _write(tmp_path / "a.csv", GOOD)
+    assert ingest(a, "elasticflow", db)["jobs"] == 2
+    assert [(s["source_id"], s["content_hash"]) for s in sources(db)] == [(1, None),
+                                                                           (2, _sha(a))]
+    assert _jobs(db) == ["a", "b", "old"]
+
+
+# ---- b. a new store is created whole; SIGKILL -----------------------------------------------
+
+def test_a_failed_first_ingest_leaves_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    bad = _write(tmp_path / "bad.csv", "job_id,submission_time,num_gpu\na,0,1\n")
+    with pytest.raises(TraincastError):
+        ingest(bad, "elasticflow", db)
+    assert _siblings(db) == []
+    assert ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)["jobs"] == 2
+    assert _siblings(db) == ["s.duckdb"]  # published: no log, no temporary file beside it
+
+
+CHILD = """
+import os, signal, sys
+from traincast.trace.store import Store
+db, trace, how = sys.argv[1:4]
+def progress(step, done, total):
+    print(step, flush=True)
+    if how == "self" and step.startswith("storing"):
+        os.kill(os.getpid(), signal.SIGKILL)  # nothing runs after this
+with Store(db) as store:
+    store.ingest(trace, "elasticflow", progress=progress)
+print("committed", flush=True)
+"""
+
+
+def _killed_ingest(db: Path, trace: Path, how: str) -> list[str]:
+    """Ingest ``trace`` into ``db`` in a child process SIGKILLed mid-ingest: by itself when
+    storing (``self``), or by this process 0.3 s after it began reading (``parent``); the
+    lines it printed."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(trace), how],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line.strip())
+        if how == "parent" and line.startswith("reading"):
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, seen
+    assert "committed" not in seen
+    return seen
+
+
+@pytest.mark.parametrize("how", ["self", "parent"])
+def test_a_killed_first_ingest_leaves_no_store(tmp_path: Path, big_csv: Path, how: str) -> None:
+    db = tmp_path / "s.duckdb"
+    seen = _killed_ingest(db, big_csv, how)
+    assert "reading big.csv" in seen
+    assert not db.exists() and not db.with_name("s.duckdb.wal").exists()
+    leftovers = [f for f in _siblings(db) if f.startswith(".s.duckdb.ingest-")]
+    assert leftovers  # the killed ingest's temporary store, beside the target
+    # a later ingest works, and removes what the killed one left
+    assert ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)["jobs"] == 2
+    assert _siblings(db) == ["s.duckdb"]
+    assert _jobs(db) == ["a", "b"]
+
+
+@pytest.mark.parametrize("how", ["self", "parent"])
+def test_a_killed_ingest_keeps_the_committed_store(tmp_path: Path, big_csv: Path,
+                                                    how: str) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    before = sources(db)
+    _killed_ingest(db, big_csv, how)
+    # DuckDB's log: the store is at its last commit
+    assert _jobs(db) == ["a", "b"]
+    assert sources(db) == before
+    assert ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db)["jobs"] == 3
+    assert _jobs(db) == ["a", "b", "c", "d", "e"]
+
+
+def test_a_store_created_meanwhile_by_another_process_is_not_replaced(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    other = _write(tmp_path / "o.csv", OTHER)
+
+    def meanwhile(step: str, done: int, total: int) -> None:
+        if step.startswith("storing"):
+            ingest(other, "elasticflow", db)  # another writer's first ingest commits first
+
+    with pytest.raises(TraincastError) as exc, Store(db) as store:
+        store.ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", progress=meanwhile)
+    assert str(db) in str(exc.value) and "another process" in str(exc.value)
+    assert _jobs(db) == ["c", "d", "e"]
+    assert _siblings(db) == ["s.duckdb"]
+
+
+# ---- c. Ctrl-C ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("error", [RuntimeError("Query interrupted"),
+                                   duckdb.InterruptException("INTERRUPT Error: Interrupted!"),
+                                   KeyboardInterrupt()],
+                         ids=["sigint-in-query", "interrupt-exception", "keyboard-interrupt"])
+@pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
+def test_ctrl_c_rolls_back_and_raises_keyboard_interrupt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException,
+        existing: bool) -> None:
+    db = tmp_path / "s.duckdb"
+    if existing:
+        ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+        before = _sha(db)
+    stage = store_mod._stage
+
+    def interrupted_stage(con: duckdb.DuckDBPyConnection, plan: object) -> None:
+        stage(con, plan)  # staged, inside the transaction: then Ctrl-C
+        raise error
+
+    monkeypatch.setattr(store_mod, "_stage", interrupted_stage)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db)
+    if existing:
+        assert _sha(db) == before and _siblings(db) == ["s.duckdb"]
+    else:
+        assert _siblings(db) == []
+
+
+SIGINT_CHILD = """
+import sys
+import traincast.trace.store as s
+stage = s._stage
+def announced(con, plan):
+    print("staging", flush=True)
+    return stage(con, plan)
+s._stage = announced
+from traincast.cli import main
+sys.argv = ["traincast", *sys.argv[1:]]
+main()
+"""
+
+
+def test_sigint_during_ingest_exits_130_with_the_store_unchanged(tmp_path: Path,
+                                                                 big_csv: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    before = _sha(db)
+    proc = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD, "ingest", str(big_csv),
+                             "--format", "elasticflow", "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "staging"
+    time.sleep(0.3)  # DuckDB is reading the million rows
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert _sha(db) == before and _jobs(db) == ["a", "b"]
+
+
+# ---- d. a full disk; the Parquet export -----------------------------------------------------
+
+NO_SPACE = 'IO Error: Could not write file "{}": No space left on device'
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
+def test_a_full_disk_is_an_error_naming_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  existing: bool) -> None:
+    db = tmp_path / "s.duckdb"
+    if existing:
+        ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+        before = _sha(db)
+
+    def full(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+        raise duckdb.IOException(NO_SPACE.format(db))
+
+    monkeypatch.setattr(store_mod, "_insert", full)
+    with pytest.raises(TraincastError) as exc:
+        ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db)
+    msg = str(exc.value)
+    assert msg.startswith(f"{db}: the disk is full") and "nothing was stored" in msg
+    assert "\n" not in msg and exc.value.hint
+    if existing:
+        assert _sha(db) == before
+    else:
+        assert _siblings(db) == []
+
+
+def test_a_full_disk_while_staging_is_not_an_unreadable_trace(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    db = tmp_path / "s.duckdb"
+
+    def full(con: duckdb.DuckDBPyConnection, plan: object) -> None:
+        raise duckdb.IOException(NO_SPACE.format(f"{db}.tmp/duckdb_temp_storage-0.tmp"))
+
+    monkeypatch.setattr(store_mod, "_stage", full)
+    with pytest.raises(TraincastError) as exc:
+        ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db)
+    assert "disk is full" in str(exc.value) and "cannot read" not in str(exc.value)
+
+
+FULL_DISK = """
+set -e
+mount -t tmpfs -o size=4m tmpfs "$1"
+tc() { "$PY" -c "from traincast.cli import main; main()" "$@"; }
+tc ingest "$2" --format elasticflow --db "$1/s.duckdb" --json > /dev/null
+tc ingest "$3" --format elasticflow --db "$1/s.duckdb" --json > /dev/null 2> "$4/existing.err" \
+    || echo "existing rc=$?"
+tc ingest "$3" --format elasticflow --db "$1/new.duckdb" --json > /dev/null 2> "$4/new.err" \
+    || echo "new rc=$?"
+"$PY" -c "import duckdb; print('jobs', duckdb.connect('$1/s.duckdb', read_only=True)
+.execute('SELECT count(*) FROM jobs').fetchone()[0])"
+echo "files:" $(ls -A "$1")
+cat "$4/existing.err" "$4/new.err"
+"""
+
+
+def test_a_real_full_disk(tmp_path: Path, big_csv: Path) -> None:
+    """On a 4 MiB tmpfs (a private mount namespace; skipped where one cannot be made)."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-rm", "true"],
+                                         capture_output=True).returncode != 0:
+        pytest.skip("no private mount namespace here (unshare -rm)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    small = _write(tmp_path / "a.csv", GOOD)
+    r = subprocess.run([unshare, "-rm", "sh", "-c", FULL_DISK, "sh", str(disk), str(small),
+                        str(big_csv), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300,
+                       env={**os.environ, "PY": sys.executable})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "existing rc=2" in lines and "new rc=2" in lines, r.stdout
+    assert "jobs 2" in lines  # the committed store kept its jobs
+    [files] = [ln.split()[1:] for ln in lines if ln.startswith("files:")]
+    assert files == ["s.duckdb"]  # nothing else left: no new store, no temporary files
+    assert f"error: {disk}/s.duckdb: the disk is full" in r.stdout
+    assert f"error: {disk}/new.duckdb: the disk is full" in r.stdout
+
+
+def test_parquet_is_exported_with_the_ingest(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    out = tmp_path / "jobs.parquet"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    report = ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db, parquet=out)
+    assert report["parquet"] == str(out)
+    assert sorted(pq.read_table(out)["job_id"].to_pylist()) == ["a", "b", "c", "d", "e"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["a.csv", "jobs.parquet", "o.csv",
+                                                          "s.duckdb"]
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["existing", "new"])
+def test_a_parquet_file_that_cannot_be_written_stores_nothing(tmp_path: Path,
+                                                              existing: bool) -> None:
+    db = tmp_path / "s.duckdb"
+    if existing:
+        ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+        before = _sha(db)
+    out = tmp_path / "missing" / "jobs.parquet"
+    with pytest.raises(TraincastError) as exc:
+        ingest(_write(tmp_path / "o.csv", OTHER), "elasticflow", db, parquet=out)
+    msg = str(exc.value)
+    assert msg.startswith(f"{out}: cannot write the Parquet file") and "nothing was stored" in msg
+    assert not (tmp_path / "missing").exists()
+    if existing:
+        assert _sha(db) == before
+    else:
+        assert _siblings(db) == []
+
+
+def test_a_parquet_rename_that_fails_after_the_commit_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    out = tmp_path / "jobs.parquet"
+    out.mkdir()  # a directory: the file is written beside it, the rename over it fails
+    (out / "keep").write_text("x")
+    with pytest.raises(TraincastError) as exc:
+        ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db, parquet=out)
+    msg = str(exc.value)
+    assert msg.startswith(f"{out}: cannot write the Parquet file")
+    assert f"the ingest was committed (2 jobs stored in {db})" in msg
+    assert _jobs(db) == ["a", "b"]
+    assert not (tmp_path / ".jobs.parquet.tmp").exists()
+
+
+def test_export_parquet_is_whole_or_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    with pytest.raises(TraincastError) as exc, Store(db) as store:
+        store.export_parquet(tmp_path / "missing" / "x.parquet")
+    assert "cannot write the Parquet file" in str(exc.value)
+    with Store(db) as store:
+        path = store.export_parquet(tmp_path / "x.parquet")
+    assert pq.read_table(path)["job_id"].to_pylist() == ["a", "b"]
+    assert not (tmp_path / ".x.parquet.tmp").exists()
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+def test_cli_says_already_ingested_and_parquet_failures(tmp_path: Path, tc) -> None:  # noqa: ANN001
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    copy = tmp_path / "copy.csv"
+    shutil.copy(a, copy)
+    assert tc("ingest", str(a), "--format", "elasticflow", "--db", str(db)).returncode == 0
+    r = tc("ingest", str(copy), "--format", "elasticflow", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert f"copy.csv: already ingested as {a} (source 1); nothing stored" in \
+        " ".join(r.stdout.split())
+    r = tc("ingest", str(_write(tmp_path / "o.csv", OTHER)), "--format", "elasticflow",
+           "--db", str(db), "--parquet", str(tmp_path / "missing" / "j.parquet"))
+    assert r.returncode == 2 and "j.parquet" in r.stderr
+    assert _jobs(db) == ["a", "b"]  # nothing stored
+    r = tc("ingest", str(tmp_path / "o.csv"), "--format", "elasticflow", "--db", str(db),
+           "--parquet", str(tmp_path / "j.parquet"), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["parquet"] == str(tmp_path / "j.parquet")
+    assert sorted(pq.read_table(tmp_path / "j.parquet")["job_id"].to_pylist()) == \
+        ["a", "b", "c", "d", "e"]

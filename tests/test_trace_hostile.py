@@ -1,0 +1,507 @@
+"""Hostile trace input: values outside their physical bounds, an end before its start, files
+cut short (CSV and JSON), binary bytes, and adapter-specific nonsense (gpu_milli, node_num,
+booleans, PAI plan_gpu and inst_id). Each must be a bad row naming file, row, field and value
+(or, for a file that cannot be read as a whole, an error naming it), the good rows stored.
+Expected values are worked out by hand (or with the csv module) in each test."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from traincast.analysis.characterize import characterize
+from traincast.errors import TraincastError
+from traincast.trace import read_trace
+from traincast.trace.store import format_errors, ingest, load_jobs
+
+POD_LIST = ("alibaba-gpu-v2023", "openb_pod_list_gpuspec33.csv")
+
+
+def _ingest(path: Path, fmt: str = "csv", db: Path | None = None) -> dict:
+    return ingest(path, format=fmt, db=db or path.with_suffix(".duckdb"))
+
+
+def _errors(report: dict) -> list[tuple[int, str, str]]:
+    return [(e["row"], e["field"], e["value"]) for e in report["errors"]]
+
+
+def _jobs(db: Path) -> dict[str, dict]:
+    return {j["job_id"]: j for j in load_jobs(db).to_pylist()}
+
+
+# --- physical bounds ------------------------------------------------------------------------
+
+def test_values_outside_their_bounds_are_bad_rows(tmp_path: Path) -> None:
+    header = "job_id,n_gpus,start_time_s,end_time_s,gpu_util,n_workers,batch_size,weight_bytes\n"
+    rows = [
+        "ok,1000000,0,10,1,2,64,1e9",            # every value at or inside its bound
+        "g,1e308,0,10,,,,",                      # 1e308 GPUs
+        "g2,1000001,0,10,,,,",                   # one GPU over the cap
+        "t,1,0,10000-01-01 00:00:00,,,,",        # year 10000
+        "t2,1,253402300800,,,,,",                # 10000-01-01 in seconds
+        "t3,1,-62135596801,,,,,",                # one second before year 1
+        "u,1,0,10,1.5,,,",                       # utilization above 1
+        "u2,1,0,10,50,,,",                       # a percentage, not a fraction
+        "w,1,0,10,,2000000,,",                   # two million workers
+        "b,1,0,10,,,2e9,",                       # batch size over 1e9
+        "f,1,0,10,,,,2e18",                      # 2 EB of weights per iteration
+        "last,1,9999-12-31 23:59:59,9999-12-31 23:59:59,0,0,0,0",  # the latest time: fine
+    ]
+    path = tmp_path / "t.csv"
+    path.write_text(header + "\n".join(rows) + "\n")
+    report = _ingest(path)
+    assert report["jobs"] == 2 and report["bad_rows"] == 10
+    count = "must be a count from 0 to 1,000,000"
+    time = "must be a time between 0001-01-01 and 9999-12-31 UTC"
+    assert _errors(report) == [
+        (2, "n_gpus", f"1e308 ({count})"),
+        (3, "n_gpus", f"1000001 ({count})"),
+        (4, "end_time_s", f"10000-01-01 00:00:00 ({time})"),
+        (5, "start_time_s", f"253402300800 ({time})"),
+        (6, "start_time_s", f"-62135596801 ({time})"),
+        (7, "gpu_util", "1.5 (must be a utilization from 0 to 1)"),
+        (8, "gpu_util", "50 (must be a utilization from 0 to 1)"),
+        (9, "n_workers", f"2000000 ({count})"),
+        (10, "batch_size", "2e9 (must be a batch size from 0 to 1e9)"),
+        (11, "weight_bytes", "2e18 (must be bytes per iteration from 0 to 1e18)"),
+    ]
+    assert sorted(_jobs(path.with_suffix(".duckdb"))) == ["last", "ok"]
+
+
+def test_characterize_counts_only_physical_jobs(tmp_path: Path) -> None:
+    """1e308 GPUs or a year-10000 end would make GPU time 1.8e308 and the trace end year
+    10000: they are bad rows, and the totals are those of the other jobs (by hand)."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s\n"
+                    "a,2,0,100\nhuge,1e308,0,100\nb,1,50,80\n"
+                    "far,1,0,10000-01-01 00:00:00\n")
+    report: dict = {}
+    jobs = read_trace(path, on_report=report.update)
+    assert report["bad_rows"] == 2
+    r = characterize(jobs, fill=False)
+    assert r["jobs"] == 2 and r["gpus"] == 3
+    assert r["gpu_time_s"] == 2 * 100 + 1 * 30
+    assert r["trace_end_s"] == 100
+
+
+def test_a_negative_count_is_reported_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,gpu_util\na,-2,\nb,1,-0.5\n")
+    assert _errors(_ingest(path)) == [(1, "n_gpus", "-2"), (2, "gpu_util", "-0.5")]
+
+
+# --- an end before its start, and durations ---------------------------------------------------
+
+def test_an_end_before_its_start_is_a_bad_row(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s\n"
+                    "a,1,10,5\nb,1,10,10\nc,1,0,2000000000\nd,1,0,1000000000\n")
+    report = _ingest(path)
+    # b: zero length is a job; c: 2e9 s = 63 years, longer than 1e9 s; d: exactly 1e9 s
+    assert _errors(report) == [
+        (1, "end_time_s", "5 (before start_time_s 10)"),
+        (3, "end_time_s", "2000000000 (2000000000.0 s after start_time_s 0: longer than "
+                          "1e9 s)")]
+    assert sorted(_jobs(path.with_suffix(".duckdb"))) == ["b", "d"]
+
+
+def test_helios_end_before_start_names_both_times(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_log.csv"
+    path.write_text("job_id,gpu_num,node_num,state,submit_time,start_time,end_time,duration\n"
+                    "h1,8,2,COMPLETED,2020-01-01 00:00:00,2020-01-03 00:00:00,"
+                    "2020-01-02 00:00:00,\n"
+                    "h2,8,2,COMPLETED,2020-01-01 00:00:00,2020-01-01 01:00:00,,-60\n"
+                    "h3,8,2,COMPLETED,2020-01-01 00:00:00,2020-01-01 01:00:00,,abc\n")
+    report = _ingest(path, "helios")
+    assert report["jobs"] == 0
+    assert _errors(report) == [
+        (1, "end_time_s", "2020-01-02 00:00:00 (before start_time_s 2020-01-03 00:00:00)"),
+        (2, "duration", "-60"), (3, "duration", "abc")]
+
+
+def test_elasticflow_duration_bounds(tmp_path: Path) -> None:
+    path = tmp_path / "ef.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\na,0,10,1\nb,0,1e10,1\n")
+    assert _errors(_ingest(path, "elasticflow")) == \
+        [(2, "duration", "1e10 (must be seconds from 0 to 1e9)")]
+
+
+# --- files cut short --------------------------------------------------------------------------
+
+def _cut_rows(data: bytes, fields: int) -> tuple[int, bool]:
+    """By the csv module: complete data rows of a file cut at its end, and whether its last,
+    unterminated line has all ``fields`` fields (a whole row)."""
+    text = data.decode()
+    lines = text.split("\n")
+    complete, partial = lines[1:-1], lines[-1]
+    whole = bool(partial) and len(next(csv.reader([partial]))) >= fields
+    return len(complete), whole
+
+
+def test_the_real_pod_list_cut_inside_a_row(shared_data: Path, tmp_path: Path) -> None:
+    """Cut inside openb-pod-2194's deletion_time (10825655 -> 108256) and after the first
+    letter of its name: 2,194 whole pods stored, the cut one a bad row naming row 2,195."""
+    src = (shared_data.joinpath(*POD_LIST)).read_text()
+    line = "openb-pod-2194,8000,16384,1,1000,,LS,Running,10797519,10825655,10797868"
+    at = src.index(line)
+    assert src[:at].count("\n") == 2195  # the header and 2,194 pods before it
+    for cut, field, shown, k in ((line.index("10825655") + 6, "deletion_time", "108256", 10),
+                                 (1, "name", "o", 1)):
+        path = tmp_path / f"pods{k}.csv"
+        path.write_text(src[:at + cut])
+        report = _ingest(path, "alibaba-2023")
+        assert report["jobs"] == 2194 and report["bad_rows"] == 1
+        assert _errors(report) == [(2195, field, f"{shown} (the file ends here, without a "
+                                    f"newline, after {k} of the 11 fields: the row is cut)")]
+        assert "openb-pod-2194" not in _jobs(path.with_suffix(".duckdb"))
+
+
+@pytest.mark.parametrize(("parts", "fmt", "fields"),
+                         [(POD_LIST, "alibaba-2023", 11),
+                          (("elasticflow", "cluster10.csv"), "elasticflow", 4)])
+def test_real_traces_cut_at_random_offsets(shared_data: Path, tmp_path: Path,
+                                           parts: tuple[str, ...], fmt: str,
+                                           fields: int) -> None:
+    """Every complete row is stored; a cut row with fewer fields is a bad row; a last line
+    with all its fields (the cut fell inside its last value, or before its newline) is
+    stored and said in a note, as a whole row without a final newline is."""
+    data = shared_data.joinpath(*parts).read_bytes()
+    rng = random.Random(2024)
+    offsets = sorted(rng.randrange(len(data) // 10, len(data)) for _ in range(6))
+    for i, at in enumerate(offsets):
+        path = tmp_path / f"cut{i}.csv"
+        path.write_bytes(data[:at])
+        complete, whole = _cut_rows(data[:at], fields)
+        report = _ingest(path, fmt)
+        cut = not whole and not data[:at].endswith(b"\n")
+        assert report["jobs"] == complete + whole, at
+        assert report["bad_rows"] == cut, at
+        if cut:
+            assert report["errors"][0]["row"] == complete + 1
+            assert "the row is cut" in report["errors"][0]["value"]
+        assert any("no final newline" in n["note"] for n in report["notes"]) == whole, at
+
+
+def test_a_whole_real_trace_without_final_newline_is_stored(shared_data: Path,
+                                                            tmp_path: Path) -> None:
+    path = shared_data / "elasticflow" / "cluster10.csv"
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert not path.read_bytes().endswith(b"\n")
+    report = ingest(path, format="elasticflow", db=tmp_path / "s.duckdb")
+    assert report["jobs"] == len(rows) and report["bad_rows"] == 0
+    note = report["notes"][0]
+    assert note["count"] == 1 and "cluster10.csv has no final newline" in note["note"]
+
+
+def _quoted_file(rows: int = 30_000) -> str:
+    """More rows than DuckDB's sniffer samples, so the file's end does not change how it is
+    read."""
+    return "job_id,n_gpus,user\n" + "".join(f"j{i},{1 + i % 8},u{i}\n" for i in range(rows))
+
+
+@pytest.mark.parametrize("end", ['cut,2,"unterm', 'cut,2,"unterm\n'])
+def test_an_unterminated_quote_is_a_cut_row(tmp_path: Path, end: str) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(_quoted_file() + end)
+    report = _ingest(path)
+    assert report["jobs"] == 30_000 and report["bad_rows"] == 1
+    (row, field, value), = _errors(report)
+    assert (row, field) == (30_001, "user")
+    assert value.startswith('"unterm') and "ends inside this quoted value" in value
+    assert "cut" not in _jobs(path.with_suffix(".duckdb"))
+
+
+def test_a_short_file_ending_inside_a_quote_is_an_error(tmp_path: Path) -> None:
+    """In a short file the open quote changes how DuckDB reads the header: the ingest stops
+    with the reason, not with 'missing column(s)'."""
+    path = tmp_path / "t.csv"
+    path.write_text('job_id,n_gpus,user\na,1,x\nb,2,"unterm')
+    with pytest.raises(TraincastError, match="ends inside a quoted value"):
+        _ingest(path)
+
+
+def test_quoted_line_breaks_at_the_end_are_whole(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text('job_id,n_gpus,user\na,1,"x\ny"\nb,2,"two\nlines"')
+    report = _ingest(path)
+    assert report["jobs"] == 2 and report["bad_rows"] == 0
+    assert _jobs(path.with_suffix(".duckdb"))["b"]["user"] == "two\nlines"
+
+
+def test_gzip_cut_short_and_gzip_of_a_cut_file(tmp_path: Path) -> None:
+    text = "job_id,n_gpus\n" + "".join(f"j{i},1\n" for i in range(20_000))
+    whole = gzip.compress(text.encode())
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(TraincastError) as exc:
+        _ingest(cut, db=tmp_path / "a.duckdb")
+    assert str(cut) in str(exc.value) and "cut short" in exc.value.hint
+    of_cut = tmp_path / "of_cut.csv.gz"
+    of_cut.write_bytes(gzip.compress((text + "j20000").encode()))
+    report = _ingest(of_cut, db=tmp_path / "b.duckdb")
+    assert report["jobs"] == 20_000
+    assert _errors(report) == [(20_001, "job_id", "j20000 (the file ends here, without a "
+                                "newline, after 1 of the 2 fields: the row is cut)")]
+
+
+def test_a_cut_row_of_a_semicolon_file(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.csv"
+    cut.write_text("job_id;n_gpus;user\na;1;x\nb;2")
+    assert _errors(_ingest(cut)) == [(2, "n_gpus", "2 (the file ends here, without a newline, "
+                                      "after 2 of the 3 fields: the row is cut)")]
+    whole = tmp_path / "whole.csv"
+    whole.write_text("job_id;n_gpus;user\na;1;x\nb;2;y")
+    report = _ingest(whole)
+    assert report["jobs"] == 2 and report["bad_rows"] == 0 and len(report["notes"]) == 1
+
+
+def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,user\na,1,x\nb,2")
+    with pytest.raises(TraincastError, match=r"row 2: field n_gpus: bad value '2 \(the file"):
+        ingest(path, db=tmp_path / "s.duckdb", strict=True)
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+# --- Philly JSON ------------------------------------------------------------------------------
+
+def _philly_jobs(n: int = 5) -> list[dict]:
+    return [{"jobid": f"p{i}", "user": "u", "vc": "v", "status": "Pass",
+             "submitted_time": "2017-10-03 14:00:00",
+             "attempts": [{"start_time": "2017-10-03 14:10:00",
+                           "end_time": "2017-10-03 15:10:00",
+                           "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}
+            for i in range(n)]
+
+
+@pytest.mark.parametrize(("name", "data", "says"), [
+    ("binary", b"\xff\xd8\xff\xe0\x00\x10JFIF" + bytes(range(256)), "not a JSON array"),
+    ("utf16", json.dumps(_philly_jobs()).encode("utf-16"), "UTF-16"),
+    ("empty", b"", "not a JSON array"),
+    ("object", json.dumps(_philly_jobs()[0]).encode(), "not a JSON array"),
+])
+def test_philly_not_a_json_array(tmp_path: Path, name: str, data: bytes, says: str) -> None:
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(data)
+    with pytest.raises(TraincastError, match=says) as exc:
+        _ingest(path, "philly")
+    assert str(path) in str(exc.value)
+
+
+def test_philly_cut_between_or_inside_jobs_is_an_error(tmp_path: Path) -> None:
+    text = json.dumps(_philly_jobs())
+    fourth = text.index('{"jobid": "p3"')
+    for name, cut in (("between", text[:fourth]), ("between2", text[:fourth - 2]),
+                      ("inside", text[:fourth + 30])):
+        path = tmp_path / f"{name}.json"
+        path.write_text(cut)
+        with pytest.raises(TraincastError, match="not a whole JSON array") as exc:
+            _ingest(path, "philly")
+        assert str(path) in str(exc.value)
+    whole = tmp_path / "whole.json"
+    whole.write_text(text + "\n")
+    assert _ingest(whole, "philly")["jobs"] == 5
+
+
+def test_philly_binary_bytes_inside_the_array(tmp_path: Path) -> None:
+    path = tmp_path / "bin.json"
+    path.write_bytes(b'[{"jobid": "\xff\xfe\x00"}]')
+    with pytest.raises(TraincastError) as exc:
+        _ingest(path, "philly")
+    assert str(path) in str(exc.value)
+
+
+# --- adapter rules ----------------------------------------------------------------------------
+
+POD_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+              "creation_time,deletion_time,scheduled_time\n")
+
+
+def test_alibaba_gpu_milli_and_num_gpu(tmp_path: Path) -> None:
+    path = tmp_path / "pods.csv"
+    path.write_text(POD_HEADER +
+                    "p1,1000,1,2,500,,LS,Succeeded,0,100,10\n"      # 2 x 0.5 = 1 GPU
+                    "p2,1000,1,2,5000,,LS,Succeeded,0,100,10\n"     # 5000 milli: bad
+                    "p3,1000,1,1,abc,,LS,Succeeded,0,100,10\n"      # not a number
+                    "p4,1000,1,1.5,1000,,LS,Succeeded,0,100,10\n"   # half a GPU count
+                    "p5,1000,1,1,-1,,LS,Succeeded,0,100,10\n"       # negative share
+                    "p6,1000,1,1,,,LS,Succeeded,0,50,10\n")         # missing: a whole GPU
+    report = _ingest(path, "alibaba-2023")
+    share = "must be from 0 to 1000: thousandths of one GPU"
+    assert _errors(report) == [(2, "gpu_milli", f"5000 ({share})"), (3, "gpu_milli", "abc"),
+                               (4, "num_gpu", "1.5 (must be a whole number of GPUs)"),
+                               (5, "gpu_milli", f"-1 ({share})")]
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert {k: j["n_gpus"] for k, j in jobs.items()} == {"p1": 1.0, "p6": 1.0}
+
+
+def test_alibaba_trace_end_ignores_a_year_10000_time(tmp_path: Path) -> None:
+    """The trace end is the largest deletion_time within the time bounds: a pod deleted in
+    year 10000 is a bad row and does not move the end (p2, deleted at 100, is censored)."""
+    path = tmp_path / "pods.csv"
+    path.write_text(POD_HEADER + "p1,1,1,1,1000,,LS,Succeeded,0,50,10\n"
+                    "p2,1,1,1,1000,,LS,Succeeded,0,100,10\n"
+                    "p3,1,1,1,1000,,LS,Succeeded,0,253402300800,10\n")
+    report = _ingest(path, "alibaba-2023")
+    assert [(r, f) for r, f, _ in _errors(report)] == [(3, "end_time_s")]
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert {k: j["censored"] for k, j in jobs.items()} == {"p1": False, "p2": True}
+
+
+def test_helios_node_num(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_log.csv"
+    rows = [("h1", "8", "2"), ("h2", "8", "0.25"), ("h3", "8", "-2"), ("h4", "8", "x"),
+            ("h5", "8", "2000000"), ("h6", "0", "0")]
+    path.write_text("job_id,gpu_num,node_num,state,submit_time,start_time,end_time\n" + "".join(
+        f"{j},{g},{n},COMPLETED,0,10,20\n" for j, g, n in rows))
+    report = _ingest(path, "helios")
+    assert _errors(report) == [(2, "node_num", "0.25 (must be a whole number of nodes)"),
+                               (3, "node_num", "-2"), (4, "node_num", "x"),
+                               (5, "node_num", "2000000 (must be a count from 0 to 1,000,000)")]
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert jobs["h1"]["gpus_per_node"] == 4.0 and jobs["h6"]["gpus_per_node"] is None
+
+
+def test_booleans_take_only_boolean_spellings(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    values = ["true", "FALSE", "yes", "No", "1", "0", "1.0", "", "NA", "maybe", "t", "2"]
+    path.write_text("job_id,n_gpus,censored\n" + "".join(
+        f"c{i},1,{v}\n" for i, v in enumerate(values)))
+    report = _ingest(path)
+    assert _errors(report) == [(10, "censored", "maybe"), (11, "censored", "t"),
+                               (12, "censored", "2")]
+    got = {k: j["censored"] for k, j in _jobs(path.with_suffix(".duckdb")).items()}
+    assert got == {"c0": True, "c1": False, "c2": True, "c3": False, "c4": True, "c5": False,
+                   "c6": True, "c7": False, "c8": False}
+
+
+def _write_pai(d: Path, tables: dict[str, list[tuple[str, ...]]]) -> Path:
+    d.mkdir(exist_ok=True)
+    for name, rows in tables.items():
+        with (d / f"pai_{name}_table.csv").open("w", newline="") as f:
+            csv.writer(f).writerows(rows)
+    return d
+
+
+def test_pai_plan_gpu_nan_is_unknown_not_zero(tmp_path: Path) -> None:
+    """plan_gpu NaN on a task assigned a GPU type: its GPUs are unknown (NULL, not 0 and not
+    zero_gpu). A task with neither plan_gpu nor gpu_type (a CPU parameter server) has none."""
+    d = _write_pai(tmp_path / "pai", {
+        "job": [("J1", "i1", "u", "Terminated", "0", "10"),
+                ("J2", "i2", "u", "Terminated", "0", "10")],
+        "task": [("J1", "worker", "1", "Terminated", "", "", "600", "29", "NaN", "V100"),
+                 ("J2", "ps", "1", "Terminated", "", "", "600", "29", "", ""),
+                 ("J2", "worker", "2", "Terminated", "", "", "600", "29", "100", "V100")]})
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert report["bad_rows"] == 0
+    jobs = _jobs(tmp_path / "s.duckdb")
+    j1, j2 = jobs["i1"], jobs["i2"]
+    assert j1["n_gpus"] is None and not j1["zero_gpu"] and j1["gpus_per_worker"] is None
+    assert (j2["n_gpus"], j2["architecture"]) == (2.0, "ps-worker")
+
+
+def test_pai_two_jobs_sharing_an_inst_id_stay_two(tmp_path: Path) -> None:
+    d = _write_pai(tmp_path / "pai", {
+        "job": [("J1", "i1", "u", "Terminated", "0", "10"),
+                ("J2", "i1", "u", "Terminated", "0", "20"),
+                ("J3", "i3", "u", "Terminated", "0", "30")],
+        "task": [(j, "worker", "1", "Terminated", "", "", "600", "29", "100", "V100")
+                 for j in ("J1", "J2", "J3")]})
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert report["jobs"] == 3 and report["bad_rows"] == 0
+    jobs = _jobs(tmp_path / "s.duckdb")
+    assert {k: j["end_time_s"] for k, j in jobs.items()} == {"J1": 10, "J2": 20, "i3": 30}
+    shared = [n for n in report["notes"] if "share their inst_id" in n["note"]]
+    assert [n["count"] for n in shared] == [2]
+
+
+def test_pai_bounds_and_instances_that_never_started(tmp_path: Path) -> None:
+    """plan_gpu over 1e8 (a million GPUs) and inst_num over a million are bad task rows; an
+    instance start_time of 0 is an instance that never started (the job starts at 40);
+    gpu_util counts an instance busier than its planned share as fully busy (80 / 50 -> 1)."""
+    d = _write_pai(tmp_path / "pai", {
+        "job": [("J1", "i1", "u", "Terminated", "30", "100"),
+                ("J2", "i2", "u", "Terminated", "0", "10"),
+                ("J3", "i3", "u", "Terminated", "0", "10")],
+        "task": [("J1", "worker", "2", "Terminated", "", "", "600", "29", "50", "V100"),
+                 ("J2", "worker", "1", "Terminated", "", "", "600", "29", "2e8", "V100"),
+                 ("J3", "worker", "2e6", "Terminated", "", "", "600", "29", "100", "V100")],
+        "instance": [("J1", "worker", "a", "w1", "i1", "Terminated", "0", "100", "m1"),
+                     ("J1", "worker", "b", "w2", "i1", "Terminated", "40", "100", "m1")],
+        "sensor": [("J1", "worker", "w1", "i1", "m1", "g", "1", "80", *["1"] * 4, *["0"] * 4),
+                   ("J1", "worker", "w2", "i1", "m1", "g", "1", "20", *["1"] * 4,
+                    *["0"] * 4)]})
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert [(e["file"].endswith("pai_task_table.csv"), e["row"], e["field"], e["value"])
+            for e in report["errors"]] == [
+        (True, 2, "plan_gpu", "2e8 (must be from 0 to 1e8: GPUs of one instance in %)"),
+        (True, 3, "inst_num", "2e6 (must be from 0 to 1,000,000 instances)")]
+    j1 = _jobs(tmp_path / "s.duckdb")["i1"]
+    assert j1["start_time_s"] == 40 and j1["gpu_util"] == pytest.approx((1 + 20 / 50) / 2)
+
+
+def test_pai_cut_tables(tmp_path: Path) -> None:
+    """A cut job table: its last row is a bad row. A cut task table: the job of its cut row
+    is a bad row, reported at the task table. A cut sensor table: its last row is left out
+    and said in a note."""
+    job = "J1,i1,u,Terminated,0,10\nJ2,i2,u,Terminated,0,10\nJ3,i3,u,Termin"
+    task = ("J1,worker,1,Terminated,,,600,29,100,V100\nJ2,worker,1,Terminated,,,600,29,100,"
+            "V100\nJ3,worker,1,Terminated,,,600,29,10")
+    sensor = ("J1,worker,w1,i1,m1,g,1,50,1,1,1,1,0,0,0,0\n"
+              "J2,worker,w2,i2,m1,g,1,3")  # J2's gpu_wrk_util cut: left out, not 3 %
+    d = tmp_path / "pai"
+    d.mkdir()
+    for name, text in (("job", job), ("task", task), ("sensor", sensor)):
+        (d / f"pai_{name}_table.csv").write_text(text)
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert [(Path(e["file"]).name, e["row"], e["field"]) for e in report["errors"]] == \
+        [("pai_job_table.csv", 3, "status")]
+    jobs = _jobs(tmp_path / "s.duckdb")
+    assert sorted(jobs) == ["i1", "i2"] and jobs["i2"]["gpu_util"] is None
+    assert any("pai_sensor_table.csv is cut" in n["note"] for n in report["notes"])
+    # the job table whole: the task table's cut row (J3's plan_gpu, 100 -> 10, no gpu_type)
+    # makes J3 a bad row, reported at the task table
+    (d / "pai_job_table.csv").write_text(job.rsplit("\n", 1)[0] + "\nJ3,i3,u,Terminated,0,10\n")
+    report = ingest(d, format="pai-2020", db=tmp_path / "t.duckdb")
+    assert [(Path(e["file"]).name, e["row"], e["field"], e["value"])
+            for e in report["errors"]] == [
+        ("pai_task_table.csv", 3, "plan_gpu", "10 (the file ends here, without a newline, "
+         "after 9 of the 10 fields: the row is cut)")]
+    assert sorted(_jobs(tmp_path / "t.duckdb")) == ["i1", "i2"]
+
+
+def test_each_rejection_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,censored\n"
+                    "a,1e308,0,1,\nb,1,5,1,\nc,1,0,1,maybe\nd,1,0,1,\ne,1")
+    report = _ingest(path)
+    assert report["jobs"] == 1 and report["bad_rows"] == 4
+    lines = format_errors(report["errors"], report["bad_rows"]).splitlines()
+    assert len(lines) == 4
+    for line, (row, field) in zip(lines, [(1, "n_gpus"), (2, "end_time_s"), (3, "censored"),
+                                          (5, "n_gpus")], strict=True):
+        assert line.startswith(f"  {path}: row {row}: field {field}: bad value ")
+    with pytest.raises(TraincastError, match="row 1: field n_gpus"):
+        ingest(path, db=tmp_path / "strict.duckdb", strict=True)
+
+
+def test_the_rules_are_sql_not_python(tmp_path: Path) -> None:
+    """A 200,000-row file with a bad row near its end: the checks run inside DuckDB (the row is
+    found without reading rows into Python)."""
+    n = 200_000
+    buf = io.StringIO()
+    buf.write("job_id,n_gpus,start_time_s,end_time_s\n")
+    for i in range(n):
+        buf.write(f"j{i},{'1e9' if i == n - 2 else 1},{i},{i + 10}\n")
+    path = tmp_path / "big.csv"
+    path.write_text(buf.getvalue())
+    report = _ingest(path)
+    assert report["jobs"] == n - 1
+    assert _errors(report) == [(n - 1, "n_gpus", "1e9 (must be a count from 0 to 1,000,000)")]
