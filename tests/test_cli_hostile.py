@@ -134,10 +134,12 @@ def test_other_output_flags_are_checked_alike(tc, tmp_path: Path) -> None:
     r = tc("report", "--study", str(tmp_path), "-o", str(trace))
     clean(r)
     assert f"-o {trace}: is a file, not a folder" in first_line(r)
+    other = tmp_path / "other.txt"
+    other.write_text("x")
     r = tc("whatif", str(trace), "-s", "eth100", "--engine", "dask", "--parquet-dir",
-           str(trace))
+           str(other))
     clean(r)
-    assert f"--parquet-dir {trace}: is a file" in first_line(r)
+    assert f"--parquet-dir {other}: is a file" in first_line(r)
 
 
 def test_check_output_rules() -> None:
@@ -544,3 +546,90 @@ def test_one_job_names_a_known_workload_and_hybrid_sizes_are_bounded(tc) -> None
     r = tc("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--dp", "2000", "--tp", "1000")
     clean(r)
     assert "--dp 2000 x --tp 1000 x --pp 1 = 2,000,000 GPUs is out of bounds" in first_line(r)
+
+
+# ---------------------------------------------------------------- the store and its outputs
+
+TRACE = ("job_id,n_gpus,architecture,start_time_s,end_time_s\n"
+         "a,1,1w1g,0,10\nb,2,allreduce-local,0,20\n")
+
+
+def _store(tc, tmp_path: Path) -> Path:
+    (tmp_path / "t.csv").write_text(TRACE)
+    db = tmp_path / "s.duckdb"
+    assert tc("ingest", str(tmp_path / "t.csv"), "--db", str(db)).returncode == 0
+    return db
+
+
+def test_an_output_that_is_the_store_or_the_trace_is_refused(tc, tmp_path: Path) -> None:
+    db = _store(tc, tmp_path)
+    before = db.read_bytes()
+    for args, flag in ((["ingest", str(tmp_path / "t.csv"), "--db", str(db), "--parquet",
+                         str(db)], "--parquet"),
+                       (["ingest", str(tmp_path / "t.csv"), "--db", str(db), "--parquet",
+                         str(tmp_path / "t.csv")], "--parquet"),
+                       (["whatif", "--db", str(db), "-s", "eth100", "--jobs", "-o", str(db)],
+                        "-o"),
+                       (["whatif", "--db", str(db), "-s", "eth100", "--jobs", "-o",
+                         str(db) + ".wal"], "-o")):
+        r = tc(*args)
+        assert f"error: {flag} " in first_line(r) and "is an input of this command" in \
+            first_line(r), args
+        clean(r)
+    assert db.read_bytes() == before and (tmp_path / "t.csv").read_text() == TRACE
+
+
+def test_characterize_checks_its_flags_before_ingesting(tc, tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    db = tmp_path / "new.duckdb"
+    r = tc("characterize", str(tmp_path / "t.csv"), "--db", str(db), "--engine", "foo")
+    assert "--engine 'foo': unknown engine" in first_line(r)
+    r = tc("characterize", str(tmp_path / "t.csv"), "--db", str(db), "--address",
+           "tcp://127.0.0.1:1")
+    assert "--address applies to --engine dask only" in first_line(r)
+    assert not db.exists()  # refused before the ingest
+    for value in ("nan", "5", "-0.5"):
+        clean(tc("characterize", str(tmp_path / "t.csv"), "--db", str(db), "--overlap", value))
+    assert not db.exists()
+
+
+def test_a_db_that_is_not_a_store_is_named(tc, tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    r = tc("characterize", "--db", str(tmp_path / "t.csv"))
+    assert first_line(r) == f"error: {tmp_path / 't.csv'}: not a DuckDB file (a job store)"
+
+
+@pytest.mark.parametrize("value", ["0KB", "63MB", "lots"])
+def test_the_store_memory_limit_must_be_a_size(tc, tmp_path: Path, monkeypatch,
+                                               value: str) -> None:
+    db = _store(tc, tmp_path)
+    monkeypatch.setenv("TRAINCAST_DB_MEMORY", value)
+    r = tc("characterize", "--db", str(db))
+    assert f"TRAINCAST_DB_MEMORY={value!r}: not a memory size of at least 64 MB" in first_line(r)
+
+
+def test_the_store_runs_within_its_memory_limit(tmp_path: Path, monkeypatch) -> None:
+    from traincast.trace import Store
+
+    monkeypatch.setenv("TRAINCAST_DB_MEMORY", "256MB")
+    (tmp_path / "t.csv").write_text(TRACE)
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(tmp_path / "t.csv")
+        limit = store._read().execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit in ("256.0 MB", "244.1 MiB")  # DuckDB prints the size in its own units
+
+
+def test_out_of_memory_is_a_clean_error(tc, tmp_path: Path, monkeypatch) -> None:
+    import duckdb
+
+    import traincast.analysis.characterize as char
+
+    db = _store(tc, tmp_path)
+
+    def oom(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    monkeypatch.setattr(char, "characterize_chunks", oom)
+    r = tc("characterize", "--db", str(db), "--json")
+    assert first_line(r).startswith("error: out of memory (OutOfMemoryException: Out of Memory")
+    assert "TRAINCAST_DB_MEMORY" in clean(r)

@@ -481,7 +481,7 @@ def test_a_parquet_rename_that_fails_after_the_commit_says_so(tmp_path: Path) ->
     assert msg.startswith(f"{out}: cannot write the Parquet file")
     assert f"the ingest was committed (2 jobs stored in {db})" in msg
     assert _jobs(db) == ["a", "b"]
-    assert not (tmp_path / ".jobs.parquet.tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "jobs.parquet", "s.duckdb"]
 
 
 def test_export_parquet_is_whole_or_nothing(tmp_path: Path) -> None:
@@ -493,7 +493,7 @@ def test_export_parquet_is_whole_or_nothing(tmp_path: Path) -> None:
     with Store(db) as store:
         path = store.export_parquet(tmp_path / "x.parquet")
     assert pq.read_table(path)["job_id"].to_pylist() == ["a", "b"]
-    assert not (tmp_path / ".x.parquet.tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "s.duckdb", "x.parquet"]
 
 
 # ---- the command line -----------------------------------------------------------------------

@@ -1,6 +1,10 @@
-"""User-facing errors: the CLI prints them as one line with a hint, no traceback."""
+"""User-facing errors: the CLI prints them as one line with a hint, no traceback; and the
+predicates that recognise Ctrl-C, a full disk and exhausted memory in any library's
+exception (and the exceptions it was raised from)."""
 
+import errno
 import os
+from collections.abc import Iterator
 
 
 class TraincastError(ValueError):
@@ -25,3 +29,44 @@ class UnknownNameError(TraincastError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__]
+
+
+def interrupted(exc: BaseException) -> bool:
+    """``exc`` is (or was raised from) Ctrl-C: a :class:`KeyboardInterrupt`, or DuckDB's
+    interrupted query (``RuntimeError: Query interrupted`` when SIGINT arrives during a query,
+    ``duckdb.InterruptException`` after ``connection.interrupt()``)."""
+    return any(isinstance(e, KeyboardInterrupt) or type(e).__name__ == "InterruptException"
+               or (type(e) is RuntimeError and "interrupted" in str(e).lower())
+               for e in _chain(exc))
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """``exc`` is (or was raised from) a full disk or quota: ``ENOSPC``/``EDQUOT``, as an
+    :class:`OSError` or in a library's message (pyarrow's, DuckDB's ``IOException ... No space
+    left on device``)."""
+    return any((isinstance(e, OSError) and e.errno in DISK_FULL)
+               or "no space left on device" in str(e).lower()
+               or "disk quota exceeded" in str(e).lower() for e in _chain(exc))
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """``exc`` is (or was raised from) DuckDB running out of its memory limit
+    (``duckdb.OutOfMemoryException``) or a :class:`MemoryError`."""
+    return any(isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryException"
+               for e in _chain(exc))

@@ -13,21 +13,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, disk_full
 
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _NO_PLACE = {errno.ENOENT: "no such folder", errno.ENOTDIR: "a folder on the path is a file",
              errno.EISDIR: "is a folder", errno.EACCES: "permission denied",
              errno.EPERM: "permission denied", errno.EROFS: "read-only file system"}
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` says the disk (or the quota) is full: an ``OSError`` with errno
-    ``ENOSPC``/``EDQUOT``, or an error of a library (pyarrow, DuckDB) whose message says so."""
-    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
-        return True
-    text = str(exc).lower()
-    return "no space left on device" in text or "disk quota exceeded" in text
 
 
 def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
@@ -43,7 +33,7 @@ def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
     except TraincastError:
         raise
     except Exception as exc:
-        if is_disk_full(exc):
+        if disk_full(exc):
             raise TraincastError(f"{target}: no space left on device; nothing written",
                                  hint="free some space, or write the file elsewhere") from exc
         if isinstance(exc, OSError) and exc.errno in _NO_PLACE:

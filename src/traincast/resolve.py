@@ -68,7 +68,12 @@ FEATURE_FIELDS: tuple[tuple[str, str], ...] = (
 
 def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
     """Rows without a prediction, counted by reason (``{"unknown architecture": 3, ...}``)."""
-    counts = np.bincount(np.asarray(reason, dtype=np.int64), minlength=len(REASONS))
+    return reason_dict(np.bincount(np.asarray(reason, dtype=np.int64), minlength=len(REASONS)))
+
+
+def reason_dict(counts: NDArray[np.integer]) -> dict[str, int]:
+    """Counts per reason code (``np.bincount`` of the codes) as :func:`reason_counts` says
+    them: by name, the predicted rows and reasons without a row left out."""
     return {REASONS[i]: int(c) for i, c in enumerate(counts) if i != OK and c}
 
 

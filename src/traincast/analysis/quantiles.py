@@ -109,12 +109,13 @@ class Quantiles:
         """Add values ``x`` with one array per weight column (weights that are not finite
         and positive count as 0)."""
         x = np.asarray(x, dtype=np.float64).reshape(-1)
-        ws = np.zeros((self.n_weights, len(x)))
+        ws = np.empty((self.n_weights, len(x)))
         for j, wj in enumerate(w or []):
             wj = np.broadcast_to(np.asarray(wj, dtype=np.float64), x.shape)
             ws[j] = np.where(np.isfinite(wj) & (wj > 0), wj, 0.0)
         keep = np.isfinite(x)
-        x, ws = x[keep], ws[:, keep]
+        if not keep.all():
+            x, ws = x[keep], ws[:, keep]
         if len(x) and float(x.min()) < 0:
             raise ValueError("Quantiles holds non-negative values")
         if not len(x):
@@ -145,8 +146,7 @@ class Quantiles:
 
     def _fold(self) -> None:
         """Fold the kept values into the histogram (for good)."""
-        x = np.concatenate(self._x) if self._x else np.empty(0)
-        w = np.concatenate(self._w, axis=1) if self._w else np.zeros((self.n_weights, 0))
+        x, w = self._values()
         self._x, self._w = [], []
         self._hist = _histogram(x, w)
 
@@ -220,17 +220,20 @@ def _histogram(x: F, w: F) -> tuple[NDArray[np.int64], NDArray[np.int64], F, F, 
         out.append((np.array([_ZERO_BIN]), np.array([int(z.sum())]),
                     w[:, z].sum(axis=1, keepdims=True), np.zeros(1), np.zeros(1)))
     if pos.any():
-        xp = x[pos]
-        b = np.floor(np.log(xp) / _LOG_GAMMA).astype(np.int64)
-        off = int(b.min())
-        i = b - off
+        every = bool(pos.all())
+        xp = x if every else x[pos]
+        b = np.log(xp)
+        b *= 1.0 / _LOG_GAMMA
+        i = np.floor(b, out=b).astype(np.int64)
+        off = int(i.min())
+        i -= off
         m = int(i.max()) + 1
         cnt = np.bincount(i, minlength=m)
         lo, hi = np.full(m, np.inf), np.full(m, -np.inf)
         np.minimum.at(lo, i, xp)
         np.maximum.at(hi, i, xp)
-        ws = np.stack([np.bincount(i, weights=wj[pos], minlength=m) for wj in w]) \
-            if len(w) else np.zeros((0, m))
+        ws = np.stack([np.bincount(i, weights=wj if every else wj[pos], minlength=m)
+                       for wj in w]) if len(w) else np.zeros((0, m))
         occ = np.flatnonzero(cnt)
         out.append((occ + off, cnt[occ], ws[:, occ], lo[occ], hi[occ]))
     return (np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out]),

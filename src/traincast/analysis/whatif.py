@@ -28,7 +28,7 @@ from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
-from traincast.resolve import OK, REASONS, Resolved
+from traincast.resolve import REASONS, Resolved, reason_dict
 from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
 from traincast.trace.chunks import JobChunks
 
@@ -328,8 +328,7 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
         total = Outcome([Summary() for _ in scs], np.zeros(len(REASONS), dtype=np.int64), 0)
     summaries = {sc.name: s.result() for sc, s in zip(scs, total.summaries, strict=True)}
     result: dict[str, Any] = {"jobs": total.jobs, "engine": engine,
-                              "unpredicted": {REASONS[i]: int(c) for i, c in
-                                              enumerate(total.reasons) if i != OK and c}}
+                              "unpredicted": reason_dict(total.reasons)}
     if len(scs) == 1:
         result["summary"] = summaries[scs[0].name]
     else:

@@ -71,16 +71,6 @@ def _fail(message: str, hint: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """Ctrl-C inside a DuckDB query: DuckDB raises ``duckdb.InterruptException`` (or a
-    ``RuntimeError: Query interrupted``), not ``KeyboardInterrupt``."""
-    duckdb = sys.modules.get("duckdb")
-    interrupt = getattr(duckdb, "InterruptException", None) if duckdb else None
-    if interrupt is not None and isinstance(exc, interrupt):
-        return True
-    return isinstance(exc, RuntimeError) and str(exc).strip().startswith("Query interrupted")
-
-
 def main() -> None:
     """Entry point of the ``traincast`` console script.
 
@@ -92,7 +82,7 @@ def main() -> None:
     unexpected (a bug): one line naming the exception, exit 1; ``--debug`` anywhere on the
     command line shows the traceback instead.
     """
-    from traincast.files import is_disk_full
+    from traincast.errors import disk_full, interrupted, out_of_memory
 
     debug = "--debug" in sys.argv
     if debug:
@@ -119,13 +109,17 @@ def main() -> None:
         _fail(str(exc), f"pip install 'traincast[{extra}]'" if extra else
               "check the installation", 2)
     except Exception as exc:
-        if _interrupted(exc):
+        if interrupted(exc):
             err_console.print(Text("interrupted", style="red"))
             sys.exit(130)
         if debug:
             raise
         path = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
-        if is_disk_full(exc):
+        if out_of_memory(exc):
+            _fail(f"out of memory ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+                  "the job store's DuckDB may use TRAINCAST_DB_MEMORY (default 1GB) and spills "
+                  "beyond it to a folder beside the store: raise it, or free disk there", 2)
+        if disk_full(exc):
             message = (f"{path}: no space left on device" if path else
                        f"no space left on device ({type(exc).__name__}: {exc})")
             _fail(message, "free some space, or write the output elsewhere", 2)

@@ -16,7 +16,6 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
-    check_output,
     console,
     note,
     print_assumed,
@@ -25,7 +24,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, load_trace_jobs
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct
 
@@ -132,8 +131,7 @@ def colocate(
 ) -> None:
     from traincast.analysis.colocate import colocate as run
 
-    check_output(output)
-    check_output(db, "--db")
+    check_trace_io(trace, db, {"-o": output})
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 
 console = Console(emoji=False)  # user strings such as hf:llama: are not emoji codes
 err_console = Console(stderr=True, emoji=False)
@@ -51,14 +52,14 @@ _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|flops?)?\s*$",
                      re.IGNORECASE)
 
-MAX_FLOPS = 1e24
-"""The largest FLOPs per iteration a flag takes (``--flops``): 1e24 FLOPs is about ten days of
-an iteration at 1 PFLOP/s; more is a typo (or an overflow) and refused."""
-MAX_BYTES = 1e18
+MAX_FLOPS = FLOPS_MAX
+"""The largest FLOPs per iteration a flag takes (``--flops``), as in a trace: 1e24."""
+MAX_BYTES = BYTES_MAX
 """The largest bytes per iteration a flag takes (``--mem-bytes``, ``--weight-bytes``,
-``--embedding-bytes``, ``--input-bytes``): 1e18 bytes = 1 EB."""
-MAX_GPUS = 1_000_000
-"""The largest GPU, worker or server count a flag takes (``--gpus``, ``--workers``, ...)."""
+``--embedding-bytes``, ``--input-bytes``), as in a trace: 1e18 bytes = 1 EB."""
+MAX_GPUS = COUNT_MAX
+"""The largest GPU, worker or server count a flag takes (``--gpus``, ``--workers``, ...), as
+in a trace: 1,000,000."""
 
 
 def parse_number(text: str, what: str, high: float | None = None) -> float:
@@ -81,18 +82,6 @@ def parse_number(text: str, what: str, high: float | None = None) -> float:
                              hint="check the exponent; traincast COMMAND --help gives the "
                                   "bound")
     return value
-
-
-def check_dtype(dtype: str, flag: str = "--dtype") -> str:
-    """A training dtype flag (``plan``, ``predict --arch hybrid``) must be one of the hybrid
-    model's dtypes (:data:`traincast.parallel.hybrid.DTYPES`); else a TraincastError naming the
-    flag and the allowed values."""
-    from traincast.parallel.hybrid import DTYPES
-
-    if dtype not in DTYPES:
-        raise TraincastError(f"{flag} {dtype!r}: unknown dtype",
-                             hint=f"choose one of {', '.join(DTYPES)}")
-    return dtype
 
 
 def given(ctx: typer.Context, *names: str) -> list[str]:
@@ -204,15 +193,26 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False) -> None:
+def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False,
+                 inputs: Iterable[Path | None] = ()) -> None:
     """Fail before any work when an output cannot be written there (a TraincastError naming
     the flag and the path): a file output (``folder`` False) must not be a folder, and its
     folder must exist and be writable; an output folder (``folder``: ``study -o``, ``report
     -o``, ``--parquet-dir``) must not be a file, and is created (with missing parents) by the
-    command, below an existing folder it may write in. Nothing is created here."""
+    command, below an existing folder it may write in; no output may be one of the command's
+    ``inputs`` (its job store, with its ``.wal``, or a trace it reads): writing it would
+    destroy them. Nothing is created here."""
     if path is None:
         return
     path = Path(path)
+    for given in inputs:
+        if given is None:
+            continue
+        given = Path(given)
+        if path.resolve() in (given.resolve(), given.resolve().with_name(given.name + ".wal")):
+            raise TraincastError(f"{flag} {path}: is an input of this command ({given}); "
+                                 "writing it would destroy it",
+                                 hint="write the output to another file")
     if folder:
         if path.exists() and not path.is_dir():
             raise TraincastError(f"{flag} {path}: is a file, not a folder",

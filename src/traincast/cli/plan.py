@@ -16,7 +16,6 @@ from traincast.cli.common import (
     ComputeOpt,
     JsonOpt,
     catalog_from,
-    check_dtype,
     check_model_spec,
     check_price,
     check_speeds,
@@ -27,7 +26,7 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
-from traincast.parallel.hybrid import DTYPES
+from traincast.parallel.hybrid import DTYPES, check_dtype
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "

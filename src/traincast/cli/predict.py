@@ -19,7 +19,6 @@ from traincast.cli.common import (
     ComputeOpt,
     JsonOpt,
     catalog_from,
-    check_dtype,
     check_model_spec,
     check_speeds,
     check_text_file,
@@ -34,7 +33,7 @@ from traincast.cli.common import (
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
-from traincast.parallel.hybrid import DTYPES
+from traincast.parallel.hybrid import DTYPES, check_dtype
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
 

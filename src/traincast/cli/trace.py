@@ -29,6 +29,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
+from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
 from traincast.trace import DEFAULT_WORKLOAD
@@ -85,8 +86,13 @@ INGEST_HELP = (
     "Ingest traces into the job store (one transaction: a failed ingest changes nothing).\n\n"
     "Censored jobs (running at the trace end), zero-GPU and fractional-GPU jobs are kept and "
     "flagged. Bad rows (unparsable or infinite time or number, a fraction in an integer column, "
-    "a negative count or size, unknown architecture, a job id repeated in the file) are "
-    "reported with file, row and field and skipped, or fail the ingest with --strict. The store "
+    "a value outside its field's bounds: a negative count or size, more than 1,000,000 GPUs, a "
+    "date outside the years 1-9999, a utilization outside 0-1; an end before its start; a "
+    "boolean other than true/false/yes/no/1/0; unknown architecture; a job id repeated in the "
+    "file; a last row cut short: the file ends inside a quote, or without a newline and with "
+    "fewer fields than the header) are reported with file, row, field and value and skipped, or "
+    "fail the ingest with --strict (bounds: docs/traces.md). A file whose bytes are already in "
+    "the store under another name is not stored again. The store "
     "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
     "where the trace says them); jobs without an architecture are flagged and get one from the "
     f"GPU count when read: {INFER_RULE}.")
@@ -114,6 +120,29 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
                                    "first ingest", style="yellow")
                               + Text(f" (traincast ingest {files} --strict names them)"),
                               highlight=False)
+
+
+def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
+                   outputs: dict[str, Path | None] | None = None, engine: str = "local",
+                   address: str | None = None, parquet_dir: Path | None = None) -> None:
+    """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
+    ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
+    (``{flag: path}``) can be written and no output is the store or a trace
+    (:func:`~traincast.cli.common.check_output`)."""
+    from traincast.engine import ENGINES
+    from traincast.trace.store import db_path
+
+    if engine not in ENGINES:
+        raise TraincastError(f"--engine {engine!r}: unknown engine",
+                             hint=f"choose {' or '.join(ENGINES)}")
+    if engine != "dask" and (address is not None or parquet_dir is not None):
+        raise TraincastError(f"{'--address' if address is not None else '--parquet-dir'} "
+                             "applies to --engine dask only", hint="add --engine dask")
+    traces = [] if trace is None else [trace] if isinstance(trace, Path) else list(trace)
+    check_output(db, "--db", inputs=traces)
+    check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])
+    for flag, path in (outputs or {}).items():
+        check_output(path, flag, inputs=[db_path(db), *traces])
 
 
 def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str] | None,
@@ -172,8 +201,7 @@ def ingest(
     from traincast.trace import Store, parse_mapping
     from traincast.trace.store import db_path
 
-    check_output(parquet, "--parquet")  # before the ingest
-    check_output(db, "--db")
+    check_trace_io(trace, db, {"--parquet": parquet})  # before the ingest
     with Store(db_path(db)) as store:
         with ingest_progress(json_out) as update:
             report = store.ingest(trace, format, parse_mapping(map), strict=strict,
@@ -193,14 +221,16 @@ def print_ingest(report: dict[str, Any]) -> None:
     """The ingest report as a rich table: one row per source (its file or table set)."""
     t = Table(title=f"Ingest ({report['format']}) into {report['db']}", title_justify="left",
               caption=f"{report['jobs']:,} jobs stored in {fmt_seconds(report['seconds'])}; "
-              "kept = unchanged since its last ingest, not read again",
+              "kept = unchanged since its last ingest, not read again; copy = the same bytes "
+              "as a source already stored, not stored again",
               caption_justify="left")
     t.add_column("file", overflow="fold", ratio=1)
     for col in ("jobs", "", "bad rows", *FLAG_HEADERS.values()):
         t.add_column(col, justify="left" if not col else "right")
     for s in report["sources"]:
         t.add_row(", ".join(Path(f).name for f in s["files"]), f"{s['jobs']:,}",
-                  "kept" if s["unchanged"] else "new", f"{s['bad_rows']:,}",
+                  "copy" if s.get("already_ingested") else "kept" if s["unchanged"]
+                  else "new", f"{s['bad_rows']:,}",
                   *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS))
     console.print(t)
     for s in report["sources"]:
@@ -296,8 +326,9 @@ def characterize(
     db: DbOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    overlap: Annotated[float, typer.Option(help="Fraction f of communication overlapped with "
-                                           "compute (0 = the paper's additive model).")] = 0.0,
+    overlap: Annotated[float, typer.Option(
+        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
+        "0 to 1 (0 = the paper's additive model).")] = 0.0,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     engine: EngineOpt = "local",
     address: AddressOpt = None,
@@ -306,6 +337,7 @@ def characterize(
 ) -> None:
     from traincast.analysis.characterize import characterize_chunks
 
+    check_trace_io(trace, db, None, engine, address, parquet_dir)
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

@@ -23,7 +23,6 @@ from traincast.cli.common import (
     JsonOpt,
     WorkloadOpt,
     catalog_from,
-    check_output,
     check_price,
     check_scenarios,
     console,
@@ -43,6 +42,7 @@ from traincast.cli.trace import (
     FormatOpt,
     MapOpt,
     ParquetDirOpt,
+    check_trace_io,
     load_trace_jobs,
     trace_chunks,
 )
@@ -57,8 +57,6 @@ TraceArg = Annotated[Path | None, typer.Argument(
 OverlapOpt = Annotated[float, typer.Option(
     callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
     "to 1 (base and scenarios, unless a scenario sets its own).")]
-
-
 
 
 _pct = partial(fmt_pct, decimals=0)
@@ -150,13 +148,8 @@ def whatif(
     if output is not None and not jobs_out:
         raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
                              hint="the summary is printed (or --json) either way")
-    if engine != "dask" and (address is not None or parquet_dir is not None):
-        raise TraincastError(f"{'--address' if address is not None else '--parquet-dir'} "
-                             "applies to --engine dask only", hint="add --engine dask")
+    check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir)
     check_scenarios(scenario)
-    check_output(output)
-    check_output(parquet_dir, "--parquet-dir", folder=True)
-    check_output(db, "--db")
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
 
@@ -352,8 +345,7 @@ def recommend(
     from traincast.architectures import ARCHITECTURES
     from traincast.cli.predict import check_job_flags
 
-    check_output(output)
-    check_output(db, "--db")
+    check_trace_io(trace, db, {"-o": output})
     check_price(price)
     one_job = any(x is not None for x in (flops, model, features)) or \
         (workload is not None and trace is None and db is None)

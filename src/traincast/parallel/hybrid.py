@@ -122,8 +122,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     ``nics``.
     """
     catalog = catalog or load_catalog()
-    if dtype not in DTYPES:
-        raise TraincastError(f"unknown dtype {dtype!r}", hint=f"choose one of {', '.join(DTYPES)}")
+    check_dtype(dtype)
     nd = catalog.node(node)
     g = catalog.gpu(gpu or nd.gpu)
     if getattr(g, f"{dtype}_tflops") <= 0:
@@ -493,6 +492,15 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
             "tp_bytes_per_gpu": c.m * c.layers_stage * st.tp_bytes_per_layer(
                 c.b, c.s, float(model.hidden), c.delta, c.t, c.r),
             "pp_link_nic": ln.pp_cross & (c.p > 1), "sp": c.sp}
+
+
+def check_dtype(dtype: str, flag: str = "--dtype") -> str:
+    """A training dtype must be one of :data:`DTYPES`; else a TraincastError naming the flag
+    and the allowed values."""
+    if dtype not in DTYPES:
+        raise TraincastError(f"{flag} {dtype!r}: unknown dtype",
+                             hint=f"choose one of {', '.join(DTYPES)}")
+    return dtype
 
 
 def check_counts(**counts: int | None) -> None:

@@ -25,10 +25,10 @@ from traincast.hardware.prices import MARKETS, Prices, load_prices
 from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
-    DTYPES,
     PART_LABEL,
     TIME_PARTS,
     check_counts,
+    check_dtype,
     check_shapes,
     evaluate,
     hybrid_hardware,
@@ -312,9 +312,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     if rank not in RANKS:
         raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
     check_counts(global_batch=global_batch, seq=seq)
-    if dtype not in DTYPES:
-        raise TraincastError(f"--dtype {dtype!r}: unknown dtype",
-                             hint=f"choose one of {', '.join(DTYPES)}")
+    check_dtype(dtype)
     nodes = [n.strip() for n in node.split(",") if n.strip()]
     if not nodes:
         raise TraincastError(f"--node {node!r}: no node preset named",

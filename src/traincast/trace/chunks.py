@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from traincast.trace.schema import SCHEMA
-from traincast.trace.store import Store, _select_list, db_path
+from traincast.trace.store import Store, db_path
 
 if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
@@ -43,39 +42,21 @@ class JobChunks:
         self.workload = workload
         self.assumed: dict[str, Any] | None = None
         with Store(self.path) as store:
-            con = store._read()
-            self.rows = int(con.execute(f"SELECT count(*) FROM jobs{self._where()}")
-                            .fetchone()[0])
-
-    def _where(self) -> str:
-        if self.source_ids is None:
-            return ""
-        return f" WHERE source_id IN ({', '.join(map(str, self.source_ids)) or 'NULL'})"
+            self.rows = store.count(self.source_ids)
 
     def trace_ends_s(self) -> tuple[float | None, dict[float, float]]:
-        """The trace end (the largest submit, start or end time) and that of each source (a
-        null source: key -1), as :func:`traincast.analysis.characterize.trace_ends_s` reads
-        them from a table."""
+        """The trace end and that of each source (:meth:`~traincast.trace.store.Store.
+        trace_ends_s`)."""
         with Store(self.path) as store:
-            rows = store._read().execute(
-                "SELECT COALESCE(source_id, -1), max(greatest(submit_time_s, start_time_s, "
-                f"end_time_s)) FROM jobs{self._where()} GROUP BY 1").fetchall()
-        ends = {float(s): float(e) for s, e in rows if e is not None}
-        return (max(ends.values()) if ends else None), ends
+            return store.trace_ends_s(self.source_ids)
 
     def __iter__(self) -> Iterator[pa.Table]:
         from traincast.trace import prepare_jobs, workload_assumption
 
         self.assumed = None
         with Store(self.path) as store:
-            con = store._read()
-            reader = con.sql(f"SELECT {_select_list(con)} FROM jobs{self._where()}"
-                             ).to_arrow_reader(self.chunk_rows)
-            for batch in reader:
-                if batch.num_rows == 0:
-                    continue
-                chunk = prepare_jobs(pa.Table.from_batches([batch]).cast(SCHEMA),
-                                     self.catalog, self.workload)
+            for batch in store.batches(self.source_ids, self.chunk_rows):
+                chunk = prepare_jobs(batch, self.catalog, self.workload)
                 self.assumed = merge_assumptions(self.assumed,
                                                  workload_assumption(chunk, self.workload))
                 yield chunk

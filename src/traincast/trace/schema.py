@@ -79,6 +79,8 @@ TIME_MAX_S = 253_402_300_799.0
 DURATION_MAX_S = 1e9
 """The longest a job may run (end − start, and a trace's duration column): 1e9 s, about 31.7
 years, longer than any GPU cluster has existed."""
+DURATION_MAX_TEXT = f"{DURATION_MAX_S:.0e}".replace("e+0", "e")
+""":data:`DURATION_MAX_S` as the bad-row reports write it (``1e9``)."""
 COUNT_MAX = 1_000_000
 """The most GPUs, workers, parameter servers or nodes one job may count (and GPUs or workers
 per worker or node): no cluster has held a million GPUs for one job."""

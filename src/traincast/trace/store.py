@@ -37,7 +37,6 @@ jobs and sources), reading it reads null.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import itertools
 import json
@@ -52,7 +51,7 @@ from typing import Any, NamedTuple
 import duckdb
 import pyarrow as pa
 
-from traincast.errors import NoSuchFileError, TraincastError
+from traincast.errors import NoSuchFileError, TraincastError, disk_full, interrupted
 from traincast.files import write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import Plan, as_type, lit, q, typed, unreadable
@@ -80,13 +79,22 @@ windows and staged rows to a temporary folder beside the store, so ingesting and
 trace of any size takes bounded memory. ``TRAINCAST_DB_MEMORY`` (e.g. ``8GB``) sets another."""
 
 
+MIN_MEMORY_BYTES = 64e6
+
+
 def memory_limit() -> str:
-    """The store's DuckDB memory limit: ``TRAINCAST_DB_MEMORY``, else :data:`MEMORY_LIMIT`."""
+    """The store's DuckDB memory limit: ``TRAINCAST_DB_MEMORY`` (a size such as ``4GB`` or
+    ``512MiB``, at least 64 MB), else :data:`MEMORY_LIMIT`."""
     value = os.environ.get("TRAINCAST_DB_MEMORY", "").strip()
-    if value and not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", value, re.IGNORECASE):
-        raise TraincastError(f"TRAINCAST_DB_MEMORY={value!r}: not a memory size",
-                             hint="e.g. TRAINCAST_DB_MEMORY=4GB (or unset it: 1GB)")
-    return value or MEMORY_LIMIT
+    if not value:
+        return MEMORY_LIMIT
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([KMGT])(i?)B", value, re.IGNORECASE)
+    size = float(m.group(1)) * (1024 if m.group(3) else 1000) ** (
+        "KMGT".index(m.group(2).upper()) + 1) if m else 0.0
+    if size < MIN_MEMORY_BYTES:
+        raise TraincastError(f"TRAINCAST_DB_MEMORY={value!r}: not a memory size of at least "
+                             "64 MB", hint="e.g. TRAINCAST_DB_MEMORY=4GB (or unset it: 1GB)")
+    return value
 
 
 def db_path(db: str | Path | None) -> Path:
@@ -122,6 +130,25 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
 def _job_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
     """Columns of the store's job table (empty when there is none)."""
     return _columns(con, "jobs")
+
+
+def _is_duckdb_file(path: Path) -> bool:
+    """``path`` is missing, empty, or a DuckDB database file (``DUCK`` at byte 8)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except FileNotFoundError:
+        return True
+    except IsADirectoryError:
+        return False
+    return not head or head[8:12] == b"DUCK"
+
+
+def _where(source_ids: Iterable[int] | None) -> str:
+    """SQL: the ``WHERE`` clause keeping the jobs of ``source_ids`` (None: every job)."""
+    if source_ids is None:
+        return ""
+    return f" WHERE source_id IN ({', '.join(str(int(s)) for s in source_ids) or 'NULL'})"
 
 
 def _select_list(con: duckdb.DuckDBPyConnection) -> str:
@@ -246,37 +273,6 @@ class _ReadSerially(Exception):
     SERIAL_CSV_OPTIONS`): the ingest starts again."""
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and the exceptions it was raised from or while handling."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        todo += [e.__cause__, e.__context__]
-
-
-def interrupted(exc: BaseException) -> bool:
-    """``exc`` is (or was raised from) Ctrl-C: a :class:`KeyboardInterrupt`, or DuckDB's
-    interrupted query (``RuntimeError: Query interrupted`` when SIGINT arrives during a query,
-    ``duckdb.InterruptException`` after ``connection.interrupt()``)."""
-    return any(isinstance(e, KeyboardInterrupt | duckdb.InterruptException)
-               or (type(e) is RuntimeError and "interrupted" in str(e).lower())
-               for e in _chain(exc))
-
-
-def disk_full(exc: BaseException) -> bool:
-    """``exc`` is (or was raised from) a full disk or quota: ``ENOSPC``/``EDQUOT``, as an
-    :class:`OSError` or in a message (DuckDB's ``IOException ... No space left on
-    device``)."""
-    return any((isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
-               or "no space left on device" in str(e).lower()
-               or "disk quota exceeded" in str(e).lower() for e in _chain(exc))
-
-
 def _disk_full_error(path: Path | str, what: str, done: str) -> TraincastError:
     """The error for a full disk while writing ``what`` to ``path`` (``done``: what became of
     the ingest)."""
@@ -388,6 +384,10 @@ class Store:
                                  hint="ingest a trace first: traincast ingest TRACE "
                                       "--format F [--db FILE]")
         where = str(at or self.path or ":memory:")
+        if at is None and self.path is not None and not _is_duckdb_file(self.path):
+            raise TraincastError(f"{self.path}: not a DuckDB file (a job store)",
+                                 hint="--db names a DuckDB file written by traincast ingest "
+                                      "(or a new file)")
         try:
             self._con = duckdb.connect(where, read_only=not write and self.path is not None)
         except duckdb.Error as exc:
@@ -442,6 +442,11 @@ class Store:
                 raise NoSuchFileError(p, "trace")
         mod = adapter(format)
         out = Path(parquet) if parquet is not None else None
+        if out is not None and (out.resolve() in paths or (
+                self.path is not None and out.resolve() == self.path.resolve())):
+            raise TraincastError(f"{out}: the Parquet export would overwrite "
+                                 f"{'the store' if out.resolve() not in paths else 'a trace'}",
+                                 hint="export to another file")
         if self.path is not None:
             _remove_stale_temps(self.path)
         try:
@@ -587,12 +592,35 @@ class Store:
         """The canonical job table (:data:`~traincast.trace.schema.SCHEMA`), all sources or
         those given, in ingest order."""
         con = self._read()
-        where = ""
-        if source_ids is not None:
-            ids = ", ".join(str(int(s)) for s in source_ids) or "NULL"
-            where = f" WHERE source_id IN ({ids})"
-        return con.sql(f"SELECT {_select_list(con)} FROM jobs{where}").to_arrow_table() \
-            .cast(SCHEMA)
+        return con.sql(f"SELECT {_select_list(con)} FROM jobs{_where(source_ids)}") \
+            .to_arrow_table().cast(SCHEMA)
+
+    def batches(self, source_ids: Iterable[int] | None = None,
+                rows: int = 262_144) -> Iterator[pa.Table]:
+        """:meth:`jobs` as tables of at most ``rows`` jobs, streamed out of DuckDB (Arrow
+        record batches: the whole table is never in memory)."""
+        con = self._read()
+        reader = con.sql(f"SELECT {_select_list(con)} FROM jobs{_where(source_ids)}"
+                         ).to_arrow_reader(max(int(rows), 1))
+        for batch in reader:
+            if batch.num_rows:
+                yield pa.Table.from_batches([batch]).cast(SCHEMA)
+
+    def count(self, source_ids: Iterable[int] | None = None) -> int:
+        """How many jobs :meth:`jobs` holds."""
+        return int(self._read().execute(f"SELECT count(*) FROM jobs{_where(source_ids)}")
+                   .fetchone()[0])
+
+    def trace_ends_s(self, source_ids: Iterable[int] | None = None
+                     ) -> tuple[float | None, dict[float, float]]:
+        """The trace end (the largest submit, start or end time; None without any) and that of
+        each source (key: its ``source_id``; -1 for jobs without one), as
+        :func:`traincast.analysis.characterize.trace_ends_s` reads them from a table."""
+        rows = self._read().execute(
+            "SELECT COALESCE(source_id, -1), max(greatest(submit_time_s, start_time_s, "
+            f"end_time_s)) FROM jobs{_where(source_ids)} GROUP BY 1").fetchall()
+        ends = {float(s): float(e) for s, e in rows if e is not None}
+        return (max(ends.values()) if ends else None), ends
 
     def sources(self) -> list[dict[str, Any]]:
         """The sources recorded in the store (:data:`SOURCE_COLUMNS`: files, format, jobs, bad

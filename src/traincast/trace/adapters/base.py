@@ -21,6 +21,7 @@ from traincast.errors import TraincastError
 from traincast.trace.schema import (
     BOUNDS,
     DURATION_MAX_S,
+    DURATION_MAX_TEXT,
     KNOWN_ARCHITECTURES,
     NUMERIC_COLUMNS,
     SQL_TYPE,
@@ -91,7 +92,7 @@ class Plan:
             out.append(Check("end_time_s", f"{end} - {start} > {DURATION_MAX_S!r}",
                              f"{shown_end} || ' (' || CAST({end} - {start} AS VARCHAR) || "
                              f"' s after start_time_s ' || {shown_start} || ': longer than "
-                             f"{DURATION_MAX_S:.0e}".replace("e+0", "e") + " s)'"))
+                             f"{DURATION_MAX_TEXT} s)'"))
         if "architecture" in self.fields:
             a = typed("architecture")
             known = ", ".join(f"'{k}'" for k in KNOWN_ARCHITECTURES)

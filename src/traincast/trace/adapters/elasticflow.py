@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from traincast.trace.adapters.base import Check, Field, Plan, bound_check, file_plans, num, text
-from traincast.trace.schema import DURATION_MAX_S
+from traincast.trace.schema import DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "elasticflow"
 REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
@@ -38,7 +38,7 @@ def _checks(_: list[str]) -> list[Check]:
     """A duration is seconds from 0 to the longest job (times may be negative, durations
     not)."""
     return [bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
-                        f"seconds from 0 to {DURATION_MAX_S:.0e}".replace("e+0", "e"),
+                        f"seconds from 0 to {DURATION_MAX_TEXT}",
                         num("duration"))]
 
 

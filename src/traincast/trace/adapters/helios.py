@@ -32,7 +32,7 @@ from traincast.trace.adapters.base import (
     ts,
     unfinished,
 )
-from traincast.trace.schema import COUNT_MAX, DURATION_MAX_S
+from traincast.trace.schema import COUNT_MAX, DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
@@ -70,7 +70,7 @@ def _checks(cols: list[str]) -> list[Check]:
         out += [Check("duration", f"{present('duration')} AND {d} IS NULL",
                       "CAST(duration AS VARCHAR)"),
                 bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
-                            f"seconds from 0 to {DURATION_MAX_S:.0e}".replace("e+0", "e"), d)]
+                            f"seconds from 0 to {DURATION_MAX_TEXT}", d)]
     return out
 
 
