@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -27,6 +28,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import DTYPES, check_dtype
+from traincast.parallel.plan import percent
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -62,7 +64,8 @@ def plan(
     = "dgx-a100",
     global_batch: Annotated[int | None, typer.Option(
         callback=within(1), help="Sequences per iteration B, at least 1 (default: about 4M "
-        "tokens).")] = None,
+        "tokens per iteration as Llama 2 trained, B = max(1, round(2^22 / s)) for sequence "
+        "length s; predict --arch hybrid has the same default).")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="Sequence length, at least 1 (default: the model's).")]
     = None,
@@ -108,13 +111,17 @@ def plan(
     Per micro-batch on the slowest stage: each matrix product's FLOPs / (peak x published GEMM
     efficiency x its tile/wave efficiency), attention products at their roofline +
     element-wise kernels' bytes / achievable memory bandwidth + tensor-parallel all-reduces +
-    expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch times
-    + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding all-reduce +
-    optimizer step (52 bytes/parameter). Memory: weights, gradients, Adam state after ZeRO
-    sharding, and Korthikanti et al. activations per recompute mode. On preemptible machines
-    (Varuna): expected time and cost per million tokens with checkpoints, lost work and
-    restarts, first order: overhead = 1 + C/tau + lambda (tau/2 + Rs). Formulas:
-    docs/parallelism.md.
+    expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch
+    times + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding
+    all-reduce + optimizer step (52 bytes/parameter). Memory: weights, gradients, Adam state
+    after ZeRO sharding, and Korthikanti et al. activations per recompute mode. On
+    preemptible machines (Varuna): expected time and cost per million tokens with checkpoints,
+    lost work and restarts, first order: overhead = 1 + C/tau + lambda (tau/2 + Rs).
+    Formulas: docs/parallelism.md.
+
+    The output says what it assumed (global batch, sequence, dtype, schedule) and what it
+    searched, what every column is with its units, and the predict --arch hybrid line of the
+    best configuration (the same iteration time). Re-planning says why GPUs are left unused.
     """
     from traincast.parallel.plan import plan as run_plan
     from traincast.parallel.plan import replan
@@ -152,7 +159,11 @@ def plan(
                   f"{result['global_batch']} x {result['seq']} tokens, {result['dtype']}. "
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
                   f"memory ({result['seconds']:.2f} s).")
-    _table("Fastest configurations", result["top"])
+    print_assumed_line(result["assumed"])
+    _table("Fastest configurations", result["top"], overlap=overlap)
+    if result["top"]:
+        console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
+                           style="dim"))
     if "by_cost" in result:
         market = result["price"]["market"]
         _table(f"Cheapest per million tokens ({market}, expected)", result["by_cost"],
@@ -161,11 +172,60 @@ def plan(
             console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
     _print_resilience(result)
     if "network" in result:
-        _table(f"With network {result['network']['nic']}", result["network"]["top"])
+        _table(f"With network {result['network']['nic']}", result["network"]["top"],
+               overlap=overlap, legend=False)
         if "summary" in result["network"]:
             console.print(result["network"]["summary"])
     if "note" in result:
         console.print(f"[red]{result['note']}[/red]")
+
+
+CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-parallel sizes "
+                 "(dp x tp x pp = GPUs); ep: expert-parallel size; zero: ZeRO stage; mb: "
+                 "micro-batch, sequences; recompute: activation recomputation; vp: interleaved "
+                 "chunks per pipeline stage; sp/no-sp: sequence parallelism on/off")
+TIME_LEGEND = (
+    ("#", "rank"),
+    CONFIG_LEGEND,
+    ("s/iter", "seconds per iteration (one optimizer step over the global batch)"),
+    ("compute, comm, bubble", "share of s/iter (part / s/iter) in GPU kernels (FLOP- and "
+     "memory-bound, optimizer step included), in tensor-, pipeline-, expert- and "
+     "data-parallel communication{hidden}, and idle in the pipeline bubble ((p - 1) / v "
+     "micro-batch times); data I/O, the rest, is not shown"),
+    ("mem GB", "memory per GPU, GB (1e9 bytes): weights, gradients, optimizer state, "
+     "activations"),
+    ("tok/s/GPU", "tokens per second per GPU, B s / (s/iter x GPUs)"),
+    ("TFLOP/s", "model TFLOP/s per GPU, (6 P + 12 l a d s) FLOPs per token x tok/s/GPU / 1e12 "
+     "(P parameters in matrix products, l layers, a d attention width, s sequence; "
+     "recomputation not counted)"))
+MONEY_LEGEND = (
+    ("[node]", "the node preset; the other columns as in the table of the fastest"),
+    ("overhead", "expected time factor of checkpoints, lost work and restarts, 1 + C/tau + "
+     "lambda (tau/2 + Rs) (x1.000 without preemptions)"),
+    ("s/M tok", "expected seconds per million tokens, s/iter x overhead / (B s) x 1e6"),
+    ("$/M tok", "expected US dollars per million tokens, GPUs x $ per GPU-hour x s/M tok / "
+     "3600"))
+REPLAN_LEGEND = (
+    ("GPUs", "GPUs available"),
+    ("used", "GPUs the plan runs on, whole nodes; the others are released (why: below)"),
+    ("configuration", "as in plan's table; (new): changed from the row above"),
+    ("s/iter", "seconds per iteration"),
+    ("overhead", "expected time factor of checkpoints, lost work and restarts"),
+    ("s/M tok", "expected seconds per million tokens"),
+    ("$/M tok", "expected US dollars per million tokens"),
+    ("switch", "seconds one change of configuration costs, C + Rs (write a checkpoint, "
+     "restart), reported, not amortized; - without checkpoints"))
+
+
+def print_assumed_line(assumed: dict[str, Any]) -> None:
+    """The ``assumed:`` line above a plan's table (``plan --json``: ``assumed.text``)."""
+    console.print(Text("assumed: " + assumed["text"] + ".", style="dim"))
+
+
+def print_legend(legend: tuple[tuple[str, str], ...], **fill: str) -> None:
+    """What the columns of the table above are, with their units: one line per column."""
+    for name, text in legend:
+        console.print(Text(f"  {name}: {text.format(**fill)}", style="dim"))
 
 
 def _print_resilience(result: dict[str, Any]) -> None:
@@ -198,6 +258,7 @@ def _print_replan(result: dict[str, Any]) -> None:
                   f"{result['global_batch']} x {result['seq']} tokens (kept), {result['dtype']}; "
                   f"per count of available GPUs the plan with the least expected time per "
                   f"million tokens (preemption losses included).")
+    print_assumed_line(result["assumed"])
     priced = result.get("price") is not None
     table = Table(title="Best plan per GPU count", title_justify="left")
     cols = ["GPUs", "used", "configuration", "s/iter", "overhead", "s/M tok"]
@@ -215,10 +276,16 @@ def _print_replan(result: dict[str, Any]) -> None:
         sw = r.get("switch_s")
         cells = [str(r["gpus"]), str(r["gpus_used"]), label, f"{r['time_s']:.3g}",
                  f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}"]
-        cells += [f"{r['usd_per_million_tokens']:.3f}"] * priced
-        cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f}")
+        if priced:
+            cells.append(f"{r['usd_per_million_tokens']:.3f}")
+        cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f} s")
         table.add_row(*cells)
     print_table(table, console)
+    print_legend(tuple(x for x in REPLAN_LEGEND if x[0] in cols))
+    for r in result["rows"]:
+        for reason, counts in _grouped(r.get("unused", [])):
+            console.print(Text(f"{r['gpus']} GPUs, {r['gpus_used']} used: with "
+                               f"{_and(counts, 'or')} GPUs {reason}.", style="dim"))
     for r in result["rows"]:
         if "warning" in r:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
@@ -227,8 +294,23 @@ def _print_replan(result: dict[str, Any]) -> None:
                       f"{escape(result['price']['file'])}[/dim]", highlight=False)
 
 
-def _table(title: str, rows: list[dict[str, Any]], money: bool = False) -> None:
-    """Time breakdown columns, or with ``money`` the expected cost columns."""
+def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+    """The GPU counts of ``unused`` with the same reason together, in order."""
+    out: dict[str, list[int]] = {}
+    for u in unused:
+        out.setdefault(u["reason"], []).append(u["gpus"])
+    return [(reason, counts) for reason, counts in out.items()]
+
+
+def _and(xs: list[int], word: str = "and") -> str:
+    words = [str(x) for x in xs]
+    return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
+
+
+def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
+           overlap: float = 0.0, legend: bool = True) -> None:
+    """Time breakdown columns, or with ``money`` the expected cost columns; the legend of
+    the columns below (``legend``)."""
     if not rows:
         return
     table = Table(title=title, title_justify="left")
@@ -248,12 +330,14 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False) -> None:
                       f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}",
                       f"{r.get('usd_per_million_tokens', float('nan')):.3f}"]
         else:
-            comm = ts["comm_tp"] + ts["comm_pp"] + ts["comm_ep"] + ts["comm_dp"]
-            comp = ts["compute_flop"] + ts["compute_mem"]
-            cells += [f"{100 * comp / total:.0f}%", f"{100 * comm / total:.0f}%",
-                      f"{100 * ts['bubble'] / total:.0f}%", f"{r['memory_gb']['total']:.1f}",
+            share = r["share"]
+            cells += [percent(share["compute"]), percent(share["comm"]),
+                      percent(share["bubble"]), f"{r['memory_gb']['total']:.1f}",
                       f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"]
         table.add_row(*cells)
     print_table(table, console)
+    hidden = " (with --overlap, the hidden part included)" if overlap > 0 else ""
+    if legend:
+        print_legend(MONEY_LEGEND if money else TIME_LEGEND, hidden=hidden)
     for r in rows:
         console.print(f"[dim]{r['rank']}. {escape(r['why'])}[/dim]")

@@ -41,7 +41,7 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
 HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch", "seq",
-                "recompute", "vp", "dtype")
+                "recompute", "vp", "sp", "dtype")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -208,14 +208,18 @@ def predict(
     micro_batch: Annotated[int, typer.Option(
         callback=within(1), help="hybrid: sequences per micro-batch.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
-        callback=within(1), help="hybrid: sequences per iteration, at least 1 (default dp x "
-        "micro-batch).")] = None,
+        callback=within(1), help="hybrid: sequences per iteration B, at least 1 (default: "
+        "about 4M tokens, B = k max(1, round(2^22 / (s k))) with k = dp x micro-batch, x pp "
+        "with --vp > 1; the default of traincast plan).")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="hybrid: sequence length, at least 1 (default: the "
         "model's).")] = None,
     recompute: Annotated[str, typer.Option(help=f"hybrid: {one_of(RECOMPUTE)}.")] = "selective",
     vp: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: interleaved chunks per stage.")] = 1,
+    sp: Annotated[bool | None, typer.Option(
+        "--sp/--no-sp", help="hybrid: sequence parallelism (default: on where --tp > 1).")]
+    = None,
     dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
@@ -276,7 +280,7 @@ def predict(
         node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"
         result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep,
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
-                                seq=seq, recompute=recompute, vp=vp, dtype=dtype,
+                                seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
                                 catalog=cat)
         if json_out:
@@ -368,3 +372,16 @@ def render_hybrid(result: dict[str, Any]) -> None:
                   f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU. Memory per GPU "
                   f"{fmt_bytes(mem['total'] * 1e9)} of {fmt_bytes(mem['capacity'] * 1e9)}"
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")
+    m, gb = job["micro_batches"], job["global_batch"]
+    console.print(Text(
+        f"Pipeline: {m} micro-batch{'' if m == 1 else 'es'} per pipeline (m = B / (dp x "
+        f"micro-batch) = {gb} / ({job['dp']} x {job['micro_batch']})) through {job['pp']} "
+        f"stage(s)"
+        + (f" x {job['vp']} chunks" if job["vp"] > 1 else "")
+        + f"; bubble {fmt_seconds(result['time_s']['bubble'])} = "
+        f"{100 * result['bubble_share']:.1f}% of the step "
+        f"({100 * result['bubble_fraction']:.1f}% of the pipeline time, "
+        f"(p - 1) / (v m + p - 1))."))
+    console.print(Text("assumed: " + result["assumed"]["text"] + ".", style="dim"))
+    for warning in result["warnings"]:
+        console.print(Text("warning: " + warning + ".", style="yellow"))

@@ -512,6 +512,58 @@ def check_counts(**counts: int | None) -> None:
                                  hint="leave the flag out for its default")
 
 
+DEFAULT_BATCH_TOKENS: int = 4 * 1024 * 1024
+"""Tokens per iteration of the default global batch, ``2^22`` (about 4M): Llama 2 trained every
+size with a global batch of 4M tokens (Touvron et al. 2023, Table 1), GPT-3 175B with 3.2M
+(Brown et al. 2020, Table 2.1)."""
+DEFAULT_BATCH_RULE: str = ("B = k max(1, round(2^22 / (s k))) sequences: about 4M tokens per "
+                           "iteration (Llama 2: 4M, GPT-3 175B: 3.2M), k = dp x micro-batch "
+                           "(x pp with vp > 1) for one configuration, 1 for a search")
+"""The default global batch in words (``predict --json`` and ``plan --json``, docs)."""
+BUBBLE_WARN_SHARE: float = 0.25
+"""A pipeline bubble above this share of the step gets a warning (``predict_hybrid``)."""
+
+
+def default_global_batch(seq: int, multiple: int = 1) -> int:
+    """The global batch in sequences when none is given, one rule for ``plan`` and
+    ``predict --arch hybrid``: about :data:`DEFAULT_BATCH_TOKENS` (4M) tokens per iteration,
+
+        B = k max(1, round(2^22 / (s k)))
+
+    with ``k = multiple``: 1 in ``plan`` (a configuration whose ``dp x micro-batch`` does not
+    divide ``B`` is left out of the search), ``dp x micro-batch`` (times ``pp`` with ``vp > 1``)
+    for one configuration, so that ``m = B / (dp b)`` is a whole number. Whenever ``k`` divides
+    ``round(2^22 / s)`` both give the same ``B``: seq 4096 -> 1024 sequences, 2048 -> 2048."""
+    if seq < 1 or multiple < 1:
+        raise TraincastError(f"sequence length and batch multiple must be at least 1, got "
+                             f"{seq} and {multiple}")
+    return int(multiple * max(1, round(DEFAULT_BATCH_TOKENS / (seq * multiple))))
+
+
+def batch_assumption(global_batch: int | None, gb: int, seq: int) -> dict[str, Any]:
+    """The global batch a prediction assumed, for ``--json`` and the ``assumed:`` line:
+    ``global_batch`` (sequences), ``tokens_per_iteration`` (``B s``), ``default`` (whether
+    :func:`default_global_batch` chose it), the ``rule`` and ``text``."""
+    how = "the default, --global-batch to change" if global_batch is None else "--global-batch"
+    return {"global_batch": gb, "tokens_per_iteration": gb * seq,
+            "default": global_batch is None, "rule": DEFAULT_BATCH_RULE,
+            "text": f"global batch {gb} sequences ({gb * seq:,} tokens: {how})"}
+
+
+def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) -> str:
+    """The warning when the pipeline bubble exceeds :data:`BUBBLE_WARN_SHARE` of the step
+    (empty otherwise)."""
+    if not bubble_share > BUBBLE_WARN_SHARE:
+        return ""
+    plural = "" if round(micro_batches) == 1 else "es"
+    return (f"the pipeline bubble is {100 * bubble_share:.1f}% of the step (over "
+            f"{100 * BUBBLE_WARN_SHARE:.0f}%): {micro_batches:.0f} micro-batch{plural} for {pp} "
+            f"stages"
+            f"{f' x {vp} chunks' if vp > 1 else ''}; more micro-batches (a larger --global-batch "
+            f"or a smaller --micro-batch) or interleaving (--vp 2 or more, micro-batches a "
+            f"multiple of pp) shrink it")
+
+
 def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
                  micro_batch: int, gb: int, vp: int) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects; called before
@@ -563,7 +615,14 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    pcie: str | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
-    per-strategy communication in ``comm_s``)."""
+    per-strategy communication in ``comm_s``).
+
+    Without ``global_batch`` the batch is :func:`default_global_batch` (about 4M tokens, a
+    multiple of ``dp micro_batch``), as ``plan`` assumes. Also returns ``assumed`` (the global
+    batch and the other defaults, with the ``text`` of the ``assumed:`` line),
+    ``bubble_fraction`` (bubble / pipeline time, ``(p - 1) / (v m + p - 1)``), ``bubble_share``
+    (bubble / step, ``T_bubble / T_total``) and ``warnings`` (a bubble over
+    :data:`BUBBLE_WARN_SHARE` of the step)."""
     from traincast.parallel.models import get_model
 
     cfg = get_model(model) if isinstance(model, str) else model
@@ -574,18 +633,35 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         raise TraincastError(f"unknown pipeline schedule {schedule!r}", hint="1f1b or gpipe")
     check_counts(global_batch=global_batch, seq=seq)
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
-    gb = int(global_batch or dp * micro_batch)
+    s = int(seq or cfg.seq)
+    if min(dp, tp, pp, ep, micro_batch, vp) < 1:
+        _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, dp * micro_batch, vp)
+    gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
     _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp)
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
+    bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
+    warning = bubble_warning(bubble_share, sc["micro_batches"], pp, vp)
+    sp_on = bool(res["sp"])
+    assumed = batch_assumption(global_batch, gb, s) | {
+        "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,
+        "dtype": dtype, "schedule": schedule, "sp": sp_on}
+    seq_how = "the model's, --seq to change" if seq is None else "--seq"
+    assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
+                        f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
+                        f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
+                        f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp)")
     return {
         **time_summary(sc),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
         "hardware_tflops_per_gpu": sc["hardware_tflops_per_gpu"],
         "bubble_fraction": sc["bubble_fraction"],
+        "bubble_share": bubble_share,
+        "assumed": assumed,
+        "warnings": [warning] if warning else [],
         "memory_gb": {k: sc[f"mem_{k}_bytes"] / 1e9 for k in
                       ("weights", "grads", "optimizer", "activations", "total", "capacity")},
         "fits": bool(res["fits"]),

@@ -26,10 +26,13 @@ from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
     PART_LABEL,
+    SHAPE_ERRORS,
     TIME_PARTS,
+    batch_assumption,
     check_counts,
     check_dtype,
     check_shapes,
+    default_global_batch,
     evaluate,
     hybrid_hardware,
 )
@@ -40,6 +43,8 @@ CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "
                                 "sp")
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 VPS: tuple[int, ...] = (1, 2, 4)
+ZEROS: tuple[int, ...] = (0, 1, 2, 3)
+RECOMPUTES: tuple[int, ...] = (0, 1, 2)
 RANKS: tuple[str, ...] = ("time", "expected")
 """Orders of ``plan``'s ``top``: iteration time, or expected time per million tokens (iteration
 time x the preset's overhead factor, checkpoints, lost work and restarts included)."""
@@ -52,8 +57,8 @@ def divisors(n: int) -> NDArray[np.int64]:
 
 
 def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
-                      global_batch: int, *, zeros: tuple[int, ...] = (0, 1, 2, 3),
-                      recomputes: tuple[int, ...] = (0, 1, 2),
+                      global_batch: int, *, zeros: tuple[int, ...] = ZEROS,
+                      recomputes: tuple[int, ...] = RECOMPUTES,
                       micro_batches: tuple[int, ...] = MICRO_BATCHES,
                       vps: tuple[int, ...] = VPS) -> dict[str, NDArray[np.int64]]:
     """All shape-valid configurations with ``dp tp pp = gpus`` as int arrays (``CONFIG_KEYS``;
@@ -96,15 +101,41 @@ def _describe(cfg: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+SHARE_PARTS: dict[str, tuple[str, ...]] = {
+    "compute": ("compute_flop", "compute_mem"),
+    "comm": ("comm_tp", "comm_pp", "comm_ep", "comm_dp"),
+    "bubble": ("bubble",), "data_io": ("data_io",)}
+"""The ``share`` of a row (the table's compute, comm and bubble columns and the sentence under
+it): the time of these ``TIME_PARTS`` summed, over the iteration time."""
+SHARE_LABEL: dict[str, str] = {"compute": "compute", "comm": "communication",
+                               "bubble": "the pipeline bubble", "data_io": "data I/O"}
+
+
+def shares(time_s: dict[str, float]) -> dict[str, float]:
+    """``{group: sum of its parts / total}`` for the groups of :data:`SHARE_PARTS`."""
+    total = time_s["total"]
+    return {g: sum(time_s[k] for k in ks) / total if total > 0 else 0.0
+            for g, ks in SHARE_PARTS.items()}
+
+
+def percent(share: float) -> str:
+    """A share as the table and the sentences print it: ``0.874`` -> ``'87%'``."""
+    return f"{100 * share:.0f}%"
+
+
 def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
          expected: bool = False) -> str:
-    """One sentence: what dominates, the memory headroom, and what the runner-up changes
-    (``expected``: compared by expected time, iteration time x overhead factor)."""
-    parts = {k: row["time_s"][k] for k in TIME_PARTS}
-    top = max(parts, key=parts.get)
+    """One sentence: what dominates (the largest of the row's ``share``, the numbers of the
+    table), the memory headroom, and what the runner-up changes (``expected``: compared by
+    expected time, iteration time x overhead factor)."""
+    share = row["share"]
+    top = max(share, key=share.get)
+    text = f"{SHARE_LABEL[top]} is {percent(share[top])} of the iteration"
+    if len(SHARE_PARTS[top]) > 1:
+        most = max(SHARE_PARTS[top], key=lambda k: row["time_s"][k])
+        text += f" (mostly {PART_LABEL[most].removesuffix(' compute')})"
     total = row["time_s"]["total"]
-    text = (f"{PART_LABEL[top]} is {100 * parts[top] / total:.0f}% of the iteration; "
-            f"uses {row['memory_gb']['total']:.1f} of {capacity / 1e9:.0f} GB")
+    text += f"; uses {row['memory_gb']['total']:.1f} of {capacity / 1e9:.0f} GB"
     if other is not None:
         def val(r: dict[str, Any], k: str) -> Any:
             return st.RECOMPUTE[r["config"][k]] if k == "recompute" else r["config"][k]
@@ -118,8 +149,10 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
         else:
             gain = other["time_s"]["total"] / total - 1.0
         if gain < 5e-4:
+            mem, other_mem = row["memory_gb"]["total"], other["memory_gb"]["total"]
             text += (f"; as fast as the next ({', '.join(diff) or 'same shape'}) within 0.05%, "
-                     f"with less memory")
+                     + ("with less memory" if mem <= other_mem else
+                        f"which needs less memory ({other_mem:.1f} GB)"))
         elif expected:
             if other["node"] != row["node"]:
                 diff.insert(0, f"node {other['node']}→{row['node']}")
@@ -143,6 +176,7 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
             "label": _describe(config),
             "recompute": st.RECOMPUTE[config["recompute"]],
             "time_s": {k: float(res[f"{k}_s"][i]) for k in TIME_PARTS} | {"total": total},
+            "share": {},
             "bubble_fraction": float(res["bubble_fraction"][i]),
             "micro_batches": int(res["micro_batches"][i]),
             "memory_gb": {k: float(res[f"mem_{k}_bytes"][i]) / 1e9 for k in
@@ -152,6 +186,7 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
             "overhead_factor": overhead,
             "s_per_million_tokens": total * overhead / tokens * 1e6,
         }
+        row["share"] = shares(row["time_s"])
         if usd is not None:
             row["usd_per_million_tokens"] = usd * float(res["gpus"][i]) \
                 * row["s_per_million_tokens"] / 3600.0
@@ -278,15 +313,92 @@ def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience
                 "exp": resilience.evaluate(r["nodes"], ckpt)}
 
 
-def _empty_note(searched: int, any_fits: bool, gpus: int, gb: int) -> str:
+def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch: int) -> str:
+    """The shape rules that leave no configuration on ``gpus`` GPUs, computed from the search:
+    every ``(dp, tp, pp)`` with ``dp tp pp = gpus`` and ``tp <= gpus_per_node``, taken with the
+    most permissive rest (micro-batch 1, vp 1, ZeRO 0, ep 1), is checked by
+    ``hybrid.check_shapes``; the rules that reject one of them are named, with the model's
+    numbers (``''`` when some layout is valid). No layout meets all the rules named."""
+    divs = divisors(gpus)
+    t, p = (x.ravel() for x in np.meshgrid(divs[divs <= gpus_per_node], divs, indexing="ij"))
+    keep = gpus % (t * p) == 0
+    t, p = t[keep].astype(float), p[keep].astype(float)
+    d, one = gpus / (t * p), np.ones(t.shape)
+    code = check_shapes(model, d, t, p, one, 0 * one, one, np.full(t.shape, float(global_batch)),
+                        one)
+    if t.size and np.any(code == 0):
+        return ""
+    kv = ("" if model.kv == model.heads else
+          f" (and dividing or a multiple of the {model.kv} key/value heads)")
+    words = {2: f"dp dividing the global batch {global_batch}",
+             3: f"tp (at most {gpus_per_node}, within a node) dividing the {model.heads} "
+                f"attention heads{kv}",
+             4: f"pp dividing the {model.layers} layers"}
+    rules = [words.get(int(c), SHAPE_ERRORS[int(c)]) for c in sorted(set(code.tolist()))]
+    if not rules:  # no tp fits a node (cannot happen: tp = 1 always does)
+        return f"tp at most {gpus_per_node}"
+    return ", ".join(rules[:-1]) + (" and " if len(rules) > 1 else "") + rules[-1]
+
+
+def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
+                min_gb: dict[str, float], capacity_gb: dict[str, float]) -> str:
+    """Why ``plan`` recommends nothing: no layout passes the shape rules (``rules``, from
+    :func:`layout_rules`), or none fits in memory (``min_gb``: the least memory per GPU of a
+    configuration, per node preset, against its ``capacity_gb``)."""
     if not searched:
-        return (f"no configuration has dp x tp x pp = {gpus} with the global batch {gb} a "
-                f"multiple of dp x micro-batch and the layers a multiple of pp; change --gpus or "
+        return (f"no configuration: no dp x tp x pp = {gpus} has {rules}; change --gpus or "
                 f"--global-batch")
     if not any_fits:
-        return ("no configuration fits in GPU memory; add GPUs, shorten the sequence or lower "
-                "the global batch")
+        need = ", ".join(f"{gb:.1f} GB per GPU of {capacity_gb[nd]:.0f}"
+                         + (f" on {nd}" if len(min_gb) > 1 else "") for nd, gb in min_gb.items())
+        return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
+                f"shorten the sequence or lower the global batch")
     return ""
+
+
+def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
+    """The ``traincast predict --arch hybrid`` line of a plan row: the same job, the same
+    iteration time."""
+    c = row["config"]
+    flags = [f"--model {model}", f"--node {row['node']}", f"--dp {c['dp']}", f"--tp {c['tp']}",
+             f"--pp {c['pp']}"]
+    flags += [f"--ep {c['ep']}"] * (c["ep"] > 1)
+    flags += [f"--zero {c['zero']}", f"--micro-batch {c['micro_batch']}",
+              f"--recompute {st.RECOMPUTE[c['recompute']]}", f"--vp {c['vp']}"]
+    flags += [("--sp" if c["sp"] else "--no-sp")] * (c["tp"] > 1)
+    return "traincast predict --arch hybrid " + " ".join(flags) + extra
+
+
+def model_spec(cfg: ModelConfig) -> str:
+    """``zoo:NAME`` of a zoo model (as ``predict --model`` takes it), else ``MODEL``."""
+    from traincast.zoo.registry import canonical_name
+
+    return f"zoo:{cfg.name}" if canonical_name(cfg.name) is not None else "MODEL"
+
+
+def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dtype: str,
+                 overlap: float) -> dict[str, Any]:
+    """What ``plan`` assumed and what it searched: the global batch
+    (:func:`hybrid.batch_assumption`), sequence, dtype, schedule and overlap, with the ``text``
+    of its ``assumed:`` line."""
+    seq_how = "the model's, --seq to change" if seq is None else "--seq"
+    searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(ZEROS),
+                "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
+                "tp": "divisors of the GPUs up to the node's GPUs"}
+
+    def words(xs: Sequence[Any]) -> str:
+        return ", ".join(str(x) for x in xs[:-1]) + " or " + str(xs[-1])
+
+    out = batch_assumption(global_batch, gb, s) | {
+        "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
+        "overlap": overlap, "searched": searched}
+    out["text"] += (f"; sequence {s} tokens ({seq_how}); {dtype} (--dtype); 1F1B schedule; "
+                    + ("no communication overlap" if overlap == 0 else
+                       f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
+                    f". Searched: tp within a node, recompute {words(searched['recompute'])}, "
+                    f"ZeRO {words(ZEROS)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
+                    f"sequence parallelism on and off")
+    return out
 
 
 def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | None = None,
@@ -304,9 +416,15 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     s_per_million_tokens / 3600`` (traincast.parallel.spot). ``rank`` orders ``top``
     (``RANKS``): ``"time"`` by iteration time, ``"expected"`` by expected time per million
     tokens (iteration time x overhead; differs only across presets with different overheads).
-    Returns ``{"model", "gpus", "searched", "feasible", "seconds", "top": [rows], "by_cost":
-    [rows] (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot
-    with on-demand prices), "network": {...} (with network)}``.
+    Without ``global_batch`` the batch is ``hybrid.default_global_batch(s)`` (about 4M
+    tokens), the default of ``predict --arch hybrid`` too. Returns ``{"model", "gpus",
+    "assumed" (the global batch and the other defaults, what was searched, the ``text`` of the
+    ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows]
+    (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with
+    on-demand prices), "network": {...} (with network), "note", "layout_rules" (no layout) or
+    "min_memory_gb" (nothing fits)}``; each row of ``top`` has ``share`` (compute, comm,
+    bubble and data_io over the iteration, :func:`shares`: the table's numbers and the
+    sentence's) and ``predict`` (the ``traincast predict --arch hybrid`` line of the same job).
     """
     t0 = time.perf_counter()
     if rank not in RANKS:
@@ -320,7 +438,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
-    gb = int(global_batch or max(1, round(4 * 1024 * 1024 / s)))  # ~4M tokens per iteration
+    gb = default_global_batch(s) if global_batch is None else int(global_batch)
     prices = load_prices(price, catalog) if isinstance(price, str | Path) else price
     if spot and prices is None:
         raise TraincastError("--spot needs --price (a price file with spot_usd_per_gpu_hour)",
@@ -337,9 +455,18 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     out: dict[str, Any] = {
         "model": cfg.name, "params": cfg.params, "params_active": cfg.params_active,
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
-        "tokens_per_iteration": gb * s, "searched": searched,
+        "tokens_per_iteration": gb * s,
+        "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap), "searched": searched,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s)}
+    spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
+        else model_spec(cfg)
+    extra = "".join([f" --seq {s}"] * (seq is not None)
+                    + [f" --global-batch {gb}"] * (global_batch is not None)
+                    + [f" --dtype {dtype}"] * (dtype != "bf16")
+                    + [f" --overlap {overlap:g}"] * (overlap > 0))
+    for row in out["top"]:
+        row["predict"] = _predict_command(row, spec, extra)
     if resilience.checkpoint_gbs is not None:
         out["resilience"] = resilience.to_dict() | {
             "by_node": {r["hw"].node: {"nodes": r["nodes"]} | _exp_dict(r["exp"]) for r in base}}
@@ -348,11 +475,21 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     if network:
         other = search(network)
         net_rows = _ranked(other, rank, top, gb * s)
+        for row in net_rows:
+            row["predict"] = _predict_command(row, spec, extra + f" --nic {network}")
         out["network"] = {"nic": network, "top": net_rows,
                           "feasible": sum(int(r["res"]["fits"].sum()) for r in other)}
         if out["top"] and net_rows:
             out["network"]["summary"] = _network_summary(network, out["top"][0], net_rows[0])
-    note = _empty_note(searched, bool(out["top"]), gpus, gb)
+    rules = "" if searched else layout_rules(cfg, gpus, max(r["hw"].gpus_per_node for r in base),
+                                             gb)
+    if rules:
+        out["layout_rules"] = rules
+    if searched and not out["feasible"]:
+        out["min_memory_gb"] = {r["hw"].node: float(np.min(r["res"]["mem_total_bytes"])) / 1e9
+                                for r in base if len(r["cfgs"]["dp"])}
+    note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
+                       {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base})
     if note:
         out["note"] = note
     out["seconds"] = time.perf_counter() - t0
@@ -364,6 +501,21 @@ def _best(p: dict[str, Any]) -> dict[str, Any] | None:
     return p["top"][0] if p["top"] else None
 
 
+def _unused_reason(q: dict[str, Any], best: dict[str, Any], used: int) -> str:
+    """Why re-planning left the plan ``q`` on more GPUs than ``used`` (the chosen plan's, with
+    ``best`` its row): no layout passes the shape rules, none fits in memory, or its best
+    configuration takes more expected time per million tokens."""
+    b = _best(q)
+    if not q["searched"]:
+        return f"no dp x tp x pp has {q.get('layout_rules', 'a valid shape')}"
+    if b is None:
+        need = q.get("min_memory_gb", {})
+        return ("no configuration fits in GPU memory" + (
+            f" (at least {min(need.values()):.1f} GB per GPU)" if need else ""))
+    return (f"its best, {b['label']}, takes {b['s_per_million_tokens']:.3g} s per million tokens "
+            f"(expected) against {best['s_per_million_tokens']:.3g} s on {used}")
+
+
 def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
            **kwargs: Any) -> dict[str, Any]:
     """Re-planning as machines come and go (Varuna's job morphing): for each count of available
@@ -372,7 +524,8 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     many GPUs — all of them, or fewer whole nodes when that is faster or no shape fits the
     count (unused machines are released and not paid) — with the same global batch (Varuna
     keeps it, so training stays correct); its time, expected overhead, cost with a price, and
-    whether it differs from the previous count's. Each change
+    whether it differs from the previous count's, and for each larger count left unused why
+    (``unused``: no layout, nothing fits, or more expected time per million tokens). Each change
     costs one checkpoint and one restart, ``switch_s = C + Rs`` (reported, not amortized).
     ``kwargs`` as :func:`plan`; each plan ranks by expected time (``rank="expected"``), so with
     several presets the one with the smaller overhead-weighted time wins, not the one with the
@@ -406,7 +559,9 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
             continue
         p, b = min(cands, key=lambda pb: pb[1]["s_per_million_tokens"])
         exp = (p.get("resilience") or {}).get("by_node", {}).get(b["node"], {})
-        row |= {"gpus_used": p["gpus"], "nodes": b["nodes"]}
+        row |= {"gpus_used": p["gpus"], "nodes": b["nodes"],
+                "unused": [{"gpus": q["gpus"], "reason": _unused_reason(q, b, p["gpus"])}
+                           for q in plans if q["gpus"] > p["gpus"]]}
         row |= {k: b[k] for k in ("label", "config", "node", "gpu", "tokens_per_s_per_gpu",
                                   "overhead_factor", "s_per_million_tokens")}
         row |= {"time_s": b["time_s"]["total"],
@@ -420,5 +575,6 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         rows.append(row)
     return {"model": first["model"], "params": first["params"], "nodes": first["nodes"],
             "dtype": first["dtype"], "seq": first["seq"],
-            "global_batch": first["global_batch"], "gpus": [int(g) for g in gpus],
+            "global_batch": first["global_batch"], "assumed": first["assumed"],
+            "gpus": [int(g) for g in gpus],
             "price": first.get("price"), "resilience": first.get("resilience"), "rows": rows}

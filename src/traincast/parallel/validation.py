@@ -22,6 +22,13 @@ Shipped tables:
   interleaving ``vp > 1`` (``rel_error_interleaved``).
 * ``published_llm.toml`` (``published_llm()``): BLOOM-176B, OPT-175B, Megatron-Turing NLG 530B
   and Korthikanti et al. (2022), each row with its own source.
+* ``llm_foundry.toml`` (``llm_foundry()``): the 201 rows of MosaicML llm-foundry's MPT throughput
+  tables (FSDP on H100 bf16 and fp8, A100 80 GB and 40 GB); a row with ``tokens_per_gpu_s``
+  also gets ``rel_error_tokens`` (predicted / published tokens per second per GPU - 1, free of
+  FLOP-counting conventions).
+
+A row's ``seq`` is the sequence the run trained at, and the model is sized to it (a learned
+position table of ``seq`` rows).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from traincast.parallel.hybrid import HybridHardware, evaluate, hybrid_hardware
 from traincast.parallel.models import ModelConfig, config_from_table, get_model
 
 TARGET_REL_ERROR = 0.15
-TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml")
+TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml", "llm_foundry.toml")
 
 # settings a table gives its rows (a row may override each); value: default when absent
 SETTINGS: dict[str, Any] = {
@@ -52,8 +59,9 @@ SETTINGS: dict[str, Any] = {
 # published columns and notes a row may carry besides the settings
 ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
     "model", "config", "t", "p", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
-    "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run"}
-TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "row"}
+    "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run",
+    "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params"}
+TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "note", "row"}
 
 
 def table_rows(name: str | Path) -> dict[str, Any]:
@@ -130,7 +138,7 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {cfg[key]!r}")
-    for key in ("tflops_per_gpu", "mfu_percent"):
+    for key in ("tflops_per_gpu", "mfu_percent", "tokens_per_gpu_s"):
         value = row.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not value > 0):
@@ -138,11 +146,13 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
                                  f"got {value!r}")
 
 
-def _row_model(name: str | Path, i: int, row: dict[str, Any]) -> ModelConfig:
-    if "config" in row:
-        return config_from_table(row["model"], dict(row["config"]),
-                                 f"{name}, row {i + 1}, field 'config'")
-    return get_model(row["model"])
+def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -> ModelConfig:
+    """The row's model (a zoo name or its inline ``config``), sized to the row's ``seq`` when it
+    gives one."""
+    model = (config_from_table(row["model"], dict(row["config"]),
+                               f"{name}, row {i + 1}, field 'config'")
+             if "config" in row else get_model(row["model"]))
+    return dataclasses.replace(model, seq=seq) if seq else model
 
 
 def _row_hardware(cat: Catalog, cfg: dict[str, Any]) -> HybridHardware:
@@ -165,7 +175,9 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
     a file)
     (module docstring): the row's fields plus ``published_tflops_per_gpu``,
     ``predicted_tflops_per_gpu``, ``rel_error``, ``within_target``, ``predicted_s``,
-    ``shares`` (of the predicted iteration), ``fits``, ``memory_gb`` and, for tables with
+    ``shares`` (of the predicted iteration), ``fits``, ``memory_gb``, the row's resolved
+    ``gpu``, ``dtype`` and ``node``, ``predicted_tokens_per_gpu_s`` and ``rel_error_tokens``
+    (None unless the row gives ``tokens_per_gpu_s``) and, for tables with
     ``interleaved = true``, the smallest valid ``vp > 1`` (``vp_interleaved``,
     ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits)."""
     table = table_rows(name)
@@ -180,7 +192,7 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
-        model, hw = _row_model(name, i, row), _row_hardware(cat, cfg)
+        model, hw = _row_model(name, i, row, cfg["seq"]), _row_hardware(cat, cfg)
         res = _predict(model, hw, cfg, row, cfg["vp"])
         if int(res["shape_error"]):
             raise TraincastError(f"{name}, row {i + 1} ({row['model']}): the hybrid model "
@@ -194,12 +206,17 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
                       for r in [_predict(model, hw, cfg, row, vp)]
                       if int(r["shape_error"]) == 0), None)
         pred_i = float(inter[1][key]) if inter else None
-        out.append({**row, "metric": cfg["metric"], "published_tflops_per_gpu": published,
+        tokens = float(res["tokens_per_s_per_gpu"])
+        out.append({**row, "metric": cfg["metric"], "gpu": hw.gpu, "dtype": cfg["dtype"],
+                    "node": cfg["node"], "published_tflops_per_gpu": published,
                     "predicted_tflops_per_gpu": pred, "rel_error": pred / published - 1.0,
                     "within_target": abs(pred / published - 1.0) <= TARGET_REL_ERROR,
                     "vp_interleaved": inter[0] if inter else None,
                     "predicted_interleaved_tflops_per_gpu": pred_i,
                     "rel_error_interleaved": pred_i / published - 1.0 if pred_i else None,
+                    "predicted_tokens_per_gpu_s": tokens,
+                    "rel_error_tokens": (tokens / row["tokens_per_gpu_s"] - 1.0
+                                         if "tokens_per_gpu_s" in row else None),
                     "predicted_s": total,
                     "shares": {k: float(res[f"{k}_s"]) / total for k in
                                ("compute_flop", "compute_mem", "comm_tp", "comm_pp",
@@ -219,6 +236,12 @@ def published_llm(catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """BLOOM-176B, OPT-175B, MT-NLG 530B and Korthikanti et al. (2022) through
     ``compare_table`` (``published_llm.toml``; each row names its source)."""
     return compare_table("published_llm.toml", catalog)
+
+
+def llm_foundry(catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """MosaicML llm-foundry's MPT throughput tables through ``compare_table``
+    (``llm_foundry.toml``: every row of the README's four tables, each with its source)."""
+    return compare_table("llm_foundry.toml", catalog)
 
 
 def median_abs_error(rows: list[dict[str, Any]]) -> float:

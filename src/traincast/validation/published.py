@@ -19,7 +19,10 @@ BERT SQuAD fine-tuning, fp16 mixed precision and fp32). For each row:
    ``R_pred / R_published - 1``.
 
 The Megatron-LM SC'21 table (``traincast.parallel.validation.megatron_2021``) is reported
-beside it with its own error (predicted / published per-GPU TFLOP/s - 1).
+beside it with its own error (predicted / published per-GPU TFLOP/s - 1), and so are MosaicML
+llm-foundry's MPT tables (``traincast.parallel.validation.llm_foundry``: MFU, per GPU and
+precision and per sequence length). Both are checks of the hybrid model; nothing is fitted to
+them.
 
 ``validate --rows FILE`` runs rows of your own in the same format (docs/validation.md, "Row
 format"): precisions as benchmark tables write them (``AMP``, ``mixed``, ``bf16``, ``TF32``,
@@ -51,7 +54,7 @@ from traincast.jobs import FEATURES
 from traincast.units import fmt_pct
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "by_gpu_and_dtype", "check_hardware",
-           "cross_gpu_ratios", "ddp_overlap", "evaluate_rows", "load_published",
+           "cross_gpu_ratios", "ddp_overlap", "evaluate_rows", "grouped_errors", "load_published",
            "memory_warnings", "parse_unit", "profile_row", "render_markdown",
            "row_architectures", "summarize", "tf32_matmuls", "validate_published"]
 
@@ -633,30 +636,62 @@ def cross_gpu_ratios(rows: Sequence[Mapping[str, Any]], predicted: Sequence[floa
     return out
 
 
-def summarize(errors: Sequence[float]) -> dict[str, float]:
-    """``n``, median, 90th percentile (linear interpolation) and max of ``|error|`` over the
-    finite errors; NaN statistics when there are none."""
-    e = np.abs(np.asarray(errors, dtype=np.float64))
-    e = e[np.isfinite(e)]
+def summarize(errors: Sequence[float | None]) -> dict[str, float]:
+    """``n``, median, 90th percentile (linear interpolation) and max of ``|error|`` and the
+    signed median (``median_error``) over the finite errors (None counts as missing); NaN
+    statistics when there are none."""
+    signed = np.asarray([np.nan if x is None else x for x in errors], dtype=np.float64)
+    signed = signed[np.isfinite(signed)]
+    e = np.abs(signed)
     if not len(e):
         return {"n": 0, "median_abs_error": float("nan"), "p90_abs_error": float("nan"),
-                "max_abs_error": float("nan")}
+                "max_abs_error": float("nan"), "median_error": float("nan")}
     return {"n": int(len(e)), "median_abs_error": float(np.median(e)),
-            "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(e.max())}
+            "p90_abs_error": float(np.percentile(e, 90)), "max_abs_error": float(e.max()),
+            "median_error": float(np.median(signed))}
+
+
+def _llm_table(name: str, keep: Sequence[str], catalog: Catalog) -> dict[str, Any]:
+    """A shipped table of the hybrid model (``traincast.parallel.validation.compare_table``)
+    as the report carries it: the ``keep`` fields of each row, the summary of ``rel_error``;
+    a table that cannot be evaluated is reported (``failed``), not raised: the LLM path is
+    validated on its own."""
+    try:
+        from traincast.parallel.validation import compare_table
+
+        rows = compare_table(name, catalog)
+    except Exception as exc:
+        return {"rows": [], "failed": f"{type(exc).__name__}: {exc}"}
+    return {"rows": [{k: r.get(k) for k in keep} for r in rows],
+            "summary": summarize([r["rel_error"] for r in rows])}
 
 
 def _megatron(catalog: Catalog) -> dict[str, Any]:
-    try:
-        from traincast.parallel.validation import megatron_2021
-
-        rows = megatron_2021(catalog)
-    except Exception as exc:  # reported, not raised: the LLM path is validated on its own
-        return {"rows": [], "failed": f"{type(exc).__name__}: {exc}"}
     keep = ("model", "t", "p", "d", "gpus", "batch", "tflops_per_gpu",
             "predicted_tflops_per_gpu", "rel_error")
-    return {"rows": [{k: r[k] for k in keep} for r in rows],
-            "summary": summarize([r["rel_error"] for r in rows]),
+    return {**_llm_table("megatron_2021.toml", keep, catalog),
             "source": "Narayanan et al., SC 2021, Table 1 (parallel/megatron_2021.toml)"}
+
+
+LLM_FOUNDRY_SOURCE = ("MosaicML llm-foundry scripts/train/benchmarking/README.md at commit "
+                      "061f2c7c (parallel/llm_foundry.toml)")
+
+
+def _llm_foundry(catalog: Catalog) -> dict[str, Any]:
+    """llm-foundry's MPT tables (``parallel/llm_foundry.toml``): the rows, the summaries of the
+    MFU error overall (``summary``), per GPU and precision (``by_gpu_dtype``) and per sequence
+    length (``by_seq``), and of the tokens/s error (``tokens_summary``)."""
+    keep = ("run", "model", "seq", "gpu", "dtype", "gpus", "batch", "micro_batch",
+            "recompute", "mfu_percent", "published_tflops_per_gpu", "predicted_tflops_per_gpu",
+            "rel_error", "tokens_per_gpu_s", "predicted_tokens_per_gpu_s", "rel_error_tokens",
+            "fits", "memory_gb")
+    out = _llm_table("llm_foundry.toml", keep, catalog)
+    rows = out["rows"]
+    by_seq = grouped_errors(rows, lambda r: str(r["seq"]), "rel_error")
+    return {**out, "source": LLM_FOUNDRY_SOURCE,
+            "tokens_summary": summarize([r["rel_error_tokens"] for r in rows]),
+            "by_gpu_dtype": by_gpu_and_dtype(rows, "rel_error"),
+            "by_seq": dict(sorted(by_seq.items(), key=lambda kv: int(kv[0])))}
 
 
 def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
@@ -715,8 +750,9 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
                        trust_specs: bool = False) -> dict[str, Any]:
     """Predict every published row (per-op tables); per-row errors, summary, cross-GPU ratios,
     and the paper's flat-peak model (strategy ``paper``, aggregate features) on the same rows
-    as a baseline. The Megatron-LM table (``megatron``) is reported with the shipped rows,
-    not with a rows file of your own (``path``).
+    as a baseline. The Megatron-LM table (``megatron``) and llm-foundry's MPT tables
+    (``llm_foundry``) are reported with the shipped rows, not with a rows file of your own
+    (``path``).
 
     A ``file.py:FUNC`` spec of a rows file imports (runs) that Python file; with
     ``trust_specs`` False a rows file that names one other than traincast's own is refused
@@ -759,7 +795,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
             "ratios_within_target": int(sum(within)), "ratios_total": len(within),
             "targets_met": bool(summary["median_abs_error"] <= MEDIAN_TARGET and within
                                 and all(within)),
-            **({} if path else {"megatron": _megatron(catalog)})}
+            **({} if path else {"megatron": _megatron(catalog),
+                                "llm_foundry": _llm_foundry(catalog)})}
 
 
 _pct = partial(fmt_pct, sign=True, missing="–")  # signed errors
@@ -786,12 +823,21 @@ def _ratio_lines(out: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def by_gpu_and_dtype(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """``summarize`` of the rows' errors per GPU and precision (key ``"GPU dtype"``)."""
+def grouped_errors(rows: Sequence[Mapping[str, Any]], label: Callable[[Mapping[str, Any]], str],
+                   key: str = "error") -> dict[str, dict[str, float]]:
+    """``summarize`` of the rows' ``key`` per group (``label(row)``), in the order the rows
+    first name the groups."""
     groups: dict[str, list[float]] = {}
     for r in rows:
-        groups.setdefault(f"{r['gpu']} {r['dtype']}", []).append(r["error"])
-    return {k: summarize(v) for k, v in sorted(groups.items())}
+        groups.setdefault(label(r), []).append(r[key])
+    return {k: summarize(v) for k, v in groups.items()}
+
+
+def by_gpu_and_dtype(rows: Sequence[Mapping[str, Any]],
+                     key: str = "error") -> dict[str, dict[str, float]]:
+    """``summarize`` of the rows' errors (``key``) per GPU and precision (key ``"GPU dtype"``,
+    sorted)."""
+    return dict(sorted(grouped_errors(rows, lambda r: f"{r['gpu']} {r['dtype']}", key).items()))
 
 
 def render_markdown(out: Mapping[str, Any]) -> str:
@@ -837,4 +883,39 @@ def render_markdown(out: Mapping[str, Any]) -> str:
                   f"{100 * ms['p90_abs_error']:.1f}%, max {100 * ms['max_abs_error']:.1f}%."]
     elif mg.get("failed"):
         lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
+    lines += _llm_foundry_lines(out.get("llm_foundry", {}))
     return "\n".join(lines)
+
+
+def _error_table(first: Sequence[str], groups: Mapping[str, Mapping[str, float]],
+                 split: Callable[[str], Sequence[str]]) -> list[str]:
+    """A Markdown table of group summaries: the ``first`` columns (``split`` of the group's
+    key), rows, median and worst ``|error|`` and the signed median."""
+    head = [*first, "rows", "median abs. error", "worst abs. error", "signed median"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, g in groups.items():
+        lines.append("| " + " | ".join(split(key)) + f" | {g['n']} | "
+                     f"{100 * g['median_abs_error']:.1f}% | {100 * g['max_abs_error']:.1f}% | "
+                     f"{_pct(g['median_error'])} |")
+    return lines
+
+
+def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
+    """The llm-foundry section of ``render_markdown`` (docs/validation.md, "MosaicML
+    llm-foundry MPT tables"): the summary, per GPU and precision, per sequence length, and the
+    largest misses."""
+    if lf.get("failed"):
+        return ["", f"MosaicML llm-foundry MPT tables: not evaluated ({lf['failed']})."]
+    if not lf.get("rows"):
+        return []
+    s, tok = lf["summary"], lf["tokens_summary"]
+    worst = sorted(lf["rows"], key=lambda r: -abs(r["rel_error"]))[:3]
+    return ["", f"MosaicML llm-foundry MPT tables ({s['n']} rows, MFU; checks only, nothing "
+            f"fitted; {lf['source']}): median |error| {100 * s['median_abs_error']:.1f}%, p90 "
+            f"{100 * s['p90_abs_error']:.1f}%, worst {100 * s['max_abs_error']:.1f}%, signed "
+            f"median {_pct(s['median_error'])}; on tokens/s per GPU: median |error| "
+            f"{100 * tok['median_abs_error']:.1f}%.", "",
+            *_error_table(("GPU", "dtype"), lf["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
+            "", *_error_table(("sequence",), lf["by_seq"], lambda k: (k,)), "",
+            "Largest misses: " + "; ".join(f"{r['run']} {_pct(r['rel_error'])}"
+                                           for r in worst) + "."]
