@@ -64,7 +64,7 @@ def test_counts_and_gpu_time(tiny: pa.Table) -> None:
     assert r["gpu_time_s"] == 1 * 100 + 4 * 50 + 8 * 10 + 1 * 20
     a = r["by_architecture"]
     assert list(a) == ["1w1g", "allreduce-local", "ps-worker"]
-    # the 0-GPU job does not train on GPUs: counted apart, not as 1w1g (issue 19)
+    # the 0-GPU job does not train on GPUs: counted apart, not as 1w1g
     assert r["zero_gpu_jobs"] == 1
     assert (a["1w1g"]["jobs"], a["1w1g"]["gpus"], a["1w1g"]["gpu_time_s"]) == (2, 2, 120)
     assert a["ps-worker"]["job_share"] == pytest.approx(1 / 4)  # of the 4 jobs with GPUs

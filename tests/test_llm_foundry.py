@@ -136,18 +136,20 @@ def test_comparison_runs_on_every_row() -> None:
 
 
 def test_errors_grow_with_the_sequence_as_docs_say() -> None:
-    # docs/validation.md: attention is priced with its s^2 scores in DRAM (no FlashAttention),
-    # so the error falls from near zero at s <= 2048 to about -50% at s >= 32768
+    # docs/validation.md: the table prices attention as the runs ran it (attention = "flash":
+    # no s^2 scores in DRAM or activations), so every row fits its GPU; without the score
+    # traffic the model predicts these runs too fast, more so at long sequences (the fused
+    # kernels' published rates are above what llm-foundry's kernels reached)
     from statistics import median
 
     rows = llm_foundry()
+    assert all(r["fits"] for r in rows)
     by_seq: dict[int, list[float]] = {}
     for r in rows:
         by_seq.setdefault(r["seq"], []).append(r["rel_error"])
-    signed = [median(by_seq[s]) for s in sorted(by_seq) if s >= 2048]
-    assert signed == sorted(signed, reverse=True)
-    assert abs(median(by_seq[2048])) < 0.10 and median(by_seq[32768]) < -0.35
-    assert 0.10 <= median(abs(r["rel_error"]) for r in rows) <= 0.25
+    assert all(median(errs) > 0 for errs in by_seq.values())
+    assert median(by_seq[32768]) > median(by_seq[2048]) > median(by_seq[512])
+    assert 0.15 <= median(abs(r["rel_error"]) for r in rows) <= 0.40
 
 
 def test_a_bad_tokens_figure_names_the_row_and_field(tmp_path: Any) -> None:

@@ -1,4 +1,4 @@
-"""Issue 19 (items 1, 3, 6, 7): the README's tour answers on a real trace; one setup, one answer;
+"""The README's tour answers on a real trace; one setup, one answer;
 no recommendation without a gain; small things a newcomer sees."""
 
 from __future__ import annotations

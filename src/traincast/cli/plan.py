@@ -27,7 +27,7 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
-from traincast.parallel.hybrid import DTYPES, check_dtype
+from traincast.parallel.hybrid import ATTENTION, DTYPES, check_attention, check_dtype
 from traincast.parallel.plan import percent
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
@@ -71,6 +71,11 @@ def plan(
     = None,
     dtype: Annotated[str, typer.Option(help=f"Training dtype: {one_of(DTYPES)}.")]
     = "bf16",
+    attention: Annotated[str, typer.Option(
+        help=f"Attention: {one_of(ATTENTION)} (materialized: the s x s scores go through "
+             "memory, as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
+             "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100).")]
+    = "materialized",
     price: Annotated[str | None, typer.Option(
         help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "
              "optionally spot_usd_per_gpu_hour, spot_source) or a shipped name (aws): adds "
@@ -119,9 +124,10 @@ def plan(
     lost work and restarts, first order: overhead = 1 + C/tau + lambda (tau/2 + Rs).
     Formulas: docs/parallelism.md.
 
-    The output says what it assumed (global batch, sequence, dtype, schedule) and what it
-    searched, what every column is with its units, and the predict --arch hybrid line of the
-    best configuration (the same iteration time). Re-planning says why GPUs are left unused.
+    The output says what it assumed (global batch, sequence, dtype, attention, schedule) and
+    what it searched, what every column is with its units, and the predict --arch hybrid line
+    of the best configuration (the same iteration time). Re-planning says why GPUs are left
+    unused.
     """
     from traincast.parallel.plan import plan as run_plan
     from traincast.parallel.plan import replan
@@ -129,6 +135,7 @@ def plan(
 
     counts = parse_gpus(gpus)
     check_dtype(dtype)
+    check_attention(attention)
     check_model_spec(model)
     check_price(price)
     check_speeds(network=network)
@@ -141,7 +148,7 @@ def plan(
         checkpoint_every_s=checkpoint_every, restart_s=restart_s)
     kwargs: dict[str, Any] = {
         "catalog": catalog_from(catalog, compute), "global_batch": global_batch, "seq": seq,
-        "dtype": dtype, "price": price,
+        "dtype": dtype, "price": price, "attention": attention,
         "overlap": overlap, "spot": spot, "resilience": resilience}
     if len(counts) > 1:
         result = replan(model, counts, node, **kwargs)

@@ -33,7 +33,7 @@ from traincast.cli.common import (
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
-from traincast.parallel.hybrid import DTYPES, check_dtype
+from traincast.parallel.hybrid import ATTENTION, DTYPES, check_attention, check_dtype
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
 
@@ -41,7 +41,7 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
 HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch", "seq",
-                "recompute", "vp", "sp", "dtype")
+                "recompute", "vp", "sp", "dtype", "attention")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -221,6 +221,11 @@ def predict(
         "--sp/--no-sp", help="hybrid: sequence parallelism (default: on where --tp > 1).")]
     = None,
     dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
+    attention: Annotated[str, typer.Option(
+        help=f"hybrid: {one_of(ATTENTION)} (materialized: the s x s scores go through memory, "
+        "as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
+        "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100).")]
+    = "materialized",
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -251,6 +256,7 @@ def predict(
         raise TraincastError(f"unknown architecture {arch!r} (--arch)",
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_dtype(dtype)
+    check_attention(attention)
     check_link_flags(nic, intra, pcie)
     if arch == "hybrid":
         stray = given(ctx, *JOB_FLAGS)
@@ -282,7 +288,7 @@ def predict(
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
-                                catalog=cat)
+                                catalog=cat, attention=attention)
         if json_out:
             print_json(result)
         else:

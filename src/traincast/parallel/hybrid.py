@@ -37,7 +37,10 @@ T_opt), ``sync_time_s`` (T_dp), ``memory_bytes``, ``time_parts_s`` and ``through
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -55,6 +58,13 @@ from traincast.resolve import resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
+ATTENTION: tuple[str, ...] = ("materialized", "flash", "flash3")
+"""Attention implementations: ``materialized`` (Megatron-LM 2021: the ``b a s^2`` scores go
+through DRAM and are kept as activations), ``flash`` (a fused kernel at FlashAttention-2's
+rate: PyTorch SDPA, llm-foundry) and ``flash3`` (FlashAttention-3's rate on Hopper, else
+FlashAttention-2's): the scores stay on chip; rates in ``parallel/flash_attention.toml``."""
+FUSED: tuple[str, ...] = ("flash", "flash3")
+"""The fused attentions: the scores never leave the SM."""
 TIME_PARTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm_tp", "comm_pp",
                                "comm_ep", "comm_dp", "bubble")
 PART_LABEL: dict[str, str] = {
@@ -67,7 +77,9 @@ PART_LABEL: dict[str, str] = {
 @dataclass(frozen=True)
 class HybridHardware:
     """Effective rates of one node preset for the hybrid model (``flops_per_s``: the achievable
-    GEMM rate ``R = P eta``; link rates ``bw_gbs x efficiency`` in bytes/s)."""
+    GEMM rate ``R = P eta``; link rates ``bw_gbs x efficiency`` in bytes/s;
+    ``flash_flops_per_s``, ``flash3_flops_per_s``: fused attention's rate ``R_flash`` with
+    FlashAttention-2 and -3, 0 for ``R``)."""
 
     node: str
     gpu: str
@@ -85,6 +97,8 @@ class HybridHardware:
     intra_latency_s: float
     nic_latency_s: float
     links: dict[str, str]
+    flash_flops_per_s: float = 0.0
+    flash3_flops_per_s: float = 0.0
 
     @property
     def gemm_efficiency(self) -> float:
@@ -107,12 +121,52 @@ class HybridHardware:
         return self.mem_bw_bps * self.mem_efficiency
 
 
+FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
+"""The dtype fused attention runs in when it differs from the model's: Transformer Engine's
+fp8 recipe runs only the linear layers in fp8, attention in bf16."""
+
+
+@dataclass(frozen=True)
+class FlashRates:
+    """``parallel/flash_attention.toml``: the causal share of the full-square FLOPs, the
+    backward's FLOPs over the forward's, and the achieved fraction of the dense peak per GPU."""
+
+    causal_fraction: float
+    backward_factor: float
+    fraction: dict[tuple[str, str], float]
+    """(kernel: ``flash`` = FlashAttention-2, ``flash3`` = FlashAttention-3; GPU) -> the
+    achieved fraction of the dense peak."""
+
+    def of(self, attention: str, gpu: str) -> float | None:
+        """The fraction for fused attention ``attention`` on ``gpu``: FlashAttention-3's where
+        published, else FlashAttention-2's; None without a published one."""
+        if attention == "flash3" and ("flash3", gpu) in self.fraction:
+            return self.fraction[("flash3", gpu)]
+        return self.fraction.get(("flash", gpu))
+
+
+@lru_cache(maxsize=1)
+def flash_rates() -> FlashRates:
+    """The shipped fused-attention rates (``parallel/flash_attention.toml``, each with its
+    published source)."""
+    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("flash_attention.toml")
+                        .read_text())
+    return FlashRates(causal_fraction=float(raw["causal_fraction"]),
+                      backward_factor=float(raw["backward_factor"]),
+                      fraction={(str(r["kernel"]), gpu): float(r["fraction"])
+                                for r in raw["rate"] for gpu in r["gpus"]})
+
+
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                     gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                     pcie: str | None = None) -> HybridHardware:
     """The rates of a node preset (with optional overrides) for the hybrid model, the same as
     :func:`traincast.resolve.resolve` gives every architecture (each link looked up once,
     :func:`traincast.resolve.resolve_link`: a catalog name or a speed).
+
+    Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
+    dense peak of the dtype, bf16 for fp8), else ``eta P_attn`` for a GPU without a published
+    fraction.
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
@@ -130,6 +184,12 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint=f"choose a dtype {g.name} has: {', '.join(has)}")
     flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute)
+    attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
+    flash = {}
+    for kernel in ("flash", "flash3"):
+        fraction = flash_rates().of(kernel, g.name)
+        flash[kernel] = (fraction * attn_peak if fraction is not None
+                         else flops_per_s / (g.peak_tflops(dtype) * 1e12) * attn_peak)
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
@@ -141,7 +201,9 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_bps=links["nic"].bw_bps, rails=float(nd.nics),
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
-                          links={k: links[k].name for k in links})
+                          links={k: links[k].name for k in links},
+                          flash_flops_per_s=flash["flash"],
+                          flash3_flops_per_s=flash["flash3"])
 
 
 def _i(x: ArrayLike) -> F:
@@ -191,7 +253,8 @@ class Configs:
     (``B``), recompute code ``r``, chunks per stage ``v``, sequence parallelism ``sp`` and the
     schedule ``gpipe`` (as given); sequence ``s``, ``dtype`` and its bytes ``delta``; and what
     follows from them: ``m = B / (d b)`` micro-batches, ``layers_stage`` (``L_s``, the slowest
-    stage's layers) and the 0/1 indicators ``full`` and ``selective`` of the recompute mode."""
+    stage's layers) and the 0/1 indicators ``full`` and ``selective`` of the recompute mode;
+    ``attention``, one of :data:`ATTENTION` for all of them."""
 
     d: F
     t: F
@@ -211,12 +274,13 @@ class Configs:
     layers_stage: F
     full: F
     selective: F
+    attention: str = "materialized"
 
 
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
-            seq: int | None, dtype: str) -> Configs:
+            seq: int | None, dtype: str, attention: str = "materialized") -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1``."""
@@ -228,7 +292,8 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
                    s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
-                   selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64))
+                   selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
+                   attention=check_attention(attention))
 
 
 def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
@@ -243,25 +308,66 @@ def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
     return f_gemm, f_attn, f_logit
 
 
+def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
+    """FLOPs and DRAM bytes of the fused attention kernel of one layer and micro-batch on one
+    GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``)::
+
+        F_fwd = c_causal 4 b s^2 a d / t          F_bwd = 2.5 F_fwd
+        B_fwd = delta b s (2 a d + 2 kv d) / t    (read Q, K, V; write O)
+        B_bwd = delta b s (4 a d + 4 kv d) / t    (read Q, K, V, O, dO; write dQ, dK, dV)
+
+    ``c_causal`` (1/2: a causal mask skips the tiles above the diagonal) and the backward's 2.5
+    (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``. The
+    scores never reach DRAM. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
+    rates = flash_rates()
+    qd, kvd = float(model.q_dim), float(model.kv_dim)
+    f_fwd = rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / c.t
+    tokens = c.delta * c.b * c.s / c.t
+    return (f_fwd, rates.backward_factor * f_fwd, tokens * (2.0 * qd + 2.0 * kvd),
+            tokens * (4.0 * qd + 4.0 * kvd))
+
+
+def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
+    """Attention products of one layer and micro-batch on one GPU, forward, backward and
+    recomputation together.
+
+    * ``materialized``: ``(3 + full + selective) T_attn`` with ``T_attn = f_attn / (t R)``
+      times its roofline slowdown (``gemm.attention_slowdown``; the backward is two products
+      of each);
+    * ``flash``: ``(1 + full + selective) T_fwd + T_bwd`` with ``T_fwd = max(F_fwd / R_flash,
+      B_fwd / (M mem_eff))``, the same for ``T_bwd`` (:func:`flash_attention_work`; selective
+      recomputation reruns the fused forward, as Megatron's checkpointed core attention does).
+    """
+    if c.attention in FUSED:
+        f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
+        rate = (hw.flash3_flops_per_s if c.attention == "flash3" else hw.flash_flops_per_s) \
+            or hw.flops_per_s
+        t_fwd = np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps)
+        t_bwd = np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps)
+        return (1.0 + c.full + c.selective) * t_fwd + t_bwd
+    attn_s = f_attn / c.t / hw.flops_per_s * gemm.attention_slowdown(
+        c.s, float(model.head_size), c.delta, hw.flops_per_s, hw.mem_eff_bps)
+    return (3.0 + c.full + c.selective) * attn_s
+
+
 def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
     """GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py)::
 
-        T_flop = L_s ((1 + full) T_lin_fwd + T_lin_bwd + (3 + full + selective) T_attn)
+        T_flop = L_s ((1 + full) T_lin_fwd + T_lin_bwd + T_attn_layer)
                  + T_logit_fwd + T_logit_bwd
 
     linear products (``gemm.linear_shapes``, logits ``(b s, V / t, h)``) at ``R = P eta`` over
-    their tile/wave efficiency; attention ``T_attn = f_attn / (t R)`` times its roofline
-    slowdown (``gemm.attention_slowdown``)."""
+    their tile/wave efficiency; ``T_attn_layer`` (:func:`attention_time_s`): materialized
+    ``(3 + full + selective) T_attn`` with ``T_attn = f_attn / (t R)`` times its roofline
+    slowdown, or the fused kernel's passes."""
     rate = hw.flops_per_s
     lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s, c.t, c.e), rate,
                                          hw.sms, c.dtype)
     one = np.ones_like(c.t)
     logits = (one, c.b * c.s * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
     logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype)
-    attn_s = f_attn / c.t / rate * gemm.attention_slowdown(
-        c.s, float(model.head_size), c.delta, rate, hw.mem_eff_bps)
     return (c.layers_stage * ((1.0 + c.full) * lin_fwd + lin_bwd
-                              + (3.0 + c.full + c.selective) * attn_s)
+                              + attention_time_s(model, hw, c, f_attn))
             + logit_fwd + logit_bwd)
 
 
@@ -271,9 +377,13 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     the attention core's with selective), plus the fp32 cross-entropy over its logits::
 
         T_mem = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s V / t] / (M mem_eff)
+
+    With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
+    over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
+    0.
     """
     ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
-        c.s, c.b, float(model.hidden), float(model.heads), model.ffn, model.n_mat,
+        c.s, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
         float(model.top_k), c.t, c.sp, c.delta)
     return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
             + st.CROSS_ENTROPY_BYTES * c.b * c.s * float(model.vocab) / c.t) / hw.mem_eff_bps
@@ -371,14 +481,31 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links, params: F) -> tuple[F
     return t_dp + t_emb, dp_volume
 
 
+def score_heads(model: ModelConfig, c: Configs) -> float:
+    """Heads whose ``s x s`` scores reach DRAM: ``a`` materialized, 0 with fused attention."""
+    return 0.0 if c.attention in FUSED else float(model.heads)
+
+
+def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
+    """Activation bytes of one layer and micro-batch on one GPU: Korthikanti et al.'s
+    (``strategies.activation_bytes_per_layer``, which counts K and V as ``2 s b h`` each) with
+    K and V ``kv d`` wide, ``+ 4 s b (kv d - h) / t delta / 2`` unless full recomputation
+    (0 for multi-head attention with ``a d = h``); with a fused attention without the
+    ``5 a s / h`` scores, softmax and dropout-mask terms (``a = 0`` there)."""
+    h = float(model.hidden)
+    act = st.activation_bytes_per_layer(c.s, c.b, h, score_heads(model, c), c.t, c.sp, c.r,
+                                        c.delta)
+    kv_extra = 4.0 * c.s * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
+    return act + np.where(c.r == st.RECOMPUTE_CODE["full"], 0.0, kv_extra)
+
+
 def activation_bytes(model: ModelConfig, c: Configs) -> F:
     """Activations per GPU: the larger of the first stage (``L_s`` layers of
-    ``strategies.activation_bytes_per_layer`` for each in-flight micro-batch) and the last
+    :func:`activation_bytes_per_layer` for each in-flight micro-batch) and the last
     (``L_s`` layers of one micro-batch, all ``m`` with GPipe, plus the logits
     ``4 s b h / t (1 + V / h) delta / 2``; a single stage holds both)."""
     h, v_ = float(model.hidden), float(model.vocab)
-    act_layer = st.activation_bytes_per_layer(c.s, c.b, h, float(model.heads), c.t, c.sp, c.r,
-                                              c.delta)
+    act_layer = activation_bytes_per_layer(model, c)
     inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
     logits_act = 4.0 * c.s * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
     act_first = act_layer * c.layers_stage * inflight + np.where(c.p == 1, logits_act, 0.0)
@@ -451,7 +578,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              vp: ArrayLike = 1, sp: ArrayLike | None = None, gpipe: ArrayLike = False,
              seq: int | None = None, dtype: str = "bf16", overlap: float = 0.0,
              scatter_gather: bool = True, grad_accum_fused: bool = True,
-             uneven_stages: bool = False) -> dict[str, F]:
+             uneven_stages: bool = False, attention: str = "materialized") -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -460,7 +587,9 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     per micro-batch (frameworks without Megatron's fused weight-gradient accumulation).
     ``uneven_stages=True`` accepts layers that do not divide over the ``pp vp`` chunks
     (DeepSpeed's pipeline partitions them so): the slowest stage holds ``v ceil(l / (p v))``
-    layers, which is ``l / p`` whenever they divide. Per iteration ``T_pipe = (m + (p - 1) / v)
+    layers, which is ``l / p`` whenever they divide. ``attention`` (:data:`ATTENTION`):
+    ``materialized`` scores through DRAM, or ``flash``, a fused kernel
+    (:func:`attention_time_s`). Per iteration ``T_pipe = (m + (p - 1) / v)
     t_mb``, ``T_data = 16 s B / d / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
     f T_dp) + (1 - f) T_dp`` (``f = overlap``). Configurations ``check_shapes`` rejects get NaN
     times and rates. Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS``
@@ -469,7 +598,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     """
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
-                seq=seq, dtype=dtype)
+                seq=seq, dtype=dtype, attention=attention)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
@@ -501,6 +630,15 @@ def check_dtype(dtype: str, flag: str = "--dtype") -> str:
         raise TraincastError(f"{flag} {dtype!r}: unknown dtype",
                              hint=f"choose one of {', '.join(DTYPES)}")
     return dtype
+
+
+def check_attention(attention: str, flag: str = "--attention") -> str:
+    """An attention implementation must be one of :data:`ATTENTION`; else a TraincastError
+    naming the flag and the allowed values."""
+    if attention not in ATTENTION:
+        raise TraincastError(f"{flag} {attention!r}: unknown attention implementation",
+                             hint=f"choose one of {', '.join(ATTENTION)}")
+    return attention
 
 
 def check_counts(**counts: int | None) -> None:
@@ -612,7 +750,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    recompute: str = "selective", vp: int = 1, dtype: str = "bf16",
                    sp: bool | None = None, schedule: str = "1f1b", overlap: float = 0.0,
                    gpu: str | None = None, nic: str | None = None, intra: str | None = None,
-                   pcie: str | None = None, catalog: Catalog | None = None) -> dict[str, Any]:
+                   pcie: str | None = None, catalog: Catalog | None = None,
+                   attention: str = "materialized") -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
     per-strategy communication in ``comm_s``).
@@ -632,6 +771,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     if schedule not in ("1f1b", "gpipe"):
         raise TraincastError(f"unknown pipeline schedule {schedule!r}", hint="1f1b or gpipe")
     check_counts(global_batch=global_batch, seq=seq)
+    check_attention(attention)
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
     s = int(seq or cfg.seq)
     if min(dp, tp, pp, ep, micro_batch, vp) < 1:
@@ -640,19 +780,21 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp)
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
-                   gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap)
+                   gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
+                   attention=attention)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warning = bubble_warning(bubble_share, sc["micro_batches"], pp, vp)
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,
-        "dtype": dtype, "schedule": schedule, "sp": sp_on}
+        "dtype": dtype, "schedule": schedule, "sp": sp_on, "attention": attention}
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
                         f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
                         f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
-                        f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp)")
+                        f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp); "
+                        f"{attention} attention (--attention)")
     return {
         **time_summary(sc),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
@@ -670,7 +812,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "ep": ep, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
-                "dtype": dtype, "overlap": overlap,
+                "dtype": dtype, "overlap": overlap, "attention": attention,
                 "nodes": -(-int(dp * tp * pp) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

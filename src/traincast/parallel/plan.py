@@ -29,6 +29,7 @@ from traincast.parallel.hybrid import (
     SHAPE_ERRORS,
     TIME_PARTS,
     batch_assumption,
+    check_attention,
     check_counts,
     check_dtype,
     check_shapes,
@@ -293,14 +294,15 @@ def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices,
 
 
 def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None, gpus: int,
-                 gb: int, seq: int, dtype: str, overlap: float) -> dict[str, Any]:
+                 gb: int, seq: int, dtype: str, overlap: float,
+                 attention: str = "materialized") -> dict[str, Any]:
     """Every shape-valid configuration on one node preset, evaluated in one vectorized call."""
     hw = hybrid_hardware(catalog, node, dtype, nic=nic)
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
-                   seq=seq, dtype=dtype, overlap=overlap)
+                   seq=seq, dtype=dtype, overlap=overlap, attention=attention)
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node)}
 
 
@@ -377,9 +379,10 @@ def model_spec(cfg: ModelConfig) -> str:
 
 
 def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dtype: str,
-                 overlap: float) -> dict[str, Any]:
+                 overlap: float, attention: str = "materialized") -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
-    (:func:`hybrid.batch_assumption`), sequence, dtype, schedule and overlap, with the ``text``
+    (:func:`hybrid.batch_assumption`), sequence, dtype, attention, schedule and overlap, with
+    the ``text``
     of its ``assumed:`` line."""
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(ZEROS),
@@ -391,8 +394,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
 
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
-        "overlap": overlap, "searched": searched}
-    out["text"] += (f"; sequence {s} tokens ({seq_how}); {dtype} (--dtype); 1F1B schedule; "
+        "overlap": overlap, "attention": attention, "searched": searched}
+    out["text"] += (f"; sequence {s} tokens ({seq_how}); {dtype} (--dtype); {attention} "
+                    f"attention (--attention); 1F1B schedule; "
                     + ("no communication overlap" if overlap == 0 else
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute {words(searched['recompute'])}, "
@@ -405,7 +409,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
          global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
          overlap: float = 0.0, spot: bool = False, resilience: Resilience | None = None,
-         rank: str = "time") -> dict[str, Any]:
+         rank: str = "time", attention: str = "materialized") -> dict[str, Any]:
     """Rank every feasible configuration of ``model`` on ``gpus`` GPUs of ``node`` presets.
 
     ``node`` may list several presets separated by commas (ranked together by cost with a
@@ -416,7 +420,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     s_per_million_tokens / 3600`` (traincast.parallel.spot). ``rank`` orders ``top``
     (``RANKS``): ``"time"`` by iteration time, ``"expected"`` by expected time per million
     tokens (iteration time x overhead; differs only across presets with different overheads).
-    Without ``global_batch`` the batch is ``hybrid.default_global_batch(s)`` (about 4M
+    ``attention`` (``hybrid.ATTENTION``) prices every configuration with materialized or fused
+    attention. Without ``global_batch`` the batch is ``hybrid.default_global_batch(s)`` (about 4M
     tokens), the default of ``predict --arch hybrid`` too. Returns ``{"model", "gpus",
     "assumed" (the global batch and the other defaults, what was searched, the ``text`` of the
     ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows]
@@ -431,6 +436,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
     check_counts(global_batch=global_batch, seq=seq)
     check_dtype(dtype)
+    check_attention(attention)
     nodes = [n.strip() for n in node.split(",") if n.strip()]
     if not nodes:
         raise TraincastError(f"--node {node!r}: no node preset named",
@@ -447,8 +453,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     ckpt = spot_model.checkpoint_bytes(cfg, dtype)
 
     def search(nic: str | None) -> list[dict[str, Any]]:
-        return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap),
-                            prices, spot, resilience, ckpt) for nd in nodes]
+        return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
+                                         attention), prices, spot, resilience, ckpt)
+                for nd in nodes]
 
     base = search(None)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
@@ -456,7 +463,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "model": cfg.name, "params": cfg.params, "params_active": cfg.params_active,
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
         "tokens_per_iteration": gb * s,
-        "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap), "searched": searched,
+        "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, attention),
+        "searched": searched, "attention": attention,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s)}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
@@ -464,6 +472,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     extra = "".join([f" --seq {s}"] * (seq is not None)
                     + [f" --global-batch {gb}"] * (global_batch is not None)
                     + [f" --dtype {dtype}"] * (dtype != "bf16")
+                    + [f" --attention {attention}"] * (attention != "materialized")
                     + [f" --overlap {overlap:g}"] * (overlap > 0))
     for row in out["top"]:
         row["predict"] = _predict_command(row, spec, extra)

@@ -3,7 +3,8 @@
 One comparison, ``compare_table(FILE)``, runs over a table file of this package: each row is a
 published run (model, tensor-parallel ``t``, pipeline ``p``, data-parallel ``d``, GPUs, global
 batch, achieved TFLOP/s per GPU or MFU) with the settings it ran with; table-level keys are the
-defaults of its rows, and a row may override any of them (``ROW_KEYS``). Each row is predicted
+defaults of its rows, and a row may override any of them (``ROW_KEYS``; ``attention``:
+``materialized``, the default, or ``flash``, hybrid.ATTENTION). Each row is predicted
 with ``hybrid.evaluate`` on its node and compared with the published per-GPU rate::
 
     rel_error = predicted / published - 1
@@ -43,7 +44,7 @@ from typing import Any
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
-from traincast.parallel.hybrid import HybridHardware, evaluate, hybrid_hardware
+from traincast.parallel.hybrid import ATTENTION, HybridHardware, evaluate, hybrid_hardware
 from traincast.parallel.models import ModelConfig, config_from_table, get_model
 
 TARGET_REL_ERROR = 0.15
@@ -54,7 +55,7 @@ SETTINGS: dict[str, Any] = {
     "node": "dgx-a100", "dtype": "fp16", "recompute": "full", "sp": False,
     "micro_batch": 1, "vp": 1, "zero": 0, "seq": None, "grad_accum_fused": True,
     "metric": "hardware", "nic": None, "rails": None, "interleaved": False,
-    "uneven_stages": False,
+    "uneven_stages": False, "attention": "materialized",
 }
 # published columns and notes a row may carry besides the settings
 ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
@@ -118,14 +119,17 @@ METRICS = ("hardware", "model")
 
 
 def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str, Any]) -> None:
-    """The row's settings (its own or the table's): a known ``recompute`` and ``metric``, a
-    positive ``micro_batch`` and ``vp``, and numbers where numbers are published. An
+    """The row's settings (its own or the table's): a known ``recompute``, ``attention`` and
+    ``metric``, a positive ``micro_batch`` and ``vp``, and numbers where numbers are published. An
     ``mfu_percent`` is model FLOPs over the peak, so it is compared by ``metric = "model"``
     only."""
     where = f"{name}, row {i + 1}"
     if cfg["recompute"] not in st.RECOMPUTE_CODE:
         raise TraincastError(f"{where}: field 'recompute' must be one of "
                              f"{', '.join(st.RECOMPUTE_CODE)}, got {cfg['recompute']!r}")
+    if cfg["attention"] not in ATTENTION:
+        raise TraincastError(f"{where}: field 'attention' must be one of "
+                             f"{', '.join(ATTENTION)}, got {cfg['attention']!r}")
     if cfg["metric"] not in METRICS:
         raise TraincastError(f"{where}: field 'metric' must be one of {', '.join(METRICS)}, "
                              f"got {cfg['metric']!r}", hint="hardware: executed FLOPs "
@@ -167,7 +171,7 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     recompute=st.RECOMPUTE_CODE[cfg["recompute"]], sp=cfg["sp"],
                     seq=cfg["seq"], dtype=cfg["dtype"],
                     grad_accum_fused=cfg["grad_accum_fused"],
-                    uneven_stages=cfg["uneven_stages"])
+                    uneven_stages=cfg["uneven_stages"], attention=cfg["attention"])
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:

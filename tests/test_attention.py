@@ -1,0 +1,252 @@
+"""Attention as the hybrid model prices it: ``materialized`` (Megatron-LM 2021, the s x s scores
+through DRAM) and ``flash`` (a fused kernel), with grouped-query attention in both.
+
+Every expected number is worked out by hand below for one layer of b = 1, s = 4096, h = 4096,
+a = 32 heads of d = 128, kv = 8 key/value heads, 16-bit (delta = 2), t = 1."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tomllib
+from importlib import resources
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.parallel import gemm
+from traincast.parallel.hybrid import (
+    activation_bytes_per_layer,
+    configs,
+    elementwise_time_s,
+    evaluate,
+    flash_attention_work,
+    gemm_time_s,
+    hybrid_hardware,
+    predict_hybrid,
+)
+from traincast.parallel.models import ModelConfig, get_model
+from traincast.parallel.validation import compare_table, table_rows
+
+runner = CliRunner()
+B, S, H, A, KV, D, FFN, V, L = 1, 4096, 4096, 32, 8, 128, 16384, 32000, 2
+GQA = ModelConfig(name="gqa-test", layers=L, hidden=H, heads=A, ffn=FFN, vocab=V, seq=S,
+                  kv_heads=KV)
+MHA = ModelConfig(name="mha-test", layers=L, hidden=H, heads=A, ffn=FFN, vocab=V, seq=S)
+SBH = S * B * H                     # 2^24 = 16,777,216
+BASS = B * A * S * S                # 2^29 = 536,870,912 score elements per layer
+
+
+def cli(*args: str) -> str:
+    res = runner.invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def cfg(model: ModelConfig, attention: str, recompute: int = 0, tp: int = 1):
+    return configs(model, dp=1, tp=tp, pp=1, ep=1, zero=0, micro_batch=B, global_batch=B,
+                   recompute=recompute, vp=1, sp=None, gpipe=False, seq=None, dtype="bf16",
+                   attention=attention)
+
+
+def flash_data() -> dict:
+    return tomllib.loads(resources.files("traincast.parallel").joinpath("flash_attention.toml")
+                         .read_text())
+
+
+# ---- the data file: published numbers with their sources ----------------------------------
+
+def test_flash_rates_are_published_numbers_with_sources() -> None:
+    raw = flash_data()
+    # FlashAttention-2 Sec. 4.1: causal FLOPs are half; backward = 2.5 x forward (5 vs 2 matmuls)
+    assert raw["causal_fraction"] == 0.5 and "2307.08691" in raw["causal_source"]
+    assert raw["backward_factor"] == 2.5 and "2307.08691" in raw["backward_source"]
+    rates = {(r["kernel"], g): r for r in raw["rate"] for g in r["gpus"]}
+    assert rates["flash", "A100-SXM4-80GB"]["fraction"] == 0.50  # FA2 abstract: 50-73% of A100
+    assert rates["flash", "H100-SXM5-80GB"]["fraction"] == 0.35  # FA3 abstract: FA2 at 35%
+    assert rates["flash3", "H100-SXM5-80GB"]["fraction"] == 0.75  # FA3 abstract: 740 TFLOP/s
+    assert all(r["source"] and r["kernel"] for r in raw["rate"])
+
+
+def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
+    bf16 = hybrid_hardware(None, "dgx-h100", "bf16")
+    fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
+    assert bf16.flash_flops_per_s == pytest.approx(0.35 * bf16.peak_tflops * 1e12)
+    assert bf16.flash3_flops_per_s == pytest.approx(0.75 * bf16.peak_tflops * 1e12)
+    assert fp8.flash_flops_per_s == pytest.approx(bf16.flash_flops_per_s)  # attention in bf16
+    a100 = hybrid_hardware(None, "dgx-a100", "bf16")
+    assert a100.flash_flops_per_s == pytest.approx(0.50 * a100.peak_tflops * 1e12)
+    # FlashAttention-3 is Hopper-only: an A100 runs flash3 at FlashAttention-2's rate
+    assert a100.flash3_flops_per_s == pytest.approx(a100.flash_flops_per_s)
+
+
+# ---- flash: FLOPs and bytes of one layer by hand --------------------------------------------
+
+def test_flash_flops_and_bytes_of_one_layer_by_hand() -> None:
+    f_fwd, f_bwd, b_fwd, b_bwd = (float(x) for x in flash_attention_work(GQA, cfg(GQA, "flash")))
+    # full square 4 b s^2 a d = 4 x 4096^2 x 4096 = 2^38; causal half 2^37; backward 2.5 x
+    assert f_fwd == 0.5 * 4 * 4096 ** 2 * 32 * 128 == 2 ** 37
+    assert f_bwd == 2.5 * 2 ** 37 == 343_597_383_680
+    # forward reads Q (b s a d), K, V (b s kv d), writes O: 2 x 4096 x (2 x 4096 + 2 x 1024)
+    assert b_fwd == 2 * 4096 * (2 * 4096 + 2 * 1024) == 83_886_080
+    # backward reads Q, K, V, O, dO, writes dQ, dK, dV: 2 x 4096 x (4 x 4096 + 4 x 1024)
+    assert b_bwd == 2 * 4096 * (4 * 4096 + 4 * 1024) == 167_772_160
+    # tensor parallelism splits the heads: everything / t
+    half = [float(x) for x in flash_attention_work(GQA, cfg(GQA, "flash", tp=2))]
+    assert half == pytest.approx([2 ** 36, 2.5 * 2 ** 36, 83_886_080 / 2, 167_772_160 / 2])
+
+
+def test_attention_time_of_both_modes_by_hand() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    r, m = hw.flops_per_s, hw.mem_eff_bps
+    # materialized (unchanged): T_attn = 4 b s^2 a d / R x max(1, (R / M) / I),
+    # I = 2 s d / (delta (s + 2 d)); forward + 2 backward products: 3 T_attn per layer
+    intensity = 2 * S * D / (2 * (S + 2 * D))
+    t_attn = 4 * B * S * S * A * D / r * max(1.0, (r / m) / intensity)
+    # flash: max(F / R_flash, bytes / M) per pass, R_flash = 0.50 x 312 TFLOP/s (A100 bf16)
+    rf = 0.50 * hw.peak_tflops * 1e12
+    t_fwd = max(2 ** 37 / rf, 83_886_080 / m)
+    t_bwd = max(2.5 * 2 ** 37 / rf, 167_772_160 / m)
+    f_attn = np.float64(4 * B * S * S * A * D)
+    mat = float(gemm_time_s(GQA, hw, cfg(GQA, "materialized"), f_attn))
+    fla = float(gemm_time_s(GQA, hw, cfg(GQA, "flash"), f_attn))
+    assert mat - fla == pytest.approx(L * (3 * t_attn - (t_fwd + t_bwd)), rel=1e-9)
+    # full recomputation repeats the forward of each (materialized 4 T_attn, flash 2 T_fwd + T_bwd)
+    mat_f = float(gemm_time_s(GQA, hw, cfg(GQA, "materialized", 2), f_attn))
+    fla_f = float(gemm_time_s(GQA, hw, cfg(GQA, "flash", 2), f_attn))
+    assert mat_f - fla_f == pytest.approx(L * (4 * t_attn - (2 * t_fwd + t_bwd)), rel=1e-9)
+
+
+# ---- flash: no s^2 bytes in memory-bound time or activations ---------------------------------
+
+def test_flash_drops_the_score_kernels_from_memory_bound_bytes() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    m = hw.mem_eff_bps
+    # kernel by kernel (docs/parallelism.md), delta = 2, gelu MLP (n_mat = 2), no sp:
+    # forward (10 delta + 2) b s h + n_mat delta b s f [+ (4 delta + 1) b a s^2 materialized]
+    # backward (18 delta + 2) b s h + (n_mat + 2) delta b s f [+ (5 delta + 1) b a s^2]
+    bsf = B * S * FFN
+    fwd = 22 * SBH + 4 * bsf
+    bwd = 38 * SBH + 8 * bsf
+    ce = 52 * B * S * V                                   # fp32 cross-entropy over the logits
+    flash = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash"))) * m
+    mat = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized"))) * m
+    assert flash == pytest.approx(L * (fwd + bwd) + ce, rel=1e-12)
+    assert flash == pytest.approx(10_439_622_656, rel=1e-12)
+    assert mat == pytest.approx(L * (fwd + 9 * BASS + bwd + 11 * BASS) + ce, rel=1e-12)
+    # selective recomputation repeats softmax + dropout forward only when they exist
+    sel_f = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash", 1))) * m
+    sel_m = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized", 1))) * m
+    assert sel_f == pytest.approx(flash, rel=1e-12)
+    assert sel_m - mat == pytest.approx(L * 9 * BASS, rel=1e-12)
+
+
+def test_flash_drops_scores_and_masks_from_activations_and_gqa_shrinks_k_v() -> None:
+    # Korthikanti et al. Table 2, no recomputation, t = 1: s b h (34 + 5 a s / h) bytes (16-bit)
+    # with K and V kv d wide instead of h: + 4 s b (kv d - h) = 4 x 4096 x (1024 - 4096)
+    kv_fix = 4 * S * B * (KV * D - H)
+    assert kv_fix == -50_331_648
+    mat = float(activation_bytes_per_layer(GQA, cfg(GQA, "materialized")))
+    fla = float(activation_bytes_per_layer(GQA, cfg(GQA, "flash")))
+    assert mat == SBH * (34 + 5 * A * S / H) + kv_fix == 3_204_448_256
+    assert fla == SBH * 34 + kv_fix == 520_093_696
+    # multi-head attention: Korthikanti's formula exactly, as before
+    assert float(activation_bytes_per_layer(MHA, cfg(MHA, "materialized"))) == SBH * (34 + 160)
+    # full recomputation keeps only the layer input, 2 s b h, in both modes
+    for att in ("materialized", "flash"):
+        assert float(activation_bytes_per_layer(GQA, cfg(GQA, att, 2))) == 2 * SBH
+
+
+def test_flash_fits_where_materialized_scores_do_not() -> None:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    kw = {"dp": 1, "global_batch": 1, "recompute": 0, "seq": 32768}
+    mat = evaluate(MHA, hw, attention="materialized", **kw)
+    fla = evaluate(MHA, hw, attention="flash", **kw)
+    # per layer the scores alone are 5 a s^2 b bytes = 5 x 32 x 32768^2 = 172 GB
+    assert float(mat["mem_activations_bytes"]) - float(fla["mem_activations_bytes"]) \
+        == pytest.approx(L * 5 * A * 32768 ** 2 * B, rel=1e-9)
+    assert not bool(mat["fits"]) and float(fla["total_s"]) < float(mat["total_s"])
+
+
+# ---- grouped-query attention: weights and the QKV GEMM ---------------------------------------
+
+def test_gqa_weights_and_qkv_gemm_use_the_kv_heads() -> None:
+    # W_attn = h (2 a d + 2 kv d): Q and O are h x a d, K and V h x kv d
+    assert GQA.attn_matrix_params == 4096 * (2 * 4096 + 2 * 1024) == 41_943_040
+    assert MHA.attn_matrix_params == 4 * 4096 ** 2
+    for t in (1, 2, 8):
+        count, m, n, k = (float(x) for x in gemm.linear_shapes(GQA, B, S, t)[0])
+        assert (count, m, n, k) == (1, B * S, (4096 + 2 * 1024) / t, 4096)  # N = (a d + 2 kv d) / t
+    llama = get_model("llama2-70b")
+    assert (llama.heads, llama.kv, llama.hidden) == (64, 8, 8192)
+    assert llama.attn_matrix_params == 8192 * (2 * 8192 + 2 * 8 * 128) == 150_994_944
+
+
+def test_gqa_flash_bytes_of_multi_query() -> None:
+    mqa = ModelConfig(name="mqa-test", layers=1, hidden=H, heads=A, ffn=FFN, vocab=V, seq=S,
+                      kv_heads=1)
+    _, _, b_fwd, b_bwd = (float(x) for x in flash_attention_work(mqa, cfg(mqa, "flash")))
+    assert b_fwd == 2 * 4096 * (2 * 4096 + 2 * 128)
+    assert b_bwd == 2 * 4096 * (4 * 4096 + 4 * 128)
+
+
+# ---- the option in predict, plan and the tables ---------------------------------------------
+
+def test_unknown_attention_is_an_error_naming_the_choices() -> None:
+    with pytest.raises(TraincastError, match="--attention 'paged'"):
+        predict_hybrid("llama2-7b", node="dgx-a100", attention="paged")
+    res = runner.invoke(app, ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b",
+                              "--attention", "paged"])
+    assert res.exit_code != 0 and isinstance(res.exception, TraincastError)
+    assert "materialized" in res.exception.hint and "flash" in res.exception.hint
+
+
+def test_predict_hybrid_takes_attention_flash() -> None:
+    base = ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--dp", "8", "--json"]
+    mat = json.loads(cli(*base))
+    fla = json.loads(cli(*base, "--attention", "flash"))
+    assert mat["job"]["attention"] == "materialized" and fla["job"]["attention"] == "flash"
+    assert fla["assumed"]["attention"] == "flash" and "flash attention" in fla["assumed"]["text"]
+    assert fla["time_s"]["compute_mem"] < mat["time_s"]["compute_mem"]
+    assert mat == json.loads(cli(*base, "--attention", "materialized"))   # the default
+    # --attention belongs to --arch hybrid
+    res = runner.invoke(app, ["predict", "--arch", "1w1g", "--model", "resnet50",
+                              "--attention", "flash"])
+    assert res.exit_code != 0
+
+
+def test_plan_passes_attention_and_its_best_predicts_the_same_time() -> None:
+    out = json.loads(cli("plan", "zoo:llama2-7b", "--gpus", "16", "--node", "dgx-a100",
+                         "--top", "2", "--attention", "flash", "--json"))
+    mat = json.loads(cli("plan", "zoo:llama2-7b", "--gpus", "16", "--node", "dgx-a100",
+                         "--top", "2", "--json"))
+    assert out["attention"] == "flash" and out["assumed"]["attention"] == "flash"
+    assert out["top"][0]["time_s"]["total"] < mat["top"][0]["time_s"]["total"]
+    for row in out["top"]:
+        line = shlex.split(row["predict"])
+        assert "--attention" in line and line[line.index("--attention") + 1] == "flash"
+        again = json.loads(cli(*line[1:], "--json"))
+        assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
+    assert all("--attention" not in r["predict"] for r in mat["top"])
+
+
+def test_tables_row_key_attention() -> None:
+    assert table_rows("llm_foundry.toml")["attention"] == "flash"
+    for name in ("megatron_2021.toml", "published_llm.toml"):
+        table = table_rows(name)
+        assert "attention" not in table and all("attention" not in r for r in table["row"])
+
+
+def test_a_bad_attention_row_names_file_row_and_field(tmp_path) -> None:
+    path = tmp_path / "rows.toml"
+    path.write_text('source = "x"\nnode = "dgx-a100"\n[[row]]\nmodel = "gpt3-175b"\nt = 8\n'
+                    'p = 16\nd = 8\ngpus = 1024\nbatch = 1536\ntflops_per_gpu = 163\n'
+                    'attention = "paged"\n')
+    with pytest.raises(TraincastError, match="row 1: field 'attention'"):
+        compare_table(path)
+    path.write_text(path.read_text().replace('"paged"', '"flash"'))
+    (row,) = compare_table(path)
+    assert row["predicted_tflops_per_gpu"] > 0
