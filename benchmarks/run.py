@@ -20,11 +20,14 @@ def main(argv: list[str]) -> int:
     for f in files:
         print(f"\n=== {f.stem} ===", flush=True)
         t0 = time.perf_counter()
+        saved, sys.argv = sys.argv, [str(f)]  # each benchmark sees its own command line
         try:
             runpy.run_path(str(f), run_name="__main__")
         except SystemExit as exc:
             if exc.code not in (0, None):
                 failed.append(f.stem)
+        finally:
+            sys.argv = saved
         print(f"--- {f.stem}: {time.perf_counter() - t0:.1f} s", flush=True)
     if failed:
         print(f"\nbenchmarks that missed their target: {', '.join(failed)}")

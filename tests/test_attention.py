@@ -79,8 +79,24 @@ def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     assert fp8.flash_flops_per_s == pytest.approx(bf16.flash_flops_per_s)  # attention in bf16
     a100 = hybrid_hardware(None, "dgx-a100", "bf16")
     assert a100.flash_flops_per_s == pytest.approx(0.50 * a100.peak_tflops * 1e12)
-    # FlashAttention-3 is Hopper-only: an A100 runs flash3 at FlashAttention-2's rate
-    assert a100.flash3_flops_per_s == pytest.approx(a100.flash_flops_per_s)
+    # FlashAttention-3 is Hopper-only: no rate on an A100; the H200 (the same GH100 chip) is
+    # assumed at the H100 SXM5's fractions; a GPU without a published one at the A100's 0.50
+    assert a100.flash3_flops_per_s == 0.0
+    h200 = hybrid_hardware(None, "hgx-h200", "bf16")
+    assert h200.flash_flops_per_s == pytest.approx(0.35 * h200.peak_tflops * 1e12)
+    assert h200.flash3_flops_per_s == pytest.approx(0.75 * h200.peak_tflops * 1e12)
+    l4 = hybrid_hardware(None, "l4-pcie", "bf16")  # no published FlashAttention-2 figure
+    assert l4.flash_flops_per_s == pytest.approx(0.50 * l4.peak_tflops * 1e12)
+
+
+def test_flash3_off_hopper_is_a_clean_error() -> None:
+    from traincast.errors import TraincastError
+    from traincast.parallel.hybrid import predict_hybrid
+
+    with pytest.raises(TraincastError, match="flash3 has no rate on this GPU"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-a100", dp=8, attention="flash3")
+    out = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, attention="flash3")
+    assert out["time_s"]["total"] > 0
 
 
 # ---- flash: FLOPs and bytes of one layer by hand --------------------------------------------

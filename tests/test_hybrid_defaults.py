@@ -174,6 +174,27 @@ def test_plan_best_through_predict_gives_the_same_time(model: str, gpus: str, no
         assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
 
 
+def test_plan_default_batch_divides_among_the_gpus() -> None:
+    # seq 3000: round(2^22 / 3000) = 1398 = 2 x 3 x 233 sequences; on 64 GPUs plan rounds to a
+    # multiple of k = 64 (the largest power of two <= 64 GPUs and <= 1398): 64 x round(1398.1 /
+    # 64) = 64 x 22 = 1408, so dp up to 64 divides it
+    out = plan("zoo:llama2-7b", 64, "dgx-h100", seq=3000, top=1)
+    assert out["global_batch"] == 1408
+    assert max(r["config"]["dp"] for r in plan("zoo:llama2-7b", 64, "dgx-h100", seq=3000,
+                                               top=50)["top"]) > 2
+
+
+@pytest.mark.parametrize("extra", [("--compute", "paper"), ("--seq", "3000")])
+def test_the_printed_predict_line_keeps_plans_flags(extra: tuple[str, str]) -> None:
+    out = json.loads(cli("plan", "zoo:llama2-7b", "--gpus", "8", "--node", "dgx-a100",
+                         "--top", "1", *extra, "--json"))
+    row = out["top"][0]
+    line = shlex.split(row["predict"])
+    assert extra[0] in line and "--global-batch" in line
+    again = json.loads(cli(*line[1:], "--json"))
+    assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
+
+
 def test_plan_prints_the_line_of_its_best() -> None:
     text = flat(cli("plan", "zoo:llama2-7b", "--gpus", "16", "--node", "dgx-a100", "--top", "1"))
     out = json.loads(cli("plan", "zoo:llama2-7b", "--gpus", "16", "--node", "dgx-a100", "--top",

@@ -158,6 +158,10 @@ def plan(
             _print_replan(result)
         return
     result = run_plan(model, counts[0], node, top=top, network=network, **kwargs)
+    same = "".join([f" --compute {compute}"] * (compute != "auto")
+                   + [f" --catalog {p}" for p in catalog or []])
+    for row in result["top"]:  # the predict line prices with the same catalog and strategy
+        row["predict"] += same
     if json_out:
         print_json(result)
         return

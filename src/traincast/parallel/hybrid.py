@@ -136,13 +136,15 @@ class FlashRates:
     fraction: dict[tuple[str, str], float]
     """(kernel: ``flash`` = FlashAttention-2, ``flash3`` = FlashAttention-3; GPU) -> the
     achieved fraction of the dense peak."""
+    default_fraction: float
+    """The fraction of a GPU without a published one (FlashAttention-2's A100 figure)."""
 
     def of(self, attention: str, gpu: str) -> float | None:
-        """The fraction for fused attention ``attention`` on ``gpu``: FlashAttention-3's where
-        published, else FlashAttention-2's; None without a published one."""
-        if attention == "flash3" and ("flash3", gpu) in self.fraction:
-            return self.fraction[("flash3", gpu)]
-        return self.fraction.get(("flash", gpu))
+        """The fraction for fused attention ``attention`` on ``gpu``: the published one, else
+        (``flash``) the default; None for ``flash3`` off the GPUs it runs on."""
+        if attention == "flash3":
+            return self.fraction.get(("flash3", gpu))
+        return self.fraction.get(("flash", gpu), self.default_fraction)
 
 
 @lru_cache(maxsize=1)
@@ -154,7 +156,8 @@ def flash_rates() -> FlashRates:
     return FlashRates(causal_fraction=float(raw["causal_fraction"]),
                       backward_factor=float(raw["backward_factor"]),
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
-                                for r in raw["rate"] for gpu in r["gpus"]})
+                                for r in raw["rate"] for gpu in r["gpus"]},
+                      default_fraction=float(raw["default_fraction"]))
 
 
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
@@ -165,8 +168,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     :func:`traincast.resolve.resolve_link`: a catalog name or a speed).
 
     Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
-    dense peak of the dtype, bf16 for fp8), else ``eta P_attn`` for a GPU without a published
-    fraction.
+    dense peak of the dtype, bf16 for fp8); a GPU without a published FlashAttention-2
+    fraction takes the default (0.50, the A100's), FlashAttention-3 has no rate off Hopper.
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
@@ -185,11 +188,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                              hint=f"choose a dtype {g.name} has: {', '.join(has)}")
     flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute)
     attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
-    flash = {}
-    for kernel in ("flash", "flash3"):
-        fraction = flash_rates().of(kernel, g.name)
-        flash[kernel] = (fraction * attn_peak if fraction is not None
-                         else flops_per_s / (g.peak_tflops(dtype) * 1e12) * attn_peak)
+    flash = {kernel: (flash_rates().of(kernel, g.name) or 0.0) * attn_peak
+             for kernel in FUSED}  # 0: FlashAttention-3 does not run on this GPU
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
@@ -340,8 +340,11 @@ def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn:
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
-        rate = (hw.flash3_flops_per_s if c.attention == "flash3" else hw.flash_flops_per_s) \
-            or hw.flops_per_s
+        rate = hw.flash3_flops_per_s if c.attention == "flash3" else hw.flash_flops_per_s
+        if rate <= 0:
+            raise TraincastError(f"{hw.gpu}: attention {c.attention} has no rate on this GPU",
+                                 hint="FlashAttention-3 (flash3) runs on Hopper GPUs only "
+                                      "(parallel/flash_attention.toml); use flash")
         t_fwd = np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps)
         t_bwd = np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps)
         return (1.0 + c.full + c.selective) * t_fwd + t_bwd
@@ -668,10 +671,12 @@ def default_global_batch(seq: int, multiple: int = 1) -> int:
 
         B = k max(1, round(2^22 / (s k)))
 
-    with ``k = multiple``: 1 in ``plan`` (a configuration whose ``dp x micro-batch`` does not
-    divide ``B`` is left out of the search), ``dp x micro-batch`` (times ``pp`` with ``vp > 1``)
-    for one configuration, so that ``m = B / (dp b)`` is a whole number. Whenever ``k`` divides
-    ``round(2^22 / s)`` both give the same ``B``: seq 4096 -> 1024 sequences, 2048 -> 2048."""
+    with ``k = multiple``: in ``plan`` the largest power of two at most the GPUs and at most
+    ``round(2^22 / s)`` (a configuration whose ``dp x micro-batch`` does not divide ``B`` is
+    left out of the search), ``dp x micro-batch`` (times ``pp`` with ``vp > 1``) for one
+    configuration, so that ``m = B / (dp b)`` is a whole number; ``plan`` prints its ``B`` in
+    the ``predict`` line of a row. Seq 4096 -> 1024 sequences, 2048 -> 2048; seq 3000 on 64
+    GPUs -> 1408 in ``plan``."""
     if seq < 1 or multiple < 1:
         raise TraincastError(f"sequence length and batch multiple must be at least 1, got "
                              f"{seq} and {multiple}")

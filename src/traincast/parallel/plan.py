@@ -25,6 +25,7 @@ from traincast.hardware.prices import MARKETS, Prices, load_prices
 from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
+    DEFAULT_BATCH_TOKENS,
     PART_LABEL,
     SHAPE_ERRORS,
     TIME_PARTS,
@@ -358,6 +359,16 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
     return ""
 
 
+def _batch_multiple(seq: int, gpus: int | list[int]) -> int:
+    """``k`` of plan's default global batch (:func:`~traincast.parallel.hybrid.
+    default_global_batch`): the largest power of two at most the GPUs and at most
+    ``round(2^22 / s)``, so that the default batch divides among as many data-parallel layouts
+    as the GPUs allow (seq 3000 on 64 GPUs: 1408 sequences, not 1398 = 2 x 3 x 233)."""
+    n = max(gpus) if isinstance(gpus, list) else int(gpus)
+    cap = max(1, min(n, round(DEFAULT_BATCH_TOKENS / seq)))
+    return 1 << (cap.bit_length() - 1)
+
+
 def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
     """The ``traincast predict --arch hybrid`` line of a plan row: the same job, the same
     iteration time."""
@@ -444,7 +455,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
-    gb = default_global_batch(s) if global_batch is None else int(global_batch)
+    gb = default_global_batch(s, _batch_multiple(s, gpus)) if global_batch is None \
+        else int(global_batch)
     prices = load_prices(price, catalog) if isinstance(price, str | Path) else price
     if spot and prices is None:
         raise TraincastError("--spot needs --price (a price file with spot_usd_per_gpu_hour)",
@@ -470,7 +482,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)
-                    + [f" --global-batch {gb}"] * (global_batch is not None)
+                    + [f" --global-batch {gb}"]
                     + [f" --dtype {dtype}"] * (dtype != "bf16")
                     + [f" --attention {attention}"] * (attention != "materialized")
                     + [f" --overlap {overlap:g}"] * (overlap > 0))
@@ -544,6 +556,9 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     catalog = kwargs.pop("catalog", None) or load_catalog()
     kwargs = kwargs | {"top": 1, "catalog": catalog, "rank": "expected"}
     model = get_model(model) if isinstance(model, str) else model  # resolved once
+    if kwargs.get("global_batch") is None:  # one batch for every count: that of the most GPUs
+        s = int(kwargs.get("seq") or model.seq)
+        kwargs["global_batch"] = default_global_batch(s, _batch_multiple(s, max(gpus)))
     if isinstance(kwargs.get("price"), str | Path):  # read once
         kwargs["price"] = load_prices(kwargs["price"], catalog)
     done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
