@@ -86,7 +86,7 @@ def main() -> int:
     assert np.isfinite(bd.total).all()
     vec_rate, model_rate = N / best, N / best_model
     r = resolve({k: v[:LOOP_N] for k, v in jobs.items()}, cat)
-    flop_s, mem_s, _idle = (x.tolist() for x in compute_s(r, cat))  # idle: part of both
+    flop_s, mem_s = (x.tolist() for x in compute_s(r, cat)[:2])  # idle: part of both
     plain = Resolved(**{f: (getattr(r, f).tolist() if isinstance(getattr(r, f), np.ndarray)
                             else getattr(r, f)) for f in Resolved.__dataclass_fields__})
     t0 = time.perf_counter()

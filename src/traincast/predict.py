@@ -37,10 +37,10 @@ def comm_s(r: Resolved) -> F:
 def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               workload: Strings | None = None,
               ops_of: Callable[[str], Mapping[str, Any] | None] | None = None
-              ) -> tuple[F, F, F]:
+              ) -> tuple[F, F, F | None]:
     """``(T_comp_flop, T_comp_mem, T_idle)`` of every row; NaN for rows whose GPU is unknown.
     ``T_idle`` (part of the other two: the GPU waiting on the host between short ops) is 0
-    for aggregate features.
+    for aggregate features (``None`` when no row has a per-op table).
 
     Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
     :func:`traincast.compute.rates` (one call per GPU and precision).
@@ -71,9 +71,9 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
     flop = r.flops / rates[gpu_amp, 0]
     mem = r.mem_bytes / rates[gpu_amp, 1]
-    idle = np.where(np.isnan(flop + mem), np.nan, 0.0)
     if workload is None or ops_of is None:
-        return flop, mem, idle
+        return flop, mem, None  # aggregate features: no idle time
+    idle = np.zeros_like(flop)
     tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
@@ -162,8 +162,9 @@ def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: 
         parts = {c: np.where(bad, np.nan, v) for c, v in parts.items()}
     total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
                          parts["comm"], overlap)
-    return Breakdown(**parts, total=total, reason=r.reason,
-                     idle=np.where(bad, np.nan, idle) if bad.any() else idle)
+    if idle is not None and bad.any():
+        idle = np.where(bad, np.nan, idle)
+    return Breakdown(**parts, total=total, reason=r.reason, idle=idle)
 
 
 def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None, *,
