@@ -27,7 +27,15 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
-from traincast.parallel.hybrid import ATTENTION, DTYPES, check_attention, check_dtype
+from traincast.parallel.hybrid import (
+    ATTENTION,
+    DEFAULT_FRAMEWORK,
+    DTYPES,
+    check_attention,
+    check_dtype,
+    check_framework,
+    recipes,
+)
 from traincast.parallel.plan import percent
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
@@ -71,11 +79,16 @@ def plan(
     = None,
     dtype: Annotated[str, typer.Option(help=f"Training dtype: {one_of(DTYPES)}.")]
     = "bf16",
-    attention: Annotated[str, typer.Option(
+    attention: Annotated[str | None, typer.Option(
         help=f"Attention: {one_of(ATTENTION)} (materialized: the s x s scores go through "
              "memory, as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
-             "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100).")]
-    = "materialized",
+             "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100; "
+             "default: the --framework recipe's).")] = None,
+    framework: Annotated[str, typer.Option(
+        help=f"Framework recipe, {one_of(recipes())}: its attention and dropout, and the "
+             "one ZeRO stage searched if it sets one (Framework recipes in the parallelism "
+             "docs); --attention overrides it.")]
+    = DEFAULT_FRAMEWORK,
     price: Annotated[str | None, typer.Option(
         help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "
              "optionally spot_usd_per_gpu_hour, spot_source) or a shipped name (aws): adds "
@@ -135,7 +148,9 @@ def plan(
 
     counts = parse_gpus(gpus)
     check_dtype(dtype)
-    check_attention(attention)
+    if attention is not None:
+        check_attention(attention)
+    check_framework(framework)
     check_model_spec(model)
     check_price(price)
     check_speeds(network=network)
@@ -148,7 +163,7 @@ def plan(
         checkpoint_every_s=checkpoint_every, restart_s=restart_s)
     kwargs: dict[str, Any] = {
         "catalog": catalog_from(catalog, compute), "global_batch": global_batch, "seq": seq,
-        "dtype": dtype, "price": price, "attention": attention,
+        "dtype": dtype, "price": price, "attention": attention, "framework": framework,
         "overlap": overlap, "spot": spot, "resilience": resilience}
     if len(counts) > 1:
         result = replan(model, counts, node, **kwargs)

@@ -33,7 +33,15 @@ from traincast.cli.common import (
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
-from traincast.parallel.hybrid import ATTENTION, DTYPES, check_attention, check_dtype
+from traincast.parallel.hybrid import (
+    ATTENTION,
+    DEFAULT_FRAMEWORK,
+    DTYPES,
+    check_attention,
+    check_dtype,
+    check_framework,
+    recipes,
+)
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
 
@@ -41,7 +49,7 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
 HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch", "seq",
-                "recompute", "vp", "sp", "dtype", "attention")
+                "recompute", "vp", "sp", "dtype", "attention", "framework")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -203,8 +211,9 @@ def predict(
                                     help="hybrid: pipeline stages.")] = 1,
     ep: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: expert-parallel size.")] = 1,
-    zero: Annotated[int, typer.Option(callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3.")]
-    = 0,
+    zero: Annotated[int | None, typer.Option(
+        callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
+        "recipe's, else 0).")] = None,
     micro_batch: Annotated[int, typer.Option(
         callback=within(1), help="hybrid: sequences per micro-batch.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
@@ -221,11 +230,15 @@ def predict(
         "--sp/--no-sp", help="hybrid: sequence parallelism (default: on where --tp > 1).")]
     = None,
     dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
-    attention: Annotated[str, typer.Option(
+    attention: Annotated[str | None, typer.Option(
         help=f"hybrid: {one_of(ATTENTION)} (materialized: the s x s scores go through memory, "
         "as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
-        "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100).")]
-    = "materialized",
+        "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100; default: "
+        "the --framework recipe's).")] = None,
+    framework: Annotated[str, typer.Option(
+        help=f"hybrid: framework recipe, {one_of(recipes())}: its attention, dropout and "
+        "ZeRO defaults (Framework recipes in the parallelism docs); --attention and --zero "
+        "override them.")] = DEFAULT_FRAMEWORK,
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -256,7 +269,9 @@ def predict(
         raise TraincastError(f"unknown architecture {arch!r} (--arch)",
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_dtype(dtype)
-    check_attention(attention)
+    if attention is not None:
+        check_attention(attention)
+    check_framework(framework)
     check_link_flags(nic, intra, pcie)
     if arch == "hybrid":
         stray = given(ctx, *JOB_FLAGS)
@@ -288,7 +303,7 @@ def predict(
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
-                                catalog=cat, attention=attention)
+                                catalog=cat, attention=attention, framework=framework)
         if json_out:
             print_json(result)
         else:

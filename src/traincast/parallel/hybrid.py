@@ -275,12 +275,15 @@ class Configs:
     full: F
     selective: F
     attention: str = "materialized"
+    dropout: bool = True
+    """Attention and hidden dropout on (Megatron's kernels and masks) or off."""
 
 
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
-            seq: int | None, dtype: str, attention: str = "materialized") -> Configs:
+            seq: int | None, dtype: str, attention: str = "materialized",
+            dropout: bool = True) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1``."""
@@ -293,7 +296,7 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
                    selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
-                   attention=check_attention(attention))
+                   attention=check_attention(attention), dropout=bool(dropout))
 
 
 def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
@@ -374,6 +377,28 @@ def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -
             + logit_fwd + logit_bwd)
 
 
+def sp_share(c: Configs) -> F:
+    """The share of the ``b s h`` tensors one tensor rank holds: ``1 / t`` under sequence
+    parallelism, else 1."""
+    return np.where(c.sp, 1.0 / np.maximum(c.t, 1.0), 1.0)
+
+
+def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
+    """The element-wise bytes dropout adds to one layer and micro-batch on one GPU, forward and
+    backward alike (``strategies.elementwise_bytes_per_layer``'s kernels), as ``(hidden,
+    attention)``:
+
+        hidden    = 2 b s h / t_sp     (the two bias+dropout+add kernels write a 1-byte mask
+                                        forward and read it backward; without dropout they
+                                        are bias+add, ``3 delta`` each way)
+        attention = (2 delta + 1) b a s^2 / t   (the attention-dropout kernel, both ways; 0 with
+                                        fused attention, ``a = 0``)
+
+    with ``t_sp = t`` under sequence parallelism, else 1."""
+    hidden = 2.0 * c.b * c.s * float(model.hidden) * sp_share(c)
+    return hidden, (2.0 * c.delta + 1.0) * c.b * score_heads(model, c) * c.s * c.s / c.t
+
+
 def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
     (``strategies.elementwise_bytes_per_layer``; the forward repeated with full recomputation,
@@ -383,11 +408,15 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
 
     With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
     over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
-    0.
+    0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off
+    ``E_fwd``, ``E_bwd`` and ``E_attn``.
     """
     ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
         c.s, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
         float(model.top_k), c.t, c.sp, c.delta)
+    if not c.dropout:
+        hidden, attn = dropout_bytes_per_layer(model, c)
+        ew_fwd, ew_bwd, ew_attn = ew_fwd - hidden - attn, ew_bwd - hidden - attn, ew_attn - attn
     return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
             + st.CROSS_ENTROPY_BYTES * c.b * c.s * float(model.vocab) / c.t) / hw.mem_eff_bps
 
@@ -494,12 +523,22 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     (``strategies.activation_bytes_per_layer``, which counts K and V as ``2 s b h`` each) with
     K and V ``kv d`` wide, ``+ 4 s b (kv d - h) / t delta / 2`` unless full recomputation
     (0 for multi-head attention with ``a d = h``); with a fused attention without the
-    ``5 a s / h`` scores, softmax and dropout-mask terms (``a = 0`` there)."""
+    ``5 a s / h`` scores, softmax and dropout-mask terms (``a = 0`` there). Without dropout
+    (``c.dropout`` false) Korthikanti et al.'s dropout terms come off, in their convention
+    (times ``delta / 2``): the two hidden masks ``2 s b h / t_sp`` (``t_sp = t`` under sequence
+    parallelism, else 1; not with full recomputation) and, with no recomputation, the attention
+    dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays)."""
     h = float(model.hidden)
     act = st.activation_bytes_per_layer(c.s, c.b, h, score_heads(model, c), c.t, c.sp, c.r,
                                         c.delta)
+    full = c.r == st.RECOMPUTE_CODE["full"]
     kv_extra = 4.0 * c.s * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
-    return act + np.where(c.r == st.RECOMPUTE_CODE["full"], 0.0, kv_extra)
+    act = act + np.where(full, 0.0, kv_extra)
+    if c.dropout:
+        return act
+    masks = 2.0 * c.s * c.b * h * sp_share(c)
+    attn = 3.0 * score_heads(model, c) * c.s * c.s * c.b / c.t
+    return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
 
 
 def activation_bytes(model: ModelConfig, c: Configs) -> F:
@@ -581,7 +620,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              vp: ArrayLike = 1, sp: ArrayLike | None = None, gpipe: ArrayLike = False,
              seq: int | None = None, dtype: str = "bf16", overlap: float = 0.0,
              scatter_gather: bool = True, grad_accum_fused: bool = True,
-             uneven_stages: bool = False, attention: str = "materialized") -> dict[str, F]:
+             uneven_stages: bool = False, attention: str = "materialized",
+             dropout: bool = True) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -592,7 +632,9 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     (DeepSpeed's pipeline partitions them so): the slowest stage holds ``v ceil(l / (p v))``
     layers, which is ``l / p`` whenever they divide. ``attention`` (:data:`ATTENTION`):
     ``materialized`` scores through DRAM, or ``flash``, a fused kernel
-    (:func:`attention_time_s`). Per iteration ``T_pipe = (m + (p - 1) / v)
+    (:func:`attention_time_s`). ``dropout=False`` removes the attention and hidden dropout
+    kernels and their masks (:func:`dropout_bytes_per_layer`,
+    :func:`activation_bytes_per_layer`). Per iteration ``T_pipe = (m + (p - 1) / v)
     t_mb``, ``T_data = 16 s B / d / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
     f T_dp) + (1 - f) T_dp`` (``f = overlap``). Configurations ``check_shapes`` rejects get NaN
     times and rates. Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS``
@@ -601,7 +643,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     """
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
-                seq=seq, dtype=dtype, attention=attention)
+                seq=seq, dtype=dtype, attention=attention, dropout=dropout)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
@@ -642,6 +684,68 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
         raise TraincastError(f"{flag} {attention!r}: unknown attention implementation",
                              hint=f"choose one of {', '.join(ATTENTION)}")
     return attention
+
+
+RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
+                                "grad_accum_fused": True}
+"""The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
+neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
+DEFAULT_FRAMEWORK: str = "megatron-2021"
+"""The recipe of ``predict --arch hybrid``, ``plan`` and the published tables by default."""
+
+
+@lru_cache(maxsize=1)
+def recipes() -> dict[str, dict[str, Any]]:
+    """The shipped framework recipes (``parallel/recipes.toml``): name -> ``{"title",
+    "source", "set": {knob: {"value", "source", optional "hopper", "gated"}}, "kept"}``."""
+    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("recipes.toml")
+                        .read_text())
+    return dict(raw["recipe"])
+
+
+def check_framework(framework: str, flag: str = "--framework") -> str:
+    """A framework must name a recipe of :func:`recipes`; else a TraincastError naming the flag
+    and the recipes."""
+    if framework not in recipes():
+        raise TraincastError(f"{flag} {framework!r}: unknown framework recipe",
+                             hint=f"choose one of {', '.join(recipes())}")
+    return framework
+
+
+def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> dict[str, Any]:
+    """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
+    its ``hopper`` value on a GPU with a FlashAttention-3 rate, its ``gated`` value for a model
+    with a gated MLP (``n_mat = 3``)."""
+    out = {}
+    for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
+        value = setting["value"]
+        if "hopper" in setting and hw.flash3_flops_per_s > 0:
+            value = setting["hopper"]
+        if "gated" in setting and model.n_mat == 3:
+            value = setting["gated"]
+        out[knob] = value
+    return out
+
+
+def resolve_knobs(framework: str, model: ModelConfig, hw: HybridHardware,
+                  **given: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The :data:`RECIPE_KNOBS` of one job: a ``given`` value (a flag; None = not given), else
+    the recipe's (:func:`recipe_settings`), else the default. Returns ``(knobs, by_recipe)``,
+    the latter the knobs the recipe set that no flag changed (a flag equal to the recipe's value
+    is the same job, described the same way)."""
+    rec = recipe_settings(framework, model, hw)
+    knobs = {k: given[k] if given.get(k) is not None else rec.get(k, default)
+             for k, default in RECIPE_KNOBS.items()}
+    return knobs, {k: v for k, v in rec.items() if knobs[k] == v}
+
+
+def recipe_text(framework: str, by_recipe: dict[str, Any]) -> str:
+    """The ``assumed:`` line's words for a recipe: its name and what it set."""
+    words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
+             "dropout": lambda v: f"dropout {'on' if v else 'off'}",
+             "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}"}
+    what = ", ".join(words[k](v) for k, v in by_recipe.items())
+    return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
 
 
 def check_counts(**counts: int | None) -> None:
@@ -750,13 +854,15 @@ def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
 
 
 def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int = 1, pp: int = 1,
-                   ep: int = 1, zero: int = 0, micro_batch: int = 1,
+                   ep: int = 1, zero: int | None = None, micro_batch: int = 1,
                    global_batch: int | None = None, seq: int | None = None,
                    recompute: str = "selective", vp: int = 1, dtype: str = "bf16",
                    sp: bool | None = None, schedule: str = "1f1b", overlap: float = 0.0,
                    gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                    pcie: str | None = None, catalog: Catalog | None = None,
-                   attention: str = "materialized") -> dict[str, Any]:
+                   attention: str | None = None, dropout: bool | None = None,
+                   grad_accum_fused: bool | None = None,
+                   framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
     per-strategy communication in ``comm_s``).
@@ -766,7 +872,11 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     batch and the other defaults, with the ``text`` of the ``assumed:`` line),
     ``bubble_fraction`` (bubble / pipeline time, ``(p - 1) / (v m + p - 1)``), ``bubble_share``
     (bubble / step, ``T_bubble / T_total``) and ``warnings`` (a bubble over
-    :data:`BUBBLE_WARN_SHARE` of the step)."""
+    :data:`BUBBLE_WARN_SHARE` of the step).
+
+    ``framework`` names a recipe (``parallel/recipes.toml``, :func:`resolve_knobs`) that sets
+    ``attention``, ``dropout``, ``zero`` and ``grad_accum_fused`` where they are None (not
+    given); a given value overrides the recipe's."""
     from traincast.parallel.models import get_model
 
     cfg = get_model(model) if isinstance(model, str) else model
@@ -776,8 +886,13 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     if schedule not in ("1f1b", "gpipe"):
         raise TraincastError(f"unknown pipeline schedule {schedule!r}", hint="1f1b or gpipe")
     check_counts(global_batch=global_batch, seq=seq)
-    check_attention(attention)
+    check_framework(framework)
+    if attention is not None:
+        check_attention(attention)
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
+    knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention, dropout=dropout,
+                                     zero=zero, grad_accum_fused=grad_accum_fused)
+    attention, zero = knobs["attention"], int(knobs["zero"])
     s = int(seq or cfg.seq)
     if min(dp, tp, pp, ep, micro_batch, vp) < 1:
         _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, dp * micro_batch, vp)
@@ -786,20 +901,24 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
-                   attention=attention)
+                   attention=attention, dropout=knobs["dropout"],
+                   grad_accum_fused=knobs["grad_accum_fused"])
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warning = bubble_warning(bubble_share, sc["micro_batches"], pp, vp)
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,
-        "dtype": dtype, "schedule": schedule, "sp": sp_on, "attention": attention}
+        "dtype": dtype, "schedule": schedule, "sp": sp_on, "attention": attention,
+        "framework": framework, "recipe": by_recipe}
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
                         f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
                         f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
                         f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp); "
-                        f"{attention} attention (--attention)")
+                        + (f"{attention} attention (--attention); "
+                           if "attention" not in by_recipe else "")
+                        + recipe_text(framework, by_recipe))
     return {
         **time_summary(sc),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
@@ -818,6 +937,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "dtype": dtype, "overlap": overlap, "attention": attention,
+                "framework": framework, "dropout": knobs["dropout"],
+                "grad_accum_fused": knobs["grad_accum_fused"],
                 "nodes": -(-int(dp * tp * pp) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

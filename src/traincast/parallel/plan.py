@@ -26,6 +26,7 @@ from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
     DEFAULT_BATCH_TOKENS,
+    DEFAULT_FRAMEWORK,
     PART_LABEL,
     SHAPE_ERRORS,
     TIME_PARTS,
@@ -33,10 +34,13 @@ from traincast.parallel.hybrid import (
     check_attention,
     check_counts,
     check_dtype,
+    check_framework,
     check_shapes,
     default_global_batch,
     evaluate,
     hybrid_hardware,
+    recipe_text,
+    resolve_knobs,
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
@@ -296,15 +300,22 @@ def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices,
 
 def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None, gpus: int,
                  gb: int, seq: int, dtype: str, overlap: float,
-                 attention: str = "materialized") -> dict[str, Any]:
-    """Every shape-valid configuration on one node preset, evaluated in one vectorized call."""
+                 attention: str | None = None,
+                 framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+    """Every shape-valid configuration on one node preset, evaluated in one vectorized call,
+    with the knobs of recipe ``framework`` on this preset (``hybrid.resolve_knobs``; a recipe's
+    ZeRO stage is the only one searched)."""
     hw = hybrid_hardware(catalog, node, dtype, nic=nic)
-    cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb)
+    knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention)
+    zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
+    cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
-                   seq=seq, dtype=dtype, overlap=overlap, attention=attention)
-    return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node)}
+                   seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
+                   dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"])
+    return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
+            "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros}
 
 
 def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience: Resilience,
@@ -390,28 +401,38 @@ def model_spec(cfg: ModelConfig) -> str:
 
 
 def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dtype: str,
-                 overlap: float, attention: str = "materialized") -> dict[str, Any]:
+                 overlap: float, attention: str = "materialized",
+                 framework: str = DEFAULT_FRAMEWORK,
+                 by_recipe: dict[str, dict[str, Any]] | None = None,
+                 zeros: tuple[int, ...] = ZEROS) -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
-    (:func:`hybrid.batch_assumption`), sequence, dtype, attention, schedule and overlap, with
-    the ``text``
-    of its ``assumed:`` line."""
+    (:func:`hybrid.batch_assumption`), sequence, dtype, attention, the framework recipe and
+    what it set (``by_recipe``: per node preset), schedule and overlap, with the ``text`` of its
+    ``assumed:`` line."""
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
-    searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(ZEROS),
+    sets = by_recipe or {}
+    distinct = {repr(v): v for v in sets.values()}
+    recipe = (recipe_text(framework, next(iter(distinct.values()), {})) if len(distinct) <= 1
+              else "; ".join(f"on {nd}: {recipe_text(framework, v)}" for nd, v in sets.items()))
+    set_attention = any("attention" in v for v in sets.values())
+    searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs"}
 
     def words(xs: Sequence[Any]) -> str:
-        return ", ".join(str(x) for x in xs[:-1]) + " or " + str(xs[-1])
+        return (", ".join(str(x) for x in xs[:-1]) + " or ") * (len(xs) > 1) + str(xs[-1])
 
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
-        "overlap": overlap, "attention": attention, "searched": searched}
-    out["text"] += (f"; sequence {s} tokens ({seq_how}); {dtype} (--dtype); {attention} "
-                    f"attention (--attention); 1F1B schedule; "
+        "overlap": overlap, "attention": attention, "framework": framework,
+        "recipe": sets, "searched": searched}
+    out["text"] += (f"; sequence {s} tokens ({seq_how}); {dtype} (--dtype); "
+                    + ("" if set_attention else f"{attention} attention (--attention); ")
+                    + f"{recipe}; 1F1B schedule; "
                     + ("no communication overlap" if overlap == 0 else
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute {words(searched['recompute'])}, "
-                    f"ZeRO {words(ZEROS)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
+                    f"ZeRO {words(zeros)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
                     f"sequence parallelism on and off")
     return out
 
@@ -420,7 +441,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
          global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
          overlap: float = 0.0, spot: bool = False, resilience: Resilience | None = None,
-         rank: str = "time", attention: str = "materialized") -> dict[str, Any]:
+         rank: str = "time", attention: str | None = None,
+         framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """Rank every feasible configuration of ``model`` on ``gpus`` GPUs of ``node`` presets.
 
     ``node`` may list several presets separated by commas (ranked together by cost with a
@@ -432,8 +454,11 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     (``RANKS``): ``"time"`` by iteration time, ``"expected"`` by expected time per million
     tokens (iteration time x overhead; differs only across presets with different overheads).
     ``attention`` (``hybrid.ATTENTION``) prices every configuration with materialized or fused
-    attention. Without ``global_batch`` the batch is ``hybrid.default_global_batch(s)`` (about 4M
-    tokens), the default of ``predict --arch hybrid`` too. Returns ``{"model", "gpus",
+    attention; ``framework`` names a recipe (``parallel/recipes.toml``) that sets the attention
+    (where ``attention`` is None), dropout, gradient-accumulation fusion and, if it names one,
+    the only ZeRO stage searched. Without ``global_batch`` the batch is
+    ``hybrid.default_global_batch(s)`` (about 4M tokens), the default of ``predict --arch
+    hybrid`` too. Returns ``{"model", "gpus",
     "assumed" (the global batch and the other defaults, what was searched, the ``text`` of the
     ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows]
     (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with
@@ -447,7 +472,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
     check_counts(global_batch=global_batch, seq=seq)
     check_dtype(dtype)
-    check_attention(attention)
+    check_framework(framework)
+    if attention is not None:
+        check_attention(attention)
     nodes = [n.strip() for n in node.split(",") if n.strip()]
     if not nodes:
         raise TraincastError(f"--node {node!r}: no node preset named",
@@ -466,17 +493,21 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
 
     def search(nic: str | None) -> list[dict[str, Any]]:
         return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
-                                         attention), prices, spot, resilience, ckpt)
+                                         attention, framework), prices, spot, resilience,
+                            ckpt)
                 for nd in nodes]
 
     base = search(None)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
+    first_attention = base[0]["knobs"]["attention"]
     out: dict[str, Any] = {
         "model": cfg.name, "params": cfg.params, "params_active": cfg.params_active,
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
         "tokens_per_iteration": gb * s,
-        "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, attention),
-        "searched": searched, "attention": attention,
+        "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, first_attention,
+                                framework, {r["hw"].node: r["by_recipe"] for r in base},
+                                base[0]["zeros"]),
+        "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s)}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
@@ -484,7 +515,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     extra = "".join([f" --seq {s}"] * (seq is not None)
                     + [f" --global-batch {gb}"]
                     + [f" --dtype {dtype}"] * (dtype != "bf16")
-                    + [f" --attention {attention}"] * (attention != "materialized")
+                    + [f" --framework {framework}"] * (framework != DEFAULT_FRAMEWORK)
+                    + [f" --attention {attention}"] * (attention is not None)
                     + [f" --overlap {overlap:g}"] * (overlap > 0))
     for row in out["top"]:
         row["predict"] = _predict_command(row, spec, extra)

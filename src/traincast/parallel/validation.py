@@ -4,7 +4,9 @@ One comparison, ``compare_table(FILE)``, runs over a table file of this package:
 published run (model, tensor-parallel ``t``, pipeline ``p``, data-parallel ``d``, GPUs, global
 batch, achieved TFLOP/s per GPU or MFU) with the settings it ran with; table-level keys are the
 defaults of its rows, and a row may override any of them (``ROW_KEYS``; ``attention``:
-``materialized``, the default, or ``flash``, hybrid.ATTENTION). Each row is predicted
+``materialized``, the default, or ``flash``, hybrid.ATTENTION; ``framework``: a recipe of
+``parallel/recipes.toml`` whose knobs apply where neither the row nor the table sets them,
+``megatron-2021`` by default). Each row is predicted
 with ``hybrid.evaluate`` on its node and compared with the published per-GPU rate::
 
     rel_error = predicted / published - 1
@@ -44,7 +46,16 @@ from typing import Any
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
-from traincast.parallel.hybrid import ATTENTION, HybridHardware, evaluate, hybrid_hardware
+from traincast.parallel.hybrid import (
+    ATTENTION,
+    DEFAULT_FRAMEWORK,
+    RECIPE_KNOBS,
+    HybridHardware,
+    evaluate,
+    hybrid_hardware,
+    recipes,
+    resolve_knobs,
+)
 from traincast.parallel.models import ModelConfig, config_from_table, get_model
 
 TARGET_REL_ERROR = 0.15
@@ -55,7 +66,7 @@ SETTINGS: dict[str, Any] = {
     "node": "dgx-a100", "dtype": "fp16", "recompute": "full", "sp": False,
     "micro_batch": 1, "vp": 1, "zero": 0, "seq": None, "grad_accum_fused": True,
     "metric": "hardware", "nic": None, "rails": None, "interleaved": False,
-    "uneven_stages": False, "attention": "materialized",
+    "uneven_stages": False, "framework": DEFAULT_FRAMEWORK, **RECIPE_KNOBS,
 }
 # published columns and notes a row may carry besides the settings
 ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
@@ -124,6 +135,9 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
     ``mfu_percent`` is model FLOPs over the peak, so it is compared by ``metric = "model"``
     only."""
     where = f"{name}, row {i + 1}"
+    if cfg["framework"] not in recipes():
+        raise TraincastError(f"{where}: field 'framework' must be one of "
+                             f"{', '.join(recipes())}, got {cfg['framework']!r}")
     if cfg["recompute"] not in st.RECOMPUTE_CODE:
         raise TraincastError(f"{where}: field 'recompute' must be one of "
                              f"{', '.join(st.RECOMPUTE_CODE)}, got {cfg['recompute']!r}")
@@ -171,7 +185,8 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     recompute=st.RECOMPUTE_CODE[cfg["recompute"]], sp=cfg["sp"],
                     seq=cfg["seq"], dtype=cfg["dtype"],
                     grad_accum_fused=cfg["grad_accum_fused"],
-                    uneven_stages=cfg["uneven_stages"], attention=cfg["attention"])
+                    uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
+                    dropout=cfg["dropout"])
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
@@ -197,6 +212,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
         model, hw = _row_model(name, i, row, cfg["seq"]), _row_hardware(cat, cfg)
+        cfg |= resolve_knobs(cfg["framework"], model, hw,
+                             **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
         if int(res["shape_error"]):
             raise TraincastError(f"{name}, row {i + 1} ({row['model']}): the hybrid model "

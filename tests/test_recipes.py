@@ -1,0 +1,215 @@
+"""Framework recipes (``parallel/recipes.toml``): the file, the knobs each recipe sets, the
+dropout knob by hand (docs/parallelism.md, "Framework recipes"), flags over recipes and
+plan -> predict with ``--framework``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tomllib
+from importlib import resources
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.parallel.hybrid import (
+    ATTENTION,
+    RECIPE_KNOBS,
+    activation_bytes_per_layer,
+    configs,
+    elementwise_time_s,
+    evaluate,
+    hybrid_hardware,
+    predict_hybrid,
+    recipe_settings,
+)
+from traincast.parallel.models import get_model
+from traincast.parallel.plan import plan
+
+runner = CliRunner()
+RAW = tomllib.loads(resources.files("traincast.parallel").joinpath("recipes.toml").read_text())
+LLAMA = get_model("llama2-7b")   # h 4096, a 32, s 4096, l 32, SwiGLU (n_mat 3), MHA
+
+
+def cli(*args: str) -> str:
+    res = runner.invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+# ---- the file ------------------------------------------------------------------------------
+
+def test_the_file_parses_and_every_setting_names_its_source() -> None:
+    recipes = RAW["recipe"]
+    assert {"megatron-2021", "megatron-core", "fsdp", "deepspeed"} <= set(recipes)
+    for name, r in recipes.items():
+        assert r["title"] and r["source"].startswith("https://"), name
+        for knob, s in r.get("set", {}).items():
+            assert knob in RECIPE_KNOBS, (name, knob)
+            assert s["source"].startswith("https://"), (name, knob)
+            assert set(s) <= {"value", "source", "hopper", "gated"}, (name, knob)
+            for key in ("value", "hopper", "gated"):
+                if key in s and knob == "attention":
+                    assert s[key] in ATTENTION
+                if key in s and knob == "zero":
+                    assert s[key] in (0, 1, 2, 3)
+                if key in s and knob in ("dropout", "grad_accum_fused"):
+                    assert isinstance(s[key], bool)
+        for kept in r.get("kept", []):
+            assert kept["what"] and kept["source"].startswith("https://"), name
+
+
+def test_each_recipe_sets_what_docs_say() -> None:
+    a100 = hybrid_hardware(None, "dgx-a100")
+    h100 = hybrid_hardware(None, "dgx-h100")
+    gpt3 = get_model("gpt3-175b")   # GeLU MLP (n_mat 2): not gated
+    assert recipe_settings("megatron-2021", LLAMA, h100) == {"attention": "materialized",
+                                                             "dropout": True}
+    assert recipe_settings("megatron-core", LLAMA, a100) == {"attention": "flash",
+                                                             "dropout": False}
+    assert recipe_settings("megatron-core", LLAMA, h100)["attention"] == "flash3"
+    assert recipe_settings("megatron-core", gpt3, h100)["dropout"] is True
+    assert recipe_settings("fsdp", LLAMA, h100) == {"zero": 3, "attention": "flash",
+                                                    "dropout": False, "grad_accum_fused": True}
+    assert recipe_settings("deepspeed", LLAMA, a100) == {"zero": 1, "attention": "materialized"}
+
+
+def test_an_unknown_framework_names_the_recipes() -> None:
+    with pytest.raises(TraincastError, match="unknown framework") as e:
+        predict_hybrid("zoo:llama2-7b", node="dgx-a100", dp=8, framework="jax")
+    assert "megatron-core" in (e.value.hint or "")
+
+
+# ---- megatron-2021: today's model exactly --------------------------------------------------
+
+def test_megatron_2021_is_the_explicit_knobs_of_today() -> None:
+    hw = hybrid_hardware(None, "dgx-a100")
+    kw = {"node": "dgx-a100", "dp": 4, "tp": 2, "pp": 1, "micro_batch": 2, "global_batch": 64}
+    rec = predict_hybrid("zoo:llama2-7b", **kw, framework="megatron-2021")
+    default = predict_hybrid("zoo:llama2-7b", **kw)
+    explicit = predict_hybrid("zoo:llama2-7b", **kw, zero=0, attention="materialized",
+                              dropout=True, grad_accum_fused=True)
+    assert rec == default == explicit
+    res = evaluate(LLAMA, hw, dp=4, tp=2, micro_batch=2, global_batch=64,
+                   recompute=1)   # evaluate's own defaults: materialized, dropout on, zero 0
+    assert rec["time_s"]["total"] == float(res["total_s"])
+
+
+# ---- the dropout knob by hand (one Llama layer) --------------------------------------------
+
+def _c(dropout: bool, attention: str = "materialized", t: int = 1, sp: bool = False,
+       r: int = 0):
+    return configs(LLAMA, dp=1, tp=t, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                   recompute=r, vp=1, sp=sp, gpipe=False, seq=None, dtype="bf16",
+                   attention=attention, dropout=dropout)
+
+
+def test_dropout_off_removes_the_dropout_kernels_bytes_by_hand() -> None:
+    hw = hybrid_hardware(None, "dgx-a100")
+    s, h, a, layers = 4096.0, 4096.0, 32.0, 32.0
+    # per direction (forward, backward): 2 hidden masks of 1 byte per b s h element, and the
+    # attention-dropout kernel (read, write, 1-byte mask: 2 delta + 1 = 5 bytes) per b a s^2
+    per_dir = 2 * s * h + 5 * a * s * s           # 33,554,432 + 2,684,354,560
+    assert per_dir == 2_717_908_992
+    diff = elementwise_time_s(LLAMA, hw, _c(True)) - elementwise_time_s(LLAMA, hw, _c(False))
+    assert float(diff) == pytest.approx(layers * 2 * per_dir / hw.mem_eff_bps, rel=1e-12)
+    # tp 2 with sequence parallelism: the masks over b s h / 2, the attention kernel / 2
+    per_dir_tp = 2 * s * h / 2 + 5 * a * s * s / 2
+    diff = (elementwise_time_s(LLAMA, hw, _c(True, t=2, sp=True))
+            - elementwise_time_s(LLAMA, hw, _c(False, t=2, sp=True)))
+    assert float(diff) == pytest.approx(layers * 2 * per_dir_tp / hw.mem_eff_bps, rel=1e-12)
+    # fused attention: the attention dropout is inside the kernel already; only the masks go
+    diff = (elementwise_time_s(LLAMA, hw, _c(True, "flash"))
+            - elementwise_time_s(LLAMA, hw, _c(False, "flash")))
+    assert float(diff) == pytest.approx(layers * 2 * (2 * s * h) / hw.mem_eff_bps, rel=1e-12)
+    # selective recomputation repeats the attention forward: its dropout (5 b a s^2) too
+    diff = (elementwise_time_s(LLAMA, hw, _c(True, r=1))
+            - elementwise_time_s(LLAMA, hw, _c(False, r=1)))
+    assert float(diff) == pytest.approx(layers * (2 * per_dir + 5 * a * s * s)
+                                        / hw.mem_eff_bps, rel=1e-12)
+
+
+def test_dropout_off_removes_the_mask_activations_by_hand() -> None:
+    s, h, a = 4096.0, 4096.0, 32.0
+    sbh = s * h
+    # Korthikanti et al., bf16, t = 1, no recomputation: s b h (34 + 5 a s / h); without
+    # dropout s b h (32 + 2 a s / h): the two hidden masks (2 s b h) and the attention
+    # dropout's mask and output (3 a s^2 b) go
+    assert float(activation_bytes_per_layer(LLAMA, _c(True))) == sbh * (34 + 5 * a * s / h)
+    assert float(activation_bytes_per_layer(LLAMA, _c(False))) == sbh * (32 + 2 * a * s / h)
+    assert sbh * (32 + 2 * a * s / h) == 1_610_612_736
+    # selective: 34 s b h -> 32 s b h; full: 2 s b h either way
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, r=1))) == 32 * sbh
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, r=2))) == 2 * sbh
+    # tp 2 without sequence parallelism: s b h (10 + 24/t + 5as/(ht)), the masks in the 10
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, t=2))) == \
+        sbh * (8 + 24 / 2 + 2 * a * s / h / 2)
+    # tp 2 with it: s b h (34 + 5as/h) / t -> s b h (32 + 2as/h) / t
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, t=2, sp=True))) == \
+        sbh * (32 + 2 * a * s / h) / 2
+    # flash: s b h 34 -> 32 (no scores to begin with)
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, "flash"))) == 32 * sbh
+
+
+# ---- flags over recipes, the assumed line ---------------------------------------------------
+
+def test_explicit_flags_override_the_recipe() -> None:
+    kw = {"node": "dgx-h100", "dp": 8, "global_batch": 64}
+    rec = predict_hybrid("zoo:llama2-7b", **kw, framework="fsdp")
+    assert rec["job"]["zero"] == 3 and rec["job"]["attention"] == "flash"
+    assert rec["job"]["dropout"] is False
+    assert "framework fsdp (--framework): ZeRO 3, flash attention, dropout off" \
+        in rec["assumed"]["text"]
+    mine = predict_hybrid("zoo:llama2-7b", **kw, framework="fsdp", zero=1,
+                          attention="materialized")
+    assert mine["job"]["zero"] == 1 and mine["job"]["attention"] == "materialized"
+    assert "materialized attention (--attention)" in mine["assumed"]["text"]
+    assert "ZeRO 3" not in mine["assumed"]["text"]
+    # the same as the explicit knobs without a recipe
+    plain = predict_hybrid("zoo:llama2-7b", **kw, zero=1, attention="materialized",
+                           dropout=False)
+    assert mine["time_s"] == plain["time_s"]
+
+
+def test_cli_framework_and_override() -> None:
+    base = ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
+            "--dp", "8", "--json"]
+    core = json.loads(cli(*base, "--framework", "megatron-core"))
+    assert core["job"]["attention"] == "flash3" and core["job"]["dropout"] is False
+    over = json.loads(cli(*base, "--framework", "megatron-core", "--attention", "flash"))
+    assert over["job"]["attention"] == "flash"
+    ds = json.loads(cli(*base, "--framework", "deepspeed"))
+    assert ds["job"]["zero"] == 1 and ds["job"]["attention"] == "materialized"
+    assert json.loads(cli(*base, "--framework", "deepspeed", "--zero", "0"))["job"]["zero"] == 0
+
+
+# ---- plan -> predict with --framework --------------------------------------------------------
+
+@pytest.mark.parametrize(("framework", "node"), [("fsdp", "dgx-a100"),
+                                                 ("megatron-core", "dgx-h100"),
+                                                 ("deepspeed", "dgx-a100")])
+def test_plan_best_through_predict_with_framework(framework: str, node: str) -> None:
+    out = json.loads(cli("plan", "zoo:llama2-7b", "--gpus", "16", "--node", node, "--top", "2",
+                         "--framework", framework, "--json"))
+    zero = {"fsdp": 3, "deepspeed": 1}.get(framework)
+    for row in out["top"]:
+        if zero is not None:
+            assert row["config"]["zero"] == zero   # the recipe's stage, the only one searched
+        line = shlex.split(row["predict"])
+        assert line[line.index("--framework") + 1] == framework
+        again = json.loads(cli(*line[1:], "--json"))
+        assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
+
+
+def test_plan_assumed_names_the_recipe_per_preset() -> None:
+    out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", framework="megatron-core", top=1)
+    text = out["assumed"]["text"]
+    assert "on dgx-a100: framework megatron-core (--framework): flash attention" in text
+    assert "on dgx-h100: framework megatron-core (--framework): flash3 attention" in text
+    default = plan("zoo:llama2-7b", 16, "dgx-a100", top=1)
+    assert default["assumed"]["searched"]["zero"] == [0, 1, 2, 3]
+    assert "materialized attention" in default["assumed"]["text"]
+    assert np.isfinite(default["top"][0]["time_s"]["total"])
