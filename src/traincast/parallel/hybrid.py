@@ -7,7 +7,8 @@ For one micro-batch on the slowest pipeline stage (``L_s = l / p`` layers plus t
               + T_logit_fwd + T_logit_bwd                    (parallel/gemm.py: each product at
               R = P eta, divided by its tile/wave efficiency; attention products at their roofline)
     T_mem   = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s V / t] / (M mem_eff)
-              (element-wise kernels counted one by one, fp32 cross-entropy over the logits)
+              (element-wise kernels counted one by one, fp32 cross-entropy over the logits;
+              with fp8 E_fwd and E_bwd include Transformer Engine's casts, C_fwd and C_bwd)
     T_acc   = 3 delta stage_params / (M mem_eff)             (unfused gradient accumulation only)
     T_tp    = L_s n_ar (2 (t-1)/t b s h delta / bw_tp + 2 (t-1) latency)
     T_ep    = L_s 4 (e-1)/e (b s / t) k h delta / bw_ep      (MoE layers only)
@@ -399,6 +400,77 @@ def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     return hidden, (2.0 * c.delta + 1.0) * c.b * score_heads(model, c) * c.s * c.s / c.t
 
 
+@dataclass(frozen=True)
+class Fp8Cast:
+    """``[fp8_cast]`` of ``parallel/recipes.toml``: the bytes per element each memory-bound
+    pass of Transformer Engine's delayed-scaling fp8 recipe moves, by direction and tensor
+    (``"input"``, ``"weight"``, ``"grad"``), and whether the recipe caches fp8 weights."""
+
+    forward: dict[str, float]
+    backward: dict[str, float]
+    weight_cache: bool
+
+
+@lru_cache(maxsize=1)
+def fp8_cast() -> Fp8Cast:
+    """The shipped fp8 cast factors (``[fp8_cast]`` of ``parallel/recipes.toml``, each pass with
+    its source): ``read + write`` bytes summed per direction and tensor, passes with
+    ``fused_into`` (the amax reduction, inside the cast) left out."""
+    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("recipes.toml")
+                        .read_text())["fp8_cast"]
+    per: dict[str, dict[str, float]] = {"forward": {}, "backward": {}}
+    for ps in raw["pass"]:
+        if "fused_into" in ps:
+            continue
+        for tensor in ps["tensors"]:
+            side = per[ps["direction"]]
+            side[tensor] = side.get(tensor, 0.0) + float(ps["read"]) + float(ps["write"])
+    return Fp8Cast(forward=per["forward"], backward=per["backward"],
+                   weight_cache=bool(raw["weight_cache"]))
+
+
+def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
+    """Elements of the tensors Transformer Engine casts around the four linear layers of one
+    layer and micro-batch on one GPU (``gemm.linear_shapes``, ``(count, M, N, K)`` each)::
+
+        input  = sum count M K    (QKV, attention output, MLP up, MLP down)
+        weight = sum count N K    (the weight shards: 4 h^2 + 2 (n_mat - 1) h f / t dense MHA)
+        grad   = sum count M N    (the gradients of their outputs)
+
+    the ``h``-wide tensors (the inputs of QKV and MLP up, the output gradients of the attention
+    output and MLP down) over ``t_sp`` (:func:`sp_share`: under sequence parallelism each rank
+    casts its ``1/t`` of the sequence, the gather runs in fp8)."""
+    shapes = gemm.linear_shapes(model, c.b, c.s, c.t, c.e)
+    share = sp_share(c)
+    x = [n * m * k for n, m, _, k in shapes]
+    g = [n * m * w for n, m, w, _ in shapes]
+    return {"input": x[0] * share + x[1] + x[2] * share + x[3],
+            "weight": sum(n * w * k for n, _, w, k in shapes),
+            "grad": g[0] + g[1] * share + g[2] + g[3] * share}
+
+
+def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
+    """The fp8 cast bytes of one layer and micro-batch on one GPU, ``(C_fwd, C_bwd)``, with
+    ``X``, ``W``, ``G`` of :func:`fp8_cast_elements` and the factors of :func:`fp8_cast`::
+
+        C_fwd = 3 X + 3 W / m_w      (input and weight cast: read 2, write 1; the amax
+                                      reduction inside the cast, no bytes of its own)
+        C_bwd = 3 G + 2 (X + G)      (output-gradient cast; fp8 transposes of input and
+                                      gradient for the weight-gradient GEMM: read 1, write 1)
+
+    ``m_w = 1`` (the weights cast every micro-batch), ``m`` when the recipe caches fp8
+    weights. Zero unless ``c.dtype`` is fp8."""
+    if c.dtype != "fp8":
+        zero = np.zeros_like(c.t)
+        return zero, zero
+    f, el = fp8_cast(), fp8_cast_elements(model, c)
+    weights = el["weight"] / c.m if f.weight_cache else el["weight"]
+    n = {**el, "weight": weights}
+    fwd = sum(k * n[t] for t, k in f.forward.items())
+    bwd = sum(k * n[t] for t, k in f.backward.items())
+    return fwd + np.zeros_like(c.t), bwd + np.zeros_like(c.t)
+
+
 def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
     (``strategies.elementwise_bytes_per_layer``; the forward repeated with full recomputation,
@@ -409,7 +481,9 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
     over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
     0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off
-    ``E_fwd``, ``E_bwd`` and ``E_attn``.
+    ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
+    :func:`fp8_cast_bytes_per_layer` join ``E_fwd`` (``C_fwd``, repeated with full
+    recomputation) and ``E_bwd`` (``C_bwd``).
     """
     ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
         c.s, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
@@ -417,6 +491,9 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     if not c.dropout:
         hidden, attn = dropout_bytes_per_layer(model, c)
         ew_fwd, ew_bwd, ew_attn = ew_fwd - hidden - attn, ew_bwd - hidden - attn, ew_attn - attn
+    if c.dtype == "fp8":
+        cast_fwd, cast_bwd = fp8_cast_bytes_per_layer(model, c)
+        ew_fwd, ew_bwd = ew_fwd + cast_fwd, ew_bwd + cast_bwd
     return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
             + st.CROSS_ENTROPY_BYTES * c.b * c.s * float(model.vocab) / c.t) / hw.mem_eff_bps
 
