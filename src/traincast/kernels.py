@@ -550,9 +550,12 @@ def memory_kernel_time_s(bytes_moved: ArrayLike, mem_bps: ArrayLike, fraction: A
     return _f(bytes_moved) / (_f(mem_bps) * _f(fraction))
 
 
-FITTED_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
-               "gemm_fixed_us", "conv_efficiency", "extra_kernel_us", "f_elementwise",
-               "f_softmax", "f_norm")
+GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
+             "gemm_fixed_us")
+"""Parameters of the SIMT GEMM kernel (:func:`simt_gemm_time_s`)."""
+CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
+"""Parameters of the convolution kernels."""
+FITTED_KEYS = GEMM_KEYS + CONV_KEYS + tuple(f"f_{f}" for f in MEMORY_FAMILIES)
 """Parameters of the measured-kernel model (docs/model.md, "Kernel model")."""
 
 

@@ -26,7 +26,6 @@ plain data (the keys of docs/traces.md):
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -356,7 +355,7 @@ class Characterization:
                     "gpu_weighted": shares(1), "gpu_time_weighted": shares(2)}
 
         rank = {a: k for k, a in enumerate(ARCHITECTURES)}
-        names = sorted(self.bd, key=lambda s: (rank.get(s, len(rank)), list(self.bd).index(s)))
+        names = sorted(self.bd, key=lambda s: rank.get(s, len(rank)))  # stable: first seen
         known = float(sum(r[0] for r in self.bd.values()))
         comm80, data50, util_sum, util_n = self.heavy
         return {
@@ -428,11 +427,9 @@ def characterize_chunks(chunks: JobChunks, catalog: Catalog | None = None, overl
         return acc.result()
     if engine != "dask":
         raise TraincastError(f"unknown engine {engine!r}", hint="choose local or dask")
-    from traincast.engine.dask import map_partitions, write_partitions
+    from traincast.engine.dask import map_partitions, partitioned
 
-    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
-        folder = Path(parquet_dir) if parquet_dir else Path(tmp)
-        files = [str(p) for p in write_partitions(chunks, folder)]
+    with partitioned(chunks, parquet_dir) as files:
         for part in map_partitions(files, _characterize_part, catalog, overlap, ends,
                                    address=address, progress=progress):
             acc.merge(part)

@@ -10,7 +10,6 @@ Scenario rules: docs/scenarios.md; engines: ``traincast.engine``.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -163,14 +162,6 @@ class Summary:
         return out
 
 
-def summarize(architecture: Strings, gpus: F, duration_s: F, base_total_s: F,
-              matched: NDArray[np.bool_], applied: NDArray[np.bool_],
-              total_s: F) -> dict[str, Any]:
-    """The :class:`Summary` of one scenario over one job table."""
-    return Summary().add(architecture, gpus, duration_s, base_total_s, matched, applied,
-                         total_s).result()
-
-
 @dataclass
 class Outcome:
     """Scenarios over (a part of) a trace, mergeable: one :class:`Summary` per scenario, the
@@ -241,17 +232,12 @@ def _dask_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap:
     """:func:`evaluate_part` of every Parquet partition of ``jobs`` on Dask (a table or a
     stream of chunks is written as partitions first: into ``parquet_dir``, else a temporary
     folder), in row order."""
-    from traincast.engine.dask import map_partitions, partition_files, write_partitions
+    from traincast.engine.dask import map_partitions, partitioned
 
-    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
-        if isinstance(jobs, str | Path):
-            files = partition_files(jobs)
-        else:
-            if not isinstance(jobs, pa.Table | JobChunks):
-                cols = Columns.of(jobs)
-                jobs = pa.table({**cols.table(), "job_id": cols["job_id"]})
-            folder = Path(parquet_dir) if parquet_dir else Path(tmp)
-            files = [str(p) for p in write_partitions(jobs, folder, rows_per_partition)]
+    if not isinstance(jobs, pa.Table | JobChunks | str | Path):
+        cols = Columns.of(jobs)
+        jobs = pa.table({**cols.table(), "job_id": cols["job_id"]})
+    with partitioned(jobs, parquet_dir, rows_per_partition) as files:
         yield from map_partitions(files, evaluate_part, scenarios, catalog, overlap,
                                   hierarchical, per_job, address=address, progress=progress)
 

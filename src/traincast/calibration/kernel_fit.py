@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from traincast import kernels
 from traincast.errors import TraincastError
 from traincast.files import write_text_whole
+from traincast.kernels import CONV_KEYS, GEMM_KEYS
 
 F = NDArray[np.float64]
 
@@ -49,9 +50,6 @@ SHAPE_COLUMNS: dict[str, tuple[str, ...]] = {
     "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
              "Padding")}
 """Shape columns per folder (``B, H`` for the rest), as the data's README gives them."""
-GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
-             "gemm_fixed_us")
-CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
 START: dict[str, float] = {"simt_efficiency": 0.8, "power_ref": 0.003, "c_smem": 4.0,
                            "tile_l2_reuse": 2.0, "max_split_k": 8.0, "gemm_fixed_us": 5.0,
                            "conv_efficiency": 1.0, "extra_kernel_us": 5.0}

@@ -13,6 +13,7 @@ from rich.text import Text
 from traincast.cli import app
 from traincast.cli.common import (
     JsonOpt,
+    catalog_from,
     check_output,
     check_text_file,
     console,
@@ -229,13 +230,12 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
                         trust_specs: bool = False) -> None:
     """``validate --published [--rows FILE] [--trust-specs]``: traincast.validation.published
     (docs/validation.md); a rows file naming Python of its own needs ``--trust-specs``."""
-    from traincast.hardware.catalog import load_catalog
     from traincast.validation.published import render_markdown, validate_published
 
     if rows is not None:
         check_text_file(rows, "--rows", "rows")
-    out = validate_published(load_catalog([catalog] if catalog else None), path=rows,
-                             progress=_progress(json_out), trust_specs=trust_specs)
+    out = validate_published(catalog_from([catalog] if catalog else None), path=rows,
+                             progress=_progress(json_out or is_quiet()), trust_specs=trust_specs)
     if json_out:
         print_json(out)
     else:
@@ -298,10 +298,9 @@ def _fit_kernels(directory: Path, output: Path, catalog: Path | None, json_out: 
     import time
 
     from traincast.calibration import kernel_fit
-    from traincast.hardware.catalog import load_catalog
 
     kernel_fit.write_fit_checks(output)
-    cat = load_catalog([catalog] if catalog else None)
+    cat = catalog_from([catalog] if catalog else None)
     say = _progress(is_quiet())
     start = time.perf_counter()
     data = kernel_fit.read_kernels(directory, cat)
@@ -328,9 +327,8 @@ def _validate_kernels(directory: Path, catalog: Path | None, sample: int,
     from rich.table import Table
 
     from traincast.calibration import kernel_fit
-    from traincast.hardware.catalog import load_catalog
 
-    cat = load_catalog([catalog] if catalog else None)
+    cat = catalog_from([catalog] if catalog else None)
     data = kernel_fit.read_kernels(directory, cat, sample=sample)
     out = kernel_fit.leave_one_gpu_out(data, cat, progress=_progress(is_quiet()))
     if json_out:

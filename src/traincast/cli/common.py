@@ -152,6 +152,11 @@ def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
     return check
 
 
+OverlapOpt = Annotated[float, typer.Option(
+    callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
+    "to 1 (0 = the paper's additive model; a what-if scenario may set its own).")]
+
+
 def _num(v: float) -> str:
     """A bound for people: ``1,000,000`` for large whole numbers, else ``%g``."""
     return f"{int(v):,}" if v == int(v) and abs(v) >= 1e4 else f"{v:g}"

@@ -18,6 +18,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    OverlapOpt,
     catalog_from,
     check_model_spec,
     check_speeds,
@@ -72,11 +73,6 @@ def with_flags(exc: TraincastError) -> TraincastError:
     for field, flag in FIELD_FLAGS.items():
         message = message.replace(f"(field {field})", f"({flag})")
     return TraincastError(message, exc.hint)
-
-
-def check_link_flags(nic: str | None, intra: str | None, pcie: str | None) -> None:
-    """A link flag given as a speed must be a positive finite one; the error names the flag."""
-    check_speeds(nic=nic, intra=intra, pcie=pcie)
 
 
 def check_job_flags(arch: str, gpus: int | None, workers: int | None, ps: int | None,
@@ -181,9 +177,7 @@ def predict(
     pcie: Annotated[str | None, typer.Option(help="GPU-host link.")] = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    overlap: Annotated[float, typer.Option(
-        callback=within(0.0, 1.0), help="Fraction f of communication hidden under compute, "
-        "0 to 1.")] = 0.0,
+    overlap: OverlapOpt = 0.0,
     amp: Annotated[bool, typer.Option(
         help="Mixed precision: FLOP-bound work at the fp16 (else bf16) matrix peak.")] = False,
     hierarchical: Annotated[bool, typer.Option(
@@ -272,7 +266,7 @@ def predict(
     if attention is not None:
         check_attention(attention)
     check_framework(framework)
-    check_link_flags(nic, intra, pcie)
+    check_speeds(nic=nic, intra=intra, pcie=pcie)
     if arch == "hybrid":
         stray = given(ctx, *JOB_FLAGS)
         if stray:

@@ -13,6 +13,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    OverlapOpt,
     WorkloadOpt,
     catalog_from,
     check_output,
@@ -22,7 +23,6 @@ from traincast.cli.common import (
     print_assumed,
     print_json,
     progress,
-    within,
 )
 from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
@@ -68,9 +68,7 @@ def study(
     price: Annotated[str | None, typer.Option(
         "--price", help="GPU-hour prices for the cheapest recommendation (TOML, or "
         "'aws-on-demand').")] = None,
-    overlap: Annotated[float, typer.Option(
-        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
-        "0 to 1.")] = 0.0,
+    overlap: OverlapOpt = 0.0,
     no_report: Annotated[bool, typer.Option("--no-report", help="Tables only, no HTML.")]
     = False,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,

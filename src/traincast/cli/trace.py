@@ -17,6 +17,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    OverlapOpt,
     WorkloadOpt,
     catalog_from,
     check_output,
@@ -198,14 +199,13 @@ def ingest(
     = None,
     json_out: JsonOpt = False,
 ) -> None:
-    from traincast.trace import Store, parse_mapping
-    from traincast.trace.store import db_path
+    from traincast.trace import ingest as run
+    from traincast.trace import parse_mapping
 
     check_trace_io(trace, db, {"--parquet": parquet})  # before the ingest
-    with Store(db_path(db)) as store:
-        with ingest_progress(json_out) as update:
-            report = store.ingest(trace, format, parse_mapping(map), strict=strict,
-                                  progress=update, parquet=parquet)
+    with ingest_progress(json_out) as update:
+        report = run(trace, format, db, parse_mapping(map), strict=strict, progress=update,
+                     parquet=parquet)
     if json_out:
         print_json(report)
         return
@@ -326,9 +326,7 @@ def characterize(
     db: DbOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    overlap: Annotated[float, typer.Option(
-        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
-        "0 to 1 (0 = the paper's additive model).")] = 0.0,
+    overlap: OverlapOpt = 0.0,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     engine: EngineOpt = "local",
     address: AddressOpt = None,

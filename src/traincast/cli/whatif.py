@@ -21,6 +21,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    OverlapOpt,
     WorkloadOpt,
     catalog_from,
     check_price,
@@ -54,9 +55,6 @@ from traincast.units import fmt_pct, fmt_x
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
-OverlapOpt = Annotated[float, typer.Option(
-    callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
-    "to 1 (base and scenarios, unless a scenario sets its own).")]
 
 
 _pct = partial(fmt_pct, decimals=0)

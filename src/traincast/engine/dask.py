@@ -14,6 +14,7 @@ Parquet folder: pass one on a shared file system.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +43,21 @@ def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
         pq.write_table(chunk, path)
         paths.append(path)
     return paths
+
+
+@contextmanager
+def partitioned(jobs: pa.Table | Iterable[pa.Table] | str | Path,
+                parquet_dir: str | Path | None = None,
+                rows_per_partition: int = 250_000) -> Iterator[list[str]]:
+    """The Parquet partition files of ``jobs``: those of a Parquet file or folder given, else
+    a table or a stream of chunks written by :func:`write_partitions` into ``parquet_dir``
+    (else a temporary folder, removed afterwards)."""
+    if isinstance(jobs, str | Path):
+        yield partition_files(jobs)
+        return
+    with tempfile.TemporaryDirectory(prefix="traincast-dask-") as tmp:
+        folder = Path(parquet_dir) if parquet_dir else Path(tmp)
+        yield [str(p) for p in write_partitions(jobs, folder, rows_per_partition)]
 
 
 def partition_files(path: str | Path) -> list[str]:

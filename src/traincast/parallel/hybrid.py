@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -148,12 +148,18 @@ class FlashRates:
         return self.fraction.get(("flash", gpu), self.default_fraction)
 
 
+@cache
+def package_toml(name: str) -> dict[str, Any]:
+    """A data file shipped in ``traincast.parallel`` (``recipes.toml``, ...), parsed once; the
+    caller must not change it (copy first)."""
+    return tomllib.loads(resources.files("traincast.parallel").joinpath(name).read_text())
+
+
 @lru_cache(maxsize=1)
 def flash_rates() -> FlashRates:
     """The shipped fused-attention rates (``parallel/flash_attention.toml``, each with its
     published source)."""
-    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("flash_attention.toml")
-                        .read_text())
+    raw = package_toml("flash_attention.toml")
     return FlashRates(causal_fraction=float(raw["causal_fraction"]),
                       backward_factor=float(raw["backward_factor"]),
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
@@ -416,8 +422,7 @@ def fp8_cast() -> Fp8Cast:
     """The shipped fp8 cast factors (``[fp8_cast]`` of ``parallel/recipes.toml``, each pass with
     its source): ``read + write`` bytes summed per direction and tensor, passes with
     ``fused_into`` (the amax reduction, inside the cast) left out."""
-    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("recipes.toml")
-                        .read_text())["fp8_cast"]
+    raw = package_toml("recipes.toml")["fp8_cast"]
     per: dict[str, dict[str, float]] = {"forward": {}, "backward": {}}
     for ps in raw["pass"]:
         if "fused_into" in ps:
@@ -775,9 +780,7 @@ DEFAULT_FRAMEWORK: str = "megatron-2021"
 def recipes() -> dict[str, dict[str, Any]]:
     """The shipped framework recipes (``parallel/recipes.toml``): name -> ``{"title",
     "source", "set": {knob: {"value", "source", optional "hopper", "gated"}}, "kept"}``."""
-    raw = tomllib.loads(resources.files("traincast.parallel").joinpath("recipes.toml")
-                        .read_text())
-    return dict(raw["recipe"])
+    return dict(package_toml("recipes.toml")["recipe"])
 
 
 def check_framework(framework: str, flag: str = "--framework") -> str:

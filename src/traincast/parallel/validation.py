@@ -36,10 +36,10 @@ position table of ``seq`` rows).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from traincast.parallel.hybrid import (
     HybridHardware,
     evaluate,
     hybrid_hardware,
+    package_toml,
     recipes,
     resolve_knobs,
 )
@@ -64,7 +65,7 @@ TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml", "llm_foun
 # settings a table gives its rows (a row may override each); value: default when absent
 SETTINGS: dict[str, Any] = {
     "node": "dgx-a100", "dtype": "fp16", "recompute": "full", "sp": False,
-    "micro_batch": 1, "vp": 1, "zero": 0, "seq": None, "grad_accum_fused": True,
+    "micro_batch": 1, "vp": 1, "seq": None,  # zero, grad_accum_fused: RECIPE_KNOBS
     "metric": "hardware", "nic": None, "rails": None, "interleaved": False,
     "uneven_stages": False, "framework": DEFAULT_FRAMEWORK, **RECIPE_KNOBS,
 }
@@ -80,8 +81,7 @@ def table_rows(name: str | Path) -> dict[str, Any]:
     """A table as written, ``{"source", <settings>, "row": [...]}``: a shipped one by name
     (``TABLES``) or a TOML file of the same form."""
     if str(name) in TABLES:
-        return tomllib.loads(resources.files("traincast.parallel").joinpath(str(name))
-                             .read_text())
+        return copy.deepcopy(package_toml(str(name)))  # the caller may change its copy
     path = Path(name)
     if not path.is_file():
         raise TraincastError(f"unknown published table {str(name)!r}",

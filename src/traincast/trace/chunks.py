@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from traincast.trace.store import Store, db_path
+from traincast.trace.store import CHUNK_ROWS, Store, db_path
 
 if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
-CHUNK_ROWS = 262_144
-"""Jobs per chunk: about 100 MB of prepared columns, model temporaries included."""
 
 
 class JobChunks:

@@ -73,6 +73,9 @@ SOURCE_ADDED_COLUMNS: tuple[str, ...] = ("content_hash",)
 its sources, which are then recognised by path and fingerprint only) on its next ingest."""
 
 
+CHUNK_ROWS = 262_144
+"""Jobs per chunk read out of the store (:meth:`Store.batches`): about 100 MB of prepared
+columns, model temporaries included."""
 MEMORY_LIMIT = "1GB"
 """DuckDB's memory for the store (``SET memory_limit``): beyond it, DuckDB spills its sorts,
 windows and staged rows to a temporary folder beside the store, so ingesting and reading a
@@ -127,11 +130,6 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _job_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Columns of the store's job table (empty when there is none)."""
-    return _columns(con, "jobs")
-
-
 def _is_duckdb_file(path: Path) -> bool:
     """``path`` is missing, empty, or a DuckDB database file (``DUCK`` at byte 8)."""
     try:
@@ -153,7 +151,7 @@ def _where(source_ids: Iterable[int] | None) -> str:
 
 def _select_list(con: duckdb.DuckDBPyConnection) -> str:
     """SQL: the store's columns in schema order; a column an older store lacks reads null."""
-    have = _job_columns(con)
+    have = _columns(con, "jobs")
     return ", ".join(q(c) if c in have else f"CAST(NULL AS {SQL_TYPE[c]}) AS {q(c)}"
                      for c in ALL_COLUMNS)
 
@@ -404,7 +402,7 @@ class Store:
     def _read(self) -> duckdb.DuckDBPyConnection:
         """A connection to an existing store whose job table exists."""
         con = self._connect(write=False)
-        if not _job_columns(con):
+        if not _columns(con, "jobs"):
             raise TraincastError(f"{self.path}: not a traincast job store",
                                  hint="give a file written by traincast ingest (--db FILE)")
         return con
@@ -596,7 +594,7 @@ class Store:
             .to_arrow_table().cast(SCHEMA)
 
     def batches(self, source_ids: Iterable[int] | None = None,
-                rows: int = 262_144) -> Iterator[pa.Table]:
+                rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
         """:meth:`jobs` as tables of at most ``rows`` jobs, streamed out of DuckDB (Arrow
         record batches: the whole table is never in memory)."""
         con = self._read()
@@ -663,7 +661,8 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     mapping_json = json.dumps(dict(mapping or {}), sort_keys=True)
     name = Path(plan.file).name
     fp = _fingerprint(plan.files)
-    olds = _sources_of(con, plan.file)
+    sources = _all_sources(con)  # read once for both lookups below
+    olds = [s for s in sources if plan.file in json.loads(s.files)]
     old = olds[0] if len(olds) == 1 else None
 
     def same_reading(s: _Source) -> bool:
@@ -683,7 +682,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
                     [fp, old.source_id])  # touched, not changed
         _kept(con, old, plan, report)
         return
-    twins = [s for s in _sources_with(con, digest) if s not in olds]
+    twins = [s for s in sources if s.content_hash == digest and s not in olds]
     twin = next((s for s in twins if same_reading(s)), None)
     gone = olds if twin else olds + twins
     for o in gone:
@@ -755,17 +754,6 @@ def _all_sources(con: duckdb.DuckDBPyConnection) -> list[_Source]:
     rows = con.execute("SELECT source_id, format, files, mapping, fingerprint, rows, bad_rows, "
                        "content_hash FROM sources ORDER BY source_id").fetchall()
     return [_Source(*r) for r in rows]
-
-
-def _sources_of(con: duckdb.DuckDBPyConnection, file: str) -> list[_Source]:
-    """The earlier sources holding ``file`` (a plan's jobs file; PAI: its job table, with any
-    side tables), oldest first."""
-    return [s for s in _all_sources(con) if file in json.loads(s.files)]
-
-
-def _sources_with(con: duckdb.DuckDBPyConnection, digest: str) -> list[_Source]:
-    """The earlier sources of the content ``digest`` (:func:`content_hash`), oldest first."""
-    return [s for s in _all_sources(con) if s.content_hash == digest]
 
 
 def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan, strict: bool
