@@ -30,6 +30,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
+from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
@@ -279,7 +280,7 @@ def print_characterization(r: dict[str, Any]) -> None:
                   + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in r["flags"].items()),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
-        console.print(group_table(r[key], title))
+        print_table(group_table(r[key], title), console)
         if key == "by_architecture" and r.get("zero_gpu_jobs"):
             console.print(f"{r['zero_gpu_jobs']:,} jobs with 0 GPUs (not training on GPUs) "
                           "are left out of the architecture shares", highlight=False)
@@ -294,7 +295,7 @@ def print_characterization(r: dict[str, Any]) -> None:
             return _num(next(v for v, c in zip(g["value"], g["cdf"], strict=True)
                              if c >= p - 1e-12))
         cdf.add_row("GPUs per job", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
-    console.print(cdf)
+    print_table(cdf, console)
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
     if not b.get("jobs"):
@@ -311,7 +312,7 @@ def print_characterization(r: dict[str, Any]) -> None:
         t.add_row(name, f"{row['jobs']:,}", *(f"{fmt_pct(row['job_weighted'][c])} / "
                                               f"{fmt_pct(row['gpu_weighted'][c])}"
                                               for c in COMPONENTS))
-    console.print(t)
+    print_table(t, console)
     console.print("bottleneck: " + ", ".join(f"{c} {n:,}" for c, n in b["bottleneck"].items())
                   + f"; jobs with > 80% in communication: {fmt_pct(b['comm_over_80_share'])}, "
                   f"> 50% in data I/O: {fmt_pct(b['data_io_over_50_share'])}", highlight=False)
@@ -394,5 +395,5 @@ def sample(
         print_json({"path": str(path), "seed": seed, "jobs": char["jobs"], "gpus": char["gpus"],
                     "gpu_time_s": char["gpu_time_s"], "by_architecture": char["by_architecture"]})
         return
-    console.print(group_table(char["by_architecture"], f"Sample trace {path} (seed {seed}): "
-                              f"{char['jobs']:,} jobs"))
+    print_table(group_table(char["by_architecture"], f"Sample trace {path} (seed {seed}): "
+                            f"{char['jobs']:,} jobs"), console)
