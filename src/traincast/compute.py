@@ -34,8 +34,9 @@ leave the GPU idle below the floor)::
 
     kernel  t_flop = F_op / (P_op eta w_op)
             t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
-            d = the per-op floor (kernels.op_floor_s: the fitted floor_us of the kernel model,
-            else kernel_launch_us); w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
+            d = the op's floor (kernels.op_floors_s: the fitted floor_us of the kernel model
+            times the op kind's fitted dispatch ratio, else kernel_launch_us);
+            w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
             B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
             for an op whose shapes give no GEMM); B_reread = inputs a multi-pass kernel reads
             again (training batch norm, kernels.reread_bytes)
@@ -184,9 +185,10 @@ def _op_peaks(gpu: Any, names: Sequence[str]) -> tuple[F, F]:
 def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
     """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
     ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
-    ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time), ``time_s = max(d, busy_s)``
-    (``d`` = the per-op floor, ``kernels.op_floor_s``: an op shorter than its dispatch leaves
-    the GPU idle) and ``flop_bound`` (``flop_s >= mem_s``) for one run of the row, and
+    ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time), ``time_s = max(d r, busy_s)``
+    (``d r`` = the op's floor, ``kernels.op_floors_s``: the host's floor times its op kind's
+    dispatch ratio; an op shorter than its dispatch leaves the GPU idle) and ``flop_bound``
+    (``flop_s >= mem_s``) for one run of the row, and
     ``count`` (times the row runs). A compute-family row moves its recorded bytes times
     ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half).
 
@@ -211,7 +213,7 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     busy = np.maximum(flop_s, mem_s) + layout_s
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
             "layout_s": layout_s, "busy_s": busy,
-            "time_s": np.maximum(kernels.op_floor_s(gpu), busy), "count": cols["count"]}
+            "time_s": np.maximum(kernels.op_floors_s(ops, gpu), busy), "count": cols["count"]}
 
 
 def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[str],

@@ -460,7 +460,8 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #                   b (m k + k n + m n) / M + split bytes / M) + o_gemm
 #   t_gemm      min over the candidate tiles of t_T                (the library picks its tile)
 #   memory      t = B / (M f_family)                               (elementwise, softmax, norm)
-#   one op      t_op = d + t_kernel                                (d: per-op floor, host + launch)
+#   one op      t_op = max(d r_x, t_kernel)   (d: the host's floor, r_x: its op kind's dispatch
+#               ratio; ops issued back to back: the host's dispatch overlaps the GPU's kernel)
 
 SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = (
     (128, 128), (128, 64), (64, 128), (64, 64), (128, 32), (32, 128), (64, 32), (32, 64),
@@ -590,12 +591,55 @@ def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
 
 
 def op_floor_s(gpu: Any) -> float:
-    """The per-op floor ``d`` (seconds): the fitted ``floor_us`` of ``GPU.kernel`` (the
-    measured GPU's own, else the median of the measured ones: an eager op's host dispatch and
-    launch), else the entry's ``kernel_launch_us``, else 0."""
+    """The per-op floor ``d`` (seconds) of the simplest op (an element-wise add): the fitted
+    ``floor_us`` of ``GPU.kernel`` (the measured GPU's own, else the median of the measured
+    ones: an eager op's host dispatch and launch), else the entry's ``kernel_launch_us``,
+    else 0. An op of kind ``x`` costs at least ``d r_x`` (``op_floors_s``)."""
     kernel = getattr(gpu, "kernel", {}) or {}
     us = kernel.get("floor_us") or float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0)
     return float(us) * 1e-6
+
+
+DISPATCH_KINDS: dict[str, str] = {
+    "addmm": "linear", "linear": "linear", "_addmm_activation": "linear",
+    "mm": "bmm", "bmm": "bmm", "matmul": "bmm", "baddbmm": "bmm",
+    "add": "add", "add_": "add", "sub": "add", "sub_": "add", "mul": "mul", "mul_": "mul",
+    "div": "div", "div_": "div", "pow": "pow", "tanh": "tanh", "tanh_backward": "tanh",
+    "relu": "relu", "relu_": "relu", "threshold_backward": "relu",
+    "gelu": "gelu", "gelu_backward": "gelu",
+    "_softmax": "softmax", "softmax": "softmax", "_log_softmax": "softmax",
+    "_softmax_backward_data": "softmax", "_log_softmax_backward_data": "softmax",
+    "native_layer_norm": "ln", "layer_norm": "ln", "native_layer_norm_backward": "ln"}
+"""Measured op kind (a folder of the kernel data) whose dispatch ratio an aten op takes. Other
+convolutions take ``linear``'s (cuDNN's dispatch is at least a cuBLAS call's; the data has no
+floor-bound convolution), other products ``bmm``'s, other memory-bound ops the median of the
+element-wise kinds (``dispatch_elementwise``)."""
+
+
+def dispatch_kind(name: str) -> str:
+    """The measured op kind of aten op ``name`` (``DISPATCH_KINDS``; ``linear`` for a
+    convolution, ``bmm`` for another product, ``elementwise`` for the rest)."""
+    name = name.removeprefix("aten::")
+    if name in DISPATCH_KINDS:
+        return DISPATCH_KINDS[name]
+    family = op_family(name)
+    if family == "conv":
+        return "linear"
+    if family in COMPUTE_FAMILIES:
+        return "bmm"
+    return "elementwise"
+
+
+def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
+    """Per op: its floor ``d r_x`` (seconds): ``d = op_floor_s(gpu)``, ``r_x`` = the fitted
+    dispatch ratio of the op's kind ``x`` (``dispatch_<x>`` of ``GPU.kernel``: how much longer
+    than an element-wise add the host takes to issue it, e.g. ``addmm`` about 2.3 and
+    ``native_layer_norm`` 1.8; ``dispatch_kind``), 1 without a fitted ratio."""
+    d = op_floor_s(gpu)
+    kernel = getattr(gpu, "kernel", {}) or {}
+    kinds = [dispatch_kind(str(o.get("op", ""))) for o in ops]
+    return d * np.array([float(kernel.get(f"dispatch_{k}", 1.0)) for k in kinds],
+                        dtype=np.float64)
 
 
 NORM_OPS = ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm")
