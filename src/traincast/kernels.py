@@ -452,27 +452,26 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 # without measurements is priced from its datasheet. Formulas (docs/model.md, "Kernel model"):
 #
 #   sustained   c = min(1, p / p_0),  p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)
-#   SIMT rate   R = 2 sms cores_per_sm f_boost e c                         (FLOP/s, fp32)
+#   clock       f = f_boost c                                    (Hz the SMs sustain)
+#   SM rate     R_sm = 2 cores_per_sm f e                        (FLOP/s per SM, fp32)
 #   tile T      e_T = 1 / (1 + c_smem (T_m + T_n) / (T_m T_n))   (shared-memory loads per FMA)
-#   slots       q_T = max(1, floor(ACC / (T_m T_n)))  output tiles an SM holds at once
-#   waves       ceil(tiles s / (S q_T)),  s = split-K (batch 1 only, at most s_max)
-#   t_T         max(waves q_T 2 t_m t_n (k / s) / (R / S e_T),  tiles (t_m + t_n) k b / (M rho),
-#                   b (m k + k n + m n) / M + split bytes / M) + o_gemm
-#   t_gemm      min over the candidate tiles of t_T                (the library picks its tile)
-#   memory      t = B / (M f_family)                               (elementwise, softmax, norm)
+#   split-K     s = min(floor(S / tiles), floor(k / 8), s_max) when batch = 1 and tiles < S
+#   rounds      X_T = ceil(tiles_T s / S)                        (one tile per SM at a time)
+#   t_T         max(X_T (C / f + 2 T_m T_n (k / s) / (R_sm e_T)),
+#                   tiles_T s (T_m + T_n) (k / s) 4 / (M sqrt(S)),
+#                   4 (b (m k + k n + m n) + split partials) / M)
+#   t_gemm      o + min over SIMT_CANDIDATE_TILES of t_T         (the library picks its tile)
+#   memory      t = B / (M f_family)                             (elementwise, softmax, norm)
 #   one op      t_op = max(d r_x, t_kernel)   (d: the host's floor, r_x: its op kind's dispatch
-#               ratio; ops issued back to back: the host's dispatch overlaps the GPU's kernel)
+#               ratio; in a step the GPU runs queued kernels while the host issues the next op)
 
-SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = (
-    (128, 128), (128, 64), (64, 128), (64, 64), (128, 32), (32, 128), (64, 32), (32, 64),
-    (32, 32))
-"""Output tiles of the fp32 SIMT SGEMM kernels the measured libraries ran (cuBLAS kernel names
-in the measurements: ``maxwell_sgemm_64x64``, ``volta_sgemm_128x64``, ``ampere_sgemm_32x128``,
-``..._32x32_sliced1x4``); the model takes the fastest by its own cost (``simt_gemm_time_s``)."""
-ACCUMULATORS_PER_SM = 32768
-"""Output elements one SM holds at once: half of its 65,536 32-bit registers (every NVIDIA SM
-since Maxwell: CUDA C Programming Guide, "Compute capabilities" table, 64 K registers per SM) kept
-for the accumulators; a 128x128 tile takes 16,384, so two run side by side."""
+SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = ((128, 128), (128, 64), (64, 128), (64, 64))
+"""Output tiles of the fp32 SIMT SGEMM kernels that run products of more than a few thousand
+FLOPs in the measurements (cuBLAS kernel names: ``ampere_sgemm_128x128``, ``maxwell_sgemm_
+128x64``, ``volta_sgemm_64x64``; a batched product on an A100 always ran 128x128, on a P100 or
+P4 always 128x64, whatever its size). A tile computes all of its ``T_m x T_n`` outputs even where
+the matrix is narrower (no narrowing); the model takes the fastest tile by its own cost
+(``simt_gemm_time_s``)."""
 MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
 """Memory-bound kernel families with their own fitted bandwidth fraction (``op_memory_family``)."""
 
@@ -491,35 +490,40 @@ def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: A
 
 
 def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
-                     sms: ArrayLike, rate_flops: ArrayLike, mem_bps: ArrayLike,
-                     params: Mapping[str, float], itemsize: float = 4.0,
+                     sms: ArrayLike, rate_flops: ArrayLike, clock_hz: ArrayLike,
+                     mem_bps: ArrayLike, params: Mapping[str, float], itemsize: float = 4.0,
                      with_tile: bool = False) -> F | tuple[F, NDArray[np.int64]]:
     """Kernel time of a (batched) fp32 SIMT GEMM ``C[m x n] = A[m x k] B[k x n]`` without the
-    per-op floor (module section formulas): the fastest of ``SIMT_CANDIDATE_TILES``.
+    op's floor (module section formulas): ``o`` plus the fastest of ``SIMT_CANDIDATE_TILES``,
+    each tile run one at a time per SM, at the SM's rate, plus its fixed cost.
 
-    ``rate_flops`` = the GPU's sustained FP32 GEMM rate ``R`` (``simt_rate_flops``), ``mem_bps``
-    = DRAM bandwidth ``M`` (datasheet), ``params``: ``c_smem``, ``tile_l2_reuse`` (rho),
-    ``max_split_k``, ``gemm_fixed_us``. With ``with_tile`` also the index of the tile taken."""
+    ``rate_flops`` = the GPU's sustained FP32 rate ``R = S R_sm`` (``simt_rate_flops``),
+    ``clock_hz`` = its sustained clock ``f`` (``simt_clock_hz``), ``mem_bps`` = DRAM bandwidth
+    ``M`` (datasheet); ``params``: ``c_smem``, ``tile_cycles`` (C), ``max_split_k``,
+    ``gemm_fixed_us`` (o). The tile-traffic term reads each tile's panels from DRAM once per
+    wave of ``S`` tiles laid out as a ``sqrt(S) x sqrt(S)`` block (panel reuse ``sqrt(S)``).
+    With ``with_tile`` also the index of the tile taken."""
     m, n, k, b = _f(m), _f(n), _f(k), _f(batch)
-    sms_, rate, mbw = _f(sms), _f(rate_flops), _f(mem_bps)
-    shape = np.broadcast(m, n, k, b, sms_, rate, mbw).shape
+    sms_, rate, clock, mbw = _f(sms), _f(rate_flops), _f(clock_hz), _f(mem_bps)
+    shape = np.broadcast(m, n, k, b, sms_, rate, clock, mbw).shape
     best = np.full(shape, np.inf)
     tile = np.zeros(shape, dtype=np.int64)
-    c_smem, rho = params["c_smem"], params["tile_l2_reuse"]
-    for i, (tm_, tn_) in enumerate(SIMT_CANDIDATE_TILES):
-        tm, tn = narrow_tile(m, tm_), narrow_tile(n, tn_)
+    fixed_s = params["tile_cycles"] / clock
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sm_rate = rate / sms_
+        dram_s = (itemsize * b * (m * k + k * n + m * n)) / mbw
+    for i, (tm, tn) in enumerate(SIMT_CANDIDATE_TILES):
         tiles = b * np.ceil(m / tm) * np.ceil(n / tn)
-        slots = max(1.0, math.floor(ACCUMULATORS_PER_SM / (tm_ * tn_)))
-        cap = sms_ * slots
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.minimum(np.minimum(np.floor(cap / tiles), np.floor(k / 8.0)),
+            s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / 8.0)),
                            params["max_split_k"])
-        s = np.where((tiles < cap) & (b == 1), np.maximum(s, 1.0), 1.0)
-        eff = 1.0 / (1.0 + c_smem * (tm_ + tn_) / (tm_ * tn_))
-        t_flop = np.ceil(tiles * s / cap) * slots * 2.0 * tm * tn * (k / s) / (rate / sms_ * eff)
-        t_tile = tiles * (tm + tn) * k * itemsize / (mbw * rho)
-        t_dram = (itemsize * b * (m * k + k * n + m * n) + split_k_bytes(m, n, b, s)) / mbw
-        t = np.maximum(np.maximum(t_flop, t_tile), t_dram)
+        s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
+        eff = 1.0 / (1.0 + params["c_smem"] * (tm + tn) / (tm * tn))
+        rounds = np.ceil(tiles * s / sms_)
+        t_sm = rounds * (fixed_s + 2.0 * tm * tn * (k / s) / (sm_rate * eff))
+        t_tile = tiles * (tm + tn) * k * itemsize / (mbw * np.sqrt(sms_))
+        t_dram = dram_s + split_k_bytes(m, n, b, s) / mbw
+        t = np.maximum(np.maximum(t_sm, t_tile), t_dram)
         tile = np.where(t < best, i, tile)
         best = np.minimum(best, t)
     best = best + params["gemm_fixed_us"] * 1e-6
@@ -527,8 +531,8 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
 
 
 def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out: ArrayLike,
-                         sms: ArrayLike, rate_flops: ArrayLike, mem_bps: ArrayLike,
-                         params: Mapping[str, float]) -> F:
+                         sms: ArrayLike, rate_flops: ArrayLike, clock_hz: ArrayLike,
+                         mem_bps: ArrayLike, params: Mapping[str, float]) -> F:
     """A 3x3, stride-1 convolution by non-fused Winograd F(4x4, 3x3) (cuDNN's
     ``winograd_nonfused``: input, filter and output transforms around 36 batched products;
     Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016):
@@ -538,7 +542,7 @@ def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out
     (``extra_kernel_us`` each). ``hw``: the square image side H = W."""
     n_img, hw, c_in, c_out = _f(n_img), _f(hw), _f(c_in), _f(c_out)
     t = n_img * np.ceil(hw / 4.0) ** 2
-    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, rate_flops, mem_bps, params)
+    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, rate_flops, clock_hz, mem_bps, params)
     moved = 4.0 * (n_img * c_in * hw * hw + 36.0 * t * c_in + 45.0 * c_out * c_in
                    + 36.0 * t * c_out + n_img * c_out * hw * hw)
     return gemm + moved / (_f(mem_bps) * params["f_elementwise"]) \
@@ -551,9 +555,10 @@ def memory_kernel_time_s(bytes_moved: ArrayLike, mem_bps: ArrayLike, fraction: A
     return _f(bytes_moved) / (_f(mem_bps) * _f(fraction))
 
 
-GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_l2_reuse", "max_split_k",
-             "gemm_fixed_us")
-"""Parameters of the SIMT GEMM kernel (:func:`simt_gemm_time_s`)."""
+GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_cycles", "max_split_k",
+             "gemm_fixed_us", "pre_launch")
+"""Parameters of the SIMT GEMM kernel (:func:`simt_gemm_time_s`; ``pre_launch``: the share of a
+library call's host dispatch spent before its kernel starts, for the fit's timing rule)."""
 CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
 """Parameters of the convolution kernels."""
 FITTED_KEYS = GEMM_KEYS + CONV_KEYS + tuple(f"f_{f}" for f in MEMORY_FAMILIES)
@@ -574,10 +579,10 @@ def fitted_params(gpu: Any) -> dict[str, float] | None:
     return params
 
 
-def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
-    """Sustained fp32 GEMM rate ``R = 2 sms fp32_cores_per_sm f_boost simt_efficiency c``
-    (FLOP/s; ``c`` = ``sustained_clock_fraction`` of the entry's ``power_w`` and
-    ``process_nm``). ``gpu``: anything with those attributes (a GPU entry, or columns)."""
+def simt_clock_hz(gpu: Any, params: Mapping[str, float]) -> F:
+    """Sustained SM clock ``f = f_boost c`` (Hz; ``c`` = ``sustained_clock_fraction`` of the
+    entry's ``power_w`` and ``process_nm``). ``gpu``: anything with those attributes (a GPU
+    entry, or columns)."""
 
     def field_(name: str) -> F:
         value = getattr(gpu, name, None)
@@ -586,8 +591,16 @@ def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
     c = sustained_clock_fraction(field_("power_w"), field_("sms"), field_("fp32_cores_per_sm"),
                                  field_("boost_clock_mhz"), field_("process_nm"),
                                  params["power_ref"])
-    return 2.0 * field_("sms") * field_("fp32_cores_per_sm") * field_("boost_clock_mhz") * 1e6 \
-        * params["simt_efficiency"] * c
+    return field_("boost_clock_mhz") * 1e6 * c
+
+
+def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
+    """Sustained fp32 GEMM rate ``R = 2 sms fp32_cores_per_sm f simt_efficiency`` (FLOP/s;
+    ``f`` = ``simt_clock_hz``)."""
+    sms = getattr(gpu, "sms", None)
+    cores = getattr(gpu, "fp32_cores_per_sm", None)
+    return 2.0 * _f(0.0 if sms is None else sms) * _f(0.0 if cores is None else cores) \
+        * simt_clock_hz(gpu, params) * params["simt_efficiency"]
 
 
 def op_floor_s(gpu: Any) -> float:
