@@ -23,43 +23,70 @@ from traincast.hardware.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "neusight-kernels"
-# c_smem = 0: every tile equally efficient; no tile traffic, no DRAM term, no split-K
-FLAT = {"c_smem": 0.0, "tile_l2_reuse": 1e30, "max_split_k": 1.0, "gemm_fixed_us": 0.0}
+# c_smem = 0: every tile equally efficient; no per-tile cost, no split-K, no fixed cost
+FLAT = {"c_smem": 0.0, "tile_cycles": 0.0, "max_split_k": 1.0, "gemm_fixed_us": 0.0}
+NO_DRAM = 1e30  # bytes/s: the DRAM and tile-traffic terms vanish
 
 
-def test_one_wave_of_128_tiles_fills_64_of_160_slots() -> None:
-    # 1024^3 on 80 SMs: 128x128 tiles -> 8 x 8 = 64 tiles; an SM holds 32768 / 16384 = 2 of
-    # them, so one wave of 160 slots is 40% full: t = 2.5 F / R (R = the whole GPU's rate).
+def simt(m: float, n: float, k: float, batch: float, sms: float, rate: float,
+         params: dict[str, float], mem_bps: float = NO_DRAM, clock_hz: float = 1e9,
+         with_tile: bool = False):
+    return kernels.simt_gemm_time_s(m, n, k, batch, sms, rate, clock_hz, mem_bps, params,
+                                    with_tile=with_tile)
+
+
+def test_one_round_of_64_tiles_leaves_16_of_80_sms_idle() -> None:
+    # 1024^3 on 80 SMs: 128x128 tiles -> 8 x 8 = 64 tiles, one per SM at a time: one round
+    # with 64 SMs busy, t = 2 128^2 1024 / (R / 80) = 1.25 F / R (F = 2 1024^3). 128x64 (128
+    # tiles, 2 rounds) and 64x64 (256 tiles, 4 rounds) take the same time.
     rate = 1e13
-    t = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, rate, 1e30, FLAT)
-    assert float(t) == pytest.approx(2.5 * 2 * 1024**3 / rate)
+    t = simt(1024, 1024, 1024, 1, 80, rate, FLAT)
+    assert float(t) == pytest.approx(1.25 * 2 * 1024**3 / rate)
 
 
-def test_second_wave_and_shared_memory_term_pick_the_tile() -> None:
-    # 128*161 x 128, 80 SMs, 2 slots each: 161 tiles > 160 -> 2 waves for 128x128
-    # (t = 2 waves x 2 slots x 2 x 128^2 x k / (R / 80)); 128x64 tiles: 322 tiles, 4 slots,
-    # 320 per wave -> 2 waves too, same time; with c_smem > 0 the 128x128 tile wins (index 0).
-    rate, k = 1e13, 512
-    params = {**FLAT, "c_smem": 2.0}
-    t, tile = kernels.simt_gemm_time_s(128 * 161, 128, k, 1, 80, rate, 1e30, params,
-                                       with_tile=True)
-    eff = 1.0 / (1.0 + 2.0 * 256 / 16384)
+def test_rounds_and_shared_memory_term_pick_the_tile() -> None:
+    # (128*161) x 128, k = 512, 80 SMs: 128x128 -> 161 tiles, 3 rounds; 128x64 and 64x128 ->
+    # 322 tiles, 5 rounds of half the work; 64x64 -> 644 tiles, 9 rounds of a quarter: times
+    # 3 : 2.5 : 2.25 (x 2 128^2 512 / (R / 80)), so without a shared-memory term 64x64 wins
+    # (index 3). With c_smem = 50 each is divided by e_T = 1 / (1 + 50 (T_m + T_n) / (T_m T_n)):
+    # 3 / 0.5614 = 5.344 < 2.5 / 0.4604 = 5.430 < 2.25 / 0.3902 = 5.766: 128x128 wins.
+    rate, k, unit = 1e13, 512, 2 * 128 * 128 * 512 / (1e13 / 80)
+    t, tile = simt(128 * 161, 128, k, 1, 80, rate, FLAT, with_tile=True)
+    assert int(tile) == 3 and float(t) == pytest.approx(2.25 * unit)
+    t, tile = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_smem": 50.0}, with_tile=True)
     assert int(tile) == 0
-    assert float(t) == pytest.approx(2 * 2 * 2 * 128 * 128 * k / (rate / 80 * eff))
+    assert float(t) == pytest.approx(3 * unit * (1 + 50.0 * 256 / 16384))
 
 
-def test_split_k_only_for_one_product_and_memory_bound_small_k() -> None:
-    # a 128 x 128 output with k = 65536 on 80 SMs: 1 tile; batch 1 splits k (at most
-    # max_split_k = 4): t = 2 x 128^2 x 65536 / 4 x 2 slots / (R / 80); batch 2 does not split.
+def test_a_tile_costs_its_whole_area_and_a_fixed_cost_per_round() -> None:
+    # a 3 x 5 output, k = 64, batch 200 on 80 SMs: no narrowing, every tile computes all of its
+    # T_m x T_n outputs. 64x64: 200 tiles, 3 rounds, each 2 64^2 64 / (R / 80) + C / f with
+    # C = 1000 cycles at f = 1 GHz (1 µs); larger tiles take the same 3 rounds at 2x-4x the
+    # work. Plus o = 2 µs once.
+    rate, params = 1e13, {**FLAT, "tile_cycles": 1000.0, "gemm_fixed_us": 2.0}
+    t, tile = simt(3, 5, 64, 200, 80, rate, params, with_tile=True)
+    assert int(tile) == 3
+    assert float(t) == pytest.approx(3 * (1e-6 + 2 * 64 * 64 * 64 / (rate / 80)) + 2e-6)
+
+
+def test_split_k_only_for_one_product_and_dram_and_tile_traffic_terms() -> None:
+    # a 128 x 128 output with k = 65536 on 80 SMs, max_split_k = 4: batch 1 splits k 4 ways;
+    # 64x64 tiles (4 x 4 = 16 parts, one round) are fastest: t = 2 64^2 65536 / 4 / (R / 80).
+    # Batch 2 does not split: 8 tiles, one round, t = 2 64^2 65536 / (R / 80).
     rate = 1e13
     params = {**FLAT, "max_split_k": 4.0}
-    one = kernels.simt_gemm_time_s(128, 128, 65536, 1, 80, rate, 1e30, params)
-    assert float(one) == pytest.approx(2 * 2 * 128**2 * 65536 / 4 / (rate / 80))
-    two = kernels.simt_gemm_time_s(128, 128, 65536, 2, 80, rate, 1e30, params)
-    assert float(two) == pytest.approx(2 * 2 * 128**2 * 65536 / (rate / 80))
+    one = simt(128, 128, 65536, 1, 80, rate, params)
+    assert float(one) == pytest.approx(2 * 64**2 * 65536 / 4 / (rate / 80))
+    two = simt(128, 128, 65536, 2, 80, rate, params)
+    assert float(two) == pytest.approx(2 * 64**2 * 65536 / (rate / 80))
     # k = 1 outer product of 4096 x 4096 at 100 GB/s: the DRAM term 4 (4096 + 4096 + 4096^2) B
-    slow = kernels.simt_gemm_time_s(4096, 4096, 1, 1, 80, rate, 1e11, FLAT)
+    slow = simt(4096, 4096, 1, 1, 80, rate, FLAT, mem_bps=1e11)
     assert float(slow) == pytest.approx(4 * (4096 + 4096 + 4096**2) / 1e11)
+    # 8192^3 on 64 SMs at 1 GB/s and 1e15 FLOP/s: each 128x128 tile reads (128 + 128) 8192
+    # fp32 once per wave, panels shared by sqrt(64) = 8 tiles: 4096 x 256 x 8192 x 4 / (1e9 x 8)
+    # = 4.29 s, above the DRAM term (3 x 8192^2 x 4 / 1e9 = 0.81 s); 64x64 tiles move twice that
+    tile = simt(8192, 8192, 8192, 1, 64, 1e15, FLAT, mem_bps=1e9)
+    assert float(tile) == pytest.approx(4096 * 256 * 8192 * 4 / (1e9 * 8))
 
 
 def test_sustained_clock_fraction_by_hand() -> None:
@@ -79,7 +106,8 @@ def test_floor_is_the_least_an_op_costs() -> None:
            {"op": "aten::mm", "flops": 2 * 8192**3, "bytes_read": 2 * 4 * 8192**2,
             "bytes_written": 4 * 8192**2, "dtype": "float32", "shapes": "8192x8192;8192x8192"}]
     r = kernel_op_times(ops, gpu, "fp32")
-    assert r["time_s"][0] == pytest.approx(d)          # a 12-byte add: the floor alone
+    # a 12-byte add: its floor alone, d times the fitted dispatch ratio of an add
+    assert r["time_s"][0] == pytest.approx(d * gpu.kernel["dispatch_add"])
     assert r["busy_s"][0] < d                          # ... during which the GPU is idle
     assert r["time_s"][1] == pytest.approx(r["busy_s"][1]) and r["busy_s"][1] > d
 
@@ -127,24 +155,35 @@ def _write(path: Path, header: str, rows: list[str]) -> None:
         fh.write(header + "\n" + "\n".join(rows) + "\n")
 
 
-def test_stage_two_recovers_the_bandwidth_fraction(tmp_path: Path) -> None:
-    # rows made by hand: t = d + 12 B H / (M f) with d = 30 µs, f = 0.75 on a V100 PCIe 32 GB
+def test_stage_one_and_two_by_hand(tmp_path: Path) -> None:
+    # rows made by hand on a V100 PCIe 32 GB: adds timed as max(d, 12 B H / (M f)) with
+    # d = 30 µs, f = 0.75; layer norms whose smallest rows take 54 µs (1.8 d)
     cat = load_catalog()
     bw = cat.gpu("V100-PCIE-32GB").mem_bw_gbs * 1e9
-    rows = []
-    for b, h in [(1, 1), (2, 1), (1, 2), (3, 1)] * 5 + [(4096, 4096), (8192, 2048), (16384, 4096),
-                                                       (2048, 1024), (4096, 1024)]:
-        t = 30e-6 + 12.0 * b * h / (bw * 0.75)
-        rows.append(f"add,{t * 1e3!r},Tesla V100-PCIE-32GB,x,{b},{h}")
+    shapes = [(1, 1), (2, 1), (1, 2), (3, 1)] * 5 + [(4096, 4096), (8192, 2048), (16384, 4096),
+                                                     (2048, 1024), (4096, 1024)]
+    rows = [f"add,{max(30e-6, 12.0 * b * h / (bw * 0.75)) * 1e3!r},Tesla V100-PCIE-32GB,x,{b},{h}"
+            for b, h in shapes]
     _write(tmp_path / "add" / "v.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    _write(tmp_path / "ln" / "v.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           [f"ln,{54e-3!r},Tesla V100-PCIE-32GB,x,{b},{h}" for b, h in shapes[:20]])
     data = kernel_fit.read_kernels(tmp_path, cat)
-    assert len(data) == 25
+    assert len(data) == 45
     floors = kernel_fit.measured_floors_us(data)
     assert floors == {"V100-PCIE-32GB": pytest.approx(30.0, rel=1e-3)}
+    ratios = kernel_fit.dispatch_ratios(data, floors)
+    assert ratios["ln"] == pytest.approx(1.8) and ratios["add"] == pytest.approx(1.0)
     spec = kernel_fit.specs_of(data.gpu, cat)
     fractions = kernel_fit.bandwidth_fractions(data, spec, np.full(len(data), 30e-6))
     assert fractions["f_elementwise"] == pytest.approx(0.75)
     assert fractions["f_softmax"] == fractions["f_norm"] == 0.8  # no rows: the stated default
+
+
+def test_a_row_is_priced_as_it_was_timed() -> None:
+    # a native kernel overlaps its dispatch: max(d r, t); a library call waits for phi d r
+    d, t = np.array([30e-6, 30e-6]), np.array([10e-6, 100e-6])
+    assert kernel_fit.measured_s(d, t, 0.0).tolist() == pytest.approx([30e-6, 100e-6])
+    assert kernel_fit.measured_s(d, t, 0.5).tolist() == pytest.approx([30e-6, 115e-6])
 
 
 def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:
@@ -187,6 +226,8 @@ def test_shipped_fit_names_its_source_and_command() -> None:
     assert "measured kernels" in model["source"]
     assert set(kernels.FITTED_KEYS) <= set(model["params"])
     assert {"P4", "T4", "V100-PCIE-32GB", "A100-PCIE-40GB"} <= set(model["floors_us"])
+    assert {"dispatch_linear", "dispatch_bmm", "dispatch_ln", "dispatch_elementwise"} \
+        <= set(model["params"])
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
@@ -213,7 +254,8 @@ def test_predicted_utilization_is_busy_over_step() -> None:
 
     cat = load_catalog()
     gpu = cat.gpu("B200")
-    bw, f, d = gpu.mem_bw_gbs * 1e9, gpu.kernel["f_elementwise"], kernels.op_floor_s(gpu)
+    bw, f = gpu.mem_bw_gbs * 1e9, gpu.kernel["f_elementwise"]
+    d = kernels.op_floor_s(gpu) * gpu.kernel["dispatch_add"]  # an add's floor
     big = {"op": "aten::add", "flops": 0, "bytes_read": 2.6e8, "bytes_written": 1.4e8,
            "dtype": "float32", "shapes": "1;1", "bound": "memory"}
     tiny = dict(big, bytes_read=8, bytes_written=4, count=10)
