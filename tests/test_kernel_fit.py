@@ -30,8 +30,8 @@ NO_DRAM = 1e30  # bytes/s: the DRAM and tile-traffic terms vanish
 
 def simt(m: float, n: float, k: float, batch: float, sms: float, rate: float,
          params: dict[str, float], mem_bps: float = NO_DRAM, clock_hz: float = 1e9,
-         with_tile: bool = False):
-    return kernels.simt_gemm_time_s(m, n, k, batch, sms, rate, clock_hz, mem_bps, params,
+         with_tile: bool = False, lanes: float = 64):
+    return kernels.simt_gemm_time_s(m, n, k, batch, sms, lanes, rate, clock_hz, mem_bps, params,
                                     with_tile=with_tile)
 
 
@@ -56,6 +56,9 @@ def test_rounds_and_shared_memory_term_pick_the_tile() -> None:
     t, tile = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_smem": 50.0}, with_tile=True)
     assert int(tile) == 0
     assert float(t) == pytest.approx(3 * unit * (1 + 50.0 * 256 / 16384))
+    # an SM of 128 lanes loads operands through the same 32 banks: twice the term per FMA
+    t128 = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_smem": 25.0}, lanes=128)
+    assert float(t128) == pytest.approx(float(t))
 
 
 def test_a_tile_costs_its_whole_area_and_a_fixed_cost_per_round() -> None:

@@ -235,7 +235,8 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         conv = np.array([op_family(str(ops[i]["op"]).removeprefix("aten::")) == "conv"
                          for i in g["row"]], dtype=bool)
         sel = fp32[g["row"]] & ~conv
-        t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms, rate,
+        t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
+                                     float(gpu.fp32_cores_per_sm), rate,
                                      kernels.simt_clock_hz(gpu, params), bw, params)
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0

@@ -454,7 +454,8 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #   sustained   c = min(1, p / p_0),  p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)
 #   clock       f = f_boost c                                    (Hz the SMs sustain)
 #   SM rate     R_sm = 2 cores_per_sm f e                        (FLOP/s per SM, fp32)
-#   tile T      e_T = 1 / (1 + c_smem (T_m + T_n) / (T_m T_n))   (shared-memory loads per FMA)
+#   tile T      e_T = 1 / (1 + c_smem (L / 64) (T_m + T_n) / (T_m T_n))   (shared-memory loads
+#               per FMA; L = FP32 lanes per SM, served by 32 shared-memory banks)
 #   split-K     s = min(floor(S / tiles), floor(k / 8), s_max) when batch = 1 and tiles < S
 #   rounds      X_T = ceil(tiles_T s / S)                        (one tile per SM at a time)
 #   t_T         max(X_T (C / f + 2 T_m T_n (k / s) / (R_sm e_T)),
@@ -490,14 +491,18 @@ def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: A
 
 
 def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
-                     sms: ArrayLike, rate_flops: ArrayLike, clock_hz: ArrayLike,
-                     mem_bps: ArrayLike, params: Mapping[str, float], itemsize: float = 4.0,
+                     sms: ArrayLike, cores_per_sm: ArrayLike, rate_flops: ArrayLike,
+                     clock_hz: ArrayLike, mem_bps: ArrayLike, params: Mapping[str, float],
+                     itemsize: float = 4.0,
                      with_tile: bool = False) -> F | tuple[F, NDArray[np.int64]]:
     """Kernel time of a (batched) fp32 SIMT GEMM ``C[m x n] = A[m x k] B[k x n]`` without the
     op's floor (module section formulas): ``o`` plus the fastest of ``SIMT_CANDIDATE_TILES``,
     each tile run one at a time per SM, at the SM's rate, plus its fixed cost.
 
-    ``rate_flops`` = the GPU's sustained FP32 rate ``R = S R_sm`` (``simt_rate_flops``),
+    ``sms`` = ``S``, ``cores_per_sm`` = FP32 lanes per SM (the shared-memory term scales with
+    lanes over 64: shared memory serves 32 four-byte banks per clock on every NVIDIA SM, CUDA C
+    Programming Guide, "Shared Memory"), ``rate_flops`` = the GPU's sustained FP32 rate
+    ``R = S R_sm`` (``simt_rate_flops``),
     ``clock_hz`` = its sustained clock ``f`` (``simt_clock_hz``), ``mem_bps`` = DRAM bandwidth
     ``M`` (datasheet); ``params``: ``c_smem``, ``tile_cycles`` (C), ``max_split_k``,
     ``gemm_fixed_us`` (o). The tile-traffic term reads each tile's panels from DRAM once per
@@ -509,6 +514,7 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     best = np.full(shape, np.inf)
     tile = np.zeros(shape, dtype=np.int64)
     fixed_s = params["tile_cycles"] / clock
+    lanes = _f(cores_per_sm) / 64.0
     with np.errstate(divide="ignore", invalid="ignore"):
         sm_rate = rate / sms_
         dram_s = (itemsize * b * (m * k + k * n + m * n)) / mbw
@@ -518,7 +524,7 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
             s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / 8.0)),
                            params["max_split_k"])
         s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
-        eff = 1.0 / (1.0 + params["c_smem"] * (tm + tn) / (tm * tn))
+        eff = 1.0 / (1.0 + params["c_smem"] * lanes * (tm + tn) / (tm * tn))
         rounds = np.ceil(tiles * s / sms_)
         t_sm = rounds * (fixed_s + 2.0 * tm * tn * (k / s) / (sm_rate * eff))
         t_tile = tiles * (tm + tn) * k * itemsize / (mbw * np.sqrt(sms_))
@@ -531,8 +537,9 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
 
 
 def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out: ArrayLike,
-                         sms: ArrayLike, rate_flops: ArrayLike, clock_hz: ArrayLike,
-                         mem_bps: ArrayLike, params: Mapping[str, float]) -> F:
+                         sms: ArrayLike, cores_per_sm: ArrayLike, rate_flops: ArrayLike,
+                         clock_hz: ArrayLike, mem_bps: ArrayLike,
+                         params: Mapping[str, float]) -> F:
     """A 3x3, stride-1 convolution by non-fused Winograd F(4x4, 3x3) (cuDNN's
     ``winograd_nonfused``: input, filter and output transforms around 36 batched products;
     Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016):
@@ -542,7 +549,8 @@ def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out
     (``extra_kernel_us`` each). ``hw``: the square image side H = W."""
     n_img, hw, c_in, c_out = _f(n_img), _f(hw), _f(c_in), _f(c_out)
     t = n_img * np.ceil(hw / 4.0) ** 2
-    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, rate_flops, clock_hz, mem_bps, params)
+    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, cores_per_sm, rate_flops, clock_hz,
+                            mem_bps, params)
     moved = 4.0 * (n_img * c_in * hw * hw + 36.0 * t * c_in + 45.0 * c_out * c_in
                    + 36.0 * t * c_out + n_img * c_out * hw * hw)
     return gemm + moved / (_f(mem_bps) * params["f_elementwise"]) \

@@ -253,15 +253,16 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
         if kind in ("gemm", "conv"):
             m, n, k, b = gemm_dims(fam, shape)
             r = rate[sel] * (params["conv_efficiency"] if kind == "conv" else 1.0)
-            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], r, clock[sel],
+            lanes = spec.fp32_cores_per_sm[sel]
+            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], lanes, r, clock[sel],
                                          spec.mem_bps[sel], params)
             if kind == "conv":
                 wino = (shape["Kernel_Szie"] == 3) & (shape["Stride"] == 1)
                 tw = kernels.winograd_conv_time_s(shape["B"], shape["Input_Size"],
                                                   shape["Input_Channel"],
                                                   shape["Output_Channel"], spec.sms[sel],
-                                                  rate[sel], clock[sel], spec.mem_bps[sel],
-                                                  params)
+                                                  lanes, rate[sel], clock[sel],
+                                                  spec.mem_bps[sel], params)
                 t = np.where(wino, np.minimum(t, tw), t)
         else:
             t = kernels.memory_kernel_time_s(kernel_bytes(fam, shape), spec.mem_bps[sel],
