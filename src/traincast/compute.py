@@ -288,7 +288,8 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
                 "kernel_launch_us": "0 (no published figure)"}
     floor = kernels.op_floor_s(gpu)
     inputs["per-op floor"] = (f"{floor * 1e6:.1f} µs: " + ("the kernel model's (hardware/"
-                              "kernel_model.toml)" if (gpu.kernel or {}).get("floor_us")
+                              "kernel_model.toml), times the op kind's dispatch ratio"
+                              if (gpu.kernel or {}).get("floor_us")
                               else "kernel_launch_us")) if floor else "0 (none)"
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)

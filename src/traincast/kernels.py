@@ -8,7 +8,8 @@ per-op table of a profile, ``traincast.compute``; the products of the hybrid LLM
 * ``eta`` achievable large-GEMM fraction of ``P`` (``gemm_max_fraction``, by dtype),
 * ``S``   streaming multiprocessors (``sms``; 0 = unknown: no quantization),
 * ``M``   achievable DRAM bandwidth = ``mem_bw_gbs 1e9 mem_max_fraction`` (bytes/s),
-* ``d``   per-op floor (``op_floor_s``: the fitted ``floor_us``, else ``kernel_launch_us``).
+* ``d``   per-op floor (``op_floors_s``: the fitted ``floor_us`` times the op kind's dispatch
+          ratio, else ``kernel_launch_us``).
 
 A GEMM ``C[m x n] = A[m x k] B[k x n]``, ``batch`` independent ones per kernel, ``s`` bytes per
 element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
