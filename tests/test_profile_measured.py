@@ -63,10 +63,17 @@ def test_eager_attention_records_the_score_products_and_softmax(bert: str) -> No
     assert len(softmax) == N
     # softmax reads and writes the b a s^2 fp32 scores
     assert all(r["bytes_read"] == r["bytes_written"] == 4 * b * A * s * s for r in softmax)
-    # attention dropout (p = 0.1) draws a mask over the scores: bernoulli_ on b a s^2
-    dropout = [r for r in rec["ops"] if r["phase"] == "forward" and r["op"] == "bernoulli_"
+    # attention dropout (p = 0.1) over the scores as the GPU runs it: one fused kernel per
+    # layer that reads the b a s^2 fp32 scores and writes them and a 1-byte mask
+    dropout = [r for r in rec["ops"] if r["phase"] == "forward" and r["op"] == "native_dropout"
                and r["shapes"] == scores]
     assert len(dropout) == N
+    assert all(r["bytes_read"] == 4 * b * A * s * s and r["bytes_written"] == 5 * b * A * s * s
+               for r in dropout)
+    back = [r for r in rec["ops"] if r["phase"] == "backward"
+            and r["op"] == "native_dropout_backward" and r["shapes"].startswith(scores)]
+    assert len(back) == N
+    assert not [r for r in rec["ops"] if r["op"] in ("bernoulli_", "div_")]
     assert not [r for r in rec["ops"] if "scaled_dot_product" in r["op"]]
 
 

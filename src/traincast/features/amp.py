@@ -1,4 +1,5 @@
-"""Forward-pass rewrites applied while profiling: the GPU's attention kernel, and autocast on meta.
+"""Forward-pass rewrites applied while profiling: the GPU's attention and dropout kernels,
+and autocast on meta.
 
 ``torch.autocast`` has no ``meta`` device, so mixed precision is emulated one level above
 autograd with a ``TorchFunctionMode`` that applies CUDA autocast's op lists:
@@ -12,6 +13,10 @@ autograd with a ``TorchFunctionMode`` that applies CUDA autocast's op lists:
 - every other op runs on whatever dtypes reach it (type promotion), as under autocast.
 
 Casts are recorded by autograd, so backward runs in the same mixed precision.
+
+``F.dropout`` decomposes off the GPU into ``bernoulli_``, ``div_`` and ``mul`` (three kernels and
+a float mask); on a GPU ATen runs one fused ``native_dropout`` kernel with a boolean mask, and
+``native_dropout_backward``: while profiling ``F.dropout`` is redirected to it.
 
 ``F.scaled_dot_product_attention`` decomposes into the unfused math path (two batched matmuls
 and a softmax over the full score matrix) when no GPU kernel exists; a GPU runs a fused kernel
@@ -120,4 +125,19 @@ class ForwardRewrite(TorchFunctionMode):
                 return _sdpa_as_gpu_kernel(*args, **kwargs)
             except (RuntimeError, TypeError, ValueError):
                 pass  # shapes the fused kernel rejects: the math path, as PyTorch falls back
+        if func is F.dropout:
+            fused = _dropout_as_gpu_kernel(*args, **kwargs)
+            if fused is not None:
+                return fused
         return func(*args, **kwargs)
+
+
+def _dropout_as_gpu_kernel(input: torch.Tensor, p: float = 0.5, training: bool = True,
+                           inplace: bool = False) -> torch.Tensor | None:
+    """``F.dropout`` as a GPU runs it: one fused ``native_dropout`` kernel (output and a
+    boolean mask) and one ``native_dropout_backward``, where ATen's ``dropout`` takes its fused
+    path (``Dropout.cpp``, ``is_fused_kernel_acceptable``: a CUDA tensor, ``0 < p < 1``, not in
+    place); None elsewhere (the caller's own path: the identity when not training)."""
+    if not training or inplace or not 0.0 < float(p) < 1.0 or input.numel() == 0:
+        return None
+    return torch.native_dropout(input, float(p), True)[0]
