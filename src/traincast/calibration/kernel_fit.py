@@ -8,8 +8,8 @@ measure_kernels.py`` writes the same format on a CUDA machine). Output: the fitt
 
 The fit, in stages (docs/model.md, "Kernel model"), every stage over the GPUs fitted on:
 
-1. ``floor_us`` per GPU: the median of the fastest 5% of its binary element-wise rows (one op
-   issued back to back: the host's dispatch; a property of the measuring machine as much as the
+1. ``floor_us`` per GPU: the median of the fastest 5% of its binary element-wise rows (one tiny
+   op timed alone: the host's dispatch; a property of the measuring machine as much as the
    GPU), and ``dispatch_<kind>`` per measured op kind: the median over the GPUs of the kind's
    own fastest-5% median over the GPU's ``floor_us`` (``addmm`` and ``native_layer_norm`` cost
    the host about twice an ``add``). A row's floor is ``d r = floor_us dispatch_<kind>``.
