@@ -23,7 +23,9 @@ DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "neusight-ke
 
 
 def _floors(data, kernel_fit) -> np.ndarray:
-    """Each row's per-op floor, as the model's leave-one-GPU-out gives the held-out GPU."""
+    """Each row's host floor ``d`` (its GPU's ``floor_us``, the others' median where it has
+    none), as the leave-one-GPU-out gives the held-out GPU, without the fitted dispatch ratios
+    the model multiplies it by."""
     floors = kernel_fit.measured_floors_us(data)
     return kernel_fit.per_gpu(data.gpu, floors, kernel_fit.default_floor_us(floors)) * 1e-6
 

@@ -180,9 +180,28 @@ def test_stage_one_and_two_by_hand(tmp_path: Path) -> None:
     ratios = kernel_fit.dispatch_ratios(data, floors)
     assert ratios["ln"] == pytest.approx(1.8) and ratios["add"] == pytest.approx(1.0)
     spec = kernel_fit.specs_of(data.gpu, cat)
-    fractions = kernel_fit.bandwidth_fractions(data, spec, np.full(len(data), 30e-6))
+    floor_s = kernel_fit._floor_col(data, floors, 30.0, ratios)    # d r: 30 µs adds, 54 µs norms
+    assert sorted(set(np.round(floor_s * 1e6, 6).tolist())) == pytest.approx([30.0, 54.0])
+    fractions = kernel_fit.bandwidth_fractions(data, spec, floor_s)
     assert fractions["f_elementwise"] == pytest.approx(0.75)
     assert fractions["f_softmax"] == fractions["f_norm"] == 0.8  # no rows: the stated default
+
+
+def test_a_measured_product_row_by_hand() -> None:
+    # one linear row on a V100 PCIe (80 SMs x 64 lanes, 1380 MHz, unthrottled: power_ref tiny):
+    # 1024 rows x 1024 in -> 1024 out, 64 tiles of 128x128, one round:
+    # t_kernel = 2 128^2 1024 / (R / 80), R = 2 80 64 1.38e9; timed as phi d r + t_kernel with
+    # d = 30 µs, r = 2 (the row's floor given), phi = 0.5
+    cat = load_catalog()
+    data = kernel_fit.Kernels(np.array(["linear"], dtype=object),
+                              np.array(["V100-PCIE-32GB"], dtype=object), np.array([1e-3]),
+                              {"B": np.array([1.0]), "M": np.array([1024.0]),
+                               "N": np.array([1024.0]), "K": np.array([1024.0])})
+    params = {**FLAT, "simt_efficiency": 1.0, "power_ref": 1e-9, "pre_launch": 0.5}
+    rate = 2 * 80 * 64 * 1.38e9
+    t = kernel_fit.predict_kernel_s(data, kernel_fit.specs_of(data.gpu, cat), params,
+                                    np.array([60e-6]))
+    assert float(t[0]) == pytest.approx(0.5 * 60e-6 + 2 * 128**2 * 1024 / (rate / 80))
 
 
 def test_a_row_is_priced_as_it_was_timed() -> None:

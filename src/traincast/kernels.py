@@ -457,11 +457,12 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #   SM rate     R_sm = 2 cores_per_sm f e                        (FLOP/s per SM, fp32)
 #   tile T      e_T = 1 / (1 + c_smem (L / 64) (T_m + T_n) / (T_m T_n))   (shared-memory loads
 #               per FMA; L = FP32 lanes per SM, served by 32 shared-memory banks)
-#   split-K     s = min(floor(S / tiles), floor(k / 8), s_max) when batch = 1 and tiles < S
+#   split-K     s = min(floor(S / tiles), floor(k / 8), floor(s_max)) when batch = 1,
+#               tiles < S
 #   rounds      X_T = ceil(tiles_T s / S)                        (one tile per SM at a time)
 #   t_T         max(X_T (C / f + 2 T_m T_n (k / s) / (R_sm e_T)),
 #                   tiles_T s (T_m + T_n) (k / s) 4 / (M sqrt(S)),
-#                   4 (b (m k + k n + m n) + split partials) / M)
+#                   (4 b (m k + k n + m n) + [s > 1] 8 s b m n) / M)
 #   t_gemm      o + min over SIMT_CANDIDATE_TILES of t_T         (the library picks its tile)
 #   memory      t = B / (M f_family)                             (elementwise, softmax, norm)
 #   one op      t_op = max(d r_x, t_kernel)   (d: the host's floor, r_x: its op kind's dispatch
@@ -522,8 +523,8 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     for i, (tm, tn) in enumerate(SIMT_CANDIDATE_TILES):
         tiles = b * np.ceil(m / tm) * np.ceil(n / tn)
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / 8.0)),
-                           params["max_split_k"])
+            s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / TILE_K["fp32"])),
+                           math.floor(params["max_split_k"]))
         s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
         eff = 1.0 / (1.0 + params["c_smem"] * lanes * (tm + tn) / (tm * tn))
         rounds = np.ceil(tiles * s / sms_)
@@ -588,27 +589,27 @@ def fitted_params(gpu: Any) -> dict[str, float] | None:
     return params
 
 
+def _field(gpu: Any, name: str) -> F:
+    """A datasheet field of a GPU entry (or of columns), 0 where unset."""
+    value = getattr(gpu, name, None)
+    return _f(0.0 if value is None else value)
+
+
 def simt_clock_hz(gpu: Any, params: Mapping[str, float]) -> F:
     """Sustained SM clock ``f = f_boost c`` (Hz; ``c`` = ``sustained_clock_fraction`` of the
     entry's ``power_w`` and ``process_nm``). ``gpu``: anything with those attributes (a GPU
     entry, or columns)."""
-
-    def field_(name: str) -> F:
-        value = getattr(gpu, name, None)
-        return _f(0.0 if value is None else value)
-
-    c = sustained_clock_fraction(field_("power_w"), field_("sms"), field_("fp32_cores_per_sm"),
-                                 field_("boost_clock_mhz"), field_("process_nm"),
+    c = sustained_clock_fraction(_field(gpu, "power_w"), _field(gpu, "sms"),
+                                 _field(gpu, "fp32_cores_per_sm"),
+                                 _field(gpu, "boost_clock_mhz"), _field(gpu, "process_nm"),
                                  params["power_ref"])
-    return field_("boost_clock_mhz") * 1e6 * c
+    return _field(gpu, "boost_clock_mhz") * 1e6 * c
 
 
 def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
     """Sustained fp32 GEMM rate ``R = 2 sms fp32_cores_per_sm f simt_efficiency`` (FLOP/s;
     ``f`` = ``simt_clock_hz``)."""
-    sms = getattr(gpu, "sms", None)
-    cores = getattr(gpu, "fp32_cores_per_sm", None)
-    return 2.0 * _f(0.0 if sms is None else sms) * _f(0.0 if cores is None else cores) \
+    return 2.0 * _field(gpu, "sms") * _field(gpu, "fp32_cores_per_sm") \
         * simt_clock_hz(gpu, params) * params["simt_efficiency"]
 
 
@@ -631,16 +632,20 @@ DISPATCH_KINDS: dict[str, str] = {
     "gelu": "gelu", "gelu_backward": "gelu",
     "_softmax": "softmax", "softmax": "softmax", "_log_softmax": "softmax",
     "_softmax_backward_data": "softmax", "_log_softmax_backward_data": "softmax",
-    "native_layer_norm": "ln", "layer_norm": "ln", "native_layer_norm_backward": "ln"}
-"""Measured op kind (a folder of the kernel data) whose dispatch ratio an aten op takes. Other
-convolutions take ``linear``'s (cuDNN's dispatch is at least a cuBLAS call's; the data has no
-floor-bound convolution), other products ``bmm``'s, other memory-bound ops the median of the
-element-wise kinds (``dispatch_elementwise``)."""
+    "native_layer_norm": "ln", "layer_norm": "ln", "native_layer_norm_backward": "ln",
+    # the measured folders by their own names (the fit's rows)
+    "conv": "linear", "ln": "ln", "addu": "addu", "mulu": "mulu", "divu": "divu",
+    "powu": "powu"}
+"""Measured op kind (a folder of the kernel data) whose dispatch ratio an aten op, or a measured
+row of a folder, takes. Convolutions take ``linear``'s (cuDNN's dispatch is at least a cuBLAS
+call's; the data has no floor-bound convolution), other products ``bmm``'s, other memory-bound
+ops the median of the element-wise kinds (``elementwise``). A profile row does not tell a
+scalar operand apart: ``aten::add`` takes ``add``'s ratio whatever its second argument."""
 
 
 def dispatch_kind(name: str) -> str:
-    """The measured op kind of aten op ``name`` (``DISPATCH_KINDS``; ``linear`` for a
-    convolution, ``bmm`` for another product, ``elementwise`` for the rest)."""
+    """The measured op kind of aten op (or measured folder) ``name`` (``DISPATCH_KINDS``;
+    ``linear`` for a convolution, ``bmm`` for another product, ``elementwise`` for the rest)."""
     name = name.removeprefix("aten::")
     if name in DISPATCH_KINDS:
         return DISPATCH_KINDS[name]
@@ -652,16 +657,29 @@ def dispatch_kind(name: str) -> str:
     return "elementwise"
 
 
+def dispatch_ratios(names: Sequence[str], ratios: Mapping[str, float]) -> F:
+    """Per op (or measured folder) name: the dispatch ratio ``r`` of its kind
+    (``dispatch_kind``): ``ratios[kind]``, else ``ratios["elementwise"]``, else 1. ``ratios``:
+    kind -> ratio (the ``dispatch_<kind>`` keys of ``GPU.kernel`` without their prefix). One
+    lookup per distinct name."""
+    if not len(names):
+        return np.zeros(0)
+    unique, inverse = np.unique(np.asarray(names, dtype=str), return_inverse=True)
+    fallback = float(ratios.get("elementwise", 1.0))
+    table = [float(ratios.get(dispatch_kind(str(u)), fallback)) for u in unique]
+    return np.asarray(table, dtype=np.float64)[inverse]
+
+
 def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     """Per op: its floor ``d r_x`` (seconds): ``d = op_floor_s(gpu)``, ``r_x`` = the fitted
     dispatch ratio of the op's kind ``x`` (``dispatch_<x>`` of ``GPU.kernel``: how much longer
-    than an element-wise add the host takes to issue it, e.g. ``addmm`` about 2.3 and
-    ``native_layer_norm`` 1.8; ``dispatch_kind``), 1 without a fitted ratio."""
-    d = op_floor_s(gpu)
+    than an element-wise add the host takes to issue it: ``addmm`` 2.24 and
+    ``native_layer_norm`` 1.80 in the shipped fit; ``dispatch_ratios``: the element-wise median
+    for a kind without its own, 1 without fitted ratios)."""
     kernel = getattr(gpu, "kernel", {}) or {}
-    kinds = [dispatch_kind(str(o.get("op", ""))) for o in ops]
-    return d * np.array([float(kernel.get(f"dispatch_{k}", 1.0)) for k in kinds],
-                        dtype=np.float64)
+    ratios = {k.removeprefix("dispatch_"): float(v) for k, v in kernel.items()
+              if k.startswith("dispatch_")}
+    return op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
 
 
 NORM_OPS = ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm")

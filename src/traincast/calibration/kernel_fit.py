@@ -267,7 +267,7 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
         else:
             t = kernels.memory_kernel_time_s(kernel_bytes(fam, shape), spec.mem_bps[sel],
                                              params[f"f_{kind}"])
-        out[sel] = measured_s(floor_s[sel], t, params.get("pre_launch", 1.0)
+        out[sel] = measured_s(floor_s[sel], t, params["pre_launch"]
                               if kind in ("gemm", "conv") else 0.0)
     return out
 
@@ -296,19 +296,23 @@ def measured_floors_us(data: Kernels) -> dict[str, float]:
             for g in sorted(set(data.gpu[ew].tolist()))}
 
 
+DISPATCH_MIN_ROWS = 20
+"""Rows of a folder on one GPU below which it gives that GPU no dispatch ratio (its fastest 5%
+would be one row)."""
 DISPATCH_FOLDERS = (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY, "softmax", "ln", "linear", "bmm")
 """Folders whose fastest rows sit on the host's floor (no convolution of the data is that
 short: a convolution takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
 
 
 def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float]) -> dict[str, float]:
-    """Stage 1, per folder of ``DISPATCH_FOLDERS``: the median over the GPUs with a floor of
-    ``fastest-5% median of the folder's rows / floor_us``; ``elementwise``: the median of the
-    element-wise folders' ratios (the ratio of an element-wise op the data does not name)."""
+    """Stage 1, per folder of ``DISPATCH_FOLDERS``: the median over the GPUs with a floor (and at
+    least ``DISPATCH_MIN_ROWS`` of the folder's rows) of ``fastest-5% median of the folder's rows
+    / floor_us``; ``elementwise``: the median of the element-wise folders' ratios (the ratio of
+    an element-wise op the data does not name, and of a folder without its own)."""
     out: dict[str, float] = {}
     for fam in DISPATCH_FOLDERS:
         ratios = [_fastest_us(data.latency_s[sel]) / floor for g, floor in floors_us.items()
-                  if (sel := (data.gpu == g) & (data.family == fam)).sum() >= 20]
+                  if (sel := (data.gpu == g) & (data.family == fam)).sum() >= DISPATCH_MIN_ROWS]
         if ratios:
             out[fam] = float(np.median(ratios))
     ew = [out[f] for f in (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY) if f in out]
@@ -320,12 +324,10 @@ def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float]) -> dict[str, 
 def _floor_col(data: Kernels, floors_us: Mapping[str, float], default_us: float,
                ratios: Mapping[str, float] | None = None) -> F:
     """Each row's floor ``d r`` in seconds: its GPU's ``floor_us`` (``default_us`` where absent)
-    times its folder's dispatch ratio (a convolution: ``linear``'s; 1 where none)."""
+    times its folder's dispatch ratio (``kernels.dispatch_ratios``, as a profile's op takes it:
+    a convolution ``linear``'s, a folder without its own the element-wise median)."""
     d = per_gpu(data.gpu, floors_us, default_us) * 1e-6
-    if not ratios:
-        return d
-    folder = np.where(data.family == "conv", "linear", data.family.astype(str))
-    return d * per_gpu(folder, ratios, 1.0)
+    return d * kernels.dispatch_ratios(data.family, ratios) if ratios else d
 
 
 def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
