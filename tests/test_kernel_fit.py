@@ -309,3 +309,22 @@ def test_an_op_takes_the_dispatch_ratio_of_its_kind() -> None:
     # a GPU without fitted ratios: every op at the plain floor
     bare = type("G", (), {"kernel": {}, "kernel_launch_us": 5.0})()
     assert kernels.op_floors_s(ops, bare).tolist() == pytest.approx([5e-6] * len(ops))
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
+def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
+    # the command the shipped file names, run again on the same folder, writes the same tables
+    pytest.importorskip("scipy")
+    import tomllib
+
+    shipped = tomllib.loads((ROOT / "src/traincast/hardware/kernel_model.toml").read_text())
+    out = tmp_path / "fit.toml"
+    res = CliRunner().invoke(app, ["--quiet", "calibrate", "--kernels", str(DATA), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    fresh = tomllib.loads(out.read_text())["kernel_model"]
+    model = shipped["kernel_model"]
+    # the file keeps 6 significant digits: equal to that (a numeric library may move the last)
+    assert fresh["params"] == pytest.approx(model["params"], rel=1e-5)
+    assert fresh["floors_us"] == pytest.approx(model["floors_us"], rel=1e-5)
+    assert fresh["default_floor_us"] == pytest.approx(model["default_floor_us"], rel=1e-5)
+    assert fresh["fitted_on"] == model["fitted_on"]
