@@ -601,3 +601,19 @@ def test_inputs_in_mappings_torch_does_not_open_are_found(container: str) -> Non
     rec = profile(Pooled(True), (kind({"ids": ids}),))
     assert rec["method"] == "cpu-extrapolated" and rec["batch_size"] == b
     assert rec["input_bytes"] == b * s * 8  # sliced to 1 and 2 rows, extrapolated to 3
+
+
+def test_dropout_is_fused_for_a_gpu_and_decomposed_for_a_cpu() -> None:
+    # a 64 x 256 fp32 activation through nn.Dropout(0.1) in training: on a GPU one fused kernel
+    # reads it (4 B/elem) and writes the output and a 1-byte mask (5 B/elem); a CPU draws a float
+    # mask (bernoulli_), scales it (div_) and multiplies (mul)
+    model = nn.Sequential(nn.Linear(256, 256), nn.Dropout(0.1), nn.Linear(256, 10))
+    x = torch.randn(64, 256)
+    gpu = [r for r in profile(model, x, ops=True)["ops"] if r["phase"] == "forward"]
+    fused = [r for r in gpu if r["op"] == "native_dropout"]
+    assert len(fused) == 1 and not [r for r in gpu if r["op"] == "bernoulli_"]
+    assert fused[0]["bytes_read"] == 4 * 64 * 256 and fused[0]["bytes_written"] == 5 * 64 * 256
+    cpu = [r for r in profile(model, x, ops=True, fused_dropout=False)["ops"]
+           if r["phase"] == "forward"]
+    assert {"bernoulli_", "div_", "mul"} <= {r["op"] for r in cpu}
+    assert not [r for r in cpu if r["op"] == "native_dropout"]

@@ -676,10 +676,14 @@ def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     than an element-wise add the host takes to issue it: ``addmm`` 2.24 and
     ``native_layer_norm`` 1.80 in the shipped fit; ``dispatch_ratios``: the element-wise median
     for a kind without its own, 1 without fitted ratios)."""
-    kernel = getattr(gpu, "kernel", {}) or {}
-    ratios = {k.removeprefix("dispatch_"): float(v) for k, v in kernel.items()
-              if k.startswith("dispatch_")}
+    ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})
     return op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
+
+
+def dispatch_table(params: Mapping[str, float]) -> dict[str, float]:
+    """Kind -> dispatch ratio from kernel-model parameters (their ``dispatch_<kind>`` keys)."""
+    return {k.removeprefix("dispatch_"): float(v) for k, v in params.items()
+            if k.startswith("dispatch_")}
 
 
 NORM_OPS = ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm")

@@ -333,8 +333,8 @@ def _floor_col(data: Kernels, floors_us: Mapping[str, float], default_us: float,
 def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
         max_rows_per_group: int = 3000, seed: int = 0) -> dict[str, Any]:
     """Fitted parameters from measured rows (module docstring, stages 1-4):
-    ``{"params": {...}, "floors_us": {gpu: µs}, "dispatch": {kind: ratio}, "gpus": [...],
-    "rows": n}`` (``params`` also holds ``dispatch_<kind>``)."""
+    ``{"params": {...}, "floors_us": {gpu: µs}, "gpus": [...], "rows": n}`` (``params`` holds
+    the dispatch ratios as ``dispatch_<kind>``: ``kernels.dispatch_table``)."""
     from scipy.optimize import least_squares
 
     say = progress or (lambda _msg: None)
@@ -366,8 +366,8 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                             loss="soft_l1", f_scale=LOSS_SCALE, x_scale="jac")
         params.update(dict(zip(keys, res.x.tolist(), strict=True)))
     params.update({f"dispatch_{k}": v for k, v in ratios.items()})
-    return {"params": params, "floors_us": floors, "dispatch": ratios,
-            "default_floor_us": default_us, "gpus": gpus, "rows": len(data)}
+    return {"params": params, "floors_us": floors, "default_floor_us": default_us,
+            "gpus": gpus, "rows": len(data)}
 
 
 def kinds_of(data: Kernels) -> NDArray[Any]:
@@ -481,12 +481,13 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
         test = data.take(held)
         spec = specs_of(test.gpu, catalog)
         own = measured_floors_us(test)
+        ratios = kernels.dispatch_table(result["params"])
         own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"],
-                             result["dispatch"])
+                             ratios)
         pred = predict_kernel_s(test, spec, result["params"], own_col)
         pred_d = predict_kernel_s(test, spec, result["params"],
                                   _floor_col(test, {}, result["default_floor_us"],
-                                             result["dispatch"]))
+                                             ratios))
         out["gpus"].update(errors_by_family(test, pred))
         out["default_floor"].update(errors_by_family(test, pred_d))
         out["fits"][chip] = result["params"]

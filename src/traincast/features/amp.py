@@ -16,7 +16,8 @@ Casts are recorded by autograd, so backward runs in the same mixed precision.
 
 ``F.dropout`` decomposes off the GPU into ``bernoulli_``, ``div_`` and ``mul`` (three kernels and
 a float mask); on a GPU ATen runs one fused ``native_dropout`` kernel with a boolean mask, and
-``native_dropout_backward``: while profiling ``F.dropout`` is redirected to it.
+``native_dropout_backward``: while profiling ``F.dropout`` is redirected to it, unless the step
+is profiled for a CPU (``fused_dropout=False``: a CPU runs the decomposition).
 
 ``F.scaled_dot_product_attention`` decomposes into the unfused math path (two batched matmuls
 and a softmax over the full score matrix) when no GPU kernel exists; a GPU runs a fused kernel
@@ -88,11 +89,13 @@ def _host_index(index: Any) -> Any:
 
 
 class ForwardRewrite(TorchFunctionMode):
-    """Active during the forward pass: attention through the GPU kernel; autocast if ``dtype``."""
+    """Active during the forward pass: attention through the GPU kernel, dropout through the
+    fused one when ``fused_dropout``; autocast if ``amp_dtype``."""
 
-    def __init__(self, amp_dtype: torch.dtype | None = None) -> None:
+    def __init__(self, amp_dtype: torch.dtype | None = None, fused_dropout: bool = True) -> None:
         super().__init__()
         self.amp_dtype = amp_dtype
+        self.fused_dropout = fused_dropout
         self._cast_cache: dict[int, torch.Tensor] = {}
 
     def _cast(self, x: Any, dtype: torch.dtype, source: tuple[torch.dtype, ...]) -> Any:
@@ -125,7 +128,7 @@ class ForwardRewrite(TorchFunctionMode):
                 return _sdpa_as_gpu_kernel(*args, **kwargs)
             except (RuntimeError, TypeError, ValueError):
                 pass  # shapes the fused kernel rejects: the math path, as PyTorch falls back
-        if func is F.dropout:
+        if func is F.dropout and self.fused_dropout:
             fused = _dropout_as_gpu_kernel(*args, **kwargs)
             if fused is not None:
                 return fused

@@ -123,7 +123,7 @@ def _nbytes(t: torch.Tensor) -> int:
 
 
 def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimizer: str,
-                  amp: bool) -> dict[str, Any]:
+                  amp: bool, fused_dropout: bool = True) -> dict[str, Any]:
     """Run and capture one training step; raw measurements (no extrapolation)."""
     tables = embedding_tables(model)
     sparse_ids = {id(p) for p, sparse in tables.values() if sparse}
@@ -148,7 +148,7 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
     with capture:
         capture.phase = "forward"
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
-                ForwardRewrite(AMP_DTYPE if amp else None):
+                ForwardRewrite(AMP_DTYPE if amp else None, fused_dropout):
             loss = loss_of(model(*dev_inputs))
         capture.phase = "backward"
         loss.backward()
@@ -339,8 +339,8 @@ def _record(model: nn.Module, inputs: Sequence[Any], raw: dict[str, Any], *, bat
 
 
 def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.Tensor, *,
-            optimizer: str = "adam",
-            amp: bool = False, ops: bool = False) -> dict[str, Any]:
+            optimizer: str = "adam", amp: bool = False, ops: bool = False,
+            fused_dropout: bool = True) -> dict[str, Any]:
     """Features of one training step of ``model`` on ``inputs`` (the record of docs/profile.md).
 
     ``inputs``: a tensor, a tuple of positional inputs, or a dict of keyword inputs.
@@ -348,9 +348,12 @@ def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.
     too, with integer inputs' values kept to count embedding rows. The model is not modified:
     a meta copy is profiled. If the step fails on meta, the model is run on CPU at batch 1 and 2
     (inputs sliced along dim 0) and the result extrapolated linearly to the full batch.
+    ``fused_dropout``: dropout as a GPU runs it (one fused kernel each way, the default); False
+    for a step that runs on a CPU (``bernoulli_``, ``div_``, ``mul``: docs/profile.md).
     """
     model, inputs = as_positional(model, inputs)
-    return _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops)
+    return _profile(model, inputs, optimizer=optimizer, amp=amp, ops=ops,
+                    fused_dropout=fused_dropout)
 
 
 class KeywordInputs(nn.Module):
@@ -379,7 +382,7 @@ def as_positional(model: nn.Module, inputs: Any) -> tuple[nn.Module, tuple]:
 
 def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops: bool,
              build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
-             batch: int | None = None) -> dict[str, Any]:
+             batch: int | None = None, fused_dropout: bool = True) -> dict[str, Any]:
     """Capture on meta; on failure, on CPU at batch 1 and 2 (``build(n)`` rebuilds the model
     and its inputs at batch n; without it, the model is copied and the inputs sliced).
     ``batch``: the batch the inputs were built at, in ``build``'s units (a graph model's batch
@@ -388,7 +391,7 @@ def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops:
     batch = batch or _batch_of(inputs)
     try:
         meta_model = _on_meta(model)
-        raw = _capture_step(meta_model, inputs, "meta", optimizer, amp)
+        raw = _capture_step(meta_model, inputs, "meta", optimizer, amp, fused_dropout)
         return _record(meta_model, inputs, raw, batch=batch, optimizer=optimizer, amp=amp,
                        ops=ops)
     except TraincastError:
@@ -397,7 +400,8 @@ def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops:
         reason = _one_line(exc)
     try:
         return _profile_cpu_extrapolated(model, inputs, batch, reason, optimizer=optimizer,
-                                         amp=amp, ops=ops, build=build)
+                                         amp=amp, ops=ops, build=build,
+                                         fused_dropout=fused_dropout)
     except TraincastError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -460,7 +464,7 @@ def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
                               optimizer: str, amp: bool, ops: bool,
                               build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
-                              ) -> dict[str, Any]:
+                              fused_dropout: bool = True) -> dict[str, Any]:
     """Capture on CPU at batch 1 and 2 and extrapolate linearly to ``batch``."""
     if _param_bytes(model) > FALLBACK_MAX_PARAM_BYTES:
         raise TraincastError(f"profiling on meta failed ({reason}) and the model is too large "
@@ -472,7 +476,7 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
         else:
             m = _on_cpu(model)
             x = map_tensors(lambda t: t.to("cpu"), _slice_batch(inputs, batch, n))
-        raw = _capture_step(m, x, "cpu", optimizer, amp=False)
+        raw = _capture_step(m, x, "cpu", optimizer, amp=False, fused_dropout=fused_dropout)
         points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
     r1, r2 = points
     out = copy.deepcopy(r2)
