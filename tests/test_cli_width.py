@@ -135,3 +135,24 @@ def test_every_help_page_keeps_whole_words_at_80_columns() -> None:
         if lines:
             cut[" ".join(path)] = lines
     assert not cut, cut
+
+
+def test_a_markdown_report_prints_as_tables_that_fit_80_columns() -> None:
+    # a Markdown table wider than 80 columns, with text around it, printed for a terminal
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traincast.cli.tables import print_markdown
+
+    head = "| " + " | ".join(f"column number {i}" for i in range(8)) + " |"
+    row = "| " + " | ".join(f"value-{i}-{'x' * 12}" for i in range(8)) + " |"
+    text = "Intro **bold** line.\n\n" + head + "\n|" + "---|" * 8 + "\n" + row + "\n\nAfter."
+    buf = StringIO()
+    print_markdown(text, Console(file=buf, width=80, emoji=False))
+    lines = buf.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80 and not [ln for ln in lines if "…" in ln]
+    flat = "".join(buf.getvalue().split())
+    for i in range(8):  # every value whole (folding may break it across lines, never cut)
+        assert f"value-{i}-{'x' * 12}" in flat.replace("│", "")
+    assert "Intro" in flat and "After." in flat and "|---|" not in flat

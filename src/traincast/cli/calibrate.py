@@ -154,8 +154,8 @@ def validate(
     steps: Annotated[int | None, typer.Option(min=1, help="Timed steps per case.")] = None,
     published: Annotated[bool, typer.Option(
         "--published", help="Predict published GPU training throughputs instead (no "
-        "measurement; --catalog is merged over the shipped catalog); prints the Markdown "
-        "table of docs/validation.md.")] = False,
+        "measurement; --catalog is merged over the shipped catalog); on a terminal as tables, "
+        "piped as the Markdown of docs/validation.md.")] = False,
     rows: Annotated[Path | None, typer.Option(
         "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
         "\"Row format\"); implies --published.")] = None,
@@ -230,6 +230,7 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
                         trust_specs: bool = False) -> None:
     """``validate --published [--rows FILE] [--trust-specs]``: traincast.validation.published
     (docs/validation.md); a rows file naming Python of its own needs ``--trust-specs``."""
+    from traincast.cli.tables import print_markdown
     from traincast.validation.published import render_markdown, validate_published
 
     if rows is not None:
@@ -239,7 +240,11 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
     if json_out:
         print_json(out)
     else:
-        typer.echo(render_markdown(out))
+        text = render_markdown(out)
+        if console.is_terminal:  # tables for people; piped, the Markdown to paste in a report
+            print_markdown(text, console)
+        else:
+            typer.echo(text)
 
 
 def render_validation(out: dict) -> None:

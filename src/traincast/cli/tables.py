@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-__all__ = ["print_table", "split_table"]
+__all__ = ["print_markdown", "print_table", "split_table"]
 
 
 def _sub_table(table: Table, columns: list[int], title: str | None,
@@ -82,3 +82,34 @@ def print_table(table: Table, console: Console, keep: int = 1) -> None:
     """Print ``table`` on ``console`` without cutting any cell (``split_table``)."""
     for sub in split_table(table, console.width, console, keep):
         console.print(sub)
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table line ``| a | b |``."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def print_markdown(text: str, console: Console) -> None:
+    """Print a Markdown report for people: each table (a header line, a ``|---|`` line and its
+    rows) through ``print_table``, so no cell is cut and wide tables split by columns; the
+    text between tables as rendered Markdown (wrapped at the terminal's width)."""
+    from rich.markdown import Markdown
+
+    lines, block = text.splitlines(), []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|--"):
+            if block:
+                console.print(Markdown("\n".join(block)))
+                block = []
+            table = Table(*_cells(lines[i]))
+            i += 2
+            while i < len(lines) and lines[i].startswith("|"):
+                table.add_row(*_cells(lines[i]))
+                i += 1
+            print_table(table, console)
+        else:
+            block.append(lines[i])
+            i += 1
+    if block:
+        console.print(Markdown("\n".join(block)))
