@@ -545,7 +545,8 @@ def test_one_job_names_a_known_workload_and_hybrid_sizes_are_bounded(tc) -> None
     assert "--workload 'zoo:no-such-model': no zoo model or workload tag" in first_line(r)
     r = tc("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--dp", "2000", "--tp", "1000")
     clean(r)
-    assert "--dp 2000 x --tp 1000 x --pp 1 = 2,000,000 GPUs is out of bounds" in first_line(r)
+    assert "--dp 2000 x --tp 1000 x --pp 1 x --cp 1 = 2,000,000 GPUs is out of bounds" \
+        in first_line(r)
 
 
 # ---------------------------------------------------------------- the store and its outputs

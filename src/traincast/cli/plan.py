@@ -65,7 +65,7 @@ def plan(
         help="zoo:NAME with an LLM config (traincast zoo list, 'plan': gpt3-175b, llama2-7b, "
              "llama3-70b, mixtral-8x7b, megatron-gpt-*, ...) or hf:config.json.")],
     gpus: Annotated[str, typer.Option(
-        help="GPUs N of the job (dp x tp x pp = N, at most 1,000,000), or a list (64,48,32): "
+        help="GPUs N of the job (dp x tp x pp x cp = N, at most 1,000,000), or a list (64,48,32): "
              "the best plan for each count as machines come and go (re-planning).")],
     node: Annotated[str, typer.Option(
         help="Node preset(s) (traincast hardware list); several separated by commas.")]
@@ -207,7 +207,8 @@ def plan(
 
 
 CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-parallel sizes "
-                 "(dp x tp x pp = GPUs); ep: expert-parallel size; zero: ZeRO stage; mb: "
+                 "(dp x tp x pp x cp = GPUs); ep: expert-parallel size; cp: context-parallel "
+                 "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage; mb: "
                  "micro-batch, sequences; recompute: activation recomputation; vp: interleaved "
                  "chunks per pipeline stage; sp/no-sp: sequence parallelism on/off")
 TIME_LEGEND = (

@@ -49,7 +49,7 @@ from traincast.predict import predict as predict_job
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
-HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch", "seq",
+HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "global_batch", "seq",
                 "recompute", "vp", "sp", "dtype", "attention", "framework")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
@@ -205,6 +205,10 @@ def predict(
                                     help="hybrid: pipeline stages.")] = 1,
     ep: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: expert-parallel size.")] = 1,
+    cp: Annotated[int, typer.Option(callback=within(1), help=(
+        "hybrid: context-parallel size: each sequence split over cp GPUs (2 cp must divide "
+        "--seq; needs a fused --attention), the key/value chunks passed around a ring and "
+        "overlapped with attention; GPUs = dp x tp x pp x cp."))] = 1,
     zero: Annotated[int | None, typer.Option(
         callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
         "recipe's, else 0).")] = None,
@@ -287,13 +291,15 @@ def predict(
 
         if model is None:
             raise TraincastError("--arch hybrid needs --model zoo:NAME or hf:config.json")
-        if dp * tp * pp > MAX_GPUS:
-            raise TraincastError(f"--dp {dp} x --tp {tp} x --pp {pp} = {dp * tp * pp:,} GPUs is "
-                                 f"out of bounds (at most {MAX_GPUS:,})", hint="check the sizes")
-        if gpus not in (1, dp * tp * pp):
-            raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp = {dp * tp * pp}")
+        n_gpus = dp * tp * pp * cp
+        if n_gpus > MAX_GPUS:
+            raise TraincastError(f"--dp {dp} x --tp {tp} x --pp {pp} x --cp {cp} = {n_gpus:,} "
+                                 f"GPUs is out of bounds (at most {MAX_GPUS:,})",
+                                 hint="check the sizes")
+        if gpus not in (1, n_gpus):
+            raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp x cp = {n_gpus}")
         node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"
-        result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep,
+        result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
@@ -371,7 +377,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
 
     job = result["job"]
     table = Table(title=f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
-                        f"ep={job['ep']} zero={job['zero']} on {job['gpus']} GPU(s) of "
+                        f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
+                        + f" zero={job['zero']} on {job['gpus']} GPU(s) of "
                         f"{result['hardware']['node']}", title_justify="left")
     table.add_column("component")
     table.add_column("time", justify="right")

@@ -34,7 +34,7 @@ def _f(x: ArrayLike) -> F:
     return np.asarray(x, dtype=np.float64)
 
 
-def linear_shapes(model: ModelConfig, b: ArrayLike, s: float, t: ArrayLike,
+def linear_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
                   e: ArrayLike = 1) -> list[tuple[F, F, F, F]]:
     """``(count, M, N, K)`` of each linear product of one layer on one GPU (forward).
 

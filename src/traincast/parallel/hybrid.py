@@ -1,7 +1,8 @@
-"""The ``hybrid`` architecture: data (ZeRO 0-3), tensor, pipeline and expert parallelism composed
-into one iteration time per GPU, vectorized over arrays of configurations.
+"""The ``hybrid`` architecture: data (ZeRO 0-3), tensor, pipeline, expert and context parallelism
+composed into one iteration time per GPU, vectorized over arrays of configurations.
 
-For one micro-batch on the slowest pipeline stage (``L_s = l / p`` layers plus the output head):
+For one micro-batch on the slowest pipeline stage (``L_s = l / p`` layers plus the output head),
+every per-token term over the ``s / cp`` tokens of a sequence one context rank holds:
 
     T_flop  = L_s ((1 + full) T_lin_fwd + T_lin_bwd + (3 + full + selective) T_attn)
               + T_logit_fwd + T_logit_bwd                    (parallel/gemm.py: each product at
@@ -13,15 +14,18 @@ For one micro-batch on the slowest pipeline stage (``L_s = l / p`` layers plus t
     T_tp    = L_s n_ar (2 (t-1)/t b s h delta / bw_tp + 2 (t-1) latency)
     T_ep    = L_s 4 (e-1)/e (b s / t) k h delta / bw_ep      (MoE layers only)
     T_p2p   = 2 v (latency + b s h delta / scatter / bw_pp)  (p > 1)
-    t_mb    = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p
+    T_cp    = L_s ((1 + full + selective) X_fwd + X_bwd)     (cp > 1: the key/value ring the
+              attention does not hide, X = (cp - 1) max(0, T_step - T_attn / cp))
+    t_mb    = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp
 
 and per iteration (``m = B / (d b)`` micro-batches)::
 
     T_pipe  = (m + (p - 1) / v) t_mb           (bubble: (p - 1) / v t_mb)
-    T_dp    = ZeRO-stage volume / bw_dp        (strategies.dp_bytes; bw_dp = min(intra, k nic)
-              for k group members per node) + tied-embedding all-reduce between first and last stage
+    T_dp    = ZeRO-stage volume / bw_dp        (strategies.dp_bytes over the d cp ranks that hold
+              the same weights; bw_dp = min(intra, k nic) for k group members per node)
+              + tied-embedding all-reduce between first and last stage
     T_opt   = 52 bytes (32 fp32) x optimizer-shard parameters / (M mem_eff)
-    T_data  = 16 s B / d / bw(pcie)            (token ids and labels, int64)
+    T_data  = 16 s B / (d cp) / bw(pcie)       (token ids and labels, int64)
     T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp      (f = overlap, default 0)
 
 with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction and
@@ -32,8 +36,9 @@ is in docs/parallelism.md.
 
 ``evaluate`` composes one pure function per term: ``configs`` (the broadcast sizes, ``m``,
 ``L_s``), ``microbatch_flops``, ``gemm_time_s`` (T_flop), ``elementwise_time_s`` (T_mem),
-``links`` and ``comm_time_s`` (T_tp, T_ep, T_p2p), ``stage_params``, ``update_time_s`` (T_acc,
-T_opt), ``sync_time_s`` (T_dp), ``memory_bytes``, ``time_parts_s`` and ``throughput``.
+``links`` and ``comm_time_s`` (T_tp, T_ep, T_p2p), ``cp_exchange_s`` (T_cp), ``stage_params``,
+``update_time_s`` (T_acc, T_opt), ``sync_time_s`` (T_dp), ``memory_bytes``, ``time_parts_s``
+and ``throughput``.
 """
 
 from __future__ import annotations
@@ -67,11 +72,12 @@ FlashAttention-2's): the scores stay on chip; rates in ``parallel/flash_attentio
 FUSED: tuple[str, ...] = ("flash", "flash3")
 """The fused attentions: the scores never leave the SM."""
 TIME_PARTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm_tp", "comm_pp",
-                               "comm_ep", "comm_dp", "bubble")
+                               "comm_ep", "comm_cp", "comm_dp", "bubble")
 PART_LABEL: dict[str, str] = {
     "data_io": "data I/O", "compute_flop": "FLOP-bound compute",
     "compute_mem": "memory-bound compute", "comm_tp": "tensor-parallel all-reduces",
     "comm_pp": "pipeline point-to-point", "comm_ep": "expert all-to-alls",
+    "comm_cp": "context-parallel key/value exchange",
     "comm_dp": "data-parallel gradient/parameter sync", "bubble": "pipeline bubble"}
 
 
@@ -218,15 +224,20 @@ def _i(x: ArrayLike) -> F:
 
 
 def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F, gb: F,
-                 vp: F, uneven_stages: bool = False) -> NDArray[np.int64]:
+                 vp: F, uneven_stages: bool = False, cp: ArrayLike = 1.0, seq: float = 0.0,
+                 fused: bool = True) -> NDArray[np.int64]:
     """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``
     (``uneven_stages``: layers need not divide evenly over ``pp vp`` chunks, only be at least
-    one per chunk)."""
+    one per chunk). Context parallelism (``cp > 1``) needs a fused attention (``fused``: the
+    ring exchange runs inside Transformer Engine's fused attention) and a sequence ``seq``
+    divisible by ``2 cp`` (each rank holds two of ``2 cp`` chunks, one early and one late, so
+    that causal attention costs every rank the same)."""
+    cp = _i(cp)
     with np.errstate(divide="ignore", invalid="ignore"):
         m = gb / (dp * mb)
     checks = [
         np.ones_like(dp, dtype=bool),
-        (dp >= 1) & (tp >= 1) & (pp >= 1) & (ep >= 1) & (mb >= 1) & (vp >= 1),
+        (dp >= 1) & (tp >= 1) & (pp >= 1) & (ep >= 1) & (mb >= 1) & (vp >= 1) & (cp >= 1),
         np.isclose(m, np.round(m)) & (m >= 1),
         (model.heads % tp == 0) & ((model.kv % tp == 0) | (tp % model.kv == 0)),
         (model.layers % (pp * vp) == 0) | (uneven_stages & (model.layers >= pp * vp)),
@@ -234,6 +245,7 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         (ep == 1) | ((model.experts % ep == 0) & (dp % ep == 0)),
         (zero >= 0) & (zero <= 3),
         (zero <= 1) | (pp == 1),
+        (cp <= 1) | (fused & (np.fmod(seq, 2.0 * np.maximum(cp, 1.0)) == 0)),
     ]
     code = np.zeros(np.broadcast(*checks).shape, dtype=np.int64)
     for i in range(len(checks) - 1, 0, -1):
@@ -250,23 +262,26 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "expert-parallel size must divide the experts and dp",
     "zero must be 0, 1, 2 or 3",
     "ZeRO-2/3 shard gradients per micro-batch and do not combine with pipeline parallelism "
-    "(use zero 0 or 1 with pp > 1)")
+    "(use zero 0 or 1 with pp > 1)",
+    "context parallelism (cp > 1) needs a fused attention (flash, flash3) and a sequence "
+    "divisible by 2 x cp")
 
 
 @dataclass(frozen=True)
 class Configs:
-    """The configurations of one :func:`evaluate` call, broadcast to one shape: sizes ``d t p e``
-    (data, tensor, pipeline, expert), ZeRO stage ``z``, micro-batch ``b``, global batch ``gb``
-    (``B``), recompute code ``r``, chunks per stage ``v``, sequence parallelism ``sp`` and the
-    schedule ``gpipe`` (as given); sequence ``s``, ``dtype`` and its bytes ``delta``; and what
-    follows from them: ``m = B / (d b)`` micro-batches, ``layers_stage`` (``L_s``, the slowest
-    stage's layers) and the 0/1 indicators ``full`` and ``selective`` of the recompute mode;
-    ``attention``, one of :data:`ATTENTION` for all of them."""
+    """The configurations of one :func:`evaluate` call, broadcast to one shape: sizes ``d t p e
+    cp`` (data, tensor, pipeline, expert, context), ZeRO stage ``z``, micro-batch ``b``, global
+    batch ``gb`` (``B``), recompute code ``r``, chunks per stage ``v``, sequence parallelism
+    ``sp`` and the schedule ``gpipe`` (as given); sequence ``s``, ``dtype`` and its bytes
+    ``delta``; and what follows from them: ``m = B / (d b)`` micro-batches, ``layers_stage``
+    (``L_s``, the slowest stage's layers) and the 0/1 indicators ``full`` and ``selective`` of
+    the recompute mode; ``attention``, one of :data:`ATTENTION` for all of them."""
 
     d: F
     t: F
     p: F
     e: F
+    cp: F
     z: F
     b: F
     gb: F
@@ -285,20 +300,33 @@ class Configs:
     dropout: bool = True
     """Attention and hidden dropout on (Megatron's kernels and masks) or off."""
 
+    @property
+    def s_rank(self) -> F:
+        """Tokens of each sequence on one GPU: ``s / cp`` (context parallelism splits every
+        activation along the sequence; 1 context rank holds the whole ``s``)."""
+        return self.s / self.cp
+
+    @property
+    def dp_group(self) -> F:
+        """The ranks that hold the same weights and reduce their gradients together:
+        ``d cp`` (Megatron-Core folds the context-parallel ranks into the data-parallel
+        gradient reduction and the distributed optimizer's sharding)."""
+        return self.d * self.cp
+
 
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
             seq: int | None, dtype: str, attention: str = "materialized",
-            dropout: bool = True) -> Configs:
+            dropout: bool = True, cp: ArrayLike = 1) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1``."""
     d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
-    b, gb, r, v = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp)
-    d, t, p, e, z, b, gb, r, v = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v)
+    b, gb, r, v, k = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp), _i(cp)
+    d, t, p, e, z, b, gb, r, v, k = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v, k)
     sp_arr = (t > 1) if sp is None else np.broadcast_to(np.asarray(sp, dtype=bool), d.shape)
-    return Configs(d=d, t=t, p=p, e=e, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
+    return Configs(d=d, t=t, p=p, e=e, cp=k, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
                    s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
@@ -320,33 +348,36 @@ def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
 
 def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
     """FLOPs and DRAM bytes of the fused attention kernel of one layer and micro-batch on one
-    GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``)::
+    GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``; ``s_r =
+    s / cp`` the tokens of a sequence on one context rank)::
 
-        F_fwd = c_causal 4 b s^2 a d / t          F_bwd = 2.5 F_fwd
-        B_fwd = delta b s (2 a d + 2 kv d) / t    (read Q, K, V; write O)
-        B_bwd = delta b s (4 a d + 4 kv d) / t    (read Q, K, V, O, dO; write dQ, dK, dV)
+        F_fwd = c_causal 4 b s^2 a d / (t cp)       F_bwd = 2.5 F_fwd
+        B_fwd = delta b s_r (2 a d + 2 kv d) / t    (read Q, K, V; write O)
+        B_bwd = delta b s_r (4 a d + 4 kv d) / t    (read Q, K, V, O, dO; write dQ, dK, dV)
 
     ``c_causal`` (1/2: a causal mask skips the tiles above the diagonal) and the backward's 2.5
     (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``. The
-    scores never reach DRAM. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
+    scores never reach DRAM. With context parallelism each rank's queries meet every key, and
+    the load-balanced split gives each rank ``1 / cp`` of the causal work; the key/value
+    chunks it receives are :func:`cp_exchange_s`'s. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
     rates = flash_rates()
     qd, kvd = float(model.q_dim), float(model.kv_dim)
-    f_fwd = rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / c.t
-    tokens = c.delta * c.b * c.s / c.t
+    f_fwd = rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / (c.t * c.cp)
+    tokens = c.delta * c.b * c.s_rank / c.t
     return (f_fwd, rates.backward_factor * f_fwd, tokens * (2.0 * qd + 2.0 * kvd),
             tokens * (4.0 * qd + 4.0 * kvd))
 
 
-def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
-    """Attention products of one layer and micro-batch on one GPU, forward, backward and
-    recomputation together.
+def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
+                       f_attn: F) -> tuple[F, F]:
+    """One forward and one backward pass of the attention products of one layer and
+    micro-batch on one GPU, ``(T_fwd, T_bwd)``:
 
-    * ``materialized``: ``(3 + full + selective) T_attn`` with ``T_attn = f_attn / (t R)``
-      times its roofline slowdown (``gemm.attention_slowdown``; the backward is two products
-      of each);
-    * ``flash``: ``(1 + full + selective) T_fwd + T_bwd`` with ``T_fwd = max(F_fwd / R_flash,
-      B_fwd / (M mem_eff))``, the same for ``T_bwd`` (:func:`flash_attention_work`; selective
-      recomputation reruns the fused forward, as Megatron's checkpointed core attention does).
+    * ``materialized``: ``T_fwd = T_attn`` and ``T_bwd = 2 T_attn`` with ``T_attn = f_attn /
+      (t cp R)`` times its roofline slowdown (``gemm.attention_slowdown``; the backward is two
+      products of each);
+    * ``flash``: ``T_fwd = max(F_fwd / R_flash, B_fwd / (M mem_eff))``, the same for ``T_bwd``
+      (:func:`flash_attention_work`).
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
@@ -355,12 +386,51 @@ def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn:
             raise TraincastError(f"{hw.gpu}: attention {c.attention} has no rate on this GPU",
                                  hint="FlashAttention-3 (flash3) runs on Hopper GPUs only "
                                       "(parallel/flash_attention.toml); use flash")
-        t_fwd = np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps)
-        t_bwd = np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps)
-        return (1.0 + c.full + c.selective) * t_fwd + t_bwd
-    attn_s = f_attn / c.t / hw.flops_per_s * gemm.attention_slowdown(
+        return (np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps),
+                np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps))
+    attn_s = f_attn / (c.t * c.cp) / hw.flops_per_s * gemm.attention_slowdown(
         c.s, float(model.head_size), c.delta, hw.flops_per_s, hw.mem_eff_bps)
-    return (3.0 + c.full + c.selective) * attn_s
+    return attn_s, 2.0 * attn_s
+
+
+def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
+    """Attention products of one layer and micro-batch on one GPU, forward, backward and
+    recomputation together: ``(1 + full + selective) T_fwd + T_bwd``
+    (:func:`attention_passes_s`; selective recomputation reruns the attention core's forward,
+    as Megatron's checkpointed core attention does)."""
+    t_fwd, t_bwd = attention_passes_s(model, hw, c, f_attn)
+    return (1.0 + c.full + c.selective) * t_fwd + t_bwd
+
+
+def cp_exchange_s(model: ModelConfig, hw: HybridHardware, c: Configs, ln: Links,
+                  f_attn: F) -> F:
+    """Context-parallel key/value exchange of one micro-batch on the slowest stage, the part
+    the attention does not hide (0 with ``cp = 1``).
+
+    Megatron-Core's context parallelism runs attention as a ring of ``cp`` steps: at each
+    step a rank computes its queries against one key/value chunk while it passes that chunk
+    on to the next rank (point-to-point, overlapped with the compute). A chunk is
+    ``C = delta b s_r 2 kv d / t`` bytes (K and V of ``s_r = s / cp`` tokens); the backward
+    passes K and V again and the gradients dK, dV: ``2 C``. A pass whose attention takes
+    ``T_a`` (:func:`attention_passes_s`) takes ``T_a / cp + (cp - 1) max(T_a / cp, T_step)``
+    with ``T_step = bytes / bw_cp + latency``, so it exposes::
+
+        X = (cp - 1) max(0, T_step - T_a / cp)
+
+    and per micro-batch ``T_cp = L_s ((1 + full + selective) X_fwd + X_bwd)`` (every rerun of
+    the attention forward gathers the chunks again). ``bw_cp``: the intra-node link when a
+    context group (``t cp`` GPUs, the tensor ranks innermost) fits in a node, else the slower
+    of intra link and NIC (:func:`links`)."""
+    t_fwd, t_bwd = attention_passes_s(model, hw, c, f_attn)
+    chunk = c.delta * c.b * c.s_rank * 2.0 * float(model.kv_dim) / c.t
+    steps = c.cp - 1.0
+
+    def exposed(t_attn: F, nbytes: F) -> F:
+        step = nbytes / ln.cp_bps + ln.cp_latency_s
+        return steps * np.maximum(0.0, step - t_attn / c.cp)
+
+    return c.layers_stage * ((1.0 + c.full + c.selective) * exposed(t_fwd, chunk)
+                             + exposed(t_bwd, 2.0 * chunk))
 
 
 def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
@@ -369,15 +439,16 @@ def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -
         T_flop = L_s ((1 + full) T_lin_fwd + T_lin_bwd + T_attn_layer)
                  + T_logit_fwd + T_logit_bwd
 
-    linear products (``gemm.linear_shapes``, logits ``(b s, V / t, h)``) at ``R = P eta`` over
+    linear products (``gemm.linear_shapes`` of the rank's ``s / cp`` tokens, logits
+    ``(b s / cp, V / t, h)``) at ``R = P eta`` over
     their tile/wave efficiency; ``T_attn_layer`` (:func:`attention_time_s`): materialized
     ``(3 + full + selective) T_attn`` with ``T_attn = f_attn / (t R)`` times its roofline
     slowdown, or the fused kernel's passes."""
     rate = hw.flops_per_s
-    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s, c.t, c.e), rate,
-                                         hw.sms, c.dtype)
+    lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e),
+                                         rate, hw.sms, c.dtype)
     one = np.ones_like(c.t)
-    logits = (one, c.b * c.s * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
+    logits = (one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
     logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype)
     return (c.layers_stage * ((1.0 + c.full) * lin_fwd + lin_bwd
                               + attention_time_s(model, hw, c, f_attn))
@@ -395,15 +466,15 @@ def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     backward alike (``strategies.elementwise_bytes_per_layer``'s kernels), as ``(hidden,
     attention)``:
 
-        hidden    = 2 b s h / t_sp     (the two bias+dropout+add kernels write a 1-byte mask
+        hidden    = 2 b s_r h / t_sp   (the two bias+dropout+add kernels write a 1-byte mask
                                         forward and read it backward; without dropout they
                                         are bias+add, ``3 delta`` each way)
-        attention = (2 delta + 1) b a s^2 / t   (the attention-dropout kernel, both ways; 0 with
-                                        fused attention, ``a = 0``)
+        attention = (2 delta + 1) b a s_r s / t   (the attention-dropout kernel, both ways; 0
+                                        with fused attention, ``a = 0``)
 
-    with ``t_sp = t`` under sequence parallelism, else 1."""
-    hidden = 2.0 * c.b * c.s * float(model.hidden) * sp_share(c)
-    return hidden, (2.0 * c.delta + 1.0) * c.b * score_heads(model, c) * c.s * c.s / c.t
+    with ``t_sp = t`` under sequence parallelism, else 1, and ``s_r = s / cp``."""
+    hidden = 2.0 * c.b * c.s_rank * float(model.hidden) * sp_share(c)
+    return hidden, (2.0 * c.delta + 1.0) * c.b * score_heads(model, c) * c.s_rank * c.s / c.t
 
 
 @dataclass(frozen=True)
@@ -445,7 +516,7 @@ def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
     the ``h``-wide tensors (the inputs of QKV and MLP up, the output gradients of the attention
     output and MLP down) over ``t_sp`` (:func:`sp_share`: under sequence parallelism each rank
     casts its ``1/t`` of the sequence, the gather runs in fp8)."""
-    shapes = gemm.linear_shapes(model, c.b, c.s, c.t, c.e)
+    shapes = gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e)
     share = sp_share(c)
     x = [n * m * k for n, m, _, k in shapes]
     g = [n * m * w for n, m, w, _ in shapes]
@@ -481,7 +552,10 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     (``strategies.elementwise_bytes_per_layer``; the forward repeated with full recomputation,
     the attention core's with selective), plus the fp32 cross-entropy over its logits::
 
-        T_mem = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s V / t] / (M mem_eff)
+        T_mem = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s_r V / t]
+                / (M mem_eff)
+
+    over the rank's ``s_r = s / cp`` tokens of each sequence.
 
     With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
     over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
@@ -491,7 +565,7 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     recomputation) and ``E_bwd`` (``C_bwd``).
     """
     ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
-        c.s, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
+        c.s_rank, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
         float(model.top_k), c.t, c.sp, c.delta)
     if not c.dropout:
         hidden, attn = dropout_bytes_per_layer(model, c)
@@ -500,7 +574,7 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         cast_fwd, cast_bwd = fp8_cast_bytes_per_layer(model, c)
         ew_fwd, ew_bwd = ew_fwd + cast_fwd, ew_bwd + cast_bwd
     return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
-            + st.CROSS_ENTROPY_BYTES * c.b * c.s * float(model.vocab) / c.t) / hw.mem_eff_bps
+            + st.CROSS_ENTROPY_BYTES * c.b * c.s_rank * float(model.vocab) / c.t) / hw.mem_eff_bps
 
 
 class Links(NamedTuple):
@@ -513,19 +587,24 @@ class Links(NamedTuple):
     pp_bps: F
     pp_latency_s: F
     dp_ring_bps: F
+    cp_bps: F
+    cp_latency_s: F
 
 
 def links(hw: HybridHardware, c: Configs) -> Links:
     """Links of the collectives on nodes of ``g`` GPUs: a tensor group stays inside a node when
     ``t <= g``, an expert group (``t e`` GPUs) when ``t e <= g``; consecutive pipeline stages
-    share a node when a whole model replica (``t p`` GPUs) fits in one (``pp_cross`` otherwise).
+    share a node when a whole model replica (``t p`` GPUs) fits in one (``pp_cross`` otherwise),
+    a context group (``cp`` ranks ``t`` apart) when ``t cp <= g``.
     Across nodes a link runs at ``min(intra, nic)`` with latency ``max(intra, nic)``. A
-    data-parallel group with ``k = clip(floor(g / t), 1, d)`` members per node drives
+    data-parallel group (``d cp`` ranks with context parallelism, :attr:`Configs.dp_group`)
+    with ``k = clip(floor(g / t), 1, d cp)`` members per node drives
     ``min(rails, k)`` network ports (NCCL runs one ring per rail): its ring crosses nodes at
     ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster)."""
     g = float(hw.gpus_per_node)
     pp_cross = c.t * c.p > g
-    members_per_node = np.clip(np.floor(g / c.t), 1.0, c.d)
+    cp_in = c.t * c.cp <= g
+    members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
     return Links(
         tp_bps=np.where(c.t <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
         tp_latency_s=np.where(c.t <= g, hw.intra_latency_s,
@@ -535,28 +614,34 @@ def links(hw: HybridHardware, c: Configs) -> Links:
         pp_bps=np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps),
         pp_latency_s=np.where(pp_cross, max(hw.intra_latency_s, hw.nic_latency_s),
                               hw.intra_latency_s),
-        dp_ring_bps=ring_link_bps(c.d, members_per_node, hw.intra_bps, hw.nic_bps, hw.rails))
+        dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps, hw.nic_bps,
+                                  hw.rails),
+        cp_bps=np.where(cp_in, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
+        cp_latency_s=np.where(cp_in, hw.intra_latency_s,
+                              max(hw.intra_latency_s, hw.nic_latency_s)))
 
 
 def comm_time_s(model: ModelConfig, c: Configs, ln: Links,
                 scatter_gather: bool = True) -> tuple[F, F, F]:
     """Tensor, expert and pipeline communication of one micro-batch on the slowest stage::
 
-        T_tp  = L_s n_ar (2 (t-1)/t b s h delta / bw_tp + 2 (t-1) latency)
-        T_ep  = L_s 4 (e-1)/e (b s / t) k h delta / bw_ep      (MoE layers only)
-        T_p2p = 2 v (latency + b s h delta / scatter / bw_pp)  (p > 1)
+        T_tp  = L_s n_ar (2 (t-1)/t b s_r h delta / bw_tp + 2 (t-1) latency)
+        T_ep  = L_s 4 (e-1)/e (b s_r / t) k h delta / bw_ep      (MoE layers only)
+        T_p2p = 2 v (latency + b s_r h delta / scatter / bw_pp)  (p > 1)
 
-    (``n_ar`` and the all-to-alls: 2 more each with full recompute; ``scatter = t`` when the
-    stages cross nodes and ``scatter_gather`` is on, else 1). Returns ``(T_tp, T_ep, T_p2p)``."""
+    (``s_r = s / cp``; ``n_ar`` and the all-to-alls: 2 more each with full recompute;
+    ``scatter = t`` when the stages cross nodes and ``scatter_gather`` is on, else 1). Returns
+    ``(T_tp, T_ep, T_p2p)``."""
     h = float(model.hidden)
-    t_tp = c.layers_stage * (st.tp_bytes_per_layer(c.b, c.s, h, c.delta, c.t, c.r) / ln.tp_bps
+    t_tp = c.layers_stage * (st.tp_bytes_per_layer(c.b, c.s_rank, h, c.delta, c.t, c.r)
+                             / ln.tp_bps
                              + st.tp_collectives_per_layer(c.r)
                              * st.ring_latency_s(c.t, ln.tp_latency_s))
     moe_layers = c.layers_stage if model.experts > 1 else 0.0 * c.layers_stage
-    t_ep = moe_layers * st.ep_bytes_per_layer(c.b, c.s, h, float(model.top_k), c.delta, c.t,
-                                              c.e, c.r) / ln.ep_bps
+    t_ep = moe_layers * st.ep_bytes_per_layer(c.b, c.s_rank, h, float(model.top_k), c.delta,
+                                              c.t, c.e, c.r) / ln.ep_bps
     scatter = np.where(ln.pp_cross & scatter_gather, c.t, 1.0)
-    t_p2p = st.p2p_time_s(st.p2p_bytes(c.b, c.s, h, c.delta, scatter), c.p, c.v, ln.pp_bps,
+    t_p2p = st.p2p_time_s(st.p2p_bytes(c.b, c.s_rank, h, c.delta, scatter), c.p, c.v, ln.pp_bps,
                           ln.pp_latency_s)
     return t_tp, t_ep, t_p2p
 
@@ -576,20 +661,21 @@ def update_time_s(hw: HybridHardware, c: Configs, params: F,
     """Memory-bound sweeps over the stage's ``params``: per micro-batch, unfused gradient
     accumulation ``T_acc = 3 delta params / (M mem_eff)`` (read both, write one; 0 when fused);
     per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M mem_eff)`` over
-    the optimizer shard (``params / d`` with ZeRO >= 1). Returns ``(T_acc, T_opt)``."""
+    the optimizer shard (``params / (d cp)`` with ZeRO >= 1). Returns ``(T_acc, T_opt)``."""
     t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params, c.delta) / hw.mem_eff_bps
-    opt_params = np.where(c.z >= 1, params / c.d, params)
+    opt_params = np.where(c.z >= 1, params / c.dp_group, params)
     return t_acc, st.OPTIMIZER_STEP_BYTES[c.dtype] * opt_params / hw.mem_eff_bps
 
 
 def sync_time_s(model: ModelConfig, c: Configs, ln: Links, params: F) -> tuple[F, F]:
     """Data-parallel sync per iteration: the ZeRO-stage volume (``strategies.dp_bytes`` of the
-    stage's ``params delta`` gradient and parameter bytes) over the data-parallel ring, plus
+    stage's ``params delta`` gradient and parameter bytes) over the data-parallel ring of
+    ``d cp`` ranks (:attr:`Configs.dp_group`), plus
     the all-reduce of a tied embedding's ``V h / t`` gradient between the first and last stage
     (a 2-member ring on the pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
     grad_bytes = params * c.delta
-    dp_volume = st.dp_bytes(grad_bytes, grad_bytes, c.d, c.m, c.z)
-    t_dp = np.where(c.d > 1, dp_volume / ln.dp_ring_bps, 0.0)
+    dp_volume = st.dp_bytes(grad_bytes, grad_bytes, c.dp_group, c.m, c.z)
+    t_dp = np.where(c.dp_group > 1, dp_volume / ln.dp_ring_bps, 0.0)
     t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
         model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
     return t_dp + t_emb, dp_volume
@@ -609,17 +695,20 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     (``c.dropout`` false) Korthikanti et al.'s dropout terms come off, in their convention
     (times ``delta / 2``): the two hidden masks ``2 s b h / t_sp`` (``t_sp = t`` under sequence
     parallelism, else 1; not with full recomputation) and, with no recomputation, the attention
-    dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays)."""
-    h = float(model.hidden)
-    act = st.activation_bytes_per_layer(c.s, c.b, h, score_heads(model, c), c.t, c.sp, c.r,
+    dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
+    With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
+    keeps only its own key/value chunk; context parallelism needs a fused attention, so no
+    ``s^2`` term remains)."""
+    h, s_r = float(model.hidden), c.s_rank
+    act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, c.r,
                                         c.delta)
     full = c.r == st.RECOMPUTE_CODE["full"]
-    kv_extra = 4.0 * c.s * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
+    kv_extra = 4.0 * s_r * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
     if c.dropout:
         return act
-    masks = 2.0 * c.s * c.b * h * sp_share(c)
-    attn = 3.0 * score_heads(model, c) * c.s * c.s * c.b / c.t
+    masks = 2.0 * s_r * c.b * h * sp_share(c)
+    attn = 3.0 * score_heads(model, c) * s_r * s_r * c.b / c.t
     return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
 
 
@@ -627,11 +716,11 @@ def activation_bytes(model: ModelConfig, c: Configs) -> F:
     """Activations per GPU: the larger of the first stage (``L_s`` layers of
     :func:`activation_bytes_per_layer` for each in-flight micro-batch) and the last
     (``L_s`` layers of one micro-batch, all ``m`` with GPipe, plus the logits
-    ``4 s b h / t (1 + V / h) delta / 2``; a single stage holds both)."""
+    ``4 s_r b h / t (1 + V / h) delta / 2``, ``s_r = s / cp``; a single stage holds both)."""
     h, v_ = float(model.hidden), float(model.vocab)
     act_layer = activation_bytes_per_layer(model, c)
     inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
-    logits_act = 4.0 * c.s * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
+    logits_act = 4.0 * c.s_rank * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
     act_first = act_layer * c.layers_stage * inflight + np.where(c.p == 1, logits_act, 0.0)
     act_last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0) \
         + logits_act
@@ -641,10 +730,11 @@ def activation_bytes(model: ModelConfig, c: Configs) -> F:
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
                  params: F) -> dict[str, F]:
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
-    ``params`` after ZeRO (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
+    ``params`` after ZeRO over the ``d cp`` ranks of :attr:`Configs.dp_group`
+    (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
     gathers at a time, ``(P_layer - P_experts) / t delta``), activations, their total and the
     GPU's capacity."""
-    w_b, g_b, o_b = st.model_state_bytes(params, c.d, c.z, c.dtype)
+    w_b, g_b, o_b = st.model_state_bytes(params, c.dp_group, c.z, c.dtype)
     dense_layer = model.layer_params - model.expert_params_per_layer
     w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
     act = activation_bytes(model, c)
@@ -662,11 +752,13 @@ class MicroBatchTimes(NamedTuple):
     tp_s: F
     ep_s: F
     p2p_s: F
+    cp_s: F
 
     @property
     def total_s(self) -> F:
-        """``t_mb = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p``."""
-        return self.flop_s + self.mem_s + self.acc_s + self.tp_s + self.ep_s + self.p2p_s
+        """``t_mb = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp``."""
+        return (self.flop_s + self.mem_s + self.acc_s + self.tp_s + self.ep_s + self.p2p_s
+                + self.cp_s)
 
 
 def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
@@ -677,16 +769,17 @@ def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
     m, t_mb = c.m, mb.total_s
     return {"total_s": total, "data_io_s": t_data, "compute_flop_s": m * mb.flop_s,
             "compute_mem_s": m * (mb.mem_s + mb.acc_s) + t_opt, "comm_tp_s": m * mb.tp_s,
-            "comm_pp_s": m * mb.p2p_s, "comm_ep_s": m * mb.ep_s, "comm_dp_s": t_dp,
+            "comm_pp_s": m * mb.p2p_s, "comm_ep_s": m * mb.ep_s, "comm_cp_s": m * mb.cp_s,
+            "comm_dp_s": t_dp,
             "bubble_s": (c.p - 1.0) / c.v * t_mb, "microbatch_s": t_mb}
 
 
 def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F) -> dict[str, F]:
-    """Per GPU of ``n = d t p``: tokens ``B s / (T n)``; model TFLOP/s
+    """Per GPU of ``n = d t p cp``: tokens ``B s / (T n)``; model TFLOP/s
     ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.); hardware TFLOP/s as executed,
     ``(B / b) (l ((3 + full) (f_gemm + f_attn) + selective f_attn) + 3 f_logit) / (T n)``."""
     f_gemm, f_attn, f_logit = flops
-    n_gpus, l_ = c.d * c.t * c.p, float(model.layers)
+    n_gpus, l_ = c.d * c.t * c.p * c.cp, float(model.layers)
     tokens = c.gb * c.s
     model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s) * tokens
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * (f_gemm + f_attn) + c.selective * f_attn)
@@ -703,7 +796,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              seq: int | None = None, dtype: str = "bf16", overlap: float = 0.0,
              scatter_gather: bool = True, grad_accum_fused: bool = True,
              uneven_stages: bool = False, attention: str = "materialized",
-             dropout: bool = True) -> dict[str, F]:
+             dropout: bool = True, cp: ArrayLike = 1) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -716,8 +809,11 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     ``materialized`` scores through DRAM, or ``flash``, a fused kernel
     (:func:`attention_time_s`). ``dropout=False`` removes the attention and hidden dropout
     kernels and their masks (:func:`dropout_bytes_per_layer`,
-    :func:`activation_bytes_per_layer`). Per iteration ``T_pipe = (m + (p - 1) / v)
-    t_mb``, ``T_data = 16 s B / d / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
+    :func:`activation_bytes_per_layer`). ``cp`` (context parallelism, fused attention only)
+    splits every sequence over ``cp`` ranks: per-GPU work and activations over ``s / cp``
+    tokens, the key/value ring of :func:`cp_exchange_s`, gradients reduced over ``d cp``
+    ranks; the job has ``d t p cp`` GPUs. Per iteration ``T_pipe = (m + (p - 1) / v)
+    t_mb``, ``T_data = 16 s B / (d cp) / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
     f T_dp) + (1 - f) T_dp`` (``f = overlap``). Configurations ``check_shapes`` rejects get NaN
     times and rates. Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS``
     + ``_s``, ``mem_*_bytes``, ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``,
@@ -725,15 +821,16 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     """
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
-                seq=seq, dtype=dtype, attention=attention, dropout=dropout)
-    shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages)
+                seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp)
+    shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
+                               cp=c.cp, seq=c.s, fused=c.attention in FUSED)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
     t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
     mb = MicroBatchTimes(gemm_time_s(model, hw, c, flops[1]), elementwise_time_s(model, hw, c),
-                         t_acc, t_tp, t_ep, t_p2p)
+                         t_acc, t_tp, t_ep, t_p2p, cp_exchange_s(model, hw, c, ln, flops[1]))
     t_dp, dp_volume = sync_time_s(model, c, ln, params)
-    t_data = data_time_s(16.0 * c.s * c.gb / c.d, hw.pcie_bps)
+    t_data = data_time_s(16.0 * c.s_rank * c.gb / c.d, hw.pcie_bps)
     total = total_time_s(t_data, st.pipeline_time_s(mb.total_s, c.p, c.m, c.v) + t_opt, t_dp,
                          overlap)
     mem = memory_bytes(model, hw, c, params)
@@ -741,12 +838,12 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     nan = np.where(valid, 1.0, np.nan)
     return {**{k: x * nan for k, x in time_parts_s(c, mb, t_data, t_opt, t_dp, total).items()},
             "micro_batches": c.m, "bubble_fraction": st.bubble_fraction(c.p, c.m, c.v),
-            "gpus": c.d * c.t * c.p, **mem,
+            "gpus": c.d * c.t * c.p * c.cp, **mem,
             "fits": valid & (mem["mem_total_bytes"] <= hw.mem_bytes), "shape_error": shape_error,
             **{k: x * nan for k, x in throughput(model, c, flops, total).items()},
             "dp_bytes_per_gpu": dp_volume,
             "tp_bytes_per_gpu": c.m * c.layers_stage * st.tp_bytes_per_layer(
-                c.b, c.s, float(model.hidden), c.delta, c.t, c.r),
+                c.b, c.s_rank, float(model.hidden), c.delta, c.t, c.r),
             "pp_link_nic": ln.pp_cross & (c.p > 1), "sp": c.sp}
 
 
@@ -892,14 +989,17 @@ def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) 
 
 
 def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
-                 micro_batch: int, gb: int, vp: int) -> None:
+                 micro_batch: int, gb: int, vp: int, cp: int = 1, seq: int = 0,
+                 attention: str = "materialized") -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects; called before
     ``evaluate``, where a size of 0 would divide by zero."""
-    code = int(check_shapes(cfg, *(_i(x) for x in (dp, tp, pp, ep, zero, micro_batch, gb, vp))))
+    code = int(check_shapes(cfg, *(_i(x) for x in (dp, tp, pp, ep, zero, micro_batch, gb, vp)),
+                            cp=cp, seq=float(seq), fused=attention in FUSED))
     if code:
         raise TraincastError(f"invalid hybrid configuration: {SHAPE_ERRORS[code]}",
-                             hint=f"dp={dp} tp={tp} pp={pp} ep={ep} vp={vp} micro-batch="
-                                  f"{micro_batch} global-batch={gb}, {cfg.name}: "
+                             hint=f"dp={dp} tp={tp} pp={pp} ep={ep} cp={cp} vp={vp} "
+                                  f"micro-batch={micro_batch} global-batch={gb} seq={seq} "
+                                  f"attention={attention}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads")
 
 
@@ -908,7 +1008,7 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     ``evaluate`` results: ``time_s`` (the four communications summed into ``comm``), each
     part's ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (largest part;
     for ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem) / total``."""
-    comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "dp")}
+    comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "cp", "dp")}
     time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
               "compute_mem": sc["compute_mem_s"], "comm": sum(comm.values()),
               "bubble": sc["bubble_s"], "total": sc["total_s"]}
@@ -934,7 +1034,7 @@ def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
 
 
 def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int = 1, pp: int = 1,
-                   ep: int = 1, zero: int | None = None, micro_batch: int = 1,
+                   ep: int = 1, cp: int = 1, zero: int | None = None, micro_batch: int = 1,
                    global_batch: int | None = None, seq: int | None = None,
                    recompute: str = "selective", vp: int = 1, dtype: str = "bf16",
                    sp: bool | None = None, schedule: str = "1f1b", overlap: float = 0.0,
@@ -974,11 +1074,12 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                                      zero=zero, grad_accum_fused=grad_accum_fused)
     attention, zero = knobs["attention"], int(knobs["zero"])
     s = int(seq or cfg.seq)
-    if min(dp, tp, pp, ep, micro_batch, vp) < 1:
-        _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, dp * micro_batch, vp)
+    if min(dp, tp, pp, ep, cp, micro_batch, vp) < 1:
+        _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, dp * micro_batch, vp, cp, s,
+                     attention)
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
-    _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp)
-    res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
+    _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp, cp, s, attention)
+    res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
                    attention=attention, dropout=knobs["dropout"],
@@ -1011,14 +1112,15 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "memory_gb": {k: sc[f"mem_{k}_bytes"] / 1e9 for k in
                       ("weights", "grads", "optimizer", "activations", "total", "capacity")},
         "fits": bool(res["fits"]),
-        "job": {"arch": "hybrid", "arch_label": "data + tensor + pipeline + expert parallelism",
-                "model": cfg.name, "gpus": int(dp * tp * pp), "dp": dp, "tp": tp, "pp": pp,
-                "ep": ep, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
+        "job": {"arch": "hybrid",
+                "arch_label": "data + tensor + pipeline + expert + context parallelism",
+                "model": cfg.name, "gpus": int(dp * tp * pp * cp), "dp": dp, "tp": tp, "pp": pp,
+                "ep": ep, "cp": cp, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],
-                "nodes": -(-int(dp * tp * pp) // hw.gpus_per_node)},
+                "nodes": -(-int(dp * tp * pp * cp) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

@@ -27,6 +27,7 @@ from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
     DEFAULT_BATCH_TOKENS,
     DEFAULT_FRAMEWORK,
+    FUSED,
     PART_LABEL,
     SHAPE_ERRORS,
     TIME_PARTS,
@@ -45,8 +46,8 @@ from traincast.parallel.hybrid import (
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
 
-CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "recompute", "vp",
-                                "sp")
+CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "recompute",
+                                "vp", "sp")
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 VPS: tuple[int, ...] = (1, 2, 4)
 ZEROS: tuple[int, ...] = (0, 1, 2, 3)
@@ -66,13 +67,15 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                       global_batch: int, *, zeros: tuple[int, ...] = ZEROS,
                       recomputes: tuple[int, ...] = RECOMPUTES,
                       micro_batches: tuple[int, ...] = MICRO_BATCHES,
-                      vps: tuple[int, ...] = VPS) -> dict[str, NDArray[np.int64]]:
-    """All shape-valid configurations with ``dp tp pp = gpus`` as int arrays (``CONFIG_KEYS``;
-    ``sp`` = sequence parallelism on/off, searched wherever tp > 1).
+                      vps: tuple[int, ...] = VPS, seq: int = 0,
+                      fused: bool = False) -> dict[str, NDArray[np.int64]]:
+    """All shape-valid configurations with ``dp tp pp cp = gpus`` as int arrays
+    (``CONFIG_KEYS``; ``sp`` = sequence parallelism on/off, searched wherever tp > 1).
 
     tp runs over the divisors of ``gpus`` up to the node size (tensor parallelism stays on the
     intra-node link), pp over the divisors of ``gpus / tp``, ep over the divisors of dp that
-    divide the experts (1 for dense models).
+    divide the experts (1 for dense models), cp (context parallelism) over the divisors of
+    ``gpus`` with a fused attention (``fused``; ``seq`` divisible by ``2 cp``), else 1.
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -80,17 +83,19 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     tps = divs[divs <= gpus_per_node]
     eps = divs[(divs <= model.experts) & (model.experts % divs == 0)] if model.experts > 1 \
         else np.array([1])
-    grids = np.meshgrid(tps, divs, eps, np.array(zeros), np.array(micro_batches),
+    cps = divs if fused else np.array([1])
+    grids = np.meshgrid(tps, divs, eps, cps, np.array(zeros), np.array(micro_batches),
                         np.array(recomputes), np.array(vps), np.array([0, 1]), indexing="ij")
-    t, p, e, z, b, r, v, sp = (x.ravel() for x in grids)
-    keep = (gpus % (t * p) == 0) & ((t > 1) | (sp == 1))
-    t, p, e, z, b, r, v, sp = (x[keep] for x in (t, p, e, z, b, r, v, sp))
-    d = gpus // (t * p)
+    t, p, e, k, z, b, r, v, sp = (x.ravel() for x in grids)
+    keep = (gpus % (t * p * k) == 0) & ((t > 1) | (sp == 1))
+    t, p, e, k, z, b, r, v, sp = (x[keep] for x in (t, p, e, k, z, b, r, v, sp))
+    d = gpus // (t * p * k)
     code = check_shapes(model, d.astype(float), t.astype(float), p.astype(float),
                         e.astype(float), z.astype(float), b.astype(float),
-                        np.full(d.shape, float(global_batch)), v.astype(float))
+                        np.full(d.shape, float(global_batch)), v.astype(float),
+                        cp=k.astype(float), seq=float(seq), fused=fused)
     ok = code == 0
-    return {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "zero": z[ok],
+    return {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "cp": k[ok], "zero": z[ok],
             "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok], "sp": sp[ok]}
 
 
@@ -99,6 +104,8 @@ def _describe(cfg: dict[str, Any]) -> str:
     parts = [f"dp={cfg['dp']}", f"tp={cfg['tp']}", f"pp={cfg['pp']}"]
     if cfg["ep"] > 1:
         parts.append(f"ep={cfg['ep']}")
+    if cfg.get("cp", 1) > 1:
+        parts.append(f"cp={cfg['cp']}")
     parts += [f"zero={cfg['zero']}", f"mb={cfg['micro_batch']}", f"recompute={rec}"]
     if cfg["vp"] > 1:
         parts.append(f"vp={cfg['vp']}")
@@ -109,7 +116,7 @@ def _describe(cfg: dict[str, Any]) -> str:
 
 SHARE_PARTS: dict[str, tuple[str, ...]] = {
     "compute": ("compute_flop", "compute_mem"),
-    "comm": ("comm_tp", "comm_pp", "comm_ep", "comm_dp"),
+    "comm": ("comm_tp", "comm_pp", "comm_ep", "comm_cp", "comm_dp"),
     "bubble": ("bubble",), "data_io": ("data_io",)}
 """The ``share`` of a row (the table's compute, comm and bubble columns and the sentence under
 it): the time of these ``TIME_PARTS`` summed, over the iteration time."""
@@ -308,8 +315,10 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     hw = hybrid_hardware(catalog, node, dtype, nic=nic)
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention)
     zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
-    cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros)
+    cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
+                             fused=knobs["attention"] in FUSED)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
+                   cp=cfgs["cp"],
                    zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
@@ -387,6 +396,7 @@ def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
     flags = [f"--model {model}", f"--node {row['node']}", f"--dp {c['dp']}", f"--tp {c['tp']}",
              f"--pp {c['pp']}"]
     flags += [f"--ep {c['ep']}"] * (c["ep"] > 1)
+    flags += [f"--cp {c['cp']}"] * (c["cp"] > 1)
     flags += [f"--zero {c['zero']}", f"--micro-batch {c['micro_batch']}",
               f"--recompute {st.RECOMPUTE[c['recompute']]}", f"--vp {c['vp']}"]
     flags += [("--sp" if c["sp"] else "--no-sp")] * (c["tp"] > 1)
@@ -417,7 +427,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     set_attention = any("attention" in v for v in sets.values())
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
-                "tp": "divisors of the GPUs up to the node's GPUs"}
+                "tp": "divisors of the GPUs up to the node's GPUs",
+                "cp": ("divisors of the GPUs whose 2 cp divides the sequence"
+                       if attention in FUSED else [1])}
 
     def words(xs: Sequence[Any]) -> str:
         return (", ".join(str(x) for x in xs[:-1]) + " or ") * (len(xs) > 1) + str(xs[-1])
@@ -433,7 +445,10 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute {words(searched['recompute'])}, "
                     f"ZeRO {words(zeros)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
-                    f"sequence parallelism on and off")
+                    f"sequence parallelism on and off, "
+                    + ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
+                       "sequence)" if attention in FUSED else
+                       "no context parallelism (it needs a fused attention)"))
     return out
 
 

@@ -1,0 +1,183 @@
+"""Context parallelism (``cp``) in the hybrid model: each sequence split over ``cp`` GPUs, the
+key/value chunks passed around a ring and overlapped with the attention, gradients reduced
+over ``d cp`` ranks.
+
+Every expected number is worked out by hand below for one layer of b = 1, h = 4096, a = 32
+heads of d = 128, kv = 8 key/value heads, 16-bit (delta = 2), t = 1, fused attention."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.parallel.hybrid import (
+    SHAPE_ERRORS,
+    TIME_PARTS,
+    activation_bytes_per_layer,
+    attention_passes_s,
+    check_shapes,
+    configs,
+    cp_exchange_s,
+    elementwise_time_s,
+    evaluate,
+    flash_attention_work,
+    hybrid_hardware,
+    links,
+    predict_hybrid,
+)
+from traincast.parallel.models import ModelConfig
+from traincast.parallel.plan import enumerate_configs, plan
+
+runner = CliRunner()
+H, A, KV, FFN, V, L = 4096, 32, 8, 16384, 32000, 2
+GQA = ModelConfig(name="gqa-cp-test", layers=L, hidden=H, heads=A, ffn=FFN, vocab=V, seq=8192,
+                  kv_heads=KV)
+
+
+def cfg(seq: int, cp: int, dp: int = 1, recompute: int = 0, attention: str = "flash",
+        zero: int = 0):
+    return configs(GQA, dp=dp, tp=1, pp=1, ep=1, zero=zero, micro_batch=1, global_batch=dp,
+                   recompute=recompute, vp=1, sp=None, gpipe=False, seq=seq, dtype="bf16",
+                   attention=attention, cp=cp)
+
+
+def cli(*args: str) -> str:
+    res = runner.invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_flash_work_per_context_rank_by_hand() -> None:
+    # s = 8192 over cp = 2: each rank's queries (4096 tokens) meet all 8192 keys, causal half
+    # of the full square 4 b s^2 a d = 4 x 8192^2 x 4096 = 2^40, split over 2 ranks: 2^38
+    f_fwd, f_bwd, b_fwd, b_bwd = (float(x) for x in flash_attention_work(GQA, cfg(8192, 2)))
+    assert f_fwd == 0.5 * 4 * 8192 ** 2 * 4096 / 2 == 2 ** 38
+    assert f_bwd == 2.5 * 2 ** 38
+    # bytes of the rank's own Q, K, V, O (4096 tokens): 2 x 4096 x (2 x 4096 + 2 x 1024)
+    assert b_fwd == 2 * 4096 * (2 * 4096 + 2 * 1024) == 83_886_080
+    assert b_bwd == 2 * 4096 * (4 * 4096 + 4 * 1024)
+
+
+def test_per_token_work_and_activations_are_those_of_the_rank_s_tokens() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    # without an s^2 term (fused attention) every memory-bound kernel and every activation of
+    # a rank holding s / cp = 4096 tokens is that of a 4096-token sequence on one GPU
+    for r in (0, 1, 2):
+        split, whole = cfg(8192, 2, recompute=r), cfg(4096, 1, recompute=r)
+        assert float(elementwise_time_s(GQA, hw, split)) == \
+            pytest.approx(float(elementwise_time_s(GQA, hw, whole)), rel=1e-12)
+        assert float(activation_bytes_per_layer(GQA, split)) == \
+            pytest.approx(float(activation_bytes_per_layer(GQA, whole)), rel=1e-12)
+    # Korthikanti et al., no recomputation: s b h 34 + 4 s b (kv d - h) with s = 4096
+    assert float(activation_bytes_per_layer(GQA, cfg(8192, 2))) == \
+        4096 * H * 34 + 4 * 4096 * (KV * 128 - H)
+
+
+def test_ring_exchange_exposed_by_hand() -> None:
+    # a slow link: 1 GB/s, no latency, so the chunks cannot hide behind the attention
+    hw = dataclasses.replace(hybrid_hardware(None, "dgx-h100", "bf16"), intra_bps=1e9,
+                             intra_latency_s=0.0)
+    c = cfg(8192, 4, recompute=2)
+    rf = hw.flash_flops_per_s
+    # per rank: causal 4 b s^2 a d / 2 / cp = 2^40 / 2 / 4 = 2^37 forward, 2.5 x backward
+    t_fwd = max(2 ** 37 / rf, 2 * 2048 * (2 * 4096 + 2 * 1024) / hw.mem_eff_bps)
+    t_bwd = max(2.5 * 2 ** 37 / rf, 2 * 2048 * (4 * 4096 + 4 * 1024) / hw.mem_eff_bps)
+    got = [float(x) for x in attention_passes_s(GQA, hw, c, np.float64(0.0))]
+    assert got == pytest.approx([t_fwd, t_bwd], rel=1e-12)
+    # a chunk: K and V of s / cp = 2048 tokens, kv d = 1024 wide, 2 bytes: 8,388,608 bytes
+    chunk = 2 * 2048 * 2 * 1024
+    assert chunk == 8_388_608
+    x_fwd = 3 * max(0.0, chunk / 1e9 - t_fwd / 4)       # cp - 1 = 3 steps exposed
+    x_bwd = 3 * max(0.0, 2 * chunk / 1e9 - t_bwd / 4)   # backward passes K, V and dK, dV
+    assert x_fwd > 0 and x_bwd > 0
+    # full recomputation gathers the chunks again for the rerun forward: 2 X_fwd + X_bwd
+    ln = links(hw, c)
+    assert float(cp_exchange_s(GQA, hw, c, ln, np.float64(0.0))) == \
+        pytest.approx(L * (2 * x_fwd + x_bwd), rel=1e-12)
+
+
+def test_ring_exchange_hides_behind_long_attention_and_is_zero_without_cp() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    c = cfg(65536, 2)
+    t_fwd, _ = (float(x) for x in attention_passes_s(GQA, hw, c, np.float64(0.0)))
+    chunk = 2 * 32768 * 2 * 1024
+    # NVLink inside a node: one step's transfer is shorter than half the attention pass
+    assert chunk / hw.intra_bps + hw.intra_latency_s < t_fwd / 2
+    assert float(cp_exchange_s(GQA, hw, c, links(hw, c), np.float64(0.0))) == 0.0
+    one = cfg(8192, 1)
+    assert float(cp_exchange_s(GQA, hw, one, links(hw, one), np.float64(0.0))) == 0.0
+
+
+def test_gradients_reduce_and_shard_over_dp_times_cp() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    kw = {"tp": 1, "pp": 1, "seq": 8192, "attention": "flash", "micro_batch": 1}
+    # dp 2 x cp 2 holds the weights on 4 GPUs, as dp 4: the same ZeRO-1 shard and gradient bytes
+    a = evaluate(GQA, hw, dp=2, cp=2, zero=1, global_batch=2, **kw)
+    b = evaluate(GQA, hw, dp=4, cp=1, zero=1, global_batch=4, **kw)
+    assert float(a["mem_optimizer_bytes"]) == pytest.approx(float(b["mem_optimizer_bytes"]))
+    assert float(a["dp_bytes_per_gpu"]) == pytest.approx(float(b["dp_bytes_per_gpu"]))
+    assert float(a["comm_dp_s"]) == pytest.approx(float(b["comm_dp_s"]))
+    assert float(a["gpus"]) == 4
+    # tokens per GPU: B s / (T d t p cp)
+    assert float(a["tokens_per_s_per_gpu"]) == \
+        pytest.approx(2 * 8192 / (float(a["total_s"]) * 4), rel=1e-12)
+    assert "comm_cp" in TIME_PARTS and "comm_cp_s" in a
+
+
+def test_shape_rules_of_cp() -> None:
+    one = np.ones(1)
+    code = int(check_shapes(GQA, one, one, one, one, 0 * one, one, one, one, cp=2.0,
+                            seq=8192.0, fused=False)[0])
+    assert "fused attention" in SHAPE_ERRORS[code]
+    # 2 cp must divide the sequence: 4100 = 8 x 512 + 4
+    code = int(check_shapes(GQA, one, one, one, one, 0 * one, one, one, one, cp=4.0,
+                            seq=4100.0, fused=True)[0])
+    assert "divisible by 2 x cp" in SHAPE_ERRORS[code]
+    assert int(check_shapes(GQA, one, one, one, one, 0 * one, one, one, one, cp=4.0,
+                            seq=4096.0, fused=True)[0]) == 0
+    with pytest.raises(TraincastError, match="context parallelism"):
+        predict_hybrid(GQA, node="dgx-h100", dp=1, cp=2, attention="materialized")
+
+
+def test_cli_cp_counts_gpus_and_names_itself() -> None:
+    base = ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
+            "--dp", "2", "--cp", "2", "--seq", "16384", "--framework", "megatron-core",
+            "--global-batch", "8"]
+    out = json.loads(cli(*base, "--json"))
+    assert out["job"]["cp"] == 2 and out["job"]["gpus"] == 4 and "cp" in out["comm_s"]
+    assert "cp=2" in cli(*base)
+    res = runner.invoke(app, [*base, "--gpus", "8"])
+    assert res.exit_code != 0 and "dp x tp x pp x cp = 4" in str(res.exception)
+    res = runner.invoke(app, [*base, "--attention", "materialized"])
+    assert res.exit_code != 0 and "context parallelism" in str(res.exception)
+    assert "--cp" in cli("predict", "--help")
+
+
+def test_plan_searches_cp_only_with_fused_attention() -> None:
+    fused = enumerate_configs(GQA, 16, 8, 16, seq=8192, fused=True)
+    assert np.all(fused["dp"] * fused["tp"] * fused["pp"] * fused["cp"] == 16)
+    assert set(fused["cp"].tolist()) == {1, 2, 4, 8, 16}
+    plain = enumerate_configs(GQA, 16, 8, 16, seq=8192, fused=False)
+    assert set(plain["cp"].tolist()) == {1}
+
+
+def test_plan_picks_cp_for_a_long_sequence_and_predict_agrees() -> None:
+    # 262,144 tokens of Llama-2-7B on 16 H100s: the ring exchange hides behind attention this
+    # long, tensor parallelism's all-reduces do not, so the fastest layouts split the sequence
+    out = plan("zoo:llama2-7b", 16, "dgx-h100", seq=262144, global_batch=2,
+               framework="megatron-core", top=2)
+    assert out["top"] and all(r["config"]["cp"] > 1 for r in out["top"])
+    assert "context parallelism" in out["assumed"]["text"]
+    for row in out["top"]:
+        line = shlex.split(row["predict"])
+        assert "--cp" in line
+        again = json.loads(cli(*line[1:], "--json"))
+        assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
+        assert again["job"]["cp"] == row["config"]["cp"]
