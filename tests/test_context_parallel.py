@@ -22,15 +22,19 @@ from traincast.parallel.hybrid import (
     TIME_PARTS,
     activation_bytes_per_layer,
     attention_passes_s,
+    attention_time_s,
     check_shapes,
     configs,
     cp_exchange_s,
     elementwise_time_s,
     evaluate,
     flash_attention_work,
+    gemm_time_s,
     hybrid_hardware,
     links,
     predict_hybrid,
+    stage_params,
+    update_time_s,
 )
 from traincast.parallel.models import ModelConfig
 from traincast.parallel.plan import enumerate_configs, plan
@@ -60,9 +64,12 @@ def test_flash_work_per_context_rank_by_hand() -> None:
     f_fwd, f_bwd, b_fwd, b_bwd = (float(x) for x in flash_attention_work(GQA, cfg(8192, 2)))
     assert f_fwd == 0.5 * 4 * 8192 ** 2 * 4096 / 2 == 2 ** 38
     assert f_bwd == 2.5 * 2 ** 38
-    # bytes of the rank's own Q, K, V, O (4096 tokens): 2 x 4096 x (2 x 4096 + 2 x 1024)
-    assert b_fwd == 2 * 4096 * (2 * 4096 + 2 * 1024) == 83_886_080
-    assert b_bwd == 2 * 4096 * (4 * 4096 + 4 * 1024)
+    # Q and O of the rank's 4096 tokens (a d = 4096 wide), K and V of all 8192 as the chunks
+    # arrive (kv d = 1024 wide): 2 x (2 x 4096 x 4096 + 2 x 8192 x 1024)
+    assert b_fwd == 2 * (2 * 4096 * 4096 + 2 * 8192 * 1024) == 100_663_296
+    # backward: Q, O, dO read and dQ written for the rank's tokens, K, V read and dK, dV
+    # written for all of them
+    assert b_bwd == 2 * (4 * 4096 * 4096 + 4 * 8192 * 1024) == 201_326_592
 
 
 def test_per_token_work_and_activations_are_those_of_the_rank_s_tokens() -> None:
@@ -80,6 +87,58 @@ def test_per_token_work_and_activations_are_those_of_the_rank_s_tokens() -> None
         4096 * H * 34 + 4 * 4096 * (KV * 128 - H)
 
 
+def test_products_and_communication_are_those_of_the_rank_s_tokens() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    f_attn = np.float64(0.0)
+    # linear products and logits: a rank of s / cp tokens runs what a 4096-token sequence runs
+    for r in (0, 2):
+        split, whole = cfg(8192, 2, recompute=r), cfg(4096, 1, recompute=r)
+        lin = [float(gemm_time_s(GQA, hw, x, f_attn)) - L * float(attention_time_s(
+               GQA, hw, x, f_attn)) for x in (split, whole)]
+        assert lin[0] == pytest.approx(lin[1], rel=1e-12)
+    # tensor-parallel all-reduces, pipeline sends and data I/O over s / cp tokens, by hand:
+    # t = 2, p = 2, cp = 2 (8 GPUs: one node), s = 8192, b = 1, B = 4 (dp 1, 4 micro-batches)
+    kw = {"tp": 2, "pp": 2, "micro_batch": 1, "global_batch": 4, "attention": "flash",
+          "recompute": 0}
+    res = evaluate(GQA, hw, dp=1, cp=2, seq=8192, **kw)
+    s_r, m, t = 4096, 4, 2
+    # T_tp = m L_s n_ar (2 (t-1)/t b s_r h delta / bw + 2 (t-1) alpha), L_s = 1, n_ar = 4
+    t_tp = m * 1 * 4 * (2 * (t - 1) / t * s_r * H * 2 / hw.intra_bps + 2 * (t - 1)
+                        * hw.intra_latency_s)
+    assert float(res["comm_tp_s"]) == pytest.approx(t_tp, rel=1e-12)
+    # T_p2p = m 2 v (alpha + b s_r h delta / bw): the replica t cp p = 8 GPUs fits the node
+    t_p2p = m * 2 * (hw.intra_latency_s + s_r * H * 2 / hw.intra_bps)
+    assert float(res["comm_pp_s"]) == pytest.approx(t_p2p, rel=1e-12)
+    # T_data = 16 s_r B / d / bw(pcie)
+    assert float(res["data_io_s"]) == pytest.approx(16 * s_r * 4 / hw.pcie_bps, rel=1e-12)
+    assert float(res["gpus"]) == 8
+
+
+def test_optimizer_step_over_dp_times_cp_by_hand() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    c = cfg(8192, 2, dp=2, zero=1)
+    params = stage_params(GQA, c)
+    # ZeRO-1: each of the d cp = 4 ranks updates a quarter, 52 bytes per parameter (bf16)
+    _, t_opt = update_time_s(hw, c, params)
+    assert float(t_opt) == pytest.approx(52 * float(params) / 4 / hw.mem_eff_bps, rel=1e-12)
+
+
+def test_context_group_crossing_nodes_uses_the_network() -> None:
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+
+    def one(t: int, cp: int, p: int = 1):
+        return configs(GQA, dp=1, tp=t, pp=p, ep=1, zero=0, micro_batch=1, global_batch=1,
+                       recompute=0, vp=1, sp=None, gpipe=False, seq=8192, dtype="bf16",
+                       attention="flash", cp=cp)
+
+    inside, across = links(hw, one(2, 4)), links(hw, one(4, 4))     # t cp = 8 and 16 GPUs
+    assert float(inside.cp_bps) == hw.intra_bps
+    assert float(across.cp_bps) == min(hw.intra_bps, hw.nic_bps)
+    assert float(across.cp_latency_s) == max(hw.intra_latency_s, hw.nic_latency_s)
+    # a model replica of t cp p = 4 x 2 x 2 = 16 GPUs spans two nodes: its stages cross the NIC
+    assert bool(links(hw, one(4, 2, 2)).pp_cross) and not bool(links(hw, one(4, 1, 2)).pp_cross)
+
+
 def test_ring_exchange_exposed_by_hand() -> None:
     # a slow link: 1 GB/s, no latency, so the chunks cannot hide behind the attention
     hw = dataclasses.replace(hybrid_hardware(None, "dgx-h100", "bf16"), intra_bps=1e9,
@@ -87,8 +146,8 @@ def test_ring_exchange_exposed_by_hand() -> None:
     c = cfg(8192, 4, recompute=2)
     rf = hw.flash_flops_per_s
     # per rank: causal 4 b s^2 a d / 2 / cp = 2^40 / 2 / 4 = 2^37 forward, 2.5 x backward
-    t_fwd = max(2 ** 37 / rf, 2 * 2048 * (2 * 4096 + 2 * 1024) / hw.mem_eff_bps)
-    t_bwd = max(2.5 * 2 ** 37 / rf, 2 * 2048 * (4 * 4096 + 4 * 1024) / hw.mem_eff_bps)
+    t_fwd = max(2 ** 37 / rf, 2 * (2 * 2048 * 4096 + 2 * 8192 * 1024) / hw.mem_eff_bps)
+    t_bwd = max(2.5 * 2 ** 37 / rf, 2 * (4 * 2048 * 4096 + 4 * 8192 * 1024) / hw.mem_eff_bps)
     got = [float(x) for x in attention_passes_s(GQA, hw, c, np.float64(0.0))]
     assert got == pytest.approx([t_fwd, t_bwd], rel=1e-12)
     # a chunk: K and V of s / cp = 2048 tokens, kv d = 1024 wide, 2 bytes: 8,388,608 bytes
@@ -139,7 +198,7 @@ def test_shape_rules_of_cp() -> None:
     # 2 cp must divide the sequence: 4100 = 8 x 512 + 4
     code = int(check_shapes(GQA, one, one, one, one, 0 * one, one, one, one, cp=4.0,
                             seq=4100.0, fused=True)[0])
-    assert "divisible by 2 x cp" in SHAPE_ERRORS[code]
+    assert "divisible by 2 x cp" in SHAPE_ERRORS[code] and "fused" not in SHAPE_ERRORS[code]
     assert int(check_shapes(GQA, one, one, one, one, 0 * one, one, one, one, cp=4.0,
                             seq=4096.0, fused=True)[0]) == 0
     with pytest.raises(TraincastError, match="context parallelism"):
@@ -164,6 +223,10 @@ def test_plan_searches_cp_only_with_fused_attention() -> None:
     fused = enumerate_configs(GQA, 16, 8, 16, seq=8192, fused=True)
     assert np.all(fused["dp"] * fused["tp"] * fused["pp"] * fused["cp"] == 16)
     assert set(fused["cp"].tolist()) == {1, 2, 4, 8, 16}
+    # 2 cp must divide the sequence: 6000 = 2^4 x 3 x 5^3 on 16 GPUs takes cp = 1, 2, 4, 8
+    # (2 cp = 2, 4, 8, 16), not 16 (32 does not divide 6000)
+    odd = enumerate_configs(GQA, 16, 8, 16, seq=6000, fused=True)
+    assert set(odd["cp"].tolist()) == {1, 2, 4, 8}
     plain = enumerate_configs(GQA, 16, 8, 16, seq=8192, fused=False)
     assert set(plain["cp"].tolist()) == {1}
 

@@ -245,7 +245,8 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         (ep == 1) | ((model.experts % ep == 0) & (dp % ep == 0)),
         (zero >= 0) & (zero <= 3),
         (zero <= 1) | (pp == 1),
-        (cp <= 1) | (fused & (np.fmod(seq, 2.0 * np.maximum(cp, 1.0)) == 0)),
+        (cp <= 1) | fused,
+        (cp <= 1) | (np.fmod(seq, 2.0 * np.maximum(cp, 1.0)) == 0),
     ]
     code = np.zeros(np.broadcast(*checks).shape, dtype=np.int64)
     for i in range(len(checks) - 1, 0, -1):
@@ -263,8 +264,10 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "zero must be 0, 1, 2 or 3",
     "ZeRO-2/3 shard gradients per micro-batch and do not combine with pipeline parallelism "
     "(use zero 0 or 1 with pp > 1)",
-    "context parallelism (cp > 1) needs a fused attention (flash, flash3) and a sequence "
-    "divisible by 2 x cp")
+    "context parallelism (cp > 1) needs a fused attention (--attention flash or flash3, or a "
+    "--framework that sets one)",
+    "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
+    "pieces)")
 
 
 @dataclass(frozen=True)
@@ -351,21 +354,23 @@ def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
     GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``; ``s_r =
     s / cp`` the tokens of a sequence on one context rank)::
 
-        F_fwd = c_causal 4 b s^2 a d / (t cp)       F_bwd = 2.5 F_fwd
-        B_fwd = delta b s_r (2 a d + 2 kv d) / t    (read Q, K, V; write O)
-        B_bwd = delta b s_r (4 a d + 4 kv d) / t    (read Q, K, V, O, dO; write dQ, dK, dV)
+        F_fwd = c_causal 4 b s^2 a d / (t cp)             F_bwd = 2.5 F_fwd
+        B_fwd = delta b (2 s_r a d + 2 s kv d) / t        (read Q, K, V; write O)
+        B_bwd = delta b (4 s_r a d + 4 s kv d) / t        (read Q, K, V, O, dO; write dQ,
+                                                           dK, dV)
 
     ``c_causal`` (1/2: a causal mask skips the tiles above the diagonal) and the backward's 2.5
     (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``. The
     scores never reach DRAM. With context parallelism each rank's queries meet every key, and
-    the load-balanced split gives each rank ``1 / cp`` of the causal work; the key/value
-    chunks it receives are :func:`cp_exchange_s`'s. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
+    the load-balanced split gives each rank ``1 / cp`` of the causal work; its kernels read the
+    K and V chunks of all ``s`` tokens as they arrive (:func:`cp_exchange_s`) and write their
+    gradients. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
     rates = flash_rates()
     qd, kvd = float(model.q_dim), float(model.kv_dim)
     f_fwd = rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / (c.t * c.cp)
-    tokens = c.delta * c.b * c.s_rank / c.t
-    return (f_fwd, rates.backward_factor * f_fwd, tokens * (2.0 * qd + 2.0 * kvd),
-            tokens * (4.0 * qd + 4.0 * kvd))
+    own, every = c.delta * c.b * c.s_rank / c.t, c.delta * c.b * c.s / c.t
+    return (f_fwd, rates.backward_factor * f_fwd, own * 2.0 * qd + every * 2.0 * kvd,
+            own * 4.0 * qd + every * 4.0 * kvd)
 
 
 def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
@@ -594,7 +599,8 @@ class Links(NamedTuple):
 def links(hw: HybridHardware, c: Configs) -> Links:
     """Links of the collectives on nodes of ``g`` GPUs: a tensor group stays inside a node when
     ``t <= g``, an expert group (``t e`` GPUs) when ``t e <= g``; consecutive pipeline stages
-    share a node when a whole model replica (``t p`` GPUs) fits in one (``pp_cross`` otherwise),
+    share a node when a whole model replica (``t cp p`` GPUs) fits in one (``pp_cross``
+    otherwise),
     a context group (``cp`` ranks ``t`` apart) when ``t cp <= g``.
     Across nodes a link runs at ``min(intra, nic)`` with latency ``max(intra, nic)``. A
     data-parallel group (``d cp`` ranks with context parallelism, :attr:`Configs.dp_group`)
@@ -602,7 +608,7 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     ``min(rails, k)`` network ports (NCCL runs one ring per rail): its ring crosses nodes at
     ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster)."""
     g = float(hw.gpus_per_node)
-    pp_cross = c.t * c.p > g
+    pp_cross = c.t * c.cp * c.p > g
     cp_in = c.t * c.cp <= g
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
     return Links(
@@ -708,7 +714,7 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     if c.dropout:
         return act
     masks = 2.0 * s_r * c.b * h * sp_share(c)
-    attn = 3.0 * score_heads(model, c) * s_r * s_r * c.b / c.t
+    attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
     return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
 
 
@@ -1005,7 +1011,7 @@ def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int
 
 def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     """The time keys of the ``predict --json`` object from one configuration's scalar
-    ``evaluate`` results: ``time_s`` (the four communications summed into ``comm``), each
+    ``evaluate`` results: ``time_s`` (the five communications summed into ``comm``), each
     part's ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (largest part;
     for ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem) / total``."""
     comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "cp", "dp")}
