@@ -68,6 +68,11 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert rates["flash", "A100-SXM4-80GB"]["fraction"] == 0.50  # FA2 abstract: 50-73% of A100
     assert rates["flash", "H100-SXM5-80GB"]["fraction"] == 0.35  # FA3 abstract: FA2 at 35%
     assert rates["flash3", "H100-SXM5-80GB"]["fraction"] == 0.75  # FA3 abstract: 740 TFLOP/s
+    # FA2 abstract on FlashAttention: "only 25-40% of the theoretical maximum FLOPs/s" (A100)
+    assert rates["flash1", "A100-SXM4-80GB"]["fraction"] == 0.25
+    # no published Hopper figure: 0.25 x FA2's H100 / A100 ratio 0.35 / 0.50
+    assert rates["flash1", "H100-SXM5-80GB"]["fraction"] == pytest.approx(0.25 * 0.35 / 0.50)
+    assert raw["default_fraction"] == {"flash": 0.50, "flash1": 0.25}
     assert all(r["source"] and r["kernel"] for r in raw["rate"])
 
 
@@ -87,6 +92,13 @@ def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     assert h200.flash3_flops_per_s == pytest.approx(0.75 * h200.peak_tflops * 1e12)
     l4 = hybrid_hardware(None, "l4-pcie", "bf16")  # no published FlashAttention-2 figure
     assert l4.flash_flops_per_s == pytest.approx(0.50 * l4.peak_tflops * 1e12)
+    # the first FlashAttention: 0.25 on A100, 0.175 on H100, the A100's 0.25 elsewhere
+    assert a100.flash1_flops_per_s == pytest.approx(0.25 * a100.peak_tflops * 1e12)
+    assert bf16.flash1_flops_per_s == pytest.approx(0.175 * bf16.peak_tflops * 1e12)
+    assert l4.flash1_flops_per_s == pytest.approx(0.25 * l4.peak_tflops * 1e12)
+    for hw in (a100, bf16, l4):
+        assert hw.fused_rate("flash1") == hw.flash1_flops_per_s
+        assert hw.fused_rate("flash") == hw.flash_flops_per_s
 
 
 def test_flash3_off_hopper_is_a_clean_error() -> None:
@@ -250,7 +262,7 @@ def test_plan_passes_attention_and_its_best_predicts_the_same_time() -> None:
 
 
 def test_tables_row_key_attention() -> None:
-    assert table_rows("llm_foundry.toml")["attention"] == "flash"
+    assert table_rows("llm_foundry.toml")["attention"] == "flash1"
     for name in ("megatron_2021.toml", "published_llm.toml"):
         table = table_rows(name)
         assert "attention" not in table and all("attention" not in r for r in table["row"])

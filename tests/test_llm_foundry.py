@@ -135,21 +135,25 @@ def test_comparison_runs_on_every_row() -> None:
                                       + 0.006 / r["mfu_percent"]), r["run"]
 
 
-def test_errors_grow_with_the_sequence_as_docs_say() -> None:
-    # docs/validation.md: the table prices attention as the runs ran it (attention = "flash":
-    # no s^2 scores in DRAM or activations), so every row fits its GPU; without the score
-    # traffic the model predicts these runs too fast, more so at long sequences (the fused
-    # kernels' published rates are above what llm-foundry's kernels reached)
+def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
+    # docs/validation.md: the table prices attention as the runs ran it (attention = "flash1":
+    # the first FlashAttention's published rate, no s^2 scores in DRAM or activations), so
+    # every row fits its GPU; the A100 80 GB rows meet the 10% median, the H100 rows are
+    # predicted too fast, and the longest sequences too slow (the Triton kernel at long
+    # sequences is above FlashAttention's low-end 25% of peak)
     from statistics import median
 
     rows = llm_foundry()
     assert all(r["fits"] for r in rows)
+    by_gpu: dict[tuple[str, str], list[float]] = {}
     by_seq: dict[int, list[float]] = {}
     for r in rows:
+        by_gpu.setdefault((r["gpu"], r["dtype"]), []).append(r["rel_error"])
         by_seq.setdefault(r["seq"], []).append(r["rel_error"])
-    assert all(median(errs) > 0 for errs in by_seq.values())
-    assert median(by_seq[32768]) > median(by_seq[2048]) > median(by_seq[512])
-    assert 0.15 <= median(abs(r["rel_error"]) for r in rows) <= 0.40
+    assert median(abs(e) for e in by_gpu["A100-SXM4-80GB", "bf16"]) <= 0.10
+    assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.10
+    assert median(by_seq[65536]) < 0 < median(by_seq[512])
+    assert median(abs(r["rel_error"]) for r in rows) <= 0.15
 
 
 def test_a_bad_tokens_figure_names_the_row_and_field(tmp_path: Any) -> None:

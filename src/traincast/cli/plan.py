@@ -29,6 +29,7 @@ from traincast.cli.tables import print_table
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import (
     ATTENTION,
+    ATTENTION_HELP,
     DEFAULT_FRAMEWORK,
     DTYPES,
     check_attention,
@@ -80,10 +81,8 @@ def plan(
     dtype: Annotated[str, typer.Option(help=f"Training dtype: {one_of(DTYPES)}.")]
     = "bf16",
     attention: Annotated[str | None, typer.Option(
-        help=f"Attention: {one_of(ATTENTION)} (materialized: the s x s scores go through "
-             "memory, as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
-             "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100; "
-             "default: the --framework recipe's).")] = None,
+        help=f"Attention: {one_of(ATTENTION)} ({ATTENTION_HELP}; default: the --framework "
+             "recipe's).")] = None,
     framework: Annotated[str, typer.Option(
         help=f"Framework recipe, {one_of(recipes())}: its attention and dropout, and the "
              "one ZeRO stage searched if it sets one (Framework recipes in the parallelism "

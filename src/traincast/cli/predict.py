@@ -36,6 +36,7 @@ from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS
 from traincast.parallel.hybrid import (
     ATTENTION,
+    ATTENTION_HELP,
     DEFAULT_FRAMEWORK,
     DTYPES,
     check_attention,
@@ -229,10 +230,8 @@ def predict(
     = None,
     dtype: Annotated[str, typer.Option(help=f"hybrid: {one_of(DTYPES)}.")] = "bf16",
     attention: Annotated[str | None, typer.Option(
-        help=f"hybrid: {one_of(ATTENTION)} (materialized: the s x s scores go through memory, "
-        "as Megatron-LM in 2021; flash: a fused kernel keeps them on chip, at "
-        "FlashAttention-2's published rate; flash3: at FlashAttention-3's on H100; default: "
-        "the --framework recipe's).")] = None,
+        help=f"hybrid: {one_of(ATTENTION)} ({ATTENTION_HELP}; default: the --framework "
+        "recipe's).")] = None,
     framework: Annotated[str, typer.Option(
         help=f"hybrid: framework recipe, {one_of(recipes())}: its attention, dropout and "
         "ZeRO defaults (Framework recipes in the parallelism docs); --attention and --zero "

@@ -64,12 +64,19 @@ from traincast.resolve import resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
-ATTENTION: tuple[str, ...] = ("materialized", "flash", "flash3")
+ATTENTION: tuple[str, ...] = ("materialized", "flash1", "flash", "flash3")
 """Attention implementations: ``materialized`` (Megatron-LM 2021: the ``b a s^2`` scores go
-through DRAM and are kept as activations), ``flash`` (a fused kernel at FlashAttention-2's
-rate: PyTorch SDPA, llm-foundry) and ``flash3`` (FlashAttention-3's rate on Hopper, else
-FlashAttention-2's): the scores stay on chip; rates in ``parallel/flash_attention.toml``."""
-FUSED: tuple[str, ...] = ("flash", "flash3")
+through DRAM and are kept as activations), ``flash1`` (a fused kernel at the first
+FlashAttention's rate: flash-attn 1.x and its Triton port, as llm-foundry ran in 2023),
+``flash`` (FlashAttention-2's rate: PyTorch SDPA, most stacks since late 2023) and ``flash3``
+(FlashAttention-3's rate, Hopper only): the scores stay on chip; rates in
+``parallel/flash_attention.toml``."""
+FUSED: tuple[str, ...] = ("flash1", "flash", "flash3")
+ATTENTION_HELP: str = ("materialized: the s x s scores go through memory, as Megatron-LM in "
+                       "2021; flash: a fused kernel keeps them on chip, at FlashAttention-2's "
+                       "published rate; flash1: at the first FlashAttention's (and its Triton "
+                       "port's), as 2023 stacks ran; flash3: at FlashAttention-3's on H100")
+"""What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan)."""
 """The fused attentions: the scores never leave the SM."""
 TIME_PARTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm_tp", "comm_pp",
                                "comm_ep", "comm_cp", "comm_dp", "bubble")
@@ -85,8 +92,8 @@ PART_LABEL: dict[str, str] = {
 class HybridHardware:
     """Effective rates of one node preset for the hybrid model (``flops_per_s``: the achievable
     GEMM rate ``R = P eta``; link rates ``bw_gbs x efficiency`` in bytes/s;
-    ``flash_flops_per_s``, ``flash3_flops_per_s``: fused attention's rate ``R_flash`` with
-    FlashAttention-2 and -3, 0 for ``R``)."""
+    ``flash_flops_per_s``, ``flash3_flops_per_s``, ``flash1_flops_per_s``: fused attention's
+    rate ``R_flash`` with FlashAttention-2, -3 and -1, 0 where the kernel does not run)."""
 
     node: str
     gpu: str
@@ -106,6 +113,12 @@ class HybridHardware:
     links: dict[str, str]
     flash_flops_per_s: float = 0.0
     flash3_flops_per_s: float = 0.0
+    flash1_flops_per_s: float = 0.0
+
+    def fused_rate(self, attention: str) -> float:
+        """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`)."""
+        return {"flash": self.flash_flops_per_s, "flash3": self.flash3_flops_per_s,
+                "flash1": self.flash1_flops_per_s}[attention]
 
     @property
     def gemm_efficiency(self) -> float:
@@ -141,17 +154,16 @@ class FlashRates:
     causal_fraction: float
     backward_factor: float
     fraction: dict[tuple[str, str], float]
-    """(kernel: ``flash`` = FlashAttention-2, ``flash3`` = FlashAttention-3; GPU) -> the
+    """(kernel: ``flash1``, ``flash``, ``flash3`` = FlashAttention-1, -2, -3; GPU) -> the
     achieved fraction of the dense peak."""
-    default_fraction: float
-    """The fraction of a GPU without a published one (FlashAttention-2's A100 figure)."""
+    default_fraction: dict[str, float]
+    """Per kernel, the fraction of a GPU without a published one (the kernel's A100 figure;
+    none for ``flash3``)."""
 
     def of(self, attention: str, gpu: str) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the published one, else
-        (``flash``) the default; None for ``flash3`` off the GPUs it runs on."""
-        if attention == "flash3":
-            return self.fraction.get(("flash3", gpu))
-        return self.fraction.get(("flash", gpu), self.default_fraction)
+        the kernel's default; None for ``flash3`` off the GPUs it runs on."""
+        return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 
 
 @cache
@@ -170,7 +182,8 @@ def flash_rates() -> FlashRates:
                       backward_factor=float(raw["backward_factor"]),
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
                                 for r in raw["rate"] for gpu in r["gpus"]},
-                      default_fraction=float(raw["default_fraction"]))
+                      default_fraction={k: float(v) for k, v in
+                                        raw["default_fraction"].items()})
 
 
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
@@ -181,8 +194,9 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     :func:`traincast.resolve.resolve_link`: a catalog name or a speed).
 
     Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
-    dense peak of the dtype, bf16 for fp8); a GPU without a published FlashAttention-2
-    fraction takes the default (0.50, the A100's), FlashAttention-3 has no rate off Hopper.
+    dense peak of the dtype, bf16 for fp8); a GPU without a published fraction for
+    FlashAttention-2 or -1 takes the kernel's A100 one (0.50, 0.25), FlashAttention-3 has no
+    rate off Hopper.
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
@@ -216,7 +230,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           flash_flops_per_s=flash["flash"],
-                          flash3_flops_per_s=flash["flash3"])
+                          flash3_flops_per_s=flash["flash3"],
+                          flash1_flops_per_s=flash["flash1"])
 
 
 def _i(x: ArrayLike) -> F:
@@ -386,7 +401,7 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
-        rate = hw.flash3_flops_per_s if c.attention == "flash3" else hw.flash_flops_per_s
+        rate = hw.fused_rate(c.attention)
         if rate <= 0:
             raise TraincastError(f"{hw.gpu}: attention {c.attention} has no rate on this GPU",
                                  hint="FlashAttention-3 (flash3) runs on Hopper GPUs only "
