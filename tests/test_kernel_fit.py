@@ -204,6 +204,51 @@ def test_a_measured_product_row_by_hand() -> None:
     assert float(t[0]) == pytest.approx(0.5 * 60e-6 + 2 * 128**2 * 1024 / (rate / 80))
 
 
+def test_the_tile_a_row_ran_comes_from_its_kernel_name() -> None:
+    # cuBLAS computes the row-major C = A B as the column-major C^T: its AxB tile is A outputs
+    # along our n and B along our m
+    names = np.array(["volta_sgemm_128x64_tn", "maxwell_sgemm_32x128_nn", "sgemm_32x32x32_NN",
+                      "ampere_sgemm_64x32_sliced1x4_tn", "", None, "void cutlass_80_tensorop"],
+                     dtype=object)
+    tm, tn = kernel_fit.ran_tiles(names)
+    assert tm.tolist() == [64, 128, 32, 32, 0, 0, 0]
+    assert tn.tolist() == [128, 32, 32, 64, 0, 0, 0]
+
+
+def test_a_row_with_its_tile_is_priced_with_that_tile() -> None:
+    # 1024^3 on 80 SMs with a ran 64x128 tile (T_m = 64, T_n = 128): 16 x 8 = 128 tiles, 2
+    # rounds of 2 64 128 1024 / (R / 80) each, over e_T = 1 / (1 + c (64 + 128) / (64 128))
+    rate, c = 1e13, 4.0
+    params = {**FLAT, "c_smem": c}
+    t, tile = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params,
+                                       with_tile=True, ran_tile=(64.0, 128.0))
+    assert int(tile) == -1
+    assert float(t) == pytest.approx(2 * 2 * 64 * 128 * 1024 / (rate / 80)
+                                     * (1 + c * 192 / (64 * 128)))
+    # no tile named (0): the fastest candidate, as without ran_tile
+    free = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params)
+    zero = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params,
+                                    ran_tile=(0.0, 0.0))
+    assert float(zero) == float(free) < float(t)
+
+
+def test_read_kernels_takes_the_tiles_and_the_held_out_gpu_goes_without(tmp_path: Path) -> None:
+    cat = load_catalog()
+    header = "OPName,Latency,Device,Kernel Name,B,M,N,K"
+    _write(tmp_path / "linear" / "v.csv.gz", header,
+           ["linear,1.0,Tesla V100-PCIE-32GB,volta_sgemm_128x64_tn,1,512,512,512",
+            "linear,1.0,Tesla V100-PCIE-32GB,,1,512,512,512"])
+    _write(tmp_path / "bmm" / "v.csv.gz", "OPName,Latency,Device,B,M,N,K",
+           ["bmm,1.0,Tesla V100-PCIE-32GB,2,64,64,64"])       # no Kernel Name column
+    data = kernel_fit.read_kernels(tmp_path, cat)
+    by_fam = {f: (data.shape["tile_m"][data.family == f].tolist(),
+                  data.shape["tile_n"][data.family == f].tolist()) for f in ("linear", "bmm")}
+    assert by_fam == {"linear": ([64.0, 0.0], [128.0, 0.0]), "bmm": ([0.0], [0.0])}
+    held = kernel_fit.unnamed(data)
+    assert not held.shape["tile_m"].any() and not held.shape["tile_n"].any()
+    assert held.shape["M"].tolist() == data.shape["M"].tolist()
+
+
 def test_a_row_is_priced_as_it_was_timed() -> None:
     # a native kernel overlaps its dispatch: max(d r, t); a library call waits for phi d r
     d, t = np.array([30e-6, 30e-6]), np.array([10e-6, 100e-6])

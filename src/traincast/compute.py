@@ -221,7 +221,8 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
                   mem_s: F) -> tuple[F, F]:
     """``(flop_s, mem_s)`` with the measured-kernel model where it applies: rows whose math
     dtype is fp32 and whose shapes give GEMM products take the sum of their products'
-    ``kernels.simt_gemm_time_s`` (tile, wave, split-K, tile traffic and DRAM terms in one); rows
+    ``kernels.simt_gemm_time_s`` (tile, wave, split-K, tile traffic and DRAM terms in one, the
+    fastest candidate tile times the library-choice factor of a batched or single product); rows
     without FLOPs move their bytes at ``mem_bw_gbs f_family``."""
     sms = kernels.gpu_sms(gpu)
     rate = kernels.simt_rate_flops(gpu, params)
@@ -235,9 +236,11 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         conv = np.array([op_family(str(ops[i]["op"]).removeprefix("aten::")) == "conv"
                          for i in g["row"]], dtype=bool)
         sel = fp32[g["row"]] & ~conv
+        batched = np.array(["bmm" in str(ops[i]["op"]) for i in g["row"]], dtype=bool)
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
                                      float(gpu.fp32_cores_per_sm), rate,
-                                     kernels.simt_clock_hz(gpu, params), bw, params)
+                                     kernels.simt_clock_hz(gpu, params), bw, params,
+                                     choice=kernels.library_choice(params, batched))
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0
         flop_s = np.where(priced, per_op, flop_s)

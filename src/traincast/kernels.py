@@ -492,11 +492,31 @@ def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: A
     return np.where(_f(power_w) > 0, np.minimum(1.0, p / p0), 1.0)
 
 
+def _simt_tile_time_s(tm: ArrayLike, tn: ArrayLike, m: F, n: F, k: F, b: F, sms_: F,
+                      sm_rate: F, fixed_s: F, lanes: F, mbw: F, dram_s: F,
+                      params: Mapping[str, float], itemsize: float) -> F:
+    """Time of a (batched) SIMT GEMM run with ``T_m x T_n`` tiles (``simt_gemm_time_s``'s
+    formulas, without the fixed cost ``o``)."""
+    tm, tn = _f(tm), _f(tn)
+    tiles = b * np.ceil(m / tm) * np.ceil(n / tn)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / TILE_K["fp32"])),
+                       math.floor(params["max_split_k"]))
+    s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
+    eff = 1.0 / (1.0 + params["c_smem"] * lanes * (tm + tn) / (tm * tn))
+    rounds = np.ceil(tiles * s / sms_)
+    t_sm = rounds * (fixed_s + 2.0 * tm * tn * (k / s) / (sm_rate * eff))
+    t_tile = tiles * (tm + tn) * k * itemsize / (mbw * np.sqrt(sms_))
+    t_dram = dram_s + split_k_bytes(m, n, b, s) / mbw
+    return np.maximum(np.maximum(t_sm, t_tile), t_dram)
+
+
 def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
                      sms: ArrayLike, cores_per_sm: ArrayLike, rate_flops: ArrayLike,
                      clock_hz: ArrayLike, mem_bps: ArrayLike, params: Mapping[str, float],
-                     itemsize: float = 4.0,
-                     with_tile: bool = False) -> F | tuple[F, NDArray[np.int64]]:
+                     itemsize: float = 4.0, with_tile: bool = False,
+                     ran_tile: tuple[ArrayLike, ArrayLike] | None = None,
+                     choice: ArrayLike = 1.0) -> F | tuple[F, NDArray[np.int64]]:
     """Kernel time of a (batched) fp32 SIMT GEMM ``C[m x n] = A[m x k] B[k x n]`` without the
     op's floor (module section formulas): ``o`` plus the fastest of ``SIMT_CANDIDATE_TILES``,
     each tile run one at a time per SM, at the SM's rate, plus its fixed cost.
@@ -509,7 +529,12 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     ``M`` (datasheet); ``params``: ``c_smem``, ``tile_cycles`` (C), ``max_split_k``,
     ``gemm_fixed_us`` (o). The tile-traffic term reads each tile's panels from DRAM once per
     wave of ``S`` tiles laid out as a ``sqrt(S) x sqrt(S)`` block (panel reuse ``sqrt(S)``).
-    With ``with_tile`` also the index of the tile taken."""
+    ``ran_tile`` = ``(T_m, T_n)`` per row: the tile the library ran (a measured row's kernel
+    name, ``kernel_fit.ran_tiles``), priced instead of the fastest candidate where ``T_m > 0``.
+    Elsewhere the fastest candidate's time is multiplied by ``choice`` = ``rho``, what the
+    library's own pick costs over the fastest candidate (``choice_linear``, ``choice_bmm``:
+    module section, fitted). With ``with_tile`` also the index of the candidate taken (-1 where
+    ``ran_tile`` was used)."""
     m, n, k, b = _f(m), _f(n), _f(k), _f(batch)
     sms_, rate, clock, mbw = _f(sms), _f(rate_flops), _f(clock_hz), _f(mem_bps)
     shape = np.broadcast(m, n, k, b, sms_, rate, clock, mbw).shape
@@ -520,21 +545,20 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     with np.errstate(divide="ignore", invalid="ignore"):
         sm_rate = rate / sms_
         dram_s = (itemsize * b * (m * k + k * n + m * n)) / mbw
+    args = (m, n, k, b, sms_, sm_rate, fixed_s, lanes, mbw, dram_s, params, itemsize)
     for i, (tm, tn) in enumerate(SIMT_CANDIDATE_TILES):
-        tiles = b * np.ceil(m / tm) * np.ceil(n / tn)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / TILE_K["fp32"])),
-                           math.floor(params["max_split_k"]))
-        s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
-        eff = 1.0 / (1.0 + params["c_smem"] * lanes * (tm + tn) / (tm * tn))
-        rounds = np.ceil(tiles * s / sms_)
-        t_sm = rounds * (fixed_s + 2.0 * tm * tn * (k / s) / (sm_rate * eff))
-        t_tile = tiles * (tm + tn) * k * itemsize / (mbw * np.sqrt(sms_))
-        t_dram = dram_s + split_k_bytes(m, n, b, s) / mbw
-        t = np.maximum(np.maximum(t_sm, t_tile), t_dram)
+        t = _simt_tile_time_s(tm, tn, *args)
         tile = np.where(t < best, i, tile)
         best = np.minimum(best, t)
-    best = best + params["gemm_fixed_us"] * 1e-6
+    best = (best + params["gemm_fixed_us"] * 1e-6) * _f(choice)
+    if ran_tile is not None:
+        tm_r, tn_r = (np.broadcast_to(_f(x), shape) for x in ran_tile)
+        known = tm_r > 0
+        if known.any():
+            own = _simt_tile_time_s(np.where(known, tm_r, 1.0), np.where(known, tn_r, 1.0),
+                                    *args) + params["gemm_fixed_us"] * 1e-6
+            best = np.where(known, own, best)
+            tile = np.where(known, -1, tile)
     return (best, tile) if with_tile else best
 
 
@@ -569,6 +593,19 @@ GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_cycles", "max_split
              "gemm_fixed_us", "pre_launch")
 """Parameters of the SIMT GEMM kernel (:func:`simt_gemm_time_s`; ``pre_launch``: the share of a
 library call's host dispatch spent before its kernel starts, for the fit's timing rule)."""
+CHOICE_KEYS: dict[str, str] = {"linear": "choice_linear", "bmm": "choice_bmm"}
+"""The library-choice factor ``rho`` of each product family (``linear``: one product,
+``addmm``/``mm``/``linear``; ``bmm``: batched), fitted with the GEMM parameters and kept beside
+them (1 where a fit gives none)."""
+
+
+def library_choice(params: Mapping[str, float], batched: ArrayLike) -> F:
+    """``rho`` per product: ``choice_bmm`` for batched products, ``choice_linear`` else, 1 where
+    the parameters have none (``simt_gemm_time_s``'s ``choice``)."""
+    return np.where(np.asarray(batched, dtype=bool), params.get(CHOICE_KEYS["bmm"], 1.0),
+                    params.get(CHOICE_KEYS["linear"], 1.0))
+
+
 CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
 """Parameters of the convolution kernels."""
 FITTED_KEYS = GEMM_KEYS + CONV_KEYS + tuple(f"f_{f}" for f in MEMORY_FAMILIES)

@@ -34,6 +34,7 @@ measuring host's cooling (docs/validation.md).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,13 +132,33 @@ def read_kernels(directory: str | Path, catalog: Any,
 
 
 def _shape_keys(fam: str) -> tuple[str, ...]:
-    return SHAPE_COLUMNS.get(fam, ("B", "H"))
+    return SHAPE_COLUMNS.get(fam, ("B", "H")) + (RAN_TILE if fam in GEMM_FAMILIES else ())
+
+
+RAN_TILE: tuple[str, str] = ("tile_m", "tile_n")
+"""Shape keys of the output tile a measured product ran (``ran_tiles``; 0 = not named)."""
+_SGEMM_TILE = re.compile(r"sgemm_(\d+)x(\d+)")
+
+
+def ran_tiles(names: NDArray[Any]) -> tuple[F, F]:
+    """``(T_m, T_n)`` per row from the cuBLAS kernel name (``volta_sgemm_128x64_tn``,
+    ``maxwell_sgemm_32x128_nn``, ``sgemm_32x32x32_NN``), in the model's orientation: cuBLAS
+    computes the row-major ``C[m x n]`` of ``linear`` and ``bmm`` as the column-major
+    ``C^T``, so its ``AxB`` tile is ``A`` outputs along ``n`` and ``B`` along ``m``:
+    ``T_m = B``, ``T_n = A``. A name without an SGEMM tile (empty: the shipped measuring
+    script records none) gives ``(0, 0)``, and the model's fastest candidate prices the row."""
+    tm, tn = np.zeros(len(names)), np.zeros(len(names))
+    for i, name in enumerate(names.tolist()):
+        hit = _SGEMM_TILE.search(str(name or ""))
+        if hit:
+            tn[i], tm[i] = float(hit.group(1)), float(hit.group(2))
+    return tm, tn
 
 
 def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:
     """One measured file as numpy columns, read in one pass and checked in DuckDB
     (``try_cast``; errors name file, row and field)."""
-    need = ("Device", "Latency", *_shape_keys(fam))
+    need = ("Device", "Latency", *SHAPE_COLUMNS.get(fam, ("B", "H")))
     try:
         rel = con.read_csv(str(path), all_varchar=True)
         missing = [c for c in need if c not in rel.columns]
@@ -148,7 +169,9 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                             for c in need[1:])
         sampled = f" using sample reservoir({int(sample)} rows) repeatable ({int(seed)})" \
             if sample else ""
-        raw = con.sql(f'select "Device", {numbers} from rel{sampled}').fetchnumpy()
+        named = fam in GEMM_FAMILIES and "Kernel Name" in rel.columns
+        name_col = ', "Kernel Name"' if named else ""
+        raw = con.sql(f'select "Device", {numbers}{name_col} from rel{sampled}').fetchnumpy()
     except TraincastError:
         raise
     except Exception as exc:  # duckdb raises its own error types for unreadable files
@@ -164,6 +187,10 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
             raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {raw['raw ' + c][i]!r} is "
                                  "not a positive number", hint="Latency in ms; shapes are sizes")
         out[c] = values
+    if fam in GEMM_FAMILIES:
+        names = (np.ma.filled(raw["Kernel Name"], "").astype(object) if named
+                 else np.full(len(out["Latency"]), "", dtype=object))
+        out["tile_m"], out["tile_n"] = ran_tiles(names)
     return out
 
 
@@ -254,8 +281,12 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
             m, n, k, b = gemm_dims(fam, shape)
             r = rate[sel] * (params["conv_efficiency"] if kind == "conv" else 1.0)
             lanes = spec.fp32_cores_per_sm[sel]
+            ran = (shape["tile_m"], shape["tile_n"]) if "tile_m" in shape and kind == "gemm" \
+                else None
+            choice = params.get(kernels.CHOICE_KEYS.get(fam, ""), 1.0)
             t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], lanes, r, clock[sel],
-                                         spec.mem_bps[sel], params)
+                                         spec.mem_bps[sel], params, ran_tile=ran,
+                                         choice=choice)
             if kind == "conv":
                 wino = (shape["Kernel_Szie"] == 3) & (shape["Stride"] == 1)
                 tw = kernels.winograd_conv_time_s(shape["B"], shape["Input_Size"],
@@ -365,6 +396,8 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                             bounds=([BOUNDS[k][0] for k in keys], [BOUNDS[k][1] for k in keys]),
                             loss="soft_l1", f_scale=LOSS_SCALE, x_scale="jac")
         params.update(dict(zip(keys, res.x.tolist(), strict=True)))
+        if stage == 3:
+            params.update(library_choices(part, pspec, params))
     params.update({f"dispatch_{k}": v for k, v in ratios.items()})
     return {"params": params, "floors_us": floors, "default_floor_us": default_us,
             "gpus": gpus, "rows": len(data)}
@@ -464,6 +497,31 @@ def errors_by_family(data: Kernels, pred: F) -> dict[str, dict[str, float]]:
     return out
 
 
+def library_choices(data: Kernels, spec: Specs, params: Mapping[str, float]) -> dict[str, float]:
+    """``rho`` per product family (``kernels.CHOICE_KEYS``): over the rows whose kernel name
+    gives the tile the library ran, ``exp(median ln(t_ran / t_best))``, the tile it ran against
+    the fastest candidate, both by the fitted model without the floor: what the library's own
+    pick costs over the best candidate, which a GPU without measurements (no names) is priced
+    with. 1 for a family without named rows."""
+    out = {}
+    zero = np.zeros(len(data))
+    plain = {**params, **dict.fromkeys(kernels.CHOICE_KEYS.values(), 1.0)}
+    t_ran = predict_kernel_s(data, spec, plain, zero)
+    t_best = predict_kernel_s(unnamed(data), spec, plain, zero)
+    for fam, key in kernels.CHOICE_KEYS.items():
+        named = (data.family == fam) & (data.shape.get("tile_m", zero) > 0)
+        out[key] = float(np.exp(np.median(np.log(t_ran[named] / t_best[named])))) \
+            if named.any() else 1.0
+    return out
+
+
+def unnamed(data: Kernels) -> Kernels:
+    """The rows without the tiles their kernels ran (``RAN_TILE`` set to 0): a GPU the model
+    has not seen is priced with its fastest candidate tile, as the held-out GPU is."""
+    shape = {k: (np.zeros_like(v) if k in RAN_TILE else v) for k, v in data.shape.items()}
+    return Kernels(data.family, data.gpu, data.latency_s, shape)
+
+
 def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                       max_rows_per_group: int = 3000) -> dict[str, Any]:
     """For each GPU (chip: ``chip_groups``): fit on the others, predict it. The held-out GPU's
@@ -478,7 +536,7 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
         held = np.isin(data.gpu, members)
         result = fit(data.take(~held), catalog, progress=progress,
                      max_rows_per_group=max_rows_per_group)
-        test = data.take(held)
+        test = unnamed(data.take(held))
         spec = specs_of(test.gpu, catalog)
         own = measured_floors_us(test)
         ratios = kernels.dispatch_table(result["params"])
