@@ -232,6 +232,14 @@ def test_a_row_with_its_tile_is_priced_with_that_tile() -> None:
     assert float(zero) == float(free) < float(t)
 
 
+def test_rho_by_op_is_for_cublas_products_only() -> None:
+    params = {"choice_bmm": 1.2, "choice_linear": 1.1}
+    ops = ["aten::bmm", "addmm", "aten::mm", "_scaled_dot_product_efficient_attention",
+           "aten::convolution"]
+    assert kernels.library_choice(params, ops).tolist() == [1.2, 1.1, 1.1, 1.0, 1.0]
+    assert kernels.library_choice({}, ops).tolist() == [1.0] * 5     # a fit without names
+
+
 def test_read_kernels_takes_the_tiles_and_the_held_out_gpu_goes_without(tmp_path: Path) -> None:
     cat = load_catalog()
     header = "OPName,Latency,Device,Kernel Name,B,M,N,K"

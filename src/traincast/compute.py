@@ -236,11 +236,11 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         conv = np.array([op_family(str(ops[i]["op"]).removeprefix("aten::")) == "conv"
                          for i in g["row"]], dtype=bool)
         sel = fp32[g["row"]] & ~conv
-        batched = np.array(["bmm" in str(ops[i]["op"]) for i in g["row"]], dtype=bool)
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
                                      float(gpu.fp32_cores_per_sm), rate,
                                      kernels.simt_clock_hz(gpu, params), bw, params,
-                                     choice=kernels.library_choice(params, batched))
+                                     choice=kernels.library_choice(
+                                         params, [str(ops[i]["op"]) for i in g["row"]]))
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0
         flop_s = np.where(priced, per_op, flop_s)

@@ -463,7 +463,9 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #   t_T         max(X_T (C / f + 2 T_m T_n (k / s) / (R_sm e_T)),
 #                   tiles_T s (T_m + T_n) (k / s) 4 / (M sqrt(S)),
 #                   (4 b (m k + k n + m n) + [s > 1] 8 s b m n) / M)
-#   t_gemm      o + min over SIMT_CANDIDATE_TILES of t_T         (the library picks its tile)
+#   t_gemm      rho (o + min over SIMT_CANDIDATE_TILES of t_T)   (rho = choice_linear or
+#               choice_bmm: what the library's own pick costs over the fastest candidate;
+#               a measured row with a kernel name: o + t_T of the tile it ran, the fit only)
 #   memory      t = B / (M f_family)                             (elementwise, softmax, norm)
 #   one op      t_op = max(d r_x, t_kernel)   (d: the host's floor, r_x: its op kind's dispatch
 #               ratio; in a step the GPU runs queued kernels while the host issues the next op)
@@ -471,10 +473,10 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = ((128, 128), (128, 64), (64, 128), (64, 64))
 """Output tiles of the fp32 SIMT SGEMM kernels that run products of more than a few thousand
 FLOPs in the measurements (cuBLAS kernel names: ``ampere_sgemm_128x128``, ``maxwell_sgemm_
-128x64``, ``volta_sgemm_64x64``; a batched product on an A100 always ran 128x128, on a P100 or
-P4 always 128x64, whatever its size). A tile computes all of its ``T_m x T_n`` outputs even where
-the matrix is narrower (no narrowing); the model takes the fastest tile by its own cost
-(``simt_gemm_time_s``)."""
+128x64``, ``volta_sgemm_64x64``; 99.6% of the batched products ran 128x128 on an A100 and
+128x64 on a P100 or P4, whatever their size, the rest small ones). A tile computes all of its
+``T_m x T_n`` outputs even where the matrix is narrower (no narrowing); the model takes the
+fastest tile by its own cost, times ``rho`` (``simt_gemm_time_s``)."""
 MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
 """Memory-bound kernel families with their own fitted bandwidth fraction (``op_memory_family``)."""
 
@@ -599,11 +601,18 @@ CHOICE_KEYS: dict[str, str] = {"linear": "choice_linear", "bmm": "choice_bmm"}
 them (1 where a fit gives none)."""
 
 
-def library_choice(params: Mapping[str, float], batched: ArrayLike) -> F:
-    """``rho`` per product: ``choice_bmm`` for batched products, ``choice_linear`` else, 1 where
-    the parameters have none (``simt_gemm_time_s``'s ``choice``)."""
-    return np.where(np.asarray(batched, dtype=bool), params.get(CHOICE_KEYS["bmm"], 1.0),
-                    params.get(CHOICE_KEYS["linear"], 1.0))
+CHOICE_OPS: dict[str, str] = {"bmm": "bmm", "baddbmm": "bmm", "addmm": "linear",
+                              "mm": "linear", "linear": "linear", "matmul": "linear"}
+"""The aten products that are cuBLAS SGEMM calls, by ``rho`` family; any other product (a
+fused attention, a convolution) takes no ``rho``."""
+
+
+def library_choice(params: Mapping[str, float], ops: Sequence[str]) -> F:
+    """``rho`` per product of the aten ops ``ops`` (``CHOICE_OPS``): ``choice_bmm`` or
+    ``choice_linear``, 1 for another op or where the parameters have none
+    (``simt_gemm_time_s``'s ``choice``)."""
+    keys = [CHOICE_KEYS.get(CHOICE_OPS.get(str(o).removeprefix("aten::"), ""), "") for o in ops]
+    return np.array([params.get(k, 1.0) if k else 1.0 for k in keys], dtype=np.float64)
 
 
 CONV_KEYS = ("conv_efficiency", "extra_kernel_us")

@@ -72,12 +72,12 @@ FlashAttention's rate: flash-attn 1.x and its Triton port, as llm-foundry ran in
 (FlashAttention-3's rate, Hopper only): the scores stay on chip; rates in
 ``parallel/flash_attention.toml``."""
 FUSED: tuple[str, ...] = ("flash1", "flash", "flash3")
+"""The fused attentions: the scores never leave the SM."""
 ATTENTION_HELP: str = ("materialized: the s x s scores go through memory, as Megatron-LM in "
                        "2021; flash: a fused kernel keeps them on chip, at FlashAttention-2's "
                        "published rate; flash1: at the first FlashAttention's (and its Triton "
                        "port's), as 2023 stacks ran; flash3: at FlashAttention-3's on H100")
 """What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan)."""
-"""The fused attentions: the scores never leave the SM."""
 TIME_PARTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm_tp", "comm_pp",
                                "comm_ep", "comm_cp", "comm_dp", "bubble")
 PART_LABEL: dict[str, str] = {
