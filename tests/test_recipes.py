@@ -69,12 +69,44 @@ def test_each_recipe_sets_what_docs_say() -> None:
     assert recipe_settings("megatron-2021", LLAMA, h100) == {"attention": "materialized",
                                                              "dropout": True}
     assert recipe_settings("megatron-core", LLAMA, a100) == {"attention": "flash",
-                                                             "dropout": False}
+                                                             "dropout": False,
+                                                             "context_parallel": True}
     assert recipe_settings("megatron-core", LLAMA, h100)["attention"] == "flash3"
     assert recipe_settings("megatron-core", gpt3, h100)["dropout"] is True
     assert recipe_settings("fsdp", LLAMA, h100) == {"zero": 3, "attention": "flash",
                                                     "dropout": False, "grad_accum_fused": True}
     assert recipe_settings("deepspeed", LLAMA, a100) == {"zero": 1, "attention": "materialized"}
+
+
+def test_plan_searches_cp_only_for_a_recipe_with_it_and_predict_warns() -> None:
+    from traincast.parallel.plan import plan
+
+    kw = {"seq": 32768, "global_batch": 16, "top": 3}
+    mc = plan("zoo:llama2-7b", 16, "dgx-h100", framework="megatron-core", **kw)
+    fs = plan("zoo:llama2-7b", 16, "dgx-h100", framework="fsdp", **kw)
+    assert mc["assumed"]["searched"]["cp"] != [1] and fs["assumed"]["searched"]["cp"] == [1]
+    assert "no context parallelism" in fs["assumed"]["text"]
+    assert all(r["config"]["cp"] == 1 for r in fs["top"])
+    from traincast.parallel.hybrid import predict_hybrid
+
+    out = predict_hybrid("llama2-7b", node="dgx-h100", dp=4, cp=2, seq=32768,
+                         global_batch=64, framework="fsdp")
+    assert any("no context parallelism" in w for w in out["warnings"])
+    out = predict_hybrid("llama2-7b", node="dgx-h100", dp=4, cp=2, seq=32768,
+                         global_batch=64, framework="megatron-core", zero=1)
+    assert not any("context parallelism" in w for w in out["warnings"])
+    assert "ZeRO 1 (--zero)" in out["assumed"]["text"]
+
+
+def test_a_configuration_that_does_not_fit_says_what_shrinks_it() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+
+    out = predict_hybrid("llama2-7b", node="dgx-h100", dp=4, cp=2, seq=32768,
+                         global_batch=64, framework="megatron-core", recompute="selective")
+    assert not out["fits"]
+    w = next(x for x in out["warnings"] if x.startswith("does not fit"))
+    # ZeRO 0 (the default): the optimizer state is what ZeRO 1 shards first
+    assert "--zero 1" in w and "--recompute full" in w and "--cp 4" in w
 
 
 def test_an_unknown_framework_names_the_recipes() -> None:

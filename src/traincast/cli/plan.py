@@ -122,8 +122,8 @@ def plan(
     compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
-    """Search every (dp, tp, pp, ep, zero, micro-batch, recompute, vp) with dp·tp·pp = N, predict
-    each with the hybrid model and show the fastest that fit in GPU memory.
+    """Search every (dp, tp, pp, ep, cp, zero, micro-batch, recompute, vp) with dp·tp·pp·cp = N,
+    predict each with the hybrid model and show the fastest that fit in GPU memory.
 
     Per micro-batch on the slowest stage: each matrix product's FLOPs / (peak x published GEMM
     efficiency x its tile/wave efficiency), attention products at their roofline +

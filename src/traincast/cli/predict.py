@@ -296,7 +296,9 @@ def predict(
                                  f"GPUs is out of bounds (at most {MAX_GPUS:,})",
                                  hint="check the sizes")
         if gpus not in (1, n_gpus):
-            raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp x cp = {n_gpus}")
+            raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp x cp = {n_gpus}",
+                                 hint="leave out --gpus (--arch hybrid counts dp x tp x pp x "
+                                      "cp), or change --dp, --tp, --pp or --cp")
         node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"
         result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,

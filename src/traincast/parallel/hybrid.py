@@ -279,8 +279,8 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "zero must be 0, 1, 2 or 3",
     "ZeRO-2/3 shard gradients per micro-batch and do not combine with pipeline parallelism "
     "(use zero 0 or 1 with pp > 1)",
-    "context parallelism (cp > 1) needs a fused attention (--attention flash or flash3, or a "
-    "--framework that sets one)",
+    "context parallelism (cp > 1) needs a fused attention (--attention flash1, flash or flash3, "
+    "or a --framework that sets one: megatron-core)",
     "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
     "pieces)")
 
@@ -797,14 +797,23 @@ def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
 
 def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F) -> dict[str, F]:
     """Per GPU of ``n = d t p cp``: tokens ``B s / (T n)``; model TFLOP/s
-    ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.); hardware TFLOP/s as executed,
-    ``(B / b) (l ((3 + full) (f_gemm + f_attn) + selective f_attn) + 3 f_logit) / (T n)``."""
+    ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.: the full ``s x s`` square, so it
+    can exceed the peak where a fused kernel skips the causal half); hardware TFLOP/s as
+    executed, ``(B / b) (l ((3 + full) f_gemm + A) + 3 f_logit) / (T n)`` with the attention's
+    ``A = (3 + full + selective) f_attn`` materialized (the masked square computed) and
+    ``A = c (1 + full + selective + 2.5) f_attn`` fused (the causal share ``c`` and the
+    backward's recompute, :func:`flash_attention_work`)."""
     f_gemm, f_attn, f_logit = flops
     n_gpus, l_ = c.d * c.t * c.p * c.cp, float(model.layers)
     tokens = c.gb * c.s
     model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s) * tokens
-    hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * (f_gemm + f_attn) + c.selective * f_attn)
-                               + 3.0 * f_logit)
+    passes = 1.0 + c.full + c.selective
+    if c.attention in FUSED:
+        rates = flash_rates()
+        attn = rates.causal_fraction * (passes + rates.backward_factor) * f_attn
+    else:
+        attn = (2.0 + passes) * f_attn
+    hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
     return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
             "model_tflops_per_gpu": model_flops / (total * n_gpus) / 1e12,
             "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12}
@@ -887,7 +896,7 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
 
 
 RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
-                                "grad_accum_fused": True}
+                                "grad_accum_fused": True, "context_parallel": False}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
@@ -941,7 +950,8 @@ def recipe_text(framework: str, by_recipe: dict[str, Any]) -> str:
     """The ``assumed:`` line's words for a recipe: its name and what it set."""
     words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
              "dropout": lambda v: f"dropout {'on' if v else 'off'}",
-             "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}"}
+             "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
+             "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}"}
     what = ", ".join(words[k](v) for k, v in by_recipe.items())
     return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
 
@@ -1009,6 +1019,33 @@ def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) 
             f"multiple of pp) shrink it")
 
 
+def memory_warning(sc: dict[str, float], zero: int, tp: int, pp: int, cp: int,
+                   recompute: str) -> str:
+    """The warning when a configuration does not fit its GPU (empty when it does), with what
+    shrinks each part: ZeRO for the model state, recomputation and more tp/pp/cp for the
+    activations."""
+    total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
+    if total <= cap:
+        return ""
+    state = sc["mem_weights_bytes"] + sc["mem_grads_bytes"] + sc["mem_optimizer_bytes"]
+    fixes = [f"--zero {min(zero + 1, 3)}"] if zero < 3 and (zero < 2 or pp == 1) else []
+    fixes += ["--recompute full"] if recompute != "full" else []
+    fixes += [f"--tp {2 * tp}"] + ([f"--pp {2 * pp}"] if zero <= 1 else []) + [f"--cp {2 * cp}"]
+    return (f"does not fit: {total / 1e9:.1f} GB per GPU of {cap / 1e9:.0f} GB (model state "
+            f"{state / 1e9:.1f} GB, activations {sc['mem_activations_bytes'] / 1e9:.1f} GB); "
+            f"{', '.join(fixes)} or traincast plan for a layout that fits")
+
+
+def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
+    """The warning when ``cp > 1`` is priced under a recipe whose stack has no context
+    parallelism (``context_parallel``; empty otherwise)."""
+    if cp <= 1 or knobs.get("context_parallel"):
+        return ""
+    return (f"the {framework} recipe's stack has no context parallelism "
+            "(parallel/recipes.toml): --cp is priced as Megatron-Core's ring attention "
+            "(--framework megatron-core)")
+
+
 def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
                  micro_batch: int, gb: int, vp: int, cp: int = 1, seq: int = 0,
                  attention: str = "materialized") -> None:
@@ -1017,7 +1054,12 @@ def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int
     code = int(check_shapes(cfg, *(_i(x) for x in (dp, tp, pp, ep, zero, micro_batch, gb, vp)),
                             cp=cp, seq=float(seq), fused=attention in FUSED))
     if code:
-        raise TraincastError(f"invalid hybrid configuration: {SHAPE_ERRORS[code]}",
+        why = SHAPE_ERRORS[code]
+        if code == len(SHAPE_ERRORS) - 1:   # the sequence rule: say which cp would do
+            ok = [k for k in range(1, 65) if seq % (2 * k) == 0]
+            why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; cp of "
+                    f"{', '.join(map(str, ok[:8]))} would")
+        raise TraincastError(f"invalid hybrid configuration: {why}",
                              hint=f"dp={dp} tp={tp} pp={pp} ep={ep} cp={cp} vp={vp} "
                                   f"micro-batch={micro_batch} global-batch={gb} seq={seq} "
                                   f"attention={attention}, {cfg.name}: "
@@ -1107,7 +1149,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    grad_accum_fused=knobs["grad_accum_fused"])
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
-    warning = bubble_warning(bubble_share, sc["micro_batches"], pp, vp)
+    warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
+                            memory_warning(sc, zero, tp, pp, cp, recompute),
+                            cp_warning(framework, cp, knobs)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,
@@ -1120,6 +1164,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp); "
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
+                        + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
                         + recipe_text(framework, by_recipe))
     return {
         **time_summary(sc),
@@ -1129,7 +1174,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "bubble_fraction": sc["bubble_fraction"],
         "bubble_share": bubble_share,
         "assumed": assumed,
-        "warnings": [warning] if warning else [],
+        "warnings": warnings,
         "memory_gb": {k: sc[f"mem_{k}_bytes"] / 1e9 for k in
                       ("weights", "grads", "optimizer", "activations", "total", "capacity")},
         "fits": bool(res["fits"]),

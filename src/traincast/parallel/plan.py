@@ -1,12 +1,12 @@
 """Search the hybrid-parallel configurations of a cluster: ``traincast plan``.
 
-Every (dp, tp, pp, ep, zero, micro-batch, recompute, vp) with ``dp tp pp = N`` is built as numpy
-arrays (a Cartesian product filtered by the shape rules of ``hybrid.check_shapes``), evaluated in
-one call of ``hybrid.evaluate``, and ranked by time per iteration (or by cost per million tokens
-with a price, traincast.hardware.prices). Configurations that do not fit in GPU memory are never
-recommended. On preemptible machines every row carries the expected overhead of checkpoints,
-lost work and restarts (traincast.parallel.spot, after Varuna); :func:`replan` gives the best
-plan for each of several GPU counts as machines come and go.
+Every (dp, tp, pp, ep, cp, zero, micro-batch, recompute, vp) with ``dp tp pp cp = N`` is built
+as numpy arrays (a Cartesian product filtered by the shape rules of ``hybrid.check_shapes``),
+evaluated in one call of ``hybrid.evaluate``, and ranked by time per iteration (or by cost per
+million tokens with a price, traincast.hardware.prices). Configurations that do not fit in GPU
+memory are never recommended. On preemptible machines every row carries the expected overhead of
+checkpoints, lost work and restarts (traincast.parallel.spot, after Varuna); :func:`replan`
+gives the best plan for each of several GPU counts as machines come and go.
 """
 
 from __future__ import annotations
@@ -171,7 +171,8 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
         if gain < 5e-4:
             mem, other_mem = row["memory_gb"]["total"], other["memory_gb"]["total"]
             text += (f"; as fast as the next ({', '.join(diff) or 'same shape'}) within 0.05%, "
-                     + ("with less memory" if mem <= other_mem else
+                     + ("with less memory" if round(mem, 1) < round(other_mem, 1) else
+                        "with the same memory" if round(mem, 1) == round(other_mem, 1) else
                         f"which needs less memory ({other_mem:.1f} GB)"))
         elif expected:
             if other["node"] != row["node"]:
@@ -322,8 +323,9 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     hw = hybrid_hardware(catalog, node, dtype, nic=nic)
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention)
     zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
+    cp_searched = knobs["attention"] in FUSED and bool(knobs["context_parallel"])
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
-                             fused=knobs["attention"] in FUSED)
+                             fused=cp_searched)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    cp=cfgs["cp"],
                    zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
@@ -331,7 +333,7 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
                    dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"])
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
-            "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros}
+            "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 
 
 def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience: Resilience,
@@ -421,11 +423,12 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                  overlap: float, attention: str = "materialized",
                  framework: str = DEFAULT_FRAMEWORK,
                  by_recipe: dict[str, dict[str, Any]] | None = None,
-                 zeros: tuple[int, ...] = ZEROS) -> dict[str, Any]:
+                 zeros: tuple[int, ...] = ZEROS, cp_searched: bool = False) -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
     (:func:`hybrid.batch_assumption`), sequence, dtype, attention, the framework recipe and
-    what it set (``by_recipe``: per node preset), schedule and overlap, with the ``text`` of its
-    ``assumed:`` line."""
+    what it set (``by_recipe``: per node preset), schedule and overlap, whether context
+    parallelism was searched (``cp_searched``: a recipe with it and a fused attention), with
+    the ``text`` of its ``assumed:`` line."""
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     sets = by_recipe or {}
     distinct = {repr(v): v for v in sets.values()}
@@ -436,7 +439,7 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
                 "cp": ("divisors of the GPUs whose 2 cp divides the sequence"
-                       if attention in FUSED else [1])}
+                       if cp_searched else [1])}
 
     def words(xs: Sequence[Any]) -> str:
         return (", ".join(str(x) for x in xs[:-1]) + " or ") * (len(xs) > 1) + str(xs[-1])
@@ -454,8 +457,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                     f"ZeRO {words(zeros)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
                     f"sequence parallelism on and off, "
                     + ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
-                       "sequence)" if attention in FUSED else
-                       "no context parallelism (it needs a fused attention)"))
+                       "sequence)" if cp_searched else
+                       "no context parallelism (it needs a fused attention and a --framework "
+                       "whose stack has it: megatron-core)"))
     return out
 
 
@@ -528,7 +532,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "tokens_per_iteration": gb * s,
         "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, first_attention,
                                 framework, {r["hw"].node: r["by_recipe"] for r in base},
-                                base[0]["zeros"]),
+                                base[0]["zeros"], base[0]["cp_searched"]),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s)}
