@@ -188,6 +188,31 @@ def test_flash_drops_scores_and_masks_from_activations_and_gqa_shrinks_k_v() -> 
         assert float(activation_bytes_per_layer(GQA, cfg(GQA, att, 2))) == 2 * SBH
 
 
+def test_the_recomputed_layer_s_working_set_by_hand() -> None:
+    from traincast.parallel.hybrid import recompute_bytes
+
+    kv_fix = 4 * S * B * (KV * D - H)
+    # full recomputation: one layer's activations are back during its backward, beyond the
+    # 2 s b h stored: s b h (34 + 5 a s / h) + kv_fix - 2 s b h (materialized), 34 s b h +
+    # kv_fix - 2 s b h (flash)
+    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 2))) == \
+        SBH * (34 + 5 * A * S / H) + kv_fix - 2 * SBH
+    assert float(recompute_bytes(GQA, cfg(GQA, "flash", 2))) == 34 * SBH + kv_fix - 2 * SBH
+    # selective: the attention core's 5 a s^2 b (the scores, softmax and dropout mask)
+    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 1))) == 5 * A * S * S * B
+    # nothing recomputed: nothing more than what is stored
+    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 0))) == 0.0
+
+
+def test_a_long_materialized_sequence_fits_nowhere_and_plan_says_why() -> None:
+    from traincast.parallel.plan import plan
+
+    # 131,072 tokens: one layer's 5 a s^2 b scores are 5 x 32 x 131072^2 bytes = 2.7 TB
+    out = plan("zoo:llama2-7b", 16, "dgx-h100", seq=131072)
+    assert not out["top"] and "fused attention" in out["note"]
+    assert out["min_memory_gb"]["dgx-h100"] > 80
+
+
 def test_flash_fits_where_materialized_scores_do_not() -> None:
     hw = hybrid_hardware(None, "dgx-a100", "bf16")
     kw = {"dp": 1, "global_batch": 1, "recompute": 0, "seq": 32768}

@@ -44,7 +44,7 @@ and ``throughput``.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
@@ -753,15 +753,34 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
     ``params`` after ZeRO over the ``d cp`` ranks of :attr:`Configs.dp_group`
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
-    gathers at a time, ``(P_layer - P_experts) / t delta``), activations, their total and the
-    GPU's capacity."""
+    gathers at a time, ``(P_layer - P_experts) / t delta``), activations, the working set of
+    the layer being recomputed (:func:`recompute_bytes`), their total and the GPU's capacity."""
     w_b, g_b, o_b = st.model_state_bytes(params, c.dp_group, c.z, c.dtype)
     dense_layer = model.layer_params - model.expert_params_per_layer
     w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
-    act = activation_bytes(model, c)
+    act, redo = activation_bytes(model, c), recompute_bytes(model, c)
     return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
-            "mem_activations_bytes": act, "mem_total_bytes": w_b + g_b + o_b + act,
+            "mem_activations_bytes": act, "mem_recompute_bytes": redo,
+            "mem_total_bytes": w_b + g_b + o_b + act + redo,
             "mem_capacity_bytes": np.full(c.d.shape, hw.mem_bytes)}
+
+
+def recompute_bytes(model: ModelConfig, c: Configs) -> F:
+    """The working set of one recomputed layer: in the backward pass a layer whose activations
+    were dropped (recompute selective or full) holds them again, one layer and micro-batch at
+    a time, on top of what is stored::
+
+        W = a_none - a_r        (a_x: activation_bytes_per_layer with recompute x)
+
+    0 without recomputation (every layer's are stored already). With materialized attention
+    this is where the ``5 a s^2 b / t`` scores of one layer live (Korthikanti et al.'s
+    ``x = 5 a s / h`` term): at long sequences it, not the stored activations, decides what
+    fits."""
+    stored = activation_bytes_per_layer(model, c)
+    none = activation_bytes_per_layer(model, replace(
+        c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
+        selective=np.zeros_like(c.selective)))
+    return np.where(c.r > 0, np.maximum(none - stored, 0.0), 0.0)
 
 
 class MicroBatchTimes(NamedTuple):
@@ -1031,8 +1050,9 @@ def memory_warning(sc: dict[str, float], zero: int, tp: int, pp: int, cp: int,
     fixes = [f"--zero {min(zero + 1, 3)}"] if zero < 3 and (zero < 2 or pp == 1) else []
     fixes += ["--recompute full"] if recompute != "full" else []
     fixes += [f"--tp {2 * tp}"] + ([f"--pp {2 * pp}"] if zero <= 1 else []) + [f"--cp {2 * cp}"]
+    act = sc["mem_activations_bytes"] + sc["mem_recompute_bytes"]
     return (f"does not fit: {total / 1e9:.1f} GB per GPU of {cap / 1e9:.0f} GB (model state "
-            f"{state / 1e9:.1f} GB, activations {sc['mem_activations_bytes'] / 1e9:.1f} GB); "
+            f"{state / 1e9:.1f} GB, activations {act / 1e9:.1f} GB); "
             f"{', '.join(fixes)} or traincast plan for a layout that fits")
 
 
@@ -1176,7 +1196,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "assumed": assumed,
         "warnings": warnings,
         "memory_gb": {k: sc[f"mem_{k}_bytes"] / 1e9 for k in
-                      ("weights", "grads", "optimizer", "activations", "total", "capacity")},
+                      ("weights", "grads", "optimizer", "activations", "recompute", "total",
+                       "capacity")},
         "fits": bool(res["fits"]),
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",

@@ -201,7 +201,7 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
             "bubble_fraction": float(res["bubble_fraction"][i]),
             "micro_batches": int(res["micro_batches"][i]),
             "memory_gb": {k: float(res[f"mem_{k}_bytes"][i]) / 1e9 for k in
-                          ("weights", "grads", "optimizer", "activations", "total")},
+                          ("weights", "grads", "optimizer", "activations", "recompute", "total")},
             "tokens_per_s_per_gpu": float(res["tokens_per_s_per_gpu"][i]),
             "model_tflops_per_gpu": float(res["model_tflops_per_gpu"][i]),
             "overhead_factor": overhead,
@@ -373,18 +373,22 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
 
 
 def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
-                min_gb: dict[str, float], capacity_gb: dict[str, float]) -> str:
+                min_gb: dict[str, float], capacity_gb: dict[str, float],
+                materialized: bool = False) -> str:
     """Why ``plan`` recommends nothing: no layout passes the shape rules (``rules``, from
     :func:`layout_rules`), or none fits in memory (``min_gb``: the least memory per GPU of a
-    configuration, per node preset, against its ``capacity_gb``)."""
+    configuration, per node preset, against its ``capacity_gb``; with ``materialized``
+    attention the fused kernels are named too: they keep no ``s x s`` scores)."""
     if not searched:
         return (f"no configuration: no dp x tp x pp = {gpus} has {rules}; change --gpus or "
                 f"--global-batch")
     if not any_fits:
         need = ", ".join(f"{gb:.1f} GB per GPU of {capacity_gb[nd]:.0f}"
                          + (f" on {nd}" if len(min_gb) > 1 else "") for nd, gb in min_gb.items())
+        fused = (", or price a fused attention, which keeps no s x s scores (--framework "
+                 "megatron-core, or --attention flash)") if materialized else ""
         return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
-                f"shorten the sequence or lower the global batch")
+                f"shorten the sequence or lower the global batch{fused}")
     return ""
 
 
@@ -568,7 +572,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         out["min_memory_gb"] = {r["hw"].node: float(np.min(r["res"]["mem_total_bytes"])) / 1e9
                                 for r in base if len(r["cfgs"]["dp"])}
     note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
-                       {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base})
+                       {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base},
+                       first_attention == "materialized")
     if note:
         out["note"] = note
     out["seconds"] = time.perf_counter() - t0
