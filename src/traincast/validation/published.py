@@ -688,7 +688,10 @@ def _llm_foundry(catalog: Catalog) -> dict[str, Any]:
     out = _llm_table("llm_foundry.toml", keep, catalog)
     rows = out["rows"]
     by_seq = grouped_errors(rows, lambda r: str(r["seq"]), "rel_error")
+    from traincast.parallel.validation import table_rows
+
     return {**out, "source": LLM_FOUNDRY_SOURCE,
+            "attention": str(table_rows("llm_foundry.toml").get("attention", "")),
             "tokens_summary": summarize([r["rel_error_tokens"] for r in rows]),
             "by_gpu_dtype": by_gpu_and_dtype(rows, "rel_error"),
             "by_seq": dict(sorted(by_seq.items(), key=lambda kv: int(kv[0])))}
@@ -910,10 +913,15 @@ def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
         return []
     s, tok = lf["summary"], lf["tokens_summary"]
     worst = sorted(lf["rows"], key=lambda r: -abs(r["rel_error"]))[:3]
+    kernel = {"flash1": "the first FlashAttention's Triton port, as these 2023 runs ran it"}
+    att = lf.get("attention", "")
+    att_text = f"; attention {att} ({kernel[att]})" if att in kernel else \
+        (f"; attention {att}" if att else "")
     return ["", f"MosaicML llm-foundry MPT tables ({s['n']} rows, MFU; checks only, nothing "
-            f"fitted; {lf['source']}): median |error| {100 * s['median_abs_error']:.1f}%, p90 "
-            f"{100 * s['p90_abs_error']:.1f}%, worst {100 * s['max_abs_error']:.1f}%, signed "
-            f"median {_pct(s['median_error'])}; on tokens/s per GPU: median |error| "
+            f"fitted; {lf['source']}{att_text}): median |error| "
+            f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
+            f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}; on "
+            f"tokens/s per GPU: median |error| "
             f"{100 * tok['median_abs_error']:.1f}%.", "",
             *_error_table(("GPU", "dtype"), lf["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
             "", *_error_table(("sequence",), lf["by_seq"], lambda k: (k,)), "",
