@@ -192,14 +192,18 @@ def test_the_recomputed_layer_s_working_set_by_hand() -> None:
     from traincast.parallel.hybrid import recompute_bytes
 
     kv_fix = 4 * S * B * (KV * D - H)
-    # full recomputation: one layer's activations are back during its backward, beyond the
-    # 2 s b h stored: s b h (34 + 5 a s / h) + kv_fix - 2 s b h (materialized), 34 s b h +
-    # kv_fix - 2 s b h (flash)
-    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 2))) == \
-        SBH * (34 + 5 * A * S / H) + kv_fix - 2 * SBH
-    assert float(recompute_bytes(GQA, cfg(GQA, "flash", 2))) == 34 * SBH + kv_fix - 2 * SBH
-    # selective: the attention core's 5 a s^2 b (the scores, softmax and dropout mask)
-    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 1))) == 5 * A * S * S * B
+    # one stage (p = 1) holds the logits, 4 s b h (1 + V / h) = 591,396,864 bytes, freed before
+    # its layers' backward: what a recomputed layer adds is max(0, W - logits), W = a_none - a_r
+    logits = 4 * S * B * H * (1 + V / H)
+    assert logits == 591_396_864
+    # full recomputation: s b h (34 + 5 a s / h) + kv_fix - 2 s b h materialized
+    w_full = SBH * (34 + 5 * A * S / H) + kv_fix - 2 * SBH
+    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 2))) == w_full - logits
+    # flash: 34 s b h + kv_fix - 2 s b h = 486,539,264 bytes, less than the logits: nothing more
+    assert 34 * SBH + kv_fix - 2 * SBH == 486_539_264
+    assert float(recompute_bytes(GQA, cfg(GQA, "flash", 2))) == 0.0
+    # selective: the attention core's 5 a s^2 b (scores, softmax, dropout mask)
+    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 1))) == 5 * A * S * S * B - logits
     # nothing recomputed: nothing more than what is stored
     assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 0))) == 0.0
 

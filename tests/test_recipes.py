@@ -109,6 +109,24 @@ def test_a_configuration_that_does_not_fit_says_what_shrinks_it() -> None:
     assert "--zero 1" in w and "--recompute full" in w and "--cp 4" in w
 
 
+def test_the_memory_warning_offers_only_changes_the_shape_rules_accept() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+    from traincast.parallel.plan import plan
+
+    # GPT-3 175B on 16 A100s, pp 2 with ZeRO 1: ZeRO 2 does not combine with pipelines
+    out = predict_hybrid("gpt3-175b", node="dgx-a100", tp=8, pp=2, zero=1, global_batch=8)
+    w = next(x for x in out["warnings"] if x.startswith("does not fit"))
+    assert "--zero" not in w and "--tp" not in w and "--pp 4" in w     # tp 16 > 8 per node
+    assert "fused attention" not in w and "--cp" not in w   # model state, not scores
+    # Llama-2-7B at 131,072 tokens, materialized: the scores decide, cp needs a fused kernel
+    out = predict_hybrid("llama2-7b", node="dgx-h100", tp=8, seq=131072, global_batch=8,
+                         recompute="full")
+    w = next(x for x in out["warnings"] if x.startswith("does not fit"))
+    assert "fused attention" in w and "--cp" not in w and "--tp 16" not in w
+    # plan names the fused attention only when the scores, not the model state, are too big
+    assert "fused attention" not in plan("zoo:gpt3-175b", 8, "dgx-a100")["note"]
+
+
 def test_an_unknown_framework_names_the_recipes() -> None:
     with pytest.raises(TraincastError, match="unknown framework") as e:
         predict_hybrid("zoo:llama2-7b", node="dgx-a100", dp=8, framework="jax")

@@ -219,7 +219,7 @@ TIME_LEGEND = (
      "data-parallel communication{hidden}, and idle in the pipeline bubble ((p - 1) / v "
      "micro-batch times); data I/O, the rest, is not shown"),
     ("mem GB", "memory per GPU, GB (1e9 bytes): weights, gradients, optimizer state, "
-     "activations"),
+     "activations and the layer being recomputed"),
     ("tok/s/GPU", "tokens per second per GPU, B s / (s/iter x GPUs)"),
     ("TFLOP/s", "model TFLOP/s per GPU, (6 P + 12 l a d s) FLOPs per token x tok/s/GPU / 1e12 "
      "(P parameters in matrix products, l layers, a d attention width, s sequence; "

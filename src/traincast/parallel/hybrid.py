@@ -733,19 +733,26 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
 
 
-def activation_bytes(model: ModelConfig, c: Configs) -> F:
-    """Activations per GPU: the larger of the first stage (``L_s`` layers of
-    :func:`activation_bytes_per_layer` for each in-flight micro-batch) and the last
-    (``L_s`` layers of one micro-batch, all ``m`` with GPipe, plus the logits
-    ``4 s_r b h / t (1 + V / h) delta / 2``, ``s_r = s / cp``; a single stage holds both)."""
+def stage_activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
+    """Activations of the first and last stage as ``(first_layers, first_extra, last_layers,
+    last_extra)``: the first stage's ``L_s`` layers of :func:`activation_bytes_per_layer` for
+    each in-flight micro-batch, the last stage's for one micro-batch (all ``m`` with GPipe),
+    and the logits ``4 s_r b h / t (1 + V / h) delta / 2`` (``s_r = s / cp``) that the last
+    stage holds, the first too when it is the only one."""
     h, v_ = float(model.hidden), float(model.vocab)
     act_layer = activation_bytes_per_layer(model, c)
     inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
     logits_act = 4.0 * c.s_rank * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
-    act_first = act_layer * c.layers_stage * inflight + np.where(c.p == 1, logits_act, 0.0)
-    act_last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0) \
-        + logits_act
-    return np.maximum(act_first, act_last)
+    last_mbs = np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0)
+    return (act_layer * c.layers_stage * inflight, np.where(c.p == 1, logits_act, 0.0),
+            act_layer * c.layers_stage * last_mbs, logits_act)
+
+
+def activation_bytes(model: ModelConfig, c: Configs) -> F:
+    """Activations per GPU: the larger of the first stage and the last
+    (:func:`stage_activation_bytes`, each stage's layers plus the logits it holds)."""
+    first, first_extra, last, last_extra = stage_activation_bytes(model, c)
+    return np.maximum(first + first_extra, last + last_extra)
 
 
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
@@ -766,21 +773,27 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
 
 
 def recompute_bytes(model: ModelConfig, c: Configs) -> F:
-    """The working set of one recomputed layer: in the backward pass a layer whose activations
-    were dropped (recompute selective or full) holds them again, one layer and micro-batch at
-    a time, on top of what is stored::
+    """What the layer being recomputed adds to the activations' peak: in the backward pass a
+    layer whose activations were dropped (recompute selective or full) holds them again, one
+    layer and micro-batch at a time, on top of what is stored::
 
-        W = a_none - a_r        (a_x: activation_bytes_per_layer with recompute x)
+        W    = a_none - a_r         (a_x: activation_bytes_per_layer with recompute x)
+        peak = max(F + max(F_x, W), L + max(L_x, W))     (stage_activation_bytes: a stage's
+                                                          layers and the logits it holds,
+                                                          freed before its layers' backward)
 
-    0 without recomputation (every layer's are stored already). With materialized attention
-    this is where the ``5 a s^2 b / t`` scores of one layer live (Korthikanti et al.'s
-    ``x = 5 a s / h`` term): at long sequences it, not the stored activations, decides what
-    fits."""
+    and the part returned is ``peak - activation_bytes`` (0 without recomputation: every
+    layer's are stored already). With materialized attention ``W`` holds one layer's
+    ``5 a s^2 b / t`` scores (Korthikanti et al.'s ``x = 5 a s / h`` term): at long sequences
+    it, not the stored activations, decides what fits."""
     stored = activation_bytes_per_layer(model, c)
     none = activation_bytes_per_layer(model, replace(
         c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
         selective=np.zeros_like(c.selective)))
-    return np.where(c.r > 0, np.maximum(none - stored, 0.0), 0.0)
+    w = np.where(c.r > 0, np.maximum(none - stored, 0.0), 0.0)
+    first, first_extra, last, last_extra = stage_activation_bytes(model, c)
+    peak = np.maximum(first + np.maximum(first_extra, w), last + np.maximum(last_extra, w))
+    return peak - np.maximum(first + first_extra, last + last_extra)
 
 
 class MicroBatchTimes(NamedTuple):
@@ -1038,22 +1051,36 @@ def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) 
             f"multiple of pp) shrink it")
 
 
-def memory_warning(sc: dict[str, float], zero: int, tp: int, pp: int, cp: int,
-                   recompute: str) -> str:
+def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int],
+                   recompute: str, attention: str, gpus_per_node: int) -> str:
     """The warning when a configuration does not fit its GPU (empty when it does), with what
-    shrinks each part: ZeRO for the model state, recomputation and more tp/pp/cp for the
-    activations."""
+    shrinks each part, each change one the shape rules accept (``check_shapes``; tp within a
+    node): the next ZeRO stage for the model state; full recomputation, twice the tp, pp or
+    cp, and a fused attention (materialized scores) for the activations. ``sizes``: dp, tp,
+    pp, ep, cp, zero, micro_batch, global_batch, vp, seq."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""
     state = sc["mem_weights_bytes"] + sc["mem_grads_bytes"] + sc["mem_optimizer_bytes"]
-    fixes = [f"--zero {min(zero + 1, 3)}"] if zero < 3 and (zero < 2 or pp == 1) else []
-    fixes += ["--recompute full"] if recompute != "full" else []
-    fixes += [f"--tp {2 * tp}"] + ([f"--pp {2 * pp}"] if zero <= 1 else []) + [f"--cp {2 * cp}"]
     act = sc["mem_activations_bytes"] + sc["mem_recompute_bytes"]
+
+    def valid(**change: int) -> bool:
+        z = {**sizes, **change}
+        return z["tp"] <= gpus_per_node and int(check_shapes(
+            cfg, *(_i(z[k]) for k in ("dp", "tp", "pp", "ep", "zero", "micro_batch",
+                                      "global_batch", "vp")),
+            cp=z["cp"], seq=float(z["seq"]), fused=attention in FUSED)) == 0
+
+    fixes = [f"--zero {sizes['zero'] + 1}"] if sizes["zero"] < 3 and valid(
+        zero=sizes["zero"] + 1) else []
+    fixes += ["--recompute full"] if recompute != "full" else []
+    fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
+    if attention not in FUSED and act > state:
+        fixes.append("a fused attention, which keeps no s x s scores (--attention flash or "
+                     "--framework megatron-core)")
     return (f"does not fit: {total / 1e9:.1f} GB per GPU of {cap / 1e9:.0f} GB (model state "
             f"{state / 1e9:.1f} GB, activations {act / 1e9:.1f} GB); "
-            f"{', '.join(fixes)} or traincast plan for a layout that fits")
+            f"{', '.join(fixes + ['traincast plan for a layout that fits'])}")
 
 
 def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
@@ -1135,7 +1162,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     batch and the other defaults, with the ``text`` of the ``assumed:`` line),
     ``bubble_fraction`` (bubble / pipeline time, ``(p - 1) / (v m + p - 1)``), ``bubble_share``
     (bubble / step, ``T_bubble / T_total``) and ``warnings`` (a bubble over
-    :data:`BUBBLE_WARN_SHARE` of the step).
+    :data:`BUBBLE_WARN_SHARE` of the step, :func:`bubble_warning`; a configuration that does
+    not fit, :func:`memory_warning`; ``cp > 1`` under a recipe without context parallelism,
+    :func:`cp_warning`).
 
     ``framework`` names a recipe (``parallel/recipes.toml``, :func:`resolve_knobs`) that sets
     ``attention``, ``dropout``, ``zero`` and ``grad_accum_fused`` where they are None (not
@@ -1170,7 +1199,11 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
-                            memory_warning(sc, zero, tp, pp, cp, recompute),
+                            memory_warning(sc, cfg, {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
+                                                     "cp": cp, "zero": zero,
+                                                     "micro_batch": micro_batch,
+                                                     "global_batch": gb, "vp": vp, "seq": s},
+                                           recompute, attention, hw.gpus_per_node),
                             cp_warning(framework, cp, knobs)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {

@@ -568,12 +568,20 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                                              gb)
     if rules:
         out["layout_rules"] = rules
+    scores_bound = False
     if searched and not out["feasible"]:
         out["min_memory_gb"] = {r["hw"].node: float(np.min(r["res"]["mem_total_bytes"])) / 1e9
                                 for r in base if len(r["cfgs"]["dp"])}
+        for r in base:
+            if len(r["cfgs"]["dp"]):
+                res = r["res"]
+                i = int(np.argmin(res["mem_total_bytes"]))
+                state = sum(float(res[f"mem_{k}_bytes"][i])
+                            for k in ("weights", "grads", "optimizer"))
+                scores_bound |= float(res["mem_total_bytes"][i]) > 2.0 * state
     note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
                        {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base},
-                       first_attention == "materialized")
+                       first_attention == "materialized" and scores_bound)
     if note:
         out["note"] = note
     out["seconds"] = time.perf_counter() - t0
