@@ -238,6 +238,13 @@ ALLOWED_TAG = re.compile(r"</?(h[1-6]|p|b|strong|em|code|pre|ul|ol|li|div|table|
                          r'|th|td|blockquote|hr ?/?|br ?/?)( class="tbl"| style="[a-z:-]+")?>')
 
 
+def test_a_fence_s_info_string_makes_no_attribute() -> None:
+    from traincast.report.html import markdown
+
+    html = markdown("```:\nx < y\n```\n\n~~~ \"onload=alert(1)\n~~~")
+    assert "language" not in html and "onload" not in html and "x &lt; y" in html
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("<>&\"'`*|#-: \nabscript/=()")), max_size=200))
 def test_markdown_never_emits_markup_from_its_input(text):

@@ -118,12 +118,16 @@ def _markdown_it() -> Any:
 def markdown(text: str) -> str:
     """Markdown for provenance notes (markdown-it-py, CommonMark with tables, raw HTML off:
     any markup in ``text`` comes out escaped). Headings move 2 levels down (``#`` = ``<h3>``:
-    they sit inside a section's ``<h2>``); tables sit in a scrolling ``div.tbl``."""
+    they sit inside a section's ``<h2>``); tables sit in a scrolling ``div.tbl``; a fenced
+    block's info string is dropped (it would become a ``class="language-..."`` from the
+    input)."""
     md = _markdown_it()
     tokens = md.parse(text)
     for tok in tokens:
         if tok.type in ("heading_open", "heading_close"):
             tok.tag = f"h{min(int(tok.tag[1:]) + 2, 6)}"
+        elif tok.type == "fence":
+            tok.info = ""
     html = md.renderer.render(tokens, md.options, {})
     # literal "<table>" in the input is escaped, so only the renderer's own tags match
     return html.replace("<table>", '<div class="tbl"><table>').replace("</table>",
