@@ -233,14 +233,14 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     if len(g["row"]) and rate > 0:
         # convolutions keep the datasheet path: the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
-        conv = np.array([op_family(str(ops[i]["op"]).removeprefix("aten::")) == "conv"
-                         for i in g["row"]], dtype=bool)
+        op_names = np.array([str(o["op"]) for o in ops], dtype=str)
+        conv = np.array([op_family(n.removeprefix("aten::")) == "conv" for n in op_names],
+                        dtype=bool)[g["row"]]
         sel = fp32[g["row"]] & ~conv
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
                                      float(gpu.fp32_cores_per_sm), rate,
                                      kernels.simt_clock_hz(gpu, params), bw, params,
-                                     choice=kernels.library_choice(
-                                         params, [str(ops[i]["op"]) for i in g["row"]]))
+                                     choice=kernels.library_choice(params, op_names)[g["row"]])
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0
         flop_s = np.where(priced, per_op, flop_s)

@@ -610,9 +610,13 @@ fused attention, a convolution) takes no ``rho``."""
 def library_choice(params: Mapping[str, float], ops: Sequence[str]) -> F:
     """``rho`` per product of the aten ops ``ops`` (``CHOICE_OPS``): ``choice_bmm`` or
     ``choice_linear``, 1 for another op or where the parameters have none
-    (``simt_gemm_time_s``'s ``choice``)."""
-    keys = [CHOICE_KEYS.get(CHOICE_OPS.get(str(o).removeprefix("aten::"), ""), "") for o in ops]
-    return np.array([params.get(k, 1.0) if k else 1.0 for k in keys], dtype=np.float64)
+    (``simt_gemm_time_s``'s ``choice``). One lookup per distinct op."""
+    if not len(ops):
+        return np.zeros(0)
+    unique, inverse = np.unique(np.asarray(ops, dtype=str), return_inverse=True)
+    keys = [CHOICE_KEYS.get(CHOICE_OPS.get(u.removeprefix("aten::"), ""), "") for u in unique]
+    return np.array([params.get(k, 1.0) if k else 1.0 for k in keys],
+                    dtype=np.float64)[inverse]
 
 
 CONV_KEYS = ("conv_efficiency", "extra_kernel_us")

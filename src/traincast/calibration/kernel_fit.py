@@ -146,13 +146,14 @@ def ran_tiles(names: NDArray[Any]) -> tuple[F, F]:
     computes the row-major ``C[m x n]`` of ``linear`` and ``bmm`` as the column-major
     ``C^T``, so its ``AxB`` tile is ``A`` outputs along ``n`` and ``B`` along ``m``:
     ``T_m = B``, ``T_n = A``. A name without an SGEMM tile (empty: the shipped measuring
-    script records none) gives ``(0, 0)``, and the model's fastest candidate prices the row."""
-    tm, tn = np.zeros(len(names)), np.zeros(len(names))
-    for i, name in enumerate(names.tolist()):
-        hit = _SGEMM_TILE.search(str(name or ""))
-        if hit:
-            tn[i], tm[i] = float(hit.group(1)), float(hit.group(2))
-    return tm, tn
+    script records none) gives ``(0, 0)``, and the model's fastest candidate prices the row.
+    One regular-expression match per distinct name."""
+    unique, inverse = np.unique(np.asarray([str(n or "") for n in names], dtype=str),
+                                return_inverse=True)
+    hits = [_SGEMM_TILE.search(u) for u in unique]
+    tiles = np.array([(float(h.group(2)), float(h.group(1))) if h else (0.0, 0.0)
+                      for h in hits], dtype=np.float64).reshape(-1, 2)
+    return tiles[inverse, 0], tiles[inverse, 1]
 
 
 def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:

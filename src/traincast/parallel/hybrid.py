@@ -44,7 +44,7 @@ and ``throughput``.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
@@ -73,11 +73,15 @@ FlashAttention's rate: flash-attn 1.x and its Triton port, as llm-foundry ran in
 ``parallel/flash_attention.toml``."""
 FUSED: tuple[str, ...] = ("flash1", "flash", "flash3")
 """The fused attentions: the scores never leave the SM."""
-ATTENTION_HELP: str = ("materialized: the s x s scores go through memory, as Megatron-LM in "
-                       "2021; flash: a fused kernel keeps them on chip, at FlashAttention-2's "
-                       "published rate; flash1: at the first FlashAttention's (and its Triton "
-                       "port's), as 2023 stacks ran; flash3: at FlashAttention-3's on H100")
-"""What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan)."""
+ATTENTION_WORDS: dict[str, str] = {
+    "materialized": "the s x s scores go through memory, as Megatron-LM in 2021",
+    "flash": "a fused kernel keeps them on chip, at FlashAttention-2's published rate",
+    "flash1": "at the first FlashAttention's (and its Triton port's), as 2023 stacks ran",
+    "flash3": "at FlashAttention-3's on H100"}
+"""What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan, the
+llm-foundry line of ``validate --published``)."""
+ATTENTION_HELP: str = "; ".join(f"{k}: {v}" for k, v in ATTENTION_WORDS.items())
+"""The ``--attention`` help of predict and plan."""
 TIME_PARTS: tuple[str, ...] = ("data_io", "compute_flop", "compute_mem", "comm_tp", "comm_pp",
                                "comm_ep", "comm_cp", "comm_dp", "bubble")
 PART_LABEL: dict[str, str] = {
@@ -92,8 +96,8 @@ PART_LABEL: dict[str, str] = {
 class HybridHardware:
     """Effective rates of one node preset for the hybrid model (``flops_per_s``: the achievable
     GEMM rate ``R = P eta``; link rates ``bw_gbs x efficiency`` in bytes/s;
-    ``flash_flops_per_s``, ``flash3_flops_per_s``, ``flash1_flops_per_s``: fused attention's
-    rate ``R_flash`` with FlashAttention-2, -3 and -1, 0 where the kernel does not run)."""
+    ``fused_flops_per_s``: fused attention's rate ``R_flash`` per kernel of :data:`FUSED`, 0
+    where the kernel does not run)."""
 
     node: str
     gpu: str
@@ -111,14 +115,27 @@ class HybridHardware:
     intra_latency_s: float
     nic_latency_s: float
     links: dict[str, str]
-    flash_flops_per_s: float = 0.0
-    flash3_flops_per_s: float = 0.0
-    flash1_flops_per_s: float = 0.0
+    fused_flops_per_s: dict[str, float] = field(default_factory=dict)
 
     def fused_rate(self, attention: str) -> float:
-        """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`)."""
-        return {"flash": self.flash_flops_per_s, "flash3": self.flash3_flops_per_s,
-                "flash1": self.flash1_flops_per_s}[attention]
+        """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`; 0 where it
+        does not run)."""
+        return self.fused_flops_per_s.get(attention, 0.0)
+
+    @property
+    def flash_flops_per_s(self) -> float:
+        """FlashAttention-2's ``R_flash``."""
+        return self.fused_rate("flash")
+
+    @property
+    def flash3_flops_per_s(self) -> float:
+        """FlashAttention-3's ``R_flash`` (0 off Hopper)."""
+        return self.fused_rate("flash3")
+
+    @property
+    def flash1_flops_per_s(self) -> float:
+        """FlashAttention(-1)'s ``R_flash``."""
+        return self.fused_rate("flash1")
 
     @property
     def gemm_efficiency(self) -> float:
@@ -229,9 +246,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
-                          flash_flops_per_s=flash["flash"],
-                          flash3_flops_per_s=flash["flash3"],
-                          flash1_flops_per_s=flash["flash1"])
+                          fused_flops_per_s=flash)
 
 
 def _i(x: ArrayLike) -> F:
@@ -624,22 +639,20 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster)."""
     g = float(hw.gpus_per_node)
     pp_cross = c.t * c.cp * c.p > g
-    cp_in = c.t * c.cp <= g
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
-    return Links(
-        tp_bps=np.where(c.t <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
-        tp_latency_s=np.where(c.t <= g, hw.intra_latency_s,
-                              max(hw.intra_latency_s, hw.nic_latency_s)),
-        ep_bps=np.where(c.t * c.e <= g, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
-        pp_cross=pp_cross,
-        pp_bps=np.where(pp_cross, min(hw.intra_bps, hw.nic_bps), hw.intra_bps),
-        pp_latency_s=np.where(pp_cross, max(hw.intra_latency_s, hw.nic_latency_s),
-                              hw.intra_latency_s),
-        dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps, hw.nic_bps,
-                                  hw.rails),
-        cp_bps=np.where(cp_in, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
-        cp_latency_s=np.where(cp_in, hw.intra_latency_s,
-                              max(hw.intra_latency_s, hw.nic_latency_s)))
+
+    def link(inside: NDArray[np.bool_]) -> tuple[F, F]:
+        """Rate and latency of a group's link: intra inside a node, else the slower link."""
+        return (np.where(inside, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
+                np.where(inside, hw.intra_latency_s, max(hw.intra_latency_s, hw.nic_latency_s)))
+
+    (tp_bps, tp_lat), (ep_bps, _) = link(c.t <= g), link(c.t * c.e <= g)
+    (pp_bps, pp_lat), (cp_bps, cp_lat) = link(~pp_cross), link(c.t * c.cp <= g)
+    return Links(tp_bps=tp_bps, tp_latency_s=tp_lat, ep_bps=ep_bps, pp_cross=pp_cross,
+                 pp_bps=pp_bps, pp_latency_s=pp_lat,
+                 dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps,
+                                           hw.nic_bps, hw.rails),
+                 cp_bps=cp_bps, cp_latency_s=cp_lat)
 
 
 def comm_time_s(model: ModelConfig, c: Configs, ln: Links,
@@ -733,26 +746,48 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
 
 
-def stage_activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
-    """Activations of the first and last stage as ``(first_layers, first_extra, last_layers,
-    last_extra)``: the first stage's ``L_s`` layers of :func:`activation_bytes_per_layer` for
-    each in-flight micro-batch, the last stage's for one micro-batch (all ``m`` with GPipe),
-    and the logits ``4 s_r b h / t (1 + V / h) delta / 2`` (``s_r = s / cp``) that the last
-    stage holds, the first too when it is the only one."""
+def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
+    """Activations per GPU, ``(stored, recomputed)``.
+
+    ``stored``: the larger of the first stage (``L_s`` layers of
+    :func:`activation_bytes_per_layer` for each in-flight micro-batch) and the last (``L_s``
+    layers of one micro-batch, all ``m`` with GPipe, plus the logits
+    ``4 s_r b h / t (1 + V / h) delta / 2``, ``s_r = s / cp``; a single stage holds both).
+
+    ``recomputed``: what the layer being recomputed adds to the peak. In the backward pass a
+    layer whose activations were dropped (recompute selective or full) holds them again, one
+    layer and micro-batch at a time, on top of what is stored; a stage's logits are freed
+    before its layers' backward::
+
+        W    = a_none - a_r         (a_x: activation_bytes_per_layer with recompute x)
+        peak = max(F + max(F_x, W), L + max(L_x, W))     (F, L: the first and last stage's
+                                                          layers; F_x, L_x: the logits each
+                                                          holds)
+        recomputed = peak - stored  (0 without recomputation: every layer's are stored)
+
+    With materialized attention ``W`` holds one layer's ``5 a s^2 b / t`` scores (Korthikanti
+    et al.'s ``x = 5 a s / h`` term): at long sequences it, not what is stored, decides what
+    fits."""
     h, v_ = float(model.hidden), float(model.vocab)
     act_layer = activation_bytes_per_layer(model, c)
     inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
-    logits_act = 4.0 * c.s_rank * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
-    last_mbs = np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0)
-    return (act_layer * c.layers_stage * inflight, np.where(c.p == 1, logits_act, 0.0),
-            act_layer * c.layers_stage * last_mbs, logits_act)
+    logits = 4.0 * c.s_rank * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
+    first = act_layer * c.layers_stage * inflight
+    last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0)
+    first_x = np.where(c.p == 1, logits, 0.0)
+    stored = np.maximum(first + first_x, last + logits)
+    none = activation_bytes_per_layer(model, replace(
+        c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
+        selective=np.zeros_like(c.selective)))
+    w = np.where(c.r > 0, np.maximum(none - act_layer, 0.0), 0.0)
+    peak = np.maximum(first + np.maximum(first_x, w), last + np.maximum(logits, w))
+    return stored, peak - stored
 
 
-def activation_bytes(model: ModelConfig, c: Configs) -> F:
-    """Activations per GPU: the larger of the first stage and the last
-    (:func:`stage_activation_bytes`, each stage's layers plus the logits it holds)."""
-    first, first_extra, last, last_extra = stage_activation_bytes(model, c)
-    return np.maximum(first + first_extra, last + last_extra)
+def recompute_bytes(model: ModelConfig, c: Configs) -> F:
+    """What the layer being recomputed adds to the activations' peak (:func:`activation_bytes`,
+    its second part)."""
+    return activation_bytes(model, c)[1]
 
 
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
@@ -760,40 +795,16 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
     ``params`` after ZeRO over the ``d cp`` ranks of :attr:`Configs.dp_group`
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
-    gathers at a time, ``(P_layer - P_experts) / t delta``), activations, the working set of
-    the layer being recomputed (:func:`recompute_bytes`), their total and the GPU's capacity."""
+    gathers at a time, ``(P_layer - P_experts) / t delta``), activations stored and the layer
+    being recomputed (:func:`activation_bytes`), their total and the GPU's capacity."""
     w_b, g_b, o_b = st.model_state_bytes(params, c.dp_group, c.z, c.dtype)
     dense_layer = model.layer_params - model.expert_params_per_layer
     w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
-    act, redo = activation_bytes(model, c), recompute_bytes(model, c)
+    act, redo = activation_bytes(model, c)
     return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
             "mem_activations_bytes": act, "mem_recompute_bytes": redo,
             "mem_total_bytes": w_b + g_b + o_b + act + redo,
             "mem_capacity_bytes": np.full(c.d.shape, hw.mem_bytes)}
-
-
-def recompute_bytes(model: ModelConfig, c: Configs) -> F:
-    """What the layer being recomputed adds to the activations' peak: in the backward pass a
-    layer whose activations were dropped (recompute selective or full) holds them again, one
-    layer and micro-batch at a time, on top of what is stored::
-
-        W    = a_none - a_r         (a_x: activation_bytes_per_layer with recompute x)
-        peak = max(F + max(F_x, W), L + max(L_x, W))     (stage_activation_bytes: a stage's
-                                                          layers and the logits it holds,
-                                                          freed before its layers' backward)
-
-    and the part returned is ``peak - activation_bytes`` (0 without recomputation: every
-    layer's are stored already). With materialized attention ``W`` holds one layer's
-    ``5 a s^2 b / t`` scores (Korthikanti et al.'s ``x = 5 a s / h`` term): at long sequences
-    it, not the stored activations, decides what fits."""
-    stored = activation_bytes_per_layer(model, c)
-    none = activation_bytes_per_layer(model, replace(
-        c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
-        selective=np.zeros_like(c.selective)))
-    w = np.where(c.r > 0, np.maximum(none - stored, 0.0), 0.0)
-    first, first_extra, last, last_extra = stage_activation_bytes(model, c)
-    peak = np.maximum(first + np.maximum(first_extra, w), last + np.maximum(last_extra, w))
-    return peak - np.maximum(first + first_extra, last + last_extra)
 
 
 class MicroBatchTimes(NamedTuple):
@@ -1051,35 +1062,53 @@ def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) 
             f"multiple of pp) shrink it")
 
 
+FUSED_HINT: str = ("a fused attention, which keeps no s x s scores (--attention flash or "
+                   "--framework megatron-core)")
+"""What shrinks activations that materialized scores fill (``memory_warning``, ``plan``'s
+note)."""
+SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch",
+                              "vp")
+"""The positional sizes of :func:`check_shapes`, by name (``shape_code``)."""
+
+
+def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
+    """:func:`check_shapes`'s code for one configuration given by name (``SIZE_KEYS``, ``cp``,
+    ``seq``)."""
+    return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS), cp=sizes["cp"],
+                            seq=float(sizes["seq"]), fused=attention in FUSED))
+
+
+def activations_dominate(mem: dict[str, Any]) -> Any:
+    """Whether activations (stored and recomputed) outweigh the model state in the
+    ``mem_*_bytes`` of :func:`memory_bytes` (scalars or arrays)."""
+    state = mem["mem_weights_bytes"] + mem["mem_grads_bytes"] + mem["mem_optimizer_bytes"]
+    return mem["mem_activations_bytes"] + mem["mem_recompute_bytes"] > state
+
+
 def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int],
                    recompute: str, attention: str, gpus_per_node: int) -> str:
     """The warning when a configuration does not fit its GPU (empty when it does), with what
-    shrinks each part, each change one the shape rules accept (``check_shapes``; tp within a
+    shrinks each part, each change one the shape rules accept (:func:`shape_code`; tp within a
     node): the next ZeRO stage for the model state; full recomputation, twice the tp, pp or
-    cp, and a fused attention (materialized scores) for the activations. ``sizes``: dp, tp,
-    pp, ep, cp, zero, micro_batch, global_batch, vp, seq."""
+    cp, and a fused attention (materialized scores, :func:`activations_dominate`) for the
+    activations. ``sizes``: ``SIZE_KEYS``, ``cp`` and ``seq``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""
     state = sc["mem_weights_bytes"] + sc["mem_grads_bytes"] + sc["mem_optimizer_bytes"]
-    act = sc["mem_activations_bytes"] + sc["mem_recompute_bytes"]
 
     def valid(**change: int) -> bool:
         z = {**sizes, **change}
-        return z["tp"] <= gpus_per_node and int(check_shapes(
-            cfg, *(_i(z[k]) for k in ("dp", "tp", "pp", "ep", "zero", "micro_batch",
-                                      "global_batch", "vp")),
-            cp=z["cp"], seq=float(z["seq"]), fused=attention in FUSED)) == 0
+        return z["tp"] <= gpus_per_node and shape_code(cfg, z, attention) == 0
 
     fixes = [f"--zero {sizes['zero'] + 1}"] if sizes["zero"] < 3 and valid(
         zero=sizes["zero"] + 1) else []
     fixes += ["--recompute full"] if recompute != "full" else []
     fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
-    if attention not in FUSED and act > state:
-        fixes.append("a fused attention, which keeps no s x s scores (--attention flash or "
-                     "--framework megatron-core)")
+    if attention not in FUSED and activations_dominate(sc):
+        fixes.append(FUSED_HINT)
     return (f"does not fit: {total / 1e9:.1f} GB per GPU of {cap / 1e9:.0f} GB (model state "
-            f"{state / 1e9:.1f} GB, activations {act / 1e9:.1f} GB); "
+            f"{state / 1e9:.1f} GB, activations {(total - state) / 1e9:.1f} GB); "
             f"{', '.join(fixes + ['traincast plan for a layout that fits'])}")
 
 
@@ -1093,22 +1122,22 @@ def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
             "(--framework megatron-core)")
 
 
-def _check_sizes(cfg: ModelConfig, dp: int, tp: int, pp: int, ep: int, zero: int,
-                 micro_batch: int, gb: int, vp: int, cp: int = 1, seq: int = 0,
-                 attention: str = "materialized") -> None:
-    """An error naming the sizes of a configuration ``check_shapes`` rejects; called before
-    ``evaluate``, where a size of 0 would divide by zero."""
-    code = int(check_shapes(cfg, *(_i(x) for x in (dp, tp, pp, ep, zero, micro_batch, gb, vp)),
-                            cp=cp, seq=float(seq), fused=attention in FUSED))
+def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:
+    """An error naming the sizes of a configuration ``check_shapes`` rejects (:func:`shape_code`;
+    ``sizes`` by name); called before ``evaluate``, where a size of 0 would divide by zero."""
+    code = shape_code(cfg, sizes, attention)
     if code:
         why = SHAPE_ERRORS[code]
         if code == len(SHAPE_ERRORS) - 1:   # the sequence rule: say which cp would do
+            cp, seq = sizes["cp"], sizes["seq"]
             ok = [k for k in range(1, 65) if seq % (2 * k) == 0]
             why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; cp of "
                     f"{', '.join(map(str, ok[:8]))} would")
+        z = sizes
         raise TraincastError(f"invalid hybrid configuration: {why}",
-                             hint=f"dp={dp} tp={tp} pp={pp} ep={ep} cp={cp} vp={vp} "
-                                  f"micro-batch={micro_batch} global-batch={gb} seq={seq} "
+                             hint=f"dp={z['dp']} tp={z['tp']} pp={z['pp']} ep={z['ep']} "
+                                  f"cp={z['cp']} vp={z['vp']} micro-batch={z['micro_batch']} "
+                                  f"global-batch={z['global_batch']} seq={z['seq']} "
                                   f"attention={attention}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads")
 
@@ -1186,11 +1215,13 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                                      zero=zero, grad_accum_fused=grad_accum_fused)
     attention, zero = knobs["attention"], int(knobs["zero"])
     s = int(seq or cfg.seq)
+    sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
+             "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s}
     if min(dp, tp, pp, ep, cp, micro_batch, vp) < 1:
-        _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, dp * micro_batch, vp, cp, s,
-                     attention)
+        _check_sizes(cfg, sizes, attention)
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
-    _check_sizes(cfg, dp, tp, pp, ep, zero, micro_batch, gb, vp, cp, s, attention)
+    sizes["global_batch"] = gb
+    _check_sizes(cfg, sizes, attention)
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
@@ -1199,11 +1230,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
-                            memory_warning(sc, cfg, {"dp": dp, "tp": tp, "pp": pp, "ep": ep,
-                                                     "cp": cp, "zero": zero,
-                                                     "micro_batch": micro_batch,
-                                                     "global_batch": gb, "vp": vp, "seq": s},
-                                           recompute, attention, hw.gpus_per_node),
+                            memory_warning(sc, cfg, sizes, recompute, attention,
+                                           hw.gpus_per_node),
                             cp_warning(framework, cp, knobs)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
@@ -1234,13 +1262,13 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "fits": bool(res["fits"]),
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",
-                "model": cfg.name, "gpus": int(dp * tp * pp * cp), "dp": dp, "tp": tp, "pp": pp,
+                "model": cfg.name, "gpus": int(sc["gpus"]), "dp": dp, "tp": tp, "pp": pp,
                 "ep": ep, "cp": cp, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],
-                "nodes": -(-int(dp * tp * pp * cp) // hw.gpus_per_node)},
+                "nodes": -(-int(sc["gpus"]) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

@@ -28,9 +28,11 @@ from traincast.parallel.hybrid import (
     DEFAULT_BATCH_TOKENS,
     DEFAULT_FRAMEWORK,
     FUSED,
+    FUSED_HINT,
     PART_LABEL,
     SHAPE_ERRORS,
     TIME_PARTS,
+    activations_dominate,
     batch_assumption,
     check_attention,
     check_counts,
@@ -385,8 +387,7 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
     if not any_fits:
         need = ", ".join(f"{gb:.1f} GB per GPU of {capacity_gb[nd]:.0f}"
                          + (f" on {nd}" if len(min_gb) > 1 else "") for nd, gb in min_gb.items())
-        fused = (", or price a fused attention, which keeps no s x s scores (--framework "
-                 "megatron-core, or --attention flash)") if materialized else ""
+        fused = f", or price {FUSED_HINT}" if materialized else ""
         return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
                 f"shorten the sequence or lower the global batch{fused}")
     return ""
@@ -572,13 +573,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     if searched and not out["feasible"]:
         out["min_memory_gb"] = {r["hw"].node: float(np.min(r["res"]["mem_total_bytes"])) / 1e9
                                 for r in base if len(r["cfgs"]["dp"])}
-        for r in base:
-            if len(r["cfgs"]["dp"]):
-                res = r["res"]
-                i = int(np.argmin(res["mem_total_bytes"]))
-                state = sum(float(res[f"mem_{k}_bytes"][i])
-                            for k in ("weights", "grads", "optimizer"))
-                scores_bound |= float(res["mem_total_bytes"][i]) > 2.0 * state
+        scores_bound = any(
+            bool(activations_dominate(r["res"])[int(np.argmin(r["res"]["mem_total_bytes"]))])
+            for r in base if len(r["cfgs"]["dp"]))
     note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
                        {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base},
                        first_attention == "materialized" and scores_bound)

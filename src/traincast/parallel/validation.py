@@ -229,6 +229,7 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         pred_i = float(inter[1][key]) if inter else None
         tokens = float(res["tokens_per_s_per_gpu"])
         out.append({**row, "metric": cfg["metric"], "gpu": hw.gpu, "dtype": cfg["dtype"],
+                    "attention": cfg["attention"],
                     "node": cfg["node"], "published_tflops_per_gpu": published,
                     "predicted_tflops_per_gpu": pred, "rel_error": pred / published - 1.0,
                     "within_target": abs(pred / published - 1.0) <= TARGET_REL_ERROR,

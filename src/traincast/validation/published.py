@@ -684,14 +684,12 @@ def _llm_foundry(catalog: Catalog) -> dict[str, Any]:
     keep = ("run", "model", "seq", "gpu", "dtype", "gpus", "batch", "micro_batch",
             "recompute", "mfu_percent", "published_tflops_per_gpu", "predicted_tflops_per_gpu",
             "rel_error", "tokens_per_gpu_s", "predicted_tokens_per_gpu_s", "rel_error_tokens",
-            "fits", "memory_gb")
+            "fits", "memory_gb", "attention")
     out = _llm_table("llm_foundry.toml", keep, catalog)
     rows = out["rows"]
     by_seq = grouped_errors(rows, lambda r: str(r["seq"]), "rel_error")
-    from traincast.parallel.validation import table_rows
-
     return {**out, "source": LLM_FOUNDRY_SOURCE,
-            "attention": str(table_rows("llm_foundry.toml").get("attention", "")),
+            "attention": ", ".join(sorted({str(r["attention"]) for r in rows})),
             "tokens_summary": summarize([r["rel_error_tokens"] for r in rows]),
             "by_gpu_dtype": by_gpu_and_dtype(rows, "rel_error"),
             "by_seq": dict(sorted(by_seq.items(), key=lambda kv: int(kv[0])))}
@@ -913,10 +911,11 @@ def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
         return []
     s, tok = lf["summary"], lf["tokens_summary"]
     worst = sorted(lf["rows"], key=lambda r: -abs(r["rel_error"]))[:3]
-    kernel = {"flash1": "the first FlashAttention's Triton port, as these 2023 runs ran it"}
+    from traincast.parallel.hybrid import ATTENTION_WORDS
+
     att = lf.get("attention", "")
-    att_text = f"; attention {att} ({kernel[att]})" if att in kernel else \
-        (f"; attention {att}" if att else "")
+    att_text = (f"; attention {att}" + (f" ({ATTENTION_WORDS[att]})" if att in ATTENTION_WORDS
+                                        else "")) if att else ""
     return ["", f"MosaicML llm-foundry MPT tables ({s['n']} rows, MFU; checks only, nothing "
             f"fitted; {lf['source']}{att_text}): median |error| "
             f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
