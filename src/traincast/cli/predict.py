@@ -377,10 +377,12 @@ def render_hybrid(result: dict[str, Any]) -> None:
     from traincast.cli.common import fmt_bytes
 
     job = result["job"]
-    table = Table(title=f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
-                        f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
-                        + f" zero={job['zero']} on {job['gpus']} GPU(s) of "
-                        f"{result['hardware']['node']}", title_justify="left")
+    # the title above the table at the terminal's width: the two-column table is narrow
+    console.print(Text(f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
+                       f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
+                       + f" zero={job['zero']} on {job['gpus']} GPU(s) of "
+                       f"{result['hardware']['node']}", style="italic"))
+    table = Table()
     table.add_column("component")
     table.add_column("time", justify="right")
     for k, v in result["time_s"].items():
