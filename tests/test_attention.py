@@ -152,24 +152,29 @@ def test_attention_time_of_both_modes_by_hand() -> None:
 
 def test_flash_drops_the_score_kernels_from_memory_bound_bytes() -> None:
     hw = hybrid_hardware(None, "dgx-a100", "bf16")
-    m = hw.mem_eff_bps
+    ew, nm, sm = (hw.memory_bps(f) for f in ("elementwise", "norm", "softmax"))
     # kernel by kernel (docs/parallelism.md), delta = 2, gelu MLP (n_mat = 2), no sp:
     # forward (10 delta + 2) b s h + n_mat delta b s f [+ (4 delta + 1) b a s^2 materialized]
     # backward (18 delta + 2) b s h + (n_mat + 2) delta b s f [+ (5 delta + 1) b a s^2]
+    # of which the two LayerNorms (2 delta forward, 3 delta backward, each) are the norm
+    # family and the softmax (2 delta forward, 3 delta backward per b a s^2) the softmax one
     bsf = B * S * FFN
-    fwd = 22 * SBH + 4 * bsf
-    bwd = 38 * SBH + 8 * bsf
+    norm = 8 * SBH + 12 * SBH
+    fwd = 22 * SBH + 4 * bsf - 8 * SBH
+    bwd = 38 * SBH + 8 * bsf - 12 * SBH
     ce = 52 * B * S * V                                   # fp32 cross-entropy over the logits
-    flash = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash"))) * m
-    mat = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized"))) * m
-    assert flash == pytest.approx(L * (fwd + bwd) + ce, rel=1e-12)
-    assert flash == pytest.approx(10_439_622_656, rel=1e-12)
-    assert mat == pytest.approx(L * (fwd + 9 * BASS + bwd + 11 * BASS) + ce, rel=1e-12)
+    flash = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash")))
+    mat = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized")))
+    assert flash == pytest.approx((L * (fwd + bwd) + ce) / ew + L * norm / nm, rel=1e-12)
+    assert L * (fwd + bwd) + ce + L * norm == pytest.approx(10_439_622_656, rel=1e-12)
+    # materialized adds the attention dropout (5 + 5 bytes per b a s^2, element-wise) and the
+    # softmax (4 + 6)
+    assert mat - flash == pytest.approx(L * 10 * BASS / ew + L * 10 * BASS / sm, rel=1e-12)
     # selective recomputation repeats softmax + dropout forward only when they exist
-    sel_f = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash", 1))) * m
-    sel_m = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized", 1))) * m
+    sel_f = float(elementwise_time_s(GQA, hw, cfg(GQA, "flash", 1)))
+    sel_m = float(elementwise_time_s(GQA, hw, cfg(GQA, "materialized", 1)))
     assert sel_f == pytest.approx(flash, rel=1e-12)
-    assert sel_m - mat == pytest.approx(L * 9 * BASS, rel=1e-12)
+    assert sel_m - mat == pytest.approx(L * 5 * BASS / ew + L * 4 * BASS / sm, rel=1e-12)
 
 
 def test_flash_drops_scores_and_masks_from_activations_and_gqa_shrinks_k_v() -> None:

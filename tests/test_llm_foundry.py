@@ -138,9 +138,9 @@ def test_comparison_runs_on_every_row() -> None:
 def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     # docs/validation.md: the table prices attention as the runs ran it (attention = "flash1":
     # the first FlashAttention's published rate, no s^2 scores in DRAM or activations), so
-    # every row fits its GPU; the A100 80 GB rows meet the 10% median, the H100 rows are
-    # predicted too fast, and the longest sequences too slow (the Triton kernel at long
-    # sequences is above FlashAttention's low-end 25% of peak)
+    # every row fits its GPU; the A100 40 and 80 GB and the H100 fp8 rows meet the issue's
+    # 10% median, the H100 bf16 rows are predicted too fast, and the longest sequences too
+    # slow (the Triton kernel at long sequences is above FlashAttention's low-end 25% of peak)
     from statistics import median
 
     rows = llm_foundry()
@@ -150,10 +150,12 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     for r in rows:
         by_gpu.setdefault((r["gpu"], r["dtype"]), []).append(r["rel_error"])
         by_seq.setdefault(r["seq"], []).append(r["rel_error"])
-    assert median(abs(e) for e in by_gpu["A100-SXM4-80GB", "bf16"]) <= 0.10
+    for table in (("A100-SXM4-80GB", "bf16"), ("A100-SXM4-40GB", "bf16"),
+                  ("H100-SXM5-80GB", "fp8")):
+        assert median(abs(e) for e in by_gpu[table]) <= 0.10, table
     assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.10
     assert median(by_seq[65536]) < 0 < median(by_seq[512])
-    assert median(abs(r["rel_error"]) for r in rows) <= 0.15
+    assert median(abs(r["rel_error"]) for r in rows) <= 0.10
 
 
 def test_a_bad_tokens_figure_names_the_row_and_field(tmp_path: Any) -> None:

