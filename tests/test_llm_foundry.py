@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from traincast.errors import TraincastError
-from traincast.parallel.validation import compare_table, llm_foundry, table_rows
+from traincast.hardware.catalog import load_catalog
+from traincast.parallel.validation import (
+    row_hardware,
+    compare_table,
+    llm_foundry,
+    stack_gemm_fractions,
+    table_rows,
+)
 
 COMMIT = "061f2c7ce64e655100286584a7629e2a09f827ba"
 README = (f"https://github.com/mosaicml/llm-foundry/blob/{COMMIT}/scripts/train/benchmarking/"
@@ -138,8 +145,8 @@ def test_comparison_runs_on_every_row() -> None:
 def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     # docs/validation.md: the table prices attention as the runs ran it (attention = "flash1":
     # the first FlashAttention's published rate, no s^2 scores in DRAM or activations), so
-    # every row fits its GPU; the A100 40 and 80 GB and the H100 fp8 rows meet the issue's
-    # 10% median, the H100 bf16 rows are predicted too fast, and the longest sequences too
+    # every row fits its GPU; every table meets the issue's 10% median (the H100 bf16 rows at
+    # the GEMM rate of the cuBLAS they ran, still too fast), and the longest sequences are too
     # slow (the Triton kernel at long sequences is above FlashAttention's low-end 25% of peak)
     from statistics import median
 
@@ -150,10 +157,9 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     for r in rows:
         by_gpu.setdefault((r["gpu"], r["dtype"]), []).append(r["rel_error"])
         by_seq.setdefault(r["seq"], []).append(r["rel_error"])
-    for table in (("A100-SXM4-80GB", "bf16"), ("A100-SXM4-40GB", "bf16"),
-                  ("H100-SXM5-80GB", "fp8")):
+    for table in by_gpu:
         assert median(abs(e) for e in by_gpu[table]) <= 0.10, table
-    assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.10
+    assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.0
     assert median(by_seq[65536]) < 0 < median(by_seq[512])
     assert median(abs(r["rel_error"]) for r in rows) <= 0.10
 
@@ -194,3 +200,34 @@ def test_validate_published_prints_the_llm_foundry_tables(monkeypatch: Any) -> N
         assert f"| {group} | {n} |" in out
     assert "| sequence | rows |" in out and "| 65536 | 9 |" in out
     assert "Largest misses: " in out
+
+
+def test_h100_bf16_rows_run_at_the_measured_rate_of_their_cublas() -> None:
+    # [gemm_fraction.H100-SXM5-80GB] bf16 = 720.3 / 989.4 TFLOP/s (cuBLAS 11.11.3, pytorch
+    # issue 100850); the A100 and the fp8 rows keep the catalog's MAMF fractions
+    cat = load_catalog()
+    table = table_rows("llm_foundry.toml")
+    stack = stack_gemm_fractions("llm_foundry.toml", table, cat)
+    assert stack == {("H100-SXM5-80GB", "bf16"): pytest.approx(720.3 / 989.4, abs=5e-4)}
+    cfg = {"nic": None, "rails": None}
+    for node, dtype, rate in (("dgx-h100", "bf16", 989.4e12 * 0.728),
+                              ("dgx-h100", "fp8", 1978.9e12 * 0.709),
+                              ("dgx-a100", "bf16", 312e12 * 0.869)):
+        hw = row_hardware(cat, {"node": node, "dtype": dtype, **cfg}, stack)
+        assert hw.flops_per_s == pytest.approx(rate, rel=2e-4), (node, dtype)
+
+
+@pytest.mark.parametrize("entry, match", [
+    ('[gemm_fraction.NoSuchGPU]\nbf16 = 0.7\nsource = "x"\n', r"unknown GPU 'NoSuchGPU'"),
+    ('[gemm_fraction.H100-SXM5-80GB]\nbf16 = 0.7\n', r"field 'source' is missing"),
+    ('[gemm_fraction.H100-SXM5-80GB]\nbf16 = 1.5\nsource = "x"\n', r"field 'bf16' must be"),
+    ('[gemm_fraction.H100-SXM5-80GB]\nint4 = 0.5\nsource = "x"\n', r"field 'int4' must be"),
+])
+def test_a_bad_gemm_fraction_names_the_table_and_field(tmp_path: Any, entry: str,
+                                                      match: str) -> None:
+    path = tmp_path / "rows.toml"
+    path.write_text('metric = "model"\nzero = 3\n[[row]]\nmodel = "mpt-7b-foundry"\n'
+                    'seq = 2048\nt = 1\np = 1\nd = 8\ngpus = 8\nbatch = 48\nmicro_batch = 6\n'
+                    'mfu_percent = 46.44\nsource = "x"\n' + entry)
+    with pytest.raises(TraincastError, match=r"rows\.toml: \[gemm_fraction\..*\]: " + match):
+        compare_table(path)

@@ -6,7 +6,9 @@ batch, achieved TFLOP/s per GPU or MFU) with the settings it ran with; table-lev
 defaults of its rows, and a row may override any of them (``ROW_KEYS``; ``attention``:
 ``materialized``, the default, or ``flash``, hybrid.ATTENTION; ``framework``: a recipe of
 ``parallel/recipes.toml`` whose knobs apply where neither the row nor the table sets them,
-``megatron-2021`` by default). Each row is predicted
+``megatron-2021`` by default); ``[gemm_fraction.GPU]`` (``DTYPE = fraction``, ``source``) sets
+the GEMM rate of the library the table's runs used on that GPU, from a per-op measurement
+(``stack_gemm_fractions``). Each row is predicted
 with ``hybrid.evaluate`` on its node and compared with the published per-GPU rate::
 
     rel_error = predicted / published - 1
@@ -43,7 +45,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
@@ -74,7 +76,7 @@ ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
     "model", "config", "t", "p", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
     "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run",
     "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params"}
-TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "note", "row"}
+TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "note", "row", "gemm_fraction"}
 
 
 def table_rows(name: str | Path) -> dict[str, Any]:
@@ -173,9 +175,45 @@ def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -
     return dataclasses.replace(model, seq=seq) if seq else model
 
 
-def _row_hardware(cat: Catalog, cfg: dict[str, Any]) -> HybridHardware:
+def stack_gemm_fractions(name: str | Path, table: dict[str, Any],
+                         cat: Catalog) -> dict[tuple[str, str], float]:
+    """A table's ``[gemm_fraction.GPU]`` entries: the GEMM rate of the software its rows ran,
+    where a per-op measurement of that library on that GPU exists, as ``(GPU, dtype) ->``
+    achieved fraction of the dense peak (each entry names its ``source``). It replaces the
+    catalog's ``gemm_max_fraction`` (a measurement of a later library) for those rows only."""
+    out: dict[tuple[str, str], float] = {}
+    for gpu, entry in (table.get("gemm_fraction") or {}).items():
+        where = f"{name}: [gemm_fraction.{gpu}]"
+        try:
+            gpu_name = cat.gpu_name(gpu)
+        except UnknownNameError:
+            raise TraincastError(f"{where}: unknown GPU {gpu!r}",
+                                 hint="a catalog GPU name (traincast hardware list)") from None
+        if not isinstance(entry, dict) or not str(entry.get("source", "")).strip():
+            raise TraincastError(f"{where}: field 'source' is missing or empty",
+                                 hint="the per-op measurement the fraction is taken from")
+        for dtype, value in entry.items():
+            if dtype == "source":
+                continue
+            if dtype not in st.DTYPE_BYTES or isinstance(value, bool) \
+                    or not isinstance(value, int | float) or not 0 < value <= 1:
+                raise TraincastError(f"{where}: field {dtype!r} must be a dtype "
+                                     f"({', '.join(st.DTYPE_BYTES)}) with a fraction in (0, 1], "
+                                     f"got {value!r}")
+            out[gpu_name, dtype] = float(value)
+    return out
+
+
+def row_hardware(cat: Catalog, cfg: dict[str, Any],
+                  stack: dict[tuple[str, str], float]) -> HybridHardware:
+    """The row's node, with its NIC and rails where the row gives them, and the GEMM rate
+    ``R = P x fraction`` of the table's ``gemm_fraction`` for its GPU and dtype."""
     hw = hybrid_hardware(cat, cfg["node"], cfg["dtype"], nic=cfg["nic"])
-    return hw if cfg["rails"] is None else dataclasses.replace(hw, rails=float(cfg["rails"]))
+    if cfg["rails"] is not None:
+        hw = dataclasses.replace(hw, rails=float(cfg["rails"]))
+    fraction = stack.get((hw.gpu, cfg["dtype"]))
+    return hw if fraction is None else dataclasses.replace(
+        hw, flops_per_s=hw.peak_tflops * 1e12 * fraction)
 
 
 def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: dict[str, Any],
@@ -205,13 +243,14 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         raise TraincastError(f"{name}: unknown table key(s) {', '.join(sorted(unknown))}",
                              hint=f"known keys: {', '.join(sorted(TABLE_KEYS))}")
     cat = catalog or load_catalog()
+    stack = stack_gemm_fractions(name, table, cat)
     defaults = {k: table.get(k, v) for k, v in SETTINGS.items()}
     out = []
     for i, row in enumerate(table["row"]):
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
-        model, hw = _row_model(name, i, row, cfg["seq"]), _row_hardware(cat, cfg)
+        model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg, stack)
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
