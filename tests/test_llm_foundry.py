@@ -13,9 +13,9 @@ import pytest
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
 from traincast.parallel.validation import (
-    row_hardware,
     compare_table,
     llm_foundry,
+    row_hardware,
     stack_gemm_fractions,
     table_rows,
 )
