@@ -127,7 +127,8 @@ def plan(
 
     Per micro-batch on the slowest stage: each matrix product's FLOPs / (peak x published GEMM
     efficiency x its tile/wave efficiency), attention products at their roofline +
-    element-wise kernels' bytes / achievable memory bandwidth + tensor-parallel all-reduces +
+    element-wise kernels' bytes / (DRAM bandwidth x their family's fitted fraction, norm,
+    softmax or other, hardware/kernel_model.toml) + tensor-parallel all-reduces +
     expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch
     times + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding
     all-reduce + optimizer step (52 bytes/parameter). Memory: weights, gradients, Adam state
