@@ -13,7 +13,7 @@ from typing import NoReturn
 import typer
 from rich.text import Text
 
-from traincast.cli.common import err_console, set_quiet
+from traincast.cli.common import err_console, follow_terminal_width, set_quiet
 from traincast.errors import TraincastError
 
 app = typer.Typer(
@@ -39,6 +39,7 @@ def _global(
                                  help="Print the version and exit."),
 ) -> None:
     """Global options (``--debug`` anywhere on the line shows tracebacks)."""
+    follow_terminal_width()
     set_quiet(quiet)
 
 

@@ -99,6 +99,14 @@ def catalog_from(paths: list[Path] | None, compute: str = "auto") -> Catalog:
     return load_catalog(paths or [], compute=compute)
 
 
+def follow_terminal_width() -> None:
+    """Let both consoles take their width from ``COLUMNS`` (or the terminal) when they print:
+    rich fixes the ``COLUMNS`` it finds when a console is made, so in one process the first
+    command would set the width of every later one (each command calls this first)."""
+    for c in (console, err_console):
+        c._width = None  # rich's own "not given" value: size is then read at each use
+
+
 def set_quiet(quiet: bool) -> None:
     """``traincast --quiet``: no progress bars or notes on stderr."""
     _STATE["quiet"] = quiet
