@@ -19,6 +19,7 @@ from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel import gemm
 from traincast.parallel.hybrid import (
+    activation_bytes,
     activation_bytes_per_layer,
     configs,
     elementwise_time_s,
@@ -79,26 +80,23 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
 def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     bf16 = hybrid_hardware(None, "dgx-h100", "bf16")
     fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
-    assert bf16.flash_flops_per_s == pytest.approx(0.35 * bf16.peak_tflops * 1e12)
-    assert bf16.flash3_flops_per_s == pytest.approx(0.75 * bf16.peak_tflops * 1e12)
-    assert fp8.flash_flops_per_s == pytest.approx(bf16.flash_flops_per_s)  # attention in bf16
+    assert bf16.fused_rate("flash") == pytest.approx(0.35 * bf16.peak_tflops * 1e12)
+    assert bf16.fused_rate("flash3") == pytest.approx(0.75 * bf16.peak_tflops * 1e12)
+    assert fp8.fused_rate("flash") == pytest.approx(bf16.fused_rate("flash"))  # attention in bf16
     a100 = hybrid_hardware(None, "dgx-a100", "bf16")
-    assert a100.flash_flops_per_s == pytest.approx(0.50 * a100.peak_tflops * 1e12)
+    assert a100.fused_rate("flash") == pytest.approx(0.50 * a100.peak_tflops * 1e12)
     # FlashAttention-3 is Hopper-only: no rate on an A100; the H200 (the same GH100 chip) is
     # assumed at the H100 SXM5's fractions; a GPU without a published one at the A100's 0.50
-    assert a100.flash3_flops_per_s == 0.0
+    assert a100.fused_rate("flash3") == 0.0
     h200 = hybrid_hardware(None, "hgx-h200", "bf16")
-    assert h200.flash_flops_per_s == pytest.approx(0.35 * h200.peak_tflops * 1e12)
-    assert h200.flash3_flops_per_s == pytest.approx(0.75 * h200.peak_tflops * 1e12)
+    assert h200.fused_rate("flash") == pytest.approx(0.35 * h200.peak_tflops * 1e12)
+    assert h200.fused_rate("flash3") == pytest.approx(0.75 * h200.peak_tflops * 1e12)
     l4 = hybrid_hardware(None, "l4-pcie", "bf16")  # no published FlashAttention-2 figure
-    assert l4.flash_flops_per_s == pytest.approx(0.50 * l4.peak_tflops * 1e12)
+    assert l4.fused_rate("flash") == pytest.approx(0.50 * l4.peak_tflops * 1e12)
     # the first FlashAttention: 0.25 on A100, 0.175 on H100, the A100's 0.25 elsewhere
-    assert a100.flash1_flops_per_s == pytest.approx(0.25 * a100.peak_tflops * 1e12)
-    assert bf16.flash1_flops_per_s == pytest.approx(0.175 * bf16.peak_tflops * 1e12)
-    assert l4.flash1_flops_per_s == pytest.approx(0.25 * l4.peak_tflops * 1e12)
-    for hw in (a100, bf16, l4):
-        assert hw.fused_rate("flash1") == hw.flash1_flops_per_s
-        assert hw.fused_rate("flash") == hw.flash_flops_per_s
+    assert a100.fused_rate("flash1") == pytest.approx(0.25 * a100.peak_tflops * 1e12)
+    assert bf16.fused_rate("flash1") == pytest.approx(0.175 * bf16.peak_tflops * 1e12)
+    assert l4.fused_rate("flash1") == pytest.approx(0.25 * l4.peak_tflops * 1e12)
 
 
 def test_flash3_off_hopper_is_a_clean_error() -> None:
@@ -194,8 +192,6 @@ def test_flash_drops_scores_and_masks_from_activations_and_gqa_shrinks_k_v() -> 
 
 
 def test_the_recomputed_layer_s_working_set_by_hand() -> None:
-    from traincast.parallel.hybrid import recompute_bytes
-
     kv_fix = 4 * S * B * (KV * D - H)
     # one stage (p = 1) holds the logits, 4 s b h (1 + V / h) = 591,396,864 bytes, freed before
     # its layers' backward: what a recomputed layer adds is max(0, W - logits), W = a_none - a_r
@@ -203,14 +199,15 @@ def test_the_recomputed_layer_s_working_set_by_hand() -> None:
     assert logits == 591_396_864
     # full recomputation: s b h (34 + 5 a s / h) + kv_fix - 2 s b h materialized
     w_full = SBH * (34 + 5 * A * S / H) + kv_fix - 2 * SBH
-    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 2))) == w_full - logits
+    assert float(activation_bytes(GQA, cfg(GQA, "materialized", 2))[1]) == w_full - logits
     # flash: 34 s b h + kv_fix - 2 s b h = 486,539,264 bytes, less than the logits: nothing more
     assert 34 * SBH + kv_fix - 2 * SBH == 486_539_264
-    assert float(recompute_bytes(GQA, cfg(GQA, "flash", 2))) == 0.0
+    assert float(activation_bytes(GQA, cfg(GQA, "flash", 2))[1]) == 0.0
     # selective: the attention core's 5 a s^2 b (scores, softmax, dropout mask)
-    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 1))) == 5 * A * S * S * B - logits
+    selective = float(activation_bytes(GQA, cfg(GQA, "materialized", 1))[1])
+    assert selective == 5 * A * S * S * B - logits
     # nothing recomputed: nothing more than what is stored
-    assert float(recompute_bytes(GQA, cfg(GQA, "materialized", 0))) == 0.0
+    assert float(activation_bytes(GQA, cfg(GQA, "materialized", 0))[1]) == 0.0
 
 
 def test_a_long_materialized_sequence_fits_nowhere_and_plan_says_why() -> None:

@@ -145,7 +145,7 @@ def test_ring_exchange_exposed_by_hand() -> None:
     hw = dataclasses.replace(hybrid_hardware(None, "dgx-h100", "bf16"), intra_bps=1e9,
                              intra_latency_s=0.0)
     c = cfg(8192, 4, recompute=2)
-    rf = hw.flash_flops_per_s
+    rf = hw.fused_rate("flash")
     # per rank: causal 4 b s^2 a d / 2 / cp = 2^40 / 2 / 4 = 2^37 forward, 2.5 x backward
     t_fwd = max(2 ** 37 / rf, 2 * (2 * 2048 * 4096 + 2 * 8192 * 1024) / hw.mem_eff_bps)
     t_bwd = max(2.5 * 2 ** 37 / rf, 2 * (4 * 2048 * 4096 + 4 * 8192 * 1024) / hw.mem_eff_bps)

@@ -16,7 +16,7 @@ from traincast.parallel.validation import (
     compare_table,
     llm_foundry,
     row_hardware,
-    stack_gemm_fractions,
+    stack_catalog,
     table_rows,
 )
 
@@ -205,15 +205,20 @@ def test_validate_published_prints_the_llm_foundry_tables(monkeypatch: Any) -> N
 def test_h100_bf16_rows_run_at_the_measured_rate_of_their_cublas() -> None:
     # [gemm_fraction.H100-SXM5-80GB] bf16 = 720.3 / 989.4 TFLOP/s (cuBLAS 11.11.3, pytorch
     # issue 100850); the A100 and the fp8 rows keep the catalog's MAMF fractions
-    cat = load_catalog()
+    shipped = load_catalog()
     table = table_rows("llm_foundry.toml")
-    stack = stack_gemm_fractions("llm_foundry.toml", table, cat)
-    assert stack == {("H100-SXM5-80GB", "bf16"): pytest.approx(720.3 / 989.4, abs=5e-4)}
+    cat = stack_catalog("llm_foundry.toml", table, shipped)
+    changed = {g for g in cat.gpus if cat.gpus[g] != shipped.gpus[g]}
+    assert changed == {"H100-SXM5-80GB"}
+    h100 = cat.gpu("H100-SXM5-80GB")
+    assert h100.gemm_max_fraction["bf16"] == pytest.approx(720.3 / 989.4, abs=5e-4)
+    assert "100850" in h100.sources["gemm_max_fraction"]
+    assert shipped.gpu("H100-SXM5-80GB").gemm_max_fraction["bf16"] == pytest.approx(0.803)
     cfg = {"nic": None, "rails": None}
     for node, dtype, rate in (("dgx-h100", "bf16", 989.4e12 * 0.728),
                               ("dgx-h100", "fp8", 1978.9e12 * 0.709),
                               ("dgx-a100", "bf16", 312e12 * 0.869)):
-        hw = row_hardware(cat, {"node": node, "dtype": dtype, **cfg}, stack)
+        hw = row_hardware(cat, {"node": node, "dtype": dtype, **cfg})
         assert hw.flops_per_s == pytest.approx(rate, rel=2e-4), (node, dtype)
 
 

@@ -126,19 +126,26 @@ def test_linear_shapes_of_a_gpt_layer() -> None:
 # ------------------------------------------------------------------- memory-bound kernels
 
 
+def _all_families(*args: object) -> tuple[float, float, float]:
+    """``(forward, backward, attention_forward)`` bytes of every family of
+    ``strategies.memory_bytes_per_layer`` together."""
+    parts = st.memory_bytes_per_layer(*args).values()
+    return tuple(float(sum(p[i] for p in parts)) for i in range(3))
+
+
 def test_elementwise_traffic_by_hand() -> None:
     # GPT layer, t = 1, 2-byte tensors: forward 22 s b h (2 LayerNorms 2 x 4, 2 dropout-adds
     # 2 x 7) + GELU 2 x 2 x s b 4h + softmax 4 + dropout 5 bytes per score element (b a s^2);
     # backward 38 s b h + GELU 4 x 2 x s b 4h + softmax 6 + dropout 5
     s, b, h, a, f = 2048, 1, 2304, 24, 9216
-    fwd, bwd, attn = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 1, False, 2)
+    fwd, bwd, attn = _all_families(s, b, h, a, f, 2, 1, 1, False, 2)
     assert float(fwd) == pytest.approx(22 * s * b * h + 4 * s * b * f + 9 * b * a * s * s)
     assert float(bwd) == pytest.approx(38 * s * b * h + 8 * s * b * f + 11 * b * a * s * s)
     assert float(attn) == pytest.approx(9 * b * a * s * s)
     # t = 8 without sequence parallelism: the s b h kernels stay whole, the rest splits
-    fwd8, _, _ = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 8, False, 2)
+    fwd8, _, _ = _all_families(s, b, h, a, f, 2, 1, 8, False, 2)
     assert float(fwd8) == pytest.approx(22 * s * b * h + (4 * s * b * f + 9 * b * a * s * s) / 8)
-    fwd8sp, _, _ = st.elementwise_bytes_per_layer(s, b, h, a, f, 2, 1, 8, True, 2)
+    fwd8sp, _, _ = _all_families(s, b, h, a, f, 2, 1, 8, True, 2)
     assert float(fwd8sp) == pytest.approx(float(fwd) / 8)
 
 

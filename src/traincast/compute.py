@@ -234,8 +234,9 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         # convolutions keep the datasheet path: the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
         op_names = np.array([str(o["op"]) for o in ops], dtype=str)
-        conv = np.array([op_family(n.removeprefix("aten::")) == "conv" for n in op_names],
-                        dtype=bool)[g["row"]]
+        unique, inverse = np.unique(op_names, return_inverse=True)
+        conv = np.array([op_family(n.removeprefix("aten::")) == "conv" for n in unique],
+                        dtype=bool)[inverse][g["row"]]
         sel = fp32[g["row"]] & ~conv
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
                                      float(gpu.fp32_cores_per_sm), rate,
@@ -247,7 +248,9 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         mem_s = np.where(priced, 0.0, mem_s)
     fam = kernels.op_memory_family(ops)
     memory = (cols["flops"] <= 0) & (fam != "")
-    frac = np.array([params.get(f"f_{f}", 1.0) if f else 1.0 for f in fam])
+    fractions = kernels.fitted_memory_fractions(params)
+    names, where = np.unique(fam.astype(str), return_inverse=True)
+    frac = np.array([fractions.get(f, 1.0) for f in names], dtype=np.float64)[where]
     mem_s = np.where(memory, kernels.memory_kernel_time_s(cols["bytes"] * scale, bw, frac),
                      mem_s)
     return flop_s, mem_s

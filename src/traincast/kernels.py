@@ -639,19 +639,24 @@ def fitted_params(gpu: Any) -> dict[str, float] | None:
     return params
 
 
-def memory_fractions(gpu: Any) -> dict[str, float]:
+def fitted_memory_fractions(params: Mapping[str, float]) -> dict[str, float]:
     """Per memory-bound family (``MEMORY_FAMILIES``): the fitted achieved fraction ``f`` of the
-    datasheet ``mem_bw_gbs`` (``f_<family>`` of ``GPU.kernel``), the rate at which the
-    measured-kernel model runs that family's kernels: ``t = B / (M f)``. Empty when the entry has
-    a calibrated ``mem_efficiency`` below 1 (the user's own machine, measured, wins) or lacks a
-    fitted fraction."""
+    datasheet ``mem_bw_gbs`` (``f_<family>`` of the kernel parameters), the rate at which the
+    measured-kernel model runs that family's kernels: ``t = B / (M f)``. Empty unless every
+    family has one."""
+    keys = {fam: f"f_{fam}" for fam in MEMORY_FAMILIES}
+    if not all(float(params.get(k, 0.0) or 0.0) > 0 for k in keys.values()):
+        return {}
+    return {fam: float(params[k]) for fam, k in keys.items()}
+
+
+def memory_fractions(gpu: Any) -> dict[str, float]:
+    """:func:`fitted_memory_fractions` of the GPU's kernel parameters (``GPU.kernel``); empty
+    when the entry has a calibrated ``mem_efficiency`` below 1 (the user's own machine,
+    measured, wins)."""
     if float(getattr(gpu, "mem_efficiency", 1.0)) < 1.0:
         return {}
-    kernel = getattr(gpu, "kernel", {}) or {}
-    keys = {fam: f"f_{fam}" for fam in MEMORY_FAMILIES}
-    if not all(float(kernel.get(k, 0.0) or 0.0) > 0 for k in keys.values()):
-        return {}
-    return {fam: float(kernel[k]) for fam, k in keys.items()}
+    return fitted_memory_fractions(getattr(gpu, "kernel", {}) or {})
 
 
 def _field(gpu: Any, name: str) -> F:
@@ -759,15 +764,14 @@ def op_memory_family(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.object_]:
     """Per op: ``"softmax"`` (softmax, log-softmax and their backward), ``"norm"`` (layer,
     batch, group, RMS and instance norms, forward and backward), ``"elementwise"`` for the
     other memory-bound rows (no op family in ``features.ops``), ``""`` for GEMM-family rows."""
-    out = np.empty(len(ops), dtype=object)
-    for i, o in enumerate(ops):
-        name = str(o.get("op", "")).removeprefix("aten::")
-        if op_family(name) in COMPUTE_FAMILIES:
-            out[i] = ""
-        elif any(s in name for s in SOFTMAX_OPS):
-            out[i] = "softmax"
-        elif any(s in name for s in NORM_OPS):
-            out[i] = "norm"
-        else:
-            out[i] = "elementwise"
-    return out
+    if not len(ops):
+        return np.empty(0, dtype=object)
+    unique, inverse = np.unique(np.array([str(o.get("op", "")) for o in ops], dtype=str),
+                                return_inverse=True)
+    out = []
+    for u in unique:  # one decision per distinct op name
+        name = u.removeprefix("aten::")
+        out.append("" if op_family(name) in COMPUTE_FAMILIES else
+                   "softmax" if any(s in name for s in SOFTMAX_OPS) else
+                   "norm" if any(s in name for s in NORM_OPS) else "elementwise")
+    return np.array(out, dtype=object)[inverse]

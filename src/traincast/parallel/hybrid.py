@@ -133,21 +133,6 @@ class HybridHardware:
         return self.fused_flops_per_s.get(attention, 0.0)
 
     @property
-    def flash_flops_per_s(self) -> float:
-        """FlashAttention-2's ``R_flash``."""
-        return self.fused_rate("flash")
-
-    @property
-    def flash3_flops_per_s(self) -> float:
-        """FlashAttention-3's ``R_flash`` (0 off Hopper)."""
-        return self.fused_rate("flash3")
-
-    @property
-    def flash1_flops_per_s(self) -> float:
-        """FlashAttention(-1)'s ``R_flash``."""
-        return self.fused_rate("flash1")
-
-    @property
     def gemm_efficiency(self) -> float:
         """Achievable fraction of the dense peak: ``eta = R / P``."""
         return self.flops_per_s / (self.peak_tflops * 1e12)
@@ -515,7 +500,7 @@ def sp_share(c: Configs) -> F:
 
 def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     """The element-wise bytes dropout adds to one layer and micro-batch on one GPU, forward and
-    backward alike (``strategies.elementwise_bytes_per_layer``'s kernels), as ``(hidden,
+    backward alike (``strategies.memory_bytes_per_layer``'s element-wise kernels), as ``(hidden,
     attention)``:
 
         hidden    = 2 b s_r h / t_sp   (the two bias+dropout+add kernels write a 1-byte mask
@@ -813,12 +798,6 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
     return stored, peak - stored
 
 
-def recompute_bytes(model: ModelConfig, c: Configs) -> F:
-    """What the layer being recomputed adds to the activations' peak (:func:`activation_bytes`,
-    its second part)."""
-    return activation_bytes(model, c)[1]
-
-
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
                  params: F) -> dict[str, F]:
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
@@ -998,7 +977,7 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
-        if "hopper" in setting and hw.flash3_flops_per_s > 0:
+        if "hopper" in setting and hw.fused_rate("flash3") > 0:
             value = setting["hopper"]
         if "gated" in setting and model.n_mat == 3:
             value = setting["gated"]
@@ -1162,11 +1141,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
             ok = [k for k in range(1, 65) if seq % (2 * k) == 0]
             why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; cp of "
                     f"{', '.join(map(str, ok[:8]))} would")
-        z = sizes
         raise TraincastError(f"invalid hybrid configuration: {why}",
-                             hint=f"dp={z['dp']} tp={z['tp']} pp={z['pp']} ep={z['ep']} "
-                                  f"cp={z['cp']} vp={z['vp']} micro-batch={z['micro_batch']} "
-                                  f"global-batch={z['global_batch']} seq={z['seq']} "
+                             hint=" ".join(f"{k.replace('_', '-')}={sizes[k]}" for k in (
+                                 "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",
+                                 "global_batch", "seq")) + " "
                                   f"attention={attention}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads")
 

@@ -216,19 +216,6 @@ def memory_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLik
     }
 
 
-def elementwise_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLike,
-                                ffn: ArrayLike, n_mat: ArrayLike, top_k: ArrayLike, t: ArrayLike,
-                                sp: ArrayLike, delta: ArrayLike = 2) -> tuple[F, F, F]:
-    """All families of :func:`memory_bytes_per_layer` together: ``(forward, backward,
-    attention_forward)`` = ``((10 delta + 2) b s h + n_mat delta b s f + (4 delta + 1) b a s^2,
-    (18 delta + 2) b s h + (n_mat + 2) delta b s f + (5 delta + 1) b a s^2, (4 delta + 1) b a
-    s^2)`` (``b s f`` and ``b a s^2`` over ``t``, ``b s h`` over ``t`` with sequence
-    parallelism)."""
-    parts = memory_bytes_per_layer(s, b, h, a, ffn, n_mat, top_k, t, sp, delta).values()
-    fwd, bwd, attn = (sum(p[i] for p in parts) for i in range(3))
-    return _f(fwd), _f(bwd), _f(attn)
-
-
 def inflight_microbatches(p: ArrayLike, m: ArrayLike, v: ArrayLike = 1,
                           gpipe: ArrayLike = False) -> F:
     """Micro-batches whose activations the first stage holds at once.

@@ -8,7 +8,7 @@ defaults of its rows, and a row may override any of them (``ROW_KEYS``; ``attent
 ``parallel/recipes.toml`` whose knobs apply where neither the row nor the table sets them,
 ``megatron-2021`` by default); ``[gemm_fraction.GPU]`` (``DTYPE = fraction``, ``source``) sets
 the GEMM rate of the library the table's runs used on that GPU, from a per-op measurement
-(``stack_gemm_fractions``). Each row is predicted
+(``stack_catalog``). Each row is predicted
 with ``hybrid.evaluate`` on its node and compared with the published per-GPU rate::
 
     rel_error = predicted / published - 1
@@ -175,13 +175,13 @@ def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -
     return dataclasses.replace(model, seq=seq) if seq else model
 
 
-def stack_gemm_fractions(name: str | Path, table: dict[str, Any],
-                         cat: Catalog) -> dict[tuple[str, str], float]:
-    """A table's ``[gemm_fraction.GPU]`` entries: the GEMM rate of the software its rows ran,
-    where a per-op measurement of that library on that GPU exists, as ``(GPU, dtype) ->``
-    achieved fraction of the dense peak (each entry names its ``source``). It replaces the
-    catalog's ``gemm_max_fraction`` (a measurement of a later library) for those rows only."""
-    out: dict[tuple[str, str], float] = {}
+def stack_catalog(name: str | Path, table: dict[str, Any], cat: Catalog) -> Catalog:
+    """The catalog a table's rows are priced with: ``cat``, with each ``[gemm_fraction.GPU]``
+    entry of the table (``DTYPE = fraction``, ``source``: the GEMM rate of the library its runs
+    used on that GPU, from a per-op measurement) over that GPU's ``gemm_max_fraction`` and its
+    source, so the rows' ``R = P eta`` comes from the one catalog path
+    (``traincast.compute.rates``). ``cat`` itself is unchanged."""
+    gpus = dict(cat.gpus)
     for gpu, entry in (table.get("gemm_fraction") or {}).items():
         where = f"{name}: [gemm_fraction.{gpu}]"
         try:
@@ -192,28 +192,25 @@ def stack_gemm_fractions(name: str | Path, table: dict[str, Any],
         if not isinstance(entry, dict) or not str(entry.get("source", "")).strip():
             raise TraincastError(f"{where}: field 'source' is missing or empty",
                                  hint="the per-op measurement the fraction is taken from")
-        for dtype, value in entry.items():
-            if dtype == "source":
-                continue
+        fractions = {k: v for k, v in entry.items() if k != "source"}
+        for dtype, value in fractions.items():
             if dtype not in st.DTYPE_BYTES or isinstance(value, bool) \
                     or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise TraincastError(f"{where}: field {dtype!r} must be a dtype "
                                      f"({', '.join(st.DTYPE_BYTES)}) with a fraction in (0, 1], "
                                      f"got {value!r}")
-            out[gpu_name, dtype] = float(value)
-    return out
+        g = gpus[gpu_name]
+        gpus[gpu_name] = dataclasses.replace(
+            g, gemm_max_fraction={**g.gemm_max_fraction, **{k: float(v) for k, v in
+                                                              fractions.items()}},
+            sources={**g.sources, "gemm_max_fraction": str(entry["source"])})
+    return dataclasses.replace(cat, gpus=gpus, cache={}) if gpus != cat.gpus else cat
 
 
-def row_hardware(cat: Catalog, cfg: dict[str, Any],
-                  stack: dict[tuple[str, str], float]) -> HybridHardware:
-    """The row's node, with its NIC and rails where the row gives them, and the GEMM rate
-    ``R = P x fraction`` of the table's ``gemm_fraction`` for its GPU and dtype."""
+def row_hardware(cat: Catalog, cfg: dict[str, Any]) -> HybridHardware:
+    """The row's node, with its NIC and rails where the row gives them."""
     hw = hybrid_hardware(cat, cfg["node"], cfg["dtype"], nic=cfg["nic"])
-    if cfg["rails"] is not None:
-        hw = dataclasses.replace(hw, rails=float(cfg["rails"]))
-    fraction = stack.get((hw.gpu, cfg["dtype"]))
-    return hw if fraction is None else dataclasses.replace(
-        hw, flops_per_s=hw.peak_tflops * 1e12 * fraction)
+    return hw if cfg["rails"] is None else dataclasses.replace(hw, rails=float(cfg["rails"]))
 
 
 def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: dict[str, Any],
@@ -242,15 +239,14 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
     if unknown:
         raise TraincastError(f"{name}: unknown table key(s) {', '.join(sorted(unknown))}",
                              hint=f"known keys: {', '.join(sorted(TABLE_KEYS))}")
-    cat = catalog or load_catalog()
-    stack = stack_gemm_fractions(name, table, cat)
+    cat = stack_catalog(name, table, catalog or load_catalog())
     defaults = {k: table.get(k, v) for k, v in SETTINGS.items()}
     out = []
     for i, row in enumerate(table["row"]):
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
-        model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg, stack)
+        model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg)
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
