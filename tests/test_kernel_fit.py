@@ -23,15 +23,15 @@ from traincast.hardware.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "neusight-kernels"
-# c_smem = 0: every tile equally efficient; no per-tile cost, no split-K, no fixed cost
-FLAT = {"c_smem": 0.0, "tile_cycles": 0.0, "max_split_k": 1.0, "gemm_fixed_us": 0.0}
+# c_issue = 0: every tile equally efficient; no per-tile cost, no split-K, no fixed cost
+FLAT = {"c_issue": 0.0, "tile_cycles": 0.0, "max_split_k": 1.0, "gemm_fixed_us": 0.0}
 NO_DRAM = 1e30  # bytes/s: the DRAM and tile-traffic terms vanish
 
 
 def simt(m: float, n: float, k: float, batch: float, sms: float, rate: float,
          params: dict[str, float], mem_bps: float = NO_DRAM, clock_hz: float = 1e9,
-         with_tile: bool = False, lanes: float = 64):
-    return kernels.simt_gemm_time_s(m, n, k, batch, sms, lanes, rate, clock_hz, mem_bps, params,
+         with_tile: bool = False, issue: float = 1.0):
+    return kernels.simt_gemm_time_s(m, n, k, batch, sms, issue, rate, clock_hz, mem_bps, params,
                                     with_tile=with_tile)
 
 
@@ -44,21 +44,41 @@ def test_one_round_of_64_tiles_leaves_16_of_80_sms_idle() -> None:
     assert float(t) == pytest.approx(1.25 * 2 * 1024**3 / rate)
 
 
-def test_rounds_and_shared_memory_term_pick_the_tile() -> None:
+def test_rounds_and_issue_term_pick_the_tile() -> None:
     # (128*161) x 128, k = 512, 80 SMs: 128x128 -> 161 tiles, 3 rounds; 128x64 and 64x128 ->
     # 322 tiles, 5 rounds of half the work; 64x64 -> 644 tiles, 9 rounds of a quarter: times
-    # 3 : 2.5 : 2.25 (x 2 128^2 512 / (R / 80)), so without a shared-memory term 64x64 wins
-    # (index 3). With c_smem = 50 each is divided by e_T = 1 / (1 + 50 (T_m + T_n) / (T_m T_n)):
+    # 3 : 2.5 : 2.25 (x 2 128^2 512 / (R / 80)), so without an issue term 64x64 wins (index 3).
+    # With c_issue = 50 on 32-lane partitions (h = 1) each is divided by
+    # e_T = 1 / (1 + 50 (T_m + T_n) / (T_m T_n)):
     # 3 / 0.5614 = 5.344 < 2.5 / 0.4604 = 5.430 < 2.25 / 0.3902 = 5.766: 128x128 wins.
     rate, k, unit = 1e13, 512, 2 * 128 * 128 * 512 / (1e13 / 80)
     t, tile = simt(128 * 161, 128, k, 1, 80, rate, FLAT, with_tile=True)
     assert int(tile) == 3 and float(t) == pytest.approx(2.25 * unit)
-    t, tile = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_smem": 50.0}, with_tile=True)
+    t, tile = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_issue": 50.0}, with_tile=True)
     assert int(tile) == 0
     assert float(t) == pytest.approx(3 * unit * (1 + 50.0 * 256 / 16384))
-    # an SM of 128 lanes loads operands through the same 32 banks: twice the term per FMA
-    t128 = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_smem": 25.0}, lanes=128)
-    assert float(t128) == pytest.approx(float(t))
+    # 16-lane partitions (h = 2): one other instruction per FFMA issues free, e_T = 2 / max(2,
+    # 1 + x): 128x128 x = 0.78 -> 1 (3 units); 128x64 x = 1.171875 -> 2 / 2.171875 (2.5 x
+    # 1.0859 = 2.715 units); 64x64 x = 1.5625 -> 2 / 2.5625 (2.25 x 1.28125 = 2.883): 128x64
+    t, tile = simt(128 * 161, 128, k, 1, 80, rate, {**FLAT, "c_issue": 50.0}, with_tile=True,
+                   issue=2.0)
+    assert int(tile) in (1, 2)
+    assert float(t) == pytest.approx(2.5 * unit * 2.171875 / 2)
+
+
+def test_issue_ratio_by_hand() -> None:
+    # h = 32 / (FP32 lanes per SM / partitions): V100, T4, A100 64 / 4 = 16 lanes -> 2; P100
+    # 64 / 2 -> 1; H100, L4 and P4 128 / 4 -> 1; a Kepler SMX 192 / 4 = 48 lanes -> 2/3;
+    # partitions 0 = the default 4
+    h = kernels.issue_ratio([64, 64, 128, 192, 64], [4, 2, 4, 4, 0])
+    assert h.tolist() == pytest.approx([2.0, 1.0, 1.0, 2.0 / 3.0, 2.0])
+    cat = load_catalog()
+    assert float(kernels.simt_issue_ratio(cat.gpu("P100-PCIE-16GB"))) == 1.0
+    assert float(kernels.simt_issue_ratio(cat.gpu("V100-PCIE-32GB"))) == 2.0
+    assert float(kernels.simt_issue_ratio(cat.gpu("H100-SXM5-80GB"))) == 1.0
+    # e_T on h = 2 stays 1 until the other instructions pass one per FFMA
+    e = kernels.tile_issue_efficiency([128, 64, 32], [128, 64, 32], 2.0, 64.0)
+    assert e.tolist() == pytest.approx([1.0, 2.0 / 3.0, 2.0 / 5.0])
 
 
 def test_a_tile_costs_its_whole_area_and_a_fixed_cost_per_round() -> None:
@@ -219,15 +239,15 @@ def test_a_row_with_its_tile_is_priced_with_that_tile() -> None:
     # 1024^3 on 80 SMs with a ran 64x128 tile (T_m = 64, T_n = 128): 16 x 8 = 128 tiles, 2
     # rounds of 2 64 128 1024 / (R / 80) each, over e_T = 1 / (1 + c (64 + 128) / (64 128))
     rate, c = 1e13, 4.0
-    params = {**FLAT, "c_smem": c}
-    t, tile = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params,
+    params = {**FLAT, "c_issue": c}
+    t, tile = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 1.0, rate, 1e9, NO_DRAM, params,
                                        with_tile=True, ran_tile=(64.0, 128.0))
     assert int(tile) == -1
     assert float(t) == pytest.approx(2 * 2 * 64 * 128 * 1024 / (rate / 80)
                                      * (1 + c * 192 / (64 * 128)))
     # no tile named (0): the fastest candidate, as without ran_tile
-    free = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params)
-    zero = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 64, rate, 1e9, NO_DRAM, params,
+    free = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 1.0, rate, 1e9, NO_DRAM, params)
+    zero = kernels.simt_gemm_time_s(1024, 1024, 1024, 1, 80, 1.0, rate, 1e9, NO_DRAM, params,
                                     ran_tile=(0.0, 0.0))
     assert float(zero) == float(free) < float(t)
 

@@ -239,7 +239,7 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
                         dtype=bool)[inverse][g["row"]]
         sel = fp32[g["row"]] & ~conv
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
-                                     float(gpu.fp32_cores_per_sm), rate,
+                                     kernels.simt_issue_ratio(gpu), rate,
                                      kernels.simt_clock_hz(gpu, params), bw, params,
                                      choice=kernels.library_choice(params, op_names)[g["row"]])
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))

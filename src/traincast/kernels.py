@@ -455,8 +455,11 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #   sustained   c = min(1, p / p_0),  p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)
 #   clock       f = f_boost c                                    (Hz the SMs sustain)
 #   SM rate     R_sm = 2 cores_per_sm f e                        (FLOP/s per SM, fp32)
-#   tile T      e_T = 1 / (1 + c_smem (L / 64) (T_m + T_n) / (T_m T_n))   (shared-memory loads
-#               per FMA; L = FP32 lanes per SM, served by 32 shared-memory banks)
+#   issue       h = 32 / (cores_per_sm / sm_partitions)          (cycles a warp's FFMA holds
+#               its partition's lanes per issue slot: 2 on 16-lane partitions, 1 on 32-lane)
+#   tile T      e_T = h / max(h, 1 + c_issue (T_m + T_n) / (T_m T_n))   (a partition issues one
+#               instruction per clock: the tile's operand loads per FFMA, c_issue (T_m + T_n) /
+#               (T_m T_n), fill the free issue slots before they slow the FFMAs)
 #   split-K     s = min(floor(S / tiles), floor(k / 8), floor(s_max)) when batch = 1,
 #               tiles < S
 #   rounds      X_T = ceil(tiles_T s / S)                        (one tile per SM at a time)
@@ -494,8 +497,42 @@ def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: A
     return np.where(_f(power_w) > 0, np.minimum(1.0, p / p0), 1.0)
 
 
+WARP_LANES = 32
+"""Threads of a warp: one instruction of a warp drives 32 lanes (CUDA C Programming Guide,
+"SIMT Architecture")."""
+DEFAULT_SM_PARTITIONS = 4
+"""Processing blocks (warp schedulers, each issuing one instruction per clock) per SM of an
+entry without ``sm_partitions``: four on every NVIDIA SM since Maxwell except GP100 (NVIDIA
+whitepapers: Maxwell GM204, Pascal GP104, Volta V100, Turing, Ampere GA100 and GA102, Ada, Hopper
+H100: "partitioned into four processing blocks"; GP100 "two processing blocks", the P100 entries
+say so), four on Kepler's SMX ("four warp schedulers", GK110 whitepaper) and four SIMD units per
+AMD CDNA compute unit (CDNA 2 whitepaper)."""
+
+
+def issue_ratio(cores_per_sm: ArrayLike, sm_partitions: ArrayLike) -> F:
+    """``h = 32 / (cores_per_sm / sm_partitions)``: issue slots per warp FFMA on a partition of
+    ``cores_per_sm / sm_partitions`` FP32 lanes (a warp's FFMA holds 16 lanes two clocks, 32
+    lanes one, while its scheduler issues one instruction per clock; ``sm_partitions`` 0 =
+    ``DEFAULT_SM_PARTITIONS``). V100, T4, A100: 64 / 4 = 16 lanes, h = 2; P100: 64 / 2 = 32,
+    h = 1; GA10x, Ada, Hopper, GP104: 128 / 4 = 32, h = 1; Kepler: 192 / 4 = 48, h = 2/3."""
+    parts = np.where(_f(sm_partitions) > 0, _f(sm_partitions), float(DEFAULT_SM_PARTITIONS))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(_f(cores_per_sm) > 0, WARP_LANES * parts / _f(cores_per_sm), 1.0)
+
+
+def tile_issue_efficiency(tm: ArrayLike, tn: ArrayLike, issue: ArrayLike, c_issue: float) -> F:
+    """``e_T = h / max(h, 1 + c_issue (T_m + T_n) / (T_m T_n))``: the share of its FFMA rate a
+    ``T_m x T_n`` tile keeps when each FFMA brings ``c_issue (T_m + T_n) / (T_m T_n)`` other
+    instructions (operand loads from shared memory, addresses: a tile loads ``T_m + T_n``
+    values per ``T_m T_n`` FMAs) and the partition issues one instruction per clock; ``h`` =
+    ``issue_ratio``: with ``h = 2`` up to one other instruction per FFMA issues in the FFMA's
+    second clock, free."""
+    tm, tn, h = _f(tm), _f(tn), _f(issue)
+    return h / np.maximum(h, 1.0 + c_issue * (tm + tn) / (tm * tn))
+
+
 def _simt_tile_time_s(tm: ArrayLike, tn: ArrayLike, m: F, n: F, k: F, b: F, sms_: F,
-                      sm_rate: F, fixed_s: F, lanes: F, mbw: F, dram_s: F,
+                      sm_rate: F, fixed_s: F, issue: F, mbw: F, dram_s: F,
                       params: Mapping[str, float], itemsize: float) -> F:
     """Time of a (batched) SIMT GEMM run with ``T_m x T_n`` tiles (``simt_gemm_time_s``'s
     formulas, without the fixed cost ``o``)."""
@@ -505,7 +542,7 @@ def _simt_tile_time_s(tm: ArrayLike, tn: ArrayLike, m: F, n: F, k: F, b: F, sms_
         s = np.minimum(np.minimum(np.floor(sms_ / tiles), np.floor(k / TILE_K["fp32"])),
                        math.floor(params["max_split_k"]))
     s = np.where((tiles < sms_) & (b == 1), np.maximum(s, 1.0), 1.0)
-    eff = 1.0 / (1.0 + params["c_smem"] * lanes * (tm + tn) / (tm * tn))
+    eff = tile_issue_efficiency(tm, tn, issue, params["c_issue"])
     rounds = np.ceil(tiles * s / sms_)
     t_sm = rounds * (fixed_s + 2.0 * tm * tn * (k / s) / (sm_rate * eff))
     t_tile = tiles * (tm + tn) * k * itemsize / (mbw * np.sqrt(sms_))
@@ -514,7 +551,7 @@ def _simt_tile_time_s(tm: ArrayLike, tn: ArrayLike, m: F, n: F, k: F, b: F, sms_
 
 
 def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
-                     sms: ArrayLike, cores_per_sm: ArrayLike, rate_flops: ArrayLike,
+                     sms: ArrayLike, issue: ArrayLike, rate_flops: ArrayLike,
                      clock_hz: ArrayLike, mem_bps: ArrayLike, params: Mapping[str, float],
                      itemsize: float = 4.0, with_tile: bool = False,
                      ran_tile: tuple[ArrayLike, ArrayLike] | None = None,
@@ -523,12 +560,12 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     op's floor (module section formulas): ``o`` plus the fastest of ``SIMT_CANDIDATE_TILES``,
     each tile run one at a time per SM, at the SM's rate, plus its fixed cost.
 
-    ``sms`` = ``S``, ``cores_per_sm`` = FP32 lanes per SM (the shared-memory term scales with
-    lanes over 64: shared memory serves 32 four-byte banks per clock on every NVIDIA SM, CUDA C
-    Programming Guide, "Shared Memory"), ``rate_flops`` = the GPU's sustained FP32 rate
+    ``sms`` = ``S``, ``issue`` = ``h``, the issue slots per warp FFMA (``issue_ratio`` of the
+    FP32 lanes and partitions per SM; ``tile_issue_efficiency``), ``rate_flops`` = the GPU's
+    sustained FP32 rate
     ``R = S R_sm`` (``simt_rate_flops``),
     ``clock_hz`` = its sustained clock ``f`` (``simt_clock_hz``), ``mem_bps`` = DRAM bandwidth
-    ``M`` (datasheet); ``params``: ``c_smem``, ``tile_cycles`` (C), ``max_split_k``,
+    ``M`` (datasheet); ``params``: ``c_issue``, ``tile_cycles`` (C), ``max_split_k``,
     ``gemm_fixed_us`` (o). The tile-traffic term reads each tile's panels from DRAM once per
     wave of ``S`` tiles laid out as a ``sqrt(S) x sqrt(S)`` block (panel reuse ``sqrt(S)``).
     ``ran_tile`` = ``(T_m, T_n)`` per row: the tile the library ran (a measured row's kernel
@@ -543,11 +580,10 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
     best = np.full(shape, np.inf)
     tile = np.zeros(shape, dtype=np.int64)
     fixed_s = params["tile_cycles"] / clock
-    lanes = _f(cores_per_sm) / 64.0
     with np.errstate(divide="ignore", invalid="ignore"):
         sm_rate = rate / sms_
         dram_s = (itemsize * b * (m * k + k * n + m * n)) / mbw
-    args = (m, n, k, b, sms_, sm_rate, fixed_s, lanes, mbw, dram_s, params, itemsize)
+    args = (m, n, k, b, sms_, sm_rate, fixed_s, _f(issue), mbw, dram_s, params, itemsize)
     for i, (tm, tn) in enumerate(SIMT_CANDIDATE_TILES):
         t = _simt_tile_time_s(tm, tn, *args)
         tile = np.where(t < best, i, tile)
@@ -565,7 +601,7 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
 
 
 def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out: ArrayLike,
-                         sms: ArrayLike, cores_per_sm: ArrayLike, rate_flops: ArrayLike,
+                         sms: ArrayLike, issue: ArrayLike, rate_flops: ArrayLike,
                          clock_hz: ArrayLike, mem_bps: ArrayLike,
                          params: Mapping[str, float]) -> F:
     """A 3x3, stride-1 convolution by non-fused Winograd F(4x4, 3x3) (cuDNN's
@@ -577,7 +613,7 @@ def winograd_conv_time_s(n_img: ArrayLike, hw: ArrayLike, c_in: ArrayLike, c_out
     (``extra_kernel_us`` each). ``hw``: the square image side H = W."""
     n_img, hw, c_in, c_out = _f(n_img), _f(hw), _f(c_in), _f(c_out)
     t = n_img * np.ceil(hw / 4.0) ** 2
-    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, cores_per_sm, rate_flops, clock_hz,
+    gemm = simt_gemm_time_s(t, c_out, c_in, 36.0, sms, issue, rate_flops, clock_hz,
                             mem_bps, params)
     moved = 4.0 * (n_img * c_in * hw * hw + 36.0 * t * c_in + 45.0 * c_out * c_in
                    + 36.0 * t * c_out + n_img * c_out * hw * hw)
@@ -591,7 +627,7 @@ def memory_kernel_time_s(bytes_moved: ArrayLike, mem_bps: ArrayLike, fraction: A
     return _f(bytes_moved) / (_f(mem_bps) * _f(fraction))
 
 
-GEMM_KEYS = ("simt_efficiency", "power_ref", "c_smem", "tile_cycles", "max_split_k",
+GEMM_KEYS = ("simt_efficiency", "power_ref", "c_issue", "tile_cycles", "max_split_k",
              "gemm_fixed_us", "pre_launch")
 """Parameters of the SIMT GEMM kernel (:func:`simt_gemm_time_s`; ``pre_launch``: the share of a
 library call's host dispatch spent before its kernel starts, for the fit's timing rule)."""
@@ -681,6 +717,12 @@ def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
     ``f`` = ``simt_clock_hz``)."""
     return 2.0 * _field(gpu, "sms") * _field(gpu, "fp32_cores_per_sm") \
         * simt_clock_hz(gpu, params) * params["simt_efficiency"]
+
+
+def simt_issue_ratio(gpu: Any) -> F:
+    """``h`` of a GPU entry (or columns): ``issue_ratio`` of its ``fp32_cores_per_sm`` and
+    ``sm_partitions``."""
+    return issue_ratio(_field(gpu, "fp32_cores_per_sm"), _field(gpu, "sm_partitions"))
 
 
 def op_floor_s(gpu: Any) -> float:

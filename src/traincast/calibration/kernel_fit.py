@@ -15,7 +15,7 @@ The fit, in stages (docs/model.md, "Kernel model"), every stage over the GPUs fi
    the host about twice an ``add``). A row's floor is ``d r = floor_us dispatch_<kind>``.
 2. ``f_<family>``: the median achieved fraction of datasheet bandwidth, ``B / (t M)``, over
    rows at least 5x their floor (large transfers, where the floor is noise).
-3. GEMM parameters (``simt_efficiency``, ``power_ref``, ``c_smem``, ``tile_cycles``,
+3. GEMM parameters (``simt_efficiency``, ``power_ref``, ``c_issue``, ``tile_cycles``,
    ``max_split_k``, ``gemm_fixed_us``, ``pre_launch``) by bounded least squares with a soft-L1
    loss on ``ln(pred / measured)`` of the linear and bmm rows (``LOSS_SCALE``, ``BOUNDS``).
 4. ``conv_efficiency`` and ``extra_kernel_us`` the same way on the conv rows.
@@ -62,12 +62,12 @@ SHAPE_COLUMNS: dict[str, tuple[str, ...]] = {
     "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
              "Padding")}
 """Shape columns per folder (``B, H`` for the rest), as the data's README gives them."""
-START: dict[str, float] = {"simt_efficiency": 0.9, "power_ref": 0.003, "c_smem": 8.0,
+START: dict[str, float] = {"simt_efficiency": 0.9, "power_ref": 0.003, "c_issue": 8.0,
                            "tile_cycles": 2000.0, "max_split_k": 32.0, "gemm_fixed_us": 2.0,
                            "pre_launch": 0.5, "conv_efficiency": 1.0, "extra_kernel_us": 5.0}
 """Starting point of the search (physically plausible values; the fit moves them)."""
 BOUNDS: dict[str, tuple[float, float]] = {
-    "simt_efficiency": (0.3, 1.0), "power_ref": (1e-4, 0.02), "c_smem": (0.0, 50.0),
+    "simt_efficiency": (0.3, 1.0), "power_ref": (1e-4, 0.02), "c_issue": (0.0, 50.0),
     "tile_cycles": (0.0, 1e5), "max_split_k": (1.0, 1e4), "gemm_fixed_us": (0.0, 100.0),
     "pre_launch": (0.0, 1.0), "conv_efficiency": (0.05, 2.0), "extra_kernel_us": (0.0, 1000.0)}
 """Range each parameter is searched in: an efficiency or a share at most 1, times and counts
@@ -223,6 +223,7 @@ class Specs:
 
     sms: F
     fp32_cores_per_sm: F
+    sm_partitions: F
     boost_clock_mhz: F
     power_w: F
     process_nm: F
@@ -237,7 +238,8 @@ def specs_of(gpus: NDArray[Any], catalog: Any) -> Specs:
         return per_gpu(gpus, {g: float(getattr(e, attr, 0.0) or 0.0) * scale
                               for g, e in table.items()})
 
-    return Specs(col("sms"), col("fp32_cores_per_sm"), col("boost_clock_mhz"), col("power_w"),
+    return Specs(col("sms"), col("fp32_cores_per_sm"), col("sm_partitions"),
+                 col("boost_clock_mhz"), col("power_w"),
                  col("process_nm"), col("mem_bw_gbs", 1e9))
 
 
@@ -281,11 +283,11 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
         if kind in ("gemm", "conv"):
             m, n, k, b = gemm_dims(fam, shape)
             r = rate[sel] * (params["conv_efficiency"] if kind == "conv" else 1.0)
-            lanes = spec.fp32_cores_per_sm[sel]
+            issue = kernels.issue_ratio(spec.fp32_cores_per_sm[sel], spec.sm_partitions[sel])
             ran = (shape["tile_m"], shape["tile_n"]) if "tile_m" in shape and kind == "gemm" \
                 else None
             choice = params.get(kernels.CHOICE_KEYS.get(fam, ""), 1.0)
-            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], lanes, r, clock[sel],
+            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], issue, r, clock[sel],
                                          spec.mem_bps[sel], params, ran_tile=ran,
                                          choice=choice)
             if kind == "conv":
@@ -293,7 +295,7 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
                 tw = kernels.winograd_conv_time_s(shape["B"], shape["Input_Size"],
                                                   shape["Input_Channel"],
                                                   shape["Output_Channel"], spec.sms[sel],
-                                                  lanes, rate[sel], clock[sel],
+                                                  issue, rate[sel], clock[sel],
                                                   spec.mem_bps[sel], params)
                 t = np.where(wino, np.minimum(t, tw), t)
         else:

@@ -49,6 +49,7 @@ class GPU:
     fp8_tflops: float = 0.0
     sms: int = 0  # streaming multiprocessors (compute units); 0 = unknown (no wave quantization)
     fp32_cores_per_sm: int = 0  # FP32 lanes per SM (CU): datasheet CUDA cores / SMs
+    sm_partitions: int = 0  # processing blocks (warp schedulers) per SM; 0 = unknown: 4
     boost_clock_mhz: float = 0.0
     base_clock_mhz: float = 0.0
     l2_mb: float = 0.0  # L2 cache, MB
@@ -126,8 +127,8 @@ class GPU:
 
 FIELD_GROUPS: dict[str, tuple[str, ...]] = {
     "datasheet": ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
-                  "mem_bw_gbs", "mem_gb", "sms", "fp32_cores_per_sm", "boost_clock_mhz",
-                  "base_clock_mhz", "l2_mb", "power_w", "process_nm"),
+                  "mem_bw_gbs", "mem_gb", "sms", "fp32_cores_per_sm", "sm_partitions",
+                  "boost_clock_mhz", "base_clock_mhz", "l2_mb", "power_w", "process_nm"),
     "fitted": ("gemm_max_fraction", "mem_max_fraction", "kernel_launch_us", "kernel"),
     "measured": ("flop_efficiency", "mem_efficiency", "op_overhead_us", "gemm_intensity",
                  "gemm_tflops", "conv_intensity", "conv_tflops", "elementwise_bytes",
@@ -212,7 +213,7 @@ _STR_KEYS = {
     "link": {"source", "description"},
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
-_INT_KEYS = {"gpu": {"sms", "fp32_cores_per_sm", "threads"}, "link": set(),
+_INT_KEYS = {"gpu": {"sms", "fp32_cores_per_sm", "sm_partitions", "threads"}, "link": set(),
              "node": {"gpus", "nics"}}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
