@@ -562,8 +562,7 @@ def simt_gemm_time_s(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike,
 
     ``sms`` = ``S``, ``issue`` = ``h``, the issue slots per warp FFMA (``issue_ratio`` of the
     FP32 lanes and partitions per SM; ``tile_issue_efficiency``), ``rate_flops`` = the GPU's
-    sustained FP32 rate
-    ``R = S R_sm`` (``simt_rate_flops``),
+    sustained FP32 rate ``R = S R_sm`` (``simt_rate_flops``),
     ``clock_hz`` = its sustained clock ``f`` (``simt_clock_hz``), ``mem_bps`` = DRAM bandwidth
     ``M`` (datasheet); ``params``: ``c_issue``, ``tile_cycles`` (C), ``max_split_k``,
     ``gemm_fixed_us`` (o). The tile-traffic term reads each tile's panels from DRAM once per

@@ -239,8 +239,8 @@ def specs_of(gpus: NDArray[Any], catalog: Any) -> Specs:
                               for g, e in table.items()})
 
     return Specs(col("sms"), col("fp32_cores_per_sm"), col("sm_partitions"),
-                 col("boost_clock_mhz"), col("power_w"),
-                 col("process_nm"), col("mem_bw_gbs", 1e9))
+                 col("boost_clock_mhz"), col("power_w"), col("process_nm"),
+                 col("mem_bw_gbs", 1e9))
 
 
 def kernel_bytes(fam: str, shape: Mapping[str, F]) -> F:
@@ -276,6 +276,7 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
     ``traincast.kernels``, section "the measured-kernel model")."""
     out = np.zeros(len(data))
     rate, clock = kernels.simt_rate_flops(spec, params), kernels.simt_clock_hz(spec, params)
+    issue = kernels.simt_issue_ratio(spec)
     for fam in set(data.family.tolist()):
         sel = data.family == fam
         shape = {k: v[sel] for k, v in data.shape.items()}
@@ -283,11 +284,10 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
         if kind in ("gemm", "conv"):
             m, n, k, b = gemm_dims(fam, shape)
             r = rate[sel] * (params["conv_efficiency"] if kind == "conv" else 1.0)
-            issue = kernels.issue_ratio(spec.fp32_cores_per_sm[sel], spec.sm_partitions[sel])
             ran = (shape["tile_m"], shape["tile_n"]) if "tile_m" in shape and kind == "gemm" \
                 else None
             choice = params.get(kernels.CHOICE_KEYS.get(fam, ""), 1.0)
-            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], issue, r, clock[sel],
+            t = kernels.simt_gemm_time_s(m, n, k, b, spec.sms[sel], issue[sel], r, clock[sel],
                                          spec.mem_bps[sel], params, ran_tile=ran,
                                          choice=choice)
             if kind == "conv":
@@ -295,7 +295,7 @@ def predict_kernel_s(data: Kernels, spec: Specs, params: Mapping[str, float],
                 tw = kernels.winograd_conv_time_s(shape["B"], shape["Input_Size"],
                                                   shape["Input_Channel"],
                                                   shape["Output_Channel"], spec.sms[sel],
-                                                  issue, rate[sel], clock[sel],
+                                                  issue[sel], rate[sel], clock[sel],
                                                   spec.mem_bps[sel], params)
                 t = np.where(wino, np.minimum(t, tw), t)
         else:
