@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from traincast import kernels
 from traincast.analysis.recommend import recommend
 from traincast.analysis.whatif import whatif
 from traincast.architectures import ARCHITECTURES, REGISTRY
@@ -266,34 +267,45 @@ def test_trace_rows_of_a_zoo_workload_are_priced_op_by_op() -> None:
 
 
 def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
-    # resnet50 on an A100: t_F = time of the profile's compute-bound ops (bound = "compute"),
-    # t_B = the memory-bound ones'; a row with twice the profile's FLOPs and the same bytes
-    # takes T = (t_flop + t_mem) (2 t_F + t_B) / (t_F + t_B), split as the profile's step
+    # resnet50 on an A100: a row with a times the profile's FLOPs and b times its bytes keeps
+    # the host's dispatches and scales the GPU's busy time on the ops the profile marks
+    # compute-bound by a, on the others by b; its step is that host queue's. At (a, b) on the
+    # grid (2, 1), (4, 4), (1, 0) the queue is solved exactly, so the step is the queue of
+    # the scaled busy times run op by op (kernels.queue_idle_s)
     from traincast import compute
     from traincast.zoo.profiles import workload_ops
 
     cat = load_catalog()
     prof = workload_ops("resnet50")
     gpu = cat.gpu("A100-SXM4-80GB")
-    whole = compute.ops_compute_s(prof["ops"], gpu, "fp32")
-    parts = [compute.ops_compute_s([o for o in prof["ops"] if o["bound"] == b], gpu, "fp32")
-             for b in ("compute", "memory")]
-    t_f, t_b = (p["compute_flop"] + p["compute_mem"] for p in parts)
+    ops = prof["ops"]
+    r = compute.kernel_op_times(ops, gpu, "fp32")
+    marked = np.array([o["bound"] == "compute" for o in ops])
+    whole = compute.ops_compute_s(ops, gpu, "fp32")
     step = whole["compute_flop"] + whole["compute_mem"]
-    assert t_f + t_b == pytest.approx(step, rel=1e-12)  # op times add up
+
+    def queued(a: float, b: float) -> float:
+        busy = r["busy_s"] * np.where(marked, a, b)
+        return float((busy * r["count"]).sum()
+                     + kernels.queue_idle_s(r["host_s"], busy, r["count"]).sum())
+
+    assert queued(1, 1) == pytest.approx(step, rel=1e-12)
     f, b = prof["flops_compute_bound"], prof["bytes_memory_bound"]
-    jobs = {"architecture": np.array(["1w1g"] * 3, dtype=object), "n_gpus": [1, 1, 1],
-            "node": np.array(["dgx-a100"] * 3, dtype=object),
-            "workload": np.array(["resnet50"] * 3, dtype=object),
-            "flops_compute_bound": [2 * f, 3 * f, f], "bytes_memory_bound": [b, 3 * b, 0.0],
-            "weight_bytes": [1e8] * 3}
+    scales = [(2, 1), (4, 4), (1, 0), (3, 3)]
+    jobs = {"architecture": np.array(["1w1g"] * 4, dtype=object), "n_gpus": [1] * 4,
+            "node": np.array(["dgx-a100"] * 4, dtype=object),
+            "workload": np.array(["resnet50"] * 4, dtype=object),
+            "flops_compute_bound": [x * f for x, _ in scales],
+            "bytes_memory_bound": [y * b for _, y in scales], "weight_bytes": [1e8] * 4}
     bd = predict_table(jobs, cat)
-    expected = np.array([step * (2 * t_f + t_b), step * 3 * (t_f + t_b), step * t_f]) / step
-    np.testing.assert_allclose(bd.compute, expected, rtol=1e-9)
-    np.testing.assert_allclose(bd.compute_flop, expected * whole["compute_flop"] / step,
-                               rtol=1e-9)
-    # a batch-scaled row (3x both features) is 3x the profile's step, part by part
-    assert bd.compute_mem[1] == pytest.approx(3 * whole["compute_mem"], rel=1e-9)
+    expected = np.array([queued(x, y) for x, y in scales])
+    np.testing.assert_allclose(bd.compute[:3], expected[:3], rtol=1e-9)
+    # split as the profile's step
+    np.testing.assert_allclose(bd.compute_flop[:3],
+                               expected[:3] * whole["compute_flop"] / step, rtol=1e-9)
+    # off the grid ((3, 3) lies between 2^1.5 and 4): the chord over the convex queue is no
+    # faster than the exact queue, and no slower than the slower corner
+    assert expected[3] * (1 - 1e-12) <= bd.compute[3] <= queued(4, 4)
 
 
 def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:
@@ -301,13 +313,16 @@ def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:
     # the op takes time. The profile's own row must get the profile's step (docs/model.md);
     # a = F_row / F_profile has no value, so that part keeps its time. Both ops read and write
     # 0.8 GB of fp32 each: an op the registry does not know is memory traffic, so both move
-    # their bytes at the element-wise family's fitted fraction of 2039 GB/s (kernel model)
+    # their bytes at the element-wise family's fitted fraction of 2039 GB/s (kernel model),
+    # after the first op's dispatch (d times the element-wise ratio; the second is issued
+    # while the first runs)
     cat = load_catalog()
     gpu = cat.gpu("A100-SXM4-80GB")
     op = {"flops": 0.0, "bytes_read": 4e8, "bytes_written": 4e8, "dtype": "float32"}
     ops = [dict(op, op="aten::mystery_attention", bound="compute"),
            dict(op, op="aten::relu", bound="memory")]
-    step = 2 * 8e8 / (2039e9 * gpu.kernel["f_elementwise"])
+    dispatch = kernels.op_floor_s(gpu) * gpu.kernel["dispatch_elementwise"]
+    step = dispatch + 2 * 8e8 / (2039e9 * gpu.kernel["f_elementwise"])
     one = predict({"flops_compute_bound": 0.0, "bytes_memory_bound": 8e8, "weight_bytes": 0.0,
                    "ops": ops}, gpu="A100-SXM4-80GB", node="dgx-a100", catalog=cat)
     assert one.time_s["compute_flop"] + one.time_s["compute_mem"] == pytest.approx(step)
@@ -316,21 +331,24 @@ def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:
 @pytest.mark.parametrize("strategy", ["kernel", "paper"])
 @pytest.mark.parametrize("workload", ["resnet50", "bert-base", "mobilenet-v2"])
 def test_the_profile_step_is_its_compute_and_memory_bound_ops_together(strategy, workload):
-    # ops_times prices the two kinds of op apart; every strategy is a sum over rows, so the
-    # step is the two parts together and equals the whole table priced at once
+    # ops_times splits the step priced at once into the two kinds of op; the parts add up to
+    # the whole table's step
     from traincast import compute
-    from traincast.predict import ops_times
+    from traincast.predict import IDLE_SCALES, ops_times
     from traincast.zoo.profiles import workload_ops
 
     ops = workload_ops(workload)["ops"]
     gpu = load_catalog().gpu("V100-SXM2-16GB")
     for dtype in ("fp32", "amp"):
         whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
-        t_flop, t_mem, t_f, t_b, _idle = ops_times(ops, gpu, dtype, strategy)
-        assert t_flop == pytest.approx(whole["compute_flop"], rel=1e-12)
-        assert t_mem == pytest.approx(whole["compute_mem"], rel=1e-12)
-        assert t_f + t_b == pytest.approx(t_flop + t_mem, rel=1e-12)
-        assert 0 < t_f < t_f + t_b
+        t = ops_times(ops, gpu, dtype, strategy)
+        assert t.flop_s == pytest.approx(whole["compute_flop"], rel=1e-12)
+        assert t.mem_s == pytest.approx(whole["compute_mem"], rel=1e-12)
+        # busy time plus the wait at the profile's own features (grid node (1, 1)) = step
+        one = int(np.flatnonzero(IDLE_SCALES == 1.0)[0])
+        assert t.busy_f_s + t.busy_b_s + t.idle_grid_s[one, one] == pytest.approx(
+            t.flop_s + t.mem_s, rel=1e-12)
+        assert 0 < t.busy_f_s < t.busy_f_s + t.busy_b_s
 
 
 @pytest.mark.parametrize("kw, field", [

@@ -120,7 +120,7 @@ def test_sustained_clock_fraction_by_hand() -> None:
     assert float(kernels.sustained_clock_fraction(0, 132, 128, 1830, 4, 2e-3)) == 1.0
 
 
-def test_floor_is_the_least_an_op_costs() -> None:
+def test_the_gpu_waits_for_the_host_to_issue_each_op() -> None:
     gpu = load_catalog().gpu("B200")
     d = kernels.op_floor_s(gpu)
     assert d == pytest.approx(gpu.kernel["floor_us"] * 1e-6) and d > 0
@@ -129,10 +129,17 @@ def test_floor_is_the_least_an_op_costs() -> None:
            {"op": "aten::mm", "flops": 2 * 8192**3, "bytes_read": 2 * 4 * 8192**2,
             "bytes_written": 4 * 8192**2, "dtype": "float32", "shapes": "8192x8192;8192x8192"}]
     r = kernel_op_times(ops, gpu, "fp32")
-    # a 12-byte add: its floor alone, d times the fitted dispatch ratio of an add
-    assert r["time_s"][0] == pytest.approx(d * gpu.kernel["dispatch_add"])
-    assert r["busy_s"][0] < d                          # ... during which the GPU is idle
-    assert r["time_s"][1] == pytest.approx(r["busy_s"][1]) and r["busy_s"][1] > d
+    # the host issues the 12-byte add in d r_add (the fitted dispatch ratio of an add) while
+    # the GPU idles, which then runs it in far less than that (busy < d) ...
+    h_add, h_mm = d * gpu.kernel["dispatch_add"], d * gpu.kernel["dispatch_bmm"]
+    assert r["idle_s"][0] == pytest.approx(h_add) and r["busy_s"][0] < d
+    assert r["time_s"][0] == pytest.approx(h_add + r["busy_s"][0])
+    # ... and idles again until the mm is issued, d r_bmm after the add
+    assert r["idle_s"][1] == pytest.approx(h_mm - r["busy_s"][0])
+    assert r["busy_s"][1] > d
+    # two adds behind the mm are issued while it runs: no wait
+    r = kernel_op_times([ops[1], ops[0], ops[0]], gpu, "fp32")
+    assert r["idle_s"].tolist() == pytest.approx([h_mm, 0.0, 0.0])
 
 
 GPUS = [g for g in ("V100-PCIE-32GB", "T4", "A100-SXM4-80GB", "H100-SXM5-80GB", "L4", "B200",
@@ -153,6 +160,49 @@ def test_no_gemm_above_peak_or_bandwidth_nor_below_its_floor(m: int, n: int, k: 
     assert t >= flops / (g.fp32_tflops * 1e12) * (1 - 1e-9)
     assert t >= moved / (g.mem_bw_gbs * 1e9) * (1 - 1e-9)
     assert t >= kernels.op_floor_s(g)
+
+
+def _simulated_idle_s(h: list[float], b: list[float], c: list[int]) -> float:
+    """The host queue run by run: consecutive rows with the same count form a loop body run
+    that many times; the host issues run k at H_k, the GPU starts it at max(E_{k-1}, H_k)."""
+    runs, i = [], 0
+    while i < len(h):
+        j = i
+        while j + 1 < len(h) and c[j + 1] == c[i]:
+            j += 1
+        runs += [(h[x], b[x]) for _ in range(c[i]) for x in range(i, j + 1)]
+        i = j + 1
+    issued = end = busy = 0.0
+    for hk, bk in runs:
+        issued += hk
+        end = max(end, issued) + bk
+        busy += bk
+    return end - busy
+
+
+def test_host_queue_by_hand() -> None:
+    # host 3 per op, GPU 1, 10, 1, 1: the GPU waits 3 for op 1, 2 for op 2 (issued at 6, op 1
+    # ended at 4); ops 3 and 4 are issued at 9 and 12, while op 2 runs until 16: no wait
+    assert kernels.queue_idle_s([3.0] * 4, [1, 10, 1, 1], [1] * 4).tolist() == [3, 2, 0, 0]
+    # a body (h 1, b 2 and h 3, b 1) run 4 times: issues at 1, 4, 5, 8, ..., 16; the GPU runs
+    # 1..3, 4..5, 5..7, 8..9, ..., 16..17: 17 s for 12 s of work, the host 1 s behind per pass
+    assert float(kernels.queue_idle_s([1, 3], [2, 1], [4, 4]).sum()) == pytest.approx(5.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.floats(0, 5), st.floats(0, 5), st.integers(1, 4)),
+                     min_size=1, max_size=8))
+def test_host_queue_matches_the_queue_run_by_run(rows: list[tuple[float, float, int]]) -> None:
+    h, b, c = (list(x) for x in zip(*rows, strict=True))
+    idle = kernels.queue_idle_s(h, b, c)
+    assert float(idle.sum()) == pytest.approx(_simulated_idle_s(h, b, c), abs=1e-9)
+    assert np.all(idle >= 0)
+    hc, bc = np.multiply(h, c), np.multiply(b, c)
+    # between the host's own time and every op waiting for its own dispatch (the first op's
+    # wait, at most min(h, b) of some op, on top)
+    assert float(idle.sum()) >= float(hc.sum() - bc.sum()) - 1e-9
+    extra = float(np.max(np.minimum(h, b)))
+    assert float(idle.sum()) <= float((np.maximum(h, b) * c).sum() - bc.sum()) + extra + 1e-9
 
 
 def test_dlrm_on_b200_is_no_faster_than_its_kernels_floors() -> None:
@@ -347,7 +397,9 @@ def test_leave_one_gpu_out_on_a_small_subset(tmp_path: Path) -> None:
 
 def test_predicted_utilization_is_busy_over_step() -> None:
     # one 400 MB add on a B200 (busy = 4e8 / (M f_elementwise)) and ten 12-byte adds (each
-    # busy 12 / (M f) but costing the per-op floor d): utilization = busy / step, by hand
+    # busy 12 / (M f), issued by the host in d each): the host issues the eleven adds back to
+    # back (11 d, longer than the big add), the last one runs after its issue, so
+    # step = 11 d + 12 / (M f); utilization = busy / step, by hand
     from traincast import predict
 
     cat = load_catalog()
@@ -361,7 +413,8 @@ def test_predicted_utilization_is_busy_over_step() -> None:
                  "weight_bytes": 0.0, "input_bytes": 0.0}, gpu="B200", node="dgx-b200",
                 catalog=cat)
     busy = 4e8 / (bw * f) + 10 * 12 / (bw * f)
-    step = 4e8 / (bw * f) + 10 * d
+    assert 11 * d > 4e8 / (bw * f)
+    step = 11 * d + 12 / (bw * f)
     assert r.time_s["compute_mem"] == pytest.approx(step)
     assert r.gpu_util == pytest.approx(busy / step)
     assert r.gpu_util < 0.99

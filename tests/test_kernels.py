@@ -67,14 +67,15 @@ def test_the_hybrid_model_calls_the_same_gemm_model() -> None:
 
 def test_small_k_gemm_is_memory_bound() -> None:
     # m = n = 4096, k = 16, bf16: F = 2 * 4096^2 * 16, B = 2 (2 * 4096 * 16 + 4096^2): its
-    # memory term bounds it (0.091 of the peak), t = max(o, B / M): the kernel hides its floor
+    # memory term bounds it (0.091 of the peak); alone in a step it waits for its dispatch
+    # (o = 4 µs) and runs B / M: time_s = o + B / M
     f, b = 2.0 * 4096**2 * 16, 2.0 * (2 * 4096 * 16 + 4096**2)
     mem = 2039e9 * 0.88
     r = compute.kernel_op_times([_mm_row(4096, 4096, 16)], a100(), "bf16")
     assert f / b * mem / 312e12 == pytest.approx(0.091, abs=5e-4)
     assert float(r["mem_s"][0]) == pytest.approx(b / mem)
     assert not r["flop_bound"][0]
-    assert float(r["time_s"][0]) == pytest.approx(max(4e-6, b / mem))
+    assert float(r["time_s"][0]) == pytest.approx(4e-6 + b / mem)
 
 
 # ---------------------------------------------------------- GEMM shapes of profiled ops
@@ -135,11 +136,13 @@ def test_ops_compute_by_hand() -> None:
     add = {"op": "add", "phase": "forward", "flops": 0, "bound": "memory", "dtype": "bfloat16",
            "bytes_read": 8e6, "bytes_written": 4e6, "shapes": "2000x1000;2000x1000"}
     out = compute.ops_compute_s([big, add], gpu, "bf16")
-    # t = max(o, kernel): o = 4 µs is the least an op costs (kernels.op_floor_s)
-    t_big = max(4e-6, 2 * 4096**3 / (312e12 * 0.869 * 512 / 540))
-    t_add = max(4e-6, 12e6 / (2039e9 * 0.88))
+    # the host issues each op in o = 4 µs (kernels.op_floor_s): the GEMM waits for its own
+    # dispatch, the add is issued while the GEMM runs and follows it with no wait
+    t_big = 4e-6 + 2 * 4096**3 / (312e12 * 0.869 * 512 / 540)
+    t_add = 12e6 / (2039e9 * 0.88)
     assert out["compute_flop"] == pytest.approx(t_big)
     assert out["compute_mem"] == pytest.approx(t_add)
+    assert out["idle"] == pytest.approx(4e-6)
     # the paper's split of the same table, by the profiler's labels at the flat peak
     paper = compute.ops_compute_s([big, add], gpu, "bf16", strategy="paper")
     assert paper["compute_flop"] == pytest.approx(2 * 4096**3 / 312e12)
@@ -253,13 +256,16 @@ def test_ops_strategies_match_their_models() -> None:
     cur = dataclasses.replace(a100(), gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 200.0),
                               op_overhead_us=3.0)
     want = compute_breakdown(ops, Curves.from_gpu(cur))
+    mm = compute_breakdown(ops[:1], Curves.from_gpu(cur))  # the row marked compute-bound
     got = compute.ops_compute_s(ops, cur, "bf16")
     assert got == {"compute_flop": want["compute_flop"], "compute_mem": want["compute_mem"],
-                   "idle": 0.0}  # the curves carry their own fixed cost: no idle part
+                   "idle": 0.0,  # the curves carry their own fixed cost: no idle part
+                   "busy_marked": mm["compute_flop"] + mm["compute_mem"]}
+    paper = paper_split(ops, cur.flops_per_s("bf16"), cur.mem_bw_bps)
     assert compute.ops_compute_s(ops, cur, "bf16", "paper") == {
-        **paper_split(ops, cur.flops_per_s("bf16"), cur.mem_bw_bps), "idle": 0.0}
-    assert compute.ops_compute_s([], a100(), "bf16") == {"compute_flop": 0.0,
-                                                         "compute_mem": 0.0, "idle": 0.0}
+        **paper, "idle": 0.0, "busy_marked": paper["compute_flop"]}
+    assert compute.ops_compute_s([], a100(), "bf16") == {
+        "compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0, "busy_marked": 0.0}
 
 
 def test_kernel_model_is_never_faster_than_the_flat_large_gemm_rate() -> None:
@@ -283,36 +289,42 @@ def _microbench() -> tuple[dict[str, list[dict[str, Any]]], Any]:
     return tomllib.loads(path.read_text()), load_catalog()
 
 
+LOOP = 1000
+"""Runs of a published kernel in its benchmark's timing loop (the host issues them back to
+back; one run's time is the loop's over ``LOOP``)."""
+
+
 def _gemm_row_s(r: dict[str, Any], cat: Any, strategy: str) -> float:
-    """Predicted time of one published GEMM; "FP16 inputs/FP32 math" (P100) runs 2-byte
-    operands at the fp32 rate."""
+    """Predicted time of one published GEMM, one run of a timing loop; "FP16 inputs/FP32
+    math" (P100) runs 2-byte operands at the fp32 rate."""
     pseudo = "FP32 math" in r["published_as"]
     s = kernels.DTYPE_BYTES[r["dtype"]]
     m, n, k = r["m"], r["n"], r["k"]
     row = {"op": "mm", "flops": 2.0 * m * n * k, "bytes_read": s * (m * k + k * n),
            "bytes_written": s * m * n, "bound": "compute", "shapes": f"{m}x{k};{k}x{n}",
-           "dtype": "float32" if pseudo else TORCH_NAME[r["dtype"]]}
+           "dtype": "float32" if pseudo else TORCH_NAME[r["dtype"]], "count": LOOP}
     out = compute.ops_compute_s([row], cat.gpu(r["gpu"]), "fp32" if pseudo else r["dtype"],
                                 strategy)
-    return out["compute_flop"] + out["compute_mem"]
+    return (out["compute_flop"] + out["compute_mem"]) / LOOP
 
 
 def _conv_row_s(r: dict[str, Any], cat: Any, strategy: str) -> float:
-    """Predicted forward + backward (data and weight gradients) time of one published conv."""
+    """Predicted forward + backward (data and weight gradients) time of one published conv,
+    one run of a timing loop."""
     s = kernels.DTYPE_BYTES[r["dtype"]]
     n, c, h, w, k, fr, fs = (r[x] for x in ("n", "c", "h", "w", "k", "r", "s"))
     ho = (h + 2 * r["pad_h"] - fr) // r["stride_h"] + 1
     wo = (w + 2 * r["pad_w"] - fs) // r["stride_w"] + 1
     f = 2.0 * n * ho * wo * k * c * fr * fs
     x, wt, y = s * n * c * h * w, s * k * c * fr * fs, s * n * k * ho * wo
-    common = {"dtype": TORCH_NAME[r["dtype"]], "bound": "compute"}
+    common = {"dtype": TORCH_NAME[r["dtype"]], "bound": "compute", "count": LOOP}
     ops = [{"op": "convolution", "flops": f, "bytes_read": x + wt, "bytes_written": y,
             "shapes": f"{n}x{c}x{h}x{w};{k}x{c}x{fr}x{fs}", **common},
            {"op": "convolution_backward", "flops": 2 * f, "bytes_read": y + x + wt,
             "bytes_written": x + wt,
             "shapes": f"{n}x{k}x{ho}x{wo};{n}x{c}x{h}x{w};{k}x{c}x{fr}x{fs}", **common}]
     out = compute.ops_compute_s(ops, cat.gpu(r["gpu"]), r["dtype"], strategy)
-    return out["compute_flop"] + out["compute_mem"]
+    return (out["compute_flop"] + out["compute_mem"]) / LOOP
 
 
 def _measured_s(r: dict[str, Any]) -> float:

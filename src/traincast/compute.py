@@ -28,14 +28,15 @@ curves the representative point is the curve's largest measured one (the largest
 the largest element-wise size): the rates the big ops of a training step run at.
 
 For a per-op table (``ops_compute_s``; rows ``op, flops, bytes_read, bytes_written, dtype,
-shapes``) every op costs, under ``kernel``, ``t = max(d, max(t_flop, t_mem))`` and counts as
-FLOP-bound when ``t_flop >= t_mem``, else memory-bound (each sum includes the time its ops
-leave the GPU idle below the floor)::
+shapes``) every op keeps the GPU busy, under ``kernel``, for ``b = max(t_flop, t_mem)`` and
+counts as FLOP-bound when ``t_flop >= t_mem``, else memory-bound; one host thread issues the ops
+in table order, ``d`` each, ahead of the GPU, and the time the GPU waits for an op's issue counts
+with that op (``kernels.queue_idle_s``: step = ``sum b + M_n``)::
 
     kernel  t_flop = F_op / (P_op eta w_op)
             t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
-            d = the op's floor (kernels.op_floors_s: the fitted floor_us of the kernel model
-            times the op kind's fitted dispatch ratio, else kernel_launch_us);
+            d = the op's host dispatch (kernels.op_floors_s: the fitted floor_us of the
+            kernel model times the op kind's fitted dispatch ratio, else kernel_launch_us);
             w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
             B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
             for an op whose shapes give no GEMM); B_reread = inputs a multi-pass kernel reads
@@ -72,7 +73,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from traincast import kernels
 from traincast.errors import TraincastError
-from traincast.features.ops import expand_ops, op_family
+from traincast.features.ops import expand_ops_origin, op_family
 from traincast.hardware.catalog import COMPUTE_STRATEGIES
 from traincast.roofline import Curves, compute_breakdown, ops_arrays, paper_split
 
@@ -185,11 +186,13 @@ def _op_peaks(gpu: Any, names: Sequence[str]) -> tuple[F, F]:
 def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> dict[str, F]:
     """Per row of a (recurrent-expanded) op table under the kernel model: ``flop_s``,
     ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
-    ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time), ``time_s = max(d r, busy_s)``
-    (``d r`` = the op's floor, ``kernels.op_floors_s``: the host's floor times its op kind's
-    dispatch ratio; an op shorter than its dispatch leaves the GPU idle) and ``flop_bound``
-    (``flop_s >= mem_s``) for one run of the row, and
-    ``count`` (times the row runs). A compute-family row moves its recorded bytes times
+    ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time) and ``flop_bound``
+    (``flop_s >= mem_s``) for one run of the row; ``host_s``: the host's time to issue one
+    run, ``d r`` (``kernels.op_floors_s``); ``count`` (times the row runs); ``idle_s``
+    (all the row's runs together): the time the GPU waits for the host to issue them, one host
+    thread issuing the table's ops in order, ``host_s`` each, ahead of the GPU
+    (``kernels.queue_idle_s``); ``time_s = busy_s + idle_s / count`` (one run's share
+    of the step). A compute-family row moves its recorded bytes times
     ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half).
 
     With fitted kernel parameters (``GPU.kernel``, from ``hardware/kernel_model.toml``) and the
@@ -211,9 +214,13 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     moved = kernels.layout_transpose_bytes(ops, names, gpu, scale=scale, narrow=narrow)
     layout_s = np.where(moved > 0, kernels.memory_kernel_time_s(moved, mem_bps, 1.0), 0.0)
     busy = np.maximum(flop_s, mem_s) + layout_s
+    host = kernels.op_floors_s(ops, gpu)
+    idle = kernels.queue_idle_s(host, busy, cols["count"])
+    count = cols["count"]
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
-            "layout_s": layout_s, "busy_s": busy,
-            "time_s": np.maximum(kernels.op_floors_s(ops, gpu), busy), "count": cols["count"]}
+            "layout_s": layout_s, "busy_s": busy, "host_s": host, "idle_s": idle,
+            "time_s": busy + np.where(count > 0, idle / np.where(count > 0, count, 1.0), 0.0),
+            "count": count}
 
 
 def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[str],
@@ -256,27 +263,56 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     return flop_s, mem_s
 
 
-def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
-                  strategy: str = "auto") -> dict[str, float]:
-    """``{"compute_flop": s, "compute_mem": s, "idle": s}`` of one step from its per-op table,
-    by the GPU's strategy (module docstring); ``strategy`` names one of ``STRATEGIES`` to force
-    it. ``idle`` = the part of the two during which the GPU waits on the host: under ``kernel``,
-    ``sum count (time_s - busy_s)`` (ops shorter than their per-op floor); 0 otherwise."""
-    name = strategy_of(gpu, strategy)
+def _additive_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
+                name: str) -> tuple[float, float]:
+    """``(compute_flop, compute_mem)`` of a table under ``paper`` or ``curves``."""
     if name == "paper":
-        return {**paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps), "idle": 0.0}
-    if name == "curves":
+        out = paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
+    else:
         out = compute_breakdown(ops, Curves.from_gpu(gpu))
-        return {"compute_flop": out["compute_flop"], "compute_mem": out["compute_mem"],
-                "idle": 0.0}
-    expanded = expand_ops(ops)
+    return out["compute_flop"], out["compute_mem"]
+
+
+def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
+                  strategy: str = "auto", scales: ArrayLike | None = None) -> dict[str, Any]:
+    """``{"compute_flop": s, "compute_mem": s, "idle": s, "busy_marked": s}`` of one step from
+    its per-op table, by the GPU's strategy (module docstring); ``strategy`` names one of
+    ``STRATEGIES`` to force it.
+
+    ``idle`` = the part of the two during which the GPU waits on the host: under ``kernel``,
+    ``sum idle_s`` of :func:`kernel_op_times` (one host thread issuing the ops in order,
+    ``kernels.queue_idle_s``); 0 otherwise. ``busy_marked`` = the GPU's busy time on the rows
+    the profile marks ``bound = "compute"`` (a table without marks: its FLOP-bound time; the
+    others' busy time is ``compute_flop + compute_mem - idle - busy_marked``). With ``scales``,
+    also ``idle_grid``: ``kernels.queue_idle_grid_s`` over them, the marked rows' busy time
+    times ``scales[i]`` and the others' times ``scales[j]`` (zeros outside ``kernel``)."""
+    name = strategy_of(gpu, strategy)
+    n = 0 if scales is None else len(np.asarray(scales))
+    marks = bool(ops) and all("bound" in o for o in ops)
+    if name in ("paper", "curves"):  # sums over rows: the marked rows priced on their own
+        flop_s, mem_s = _additive_s(ops, gpu, dtype, name)
+        marked = [o for o in ops if o.get("bound") == "compute"]
+        busy = (sum(_additive_s(marked, gpu, dtype, name)) if marked else 0.0) if marks \
+            else flop_s
+        out = {"compute_flop": flop_s, "compute_mem": mem_s, "idle": 0.0, "busy_marked": busy}
+        return out | ({"idle_grid": np.zeros((n, n))} if scales is not None else {})
+    expanded, origin = expand_ops_origin(ops)
     if not expanded:
-        return {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0}
+        out = {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0, "busy_marked": 0.0}
+        return out | ({"idle_grid": np.zeros((n, n))} if scales is not None else {})
     r = kernel_op_times(expanded, gpu, dtype)
-    t = (r["time_s"] - r["layout_s"]) * r["count"]  # the floor's idle time counts with its op
-    return {"compute_flop": float(t[r["flop_bound"]].sum()),
-            "compute_mem": float(t[~r["flop_bound"]].sum() + (r["layout_s"] * r["count"]).sum()),
-            "idle": float(((r["time_s"] - r["busy_s"]) * r["count"]).sum())}
+    t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_s"]  # idle counts with its op
+    layout = r["layout_s"] * r["count"]
+    sel = np.array([o.get("bound") == "compute" for o in ops], dtype=bool)[origin] if marks \
+        else r["flop_bound"]
+    out = {"compute_flop": float(t[r["flop_bound"]].sum()),
+           "compute_mem": float(t[~r["flop_bound"]].sum() + layout.sum()),
+           "idle": float(r["idle_s"].sum()),
+           "busy_marked": float((r["busy_s"] * r["count"])[sel].sum())}
+    if scales is not None:
+        out["idle_grid"] = kernels.queue_idle_grid_s(r["host_s"], r["busy_s"], r["count"], sel,
+                                                     scales)
+    return out
 
 
 def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:

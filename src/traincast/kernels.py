@@ -9,7 +9,9 @@ per-op table of a profile, ``traincast.compute``; the products of the hybrid LLM
 * ``S``   streaming multiprocessors (``sms``; 0 = unknown: no quantization),
 * ``M``   achievable DRAM bandwidth = ``mem_bw_gbs 1e9 mem_max_fraction`` (bytes/s),
 * ``d``   per-op floor (``op_floors_s``: the fitted ``floor_us`` times the op kind's dispatch
-          ratio, else ``kernel_launch_us``).
+          ratio, else ``kernel_launch_us``): the host's time to issue the op. In a step the
+          host issues ops ahead of the GPU, which waits only when the host falls behind
+          (``queue_idle_s``); one op timed alone costs ``max(d, t)``.
 
 A GEMM ``C[m x n] = A[m x k] B[k x n]``, ``batch`` independent ones per kernel, ``s`` bytes per
 element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
@@ -789,6 +791,77 @@ def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     for a kind without its own, 1 without fitted ratios)."""
     ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})
     return op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
+
+
+def queue_idle_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
+    """Per row of a step's op table: the time the GPU waits on the host before the row's runs,
+    when one host thread issues the ops in table order and the GPU runs them in that order.
+
+    A run of row ``i`` costs the host ``h_i`` (its floor ``d r_x``, ``op_floors_s``) and the
+    GPU ``b_i`` (its kernel time); the GPU starts a run once the host has issued it and the run
+    before has ended, ``E_k = max(E_{k-1}, H_k) + b_k``, so the step (from a synchronized
+    start, as a loop that reads its loss every step) ends at
+    ``E_n = B_n + max_k (H_k - B_{k-1})`` (``H_k``: host time when run ``k`` is issued,
+    ``B_k``: GPU busy time through run ``k``). Consecutive rows with the same ``count`` ``c``
+    are one loop body run ``c`` times (a layer's ops in a profile that counts them per layer,
+    a recurrent layer's steps); a body's lag ``H - B`` moves by ``c_body (sum h - sum b)``
+    per pass, so its largest value is in its first or last pass::
+
+        A, B   = host and GPU time of the bodies before row i's (each pass's sums times c)
+        a_i    = sum of h over the body's rows up to i,  b'_i = sum of b before row i
+        m_i    = A - B + a_i - b'_i + (c - 1) max(0, sum_body h - sum_body b)
+        M_i    = max(0, m_1, ..., m_i)
+        idle_i = M_i - M_{i-1}            (the step: sum c b + M_n)
+
+    ``sum idle`` is at least ``sum c h - sum c b`` (the host's own time) and at most
+    ``sum c max(h, b) - sum c b + max min(h, b)`` (each op waiting for its own dispatch, no
+    host run-ahead, and the first wait)."""
+    h = np.asarray(host_s, dtype=np.float64)
+    if not h.size:
+        return np.zeros(0)
+    running = np.maximum.accumulate(np.maximum(_queue_lag_s(h, busy_s, count), 0.0))
+    return np.diff(running, prepend=0.0)
+
+
+def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
+    """``m_i`` of :func:`queue_idle_s` (the last axis: the table's rows; ``busy_s`` may carry
+    leading axes, one queue each)."""
+    h = np.asarray(host_s, dtype=np.float64)
+    b = np.asarray(busy_s, dtype=np.float64)
+    c = np.asarray(count, dtype=np.float64)
+    body = np.concatenate([[0], np.cumsum(c[1:] != c[:-1])])  # body index of each row
+    first = np.concatenate([[True], body[1:] != body[:-1]])
+    starts = np.flatnonzero(first)
+    h_body = np.add.reduceat(h, starts)
+    b_body = np.add.reduceat(b, starts, axis=-1)
+    c_body = c[first]
+    gain = c_body * (h_body - b_body)  # host minus GPU time of one body's passes
+    before = np.cumsum(gain, axis=-1) - gain  # A - B before each body
+    h_before = np.cumsum(h) - h  # sums over the rows before row i
+    b_before = np.cumsum(b, axis=-1) - b
+    h_in = h_before - h_before[first][body] + h  # the body's rows up to row i
+    b_in = b_before - b_before[..., first][..., body]  # the body's rows before row i
+    later = np.maximum(c_body - 1.0, 0.0) * np.maximum(h_body - b_body, 0.0)
+    return before[..., body] + h_in - b_in + later[..., body]
+
+
+def queue_idle_grid_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike,
+                      marked: ArrayLike, scales: ArrayLike) -> F:
+    """``G[i, j]``: the step's summed :func:`queue_idle_s` with the busy time of the ``marked``
+    rows times ``scales[i]`` and of the others times ``scales[j]`` (a job with ``scales[i]``
+    times the FLOPs and ``scales[j]`` times the bytes of the profiled ops; the host's
+    dispatches do not change): ``max(0, max_i m_i)`` of each scaled queue."""
+    h = np.asarray(host_s, dtype=np.float64)
+    x = np.asarray(scales, dtype=np.float64)
+    out = np.zeros((len(x), len(x)))
+    if not h.size:
+        return out
+    b = np.asarray(busy_s, dtype=np.float64)
+    sel = np.asarray(marked, dtype=bool)
+    for i, a in enumerate(x):  # one row of the grid at a time: len(x) queues of the table
+        scaled = np.where(sel, a * b, x[:, None] * b)
+        out[i] = np.maximum(_queue_lag_s(h, scaled, count).max(axis=-1), 0.0)
+    return out
 
 
 def dispatch_table(params: Mapping[str, float]) -> dict[str, float]:

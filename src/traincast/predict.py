@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -39,26 +39,29 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               ops_of: Callable[[str], Mapping[str, Any] | None] | None = None
               ) -> tuple[F, F, F | None]:
     """``(T_comp_flop, T_comp_mem, T_idle)`` of every row; NaN for rows whose GPU is unknown.
-    ``T_idle`` (part of the other two: the GPU waiting on the host between short ops) is 0
+    ``T_idle`` (part of the other two: the GPU waiting for the host to issue its ops) is 0
     for aggregate features (``None`` when no row has a per-op table).
 
     Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
     :func:`traincast.compute.rates` (one call per GPU and precision).
     Rows whose workload has a per-op table (``ops_of(workload)`` returns a profile with
     ``ops``) are priced by :func:`traincast.compute.ops_compute_s` on their own GPU, once per
-    (workload, GPU, precision) (:func:`ops_times`), scaled to the row's own features: the time
-    of the profile's compute-bound ops ``t_F`` scales with ``F_row / F_profile``, that of its
-    memory-bound ops ``t_B`` with ``B_row / B_profile``, and the total is split into FLOP- and
-    memory-bound time as the profile's step is::
+    (workload, GPU, precision) (:func:`ops_times`), scaled to the row's own features: the GPU's
+    busy time on the profile's compute-bound ops ``u_F`` scales with ``a = F_row /
+    F_profile``, on its memory-bound ops ``u_B`` with ``b = B_row / B_profile``; the host's
+    dispatches do not scale, so the GPU's wait for them is the host queue of the scaled busy
+    times, solved exactly at the nodes of ``IDLE_SCALES`` and linear in ``a`` and ``b``
+    between them (``I(a, b)``); the total is split into FLOP- and memory-bound time as the
+    profile's step is::
 
-        T_comp      = (t_flop + t_mem) (a t_F + b t_B) / (t_F + t_B),
-                      a = F_row / F_profile, b = B_row / B_profile
+        T_comp      = a u_F + b u_B + I(a, b)
         T_comp_flop = T_comp t_flop / (t_flop + t_mem),  T_comp_mem = T_comp - T_comp_flop
+        T_idle      = I(a, b)
 
-    A row with the profile's own features gets ``t_flop`` and ``t_mem``; a batch-scaled one
-    (a = b) gets both times a; and as every op's time falls with a faster GPU, so does the
-    row's, whichever way its ops move between FLOP- and memory-bound. ``T_idle`` keeps the
-    profile's share of the step: ``T_idle = T_comp t_idle / (t_flop + t_mem)``.
+    A row with the profile's own features gets ``t_flop`` and ``t_mem`` (``I(1, 1)`` is the
+    profile's own queue); inside a grid cell ``T_comp`` is the weighted mean of the exact
+    steps at its corners, each of which falls with a faster GPU, so the row's does too,
+    whichever way its ops move between FLOP- and memory-bound.
     """
     strategy = catalog.compute if strategy == "auto" else strategy
     n_gpu = len(r.gpu.values)
@@ -98,48 +101,60 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     return flop, mem, idle
 
 
-def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str,
-              strategy: str) -> tuple[float, float, float, float, float]:
-    """``(t_flop, t_mem, t_F, t_B, t_idle)`` of one step from its per-op table: its FLOP- and
-    memory-bound time (:func:`traincast.compute.ops_compute_s`), its GPU-idle part, and the
-    time of its ops that
-    the profile counts as compute-bound (``bound = "compute"``, whose FLOPs make
-    ``flops_compute_bound``) and as memory-bound (the others). A table without ``bound``
-    marks gives ``t_F, t_B = t_flop, t_mem``.
-
-    Every strategy prices a table as a sum over its rows, so the two parts are priced once
-    each and the whole is their sum: ``t_flop = t_flop(F ops) + t_flop(B ops)``, the same for
-    ``t_mem``."""
-    if not ops or any("bound" not in o for o in ops):
-        whole = compute.ops_compute_s(ops, gpu, dtype, strategy)
-        return whole["compute_flop"], whole["compute_mem"], whole["compute_flop"], \
-            whole["compute_mem"], whole["idle"]
-    parts = [compute.ops_compute_s(rows, gpu, dtype, strategy) if rows else
-             {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0}
-             for rows in ([o for o in ops if o["bound"] == "compute"],
-                          [o for o in ops if o["bound"] != "compute"])]
-    return (parts[0]["compute_flop"] + parts[1]["compute_flop"],
-            parts[0]["compute_mem"] + parts[1]["compute_mem"],
-            parts[0]["compute_flop"] + parts[0]["compute_mem"],
-            parts[1]["compute_flop"] + parts[1]["compute_mem"],
-            parts[0]["idle"] + parts[1]["idle"])
+IDLE_SCALES: NDArray[np.float64] = np.concatenate([[0.0], 2.0 ** np.arange(-6.0, 6.5, 0.5)])
+"""Nodes of a profile's idle grid (:func:`ops_times`): 0 and 1/64 to 64 in half octaves, the
+ratios of a row's features to its profile's at which the host queue is solved exactly."""
 
 
-def _scaled(times: tuple[float, float, float, float, float], flops: F, mem_bytes: F,
-            profile_flops: float, profile_bytes: float) -> tuple[F, F, F]:
+class StepTimes(NamedTuple):
+    """One profile's step on one GPU and precision (:func:`ops_times`)."""
+
+    flop_s: float        # t_flop: FLOP-bound ops, with the GPU's waits before them
+    mem_s: float         # t_mem: the others, alike
+    busy_f_s: float      # GPU busy time of the ops the profile marks compute-bound
+    busy_b_s: float      # GPU busy time of the others
+    idle_grid_s: F       # GPU waits for the host with the busy times scaled (IDLE_SCALES)
+
+
+def ops_times(ops: list[Mapping[str, Any]], gpu: Any, dtype: str, strategy: str) -> StepTimes:
+    """A profile's step from its per-op table (:func:`traincast.compute.ops_compute_s`): its
+    FLOP- and memory-bound time, the GPU's busy time on the ops the profile counts as
+    compute-bound (``bound = "compute"``, whose FLOPs make ``flops_compute_bound``; a table
+    without marks: its FLOP-bound ops) and on the others, and the GPU's wait for the host with
+    the first part's busy time times ``IDLE_SCALES[i]`` and the second's times
+    ``IDLE_SCALES[j]`` (``kernels.queue_idle_grid_s``; zeros outside the kernel strategy)."""
+    out = compute.ops_compute_s(ops, gpu, dtype, strategy, scales=IDLE_SCALES)
+    busy = out["compute_flop"] + out["compute_mem"] - out["idle"]
+    return StepTimes(out["compute_flop"], out["compute_mem"], out["busy_marked"],
+                     busy - out["busy_marked"], out["idle_grid"])
+
+
+def _scaled(times: StepTimes, flops: F, mem_bytes: F, profile_flops: float,
+            profile_bytes: float) -> tuple[F, F, F]:
     """Rows' ``(T_comp_flop, T_comp_mem, T_idle)`` from their profile's :func:`ops_times`
     (formulas in :func:`compute_s`). A profile feature of 0 gives no ratio to scale by: its
     part keeps the profile's time (``a = 1`` or ``b = 1``), so the profile's own row still
     gets its step."""
-    t_flop, t_mem, t_f, t_b, t_idle = times
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(profile_flops > 0, flops / profile_flops, 1.0)
         b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 1.0)
-        step = t_flop + t_mem
-        total = np.where(t_f + t_b > 0, step * (a * t_f + b * t_b) / (t_f + t_b), 0.0)
-        flop = np.where(step > 0, total * t_flop / step, 0.0)
-        idle = np.where(step > 0, total * t_idle / step, 0.0)
+        idle = _bilinear(times.idle_grid_s, IDLE_SCALES, a, b)
+        total = a * times.busy_f_s + b * times.busy_b_s + idle
+        step = times.flop_s + times.mem_s
+        flop = np.where(step > 0, total * times.flop_s / step, 0.0)
     return flop, total - flop, idle
+
+
+def _bilinear(grid: F, nodes: F, x: F, y: F) -> F:
+    """``grid[i, j]`` (the value at ``(nodes[i], nodes[j])``) at points ``(x, y)``: linear in
+    ``x`` and in ``y`` inside each cell, the edge's value beyond the last node."""
+    last = len(nodes) - 2
+    i = np.clip(np.searchsorted(nodes, x, side="right") - 1, 0, last)
+    j = np.clip(np.searchsorted(nodes, y, side="right") - 1, 0, last)
+    u = np.clip((x - nodes[i]) / (nodes[i + 1] - nodes[i]), 0.0, 1.0)
+    v = np.clip((y - nodes[j]) / (nodes[j + 1] - nodes[j]), 0.0, 1.0)
+    return ((1 - u) * (1 - v) * grid[i, j] + u * (1 - v) * grid[i + 1, j]
+            + (1 - u) * v * grid[i, j + 1] + u * v * grid[i + 1, j + 1])
 
 
 def zoo_ops(workload: str) -> Mapping[str, Any] | None:

@@ -355,7 +355,9 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
 def paper_split(ops: Sequence[Mapping[str, Any]], flops_per_s: float,
                 mem_bw_bps: float) -> dict[str, float]:
     """The paper's additive split from the same table: FLOPs of ops the profiler marks
-    compute-bound at one peak, bytes of the others at one bandwidth."""
+    compute-bound at one peak, bytes of the others at one bandwidth (each row times its
+    ``count``)."""
     cols = ops_arrays(ops)
-    return {"compute_flop": float(cols["flops"][cols["compute"]].sum() / flops_per_s),
-            "compute_mem": float(cols["bytes"][~cols["compute"]].sum() / mem_bw_bps)}
+    flops, moved = cols["flops"] * cols["count"], cols["bytes"] * cols["count"]
+    return {"compute_flop": float(flops[cols["compute"]].sum() / flops_per_s),
+            "compute_mem": float(moved[~cols["compute"]].sum() / mem_bw_bps)}

@@ -11,8 +11,8 @@ Per job, from the breakdown of :func:`traincast.predict.predict_table` (overlap 
     u   = (T_comp - T_idle) / T_total       predicted GPU utilization (T_comp = flop + mem)
     phi = T_comp_flop k / T_total           share of the iteration on SMs (FLOP-bound kernels)
     mu  = T_comp_mem k / T_total            share of the iteration on DRAM bandwidth
-    k   = (T_comp - T_idle) / T_comp        T_idle: the GPU waiting on the host between ops
-                                            shorter than their per-op floor (kernel model)
+    k   = (T_comp - T_idle) / T_comp        T_idle: the GPU waiting for the host to issue its
+                                            next op (kernel model, kernels.queue_idle_s)
 
 Measured utilization (the ``gpu_util`` column) is a fraction in [0, 1] in the job store (the
 PAI 2020 adapter divides gpu_wrk_util, % of one GPU, by plan_gpu, % of GPUs held); errors are
@@ -84,8 +84,8 @@ def utilization_shares(compute_flop_s: ArrayLike, compute_mem_s: ArrayLike,
                        total_s: ArrayLike, idle_s: ArrayLike = 0.0) -> tuple[F, F, F]:
     """``(u, phi, mu)``: ``phi = flop busy / total``, ``mu = mem busy / total``, ``u = phi + mu``
     = busy / total, each compute part less its share of the GPU-idle time ``idle`` (the host's
-    gaps between short ops): ``busy = part (flop + mem - idle) / (flop + mem)``. NaN where the
-    total is unknown or not positive."""
+    dispatch running behind the GPU): ``busy = part (flop + mem - idle) / (flop + mem)``. NaN
+    where the total is unknown or not positive."""
     flop, mem, total, idle = np.broadcast_arrays(_f(compute_flop_s), _f(compute_mem_s),
                                                  _f(total_s), np.nan_to_num(_f(idle_s)))
     ok = total > 0

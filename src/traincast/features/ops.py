@@ -54,10 +54,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from traincast.features.recurrent import ITEMSIZE, gru_rows, parse_shapes
 
-__all__ = ["BUILTIN_RULES", "ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "is_compute_bound",
-           "op_family", "op_flops", "parse_shapes", "register_op", "rule_for"]
+__all__ = ["BUILTIN_RULES", "ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "expand_ops_origin",
+           "is_compute_bound", "op_family", "op_flops", "parse_shapes", "register_op", "rule_for"]
 
 Expand = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
 COMPUTE_FAMILIES = ("gemm", "conv", "attention", "recurrent")
@@ -129,11 +132,18 @@ def op_family(name: str) -> str:
 def expand_ops(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The per-op table with every row of an op that has an ``expand`` hook replaced by the
     rows it returns (each with a ``count``); other rows as they are."""
+    return expand_ops_origin(ops)[0]
+
+
+def expand_ops_origin(ops: Sequence[Mapping[str, Any]]
+                      ) -> tuple[list[Mapping[str, Any]], NDArray[np.int64]]:
+    """``expand_ops`` and, per returned row, the index of the row of ``ops`` it comes from."""
     hooks = [(o, rule_for(str(o["op"]))) for o in ops]
     if not any(r is not None and r.expand is not None for _, r in hooks):
-        return list(ops)
-    return [row for o, r in hooks
-            for row in (r.expand(o) if r is not None and r.expand is not None else [o])]
+        return list(ops), np.arange(len(ops), dtype=np.int64)
+    parts = [r.expand(o) if r is not None and r.expand is not None else [o] for o, r in hooks]
+    origin = np.repeat(np.arange(len(ops), dtype=np.int64), [len(p) for p in parts])
+    return [row for p in parts for row in p], origin
 
 
 # -- FLOP formulas --------------------------------------------------------------------------
