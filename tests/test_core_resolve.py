@@ -273,6 +273,7 @@ def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
     # grid (2, 1), (4, 4), (1, 0) the queue is solved exactly, so the step is the queue of
     # the scaled busy times run op by op (kernels.queue_idle_s)
     from traincast import compute
+    from traincast.predict import IDLE_SCALES
     from traincast.zoo.profiles import workload_ops
 
     cat = load_catalog()
@@ -291,7 +292,7 @@ def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
 
     assert queued(1, 1) == pytest.approx(step, rel=1e-12)
     f, b = prof["flops_compute_bound"], prof["bytes_memory_bound"]
-    scales = [(2, 1), (4, 4), (1, 0), (3, 3)]
+    scales = [(2, 1), (4, 4), (1, 0), (0.3, 0.3)]
     jobs = {"architecture": np.array(["1w1g"] * 4, dtype=object), "n_gpus": [1] * 4,
             "node": np.array(["dgx-a100"] * 4, dtype=object),
             "workload": np.array(["resnet50"] * 4, dtype=object),
@@ -303,9 +304,22 @@ def test_a_row_scales_the_profile_ops_by_their_own_feature() -> None:
     # split as the profile's step
     np.testing.assert_allclose(bd.compute_flop[:3],
                                expected[:3] * whole["compute_flop"] / step, rtol=1e-9)
-    # off the grid ((3, 3) lies between 2^1.5 and 4): the chord over the convex queue is no
-    # faster than the exact queue, and no slower than the slower corner
-    assert expected[3] * (1 - 1e-12) <= bd.compute[3] <= queued(4, 4)
+    # off the grid, where the GPU turns host-bound (the wait grows from 0.06 ms at a = b = 1
+    # to 1.5 ms at 0.3): (0.3, 0.3) lies in the cell of nodes 2^-1.75 and 2^-1.5; the wait is
+    # linear in a and in b across it, and the chord over the convex queue is never faster
+    lo, hi = 2.0 ** -1.75, 2.0 ** -1.5
+    assert lo < 0.3 < hi and {lo, hi} <= set(IDLE_SCALES.tolist())
+    u = (0.3 - lo) / (hi - lo)
+    busy = float((r["busy_s"] * r["count"]).sum())
+
+    def wait(a: float, b: float) -> float:
+        return queued(a, b) - float((r["busy_s"] * np.where(marked, a, b) * r["count"]).sum())
+
+    mix = ((1 - u) ** 2 * wait(lo, lo) + u * (1 - u) * (wait(hi, lo) + wait(lo, hi))
+           + u ** 2 * wait(hi, hi))
+    assert wait(lo, lo) > 1.2 * wait(hi, hi)  # the wait changes across the cell
+    assert bd.compute[3] == pytest.approx(0.3 * busy + mix, rel=1e-9)
+    assert bd.compute[3] >= expected[3] * (1 - 1e-12)
 
 
 def test_a_profile_with_a_zero_feature_still_gets_its_own_step() -> None:

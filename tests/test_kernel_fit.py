@@ -132,14 +132,14 @@ def test_the_gpu_waits_for_the_host_to_issue_each_op() -> None:
     # the host issues the 12-byte add in d r_add (the fitted dispatch ratio of an add) while
     # the GPU idles, which then runs it in far less than that (busy < d) ...
     h_add, h_mm = d * gpu.kernel["dispatch_add"], d * gpu.kernel["dispatch_bmm"]
-    assert r["idle_s"][0] == pytest.approx(h_add) and r["busy_s"][0] < d
+    assert r["idle_total_s"][0] == pytest.approx(h_add) and r["busy_s"][0] < d
     assert r["time_s"][0] == pytest.approx(h_add + r["busy_s"][0])
     # ... and idles again until the mm is issued, d r_bmm after the add
-    assert r["idle_s"][1] == pytest.approx(h_mm - r["busy_s"][0])
+    assert r["idle_total_s"][1] == pytest.approx(h_mm - r["busy_s"][0])
     assert r["busy_s"][1] > d
     # two adds behind the mm are issued while it runs: no wait
     r = kernel_op_times([ops[1], ops[0], ops[0]], gpu, "fp32")
-    assert r["idle_s"].tolist() == pytest.approx([h_mm, 0.0, 0.0])
+    assert r["idle_total_s"].tolist() == pytest.approx([h_mm, 0.0, 0.0])
 
 
 GPUS = [g for g in ("V100-PCIE-32GB", "T4", "A100-SXM4-80GB", "H100-SXM5-80GB", "L4", "B200",
@@ -190,13 +190,25 @@ def test_host_queue_by_hand() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=st.lists(st.tuples(st.floats(0, 5), st.floats(0, 5), st.integers(1, 4)),
+@given(rows=st.lists(st.tuples(st.floats(0, 5), st.floats(0, 5), st.integers(0, 4)),
                      min_size=1, max_size=8))
 def test_host_queue_matches_the_queue_run_by_run(rows: list[tuple[float, float, int]]) -> None:
     h, b, c = (list(x) for x in zip(*rows, strict=True))
     idle = kernels.queue_idle_s(h, b, c)
     assert float(idle.sum()) == pytest.approx(_simulated_idle_s(h, b, c), abs=1e-9)
     assert np.all(idle >= 0)
+    # several queues at once (leading axes): each as on its own
+    twice = [2 * x for x in b]
+    both = kernels.queue_idle_s(h, np.array([b, twice]), c)
+    np.testing.assert_allclose(both, [idle, kernels.queue_idle_s(h, twice, c)], atol=1e-12)
+    # the grid of scaled queues: even rows' busy times x scales[i], odd rows' x scales[j]
+    scales = [0.0, 0.5, 2.0]
+    marked = [i % 2 == 0 for i in range(len(h))]
+    grid = kernels.queue_idle_grid_s(h, b, c, marked, scales)
+    for i, x in enumerate(scales):
+        for j, y in enumerate(scales):
+            scaled = [v * (x if m else y) for v, m in zip(b, marked, strict=True)]
+            assert grid[i, j] == pytest.approx(_simulated_idle_s(h, scaled, c), abs=1e-9)
     hc, bc = np.multiply(h, c), np.multiply(b, c)
     # between the host's own time and every op waiting for its own dispatch (the first op's
     # wait, at most min(h, b) of some op, on top)

@@ -31,7 +31,7 @@ For a per-op table (``ops_compute_s``; rows ``op, flops, bytes_read, bytes_writt
 shapes``) every op keeps the GPU busy, under ``kernel``, for ``b = max(t_flop, t_mem)`` and
 counts as FLOP-bound when ``t_flop >= t_mem``, else memory-bound; one host thread issues the ops
 in table order, ``d`` each, ahead of the GPU, and the time the GPU waits for an op's issue counts
-with that op (``kernels.queue_idle_s``: step = ``sum b + M_n``)::
+with that op (``kernels.queue_idle_s``: step = ``sum count b`` + the waits)::
 
     kernel  t_flop = F_op / (P_op eta w_op)
             t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
@@ -188,10 +188,10 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     ``mem_s``, ``layout_s`` (NCHW transposes of a tensor-core convolution, 0 elsewhere),
     ``busy_s = max(flop_s, mem_s) + layout_s`` (the GPU's time) and ``flop_bound``
     (``flop_s >= mem_s``) for one run of the row; ``host_s``: the host's time to issue one
-    run, ``d r`` (``kernels.op_floors_s``); ``count`` (times the row runs); ``idle_s``
+    run, ``d r`` (``kernels.op_floors_s``); ``count`` (times the row runs); ``idle_total_s``
     (all the row's runs together): the time the GPU waits for the host to issue them, one host
     thread issuing the table's ops in order, ``host_s`` each, ahead of the GPU
-    (``kernels.queue_idle_s``); ``time_s = busy_s + idle_s / count`` (one run's share
+    (``kernels.queue_idle_s``); ``time_s = busy_s + idle_total_s / count`` (one run's share
     of the step). A compute-family row moves its recorded bytes times
     ``kernels.operand_scale`` of its operand dtype (an fp32 row of a 16-bit job: half).
 
@@ -218,7 +218,7 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     idle = kernels.queue_idle_s(host, busy, cols["count"])
     count = cols["count"]
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
-            "layout_s": layout_s, "busy_s": busy, "host_s": host, "idle_s": idle,
+            "layout_s": layout_s, "busy_s": busy, "host_s": host, "idle_total_s": idle,
             "time_s": busy + np.where(count > 0, idle / np.where(count > 0, count, 1.0), 0.0),
             "count": count}
 
@@ -280,7 +280,7 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     ``STRATEGIES`` to force it.
 
     ``idle`` = the part of the two during which the GPU waits on the host: under ``kernel``,
-    ``sum idle_s`` of :func:`kernel_op_times` (one host thread issuing the ops in order,
+    ``sum idle_total_s`` of :func:`kernel_op_times` (one host thread issuing the ops in order,
     ``kernels.queue_idle_s``); 0 otherwise. ``busy_marked`` = the GPU's busy time on the rows
     the profile marks ``bound = "compute"`` (a table without marks: its FLOP-bound time; the
     others' busy time is ``compute_flop + compute_mem - idle - busy_marked``). With ``scales``,
@@ -301,13 +301,13 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
         out = {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0, "busy_marked": 0.0}
         return out | ({"idle_grid": np.zeros((n, n))} if scales is not None else {})
     r = kernel_op_times(expanded, gpu, dtype)
-    t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_s"]  # idle counts with its op
+    t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_total_s"]  # idle counts with its op
     layout = r["layout_s"] * r["count"]
     sel = np.array([o.get("bound") == "compute" for o in ops], dtype=bool)[origin] if marks \
         else r["flop_bound"]
     out = {"compute_flop": float(t[r["flop_bound"]].sum()),
            "compute_mem": float(t[~r["flop_bound"]].sum() + layout.sum()),
-           "idle": float(r["idle_s"].sum()),
+           "idle": float(r["idle_total_s"].sum()),
            "busy_marked": float((r["busy_s"] * r["count"])[sel].sum())}
     if scales is not None:
         out["idle_grid"] = kernels.queue_idle_grid_s(r["host_s"], r["busy_s"], r["count"], sel,

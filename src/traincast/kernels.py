@@ -26,13 +26,14 @@ element (NVIDIA, "Matrix Multiplication Background User's Guide", Ch. 2-3)::
     B          = s_b batch (m k + k n + m n) + [s > 1] 8 s batch m n (A, B, C; fp32 partials)
     I          = F / B                                               (arithmetic intensity)
     fraction   = min(eta w, I M / P)                                 (achieved fraction of P)
-    t_gemm     = max(d, F / (P fraction)) = max(d, F / (P eta w), B / M)
+    t_gemm     = F / (P fraction) = max(F / (P eta w), B / M)      (GPU busy time)
 
 (``s_b`` = bytes per element.) The second argument of the ``min`` is the small-dimension
 factor: a product with a small ``k`` (or a small ``m`` or ``n``) has a low intensity and runs at
 memory speed, below the GPU's ridge point ``P eta / M``. A product whose tiles cannot fill the
 SMs splits its ``k`` loop (split-K, as cuBLAS and CUTLASS do) and pays for its partial sums in
-DRAM traffic. A memory-bound kernel moving ``B`` bytes takes ``max(d, B / M)``.
+DRAM traffic. A memory-bound kernel moving ``B`` bytes takes ``B / M``. In a step the GPU also
+waits for the host to issue each op (``d`` each, ``queue_idle_s``).
 
 A convolution runs as an implicit GEMM (cuDNN's implicit-GEMM algorithms; NVIDIA,
 "Convolutional Layers User's Guide", Sec. 2): ``m = N H_o W_o``, ``n = C_out``,
@@ -472,8 +473,8 @@ def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
 #               choice_bmm: what the library's own pick costs over the fastest candidate;
 #               a measured row with a kernel name: o + t_T of the tile it ran, the fit only)
 #   memory      t = B / (M f_family)                             (elementwise, softmax, norm)
-#   one op      t_op = max(d r_x, t_kernel)   (d: the host's floor, r_x: its op kind's dispatch
-#               ratio; in a step the GPU runs queued kernels while the host issues the next op)
+#   one op      t_op = max(d r_x, t_kernel) timed alone, back to back (d: the host's floor, r_x:
+#               its op kind's dispatch ratio); in a step, the host queue (queue_idle_s)
 
 SIMT_CANDIDATE_TILES: tuple[tuple[int, int], ...] = ((128, 128), (128, 64), (64, 128), (64, 64))
 """Output tiles of the fp32 SIMT SGEMM kernels that run products of more than a few thousand
@@ -730,7 +731,7 @@ def op_floor_s(gpu: Any) -> float:
     """The per-op floor ``d`` (seconds) of the simplest op (an element-wise add): the fitted
     ``floor_us`` of ``GPU.kernel`` (the measured GPU's own, else the median of the measured
     ones: an eager op's host dispatch and launch), else the entry's ``kernel_launch_us``,
-    else 0. An op of kind ``x`` costs at least ``d r_x`` (``op_floors_s``)."""
+    else 0. The host takes ``d r_x`` to issue an op of kind ``x`` (``op_floors_s``)."""
     kernel = getattr(gpu, "kernel", {}) or {}
     us = kernel.get("floor_us") or float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0)
     return float(us) * 1e-6
@@ -815,12 +816,14 @@ def queue_idle_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
 
     ``sum idle`` is at least ``sum c h - sum c b`` (the host's own time) and at most
     ``sum c max(h, b) - sum c b + max min(h, b)`` (each op waiting for its own dispatch, no
-    host run-ahead, and the first wait)."""
+    host run-ahead, and the first wait). Counts are whole numbers of runs (a row of count 0
+    runs never and makes no wait); ``busy_s`` may carry leading axes, one queue each."""
     h = np.asarray(host_s, dtype=np.float64)
     if not h.size:
-        return np.zeros(0)
-    running = np.maximum.accumulate(np.maximum(_queue_lag_s(h, busy_s, count), 0.0))
-    return np.diff(running, prepend=0.0)
+        return np.zeros(np.shape(busy_s))
+    lag = _queue_lag_s(h, busy_s, count)
+    running = np.maximum.accumulate(np.maximum(lag, 0.0), axis=-1)
+    return np.diff(running, axis=-1, prepend=0.0)
 
 
 def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
@@ -828,7 +831,10 @@ def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
     leading axes, one queue each)."""
     h = np.asarray(host_s, dtype=np.float64)
     b = np.asarray(busy_s, dtype=np.float64)
-    c = np.asarray(count, dtype=np.float64)
+    c = np.broadcast_to(np.asarray(count, dtype=np.float64), h.shape)
+    if h.ndim != 1 or b.shape[-1:] != h.shape:
+        raise ValueError(f"host_s ({h.shape}) and busy_s ({b.shape}) must give one time per row "
+                         "of the table")
     body = np.concatenate([[0], np.cumsum(c[1:] != c[:-1])])  # body index of each row
     first = np.concatenate([[True], body[1:] != body[:-1]])
     starts = np.flatnonzero(first)
@@ -836,13 +842,21 @@ def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
     b_body = np.add.reduceat(b, starts, axis=-1)
     c_body = c[first]
     gain = c_body * (h_body - b_body)  # host minus GPU time of one body's passes
-    before = np.cumsum(gain, axis=-1) - gain  # A - B before each body
-    h_before = np.cumsum(h) - h  # sums over the rows before row i
-    b_before = np.cumsum(b, axis=-1) - b
+    before = _exclusive_cumsum(gain)  # A - B before each body
+    h_before = _exclusive_cumsum(h)  # sums over the rows before row i
+    b_before = _exclusive_cumsum(b)
     h_in = h_before - h_before[first][body] + h  # the body's rows up to row i
     b_in = b_before - b_before[..., first][..., body]  # the body's rows before row i
-    later = np.maximum(c_body - 1.0, 0.0) * np.maximum(h_body - b_body, 0.0)
-    return before[..., body] + h_in - b_in + later[..., body]
+    later = np.where(c_body > 1.0, (c_body - 1.0) * np.maximum(h_body - b_body, 0.0), 0.0)
+    lag = before[..., body] + h_in - b_in + later[..., body]
+    return np.where(c > 0, lag, -np.inf)  # a row that never runs waits for nothing
+
+
+def _exclusive_cumsum(x: F) -> F:
+    """Sums over the elements before each one, along the last axis."""
+    out = np.zeros_like(x)
+    np.cumsum(x[..., :-1], axis=-1, out=out[..., 1:])
+    return out
 
 
 def queue_idle_grid_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike,

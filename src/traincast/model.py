@@ -11,8 +11,8 @@ For each job (per data-parallel replica, one iteration)::
 
 With f = 0 (the paper's assumption) ``T_total`` is the plain sum. Shares are each component's
 time over the sum of components (so they add to 1 whatever f is); predicted GPU utilization is
-``(T_comp - T_idle) / T_total`` (``T_idle``: the part of the compute time the GPU waits on the
-host between ops shorter than their per-op floor, traincast.compute); the bottleneck is the
+``(T_comp - T_idle) / T_total`` (``T_idle``: the part of the compute time the GPU waits for the
+host to issue its next op, ``kernels.queue_idle_s``, traincast.compute); the bottleneck is the
 component with the largest time.
 """
 
@@ -111,7 +111,7 @@ class Breakdown:
         return self.compute if self.idle is None else self.compute - self.idle
 
     def gpu_util(self) -> F:
-        """Predicted GPU utilization ``(T_comp - T_idle) / T_total``: busy over the step (an op
-        shorter than its per-op floor leaves the GPU idle, traincast.compute)."""
+        """Predicted GPU utilization ``(T_comp - T_idle) / T_total``: busy over the step (the
+        GPU idles while the host has not yet issued its next op, traincast.compute)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.atleast_1d(self.busy / self.total)

@@ -101,9 +101,11 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     return flop, mem, idle
 
 
-IDLE_SCALES: NDArray[np.float64] = np.concatenate([[0.0], 2.0 ** np.arange(-6.0, 6.5, 0.5)])
-"""Nodes of a profile's idle grid (:func:`ops_times`): 0 and 1/64 to 64 in half octaves, the
-ratios of a row's features to its profile's at which the host queue is solved exactly."""
+IDLE_SCALES: NDArray[np.float64] = np.concatenate([[0.0], 2.0 ** np.arange(-6.0, 0.0, 0.25),
+                                                   2.0 ** np.arange(0.0, 6.5, 0.5)])
+"""Nodes of a profile's idle grid (:func:`ops_times`): the ratios of a row's features to its
+profile's at which the host queue is solved exactly: 0, 1/64 to 1 in quarter octaves (where a
+smaller job turns from GPU- to host-bound and the wait bends most), 1 to 64 in half octaves."""
 
 
 class StepTimes(NamedTuple):
@@ -147,7 +149,10 @@ def _scaled(times: StepTimes, flops: F, mem_bytes: F, profile_flops: float,
 
 def _bilinear(grid: F, nodes: F, x: F, y: F) -> F:
     """``grid[i, j]`` (the value at ``(nodes[i], nodes[j])``) at points ``(x, y)``: linear in
-    ``x`` and in ``y`` inside each cell, the edge's value beyond the last node."""
+    ``x`` and in ``y`` inside each cell, the edge's value beyond the last node::
+
+        u = (x - x_i) / (x_{i+1} - x_i),  v = (y - y_j) / (y_{j+1} - y_j)   (clipped to [0, 1])
+        f = (1-u)(1-v) g[i, j] + u (1-v) g[i+1, j] + (1-u) v g[i, j+1] + u v g[i+1, j+1]"""
     last = len(nodes) - 2
     i = np.clip(np.searchsorted(nodes, x, side="right") - 1, 0, last)
     j = np.clip(np.searchsorted(nodes, y, side="right") - 1, 0, last)

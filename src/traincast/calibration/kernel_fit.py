@@ -26,10 +26,10 @@ which is how the kernel time ``t_kernel`` is recovered from it: a native ATen ke
 host's work overlaps it, ``t = max(d r, t_kernel)``; a cuBLAS or cuDNN call does host work
 (heuristics, descriptors, workspace) before its launch while the GPU waits,
 ``t = max(d r, phi d r + t_kernel)`` with ``phi`` (``pre_launch``) fitted. A step of a training
-job is priced with ``max(d r, t_kernel)`` per op for both: there the GPU has the previous ops'
-kernels queued while the host prepares the next one. The summed time of each GPU is reported,
-not fitted: it is dominated by seconds-long products whose thermal throttling depends on the
-measuring host's cooling (docs/validation.md).
+job is priced as a queue instead (``kernels.queue_idle_s``): the host issues the ops in order,
+``d r`` each, ahead of the GPU, which waits only for an op not yet issued. The summed time of
+each GPU is reported, not fitted: it is dominated by seconds-long products whose thermal
+throttling depends on the measuring host's cooling (docs/validation.md).
 """
 
 from __future__ import annotations
