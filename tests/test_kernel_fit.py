@@ -466,3 +466,32 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
     assert fresh["floors_us"] == pytest.approx(model["floors_us"], rel=1e-5)
     assert fresh["default_floor_us"] == pytest.approx(model["default_floor_us"], rel=1e-5)
     assert fresh["fitted_on"] == model["fitted_on"]
+
+
+def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Path) -> None:
+    # `traincast calibrate` on a CUDA machine: the one-element add called back to back takes
+    # 12 µs: that host's floor d for every GPU of the merged catalog, the measured ones too
+    # (whose data hosts took 25.9-43.2 µs); on the CPU no floor is written
+    import tomli_w
+
+    from traincast.calibration import _dotted, host_floor_table
+    from traincast.compute import basis
+
+    res = {"device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3", "torch": "2.13.0",
+           "date": "2026-12-04", "op_overhead": {"plain_op_s": 12e-6}}
+    assert host_floor_table(dict(res, device="cpu")) == {}
+    path = tmp_path / "local.toml"
+    path.write_text(tomli_w.dumps(_dotted(host_floor_table(res))))
+    shipped, mine = load_catalog(), load_catalog(path)
+    for name in ("A100-PCIE-40GB", "H100-SXM5-80GB", "T4"):
+        assert kernels.op_floor_s(mine.gpu(name)) == pytest.approx(12e-6)
+        assert kernels.op_floor_s(shipped.gpu(name)) > 20e-6
+        assert "NVIDIA H100 80GB HBM3" in basis(mine.gpu(name))["inputs"]["per-op floor"]
+    # the fitted dispatch ratios stay: a linear layer costs this host 12 µs x r_linear
+    gpu = mine.gpu("H100-SXM5-80GB")
+    assert kernels.op_floors_s([{"op": "aten::addmm"}], gpu)[0] == pytest.approx(
+        12e-6 * gpu.kernel["dispatch_linear"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[kernel_model]\nhost_floor_us = -1\n")
+    with pytest.raises(TraincastError, match="host_floor_us"):
+        load_catalog(bad)

@@ -329,10 +329,11 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
                 "sms": "unknown: no tile/wave quantization",
                 "kernel_launch_us": "0 (no published figure)"}
     floor = kernels.op_floor_s(gpu)
-    inputs["per-op floor"] = (f"{floor * 1e6:.1f} µs: " + ("the kernel model's (hardware/"
-                              "kernel_model.toml), times the op kind's dispatch ratio"
-                              if (gpu.kernel or {}).get("floor_us")
-                              else "kernel_launch_us")) if floor else "0 (none)"
+    fitted = ("the kernel model's (hardware/kernel_model.toml), times the op kind's dispatch "
+              "ratio")
+    inputs["per-op floor"] = (f"{floor * 1e6:.1f} µs: " + (
+        (f"{sources['floor_us']}, " if "floor_us" in sources else "") + fitted
+        if (gpu.kernel or {}).get("floor_us") else "kernel_launch_us")) if floor else "0 (none)"
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)
         inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback

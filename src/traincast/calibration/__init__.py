@@ -414,7 +414,25 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     node = {"gpu": "local", "gpus": ranks, "pcie": "local-host", "intra": "local-allreduce",
             "nic": "local-loopback",
             "source": f"{when}: {ranks} local rank(s)"}
-    return {"gpu.local": gpu, **{f"link.{k}": v for k, v in links.items()}, "node.local": node}
+    return {"gpu.local": gpu, **{f"link.{k}": v for k, v in links.items()}, "node.local": node,
+            **host_floor_table(res)}
+
+
+def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """On a CUDA device, ``{"kernel_model": {"host_floor_us", "host_floor_source"}}``: the
+    measured time of the plain op (``torch.add`` of two one-element tensors, called back to
+    back) is this host's dispatch of the simplest ATen op, the per-op floor ``d`` the kernel
+    model gives every GPU once the file is merged (``kernels.op_floors_s``; the host issues
+    each op in ``d r_x``, docs/model.md "The host queue"). On the CPU the same call runs its
+    kernel on the host, with no launch: no floor is written."""
+    if not str(res["device"]).startswith("cuda"):
+        return {}
+    us = float(res["op_overhead"]["plain_op_s"]) * 1e6
+    return {"kernel_model": {
+        "host_floor_us": us,
+        "host_floor_source": f"traincast calibrate {res['date']} on {res['device_name']}, "
+                             f"torch {res['torch']}: one-element torch.add called back to back, "
+                             f"{us:.1f} µs per call (this host's dispatch of the simplest op)"}}
 
 
 def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:

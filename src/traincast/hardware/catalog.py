@@ -530,7 +530,8 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
 
 def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
-    µs, ``default_floor_us``, ``source``, ``command``) over ``into``, key by key."""
+    µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``source``,
+    ``command``) over ``into``, key by key."""
     if not isinstance(table, Mapping):
         raise CatalogError(f"{path}: [kernel_model] must be a table")
     for key, value in table.items():
@@ -539,22 +540,23 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
             if not _positive_map(value):
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
-        elif key == "default_floor_us":
+        elif key in ("default_floor_us", "host_floor_us"):
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not 0 <= value < math.inf:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
-        elif key in ("source", "command", "fitted_on"):
+        elif key in ("source", "command", "fitted_on", "host_floor_source"):
             into[key] = value
         else:
             raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
-                               "source, command, fitted_on")
+                               "host_floor_us, host_floor_source, source, command, fitted_on")
 
 
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     """Give every GPU its measured-kernel parameters: ``kernel = {**params, floor_us, **own}``
-    (``floor_us``: the GPU's measured floor, else ``default_floor_us``; the entry's own
-    ``kernel`` keys win)."""
+    (``floor_us``: ``host_floor_us`` when a file gives one, the host the predictions are for,
+    measured by ``traincast calibrate`` on a CUDA machine; else the GPU's measured floor, else
+    ``default_floor_us``; the entry's own ``kernel`` keys win)."""
     cat.kernel_model = dict(model)
     params = dict(model.get("params", {}))
     try:
@@ -562,11 +564,14 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     except UnknownNameError as exc:
         raise CatalogError(f"[kernel_model.floors_us]: {exc.args[0]}") from None
     default = float(model.get("default_floor_us", 0.0))
+    host = float(model.get("host_floor_us", 0.0))
     for name, gpu in list(cat.gpus.items()):
-        floor = floors.get(name, default)
+        floor = host or floors.get(name, default)
         merged = {**params, **({"floor_us": floor} if floor > 0 else {}), **gpu.kernel}
         if merged != gpu.kernel:
             cited = {"kernel": str(model.get("source", "kernel_model")), **gpu.sources}
+            if host and "floor_us" not in gpu.kernel:
+                cited["floor_us"] = str(model.get("host_floor_source", "host_floor_us"))
             cat.gpus[name] = replace(gpu, kernel=merged, sources=cited)
 
 
