@@ -829,6 +829,16 @@ def queue_idle_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
 def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
     """``m_i`` of :func:`queue_idle_s` (the last axis: the table's rows; ``busy_s`` may carry
     leading axes, one queue each)."""
+    linear, body, c_body, h_body, b_body, runs = _queue_lag_parts(host_s, busy_s, count)
+    later = np.where(c_body > 1.0, (c_body - 1.0) * np.maximum(h_body - b_body, 0.0), 0.0)
+    return np.where(runs, linear + later[..., body], -np.inf)  # a row that never runs: no wait
+
+
+def _queue_lag_parts(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike
+                     ) -> tuple[F, NDArray[np.int64], F, F, F, NDArray[np.bool_]]:
+    """The parts of ``m_i`` (:func:`queue_idle_s`): ``A - B + a_i - b'_i`` (linear in the
+    host and busy times), each row's body index, each body's count, host and busy sums, and
+    which rows run (count > 0)."""
     h = np.asarray(host_s, dtype=np.float64)
     b = np.asarray(busy_s, dtype=np.float64)
     c = np.broadcast_to(np.asarray(count, dtype=np.float64), h.shape)
@@ -841,15 +851,12 @@ def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
     h_body = np.add.reduceat(h, starts)
     b_body = np.add.reduceat(b, starts, axis=-1)
     c_body = c[first]
-    gain = c_body * (h_body - b_body)  # host minus GPU time of one body's passes
-    before = _exclusive_cumsum(gain)  # A - B before each body
+    before = _exclusive_cumsum(c_body * (h_body - b_body))  # A - B before each body
     h_before = _exclusive_cumsum(h)  # sums over the rows before row i
     b_before = _exclusive_cumsum(b)
     h_in = h_before - h_before[first][body] + h  # the body's rows up to row i
     b_in = b_before - b_before[..., first][..., body]  # the body's rows before row i
-    later = np.where(c_body > 1.0, (c_body - 1.0) * np.maximum(h_body - b_body, 0.0), 0.0)
-    lag = before[..., body] + h_in - b_in + later[..., body]
-    return np.where(c > 0, lag, -np.inf)  # a row that never runs waits for nothing
+    return before[..., body] + h_in - b_in, body, c_body, h_body, b_body, c > 0
 
 
 def _exclusive_cumsum(x: F) -> F:
@@ -867,15 +874,31 @@ def queue_idle_grid_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike,
     dispatches do not change): ``max(0, max_i m_i)`` of each scaled queue."""
     h = np.asarray(host_s, dtype=np.float64)
     x = np.asarray(scales, dtype=np.float64)
-    out = np.zeros((len(x), len(x)))
     if not h.size:
-        return out
+        return np.zeros((len(x), len(x)))
     b = np.asarray(busy_s, dtype=np.float64)
     sel = np.asarray(marked, dtype=bool)
-    for i, a in enumerate(x):  # one row of the grid at a time: len(x) queues of the table
-        scaled = np.where(sel, a * b, x[:, None] * b)
-        out[i] = np.maximum(_queue_lag_s(h, scaled, count).max(axis=-1), 0.0)
-    return out
+    # m_i is linear in (h, a b_F, b b_B) but for the loop bodies' last-pass term: its linear
+    # part from three queues, then every (a, b) pair at once, a chunk of pairs at a time
+    lin_h, body, c_body, h_body, _, runs = _queue_lag_parts(h, np.zeros_like(b), count)
+    lin_f, _, _, _, bf_body, _ = _queue_lag_parts(h * 0.0, np.where(sel, b, 0.0), count)
+    lin_b, _, _, _, bb_body, _ = _queue_lag_parts(h * 0.0, np.where(sel, 0.0, b), count)
+    loops = c_body > 1.0
+    pairs = np.stack([v.ravel() for v in np.meshgrid(x, x, indexing="ij")], axis=1)  # (a, b)
+    slopes = np.stack([lin_f, lin_b])
+    out = np.empty(len(pairs))
+    step = max(1, 2_000_000 // len(h))  # pairs per chunk: about 16 MB per array
+    for lo in range(0, len(pairs), step):
+        ab = pairs[lo:lo + step]
+        lag = ab @ slopes
+        lag += lin_h
+        if loops.any():
+            gain = h_body - ab[:, :1] * bf_body - ab[:, 1:] * bb_body
+            lag += np.where(loops, (c_body - 1.0) * np.maximum(gain, 0.0), 0.0)[:, body]
+        if not runs.all():
+            lag[:, ~runs] = -np.inf
+        out[lo:lo + step] = np.maximum(lag.max(axis=-1), 0.0)
+    return out.reshape(len(x), len(x))
 
 
 def dispatch_table(params: Mapping[str, float]) -> dict[str, float]:
