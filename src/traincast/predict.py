@@ -140,7 +140,8 @@ def _scaled(times: StepTimes, flops: F, mem_bytes: F, profile_flops: float,
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(profile_flops > 0, flops / profile_flops, 1.0)
         b = np.where(profile_bytes > 0, mem_bytes / profile_bytes, 1.0)
-        idle = _bilinear(times.idle_grid_s, IDLE_SCALES, a, b)
+        idle = _bilinear(times.idle_grid_s, IDLE_SCALES, a, b) if times.idle_grid_s.any() \
+            else np.zeros_like(a)  # no queue (paper, curves): nothing to look up
         total = a * times.busy_f_s + b * times.busy_b_s + idle
         step = times.flop_s + times.mem_s
         flop = np.where(step > 0, total * times.flop_s / step, 0.0)
