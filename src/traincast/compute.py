@@ -219,7 +219,7 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     count = cols["count"]
     return {"flop_s": flop_s, "mem_s": mem_s, "flop_bound": flop_s >= mem_s,
             "layout_s": layout_s, "busy_s": busy, "host_s": host, "idle_total_s": idle,
-            "time_s": busy + np.where(count > 0, idle / np.where(count > 0, count, 1.0), 0.0),
+            "time_s": busy + np.divide(idle, count, out=np.zeros_like(idle), where=count > 0),
             "count": count}
 
 
@@ -289,30 +289,29 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     name = strategy_of(gpu, strategy)
     n = 0 if scales is None else len(np.asarray(scales))
     marks = bool(ops) and all("bound" in o for o in ops)
+    grid = np.zeros((n, n))
+    expanded, origin = expand_ops_origin(ops) if name == "kernel" else ([], None)
     if name in ("paper", "curves"):  # sums over rows: the marked rows priced on their own
         flop_s, mem_s = _additive_s(ops, gpu, dtype, name)
-        marked = [o for o in ops if o.get("bound") == "compute"]
-        busy = (sum(_additive_s(marked, gpu, dtype, name)) if marked else 0.0) if marks \
-            else flop_s
+        marked = [o for o in ops if o.get("bound") == "compute"] if marks else []
+        busy = sum(_additive_s(marked, gpu, dtype, name)) if marked else \
+            (0.0 if marks else flop_s)
         out = {"compute_flop": flop_s, "compute_mem": mem_s, "idle": 0.0, "busy_marked": busy}
-        return out | ({"idle_grid": np.zeros((n, n))} if scales is not None else {})
-    expanded, origin = expand_ops_origin(ops)
-    if not expanded:
+    elif not expanded:
         out = {"compute_flop": 0.0, "compute_mem": 0.0, "idle": 0.0, "busy_marked": 0.0}
-        return out | ({"idle_grid": np.zeros((n, n))} if scales is not None else {})
-    r = kernel_op_times(expanded, gpu, dtype)
-    t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_total_s"]  # idle counts with its op
-    layout = r["layout_s"] * r["count"]
-    sel = np.array([o.get("bound") == "compute" for o in ops], dtype=bool)[origin] if marks \
-        else r["flop_bound"]
-    out = {"compute_flop": float(t[r["flop_bound"]].sum()),
-           "compute_mem": float(t[~r["flop_bound"]].sum() + layout.sum()),
-           "idle": float(r["idle_total_s"].sum()),
-           "busy_marked": float((r["busy_s"] * r["count"])[sel].sum())}
-    if scales is not None:
-        out["idle_grid"] = kernels.queue_idle_grid_s(r["host_s"], r["busy_s"], r["count"], sel,
-                                                     scales)
-    return out
+    else:
+        r = kernel_op_times(expanded, gpu, dtype)
+        t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_total_s"]  # idle with its op
+        layout = r["layout_s"] * r["count"]
+        sel = np.array([o.get("bound") == "compute" for o in ops])[origin] if marks \
+            else r["flop_bound"]
+        out = {"compute_flop": float(t[r["flop_bound"]].sum()),
+               "compute_mem": float(t[~r["flop_bound"]].sum() + layout.sum()),
+               "idle": float(r["idle_total_s"].sum()),
+               "busy_marked": float((r["busy_s"] * r["count"])[sel].sum())}
+        if scales is not None:
+            grid = kernels.queue_idle_grid_s(r["host_s"], r["busy_s"], r["count"], sel, scales)
+    return out if scales is None else out | {"idle_grid": grid}
 
 
 def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:

@@ -830,8 +830,19 @@ def _queue_lag_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:
     """``m_i`` of :func:`queue_idle_s` (the last axis: the table's rows; ``busy_s`` may carry
     leading axes, one queue each)."""
     linear, body, c_body, h_body, b_body, runs = _queue_lag_parts(host_s, busy_s, count)
-    later = np.where(c_body > 1.0, (c_body - 1.0) * np.maximum(h_body - b_body, 0.0), 0.0)
-    return np.where(runs, linear + later[..., body], -np.inf)  # a row that never runs: no wait
+    return _lag_with_passes(linear, body, c_body, h_body - b_body, runs)
+
+
+def _lag_with_passes(linear: F, body: NDArray[np.int64], c_body: F, gain_body: F,
+                     runs: NDArray[np.bool_]) -> F:
+    """``m_i`` from its linear part: plus ``(c - 1) max(0, sum_body h - sum_body b)`` (the
+    host's gain over a body's later passes, ``gain_body``), and ``-inf`` for a row that never
+    runs (count 0: no wait)."""
+    loops = c_body > 1.0
+    if loops.any():
+        later = np.where(loops, (c_body - 1.0) * np.maximum(gain_body, 0.0), 0.0)
+        linear = linear + later[..., body]
+    return linear if runs.all() else np.where(runs, linear, -np.inf)
 
 
 def _queue_lag_parts(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike
@@ -878,25 +889,19 @@ def queue_idle_grid_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike,
         return np.zeros((len(x), len(x)))
     b = np.asarray(busy_s, dtype=np.float64)
     sel = np.asarray(marked, dtype=bool)
-    # m_i is linear in (h, a b_F, b b_B) but for the loop bodies' last-pass term: its linear
-    # part from three queues, then every (a, b) pair at once, a chunk of pairs at a time
-    lin_h, body, c_body, h_body, _, runs = _queue_lag_parts(h, np.zeros_like(b), count)
-    lin_f, _, _, _, bf_body, _ = _queue_lag_parts(h * 0.0, np.where(sel, b, 0.0), count)
-    lin_b, _, _, _, bb_body, _ = _queue_lag_parts(h * 0.0, np.where(sel, 0.0, b), count)
-    loops = c_body > 1.0
+    # m_i's linear part is linear in (h, a b_F, b b_B): one queue with no busy time and two
+    # with the marked and the other rows' alone give it for every (a, b) pair at once
+    parts = np.stack([np.zeros_like(b), np.where(sel, b, 0.0), np.where(sel, 0.0, b)])
+    lin, body, c_body, h_body, b_body, runs = _queue_lag_parts(h, parts, count)
+    slopes, busy_body = lin[1:] - lin[0], b_body[1:]  # per unit a and b
     pairs = np.stack([v.ravel() for v in np.meshgrid(x, x, indexing="ij")], axis=1)  # (a, b)
-    slopes = np.stack([lin_f, lin_b])
     out = np.empty(len(pairs))
     step = max(1, 2_000_000 // len(h))  # pairs per chunk: about 16 MB per array
     for lo in range(0, len(pairs), step):
         ab = pairs[lo:lo + step]
-        lag = ab @ slopes
-        lag += lin_h
-        if loops.any():
-            gain = h_body - ab[:, :1] * bf_body - ab[:, 1:] * bb_body
-            lag += np.where(loops, (c_body - 1.0) * np.maximum(gain, 0.0), 0.0)[:, body]
-        if not runs.all():
-            lag[:, ~runs] = -np.inf
+        linear = ab @ slopes
+        linear += lin[0]
+        lag = _lag_with_passes(linear, body, c_body, h_body - ab @ busy_body, runs)
         out[lo:lo + step] = np.maximum(lag.max(axis=-1), 0.0)
     return out.reshape(len(x), len(x))
 
