@@ -508,3 +508,21 @@ def test_infer_architecture_reads_node_sizes_without_a_resolve(monkeypatch) -> N
     got = infer_architecture(jobs, load_catalog())["architecture"].to_pylist()
     # V100 -> pai-v100-nvlink, 8 GPUs: 1 -> 1w1g, 8 fit one node, the given one kept, 9 do not
     assert got == ["1w1g", "allreduce-local", "pearl", "allreduce-cluster"]
+
+
+def test_the_idle_grid_cells_are_those_a_binary_search_finds() -> None:
+    # predict._cells looks a point's cell up by its quarter octave; a binary search over the
+    # nodes is the plain way: they agree off the nodes, on them and at the edges (0, < 0,
+    # beyond the last node), and a point's place in its cell is in [0, 1]
+    from traincast.predict import IDLE_SCALES, _cells
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.exp(rng.normal(0.0, 4.0, 20_000)), IDLE_SCALES,
+                        IDLE_SCALES * (1 + 1e-6), IDLE_SCALES * (1 - 1e-6),
+                        [0.0, -1.0, 1e-300, 1e300, np.inf]])
+    i, u = _cells(x, IDLE_SCALES)
+    want = np.clip(np.searchsorted(IDLE_SCALES, x, side="right") - 1, 0, len(IDLE_SCALES) - 2)
+    np.testing.assert_array_equal(i, want)
+    assert np.all((u >= 0) & (u <= 1))
+    i, u = _cells(np.array([np.nan]), IDLE_SCALES)
+    assert i[0] == 0 and np.isnan(u[0])
