@@ -1,6 +1,7 @@
 """Measure single-op latencies on your GPU in the format `traincast calibrate --kernels` fits.
 
     python scripts/measure_kernels.py OUT_DIR [--device cuda] [--rows 200] [--seed 0]
+        [--budget-s SECONDS] [--dtype fp32|bf16|fp16]
 
 Writes ``OUT_DIR/<family>/<GPU>.csv`` for the families of the shipped fit (linear, bmm, conv,
 softmax, ln, add, mul, relu, gelu, ...), with NeuSight's columns: ``OPName, Latency`` (ms),
@@ -11,6 +12,15 @@ mean of the fastest 5 of 25 calls. Then::
 
     traincast calibrate --kernels OUT_DIR -o mine.toml   # fit (your GPU needs a catalog entry)
     traincast validate --kernels OUT_DIR                  # leave-one-GPU-out, if several GPUs
+
+``--budget-s`` stops a family after that many seconds (the rows measured so far are kept).
+``--dtype bf16`` (or fp16) measures the same ops in that dtype, on tensor cores, with a ``Dtype``
+column (the fit reads FP32 rows). The family ``sdpa`` (not in the default list) times
+``torch.nn.functional.scaled_dot_product_attention`` in the dtype (bf16 if fp32 is asked), forward
+and forward + backward (``Pass``), with the backend torch picks and each one forced
+(``Backend``: default, flash, cudnn, efficient; a backend that refuses a shape is skipped):
+columns ``B, H, KV_H`` (key/value heads: grouped-query attention when below ``H``), ``S, D,
+Causal``.
 
 On a machine without CUDA, ``--device cpu`` times with ``time.perf_counter`` (for testing the
 format only: CPU latencies are not GPU kernels).
@@ -29,7 +39,10 @@ from typing import Any
 SHAPES: dict[str, tuple[str, ...]] = {
     "linear": ("B", "M", "N", "K"), "bmm": ("B", "M", "N", "K"),
     "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
-             "Padding")}
+             "Padding"),
+    "sdpa": ("B", "H", "KV_H", "S", "D", "Causal", "Backend", "Pass")}
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient")
 UNARY = {"relu": "relu", "gelu": "gelu", "tanh": "tanh"}
 BINARY = {"add": "add", "mul": "mul", "div": "div"}
 
@@ -44,39 +57,79 @@ def random_shape(family: str, rng: random.Random, scale: float = 1.0) -> dict[st
         return {"B": 1, "M": size(3, 8192), "N": size(1, 16384), "K": size(2, 16384)}
     if family == "bmm":
         return {"B": size(1, 1025), "M": size(7, 1025), "N": size(1, 1025), "K": size(2, 1025)}
+    if family == "sdpa":  # about 16k tokens per call (scaled), as a training micro-batch
+        s = max(8, int(2 ** rng.randint(8, 14) * scale))
+        h = rng.choice((8, 16, 32))
+        return {"B": max(1, int(16384 * scale) // s), "H": h, "KV_H": rng.choice((h, h // 4, 1)),
+                "S": s, "D": rng.choice((64, 128)), "Causal": rng.choice((0, 1))}
     if family == "conv":
         return {"B": size(1, 64), "Input_Channel": size(3, 1024), "Output_Channel": size(3, 1024),
                 "Kernel_Szie": 3, "Input_Size": size(5, 128), "Stride": 1, "Padding": 1}
     return {"B": size(1, 16384), "H": size(1, 4096)}
 
 
-def make_op(family: str, shape: dict[str, int], device: str) -> Callable[[], Any]:
-    """The op of one row, with fresh inputs on ``device``."""
+def make_sdpa(shape: dict[str, Any], device: str, dtype: Any) -> Callable[[], Any]:
+    """Scaled-dot-product attention of one row: forward (``Pass`` fwd) or forward + the
+    gradients of Q, K and V (``Pass`` fwdbwd), under the row's ``Backend``."""
+    import contextlib
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    b, h, kv, s, d = (shape[k] for k in ("B", "H", "KV_H", "S", "D"))
+    q = torch.randn(b, h, s, d, device=device, dtype=dtype, requires_grad=True)
+    k = torch.randn(b, kv, s, d, device=device, dtype=dtype, requires_grad=True)
+    v = torch.randn(b, kv, s, d, device=device, dtype=dtype, requires_grad=True)
+    g = torch.randn(b, h, s, d, device=device, dtype=dtype)
+    backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION}.get(shape["Backend"])
+    gqa = {"enable_gqa": True} if kv != h else {}
+
+    def run() -> Any:
+        ctx = sdpa_kernel(backend) if backend is not None else contextlib.nullcontext()
+        with ctx:
+            out = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=bool(shape["Causal"]), **gqa)
+            if shape["Pass"] == "fwdbwd":
+                torch.autograd.grad(out, (q, k, v), g)
+        return out
+
+    run()  # a backend that refuses the shape raises here, before the row is timed
+    return run
+
+
+def make_op(family: str, shape: dict[str, Any], device: str,
+            dtype_name: str = "fp32") -> Callable[[], Any]:
+    """The op of one row, with fresh inputs on ``device`` in ``dtype_name``."""
     import torch
 
+    dt = getattr(torch, DTYPES[dtype_name])
+    if family == "sdpa":
+        return make_sdpa(shape, device, torch.bfloat16 if dtype_name == "fp32" else dt)
+    kw = {"device": device, "dtype": dt}
     if family == "linear":
-        layer = torch.nn.Linear(shape["N"], shape["K"], bias=True, device=device)
-        x = torch.randn(shape["B"], shape["M"], shape["N"], device=device)
+        layer = torch.nn.Linear(shape["N"], shape["K"], bias=True, **kw)
+        x = torch.randn(shape["B"], shape["M"], shape["N"], **kw)
         return lambda: layer(x)
     if family == "bmm":
-        a = torch.randn(shape["B"], shape["M"], shape["N"], device=device)
-        b = torch.randn(shape["B"], shape["N"], shape["K"], device=device)
+        a = torch.randn(shape["B"], shape["M"], shape["N"], **kw)
+        b = torch.randn(shape["B"], shape["N"], shape["K"], **kw)
         return lambda: torch.bmm(a, b)
     if family == "conv":
         conv = torch.nn.Conv2d(shape["Input_Channel"], shape["Output_Channel"],
                                shape["Kernel_Szie"], stride=shape["Stride"],
-                               padding=shape["Padding"], device=device)
+                               padding=shape["Padding"], **kw)
         x = torch.randn(shape["B"], shape["Input_Channel"], shape["Input_Size"],
-                        shape["Input_Size"], device=device)
+                        shape["Input_Size"], **kw)
         return lambda: conv(x)
-    x = torch.randn(shape["B"], shape["H"], device=device)
+    x = torch.randn(shape["B"], shape["H"], **kw)
     if family == "softmax":
         return lambda: torch.softmax(x, dim=-1)
     if family == "ln":
-        norm = torch.nn.LayerNorm(shape["H"], device=device)
+        norm = torch.nn.LayerNorm(shape["H"], **kw)
         return lambda: norm(x)
     if family in BINARY:
-        y = torch.randn(shape["B"], shape["H"], device=device)
+        y = torch.randn(shape["B"], shape["H"], **kw)
         fn = getattr(torch, BINARY[family])
         return lambda: fn(x, y)
     fn = getattr(torch.nn.functional, UNARY[family], None) or getattr(torch, UNARY[family])
@@ -105,9 +158,19 @@ def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 
     return sum(samples[:fastest]) / fastest
 
 
+def _row_shapes(family: str, rng: random.Random, scale: float) -> list[dict[str, Any]]:
+    """The rows of one drawn shape: one, or for ``sdpa`` one per backend and pass."""
+    shape: dict[str, Any] = random_shape(family, rng, scale)
+    if family != "sdpa":
+        return [shape]
+    return [{**shape, "Backend": b, "Pass": p} for b in SDPA_BACKENDS for p in ("fwd", "fwdbwd")]
+
+
 def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str],
-            scale: float = 1.0) -> list[Path]:
-    """Measure ``rows`` shapes per family; returns the files written."""
+            scale: float = 1.0, budget_s: float | None = None,
+            dtype: str = "fp32") -> list[Path]:
+    """Measure ``rows`` shapes per family (fewer when ``budget_s`` seconds of a family have
+    passed); returns the files written."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -118,16 +181,27 @@ def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str
     written = []
     for family in families:
         cols = SHAPES.get(family, ("B", "H"))
+        extra = [] if dtype == "fp32" else ["Dtype"]
         path = out_dir / family / f"{name.replace(' ', '_')}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
         with path.open("w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["OPName", "Latency", "Device", "Kernel Name", *cols])
+            w.writerow(["OPName", "Latency", "Device", "Kernel Name", *cols, *extra])
             for _ in range(rows):
-                shape = random_shape(family, rng, scale)
-                with torch.no_grad():
-                    ms = time_ms(make_op(family, shape, device), device)
-                w.writerow([family, f"{ms:.9g}", name, "", *[shape[c] for c in cols]])
+                if budget_s is not None and time.perf_counter() - start > budget_s:
+                    break
+                for shape in _row_shapes(family, rng, scale):
+                    try:
+                        with torch.no_grad() if family != "sdpa" else torch.enable_grad():
+                            ms = time_ms(make_op(family, shape, device, dtype), device)
+                    except (RuntimeError, torch.cuda.OutOfMemoryError):
+                        if family != "sdpa":
+                            raise
+                        continue  # this backend does not run this shape
+                    w.writerow([family, f"{ms:.9g}", name, "", *[shape[c] for c in cols],
+                                *([dtype] if extra else [])])
+                fh.flush()
         written.append(path)
     return written
 
@@ -139,10 +213,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200, help="shapes per family")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=float, default=1.0, help="shrink sizes (quick run)")
+    ap.add_argument("--budget-s", type=float, default=None, help="seconds per family at most")
+    ap.add_argument("--dtype", default="fp32", choices=tuple(DTYPES))
     ap.add_argument("--families", default="linear,bmm,conv,softmax,ln,add,mul,div,relu,gelu,tanh")
     args = ap.parse_args()
     for p in measure(args.out_dir, args.device, args.rows, args.seed,
-                     args.families.split(","), args.scale):
+                     args.families.split(","), args.scale, args.budget_s, args.dtype):
         print(f"wrote {p}")
 
 

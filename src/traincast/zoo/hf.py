@@ -114,10 +114,11 @@ def config_from_llm(cfg: Any) -> Any:
              "layernorm + learned positions with biases (GPT-2)")
 
 
-def _build(config: Any, attention: str | None = None) -> nn.Module:
-    """The model of ``config`` on meta (the head as the module docstring says), with
-    transformers' ``attn_implementation`` = ``attention`` when given (``eager``, ``sdpa``); a
-    model class that does not offer it is an error naming ``--attention``."""
+def _build(config: Any, attention: str | None = None, device: str = "meta") -> nn.Module:
+    """The model of ``config`` on ``device`` (meta unless a measurement builds it for real; the
+    head as the module docstring says), with transformers' ``attn_implementation`` =
+    ``attention`` when given (``eager``, ``sdpa``); a model class that does not offer it is an
+    error naming ``--attention``."""
     import transformers
 
     candidates = []
@@ -138,7 +139,7 @@ def _build(config: Any, attention: str | None = None) -> nn.Module:
     candidates += [*lm_heads, transformers.AutoModel]
     errors = []
     kwargs = {} if attention is None else {"attn_implementation": attention}
-    with torch.device("meta"):
+    with torch.device(device):
         for cls in candidates:
             try:
                 build = cls._from_config if hasattr(cls, "_from_config") else cls.from_config
@@ -302,8 +303,10 @@ def _label_kind(head: str) -> str | None:
 
 
 def model_from_config(config: Any, batch: int, seq: int | None = None,
-                      attention: str | None = None) -> tuple[nn.Module, tuple]:
-    """(model on meta taking positional inputs, seeded inputs) of a transformers config: the
+                      attention: str | None = None,
+                      device: str = "meta") -> tuple[nn.Module, tuple]:
+    """(model on ``device`` taking positional inputs, seeded inputs on the CPU) of a
+    transformers config (``device``: meta, or cuda for ``scripts/measure_steps.py``): the
     inputs its ``forward`` takes (``hf_inputs``), with labels for heads that return a loss
     from them (language-model, sequence-to-sequence and classification heads) and
     ``return_loss`` for models that take it (CLIP's contrastive loss). ``seq``: tokens per
@@ -311,7 +314,7 @@ def model_from_config(config: Any, batch: int, seq: int | None = None,
     ``attn_implementation`` (``_build``)."""
     import inspect
 
-    model = _build(config, attention)
+    model = _build(config, attention, device)
     head = type(model).__name__
     params = tuple(inspect.signature(model.forward).parameters)
     labels = _label_kind(head) if "labels" in params else None

@@ -1,0 +1,51 @@
+"""scripts/measure_steps.py: whole training steps of hf: models, one CSV row per case."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "measure_steps.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=300, env={"PYTHONPATH": str(ROOT / "src"),
+                                            "PATH": "/usr/bin:/bin"})
+
+
+def test_a_case_is_a_row_and_a_failed_case_a_row_with_its_error(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({"model_type": "bert", "hidden_size": 32,
+                                  "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 64, "vocab_size": 100,
+                                  "max_position_embeddings": 64}))
+    out = tmp_path / "steps.csv"
+    done = _run(str(out), f"hf:{config},batch=2,seq=16,attention=eager",
+                f"hf:{config},batch=1,seq=999", "--device", "cpu", "--calls", "2",
+                "--fastest", "1", "--profile")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert [r["batch"] for r in rows] == ["2", "1"]
+    ok, bad = rows
+    assert float(ok["step_ms"]) > 0 and float(ok["median_ms"]) >= float(ok["step_ms"])
+    assert (ok["seq"], ok["attention"], ok["optimizer"], ok["device"]) == \
+        ("16", "eager", "none", "cpu")
+    assert float(ok["issue_ms"]) > 0 and ok["kernels"] == "0"  # no device events on the CPU
+    # 999 tokens do not fit 64 positions: the case fails, the file goes on
+    assert bad["step_ms"] == "" and bad["error"]
+
+
+@pytest.mark.parametrize("case", ["zoo:bert-base", "hf:gpt2,batch=x", "hf:gpt2,optimizer=sgd",
+                                  "hf:gpt2,colour=red"])
+def test_a_bad_case_is_refused_before_anything_runs(tmp_path: Path, case: str) -> None:
+    done = _run(str(tmp_path / "o.csv"), case, "--device", "cpu")
+    assert done.returncode != 0 and f"case {case!r}" in done.stderr
+    assert not (tmp_path / "o.csv").exists()
