@@ -1,7 +1,9 @@
 """Benchmark: the measured-kernel model, leave-one-GPU-out on all 256,509 measured kernels.
 
 For each GPU of ``../shared/data/neusight-kernels`` (or ``--kernels DIR``): fit on the others,
-predict it (``traincast validate --kernels``). Prints median / p90 |error| per family and the
+predict it (``traincast validate --kernels``); then each GPU of ``--held-out DIR`` (default
+``data/h200/kernels``: an H200 measured with ``scripts/measure_kernels.py``) from the fit on all
+of them. Prints median / p90 |error| per family and the
 error of each GPU's summed time, next to the baseline measured in the same run: a naive
 roofline, ``t = d + max(F / (P e), B / (M f))`` with one efficiency ``e`` for every GEMM and one
 ``f`` for every memory-bound op, fitted (medians) on the same training GPUs, and the kernel
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "neusight-kernels"
+HELD_OUT = Path(__file__).resolve().parents[1] / "data" / "h200" / "kernels"
 
 
 def _floors(data, kernel_fit) -> np.ndarray:
@@ -108,6 +111,8 @@ def main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernels", type=Path, default=DEFAULT)
+    ap.add_argument("--held-out", type=Path, default=HELD_OUT,
+                    help="GPUs predicted from the fit on all of --kernels (never fitted)")
     ap.add_argument("--sample", type=int, default=0, help="rows per file (0 = all)")
     args = ap.parse_args(argv)
     if not args.kernels.is_dir():
@@ -121,6 +126,17 @@ def main(argv: list[str]) -> int:
     runs["fitted"] = kernel_fit.leave_one_gpu_out(data, cat)["gpus"]
     t2 = time.perf_counter()
     print(f"{len(data):,} kernels; baselines {t1 - t0:.1f} s, leave-one-GPU-out {t2 - t1:.1f} s")
+    if args.held_out.is_dir():  # the baselines on the pooled rows: the held-out GPU's fold
+        held = kernel_fit.read_kernels(args.held_out, cat, sample=args.sample)
+        new = sorted(set(held.gpu.tolist()))
+        pooled = kernel_fit.read_kernels([args.kernels, args.held_out], cat, sample=args.sample)
+        for name, baseline in (("naive", naive), ("datasheet", datasheet)):
+            rows = baseline(pooled, cat, kernel_fit)
+            runs[name].update({g: rows[g] for g in new})
+        runs["fitted"].update(kernel_fit.held_out_errors(kernel_fit.fit(data, cat), held,
+                                                         cat)[0])
+        print(f"held out, never fitted: {', '.join(new)} ({len(held):,} kernels of "
+              f"{args.held_out}), {time.perf_counter() - t2:.1f} s")
     print("median |error| (%) / median signed error (%: < 0 = predicted too fast); "
           "sum = error of the GPU's summed time")
     print(f"{'GPU':16s} {'model':10s} {'gemm':>13s} {'conv':>13s} {'memory':>13s} {'sum':>8s}")

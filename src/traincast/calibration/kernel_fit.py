@@ -8,11 +8,12 @@ measure_kernels.py`` writes the same format on a CUDA machine). Output: the fitt
 
 The fit, in stages (docs/model.md, "Kernel model"), every stage over the GPUs fitted on:
 
-1. ``floor_us`` per GPU: the median of the fastest 5% of its binary element-wise rows (one tiny
-   op timed alone: the host's dispatch; a property of the measuring machine as much as the
-   GPU), and ``dispatch_<kind>`` per measured op kind: the median over the GPUs of the kind's
-   own fastest-5% median over the GPU's ``floor_us`` (``addmm`` and ``native_layer_norm`` cost
-   the host about twice an ``add``). A row's floor is ``d r = floor_us dispatch_<kind>``.
+1. ``floor_us`` per GPU: the median latency of the 5% of its binary element-wise rows that move
+   the fewest bytes (one tiny op timed alone: the host's dispatch; a property of the measuring
+   machine as much as the GPU), and ``dispatch_<kind>`` per measured op kind: the median over
+   the GPUs of the kind's own least-work-5% median over the GPU's ``floor_us`` (``addmm`` and
+   ``native_layer_norm`` cost the host about twice an ``add``). A row's floor is
+   ``d r = floor_us dispatch_<kind>``.
 2. ``f_<family>``: the median achieved fraction of datasheet bandwidth, ``B / (t M)``, over
    rows at least 5x their floor (large transfers, where the floor is noise).
 3. GEMM parameters (``simt_efficiency``, ``power_ref``, ``c_issue``, ``tile_cycles``,
@@ -96,19 +97,23 @@ class Kernels:
                        {k: v[mask] for k, v in self.shape.items()})
 
 
-def read_kernels(directory: str | Path, catalog: Any,
+def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
                  families: Iterable[str] | None = None,
                  sample: int = 0, seed: int = 0) -> Kernels:
-    """Every ``<family>/*.csv[.gz]`` under ``directory`` (DuckDB; the quoted ``Kernels`` field may
-    hold commas). ``Device`` must name a catalog GPU or alias; ``Latency`` (ms) must be positive
-    and finite; shape columns positive (``Padding`` >= 0). ``sample`` > 0 keeps that many rows per
-    file (seeded). Errors name the file, the row and the field."""
+    """Every ``<family>/*.csv[.gz]`` under ``directory`` (one folder or several, read together;
+    DuckDB: the quoted ``Kernels`` field may hold commas). ``Device`` must name a catalog GPU or
+    alias; ``Latency`` (ms) must be positive and finite; shape columns positive (``Padding`` >=
+    0); a ``Dtype`` column, where present, must say ``fp32`` (the model's SIMT products are
+    FP32). ``sample`` > 0 keeps that many rows per file (seeded). Errors name the file, the row
+    and the field."""
     import duckdb
 
-    root = Path(directory)
-    if not root.is_dir():
-        raise TraincastError(f"{root}: no such folder of measured kernels",
-                             hint="a folder with linear/, bmm/, conv/, ... sub-folders")
+    roots = [Path(directory)] if isinstance(directory, (str, Path)) else \
+        [Path(d) for d in directory]
+    for root in roots:
+        if not root.is_dir():
+            raise TraincastError(f"{root}: no such folder of measured kernels",
+                                 hint="a folder with linear/, bmm/, conv/, ... sub-folders")
     wanted = list(families or FAMILIES)
     parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
     con = duckdb.connect()
@@ -116,12 +121,12 @@ def read_kernels(directory: str | Path, catalog: Any,
         if fam not in FAMILIES:
             raise TraincastError(f"unknown kernel family {fam!r}",
                                  hint=f"known: {', '.join(FAMILIES)}")
-        for path in sorted((root / fam).glob("*.csv*")):
+        for path in sorted(p for root in roots for p in (root / fam).glob("*.csv*")):
             data = _read_file(con, path, fam, sample, seed)
             parts.append((fam, data, _gpu_names(catalog, path, data["Device"])))
     if not parts:
-        raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
-                             hint=f"families: {', '.join(wanted)}")
+        raise TraincastError(f"{', '.join(map(str, roots))}: no <family>/*.csv or *.csv.gz "
+                             "files", hint=f"families: {', '.join(wanted)}")
     keys = sorted({k for fam, _, _ in parts for k in _shape_keys(fam)})
     return Kernels(
         np.concatenate([np.full(len(d["Latency"]), fam, dtype=object) for fam, d, _ in parts]),
@@ -170,6 +175,13 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                             for c in need[1:])
         sampled = f" using sample reservoir({int(sample)} rows) repeatable ({int(seed)})" \
             if sample else ""
+        if "Dtype" in rel.columns:
+            other = con.sql('select row_number() over () + 1 as row, "Dtype" from rel').filter(
+                "lower(trim(coalesce(\"Dtype\", ''))) != 'fp32'").limit(1).fetchall()
+            if other:
+                raise TraincastError(f"{path}: row {other[0][0]}: field 'Dtype' = "
+                                     f"{other[0][1]!r}: the kernel model is fitted to fp32 rows",
+                                     hint="measure with scripts/measure_kernels.py --dtype fp32")
         named = fam in GEMM_FAMILIES and "Kernel Name" in rel.columns
         name_col = ', "Kernel Name"' if named else ""
         raw = con.sql(f'select "Device", {numbers}{name_col} from rel{sampled}').fetchnumpy()
@@ -315,24 +327,41 @@ def measured_s(floor_s: F, kernel_s: F, pre_launch: float) -> F:
 
 # -------------------------------------------------------------------------------------- fit
 
-def _fastest_us(latency_s: F) -> float:
-    """The median of the fastest 5% of some rows, in µs (at least one row)."""
-    lat = np.sort(latency_s)
-    return float(np.median(lat[: max(1, len(lat) // 20)]) * 1e6)
+def _floor_of_us(latency_s: F, work: F) -> float:
+    """The median latency of the 5% of some rows that do the least work (at least one row),
+    in µs: the time of an op whose kernel takes almost nothing, as it typically runs. Chosen by
+    work, not by latency: the fastest 5% would be the luckiest calls of a host whose dispatch
+    time varies from call to call."""
+    least = np.argsort(work, kind="stable")[: max(1, len(work) // 20)]
+    return float(np.median(latency_s[least]) * 1e6)
+
+
+def row_work(data: Kernels) -> F:
+    """Work per row: bytes moved (``kernel_bytes``) for a memory-bound row, ``2 m n k b`` FLOPs
+    for a product or convolution (``gemm_dims``); it orders rows by size within a folder."""
+    out = memory_bytes(data)
+    for fam in sorted(set(data.family.tolist())):
+        if FAMILIES[fam] in ("gemm", "conv"):
+            sel = data.family == fam
+            m, n, k, b = gemm_dims(fam, {key: v[sel] for key, v in data.shape.items()})
+            out[sel] = 2.0 * m * n * k * b
+    return out
 
 
 def measured_floors_us(data: Kernels) -> dict[str, float]:
-    """Per GPU: the median of the fastest 5% of its binary element-wise rows (``add``,
-    ``mul``, ``div``, ``pow``: the simplest ATen call, two tensors in, one out), in µs (stage 1).
-    A GPU without such rows has no entry (it takes the others' median)."""
+    """Per GPU: the median latency of the 5% of its binary element-wise rows (``add``, ``mul``,
+    ``div``, ``pow``: the simplest ATen call, two tensors in, one out) that move the fewest
+    bytes, in µs (stage 1, ``_floor_of_us``). A GPU without such rows has no entry (it takes
+    the others' median)."""
     ew = np.isin(data.family, ELEMENTWISE_BINARY)
-    return {g: _fastest_us(data.latency_s[ew & (data.gpu == g)])
-            for g in sorted(set(data.gpu[ew].tolist()))}
+    work = row_work(data)
+    return {g: _floor_of_us(data.latency_s[sel], work[sel])
+            for g in sorted(set(data.gpu[ew].tolist())) if (sel := ew & (data.gpu == g)).any()}
 
 
 DISPATCH_MIN_ROWS = 20
-"""Rows of a folder on one GPU below which it gives that GPU no dispatch ratio (its fastest 5%
-would be one row)."""
+"""Rows of a folder on one GPU below which it gives that GPU no dispatch ratio (its least-work
+5% would be one row)."""
 DISPATCH_FOLDERS = (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY, "softmax", "ln", "linear", "bmm")
 """Folders whose fastest rows sit on the host's floor (no convolution of the data is that
 short: a convolution takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
@@ -340,12 +369,15 @@ short: a convolution takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
 
 def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float]) -> dict[str, float]:
     """Stage 1, per folder of ``DISPATCH_FOLDERS``: the median over the GPUs with a floor (and at
-    least ``DISPATCH_MIN_ROWS`` of the folder's rows) of ``fastest-5% median of the folder's rows
-    / floor_us``; ``elementwise``: the median of the element-wise folders' ratios (the ratio of
-    an element-wise op the data does not name, and of a folder without its own)."""
+    least ``DISPATCH_MIN_ROWS`` of the folder's rows) of ``the median latency of the folder's
+    least-work 5% / floor_us`` (``_floor_of_us``); ``elementwise``: the median of the
+    element-wise folders' ratios (the ratio of an element-wise op the data does not name, and of
+    a folder without its own)."""
     out: dict[str, float] = {}
+    work = row_work(data)
     for fam in DISPATCH_FOLDERS:
-        ratios = [_fastest_us(data.latency_s[sel]) / floor for g, floor in floors_us.items()
+        ratios = [_floor_of_us(data.latency_s[sel], work[sel]) / floor
+                  for g, floor in floors_us.items()
                   if (sel := (data.gpu == g) & (data.family == fam)).sum() >= DISPATCH_MIN_ROWS]
         if ratios:
             out[fam] = float(np.median(ratios))
@@ -525,13 +557,29 @@ def unnamed(data: Kernels) -> Kernels:
     return Kernels(data.family, data.gpu, data.latency_s, shape)
 
 
+def held_out_errors(result: Mapping[str, Any], held: Kernels,
+                    catalog: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The errors (``errors_by_family``) of GPUs a fit (``fit``'s result) has not seen, priced
+    without their kernel names, each with its own measured floor ``d`` (the host's dispatch,
+    which a user measures on the machine; the dispatch ratios are the fit's), and again with
+    the fit's median floor."""
+    test = unnamed(held)
+    spec = specs_of(test.gpu, catalog)
+    own = measured_floors_us(test)
+    ratios = kernels.dispatch_table(result["params"])
+    own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"], ratios)
+    pred = predict_kernel_s(test, spec, result["params"], own_col)
+    pred_d = predict_kernel_s(test, spec, result["params"],
+                              _floor_col(test, {}, result["default_floor_us"], ratios))
+    return errors_by_family(test, pred), errors_by_family(test, pred_d)
+
+
 def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                       max_rows_per_group: int = 3000) -> dict[str, Any]:
-    """For each GPU (chip: ``chip_groups``): fit on the others, predict it. The held-out GPU's
-    floor ``d`` is its own stage-1 measurement (the host's dispatch floor, which a user
-    measures on the machine; the dispatch ratios are the fit's); ``default_floor`` repeats the
-    errors with the others' median floor instead. Returns ``{"gpus": {gpu: errors_by_family
-    row}, "default_floor": {...}, "fits": {chip: params}}``."""
+    """For each GPU (chip: ``chip_groups``): fit on the others, predict it (``held_out_errors``:
+    its own floor; ``default_floor`` repeats the errors with the others' median floor).
+    Returns ``{"gpus": {gpu: errors_by_family row}, "default_floor": {...}, "fits": {chip:
+    params}}``."""
     say = progress or (lambda _msg: None)
     out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
     for chip, members in chip_groups(sorted(set(data.gpu.tolist())), catalog).items():
@@ -539,28 +587,21 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
         held = np.isin(data.gpu, members)
         result = fit(data.take(~held), catalog, progress=progress,
                      max_rows_per_group=max_rows_per_group)
-        test = unnamed(data.take(held))
-        spec = specs_of(test.gpu, catalog)
-        own = measured_floors_us(test)
-        ratios = kernels.dispatch_table(result["params"])
-        own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"],
-                             ratios)
-        pred = predict_kernel_s(test, spec, result["params"], own_col)
-        pred_d = predict_kernel_s(test, spec, result["params"],
-                                  _floor_col(test, {}, result["default_floor_us"],
-                                             ratios))
-        out["gpus"].update(errors_by_family(test, pred))
-        out["default_floor"].update(errors_by_family(test, pred_d))
+        own, default = held_out_errors(result, data.take(held), catalog)
+        out["gpus"].update(own)
+        out["default_floor"].update(default)
         out["fits"][chip] = result["params"]
     return out
 
 
-def fit_document(result: Mapping[str, Any], directory: str | Path,
+def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str | Path],
                  command: str) -> dict[str, Any]:
     """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
     --kernels``): parameters, measured floors, their source and the command that made them."""
+    where = str(directory) if isinstance(directory, (str, Path)) else \
+        " and ".join(map(str, directory))
     doc: dict[str, Any] = {
-        "source": f"fitted to {result['rows']:,} measured kernels in {directory} "
+        "source": f"fitted to {result['rows']:,} measured kernels in {where} "
                   f"({', '.join(result['gpus'])}); docs/model.md, 'Kernel model'",
         "command": command,
         "fitted_on": list(result["gpus"]),

@@ -66,11 +66,12 @@ def calibrate(
     comm: Annotated[bool, typer.Option(
         help="Measure all-reduce and send/recv between 2 local processes.")] = True,
     force: ForceOpt = False,
-    kernels: Annotated[Path | None, typer.Option(
+    kernels: Annotated[list[Path] | None, typer.Option(
         "--kernels", help="Instead of measuring: fit the GPU kernel model to a folder of "
         "measured kernels (linear/ bmm/ conv/ softmax/ ln/ add/ ...: the NeuSight CSV format, "
-        "as scripts/measure_kernels.py writes it) and write its [kernel_model] table to -o "
-        "(docs/model.md, 'Kernel model'). Needs scipy (traincast[fit]).")] = None,
+        "as scripts/measure_kernels.py writes it; repeat to fit on several folders together) "
+        "and write its [kernel_model] table to -o (docs/model.md, 'Kernel model'). Needs scipy "
+        "(traincast[fit]).")] = None,
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="With --kernels: a catalog file with the measured GPUs' entries "
         "(datasheet fields), merged over the shipped one.")] = None,
@@ -168,10 +169,11 @@ def validate(
         "Without the flag such a rows file is refused before anything runs; traincast's own "
         "model files (squad.py, rnn.py) need no flag.")] = False,
     force: ForceOpt = False,
-    kernels: Annotated[Path | None, typer.Option(
+    kernels: Annotated[list[Path] | None, typer.Option(
         "--kernels", help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
-        "measured kernels (for each GPU: fit on the others, predict it); median and p90 "
-        "|error| per kernel family and the error of each GPU's summed time.")] = None,
+        "measured kernels (for each GPU: fit on the others, predict it; repeat to pool "
+        "folders, e.g. the NeuSight data and your own GPU's); median and p90 |error| per "
+        "kernel family and the error of each GPU's summed time.")] = None,
     sample: Annotated[int, typer.Option(
         min=0, help="With --kernels: rows read per file (0 = all; seeded sample).")] = 0,
     json_out: JsonOpt = False,
@@ -300,7 +302,8 @@ def render_validation(out: dict) -> None:
                   + ("[green]met[/green]" if out["targets_met"] else "[red]missed[/red]"))
 
 
-def _fit_kernels(directory: Path, output: Path, catalog: Path | None, json_out: bool) -> None:
+def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
+                 json_out: bool) -> None:
     """``calibrate --kernels DIR -o FILE``: traincast.calibration.kernel_fit."""
     import shlex
     import time
@@ -315,7 +318,8 @@ def _fit_kernels(directory: Path, output: Path, catalog: Path | None, json_out: 
     if say:
         say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
     result = kernel_fit.fit(data, cat, progress=say)
-    command = "traincast calibrate --kernels " + shlex.quote(str(directory)) + " -o " \
+    command = "traincast calibrate " + " ".join(f"--kernels {shlex.quote(str(d))}"
+                                                for d in directory) + " -o " \
         + shlex.quote(str(output)) + (f" --catalog {shlex.quote(str(catalog))}" if catalog else "")
     kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command))
     if json_out:
@@ -329,7 +333,7 @@ def _fit_kernels(directory: Path, output: Path, catalog: Path | None, json_out: 
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 
 
-def _validate_kernels(directory: Path, catalog: Path | None, sample: int,
+def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                       json_out: bool) -> None:
     """``validate --kernels DIR``: leave-one-GPU-out (traincast.calibration.kernel_fit)."""
     from rich.table import Table
