@@ -5,7 +5,8 @@ BERT-base and BERT-large SQuAD, fp16 and fp32, 1 and 8 GPUs on V100, A10, A100, 
 H100 SXM5) predicted with the shipped catalog and the default compute strategy
 (``traincast.validation.published``); prints the median / 90th percentile / max of |error| of
 the rows and of the cross-GPU ratios, the paper's flat-peak model on the same rows as the
-baseline (ratio of the two medians), and the Megatron-LM SC'21 table.
+baseline (ratio of the two medians), the Megatron-LM SC'21 table, and the steps measured on an
+H200 no fit has seen (``data/h200/steps.toml``, reported, no target).
 
 Targets: median |error| <= 10%, every cross-GPU ratio within 15%; exit 1 when missed.
 ``python benchmarks/bench_published.py [--catalog FILE] [--json OUT]``.
@@ -17,6 +18,9 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
+
+H200_ROWS = Path(__file__).resolve().parents[1] / "data" / "h200" / "steps.toml"
 
 
 def main(argv: list[str]) -> int:
@@ -51,6 +55,17 @@ def main(argv: list[str]) -> int:
               f"p90 {m['p90_abs_error']:.1%}, max {m['max_abs_error']:.1%}")
     else:
         print(f"Megatron-LM SC'21: not evaluated ({mg.get('failed')})")
+    if H200_ROWS.is_file():
+        h = validate_published(load_catalog([args.catalog] if args.catalog else None),
+                               path=H200_ROWS)
+        for r in h["rows"]:
+            print(f"  H200 measured: {r['model']:17s} {r['dtype']:5s} b{r['batch_per_gpu']:<3d} "
+                  f"{r['published']:8.2f} {r['predicted']:8.2f} {r['unit']}  {r['error']:+7.1%}")
+        hs = h["summary"]
+        print(f"H200 measured steps ({hs['n']} rows, never fitted): median |error| "
+              f"{hs['median_abs_error']:.1%}, p90 {hs['p90_abs_error']:.1%}, max "
+              f"{hs['max_abs_error']:.1%}; the paper model "
+              f"{h['paper_summary']['median_abs_error']:.1%}")
     print(f"{time.perf_counter() - t0:.0f} s")
     if args.json:
         with open(args.json, "w") as fh:

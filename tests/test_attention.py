@@ -86,13 +86,15 @@ def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     a100 = hybrid_hardware(None, "dgx-a100", "bf16")
     assert a100.fused_rate("flash") == pytest.approx(0.50 * a100.peak_tflops * 1e12)
     # FlashAttention-3 is Hopper-only: no rate on an A100; the H200 (the same GH100 chip) is
-    # assumed at the H100 SXM5's fractions; a GPU without a published one at the A100's 0.50
+    # assumed at the H100 SXM5's flash3 fraction, and runs FlashAttention-2 at its measured
+    # one (the next test); a GPU without a published one at the A100's 0.50
     assert a100.fused_rate("flash3") == 0.0
     h200 = hybrid_hardware(None, "hgx-h200", "bf16")
-    assert h200.fused_rate("flash") == pytest.approx(0.35 * h200.peak_tflops * 1e12)
+    assert h200.fused_rate("flash") == pytest.approx(0.27 * h200.peak_tflops * 1e12)
     assert h200.fused_rate("flash3") == pytest.approx(0.75 * h200.peak_tflops * 1e12)
     l4 = hybrid_hardware(None, "l4-pcie", "bf16")  # no published FlashAttention-2 figure
     assert l4.fused_rate("flash") == pytest.approx(0.50 * l4.peak_tflops * 1e12)
+    assert h200.fused_rate("flash1") == pytest.approx(0.25 * 0.27 / 0.50 * h200.peak_tflops * 1e12)
     # the first FlashAttention: 0.25 on A100, 0.175 on H100, the A100's 0.25 elsewhere
     assert a100.fused_rate("flash1") == pytest.approx(0.25 * a100.peak_tflops * 1e12)
     assert bf16.fused_rate("flash1") == pytest.approx(0.175 * bf16.peak_tflops * 1e12)
@@ -309,3 +311,25 @@ def test_a_bad_attention_row_names_file_row_and_field(tmp_path) -> None:
     path.write_text(path.read_text().replace('"paged"', '"flash"'))
     (row,) = compare_table(path)
     assert row["predicted_tflops_per_gpu"] > 0
+
+
+def test_the_h200_flash_fraction_is_the_median_of_its_measured_rows() -> None:
+    # data/h200/kernels-bf16/sdpa: SDPA forced to FlashAttention-2, forward + backward, sequences
+    # of 2048 tokens and more; FLOPs 4 b h s^2 d (x 1/2 causal) x 3.5 (forward + 2.5x backward)
+    # over the H200's dense bf16 989.4 TFLOP/s
+    import csv
+    import gzip
+    import statistics
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data/h200/kernels-bf16/sdpa/NVIDIA_H200.csv.gz"
+    with gzip.open(path, "rt") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Backend"] == "flash"
+                and r["Pass"] == "fwdbwd" and int(r["S"]) >= 2048]
+    fractions = [4 * int(r["B"]) * int(r["H"]) * int(r["S"]) ** 2 * int(r["D"])
+                 * (0.5 if r["Causal"] == "1" else 1.0) * 3.5
+                 / (float(r["Latency"]) * 1e-3) / 989.4e12 for r in rows]
+    assert len(rows) >= 50
+    rates = {(r["kernel"], g): r["fraction"] for r in flash_data()["rate"] for g in r["gpus"]}
+    assert rates["flash", "H200-SXM-141GB"] == pytest.approx(statistics.median(fractions),
+                                                             abs=0.005)

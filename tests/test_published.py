@@ -369,6 +369,9 @@ def test_misspelled_fields_get_a_suggestion(tmp_path: Path) -> None:
     ({"ddp_bucket_bytes": "25MB"}, r"field 'ddp_bucket_bytes' must be a number"),
     ({"optimizer": "lamb"}, r"field 'optimizer' must be one of"),
     ({"memory_format": "nwhc"}, r"field 'memory_format' must be one of"),
+    ({"attention": "flash"}, r"field 'attention' must be one of"),
+    ({"seq": 0}, r"field 'seq' must be positive"),
+    ({"seq": "512"}, r"field 'seq' must be an integer"),
 ])
 def test_a_bad_model_table_names_file_table_and_field(tmp_path: Path, model: dict,
                                                       match: str) -> None:
@@ -539,3 +542,54 @@ def test_a_batch_far_over_the_gpu_memory_is_questioned(tmp_path: Path) -> None:
     assert len(out) == 2
     assert out[0].startswith("row 1: batch_per_gpu = 32 needs 34 GB") and "global_batch" in out[0]
     assert out[1].startswith("row 3:") and "check the batch" in out[1]
+
+
+def test_seq_attention_and_a_config_beside_the_rows_file_reach_the_profile(
+        tmp_path: Path) -> None:
+    # an hf: config file named relative to the rows file, at 16 tokens, eager or sdpa
+    pytest.importorskip("transformers")
+    from traincast.validation.published import _row_features
+
+    (tmp_path / "tiny.json").write_text(
+        '{"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1, '
+        '"num_attention_heads": 2, "intermediate_size": 64, "vocab_size": 100, '
+        '"max_position_embeddings": 64}')
+    ops = {}
+    for attention in ("eager", "sdpa"):
+        path = _rows_file(tmp_path, [dict(ROW, batch_per_gpu=2)],
+                          {"spec": "hf:tiny.json", "seq": 16, "attention": attention,
+                           "optimizer": "none"})
+        data = load_published(path)
+        feats = _row_features(data, data["row"][0], 0, None)
+        ops[attention] = {str(o["op"]) for o in feats["ops"]}
+        assert "optimizer" not in {o["phase"] for o in feats["ops"]}
+        # the embedding reads one row per token: 2 sequences x 16 tokens
+        emb = next(o for o in feats["ops"] if o["op"] == "embedding")
+        assert "2x16" in str(emb["shapes"])
+    assert any("softmax" in op for op in ops["eager"])
+    assert any("attention" in op for op in ops["sdpa"]) and not any(
+        "attention" in op for op in ops["eager"])
+
+
+H200_ROWS = Path(__file__).resolve().parents[1] / "data" / "h200" / "steps.toml"
+
+
+def test_the_h200_steps_are_rows_a_gpu_bound_one_within_5_percent(tmp_path: Path) -> None:
+    # data/h200/steps.toml: measured steps of a GPU the kernel model never saw; GPT-2 Large at
+    # batch 1 (the GPU busy 97% of its step) measured 166.3 ms, 6.01 sequences/s
+    pytest.importorskip("transformers")
+    import tomllib
+
+    from traincast.validation.published import validate_published
+
+    data = tomllib.loads(H200_ROWS.read_text())
+    row = next(r for r in data["row"] if r["model"] == "gpt2-large-eager")
+    assert row["throughput"] == pytest.approx(1 / 0.166285, rel=1e-4)
+    one = tmp_path / "one.toml"
+    model = data["model"]["gpt2-large-eager"]
+    one.write_text("[model.gpt2-large-eager]\n"
+                   + "".join(f"{k} = {_toml_value(v)}\n" for k, v in model.items())
+                   + "\n[[row]]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in row.items()))
+    out = validate_published(path=one)
+    (r,) = out["rows"]
+    assert abs(r["error"]) < 0.05

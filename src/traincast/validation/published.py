@@ -83,7 +83,8 @@ ROW_OPTIONAL: dict[str, type | tuple[type, ...]] = {
 MODEL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "spec": str, "fp16_spec": str, "synthetic_inputs": bool, "ddp_bucket_bytes": (int, float),
     "ddp_bucket_elements": (int, float), "optimizer": str, "memory_format": str,
-    "tokens_per_sample": int, "note": str, "description": str, "source": str}
+    "tokens_per_sample": int, "seq": int, "attention": str, "note": str, "description": str,
+    "source": str}
 FIELD_HINTS = {
     "nodes": 'nodes = N counts the nodes; node = "PRESET" names the node preset',
     "gpus": "gpus = N counts every GPU of the run (all nodes)",
@@ -161,10 +162,14 @@ def _check_model(name: str, label: str, model: Any) -> None:
             raise TraincastError(f"{where}: field {key!r}: {spec!r} is not a MODEL spec",
                                  hint=f"write zoo:{spec}, hf:{spec} or FILE.py:FUNC "
                                  "(traincast zoo list)")
-    from traincast.features.profile import OPTIMIZERS
+    from traincast.features.profile import ATTENTIONS, OPTIMIZERS
 
     if model.get("optimizer", "adam") not in OPTIMIZERS:
         raise TraincastError(f"{where}: field 'optimizer' must be one of {OPTIMIZERS}")
+    if model.get("attention", "eager") not in ATTENTIONS:
+        raise TraincastError(f"{where}: field 'attention' must be one of {ATTENTIONS}")
+    if "seq" in model and not model["seq"] > 0:
+        raise TraincastError(f"{where}: field 'seq' must be positive")
     if str(model.get("memory_format", "nchw")).lower() not in MEMORY_FORMATS:
         raise TraincastError(f"{where}: field 'memory_format' must be one of {MEMORY_FORMATS}")
     for key in ("ddp_bucket_bytes", "ddp_bucket_elements", "tokens_per_sample"):
@@ -359,11 +364,12 @@ def _row_node(row: Mapping[str, Any], nodes: Mapping[str, str]) -> str:
 
 
 @cache
-def _profile(spec: str, batch: int, amp: bool, ops: bool, optimizer: str = "adam"
-             ) -> dict[str, Any]:
+def _profile(spec: str, batch: int, amp: bool, ops: bool, optimizer: str = "adam",
+             seq: int | None = None, attention: str | None = None) -> dict[str, Any]:
     from traincast.features.profile import profile_model
 
-    return profile_model(spec, batch, amp=amp, ops=ops, optimizer=optimizer)
+    return profile_model(spec, batch, amp=amp, ops=ops, optimizer=optimizer, seq_len=seq,
+                         attention=attention)
 
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -439,14 +445,19 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
                 ops: bool = False) -> dict[str, Any]:
     """Per-iteration features of one replica: the model's profile at ``batch`` (cached; a
     ``file.py:FUNC`` spec is looked up beside the rows file, ``base_dir``, then in this
-    package; the step's optimizer from ``optimizer``, Adam by default); ``input_bytes`` = 0
+    package, and so is an ``hf:`` config file; the step's optimizer from ``optimizer``, Adam by
+    default; ``seq`` tokens per sequence and ``attention`` for text models); ``input_bytes`` = 0
     when the benchmark fed synthetic data already on the GPU; ``memory_bytes`` (weights,
     gradients, optimizer state, activations) for the memory check; with ``ops`` also the per-op
     table (``ops``)."""
     spec = str(model["spec"])
     if not spec.startswith(("zoo:", "hf:")):
         spec = _model_file(model, spec)
-    rec = _profile(spec, int(batch), bool(amp), bool(ops), str(model.get("optimizer", "adam")))
+    elif spec.startswith("hf:") and model.get("base_dir") \
+            and (Path(str(model["base_dir"])) / spec[3:]).exists():
+        spec = f"hf:{Path(str(model['base_dir'])) / spec[3:]}"  # a config beside the rows file
+    rec = _profile(spec, int(batch), bool(amp), bool(ops), str(model.get("optimizer", "adam")),
+                   model.get("seq"), model.get("attention"))
     feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURES
                              if k not in NULLABLE_KEYS or rec.get(k) is not None}
     if model.get("synthetic_inputs"):
