@@ -34,13 +34,15 @@ def _floors(data, kernel_fit) -> np.ndarray:
 
 
 def _work(data, kernel_fit) -> tuple[np.ndarray, np.ndarray]:
-    """FLOPs and DRAM bytes of every row (2 m n k b; 4 b (m k + k n + m n) or kernel_bytes)."""
+    """FLOPs and DRAM bytes of every row (``row_work``'s 2 m n k b; 4 b (m k + k n + m n) for a
+    product, ``kernel_bytes`` otherwise)."""
     flops, moved = np.zeros(len(data)), kernel_fit.memory_bytes(data)
+    work = kernel_fit.row_work(data)
     for fam in sorted(set(data.family.tolist())):
         if kernel_fit.FAMILIES[fam] in ("gemm", "conv"):
             sel = data.family == fam
             m, n, k, b = kernel_fit.gemm_dims(fam, {c: v[sel] for c, v in data.shape.items()})
-            flops[sel], moved[sel] = 2 * m * n * k * b, 4 * b * (m * k + k * n + m * n)
+            flops[sel], moved[sel] = work[sel], 4 * b * (m * k + k * n + m * n)
     return flops, moved
 
 
@@ -126,13 +128,15 @@ def main(argv: list[str]) -> int:
     runs["fitted"] = kernel_fit.leave_one_gpu_out(data, cat)["gpus"]
     t2 = time.perf_counter()
     print(f"{len(data):,} kernels; baselines {t1 - t0:.1f} s, leave-one-GPU-out {t2 - t1:.1f} s")
-    if args.held_out.is_dir():  # the baselines on the pooled rows: the held-out GPU's fold
+    if args.held_out.is_dir():  # GPUs no fit has seen, priced from the fit on all of --kernels
         held = kernel_fit.read_kernels(args.held_out, cat, sample=args.sample)
         new = sorted(set(held.gpu.tolist()))
-        pooled = kernel_fit.read_kernels([args.kernels, args.held_out], cat, sample=args.sample)
-        for name, baseline in (("naive", naive), ("datasheet", datasheet)):
-            rows = baseline(pooled, cat, kernel_fit)
-            runs[name].update({g: rows[g] for g in new})
+        if set(new) & set(data.gpu.tolist()):
+            print(f"--held-out {args.held_out}: its GPUs are in --kernels too")
+            return 2
+        pooled = naive(data + held, cat, kernel_fit)  # the held-out GPU's fold: fitted on data
+        runs["naive"].update({g: pooled[g] for g in new})
+        runs["datasheet"].update(datasheet(held, cat, kernel_fit))
         runs["fitted"].update(kernel_fit.held_out_errors(kernel_fit.fit(data, cat), held,
                                                          cat)[0])
         print(f"held out, never fitted: {', '.join(new)} ({len(held):,} kernels of "

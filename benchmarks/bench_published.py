@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    out = validate_published(load_catalog([args.catalog] if args.catalog else None))
+    catalog = load_catalog([args.catalog] if args.catalog else None)
+    out = validate_published(catalog)
     print(f"{'model':17s} {'GPU':15s} {'n':>2s} {'dtype':5s} {'batch':>5s} {'published':>10s} "
           f"{'predicted':>10s} {'error':>7s} {'paper':>7s}")
     for r in out["rows"]:
@@ -56,8 +57,7 @@ def main(argv: list[str]) -> int:
     else:
         print(f"Megatron-LM SC'21: not evaluated ({mg.get('failed')})")
     if H200_ROWS.is_file():
-        h = validate_published(load_catalog([args.catalog] if args.catalog else None),
-                               path=H200_ROWS)
+        h = out["h200"] = validate_published(catalog, path=H200_ROWS)
         for r in h["rows"]:
             print(f"  H200 measured: {r['model']:17s} {r['dtype']:5s} b{r['batch_per_gpu']:<3d} "
                   f"{r['published']:8.2f} {r['predicted']:8.2f} {r['unit']}  {r['error']:+7.1%}")

@@ -13,10 +13,12 @@ mean of the fastest 5 of 25 calls. Then::
     traincast calibrate --kernels OUT_DIR -o mine.toml   # fit (your GPU needs a catalog entry)
     traincast validate --kernels OUT_DIR                  # leave-one-GPU-out, if several GPUs
 
-``--budget-s`` stops a family after that many seconds (the rows measured so far are kept).
+``--budget-s`` starts no new shape of a family after that many seconds of it (the rows
+measured so far are kept; the shape under way finishes).
 ``--dtype bf16`` (or fp16) measures the same ops in that dtype, on tensor cores, with a ``Dtype``
 column (the fit reads FP32 rows). The family ``sdpa`` (not in the default list) times
-``torch.nn.functional.scaled_dot_product_attention`` in the dtype (bf16 if fp32 is asked), forward
+``torch.nn.functional.scaled_dot_product_attention`` in the dtype (bf16 if fp32 is asked, with
+its ``Dtype`` column saying so), forward
 and forward + backward (``Pass``), with the backend torch picks and each one forced
 (``Backend``: default, flash, cudnn, efficient; a backend that refuses a shape is skipped):
 columns ``B, H, KV_H`` (key/value heads: grouped-query attention when below ``H``), ``S, D,
@@ -103,9 +105,9 @@ def make_op(family: str, shape: dict[str, Any], device: str,
     """The op of one row, with fresh inputs on ``device`` in ``dtype_name``."""
     import torch
 
-    dt = getattr(torch, DTYPES[dtype_name])
+    dt = getattr(torch, DTYPES[run_dtype(family, dtype_name)])
     if family == "sdpa":
-        return make_sdpa(shape, device, torch.bfloat16 if dtype_name == "fp32" else dt)
+        return make_sdpa(shape, device, dt)
     kw = {"device": device, "dtype": dt}
     if family == "linear":
         layer = torch.nn.Linear(shape["N"], shape["K"], bias=True, **kw)
@@ -136,14 +138,19 @@ def make_op(family: str, shape: dict[str, Any], device: str,
     return lambda: fn(x)
 
 
-def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 5) -> float:
-    """Mean of the fastest ``fastest`` of ``calls`` single calls, in ms (CUDA events on a GPU,
-    ``perf_counter`` on the CPU)."""
+def samples_ms(op: Callable[[], Any], device: str, calls: int, warmup: int = 0) -> list[float]:
+    """``calls`` single calls of ``op`` after ``warmup`` untimed ones, each in ms, sorted (CUDA
+    events around the call on a GPU, ``perf_counter`` on the CPU)."""
     import torch
 
+    cuda = device.startswith("cuda")
+    for _ in range(warmup):
+        op()
+    if cuda:
+        torch.cuda.synchronize()
     samples = []
     for _ in range(calls):
-        if device.startswith("cuda"):
+        if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             op()
@@ -154,8 +161,25 @@ def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 
             t0 = time.perf_counter()
             op()
             samples.append((time.perf_counter() - t0) * 1e3)
-    samples.sort()
-    return sum(samples[:fastest]) / fastest
+    return sorted(samples)
+
+
+def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 5) -> float:
+    """Mean of the fastest ``fastest`` of ``calls`` single calls, in ms (``samples_ms``)."""
+    return sum(samples_ms(op, device, calls)[:fastest]) / fastest
+
+
+def exact_fp32() -> None:
+    """True FP32 matrix products and convolutions (TF32 off), as the shipped data was measured."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def run_dtype(family: str, dtype: str) -> str:
+    """The dtype a family's rows run in: ``sdpa`` has no fp32 fused kernel, so bf16 then."""
+    return "bf16" if family == "sdpa" and dtype == "fp32" else dtype
 
 
 def _row_shapes(family: str, rng: random.Random, scale: float) -> list[dict[str, Any]]:
@@ -173,15 +197,15 @@ def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str
     passed); returns the files written."""
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    exact_fp32()
     torch.backends.cudnn.benchmark = True
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
     rng = random.Random(seed)
     written = []
     for family in families:
         cols = SHAPES.get(family, ("B", "H"))
-        extra = [] if dtype == "fp32" else ["Dtype"]
+        ran = run_dtype(family, dtype)
+        extra = [] if ran == "fp32" else ["Dtype"]
         path = out_dir / family / f"{name.replace(' ', '_')}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -194,13 +218,13 @@ def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str
                 for shape in _row_shapes(family, rng, scale):
                     try:
                         with torch.no_grad() if family != "sdpa" else torch.enable_grad():
-                            ms = time_ms(make_op(family, shape, device, dtype), device)
-                    except (RuntimeError, torch.cuda.OutOfMemoryError):
+                            ms = time_ms(make_op(family, shape, device, ran), device)
+                    except RuntimeError:  # out of memory too
                         if family != "sdpa":
                             raise
                         continue  # this backend does not run this shape
                     w.writerow([family, f"{ms:.9g}", name, "", *[shape[c] for c in cols],
-                                *([dtype] if extra else [])])
+                                *([ran] if extra else [])])
                 fh.flush()
         written.append(path)
     return written
@@ -213,7 +237,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200, help="shapes per family")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=float, default=1.0, help="shrink sizes (quick run)")
-    ap.add_argument("--budget-s", type=float, default=None, help="seconds per family at most")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no new shape of a family after this many seconds of it")
     ap.add_argument("--dtype", default="fp32", choices=tuple(DTYPES))
     ap.add_argument("--families", default="linear,bmm,conv,softmax,ln,add,mul,div,relu,gelu,tanh")
     args = ap.parse_args()

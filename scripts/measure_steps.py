@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from measure_kernels import exact_fp32, samples_ms  # beside this file
+
 COLUMNS = ("model", "batch", "seq", "attention", "optimizer", "amp", "step_ms", "median_ms",
            "device", "torch", "error")
 PROFILE_COLUMNS = ("issue_ms", "busy_ms", "kernels")
@@ -63,6 +65,10 @@ def parse_case(text: str) -> dict[str, Any]:
             raise SystemExit(f"case {text!r}: {key} must be an integer, got {value!r}") from None
     if case["optimizer"] not in ("none", "adamw") or case["amp"] not in ("none", "bf16"):
         raise SystemExit(f"case {text!r}: optimizer is none or adamw, amp none or bf16")
+    if case["attention"] not in (None, "eager", "sdpa"):
+        raise SystemExit(f"case {text!r}: attention is eager or sdpa")
+    if case["batch"] < 1 or (case["seq"] is not None and case["seq"] < 1):
+        raise SystemExit(f"case {text!r}: batch and seq are positive")
     return case
 
 
@@ -71,10 +77,10 @@ def build_step(case: dict[str, Any], device: str) -> Any:
     import torch
 
     from traincast.features.profile import loss_of, map_tensors
-    from traincast.zoo.hf import _config, model_from_config
+    from traincast.zoo.hf import hf_model
 
-    model, inputs = model_from_config(_config(case["model"][3:]), case["batch"], case["seq"],
-                                      case["attention"], device=device)
+    model, inputs, _, _ = hf_model(case["model"][3:], case["batch"], case["seq"],
+                                   case["attention"], device=device)
     model.train()
     batch = list(map_tensors(lambda x: x.to(device), list(inputs)))
     opt = None
@@ -94,35 +100,16 @@ def build_step(case: dict[str, Any], device: str) -> Any:
 
 
 def time_step_ms(step: Any, device: str, calls: int, fastest: int) -> tuple[float, float]:
-    """(mean of the fastest ``fastest`` of ``calls`` steps, median of all), in ms."""
-    import torch
-
-    cuda = device.startswith("cuda")
-    for _ in range(3):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-    samples = []
-    for _ in range(calls):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            step()
-            samples.append((time.perf_counter() - t0) * 1e3)
-    best = sorted(samples)[:fastest]
-    return sum(best) / len(best), statistics.median(samples)
+    """(mean of the fastest ``fastest`` of ``calls`` steps after 3 warm-ups, median of all), in
+    ms (``measure_kernels.samples_ms``: the single-op protocol, on a whole step)."""
+    samples = samples_ms(step, device, calls, warmup=3)
+    return sum(samples[:fastest]) / fastest, statistics.median(samples)
 
 
-def profile_step(step: Any, device: str, steps: int = 3) -> dict[str, float]:
+def profile_step(step: Any, device: str, steps: int = 3) -> dict[str, str]:
     """``issue_ms`` (median host time of 10 steps before the device is waited for),
-    ``busy_ms`` and ``kernels`` (device events per step, from ``torch.profiler``; 0 on the
-    CPU)."""
+    ``busy_ms`` and ``kernels`` (device events per step: kernels, copies and sets, from
+    ``torch.profiler``; 0 on the CPU), formatted for the CSV."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -156,8 +143,7 @@ def measure(out: Path, cases: list[dict[str, Any]], device: str, calls: int,
 
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    exact_fp32()
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
     out.parent.mkdir(parents=True, exist_ok=True)
     columns = COLUMNS + (PROFILE_COLUMNS if profiled else ())
@@ -168,6 +154,7 @@ def measure(out: Path, cases: list[dict[str, Any]], device: str, calls: int,
             row = {**case, "seq": case["seq"] or "", "attention": case["attention"] or "",
                    "device": name, "torch": torch.__version__, "step_ms": "", "median_ms": "",
                    "error": "", **dict.fromkeys(PROFILE_COLUMNS, "")}
+            step = None
             try:
                 step = build_step(case, device)
                 best, median = time_step_ms(step, device, calls, fastest)
@@ -176,6 +163,8 @@ def measure(out: Path, cases: list[dict[str, Any]], device: str, calls: int,
                     row.update(profile_step(step, device))
             except Exception as exc:  # noqa: BLE001 - a failed case is a row, not the end
                 row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            finally:
+                del step  # the case's model, optimizer state and inputs, before the next
             w.writerow([row[c] for c in columns])
             fh.flush()
             print(", ".join(f"{c}={row[c]}" for c in columns if row[c] != ""), file=sys.stderr)

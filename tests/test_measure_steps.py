@@ -44,7 +44,8 @@ def test_a_case_is_a_row_and_a_failed_case_a_row_with_its_error(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("case", ["zoo:bert-base", "hf:gpt2,batch=x", "hf:gpt2,optimizer=sgd",
-                                  "hf:gpt2,colour=red"])
+                                  "hf:gpt2,colour=red", "hf:gpt2,attention=flash",
+                                  "hf:gpt2,batch=0", "hf:gpt2,seq=-1"])
 def test_a_bad_case_is_refused_before_anything_runs(tmp_path: Path, case: str) -> None:
     done = _run(str(tmp_path / "o.csv"), case, "--device", "cpu")
     assert done.returncode != 0 and f"case {case!r}" in done.stderr

@@ -584,7 +584,6 @@ def test_the_h200_steps_are_rows_a_gpu_bound_one_within_5_percent(tmp_path: Path
 
     data = tomllib.loads(H200_ROWS.read_text())
     row = next(r for r in data["row"] if r["model"] == "gpt2-large-eager")
-    assert row["throughput"] == pytest.approx(1 / 0.166285, rel=1e-4)
     one = tmp_path / "one.toml"
     model = data["model"]["gpt2-large-eager"]
     one.write_text("[model.gpt2-large-eager]\n"
@@ -593,3 +592,33 @@ def test_the_h200_steps_are_rows_a_gpu_bound_one_within_5_percent(tmp_path: Path
     out = validate_published(path=one)
     (r,) = out["rows"]
     assert abs(r["error"]) < 0.05
+
+
+def test_the_h200_rows_are_the_measured_steps() -> None:
+    # each row of data/h200/steps.toml is batch / step time of its line of steps.csv
+    import csv
+    import tomllib
+
+    data = tomllib.loads(H200_ROWS.read_text())
+    measured = list(csv.DictReader((H200_ROWS.parent / "steps.csv").open()))
+    assert len(data["row"]) == len(measured) == 7
+    for row, m in zip(data["row"], measured, strict=True):
+        model = data["model"][row["model"]]
+        assert (row["batch_per_gpu"], model["seq"], model["attention"]) == \
+            (int(m["batch"]), int(m["seq"]), m["attention"])
+        assert row["throughput"] == pytest.approx(int(m["batch"]) / float(m["step_ms"]) * 1e3,
+                                                  rel=1e-5)
+        assert row["dtype"] == ("bf16" if m["amp"] == "bf16" else "fp32")
+
+
+def test_a_hub_name_is_not_hidden_by_a_folder_of_that_name(tmp_path: Path) -> None:
+    from traincast.zoo.hf import config_beside
+
+    (tmp_path / "gpt2").mkdir()  # a results folder, say: no config.json
+    assert config_beside("gpt2", tmp_path) == "gpt2"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text("{}")
+    (tmp_path / "tiny.json").write_text("{}")
+    assert config_beside("mine", tmp_path) == str(tmp_path / "mine")
+    assert config_beside("tiny.json", tmp_path) == str(tmp_path / "tiny.json")
+    assert config_beside("absent.json", tmp_path) == "absent.json"

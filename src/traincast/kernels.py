@@ -787,7 +787,7 @@ def dispatch_ratios(names: Sequence[str], ratios: Mapping[str, float]) -> F:
 def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     """Per op: its floor ``d r_x`` (seconds): ``d = op_floor_s(gpu)``, ``r_x`` = the fitted
     dispatch ratio of the op's kind ``x`` (``dispatch_<x>`` of ``GPU.kernel``: how much longer
-    than an element-wise add the host takes to issue it: ``addmm`` 2.24 and
+    than an element-wise add the host takes to issue it: ``addmm`` 2.19 and
     ``native_layer_norm`` 1.80 in the shipped fit; ``dispatch_ratios``: the element-wise median
     for a kind without its own, 1 without fitted ratios)."""
     ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})

@@ -96,6 +96,18 @@ class Kernels:
         return Kernels(self.family[mask], self.gpu[mask], self.latency_s[mask],
                        {k: v[mask] for k, v in self.shape.items()})
 
+    def __add__(self, other: Kernels) -> Kernels:
+        """The rows of both (a shape column one of them lacks is NaN there)."""
+        keys = sorted(set(self.shape) | set(other.shape))
+
+        def col(d: Kernels, k: str) -> F:
+            return d.shape.get(k, np.full(len(d), np.nan))
+
+        return Kernels(np.concatenate([self.family, other.family]),
+                       np.concatenate([self.gpu, other.gpu]),
+                       np.concatenate([self.latency_s, other.latency_s]),
+                       {k: np.concatenate([col(self, k), col(other, k)]) for k in keys})
+
 
 def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
                  families: Iterable[str] | None = None,
@@ -110,23 +122,32 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
 
     roots = [Path(directory)] if isinstance(directory, (str, Path)) else \
         [Path(d) for d in directory]
-    for root in roots:
-        if not root.is_dir():
-            raise TraincastError(f"{root}: no such folder of measured kernels",
-                                 hint="a folder with linear/, bmm/, conv/, ... sub-folders")
     wanted = list(families or FAMILIES)
-    parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
-    con = duckdb.connect()
     for fam in wanted:
         if fam not in FAMILIES:
             raise TraincastError(f"unknown kernel family {fam!r}",
                                  hint=f"known: {', '.join(FAMILIES)}")
+    seen: set[Path] = set()
+    for root in roots:
+        if not root.is_dir():
+            raise TraincastError(f"{root}: no such folder of measured kernels",
+                                 hint="a folder with linear/, bmm/, conv/, ... sub-folders")
+        if root.resolve() in seen:
+            raise TraincastError(f"{root}: given twice", hint="name each folder once")
+        seen.add(root.resolve())
+        if not any(any((root / fam).glob("*.csv*")) for fam in wanted):
+            raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
+                                 hint=f"a folder with sub-folders named after the families "
+                                      f"({', '.join(wanted)})")
+    parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
+    con = duckdb.connect()
+    for fam in wanted:
         for path in sorted(p for root in roots for p in (root / fam).glob("*.csv*")):
             data = _read_file(con, path, fam, sample, seed)
             parts.append((fam, data, _gpu_names(catalog, path, data["Device"])))
     if not parts:
-        raise TraincastError(f"{', '.join(map(str, roots))}: no <family>/*.csv or *.csv.gz "
-                             "files", hint=f"families: {', '.join(wanted)}")
+        raise TraincastError("no folder of measured kernels given",
+                             hint="--kernels DIR (repeat for several)")
     keys = sorted({k for fam, _, _ in parts for k in _shape_keys(fam)})
     return Kernels(
         np.concatenate([np.full(len(d["Latency"]), fam, dtype=object) for fam, d, _ in parts]),
@@ -177,11 +198,13 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
             if sample else ""
         if "Dtype" in rel.columns:
             other = con.sql('select row_number() over () + 1 as row, "Dtype" from rel').filter(
-                "lower(trim(coalesce(\"Dtype\", ''))) != 'fp32'").limit(1).fetchall()
+                "lower(trim(coalesce(\"Dtype\", ''))) not in ('fp32', 'float32')"
+            ).limit(1).fetchall()
             if other:
                 raise TraincastError(f"{path}: row {other[0][0]}: field 'Dtype' = "
-                                     f"{other[0][1]!r}: the kernel model is fitted to fp32 rows",
-                                     hint="measure with scripts/measure_kernels.py --dtype fp32")
+                                     f"{other[0][1] or ''!r}: the kernel model is fitted to "
+                                     "fp32 rows", hint="measure with scripts/measure_kernels.py "
+                                                       "--dtype fp32")
         named = fam in GEMM_FAMILIES and "Kernel Name" in rel.columns
         name_col = ', "Kernel Name"' if named else ""
         raw = con.sql(f'select "Device", {numbers}{name_col} from rel{sampled}').fetchnumpy()
@@ -328,12 +351,17 @@ def measured_s(floor_s: F, kernel_s: F, pre_launch: float) -> F:
 # -------------------------------------------------------------------------------------- fit
 
 def _floor_of_us(latency_s: F, work: F) -> float:
-    """The median latency of the 5% of some rows that do the least work (at least one row),
-    in µs: the time of an op whose kernel takes almost nothing, as it typically runs. Chosen by
-    work, not by latency: the fastest 5% would be the luckiest calls of a host whose dispatch
-    time varies from call to call."""
-    least = np.argsort(work, kind="stable")[: max(1, len(work) // 20)]
-    return float(np.median(latency_s[least]) * 1e6)
+    """The median latency of the 5% of some rows that do the least work (at least one row; every
+    row tied with the last one at the cut, so the file order does not choose), in µs: the time of
+    an op whose kernel takes almost nothing, as it typically runs. Chosen by work, not by
+    latency: the fastest 5% would be the luckiest calls of a host whose dispatch time varies from
+    call to call."""
+    known = np.isfinite(work)
+    if not known.any():
+        raise TraincastError("no row with a known size to take the host's floor from")
+    ordered = np.sort(work[known])
+    cut = ordered[max(1, len(ordered) // 20) - 1]
+    return float(np.median(latency_s[known & (work <= cut)]) * 1e6)
 
 
 def row_work(data: Kernels) -> F:
@@ -356,14 +384,14 @@ def measured_floors_us(data: Kernels) -> dict[str, float]:
     ew = np.isin(data.family, ELEMENTWISE_BINARY)
     work = row_work(data)
     return {g: _floor_of_us(data.latency_s[sel], work[sel])
-            for g in sorted(set(data.gpu[ew].tolist())) if (sel := ew & (data.gpu == g)).any()}
+            for g in sorted(set(data.gpu[ew].tolist())) for sel in [ew & (data.gpu == g)]}
 
 
 DISPATCH_MIN_ROWS = 20
 """Rows of a folder on one GPU below which it gives that GPU no dispatch ratio (its least-work
-5% would be one row)."""
+5% would be a single row, one call's luck)."""
 DISPATCH_FOLDERS = (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY, "softmax", "ln", "linear", "bmm")
-"""Folders whose fastest rows sit on the host's floor (no convolution of the data is that
+"""Folders whose least-work rows sit on the host's floor (no convolution of the data is that
 short: a convolution takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
 
 

@@ -304,7 +304,8 @@ def render_validation(out: dict) -> None:
 
 def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                  json_out: bool) -> None:
-    """``calibrate --kernels DIR -o FILE``: traincast.calibration.kernel_fit."""
+    """``calibrate --kernels DIR [--kernels DIR ...] -o FILE``: traincast.calibration.kernel_fit
+    on the folders' rows together."""
     import shlex
     import time
 
@@ -335,7 +336,8 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
 
 def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                       json_out: bool) -> None:
-    """``validate --kernels DIR``: leave-one-GPU-out (traincast.calibration.kernel_fit)."""
+    """``validate --kernels DIR [--kernels DIR ...]``: leave-one-GPU-out over the folders' GPUs
+    together (traincast.calibration.kernel_fit)."""
     from rich.table import Table
 
     from traincast.calibration import kernel_fit

@@ -168,11 +168,9 @@ def _check_model(name: str, label: str, model: Any) -> None:
         raise TraincastError(f"{where}: field 'optimizer' must be one of {OPTIMIZERS}")
     if model.get("attention", "eager") not in ATTENTIONS:
         raise TraincastError(f"{where}: field 'attention' must be one of {ATTENTIONS}")
-    if "seq" in model and not model["seq"] > 0:
-        raise TraincastError(f"{where}: field 'seq' must be positive")
     if str(model.get("memory_format", "nchw")).lower() not in MEMORY_FORMATS:
         raise TraincastError(f"{where}: field 'memory_format' must be one of {MEMORY_FORMATS}")
-    for key in ("ddp_bucket_bytes", "ddp_bucket_elements", "tokens_per_sample"):
+    for key in ("ddp_bucket_bytes", "ddp_bucket_elements", "tokens_per_sample", "seq"):
         if key in model and not model[key] > 0:
             raise TraincastError(f"{where}: field {key!r} must be positive")
 
@@ -445,17 +443,19 @@ def profile_row(model: Mapping[str, Any], batch: int, amp: bool,
                 ops: bool = False) -> dict[str, Any]:
     """Per-iteration features of one replica: the model's profile at ``batch`` (cached; a
     ``file.py:FUNC`` spec is looked up beside the rows file, ``base_dir``, then in this
-    package, and so is an ``hf:`` config file; the step's optimizer from ``optimizer``, Adam by
-    default; ``seq`` tokens per sequence and ``attention`` for text models); ``input_bytes`` = 0
+    package; an ``hf:`` config file or folder beside the rows file is used there
+    (``zoo.hf.config_beside``); the step's optimizer from ``optimizer``, Adam by default;
+    ``seq`` tokens per sequence and ``attention`` for text models); ``input_bytes`` = 0
     when the benchmark fed synthetic data already on the GPU; ``memory_bytes`` (weights,
     gradients, optimizer state, activations) for the memory check; with ``ops`` also the per-op
     table (``ops``)."""
     spec = str(model["spec"])
     if not spec.startswith(("zoo:", "hf:")):
         spec = _model_file(model, spec)
-    elif spec.startswith("hf:") and model.get("base_dir") \
-            and (Path(str(model["base_dir"])) / spec[3:]).exists():
-        spec = f"hf:{Path(str(model['base_dir'])) / spec[3:]}"  # a config beside the rows file
+    elif spec.startswith("hf:") and model.get("base_dir"):
+        from traincast.zoo.hf import config_beside
+
+        spec = f"hf:{config_beside(spec[3:], str(model['base_dir']))}"
     rec = _profile(spec, int(batch), bool(amp), bool(ops), str(model.get("optimizer", "adam")),
                    model.get("seq"), model.get("attention"))
     feats: dict[str, Any] = {k: float(rec.get(k) or 0.0) for k in FEATURES

@@ -75,6 +75,16 @@ def _config(name: str) -> Any:
                                   "llama") from None
 
 
+def config_beside(name: str, base_dir: str | Path) -> str:
+    """``name`` as a path under ``base_dir`` when it names a config there (a ``.json`` file, or
+    a folder holding ``config.json``), else ``name`` unchanged (a Hub name, a model type): how a
+    rows file finds a config beside it without hiding a Hub name behind a folder of that name."""
+    path = Path(base_dir) / Path(name).expanduser()
+    if (path.is_file() and path.suffix == ".json") or (path / "config.json").is_file():
+        return str(path)
+    return name
+
+
 def config_from_llm(cfg: Any) -> Any:
     """The transformers config of a decoder-only zoo config (``traincast.zoo.llm.ModelConfig``):
 
@@ -332,13 +342,16 @@ def model_from_config(config: Any, batch: int, seq: int | None = None,
 
 
 def hf_model(name: str, batch_size: int | None, seq: int | None = None,
-             attention: str | None = None) -> tuple[nn.Module, tuple, str, None]:
+             attention: str | None = None,
+             device: str = "meta") -> tuple[nn.Module, tuple, str, None]:
     """(model, inputs, label, rebuild) for ``hf:NAME`` at ``seq`` tokens per sequence and
     attention implementation ``attention`` when given (``model_from_config``); the model
-    lives on meta."""
+    lives on ``device`` (meta, or a GPU for ``scripts/measure_steps.py``), the inputs on the
+    CPU."""
     config = _config(name)
     try:
-        model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention)
+        model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
+                                          device)
     except TraincastError as exc:
         raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint) from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config
