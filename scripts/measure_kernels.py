@@ -169,6 +169,15 @@ def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 
     return sum(samples_ms(op, device, calls)[:fastest]) / fastest
 
 
+def check_device(device: str, script: str) -> None:
+    """Exit with one line when ``device`` is CUDA and torch sees no CUDA GPU."""
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"{script}: torch {torch.__version__} sees no CUDA GPU; run it on a "
+                         "CUDA machine, or --device cpu to try the format on the CPU")
+
+
 def exact_fp32() -> None:
     """True FP32 matrix products and convolutions (TF32 off), as the shipped data was measured."""
     import torch
@@ -242,6 +251,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="fp32", choices=tuple(DTYPES))
     ap.add_argument("--families", default="linear,bmm,conv,softmax,ln,add,mul,div,relu,gelu,tanh")
     args = ap.parse_args()
+    check_device(args.device, "measure_kernels.py")
     for p in measure(args.out_dir, args.device, args.rows, args.seed,
                      args.families.split(","), args.scale, args.budget_s, args.dtype):
         print(f"wrote {p}")

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure_kernels import exact_fp32, samples_ms  # beside this file
+from measure_kernels import check_device, exact_fp32, samples_ms  # beside this file
 
 COLUMNS = ("model", "batch", "seq", "attention", "optimizer", "amp", "step_ms", "median_ms",
            "device", "torch", "error")
@@ -184,8 +184,11 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true",
                     help="add issue_ms, busy_ms and kernels (torch.profiler)")
     args = ap.parse_args()
-    measure(args.out, [parse_case(c) for c in args.cases], args.device, args.calls,
-            args.fastest, args.profile)
+    if not 1 <= args.fastest <= args.calls:
+        ap.error(f"--fastest must be between 1 and --calls ({args.calls}), got {args.fastest}")
+    cases = [parse_case(c) for c in args.cases]
+    check_device(args.device, "measure_steps.py")
+    measure(args.out, cases, args.device, args.calls, args.fastest, args.profile)
 
 
 if __name__ == "__main__":

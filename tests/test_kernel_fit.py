@@ -588,3 +588,12 @@ def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Pat
     bad.write_text("[kernel_model]\nhost_floor_us = -1\n")
     with pytest.raises(TraincastError, match="host_floor_us"):
         load_catalog(bad)
+
+
+def test_a_parameter_left_on_the_edge_of_its_range_is_named() -> None:
+    # extra_kernel_us at its upper edge (1000 µs) and simt_efficiency at its lower one (0.3):
+    # named; a fixed cost of 0 is an answer, and interior values are not named
+    params = {**kernel_fit.START, "extra_kernel_us": 999.9, "simt_efficiency": 0.3,
+              "gemm_fixed_us": 0.0}
+    assert kernel_fit.at_bound(params) == ["simt_efficiency", "extra_kernel_us"]
+    assert kernel_fit.at_bound(kernel_fit.START) == []

@@ -50,3 +50,19 @@ def test_a_bad_case_is_refused_before_anything_runs(tmp_path: Path, case: str) -
     done = _run(str(tmp_path / "o.csv"), case, "--device", "cpu")
     assert done.returncode != 0 and f"case {case!r}" in done.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_more_fastest_steps_than_calls_is_refused(tmp_path: Path) -> None:
+    done = _run(str(tmp_path / "o.csv"), "hf:gpt2", "--device", "cpu", "--calls", "2",
+                "--fastest", "5")
+    assert done.returncode == 2 and "--fastest must be between 1 and --calls (2)" in done.stderr
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_no_cuda_gpu_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    done = _run(str(tmp_path / "o.csv"), "hf:gpt2")
+    assert done.returncode == 1 and "sees no CUDA GPU" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -463,7 +463,16 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
             params.update(library_choices(part, pspec, params))
     params.update({f"dispatch_{k}": v for k, v in ratios.items()})
     return {"params": params, "floors_us": floors, "default_floor_us": default_us,
-            "gpus": gpus, "rows": len(data)}
+            "gpus": gpus, "rows": len(data), "at_bound": at_bound(params)}
+
+
+def at_bound(params: Mapping[str, float]) -> list[str]:
+    """The searched parameters the fit left on an edge of ``BOUNDS`` (within 0.1% of its
+    width): the rows do not pin them down (few rows of their family, one GPU). A cost or count
+    at a lower edge of 0 is an answer (none), not an edge."""
+    tol = {k: 1e-3 * (hi - lo) for k, (lo, hi) in BOUNDS.items()}
+    return [k for k, (lo, hi) in BOUNDS.items() if k in params
+            and (hi - params[k] <= tol[k] or (lo > 0 and params[k] - lo <= tol[k]))]
 
 
 def kinds_of(data: Kernels) -> NDArray[Any]:

@@ -331,6 +331,11 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                   f"{time.perf_counter() - start:.0f} s.", highlight=False)
     for key, value in result["params"].items():
         console.print(f"  {key} = {value:.4g}", highlight=False)
+    for key in result["at_bound"]:
+        lo, hi = kernel_fit.BOUNDS[key]
+        err_console.print(f"[yellow]warning:[/yellow] {key} = {result['params'][key]:.4g} is on "
+                          f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
+                          "it down (few rows of its family, or one GPU)", highlight=False)
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 
 
