@@ -562,17 +562,20 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
 
 
 def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Path) -> None:
-    # `traincast calibrate` on a CUDA machine: the one-element add called back to back takes
-    # 12 µs: that host's floor d for every GPU of the merged catalog, the measured ones too
-    # (whose data hosts took 26.3-45.2 µs); on the CPU no floor is written
+    # `traincast calibrate` on a CUDA machine: the one-element add timed alone between CUDA
+    # events takes 12 µs (back to back 5 µs): that host's floor d for every GPU of the merged
+    # catalog, the measured ones too (whose data hosts took 26.3-45.2 µs); on the CPU, or
+    # without the lone timing, no floor is written
     import tomli_w
 
     from traincast.calibration import _dotted, host_floor_table
     from traincast.compute import basis
 
     res = {"device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3", "torch": "2.13.0",
-           "date": "2026-12-04", "op_overhead": {"plain_op_s": 12e-6}}
+           "date": "2026-12-04", "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6}}
     assert host_floor_table(dict(res, device="cpu")) == {}
+    assert host_floor_table(dict(res, op_overhead={"plain_op_s": 5e-6})) == {}
+    assert "timed alone" in host_floor_table(res)["kernel_model"]["host_floor_source"]
     path = tmp_path / "local.toml"
     path.write_text(tomli_w.dumps(_dotted(host_floor_table(res))))
     shipped, mine = load_catalog(), load_catalog(path)

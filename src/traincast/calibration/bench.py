@@ -282,6 +282,31 @@ def bench_op_overhead(device: Any, *, repeat: int, min_sample_s: float) -> dict[
     return {"time_s": t.median_s, "spread": t.spread}
 
 
+def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
+    """One ``torch.add`` of two one-element tensors timed alone on a CUDA device, as the
+    kernel model's measured rows were: CUDA events around the call, the device waited for
+    after each; ``time_s`` is the median of ``calls`` (the host's dispatch as a lone op pays
+    it, the fit's floor ``d``), ``fastest_s`` the mean of the fastest 5."""
+    import torch
+
+    a = torch.ones(1, device=device)
+    b = torch.ones(1, device=device)
+    for _ in range(10):
+        torch.add(a, b)
+    torch.cuda.synchronize(device)
+    samples = []
+    for _ in range(calls):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.add(a, b)
+        end.record()
+        torch.cuda.synchronize(device)
+        samples.append(start.elapsed_time(end) * 1e-3)
+    samples.sort()
+    return {"time_s": float(np.median(samples)), "fastest_s": float(np.mean(samples[:5]))}
+
+
 def bench_host_copy(device: Any, sizes_bytes: list[int], *, repeat: int,
                     min_sample_s: float) -> list[dict[str, Any]]:
     """Host-to-device copy bandwidth (pinned host memory on CUDA; a memcpy on the CPU)."""

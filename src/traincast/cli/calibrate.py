@@ -85,8 +85,9 @@ def calibrate(
     overhead, host-to-device copy, all-reduce and send/recv between 2 local processes over
     loopback (gloo; NCCL on 2+ GPUs). Then: traincast predict --catalog FILE --node local ...
     On CUDA the file also sets this host's dispatch floor for every GPU of the catalog
-    ([kernel_model] host_floor_us: a one-element add called back to back; the kernel model's
-    d, docs/hardware.md), so --catalog FILE --gpu ANY prices any GPU on this host.
+    ([kernel_model] host_floor_us: a one-element add timed alone between CUDA events, the
+    median of 200; the kernel model's d, docs/hardware.md), so --catalog FILE --gpu ANY prices
+    any GPU on this host.
 
     Threads (CPU): everything is measured at --threads T (default: torch's own count, the
     cores) and T is recorded as gpu.local.threads. With T > 1 the kernels are also measured
