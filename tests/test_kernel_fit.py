@@ -600,3 +600,11 @@ def test_a_parameter_left_on_the_edge_of_its_range_is_named() -> None:
               "gemm_fixed_us": 0.0}
     assert kernel_fit.at_bound(params) == ["simt_efficiency", "extra_kernel_us"]
     assert kernel_fit.at_bound(kernel_fit.START) == []
+
+
+def test_leave_one_gpu_out_of_one_gpu_is_refused() -> None:
+    # one GPU's rows leave nothing to fit on: an error naming the GPU, not a fit of no rows
+    data = kernel_fit.Kernels(np.array(["add"], dtype=object), np.array(["T4"], dtype=object),
+                              np.array([3e-5]), {"B": np.array([1.0]), "H": np.array([1.0])})
+    with pytest.raises(TraincastError, match="two GPUs at least; these rows are of T4 alone"):
+        kernel_fit.leave_one_gpu_out(data, load_catalog())

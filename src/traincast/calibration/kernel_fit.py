@@ -618,8 +618,14 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     Returns ``{"gpus": {gpu: errors_by_family row}, "default_floor": {...}, "fits": {chip:
     params}}``."""
     say = progress or (lambda _msg: None)
+    chips = chip_groups(sorted(set(data.gpu.tolist())), catalog)
+    if len(chips) < 2:
+        raise TraincastError(f"leave-one-GPU-out needs kernels of two GPUs at least; these rows "
+                             f"are of {', '.join(sorted(set(data.gpu.tolist())))} alone",
+                             hint="add a folder of other GPUs' kernels: --kernels "
+                                  "../shared/data/neusight-kernels --kernels DIR")
     out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
-    for chip, members in chip_groups(sorted(set(data.gpu.tolist())), catalog).items():
+    for chip, members in chips.items():
         say(f"leave out {', '.join(members)}: fitting on the other GPUs")
         held = np.isin(data.gpu, members)
         result = fit(data.take(~held), catalog, progress=progress,
