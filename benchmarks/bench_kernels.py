@@ -34,15 +34,14 @@ def _floors(data, kernel_fit) -> np.ndarray:
 
 
 def _work(data, kernel_fit) -> tuple[np.ndarray, np.ndarray]:
-    """FLOPs and DRAM bytes of every row (``row_work``'s 2 m n k b; 4 b (m k + k n + m n) for a
-    product, ``kernel_bytes`` otherwise)."""
+    """FLOPs and DRAM bytes of every row (2 m n k b and 4 b (m k + k n + m n) for a product,
+    ``kernel_bytes`` otherwise)."""
     flops, moved = np.zeros(len(data)), kernel_fit.memory_bytes(data)
-    work = kernel_fit.row_work(data)
     for fam in sorted(set(data.family.tolist())):
         if kernel_fit.FAMILIES[fam] in ("gemm", "conv"):
             sel = data.family == fam
             m, n, k, b = kernel_fit.gemm_dims(fam, {c: v[sel] for c, v in data.shape.items()})
-            flops[sel], moved[sel] = work[sel], 4 * b * (m * k + k * n + m * n)
+            flops[sel], moved[sel] = 2 * m * n * k * b, 4 * b * (m * k + k * n + m * n)
     return flops, moved
 
 

@@ -105,7 +105,7 @@ def make_op(family: str, shape: dict[str, Any], device: str,
     """The op of one row, with fresh inputs on ``device`` in ``dtype_name``."""
     import torch
 
-    dt = getattr(torch, DTYPES[run_dtype(family, dtype_name)])
+    dt = getattr(torch, DTYPES[dtype_name])  # the caller's run_dtype
     if family == "sdpa":
         return make_sdpa(shape, device, dt)
     kw = {"device": device, "dtype": dt}

@@ -286,7 +286,7 @@ def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
     """One ``torch.add`` of two one-element tensors timed alone on a CUDA device, as the
     kernel model's measured rows were: CUDA events around the call, the device waited for
     after each; ``time_s`` is the median of ``calls`` (the host's dispatch as a lone op pays
-    it, the fit's floor ``d``), ``fastest_s`` the mean of the fastest 5."""
+    it, the fit's floor ``d``)."""
     import torch
 
     a = torch.ones(1, device=device)
@@ -303,8 +303,7 @@ def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
         end.record()
         torch.cuda.synchronize(device)
         samples.append(start.elapsed_time(end) * 1e-3)
-    samples.sort()
-    return {"time_s": float(np.median(samples)), "fastest_s": float(np.mean(samples[:5]))}
+    return {"time_s": float(np.median(samples))}
 
 
 def bench_host_copy(device: Any, sizes_bytes: list[int], *, repeat: int,

@@ -376,13 +376,13 @@ def row_work(data: Kernels) -> F:
     return out
 
 
-def measured_floors_us(data: Kernels) -> dict[str, float]:
+def measured_floors_us(data: Kernels, work: F | None = None) -> dict[str, float]:
     """Per GPU: the median latency of the 5% of its binary element-wise rows (``add``, ``mul``,
     ``div``, ``pow``: the simplest ATen call, two tensors in, one out) that move the fewest
     bytes, in µs (stage 1, ``_floor_of_us``). A GPU without such rows has no entry (it takes
     the others' median)."""
     ew = np.isin(data.family, ELEMENTWISE_BINARY)
-    work = row_work(data)
+    work = row_work(data) if work is None else work
     return {g: _floor_of_us(data.latency_s[sel], work[sel])
             for g in sorted(set(data.gpu[ew].tolist())) for sel in [ew & (data.gpu == g)]}
 
@@ -395,14 +395,15 @@ DISPATCH_FOLDERS = (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY, "softmax", "ln", "l
 short: a convolution takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
 
 
-def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float]) -> dict[str, float]:
+def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float],
+                    work: F | None = None) -> dict[str, float]:
     """Stage 1, per folder of ``DISPATCH_FOLDERS``: the median over the GPUs with a floor (and at
     least ``DISPATCH_MIN_ROWS`` of the folder's rows) of ``the median latency of the folder's
     least-work 5% / floor_us`` (``_floor_of_us``); ``elementwise``: the median of the
     element-wise folders' ratios (the ratio of an element-wise op the data does not name, and of
     a folder without its own)."""
     out: dict[str, float] = {}
-    work = row_work(data)
+    work = row_work(data) if work is None else work
     for fam in DISPATCH_FOLDERS:
         ratios = [_floor_of_us(data.latency_s[sel], work[sel]) / floor
                   for g, floor in floors_us.items()
@@ -433,8 +434,9 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
 
     say = progress or (lambda _msg: None)
     gpus = sorted(set(data.gpu.tolist()))
-    floors = measured_floors_us(data)
-    ratios = dispatch_ratios(data, floors)
+    work = row_work(data)  # ``work``: each row's size, given to both rather than made twice
+    floors = measured_floors_us(data, work)
+    ratios = dispatch_ratios(data, floors, work)
     spec = specs_of(data.gpu, catalog)
     _check_specs(spec, data, gpus)
     default_us = default_floor_us(floors)
