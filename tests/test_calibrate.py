@@ -28,6 +28,7 @@ def test_calibration_file_loads_and_names_its_sources(tiny_catalog: Path) -> Non
     g = cat.gpu("local")
     assert g.fp32_tflops > 0 and g.bf16_tflops > 0 and g.mem_bw_gbs > 0
     assert g.op_overhead_us > 0
+    assert g.device == "cpu"  # a CPU's curves price recurrent layers as ATen's cells
     assert cat.node("local").gpu == "local" and cat.node("local").gpus >= 1
     for name in ("local-host", "local-allreduce", "local-loopback"):
         assert cat.link(name).bw_gbs > 0 and cat.link(name).source

@@ -60,7 +60,9 @@ convolution on matrix units (``kernels.has_matrix_units``) in PyTorch's default 
 also pays cuDNN's NHWC transposes, ``t_layout = o + 2 (B_read + B_written) min(1, s_d / s_row)
 / M`` (``kernels.layout_transpose_bytes``), counted as memory-bound time (``layout_s``).
 Recurrent-layer rows are expanded into the ops they run (``traincast.features.ops.expand_ops``)
-by ``curves`` and ``kernel``.
+by ``curves`` and ``kernel``: on a GPU (``kernel``, and curves measured on CUDA) as cuDNN's fused
+RNN kernels, whose library-launched rows cost the host ``kernels.LIBRARY_LAUNCH_US`` each
+(``traincast.features.recurrent.cudnn_rows``); on a CPU as ATen's per-step cells.
 """
 
 from __future__ import annotations
@@ -290,7 +292,8 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     n = 0 if scales is None else len(np.asarray(scales))
     marks = bool(ops) and all("bound" in o for o in ops)
     grid = np.zeros((n, n))
-    expanded, origin = expand_ops_origin(ops) if name == "kernel" else ([], None)
+    expanded, origin = expand_ops_origin(ops, gpu_library=True) if name == "kernel" \
+        else ([], None)
     if name in ("paper", "curves"):  # sums over rows: the marked rows priced on their own
         flop_s, mem_s = _additive_s(ops, gpu, dtype, name)
         marked = [o for o in ops if o.get("bound") == "compute"] if marks else []

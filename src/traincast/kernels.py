@@ -200,6 +200,11 @@ without a measurement are compared on the same footing."""
 DEFAULT_MEM_MAX_FRACTION = 0.88
 """Achievable DRAM fraction of a GPU with an SM count but no published figure: the one the
 catalog has (A100 80 GB, 1.80 of 2.04 TB/s, NVIDIA developer forum thread 339083)."""
+LIBRARY_LAUNCH_US = 5.0
+"""Host time of one kernel a library launches from its own C++ loop (cuDNN's RNN steps): the
+CUDA runtime's launch call alone, no eager dispatch. The low end of the 5-20 µs CPU-side launch
+time that Holistic Trace Analysis documents as usual (facebookresearch/HolisticTraceAnalysis,
+docs "CUDA Kernel Launch Statistics"): a library's loop makes the runtime call and nothing else."""
 
 
 def gemm_max_fraction(gpu: Any, dtype: str) -> float | None:
@@ -789,9 +794,14 @@ def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     dispatch ratio of the op's kind ``x`` (``dispatch_<x>`` of ``GPU.kernel``: how much longer
     than an element-wise add the host takes to issue it: ``addmm`` 2.19 and
     ``native_layer_norm`` 1.80 in the shipped fit; ``dispatch_ratios``: the element-wise median
-    for a kind without its own, 1 without fitted ratios)."""
+    for a kind without its own, 1 without fitted ratios). A row marked ``launch = "library"``
+    (a kernel a library launches from its own loop, as cuDNN's RNN steps,
+    ``features.recurrent.cudnn_rows``) costs the host ``LIBRARY_LAUNCH_US``: no eager
+    dispatch, the runtime's launch call alone."""
     ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})
-    return op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
+    library = np.array([o.get("launch") == "library" for o in ops], dtype=bool)
+    eager = op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
+    return np.where(library, LIBRARY_LAUNCH_US * 1e-6, eager)
 
 
 def queue_idle_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:

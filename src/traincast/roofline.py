@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast.features.ops import ITEMSIZE, expand_ops, op_family, parse_shapes
+from traincast.kernels import LIBRARY_LAUNCH_US
 
 F = NDArray[np.float64]
 
@@ -125,6 +126,7 @@ class Curves:
     # ... and GEMMs by output rows m: measured thread speedup S_m over rows (empty: no limit)
     gemm_rows: F = field(default_factory=lambda: np.zeros(0))
     gemm_rows_speedup: F = field(default_factory=lambda: np.zeros(0))
+    gpu_library: bool = False  # measured on CUDA: recurrent layers run as cuDNN's fused RNN
 
     @classmethod
     def from_gpu(cls, gpu: Any) -> Curves:
@@ -161,7 +163,8 @@ class Curves:
                    conv_flops_per_s_1t=np.asarray(getattr(gpu, "conv_tflops_1t", ()),
                                                   float) * 1e12,
                    conv_thread_speedup=float(getattr(gpu, "thread_conv_speedup", 0.0)),
-                   conv_grain_flops=float(getattr(gpu, "thread_conv_grain_flops", 0.0)))
+                   conv_grain_flops=float(getattr(gpu, "thread_conv_grain_flops", 0.0)),
+                   gpu_library=getattr(gpu, "device", "") == "cuda")
 
 
 def is_conv(op_names: Sequence[str] | NDArray[Any]) -> NDArray[np.bool_]:
@@ -332,8 +335,10 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
     """``compute_flop`` and ``compute_mem`` seconds of one step by the per-op roofline, plus
     ``overhead`` (the ops' fixed costs) and ``fresh`` (first touch of new outputs), both
     included in the two, and ``ops`` (count of ops run). Rows of ops with a registered
-    expansion (recurrent layers) are priced by the ops they run (``expand_ops``)."""
-    ops = expand_ops(ops)
+    expansion (recurrent layers) are priced by the ops they run (``expand_ops``); on curves
+    measured on CUDA (``gpu_library``) a recurrent layer runs as cuDNN's kernels, and those the
+    library launches itself pay ``kernels.LIBRARY_LAUNCH_US`` instead of ``o``."""
+    ops = expand_ops(ops, curves.gpu_library)
     cols = ops_arrays(ops)
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
@@ -344,10 +349,12 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
     n, count = len(cols["flops"]), cols["count"]
     per_tensor = np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
     fresh = fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves)
-    t = (r["time_s"] + per_tensor + fresh) * count
+    library = np.array([o.get("launch") == "library" for o in ops], dtype=bool)
+    fixed = np.where(library, LIBRARY_LAUNCH_US * 1e-6, curves.op_overhead_s)
+    t = (r["time_s"] - curves.op_overhead_s + fixed + per_tensor + fresh) * count
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
             "compute_mem": float(t[~r["flop_bound"]].sum()),
-            "overhead": float(((curves.op_overhead_s + per_tensor) * count).sum()),
+            "overhead": float(((fixed + per_tensor) * count).sum()),
             "fresh": float((fresh * count).sum()),
             "ops": int(count.sum())}
 

@@ -387,6 +387,7 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "foreach_tensor_us": res["foreach"]["per_tensor_s"] * 1e6,
         **_fresh_keys(res.get("fresh")),
         **_thread_keys(res),
+        "device": str(res["device"]).split(":")[0],
         "default_node": "local",
         "source": f"{when}: best fp32/{res['matmul_low_dtype']} matmul, element-wise add on "
                   f"{largest / 1e6:.0f} MB operands; curves = medians net of per-op overhead",

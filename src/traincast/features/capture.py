@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.modules.rnn as torch_rnn
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
@@ -38,6 +39,7 @@ from traincast.features.ops import (
     op_flops,
     tensor_bytes,
 )
+from traincast.features.recurrent import GATES, call_spec
 
 SHADOW_MAX_NUMEL = 1 << 24
 LOOKUP_OPS = EMBEDDING_OPS - {"embedding_renorm_"}
@@ -74,6 +76,7 @@ class Capture(TorchDispatchMode):
         self.host_keys: set[int] = set()  # storages kept on the host (optimizer step counts)
         self._uid: dict[int, tuple[int, StorageWeakRef]] = {}
         self._next_uid = 0
+        self.recurrent = ""  # the recurrent-layer call running now (RecurrentCalls)
 
     # -- value identities (for the fusion estimate) ---------------------------------------
     # A value is a storage. Each storage seen keeps a weak reference, so its address is never
@@ -307,7 +310,7 @@ class Capture(TorchDispatchMode):
             pointwise=is_pointwise(func, name),
             dtype=str(ref.dtype).removeprefix("torch.") if ref is not None else "",
             shapes=";".join("x".join(map(str, t.shape)) for t in ins if t.device == self.device),
-            reads=reads, writes=writes))
+            reads=reads, writes=writes, recurrent=self.recurrent))
 
 
 def _written(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -331,3 +334,98 @@ def _argument(func: Any, args: tuple, kwargs: dict, name: str) -> Any:
         if arg.name == name:
             return args[i] if i < len(args) else arg.default_value
     return None
+
+
+class RecurrentCalls:
+    """While active, every ``nn.LSTM``, ``nn.GRU`` and ``nn.RNN`` call on a padded batch (the
+    ``_VF`` functions of ``torch.nn.modules.rnn``: ``lstm``, ``gru``, ``rnn_tanh``,
+    ``rnn_relu``) tags the ops it runs with its ``recurrent.call_spec`` (``Capture.recurrent``):
+    its forward ops while the call runs, and its backward ops from the moment a gradient reaches
+    one of its outputs until the gradients of all its inputs that need one (the input, initial
+    states, weights) are complete (tensor hooks). On meta and on a CPU the call runs as ATen's
+    per-step cell ops, which the capture records as they run; the tag lets a time model price the
+    call as the fused library call it is on a GPU (``recurrent.as_cudnn``). Packed sequences and
+    LSTMs with projections are not tagged (their ops are priced as recorded)."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self.calls = 0
+        self._handles: list[Any] = []
+        self._vf: Any = None
+
+    def __enter__(self) -> RecurrentCalls:
+        self._vf = torch_rnn._VF
+        torch_rnn._VF = _VFProxy(self._vf, self)  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        torch_rnn._VF = self._vf
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self.capture.recurrent = ""
+
+    def call(self, mode: str, fn: Any, *args: Any) -> Any:
+        """Run one ``_VF`` recurrent call, its ops tagged (see the class)."""
+        spec = self._spec(mode, args)
+        if spec is None:
+            return fn(*args)
+        self.capture.recurrent = spec
+        try:
+            out = fn(*args)
+        finally:
+            self.capture.recurrent = ""
+        self._tag_backward(spec, args, out)
+        return out
+
+    def _spec(self, mode: str, args: tuple) -> str | None:
+        # padded input: (input, hx, params, has_biases, num_layers, dropout, train,
+        # bidirectional, batch_first); a packed sequence passes a 2-D input
+        if len(args) != 9 or not isinstance(args[0], torch.Tensor) or args[0].dim() != 3:
+            return None
+        x, hx, params, bias, layers, dropout, train, bidirectional, batch_first = args
+        states = list(hx) if isinstance(hx, list | tuple) else [hx]
+        if mode == "lstm" and states[0].shape[-1] != states[-1].shape[-1]:
+            return None  # proj_size: cuDNN's projection is not modelled
+        seq, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+        spec = call_spec(mode, call=self.calls, seq=seq, batch=batch, input=x.shape[2],
+                         hidden=states[-1].shape[-1], layers=layers,
+                         directions=2 if bidirectional else 1, bias=int(bool(bias)),
+                         dropout=int(dropout > 0 and bool(train) and layers > 1))
+        self.calls += 1
+        return spec
+
+    def _tag_backward(self, spec: str, args: tuple, out: Any) -> None:
+        x, hx, params = args[0], args[1], args[2]
+        states = list(hx) if isinstance(hx, list | tuple) else [hx]
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+        ins = [t for t in (x, *states, *params) if isinstance(t, torch.Tensor) and t.requires_grad]
+        if not outs or not ins:
+            return
+        left = [len(ins)]
+        capture = self.capture
+
+        def opening(grad: torch.Tensor) -> None:
+            if left[0] == len(ins):
+                capture.recurrent = spec
+
+        def closing(grad: torch.Tensor) -> None:
+            left[0] -= 1
+            if left[0] == 0 and capture.recurrent == spec:
+                capture.recurrent = ""
+
+        self._handles += [t.register_hook(opening) for t in outs]
+        self._handles += [t.register_hook(closing) for t in ins]
+
+
+class _VFProxy:
+    """``torch._VF`` with its recurrent functions routed through ``RecurrentCalls.call``."""
+
+    def __init__(self, vf: Any, calls: RecurrentCalls) -> None:
+        self._vf, self._calls = vf, calls
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._vf, name)
+        if name not in GATES:
+            return fn
+        return lambda *args: self._calls.call(name, fn, *args)

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.features.recurrent import ITEMSIZE, gru_rows, parse_shapes
+from traincast.features.recurrent import ITEMSIZE, as_cudnn, gru_rows, parse_shapes
 
 __all__ = ["BUILTIN_RULES", "ITEMSIZE", "OP_RULES", "OpRule", "expand_ops", "expand_ops_origin",
            "is_compute_bound", "op_family", "op_flops", "parse_shapes", "register_op", "rule_for"]
@@ -129,20 +129,27 @@ def op_family(name: str) -> str:
     return rule.family if rule is not None else ""
 
 
-def expand_ops(ops: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def expand_ops(ops: Sequence[Mapping[str, Any]], gpu_library: bool = False
+               ) -> list[Mapping[str, Any]]:
     """The per-op table with every row of an op that has an ``expand`` hook replaced by the
-    rows it returns (each with a ``count``); other rows as they are."""
-    return expand_ops_origin(ops)[0]
+    rows it returns (each with a ``count``); other rows as they are. With ``gpu_library``, the
+    recurrent layers first become the kernels of cuDNN's fused RNN (``recurrent.as_cudnn``):
+    the table as a GPU runs it."""
+    return expand_ops_origin(ops, gpu_library)[0]
 
 
-def expand_ops_origin(ops: Sequence[Mapping[str, Any]]
+def expand_ops_origin(ops: Sequence[Mapping[str, Any]], gpu_library: bool = False
                       ) -> tuple[list[Mapping[str, Any]], NDArray[np.int64]]:
     """``expand_ops`` and, per returned row, the index of the row of ``ops`` it comes from."""
+    base = np.arange(len(ops), dtype=np.int64)
+    if gpu_library:
+        ops, index = as_cudnn(ops)
+        base = np.asarray(index, dtype=np.int64)
     hooks = [(o, rule_for(str(o["op"]))) for o in ops]
     if not any(r is not None and r.expand is not None for _, r in hooks):
-        return list(ops), np.arange(len(ops), dtype=np.int64)
+        return list(ops), base
     parts = [r.expand(o) if r is not None and r.expand is not None else [o] for o, r in hooks]
-    origin = np.repeat(np.arange(len(ops), dtype=np.int64), [len(p) for p in parts])
+    origin = np.repeat(base, [len(p) for p in parts])
     return [row for p in parts for row in p], origin
 
 
@@ -316,12 +323,15 @@ class OpRecord:
     shapes: str
     reads: list[tuple[int, int]] = field(default_factory=list)  # (value id, bytes)
     writes: list[tuple[int, int, bool]] = field(default_factory=list)  # (id, bytes, fresh)
+    recurrent: str = ""  # the recurrent-layer call the op belongs to (recurrent.call_spec)
 
     def row(self) -> dict[str, Any]:
-        """The public per-op row (the per-op keys of docs/profile.md, dtype, input shapes)."""
-        return {"op": self.op, "phase": self.phase, "flops": self.flops,
-                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-                "bound": self.bound, "dtype": self.dtype, "shapes": self.shapes}
+        """The public per-op row (the per-op keys of docs/profile.md, dtype, input shapes;
+        ``recurrent`` on the ops of an ``nn.LSTM``/``GRU``/``RNN`` call)."""
+        row = {"op": self.op, "phase": self.phase, "flops": self.flops,
+               "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
+               "bound": self.bound, "dtype": self.dtype, "shapes": self.shapes}
+        return row | {"recurrent": self.recurrent} if self.recurrent else row
 
 
 def fused_memory_bytes(records: list[OpRecord]) -> int:

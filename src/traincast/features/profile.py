@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from traincast.errors import TraincastError
 from traincast.features import meta_kernels  # noqa: F401  (registers missing meta kernels)
 from traincast.features.amp import ForwardRewrite
-from traincast.features.capture import Capture
+from traincast.features.capture import Capture, RecurrentCalls
 from traincast.features.ops import OpRecord, fused_memory_bytes
 
 OPTIMIZERS = ("adam", "sgd", "none")
@@ -145,7 +145,7 @@ def _capture_step(model: nn.Module, inputs: Sequence[Any], device: str, optimize
     opts = make_optimizers(optimizer, [p for p in params if id(p) not in sparse_ids],
                             [p for p in params if id(p) in sparse_ids])
     model.train()
-    with capture:
+    with capture, RecurrentCalls(capture):
         capture.phase = "forward"
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
                 ForwardRewrite(AMP_DTYPE if amp else None, fused_dropout):

@@ -88,6 +88,7 @@ class GPU:
     conv_tflops_1t: tuple[float, ...] = ()  # ... and convolutions, over conv_intensity
     thread_conv_speedup: float = 0.0
     thread_conv_grain_flops: float = 0.0
+    device: str = ""  # the torch device `calibrate` measured the curves on: "cuda" or "cpu"
     # about the entry
     default_node: str = ""
     source: str = ""
@@ -136,7 +137,7 @@ FIELD_GROUPS: dict[str, tuple[str, ...]] = {
                  "foreach_tensor_us", "threads", "kernel_gelems_1t", "thread_grain_elems",
                  "gemm_tflops_1t", "thread_gemm_speedup", "thread_gemm_grain_flops",
                  "thread_gemm_rows", "thread_gemm_rows_speedup", "conv_tflops_1t",
-                 "thread_conv_speedup", "thread_conv_grain_flops"),
+                 "thread_conv_speedup", "thread_conv_grain_flops", "device"),
 }
 """The GPU fields by where their numbers come from. ``datasheet``: vendor datasheets and
 architecture whitepapers (peaks, memory, SMs, clocks, cache, power). ``fitted``: kernel-model
@@ -209,7 +210,7 @@ _FLOAT_KEYS = {
     "node": set(),
 }
 _STR_KEYS = {
-    "gpu": {"default_node", "source", "description"},
+    "gpu": {"default_node", "source", "description", "device"},
     "link": {"source", "description"},
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
@@ -350,6 +351,9 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
         elif key in _STR_KEYS[kind]:
             if not isinstance(value, str):
                 raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
+            if kind == "gpu" and key == "device" and value not in ("cuda", "cpu"):
+                raise CatalogError(f"{where} key 'device' must be \"cuda\" or \"cpu\", "
+                                   f"got {value!r}")
         else:
             known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind]
                            | _ARRAY_KEYS[kind] | _MAP_KEYS[kind] | _SOURCE_MAPS[kind])

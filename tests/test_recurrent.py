@@ -1,0 +1,207 @@
+"""Recurrent layers on a GPU: the profiler tags nn.LSTM/GRU/RNN calls, and a GPU prices them as
+cuDNN's fused RNN (one GEMM per step, one fused cell kernel, batched input and weight GEMMs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from traincast import compute, kernels
+from traincast.features.ops import expand_ops, expand_ops_origin
+from traincast.features.profile import profile
+from traincast.features.recurrent import as_cudnn, call_spec, cudnn_rows, parse_call
+from traincast.hardware.catalog import CatalogError, load_catalog
+from traincast.roofline import Curves, compute_breakdown
+
+
+class TwoLayerLM(nn.Module):
+    """Embedding -> 2-layer LSTM (dropout between layers) -> linear: the PTB model's shape."""
+
+    def __init__(self, mode: str = "lstm", bidirectional: bool = False) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(50, 6)
+        rnn = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[mode]
+        self.rnn = rnn(6, 8, 2, batch_first=True, dropout=0.5, bidirectional=bidirectional)
+        self.out = nn.Linear(16 if bidirectional else 8, 50)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        y, _ = self.rnn(self.emb(ids))
+        return self.out(y).sum()
+
+
+def _ops(model: nn.Module, batch: int = 3, seq: int = 5) -> list[dict]:
+    ids = torch.randint(0, 50, (batch, seq))
+    return profile(model, (ids,), ops=True)["ops"]
+
+
+@pytest.mark.parametrize(("mode", "gates", "name"), [("lstm", 4, "lstm"), ("gru", 3, "gru"),
+                                                     ("rnn", 1, "rnn_tanh")])
+def test_profile_tags_every_op_of_the_recurrent_call(mode: str, gates: int, name: str) -> None:
+    ops = _ops(TwoLayerLM(mode))
+    tagged = [o for o in ops if o.get("recurrent")]
+    specs = {o["recurrent"] for o in tagged}
+    assert len(specs) == 1
+    call = parse_call(specs.pop())
+    assert call == {"mode": name, "call": 0, "seq": 5, "batch": 3, "input": 6, "hidden": 8,
+                    "layers": 2, "directions": 1, "bias": 1, "dropout": 1}
+    # forward and backward both tagged; the embedding, the output layer, the loss and the
+    # optimizer are not
+    assert {o["phase"] for o in tagged} == {"forward", "backward"}
+    for o in ops:
+        if o["op"] in ("embedding", "embedding_dense_backward") or o["phase"] == "optimizer":
+            assert "recurrent" not in o
+    # the tagged forward products are the layers' gate GEMMs: 2 B T G (I_l + H) each layer
+    fwd = sum(o["flops"] for o in tagged if o["phase"] == "forward")
+    g = gates * 8
+    assert fwd == sum(2 * 3 * 5 * g * (i + 8) for i in (6, 8))
+
+
+def test_bidirectional_call_is_tagged_with_both_directions() -> None:
+    ops = _ops(TwoLayerLM("lstm", bidirectional=True))
+    call = parse_call(next(o["recurrent"] for o in ops if o.get("recurrent")))
+    assert (call["directions"], call["layers"]) == (2, 2)
+    fwd = sum(o["flops"] for o in ops if o.get("recurrent") and o["phase"] == "forward")
+    # each direction of each layer: 2 B T 4H (I_l + H); layer 2 reads both directions (2H)
+    assert fwd == sum(2 * 2 * 3 * 5 * 32 * (i + 8) for i in (6, 16))
+
+
+def test_lstm_projections_stay_untagged() -> None:
+    lstm = nn.LSTM(6, 8, proj_size=4, batch_first=True)
+
+    class Proj(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = lstm
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x)[0].sum()
+
+    rec = profile(Proj(), (torch.randn(2, 4, 6),), ops=True)
+    assert not any(o.get("recurrent") for o in rec["ops"])
+    assert rec["ops"]  # its ops are recorded, priced as ATen runs them
+
+
+def test_cudnn_rows_of_one_lstm_layer_by_hand() -> None:
+    # B = 2, T = 3, I = 5, H = 4: G = 16, N = 6, fp32
+    call = parse_call(call_spec("lstm", call=0, seq=3, batch=2, input=5, hidden=4, layers=1,
+                                directions=1, bias=1, dropout=0))
+    fwd = cudnn_rows(call, "forward", "float32")
+    assert [(r["op"], r["count"]) for r in fwd] == [("mm", 1), ("mm", 3), ("cudnn_lstm_cell", 3)]
+    assert fwd[0]["flops"] == 2 * 6 * 5 * 16 and fwd[0]["shapes"] == "6x5;5x16"
+    assert fwd[1]["flops"] == 2 * 2 * 4 * 16 and fwd[1]["shapes"] == "2x4;4x16"
+    # the cell reads both products' gates (2 B G), the two biases (2 G) and c (B H); writes
+    # h and c (2 B H) and the gates kept for backward (B G)
+    assert fwd[2]["bytes_read"] == 4 * (2 * 2 * 16 + 2 * 16 + 2 * 4)
+    assert fwd[2]["bytes_written"] == 4 * (2 * 2 * 4 + 2 * 16)
+    # the host issues the first kernel (the _cudnn_rnn call); cuDNN launches the others
+    assert "launch" not in fwd[0] and all(r["launch"] == "library" for r in fwd[1:])
+    bwd = cudnn_rows(call, "backward", "float32")
+    # backward: the data gradients (per step, then the input) and the weight gradients
+    flops = sum(r["flops"] * r["count"] for r in bwd)
+    assert flops == 2 * sum(r["flops"] * r["count"] for r in fwd)
+    assert [r["op"] for r in bwd] == ["cudnn_lstm_cell_backward", "mm", "mm", "mm", "mm", "sum"]
+    assert bwd[-1]["bytes_written"] == 4 * 2 * 16  # both bias gradients
+
+
+def test_cudnn_rows_of_stacked_bidirectional_layers() -> None:
+    call = parse_call(call_spec("gru", call=0, seq=7, batch=2, input=5, hidden=4, layers=2,
+                                directions=2, bias=0, dropout=1))
+    fwd = cudnn_rows(call, "forward", "float16")
+    g, n = 12, 14
+    # layer 2 reads both directions' outputs (D H = 8 wide) after dropout
+    assert fwd[0]["shapes"] == f"{n}x5;5x{2 * g}"
+    drop = [r for r in fwd if r["op"] == "dropout"]
+    assert len(drop) == 1 and drop[0]["bytes_read"] == 2 * n * 8
+    assert [r["shapes"] for r in fwd if r["count"] == 1 and r["op"] == "mm"] == \
+        [f"{n}x5;5x{2 * g}", f"{n}x8;8x{2 * g}"]
+    assert sum(r["count"] for r in fwd if r["op"] == "mm" and r["count"] == 7) == 4 * 7
+    total = sum(r["flops"] * r["count"] for r in fwd)
+    assert total == sum(2 * n * 2 * g * (i + 4) for i in (5, 8))
+
+
+def test_as_cudnn_replaces_each_tagged_call_where_it_began() -> None:
+    spec = call_spec("lstm", call=0, seq=3, batch=2, input=5, hidden=4, layers=1,
+                     directions=1, bias=1, dropout=0)
+
+    def row(op: str, phase: str, tag: str = "") -> dict:
+        r = {"op": op, "phase": phase, "flops": 0, "bytes_read": 8, "bytes_written": 8,
+             "bound": "memory", "dtype": "float32", "shapes": ""}
+        return r | {"recurrent": tag} if tag else r
+
+    ops = [row("embedding", "forward"), *(row("sigmoid_", "forward", spec) for _ in range(9)),
+           row("nll_loss_forward", "forward"), *(row("mul", "backward", spec) for _ in range(9)),
+           row("embedding_dense_backward", "backward")]
+    rows, origin = as_cudnn(ops)
+    names = [r["op"] for r in rows]
+    assert names == ["embedding", "mm", "mm", "cudnn_lstm_cell", "nll_loss_forward",
+                     "cudnn_lstm_cell_backward", "mm", "mm", "mm", "mm", "sum",
+                     "embedding_dense_backward"]
+    assert origin == [0, 1, 1, 1, 10, 11, 11, 11, 11, 11, 11, 20]
+    # the same table on a CPU keeps ATen's ops
+    assert expand_ops(ops) == ops
+    assert [r["op"] for r in expand_ops_origin(ops, gpu_library=True)[0]] == names
+
+
+def test_gru_operator_rows_keep_their_flops_as_cudnn_kernels() -> None:
+    b, t, i, h = 4, 50, 32, 16
+    g = 3 * h
+    shapes = f"{b}x{t}x{i};{g}x{i};{g}x{h};{g};{g}"
+    fwd = {"op": "gru", "phase": "forward", "flops": 2 * b * t * g * (i + h), "bytes_read": 0,
+           "bytes_written": 0, "dtype": "float32", "bound": "compute", "shapes": shapes}
+    bwd = fwd | {"op": "gru_backward", "phase": "backward", "flops": 2 * fwd["flops"],
+                 "shapes": f"{b}x{t}x{h};" + shapes}
+    rows, _ = as_cudnn([fwd, bwd])
+    for phase, row in (("forward", fwd), ("backward", bwd)):
+        part = [r for r in rows if r["phase"] == phase]
+        assert sum(r["flops"] * r["count"] for r in part) == row["flops"]
+    # no recomputation of the forward in the backward (cuDNN keeps the gates), and no
+    # per-step ATen cell ops: 3 forward kernels, 6 backward
+    assert len(rows) == 3 + 6
+
+
+def test_a_gpu_issues_one_call_and_cudnn_launches_the_rest() -> None:
+    gpu = load_catalog().gpu("V100")
+    ops = _ops(TwoLayerLM("lstm"), batch=4, seq=30)
+    rows, _ = expand_ops_origin(ops, gpu_library=True)
+    r = compute.kernel_op_times(rows, gpu, "fp32")
+    library = np.array([o.get("launch") == "library" for o in rows])
+    assert library.any()
+    assert np.allclose(r["host_s"][library], kernels.LIBRARY_LAUNCH_US * 1e-6)
+    assert (r["host_s"][~library] > 20e-6).all()  # eager ops: the fitted floor, above 20 µs
+    # the step is no shorter than the host's issuing nor than the GPU's busy time
+    gpu_path = compute.ops_compute_s(ops, gpu, "fp32")
+    step = gpu_path["compute_flop"] + gpu_path["compute_mem"]
+    assert step >= float((r["host_s"] * r["count"]).sum()) - 1e-12
+    assert step >= float((r["busy_s"] * r["count"]).sum()) - 1e-12
+    # ATen's per-step cells issue every op from the host: 30 steps x 2 layers of them
+    aten = compute.kernel_op_times(expand_ops(ops), gpu, "fp32")
+    assert step < float((aten["host_s"] * aten["count"]).sum())
+
+
+def test_curves_measured_on_cuda_run_cudnn_and_on_cpu_aten() -> None:
+    ops = _ops(TwoLayerLM("gru"), batch=2, seq=20)
+    base = {"gemm_intensity": np.array([1.0]), "gemm_flops_per_s": np.array([1e12]),
+            "conv_intensity": np.array([1.0]), "conv_flops_per_s": np.array([1e12]),
+            "elementwise_bytes": np.array([1.0]), "elementwise_bps": np.array([1e11]),
+            "op_overhead_s": 20e-6}
+    cpu = compute_breakdown(ops, Curves(**base))
+    cuda = compute_breakdown(ops, Curves(**base, gpu_library=True))
+    untagged = [{k: v for k, v in o.items() if k != "recurrent"} for o in ops]
+    assert compute_breakdown(untagged, Curves(**base)) == cpu  # the tag changes nothing on a CPU
+    n_lib = sum(r.get("count", 1) for r in expand_ops(ops, True) if r.get("launch"))
+    n_eager = sum(r.get("count", 1) for r in expand_ops(ops, True) if not r.get("launch"))
+    assert cuda["ops"] < cpu["ops"]
+    assert cuda["overhead"] == pytest.approx(n_eager * 20e-6 + n_lib * kernels.LIBRARY_LAUNCH_US
+                                             * 1e-6)
+
+
+def test_catalog_device_field_is_checked(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[gpu.x]\nfp32_tflops = 1.0\nmem_bw_gbs = 10.0\ndevice = "tpu"\n')
+    with pytest.raises(CatalogError, match=r"bad.toml.*gpu\.x.*'device' must be"):
+        load_catalog([bad])
+    good = tmp_path / "good.toml"
+    good.write_text('[gpu.x]\nfp32_tflops = 1.0\nmem_bw_gbs = 10.0\ndevice = "cuda"\n')
+    assert Curves.from_gpu(load_catalog([good]).gpu("x")).gpu_library
