@@ -156,3 +156,43 @@ def test_a_markdown_report_prints_as_tables_that_fit_80_columns() -> None:
     for i in range(8):  # every value whole (folding may break it across lines, never cut)
         assert f"value-{i}-{'x' * 12}" in flat.replace("│", "")
     assert "Intro" in flat and "After." in flat and "|---|" not in flat
+
+
+def test_table_keeps_every_word_whole_while_a_layout_with_whole_words_fits() -> None:
+    from traincast.cli.tables import Table as WordTable
+
+    cells = ["j1", "allreduce-local on pai-v100-nvlink", "205 ms", "allreduce-cluster",
+             "keep: no option that fits is more than 5% faster (bottleneck: FLOP-bound "
+             "compute), said at length so that this column must wrap"]
+    out = {}
+    for name, kind in (("rich", Table), ("traincast", WordTable)):
+        table = kind()
+        for header in ("job", "now", "time", "recommended", "reason"):
+            table.add_column(header, overflow="fold")
+        table.add_row(*cells)
+        buf = io.StringIO()
+        Console(file=buf, width=72, color_system=None).print(table)
+        out[name] = buf.getvalue()
+        assert max(len(line) for line in out[name].splitlines()) <= 72
+    # rich alone folds the short columns' words; the table keeps them, and short cells on
+    # one line, the long text wrapping at its words
+    assert "allreduce-cluster" not in out["rich"]
+    for word in ("allreduce-local", "pai-v100-nvlink", "205 ms", "allreduce-cluster",
+                 "FLOP-bound", "(bottleneck:"):
+        assert word in out["traincast"], word
+
+
+def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,architecture,n_gpus,gpu_type,workload\n"
+                     "j1,allreduce-local,16,V100,resnet50\nj2,1w1g,1,V100,resnet50\n")
+    r = tc80("recommend", str(trace))
+    assert r.returncode == 0, r.stderr
+    for word in ("allreduce-cluster", "pai-v100-nvlink", "205 ms", "FLOP-bound"):
+        assert word in r.stdout, word
+    # a job whose GPUs do not fit its node says why it has no time, not just "unknown"
+    import json
+
+    rows = json.loads(tc80("recommend", str(trace), "--json").stdout)["rows"]
+    assert rows[0]["arch_reason"] == "unknown: shape does not fit the architecture"
+    assert rows[1]["arch_reason"].startswith("keep:")

@@ -34,7 +34,7 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
 from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown
-from traincast.resolve import Resolved
+from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario
 
 F = NDArray[np.float64]
@@ -137,7 +137,12 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
                                   base_node.values[bn], new_node.values[nn],
                                   base_gpu.values[bg], new_gpu.values[ng],
                                   (str(roles[br]), str(roles[nr])), catalog))
-    return np.array(texts, dtype=object)[inverse.reshape(-1)]
+    out = np.array(texts, dtype=object)[inverse.reshape(-1)]
+    why = np.asarray(base.reason, dtype=np.int64) if base.reason is not None else None
+    if why is not None and ((bb < 0) & (why != OK)).any():  # say why there is no time
+        named = np.array([f"unknown: {r}" for r in REASONS], dtype=object)
+        out = np.where((bb < 0) & (why != OK), named[why], out)
+    return out
 
 
 def _role_codes(roles: NDArray[np.object_], names: tuple[str, ...]) -> NDArray[np.int64]:

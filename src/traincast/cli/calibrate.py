@@ -23,6 +23,7 @@ from traincast.cli.common import (
     progress,
     say_above,
 )
+from traincast.cli.tables import Table
 
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Keep a calibration during which other programs held the cores in a stage "
@@ -255,7 +256,6 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
 
 def render_validation(out: dict) -> None:
     """Rich tables: predicted vs measured per case, then per component."""
-    from rich.table import Table
 
     from traincast.cli.common import fmt_seconds
 
@@ -344,7 +344,6 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                       json_out: bool) -> None:
     """``validate --kernels DIR [--kernels DIR ...]``: leave-one-GPU-out over the folders' GPUs
     together (traincast.calibration.kernel_fit)."""
-    from rich.table import Table
 
     from traincast.calibration import kernel_fit
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -24,6 +23,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
+from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct

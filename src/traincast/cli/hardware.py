@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.table import Table
 
 from traincast.cli import hardware_app
 from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
+from traincast.cli.tables import Table
 from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
 
 

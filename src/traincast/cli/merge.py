@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
@@ -17,7 +16,7 @@ from traincast.cli.common import (
     fmt_bytes,
     print_json,
 )
-from traincast.cli.tables import print_table
+from traincast.cli.tables import Table, print_table
 
 
 @app.command()

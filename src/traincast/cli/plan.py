@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
@@ -25,7 +24,7 @@ from traincast.cli.common import (
     print_json,
     within,
 )
-from traincast.cli.tables import print_table
+from traincast.cli.tables import Table, print_table
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import (
     ATTENTION,

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from traincast.architectures import ARCHITECTURES
@@ -31,6 +30,7 @@ from traincast.cli.common import (
     print_json,
     within,
 )
+from traincast.cli.tables import Table
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
 from traincast.model import COMPONENT_LABEL, COMPONENTS

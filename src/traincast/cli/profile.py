@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
@@ -20,6 +19,7 @@ from traincast.cli.common import (
     fmt_bytes,
     print_json,
 )
+from traincast.cli.tables import Table
 
 PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
 

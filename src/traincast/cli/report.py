@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -25,6 +24,7 @@ from traincast.cli.common import (
     progress,
     say_above,
 )
+from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, warn_bad_rows
 from traincast.errors import TraincastError
 from traincast.trace import DEFAULT_WORKLOAD

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import (
@@ -24,6 +23,7 @@ from traincast.cli.common import (
     print_json,
     progress,
 )
+from traincast.cli.tables import Table
 from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
 from traincast.units import fmt_pct

@@ -1,4 +1,5 @@
-"""Tables that fit the terminal: no name or number is ever cut off with ``…``.
+"""Tables that fit the terminal: no name or number is ever cut off with ``…``, no word split
+while a layout with whole words fits (``Table``).
 
 Rich shortens a cell with an ellipsis when the table's narrowest layout (every column as wide
 as its longest word) is wider than the terminal. ``print_table`` prints the table as it is
@@ -11,11 +12,44 @@ from __future__ import annotations
 
 from copy import copy
 
-from rich.console import Console
+from rich import table as rich_table
+from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
-from rich.table import Table
 
-__all__ = ["print_markdown", "print_table", "split_table"]
+__all__ = ["Table", "print_markdown", "print_table", "split_table"]
+
+
+class Table(rich_table.Table):
+    """A rich table that splits no word while a layout with every word whole fits.
+
+    When the natural layout (every cell on one line) is wider than the room, each column gets
+    its narrowest width ``m_i`` (its longest word, with padding) and the room left goes to the
+    columns in order of what they lack of their natural width ``M_i`` (``M_i - m_i``), least
+    first, each up to ``M_i``: short cells stay on one line, long texts wrap. Rich alone
+    shrinks the widest columns first and then every column evenly, which folds a short
+    column's words (``allreduce-clust|er``) while a long one still has room to wrap.
+    Expanding tables, and those whose narrowest layout does not fit, keep rich's layout."""
+
+    def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        widths = None if self.expand else _word_widths(self, console, options.max_width)
+        return widths if widths is not None else \
+            super()._calculate_column_widths(console, options)
+
+
+def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[int] | None:
+    """Column widths with padding (``Table``'s rule) that fit ``room``; None when the natural
+    layout fits or the narrowest does not."""
+    wide = console.options.update_width(1 << 20)
+    ranges = [table._measure_column(console, wide, col) for col in table.columns]
+    lo = [r.minimum for r in ranges]
+    hi = [max(r.maximum, r.minimum) for r in ranges]
+    if sum(hi) <= room or sum(lo) > room:
+        return None
+    lack = [h - m for m, h in zip(lo, hi, strict=True)]
+    spare, give = room - sum(lo), [0] * len(lack)
+    for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
+        give[i] = min(lack[i], spare - sum(give))
+    return [m + g for m, g in zip(lo, give, strict=True)]
 
 
 def _sub_table(table: Table, columns: list[int], title: str | None,

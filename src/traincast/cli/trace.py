@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import pyarrow as pa
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from traincast.cli import app
@@ -30,7 +29,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.tables import print_table
+from traincast.cli.tables import Table, print_table
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
 from rich import box
-from rich.table import Table
 
 from traincast.analysis.recommend import MIN_GAIN
 from traincast.analysis.whatif import JOB_ROW_COLUMNS
@@ -36,6 +35,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
+from traincast.cli.tables import Table
 from traincast.cli.trace import (
     AddressOpt,
     DbOpt,

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, print_json
-from traincast.cli.tables import print_table
+from traincast.cli.tables import Table, print_table
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo (one registry).")
 app.add_typer(zoo_app, name="zoo")
