@@ -125,3 +125,19 @@ def test_plan_takes_every_llm_zoo_name_and_rejects_a_cnn() -> None:
     assert out["seq"] == 2048 and out["params"] == 6_738_415_616 and out["top"]
     with pytest.raises(TraincastError, match="zoo:resnet50 .*no decoder-only"):
         plan("zoo:resnet50", 8, "dgx-a100")
+
+
+def test_model_tflops_above_the_peak_are_explained() -> None:
+    import json
+
+    args = ["plan", "zoo:llama2-7b", "--gpus", "64", "--node", "dgx-h100", "--top", "2",
+            "--framework", "megatron-core"]
+    long = runner.invoke(app, [*args, "--seq", "131072"], env={"COLUMNS": "200"})
+    rows = json.loads(runner.invoke(app, [*args, "--seq", "131072", "--json"]).output)["top"]
+    # the H100 SXM's dense bf16 peak, NVIDIA's datasheet: 989.4 TFLOP/s
+    above = [r["rank"] for r in rows if r["model_tflops_per_gpu"] > 989.4]
+    assert above, "the full-square count at 131k tokens should exceed the peak"
+    assert f"TFLOP/s of #{above[0]}" in long.output
+    assert "full attention square" in long.output
+    short = runner.invoke(app, [*args, "--seq", "4096"], env={"COLUMNS": "200"})
+    assert short.exit_code == 0 and "full attention square" not in short.output

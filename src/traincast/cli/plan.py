@@ -186,6 +186,7 @@ def plan(
                   f"memory ({result['seconds']:.2f} s).")
     print_assumed_line(result["assumed"])
     _table("Fastest configurations", result["top"], overlap=overlap)
+    _note_above_peak(result, kwargs["catalog"])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))
@@ -331,6 +332,27 @@ def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
 def _and(xs: list[int], word: str = "and") -> str:
     words = [str(x) for x in xs]
     return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
+
+
+def _note_above_peak(result: dict[str, Any], catalog: Any) -> None:
+    """A line under the table when a row's model TFLOP/s is above its GPU's dense peak: the
+    count takes the full attention square, the executed work of a causal mask is half."""
+    above = []
+    for r in result["top"]:
+        try:
+            peak = catalog.gpu(r["gpu"]).peak_tflops(result["dtype"])
+        except KeyError:
+            continue
+        if peak > 0 and r["model_tflops_per_gpu"] > peak:
+            above.append((r["rank"], r["gpu"], peak))
+    if above:
+        ranks = " and ".join(f"#{rank}" for rank, _, _ in above[:2]) if len(above) < 3 else \
+            ", ".join(f"#{rank}" for rank, _, _ in above[:-1]) + f" and #{above[-1][0]}"
+        _, gpu, peak = above[0]
+        console.print(f"[dim]TFLOP/s of {ranks} is above the {gpu}'s dense {result['dtype']} "
+                      f"peak ({peak:g}): the model count takes the full attention square (12 l "
+                      f"a d s per token, as the published model-FLOPs formulas do); with a "
+                      f"causal mask the kernels run about half of those FLOPs.[/dim]")
 
 
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
