@@ -98,9 +98,11 @@ def test_cudnn_rows_of_one_lstm_layer_by_hand() -> None:
     # the host issues the first kernel (the _cudnn_rnn call); cuDNN launches the others
     assert "launch" not in fwd[0] and all(r["launch"] == "library" for r in fwd[1:])
     bwd = cudnn_rows(call, "backward", "float32")
-    # backward: the data gradients (per step, then the input) and the weight gradients
+    # backward: the data gradients (per step dh: 3 x 2 B G H; the input: 2 N G I) and the
+    # weight gradients (W_ih: 2 G N I; W_hh: 2 G N H)
     flops = sum(r["flops"] * r["count"] for r in bwd)
-    assert flops == 2 * sum(r["flops"] * r["count"] for r in fwd)
+    assert flops == 3 * 2 * 2 * 16 * 4 + 2 * 6 * 16 * 5 + 2 * 16 * 6 * 5 + 2 * 16 * 6 * 4
+    assert sum(r["flops"] * r["count"] for r in fwd) == 2 * 6 * 5 * 16 + 3 * 2 * 2 * 4 * 16
     assert [r["op"] for r in bwd] == ["cudnn_lstm_cell_backward", "mm", "mm", "mm", "mm", "sum"]
     assert bwd[-1]["bytes_written"] == 4 * 2 * 16  # both bias gradients
 
@@ -205,3 +207,89 @@ def test_catalog_device_field_is_checked(tmp_path) -> None:
     good = tmp_path / "good.toml"
     good.write_text('[gpu.x]\nfp32_tflops = 1.0\nmem_bw_gbs = 10.0\ndevice = "cuda"\n')
     assert Curves.from_gpu(load_catalog([good]).gpu("x")).gpu_library
+
+
+def test_a_module_called_twice_keeps_its_calls_apart() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(6, 6, batch_first=True)
+            self.mid = nn.Linear(6, 7)
+            self.back = nn.Linear(7, 6)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y, _ = self.lstm(x)
+            y, _ = self.lstm(self.back(self.mid(y)))  # the same weights again
+            return y.sum()
+
+    ops = profile(Twice(), (torch.randn(3, 4, 6),), ops=True)["ops"]
+    calls = [parse_call(o["recurrent"])["call"] if o.get("recurrent") else None for o in ops]
+    bwd = [c for c, o in zip(calls, ops, strict=True) if o["phase"] == "backward"]
+    # backward runs call 1, then the two linear layers (untagged), then call 0
+    runs = [c for i, c in enumerate(bwd) if i == 0 or c != bwd[i - 1]]
+    assert runs[:4] == [None, 1, None, 0]
+    between = [o for c, o in zip(calls, ops, strict=True) if o["phase"] == "backward" and c is None
+               and o["op"] == "mm"]
+    assert {o["shapes"] for o in between} >= {"12x6;6x7", "7x12;12x6"}  # the linears' products
+    # each call's forward: 2 B T 4H (I + H) = 2 * 3 * 4 * 24 * 12
+    for k in (0, 1):
+        assert sum(o["flops"] for c, o in zip(calls, ops, strict=True)
+                   if c == k and o["phase"] == "forward") == 2 * 3 * 4 * 24 * 12
+
+
+def test_cpu_fallback_tags_the_call_at_its_rows_batch() -> None:
+    from traincast.features.recurrent import extrapolated_call
+
+    # rows extrapolated from batch 1 and 2 to 16: the call's batch with them, the rest as is
+    one, two = (call_spec("lstm", call=0, seq=5, batch=b, input=6, hidden=8, layers=1,
+                          directions=1, bias=1, dropout=0) for b in (1, 2))
+    full = parse_call(extrapolated_call(one, two, lambda a, b: round(a + (b - a) * 15)))
+    assert (full["batch"], full["seq"], full["input"], full["hidden"]) == (16, 5, 6, 8)
+
+    class NeedsValues(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(6, 8, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            scale = float(x.abs().max().item())  # a float read: meta cannot answer it
+            return (self.lstm(x / (1.0 + scale))[0]).sum()
+
+    # here the op sequence differs between batch 1 and 2: the rows are batch 2's, and so is
+    # the call (a real CPU runs the call as one fused mkldnn_rnn_layer, tagged too)
+    rec = profile(NeedsValues(), (torch.randn(16, 5, 6),), ops=True)
+    assert rec["method"] == "cpu-extrapolated" and "batch 2" in rec["notes"][-1]
+    tagged = [o for o in rec["ops"] if o.get("recurrent")]
+    assert {parse_call(o["recurrent"])["batch"] for o in tagged} == {2}
+    assert any(o["op"] == "mkldnn_rnn_layer" for o in tagged)
+
+
+def test_a_gpu_marks_cudnn_gemms_compute_bound_and_cells_memory_bound() -> None:
+    gpu = load_catalog().gpu("H200")
+    ops = _ops(TwoLayerLM("lstm"), batch=4, seq=12)
+    rows, _ = expand_ops_origin(ops, gpu_library=True)
+    r = compute.kernel_op_times(rows, gpu, "fp32")
+    # the profiler marks products compute-bound and the rest memory-bound: so do cuDNN's rows
+    products = np.array([float(o["flops"]) > 0 for o in rows])
+    expected = float((r["busy_s"] * r["count"])[products].sum())
+    assert compute.ops_compute_s(ops, gpu, "fp32")["busy_marked"] == pytest.approx(expected)
+
+
+def test_features_files_keep_the_tag_and_refuse_a_bad_one(tmp_path) -> None:
+    import json
+
+    from traincast.errors import TraincastError
+    from traincast.features.io import load_features, write_features
+
+    ids = torch.randint(0, 50, (3, 5))
+    rec = profile(TwoLayerLM("gru"), (ids,), ops=True)
+    tagged = sum(1 for o in rec["ops"] if o.get("recurrent"))
+    for name in ("f.json", "f.parquet"):
+        back = load_features(write_features(rec, tmp_path / name))
+        assert sum(1 for o in back["ops"] if o.get("recurrent")) == tagged
+        assert as_cudnn(back["ops"])[0] == as_cudnn(rec["ops"])[0]
+    rec["ops"][7]["recurrent"] = "gru call=0 seq=five"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rec))
+    with pytest.raises(TraincastError, match=r"bad.json: ops row 8, field 'recurrent'"):
+        load_features(bad)

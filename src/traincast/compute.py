@@ -306,7 +306,10 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
         r = kernel_op_times(expanded, gpu, dtype)
         t = (r["busy_s"] - r["layout_s"]) * r["count"] + r["idle_total_s"]  # idle with its op
         layout = r["layout_s"] * r["count"]
-        sel = np.array([o.get("bound") == "compute" for o in ops])[origin] if marks \
+        # each row's own mark where an expansion gave it one (cuDNN's or ATen's kernels of a
+        # recurrent layer), else the mark of the profiled row it comes from
+        sel = np.array([o.get("bound", ops[i].get("bound")) == "compute"
+                        for o, i in zip(expanded, origin, strict=True)]) if marks \
             else r["flop_bound"]
         out = {"compute_flop": float(t[r["flop_bound"]].sum()),
                "compute_mem": float(t[~r["flop_bound"]].sum() + layout.sum()),

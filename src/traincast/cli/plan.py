@@ -349,8 +349,11 @@ def _note_above_peak(result: dict[str, Any], catalog: Any) -> None:
         ranks = " and ".join(f"#{rank}" for rank, _, _ in above[:2]) if len(above) < 3 else \
             ", ".join(f"#{rank}" for rank, _, _ in above[:-1]) + f" and #{above[-1][0]}"
         _, gpu, peak = above[0]
-        console.print(f"[dim]TFLOP/s of {ranks} is above the {gpu}'s dense {result['dtype']} "
-                      f"peak ({peak:g}): the model count takes the full attention square (12 l "
+        where = f"the {gpu}'s dense {result['dtype']} peak ({peak:g})" \
+            if len({g for _, g, _ in above}) == 1 else \
+            f"their GPUs' dense {result['dtype']} peaks"
+        console.print(f"[dim]TFLOP/s of {ranks} is above {where}: the model count takes "
+                      f"the full attention square (12 l "
                       f"a d s per token, as the published model-FLOPs formulas do); with a "
                       f"causal mask the kernels run about half of those FLOPs.[/dim]")
 

@@ -38,11 +38,13 @@ class Table(rich_table.Table):
 
 def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[int] | None:
     """Column widths with padding (``Table``'s rule) that fit ``room``; None when the natural
-    layout fits or the narrowest does not."""
+    layout fits or the narrowest does not. A ``no_wrap`` or fixed-width column keeps its
+    natural width (its cells cannot wrap)."""
     wide = console.options.update_width(1 << 20)
     ranges = [table._measure_column(console, wide, col) for col in table.columns]
-    lo = [r.minimum for r in ranges]
     hi = [max(r.maximum, r.minimum) for r in ranges]
+    lo = [h if col.no_wrap or col.width is not None else r.minimum
+          for r, h, col in zip(ranges, hi, table.columns, strict=True)]
     if sum(hi) <= room or sum(lo) > room:
         return None
     lack = [h - m for m, h in zip(lo, hi, strict=True)]

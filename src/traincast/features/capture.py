@@ -370,6 +370,7 @@ class RecurrentCalls:
         spec = self._spec(mode, args)
         if spec is None:
             return fn(*args)
+        args = _aliased(args)  # this call's own gradients, apart from other uses of its weights
         self.capture.recurrent = spec
         try:
             out = fn(*args)
@@ -396,6 +397,10 @@ class RecurrentCalls:
         return spec
 
     def _tag_backward(self, spec: str, args: tuple, out: Any) -> None:
+        """Open the call's backward region when a gradient reaches an output, close it when
+        the gradients of all its inputs that need one are complete (``args`` are this call's
+        own aliases of its input, states and weights: a weight used again elsewhere, the same
+        module called twice, does not hold the region open)."""
         x, hx, params = args[0], args[1], args[2]
         states = list(hx) if isinstance(hx, list | tuple) else [hx]
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
@@ -416,6 +421,18 @@ class RecurrentCalls:
 
         self._handles += [t.register_hook(opening) for t in outs]
         self._handles += [t.register_hook(closing) for t in ins]
+
+
+def _aliased(args: tuple) -> tuple:
+    """``_VF`` recurrent arguments with the input, initial states and weights that need a
+    gradient replaced by views of themselves (no data moved, no op recorded)."""
+
+    def alias(t: Any) -> Any:
+        return t.view_as(t) if isinstance(t, torch.Tensor) and t.requires_grad else t
+
+    x, hx, params, *rest = args
+    states = type(hx)(alias(h) for h in hx) if isinstance(hx, list | tuple) else alias(hx)
+    return (alias(x), states, [alias(p) for p in params], *rest)
 
 
 class _VFProxy:

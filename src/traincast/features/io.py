@@ -2,8 +2,9 @@
 
 JSON holds the whole record (with the per-op table under ``ops`` when profiled with ``--ops``).
 Parquet holds the per-op table, one row per op (``op, phase, flops, bytes_read, bytes_written,
-bound, dtype, shapes``), with the rest of the record as JSON in the file's schema metadata
-under the key ``traincast.features``; both are accepted by ``traincast predict --features``.
+bound, dtype, shapes, recurrent``), with the rest of the record as JSON in the file's schema
+metadata under the key ``traincast.features``; both are accepted by ``traincast predict
+--features``. A ``recurrent`` tag is checked on reading (file, row and field named).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from traincast.errors import NoSuchFileError, TraincastError
+from traincast.features.recurrent import parse_call
 from traincast.files import write_text_whole, write_whole
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
-OP_COLUMNS = ("op", "phase", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes")
+OP_COLUMNS = ("op", "phase", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes",
+              "recurrent")
 
 
 def _read_parquet(path: Path) -> dict[str, Any]:
@@ -32,7 +35,9 @@ def _read_parquet(path: Path) -> dict[str, Any]:
         raise TraincastError(f"{path}: Parquet file without a traincast features record",
                              hint="write it with `traincast profile MODEL -o F.parquet`")
     data = json.loads(meta)
-    data["ops"] = table.to_pylist()
+    # a column a row has no value in (the recurrent tag of the other ops) is left out, as JSON
+    data["ops"] = [{k: v for k, v in row.items() if v is not None or k != "recurrent"}
+                   for row in table.to_pylist()]
     return data
 
 
@@ -64,6 +69,16 @@ def load_features(path: str | Path) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")
+    for i, row in enumerate(data.get("ops") or []):
+        spec = row.get("recurrent") if isinstance(row, dict) else None
+        if spec:
+            try:
+                parse_call(str(spec))
+            except ValueError as exc:
+                raise TraincastError(f"{path}: ops row {i + 1}, field 'recurrent': {exc}",
+                                     hint="the tag `traincast profile --ops` writes: "
+                                     "\"lstm call=0 seq=35 batch=20 input=650 hidden=650 "
+                                     "layers=2 directions=1 bias=1 dropout=1\"") from None
     return data
 
 

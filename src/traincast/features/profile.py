@@ -27,6 +27,7 @@ from traincast.features import meta_kernels  # noqa: F401  (registers missing me
 from traincast.features.amp import ForwardRewrite
 from traincast.features.capture import Capture, RecurrentCalls
 from traincast.features.ops import OpRecord, fused_memory_bytes
+from traincast.features.recurrent import extrapolated_call
 
 OPTIMIZERS = ("adam", "sgd", "none")
 """``none``: forward and backward only (no optimizer step, no optimizer state)."""
@@ -504,6 +505,9 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
             for a, b in zip(rows1, rows2, strict=True):
                 for key in ("flops", "bytes_read", "bytes_written"):
                     b[key] = extrapolate(a[key], b[key])
+                if b.get("recurrent"):  # the call's batch too, each field as the rows
+                    b["recurrent"] = extrapolated_call(a.get("recurrent", ""), b["recurrent"],
+                                                       extrapolate)
             out["ops"] = rows2
         else:
             out["ops"] = rows2

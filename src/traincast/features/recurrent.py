@@ -8,8 +8,9 @@ backward of it), each with a ``count`` (times it runs). It is registered with th
 ``traincast.features.ops`` (``expand=``), so a time model prices every op the same way:
 ``traincast.features.ops.expand_ops``.
 
-On a GPU, PyTorch runs ``nn.LSTM``/``GRU``/``RNN`` as one cuDNN call per direction of
-layers (``_cudnn_rnn`` forward, ``_cudnn_rnn_backward`` backward), not as per-step cells. The
+On a GPU, PyTorch runs an ``nn.LSTM``/``GRU``/``RNN`` call as one cuDNN call for all its layers
+and directions (``_cudnn_rnn`` forward, ``_cudnn_rnn_backward`` backward), not as per-step
+cells. The
 profiler tags the ATen ops of each such call with its ``call_spec`` (``traincast.features.
 capture.RecurrentCalls``; the ``gru`` rows carry their shapes), and ``as_cudnn`` replaces them
 by the kernels cuDNN runs (``cudnn_rows``): the algorithm of Appleyard, Kocisky and Blunsom
@@ -22,7 +23,7 @@ not needed here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 # bytes per element of the dtypes a per-op table names
@@ -139,6 +140,21 @@ def parse_call(spec: str) -> dict[str, Any]:
     return {"mode": mode, **{k: int(fields[k]) for k in CALL_KEYS}}
 
 
+def extrapolated_call(spec_1: str, spec_2: str, extrapolate: Callable[[float, float], int]
+                      ) -> str:
+    """The call spec at the full batch of a profile extrapolated from batch 1 and 2: each
+    field by ``extrapolate(value at 1, value at 2)`` (the batch grows, the rest stay); the
+    batch-2 spec when the batch-1 one is not the same call."""
+    two = parse_call(spec_2)
+    try:
+        one = parse_call(spec_1)
+    except ValueError:
+        return spec_2
+    if one["mode"] != two["mode"]:
+        return spec_2
+    return call_spec(two["mode"], **{k: extrapolate(one[k], two[k]) for k in CALL_KEYS})
+
+
 def _library(row: dict[str, Any]) -> dict[str, Any]:
     """A kernel the library launches from its own loop: no eager dispatch of its own."""
     return row | {"launch": "library"}
@@ -153,8 +169,9 @@ def cudnn_rows(call: Mapping[str, Any], phase: str, dtype: str) -> list[dict[str
     * forward: the input projection of all steps, one GEMM ``N x I_l x D G``; per direction
       and step (count T): the recurrent GEMM ``B x H x G`` and one fused element-wise kernel
       reading both products' gates and the biases (and c, LSTM) and writing h (and c) and the
-      gates kept for backward (s (2 B G + 2 G + B H [LSTM]) read, s (B H + B H [LSTM] + B G)
-      written); between layers, dropout over the ``N x D H`` activations;
+      gates kept for backward (s (2 B G + 2 G [biases] + B H [LSTM]) read,
+      s (B H + B H [LSTM] + B G) written); between layers, dropout over the ``N x D H``
+      activations;
     * backward (layers in reverse): per direction and step the fused element-wise backward
       (reads the output and state gradients, the kept gates and c; writes the gates' and c's
       gradients) and the GEMM ``B x G x H`` of the previous state's gradient; then the input
@@ -235,10 +252,14 @@ def as_cudnn(ops: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], li
     origin: list[int] = []
     done: set[tuple[str, str]] = set()
     for index, op in enumerate(ops):
-        spec, phase = str(op.get("recurrent", "")), str(op.get("phase", "forward"))
+        spec, phase = str(op.get("recurrent") or ""), str(op.get("phase", "forward"))
         name = str(op["op"]).split("::")[-1]
-        call = parse_call(spec) if spec else _gru_call(op) if name in ("gru", "gru_backward") \
-            else None
+        try:
+            call = parse_call(spec) if spec else \
+                _gru_call(op) if name in ("gru", "gru_backward") else None
+        except ValueError as exc:
+            raise ValueError(f"per-op row {index + 1} ({name}), field 'recurrent': {exc}") \
+                from None
         if call is None:
             out.append(dict(op))
             origin.append(index)

@@ -91,7 +91,15 @@ def ops_entry(name: str) -> dict[str, Any]:
     rec = profile_model(f"zoo:{name}", ops=True)
     return {"batch_size": rec["batch_size"], "flops_compute_bound": rec["flops_compute_bound"],
             "bytes_memory_bound": rec["bytes_memory_bound"],
-            "ops": [{k: row[k] for k in OP_KEYS if k in row} for row in rec["ops"]]}
+            "ops": [{k: row[k] for k in OP_KEYS if k in row} | _call_keys(row)
+                    for row in rec["ops"]]}
+
+
+def _call_keys(row: dict[str, Any]) -> dict[str, Any]:
+    """The keys a GPU needs to price a recurrent call's rows as cuDNN's kernels (its tag and the
+    row's phase, ``features.recurrent.as_cudnn``); none for other rows."""
+    return {"phase": row["phase"], "recurrent": row["recurrent"]} if row.get("recurrent") \
+        else {}
 
 
 def build_ops(path: Path = OPS_PATH, names: list[str] | None = None) -> dict[str, Any]:
