@@ -295,6 +295,22 @@ def test_philly_not_a_json_array(tmp_path: Path, name: str, data: bytes, says: s
     assert str(path) in str(exc.value)
 
 
+def test_philly_a_wrong_type_inside_one_job_spoils_that_job_only(tmp_path: Path) -> None:
+    jobs = _philly_jobs()
+    jobs[1]["attempts"] = 1e308  # a number where the list of attempts belongs
+    jobs[2]["attempts"][0]["detail"][0]["gpus"] = 1e308  # ... where a machine's GPUs belong
+    jobs[3]["attempts"][0]["end_time"] = [1, 2]  # a list where a time belongs
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(jobs))
+    report = _ingest(path, "philly")
+    got = _jobs(path.with_suffix(".duckdb"))
+    for j in ("p0", "p4"):  # the others as they were: 2 GPUs, one hour
+        assert got[j]["n_gpus"] == 2 and got[j]["end_time_s"] - got[j]["start_time_s"] == 3600
+    assert "p1" not in got or got["p1"]["n_gpus"] is None  # no attempt list: never ran
+    assert "p2" not in got or got["p2"]["n_gpus"] is None  # its GPUs unknown, not 0
+    assert (4, "end_time_s") in {(r, f) for r, f, _ in _errors(report)}
+
+
 def test_philly_cut_between_or_inside_jobs_is_an_error(tmp_path: Path) -> None:
     text = json.dumps(_philly_jobs())
     fourth = text.index('{"jobid": "p3"')

@@ -40,20 +40,28 @@ from traincast.trace.adapters.base import (
 
 NAME = "philly"
 REQUIRED = ("jobid", "status", "submitted_time", "attempts")
+# attempts stay JSON: a value of the wrong type inside one job (a number where a list belongs)
+# makes that job's fields NULL (and a bad row where a field had a value), not the whole file
+# unreadable, as a typed STRUCT column would
 _COLUMNS = ("{jobid: 'VARCHAR', user: 'VARCHAR', vc: 'VARCHAR', status: 'VARCHAR', "
-            "submitted_time: 'VARCHAR', attempts: 'STRUCT(start_time VARCHAR, end_time VARCHAR, "
-            "detail STRUCT(ip VARCHAR, gpus VARCHAR[])[])[]'}")
-_GPUS = ("CASE WHEN len(attempts) > 0 THEN CAST(list_sum(list_transform(_detail, "
-         "lambda d: len(d.gpus))) AS DOUBLE) END")
+            "submitted_time: 'VARCHAR', attempts: 'JSON'}")
+_START = "json_extract_string(attempts, '$[0].start_time')"
+_END = "json_extract_string(attempts, '$[#-1].end_time')"
+_RAN = "json_array_length(attempts) > 0"
+_MACHINES = "json_array_length(_detail)"
+_GPU_LISTS = "json_extract(_detail, '$[*].gpus')"
+_GPUS = (f"CASE WHEN {_RAN} AND list_bool_and(list_transform({_GPU_LISTS}, "
+         f"lambda g: json_type(g) = 'ARRAY')) THEN CAST(list_sum(list_transform({_GPU_LISTS}, "
+         "lambda g: json_array_length(g))) AS DOUBLE) END")
 FIELDS = {
     "job_id": Field(text("jobid")),
     "user": Field(text("user")),
     "status": Field(text("status")),
     "submit_time_s": Field(ts("submitted_time"), "submitted_time"),
-    "start_time_s": Field(ts("attempts[1].start_time"), "attempts[1].start_time"),
-    "end_time_s": Field(ts("attempts[-1].end_time"), "attempts[-1].end_time"),
-    "n_gpus": Field(f"COALESCE({_GPUS}, CASE WHEN len(attempts) > 0 THEN 0.0 END)"),
-    "gpus_per_node": Field(f"CASE WHEN len(_detail) > 0 THEN {_GPUS} / len(_detail) END"),
+    "start_time_s": Field(ts(_START), _START),
+    "end_time_s": Field(ts(_END), _END),
+    "n_gpus": Field(f"COALESCE({_GPUS}, CASE WHEN {_RAN} AND {_MACHINES} = 0 THEN 0.0 END)"),
+    "gpus_per_node": Field(f"CASE WHEN {_MACHINES} > 0 THEN {_GPUS} / {_MACHINES} END"),
 }
 
 
@@ -64,7 +72,8 @@ def _probe(path: Path) -> str:
 
 def _relation(path: Path) -> str:
     """The jobs with their position in the list (``_row``) and the last attempt's machines."""
-    return (f"(SELECT row_number() OVER () AS _row, *, attempts[-1].detail AS _detail "
+    return (f"(SELECT row_number() OVER () AS _row, *, "
+            f"json_extract(attempts, '$[#-1].detail') AS _detail "
             f"FROM read_json({lit(path)}, format='array', columns={_COLUMNS}))")
 
 
