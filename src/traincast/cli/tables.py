@@ -28,7 +28,8 @@ class Table(rich_table.Table):
     first, each up to ``M_i``: short cells stay on one line, long texts wrap. Rich alone
     shrinks the widest columns first and then every column evenly, which folds a short
     column's words (``allreduce-clust|er``) while a long one still has room to wrap.
-    Expanding tables, and those whose narrowest layout does not fit, keep rich's layout."""
+    When even the longest words do not fit, only the longest words fold (``_fold_longest``).
+    Expanding tables keep rich's layout."""
 
     def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
         widths = None if self.expand else _word_widths(self, console, options.max_width)
@@ -45,13 +46,31 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
     hi = [max(r.maximum, r.minimum) for r in ranges]
     lo = [h if col.no_wrap or col.width is not None else r.minimum
           for r, h, col in zip(ranges, hi, table.columns, strict=True)]
-    if sum(hi) <= room or sum(lo) > room:
+    if sum(hi) <= room:
         return None
+    if sum(lo) > room:
+        return _fold_longest(table, lo, room)
     lack = [h - m for m, h in zip(lo, hi, strict=True)]
     spare, give = room - sum(lo), [0] * len(lack)
     for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
         give[i] = min(lack[i], spare - sum(give))
     return [m + g for m, g in zip(lo, give, strict=True)]
+
+
+def _fold_longest(table: rich_table.Table, lo: list[int], room: int) -> list[int] | None:
+    """Widths when even the longest words do not fit: the widest wrapping column gives one
+    column at a time until the table fits, so only the longest words fold (rich shrinks every
+    column evenly, folding short names too); None when the wrapping columns cannot give
+    enough (rich's layout then)."""
+    widths = list(lo)
+    floor = [table._get_padding_width(col._index) + 4 for col in table.columns]
+    free = [i for i, col in enumerate(table.columns) if not col.no_wrap and col.width is None]
+    for _ in range(sum(lo) - room):  # a tie goes to a column already folding
+        widest = max(free, key=lambda i: (widths[i] - floor[i], widths[i] < lo[i]), default=None)
+        if widest is None or widths[widest] <= floor[widest]:
+            return None
+        widths[widest] -= 1
+    return widths
 
 
 def _sub_table(table: Table, columns: list[int], title: str | None,
