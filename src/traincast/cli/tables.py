@@ -25,11 +25,11 @@ class Table(rich_table.Table):
     When the natural layout (every cell on one line) is wider than the room, each column gets
     its narrowest width ``m_i`` (its longest word, with padding) and the room left goes to the
     columns in order of what they lack of their natural width ``M_i`` (``M_i - m_i``), least
-    first, each up to ``M_i``: short cells stay on one line, long texts wrap. Rich alone
-    shrinks the widest columns first and then every column evenly, which folds a short
-    column's words (``allreduce-clust|er``) while a long one still has room to wrap.
-    When even the longest words do not fit, only the longest words fold (``_fold_longest``).
-    Expanding tables keep rich's layout."""
+    first, each up to ``M_i``: short cells stay on one line, long texts wrap. When even the
+    longest words do not all fit, only the longest fold (``_word_widths``). Rich alone shrinks
+    the widest columns first and then every column evenly, which folds a short column's words
+    (``allreduce-clust|er``) while a long one still has room to wrap. Expanding tables keep
+    rich's layout."""
 
     def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
         widths = None if self.expand else _word_widths(self, console, options.max_width)
@@ -39,38 +39,39 @@ class Table(rich_table.Table):
 
 def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[int] | None:
     """Column widths with padding (``Table``'s rule) that fit ``room``; None when the natural
-    layout fits or the narrowest does not. A ``no_wrap`` or fixed-width column keeps its
-    natural width (its cells cannot wrap)."""
+    layout fits, or when even folding every wrapping column cannot fit (rich's layout then).
+    A ``no_wrap`` or fixed-width column keeps its natural width (its cells cannot wrap).
+
+    Each column starts at its longest word ``m_i``; when those do not all fit, the columns
+    with the longest words, longest first, fold (start at 4 characters) until the rest fit,
+    and get back what room there is toward ``m_i`` (at most half the room each). The room
+    left goes to the columns in order of what they lack of their natural width ``M_i``, least
+    first, each up to ``M_i``: short cells stay on one line, long texts wrap."""
     wide = console.options.update_width(1 << 20)
     ranges = [table._measure_column(console, wide, col) for col in table.columns]
     hi = [max(r.maximum, r.minimum) for r in ranges]
-    lo = [h if col.no_wrap or col.width is not None else r.minimum
-          for r, h, col in zip(ranges, hi, table.columns, strict=True)]
+    fixed = [col.no_wrap or col.width is not None for col in table.columns]
+    base = [h if f else r.minimum for r, h, f in zip(ranges, hi, fixed, strict=True)]
     if sum(hi) <= room:
         return None
-    if sum(lo) > room:
-        return _fold_longest(table, lo, room)
-    lack = [h - m for m, h in zip(lo, hi, strict=True)]
-    spare, give = room - sum(lo), [0] * len(lack)
-    for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
-        give[i] = min(lack[i], spare - sum(give))
-    return [m + g for m, g in zip(lo, give, strict=True)]
-
-
-def _fold_longest(table: rich_table.Table, lo: list[int], room: int) -> list[int] | None:
-    """Widths when even the longest words do not fit: the widest wrapping column gives one
-    column at a time until the table fits, so only the longest words fold (rich shrinks every
-    column evenly, folding short names too); None when the wrapping columns cannot give
-    enough (rich's layout then)."""
-    widths = list(lo)
     floor = [table._get_padding_width(col._index) + 4 for col in table.columns]
-    free = [i for i, col in enumerate(table.columns) if not col.no_wrap and col.width is None]
-    for _ in range(sum(lo) - room):  # a tie goes to a column already folding
-        widest = max(free, key=lambda i: (widths[i] - floor[i], widths[i] < lo[i]), default=None)
-        if widest is None or widths[widest] <= floor[widest]:
-            return None
-        widths[widest] -= 1
-    return widths
+    words = list(base)
+    folding = []
+    for i in sorted((i for i, f in enumerate(fixed) if not f), key=lambda j: -words[j]):
+        if sum(base) <= room:
+            break
+        base[i] = min(base[i], floor[i])  # the longest words fold first
+        folding.append(i)
+    if sum(base) > room:
+        return None
+    for i in folding:  # a folding column back toward its longest word, at most half the room
+        target = min(words[i], room // 2)
+        base[i] += max(0, min(target - base[i], room - sum(base)))
+    lack = [h - b for b, h in zip(base, hi, strict=True)]
+    give = [0] * len(lack)
+    for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
+        give[i] = min(lack[i], room - sum(base) - sum(give))
+    return [b + g for b, g in zip(base, give, strict=True)]
 
 
 def _sub_table(table: Table, columns: list[int], title: str | None,
