@@ -42,11 +42,9 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
     layout fits, or when even folding every wrapping column cannot fit (rich's layout then).
     A ``no_wrap`` or fixed-width column keeps its natural width (its cells cannot wrap).
 
-    Each column starts at its longest word ``m_i``; when those do not all fit, the columns
-    with the longest words, longest first, fold (start at 4 characters) until the rest fit,
-    and get back what room there is toward ``m_i`` (at most half the room each). The room
-    left goes to the columns in order of what they lack of their natural width ``M_i``, least
-    first, each up to ``M_i``: short cells stay on one line, long texts wrap."""
+    Each column starts at its longest word ``m_i`` (when those do not all fit: ``_fold_longest``).
+    The room left goes to the columns in order of what they lack of their natural width
+    ``M_i``, least first, each up to ``M_i``: short cells stay on one line, long texts wrap."""
     wide = console.options.update_width(1 << 20)
     ranges = [table._measure_column(console, wide, col) for col in table.columns]
     hi = [max(r.maximum, r.minimum) for r in ranges]
@@ -55,23 +53,50 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
     if sum(hi) <= room:
         return None
     floor = [table._get_padding_width(col._index) + 4 for col in table.columns]
-    words = list(base)
-    folding = []
-    for i in sorted((i for i, f in enumerate(fixed) if not f), key=lambda j: -words[j]):
-        if sum(base) <= room:
-            break
-        base[i] = min(base[i], floor[i])  # the longest words fold first
-        folding.append(i)
     if sum(base) > room:
-        return None
-    for i in folding:  # a folding column back toward its longest word, at most half the room
-        target = min(words[i], room // 2)
-        base[i] += max(0, min(target - base[i], room - sum(base)))
+        base = _fold_longest(base, hi, fixed, floor, room)
+        if base is None:
+            return None
     lack = [h - b for b, h in zip(base, hi, strict=True)]
     give = [0] * len(lack)
     for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
         give[i] = min(lack[i], room - sum(base) - sum(give))
     return [b + g for b, g in zip(base, give, strict=True)]
+
+
+def _fold_longest(words: list[int], hi: list[int], fixed: list[bool], floor: list[int],
+                  room: int) -> list[int] | None:
+    """Widths when the longest words ``words`` do not all fit ``room``: every wrapping column
+    cut at one width ``c``, the widest that fits (binary search), so only the longest words
+    fold, all to the same width ``c``; then the folding columns give up to half their width to
+    the columns whose natural width ``hi`` is at most ``c``, those that lack least first (a short
+    cell on one line before a long word on fewer lines). None when even ``floor`` does not
+    fit."""
+
+    def capped(c: int) -> list[int]:
+        return [w if f else min(w, max(c, fl)) for w, f, fl in zip(words, fixed, floor,
+                                                                    strict=True)]
+
+    if sum(capped(0)) > room:
+        return None
+    lo_c, hi_c = 0, max(words)
+    while lo_c < hi_c:
+        mid = (lo_c + hi_c + 1) // 2
+        lo_c, hi_c = (mid, hi_c) if sum(capped(mid)) <= room else (lo_c, mid - 1)
+    cut = capped(lo_c)
+    folding = [i for i, (c, w) in enumerate(zip(cut, words, strict=True)) if c < w]
+    budget = room - sum(cut) + sum(cut[i] - max(floor[i], cut[i] // 2) for i in folding)
+    short = [i for i in range(len(cut)) if i not in folding and not fixed[i] and hi[i] <= lo_c]
+    for i in sorted(short, key=lambda j: hi[j] - cut[j]):
+        grow = min(hi[i] - cut[i], budget)
+        cut[i] += grow
+        budget -= grow
+    while sum(cut) > room:  # what the others took, from the widest folding column
+        widest = max(folding, key=lambda j: cut[j])
+        cut[widest] -= 1
+    for i in folding:  # what is left, back to the folding columns
+        cut[i] += min(words[i] - cut[i], room - sum(cut))
+    return cut
 
 
 def _sub_table(table: Table, columns: list[int], title: str | None,
