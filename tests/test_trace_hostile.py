@@ -296,7 +296,10 @@ def test_philly_not_a_json_array(tmp_path: Path, name: str, data: bytes, says: s
 
 
 def test_philly_a_wrong_type_inside_one_job_spoils_that_job_only(tmp_path: Path) -> None:
-    jobs = _philly_jobs()
+    jobs = _philly_jobs(8)
+    jobs[5]["attempts"][0]["detail"].append({"ip": "m2", "gpus": None})  # a machine, no GPUs
+    del jobs[6]["attempts"][0]["detail"]  # no machines listed: no GPUs
+    jobs[7]["attempts"][0]["detail"] = "m1"  # not a list of machines: GPUs unknown
     jobs[1]["attempts"] = 1e308  # a number where the list of attempts belongs
     jobs[2]["attempts"][0]["detail"][0]["gpus"] = 1e308  # ... where a machine's GPUs belong
     jobs[3]["attempts"][0]["end_time"] = [1, 2]  # a list where a time belongs
@@ -309,6 +312,9 @@ def test_philly_a_wrong_type_inside_one_job_spoils_that_job_only(tmp_path: Path)
     assert "p1" not in got or got["p1"]["n_gpus"] is None  # no attempt list: never ran
     assert "p2" not in got or got["p2"]["n_gpus"] is None  # its GPUs unknown, not 0
     assert (4, "end_time_s") in {(r, f) for r, f, _ in _errors(report)}
+    assert (got["p5"]["n_gpus"], got["p5"]["gpus_per_node"]) == (2, 1.0)  # 2 GPUs, 2 machines
+    assert got["p6"]["n_gpus"] == 0
+    assert "p7" not in got or got["p7"]["n_gpus"] is None
 
 
 def test_philly_cut_between_or_inside_jobs_is_an_error(tmp_path: Path) -> None:

@@ -48,11 +48,22 @@ _COLUMNS = ("{jobid: 'VARCHAR', user: 'VARCHAR', vc: 'VARCHAR', status: 'VARCHAR
 _START = "json_extract_string(attempts, '$[0].start_time')"
 _END = "json_extract_string(attempts, '$[#-1].end_time')"
 _RAN = "json_array_length(attempts) > 0"
-_MACHINES = "json_array_length(_detail)"
-_GPU_LISTS = "json_extract(_detail, '$[*].gpus')"
-_GPUS = (f"CASE WHEN {_RAN} AND list_bool_and(list_transform({_GPU_LISTS}, "
-         f"lambda g: json_type(g) = 'ARRAY')) THEN CAST(list_sum(list_transform({_GPU_LISTS}, "
-         "lambda g: json_array_length(g))) AS DOUBLE) END")
+# machines of the last attempt: unknown when it is not an object; none when its detail is
+# missing or null, unknown when that is not a list; GPUs of a machine: none when its gpus
+# are missing or null, unknown when the machine is not an object or its gpus not a list (a
+# job with an unknown one: GPUs unknown)
+_MACHINES = ("CASE WHEN json_type(json_extract(attempts, '$[#-1]')) <> 'OBJECT' THEN NULL "
+             "WHEN _detail IS NULL OR json_type(_detail) = 'NULL' THEN 0 "
+             "WHEN json_type(_detail) = 'ARRAY' THEN json_array_length(_detail) END")
+_PER_MACHINE = ("list_transform(json_extract(_detail, '$[*]'), lambda m: CASE "
+                "WHEN json_type(m) <> 'OBJECT' THEN NULL "
+                "WHEN json_extract(m, '$.gpus') IS NULL "
+                "OR json_type(json_extract(m, '$.gpus')) = 'NULL' THEN 0 "
+                "WHEN json_type(json_extract(m, '$.gpus')) = 'ARRAY' "
+                "THEN json_array_length(json_extract(m, '$.gpus')) END)")
+_GPUS = (f"CASE WHEN {_RAN} AND {_MACHINES} > 0 AND list_bool_and(list_transform("
+         f"{_PER_MACHINE}, lambda g: g IS NOT NULL)) THEN CAST(list_sum({_PER_MACHINE}) "
+         "AS DOUBLE) END")
 FIELDS = {
     "job_id": Field(text("jobid")),
     "user": Field(text("user")),
