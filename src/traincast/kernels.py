@@ -59,6 +59,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast.features.ops import COMPUTE_FAMILIES, ITEMSIZE, op_family, parse_shapes
+from traincast.features.recurrent import library_launched
 
 F = NDArray[np.float64]
 
@@ -799,7 +800,7 @@ def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     ``features.recurrent.cudnn_rows``) costs the host ``LIBRARY_LAUNCH_US``: no eager
     dispatch, the runtime's launch call alone."""
     ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})
-    library = np.array([o.get("launch") == "library" for o in ops], dtype=bool)
+    library = np.array(library_launched(ops), dtype=bool)
     eager = op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
     return np.where(library, LIBRARY_LAUNCH_US * 1e-6, eager)
 

@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast.features.ops import ITEMSIZE, expand_ops, op_family, parse_shapes
+from traincast.features.recurrent import library_launched
 from traincast.kernels import LIBRARY_LAUNCH_US
 
 F = NDArray[np.float64]
@@ -270,15 +271,18 @@ def op_times_s(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
 
 def roofline_split(flops: ArrayLike, bytes_moved: ArrayLike, conv: ArrayLike,
                    curves: Curves, kernel_s: ArrayLike = 0.0,
-                   rows: ArrayLike | None = None) -> dict[str, F]:
+                   rows: ArrayLike | None = None,
+                   overhead_s: ArrayLike | None = None) -> dict[str, F]:
     """Per-op times ``t_op = o + max(F/P_eff, B/M_eff, kernel_s)`` and each op's bound: FLOP-
-    bound when its FLOP term is the largest, else memory-bound.
+    bound when its FLOP term is the largest, else memory-bound. ``o`` = ``overhead_s`` per op
+    when given, else the curves' ``op_overhead_s``.
 
     Returns arrays ``time_s``, ``flop_bound`` (bool), ``flop_s``, ``mem_s``.
     """
     t_flop, t_mem = op_times_s(flops, bytes_moved, conv, curves, rows)
     t_mem = np.maximum(t_mem, np.asarray(kernel_s, dtype=np.float64))
-    return {"time_s": curves.op_overhead_s + np.maximum(t_flop, t_mem),
+    o = curves.op_overhead_s if overhead_s is None else np.asarray(overhead_s, dtype=np.float64)
+    return {"time_s": o + np.maximum(t_flop, t_mem),
             "flop_bound": t_flop >= t_mem, "flop_s": t_flop, "mem_s": t_mem}
 
 
@@ -343,15 +347,15 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
                 "ops": 0}
+    fixed = np.where(np.array(library_launched(ops), dtype=bool), LIBRARY_LAUNCH_US * 1e-6,
+                     curves.op_overhead_s)
     r = roofline_split(cols["flops"], cols["bytes"], is_conv(cols["op"]), curves,
                        kernel_times_s(cols["op"], cols["elements"], curves),
-                       gemm_rows(ops) if len(curves.gemm_rows) else None)
+                       gemm_rows(ops) if len(curves.gemm_rows) else None, overhead_s=fixed)
     n, count = len(cols["flops"]), cols["count"]
     per_tensor = np.where(cols["tensors"] > 1, cols["tensors"], 0.0) * curves.foreach_tensor_s
     fresh = fresh_times_s(cols["fresh_bytes"], cols["fresh_row"], n, curves)
-    library = np.array([o.get("launch") == "library" for o in ops], dtype=bool)
-    fixed = np.where(library, LIBRARY_LAUNCH_US * 1e-6, curves.op_overhead_s)
-    t = (r["time_s"] - curves.op_overhead_s + fixed + per_tensor + fresh) * count
+    t = (r["time_s"] + per_tensor + fresh) * count
     return {"compute_flop": float(t[r["flop_bound"]].sum()),
             "compute_mem": float(t[~r["flop_bound"]].sum()),
             "overhead": float(((fixed + per_tensor) * count).sum()),

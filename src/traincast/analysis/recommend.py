@@ -139,9 +139,10 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
                                   (str(roles[br]), str(roles[nr])), catalog))
     out = np.array(texts, dtype=object)[inverse.reshape(-1)]
     why = np.asarray(base.reason, dtype=np.int64) if base.reason is not None else None
-    if why is not None and ((bb < 0) & (why != OK)).any():  # say why there is no time
+    unknown = (bb < 0) & (why != OK) if why is not None else None
+    if unknown is not None and unknown.any():  # say why there is no time
         named = np.array([f"unknown: {r}" for r in REASONS], dtype=object)
-        out = np.where((bb < 0) & (why != OK), named[why], out)
+        out = np.where(unknown, named[why], out)
     return out
 
 

@@ -286,7 +286,8 @@ def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
     """One ``torch.add`` of two one-element tensors timed alone on a CUDA device, as the
     kernel model's measured rows were: CUDA events around the call, the device waited for
     after each; ``time_s`` is the median of ``calls`` (the host's dispatch as a lone op pays
-    it, the fit's floor ``d``)."""
+    it, the fit's floor ``d``). ``samples_ms`` of ``scripts/measure_kernels.py`` times each
+    measured row by the same protocol (the script runs without traincast installed)."""
     import torch
 
     a = torch.ones(1, device=device)

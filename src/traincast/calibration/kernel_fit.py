@@ -127,6 +127,7 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
         if fam not in FAMILIES:
             raise TraincastError(f"unknown kernel family {fam!r}",
                                  hint=f"known: {', '.join(FAMILIES)}")
+    files = {(root, fam): sorted((root / fam).glob("*.csv*")) for root in roots for fam in wanted}
     seen: set[Path] = set()
     for root in roots:
         if not root.is_dir():
@@ -135,14 +136,14 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
         if root.resolve() in seen:
             raise TraincastError(f"{root}: given twice", hint="name each folder once")
         seen.add(root.resolve())
-        if not any(any((root / fam).glob("*.csv*")) for fam in wanted):
+        if not any(files[root, fam] for fam in wanted):
             raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
                                  hint=f"a folder with sub-folders named after the families "
                                       f"({', '.join(wanted)})")
     parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
     con = duckdb.connect()
     for fam in wanted:
-        for path in sorted(p for root in roots for p in (root / fam).glob("*.csv*")):
+        for path in sorted(p for root in roots for p in files[root, fam]):
             data = _read_file(con, path, fam, sample, seed)
             parts.append((fam, data, _gpu_names(catalog, path, data["Device"])))
     if not parts:
@@ -372,7 +373,7 @@ def row_work(data: Kernels) -> F:
         if FAMILIES[fam] in ("gemm", "conv"):
             sel = data.family == fam
             m, n, k, b = gemm_dims(fam, {key: v[sel] for key, v in data.shape.items()})
-            out[sel] = 2.0 * m * n * k * b
+            out[sel] = kernels.gemm_flops(m, n, k, b)
     return out
 
 

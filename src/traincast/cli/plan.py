@@ -329,7 +329,7 @@ def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
     return [(reason, counts) for reason, counts in out.items()]
 
 
-def _and(xs: list[int], word: str = "and") -> str:
+def _and(xs: list[Any], word: str = "and") -> str:
     words = [str(x) for x in xs]
     return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
 
@@ -346,8 +346,7 @@ def _note_above_peak(result: dict[str, Any], catalog: Any) -> None:
         if peak > 0 and r["model_tflops_per_gpu"] > peak:
             above.append((r["rank"], r["gpu"], peak))
     if above:
-        ranks = " and ".join(f"#{rank}" for rank, _, _ in above[:2]) if len(above) < 3 else \
-            ", ".join(f"#{rank}" for rank, _, _ in above[:-1]) + f" and #{above[-1][0]}"
+        ranks = _and([f"#{rank}" for rank, _, _ in above])
         _, gpu, peak = above[0]
         where = f"the {gpu}'s dense {result['dtype']} peak ({peak:g})" \
             if len({g for _, g, _ in above}) == 1 else \

@@ -370,13 +370,13 @@ class RecurrentCalls:
         spec = self._spec(mode, args)
         if spec is None:
             return fn(*args)
-        args = _aliased(args)  # this call's own gradients, apart from other uses of its weights
+        args, ins = _aliased(args)  # the call's own gradients, apart from other uses of them
         self.capture.recurrent = spec
         try:
             out = fn(*args)
         finally:
             self.capture.recurrent = ""
-        self._tag_backward(spec, args, out)
+        self._tag_backward(spec, ins, out)
         return out
 
     def _spec(self, mode: str, args: tuple) -> str | None:
@@ -396,15 +396,12 @@ class RecurrentCalls:
         self.calls += 1
         return spec
 
-    def _tag_backward(self, spec: str, args: tuple, out: Any) -> None:
+    def _tag_backward(self, spec: str, ins: list[torch.Tensor], out: Any) -> None:
         """Open the call's backward region when a gradient reaches an output, close it when
-        the gradients of all its inputs that need one are complete (``args`` are this call's
-        own aliases of its input, states and weights: a weight used again elsewhere, the same
+        the gradients of all its inputs that need one are complete (``ins``: this call's own
+        aliases of its input, states and weights, so a weight used again elsewhere, the same
         module called twice, does not hold the region open)."""
-        x, hx, params = args[0], args[1], args[2]
-        states = list(hx) if isinstance(hx, list | tuple) else [hx]
         outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
-        ins = [t for t in (x, *states, *params) if isinstance(t, torch.Tensor) and t.requires_grad]
         if not outs or not ins:
             return
         left = [len(ins)]
@@ -423,16 +420,21 @@ class RecurrentCalls:
         self._handles += [t.register_hook(closing) for t in ins]
 
 
-def _aliased(args: tuple) -> tuple:
+def _aliased(args: tuple) -> tuple[tuple, list[torch.Tensor]]:
     """``_VF`` recurrent arguments with the input, initial states and weights that need a
-    gradient replaced by views of themselves (no data moved, no op recorded)."""
+    gradient replaced by views of themselves (no data moved, no op recorded), and those
+    views."""
+    made: list[torch.Tensor] = []
 
     def alias(t: Any) -> Any:
-        return t.view_as(t) if isinstance(t, torch.Tensor) and t.requires_grad else t
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            made.append(t.view_as(t))
+            return made[-1]
+        return t
 
     x, hx, params, *rest = args
     states = type(hx)(alias(h) for h in hx) if isinstance(hx, list | tuple) else alias(hx)
-    return (alias(x), states, [alias(p) for p in params], *rest)
+    return (alias(x), states, [alias(p) for p in params], *rest), made
 
 
 class _VFProxy:

@@ -82,11 +82,11 @@ def gru_rows(op: Mapping[str, Any]) -> list[dict[str, Any]]:
     Rows with a FLOP count are compute-bound (GEMMs), the others memory-bound.
     """
     name = str(op["op"]).split("::")[-1]
-    shapes = parse_shapes(str(op.get("shapes", "")))
-    if name not in ("gru", "gru_backward") or len(shapes) < 4:
+    call = _gru_call(op) if name in ("gru", "gru_backward") else None
+    if call is None:
         return [dict(op)]
-    first = 1 if name == "gru_backward" else 0
-    (b, t, i), (g, h) = shapes[first], shapes[first + 2]
+    b, t, i, h = call["batch"], call["seq"], call["input"], call["hidden"]
+    g = GATES["gru"] * h
     dtype = str(op.get("dtype", "float32"))
     s = ITEMSIZE.get(dtype, 4)
     phase = str(op.get("phase", "forward"))
@@ -158,6 +158,12 @@ def extrapolated_call(spec_1: str, spec_2: str, extrapolate: Callable[[float, fl
 def _library(row: dict[str, Any]) -> dict[str, Any]:
     """A kernel the library launches from its own loop: no eager dispatch of its own."""
     return row | {"launch": "library"}
+
+
+def library_launched(ops: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """Per row: whether a library launches it from its own loop (``launch = "library"``, the
+    kernels of ``cudnn_rows`` after the first), so the host pays a launch, not a dispatch."""
+    return [o.get("launch") == "library" for o in ops]
 
 
 def cudnn_rows(call: Mapping[str, Any], phase: str, dtype: str) -> list[dict[str, Any]]:
