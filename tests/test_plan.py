@@ -133,6 +133,7 @@ def test_model_tflops_above_the_peak_are_explained() -> None:
     args = ["plan", "zoo:llama2-7b", "--gpus", "64", "--node", "dgx-h100", "--top", "2",
             "--framework", "megatron-core"]
     long = runner.invoke(app, [*args, "--seq", "131072"], env={"COLUMNS": "200"})
+    assert long.exit_code == 0, long.output
     rows = json.loads(runner.invoke(app, [*args, "--seq", "131072", "--json"]).output)["top"]
     # the H100 SXM's dense bf16 peak, NVIDIA's datasheet: 989.4 TFLOP/s
     above = [r["rank"] for r in rows if r["model_tflops_per_gpu"] > 989.4]
