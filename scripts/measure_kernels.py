@@ -164,9 +164,21 @@ def samples_ms(op: Callable[[], Any], device: str, calls: int, warmup: int = 0) 
     return sorted(samples)
 
 
+def mean_fastest(samples: list[float], fastest: int) -> float:
+    """Mean of the ``fastest`` smallest of sorted ``samples`` (``samples_ms``)."""
+    return sum(samples[:fastest]) / fastest
+
+
 def time_ms(op: Callable[[], Any], device: str, calls: int = 25, fastest: int = 5) -> float:
     """Mean of the fastest ``fastest`` of ``calls`` single calls, in ms (``samples_ms``)."""
-    return sum(samples_ms(op, device, calls)[:fastest]) / fastest
+    return mean_fastest(samples_ms(op, device, calls), fastest)
+
+
+def device_name(device: str) -> str:
+    """The CSV's ``Device``: the CUDA device's name, else ``cpu``."""
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
 
 
 def check_device(device: str, script: str) -> None:
@@ -208,7 +220,7 @@ def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str
 
     exact_fp32()
     torch.backends.cudnn.benchmark = True
-    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+    name = device_name(device)
     rng = random.Random(seed)
     written = []
     for family in families:

@@ -38,7 +38,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure_kernels import check_device, exact_fp32, samples_ms  # beside this file
+from measure_kernels import (  # beside this file
+    check_device,
+    device_name,
+    exact_fp32,
+    mean_fastest,
+    samples_ms,
+)
 
 COLUMNS = ("model", "batch", "seq", "attention", "optimizer", "amp", "step_ms", "median_ms",
            "device", "torch", "error")
@@ -103,7 +109,7 @@ def time_step_ms(step: Any, device: str, calls: int, fastest: int) -> tuple[floa
     """(mean of the fastest ``fastest`` of ``calls`` steps after 3 warm-ups, median of all), in
     ms (``measure_kernels.samples_ms``: the single-op protocol, on a whole step)."""
     samples = samples_ms(step, device, calls, warmup=3)
-    return sum(samples[:fastest]) / fastest, statistics.median(samples)
+    return mean_fastest(samples, fastest), statistics.median(samples)
 
 
 def profile_step(step: Any, device: str, steps: int = 3) -> dict[str, str]:
@@ -144,7 +150,7 @@ def measure(out: Path, cases: list[dict[str, Any]], device: str, calls: int,
     import torch
 
     exact_fp32()
-    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+    name = device_name(device)
     out.parent.mkdir(parents=True, exist_ok=True)
     columns = COLUMNS + (PROFILE_COLUMNS if profiled else ())
     with out.open("w", newline="") as fh:
