@@ -572,10 +572,11 @@ def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Pat
     from traincast.compute import basis
 
     res = {"device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3", "torch": "2.13.0",
-           "date": "2026-12-04", "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6}}
+           "date": "2026-12-04", "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6, "alone_op_calls": 150}}
     assert host_floor_table(dict(res, device="cpu")) == {}
     assert host_floor_table(dict(res, op_overhead={"plain_op_s": 5e-6})) == {}
-    assert "timed alone" in host_floor_table(res)["kernel_model"]["host_floor_source"]
+    source = host_floor_table(res)["kernel_model"]["host_floor_source"]
+    assert "timed alone" in source and "median of 150 calls, 12.0 µs" in source
     path = tmp_path / "local.toml"
     path.write_text(tomli_w.dumps(_dotted(host_floor_table(res))))
     shipped, mine = load_catalog(), load_catalog(path)

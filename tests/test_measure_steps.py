@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,3 +67,24 @@ def test_no_cuda_gpu_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     done = _run(str(tmp_path / "o.csv"), "hf:gpt2")
     assert done.returncode == 1 and "sees no CUDA GPU" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_step_time_is_the_mean_of_the_fastest_calls_and_the_median_of_all(monkeypatch) -> None:
+    # a clock the steps advance by 5, 1, 3 and 2 ms (after 3 untimed warm-up steps): the
+    # fastest 2 average (1 + 2) / 2 = 1.5 ms; the median of the 4 is (2 + 3) / 2 = 2.5 ms
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("measure_steps", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    spec.loader.exec_module(module)
+    kernels_module = sys.modules["measure_kernels"]
+    durations_ms = iter([7.0, 7.0, 7.0, 5.0, 1.0, 3.0, 2.0])
+    clock = {"now": 0.0}
+
+    def step() -> None:
+        clock["now"] += next(durations_ms) / 1e3
+
+    monkeypatch.setattr(kernels_module, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
+    fastest_ms, median_ms = module.time_step_ms(step, "cpu", calls=4, fastest=2)
+    assert fastest_ms == pytest.approx(1.5) and median_ms == pytest.approx(2.5)

@@ -178,7 +178,8 @@ def _op_overhead(device: str, repeat: int, foreach_tensor_s: float) -> dict[str,
     alone = bench.bench_op_alone(device) if str(device).startswith("cuda") else {}
     return {"training_op_s": per_op, "training_op_spread": t.spread, "step_ops": ops,
             "plain_op_s": tiny["time_s"], "plain_op_spread": tiny["spread"],
-            **({"alone_op_s": alone["time_s"]} if alone else {})}
+            **({"alone_op_s": alone["time_s"], "alone_op_calls": alone["calls"]}
+               if alone else {})}
 
 
 # sizes of each level: full (< 2 min on 2 CPU cores), quick (< 30 s), tiny (tests only: the
@@ -435,11 +436,13 @@ def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if not str(res["device"]).startswith("cuda") or "alone_op_s" not in res["op_overhead"]:
         return {}
     us = float(res["op_overhead"]["alone_op_s"]) * 1e6
+    calls = res["op_overhead"].get("alone_op_calls")
+    median_of = f"median of {calls} calls" if calls else "median of its calls"
     return {"kernel_model": {
         "host_floor_us": us,
         "host_floor_source": f"traincast calibrate {res['date']} on {res['device_name']}, "
                              f"torch {res['torch']}: one-element torch.add timed alone between "
-                             f"CUDA events, median of 200 calls, {us:.1f} µs (this host's "
+                             f"CUDA events, {median_of}, {us:.1f} µs (this host's "
                              "dispatch of the simplest op, as the kernel model's rows were "
                              "timed)"}}
 

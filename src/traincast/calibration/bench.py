@@ -286,8 +286,9 @@ def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
     """One ``torch.add`` of two one-element tensors timed alone on a CUDA device, as the
     kernel model's measured rows were: CUDA events around the call, the device waited for
     after each; ``time_s`` is the median of ``calls`` (the host's dispatch as a lone op pays
-    it, the fit's floor ``d``). ``samples_ms`` of ``scripts/measure_kernels.py`` times each
-    measured row by the same protocol (the script runs without traincast installed)."""
+    it, the fit's floor ``d``) and ``calls`` how many were timed. ``samples_ms`` of
+    ``scripts/measure_kernels.py`` times each measured row by the same protocol (the script
+    runs without traincast installed)."""
     import torch
 
     a = torch.ones(1, device=device)
@@ -304,7 +305,7 @@ def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
         end.record()
         torch.cuda.synchronize(device)
         samples.append(start.elapsed_time(end) * 1e-3)
-    return {"time_s": float(np.median(samples))}
+    return {"time_s": float(np.median(samples)), "calls": calls}
 
 
 def bench_host_copy(device: Any, sizes_bytes: list[int], *, repeat: int,
