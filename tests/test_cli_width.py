@@ -190,11 +190,14 @@ def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> No
     assert r.returncode == 0, r.stderr
     for word in ("allreduce-cluster", "pai-v100-nvlink", "205 ms", "FLOP-bound"):
         assert word in r.stdout, word
-    # a job whose GPUs do not fit its node says why it has no time, not just "unknown"
+    # a job whose GPUs do not fit its node says why it has no time, not just "unknown", and
+    # the architecture that fits them
     import json
 
     rows = json.loads(tc80("recommend", str(trace), "--json").stdout)["rows"]
-    assert rows[0]["arch_reason"] == "unknown: shape does not fit the architecture"
+    assert rows[0]["arch_reason"] == ("allreduce-cluster on pai-v100-nvlink: fits and has a "
+                                      "predicted time (as given: shape does not fit the "
+                                      "architecture)")
     assert rows[1]["arch_reason"].startswith("keep:")
 
 

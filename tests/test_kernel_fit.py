@@ -572,7 +572,8 @@ def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Pat
     from traincast.compute import basis
 
     res = {"device": "cuda:0", "device_name": "NVIDIA H100 80GB HBM3", "torch": "2.13.0",
-           "date": "2026-12-04", "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6, "alone_op_calls": 150}}
+           "date": "2026-12-04",
+           "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6, "alone_op_calls": 150}}
     assert host_floor_table(dict(res, device="cpu")) == {}
     assert host_floor_table(dict(res, op_overhead={"plain_op_s": 5e-6})) == {}
     source = host_floor_table(res)["kernel_model"]["host_floor_source"]

@@ -220,3 +220,40 @@ def test_a_flat_peak_reference_node_is_no_default_candidate() -> None:
     assert "paper-2019" not in nodes and {"dgx-a100", "pai-v100-nvlink"} <= nodes
     assert "paper-2019" in {c.node for c in default_candidates(load_catalog(compute="paper"))}
     assert "paper-2019" in {c.node for c in default_candidates(cat, nodes=["paper-2019"])}
+
+
+def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
+                                                                       tmp_path: Path) -> None:
+    # "one" (1w1g, V100) at 3.06 USD per GPU-hour; a T4 node at 0.01: the T4 is slower (8.1
+    # against 15.7 TFLOP/s of fp32 peak for 1.57e12 FLOPs) but cheaper per iteration, and the
+    # line says so, not which component the slower GPU "eases"
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\nsource = "test"\n'
+                      '[gpu.T4]\nusd_per_gpu_hour = 0.01\nsource = "test"\n')
+    jobs = small_trace()
+    # a CPU job (0 GPUs: no architecture either) and 16 GPUs as allreduce-local, which is one
+    # node of 8 GPUs
+    extra = {"job_id": ["cpu", "packed"], "architecture": [None, "allreduce-local"],
+             "n_gpus": [0, 16], "n_workers": [None, None], "n_ps": [None, None],
+             "gpus_per_worker": [None, None]}
+    for k in jobs:
+        jobs[k] = jobs[k][:3] + (extra[k] if k in extra else jobs[k][:2])
+    rows = rows_by_job(recommend(jobs, catalog, nodes=["pai-v100-nvlink", "pai-t4"],
+                                 prices=prices))
+    one = rows["one"]
+    assert one["cheapest_gpu"] == "T4" and one["cheapest_speedup"] < 1
+    assert one["cheapest_reason"] == "1w1g on pai-t4 (T4): cheaper per iteration, though slower"
+    # the job that gains on both says it is faster too, and what it cuts
+    ps4 = rows["ps4"]
+    assert ps4["cheapest_speedup"] > 1
+    assert ps4["cheapest_reason"].startswith(f"{ps4['cheapest_architecture']} on "
+                                             f"{ps4['cheapest_node']}")
+    assert ": cheaper per iteration, and faster: " in ps4["cheapest_reason"]
+    # no GPUs: that is the reason, not an unknown architecture
+    assert rows["cpu"]["arch_reason"] == "unknown: no GPUs (n_gpus missing or 0)"
+    # no time as given, but a setup that fits: named, with the reason it had none
+    packed = rows["packed"]
+    assert packed["base_total_s"] is None and packed["best_total_s"] > 0
+    assert packed["best_reason"] == (f"{packed['best_architecture']} on {packed['best_node']}: "
+                                     "fits and has a predicted time (as given: shape does not "
+                                     "fit the architecture)")

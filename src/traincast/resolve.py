@@ -210,11 +210,13 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
 
 def _reasons(r: Resolved, known_hw: F, given_g: F) -> NDArray[np.int8]:
     """First failing check per row (0 = ok), in :data:`REASONS` order; ``known_hw`` > 0 where
-    the node and GPU are in the catalog, ``given_g`` the trace's ``gpus_per_node``."""
+    the node and GPU are in the catalog, ``given_g`` the trace's ``gpus_per_node``. A job
+    without GPUs has no architecture either (``_architecture`` infers none for it): its reason
+    is the missing GPUs, which is why it has none."""
     reason = np.zeros(r.size, dtype=np.int8)
     fits = per_architecture(r.arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
     no_feats = np.isnan(r.flops) | np.isnan(r.mem_bytes) | np.isnan(r.w)
-    checks = ((r.arch < 0, BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
+    checks = (((r.arch < 0) & (r.n > 0), BAD_ARCH), (known_hw <= 0, BAD_HARDWARE),
               (~(r.n > 0), BAD_GPUS), (given_g > r.node_gpus, BAD_PLACEMENT),
               (~fits, BAD_SHAPE), (no_feats, NO_FEATURES), (_bad_features(r), BAD_FEATURES))
     for bad, code in reversed(checks):  # the first check in the list wins

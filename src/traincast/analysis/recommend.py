@@ -109,10 +109,13 @@ def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
 def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
              cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
              new_gpu: Strings, base_role: NDArray[np.object_], new_role: NDArray[np.object_],
-             catalog: Catalog, min_gain: float = 0.0) -> NDArray[np.object_]:
+             catalog: Catalog, min_gain: float = 0.0, goal: str = "time") -> NDArray[np.object_]:
     """One line per job naming what its change cuts: the component whose time falls most
     (``base - new``, which the speedup comes from; a kept job: its bottleneck); built once per
-    distinct combination."""
+    distinct combination. ``goal = "cost"`` (the cheapest choice): the change costs less per
+    iteration, and the line says whether it is also faster. A job the model cannot price as
+    it is (a reason other than ok) keeps that reason; one that a candidate fits is told so,
+    with the reason it has no time as given."""
     bb = base.bottleneck_code()
     with np.errstate(invalid="ignore"):
         saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
@@ -122,7 +125,10 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
+    with np.errstate(invalid="ignore"):
+        faster = (np.asarray(new.total) < np.asarray(base.total)).astype(np.int64)
     parts = [(cand_idx, len(cands)), (bb, len(COMPONENTS)), (cut, len(COMPONENTS)),
+             (faster, 2),
              (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
              (base_gpu.codes, len(base_gpu.values)), (new_gpu.codes, len(new_gpu.values)),
@@ -131,19 +137,33 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     uniq, inverse = np.unique(key, return_inverse=True)
     roles = np.array(role_names, dtype=object)
     texts = []
-    for ci, b, cu, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
-        texts.append(_reason_text(cands[ci] if ci >= 0 else None, int(b), int(cu), min_gain,
-                                  arch.values[ac] if ac >= 0 else "?",
-                                  base_node.values[bn], new_node.values[nn],
-                                  base_gpu.values[bg], new_gpu.values[ng],
-                                  (str(roles[br]), str(roles[nr])), catalog))
+    for ci, b, cu, fa, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
+        cand = cands[ci] if ci >= 0 else None
+        text = _reason_text(cand, int(b), int(cu), min_gain, arch.values[ac] if ac >= 0 else "?",
+                            base_node.values[bn], new_node.values[nn], base_gpu.values[bg],
+                            new_gpu.values[ng], (str(roles[br]), str(roles[nr])), catalog)
+        if goal == "cost" and b >= 0:
+            text = _cost_text(cand, text, bool(fa), min_gain)
+        texts.append(text)
     out = np.array(texts, dtype=object)[inverse.reshape(-1)]
     why = np.asarray(base.reason, dtype=np.int64) if base.reason is not None else None
     unknown = (bb < 0) & (why != OK) if why is not None else None
     if unknown is not None and unknown.any():  # say why there is no time
-        named = np.array([f"unknown: {r}" for r in REASONS], dtype=object)
-        out = np.where(unknown, named[why], out)
+        named = np.array(REASONS, dtype=object)[why]
+        out = np.where(unknown & (cand_idx < 0), "unknown: " + named,
+                       np.where(unknown, out + " (as given: " + named + ")", out))
     return out
+
+
+def _cost_text(cand: Candidate | None, text: str, faster: bool, min_gain: float) -> str:
+    """The cheapest choice's line from the time line ``text`` of the same change: it costs
+    less per iteration; a faster one also says what it cuts, a slower one that it is slower."""
+    if cand is None:
+        return f"keep: no option that fits is more than {100 * min_gain:g}% cheaper per iteration"
+    target, _, what = text.partition(": ")
+    if faster:
+        return f"{target}: cheaper per iteration, and faster: {what}"
+    return f"{target}: cheaper per iteration, though slower"
 
 
 def _role_codes(roles: NDArray[np.object_], names: tuple[str, ...]) -> NDArray[np.int64]:
@@ -190,6 +210,8 @@ def _reason_text(cand: Candidate | None, b: int, cut: int, min_gain: float, arch
     """The reason of one choice: ``b`` the job's bottleneck now, ``cut`` the component whose
     time the change cuts most (both codes into ``COMPONENTS``; -1 = unknown)."""
     if b < 0:
+        if cand is not None:
+            return f"{cand.architecture} on {new_node}: fits and has a predicted time"
         return "unknown: the job's features or hardware are unknown"
     if cand is None:
         return (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
@@ -295,7 +317,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         chosen = _chosen(cols, extras, cands, idx, base, base_node, base_gpu, base_role,
                          catalog, overlap, hierarchical)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
-                                    base_gpu, base_role, catalog, min_gain))
+                                    base_gpu, base_role, catalog, min_gain,
+                                    "cost" if g == "cheap" else "time"))
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
@@ -369,7 +392,8 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     chosen: tuple[F, Strings, Strings, NDArray[np.object_], Breakdown],
                     cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
                     base_gpu: Strings, base_role: NDArray[np.object_],
-                    catalog: Catalog, min_gain: float = 0.0) -> dict[str, Any]:
+                    catalog: Catalog, min_gain: float = 0.0,
+                    goal: str = "time") -> dict[str, Any]:
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
     each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
@@ -384,7 +408,8 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
         f"{prefix}_total_s": total, f"{prefix}_speedup": speedup,
         f"{prefix}_bottleneck": _names(bd.bottleneck_code()),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
-                                     new_gpu, base_role, new_role, catalog, min_gain)}
+                                     new_gpu, base_role, new_role, catalog, min_gain,
+                                     goal)}
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],

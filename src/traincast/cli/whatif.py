@@ -239,12 +239,12 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         t.add_column(col, overflow="fold")
     assumed = False
     for r in d:
-        now = f"{r['architecture']} on {r['node']}"
+        now = f"{r['architecture'] or '-'} on {r['node']}"
         if not r.get("gpu_type_given", True):
             now += " (assumed)"
             assumed = True
         t.add_row(str(r["job_id"]), now,
-                  fmt_seconds(r["base_total_s"]), r["arch_architecture"],
+                  fmt_seconds(r["base_total_s"]), r["arch_architecture"] or "-",
                   fmt_x(r["arch_speedup"]), r["arch_reason"])
     if assumed:
         t.caption = ("(assumed) = the trace names no GPU type or node: the default node "
@@ -260,9 +260,9 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         extra = []
         if "cheapest" in s:
             c = r["cheapest_cost_per_iter_usd"]
-            extra = [f"{r['cheapest_architecture']} on {r['cheapest_node']}",
+            extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
                      "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
-        t.add_row(str(r["job_id"]), f"{r['best_architecture']} on {r['best_node']}",
+        t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
                   fmt_x(r["best_speedup"]), r["best_reason"], *extra)
     console.print(t)
 
