@@ -213,3 +213,20 @@ def test_a_table_without_a_trace_names_no_trace_path(tmp_path: Path) -> None:
     assert meta["trace"]["path"] is None and meta["sample"] is False and meta["db"] is None
     assert result["sample"] is False and set(meta["timings_s"]) == {
         "ingest", "characterize", "whatif", "recommend", "tables", "report"}
+
+
+def test_a_study_that_fails_leaves_no_folder_it_made_and_keeps_one_it_did_not(
+        tmp_path: Path) -> None:
+    from traincast.errors import TraincastError
+
+    bad = tmp_path / "jobs.csv"
+    bad.write_text("job_id,gpus\nj1,2\n")  # no n_gpus column: the ingest fails
+    with pytest.raises(TraincastError, match="n_gpus"):
+        study(bad, tmp_path / "new" / "study", report=False)
+    assert not (tmp_path / "new" / "study").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    with pytest.raises(TraincastError):
+        study(bad, kept, report=False)
+    assert (kept / "notes.txt").read_text() == "mine"

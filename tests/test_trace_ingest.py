@@ -177,6 +177,21 @@ def test_csv_missing_required_column(tmp_path: Path) -> None:
         parse_mapping(["n_gpus"])
 
 
+def test_a_file_in_another_format_names_its_columns_and_that_format(tmp_path: Path) -> None:
+    # ElasticFlow's columns given as the default csv: the error shows the file's columns, and
+    # the hint the format whose required columns they are
+    path = _write(tmp_path / "ef.csv", "job_id,submission_time,duration,num_gpu\nj1,0,60,2\n")
+    with pytest.raises(TraincastError, match=r"missing column\(s\) n_gpus \(the file's columns: "
+                       r"job_id, submission_time, duration, num_gpu\)") as err:
+        ingest(path, db=tmp_path / "s.duckdb")
+    assert err.value.hint == "the file has the columns of --format elasticflow"
+    # none fits: the usual hint
+    other = _write(tmp_path / "o.csv", "sn,gpu,model\nn1,8,G2\n")
+    with pytest.raises(TraincastError, match="missing column") as err:
+        ingest(other, format="elasticflow", db=tmp_path / "t.duckdb")
+    assert "--map COL=FIELD" in err.value.hint
+
+
 def test_parquet_round_trip(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(_write(tmp_path / "t.csv", GOOD), format="elasticflow", db=db)

@@ -229,3 +229,18 @@ def test_a_job_without_end_time_is_censored_unless_its_status_is_final(tmp_path:
     ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
     got = {j["job_id"]: j["censored"] for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
     assert got == {"ia": True, "ib": False, "ic": True, "id": False}
+
+
+def test_a_folder_without_the_tables_says_what_it_holds_and_where_they_come_from(
+        shared_data: Path, tmp_path: Path) -> None:
+    # the shared folder holds the release's *.header files and its machine table, not the job
+    # and task tables: the error names both missing tables and what it found instead, and the
+    # hint where the release is
+    folder = shared_data / "alibaba-pai-v2020"
+    with pytest.raises(TraincastError) as err:
+        ingest([folder], "pai-2020", tmp_path / "t.duckdb")
+    text = str(err.value)
+    assert "missing table(s) pai_job_table.csv, pai_task_table.csv (found only " in text
+    assert "no table this format reads" in text and "LICENSE" in text
+    assert "cluster-trace-gpu-v2020" in err.value.hint
+    assert not (tmp_path / "t.duckdb").exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -235,8 +236,6 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
     studied as it is, not ingested again; ``trace`` then only names it in ``study.json``.
     """
-    from traincast.analysis.characterize import characterize
-    from traincast.trace import prepare_jobs, read_trace, workload_assumption
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
@@ -244,7 +243,26 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     ingested = jobs is None  # else: the caller's table, no store of its own here
     trace_path = Path(sample_path()) if sample else Path(trace) if trace is not None else None
     out = Path(out_dir)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _study(trace_path, out, sample, ingested, format, mapping, cat, scenarios,
+                      overlap, prices, report, on_step, workload, on_report, jobs)
+    except BaseException:
+        if created:  # a study that fails leaves no folder it made behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _study(trace_path: Path | None, out: Path, sample: bool, ingested: bool, format: str,
+           mapping: dict[str, str] | None, cat: Catalog, scenarios: tuple[str, ...] | list[str],
+           overlap: float, prices: str | Path | None, report: bool, on_step: Step | None,
+           workload: str | None, on_report: Callable[[dict[str, Any]], None] | None,
+           jobs: pa.Table | None) -> dict[str, Any]:
+    """:func:`study`'s steps into the folder ``out``."""
+    from traincast.analysis.characterize import characterize
+    from traincast.trace import prepare_jobs, read_trace, workload_assumption
+
     steps = _Steps(on_step, total=6)
 
     with steps.run("ingest"):

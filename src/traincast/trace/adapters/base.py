@@ -445,13 +445,30 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
             hint: str = "") -> None:
     """Raise a clear error when the source lacks columns the adapter needs (names compared
     case-insensitively, as DuckDB resolves them: ``Job_ID`` is ``job_id``)."""
-    have = {c.lower() for c in have}
+    names = [c for c in have if c != "_row"]  # _row: the row number table_relation adds
+    have = {c.lower() for c in names}
+    needed = list(needed)
     missing = [c for c in needed if c.lower() not in have]
     if missing:
+        fits = formats_with_columns(have, but=adapter)
+        shown = ", ".join(c if c.isprintable() else repr(c) for c in names[:8]) + \
+            (", ..." if len(names) > 8 else "")
+        expects = (f"; the {adapter} adapter expects the columns {', '.join(needed)}"
+                   if len(missing) < len(needed) else "")
         raise TraincastError(
-            f"{adapter}: {path}: missing column(s) {', '.join(missing)}; the {adapter} adapter "
-            f"expects the columns {', '.join(needed)}",
-            hint=hint or f"map a column with --map COL=FIELD, or check --format {adapter}")
+            f"{adapter}: {path}: missing column(s) {', '.join(missing)} (the file's columns: "
+            f"{shown}){expects}",
+            hint=f"the file has the columns of --format {' or '.join(fits)}" if fits else
+            hint or f"map a column with --map COL=FIELD, or check --format {adapter}")
+
+
+def formats_with_columns(have: set[str], but: str = "") -> list[str]:
+    """The ``--format`` names (other than ``but``) whose adapter's ``REQUIRED`` columns are all
+    in ``have`` (lower-case names): the format a file given the wrong one may be in."""
+    from traincast.trace.adapters import ADAPTERS
+
+    return [name for name, m in ADAPTERS.items() if name != but and getattr(m, "REQUIRED", ())
+            and all(c.lower() in have for c in m.REQUIRED)]
 
 
 def apply_mapping(fields: dict[str, Field], mapping: Mapping[str, str] | None,

@@ -126,11 +126,17 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
             raise archive_error(NAME, f)
     missing = [t for t in REQUIRED_TABLES if t not in found]
     if missing:
+        others = sorted(f.name for p in paths for f in (p.iterdir() if p.is_dir() else [p])
+                        if f.is_file())
+        seen = f" (found only {', '.join(others[:6])}{', ...' if len(others) > 6 else ''}: " \
+               "no table this format reads)" if others and not found else ""
         raise TraincastError(
             f"{NAME}: {', '.join(str(p) for p in paths)}: missing table(s) "
-            f"{', '.join(f'pai_{t}_table.csv' for t in missing)}",
+            f"{', '.join(f'pai_{t}_table.csv' for t in missing)}{seen}",
             hint="give the directory of the trace or its table files (pai_job_table.csv, "
-                 "pai_task_table.csv, and optionally the instance, sensor and group-tag tables)")
+                 "pai_task_table.csv, and optionally the instance, sensor and group-tag "
+                 "tables); the release (github.com/alibaba/clusterdata, cluster-trace-gpu-v2020) "
+                 "downloads them as pai_<table>_table.tar.gz: extract them with tar -xf")
     return found
 
 
