@@ -294,6 +294,14 @@ def test_cli_human_output(tmp_path: Path, monkeypatch) -> None:
                                    str(pinned), "--db", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 0, res.output
     assert "GPUs freed" in res.stdout and "Spearman" in res.stdout
+    assert "measures no job's utilization" not in res.stdout
+    # without measured utilization: no legend of rows that are not printed, and it says why
+    plain = {k: v for k, v in hand_trace().items() if k != "gpu_util"}
+    pacsv.write_csv(pa.table(plain), tmp_path / "u.csv")
+    res = CliRunner().invoke(app, ["colocate", str(tmp_path / "u.csv"), "--catalog",
+                                   str(pinned), "--db", str(tmp_path / "u.duckdb")])
+    assert res.exit_code == 0, res.output
+    assert "Spearman" not in res.stdout and "measures no job's utilization" in res.stdout
     bad = CliRunner().invoke(app, ["colocate", str(tmp_path / "t.csv"), "--db",
                                    str(tmp_path / "s.duckdb"), "--workload", "no-such-model"])
     assert bad.exit_code != 0

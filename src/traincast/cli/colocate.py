@@ -63,7 +63,8 @@ def print_colocate(result: dict[str, Any]) -> None:
     u = result["utilization"]
     print_unpredicted(result.get("unpredicted", {}))
     t = _table(f"GPU utilization of {result['jobs']:,} jobs",
-               "pp = percentage points; Spearman = correlation of ranks")
+               "pp = percentage points; Spearman = correlation of ranks"
+               if u["measured_jobs"] else "the trace measures no job's utilization")
     p, m, c = u["predicted"], u["measured"], u["comparison"]
     t.add_row("predicted (jobs)", f"{u['predicted_jobs']:,}")
     t.add_row("predicted mean / median", f"{fmt_pct(p['mean'])} / {fmt_pct(p['median'])}")
