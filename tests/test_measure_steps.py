@@ -74,6 +74,8 @@ def test_a_step_time_is_the_mean_of_the_fastest_calls_and_the_median_of_all(monk
     # fastest 2 average (1 + 2) / 2 = 1.5 ms; the median of the 4 is (2 + 3) / 2 = 2.5 ms
     import importlib.util
 
+    pytest.importorskip("torch")  # samples_ms imports it, on the CPU too
+
     spec = importlib.util.spec_from_file_location("measure_steps", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.syspath_prepend(str(SCRIPT.parent))

@@ -243,17 +243,47 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
     one = rows["one"]
     assert one["cheapest_gpu"] == "T4" and one["cheapest_speedup"] < 1
     assert one["cheapest_reason"] == "1w1g on pai-t4 (T4): cheaper per iteration, though slower"
-    # the job that gains on both says it is faster too, and what it cuts
+    # ps4 on two 2-GPU T4 nodes: a ring over the same 25 Gbit NICs moves 2 (n-1)/n W where the
+    # server moves 2 n W per node (PS4_BASE): cheaper and faster, and it says what it cuts
     ps4 = rows["ps4"]
     assert ps4["cheapest_speedup"] > 1
-    assert ps4["cheapest_reason"].startswith(f"{ps4['cheapest_architecture']} on "
-                                             f"{ps4['cheapest_node']}")
-    assert ": cheaper per iteration, and faster: " in ps4["cheapest_reason"]
+    assert ps4["cheapest_reason"] == (
+        "allreduce-cluster on pai-t4 (T4): cheaper per iteration, and faster: eases the "
+        "weight/gradient communication bottleneck (ps-worker over 25 Gbit Ethernet) with "
+        "allreduce-cluster over 25 Gbit Ethernet")
     # no GPUs: that is the reason, not an unknown architecture
     assert rows["cpu"]["arch_reason"] == "unknown: no GPUs (n_gpus missing or 0)"
     # no time as given, but a setup that fits: named, with the reason it had none
     packed = rows["packed"]
     assert packed["base_total_s"] is None and packed["best_total_s"] > 0
-    assert packed["best_reason"] == (f"{packed['best_architecture']} on {packed['best_node']}: "
-                                     "fits and has a predicted time (as given: shape does not "
-                                     "fit the architecture)")
+    # the V100 nodes are the faster of the two presets for it, the T4 the cheaper
+    for prefix in ("arch", "best"):
+        assert packed[f"{prefix}_reason"] == (
+            "allreduce-cluster on pai-v100-nvlink: fits and has a predicted time (as given: "
+            "shape does not fit the architecture)")
+    # on a cheaper GPU the line names it
+    assert packed["cheapest_reason"] == (
+        "allreduce-cluster on pai-t4 (T4): fits and has a predicted time (as given: shape does "
+        "not fit the architecture)")
+
+
+def test_the_cheapest_as_fast_and_without_a_price_for_the_present(catalog,
+                                                                    tmp_path: Path) -> None:
+    # the 32 GB V100 node runs "one" exactly as fast as the 16 GB one (same SMs, clocks and
+    # bandwidth) at a third of the price: "as fast", not "though slower"
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\nsource = "test"\n'
+                      '[node.pai-v100m32-nvlink]\nusd_per_gpu_hour = 1.0\nsource = "test"\n')
+    one = rows_by_job(recommend(small_trace(), catalog,
+                                nodes=["pai-v100-nvlink", "pai-v100m32-nvlink"],
+                                prices=prices))["one"]
+    assert one["cheapest_speedup"] == pytest.approx(1.0, rel=1e-12)
+    assert one["cheapest_reason"] == ("1w1g on pai-v100m32-nvlink (V100-SXM2-32GB): cheaper per "
+                                      "iteration, as fast")
+    # only the T4 has a price: the V100 setup has none to be cheaper than
+    prices.write_text('[gpu.T4]\nusd_per_gpu_hour = 0.01\nsource = "test"\n')
+    one = rows_by_job(recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "pai-t4"],
+                                prices=prices))["one"]
+    assert one["base_cost_per_iter_usd"] is None
+    assert one["cheapest_reason"] == ("1w1g on pai-t4 (T4): the cheapest priced option (the "
+                                      "present setup has no price), though slower")

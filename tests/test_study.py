@@ -223,7 +223,7 @@ def test_a_study_that_fails_leaves_no_folder_it_made_and_keeps_one_it_did_not(
     bad.write_text("job_id,gpus\nj1,2\n")  # no n_gpus column: the ingest fails
     with pytest.raises(TraincastError, match="n_gpus"):
         study(bad, tmp_path / "new" / "study", report=False)
-    assert not (tmp_path / "new" / "study").exists()
+    assert not (tmp_path / "new").exists()
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")

@@ -244,3 +244,16 @@ def test_a_folder_without_the_tables_says_what_it_holds_and_where_they_come_from
     assert "no table this format reads" in text and "LICENSE" in text
     assert "cluster-trace-gpu-v2020" in err.value.hint
     assert not (tmp_path / "t.duckdb").exists()
+
+
+def test_a_folder_of_headers_alone_is_refused_with_what_it_holds(tmp_path: Path) -> None:
+    folder = tmp_path / "pai"
+    folder.mkdir()
+    (folder / "LICENSE").write_text("CC BY 4.0\n")
+    (folder / "pai_job_table.header").write_text(",".join(HEADERS["job"]) + "\n")
+    with pytest.raises(TraincastError) as err:
+        ingest([folder], "pai-2020", tmp_path / "t.duckdb")
+    assert str(err.value).endswith("missing table(s) pai_job_table.csv, pai_task_table.csv "
+                                   "(found only LICENSE, pai_job_table.header: no table this "
+                                   "format reads)")
+    assert "tar -xf" in err.value.hint

@@ -212,7 +212,7 @@ def _reasons(r: Resolved, known_hw: F, given_g: F) -> NDArray[np.int8]:
     """First failing check per row (0 = ok), in :data:`REASONS` order; ``known_hw`` > 0 where
     the node and GPU are in the catalog, ``given_g`` the trace's ``gpus_per_node``. A job
     without GPUs has no architecture either (``_architecture`` infers none for it): its reason
-    is the missing GPUs, which is why it has none."""
+    is the missing GPUs, which is why it has none (or, before it, unknown hardware)."""
     reason = np.zeros(r.size, dtype=np.int8)
     fits = per_architecture(r.arch, lambda a, rows: a.fits(r.take(rows)), True, bool)
     no_feats = np.isnan(r.flops) | np.isnan(r.mem_bytes) | np.isnan(r.w)

@@ -109,13 +109,16 @@ def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
 def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
              cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
              new_gpu: Strings, base_role: NDArray[np.object_], new_role: NDArray[np.object_],
-             catalog: Catalog, min_gain: float = 0.0, goal: str = "time") -> NDArray[np.object_]:
+             catalog: Catalog, min_gain: float = 0.0,
+             priced: NDArray[np.bool_] | None = None) -> NDArray[np.object_]:
     """One line per job naming what its change cuts: the component whose time falls most
     (``base - new``, which the speedup comes from; a kept job: its bottleneck); built once per
-    distinct combination. ``goal = "cost"`` (the cheapest choice): the change costs less per
-    iteration, and the line says whether it is also faster. A job the model cannot price as
-    it is (a reason other than ok) keeps that reason; one that a candidate fits is told so,
-    with the reason it has no time as given."""
+    distinct combination. ``priced`` (the cheapest choice: whether each job's present setup
+    has a price): the change costs less per iteration, and the line says whether it is also
+    faster, as fast or slower (equal within a relative 1e-9); for a job whose present setup
+    has no price, that it is the cheapest priced option. A job the model cannot time as it is
+    (a reason other than ok) keeps that reason; one that a candidate fits is told so, with the
+    reason it has no time as given."""
     bb = base.bottleneck_code()
     with np.errstate(invalid="ignore"):
         saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
@@ -126,9 +129,12 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
     with np.errstate(invalid="ignore"):
-        faster = (np.asarray(new.total) < np.asarray(base.total)).astype(np.int64)
+        t_new, t_base = np.asarray(new.total), np.asarray(base.total)
+        pace = np.where(np.isclose(t_new, t_base, rtol=1e-9, atol=0.0), 1,
+                        np.where(t_new < t_base, 2, 0))
+    has_price = np.ones(len(pace), dtype=np.int64) if priced is None else priced.astype(np.int64)
     parts = [(cand_idx, len(cands)), (bb, len(COMPONENTS)), (cut, len(COMPONENTS)),
-             (faster, 2),
+             (pace, 3), (has_price, 2),
              (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
              (base_gpu.codes, len(base_gpu.values)), (new_gpu.codes, len(new_gpu.values)),
@@ -137,13 +143,13 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     uniq, inverse = np.unique(key, return_inverse=True)
     roles = np.array(role_names, dtype=object)
     texts = []
-    for ci, b, cu, fa, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
+    for ci, b, cu, pc, hp, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
         cand = cands[ci] if ci >= 0 else None
         text = _reason_text(cand, int(b), int(cu), min_gain, arch.values[ac] if ac >= 0 else "?",
                             base_node.values[bn], new_node.values[nn], base_gpu.values[bg],
                             new_gpu.values[ng], (str(roles[br]), str(roles[nr])), catalog)
-        if goal == "cost" and b >= 0:
-            text = _cost_text(cand, text, bool(fa), min_gain)
+        if priced is not None and b >= 0:
+            text = _cost_text(cand, text, int(pc), bool(hp), min_gain)
         texts.append(text)
     out = np.array(texts, dtype=object)[inverse.reshape(-1)]
     why = np.asarray(base.reason, dtype=np.int64) if base.reason is not None else None
@@ -155,15 +161,20 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     return out
 
 
-def _cost_text(cand: Candidate | None, text: str, faster: bool, min_gain: float) -> str:
+def _cost_text(cand: Candidate | None, text: str, pace: int, has_price: bool,
+               min_gain: float) -> str:
     """The cheapest choice's line from the time line ``text`` of the same change: it costs
-    less per iteration; a faster one also says what it cuts, a slower one that it is slower."""
+    less per iteration; ``pace`` 2 (faster) also says what it cuts, 1 that it is as fast, 0
+    that it is slower; without a price for the present setup, that it is the cheapest priced
+    option (nothing to be cheaper than)."""
     if cand is None:
         return f"keep: no option that fits is more than {100 * min_gain:g}% cheaper per iteration"
     target, _, what = text.partition(": ")
-    if faster:
-        return f"{target}: cheaper per iteration, and faster: {what}"
-    return f"{target}: cheaper per iteration, though slower"
+    cheaper = "cheaper per iteration" if has_price else \
+        "the cheapest priced option (the present setup has no price)"
+    if pace == 2:
+        return f"{target}: {cheaper}, and faster: {what}"
+    return f"{target}: {cheaper}, " + ("as fast" if pace == 1 else "though slower")
 
 
 def _role_codes(roles: NDArray[np.object_], names: tuple[str, ...]) -> NDArray[np.int64]:
@@ -211,7 +222,8 @@ def _reason_text(cand: Candidate | None, b: int, cut: int, min_gain: float, arch
     time the change cuts most (both codes into ``COMPONENTS``; -1 = unknown)."""
     if b < 0:
         if cand is not None:
-            return f"{cand.architecture} on {new_node}: fits and has a predicted time"
+            gpu = f" ({new_gpu})" if new_gpu != base_gpu else ""
+            return f"{cand.architecture} on {new_node}{gpu}: fits and has a predicted time"
         return "unknown: the job's features or hardware are unknown"
     if cand is None:
         return (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
@@ -318,7 +330,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
                          catalog, overlap, hierarchical)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
                                     base_gpu, base_role, catalog, min_gain,
-                                    "cost" if g == "cheap" else "time"))
+                                    np.isfinite(base_cost) if g == "cheap" else None))
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
@@ -393,7 +405,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
                     base_gpu: Strings, base_role: NDArray[np.object_],
                     catalog: Catalog, min_gain: float = 0.0,
-                    goal: str = "time") -> dict[str, Any]:
+                    priced: NDArray[np.bool_] | None = None) -> dict[str, Any]:
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
     each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
@@ -409,7 +421,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
         f"{prefix}_bottleneck": _names(bd.bottleneck_code()),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
                                      new_gpu, base_role, new_role, catalog, min_gain,
-                                     goal)}
+                                     priced)}
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],

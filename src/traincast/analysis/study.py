@@ -243,14 +243,15 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     ingested = jobs is None  # else: the caller's table, no store of its own here
     trace_path = Path(sample_path()) if sample else Path(trace) if trace is not None else None
     out = Path(out_dir)
-    created = not out.exists()
+    made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
+                 if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _study(trace_path, out, sample, ingested, format, mapping, cat, scenarios,
                       overlap, prices, report, on_step, workload, on_report, jobs)
     except BaseException:
-        if created:  # a study that fails leaves no folder it made behind
-            shutil.rmtree(out, ignore_errors=True)
+        if made is not None:  # a study that fails leaves no folder it made behind
+            shutil.rmtree(made, ignore_errors=True)
         raise
 
 

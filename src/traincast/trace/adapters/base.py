@@ -458,8 +458,8 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
         raise TraincastError(
             f"{adapter}: {path}: missing column(s) {', '.join(missing)} (the file's columns: "
             f"{shown}){expects}",
-            hint=f"the file has the columns of --format {' or '.join(fits)}" if fits else
-            hint or f"map a column with --map COL=FIELD, or check --format {adapter}")
+            hint=hint or (f"the file has the columns of --format {' or '.join(fits)}" if fits
+                          else f"map a column with --map COL=FIELD, or check --format {adapter}"))
 
 
 def formats_with_columns(have: set[str], but: str = "") -> list[str]:
@@ -474,7 +474,7 @@ def formats_with_columns(have: set[str], but: str = "") -> list[str]:
 def apply_mapping(fields: dict[str, Field], mapping: Mapping[str, str] | None,
                   columns: Iterable[str], adapter: str, path: Path) -> dict[str, Field]:
     """``--map COL=FIELD``: canonical column COL is read from source column FIELD."""
-    columns = set(columns)
+    columns = list(columns)  # in the file's order, as an error shows them
     out = dict(fields)
     for col, src in (mapping or {}).items():
         if col not in SQL_TYPE:
