@@ -351,7 +351,7 @@ def test_sigint_during_ingest_exits_130_with_the_store_unchanged(tmp_path: Path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "staging"
-    time.sleep(0.3)  # DuckDB is reading the million rows
+    time.sleep(0.1)  # DuckDB is reading the million rows (1-2 s; 0.3 s once came too late)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
