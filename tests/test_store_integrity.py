@@ -328,7 +328,11 @@ def test_ctrl_c_rolls_back_and_raises_keyboard_interrupt(
 
 
 SIGINT_CHILD = """
+import signal
 import sys
+# Ctrl-C as a terminal delivers it, also when the tests run in the background (a shell
+# starts background jobs with SIGINT ignored, and the child would inherit that)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import traincast.trace.store as s
 stage = s._stage
 def announced(con, plan):
@@ -351,7 +355,7 @@ def test_sigint_during_ingest_exits_130_with_the_store_unchanged(tmp_path: Path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "staging"
-    time.sleep(0.1)  # DuckDB is reading the million rows (1-2 s; 0.3 s once came too late)
+    time.sleep(0.3)  # DuckDB is reading the million rows
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

@@ -800,9 +800,16 @@ def op_floors_s(ops: Sequence[Mapping[str, Any]], gpu: Any) -> F:
     ``features.recurrent.cudnn_rows``) costs the host ``LIBRARY_LAUNCH_US``: no eager
     dispatch, the runtime's launch call alone."""
     ratios = dispatch_table(getattr(gpu, "kernel", {}) or {})
-    library = np.array(library_launched(ops), dtype=bool)
-    eager = op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops], ratios)
-    return np.where(library, LIBRARY_LAUNCH_US * 1e-6, eager)
+    return issue_s(ops, op_floor_s(gpu) * dispatch_ratios([str(o.get("op", "")) for o in ops],
+                                                          ratios))
+
+
+def issue_s(ops: Sequence[Mapping[str, Any]], eager_s: ArrayLike) -> F:
+    """The host's time to issue each row: ``eager_s`` (the op's eager dispatch, per row or one
+    for all), or ``LIBRARY_LAUNCH_US`` for a row a library launches from its own loop
+    (``launch = "library"``, ``features.recurrent.library_launched``)."""
+    return np.where(library_launched(ops), LIBRARY_LAUNCH_US * 1e-6,
+                    np.asarray(eager_s, dtype=np.float64))
 
 
 def queue_idle_s(host_s: ArrayLike, busy_s: ArrayLike, count: ArrayLike) -> F:

@@ -51,8 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast.features.ops import ITEMSIZE, expand_ops, op_family, parse_shapes
-from traincast.features.recurrent import library_launched
-from traincast.kernels import LIBRARY_LAUNCH_US
+from traincast.kernels import issue_s
 
 F = NDArray[np.float64]
 
@@ -347,8 +346,7 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
     if not len(cols["flops"]):
         return {"compute_flop": 0.0, "compute_mem": 0.0, "overhead": 0.0, "fresh": 0.0,
                 "ops": 0}
-    fixed = np.where(np.array(library_launched(ops), dtype=bool), LIBRARY_LAUNCH_US * 1e-6,
-                     curves.op_overhead_s)
+    fixed = issue_s(ops, curves.op_overhead_s)
     r = roofline_split(cols["flops"], cols["bytes"], is_conv(cols["op"]), curves,
                        kernel_times_s(cols["op"], cols["elements"], curves),
                        gemm_rows(ops) if len(curves.gemm_rows) else None, overhead_s=fixed)

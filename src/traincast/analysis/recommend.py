@@ -144,13 +144,15 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     roles = np.array(role_names, dtype=object)
     texts = []
     for ci, b, cu, pc, hp, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
-        cand = cands[ci] if ci >= 0 else None
-        text = _reason_text(cand, int(b), int(cu), min_gain, arch.values[ac] if ac >= 0 else "?",
-                            base_node.values[bn], new_node.values[nn], base_gpu.values[bg],
-                            new_gpu.values[ng], (str(roles[br]), str(roles[nr])), catalog)
+        target, what = _reason_parts(cands[ci] if ci >= 0 else None, int(b), int(cu), min_gain,
+                                     arch.values[ac] if ac >= 0 else "?", base_node.values[bn],
+                                     new_node.values[nn], base_gpu.values[bg],
+                                     new_gpu.values[ng], (str(roles[br]), str(roles[nr])),
+                                     catalog)
         if priced is not None and b >= 0:
-            text = _cost_text(cand, text, int(pc), bool(hp), min_gain)
-        texts.append(text)
+            texts.append(_cost_text(target, what, int(pc), bool(hp), min_gain))
+        else:
+            texts.append(f"{target}: {what}" if target else what)
     out = np.array(texts, dtype=object)[inverse.reshape(-1)]
     why = np.asarray(base.reason, dtype=np.int64) if base.reason is not None else None
     unknown = (bb < 0) & (why != OK) if why is not None else None
@@ -161,15 +163,13 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     return out
 
 
-def _cost_text(cand: Candidate | None, text: str, pace: int, has_price: bool,
-               min_gain: float) -> str:
-    """The cheapest choice's line from the time line ``text`` of the same change: it costs
-    less per iteration; ``pace`` 2 (faster) also says what it cuts, 1 that it is as fast, 0
-    that it is slower; without a price for the present setup, that it is the cheapest priced
-    option (nothing to be cheaper than)."""
-    if cand is None:
+def _cost_text(target: str, what: str, pace: int, has_price: bool, min_gain: float) -> str:
+    """The cheapest choice's line from the parts of the same change's time line
+    (``_reason_parts``): it costs less per iteration; ``pace`` 2 (faster) also says what it
+    cuts, 1 that it is as fast, 0 that it is slower; without a price for the present setup,
+    that it is the cheapest priced option (nothing to be cheaper than)."""
+    if not target:
         return f"keep: no option that fits is more than {100 * min_gain:g}% cheaper per iteration"
-    target, _, what = text.partition(": ")
     cheaper = "cheaper per iteration" if has_price else \
         "the cheapest priced option (the present setup has no price)"
     if pace == 2:
@@ -215,36 +215,36 @@ def _digits(keys: NDArray[np.int64], parts: list[tuple[NDArray[Any], int]]
     return out
 
 
-def _reason_text(cand: Candidate | None, b: int, cut: int, min_gain: float, arch: str,
-                 base_node: str, new_node: str, base_gpu: str, new_gpu: str,
-                 roles: tuple[str, str], catalog: Catalog) -> str:
-    """The reason of one choice: ``b`` the job's bottleneck now, ``cut`` the component whose
-    time the change cuts most (both codes into ``COMPONENTS``; -1 = unknown)."""
-    if b < 0:
-        if cand is not None:
-            gpu = f" ({new_gpu})" if new_gpu != base_gpu else ""
-            return f"{cand.architecture} on {new_node}{gpu}: fits and has a predicted time"
-        return "unknown: the job's features or hardware are unknown"
+def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arch: str,
+                  base_node: str, new_node: str, base_gpu: str, new_gpu: str,
+                  roles: tuple[str, str], catalog: Catalog) -> tuple[str, str]:
+    """The reason of one choice as (the change, what it does): ``b`` the job's bottleneck now,
+    ``cut`` the component whose time the change cuts most (both codes into ``COMPONENTS``; -1 =
+    unknown). No change (``cand`` None): an empty change and the whole line."""
     if cand is None:
-        return (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
-                f"(bottleneck: {COMPONENT_LABEL[COMPONENTS[b]]})")
+        if b < 0:
+            return "", "unknown: the job's features or hardware are unknown"
+        return "", (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
+                    f"(bottleneck: {COMPONENT_LABEL[COMPONENTS[b]]})")
+    target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
+                                                      else "")
+    if b < 0:
+        return target, "fits and has a predicted time"
     comp = COMPONENTS[cut if cut >= 0 else b]
     what = COMPONENT_LABEL[comp]
     verb = f"eases the {what} bottleneck" if comp == COMPONENTS[b] else f"cuts {what} time"
-    target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
-                                                      else "")
     if comp == "comm":
         old = _over(arch, roles[0], base_node, catalog)
         if cand.architecture == "1w1g":
-            return f"{target}: one GPU needs no {what} ({old})"
+            return target, f"one GPU needs no {what} ({old})"
         if cand.architecture == arch == "ps-worker" and new_node == base_node:
-            return f"{target}: one parameter server per worker node {verb} ({old})"
+            return target, f"one parameter server per worker node {verb} ({old})"
         new = _over(cand.architecture, roles[1], new_node, catalog)
-        return f"{target}: {verb} ({old}) with {new}"
+        return target, f"{verb} ({old}) with {new}"
     if comp == "data_io":
         old = _label(catalog, catalog.nodes[base_node].pcie) if base_node in catalog.nodes else "?"
         new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
-        return f"{target}: {verb}" + (f" ({old} -> {new})" if old != new else "")
+        return target, verb + (f" ({old} -> {new})" if old != new else "")
     rate = ("fp32_tflops", "TFLOP/s") if comp == "compute_flop" else ("mem_bw_gbs", "GB/s")
     detail = ""
     if new_gpu != base_gpu:
@@ -254,7 +254,7 @@ def _reason_text(cand: Candidate | None, b: int, cut: int, min_gain: float, arch
             detail = f" ({base_gpu} {old_v:g} -> {new_gpu} {new_v:g} {rate[1]})"
         except KeyError:
             pass
-    return f"{target}: {verb}{detail}"
+    return target, verb + detail
 
 
 MIN_GAIN = 0.05

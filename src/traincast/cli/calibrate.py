@@ -256,7 +256,6 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
 
 def render_validation(out: dict) -> None:
     """Rich tables: predicted vs measured per case, then per component."""
-
     from traincast.cli.common import fmt_seconds
 
     t = Table(title=f"traincast validate — {out['device_name']}, torch {out['torch']}, "
@@ -344,7 +343,6 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                       json_out: bool) -> None:
     """``validate --kernels DIR [--kernels DIR ...]``: leave-one-GPU-out over the folders' GPUs
     together (traincast.calibration.kernel_fit)."""
-
     from traincast.calibration import kernel_fit
 
     cat = catalog_from([catalog] if catalog else None)

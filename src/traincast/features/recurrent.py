@@ -26,6 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 # bytes per element of the dtypes a per-op table names
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
             "float8_e5m2": 1, "int64": 8, "int32": 4, "int8": 1, "uint8": 1, "bool": 1}
@@ -160,10 +163,10 @@ def _library(row: dict[str, Any]) -> dict[str, Any]:
     return row | {"launch": "library"}
 
 
-def library_launched(ops: Sequence[Mapping[str, Any]]) -> list[bool]:
+def library_launched(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.bool_]:
     """Per row: whether a library launches it from its own loop (``launch = "library"``, the
     kernels of ``cudnn_rows`` after the first), so the host pays a launch, not a dispatch."""
-    return [o.get("launch") == "library" for o in ops]
+    return np.array([o.get("launch") == "library" for o in ops], dtype=bool)
 
 
 def cudnn_rows(call: Mapping[str, Any], phase: str, dtype: str) -> list[dict[str, Any]]:
