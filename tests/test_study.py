@@ -230,3 +230,24 @@ def test_a_study_that_fails_leaves_no_folder_it_made_and_keeps_one_it_did_not(
     with pytest.raises(TraincastError):
         study(bad, kept, report=False)
     assert (kept / "notes.txt").read_text() == "mine"
+
+
+def test_study_cli_takes_several_trace_files_and_a_folder(tmp_path: Path) -> None:
+    """Two files, then the folder that holds them: the same three jobs, each file a source;
+    study.json names what was given."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.csv").write_text("job_id,architecture,n_gpus,start_time_s,end_time_s\n"
+                                  "a,1w1g,1,0,10\nb,allreduce-local,4,0,20\n")
+    (folder / "b.csv").write_text("job_id,architecture,n_gpus,start_time_s,end_time_s\n"
+                                  "a,1w1g,2,0,30\n")
+    runs = {"files": [str(folder / "a.csv"), str(folder / "b.csv")], "folder": [str(folder)]}
+    for name, given in runs.items():
+        out = tmp_path / name
+        res = CliRunner().invoke(app, ["study", *given, "-o", str(out), "--no-report",
+                                       "--workload", "resnet50", "--json"])
+        assert res.exit_code == 0, res.output
+        meta = json.loads((out / "study.json").read_text())
+        assert meta["jobs"] == 3 and meta["trace"]["paths"] == given
+        char = json.loads((out / "characterize.json").read_text())
+        assert char["gpus"] == 1 + 4 + 2

@@ -231,11 +231,54 @@ def test_not_utf8_names_the_reason(tmp_path: Path) -> None:
     assert "iconv" in exc.value.hint and not (tmp_path / "s.duckdb").exists()
 
 
-def test_a_directory_is_not_a_trace_file(tmp_path: Path) -> None:
+def test_a_folder_without_the_formats_files_is_refused_saying_what_it_holds(
+        tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
-    with pytest.raises(TraincastError, match=r"helios: .*d: a directory"):
+    with pytest.raises(TraincastError, match=r"helios: .*d: no helios trace file .*empty"):
+        ingest(tmp_path / "d", format="helios", db=tmp_path / "s.duckdb")
+    (tmp_path / "d" / "cluster_gpu_number.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(TraincastError, match=r"cluster_log\.csv.*holds cluster_gpu_number\.csv"):
         ingest(tmp_path / "d", format="helios", db=tmp_path / "s.duckdb")
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_a_folder_stands_for_the_trace_files_of_its_format(tmp_path: Path) -> None:
+    """ElasticFlow: every CSV of the folder, one source each; Alibaba 2023: the pod lists, not
+    the node list beside them; Helios: the release's data/<cluster>/cluster_log.csv."""
+    ef = tmp_path / "ef"
+    ef.mkdir()
+    (ef / "cluster04.csv").write_text("job_id,submission_time,duration,num_gpu\n"
+                                      "a,0,10,1\nb,5,20,2\n")
+    (ef / "cluster10.csv").write_text("job_id,submission_time,duration,num_gpu\na,1,30,4\n")
+    (ef / "LICENSE").write_text("MIT\n")
+    report = ingest(ef, format="elasticflow", db=tmp_path / "ef.duckdb")
+    assert [Path(s["files"][0]).name for s in report["sources"]] == ["cluster04.csv",
+                                                                     "cluster10.csv"]
+    jobs = load_jobs(tmp_path / "ef.duckdb").to_pydict()
+    assert sorted(jobs["n_gpus"]) == [1, 2, 4]  # job "a" of each cluster kept: 3 jobs
+
+    ali = tmp_path / "ali"
+    ali.mkdir()
+    (ali / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n"
+                                                      "n0,64000,262144,8,G2\n")
+    (ali / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\np0,1000,100,2,1000,G2,LS,Succeeded,0,100,5\n")
+    report = ingest(ali, format="alibaba-2023", db=tmp_path / "ali.duckdb")
+    assert [Path(f).name for s in report["sources"] for f in s["files"]] == [
+        "openb_pod_list_default.csv"]
+    assert load_jobs(tmp_path / "ali.duckdb").to_pydict()["n_gpus"] == [2]
+
+    data = tmp_path / "helios" / "data"
+    for cluster, gpus in (("Venus", 8), ("Earth", 16)):
+        (data / cluster).mkdir(parents=True)
+        (data / cluster / "cluster_log.csv").write_text(
+            "job_id,gpu_num,node_num,state,submit_time,start_time,end_time\n"
+            f"j,{gpus},2,COMPLETED,0,10,100\n")
+        (data / cluster / "cluster_gpu_number.csv").write_text("date,gpus\n0,1\n")
+    ingest(data, format="helios", db=tmp_path / "h.duckdb")
+    jobs = load_jobs(tmp_path / "h.duckdb").to_pydict()
+    assert sorted(jobs["n_gpus"]) == [8, 16] and sorted(jobs["gpus_per_node"]) == [4, 8]
 
 
 def test_a_duplicate_of_a_bad_row_is_kept(tmp_path: Path) -> None:

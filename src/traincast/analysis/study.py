@@ -19,7 +19,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -216,7 +216,7 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
             "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
-def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-study", *,
+def study(trace: str | Path | Sequence[str | Path] | None = None, out_dir: str | Path = "traincast-study", *,
           format: str = "csv", mapping: dict[str, str] | None = None,
           catalog: Catalog | list[str | Path] | None = None,
           scenarios: tuple[str, ...] | list[str] = STUDY_SCENARIOS, overlap: float = 0.0,
@@ -224,7 +224,8 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
           on_step: Step | None = None, workload: str | None = None,
           on_report: Callable[[dict[str, Any]], None] | None = None,
           jobs: pa.Table | None = None) -> dict[str, Any]:
-    """Run the whole study on ``trace`` (default: the bundled sample) into ``out_dir``.
+    """Run the whole study on ``trace`` (a trace file or folder, or several; default: the
+    bundled sample) into ``out_dir``.
 
     Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
     "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
@@ -239,15 +240,16 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
-    sample = trace is None and jobs is None
+    given = [trace] if isinstance(trace, str | Path) else list(trace or [])
+    sample = not given and jobs is None
     ingested = jobs is None  # else: the caller's table, no store of its own here
-    trace_path = Path(sample_path()) if sample else Path(trace) if trace is not None else None
+    trace_paths = [Path(sample_path())] if sample else [Path(p) for p in given]
     out = Path(out_dir)
     made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
                  if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return _study(trace_path, out, sample, ingested, format, mapping, cat, scenarios,
+        return _study(trace_paths, out, sample, ingested, format, mapping, cat, scenarios,
                       overlap, prices, report, on_step, workload, on_report, jobs)
     except BaseException:
         if made is not None:  # a study that fails leaves no folder it made behind
@@ -255,7 +257,7 @@ def study(trace: str | Path | None = None, out_dir: str | Path = "traincast-stud
         raise
 
 
-def _study(trace_path: Path | None, out: Path, sample: bool, ingested: bool, format: str,
+def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, format: str,
            mapping: dict[str, str] | None, cat: Catalog, scenarios: tuple[str, ...] | list[str],
            overlap: float, prices: str | Path | None, report: bool, on_step: Step | None,
            workload: str | None, on_report: Callable[[dict[str, Any]], None] | None,
@@ -268,7 +270,7 @@ def _study(trace_path: Path | None, out: Path, sample: bool, ingested: bool, for
 
     with steps.run("ingest"):
         if jobs is None:
-            jobs = read_trace(trace_path or "", format, out / "jobs.duckdb", mapping,
+            jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping,
                               on_report=on_report)
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
@@ -287,8 +289,8 @@ def _study(trace_path: Path | None, out: Path, sample: bool, ingested: bool, for
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
-        "trace": {"path": None if trace_path is None else str(trace_path), "format": format,
-                  "sample": sample},
+        "trace": {"path": ", ".join(map(str, trace_paths)) or None,
+                  "paths": [str(p) for p in trace_paths], "format": format, "sample": sample},
         "sample": sample, "jobs": jobs.num_rows,
         "db": str(out / "jobs.duckdb") if ingested else None,
         "catalog_files": list(cat.files), "overlap": overlap,

@@ -44,7 +44,7 @@ REPORT_HELP = (
     "How to read each figure: docs/report.md.")
 
 
-def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dict[str, str],
+def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mapping: dict[str, str],
                      out: Path, catalog: Any, json_out: bool, workload: str | None) -> None:
     """Run the study (without its report) on a trace, or on the store's jobs, into ``out``
     (the store's jobs are studied as read, and kept as ``store_jobs.parquet``, a canonical
@@ -52,13 +52,13 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
     from traincast.analysis.study import study, write_parquet
 
     jobs = None
-    if trace is None:
+    if not trace:
         from traincast.trace.store import load_jobs
 
         jobs = load_jobs(db)
         out.mkdir(parents=True, exist_ok=True)
-        trace = out / "store_jobs.parquet"
-        write_parquet(jobs, trace)
+        trace = [out / "store_jobs.parquet"]
+        write_parquet(jobs, trace[0])
         fmt, mapping = "csv", {}
     with progress(json_out) as bar:
         task = bar.add_task("study", total=6)
@@ -76,8 +76,8 @@ def _study_from_jobs(trace: Path | None, db: Path | None, fmt: str, mapping: dic
 
 @app.command(help=REPORT_HELP)
 def report(
-    trace: Annotated[Path | None, typer.Argument(
-        help="A trace file to study first (read with --format).")] = None,
+    trace: Annotated[list[Path] | None, typer.Argument(
+        help="Trace files or folders to study first (read with --format).")] = None,
     db: DbOpt = None,
     study_dir: Annotated[Path | None, typer.Option(
         "--study", help="A study folder (traincast study -o DIR).")] = None,
@@ -101,7 +101,7 @@ def report(
 ) -> None:
     from traincast.report import write_report
 
-    if study_dir is not None and (trace is not None or db is not None):
+    if study_dir is not None and (trace or db is not None):
         raise TraincastError("give either --study DIR or a TRACE / --db, not both")
     if (roofline is None) != (gpu is None):
         raise TraincastError("--roofline MODEL and --gpu NAME go together",

@@ -56,8 +56,9 @@ def architecture_table(char: dict[str, Any]) -> Table:
 
 @app.command()
 def study(
-    trace: Annotated[Path | None, typer.Argument(
-        help="A trace file or folder; none = the bundled synthetic sample.")] = None,
+    trace: Annotated[list[Path] | None, typer.Argument(
+        help="Trace files or folders (a folder: the files of the --format that it holds, "
+             "docs/traces.md); none = the bundled synthetic sample.")] = None,
     output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the tables, "
                                          "the job store and the report.")]
     = Path("traincast-study"),

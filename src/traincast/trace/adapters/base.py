@@ -553,6 +553,24 @@ def archive_error(adapter: str, path: Path) -> TraincastError:
                           hint=f"extract it first ({how}) and give the extracted file(s)")
 
 
+def folder_files(adapter: str, path: Path, patterns: tuple[str, ...]) -> list[Path]:
+    """The trace files of a folder given as a trace: its files (in it, or in a folder of it,
+    as ``*/cluster_log.csv``) whose path below it matches one of ``patterns``, sorted by name.
+    A folder with none is an error that lists what it holds."""
+    found = sorted({f for pat in patterns for f in path.glob(pat) if f.is_file()})
+    if found:
+        return found
+    held = sorted(f.name + ("/" if f.is_dir() else "") for f in path.iterdir()
+                  if not f.name.startswith("."))
+    holds = (f"it holds {', '.join(held[:6])}{', ...' if len(held) > 6 else ''}" if held
+             else "it is empty")
+    looked = ", ".join(patterns) or "nothing: this format reads files only"
+    raise TraincastError(f"{adapter}: {path}: no {adapter} trace file in this folder (looked "
+                         f"for {looked}; {holds})",
+                         hint=f"give the {adapter} trace file(s) themselves, or the folder "
+                              "that holds them")
+
+
 def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                mapping: Mapping[str, str] | None, adapter: str, required: Iterable[str],
                fields_of: Callable[[list[str]], dict[str, Field]],
@@ -561,11 +579,14 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                probe: Callable[[Path], str] | None = None,
                ending: Callable[[duckdb.DuckDBPyConnection, Path], FileEnd | None] | None
                = table_end,
-               checks_of: Callable[[list[str]], list[Check]] | None = None) -> list[Plan]:
+               checks_of: Callable[[list[str]], list[Check]] | None = None,
+               folder: tuple[str, ...] = ()) -> list[Plan]:
     """One plan per trace file, for adapters that map one file to jobs row by row.
 
-    For each file: its columns (read from ``probe(path)``, else from ``relation(path)``, the
-    relation with ``_row`` the plan runs over) must include ``required``; its canonical columns
+    A folder stands for its files that match one of the ``folder`` patterns
+    (:func:`folder_files`). For each file: its columns (read from ``probe(path)``, else from
+    ``relation(path)``, the relation with ``_row`` the plan runs over) must include
+    ``required``; its canonical columns
     are ``fields_of(columns)`` with ``--map`` applied; a job is censored where
     ``censored_of(fields, columns)`` holds (default: never); its rows are also checked by
     ``checks_of(columns)`` (the adapter's bad-row rules for source columns); how the file ends,
@@ -573,11 +594,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
     added to the plan (:meth:`FileEnd.apply`).
     """
     out = []
-    for path in paths:
-        if path.is_dir():
-            raise TraincastError(f"{adapter}: {path}: a directory, not a trace file",
-                                 hint=f"give the {adapter} trace file(s) themselves (only "
-                                      "--format pai-2020 reads a directory of tables)")
+    for path in (f for p in paths for f in (folder_files(adapter, p, folder) if p.is_dir()
+                                           else [p])):
         if is_archive(path):
             raise archive_error(adapter, path)
         try:

@@ -33,6 +33,8 @@ from traincast.trace.schema import COLUMNS
 
 NAME = "csv"
 REQUIRED = ("job_id", "n_gpus")
+FOLDER = ("*.csv", "*.csv.gz", "*.parquet", "*.pq")
+"""A folder given as the trace: its CSV and Parquet files."""
 
 
 def _fields(cols: list[str]) -> dict[str, Field]:
@@ -55,4 +57,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
     required = [c for c in REQUIRED if c not in (mapping or {})]
     return file_plans(con, paths, mapping, NAME, required, _fields, censored,
-                      checks_of=checks)
+                      checks_of=checks, folder=FOLDER)

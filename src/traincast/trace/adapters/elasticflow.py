@@ -22,6 +22,8 @@ from traincast.trace.schema import DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "elasticflow"
 REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
+FOLDER = ("*.csv", "*.csv.gz")
+"""A folder given as the trace: its CSV files, one cluster each (``cluster04.csv``, ...)."""
 
 
 def _fields(cols: list[str]) -> dict[str, Field]:
@@ -44,4 +46,5 @@ def _checks(_: list[str]) -> list[Check]:
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields, checks_of=_checks)
+    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields, checks_of=_checks,
+                      folder=FOLDER)

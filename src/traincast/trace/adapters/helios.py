@@ -36,6 +36,9 @@ from traincast.trace.schema import COUNT_MAX, DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
+FOLDER = ("cluster_log.csv", "*/cluster_log.csv")
+"""A folder given as the trace: its ``cluster_log.csv``, or one per cluster folder in it (the
+release's ``data/<cluster>/cluster_log.csv``); the other tables beside it are not read."""
 
 
 def _fields(cols: list[str]) -> dict[str, Field]:
@@ -77,4 +80,5 @@ def _checks(cols: list[str]) -> list[Check]:
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
-                      lambda fields, _: unfinished(fields), checks_of=_checks)
+                      lambda fields, _: unfinished(fields), checks_of=_checks,
+                      folder=FOLDER)

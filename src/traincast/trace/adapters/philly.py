@@ -40,6 +40,10 @@ from traincast.trace.adapters.base import (
 
 NAME = "philly"
 REQUIRED = ("jobid", "status", "submitted_time", "attempts")
+FOLDER = ("cluster_job_log", "cluster_job_log.json", "cluster_job_log.gz",
+          "cluster_job_log.json.gz")
+"""A folder given as the trace (the release's ``trace-data``): its ``cluster_job_log``; the
+utilization and machine tables beside it are not read."""
 # attempts stay JSON: a value of the wrong type inside one job (a number where a list belongs)
 # makes that job's fields NULL (and a bad row where a field had a value), not the whole file
 # unreadable, as a typed STRUCT column would
@@ -129,4 +133,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda fields, _: unfinished(fields), relation=_relation, probe=_probe,
-                      ending=json_end)
+                      ending=json_end, folder=FOLDER)
