@@ -526,3 +526,26 @@ def test_the_idle_grid_cells_are_those_a_binary_search_finds() -> None:
     assert np.all((u >= 0) & (u <= 1))
     i, u = _cells(np.array([np.nan]), IDLE_SCALES)
     assert i[0] == 0 and np.isnan(u[0])
+
+
+def test_a_node_the_trace_fills_past_the_gpus_default_preset_takes_a_larger_preset() -> None:
+    """Alibaba 2023: a G2 (A10) pod of 8 GPUs runs on one node, while the A10's default preset
+    holds 4: it takes the 8-GPU A10 preset (its links), a 4-GPU pod keeps the default, a pod of
+    16 on one node fits no A10 preset, a named node is kept, and 8 GPUs the trace does not
+    place on one node are packed over the default preset (2 nodes)."""
+    cat = load_catalog()
+    assert (cat.nodes["a10-pcie"].gpus, cat.nodes["a10-pcie-8"].gpus) == (4, 8)
+    assert cat.node_holding("G2", 8) == "a10-pcie-8" and cat.node_holding("A10", 3) == "a10-pcie"
+    assert cat.node_holding("A10", 9) == "" and cat.node_holding("no-such-gpu", 1) == ""
+    jobs = {"job_id": list("abcde"), "architecture": [None] * 5,
+            "n_gpus": [8.0, 4.0, 16.0, 8.0, 8.0], "gpus_per_node": [8.0, 4.0, 16.0, 8.0, None],
+            "node": [None, None, None, "a10-pcie", None], "gpu_type": ["G2"] * 5,
+            **{k: [v] * 5 for k, v in FEATS.items()}}
+    r = resolve(jobs, cat)
+    assert list(r.node.strings()) == ["a10-pcie-8", "a10-pcie", "a10-pcie", "a10-pcie",
+                                      "a10-pcie"]
+    assert list(r.node_gpus) == [8, 4, 4, 4, 4] and list(r.nodes[[0, 4]]) == [1, 2]
+    assert [REASONS[c] for c in r.reason] == ["ok", "ok"] + [
+        "more GPUs per node than the node has"] * 2 + ["ok"]
+    assert [ARCHITECTURES[a] for a in r.arch[[0, 4]]] == ["allreduce-local", "allreduce-cluster"]
+    assert r.intra_bps[0] == cat.links["pcie4x16"].bw_bps

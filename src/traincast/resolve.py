@@ -5,7 +5,9 @@ characterize, ``hybrid``) calls :func:`resolve`.
 For each row:
 
 * **hardware** — node preset: the row's ``node``; when empty, the ``default_node`` of its GPU
-  type; else ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
+  type (where the trace's ``gpus_per_node`` exceeds its GPUs: the smallest preset of that GPU
+  that holds them, :meth:`~traincast.hardware.catalog.Catalog.node_holding`, if any); else
+  ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
   resolved), else the node's GPU; ``gpu=`` overrides it for every row. Links: the node's
   ``pcie``/``intra``/``nic`` (``rails`` = its ``nics`` ports), each replaceable for every row.
 * **placement** — ``n`` = the job's training GPUs (:func:`training_gpus`: ``n_workers ×
@@ -91,11 +93,37 @@ def resolve_link(catalog: Catalog, spec: str, role: str = "") -> Link:
 
 
 def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | None,
-              links: dict[str, Link]) -> tuple[Strings, Strings, F, NDArray[np.intp]]:
+              links: dict[str, Link], node: Strings | None = None
+              ) -> tuple[Strings, Strings, F, NDArray[np.intp]]:
     """Node and GPU names of each row, a (pairs, 7) table of rates with one lookup per unique
     (node, gpu_type) pair (node GPUs, rails, memory GB, pcie/intra/nic bytes/s, known), and
-    each row's pair (``rates[pair]``: the caller gathers the rates it needs)."""
-    node, gpu_type = cols["node"], cols["gpu_type"]
+    each row's pair (``rates[pair]``: the caller gathers the rates it needs). A row without a
+    node whose trace puts more GPUs on one node (``gpus_per_node``) than its GPU's
+    ``default_node`` has takes the smallest preset of that GPU that holds them
+    (:meth:`Catalog.node_holding`), where there is one."""
+    gpu_type = cols["gpu_type"]
+    if node is None:
+        node = cols["node"]
+        names, rates, idx = _pairs(node, gpu_type, catalog, default_node, gpu, links)
+        g = cols["gpus_per_node"]
+        small = (node.codes < 0) & (gpu_type.codes >= 0) & (g > rates[idx, 0])
+        if small.any():  # a few (GPU type, GPUs per node) pairs: one lookup each
+            bigger = node
+            for code, gpus in set(zip(gpu_type.codes[small].tolist(), g[small].tolist(),
+                                      strict=True)):
+                if name := catalog.node_holding(gpu_type.values[code], gpus):
+                    bigger = bigger.set(small & (gpu_type.codes == code) & (g == gpus), name)
+            if bigger is not node:
+                return _hardware(cols, catalog, default_node, gpu, links, bigger)
+    else:
+        names, rates, idx = _pairs(node, gpu_type, catalog, default_node, gpu, links)
+    return names["node"], names["gpu"], rates, idx
+
+
+def _pairs(node: Strings, gpu_type: Strings, catalog: Catalog, default_node: str,
+           gpu: str | None, links: dict[str, Link]
+           ) -> tuple[dict[str, Strings], F, NDArray[np.intp]]:
+    """:func:`_hardware`'s lookup, one per unique (node, gpu_type) pair."""
     node_vals, gpu_vals = [*node.values, ""], [*gpu_type.values, ""]
     names: dict[str, list[str]] = {"node": [], "gpu": []}
     pairs = np.zeros((len(node_vals), len(gpu_vals), 2), dtype=np.int32)
@@ -114,8 +142,9 @@ def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | Non
                    * len(gpu_vals)) + np.where(gpu_type.codes < 0, len(gpu_vals) - 1,
                                                 gpu_type.codes)
     flat = pairs.reshape(-1, 2)
-    return (Strings(flat[idx, 0], tuple(names["node"])),
-            Strings(flat[idx, 1], tuple(names["gpu"])), np.array(rates, dtype=np.float64), idx)
+    table = np.array(rates, dtype=np.float64)
+    return ({"node": Strings(flat[idx, 0], tuple(names["node"])),
+             "gpu": Strings(flat[idx, 1], tuple(names["gpu"]))}, table, idx)
 
 
 def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,

@@ -216,7 +216,8 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
             "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
-def study(trace: str | Path | Sequence[str | Path] | None = None, out_dir: str | Path = "traincast-study", *,
+def study(trace: str | Path | Sequence[str | Path] | None = None,
+          out_dir: str | Path = "traincast-study", *,
           format: str = "csv", mapping: dict[str, str] | None = None,
           catalog: Catalog | list[str | Path] | None = None,
           scenarios: tuple[str, ...] | list[str] = STUDY_SCENARIOS, overlap: float = 0.0,

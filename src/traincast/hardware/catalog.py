@@ -288,6 +288,19 @@ class Catalog:
         except KeyError:
             return ""
 
+    def node_holding(self, gpu_name: str, gpus: float) -> str:
+        """The smallest node preset of ``gpu_name`` (by its canonical name) with at least
+        ``gpus`` GPUs (ties: the GPU's ``default_node``, then by name), else ''."""
+        try:
+            g = self.gpu(gpu_name)
+        except KeyError:
+            return ""
+        fits = [nd for nd in self.nodes.values()
+                if nd.gpus >= gpus and self.aliases.get(nd.gpu, nd.gpu) == g.name]
+        if not fits:
+            return ""
+        return min(fits, key=lambda nd: (nd.gpus, nd.name != g.default_node, nd.name)).name
+
     def entry(self, name: str) -> tuple[str, Any]:
         """Look ``name`` up as a GPU, link or node: ``(kind, entry)``."""
         for kind, table in (("node", self.nodes), ("link", self.links)):
