@@ -631,6 +631,28 @@ def test_out_of_memory_is_a_clean_error(tc, tmp_path: Path, monkeypatch) -> None
         raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
 
     monkeypatch.setattr(char, "characterize_chunks", oom)
-    r = tc("characterize", "--db", str(db), "--json")
-    assert first_line(r).startswith("error: out of memory (OutOfMemoryException: Out of Memory")
+    r = tc("characterize", "--db", str(db))  # the progress bar's line comes first
+    assert clean(r).startswith("error: out of memory (OutOfMemoryException: Out of Memory")
     assert "TRAINCAST_DB_MEMORY" in clean(r)
+    r = tc("characterize", "--db", str(db), "--json")  # the same error, as one JSON object
+    clean(r)
+    obj = json.loads(r.stderr)
+    assert obj["error"].startswith("out of memory (OutOfMemoryException: Out of Memory")
+    assert "TRAINCAST_DB_MEMORY" in obj["hint"] and obj["exit_code"] == 2
+
+
+def test_with_json_every_error_is_one_json_object_on_stderr(tc, tmp_path: Path) -> None:
+    """A bad input, a bad option value and an unknown option: stdout stays empty, stderr is
+    one line of JSON whose exit_code is the process's; without --json the same bad value is
+    the error and hint lines."""
+    cases = [(("predict", *JOB, "--gpu", "NOPE", "--json"), "NOPE"),
+             (("whatif", "--overlap", "3", "--json"), "--overlap"),
+             (("predict", "--nosuch", "--json"), "--nosuch")]
+    for args, named in cases:
+        r = tc(*args)
+        clean(r)
+        assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+        obj = json.loads(r.stderr)
+        assert obj["exit_code"] == 2 and named in obj["error"] and obj["hint"], obj
+    r = tc("whatif", "--overlap", "3")
+    assert r.returncode == 2 and "--overlap" in r.stderr and not r.stderr.startswith("{")

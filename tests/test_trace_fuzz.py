@@ -466,8 +466,10 @@ def test_fuzz_cli_exit_status(base_store: Path, name: str, steps: list[Mutation]
         code, err = run_cli("ingest", str(write_trace(fmt, d, damaged)), "--format", name,
                             "--db", str(db), "--json")
         assert code in (0, 2), f"{name} after {steps!r}: exit {code}: {err}"
-        if code == 2:
-            assert err.startswith("error: ") and "\nhint: " in err, err
+        if code == 2:  # with --json: one JSON object naming the error and a hint
+            obj = json.loads(err)
+            assert set(obj) == {"error", "hint", "exit_code"} and obj["exit_code"] == 2, err
+            assert obj["error"] and obj["hint"] and "\n" not in err.strip(), err
             assert _sha(db) == before
 
 

@@ -63,13 +63,39 @@ from traincast.cli import (  # noqa: E402,F401
 )
 
 
+_JSON_ERRORS = False
+"""The command line asked for ``--json``: errors are one JSON object (:func:`_fail`)."""
+
+
 def _fail(message: str, hint: str, code: int) -> NoReturn:
     """One error line and one hint line on stderr, printed as text (a message with brackets,
-    ``[gpu.x]``, is never read as console markup) and never wrapped."""
+    ``[gpu.x]``, is never read as console markup) and never wrapped; with ``--json``, one line
+    of JSON on stderr instead: ``{"error": message, "hint": hint, "exit_code": code}``."""
+    if _JSON_ERRORS:
+        import json
+
+        sys.stderr.write(json.dumps({"error": message, "hint": hint, "exit_code": code}) + "\n")
+        sys.exit(code)
     err_console.print(Text("error: ", style="bold red") + Text(message), highlight=False,
                       soft_wrap=True)
     err_console.print(Text(f"hint: {hint}", style="dim"), highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def _run_json() -> NoReturn:
+    """``app`` for a command line with ``--json``: click's usage errors (a bad or missing
+    option) come back as exceptions, so that :func:`_fail` prints them as JSON too."""
+    # click's ClickException, wherever this typer takes click from (its own copy since 0.20)
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    try:
+        code = app(prog_name="traincast", standalone_mode=False)
+    except typer.Abort:  # Ctrl-C, as click reports it
+        raise KeyboardInterrupt from None
+    except usage_error as exc:
+        where = exc.ctx.command_path if getattr(exc, "ctx", None) else "traincast COMMAND"
+        _fail(exc.format_message(), f"{where} --help shows the options and their units",
+              exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def main() -> None:
@@ -81,14 +107,19 @@ def main() -> None:
     file or folder that cannot be read or written (an ``OSError`` naming a path) likewise.
     Ctrl-C (also inside a DuckDB query) prints ``interrupted``, exit 130. Anything else is
     unexpected (a bug): one line naming the exception, exit 1; ``--debug`` anywhere on the
-    command line shows the traceback instead.
+    command line shows the traceback instead. With ``--json`` on the command line every error,
+    a bad option's too, is one JSON object on stderr (:func:`_fail`).
     """
     from traincast.errors import disk_full, interrupted, out_of_memory
 
+    global _JSON_ERRORS
     debug = "--debug" in sys.argv
     if debug:
         sys.argv.remove("--debug")
+    _JSON_ERRORS = "--json" in sys.argv[1:]
     try:
+        if _JSON_ERRORS:
+            _run_json()
         app(prog_name="traincast")
     except SystemExit as exc:  # typer turns Ctrl-C in a command into a silent exit 130
         if exc.code == 130:
