@@ -440,8 +440,9 @@ def test_a_real_full_disk(tmp_path: Path, big_csv: Path) -> None:
     assert "jobs 2" in lines  # the committed store kept its jobs
     [files] = [ln.split()[1:] for ln in lines if ln.startswith("files:")]
     assert files == ["s.duckdb"]  # nothing else left: no new store, no temporary files
-    assert f"error: {disk}/s.duckdb: the disk is full" in r.stdout
-    assert f"error: {disk}/new.duckdb: the disk is full" in r.stdout
+    errors = [json.loads(ln)["error"] for ln in lines if ln.startswith("{")]  # --json errors
+    assert [e.startswith(f"{disk}/{name}.duckdb: the disk is full")
+            for e, name in zip(errors, ("s", "new"), strict=True)] == [True, True], errors
 
 
 def test_parquet_is_exported_with_the_ingest(tmp_path: Path) -> None:
