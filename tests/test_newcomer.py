@@ -235,7 +235,8 @@ def test_unknown_gpu_type_is_said_assumed(monkeypatch: pytest.MonkeyPatch) -> No
     with console.capture() as cap:
         print_recommend(res, rows)
     text = " ".join(cap.get().split())
-    assert "pai-v100-nvlink (assumed)" in text and "pai-t4 (assumed)" not in text
+    assert "pai-v100-nvlink*" in text and "pai-t4*" not in text
+    assert "* the trace names no GPU type or node: the default node" in text
 
 
 def test_reason_has_names() -> None:

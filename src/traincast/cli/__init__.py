@@ -62,7 +62,6 @@ from traincast.cli import (  # noqa: E402,F401
     zoo,
 )
 
-
 _JSON_ERRORS = False
 """The command line asked for ``--json``: errors are one JSON object (:func:`_fail`)."""
 

@@ -217,7 +217,18 @@ def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | N
                      "workload": [workload], "batch_size": [features.get("batch_size")]})
 
 
+def _reason_keys(reasons: list[str]) -> tuple[list[str], str]:
+    """Each reason's key, ``[1]``, ``[2]``, ... in order of first use (jobs that share a reason
+    share its key), and the keys' legend, one line each."""
+    keys: dict[str, str] = {}
+    for text in reasons:
+        keys.setdefault(text, f"[{len(keys) + 1}]")
+    return [keys[r] for r in reasons], "\n".join(f"{k} {r}" for r, k in keys.items())
+
+
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
+    """The summary, then the first 20 jobs in two tables (the same hardware; anywhere, and with
+    prices the cheapest); each reason once, under its table, keyed from its jobs' rows."""
     s = result["summary"]
     t = Table(title=f"Recommendations for {result['jobs']:,} jobs", title_justify="left")
     for col in ("", "jobs changed", "mean speedup", "median", "top choices"):
@@ -228,42 +239,42 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         if key in s:
             b = s[key]
             top = ", ".join(f"{a} {n:,}" for a, n in list(b["architectures"].items())[:3])
-            top += " | " + ", ".join(f"{a} {n:,}" for a, n in list(b["nodes"].items())[:3])
+            top += "; " + ", ".join(f"{a} {n:,}" for a, n in list(b["nodes"].items())[:3])
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
     d = rows.slice(0, 20).to_pylist()
+    keys, legend = _reason_keys([r["arch_reason"] for r in d])
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
-              title_justify="left")
-    for col in ("job", "now", "time", "recommended (same hardware)", "speedup", "reason"):
+              title_justify="left", caption=legend, caption_justify="left")
+    for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold")
     assumed = False
-    for r in d:
+    for r, key in zip(d, keys, strict=True):
         now = f"{r['architecture'] or '-'} on {r['node']}"
         if not r.get("gpu_type_given", True):
-            now += " (assumed)"
+            now += "*"  # one word with the node name: they wrap together
             assumed = True
-        t.add_row(str(r["job_id"]), now,
-                  fmt_seconds(r["base_total_s"]), r["arch_architecture"] or "-",
-                  fmt_x(r["arch_speedup"]), r["arch_reason"])
+        t.add_row(str(r["job_id"]), now, fmt_seconds(r["base_total_s"]),
+                  r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     if assumed:
-        t.caption = ("(assumed) = the trace names no GPU type or node: the default node "
-                     "(traincast.resolve.DEFAULT_NODE) is assumed")
-        t.caption_justify = "left"
+        t.caption = ("* the trace names no GPU type or node: the default node "
+                     "(traincast.resolve.DEFAULT_NODE) is assumed\n" + legend)
     console.print(t)
+    keys, legend = _reason_keys([r["best_reason"] for r in d])
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
-              title_justify="left")
-    for col in ("job", "fastest", "speedup", "reason", *(["cheapest", "$/iter"]
-                                                        if "cheapest" in s else [])):
+              title_justify="left", caption=legend, caption_justify="left")
+    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
+                                                     if "cheapest" in s else [])):
         t.add_column(col, overflow="fold")
-    for r in d:
+    for r, key in zip(d, keys, strict=True):
         extra = []
         if "cheapest" in s:
             c = r["cheapest_cost_per_iter_usd"]
             extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
                      "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
         t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
-                  fmt_x(r["best_speedup"]), r["best_reason"], *extra)
+                  fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
 
 
