@@ -239,6 +239,10 @@ def test_ctrl_c_anywhere_is_exit_130_interrupted(tc, monkeypatch, exc) -> None:
     r = tc("hardware", "list")
     clean(r, 130)
     assert r.stderr.strip() == "interrupted"
+    r = tc("hardware", "list", "--json")  # the same, as one JSON object; nothing on stdout
+    clean(r, 130)
+    assert json.loads(r.stderr)["error"] == "interrupted" and r.stdout == ""
+    assert json.loads(r.stderr)["exit_code"] == 130
 
 
 def test_other_runtime_errors_stay_unexpected(tc, monkeypatch) -> None:
@@ -656,3 +660,5 @@ def test_with_json_every_error_is_one_json_object_on_stderr(tc, tmp_path: Path) 
         assert obj["exit_code"] == 2 and named in obj["error"] and obj["hint"], obj
     r = tc("whatif", "--overlap", "3")
     assert r.returncode == 2 and "--overlap" in r.stderr and not r.stderr.startswith("{")
+    r = tc("predict", *JOB, "--gpu", "NOPE", "--", "--json")  # after --: not the flag
+    assert r.returncode == 2 and not r.stderr.startswith("{")

@@ -549,3 +549,5 @@ def test_a_node_the_trace_fills_past_the_gpus_default_preset_takes_a_larger_pres
         "more GPUs per node than the node has"] * 2 + ["ok"]
     assert [ARCHITECTURES[a] for a in r.arch[[0, 4]]] == ["allreduce-local", "allreduce-cluster"]
     assert r.intra_bps[0] == cat.links["pcie4x16"].bw_bps
+    jobs["node"] = ["", "", "", "a10-pcie", ""]  # an empty node is no node, as null is
+    assert list(resolve(jobs, cat).node.strings()) == list(r.node.strings())

@@ -452,3 +452,20 @@ def test_report_cli_shows_its_steps_on_stderr_unless_quiet(tmp_path):
     quiet = CliRunner().invoke(app, ["--quiet", *args])
     assert quiet.exit_code == 0, quiet.output
     assert "report:" not in quiet.stderr and "Report written" in quiet.stdout
+
+
+def test_the_catalog_table_lists_the_node_each_job_was_predicted_on(tmp_path) -> None:
+    """A G2 (A10) pod of 8 GPUs on one node is predicted on the 8-GPU A10 preset, a 1-GPU one
+    on the A10's default preset: the report's catalog table names both, with their GPU."""
+    import pyarrow as pa
+
+    from traincast.hardware.catalog import load_catalog
+    from traincast.report.inputs import Study
+    from traincast.report.sections import catalog_used
+
+    jobs = pa.table({"job_id": ["a", "b"], "architecture": [None, None],
+                     "n_gpus": [8.0, 1.0], "gpus_per_node": [8.0, 1.0],
+                     "gpu_type": ["G2", "G2"]})
+    html = catalog_used(Study(folder=tmp_path, jobs=jobs), load_catalog())
+    assert ">a10-pcie-8<" in html and ">a10-pcie<" in html and ">A10<" in html
+    assert "pai-v100-nvlink" not in html  # no job runs on the default node of no GPU type

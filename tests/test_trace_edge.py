@@ -386,3 +386,50 @@ def test_strict_reads_again_a_kept_file_with_bad_rows(tmp_path: Path) -> None:
         ingest(path, db=db, strict=True)
     assert [j["job_id"] for j in load_jobs(db).to_pylist()] == ["a", "c"]
     assert [s["bad_rows"] for s in sources(db)] == [1]
+
+
+def test_a_folder_is_read_once_per_table(tmp_path: Path) -> None:
+    """Hidden files are left out, X.gz beside X is the same table, a file given with its
+    folder (or twice) is read once; an Alibaba 2023 folder with two pod lists (alternative
+    workloads of one cluster) is refused, naming them."""
+    d = tmp_path / "ef"
+    d.mkdir()
+    body = "job_id,submission_time,duration,num_gpu\na,0,10,1\nb,5,20,2\n"
+    (d / "c.csv").write_text(body)
+    with gzip.open(d / "c.csv.gz", "wt") as f:
+        f.write(body)
+    (d / ".c.csv").write_text("not,a,trace\n")
+    (d / "._c.csv").write_bytes(b"\x00\x05\x16\x07")  # a macOS resource-fork copy
+    report = ingest([d, d / "c.csv", d / "c.csv"], format="elasticflow",
+                    db=tmp_path / "s.duckdb")
+    assert [Path(f).name for s in report["sources"] for f in s["files"]] == ["c.csv"]
+    assert report["jobs"] == 2
+
+    ali = tmp_path / "ali"
+    ali.mkdir()
+    for name in ("openb_pod_list_default.csv", "openb_pod_list_multigpu50.csv"):
+        (ali / name).write_text("name,num_gpu,gpu_milli,gpu_spec,pod_phase,creation_time,"
+                                "deletion_time,scheduled_time\np0,1,1000,,Succeeded,0,9,1\n")
+    with pytest.raises(TraincastError, match=r"2 pod lists in this folder \(openb_pod_list_"
+                       r"default\.csv, openb_pod_list_multigpu50\.csv\)"):
+        ingest(ali, format="alibaba-2023", db=tmp_path / "a.duckdb")
+    assert not (tmp_path / "a.duckdb").exists()
+
+
+def test_an_output_the_next_run_would_read_as_the_trace_is_refused(tmp_path: Path) -> None:
+    from traincast.analysis.study import study
+
+    d = tmp_path / "traces"
+    d.mkdir()
+    (d / "a.csv").write_text("job_id,n_gpus\na,1\n")
+    with pytest.raises(TraincastError, match="would be in the trace folder"):
+        ingest(d, db=tmp_path / "s.duckdb", parquet=d / "all.parquet")
+    assert not (d / "all.parquet").exists() and not (tmp_path / "s.duckdb").exists()
+    (d / "sub").mkdir()  # a subfolder is not read as the trace: its files may be written
+    ingest(d, db=tmp_path / "s.duckdb", parquet=d / "sub" / "all.parquet")
+    assert (d / "sub" / "all.parquet").exists()
+    with pytest.raises(TraincastError, match="is a trace folder of this study"):
+        study(d, d, report=False)
+    with pytest.raises(TraincastError, match="no trace file given"):
+        study([], tmp_path / "out", report=False)
+    assert sorted(f.name for f in d.iterdir()) == ["a.csv", "sub"]

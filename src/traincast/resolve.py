@@ -93,31 +93,35 @@ def resolve_link(catalog: Catalog, spec: str, role: str = "") -> Link:
 
 
 def _hardware(cols: Columns, catalog: Catalog, default_node: str, gpu: str | None,
-              links: dict[str, Link], node: Strings | None = None
-              ) -> tuple[Strings, Strings, F, NDArray[np.intp]]:
+              links: dict[str, Link]) -> tuple[Strings, Strings, F, NDArray[np.intp]]:
     """Node and GPU names of each row, a (pairs, 7) table of rates with one lookup per unique
     (node, gpu_type) pair (node GPUs, rails, memory GB, pcie/intra/nic bytes/s, known), and
-    each row's pair (``rates[pair]``: the caller gathers the rates it needs). A row without a
-    node whose trace puts more GPUs on one node (``gpus_per_node``) than its GPU's
-    ``default_node`` has takes the smallest preset of that GPU that holds them
-    (:meth:`Catalog.node_holding`), where there is one."""
-    gpu_type = cols["gpu_type"]
-    if node is None:
-        node = cols["node"]
-        names, rates, idx = _pairs(node, gpu_type, catalog, default_node, gpu, links)
-        g = cols["gpus_per_node"]
-        small = (node.codes < 0) & (gpu_type.codes >= 0) & (g > rates[idx, 0])
-        if small.any():  # a few (GPU type, GPUs per node) pairs: one lookup each
-            bigger = node
-            for code, gpus in set(zip(gpu_type.codes[small].tolist(), g[small].tolist(),
-                                      strict=True)):
-                if name := catalog.node_holding(gpu_type.values[code], gpus):
-                    bigger = bigger.set(small & (gpu_type.codes == code) & (g == gpus), name)
-            if bigger is not node:
-                return _hardware(cols, catalog, default_node, gpu, links, bigger)
-    else:
-        names, rates, idx = _pairs(node, gpu_type, catalog, default_node, gpu, links)
+    each row's pair (``rates[pair]``: the caller gathers the rates it needs); rows without a
+    node that the trace fills past their default preset take a larger one
+    (:func:`_larger_nodes`)."""
+    node, gpu_type = cols["node"], cols["gpu_type"]
+    names, rates, idx = _pairs(node, gpu_type, catalog, default_node, gpu, links)
+    larger = _larger_nodes(node, gpu_type, cols["gpus_per_node"], rates[idx, 0], catalog)
+    if larger is not node:
+        names, rates, idx = _pairs(larger, gpu_type, catalog, default_node, gpu, links)
     return names["node"], names["gpu"], rates, idx
+
+
+def _larger_nodes(node: Strings, gpu_type: Strings, gpus_per_node: F, node_gpus: F,
+                  catalog: Catalog) -> Strings:
+    """The node column with a preset named for each row that has none (null or empty) and
+    whose trace puts more GPUs on one node (``gpus_per_node``) than its preset holds
+    (``node_gpus``): the smallest preset of its GPU type that holds them
+    (:meth:`Catalog.node_holding`), where there is one; ``node`` itself when no row changes.
+    One lookup per (GPU type, GPUs per node) pair of such rows."""
+    no_node = (node.codes < 0) | node.isin([""])
+    small = no_node & (gpu_type.codes >= 0) & (gpus_per_node > node_gpus)
+    out = node
+    for code, gpus in set(zip(gpu_type.codes[small].tolist(), gpus_per_node[small].tolist(),
+                              strict=True)):
+        if name := catalog.node_holding(gpu_type.values[code], gpus):
+            out = out.set(small & (gpu_type.codes == code) & (gpus_per_node == gpus), name)
+    return out
 
 
 def _pairs(node: Strings, gpu_type: Strings, catalog: Catalog, default_node: str,
@@ -274,6 +278,16 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
                  hierarchical=np.broadcast_to(np.asarray(hierarchical, dtype=bool), (size,)),
                  **_features(cols), reason=np.zeros(size, dtype=np.int8))
     return replace(r, reason=_reasons(r, hw[6], cols["gpus_per_node"]))
+
+
+def hardware_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
+                default_node: str | None = None) -> tuple[Strings, Strings]:
+    """Node preset and GPU names of each row by the hardware rule of :func:`resolve` alone:
+    ``(r.node, r.gpu)`` of ``resolve(jobs, catalog, default_node=...)`` without the placement,
+    features and checks (what a report lists as the catalog entries used)."""
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    node, gpu, _, _ = _hardware(cols, catalog, default_node or DEFAULT_NODE, None, {})
+    return node, gpu
 
 
 def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,

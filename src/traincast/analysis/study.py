@@ -31,6 +31,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from traincast.engine.local import base_breakdown, evaluate_columns
+from traincast.errors import TraincastError
 from traincast.files import write_text_whole, write_whole
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
@@ -241,11 +242,18 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     from traincast.trace.sample import sample_path
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog or [])
-    given = [trace] if isinstance(trace, str | Path) else list(trace or [])
+    given = [trace] if isinstance(trace, str | Path) else [] if trace is None else list(trace)
+    if trace is not None and not given and jobs is None:
+        raise TraincastError("no trace file given (an empty list)",
+                             hint="give trace files or folders, or none for the bundled sample")
     sample = not given and jobs is None
     ingested = jobs is None  # else: the caller's table, no store of its own here
     trace_paths = [Path(sample_path())] if sample else [Path(p) for p in given]
     out = Path(out_dir)
+    if any(p.is_dir() and p.resolve() == out.resolve() for p in trace_paths):
+        raise TraincastError(f"{out}: is a trace folder of this study: its tables would be read "
+                             "as trace files the next time", hint="write the study to another "
+                             f"folder, e.g. -o {out / 'study'}")
     made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
                  if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)
@@ -290,7 +298,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
-        "trace": {"path": ", ".join(map(str, trace_paths)) or None,
+        "trace": {"path": str(trace_paths[0]) if len(trace_paths) == 1 else None,
                   "paths": [str(p) for p in trace_paths], "format": format, "sample": sample},
         "sample": sample, "jobs": jobs.num_rows,
         "db": str(out / "jobs.duckdb") if ingested else None,

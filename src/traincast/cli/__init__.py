@@ -81,6 +81,14 @@ def _fail(message: str, hint: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _interrupted() -> NoReturn:
+    """Ctrl-C: ``interrupted`` on stderr (with ``--json``, as :func:`_fail`'s object), exit 130."""
+    if _JSON_ERRORS:
+        _fail("interrupted", "stopped by Ctrl-C (SIGINT)", 130)
+    err_console.print(Text("interrupted", style="red"))
+    sys.exit(130)
+
+
 def _run_json() -> NoReturn:
     """``app`` for a command line with ``--json``: click's usage errors (a bad or missing
     option) come back as exceptions, so that :func:`_fail` prints them as JSON too."""
@@ -107,7 +115,8 @@ def main() -> None:
     Ctrl-C (also inside a DuckDB query) prints ``interrupted``, exit 130. Anything else is
     unexpected (a bug): one line naming the exception, exit 1; ``--debug`` anywhere on the
     command line shows the traceback instead. With ``--json`` on the command line every error,
-    a bad option's too, is one JSON object on stderr (:func:`_fail`).
+    a bad option's too, and an interruption are one JSON object on stderr (:func:`_fail`);
+    progress and notes on stderr stay text.
     """
     from traincast.errors import disk_full, interrupted, out_of_memory
 
@@ -115,18 +124,18 @@ def main() -> None:
     debug = "--debug" in sys.argv
     if debug:
         sys.argv.remove("--debug")
-    _JSON_ERRORS = "--json" in sys.argv[1:]
+    args = sys.argv[1:]
+    _JSON_ERRORS = "--json" in args[:args.index("--") if "--" in args else len(args)]
     try:
         if _JSON_ERRORS:
             _run_json()
         app(prog_name="traincast")
     except SystemExit as exc:  # typer turns Ctrl-C in a command into a silent exit 130
         if exc.code == 130:
-            err_console.print(Text("interrupted", style="red"))
+            _interrupted()
         raise
     except KeyboardInterrupt:
-        err_console.print(Text("interrupted", style="red"))
-        sys.exit(130)
+        _interrupted()
     except TraincastError as exc:
         if debug:
             raise
@@ -141,8 +150,7 @@ def main() -> None:
               "check the installation", 2)
     except Exception as exc:
         if interrupted(exc):
-            err_console.print(Text("interrupted", style="red"))
-            sys.exit(130)
+            _interrupted()
         if debug:
             raise
         path = getattr(exc, "filename", None) if isinstance(exc, OSError) else None

@@ -187,8 +187,9 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
 
 @app.command(help=INGEST_HELP)
 def ingest(
-    trace: Annotated[list[Path], typer.Argument(help="Trace files (pai-2020: its directory or "
-                                                "table files).")],
+    trace: Annotated[list[Path], typer.Argument(help="Trace files or folders (a folder: the "
+                                                "files of the --format that it holds, "
+                                                "docs/traces.md).")],
     format: FormatOpt = "csv",
     map: MapOpt = None,
     db: DbOpt = None,

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
 from rich import box
+from rich.table import Table as RichTable
 
 from traincast.analysis.recommend import MIN_GAIN
 from traincast.analysis.whatif import JOB_ROW_COLUMNS
@@ -217,13 +218,18 @@ def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | N
                      "workload": [workload], "batch_size": [features.get("batch_size")]})
 
 
-def _reason_keys(reasons: list[str]) -> tuple[list[str], str]:
+def _reason_keys(reasons: list[str]) -> tuple[list[str], RichTable]:
     """Each reason's key, ``[1]``, ``[2]``, ... in order of first use (jobs that share a reason
-    share its key), and the keys' legend, one line each."""
+    share its key), and the legend: one row per reason, its text indented under its key."""
     keys: dict[str, str] = {}
     for text in reasons:
         keys.setdefault(text, f"[{len(keys) + 1}]")
-    return [keys[r] for r in reasons], "\n".join(f"{k} {r}" for r, k in keys.items())
+    legend = RichTable.grid(padding=(0, 1))
+    legend.add_column(no_wrap=True)
+    legend.add_column()
+    for text, key in keys.items():
+        legend.add_row(key, text)
+    return [keys[r] for r in reasons], legend
 
 
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
@@ -246,7 +252,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     d = rows.slice(0, 20).to_pylist()
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
-              title_justify="left", caption=legend, caption_justify="left")
+              title_justify="left")
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold")
     assumed = False
@@ -259,11 +265,13 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     if assumed:
         t.caption = ("* the trace names no GPU type or node: the default node "
-                     "(traincast.resolve.DEFAULT_NODE) is assumed\n" + legend)
+                     "(traincast.resolve.DEFAULT_NODE) is assumed")
+        t.caption_justify = "left"
     console.print(t)
+    console.print(legend)
     keys, legend = _reason_keys([r["best_reason"] for r in d])
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
-              title_justify="left", caption=legend, caption_justify="left")
+              title_justify="left")
     for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
                                                      if "cheapest" in s else [])):
         t.add_column(col, overflow="fold")
@@ -276,6 +284,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
                   fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
+    console.print(legend)
 
 
 RECOMMEND_HELP = (

@@ -404,7 +404,8 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     step("sections: findings, tables, assumptions", 2 + len(figs), total)
     meta = study.get("study.json")
     trace = meta.get("trace")
-    trace_text = trace.get("path") or trace.get("name") if isinstance(trace, Mapping) else trace
+    trace_text = (", ".join(trace.get("paths") or []) or trace.get("path") or trace.get("name")
+                  if isinstance(trace, Mapping) else trace)
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         ("findings", "Findings", sections.sample_banner(study) + sections.findings(study)),

@@ -17,6 +17,7 @@ from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
+from traincast.resolve import hardware_of
 
 TOP_ROWS = 20
 COMPONENT_NAME = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
@@ -202,21 +203,15 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
     gpus: dict[str, None] = {}
     nodes: dict[str, None] = {}
     links: dict[str, None] = {}
-    if study.jobs is not None:
-        both = pa.table({"g": study.labels("gpu_type"), "n": study.labels("node")})
-        uniq = both.group_by(["g", "n"], use_threads=False).aggregate([])
-        for g, nd in zip(uniq.column("g").to_pylist(), uniq.column("n").to_pylist(),
-                         strict=True):
-            node = nd if nd != "unknown" else (catalog.default_node_of(g) if g != "unknown"
-                                               else "")
-            if node in catalog.nodes:
-                nodes[node] = None
-            for name in (g, catalog.nodes[node].gpu if node in catalog.nodes else "unknown"):
-                if name != "unknown":
-                    try:
-                        gpus[catalog.gpu_name(name)] = None
-                    except KeyError:
-                        pass
+    if study.jobs is not None:  # the node and GPU each job was predicted on
+        jobs = study.jobs
+        if "architecture" not in jobs.column_names:  # the hardware rule does not read it
+            jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
+        node, gpu = hardware_of(jobs, catalog)
+        for column, used in ((node, nodes), (gpu, gpus)):
+            for name in sorted({column.values[c] for c in np.unique(column.codes)}):
+                if name in catalog.nodes or name in catalog.gpus:
+                    used[name] = None
     for d in definitions(study).values():
         changes = d.get("changes") if isinstance(d, Mapping) else None
         for k, v in (changes or {}).items():

@@ -54,7 +54,16 @@ import pyarrow as pa
 from traincast.errors import NoSuchFileError, TraincastError, disk_full, interrupted
 from traincast.files import write_whole
 from traincast.trace.adapters import adapter
-from traincast.trace.adapters.base import Plan, as_type, lit, q, typed, unreadable
+from traincast.trace.adapters.base import (
+    Plan,
+    as_type,
+    in_folder,
+    lit,
+    q,
+    trace_files,
+    typed,
+    unreadable,
+)
 from traincast.trace.schema import ALL_COLUMNS, COLUMNS, FLAG_COLUMNS, SCHEMA, SQL_TYPE
 
 DEFAULT_DB = "traincast.duckdb"
@@ -439,12 +448,18 @@ class Store:
             if not p.exists():
                 raise NoSuchFileError(p, "trace")
         mod = adapter(format)
+        folders = [p for p in paths if p.is_dir()]
+        paths = trace_files(mod, paths)  # a folder: its files of this format, each file once
         out = Path(parquet) if parquet is not None else None
         if out is not None and (out.resolve() in paths or (
                 self.path is not None and out.resolve() == self.path.resolve())):
             raise TraincastError(f"{out}: the Parquet export would overwrite "
                                  f"{'the store' if out.resolve() not in paths else 'a trace'}",
                                  hint="export to another file")
+        if out is not None and (folder := in_folder(mod, out.resolve(), folders)):
+            raise TraincastError(f"{out}: the Parquet export would be in the trace folder "
+                                 f"{folder}, read as a trace file the next time",
+                                 hint="export to another folder")
         if self.path is not None:
             _remove_stale_temps(self.path)
         try:

@@ -40,7 +40,10 @@ NAME = "alibaba-2023"
 REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time",
             "deletion_time", "scheduled_time")
 FOLDER = ("openb_pod_list_*.csv", "openb_pod_list_*.csv.gz", "openb_pod_list_*.parquet")
-"""A folder given as the trace: its pod lists (the node list beside them is not read)."""
+"""A folder given as the trace: its pod list (the node list beside it is not read)."""
+FOLDER_ONE = "pod lists"
+"""A folder may hold one pod list only: the release's are alternatives (``default`` and the
+workloads sampled from it, ``gpuspec33``, ``multigpu50``, ...), not parts of one trace."""
 GPU_MILLI_MAX = 1000
 """gpu_milli is the share of each of a pod's GPUs in thousandths: 1000 is a whole GPU."""
 _GPUS = f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0"
@@ -79,4 +82,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda _, __: CENSORED, relation=_relation, probe=table_relation,
-                      checks_of=lambda _: list(CHECKS), folder=FOLDER)
+                      checks_of=lambda _: list(CHECKS))

@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -553,22 +554,62 @@ def archive_error(adapter: str, path: Path) -> TraincastError:
                           hint=f"extract it first ({how}) and give the extracted file(s)")
 
 
-def folder_files(adapter: str, path: Path, patterns: tuple[str, ...]) -> list[Path]:
+def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
+                 one: str = "") -> list[Path]:
     """The trace files of a folder given as a trace: its files (in it, or in a folder of it,
-    as ``*/cluster_log.csv``) whose path below it matches one of ``patterns``, sorted by name.
-    A folder with none is an error that lists what it holds."""
-    found = sorted({f for pat in patterns for f in path.glob(pat) if f.is_file()})
+    as ``*/cluster_log.csv``) whose path below it matches one of ``patterns``, sorted by name;
+    hidden files (``.name``, as macOS's ``._name`` copies) left out, and ``X.gz`` where ``X``
+    is there too (the same table, compressed). A folder with none is an error that lists what
+    it holds; ``one`` (what its files are) allows one file only: a folder with several is an
+    error that names them."""
+    found = {f for pat in patterns for f in path.glob(pat)
+             if f.is_file() and not any(part.startswith(".") for part in
+                                        f.relative_to(path).parts)}
+    found = sorted(f for f in found if not (f.suffix.lower() == ".gz" and
+                                            f.with_suffix("") in found))
+    if len(found) > 1 and one:
+        raise TraincastError(
+            f"{adapter}: {path}: {len(found)} {one} in this folder "
+            f"({', '.join(f.name for f in found[:6])}{', ...' if len(found) > 6 else ''}), "
+            "each a whole trace of its own", hint="give the file of the one to read")
     if found:
         return found
     held = sorted(f.name + ("/" if f.is_dir() else "") for f in path.iterdir()
                   if not f.name.startswith("."))
     holds = (f"it holds {', '.join(held[:6])}{', ...' if len(held) > 6 else ''}" if held
              else "it is empty")
-    looked = ", ".join(patterns) or "nothing: this format reads files only"
     raise TraincastError(f"{adapter}: {path}: no {adapter} trace file in this folder (looked "
-                         f"for {looked}; {holds})",
+                         f"for {', '.join(patterns)}; {holds})",
                          hint=f"give the {adapter} trace file(s) themselves, or the folder "
                               "that holds them")
+
+
+def in_folder(mod: Any, path: Path, folders: Iterable[Path]) -> Path | None:
+    """The folder of ``folders`` of which ``path`` would be a trace file (one of the ``FOLDER``
+    patterns of the adapter module ``mod`` matches it below that folder), else None."""
+    for folder in folders:
+        try:
+            below = path.relative_to(folder)
+        except ValueError:
+            continue
+        if any(below.match(pat) and len(below.parts) == len(Path(pat).parts)
+               for pat in getattr(mod, "FOLDER", ())):
+            return folder
+    return None
+
+
+def trace_files(mod: Any, paths: Iterable[Path]) -> list[Path]:
+    """The files of a trace given as files and folders, each once, in the order given: a folder
+    stands for its files of the adapter module ``mod`` (:func:`folder_files` of its
+    ``FOLDER`` patterns, one file only where it sets ``FOLDER_ONE``); a format without
+    ``FOLDER`` (pai-2020: a folder of tables) keeps its folders."""
+    patterns = getattr(mod, "FOLDER", None)
+    out: dict[Path, None] = {}
+    for p in paths:
+        for f in (folder_files(mod.NAME, p, patterns, getattr(mod, "FOLDER_ONE", ""))
+                  if patterns and p.is_dir() else [p]):
+            out.setdefault(f.resolve(), None)
+    return list(out)
 
 
 def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
@@ -579,14 +620,12 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                probe: Callable[[Path], str] | None = None,
                ending: Callable[[duckdb.DuckDBPyConnection, Path], FileEnd | None] | None
                = table_end,
-               checks_of: Callable[[list[str]], list[Check]] | None = None,
-               folder: tuple[str, ...] = ()) -> list[Plan]:
-    """One plan per trace file, for adapters that map one file to jobs row by row.
+               checks_of: Callable[[list[str]], list[Check]] | None = None) -> list[Plan]:
+    """One plan per trace file, for adapters that map one file to jobs row by row (a folder of
+    them is expanded before, :func:`trace_files`).
 
-    A folder stands for its files that match one of the ``folder`` patterns
-    (:func:`folder_files`). For each file: its columns (read from ``probe(path)``, else from
-    ``relation(path)``, the relation with ``_row`` the plan runs over) must include
-    ``required``; its canonical columns
+    For each file: its columns (read from ``probe(path)``, else from ``relation(path)``, the
+    relation with ``_row`` the plan runs over) must include ``required``; its canonical columns
     are ``fields_of(columns)`` with ``--map`` applied; a job is censored where
     ``censored_of(fields, columns)`` holds (default: never); its rows are also checked by
     ``checks_of(columns)`` (the adapter's bad-row rules for source columns); how the file ends,
@@ -594,8 +633,10 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
     added to the plan (:meth:`FileEnd.apply`).
     """
     out = []
-    for path in (f for p in paths for f in (folder_files(adapter, p, folder) if p.is_dir()
-                                           else [p])):
+    for path in paths:
+        if path.is_dir():
+            raise TraincastError(f"{adapter}: {path}: a directory, not a trace file",
+                                 hint=f"give the {adapter} trace file(s) themselves")
         if is_archive(path):
             raise archive_error(adapter, path)
         try:

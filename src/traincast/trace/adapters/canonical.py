@@ -57,4 +57,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
     required = [c for c in REQUIRED if c not in (mapping or {})]
     return file_plans(con, paths, mapping, NAME, required, _fields, censored,
-                      checks_of=checks, folder=FOLDER)
+                      checks_of=checks)

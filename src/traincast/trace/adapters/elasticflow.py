@@ -46,5 +46,4 @@ def _checks(_: list[str]) -> list[Check]:
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields, checks_of=_checks,
-                      folder=FOLDER)
+    return file_plans(con, paths, mapping, NAME, REQUIRED, _fields, checks_of=_checks)

@@ -80,5 +80,4 @@ def _checks(cols: list[str]) -> list[Check]:
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
-                      lambda fields, _: unfinished(fields), checks_of=_checks,
-                      folder=FOLDER)
+                      lambda fields, _: unfinished(fields), checks_of=_checks)

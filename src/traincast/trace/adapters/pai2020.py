@@ -119,7 +119,10 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
                     continue
                 if table in found:
                     raise TraincastError(f"{NAME}: two files for table pai_{table}_table: "
-                                         f"{found[table]} and {f}")
+                                         f"{found[table]} and {f}",
+                                         hint="a pai-2020 trace is one set of tables: give one "
+                                              "folder (or its table files); ingest another "
+                                              "trace on its own")
                 found[table] = f
     for table, f in archives.items():
         if table not in found:

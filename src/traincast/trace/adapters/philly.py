@@ -133,4 +133,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda fields, _: unfinished(fields), relation=_relation, probe=_probe,
-                      ending=json_end, folder=FOLDER)
+                      ending=json_end)
