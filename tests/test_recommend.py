@@ -287,3 +287,13 @@ def test_the_cheapest_as_fast_and_without_a_price_for_the_present(catalog,
     assert one["base_cost_per_iter_usd"] is None
     assert one["cheapest_reason"] == ("1w1g on pai-t4 (T4): the cheapest priced option (the "
                                       "present setup has no price), though slower")
+
+
+def test_a_job_that_does_no_work_keeps_its_setup_and_says_why(catalog) -> None:
+    """A job of 0 FLOPs, 0 bytes and 0 weights on one GPU takes 0 s: nothing is faster, and
+    the reason says so rather than calling its features unknown."""
+    jobs = {"job_id": ["idle"], "architecture": ["1w1g"], "n_gpus": [1.0],
+            "flops_compute_bound": [0.0], "bytes_memory_bound": [0.0], "weight_bytes": [0.0]}
+    row = rows_by_job(recommend(jobs, catalog))["idle"]
+    assert row["base_total_s"] == 0.0 and row["arch_architecture"] == "1w1g"
+    assert row["arch_reason"] == "keep: nothing to gain (every component of its time is 0 s)"

@@ -220,10 +220,11 @@ def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arc
                   roles: tuple[str, str], catalog: Catalog) -> tuple[str, str]:
     """The reason of one choice as (the change, what it does): ``b`` the job's bottleneck now,
     ``cut`` the component whose time the change cuts most (both codes into ``COMPONENTS``; -1 =
-    unknown). No change (``cand`` None): an empty change and the whole line."""
+    unknown, or none: a job whose time is 0 s; a job without a time is said by the caller, from
+    its reason). No change (``cand`` None): an empty change and the whole line."""
     if cand is None:
         if b < 0:
-            return "", "unknown: the job's features or hardware are unknown"
+            return "", "keep: nothing to gain (every component of its time is 0 s)"
         return "", (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
                     f"(bottleneck: {COMPONENT_LABEL[COMPONENTS[b]]})")
     target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
