@@ -469,3 +469,15 @@ def test_the_catalog_table_lists_the_node_each_job_was_predicted_on(tmp_path) ->
     html = catalog_used(Study(folder=tmp_path, jobs=jobs), load_catalog())
     assert ">a10-pcie-8<" in html and ">a10-pcie<" in html and ">A10<" in html
     assert "pai-v100-nvlink" not in html  # no job runs on the default node of no GPU type
+
+
+def test_the_settings_table_names_every_trace_of_the_study(tmp_path) -> None:
+    from traincast.hardware.catalog import load_catalog
+    from traincast.report.inputs import Study
+    from traincast.report.sections import assumptions
+
+    meta = {"trace": {"path": None, "paths": ["/x/a.csv", "/y/b.csv"], "format": "csv",
+                      "sample": False}, "jobs": 3}
+    html = assumptions(Study(folder=tmp_path, json={"study.json": meta}), load_catalog())
+    assert "trace paths" in html and "/x/a.csv, /y/b.csv" in html
+    assert "trace path<" not in html  # no empty row for the single path

@@ -433,3 +433,25 @@ def test_an_output_the_next_run_would_read_as_the_trace_is_refused(tmp_path: Pat
     with pytest.raises(TraincastError, match="no trace file given"):
         study([], tmp_path / "out", report=False)
     assert sorted(f.name for f in d.iterdir()) == ["a.csv", "sub"]
+    # a trace file named as a table the study writes, in the study's folder
+    (d / "sub" / "all.parquet").rename(d / "jobs.parquet")
+    before = (d / "jobs.parquet").read_bytes()
+    with pytest.raises(TraincastError, match="would overwrite its trace"):
+        study(d / "jobs.parquet", d, report=False)
+    assert (d / "jobs.parquet").read_bytes() == before
+
+
+def test_an_analysis_output_in_a_trace_folder_is_refused_before_any_work(tc, tmp_path) -> None:
+    """whatif -o into the trace folder would overwrite a trace file, or add one the next run
+    reads: refused, naming the flag; a store file there is no trace file (kept)."""
+    d = tmp_path / "tf"
+    d.mkdir()
+    for name in ("a.csv", "b.csv"):
+        (d / name).write_text("job_id,n_gpus,workload\nj,1,resnet50\n")
+    for out in ("b.csv", "new.csv"):
+        r = tc("whatif", str(d), "--scenario", "eth100", "--jobs", "-o", str(d / out),
+               "--db", str(tmp_path / "w.duckdb"))
+        assert r.returncode == 2 and f"-o {d / out}: is in the trace folder" in r.stderr
+    assert (d / "b.csv").read_text().startswith("job_id,n_gpus") and not (d / "new.csv").exists()
+    r = tc("ingest", str(d), "--db", str(d / "s.duckdb"))
+    assert r.returncode == 0, r.stderr

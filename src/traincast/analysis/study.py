@@ -217,6 +217,12 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
             "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
+WRITES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
+          "recommend.json", "recommend.csv", "jobs.parquet", "jobs.duckdb", "jobs.duckdb.wal",
+          "report.html")
+"""The files a study writes into its folder (the report's figures go into ``figures/``)."""
+
+
 def study(trace: str | Path | Sequence[str | Path] | None = None,
           out_dir: str | Path = "traincast-study", *,
           format: str = "csv", mapping: dict[str, str] | None = None,
@@ -254,6 +260,10 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
         raise TraincastError(f"{out}: is a trace folder of this study: its tables would be read "
                              "as trace files the next time", hint="write the study to another "
                              f"folder, e.g. -o {out / 'study'}")
+    if mine := [p for p in trace_paths if p.is_file() and p.name in WRITES
+                and p.resolve().parent == out.resolve()]:
+        raise TraincastError(f"{out}: the study would overwrite its trace {mine[0]} (it writes "
+                             f"{mine[0].name} there)", hint="write the study to another folder")
     made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
                  if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)

@@ -125,12 +125,16 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 
 def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                    outputs: dict[str, Path | None] | None = None, engine: str = "local",
-                   address: str | None = None, parquet_dir: Path | None = None) -> None:
+                   address: str | None = None, parquet_dir: Path | None = None, *,
+                   format: str = "csv") -> None:
     """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
     ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
     (``{flag: path}``) can be written and no output is the store or a trace
-    (:func:`~traincast.cli.common.check_output`)."""
+    (:func:`~traincast.cli.common.check_output`), nor a file that a trace folder given would
+    hold as a trace file of ``format`` (the next run would read it as the trace)."""
     from traincast.engine import ENGINES
+    from traincast.trace.adapters import adapter
+    from traincast.trace.adapters.base import in_folder
     from traincast.trace.store import db_path
 
     if engine not in ENGINES:
@@ -144,6 +148,13 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
     check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])
     for flag, path in (outputs or {}).items():
         check_output(path, flag, inputs=[db_path(db), *traces])
+    folders = [t.resolve() for t in traces if t.is_dir()]
+    for flag, path in {"--db": db_path(db), **(outputs or {})}.items():
+        if folders and path is not None and (
+                folder := in_folder(adapter(format), Path(path).resolve(), folders)):
+            raise TraincastError(f"{flag} {path}: is in the trace folder {folder}, where the "
+                                 f"next run would read it as a {format} trace file",
+                                 hint="write it to another folder")
 
 
 def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str] | None,
@@ -203,7 +214,7 @@ def ingest(
     from traincast.trace import ingest as run
     from traincast.trace import parse_mapping
 
-    check_trace_io(trace, db, {"--parquet": parquet})  # before the ingest
+    check_trace_io(trace, db, {"--parquet": parquet}, format=format)  # before the ingest
     with ingest_progress(json_out) as update:
         report = run(trace, format, db, parse_mapping(map), strict=strict, progress=update,
                      parquet=parquet)
@@ -336,7 +347,7 @@ def characterize(
 ) -> None:
     from traincast.analysis.characterize import characterize_chunks
 
-    check_trace_io(trace, db, None, engine, address, parquet_dir)
+    check_trace_io(trace, db, None, engine, address, parquet_dir, format=format)
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

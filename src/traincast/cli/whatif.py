@@ -147,7 +147,7 @@ def whatif(
     if output is not None and not jobs_out:
         raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
                              hint="the summary is printed (or --json) either way")
-    check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir)
+    check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format)
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
@@ -363,7 +363,7 @@ def recommend(
     from traincast.architectures import ARCHITECTURES
     from traincast.cli.predict import check_job_flags
 
-    check_trace_io(trace, db, {"-o": output})
+    check_trace_io(trace, db, {"-o": output}, format=format)
     check_price(price)
     one_job = any(x is not None for x in (flops, model, features)) or \
         (workload is not None and trace is None and db is None)

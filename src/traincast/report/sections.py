@@ -313,7 +313,11 @@ def assumptions(study: Study, catalog: Catalog) -> str:
     settings = scalar_items(meta)
     trace = meta.get("trace")
     if isinstance(trace, Mapping):
-        settings = {**{f"trace {k}": v for k, v in scalar_items(trace).items()}, **settings}
+        given = dict(scalar_items(trace))
+        if isinstance(trace.get("paths"), list) and trace["paths"]:  # one or several traces
+            given.pop("path", None)
+            given["paths"] = ", ".join(map(str, trace["paths"]))
+        settings = {**{f"trace {k}": v for k, v in given.items()}, **settings}
     for key in ("scenarios", "catalog_files"):
         if isinstance(meta.get(key), list):
             settings[key.replace("_", " ")] = ", ".join(map(str, meta[key]))
