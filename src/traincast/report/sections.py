@@ -209,7 +209,7 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
             jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
         node, gpu = hardware_of(jobs, catalog)
         for column, used in ((node, nodes), (gpu, gpus)):
-            for name in sorted({column.values[c] for c in np.unique(column.codes)}):
+            for name in sorted({column.values[c] for c in np.unique(column.codes) if c >= 0}):
                 if name in catalog.nodes or name in catalog.gpus:
                     used[name] = None
     for d in definitions(study).values():

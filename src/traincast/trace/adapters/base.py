@@ -11,7 +11,7 @@ import csv
 import gzip
 import io
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -554,6 +554,20 @@ def archive_error(adapter: str, path: Path) -> TraincastError:
                           hint=f"extract it first ({how}) and give the extracted file(s)")
 
 
+def some_names(names: Sequence[str], shown: int = 6) -> str:
+    """The first ``shown`` of ``names`` joined by ``, ``, then ``, ...`` when there are more
+    (the files an error names)."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
+def held_names(paths: Iterable[Path]) -> list[str]:
+    """What trace paths hold, for an error that says so: the names of each folder's entries
+    (a folder's with ``/``) and of each file given, sorted; hidden names left out."""
+    entries = [f for p in paths for f in (p.iterdir() if p.is_dir() else [p])]
+    return sorted(f.name + ("/" if f.is_dir() else "") for f in entries
+                  if not f.name.startswith("."))
+
+
 def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
                  one: str = "") -> list[Path]:
     """The trace files of a folder given as a trace: its files (in it, or in a folder of it,
@@ -570,14 +584,12 @@ def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
     if len(found) > 1 and one:
         raise TraincastError(
             f"{adapter}: {path}: {len(found)} {one} in this folder "
-            f"({', '.join(f.name for f in found[:6])}{', ...' if len(found) > 6 else ''}), "
-            "each a whole trace of its own", hint="give the file of the one to read")
+            f"({some_names([f.name for f in found])}), each a whole trace of its own",
+            hint="give the file of the one to read")
     if found:
         return found
-    held = sorted(f.name + ("/" if f.is_dir() else "") for f in path.iterdir()
-                  if not f.name.startswith("."))
-    holds = (f"it holds {', '.join(held[:6])}{', ...' if len(held) > 6 else ''}" if held
-             else "it is empty")
+    held = held_names([path])
+    holds = f"it holds {some_names(held)}" if held else "it is empty"
     raise TraincastError(f"{adapter}: {path}: no {adapter} trace file in this folder (looked "
                          f"for {', '.join(patterns)}; {holds})",
                          hint=f"give the {adapter} trace file(s) themselves, or the folder "

@@ -70,12 +70,14 @@ from traincast.trace.adapters.base import (
     archive_error,
     csv_end,
     csv_relation,
+    held_names,
     is_archive,
     last_row,
     lit,
     num,
     present,
     running_status,
+    some_names,
     text,
     unreadable,
 )
@@ -129,10 +131,9 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
             raise archive_error(NAME, f)
     missing = [t for t in REQUIRED_TABLES if t not in found]
     if missing:
-        others = sorted(f.name for p in paths for f in (p.iterdir() if p.is_dir() else [p])
-                        if f.is_file())
-        seen = f" (found only {', '.join(others[:6])}{', ...' if len(others) > 6 else ''}: " \
-               "no table this format reads)" if others and not found else ""
+        others = held_names(paths)
+        seen = f" (found only {some_names(others)}: no table this format reads)" \
+            if others and not found else ""
         raise TraincastError(
             f"{NAME}: {', '.join(str(p) for p in paths)}: missing table(s) "
             f"{', '.join(f'pai_{t}_table.csv' for t in missing)}{seen}",
