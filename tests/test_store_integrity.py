@@ -3,6 +3,7 @@ SIGKILL, a full disk and the Parquet export (expected values by hand)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -21,7 +22,15 @@ import pytest
 import traincast.trace.store as store_mod
 from traincast.errors import TraincastError
 from traincast.trace import Store, read_trace
-from traincast.trace.store import SOURCE_COLUMNS, content_hash, ingest, load_jobs, sources
+from traincast.trace.store import (
+    SOURCE_COLUMNS,
+    content_hash,
+    drop_sources,
+    file_state,
+    ingest,
+    load_jobs,
+    sources,
+)
 
 HEADER = "job_id,submission_time,duration,num_gpu\n"
 GOOD = HEADER + "a,0,100,1\nb,5,20,8\n"
@@ -522,3 +531,95 @@ def test_cli_says_already_ingested_and_parquet_failures(tmp_path: Path, tc) -> N
     assert r.returncode == 0 and json.loads(r.stdout)["parquet"] == str(tmp_path / "j.parquet")
     assert sorted(pq.read_table(tmp_path / "j.parquet")["job_id"].to_pylist()) == \
         ["a", "b", "c", "d", "e"]
+
+
+# ---- c. gzipped copies; listing and dropping sources ------------------------------------------
+
+def test_a_gz_file_is_hashed_by_its_decompressed_bytes(tmp_path: Path) -> None:
+    plain = _write(tmp_path / "a.csv", GOOD)
+    gz = tmp_path / "b.csv.gz"
+    gz.write_bytes(gzip.compress(GOOD.encode(), mtime=0))
+    # zcat b.csv.gz | sha256sum: the same as the plain table's, not the compressed bytes'
+    assert content_hash([gz]) == hashlib.sha256(GOOD.encode()).hexdigest() == _sha(plain)
+    assert content_hash([gz]) != _sha(gz)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gz.read_bytes()[:-6])
+    with pytest.raises(EOFError):
+        content_hash([cut])
+
+
+def test_a_table_and_its_gzipped_copy_are_stored_once(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    gz = tmp_path / "in" / "a.csv.gz"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(GOOD.encode()))
+    assert ingest(gz, "elasticflow", db)["jobs"] == 2
+    plain = _write(tmp_path / "a.csv", GOOD)  # the same table, decompressed elsewhere
+    again = ingest(plain, "elasticflow", db)
+    assert again["jobs"] == 0
+    assert again["sources"][0]["already_ingested"] == {"source_id": 1, "file": str(gz)}
+    assert _jobs(db) == ["a", "b"]
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gz.read_bytes()[:-6])
+    with pytest.raises(TraincastError) as exc:
+        ingest(cut, "elasticflow", db)
+    assert str(cut) in str(exc.value) and "cut short" in exc.value.hint
+    assert _jobs(db) == ["a", "b"]
+
+
+def test_drop_removes_sources_and_their_jobs_all_or_none(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    o = _write(tmp_path / "o.csv", OTHER)
+    ingest([a, o], "elasticflow", db)
+    before = _sha(db)
+    with pytest.raises(TraincastError) as exc:
+        drop_sources([2, 9], db)  # 9 is not there: nothing is removed
+    assert "no source 9" in str(exc.value) and "holds 1, 2" in str(exc.value)
+    assert _jobs(db) == ["a", "b", "c", "d", "e"]
+    assert _sha(db) == before
+    report = drop_sources([2], db)
+    assert report["jobs"] == 3
+    assert report["dropped"] == [{"source_id": 2, "files": [str(o)], "format": "elasticflow",
+                                  "jobs": 3}]
+    assert _jobs(db) == ["a", "b"]
+    assert [s["source_id"] for s in sources(db)] == [1]
+    # the dropped file ingested again is a new source
+    assert ingest(o, "elasticflow", db)["jobs"] == 3
+
+
+def test_file_state_says_as_ingested_changed_or_missing(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    ingest(a, "elasticflow", db)
+    [row] = sources(db)
+    files = json.loads(row["files"])
+    assert file_state(files, row["fingerprint"]) == "as ingested"
+    os.utime(a, ns=(0, 0))  # touched: its modification time differs
+    assert file_state(files, row["fingerprint"]) == "changed"
+    a.unlink()
+    assert file_state(files, row["fingerprint"]) == "missing"
+
+
+def test_cli_sources_lists_and_drops_missing(tmp_path: Path, tc) -> None:  # noqa: ANN001
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    o = _write(tmp_path / "o.csv", OTHER)
+    assert tc("ingest", str(a), str(o), "-f", "elasticflow", "--db", str(db)).returncode == 0
+    o.unlink()
+    r = tc("sources", "--db", str(db), "--json")
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)["sources"]
+    assert [(s["source_id"], s["rows"], s["state"]) for s in listed] == \
+        [(1, 2, "as ingested"), (2, 3, "missing")]
+    r = tc("sources", "--db", str(db), "--drop-missing")
+    assert r.returncode == 0, r.stderr
+    assert "removed source 2 (elasticflow: o.csv) and its 3 jobs" in " ".join(r.stdout.split())
+    assert _jobs(db) == ["a", "b"]
+    r = tc("sources", "--db", str(db), "--drop", "5", "--json")
+    assert r.returncode == 2 and json.loads(r.stderr)["error"].endswith(
+        "no source 5 in the store (it holds 1); nothing was removed")
+    assert _jobs(db) == ["a", "b"]
+    assert tc("sources", "--db", str(db), "--drop", "1").returncode == 0
+    r = tc("sources", "--db", str(db))
+    assert "holds no source" in " ".join(r.stdout.split()) and _jobs(db) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
@@ -184,7 +185,8 @@ def note(message: str, json_out: bool = False) -> None:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays and NaN -> plain JSON values (NaN -> null). Plain types are tested
+    """numpy scalars/arrays, NaN, paths and date-times -> plain JSON values (NaN -> null, a
+    date-time -> ISO 8601 text). Plain types are tested
     first by exact type: per-job outputs hold millions of values."""
     t = type(obj)
     if t is str or t is int or t is bool or obj is None:
@@ -203,6 +205,8 @@ def to_jsonable(obj: Any) -> Any:
         return None
     if isinstance(obj, Path):
         return str(obj)
+    if isinstance(obj, datetime.date):  # dates and date-times: ISO 8601
+        return obj.isoformat()
     return obj
 
 

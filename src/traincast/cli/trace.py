@@ -1,7 +1,9 @@
-"""``traincast ingest``, ``traincast characterize`` and ``traincast sample``: cluster traces."""
+"""``traincast ingest``, ``traincast sources``, ``traincast characterize`` and ``traincast
+sample``: cluster traces and the job store."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,8 +94,9 @@ INGEST_HELP = (
     "boolean other than true/false/yes/no/1/0; unknown architecture; a job id repeated in the "
     "file; a last row cut short: the file ends inside a quote, or without a newline and with "
     "fewer fields than the header) are reported with file, row, field and value and skipped, or "
-    "fail the ingest with --strict (bounds: docs/traces.md). A file whose bytes are already in "
-    "the store under another name is not stored again. The store "
+    "fail the ingest with --strict (bounds: docs/traces.md). A file whose content is already in "
+    "the store under another name (a .gz file: its decompressed bytes) is not stored again "
+    "(traincast sources lists what the store holds). The store "
     "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
     "where the trace says them); jobs without an architecture are flagged and get one from the "
     f"GPU count when read: {INFER_RULE}.")
@@ -225,6 +228,75 @@ def ingest(
     _report_bad_rows(report)
 
 
+SOURCES_HELP = (
+    "List the job store's sources (each ingested file or PAI table set), or remove some.\n\n"
+    "Each source: its id, format, files, jobs, bad rows skipped, when it was ingested and "
+    "whether its files are as ingested: 'as ingested' (name, size and modification time as "
+    "then), 'changed' (the next ingest of them reads them again and replaces the source's "
+    "jobs) or 'missing' (a file is gone: its jobs stay in the store and in every --db "
+    "analysis until dropped). --drop ID and --drop-missing remove sources and their jobs in "
+    "one transaction: all or none; an id the store does not hold changes nothing.")
+
+
+@app.command(help=SOURCES_HELP)
+def sources(
+    db: DbOpt = None,
+    drop: Annotated[list[int] | None, typer.Option(
+        "--drop", help="Remove this source and its jobs (repeatable).")] = None,
+    drop_missing: Annotated[bool, typer.Option(
+        "--drop-missing", help="Remove every source one of whose files is gone.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    from traincast.trace.store import Store, db_path, file_state
+
+    with Store(db_path(db)) as store:
+        listed = [{**s, "files": json.loads(s["files"]),
+                   "mapping": json.loads(s["mapping"] or "{}")} for s in store.sources()]
+        for s in listed:
+            s["state"] = file_state(s["files"], s["fingerprint"])
+        ids = set(drop or []) | {s["source_id"] for s in listed
+                                 if drop_missing and s["state"] == "missing"}
+        dropped = store.drop(ids) if ids else None
+    held = [s for s in listed if s["source_id"] not in ids]
+    if json_out:
+        print_json({"db": str(db_path(db)), "sources": held,
+                    "dropped": dropped["dropped"] if dropped else []})
+        return
+    if dropped:
+        for d in dropped["dropped"]:
+            console.print(f"removed source {d['source_id']} ({d['format']}: "
+                          f"{', '.join(Path(f).name for f in d['files'])}) and its "
+                          f"{d['jobs']:,} jobs", highlight=False, markup=False)
+    elif drop_missing:
+        console.print("no source has a missing file; nothing removed")
+    if not held:
+        console.print(f"{db_path(db)} holds no source (traincast ingest TRACE --db FILE adds "
+                      "one)", highlight=False, markup=False)
+        return
+    print_table(sources_table(held, db_path(db)), console)
+
+
+def sources_table(held: list[dict[str, Any]], db: Path) -> Table:
+    """The store's sources as a table: id, format, files, jobs, bad rows, ingested (UTC),
+    files' state."""
+    t = Table(title=f"Sources in {db}", title_justify="left", caption_justify="left",
+              caption=f"{sum(s['rows'] or 0 for s in held):,} jobs from {len(held)} "
+              "source(s); ingested in UTC")
+    t.add_column("id", justify="right")
+    t.add_column("format")
+    t.add_column("files", overflow="fold", ratio=1)
+    for col in ("jobs", "bad rows"):
+        t.add_column(col, justify="right")
+    t.add_column("ingested", no_wrap=True)
+    t.add_column("files are", no_wrap=True)
+    for s in held:
+        t.add_row(str(s["source_id"]), s["format"], ", ".join(map(str, s["files"])),
+                  f"{s['rows'] or 0:,}", f"{s['bad_rows'] or 0:,}",
+                  f"{s['ingested_at']:%Y-%m-%d %H:%M}" if s["ingested_at"] else "-",
+                  s["state"])
+    return t
+
+
 FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "frac. GPU",
                 "arch_inferred": "arch inferred"}
 
@@ -233,8 +305,9 @@ def print_ingest(report: dict[str, Any]) -> None:
     """The ingest report as a rich table: one row per source (its file or table set)."""
     t = Table(title=f"Ingest ({report['format']}) into {report['db']}", title_justify="left",
               caption=f"{report['jobs']:,} jobs stored in {fmt_seconds(report['seconds'])}; "
-              "kept = unchanged since its last ingest, not read again; copy = the same bytes "
-              "as a source already stored, not stored again",
+              "kept = unchanged since its last ingest, not read again; copy = the same "
+              "content as a source already stored (a .gz file: its decompressed bytes), not "
+              "stored again",
               caption_justify="left")
     t.add_column("file", overflow="fold", ratio=1)
     for col in ("jobs", "", "bad rows", *FLAG_HEADERS.values()):

@@ -11,9 +11,11 @@ Rules of an ingest:
 * **Same files, same content.** Ingesting the same files again is a no-op when they did not
   change (same size and modification time, or else the same bytes) and replaces their jobs
   when they did, so ``characterize TRACE`` twice does not duplicate jobs. A source's content
-  is the sha256 of its file's bytes (:func:`content_hash`, read in blocks, never whole; a PAI
-  table set: of all its files), kept in the ``sources`` table: a copy of an ingested trace
-  under another name is recognised and stored once (the report says which source holds it).
+  is the sha256 of its file's bytes (:func:`content_hash`, read in blocks, never whole; a
+  ``.gz`` file: of its decompressed bytes; a PAI table set: of all its files), kept in the
+  ``sources`` table: a copy of an ingested trace under another name (or gzipped) is
+  recognised and stored once (the report says which source holds it). :meth:`Store.drop`
+  removes sources and their jobs (``traincast sources --drop``).
 * **Whole or nothing.** The first ingest into a new store file builds it under a temporary
   name beside it (``.NAME.ingest-PID-N``, with DuckDB's ``.wal``) and renames it into place
   once committed, so a failed or killed ingest (even SIGKILL) leaves no store file; the
@@ -37,6 +39,7 @@ jobs and sources), reading it reads null.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import json
@@ -44,6 +47,7 @@ import os
 import re
 import shutil
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -76,7 +80,7 @@ SOURCE_COLUMNS: dict[str, str] = {
     "ingested_at": "TIMESTAMP", "content_hash": "VARCHAR"}
 """The ``sources`` table: one row per ingested file or table set (``files`` and ``mapping``
 as JSON text; ``fingerprint`` = the files' names, sizes and modification times;
-``content_hash`` = :func:`content_hash` of their bytes)."""
+``content_hash`` = :func:`content_hash` of their bytes, decompressed for ``.gz``)."""
 SOURCE_ADDED_COLUMNS: tuple[str, ...] = ("content_hash",)
 """Added to ``sources`` after the store's first release: an older store gets them (null for
 its sources, which are then recognised by path and fingerprint only) on its next ingest."""
@@ -186,12 +190,16 @@ def _fingerprint(files: Iterable[str]) -> str:
 
 def content_hash(files: Iterable[str | Path]) -> str:
     """The content of a source: the sha256 (hex) of its file's bytes, as ``sha256sum FILE``
-    prints it; for several files (a PAI table set), the sha256 of their sha256 lines sorted
-    (``HEX\\n`` each), so neither their names nor their order count. Files are read in
-    blocks (:func:`hashlib.file_digest`), never whole into memory."""
+    prints it; a ``.gz`` file: of its decompressed bytes (``zcat FILE | sha256sum``), so a
+    table and its gzipped copy are one content. For several files (a PAI table set), the
+    sha256 of their sha256 lines sorted (``HEX\\n`` each), so neither their names nor their
+    order count. Files are read in blocks (:func:`hashlib.file_digest`), never whole into
+    memory. A ``.gz`` file cut short raises :class:`EOFError`, one that is not gzip
+    :class:`gzip.BadGzipFile` (an :class:`OSError`)."""
     digests = []
     for f in files:
-        with open(f, "rb") as fh:
+        opener = gzip.open if str(f).lower().endswith(".gz") else open
+        with opener(f, "rb") as fh:
             digests.append(hashlib.file_digest(fh, "sha256").hexdigest())
     if len(digests) == 1:
         return digests[0]
@@ -646,6 +654,44 @@ class Store:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
+    def drop(self, source_ids: Iterable[int]) -> dict[str, Any]:
+        """Remove sources and their jobs, in one transaction: all or none. An id the store
+        does not hold is an error naming it, and nothing is removed. Returns ``db``,
+        ``dropped`` (``source_id``, ``files``, ``format``, ``jobs`` of each) and ``jobs`` (how
+        many were removed). Ctrl-C rolls back and raises :class:`KeyboardInterrupt`; a full
+        disk rolls back and raises a :class:`~traincast.errors.TraincastError`."""
+        ids = sorted({int(i) for i in source_ids})
+        self._read()
+        report: dict[str, Any] = {"db": str(self.path or ":memory:"), "dropped": [], "jobs": 0}
+        try:
+            con = self._connect(write=True)
+            con.execute("BEGIN TRANSACTION")
+            _create(con)  # an older store's sources table gets its added columns
+            held = {s.source_id: s for s in _all_sources(con)}
+            if unknown := [i for i in ids if i not in held]:
+                raise TraincastError(
+                    f"{self.path or ':memory:'}: no source {', '.join(map(str, unknown))} in "
+                    f"the store (it holds {', '.join(map(str, held)) or 'none'}); nothing was "
+                    "removed", hint="traincast sources lists them")
+            for i in ids:
+                n = int(con.execute("SELECT count(*) FROM jobs WHERE source_id = ?",
+                                    [i]).fetchone()[0])
+                con.execute("DELETE FROM jobs WHERE source_id = ?", [i])
+                con.execute("DELETE FROM sources WHERE source_id = ?", [i])
+                report["dropped"].append({"source_id": i, "files": json.loads(held[i].files),
+                                          "format": held[i].format, "jobs": n})
+                report["jobs"] += n
+            con.execute("COMMIT")
+        except BaseException as exc:
+            self._abort(None)
+            if interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt("drop interrupted: rolled back") from None
+            if disk_full(exc):
+                raise _disk_full_error(self.path or "the in-memory store", "the job store",
+                                       "nothing was removed (rolled back)") from None
+            raise
+        return report
+
     def export_parquet(self, path: str | Path) -> Path:
         """Write the job table to a Parquet file (canonical columns + flags, schema order),
         whole or not at all (:func:`traincast.files.write_whole`)."""
@@ -654,6 +700,16 @@ class Store:
             return write_whole(path, lambda tmp: _copy_parquet(con, tmp))
         except (duckdb.Error, OSError) as exc:
             raise _parquet_error(Path(path), exc, "no file was written") from None
+
+
+def file_state(files: Iterable[str], fingerprint: str | None) -> str:
+    """Whether a source's files are as ingested: ``missing`` (one or more is gone),
+    ``changed`` (all there, but a name, size or modification time differs from the
+    fingerprint: the next ingest of them reads them again) or ``as ingested``."""
+    files = list(files)
+    if not all(Path(f).is_file() for f in files):
+        return "missing"
+    return "as ingested" if _fingerprint(files) == fingerprint else "changed"
 
 
 def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
@@ -690,7 +746,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         progress(f"hashing {name}", *step)
     try:
         digest = content_hash(plan.files)
-    except OSError as exc:  # a file that cannot be read (permissions, I/O error)
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable; a .gz cut short or not gzip
         raise unreadable(plan.adapter, exc.filename or plan.file, exc) from None
     if old and same_reading(old) and old.files == files_json and old.content_hash == digest:
         con.execute("UPDATE sources SET fingerprint = ? WHERE source_id = ?",
@@ -835,6 +891,12 @@ def sources(db: str | Path | None = None) -> list[dict[str, Any]]:
     """:meth:`Store.sources` of the store file ``db``."""
     with Store(db_path(db)) as store:
         return store.sources()
+
+
+def drop_sources(source_ids: Iterable[int], db: str | Path | None = None) -> dict[str, Any]:
+    """:meth:`Store.drop` in the store file ``db``."""
+    with Store(db_path(db)) as store:
+        return store.drop(source_ids)
 
 
 def export_parquet(path: str | Path, db: str | Path | None = None) -> Path:
