@@ -402,3 +402,14 @@ def test_mixed_precision_never_slows_a_per_op_convolution_net_on_tensor_cores(gp
             **{k: [feats[k]] for k in JOB if k in feats}}
     fp32, amp = (predict_table(jobs, SHIPPED, amp=a) for a in (False, True))
     assert amp.compute[0] <= fp32.compute[0]
+
+
+def test_breakdown_take_selects_jobs_in_order() -> None:
+    from traincast.model import Breakdown
+
+    bd = Breakdown(data_io=np.array([1.0, 2.0, 3.0]), compute_flop=np.array([4.0, 5.0, 6.0]),
+                   compute_mem=np.array([7.0, 8.0, 9.0]), comm=np.array([0.0, 1.0, 2.0]),
+                   total=np.array([12.0, 16.0, 20.0]), reason=np.array([0, 3, 0], np.int8))
+    part = bd.take(np.array([2, 0]))
+    assert part.data_io.tolist() == [3.0, 1.0] and part.total.tolist() == [20.0, 12.0]
+    assert part.reason.tolist() == [0, 0] and part.idle is None

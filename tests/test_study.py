@@ -251,3 +251,56 @@ def test_study_cli_takes_several_trace_files_and_a_folder(tmp_path: Path) -> Non
         assert meta["jobs"] == 3 and meta["trace"]["paths"] == given
         char = json.loads((out / "characterize.json").read_text())
         assert char["gpus"] == 1 + 4 + 2
+
+
+def test_a_study_of_several_trace_files_gives_each_its_own_findings(tmp_path: Path) -> None:
+    """Each file's row of by_source is the study of that file alone; the whole study's
+    job-weighted means are the job-weighted means of the files' rows."""
+    head = "job_id,architecture,n_gpus,start_time_s,end_time_s\n"
+    a = tmp_path / "x" / "jobs.csv"
+    b = tmp_path / "y" / "jobs.csv"  # the same name in another folder
+    for path, rows in ((a, "a,ps-worker,4,0,10\nb,allreduce-cluster,16,0,20\nc,1w1g,1,0,5\n"),
+                       (b, "a,ps-worker,8,0,30\nd,allreduce-local,8,0,40\n")):
+        path.parent.mkdir()
+        path.write_text(head + rows)
+    both = study([a, b], tmp_path / "both", report=False, workload="resnet50")["summary"]
+    rows = both["by_source"]
+    assert [(r["trace"], r["numbers"]["jobs"]) for r in rows] == [("x/jobs.csv", 3),
+                                                                  ("y/jobs.csv", 2)]
+    for r, path in zip(rows, (a, b), strict=True):
+        alone = study(path, tmp_path / path.parent.name, report=False,
+                      workload="resnet50")["summary"]
+        assert "by_source" not in alone or alone["by_source"] == []
+        assert r["sentences"] == alone["sentences"][:len(r["sentences"])]
+        for key, value in r["numbers"].items():
+            assert value == pytest.approx(alone["numbers"][key]), key
+    whole, parts = both["numbers"], [r["numbers"] for r in rows]
+    for key in ("comm_share_mean", "gpu-a100_mean_speedup"):
+        assert whole[key] == pytest.approx(
+            sum(p[key] * p["jobs"] for p in parts) / sum(p["jobs"] for p in parts))
+
+
+def test_source_labels_take_as_many_folders_as_tell_sources_apart() -> None:
+    from traincast.analysis.study import source_labels
+
+    assert source_labels({1: ["/d/a.csv"], 2: ["/d/b.csv"]}) == {1: "a.csv", 2: "b.csv"}
+    assert source_labels({1: ["/t/venus/cluster_log.csv"], 2: ["/t/earth/cluster_log.csv"],
+                          3: ["/u/a.csv"]}) == {1: "venus/cluster_log.csv",
+                                               2: "earth/cluster_log.csv", 3: "u/a.csv"}
+    # a PAI table set: its files together
+    assert source_labels({1: ["/p/job.csv", "/p/task.csv"], 2: ["/q/job.csv"]}) == \
+        {1: "job.csv, task.csv", 2: "job.csv"}
+
+
+def test_a_study_folder_is_not_read_as_a_trace(tmp_path: Path, tc) -> None:  # noqa: ANN001
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
+    out = tmp_path / "out"
+    study(trace, out, report=False)
+    for cmd in (["study", str(out), "-o", str(tmp_path / "again")],
+                ["characterize", str(out), "--db", str(tmp_path / "s.duckdb")]):
+        res = tc(*cmd)
+        assert res.returncode == 2, res.stderr
+        assert "is a folder written by traincast study" in " ".join(res.stderr.split())
+        assert f"{out / 'jobs.parquet'} (--format csv)" in " ".join(res.stderr.split())
+    assert not (tmp_path / "again").exists() and not (tmp_path / "s.duckdb").exists()

@@ -18,7 +18,7 @@ component with the largest time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -85,6 +85,11 @@ class Breakdown:
         from traincast.resolve import reason_counts
 
         return {} if self.reason is None else reason_counts(self.reason)
+
+    def take(self, idx: NDArray[np.intp]) -> Breakdown:
+        """The breakdown of the jobs at ``idx`` (row indices), in that order."""
+        return Breakdown(*(None if v is None else np.asarray(v)[idx]
+                           for v in (getattr(self, f.name) for f in fields(self))))
 
     def stacked(self) -> F:
         """Components as a (4, jobs) array in ``COMPONENTS`` order."""

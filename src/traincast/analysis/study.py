@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
 from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.errors import TraincastError
@@ -217,6 +218,87 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
             "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
+def source_labels(files_by_source: dict[int, list[str]]) -> dict[int, str]:
+    """A short name per source: its files' names, with as many parent folders as it takes to
+    tell the sources apart (Helios's ``venus/cluster_log.csv`` and ``earth/cluster_log.csv``)."""
+    def label(files: list[str], depth: int) -> str:
+        return ", ".join("/".join(Path(f).parts[-depth:]) for f in files)
+
+    for depth in range(1, 1 + max((len(Path(f).parts) for fs in files_by_source.values()
+                                   for f in fs), default=1)):
+        labels = {sid: label(fs, depth) for sid, fs in files_by_source.items()}
+        if len(set(labels.values())) == len(labels):
+            return labels
+    return {sid: f"source {sid}" for sid in files_by_source}
+
+
+BY_SOURCE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("jobs", "jobs", "count"), ("comm (job)", "comm_share_mean", "share"),
+    ("comm (GPU)", "comm_share_gpu_weighted", "share"), ("NVLink", "nvlink_sped_up_share", "share"),
+    ("100G", "eth100_mean_speedup_network_jobs", "speedup"),
+    ("A100", "gpu-a100_mean_speedup", "speedup"),
+    ("mixed prec.", "mixed-precision_mean_speedup", "speedup"))
+"""The columns of the by-trace-file table (``traincast study`` and the report): header,
+key of :func:`findings`' numbers, kind."""
+BY_SOURCE_CAPTION = (
+    "comm: mean share of predicted iteration time, by job / by GPUs; NVLink: share of "
+    "PS/Worker jobs sped up by nvlink-allreduce; 100G: eth100's mean speedup over the jobs "
+    "that use the network; A100, mixed prec.: mean speedups over all jobs "
+    "(summary.json: by_source)")
+
+
+def by_source_cells(numbers: dict[str, Any]) -> list[str]:
+    """One trace file's row of :data:`BY_SOURCE_COLUMNS`, as text (``-``: not applicable)."""
+    def cell(key: str, kind: str) -> str:
+        v = numbers.get(key)
+        return (f"{v or 0:,}" if kind == "count" else fmt_pct(v) if kind == "share"
+                else fmt_x(v))
+
+    return [cell(key, kind) for _, key, kind in BY_SOURCE_COLUMNS]
+
+
+def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Breakdown,
+              rows: pa.Table, scenarios: Sequence[str], labels: dict[int, str]
+              ) -> list[dict[str, Any]]:
+    """The findings of each source (trace file) of a study of several, on its own jobs:
+    ``[{"source_id", "trace", "numbers", "sentences"}]`` (:func:`findings` of that source's
+    characterization and what-if summaries; recommend is left to the whole study); empty for
+    one source. The jobs' own evaluation (``breakdown``) and the what-if per-job ``rows``
+    (:func:`traincast.analysis.whatif.job_rows`, job by job, scenarios in order) are reused,
+    not computed again."""
+    from traincast.analysis.characterize import characterize
+    from traincast.analysis.whatif import Summary
+
+    if "source_id" not in jobs.column_names or not jobs.num_rows:
+        return []
+    sid = np.asarray(jobs["source_id"].fill_null(-1).to_numpy(zero_copy_only=False))
+    ids = np.unique(sid)
+    if len(ids) < 2:
+        return []
+    n, k = jobs.num_rows, len(scenarios)
+
+    def per_job(name: str) -> NDArray[Any]:
+        return np.asarray(rows[name].to_numpy(zero_copy_only=False)).reshape(n, k)
+
+    matched, applied, base_s, total_s = (per_job(c) for c in (
+        "matched", "applied", "base_total_s", "scenario_total_s"))
+    cols = Columns.of(jobs)
+    out = []
+    for s in ids:
+        idx = np.flatnonzero(sid == s)
+        part = cols.take(idx)
+        arch, gpus, dur = part["architecture"], part["n_gpus"], part.duration_s()
+        char = characterize(jobs.take(idx), catalog, overlap, fill=False,
+                            breakdown=breakdown.take(idx))
+        scen = {name: Summary().add(arch, gpus, dur, base_s[idx, j], matched[idx, j],
+                                    applied[idx, j], total_s[idx, j]).result()
+                for j, name in enumerate(scenarios)}
+        found = findings(char, {"scenarios": scen}, {}, sample=False)
+        out.append({"source_id": int(s), "trace": labels.get(int(s), f"source {int(s)}"),
+                    "numbers": found["numbers"], "sentences": found["sentences"]})
+    return out
+
+
 WRITES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
           "recommend.json", "recommend.csv", "jobs.parquet", "jobs.duckdb", "jobs.duckdb.wal",
           "report.html")
@@ -299,12 +381,15 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
                             breakdown=base[0])
         write_json(out / "characterize.json", char)
     with steps.run("what-if", "whatif"):
-        wi = _whatif_step(jobs, scenarios, cat, overlap, base, out, steps.say)
+        wi, wi_rows = _whatif_step(jobs, scenarios, cat, overlap, base, out, steps.say)
     with steps.run("recommend"):
         rec = _recommend_step(jobs, cat, prices, overlap, base, out, steps.say)
     with steps.run("tables"):
         write_parquet(jobs_with_breakdown(jobs, cat, overlap, base[0]), out / "jobs.parquet")
         summary = findings(char, wi, rec, sample)
+        summary["by_source"] = by_source(jobs, cat, overlap, base[0], wi_rows,
+                                         list(wi["definitions"]),
+                                         _labels(out / "jobs.duckdb" if ingested else None))
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
@@ -355,9 +440,10 @@ class _Steps:
 
 def _whatif_step(jobs: pa.Table, scenarios: tuple[str, ...] | list[str], cat: Catalog,
                  overlap: float, base: tuple[Breakdown, Resolved], out: Path,
-                 step: Callable[[str], None]) -> dict[str, Any]:
+                 step: Callable[[str], None]) -> tuple[dict[str, Any], pa.Table]:
     """The study's what-if set over the jobs (their ``base`` evaluation given): writes
-    ``whatif.json`` (several-scenario shape, even for one) and ``whatif_jobs.csv``."""
+    ``whatif.json`` (several-scenario shape, even for one) and ``whatif_jobs.csv``; returns
+    the summary and the per-job rows."""
     from traincast.analysis.whatif import whatif
 
     wi = whatif(jobs, list(scenarios), cat, overlap=overlap, per_job=True, base=base,
@@ -367,7 +453,7 @@ def _whatif_step(jobs: pa.Table, scenarios: tuple[str, ...] | list[str], cat: Ca
         wi["scenarios"] = {next(iter(wi["definitions"])): wi.pop("summary")}
     write_json(out / "whatif.json", wi)
     write_csv(rows, out / "whatif_jobs.csv")
-    return wi
+    return wi, rows
 
 
 def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, overlap: float,
@@ -383,6 +469,17 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     write_json(out / "recommend.json", rec)
     write_csv(rec_rows, out / "recommend.csv")
     return rec
+
+
+def _labels(db: Path | None) -> dict[int, str]:
+    """:func:`source_labels` of the sources of the study's store (none without one)."""
+    from traincast.trace.store import Store
+
+    if db is None or not db.exists():
+        return {}
+    with Store(db) as store:
+        return source_labels({int(r["source_id"]): json.loads(r["files"])
+                              for r in store.sources()})
 
 
 def _report_step(out: Path, meta: dict[str, Any]) -> str | None:

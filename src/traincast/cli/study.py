@@ -23,7 +23,7 @@ from traincast.cli.common import (
     print_json,
     progress,
 )
-from traincast.cli.tables import Table
+from traincast.cli.tables import Table, print_table
 from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
 from traincast.units import fmt_pct
@@ -51,6 +51,20 @@ def architecture_table(char: dict[str, Any]) -> Table:
     t.add_section()
     row("all", dict.fromkeys(("job_share", "gpu_share", "gpu_time_share"),
                              1.0 if char["jobs"] else None), b)
+    return t
+
+
+def source_table(rows: list[dict[str, Any]]) -> Table:
+    """The headline numbers of each trace file of a study of several, on its own jobs."""
+    from traincast.analysis.study import BY_SOURCE_CAPTION, BY_SOURCE_COLUMNS, by_source_cells
+
+    t = Table(title="By trace file (each on its own jobs)", title_justify="left",
+              caption=BY_SOURCE_CAPTION, caption_justify="left")
+    t.add_column("trace", overflow="fold", ratio=1)
+    for header, _, _ in BY_SOURCE_COLUMNS:
+        t.add_column(header, justify="right")
+    for r in rows:
+        t.add_row(r["trace"], *by_source_cells(r["numbers"]))
     return t
 
 
@@ -116,6 +130,8 @@ def study(
         if not sentence.startswith("This study used the bundled"):
             bullets.add_row("  •", sentence)
     console.print(bullets, highlight=False)
+    if summary.get("by_source"):
+        print_table(source_table(summary["by_source"]), console)
     print_assumed(result.get("assumed_workload"))
     console.print(f"Tables in [bold]{result['out_dir']}[/bold]: {', '.join(result['files'])}",
                   highlight=False)

@@ -71,12 +71,26 @@ def findings(study: Study) -> str:
         elif key and key not in NOT_SENTENCES:
             numbers.append((key.removeprefix("numbers."), obj))
 
-    walk(summary, "")
+    walk({k: v for k, v in summary.items() if k != "by_source"}, "")
     body = H.bullets(sentences)
     if numbers:
         body += H.table(("quantity", "value"), numbers, caption="Numbers behind the findings "
                         "(summary.json; shares are fractions, speedups ×)")
+    body += _by_source_table(summary.get("by_source"))
     return body or '<p class="missing">summary.json is absent or empty.</p>'
+
+
+def _by_source_table(rows: Any) -> str:
+    """The study's findings by trace file (summary.json ``by_source``), when it has several."""
+    from traincast.analysis.study import BY_SOURCE_CAPTION, BY_SOURCE_COLUMNS, by_source_cells
+
+    rows = [r for r in rows or [] if isinstance(r, Mapping)
+            and isinstance(r.get("numbers"), Mapping)]
+    if not rows:
+        return ""
+    return H.table(("trace", *(h for h, _, _ in BY_SOURCE_COLUMNS)),
+                   [(r.get("trace"), *by_source_cells(dict(r["numbers"]))) for r in rows],
+                   caption=f"By trace file, each on its own jobs: {BY_SOURCE_CAPTION}")
 
 
 def _by_table(rows: Any, first: str, caption: str) -> str:

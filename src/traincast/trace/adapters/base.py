@@ -614,10 +614,16 @@ def trace_files(mod: Any, paths: Iterable[Path]) -> list[Path]:
     """The files of a trace given as files and folders, each once, in the order given: a folder
     stands for its files of the adapter module ``mod`` (:func:`folder_files` of its
     ``FOLDER`` patterns, one file only where it sets ``FOLDER_ONE``); a format without
-    ``FOLDER`` (pai-2020: a folder of tables) keeps its folders."""
+    ``FOLDER`` (pai-2020: a folder of tables) keeps its folders. A folder that ``traincast
+    study`` wrote (it holds ``study.json``) is not a trace: an error names its jobs file."""
     patterns = getattr(mod, "FOLDER", None)
     out: dict[Path, None] = {}
     for p in paths:
+        if p.is_dir() and (p / "study.json").is_file():
+            raise TraincastError(f"{p}: is a folder written by traincast study (it holds "
+                                 "study.json), not a trace",
+                                 hint=f"its jobs: {p / 'jobs.parquet'} (--format csv); its "
+                                      f"report: traincast report --study {p}")
         for f in (folder_files(mod.NAME, p, patterns, getattr(mod, "FOLDER_ONE", ""))
                   if patterns and p.is_dir() else [p]):
             out.setdefault(f.resolve(), None)
