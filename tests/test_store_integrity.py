@@ -623,3 +623,24 @@ def test_cli_sources_lists_and_drops_missing(tmp_path: Path, tc) -> None:  # noq
     assert tc("sources", "--db", str(db), "--drop", "1").returncode == 0
     r = tc("sources", "--db", str(db))
     assert "holds no source" in " ".join(r.stdout.split()) and _jobs(db) == []
+
+
+def test_cli_sources_counts_jobs_of_no_source_and_refuses_a_store_without_sources(
+        tmp_path: Path, tc) -> None:  # noqa: ANN001
+    db = tmp_path / "s.duckdb"
+    assert tc("ingest", str(_write(tmp_path / "a.csv", GOOD)), "-f", "elasticflow",
+              "--db", str(db)).returncode == 0
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO jobs (job_id, n_gpus, source_id) VALUES ('x', 1, NULL)")
+    con.close()
+    r = tc("sources", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "3 jobs in the store, 2 from these 1 source(s) and 1 of no source listed" in \
+        " ".join(r.stdout.split())
+    assert json.loads(tc("sources", "--db", str(db), "--json").stdout)["jobs"] == 3
+    bare = tmp_path / "bare.duckdb"
+    con = duckdb.connect(str(bare))
+    con.execute("CREATE TABLE jobs (job_id VARCHAR)")
+    con.close()
+    r = tc("sources", "--db", str(bare))
+    assert r.returncode == 2 and "not a traincast job store (no sources table)" in r.stderr

@@ -286,7 +286,10 @@ def test_source_labels_take_as_many_folders_as_tell_sources_apart() -> None:
     assert source_labels({1: ["/d/a.csv"], 2: ["/d/b.csv"]}) == {1: "a.csv", 2: "b.csv"}
     assert source_labels({1: ["/t/venus/cluster_log.csv"], 2: ["/t/earth/cluster_log.csv"],
                           3: ["/u/a.csv"]}) == {1: "venus/cluster_log.csv",
-                                               2: "earth/cluster_log.csv", 3: "u/a.csv"}
+                                               2: "earth/cluster_log.csv", 3: "a.csv"}
+    # a file at the root has no folder to add; the same path twice: full paths
+    assert source_labels({1: ["/t.csv"], 2: ["/a/t.csv"]}) == {1: "t.csv", 2: "a/t.csv"}
+    assert source_labels({1: ["/a/t.csv"], 2: ["/a/t.csv"]}) == {1: "/a/t.csv", 2: "/a/t.csv"}
     # a PAI table set: its files together
     assert source_labels({1: ["/p/job.csv", "/p/task.csv"], 2: ["/q/job.csv"]}) == \
         {1: "job.csv, task.csv", 2: "job.csv"}
@@ -302,5 +305,30 @@ def test_a_study_folder_is_not_read_as_a_trace(tmp_path: Path, tc) -> None:  # n
         res = tc(*cmd)
         assert res.returncode == 2, res.stderr
         assert "is a folder written by traincast study" in " ".join(res.stderr.split())
-        assert f"{out / 'jobs.parquet'} (--format csv)" in " ".join(res.stderr.split())
+        assert f"its jobs: --db {out / 'jobs.duckdb'}" in " ".join(res.stderr.split())
     assert not (tmp_path / "again").exists() and not (tmp_path / "s.duckdb").exists()
+
+
+def test_by_source_of_a_store_names_its_files_and_jobs_of_no_source(tmp_path: Path) -> None:
+    """A study of a store's jobs (report --db) names the files by that store's sources; jobs
+    whose source_id is null are one row of their own."""
+    import duckdb
+
+    from traincast.trace.store import ingest, load_jobs
+
+    head = "job_id,architecture,n_gpus,start_time_s,end_time_s\n"
+    db = tmp_path / "s.duckdb"
+    for name, rows in (("a.csv", "a,1w1g,1,0,10\nb,allreduce-local,4,0,20\n"),
+                       ("b.csv", "c,ps-worker,4,0,30\n")):
+        (tmp_path / name).write_text(head + rows)
+        ingest(tmp_path / name, "csv", db)
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO jobs (job_id, architecture, n_gpus, censored, zero_gpu, "
+                "fractional_gpu, arch_inferred) VALUES ('x', '1w1g', 1, false, false, false, "
+                "false)")
+    con.close()
+    res = study(None, tmp_path / "out", report=False, workload="resnet50",
+                jobs=load_jobs(db), sources_db=db)
+    rows = res["summary"]["by_source"]
+    assert [(r["source_id"], r["trace"], r["numbers"]["jobs"]) for r in rows] == \
+        [(None, "jobs without a source", 1), (1, "a.csv", 2), (2, "b.csv", 1)]

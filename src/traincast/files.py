@@ -9,15 +9,25 @@ folder, a folder in the way, no permission, a read-only file system) is a
 from __future__ import annotations
 
 import errno
+import gzip
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from traincast.errors import TraincastError, disk_full
 
 _NO_PLACE = {errno.ENOENT: "no such folder", errno.ENOTDIR: "a folder on the path is a file",
              errno.EISDIR: "is a folder", errno.EACCES: "permission denied",
              errno.EPERM: "permission denied", errno.EROFS: "read-only file system"}
+
+
+def open_bytes(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading bytes: decompressed on the way for a ``.gz`` file (any
+    case of the suffix), as it is otherwise."""
+    if str(path).lower().endswith(".gz"):
+        return cast(BinaryIO, gzip.open(path, "rb"))
+    return open(path, "rb")
 
 
 def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:

@@ -219,17 +219,22 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
 
 
 def source_labels(files_by_source: dict[int, list[str]]) -> dict[int, str]:
-    """A short name per source: its files' names, with as many parent folders as it takes to
-    tell the sources apart (Helios's ``venus/cluster_log.csv`` and ``earth/cluster_log.csv``)."""
-    def label(files: list[str], depth: int) -> str:
-        return ", ".join("/".join(Path(f).parts[-depth:]) for f in files)
+    """A short name per source: its files' names, each with as many parent folders as it takes
+    to tell it from the other sources (Helios's ``venus/cluster_log.csv`` and
+    ``earth/cluster_log.csv`` beside ``philly.csv``); full paths when even those agree."""
+    parts = {sid: [Path(f).parts[1 if Path(f).is_absolute() else 0:] for f in fs]
+             for sid, fs in files_by_source.items()}
 
-    for depth in range(1, 1 + max((len(Path(f).parts) for fs in files_by_source.values()
-                                   for f in fs), default=1)):
-        labels = {sid: label(fs, depth) for sid, fs in files_by_source.items()}
-        if len(set(labels.values())) == len(labels):
-            return labels
-    return {sid: f"source {sid}" for sid in files_by_source}
+    def label(sid: int, depth: int) -> str:
+        return ", ".join("/".join(p[-depth:]) for p in parts[sid])
+
+    deepest = max((len(p) for ps in parts.values() for p in ps), default=1)
+    out = {}
+    for sid in parts:
+        out[sid] = next((label(sid, d) for d in range(1, deepest + 1) if all(
+            label(sid, d) != label(o, d) for o in parts if o != sid)), None) or \
+            ", ".join(files_by_source[sid])
+    return out
 
 
 BY_SOURCE_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -258,14 +263,16 @@ def by_source_cells(numbers: dict[str, Any]) -> list[str]:
 
 
 def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Breakdown,
-              rows: pa.Table, scenarios: Sequence[str], labels: dict[int, str]
+              rows: pa.Table, scenarios: Sequence[str], files: dict[int, list[str]]
               ) -> list[dict[str, Any]]:
     """The findings of each source (trace file) of a study of several, on its own jobs:
     ``[{"source_id", "trace", "numbers", "sentences"}]`` (:func:`findings` of that source's
     characterization and what-if summaries; recommend is left to the whole study); empty for
     one source. The jobs' own evaluation (``breakdown``) and the what-if per-job ``rows``
     (:func:`traincast.analysis.whatif.job_rows`, job by job, scenarios in order) are reused,
-    not computed again."""
+    not computed again. ``files``: each source's files (its store's ``sources``), named by
+    :func:`source_labels` among the sources the jobs hold; jobs without a source (a null
+    ``source_id``) are one row, ``source_id`` null."""
     from traincast.analysis.characterize import characterize
     from traincast.analysis.whatif import Summary
 
@@ -276,6 +283,7 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
     if len(ids) < 2:
         return []
     n, k = jobs.num_rows, len(scenarios)
+    labels = source_labels({int(i): files[int(i)] for i in ids if int(i) in files})
 
     def per_job(name: str) -> NDArray[Any]:
         return np.asarray(rows[name].to_numpy(zero_copy_only=False)).reshape(n, k)
@@ -294,7 +302,9 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
                                     applied[idx, j], total_s[idx, j]).result()
                 for j, name in enumerate(scenarios)}
         found = findings(char, {"scenarios": scen}, {}, sample=False)
-        out.append({"source_id": int(s), "trace": labels.get(int(s), f"source {int(s)}"),
+        out.append({"source_id": None if s == -1 else int(s),
+                    "trace": "jobs without a source" if s == -1
+                    else labels.get(int(s), f"source {int(s)}"),
                     "numbers": found["numbers"], "sentences": found["sentences"]})
     return out
 
@@ -313,7 +323,8 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
           prices: str | Path | None = None, report: bool = True,
           on_step: Step | None = None, workload: str | None = None,
           on_report: Callable[[dict[str, Any]], None] | None = None,
-          jobs: pa.Table | None = None) -> dict[str, Any]:
+          jobs: pa.Table | None = None, sources_db: str | Path | None = None
+          ) -> dict[str, Any]:
     """Run the whole study on ``trace`` (a trace file or folder, or several; default: the
     bundled sample) into ``out_dir``.
 
@@ -325,7 +336,9 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     ``mix`` or ``none``; said in ``assumed_workload``); ``on_report``
     receives the ingest report (its ``bad_rows`` and ``errors``). ``jobs``: the canonical job
     table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
-    studied as it is, not ingested again; ``trace`` then only names it in ``study.json``.
+    studied as it is, not ingested again; ``trace`` then only names it in ``study.json``;
+    ``sources_db``: the store it was read from, whose sources name the trace files in
+    ``by_source``.
     """
     from traincast.trace.sample import sample_path
 
@@ -351,7 +364,8 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _study(trace_paths, out, sample, ingested, format, mapping, cat, scenarios,
-                      overlap, prices, report, on_step, workload, on_report, jobs)
+                      overlap, prices, report, on_step, workload, on_report, jobs,
+                      Path(sources_db) if sources_db is not None else None)
     except BaseException:
         if made is not None:  # a study that fails leaves no folder it made behind
             shutil.rmtree(made, ignore_errors=True)
@@ -362,7 +376,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
            mapping: dict[str, str] | None, cat: Catalog, scenarios: tuple[str, ...] | list[str],
            overlap: float, prices: str | Path | None, report: bool, on_step: Step | None,
            workload: str | None, on_report: Callable[[dict[str, Any]], None] | None,
-           jobs: pa.Table | None) -> dict[str, Any]:
+           jobs: pa.Table | None, sources_db: Path | None) -> dict[str, Any]:
     """:func:`study`'s steps into the folder ``out``."""
     from traincast.analysis.characterize import characterize
     from traincast.trace import prepare_jobs, read_trace, workload_assumption
@@ -389,7 +403,8 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
         summary = findings(char, wi, rec, sample)
         summary["by_source"] = by_source(jobs, cat, overlap, base[0], wi_rows,
                                          list(wi["definitions"]),
-                                         _labels(out / "jobs.duckdb" if ingested else None))
+                                         _source_files(out / "jobs.duckdb" if ingested
+                                                       else sources_db))
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
@@ -471,15 +486,14 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     return rec
 
 
-def _labels(db: Path | None) -> dict[int, str]:
-    """:func:`source_labels` of the sources of the study's store (none without one)."""
+def _source_files(db: Path | None) -> dict[int, list[str]]:
+    """The files of each source of the store ``db`` (none without one)."""
     from traincast.trace.store import Store
 
     if db is None or not db.exists():
         return {}
     with Store(db) as store:
-        return source_labels({int(r["source_id"]): json.loads(r["files"])
-                              for r in store.sources()})
+        return {int(r["source_id"]): json.loads(r["files"]) for r in store.sources()}
 
 
 def _report_step(out: Path, meta: dict[str, Any]) -> str | None:

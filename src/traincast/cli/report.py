@@ -51,11 +51,11 @@ def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mappin
     Parquet trace of what was studied)."""
     from traincast.analysis.study import study, write_parquet
 
-    jobs = None
+    jobs, store = None, None
     if not trace:
-        from traincast.trace.store import load_jobs
+        from traincast.trace.store import db_path, load_jobs
 
-        jobs = load_jobs(db)
+        jobs, store = load_jobs(db), db_path(db)
         out.mkdir(parents=True, exist_ok=True)
         trace = [out / "store_jobs.parquet"]
         write_parquet(jobs, trace[0])
@@ -71,7 +71,8 @@ def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mappin
             bar.update(task, description=f"study: {step}", completed=done, total=total)
 
         study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
-              on_step=on_step, workload=workload, on_report=warn_bad_rows, jobs=jobs)
+              on_step=on_step, workload=workload, on_report=warn_bad_rows, jobs=jobs,
+              sources_db=store)
 
 
 @app.command(help=REPORT_HELP)

@@ -232,10 +232,12 @@ SOURCES_HELP = (
     "List the job store's sources (each ingested file or PAI table set), or remove some.\n\n"
     "Each source: its id, format, files, jobs, bad rows skipped, when it was ingested and "
     "whether its files are as ingested: 'as ingested' (name, size and modification time as "
-    "then), 'changed' (the next ingest of them reads them again and replaces the source's "
-    "jobs) or 'missing' (a file is gone: its jobs stay in the store and in every --db "
-    "analysis until dropped). --drop ID and --drop-missing remove sources and their jobs in "
-    "one transaction: all or none; an id the store does not hold changes nothing.")
+    "then), 'changed' (size or modification time differ: the next ingest of them reads them "
+    "again, keeps the source if their content is the same and else replaces its jobs) or "
+    "'missing' (a file is gone: its jobs stay in the store and in every --db analysis until "
+    "dropped). --drop ID and --drop-missing remove sources and their jobs in one "
+    "transaction: all or none (an id the store does not hold is an error, and nothing is "
+    "removed).")
 
 
 @app.command(help=SOURCES_HELP)
@@ -257,9 +259,10 @@ def sources(
         ids = set(drop or []) | {s["source_id"] for s in listed
                                  if drop_missing and s["state"] == "missing"}
         dropped = store.drop(ids) if ids else None
+        total = store.count()
     held = [s for s in listed if s["source_id"] not in ids]
     if json_out:
-        print_json({"db": str(db_path(db)), "sources": held,
+        print_json({"db": str(db_path(db)), "jobs": total, "sources": held,
                     "dropped": dropped["dropped"] if dropped else []})
         return
     if dropped:
@@ -269,19 +272,21 @@ def sources(
                           f"{d['jobs']:,} jobs", highlight=False, markup=False)
     elif drop_missing:
         console.print("no source has a missing file; nothing removed")
-    if not held:
+    if not held and not total:
         console.print(f"{db_path(db)} holds no source (traincast ingest TRACE --db FILE adds "
                       "one)", highlight=False, markup=False)
         return
-    print_table(sources_table(held, db_path(db)), console)
+    print_table(sources_table(held, db_path(db), total), console)
 
 
-def sources_table(held: list[dict[str, Any]], db: Path) -> Table:
+def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> Table:
     """The store's sources as a table: id, format, files, jobs, bad rows, ingested (UTC),
-    files' state."""
+    files' state; the caption counts the store's ``total`` jobs (and those of no source)."""
+    listed = sum(s["rows"] or 0 for s in held)
     t = Table(title=f"Sources in {db}", title_justify="left", caption_justify="left",
-              caption=f"{sum(s['rows'] or 0 for s in held):,} jobs from {len(held)} "
-              "source(s); ingested in UTC")
+              caption=f"{total:,} jobs in the store, {listed:,} from these {len(held)} "
+              "source(s)" + (f" and {total - listed:,} of no source listed"
+                             if total != listed else "") + "; ingested in UTC")
     t.add_column("id", justify="right")
     t.add_column("format")
     t.add_column("files", overflow="fold", ratio=1)

@@ -39,7 +39,6 @@ jobs and sources), reading it reads null.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import json
@@ -56,7 +55,7 @@ import duckdb
 import pyarrow as pa
 
 from traincast.errors import NoSuchFileError, TraincastError, disk_full, interrupted
-from traincast.files import write_whole
+from traincast.files import open_bytes, write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
     Plan,
@@ -198,8 +197,7 @@ def content_hash(files: Iterable[str | Path]) -> str:
     :class:`gzip.BadGzipFile` (an :class:`OSError`)."""
     digests = []
     for f in files:
-        opener = gzip.open if str(f).lower().endswith(".gz") else open
-        with opener(f, "rb") as fh:
+        with open_bytes(f) as fh:
             digests.append(hashlib.file_digest(fh, "sha256").hexdigest())
     if len(digests) == 1:
         return digests[0]
@@ -554,13 +552,20 @@ class Store:
         is."""
         if isinstance(exc, _ReadSerially):
             return TraincastError(f"{name}: cannot read the files") if one_thread else exc
+        done = "nothing was stored (the ingest was rolled back)"
+        if phase == "parquet" and parquet is not None and isinstance(exc, Exception) \
+                and not interrupted(exc):
+            return _parquet_error(parquet, exc, done)
+        return self._rolled_back(exc, "ingest", done)
+
+    def _rolled_back(self, exc: BaseException, what: str, done: str) -> BaseException:
+        """What a rolled-back write (``what``: ingest, drop) raises for ``exc``: Ctrl-C as
+        :class:`KeyboardInterrupt`, a full disk as a :class:`~traincast.errors.TraincastError`
+        naming the store and saying ``done``, the rest as it is."""
         if isinstance(exc, KeyboardInterrupt):
             return exc
         if interrupted(exc):
-            return KeyboardInterrupt("ingest interrupted: rolled back")
-        done = "nothing was stored (the ingest was rolled back)"
-        if phase == "parquet" and parquet is not None and isinstance(exc, Exception):
-            return _parquet_error(parquet, exc, done)
+            return KeyboardInterrupt(f"{what} interrupted: rolled back")
         if disk_full(exc):
             return _disk_full_error(self.path or "the in-memory store", "the job store", done)
         return exc
@@ -648,6 +653,9 @@ class Store:
         rows, time, content hash; null where an older store lacks the column)."""
         con = self._read()
         have = _columns(con, "sources")
+        if not have:  # a jobs table without sources: not written by an ingest
+            raise TraincastError(f"{self.path}: not a traincast job store (no sources table)",
+                                 hint="give a file written by traincast ingest (--db FILE)")
         cols = ", ".join(q(c) if c in have else f"CAST(NULL AS VARCHAR) AS {q(c)}"
                          for c in SOURCE_COLUMNS)
         cur = con.execute(f"SELECT {cols} FROM sources ORDER BY source_id")
@@ -676,20 +684,14 @@ class Store:
             for i in ids:
                 n = int(con.execute("SELECT count(*) FROM jobs WHERE source_id = ?",
                                     [i]).fetchone()[0])
-                con.execute("DELETE FROM jobs WHERE source_id = ?", [i])
-                con.execute("DELETE FROM sources WHERE source_id = ?", [i])
+                _delete_source(con, i)
                 report["dropped"].append({"source_id": i, "files": json.loads(held[i].files),
                                           "format": held[i].format, "jobs": n})
                 report["jobs"] += n
             con.execute("COMMIT")
         except BaseException as exc:
             self._abort(None)
-            if interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
-                raise KeyboardInterrupt("drop interrupted: rolled back") from None
-            if disk_full(exc):
-                raise _disk_full_error(self.path or "the in-memory store", "the job store",
-                                       "nothing was removed (rolled back)") from None
-            raise
+            raise self._rolled_back(exc, "drop", "nothing was removed (rolled back)") from None
         return report
 
     def export_parquet(self, path: str | Path) -> Path:
@@ -757,8 +759,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     twin = next((s for s in twins if same_reading(s)), None)
     gone = olds if twin else olds + twins
     for o in gone:
-        con.execute("DELETE FROM jobs WHERE source_id = ?", [o.source_id])
-        con.execute("DELETE FROM sources WHERE source_id = ?", [o.source_id])
+        _delete_source(con, o.source_id)
     if gone:
         report.setdefault("replaced", []).extend(
             {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
@@ -789,6 +790,12 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+def _delete_source(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Remove a source and its jobs (inside the caller's transaction)."""
+    con.execute("DELETE FROM jobs WHERE source_id = ?", [source_id])
+    con.execute("DELETE FROM sources WHERE source_id = ?", [source_id])
 
 
 def _kept(con: duckdb.DuckDBPyConnection, src: _Source, plan: Plan, report: dict[str, Any],

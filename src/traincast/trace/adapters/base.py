@@ -8,7 +8,6 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 import duckdb
 
 from traincast.errors import TraincastError
+from traincast.files import open_bytes
 from traincast.trace.schema import (
     BOUNDS,
     DURATION_MAX_S,
@@ -330,9 +330,8 @@ def _read_end(path: Path, quotes: bool) -> tuple[int | None, bytes, int] | None:
             size = f.seek(0, io.SEEK_END)
             f.seek(max(0, size - _TAIL))
             return None, f.read(), max(0, size - _TAIL)
-    opener = gzip.open if name.endswith(".gz") else open
     count, tail, total = 0, b"", 0
-    with opener(path, "rb") as f:
+    with open_bytes(path) as f:
         while block := f.read(_CHUNK):
             count += block.count(b'"')
             total += len(block)
@@ -420,8 +419,7 @@ def _delimiter(path: Path, header: bool, columns: int) -> str:
     reads it, and when none does)."""
     if not header:
         return ","
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    with opener(path, "rb") as f:
+    with open_bytes(path) as f:
         head = f.read(1 << 16)
     line = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()[:1] or [""]
     for d in DELIMITERS:
@@ -615,15 +613,17 @@ def trace_files(mod: Any, paths: Iterable[Path]) -> list[Path]:
     stands for its files of the adapter module ``mod`` (:func:`folder_files` of its
     ``FOLDER`` patterns, one file only where it sets ``FOLDER_ONE``); a format without
     ``FOLDER`` (pai-2020: a folder of tables) keeps its folders. A folder that ``traincast
-    study`` wrote (it holds ``study.json``) is not a trace: an error names its jobs file."""
+    study`` wrote (it holds ``study.json``) is not a trace: an error names its job store."""
     patterns = getattr(mod, "FOLDER", None)
     out: dict[Path, None] = {}
     for p in paths:
         if p.is_dir() and (p / "study.json").is_file():
             raise TraincastError(f"{p}: is a folder written by traincast study (it holds "
                                  "study.json), not a trace",
-                                 hint=f"its jobs: {p / 'jobs.parquet'} (--format csv); its "
-                                      f"report: traincast report --study {p}")
+                                 hint=(f"its jobs: --db {p / 'jobs.duckdb'}; "
+                                       if (p / "jobs.duckdb").is_file() else
+                                       "its jobs: the trace or store it studied (study.json "
+                                       "names it); ") + f"its report: traincast report --study {p}")
         for f in (folder_files(mod.NAME, p, patterns, getattr(mod, "FOLDER_ONE", ""))
                   if patterns and p.is_dir() else [p]):
             out.setdefault(f.resolve(), None)
