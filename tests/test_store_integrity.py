@@ -644,3 +644,22 @@ def test_cli_sources_counts_jobs_of_no_source_and_refuses_a_store_without_source
     con.close()
     r = tc("sources", "--db", str(bare))
     assert r.returncode == 2 and "not a traincast job store (no sources table)" in r.stderr
+
+
+def test_an_analysis_of_the_store_says_which_sources_lost_their_files(tmp_path: Path,
+                                                                      tc) -> None:  # noqa: ANN001
+    db = tmp_path / "s.duckdb"
+    a = _write(tmp_path / "a.csv", GOOD)
+    o = _write(tmp_path / "o.csv", OTHER)
+    assert tc("ingest", str(a), str(o), "-f", "elasticflow", "--db", str(db)).returncode == 0
+    r = tc("characterize", "--db", str(db))
+    assert r.returncode == 0 and "gone" not in r.stderr
+    o.unlink()
+    for cmd in ("characterize", "recommend"):
+        r = tc(cmd, "--db", str(db))
+        assert r.returncode == 0, r.stderr
+        assert "1 source(s) of the store have files that are gone (ids 2; 3 jobs)" in \
+            " ".join(r.stderr.split())
+    # given the trace, only its own sources are read: nothing to say
+    r = tc("characterize", str(a), "-f", "elasticflow", "--db", str(db))
+    assert r.returncode == 0 and "gone" not in r.stderr

@@ -25,6 +25,7 @@ from traincast.cli.common import (
     console,
     err_console,
     fmt_seconds,
+    note,
     print_assumed,
     print_json,
     print_unpredicted,
@@ -172,12 +173,29 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
     from traincast.trace.store import db_path
 
     path, ids = db_path(db), None
-    if trace is not None:
+    if trace is None:
+        note_gone_sources(db, quiet)
+    else:
         with Store(path) as store, ingest_progress(quiet) as bar:
             report = store.ingest(trace, format, parse_mapping(map), progress=bar)
         warn_bad_rows(report)
         ids = [s["source_id"] for s in report["sources"]]
     return JobChunks(path, ids, catalog=catalog, workload=workload)
+
+
+def note_gone_sources(db: Path | None, quiet: bool = False) -> None:
+    """On stderr, before an analysis of the whole store: the sources whose files are gone
+    (their jobs are still read; ``traincast sources --drop-missing`` removes them)."""
+    from traincast.trace.store import Store, db_path, file_state
+
+    with Store(db_path(db)) as store:
+        gone = [s for s in store.sources()
+                if file_state(json.loads(s["files"]), s["fingerprint"]) == "missing"]
+    if gone:
+        jobs = sum(s["rows"] or 0 for s in gone)
+        note(f"[yellow]{len(gone)} source(s) of the store have files that are gone[/yellow] "
+             f"(ids {', '.join(str(s['source_id']) for s in gone)}; {jobs:,} jobs): their "
+             "jobs are read; traincast sources --drop-missing removes them", json_out=quiet)
 
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
@@ -192,6 +210,8 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
     from traincast.trace import load_jobs, parse_mapping, prepare_jobs, read_trace
     from traincast.trace.store import db_path
 
+    if trace is None:
+        note_gone_sources(db, quiet)
     with ingest_progress(quiet or trace is None) as bar:
         jobs = load_jobs(db) if trace is None else \
             read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
