@@ -296,30 +296,38 @@ def sources(
         console.print(f"{db_path(db)} holds no source (traincast ingest TRACE --db FILE adds "
                       "one)", highlight=False, markup=False)
         return
-    print_table(sources_table(held, db_path(db), total), console)
+    table, files = sources_table(held, db_path(db), total)
+    print_table(table, console)
+    console.print(files, highlight=False)
 
 
-def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> Table:
-    """The store's sources as a table: id, format, files, jobs, bad rows, ingested (UTC),
-    files' state; the caption counts the store's ``total`` jobs (and those of no source)."""
+def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> tuple[Table, Any]:
+    """The store's sources as a table (id, format, jobs, bad rows, ingested (UTC), files'
+    state; the caption counts the store's ``total`` jobs, and those of no source) and their
+    files under it, one line per source id (paths fold, the table stays narrow)."""
+    from rich.table import Table as RichTable
+
     listed = sum(s["rows"] or 0 for s in held)
     t = Table(title=f"Sources in {db}", title_justify="left", caption_justify="left",
               caption=f"{total:,} jobs in the store, {listed:,} from these {len(held)} "
               "source(s)" + (f" and {total - listed:,} of no source listed"
-                             if total != listed else "") + "; ingested in UTC")
+                             if total != listed else "") + "; ingested in UTC; files below")
     t.add_column("id", justify="right")
     t.add_column("format")
-    t.add_column("files", overflow="fold", ratio=1)
     for col in ("jobs", "bad rows"):
         t.add_column(col, justify="right")
     t.add_column("ingested", no_wrap=True)
     t.add_column("files are", no_wrap=True)
+    files = RichTable.grid(padding=(0, 1))
+    files.add_column(justify="right", no_wrap=True)
+    files.add_column(overflow="fold")
     for s in held:
-        t.add_row(str(s["source_id"]), s["format"], ", ".join(map(str, s["files"])),
-                  f"{s['rows'] or 0:,}", f"{s['bad_rows'] or 0:,}",
+        t.add_row(str(s["source_id"]), s["format"], f"{s['rows'] or 0:,}",
+                  f"{s['bad_rows'] or 0:,}",
                   f"{s['ingested_at']:%Y-%m-%d %H:%M}" if s["ingested_at"] else "-",
                   s["state"])
-    return t
+        files.add_row(f"{s['source_id']}:", Text(", ".join(map(str, s["files"]))))
+    return t, files
 
 
 FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "frac. GPU",
