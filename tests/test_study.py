@@ -332,3 +332,15 @@ def test_by_source_of_a_store_names_its_files_and_jobs_of_no_source(tmp_path: Pa
     rows = res["summary"]["by_source"]
     assert [(r["source_id"], r["trace"], r["numbers"]["jobs"]) for r in rows] == \
         [(None, "jobs without a source", 1), (1, "a.csv", 2), (2, "b.csv", 1)]
+
+
+def test_the_by_file_table_shows_the_first_twenty_files_and_counts_the_rest() -> None:
+    from traincast.cli.study import source_table
+
+    rows = [{"trace": f"f{i}.csv", "numbers": {"jobs": i + 1, "comm_share_mean": 0.25}}
+            for i in range(23)]
+    t = source_table(rows)
+    assert t.row_count == 21
+    cells = list(t.columns[0].cells)
+    assert cells[19] == "f19.csv" and cells[20] == "... 3 more (summary.json: by_source)"
+    assert list(t.columns[2].cells)[0] == "25.0%"  # comm (job) as a percent

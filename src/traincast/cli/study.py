@@ -54,8 +54,13 @@ def architecture_table(char: dict[str, Any]) -> Table:
     return t
 
 
+SOURCE_ROWS = 20
+"""Trace files shown in the terminal's by-file table (all in summary.json and the report)."""
+
+
 def source_table(rows: list[dict[str, Any]]) -> Table:
-    """The headline numbers of each trace file of a study of several, on its own jobs."""
+    """The headline numbers of each trace file of a study of several, on its own jobs (the
+    first :data:`SOURCE_ROWS`)."""
     from traincast.analysis.study import BY_SOURCE_CAPTION, BY_SOURCE_COLUMNS, by_source_cells
 
     t = Table(title="By trace file (each on its own jobs)", title_justify="left",
@@ -63,8 +68,11 @@ def source_table(rows: list[dict[str, Any]]) -> Table:
     t.add_column("trace", overflow="fold", ratio=1)
     for header, _, _ in BY_SOURCE_COLUMNS:
         t.add_column(header, justify="right")
-    for r in rows:
+    for r in rows[:SOURCE_ROWS]:
         t.add_row(r["trace"], *by_source_cells(r["numbers"]))
+    if len(rows) > SOURCE_ROWS:
+        t.add_row(f"... {len(rows) - SOURCE_ROWS:,} more (summary.json: by_source)",
+                  *([""] * (len(t.columns) - 1)))
     return t
 
 
