@@ -658,7 +658,7 @@ def test_an_analysis_of_the_store_says_which_sources_lost_their_files(tmp_path: 
     for cmd in ("characterize", "recommend"):
         r = tc(cmd, "--db", str(db))
         assert r.returncode == 0, r.stderr
-        assert "1 source(s) of the store have files that are gone (ids 2; 3 jobs)" in \
+        assert "1 source(s) of the store have files that are gone (id 2; 3 job(s))" in \
             " ".join(r.stderr.split())
     # given the trace, only its own sources are read: nothing to say
     r = tc("characterize", str(a), "-f", "elasticflow", "--db", str(db))

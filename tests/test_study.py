@@ -281,7 +281,7 @@ def test_a_study_of_several_trace_files_gives_each_its_own_findings(tmp_path: Pa
 
 
 def test_source_labels_take_as_many_folders_as_tell_sources_apart() -> None:
-    from traincast.analysis.study import source_labels
+    from traincast.trace.store import source_labels
 
     assert source_labels({1: ["/d/a.csv"], 2: ["/d/b.csv"]}) == {1: "a.csv", 2: "b.csv"}
     assert source_labels({1: ["/t/venus/cluster_log.csv"], 2: ["/t/earth/cluster_log.csv"],
@@ -344,3 +344,19 @@ def test_the_by_file_table_shows_the_first_twenty_files_and_counts_the_rest() ->
     cells = list(t.columns[0].cells)
     assert cells[19] == "f19.csv" and cells[20] == "... 3 more (summary.json: by_source)"
     assert list(t.columns[2].cells)[0] == "25.0%"  # comm (job) as a percent
+
+
+def test_a_study_into_a_used_folder_keeps_only_its_own_trace_in_its_store(tmp_path: Path) -> None:
+    from traincast.trace.store import sources
+
+    head = "job_id,architecture,n_gpus\n"
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(head + "a,1w1g,1\nb,1w1g,1\n")
+    b.write_text(head + "c,1w1g,2\n")
+    out = tmp_path / "out"
+    study(a, out, report=False)
+    study(b, out, report=False)
+    assert [json.loads(s["files"]) for s in sources(out / "jobs.duckdb")] == [[str(b)]]
+    study([a, b], out, report=False)
+    kept = {tuple(json.loads(s["files"])): s["source_id"] for s in sources(out / "jobs.duckdb")}
+    assert kept == {(str(b),): 2, (str(a),): 3}  # b unchanged: kept as it was

@@ -218,48 +218,33 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> lis
             "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
-def source_labels(files_by_source: dict[int, list[str]]) -> dict[int, str]:
-    """A short name per source: its files' names, each with as many parent folders as it takes
-    to tell it from the other sources (Helios's ``venus/cluster_log.csv`` and
-    ``earth/cluster_log.csv`` beside ``philly.csv``); full paths when even those agree."""
-    parts = {sid: [Path(f).parts[1 if Path(f).is_absolute() else 0:] for f in fs]
-             for sid, fs in files_by_source.items()}
-
-    def label(sid: int, depth: int) -> str:
-        return ", ".join("/".join(p[-depth:]) for p in parts[sid])
-
-    deepest = max((len(p) for ps in parts.values() for p in ps), default=1)
-    out = {}
-    for sid in parts:
-        out[sid] = next((label(sid, d) for d in range(1, deepest + 1) if all(
-            label(sid, d) != label(o, d) for o in parts if o != sid)), None) or \
-            ", ".join(files_by_source[sid])
-    return out
-
-
-BY_SOURCE_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("jobs", "jobs", "count"), ("comm (job)", "comm_share_mean", "share"),
-    ("comm (GPU)", "comm_share_gpu_weighted", "share"), ("NVLink", "nvlink_sped_up_share", "share"),
-    ("100G", "eth100_mean_speedup_network_jobs", "speedup"),
-    ("A100", "gpu-a100_mean_speedup", "speedup"),
-    ("mixed prec.", "mixed-precision_mean_speedup", "speedup"))
+BY_SOURCE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("jobs", "jobs", "count", ""), ("comm (job)", "comm_share_mean", "share", ""),
+    ("comm (GPU)", "comm_share_gpu_weighted", "share", ""),
+    ("NVLink", "nvlink_sped_up_share", "share", "ps_worker_jobs"),
+    ("100G", "eth100_mean_speedup_network_jobs", "speedup", "eth100_network_jobs"),
+    ("A100", "gpu-a100_mean_speedup", "speedup", ""),
+    ("mixed prec.", "mixed-precision_mean_speedup", "speedup", ""))
 """The columns of the by-trace-file table (``traincast study`` and the report): header,
-key of :func:`findings`' numbers, kind."""
+key of :func:`findings`' numbers, kind, and the key of the job count it is over (shown in
+parentheses) where it is over some jobs only."""
 BY_SOURCE_CAPTION = (
     "comm: mean share of predicted iteration time, by job / by GPUs; NVLink: share of "
-    "PS/Worker jobs sped up by nvlink-allreduce; 100G: eth100's mean speedup over the jobs "
-    "that use the network; A100, mixed prec.: mean speedups over all jobs "
-    "(summary.json: by_source)")
+    "PS/Worker jobs sped up by nvlink-allreduce (of n); 100G: 25 → 100 Gbit Ethernet "
+    "(eth100), the mean speedup over the n jobs that use the network; A100, mixed prec.: "
+    "mean speedups over all jobs; -: no such jobs (summary.json: by_source)")
 
 
 def by_source_cells(numbers: dict[str, Any]) -> list[str]:
-    """One trace file's row of :data:`BY_SOURCE_COLUMNS`, as text (``-``: not applicable)."""
-    def cell(key: str, kind: str) -> str:
+    """One trace file's row of :data:`BY_SOURCE_COLUMNS`, as text (``-``: no such jobs)."""
+    def cell(key: str, kind: str, over: str) -> str:
         v = numbers.get(key)
-        return (f"{v or 0:,}" if kind == "count" else fmt_pct(v) if kind == "share"
+        text = (f"{v or 0:,}" if kind == "count" else fmt_pct(v) if kind == "share"
                 else fmt_x(v))
+        return f"{text} ({numbers[over]:,})" if over and text != "-" and numbers.get(over) \
+            else text
 
-    return [cell(key, kind) for _, key, kind in BY_SOURCE_COLUMNS]
+    return [cell(key, kind, over) for _, key, kind, over in BY_SOURCE_COLUMNS]
 
 
 def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Breakdown,
@@ -275,6 +260,7 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
     ``source_id``) are one row, ``source_id`` null."""
     from traincast.analysis.characterize import characterize
     from traincast.analysis.whatif import Summary
+    from traincast.trace.store import source_labels
 
     if "source_id" not in jobs.column_names or not jobs.num_rows:
         return []
@@ -385,8 +371,15 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
 
     with steps.run("ingest"):
         if jobs is None:
-            jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping,
-                              on_report=on_report)
+            reports: list[dict[str, Any]] = []
+
+            def took(report: dict[str, Any]) -> None:
+                reports.append(report)
+                if on_report is not None:
+                    on_report(report)
+
+            jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping, on_report=took)
+            _keep_only(out / "jobs.duckdb", {s["source_id"] for s in reports[0]["sources"]})
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
@@ -484,6 +477,17 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     write_json(out / "recommend.json", rec)
     write_csv(rec_rows, out / "recommend.csv")
     return rec
+
+
+def _keep_only(db: Path, source_ids: set[int]) -> None:
+    """The study's store holds its trace only: the sources of an earlier study into the same
+    folder are dropped (the sources of this trace stay, unchanged ones not read again)."""
+    from traincast.trace.store import Store
+
+    with Store(db) as store:
+        stale = [r["source_id"] for r in store.sources() if r["source_id"] not in source_ids]
+        if stale:
+            store.drop(stale)
 
 
 def _source_files(db: Path | None) -> dict[int, list[str]]:

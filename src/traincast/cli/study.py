@@ -66,7 +66,7 @@ def source_table(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="By trace file (each on its own jobs)", title_justify="left",
               caption=BY_SOURCE_CAPTION, caption_justify="left")
     t.add_column("trace", overflow="fold", ratio=1)
-    for header, _, _ in BY_SOURCE_COLUMNS:
+    for header, *_ in BY_SOURCE_COLUMNS:
         t.add_column(header, justify="right")
     for r in rows[:SOURCE_ROWS]:
         t.add_row(r["trace"], *by_source_cells(r["numbers"]))

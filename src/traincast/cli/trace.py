@@ -3,6 +3,7 @@ sample``: cluster traces and the job store."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from traincast.trace import DEFAULT_WORKLOAD
 from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
-from traincast.trace.store import DEFAULT_DB, format_errors
+from traincast.trace.store import DEFAULT_DB, format_errors, source_labels
 from traincast.units import fmt_pct
 
 FormatOpt = Annotated[str, typer.Option(
@@ -193,9 +194,10 @@ def note_gone_sources(db: Path | None, quiet: bool = False) -> None:
                 if file_state(json.loads(s["files"]), s["fingerprint"]) == "missing"]
     if gone:
         jobs = sum(s["rows"] or 0 for s in gone)
+        ids = ", ".join(str(s["source_id"]) for s in gone)
         note(f"[yellow]{len(gone)} source(s) of the store have files that are gone[/yellow] "
-             f"(ids {', '.join(str(s['source_id']) for s in gone)}; {jobs:,} jobs): their "
-             "jobs are read; traincast sources --drop-missing removes them", json_out=quiet)
+             f"({'id' if len(gone) == 1 else 'ids'} {ids}; {jobs:,} job(s)): their jobs are "
+             "read; traincast sources --drop-missing removes them", json_out=quiet)
 
 
 def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
@@ -276,6 +278,8 @@ def sources(
                    "mapping": json.loads(s["mapping"] or "{}")} for s in store.sources()]
         for s in listed:
             s["state"] = file_state(s["files"], s["fingerprint"])
+            if s["ingested_at"] is not None:  # stored in UTC (the store's time zone)
+                s["ingested_at"] = s["ingested_at"].replace(tzinfo=datetime.UTC)
         ids = set(drop or []) | {s["source_id"] for s in listed
                                  if drop_missing and s["state"] == "missing"}
         dropped = store.drop(ids) if ids else None
@@ -330,6 +334,10 @@ def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> tuple[Tab
     return t, files
 
 
+SHARE_HEADERS = {"data_io": "data I/O", "compute_flop": "FLOP bound",
+                 "compute_mem": "memory bound", "comm": "comm"}
+"""The time components' headers in the characterization's table (narrow: they wrap)."""
+
 FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "frac. GPU",
                 "arch_inferred": "arch inferred"}
 
@@ -345,8 +353,9 @@ def print_ingest(report: dict[str, Any]) -> None:
     t.add_column("file", overflow="fold", ratio=1)
     for col in ("jobs", "", "bad rows", *FLAG_HEADERS.values()):
         t.add_column(col, justify="left" if not col else "right")
-    for s in report["sources"]:
-        t.add_row(", ".join(Path(f).name for f in s["files"]), f"{s['jobs']:,}",
+    names = source_labels(dict(enumerate(s["files"] for s in report["sources"])))
+    for i, s in enumerate(report["sources"]):
+        t.add_row(names[i], f"{s['jobs']:,}",
                   "copy" if s.get("already_ingested") else "kept" if s["unchanged"]
                   else "new", f"{s['bad_rows']:,}",
                   *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS))
@@ -419,16 +428,17 @@ def print_characterization(r: dict[str, Any]) -> None:
         console.print("[dim]no job has known features (give them in the trace, or a workload "
                       "the zoo knows): no time breakdown[/dim]")
         return
-    t = Table(title=f"Where the time goes (predicted, {b['jobs']:,} jobs with known features; "
-              "mean share job-weighted / GPU-weighted)", title_justify="left")
+    t = Table(title=f"Where the time goes (predicted, {b['jobs']:,} jobs with known features: "
+              "mean share of iteration time, weighted by job and by GPUs)", title_justify="left")
     t.add_column("architecture")
     t.add_column("jobs", justify="right")
+    t.add_column("weight")
     for c in COMPONENTS:
-        t.add_column(c, justify="right")
+        t.add_column(SHARE_HEADERS[c], justify="right")
     for name, row in [("all", b), *b["by_architecture"].items()]:
-        t.add_row(name, f"{row['jobs']:,}", *(f"{fmt_pct(row['job_weighted'][c])} / "
-                                              f"{fmt_pct(row['gpu_weighted'][c])}"
-                                              for c in COMPONENTS))
+        for i, (label, key) in enumerate((("job", "job_weighted"), ("GPU", "gpu_weighted"))):
+            t.add_row(name if not i else "", f"{row['jobs']:,}" if not i else "", label,
+                      *(fmt_pct(row[key][c]) for c in COMPONENTS), end_section=bool(i))
     print_table(t, console)
     console.print("bottleneck: " + ", ".join(f"{c} {n:,}" for c, n in b["bottleneck"].items())
                   + f"; jobs with > 80% in communication: {fmt_pct(b['comm_over_80_share'])}, "

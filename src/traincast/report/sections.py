@@ -88,7 +88,7 @@ def _by_source_table(rows: Any) -> str:
             and isinstance(r.get("numbers"), Mapping)]
     if not rows:
         return ""
-    return H.table(("trace", *(h for h, _, _ in BY_SOURCE_COLUMNS)),
+    return H.table(("trace", *(h for h, *_ in BY_SOURCE_COLUMNS)),
                    [(r.get("trace"), *by_source_cells(dict(r["numbers"]))) for r in rows],
                    caption=f"By trace file, each on its own jobs: {BY_SOURCE_CAPTION}")
 

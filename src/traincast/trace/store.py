@@ -704,6 +704,25 @@ class Store:
             raise _parquet_error(Path(path), exc, "no file was written") from None
 
 
+def source_labels(files_by_source: dict[int, list[str]]) -> dict[int, str]:
+    """A short name per source: its files' names, each with as many parent folders as it takes
+    to tell it from the other sources (Helios's ``venus/cluster_log.csv`` and
+    ``earth/cluster_log.csv`` beside ``philly.csv``); full paths when even those agree."""
+    parts = {sid: [Path(f).parts[1 if Path(f).is_absolute() else 0:] for f in fs]
+             for sid, fs in files_by_source.items()}
+
+    def label(sid: int, depth: int) -> str:
+        return ", ".join("/".join(p[-depth:]) for p in parts[sid])
+
+    deepest = max((len(p) for ps in parts.values() for p in ps), default=1)
+    out = {}
+    for sid in parts:
+        out[sid] = next((label(sid, d) for d in range(1, deepest + 1) if all(
+            label(sid, d) != label(o, d) for o in parts if o != sid)), None) or \
+            ", ".join(files_by_source[sid])
+    return out
+
+
 def file_state(files: Iterable[str], fingerprint: str | None) -> str:
     """Whether a source's files are as ingested: ``missing`` (one or more is gone),
     ``changed`` (all there, but a name, size or modification time differs from the
