@@ -662,3 +662,25 @@ def test_with_json_every_error_is_one_json_object_on_stderr(tc, tmp_path: Path) 
     assert r.returncode == 2 and "--overlap" in r.stderr and not r.stderr.startswith("{")
     r = tc("predict", *JOB, "--gpu", "NOPE", "--", "--json")  # after --: not the flag
     assert r.returncode == 2 and not r.stderr.startswith("{")
+
+
+@pytest.mark.parametrize(("args", "message", "hint"), [
+    (("sources", "--drop", "abc"), "Invalid value for '--drop'",
+     "traincast sources --help shows the options and their units"),
+    (("predict", "--bogus"), "No such option: --bogus",
+     "traincast predict --help shows the options and their units"),
+    (("nosuch",), "No such command 'nosuch'", "traincast --help lists the commands"),
+])
+def test_a_bad_flag_is_one_error_line_and_its_hint(tc, args: tuple[str, ...], message: str,
+                                                   hint: str) -> None:
+    r = tc(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2, r.stderr
+    assert lines[0].startswith("error: ") and message in lines[0]
+    assert lines[1] == f"hint: {hint}"
+
+
+def test_a_group_without_a_command_shows_its_help(tc) -> None:
+    r = tc("hardware")
+    assert "Usage: traincast hardware" in r.stdout + r.stderr and "show" in r.stdout + r.stderr

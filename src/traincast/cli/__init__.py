@@ -89,9 +89,11 @@ def _interrupted() -> NoReturn:
     sys.exit(130)
 
 
-def _run_json() -> NoReturn:
-    """``app`` for a command line with ``--json``: click's usage errors (a bad or missing
-    option) come back as exceptions, so that :func:`_fail` prints them as JSON too."""
+def _run() -> NoReturn:
+    """``app``, with click's usage errors (a bad or missing option or value) coming back as
+    exceptions, so that :func:`_fail` prints them as every other error: one line and its
+    hint, or with ``--json`` one JSON line. A command group called without a command (click's
+    ``NoArgsIsHelpError``) shows its help, as click would."""
     # click's ClickException, wherever this typer takes click from (its own copy since 0.20)
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
@@ -99,9 +101,13 @@ def _run_json() -> NoReturn:
     except typer.Abort:  # Ctrl-C, as click reports it
         raise KeyboardInterrupt from None
     except usage_error as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and not _JSON_ERRORS:
+            exc.show()
+            sys.exit(exc.exit_code)
         where = exc.ctx.command_path if getattr(exc, "ctx", None) else "traincast COMMAND"
-        _fail(exc.format_message(), f"{where} --help shows the options and their units",
-              exc.exit_code)
+        _fail(exc.format_message(), f"{where} --help " + (
+            "lists the commands" if "No such command" in exc.format_message()
+            else "shows the options and their units"), exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -127,9 +133,7 @@ def main() -> None:
     args = sys.argv[1:]
     _JSON_ERRORS = "--json" in args[:args.index("--") if "--" in args else len(args)]
     try:
-        if _JSON_ERRORS:
-            _run_json()
-        app(prog_name="traincast")
+        _run()
     except SystemExit as exc:  # typer turns Ctrl-C in a command into a silent exit 130
         if exc.code == 130:
             _interrupted()
