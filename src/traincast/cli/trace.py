@@ -334,6 +334,10 @@ def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> tuple[Tab
     return t, files
 
 
+FLAG_WORDS = {"zero_gpu": "with 0 GPUs", "fractional_gpu": "with a fraction of a GPU",
+              "arch_inferred": "with the architecture inferred"}
+"""The store's flags in the characterization's first line (``censored`` as it is)."""
+
 SHARE_HEADERS = {"data_io": "data I/O", "compute_flop": "FLOP bound",
                  "compute_mem": "memory bound", "comm": "comm"}
 """The time components' headers in the characterization's table (narrow: they wrap)."""
@@ -403,7 +407,8 @@ def print_characterization(r: dict[str, Any]) -> None:
                   f"{r['gpu_time_s'] / 3600:,.0f} GPU-hours"
                   + (" (a lower bound: running jobs counted up to the trace end)"
                      if r.get("gpu_time_lower_bound") else "") + "; flags: "
-                  + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in r["flags"].items()),
+                  + ", ".join(f"{v:,} {FLAG_WORDS.get(k, k.replace('_', ' '))}"
+                              for k, v in r["flags"].items()),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         print_table(group_table(r[key], title), console)
