@@ -354,9 +354,11 @@ def test_a_study_into_a_used_folder_keeps_only_its_own_trace_in_its_store(tmp_pa
     a.write_text(head + "a,1w1g,1\nb,1w1g,1\n")
     b.write_text(head + "c,1w1g,2\n")
     out = tmp_path / "out"
-    study(a, out, report=False)
-    study(b, out, report=False)
+    assert study(a, out, report=False)["dropped_sources"] == []
+    res = study(b, out, report=False)
     assert [json.loads(s["files"]) for s in sources(out / "jobs.duckdb")] == [[str(b)]]
+    assert res["dropped_sources"] == [{"source_id": 1, "files": [str(a)], "format": "csv",
+                                       "jobs": 2}]
     study([a, b], out, report=False)
     kept = {tuple(json.loads(s["files"])): s["source_id"] for s in sources(out / "jobs.duckdb")}
     assert kept == {(str(b),): 2, (str(a),): 3}  # b unchanged: kept as it was

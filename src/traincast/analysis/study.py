@@ -230,19 +230,29 @@ key of :func:`findings`' numbers, kind, and the key of the job count it is over 
 parentheses) where it is over some jobs only."""
 BY_SOURCE_CAPTION = (
     "comm: mean share of predicted iteration time, by job / by GPUs; NVLink: share of "
-    "PS/Worker jobs sped up by nvlink-allreduce (of n); 100G: 25 → 100 Gbit Ethernet "
-    "(eth100), the mean speedup over the n jobs that use the network; A100, mixed prec.: "
-    "mean speedups over all jobs; -: no such jobs (summary.json: by_source)")
+    "PS/Worker jobs sped up by nvlink-allreduce{n}; 100G: 25 → 100 Gbit Ethernet "
+    "(eth100), the mean speedup over the{m} jobs that use the network; A100, mixed prec.: "
+    "mean speedups over all jobs; -: no such jobs (summary.json: by_source{counts})")
+"""The by-file table's caption; ``.format`` it with :func:`by_source_caption`."""
 
 
-def by_source_cells(numbers: dict[str, Any]) -> list[str]:
-    """One trace file's row of :data:`BY_SOURCE_COLUMNS`, as text (``-``: no such jobs)."""
+def by_source_caption(counts: bool) -> str:
+    """:data:`BY_SOURCE_CAPTION` for a table with the counts in its cells, or without (then
+    said to be in ``summary.json``)."""
+    return BY_SOURCE_CAPTION.format(
+        n=" (of n)" if counts else "", m=" n" if counts else "",
+        counts="" if counts else "; its ps_worker_jobs and eth100_network_jobs count them")
+
+
+def by_source_cells(numbers: dict[str, Any], counts: bool = True) -> list[str]:
+    """One trace file's row of :data:`BY_SOURCE_COLUMNS`, as text (``-``: no such jobs); with
+    ``counts``, a share or speedup over some jobs only is followed by their count, ``(n)``."""
     def cell(key: str, kind: str, over: str) -> str:
         v = numbers.get(key)
         text = (f"{v or 0:,}" if kind == "count" else fmt_pct(v) if kind == "share"
                 else fmt_x(v))
-        return f"{text} ({numbers[over]:,})" if over and text != "-" and numbers.get(over) \
-            else text
+        return f"{text} ({numbers[over]:,})" if counts and over and text != "-" and \
+            numbers.get(over) else text
 
     return [cell(key, kind, over) for _, key, kind, over in BY_SOURCE_COLUMNS]
 
@@ -315,7 +325,10 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     bundled sample) into ``out_dir``.
 
     Returns ``{"out_dir", "summary" (findings), "files", "timings_s", "report",
-    "report_error", "sample", "characterize"}`` (the last as written to characterize.json).
+    "report_error", "sample", "characterize", "assumed_workload", "dropped_sources"}``
+    (characterize as written to characterize.json; ``dropped_sources``: the sources of an
+    earlier study that the folder's store held, dropped: ``source_id``, ``files``,
+    ``format``, ``jobs``).
     ``on_step(step, done, total)`` is called as work advances (progress bars; within the
     what-if and recommend steps too, ``step`` then naming how far they are); ``workload``
     is assumed for jobs whose trace gives none (``trace.default_workload``: a zoo model,
@@ -368,6 +381,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
     from traincast.trace import prepare_jobs, read_trace, workload_assumption
 
     steps = _Steps(on_step, total=6)
+    dropped: list[dict[str, Any]] = []
 
     with steps.run("ingest"):
         if jobs is None:
@@ -379,7 +393,8 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
                     on_report(report)
 
             jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping, on_report=took)
-            _keep_only(out / "jobs.duckdb", {s["source_id"] for s in reports[0]["sources"]})
+            dropped = _keep_only(out / "jobs.duckdb",
+                                 {s["source_id"] for s in reports[0]["sources"]})
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
@@ -419,7 +434,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
     return {"out_dir": str(out), "summary": summary, "files": files,
             "timings_s": steps.timings_s, "report": report_path,
             "report_error": meta.get("report_error"), "sample": sample, "characterize": char,
-            "assumed_workload": assumed}
+            "assumed_workload": assumed, "dropped_sources": dropped}
 
 
 class _Steps:
@@ -479,15 +494,15 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     return rec
 
 
-def _keep_only(db: Path, source_ids: set[int]) -> None:
+def _keep_only(db: Path, source_ids: set[int]) -> list[dict[str, Any]]:
     """The study's store holds its trace only: the sources of an earlier study into the same
-    folder are dropped (the sources of this trace stay, unchanged ones not read again)."""
+    folder are dropped (the sources of this trace stay, unchanged ones not read again).
+    Returns those dropped (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``)."""
     from traincast.trace.store import Store
 
     with Store(db) as store:
         stale = [r["source_id"] for r in store.sources() if r["source_id"] not in source_ids]
-        if stale:
-            store.drop(stale)
+        return store.drop(stale)["dropped"] if stale else []
 
 
 def _source_files(db: Path | None) -> dict[int, list[str]]:

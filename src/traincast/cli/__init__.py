@@ -93,7 +93,8 @@ def _run() -> NoReturn:
     """``app``, with click's usage errors (a bad or missing option or value) coming back as
     exceptions, so that :func:`_fail` prints them as every other error: one line and its
     hint, or with ``--json`` one JSON line. A command group called without a command (click's
-    ``NoArgsIsHelpError``) shows its help, as click would."""
+    ``NoArgsIsHelpError``) shows its help, as click would (typer prints it as the error is
+    made)."""
     # click's ClickException, wherever this typer takes click from (its own copy since 0.20)
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
@@ -101,12 +102,12 @@ def _run() -> NoReturn:
     except typer.Abort:  # Ctrl-C, as click reports it
         raise KeyboardInterrupt from None
     except usage_error as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError" and not _JSON_ERRORS:
-            exc.show()
+        if type(exc).__name__ == "NoArgsIsHelpError":  # its help is printed already
             sys.exit(exc.exit_code)
         where = exc.ctx.command_path if getattr(exc, "ctx", None) else "traincast COMMAND"
-        _fail(exc.format_message(), f"{where} --help " + (
-            "lists the commands" if "No such command" in exc.format_message()
+        message = exc.format_message()
+        _fail(message, f"{where} --help " + (
+            "lists the commands" if message.startswith(("No such command", "Missing command"))
             else "shows the options and their units"), exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
 

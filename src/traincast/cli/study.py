@@ -61,15 +61,15 @@ SOURCE_ROWS = 20
 def source_table(rows: list[dict[str, Any]]) -> Table:
     """The headline numbers of each trace file of a study of several, on its own jobs (the
     first :data:`SOURCE_ROWS`)."""
-    from traincast.analysis.study import BY_SOURCE_CAPTION, BY_SOURCE_COLUMNS, by_source_cells
+    from traincast.analysis.study import BY_SOURCE_COLUMNS, by_source_caption, by_source_cells
 
     t = Table(title="By trace file (each on its own jobs)", title_justify="left",
-              caption=BY_SOURCE_CAPTION, caption_justify="left")
+              caption=by_source_caption(counts=False), caption_justify="left")
     t.add_column("trace", overflow="fold", ratio=1)
     for header, *_ in BY_SOURCE_COLUMNS:
-        t.add_column(header, justify="right")
+        t.add_column(header, justify="right", overflow="fold")
     for r in rows[:SOURCE_ROWS]:
-        t.add_row(r["trace"], *by_source_cells(r["numbers"]))
+        t.add_row(r["trace"], *by_source_cells(r["numbers"], counts=False))
     if len(rows) > SOURCE_ROWS:
         t.add_row(f"... {len(rows) - SOURCE_ROWS:,} more (summary.json: by_source)",
                   *([""] * (len(t.columns) - 1)))
@@ -141,6 +141,10 @@ def study(
     if summary.get("by_source"):
         print_table(source_table(summary["by_source"]), console)
     print_assumed(result.get("assumed_workload"))
+    if gone := result.get("dropped_sources"):
+        note(f"the folder's store held an earlier study's trace: dropped "
+             f"{', '.join(Path(f).name for d in gone for f in d['files'])} "
+             f"({sum(d['jobs'] for d in gone):,} jobs)")
     console.print(f"Tables in [bold]{result['out_dir']}[/bold]: {', '.join(result['files'])}",
                   highlight=False)
     if result["report"]:

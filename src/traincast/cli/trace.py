@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import pyarrow as pa
 import typer
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from traincast.cli import app
@@ -305,12 +306,11 @@ def sources(
     console.print(files, highlight=False)
 
 
-def sources_table(held: list[dict[str, Any]], db: Path, total: int) -> tuple[Table, Any]:
+def sources_table(held: list[dict[str, Any]], db: Path, total: int
+                  ) -> tuple[Table, RichTable]:
     """The store's sources as a table (id, format, jobs, bad rows, ingested (UTC), files'
     state; the caption counts the store's ``total`` jobs, and those of no source) and their
     files under it, one line per source id (paths fold, the table stays narrow)."""
-    from rich.table import Table as RichTable
-
     listed = sum(s["rows"] or 0 for s in held)
     t = Table(title=f"Sources in {db}", title_justify="left", caption_justify="left",
               caption=f"{total:,} jobs in the store, {listed:,} from these {len(held)} "

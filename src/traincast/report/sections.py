@@ -82,7 +82,7 @@ def findings(study: Study) -> str:
 
 def _by_source_table(rows: Any) -> str:
     """The study's findings by trace file (summary.json ``by_source``), when it has several."""
-    from traincast.analysis.study import BY_SOURCE_CAPTION, BY_SOURCE_COLUMNS, by_source_cells
+    from traincast.analysis.study import BY_SOURCE_COLUMNS, by_source_caption, by_source_cells
 
     rows = [r for r in rows or [] if isinstance(r, Mapping)
             and isinstance(r.get("numbers"), Mapping)]
@@ -90,7 +90,7 @@ def _by_source_table(rows: Any) -> str:
         return ""
     return H.table(("trace", *(h for h, *_ in BY_SOURCE_COLUMNS)),
                    [(r.get("trace"), *by_source_cells(dict(r["numbers"]))) for r in rows],
-                   caption=f"By trace file, each on its own jobs: {BY_SOURCE_CAPTION}")
+                   caption="By trace file, each on its own jobs: " + by_source_caption(counts=True))
 
 
 def _by_table(rows: Any, first: str, caption: str) -> str:
