@@ -212,7 +212,7 @@ def test_a_table_without_a_trace_names_no_trace_path(tmp_path: Path) -> None:
     # neither the bundled sample nor a file: no path, no store
     assert meta["trace"]["path"] is None and meta["sample"] is False and meta["db"] is None
     assert result["sample"] is False and set(meta["timings_s"]) == {
-        "ingest", "characterize", "whatif", "recommend", "tables", "report"}
+        "ingest", "characterize", "whatif", "recommend", "tables"}  # no report asked
 
 
 def test_a_study_that_fails_leaves_no_folder_it_made_and_keeps_one_it_did_not(

@@ -380,7 +380,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
     from traincast.analysis.characterize import characterize
     from traincast.trace import prepare_jobs, read_trace, workload_assumption
 
-    steps = _Steps(on_step, total=6)
+    steps = _Steps(on_step, total=6 if report else 5)
     dropped: list[dict[str, Any]] = []
 
     with steps.run("ingest"):
@@ -425,8 +425,10 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
         "prices": rec.get("prices"), "assumed_workload": assumed,
         "timings_s": steps.timings_s}
     write_json(out / "study.json", meta)
-    with steps.run("report"):
-        report_path = _report_step(out, meta) if report else None
+    report_path = None
+    if report:  # without it, no step and no time of it
+        with steps.run("report"):
+            report_path = _report_step(out, meta)
     meta["report"] = report_path
     meta["timings_s"] = steps.timings_s
     write_json(out / "study.json", meta)
