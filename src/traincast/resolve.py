@@ -38,6 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
@@ -284,7 +285,10 @@ def hardware_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
                 default_node: str | None = None) -> tuple[Strings, Strings]:
     """Node preset and GPU names of each row by the hardware rule of :func:`resolve` alone:
     ``(r.node, r.gpu)`` of ``resolve(jobs, catalog, default_node=...)`` without the placement,
-    features and checks (what a report lists as the catalog entries used)."""
+    features and checks (what a report lists as the catalog entries used). A table without
+    an ``architecture`` column is read as it is: the hardware rule does not use it."""
+    if isinstance(jobs, pa.Table) and "architecture" not in jobs.column_names:
+        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
     node, gpu, _, _ = _hardware(cols, catalog, default_node or DEFAULT_NODE, None, {})
     return node, gpu

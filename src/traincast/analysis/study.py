@@ -275,7 +275,7 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
     if "source_id" not in jobs.column_names or not jobs.num_rows:
         return []
     sid = np.asarray(jobs["source_id"].fill_null(-1).to_numpy(zero_copy_only=False))
-    ids = np.unique(sid)
+    ids, counts = np.unique(sid, return_counts=True)
     if len(ids) < 2:
         return []
     n, k = jobs.num_rows, len(scenarios)
@@ -287,9 +287,9 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
     matched, applied, base_s, total_s = (per_job(c) for c in (
         "matched", "applied", "base_total_s", "scenario_total_s"))
     cols = Columns.of(jobs)
+    order = np.argsort(sid, kind="stable")  # the jobs of each source together, in table order
     out = []
-    for s in ids:
-        idx = np.flatnonzero(sid == s)
+    for s, idx in zip(ids, np.split(order, np.cumsum(counts)[:-1]), strict=True):
         part = cols.take(idx)
         arch, gpus, dur = part["architecture"], part["n_gpus"], part.duration_s()
         char = characterize(jobs.take(idx), catalog, overlap, fill=False,
@@ -393,8 +393,10 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
                     on_report(report)
 
             jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping, on_report=took)
-            dropped = _keep_only(out / "jobs.duckdb",
-                                 {s["source_id"] for s in reports[0]["sources"]})
+            dropped, files = _keep_only(out / "jobs.duckdb",
+                                        {s["source_id"] for s in reports[0]["sources"]})
+        else:
+            files = _source_files(sources_db)
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
@@ -410,9 +412,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
         write_parquet(jobs_with_breakdown(jobs, cat, overlap, base[0]), out / "jobs.parquet")
         summary = findings(char, wi, rec, sample)
         summary["by_source"] = by_source(jobs, cat, overlap, base[0], wi_rows,
-                                         list(wi["definitions"]),
-                                         _source_files(out / "jobs.duckdb" if ingested
-                                                       else sources_db))
+                                         list(wi["definitions"]), files)
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
@@ -496,15 +496,20 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     return rec
 
 
-def _keep_only(db: Path, source_ids: set[int]) -> list[dict[str, Any]]:
+def _keep_only(db: Path, source_ids: set[int]
+               ) -> tuple[list[dict[str, Any]], dict[int, list[str]]]:
     """The study's store holds its trace only: the sources of an earlier study into the same
     folder are dropped (the sources of this trace stay, unchanged ones not read again).
-    Returns those dropped (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``)."""
+    Returns those dropped (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``) and the
+    files of those kept (:func:`_source_files`), from one reading of the sources."""
     from traincast.trace.store import Store
 
     with Store(db) as store:
-        stale = [r["source_id"] for r in store.sources() if r["source_id"] not in source_ids]
-        return store.drop(stale)["dropped"] if stale else []
+        held = store.sources()
+        stale = [r["source_id"] for r in held if r["source_id"] not in source_ids]
+        dropped = store.drop(stale)["dropped"] if stale else []
+    return dropped, {int(r["source_id"]): json.loads(r["files"]) for r in held
+                     if r["source_id"] in source_ids}
 
 
 def _source_files(db: Path | None) -> dict[int, list[str]]:

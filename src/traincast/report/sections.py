@@ -218,10 +218,7 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
     nodes: dict[str, None] = {}
     links: dict[str, None] = {}
     if study.jobs is not None:  # the node and GPU each job was predicted on
-        jobs = study.jobs
-        if "architecture" not in jobs.column_names:  # the hardware rule does not read it
-            jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
-        node, gpu = hardware_of(jobs, catalog)
+        node, gpu = hardware_of(study.jobs, catalog)
         for column, used in ((node, nodes), (gpu, gpus)):
             for name in sorted({column.values[c] for c in np.unique(column.codes) if c >= 0}):
                 if name in catalog.nodes or name in catalog.gpus:

@@ -47,6 +47,7 @@ import re
 import shutil
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -711,16 +712,14 @@ def source_labels(files_by_source: dict[int, list[str]]) -> dict[int, str]:
     parts = {sid: [Path(f).parts[1 if Path(f).is_absolute() else 0:] for f in fs]
              for sid, fs in files_by_source.items()}
 
-    def label(sid: int, depth: int) -> str:
-        return ", ".join("/".join(p[-depth:]) for p in parts[sid])
-
+    out: dict[int, str] = {}
     deepest = max((len(p) for ps in parts.values() for p in ps), default=1)
-    out = {}
-    for sid in parts:
-        out[sid] = next((label(sid, d) for d in range(1, deepest + 1) if all(
-            label(sid, d) != label(o, d) for o in parts if o != sid)), None) or \
-            ", ".join(files_by_source[sid])
-    return out
+    for depth in range(1, deepest + 1):  # each source: the first depth where its label is alone
+        labels = {sid: ", ".join("/".join(p[-depth:]) for p in ps) for sid, ps in parts.items()}
+        seen = Counter(labels.values())
+        out.update({sid: text for sid, text in labels.items()
+                    if seen[text] == 1 and sid not in out})
+    return {sid: out.get(sid, ", ".join(fs)) for sid, fs in files_by_source.items()}
 
 
 def file_state(files: Iterable[str], fingerprint: str | None) -> str:
