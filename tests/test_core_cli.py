@@ -184,7 +184,7 @@ def test_hardware_show_prints_only_set_fields_grouped_with_units_and_sources():
     lines = out.splitlines()
     heads = [i for i, line in enumerate(lines) if line.strip() == "datasheet"]
     assert heads, out
-    assert "fitted" in (line.strip() for line in lines)  # the shipped kernel-model fit
+    assert "fitted: measured-kernel model (docs/model.md)" in (line.strip() for line in lines)
     assert "floor_us" in out and "simt_efficiency" in out
     body = "\n".join(lines[heads[0]:])
     assert "15.7 TFLOP/s" in body and "900 GB/s" in body and "1530 MHz" in body
@@ -201,3 +201,32 @@ def test_hardware_show_json_keeps_every_field():
 
     assert out["gemm_intensity"] == [] and out["l2_mb"] == 6
     assert set(kernels.FITTED_KEYS) <= set(out["kernel"])
+
+
+def test_hardware_show_prices_a_gpu_without_measurements_by_hand():
+    """L4 (72 W, 58 SMs x 128 lanes, 2040 MHz, 4 nm, 300 GB/s) is in no fit: what the
+    measured-kernel model takes for it, recomputed from the datasheet and the shipped
+    parameters (docs/model.md formulas)."""
+    from traincast.hardware.catalog import load_catalog
+
+    params = load_catalog().kernel_model["params"]
+    fig = json.loads(_hardware_at_80_columns("show", "L4", "--json"))["kernel_model"]
+    p = 72 / (58 * 128 * 2.040 * 4)
+    c = min(1.0, p / params["power_ref"])
+    assert fig["power_per_lane"] == pytest.approx(p, rel=1e-9)
+    assert c < 0.6 and fig["clock_fraction"] == pytest.approx(c, rel=1e-9)
+    assert fig["sustained_clock_mhz"] == pytest.approx(2040 * c, rel=1e-9)
+    rate = 2 * 58 * 128 * 2040e6 * c * params["simt_efficiency"]
+    assert fig["simt_tflops"] == pytest.approx(rate / 1e12, rel=1e-9)
+    assert fig["peak_fraction"] == pytest.approx(rate / 30.3e12, rel=1e-9)
+    assert fig["issue_slots"] == 1.0  # 128 lanes / 4 partitions = 32: one slot per FFMA
+    e64 = 1 / (1 + params["c_issue"] * 128 / 64**2)
+    assert fig["tile_efficiency"]["64x64"] == pytest.approx(e64, rel=1e-9)
+    assert fig["memory_gbs"]["norm"] == pytest.approx(300 * params["f_norm"], rel=1e-9)
+    out = _hardware_at_80_columns("show", "L4")
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert f"{2040 * c:.0f} MHz" in out and f"R = {rate / 1e12:.3g} TFLOP/s" in out
+    # one parameter per row, each with what it is: no wrapped blob of the kernel table
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("simt_efficiency"))
+    assert f"{params['simt_efficiency']:.4g}" in line and "FMA rate" in line
+    assert "{" not in out and "dispatch_linear" not in out and "linear 2.19" in out

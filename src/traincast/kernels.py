@@ -493,16 +493,23 @@ MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
 """Memory-bound kernel families with their own fitted bandwidth fraction (``op_memory_family``)."""
 
 
+def power_per_lane(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
+                   boost_mhz: ArrayLike, node_nm: ArrayLike) -> F:
+    """``p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)``: the board's power per FP32
+    lane-GHz, per nm of process (switching energy scales with feature size); ``inf`` where a
+    field is unknown (0)."""
+    denom = _f(sms) * _f(cores_per_sm) * _f(boost_mhz) * 1e-3 * _f(node_nm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom > 0, _f(power_w) / np.where(denom > 0, denom, 1.0), np.inf)
+
+
 def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
                              boost_mhz: ArrayLike, node_nm: ArrayLike, p0: float) -> F:
     """Fraction of the boost clock a power-limited GPU sustains under full FP32 load:
-    ``c = min(1, p / p_0)``, ``p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)`` (watts per
-    FP32 lane-GHz, per nm of process: switching energy scales with feature size). Dynamic
-    power is ``P ~ C V^2 f``; at the voltage floor a capped card trades clock for power one for
-    one, hence the exponent 1. A GPU with an unknown field (0) is taken as unthrottled (1)."""
-    denom = _f(sms) * _f(cores_per_sm) * _f(boost_mhz) * 1e-3 * _f(node_nm)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(denom > 0, _f(power_w) / np.where(denom > 0, denom, 1.0), np.inf)
+    ``c = min(1, p / p_0)``, ``p`` = ``power_per_lane``. Dynamic power is ``P ~ C V^2 f``; at
+    the voltage floor a capped card trades clock for power one for one, hence the exponent 1.
+    A GPU with an unknown field (0) is taken as unthrottled (1)."""
+    p = power_per_lane(power_w, sms, cores_per_sm, boost_mhz, node_nm)
     return np.where(_f(power_w) > 0, np.minimum(1.0, p / p0), 1.0)
 
 
@@ -667,6 +674,26 @@ CONV_KEYS = ("conv_efficiency", "extra_kernel_us")
 """Parameters of the convolution kernels."""
 FITTED_KEYS = GEMM_KEYS + CONV_KEYS + tuple(f"f_{f}" for f in MEMORY_FAMILIES)
 """Parameters of the measured-kernel model (docs/model.md, "Kernel model")."""
+PARAM_MEANINGS: dict[str, str] = {
+    "simt_efficiency": "e: SIMT SGEMM FMA rate over the lanes' peak",
+    "power_ref": "p0: W per lane-GHz-nm below which the boost clock is not held",
+    "c_issue": "other instructions per FFMA of a tile, per (T_m + T_n) / (T_m T_n)",
+    "tile_cycles": "C: a tile's fixed cost, SM cycles",
+    "max_split_k": "s_max: most k-splits, floor(s_max)",
+    "gemm_fixed_us": "o: a GEMM kernel's fixed device time, µs",
+    "pre_launch": "phi: share of a library call's dispatch before its launch (the fit only)",
+    "conv_efficiency": "implicit-GEMM convolution rate over R (the fit only)",
+    "extra_kernel_us": "each extra kernel of a Winograd convolution, µs (the fit only)",
+    "f_elementwise": "f: achieved fraction of mem_bw_gbs, element-wise kernels",
+    "f_softmax": "f: achieved fraction of mem_bw_gbs, softmax",
+    "f_norm": "f: achieved fraction of mem_bw_gbs, normalization",
+    "choice_linear": "rho: the library's tile pick over the fastest candidate, one product",
+    "choice_bmm": "rho: the same, batched products",
+    "floor_us": "d: the host's time to issue the simplest op (an add), µs",
+}
+"""What each fitted parameter of ``GPU.kernel`` is (``traincast hardware show``; docs/model.md,
+"The measured-kernel model", has each with its formula and what it rests on). The
+``dispatch_<kind>`` ratios ``r_x`` are one more row there."""
 
 
 def fitted_params(gpu: Any) -> dict[str, float] | None:
@@ -731,6 +758,44 @@ def simt_issue_ratio(gpu: Any) -> F:
     """``h`` of a GPU entry (or columns): ``issue_ratio`` of its ``fp32_cores_per_sm`` and
     ``sm_partitions``."""
     return issue_ratio(_field(gpu, "fp32_cores_per_sm"), _field(gpu, "sm_partitions"))
+
+
+def simt_figures(gpu: Any) -> dict[str, Any] | None:
+    """What the measured-kernel model takes for one GPU entry, from its datasheet fields and
+    the fitted parameters (``traincast hardware show``; None without them, ``fitted_params``):
+
+    * ``power_per_lane`` ``p`` and ``power_ref`` ``p0``, ``clock_fraction`` ``c = min(1, p /
+      p0)`` and ``sustained_clock_mhz`` ``f = f_boost c``;
+    * ``issue_slots`` ``h`` (``issue_ratio``) and ``tile_efficiency`` ``e_T`` per candidate tile
+      (``tile_issue_efficiency``);
+    * ``simt_tflops`` ``R = 2 sms fp32_cores_per_sm f e`` and ``peak_fraction`` ``R /
+      fp32_tflops``, ``large_tile_tflops`` ``R e_T`` of the 128 x 128 tile (a large product's
+      rate before its fixed tile costs, waves and ``rho``);
+    * ``memory_gbs`` per memory-bound family, ``M f_family``;
+    * ``floor_us`` ``d`` and ``op_floors_us`` ``d r_x`` per dispatch kind."""
+    params = fitted_params(gpu)
+    if params is None:
+        return None
+    p = float(power_per_lane(_field(gpu, "power_w"), _field(gpu, "sms"),
+                             _field(gpu, "fp32_cores_per_sm"), _field(gpu, "boost_clock_mhz"),
+                             _field(gpu, "process_nm")))
+    clock_hz = float(simt_clock_hz(gpu, params))
+    rate = float(simt_rate_flops(gpu, params))
+    h = float(simt_issue_ratio(gpu))
+    eff = {f"{tm}x{tn}": float(tile_issue_efficiency(tm, tn, h, params["c_issue"]))
+           for tm, tn in SIMT_CANDIDATE_TILES}
+    peak = float(getattr(gpu, "fp32_tflops", 0.0) or 0.0)
+    floor_us = op_floor_s(gpu) * 1e6
+    return {"power_per_lane": p if math.isfinite(p) else None,
+            "power_ref": params["power_ref"],
+            "clock_fraction": clock_hz / (float(_field(gpu, "boost_clock_mhz")) * 1e6),
+            "sustained_clock_mhz": clock_hz / 1e6, "issue_slots": h, "tile_efficiency": eff,
+            "simt_tflops": rate / 1e12, "peak_fraction": rate / 1e12 / peak if peak else None,
+            "large_tile_tflops": rate * eff["128x128"] / 1e12,
+            "memory_gbs": {fam: float(gpu.mem_bw_gbs) * f
+                           for fam, f in fitted_memory_fractions(params).items()},
+            "floor_us": floor_us,
+            "op_floors_us": {k: floor_us * r for k, r in dispatch_table(params).items()}}
 
 
 def op_floor_s(gpu: Any) -> float:

@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
+from rich.markup import escape
 
+from traincast import kernels
 from traincast.cli import hardware_app
 from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
 from traincast.cli.tables import Table
@@ -105,11 +107,71 @@ def _print_entry(kind: str, entry: Any) -> None:
         return
     console.print(_entry_table(f"gpu {entry.name}", about, {}))
     for group, keys in FIELD_GROUPS.items():
-        rows = [(k, getattr(entry, k)) for k in keys if _is_set(getattr(entry, k))]
+        rows = [(k, getattr(entry, k)) for k in keys if _is_set(getattr(entry, k))
+                and k != "kernel"]  # the kernel parameters get their own table, one per row
         if group == "measured":  # 1.0 is the unset efficiency
             rows = [(k, v) for k, v in rows if not (k.endswith("_efficiency") and v == 1.0)]
         if rows:
             console.print(_entry_table(group, rows, sources))
+        if group == "fitted" and entry.kernel:
+            console.print(_kernel_table(entry.kernel, sources.get("kernel", "")))
+            figures = kernels.simt_figures(entry)
+            if figures:
+                console.print(_figures_table(entry, figures))
+
+
+def _kernel_table(params: dict[str, float], source: str) -> Table:
+    """The fitted kernel-model parameters, one per row with what each is; the dispatch ratios
+    on one row."""
+    table = Table(title="fitted: measured-kernel model (docs/model.md)", title_justify="left",
+                  caption=source, caption_justify="left", box=box.SIMPLE, pad_edge=False)
+    for col in ("parameter", "value", "what it is"):
+        table.add_column(col, overflow="fold", style="bold" if col == "parameter" else None)
+    ratios = kernels.dispatch_table(params)
+    for key, value in params.items():
+        if not key.startswith("dispatch_"):
+            table.add_row(key, f"{value:.4g}", kernels.PARAM_MEANINGS.get(key, ""))
+    if ratios:
+        table.add_row("dispatch_<kind>", "r_x", "the host's time to issue an op of kind x, in "
+                      "floor_us: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    return table
+
+
+def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
+    """What the measured-kernel model takes for this GPU (``kernels.simt_figures``), each
+    figure with its formula on the line below."""
+    table = Table(title=f"what the measured-kernel model takes for {gpu.name} (fp32 products, "
+                        "memory-bound kernels of a per-op profile)", title_justify="left",
+                  show_header=False, box=box.SIMPLE, pad_edge=False)
+    table.add_column("quantity", style="bold", overflow="fold")
+    table.add_column("value and formula", overflow="fold")
+
+    def row(name: str, value: str, formula: str) -> None:
+        table.add_row(name, f"{value}\n[dim]{escape(formula)}[/dim]")
+
+    p = fig["power_per_lane"]
+    row("power per lane", "unknown: taken as unthrottled" if p is None else f"{p:.4g}",
+        "p = power_w / (sms · fp32_cores_per_sm · boost GHz · process_nm)")
+    row("sustained clock", f"{fig['clock_fraction']:.3g} × {gpu.boost_clock_mhz:g} = "
+                           f"{fig['sustained_clock_mhz']:.0f} MHz",
+        f"f = boost · c, c = min(1, p / p0), p0 = power_ref = {fig['power_ref']:.4g}")
+    row("issue slots", f"h = {fig['issue_slots']:.3g}; e_T " + ", ".join(
+        f"{t} {e:.3g}" for t, e in fig["tile_efficiency"].items()),
+        "h = 32 / (fp32_cores_per_sm / sm_partitions), "
+        "e_T = h / max(h, 1 + c_issue (T_m + T_n) / (T_m T_n))")
+    share = f" ({fig['peak_fraction']:.2f} of {gpu.fp32_tflops:g})" \
+        if fig["peak_fraction"] else ""
+    row("fp32 SIMT rate", f"R = {fig['simt_tflops']:.3g} TFLOP/s{share}; 128x128 tile "
+                          f"{fig['large_tile_tflops']:.1f}",
+        "R = 2 · sms · fp32_cores_per_sm · f · simt_efficiency; a tile R · e_T")
+    if fig["memory_gbs"]:
+        row("memory-bound", ", ".join(f"{k} {v:.0f}" for k, v in fig["memory_gbs"].items())
+            + " GB/s", "mem_bw_gbs · f_family")
+    kinds = {k: fig["op_floors_us"][k] for k in ("add", "ln", "bmm", "linear")
+             if k in fig["op_floors_us"]}
+    row("host floor", f"d = {fig['floor_us']:.1f} µs; " + ", ".join(
+        f"{k} {v:.1f}" for k, v in kinds.items()), "d · r_x per op kind x, µs")
+    return table
 
 
 @hardware_app.command("show")
@@ -124,6 +186,7 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     data = {"kind": kind, **asdict(entry)}
     if kind == "gpu":
         data["compute"] = compute.basis(entry, cat.compute)
+        data["kernel_model"] = kernels.simt_figures(entry)
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -134,8 +197,13 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     _print_entry(kind, entry)
     if "compute" in data:
         c = data["compute"]
+        per_op = data.get("kernel_model") and c["strategy"] == "kernel"
         console.print(f"compute priced by the [bold]{c['strategy']}[/bold] strategy: fp32 "
                       f"{c['fp32_tflops']:.4g} TFLOP/s and {c['fp32_mem_gbs']:.4g} GB/s, mixed "
-                      f"precision {c['amp_tflops']:.4g} TFLOP/s (docs/model.md)")
+                      f"precision {c['amp_tflops']:.4g} TFLOP/s"
+                      + (" for a job's aggregate features; a per-op profile's fp32 products and "
+                         "memory-bound kernels by the measured-kernel model above"
+                         if per_op else "") + " (docs/model.md)")
         for key, basis in c["inputs"].items():
             console.print(f"  {key}: {basis}", markup=False, highlight=False)
+
