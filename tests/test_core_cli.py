@@ -230,3 +230,4 @@ def test_hardware_show_prices_a_gpu_without_measurements_by_hand():
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("simt_efficiency"))
     assert f"{params['simt_efficiency']:.4g}" in line and "FMA rate" in line
     assert "{" not in out and "dispatch_linear" not in out and "linear 2.19" in out
+    assert "L4 is not among the GPUs the kernel model was fitted to" in " ".join(out.split())

@@ -559,6 +559,10 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
     assert fresh["floors_us"] == pytest.approx(model["floors_us"], rel=1e-5)
     assert fresh["default_floor_us"] == pytest.approx(model["default_floor_us"], rel=1e-5)
     assert fresh["fitted_on"] == model["fitted_on"]
+    # and each GPU's errors when it was held out (6 GPUs, A100 40 and 80 GB as one chip)
+    assert set(fresh["held_out"]) == set(model["fitted_on"])
+    for gpu, row in model["held_out"].items():
+        assert fresh["held_out"][gpu] == pytest.approx(row, abs=2e-4), gpu
 
 
 def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Path) -> None:
@@ -610,3 +614,67 @@ def test_leave_one_gpu_out_of_one_gpu_is_refused() -> None:
                               np.array([3e-5]), {"B": np.array([1.0]), "H": np.array([1.0])})
     with pytest.raises(TraincastError, match="two GPUs at least; these rows are of T4 alone"):
         kernel_fit.leave_one_gpu_out(data, load_catalog())
+
+
+HELD = {"A": {"gemm_median": 0.1, "gemm_bias": -0.05, "sum": -0.5},
+        "B": {"gemm_median": 0.3, "memory_median": 0.05, "sum": 0.02}}
+
+
+def test_held_out_range_and_trust_by_hand() -> None:
+    # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it
+    from traincast.cli.common import trust_text
+
+    ranges = kernels.held_out_range(HELD)
+    assert ranges == {"gemm_median": [0.1, 0.3], "gemm_bias": [-0.05, -0.05],
+                      "memory_median": [0.05, 0.05], "sum": [-0.5, 0.02]}
+    model = {"fitted_on": ["A", "B"], "held_out": HELD}
+    mine = kernels.fit_trust(model, "A")
+    assert mine == {"measured": True, "own": HELD["A"], "held_out": ranges}
+    other = kernels.fit_trust(model, "Z")
+    assert other["measured"] is False and other["own"] is None
+    text = trust_text("Z", other)
+    assert "Z is not among" in text and "products 10.0% to 30.0%" in text
+    assert "memory-bound kernels 5.0%," not in text and "memory-bound kernels 5.0%" in text
+    assert "error of the summed time -50.0% to +2.0%" in text
+    assert "its median |error|: products 10.0%; error of the summed time -50.0%" in \
+        trust_text("A", mine)
+    assert trust_text("Z", kernels.fit_trust({}, "Z")).endswith("fitted to.")
+
+
+def test_a_catalog_held_out_table_must_hold_numbers(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text('[kernel_model.held_out.A100-PCIE-40GB]\ngemm_median = 0.5\nsum = -0.25\n')
+    assert load_catalog(good).kernel_model["held_out"]["A100-PCIE-40GB"] == {
+        "gemm_median": 0.5, "sum": -0.25}
+    for text in ('[kernel_model]\nheld_out = 3\n',
+                 '[kernel_model.held_out.T4]\ngemm_median = "low"\n',
+                 '[kernel_model.held_out.T4]\nsum = nan\n'):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        with pytest.raises(TraincastError, match=r"bad\.toml.*held_out"):
+            load_catalog(bad)
+
+
+def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> None:
+    # a per-op table on a GPU without measurements (L4) and on a measured one (T4): the
+    # prediction carries the model's figures and the fit's held-out record
+    from traincast import predict
+
+    cat = load_catalog()
+    op = {"op": "aten::addmm", "flops": 2 * 512**3, "bytes_read": 3 * 4 * 512**2,
+          "bytes_written": 4 * 512**2, "dtype": "float32", "shapes": "512;512,512;512,512",
+          "bound": "compute"}
+    feats = {"ops": [op], "flops_compute_bound": 2 * 512**3, "bytes_memory_bound": 0.0,
+             "weight_bytes": 0.0, "input_bytes": 0.0}
+    km = predict(feats, gpu="L4", catalog=cat).hardware["kernel_model"]
+    p = 72 / (58 * 128 * 2.040 * 4)
+    assert km["clock_fraction"] == pytest.approx(p / cat.kernel_model["params"]["power_ref"])
+    assert km["measured"] is False and km["own"] is None
+    gemm = [row["gemm_median"] for row in cat.kernel_model["held_out"].values()
+            if "gemm_median" in row]
+    assert km["held_out"]["gemm_median"] == [min(gemm), max(gemm)]
+    t4 = predict(feats, gpu="T4", catalog=cat).hardware["kernel_model"]
+    assert t4["measured"] is True and t4["own"] == cat.kernel_model["held_out"]["T4"]
+    # aggregate features only: nothing was priced by the measured-kernel model
+    plain = {k: v for k, v in feats.items() if k != "ops"}
+    assert "kernel_model" not in predict(plain, gpu="L4", catalog=cat).hardware

@@ -760,6 +760,27 @@ def simt_issue_ratio(gpu: Any) -> F:
     return issue_ratio(_field(gpu, "fp32_cores_per_sm"), _field(gpu, "sm_partitions"))
 
 
+def held_out_range(held_out: Mapping[str, Mapping[str, float]]) -> dict[str, list[float]]:
+    """``[lowest, highest]`` of each error of a fit's leave-one-GPU-out check (``held_out`` of
+    ``[kernel_model]``: GPU -> ``gemm_median``, ``memory_median``, ``sum``, ...) over the GPUs
+    that have it: how far the model was off on a GPU it had not seen."""
+    keys = sorted({k for row in held_out.values() for k in row})
+    return {k: [min(v), max(v)] for k in keys
+            if (v := [float(row[k]) for row in held_out.values() if k in row])}
+
+
+def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
+    """How far to trust the measured-kernel model on one GPU, from the fit's own record
+    (``[kernel_model]`` of the catalog: ``fitted_on``, ``held_out``): ``measured`` (the GPU's
+    kernels are among those fitted), ``own`` (its errors when it was held out, for a measured
+    GPU) and ``held_out`` (``held_out_range`` over every GPU held out in turn: what a GPU the
+    fit has not seen can expect)."""
+    held = kernel_model.get("held_out") or {}
+    measured = gpu_name in (kernel_model.get("fitted_on") or ())
+    return {"measured": measured, "own": dict(held.get(gpu_name, {})) if measured else None,
+            "held_out": held_out_range(held) if held else None}
+
+
 def simt_figures(gpu: Any) -> dict[str, Any] | None:
     """What the measured-kernel model takes for one GPU entry, from its datasheet fields and
     the fitted parameters (``traincast hardware show``; None without them, ``fitted_params``):

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast import compute
+from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -357,6 +357,12 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
                   lambda _: profile)
     out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
                       strategy)
+    gpu_entry = catalog.gpus[out.hardware["gpu"]]
+    figures = kernels.simt_figures(gpu_entry) if profile and out.hardware["compute"] == "kernel" \
+        else None
+    if figures:  # the per-op table was priced by the measured-kernel model: say with what
+        out.hardware["kernel_model"] = {**figures, **kernels.fit_trust(catalog.kernel_model,
+                                                                        gpu_entry.name)}
     return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]))
 
 

@@ -640,10 +640,26 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     return out
 
 
+HELD_OUT_KEYS = ("gemm_median", "gemm_bias", "conv_median", "conv_bias", "memory_median",
+                 "memory_bias", "sum")
+"""The errors of a leave-one-GPU-out run a fit keeps beside its parameters (``held_out``):
+what a user of a GPU the fit has not seen can expect (``kernels.held_out_range``)."""
+
+
+def held_out_table(loo: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per held-out GPU of ``leave_one_gpu_out``'s result: its ``HELD_OUT_KEYS`` (fractions;
+    ``*_median`` = median |error|, ``*_bias`` = median signed error, ``sum`` = error of the
+    summed time), rounded to 4 digits."""
+    return {g: {k: round(float(row[k]), 4) for k in HELD_OUT_KEYS if k in row}
+            for g, row in loo["gpus"].items()}
+
+
 def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str | Path],
-                 command: str) -> dict[str, Any]:
+                 command: str,
+                 held_out: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
     """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
-    --kernels``): parameters, measured floors, their source and the command that made them."""
+    --kernels``): parameters, measured floors, their source and the command that made them,
+    and ``held_out`` (``held_out_table``) where the fit was also checked leave-one-GPU-out."""
     where = str(directory) if isinstance(directory, (str, Path)) else \
         " and ".join(map(str, directory))
     doc: dict[str, Any] = {
@@ -654,6 +670,8 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
         "default_floor_us": round(float(result["default_floor_us"]), 3),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
         "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
+    if held_out:
+        doc["held_out"] = {g: dict(row) for g, row in held_out.items()}
     return {"kernel_model": doc}
 
 

@@ -18,6 +18,7 @@ from traincast.cli.common import (
     check_text_file,
     console,
     err_console,
+    held_out_text,
     is_quiet,
     print_json,
     progress,
@@ -310,6 +311,7 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     import time
 
     from traincast.calibration import kernel_fit
+    from traincast.kernels import held_out_range
 
     kernel_fit.write_fit_checks(output)
     cat = catalog_from([catalog] if catalog else None)
@@ -319,12 +321,17 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     if say:
         say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
     result = kernel_fit.fit(data, cat, progress=say)
+    held_out = None
+    if len(kernel_fit.chip_groups(result["gpus"], cat)) >= 2:  # each GPU left out in turn
+        held_out = kernel_fit.held_out_table(
+            kernel_fit.leave_one_gpu_out(data, cat, progress=say))
     command = "traincast calibrate " + " ".join(f"--kernels {shlex.quote(str(d))}"
                                                 for d in directory) + " -o " \
         + shlex.quote(str(output)) + (f" --catalog {shlex.quote(str(catalog))}" if catalog else "")
-    kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command))
+    kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command, held_out))
     if json_out:
-        print_json({"path": str(output), "elapsed_s": time.perf_counter() - start, **result})
+        print_json({"path": str(output), "elapsed_s": time.perf_counter() - start, **result,
+                    "held_out": held_out})
         return
     console.print(f"Wrote [bold]{output}[/bold]: the kernel model fitted to {len(data):,} "
                   f"kernels of {', '.join(result['gpus'])} in "
@@ -336,6 +343,9 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
         err_console.print(f"[yellow]warning:[/yellow] {key} = {result['params'][key]:.4g} is on "
                           f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
                           "it down (few rows of its family, or one GPU)", highlight=False)
+    if held_out:
+        console.print(f"  held out in turn: {held_out_text(held_out_range(held_out))}",
+                      highlight=False)
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 
 

@@ -391,3 +391,38 @@ def print_unpredicted(counts: dict[str, int]) -> None:
     if counts:
         console.print("[dim]not predicted: " + escape(", ".join(
             f"{n:,} ({reason})" for reason, n in counts.items())) + "[/dim]", highlight=False)
+
+
+HELD_OUT_WORDS = (("gemm_median", "products"), ("memory_median", "memory-bound kernels"),
+                  ("conv_median", "convolutions"))
+"""How ``held_out_text`` names each family's median |error|."""
+
+
+def held_out_text(ranges: dict[str, list[float]]) -> str:
+    """``kernels.held_out_range`` in words: each family's median |error| over the GPUs held out
+    in turn, and the error of their summed time (signed)."""
+    def span(lo: float, hi: float, sign: str = "") -> str:
+        one = f"{100 * lo:{sign}.1f}%"
+        return one if round(100 * lo, 1) == round(100 * hi, 1) else \
+            f"{one} to {100 * hi:{sign}.1f}%"
+
+    parts = [f"{words} {span(*ranges[k])}" for k, words in HELD_OUT_WORDS if k in ranges]
+    text = "median |error|: " + ", ".join(parts) if parts else ""
+    if "sum" in ranges:
+        text += ("; " if text else "") + f"error of the summed time {span(*ranges['sum'], '+')}"
+    return text
+
+
+def trust_text(gpu: str, trust: dict[str, Any]) -> str:
+    """``kernels.fit_trust`` in words: a measured GPU's own leave-one-GPU-out errors, else the
+    range over the GPUs held out in turn (empty when the fit records none)."""
+    own, ranges = trust.get("own"), trust.get("held_out")
+    if trust.get("measured"):
+        if not own:
+            return f"{gpu} is among the GPUs the kernel model was fitted to."
+        return (f"{gpu} is among the GPUs the kernel model was fitted to; held out of the fit, "
+                f"its {held_out_text({k: [v, v] for k, v in own.items()})}.")
+    if not ranges:
+        return f"{gpu} is not among the GPUs the kernel model was fitted to."
+    return (f"{gpu} is not among the GPUs the kernel model was fitted to: each of those held "
+            f"out in turn, {held_out_text(ranges)} (docs/validation.md).")

@@ -11,7 +11,14 @@ from rich.markup import escape
 
 from traincast import kernels
 from traincast.cli import hardware_app
-from traincast.cli.common import CatalogOpt, JsonOpt, catalog_from, console, print_json
+from traincast.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    catalog_from,
+    console,
+    print_json,
+    trust_text,
+)
 from traincast.cli.tables import Table
 from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
 
@@ -94,7 +101,7 @@ def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str
     return table
 
 
-def _print_entry(kind: str, entry: Any) -> None:
+def _print_entry(kind: str, entry: Any, kernel_model: dict[str, Any]) -> None:
     """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
     about = [(k, getattr(entry, k)) for k in ("name", "description", "default_node", "source")
@@ -118,6 +125,8 @@ def _print_entry(kind: str, entry: Any) -> None:
             figures = kernels.simt_figures(entry)
             if figures:
                 console.print(_figures_table(entry, figures))
+                console.print(trust_text(entry.name, kernels.fit_trust(kernel_model, entry.name)),
+                              highlight=False, markup=False)
 
 
 def _kernel_table(params: dict[str, float], source: str) -> Table:
@@ -186,7 +195,9 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     data = {"kind": kind, **asdict(entry)}
     if kind == "gpu":
         data["compute"] = compute.basis(entry, cat.compute)
-        data["kernel_model"] = kernels.simt_figures(entry)
+        figures = kernels.simt_figures(entry)
+        data["kernel_model"] = {**figures, **kernels.fit_trust(cat.kernel_model, entry.name)} \
+            if figures else None
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -194,7 +205,7 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     if json_out:
         print_json(data)
         return
-    _print_entry(kind, entry)
+    _print_entry(kind, entry, cat.kernel_model)
     if "compute" in data:
         c = data["compute"]
         per_op = data.get("kernel_model") and c["strategy"] == "kernel"

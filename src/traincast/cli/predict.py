@@ -28,6 +28,7 @@ from traincast.cli.common import (
     one_of,
     parse_number,
     print_json,
+    trust_text,
     within,
 )
 from traincast.cli.tables import Table
@@ -370,6 +371,21 @@ def render_prediction(result: dict[str, Any]) -> None:
                   f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
                   f"{hw['achievable_mem_gbs']:.4g} achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
+    km = hw.get("kernel_model")
+    if km:
+        console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))
+
+
+def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
+    """What the measured-kernel model priced a per-op table with (``kernels.simt_figures``)
+    and how far to trust it on this GPU (``kernels.fit_trust``)."""
+    products = "" if amp else (
+        f"fp32 products at R = {km['simt_tflops']:.3g} TFLOP/s (sustained clock "
+        f"{km['sustained_clock_mhz']:.0f} MHz, {km['clock_fraction']:.2g} of boost), ")
+    memory = ", ".join(f"{k} {v:.0f}" for k, v in km["memory_gbs"].items())
+    return (f"op by op, the measured-kernel model: {products}memory-bound kernels at {memory} "
+            f"GB/s, the host's floor {km['floor_us']:.1f} µs per op times its kind's ratio "
+            f"(traincast hardware show {gpu}). " + trust_text(gpu, km))
 
 
 def render_hybrid(result: dict[str, Any]) -> None:

@@ -547,8 +547,8 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
 
 def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
-    µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``source``,
-    ``command``) over ``into``, key by key."""
+    µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``:
+    GPU -> its leave-one-GPU-out errors, ``source``, ``command``) over ``into``, key by key."""
     if not isinstance(table, Mapping):
         raise CatalogError(f"{path}: [kernel_model] must be a table")
     for key, value in table.items():
@@ -562,11 +562,20 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                     or not 0 <= value < math.inf:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
+        elif key == "held_out":
+            if not isinstance(value, Mapping) or not all(
+                    isinstance(row, Mapping) and all(_finite_number(v) for v in row.values())
+                    for row in value.values()):
+                raise CatalogError(f"{where} must be a table of GPU -> table of finite numbers "
+                                   "(errors as fractions: gemm_median = 0.12, sum = -0.07)")
+            into[key] = {str(g): {str(k): float(v) for k, v in row.items()}
+                         for g, row in value.items()}
         elif key in ("source", "command", "fitted_on", "host_floor_source"):
             into[key] = value
         else:
             raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
-                               "host_floor_us, host_floor_source, source, command, fitted_on")
+                               "host_floor_us, host_floor_source, held_out, source, command, "
+                               "fitted_on")
 
 
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
@@ -592,8 +601,12 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
             cat.gpus[name] = replace(gpu, kernel=merged, sources=cited)
 
 
+def _finite_number(value: Any) -> bool:
+    """A number (not a boolean) that is finite."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def _positive_map(value: Any) -> bool:
     """A table of NAME -> positive finite number."""
-    return isinstance(value, Mapping) and all(
-        not isinstance(v, bool) and isinstance(v, int | float) and 0 < v < float("inf")
-        for v in value.values())
+    return isinstance(value, Mapping) and all(_finite_number(v) and v > 0
+                                              for v in value.values())
