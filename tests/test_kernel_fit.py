@@ -550,17 +550,20 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
 
     shipped = tomllib.loads((ROOT / "src/traincast/hardware/kernel_model.toml").read_text())
     out = tmp_path / "fit.toml"
-    res = CliRunner().invoke(app, ["--quiet", "calibrate", "--kernels", str(DATA), "-o", str(out)])
+    res = CliRunner().invoke(app, ["--quiet", "calibrate", "--kernels", str(DATA), "--check",
+                                   str(ROOT / "data" / "h200" / "kernels"), "-o", str(out)])
     assert res.exit_code == 0, res.output
     fresh = tomllib.loads(out.read_text())["kernel_model"]
     model = shipped["kernel_model"]
+    assert "--check data/h200/kernels" in model["command"]
     # the file keeps 6 significant digits: equal to that (a numeric library may move the last)
     assert fresh["params"] == pytest.approx(model["params"], rel=1e-5)
     assert fresh["floors_us"] == pytest.approx(model["floors_us"], rel=1e-5)
     assert fresh["default_floor_us"] == pytest.approx(model["default_floor_us"], rel=1e-5)
     assert fresh["fitted_on"] == model["fitted_on"]
-    # and each GPU's errors when it was held out (6 GPUs, A100 40 and 80 GB as one chip)
-    assert set(fresh["held_out"]) == set(model["fitted_on"])
+    # and each GPU's errors when it was held out (6 GPUs, A100 40 and 80 GB as one chip), and
+    # the H200's, which no fit sees
+    assert set(fresh["held_out"]) == {*model["fitted_on"], "H200-SXM-141GB"}
     for gpu, row in model["held_out"].items():
         assert fresh["held_out"][gpu] == pytest.approx(row, abs=2e-4), gpu
 
@@ -678,3 +681,21 @@ def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> No
     # aggregate features only: nothing was priced by the measured-kernel model
     plain = {k: v for k, v in feats.items() if k != "ops"}
     assert "kernel_model" not in predict(plain, gpu="L4", catalog=cat).hardware
+
+
+def test_check_folders_are_gpus_the_fit_does_not_see(tmp_path: Path) -> None:
+    # --check needs --kernels; a GPU with kernels in both is refused before any fit, and
+    # nothing is written
+    _write(tmp_path / "a" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           ["add,0.03,Tesla T4,x,1,1"])
+    _write(tmp_path / "b" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           ["add,0.02,Tesla T4,x,2,1"])
+    out = tmp_path / "fit.toml"
+    res = CliRunner().invoke(app, ["calibrate", "--check", str(tmp_path / "b"), "-o", str(out)])
+    assert isinstance(res.exception, TraincastError)
+    assert "--check needs --kernels" in str(res.exception)
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path / "a"), "--check",
+                                   str(tmp_path / "b"), "-o", str(out)])
+    assert isinstance(res.exception, TraincastError)
+    assert "T4 also has kernels in --kernels" in str(res.exception)
+    assert not out.exists()

@@ -772,13 +772,21 @@ def held_out_range(held_out: Mapping[str, Mapping[str, float]]) -> dict[str, lis
 def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
     """How far to trust the measured-kernel model on one GPU, from the fit's own record
     (``[kernel_model]`` of the catalog: ``fitted_on``, ``held_out``): ``measured`` (the GPU's
-    kernels are among those fitted), ``own`` (its errors when it was held out, for a measured
-    GPU) and ``held_out`` (``held_out_range`` over every GPU held out in turn: what a GPU the
-    fit has not seen can expect)."""
+    kernels are among those fitted), ``own`` (its errors when it was held out of the fit, or,
+    for a GPU checked with ``calibrate --check``, priced by the fit; None where the record has
+    none) and ``held_out`` (``held_out_range`` over every GPU held out: what a GPU the fit has
+    not seen can expect)."""
     held = kernel_model.get("held_out") or {}
-    measured = gpu_name in (kernel_model.get("fitted_on") or ())
-    return {"measured": measured, "own": dict(held.get(gpu_name, {})) if measured else None,
+    return {"measured": gpu_name in (kernel_model.get("fitted_on") or ()),
+            "own": dict(held[gpu_name]) if gpu_name in held else None,
             "held_out": held_out_range(held) if held else None}
+
+
+def kernel_model_basis(gpu: Any, kernel_model: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``simt_figures`` of a GPU entry with the fit's ``fit_trust`` for it (``kernel_model``:
+    the catalog's merged ``[kernel_model]``); None without fitted parameters."""
+    figures = simt_figures(gpu)
+    return {**figures, **fit_trust(kernel_model, gpu.name)} if figures else None
 
 
 def simt_figures(gpu: Any) -> dict[str, Any] | None:

@@ -357,12 +357,10 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
                   lambda _: profile)
     out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
                       strategy)
-    gpu_entry = catalog.gpus[out.hardware["gpu"]]
-    figures = kernels.simt_figures(gpu_entry) if profile and out.hardware["compute"] == "kernel" \
-        else None
-    if figures:  # the per-op table was priced by the measured-kernel model: say with what
-        out.hardware["kernel_model"] = {**figures, **kernels.fit_trust(catalog.kernel_model,
-                                                                        gpu_entry.name)}
+    basis = kernels.kernel_model_basis(catalog.gpus[out.hardware["gpu"]], catalog.kernel_model) \
+        if profile and out.hardware["compute"] == "kernel" else None
+    if basis:  # the per-op table was priced by the measured-kernel model: say with what
+        out.hardware["kernel_model"] = basis
     return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]))
 
 

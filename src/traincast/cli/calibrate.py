@@ -25,6 +25,7 @@ from traincast.cli.common import (
     say_above,
 )
 from traincast.cli.tables import Table
+from traincast.errors import TraincastError
 
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Keep a calibration during which other programs held the cores in a stage "
@@ -77,6 +78,11 @@ def calibrate(
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="With --kernels: a catalog file with the measured GPUs' entries "
         "(datasheet fields), merged over the shipped one.")] = None,
+    check: Annotated[list[Path] | None, typer.Option(
+        "--check", help="With --kernels: a folder of measured kernels of GPUs the fit must not "
+        "see (data/h200/kernels; scripts/measure_kernels.py on a GPU of your own; repeat for "
+        "more): each priced by the fit, its errors kept beside the parameters "
+        "([kernel_model.held_out]) with those of the GPUs held out in turn.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Measure this machine and write a catalog file with [gpu.local] and [node.local].
@@ -111,8 +117,12 @@ def calibrate(
     thread count you calibrate at.
     """
     check_output(output)  # before minutes of measuring
+    if check and kernels is None:
+        raise TraincastError("--check needs --kernels",
+                             hint="--kernels DIR is what the fit sees, --check DIR what it is "
+                                  "checked on")
     if kernels is not None:
-        _fit_kernels(kernels, output, catalog, json_out)
+        _fit_kernels(kernels, output, catalog, json_out, check or [])
         return
     from traincast.calibration import calibrate as run_calibration
 
@@ -304,9 +314,10 @@ def render_validation(out: dict) -> None:
 
 
 def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
-                 json_out: bool) -> None:
-    """``calibrate --kernels DIR [--kernels DIR ...] -o FILE``: traincast.calibration.kernel_fit
-    on the folders' rows together."""
+                 json_out: bool, check: list[Path]) -> None:
+    """``calibrate --kernels DIR [--kernels DIR ...] [--check DIR ...] -o FILE``:
+    traincast.calibration.kernel_fit on the folders' rows together; each GPU held out in turn,
+    and the ``--check`` folders' GPUs priced by the fit (``held_out``)."""
     import shlex
     import time
 
@@ -318,15 +329,27 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     say = _progress(is_quiet())
     start = time.perf_counter()
     data = kernel_fit.read_kernels(directory, cat)
+    unseen = kernel_fit.read_kernels(check, cat) if check else None
     if say:
         say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
+    if unseen is not None:
+        both = sorted(set(unseen.gpu.tolist()) & set(data.gpu.tolist()))
+        if both:
+            raise TraincastError(f"--check {' '.join(map(str, check))}: {', '.join(both)} "
+                                 "also has kernels in --kernels",
+                                 hint="a GPU is either fitted on (--kernels) or checked on "
+                                      "(--check)")
     result = kernel_fit.fit(data, cat, progress=say)
-    held_out = None
+    held_out: dict[str, dict[str, float]] = {}
     if len(kernel_fit.chip_groups(result["gpus"], cat)) >= 2:  # each GPU left out in turn
         held_out = kernel_fit.held_out_table(
             kernel_fit.leave_one_gpu_out(data, cat, progress=say))
-    command = "traincast calibrate " + " ".join(f"--kernels {shlex.quote(str(d))}"
-                                                for d in directory) + " -o " \
+    if unseen is not None:  # GPUs no fold has seen, priced by the fit on all of --kernels
+        held_out.update(kernel_fit.held_out_table(
+            {"gpus": kernel_fit.held_out_errors(result, unseen, cat)[0]}))
+    command = "traincast calibrate " + " ".join(
+        [f"--kernels {shlex.quote(str(d))}" for d in directory]
+        + [f"--check {shlex.quote(str(d))}" for d in check]) + " -o " \
         + shlex.quote(str(output)) + (f" --catalog {shlex.quote(str(catalog))}" if catalog else "")
     kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command, held_out))
     if json_out:
@@ -344,7 +367,7 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                           f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
                           "it down (few rows of its family, or one GPU)", highlight=False)
     if held_out:
-        console.print(f"  held out in turn: {held_out_text(held_out_range(held_out))}",
+        console.print(f"  held out: {held_out_text(held_out_range(held_out))}",
                       highlight=False)
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 

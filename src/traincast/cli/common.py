@@ -417,12 +417,15 @@ def trust_text(gpu: str, trust: dict[str, Any]) -> str:
     """``kernels.fit_trust`` in words: a measured GPU's own leave-one-GPU-out errors, else the
     range over the GPUs held out in turn (empty when the fit records none)."""
     own, ranges = trust.get("own"), trust.get("held_out")
+    mine = held_out_text({k: [v, v] for k, v in own.items()}) if own else ""
     if trust.get("measured"):
-        if not own:
-            return f"{gpu} is among the GPUs the kernel model was fitted to."
         return (f"{gpu} is among the GPUs the kernel model was fitted to; held out of the fit, "
-                f"its {held_out_text({k: [v, v] for k, v in own.items()})}.")
+                f"its {mine}.") if mine else \
+            f"{gpu} is among the GPUs the kernel model was fitted to."
+    if mine:
+        return (f"{gpu} is not among the GPUs the kernel model was fitted to; priced by it, its "
+                f"own measured kernels: {mine} (docs/validation.md).")
     if not ranges:
         return f"{gpu} is not among the GPUs the kernel model was fitted to."
-    return (f"{gpu} is not among the GPUs the kernel model was fitted to: each of those held "
-            f"out in turn, {held_out_text(ranges)} (docs/validation.md).")
+    return (f"{gpu} is not among the GPUs the kernel model was fitted to: each GPU held out of "
+            f"it, {held_out_text(ranges)} (docs/validation.md).")

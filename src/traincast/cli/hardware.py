@@ -101,8 +101,9 @@ def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str
     return table
 
 
-def _print_entry(kind: str, entry: Any, kernel_model: dict[str, Any]) -> None:
-    """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured."""
+def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None) -> None:
+    """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured, and
+    ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
     about = [(k, getattr(entry, k)) for k in ("name", "description", "default_node", "source")
              if hasattr(entry, k) and _is_set(getattr(entry, k))]
@@ -122,11 +123,9 @@ def _print_entry(kind: str, entry: Any, kernel_model: dict[str, Any]) -> None:
             console.print(_entry_table(group, rows, sources))
         if group == "fitted" and entry.kernel:
             console.print(_kernel_table(entry.kernel, sources.get("kernel", "")))
-            figures = kernels.simt_figures(entry)
-            if figures:
-                console.print(_figures_table(entry, figures))
-                console.print(trust_text(entry.name, kernels.fit_trust(kernel_model, entry.name)),
-                              highlight=False, markup=False)
+            if basis:
+                console.print(_figures_table(entry, basis))
+                console.print(trust_text(entry.name, basis), highlight=False, markup=False)
 
 
 def _kernel_table(params: dict[str, float], source: str) -> Table:
@@ -195,9 +194,8 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     data = {"kind": kind, **asdict(entry)}
     if kind == "gpu":
         data["compute"] = compute.basis(entry, cat.compute)
-        figures = kernels.simt_figures(entry)
-        data["kernel_model"] = {**figures, **kernels.fit_trust(cat.kernel_model, entry.name)} \
-            if figures else None
+        data["kernel_model"] = kernels.kernel_model_basis(entry, cat.kernel_model) \
+            if data["compute"]["strategy"] == "kernel" else None
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -205,10 +203,10 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     if json_out:
         print_json(data)
         return
-    _print_entry(kind, entry, cat.kernel_model)
+    _print_entry(kind, entry, data.get("kernel_model"))
     if "compute" in data:
         c = data["compute"]
-        per_op = data.get("kernel_model") and c["strategy"] == "kernel"
+        per_op = data.get("kernel_model")
         console.print(f"compute priced by the [bold]{c['strategy']}[/bold] strategy: fp32 "
                       f"{c['fp32_tflops']:.4g} TFLOP/s and {c['fp32_mem_gbs']:.4g} GB/s, mixed "
                       f"precision {c['amp_tflops']:.4g} TFLOP/s"
