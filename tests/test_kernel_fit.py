@@ -699,3 +699,51 @@ def test_check_folders_are_gpus_the_fit_does_not_see(tmp_path: Path) -> None:
     assert isinstance(res.exception, TraincastError)
     assert "T4 also has kernels in --kernels" in str(res.exception)
     assert not out.exists()
+
+
+def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_ratios(tmp_path: Path) -> None:
+    # the same host timed each kind's least-work op alone: add 12 µs, relu 9 µs, softmax 12 µs,
+    # LayerNorm 21 µs, a linear layer 24 µs, bmm 18 µs, mul 12.6 µs. Its ratios r_x = t_x /
+    # t_add: relu 0.75, ln 1.75, linear 2.0, bmm 1.5; element-wise median over add, mul, relu
+    # (1.0, 1.05, 0.75) = 1.0. Every GPU of the merged catalog issues a linear layer in
+    # 12 x 2.0 = 24 µs, a sigmoid (no kind of its own) in 12 x 1.0
+    import tomli_w
+
+    from traincast.calibration import _dotted, host_floor_table
+
+    kinds = {"add": 12e-6, "mul": 12.6e-6, "relu": 9e-6, "softmax": 12e-6, "ln": 21e-6,
+             "linear": 24e-6, "bmm": 18e-6}
+    res = {"device": "cuda:0", "device_name": "NVIDIA H200", "torch": "2.11.0",
+           "date": "2026-12-05", "op_overhead": {"plain_op_s": 5e-6, "alone_op_s": 12e-6,
+                                                 "alone_op_calls": 200, "alone_kinds_s": kinds}}
+    table = host_floor_table(res)["kernel_model"]
+    assert table["params"] == pytest.approx({
+        "dispatch_add": 1.0, "dispatch_mul": 1.05, "dispatch_relu": 0.75,
+        "dispatch_softmax": 1.0, "dispatch_ln": 1.75, "dispatch_linear": 2.0,
+        "dispatch_bmm": 1.5, "dispatch_elementwise": 1.0})
+    assert "dispatch ratios of add, mul, relu, softmax, ln, linear, bmm" in \
+        table["host_floor_source"]
+    path = tmp_path / "local.toml"
+    path.write_text(tomli_w.dumps(_dotted(host_floor_table(res))))
+    mine = load_catalog(path)
+    for name in ("T4", "H200-SXM-141GB", "L4"):
+        ops = [{"op": "aten::addmm"}, {"op": "aten::relu"}, {"op": "aten::sigmoid"},
+               {"op": "aten::native_layer_norm"}]
+        assert kernels.op_floors_s(ops, mine.gpu(name)).tolist() == pytest.approx(
+            [24e-6, 9e-6, 12e-6, 21e-6])
+    # the fit's other parameters stay the shipped ones
+    assert mine.gpu("T4").kernel["simt_efficiency"] == load_catalog().gpu("T4").kernel[
+        "simt_efficiency"]
+
+
+def test_the_least_work_ops_calibrate_times_run_on_any_device() -> None:
+    # the ops bench_op_alone times on CUDA, run here on the CPU: one per kind the fit gives a
+    # dispatch ratio, each the least work of its kind (one output element)
+    torch = pytest.importorskip("torch")
+    from traincast.calibration.bench import ALONE_KINDS, tiny_ops
+
+    ops = tiny_ops(torch.device("cpu"))
+    assert tuple(ops) == ALONE_KINDS
+    assert set(ALONE_KINDS) <= set(kernel_fit.DISPATCH_FOLDERS)
+    for kind, op in ops.items():
+        assert op().numel() == 1, kind

@@ -47,6 +47,7 @@ the file records spreads, the date, the device, torch's version and the raw meas
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import platform
 import time
@@ -178,8 +179,8 @@ def _op_overhead(device: str, repeat: int, foreach_tensor_s: float) -> dict[str,
     alone = bench.bench_op_alone(device) if str(device).startswith("cuda") else {}
     return {"training_op_s": per_op, "training_op_spread": t.spread, "step_ops": ops,
             "plain_op_s": tiny["time_s"], "plain_op_spread": tiny["spread"],
-            **({"alone_op_s": alone["time_s"], "alone_op_calls": alone["calls"]}
-               if alone else {})}
+            **({"alone_op_s": alone["time_s"], "alone_op_calls": alone["calls"],
+                "alone_kinds_s": alone["kinds_s"]} if alone else {})}
 
 
 # sizes of each level: full (< 2 min on 2 CPU cores), quick (< 30 s), tiny (tests only: the
@@ -423,28 +424,52 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """On a CUDA device, ``{"kernel_model": {"host_floor_us", "host_floor_source"}}``: the
-    median time of the plain op (``torch.add`` of two one-element tensors) timed alone between
+    """On a CUDA device, ``{"kernel_model": {"host_floor_us", "host_floor_source", "params"}}``:
+    the median time of the plain op (``torch.add`` of two one-element tensors) timed alone between
     CUDA events (``bench.bench_op_alone``), as the kernel model's measured rows were and as its
     fitted floors are (the median of the least-work rows), is this host's dispatch of the
     simplest ATen op: the per-op floor ``d`` the kernel model gives every GPU once the file is
     merged (``kernels.op_floors_s``; the host issues each op in ``d r_x``, docs/model.md "The
     host queue"). Back to back the same call costs the host less (on an H200 host 9.7 µs,
     against 25 µs alone): a stream of calls overlaps what a lone call waits for, so that figure
-    is not ``d``. On the CPU the call runs its kernel on the host, with no launch: no floor is
-    written."""
+    is not ``d``. ``params``: this host's dispatch ratios (``host_dispatch_ratios``, as
+    ``dispatch_<kind>``), from the least-work op of each kind timed the same way. On the CPU
+    the call runs its kernel on the host, with no launch: no floor is written."""
     if not str(res["device"]).startswith("cuda") or "alone_op_s" not in res["op_overhead"]:
         return {}
     us = float(res["op_overhead"]["alone_op_s"]) * 1e6
     calls = res["op_overhead"].get("alone_op_calls")
     median_of = f"median of {calls} calls" if calls else "median of its calls"
+    ratios = host_dispatch_ratios(res["op_overhead"].get("alone_kinds_s") or {}, us * 1e-6)
+    kinds = (f"; the dispatch ratios of {', '.join(k for k in ratios if k != 'elementwise')} "
+             "from each kind's least-work op timed the same way, over the add"
+             if ratios else "")
     return {"kernel_model": {
         "host_floor_us": us,
         "host_floor_source": f"traincast calibrate {res['date']} on {res['device_name']}, "
                              f"torch {res['torch']}: one-element torch.add timed alone between "
                              f"CUDA events, {median_of}, {us:.1f} µs (this host's "
                              "dispatch of the simplest op, as the kernel model's rows were "
-                             "timed)"}}
+                             f"timed){kinds}",
+        **({"params": {f"dispatch_{k}": v for k, v in ratios.items()}} if ratios else {})}}
+
+
+def host_dispatch_ratios(kinds_s: dict[str, float], add_s: float) -> dict[str, float]:
+    """This host's dispatch ratio ``r_x`` of each op kind timed alone (``bench_op_alone``):
+    its median time over the add's (``add_s``, the floor ``d``), as the fit's stage 1 takes a
+    measured GPU's (its least-work rows over its floor); ``elementwise`` = the median of the
+    element-wise kinds' ratios (an element-wise op of another kind takes it). The merged
+    ``[kernel_model.params]`` then give every GPU this host's ratios, as ``host_floor_us``
+    gives it this host's floor (``kernels.op_floors_s``)."""
+    from traincast.calibration.kernel_fit import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
+
+    if add_s <= 0:
+        return {}
+    out = {k: float(t) / add_s for k, t in kinds_s.items() if t > 0 and math.isfinite(t)}
+    ew = [v for k, v in out.items() if k in (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY)]
+    if ew:
+        out["elementwise"] = float(np.median(ew))
+    return out
 
 
 def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:

@@ -282,30 +282,57 @@ def bench_op_overhead(device: Any, *, repeat: int, min_sample_s: float) -> dict[
     return {"time_s": t.median_s, "spread": t.spread}
 
 
-def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
-    """One ``torch.add`` of two one-element tensors timed alone on a CUDA device, as the
-    kernel model's measured rows were: CUDA events around the call, the device waited for
-    after each; ``time_s`` is the median of ``calls`` (the host's dispatch as a lone op pays
-    it, the fit's floor ``d``) and ``calls`` how many were timed. ``samples_ms`` of
-    ``scripts/measure_kernels.py`` times each measured row by the same protocol (the script
-    runs without traincast installed)."""
+ALONE_KINDS = ("add", "mul", "div", "relu", "gelu", "tanh", "softmax", "ln", "linear", "bmm")
+"""The op kinds ``bench_op_alone`` times (those ``scripts/measure_kernels.py`` measures but the
+convolution, which is never that short: it takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
+
+
+def tiny_ops(device: Any) -> dict[str, Callable[[], Any]]:
+    """The least-work op of each of ``ALONE_KINDS``, called as ``scripts/measure_kernels.py``
+    calls its rows: two 1 x 1 tensors (``add``, ``mul``, ``div``), one (``torch.nn.functional``
+    ``relu``, ``gelu``, ``tanh``; ``torch.softmax`` over the last dimension; an
+    ``nn.LayerNorm(1)``), an ``nn.Linear(1, 1)`` with bias on a 1 x 1 x 1 input, a ``torch.bmm``
+    of two 1 x 1 x 1 tensors."""
     import torch
 
-    a = torch.ones(1, device=device)
-    b = torch.ones(1, device=device)
-    for _ in range(10):
-        torch.add(a, b)
-    torch.cuda.synchronize(device)
-    samples = []
-    for _ in range(calls):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.add(a, b)
-        end.record()
-        torch.cuda.synchronize(device)
-        samples.append(start.elapsed_time(end) * 1e-3)
-    return {"time_s": float(np.median(samples)), "calls": calls}
+    fn = torch.nn.functional
+    x, y = torch.ones(1, 1, device=device), torch.ones(1, 1, device=device)
+    a = torch.ones(1, 1, 1, device=device)
+    layer, norm = torch.nn.Linear(1, 1, device=device), torch.nn.LayerNorm(1, device=device)
+    return {"add": lambda: torch.add(x, y), "mul": lambda: torch.mul(x, y),
+            "div": lambda: torch.div(x, y), "relu": lambda: fn.relu(x),
+            "gelu": lambda: fn.gelu(x), "tanh": lambda: fn.tanh(x),
+            "softmax": lambda: torch.softmax(x, dim=-1), "ln": lambda: norm(x),
+            "linear": lambda: layer(a), "bmm": lambda: torch.bmm(a, a)}
+
+
+def bench_op_alone(device: Any, calls: int = 200) -> dict[str, Any]:
+    """Each op of ``tiny_ops`` timed alone on a CUDA device, as the kernel model's measured rows
+    were: CUDA events around the call, the device waited for after each. ``kinds_s``: per kind
+    the median of ``calls`` (the host's dispatch of that kind as a lone op pays it; over the
+    add's, the kind's dispatch ratio ``r_x``); ``time_s``: the add's (the fit's floor ``d``);
+    ``calls``: how many were timed per kind. ``samples_ms`` of ``scripts/measure_kernels.py``
+    times each measured row by the same protocol (the script runs without traincast
+    installed)."""
+    import torch
+
+    kinds = {}
+    with torch.no_grad():
+        for kind, op in tiny_ops(device).items():
+            for _ in range(10):
+                op()
+            torch.cuda.synchronize(device)
+            samples = []
+            for _ in range(calls):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                op()
+                end.record()
+                torch.cuda.synchronize(device)
+                samples.append(start.elapsed_time(end) * 1e-3)
+            kinds[kind] = float(np.median(samples))
+    return {"time_s": kinds["add"], "calls": calls, "kinds_s": kinds}
 
 
 def bench_host_copy(device: Any, sizes_bytes: list[int], *, repeat: int,
