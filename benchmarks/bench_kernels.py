@@ -3,8 +3,11 @@
 For each GPU of ``../shared/data/neusight-kernels`` (or ``--kernels DIR``): fit on the others,
 predict it (``traincast validate --kernels``); then each GPU of ``--held-out DIR`` (default
 ``data/h200/kernels``: an H200 measured with ``scripts/measure_kernels.py``) from the fit on all
-of them. Prints median / p90 |error| per family and the
-error of each GPU's summed time, next to the baseline measured in the same run: a naive
+of them. The held-out GPU is priced with its own host's floor and dispatch ratios, as
+``traincast calibrate`` measures them on a CUDA host (``fitted``), and again with the others'
+median floor and fitted ratios (``uncalib.``: a catalog without that calibration). Prints
+median / signed error per family and the
+error of each GPU's summed time, next to the baselines measured in the same run: a naive
 roofline, ``t = d + max(F / (P e), B / (M f))`` with one efficiency ``e`` for every GEMM and one
 ``f`` for every memory-bound op, fitted (medians) on the same training GPUs, and the kernel
 strategy without the fit (datasheet peaks, published or default fractions). Targets
@@ -126,7 +129,8 @@ def main(argv: list[str]) -> int:
     data = kernel_fit.read_kernels(args.kernels, cat, sample=args.sample)
     runs = {"naive": naive(data, cat, kernel_fit), "datasheet": datasheet(data, cat, kernel_fit)}
     t1 = time.perf_counter()
-    runs["fitted"] = kernel_fit.leave_one_gpu_out(data, cat)["gpus"]
+    loo = kernel_fit.leave_one_gpu_out(data, cat)
+    runs["fitted"], runs["uncalib."] = loo["gpus"], loo["default_floor"]
     t2 = time.perf_counter()
     print(f"{len(data):,} kernels; baselines {t1 - t0:.1f} s, leave-one-GPU-out {t2 - t1:.1f} s")
     if args.held_out.is_dir():  # GPUs no fit has seen, priced from the fit on all of --kernels
@@ -138,8 +142,9 @@ def main(argv: list[str]) -> int:
         # the held-out GPU's fold alone: fitted on data
         runs["naive"].update(naive(data + held, cat, kernel_fit, only=new))
         runs["datasheet"].update(datasheet(held, cat, kernel_fit))
-        runs["fitted"].update(kernel_fit.held_out_errors(kernel_fit.fit(data, cat), held,
-                                                         cat)[0])
+        own, default = kernel_fit.held_out_errors(kernel_fit.fit(data, cat), held, cat)
+        runs["fitted"].update(own)
+        runs["uncalib."].update(default)
         print(f"held out, never fitted: {', '.join(new)} ({len(held):,} kernels of "
               f"{args.held_out}), {time.perf_counter() - t2:.1f} s")
     print("median |error| (%) / median signed error (%: < 0 = predicted too fast); "
@@ -152,7 +157,7 @@ def main(argv: list[str]) -> int:
 
     missed = []
     for g in runs["fitted"]:
-        for name in ("naive", "datasheet", "fitted"):
+        for name in ("naive", "datasheet", "fitted", "uncalib."):
             r = runs[name][g]
             print(f"{g:16s} {name:10s} {cell(r, 'gemm'):>13s} {cell(r, 'conv'):>13s} "
                   f"{cell(r, 'memory'):>13s} {100 * r['sum']:+7.1f}%")

@@ -564,8 +564,10 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
     # and each GPU's errors when it was held out (6 GPUs, A100 40 and 80 GB as one chip), and
     # the H200's, which no fit sees
     assert set(fresh["held_out"]) == {*model["fitted_on"], "H200-SXM-141GB"}
-    for gpu, row in model["held_out"].items():
-        assert fresh["held_out"][gpu] == pytest.approx(row, abs=2e-4), gpu
+    assert set(fresh["held_out_uncalibrated"]) == set(fresh["held_out"])
+    for table in ("held_out", "held_out_uncalibrated"):
+        for gpu, row in model[table].items():
+            assert fresh[table][gpu] == pytest.approx(row, abs=2e-4), (table, gpu)
 
 
 def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Path) -> None:
@@ -624,31 +626,42 @@ HELD = {"A": {"gemm_median": 0.1, "gemm_bias": -0.05, "sum": -0.5},
 
 
 def test_held_out_range_and_trust_by_hand() -> None:
-    # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it
+    # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it;
+    # without a calibrated host an unmeasured GPU reads the uncalibrated record, with one (or
+    # for a measured GPU, priced with its own host's floor) the calibrated record
     from traincast.cli.common import trust_text
 
     ranges = kernels.held_out_range(HELD)
     assert ranges == {"gemm_median": [0.1, 0.3], "gemm_bias": [-0.05, -0.05],
                       "memory_median": [0.05, 0.05], "sum": [-0.5, 0.02]}
-    model = {"fitted_on": ["A", "B"], "held_out": HELD}
+    worse = {g: {k: 2 * v for k, v in row.items()} for g, row in HELD.items()}
+    model = {"fitted_on": ["A", "B"], "held_out": HELD, "held_out_uncalibrated": worse}
     mine = kernels.fit_trust(model, "A")
-    assert mine == {"measured": True, "own": HELD["A"], "held_out": ranges}
+    assert mine == {"measured": True, "calibrated": True, "own": HELD["A"], "held_out": ranges}
     other = kernels.fit_trust(model, "Z")
-    assert other["measured"] is False and other["own"] is None
+    assert other["measured"] is other["calibrated"] is False and other["own"] is None
+    assert other["held_out"] == kernels.held_out_range(worse)
     text = trust_text("Z", other)
-    assert "Z is not among" in text and "products 10.0% to 30.0%" in text
-    assert "memory-bound kernels 5.0%," not in text and "memory-bound kernels 5.0%" in text
-    assert "error of the summed time -50.0% to +2.0%" in text
-    assert "its median |error|: products 10.0%; error of the summed time -50.0%" in \
-        trust_text("A", mine)
+    assert "Z is not among" in text and "products 20.0% to 60.0%" in text
+    assert "fit's median host dispatch (traincast calibrate" in text
+    assert "memory-bound kernels 10.0%," not in text and "memory-bound kernels 10.0%" in text
+    assert "error of the summed time -100.0% to +4.0%" in text
+    here = kernels.fit_trust({**model, "host_floor_us": 12.0}, "Z")
+    assert here["calibrated"] is True and here["held_out"] == ranges
+    assert "with its host's own dispatch, median |error|: products 10.0% to 30.0%" in \
+        trust_text("Z", here)
+    assert "held out of the fit with its host's own dispatch, its median |error|: products " \
+        "10.0%; error of the summed time -50.0%" in trust_text("A", mine)
     assert trust_text("Z", kernels.fit_trust({}, "Z")).endswith("fitted to.")
 
 
 def test_a_catalog_held_out_table_must_hold_numbers(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
-    good.write_text('[kernel_model.held_out.A100-PCIE-40GB]\ngemm_median = 0.5\nsum = -0.25\n')
-    assert load_catalog(good).kernel_model["held_out"]["A100-PCIE-40GB"] == {
-        "gemm_median": 0.5, "sum": -0.25}
+    good.write_text('[kernel_model.held_out.A100-PCIE-40GB]\ngemm_median = 0.5\nsum = -0.25\n'
+                    '[kernel_model.held_out_uncalibrated.T4]\nmemory_median = 0.1\n')
+    model = load_catalog(good).kernel_model
+    assert model["held_out"]["A100-PCIE-40GB"] == {"gemm_median": 0.5, "sum": -0.25}
+    assert model["held_out_uncalibrated"] == {"T4": {"memory_median": 0.1}}
     for text in ('[kernel_model]\nheld_out = 3\n',
                  '[kernel_model.held_out.T4]\ngemm_median = "low"\n',
                  '[kernel_model.held_out.T4]\nsum = nan\n'):
@@ -672,8 +685,8 @@ def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> No
     km = predict(feats, gpu="L4", catalog=cat).hardware["kernel_model"]
     p = 72 / (58 * 128 * 2.040 * 4)
     assert km["clock_fraction"] == pytest.approx(p / cat.kernel_model["params"]["power_ref"])
-    assert km["measured"] is False and km["own"] is None
-    gemm = [row["gemm_median"] for row in cat.kernel_model["held_out"].values()
+    assert km["measured"] is km["calibrated"] is False and km["own"] is None
+    gemm = [row["gemm_median"] for row in cat.kernel_model["held_out_uncalibrated"].values()
             if "gemm_median" in row]
     assert km["held_out"]["gemm_median"] == [min(gemm), max(gemm)]
     t4 = predict(feats, gpu="T4", catalog=cat).hardware["kernel_model"]

@@ -771,13 +771,18 @@ def held_out_range(held_out: Mapping[str, Mapping[str, float]]) -> dict[str, lis
 
 def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
     """How far to trust the measured-kernel model on one GPU, from the fit's own record
-    (``[kernel_model]`` of the catalog: ``fitted_on``, ``held_out``): ``measured`` (the GPU's
-    kernels are among those fitted), ``own`` (its errors when it was held out of the fit, or,
-    for a GPU checked with ``calibrate --check``, priced by the fit; None where the record has
-    none) and ``held_out`` (``held_out_range`` over every GPU held out: what a GPU the fit has
-    not seen can expect)."""
-    held = kernel_model.get("held_out") or {}
-    return {"measured": gpu_name in (kernel_model.get("fitted_on") or ()),
+    (``[kernel_model]`` of the catalog): ``measured`` (the GPU is in ``fitted_on``),
+    ``calibrated`` (the GPU is priced with a measured host's dispatch: its own, or this host's
+    ``host_floor_us`` from ``traincast calibrate`` on a CUDA machine), ``own`` (the GPU's errors
+    when it was held out of the fit, or for a GPU of ``calibrate --check``, priced by it; None
+    where the record has none) and ``held_out`` (``held_out_range`` over every GPU held out:
+    what a GPU the fit has not seen can expect). The errors are those of ``held_out`` (each
+    GPU with its own host's floor and dispatch ratios) when ``calibrated``, else of
+    ``held_out_uncalibrated`` (the fit's median floor and ratios)."""
+    measured = gpu_name in (kernel_model.get("fitted_on") or ())
+    calibrated = measured or bool(kernel_model.get("host_floor_us"))
+    held = kernel_model.get("held_out" if calibrated else "held_out_uncalibrated") or {}
+    return {"measured": measured, "calibrated": calibrated,
             "own": dict(held[gpu_name]) if gpu_name in held else None,
             "held_out": held_out_range(held) if held else None}
 

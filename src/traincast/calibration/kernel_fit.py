@@ -600,24 +600,28 @@ def unnamed(data: Kernels) -> Kernels:
 def held_out_errors(result: Mapping[str, Any], held: Kernels,
                     catalog: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The errors (``errors_by_family``) of GPUs a fit (``fit``'s result) has not seen, priced
-    without their kernel names, each with its own measured floor ``d`` (the host's dispatch,
-    which a user measures on the machine; the dispatch ratios are the fit's), and again with
-    the fit's median floor."""
+    without their kernel names: first with their own host's dispatch, as ``traincast
+    calibrate`` measures it on that machine (the floor ``d`` and the dispatch ratios of stage 1
+    on the held-out rows; the fit's ratio for a kind they have too few rows of), then as a
+    catalog without that calibration prices them (the fit's median floor and its ratios)."""
     test = unnamed(held)
     spec = specs_of(test.gpu, catalog)
     own = measured_floors_us(test)
-    ratios = kernels.dispatch_table(result["params"])
-    own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"], ratios)
-    pred = predict_kernel_s(test, spec, result["params"], own_col)
+    fitted = kernels.dispatch_table(result["params"])
+    host = {**fitted, **dispatch_ratios(test, own)} if own else fitted
+    own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"], host)
+    params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
+    pred = predict_kernel_s(test, spec, params, own_col)
     pred_d = predict_kernel_s(test, spec, result["params"],
-                              _floor_col(test, {}, result["default_floor_us"], ratios))
+                              _floor_col(test, {}, result["default_floor_us"], fitted))
     return errors_by_family(test, pred), errors_by_family(test, pred_d)
 
 
 def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                       max_rows_per_group: int = 3000) -> dict[str, Any]:
     """For each GPU (chip: ``chip_groups``): fit on the others, predict it (``held_out_errors``:
-    its own floor; ``default_floor`` repeats the errors with the others' median floor).
+    with its own host's floor and dispatch ratios; ``default_floor`` repeats the errors with
+    the others' median floor and fitted ratios, a catalog without calibration).
     Returns ``{"gpus": {gpu: errors_by_family row}, "default_floor": {...}, "fits": {chip:
     params}}``."""
     say = progress or (lambda _msg: None)
@@ -642,24 +646,29 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
 
 HELD_OUT_KEYS = ("gemm_median", "gemm_bias", "conv_median", "conv_bias", "memory_median",
                  "memory_bias", "sum")
-"""The errors of a leave-one-GPU-out run a fit keeps beside its parameters (``held_out``):
-what a user of a GPU the fit has not seen can expect (``kernels.held_out_range``)."""
+"""The errors of a leave-one-GPU-out run a fit keeps beside its parameters (``held_out``,
+``held_out_uncalibrated``): what a user of a GPU the fit has not seen can expect
+(``kernels.fit_trust``)."""
 
 
-def held_out_table(loo: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Per held-out GPU of ``leave_one_gpu_out``'s result: its ``HELD_OUT_KEYS`` (fractions;
-    ``*_median`` = median |error|, ``*_bias`` = median signed error, ``sum`` = error of the
-    summed time), rounded to 4 digits."""
+def held_out_table(errors: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Per held-out GPU of ``errors`` (``errors_by_family`` rows: ``leave_one_gpu_out``'s
+    ``gpus`` or ``default_floor``): its ``HELD_OUT_KEYS`` (fractions; ``*_median`` = median
+    |error|, ``*_bias`` = median signed error, ``sum`` = error of the summed time), rounded to
+    4 digits."""
     return {g: {k: round(float(row[k]), 4) for k in HELD_OUT_KEYS if k in row}
-            for g, row in loo["gpus"].items()}
+            for g, row in errors.items()}
 
 
 def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str | Path],
                  command: str,
-                 held_out: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
+                 held_out: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+                 ) -> dict[str, Any]:
     """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
     --kernels``): parameters, measured floors, their source and the command that made them,
-    and ``held_out`` (``held_out_table``) where the fit was also checked leave-one-GPU-out."""
+    and where the fit was also checked on GPUs held out of it, ``held_out`` (each with its own
+    host's dispatch) and ``held_out_uncalibrated`` (the fit's median floor and ratios), each a
+    ``held_out_table``: ``held_out = {"held_out": {...}, "held_out_uncalibrated": {...}}``."""
     where = str(directory) if isinstance(directory, (str, Path)) else \
         " and ".join(map(str, directory))
     doc: dict[str, Any] = {
@@ -670,8 +679,9 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
         "default_floor_us": round(float(result["default_floor_us"]), 3),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
         "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
-    if held_out:
-        doc["held_out"] = {g: dict(row) for g, row in held_out.items()}
+    for key, table in (held_out or {}).items():
+        if table:
+            doc[key] = {g: dict(row) for g, row in table.items()}
     return {"kernel_model": doc}
 
 

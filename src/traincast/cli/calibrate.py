@@ -340,13 +340,16 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                                  hint="a GPU is either fitted on (--kernels) or checked on "
                                       "(--check)")
     result = kernel_fit.fit(data, cat, progress=say)
-    held_out: dict[str, dict[str, float]] = {}
+    calibrated: dict[str, Any] = {}  # each held-out GPU with its own host's dispatch
+    uncalibrated: dict[str, Any] = {}  # ... with the fit's median floor and ratios
     if len(kernel_fit.chip_groups(result["gpus"], cat)) >= 2:  # each GPU left out in turn
-        held_out = kernel_fit.held_out_table(
-            kernel_fit.leave_one_gpu_out(data, cat, progress=say))
+        loo = kernel_fit.leave_one_gpu_out(data, cat, progress=say)
+        calibrated, uncalibrated = loo["gpus"], loo["default_floor"]
     if unseen is not None:  # GPUs no fold has seen, priced by the fit on all of --kernels
-        held_out.update(kernel_fit.held_out_table(
-            {"gpus": kernel_fit.held_out_errors(result, unseen, cat)[0]}))
+        own, default = kernel_fit.held_out_errors(result, unseen, cat)
+        calibrated, uncalibrated = {**calibrated, **own}, {**uncalibrated, **default}
+    held_out = {"held_out": kernel_fit.held_out_table(calibrated),
+                "held_out_uncalibrated": kernel_fit.held_out_table(uncalibrated)}
     command = "traincast calibrate " + " ".join(
         [f"--kernels {shlex.quote(str(d))}" for d in directory]
         + [f"--check {shlex.quote(str(d))}" for d in check]) + " -o " \
@@ -366,9 +369,9 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
         err_console.print(f"[yellow]warning:[/yellow] {key} = {result['params'][key]:.4g} is on "
                           f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
                           "it down (few rows of its family, or one GPU)", highlight=False)
-    if held_out:
-        console.print(f"  held out: {held_out_text(held_out_range(held_out))}",
-                      highlight=False)
+    if held_out["held_out"]:
+        console.print("  held out, with its host's dispatch: "
+                      f"{held_out_text(held_out_range(held_out['held_out']))}", highlight=False)
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 
 
@@ -398,6 +401,8 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                            if f"{c}_median" in row else "-" for c in cols],
                       f"{100 * row['sum']:+.1f}")
     print_table(table, console)
-    console.print("memory = the memory-bound families together; the held-out GPU's per-op "
-                  "floor is its own measured one (--json: default_floor repeats it with the "
-                  "others' median floor).", highlight=False)
+    console.print("memory = the memory-bound families together; the held-out GPU is priced "
+                  "with its own host's floor and dispatch ratios, as traincast calibrate measures "
+                  "them on a CUDA host (--json: default_floor repeats it with the others' median "
+                  "floor and fitted ratios, a catalog without that calibration).",
+                  highlight=False)

@@ -414,18 +414,19 @@ def held_out_text(ranges: dict[str, list[float]]) -> str:
 
 
 def trust_text(gpu: str, trust: dict[str, Any]) -> str:
-    """``kernels.fit_trust`` in words: a measured GPU's own leave-one-GPU-out errors, else the
-    range over the GPUs held out in turn (empty when the fit records none)."""
+    """``kernels.fit_trust`` in words: the GPU's own held-out errors where the fit recorded
+    them, else the range over the GPUs held out (none said when the fit records none), and
+    which host dispatch they were priced with."""
     own, ranges = trust.get("own"), trust.get("held_out")
     mine = held_out_text({k: [v, v] for k, v in own.items()}) if own else ""
-    if trust.get("measured"):
-        return (f"{gpu} is among the GPUs the kernel model was fitted to; held out of the fit, "
-                f"its {mine}.") if mine else \
-            f"{gpu} is among the GPUs the kernel model was fitted to."
+    how = " with its host's own dispatch" if trust.get("calibrated") else \
+        " with the fit's median host dispatch (traincast calibrate on a CUDA host measures " \
+        "its own)"
+    fitted = "among" if trust.get("measured") else "not among"
+    head = f"{gpu} is {fitted} the GPUs the kernel model was fitted to"
     if mine:
-        return (f"{gpu} is not among the GPUs the kernel model was fitted to; priced by it, its "
-                f"own measured kernels: {mine} (docs/validation.md).")
-    if not ranges:
-        return f"{gpu} is not among the GPUs the kernel model was fitted to."
-    return (f"{gpu} is not among the GPUs the kernel model was fitted to: each GPU held out of "
-            f"it, {held_out_text(ranges)} (docs/validation.md).")
+        held = "held out of the fit" if trust.get("measured") else "priced by the fit"
+        return f"{head}; {held}{how}, its {mine} (docs/validation.md)."
+    if not ranges or trust.get("measured"):
+        return f"{head}."
+    return f"{head}: each GPU held out of it{how}, {held_out_text(ranges)} (docs/validation.md)."

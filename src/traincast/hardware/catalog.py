@@ -547,8 +547,9 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
 
 def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
-    µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``:
-    GPU -> its leave-one-GPU-out errors, ``source``, ``command``) over ``into``, key by key."""
+    µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``
+    and ``held_out_uncalibrated``: GPU -> its errors when held out of the fit, ``source``,
+    ``command``) over ``into``, key by key."""
     if not isinstance(table, Mapping):
         raise CatalogError(f"{path}: [kernel_model] must be a table")
     for key, value in table.items():
@@ -562,7 +563,7 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                     or not 0 <= value < math.inf:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
-        elif key == "held_out":
+        elif key in ("held_out", "held_out_uncalibrated"):
             if not isinstance(value, Mapping) or not all(
                     isinstance(row, Mapping) and all(_finite_number(v) for v in row.values())
                     for row in value.values()):
@@ -574,8 +575,8 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
             into[key] = value
         else:
             raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
-                               "host_floor_us, host_floor_source, held_out, source, command, "
-                               "fitted_on")
+                               "host_floor_us, host_floor_source, held_out, "
+                               "held_out_uncalibrated, source, command, fitted_on")
 
 
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
