@@ -662,6 +662,16 @@ def test_a_catalog_held_out_table_must_hold_numbers(tmp_path: Path) -> None:
     model = load_catalog(good).kernel_model
     assert model["held_out"]["A100-PCIE-40GB"] == {"gemm_median": 0.5, "sum": -0.25}
     assert model["held_out_uncalibrated"] == {"T4": {"memory_median": 0.1}}
+    # a fit of its own (fitted_on) without a held-out record: the shipped fit's record is not
+    # its own, and goes; a file of a host's floor alone keeps it
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[kernel_model]\nfitted_on = ["H200-SXM-141GB"]\n'
+                    '[kernel_model.params]\nsimt_efficiency = 0.9\n')
+    assert "held_out" not in load_catalog(mine).kernel_model
+    assert "held_out_uncalibrated" not in load_catalog(mine).kernel_model
+    host = tmp_path / "host.toml"
+    host.write_text("[kernel_model]\nhost_floor_us = 12.0\n")
+    assert load_catalog(host).kernel_model["held_out"] == load_catalog().kernel_model["held_out"]
     for text in ('[kernel_model]\nheld_out = 3\n',
                  '[kernel_model.held_out.T4]\ngemm_median = "low"\n',
                  '[kernel_model.held_out.T4]\nsum = nan\n'):

@@ -549,9 +549,14 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
     µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``
     and ``held_out_uncalibrated``: GPU -> its errors when held out of the fit, ``source``,
-    ``command``) over ``into``, key by key."""
+    ``command``) over ``into``, key by key. A table of a fit of its own (with ``fitted_on``)
+    drops the held-out record it does not give: errors measured on another fit do not
+    describe it."""
     if not isinstance(table, Mapping):
         raise CatalogError(f"{path}: [kernel_model] must be a table")
+    if "fitted_on" in table:
+        for key in ("held_out", "held_out_uncalibrated"):
+            into.pop(key, None)
     for key, value in table.items():
         where = f"{path}: [kernel_model] key {key!r}"
         if key in ("params", "floors_us"):
