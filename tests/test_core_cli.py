@@ -213,7 +213,7 @@ def test_hardware_show_prices_a_gpu_without_measurements_by_hand():
     fig = json.loads(_hardware_at_80_columns("show", "L4", "--json"))["kernel_model"]
     p = 72 / (58 * 128 * 2.040 * 4)
     c = min(1.0, p / params["power_ref"])
-    assert fig["power_per_lane"] == pytest.approx(p, rel=1e-9)
+    assert fig["power_w_per_lane_ghz_nm"] == pytest.approx(p, rel=1e-9)
     assert c < 0.6 and fig["clock_fraction"] == pytest.approx(c, rel=1e-9)
     assert fig["sustained_clock_mhz"] == pytest.approx(2040 * c, rel=1e-9)
     rate = 2 * 58 * 128 * 2040e6 * c * params["simt_efficiency"]

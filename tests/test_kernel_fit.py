@@ -621,37 +621,43 @@ def test_leave_one_gpu_out_of_one_gpu_is_refused() -> None:
         kernel_fit.leave_one_gpu_out(data, load_catalog())
 
 
-HELD = {"A": {"gemm_median": 0.1, "gemm_bias": -0.05, "sum": -0.5},
-        "B": {"gemm_median": 0.3, "memory_median": 0.05, "sum": 0.02}}
-
-
 def test_held_out_range_and_trust_by_hand() -> None:
-    # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it;
-    # without a calibrated host an unmeasured GPU reads the uncalibrated record, with one (or
-    # for a measured GPU, priced with its own host's floor) the calibrated record
+    # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it.
+    # An unmeasured GPU on an uncalibrated catalog reads the uncalibrated record; on a catalog
+    # with a host's floor and dispatch ratios, or for a measured GPU, the record with each
+    # GPU's own host. The sentence quotes products and memory-bound kernels (a mixed-precision
+    # job: memory-bound only), never convolutions (priced on the datasheet path)
     from traincast.cli.common import trust_text
 
-    ranges = kernels.held_out_range(HELD)
-    assert ranges == {"gemm_median": [0.1, 0.3], "gemm_bias": [-0.05, -0.05],
+    held = {"A": {"gemm_median": 0.1, "conv_median": 0.4, "sum": -0.5},
+            "B": {"gemm_median": 0.3, "memory_median": 0.05, "sum": 0.02}}
+    ranges = kernels.held_out_range(held)
+    assert ranges == {"conv_median": [0.4, 0.4], "gemm_median": [0.1, 0.3],
                       "memory_median": [0.05, 0.05], "sum": [-0.5, 0.02]}
-    worse = {g: {k: 2 * v for k, v in row.items()} for g, row in HELD.items()}
-    model = {"fitted_on": ["A", "B"], "held_out": HELD, "held_out_uncalibrated": worse}
+    worse = {g: {k: 2 * v for k, v in row.items()} for g, row in held.items()}
+    model = {"fitted_on": ["A", "B"], "held_out": held, "held_out_uncalibrated": worse}
     mine = kernels.fit_trust(model, "A")
-    assert mine == {"measured": True, "calibrated": True, "own": HELD["A"], "held_out": ranges}
+    assert mine == {"measured": True, "calibrated": False, "record": "held_out",
+                    "own": held["A"], "held_out_range": ranges}
     other = kernels.fit_trust(model, "Z")
     assert other["measured"] is other["calibrated"] is False and other["own"] is None
-    assert other["held_out"] == kernels.held_out_range(worse)
+    assert other["held_out_range"] == kernels.held_out_range(worse)
     text = trust_text("Z", other)
     assert "Z is not among" in text and "products 20.0% to 60.0%" in text
-    assert "fit's median host dispatch (traincast calibrate" in text
-    assert "memory-bound kernels 10.0%," not in text and "memory-bound kernels 10.0%" in text
+    assert "fit's median host floor and dispatch ratios (traincast calibrate" in text
+    assert "memory-bound kernels 10.0%;" in text and "convolutions" not in text
     assert "error of the summed time -100.0% to +4.0%" in text
-    here = kernels.fit_trust({**model, "host_floor_us": 12.0}, "Z")
-    assert here["calibrated"] is True and here["held_out"] == ranges
-    assert "with its host's own dispatch, median |error|: products 10.0% to 30.0%" in \
-        trust_text("Z", here)
-    assert "held out of the fit with its host's own dispatch, its median |error|: products " \
-        "10.0%; error of the summed time -50.0%" in trust_text("A", mine)
+    assert "products" not in trust_text("Z", other, amp=True)
+    floor_only = kernels.fit_trust({**model, "host_floor_us": 12.0}, "Z")
+    assert floor_only["record"] == "held_out_uncalibrated"  # an older file: no ratios
+    here = kernels.fit_trust({**model, "host_floor_us": 12.0, "host_dispatch_kinds": ["add"]},
+                             "Z")
+    assert here["calibrated"] is True and here["held_out_range"] == ranges
+    assert "priced with its host's own floor and dispatch ratios, median |error|: products " \
+        "10.0% to 30.0%" in trust_text("Z", here)
+    assert "held out of that fit and priced with its host's own floor and dispatch ratios, its " \
+        "median |error|: products 10.0%; error of the summed time -50.0%" in \
+        trust_text("A", mine)
     assert trust_text("Z", kernels.fit_trust({}, "Z")).endswith("fitted to.")
 
 
@@ -672,6 +678,21 @@ def test_a_catalog_held_out_table_must_hold_numbers(tmp_path: Path) -> None:
     host = tmp_path / "host.toml"
     host.write_text("[kernel_model]\nhost_floor_us = 12.0\n")
     assert load_catalog(host).kernel_model["held_out"] == load_catalog().kernel_model["held_out"]
+    # GPUs as devices name them are the catalog's names; one record replaces both; an unknown
+    # GPU or a fitted_on that is not a list is an error naming the table
+    named = tmp_path / "named.toml"
+    named.write_text('[kernel_model]\nfitted_on = ["Tesla T4"]\n'
+                     '[kernel_model.held_out."NVIDIA A100-PCIE-40GB"]\nsum = 0.1\n')
+    model = load_catalog(named).kernel_model
+    assert model["fitted_on"] == ["T4"] and model["held_out"] == {"A100-PCIE-40GB": {"sum": 0.1}}
+    assert "held_out_uncalibrated" not in model
+    assert kernels.fit_trust(model, "T4")["measured"] is True
+    for text, field in (('[kernel_model]\nfitted_on = "T4"\n', "fitted_on"),
+                        ('[kernel_model.held_out.NoSuchGPU]\nsum = 0.1\n', "held_out")):
+        bad = tmp_path / "bad2.toml"
+        bad.write_text(text)
+        with pytest.raises(TraincastError, match=field):
+            load_catalog(bad)
     for text in ('[kernel_model]\nheld_out = 3\n',
                  '[kernel_model.held_out.T4]\ngemm_median = "low"\n',
                  '[kernel_model.held_out.T4]\nsum = nan\n'):
@@ -698,7 +719,7 @@ def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> No
     assert km["measured"] is km["calibrated"] is False and km["own"] is None
     gemm = [row["gemm_median"] for row in cat.kernel_model["held_out_uncalibrated"].values()
             if "gemm_median" in row]
-    assert km["held_out"]["gemm_median"] == [min(gemm), max(gemm)]
+    assert km["held_out_range"]["gemm_median"] == [min(gemm), max(gemm)]
     t4 = predict(feats, gpu="T4", catalog=cat).hardware["kernel_model"]
     assert t4["measured"] is True and t4["own"] == cat.kernel_model["held_out"]["T4"]
     # aggregate features only: nothing was priced by the measured-kernel model
@@ -720,7 +741,16 @@ def test_check_folders_are_gpus_the_fit_does_not_see(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path / "a"), "--check",
                                    str(tmp_path / "b"), "-o", str(out)])
     assert isinstance(res.exception, TraincastError)
-    assert "T4 also has kernels in --kernels" in str(res.exception)
+    assert "the chip of T4 also has kernels in --kernels" in str(res.exception)
+    # one chip, two cards: an A100 80 GB checked against a fit of the 40 GB card is refused
+    _write(tmp_path / "c" / "add" / "a.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           ["add,0.02,NVIDIA A100-PCIE-40GB,x,1,1"])
+    _write(tmp_path / "d" / "add" / "a.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           ["add,0.02,NVIDIA A100 80GB PCIe,x,1,1"])
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path / "c"), "--check",
+                                   str(tmp_path / "d"), "-o", str(out)])
+    assert isinstance(res.exception, TraincastError)
+    assert "A100-PCIE-40GB, A100-PCIE-80GB" in str(res.exception)
     assert not out.exists()
 
 
@@ -746,6 +776,7 @@ def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_ratios(tmp_path: Pa
         "dispatch_bmm": 1.5, "dispatch_elementwise": 1.0})
     assert "dispatch ratios of add, mul, relu, softmax, ln, linear, bmm" in \
         table["host_floor_source"]
+    assert table["host_dispatch_kinds"] == list(kinds)  # the catalog's mark of a calibrated host
     path = tmp_path / "local.toml"
     path.write_text(tomli_w.dumps(_dotted(host_floor_table(res))))
     mine = load_catalog(path)
@@ -763,10 +794,29 @@ def test_the_least_work_ops_calibrate_times_run_on_any_device() -> None:
     # the ops bench_op_alone times on CUDA, run here on the CPU: one per kind the fit gives a
     # dispatch ratio, each the least work of its kind (one output element)
     torch = pytest.importorskip("torch")
-    from traincast.calibration.bench import ALONE_KINDS, tiny_ops
+    from traincast.calibration.bench import tiny_ops
 
     ops = tiny_ops(torch.device("cpu"))
-    assert tuple(ops) == ALONE_KINDS
-    assert set(ALONE_KINDS) <= set(kernel_fit.DISPATCH_FOLDERS)
+    assert tuple(ops) == kernel_fit.DISPATCH_FOLDERS
     for kind, op in ops.items():
         assert op().numel() == 1, kind
+
+
+def test_a_held_out_host_takes_its_own_ratios_where_it_has_rows(tmp_path: Path) -> None:
+    # a held-out T4 host: 40 adds of one element at 20 µs (its floor), 40 one-element relus at
+    # 30 µs (ratio 1.5, over DISPATCH_MIN_ROWS = 20 rows), 5 LayerNorms at 60 µs (too few rows:
+    # the fitted 1.8 stays); element-wise median over add 1.0 and relu 1.5, with the fitted
+    # ratios of the kinds it lacks (gelu 1.2, tanh 1.0): median(1.0, 1.5, 1.2, 1.0) = 1.1
+    head = "OPName,Latency,Device,Kernel Name,B,H"
+    _write(tmp_path / "add" / "t.csv.gz", head, ["add,0.020,Tesla T4,x,1,1"] * 40)
+    _write(tmp_path / "relu" / "t.csv.gz", head, ["relu,0.030,Tesla T4,x,1,1"] * 40)
+    _write(tmp_path / "ln" / "t.csv.gz", head, ["ln,0.060,Tesla T4,x,1,1"] * 5)
+    data = kernel_fit.read_kernels(tmp_path, load_catalog())
+    fitted = {"add": 1.0, "relu": 1.2, "gelu": 1.2, "tanh": 1.0, "ln": 1.8, "elementwise": 1.2}
+    floors, ratios = kernel_fit.host_dispatch(data, fitted)
+    assert floors == {"T4": pytest.approx(20.0)}
+    assert ratios == pytest.approx({"add": 1.0, "relu": 1.5, "gelu": 1.2, "tanh": 1.0,
+                                    "ln": 1.8, "elementwise": 1.1})
+    # no floor rows at all (a convolution-only GPU): the fitted ratios, unchanged
+    only_ln = data.take(data.family == "ln")
+    assert kernel_fit.host_dispatch(only_ln, fitted) == ({}, fitted)

@@ -493,7 +493,7 @@ MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
 """Memory-bound kernel families with their own fitted bandwidth fraction (``op_memory_family``)."""
 
 
-def power_per_lane(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
+def power_w_per_lane_ghz_nm(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
                    boost_mhz: ArrayLike, node_nm: ArrayLike) -> F:
     """``p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)``: the board's power per FP32
     lane-GHz, per nm of process (switching energy scales with feature size); ``inf`` where a
@@ -506,10 +506,11 @@ def power_per_lane(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
 def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
                              boost_mhz: ArrayLike, node_nm: ArrayLike, p0: float) -> F:
     """Fraction of the boost clock a power-limited GPU sustains under full FP32 load:
-    ``c = min(1, p / p_0)``, ``p`` = ``power_per_lane``. Dynamic power is ``P ~ C V^2 f``; at
-    the voltage floor a capped card trades clock for power one for one, hence the exponent 1.
+    ``c = min(1, p / p_0)``, ``p`` = ``power_w_per_lane_ghz_nm``. Dynamic power is
+    ``P ~ C V^2 f``; at the voltage floor a capped card trades clock for power one for one,
+    hence the exponent 1.
     A GPU with an unknown field (0) is taken as unthrottled (1)."""
-    p = power_per_lane(power_w, sms, cores_per_sm, boost_mhz, node_nm)
+    p = power_w_per_lane_ghz_nm(power_w, sms, cores_per_sm, boost_mhz, node_nm)
     return np.where(_f(power_w) > 0, np.minimum(1.0, p / p0), 1.0)
 
 
@@ -689,7 +690,8 @@ PARAM_MEANINGS: dict[str, str] = {
     "f_norm": "f: achieved fraction of mem_bw_gbs, normalization",
     "choice_linear": "rho: the library's tile pick over the fastest candidate, one product",
     "choice_bmm": "rho: the same, batched products",
-    "floor_us": "d: the host's time to issue the simplest op (an add), µs",
+    "floor_us": "d: the host's time to issue the simplest op (the median of its least-work "
+                "binary element-wise ops), µs",
 }
 """What each fitted parameter of ``GPU.kernel`` is (``traincast hardware show``; docs/model.md,
 "The measured-kernel model", has each with its formula and what it rests on). The
@@ -771,20 +773,23 @@ def held_out_range(held_out: Mapping[str, Mapping[str, float]]) -> dict[str, lis
 
 def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
     """How far to trust the measured-kernel model on one GPU, from the fit's own record
-    (``[kernel_model]`` of the catalog): ``measured`` (the GPU is in ``fitted_on``),
-    ``calibrated`` (the GPU is priced with a measured host's dispatch: its own, or this host's
-    ``host_floor_us`` from ``traincast calibrate`` on a CUDA machine), ``own`` (the GPU's errors
-    when it was held out of the fit, or for a GPU of ``calibrate --check``, priced by it; None
-    where the record has none) and ``held_out`` (``held_out_range`` over every GPU held out:
-    what a GPU the fit has not seen can expect). The errors are those of ``held_out`` (each
-    GPU with its own host's floor and dispatch ratios) when ``calibrated``, else of
-    ``held_out_uncalibrated`` (the fit's median floor and ratios)."""
+    (``[kernel_model]`` of the catalog): ``measured`` (the GPU is in ``fitted_on``: its own
+    errors are in-sample; ``own`` then gives them held out of the fit),
+    ``calibrated`` (the catalog carries a host's measured dispatch, ``host_floor_us`` and
+    ``host_dispatch_kinds`` from ``traincast calibrate`` on a CUDA machine), ``record`` (the
+    table the errors come from: ``held_out``, each held-out GPU priced with its own host's
+    floor and dispatch ratios, for a measured GPU or a calibrated host; else
+    ``held_out_uncalibrated``, with the fit's median floor and ratios), ``own`` (the GPU's
+    errors in it, None where it has none) and ``held_out_range`` (``held_out_range`` of the
+    record: what a GPU the fit has not seen can expect)."""
     measured = gpu_name in (kernel_model.get("fitted_on") or ())
-    calibrated = measured or bool(kernel_model.get("host_floor_us"))
-    held = kernel_model.get("held_out" if calibrated else "held_out_uncalibrated") or {}
-    return {"measured": measured, "calibrated": calibrated,
+    calibrated = bool(kernel_model.get("host_floor_us")) \
+        and bool(kernel_model.get("host_dispatch_kinds"))
+    record = "held_out" if measured or calibrated else "held_out_uncalibrated"
+    held = kernel_model.get(record) or {}
+    return {"measured": measured, "calibrated": calibrated, "record": record,
             "own": dict(held[gpu_name]) if gpu_name in held else None,
-            "held_out": held_out_range(held) if held else None}
+            "held_out_range": held_out_range(held) if held else None}
 
 
 def kernel_model_basis(gpu: Any, kernel_model: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -798,8 +803,9 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
     """What the measured-kernel model takes for one GPU entry, from its datasheet fields and
     the fitted parameters (``traincast hardware show``; None without them, ``fitted_params``):
 
-    * ``power_per_lane`` ``p`` and ``power_ref`` ``p0``, ``clock_fraction`` ``c = min(1, p /
-      p0)`` and ``sustained_clock_mhz`` ``f = f_boost c``;
+    * ``power_w_per_lane_ghz_nm`` ``p`` and ``power_ref_w_per_lane_ghz_nm`` ``p0`` (W per FP32
+      lane-GHz-nm), ``clock_fraction`` ``c = min(1, p / p0)`` and ``sustained_clock_mhz``
+      ``f = f_boost c``;
     * ``issue_slots`` ``h`` (``issue_ratio``) and ``tile_efficiency`` ``e_T`` per candidate tile
       (``tile_issue_efficiency``);
     * ``simt_tflops`` ``R = 2 sms fp32_cores_per_sm f e`` and ``peak_fraction`` ``R /
@@ -810,7 +816,7 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
     params = fitted_params(gpu)
     if params is None:
         return None
-    p = float(power_per_lane(_field(gpu, "power_w"), _field(gpu, "sms"),
+    p = float(power_w_per_lane_ghz_nm(_field(gpu, "power_w"), _field(gpu, "sms"),
                              _field(gpu, "fp32_cores_per_sm"), _field(gpu, "boost_clock_mhz"),
                              _field(gpu, "process_nm")))
     clock_hz = float(simt_clock_hz(gpu, params))
@@ -820,8 +826,8 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
            for tm, tn in SIMT_CANDIDATE_TILES}
     peak = float(getattr(gpu, "fp32_tflops", 0.0) or 0.0)
     floor_us = op_floor_s(gpu) * 1e6
-    return {"power_per_lane": p if math.isfinite(p) else None,
-            "power_ref": params["power_ref"],
+    return {"power_w_per_lane_ghz_nm": p if math.isfinite(p) else None,
+            "power_ref_w_per_lane_ghz_nm": params["power_ref"],
             "clock_fraction": clock_hz / (float(_field(gpu, "boost_clock_mhz")) * 1e6),
             "sustained_clock_mhz": clock_hz / 1e6, "issue_slots": h, "tile_efficiency": eff,
             "simt_tflops": rate / 1e12, "peak_fraction": rate / 1e12 / peak if peak else None,

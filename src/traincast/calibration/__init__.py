@@ -424,7 +424,8 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """On a CUDA device, ``{"kernel_model": {"host_floor_us", "host_floor_source", "params"}}``:
+    """On a CUDA device, ``{"kernel_model": {"host_floor_us", "host_floor_source",
+    "host_dispatch_kinds", "params"}}``:
     the median time of the plain op (``torch.add`` of two one-element tensors) timed alone between
     CUDA events (``bench.bench_op_alone``), as the kernel model's measured rows were and as its
     fitted floors are (the median of the least-work rows), is this host's dispatch of the
@@ -433,7 +434,9 @@ def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     host queue"). Back to back the same call costs the host less (on an H200 host 9.7 µs,
     against 25 µs alone): a stream of calls overlaps what a lone call waits for, so that figure
     is not ``d``. ``params``: this host's dispatch ratios (``host_dispatch_ratios``, as
-    ``dispatch_<kind>``), from the least-work op of each kind timed the same way. On the CPU
+    ``dispatch_<kind>``), from the least-work op of each kind timed the same way;
+    ``host_dispatch_kinds``: the kinds timed (the catalog then counts the host as calibrated,
+    ``kernels.fit_trust``). On the CPU
     the call runs its kernel on the host, with no launch: no floor is written."""
     if not str(res["device"]).startswith("cuda") or "alone_op_s" not in res["op_overhead"]:
         return {}
@@ -451,25 +454,23 @@ def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
                              f"CUDA events, {median_of}, {us:.1f} µs (this host's "
                              "dispatch of the simplest op, as the kernel model's rows were "
                              f"timed){kinds}",
-        **({"params": {f"dispatch_{k}": v for k, v in ratios.items()}} if ratios else {})}}
+        **({"host_dispatch_kinds": [k for k in ratios if k != "elementwise"],
+            "params": {f"dispatch_{k}": v for k, v in ratios.items()}} if ratios else {})}}
 
 
 def host_dispatch_ratios(kinds_s: dict[str, float], add_s: float) -> dict[str, float]:
     """This host's dispatch ratio ``r_x`` of each op kind timed alone (``bench_op_alone``):
     its median time over the add's (``add_s``, the floor ``d``), as the fit's stage 1 takes a
-    measured GPU's (its least-work rows over its floor); ``elementwise`` = the median of the
-    element-wise kinds' ratios (an element-wise op of another kind takes it). The merged
-    ``[kernel_model.params]`` then give every GPU this host's ratios, as ``host_floor_us``
-    gives it this host's floor (``kernels.op_floors_s``)."""
-    from traincast.calibration.kernel_fit import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
+    measured GPU's (its least-work rows over its floor, ``kernel_fit.host_dispatch``), with
+    ``elementwise`` (``kernel_fit.with_elementwise``). The merged ``[kernel_model.params]``
+    then give every GPU this host's ratios, as ``host_floor_us`` gives it this host's floor
+    (``kernels.op_floors_s``)."""
+    from traincast.calibration.kernel_fit import with_elementwise
 
     if add_s <= 0:
         return {}
-    out = {k: float(t) / add_s for k, t in kinds_s.items() if t > 0 and math.isfinite(t)}
-    ew = [v for k, v in out.items() if k in (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY)]
-    if ew:
-        out["elementwise"] = float(np.median(ew))
-    return out
+    return with_elementwise({k: float(t) / add_s for k, t in kinds_s.items()
+                             if t > 0 and math.isfinite(t)})
 
 
 def _thread_keys(res: dict[str, Any]) -> dict[str, Any]:

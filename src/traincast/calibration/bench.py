@@ -282,17 +282,14 @@ def bench_op_overhead(device: Any, *, repeat: int, min_sample_s: float) -> dict[
     return {"time_s": t.median_s, "spread": t.spread}
 
 
-ALONE_KINDS = ("add", "mul", "div", "relu", "gelu", "tanh", "softmax", "ln", "linear", "bmm")
-"""The op kinds ``bench_op_alone`` times (those ``scripts/measure_kernels.py`` measures but the
-convolution, which is never that short: it takes ``linear``'s ratio, ``kernels.dispatch_kind``)."""
-
-
 def tiny_ops(device: Any) -> dict[str, Callable[[], Any]]:
-    """The least-work op of each of ``ALONE_KINDS``, called as ``scripts/measure_kernels.py``
-    calls its rows: two 1 x 1 tensors (``add``, ``mul``, ``div``), one (``torch.nn.functional``
-    ``relu``, ``gelu``, ``tanh``; ``torch.softmax`` over the last dimension; an
-    ``nn.LayerNorm(1)``), an ``nn.Linear(1, 1)`` with bias on a 1 x 1 x 1 input, a ``torch.bmm``
-    of two 1 x 1 x 1 tensors."""
+    """The least-work op of each kind the kernel fit gives a dispatch ratio
+    (``kernel_fit.DISPATCH_FOLDERS``), called as ``scripts/measure_kernels.py`` calls its rows:
+    two 1 x 1 tensors (``add``, ``mul``, ``div``, ``pow``), one and a scalar (``addu``,
+    ``mulu``, ``divu``, ``powu``: ``x + 2``, ``x * 2``, ``x / 2``, ``x ** 2``), one
+    (``torch.nn.functional`` ``relu``, ``gelu``, ``tanh``; ``torch.softmax`` over the last
+    dimension; an ``nn.LayerNorm(1)``), an ``nn.Linear(1, 1)`` with bias on a 1 x 1 x 1 input,
+    a ``torch.bmm`` of two 1 x 1 x 1 tensors."""
     import torch
 
     fn = torch.nn.functional
@@ -300,8 +297,10 @@ def tiny_ops(device: Any) -> dict[str, Callable[[], Any]]:
     a = torch.ones(1, 1, 1, device=device)
     layer, norm = torch.nn.Linear(1, 1, device=device), torch.nn.LayerNorm(1, device=device)
     return {"add": lambda: torch.add(x, y), "mul": lambda: torch.mul(x, y),
-            "div": lambda: torch.div(x, y), "relu": lambda: fn.relu(x),
-            "gelu": lambda: fn.gelu(x), "tanh": lambda: fn.tanh(x),
+            "div": lambda: torch.div(x, y), "pow": lambda: torch.pow(x, y),
+            "addu": lambda: torch.add(x, 2.0), "mulu": lambda: torch.mul(x, 2.0),
+            "divu": lambda: torch.div(x, 2.0), "powu": lambda: torch.pow(x, 2.0),
+            "relu": lambda: fn.relu(x), "gelu": lambda: fn.gelu(x), "tanh": lambda: fn.tanh(x),
             "softmax": lambda: torch.softmax(x, dim=-1), "ln": lambda: norm(x),
             "linear": lambda: layer(a), "bmm": lambda: torch.bmm(a, a)}
 

@@ -411,6 +411,14 @@ def dispatch_ratios(data: Kernels, floors_us: Mapping[str, float],
                   if (sel := (data.gpu == g) & (data.family == fam)).sum() >= DISPATCH_MIN_ROWS]
         if ratios:
             out[fam] = float(np.median(ratios))
+    return with_elementwise(out)
+
+
+def with_elementwise(ratios: Mapping[str, float]) -> dict[str, float]:
+    """``ratios`` (kind -> dispatch ratio) with ``elementwise``: the median of the element-wise
+    kinds' ratios (``ELEMENTWISE_BINARY``, ``ELEMENTWISE_UNARY``), which an element-wise op of
+    another kind takes; unchanged when none is given."""
+    out = dict(ratios)
     ew = [out[f] for f in (*ELEMENTWISE_BINARY, *ELEMENTWISE_UNARY) if f in out]
     if ew:
         out["elementwise"] = float(np.median(ew))
@@ -600,21 +608,37 @@ def unnamed(data: Kernels) -> Kernels:
 def held_out_errors(result: Mapping[str, Any], held: Kernels,
                     catalog: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The errors (``errors_by_family``) of GPUs a fit (``fit``'s result) has not seen, priced
-    without their kernel names: first with their own host's dispatch, as ``traincast
-    calibrate`` measures it on that machine (the floor ``d`` and the dispatch ratios of stage 1
-    on the held-out rows; the fit's ratio for a kind they have too few rows of), then as a
-    catalog without that calibration prices them (the fit's median floor and its ratios)."""
+    without their kernel names: first with their own host's dispatch (``host_dispatch``: the
+    floor ``d`` and dispatch ratios of their own least-work rows, which stand for what
+    ``traincast calibrate`` times on that host), then as a catalog without that calibration
+    prices them (the fit's median floor and its ratios)."""
     test = unnamed(held)
     spec = specs_of(test.gpu, catalog)
-    own = measured_floors_us(test)
-    fitted = kernels.dispatch_table(result["params"])
-    host = {**fitted, **dispatch_ratios(test, own)} if own else fitted
-    own_col = _floor_col(test, own, default_floor_us(own) or result["default_floor_us"], host)
+    floors, host = host_dispatch(test, kernels.dispatch_table(result["params"]))
+    own_col = _floor_col(test, floors, default_floor_us(floors) or result["default_floor_us"],
+                         host)
     params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
     pred = predict_kernel_s(test, spec, params, own_col)
     pred_d = predict_kernel_s(test, spec, result["params"],
-                              _floor_col(test, {}, result["default_floor_us"], fitted))
+                              _floor_col(test, {}, result["default_floor_us"],
+                                         kernels.dispatch_table(result["params"])))
     return errors_by_family(test, pred), errors_by_family(test, pred_d)
+
+
+def host_dispatch(data: Kernels, fitted: Mapping[str, float]
+                  ) -> tuple[dict[str, float], dict[str, float]]:
+    """The dispatch of the host that measured ``data`` (one GPU, or one chip's): its floors
+    (``measured_floors_us``) and its dispatch ratios (stage 1 on its own rows,
+    ``dispatch_ratios``), a kind it has fewer than ``DISPATCH_MIN_ROWS`` rows of keeping the
+    ``fitted`` ratio (kind -> ratio; ``elementwise`` again the median of the element-wise
+    kinds', ``with_elementwise``). ``traincast calibrate`` measures the same on a CUDA host
+    by timing each kind's one-element op alone (``calibration.host_floor_table``)."""
+    floors = measured_floors_us(data)
+    if not floors:
+        return floors, dict(fitted)
+    own = {k: v for k, v in dispatch_ratios(data, floors).items() if k != "elementwise"}
+    return floors, with_elementwise({k: v for k, v in fitted.items() if k != "elementwise"}
+                                    | own)
 
 
 def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = None,

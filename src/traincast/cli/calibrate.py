@@ -73,7 +73,8 @@ def calibrate(
         "--kernels", help="Instead of measuring: fit the GPU kernel model to a folder of "
         "measured kernels (linear/ bmm/ conv/ softmax/ ln/ add/ ...: the NeuSight CSV format, "
         "as scripts/measure_kernels.py writes it; repeat to fit on several folders together) "
-        "and write its [kernel_model] table to -o (docs/model.md, 'Kernel model'). Needs scipy "
+        "and write its [kernel_model] table to -o (docs/model.md, 'Kernel model'), with each "
+        "GPU's errors when left out of the fit (one more fit per chip). Needs scipy "
         "(traincast[fit]).")] = None,
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="With --kernels: a catalog file with the measured GPUs' entries "
@@ -332,12 +333,15 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     unseen = kernel_fit.read_kernels(check, cat) if check else None
     if say:
         say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
-    if unseen is not None:
-        both = sorted(set(unseen.gpu.tolist()) & set(data.gpu.tolist()))
+    if unseen is not None:  # a chip is fitted on or checked on, never both
+        fitted, checked = set(data.gpu.tolist()), set(unseen.gpu.tolist())
+        both = [", ".join(chip) for chip in kernel_fit.chip_groups(sorted(fitted | checked),
+                                                                   cat).values()
+                if set(chip) & fitted and set(chip) & checked]
         if both:
-            raise TraincastError(f"--check {' '.join(map(str, check))}: {', '.join(both)} "
-                                 "also has kernels in --kernels",
-                                 hint="a GPU is either fitted on (--kernels) or checked on "
+            raise TraincastError(f"--check {' '.join(map(str, check))}: the chip of "
+                                 f"{'; '.join(both)} also has kernels in --kernels",
+                                 hint="a chip is either fitted on (--kernels) or checked on "
                                       "(--check)")
     result = kernel_fit.fit(data, cat, progress=say)
     calibrated: dict[str, Any] = {}  # each held-out GPU with its own host's dispatch
@@ -357,7 +361,7 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     kernel_fit.write_fit(output, kernel_fit.fit_document(result, directory, command, held_out))
     if json_out:
         print_json({"path": str(output), "elapsed_s": time.perf_counter() - start, **result,
-                    "held_out": held_out})
+                    **held_out})
         return
     console.print(f"Wrote [bold]{output}[/bold]: the kernel model fitted to {len(data):,} "
                   f"kernels of {', '.join(result['gpus'])} in "
@@ -370,7 +374,7 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                           f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
                           "it down (few rows of its family, or one GPU)", highlight=False)
     if held_out["held_out"]:
-        console.print("  held out, with its host's dispatch: "
+        console.print("  held out, each with its own host's floor and dispatch ratios: "
                       f"{held_out_text(held_out_range(held_out['held_out']))}", highlight=False)
     console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
 

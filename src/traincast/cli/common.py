@@ -393,40 +393,48 @@ def print_unpredicted(counts: dict[str, int]) -> None:
             f"{n:,} ({reason})" for reason, n in counts.items())) + "[/dim]", highlight=False)
 
 
-HELD_OUT_WORDS = (("gemm_median", "products"), ("memory_median", "memory-bound kernels"),
-                  ("conv_median", "convolutions"))
-"""How ``held_out_text`` names each family's median |error|."""
+HELD_OUT_WORDS = {"gemm": "products", "memory": "memory-bound kernels", "conv": "convolutions"}
+"""How ``held_out_text`` names each family of a held-out record (``<family>_median``)."""
 
 
-def held_out_text(ranges: dict[str, list[float]]) -> str:
-    """``kernels.held_out_range`` in words: each family's median |error| over the GPUs held out
-    in turn, and the error of their summed time (signed)."""
+def held_out_text(ranges: dict[str, list[float]],
+                  families: tuple[str, ...] = ("gemm", "memory", "conv")) -> str:
+    """``kernels.held_out_range`` in words: the median |error| of each of ``families`` over the
+    GPUs held out, and the error of their summed time (signed)."""
     def span(lo: float, hi: float, sign: str = "") -> str:
         one = f"{100 * lo:{sign}.1f}%"
         return one if round(100 * lo, 1) == round(100 * hi, 1) else \
             f"{one} to {100 * hi:{sign}.1f}%"
 
-    parts = [f"{words} {span(*ranges[k])}" for k, words in HELD_OUT_WORDS if k in ranges]
+    parts = [f"{HELD_OUT_WORDS[f]} {span(*ranges[f'{f}_median'])}" for f in families
+             if f"{f}_median" in ranges]
     text = "median |error|: " + ", ".join(parts) if parts else ""
     if "sum" in ranges:
         text += ("; " if text else "") + f"error of the summed time {span(*ranges['sum'], '+')}"
     return text
 
 
-def trust_text(gpu: str, trust: dict[str, Any]) -> str:
-    """``kernels.fit_trust`` in words: the GPU's own held-out errors where the fit recorded
-    them, else the range over the GPUs held out (none said when the fit records none), and
+def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
+    """``kernels.fit_trust`` in words, for the families the measured-kernel model prices in a
+    per-op table (memory-bound kernels; fp32 products unless ``amp``: a mixed-precision job's
+    products run on matrix units, its convolutions always on the datasheet path): the GPU's
+    own held-out errors where the record has them, else the range over the GPUs held out, and
     which host dispatch they were priced with."""
-    own, ranges = trust.get("own"), trust.get("held_out")
-    mine = held_out_text({k: [v, v] for k, v in own.items()}) if own else ""
-    how = " with its host's own dispatch" if trust.get("calibrated") else \
-        " with the fit's median host dispatch (traincast calibrate on a CUDA host measures " \
-        "its own)"
-    fitted = "among" if trust.get("measured") else "not among"
-    head = f"{gpu} is {fitted} the GPUs the kernel model was fitted to"
+    families = ("memory",) if amp else ("gemm", "memory")
+    own, ranges = trust.get("own"), trust.get("held_out_range")
+    mine = held_out_text({k: [v, v] for k, v in own.items()}, families) if own else ""
+    how = " with its host's own floor and dispatch ratios" \
+        if trust.get("record") == "held_out" else \
+        " with the fit's median host floor and dispatch ratios (traincast calibrate on a CUDA " \
+        "host measures its own)"
+    if trust.get("measured"):
+        head = f"{gpu} is among the GPUs the kernel model was fitted to"
+        return f"{head}; held out of that fit and priced{how}, its {mine} " \
+               "(docs/validation.md)." if mine else f"{head}."
+    head = f"{gpu} is not among the GPUs the kernel model was fitted to"
     if mine:
-        held = "held out of the fit" if trust.get("measured") else "priced by the fit"
-        return f"{head}; {held}{how}, its {mine} (docs/validation.md)."
-    if not ranges or trust.get("measured"):
+        return f"{head}; priced by it{how}, its own measured kernels: {mine} (docs/validation.md)."
+    if not ranges:
         return f"{head}."
-    return f"{head}: each GPU held out of it{how}, {held_out_text(ranges)} (docs/validation.md)."
+    return f"{head}: each GPU held out of it, priced{how}, {held_out_text(ranges, families)} " \
+           "(docs/validation.md)."

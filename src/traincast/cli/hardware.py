@@ -157,12 +157,14 @@ def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
     def row(name: str, value: str, formula: str) -> None:
         table.add_row(name, f"{value}\n[dim]{escape(formula)}[/dim]")
 
-    p = fig["power_per_lane"]
-    row("power per lane", "unknown: taken as unthrottled" if p is None else f"{p:.4g}",
-        "p = power_w / (sms · fp32_cores_per_sm · boost GHz · process_nm)")
+    p = fig["power_w_per_lane_ghz_nm"]
+    row("power per lane", "unknown: taken as unthrottled" if p is None else
+        f"p = {p:.4g} W per lane-GHz-nm", "p = power_w / (sms · fp32_cores_per_sm · boost GHz · "
+                                          "process_nm)")
     row("sustained clock", f"{fig['clock_fraction']:.3g} × {gpu.boost_clock_mhz:g} = "
                            f"{fig['sustained_clock_mhz']:.0f} MHz",
-        f"f = boost · c, c = min(1, p / p0), p0 = power_ref = {fig['power_ref']:.4g}")
+        f"f = boost · c, c = min(1, p / p0), p0 = power_ref = "
+        f"{fig['power_ref_w_per_lane_ghz_nm']:.4g}")
     row("issue slots", f"h = {fig['issue_slots']:.3g}; e_T " + ", ".join(
         f"{t} {e:.3g}" for t, e in fig["tile_efficiency"].items()),
         "h = 32 / (fp32_cores_per_sm / sm_partitions), "

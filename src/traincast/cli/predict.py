@@ -385,7 +385,7 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
     memory = ", ".join(f"{k} {v:.0f}" for k, v in km["memory_gbs"].items())
     return (f"op by op, the measured-kernel model: {products}memory-bound kernels at {memory} "
             f"GB/s, the host's floor {km['floor_us']:.1f} µs per op times its kind's ratio "
-            f"(traincast hardware show {gpu}). " + trust_text(gpu, km))
+            f"(traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
 
 
 def render_hybrid(result: dict[str, Any]) -> None:

@@ -545,17 +545,22 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     return cat
 
 
+HELD_OUT_RECORDS = ("held_out", "held_out_uncalibrated")
+"""The ``[kernel_model]`` tables of a fit's errors on GPUs held out of it
+(``kernel_fit.fit_document``): with each GPU's own host's dispatch, and uncalibrated."""
+
+
 def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
     µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``
     and ``held_out_uncalibrated``: GPU -> its errors when held out of the fit, ``source``,
-    ``command``) over ``into``, key by key. A table of a fit of its own (with ``fitted_on``)
-    drops the held-out record it does not give: errors measured on another fit do not
-    describe it."""
+    ``command``, ``fitted_on``, ``host_dispatch_kinds``) over ``into``, key by key. A table of
+    a fit of its own (with ``fitted_on``) or of a held-out record replaces both records
+    (``HELD_OUT_RECORDS``): errors measured on another fit do not describe it."""
     if not isinstance(table, Mapping):
         raise CatalogError(f"{path}: [kernel_model] must be a table")
-    if "fitted_on" in table:
-        for key in ("held_out", "held_out_uncalibrated"):
+    if "fitted_on" in table or any(k in table for k in HELD_OUT_RECORDS):
+        for key in HELD_OUT_RECORDS:  # one fit's record, both ways, or none
             into.pop(key, None)
     for key, value in table.items():
         where = f"{path}: [kernel_model] key {key!r}"
@@ -568,7 +573,7 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                     or not 0 <= value < math.inf:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
-        elif key in ("held_out", "held_out_uncalibrated"):
+        elif key in HELD_OUT_RECORDS:
             if not isinstance(value, Mapping) or not all(
                     isinstance(row, Mapping) and all(_finite_number(v) for v in row.values())
                     for row in value.values()):
@@ -576,12 +581,16 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                                    "(errors as fractions: gemm_median = 0.12, sum = -0.07)")
             into[key] = {str(g): {str(k): float(v) for k, v in row.items()}
                          for g, row in value.items()}
-        elif key in ("source", "command", "fitted_on", "host_floor_source"):
+        elif key in ("fitted_on", "host_dispatch_kinds"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise CatalogError(f"{where} must be a list of names, got {value!r}")
+            into[key] = list(value)
+        elif key in ("source", "command", "host_floor_source"):
             into[key] = value
         else:
             raise CatalogError(f"{where}: unknown; known: params, floors_us, default_floor_us, "
-                               "host_floor_us, host_floor_source, held_out, "
-                               "held_out_uncalibrated, source, command, fitted_on")
+                               "host_floor_us, host_floor_source, host_dispatch_kinds, "
+                               "held_out, held_out_uncalibrated, source, command, fitted_on")
 
 
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
@@ -595,6 +604,14 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
         floors = {cat.gpu_name(k): v for k, v in model.get("floors_us", {}).items()}
     except UnknownNameError as exc:
         raise CatalogError(f"[kernel_model.floors_us]: {exc.args[0]}") from None
+    for key in ("fitted_on", *HELD_OUT_RECORDS):  # GPU names as the catalog spells them
+        if key in model:
+            try:
+                named = [cat.gpu_name(g) for g in model[key]]
+            except UnknownNameError as exc:
+                raise CatalogError(f"[kernel_model.{key}]: {exc.args[0]}") from None
+            cat.kernel_model[key] = named if key == "fitted_on" else dict(
+                zip(named, model[key].values(), strict=True))
     default = float(model.get("default_floor_us", 0.0))
     host = float(model.get("host_floor_us", 0.0))
     for name, gpu in list(cat.gpus.items()):
