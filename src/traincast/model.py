@@ -30,6 +30,10 @@ COMPONENT_LABEL: dict[str, str] = {
     "compute_mem": "memory-bound compute",
     "comm": "weight/gradient communication",
 }
+COMPONENT_NAME: dict[str, str] = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
+                                  "compute_mem": "memory-bound compute", "comm": "communication"}
+"""Short names of the components, for figures and the report's tables (``COMPONENT_LABEL``
+says each in full)."""
 
 F = NDArray[np.float64]
 

@@ -19,14 +19,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from traincast.files import write_bytes_whole
-from traincast.model import COMPONENTS
+from traincast.model import COMPONENT_NAME, COMPONENTS
 from traincast.report.data import ecdf, thin_steps
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-COMPONENT_NAME = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
-                  "compute_mem": "memory-bound compute", "comm": "communication"}
 # (face colour, hatch): grayscale lightness 0.88 / 0.46 / 0.64 / 0.29 (Rec. 601 luma), each
 # with its own hatch, so the stack reads on a black-and-white printout.
 COMPONENT_STYLE: dict[str, tuple[str, str]] = {

@@ -14,14 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from traincast.hardware.catalog import Catalog
-from traincast.model import COMPONENTS
+from traincast.model import COMPONENT_NAME, COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
 from traincast.resolve import hardware_of
 
 TOP_ROWS = 20
-COMPONENT_NAME = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
-                  "compute_mem": "memory-bound compute", "comm": "communication"}
 SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
                  "gpu_weighted_mean_speedup", "gpu_time_weighted_mean_speedup",
                  "gpu_time_saved_share")
