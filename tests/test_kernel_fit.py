@@ -627,7 +627,7 @@ def test_held_out_range_and_trust_by_hand() -> None:
     # with a host's floor and dispatch ratios, or for a measured GPU, the record with each
     # GPU's own host. The sentence quotes products and memory-bound kernels (a mixed-precision
     # job: memory-bound only), never convolutions (priced on the datasheet path)
-    from traincast.cli.common import trust_text
+    from traincast.cli.common import held_out_text, trust_text
 
     held = {"A": {"gemm_median": 0.1, "conv_median": 0.4, "sum": -0.5},
             "B": {"gemm_median": 0.3, "memory_median": 0.05, "sum": 0.02}}
@@ -645,19 +645,22 @@ def test_held_out_range_and_trust_by_hand() -> None:
     text = trust_text("Z", other)
     assert "Z is not among" in text and "products 20.0% to 60.0%" in text
     assert "fit's median host floor and dispatch ratios (traincast calibrate" in text
-    assert "memory-bound kernels 10.0%;" in text and "convolutions" not in text
-    assert "error of the summed time -100.0% to +4.0%" in text
+    assert "memory-bound kernels 10.0% (docs" in text and "convolutions" not in text
+    assert "summed" not in text  # over every kernel, convolutions too: not the per-op path's
     assert "products" not in trust_text("Z", other, amp=True)
+    # calibrate's own line keeps every family and the sum
+    assert held_out_text(ranges) == ("products 10.0% to 30.0%, memory-bound kernels 5.0%, "
+                                     "convolutions 40.0%, the summed time of all its kernels "
+                                     "-50.0% to +2.0%")
     floor_only = kernels.fit_trust({**model, "host_floor_us": 12.0}, "Z")
     assert floor_only["record"] == "held_out_uncalibrated"  # an older file: no ratios
     here = kernels.fit_trust({**model, "host_floor_us": 12.0, "host_dispatch_kinds": ["add"]},
                              "Z")
     assert here["calibrated"] is True and here["held_out_range"] == ranges
-    assert "priced with its host's own floor and dispatch ratios, median |error|: products " \
-        "10.0% to 30.0%" in trust_text("Z", here)
-    assert "held out of that fit and priced with its host's own floor and dispatch ratios, its " \
-        "median |error|: products 10.0%; error of the summed time -50.0%" in \
-        trust_text("A", mine)
+    assert "priced with its host's own floor and dispatch ratios, had a median |error| of " \
+        "products 10.0% to 30.0%" in trust_text("Z", here)
+    assert "held out of a fit on the other GPUs and priced with its host's own floor and " \
+        "dispatch ratios, its median |error| was products 10.0% (docs" in trust_text("A", mine)
     assert trust_text("Z", kernels.fit_trust({}, "Z")).endswith("fitted to.")
 
 
@@ -688,7 +691,9 @@ def test_a_catalog_held_out_table_must_hold_numbers(tmp_path: Path) -> None:
     assert "held_out_uncalibrated" not in model
     assert kernels.fit_trust(model, "T4")["measured"] is True
     for text, field in (('[kernel_model]\nfitted_on = "T4"\n', "fitted_on"),
-                        ('[kernel_model.held_out.NoSuchGPU]\nsum = 0.1\n', "held_out")):
+                        ('[kernel_model.held_out.NoSuchGPU]\nsum = 0.1\n', "held_out"),
+                        ('[kernel_model.held_out.T4]\nsum = 0.1\n'
+                         '[kernel_model.held_out."Tesla T4"]\nsum = 0.9\n', "T4 named twice")):
         bad = tmp_path / "bad2.toml"
         bad.write_text(text)
         with pytest.raises(TraincastError, match=field):
@@ -817,6 +822,27 @@ def test_a_held_out_host_takes_its_own_ratios_where_it_has_rows(tmp_path: Path) 
     assert floors == {"T4": pytest.approx(20.0)}
     assert ratios == pytest.approx({"add": 1.0, "relu": 1.5, "gelu": 1.2, "tanh": 1.0,
                                     "ln": 1.8, "elementwise": 1.1})
-    # no floor rows at all (a convolution-only GPU): the fitted ratios, unchanged
+    # no binary element-wise rows (no floor): the fitted ratios, unchanged
     only_ln = data.take(data.family == "ln")
     assert kernel_fit.host_dispatch(only_ln, fitted) == ({}, fitted)
+
+
+def test_each_held_out_gpu_is_priced_with_its_own_host(tmp_path: Path) -> None:
+    # two held-out GPUs on two hosts: T4 adds at 20 µs and relus at 40 µs (ratio 2.0), V100
+    # adds at 30 µs and relus at 30 µs (ratio 1.0), all one element (the kernels take nothing).
+    # Each priced with its own floor and ratio, every row is exact (0% error); pooled ratios
+    # (1.5 for both) would put each GPU's relus 25% or 50% off
+    head = "OPName,Latency,Device,Kernel Name,B,H"
+    for dev, add_ms, relu_ms in (("Tesla T4", 0.020, 0.040),
+                                 ("Tesla V100-PCIE-32GB", 0.030, 0.030)):
+        tag = dev.split()[-1]
+        _write(tmp_path / "add" / f"{tag}.csv.gz", head, [f"add,{add_ms},{dev},x,1,1"] * 40)
+        _write(tmp_path / "relu" / f"{tag}.csv.gz", head, [f"relu,{relu_ms},{dev},x,1,1"] * 40)
+    cat = load_catalog()
+    held = kernel_fit.read_kernels(tmp_path, cat)
+    result = {"params": cat.kernel_model["params"], "default_floor_us": 26.5}
+    own, default = kernel_fit.held_out_errors(result, held, cat)
+    for gpu in ("T4", "V100-PCIE-32GB"):
+        assert own[gpu]["elementwise_median"] == pytest.approx(0.0, abs=1e-9), gpu
+        assert own[gpu]["sum"] == pytest.approx(0.0, abs=1e-9), gpu
+        assert default[gpu]["elementwise_median"] > 0.05, gpu  # the fit's floor and ratios

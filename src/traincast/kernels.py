@@ -690,8 +690,8 @@ PARAM_MEANINGS: dict[str, str] = {
     "f_norm": "f: achieved fraction of mem_bw_gbs, normalization",
     "choice_linear": "rho: the library's tile pick over the fastest candidate, one product",
     "choice_bmm": "rho: the same, batched products",
-    "floor_us": "d: the host's time to issue the simplest op (the median of its least-work "
-                "binary element-wise ops), µs",
+    "floor_us": "d: the host's time to issue the simplest op, µs (fitted: the median of its "
+                "least-work binary element-wise rows; calibrate: a one-element add alone)",
 }
 """What each fitted parameter of ``GPU.kernel`` is (``traincast hardware show``; docs/model.md,
 "The measured-kernel model", has each with its formula and what it rests on). The

@@ -284,12 +284,14 @@ def bench_op_overhead(device: Any, *, repeat: int, min_sample_s: float) -> dict[
 
 def tiny_ops(device: Any) -> dict[str, Callable[[], Any]]:
     """The least-work op of each kind the kernel fit gives a dispatch ratio
-    (``kernel_fit.DISPATCH_FOLDERS``), called as ``scripts/measure_kernels.py`` calls its rows:
-    two 1 x 1 tensors (``add``, ``mul``, ``div``, ``pow``), one and a scalar (``addu``,
-    ``mulu``, ``divu``, ``powu``: ``x + 2``, ``x * 2``, ``x / 2``, ``x ** 2``), one
-    (``torch.nn.functional`` ``relu``, ``gelu``, ``tanh``; ``torch.softmax`` over the last
-    dimension; an ``nn.LayerNorm(1)``), an ``nn.Linear(1, 1)`` with bias on a 1 x 1 x 1 input,
-    a ``torch.bmm`` of two 1 x 1 x 1 tensors."""
+    (``kernel_fit.DISPATCH_FOLDERS``: the folders of the NeuSight data; ``scripts/
+    measure_kernels.py`` calls ``add``, ``mul``, ``div``, ``relu``, ``gelu``, ``tanh``,
+    softmax, LayerNorm, linear and bmm the same way): two 1 x 1 tensors (``add``, ``mul``,
+    ``div``, ``pow``), one and a scalar (``addu``, ``mulu``, ``divu``, ``powu``: ``x + 2``,
+    ``x * 2``, ``x / 2``, ``x ** 2``), one (``torch.nn.functional`` ``relu``, ``gelu``,
+    ``tanh``; ``torch.softmax`` over the last dimension; an ``nn.LayerNorm(1)``), an
+    ``nn.Linear(1, 1)`` with bias on a 1 x 1 x 1 input, a ``torch.bmm`` of two 1 x 1 x 1
+    tensors."""
     import torch
 
     fn = torch.nn.functional

@@ -608,30 +608,35 @@ def unnamed(data: Kernels) -> Kernels:
 def held_out_errors(result: Mapping[str, Any], held: Kernels,
                     catalog: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The errors (``errors_by_family``) of GPUs a fit (``fit``'s result) has not seen, priced
-    without their kernel names: first with their own host's dispatch (``host_dispatch``: the
-    floor ``d`` and dispatch ratios of their own least-work rows, which stand for what
-    ``traincast calibrate`` times on that host), then as a catalog without that calibration
-    prices them (the fit's median floor and its ratios)."""
+    without their kernel names: first each GPU with its own host's dispatch (``host_dispatch``
+    of its own rows: the floor ``d`` and dispatch ratios of its least-work rows, which stand
+    for what ``traincast calibrate`` times on that host; a GPU without floor rows takes the
+    other held-out GPUs' median floor and the fitted ratios), then as a catalog without that
+    calibration prices them (the fit's median floor and its ratios)."""
     test = unnamed(held)
-    spec = specs_of(test.gpu, catalog)
-    floors, host = host_dispatch(test, kernels.dispatch_table(result["params"]))
-    own_col = _floor_col(test, floors, default_floor_us(floors) or result["default_floor_us"],
-                         host)
-    params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
-    pred = predict_kernel_s(test, spec, params, own_col)
-    pred_d = predict_kernel_s(test, spec, result["params"],
-                              _floor_col(test, {}, result["default_floor_us"],
-                                         kernels.dispatch_table(result["params"])))
+    fitted = kernels.dispatch_table(result["params"])
+    fallback_us = default_floor_us(measured_floors_us(test)) or result["default_floor_us"]
+    pred = np.zeros(len(test))
+    for g in sorted(set(test.gpu.tolist())):
+        sel = test.gpu == g
+        part = test.take(sel)
+        floors, host = host_dispatch(part, fitted)
+        params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
+        pred[sel] = predict_kernel_s(part, specs_of(part.gpu, catalog), params,
+                                     _floor_col(part, floors, fallback_us, host))
+    pred_d = predict_kernel_s(test, specs_of(test.gpu, catalog), result["params"],
+                              _floor_col(test, {}, result["default_floor_us"], fitted))
     return errors_by_family(test, pred), errors_by_family(test, pred_d)
 
 
 def host_dispatch(data: Kernels, fitted: Mapping[str, float]
                   ) -> tuple[dict[str, float], dict[str, float]]:
-    """The dispatch of the host that measured ``data`` (one GPU, or one chip's): its floors
+    """The dispatch of the host that measured ``data`` (one GPU's rows): its floor
     (``measured_floors_us``) and its dispatch ratios (stage 1 on its own rows,
     ``dispatch_ratios``), a kind it has fewer than ``DISPATCH_MIN_ROWS`` rows of keeping the
     ``fitted`` ratio (kind -> ratio; ``elementwise`` again the median of the element-wise
-    kinds', ``with_elementwise``). ``traincast calibrate`` measures the same on a CUDA host
+    kinds', ``with_elementwise``); rows without a floor (no binary element-wise rows): no
+    floor and the ``fitted`` ratios. ``traincast calibrate`` measures the same on a CUDA host
     by timing each kind's one-element op alone (``calibration.host_floor_table``)."""
     floors = measured_floors_us(data)
     if not floors:

@@ -374,9 +374,11 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
                           f"the edge of its search range [{lo:g}, {hi:g}]: these rows do not pin "
                           "it down (few rows of its family, or one GPU)", highlight=False)
     if held_out["held_out"]:
-        console.print("  held out, each with its own host's floor and dispatch ratios: "
-                      f"{held_out_text(held_out_range(held_out['held_out']))}", highlight=False)
-    console.print(f"Use: traincast predict --catalog {output} ...", highlight=False)
+        console.print("  held out, each with its own host's floor and dispatch ratios, median "
+                      f"|error|: {held_out_text(held_out_range(held_out['held_out']))}",
+                      highlight=False)
+    given = f"--catalog {catalog} " if catalog else ""
+    console.print(f"Use: traincast predict {given}--catalog {output} ...", highlight=False)
 
 
 def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,

@@ -398,9 +398,11 @@ HELD_OUT_WORDS = {"gemm": "products", "memory": "memory-bound kernels", "conv": 
 
 
 def held_out_text(ranges: dict[str, list[float]],
-                  families: tuple[str, ...] = ("gemm", "memory", "conv")) -> str:
+                  families: tuple[str, ...] = ("gemm", "memory", "conv"),
+                  with_sum: bool = True) -> str:
     """``kernels.held_out_range`` in words: the median |error| of each of ``families`` over the
-    GPUs held out, and the error of their summed time (signed)."""
+    GPUs held out (``products 10.2% to 28.5%, ...``) and, ``with_sum``, the error of their
+    summed time (signed; over every measured kernel of the GPU)."""
     def span(lo: float, hi: float, sign: str = "") -> str:
         one = f"{100 * lo:{sign}.1f}%"
         return one if round(100 * lo, 1) == round(100 * hi, 1) else \
@@ -408,33 +410,35 @@ def held_out_text(ranges: dict[str, list[float]],
 
     parts = [f"{HELD_OUT_WORDS[f]} {span(*ranges[f'{f}_median'])}" for f in families
              if f"{f}_median" in ranges]
-    text = "median |error|: " + ", ".join(parts) if parts else ""
-    if "sum" in ranges:
-        text += ("; " if text else "") + f"error of the summed time {span(*ranges['sum'], '+')}"
-    return text
+    if with_sum and "sum" in ranges:
+        parts.append(f"the summed time of all its kernels {span(*ranges['sum'], '+')}")
+    return ", ".join(parts)
 
 
 def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
     """``kernels.fit_trust`` in words, for the families the measured-kernel model prices in a
     per-op table (memory-bound kernels; fp32 products unless ``amp``: a mixed-precision job's
-    products run on matrix units, its convolutions always on the datasheet path): the GPU's
-    own held-out errors where the record has them, else the range over the GPUs held out, and
-    which host dispatch they were priced with."""
+    products run on matrix units, its convolutions always on the datasheet path): the median
+    |error| of the GPU's own held-out record where there is one, else its range over the GPUs
+    held out, and which host dispatch they were priced with. The summed-time error is left
+    out: it is over every measured kernel, convolutions too."""
     families = ("memory",) if amp else ("gemm", "memory")
     own, ranges = trust.get("own"), trust.get("held_out_range")
-    mine = held_out_text({k: [v, v] for k, v in own.items()}, families) if own else ""
-    how = " with its host's own floor and dispatch ratios" \
+    mine = held_out_text({k: [v, v] for k, v in own.items()}, families, with_sum=False) \
+        if own else ""
+    how = "with its host's own floor and dispatch ratios" \
         if trust.get("record") == "held_out" else \
-        " with the fit's median host floor and dispatch ratios (traincast calibrate on a CUDA " \
+        "with the fit's median host floor and dispatch ratios (traincast calibrate on a CUDA " \
         "host measures its own)"
     if trust.get("measured"):
         head = f"{gpu} is among the GPUs the kernel model was fitted to"
-        return f"{head}; held out of that fit and priced{how}, its {mine} " \
-               "(docs/validation.md)." if mine else f"{head}."
+        return (f"{head}; held out of a fit on the other GPUs and priced {how}, its median "
+                f"|error| was {mine} (docs/validation.md).") if mine else f"{head}."
     head = f"{gpu} is not among the GPUs the kernel model was fitted to"
     if mine:
-        return f"{head}; priced by it{how}, its own measured kernels: {mine} (docs/validation.md)."
+        return (f"{head}; priced by it {how}, the median |error| of its own measured kernels "
+                f"was {mine} (docs/validation.md).")
     if not ranges:
         return f"{head}."
-    return f"{head}: each GPU held out of it, priced{how}, {held_out_text(ranges, families)} " \
-           "(docs/validation.md)."
+    return (f"{head}: each GPU held out of a fit, priced {how}, had a median |error| of "
+            f"{held_out_text(ranges, families, with_sum=False)} (docs/validation.md).")

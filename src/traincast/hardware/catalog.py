@@ -609,7 +609,14 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
             try:
                 named = [cat.gpu_name(g) for g in model[key]]
             except UnknownNameError as exc:
-                raise CatalogError(f"[kernel_model.{key}]: {exc.args[0]}") from None
+                raise CatalogError(f"[kernel_model.{key}]: {exc.args[0]}",
+                                   hint="give the GPU's entry with --catalog FILE (the catalog "
+                                        "the fit was made with)") from None
+            twice = sorted({n for n in named if named.count(n) > 1})
+            if twice:
+                raise CatalogError(f"[kernel_model.{key}]: {', '.join(twice)} named twice "
+                                   f"({', '.join(str(g) for g in model[key])})",
+                                   hint="one entry per GPU, by its name or one alias")
             cat.kernel_model[key] = named if key == "fitted_on" else dict(
                 zip(named, model[key].values(), strict=True))
     default = float(model.get("default_floor_us", 0.0))
