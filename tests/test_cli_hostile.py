@@ -684,3 +684,4 @@ def test_a_bad_flag_is_one_error_line_and_its_hint(tc, args: tuple[str, ...], me
 def test_a_group_without_a_command_shows_its_help(tc) -> None:
     r = tc("hardware")
     assert "Usage: traincast hardware" in r.stdout + r.stderr and "show" in r.stdout + r.stderr
+    assert r.returncode == 2 and r.stderr == ""  # the help alone, no error line

@@ -494,7 +494,7 @@ MEMORY_FAMILIES = ("elementwise", "softmax", "norm")
 
 
 def power_w_per_lane_ghz_nm(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
-                   boost_mhz: ArrayLike, node_nm: ArrayLike) -> F:
+                            boost_mhz: ArrayLike, node_nm: ArrayLike) -> F:
     """``p = power_w / (sms cores_per_sm f_boost[GHz] node_nm)``: the board's power per FP32
     lane-GHz, per nm of process (switching energy scales with feature size); ``inf`` where a
     field is unknown (0)."""
@@ -817,8 +817,8 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
     if params is None:
         return None
     p = float(power_w_per_lane_ghz_nm(_field(gpu, "power_w"), _field(gpu, "sms"),
-                             _field(gpu, "fp32_cores_per_sm"), _field(gpu, "boost_clock_mhz"),
-                             _field(gpu, "process_nm")))
+                                      _field(gpu, "fp32_cores_per_sm"),
+                                      _field(gpu, "boost_clock_mhz"), _field(gpu, "process_nm")))
     clock_hz = float(simt_clock_hz(gpu, params))
     rate = float(simt_rate_flops(gpu, params))
     h = float(simt_issue_ratio(gpu))

@@ -378,23 +378,15 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
            jobs: pa.Table | None, sources_db: Path | None) -> dict[str, Any]:
     """:func:`study`'s steps into the folder ``out``."""
     from traincast.analysis.characterize import characterize
-    from traincast.trace import prepare_jobs, read_trace, workload_assumption
+    from traincast.trace import prepare_jobs, workload_assumption
 
     steps = _Steps(on_step, total=6 if report else 5)
     dropped: list[dict[str, Any]] = []
 
     with steps.run("ingest"):
         if jobs is None:
-            reports: list[dict[str, Any]] = []
-
-            def took(report: dict[str, Any]) -> None:
-                reports.append(report)
-                if on_report is not None:
-                    on_report(report)
-
-            jobs = read_trace(trace_paths, format, out / "jobs.duckdb", mapping, on_report=took)
-            dropped, files = _keep_only(out / "jobs.duckdb",
-                                        {s["source_id"] for s in reports[0]["sources"]})
+            jobs, dropped, files = _ingest_own(trace_paths, format, out / "jobs.duckdb",
+                                               mapping, on_report)
         else:
             files = _source_files(sources_db)
         jobs = prepare_jobs(jobs, cat, workload)
@@ -496,20 +488,31 @@ def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, ove
     return rec
 
 
-def _keep_only(db: Path, source_ids: set[int]
-               ) -> tuple[list[dict[str, Any]], dict[int, list[str]]]:
-    """The study's store holds its trace only: the sources of an earlier study into the same
-    folder are dropped (the sources of this trace stay, unchanged ones not read again).
-    Returns those dropped (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``) and the
-    files of those kept (:func:`_source_files`), from one reading of the sources."""
+def _ingest_own(paths: list[Path], format: str, db: Path, mapping: dict[str, str] | None,
+                on_report: Callable[[dict[str, Any]], None] | None
+                ) -> tuple[pa.Table, list[dict[str, Any]], dict[int, list[str]]]:
+    """The study's trace ingested into its store ``db`` (unchanged files not read again), which
+    then holds this trace only: the sources of an earlier study into the same folder are
+    dropped. One opening of the store and one reading of its sources; returns the trace's jobs
+    (as :func:`~traincast.trace.read_trace` does), the sources dropped
+    (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``) and the files of those kept."""
     from traincast.trace.store import Store
 
     with Store(db) as store:
+        report = store.ingest(paths, format, mapping)
+        if on_report is not None:
+            on_report(report)
+        own = [s["source_id"] for s in report["sources"]]
         held = store.sources()
-        stale = [r["source_id"] for r in held if r["source_id"] not in source_ids]
+        stale = [r["source_id"] for r in held if r["source_id"] not in own]
         dropped = store.drop(stale)["dropped"] if stale else []
-    return dropped, {int(r["source_id"]): json.loads(r["files"]) for r in held
-                     if r["source_id"] in source_ids}
+        jobs = store.jobs(own)
+    return jobs, dropped, _files_of([r for r in held if r["source_id"] in own])
+
+
+def _files_of(sources: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """The files of each source row of a store (``Store.sources``), by ``source_id``."""
+    return {int(r["source_id"]): json.loads(r["files"]) for r in sources}
 
 
 def _source_files(db: Path | None) -> dict[int, list[str]]:
@@ -519,7 +522,7 @@ def _source_files(db: Path | None) -> dict[int, list[str]]:
     if db is None or not db.exists():
         return {}
     with Store(db) as store:
-        return {int(r["source_id"]): json.loads(r["files"]) for r in store.sources()}
+        return _files_of(store.sources())
 
 
 def _report_step(out: Path, meta: dict[str, Any]) -> str | None:

@@ -615,30 +615,32 @@ def held_out_errors(result: Mapping[str, Any], held: Kernels,
     calibration prices them (the fit's median floor and its ratios)."""
     test = unnamed(held)
     fitted = kernels.dispatch_table(result["params"])
-    fallback_us = default_floor_us(measured_floors_us(test)) or result["default_floor_us"]
+    floors = measured_floors_us(test)
+    fallback_us = default_floor_us(floors) or result["default_floor_us"]
     pred = np.zeros(len(test))
     for g in sorted(set(test.gpu.tolist())):
         sel = test.gpu == g
         part = test.take(sel)
-        floors, host = host_dispatch(part, fitted)
+        own, host = host_dispatch(part, fitted, {g: floors[g]} if g in floors else {})
         params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
         pred[sel] = predict_kernel_s(part, specs_of(part.gpu, catalog), params,
-                                     _floor_col(part, floors, fallback_us, host))
+                                     _floor_col(part, own, fallback_us, host))
     pred_d = predict_kernel_s(test, specs_of(test.gpu, catalog), result["params"],
                               _floor_col(test, {}, result["default_floor_us"], fitted))
     return errors_by_family(test, pred), errors_by_family(test, pred_d)
 
 
-def host_dispatch(data: Kernels, fitted: Mapping[str, float]
+def host_dispatch(data: Kernels, fitted: Mapping[str, float],
+                  floors_us: Mapping[str, float] | None = None
                   ) -> tuple[dict[str, float], dict[str, float]]:
     """The dispatch of the host that measured ``data`` (one GPU's rows): its floor
-    (``measured_floors_us``) and its dispatch ratios (stage 1 on its own rows,
-    ``dispatch_ratios``), a kind it has fewer than ``DISPATCH_MIN_ROWS`` rows of keeping the
-    ``fitted`` ratio (kind -> ratio; ``elementwise`` again the median of the element-wise
-    kinds', ``with_elementwise``); rows without a floor (no binary element-wise rows): no
-    floor and the ``fitted`` ratios. ``traincast calibrate`` measures the same on a CUDA host
-    by timing each kind's one-element op alone (``calibration.host_floor_table``)."""
-    floors = measured_floors_us(data)
+    (``floors_us`` when given, else ``measured_floors_us``) and its dispatch ratios (stage 1
+    on its own rows, ``dispatch_ratios``), a kind it has fewer than ``DISPATCH_MIN_ROWS`` rows
+    of keeping the ``fitted`` ratio (kind -> ratio; ``elementwise`` again the median of the
+    element-wise kinds', ``with_elementwise``); rows without a floor (no binary element-wise
+    rows): no floor and the ``fitted`` ratios. ``traincast calibrate`` measures the same on a
+    CUDA host by timing each kind's one-element op alone (``calibration.host_floor_table``)."""
+    floors = dict(measured_floors_us(data) if floors_us is None else floors_us)
     if not floors:
         return floors, dict(fitted)
     own = {k: v for k, v in dispatch_ratios(data, floors).items() if k != "elementwise"}
@@ -687,6 +689,41 @@ def held_out_table(errors: Mapping[str, Mapping[str, float]]) -> dict[str, dict[
     4 digits."""
     return {g: {k: round(float(row[k]), 4) for k in HELD_OUT_KEYS if k in row}
             for g, row in errors.items()}
+
+
+def refuse_seen_chips(data: Kernels, unseen: Kernels, catalog: Any, where: str) -> None:
+    """A chip (``chip_groups``) is fitted on or checked on, never both: an error naming the
+    chips ``unseen`` (read from ``where``) shares with ``data``."""
+    fitted, checked = set(data.gpu.tolist()), set(unseen.gpu.tolist())
+    both = [", ".join(chip) for chip in chip_groups(sorted(fitted | checked), catalog).values()
+            if set(chip) & fitted and set(chip) & checked]
+    if both:
+        raise TraincastError(f"--check {where}: the chip of {'; '.join(both)} also has kernels "
+                             "in --kernels",
+                             hint="a chip is either fitted on (--kernels) or checked on "
+                                  "(--check)")
+
+
+def held_out_records(data: Kernels, result: Mapping[str, Any], catalog: Any,
+                     unseen: Kernels | None = None, progress: PROGRESS | None = None
+                     ) -> dict[str, dict[str, dict[str, float]]]:
+    """The two held-out records of a fit (``result`` of ``fit`` on ``data``), each a
+    ``held_out_table``: ``held_out`` (each GPU priced with its own host's dispatch) and
+    ``held_out_uncalibrated`` (the fit's median floor and ratios); the GPUs of ``data`` left out
+    in turn (``leave_one_gpu_out``, when it holds two chips or more) and those of ``unseen``
+    (GPUs no fold has seen) priced by the fit itself (``held_out_errors``)."""
+    own: dict[str, Any] = {}
+    default: dict[str, Any] = {}
+    if len(chip_groups(result["gpus"], catalog)) >= 2:
+        loo = leave_one_gpu_out(data, catalog, progress=progress)
+        own, default = loo["gpus"], loo["default_floor"]
+    if unseen is not None:
+        more, more_default = held_out_errors(result, unseen, catalog)
+        own, default = {**own, **more}, {**default, **more_default}
+    from traincast.hardware.catalog import HELD_OUT_RECORDS
+
+    return dict(zip(HELD_OUT_RECORDS, (held_out_table(own), held_out_table(default)),
+                    strict=True))
 
 
 def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str | Path],

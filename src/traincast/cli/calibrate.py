@@ -333,27 +333,10 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     unseen = kernel_fit.read_kernels(check, cat) if check else None
     if say:
         say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
-    if unseen is not None:  # a chip is fitted on or checked on, never both
-        fitted, checked = set(data.gpu.tolist()), set(unseen.gpu.tolist())
-        both = [", ".join(chip) for chip in kernel_fit.chip_groups(sorted(fitted | checked),
-                                                                   cat).values()
-                if set(chip) & fitted and set(chip) & checked]
-        if both:
-            raise TraincastError(f"--check {' '.join(map(str, check))}: the chip of "
-                                 f"{'; '.join(both)} also has kernels in --kernels",
-                                 hint="a chip is either fitted on (--kernels) or checked on "
-                                      "(--check)")
+    if unseen is not None:
+        kernel_fit.refuse_seen_chips(data, unseen, cat, " ".join(map(str, check)))
     result = kernel_fit.fit(data, cat, progress=say)
-    calibrated: dict[str, Any] = {}  # each held-out GPU with its own host's dispatch
-    uncalibrated: dict[str, Any] = {}  # ... with the fit's median floor and ratios
-    if len(kernel_fit.chip_groups(result["gpus"], cat)) >= 2:  # each GPU left out in turn
-        loo = kernel_fit.leave_one_gpu_out(data, cat, progress=say)
-        calibrated, uncalibrated = loo["gpus"], loo["default_floor"]
-    if unseen is not None:  # GPUs no fold has seen, priced by the fit on all of --kernels
-        own, default = kernel_fit.held_out_errors(result, unseen, cat)
-        calibrated, uncalibrated = {**calibrated, **own}, {**uncalibrated, **default}
-    held_out = {"held_out": kernel_fit.held_out_table(calibrated),
-                "held_out_uncalibrated": kernel_fit.held_out_table(uncalibrated)}
+    held_out = kernel_fit.held_out_records(data, result, cat, unseen, progress=say)
     command = "traincast calibrate " + " ".join(
         [f"--kernels {shlex.quote(str(d))}" for d in directory]
         + [f"--check {shlex.quote(str(d))}" for d in check]) + " -o " \

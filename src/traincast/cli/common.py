@@ -415,6 +415,12 @@ def held_out_text(ranges: dict[str, list[float]],
     return ", ".join(parts)
 
 
+def memory_rates_text(figures: dict[str, Any]) -> str:
+    """The memory-bound rates of ``kernels.simt_figures`` in words: ``elementwise 217, softmax
+    176, norm 143 GB/s``."""
+    return ", ".join(f"{k} {v:.0f}" for k, v in figures["memory_gbs"].items()) + " GB/s"
+
+
 def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
     """``kernels.fit_trust`` in words, for the families the measured-kernel model prices in a
     per-op table (memory-bound kernels; fp32 products unless ``amp``: a mixed-precision job's

@@ -16,6 +16,7 @@ from traincast.cli.common import (
     JsonOpt,
     catalog_from,
     console,
+    memory_rates_text,
     print_json,
     trust_text,
 )
@@ -175,8 +176,7 @@ def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
                           f"{fig['large_tile_tflops']:.1f}",
         "R = 2 · sms · fp32_cores_per_sm · f · simt_efficiency; a tile R · e_T")
     if fig["memory_gbs"]:
-        row("memory-bound", ", ".join(f"{k} {v:.0f}" for k, v in fig["memory_gbs"].items())
-            + " GB/s", "mem_bw_gbs · f_family")
+        row("memory-bound", memory_rates_text(fig), "mem_bw_gbs · f_family")
     kinds = {k: fig["op_floors_us"][k] for k in ("add", "ln", "bmm", "linear")
              if k in fig["op_floors_us"]}
     row("host floor", f"d = {fig['floor_us']:.1f} µs; " + ", ".join(

@@ -25,6 +25,7 @@ from traincast.cli.common import (
     console,
     fmt_seconds,
     given,
+    memory_rates_text,
     one_of,
     parse_number,
     print_json,
@@ -382,10 +383,9 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
     products = "" if amp else (
         f"fp32 products at R = {km['simt_tflops']:.3g} TFLOP/s (sustained clock "
         f"{km['sustained_clock_mhz']:.0f} MHz, {km['clock_fraction']:.2g} of boost), ")
-    memory = ", ".join(f"{k} {v:.0f}" for k, v in km["memory_gbs"].items())
-    return (f"op by op, the measured-kernel model: {products}memory-bound kernels at {memory} "
-            f"GB/s, the host's floor {km['floor_us']:.1f} µs per op times its kind's ratio "
-            f"(traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
+    return (f"op by op, the measured-kernel model: {products}memory-bound kernels at "
+            f"{memory_rates_text(km)}, the host's floor {km['floor_us']:.1f} µs per op times "
+            f"its kind's ratio (traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
 
 
 def render_hybrid(result: dict[str, Any]) -> None:

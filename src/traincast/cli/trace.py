@@ -284,8 +284,8 @@ def sources(
         ids = set(drop or []) | {s["source_id"] for s in listed
                                  if drop_missing and s["state"] == "missing"}
         dropped = store.drop(ids) if ids else None
-        total = store.count()
-    held = [s for s in listed if s["source_id"] not in ids]
+        held = [s for s in listed if s["source_id"] not in ids]
+        total, of_held = store.count(), store.count(s["source_id"] for s in held)
     if json_out:
         print_json({"db": str(db_path(db)), "jobs": total, "sources": held,
                     "dropped": dropped["dropped"] if dropped else []})
@@ -301,17 +301,17 @@ def sources(
         console.print(f"{db_path(db)} holds no source (traincast ingest TRACE --db FILE adds "
                       "one)", highlight=False, markup=False)
         return
-    table, files = sources_table(held, db_path(db), total)
+    table, files = sources_table(held, db_path(db), total, of_held)
     print_table(table, console)
     console.print(files, highlight=False)
 
 
-def sources_table(held: list[dict[str, Any]], db: Path, total: int
+def sources_table(held: list[dict[str, Any]], db: Path, total: int, listed: int
                   ) -> tuple[Table, RichTable]:
     """The store's sources as a table (id, format, jobs, bad rows, ingested (UTC), files'
-    state; the caption counts the store's ``total`` jobs, and those of no source) and their
-    files under it, one line per source id (paths fold, the table stays narrow)."""
-    listed = sum(s["rows"] or 0 for s in held)
+    state; the caption counts the store's ``total`` jobs, the ``listed`` ones of these sources
+    and those of no source) and their files under it, one line per source id (paths fold, the
+    table stays narrow)."""
     t = Table(title=f"Sources in {db}", title_justify="left", caption_justify="left",
               caption=f"{total:,} jobs in the store, {listed:,} from these {len(held)} "
               "source(s)" + (f" and {total - listed:,} of no source listed"

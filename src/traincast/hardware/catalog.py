@@ -569,8 +569,7 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
         elif key in ("default_floor_us", "host_floor_us"):
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not 0 <= value < math.inf:
+            if not _finite_number(value) or value < 0:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
             into[key] = float(value)
         elif key in HELD_OUT_RECORDS:
@@ -600,23 +599,12 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     ``default_floor_us``; the entry's own ``kernel`` keys win)."""
     cat.kernel_model = dict(model)
     params = dict(model.get("params", {}))
-    try:
-        floors = {cat.gpu_name(k): v for k, v in model.get("floors_us", {}).items()}
-    except UnknownNameError as exc:
-        raise CatalogError(f"[kernel_model.floors_us]: {exc.args[0]}") from None
-    for key in ("fitted_on", *HELD_OUT_RECORDS):  # GPU names as the catalog spells them
+    raw_floors = model.get("floors_us", {})  # merged files: the later spelling of a GPU wins
+    floors = dict(zip(_gpu_names(cat, "floors_us", list(raw_floors), once=False),
+                      raw_floors.values(), strict=True))
+    for key in ("fitted_on", *HELD_OUT_RECORDS):  # one file's record: each GPU named once
         if key in model:
-            try:
-                named = [cat.gpu_name(g) for g in model[key]]
-            except UnknownNameError as exc:
-                raise CatalogError(f"[kernel_model.{key}]: {exc.args[0]}",
-                                   hint="give the GPU's entry with --catalog FILE (the catalog "
-                                        "the fit was made with)") from None
-            twice = sorted({n for n in named if named.count(n) > 1})
-            if twice:
-                raise CatalogError(f"[kernel_model.{key}]: {', '.join(twice)} named twice "
-                                   f"({', '.join(str(g) for g in model[key])})",
-                                   hint="one entry per GPU, by its name or one alias")
+            named = _gpu_names(cat, key, list(model[key]))
             cat.kernel_model[key] = named if key == "fitted_on" else dict(
                 zip(named, model[key].values(), strict=True))
     default = float(model.get("default_floor_us", 0.0))
@@ -629,6 +617,23 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
             if host and "floor_us" not in gpu.kernel:
                 cited["floor_us"] = str(model.get("host_floor_source", "host_floor_us"))
             cat.gpus[name] = replace(gpu, kernel=merged, sources=cited)
+
+
+def _gpu_names(cat: Catalog, key: str, names: list[Any], once: bool = True) -> list[str]:
+    """The catalog names of the GPUs ``[kernel_model.KEY]`` names (aliases allowed); an
+    unknown GPU is an error naming the table, and so, with ``once``, is one named twice."""
+    try:
+        named = [cat.gpu_name(str(g)) for g in names]
+    except UnknownNameError as exc:
+        raise CatalogError(f"[kernel_model.{key}]: {exc.args[0]}",
+                           hint="give the GPU's entry with --catalog FILE (the catalog the fit "
+                                "was made with)") from None
+    twice = sorted({n for n in named if named.count(n) > 1}) if once else []
+    if twice:
+        raise CatalogError(f"[kernel_model.{key}]: {', '.join(twice)} named twice "
+                           f"({', '.join(map(str, names))})",
+                           hint="one entry per GPU, by its name or one alias")
+    return named
 
 
 def _finite_number(value: Any) -> bool:
