@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -188,8 +189,9 @@ def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> No
                      "j1,allreduce-local,16,V100,resnet50\nj2,1w1g,1,V100,resnet50\n")
     r = tc80("recommend", str(trace))
     assert r.returncode == 0, r.stderr
-    for word in ("allreduce-cluster", "pai-v100-nvlink", "205 ms", "FLOP-bound"):
+    for word in ("allreduce-cluster", "pai-v100-nvlink", "FLOP-bound"):
         assert word in r.stdout, word
+    assert re.search(r"│ \d+ ms +│", r.stdout), "the time cell on one line"
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
     # each reason once, under its table, keyed from its job's row: two jobs, two reasons
     per_job = r.stdout[r.stdout.index("Per job"):r.stdout.index("Fastest anywhere")]

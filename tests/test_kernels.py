@@ -250,6 +250,49 @@ def test_compute_s_by_strategy() -> None:
     np.testing.assert_allclose(b, mem / 1500e9)
 
 
+def test_aggregate_fp32_runs_at_the_measured_kernel_models_rates_by_hand() -> None:
+    # L4, 72 W: below the power reference, so it holds c = p / p0 of its boost clock; 128
+    # lanes in 4 partitions = 32 per partition, h = 1: a tile's loads take FFMA slots, the
+    # 128 x 128 tile loses least; the library's pick costs choice_linear
+    g = load_catalog().gpu("L4")
+    k = g.kernel
+    assert (g.sms, g.fp32_cores_per_sm, g.boost_clock_mhz, g.power_w) == (58, 128, 2040, 72)
+    p = 72 / (58 * 128 * 2.04 * g.process_nm)
+    c = p / k["power_ref"]
+    assert c < 1
+    e = 1 / (1 + k["c_issue"] * (128 + 128) / (128 * 128))
+    rate = 2 * 58 * 128 * 2040e6 * c * k["simt_efficiency"] * e / k["choice_linear"]
+    assert kernels.simt_gemm_fraction(g) == pytest.approx(rate / 30.3e12, rel=1e-9)
+    f, b = compute.compute_s(g, "fp32", np.array([1e12]), np.array([1e9]))
+    assert f[0] == pytest.approx(1e12 / rate, rel=1e-9)
+    assert b[0] == pytest.approx(1e9 / (300e9 * k["f_elementwise"]), rel=1e-9)
+    # one large fp32 product priced op by op takes the same time, to its fixed costs
+    row = _mm_row(8192, 8192, 8192, "float32")
+    per_op = compute.ops_compute_s([row], g, "fp32")
+    assert per_op["compute_flop"] == pytest.approx(row["flops"] / rate, rel=0.02)
+    # mixed precision keeps the tensor-core path: no fp16 fraction given, the default
+    f16, _ = compute.compute_s(g, "amp", np.array([1e12]), np.array([0.0]))
+    assert f16[0] == pytest.approx(1e12 / (121e12 * kernels.DEFAULT_GEMM_MAX_FRACTION))
+    # an fp32 (or any-dtype) fraction the entry gives wins; so does a calibrated efficiency
+    for fractions in ({"fp32": 0.5}, {"*": 0.5}):
+        mine = dataclasses.replace(g, gemm_max_fraction=fractions)
+        assert compute.rates(mine, "fp32")[0] == pytest.approx(30.3e12 * 0.5)
+    calibrated = dataclasses.replace(g, flop_efficiency=0.4, mem_efficiency=0.6)
+    assert compute.rates(calibrated, "fp32") == pytest.approx((30.3e12 * 0.4, 300e9 * 0.6))
+    # a GPU the model cannot price (no fitted parameters) keeps the documented defaults
+    bare = dataclasses.replace(g, kernel={})
+    assert kernels.simt_gemm_fraction(bare) is None
+    assert compute.rates(bare, "fp32") == pytest.approx(
+        (30.3e12 * kernels.DEFAULT_GEMM_MAX_FRACTION, 300e9 * kernels.DEFAULT_MEM_MAX_FRACTION))
+    # a bf16 fraction no longer stands in for fp32 where the model applies (A100 SXM: MAMF bf16)
+    a = load_catalog().gpu("A100-SXM4-80GB")
+    assert compute.rates(a, "fp32")[0] == pytest.approx(
+        a.fp32_tflops * 1e12 * kernels.simt_gemm_fraction(a), rel=1e-9)
+    # the hybrid model's fused kernels stream their operands: the streaming figure there
+    assert compute.rates(a, "bf16", streaming=True)[1] == pytest.approx(2039e9 * 0.88)
+    assert compute.rates(a, "bf16")[1] == pytest.approx(2039e9 * a.kernel["f_elementwise"])
+
+
 def test_ops_strategies_match_their_models() -> None:
     ops = [_mm_row(512, 512, 64), {"op": "relu", "flops": 0, "bound": "memory",
                                    "bytes_read": 1e6, "bytes_written": 1e6, "dtype": "bfloat16"}]

@@ -14,14 +14,21 @@ For jobs known only by their aggregate features (``compute_s``; F = ``flops_comp
 B = ``bytes_memory_bound``, P = the dense peak of the dtype, M = ``mem_bw_gbs``)::
 
     paper   flop_s = F / (P flop_efficiency)       mem_s = B / (M mem_efficiency)
-    kernel  flop_s = F / (P eta)                   mem_s = B / (M mem_max_fraction)
+    kernel  flop_s = F / (P eta)                   mem_s = B / (M f)
     curves  flop_s = F / gemm_tflops[-1]           mem_s = B / elementwise_gbs[-1]
 
-``eta`` = the GPU's ``gemm_max_fraction`` for the dtype (``kernels.gemm_max_fraction``), and
+For fp32, ``eta`` is the measured-kernel model's large product (``kernels.simt_gemm_fraction``:
+``R max_T e_T / (rho P)``, the sustained SIMT rate of the GPU's datasheet fields, its best
+tile's issue efficiency, the library's pick) and ``f`` its element-wise fraction
+``f_elementwise`` (``memory_kernel_bps``): the rates the per-op path prices the same kernels
+at, so the two paths agree on a GPU the fit has not seen (L4, 72 W: 0.36 of its fp32 peak).
+Otherwise (a 16- or 8-bit dtype, an entry without the model's fields) ``eta`` = the GPU's
+``gemm_max_fraction`` for the dtype (``kernels.gemm_max_fraction``) and ``f`` =
 ``mem_max_fraction``; a GPU in the kernel strategy without them takes
 ``kernels.DEFAULT_GEMM_MAX_FRACTION`` (0.79, the median published figure) and
-``kernels.DEFAULT_MEM_MAX_FRACTION`` (0.88); a calibrated ``flop_efficiency`` (or
-``mem_efficiency``) below 1 wins over all of these, as in the hybrid model. Aggregate features
+``kernels.DEFAULT_MEM_MAX_FRACTION`` (0.88). An fp32 (or any-dtype) ``gemm_max_fraction`` the
+entry gives wins over the model's, and a calibrated ``flop_efficiency`` (or
+``mem_efficiency``) below 1 over all of these, as in the hybrid model. Aggregate features
 carry no op shapes, so the kernel strategy prices them as large GEMMs and DRAM-sized element-wise
 kernels (no quantization, no launch cost): a lower bound of the per-op figure. With measured
 curves the representative point is the curve's largest measured one (the largest GEMM intensity,
@@ -34,7 +41,7 @@ in table order, ``d`` each, ahead of the GPU, and the time the GPU waits for an 
 with that op (``kernels.queue_idle_s``: step = ``sum count b`` + the waits)::
 
     kernel  t_flop = F_op / (P_op eta w_op)
-            t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)
+            t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)  [streamed operands]
             d = the op's host dispatch (kernels.op_floors_s: the fitted floor_us of the
             kernel model times the op kind's fitted dispatch ratio, else kernel_launch_us);
             w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
@@ -57,8 +64,9 @@ the fp32 vector peak on a GPU with tensor cores (``op_math_dtypes``). A compute-
 recorded wider than its operand dtype (an fp32 profile of an ``--amp`` job: autocast casts the
 operands) moves ``min(1, s_d / s_row)`` of its recorded bytes (``kernels.operand_scale``). A
 convolution on matrix units (``kernels.has_matrix_units``) in PyTorch's default NCHW layout
-also pays cuDNN's NHWC transposes, ``t_layout = o + 2 (B_read + B_written) min(1, s_d / s_row)
-/ M`` (``kernels.layout_transpose_bytes``), counted as memory-bound time (``layout_s``).
+also pays cuDNN's NHWC transposes, ``t_layout = 2 (B_read + B_written) min(1, s_d / s_row)
+/ (M f)`` (``kernels.layout_transpose_bytes``; ``f`` as for aggregate memory-bound bytes,
+``memory_kernel_bps``), counted as memory-bound time (``layout_s``).
 Recurrent-layer rows are expanded into the ops they run (``traincast.features.ops.expand_ops``)
 by ``curves`` and ``kernel``: on a GPU (``kernel``, and curves measured on CUDA) as cuDNN's fused
 RNN kernels, whose library-launched rows cost the host ``kernels.LIBRARY_LAUNCH_US`` each
@@ -82,7 +90,8 @@ from traincast.roofline import Curves, compute_breakdown, ops_arrays, paper_spli
 F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
-__all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "op_math_dtypes",
+__all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memory_kernel_bps",
+           "op_math_dtypes",
            "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
 
 
@@ -103,10 +112,17 @@ def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
 
 
 def _eta(gpu: Any, dtype: str) -> float:
-    """GEMM fraction of the kernel strategy: a calibrated ``flop_efficiency`` < 1, else the
-    shipped ``gemm_max_fraction`` of the dtype, else ``kernels.DEFAULT_GEMM_MAX_FRACTION``."""
+    """GEMM fraction of the kernel strategy: a calibrated ``flop_efficiency`` < 1, else an
+    fp32 (or any-dtype, ``"*"``) ``gemm_max_fraction`` the entry gives, else for fp32 the
+    measured-kernel model's (``kernels.simt_gemm_fraction``), else the shipped
+    ``gemm_max_fraction`` of the dtype, else ``kernels.DEFAULT_GEMM_MAX_FRACTION``."""
     if gpu.flop_efficiency < 1.0:
         return float(gpu.flop_efficiency)
+    given = getattr(gpu, "gemm_max_fraction", {}) or {}
+    if gpu.math_dtype(dtype) == "fp32" and not ({"fp32", "*"} & set(given)):
+        simt = kernels.simt_gemm_fraction(gpu)
+        if simt is not None:
+            return simt
     eta = kernels.gemm_max_fraction(gpu, dtype)
     return kernels.DEFAULT_GEMM_MAX_FRACTION if eta is None else eta
 
@@ -120,13 +136,28 @@ def kernel_mem_bps(gpu: Any) -> float:
     return float(gpu.mem_bw_gbs * 1e9 * frac)
 
 
-def rates(gpu: Any, dtype: str, strategy: str | None = "auto") -> tuple[float, float]:
-    """``(FLOP/s, bytes/s)`` at which ``compute_s`` prices aggregate features (module docstring)."""
+def memory_kernel_bps(gpu: Any) -> float:
+    """DRAM bandwidth of a memory-bound kernel of no fitted family of its own under the kernel
+    strategy (a job's aggregate memory-bound bytes, cuDNN's layout transposes), ``M =
+    mem_bw_gbs 1e9 f_elementwise``: the measured-kernel model's element-wise fraction
+    (``kernels.memory_fractions``: none with a calibrated ``mem_efficiency``), else
+    ``kernel_mem_bps``. Operands a compute kernel streams in tiles keep ``kernel_mem_bps``."""
+    frac = kernels.memory_fractions(gpu).get("elementwise")
+    return float(gpu.mem_bw_gbs * 1e9 * frac) if frac else kernel_mem_bps(gpu)
+
+
+def rates(gpu: Any, dtype: str, strategy: str | None = "auto",
+          streaming: bool = False) -> tuple[float, float]:
+    """``(FLOP/s, bytes/s)`` at which ``compute_s`` prices aggregate features (module
+    docstring); with ``streaming`` the kernel strategy's byte rate is that of a kernel
+    streaming its operands (``kernel_mem_bps``) instead of a memory-bound kernel's
+    (``memory_kernel_bps``)."""
     name = strategy_of(gpu, strategy)
     if name == "paper":
         return gpu.flops_per_s(dtype), gpu.mem_bw_bps
     if name == "kernel":
-        return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), kernel_mem_bps(gpu)
+        return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), \
+            kernel_mem_bps(gpu) if streaming else memory_kernel_bps(gpu)
     curves = Curves.from_gpu(gpu)
     return float(curves.gemm_flops_per_s[-1]), float(curves.elementwise_bps[-1])
 
@@ -214,7 +245,8 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     if params is not None:
         flop_s, mem_s = _fitted_times(ops, gpu, names, params, cols, scale, flop_s, mem_s)
     moved = kernels.layout_transpose_bytes(ops, names, gpu, scale=scale, narrow=narrow)
-    layout_s = np.where(moved > 0, kernels.memory_kernel_time_s(moved, mem_bps, 1.0), 0.0)
+    layout_s = np.where(moved > 0, kernels.memory_kernel_time_s(moved, memory_kernel_bps(gpu),
+                                                                 1.0), 0.0)
     busy = np.maximum(flop_s, mem_s) + layout_s
     host = kernels.op_floors_s(ops, gpu)
     idle = kernels.queue_idle_s(host, busy, cols["count"])
@@ -342,6 +374,15 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)
         inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback
+    fp32 = _eta(gpu, "fp32")
+    if name == "kernel" and fp32 == kernels.simt_gemm_fraction(gpu):
+        inputs["fp32 products"] = (f"{fp32:.3f} of the fp32 peak: the measured-kernel model's "
+                                   "large product, R max e_T / rho (its table)")
+    frac = kernels.memory_fractions(gpu).get("elementwise")
+    if name == "kernel" and frac:
+        inputs["memory-bound bytes"] = (f"{frac:.3f} of mem_bw_gbs: the measured-kernel model's "
+                                        "element-wise fraction (mem_max_fraction: operands a "
+                                        "fused kernel streams)")
     out = {"strategy": name, "inputs": inputs}
     for dtype in ("fp32", "amp"):
         flop_rate, byte_rate = rates(gpu, dtype, strategy)

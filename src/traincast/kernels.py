@@ -756,6 +756,25 @@ def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
         * simt_clock_hz(gpu, params) * params["simt_efficiency"]
 
 
+def simt_gemm_fraction(gpu: Any) -> float | None:
+    """``eta`` of fp32 products on CUDA cores by the measured-kernel model, for the ops the
+    model does not price one by one (a job's aggregate features, convolutions): a product too
+    large for its tiles' fixed costs, waves and DRAM terms to count runs at
+    ``R max_T e_T / rho``, over the fp32 peak ``P``: ``eta = min(1, R max_T e_T / (rho P))``
+    (``simt_rate_flops``; ``e_T`` = ``tile_issue_efficiency`` of the candidate tiles;
+    ``rho`` = ``choice_linear``). None without fitted parameters (``fitted_params``) or an fp32
+    peak."""
+    params = fitted_params(gpu)
+    peak = float(getattr(gpu, "fp32_tflops", 0.0) or 0.0) * 1e12
+    if params is None or peak <= 0:
+        return None
+    h = simt_issue_ratio(gpu)
+    best = max(float(tile_issue_efficiency(tm, tn, h, params["c_issue"]))
+               for tm, tn in SIMT_CANDIDATE_TILES)
+    rate = float(simt_rate_flops(gpu, params)) * best / float(params.get("choice_linear", 1.0))
+    return min(1.0, rate / peak)
+
+
 def simt_issue_ratio(gpu: Any) -> F:
     """``h`` of a GPU entry (or columns): ``issue_ratio`` of its ``fp32_cores_per_sm`` and
     ``sm_partitions``."""
@@ -810,7 +829,8 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
       (``tile_issue_efficiency``);
     * ``simt_tflops`` ``R = 2 sms fp32_cores_per_sm f e`` and ``peak_fraction`` ``R /
       fp32_tflops``, ``large_tile_tflops`` ``R e_T`` of the 128 x 128 tile (a large product's
-      rate before its fixed tile costs, waves and ``rho``);
+      rate before its fixed tile costs, waves and ``rho``), ``gemm_fraction`` ``eta``
+      (``simt_gemm_fraction``: the fp32 rate of aggregate features and convolutions);
     * ``memory_gbs`` per memory-bound family, ``M f_family``;
     * ``floor_us`` ``d`` and ``op_floors_us`` ``d r_x`` per dispatch kind."""
     params = fitted_params(gpu)
@@ -832,6 +852,7 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
             "sustained_clock_mhz": clock_hz / 1e6, "issue_slots": h, "tile_efficiency": eff,
             "simt_tflops": rate / 1e12, "peak_fraction": rate / 1e12 / peak if peak else None,
             "large_tile_tflops": rate * eff["128x128"] / 1e12,
+            "gemm_fraction": simt_gemm_fraction(gpu),
             "memory_gbs": {fam: float(gpu.mem_bw_gbs) * f
                            for fam, f in fitted_memory_fractions(params).items()},
             "floor_us": floor_us,

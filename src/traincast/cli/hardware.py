@@ -149,8 +149,8 @@ def _kernel_table(params: dict[str, float], source: str) -> Table:
 def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
     """What the measured-kernel model takes for this GPU (``kernels.simt_figures``), each
     figure with its formula on the line below."""
-    table = Table(title=f"what the measured-kernel model takes for {gpu.name} (fp32 products, "
-                        "memory-bound kernels of a per-op profile)", title_justify="left",
+    table = Table(title=f"what the measured-kernel model takes for {gpu.name} (fp32 products "
+                        "and memory-bound kernels)", title_justify="left",
                   show_header=False, box=box.SIMPLE, pad_edge=False)
     table.add_column("quantity", style="bold", overflow="fold")
     table.add_column("value and formula", overflow="fold")
@@ -175,6 +175,10 @@ def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
     row("fp32 SIMT rate", f"R = {fig['simt_tflops']:.3g} TFLOP/s{share}; 128x128 tile "
                           f"{fig['large_tile_tflops']:.1f}",
         "R = 2 · sms · fp32_cores_per_sm · f · simt_efficiency; a tile R · e_T")
+    if fig["gemm_fraction"] is not None:
+        row("large product", f"eta = {fig['gemm_fraction']:.3f}: "
+                             f"{fig['gemm_fraction'] * gpu.fp32_tflops:.3g} TFLOP/s",
+            "eta = R · max e_T / (rho · fp32 peak): aggregate fp32 FLOPs, fp32 convolutions")
     if fig["memory_gbs"]:
         row("memory-bound", memory_rates_text(fig), "mem_bw_gbs · f_family")
     kinds = {k: fig["op_floors_us"][k] for k in ("add", "ln", "bmm", "linear")

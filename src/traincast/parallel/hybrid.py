@@ -232,7 +232,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
         has = [d for d in DTYPES if getattr(g, f"{d}_tflops") > 0]
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint=f"choose a dtype {g.name} has: {', '.join(has)}")
-    flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute)
+    flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute, streaming=True)
     attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
     flash = {kernel: (flash_rates().of(kernel, g.name) or 0.0) * attn_peak
              for kernel in FUSED}  # 0: FlashAttention-3 does not run on this GPU
