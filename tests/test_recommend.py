@@ -297,3 +297,22 @@ def test_a_job_that_does_no_work_keeps_its_setup_and_says_why(catalog) -> None:
     row = rows_by_job(recommend(jobs, catalog))["idle"]
     assert row["base_total_s"] == 0.0 and row["arch_architecture"] == "1w1g"
     assert row["arch_reason"] == "keep: nothing to gain (every component of its time is 0 s)"
+
+
+def test_a_move_for_compute_quotes_the_rates_the_job_was_priced_at() -> None:
+    """A FLOP-bound job moved from a V100 to a B200 says how fast its fp32 work runs on each,
+    as the model priced it: on the shipped catalog the measured-kernel model's large product
+    (docs/model.md), below the datasheet peaks (15.7 and 75 TFLOP/s)."""
+    from traincast.compute import rates
+
+    catalog = load_catalog()
+    jobs = {"job_id": ["flops"], "architecture": ["1w1g"], "n_gpus": [1.0], "gpu_type": ["V100"],
+            "flops_compute_bound": [1e15], "bytes_memory_bound": [1e9], "weight_bytes": [0.0]}
+    row = rows_by_job(recommend(jobs, catalog, nodes=["dgx-b200"]))["flops"]
+    assert row["best_gpu"] == "B200"
+    old, new = (rates(catalog.gpu(g), "fp32")[0] / 1e12 for g in ("V100-SXM2-16GB", "B200"))
+    assert old < 15.7 and new < 75
+    assert row["best_reason"].endswith(
+        f"eases the FLOP-bound compute bottleneck (V100-SXM2-16GB {old:.3g} -> B200 {new:.3g} "
+        "TFLOP/s achievable)"), row["best_reason"]
+    assert row["best_speedup"] == pytest.approx(new / old, rel=0.01)

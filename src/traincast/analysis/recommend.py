@@ -27,7 +27,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
-from traincast.compute import strategy_of
+from traincast.compute import rates, strategy_of
 from traincast.engine.local import CHUNK_ROWS, apply_changes, evaluate_columns, fit_mask
 from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
@@ -246,13 +246,13 @@ def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arc
         old = _label(catalog, catalog.nodes[base_node].pcie) if base_node in catalog.nodes else "?"
         new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
         return target, verb + (f" ({old} -> {new})" if old != new else "")
-    rate = ("fp32_tflops", "TFLOP/s") if comp == "compute_flop" else ("mem_bw_gbs", "GB/s")
     detail = ""
     if new_gpu != base_gpu:
-        try:
-            old_v = getattr(catalog.gpu(base_gpu), rate[0])
-            new_v = getattr(catalog.gpu(new_gpu), rate[0])
-            detail = f" ({base_gpu} {old_v:g} -> {new_gpu} {new_v:g} {rate[1]})"
+        try:  # the rates the jobs' fp32 work was priced at (compute.rates), not the datasheet's
+            i, scale, unit = (0, 1e12, "TFLOP/s") if comp == "compute_flop" else (1, 1e9, "GB/s")
+            old_v, new_v = (rates(catalog.gpu(g), "fp32", catalog.compute)[i] / scale
+                            for g in (base_gpu, new_gpu))
+            detail = f" ({base_gpu} {old_v:.3g} -> {new_gpu} {new_v:.3g} {unit} achievable)"
         except KeyError:
             pass
     return target, verb + detail
