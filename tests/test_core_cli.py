@@ -223,9 +223,17 @@ def test_hardware_show_prices_a_gpu_without_measurements_by_hand():
     e64 = 1 / (1 + params["c_issue"] * 128 / 64**2)
     assert fig["tile_efficiency"]["64x64"] == pytest.approx(e64, rel=1e-9)
     assert fig["memory_gbs"]["norm"] == pytest.approx(300 * params["f_norm"], rel=1e-9)
+    e128 = 1 / (1 + params["c_issue"] * 256 / 128**2)  # the best tile on one slot per FFMA
+    eta = rate * e128 / (params["choice_linear"] * 30.3e12)
+    assert fig["gemm_fraction"] == pytest.approx(eta, rel=1e-9)
+    shown = json.loads(_hardware_at_80_columns("show", "L4", "--json"))["compute"]
+    assert shown["fp32_tflops"] == pytest.approx(30.3 * eta, rel=1e-9)
+    assert shown["fp32_mem_gbs"] == pytest.approx(300 * params["f_elementwise"], rel=1e-9)
+    assert shown["inputs"]["fp32 products"].startswith(f"{eta:.3f} of the fp32 peak")
     out = _hardware_at_80_columns("show", "L4")
     assert max(len(line) for line in out.splitlines()) <= 80
     assert f"{2040 * c:.0f} MHz" in out and f"R = {rate / 1e12:.3g} TFLOP/s" in out
+    assert f"eta = {eta:.3f}: {30.3 * eta:.3g} TFLOP/s" in out
     # one parameter per row, each with what it is: no wrapped blob of the kernel table
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("simt_efficiency"))
     assert f"{params['simt_efficiency']:.4g}" in line and "FMA rate" in line

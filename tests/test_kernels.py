@@ -293,6 +293,35 @@ def test_aggregate_fp32_runs_at_the_measured_kernel_models_rates_by_hand() -> No
     assert compute.rates(a, "bf16")[1] == pytest.approx(2039e9 * a.kernel["f_elementwise"])
 
 
+def test_the_measured_kernel_models_rates_reach_the_per_op_path_by_hand() -> None:
+    cat = load_catalog()
+    # a T4 has no TF32: an fp32 convolution runs on CUDA cores, at the model's fp32 eta. A 3x3
+    # convolution, N = 20, 64 -> 128 channels at 16 x 16 (padding 1): m = 20 16 16 = 5120,
+    # n = 128, 40 tiles of 128 x 128 on 40 SMs in one wave (w = 1), FLOP-bound
+    t4 = cat.gpu("T4")
+    assert (t4.tf32_tflops, t4.sms, t4.fp32_tflops) == (0, 40, 8.1)
+    f = 2.0 * 20 * 16 * 16 * 128 * 64 * 9
+    row = {"op": "convolution", "phase": "forward", "flops": f, "dtype": "float32",
+           "bytes_read": 4.0 * (20 * 64 * 16 * 16 + 128 * 64 * 9),
+           "bytes_written": 4.0 * 20 * 128 * 16 * 16, "shapes": "20x64x16x16;128x64x3x3"}
+    r = compute.kernel_op_times([row], t4, "fp32")
+    assert r["flop_s"][0] == pytest.approx(f / (8.1e12 * kernels.simt_gemm_fraction(t4)))
+    assert kernels.simt_gemm_fraction(t4) < kernels.DEFAULT_GEMM_MAX_FRACTION  # 70 W: capped
+    # an fp16 convolution kept in NCHW pays its transposes at the element-wise fraction
+    a = cat.gpu("A100-SXM4-80GB")
+    half = _conv_row("float16")
+    moved = kernels.layout_transpose_bytes([half], ["fp16"])[0]
+    r = compute.kernel_op_times([half], a, "amp")
+    assert r["layout_s"][0] == pytest.approx(moved / (2039e9 * a.kernel["f_elementwise"]))
+    # an entry without the model's datasheet fields (no fp32 lanes, no clock) keeps its own
+    # fractions, else the defaults, for FLOPs and bytes alike
+    partial = GPU(name="partial", fp32_tflops=10.0, mem_bw_gbs=500.0, sms=40,
+                  mem_max_fraction=0.9, kernel=dict(a.kernel))
+    assert kernels.fitted_params(partial) is None
+    assert compute.rates(partial, "fp32") == pytest.approx(
+        (10e12 * kernels.DEFAULT_GEMM_MAX_FRACTION, 500e9 * 0.9))
+
+
 def test_ops_strategies_match_their_models() -> None:
     ops = [_mm_row(512, 512, 64), {"op": "relu", "flops": 0, "bound": "memory",
                                    "bytes_read": 1e6, "bytes_written": 1e6, "dtype": "bfloat16"}]

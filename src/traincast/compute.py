@@ -30,7 +30,8 @@ Otherwise (a 16- or 8-bit dtype, an entry without the model's fields) ``eta`` = 
 entry gives wins over the model's, and a calibrated ``flop_efficiency`` (or
 ``mem_efficiency``) below 1 over all of these, as in the hybrid model. Aggregate features
 carry no op shapes, so the kernel strategy prices them as large GEMMs and DRAM-sized element-wise
-kernels (no quantization, no launch cost): a lower bound of the per-op figure. With measured
+kernels (no quantization, no launch cost): a lower bound of the per-op figure, except where
+the per-op path runs a convolution faster than fp32 (TF32, docs/model.md). With measured
 curves the representative point is the curve's largest measured one (the largest GEMM intensity,
 the largest element-wise size): the rates the big ops of a training step run at.
 
@@ -91,8 +92,7 @@ F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
 __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memory_kernel_bps",
-           "op_math_dtypes",
-           "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
+           "op_math_dtypes", "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
 
 
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
@@ -111,26 +111,45 @@ def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     return "paper"
 
 
+def _model_eta(gpu: Any) -> float | None:
+    """The measured-kernel model's fp32 ``eta`` where it prices this entry's fp32 work
+    (``kernels.simt_gemm_fraction``; None where the entry lacks its datasheet fields), unless
+    the entry gives its own: a calibrated ``flop_efficiency`` < 1, an fp32 or any-dtype
+    (``"*"``) ``gemm_max_fraction``."""
+    given = getattr(gpu, "gemm_max_fraction", {}) or {}
+    if gpu.flop_efficiency < 1.0 or {"fp32", "*"} & set(given):
+        return None
+    return kernels.simt_gemm_fraction(gpu)
+
+
+def _model_memory_fraction(gpu: Any) -> float | None:
+    """The measured-kernel model's element-wise fraction ``f_elementwise`` where it prices
+    this entry (``kernels.fitted_params``: the datasheet fields it needs; none with a
+    calibrated ``mem_efficiency`` < 1, ``kernels.memory_fractions``)."""
+    if kernels.fitted_params(gpu) is None:
+        return None
+    return kernels.memory_fractions(gpu).get("elementwise")
+
+
 def _eta(gpu: Any, dtype: str) -> float:
-    """GEMM fraction of the kernel strategy: a calibrated ``flop_efficiency`` < 1, else an
-    fp32 (or any-dtype, ``"*"``) ``gemm_max_fraction`` the entry gives, else for fp32 the
-    measured-kernel model's (``kernels.simt_gemm_fraction``), else the shipped
-    ``gemm_max_fraction`` of the dtype, else ``kernels.DEFAULT_GEMM_MAX_FRACTION``."""
+    """GEMM fraction of the kernel strategy: a calibrated ``flop_efficiency`` < 1, else for
+    fp32 an fp32 (or ``"*"``) ``gemm_max_fraction`` the entry gives, else the measured-kernel
+    model's (``_model_eta``), else the shipped ``gemm_max_fraction`` of the dtype, else
+    ``kernels.DEFAULT_GEMM_MAX_FRACTION``."""
     if gpu.flop_efficiency < 1.0:
         return float(gpu.flop_efficiency)
-    given = getattr(gpu, "gemm_max_fraction", {}) or {}
-    if gpu.math_dtype(dtype) == "fp32" and not ({"fp32", "*"} & set(given)):
-        simt = kernels.simt_gemm_fraction(gpu)
-        if simt is not None:
-            return simt
+    model = _model_eta(gpu) if gpu.math_dtype(dtype) == "fp32" else None
+    if model is not None:
+        return model
     eta = kernels.gemm_max_fraction(gpu, dtype)
     return kernels.DEFAULT_GEMM_MAX_FRACTION if eta is None else eta
 
 
 def kernel_mem_bps(gpu: Any) -> float:
-    """Achievable DRAM bandwidth of the kernel strategy, ``M = mem_bw_gbs 1e9 f``: ``f`` = a
-    calibrated ``mem_efficiency`` < 1, else ``mem_max_fraction``, else
-    ``kernels.DEFAULT_MEM_MAX_FRACTION``."""
+    """Achievable DRAM bandwidth of a kernel streaming its operands under the kernel strategy
+    (a product's or a fused attention's operand traffic), ``M = mem_bw_gbs 1e9 f``: ``f`` = a
+    calibrated ``mem_efficiency`` < 1, else ``mem_max_fraction`` (a streaming-read figure),
+    else ``kernels.DEFAULT_MEM_MAX_FRACTION``."""
     frac = gpu.mem_efficiency if gpu.mem_efficiency < 1.0 else \
         float(getattr(gpu, "mem_max_fraction", 0.0) or kernels.DEFAULT_MEM_MAX_FRACTION)
     return float(gpu.mem_bw_gbs * 1e9 * frac)
@@ -139,10 +158,10 @@ def kernel_mem_bps(gpu: Any) -> float:
 def memory_kernel_bps(gpu: Any) -> float:
     """DRAM bandwidth of a memory-bound kernel of no fitted family of its own under the kernel
     strategy (a job's aggregate memory-bound bytes, cuDNN's layout transposes), ``M =
-    mem_bw_gbs 1e9 f_elementwise``: the measured-kernel model's element-wise fraction
-    (``kernels.memory_fractions``: none with a calibrated ``mem_efficiency``), else
-    ``kernel_mem_bps``. Operands a compute kernel streams in tiles keep ``kernel_mem_bps``."""
-    frac = kernels.memory_fractions(gpu).get("elementwise")
+    mem_bw_gbs 1e9 f_elementwise`` where the measured-kernel model prices the entry
+    (``_model_memory_fraction``; a streaming ``mem_max_fraction`` does not stand in for it),
+    else ``kernel_mem_bps``."""
+    frac = _model_memory_fraction(gpu)
     return float(gpu.mem_bw_gbs * 1e9 * frac) if frac else kernel_mem_bps(gpu)
 
 
@@ -156,8 +175,8 @@ def rates(gpu: Any, dtype: str, strategy: str | None = "auto",
     if name == "paper":
         return gpu.flops_per_s(dtype), gpu.mem_bw_bps
     if name == "kernel":
-        return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), \
-            kernel_mem_bps(gpu) if streaming else memory_kernel_bps(gpu)
+        byte_rate = kernel_mem_bps(gpu) if streaming else memory_kernel_bps(gpu)
+        return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), byte_rate
     curves = Curves.from_gpu(gpu)
     return float(curves.gemm_flops_per_s[-1]), float(curves.elementwise_bps[-1])
 
@@ -230,7 +249,8 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
 
     With fitted kernel parameters (``GPU.kernel``, from ``hardware/kernel_model.toml``) and the
     datasheet fields they need, fp32 products on CUDA cores are priced by the measured-kernel
-    model (``kernels.simt_gemm_time_s``; convolutions keep the datasheet path) and memory-bound
+    model (``kernels.simt_gemm_time_s``; convolutions keep the datasheet path, ``P eta w``,
+    their fp32 ``eta`` the model's large product, ``_eta``) and memory-bound
     rows at their family's fitted bandwidth fraction (``kernels.op_memory_family``)."""
     cols = ops_arrays(ops)
     operand, narrow = op_operand_dtypes(ops, gpu, dtype), kernels.narrow_group_convs(ops)
@@ -272,7 +292,7 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     g = kernels.ops_gemm_table(ops)
     fp32 = np.array([d == "fp32" for d in names], dtype=bool)
     if len(g["row"]) and rate > 0:
-        # convolutions keep the datasheet path: the fit's convolution is the fastest of
+        # convolutions keep the datasheet path (P eta w): the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
         op_names = np.array([str(o["op"]) for o in ops], dtype=str)
         unique, inverse = np.unique(op_names, return_inverse=True)
@@ -374,15 +394,16 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)
         inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback
-    fp32 = _eta(gpu, "fp32")
-    if name == "kernel" and fp32 == kernels.simt_gemm_fraction(gpu):
-        inputs["fp32 products"] = (f"{fp32:.3f} of the fp32 peak: the measured-kernel model's "
-                                   "large product, R max e_T / rho (its table)")
-    frac = kernels.memory_fractions(gpu).get("elementwise")
-    if name == "kernel" and frac:
-        inputs["memory-bound bytes"] = (f"{frac:.3f} of mem_bw_gbs: the measured-kernel model's "
-                                        "element-wise fraction (mem_max_fraction: operands a "
-                                        "fused kernel streams)")
+    model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
+    if name == "kernel" and model_eta is not None:
+        inputs["gemm_max_fraction"] += " (16- and 8-bit products)"
+        inputs["fp32 products"] = (f"{model_eta:.3f} of the fp32 peak: the measured-kernel "
+                                   "model's large product, min(1, R max e_T / (rho P)) (its "
+                                   "table)")
+    if name == "kernel" and model_f:
+        inputs["mem_max_fraction"] += " (operands a kernel streams)"
+        inputs["memory-bound bytes"] = (f"{model_f:.3f} of mem_bw_gbs: the measured-kernel "
+                                        "model's element-wise fraction")
     out = {"strategy": name, "inputs": inputs}
     for dtype in ("fp32", "amp"):
         flop_rate, byte_rate = rates(gpu, dtype, strategy)

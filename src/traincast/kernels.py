@@ -757,8 +757,9 @@ def simt_rate_flops(gpu: Any, params: Mapping[str, float]) -> F:
 
 
 def simt_gemm_fraction(gpu: Any) -> float | None:
-    """``eta`` of fp32 products on CUDA cores by the measured-kernel model, for the ops the
-    model does not price one by one (a job's aggregate features, convolutions): a product too
+    """``eta`` of fp32 products on CUDA cores by the measured-kernel model, for the work the
+    model does not price one by one (a job's aggregate fp32 FLOPs, fp32 convolutions on CUDA
+    cores: GPUs without TF32, depthwise and narrow-group ones): a product too
     large for its tiles' fixed costs, waves and DRAM terms to count runs at
     ``R max_T e_T / rho``, over the fp32 peak ``P``: ``eta = min(1, R max_T e_T / (rho P))``
     (``simt_rate_flops``; ``e_T`` = ``tile_issue_efficiency`` of the candidate tiles;

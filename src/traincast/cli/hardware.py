@@ -178,7 +178,8 @@ def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
     if fig["gemm_fraction"] is not None:
         row("large product", f"eta = {fig['gemm_fraction']:.3f}: "
                              f"{fig['gemm_fraction'] * gpu.fp32_tflops:.3g} TFLOP/s",
-            "eta = R · max e_T / (rho · fp32 peak): aggregate fp32 FLOPs, fp32 convolutions")
+            "eta = min(1, R · max e_T / (rho · fp32 peak)): aggregate fp32 FLOPs and fp32 "
+            "convolutions on CUDA cores, unless the entry gives its own fp32 fraction")
     if fig["memory_gbs"]:
         row("memory-bound", memory_rates_text(fig), "mem_bw_gbs · f_family")
     kinds = {k: fig["op_floors_us"][k] for k in ("add", "ln", "bmm", "linear")

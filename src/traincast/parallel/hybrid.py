@@ -31,8 +31,9 @@ and per iteration (``m = B / (d b)`` micro-batches)::
     T_data  = 16 s B / (d cp) / bw(pcie)       (token ids and labels, int64)
     T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp      (f = overlap, default 0)
 
-with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction (the
-catalog's ``gemm_max_fraction`` through traincast.compute), ``M`` its datasheet DRAM bandwidth
+with ``P`` the GPU's dense peak of the dtype, ``eta`` its achievable GEMM fraction
+(``traincast.compute.rates``: the catalog's ``gemm_max_fraction``; for fp32 the measured-kernel
+model's large product), ``M`` its datasheet DRAM bandwidth
 and ``f_x`` the achieved fraction of it of each memory-bound kernel family
 (``traincast.kernels.memory_fractions``: fitted to measured kernels; a calibrated
 ``mem_efficiency`` wins, and a fused attention's operand traffic runs at ``M mem_eff``, the
@@ -218,8 +219,11 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     rate off Hopper.
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
-    (:func:`traincast.compute.rates`: a calibrated ``flop_efficiency`` < 1, else the published
-    ``gemm_max_fraction``, else 1; the same for ``mem_max_fraction``). SM count for GEMM wave
+    (:func:`traincast.compute.rates` with ``streaming``: under ``kernel`` a calibrated
+    ``flop_efficiency`` < 1, else for fp32 the measured-kernel model's large product, else the
+    published ``gemm_max_fraction``, else ``kernels.DEFAULT_GEMM_MAX_FRACTION``; the streaming
+    ``mem_max_fraction`` the same way, its fallback ``kernels.DEFAULT_MEM_MAX_FRACTION``; the
+    memory-bound families at ``kernels.memory_fractions``). SM count for GEMM wave
     quantization: the catalog's ``sms`` (0 = none). Collective bandwidth: the link's ``bw_gbs``
     times its ``efficiency`` (NCCL bus bandwidth where measured); ``rails`` = the node's
     ``nics``.
