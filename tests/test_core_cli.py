@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -239,3 +240,23 @@ def test_hardware_show_prices_a_gpu_without_measurements_by_hand():
     assert f"{params['simt_efficiency']:.4g}" in line and "FMA rate" in line
     assert "{" not in out and "dispatch_linear" not in out and "linear 2.19" in out
     assert "L4 is not among the GPUs the kernel model was fitted to" in " ".join(out.split())
+
+
+def test_a_prediction_from_aggregate_features_says_it_is_a_lower_bound(tmp_path) -> None:
+    """Aggregate features priced by the kernel strategy: the output says what that leaves out
+    and how to get the op-by-op time; asking op by op of features without a per-op table is
+    said, not shown as --aggregate."""
+    env = {**os.environ, "COLUMNS": "200"}
+    base = ("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e8",
+            "--gpu", "L4")
+    out = subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                          *base], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "a lower bound of the op-by-op time" in text and "Profile with --ops" in text
+    assert "these features have no per-op table" in text and "--aggregate)" not in text
+    asked = subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                            *base, "--aggregate", "--json"], capture_output=True, text=True,
+                           timeout=120, env=env)
+    setup = json.loads(asked.stdout)["setup"]
+    assert setup["per_op"] is False and setup["no_ops_table"] is False

@@ -329,7 +329,7 @@ def predict(
                              hierarchical=hierarchical).to_dict()
     except TraincastError as exc:
         raise with_flags(exc) from None
-    result["setup"] = setup_of(feats, **setup)
+    result["setup"] = setup_of(feats, **setup, per_op_asked=per_op)
     if json_out:
         print_json(result)
         return
@@ -370,19 +370,31 @@ def render_prediction(result: dict[str, Any]) -> None:
     console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "
                   f"{hw['peak_tflops']:g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
                   f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
-                  f"{hw['achievable_mem_gbs']:.4g} achievable; {links}; overlap "
+                  f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
     km = hw.get("kernel_model")
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))
+    elif hw["compute"] == "kernel" and not (result.get("setup") or {}).get("per_op", True):
+        console.print(Text(AGGREGATE_TEXT, style="dim"))
+
+
+AGGREGATE_TEXT = (
+    "From aggregate features every FLOP runs at the large-GEMM rate and every memory-bound "
+    "byte at the rate above, without the per-op model's tiles, waves and host issue time: a "
+    "lower bound of the op-by-op time (except where fp32 convolutions run in TF32), by up to "
+    "a fifth on fast GPUs (docs/validation.md). Profile with --ops for the op-by-op time and "
+    "how far to trust it.")
+"""What ``predict`` says of a prediction from aggregate features under the kernel strategy."""
 
 
 def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
     """What the measured-kernel model priced a per-op table with (``kernels.simt_figures``)
     and how far to trust it on this GPU (``kernels.fit_trust``)."""
     products = "" if amp else (
-        f"fp32 products at R = {km['simt_tflops']:.3g} TFLOP/s (sustained clock "
-        f"{km['sustained_clock_mhz']:.0f} MHz, {km['clock_fraction']:.2g} of boost), ")
+        f"fp32 products from the SIMT rate R = {km['simt_tflops']:.3g} TFLOP/s (sustained "
+        f"clock {km['sustained_clock_mhz']:.0f} MHz, {km['clock_fraction']:.2f} of boost) by "
+        "their tiles and waves, ")
     return (f"op by op, the measured-kernel model: {products}memory-bound kernels at "
             f"{memory_rates_text(km)}, the host's floor {km['floor_us']:.1f} µs per op times "
             f"its kind's ratio (traincast hardware show {gpu}). " + trust_text(gpu, km, amp))

@@ -498,13 +498,15 @@ def _layout(memory_format: str) -> str:
 
 
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
-             tf32_matmul: bool) -> dict[str, Any]:
+             tf32_matmul: bool, per_op_asked: bool = True) -> dict[str, Any]:
     """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
-    the profile's per-op table, else from its aggregate features)."""
+    the profile's per-op table, else from its aggregate features; ``no_ops_table``: op by op
+    was asked, ``per_op_asked``, but the features carry no per-op table)."""
+    per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": _layout(memory_format), "tf32_matmul": bool(tf32_matmul),
-            "per_op": bool(feats.get("ops"))}
+            "per_op": per_op, "no_ops_table": bool(per_op_asked) and not per_op}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
@@ -513,13 +515,15 @@ def setup_text(setup: Mapping[str, Any]) -> str:
              *([f"--memory-format {setup['memory_format']}"]
                if setup["memory_format"] != "nchw" else []),
              *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
-             *([] if setup["per_op"] else ["--aggregate"])]
+             *([] if setup["per_op"] or setup.get("no_ops_table") else ["--aggregate"])]
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
               else "copied from the host")
+    priced = "op by op" if setup["per_op"] else "from aggregate features" + (
+        " (these features have no per-op table: profile with --ops for one)"
+        if setup.get("no_ops_table") else "")
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
             f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}"
-            f", compute priced {'op by op' if setup['per_op'] else 'from aggregate features'}"
-            f" (predict flags: {' '.join(flags) or 'the defaults'})")
+            f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
 
 def row_setup(data: Mapping[str, Any], r: Mapping[str, Any]) -> dict[str, bool | str]:
