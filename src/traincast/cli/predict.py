@@ -360,7 +360,8 @@ def render_prediction(result: dict[str, Any]) -> None:
     mem = result.get("memory")
     if isinstance(mem, dict) and mem.get("fits") is False:
         console.print(f"[red]Does not fit: {mem['footprint_gb']:.3g} GB per GPU of "
-                      f"{mem['capacity_gb']:.3g} GB.[/red]")
+                      f"{mem['capacity_gb']:.3g} GB[/red] (profile a smaller --batch, or "
+                      "choose a GPU with more memory; the time is for the job as given).")
     links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s)" for r in ("pcie", "intra",
                                                                             "nic"))
     if result.get("setup"):
