@@ -243,3 +243,19 @@ def test_field_groups_cover_every_number_field_once():
     assert len(grouped) == len(set(grouped))
     about = {"name", "default_node", "source", "sources", "description"}
     assert set(grouped) | about == {f.name for f in fields(GPU)}
+
+
+def test_an_unknown_name_suggests_the_closest_known_ones() -> None:
+    from traincast.errors import UnknownNameError
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    for lookup, name, close in ((cat.gpu, "B100", "B200"), (cat.gpu, "l4x", "L4"),
+                                (cat.node, "dgx-h10", "dgx-h100"), (cat.link, "eth10O", "eth10")):
+        with pytest.raises(UnknownNameError) as err:
+            lookup(name)
+        assert err.value.hint.startswith(f"did you mean {close}"), err.value.hint
+        assert "known: " in err.value.hint
+    with pytest.raises(UnknownNameError) as err:
+        cat.gpu("zzz")  # nothing close: the list alone
+    assert err.value.hint.startswith("known: A10, ")

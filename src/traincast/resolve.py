@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import Catalog, Link
+from traincast.hardware.catalog import Catalog, Link, unknown_name
 from traincast.jobs import Columns, Strings
 from traincast.resolved import Resolved  # also read as traincast.resolve.Resolved
 from traincast.units import parse_speed_gbs
@@ -87,8 +87,8 @@ def resolve_link(catalog: Catalog, spec: str, role: str = "") -> Link:
         return catalog.links[spec]
     bw = parse_speed_gbs(spec)
     if bw is None:
-        raise TraincastError(f"unknown link {spec!r}" + (f" (field {role})" if role else ""),
-                             hint=f"give a catalog link name ({', '.join(sorted(catalog.links))})"
+        raise unknown_name("link", spec, catalog.links, f"(field {role})" if role else "",
+                           listed=f"give a catalog link name ({', '.join(sorted(catalog.links))})"
                                   " or a speed such as 25Gbit")
     return Link(name=spec, bw_gbs=bw, source="given on the command line")
 
@@ -329,10 +329,8 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
     if code == BAD_HARDWARE:
         gpu = cols["gpu_type"].strings()[i]
         if node not in catalog.nodes:
-            return TraincastError(f"unknown node {node!r} (field node)",
-                                  hint=f"known: {', '.join(sorted(catalog.nodes))}")
-        return TraincastError(f"unknown GPU {gpu!r} (field gpu_type)",
-                              hint=f"known: {', '.join(sorted(catalog.gpus))}")
+            return unknown_name("node", node, catalog.nodes, "(field node)")
+        return unknown_name("GPU", gpu, catalog.gpus, "(field gpu_type)")
     if code == BAD_GPUS:
         return TraincastError(f"n_gpus must be positive, got {n:g} (field n_gpus)",
                               hint="give the GPUs the job runs on (1 or more)")

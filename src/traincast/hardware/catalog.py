@@ -266,19 +266,16 @@ class Catalog:
         low = {k.lower(): k for k in self.gpus} | {k.lower(): v for k, v in self.aliases.items()}
         if name.lower() in low:
             return low[name.lower()]
-        raise UnknownNameError(f"unknown GPU {name!r}",
-                               hint=f"known: {', '.join(sorted(self.gpus))}")
+        raise unknown_name("GPU", name, self.gpus)
 
     def link(self, name: str) -> Link:
         if name not in self.links:
-            raise UnknownNameError(f"unknown link {name!r}",
-                                   hint=f"known: {', '.join(sorted(self.links))}")
+            raise unknown_name("link", name, self.links)
         return self.links[name]
 
     def node(self, name: str) -> Node:
         if name not in self.nodes:
-            raise UnknownNameError(f"unknown node {name!r}",
-                                   hint=f"known: {', '.join(sorted(self.nodes))}")
+            raise unknown_name("node", name, self.nodes)
         return self.nodes[name]
 
     def default_node_of(self, gpu_name: str) -> str:
@@ -309,9 +306,32 @@ class Catalog:
         try:
             return "gpu", self.gpu(name)
         except UnknownNameError:
+            close = _close(name, [*self.gpus, *self.links, *self.nodes])
             raise UnknownNameError(
                 f"{name!r} is no GPU, link or node of the catalog",
-                hint="traincast hardware list shows them all") from None
+                hint=(f"did you mean {close}? " if close else "")
+                + "traincast hardware list shows them all") from None
+
+
+def _close(name: str, known: Iterable[str]) -> str:
+    """The known names closest to ``name`` (case-insensitive, ``difflib``), as "A or B"; ''
+    when none is close."""
+    import difflib
+
+    by_low = {k.lower(): k for k in known}
+    hits = difflib.get_close_matches(name.lower(), list(by_low), n=2, cutoff=0.6)
+    return " or ".join(by_low[h] for h in hits)
+
+
+def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
+                 listed: str = "") -> UnknownNameError:
+    """The error of an unknown ``kind`` name (``where``: what named it, as ``(field gpu_type)``):
+    the closest known names first, then ``listed`` (default: every known name)."""
+    known = list(known)
+    close = _close(name, known)
+    return UnknownNameError(f"unknown {kind} {name!r}" + (f" {where}" if where else ""),
+                            hint=(f"did you mean {close}? " if close else "")
+                            + (listed or f"known: {', '.join(sorted(known))}"))
 
 
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
