@@ -244,3 +244,16 @@ def test_when_the_longest_words_cannot_fit_only_they_fold() -> None:
     assert name not in text  # the file name is the one word that folds, every letter kept
     file_cells = [line.split("│")[1].strip() for line in text.splitlines() if "│" in line]
     assert "".join(file_cells) == name
+
+
+def test_help_at_80_columns_shows_no_value_for_a_flag() -> None:
+    """An on/off flag takes no value: no ``<bool>`` beside it; a file option says FILE; the
+    descriptions keep a column of at least 30 characters on predict's widest page."""
+    r = tc80("predict", "--help")
+    assert r.returncode == 0, r.stderr
+    assert "<bool>" not in r.stdout and "<list[Path]>" not in r.stdout
+    lines = r.stdout.splitlines()
+    amp = next(ln for ln in lines if ln.startswith("│ --amp "))
+    catalog = next(ln for ln in lines if ln.startswith("│ --catalog "))
+    assert "FILE" in catalog
+    assert len(amp) - 2 - amp.index("Mixed precision") >= 30, amp  # the description column

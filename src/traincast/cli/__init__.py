@@ -8,7 +8,7 @@ ones as one line naming the exception (``--debug`` shows the traceback): see :fu
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.text import Text
@@ -89,6 +89,17 @@ def _interrupted() -> NoReturn:
     sys.exit(130)
 
 
+def _without_flag_metavars(command: Any) -> None:
+    """No ``<bool>`` beside an on/off flag in ``--help`` (a flag takes no value): its click
+    option's metavar set empty, in ``command`` and every sub-command."""
+    help_option = command.get_help_option(command.context_class(command))  # made once, kept
+    for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _without_flag_metavars(sub)
+
+
 def _run() -> NoReturn:
     """``app``, with click's usage errors (a bad or missing option or value) coming back as
     exceptions, so that :func:`_fail` prints them as every other error: one line and its
@@ -97,8 +108,10 @@ def _run() -> NoReturn:
     made)."""
     # click's ClickException, wherever this typer takes click from (its own copy since 0.20)
     usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    command = typer.main.get_command(app)
+    _without_flag_metavars(command)
     try:
-        code = app(prog_name="traincast", standalone_mode=False)
+        code = command.main(prog_name="traincast", standalone_mode=False)
     except typer.Abort:  # Ctrl-C, as click reports it
         raise KeyboardInterrupt from None
     except usage_error as exc:

@@ -70,7 +70,8 @@ def calibrate(
         help="Measure all-reduce and send/recv between 2 local processes.")] = True,
     force: ForceOpt = False,
     kernels: Annotated[list[Path] | None, typer.Option(
-        "--kernels", help="Instead of measuring: fit the GPU kernel model to a folder of "
+        "--kernels", metavar="DIR",
+        help="Instead of measuring: fit the GPU kernel model to a folder of "
         "measured kernels (linear/ bmm/ conv/ softmax/ ln/ add/ ...: the NeuSight CSV format, "
         "as scripts/measure_kernels.py writes it; repeat to fit on several folders together) "
         "and write its [kernel_model] table to -o (docs/model.md, 'Kernel model'), with each "
@@ -80,7 +81,8 @@ def calibrate(
         "--catalog", help="With --kernels: a catalog file with the measured GPUs' entries "
         "(datasheet fields), merged over the shipped one.")] = None,
     check: Annotated[list[Path] | None, typer.Option(
-        "--check", help="With --kernels: a folder of measured kernels of GPUs the fit must not "
+        "--check", metavar="DIR",
+        help="With --kernels: a folder of measured kernels of GPUs the fit must not "
         "see (data/h200/kernels; scripts/measure_kernels.py on a GPU of your own; repeat for "
         "more): each priced by the fit, its errors kept beside the parameters "
         "([kernel_model.held_out]) with those of the GPUs held out in turn.")] = None,
@@ -184,7 +186,8 @@ def validate(
         "model files (squad.py, rnn.py) need no flag.")] = False,
     force: ForceOpt = False,
     kernels: Annotated[list[Path] | None, typer.Option(
-        "--kernels", help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
+        "--kernels", metavar="DIR",
+        help="Validate the GPU kernel model leave-one-GPU-out on a folder of "
         "measured kernels (for each GPU: fit on the others, predict it; repeat to pool "
         "folders, e.g. the NeuSight data and your own GPU's); median and p90 |error| per "
         "kernel family and the error of each GPU's summed time.")] = None,

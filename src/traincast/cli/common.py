@@ -35,7 +35,8 @@ err_console = Console(stderr=True, emoji=False)
 _STATE = {"quiet": False}
 
 CatalogOpt = Annotated[list[Path] | None, typer.Option(
-    "--catalog", help="TOML catalog file merged over the shipped one (repeatable).")]
+    "--catalog", metavar="FILE",
+    help="TOML catalog file merged over the shipped one (repeatable).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 WorkloadOpt = Annotated[str, typer.Option(
     "--workload", help="Workload assumed for the jobs (with GPUs) whose trace names none (most "

@@ -182,10 +182,11 @@ def predict(
     compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
     amp: Annotated[bool, typer.Option(
-        help="Mixed precision: FLOP-bound work at the fp16 (else bf16) matrix peak.")] = False,
+        "--amp", help="Mixed precision: FLOP-bound work at the fp16 (else bf16) matrix peak.")
+    ] = False,
     hierarchical: Annotated[bool, typer.Option(
-        help="allreduce-cluster and pearl: hierarchical all-reduce (intra-node ring, then "
-             "across nodes).")] = False,
+        "--hierarchical", help="allreduce-cluster and pearl: hierarchical all-reduce "
+        "(intra-node ring, then across nodes).")] = False,
     per_op: Annotated[bool, typer.Option(
         "--per-op/--aggregate", help="--model: price compute op by op from the profile's "
         "per-op table (as validate --published and trace workloads do), or from its aggregate "

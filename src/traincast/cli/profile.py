@@ -106,8 +106,8 @@ def profile(
     model: Annotated[str, typer.Argument(help="zoo:NAME, hf:CONFIG or path/file.py:FUNC.")],
     batch: Annotated[int | None, typer.Option(
         min=1, help="Batch size (default: the model's own).")] = None,
-    amp: Annotated[bool, typer.Option(help="Profile under (emulated) CUDA autocast, fp16.")]
-    = False,
+    amp: Annotated[bool, typer.Option(
+        "--amp", help="Profile under (emulated) CUDA autocast, fp16.")] = False,
     optimizer: Annotated[str, typer.Option(
         help="adam, sgd (momentum 0.9) or none (forward + backward only, no optimizer step); "
              "sparse tables use SparseAdam / plain SGD.")] = "adam",
