@@ -246,16 +246,22 @@ def test_field_groups_cover_every_number_field_once():
 
 
 def test_an_unknown_name_suggests_the_closest_known_ones() -> None:
-    from traincast.errors import UnknownNameError
+    from traincast.errors import TraincastError, UnknownNameError
     from traincast.hardware.catalog import load_catalog
 
     cat = load_catalog()
     for lookup, name, close in ((cat.gpu, "B100", "B200"), (cat.gpu, "l4x", "L4"),
+                                (cat.gpu, "V10", "V100"),  # an alias counts
                                 (cat.node, "dgx-h10", "dgx-h100"), (cat.link, "eth10O", "eth10")):
         with pytest.raises(UnknownNameError) as err:
             lookup(name)
-        assert err.value.hint.startswith(f"did you mean {close}"), err.value.hint
-        assert "known: " in err.value.hint
+        assert err.value.hint.startswith(f"did you mean {close!r}? known: "), err.value.hint
     with pytest.raises(UnknownNameError) as err:
         cat.gpu("zzz")  # nothing close: the list alone
     assert err.value.hint.startswith("known: A10, ")
+    # a scenario file names the same way
+    from traincast.scenarios import check_change
+
+    with pytest.raises(TraincastError) as err:
+        check_change("s.toml", "gpu", "B100", cat)
+    assert err.value.hint.startswith("did you mean 'B200'? known: ")

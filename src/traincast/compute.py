@@ -22,9 +22,10 @@ For fp32, ``eta`` is the measured-kernel model's large product (``kernels.simt_g
 tile's issue efficiency, the library's pick) and ``f`` its element-wise fraction
 ``f_elementwise`` (``memory_kernel_bps``): the rates the per-op path prices the same kernels
 at, so the two paths agree on a GPU the fit has not seen (L4, 72 W: 0.36 of its fp32 peak).
-Otherwise (a 16- or 8-bit dtype, an entry without the model's fields) ``eta`` = the GPU's
-``gemm_max_fraction`` for the dtype (``kernels.gemm_max_fraction``) and ``f`` =
-``mem_max_fraction``; a GPU in the kernel strategy without them takes
+Otherwise ``eta`` = the GPU's ``gemm_max_fraction`` for the dtype (``kernels.gemm_max_fraction``:
+16-, 8-bit and TF32 products, and fp32 on an entry without the model's fields) and ``f`` =
+``mem_max_fraction`` (an entry without the model's fields); a GPU in the kernel strategy
+without them takes
 ``kernels.DEFAULT_GEMM_MAX_FRACTION`` (0.79, the median published figure) and
 ``kernels.DEFAULT_MEM_MAX_FRACTION`` (0.88). An fp32 (or any-dtype) ``gemm_max_fraction`` the
 entry gives wins over the model's, and a calibrated ``flop_efficiency`` (or
@@ -396,12 +397,13 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback
     model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
     if name == "kernel" and model_eta is not None:
-        inputs["gemm_max_fraction"] += " (16- and 8-bit products)"
+        inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \
+            + inputs["gemm_max_fraction"]
         inputs["fp32 products"] = (f"{model_eta:.3f} of the fp32 peak: the measured-kernel "
-                                   "model's large product, min(1, R max e_T / (rho P)) (its "
-                                   "table)")
+                                   "model's large product, min(1, R max e_T / (rho P)), its "
+                                   "table")
     if name == "kernel" and model_f:
-        inputs["mem_max_fraction"] += " (operands a kernel streams)"
+        inputs["mem_max_fraction"] = "operands a kernel streams: " + inputs["mem_max_fraction"]
         inputs["memory-bound bytes"] = (f"{model_f:.3f} of mem_bw_gbs: the measured-kernel "
                                         "model's element-wise fraction")
     out = {"strategy": name, "inputs": inputs}

@@ -2,9 +2,10 @@
 predicates that recognise Ctrl-C, a full disk and exhausted memory in any library's
 exception (and the exceptions it was raised from)."""
 
+import difflib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 class TraincastError(ValueError):
@@ -13,6 +14,18 @@ class TraincastError(ValueError):
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
         self.hint = hint
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"did you mean 'X'? "`` for the choice closest to ``word`` (case-insensitive
+    ``difflib`` ratio, at least 0.6; of equally close ones the first), else ``""``: the start
+    of an unknown name's hint."""
+    best, best_ratio = "", 0.6
+    for choice in choices:
+        ratio = difflib.SequenceMatcher(None, str(word).lower(), str(choice).lower()).ratio()
+        if ratio > best_ratio or (ratio == best_ratio and not best):
+            best, best_ratio = str(choice), ratio
+    return f"did you mean {best!r}? " if best else ""
 
 
 class NoSuchFileError(TraincastError, FileNotFoundError):

@@ -330,7 +330,7 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
         gpu = cols["gpu_type"].strings()[i]
         if node not in catalog.nodes:
             return unknown_name("node", node, catalog.nodes, "(field node)")
-        return unknown_name("GPU", gpu, catalog.gpus, "(field gpu_type)")
+        return unknown_name("GPU", gpu, catalog.gpus, "(field gpu_type)", aliases=catalog.aliases)
     if code == BAD_GPUS:
         return TraincastError(f"n_gpus must be positive, got {n:g} (field n_gpus)",
                               hint="give the GPUs the job runs on (1 or more)")

@@ -90,9 +90,12 @@ def _interrupted() -> NoReturn:
 
 
 def _without_flag_metavars(command: Any) -> None:
-    """No ``<bool>`` beside an on/off flag in ``--help`` (a flag takes no value): its click
-    option's metavar set empty, in ``command`` and every sub-command."""
-    help_option = command.get_help_option(command.context_class(command))  # made once, kept
+    """``--help`` without a value beside an on/off flag (``<bool>``: a flag takes none): the
+    flags' metavars set empty, in ``command`` and every sub-command. The help option is one
+    object per command from the first call of ``get_help_option`` on (the click of typer >=
+    0.20), so its metavar set here is the one ``--help`` shows."""
+    settings = getattr(command, "context_settings", None) or {}
+    help_option = command.get_help_option(command.context_class(command, **settings))
     for param in [*getattr(command, "params", ()), *([help_option] if help_option else [])]:
         if getattr(param, "is_flag", False):
             param.metavar = ""

@@ -330,7 +330,8 @@ def predict(
                              hierarchical=hierarchical).to_dict()
     except TraincastError as exc:
         raise with_flags(exc) from None
-    result["setup"] = setup_of(feats, **setup, per_op_asked=per_op)
+    result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
+                               from_flags=features is None and model is None)
     if json_out:
         print_json(result)
         return
@@ -378,16 +379,20 @@ def render_prediction(result: dict[str, Any]) -> None:
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))
     elif hw["compute"] == "kernel" and not (result.get("setup") or {}).get("per_op", True):
-        console.print(Text(AGGREGATE_TEXT, style="dim"))
+        console.print(Text(aggregate_text(result["setup"]), style="dim"))
 
 
-AGGREGATE_TEXT = (
-    "From aggregate features every FLOP runs at the large-GEMM rate and every memory-bound "
-    "byte at the rate above, without the per-op model's tiles, waves and host issue time: a "
-    "lower bound of the op-by-op time (except where fp32 convolutions run in TF32), by up to "
-    "a fifth on fast GPUs (docs/validation.md). Profile with --ops for the op-by-op time and "
-    "how far to trust it.")
-"""What ``predict`` says of a prediction from aggregate features under the kernel strategy."""
+def aggregate_text(setup: dict[str, Any]) -> str:
+    """What ``predict`` says of a prediction from aggregate features under the kernel strategy,
+    and how to get the op-by-op time from where the features came (``setup_of``)."""
+    how = ("Profile the model (traincast profile --ops) for" if setup.get("from_flags") else
+           "Profile with --ops for" if setup.get("no_ops_table") else
+           "Leave out --aggregate for")
+    return ("From aggregate features every FLOP runs at the large-GEMM rate and every "
+            "memory-bound byte at the rate above, without the per-op model's tiles, waves and "
+            "host issue time: a lower bound of the op-by-op time (except where fp32 "
+            "convolutions run in TF32), by up to a fifth on fast GPUs (docs/validation.md). "
+            f"{how} the op-by-op time and how far to trust it.")
 
 
 def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from traincast.errors import TraincastError, UnknownNameError
+from traincast.errors import TraincastError, UnknownNameError, did_you_mean
 
 SHIPPED = "traincast/hardware/catalog.toml"
 SHIPPED_KERNELS = "traincast/hardware/kernel_model.toml"
@@ -266,7 +266,7 @@ class Catalog:
         low = {k.lower(): k for k in self.gpus} | {k.lower(): v for k, v in self.aliases.items()}
         if name.lower() in low:
             return low[name.lower()]
-        raise unknown_name("GPU", name, self.gpus)
+        raise unknown_name("GPU", name, self.gpus, aliases=self.aliases)
 
     def link(self, name: str) -> Link:
         if name not in self.links:
@@ -306,31 +306,20 @@ class Catalog:
         try:
             return "gpu", self.gpu(name)
         except UnknownNameError:
-            close = _close(name, [*self.gpus, *self.links, *self.nodes])
             raise UnknownNameError(
                 f"{name!r} is no GPU, link or node of the catalog",
-                hint=(f"did you mean {close}? " if close else "")
+                hint=did_you_mean(name, [*self.gpus, *self.aliases, *self.links, *self.nodes])
                 + "traincast hardware list shows them all") from None
 
 
-def _close(name: str, known: Iterable[str]) -> str:
-    """The known names closest to ``name`` (case-insensitive, ``difflib``), as "A or B"; ''
-    when none is close."""
-    import difflib
-
-    by_low = {k.lower(): k for k in known}
-    hits = difflib.get_close_matches(name.lower(), list(by_low), n=2, cutoff=0.6)
-    return " or ".join(by_low[h] for h in hits)
-
-
 def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
-                 listed: str = "") -> UnknownNameError:
+                 listed: str = "", aliases: Iterable[str] = ()) -> UnknownNameError:
     """The error of an unknown ``kind`` name (``where``: what named it, as ``(field gpu_type)``):
-    the closest known names first, then ``listed`` (default: every known name)."""
+    the closest known name or alias first (``errors.did_you_mean``; a name before an alias as
+    close), then ``listed`` (default: every known name)."""
     known = list(known)
-    close = _close(name, known)
     return UnknownNameError(f"unknown {kind} {name!r}" + (f" {where}" if where else ""),
-                            hint=(f"did you mean {close}? " if close else "")
+                            hint=did_you_mean(name, [*known, *aliases])
                             + (listed or f"known: {', '.join(sorted(known))}"))
 
 

@@ -79,8 +79,11 @@ def shipped_scenarios() -> list[str]:
                   if p.name.endswith(".toml") and p.is_file())
 
 
-def _fail(where: str, msg: str) -> TraincastError:
-    return TraincastError(f"{where}: {msg}", hint="scenario format: docs/scenarios.md")
+def _fail(where: str, msg: str, hint: str = "") -> TraincastError:
+    """An error in a scenario file at ``where``; ``hint`` (an unknown name's) before the
+    format's pointer."""
+    return TraincastError(f"{where}: {msg}", hint=(f"{hint}; " if hint else "")
+                          + "scenario format: docs/scenarios.md")
 
 
 def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
@@ -102,12 +105,13 @@ def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
                 try:
                     values = [catalog.gpu_name(v) for v in values]
                 except KeyError as exc:
-                    raise _fail(w, str(exc.args[0])) from None
+                    raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
             elif key == "node":
-                bad = [v for v in values if v not in catalog.nodes]
-                if bad:
-                    raise _fail(w, f"unknown node {bad[0]!r}; known: "
-                                   f"{', '.join(sorted(catalog.nodes))}")
+                try:
+                    for v in values:
+                        catalog.node(v)
+                except KeyError as exc:
+                    raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
             elif key == "workload":
                 values = [v.lower() for v in values]
             out[key] = tuple(values)
@@ -148,7 +152,7 @@ def check_change(where: str, key: str, value: Any, catalog: Catalog) -> Any:
         if key in LINK_KEYS:
             resolve_link(catalog, value)
     except (KeyError, ValueError) as exc:
-        raise _fail(w, str(exc.args[0])) from None
+        raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
     return value
 
 

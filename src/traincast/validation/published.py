@@ -34,7 +34,6 @@ TraincastError naming the file, the row or model table, and the field, with a hi
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import tomllib
@@ -48,7 +47,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, did_you_mean
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES
 from traincast.units import fmt_pct
@@ -112,11 +111,6 @@ def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
     return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
-def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
 def _check_keys(where: str, table: Mapping[str, Any], known: Sequence[str],
                 kinds: Mapping[str, type | tuple[type, ...]]) -> None:
     """Every key known (or free text ending in ``_source``/``_note``) and of its type."""
@@ -125,7 +119,7 @@ def _check_keys(where: str, table: Mapping[str, Any], known: Sequence[str],
             continue
         if key not in known:
             raise TraincastError(f"{where}: unknown field {key!r}",
-                                 hint=f"{_did_you_mean(key, known)}fields: {', '.join(known)} "
+                                 hint=f"{did_you_mean(key, known)}fields: {', '.join(known)} "
                                  "(free text: any NAME_source or NAME_note)")
         if key in kinds and not _is(value, kinds[key]):
             raise TraincastError(f"{where}: field {key!r} must be {_kind_name(kinds[key])}, "
@@ -214,7 +208,7 @@ def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
                                  "(or global_batch for batch_per_gpu)")
     if row["model"] not in models:
         raise TraincastError(f"{where}: field 'model': unknown model {row['model']!r}",
-                             hint=f"{_did_you_mean(row['model'], list(models))}[model.*]: "
+                             hint=f"{did_you_mean(row['model'], list(models))}[model.*]: "
                              f"{', '.join(models)}")
     for key in ("gpus", "nodes", "batch_per_gpu", "throughput", "tokens_per_sample"):
         value = row.get(key)
@@ -310,7 +304,7 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
         except KeyError:
             known = [*catalog.gpus, *catalog.aliases]
             raise TraincastError(f"{where}: field 'gpu': {row['gpu']!r} is not a catalog GPU",
-                                 hint=f"{_did_you_mean(row['gpu'], known)}"
+                                 hint=f"{did_you_mean(row['gpu'], known)}"
                                  "traincast hardware list; or add it in a catalog file "
                                  "merged with --catalog (docs/hardware.md)") from None
         row["gpu_written"], row["gpu"] = row["gpu"], gpu
@@ -319,7 +313,7 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
         field = "node" if row.get("node") else "gpu"
         if node and node not in catalog.nodes:
             raise TraincastError(f"{where}: field {field!r}: node preset {node!r} is not in the "
-                                 "catalog", hint=f"{_did_you_mean(node, list(catalog.nodes))}"
+                                 "catalog", hint=f"{did_you_mean(node, list(catalog.nodes))}"
                                  "traincast hardware list")
         row["node"] = node
         _check_node_fit(where, row, catalog)
@@ -498,15 +492,18 @@ def _layout(memory_format: str) -> str:
 
 
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
-             tf32_matmul: bool, per_op_asked: bool = True) -> dict[str, Any]:
+             tf32_matmul: bool, per_op_asked: bool = True,
+             from_flags: bool = False) -> dict[str, Any]:
     """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
-    the profile's per-op table, else from its aggregate features; ``no_ops_table``: op by op
-    was asked, ``per_op_asked``, but the features carry no per-op table)."""
+    the profile's per-op table, else from its aggregate features; ``no_ops_table``: a profile
+    was to be priced op by op, ``per_op_asked``, but carries no per-op table;
+    ``from_flags``: the features were typed as flags, ``--flops ...``, no profile)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": _layout(memory_format), "tf32_matmul": bool(tf32_matmul),
-            "per_op": per_op, "no_ops_table": bool(per_op_asked) and not per_op}
+            "per_op": per_op, "from_flags": bool(from_flags),
+            "no_ops_table": bool(per_op_asked) and not from_flags and not per_op}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
@@ -515,7 +512,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
              *([f"--memory-format {setup['memory_format']}"]
                if setup["memory_format"] != "nchw" else []),
              *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
-             *([] if setup["per_op"] or setup.get("no_ops_table") else ["--aggregate"])]
+             *([] if setup["per_op"] or setup.get("no_ops_table") or setup.get("from_flags")
+               else ["--aggregate"])]
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
               else "copied from the host")
     priced = "op by op" if setup["per_op"] else "from aggregate features" + (
