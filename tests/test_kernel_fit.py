@@ -237,6 +237,34 @@ def test_dlrm_on_b200_is_no_faster_than_its_kernels_floors() -> None:
     assert compute >= float((counts * floors).sum()) * (1 - 1e-9)
 
 
+def test_dlrm_from_aggregate_features_is_no_faster_than_the_hosts_issue() -> None:
+    """The same DLRM step known only by its aggregate features and its op count (``profile``
+    without ``--ops``): no shorter than n_ops d, the host issuing each op at the floor of the
+    cheapest kind, where the large-GEMM rates alone would give microseconds; the GPU waits
+    for the host the rest of the step."""
+    import json
+
+    from traincast import predict
+
+    prof = json.loads((ROOT / "src/traincast/zoo/ops.json").read_text())["models"]["dlrm"]
+    cat = load_catalog()
+    feats = {"flops_compute_bound": prof["flops_compute_bound"], "weight_bytes": 0.0,
+             "bytes_memory_bound": prof["bytes_memory_bound"]}
+    n_ops = len(prof["ops"])
+    d = cat.kernel_model["default_floor_us"] * 1e-6  # B200: no host measured, the median
+    bare = predict(feats, arch="allreduce-local", gpus=4, node="dgx-b200", catalog=cat)
+    bound = predict({**feats, "n_ops": n_ops}, arch="allreduce-local", gpus=4,
+                    node="dgx-b200", catalog=cat)
+    compute = bound.time_s["compute_flop"] + bound.time_s["compute_mem"]
+    assert bare.time_s["compute_flop"] + bare.time_s["compute_mem"] < 0.01 * n_ops * d
+    assert compute == pytest.approx(n_ops * d, rel=1e-9)
+    assert bound.gpu_util < 0.01  # busy microseconds of a step of milliseconds
+    # the paper's flat model has no per-op host time: no bound there
+    paper = predict({**feats, "n_ops": n_ops}, arch="allreduce-local", gpus=4,
+                    node="dgx-b200", catalog=cat, strategy="paper")
+    assert paper.time_s["compute_flop"] + paper.time_s["compute_mem"] < 0.01 * n_ops * d
+
+
 def _write(path: Path, header: str, rows: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as fh:

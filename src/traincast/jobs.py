@@ -27,9 +27,12 @@ FEATURES: tuple[str, ...] = ("flops_compute_bound", "bytes_memory_bound", "weigh
 """Per-iteration features of a job (docs/model.md), plus the bytes an AllReduce of the embedding
 gradients moves (whole tables for dense-gradient tables; null = ``embedding_bytes_touched``)."""
 STRING_COLUMNS = ("architecture", "gpu_type", "node", "workload")
+STEP_COLUMNS: tuple[str, ...] = ("n_ops",)
+"""Optional per-step facts of a job besides its features: ``n_ops``, the ops one step issues
+(a profile's per-op rows), for the host's issue time (``traincast.predict.compute_s``)."""
 NUMERIC_COLUMNS = ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
                    "workers_per_node", "batch_size", "start_time_s", "end_time_s", "gpu_util",
-                   *FEATURES)
+                   *FEATURES, *STEP_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.jobs import FEATURES, Columns, Strings
+from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, data_time_s, total_time_s
 from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
 
@@ -39,11 +39,13 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               ops_of: Callable[[str], Mapping[str, Any] | None] | None = None
               ) -> tuple[F, F, F | None]:
     """``(T_comp_flop, T_comp_mem, T_idle)`` of every row; NaN for rows whose GPU is unknown.
-    ``T_idle`` (part of the other two: the GPU waiting for the host to issue its ops) is 0
-    for aggregate features (``None`` when no row has a per-op table).
+    ``T_idle`` is the part of the other two during which the GPU waits for the host to issue
+    its ops (``None`` when it is 0 on every row).
 
     Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
-    :func:`traincast.compute.rates` (one call per GPU and precision).
+    :func:`traincast.compute.rates` (one call per GPU and precision), together no shorter than
+    the host's issue of the row's ``n_ops`` ops, ``n_ops d`` (:func:`issue_bound_s`,
+    :func:`host_floor_s`; a row without ``n_ops`` has no such bound).
     Rows whose workload has a per-op table (``ops_of(workload)`` returns a profile with
     ``ops``) are priced by :func:`traincast.compute.ops_compute_s` on their own GPU, once per
     (workload, GPU, precision) (:func:`ops_times`), scaled to the row's own features: the GPU's
@@ -72,11 +74,12 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
                 rates[2 * code + amp] = compute.rates(catalog.gpus[name],
                                                       "amp" if amp else "fp32", strategy)
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
-    flop = r.flops / rates[gpu_amp, 0]
-    mem = r.mem_bytes / rates[gpu_amp, 1]
+    floors = np.array([host_floor_s(catalog.gpus[name], strategy) if name in catalog.gpus
+                       else 0.0 for name in r.gpu.values] + [0.0])
+    flop, mem, idle = issue_bound_s(r.flops / rates[gpu_amp, 0], r.mem_bytes / rates[gpu_amp, 1],
+                                    r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
-        return flop, mem, None  # aggregate features: no idle time
-    idle = np.zeros_like(flop)
+        return flop, mem, idle if np.any(idle > 0) else None
     tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
@@ -107,6 +110,29 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     flop[rows], mem[rows], idle[rows] = _scaled(steps, which, r.flops[rows], r.mem_bytes[rows],
                                                 feats[:, 0], feats[:, 1])
     return flop, mem, idle
+
+
+def host_floor_s(gpu: Any, strategy: str) -> float:
+    """The host's time to issue one op under the GPU's strategy: the kernel model's floor ``d``
+    (``kernels.op_floor_s``: an element-wise add's dispatch, the cheapest kind but a few) under
+    ``kernel``; 0 under ``paper`` and ``curves``, which carry no per-op host time for
+    aggregate features."""
+    return kernels.op_floor_s(gpu) if compute.strategy_of(gpu, strategy) == "kernel" else 0.0
+
+
+def issue_bound_s(flop_s: ArrayLike, mem_s: ArrayLike, host_s: ArrayLike) -> tuple[F, F, F]:
+    """Aggregate compute no shorter than the host's issue of its ops: with ``H = n_ops d``
+    (``host_s``; NaN = unknown, no bound) and ``T = T_flop + T_mem``, where ``H > T`` both
+    parts grow by ``H / T`` (all of ``H`` memory-bound when ``T = 0``) and the GPU waits
+    ``T_idle = H - T`` for the host; elsewhere nothing changes and ``T_idle = 0``. Returns
+    ``(T_comp_flop, T_comp_mem, T_idle)``."""
+    flop, mem = np.asarray(flop_s, dtype=np.float64), np.asarray(mem_s, dtype=np.float64)
+    host = np.nan_to_num(np.asarray(host_s, dtype=np.float64), nan=0.0)
+    busy = flop + mem
+    idle = np.where(host > busy, host - busy, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grow = np.where((idle > 0) & (busy > 0), host / busy, 1.0)
+    return flop * grow, np.where((idle > 0) & (busy <= 0), host, mem * grow), idle
 
 
 IDLE_SCALES: NDArray[np.float64] = np.concatenate([[0.0], 2.0 ** np.arange(-6.0, 0.0, 0.25),
@@ -307,7 +333,7 @@ def job_row(features: Mapping[str, ArrayLike], *, arch: str, gpus: int,
             gpu: str | None) -> dict[str, Any]:
     """The one-job table of ``predict`` (one row per element when features are arrays)."""
     feats = {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in features.items()
-             if k in FEATURES and v is not None}
+             if k in (*FEATURES, *STEP_COLUMNS) and v is not None}
     size = max((len(v) for v in feats.values()), default=1)
     if arch == "ps-worker" and workers is not None:
         gpus = workers  # one GPU per worker

@@ -177,6 +177,7 @@ def _features(cols: Columns) -> dict[str, F]:
     f["e"] = np.where(np.isnan(f["e"]), 0.0, f["e"])
     f["e_ar"] = np.where(np.isnan(f["e_ar"]), f["e"], f["e_ar"])
     f["input_bytes"] = np.where(np.isnan(f["input_bytes"]), 0.0, f["input_bytes"])
+    f["n_ops"] = cols["n_ops"]
     return f
 
 

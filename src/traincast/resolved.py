@@ -44,6 +44,7 @@ class Resolved:
     flops: F
     mem_bytes: F
     input_bytes: F
+    n_ops: F  # ops one step issues (NaN: not known)
     reason: NDArray[np.int8]
 
     @property

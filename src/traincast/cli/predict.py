@@ -388,11 +388,13 @@ def aggregate_text(setup: dict[str, Any]) -> str:
     how = ("Profile the model (traincast profile --ops) for" if setup.get("from_flags") else
            "Profile with --ops for" if setup.get("no_ops_table") else
            "Leave out --aggregate for")
+    host = "" if setup.get("from_flags") else (
+        "no faster than the host issues the profile's ops at the cheapest op's floor, ")
     return ("From aggregate features every FLOP runs at the large-GEMM rate and every "
-            "memory-bound byte at the rate above, without the per-op model's tiles, waves and "
-            "host issue time: a lower bound of the op-by-op time (except where fp32 "
-            "convolutions run in TF32), by up to a fifth on fast GPUs (docs/validation.md). "
-            f"{how} the op-by-op time and how far to trust it.")
+            f"memory-bound byte at the rate above, {host}without the per-op model's tiles, "
+            "waves and dispatch per kind: a lower bound of the op-by-op time (except where "
+            "fp32 convolutions run in TF32), by up to a fifth on fast GPUs "
+            f"(docs/validation.md). {how} the op-by-op time and how far to trust it.")
 
 
 def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
