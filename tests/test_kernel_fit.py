@@ -263,6 +263,10 @@ def test_dlrm_from_aggregate_features_is_no_faster_than_the_hosts_issue() -> Non
     paper = predict({**feats, "n_ops": n_ops}, arch="allreduce-local", gpus=4,
                     node="dgx-b200", catalog=cat, strategy="paper")
     assert paper.time_s["compute_flop"] + paper.time_s["compute_mem"] < 0.01 * n_ops * d
+    for bad in (-3.0, float("inf")):  # an op count is a count: named, not priced
+        with pytest.raises(TraincastError, match=r"n_ops must be a finite number >= 0.*"
+                                                 r"\(field n_ops\)"):
+            predict({**feats, "n_ops": bad}, node="dgx-b200", catalog=cat)
 
 
 def _write(path: Path, header: str, rows: list[str]) -> None:

@@ -65,8 +65,9 @@ REASONS: tuple[str, ...] = (
 FEATURE_FIELDS: tuple[tuple[str, str], ...] = (
     ("flops", "flops_compute_bound"), ("mem_bytes", "bytes_memory_bound"), ("w", "weight_bytes"),
     ("e", "embedding_bytes_touched"), ("e_ar", "embedding_allreduce_bytes"),
-    ("input_bytes", "input_bytes"))
-"""Feature fields of :class:`Resolved` and the job-table columns they come from."""
+    ("input_bytes", "input_bytes"), ("n_ops", "n_ops"))
+"""Feature fields of :class:`Resolved` and the job-table columns they come from (``n_ops``:
+the ops one step issues, optional, NaN when not known)."""
 
 
 def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
@@ -177,7 +178,6 @@ def _features(cols: Columns) -> dict[str, F]:
     f["e"] = np.where(np.isnan(f["e"]), 0.0, f["e"])
     f["e_ar"] = np.where(np.isnan(f["e_ar"]), f["e"], f["e_ar"])
     f["input_bytes"] = np.where(np.isnan(f["input_bytes"]), 0.0, f["input_bytes"])
-    f["n_ops"] = cols["n_ops"]
     return f
 
 
@@ -355,7 +355,8 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
                           if getattr(r, a)[i] < 0 or np.isinf(getattr(r, a)[i]))
         return TraincastError(f"{name} must be a finite number >= 0, got "
                               f"{getattr(r, attr)[i]:g} (field {name})",
-                              hint="features are bytes or FLOPs per iteration (docs/model.md)")
+                              hint="features are bytes, FLOPs or ops per iteration "
+                                   "(docs/model.md)")
     return TraincastError("features missing: flops_compute_bound, bytes_memory_bound and "
                           "weight_bytes are required (fields of the same names)",
                           hint="traincast profile MODEL measures them (docs/profile.md)")
