@@ -68,14 +68,14 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     strategy = catalog.compute if strategy == "auto" else strategy
     n_gpu = len(r.gpu.values)
     rates = np.full((2 * n_gpu + 1, 2), np.nan)  # (GPU, precision) -> FLOP/s, bytes/s
-    for code, name in enumerate(r.gpu.values):
-        if name in catalog.gpus:
-            for amp in (0, 1):
-                rates[2 * code + amp] = compute.rates(catalog.gpus[name],
-                                                      "amp" if amp else "fp32", strategy)
+    floors = np.zeros(n_gpu + 1)  # GPU -> host floor d (the last: an unknown GPU, 0)
+    known = np.array([name in catalog.gpus for name in r.gpu.values] + [False])
+    for code in np.flatnonzero(known).tolist():
+        gpu = catalog.gpus[r.gpu.values[code]]
+        floors[code] = host_floor_s(gpu, strategy)
+        for amp in (0, 1):
+            rates[2 * code + amp] = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
-    floors = np.array([host_floor_s(catalog.gpus[name], strategy) if name in catalog.gpus
-                       else 0.0 for name in r.gpu.values] + [0.0])
     flop, mem, idle = issue_bound_s(r.flops / rates[gpu_amp, 0], r.mem_bytes / rates[gpu_amp, 1],
                                     r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
@@ -84,12 +84,11 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
     has_ops = np.array([i in tables for i in range(len(workload.values))] + [False])
-    known = np.array([name in catalog.gpus for name in r.gpu.values] + [False])
     priced = has_ops[workload.codes] & known[r.gpu.codes]  # code -1: the appended False
     key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
     rows = np.flatnonzero(priced)
     if not rows.size:
-        return flop, mem, idle
+        return flop, mem, idle if np.any(idle > 0) else None
     # one step per (workload, GPU, precision), then every priced row at once
     present = np.zeros(len(workload.values) * (2 * n_gpu + 2), dtype=bool)
     present[key[rows]] = True  # keys are small: a dense map from key to group, no sort

@@ -444,7 +444,8 @@ def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     calls = res["op_overhead"].get("alone_op_calls")
     median_of = f"median of {calls} calls" if calls else "median of its calls"
     ratios = host_dispatch_ratios(res["op_overhead"].get("alone_kinds_s") or {}, us * 1e-6)
-    kinds = (f"; the dispatch ratios of {', '.join(k for k in ratios if k != 'elementwise')} "
+    timed = [k for k in ratios if k != "elementwise"]  # the pooled element-wise ratio is derived
+    kinds = (f"; the dispatch ratios of {', '.join(timed)} "
              "from each kind's least-work op timed the same way, over the add"
              if ratios else "")
     return {"kernel_model": {
@@ -454,7 +455,7 @@ def host_floor_table(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
                              f"CUDA events, {median_of}, {us:.1f} µs (this host's "
                              "dispatch of the simplest op, as the kernel model's rows were "
                              f"timed){kinds}",
-        **({"host_dispatch_kinds": [k for k in ratios if k != "elementwise"],
+        **({"host_dispatch_kinds": timed,
             "params": {f"dispatch_{k}": v for k, v in ratios.items()}} if ratios else {})}}
 
 

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from traincast import kernels
 from traincast.errors import TraincastError
 from traincast.files import write_text_whole
+from traincast.hardware.catalog import HELD_OUT_RECORDS
 from traincast.kernels import CONV_KEYS, GEMM_KEYS
 
 F = NDArray[np.float64]
@@ -617,15 +618,15 @@ def held_out_errors(result: Mapping[str, Any], held: Kernels,
     fitted = kernels.dispatch_table(result["params"])
     floors = measured_floors_us(test)
     fallback_us = default_floor_us(floors) or result["default_floor_us"]
-    pred = np.zeros(len(test))
+    floor_s = np.zeros(len(test))  # each GPU's rows: its own host's d r
     for g in sorted(set(test.gpu.tolist())):
         sel = test.gpu == g
         part = test.take(sel)
         own, host = host_dispatch(part, fitted, {g: floors[g]} if g in floors else {})
-        params = {**result["params"], **{f"dispatch_{k}": v for k, v in host.items()}}
-        pred[sel] = predict_kernel_s(part, specs_of(part.gpu, catalog), params,
-                                     _floor_col(part, own, fallback_us, host))
-    pred_d = predict_kernel_s(test, specs_of(test.gpu, catalog), result["params"],
+        floor_s[sel] = _floor_col(part, own, fallback_us, host)
+    spec = specs_of(test.gpu, catalog)
+    pred = predict_kernel_s(test, spec, result["params"], floor_s)
+    pred_d = predict_kernel_s(test, spec, result["params"],
                               _floor_col(test, {}, result["default_floor_us"], fitted))
     return errors_by_family(test, pred), errors_by_family(test, pred_d)
 
@@ -720,10 +721,8 @@ def held_out_records(data: Kernels, result: Mapping[str, Any], catalog: Any,
     if unseen is not None:
         more, more_default = held_out_errors(result, unseen, catalog)
         own, default = {**own, **more}, {**default, **more_default}
-    from traincast.hardware.catalog import HELD_OUT_RECORDS
-
-    return dict(zip(HELD_OUT_RECORDS, (held_out_table(own), held_out_table(default)),
-                    strict=True))
+    held, uncalibrated = HELD_OUT_RECORDS
+    return {held: held_out_table(own), uncalibrated: held_out_table(default)}
 
 
 def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str | Path],
@@ -745,9 +744,7 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
         "default_floor_us": round(float(result["default_floor_us"]), 3),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
         "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
-    for key, table in (held_out or {}).items():
-        if table:
-            doc[key] = {g: dict(row) for g, row in table.items()}
+    doc.update({key: table for key, table in (held_out or {}).items() if table})
     return {"kernel_model": doc}
 
 

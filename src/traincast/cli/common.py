@@ -29,6 +29,7 @@ from rich.text import Text
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
+from traincast.units import fmt_pct
 
 console = Console(emoji=False)  # user strings such as hf:llama: are not emoji codes
 err_console = Console(stderr=True, emoji=False)
@@ -404,15 +405,15 @@ def held_out_text(ranges: dict[str, list[float]],
     """``kernels.held_out_range`` in words: the median |error| of each of ``families`` over the
     GPUs held out (``products 10.2% to 28.5%, ...``) and, ``with_sum``, the error of their
     summed time (signed; over every measured kernel of the GPU)."""
-    def span(lo: float, hi: float, sign: str = "") -> str:
-        one = f"{100 * lo:{sign}.1f}%"
+    def span(lo: float, hi: float, sign: bool = False) -> str:
+        one = fmt_pct(lo, sign=sign)
         return one if round(100 * lo, 1) == round(100 * hi, 1) else \
-            f"{one} to {100 * hi:{sign}.1f}%"
+            f"{one} to {fmt_pct(hi, sign=sign)}"
 
     parts = [f"{HELD_OUT_WORDS[f]} {span(*ranges[f'{f}_median'])}" for f in families
              if f"{f}_median" in ranges]
     if with_sum and "sum" in ranges:
-        parts.append(f"the summed time of all its kernels {span(*ranges['sum'], '+')}")
+        parts.append(f"the summed time of all its kernels {span(*ranges['sum'], True)}")
     return ", ".join(parts)
 
 

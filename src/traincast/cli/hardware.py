@@ -222,4 +222,3 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
                          if per_op else "") + " (docs/model.md)")
         for key, basis in c["inputs"].items():
             console.print(f"  {key}: {basis}", markup=False, highlight=False)
-

@@ -86,6 +86,11 @@ def _fail(where: str, msg: str, hint: str = "") -> TraincastError:
                           + "scenario format: docs/scenarios.md")
 
 
+def _fail_from(where: str, exc: Exception) -> TraincastError:
+    """``_fail`` with an unknown name's error (its message and hint)."""
+    return _fail(where, str(exc.args[0]), getattr(exc, "hint", ""))
+
+
 def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise _fail(where, "[match] must be a table")
@@ -105,13 +110,13 @@ def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
                 try:
                     values = [catalog.gpu_name(v) for v in values]
                 except KeyError as exc:
-                    raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
+                    raise _fail_from(w, exc) from None
             elif key == "node":
                 try:
                     for v in values:
                         catalog.node(v)
                 except KeyError as exc:
-                    raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
+                    raise _fail_from(w, exc) from None
             elif key == "workload":
                 values = [v.lower() for v in values]
             out[key] = tuple(values)
@@ -152,7 +157,7 @@ def check_change(where: str, key: str, value: Any, catalog: Catalog) -> Any:
         if key in LINK_KEYS:
             resolve_link(catalog, value)
     except (KeyError, ValueError) as exc:
-        raise _fail(w, str(exc.args[0]), getattr(exc, "hint", "")) from None
+        raise _fail_from(w, exc) from None
     return value
 
 
