@@ -102,7 +102,7 @@ def test_published_row_through_predict_flags(monkeypatch: pytest.MonkeyPatch) ->
                   and r["gpu"].startswith("V100") and r["gpus"] == 1 and r["dtype"] == "fp16")
     feats = _row_features(data, row, i, None)
     want = evaluate_rows([row], [feats], data.get("node", {}), cat)["predicted"][0]
-    setup = setup_of(feats, **row_setup(data, row))
+    setup = setup_of(feats, **row_setup(data, row), amp=True)  # an fp16 row: --amp
     assert "--synthetic-inputs" in setup_text(setup)
     out = json.loads(_run("predict", "--model", "zoo:resnet50", "--batch",
                           str(row["batch_per_gpu"]), "--gpu", row["gpu"], "--node", row["node"],

@@ -13,7 +13,9 @@ With f = 0 (the paper's assumption) ``T_total`` is the plain sum. Shares are eac
 time over the sum of components (so they add to 1 whatever f is); predicted GPU utilization is
 ``(T_comp - T_idle) / T_total`` (``T_idle``: the part of the compute time the GPU waits for the
 host to issue its next op, ``kernels.queue_idle_s``, traincast.compute); the bottleneck is the
-component with the largest time.
+largest of ``T_data``, the GPU-busy parts of ``T_comp_flop`` and ``T_comp_mem`` (each times
+``(T_comp - T_idle) / T_comp``), ``T_comm`` and ``T_idle`` (``host``: the GPU waits for the
+host to issue its ops, so a faster GPU does not help).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ COMPONENT_NAME: dict[str, str] = {"data_io": "data I/O", "compute_flop": "FLOP-b
                                   "compute_mem": "memory-bound compute", "comm": "communication"}
 """Short names of the components, for figures and the report's tables (``COMPONENT_LABEL``
 says each in full)."""
+BOTTLENECKS: tuple[str, ...] = (*COMPONENTS, "host")
+"""What can bound a step (:meth:`Breakdown.bottleneck_code` indexes it): the components, and
+``host``, the GPU waiting for the host to issue its ops (``T_idle``, inside ``T_comp``)."""
+BOTTLENECK_LABEL: dict[str, str] = {
+    **COMPONENT_LABEL, "host": "host op dispatch (the GPU waits for the CPU to issue its ops)"}
+BOTTLENECK_NAME: dict[str, str] = {**COMPONENT_NAME, "host": "host dispatch"}
 
 F = NDArray[np.float64]
 
@@ -107,10 +115,18 @@ class Breakdown:
         return {c: frac[i] for i, c in enumerate(COMPONENTS)}
 
     def bottleneck_code(self) -> NDArray[np.int64]:
-        """Index into ``COMPONENTS`` of the largest component; -1 (none) where times are unknown
-        or every component is 0 s (a job with no work has no bottleneck)."""
+        """Index into ``BOTTLENECKS`` of the largest of ``T_data``, ``k T_comp_flop``, ``k
+        T_comp_mem``, ``T_comm`` and ``T_idle`` (``k = (T_comp - T_idle) / T_comp``, the GPU-busy
+        share of the compute time); -1 (none) where times are unknown or every component is
+        0 s (a job with no work has no bottleneck)."""
         parts = self.stacked()
         bad = np.isnan(parts).any(axis=0) | ~(np.nan_to_num(parts, nan=0.0) > 0).any(axis=0)
+        if self.idle is not None:
+            idle = np.broadcast_to(np.nan_to_num(np.atleast_1d(_f(self.idle))), parts[0].shape)
+            comp = parts[1] + parts[2]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
+            parts = np.vstack([parts[:1], parts[1:3] * keep, parts[3:], idle[None]])
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 

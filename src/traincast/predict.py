@@ -22,7 +22,14 @@ from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architectu
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
-from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown, data_time_s, total_time_s
+from traincast.model import (
+    BOTTLENECK_LABEL,
+    BOTTLENECKS,
+    COMPONENTS,
+    Breakdown,
+    data_time_s,
+    total_time_s,
+)
 from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
 
 F = NDArray[np.float64]
@@ -408,7 +415,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                 amp: bool, hierarchical: bool, nic: str | None, intra: str | None,
                 pcie: str | None, strategy: str) -> Prediction:
     shares = bd.shares()
-    names = np.array(COMPONENTS + (None,), dtype=object)[bd.bottleneck_code()]  # -1: no work
+    names = np.array(BOTTLENECKS + (None,), dtype=object)[bd.bottleneck_code()]  # -1: no work
     node = catalog.nodes[r.node.values[r.node.codes[0]]]
     gpu = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
     links = {role: resolve_link(catalog, spec or getattr(node, role))
@@ -416,7 +423,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
     bottleneck = _scalar_or_list(names)
     label = None
     if isinstance(bottleneck, str):
-        label = COMPONENT_LABEL.get(bottleneck, bottleneck)
+        label = BOTTLENECK_LABEL.get(bottleneck, bottleneck)
         role = str(REGISTRY[arch].link_role(r)[0])
         if bottleneck == "comm" and role:
             label += f" over {links[role].label()}"
@@ -425,7 +432,8 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
     n, g = int(r.n[0]), int(r.g[0])
     flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     return Prediction(
-        time_s={c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
+        time_s={**{c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
+                "host_wait": _scalar_or_list(bd.compute - bd.busy)},
         share={c: _scalar_or_list(shares[c]) for c in COMPONENTS},
         bottleneck=bottleneck, bottleneck_label=label,
         gpu_util=_scalar_or_list(bd.gpu_util()),

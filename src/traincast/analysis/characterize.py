@@ -38,7 +38,7 @@ from traincast.analysis.quantiles import Quantiles
 from traincast.architectures import ARCHITECTURES
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.model import COMPONENTS, Breakdown
+from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
 from traincast.resolve import reason_counts
 from traincast.trace.chunks import JobChunks
@@ -210,7 +210,7 @@ class Characterization:
         self.has_arch = False
         # breakdown: per architecture [jobs, gpus, Σ share x w and Σ w per weighting]
         self.bd: dict[str, F] = {}
-        self.bottleneck = np.zeros(len(COMPONENTS))
+        self.bottleneck = np.zeros(len(BOTTLENECKS))
         self.comm = Quantiles()
         self.heavy = np.zeros(4)  # comm > 80%, data I/O > 50%, Σ utilization, its jobs
         self.unpredicted: dict[str, int] = {}
@@ -282,7 +282,7 @@ class Characterization:
             if per_arr[0, i]:
                 self.bd[name] = self.bd.get(name, np.zeros(len(per))) + per_arr[:, i]
         self.bottleneck += np.bincount(bd.bottleneck_code().reshape(-1)[known],
-                                       minlength=len(COMPONENTS))[:len(COMPONENTS)]
+                                       minlength=len(BOTTLENECKS))
         comm = shares[COMPONENTS.index("comm")]
         data = shares[COMPONENTS.index("data_io")]
         self.comm.add(comm)
@@ -361,7 +361,7 @@ class Characterization:
         return {
             **views(np.sum(list(self.bd.values()), axis=0)),
             "by_architecture": {s: views(self.bd[s]) for s in names},
-            "bottleneck": {c: int(self.bottleneck[i]) for i, c in enumerate(COMPONENTS)},
+            "bottleneck": {c: int(self.bottleneck[i]) for i, c in enumerate(BOTTLENECKS)},
             "comm_share_cdf": _quantiles(self.comm),
             "comm_over_80_share": float(comm80 / known),
             "data_io_over_50_share": float(data50 / known),

@@ -33,7 +33,7 @@ from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
-from traincast.model import COMPONENT_LABEL, COMPONENTS, Breakdown
+from traincast.model import BOTTLENECK_LABEL, BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario
 
@@ -133,7 +133,7 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
         pace = np.where(np.isclose(t_new, t_base, rtol=1e-9, atol=0.0), 1,
                         np.where(t_new < t_base, 2, 0))
     has_price = np.ones(len(pace), dtype=np.int64) if priced is None else priced.astype(np.int64)
-    parts = [(cand_idx, len(cands)), (bb, len(COMPONENTS)), (cut, len(COMPONENTS)),
+    parts = [(cand_idx, len(cands)), (bb, len(BOTTLENECKS)), (cut, len(BOTTLENECKS)),
              (pace, 3), (has_price, 2),
              (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
@@ -219,21 +219,21 @@ def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arc
                   base_node: str, new_node: str, base_gpu: str, new_gpu: str,
                   roles: tuple[str, str], catalog: Catalog) -> tuple[str, str]:
     """The reason of one choice as (the change, what it does): ``b`` the job's bottleneck now,
-    ``cut`` the component whose time the change cuts most (both codes into ``COMPONENTS``; -1 =
+    ``cut`` the component whose time the change cuts most (both codes into ``BOTTLENECKS``; -1 =
     unknown, or none: a job whose time is 0 s; a job without a time is said by the caller, from
     its reason). No change (``cand`` None): an empty change and the whole line."""
     if cand is None:
         if b < 0:
             return "", "keep: nothing to gain (every component of its time is 0 s)"
         return "", (f"keep: no option that fits is more than {100 * min_gain:g}% faster "
-                    f"(bottleneck: {COMPONENT_LABEL[COMPONENTS[b]]})")
+                    f"(bottleneck: {BOTTLENECK_LABEL[BOTTLENECKS[b]]})")
     target = f"{cand.architecture} on {new_node}" + (f" ({new_gpu})" if new_gpu != base_gpu
                                                       else "")
     if b < 0:
         return target, "fits and has a predicted time"
-    comp = COMPONENTS[cut if cut >= 0 else b]
-    what = COMPONENT_LABEL[comp]
-    verb = f"eases the {what} bottleneck" if comp == COMPONENTS[b] else f"cuts {what} time"
+    comp = BOTTLENECKS[cut if cut >= 0 else b]
+    what = BOTTLENECK_LABEL[comp]
+    verb = f"eases the {what} bottleneck" if comp == BOTTLENECKS[b] else f"cuts {what} time"
     if comp == "comm":
         old = _over(arch, roles[0], base_node, catalog)
         if cand.architecture == "1w1g":

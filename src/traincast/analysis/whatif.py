@@ -59,7 +59,7 @@ class Summary:
     """
 
     KEYS = ("n", "s", "up", "down", "g", "gs", "t", "ts", "t_over_s", "a", "as")
-    COUNTS = ("jobs", "matched", "applied", "known")
+    COUNTS = ("jobs", "matched", "applied", "not_applied")
 
     def __init__(self) -> None:
         self.names: list[str] = []  # architectures (null: "unknown"), in order of first sight
@@ -99,7 +99,7 @@ class Summary:
             mt, ap = matched[sl], applied[sl]
             known = mt & np.isfinite(base_total_s[sl])  # matched jobs with a base prediction
             self.cnt += [np.bincount(c, weights=w, minlength=k)
-                         for w in (None, mt, mt & ap, known)]
+                         for w in (None, mt, mt & ap, known & ~ap)]
             v = mt & np.isfinite(sp)
             s, c, a = sp[v], c[v], ap[v]
             g = gpus[sl][v]
@@ -139,7 +139,7 @@ class Summary:
                 return float(sm[key][i])
 
             return {"jobs": n["jobs"], "matched": n["matched"], "applied": n["applied"],
-                    "not_applied": n["known"] - n["applied"], "predicted": int(x("n")),
+                    "not_applied": n["not_applied"], "predicted": int(x("n")),
                     "sped_up_share": float(_div(sm["up"], sm["n"])[i]),
                     "slowed_down_share": float(_div(sm["down"], sm["n"])[i]),
                     "mean_speedup": float(_div(sm["s"], sm["n"])[i]),

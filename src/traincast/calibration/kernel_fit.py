@@ -192,6 +192,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         rel = con.read_csv(str(path), all_varchar=True)
         missing = [c for c in need if c not in rel.columns]
         if missing:
+            _uneven_row(path)
             raise TraincastError(f"{path}: missing column(s) {', '.join(missing)}",
                                  hint=f"{fam}/ files need {', '.join(need)}")
         numbers = ", ".join(f'try_cast("{c}" as double) as "{c}", "{c}" as "raw {c}"'
@@ -213,6 +214,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
     except TraincastError:
         raise
     except Exception as exc:  # duckdb raises its own error types for unreadable files
+        _uneven_row(path)
         raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
                              hint="the NeuSight kernel format: docs/model.md") from None
     out: dict[str, Any] = {"Device": raw["Device"].astype(object)}
@@ -222,7 +224,8 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         bad = ~(np.isfinite(values) & lowest_ok)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {raw['raw ' + c][i]!r} is "
+            text = np.ma.filled(raw["raw " + c], "")[i]
+            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {str(text)!r} is "
                                  "not a positive number", hint="Latency in ms; shapes are sizes")
         out[c] = values
     if fam in GEMM_FAMILIES:
@@ -230,6 +233,27 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                  else np.full(len(out["Latency"]), "", dtype=object))
         out["tile_m"], out["tile_n"] = ran_tiles(names)
     return out
+
+
+def _uneven_row(path: Path) -> None:
+    """An error naming the first row of ``path`` (plain or gzipped CSV) whose field count is
+    not the header's, if there is one: a file DuckDB could not read, or read as one column,
+    is then said row by row (the file is read again only on that error path)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", newline="", encoding="utf-8") as f:
+            rows = csv.reader(f)
+            header = next(rows, [])
+            for i, row in enumerate(rows, start=2):
+                if row and len(row) != len(header):
+                    raise TraincastError(
+                        f"{path}: row {i}: {len(row)} fields, the header has {len(header)}",
+                        hint="each row needs one value per header column")
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return
 
 
 def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any]) -> NDArray[Any]:

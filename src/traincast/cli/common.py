@@ -388,6 +388,24 @@ def print_assumed(info: dict[str, Any] | None) -> None:
                        "(docs/traces.md)", style="dim"))
 
 
+def print_assumed_hardware(char: dict[str, Any]) -> None:
+    """One line saying which node the jobs whose trace names no GPU type are priced on
+    (``traincast.resolve.DEFAULT_NODE``), if any (a characterization's ``by_gpu_type``)."""
+    unknown = (char.get("by_gpu_type") or {}).get("unknown", {}).get("jobs", 0)
+    if not unknown:
+        return
+    from traincast.hardware.catalog import load_catalog
+    from traincast.resolve import DEFAULT_NODE
+
+    nd = load_catalog().nodes[DEFAULT_NODE]
+    console.print(Text(
+        f"assumed hardware: {unknown:,} jobs name no GPU type; those with GPUs are priced on "
+        f"{DEFAULT_NODE} nodes ({nd.gpus} x {nd.gpu}, GPUs linked by {nd.intra}, network "
+        f"{nd.nic}), the paper's PAI node; a gpu_type or node column names theirs (--map, "
+        "docs/traces.md)",
+        style="dim"))
+
+
 def print_unpredicted(counts: dict[str, int]) -> None:
     """One line naming why jobs got no prediction (``traincast.resolve.REASONS``), if any."""
     if counts:

@@ -175,7 +175,9 @@ def predict(
     node: Annotated[str | None, typer.Option(help="Node preset (traincast hardware list).")]
     = None,
     gpu: Annotated[str | None, typer.Option(help="GPU, overriding the node's.")] = None,
-    nic: Annotated[str | None, typer.Option(help="NIC link name or speed (25Gbit).")] = None,
+    nic: Annotated[str | None, typer.Option(
+        help="NIC link name (eth25: its framing efficiency and latency) or speed (25Gbit: "
+             "all of it payload, no latency).")] = None,
     intra: Annotated[str | None, typer.Option(help="GPU-GPU link inside the node.")] = None,
     pcie: Annotated[str | None, typer.Option(help="GPU-host link.")] = None,
     catalog: CatalogOpt = None,
@@ -331,7 +333,7 @@ def predict(
     except TraincastError as exc:
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
-                               from_flags=features is None and model is None)
+                               from_flags=features is None and model is None, amp=amp)
     if json_out:
         print_json(result)
         return
@@ -347,9 +349,14 @@ def render_prediction(result: dict[str, Any]) -> None:
     table.add_column("component")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
+    wait = result["time_s"].get("host_wait") or 0.0
+    total = result["time_s"]["total"]
     for c in COMPONENTS:
         table.add_row(COMPONENT_LABEL[c], fmt_seconds(result["time_s"][c]),
                       f"{100 * (result['share'][c] or 0):.1f}%")
+        if c == "compute_mem" and wait > 0:
+            table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
+                          f"({100 * wait / total:.1f}%)" if total else "", style="dim")
     table.add_row("[bold]total per iteration[/bold]",
                   f"[bold]{fmt_seconds(result['time_s']['total'])}[/bold]", "100%")
     console.print(table)
@@ -409,6 +416,12 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
             f"its kind's ratio (traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
 
 
+HYBRID_COMM: dict[str, str] = {"tp": "tensor parallel (tp)", "pp": "pipeline sends (pp)",
+                               "ep": "expert all-to-all (ep)", "cp": "context ring (cp)",
+                               "dp": "data parallel (dp)"}
+"""The hybrid model's communications by strategy, as ``predict``'s table names them."""
+
+
 def render_hybrid(result: dict[str, Any]) -> None:
     """A rich table of one hybrid-parallel prediction."""
     from traincast.cli.common import fmt_bytes
@@ -422,15 +435,22 @@ def render_hybrid(result: dict[str, Any]) -> None:
     table = Table()
     table.add_column("component")
     table.add_column("time", justify="right")
-    for k, v in result["time_s"].items():
-        if k != "comm":
-            table.add_row(k, fmt_seconds(v))
-    for k, v in result["comm_s"].items():
-        table.add_row(f"comm {k}", fmt_seconds(v))
+    table.add_column("share", justify="right")
+    time_s, share = result["time_s"], result["share"]
+    for k in (*COMPONENTS, "bubble"):
+        table.add_row(COMPONENT_LABEL.get(k, "pipeline bubble (stages waiting)"),
+                      fmt_seconds(time_s[k]), f"{100 * share[k]:.1f}%")
+        if k == "comm":
+            for strategy, v in result["comm_s"].items():
+                if v > 0:
+                    table.add_row(f"  {HYBRID_COMM[strategy]}", fmt_seconds(v),
+                                  f"({100 * v / time_s['total']:.1f}%)", style="dim")
+    table.add_row("[bold]total per iteration[/bold]",
+                  f"[bold]{fmt_seconds(time_s['total'])}[/bold]", "100%")
     console.print(table)
     mem = result["memory_gb"]
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
-                  f"{result['tokens_per_s_per_gpu']:.0f} tokens/s/GPU, "
+                  f"{result['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                   f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU. Memory per GPU "
                   f"{fmt_bytes(mem['total'] * 1e9)} of {fmt_bytes(mem['capacity'] * 1e9)}"
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")

@@ -119,7 +119,10 @@ def profile(
         "sdpa (one fused kernel, torch's scaled dot product attention): transformers' "
         "attn_implementation of an hf: model, or a zoo text model's attention; default the "
         "model's own.")] = None,
-    ops: Annotated[bool, typer.Option("--ops", help="Include the per-op table.")] = False,
+    ops: Annotated[bool | None, typer.Option(
+        "--ops/--no-ops", help="Include the per-op table (default: with -o FILE, so that "
+        "predict --features FILE prices op by op, as predict --model does; --no-ops writes "
+        "aggregate features only).")] = None,
     json_out: JsonOpt = False,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the record: JSON, or Parquet (the per-op table, record "
@@ -131,8 +134,9 @@ def profile(
     from traincast.features.profile import profile_model  # checks --optimizer, --attention
 
     parquet = output is not None and output.suffix.lower() in (".parquet", ".pq")
+    with_ops = parquet or (output is not None if ops is None else ops)
     kwargs: dict[str, Any] = {"batch_size": batch, "amp": amp, "optimizer": optimizer,
-                              "ops": ops or parquet, "seq_len": seq, "attention": attention}
+                              "ops": with_ops, "seq_len": seq, "attention": attention}
     if json_out:
         rec = profile_model(model, **kwargs)
     else:

@@ -20,6 +20,7 @@ from traincast.cli.common import (
     console,
     note,
     print_assumed,
+    print_assumed_hardware,
     print_json,
     progress,
 )
@@ -33,7 +34,10 @@ def architecture_table(char: dict[str, Any]) -> Table:
     """The paper's first result from a characterization: each architecture's share of jobs,
     GPUs and GPU time, and the mean share of iteration time in communication."""
     b = char["breakdown"]
-    t = Table(title=f"Cluster by architecture ({char['jobs']:,} jobs)", title_justify="left",
+    zero = int(char.get("zero_gpu_jobs") or 0)
+    jobs = (f"{char['jobs'] - zero:,} jobs with GPUs; {zero:,} without, left out" if zero
+            else f"{char['jobs']:,} jobs")
+    t = Table(title=f"Cluster by architecture ({jobs})", title_justify="left",
               caption=f"communication: mean share of predicted iteration time, over the "
               f"{b.get('jobs', 0):,} jobs with known features, weighted by job / by GPUs",
               caption_justify="left")
@@ -141,6 +145,7 @@ def study(
     if summary.get("by_source"):
         print_table(source_table(summary["by_source"]), console)
     print_assumed(result.get("assumed_workload"))
+    print_assumed_hardware(char)
     if gone := result.get("dropped_sources"):
         note(f"the folder's store held an earlier study's trace: dropped "
              f"{', '.join(Path(f).name for d in gone for f in d['files'])} "

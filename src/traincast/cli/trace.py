@@ -29,6 +29,7 @@ from traincast.cli.common import (
     fmt_seconds,
     note,
     print_assumed,
+    print_assumed_hardware,
     print_json,
     print_unpredicted,
     progress,
@@ -483,6 +484,7 @@ def characterize(
     else:
         print_characterization(result)
         print_assumed(result["assumed_workload"])
+        print_assumed_hardware(result)
 
 
 SAMPLE_HELP = (

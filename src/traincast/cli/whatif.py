@@ -110,7 +110,9 @@ def whatif(
         "nvlink-off, pcie4, mixed-precision, op-fusion, overlap.")] = None,
     sweep: Annotated[str | None, typer.Option(
         "--sweep", help="KEY=V1,V2,...: one scenario per value, over the given scenarios or "
-        "every job (e.g. nic=25Gbit,50Gbit,100Gbit,200Gbit).")] = None,
+        "every job (e.g. nic=eth25,eth50,eth100,eth200). A link value is a catalog name, with "
+        "the link's framing efficiency and latency (eth25: 2.94 GB/s of payload), or a speed "
+        "(25Gbit: 3.125 GB/s, all payload, no latency).")] = None,
     jobs_out: Annotated[bool, typer.Option(
         "--jobs", help="Per-job rows (job_id, scenario, matched, applied, base_total_s, "
         "scenario_total_s, speedup): in the JSON, or as CSV with -o.")] = False,

@@ -1142,9 +1142,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
         why = SHAPE_ERRORS[code]
         if code == len(SHAPE_ERRORS) - 1:   # the sequence rule: say which cp would do
             cp, seq = sizes["cp"], sizes["seq"]
-            ok = [k for k in range(1, 65) if seq % (2 * k) == 0]
-            why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; cp of "
-                    f"{', '.join(map(str, ok[:8]))} would")
+            ok = [k for k in range(2, 65) if seq % (2 * k) == 0]
+            why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; " + (
+                f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
+                "no cp > 1 divides an odd sequence: use cp 1"))
         raise TraincastError(f"invalid hybrid configuration: {why}",
                              hint=" ".join(f"{k.replace('_', '-')}={sizes[k]}" for k in (
                                  "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",
@@ -1273,6 +1274,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                       ("weights", "grads", "optimizer", "activations", "recompute", "total",
                        "capacity")},
         "fits": bool(res["fits"]),
+        "memory": {"footprint_gb": sc["mem_total_bytes"] / 1e9,
+                   "capacity_gb": sc["mem_capacity_bytes"] / 1e9, "fits": bool(res["fits"])},
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",
                 "model": cfg.name, "gpus": int(sc["gpus"]), "dp": dp, "tp": tp, "pp": pp,

@@ -77,7 +77,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     tp runs over the divisors of ``gpus`` up to the node size (tensor parallelism stays on the
     intra-node link), pp over the divisors of ``gpus / tp``, ep over the divisors of dp that
     divide the experts (1 for dense models), cp (context parallelism) over the divisors of
-    ``gpus`` with a fused attention (``fused``) whose ``2 cp`` divides ``seq``, else 1; the
+    ``gpus`` with a fused attention (``fused``) whose ``2 cp`` divides ``seq`` (and 1), else 1; the
     ``(tp, pp, cp)`` layouts with ``tp pp cp`` dividing ``gpus`` are formed before the other
     axes are crossed with them.
     """
@@ -87,7 +87,8 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     tps = divs[divs <= gpus_per_node]
     eps = divs[(divs <= model.experts) & (model.experts % divs == 0)] if model.experts > 1 \
         else np.array([1])
-    cps = divs[np.fmod(seq, 2 * divs) == 0] if fused and seq > 0 else np.array([1])
+    cps = divs[(divs == 1) | (np.fmod(seq, 2 * divs) == 0)] if fused and seq > 0 \
+        else np.array([1])
     # the (tp, pp, cp) layouts that use every GPU first, then every other axis over them
     t3, p3, k3 = (x.ravel() for x in np.meshgrid(tps, divs, cps, indexing="ij"))
     fits = gpus % (t3 * p3 * k3) == 0
@@ -96,7 +97,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                         np.array(recomputes), np.array(vps), np.array([0, 1]), indexing="ij")
     lay, e, z, b, r, v, sp = (x.ravel() for x in grids)
     t, p, k = t3[lay], p3[lay], k3[lay]
-    keep = (t > 1) | (sp == 1)
+    keep = (t > 1) | (sp == 0)  # with tp 1 sequence parallelism is moot: off, as predict says
     t, p, e, k, z, b, r, v, sp = (x[keep] for x in (t, p, e, k, z, b, r, v, sp))
     d = gpus // (t * p * k)
     code = check_shapes(model, d.astype(float), t.astype(float), p.astype(float),

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from traincast.hardware.catalog import Catalog
-from traincast.model import COMPONENT_NAME, COMPONENTS
+from traincast.model import BOTTLENECK_NAME, COMPONENT_NAME, COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
 from traincast.resolve import hardware_of
@@ -118,7 +118,7 @@ def _breakdown_table(char: Mapping[str, Any]) -> str:
                           f"({bd.get('jobs'):,} jobs with known features; characterize.json)")
     extra = {k: v for k, v in scalar_items(bd).items() if k not in ("jobs",)}
     if isinstance(bd.get("bottleneck"), Mapping):
-        extra.update({f"jobs whose bottleneck is {COMPONENT_NAME.get(k, k)}": v
+        extra.update({f"jobs whose bottleneck is {BOTTLENECK_NAME.get(k, k)}": v
                       for k, v in bd["bottleneck"].items()})
     if extra:
         out += H.table(("quantity", "value"), list(extra.items()),

@@ -118,9 +118,14 @@ def db_path(db: str | Path | None) -> Path:
     return Path(db) if db else Path.cwd() / DEFAULT_DB
 
 
-def _create(con: duckdb.DuckDBPyConnection) -> None:
+def _create(con: duckdb.DuckDBPyConnection, where: str = "the store") -> None:
     """Create the tables, or bring an older store's tables up to the schema (add the columns
-    they lack, null for the rows already there)."""
+    they lack, null for the rows already there). A ``jobs`` table without a ``sources`` table
+    is another program's: an error naming ``where`` (the caller's transaction rolls back)."""
+    if _columns(con, "jobs") and not _columns(con, "sources"):
+        raise TraincastError(f"{where}: not a traincast job store (a jobs table without a "
+                             "sources table): nothing written",
+                             hint="give --db a new file or a store traincast made")
     cols = ", ".join(f"{q(c)} {SQL_TYPE[c]}" for c in ALL_COLUMNS)
     con.execute(f"CREATE TABLE IF NOT EXISTS jobs ({cols})")
     have = _columns(con, "jobs")
@@ -525,7 +530,7 @@ class Store:
             # the transaction, so a probe it tries and gives up does not abort the transaction
             plans = mod.plans(con, paths, mapping)
             con.execute("BEGIN TRANSACTION")
-            _create(con)
+            _create(con, str(self.path or ":memory:"))
             for i, plan in enumerate(plans):
                 _ingest_plan(con, plan.serial() if one_thread else plan, format, mapping,
                              strict, report, progress, (2 * i, 2 * len(plans)))

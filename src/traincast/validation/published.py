@@ -493,17 +493,19 @@ def _layout(memory_format: str) -> str:
 
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
              tf32_matmul: bool, per_op_asked: bool = True,
-             from_flags: bool = False) -> dict[str, Any]:
+             from_flags: bool = False, amp: bool = False) -> dict[str, Any]:
     """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
     the profile's per-op table, else from its aggregate features; ``no_ops_table``: a profile
     was to be priced op by op, ``per_op_asked``, but carries no per-op table;
-    ``from_flags``: the features were typed as flags, ``--flops ...``, no profile)."""
+    ``from_flags``: the features were typed as flags, ``--flops ...``, no profile; ``amp``:
+    mixed precision, asked with ``--amp`` or profiled under autocast)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": _layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
-            "no_ops_table": bool(per_op_asked) and not from_flags and not per_op}
+            "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
+            "amp": bool(amp or feats.get("amp"))}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
@@ -512,6 +514,7 @@ def setup_text(setup: Mapping[str, Any]) -> str:
              *([f"--memory-format {setup['memory_format']}"]
                if setup["memory_format"] != "nchw" else []),
              *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
+             *(["--amp"] if setup.get("amp") else []),
              *([] if setup["per_op"] or setup.get("no_ops_table") or setup.get("from_flags")
                else ["--aggregate"])]
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
@@ -520,8 +523,10 @@ def setup_text(setup: Mapping[str, Any]) -> str:
         " (these features have no per-op table: profile with --ops for one)"
         if setup.get("no_ops_table") else "")
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
-            f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}"
-            f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
+            + (", mixed precision (autocast: matmuls and convolutions in 16 bits)"
+               if setup.get("amp") else
+               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}")
+            + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
 
 def row_setup(data: Mapping[str, Any], r: Mapping[str, Any]) -> dict[str, bool | str]:
@@ -794,7 +799,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
               "comm_share": float(res["comm_s"][i] / res["predicted_s"][i]),
               "error": float(res["error"][i]),
               "paper_error": float(paper["error"][i]),
-              "setup": setup_of(features[i], **row_setup(data, r))}
+              "setup": setup_of(features[i], **row_setup(data, r),
+                                amp=r["dtype"] in MIXED)}
              for i, r in enumerate(rows)]
     warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])

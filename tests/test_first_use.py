@@ -1,0 +1,177 @@
+"""What a first user meets: the host as a bottleneck, a profile file priced as --model is, the
+setup line under --amp, the hybrid table, what-if counts, odd sequences in plan, foreign
+DuckDB files, uneven kernel CSV rows and the study's assumed hardware."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from traincast.analysis.whatif import Summary
+from traincast.errors import TraincastError
+from traincast.jobs import Strings
+from traincast.model import BOTTLENECKS, Breakdown
+from traincast.parallel.models import get_model
+from traincast.parallel.plan import plan
+from traincast.trace import Store
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def tc(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
+                           *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+# ------------------------------------------------------------------ the host as a bottleneck
+def test_host_wait_is_the_bottleneck_when_largest() -> None:
+    # job 0: 2 s of compute of which 1.6 s the GPU waits: busy share k = 0.4 / 2 = 0.2, so the
+    # FLOP- and memory-bound parts count 0.2 s each, the wait 1.6 s, comm 0.5 s -> host.
+    # job 1: the same without a wait -> FLOP-bound (1 s > 0.5 s).
+    bd = Breakdown(data_io=np.array([0.0, 0.0]), compute_flop=np.array([1.0, 1.0]),
+                   compute_mem=np.array([1.0, 0.4]), comm=np.array([0.5, 0.5]),
+                   total=np.array([2.5, 1.9]), idle=np.array([1.6, 0.0]))
+    assert [BOTTLENECKS[i] for i in bd.bottleneck_code()] == ["host", "compute_flop"]
+    # a wait smaller than comm does not name the host: 0.3 s wait, busy parts 0.85 s each
+    bd = Breakdown(data_io=np.array([0.0]), compute_flop=np.array([1.0]),
+                   compute_mem=np.array([1.0]), comm=np.array([0.9]), total=np.array([2.9]),
+                   idle=np.array([0.3]))
+    assert BOTTLENECKS[int(bd.bottleneck_code()[0])] == "comm"
+
+
+def test_predict_names_the_host_for_dlrm_on_a100() -> None:
+    out = json.loads(tc("predict", "--model", "zoo:dlrm", "--node", "dgx-a100",
+                        "--json").stdout)
+    t = out["time_s"]
+    assert out["bottleneck"] == "host"
+    assert "host op dispatch" in out["bottleneck_label"]
+    # the wait is inside the compute time and is most of the step (GPU utilization 2%)
+    assert 0.5 * t["total"] < t["host_wait"] <= t["compute_flop"] + t["compute_mem"]
+    assert out["gpu_util"] == pytest.approx(
+        (t["compute_flop"] + t["compute_mem"] - t["host_wait"]) / t["total"], rel=1e-9)
+    text = tc("predict", "--model", "zoo:dlrm", "--node", "dgx-a100").stdout
+    assert "GPU waits for the host" in text and "Bottleneck: host op dispatch" in text
+
+
+# ------------------------------------------------------------- a profile file is per-op
+def test_profile_file_keeps_the_per_op_table(tmp_path: Path) -> None:
+    assert tc("profile", "zoo:gcn", "-o", str(tmp_path / "a.json")).returncode == 0
+    assert tc("profile", "zoo:gcn", "--no-ops", "-o", str(tmp_path / "b.json")).returncode == 0
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert len(a["ops"]) == a["n_ops"] > 0 and "ops" not in b
+    # priced as predict --model prices the zoo model: op by op, the same time
+    by_file = json.loads(tc("predict", "--features", str(tmp_path / "a.json"), "--node",
+                            "dgx-h100", "--json").stdout)
+    by_model = json.loads(tc("predict", "--model", "zoo:gcn", "--node", "dgx-h100",
+                             "--json").stdout)
+    assert by_file["setup"]["per_op"] and by_model["setup"]["per_op"]
+    assert by_file["time_s"]["total"] == pytest.approx(by_model["time_s"]["total"], rel=1e-9)
+
+
+def test_setup_line_says_mixed_precision() -> None:
+    out = json.loads(tc("predict", "--model", "zoo:gcn", "--node", "dgx-b200", "--amp",
+                        "--json").stdout)
+    assert out["setup"]["amp"] is True
+    text = tc("predict", "--model", "zoo:gcn", "--node", "dgx-b200", "--amp").stdout
+    assert "mixed precision" in text and "fp32 matmuls" not in text and "--amp" in text
+
+
+# ------------------------------------------------------------------------- hybrid output
+def test_hybrid_json_has_memory_and_table_has_shares() -> None:
+    args = ("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
+            "--gpus", "16", "--dp", "2", "--tp", "4", "--pp", "2")
+    out = json.loads(tc(*args, "--json").stdout)
+    mem = out["memory"]
+    assert mem["footprint_gb"] == pytest.approx(out["memory_gb"]["total"])
+    assert mem["capacity_gb"] == pytest.approx(out["memory_gb"]["capacity"])
+    assert mem["fits"] is out["fits"]
+    assert sum(out["share"].values()) == pytest.approx(1.0)
+    text = tc(*args).stdout
+    assert "weight/gradient communication" in text and "tensor parallel (tp)" in text
+    assert "total per iteration" in text and "compute_flop" not in text
+
+
+# ------------------------------------------------------------------------ what-if counts
+def test_whatif_not_applied_counts_only_predicted_jobs() -> None:
+    # three matched jobs: one without a base time (applied), one predicted and applied, one
+    # predicted that the scenario cannot apply -> applied 2, not applied 1 (never negative)
+    arch = Strings(np.zeros(3, dtype=np.int32), ("ps-worker",))
+    r = Summary().add(arch, np.ones(3), np.ones(3), np.array([np.nan, 2.0, 3.0]),
+                      np.ones(3, dtype=bool), np.array([True, True, False]),
+                      np.array([1.0, 1.0, np.nan])).result()
+    assert (r["matched"], r["applied"], r["not_applied"]) == (3, 2, 1)
+
+
+# --------------------------------------------------------------------------- plan, cp
+def test_plan_keeps_cp_1_for_an_odd_sequence() -> None:
+    out = plan(get_model("llama2-7b"), 8, "dgx-h100", seq=4095,
+               framework="megatron-core")
+    assert out["top"], "an odd sequence still runs without context parallelism"
+    assert all(row["config"]["cp"] == 1 for row in out["top"])
+
+
+def test_odd_sequence_cp_error_says_use_cp_1() -> None:
+    r = tc("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
+           "--gpus", "8", "--dp", "4", "--cp", "2", "--seq", "4095",
+           "--framework", "megatron-core")
+    assert r.returncode != 0
+    assert "no cp > 1 divides an odd sequence: use cp 1" in r.stderr
+
+
+# ---------------------------------------------------------------- a foreign DuckDB file
+def test_ingest_refuses_another_programs_duckdb(tmp_path: Path) -> None:
+    db = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE jobs (x INTEGER)")
+    con.execute("INSERT INTO jobs VALUES (1)")
+    con.close()
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus\na,1\n")
+    with pytest.raises(TraincastError, match="not a traincast job store"):
+        Store(db).ingest(trace)
+    con = duckdb.connect(str(db))
+    assert con.execute("SELECT * FROM jobs").fetchall() == [(1,)]
+    assert [r[0] for r in con.execute("DESCRIBE jobs").fetchall()] == ["x"]
+    con.close()
+
+
+# ------------------------------------------------------------------- kernel CSV rows
+def test_uneven_kernel_row_is_named(tmp_path: Path) -> None:
+    header = "OPName,Latency,Device,B,M,N,K"
+    rows = [f"linear,0.05,Tesla T4,1,{m},64,64" for m in (64, 128, 256, 512)]
+    rows.insert(2, "linear,0.05,Tesla T4")  # the file's row 4 (header = row 1)
+    (tmp_path / "linear").mkdir()
+    (tmp_path / "linear" / "Tesla_T4.csv").write_text("\n".join([header, *rows]) + "\n")
+    r = tc("validate", "--kernels", str(tmp_path))
+    assert r.returncode != 0
+    assert "Tesla_T4.csv: row 4: 3 fields, the header has 7" in r.stderr
+
+
+# ------------------------------------------------------------- the study's assumptions
+@pytest.mark.skipif(not (DATA / "alibaba-gpu-v2023").exists(), reason="shared data absent")
+def test_study_says_jobs_without_gpus_and_assumed_hardware(tmp_path: Path) -> None:
+    src = DATA / "alibaba-gpu-v2023" / "openb_pod_list_gpuspec33.csv"
+    lines = src.read_text().splitlines()
+    trace = tmp_path / "pods.csv"
+    trace.write_text("\n".join(lines[:400]) + "\n")
+    header = lines[0].split(",")
+    gpu = header.index("num_gpu")
+    spec = header.index("gpu_spec")
+    rows = [r.split(",") for r in lines[1:400]]
+    zero = sum(1 for r in rows if float(r[gpu]) == 0)
+    no_type = sum(1 for r in rows if not r[spec])
+    assert zero and no_type  # the real file's first rows hold both kinds
+    r = tc("study", str(trace), "--format", "alibaba-2023", "-o", str(tmp_path / "s"),
+           "--no-report", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert f"({len(rows) - zero:,} jobs with GPUs; {zero:,} without, left out)" in text
+    assert f"assumed hardware: {no_type:,} jobs name no GPU type" in text
+    assert "pai-v100-nvlink nodes (8 x V100-SXM2-16GB" in text
