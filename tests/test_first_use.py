@@ -5,9 +5,11 @@ DuckDB files, uneven kernel CSV rows and the study's assumed hardware."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -175,3 +177,99 @@ def test_study_says_jobs_without_gpus_and_assumed_hardware(tmp_path: Path) -> No
     assert f"({len(rows) - zero:,} jobs with GPUs; {zero:,} without, left out)" in text
     assert f"assumed hardware: {no_type:,} jobs name no GPU type" in text
     assert "pai-v100-nvlink nodes (8 x V100-SXM2-16GB" in text
+
+
+def _kernels(tmp_path: Path, rows: list[str], family: str = "linear") -> Path:
+    (tmp_path / family).mkdir(parents=True, exist_ok=True)
+    (tmp_path / family / "Tesla_T4.csv").write_text(
+        "\n".join(["OPName,Latency,Device,B,M,N,K", *rows]) + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("row", "said"), [
+    ("linear,0.05,Tesla T4,1,58.5,64,64", "field 'M' = '58.5' is not a whole number"),
+    ("linear,1e30,Tesla T4,1,64,64,64", "field 'Latency' = '1e30' is above 1,000,000 (ms)"),
+    ("linear,0.05,Tesla T4,1,1e15,64,64", "field 'M' = '1e15' is above 2,147,483,647"),
+    ("linear,,Tesla T4,1,64,64,64", "field 'Latency' = '' is not a positive number"),
+])
+def test_impossible_kernel_rows_are_named(tmp_path: Path, row: str, said: str) -> None:
+    from traincast.calibration.kernel_fit import read_kernels
+    from traincast.hardware.catalog import load_catalog
+
+    good = [f"linear,0.05,Tesla T4,1,{m},64,64" for m in (64, 128)]
+    folder = _kernels(tmp_path, [*good, row])
+    with pytest.raises(TraincastError, match=re.escape(f"row 4: {said}")):
+        read_kernels(folder, load_catalog())
+
+
+def test_a_folder_that_is_no_family_is_named(tmp_path: Path) -> None:
+    from traincast.calibration.kernel_fit import read_kernels
+    from traincast.hardware.catalog import load_catalog
+
+    rows = [f"linear,0.05,Tesla T4,1,{m},64,64" for m in (64, 128)]
+    _kernels(tmp_path, rows)
+    _kernels(tmp_path, rows, family="lnorm")
+    with pytest.raises(TraincastError, match="lnorm: CSV files in a folder that is no kernel"):
+        read_kernels(tmp_path, load_catalog())
+
+
+# ------------------------------------------------------------------ bad features and flags
+@pytest.mark.parametrize(("change", "said"), [
+    ({"batch_size": 0}, "batch_size must be a whole number of at least 1, got 0"),
+    ({"memory_bytes": {"weights": "x"}}, "memory_bytes.weights must be a number of bytes"),
+    ({"bytes_memory_bound_fused": 2e9, "bytes_memory_bound": 1e9},
+     "bytes_memory_bound_fused = 2000000000.0 is above bytes_memory_bound"),
+])
+def test_bad_features_file_is_refused(tmp_path: Path, change: dict, said: str) -> None:
+    feats = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes": 1e8,
+             "batch_size": 8, **change}
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(feats))
+    r = tc("predict", "--features", str(path))
+    assert r.returncode != 0 and f"f.json: {said}" in r.stderr
+
+
+def test_flags_that_would_do_nothing_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps({"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9,
+                                "weight_bytes": 1e8}))
+    r = tc("predict", "--features", str(path), "--batch", "8")
+    assert r.returncode != 0 and "--batch applies to --model" in r.stderr
+    r = tc("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e8",
+           "--memory-format", "nhwc")
+    assert r.returncode != 0 and "--flops gives aggregate features" in r.stderr
+
+
+# -------------------------------------------------------------- catalog and published rows
+@pytest.mark.parametrize(("text", "said"), [
+    ('[alias]\nV100 = "NoSuch"\n', "[alias] key 'V100' refers to unknown GPU 'NoSuch'"),
+    ('[node.big]\ngpu = "V100-SXM2-16GB"\ngpus = 100000000\npcie = "pcie3x16"\n'
+     'intra = "nvlink2-v100"\nnic = "eth25"\n', "[node.big] key 'gpus' = 100000000 is above"),
+    ("[gpu.V100-SXM2-16GB.datasheet]\nbase_clock_mhz = 5000\n",
+     "key 'base_clock_mhz' = 5000 is above boost_clock_mhz = 1530"),
+])
+def test_catalog_typos_are_named_with_their_file(tmp_path: Path, text: str, said: str) -> None:
+    from traincast.hardware.catalog import CatalogError, load_catalog
+
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(path)
+    assert str(exc.value).startswith(f"{path}: ") and said in str(exc.value)
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (lambda t: t + "\n[bogus]\nx = 1\n", "unknown table [bogus]"),
+    (lambda t: t.replace("gpus = 1\n", "gpus = 1000000000\n", 1),
+     "field 'gpus' = 1000000000 is above 1,000,000"),
+])
+def test_published_rows_typos_are_named(tmp_path: Path, edit: Any, said: str) -> None:
+    from traincast.validation.published import load_published
+
+    text = ('[model.m]\nspec = "zoo:resnet50"\n\n[[row]]\nmodel = "m"\ngpu = "V100"\ngpus = 1\n'
+            'dtype = "fp32"\nbatch_per_gpu = 64\nthroughput = 300.0\nunit = "images/s"\n'
+            'citation = "a test"\n')
+    path = tmp_path / "rows.toml"
+    path.write_text(edit(text))
+    with pytest.raises(TraincastError, match=re.escape(said)):
+        load_published(path)

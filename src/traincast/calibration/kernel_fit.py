@@ -110,15 +110,22 @@ class Kernels:
                        {k: np.concatenate([col(self, k), col(other, k)]) for k in keys})
 
 
+LATENCY_MAX_MS = 1e6
+"""The longest latency a measured row may hold, ms (about 17 minutes for one op)."""
+SHAPE_MAX = 2.0**31 - 1
+"""The largest size a shape column may hold: a dimension cuBLAS and cuDNN index with 32 bits."""
+
+
 def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
                  families: Iterable[str] | None = None,
                  sample: int = 0, seed: int = 0) -> Kernels:
     """Every ``<family>/*.csv[.gz]`` under ``directory`` (one folder or several, read together;
     DuckDB: the quoted ``Kernels`` field may hold commas). ``Device`` must name a catalog GPU or
-    alias; ``Latency`` (ms) must be positive and finite; shape columns positive (``Padding`` >=
-    0); a ``Dtype`` column, where present, must say ``fp32`` (the model's SIMT products are
-    FP32). ``sample`` > 0 keeps that many rows per file (seeded). Errors name the file, the row
-    and the field."""
+    alias; ``Latency`` (ms) must be positive and finite, at most :data:`LATENCY_MAX_MS`; shape
+    columns whole numbers, positive (``Padding`` >= 0) and at most :data:`SHAPE_MAX`; CSV files
+    in a sub-folder that is no family are an error; a ``Dtype`` column, where present, must
+    say ``fp32`` (the model's SIMT products are FP32). ``sample`` > 0 keeps that many rows per
+    file (seeded). Errors name the file, the row and the field."""
     import duckdb
 
     roots = [Path(directory)] if isinstance(directory, (str, Path)) else \
@@ -137,6 +144,13 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
         if root.resolve() in seen:
             raise TraincastError(f"{root}: given twice", hint="name each folder once")
         seen.add(root.resolve())
+        stray = sorted(d.name for d in root.iterdir()
+                       if d.is_dir() and d.name not in FAMILIES and any(d.glob("*.csv*")))
+        if stray:
+            raise TraincastError(f"{root / stray[0]}: CSV files in a folder that is no kernel "
+                                 "family (they would not be read)",
+                                 hint=f"name it after its family ({', '.join(FAMILIES)}) or "
+                                      "move it out of the folder")
         if not any(files[root, fam] for fam in wanted):
             raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
                                  hint=f"a folder with sub-folders named after the families "
@@ -222,11 +236,18 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         values = np.ma.filled(raw[c], np.nan).astype(np.float64)
         lowest_ok = values >= 0 if c == "Padding" else values > 0
         bad = ~(np.isfinite(values) & lowest_ok)
+        what = "not a positive number"
+        if not bad.any():  # then the physical bounds: a typo in a unit or an exponent
+            high = LATENCY_MAX_MS if c == "Latency" else SHAPE_MAX
+            bad = values > high
+            what = f"above {high:,.0f} ({'ms' if c == 'Latency' else 'elements'})"
+            if c != "Latency" and not bad.any():
+                bad, what = values != np.round(values), "not a whole number"
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             text = np.ma.filled(raw["raw " + c], "")[i]
             raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {str(text)!r} is "
-                                 "not a positive number", hint="Latency in ms; shapes are sizes")
+                                 f"{what}", hint="Latency in ms; shapes are sizes")
         out[c] = values
     if fam in GEMM_FAMILIES:
         names = (np.ma.filled(raw["Kernel Name"], "").astype(object) if named

@@ -110,6 +110,24 @@ def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
         if not 0 <= value <= high:  # also refuses nan and inf
             raise TraincastError(f"{where}: {key} = {value!r} is out of bounds (from 0 to "
                                  f"{high:g}, as {flag})", hint="check the exponent")
+    batch = feats.get("batch_size")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                              or not 1 <= batch <= MAX_BYTES):
+        raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
+                             f"{batch!r}", hint="profile the model again (traincast profile)")
+    memory = feats.get("memory_bytes")
+    if memory is not None:
+        parts = memory.items() if isinstance(memory, dict) else [("", memory)]
+        for part, value in parts:
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0 <= value <= MAX_BYTES:
+                raise TraincastError(f"{where}: memory_bytes{'.' + part if part else ''} must "
+                                     f"be a number of bytes from 0 to {MAX_BYTES:g}, got "
+                                     f"{value!r}")
+    fused, plain = feats.get("bytes_memory_bound_fused"), feats.get("bytes_memory_bound")
+    if isinstance(fused, int | float) and isinstance(plain, int | float) and fused > plain:
+        raise TraincastError(f"{where}: bytes_memory_bound_fused = {fused!r} is above "
+                             f"bytes_memory_bound = {plain!r} (fusing ops only removes bytes)")
     return feats
 
 
@@ -317,6 +335,14 @@ def predict(
         return
     from traincast.validation.published import apply_setup, setup_of
 
+    if batch is not None and features is not None:
+        raise TraincastError("--batch applies to --model: a features file holds the batch it "
+                             "was profiled at", hint="profile again with --batch N, or give "
+                                                     "--model")
+    if flops is not None and (memory_format != "nchw" or tf32_matmul):
+        raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "
+                             "priced; --flops gives aggregate features, which have none",
+                             hint="give --model or --features FILE (traincast profile -o)")
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                 embedding_bytes, input_bytes, amp, ops=per_op)
     if not per_op:

@@ -323,8 +323,18 @@ def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
                             + (listed or f"known: {', '.join(sorted(known))}"))
 
 
+_UPPER: dict[tuple[str, str], tuple[float, str]] = {
+    ("gpu", "boost_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
+    ("gpu", "base_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
+    ("node", "gpus"): (1_024, "GPUs in one node (an NVLink domain; NVL72 holds 72)"),
+}
+"""Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
+is a typo (a unit or an exponent), an error naming the file, table and key."""
+
+
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Type- and range-check one table's keys; returns the cleaned values."""
+    """Type- and range-check one table's keys (:data:`_UPPER` bounds some from above);
+    returns the cleaned values."""
     where = f"{path}: [{kind}.{name}]"
     if not isinstance(values, Mapping):
         raise CatalogError(f"{where} must be a table")
@@ -380,6 +390,10 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
             known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind]
                            | _ARRAY_KEYS[kind] | _MAP_KEYS[kind] | _SOURCE_MAPS[kind])
             raise CatalogError(f"{where} unknown key {key!r}; known keys: {', '.join(known)}")
+        bound = _UPPER.get((kind, key))
+        if bound is not None and value > bound[0]:
+            raise CatalogError(f"{where} key {key!r} = {value!r} is above {bound[0]:,g} "
+                               f"({bound[1]})", hint="check the unit and the exponent")
         out[key] = value
     return out
 
@@ -401,9 +415,14 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
 
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
     """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
-    (:data:`_MATRIX_PEAKS`; 0 = unsupported)."""
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost clock."""
     if "gemm_intensity" in values:
         return
+    base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
+    if base and boost and base > boost:
+        raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "
+                           f"boost_clock_mhz = {boost:g}",
+                           hint="the boost clock is the higher one (docs/hardware.md)")
     fp32 = values.get("fp32_tflops", 0.0)
     for key in _MATRIX_PEAKS:
         peak = values.get(key, 0.0)
@@ -499,7 +518,8 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                                f"refers to unknown node {gpu.default_node!r}")
     for alias, target in aliases.items():
         if target not in cat.gpus:
-            raise CatalogError(f"[alias] key {alias!r} refers to unknown GPU {target!r}")
+            raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} refers to "
+                               f"unknown GPU {target!r}")
     return cat
 
 
@@ -544,7 +564,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
             raise CatalogError(f"{path}: not valid TOML: {exc}") from None
     for path, data in sources:
         _merge_file(raw, aliases, data, path, kernel_model)
-        for kind in _KINDS:
+        for kind in (*_KINDS, "alias"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
     cat = _build(raw, aliases, origin)

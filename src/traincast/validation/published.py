@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 from traincast.errors import TraincastError, did_you_mean
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES
+from traincast.trace.schema import COUNT_MAX
 from traincast.units import fmt_pct
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "by_gpu_and_dtype", "check_hardware",
@@ -216,6 +217,10 @@ def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
             raise TraincastError(f"{where}: field {key!r} must be positive and finite, "
                                  f"not {value!r}")
     _check_batch(where, row)
+    for key, bound in ROW_BOUNDS.items():
+        if row.get(key) is not None and row[key] > bound:
+            raise TraincastError(f"{where}: field {key!r} = {row[key]!r} is above {bound:,.0f}",
+                                 hint="check the exponent")
     written = row["dtype"]
     dtype = DTYPE_ALIASES.get(" ".join(re.split(r"[\s_-]+", written.lower().strip())))
     if dtype is None:
@@ -249,6 +254,11 @@ def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> No
     row["unit_factor"] = factor
 
 
+ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": 1_000_000}
+"""Upper bounds of a row's counts (``predict`` and ``plan`` take at most a million GPUs; a
+per-GPU batch above a million samples is a typo that would allocate its activations)."""
+
+
 def load_published(path: str | Path | None = None) -> dict[str, Any]:
     """The parsed table (``source``, ``model``, ``node``, ``row``), each model and row checked
     and each row normalized (``_check_row``).
@@ -263,6 +273,13 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
         data = tomllib.loads(src.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise TraincastError(f"{name}: cannot be read ({exc})") from None
+    if unknown := sorted(set(data) - {"source", "model", "node", "row"}):
+        raise TraincastError(f"{name}: unknown table [{unknown[0]}]; known: [source], "
+                             "[model.NAME], [node], [[row]]", hint=ROW_FORMAT_HINT)
+    matmul = (data.get("source") or {}).get("fp32_matmul", "fp32")
+    if matmul not in ("fp32", "tf32"):
+        raise TraincastError(f"{name}: [source] fp32_matmul = {matmul!r}: one of \"fp32\" or "
+                             "\"tf32\" (how the run's fp32 matrix products ran)")
     data["file"] = name
     data["base_dir"] = str(Path(path).resolve().parent) if path else ""
     models, rows, nodes = data.get("model", {}), data.get("row", []), data.get("node", {})
