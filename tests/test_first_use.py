@@ -273,3 +273,24 @@ def test_published_rows_typos_are_named(tmp_path: Path, edit: Any, said: str) ->
     path.write_text(edit(text))
     with pytest.raises(TraincastError, match=re.escape(said)):
         load_published(path)
+
+
+# ------------------------------------------------------------------ quotes left open in a trace
+def test_a_quote_left_open_is_a_bad_row_not_a_job(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text('job_id,submission_time,duration,num_gpu\nz,1,10,2\n"a,1,10,2\n'
+                     'b,1,10,2\nc,1,10,2"\nd,1,10,1\n')
+    report = Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+    assert report["jobs"] == 2 and report["bad_rows"] == 1
+    err = report["errors"][0]
+    assert (err["row"], err["field"]) == (2, "job_id")
+    assert "a quote opened in this row is not closed" in err["value"]
+
+
+def test_a_quote_that_never_closes_names_its_row(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text('job_id,submission_time,duration,num_gpu\nz,1,10,2\ny,2,10,2\n'
+                     '"a,1,10,2\nb,1,10,2\n')
+    with pytest.raises(TraincastError, match=r"t\.csv: row 3: a quote opens in this row|"
+                                             r"one opens in row 3"):
+        Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")

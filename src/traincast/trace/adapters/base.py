@@ -69,14 +69,23 @@ class Plan:
 
     def all_checks(self) -> list[Check]:
         """The adapter's checks plus the generic ones, in this order (a row reports the first
-        it fails): unparsable or infinite numbers and times, and fractional numbers in integer
-        columns; values outside their physical bounds (:data:`~traincast.trace.schema.BOUNDS`:
-        a negative count, size, feature or utilization, a time outside the years 1–9999, more
+        it fails): a job id holding a line break (a quote left open, the lines after it read
+        into the id; free-text columns such as ``user`` may hold quoted line breaks);
+        unparsable or infinite numbers and times, and fractional numbers in integer columns;
+        values outside their physical bounds (:data:`~traincast.trace.schema.BOUNDS`: a negative
+        count, size, feature or utilization, a time outside the years 1–9999, more
         than a million GPUs, a utilization above 1, ...); an end before its start, or a job
         longer than :data:`~traincast.trace.schema.DURATION_MAX_S`; unknown architecture names;
         duplicate jobs. Generic checks read the typed value of a canonical column as
         :func:`typed` names it (:func:`as_type`, computed once by the store)."""
         out = list(self.checks)
+        if "job_id" in self.fields:  # a line break in a job id: a quote left open
+            f = self.fields["job_id"]
+            raw = f"CAST({f.raw if f.raw is not None else typed('job_id')} AS VARCHAR)"
+            out.append(Check("job_id", f"strpos({raw}, chr(10)) > 0",
+                             f"split_part({raw}, chr(10), 1) || ' ... (holds a line break: a "
+                             "quote opened in this row is not closed, so the lines after it "
+                             "were read into this value)'"))
         for name, f in self.fields.items():
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 out.append(Check(name, f"{typed(name)} IS NULL AND {present(f.raw)}",
@@ -513,6 +522,20 @@ def unfinished(fields: Mapping[str, Field]) -> str:
     return f"({running_status(status)} OR (({start}) IS NOT NULL AND ({end}) IS NULL))"
 
 
+def open_quote_row(path: Path) -> int | None:
+    """The data row (1-based, after the header) of a CSV file (plain or gzipped) where a quote
+    opens and no later quote closes it on that line, or None: read again only where a file
+    could not be read. A line whose quotes do not pair up leaves a quote open."""
+    try:
+        with open_bytes(path) as f:
+            for i, line in enumerate(f):
+                if line.count(b'"') % 2:
+                    return i if i else None
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
     """The error for a trace file that cannot be read (:data:`READ_ERRORS`): adapter, file
     and the reason (DuckDB's first line, and for CSV errors the line that says why, not its
@@ -523,7 +546,12 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         why += [ln for ln in lines[1:] if not ln.startswith(
             ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
     reason = ": ".join(why) or type(exc).__name__
-    hint = f"check that it is a {adapter} trace"
+    hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
+    if "sniffing" in reason and (row := open_quote_row(Path(path))) is not None:
+        return TraincastError(f"{adapter}: {path}: row {row}: a quote opens in this row and is "
+                              "not closed (the lines after it would be read into one value), "
+                              "so the file's columns cannot be told",
+                              hint="close the quote or remove it")
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
@@ -669,10 +697,12 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             if end is None or end.why != "quote":
                 raise
             # DuckDB's sniffer, meeting an open quote in a short file, reads each line whole
+            row = open_quote_row(path)
             raise TraincastError(
                 f"{adapter}: {path}: the file ends inside a quoted value (its quotes do not "
-                "pair up): its last row is cut, and its columns cannot be told",
-                hint="close the quote, or remove the cut last row") from None
+                "pair up" + (f": one opens in row {row}" if row else "") + "), so its columns "
+                "cannot be told",
+                hint="close the quote, or remove it") from None
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
         censored = censored_of(fields, cols) if censored_of else "FALSE"
         plan = Plan(adapter, str(path), relation(path), fields, censored=censored,
