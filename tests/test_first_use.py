@@ -294,3 +294,15 @@ def test_a_quote_that_never_closes_names_its_row(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match=r"t\.csv: row 3: a quote opens in this row|"
                                              r"one opens in row 3"):
         Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+
+
+def test_tensor_parallel_across_nodes_is_warned() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+
+    # dgx-h100: 8 GPUs per node, one NDR port per GPU
+    across = predict_hybrid("llama2-7b", node="dgx-h100", tp=16)
+    inside = predict_hybrid("llama2-7b", node="dgx-h100", tp=8, dp=2)
+    assert any("tensor parallelism over 16 GPUs crosses nodes of 8" in w
+               for w in across["warnings"])
+    assert not any("crosses nodes" in w for w in inside["warnings"])
+    assert across["comm_s"]["tp"] > inside["comm_s"]["tp"]  # its all-reduces on the network

@@ -1134,6 +1134,17 @@ def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
             "(--framework megatron-core)")
 
 
+def tp_warning(tp: int, gpus_per_node: int, nic: str) -> str:
+    """The warning when a tensor-parallel group spans nodes (``tp > gpus per node``): its
+    all-reduces, two to four per layer and micro-batch, run over the network, which ``plan``
+    never chooses (tensor parallelism stays inside a node; empty otherwise)."""
+    if tp <= gpus_per_node:
+        return ""
+    return (f"tensor parallelism over {tp} GPUs crosses nodes of {gpus_per_node}: its "
+            f"all-reduces (every layer, every micro-batch) run over the network ({nic}); plan "
+            f"keeps tp within a node (--tp {gpus_per_node} or less, and more --pp or --dp)")
+
+
 def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects (:func:`shape_code`;
     ``sizes`` by name); called before ``evaluate``, where a size of 0 would divide by zero."""
@@ -1207,7 +1218,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     (bubble / step, ``T_bubble / T_total``) and ``warnings`` (a bubble over
     :data:`BUBBLE_WARN_SHARE` of the step, :func:`bubble_warning`; a configuration that does
     not fit, :func:`memory_warning`; ``cp > 1`` under a recipe without context parallelism,
-    :func:`cp_warning`).
+    :func:`cp_warning`; a tensor-parallel group across nodes, :func:`tp_warning`).
 
     ``framework`` names a recipe (``parallel/recipes.toml``, :func:`resolve_knobs`) that sets
     ``attention``, ``dropout``, ``zero`` and ``grad_accum_fused`` where they are None (not
@@ -1246,7 +1257,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
                             memory_warning(sc, cfg, sizes, recompute, attention,
                                            hw.gpus_per_node),
-                            cp_warning(framework, cp, knobs)) if w]
+                            cp_warning(framework, cp, knobs),
+                            tp_warning(tp, hw.gpus_per_node, hw.links["nic"])) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,
