@@ -306,3 +306,20 @@ def test_tensor_parallel_across_nodes_is_warned() -> None:
                for w in across["warnings"])
     assert not any("crosses nodes" in w for w in inside["warnings"])
     assert across["comm_s"]["tp"] > inside["comm_s"]["tp"]  # its all-reduces on the network
+
+
+def test_a_floor_is_the_hosts_not_the_gpus() -> None:
+    import tomllib
+
+    from traincast import kernels
+    from traincast.hardware.catalog import load_catalog
+
+    shipped = tomllib.loads((Path(__file__).resolve().parents[1] / "src" / "traincast"
+                             / "hardware" / "kernel_model.toml").read_text())["kernel_model"]
+    cat = load_catalog()
+    # NeuSight measured the P100 on a host whose floor is 45.2 us and the V100 on one of
+    # 32.6 us; a prediction runs on the user's host: the median floor for every GPU alike
+    assert shipped["floors_us"]["P100-PCIE-16GB"] > 1.5 * shipped["default_floor_us"]
+    for gpu in ("P100-PCIE-16GB", "V100-PCIE-32GB", "T4", "A100-SXM4-80GB", "H100-SXM5-80GB"):
+        assert kernels.op_floor_s(cat.gpus[gpu]) == pytest.approx(
+            shipped["default_floor_us"] * 1e-6, rel=1e-12)

@@ -624,13 +624,14 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
 def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     """Give every GPU its measured-kernel parameters: ``kernel = {**params, floor_us, **own}``
     (``floor_us``: ``host_floor_us`` when a file gives one, the host the predictions are for,
-    measured by ``traincast calibrate`` on a CUDA machine; else the GPU's measured floor, else
-    ``default_floor_us``; the entry's own ``kernel`` keys win)."""
+    measured by ``traincast calibrate`` on a CUDA machine; else ``default_floor_us``, the
+    median of the measuring hosts' floors, for every GPU alike: a floor is the host's, not the
+    GPU's, so a what-if that changes the GPU keeps it. ``floors_us``, each measured GPU's own
+    host, stays the fit's record (checked: GPUs the catalog knows); the entry's own ``kernel``
+    keys win)."""
     cat.kernel_model = dict(model)
     params = dict(model.get("params", {}))
-    raw_floors = model.get("floors_us", {})  # merged files: the later spelling of a GPU wins
-    floors = dict(zip(_gpu_names(cat, "floors_us", list(raw_floors), once=False),
-                      raw_floors.values(), strict=True))
+    _gpu_names(cat, "floors_us", list(model.get("floors_us", {})), once=False)
     for key in ("fitted_on", *HELD_OUT_RECORDS):  # one file's record: each GPU named once
         if key in model:
             named = _gpu_names(cat, key, list(model[key]))
@@ -639,7 +640,7 @@ def _apply_kernel_model(cat: Catalog, model: Mapping[str, Any]) -> None:
     default = float(model.get("default_floor_us", 0.0))
     host = float(model.get("host_floor_us", 0.0))
     for name, gpu in list(cat.gpus.items()):
-        floor = host or floors.get(name, default)
+        floor = host or default
         merged = {**params, **({"floor_us": floor} if floor > 0 else {}), **gpu.kernel}
         if merged != gpu.kernel:
             cited = {"kernel": str(model.get("source", "kernel_model")), **gpu.sources}
