@@ -258,15 +258,16 @@ def test_a_prediction_from_aggregate_features_says_it_is_a_lower_bound(tmp_path)
     flags = ("--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e8", "--gpu", "L4")
     text = run(*flags)
     assert "a lower bound of the op-by-op time" in text
-    assert "Profile the model (traincast profile --ops) for the op-by-op time" in text
+    assert "Profile the model (traincast profile MODEL -o FILE) for the op-by-op time" in text
     assert "per-op table" not in text and "--aggregate)" not in text  # nothing was profiled
     assert "lower bound of the op-by-op" not in run(*flags, "--compute", "paper")
     profile = tmp_path / "mlp.json"
     profile.write_text(json.dumps({"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9,
                                    "weight_bytes": 1e8}))
     text = run("--features", str(profile), "--gpu", "L4")
-    assert "these features have no per-op table: profile with --ops for one" in text
-    assert "Profile with --ops for the op-by-op time" in text
+    assert "these features have no per-op table: traincast profile MODEL -o FILE writes one" \
+        in text
+    assert "Write the profile with -o FILE (it keeps the per-op table) for the op-by-op" in text
     text = run("--model", "zoo:gcn", "--aggregate", "--gpu", "L4")
     assert "Leave out --aggregate for the op-by-op time" in text and "--aggregate)" in text
     text = run("--model", "zoo:gcn", "--gpu", "L4")

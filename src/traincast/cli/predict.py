@@ -418,8 +418,9 @@ def render_prediction(result: dict[str, Any]) -> None:
 def aggregate_text(setup: dict[str, Any]) -> str:
     """What ``predict`` says of a prediction from aggregate features under the kernel strategy,
     and how to get the op-by-op time from where the features came (``setup_of``)."""
-    how = ("Profile the model (traincast profile --ops) for" if setup.get("from_flags") else
-           "Profile with --ops for" if setup.get("no_ops_table") else
+    how = ("Profile the model (traincast profile MODEL -o FILE) for" if setup.get("from_flags")
+           else "Write the profile with -o FILE (it keeps the per-op table) for"
+           if setup.get("no_ops_table") else
            "Leave out --aggregate for")
     host = "" if setup.get("from_flags") else (
         "no faster than the host issues the profile's ops at the cheapest op's floor, ")

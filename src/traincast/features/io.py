@@ -94,7 +94,7 @@ def write_features(record: dict[str, Any], path: str | Path) -> Path:
     ops = record.get("ops")
     if ops is None:
         raise TraincastError(f"{path}: a Parquet features file holds the per-op table",
-                             hint="profile with --ops")
+                             hint="profile without --no-ops")
     table = pa.table({c: [row.get(c) for row in ops] for c in OP_COLUMNS})
     meta = {k: v for k, v in record.items() if k != "ops"}
     table = table.replace_schema_metadata({PARQUET_KEY: json.dumps(meta).encode()})

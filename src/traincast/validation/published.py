@@ -537,7 +537,7 @@ def setup_text(setup: Mapping[str, Any]) -> str:
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
               else "copied from the host")
     priced = "op by op" if setup["per_op"] else "from aggregate features" + (
-        " (these features have no per-op table: profile with --ops for one)"
+        " (these features have no per-op table: traincast profile MODEL -o FILE writes one)"
         if setup.get("no_ops_table") else "")
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
             + (", mixed precision (autocast: matmuls and convolutions in 16 bits)"
