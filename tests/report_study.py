@@ -71,9 +71,7 @@ def make_study(folder: Path, *, sample: bool = True) -> Path:
     for c, col in zip(COMPONENTS, COMPONENT_COLUMNS, strict=True):
         table[col] = getattr(bd, c)
     table["total_s"] = bd.total
-    codes = bd.bottleneck_code()
-    table["bottleneck"] = np.array([COMPONENTS[c] if c >= 0 else None for c in codes],
-                                   dtype=object)
+    table["bottleneck"] = bd.bottleneck_names()
     table["gpu_util_pred"] = bd.gpu_util()
     pq.write_table(pa.table(table), folder / "jobs.parquet")
 

@@ -655,9 +655,9 @@ def test_leave_one_gpu_out_of_one_gpu_is_refused() -> None:
 
 def test_held_out_range_and_trust_by_hand() -> None:
     # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it.
-    # An unmeasured GPU on an uncalibrated catalog reads the uncalibrated record; on a catalog
-    # with a host's floor and dispatch ratios, or for a measured GPU, the record with each
-    # GPU's own host. The sentence quotes products and memory-bound kernels (a mixed-precision
+    # Any GPU, measured or not, on an uncalibrated catalog reads the uncalibrated record
+    # (predictions take the median host floor for every GPU); on a catalog with a host's floor
+    # and dispatch ratios, the record with each GPU's own host. The sentence quotes products and memory-bound kernels (a mixed-precision
     # job: memory-bound only), never convolutions (priced on the datasheet path)
     from traincast.cli.common import held_out_text, trust_text
 
@@ -669,8 +669,8 @@ def test_held_out_range_and_trust_by_hand() -> None:
     worse = {g: {k: 2 * v for k, v in row.items()} for g, row in held.items()}
     model = {"fitted_on": ["A", "B"], "held_out": held, "held_out_uncalibrated": worse}
     mine = kernels.fit_trust(model, "A")
-    assert mine == {"measured": True, "calibrated": False, "record": "held_out",
-                    "own": held["A"], "held_out_range": ranges}
+    assert mine == {"measured": True, "calibrated": False, "record": "held_out_uncalibrated",
+                    "own": worse["A"], "held_out_range": kernels.held_out_range(worse)}
     other = kernels.fit_trust(model, "Z")
     assert other["measured"] is other["calibrated"] is False and other["own"] is None
     assert other["held_out_range"] == kernels.held_out_range(worse)
@@ -691,8 +691,9 @@ def test_held_out_range_and_trust_by_hand() -> None:
     assert here["calibrated"] is True and here["held_out_range"] == ranges
     assert "priced with its host's own floor and dispatch ratios, had a median |error| of " \
         "products 10.0% to 30.0%" in trust_text("Z", here)
-    assert "held out of a fit on the other GPUs and priced with its host's own floor and " \
-        "dispatch ratios, its median |error| was products 10.0% (docs" in trust_text("A", mine)
+    assert "held out of a fit on the other GPUs and priced with the fit's median host floor " \
+        "and dispatch ratios (traincast calibrate on a CUDA host measures its own), its median " \
+        "|error| was products 20.0% (docs" in trust_text("A", mine)
     assert trust_text("Z", kernels.fit_trust({}, "Z")).endswith("fitted to.")
 
 
@@ -758,7 +759,9 @@ def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> No
             if "gemm_median" in row]
     assert km["held_out_range"]["gemm_median"] == [min(gemm), max(gemm)]
     t4 = predict(feats, gpu="T4", catalog=cat).hardware["kernel_model"]
-    assert t4["measured"] is True and t4["own"] == cat.kernel_model["held_out"]["T4"]
+    # a measured GPU is priced with the median host floor too: its uncalibrated record
+    assert t4["measured"] is True
+    assert t4["own"] == cat.kernel_model["held_out_uncalibrated"]["T4"]
     # aggregate features only: nothing was priced by the measured-kernel model
     plain = {k: v for k, v in feats.items() if k != "ops"}
     assert "kernel_model" not in predict(plain, gpu="L4", catalog=cat).hardware

@@ -17,7 +17,7 @@ import importlib
 from typing import Any
 
 from traincast.hardware.catalog import Catalog, CatalogError, load_catalog
-from traincast.model import COMPONENTS, Breakdown
+from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import Prediction, predict, predict_table
 from traincast.resolve import resolve
 
@@ -44,8 +44,8 @@ _LAZY = {
     "write_report": "traincast.report",
 }
 
-__all__ = ["COMPONENTS", "Breakdown", "Catalog", "CatalogError", "Prediction", "load_catalog",
-           "predict", "predict_table", "resolve", *_LAZY]
+__all__ = ["BOTTLENECKS", "COMPONENTS", "Breakdown", "Catalog", "CatalogError", "Prediction",
+           "load_catalog", "predict", "predict_table", "resolve", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -798,14 +798,15 @@ def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
     ``calibrated`` (the catalog carries a host's measured dispatch, ``host_floor_us`` and
     ``host_dispatch_kinds`` from ``traincast calibrate`` on a CUDA machine), ``record`` (the
     table the errors come from: ``held_out``, each held-out GPU priced with its own host's
-    floor and dispatch ratios, for a measured GPU or a calibrated host; else
-    ``held_out_uncalibrated``, with the fit's median floor and ratios), ``own`` (the GPU's
+    floor and dispatch ratios, for a calibrated host; else ``held_out_uncalibrated``, with
+    the fit's median floor and ratios, as predictions are priced on every GPU, the measured
+    ones too), ``own`` (the GPU's
     errors in it, None where it has none) and ``held_out_range`` (``held_out_range`` of the
     record: what a GPU the fit has not seen can expect)."""
     measured = gpu_name in (kernel_model.get("fitted_on") or ())
     calibrated = bool(kernel_model.get("host_floor_us")) \
         and bool(kernel_model.get("host_dispatch_kinds"))
-    record = "held_out" if measured or calibrated else "held_out_uncalibrated"
+    record = "held_out" if calibrated else "held_out_uncalibrated"
     held = kernel_model.get(record) or {}
     return {"measured": measured, "calibrated": calibrated, "record": record,
             "own": dict(held[gpu_name]) if gpu_name in held else None,
@@ -862,8 +863,9 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
 
 def op_floor_s(gpu: Any) -> float:
     """The per-op floor ``d`` (seconds) of the simplest op (an element-wise add): the fitted
-    ``floor_us`` of ``GPU.kernel`` (the measured GPU's own, else the median of the measured
-    ones: an eager op's host dispatch and launch), else the entry's ``kernel_launch_us``,
+    ``floor_us`` of ``GPU.kernel`` (a calibrated host's ``host_floor_us``, else the median of
+    the measuring hosts' floors, for every GPU alike: an eager op's host dispatch and launch;
+    ``catalog._apply_kernel_model``), else the entry's ``kernel_launch_us``,
     else 0. The host takes ``d r_x`` to issue an op of kind ``x`` (``op_floors_s``)."""
     kernel = getattr(gpu, "kernel", {}) or {}
     us = kernel.get("floor_us") or float(getattr(gpu, "kernel_launch_us", 0.0) or 0.0)

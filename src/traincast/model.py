@@ -130,6 +130,10 @@ class Breakdown:
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 
+    def bottleneck_names(self) -> NDArray[np.object_]:
+        """:meth:`bottleneck_code` as names of ``BOTTLENECKS`` (None: no bottleneck)."""
+        return np.array([*BOTTLENECKS, None], dtype=object)[self.bottleneck_code()]
+
     @property
     def busy(self) -> F:
         """The GPU's busy time: ``T_comp - T_idle``."""

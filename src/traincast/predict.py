@@ -24,7 +24,6 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
     BOTTLENECK_LABEL,
-    BOTTLENECKS,
     COMPONENTS,
     Breakdown,
     data_time_s,
@@ -415,7 +414,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                 amp: bool, hierarchical: bool, nic: str | None, intra: str | None,
                 pcie: str | None, strategy: str) -> Prediction:
     shares = bd.shares()
-    names = np.array(BOTTLENECKS + (None,), dtype=object)[bd.bottleneck_code()]  # -1: no work
+    names = bd.bottleneck_names()  # None: no work
     node = catalog.nodes[r.node.values[r.node.codes[0]]]
     gpu = catalog.gpus[r.gpu.values[r.gpu.codes[0]]]
     links = {role: resolve_link(catalog, spec or getattr(node, role))

@@ -322,7 +322,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         # the hardware is the trace's when it names a GPU type or node, else assumed
         "gpu_type_given": (cols["gpu_type"].codes >= 0) | (cols["node"].codes >= 0),
         "n_gpus": cols["n_gpus"], "base_total_s": base.total,
-        "base_bottleneck": _names(base.bottleneck_code())}
+        "base_bottleneck": base.bottleneck_names()}
     for g, prefix in (("arch", "arch"), ("best", "best"), ("cheap", "cheapest")):
         if g == "cheap" and prices is None:
             continue
@@ -397,10 +397,6 @@ def steps(n_candidates: int, priced: bool) -> int:
     return n_candidates + (3 if priced else 2) + 1
 
 
-def _names(codes: NDArray[np.int64]) -> NDArray[np.object_]:
-    return np.array([*COMPONENTS, None], dtype=object)[codes]
-
-
 def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     chosen: tuple[F, Strings, Strings, NDArray[np.object_], Breakdown],
                     cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
@@ -419,7 +415,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                                            cols["architecture"].strings()),
         f"{prefix}_node": new_node.arrow(), f"{prefix}_gpu": new_gpu.arrow(),
         f"{prefix}_total_s": total, f"{prefix}_speedup": speedup,
-        f"{prefix}_bottleneck": _names(bd.bottleneck_code()),
+        f"{prefix}_bottleneck": bd.bottleneck_names(),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
                                      new_gpu, base_role, new_role, catalog, min_gain,
                                      priced)}
@@ -432,6 +428,8 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
     """Breakdown, hardware and communication link role of each job's chosen candidate
     (evaluated once per candidate)."""
     parts = {c: np.array(getattr(base, c), dtype=np.float64) for c in (*COMPONENTS, "total")}
+    parts["idle"] = np.zeros_like(parts["total"]) if base.idle is None else \
+        np.array(base.idle, dtype=np.float64)
     roles = base_role.copy()
     node_codes, gpu_codes = base_node.codes.copy(), base_gpu.codes.copy()
     node_vals, gpu_vals = list(base_node.values), list(base_gpu.values)
@@ -440,7 +438,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
         bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
                               hierarchical)
         for c in parts:
-            parts[c][rows] = getattr(bd, c)
+            parts[c][rows] = 0.0 if c == "idle" and bd.idle is None else getattr(bd, c)
         roles[rows] = _link_roles(r)
         nn, ng = r.node, r.gpu
         for codes, vals, s in ((node_codes, node_vals, nn), (gpu_codes, gpu_vals, ng)):

@@ -36,7 +36,7 @@ from traincast.errors import TraincastError
 from traincast.files import write_text_whole, write_whole
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns
-from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
+from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
 from traincast.units import fmt_pct, fmt_x
 
@@ -88,7 +88,7 @@ def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,
     """The job table plus its predicted breakdown columns (``jobs.parquet``); ``breakdown``:
     the jobs' base breakdown when the caller has it."""
     bd = breakdown or base_breakdown(Columns.of(jobs), catalog, overlap)
-    names = np.array([*BOTTLENECKS, None], dtype=object)[bd.bottleneck_code()]
+    names = bd.bottleneck_names()
     extra = {f"{c}_s": getattr(bd, c) for c in COMPONENTS} | {"total_s": bd.total}
     for k, v in extra.items():
         jobs = jobs.append_column(k, pa.array(v, from_pandas=True))
