@@ -657,8 +657,9 @@ def test_held_out_range_and_trust_by_hand() -> None:
     # two GPUs held out in turn: each error's lowest and highest over the GPUs that have it.
     # Any GPU, measured or not, on an uncalibrated catalog reads the uncalibrated record
     # (predictions take the median host floor for every GPU); on a catalog with a host's floor
-    # and dispatch ratios, the record with each GPU's own host. The sentence quotes products and memory-bound kernels (a mixed-precision
-    # job: memory-bound only), never convolutions (priced on the datasheet path)
+    # and dispatch ratios, the record with each GPU's own host. The sentence quotes products
+    # and memory-bound kernels (a mixed-precision job: memory-bound only), never convolutions
+    # (priced on the datasheet path)
     from traincast.cli.common import held_out_text, trust_text
 
     held = {"A": {"gemm_median": 0.1, "conv_median": 0.4, "sum": -0.5},

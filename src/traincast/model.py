@@ -122,11 +122,13 @@ class Breakdown:
         parts = self.stacked()
         bad = np.isnan(parts).any(axis=0) | ~(np.nan_to_num(parts, nan=0.0) > 0).any(axis=0)
         if self.idle is not None:
-            idle = np.broadcast_to(np.nan_to_num(np.atleast_1d(_f(self.idle))), parts[0].shape)
+            idle, *comps = np.broadcast_arrays(np.nan_to_num(np.atleast_1d(_f(self.idle))),
+                                               *parts)
+            parts, bad = np.stack(comps), np.broadcast_to(bad, idle.shape)
             comp = parts[1] + parts[2]
             with np.errstate(divide="ignore", invalid="ignore"):
                 keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
-            parts = np.vstack([parts[:1], parts[1:3] * keep, parts[3:], idle[None]])
+            parts = np.concatenate([parts[:1], parts[1:3] * keep, parts[3:], idle[None]])
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 

@@ -310,9 +310,10 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
     """Memory per GPU of a job whose features carry ``memory_bytes`` (a profile), by its
     architecture's ``footprint_bytes`` rule (``S + A`` for a replica; docs/model.md), against
     the GPU's ``mem_gb``: ``{"footprint_gb", "capacity_gb", "fits"}``; ``None`` when the
-    features or the catalog entry do not tell."""
+    features or the catalog entry do not tell (no ``mem_gb``, or one that is not a positive
+    number: a calibrated entry may have none)."""
     mem = features.get("memory_bytes")
-    if not isinstance(mem, Mapping) or not mem_gb or mem_gb <= 0:
+    if not isinstance(mem, Mapping) or not (mem_gb and mem_gb > 0):  # NaN: not > 0
         return None
 
     def part(*keys: str) -> NDArray[np.float64]:

@@ -110,9 +110,9 @@ def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
         if not 0 <= value <= high:  # also refuses nan and inf
             raise TraincastError(f"{where}: {key} = {value!r} is out of bounds (from 0 to "
                                  f"{high:g}, as {flag})", hint="check the exponent")
-    batch = feats.get("batch_size")
+    batch = feats.get("batch_size")  # a count: bounded as counts are (MAX_GPUS = COUNT_MAX)
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or not 1 <= batch <= MAX_BYTES):
+                              or not 1 <= batch <= MAX_GPUS):
         raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
                              f"{batch!r}", hint="profile the model again (traincast profile)")
     memory = feats.get("memory_bytes")
@@ -335,10 +335,10 @@ def predict(
         return
     from traincast.validation.published import apply_setup, setup_of
 
-    if batch is not None and features is not None:
+    if batch is not None and model is None:
         raise TraincastError("--batch applies to --model: a features file holds the batch it "
-                             "was profiled at", hint="profile again with --batch N, or give "
-                                                     "--model")
+                             "was profiled at, and --flops the work of one iteration",
+                             hint="profile again with --batch N, or give --model")
     if flops is not None and (memory_format != "nchw" or tf32_matmul):
         raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "
                              "priced; --flops gives aggregate features, which have none",

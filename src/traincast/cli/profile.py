@@ -20,6 +20,7 @@ from traincast.cli.common import (
     print_json,
 )
 from traincast.cli.tables import Table
+from traincast.errors import TraincastError
 
 PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
 
@@ -134,6 +135,9 @@ def profile(
     from traincast.features.profile import profile_model  # checks --optimizer, --attention
 
     parquet = output is not None and output.suffix.lower() in (".parquet", ".pq")
+    if parquet and ops is False:
+        raise TraincastError("--no-ops with a Parquet FILE: the Parquet record is the per-op "
+                             "table", hint="write FILE.json for aggregate features only")
     with_ops = parquet or (output is not None if ops is None else ops)
     kwargs: dict[str, Any] = {"batch_size": batch, "amp": amp, "optimizer": optimizer,
                               "ops": with_ops, "seq_len": seq, "attention": attention}

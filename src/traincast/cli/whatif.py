@@ -62,11 +62,13 @@ _pct = partial(fmt_pct, decimals=0)
 
 
 def _compact_table(title: str, caption: str | None, columns: tuple[str, ...]) -> Table:
-    """A table that fits 80 columns: no vertical rules, the first column never cut."""
+    """A table that fits 80 columns: no vertical rules, no number cut (a long name in the
+    first column folds onto the next line instead)."""
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
               box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
     for i, col in enumerate(columns):
-        t.add_column(col, justify="right" if i else "left", no_wrap=not i)
+        t.add_column(col, justify="right" if i else "left", no_wrap=bool(i),
+                     overflow="ellipsis" if i else "fold")
     return t
 
 
@@ -398,6 +400,8 @@ def recommend(
 
             feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                         embedding_bytes, input_bytes, False)
+            if workload is None and model is not None and model.startswith("zoo:"):
+                workload = model.removeprefix("zoo:")  # its shipped per-op table prices it
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
         workload = workload or DEFAULT_WORKLOAD

@@ -416,13 +416,13 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
     """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
     (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost clock."""
-    if "gemm_intensity" in values:
-        return
     base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
     if base and boost and base > boost:
         raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "
                            f"boost_clock_mhz = {boost:g}",
                            hint="the boost clock is the higher one (docs/hardware.md)")
+    if "gemm_intensity" in values:
+        return
     fp32 = values.get("fp32_tflops", 0.0)
     for key in _MATRIX_PEAKS:
         peak = values.get(key, 0.0)

@@ -1156,7 +1156,8 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
             ok = [k for k in range(2, 65) if seq % (2 * k) == 0]
             why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; " + (
                 f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
-                "no cp > 1 divides an odd sequence: use cp 1"))
+                "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
+                f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
         raise TraincastError(f"invalid hybrid configuration: {why}",
                              hint=" ".join(f"{k.replace('_', '-')}={sizes[k]}" for k in (
                                  "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",

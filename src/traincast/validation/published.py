@@ -276,7 +276,10 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
     if unknown := sorted(set(data) - {"source", "model", "node", "row"}):
         raise TraincastError(f"{name}: unknown table [{unknown[0]}]; known: [source], "
                              "[model.NAME], [node], [[row]]", hint=ROW_FORMAT_HINT)
-    matmul = (data.get("source") or {}).get("fp32_matmul", "fp32")
+    if not isinstance(data.get("source", {}), dict):
+        raise TraincastError(f"{name}: [source] must be a table (source.KEY = value), got "
+                             f"{data['source']!r}", hint=ROW_FORMAT_HINT)
+    matmul = data.get("source", {}).get("fp32_matmul", "fp32")
     if matmul not in ("fp32", "tf32"):
         raise TraincastError(f"{name}: [source] fp32_matmul = {matmul!r}: one of \"fp32\" or "
                              "\"tf32\" (how the run's fp32 matrix products ran)")

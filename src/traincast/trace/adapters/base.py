@@ -524,16 +524,21 @@ def unfinished(fields: Mapping[str, Field]) -> str:
 
 def open_quote_row(path: Path) -> int | None:
     """The data row (1-based, after the header) of a CSV file (plain or gzipped) where a quote
-    opens and no later quote closes it on that line, or None: read again only where a file
-    could not be read. A line whose quotes do not pair up leaves a quote open."""
+    opens that no later quote closes before the file ends, or None (every quote closed): read
+    again only where a file could not be read. Records, not lines, are counted: a quoted value
+    that holds line breaks and closes (a ``user`` note) is one record."""
+    record, opened, inside = 0, None, False
     try:
         with open_bytes(path) as f:
-            for i, line in enumerate(f):
+            for line in f:
                 if line.count(b'"') % 2:
-                    return i if i else None
+                    inside = not inside
+                    opened = record if inside else None
+                if not inside:
+                    record += 1
     except (OSError, EOFError, zlib.error):
         return None
-    return None
+    return opened if inside and opened else None
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
