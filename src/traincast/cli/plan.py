@@ -277,6 +277,12 @@ def _print_resilience(result: dict[str, Any]) -> None:
             f"{od['usd_per_million_tokens']:.3f} $/M tokens ({od['label']}, "
             f"{od['s_per_million_tokens']:.3g} s/M tokens): spot saves "
             f"{100 * result['spot_saving']:.0f}%.", highlight=False)
+        if not any(e["preemptions_per_hour_job"] > 0 for e in (res or {}).get(
+                "by_node", {}).values()):
+            console.print(Text("assumed: no preemptions (--preemptions-per-hour 0): the spot "
+                               "figure is the price alone; give the rate your provider's "
+                               "machines are taken back at for the checkpoint and restart "
+                               "losses (docs/parallelism.md)", style="yellow"))
 
 
 def _print_replan(result: dict[str, Any]) -> None:

@@ -149,7 +149,7 @@ def profile(
     if output is not None:
         write_features(rec, output)
         if json_out:  # the JSON went to the file: one line here, not the record again
-            typer.echo(f"wrote {output}")
+            print_json({"wrote": str(output)})
             return
         err_console.print(f"[dim]wrote {escape(str(output))}[/dim]")
     if json_out:

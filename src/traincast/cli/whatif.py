@@ -61,14 +61,19 @@ TraceArg = Annotated[Path | None, typer.Argument(
 _pct = partial(fmt_pct, decimals=0)
 
 
-def _compact_table(title: str, caption: str | None, columns: tuple[str, ...]) -> Table:
-    """A table that fits 80 columns: no vertical rules, no number cut (a long name in the
-    first column folds onto the next line instead)."""
+def _compact_table(title: str, caption: str | None, columns: tuple[str, ...],
+                   rows: list[tuple[str, ...]]) -> Table:
+    """A table that fits 80 columns: no vertical rules, no number cut (each number column at
+    least as wide as its widest cell, its header wrapping; a long name in the first column
+    folds onto the next line instead)."""
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
               box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
     for i, col in enumerate(columns):
-        t.add_column(col, justify="right" if i else "left", no_wrap=bool(i),
-                     overflow="ellipsis" if i else "fold")
+        widest = max((len(r[i]) for r in rows), default=0)
+        t.add_column(col, justify="right" if i else "left", overflow="fold",
+                     min_width=widest if i else None)
+    for r in rows:
+        t.add_row(*r)
     return t
 
 
@@ -81,12 +86,12 @@ def print_whatif(result: dict[str, Any]) -> None:
                        "(weighted by GPUs), time wtd (by GPU time); saved = share of GPU time "
                        "saved",
                        ("scenario", "jobs", "not fit", "sped up", "mean", "median", "GPU wtd",
-                        "time wtd", "saved"))
-    for name, s in summaries.items():
-        t.add_row(name, f"{s['matched']:,}", f"{s['not_applied']:,}", _pct(s["sped_up_share"]),
-                  fmt_x(s["mean_speedup"]), fmt_x(s["median_speedup"]),
-                  fmt_x(s["gpu_weighted_mean_speedup"]), fmt_x(s["gpu_time_weighted_mean_speedup"]),
-                  _pct(s["gpu_time_saved_share"]))
+                        "time wtd", "saved"),
+                       [(name, f"{s['matched']:,}", f"{s['not_applied']:,}",
+                         _pct(s["sped_up_share"]), fmt_x(s["mean_speedup"]),
+                         fmt_x(s["median_speedup"]), fmt_x(s["gpu_weighted_mean_speedup"]),
+                         fmt_x(s["gpu_time_weighted_mean_speedup"]),
+                         _pct(s["gpu_time_saved_share"])) for name, s in summaries.items()])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
     for name, s in summaries.items():
@@ -95,11 +100,11 @@ def print_whatif(result: dict[str, Any]) -> None:
             continue
         t = _compact_table(f"{name}: by architecture", None,
                            ("architecture", "jobs", "matched", "not fit", "sped up", "mean",
-                            "median", "GPU wtd"))
-        for arch, b in rows:
-            t.add_row(arch, f"{b['jobs']:,}", f"{b['matched']:,}", f"{b['not_applied']:,}",
-                      _pct(b["sped_up_share"]), fmt_x(b["mean_speedup"]),
-                      fmt_x(b["median_speedup"]), fmt_x(b["gpu_weighted_mean_speedup"]))
+                            "median", "GPU wtd"),
+                           [(arch, f"{b['jobs']:,}", f"{b['matched']:,}",
+                             f"{b['not_applied']:,}", _pct(b["sped_up_share"]),
+                             fmt_x(b["mean_speedup"]), fmt_x(b["median_speedup"]),
+                             fmt_x(b["gpu_weighted_mean_speedup"])) for arch, b in rows])
         console.print(t)
 
 
@@ -110,7 +115,7 @@ def whatif(
         "--scenario", "-s", help="Shipped scenario name or TOML file (repeatable); shipped: "
         "nvlink-allreduce, allreduce-cluster, eth100, ib-hdr, gpu-a100, gpu-h100, nvlink-on, "
         "nvlink-off, pcie4, mixed-precision, op-fusion, overlap.")] = None,
-    sweep: Annotated[str | None, typer.Option(
+    sweep: Annotated[list[str] | None, typer.Option(
         "--sweep", help="KEY=V1,V2,...: one scenario per value, over the given scenarios or "
         "every job (e.g. nic=eth25,eth50,eth100,eth200). A link value is a catalog name, with "
         "the link's framing efficiency and latency (eth25: 2.94 GB/s of payload), or a speed "
@@ -148,6 +153,10 @@ def whatif(
 
     if not scenario and not sweep:
         raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
+    if sweep and len(sweep) > 1:
+        raise TraincastError(f"--sweep given {len(sweep)} times: one sweep varies one key",
+                             hint="sweep one key; for two, write scenario files with one "
+                                  "value of the first and --sweep the second over them")
     if output is not None and not jobs_out:
         raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
                              hint="the summary is printed (or --json) either way")
@@ -159,7 +168,8 @@ def whatif(
     def run_all(on_rows: Any = None) -> dict[str, Any]:
         with progress(json_out) as bar:
             task = bar.add_task(f"what-if ({engine})", total=None)
-            return run(chunks, scenario or [], cat, sweep_spec=sweep, overlap=overlap,
+            return run(chunks, scenario or [], cat, sweep_spec=sweep[0] if sweep else None,
+                       overlap=overlap,
                        engine=engine, address=address, parquet_dir=parquet_dir,
                        per_job=jobs_out, on_rows=on_rows,
                        progress=lambda done, total: bar.update(task, completed=done,

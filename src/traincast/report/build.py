@@ -245,16 +245,21 @@ def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, d
     amp = bool(record.get("amp"))
     dtype = "amp" if amp else "fp32"
     ops = aggregate_ops(record["ops"])
-    pts = roofline_points(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
+    from traincast.compute import rates
+
+    flop_rate, byte_rate = rates(gpu, dtype, catalog.compute)  # as predict prices aggregates
+    pts = roofline_points(ops, flop_rate, byte_rate)
     model = str(record.get("model", "model"))
     title = f"Roofline: {model} on {gpu.name} ({'mixed precision' if amp else 'fp32'})"
     fig = Fig(f"roofline_{_slug(Path(model).name)}_{_slug(gpu.name)}", title,
               f"Each op kind of one training step of {model} (batch "
               f"{record.get('batch_size', '?')}; forward, backward and optimizer ops summed "
               f"by kind and phase) placed by arithmetic intensity (FLOP per byte moved) on "
-              f"the roofline of {gpu.name}: peak {gpu.peak_tflops(dtype):g} TFLOP/s × "
-              f"flop efficiency {gpu.flop_efficiency:g}, memory {gpu.mem_bw_gbs:g} GB/s × "
-              f"efficiency {gpu.mem_efficiency:g}. Ops left of the ridge point are limited "
+              f"the roofline of {gpu.name} at the rates predict prices aggregate work at "
+              f"(docs/model.md): {flop_rate / 1e12:.3g} TFLOP/s achievable for large GEMMs "
+              f"(of a {gpu.peak_tflops(dtype):g} TFLOP/s peak), memory {byte_rate / 1e9:.4g} "
+              f"GB/s achievable (of {gpu.mem_bw_gbs:g} GB/s). Ops left of the ridge point are "
+              "limited "
               "by memory bandwidth, right of it by the FLOP peak; marker area grows with the "
               "op's roofline time; filled markers are ops the profiler classed compute-bound, "
               "hollow ones memory-bound. The five slowest are labelled.",
