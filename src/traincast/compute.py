@@ -394,7 +394,9 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         if (gpu.kernel or {}).get("floor_us") else "kernel_launch_us")) if floor else "0 (none)"
     for key, fallback in defaults.items():
         value = getattr(gpu, key, None)
-        inputs[key] = f"{value}: {sources.get(key, gpu.source)}" if value else fallback
+        shown = ", ".join(f"{k} {v:g}" for k, v in value.items()) \
+            if isinstance(value, dict) else value
+        inputs[key] = f"{shown}: {sources.get(key, gpu.source)}" if value else fallback
     model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
     if name == "kernel" and model_eta is not None:
         inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \

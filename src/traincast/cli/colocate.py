@@ -153,6 +153,12 @@ def colocate(
         return
     print_colocate(result)
     print_assumed(result["assumed_workload"])
-    if not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
+    measured = result["utilization"]["measured_jobs"]
+    if by == "measured" and not measured:
+        note("no job is eligible: --by measured pairs jobs by the utilization the trace "
+             "measured, and this trace measures none (a gpu_util column; PAI 2020's sensor "
+             "table): pair by the predicted one (--by predicted)")
+    elif not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
         note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
-             "(try --multi-gpu, a higher --util-bound, or --by measured)")
+             "(try --multi-gpu or a higher --util-bound"
+             + (", or --by measured)" if measured and by != "measured" else ")"))
