@@ -255,5 +255,5 @@ def test_profile_json_to_file_prints_one_line(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["profile", "zoo:mobilenet-v2", "--batch", "2", "--json",
                                    "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert res.stdout.strip() == f"wrote {out}"
+    assert json.loads(res.stdout) == {"wrote": str(out)}  # stdout stays JSON under --json
     assert json.loads(out.read_text())["batch_size"] == 2
