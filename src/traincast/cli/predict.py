@@ -366,6 +366,11 @@ def predict(
     render_prediction(result)
 
 
+HOST_WAIT_SHOWN = 0.01
+"""The share of the step from which predict's table shows the GPU's wait for the host (in
+``--json`` always: ``time_s.host_wait``)."""
+
+
 def render_prediction(result: dict[str, Any]) -> None:
     """A rich table of one prediction: components in seconds and percent, then the bottleneck."""
     job, hw = result["job"], result["hardware"]
@@ -380,7 +385,7 @@ def render_prediction(result: dict[str, Any]) -> None:
     for c in COMPONENTS:
         table.add_row(COMPONENT_LABEL[c], fmt_seconds(result["time_s"][c]),
                       f"{100 * (result['share'][c] or 0):.1f}%")
-        if c == "compute_mem" and wait > 0:
+        if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN * total:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)" if total else "", style="dim")
     table.add_row("[bold]total per iteration[/bold]",
