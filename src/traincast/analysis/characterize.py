@@ -201,7 +201,7 @@ class Characterization:
         self.trace_end_s = trace_end_s
         self.source_ends_s = dict(source_ends_s or {})
         self.sums = np.zeros(4)  # gpus, gpu time, censored gpu time, jobs with a duration
-        self.n = self.zero_gpu = 0
+        self.n = self.zero_gpu = self.default_hardware = 0
         self.flags: dict[str, int] = {}
         self.arch: dict[str, F] = {}
         self.types: dict[str, F] = {}
@@ -241,6 +241,10 @@ class Characterization:
         self.zero_gpu += int((gpus_raw == 0).sum())
         arch_codes, arch_names = _labels(cols, "architecture", n)
         type_codes, type_names = _labels(cols, "gpu_type", n)
+        node_codes, node_names = _labels(cols, "node", n)
+        named = np.array([s != "unknown" for s in type_names])[type_codes] | \
+            np.array([s != "unknown" for s in node_names])[node_codes]
+        self.default_hardware += int(((gpus_raw > 0) & ~named).sum())
         # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
         _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
                     gpus, gpu_time)
@@ -291,10 +295,21 @@ class Characterization:
         self.heavy += [(comm > COMM_HEAVY).sum(), (data > DATA_HEAVY).sum(), util.sum(),
                        len(util)]
 
+    def _default_hardware(self) -> dict[str, Any]:
+        """The jobs with GPUs whose trace names neither a GPU type nor a node, and the node
+        preset they are priced on (``traincast.resolve.DEFAULT_NODE`` of this catalog)."""
+        from traincast.resolve import DEFAULT_NODE
+
+        nd = self.catalog.nodes.get(DEFAULT_NODE)
+        return {"jobs": self.default_hardware, "node": DEFAULT_NODE,
+                **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}
+                   if nd is not None else {})}
+
     def merge(self, other: Characterization) -> Characterization:
         """Add another part's characterization (same trace ends, catalog and overlap)."""
         self.n += other.n
         self.zero_gpu += other.zero_gpu
+        self.default_hardware += other.default_hardware
         self.sums += other.sums
         self.bottleneck += other.bottleneck
         self.heavy += other.heavy
@@ -323,6 +338,7 @@ class Characterization:
             "jobs_with_duration": int(with_duration),
             "flags": dict(self.flags),
             "zero_gpu_jobs": self.zero_gpu,
+            "default_hardware": self._default_hardware(),
             "by_architecture": _group_result(self.arch, ARCHITECTURES),
             "by_gpu_type": _group_result(self.types),
             "cdf": {"gpus_per_job": {"value": values.tolist(),

@@ -389,21 +389,16 @@ def print_assumed(info: dict[str, Any] | None) -> None:
 
 
 def print_assumed_hardware(char: dict[str, Any]) -> None:
-    """One line saying which node the jobs whose trace names no GPU type are priced on
-    (``traincast.resolve.DEFAULT_NODE``), if any (a characterization's ``by_gpu_type``)."""
-    unknown = (char.get("by_gpu_type") or {}).get("unknown", {}).get("jobs", 0)
-    if not unknown:
+    """One line saying which node the jobs with GPUs whose trace names neither a GPU type nor
+    a node are priced on, if any (a characterization's ``default_hardware``)."""
+    hw = char.get("default_hardware") or {}
+    if not hw.get("jobs"):
         return
-    from traincast.hardware.catalog import load_catalog
-    from traincast.resolve import DEFAULT_NODE
-
-    nd = load_catalog().nodes[DEFAULT_NODE]
     console.print(Text(
-        f"assumed hardware: {unknown:,} jobs name no GPU type; those with GPUs are priced on "
-        f"{DEFAULT_NODE} nodes ({nd.gpus} x {nd.gpu}, GPUs linked by {nd.intra}, network "
-        f"{nd.nic}), the paper's PAI node; a gpu_type or node column names theirs (--map, "
-        "docs/traces.md)",
-        style="dim"))
+        f"assumed hardware: {hw['jobs']:,} jobs with GPUs name neither a GPU type nor a node; "
+        f"they are priced on {hw['node']} nodes ({hw.get('gpus')} x {hw.get('gpu')}, GPUs "
+        f"linked by {hw.get('intra')}, network {hw.get('nic')}), the paper's PAI node; a "
+        "gpu_type or node column names theirs (--map, docs/traces.md)", style="dim"))
 
 
 def print_unpredicted(counts: dict[str, int]) -> None:
