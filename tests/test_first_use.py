@@ -95,7 +95,7 @@ def test_hybrid_json_has_memory_and_table_has_shares() -> None:
     assert mem["fits"] is out["fits"]
     assert sum(out["share"].values()) == pytest.approx(1.0)
     text = tc(*args).stdout
-    assert "weight/gradient communication" in text and "tensor parallel (tp)" in text
+    assert "communication" in text and "tensor-parallel all-reduces" in text
     assert "total per iteration" in text and "compute_flop" not in text
 
 
@@ -291,7 +291,7 @@ def test_a_quote_that_never_closes_names_its_row(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text('job_id,submission_time,duration,num_gpu\nz,1,10,2\ny,2,10,2\n'
                      '"a,1,10,2\nb,1,10,2\n')
-    with pytest.raises(TraincastError, match=r"t\.csv: row 3: a quote opens in this row|"
+    with pytest.raises(TraincastError, match=r"t\.csv: row 3: a quote opens there|"
                                              r"one opens in row 3"):
         Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
 
@@ -330,7 +330,7 @@ def test_recommend_names_a_host_bound_job_and_prices_a_zoo_model_op_by_op() -> N
     assert r.returncode == 0, r.stderr
     row = json.loads(r.stdout)["rows"][0]
     assert row["base_bottleneck"] == "host"
-    # the one job is priced from the zoo model's per-op table, as predict --model prices it
+    # the one job is priced from its own per-op table, as predict --model prices it
     r = tc("recommend", "--model", "zoo:resnet50", "--arch", "ps-worker", "--workers", "8",
            "--ps", "2", "--node", "pai-v100-pcie", "--json")
     best = json.loads(r.stdout)["rows"][0]
@@ -340,6 +340,11 @@ def test_recommend_names_a_host_bound_job_and_prices_a_zoo_model_op_by_op() -> N
                         best["best_node"], "--json").stdout)
     assert out["setup"]["per_op"]
     assert best["best_total_s"] == pytest.approx(out["time_s"]["total"], rel=1e-6)
+    # a model with no shipped table too (built from its config), at its own profile
+    args = ("--model", "zoo:megatron-gpt-1.7b", "--node", "dgx-a100", "--json")
+    base = json.loads(tc("recommend", *args).stdout)["rows"][0]["base_total_s"]
+    assert base == pytest.approx(json.loads(tc("predict", *args).stdout)["time_s"]["total"],
+                                 rel=1e-9)
 
 
 def test_plan_runs_tp_1_without_sequence_parallelism() -> None:
@@ -395,7 +400,11 @@ def test_whatif_numbers_stay_whole_at_80_columns(tmp_path: Path) -> None:
                         "--sweep", "architecture=allreduce-cluster,1w1g"],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
-    assert "…" not in r.stdout and "×" in r.stdout
+    rows = [line for line in r.stdout.splitlines()
+            if line.startswith("architecture=") and "by architecture" not in line]
+    assert len(rows) == 2  # each scenario's numbers whole on its first line
+    for line in rows:
+        assert re.search(r"[\d,]+ +\d+ +\d+% +(\d+\.\d\d× +){4}\d+%$", line), line
 
 
 def test_open_quote_row_counts_records_not_lines(tmp_path: Path) -> None:
@@ -407,3 +416,25 @@ def test_open_quote_row_counts_records_not_lines(tmp_path: Path) -> None:
     assert open_quote_row(path) == 3
     path.write_text('job_id,n_gpus,user\na,1,"multi\nline"\nb,2,x\n')
     assert open_quote_row(path) is None
+
+
+def test_an_entry_without_memory_is_not_checked_by_the_hybrid_model(tmp_path: Path) -> None:
+    from traincast.hardware.catalog import load_catalog
+    from traincast.parallel.hybrid import predict_hybrid
+
+    path = tmp_path / "cal.toml"
+    path.write_text('[gpu.mine]\nsource = "t"\nfp32_tflops = 10.0\nbf16_tflops = 100.0\n'
+                    "fp16_tflops = 100.0\nmem_bw_gbs = 900.0\ngemm_intensity = [1.0, 100.0]\n"
+                    "gemm_tflops = [1.0, 9.0]\n\n[node.minenode]\ngpu = \"mine\"\ngpus = 8\n"
+                    'pcie = "pcie4x16"\nintra = "nvlink3-a100"\nnic = "ib-hdr"\nsource = "t"\n')
+    out = predict_hybrid("llama2-7b", node="minenode", dp=8, catalog=load_catalog(path))
+    assert out["fits"] is True and out["memory"]["fits"] is True
+    assert not any("does not fit" in w for w in out["warnings"])
+
+
+def test_a_quote_open_in_the_header_is_named(tmp_path: Path) -> None:
+    from traincast.trace.adapters.base import open_quote_row
+
+    path = tmp_path / "t.csv"
+    path.write_text('"job_id,n_gpus\na,1\nb,2\n')
+    assert open_quote_row(path) == 0

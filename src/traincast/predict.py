@@ -241,6 +241,11 @@ def _cells(x: F, nodes: F) -> tuple[NDArray[np.int64], F]:
     return i, np.clip(u, 0.0, 1.0, out=u)
 
 
+OpsOf = Callable[[str], Mapping[str, Any] | None]
+"""A workload's profile with its per-op table (``ops``), or None: how a job table's rows find
+the table they are priced op by op from (:func:`zoo_ops`: the shipped ones)."""
+
+
 def zoo_ops(workload: str) -> Mapping[str, Any] | None:
     """The shipped per-op table of a workload's zoo model (``traincast.zoo.profiles``)."""
     from traincast.zoo.profiles import workload_ops

@@ -34,6 +34,7 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
 from traincast.model import BOTTLENECK_LABEL, BOTTLENECKS, COMPONENTS, Breakdown
+from traincast.predict import OpsOf, zoo_ops
 from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario
 
@@ -78,13 +79,13 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
 
 
 def _candidate(cols: Columns, extras: WorkloadExtras, cand: Candidate, catalog: Catalog,
-               overlap: float, hierarchical: bool) -> tuple[Breakdown, Resolved,
-                                                            NDArray[np.bool_]]:
+               overlap: float, hierarchical: bool, ops_of: OpsOf = zoo_ops
+               ) -> tuple[Breakdown, Resolved, NDArray[np.bool_]]:
     """The jobs ported to a candidate by the what-if engine's rules: breakdown, resolved rows
     and the mask of jobs that fit."""
     sc = cand.scenario
     new = apply_changes(cols, extras, sc, catalog)
-    bd, r = evaluate_columns(new, catalog, overlap, hierarchical)
+    bd, r = evaluate_columns(new, catalog, overlap, hierarchical, ops_of)
     return bd, r, fit_mask(r, extras, sc)
 
 
@@ -271,7 +272,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
               hierarchical: bool = False,
               progress: Progress | None = None,
               base: tuple[Breakdown, Resolved] | None = None,
-              min_gain: float = MIN_GAIN) -> dict[str, Any]:
+              min_gain: float = MIN_GAIN, ops_of: OpsOf = zoo_ops) -> dict[str, Any]:
     """For every job: the fastest architecture on its own hardware, the fastest (architecture,
     node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
     cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
@@ -281,7 +282,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     choice (``arch``, ``best``, ``cheapest``) and the summary (:func:`steps` counts them).
     ``min_gain``: a job keeps its present setup unless the best candidate beats it by more
     than this fraction (``T_base / T_new > 1 + min_gain``; for the cheapest, cost), so no
-    change is recommended for a gain the model cannot tell from noise (:data:`MIN_GAIN`)."""
+    change is recommended for a gain the model cannot tell from noise (:data:`MIN_GAIN`).
+    ``ops_of``: the per-op table of a workload (:data:`traincast.predict.OpsOf`; the shipped
+    zoo tables by default), whose rows are then priced op by op."""
     if not min_gain >= 0:
         from traincast.errors import TraincastError
 
@@ -301,7 +304,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             progress(step, done[0], total_steps)
 
     extras = workload_extras(cols)
-    base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical)
+    base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical, ops_of)
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)
     n = cols.n
@@ -314,7 +317,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     # the bar a candidate must beat: the job as it runs, min_gain faster (cheaper); a job no
     # candidate beats keeps its setup (index -1)
     best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
-    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance)
+    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, ops_of)
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -328,7 +331,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             continue
         idx = best[g][1]
         chosen = _chosen(cols, extras, cands, idx, base, base_node, base_gpu, base_role,
-                         catalog, overlap, hierarchical)
+                         catalog, overlap, hierarchical, ops_of)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
                                     base_gpu, base_role, catalog, min_gain,
                                     np.isfinite(base_cost) if g == "cheap" else None))
@@ -361,7 +364,8 @@ def _cost_usd(prices: Prices | None, gpus: F, total_s: F, node: Strings, gpu: St
 def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
-            hierarchical: bool, advance: Callable[[str], None]) -> None:
+            hierarchical: bool, advance: Callable[[str], None], ops_of: OpsOf = zoo_ops
+            ) -> None:
     """Every candidate over every job: ``best[group]`` (the value to beat, at first the bar
     :func:`recommend` sets, then the lowest so far; its candidate index; updated in place)
     for ``arch`` (own hardware), ``best`` (time) and ``cheap`` (cost, when present). A
@@ -377,7 +381,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
         groups = [g for g in ("arch", "best", "cheap") if g in best and
                   (g != "arch" or not cand.node)]
         for sp, (sub, ext) in zip(spans, parts, strict=True):
-            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical)
+            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, ops_of)
             t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
             for g in groups:
                 val = t
@@ -424,7 +428,8 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],
             base: Breakdown, base_node: Strings, base_gpu: Strings,
             base_role: NDArray[np.object_], catalog: Catalog, overlap: float,
-            hierarchical: bool) -> tuple[F, Strings, Strings, NDArray[np.object_], Breakdown]:
+            hierarchical: bool, ops_of: OpsOf = zoo_ops
+            ) -> tuple[F, Strings, Strings, NDArray[np.object_], Breakdown]:
     """Breakdown, hardware and communication link role of each job's chosen candidate
     (evaluated once per candidate)."""
     parts = {c: np.array(getattr(base, c), dtype=np.float64) for c in (*COMPONENTS, "total")}
@@ -436,7 +441,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
     for ci in np.unique(idx[idx >= 0]):
         rows = np.flatnonzero(idx == ci)
         bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
-                              hierarchical)
+                              hierarchical, ops_of)
         for c in parts:
             parts[c][rows] = 0.0 if c == "idle" and bd.idle is None else getattr(bd, c)
         roles[rows] = _link_roles(r)

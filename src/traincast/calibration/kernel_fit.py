@@ -144,8 +144,9 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
         if root.resolve() in seen:
             raise TraincastError(f"{root}: given twice", hint="name each folder once")
         seen.add(root.resolve())
-        stray = sorted(d.name for d in root.iterdir()
-                       if d.is_dir() and d.name not in FAMILIES and any(d.glob("*.csv*")))
+        stray = sorted(d.name for d in root.iterdir()  # hidden folders (.ipynb_checkpoints,
+                       if d.is_dir() and d.name not in FAMILIES  # __MACOSX) are not read
+                       and not d.name.startswith((".", "__")) and any(d.glob("*.csv*")))
         if stray:
             raise TraincastError(f"{root / stray[0]}: CSV files in a folder that is no kernel "
                                  "family (they would not be read)",
@@ -261,11 +262,12 @@ def _uneven_row(path: Path) -> None:
     not the header's, if there is one: a file DuckDB could not read, or read as one column,
     is then said row by row (the file is read again only on that error path)."""
     import csv
-    import gzip
+    import io
 
-    opener = gzip.open if path.suffix == ".gz" else open
+    from traincast.files import open_bytes
+
     try:
-        with opener(path, "rt", newline="", encoding="utf-8") as f:
+        with io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="") as f:
             rows = csv.reader(f)
             header = next(rows, [])
             for i, row in enumerate(rows, start=2):

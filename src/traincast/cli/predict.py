@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,6 +49,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
+from traincast.trace.schema import COUNT_MAX
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
@@ -110,20 +112,21 @@ def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
         if not 0 <= value <= high:  # also refuses nan and inf
             raise TraincastError(f"{where}: {key} = {value!r} is out of bounds (from 0 to "
                                  f"{high:g}, as {flag})", hint="check the exponent")
-    batch = feats.get("batch_size")  # a count: bounded as counts are (MAX_GPUS = COUNT_MAX)
+    batch = feats.get("batch_size")  # a count: bounded as every count is
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or not 1 <= batch <= MAX_GPUS):
+                              or not 1 <= batch <= COUNT_MAX):
         raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
                              f"{batch!r}", hint="profile the model again (traincast profile)")
     memory = feats.get("memory_bytes")
     if memory is not None:
-        parts = memory.items() if isinstance(memory, dict) else [("", memory)]
-        for part, value in parts:
+        if not isinstance(memory, dict):
+            raise TraincastError(f"{where}: memory_bytes must be a table of parts (weights, "
+                                 f"grads, optimizer, activations), got {memory!r}")
+        for part, value in memory.items():
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not 0 <= value <= MAX_BYTES:
-                raise TraincastError(f"{where}: memory_bytes{'.' + part if part else ''} must "
-                                     f"be a number of bytes from 0 to {MAX_BYTES:g}, got "
-                                     f"{value!r}")
+                raise TraincastError(f"{where}: memory_bytes.{part} must be a number of "
+                                     f"bytes from 0 to {MAX_BYTES:g}, got {value!r}")
     fused, plain = feats.get("bytes_memory_bound_fused"), feats.get("bytes_memory_bound")
     if isinstance(fused, int | float) and isinstance(plain, int | float) and fused > plain:
         raise TraincastError(f"{where}: bytes_memory_bound_fused = {fused!r} is above "
@@ -366,7 +369,7 @@ def predict(
     render_prediction(result)
 
 
-HOST_WAIT_SHOWN = 0.01
+HOST_WAIT_SHOWN_SHARE = 0.01
 """The share of the step from which predict's table shows the GPU's wait for the host (in
 ``--json`` always: ``time_s.host_wait``)."""
 
@@ -381,13 +384,13 @@ def render_prediction(result: dict[str, Any]) -> None:
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
     wait = result["time_s"].get("host_wait") or 0.0
-    total = result["time_s"]["total"]
+    total = sum(result["time_s"][c] or 0.0 for c in COMPONENTS)  # the shares' denominator
     for c in COMPONENTS:
         table.add_row(COMPONENT_LABEL[c], fmt_seconds(result["time_s"][c]),
                       f"{100 * (result['share'][c] or 0):.1f}%")
-        if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN * total:
+        if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN_SHARE * total:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
-                          f"({100 * wait / total:.1f}%)" if total else "", style="dim")
+                          f"({100 * wait / total:.1f}%)", style="dim")
     table.add_row("[bold]total per iteration[/bold]",
                   f"[bold]{fmt_seconds(result['time_s']['total'])}[/bold]", "100%")
     console.print(table)
@@ -448,12 +451,6 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
             f"its kind's ratio (traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
 
 
-HYBRID_COMM: dict[str, str] = {"tp": "tensor parallel (tp)", "pp": "pipeline sends (pp)",
-                               "ep": "expert all-to-all (ep)", "cp": "context ring (cp)",
-                               "dp": "data parallel (dp)"}
-"""The hybrid model's communications by strategy, as ``predict``'s table names them."""
-
-
 def render_hybrid(result: dict[str, Any]) -> None:
     """A rich table of one hybrid-parallel prediction."""
     from traincast.cli.common import fmt_bytes
@@ -469,13 +466,16 @@ def render_hybrid(result: dict[str, Any]) -> None:
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
     time_s, share = result["time_s"], result["share"]
+    from traincast.parallel.hybrid import PART_LABEL
+
     for k in (*COMPONENTS, "bubble"):
-        table.add_row(COMPONENT_LABEL.get(k, "pipeline bubble (stages waiting)"),
-                      fmt_seconds(time_s[k]), f"{100 * share[k]:.1f}%")
+        label = COMPONENT_LABEL[k] if k in ("data_io", "comm") else PART_LABEL[k]
+        table.add_row("communication" if k == "comm" else label, fmt_seconds(time_s[k]),
+                      f"{100 * share[k]:.1f}%")
         if k == "comm":
             for strategy, v in result["comm_s"].items():
                 if v > 0:
-                    table.add_row(f"  {HYBRID_COMM[strategy]}", fmt_seconds(v),
+                    table.add_row(f"  {PART_LABEL['comm_' + strategy]}", fmt_seconds(v),
                                   f"({100 * v / time_s['total']:.1f}%)", style="dim")
     table.add_row("[bold]total per iteration[/bold]",
                   f"[bold]{fmt_seconds(time_s['total'])}[/bold]", "100%")
@@ -484,7 +484,9 @@ def render_hybrid(result: dict[str, Any]) -> None:
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
                   f"{result['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                   f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU. Memory per GPU "
-                  f"{fmt_bytes(mem['total'] * 1e9)} of {fmt_bytes(mem['capacity'] * 1e9)}"
+                  f"{fmt_bytes(mem['total'] * 1e9)} of "
+                  + (fmt_bytes(mem['capacity'] * 1e9) if math.isfinite(mem["capacity"]) else
+                     "a capacity the entry does not give (not checked)")
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")
     m, gb = job["micro_batches"], job["global_batch"]
     console.print(Text(

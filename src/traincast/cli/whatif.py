@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -50,7 +51,7 @@ from traincast.cli.trace import (
 )
 from traincast.errors import TraincastError
 from traincast.files import write_whole
-from traincast.predict import job_row
+from traincast.predict import job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_x
 
@@ -219,6 +220,12 @@ def whatif(
         console.print(t)
         if len(result["job_rows"]) > 50:
             note(f"first 50 of {len(result['job_rows']):,} rows; -o FILE writes them all")
+
+
+def _own_ops(name: str, feats: Mapping[str, Any], workload: str) -> Mapping[str, Any] | None:
+    """``recommend``'s one job priced from its own per-op table (``feats``) under its workload
+    ``name``; any other workload from the shipped zoo tables."""
+    return feats if workload == name else zoo_ops(workload)
 
 
 def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | None,
@@ -394,6 +401,7 @@ def recommend(
                                  hint=f"choose one of {', '.join(ARCHITECTURES)}")
         check_job_flags(arch, gpus if given(ctx, "gpus") else None, workers, ps)
     cat = catalog_from(catalog, compute)
+    ops_of: Any = zoo_ops
     if one_job:
         if workload and not any(x is not None for x in (flops, model, features)):
             from traincast.trace import fill_features
@@ -409,9 +417,11 @@ def recommend(
             from traincast.cli.predict import features_from_flags
 
             feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
-                                        embedding_bytes, input_bytes, False)
-            if workload is None and model is not None and model.startswith("zoo:"):
-                workload = model.removeprefix("zoo:")  # its shipped per-op table prices it
+                                        embedding_bytes, input_bytes, False, ops=True)
+            if feats.get("ops"):  # the job's own per-op table prices it, as predict does
+                own = workload or str(model or features)
+                workload = own
+                ops_of = partial(_own_ops, own, feats)
             table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
     else:
         workload = workload or DEFAULT_WORKLOAD
@@ -423,7 +433,7 @@ def recommend(
             bar.update(task, description=f"recommend: {name}", completed=done, total=total)
 
         result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step,
-                     min_gain=min_gain)
+                     min_gain=min_gain, ops_of=ops_of)
     rows = result.pop("rows")
     result["assumed_workload"] = None if one_job else workload_assumption(table, workload)
     if output is not None:

@@ -24,7 +24,7 @@ from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
-from traincast.predict import evaluate, zoo_ops
+from traincast.predict import OpsOf, evaluate, zoo_ops
 from traincast.resolve import OK, Resolved, node_gpus_of, resolve, training_gpus
 from traincast.scenarios import Scenario
 
@@ -44,12 +44,14 @@ class ScenarioResult:
 
 
 def evaluate_columns(cols: Columns, catalog: Catalog, overlap: float = 0.0,
-                     hierarchical: bool = False, **overrides: Any) -> tuple[Breakdown, Resolved]:
+                     hierarchical: bool = False, ops_of: OpsOf = zoo_ops,
+                     **overrides: Any) -> tuple[Breakdown, Resolved]:
     """Resolve a job table once and evaluate it: the breakdown and the resolved rows (a row
-    whose workload has a shipped per-op table is priced op by op, as ``predict_table``)."""
+    whose workload has a per-op table, ``ops_of(workload)``: by default a shipped one, is
+    priced op by op, as ``predict_table``)."""
     amp = bool(overrides.pop("amp", False))
     r = resolve(cols, catalog, amp=amp, hierarchical=hierarchical, **overrides)
-    return evaluate(r, catalog, overlap, workload=cols["workload"], ops_of=zoo_ops), r
+    return evaluate(r, catalog, overlap, workload=cols["workload"], ops_of=ops_of), r
 
 
 def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,

@@ -114,7 +114,7 @@ class HybridHardware:
     mem_bw_bps: float
     mem_efficiency: float
     sms: float
-    mem_bytes: float
+    mem_bytes: float  # GPU memory (inf: the entry gives none, not checked)
     pcie_bps: float
     intra_bps: float
     nic_bps: float
@@ -246,7 +246,9 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           peak_tflops=g.peak_tflops(dtype), flops_per_s=flops_per_s,
                           mem_bw_bps=g.mem_bw_gbs * 1e9,
                           mem_efficiency=mem_bps / (g.mem_bw_gbs * 1e9),
-                          sms=float(g.sms), mem_bytes=g.mem_gb * 1e9,
+                          sms=float(g.sms),
+                          # an entry without mem_gb (a calibrated one) is not checked: inf
+                          mem_bytes=g.mem_gb * 1e9 if g.mem_gb and g.mem_gb > 0 else np.inf,
                           pcie_bps=links["pcie"].bw_bps, intra_bps=links["intra"].bw_bps,
                           nic_bps=links["nic"].bw_bps, rails=float(nd.nics),
                           intra_latency_s=links["intra"].latency_us * 1e-6,

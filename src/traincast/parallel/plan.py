@@ -158,7 +158,8 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
         most = max(SHARE_PARTS[top], key=lambda k: row["time_s"][k])
         text += f" (mostly {PART_LABEL[most].removesuffix(' compute')})"
     total = row["time_s"]["total"]
-    text += f"; uses {row['memory_gb']['total']:.1f} of {capacity / 1e9:.0f} GB"
+    text += f"; uses {row['memory_gb']['total']:.1f}" + (
+        f" of {capacity / 1e9:.0f} GB" if np.isfinite(capacity) else " GB (capacity not given)")
     if other is not None:
         def val(r: dict[str, Any], k: str) -> Any:
             return st.RECOMPUTE[r["config"][k]] if k == "recompute" else r["config"][k]

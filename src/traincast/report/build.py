@@ -245,9 +245,13 @@ def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, d
     amp = bool(record.get("amp"))
     dtype = "amp" if amp else "fp32"
     ops = aggregate_ops(record["ops"])
-    from traincast.compute import rates
+    from traincast.compute import rates, strategy_of
 
     flop_rate, byte_rate = rates(gpu, dtype, catalog.compute)  # as predict prices aggregates
+    basis = {"kernel": "the kernel strategy: achievable for large GEMMs",
+             "paper": "the paper's strategy: peak x flop_efficiency",
+             "curves": "the curves strategy: the measured curve's largest point"}[
+        strategy_of(gpu, catalog.compute)]
     pts = roofline_points(ops, flop_rate, byte_rate)
     model = str(record.get("model", "model"))
     title = f"Roofline: {model} on {gpu.name} ({'mixed precision' if amp else 'fp32'})"
@@ -256,11 +260,10 @@ def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, d
               f"{record.get('batch_size', '?')}; forward, backward and optimizer ops summed "
               f"by kind and phase) placed by arithmetic intensity (FLOP per byte moved) on "
               f"the roofline of {gpu.name} at the rates predict prices aggregate work at "
-              f"(docs/model.md): {flop_rate / 1e12:.3g} TFLOP/s achievable for large GEMMs "
-              f"(of a {gpu.peak_tflops(dtype):g} TFLOP/s peak), memory {byte_rate / 1e9:.4g} "
-              f"GB/s achievable (of {gpu.mem_bw_gbs:g} GB/s). Ops left of the ridge point are "
-              "limited "
-              "by memory bandwidth, right of it by the FLOP peak; marker area grows with the "
+              f"(docs/model.md; {basis}): {flop_rate / 1e12:.3g} TFLOP/s (of a "
+              f"{gpu.peak_tflops(dtype):g} TFLOP/s peak), memory {byte_rate / 1e9:.4g} GB/s "
+              f"(of {gpu.mem_bw_gbs:g} GB/s). Ops left of the ridge point are limited "
+              "by memory bandwidth, right of it by the FLOP rate; marker area grows with the "
               "op's roofline time; filled markers are ops the profiler classed compute-bound, "
               "hollow ones memory-bound. The five slowest are labelled.",
               f"per-op profile of {model} and the catalog entry of {gpu.name}",

@@ -254,7 +254,7 @@ def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> No
     row["unit_factor"] = factor
 
 
-ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": 1_000_000}
+ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": COUNT_MAX}
 """Upper bounds of a row's counts (``predict`` and ``plan`` take at most a million GPUs; a
 per-GPU batch above a million samples is a typo that would allocate its activations)."""
 

@@ -523,8 +523,8 @@ def unfinished(fields: Mapping[str, Field]) -> str:
 
 
 def open_quote_row(path: Path) -> int | None:
-    """The data row (1-based, after the header) of a CSV file (plain or gzipped) where a quote
-    opens that no later quote closes before the file ends, or None (every quote closed): read
+    """The data row (1-based, after the header; 0: the header) of a CSV file (plain or gzipped)
+    where a quote opens that no later quote closes before the file ends, or None: read
     again only where a file could not be read. Records, not lines, are counted: a quoted value
     that holds line breaks and closes (a ``user`` note) is one record."""
     record, opened, inside = 0, None, False
@@ -538,7 +538,7 @@ def open_quote_row(path: Path) -> int | None:
                     record += 1
     except (OSError, EOFError, zlib.error):
         return None
-    return opened if inside and opened else None
+    return opened if inside else None
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
@@ -553,9 +553,10 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
     if "sniffing" in reason and (row := open_quote_row(Path(path))) is not None:
-        return TraincastError(f"{adapter}: {path}: row {row}: a quote opens in this row and is "
-                              "not closed (the lines after it would be read into one value), "
-                              "so the file's columns cannot be told",
+        where = f"row {row}" if row else "the header"
+        return TraincastError(f"{adapter}: {path}: {where}: a quote opens there and is not "
+                              "closed (the lines after it would be read into one value), so "
+                              "the file's columns cannot be told",
                               hint="close the quote or remove it")
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
@@ -703,9 +704,11 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                 raise
             # DuckDB's sniffer, meeting an open quote in a short file, reads each line whole
             row = open_quote_row(path)
+            where = "" if row is None else f": one opens in row {row}" if row else \
+                ": one opens in the header"
             raise TraincastError(
                 f"{adapter}: {path}: the file ends inside a quoted value (its quotes do not "
-                "pair up" + (f": one opens in row {row}" if row else "") + "), so its columns "
+                "pair up" + where + "), so its columns "
                 "cannot be told",
                 hint="close the quote, or remove it") from None
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
