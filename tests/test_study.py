@@ -123,10 +123,11 @@ def test_study_evaluates_the_jobs_as_they_run_once(tmp_path: Path, monkeypatch) 
     calls = []
     real = local.evaluate_columns
 
-    def counting(cols, catalog, overlap=0.0, hierarchical=False, **overrides):
+    def counting(cols, catalog, overlap=0.0, hierarchical=False, ops_of=local.zoo_ops,
+                 **overrides):
         unchanged = not any(v for v in overrides.values()) and not hierarchical
         calls.append(unchanged and key(cols) == base_key)
-        return real(cols, catalog, overlap, hierarchical, **overrides)
+        return real(cols, catalog, overlap, hierarchical, ops_of, **overrides)
 
     import traincast.analysis.characterize as char_mod
 
