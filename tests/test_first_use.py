@@ -438,3 +438,15 @@ def test_a_quote_open_in_the_header_is_named(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('"job_id,n_gpus\na,1\nb,2\n')
     assert open_quote_row(path) == 0
+
+
+def test_elasticflow_rows_name_their_own_field(tmp_path: Path) -> None:
+    trace = tmp_path / "e.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\nz,1,10,2\na,,10,2\nb,nan,10,2\n"
+                     "c,1,inf,2\nd,1,10,1\n")
+    report = Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+    assert report["jobs"] == 2 and report["bad_rows"] == 3
+    said = {e["row"]: (e["field"], e["value"]) for e in report["errors"]}
+    assert said[2] == ("submission_time", "(missing: the job ends at submission_time + duration)")
+    assert said[3][0] == "submission_time" and said[3][1].startswith("nan (missing")
+    assert said[4] == ("duration", "inf (not a finite number of seconds)")

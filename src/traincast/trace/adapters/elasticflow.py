@@ -17,7 +17,16 @@ from pathlib import Path
 
 import duckdb
 
-from traincast.trace.adapters.base import Check, Field, Plan, bound_check, file_plans, num, text
+from traincast.trace.adapters.base import (
+    Check,
+    Field,
+    Plan,
+    bound_check,
+    file_plans,
+    num,
+    present,
+    text,
+)
 from traincast.trace.schema import DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "elasticflow"
@@ -38,8 +47,15 @@ def _fields(cols: list[str]) -> dict[str, Field]:
 
 def _checks(_: list[str]) -> list[Check]:
     """A duration is seconds from 0 to the longest job (times may be negative, durations
-    not)."""
-    return [bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
+    not); a duration that is not a finite number, or one without a submission time (the end
+    is submission_time + duration), is named at its own field."""
+    return [Check("duration", f"{present('duration')} AND {num('duration')} IS NULL",
+                  "CAST(duration AS VARCHAR) || ' (not a finite number of seconds)'"),
+            Check("submission_time",
+                  f"NOT {present('submission_time')} AND {present('duration')}",
+                  "ltrim(coalesce(CAST(submission_time AS VARCHAR), '') || ' (missing: the "
+                  "job ends at submission_time + duration)')"),
+            bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
                         f"seconds from 0 to {DURATION_MAX_TEXT}",
                         num("duration"))]
 
