@@ -276,11 +276,16 @@ def test_published_rows_typos_are_named(tmp_path: Path, edit: Any, said: str) ->
 
 
 # ------------------------------------------------------------------ quotes left open in a trace
-def test_a_quote_left_open_is_a_bad_row_not_a_job(tmp_path: Path) -> None:
+def _ingest_elasticflow(tmp_path: Path, rows: str) -> dict[str, Any]:
+    """The ingest report of an ElasticFlow file with these rows under its header."""
     trace = tmp_path / "t.csv"
-    trace.write_text('job_id,submission_time,duration,num_gpu\nz,1,10,2\n"a,1,10,2\n'
-                     'b,1,10,2\nc,1,10,2"\nd,1,10,1\n')
-    report = Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+    trace.write_text("job_id,submission_time,duration,num_gpu\n" + rows)
+    return Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+
+
+def test_a_quote_left_open_is_a_bad_row_not_a_job(tmp_path: Path) -> None:
+    report = _ingest_elasticflow(tmp_path, 'z,1,10,2\n"a,1,10,2\nb,1,10,2\nc,1,10,2"\n'
+                                           "d,1,10,1\n")
     assert report["jobs"] == 2 and report["bad_rows"] == 1
     err = report["errors"][0]
     assert (err["row"], err["field"]) == (2, "job_id")
@@ -441,10 +446,8 @@ def test_a_quote_open_in_the_header_is_named(tmp_path: Path) -> None:
 
 
 def test_elasticflow_rows_name_their_own_field(tmp_path: Path) -> None:
-    trace = tmp_path / "e.csv"
-    trace.write_text("job_id,submission_time,duration,num_gpu\nz,1,10,2\na,,10,2\nb,nan,10,2\n"
-                     "c,1,inf,2\nd,1,10,1\n")
-    report = Store(tmp_path / "s.duckdb").ingest(trace, format="elasticflow")
+    report = _ingest_elasticflow(tmp_path, "z,1,10,2\na,,10,2\nb,nan,10,2\nc,1,inf,2\n"
+                                           "d,1,10,1\n")
     assert report["jobs"] == 2 and report["bad_rows"] == 3
     said = {e["row"]: (e["field"], e["value"]) for e in report["errors"]}
     assert said[2] == ("submission_time", "(missing: the job ends at submission_time + duration)")
