@@ -670,8 +670,9 @@ def test_held_out_range_and_trust_by_hand() -> None:
     worse = {g: {k: 2 * v for k, v in row.items()} for g, row in held.items()}
     model = {"fitted_on": ["A", "B"], "held_out": held, "held_out_uncalibrated": worse}
     mine = kernels.fit_trust(model, "A")
+    doubled = {k: [2 * lo, 2 * hi] for k, (lo, hi) in ranges.items()}  # every error twice
     assert mine == {"measured": True, "calibrated": False, "record": "held_out_uncalibrated",
-                    "own": worse["A"], "held_out_range": kernels.held_out_range(worse)}
+                    "own": worse["A"], "held_out_range": doubled}
     other = kernels.fit_trust(model, "Z")
     assert other["measured"] is other["calibrated"] is False and other["own"] is None
     assert other["held_out_range"] == kernels.held_out_range(worse)

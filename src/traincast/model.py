@@ -55,6 +55,17 @@ def data_time_s(input_bytes: ArrayLike, pcie_bps: ArrayLike) -> F:
     return np.nan_to_num(_f(input_bytes)) / _f(pcie_bps)
 
 
+def busy_parts_s(flop_s: ArrayLike, mem_s: ArrayLike, idle_s: ArrayLike) -> tuple[F, F]:
+    """The GPU-busy parts of the compute time: each part less its share of the wait ``T_idle``
+    for the host, ``part (T_comp - T_idle) / T_comp`` (``T_comp = flop + mem``; unchanged
+    where ``T_comp`` is 0; a NaN wait counts as none)."""
+    flop, mem, idle = np.broadcast_arrays(_f(flop_s), _f(mem_s), np.nan_to_num(_f(idle_s)))
+    comp = flop + mem
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
+    return flop * keep, mem * keep
+
+
 def total_time_s(data_s: ArrayLike, comp_s: ArrayLike, comm_s: ArrayLike,
                  overlap: ArrayLike = 0.0) -> F:
     """``T_data + max(T_comp, f T_comm) + (1 - f) T_comm``; f = 0 gives the plain sum."""
@@ -121,14 +132,9 @@ class Breakdown:
         0 s (a job with no work has no bottleneck)."""
         parts = self.stacked()
         bad = np.isnan(parts).any(axis=0) | ~(np.nan_to_num(parts, nan=0.0) > 0).any(axis=0)
-        if self.idle is not None:
-            idle, *comps = np.broadcast_arrays(np.nan_to_num(np.atleast_1d(_f(self.idle))),
-                                               *parts)
-            parts, bad = np.stack(comps), np.broadcast_to(bad, idle.shape)
-            comp = parts[1] + parts[2]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
-            parts = np.concatenate([parts[:1], parts[1:3] * keep, parts[3:], idle[None]])
+        idle, *comps = np.broadcast_arrays(np.nan_to_num(np.atleast_1d(self.host_wait)), *parts)
+        parts, bad = np.stack(comps), np.broadcast_to(bad, idle.shape)
+        parts = np.stack([parts[0], *busy_parts_s(parts[1], parts[2], idle), parts[3], idle])
         code = np.argmax(np.nan_to_num(parts, nan=-1.0), axis=0)
         return np.where(bad, -1, code)
 
@@ -137,9 +143,15 @@ class Breakdown:
         return np.array([*BOTTLENECKS, None], dtype=object)[self.bottleneck_code()]
 
     @property
+    def host_wait(self) -> F:
+        """``T_idle``, the part of the compute time the GPU waits for the host (0 where none
+        was priced)."""
+        return np.zeros_like(_f(self.total)) if self.idle is None else _f(self.idle)
+
+    @property
     def busy(self) -> F:
         """The GPU's busy time: ``T_comp - T_idle``."""
-        return self.compute if self.idle is None else self.compute - self.idle
+        return self.compute - self.host_wait
 
     def gpu_util(self) -> F:
         """Predicted GPU utilization ``(T_comp - T_idle) / T_total``: busy over the step (the

@@ -40,9 +40,14 @@ def comm_s(r: Resolved) -> F:
         return per_architecture(r.arch, lambda a, rows: a.comm_s(r.take(rows)), np.nan)
 
 
+OpsOf = Callable[[str], Mapping[str, Any] | None]
+"""A workload's profile with its per-op table (``ops``), or None: how a job table's rows find
+the table they are priced op by op from (:func:`zoo_ops`: the shipped ones)."""
+
+
 def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
               workload: Strings | None = None,
-              ops_of: Callable[[str], Mapping[str, Any] | None] | None = None
+              ops_of: OpsOf | None = None
               ) -> tuple[F, F, F | None]:
     """``(T_comp_flop, T_comp_mem, T_idle)`` of every row; NaN for rows whose GPU is unknown.
     ``T_idle`` is the part of the other two during which the GPU waits for the host to issue
@@ -85,16 +90,16 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     flop, mem, idle = issue_bound_s(r.flops / rates[gpu_amp, 0], r.mem_bytes / rates[gpu_amp, 1],
                                     r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
-        return flop, mem, idle if np.any(idle > 0) else None
+        return flop, mem, _waits(idle)
     tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
-    cache = catalog.cache if ops_of is zoo_ops else {}  # shipped tables: priced once per GPU
+    cache = catalog.cache  # each table priced once per GPU, precision and strategy
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
     has_ops = np.array([i in tables for i in range(len(workload.values))] + [False])
     priced = has_ops[workload.codes] & known[r.gpu.codes]  # code -1: the appended False
     key = workload.codes.astype(np.int64) * (2 * n_gpu + 2) + gpu_amp
     rows = np.flatnonzero(priced)
     if not rows.size:
-        return flop, mem, idle if np.any(idle > 0) else None
+        return flop, mem, _waits(idle)
     # one step per (workload, GPU, precision), then every priced row at once
     present = np.zeros(len(workload.values) * (2 * n_gpu + 2), dtype=bool)
     present[key[rows]] = True  # keys are small: a dense map from key to group, no sort
@@ -105,16 +110,21 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         wl, rest = divmod(k, 2 * n_gpu + 2)
         code, amp = divmod(rest, 2)
         prof = tables[wl]
-        key_ = ("ops", workload.values[wl], r.gpu.values[code], amp, strategy)
-        if key_ not in cache:
-            cache[key_] = ops_times(prof["ops"], catalog.gpus[r.gpu.values[code]],
-                                    "amp" if amp else "fp32", strategy)
-        steps.append(cache[key_])
+        key_ = ("ops", id(prof["ops"]), r.gpu.values[code], amp, strategy)
+        if key_ not in cache:  # the table is kept with its step, so its id stays its own
+            cache[key_] = (prof["ops"], ops_times(prof["ops"], catalog.gpus[r.gpu.values[code]],
+                                                  "amp" if amp else "fp32", strategy))
+        steps.append(cache[key_][1])
         profile.append((prof["flops_compute_bound"], prof["bytes_memory_bound"]))
     feats = np.array(profile, dtype=np.float64)
     flop[rows], mem[rows], idle[rows] = _scaled(steps, which, r.flops[rows], r.mem_bytes[rows],
                                                 feats[:, 0], feats[:, 1])
-    return flop, mem, idle
+    return flop, mem, _waits(idle)
+
+
+def _waits(idle: F) -> F | None:
+    """``T_idle``, or None where the GPU never waits (``compute_s``)."""
+    return idle if np.any(idle > 0) else None
 
 
 def host_floor_s(gpu: Any, strategy: str) -> float:
@@ -241,11 +251,6 @@ def _cells(x: F, nodes: F) -> tuple[NDArray[np.int64], F]:
     return i, np.clip(u, 0.0, 1.0, out=u)
 
 
-OpsOf = Callable[[str], Mapping[str, Any] | None]
-"""A workload's profile with its per-op table (``ops``), or None: how a job table's rows find
-the table they are priced op by op from (:func:`zoo_ops`: the shipped ones)."""
-
-
 def zoo_ops(workload: str) -> Mapping[str, Any] | None:
     """The shipped per-op table of a workload's zoo model (``traincast.zoo.profiles``)."""
     from traincast.zoo.profiles import workload_ops
@@ -255,7 +260,7 @@ def zoo_ops(workload: str) -> Mapping[str, Any] | None:
 
 def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: str = "auto",
              workload: Strings | None = None,
-             ops_of: Callable[[str], Mapping[str, Any] | None] | None = None) -> Breakdown:
+             ops_of: OpsOf | None = None) -> Breakdown:
     """The time model on resolved rows; rows with a reason code other than 0 get NaN."""
     flop, mem, idle = compute_s(r, catalog, strategy, workload, ops_of)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -276,7 +281,7 @@ def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None,
                   amp: bool | ArrayLike = False, default_node: str | None = None,
                   gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                   pcie: str | None = None, strategy: str = "auto",
-                  ops_of: Callable[[str], Mapping[str, Any] | None] | None = zoo_ops
+                  ops_of: OpsOf | None = zoo_ops
                   ) -> Breakdown:
     """Breakdown of every job of a job table (canonical columns, docs/traces.md).
 
@@ -438,7 +443,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
     flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     return Prediction(
         time_s={**{c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
-                "host_wait": _scalar_or_list(bd.compute - bd.busy)},
+                "host_wait": _scalar_or_list(bd.host_wait)},
         share={c: _scalar_or_list(shares[c]) for c in COMPONENTS},
         bottleneck=bottleneck, bottleneck_label=label,
         gpu_util=_scalar_or_list(bd.gpu_util()),

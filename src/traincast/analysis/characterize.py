@@ -40,7 +40,7 @@ from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
-from traincast.resolve import reason_counts
+from traincast.resolve import DEFAULT_NODE, reason_counts
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import FLAG_COLUMNS
 
@@ -298,8 +298,6 @@ class Characterization:
     def _default_hardware(self) -> dict[str, Any]:
         """The jobs with GPUs whose trace names neither a GPU type nor a node, and the node
         preset they are priced on (``traincast.resolve.DEFAULT_NODE`` of this catalog)."""
-        from traincast.resolve import DEFAULT_NODE
-
         nd = self.catalog.nodes.get(DEFAULT_NODE)
         return {"jobs": self.default_hardware, "node": DEFAULT_NODE,
                 **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}

@@ -65,6 +65,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.model import busy_parts_s
 from traincast.resolve import reason_counts
 
 F = NDArray[np.float64]
@@ -86,14 +87,12 @@ def utilization_shares(compute_flop_s: ArrayLike, compute_mem_s: ArrayLike,
     = busy / total, each compute part less its share of the GPU-idle time ``idle`` (the host's
     dispatch running behind the GPU): ``busy = part (flop + mem - idle) / (flop + mem)``. NaN
     where the total is unknown or not positive."""
-    flop, mem, total, idle = np.broadcast_arrays(_f(compute_flop_s), _f(compute_mem_s),
-                                                 _f(total_s), np.nan_to_num(_f(idle_s)))
+    flop, mem = busy_parts_s(compute_flop_s, compute_mem_s, idle_s)
+    total = np.broadcast_to(_f(total_s), flop.shape)
     ok = total > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        comp = flop + mem
-        keep = np.where(comp > 0, (comp - idle) / comp, 1.0)
-        phi = np.where(ok, flop * keep / total, np.nan)
-        mu = np.where(ok, mem * keep / total, np.nan)
+        phi = np.where(ok, flop / total, np.nan)
+        mu = np.where(ok, mem / total, np.nan)
     return phi + mu, phi, mu
 
 
@@ -280,8 +279,7 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
 
     cols = Columns.of(jobs)
     bd, r = evaluate_columns(cols, catalog)  # r: the GPU model, memory, architecture per row
-    util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total,
-                                       0.0 if bd.idle is None else bd.idle)
+    util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total, bd.host_wait)
     n = cols["n_gpus"]
     whole = np.isfinite(n) & (n >= 1) & (n == np.round(n))
     ok = whole & ((n == 1) | multi_gpu)

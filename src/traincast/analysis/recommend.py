@@ -432,9 +432,8 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
             ) -> tuple[F, Strings, Strings, NDArray[np.object_], Breakdown]:
     """Breakdown, hardware and communication link role of each job's chosen candidate
     (evaluated once per candidate)."""
-    parts = {c: np.array(getattr(base, c), dtype=np.float64) for c in (*COMPONENTS, "total")}
-    parts["idle"] = np.zeros_like(parts["total"]) if base.idle is None else \
-        np.array(base.idle, dtype=np.float64)
+    parts = {c: np.array(getattr(base, c), dtype=np.float64)
+             for c in (*COMPONENTS, "total", "host_wait")}
     roles = base_role.copy()
     node_codes, gpu_codes = base_node.codes.copy(), base_gpu.codes.copy()
     node_vals, gpu_vals = list(base_node.values), list(base_gpu.values)
@@ -443,7 +442,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
         bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
                               hierarchical, ops_of)
         for c in parts:
-            parts[c][rows] = 0.0 if c == "idle" and bd.idle is None else getattr(bd, c)
+            parts[c][rows] = getattr(bd, c)
         roles[rows] = _link_roles(r)
         nn, ng = r.node, r.gpu
         for codes, vals, s in ((node_codes, node_vals, nn), (gpu_codes, gpu_vals, ng)):
@@ -452,7 +451,8 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
                     vals.append(v)
             remap = np.array([vals.index(v) for v in s.values] + [-1], dtype=np.int32)
             codes[rows] = remap[s.codes]
-    bd = Breakdown(**{c: parts[c] for c in parts})
+    wait = parts.pop("host_wait")
+    bd = Breakdown(**parts, idle=wait)
     return (parts["total"], Strings(node_codes, tuple(node_vals)),
             Strings(gpu_codes, tuple(gpu_vals)), roles, bd)
 

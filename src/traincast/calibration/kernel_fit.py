@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from traincast import kernels
 from traincast.errors import TraincastError
-from traincast.files import write_text_whole
+from traincast.files import open_bytes, write_text_whole
 from traincast.hardware.catalog import HELD_OUT_RECORDS
 from traincast.kernels import CONV_KEYS, GEMM_KEYS
 
@@ -263,8 +263,6 @@ def _uneven_row(path: Path) -> None:
     is then said row by row (the file is read again only on that error path)."""
     import csv
     import io
-
-    from traincast.files import open_bytes
 
     try:
         with io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="") as f:

@@ -36,12 +36,13 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
-from traincast.model import COMPONENT_LABEL, COMPONENTS
+from traincast.model import COMPONENT_LABEL, COMPONENT_NAME, COMPONENTS
 from traincast.parallel.hybrid import (
     ATTENTION,
     ATTENTION_HELP,
     DEFAULT_FRAMEWORK,
     DTYPES,
+    PART_LABEL,
     check_attention,
     check_dtype,
     check_framework,
@@ -466,12 +467,10 @@ def render_hybrid(result: dict[str, Any]) -> None:
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
     time_s, share = result["time_s"], result["share"]
-    from traincast.parallel.hybrid import PART_LABEL
-
+    labels = {**PART_LABEL, "data_io": COMPONENT_LABEL["data_io"],
+              "comm": COMPONENT_NAME["comm"]}
     for k in (*COMPONENTS, "bubble"):
-        label = COMPONENT_LABEL[k] if k in ("data_io", "comm") else PART_LABEL[k]
-        table.add_row("communication" if k == "comm" else label, fmt_seconds(time_s[k]),
-                      f"{100 * share[k]:.1f}%")
+        table.add_row(labels[k], fmt_seconds(time_s[k]), f"{100 * share[k]:.1f}%")
         if k == "comm":
             for strategy, v in result["comm_s"].items():
                 if v > 0:

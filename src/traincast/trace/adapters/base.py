@@ -541,6 +541,19 @@ def open_quote_row(path: Path) -> int | None:
     return opened if inside else None
 
 
+def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
+    """The error of a file whose columns cannot be told because a quote opens and is never
+    closed, naming the row where it opens (:func:`open_quote_row`); None where every quote
+    closes."""
+    row = open_quote_row(path)
+    if row is None:
+        return None
+    return TraincastError(f"{adapter}: {path}: {f'row {row}' if row else 'the header'}: a "
+                          "quote opens there and is not closed (the lines after it would be "
+                          "read into one value), so the file's columns cannot be told",
+                          hint="close the quote or remove it")
+
+
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
     """The error for a trace file that cannot be read (:data:`READ_ERRORS`): adapter, file
     and the reason (DuckDB's first line, and for CSV errors the line that says why, not its
@@ -552,12 +565,8 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
             ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
-    if "sniffing" in reason and (row := open_quote_row(Path(path))) is not None:
-        where = f"row {row}" if row else "the header"
-        return TraincastError(f"{adapter}: {path}: {where}: a quote opens there and is not "
-                              "closed (the lines after it would be read into one value), so "
-                              "the file's columns cannot be told",
-                              hint="close the quote or remove it")
+    if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
+        return quote
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
@@ -703,13 +712,9 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             if end is None or end.why != "quote":
                 raise
             # DuckDB's sniffer, meeting an open quote in a short file, reads each line whole
-            row = open_quote_row(path)
-            where = "" if row is None else f": one opens in row {row}" if row else \
-                ": one opens in the header"
-            raise TraincastError(
+            raise open_quote_error(adapter, path) or TraincastError(
                 f"{adapter}: {path}: the file ends inside a quoted value (its quotes do not "
-                "pair up" + where + "), so its columns "
-                "cannot be told",
+                "pair up), so its columns cannot be told",
                 hint="close the quote, or remove it") from None
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
         censored = censored_of(fields, cols) if censored_of else "FALSE"
