@@ -549,9 +549,9 @@ def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
     if row is None:
         return None
     return TraincastError(f"{adapter}: {path}: {f'row {row}' if row else 'the header'}: a "
-                          "quote opens there and is not closed (the lines after it would be "
-                          "read into one value), so the file's columns cannot be told",
-                          hint="close the quote or remove it")
+                          "quote opens there and is not closed, so the file ends inside a "
+                          "quoted value (the lines after it would be read into one value) and "
+                          "its columns cannot be told", hint="close the quote or remove it")
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
