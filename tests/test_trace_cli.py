@@ -31,7 +31,7 @@ def test_ingest_characterize_and_strict_failure(tmp_path: Path) -> None:
     bad.write_text("job_id,submission_time,duration,num_gpu\nc,0,10,1\nd,0,10,-2\n")
     r = tc("ingest", str(bad), "--format", "elasticflow", "--strict", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "row 2" in r.stderr and "n_gpus" in r.stderr and "bad.csv" in r.stderr
+    assert "row 2" in r.stderr and "num_gpu" in r.stderr and "bad.csv" in r.stderr
     con = duckdb.connect(str(tmp_path / "traincast.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
     con.close()

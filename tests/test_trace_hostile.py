@@ -121,7 +121,7 @@ def test_helios_end_before_start_names_both_times(tmp_path: Path) -> None:
     report = _ingest(path, "helios")
     assert report["jobs"] == 0
     assert _errors(report) == [
-        (1, "end_time_s", "2020-01-02 00:00:00 (before start_time_s 2020-01-03 00:00:00)"),
+        (1, "end_time", "2020-01-02 00:00:00 (before start_time 2020-01-03 00:00:00)"),
         (2, "duration", "-60"), (3, "duration", "abc")]
 
 
@@ -372,7 +372,7 @@ def test_alibaba_trace_end_ignores_a_year_10000_time(tmp_path: Path) -> None:
                     "p2,1,1,1,1000,,LS,Succeeded,0,100,10\n"
                     "p3,1,1,1,1000,,LS,Succeeded,0,253402300800,10\n")
     report = _ingest(path, "alibaba-2023")
-    assert [(r, f) for r, f, _ in _errors(report)] == [(3, "end_time_s")]
+    assert [(r, f) for r, f, _ in _errors(report)] == [(3, "deletion_time")]
     jobs = _jobs(path.with_suffix(".duckdb"))
     assert {k: j["censored"] for k, j in jobs.items()} == {"p1": False, "p2": True}
 
@@ -527,3 +527,40 @@ def test_the_rules_are_sql_not_python(tmp_path: Path) -> None:
     report = _ingest(path)
     assert report["jobs"] == n - 1
     assert _errors(report) == [(n - 1, "n_gpus", "1e9 (must be a count from 0 to 1,000,000)")]
+
+
+# --- rows with more fields than the header --------------------------------------------------
+
+_EXTRA = ("(a field past the header's {n}: the row has more fields than the header, so its "
+          "values may be shifted; quote a value that holds the delimiter)")
+
+
+@pytest.mark.parametrize("at", [2, 30_000])  # inside DuckDB's sniffing sample, and past it
+def test_a_row_with_more_fields_than_the_header_is_a_bad_row(tmp_path: Path, at: int) -> None:
+    """A job whose user holds an unquoted comma shifts its GPUs into a fourth field: the row
+    is a bad row at field 4 (the first past the header's 3), not a job stored with the
+    user's tail as its GPU count."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,user,n_gpus\n" + "\n".join(
+        f"j{i},u{i},{1 + i % 8}" if i != at else f"j{at},smith,jr,8"
+        for i in range(1, 40_001)) + "\n")
+    report = _ingest(path)
+    assert _errors(report) == [(at, "4", "8 " + _EXTRA.format(n=3))]
+    assert report["jobs"] == 39_999 and f"j{at}" not in _jobs(path.with_suffix(".duckdb"))
+
+
+def test_extra_fields_of_a_semicolon_file_and_pai_tables(tmp_path: Path) -> None:
+    semi = tmp_path / "s.csv"
+    semi.write_bytes(b"\xef\xbb\xbfjob_id;n_gpus\r\na;1\r\nb;2;x;y\r\n")
+    assert _errors(_ingest(semi)) == [(2, "3", "x " + _EXTRA.format(n=2))]
+    d = _write_pai(tmp_path / "pai", {
+        "job": [("J1", "i1", "u", "Terminated", "0", "10"),
+                ("J2", "i2", "u", "Terminated", "0", "10", "extra")],
+        "task": [("J1", "worker", "1", "Terminated", "", "", "600", "29", "100", "V100", "7"),
+                 ("J2", "worker", "1", "Terminated", "", "", "600", "29", "100", "V100")]})
+    report = ingest(d, format="pai-2020", db=tmp_path / "p.duckdb")
+    assert [(Path(e["file"]).name, e["row"], e["field"], e["value"])
+            for e in report["errors"]] == [
+        ("pai_job_table.csv", 2, "7", "extra " + _EXTRA.format(n=6)),
+        ("pai_task_table.csv", 1, "11", "7 " + _EXTRA.format(n=10))]
+    assert report["jobs"] == 0

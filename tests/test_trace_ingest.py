@@ -113,7 +113,7 @@ def test_bad_rows_reported_and_skipped(tmp_path: Path) -> None:
     report = ingest(bad, format="elasticflow", db=tmp_path / "s.duckdb")
     assert report["jobs"] == 2 and report["bad_rows"] == 3
     errs = [(e["row"], e["field"], e["value"]) for e in report["errors"]]
-    assert errs == [(2, "n_gpus", "two"), (3, "n_gpus", "-4"), (4, "submit_time_s", "x")]
+    assert errs == [(2, "num_gpu", "two"), (3, "num_gpu", "-4"), (4, "submission_time", "x")]
     assert all(e["file"] == str(bad) for e in report["errors"])
     assert load_jobs(tmp_path / "s.duckdb")["job_id"].to_pylist() == ["a", "e"]
 
@@ -127,7 +127,7 @@ def test_strict_failure_keeps_store_unchanged(tmp_path: Path) -> None:
                  "a,0,10,1\nb,5,20,two\n")
     with pytest.raises(TraincastError) as exc:
         ingest(bad, format="elasticflow", db=db, strict=True)
-    assert "row 2" in str(exc.value) and "n_gpus" in str(exc.value)
+    assert "row 2" in str(exc.value) and "num_gpu" in str(exc.value)
     assert _count(db) == before
     assert len(sources(db)) == 1
     # a failed ingest of several files stores none of them
@@ -251,7 +251,7 @@ def test_helios_csv(tmp_path: Path) -> None:
                   "2020-04-01 00:00:15,10,0\n")
     report = ingest(path, format="helios", db=tmp_path / "s.duckdb")
     assert report["bad_rows"] == 1
-    assert report["errors"][0]["row"] == 4 and report["errors"][0]["field"] == "submit_time_s"
+    assert report["errors"][0]["row"] == 4 and report["errors"][0]["field"] == "submit_time"
     jobs = infer_architecture(load_jobs(tmp_path / "s.duckdb")).to_pylist()
     assert jobs[0]["end_time_s"] - jobs[0]["start_time_s"] == 3600
     # 16 GPUs on node_num 2: 8 per node; the trace counts nodes, not workers
@@ -391,3 +391,20 @@ def test_infer_architecture_uses_the_trace_placement_first() -> None:
     # hold 2 GPUs; an architecture the trace gives is kept; no GPU count, no architecture
     assert got == ["1w1g", "allreduce-local", "allreduce-cluster", "allreduce-cluster",
                    "ps-worker", None]
+
+
+def test_bad_rows_name_the_field_as_the_file_names_it(tmp_path: Path) -> None:
+    """Under --map, a bad value is reported at the file's column (``gpus``, ``st``), and an
+    end before its start names both of the file's columns; a canonical file keeps its names."""
+    path = _write(tmp_path / "m.csv", "id,gpus,st,en\na,two,0,5\nb,1,10,5\nb,1,1,5\n")
+    mapping = {"job_id": "id", "n_gpus": "gpus", "start_time_s": "st", "end_time_s": "en"}
+    report = ingest(path, mapping=mapping, db=tmp_path / "m.duckdb")
+    assert [(e["row"], e["field"], e["value"]) for e in report["errors"]] == [
+        (1, "gpus", "two"), (2, "en", "5 (before st 10)")]
+    same = _write(tmp_path / "c.csv", "job_id,n_gpus\na,two\na,1\na,2\n")
+    assert [(e["row"], e["field"]) for e in ingest(same, db=tmp_path / "c.duckdb")["errors"]] \
+        == [(1, "n_gpus"), (3, "job_id")]
+    assert [(e["row"], e["field"]) for e in ingest(
+        _write(tmp_path / "d.csv", "id,gpus\na,1\na,2\n"), mapping={"job_id": "id", "n_gpus":
+                                                                   "gpus"},
+        db=tmp_path / "d.duckdb")["errors"]] == [(2, "id")]

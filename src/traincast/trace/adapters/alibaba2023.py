@@ -48,7 +48,7 @@ GPU_MILLI_MAX = 1000
 """gpu_milli is the share of each of a pod's GPUs in thousandths: 1000 is a whole GPU."""
 _GPUS = f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0"
 FIELDS = {
-    "job_id": Field(text("name")),
+    "job_id": Field(text("name"), column="name"),
     "submit_time_s": Field(num("creation_time"), "creation_time"),
     "start_time_s": Field(f"CASE WHEN lower(pod_phase) = 'pending' THEN NULL "
                           f"ELSE {num('scheduled_time')} END", "scheduled_time"),

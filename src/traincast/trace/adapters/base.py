@@ -8,7 +8,9 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,10 +34,16 @@ from traincast.trace.schema import (
 @dataclass(frozen=True)
 class Field:
     """A canonical column: its SQL expression and, when it comes straight from one source
-    column, that column (a non-empty raw value whose expression is NULL is a bad row)."""
+    column, that column (``raw``: a non-empty raw value whose expression is NULL is a bad row;
+    ``column``: a text column's source, named in reports as ``raw`` is)."""
 
     expr: str
     raw: str | None = None
+    column: str | None = None
+
+
+_IDENTIFIER = re.compile(r'"((?:[^"]|"")*)"|([A-Za-z_][A-Za-z0-9_]*)')
+"""A SQL identifier, quoted or bare: a source column named as it is."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ class Plan:
         longer than :data:`~traincast.trace.schema.DURATION_MAX_S`; unknown architecture names;
         duplicate jobs. Generic checks read the typed value of a canonical column as
         :func:`typed` names it (:func:`as_type`, computed once by the store)."""
-        out = list(self.checks)
+        out: list[Check] = []
         if "job_id" in self.fields:  # a line break in a job id: a quote left open
             f = self.fields["job_id"]
             raw = f"CAST({f.raw if f.raw is not None else typed('job_id')} AS VARCHAR)"
@@ -96,12 +104,13 @@ class Plan:
         if "start_time_s" in self.fields and "end_time_s" in self.fields:
             start, end = typed("start_time_s"), typed("end_time_s")
             shown_start, shown_end = self.shown("start_time_s"), self.shown("end_time_s")
+            said_start = self.named("start_time_s").replace("'", "''")
             out.append(Check("end_time_s", f"{end} < {start}",
-                             f"{shown_end} || ' (before start_time_s ' || {shown_start} "
+                             f"{shown_end} || ' (before {said_start} ' || {shown_start} "
                              f"|| ')'"))
             out.append(Check("end_time_s", f"{end} - {start} > {DURATION_MAX_S!r}",
                              f"{shown_end} || ' (' || CAST({end} - {start} AS VARCHAR) || "
-                             f"' s after start_time_s ' || {shown_start} || ': longer than "
+                             f"' s after {said_start} ' || {shown_start} || ': longer than "
                              f"{DURATION_MAX_TEXT} s)'"))
         if "architecture" in self.fields:
             a = typed("architecture")
@@ -113,7 +122,18 @@ class Plan:
             out.append(Check("job_id", "_key IS NOT NULL AND _first_row < _row",
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
                              "|| ')'", among_good=True))
-        return out
+        return list(self.checks) + [replace(c, field=self.named(c.field)) for c in out]
+
+    def named(self, name: str) -> str:
+        """The field a report names for canonical column ``name``: the source column it is
+        read straight from (``num_gpu`` for ElasticFlow's GPUs, ``gpus`` under ``--map
+        n_gpus=gpus``), else ``name`` itself (a column computed from several, as ElasticFlow's
+        end time)."""
+        f = self.fields.get(name)
+        src = (f.column or f.raw) if f is not None else None
+        if src and (m := _IDENTIFIER.fullmatch(src)):
+            return m[1].replace('""', '"') if m[1] is not None else m[2]
+        return name
 
     def shown(self, name: str) -> str:
         """SQL: the value of canonical column ``name`` as a report shows it (the source text
@@ -243,23 +263,77 @@ def serial(sql: str) -> str:
     return sql.replace(CSV_OPTIONS, SERIAL_CSV_OPTIONS)
 
 
+EXTRA = "_extra_field"
+"""The column a CSV relation adds after the header's: the first field of a row that has more
+fields than the header (NULL on every whole row). A row with one is a bad row
+(:func:`extra_field_check`): its values may be shifted, as by a delimiter inside an unquoted
+value. DuckDB alone drops the extra fields of a row it meets after its sniffing sample."""
+
+
+@functools.lru_cache(maxsize=64)
+def _dialect(path: Path, stamp: tuple[int, int]) -> tuple[str, int, tuple[str, ...]]:
+    """A headered CSV file's delimiter, leading rows skipped and column names, as DuckDB's
+    sniffer reads them with :data:`CSV_OPTIONS`, the names cut to the header's own fields (a
+    row with more fields in the sniffer's sample adds ``column3``, ... after them).
+    ``stamp`` (the file's size and time) keys the cache."""
+    con = duckdb.connect()
+    try:
+        delim, skip, cols = con.execute(
+            f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({lit(path)}, {CSV_OPTIONS}, "
+            "header=true)").fetchone()
+    finally:
+        con.close()
+    names = tuple(c["name"] for c in cols)
+    with open_bytes(path) as f:
+        head = f.read(1 << 16).decode("utf-8", "replace").lstrip("\ufeff")
+    lines = io.StringIO(head, newline="")
+    for _ in range(skip):
+        lines.readline()
+    try:
+        header = next(csv.reader(lines, delimiter=delim, quotechar='"', strict=False), [])
+    except csv.Error:
+        header = list(names)
+    return delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names
+
+
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
-    """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based).
+    """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based)
+    and :data:`EXTRA` (a row's first field past the header's).
 
     ``names`` given = a headerless file with these column names, comma-separated (read
     without DuckDB's dialect sniffing, which fails on a short file whose last row is cut).
-    ``rows=False`` leaves out ``_row`` (numbering needs a window over the whole file: skip it
-    for big side tables that are only aggregated, so DuckDB streams them).
+    Else the header's names as DuckDB's sniffer reads them (:func:`_dialect`; raises
+    :data:`READ_ERRORS` for a file it cannot read). ``rows=False`` leaves out ``_row``
+    (numbering needs a window over the whole file: skip it for big side tables that are only
+    aggregated, so DuckDB streams them).
     """
     opts = CSV_OPTIONS
     if names is not None:
-        cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in names)
-        opts += f", header=false, columns={{{cols}}}, delim=',', auto_detect=false"
+        delim, columns = ",", list(names)
+        opts += ", header=false"
     else:
-        opts += ", header=true"
+        stat = path.stat()
+        delim, skip, found = _dialect(path, (stat.st_size, stat.st_mtime_ns))
+        columns = list(found)
+        opts += f", header=true, skip={skip}"
+    cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in [*columns, EXTRA])
+    opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false"
     if not rows:
         return f"read_csv({lit(path)}, {opts})"
     return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
+
+
+def extra_field_check(columns: int) -> Check:
+    """The bad row of a row with more fields than the header's ``columns`` (:data:`EXTRA`),
+    reported as field ``columns + 1``, the first one past the header's."""
+    return Check(str(columns + 1), f"{q(EXTRA)} IS NOT NULL", extra_field_value(columns))
+
+
+def extra_field_value(columns: int) -> str:
+    """SQL: how :func:`extra_field_check` reports its value."""
+    return (f"CAST({q(EXTRA)} AS VARCHAR) || ' (a field past the header''s {columns}: the row "
+            "has more fields than the header, so its values may be shifted; quote a value that "
+            "holds the delimiter)'")
 
 
 _TAIL = 1 << 20   # bytes of a file's end searched for its last row
@@ -445,8 +519,9 @@ def table_relation(path: Path, names: Iterable[str] | None = None) -> str:
 
 
 def source_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
-    """Column names of a relation (reads the header / schema only)."""
-    return [d[0] for d in con.execute(f"SELECT * FROM {relation} LIMIT 0").description]
+    """Column names of a relation (reads the header / schema only), without :data:`EXTRA`."""
+    return [d[0] for d in con.execute(f"SELECT * FROM {relation} LIMIT 0").description
+            if d[0] != EXTRA]
 
 
 def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterable[str],
@@ -504,7 +579,7 @@ def field_from(col: str, src: str) -> Field:
     if col == "architecture":  # names are lower case: 'PS-Worker' is 'ps-worker'
         return Field(f"lower({text(src)})", src)
     if sql_type == "VARCHAR":
-        return Field(text(src))
+        return Field(text(src), column=src)
     return Field(num(src), src)  # DOUBLE, BIGINT: as_type makes the canonical type
 
 
@@ -718,8 +793,13 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                 hint="close the quote, or remove it") from None
         fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
         censored = censored_of(fields, cols) if censored_of else "FALSE"
-        plan = Plan(adapter, str(path), relation(path), fields, censored=censored,
-                    checks=checks_of(cols) if checks_of else [], files=[str(path)])
+        rel = relation(path)
+        checks = checks_of(cols) if checks_of else []
+        described = con.execute(f"SELECT * FROM {rel} LIMIT 0").description
+        if any(d[0] == EXTRA for d in described):  # a CSV row with more fields than the header
+            checks.insert(0, extra_field_check(len([c for c in cols if c != "_row"])))
+        plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
+                    files=[str(path)])
         if end is not None:
             end.apply(plan)
         out.append(plan)

@@ -37,7 +37,7 @@ FOLDER = ("*.csv", "*.csv.gz")
 
 def _fields(cols: list[str]) -> dict[str, Field]:
     return {
-        "job_id": Field(text("job_id")),
+        "job_id": Field(text("job_id"), column="job_id"),
         "submit_time_s": Field(num("submission_time"), "submission_time"),
         "start_time_s": Field(num("submission_time")),
         "end_time_s": Field(f"{num('submission_time')} + {num('duration')}", "duration"),

@@ -45,7 +45,7 @@ def _fields(cols: list[str]) -> dict[str, Field]:
     dur = num("duration") if "duration" in cols else "NULL"
     nodes = num("node_num") if "node_num" in cols else "NULL"
     return {
-        "job_id": Field(text("job_id")),
+        "job_id": Field(text("job_id"), column="job_id"),
         "user": Field(text("user") if "user" in cols else "NULL"),
         "status": Field(text("state")),
         "submit_time_s": Field(ts("submit_time"), "submit_time"),

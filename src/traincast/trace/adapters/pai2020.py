@@ -62,6 +62,7 @@ import duckdb
 
 from traincast.errors import TraincastError
 from traincast.trace.adapters.base import (
+    EXTRA,
     READ_ERRORS,
     Check,
     Field,
@@ -70,12 +71,15 @@ from traincast.trace.adapters.base import (
     archive_error,
     csv_end,
     csv_relation,
+    extra_field_check,
+    extra_field_value,
     held_names,
     is_archive,
     last_row,
     lit,
     num,
     present,
+    q,
     running_status,
     some_names,
     text,
@@ -178,7 +182,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                   f"WINDOW w AS (PARTITION BY {text('inst_id')}))")
     joins, cols = _side_joins(rel, task_cut)
     relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
-    checks = [Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
+    checks = [extra_field_check(len(HEADERS["job"])),
+              Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
                     file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
     # running (or waiting) by its status, or no end time and no final status: a Terminated or
     # Failed job without an end time has ended when the trace does not say (not counted on)
@@ -217,6 +222,8 @@ def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
     rules: list[tuple[str, str, str]] = (  # (condition, field, value) in SQL, first wins
         [] if cut is None else [("_row = _last_row", lit(cut.field), lit(cut.value))])
     rules += [
+        (f"{q(EXTRA)} IS NOT NULL", lit(str(len(HEADERS["task"]) + 1)),
+         extra_field_value(len(HEADERS["task"]))),
         (f"{present('inst_num')} AND {n} IS NULL", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
         (f"{present('plan_gpu')} AND {pg} IS NULL", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
         (f"{pg} < 0", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),

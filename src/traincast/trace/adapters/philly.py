@@ -69,7 +69,7 @@ _GPUS = (f"CASE WHEN {_RAN} AND {_MACHINES} > 0 AND list_bool_and(list_transform
          f"{_PER_MACHINE}, lambda g: g IS NOT NULL)) THEN CAST(list_sum({_PER_MACHINE}) "
          "AS DOUBLE) END")
 FIELDS = {
-    "job_id": Field(text("jobid")),
+    "job_id": Field(text("jobid"), column="jobid"),
     "user": Field(text("user")),
     "status": Field(text("status")),
     "submit_time_s": Field(ts("submitted_time"), "submitted_time"),
