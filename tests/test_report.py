@@ -184,6 +184,16 @@ def test_roofline_and_validate_figures_are_log_log_with_units():
     assert any("paper" in t.get_text() for t in ax.get_legend().get_texts())
 
 
+def test_duration_caption_counts_the_censored_jobs_it_cannot_plot():
+    from traincast.report.build import _unplotted
+
+    censored = np.array([True, True, True, False, False])
+    plotted = np.array([True, False, False, True, False])  # 1 censored job has a duration
+    assert _unplotted(censored, plotted) == (" of the 3 censored; the other 2 have no start or "
+                                             "no end time and are not plotted")
+    assert _unplotted(censored, censored | plotted) == ""
+
+
 def test_save_figure_writes_png_and_svg(tmp_path):
     import matplotlib.image as mpimg
 

@@ -160,8 +160,8 @@ def _job_figures(study: Study) -> list[Fig]:
             "cdf_duration", "Job duration",
             "Cumulative distribution of job run time (end − start), log scale. Jobs still "
             "running when the trace ended are censored: their duration is a lower bound"
-            + (f" ({int((cens & okd).sum()):,} such jobs; the second line leaves them out)."
-               if (cens & okd).any() else "."),
+            + (f" ({int((cens & okd).sum()):,} such jobs{_unplotted(cens, okd)}; the second "
+               "line leaves them out)." if (cens & okd).any() else "."),
             "jobs.parquet (start_time_s, end_time_s, censored)",
             lambda: figs.cdf_figure(series, log_x=True, title="Job duration (CDF)",
                                     xlabel="job duration (s)")))
@@ -430,3 +430,13 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     step("writing report.html", 3 + len(figs), total)
     write_text_whole(path, H.page(title, subtitle, parts))
     return path
+
+
+def _unplotted(censored: np.ndarray, plotted: np.ndarray) -> str:
+    """The caption's words for the censored jobs without a duration (no start or no end: not
+    in the figure, but counted as censored by ``characterize``), empty when there are none."""
+    left = int((censored & ~plotted).sum())
+    if not left:
+        return ""
+    return (f" of the {int(censored.sum()):,} censored; the other {left:,} have no start or "
+            "no end time and are not plotted")
