@@ -551,3 +551,28 @@ def test_a_node_the_trace_fills_past_the_gpus_default_preset_takes_a_larger_pres
     assert r.intra_bps[0] == cat.links["pcie4x16"].bw_bps
     jobs["node"] = ["", "", "", "a10-pcie", ""]  # an empty node is no node, as null is
     assert list(resolve(jobs, cat).node.strings()) == list(r.node.strings())
+
+
+def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
+    """Half a GPU (Alibaba 2023's gpu_milli 500, PAI's plan_gpu 50) runs its kernels on half
+    the GPU: its compute time is the whole GPU's over 0.5, its data copy unchanged, so its cost
+    per iteration (time x 0.5 GPU) is the whole GPU's compute cost; a PAI worker of 0.5 GPU
+    (gpus_per_worker) alike; whole GPUs are untouched."""
+    from traincast.compute import rates
+
+    cat = load_catalog()
+    flop_bps, mem_bps = rates(cat.gpus["V100-SXM2-16GB"], "fp32", cat.compute)
+    jobs = {"architecture": np.array(["1w1g", "1w1g", "ps-worker"], dtype=object),
+            "node": np.array(["pai-v100-nvlink"] * 3, dtype=object),
+            "n_gpus": [1.0, 0.5, 2.0], "gpus_per_worker": [np.nan, np.nan, 0.5],
+            "n_workers": [np.nan, np.nan, 4.0], "n_ps": [np.nan, np.nan, 1.0],
+            "flops_compute_bound": [4e12] * 3, "bytes_memory_bound": [2e10] * 3,
+            "weight_bytes": [1e8] * 3, "input_bytes": [1e7] * 3}
+    r = resolve(jobs, cat)
+    assert r.reason.tolist() == [OK] * 3 and r.share.tolist() == [1.0, 0.5, 0.5]
+    bd = predict_table(jobs, cat)
+    whole = 4e12 / flop_bps + 2e10 / mem_bps
+    assert math.isclose(bd.compute[0], whole, rel_tol=1e-9)
+    assert math.isclose(bd.compute[1], whole / 0.5, rel_tol=1e-9)
+    assert math.isclose(bd.compute[2], whole / 0.5, rel_tol=1e-9)
+    assert bd.data_io[1] == bd.data_io[0]

@@ -53,6 +53,11 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     ``T_idle`` is the part of the other two during which the GPU waits for the host to issue
     its ops (``None`` when it is 0 on every row).
 
+    A job that holds a share ``s < 1`` of its GPU (``r.share``: GPU sharing, a slice of the
+    GPU's time, SMs and memory bandwidth; its neighbours use the rest) runs its kernels at
+    ``s`` of the GPU: ``F`` and ``B`` below are the row's features over ``s``, the host's
+    dispatch of its ops unchanged.
+
     Aggregate features: ``F / R_flop`` and ``B / R_mem`` at the rates of
     :func:`traincast.compute.rates` (one call per GPU and precision), together no shorter than
     the host's issue of the row's ``n_ops`` ops, ``n_ops d`` (:func:`issue_bound_s`,
@@ -87,7 +92,8 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         for amp in (0, 1):
             rates[2 * code + amp] = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
-    flop, mem, idle = issue_bound_s(r.flops / rates[gpu_amp, 0], r.mem_bytes / rates[gpu_amp, 1],
+    flops, mem_bytes = r.flops / r.share, r.mem_bytes / r.share  # a shared GPU's slice
+    flop, mem, idle = issue_bound_s(flops / rates[gpu_amp, 0], mem_bytes / rates[gpu_amp, 1],
                                     r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
         return flop, mem, _waits(idle)
@@ -117,7 +123,7 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         steps.append(cache[key_][1])
         profile.append((prof["flops_compute_bound"], prof["bytes_memory_bound"]))
     feats = np.array(profile, dtype=np.float64)
-    flop[rows], mem[rows], idle[rows] = _scaled(steps, which, r.flops[rows], r.mem_bytes[rows],
+    flop[rows], mem[rows], idle[rows] = _scaled(steps, which, flops[rows], mem_bytes[rows],
                                                 feats[:, 0], feats[:, 1])
     return flop, mem, _waits(idle)
 

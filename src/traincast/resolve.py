@@ -18,7 +18,10 @@ For each row:
   ``N = ceil(n / g)``; workers ``m`` = ``n_workers`` where given, else ``n / w`` with ``w`` =
   ``gpus_per_worker`` (default 1); workers per node ``k`` = ``workers_per_node`` where given,
   else ``min(m, max(1, floor(g / w)))``; parameter servers ``p`` = ``n_ps`` where given,
-  else 1.
+  else 1; the GPU share of one replica ``s`` = ``gpus_per_worker`` where the trace gives
+  it, else ``n``, where it is below 1 (GPU sharing: Alibaba 2023's
+  ``gpu_milli``, PAI's ``plan_gpu`` < 100), else 1: the compute model divides the GPU's busy
+  time by ``s`` (:func:`traincast.predict.compute_s`).
 * **features** — ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` required;
   ``embedding_bytes_touched`` and ``input_bytes`` default to 0; ``embedding_allreduce_bytes``
   defaults to ``embedding_bytes_touched``.
@@ -240,7 +243,11 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     p = np.broadcast_to(1.0, (size,))
     if cols.given("n_ps"):
         p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
-    return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p}
+    held = n  # GPUs of one replica (a fraction: a shared GPU)
+    if cols.given("gpus_per_worker"):
+        held = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], n)
+    share = np.where((held > 0) & (held < 1), held, 1.0)
+    return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p, "share": share}
 
 
 def _reasons(r: Resolved, known_hw: F, given_g: F) -> NDArray[np.int8]:

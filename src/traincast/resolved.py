@@ -30,6 +30,7 @@ class Resolved:
     m: F
     k: F
     p: F
+    share: F  # the GPU share of one replica: 1, or a fraction where the job shares its GPU
     node_gpus: F
     rails: F
     mem_gb: F

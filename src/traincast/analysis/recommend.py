@@ -111,7 +111,8 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
              cands: list[Candidate], base_node: Strings, new_node: Strings, base_gpu: Strings,
              new_gpu: Strings, base_role: NDArray[np.object_], new_role: NDArray[np.object_],
              catalog: Catalog, min_gain: float = 0.0,
-             priced: NDArray[np.bool_] | None = None) -> NDArray[np.object_]:
+             priced: NDArray[np.bool_] | None = None,
+             by_ops: NDArray[np.bool_] | None = None) -> NDArray[np.object_]:
     """One line per job naming what its change cuts: the component whose time falls most
     (``base - new``, which the speedup comes from; a kept job: its bottleneck); built once per
     distinct combination. ``priced`` (the cheapest choice: whether each job's present setup
@@ -119,7 +120,8 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     faster, as fast or slower (equal within a relative 1e-9); for a job whose present setup
     has no price, that it is the cheapest priced option. A job the model cannot time as it is
     (a reason other than ok) keeps that reason; one that a candidate fits is told so, with the
-    reason it has no time as given."""
+    reason it has no time as given. ``by_ops``: the jobs priced op by op from a per-op table
+    (their GPU's rates for aggregate work are not what they were priced at)."""
     bb = base.bottleneck_code()
     with np.errstate(invalid="ignore"):
         saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
@@ -136,6 +138,7 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     has_price = np.ones(len(pace), dtype=np.int64) if priced is None else priced.astype(np.int64)
     parts = [(cand_idx, len(cands)), (bb, len(BOTTLENECKS)), (cut, len(BOTTLENECKS)),
              (pace, 3), (has_price, 2),
+             (np.zeros(len(pace)) if by_ops is None else by_ops.astype(np.int64), 2),
              (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
              (base_gpu.codes, len(base_gpu.values)), (new_gpu.codes, len(new_gpu.values)),
@@ -144,12 +147,12 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     uniq, inverse = np.unique(key, return_inverse=True)
     roles = np.array(role_names, dtype=object)
     texts = []
-    for ci, b, cu, pc, hp, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
+    for ci, b, cu, pc, hp, bo, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
         target, what = _reason_parts(cands[ci] if ci >= 0 else None, int(b), int(cu), min_gain,
                                      arch.values[ac] if ac >= 0 else "?", base_node.values[bn],
                                      new_node.values[nn], base_gpu.values[bg],
                                      new_gpu.values[ng], (str(roles[br]), str(roles[nr])),
-                                     catalog)
+                                     catalog, bool(bo))
         if priced is not None and b >= 0:
             texts.append(_cost_text(target, what, int(pc), bool(hp), min_gain))
         else:
@@ -218,7 +221,8 @@ def _digits(keys: NDArray[np.int64], parts: list[tuple[NDArray[Any], int]]
 
 def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arch: str,
                   base_node: str, new_node: str, base_gpu: str, new_gpu: str,
-                  roles: tuple[str, str], catalog: Catalog) -> tuple[str, str]:
+                  roles: tuple[str, str], catalog: Catalog,
+                  by_ops: bool = False) -> tuple[str, str]:
     """The reason of one choice as (the change, what it does): ``b`` the job's bottleneck now,
     ``cut`` the component whose time the change cuts most (both codes into ``BOTTLENECKS``; -1 =
     unknown, or none: a job whose time is 0 s; a job without a time is said by the caller, from
@@ -248,7 +252,9 @@ def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arc
         new = _label(catalog, catalog.nodes[new_node].pcie) if new_node in catalog.nodes else "?"
         return target, verb + (f" ({old} -> {new})" if old != new else "")
     detail = ""
-    if new_gpu != base_gpu:
+    if new_gpu != base_gpu and by_ops:  # each op at its own rate: no one rate to quote
+        detail = f" ({base_gpu} -> {new_gpu}, each of its ops priced on each GPU)"
+    elif new_gpu != base_gpu:
         try:  # the rates the jobs' fp32 work was priced at (compute.rates), not the datasheet's
             i, scale, unit = (0, 1e12, "TFLOP/s") if comp == "compute_flop" else (1, 1e9, "GB/s")
             old_v, new_v = (rates(catalog.gpu(g), "fp32", catalog.compute)[i] / scale
@@ -308,6 +314,10 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)
     n = cols.n
+    workload = cols["workload"]
+    has_ops = np.array([bool((p := ops_of(v)) and p.get("ops")) for v in workload.values]
+                       + [False])
+    by_ops = has_ops[workload.codes]  # code -1 (no workload): the appended False
     cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)
@@ -334,7 +344,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
                          catalog, overlap, hierarchical, ops_of)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
                                     base_gpu, base_role, catalog, min_gain,
-                                    np.isfinite(base_cost) if g == "cheap" else None))
+                                    np.isfinite(base_cost) if g == "cheap" else None, by_ops))
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
@@ -406,7 +416,8 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     cols: Columns, cands: list[Candidate], base: Breakdown, base_node: Strings,
                     base_gpu: Strings, base_role: NDArray[np.object_],
                     catalog: Catalog, min_gain: float = 0.0,
-                    priced: NDArray[np.bool_] | None = None) -> dict[str, Any]:
+                    priced: NDArray[np.bool_] | None = None,
+                    by_ops: NDArray[np.bool_] | None = None) -> dict[str, Any]:
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
     each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
@@ -422,7 +433,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
         f"{prefix}_bottleneck": bd.bottleneck_names(),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
                                      new_gpu, base_role, new_role, catalog, min_gain,
-                                     priced)}
+                                     priced, by_ops)}
 
 
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],

@@ -545,7 +545,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
             + (", mixed precision (autocast: matmuls and convolutions in 16 bits)"
                if setup.get("amp") else
-               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}")
+               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}, fp32 "
+               "convolutions TF32 where the GPU has it (cuDNN's default)")
             + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
 
