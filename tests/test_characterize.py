@@ -160,6 +160,19 @@ def test_censored_jobs_count_up_to_the_trace_end(tmp_path: Path) -> None:
     assert r["jobs_with_duration"] == 2 and r["cdf"]["duration_s"]["value"][-1] == 140
 
 
+def test_a_censored_job_that_ends_at_the_trace_end_has_no_duration() -> None:
+    """Alibaba 2023 gives a running pod the trace end as its deletion time: its GPU time counts
+    (a lower bound), its running time is no duration (the distribution keeps the finished)."""
+    jobs = {"architecture": np.array(["1w1g"] * 3, dtype=object),
+            "n_gpus": np.array([1.0, 1.0, 2.0]), "start_time_s": np.array([0.0, 10.0, 0.0]),
+            "end_time_s": np.array([30.0, 50.0, 500.0]),
+            "censored": np.array([False, False, True])}
+    r = characterize(jobs)
+    assert r["jobs_with_duration"] == 2 and r["censored_with_end"] == 1
+    assert r["cdf"]["duration_s"]["value"][-1] == 40  # not the censored 500 s
+    assert r["gpu_time_s"] == 30 + 40 + 2 * 500 and r["censored_gpu_time_s"] == 1000
+
+
 def test_gpu_time_is_exact_without_running_jobs(tiny: pa.Table) -> None:
     r = characterize(tiny, fill=False)
     assert r["censored_gpu_time_s"] == 0 and r["gpu_time_lower_bound"] is False

@@ -14,8 +14,10 @@ plain data (the keys of docs/traces.md):
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
   gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
 * ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs) and
-  ``duration_s`` (``p`` -> quantile ``value``; jobs with a known end and a non-negative
-  duration: the running time of a censored job is a lower bound, not a duration);
+  ``duration_s`` (``p`` -> quantile ``value``; finished jobs with a known end and a
+  non-negative duration, ``jobs_with_duration`` of them: the running time of a censored job
+  is a lower bound, not a duration, even where the trace gives the trace end as its end,
+  ``censored_with_end`` of them, as Alibaba 2023's running pods);
 * ``breakdown`` — jobs with known features (from the trace, or from the zoo profile of their
   ``workload``) and at least one GPU, predicted with the core time model
   (:func:`traincast.predict.predict_table`): mean share of each component job-weighted,
@@ -200,7 +202,8 @@ class Characterization:
         self.overlap = overlap
         self.trace_end_s = trace_end_s
         self.source_ends_s = dict(source_ends_s or {})
-        self.sums = np.zeros(4)  # gpus, gpu time, censored gpu time, jobs with a duration
+        # gpus, gpu time, censored gpu time, finished jobs with a duration, censored ones
+        self.sums = np.zeros(5)
         self.n = self.zero_gpu = self.default_hardware = 0
         self.flags: dict[str, int] = {}
         self.arch: dict[str, F] = {}
@@ -233,8 +236,9 @@ class Characterization:
         censored = _floats(cols, "censored", n) > 0 if "censored" in cols \
             else ~np.isnan(open_s)
         self.n += n
+        known = np.isfinite(duration)
         self.sums += [gpus.sum(), gpu_time.sum(), gpu_time[censored].sum(),
-                      np.isfinite(duration).sum()]
+                      (known & ~censored).sum(), (known & censored).sum()]
         for f in FLAG_COLUMNS:
             if f in cols:
                 self.flags[f] = self.flags.get(f, 0) + int((_floats(cols, f, n) > 0).sum())
@@ -253,7 +257,7 @@ class Characterization:
         values, counts = np.unique(finite, return_counts=True)
         for v, c in zip(values.tolist(), counts.tolist(), strict=True):
             self.gpus_per_job[v] = self.gpus_per_job.get(v, 0) + c
-        self.durations.add(duration)
+        self.durations.add(duration[~censored])  # a censored job's end is no job's end
         if "architecture" in cols:
             self.has_arch = True
             self._add_breakdown(cols, arch_codes, arch_names, gpus, gpu_time, breakdown)
@@ -323,7 +327,7 @@ class Characterization:
 
     def result(self) -> dict[str, Any]:
         """The characterization as plain data (the keys of docs/traces.md)."""
-        gpus, gpu_time, censored_s, with_duration = self.sums
+        gpus, gpu_time, censored_s, with_duration, censored_ended = self.sums
         values = np.array(sorted(self.gpus_per_job))
         counts = np.array([self.gpus_per_job[v] for v in values.tolist()])
         out: dict[str, Any] = {
@@ -334,6 +338,7 @@ class Characterization:
             "gpu_time_lower_bound": bool(censored_s > 0),
             "trace_end_s": self.trace_end_s,
             "jobs_with_duration": int(with_duration),
+            "censored_with_end": int(censored_ended),
             "flags": dict(self.flags),
             "zero_gpu_jobs": self.zero_gpu,
             "default_hardware": self._default_hardware(),

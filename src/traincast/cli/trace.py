@@ -421,13 +421,18 @@ def print_characterization(r: dict[str, Any]) -> None:
     for col in ("", "p10", "p50", "p90", "p99", "max"):
         cdf.add_column(col, justify="left" if not col else "right")
     d = r["cdf"]["duration_s"]
-    cdf.add_row("duration", *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
+    cdf.add_row("duration (finished)",
+                *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     if g["value"]:
         def gq(p: float) -> str:
             return _num(next(v for v, c in zip(g["value"], g["cdf"], strict=True)
                              if c >= p - 1e-12))
         cdf.add_row("GPUs per job", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     print_table(cdf, console)
+    if r.get("censored_with_end"):
+        console.print(f"{r['censored_with_end']:,} censored jobs whose end is the trace's (still "
+                      "running: their running time is a lower bound) are left out of the "
+                      "duration", highlight=False)
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
     if not b.get("jobs"):
