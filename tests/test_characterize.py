@@ -241,3 +241,20 @@ def test_a_censored_job_whose_trace_gives_the_trace_end_is_a_lower_bound_too() -
     r = characterize(jobs, fill=False)
     assert r["gpu_time_s"] == 50 + 160
     assert r["censored_gpu_time_s"] == 160 and r["gpu_time_lower_bound"] is True
+
+
+def test_an_undisclosed_gpu_type_is_said_to_be_assumed(tmp_path: Path) -> None:
+    """Alibaba 2023's G2 is not a public model: priced as the catalog's guess, and said so; a
+    user's [alias_assumed] must name an [alias]."""
+    from traincast.errors import TraincastError
+
+    jobs = {"architecture": np.array(["1w1g"] * 2, dtype=object),
+            "n_gpus": np.array([1.0, 1.0]), "gpu_type": np.array(["G2", "T4"], dtype=object)}
+    r = characterize(jobs)
+    assert r["by_gpu_type"]["G2"]["gpu"] == "A10" and "not disclose" in \
+        r["by_gpu_type"]["G2"]["assumed"]
+    assert "assumed" not in r["by_gpu_type"]["T4"]
+    bad = tmp_path / "c.toml"
+    bad.write_text('[alias_assumed]\nX9 = "a guess"\n')
+    with pytest.raises(TraincastError, match="X9"):
+        load_catalog(bad)

@@ -171,6 +171,11 @@ def test_gpu_accounting_hand_numbers() -> None:
     assert acct["gpu_time_saved_share"] == pytest.approx(408.0 / 1100.0)
     assert acct["gpus_freed"] == 2 and acct["gpus_total"] == 6
     assert acct["gpus_freed_share"] == pytest.approx(2 / 6)
+    assert (acct["jobs_without_duration"], acct["jobs_without_gpus"]) == (0, 0)
+    # a job with GPUs and no duration, and two without GPUs (0, unknown): counted apart
+    acct = gpu_accounting([1, 1, 0, np.nan], [100, np.nan, 50, 50], [-1] * 4, [1.0] * 4)
+    assert (acct["jobs_without_duration"], acct["jobs_without_gpus"]) == (1, 2)
+    assert acct["gpu_time_exclusive_s"] == pytest.approx(100.0)
 
 
 def test_end_to_end_hand_trace(catalog) -> None:

@@ -350,11 +350,14 @@ class Characterization:
                     "duration_s": _quantiles(self.durations)},
             "breakdown": {"jobs": 0, "gpus": 0.0},
         }
+        guesses = {k.lower(): why for k, why in self.catalog.assumed_aliases.items()}
         for name, row in out["by_gpu_type"].items():
             try:
                 row["gpu"] = self.catalog.gpu_name(name)
             except KeyError:
                 row["gpu"] = None
+            if name.lower() in guesses:  # an undisclosed model priced as a public part
+                row["assumed"] = guesses[name.lower()]
         if self.n and self.has_arch:
             out["breakdown"] = self._breakdown_result()
         return out

@@ -242,7 +242,8 @@ def gpu_accounting(n_gpus: ArrayLike, duration_s: ArrayLike, partner: ArrayLike,
                    slowdown: ArrayLike) -> dict[str, Any]:
     """GPUs freed and GPU time saved against exclusive placement (module docstring).
 
-    Jobs without a known positive duration or GPU count are left out of the GPU-time sums.
+    Jobs without a known positive GPU count (``jobs_without_gpus``), and jobs with GPUs but
+    without a known duration (``jobs_without_duration``), are left out of the GPU-time sums.
     """
     n = _f(n_gpus)
     d = _f(duration_s)
@@ -261,7 +262,8 @@ def gpu_accounting(n_gpus: ArrayLike, duration_s: ArrayLike, partner: ArrayLike,
             "gpu_time_exclusive_s": float(excl.sum()), "gpu_time_colocated_s": float(after.sum()),
             "gpu_time_saved_s": saved,
             "gpu_time_saved_share": saved / float(excl.sum()) if excl.sum() > 0 else None,
-            "jobs_without_duration": int((~known).sum())}
+            "jobs_without_duration": int((np.isfinite(n) & (n > 0) & ~known).sum()),
+            "jobs_without_gpus": int((~(np.isfinite(n) & (n > 0))).sum())}
 
 
 def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,

@@ -155,9 +155,12 @@ def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str
     if not nv:
         return []
     ps = nv.get("by_architecture", {}).get("ps-worker")
-    if not (ps and ps.get("predicted")):
-        return ["The trace has no PS/Worker job with known features: the NVLink AllReduce "
-                "port does not apply."]
+    if not (ps and ps.get("matched")):
+        return ["The trace has no PS/Worker job (its format records no parameter servers, or "
+                "none ran): the NVLink AllReduce port does not apply."]
+    if not ps.get("predicted"):
+        return [f"The trace's {ps['matched']:,} PS/Worker jobs have no prediction (no known "
+                "features): the NVLink AllReduce port cannot be priced."]
     nums.update({"ps_worker_jobs": ps.get("matched"),
                  "nvlink_sped_up_share": ps.get("sped_up_share"),
                  "nvlink_not_ported": ps.get("not_applied"),

@@ -159,6 +159,7 @@ def colocate(
              "measured, and this trace measures none (a gpu_util column; PAI 2020's sensor "
              "table): pair by the predicted one (--by predicted)")
     elif not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
+        tries = [*([] if multi_gpu else ["--multi-gpu"]), "a higher --util-bound",
+                 *(["--by measured"] if measured and by != "measured" else [])]
         note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
-             "(try --multi-gpu or a higher --util-bound"
-             + (", or --by measured)" if measured and by != "measured" else ")"))
+             f"(try {', '.join(tries[:-1]) + ' or ' if len(tries) > 1 else ''}{tries[-1]})")

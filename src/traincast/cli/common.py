@@ -392,8 +392,8 @@ def print_assumed_hardware(char: dict[str, Any]) -> None:
     """One line saying which node the jobs with GPUs whose trace names neither a GPU type nor
     a node are priced on, if any (a characterization's ``default_hardware``)."""
     hw = char.get("default_hardware") or {}
-    if not hw.get("jobs"):
-        return
+    if not hw.get("jobs") or not (char.get("breakdown") or {}).get("jobs"):
+        return  # no job is priced (--workload none: no features): nothing was assumed
     console.print(Text(
         f"assumed hardware: {hw['jobs']:,} jobs with GPUs name neither a GPU type nor a node; "
         f"they are priced on {hw['node']} nodes ({hw.get('gpus')} x {hw.get('gpu')}, GPUs "

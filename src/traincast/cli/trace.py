@@ -413,6 +413,10 @@ def print_characterization(r: dict[str, Any]) -> None:
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         print_table(group_table(r[key], title), console)
+        for name, row in r[key].items():
+            if row.get("assumed"):
+                console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",
+                              style="dim", highlight=False)
         if key == "by_architecture" and r.get("zero_gpu_jobs"):
             console.print(f"{r['zero_gpu_jobs']:,} jobs with 0 GPUs (not training on GPUs) "
                           "are left out of the architecture shares", highlight=False)

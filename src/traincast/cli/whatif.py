@@ -82,13 +82,13 @@ def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
     t = _compact_table(f"What-if over {result['jobs']:,} jobs",
-                       "jobs = matched jobs; not fit = ports that do not fit; speedup = base "
-                       "time / scenario time, means over matched jobs: mean, median, GPU wtd "
-                       "(weighted by GPUs), time wtd (by GPU time); saved = share of GPU time "
-                       "saved",
-                       ("scenario", "jobs", "not fit", "sped up", "mean", "median", "GPU wtd",
+                       "priced = matched jobs with a prediction, which the other columns "
+                       "are over; not fit = ports that do not fit; speedup = base time / "
+                       "scenario time: mean, median, GPU wtd (weighted by GPUs), time wtd (by "
+                       "GPU time); saved = share of GPU time saved",
+                       ("scenario", "priced", "not fit", "sped up", "mean", "median", "GPU wtd",
                         "time wtd", "saved"),
-                       [(name, f"{s['matched']:,}", f"{s['not_applied']:,}",
+                       [(name, f"{s['predicted']:,}", f"{s['not_applied']:,}",
                          _pct(s["sped_up_share"]), fmt_x(s["mean_speedup"]),
                          fmt_x(s["median_speedup"]), fmt_x(s["gpu_weighted_mean_speedup"]),
                          fmt_x(s["gpu_time_weighted_mean_speedup"]),
@@ -257,7 +257,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     """The summary, then the first 20 jobs in two tables (the same hardware; anywhere, and with
     prices the cheapest); each reason once, under its table, keyed from its jobs' rows."""
     s = result["summary"]
-    t = Table(title=f"Recommendations for {result['jobs']:,} jobs", title_justify="left")
+    n = result["jobs"]
+    t = Table(title=f"Recommendations for {n:,} job{'' if n == 1 else 's'}", title_justify="left")
     for col in ("", "jobs changed", "mean speedup", "median", "top choices"):
         t.add_column(col, justify="left" if col in ("", "top choices") else "right")
     labels = {"arch": "best architecture, same hardware", "best": "best architecture + node",

@@ -247,6 +247,9 @@ class Catalog:
     links: dict[str, Link] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
+    assumed_aliases: dict[str, str] = field(default_factory=dict)
+    """Aliases that are a guess, with why (``[alias_assumed]``: a trace's undisclosed model
+    priced as the nearest public part), said wherever the alias is used."""
     files: list[str] = field(default_factory=list)
     compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
     kernel_model: dict[str, Any] = field(default_factory=dict)  # merged [kernel_model] tables
@@ -459,7 +462,8 @@ def _flatten_groups(path: str, name: str, values: Any) -> Any:
 
 
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
-                data: Mapping[str, Any], path: str, kernel_model: dict[str, Any]) -> None:
+                data: Mapping[str, Any], path: str, kernel_model: dict[str, Any],
+                assumed: dict[str, str]) -> None:
     for top, tables in data.items():
         if top == "calibration":
             continue  # the measurement record of `traincast calibrate`, kept for people
@@ -474,9 +478,16 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
                     raise CatalogError(f"{path}: [alias] key {alias!r} must name a GPU")
                 aliases[alias] = target
             continue
+        if top == "alias_assumed":
+            if not isinstance(tables, Mapping) or not all(
+                    isinstance(v, str) for v in tables.values()):
+                raise CatalogError(f"{path}: [alias_assumed] must be a table of ALIAS = \"why "
+                                   "it is a guess\"")
+            assumed.update(tables)
+            continue
         if top not in _KINDS:
             raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias, "
-                               "kernel_model, calibration")
+                               "alias_assumed, kernel_model, calibration")
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
@@ -537,6 +548,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
         paths = [paths]
     raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _KINDS}
     aliases: dict[str, str] = {}
+    assumed: dict[str, str] = {}
     origin: dict[tuple[str, str], str] = {}
     sources: list[tuple[str, Mapping[str, Any]]] = []
     shipped = resources.files("traincast.hardware")
@@ -563,11 +575,16 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise CatalogError(f"{path}: not valid TOML: {exc}") from None
     for path, data in sources:
-        _merge_file(raw, aliases, data, path, kernel_model)
+        _merge_file(raw, aliases, data, path, kernel_model, assumed)
         for kind in (*_KINDS, "alias"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
     cat = _build(raw, aliases, origin)
+    for alias in assumed:
+        if alias not in aliases:
+            raise CatalogError(f"[alias_assumed] key {alias!r} is no [alias]",
+                               hint="list the alias under [alias] too")
+    cat.assumed_aliases = {a: why for a, why in assumed.items()}
     _apply_kernel_model(cat, kernel_model)
     cat.files = [path for path, _ in sources]
     cat.compute = compute
