@@ -282,7 +282,9 @@ def predict(
     - pearl: ring all-reduce of W + 2E(n−1)/n / bw(ring link)
     - hybrid (table rows): the all-reduce of allreduce-cluster
 
-    Bandwidth only (no latency), no overlap by default, as the paper. Details: docs/model.md.
+    The paper's architectures: bandwidth only (a link's latency is not counted), no overlap by
+    default, as the paper; the hybrid model adds each link's latency per message (a speed
+    typed as --nic 25Gbit has none). Details: docs/model.md, docs/parallelism.md.
 
     Flags of another architecture than --arch are an error (--workers with allreduce-local,
     --dp without hybrid), and so are --gpus and --workers that disagree. Bounds: --flops at

@@ -316,9 +316,14 @@ def assumptions(study: Study, catalog: Catalog) -> str:
         "paper's assumption). Formulas: docs/model.md.",
         "Breakdown shares are each job's shares averaged over jobs (job-weighted), over GPUs "
         "(GPU-weighted) or over GPU time, not shares of summed time.",
-        "Trace jobs get their features from the profile of their workload tag; jobs of an "
-        "unknown workload have no prediction and are left out of breakdown and what-if "
-        "figures."])]
+        "Trace jobs get their features from the profile of their workload tag; a job whose "
+        "trace names no workload gets one assumed by --workload (default mix: the bundled "
+        "sample's workload mix, docs/traces.md; the study settings say which), and with "
+        "--workload none, or a workload traincast does not know, it has no prediction and is "
+        "left out of breakdown and what-if figures.",
+        "A job on a fraction of a GPU (GPU sharing) runs its kernels on that share of the GPU: "
+        "its compute time is the whole GPU's over the share (docs/model.md, \"A shared "
+        "GPU\")."])]
     settings = scalar_items(meta)
     trace = meta.get("trace")
     if isinstance(trace, Mapping):
