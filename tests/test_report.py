@@ -488,6 +488,15 @@ def test_the_catalog_table_lists_the_node_each_job_was_predicted_on(tmp_path) ->
     html = catalog_used(Study(folder=tmp_path, jobs=jobs), load_catalog())
     assert ">a10-pcie-8<" in html and ">a10-pcie<" in html and ">A10<" in html
     assert "pai-v100-nvlink" not in html  # no job runs on the default node of no GPU type
+    # the hardware recommendations move jobs to is listed too, with its links
+    rec = pa.table({"job_id": ["a", "b"], "best_node": ["dgx-b200", "a10-pcie"],
+                    "best_gpu": ["B200", "A10"], "cheapest_node": [None, "pai-v100-pcie"],
+                    "cheapest_gpu": [None, "V100-PCIE-16GB"]})
+    html = catalog_used(Study(folder=tmp_path, jobs=jobs, tables={"recommend.csv": rec}),
+                        load_catalog())
+    assert all(f">{n}<" in html for n in ("dgx-b200", "B200", "pai-v100-pcie",
+                                          "V100-PCIE-16GB", "a10-pcie-8"))
+    assert f">{load_catalog().nodes['dgx-b200'].nic}<" in html
 
 
 def test_the_settings_table_names_every_trace_of_the_study(tmp_path) -> None:

@@ -211,7 +211,8 @@ def tables(study: Study) -> str:
 
 
 def catalog_used(study: Study, catalog: Catalog) -> str:
-    """Catalog entries the study's jobs (and its scenarios) refer to, with their sources."""
+    """Catalog entries the study's jobs, its scenarios and its recommendations refer to, with
+    their sources."""
     gpus: dict[str, None] = {}
     nodes: dict[str, None] = {}
     links: dict[str, None] = {}
@@ -232,6 +233,13 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
                 nodes[v] = None
             elif k == "gpu" and (v in catalog.gpus or v in catalog.aliases):
                 gpus[catalog.gpu_name(v)] = None
+    rec = study.tables.get("recommend.csv")  # the nodes and GPUs recommendations name
+    for prefix in ("arch", "best", "cheapest"):
+        for column, used, known in (("node", nodes, catalog.nodes), ("gpu", gpus, catalog.gpus)):
+            if rec is not None and f"{prefix}_{column}" in rec.column_names:
+                for name in sorted({v for v in rec[f"{prefix}_{column}"].to_pylist()
+                                    if isinstance(v, str) and v in known}):
+                    used.setdefault(name, None)
     for nd in nodes:
         for role in ("pcie", "intra", "nic"):
             links.setdefault(getattr(catalog.nodes[nd], role), None)
