@@ -413,3 +413,11 @@ def test_breakdown_take_selects_jobs_in_order() -> None:
     part = bd.take(np.array([2, 0]))
     assert part.data_io.tolist() == [3.0, 1.0] and part.total.tolist() == [20.0, 12.0]
     assert part.reason.tolist() == [0, 0] and part.idle is None
+
+
+def test_fmt_sig_keeps_three_digits_and_no_exponent() -> None:
+    from traincast.units import fmt_sig
+
+    assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0)] == \
+        ["1,490", "17.6", "0.0914", "0", "123,456"]
+    assert fmt_sig(float("nan")) == "-" and fmt_sig(None) == "-"

@@ -27,6 +27,16 @@ def test_every_config_uses_all_gpus(gpus: int, batch: int) -> None:
     assert np.all(c["tp"] <= 8)
     assert np.all(batch % (c["dp"] * c["micro_batch"]) == 0)
     assert np.all(cfg.layers % (c["pp"] * c["vp"]) == 0)
+    # one data-parallel rank: ZeRO moot, searched at stage 0 only
+    assert np.all(c["zero"][c["dp"] * c["cp"] == 1] == 0)
+
+
+def test_one_data_parallel_rank_searches_no_zero_stage_beyond_the_least() -> None:
+    """8 GPUs, tp 8: dp 1, so ZeRO 1-3 would repeat ZeRO 0 (each at its own rank before)."""
+    c = enumerate_configs(get_model("llama2-7b"), 8, 8, 8)
+    one = c["dp"] == 1
+    assert one.any() and set(c["zero"][one].tolist()) == {0}
+    assert set(c["zero"][~one].tolist()) == {0, 1, 2, 3}
 
 
 def test_recommended_configs_fit_and_are_sorted() -> None:

@@ -58,3 +58,14 @@ def fmt_x(x: float | None, missing: str = "-") -> str:
     if x is None or not math.isfinite(x):
         return missing
     return f"{x:.2f}×"
+
+
+def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
+    """A number for a table: ``digits`` significant digits, never an exponent (``0.0914``,
+    ``17.6``, ``1,490``: a whole number with thousands separators from ``10 ** digits`` on);
+    ``missing`` for None or a non-finite ``x``."""
+    if x is None or not math.isfinite(x):
+        return missing
+    if abs(x) >= 10 ** digits:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.{digits - 1}e}"

@@ -37,6 +37,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.plan import percent
+from traincast.units import fmt_sig
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -307,8 +308,8 @@ def _print_replan(result: dict[str, Any]) -> None:
             continue
         label = r["label"] + (" (new)" if r["changed"] else "")
         sw = r.get("switch_s")
-        cells = [str(r["gpus"]), str(r["gpus_used"]), label, f"{r['time_s']:.3g}",
-                 f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}"]
+        cells = [str(r["gpus"]), str(r["gpus_used"]), label, fmt_sig(r["time_s"]),
+                 f"x{r['overhead_factor']:.3f}", fmt_sig(r["s_per_million_tokens"])]
         if priced:
             cells.append(f"{r['usd_per_million_tokens']:.3f}")
         cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f} s")
@@ -380,10 +381,10 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
         ts = r["time_s"]
         total = ts["total"]
         label = r["label"] + (f" [{r['node']}]" if money else "")
-        cells = [str(r["rank"]), escape(label), f"{total:.3g}"]
+        cells = [str(r["rank"]), escape(label), fmt_sig(total)]
         if money:
             cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
-                      f"x{r['overhead_factor']:.3f}", f"{r['s_per_million_tokens']:.3g}",
+                      f"x{r['overhead_factor']:.3f}", fmt_sig(r['s_per_million_tokens']),
                       f"{r.get('usd_per_million_tokens', float('nan')):.3f}"]
         else:
             share = r["share"]

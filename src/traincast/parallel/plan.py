@@ -79,7 +79,9 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     divide the experts (1 for dense models), cp (context parallelism) over the divisors of
     ``gpus`` with a fused attention (``fused``) whose ``2 cp`` divides ``seq`` (and 1), else 1; the
     ``(tp, pp, cp)`` layouts with ``tp pp cp`` dividing ``gpus`` are formed before the other
-    axes are crossed with them.
+    axes are crossed with them. Moot axes are searched at one value: sequence parallelism off
+    with tp 1, and the least ZeRO stage with one data-parallel rank (``dp cp = 1``: ZeRO shards
+    over the data-parallel group, and a group of one is no sharding).
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -98,6 +100,8 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     lay, e, z, b, r, v, sp = (x.ravel() for x in grids)
     t, p, k = t3[lay], p3[lay], k3[lay]
     keep = (t > 1) | (sp == 0)  # with tp 1 sequence parallelism is moot: off, as predict says
+    # with one data-parallel rank (dp cp = 1) ZeRO shards over one rank: the least stage only
+    keep &= (gpus // (t * p) > 1) | (z == min(zeros))
     t, p, e, k, z, b, r, v, sp = (x[keep] for x in (t, p, e, k, z, b, r, v, sp))
     d = gpus // (t * p * k)
     code = check_shapes(model, d.astype(float), t.astype(float), p.astype(float),

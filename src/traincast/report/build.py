@@ -334,7 +334,8 @@ def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
     med = co["slowdown"]["median"]
     return [Fig("cdf_gpu_util", "GPU utilization and co-location",
                 "Cumulative distribution of each job's predicted GPU utilization (busy over "
-                "the step, (T_comp - T_idle) / T_total) and, where the trace measured it, of the measured one. Pairing jobs "
+                "the step, (T_comp - T_idle) / T_total) and, where the trace measured it, of "
+                "the measured one. Pairing jobs "
                 "of the same GPU model and GPU count whose predicted utilizations sum to at "
                 f"most 1 (traincast colocate --multi-gpu) forms {co['pairs']:,} pairs, frees "
                 f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} GPUs and saves "
