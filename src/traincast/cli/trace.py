@@ -427,11 +427,13 @@ def print_characterization(r: dict[str, Any]) -> None:
     d = r["cdf"]["duration_s"]
     cdf.add_row("duration (finished)",
                 *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
-    if g["value"]:
-        def gq(p: float) -> str:
+    none = next((c for v, c in zip(g["value"], g["cdf"], strict=True) if v <= 0), 0.0)
+    if g["value"] and none < 1.0:
+        def gq(p: float) -> str:  # over the jobs with GPUs, as the architecture shares
+            at = none + p * (1.0 - none)
             return _num(next(v for v, c in zip(g["value"], g["cdf"], strict=True)
-                             if c >= p - 1e-12))
-        cdf.add_row("GPUs per job", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
+                             if v > 0 and c >= at - 1e-12))
+        cdf.add_row("GPUs per job (with GPUs)", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     print_table(cdf, console)
     if r.get("censored_with_end"):
         console.print(f"{r['censored_with_end']:,} censored jobs whose end is the trace's (still "
