@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from copy import copy
 
+from rich import box
 from rich import table as rich_table
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
@@ -194,3 +195,19 @@ def print_markdown(text: str, console: Console) -> None:
             i += 1
     if block:
         console.print(Markdown("\n".join(block)))
+
+
+def compact_table(title: str, caption: str | None, columns: tuple[str, ...],
+                   rows: list[tuple[str, ...]]) -> Table:
+    """A table that fits 80 columns: no vertical rules, no number cut (each number column at
+    least as wide as its widest cell, its header wrapping; a long name in the first column
+    folds onto the next line instead)."""
+    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
+              box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+    for i, col in enumerate(columns):
+        widest = max((len(r[i]) for r in rows), default=0)
+        t.add_column(col, justify="right" if i else "left", overflow="fold",
+                     min_width=widest if i else None)
+    for r in rows:
+        t.add_row(*r)
+    return t

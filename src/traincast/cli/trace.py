@@ -35,7 +35,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.tables import Table, print_table
+from traincast.cli.tables import Table, compact_table, print_table
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENTS
@@ -349,21 +349,24 @@ FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "
 
 def print_ingest(report: dict[str, Any]) -> None:
     """The ingest report as a rich table: one row per source (its file or table set)."""
-    t = Table(title=f"Ingest ({report['format']}) into {report['db']}", title_justify="left",
-              caption=f"{report['jobs']:,} jobs stored in {fmt_seconds(report['seconds'])}; "
-              "kept = unchanged since its last ingest, not read again; copy = the same "
-              "content as a source already stored (a .gz file: its decompressed bytes), not "
-              "stored again",
-              caption_justify="left")
-    t.add_column("file", overflow="fold", ratio=1)
-    for col in ("jobs", "", "bad rows", *FLAG_HEADERS.values()):
-        t.add_column(col, justify="left" if not col else "right")
+    held = sum(s["jobs"] for s in report["sources"])
+    caption = (f"{report['jobs']:,} jobs stored by this ingest in "
+               f"{fmt_seconds(report['seconds'])}" + (f" ({held:,} in these sources)"
+                                                      if held != report["jobs"] else "")
+               + "; new = read and stored; replaced = read and stored in place of an earlier "
+               "ingest of the same file (below); kept = unchanged since its last ingest, not "
+               "read again; copy = the same content as a source already stored (a .gz file: "
+               "its decompressed bytes), not stored again")
     names = source_labels(dict(enumerate(s["files"] for s in report["sources"])))
+    redone = {f for r in report.get("replaced", []) for f in r["files"]}
+    rows = []
     for i, s in enumerate(report["sources"]):
-        t.add_row(names[i], f"{s['jobs']:,}",
-                  "copy" if s.get("already_ingested") else "kept" if s["unchanged"]
-                  else "new", f"{s['bad_rows']:,}",
-                  *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS))
+        status = ("copy" if s.get("already_ingested") else "kept" if s["unchanged"]
+                  else "replaced" if redone & set(s["files"]) else "new")
+        rows.append((names[i], f"{s['jobs']:,}", status, f"{s['bad_rows']:,}",
+                     *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS)))
+    t = compact_table(f"Ingest ({report['format']}) into {report['db']}", caption,
+                      ("file", "jobs", "status", "bad rows", *FLAG_HEADERS.values()), rows)
     console.print(t)
     for s in report["sources"]:
         if a := s.get("already_ingested"):

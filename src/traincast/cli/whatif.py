@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
-from rich import box
 from rich.table import Table as RichTable
 
 from traincast.analysis.recommend import MIN_GAIN
@@ -37,7 +36,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.tables import Table
+from traincast.cli.tables import Table, compact_table
 from traincast.cli.trace import (
     AddressOpt,
     DbOpt,
@@ -62,26 +61,10 @@ TraceArg = Annotated[Path | None, typer.Argument(
 _pct = partial(fmt_pct, decimals=0)
 
 
-def _compact_table(title: str, caption: str | None, columns: tuple[str, ...],
-                   rows: list[tuple[str, ...]]) -> Table:
-    """A table that fits 80 columns: no vertical rules, no number cut (each number column at
-    least as wide as its widest cell, its header wrapping; a long name in the first column
-    folds onto the next line instead)."""
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left",
-              box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
-    for i, col in enumerate(columns):
-        widest = max((len(r[i]) for r in rows), default=0)
-        t.add_column(col, justify="right" if i else "left", overflow="fold",
-                     min_width=widest if i else None)
-    for r in rows:
-        t.add_row(*r)
-    return t
-
-
 def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
-    t = _compact_table(f"What-if over {result['jobs']:,} jobs",
+    t = compact_table(f"What-if over {result['jobs']:,} jobs",
                        "priced = matched jobs with a prediction, which the other columns "
                        "are over; not fit = ports that do not fit; speedup = base time / "
                        "scenario time: mean, median, GPU wtd (weighted by GPUs), time wtd (by "
@@ -99,7 +82,7 @@ def print_whatif(result: dict[str, Any]) -> None:
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:
             continue
-        t = _compact_table(f"{name}: by architecture", None,
+        t = compact_table(f"{name}: by architecture", None,
                            ("architecture", "jobs", "matched", "not fit", "sped up", "mean",
                             "median", "GPU wtd"),
                            [(arch, f"{b['jobs']:,}", f"{b['matched']:,}",

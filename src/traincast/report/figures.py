@@ -136,7 +136,7 @@ def cdf_figure(series: Mapping[str, ArrayLike], *, title: str, xlabel: str,
         color, ls, marker = series_style(i)
         ax.step(np.r_[x[0], x], np.r_[0.0, yv], where="post", color=color, linestyle=ls,
                 marker=marker, markevery=max(1, (len(x) + 1) // 8), markersize=5,
-                label=f"{text(name)} (n={n:,})")
+                label=f"{text(name)} (n={n:,}{' jobs' if name in (weights or {}) else ''})")
     if reference_x is not None:
         ax.axvline(reference_x, color="gray", linewidth=0.8)
     if log_x:
