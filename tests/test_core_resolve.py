@@ -576,3 +576,23 @@ def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
     assert math.isclose(bd.compute[1], whole / 0.5, rel_tol=1e-9)
     assert math.isclose(bd.compute[2], whole / 0.5, rel_tol=1e-9)
     assert bd.data_io[1] == bd.data_io[0]
+
+
+def test_recommend_leaves_out_gpus_no_current_pytorch_build_runs() -> None:
+    """The K80 (compute capability 3.7 < 5.0) is no default candidate, and is said to be left
+    out; named with --candidate-node it is one; every other default preset's GPU is 5.0 or
+    more (or no CUDA GPU)."""
+    from traincast.analysis.recommend import default_candidates, unsupported_nodes
+
+    cat = load_catalog()
+    assert cat.gpus["K80"].compute_capability == 3.7
+    assert set(unsupported_nodes(cat)) == {"pai-misc"}
+    nodes = {c.node for c in default_candidates(cat) if c.node}
+    assert "pai-misc" not in nodes and "dgx-b200" in nodes
+    assert all(not 0 < cat.gpu(cat.nodes[nd].gpu).compute_capability < 5.0 for nd in nodes)
+    assert {c.node for c in default_candidates(cat, ["pai-misc"]) if c.node} == {"pai-misc"}
+    jobs = {"architecture": np.array(["1w1g"], dtype=object), "n_gpus": [1.0], **{
+        k: [v] for k, v in FEATS.items()}}
+    out = recommend(jobs, cat)
+    assert "pai-misc" in out["left_out"] and "3.7" in out["left_out"]["pai-misc"]
+    assert not any("pai-misc" in c for c in out["candidates"])

@@ -58,6 +58,27 @@ class Candidate:
         return Scenario(name=f"{self.architecture}@{self.node or 'current'}", changes=changes)
 
 
+MIN_COMPUTE_CAPABILITY = 5.0
+"""The least CUDA compute capability a default candidate's GPU may have: what the PyTorch CUDA
+builds of today run. CUDA 12 dropped Kepler (3.x; pytorch/pytorch#101187, 2023: "no longer
+supported by CUDA 12"), and PyTorch 2.11's CUDA 12.6 build runs Maxwell (5.0) and later (its
+support matrix, dev-discuss.pytorch.org "Dropping Volta support from CUDA-12.8 binaries for
+release 2.11", 2026). A GPU below it (the K80, 3.7) runs only an old stack: it can still be a
+job's own GPU and a ``--nodes`` candidate, but is not one by default."""
+
+
+def unsupported_nodes(catalog: Catalog) -> dict[str, str]:
+    """Node presets left out of the default candidates because today's PyTorch CUDA builds do
+    not run their GPU (:data:`MIN_COMPUTE_CAPABILITY`), with why."""
+    out = {}
+    for nd, node in sorted(catalog.nodes.items()):
+        cc = catalog.gpu(node.gpu).compute_capability
+        if 0 < cc < MIN_COMPUTE_CAPABILITY:
+            out[nd] = (f"{catalog.gpu_name(node.gpu)}: compute capability {cc:g}, below "
+                       f"{MIN_COMPUTE_CAPABILITY:g}, which no current PyTorch CUDA build runs")
+    return out
+
+
 def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
                        architectures: Iterable[str] | None = None) -> list[Candidate]:
     """Every candidate architecture on the job's own hardware, then on each node preset.
@@ -66,13 +87,17 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
     others. Under ``auto`` compute a preset whose GPU only the paper's flat peaks can price
     (no SM count, no measured curves: the ``paper-2019`` reference node) is left out, since a
     flat peak is an optimistic bound that a shape-aware estimate would always lose to; under
-    ``--compute paper`` every GPU is priced alike and every preset is a candidate."""
+    ``--compute paper`` every GPU is priced alike and every preset is a candidate. A preset
+    whose GPU today's PyTorch CUDA builds do not run (:func:`unsupported_nodes`) is left out
+    too."""
     archs = list(architectures) if architectures is not None else [
         a for a in ARCHITECTURES if REGISTRY[a].candidate]
+    old = unsupported_nodes(catalog)
     node_list = list(nodes) if nodes is not None else sorted(
         nd for nd, node in catalog.nodes.items()
-        if catalog.compute == "paper"
-        or strategy_of(catalog.gpu(node.gpu), catalog.compute) != "paper")
+        if (catalog.compute == "paper"
+            or strategy_of(catalog.gpu(node.gpu), catalog.compute) != "paper")
+        and nd not in old)
     for nd in node_list:
         catalog.node(nd)
     return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]
@@ -353,7 +378,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
                       for k, v in rows.items()})
     summary = _summary(table, prices is not None)
     advance("summary")
+    left_out = {} if candidates or nodes is not None else unsupported_nodes(catalog)
     return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
+            "left_out": left_out,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}

@@ -254,6 +254,10 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
+    for nd, why in result.get("left_out", {}).items():
+        console.print(f"left out of the candidates: {nd} ({why}; --candidate-node {nd} asks "
+                      "for it)",
+                      style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
@@ -317,7 +321,8 @@ def recommend(
         "usd_per_gpu_hour and source), or 'aws-on-demand' (shipped example).")] = None,
     node_opt: Annotated[list[str] | None, typer.Option(
         "--candidate-node", help="Limit the candidate node presets to these (repeatable; "
-        "default: every catalog node).")] = None,
+        "default: every catalog node whose GPU today's PyTorch CUDA builds run, compute "
+        "capability 5.0 or more).")] = None,
     jobs_out: Annotated[bool, typer.Option(
         "--jobs/--no-jobs", help="Per-job recommendations in the JSON (rows; --no-jobs leaves "
         "them out for a large trace, except for one job given by flags); the summary is "

@@ -55,6 +55,7 @@ class GPU:
     l2_mb: float = 0.0  # L2 cache, MB
     power_w: float = 0.0  # board power limit / TDP, W
     process_nm: float = 0.0  # process node (nm) of the GPU die, as the whitepaper names it
+    compute_capability: float = 0.0  # CUDA compute capability (3.7, 8.0, ...); 0 = not CUDA
     # (2) fitted / published kernel-model parameters (traincast.kernels)
     gemm_max_fraction: dict[str, float] = field(default_factory=dict)  # dtype ("*" = any) -> x
     mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown
@@ -129,7 +130,8 @@ class GPU:
 FIELD_GROUPS: dict[str, tuple[str, ...]] = {
     "datasheet": ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops",
                   "mem_bw_gbs", "mem_gb", "sms", "fp32_cores_per_sm", "sm_partitions",
-                  "boost_clock_mhz", "base_clock_mhz", "l2_mb", "power_w", "process_nm"),
+                  "boost_clock_mhz", "base_clock_mhz", "l2_mb", "power_w", "process_nm",
+                  "compute_capability"),
     "fitted": ("gemm_max_fraction", "mem_max_fraction", "kernel_launch_us", "kernel"),
     "measured": ("flop_efficiency", "mem_efficiency", "op_overhead_us", "gemm_intensity",
                  "gemm_tflops", "conv_intensity", "conv_tflops", "elementwise_bytes",
@@ -330,6 +332,7 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "boost_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
     ("gpu", "base_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
     ("node", "gpus"): (1_024, "GPUs in one node (an NVLink domain; NVL72 holds 72)"),
+    ("gpu", "compute_capability"): (20.0, "a CUDA compute capability such as 9.0"),
 }
 """Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
 is a typo (a unit or an exponent), an error naming the file, table and key."""
