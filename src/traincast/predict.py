@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
+from traincast.features.io import check_ops
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
@@ -385,11 +386,18 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     is priced op by op (:func:`compute_s`). Raises :class:`TraincastError` naming the job's
     fields when the job cannot be predicted.
     """
+    unknown = sorted(set(feature_values) - {*FEATURES, *STEP_COLUMNS})
+    if unknown:
+        raise TraincastError(f"predict: unknown keyword(s) {', '.join(unknown)}",
+                             hint=f"the features are {', '.join(FEATURES)}")
+    if not 0.0 <= overlap <= 1.0:  # also refuses nan
+        raise TraincastError(f"overlap must be a fraction from 0 to 1, got {overlap!r}")
     catalog = catalog or load_catalog()
     feats = {**(features or {}), **feature_values}
     missing = [k for k in FEATURES[:3] if k not in feats]
     if missing:
         raise TraincastError(f"missing features: {', '.join(missing)}")
+    check_ops(feats.get("ops"), "features")
     _check_counts(arch, gpus=gpus, gpus_per_node=gpus_per_node, n_workers=workers, n_ps=ps)
     row = job_row(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node, workers=workers,
                   ps=ps, node=node, gpu=gpu)
@@ -421,6 +429,8 @@ def _check_counts(arch: str, **counts: float | None) -> None:
         counts.pop("gpus")
     for name, value in counts.items():
         field = "n_gpus" if name == "gpus" else name
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise TraincastError(f"{field} must be a number, got {value!r}")
         if value is not None and not value > 0:
             raise TraincastError(f"{field} must be a positive number, got {value} "
                                  f"(field {field})",

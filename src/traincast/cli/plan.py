@@ -48,7 +48,7 @@ OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = 
 def parse_gpus(text: str) -> list[int]:
     """``'64'`` or ``'64,48,32'`` -> GPU counts."""
     try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
+        counts = [int(x) for x in text.strip().removesuffix(",").split(",")]  # 16,,32: no
     except ValueError:
         raise TraincastError(f"--gpus: not a GPU count or a list of them: {text!r}",
                              hint="e.g. --gpus 64 or --gpus 64,48,32") from None
@@ -72,7 +72,7 @@ def plan(
         help="Node preset(s) (traincast hardware list); several separated by commas.")]
     = "dgx-a100",
     global_batch: Annotated[int | None, typer.Option(
-        callback=within(1), help="Sequences per iteration B, at least 1 (default: about 4M "
+        callback=within(1, 1e9), help="Sequences per iteration B, from 1 to 1e9 (default: about 4M "
         "tokens per iteration as Llama 2 trained, B = max(1, round(2^22 / s)) for sequence "
         "length s; predict --arch hybrid has the same default).")] = None,
     seq: Annotated[int | None, typer.Option(

@@ -241,9 +241,9 @@ def predict(
         callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
         "recipe's, else 0).")] = None,
     micro_batch: Annotated[int, typer.Option(
-        callback=within(1), help="hybrid: sequences per micro-batch.")] = 1,
+        callback=within(1, 1e9), help="hybrid: sequences per micro-batch, 1 to 1e9.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
-        callback=within(1), help="hybrid: sequences per iteration B, at least 1 (default: "
+        callback=within(1, 1e9), help="hybrid: sequences per iteration B, 1 to 1e9 (default: "
         "about 4M tokens, B = k max(1, round(2^22 / (s k))) with k = dp x micro-batch, x pp "
         "with --vp > 1; the default of traincast plan).")] = None,
     seq: Annotated[int | None, typer.Option(

@@ -10,17 +10,28 @@ metadata under the key ``traincast.features``; both are accepted by ``traincast 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from traincast.errors import NoSuchFileError, TraincastError
-from traincast.features.recurrent import parse_call
+from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
+from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
 OP_COLUMNS = ("op", "phase", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes",
               "recurrent")
+OP_NUMBERS: dict[str, float] = {"flops": FLOPS_MAX, "bytes_read": BYTES_MAX,
+                                "bytes_written": BYTES_MAX, "count": COUNT_MAX}
+"""The numbers of a per-op row and their bounds, as a trace's features are bounded (a row
+without one: 0, ``count`` 1)."""
+OP_BOUNDS = ("compute", "memory")
+"""The values of a per-op row's ``bound``."""
+DIM_MAX = 2 ** 31 - 1
+"""The largest dimension of a recorded input shape (a tensor dimension is a 32-bit index)."""
 
 
 def _read_parquet(path: Path) -> dict[str, Any]:
@@ -34,7 +45,17 @@ def _read_parquet(path: Path) -> dict[str, Any]:
     if meta is None:
         raise TraincastError(f"{path}: Parquet file without a traincast features record",
                              hint="write it with `traincast profile MODEL -o F.parquet`")
-    data = json.loads(meta)
+    try:
+        data = json.loads(meta)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraincastError(f"{path}: its traincast features record (schema metadata "
+                             f"{PARQUET_KEY.decode()}) is not valid JSON ({exc})",
+                             hint="write it with `traincast profile MODEL -o F.parquet`",
+                             ) from None
+    missing = [c for c in OP_COLUMNS if c != "recurrent" and c not in table.column_names]
+    if missing:
+        raise TraincastError(f"{path}: the per-op table has no column(s) {', '.join(missing)}",
+                             hint=f"a Parquet features file holds {', '.join(OP_COLUMNS[:-1])}")
     # a column a row has no value in (the recurrent tag of the other ops) is left out, as JSON
     data["ops"] = [{k: v for k, v in row.items() if v is not None or k != "recurrent"}
                    for row in table.to_pylist()]
@@ -50,13 +71,15 @@ def load_features(path: str | Path) -> dict[str, Any]:
         data = _read_parquet(path)
     else:
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is no JSON
         except json.JSONDecodeError as exc:
             raise TraincastError(f"{path}: not valid JSON ({exc})",
                                  hint="write it with `traincast profile MODEL --json -o F`",
                                  ) from None
     if not isinstance(data, dict):
         raise TraincastError(f"{path}: expected a JSON object of features")
+    if "amp" in data and not isinstance(data["amp"], bool):
+        raise TraincastError(f"{path}: field 'amp' must be true or false, got {data['amp']!r}")
     for key in REQUIRED:
         if key not in data:
             raise TraincastError(f"{path}: missing field {key!r}",
@@ -69,17 +92,66 @@ def load_features(path: str | Path) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")
-    for i, row in enumerate(data.get("ops") or []):
-        spec = row.get("recurrent") if isinstance(row, dict) else None
-        if spec:
+    check_ops(data.get("ops"), str(path))
+    return data
+
+
+def check_ops(ops: Any, where: str) -> None:
+    """A per-op table must be a list of rows, each a table with the op's name (``op``), numbers
+    within :data:`OP_NUMBERS` (finite, from 0 to the bound), a ``bound`` of :data:`OP_BOUNDS`,
+    ``shapes`` as ``"64x512;512x1024"`` with whole dimensions up to :data:`DIM_MAX`, and a
+    ``recurrent`` tag that parses: else a :class:`TraincastError` naming ``where`` (the file),
+    the row (1-based) and the field. None (no table) passes."""
+    if ops is None:
+        return
+    if not isinstance(ops, list):
+        raise TraincastError(f"{where}: field 'ops' must be a list of op rows, got "
+                             f"{_short(ops)}")
+    for i, row in enumerate(ops, 1):
+        at = f"{where}: ops row {i}"
+        if not isinstance(row, Mapping):
+            raise TraincastError(f"{at}: must be a table of the op's fields, got {_short(row)}")
+        if not isinstance(row.get("op"), str) or not row["op"]:
+            raise TraincastError(f"{at}: field 'op' must be the op's name (aten::mm, ...), got "
+                                 f"{_short(row.get('op'))}")
+        for key, high in OP_NUMBERS.items():
+            value = row.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value) or not 0 <= value <= high:
+                raise TraincastError(f"{at}: field {key!r} must be a number from 0 to "
+                                     f"{high:g}, got {_short(value)}", hint="check the exponent")
+        if "bound" in row and row["bound"] not in OP_BOUNDS:
+            raise TraincastError(f"{at}: field 'bound' must be compute or memory, got "
+                                 f"{_short(row['bound'])}")
+        _check_shapes(row.get("shapes", ""), at)
+        if spec := row.get("recurrent"):
             try:
                 parse_call(str(spec))
             except ValueError as exc:
-                raise TraincastError(f"{path}: ops row {i + 1}, field 'recurrent': {exc}",
+                raise TraincastError(f"{at}: field 'recurrent': {exc}",
                                      hint="the tag `traincast profile --ops` writes: "
                                      "\"lstm call=0 seq=35 batch=20 input=650 hidden=650 "
                                      "layers=2 directions=1 bias=1 dropout=1\"") from None
-    return data
+
+
+def _check_shapes(shapes: Any, at: str) -> None:
+    """``shapes`` of a per-op row: text of whole dimensions from 0 to :data:`DIM_MAX`."""
+    if shapes is None:
+        return
+    try:
+        dims = parse_shapes(shapes) if isinstance(shapes, str) else None
+    except ValueError:
+        dims = None
+    if dims is None or any(not 0 <= d <= DIM_MAX for shape in dims for d in shape):
+        raise TraincastError(f"{at}: field 'shapes' must be the inputs' shapes as "
+                             f"\"64x512;512x1024\" (whole dimensions up to {DIM_MAX:,}), got "
+                             f"{_short(shapes)}")
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters for an error line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def write_features(record: dict[str, Any], path: str | Path) -> Path:

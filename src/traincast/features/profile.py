@@ -28,6 +28,7 @@ from traincast.features.amp import ForwardRewrite
 from traincast.features.capture import Capture, RecurrentCalls
 from traincast.features.ops import OpRecord, fused_memory_bytes
 from traincast.features.recurrent import extrapolated_call
+from traincast.trace.schema import BATCH_MAX
 
 OPTIMIZERS = ("adam", "sgd", "none")
 """``none``: forward and backward only (no optimizer step, no optimizer state)."""
@@ -528,8 +529,9 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
     ``adam``, ``sgd`` or ``none`` (forward + backward only). The record states the batch, the
     sequence length (``seq_len``; None when the inputs have no tokens), the optimizer and the
     attention implementation (``attention``; None when the model's is not known)."""
-    if batch_size is not None and batch_size < 1:
-        raise TraincastError(f"--batch must be a positive integer, got {batch_size}")
+    if batch_size is not None and not 1 <= batch_size <= BATCH_MAX:
+        raise TraincastError(f"--batch must be a whole number from 1 to {BATCH_MAX:,.0f}, got "
+                             f"{batch_size}")
     if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int)
                                 or seq_len < 1):
         raise TraincastError(f"--seq must be a positive integer, got {seq_len!r}")
@@ -541,14 +543,23 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
                              f"got {optimizer!r}")
     from traincast.features.specs import load_spec
 
-    built = load_spec(spec, batch_size, seq_len=seq_len, attention=attention)
     try:
-        rec = _profile(built.model, built.inputs, optimizer=optimizer, amp=amp, ops=ops,
-                       build=built.rebuild, batch=built.batch)
-    except TraincastError as exc:
-        if str(exc).startswith(built.label):
+        built = load_spec(spec, batch_size, seq_len=seq_len, attention=attention)
+        try:
+            rec = _profile(built.model, built.inputs, optimizer=optimizer, amp=amp, ops=ops,
+                           build=built.rebuild, batch=built.batch)
+        except TraincastError as exc:
+            if str(exc).startswith(built.label):
+                raise
+            raise TraincastError(f"{built.label}: {exc}", hint=exc.hint) from exc
+    except (MemoryError, RuntimeError) as exc:  # the example inputs are real tensors
+        if not isinstance(exc, MemoryError) and "allocate" not in str(exc):
             raise
-        raise TraincastError(f"{built.label}: {exc}", hint=exc.hint) from exc
+        raise TraincastError(f"{spec}: the example inputs of batch {batch_size} do not fit "
+                             "this machine's memory (the model runs on the meta device, its "
+                             "inputs are made on the CPU)",
+                             hint="profile at a smaller --batch: FLOPs and bytes grow with "
+                                  "the batch") from None
     rec["model"] = built.label
     rec["seq_len"] = built.seq_len
     rec["attention"] = built.attention

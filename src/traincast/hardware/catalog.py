@@ -336,6 +336,21 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
 }
 """Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
 is a typo (a unit or an exponent), an error naming the file, table and key."""
+_LOWER: dict[tuple[str, str], tuple[float, str]] = {
+    ("gpu", "boost_clock_mhz"): (100.0, "MHz: no GPU runs below 100 MHz; a clock in GHz?"),
+    ("gpu", "base_clock_mhz"): (100.0, "MHz: no GPU runs below 100 MHz; a clock in GHz?"),
+    ("gpu", "power_w"): (5.0, "W: no accelerator board draws under 5 W; a power in kW?"),
+    ("gpu", "mem_bw_gbs"): (1.0, "GB/s: a device memory under 1 GB/s; a bandwidth in TB/s?"),
+    ("gpu", "fp32_tflops"): (1e-3, "TFLOP/s: under 1 GFLOP/s; a peak in PFLOP/s?"),
+}
+"""Physical lower bounds of catalog keys where given (a value of 0 is not given): a value
+below one is a unit typed wrong, an error as for :data:`_UPPER`."""
+PEAK_TOLERANCE = 1.25
+"""How far an entry's ``fp32_tflops`` may be from ``sms x fp32_cores_per_sm x 2 x
+boost_clock_mhz`` (each FP32 lane does one fused multiply-add, 2 FLOPs, per clock) when all
+four are given: within a factor 1.25 (the shipped entries are within 1.5%, H100 and H200 8%:
+their datasheets quote the peak at 1980 MHz, the catalog the clock MAMF reproduces it at). An
+SM count, a clock or a peak typed wrong is off by far more."""
 
 
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -400,6 +415,10 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
         if bound is not None and value > bound[0]:
             raise CatalogError(f"{where} key {key!r} = {value!r} is above {bound[0]:,g} "
                                f"({bound[1]})", hint="check the unit and the exponent")
+        low = _LOWER.get((kind, key))
+        if low is not None and 0 < value < low[0]:
+            raise CatalogError(f"{where} key {key!r} = {value!r} is below {low[0]:,g} "
+                               f"({low[1]})", hint="check the unit and the exponent")
         out[key] = value
     return out
 
@@ -421,15 +440,26 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
 
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
     """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
-    (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost clock."""
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported), its base clock is at most its boost clock, and
+    its fp32 peak is its lanes' (:data:`PEAK_TOLERANCE`)."""
     base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
     if base and boost and base > boost:
         raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "
                            f"boost_clock_mhz = {boost:g}",
                            hint="the boost clock is the higher one (docs/hardware.md)")
+    fp32 = values.get("fp32_tflops", 0.0)
+    sms, lanes = values.get("sms", 0), values.get("fp32_cores_per_sm", 0)
+    if fp32 and sms and lanes and boost:
+        peak = sms * lanes * 2 * boost * 1e-6  # TFLOP/s
+        if not peak / PEAK_TOLERANCE <= fp32 <= peak * PEAK_TOLERANCE:
+            raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} is not sms x "
+                               f"fp32_cores_per_sm x 2 x boost_clock_mhz = {sms} x {lanes} x 2 "
+                               f"x {boost:g} MHz = {peak:.3g} TFLOP/s (within a factor "
+                               f"{PEAK_TOLERANCE:g})",
+                               hint="one of the four is typed wrong: a unit, an exponent or "
+                                    "the SM count (docs/hardware.md)")
     if "gemm_intensity" in values:
         return
-    fp32 = values.get("fp32_tflops", 0.0)
     for key in _MATRIX_PEAKS:
         peak = values.get(key, 0.0)
         if 0 < peak < fp32:
@@ -562,7 +592,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     for p in paths or []:
         path = Path(p)
         try:
-            sources.append((str(path), tomllib.loads(path.read_text(encoding="utf-8"))))
+            sources.append((str(path), tomllib.loads(path.read_text(encoding="utf-8-sig"))))
         except FileNotFoundError:
             raise CatalogError(f"{path}: catalog file not found") from None
         except IsADirectoryError:

@@ -87,7 +87,7 @@ class Prices:
 def _read(spec: str | Path) -> tuple[str, str]:
     path = Path(spec)
     if path.is_file():
-        return path.read_text(), str(path)
+        return path.read_text(encoding="utf-8-sig"), str(path)  # a BOM: no part of it
     name = SHIPPED_PRICES.get(str(spec))
     res = resources.files("traincast") / "hardware" / "prices" / name if name else None
     if res is None or not res.is_file():

@@ -188,7 +188,7 @@ def load_scenario(spec: str | Path, catalog: Catalog) -> Scenario:
         if not path.is_file():
             raise TraincastError(f"scenario file not found: {path}",
                                  hint=f"shipped scenarios: {', '.join(shipped_scenarios())}")
-        text, name, where = path.read_text(), path.stem, str(path)
+        text, name, where = path.read_text(encoding="utf-8-sig"), path.stem, str(path)
     else:
         res = _shipped_dir() / f"{spec}.toml"
         if not res.is_file():

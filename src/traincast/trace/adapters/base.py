@@ -271,11 +271,13 @@ value. DuckDB alone drops the extra fields of a row it meets after its sniffing 
 
 
 @functools.lru_cache(maxsize=64)
-def _dialect(path: Path, stamp: tuple[int, int]) -> tuple[str, int, tuple[str, ...]]:
+def _dialect(path: Path, stamp: tuple[int, int]
+             ) -> tuple[str, int, tuple[str, ...], tuple[str, ...]]:
     """A headered CSV file's delimiter, leading rows skipped and column names, as DuckDB's
     sniffer reads them with :data:`CSV_OPTIONS`, the names cut to the header's own fields (a
-    row with more fields in the sniffer's sample adds ``column3``, ... after them).
-    ``stamp`` (the file's size and time) keys the cache."""
+    row with more fields in the sniffer's sample adds ``column3``, ... after them), and the
+    header's fields as the file writes them. ``stamp`` (the file's size and time) keys the
+    cache."""
     con = duckdb.connect()
     try:
         delim, skip, cols = con.execute(
@@ -293,7 +295,21 @@ def _dialect(path: Path, stamp: tuple[int, int]) -> tuple[str, int, tuple[str, .
         header = next(csv.reader(lines, delimiter=delim, quotechar='"', strict=False), [])
     except csv.Error:
         header = list(names)
-    return delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names
+    return (delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names,
+            tuple(header))
+
+
+def duplicate_column(path: Path) -> tuple[str, int, int] | None:
+    """The first column a CSV file's header names twice (compared as DuckDB resolves names:
+    trimmed, any case), with both positions (1-based); None when every name is once."""
+    stat = path.stat()
+    seen: dict[str, int] = {}
+    for i, name in enumerate(_dialect(path, (stat.st_size, stat.st_mtime_ns))[3], 1):
+        key = name.strip().lower()
+        if key in seen:
+            return name.strip(), seen[key], i
+        seen[key] = i
+    return None
 
 
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
@@ -313,7 +329,7 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
         opts += ", header=false"
     else:
         stat = path.stat()
-        delim, skip, found = _dialect(path, (stat.st_size, stat.st_mtime_ns))
+        delim, skip, found, _ = _dialect(path, (stat.st_size, stat.st_mtime_ns))
         columns = list(found)
         opts += f", header=true, skip={skip}"
     cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in [*columns, EXTRA])
@@ -629,6 +645,18 @@ def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
                           "its columns cannot be told", hint="close the quote or remove it")
 
 
+def _csv_duplicate(path: Path) -> tuple[str, int, int] | None:
+    """:func:`duplicate_column` of a CSV trace file (None for Parquet and JSON, whose readers
+    refuse a repeated name themselves, and for a file that cannot be read: its error comes
+    from reading it)."""
+    if not path.name.lower().endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+        return None
+    try:
+        return duplicate_column(path)
+    except (*READ_ERRORS, csv.Error):
+        return None
+
+
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
     """The error for a trace file that cannot be read (:data:`READ_ERRORS`): adapter, file
     and the reason (DuckDB's first line, and for CSV errors the line that says why, not its
@@ -640,6 +668,9 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
             ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
+    if _is_empty(Path(path)):
+        return TraincastError(f"{adapter}: {path}: the file is empty (no header, no rows)",
+                              hint="give the trace file itself, or download it again")
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
         return quote
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
@@ -651,6 +682,15 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f latin1 -t utf-8 FILE "
                 "> FILE.utf8.csv")
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
+
+
+def _is_empty(path: Path) -> bool:
+    """The file holds nothing (a ``.gz`` file: nothing once decompressed)."""
+    try:
+        with open_bytes(path) as f:
+            return not f.read(1)
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 ARCHIVE_SUFFIXES: tuple[str, ...] = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
@@ -781,6 +821,11 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
         cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
+        if (twice := _csv_duplicate(path)) is not None:
+            raise TraincastError(
+                f"{adapter}: {path}: the header names column {twice[0]!r} twice (fields "
+                f"{twice[1]} and {twice[2]}): which one holds its values cannot be told",
+                hint="rename or remove one of them (--map reads a column under another name)")
         try:
             require(adapter, path, cols, required)
         except TraincastError:

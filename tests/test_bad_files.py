@@ -1,0 +1,145 @@
+"""User-supplied files with bad values: one error naming the file, the row and the field
+(features files and their per-op tables, catalogs, traces), and a BOM read as no part of the
+text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import traincast
+from traincast.errors import TraincastError
+from traincast.features.io import PARQUET_KEY, load_features
+from traincast.hardware.catalog import load_catalog
+from traincast.trace.store import ingest
+
+FEATS = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes": 1e8}
+ROW = {"op": "aten::mm", "phase": "forward", "flops": 2 * 64 * 512 * 1024, "bytes_read": 1e6,
+       "bytes_written": 2.6e5, "bound": "compute", "dtype": "float32",
+       "shapes": "64x512;512x1024"}
+
+
+def _json(tmp_path: Path, record: dict) -> Path:
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"flops": "1e9"}, "ops row 2: field 'flops' must be a number from 0 to 1e+24, got '1e9'"),
+    ({"flops": None}, "ops row 2: field 'flops'"),
+    ({"flops": -1.0}, "ops row 2: field 'flops'"),
+    ({"flops": 1e30}, "ops row 2: field 'flops'"),
+    ({"bytes_written": float("inf")}, "ops row 2: field 'bytes_written'"),
+    ({"op": None}, "ops row 2: field 'op'"),
+    ({"bound": "weird"}, "ops row 2: field 'bound' must be compute or memory"),
+    ({"shapes": "64x3x7x7x99999999999"}, "ops row 2: field 'shapes'"),
+    ({"shapes": "axb"}, "ops row 2: field 'shapes'"),
+])
+def test_a_bad_per_op_row_names_the_file_row_and_field(tmp_path: Path, change: dict,
+                                                       says: str) -> None:
+    path = _json(tmp_path, {**FEATS, "ops": [ROW, {**ROW, **change}]})
+    with pytest.raises(TraincastError) as err:
+        load_features(path)
+    assert str(err.value).startswith(f"{path}: {says}")
+    with pytest.raises(TraincastError, match="features: ops row 2"):  # the API alike
+        traincast.predict({**FEATS, "ops": [ROW, {**ROW, **change}]})
+
+
+def test_a_row_that_is_no_table_and_amp_that_is_no_boolean(tmp_path: Path) -> None:
+    with pytest.raises(TraincastError, match="ops row 1: must be a table"):
+        load_features(_json(tmp_path, {**FEATS, "ops": ["x"]}))
+    with pytest.raises(TraincastError, match="field 'ops' must be a list"):
+        load_features(_json(tmp_path, {**FEATS, "ops": "x"}))
+    for amp in ("false", 0, "yes"):  # "false" once turned mixed precision on
+        with pytest.raises(TraincastError, match="field 'amp' must be true or false"):
+            load_features(_json(tmp_path, {**FEATS, "amp": amp}))
+    assert load_features(_json(tmp_path, {**FEATS, "amp": False, "ops": [ROW]}))["ops"] == [ROW]
+
+
+def test_parquet_features_with_bad_metadata_or_columns(tmp_path: Path) -> None:
+    def write(table: pa.Table, meta: bytes) -> Path:
+        path = tmp_path / "f.parquet"
+        pq.write_table(table.replace_schema_metadata({PARQUET_KEY: meta}), path)
+        return path
+
+    good = pa.table({k: [ROW[k]] for k in ROW} | {"recurrent": [None]})
+    meta = json.dumps(FEATS).encode()
+    assert load_features(write(good, meta))["ops"][0]["flops"] == ROW["flops"]
+    with pytest.raises(TraincastError, match="features record .* is not valid JSON"):
+        load_features(write(good, b"{not json"))
+    with pytest.raises(TraincastError, match="has no column\\(s\\) flops"):
+        load_features(write(good.drop_columns(["flops"]), meta))
+    with pytest.raises(TraincastError, match="ops row 1: field 'flops'"):
+        load_features(write(good.set_column(2, "flops", pa.array([None], pa.float64())), meta))
+
+
+def test_a_bom_is_no_part_of_a_json_or_toml_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(FEATS).encode())
+    assert load_features(path)["weight_bytes"] == 1e8
+    cat = tmp_path / "c.toml"
+    cat.write_bytes(b'\xef\xbb\xbf[alias]\nMYV100 = "V100-SXM2-16GB"\n')
+    assert load_catalog(cat).gpu_name("MYV100") == "V100-SXM2-16GB"
+
+
+GPU = ("[gpu.MY]\nfp32_tflops = {tf}\nmem_bw_gbs = {bw}\nsms = {sms}\nfp32_cores_per_sm = 64\n"
+       "boost_clock_mhz = {mhz}\npower_w = {w}\n")
+OK = {"tf": 15.7, "bw": 900, "sms": 80, "mhz": 1530, "w": 300}  # 80 x 64 x 2 x 1.53 GHz
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"mhz": 1.53}, "'boost_clock_mhz' = 1.53 is below 100"),  # typed in GHz
+    ({"w": 0.3}, "'power_w' = 0.3 is below 5"),                 # in kW
+    ({"bw": 0.9}, "'mem_bw_gbs' = 0.9 is below 1"),             # in TB/s
+    ({"sms": 8}, "fp32_tflops = 15.7 is not sms x fp32_cores_per_sm x 2 x boost_clock_mhz"),
+    ({"tf": 157}, "fp32_tflops = 157 is not sms"),
+])
+def test_a_catalog_value_in_the_wrong_unit_is_an_error(tmp_path: Path, change: dict,
+                                                       says: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(GPU.format(**OK))
+    assert load_catalog(path).gpus["MY"].sms == 80
+    path.write_text(GPU.format(**{**OK, **change}))
+    with pytest.raises(TraincastError, match=says.replace("(", r"\(").replace("x", "x")):
+        load_catalog(path)
+
+
+def test_a_trace_header_naming_a_column_twice_and_an_empty_trace(tmp_path: Path) -> None:
+    twice = tmp_path / "t.csv"
+    twice.write_text("job_id,n_gpus,N_GPUS \na,1,8\n")
+    with pytest.raises(TraincastError, match="names column 'N_GPUS' twice \\(fields 2 and 3\\)"):
+        ingest(twice, db=tmp_path / "s.duckdb")
+    assert not (tmp_path / "s.duckdb").exists()
+    empty = tmp_path / "e.csv"
+    empty.write_text("")
+    with pytest.raises(TraincastError, match="e.csv: the file is empty"):
+        ingest(empty, db=tmp_path / "s.duckdb")
+
+
+def test_the_api_refuses_what_the_cli_refuses() -> None:
+    """A misspelt keyword, an overlap outside [0, 1] and a GPU count given as text are errors,
+    not ignored, clipped or a TypeError."""
+    for kw, says in ((dict(gpuz=3), "unknown keyword\\(s\\) gpuz"),
+                     (dict(overlap=5.0), "overlap must be a fraction from 0 to 1"),
+                     (dict(gpus="8"), "n_gpus must be a number, got '8'")):
+        with pytest.raises(TraincastError, match=says):
+            traincast.predict(FEATS, **kw)
+
+
+def test_plan_gpu_lists_and_batches_in_bounds() -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+    from traincast.cli.plan import parse_gpus
+
+    assert parse_gpus("64,48,32") == [64, 48, 32] and parse_gpus("8,") == [8]
+    with pytest.raises(TraincastError, match="'16,,32'"):
+        parse_gpus("16,,32")
+    r = CliRunner().invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8", "--global-batch",
+                                 "99999999999999"])
+    assert r.exit_code == 2 and "must be from 1 to 1,000,000,000" in " ".join(r.output.split())
