@@ -143,3 +143,18 @@ def test_plan_gpu_lists_and_batches_in_bounds() -> None:
     r = CliRunner().invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8", "--global-batch",
                                  "99999999999999"])
     assert r.exit_code == 2 and "must be from 1 to 1,000,000,000" in " ".join(r.output.split())
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('[gpu.V100-SXM2-16GB.fitted]\ngemm_max_fraction = { fp99 = 0.5 }\n', "names no dtype: fp99"),
+    ('[gpu.V100-SXM2-16GB.sources]\nwhatever = "x"\n', "cites no field of the entry: whatever"),
+    ('[gpu.""]\nfp32_tflops = 1\nmem_bw_gbs = 10\n', "an entry needs a name"),
+    ('[alias]\nT4 = "V100-SXM2-16GB"\n', "'T4' is the name of a GPU entry"),
+    ('[kernel_model.params]\nnot_a_param = 1\n', "unknown parameter\\(s\\) not_a_param"),
+])
+def test_a_catalog_name_that_names_nothing_is_an_error(tmp_path: Path, text: str,
+                                                       says: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(TraincastError, match=says):
+        load_catalog(path)

@@ -359,6 +359,8 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
     where = f"{path}: [{kind}.{name}]"
     if not isinstance(values, Mapping):
         raise CatalogError(f"{where} must be a table")
+    if not name.strip():
+        raise CatalogError(f"{where}: an entry needs a name", hint=f"[{kind}.NAME]")
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key in _FLOAT_KEYS[kind]:
@@ -392,12 +394,20 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
             value = {str(k): float(v) for k, v in value.items()}
             if key in _FRACTION_MAPS and any(v > 1 for v in value.values()):
                 raise CatalogError(f"{where} key {key!r} values must be in (0, 1], got {value!r}")
+            if key in _FRACTION_MAPS and (odd := sorted(set(value) - {*DTYPES, "*"})):
+                raise CatalogError(f"{where} key {key!r} names no dtype: {', '.join(odd)}",
+                                   hint=f"dtypes: {', '.join(DTYPES)}, or * for any")
         elif key in _SOURCE_MAPS[kind]:
             if not isinstance(value, Mapping) or any(not isinstance(v, str)
                                                      for v in value.values()):
                 raise CatalogError(f"{where} key {key!r} must be a table of field = "
                                    f"\"citation\", got {value!r}")
             value = {str(k): v for k, v in value.items()}
+            fields = _FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind] | \
+                _ARRAY_KEYS[kind] | _MAP_KEYS[kind]
+            if odd := sorted(set(value) - fields):
+                raise CatalogError(f"{where} key {key!r} cites no field of the entry: "
+                                   f"{', '.join(odd)}", hint="a source names the key it cites")
         elif key in _INT_KEYS[kind]:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise CatalogError(f"{where} key {key!r} must be a positive integer, got {value!r}")
@@ -561,6 +571,10 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
             raise CatalogError(f"{origin[('gpu', name)]}: [gpu.{name}] key 'default_node' "
                                f"refers to unknown node {gpu.default_node!r}")
     for alias, target in aliases.items():
+        if alias in cat.gpus and target != alias:
+            raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} is the name "
+                               f"of a GPU entry, so it cannot also name {target!r}",
+                               hint="give the alias another name")
         if target not in cat.gpus:
             raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} refers to "
                                f"unknown GPU {target!r}")
@@ -608,6 +622,13 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise CatalogError(f"{path}: not valid TOML: {exc}") from None
     for path, data in sources:
+        params = (data.get("kernel_model") or {}).get("params") \
+            if isinstance(data.get("kernel_model"), Mapping) else None
+        if path not in (SHIPPED, SHIPPED_KERNELS) and isinstance(params, Mapping) and (
+                odd := sorted(set(params) - set(kernel_model.get("params", {})))):
+            raise CatalogError(f"{path}: [kernel_model.params] unknown parameter(s) "
+                               f"{', '.join(odd)}", hint="the parameters of the shipped fit: "
+                               + ", ".join(sorted(kernel_model.get("params", {}))))
         _merge_file(raw, aliases, data, path, kernel_model, assumed)
         for kind in (*_KINDS, "alias"):
             for name in data.get(kind, {}) or {}:
