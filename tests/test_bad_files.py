@@ -112,7 +112,7 @@ def test_a_catalog_value_in_the_wrong_unit_is_an_error(tmp_path: Path, change: d
 def test_a_trace_header_naming_a_column_twice_and_an_empty_trace(tmp_path: Path) -> None:
     twice = tmp_path / "t.csv"
     twice.write_text("job_id,n_gpus,N_GPUS \na,1,8\n")
-    with pytest.raises(TraincastError, match="names column 'N_GPUS' twice \\(fields 2 and 3\\)"):
+    with pytest.raises(TraincastError, match="names column 'n_gpus' twice \\(fields 2 and 3\\)"):
         ingest(twice, db=tmp_path / "s.duckdb")
     assert not (tmp_path / "s.duckdb").exists()
     empty = tmp_path / "e.csv"
@@ -149,7 +149,7 @@ def test_plan_gpu_lists_and_batches_in_bounds() -> None:
     ('[gpu.V100-SXM2-16GB.fitted]\ngemm_max_fraction = { fp99 = 0.5 }\n', "names no dtype: fp99"),
     ('[gpu.V100-SXM2-16GB.sources]\nwhatever = "x"\n', "cites no field of the entry: whatever"),
     ('[gpu.""]\nfp32_tflops = 1\nmem_bw_gbs = 10\n', "an entry needs a name"),
-    ('[alias]\nT4 = "V100-SXM2-16GB"\n', "'T4' is the name of a GPU entry"),
+    ('[alias]\nT4 = "V100-SXM2-16GB"\n', "'T4' is the name of the GPU entry"),
     ('[kernel_model.params]\nnot_a_param = 1\n', "unknown parameter\\(s\\) not_a_param"),
 ])
 def test_a_catalog_name_that_names_nothing_is_an_error(tmp_path: Path, text: str,
@@ -157,4 +157,23 @@ def test_a_catalog_name_that_names_nothing_is_an_error(tmp_path: Path, text: str
     path = tmp_path / "c.toml"
     path.write_text(text)
     with pytest.raises(TraincastError, match=says):
+        load_catalog(path)
+
+
+def test_a_user_gpu_takes_a_shipped_alias_name_and_a_repointed_guess_loses_its_reason(
+        tmp_path: Path) -> None:
+    """A user file's [gpu.A100] replaces the shipped alias A100 (its own entry is priced); a
+    user alias G2 pointed at another GPU drops the shipped guess's reason; a user file that
+    overrides only fp32_tflops of a shipped GPU (a power cap) is not held to the shipped lanes;
+    an alias naming a GPU entry of the same or an earlier file is an error."""
+    path = tmp_path / "c.toml"
+    path.write_text("[gpu.A100]\nfp32_tflops = 19.5\nmem_bw_gbs = 2039\n"
+                    '[alias]\nG2 = "L4"\n'
+                    "[gpu.H100-SXM5-80GB.datasheet]\nfp32_tflops = 40\n")
+    cat = load_catalog(path)
+    assert cat.gpu("A100").name == "A100" and "A100" not in cat.aliases
+    assert cat.gpu_name("G2") == "L4" and "G2" not in cat.assumed_aliases
+    assert "G3" in cat.assumed_aliases and cat.gpus["H100-SXM5-80GB"].fp32_tflops == 40
+    path.write_text('[gpu.MY]\nfp32_tflops = 1\nmem_bw_gbs = 10\n[alias]\nMY = "T4"\n')
+    with pytest.raises(TraincastError, match="'MY' is the name of the GPU entry"):
         load_catalog(path)

@@ -418,6 +418,6 @@ def test_breakdown_take_selects_jobs_in_order() -> None:
 def test_fmt_sig_keeps_three_digits_and_no_exponent() -> None:
     from traincast.units import fmt_sig
 
-    assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0)] == \
-        ["1,490", "17.6", "0.0914", "0", "123,456"]
+    assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0, 999.7, 5e-5, 1.5)] \
+        == ["1,490", "17.6", "0.0914", "0", "123,000", "1,000", "0.0000500", "1.5"]
     assert fmt_sig(float("nan")) == "-" and fmt_sig(None) == "-"

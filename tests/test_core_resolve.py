@@ -562,14 +562,14 @@ def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
 
     cat = load_catalog()
     flop_bps, mem_bps = rates(cat.gpus["V100-SXM2-16GB"], "fp32", cat.compute)
-    jobs = {"architecture": np.array(["1w1g", "1w1g", "ps-worker"], dtype=object),
-            "node": np.array(["pai-v100-nvlink"] * 3, dtype=object),
-            "n_gpus": [1.0, 0.5, 2.0], "gpus_per_worker": [np.nan, np.nan, 0.5],
-            "n_workers": [np.nan, np.nan, 4.0], "n_ps": [np.nan, np.nan, 1.0],
-            "flops_compute_bound": [4e12] * 3, "bytes_memory_bound": [2e10] * 3,
-            "weight_bytes": [1e8] * 3, "input_bytes": [1e7] * 3}
-    r = resolve(jobs, cat)
-    assert r.reason.tolist() == [OK] * 3 and r.share.tolist() == [1.0, 0.5, 0.5]
+    jobs = {"architecture": np.array(["1w1g", "1w1g", "ps-worker", "ps-worker"], dtype=object),
+            "node": np.array(["pai-v100-nvlink"] * 4, dtype=object),
+            "n_gpus": [1.0, 0.5, 2.0, 2.0], "gpus_per_worker": [np.nan, np.nan, 0.5, np.nan],
+            "n_workers": [np.nan, np.nan, 4.0, 4.0], "n_ps": [np.nan, np.nan, 1.0, 1.0],
+            "flops_compute_bound": [4e12] * 4, "bytes_memory_bound": [2e10] * 4,
+            "weight_bytes": [1e8] * 4, "input_bytes": [1e7] * 4}
+    r = resolve(jobs, cat)  # the fourth: 2 GPUs over 4 workers, n / m = 0.5 each
+    assert r.reason.tolist() == [OK] * 4 and r.share.tolist() == [1.0, 0.5, 0.5, 0.5]
     bd = predict_table(jobs, cat)
     whole = 4e12 / flop_bps + 2e10 / mem_bps
     assert math.isclose(bd.compute[0], whole, rel_tol=1e-9)
@@ -577,22 +577,3 @@ def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
     assert math.isclose(bd.compute[2], whole / 0.5, rel_tol=1e-9)
     assert bd.data_io[1] == bd.data_io[0]
 
-
-def test_recommend_leaves_out_gpus_no_current_pytorch_build_runs() -> None:
-    """The K80 (compute capability 3.7 < 5.0) is no default candidate, and is said to be left
-    out; named with --candidate-node it is one; every other default preset's GPU is 5.0 or
-    more (or no CUDA GPU)."""
-    from traincast.analysis.recommend import default_candidates, unsupported_nodes
-
-    cat = load_catalog()
-    assert cat.gpus["K80"].compute_capability == 3.7
-    assert set(unsupported_nodes(cat)) == {"pai-misc"}
-    nodes = {c.node for c in default_candidates(cat) if c.node}
-    assert "pai-misc" not in nodes and "dgx-b200" in nodes
-    assert all(not 0 < cat.gpu(cat.nodes[nd].gpu).compute_capability < 5.0 for nd in nodes)
-    assert {c.node for c in default_candidates(cat, ["pai-misc"]) if c.node} == {"pai-misc"}
-    jobs = {"architecture": np.array(["1w1g"], dtype=object), "n_gpus": [1.0], **{
-        k: [v] for k, v in FEATS.items()}}
-    out = recommend(jobs, cat)
-    assert "pai-misc" in out["left_out"] and "3.7" in out["left_out"]["pai-misc"]
-    assert not any("pai-misc" in c for c in out["candidates"])

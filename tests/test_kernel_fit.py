@@ -749,7 +749,7 @@ def test_predict_says_what_the_kernel_model_took_and_how_far_to_trust_it() -> No
 
     cat = load_catalog()
     op = {"op": "aten::addmm", "flops": 2 * 512**3, "bytes_read": 3 * 4 * 512**2,
-          "bytes_written": 4 * 512**2, "dtype": "float32", "shapes": "512;512,512;512,512",
+          "bytes_written": 4 * 512**2, "dtype": "float32", "shapes": "512;512x512;512x512",
           "bound": "compute"}
     feats = {"ops": [op], "flops_compute_bound": 2 * 512**3, "bytes_memory_bound": 0.0,
              "weight_bytes": 0.0, "input_bytes": 0.0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -322,3 +323,45 @@ def test_a_move_for_compute_quotes_the_rates_the_job_was_priced_at() -> None:
         f"eases the FLOP-bound compute bottleneck (V100-SXM2-16GB {old:.3g} -> B200 {new:.3g} "
         "TFLOP/s achievable)"), row["best_reason"]
     assert row["best_speedup"] == pytest.approx(new / old, rel=0.01)
+
+
+def test_recommend_leaves_out_gpus_no_current_pytorch_build_runs() -> None:
+    """The K80 (compute capability 3.7 < 5.0) is no default candidate, and is said to be left
+    out; named with --candidate-node it is one; every other default preset's GPU is 5.0 or
+    more (or no CUDA GPU)."""
+    from traincast.analysis.recommend import default_candidates, unsupported_nodes
+
+    cat = load_catalog()
+    assert cat.gpus["K80"].compute_capability == 3.7
+    assert set(unsupported_nodes(cat)) == {"pai-misc"}
+    nodes = {c.node for c in default_candidates(cat) if c.node}
+    assert "pai-misc" not in nodes and "dgx-b200" in nodes
+    assert all(not 0 < cat.gpu(cat.nodes[nd].gpu).compute_capability < 5.0 for nd in nodes)
+    assert {c.node for c in default_candidates(cat, ["pai-misc"]) if c.node} == {"pai-misc"}
+    jobs = {"architecture": np.array(["1w1g"], dtype=object), "n_gpus": [1.0],
+            "flops_compute_bound": [2.4e13], "bytes_memory_bound": [4e10], "weight_bytes": [1e8]}
+    out = recommend(jobs, cat)
+    assert "pai-misc" in out["left_out"] and "3.7" in out["left_out"]["pai-misc"]
+    assert not any("pai-misc" in c for c in out["candidates"])
+
+
+
+def test_a_gpu_move_quotes_rates_only_for_jobs_priced_at_them() -> None:
+    """A job priced from aggregate features at the large-GEMM rate: its reason quotes each GPU's
+    rate; a zoo workload priced op by op (TF32 convolutions, tiles): no one rate to quote."""
+    from traincast.compute import rates
+
+    cat = load_catalog()
+    jobs = {"job_id": np.array(["agg", "zoo"], dtype=object),
+            "architecture": np.array(["1w1g"] * 2, dtype=object), "n_gpus": [1.0, 1.0],
+            "gpu_type": np.array(["V100"] * 2, dtype=object),
+            "workload": np.array([None, "resnet50"], dtype=object),
+            "flops_compute_bound": [2.4e13, 2.4e13], "bytes_memory_bound": [1e9, 1e9],
+            "weight_bytes": [1e8, 1e8]}
+    rows = rows_by_job(recommend(jobs, cat, nodes=["dgx-b200"]))
+    v100, b200 = (rates(cat.gpu(g), "fp32", cat.compute)[0] / 1e12
+                  for g in ("V100-SXM2-16GB", "B200"))
+    assert f"(V100-SXM2-16GB {v100:.3g} -> B200 {b200:.3g} TFLOP/s achievable)" in \
+        rows["agg"]["best_reason"]
+    assert "(V100-SXM2-16GB -> B200, each of its ops priced on each GPU)" in \
+        rows["zoo"]["best_reason"]

@@ -302,5 +302,5 @@ def test_features_files_keep_the_tag_and_refuse_a_bad_one(tmp_path) -> None:
     rec["ops"][7]["recurrent"] = "gru call=0 seq=five"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(rec))
-    with pytest.raises(TraincastError, match=r"bad.json: ops row 8, field 'recurrent'"):
+    with pytest.raises(TraincastError, match=r"bad.json: ops row 8: field 'recurrent'"):
         load_features(bad)

@@ -121,7 +121,7 @@ def test_helios_end_before_start_names_both_times(tmp_path: Path) -> None:
     report = _ingest(path, "helios")
     assert report["jobs"] == 0
     assert _errors(report) == [
-        (1, "end_time", "2020-01-02 00:00:00 (before start_time 2020-01-03 00:00:00)"),
+        (1, "end_time_s", "2020-01-02 00:00:00 (before start_time 2020-01-03 00:00:00)"),
         (2, "duration", "-60"), (3, "duration", "abc")]
 
 
@@ -564,3 +564,28 @@ def test_extra_fields_of_a_semicolon_file_and_pai_tables(tmp_path: Path) -> None
         ("pai_job_table.csv", 2, "7", "extra " + _EXTRA.format(n=6)),
         ("pai_task_table.csv", 1, "11", "7 " + _EXTRA.format(n=10))]
     assert report["jobs"] == 0
+
+
+def test_headers_duckdb_reads_as_before(tmp_path: Path) -> None:
+    """Empty trailing header names (a spreadsheet's), a repeated column nothing reads, a blank
+    first line and a trailing delimiter with a blank after it read as DuckDB's own reader reads
+    them; a repeated column the adapter reads is an error."""
+    f = tmp_path / "a.csv"
+    f.write_text("job_id,n_gpus,note,note,,\na,1,x,y,,\nb,2,,, ,\n")
+    report = _ingest(f)
+    assert report["jobs"] == 2 and report["bad_rows"] == 0
+    f.write_text("job_id,n_gpus\na,1, \nb,2,NA\n")  # blank or missing past the header: none
+    assert _ingest(f)["bad_rows"] == 0
+    f.write_text("job_id,n_gpus,n_gpus\na,1,2\n")
+    with pytest.raises(TraincastError, match="names column 'n_gpus' twice"):
+        _ingest(f, db=tmp_path / "b.duckdb")
+
+
+def test_a_zstd_compressed_trace_reads(tmp_path: Path) -> None:
+    import duckdb
+
+    f = tmp_path / "t.csv.zst"
+    duckdb.sql("SELECT 'j' || i AS job_id, 1 + i % 4 AS n_gpus FROM range(50) t(i)").write_csv(
+        str(f), compression="zstd")
+    report = _ingest(f)
+    assert report["jobs"] == 50 and report["bad_rows"] == 0

@@ -98,7 +98,7 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
                                     r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
         return flop, mem, _waits(idle)
-    tables = {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
+    tables = ops_tables(workload, ops_of)
     cache = catalog.cache  # each table priced once per GPU, precision and strategy
     # rows priced op by op: a workload with a per-op table on a known GPU (the others: key -1)
     has_ops = np.array([i in tables for i in range(len(workload.values))] + [False])
@@ -127,6 +127,12 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
     flop[rows], mem[rows], idle[rows] = _scaled(steps, which, flops[rows], mem_bytes[rows],
                                                 feats[:, 0], feats[:, 1])
     return flop, mem, _waits(idle)
+
+
+def ops_tables(workload: Strings, ops_of: OpsOf) -> dict[int, Mapping[str, Any]]:
+    """The profiles with a per-op table of a job table's workloads, by workload code: the rows
+    :func:`compute_s` prices op by op (on a GPU of the catalog)."""
+    return {i: p for i, p in enumerate(map(ops_of, workload.values)) if p and p.get("ops")}
 
 
 def _waits(idle: F) -> F | None:

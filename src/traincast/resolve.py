@@ -19,7 +19,7 @@ For each row:
   ``gpus_per_worker`` (default 1); workers per node ``k`` = ``workers_per_node`` where given,
   else ``min(m, max(1, floor(g / w)))``; parameter servers ``p`` = ``n_ps`` where given,
   else 1; the GPU share of one replica ``s`` = ``gpus_per_worker`` where the trace gives
-  it, else ``n``, where it is below 1 (GPU sharing: Alibaba 2023's
+  it, else ``n / m``, where it is below 1 (GPU sharing: Alibaba 2023's
   ``gpu_milli``, PAI's ``plan_gpu`` < 100), else 1: the compute model divides the GPU's busy
   time by ``s`` (:func:`traincast.predict.compute_s`).
 * **features** — ``flops_compute_bound``, ``bytes_memory_bound``, ``weight_bytes`` required;
@@ -243,9 +243,9 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     p = np.broadcast_to(1.0, (size,))
     if cols.given("n_ps"):
         p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
-    held = n  # GPUs of one replica (a fraction: a shared GPU)
+    held = n / m  # GPUs of one replica (a fraction: a shared GPU)
     if cols.given("gpus_per_worker"):
-        held = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], n)
+        held = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], held)
     share = np.where((held > 0) & (held < 1), held, 1.0)
     return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p, "share": share}
 

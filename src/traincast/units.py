@@ -61,11 +61,16 @@ def fmt_x(x: float | None, missing: str = "-") -> str:
 
 
 def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
-    """A number for a table: ``digits`` significant digits, never an exponent (``0.0914``,
-    ``17.6``, ``1,490``: a whole number with thousands separators from ``10 ** digits`` on);
-    ``missing`` for None or a non-finite ``x``."""
+    """A number for a table: rounded to ``digits`` significant digits, never an exponent
+    (``0.0914``, ``17.6``, ``1.5``; a whole number with thousands separators from ``10 **
+    digits`` on, ``123,000``; ``0.0000500`` below 1e-4); ``missing`` for None or a
+    non-finite ``x``."""
     if x is None or not math.isfinite(x):
         return missing
-    if abs(x) >= 10 ** digits:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.{digits - 1}e}"
+    r = float(f"{x:.{digits}g}")  # rounded first: 999.7 is 1,000, not 1e+03
+    if r == 0:
+        return "0"
+    if abs(r) >= 10 ** digits:
+        return f"{r:,.0f}"
+    text = f"{r:.{digits}g}"
+    return text if "e" not in text else f"{r:.{digits - 1 - math.floor(math.log10(abs(r)))}f}"

@@ -34,7 +34,7 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
 from traincast.model import BOTTLENECK_LABEL, BOTTLENECKS, COMPONENTS, Breakdown
-from traincast.predict import OpsOf, zoo_ops
+from traincast.predict import OpsOf, ops_tables, zoo_ops
 from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario
 
@@ -74,8 +74,8 @@ def unsupported_nodes(catalog: Catalog) -> dict[str, str]:
     for nd, node in sorted(catalog.nodes.items()):
         cc = catalog.gpu(node.gpu).compute_capability
         if 0 < cc < MIN_COMPUTE_CAPABILITY:
-            out[nd] = (f"{catalog.gpu_name(node.gpu)}: compute capability {cc:g}, below "
-                       f"{MIN_COMPUTE_CAPABILITY:g}, which no current PyTorch CUDA build runs")
+            out[nd] = (f"{catalog.gpu_name(node.gpu)}: compute capability {cc:.1f}, below "
+                       f"{MIN_COMPUTE_CAPABILITY:.1f}, which no current PyTorch CUDA build runs")
     return out
 
 
@@ -340,9 +340,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     base_role = _link_roles(base_r)
     n = cols.n
     workload = cols["workload"]
-    has_ops = np.array([bool((p := ops_of(v)) and p.get("ops")) for v in workload.values]
-                       + [False])
-    by_ops = has_ops[workload.codes]  # code -1 (no workload): the appended False
+    by_ops = np.isin(workload.codes, list(ops_tables(workload, ops_of)))  # priced op by op
     cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)

@@ -36,7 +36,7 @@ from traincast.cli.common import (
     progress,
     within,
 )
-from traincast.cli.tables import Table, compact_table
+from traincast.cli.tables import RULES_OFF, Table, compact_table
 from traincast.cli.trace import (
     AddressOpt,
     DbOpt,
@@ -236,13 +236,29 @@ def _reason_keys(reasons: list[str]) -> tuple[list[str], RichTable]:
     return [keys[r] for r in reasons], legend
 
 
+JOB_LABEL_MAX = 12
+"""The longest job id a recommend table shows whole (a UUID would take three lines)."""
+
+
+def _job_label(job_id: Any) -> str:
+    """A job id as a table shows it: whole up to :data:`JOB_LABEL_MAX` characters, else its
+    first ones and ``…``."""
+    text = str(job_id)
+    return text if len(text) <= JOB_LABEL_MAX else text[:JOB_LABEL_MAX - 1] + "…"
+
+
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     """The summary, then the first 20 jobs in two tables (the same hardware; anywhere, and with
     prices the cheapest); each reason once, under its table, keyed from its jobs' rows."""
     s = result["summary"]
     n = result["jobs"]
-    t = Table(title=f"Recommendations for {n:,} job{'' if n == 1 else 's'}", title_justify="left")
-    for col in ("", "jobs changed", "mean speedup", "median", "top choices"):
+    t = Table(title=f"Recommendations for {n:,} job{'' if n == 1 else 's'}", title_justify="left",
+              **RULES_OFF)
+    t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
+                 "(more than 1% faster); mean, median = speedup (1.00× where kept); "
+                 "top choices = jobs per architecture; per node")
+    t.caption_justify = "left"
+    for col in ("", "changed", "mean", "median", "top choices"):
         t.add_column(col, justify="left" if col in ("", "top choices") else "right")
     labels = {"arch": "best architecture, same hardware", "best": "best architecture + node",
               "cheapest": "cheapest per iteration"}
@@ -255,32 +271,38 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
     for nd, why in result.get("left_out", {}).items():
-        console.print(f"left out of the candidates: {nd} ({why}; --candidate-node {nd} asks "
-                      "for it)",
+        console.print(f"left out of the candidates: {nd} ({why}; to compare it, name it with "
+                      "--candidate-node, with each other preset to compare)",
                       style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
+    ids = [_job_label(r["job_id"]) for r in d]
+    cut = any(len(str(r["job_id"])) > JOB_LABEL_MAX for r in d)
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
-              title_justify="left")
+              title_justify="left", **RULES_OFF)
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold")
     assumed = False
-    for r, key in zip(d, keys, strict=True):
+    for r, key, label in zip(d, keys, ids, strict=True):
         now = f"{r['architecture'] or '-'} on {r['node']}"
         if not r.get("gpu_type_given", True):
             now += "*"  # one word with the node name: they wrap together
             assumed = True
-        t.add_row(str(r["job_id"]), now, fmt_seconds(r["base_total_s"]),
+        t.add_row(label, now, fmt_seconds(r["base_total_s"]),
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
-    if assumed:
-        t.caption = ("* the trace names no GPU type or node: the default node "
-                     "(traincast.resolve.DEFAULT_NODE) is assumed")
+    notes = ["time = per iteration",
+             *(["* the trace names no GPU type or node: the default node "
+                "(traincast.resolve.DEFAULT_NODE) is assumed"] if assumed else []),
+             *([f"job ids longer than {JOB_LABEL_MAX} characters are cut (…); -o FILE.csv "
+                "and --json have them whole"] if cut else [])]
+    if notes:
+        t.caption = "; ".join(notes)
         t.caption_justify = "left"
     console.print(t)
     console.print(legend)
     keys, legend = _reason_keys([r["best_reason"] for r in d])
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
-              title_justify="left")
+              title_justify="left", **RULES_OFF)
     for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
                                                      if "cheapest" in s else [])):
         t.add_column(col, overflow="fold")
@@ -290,7 +312,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             c = r["cheapest_cost_per_iter_usd"]
             extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
                      "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
-        t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
+        t.add_row(_job_label(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
                   fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
     console.print(legend)
@@ -321,8 +343,9 @@ def recommend(
         "usd_per_gpu_hour and source), or 'aws-on-demand' (shipped example).")] = None,
     node_opt: Annotated[list[str] | None, typer.Option(
         "--candidate-node", help="Limit the candidate node presets to these (repeatable; "
-        "default: every catalog node whose GPU today's PyTorch CUDA builds run, compute "
-        "capability 5.0 or more).")] = None,
+        "default: every catalog node but the paper-2019 reference under --compute auto and "
+        "those whose GPU no current PyTorch CUDA build runs, compute capability below 5.0).")
+    ] = None,
     jobs_out: Annotated[bool, typer.Option(
         "--jobs/--no-jobs", help="Per-job recommendations in the JSON (rows; --no-jobs leaves "
         "them out for a large trace, except for one job given by flags); the summary is "

@@ -448,26 +448,36 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
                                    "increasing")
 
 
+def _check_lanes(path: str, name: str, values: Mapping[str, Any]) -> None:
+    """One file's GPU table that gives all of ``fp32_tflops``, ``sms``, ``fp32_cores_per_sm``
+    and ``boost_clock_mhz`` gives a peak its lanes can do (:data:`PEAK_TOLERANCE`); a file
+    that overrides some of them (a power-capped card's lower peak) is not checked against the
+    others' figures."""
+    keys = ("fp32_tflops", "sms", "fp32_cores_per_sm", "boost_clock_mhz")
+    if not all(values.get(k) for k in keys):
+        return
+    fp32, sms, lanes, boost = (values[k] for k in keys)
+    peak = sms * lanes * 2 * boost * 1e-6  # TFLOP/s: one fused multiply-add per lane per clock
+    if not peak / PEAK_TOLERANCE <= fp32 <= peak * PEAK_TOLERANCE:
+        raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} is not sms x "
+                           f"fp32_cores_per_sm x 2 x boost_clock_mhz = {sms} x {lanes} x 2 x "
+                           f"{boost:g} MHz = {peak:.3g} TFLOP/s (within a factor "
+                           f"{PEAK_TOLERANCE:g})",
+                           hint="one of the four is typed wrong: a unit, an exponent or the SM "
+                                "count; lanes count FP32 fused multiply-adds per clock "
+                                "(docs/hardware.md)")
+
+
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
     """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
-    (:data:`_MATRIX_PEAKS`; 0 = unsupported), its base clock is at most its boost clock, and
-    its fp32 peak is its lanes' (:data:`PEAK_TOLERANCE`)."""
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost
+    clock."""
     base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
     if base and boost and base > boost:
         raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "
                            f"boost_clock_mhz = {boost:g}",
                            hint="the boost clock is the higher one (docs/hardware.md)")
     fp32 = values.get("fp32_tflops", 0.0)
-    sms, lanes = values.get("sms", 0), values.get("fp32_cores_per_sm", 0)
-    if fp32 and sms and lanes and boost:
-        peak = sms * lanes * 2 * boost * 1e-6  # TFLOP/s
-        if not peak / PEAK_TOLERANCE <= fp32 <= peak * PEAK_TOLERANCE:
-            raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} is not sms x "
-                               f"fp32_cores_per_sm x 2 x boost_clock_mhz = {sms} x {lanes} x 2 "
-                               f"x {boost:g} MHz = {peak:.3g} TFLOP/s (within a factor "
-                               f"{PEAK_TOLERANCE:g})",
-                               hint="one of the four is typed wrong: a unit, an exponent or "
-                                    "the SM count (docs/hardware.md)")
     if "gemm_intensity" in values:
         return
     for key in _MATRIX_PEAKS:
@@ -538,6 +548,8 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             if top == "gpu":
                 values = _flatten_groups(path, name, values)
             checked = _check_table(path, top, name, values)
+            if top == "gpu":
+                _check_lanes(path, name, checked)
             if "sources" in checked:  # citations merge field by field
                 checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
             table.update(checked)
@@ -570,11 +582,19 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
         if gpu.default_node and gpu.default_node not in cat.nodes:
             raise CatalogError(f"{origin[('gpu', name)]}: [gpu.{name}] key 'default_node' "
                                f"refers to unknown node {gpu.default_node!r}")
+    order = {path: i for i, path in enumerate(dict.fromkeys(origin.values()))}
+    entries = {g.lower(): g for g in cat.gpus}
+    for alias, target in list(aliases.items()):
+        gpu = entries.get(alias.lower())
+        if gpu is None or gpu == target:
+            continue
+        if order[origin[("gpu", gpu)]] > order[origin[("alias", alias)]]:
+            del aliases[alias]  # a later file's GPU entry takes the name over
+            continue
+        raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} is the name of "
+                           f"the GPU entry [gpu.{gpu}], so it cannot also name {target!r}",
+                           hint="give the alias another name")
     for alias, target in aliases.items():
-        if alias in cat.gpus and target != alias:
-            raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} is the name "
-                               f"of a GPU entry, so it cannot also name {target!r}",
-                               hint="give the alias another name")
         if target not in cat.gpus:
             raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} refers to "
                                f"unknown GPU {target!r}")
@@ -630,15 +650,19 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
                                f"{', '.join(odd)}", hint="the parameters of the shipped fit: "
                                + ", ".join(sorted(kernel_model.get("params", {}))))
         _merge_file(raw, aliases, data, path, kernel_model, assumed)
-        for kind in (*_KINDS, "alias"):
+        for kind in (*_KINDS, "alias", "alias_assumed"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
     cat = _build(raw, aliases, origin)
+    order = [path for path, _ in sources]
+    gpus = {g.lower() for g in cat.gpus}
     for alias in assumed:
-        if alias not in aliases:
-            raise CatalogError(f"[alias_assumed] key {alias!r} is no [alias]",
-                               hint="list the alias under [alias] too")
-    cat.assumed_aliases = {a: why for a, why in assumed.items()}
+        if alias not in aliases and alias.lower() not in gpus:  # (a GPU entry took the name)
+            raise CatalogError(f"{origin[('alias_assumed', alias)]}: [alias_assumed] key "
+                               f"{alias!r} is no [alias]", hint="list the alias under [alias] too")
+    # an alias a later file points elsewhere without saying why keeps no earlier guess's reason
+    cat.assumed_aliases = {a: why for a, why in assumed.items() if a in aliases and order.index(
+        origin[("alias", a)]) <= order.index(origin[("alias_assumed", a)])}
     _apply_kernel_model(cat, kernel_model)
     cat.files = [path for path, _ in sources]
     cat.compute = compute

@@ -49,10 +49,10 @@ GPU_MILLI_MAX = 1000
 _GPUS = f"{num('num_gpu')} * COALESCE({num('gpu_milli')}, 1000) / 1000.0"
 FIELDS = {
     "job_id": Field(text("name"), column="name"),
-    "submit_time_s": Field(num("creation_time"), "creation_time"),
+    "submit_time_s": Field(num("creation_time"), "creation_time", "creation_time"),
     "start_time_s": Field(f"CASE WHEN lower(pod_phase) = 'pending' THEN NULL "
-                          f"ELSE {num('scheduled_time')} END", "scheduled_time"),
-    "end_time_s": Field(num("deletion_time"), "deletion_time"),
+                          f"ELSE {num('scheduled_time')} END", "scheduled_time", "scheduled_time"),
+    "end_time_s": Field(num("deletion_time"), "deletion_time", "deletion_time"),
     "status": Field(text("pod_phase")),
     "n_gpus": Field(_GPUS, "num_gpu"),
     "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),

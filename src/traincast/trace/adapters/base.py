@@ -94,9 +94,10 @@ class Plan:
                              f"split_part({raw}, chr(10), 1) || ' ... (holds a line break: a "
                              "quote opened in this row is not closed, so the lines after it "
                              "were read into this value)'"))
-        for name, f in self.fields.items():
+        for name, f in self.fields.items():  # reported at the source column that does not parse
             if f.raw is not None and name in NUMERIC_COLUMNS:
-                out.append(Check(name, f"{typed(name)} IS NULL AND {present(f.raw)}",
+                out.append(Check(self.named(name, raw=True),
+                                 f"{typed(name)} IS NULL AND {present(f.raw)}",
                                  f"CAST({f.raw} AS VARCHAR)"))
         for name, bound in BOUNDS.items():
             if name in self.fields:
@@ -122,15 +123,17 @@ class Plan:
             out.append(Check("job_id", "_key IS NOT NULL AND _first_row < _row",
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
                              "|| ')'", among_good=True))
-        return list(self.checks) + [replace(c, field=self.named(c.field)) for c in out]
+        return list(self.checks) + [c if c.field not in self.fields else
+                                    replace(c, field=self.named(c.field)) for c in out]
 
-    def named(self, name: str) -> str:
+    def named(self, name: str, raw: bool = False) -> str:
         """The field a report names for canonical column ``name``: the source column it is
-        read straight from (``num_gpu`` for ElasticFlow's GPUs, ``gpus`` under ``--map
-        n_gpus=gpus``), else ``name`` itself (a column computed from several, as ElasticFlow's
-        end time)."""
+        read straight from (``Field.column``: ``num_gpu`` for ElasticFlow's GPUs, ``gpus``
+        under ``--map n_gpus=gpus``), else ``name`` itself (a column computed from several,
+        as ElasticFlow's end time from its submission and duration). ``raw``: the source
+        column whose text is parsed (``Field.raw``), for a value that does not parse."""
         f = self.fields.get(name)
-        src = (f.column or f.raw) if f is not None else None
+        src = (f.raw if raw else f.column) if f is not None else None
         if src and (m := _IDENTIFIER.fullmatch(src)):
             return m[1].replace('""', '"') if m[1] is not None else m[2]
         return name
@@ -270,46 +273,53 @@ fields than the header (NULL on every whole row). A row with one is a bad row
 value. DuckDB alone drops the extra fields of a row it meets after its sniffing sample."""
 
 
+def _dialect(path: Path) -> tuple[str, int, tuple[str, ...], tuple[str, ...]]:
+    """:func:`_sniffed` of ``path`` as it is now (its size and time key the cache)."""
+    stat = path.stat()
+    return _sniffed(path, (stat.st_size, stat.st_mtime_ns))
+
+
 @functools.lru_cache(maxsize=64)
-def _dialect(path: Path, stamp: tuple[int, int]
+def _sniffed(path: Path, stamp: tuple[int, int]
              ) -> tuple[str, int, tuple[str, ...], tuple[str, ...]]:
     """A headered CSV file's delimiter, leading rows skipped and column names, as DuckDB's
     sniffer reads them with :data:`CSV_OPTIONS`, the names cut to the header's own fields (a
     row with more fields in the sniffer's sample adds ``column3``, ... after them), and the
-    header's fields as the file writes them. ``stamp`` (the file's size and time) keys the
-    cache."""
+    header's fields as the file writes them (an empty one: ``""``). DuckDB reads the header
+    line too, as its reader will (any compression, blank lines, quotes): the fields are the
+    values of that line read without a header, a present empty field told from a missing one
+    by a NULL spelling no file holds. ``stamp`` (the file's size and time) keys the cache."""
     con = duckdb.connect()
     try:
         delim, skip, cols = con.execute(
             f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({lit(path)}, {CSV_OPTIONS}, "
             "header=true)").fetchone()
+        names = tuple(c["name"] for c in cols)
+        spec = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names) + 1))
+        line = con.execute(
+            f"SELECT * FROM read_csv({lit(path)}, {SERIAL_CSV_OPTIONS}, header=false, "
+            f"skip={skip}, "
+            f"delim={lit(delim)}, auto_detect=false, columns={{{spec}}}, "
+            "nullstr=chr(0)) LIMIT 1").fetchone() or ()
     finally:
         con.close()
-    names = tuple(c["name"] for c in cols)
-    with open_bytes(path) as f:
-        head = f.read(1 << 16).decode("utf-8", "replace").lstrip("\ufeff")
-    lines = io.StringIO(head, newline="")
-    for _ in range(skip):
-        lines.readline()
-    try:
-        header = next(csv.reader(lines, delimiter=delim, quotechar='"', strict=False), [])
-    except csv.Error:
-        header = list(names)
-    return (delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names,
-            tuple(header))
+    header = tuple(v for v in line if v is not None)
+    return delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names, \
+        header
 
 
-def duplicate_column(path: Path) -> tuple[str, int, int] | None:
-    """The first column a CSV file's header names twice (compared as DuckDB resolves names:
-    trimmed, any case), with both positions (1-based); None when every name is once."""
-    stat = path.stat()
+def duplicate_columns(path: Path) -> dict[str, tuple[int, int]]:
+    """The columns a CSV file's header names twice, each with its first two positions (1-based),
+    by the name as DuckDB resolves it (trimmed, lower case); empty names are none (DuckDB
+    names them ``columnN``)."""
     seen: dict[str, int] = {}
-    for i, name in enumerate(_dialect(path, (stat.st_size, stat.st_mtime_ns))[3], 1):
+    twice: dict[str, tuple[int, int]] = {}
+    for i, name in enumerate(_dialect(path)[3], 1):
         key = name.strip().lower()
-        if key in seen:
-            return name.strip(), seen[key], i
-        seen[key] = i
-    return None
+        if key and key in seen:
+            twice.setdefault(key, (seen[key], i))
+        seen.setdefault(key, i)
+    return twice
 
 
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
@@ -328,8 +338,7 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
         delim, columns = ",", list(names)
         opts += ", header=false"
     else:
-        stat = path.stat()
-        delim, skip, found, _ = _dialect(path, (stat.st_size, stat.st_mtime_ns))
+        delim, skip, found, _ = _dialect(path)
         columns = list(found)
         opts += f", header=true, skip={skip}"
     cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in [*columns, EXTRA])
@@ -340,9 +349,10 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
 
 
 def extra_field_check(columns: int) -> Check:
-    """The bad row of a row with more fields than the header's ``columns`` (:data:`EXTRA`),
+    """The bad row of a row with more fields than the header's ``columns`` (:data:`EXTRA`: a
+    value in it; an empty or missing spelling, as a trailing delimiter leaves, is none),
     reported as field ``columns + 1``, the first one past the header's."""
-    return Check(str(columns + 1), f"{q(EXTRA)} IS NOT NULL", extra_field_value(columns))
+    return Check(str(columns + 1), present(q(EXTRA)), extra_field_value(columns))
 
 
 def extra_field_value(columns: int) -> str:
@@ -482,7 +492,7 @@ def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | Non
     if columns is None:
         columns = source_columns(con, csv_relation(path, rows=False))
     text = body[start:].decode("utf-8", "replace").lstrip("\ufeff")
-    delim = _delimiter(path, header, len(columns))
+    delim = _dialect(path)[0] if header else ","  # a headerless file: csv_relation's comma
     try:
         fields = next(csv.reader(io.StringIO(text, newline=""), delimiter=delim,
                                  quotechar='"', doublequote=True, strict=False), [""])
@@ -506,25 +516,6 @@ def table_end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
     if path.suffix.lower() in (".parquet", ".pq"):
         return None
     return csv_end(con, path)
-
-
-DELIMITERS: tuple[str, ...] = (",", ";", "\t", "|")
-"""The delimiters a CSV file's last row is split by (:func:`_delimiter`)."""
-
-
-def _delimiter(path: Path, header: bool, columns: int) -> str:
-    """The delimiter of a CSV file: the first of :data:`DELIMITERS` that splits its header
-    line into its ``columns`` columns (``,`` for a headerless file, as :func:`csv_relation`
-    reads it, and when none does)."""
-    if not header:
-        return ","
-    with open_bytes(path) as f:
-        head = f.read(1 << 16)
-    line = head.decode("utf-8", "replace").lstrip("\ufeff").splitlines()[:1] or [""]
-    for d in DELIMITERS:
-        if len(next(csv.reader(line, delimiter=d), [])) == columns:
-            return d
-    return ","
 
 
 def table_relation(path: Path, names: Iterable[str] | None = None) -> str:
@@ -589,14 +580,14 @@ def field_from(col: str, src: str) -> Field:
     """A canonical column read straight from a source column, converted by its type."""
     sql_type = SQL_TYPE[col]
     if col.endswith("_time_s"):
-        return Field(ts(src), src)
+        return Field(ts(src), src, src)
     if sql_type == "BOOLEAN":
-        return Field(boolean(src), src)
+        return Field(boolean(src), src, src)
     if col == "architecture":  # names are lower case: 'PS-Worker' is 'ps-worker'
-        return Field(f"lower({text(src)})", src)
+        return Field(f"lower({text(src)})", src, src)
     if sql_type == "VARCHAR":
         return Field(text(src), column=src)
-    return Field(num(src), src)  # DOUBLE, BIGINT: as_type makes the canonical type
+    return Field(num(src), src, src)  # DOUBLE, BIGINT: as_type makes the canonical type
 
 
 def running_status(expr: str) -> str:
@@ -645,16 +636,18 @@ def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
                           "its columns cannot be told", hint="close the quote or remove it")
 
 
-def _csv_duplicate(path: Path) -> tuple[str, int, int] | None:
-    """:func:`duplicate_column` of a CSV trace file (None for Parquet and JSON, whose readers
-    refuse a repeated name themselves, and for a file that cannot be read: its error comes
-    from reading it)."""
-    if not path.name.lower().endswith((".csv", ".csv.gz", ".tsv", ".txt")):
-        return None
-    try:
-        return duplicate_column(path)
-    except (*READ_ERRORS, csv.Error):
-        return None
+def _refuse_read_twice(adapter: str, path: Path, fields: Mapping[str, Field],
+                       checks: Iterable[Check]) -> None:
+    """An error when the header of CSV file ``path`` names twice a column the plan reads (its
+    fields' or checks' SQL names it): which one holds the values cannot be told (DuckDB alone
+    reads the first). A repeated column nothing reads is left as it is."""
+    sql = " ".join([*(f.expr for f in fields.values()), *(c.condition for c in checks)])
+    for name, (first, second) in duplicate_columns(path).items():
+        if re.search(r'(?<![\w"])"?' + re.escape(name) + r'"?(?![\w"])', sql, re.IGNORECASE):
+            raise TraincastError(
+                f"{adapter}: {path}: the header names column {name!r} twice (fields {first} "
+                f"and {second}): which one holds its values cannot be told",
+                hint="rename or remove one of them (--map reads a column under another name)")
 
 
 def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError:
@@ -821,11 +814,6 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
         cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
-        if (twice := _csv_duplicate(path)) is not None:
-            raise TraincastError(
-                f"{adapter}: {path}: the header names column {twice[0]!r} twice (fields "
-                f"{twice[1]} and {twice[2]}): which one holds its values cannot be told",
-                hint="rename or remove one of them (--map reads a column under another name)")
         try:
             require(adapter, path, cols, required)
         except TraincastError:
@@ -841,8 +829,9 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         rel = relation(path)
         checks = checks_of(cols) if checks_of else []
         described = con.execute(f"SELECT * FROM {rel} LIMIT 0").description
-        if any(d[0] == EXTRA for d in described):  # a CSV row with more fields than the header
+        if any(d[0] == EXTRA for d in described):  # read as CSV (csv_relation)
             checks.insert(0, extra_field_check(len([c for c in cols if c != "_row"])))
+            _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])
         if end is not None:

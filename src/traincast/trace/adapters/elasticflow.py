@@ -38,10 +38,10 @@ FOLDER = ("*.csv", "*.csv.gz")
 def _fields(cols: list[str]) -> dict[str, Field]:
     return {
         "job_id": Field(text("job_id"), column="job_id"),
-        "submit_time_s": Field(num("submission_time"), "submission_time"),
+        "submit_time_s": Field(num("submission_time"), "submission_time", "submission_time"),
         "start_time_s": Field(num("submission_time")),
         "end_time_s": Field(f"{num('submission_time')} + {num('duration')}", "duration"),
-        "n_gpus": Field(num("num_gpu"), "num_gpu"),
+        "n_gpus": Field(num("num_gpu"), "num_gpu", "num_gpu"),
     }
 
 

@@ -48,11 +48,11 @@ def _fields(cols: list[str]) -> dict[str, Field]:
         "job_id": Field(text("job_id"), column="job_id"),
         "user": Field(text("user") if "user" in cols else "NULL"),
         "status": Field(text("state")),
-        "submit_time_s": Field(ts("submit_time"), "submit_time"),
-        "start_time_s": Field(ts("start_time"), "start_time"),
+        "submit_time_s": Field(ts("submit_time"), "submit_time", "submit_time"),
+        "start_time_s": Field(ts("start_time"), "start_time", "start_time"),
         "end_time_s": Field(f"COALESCE({ts('end_time')}, {ts('start_time')} + {dur})",
                             "end_time"),
-        "n_gpus": Field(num("gpu_num"), "gpu_num"),
+        "n_gpus": Field(num("gpu_num"), "gpu_num", "gpu_num"),
         "gpus_per_node": Field(f"CASE WHEN {nodes} > 0 THEN {num('gpu_num')} / {nodes} END"),
     }
 

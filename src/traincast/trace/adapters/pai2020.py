@@ -222,7 +222,7 @@ def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
     rules: list[tuple[str, str, str]] = (  # (condition, field, value) in SQL, first wins
         [] if cut is None else [("_row = _last_row", lit(cut.field), lit(cut.value))])
     rules += [
-        (f"{q(EXTRA)} IS NOT NULL", lit(str(len(HEADERS["task"]) + 1)),
+        (present(q(EXTRA)), lit(str(len(HEADERS["task"]) + 1)),
          extra_field_value(len(HEADERS["task"]))),
         (f"{present('inst_num')} AND {n} IS NULL", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
         (f"{present('plan_gpu')} AND {pg} IS NULL", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
@@ -302,9 +302,9 @@ def _fields() -> dict[str, Field]:
                         f"{text('job_name')}) END"),
         "user": Field(text("user")),
         "status": Field(text("status")),
-        "submit_time_s": Field(num("start_time"), "start_time"),
+        "submit_time_s": Field(num("start_time"), "start_time", "start_time"),
         "start_time_s": Field(f"COALESCE(i_start, {num('start_time')})"),
-        "end_time_s": Field(num("end_time"), "end_time"),
+        "end_time_s": Field(num("end_time"), "end_time", "end_time"),
         "architecture": Field(arch),
         "n_gpus": Field("t_gpus"),
         "n_workers": Field("t_workers"),

@@ -72,7 +72,7 @@ FIELDS = {
     "job_id": Field(text("jobid"), column="jobid"),
     "user": Field(text("user")),
     "status": Field(text("status")),
-    "submit_time_s": Field(ts("submitted_time"), "submitted_time"),
+    "submit_time_s": Field(ts("submitted_time"), "submitted_time", "submitted_time"),
     "start_time_s": Field(ts(_START), _START),
     "end_time_s": Field(ts(_END), _END),
     "n_gpus": Field(f"COALESCE({_GPUS}, CASE WHEN {_RAN} AND {_MACHINES} = 0 THEN 0.0 END)"),
