@@ -89,6 +89,25 @@ def test_gemm_shapes_from_recorded_inputs() -> None:
     assert kernels.op_gemm_products("mm", "", 1e6) == []              # shapes not recorded
 
 
+def test_attention_runs_the_products_torch_counts() -> None:
+    """BERT-base's fused attention at batch 32 (12 heads, 128 tokens, head dim 64): forward
+    Q K^T and P V, backward the scores again and dP, dV, dK, dQ, by hand; their FLOPs are the
+    op's (4 and 10 x B H S^2 D); the lower-level kernels record B x S x H x D and a cross
+    attention's keys set s_k."""
+    q = "32x12x128x64"
+    fwd = kernels.op_gemm_products("_scaled_dot_product_efficient_attention", f"{q};{q};{q}", 0)
+    assert fwd == [(128, 128, 64, 384), (128, 64, 128, 384)]
+    bwd = kernels.op_gemm_products("_scaled_dot_product_efficient_attention_backward",
+                                   f"{q};{q};{q};{q};{q};32x12x128;;", 0)
+    assert bwd == [(128, 128, 64, 384)] * 2 + [(128, 64, 128, 384)] * 3
+    flops = 4 * 32 * 12 * 128**2 * 64
+    assert sum(2 * m * n * k * b for m, n, k, b in fwd) == flops
+    assert sum(2 * m * n * k * b for m, n, k, b in bwd) == 2.5 * flops
+    low = kernels.op_gemm_products("_flash_attention_forward",
+                                   "2x100x8x64;2x300x8x64;2x300x8x64", 0)
+    assert low == [(100, 300, 64, 16), (100, 64, 300, 16)]
+
+
 def test_one_parser_of_recorded_shapes() -> None:
     # ";" between inputs, "x" between dimensions, "" = a scalar input (addmm's beta, say)
     assert parse_shapes("1024;64x512;512x1024") == [[1024], [64, 512], [512, 1024]]
@@ -599,3 +618,25 @@ def test_mixed_precision_speeds_up_resnet50_on_v100_and_never_slows_tensor_core_
         for g in tensor_core:
             fp32, amp = (predict_table(_zoo_row(workload, g), cat, amp=a) for a in (False, True))
             assert amp.compute[0] <= fp32.compute[0] * (1 + 1e-9), (workload, g)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 16), st.sampled_from([4, 12, 16]), st.integers(16, 4096),
+       st.sampled_from([32, 64, 128]),
+       st.sampled_from(["V100-SXM2-16GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "L4", "B200"]))
+def test_fp32_attention_runs_below_peak_and_its_backward_costs_more(
+        b: int, h: int, s: int, d: int, name: str) -> None:
+    """A fused fp32 attention (SIMT products, no matrix units) never runs above the GPU's fp32
+    peak, and its backward (2.5 x the forward's FLOPs) takes at least twice its time."""
+    gpu = load_catalog().gpus[name]
+    q, per = f"{b}x{h}x{s}x{d}", 4.0 * b * h * s * d
+    rows = [{"op": "_scaled_dot_product_efficient_attention", "flops": 4.0 * b * h * s * s * d,
+             "dtype": "float32", "bytes_read": 3 * per, "bytes_written": per,
+             "shapes": f"{q};{q};{q}", "bound": "compute"},
+            {"op": "_scaled_dot_product_efficient_attention_backward",
+             "flops": 10.0 * b * h * s * s * d, "dtype": "float32", "bytes_read": 5 * per,
+             "bytes_written": 3 * per, "shapes": f"{q};{q};{q};{q};{q};{b}x{h}x{s};;",
+             "bound": "compute"}]
+    t = compute.kernel_op_times(rows, gpu, "fp32")["flop_s"]
+    assert np.all(np.array([r["flops"] for r in rows]) / t <= gpu.fp32_tflops * 1e12)
+    assert t[1] >= 2 * t[0]

@@ -286,8 +286,8 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
     shapes (``"64x512;512x1024"``): ``mm``/``matmul`` (A, B), ``addmm``/``baddbmm`` (bias, A, B),
     ``bmm`` (A, B), convolutions and their backward (implicit GEMM, module docstring; ``m`` of a
     forward from its FLOPs, so stride and padding need not be known), attention kernels
-    (query ``B x H x S x D``: one ``S x S x D`` product per head). ``[]`` when the op runs no
-    GEMM or its shapes are not recorded."""
+    (:func:`_attention_products`: two products per head forward, five backward). ``[]`` when
+    the op runs no GEMM or its shapes are not recorded."""
     name = op.removeprefix("aten::")
     try:
         dims = parse_shapes(shapes) if shapes else []
@@ -298,11 +298,38 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
         if family == "conv" and dims:
             return _conv_products(name, dims, flops)
         if family == "attention" and dims and len(dims[0]) == 4:
-            bsz, heads, seq, head_dim = (float(d) for d in dims[0])
-            return [(seq, seq, head_dim, bsz * heads)]
+            return _attention_products(name, dims)
     except (IndexError, ValueError, ZeroDivisionError):
         return []
     return []
+
+
+def _attention_products(name: str, dims: list[list[int]]
+                        ) -> list[tuple[float, float, float, float]]:
+    """The products of a fused attention kernel, as torch's FLOP counter counts them
+    (``sdpa_flop_count``, ``sdpa_backward_flop_count``), per batch and head: forward the scores
+    ``Q K^T`` (``s_q x s_k x d``) and the output ``P V`` (``s_q x d_v x s_k``), ``4 s_q s_k d``
+    FLOPs for ``d_v = d``; backward the scores again, ``dP = dO V^T`` (``s_q x s_k x d_v``),
+    ``dV = P^T dO`` (``s_k x d_v x s_q``), ``dK = dS^T Q`` (``s_k x d x s_q``) and ``dQ = dS K``
+    (``s_q x d x s_k``), ``10 s_q s_k d``. Inputs: ``_scaled_dot_product_*`` ops record
+    ``B x H x S x D`` tensors (query, key, value; the backward's grad_out first), the lower-level
+    ``_flash_attention_*`` and ``_efficient_attention_*`` ``B x S x H x D``."""
+    backward = name.endswith("_backward")
+    first = 1 if backward else 0  # the query (the backward's grad_out has its shape too)
+    bshd = name.startswith(("_flash_attention", "_efficient_attention"))
+
+    def bhsd(i: int) -> tuple[float, float, float, float]:
+        shape = dims[i] if i < len(dims) and len(dims[i]) == 4 else dims[first]
+        b, x, y, d = (float(v) for v in shape)
+        return (b, y, x, d) if bshd else (b, x, y, d)
+
+    bsz, heads, sq, d = bhsd(first)
+    sk, dv = bhsd(first + 1)[2], bhsd(first + 2)[3]
+    bh = bsz * heads
+    if not backward:
+        return [(sq, sk, d, bh), (sq, dv, sk, bh)]
+    return [(sq, sk, d, bh), (sq, sk, dv, bh), (sk, dv, sq, bh), (sk, d, sq, bh),
+            (sq, d, sk, bh)]
 
 
 REREAD_INPUTS: dict[str, tuple[int, ...]] = {
