@@ -177,3 +177,19 @@ def test_a_user_gpu_takes_a_shipped_alias_name_and_a_repointed_guess_loses_its_r
     path.write_text('[gpu.MY]\nfp32_tflops = 1\nmem_bw_gbs = 10\n[alias]\nMY = "T4"\n')
     with pytest.raises(TraincastError, match="'MY' is the name of the GPU entry"):
         load_catalog(path)
+
+
+def test_per_op_flags_on_features_without_a_per_op_table_are_refused(tmp_path: Path) -> None:
+    """--tf32-matmul and --memory-format change how a per-op table is priced: on aggregate
+    features they would change nothing while the setup line said they had."""
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    path = _json(tmp_path, FEATS)
+    for flags in (["--tf32-matmul"], ["--memory-format", "nhwc"]):
+        r = CliRunner().invoke(app, ["predict", "--features", str(path), *flags])
+        assert isinstance(r.exception, TraincastError)  # exit 2 under traincast's main
+        assert "the file has no per-op table" in str(r.exception)
+    r = CliRunner().invoke(app, ["predict", "--features", str(path)])
+    assert r.exit_code == 0, r.output

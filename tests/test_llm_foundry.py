@@ -236,3 +236,20 @@ def test_a_bad_gemm_fraction_names_the_table_and_field(tmp_path: Any, entry: str
                     'mfu_percent = 46.44\nsource = "x"\n' + entry)
     with pytest.raises(TraincastError, match=r"rows\.toml: \[gemm_fraction\..*\]: " + match):
         compare_table(path)
+
+
+def test_a_forecast_above_every_published_mfu_is_said_to_be_optimistic() -> None:
+    """The highest MFU of the shipped published runs is llm-foundry's MPT-7B at 2,048 tokens
+    on 8 A100 80 GB, 64.23% (its README's MFU column); a forecast above it gets one line."""
+    from traincast.cli.common import console, print_mfu_caution
+    from traincast.parallel.validation import best_published_mfu
+
+    best, run = best_published_mfu()
+    assert best == 64.23 and "mpt-7b s2048" in run
+    with console.capture() as out:
+        print_mfu_caution([("#1", 79.0), ("#2", 60.0)])
+    text = " ".join(out.get().split())
+    assert "MFU (#1 79%) is above the highest of the published runs" in text and "#2" not in text
+    with console.capture() as out:
+        print_mfu_caution([("this job", 64.0)])
+    assert out.get() == ""

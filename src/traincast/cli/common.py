@@ -463,3 +463,18 @@ def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
         return f"{head}."
     return (f"{head}: each GPU held out of a fit, priced {how}, had a median |error| of "
             f"{held_out_text(ranges, families, with_sum=False)} (docs/validation.md).")
+
+
+def print_mfu_caution(mfu_percent: list[tuple[str, float]]) -> None:
+    """One dim line when a forecast's model FLOPs utilization (``(label, MFU %)``) is above the
+    highest of the published runs traincast checks (``parallel.validation.best_published_mfu``):
+    more than any of them reached, so an optimistic forecast (docs/validation.md)."""
+    from traincast.parallel.validation import best_published_mfu
+
+    best, run = best_published_mfu()
+    over = [(label, m) for label, m in mfu_percent if m > best]
+    if over:
+        said = ", ".join(f"{label} {m:.0f}%" for label, m in over)
+        console.print(f"MFU ({said}) is above the highest of the published runs traincast "
+                      f"checks, {best:.1f}% ({run}): no published run reached it, so read it "
+                      "as optimistic (docs/validation.md)", style="dim", highlight=False)

@@ -22,6 +22,7 @@ from traincast.cli.common import (
     console,
     one_of,
     print_json,
+    print_mfu_caution,
     within,
 )
 from traincast.cli.tables import Table, print_table
@@ -188,6 +189,8 @@ def plan(
     print_assumed_line(result["assumed"])
     _table("Fastest configurations", result["top"], overlap=overlap)
     _note_above_peak(result, kwargs["catalog"])
+    print_mfu_caution([(f"#{r['rank']}", mfu) for r in result["top"][:1]
+                       if (mfu := _mfu(r, result["dtype"], kwargs["catalog"])) is not None])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))
@@ -339,6 +342,16 @@ def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
 def _and(xs: list[Any], word: str = "and") -> str:
     words = [str(x) for x in xs]
     return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
+
+
+def _mfu(row: dict[str, Any], dtype: str, catalog: Any) -> float | None:
+    """A plan row's model FLOPs utilization in %: model TFLOP/s per GPU over the dense peak
+    of ``dtype`` (None where the GPU or its peak is unknown)."""
+    try:
+        peak = catalog.gpu(row["gpu"]).peak_tflops(dtype)
+    except KeyError:
+        return None
+    return 100 * row["model_tflops_per_gpu"] / peak if peak > 0 else None
 
 
 def _note_above_peak(result: dict[str, Any], catalog: Any) -> None:

@@ -30,6 +30,7 @@ from traincast.cli.common import (
     one_of,
     parse_number,
     print_json,
+    print_mfu_caution,
     trust_text,
     within,
 )
@@ -353,6 +354,13 @@ def predict(
                                 embedding_bytes, input_bytes, amp, ops=per_op)
     if not per_op:
         feats = {k: v for k, v in feats.items() if k != "ops"}
+    if not feats.get("ops") and (memory_format != "nchw" or tf32_matmul):
+        raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "
+                             "priced; these features are priced from aggregate features (" + (
+                                 "--aggregate" if not per_op else "the file has no per-op "
+                                 "table") + ")",
+                             hint="profile with its per-op table (traincast profile -o FILE, "
+                                  "without --no-ops), and leave out --aggregate")
     setup = {"synthetic_inputs": synthetic_inputs, "memory_format": memory_format,
              "tf32_matmul": tf32_matmul}
     feats = apply_setup(feats, **setup)
@@ -482,9 +490,13 @@ def render_hybrid(result: dict[str, Any]) -> None:
                   f"[bold]{fmt_seconds(time_s['total'])}[/bold]", "100%")
     console.print(table)
     mem = result["memory_gb"]
+    peak = result["hardware"].get("peak_tflops") or 0.0
+    mfu = 100 * result["model_tflops_per_gpu"] / peak if peak > 0 else None
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
                   f"{result['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
-                  f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU. Memory per GPU "
+                  f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
+                  + (f" (MFU {mfu:.0f}% of the {peak:g} TFLOP/s dense peak)" if mfu else "")
+                  + ". Memory per GPU "
                   f"{fmt_bytes(mem['total'] * 1e9)} of "
                   + (fmt_bytes(mem['capacity'] * 1e9) if math.isfinite(mem["capacity"]) else
                      "a capacity the entry does not give (not checked)")
@@ -502,3 +514,5 @@ def render_hybrid(result: dict[str, Any]) -> None:
     console.print(Text("assumed: " + result["assumed"]["text"] + ".", style="dim"))
     for warning in result["warnings"]:
         console.print(Text("warning: " + warning + ".", style="yellow"))
+    if mfu is not None:
+        print_mfu_caution([("this job", mfu)])

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import tomllib
 from pathlib import Path
@@ -95,6 +96,18 @@ def table_rows(name: str | Path) -> dict[str, Any]:
     if not isinstance(table.get("row"), list) or not table["row"]:
         raise TraincastError(f"{path}: no [[row]] tables", hint="one [[row]] per published run")
     return table
+
+
+@functools.cache
+def best_published_mfu() -> tuple[float, str]:
+    """The highest model FLOPs utilization (MFU, model FLOP/s over the dense peak of the run's
+    precision, in %) of the shipped published runs that give one (``mfu_percent`` of
+    ``llm_foundry.toml`` and ``published_llm.toml``), and that row (its run, its table): a
+    forecast above it is more than any published run reached, worth saying under it."""
+    rows = [(float(r["mfu_percent"]), f"{r.get('run') or r.get('model', '')} ({name})")
+            for name in ("llm_foundry.toml", "published_llm.toml")
+            for r in package_toml(name)["row"] if "mfu_percent" in r]
+    return max(rows, key=lambda x: x[0])
 
 
 def megatron_2021_rows() -> dict[str, Any]:
