@@ -83,6 +83,8 @@ def _show_value(key: str, value: Any) -> str:
                          for k, v in value.items())
     elif isinstance(value, tuple):
         text = f"{len(value)} points: " + ", ".join(f"{v:g}" for v in value)
+    elif key == "compute_capability":
+        text = f"{value:.1f}"  # a version, 9.0: major.minor
     elif isinstance(value, float):
         text = f"{value:g}"
     else:

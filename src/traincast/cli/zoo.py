@@ -9,6 +9,7 @@ import typer
 from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, print_json
 from traincast.cli.tables import Table, print_table
+from traincast.units import fmt_sig
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo (one registry).")
 app.add_typer(zoo_app, name="zoo")
@@ -101,7 +102,8 @@ def zoo_list(json_out: JsonOpt = False,
             can += " (+profile)"
         table.add_row(r["name"], can,
                       _millions(r["params"]), str(r["default_batch"] or "-"),
-                      f"{fwd / 1e9:.4g}" if fwd else "-", f"{train / 1e9:.4g}" if train else "-",
+                      fmt_sig(fwd / 1e9, 4) if fwd else "-",
+                      fmt_sig(train / 1e9, 4) if train else "-",
                       ", ".join(r["aliases"]) or "-")
     print_table(table, console)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
