@@ -640,3 +640,23 @@ def test_fp32_attention_runs_below_peak_and_its_backward_costs_more(
     t = compute.kernel_op_times(rows, gpu, "fp32")["flop_s"]
     assert np.all(np.array([r["flops"] for r in rows]) / t <= gpu.fp32_tflops * 1e12)
     assert t[1] >= 2 * t[0]
+
+
+def test_every_shipped_op_s_products_do_its_flops() -> None:
+    """Each compute op of the shipped zoo tables that runs GEMM products (products, batched
+    products, convolutions as implicit GEMMs, fused attention) is priced as products whose
+    FLOPs, 2 m n k per batch, are the op's own (within 2%: a convolution's padding): a product
+    left out would price the op faster than its work."""
+    import json
+    from importlib import resources
+
+    models = json.loads(resources.files("traincast.zoo").joinpath("ops.json").read_text())
+    checked = 0
+    for rec in models["models"].values():
+        for o in rec["ops"]:
+            products = kernels.op_gemm_products(o["op"], o.get("shapes", ""), o["flops"])
+            if products and o["flops"] > 0:
+                done = sum(2 * m * n * k * b for m, n, k, b in products)
+                assert done == pytest.approx(o["flops"], rel=0.02), (o["op"], o["shapes"])
+                checked += 1
+    assert checked > 3000
