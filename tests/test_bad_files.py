@@ -167,7 +167,8 @@ def test_a_user_gpu_takes_a_shipped_alias_name_and_a_repointed_guess_loses_its_r
     overrides only fp32_tflops of a shipped GPU (a power cap) is not held to the shipped lanes;
     an alias naming a GPU entry of the same or an earlier file is an error."""
     path = tmp_path / "c.toml"
-    path.write_text("[gpu.A100]\nfp32_tflops = 19.5\nmem_bw_gbs = 2039\n"
+    path.write_text("[gpu.K80.datasheet]\nmem_bw_gbs = 240\n"  # a shipped entry first
+                    "[gpu.A100]\nfp32_tflops = 19.5\nmem_bw_gbs = 2039\n"
                     '[alias]\nG2 = "L4"\n'
                     "[gpu.H100-SXM5-80GB.datasheet]\nfp32_tflops = 40\n")
     cat = load_catalog(path)

@@ -258,3 +258,11 @@ def test_help_at_80_columns_shows_no_value_for_a_flag() -> None:
     catalog = next(ln for ln in lines if ln.startswith("│ --catalog "))
     assert "FILE" in catalog
     assert len(amp) - 2 - amp.index("Mixed precision") >= 30, amp  # the description column
+
+
+def test_long_job_ids_keep_their_ends() -> None:
+    from traincast.cli.whatif import _job_label
+
+    assert _job_label("application_1506638472019_10239") == "appl…9_10239"
+    assert _job_label("job-12") == "job-12"
+    assert len(_job_label("c9c620ea-4336-c1a9-8abe-e26bd13076b8")) == 12

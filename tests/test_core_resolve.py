@@ -570,6 +570,9 @@ def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
             "weight_bytes": [1e8] * 4, "input_bytes": [1e7] * 4}
     r = resolve(jobs, cat)  # the fourth: 2 GPUs over 4 workers, n / m = 0.5 each
     assert r.reason.tolist() == [OK] * 4 and r.share.tolist() == [1.0, 0.5, 0.5, 0.5]
+    # gpus_per_worker given as 0 (workers without a GPU, an evaluator's elsewhere): no share
+    zero = resolve({**jobs, "gpus_per_worker": [np.nan, np.nan, 0.5, 0.0]}, cat)
+    assert zero.share.tolist()[3] == 1.0
     bd = predict_table(jobs, cat)
     whole = 4e12 / flop_bps + 2e10 / mem_bps
     assert math.isclose(bd.compute[0], whole, rel_tol=1e-9)

@@ -106,6 +106,15 @@ def test_attention_runs_the_products_torch_counts() -> None:
     low = kernels.op_gemm_products("_flash_attention_forward",
                                    "2x100x8x64;2x300x8x64;2x300x8x64", 0)
     assert low == [(100, 300, 64, 16), (100, 64, 300, 16)]
+    # grouped-query cross attention (32 query heads over 8 key/value heads, 100 queries over
+    # 300 keys, d 128, d_v 64; the backward's grad_out first): torch's sdpa_flop_count and
+    # sdpa_backward_flop_count give 737,280,000 and 1,966,080,000 FLOPs
+    q, k, v, o = "2x32x100x128", "2x8x300x128", "2x8x300x64", "2x32x100x64"
+    fwd = kernels.op_gemm_products("_scaled_dot_product_efficient_attention", f"{q};{k};{v}", 0)
+    bwd = kernels.op_gemm_products("_scaled_dot_product_efficient_attention_backward",
+                                   f"{o};{q};{k};{v};{o};2x32x100;;", 0)
+    assert sum(2 * m * n * kk * b for m, n, kk, b in fwd) == 737_280_000
+    assert sum(2 * m * n * kk * b for m, n, kk, b in bwd) == 1_966_080_000
 
 
 def test_one_parser_of_recorded_shapes() -> None:

@@ -284,8 +284,10 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     """``(flop_s, mem_s)`` with the measured-kernel model where it applies: rows whose math
     dtype is fp32 and whose shapes give GEMM products take the sum of their products'
     ``kernels.simt_gemm_time_s`` (tile, wave, split-K, tile traffic and DRAM terms in one, the
-    fastest candidate tile times the library-choice factor of a batched or single product); rows
-    without FLOPs move their bytes at ``mem_bw_gbs f_family``."""
+    fastest candidate tile times the library-choice factor of a batched or single product); a
+    fused attention's products without their DRAM terms (its scores stay on chip), the op no
+    faster than its recorded bytes at ``mem_bw_gbs f_elementwise``; rows without FLOPs move
+    their bytes at ``mem_bw_gbs f_family``."""
     sms = kernels.gpu_sms(gpu)
     rate = kernels.simt_rate_flops(gpu, params)
     bw = float(gpu.mem_bw_gbs) * 1e9
@@ -297,14 +299,21 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
         op_names = np.array([str(o["op"]) for o in ops], dtype=str)
         unique, inverse = np.unique(op_names, return_inverse=True)
-        conv = np.array([op_family(n.removeprefix("aten::")) == "conv" for n in unique],
-                        dtype=bool)[inverse][g["row"]]
+        family = np.array([op_family(n.removeprefix("aten::")) for n in unique])[inverse]
+        conv = (family == "conv")[g["row"]]
         sel = fp32[g["row"]] & ~conv
+        # a fused attention keeps its scores on chip: its products move no DRAM bytes, the
+        # kernel its inputs and outputs (no faster than those at the element-wise fraction)
+        fused = family == "attention"
         t = kernels.simt_gemm_time_s(g["m"], g["n"], g["k"], g["batch"], sms,
                                      kernels.simt_issue_ratio(gpu), rate,
-                                     kernels.simt_clock_hz(gpu, params), bw, params,
+                                     kernels.simt_clock_hz(gpu, params),
+                                     np.where(fused[g["row"]], np.inf, bw), params,
                                      choice=kernels.library_choice(params, op_names)[g["row"]])
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
+        io_s = kernels.memory_kernel_time_s(cols["bytes"] * scale, bw,
+                                            params.get("f_elementwise", 1.0))
+        per_op = np.where(fused, np.maximum(per_op, io_s), per_op)
         priced = np.bincount(g["row"][sel], minlength=len(ops)) > 0
         flop_s = np.where(priced, per_op, flop_s)
         mem_s = np.where(priced, 0.0, mem_s)

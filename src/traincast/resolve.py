@@ -244,8 +244,9 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     if cols.given("n_ps"):
         p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
     held = n / m  # GPUs of one replica (a fraction: a shared GPU)
-    if cols.given("gpus_per_worker"):
-        held = np.where(cols["gpus_per_worker"] > 0, cols["gpus_per_worker"], held)
+    if cols.given("gpus_per_worker"):  # given: its value (0, a worker without one: no share)
+        gpw = cols["gpus_per_worker"]
+        held = np.where(gpw > 0, gpw, np.where(np.isnan(gpw), held, 1.0))
     share = np.where((held > 0) & (held < 1), held, 1.0)
     return {"n": n, "g": g, "nodes": np.ceil(n / g), "m": m, "k": k, "p": p, "share": share}
 

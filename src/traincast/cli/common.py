@@ -465,16 +465,18 @@ def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
             f"{held_out_text(ranges, families, with_sum=False)} (docs/validation.md).")
 
 
-def print_mfu_caution(mfu_percent: list[tuple[str, float]]) -> None:
+def print_mfu_caution(mfu_percent: list[tuple[str, float]], dtype: str) -> None:
     """One dim line when a forecast's model FLOPs utilization (``(label, MFU %)``) is above the
-    highest of the published runs traincast checks (``parallel.validation.best_published_mfu``):
-    more than any of them reached, so an optimistic forecast (docs/validation.md)."""
+    highest of the published runs of its precision ``dtype`` that traincast checks
+    (``parallel.validation.best_published_mfu``): more than any of them reached, so an
+    optimistic forecast (docs/parallelism.md)."""
     from traincast.parallel.validation import best_published_mfu
 
-    best, run = best_published_mfu()
+    best, run = best_published_mfu(dtype)
     over = [(label, m) for label, m in mfu_percent if m > best]
     if over:
         said = ", ".join(f"{label} {m:.0f}%" for label, m in over)
-        console.print(f"MFU ({said}) is above the highest of the published runs traincast "
-                      f"checks, {best:.1f}% ({run}): no published run reached it, so read it "
-                      "as optimistic (docs/validation.md)", style="dim", highlight=False)
+        console.print(f"MFU ({said}) is above the highest of the published {dtype} runs "
+                      f"traincast checks, {best:.1f}% ({run}): no published run reached it, so "
+                      "read it as optimistic (docs/parallelism.md)", style="dim",
+                      highlight=False)

@@ -190,7 +190,8 @@ def plan(
     _table("Fastest configurations", result["top"], overlap=overlap)
     _note_above_peak(result, kwargs["catalog"])
     print_mfu_caution([(f"#{r['rank']}", mfu) for r in result["top"][:1]
-                       if (mfu := _mfu(r, result["dtype"], kwargs["catalog"])) is not None])
+                       if (mfu := _mfu(r, result["dtype"], kwargs["catalog"])) is not None],
+                      result["dtype"])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))

@@ -340,27 +340,28 @@ def predict(
         else:
             render_hybrid(result)
         return
-    from traincast.validation.published import apply_setup, setup_of
+    from traincast.validation.published import apply_setup, memory_layout, setup_of
 
     if batch is not None and model is None:
         raise TraincastError("--batch applies to --model: a features file holds the batch it "
                              "was profiled at, and --flops the work of one iteration",
                              hint="profile again with --batch N, or give --model")
-    if flops is not None and (memory_format != "nchw" or tf32_matmul):
+    per_op_flags = memory_layout(memory_format) != "nchw" or tf32_matmul
+    if per_op_flags and (flops is not None or not per_op):
         raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "
-                             "priced; --flops gives aggregate features, which have none",
-                             hint="give --model or --features FILE (traincast profile -o)")
+                             "priced; " + ("--flops gives aggregate features, which have none"
+                                           if flops is not None else "--aggregate leaves it out"),
+                             hint="give --model or --features FILE (traincast profile -o)"
+                             if flops is not None else "leave out --aggregate")
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                 embedding_bytes, input_bytes, amp, ops=per_op)
     if not per_op:
         feats = {k: v for k, v in feats.items() if k != "ops"}
-    if not feats.get("ops") and (memory_format != "nchw" or tf32_matmul):
+    if per_op_flags and not feats.get("ops"):
         raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "
-                             "priced; these features are priced from aggregate features (" + (
-                                 "--aggregate" if not per_op else "the file has no per-op "
-                                 "table") + ")",
-                             hint="profile with its per-op table (traincast profile -o FILE, "
-                                  "without --no-ops), and leave out --aggregate")
+                             "priced; the file has no per-op table",
+                             hint="profile with it: traincast profile MODEL -o FILE (without "
+                                  "--no-ops)")
     setup = {"synthetic_inputs": synthetic_inputs, "memory_format": memory_format,
              "tf32_matmul": tf32_matmul}
     feats = apply_setup(feats, **setup)
@@ -515,4 +516,4 @@ def render_hybrid(result: dict[str, Any]) -> None:
     for warning in result["warnings"]:
         console.print(Text("warning: " + warning + ".", style="yellow"))
     if mfu is not None:
-        print_mfu_caution([("this job", mfu)])
+        print_mfu_caution([("this job", mfu)], job["dtype"])

@@ -242,9 +242,10 @@ JOB_LABEL_MAX = 12
 
 def _job_label(job_id: Any) -> str:
     """A job id as a table shows it: whole up to :data:`JOB_LABEL_MAX` characters, else its
-    first ones and ``…``."""
+    first four and last seven around ``…`` (ids that share a prefix, Philly's
+    ``application_1506638472019_NNNNN``, differ at their end)."""
     text = str(job_id)
-    return text if len(text) <= JOB_LABEL_MAX else text[:JOB_LABEL_MAX - 1] + "…"
+    return text if len(text) <= JOB_LABEL_MAX else text[:4] + "…" + text[-7:]
 
 
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:

@@ -556,7 +556,7 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
 
 
 def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
-           origin: dict[tuple[str, str], str]) -> Catalog:
+           origin: dict[tuple[str, str], str], order: Mapping[str, int]) -> Catalog:
     built: dict[str, dict[str, Any]] = {}
     for kind, cls in _KINDS.items():
         built[kind] = {}
@@ -582,8 +582,7 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
         if gpu.default_node and gpu.default_node not in cat.nodes:
             raise CatalogError(f"{origin[('gpu', name)]}: [gpu.{name}] key 'default_node' "
                                f"refers to unknown node {gpu.default_node!r}")
-    order = {path: i for i, path in enumerate(dict.fromkeys(origin.values()))}
-    entries = {g.lower(): g for g in cat.gpus}
+    entries = {g.lower(): g for g in cat.gpus}  # ``order``: each file's place in the merge
     for alias, target in list(aliases.items()):
         gpu = entries.get(alias.lower())
         if gpu is None or gpu == target:
@@ -653,16 +652,16 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
         for kind in (*_KINDS, "alias", "alias_assumed"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
-    cat = _build(raw, aliases, origin)
-    order = [path for path, _ in sources]
+    order = {path: i for i, (path, _) in enumerate(sources)}
+    cat = _build(raw, aliases, origin, order)
     gpus = {g.lower() for g in cat.gpus}
     for alias in assumed:
         if alias not in aliases and alias.lower() not in gpus:  # (a GPU entry took the name)
             raise CatalogError(f"{origin[('alias_assumed', alias)]}: [alias_assumed] key "
                                f"{alias!r} is no [alias]", hint="list the alias under [alias] too")
     # an alias a later file points elsewhere without saying why keeps no earlier guess's reason
-    cat.assumed_aliases = {a: why for a, why in assumed.items() if a in aliases and order.index(
-        origin[("alias", a)]) <= order.index(origin[("alias_assumed", a)])}
+    cat.assumed_aliases = {a: why for a, why in assumed.items() if a in aliases and
+                           order[origin[("alias", a)]] <= order[origin[("alias_assumed", a)]]}
     _apply_kernel_model(cat, kernel_model)
     cat.files = [path for path, _ in sources]
     cat.compute = compute

@@ -99,15 +99,19 @@ def table_rows(name: str | Path) -> dict[str, Any]:
 
 
 @functools.cache
-def best_published_mfu() -> tuple[float, str]:
+def best_published_mfu(dtype: str = "") -> tuple[float, str]:
     """The highest model FLOPs utilization (MFU, model FLOP/s over the dense peak of the run's
     precision, in %) of the shipped published runs that give one (``mfu_percent`` of
-    ``llm_foundry.toml`` and ``published_llm.toml``), and that row (its run, its table): a
-    forecast above it is more than any published run reached, worth saying under it."""
-    rows = [(float(r["mfu_percent"]), f"{r.get('run') or r.get('model', '')} ({name})")
+    ``llm_foundry.toml`` and ``published_llm.toml``) in precision ``dtype`` (a row's own, else
+    its table's; every row when none is in it), and that row (its run, its table): a forecast
+    above it is more than any published run of its precision reached, worth saying under it."""
+    rows = [(float(r["mfu_percent"]), f"{r.get('run') or r.get('model', '')} ({name})",
+             r.get("dtype", table.get("dtype", "")))
             for name in ("llm_foundry.toml", "published_llm.toml")
-            for r in package_toml(name)["row"] if "mfu_percent" in r]
-    return max(rows, key=lambda x: x[0])
+            for table in [package_toml(name)] for r in table["row"] if "mfu_percent" in r]
+    same = [row for row in rows if row[2] == dtype] or rows
+    best = max(same, key=lambda x: x[0])
+    return best[0], best[1]
 
 
 def megatron_2021_rows() -> dict[str, Any]:

@@ -491,7 +491,7 @@ def apply_setup(feats: Mapping[str, Any], *, synthetic_inputs: bool = False,
     ``memory_format`` nhwc / channels_last: every op of the per-op table marked ``layout =
     "nhwc"`` (no cuDNN layout transposes); ``tf32_matmul``: fp32 matrix products marked TF32
     (:func:`tf32_matmuls`). The per-op marks need the profile's ``ops``."""
-    nhwc = _layout(memory_format) == "nhwc"
+    nhwc = memory_layout(memory_format) == "nhwc"
     out = dict(feats)
     if synthetic_inputs:
         out["input_bytes"] = 0.0
@@ -502,7 +502,7 @@ def apply_setup(feats: Mapping[str, Any], *, synthetic_inputs: bool = False,
     return out
 
 
-def _layout(memory_format: str) -> str:
+def memory_layout(memory_format: str) -> str:
     """``"nhwc"`` (nhwc, channels_last) or ``"nchw"``: the layout a memory format (one of
     :data:`MEMORY_FORMATS`, any case) gives the ops; another is a TraincastError."""
     fmt = str(memory_format).lower()
@@ -522,7 +522,7 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     mixed precision, asked with ``--amp`` or profiled under autocast)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
-            "memory_format": _layout(memory_format), "tf32_matmul": bool(tf32_matmul),
+            "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
             "amp": bool(amp or feats.get("amp"))}
