@@ -25,7 +25,7 @@ from traincast.cli.common import (
     print_mfu_caution,
     within,
 )
-from traincast.cli.tables import Table, print_table
+from traincast.cli.tables import RULES_OFF, Table, print_table
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import (
     ATTENTION,
@@ -298,12 +298,13 @@ def _print_replan(result: dict[str, Any]) -> None:
                   f"million tokens (preemption losses included).")
     print_assumed_line(result["assumed"])
     priced = result.get("price") is not None
-    table = Table(title="Best plan per GPU count", title_justify="left")
+    table = Table(title="Best plan per GPU count", title_justify="left", **RULES_OFF)
     cols = ["GPUs", "used", "configuration", "s/iter", "overhead", "s/M tok"]
     cols += ["$/M tok"] * priced + ["switch"]
     for col in cols:
         table.add_column(col, justify="left" if col == "configuration" else "right",
-                         no_wrap=col != "configuration", min_width=len(col),
+                         no_wrap=col != "configuration" and " " not in col,
+                         min_width=_longest_word(col),
                          overflow="fold")
     for r in result["rows"]:
         if "label" not in r:
@@ -345,6 +346,12 @@ def _and(xs: list[Any], word: str = "and") -> str:
     return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
 
 
+def _longest_word(header: str) -> int:
+    """The narrowest a column may be: its header's longest word (a header of several words
+    wraps, "mem GB" over two lines, so that a table of many columns fits 80 columns)."""
+    return max(len(w) for w in header.split())
+
+
 def _mfu(row: dict[str, Any], dtype: str, catalog: Any) -> float | None:
     """A plan row's model FLOPs utilization in %: model TFLOP/s per GPU over the dense peak
     of ``dtype`` (None where the GPU or its peak is unknown)."""
@@ -384,13 +391,14 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
     the columns below (``legend``)."""
     if not rows:
         return
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", **RULES_OFF)
     cols = ["#", "configuration", "s/iter"]
     cols += (["mem GB", "tok/s/GPU", "overhead", "s/M tok", "$/M tok"] if money else
              ["compute", "comm", "bubble", "mem GB", "tok/s/GPU", "TFLOP/s"])
     for col in cols:
         table.add_column(col, justify="left" if col == "configuration" else "right",
-                         no_wrap=col != "configuration", min_width=len(col), overflow="fold")
+                         no_wrap=col != "configuration" and " " not in col,
+                         min_width=_longest_word(col), overflow="fold")
     for r in rows:
         ts = r["time_s"]
         total = ts["total"]
