@@ -13,9 +13,11 @@ quantity is extrapolated linearly, f(B) = f(1) + (f(2) - f(1)) (B - 1); the reco
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import torch
@@ -517,6 +519,23 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
     return out
 
 
+@contextlib.contextmanager
+def _transformers_quiet() -> Iterator[None]:
+    """transformers' log at errors only while a step it built runs (its notes on a config,
+    such as the loss it picks for ``loss_type=None``, say nothing about the profile); nothing
+    when the model was not built by transformers (it is then not imported)."""
+    tl = sys.modules.get("transformers.utils.logging")
+    if tl is None:
+        yield
+        return
+    level = tl.get_verbosity()
+    tl.set_verbosity_error()
+    try:
+        yield
+    finally:
+        tl.set_verbosity(level)
+
+
 def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
                   optimizer: str = "adam", ops: bool = False, seq_len: int | None = None,
                   attention: str | None = None) -> dict[str, Any]:
@@ -546,8 +565,9 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
     try:
         built = load_spec(spec, batch_size, seq_len=seq_len, attention=attention)
         try:
-            rec = _profile(built.model, built.inputs, optimizer=optimizer, amp=amp, ops=ops,
-                           build=built.rebuild, batch=built.batch)
+            with _transformers_quiet():
+                rec = _profile(built.model, built.inputs, optimizer=optimizer, amp=amp,
+                               ops=ops, build=built.rebuild, batch=built.batch)
         except TraincastError as exc:
             if str(exc).startswith(built.label):
                 raise
