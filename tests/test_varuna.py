@@ -346,3 +346,17 @@ def test_cli_plan_bad_flags() -> None:
                               "--preemptions-per-hour", "1"])
     assert isinstance(res.exception, TraincastError)
     assert "--checkpoint-gbs" in str(res.exception)
+
+
+def test_a_preset_without_a_price_is_planned_by_time_not_by_cost() -> None:
+    """The shipped AWS file prices no B200 (sold by capacity block only): planned with an H100
+    preset, the B200 is left out of the cost ranking and named; alone, it is an error."""
+    from traincast.errors import TraincastError
+    from traincast.parallel.plan import plan
+
+    out = plan("zoo:llama3-8b", 8, "dgx-h100,dgx-b200", price="aws")
+    assert out["price"]["unpriced"] == ["dgx-b200"]
+    assert {r["node"] for r in out["by_cost"]} == {"dgx-h100"}
+    assert "dgx-b200" in {r["node"] for r in out["top"]}  # the fastest is still shown
+    with pytest.raises(TraincastError, match=r"no usd_per_gpu_hour in \[node.dgx-b200\]"):
+        plan("zoo:llama3-8b", 8, "dgx-b200", price="aws")

@@ -201,6 +201,11 @@ def plan(
                money=True)
         for nd, src in result["price"]["sources"].items():
             console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
+        if result["price"].get("unpriced"):
+            console.print(f"[dim]not priced ({escape(str(result['price']['file']))} has no "
+                          f"{market} price for it): "
+                          f"{escape(', '.join(result['price']['unpriced']))}[/dim]",
+                          highlight=False)
     _print_resilience(result)
     if "network" in result:
         _table(f"With network {result['network']['nic']}", result["network"]["top"],
@@ -316,7 +321,7 @@ def _print_replan(result: dict[str, Any]) -> None:
         cells = [str(r["gpus"]), str(r["gpus_used"]), label, fmt_sig(r["time_s"]),
                  f"x{r['overhead_factor']:.3f}", fmt_sig(r["s_per_million_tokens"])]
         if priced:
-            cells.append(f"{r['usd_per_million_tokens']:.3f}")
+            cells.append(_usd(r["usd_per_million_tokens"]))
         cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f} s")
         table.add_row(*cells)
     print_table(table, console)
@@ -329,8 +334,11 @@ def _print_replan(result: dict[str, Any]) -> None:
         if "warning" in r:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
     if priced:
+        unpriced = result["price"].get("unpriced")
         console.print(f"[dim]{result['price']['market']} prices: "
-                      f"{escape(result['price']['file'])}[/dim]", highlight=False)
+                      f"{escape(result['price']['file'])}"
+                      + (f"; none for {escape(', '.join(unpriced))} (- in the table)"
+                         if unpriced else "") + "[/dim]", highlight=False)
 
 
 def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
@@ -344,6 +352,11 @@ def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
 def _and(xs: list[Any], word: str = "and") -> str:
     words = [str(x) for x in xs]
     return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
+
+
+def _usd(value: float | None) -> str:
+    """A cost per million tokens for a table: three decimals, ``-`` where unpriced."""
+    return f"{value:.3f}" if value is not None and math.isfinite(value) else "-"
 
 
 def _longest_word(header: str) -> int:
@@ -407,7 +420,7 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
         if money:
             cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
                       f"x{r['overhead_factor']:.3f}", fmt_sig(r['s_per_million_tokens']),
-                      f"{r.get('usd_per_million_tokens', float('nan')):.3f}"]
+                      _usd(r.get("usd_per_million_tokens"))]
         else:
             share = r["share"]
             cells += [percent(share["compute"]), percent(share["comm"]),

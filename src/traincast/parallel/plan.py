@@ -11,6 +11,7 @@ gives the best plan for each of several GPU counts as machines come and go.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -302,10 +303,12 @@ def _exp_dict(exp: dict[str, Any]) -> dict[str, Any]:
 def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices, spot: bool,
                 resilience: Resilience, ckpt: float, top: int, tokens: float) -> None:
     """``price``, ``by_cost`` and, on spot, the cheapest on-demand plan for comparison."""
+    priced = [r for r in base if not math.isnan(r["usd"])]
     out["price"] = {"file": prices.path, "market": MARKETS[int(spot)],
                     "sources": {r["hw"].node: prices.source_of(r["hw"].node, r["hw"].gpu, spot)
-                                for r in base}}
-    out["by_cost"] = _ranked(base, "cost", top, tokens)
+                                for r in priced},
+                    "unpriced": [r["hw"].node for r in base if math.isnan(r["usd"])]}
+    out["by_cost"] = _ranked(priced, "cost", top, tokens)
     if not spot or any(np.isnan(prices.per_gpu_hour(r["hw"].node, r["hw"].gpu))
                        for r in base):
         return
@@ -346,10 +349,10 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
 
 def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience: Resilience,
                 ckpt: float) -> dict[str, Any]:
-    """A search result with ``usd`` (its preset's price per GPU-hour, None without prices) and
-    ``exp`` (its overhead terms on ``r["nodes"]`` nodes)."""
+    """A search result with ``usd`` (its preset's price per GPU-hour: NaN where the price file
+    has none, None without prices) and ``exp`` (its overhead terms on ``r["nodes"]`` nodes)."""
     hw = r["hw"]
-    return r | {"usd": prices.require(hw.node, hw.gpu, spot) if prices else None,
+    return r | {"usd": prices.per_gpu_hour(hw.node, hw.gpu, spot) if prices else None,
                 "exp": resilience.evaluate(r["nodes"], ckpt)}
 
 
@@ -535,6 +538,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                 for nd in nodes]
 
     base = search(None)
+    if prices and all(math.isnan(r["usd"]) for r in base):  # nothing to price: say which key
+        prices.require(base[0]["hw"].node, base[0]["hw"].gpu, spot)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
     first_attention = base[0]["knobs"]["attention"]
     out: dict[str, Any] = {
