@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -435,7 +436,7 @@ def _check_counts(arch: str, **counts: float | None) -> None:
         counts.pop("gpus")
     for name, value in counts.items():
         field = "n_gpus" if name == "gpus" else name
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, Real)):
             raise TraincastError(f"{field} must be a number, got {value!r}")
         if value is not None and not value > 0:
             raise TraincastError(f"{field} must be a positive number, got {value} "

@@ -38,6 +38,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.plan import percent
+from traincast.trace.schema import BATCH_MAX
 from traincast.units import fmt_sig
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
@@ -73,9 +74,9 @@ def plan(
         help="Node preset(s) (traincast hardware list); several separated by commas.")]
     = "dgx-a100",
     global_batch: Annotated[int | None, typer.Option(
-        callback=within(1, 1e9), help="Sequences per iteration B, from 1 to 1e9 (default: about 4M "
-        "tokens per iteration as Llama 2 trained, B = max(1, round(2^22 / s)) for sequence "
-        "length s; predict --arch hybrid has the same default).")] = None,
+        callback=within(1, BATCH_MAX), help="Sequences per iteration B, from 1 to 1e9 "
+        "(default: about 4M tokens per iteration as Llama 2 trained, B = max(1, round(2^22 / "
+        "s)) for sequence length s; predict --arch hybrid has the same default).")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="Sequence length, at least 1 (default: the model's).")]
     = None,

@@ -51,7 +51,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
-from traincast.trace.schema import COUNT_MAX
+from traincast.trace.schema import BATCH_MAX
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
@@ -116,7 +116,7 @@ def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
                                  f"{high:g}, as {flag})", hint="check the exponent")
     batch = feats.get("batch_size")  # a count: bounded as every count is
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or not 1 <= batch <= COUNT_MAX):
+                              or not 1 <= batch <= BATCH_MAX):
         raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
                              f"{batch!r}", hint="profile the model again (traincast profile)")
     memory = feats.get("memory_bytes")
@@ -242,9 +242,9 @@ def predict(
         callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
         "recipe's, else 0).")] = None,
     micro_batch: Annotated[int, typer.Option(
-        callback=within(1, 1e9), help="hybrid: sequences per micro-batch, 1 to 1e9.")] = 1,
+        callback=within(1, BATCH_MAX), help="hybrid: sequences per micro-batch, 1 to 1e9.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
-        callback=within(1, 1e9), help="hybrid: sequences per iteration B, 1 to 1e9 (default: "
+        callback=within(1, BATCH_MAX), help="hybrid: sequences per iteration B, 1 to 1e9 (default: "
         "about 4M tokens, B = k max(1, round(2^22 / (s k))) with k = dp x micro-batch, x pp "
         "with --vp > 1; the default of traincast plan).")] = None,
     seq: Annotated[int | None, typer.Option(

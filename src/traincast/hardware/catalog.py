@@ -353,6 +353,12 @@ their datasheets quote the peak at 1980 MHz, the catalog the clock MAMF reproduc
 SM count, a clock or a peak typed wrong is off by far more."""
 
 
+def _value_keys(kind: str) -> set[str]:
+    """The keys of a ``kind`` table that hold a value (not a table of citations)."""
+    return _FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind] | _ARRAY_KEYS[kind] | \
+        _MAP_KEYS[kind]
+
+
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """Type- and range-check one table's keys (:data:`_UPPER` bounds some from above);
     returns the cleaned values."""
@@ -403,9 +409,7 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a table of field = "
                                    f"\"citation\", got {value!r}")
             value = {str(k): v for k, v in value.items()}
-            fields = _FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind] | \
-                _ARRAY_KEYS[kind] | _MAP_KEYS[kind]
-            if odd := sorted(set(value) - fields):
+            if odd := sorted(set(value) - _value_keys(kind)):
                 raise CatalogError(f"{where} key {key!r} cites no field of the entry: "
                                    f"{', '.join(odd)}", hint="a source names the key it cites")
         elif key in _INT_KEYS[kind]:
@@ -418,8 +422,7 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key 'device' must be \"cuda\" or \"cpu\", "
                                    f"got {value!r}")
         else:
-            known = sorted(_FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind]
-                           | _ARRAY_KEYS[kind] | _MAP_KEYS[kind] | _SOURCE_MAPS[kind])
+            known = sorted(_value_keys(kind) | _SOURCE_MAPS[kind])
             raise CatalogError(f"{where} unknown key {key!r}; known keys: {', '.join(known)}")
         bound = _UPPER.get((kind, key))
         if bound is not None and value > bound[0]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from traincast.hardware.catalog import Catalog
 from traincast.model import BOTTLENECK_NAME, COMPONENT_NAME, COMPONENTS
@@ -237,8 +238,8 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
     for prefix in ("arch", "best", "cheapest"):
         for column, used, known in (("node", nodes, catalog.nodes), ("gpu", gpus, catalog.gpus)):
             if rec is not None and f"{prefix}_{column}" in rec.column_names:
-                for name in sorted({v for v in rec[f"{prefix}_{column}"].to_pylist()
-                                    if isinstance(v, str) and v in known}):
+                for name in sorted(v for v in pc.unique(rec[f"{prefix}_{column}"]).to_pylist()
+                                   if isinstance(v, str) and v in known):
                     used.setdefault(name, None)
     for nd in nodes:
         for role in ("pcie", "intra", "nic"):

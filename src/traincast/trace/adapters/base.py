@@ -183,6 +183,17 @@ def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
     return Check(name, f"({x} < {lo!r} OR {x} > {hi!r})", value)
 
 
+def duration_checks(col: str, said: str = "") -> list[Check]:
+    """A source duration column's bad rows: a value that is not a finite number (reported with
+    ``said`` after it), and one outside 0 to :data:`~traincast.trace.schema.DURATION_MAX_S`
+    seconds (times may be negative, durations not)."""
+    d, raw = num(col), f"CAST({q(col)} AS VARCHAR)"
+    return [Check(col, f"{present(q(col))} AND {d} IS NULL", raw + (f" || {lit(said)}" if said
+                                                                    else "")),
+            bound_check(col, raw, 0, DURATION_MAX_S, f"seconds from 0 to {DURATION_MAX_TEXT}",
+                        d)]
+
+
 def typed(name: str) -> str:
     """The SQL name of canonical column ``name``'s typed value while a plan is staged."""
     return f'"_t_{name}"'
@@ -828,9 +839,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         censored = censored_of(fields, cols) if censored_of else "FALSE"
         rel = relation(path)
         checks = checks_of(cols) if checks_of else []
-        described = con.execute(f"SELECT * FROM {rel} LIMIT 0").description
-        if any(d[0] == EXTRA for d in described):  # read as CSV (csv_relation)
-            checks.insert(0, extra_field_check(len([c for c in cols if c != "_row"])))
+        if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
+            checks.insert(0, extra_field_check(len(_dialect(path)[2])))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])

@@ -21,13 +21,12 @@ from traincast.trace.adapters.base import (
     Check,
     Field,
     Plan,
-    bound_check,
+    duration_checks,
     file_plans,
     num,
     present,
     text,
 )
-from traincast.trace.schema import DURATION_MAX_S, DURATION_MAX_TEXT
 
 NAME = "elasticflow"
 REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
@@ -49,15 +48,13 @@ def _checks(_: list[str]) -> list[Check]:
     """A duration is seconds from 0 to the longest job (times may be negative, durations
     not); a duration that is not a finite number, or one without a submission time (the end
     is submission_time + duration), is named at its own field."""
-    return [Check("duration", f"{present('duration')} AND {num('duration')} IS NULL",
-                  "CAST(duration AS VARCHAR) || ' (not a finite number of seconds)'"),
+    parsed, bound = duration_checks("duration", " (not a finite number of seconds)")
+    return [parsed,
             Check("submission_time",
                   f"NOT {present('submission_time')} AND {present('duration')}",
                   "ltrim(coalesce(CAST(submission_time AS VARCHAR), '') || ' (missing: the "
                   "job ends at submission_time + duration)')"),
-            bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
-                        f"seconds from 0 to {DURATION_MAX_TEXT}",
-                        num("duration"))]
+            bound]
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],

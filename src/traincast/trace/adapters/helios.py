@@ -25,6 +25,7 @@ from traincast.trace.adapters.base import (
     Field,
     Plan,
     bound_check,
+    duration_checks,
     file_plans,
     num,
     present,
@@ -32,7 +33,7 @@ from traincast.trace.adapters.base import (
     ts,
     unfinished,
 )
-from traincast.trace.schema import COUNT_MAX, DURATION_MAX_S, DURATION_MAX_TEXT
+from traincast.trace.schema import COUNT_MAX
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")
@@ -69,11 +70,7 @@ def _checks(cols: list[str]) -> list[Check]:
                 bound_check("node_num", "CAST(node_num AS VARCHAR)", 0, COUNT_MAX,
                             f"a count from 0 to {COUNT_MAX:,}", n)]
     if "duration" in cols:
-        d = num("duration")
-        out += [Check("duration", f"{present('duration')} AND {d} IS NULL",
-                      "CAST(duration AS VARCHAR)"),
-                bound_check("duration", "CAST(duration AS VARCHAR)", 0, DURATION_MAX_S,
-                            f"seconds from 0 to {DURATION_MAX_TEXT}", d)]
+        out += duration_checks("duration")
     return out
 
 
