@@ -82,6 +82,8 @@ def test_counts_and_gpu_time(tiny: pa.Table) -> None:
     assert r["by_gpu_type"]["V100"]["jobs"] == 4 and r["by_gpu_type"]["unknown"]["jobs"] == 1
     assert r["by_gpu_type"]["V100"]["gpu"] == "V100-SXM2-16GB"
     assert r["cdf"]["gpus_per_job"] == {"value": [0, 1, 4, 8], "cdf": [0.2, 0.6, 0.8, 1.0]}
+    # the 4 jobs with GPUs: 1, 1, 4, 8
+    assert r["cdf"]["gpus_per_job_with_gpus"] == {"value": [1, 4, 8], "cdf": [0.5, 0.75, 1.0]}
     d = r["cdf"]["duration_s"]
     assert d["value"][0] == 10 and d["value"][50] == 30 and d["value"][-1] == 100
     assert r["flags"]["zero_gpu"] == 1 and r["flags"]["arch_inferred"] == 0
@@ -192,6 +194,22 @@ def test_censored_gpu_time_on_the_command_line(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["gpu_time_s"] == 100 + 100 and out["gpu_time_lower_bound"] is True
+
+
+def test_gpus_per_job_row_leaves_out_jobs_without_gpus(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    path = tmp_path / "g.csv"  # 3 jobs without GPUs, then 1, 2 and 8 GPUs
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s\n"
+                    + "".join(f"j{i},{g},0,10\n" for i, g in enumerate([0, 0, 0, 1, 2, 8])))
+    res = CliRunner().invoke(app, ["characterize", str(path), "--db", str(tmp_path / "g.duckdb")],
+                             env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    row = next(line for line in res.output.splitlines() if "GPUs per job (with GPUs)" in line)
+    # p10 p50 p90 p99 max over 1, 2, 8: the least count whose share of the 3 jobs reaches p
+    assert [c for c in row.split() if c != "│"][-5:] == ["1", "2", "8", "8", "8"]
 
 
 def test_a_given_breakdown_is_used_as_it_is(tiny: pa.Table,

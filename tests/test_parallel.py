@@ -169,6 +169,8 @@ def test_model_flops_by_hand() -> None:
     assert out["model_tflops_per_gpu"] == pytest.approx(
         flops / (out["time_s"]["total"] * 8) / 1e12)
     assert out["tokens_per_s_per_gpu"] == pytest.approx(tokens / (out["time_s"]["total"] * 8))
+    # MFU over the A100's dense bf16 peak, 312 TFLOP/s (NVIDIA A100 datasheet)
+    assert out["mfu"] == pytest.approx(flops / (out["time_s"]["total"] * 8) / 312e12)
     parts = sum(out["time_s"][k] for k in ("data_io", "compute_flop", "compute_mem", "comm",
                                            "bubble"))
     assert parts == pytest.approx(out["time_s"]["total"])

@@ -147,6 +147,8 @@ def test_model_tflops_above_the_peak_are_explained() -> None:
     rows = json.loads(runner.invoke(app, [*args, "--seq", "131072", "--json"]).output)["top"]
     # the H100 SXM's dense bf16 peak, NVIDIA's datasheet: 989.4 TFLOP/s
     above = [r["rank"] for r in rows if r["model_tflops_per_gpu"] > 989.4]
+    assert [r["rank"] for r in rows if r["mfu"] > 1] == above
+    assert rows[0]["mfu"] == pytest.approx(rows[0]["model_tflops_per_gpu"] / 989.4, rel=1e-3)
     assert above, "the full-square count at 131k tokens should exceed the peak"
     assert f"TFLOP/s of #{above[0]}" in long.output
     assert "full attention square" in long.output

@@ -28,6 +28,11 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"did you mean {best!r}? " if best else ""
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters for an error line, ``...`` marking the cut."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class NoSuchFileError(TraincastError, FileNotFoundError):
     """A file the user named does not exist: the message names it (``PATH: no such WHAT
     file``), the hint says where relative paths are looked for."""

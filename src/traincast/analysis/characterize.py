@@ -13,7 +13,9 @@ plain data (the keys of docs/traces.md):
   any; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
   gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
-* ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs) and
+* ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs),
+  ``gpus_per_job_with_gpus`` (the same over the jobs with at least one GPU, as the
+  architecture shares count them) and
   ``duration_s`` (``p`` -> quantile ``value``; finished jobs with a known end and a
   non-negative duration, ``jobs_with_duration`` of them: the running time of a censored job
   is a lower bound, not a duration, even where the trace gives the trace end as its end,
@@ -180,6 +182,11 @@ def job_gpu_time_s(jobs: pa.Table | Mapping[str, Any]) -> NDArray[np.float64]:
     return _gpu_time_s(_floats(cols, "n_gpus", n), duration, open_s)
 
 
+def _cdf(values: NDArray[np.float64], counts: NDArray[np.int64]) -> dict[str, list[float]]:
+    """``{"value", "cdf"}``: each value and the fraction of the counts at or below it."""
+    return {"value": values.tolist(), "cdf": (np.cumsum(counts) / max(counts.sum(), 1)).tolist()}
+
+
 def _gpu_time_s(gpus: NDArray[np.float64], duration_s: NDArray[np.float64],
                 open_s: NDArray[np.float64]) -> NDArray[np.float64]:
     """``gpus × duration``, else ``gpus ×`` the running time up to the trace end (NaN where
@@ -344,9 +351,8 @@ class Characterization:
             "default_hardware": self._default_hardware(),
             "by_architecture": _group_result(self.arch, ARCHITECTURES),
             "by_gpu_type": _group_result(self.types),
-            "cdf": {"gpus_per_job": {"value": values.tolist(),
-                                     "cdf": (np.cumsum(counts) / max(counts.sum(), 1)).tolist()
-                                     } if len(values) else {"value": [], "cdf": []},
+            "cdf": {"gpus_per_job": _cdf(values, counts),
+                    "gpus_per_job_with_gpus": _cdf(values[values > 0], counts[values > 0]),
                     "duration_s": _quantiles(self.durations)},
             "breakdown": {"jobs": 0, "gpus": 0.0},
         }

@@ -189,10 +189,9 @@ def plan(
                   f"memory ({result['seconds']:.2f} s).")
     print_assumed_line(result["assumed"])
     _table("Fastest configurations", result["top"], overlap=overlap)
-    _note_above_peak(result, kwargs["catalog"])
-    print_mfu_caution([(f"#{r['rank']}", mfu) for r in result["top"][:1]
-                       if (mfu := _mfu(r, result["dtype"], kwargs["catalog"])) is not None],
-                      result["dtype"])
+    _note_above_peak(result)
+    print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"]) for r in result["top"][:1]
+                       if r["mfu"] is not None], result["dtype"])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))
@@ -366,27 +365,12 @@ def _longest_word(header: str) -> int:
     return max(len(w) for w in header.split())
 
 
-def _mfu(row: dict[str, Any], dtype: str, catalog: Any) -> float | None:
-    """A plan row's model FLOPs utilization in %: model TFLOP/s per GPU over the dense peak
-    of ``dtype`` (None where the GPU or its peak is unknown)."""
-    try:
-        peak = catalog.gpu(row["gpu"]).peak_tflops(dtype)
-    except KeyError:
-        return None
-    return 100 * row["model_tflops_per_gpu"] / peak if peak > 0 else None
-
-
-def _note_above_peak(result: dict[str, Any], catalog: Any) -> None:
-    """A line under the table when a row's model TFLOP/s is above its GPU's dense peak: the
-    count takes the full attention square, the executed work of a causal mask is half."""
-    above = []
-    for r in result["top"]:
-        try:
-            peak = catalog.gpu(r["gpu"]).peak_tflops(result["dtype"])
-        except KeyError:
-            continue
-        if peak > 0 and r["model_tflops_per_gpu"] > peak:
-            above.append((r["rank"], r["gpu"], peak))
+def _note_above_peak(result: dict[str, Any]) -> None:
+    """A line under the table when a row's model TFLOP/s is above its GPU's dense peak (MFU
+    over 1): the count takes the full attention square, the executed work of a causal mask is
+    half."""
+    above = [(r["rank"], r["gpu"], r["model_tflops_per_gpu"] / r["mfu"])
+             for r in result["top"] if r["mfu"] is not None and r["mfu"] > 1]
     if above:
         ranks = _and([f"#{rank}" for rank, _, _ in above])
         _, gpu, peak = above[0]

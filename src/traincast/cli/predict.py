@@ -492,7 +492,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
     console.print(table)
     mem = result["memory_gb"]
     peak = result["hardware"].get("peak_tflops") or 0.0
-    mfu = 100 * result["model_tflops_per_gpu"] / peak if peak > 0 else None
+    mfu = None if result["mfu"] is None else 100 * result["mfu"]
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
                   f"{result['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
                   f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"

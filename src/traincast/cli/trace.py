@@ -391,6 +391,11 @@ def _cdf_at(cdf: dict[str, list[float]], p: float) -> float:
     return cdf["value"][min(range(len(cdf["p"])), key=lambda i: abs(cdf["p"][i] - p))]
 
 
+def _value_at(cdf: dict[str, list[float]], p: float) -> float:
+    """The least value whose cumulative fraction reaches ``p`` (``{"value", "cdf"}``)."""
+    return next(v for v, c in zip(cdf["value"], cdf["cdf"], strict=True) if c >= p - 1e-12)
+
+
 def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
     """Jobs, GPUs and GPU-hours with their shares, one row per group (architecture, GPU type)
     of :func:`traincast.analysis.characterize.characterize`."""
@@ -423,20 +428,16 @@ def print_characterization(r: dict[str, Any]) -> None:
         if key == "by_architecture" and r.get("zero_gpu_jobs"):
             console.print(f"{r['zero_gpu_jobs']:,} jobs with 0 GPUs (not training on GPUs) "
                           "are left out of the architecture shares", highlight=False)
-    g = r["cdf"]["gpus_per_job"]
+    g = r["cdf"]["gpus_per_job_with_gpus"]
     cdf = Table(title="Distributions", title_justify="left")
     for col in ("", "p10", "p50", "p90", "p99", "max"):
         cdf.add_column(col, justify="left" if not col else "right")
     d = r["cdf"]["duration_s"]
     cdf.add_row("duration (finished)",
                 *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
-    none = next((c for v, c in zip(g["value"], g["cdf"], strict=True) if v <= 0), 0.0)
-    if g["value"] and none < 1.0:
-        def gq(p: float) -> str:  # over the jobs with GPUs, as the architecture shares
-            at = none + p * (1.0 - none)
-            return _num(next(v for v, c in zip(g["value"], g["cdf"], strict=True)
-                             if v > 0 and c >= at - 1e-12))
-        cdf.add_row("GPUs per job (with GPUs)", *(gq(p) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
+    if g["value"]:  # over the jobs with GPUs, as the architecture shares
+        cdf.add_row("GPUs per job (with GPUs)", *(_num(_value_at(g, p))
+                                                  for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     print_table(cdf, console)
     if r.get("censored_with_end"):
         console.print(f"{r['censored_with_end']:,} censored jobs whose end is the trace's (still "

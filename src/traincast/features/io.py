@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from traincast.errors import NoSuchFileError, TraincastError
+from traincast.errors import NoSuchFileError, TraincastError, clip
 from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
 from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
@@ -150,8 +150,7 @@ def _check_shapes(shapes: Any, at: str) -> None:
 
 def _short(value: Any) -> str:
     """``repr(value)``, cut to 60 characters for an error line."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return clip(repr(value), 60)
 
 
 def write_features(record: dict[str, Any], path: str | Path) -> Path:

@@ -50,6 +50,7 @@ and ``throughput``.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
@@ -852,10 +853,13 @@ def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
             "bubble_s": (c.p - 1.0) / c.v * t_mb, "microbatch_s": t_mb}
 
 
-def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F) -> dict[str, F]:
+def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
+               peak_tflops: float) -> dict[str, F]:
     """Per GPU of ``n = d t p cp``: tokens ``B s / (T n)``; model TFLOP/s
     ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.: the full ``s x s`` square, so it
-    can exceed the peak where a fused kernel skips the causal half); hardware TFLOP/s as
+    can exceed the peak where a fused kernel skips the causal half) and the model FLOPs
+    utilization ``MFU = model TFLOP/s / P`` over the dense peak ``P`` of the training precision
+    (NaN where the entry gives no peak); hardware TFLOP/s as
     executed, ``(B / b) (l ((3 + full) f_gemm + A) + 3 f_logit) / (T n)`` with the attention's
     ``A = (3 + full + selective) f_attn`` materialized (the masked square computed) and
     ``A = c (1 + full + selective + 2.5) f_attn`` fused (the causal share ``c`` and the
@@ -871,8 +875,10 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F) 
     else:
         attn = (2.0 + passes) * f_attn
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
+    model_tflops = model_flops / (total * n_gpus) / 1e12
     return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
-            "model_tflops_per_gpu": model_flops / (total * n_gpus) / 1e12,
+            "model_tflops_per_gpu": model_tflops,
+            "mfu": model_tflops / peak_tflops if peak_tflops > 0 else model_tflops * np.nan,
             "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12}
 
 
@@ -927,7 +933,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
             "micro_batches": c.m, "bubble_fraction": st.bubble_fraction(c.p, c.m, c.v),
             "gpus": c.d * c.t * c.p * c.cp, **mem,
             "fits": valid & (mem["mem_total_bytes"] <= hw.mem_bytes), "shape_error": shape_error,
-            **{k: x * nan for k, x in throughput(model, c, flops, total).items()},
+            **{k: x * nan for k, x in throughput(model, c, flops, total, hw.peak_tflops).items()},
             "dp_bytes_per_gpu": dp_volume,
             "tp_bytes_per_gpu": c.m * c.layers_stage * st.tp_bytes_per_layer(
                 c.b, c.s_rank, float(model.hidden), c.delta, c.t, c.r),
@@ -1280,6 +1286,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         **time_summary(sc),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
+        "mfu": sc["mfu"] if math.isfinite(sc["mfu"]) else None,
         "hardware_tflops_per_gpu": sc["hardware_tflops_per_gpu"],
         "bubble_fraction": sc["bubble_fraction"],
         "bubble_share": bubble_share,

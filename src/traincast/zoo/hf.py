@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, clip
 from traincast.features.profile import KeywordInputs
 from traincast.zoo.hub import hub_entry
 
@@ -48,8 +48,7 @@ def _shipped_config(name: str) -> Any | None:
 def _short(exc: Exception) -> str:
     """The first line of an exception, at most 160 characters (transformers lists every
     model type it knows in some of its messages)."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
+    return clip(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 160)
 
 
 def _config(name: str) -> Any:
