@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -130,6 +131,16 @@ def test_the_api_refuses_what_the_cli_refuses() -> None:
                      (dict(gpus="8"), "n_gpus must be a number, got '8'")):
         with pytest.raises(TraincastError, match=says):
             traincast.predict(FEATS, **kw)
+    # a profile's memory parts and batch, as a features file's are checked
+    for part, says in (({"memory_bytes": {"weights": -5e9}}, "memory_bytes.weights must be a "
+                        "number of bytes from 0 to 1e\\+18, got -5000000000.0"),
+                       ({"memory_bytes": [1]}, "memory_bytes must be a table of parts"),
+                       ({"batch_size": 0}, "batch_size must be a whole number")):
+        with pytest.raises(TraincastError, match=says):
+            traincast.predict({**FEATS, **part})
+    mem = {"weights": np.int64(10**9), "grads": 1e9, "optimizer": 2e9, "activations": 0}
+    assert traincast.predict({**FEATS, "memory_bytes": mem, "batch_size": np.int32(8)},
+                             node="dgx-a100").memory["footprint_gb"] == pytest.approx(4.0)
 
 
 def test_plan_gpu_lists_and_batches_in_bounds() -> None:

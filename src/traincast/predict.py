@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
-from traincast.features.io import check_ops
+from traincast.features.io import check_record
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
@@ -404,7 +404,7 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     missing = [k for k in FEATURES[:3] if k not in feats]
     if missing:
         raise TraincastError(f"missing features: {', '.join(missing)}")
-    check_ops(feats.get("ops"), "features")
+    check_record(feats, "features")
     _check_counts(arch, gpus=gpus, gpus_per_node=gpus_per_node, n_workers=workers, n_ps=ps)
     row = job_row(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node, workers=workers,
                   ps=ps, node=node, gpu=gpu)

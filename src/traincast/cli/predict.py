@@ -114,21 +114,6 @@ def check_features(feats: dict[str, Any], where: str) -> dict[str, Any]:
         if not 0 <= value <= high:  # also refuses nan and inf
             raise TraincastError(f"{where}: {key} = {value!r} is out of bounds (from 0 to "
                                  f"{high:g}, as {flag})", hint="check the exponent")
-    batch = feats.get("batch_size")  # a count: bounded as every count is
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
-                              or not 1 <= batch <= BATCH_MAX):
-        raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
-                             f"{batch!r}", hint="profile the model again (traincast profile)")
-    memory = feats.get("memory_bytes")
-    if memory is not None:
-        if not isinstance(memory, dict):
-            raise TraincastError(f"{where}: memory_bytes must be a table of parts (weights, "
-                                 f"grads, optimizer, activations), got {memory!r}")
-        for part, value in memory.items():
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not 0 <= value <= MAX_BYTES:
-                raise TraincastError(f"{where}: memory_bytes.{part} must be a number of "
-                                     f"bytes from 0 to {MAX_BYTES:g}, got {value!r}")
     fused, plain = feats.get("bytes_memory_bound_fused"), feats.get("bytes_memory_bound")
     if isinstance(fused, int | float) and isinstance(plain, int | float) and fused > plain:
         raise TraincastError(f"{where}: bytes_memory_bound_fused = {fused!r} is above "

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
 from traincast.errors import NoSuchFileError, TraincastError, clip
 from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
-from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
+from traincast.trace.schema import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
@@ -92,8 +93,33 @@ def load_features(path: str | Path) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")
-    check_ops(data.get("ops"), str(path))
+    check_record(data, str(path))
     return data
+
+
+def check_record(record: Mapping[str, Any], where: str) -> None:
+    """The parts of a profile beside its feature values must read as a profile writes them:
+    ``batch_size`` a whole number from 1 to ``BATCH_MAX``, ``memory_bytes`` a table of parts
+    (weights, grads, optimizer, activations), each a number of bytes from 0 to ``BYTES_MAX``,
+    and the per-op table as :func:`check_ops` says; else a :class:`TraincastError` naming
+    ``where`` and the field. Missing parts pass."""
+    batch = record.get("batch_size")  # a count: bounded as every count is
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, Integral)
+                              or not 1 <= batch <= BATCH_MAX):
+        raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
+                             f"{clip(repr(batch), 60)}",
+                             hint="profile the model again (traincast profile)")
+    memory = record.get("memory_bytes")
+    if memory is not None:
+        if not isinstance(memory, Mapping):
+            raise TraincastError(f"{where}: memory_bytes must be a table of parts (weights, "
+                                 f"grads, optimizer, activations), got {_short(memory)}")
+        for part, value in memory.items():
+            if isinstance(value, bool) or not isinstance(value, Real) \
+                    or not 0 <= value <= BYTES_MAX:
+                raise TraincastError(f"{where}: memory_bytes.{part} must be a number of "
+                                     f"bytes from 0 to {BYTES_MAX:g}, got {_short(value)}")
+    check_ops(record.get("ops"), where)
 
 
 def check_ops(ops: Any, where: str) -> None:
