@@ -365,3 +365,72 @@ def test_a_base_given_by_the_caller_is_used_chunk_by_chunk(catalog) -> None:
             np.testing.assert_array_equal(a.total_s, b.total_s)
             np.testing.assert_array_equal(a.applied, b.applied)
     assert own[0][0] == pytest.approx(PS4_BASE)  # the hand-computed base of ps4
+
+
+def _cli_json(args: list[str]) -> dict:
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_one_job_by_flags_is_priced_as_predict_prices_it() -> None:
+    job = ["--model", "zoo:bert-base", "--arch", "ps-worker", "--workers", "8", "--ps", "2"]
+    out = _cli_json(["whatif", *job, "-s", "eth100"])
+    (row,) = out["job_rows"]
+    base = _cli_json(["predict", *job])["time_s"]["total"]
+    eth100 = _cli_json(["predict", *job, "--nic", "eth100"])["time_s"]["total"]
+    assert row["applied"] and row["base_total_s"] == pytest.approx(base, rel=1e-9)
+    assert row["scenario_total_s"] == pytest.approx(eth100, rel=1e-9)
+    assert row["speedup"] == pytest.approx(base / eth100, rel=1e-9)
+    # the same job by its workload tag with one of the job's flags: the zoo's profile of it
+    (tagged,) = _cli_json(["whatif", "--workload", "bert-base", *job[2:], "-s", "eth100"]
+                          )["job_rows"]
+    assert tagged["base_total_s"] == pytest.approx(base, rel=1e-9)
+
+
+def test_one_jobs_own_memory_decides_whether_a_port_fits(tmp_path: Path) -> None:
+    """A profile whose activations need 100 GB: S + A = 1 + 1 + 2 + 100 = 104 GB per GPU for a
+    replica (docs/scenarios.md), above a 16 GB V100's memory, so porting its PS/Worker job to
+    AllReduce on the V100 NVLink node does not fit; the same features without the profile's
+    memory (S = 4 W = 0.4 GB, A = 0) fit."""
+    import json
+
+    feats = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e10, "weight_bytes": 1e8,
+             "memory_bytes": {"weights": 1e9, "grads": 1e9, "optimizer": 2e9,
+                              "activations": 100e9}}
+    big, small = tmp_path / "big.json", tmp_path / "small.json"
+    big.write_text(json.dumps(feats))
+    small.write_text(json.dumps({k: v for k, v in feats.items() if k != "memory_bytes"}))
+    job = ["--arch", "ps-worker", "--workers", "8", "--ps", "2", "-s", "nvlink-allreduce"]
+    (row,) = _cli_json(["whatif", "--features", str(big), *job])["job_rows"]
+    assert row["matched"] and not row["applied"] and row["speedup"] == 1.0
+    (row,) = _cli_json(["whatif", "--features", str(small), *job])["job_rows"]
+    assert row["applied"] and row["speedup"] > 1.0
+    # recommend reads the same profile: on its own V100s no port fits, so the job keeps its
+    # architecture; anywhere, only a GPU of at least 104 GB
+    catalog = load_catalog()
+    job = ["--arch", "ps-worker", "--workers", "8", "--ps", "2"]
+    rec = _cli_json(["recommend", "--features", str(big), *job])["rows"][0]
+    assert rec["arch_architecture"] == "ps-worker"
+    assert catalog.gpu(catalog.node(rec["best_node"]).gpu).mem_gb >= 104
+    rec = _cli_json(["recommend", "--features", str(small), *job])["rows"][0]
+    assert rec["arch_architecture"] == "allreduce-local"
+
+
+def test_one_job_flags_are_refused_where_they_do_not_apply(tmp_path: Path, tc) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,workload\na,1,resnet50\n")
+    for args, says in (
+            ([str(trace), "--model", "zoo:resnet50"], "either a TRACE or one job's flags"),
+            (["--db", str(tmp_path / "s.duckdb"), "--gpus", "4"], "--gpus: flags of one job"),
+            (["--model", "zoo:resnet50", "--engine", "dask"], "runs on the local engine"),
+            (["--model", "zoo:resnet50", "--arch", "1w1g", "--workers", "2"],
+             "--workers applies to --arch ps-worker only")):
+        res = tc("whatif", *args, "-s", "eth100")
+        assert res.returncode == 2 and says in " ".join(res.stderr.split()), res.stderr

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
 from traincast.compute import rates, strategy_of
 from traincast.engine.local import CHUNK_ROWS, apply_changes, evaluate_columns, fit_mask
-from traincast.engine.workload import WorkloadExtras, workload_extras
+from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
@@ -303,7 +303,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
               hierarchical: bool = False,
               progress: Progress | None = None,
               base: tuple[Breakdown, Resolved] | None = None,
-              min_gain: float = MIN_GAIN, ops_of: OpsOf = zoo_ops) -> dict[str, Any]:
+              min_gain: float = MIN_GAIN, ops_of: OpsOf = zoo_ops,
+              profile_of: ProfileOf | None = None) -> dict[str, Any]:
     """For every job: the fastest architecture on its own hardware, the fastest (architecture,
     node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
     cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
@@ -315,7 +316,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     than this fraction (``T_base / T_new > 1 + min_gain``; for the cheapest, cost), so no
     change is recommended for a gain the model cannot tell from noise (:data:`MIN_GAIN`).
     ``ops_of``: the per-op table of a workload (:data:`traincast.predict.OpsOf`; the shipped
-    zoo tables by default), whose rows are then priced op by op."""
+    zoo tables by default), whose rows are then priced op by op; ``profile_of``: a workload's
+    profile record, for the memory a port needs (``engine.workload.workload_extras``; the
+    shipped profiles by default)."""
     if not min_gain >= 0:
         from traincast.errors import TraincastError
 
@@ -334,7 +337,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         if progress:
             progress(step, done[0], total_steps)
 
-    extras = workload_extras(cols)
+    extras = workload_extras(cols, profile_of)
     base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical, ops_of)
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,7 +23,6 @@ from traincast.cli.common import (
     ComputeOpt,
     JsonOpt,
     OverlapOpt,
-    WorkloadOpt,
     catalog_from,
     check_price,
     check_scenarios,
@@ -48,9 +48,10 @@ from traincast.cli.trace import (
     load_trace_jobs,
     trace_chunks,
 )
+from traincast.engine.workload import ProfileOf
 from traincast.errors import TraincastError
 from traincast.files import write_whole
-from traincast.predict import job_row, zoo_ops
+from traincast.predict import OpsOf, job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_x
 
@@ -59,6 +60,101 @@ TraceArg = Annotated[Path | None, typer.Argument(
 
 
 _pct = partial(fmt_pct, decimals=0)
+
+# One job given by flags, in place of a trace (whatif and recommend)
+FlopsOpt = Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
+MemBytesOpt = Annotated[str | None, typer.Option(help="One job: memory-bound bytes.")]
+WeightBytesOpt = Annotated[str | None, typer.Option(help="One job: dense weight bytes.")]
+EmbeddingBytesOpt = Annotated[str | None, typer.Option(help="One job: embedding bytes.")]
+InputBytesOpt = Annotated[str | None, typer.Option(help="One job: input bytes.")]
+ModelOpt = Annotated[str | None, typer.Option(
+    help="One job: zoo:NAME, hf:CONFIG, file.py:F (imported: its code runs).")]
+FeaturesOpt = Annotated[Path | None, typer.Option(help="One job: features JSON.")]
+BatchOpt = Annotated[int | None, typer.Option(
+    callback=within(1), help="One job: batch size for --model.")]
+JobWorkloadOpt = Annotated[str | None, typer.Option(
+    help="One job: workload tag (its zoo profile gives features and memory). With a TRACE (or "
+    "the store): the workload assumed for jobs whose trace names none: mix (default: the "
+    "bundled sample's zoo mix, drawn per job by md5(job_id)), a zoo model, or none; "
+    "docs/traces.md.")]
+ArchOpt = Annotated[str, typer.Option(help="One job: its current architecture.")]
+GpusOpt = Annotated[int, typer.Option(
+    callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; ps-worker: --workers, "
+    "if given, must agree).")]
+WorkersOpt = Annotated[int | None, typer.Option(
+    callback=within(1, MAX_GPUS), help="One job: ps-worker workers.")]
+PsOpt = Annotated[int | None, typer.Option(
+    callback=within(1, MAX_GPUS), help="One job: parameter servers (ps-worker).")]
+GpuOpt = Annotated[str | None, typer.Option(help="One job: GPU type.")]
+NodeOpt = Annotated[str | None, typer.Option(help="One job: its node preset.")]
+
+ONE_JOB_FLAGS = ("arch", "gpus", "workers", "ps", "gpu", "node", "batch", "mem_bytes",
+                 "weight_bytes", "embedding_bytes", "input_bytes")
+"""The flags of one job given by --flops, --model, --features or --workload."""
+
+
+@dataclass(frozen=True)
+class OneJob:
+    """One job given by flags: its one-row job table, and the per-op table and profile of its
+    workload (its own profile where it has one, else the shipped zoo's)."""
+
+    table: pa.Table
+    ops_of: OpsOf = zoo_ops
+    profile_of: ProfileOf | None = None
+
+
+def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict[str, Any],
+            workload_alone: bool = True) -> OneJob | None:
+    """The job of the one-job flags (``flags``: the command's values of :data:`ONE_JOB_FLAGS`
+    and ``flops``, ``model``, ``features``, ``workload``), None for a TRACE or the store: a
+    job is given by --flops, --model or --features, or, without a TRACE or --db, by
+    --workload: alone where ``workload_alone`` (recommend), else with one of the job's flags
+    (whatif, whose --workload alone is the workload assumed for the store's jobs). Its flags
+    with a TRACE, or without a job, are an error naming them."""
+    from traincast.architectures import ARCHITECTURES
+    from traincast.cli.predict import check_job_flags
+
+    f = flags
+    by_features = any(f[k] is not None for k in ("flops", "model", "features"))
+    by_workload = f["workload"] is not None and trace is None and db is None and \
+        (workload_alone or bool(given(ctx, *ONE_JOB_FLAGS)))
+    if not (by_features or by_workload):
+        if stray := given(ctx, *ONE_JOB_FLAGS):
+            raise TraincastError(f"{', '.join(stray)}: flags of one job given by --flops, "
+                                 "--model, --features or --workload; they do not apply to a "
+                                 "TRACE or the store", hint="give the job (--flops F --mem-bytes "
+                                 "B --weight-bytes W, --model, ...), or leave them out")
+        return None
+    if trace is not None:
+        raise TraincastError("give either a TRACE or one job's flags, not both")
+    arch = f["arch"]
+    if arch not in ARCHITECTURES:
+        raise TraincastError(f"unknown architecture {arch!r} (--arch)",
+                             hint=f"choose one of {', '.join(ARCHITECTURES)}")
+    check_job_flags(arch, f["gpus"] if given(ctx, "gpus") else None, f["workers"], f["ps"])
+    place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
+    if not by_features:
+        from traincast.trace import fill_features
+        from traincast.zoo.profiles import resolve_workload
+
+        if resolve_workload(f["workload"]) is None:
+            raise TraincastError(f"--workload {f['workload']!r}: no zoo model or workload tag "
+                                 "of that name", hint="traincast zoo list names them")
+        return OneJob(fill_features(_single_job({}, *place, f["workload"])))
+    from traincast.cli.predict import features_from_flags
+    from traincast.zoo.profiles import workload_features
+
+    feats = features_from_flags(f["features"], f["model"], f["batch"], f["flops"],
+                                f["mem_bytes"], f["weight_bytes"], f["embedding_bytes"],
+                                f["input_bytes"], False, ops=True)
+    own = f["workload"] or str(f["model"] or f["features"] or "")
+    if not feats.get("ops") and not feats.get("memory_bytes"):  # flags: the workload's zoo
+        return OneJob(_single_job(feats, *place, f["workload"]))
+    # the profile the fit checks and ratios read: the job's own over its workload's zoo one
+    # (a profile of its own gives no mixed-precision ratios: the zoo's, where it has one)
+    profile = {**(workload_features(own) or {}), **feats}
+    return OneJob(_single_job(feats, *place, own), partial(_own, own, feats, zoo_ops),
+                  partial(_own, own, profile, workload_features))
 
 
 def print_whatif(result: dict[str, Any]) -> None:
@@ -94,6 +190,7 @@ def print_whatif(result: dict[str, Any]) -> None:
 
 @app.command()
 def whatif(
+    ctx: typer.Context,
     trace: TraceArg = None,
     scenario: Annotated[list[str] | None, typer.Option(
         "--scenario", "-s", help="Shipped scenario name or TOML file (repeatable); shipped: "
@@ -118,10 +215,28 @@ def whatif(
     engine: EngineOpt = "local",
     address: AddressOpt = None,
     parquet_dir: ParquetDirOpt = None,
-    workload: WorkloadOpt = DEFAULT_WORKLOAD,
+    flops: FlopsOpt = None,
+    mem_bytes: MemBytesOpt = None,
+    weight_bytes: WeightBytesOpt = None,
+    embedding_bytes: EmbeddingBytesOpt = None,
+    input_bytes: InputBytesOpt = None,
+    model: ModelOpt = None,
+    features: FeaturesOpt = None,
+    batch: BatchOpt = None,
+    workload: JobWorkloadOpt = None,
+    arch: ArchOpt = "1w1g",
+    gpus: GpusOpt = 1,
+    workers: WorkersOpt = None,
+    ps: PsOpt = None,
+    gpu: GpuOpt = None,
+    node: NodeOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """How much faster would each job run under a scenario (speedup = T_base / T_scenario)?
+
+    The jobs of a trace (or of the store), or one job given by flags as in predict (--model,
+    --features or --flops ..., with --arch, --gpus, --node, ...; or --workload with one of
+    those): then its time under each scenario.
 
     A scenario changes the jobs its match clause selects: hardware (nic, intra, pcie links,
     gpu, node), precision (amp: fp16 peak, memory-bound bytes x the profile's amp/fp32 ratio),
@@ -146,8 +261,18 @@ def whatif(
                              hint="the summary is printed (or --json) either way")
     check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format)
     check_scenarios(scenario)
+    job = one_job(ctx, trace, db, dict(
+        flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
+        embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
+        features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
+        workers=workers, ps=ps, gpu=gpu, node=node), workload_alone=False)
+    if job is not None and engine != "local":
+        raise TraincastError("one job given by flags runs on the local engine",
+                             hint="leave out --engine")
     cat = catalog_from(catalog, compute)
-    chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
+    chunks: Any = job.table if job is not None else \
+        trace_chunks(trace, db, format, map, json_out, cat, workload or DEFAULT_WORKLOAD)
+    jobs_out = jobs_out or job is not None  # one job: its rows are the answer
 
     def run_all(on_rows: Any = None) -> dict[str, Any]:
         with progress(json_out) as bar:
@@ -157,7 +282,8 @@ def whatif(
                        engine=engine, address=address, parquet_dir=parquet_dir,
                        per_job=jobs_out, on_rows=on_rows,
                        progress=lambda done, total: bar.update(task, completed=done,
-                                                               total=total))
+                                                               total=total),
+                       **_own_profile(job))
 
     if jobs_out and output is not None:  # rows streamed to the file, whole or not at all
         written = [0]
@@ -184,11 +310,14 @@ def whatif(
     else:
         result = run_all()
     rows = result.pop("job_rows", None)
-    result["assumed_workload"] = chunks.assumed
+    result["assumed_workload"] = None if job is not None else chunks.assumed
     if rows is not None:
         result["job_rows"] = rows.to_pylist()
     if json_out:
         print_json(result)
+        return
+    if job is not None and output is None:
+        print_one_job(result, job.table)
         return
     print_whatif(result)
     print_assumed(result["assumed_workload"])
@@ -205,10 +334,44 @@ def whatif(
             note(f"first 50 of {len(result['job_rows']):,} rows; -o FILE writes them all")
 
 
-def _own_ops(name: str, feats: Mapping[str, Any], workload: str) -> Mapping[str, Any] | None:
-    """``recommend``'s one job priced from its own per-op table (``feats``) under its workload
-    ``name``; any other workload from the shipped zoo tables."""
-    return feats if workload == name else zoo_ops(workload)
+def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
+    """One job's what-if: its time as it runs, then under each scenario (or why not)."""
+    job = table.slice(0, 1).to_pylist()[0]
+    rows = result["job_rows"]
+    base = rows[0]["base_total_s"] if rows else math.nan
+
+    def outcome(r: dict[str, Any]) -> str:
+        return "applied" if r["applied"] else \
+            "does not fit" if r["matched"] else "does not apply"
+
+    t = compact_table(
+        f"{job['workload'] or 'the job'}, {job['architecture']} on {_num(job['n_gpus'])} "
+        f"GPU(s): {fmt_seconds(base)} per iteration as it runs",
+        "does not apply = the scenario's match clause leaves the job out; does not fit = a "
+        "port the job's GPUs or memory cannot take (docs/scenarios.md); speedup = base time / "
+        "scenario time",
+        ("scenario", "outcome", "time", "speedup"),
+        [(r["scenario"], outcome(r), fmt_seconds(r["scenario_total_s"]), fmt_x(r["speedup"]))
+         for r in rows])
+    console.print(t)
+    print_unpredicted(result.get("unpredicted", {}))
+
+
+def _num(value: Any) -> str:
+    return "?" if value is None or not math.isfinite(value) else f"{value:g}"
+
+
+def _own_profile(job: OneJob | None) -> dict[str, Any]:
+    """The ``ops_of`` and ``profile_of`` keywords of the analyses for one job given by flags
+    (none for a trace: the shipped zoo's)."""
+    return {} if job is None else {"ops_of": job.ops_of, "profile_of": job.profile_of}
+
+
+def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
+         workload: str) -> Mapping[str, Any] | None:
+    """One job's own profile (``feats``) for its workload ``name``; any other workload's
+    from the ``shipped`` lookup (the zoo's per-op tables or profiles)."""
+    return feats if workload.strip().lower() == name.strip().lower() else shipped(workload)
 
 
 def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | None,
@@ -330,11 +493,6 @@ RECOMMEND_HELP = (
     "Candidates keep the job's training GPU count; fit rules: docs/scenarios.md.")
 
 
-ONE_JOB_FLAGS = ("arch", "gpus", "workers", "ps", "gpu", "node", "batch", "mem_bytes",
-                 "weight_bytes", "embedding_bytes", "input_bytes")
-"""recommend's flags of one job given by --flops, --model, --features or --workload."""
-
-
 @app.command(help=RECOMMEND_HELP)
 def recommend(
     ctx: typer.Context,
@@ -353,34 +511,21 @@ def recommend(
         "printed either way.")] = True,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the per-job recommendations to this CSV file.")] = None,
-    flops: Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
-    = None,
-    mem_bytes: Annotated[str | None, typer.Option(help="One job: memory-bound bytes.")] = None,
-    weight_bytes: Annotated[str | None, typer.Option(help="One job: dense weight bytes.")]
-    = None,
-    embedding_bytes: Annotated[str | None, typer.Option(help="One job: embedding bytes.")]
-    = None,
-    input_bytes: Annotated[str | None, typer.Option(help="One job: input bytes.")] = None,
-    model: Annotated[str | None, typer.Option(
-        help="One job: zoo:NAME, hf:CONFIG, file.py:F (imported: its code runs).")] = None,
-    features: Annotated[Path | None, typer.Option(help="One job: features JSON.")] = None,
-    batch: Annotated[int | None, typer.Option(
-        callback=within(1), help="One job: batch size for --model.")] = None,
-    workload: Annotated[str | None, typer.Option(
-        help="One job: workload tag (its zoo profile gives features and memory). With a "
-        "TRACE (or the store): the workload assumed for jobs whose trace names none: mix "
-        "(default: the bundled sample's zoo mix, drawn per job by md5(job_id)), a zoo model, "
-        "or none; docs/traces.md.")] = None,
-    arch: Annotated[str, typer.Option(help="One job: its current architecture.")] = "1w1g",
-    gpus: Annotated[int, typer.Option(
-        callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; ps-worker: "
-        "--workers, if given, must agree).")] = 1,
-    workers: Annotated[int | None, typer.Option(
-        callback=within(1, MAX_GPUS), help="One job: ps-worker workers.")] = None,
-    ps: Annotated[int | None, typer.Option(
-        callback=within(1, MAX_GPUS), help="One job: parameter servers (ps-worker).")] = None,
-    gpu: Annotated[str | None, typer.Option(help="One job: GPU type.")] = None,
-    node: Annotated[str | None, typer.Option(help="One job: its node preset.")] = None,
+    flops: FlopsOpt = None,
+    mem_bytes: MemBytesOpt = None,
+    weight_bytes: WeightBytesOpt = None,
+    embedding_bytes: EmbeddingBytesOpt = None,
+    input_bytes: InputBytesOpt = None,
+    model: ModelOpt = None,
+    features: FeaturesOpt = None,
+    batch: BatchOpt = None,
+    workload: JobWorkloadOpt = None,
+    arch: ArchOpt = "1w1g",
+    gpus: GpusOpt = 1,
+    workers: WorkersOpt = None,
+    ps: PsOpt = None,
+    gpu: GpuOpt = None,
+    node: NodeOpt = None,
     format: FormatOpt = "csv",
     map: MapOpt = None,
     db: DbOpt = None,
@@ -394,51 +539,20 @@ def recommend(
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.recommend import recommend as run
-    from traincast.architectures import ARCHITECTURES
-    from traincast.cli.predict import check_job_flags
 
     check_trace_io(trace, db, {"-o": output}, format=format)
     check_price(price)
-    one_job = any(x is not None for x in (flops, model, features)) or \
-        (workload is not None and trace is None and db is None)
-    if one_job and trace is not None:
-        raise TraincastError("give either a TRACE or one job's flags, not both")
-    if not one_job and (stray := given(ctx, *ONE_JOB_FLAGS)):
-        raise TraincastError(f"{', '.join(stray)}: flags of one job given by --flops, --model, "
-                             "--features or --workload; they do not apply to a TRACE or the "
-                             "store", hint="give the job (--flops F --mem-bytes B "
-                             "--weight-bytes W, --model, ...), or leave them out")
-    if one_job:
-        if arch not in ARCHITECTURES:
-            raise TraincastError(f"unknown architecture {arch!r} (--arch)",
-                                 hint=f"choose one of {', '.join(ARCHITECTURES)}")
-        check_job_flags(arch, gpus if given(ctx, "gpus") else None, workers, ps)
+    job = one_job(ctx, trace, db, dict(
+        flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
+        embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
+        features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
+        workers=workers, ps=ps, gpu=gpu, node=node))
     cat = catalog_from(catalog, compute)
-    ops_of: Any = zoo_ops
-    if one_job:
-        if workload and not any(x is not None for x in (flops, model, features)):
-            from traincast.trace import fill_features
-            from traincast.zoo.profiles import resolve_workload
-
-            if resolve_workload(workload) is None:
-                raise TraincastError(f"--workload {workload!r}: no zoo model or workload tag "
-                                     "of that name", hint="traincast zoo list names them")
-
-            table = fill_features(_single_job({}, arch, gpus, workers, ps, gpu, node,
-                                              workload))
-        else:
-            from traincast.cli.predict import features_from_flags
-
-            feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
-                                        embedding_bytes, input_bytes, False, ops=True)
-            if feats.get("ops"):  # the job's own per-op table prices it, as predict does
-                own = workload or str(model or features)
-                workload = own
-                ops_of = partial(_own_ops, own, feats)
-            table = _single_job(feats, arch, gpus, workers, ps, gpu, node, workload)
-    else:
+    if job is None:
         workload = workload or DEFAULT_WORKLOAD
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
+    else:
+        table = job.table
     with progress(json_out) as bar:
         task = bar.add_task("recommend: candidates", total=None)
 
@@ -446,9 +560,9 @@ def recommend(
             bar.update(task, description=f"recommend: {name}", completed=done, total=total)
 
         result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step,
-                     min_gain=min_gain, ops_of=ops_of)
+                     min_gain=min_gain, **_own_profile(job))
     rows = result.pop("rows")
-    result["assumed_workload"] = None if one_job else workload_assumption(table, workload)
+    result["assumed_workload"] = None if job else workload_assumption(table, workload)
     if output is not None:
         from traincast.analysis.study import write_csv
 
@@ -457,7 +571,7 @@ def recommend(
             write_csv(rows, output)
         note(f"wrote {rows.num_rows:,} recommendations to {output}", json_out)
     if json_out:
-        if jobs_out or one_job:
+        if jobs_out or job:
             result["rows"] = rows.to_pylist()
         print_json(result)
         return

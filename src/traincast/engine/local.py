@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from traincast.architectures import REGISTRY
-from traincast.engine.workload import WorkloadExtras, workload_extras
+from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
@@ -131,9 +131,10 @@ def fit_mask(r: Resolved, extras: WorkloadExtras, sc: Scenario) -> B:
 
 def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Scenario,
                  catalog: Catalog, hw_names: tuple[Strings, Strings], overlap: float = 0.0,
-                 hierarchical: bool = False) -> ScenarioResult:
+                 hierarchical: bool = False, ops_of: OpsOf = zoo_ops) -> ScenarioResult:
     """One scenario over every job (see the module docstring); ``hw_names``: the jobs'
-    resolved node and GPU names (``match_mask``)."""
+    resolved node and GPU names (``match_mask``); ``ops_of``: the per-op tables
+    (:func:`evaluate_columns`)."""
     matched = match_mask(cols, sc, hw_names)
     idx = np.flatnonzero(matched)
     total = base_total_s.copy()
@@ -145,7 +146,8 @@ def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Sce
         bd, r = evaluate_columns(new, catalog, ch.get("overlap", overlap),
                                  ch.get("hierarchical", hierarchical),
                                  amp=bool(ch.get("amp", False)), gpu=ch.get("gpu"),
-                                 nic=ch.get("nic"), intra=ch.get("intra"), pcie=ch.get("pcie"))
+                                 nic=ch.get("nic"), intra=ch.get("intra"), pcie=ch.get("pcie"),
+                                 ops_of=ops_of)
         ok = fit_mask(r, ext, sc)
         total[idx[ok]] = bd.total[ok]
         applied[idx[ok]] = True
@@ -156,7 +158,8 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
                   overlap: float = 0.0, hierarchical: bool = False,
                   progress: Callable[[int, int], None] | None = None, threads: int = 1,
                   chunk_rows: int = CHUNK_ROWS,
-                  base: tuple[Breakdown, Resolved] | None = None
+                  base: tuple[Breakdown, Resolved] | None = None, ops_of: OpsOf = zoo_ops,
+                  profile_of: ProfileOf | None = None
                   ) -> tuple[F, NDArray[np.int8], list[ScenarioResult]]:
     """Base total time, each job's reason code (traincast.resolve.REASONS; 0 = predicted) and
     every scenario's result for a job table.
@@ -166,7 +169,9 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
     in the CPU cache). ``threads`` > 1 evaluates chunks concurrently (numpy releases the GIL in
     its loops). ``progress(rows_done, rows_total)`` is called after each chunk. ``base``: the
     table's own :func:`evaluate_columns` at the same ``overlap`` and ``hierarchical``, when the
-    caller has it (not evaluated again).
+    caller has it (not evaluated again). ``ops_of`` and ``profile_of``: the workloads' per-op
+    tables and profiles (by default the shipped zoo's; a job's own for one job given by its
+    profile, :func:`evaluate_columns` and ``engine.workload.workload_extras``).
     """
     step = max(int(chunk_rows), 1)
     starts = range(0, max(cols.n, 1), step)
@@ -176,15 +181,15 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
         stop = min(start + step, cols.n)
         sub = cols.slice(start, stop)
         if base is None:
-            bd, r = evaluate_columns(sub, catalog, overlap, hierarchical)
+            bd, r = evaluate_columns(sub, catalog, overlap, hierarchical, ops_of)
             base_s = bd.total
         else:
             r = base[1] if (start, stop) == (0, cols.n) else base[1].take(np.arange(start, stop))
             base_s = base[0].total[start:stop]
-        extras = workload_extras(sub)
+        extras = workload_extras(sub, profile_of)
         names = (r.node, r.gpu)
         out = base_s, r.reason, [run_scenario(sub, extras, base_s, sc, catalog, names,
-                                              overlap, hierarchical) for sc in scenarios]
+                                              overlap, hierarchical, ops_of) for sc in scenarios]
         done[0] += sub.n
         if progress:
             progress(done[0], cols.n)

@@ -24,6 +24,7 @@ precision then speeds up only the FLOP-bound part; fusion changes nothing).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -45,10 +46,10 @@ def _profile(workload: str) -> dict[str, Any] | None:
     return workload_features(workload)
 
 
-def _num(record: dict[str, Any] | None, *keys: str) -> float:
+def _num(record: Mapping[str, Any] | None, *keys: str) -> float:
     value: Any = record
     for k in keys:
-        if not isinstance(value, dict) or value.get(k) is None:
+        if not isinstance(value, Mapping) or value.get(k) is None:
             return math.nan
         value = value[k]
     try:
@@ -61,8 +62,17 @@ def _ratio(a: float, b: float) -> float:
     return a / b if a > 0 and b > 0 else math.nan
 
 
+ProfileOf = Callable[[str], Mapping[str, Any] | None]
+"""A workload's profile record by name (the shipped zoo's, or a job's own), None if unknown."""
+
+
+@lru_cache(maxsize=512)
 def _per_workload(workload: str) -> tuple[float, ...]:
-    rec = _profile(workload)
+    return _extras_of(_profile(workload))
+
+
+def _extras_of(rec: Mapping[str, Any] | None) -> tuple[float, ...]:
+    """The ten per-workload numbers :func:`workload_extras` gathers, from a profile record."""
     mem = ("memory_bytes",)
     state = sum(_num(rec, *mem, k) for k in ("weights", "grads", "optimizer"))
     return (1.0 if rec else 0.0,
@@ -107,11 +117,18 @@ class WorkloadExtras:
             n=n[rows])), np.nan)
 
 
-def workload_extras(cols: Columns) -> WorkloadExtras:
-    """Per-job workload extras for a job table (one profile lookup per unique workload)."""
+def workload_extras(cols: Columns, profile_of: ProfileOf | None = None) -> WorkloadExtras:
+    """Per-job workload extras for a job table (one profile lookup per unique workload):
+    from the shipped profiles, or from ``profile_of(workload)`` when given (a job's own
+    profile, ``whatif`` and ``recommend`` of one job)."""
     wl = cols["workload"]
-    table = np.array([_per_workload(v.strip().lower()) for v in wl.values]
-                     + [_per_workload("")], dtype=np.float64).reshape(-1, 10)
+
+    def extras(name: str) -> tuple[float, ...]:
+        return _per_workload(name.strip().lower()) if profile_of is None else \
+            _extras_of(profile_of(name) if name else None)
+
+    table = np.array([extras(v) for v in wl.values] + [extras("")],
+                     dtype=np.float64).reshape(-1, 10)
     # per-workload defaults first (small table), then one gather per column
     fill = {5: 0.0, 6: 1.0, 7: 1.0, 9: 1.0}
     for j, default in fill.items():
