@@ -237,6 +237,48 @@ def test_link_times_by_hand() -> None:
     assert float(res["bubble_s"]) == pytest.approx(7 * float(res["microbatch_s"]))
 
 
+def test_expert_state_is_sharded_over_the_ranks_that_hold_each_expert() -> None:
+    """Expert parallelism keeps each expert on d / e of the d data-parallel ranks, so its
+    optimizer state (and with ZeRO-3 its weights) is split d / e ways, the dense part d ways:
+    over all d GPUs of one stage the state adds up to the model's, whatever e."""
+    cfg = get_model("mixtral-8x7b")
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    moe = cfg.layers * cfg.expert_params_per_layer
+    dense = cfg.layers * (cfg.layer_params - cfg.expert_params_per_layer) \
+        + cfg.embedding_params + cfg.head_params + cfg.final_norm_params
+    d = 64
+    for e in (1, 2, 8):
+        one = evaluate(cfg, hw, dp=d, ep=e, zero=1, global_batch=d, micro_batch=1)
+        # Adam's 12 bytes per parameter (ZeRO-1), dense / d + (moe / e) / (d / e) per GPU
+        assert float(one["mem_optimizer_bytes"]) * d == pytest.approx(12 * (dense + moe))
+        three = evaluate(cfg, hw, dp=d, ep=e, zero=3, global_batch=d, micro_batch=1)
+        gathered = (cfg.layer_params - cfg.expert_params_per_layer) * 2  # one dense layer
+        assert (float(three["mem_weights_bytes"]) - gathered) * d == pytest.approx(
+            2 * (dense + moe))
+        assert float(one["mem_weights_bytes"]) == pytest.approx(2 * (dense + moe / e))
+
+
+def test_expert_gradients_reduce_over_their_own_ring() -> None:
+    # dgx-h100 with d = 64, e = 8, t = 1: the dense gradients over all 64 ranks (8 per node:
+    # min(NVLink, 8 rails x NIC)), the experts' over the 8 ranks that hold each, one per node
+    # (8 GPUs apart): one rail, min(NVLink, NIC); ZeRO-1 moves (n-1)/n (G + P) each
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    node = cat.node("dgx-h100")
+    intra, nic = (cat.links[node.intra].bw_gbs * 1e9 * cat.links[node.intra].efficiency,
+                  cat.links[node.nic].bw_gbs * 1e9 * cat.links[node.nic].efficiency)
+    cfg = get_model("mixtral-8x7b")
+    hw = hybrid_hardware(cat, "dgx-h100", "bf16")
+    res = evaluate(cfg, hw, dp=64, ep=8, zero=1, global_batch=64, micro_batch=1)
+    moe = cfg.layers * cfg.expert_params_per_layer
+    dense = cfg.layers * (cfg.layer_params - cfg.expert_params_per_layer) \
+        + cfg.embedding_params + cfg.head_params + cfg.final_norm_params
+    dense_s = 63 / 64 * 2 * (2 * dense) / min(intra, node.nics * nic)
+    expert_s = 7 / 8 * 2 * (2 * moe / 8) / min(intra, nic)
+    assert float(res["comm_dp_s"]) == pytest.approx(dense_s + expert_s)
+
+
 def test_data_parallel_ring_uses_every_rail_of_its_node() -> None:
     # t = 1: 8 members of the data-parallel group per node; NCCL runs one ring per rail, so the
     # group crosses nodes at min(NVLink, 8 rails x 25 GB/s x 0.9937) = min(201, 198.7) GB/s

@@ -355,6 +355,14 @@ class Configs:
         gradient reduction and the distributed optimizer's sharding)."""
         return self.d * self.cp
 
+    @property
+    def expert_dp_group(self) -> F:
+        """The ranks that hold the same experts: ``d cp / e`` (expert parallelism splits the
+        experts over ``e`` of the data-parallel ranks, so each expert's copies, and the
+        sharding of their optimizer state, span the rest: Megatron-Core's expert-data-parallel
+        group)."""
+        return self.d * self.cp / self.e
+
 
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
@@ -641,6 +649,7 @@ class Links(NamedTuple):
     pp_bps: F
     pp_latency_s: F
     dp_ring_bps: F
+    expert_dp_ring_bps: F
     cp_bps: F
     cp_latency_s: F
 
@@ -655,10 +664,13 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     data-parallel group (``d cp`` ranks with context parallelism, :attr:`Configs.dp_group`)
     with ``k = clip(floor(g / t), 1, d cp)`` members per node drives
     ``min(rails, k)`` network ports (NCCL runs one ring per rail): its ring crosses nodes at
-    ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster)."""
+    ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster).
+    An expert-data-parallel group (``d cp / e`` ranks, ``t e`` apart) holds
+    ``clip(floor(g / (t e)), 1, d cp / e)`` members per node, by the same rule."""
     g = float(hw.gpus_per_node)
     pp_cross = c.t * c.cp * c.p > g
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
+    expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_dp_group)
 
     def link(inside: NDArray[np.bool_]) -> tuple[F, F]:
         """Rate and latency of a group's link: intra inside a node, else the slower link."""
@@ -671,6 +683,8 @@ def links(hw: HybridHardware, c: Configs) -> Links:
                  pp_bps=pp_bps, pp_latency_s=pp_lat,
                  dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps,
                                            hw.nic_bps, hw.rails),
+                 expert_dp_ring_bps=ring_link_bps(c.expert_dp_group, expert_members,
+                                                  hw.intra_bps, hw.nic_bps, hw.rails),
                  cp_bps=cp_bps, cp_latency_s=cp_lat)
 
 
@@ -699,38 +713,64 @@ def comm_time_s(model: ModelConfig, c: Configs, ln: Links,
     return t_tp, t_ep, t_p2p
 
 
-def stage_params(model: ModelConfig, c: Configs) -> F:
+class StageParams(NamedTuple):
+    """Parameters per GPU of the most loaded stage, by the group that holds the same ones:
+    ``dense`` (the ``d cp`` ranks of :attr:`Configs.dp_group`) and ``expert`` (the ``d cp /
+    e`` ranks of :attr:`Configs.expert_dp_group`)."""
+
+    dense: F
+    expert: F
+
+    @property
+    def total(self) -> F:
+        return self.dense + self.expert
+
+    def over_groups(self, c: Configs) -> F:
+        """One rank's share once each part is split over its group: ``dense / (d cp) +
+        expert / (d cp / e)`` (ZeRO's sharding)."""
+        return self.dense / c.dp_group + self.expert / c.expert_dp_group
+
+
+def stage_params(model: ModelConfig, c: Configs) -> StageParams:
     """Parameters per GPU of the most loaded stage (the first: its ``L_s`` layers, dense parts
     over ``t``, experts over ``t e``, and the input embedding over ``t``; a single stage also
-    holds an untied head and the final norm)."""
+    holds an untied head and the final norm), split into the dense and the expert part."""
     dense_layer = model.layer_params - model.expert_params_per_layer
-    return (c.layers_stage * (dense_layer / c.t + model.expert_params_per_layer / (c.t * c.e))
-            + (model.embedding_params + np.where(c.p == 1, model.head_params, 0.0)) / c.t
-            + np.where(c.p == 1, model.final_norm_params, 0.0))
+    dense = (c.layers_stage * dense_layer / c.t
+             + (model.embedding_params + np.where(c.p == 1, model.head_params, 0.0)) / c.t
+             + np.where(c.p == 1, model.final_norm_params, 0.0))
+    return StageParams(dense, c.layers_stage * model.expert_params_per_layer / (c.t * c.e))
 
 
-def update_time_s(hw: HybridHardware, c: Configs, params: F,
+def update_time_s(hw: HybridHardware, c: Configs, params: StageParams,
                   grad_accum_fused: bool = True) -> tuple[F | float, F]:
     """Memory-bound sweeps over the stage's ``params``: per micro-batch, unfused gradient
     accumulation ``T_acc = 3 delta params / (M f_elementwise)`` (read both, write one; 0 when
     fused); per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M
     f_elementwise)`` (element-wise kernels, :meth:`HybridHardware.memory_bps`) over
-    the optimizer shard (``params / (d cp)`` with ZeRO >= 1). Returns ``(T_acc, T_opt)``."""
+    the optimizer shard with ZeRO >= 1 (``dense / (d cp) + expert / (d cp / e)``,
+    :meth:`StageParams.over_groups`). Returns ``(T_acc, T_opt)``."""
     bw = hw.memory_bps("elementwise")
-    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params, c.delta) / bw
-    opt_params = np.where(c.z >= 1, params / c.dp_group, params)
+    t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params.total, c.delta) / bw
+    opt_params = np.where(c.z >= 1, params.over_groups(c), params.total)
     return t_acc, st.OPTIMIZER_STEP_BYTES[c.dtype] * opt_params / bw
 
 
-def sync_time_s(model: ModelConfig, c: Configs, ln: Links, params: F) -> tuple[F, F]:
+def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
+                params: StageParams) -> tuple[F, F]:
     """Data-parallel sync per iteration: the ZeRO-stage volume (``strategies.dp_bytes`` of the
-    stage's ``params delta`` gradient and parameter bytes) over the data-parallel ring of
-    ``d cp`` ranks (:attr:`Configs.dp_group`), plus
+    stage's dense ``params delta`` gradient and parameter bytes) over the data-parallel ring of
+    ``d cp`` ranks (:attr:`Configs.dp_group`), then that of its expert parameters over the
+    expert-data-parallel ring of ``d cp / e`` ranks (:attr:`Configs.expert_dp_group`), plus
     the all-reduce of a tied embedding's ``V h / t`` gradient between the first and last stage
     (a 2-member ring on the pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
-    grad_bytes = params * c.delta
-    dp_volume = st.dp_bytes(grad_bytes, grad_bytes, c.dp_group, c.m, c.z)
-    t_dp = np.where(c.dp_group > 1, dp_volume / ln.dp_ring_bps, 0.0)
+    def volume(n_params: F, group: F) -> F:
+        return st.dp_bytes(n_params * c.delta, n_params * c.delta, group, c.m, c.z)
+
+    dense, expert = volume(params.dense, c.dp_group), volume(params.expert, c.expert_dp_group)
+    dp_volume = dense + expert
+    t_dp = np.where(c.dp_group > 1, dense / ln.dp_ring_bps, 0.0) \
+        + np.where(c.expert_dp_group > 1, expert / ln.expert_dp_ring_bps, 0.0)
     t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
         model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
     return t_dp + t_emb, dp_volume
@@ -806,13 +846,16 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
 
 
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
-                 params: F) -> dict[str, F]:
+                 params: StageParams) -> dict[str, F]:
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
-    ``params`` after ZeRO over the ``d cp`` ranks of :attr:`Configs.dp_group`
+    ``params`` after ZeRO, the dense ones over the ``d cp`` ranks of :attr:`Configs.dp_group`
+    and the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
     gathers at a time, ``(P_layer - P_experts) / t delta``), activations stored and the layer
     being recomputed (:func:`activation_bytes`), their total and the GPU's capacity."""
-    w_b, g_b, o_b = st.model_state_bytes(params, c.dp_group, c.z, c.dtype)
+    w_b, g_b, o_b = (a + b for a, b in zip(
+        st.model_state_bytes(params.dense, c.dp_group, c.z, c.dtype),
+        st.model_state_bytes(params.expert, c.expert_dp_group, c.z, c.dtype), strict=True))
     dense_layer = model.layer_params - model.expert_params_per_layer
     w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
     act, redo = activation_bytes(model, c)
