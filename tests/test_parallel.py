@@ -188,6 +188,11 @@ def test_invalid_shapes_are_errors() -> None:
         predict_hybrid("llama2-70b", node="dgx-a100", dp=1, tp=8, pp=3)
     with pytest.raises(TraincastError, match="heads"):
         predict_hybrid("llama2-7b", node="dgx-a100", dp=1, tp=3)
+    # Llama 3 8B: 32 heads, 8 key/value heads. Megatron-Core splits the key/value heads over
+    # the tensor ranks (num_query_groups / tp), so tp 16 divides the heads but not the groups
+    assert predict_hybrid("llama3-8b", node="dgx-h100", dp=1, tp=8)["time_s"]["total"] > 0
+    with pytest.raises(TraincastError, match="8 key/value heads"):
+        predict_hybrid("llama3-8b", node="dgx-h100", dp=1, tp=16)
 
 
 # ------------------------------------------------------------------ published measurements

@@ -270,7 +270,9 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
     one per chunk). Context parallelism (``cp > 1``) needs a fused attention (``fused``: the
     ring exchange runs inside Transformer Engine's fused attention) and a sequence ``seq``
     divisible by ``2 cp`` (each rank holds two of ``2 cp`` chunks, one early and one late, so
-    that causal attention costs every rank the same)."""
+    that causal attention costs every rank the same). Tensor parallelism splits the attention
+    heads and the key/value heads (Megatron-Core's ``num_query_groups_per_partition =
+    divide(num_query_groups, tp)``), so ``tp`` divides both."""
     cp = _i(cp)
     with np.errstate(divide="ignore", invalid="ignore"):
         m = gb / (dp * mb)
@@ -278,7 +280,7 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         np.ones_like(dp, dtype=bool),
         (dp >= 1) & (tp >= 1) & (pp >= 1) & (ep >= 1) & (mb >= 1) & (vp >= 1) & (cp >= 1),
         np.isclose(m, np.round(m)) & (m >= 1),
-        (model.heads % tp == 0) & ((model.kv % tp == 0) | (tp % model.kv == 0)),
+        (model.heads % tp == 0) & (model.kv % tp == 0),
         (model.layers % (pp * vp) == 0) | (uneven_stages & (model.layers >= pp * vp)),
         (vp == 1) | ((pp > 1) & (np.round(m) % pp == 0)),
         (ep == 1) | ((model.experts % ep == 0) & (dp % ep == 0)),
@@ -1214,7 +1216,9 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                                  "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",
                                  "global_batch", "seq")) + " "
                                   f"attention={attention}, {cfg.name}: "
-                                  f"{cfg.layers} layers, {cfg.heads} heads")
+                                  f"{cfg.layers} layers, {cfg.heads} heads"
+                                  + (f", {cfg.kv} key/value heads" if cfg.kv != cfg.heads
+                                     else ""))
 
 
 def time_summary(sc: dict[str, float]) -> dict[str, Any]:

@@ -373,7 +373,7 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
     if t.size and np.any(code == 0):
         return ""
     kv = ("" if model.kv == model.heads else
-          f" (and dividing or a multiple of the {model.kv} key/value heads)")
+          f" and the {model.kv} key/value heads")
     words = {2: f"dp dividing the global batch {global_batch}",
              3: f"tp (at most {gpus_per_node}, within a node) dividing the {model.heads} "
                 f"attention heads{kv}",
