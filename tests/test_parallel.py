@@ -191,8 +191,9 @@ def test_invalid_shapes_are_errors() -> None:
     # Llama 3 8B: 32 heads, 8 key/value heads. Megatron-Core splits the key/value heads over
     # the tensor ranks (num_query_groups / tp), so tp 16 divides the heads but not the groups
     assert predict_hybrid("llama3-8b", node="dgx-h100", dp=1, tp=8)["time_s"]["total"] > 0
-    with pytest.raises(TraincastError, match="8 key/value heads"):
+    with pytest.raises(TraincastError, match="must divide the attention") as err:
         predict_hybrid("llama3-8b", node="dgx-h100", dp=1, tp=16)
+    assert "32 heads, 8 key/value heads" in err.value.hint
 
 
 # ------------------------------------------------------------------ published measurements
