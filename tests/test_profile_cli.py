@@ -68,6 +68,19 @@ def test_zoo_list_json(tc) -> None:
     assert models["resnet50"]["params"] == 25_557_032
     # ResNet-50: 4.1 GMACs = 8.2 GFLOPs forward per image
     assert abs(models["resnet50"]["flops_forward_per_sample"] / 8.2e9 - 1) < 0.02
+    # a config-only LLM counts as a profile does: Llama 3 8B (32 layers, 32 heads of 128,
+    # 8,192 tokens; Meta's config) 2 FLOPs per matrix parameter per token + the attention
+    # products over the full square, 4 l a d s^2 = 4 x 32 x 4096 x 8192^2
+    from traincast.parallel.models import get_model
+
+    cfg = get_model("llama3-8b")
+    attention = 4 * 32 * 4096 * 8192**2
+    assert models["llama3-8b"]["flops_forward_per_sample"] == pytest.approx(
+        2 * cfg.params_flop * 8192 + attention)
+    # and the profiled Llama 2 7B agrees with that count of its own config within 0.1%
+    cfg = get_model("llama2-7b")
+    assert models["llama2-7b"]["flops_forward_per_sample"] == pytest.approx(
+        2 * cfg.params_flop * 4096 + 4 * 32 * 4096 * 4096**2, rel=1e-3)
 
 
 def test_file_spec_profiles_a_user_model(tmp_path: Path) -> None:

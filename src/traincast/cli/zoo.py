@@ -22,8 +22,9 @@ def zoo_rows() -> list[dict[str, Any]]:
 
     Models with a torch module take their numbers from the shipped profiles (forward and a full
     Adam training step at the default batch); models with only an LLM config show its formula
-    count and 2 FLOPs per matrix parameter per token over the config's sequence (attention
-    scores excluded)."""
+    count and the forward FLOPs of one sequence of the config's ``s`` tokens as the profile
+    counts them: ``(2 P_flop + 4 l a d s) s``, 2 FLOPs per matrix parameter per token plus the
+    attention products ``Q K^T`` and ``P V`` over the full ``s x s`` square."""
     from traincast.zoo import MODELS
     from traincast.zoo.profiles import load_profiles
 
@@ -41,7 +42,8 @@ def zoo_rows() -> list[dict[str, Any]]:
                "flops_train_per_sample": rec.get("flops_train_per_sample"),
                "meta_only": entry.meta_only, "source": entry.source}
         if cfg is not None and not rec:
-            row["flops_forward_per_sample"] = 2 * cfg.params_flop * cfg.seq
+            row["flops_forward_per_sample"] = (2 * cfg.params_flop
+                                               + 4 * cfg.layers * cfg.q_dim * cfg.seq) * cfg.seq
         if entry.config_only and cfg is not None and cfg.experts == 1:
             row["profiled_via"] = "transformers"  # profile builds it from the config
         rows.append(row)
@@ -69,7 +71,9 @@ def zoo_list(json_out: JsonOpt = False,
     plan = a decoder-only LLM config (plan, predict --arch hybrid; profile, predict --model and
     merge build it through transformers from that config). FLOPs per sample come from the shipped
     profiles (forward, and a full training step with Adam, at the default batch); for
-    config-only models, 2 FLOPs per matrix parameter per token, attention scores excluded.
+    config-only models, the forward of one sequence, (2 P_flop + 4 l a d s) s: 2 FLOPs per
+    matrix parameter per token and the attention products over the full s x s square, as a
+    profile counts them.
     With --hf: the Hub checkpoints of hf:NAME that need no network, each with its config.json.
     """
     if hf:
