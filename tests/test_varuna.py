@@ -194,6 +194,10 @@ def test_replan_as_machines_go(tmp_path: Path) -> None:
     for r in out["rows"]:
         assert r["usd_per_million_tokens"] == pytest.approx(
             SPOT_A100 * r["gpus_used"] * r["s_per_million_tokens"] / 3600)
+        # each count compared with its cheapest on-demand plan (no preemptions, 4x the price)
+        od = OD_A100 * r["gpus_used"] * r["s_per_million_tokens"] / r["overhead_factor"] / 3600
+        assert r["on_demand_usd_per_million_tokens"] == pytest.approx(od)
+        assert r["spot_saving"] == pytest.approx(1 - r["usd_per_million_tokens"] / od)
 
 
 def test_replan_across_presets_minimizes_expected_time() -> None:
@@ -333,10 +337,50 @@ def test_cli_plan_gpu_list_table_and_json(tmp_path: Path) -> None:
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "Best plan per GPU count" in res.stdout and "$/M tok" in res.stdout
-    res = runner.invoke(app, [*args, "--json"])
+    res = runner.invoke(app, [*args, "--json"], env={"COLUMNS": "200"})
     out = json.loads(res.stdout)
     assert [r["gpus"] for r in out["rows"]] == [32, 16]
     assert all(r["overhead_factor"] > 1 for r in out["rows"])
+    text = " ".join(runner.invoke(app, args, env={"COLUMNS": "200"}).stdout.split())
+    for r in out["rows"]:  # the spot figure next to on-demand, as plan on one count says it
+        assert (f"{r['gpus']} GPUs: spot {r['usd_per_million_tokens']:.3f} vs on-demand "
+                f"{r['on_demand_usd_per_million_tokens']:.3f} $/M tokens") in text
+        assert f"spot saves {100 * r['spot_saving']:.0f}%" in text
+    assert "spot price of dgx-a100: spot test" in text
+    assert "assumed: no preemptions" not in text
+    calm = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "32,16", "--global-batch",
+                               "128", "--price", str(price_file(tmp_path)), "--spot"])
+    assert "assumed: no preemptions" in " ".join(calm.stdout.split())
+
+
+def test_replan_over_presets_names_each_rows_node() -> None:
+    args = ["plan", "zoo:llama2-7b", "--gpus", "16,8", "--node", "dgx-a100,dgx-h100",
+            "--global-batch", "128"]
+    out = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    res = runner.invoke(app, args, env={"COLUMNS": "200"})
+    lines = res.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["GPUs", "used",
+                                                                            "node"])
+    for r, line in zip(out["rows"], lines[header + 2:], strict=False):
+        assert line.split()[:3] == [str(r["gpus"]), str(r["gpus_used"]), r["node"]]
+
+
+def test_spot_dearer_than_on_demand_is_said_so() -> None:
+    from traincast.cli.plan import saving_words
+
+    assert saving_words(0.76) == "spot saves 76%"
+    assert saving_words(-2.0) == "spot costs 3x the on-demand cost"  # spot / on-demand = 3
+
+
+def test_a_checkpoint_longer_than_its_interval_is_flagged() -> None:
+    # an 18 GB checkpoint at 1 GB/s, C = 18 s, written every 10 s of work: C / tau = 1.8
+    res = Resilience(checkpoint_gbs=1.0, checkpoint_bytes=18e9, checkpoint_every_s=10.0)
+    out = plan("zoo:llama2-7b", 8, "dgx-a100", global_batch=64, top=1, resilience=res)
+    note = out["resilience"]["by_node"]["dgx-a100"]["note"]
+    assert "takes 18 s to write, longer than the 10 s" in note and "1.8" in note
+    assert out["top"][0]["overhead_factor"] == pytest.approx(1 + 18 / 10)
+    with pytest.raises(TraincastError, match="at most 3600"):
+        Resilience(preemptions_per_hour=1e9, checkpoint_gbs=1.0)
 
 
 def test_cli_plan_bad_flags() -> None:

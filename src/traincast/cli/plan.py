@@ -98,8 +98,9 @@ def plan(
     spot: Annotated[bool, typer.Option(
         "--spot", help="Use the spot prices of --price (and compare with on-demand).")] = False,
     preemptions_per_hour: Annotated[float, typer.Option(
-        callback=within(0.0), help="Preemptions per node (machine) per hour, R >= 0; the job "
-        "stops when any of its nodes is preempted. " + OVERHEAD_HELP + ".")] = 0.0,
+        callback=within(0.0, 3600.0), help="Preemptions per node (machine) per hour, R from 0 "
+        "to 3,600; the job stops when any of its nodes is preempted. " + OVERHEAD_HELP
+        + ".")] = 0.0,
     checkpoint_gbs: Annotated[float | None, typer.Option(
         help="Write (and read-back) bandwidth of the whole job to checkpoint storage, GB/s "
              "(needed with --preemptions-per-hour or --checkpoint-every).")] = None,
@@ -245,6 +246,7 @@ MONEY_LEGEND = (
 REPLAN_LEGEND = (
     ("GPUs", "GPUs available"),
     ("used", "GPUs the plan runs on, whole nodes; the others are released (why: below)"),
+    ("node", "the node preset the plan runs on"),
     ("configuration", "as in plan's table; (new): changed from the row above"),
     ("s/iter", "seconds per iteration"),
     ("overhead", "expected time factor of checkpoints, lost work and restarts"),
@@ -274,7 +276,7 @@ def _print_resilience(result: dict[str, Any]) -> None:
                 f"Checkpoints on {nd} ({e['nodes']} nodes): {e['checkpoint_gb']:.1f} GB at "
                 f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, every "
                 f"{'never' if not math.isfinite(tau) else f'{tau:.0f} s'}; "
-                f"{e['preemptions_per_hour_job']:.2g} preemptions/h for the job, restart "
+                f"{fmt_sig(e['preemptions_per_hour_job'], 2)} preemptions/h for the job, restart "
                 f"Rs {e['restart_s']:.0f} s: expected overhead x{e['overhead_factor']:.3f}.",
                 highlight=False)
             if "note" in e:
@@ -283,16 +285,30 @@ def _print_resilience(result: dict[str, Any]) -> None:
         od, sp = result["on_demand"], result["by_cost"][0]
         console.print(
             f"Spot {sp['usd_per_million_tokens']:.3f} $/M tokens ({sp['label']}, "
-            f"{sp['s_per_million_tokens']:.3g} s/M tokens) vs on-demand "
+            f"{fmt_sig(sp['s_per_million_tokens'])} s/M tokens) vs on-demand "
             f"{od['usd_per_million_tokens']:.3f} $/M tokens ({od['label']}, "
-            f"{od['s_per_million_tokens']:.3g} s/M tokens): spot saves "
-            f"{100 * result['spot_saving']:.0f}%.", highlight=False)
-        if not any(e["preemptions_per_hour_job"] > 0 for e in (res or {}).get(
-                "by_node", {}).values()):
-            console.print(Text("assumed: no preemptions (--preemptions-per-hour 0): the spot "
-                               "figure is the price alone; give the rate your provider's "
-                               "machines are taken back at for the checkpoint and restart "
-                               "losses (docs/parallelism.md)", style="yellow"))
+            f"{fmt_sig(od['s_per_million_tokens'])} s/M tokens): "
+            f"{saving_words(result['spot_saving'])}.",
+            highlight=False)
+        _note_no_preemptions(res)
+
+
+def saving_words(saving: float) -> str:
+    """``spot saves N%`` (``saving`` = 1 - spot / on-demand cost), or, when spot costs more,
+    ``spot costs N x the on-demand cost``."""
+    if saving >= 0:
+        return f"spot saves {100 * saving:.0f}%"
+    return f"spot costs {fmt_sig(1.0 - saving)}x the on-demand cost"
+
+
+def _note_no_preemptions(res: dict[str, Any] | None) -> None:
+    """The notice under a spot figure that assumes no preemptions at all."""
+    if not any(e["preemptions_per_hour_job"] > 0 for e in (res or {}).get(
+            "by_node", {}).values()):
+        console.print(Text("assumed: no preemptions (--preemptions-per-hour 0): the spot "
+                           "figure is the price alone; give the rate your provider's "
+                           "machines are taken back at for the checkpoint and restart "
+                           "losses (docs/parallelism.md)", style="yellow"))
 
 
 def _print_replan(result: dict[str, Any]) -> None:
@@ -303,8 +319,10 @@ def _print_replan(result: dict[str, Any]) -> None:
                   f"million tokens (preemption losses included).")
     print_assumed_line(result["assumed"])
     priced = result.get("price") is not None
+    several = len(result["nodes"]) > 1
     table = Table(title="Best plan per GPU count", title_justify="left", **RULES_OFF)
-    cols = ["GPUs", "used", "configuration", "s/iter", "overhead", "s/M tok"]
+    cols = ["GPUs", "used"] + ["node"] * several + ["configuration", "s/iter", "overhead",
+                                                    "s/M tok"]
     cols += ["$/M tok"] * priced + ["switch"]
     for col in cols:
         table.add_column(col, justify="left" if col == "configuration" else "right",
@@ -318,8 +336,9 @@ def _print_replan(result: dict[str, Any]) -> None:
             continue
         label = r["label"] + (" (new)" if r["changed"] else "")
         sw = r.get("switch_s")
-        cells = [str(r["gpus"]), str(r["gpus_used"]), label, fmt_sig(r["time_s"]),
-                 f"x{r['overhead_factor']:.3f}", fmt_sig(r["s_per_million_tokens"])]
+        cells = [str(r["gpus"]), str(r["gpus_used"]), *[r["node"]] * several, label,
+                 fmt_sig(r["time_s"]), f"x{r['overhead_factor']:.3f}",
+                 fmt_sig(r["s_per_million_tokens"])]
         if priced:
             cells.append(_usd(r["usd_per_million_tokens"]))
         cells.append("-" if sw is None or not math.isfinite(sw) else f"{sw:.0f} s")
@@ -335,10 +354,22 @@ def _print_replan(result: dict[str, Any]) -> None:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
     if priced:
         unpriced = result["price"].get("unpriced")
-        console.print(f"[dim]{result['price']['market']} prices: "
-                      f"{escape(result['price']['file'])}"
-                      + (f"; none for {escape(', '.join(unpriced))} (- in the table)"
-                         if unpriced else "") + "[/dim]", highlight=False)
+        market = result["price"]["market"]
+        for nd, src in result["price"]["sources"].items():
+            console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
+        if unpriced:
+            console.print(f"[dim]{market} prices ({escape(result['price']['file'])}): none for "
+                          f"{escape(', '.join(unpriced))} (- in the table)[/dim]",
+                          highlight=False)
+    spot = [r for r in result["rows"] if r.get("spot_saving") is not None]
+    for r in spot:
+        console.print(f"{r['gpus']} GPUs: spot {_usd(r['usd_per_million_tokens'])} vs "
+                      f"on-demand {_usd(r['on_demand_usd_per_million_tokens'])} $/M tokens "
+                      f"(the cheapest on-demand plan: {r['on_demand_label']} on "
+                      f"{r['on_demand_node']}): {saving_words(r['spot_saving'])}.",
+                      highlight=False)
+    if spot:
+        _note_no_preemptions(result.get("resilience"))
 
 
 def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:

@@ -295,9 +295,16 @@ def _exp_dict(exp: dict[str, Any]) -> dict[str, Any]:
            "overhead_factor": float(exp["overhead"]), "switch_s": float(exp["switch_s"])}
     tau = out["interval_s"] if np.isfinite(out["interval_s"]) else 0.0
     risk = out["preemptions_per_hour_job"] / 3600.0 * (tau + out["restart_s"])
+    notes = []
     if risk > FIRST_ORDER_LIMIT:
-        out["note"] = (f"lambda (tau + Rs) = {risk:.2f}: preemptions this frequent make the "
-                       f"first-order estimate optimistic")
+        notes.append(f"lambda (tau + Rs) = {risk:.2f}: preemptions this frequent make the "
+                     f"first-order estimate optimistic")
+    if 0 < tau < out["checkpoint_s"]:
+        notes.append(f"a checkpoint takes {out['checkpoint_s']:.0f} s to write, longer than "
+                     f"the {tau:.0f} s of work between two: the job spends more time "
+                     f"checkpointing than training (C / tau = {out['checkpoint_s'] / tau:.1f})")
+    if notes:
+        out["note"] = "; ".join(notes)
     return out
 
 
@@ -673,6 +680,11 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
                 "switch_s": exp.get("switch_s")}
         if "note" in exp:
             row["warning"] = exp["note"]
+        if p.get("spot_saving") is not None:  # on spot: the cheapest on-demand plan of the count
+            row |= {"spot_saving": p["spot_saving"],
+                    "on_demand_usd_per_million_tokens": p["on_demand"]["usd_per_million_tokens"],
+                    "on_demand_label": p["on_demand"]["label"],
+                    "on_demand_node": p["on_demand"]["node"]}
         prev = next((r for r in reversed(rows) if "label" in r), None)
         row["changed"] = prev is not None and (prev["label"], prev["node"], prev["gpus_used"]) \
             != (b["label"], b["node"], p["gpus"])

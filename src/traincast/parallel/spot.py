@@ -50,6 +50,9 @@ from traincast.parallel.models import ModelConfig
 F = NDArray[np.float64]
 SECONDS_PER_HOUR = 3600.0
 RESTART_ALLOWANCE_S = 120.0  # assumption: replace the machine and relaunch (set --restart-s)
+PREEMPTIONS_PER_HOUR_MAX = 3600.0
+"""The most preemptions per node-hour a plan takes, one a second: beyond, no step finishes
+(a typing slip such as 1e9 is refused rather than priced)."""
 _FLAGS = {"preemptions_per_hour": ("--preemptions-per-hour", True),
           "checkpoint_gbs": ("--checkpoint-gbs", False),
           "checkpoint_bytes": ("--checkpoint-gb", False),
@@ -121,6 +124,11 @@ class Resilience:
             if isinstance(v, bool) or not math.isfinite(v) or v < 0 or (v == 0 and not may_be_zero):
                 need = "non-negative" if may_be_zero else "positive"
                 raise TraincastError(f"{flag} must be {need}, got {v!r}")
+        if self.preemptions_per_hour > PREEMPTIONS_PER_HOUR_MAX:
+            raise TraincastError(f"--preemptions-per-hour must be at most "
+                                 f"{PREEMPTIONS_PER_HOUR_MAX:g} (one a second), got "
+                                 f"{self.preemptions_per_hour!r}",
+                                 hint="preemptions per node (machine) per hour, e.g. 0.1")
         if self.active and self.checkpoint_gbs is None:
             raise TraincastError("--checkpoint-gbs is needed with preemptions or a checkpoint "
                                  "interval (bandwidth of the job to its checkpoint storage)",
