@@ -580,3 +580,22 @@ def test_a_job_sharing_its_gpu_runs_its_kernels_on_its_share() -> None:
     assert math.isclose(bd.compute[2], whole / 0.5, rel_tol=1e-9)
     assert bd.data_io[1] == bd.data_io[0]
 
+
+
+def test_a_port_keeps_the_jobs_share_of_its_gpu() -> None:
+    """A job on half a GPU ported to another architecture stays on half a GPU: its compute is
+    the whole GPU's over 0.5 on every target, PS/Worker (one worker of 0.5 GPU) included; it
+    does not gain the other half by being ported."""
+    from traincast.architectures import REGISTRY
+
+    cat = load_catalog()
+    n, node_gpus = np.array([0.5, 2.0]), np.array([8.0, 8.0])
+    base = {"node": np.array(["pai-v100-nvlink"] * 2, dtype=object), "n_gpus": n,
+            "flops_compute_bound": [4e12] * 2, "bytes_memory_bound": [2e10] * 2,
+            "weight_bytes": [1e8] * 2, "input_bytes": [1e7] * 2}
+    for arch in ("1w1g", "allreduce-local", "ps-worker", "pearl"):
+        placed = {**base, "architecture": np.array([arch] * 2, dtype=object),
+                  **REGISTRY[arch].port(n, node_gpus)}
+        r = resolve(placed, cat)
+        assert r.share.tolist()[0] == 0.5, arch
+        assert r.share.tolist()[1] == 1.0, arch

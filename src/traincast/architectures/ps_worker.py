@@ -39,11 +39,12 @@ class PSWorker:
     @staticmethod
     def port(n_gpus: F, node_gpus: F) -> dict[str, F]:
         """m = n workers of one GPU each, packed; ``p = ceil(n / node GPUs)`` servers (one per
-        worker node)."""
+        worker node). A job on a share of one GPU (n < 1) stays on it: one worker of n GPUs
+        (the share ``s`` of docs/model.md is kept, as the data-parallel ports keep it)."""
         nan = np.full(np.shape(n_gpus), np.nan)
         return {"gpus_per_node": nan, "workers_per_node": nan,
-                "gpus_per_worker": np.ones(np.shape(n_gpus)), "n_workers": n_gpus.copy(),
-                "n_ps": np.ceil(n_gpus / node_gpus)}
+                "gpus_per_worker": np.minimum(n_gpus, 1.0),
+                "n_workers": np.maximum(n_gpus, 1.0), "n_ps": np.ceil(n_gpus / node_gpus)}
 
     @staticmethod
     def link_role(r: Resolved) -> NDArray[np.str_]:
