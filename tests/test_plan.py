@@ -154,3 +154,8 @@ def test_model_tflops_above_the_peak_are_explained() -> None:
     assert "full attention square" in long.output
     short = runner.invoke(app, [*args, "--seq", "4096"], env={"COLUMNS": "200"})
     assert short.exit_code == 0 and "full attention square" not in short.output
+    # predict of the same configuration says it too, of its MFU over the dense peak
+    one = runner.invoke(app, rows[0]["predict"].split()[1:], env={"COLUMNS": "200"})
+    assert one.exit_code == 0, one.output
+    assert f"MFU {100 * rows[0]['mfu']:.0f}% is above the 989.4 TFLOP/s dense bf16 peak" \
+        in one.output and "full attention square" in one.output

@@ -408,10 +408,15 @@ def _note_above_peak(result: dict[str, Any]) -> None:
         where = f"the {gpu}'s dense {result['dtype']} peak ({peak:g})" \
             if len({g for _, g, _ in above}) == 1 else \
             f"their GPUs' dense {result['dtype']} peaks"
-        console.print(f"[dim]TFLOP/s of {ranks} is above {where}: the model count takes "
-                      f"the full attention square (12 l "
-                      f"a d s per token, as the published model-FLOPs formulas do); with a "
-                      f"causal mask the kernels run about half of those FLOPs.[/dim]")
+        print_full_square_note(f"TFLOP/s of {ranks}", where)
+
+
+def print_full_square_note(what: str, where: str) -> None:
+    """Why a model TFLOP/s (``what``) can read above a dense peak (``where``): the count
+    takes the full attention square, the kernels of a causal mask about half of it."""
+    console.print(f"[dim]{what} is above {where}: the model count takes the full attention "
+                  f"square (12 l a d s per token, as the published model-FLOPs formulas do); "
+                  f"with a causal mask the kernels run about half of those FLOPs.[/dim]")
 
 
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,

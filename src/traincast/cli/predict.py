@@ -500,5 +500,10 @@ def render_hybrid(result: dict[str, Any]) -> None:
     console.print(Text("assumed: " + result["assumed"]["text"] + ".", style="dim"))
     for warning in result["warnings"]:
         console.print(Text("warning: " + warning + ".", style="yellow"))
+    if mfu is not None and mfu > 100:
+        from traincast.cli.plan import print_full_square_note
+
+        print_full_square_note(f"MFU {mfu:.0f}%", f"the {peak:g} TFLOP/s dense {job['dtype']} "
+                               "peak")
     if mfu is not None:
         print_mfu_caution([("this job", mfu)], job["dtype"])
