@@ -159,3 +159,14 @@ def test_model_tflops_above_the_peak_are_explained() -> None:
     assert one.exit_code == 0, one.output
     assert f"MFU {100 * rows[0]['mfu']:.0f}% is above the 989.4 TFLOP/s dense bf16 peak" \
         in one.output and "full attention square" in one.output
+
+
+def test_changes_name_only_what_changed_as_the_table_names_it() -> None:
+    from traincast.parallel.plan import changes
+
+    a = {"dp": 32, "tp": 2, "pp": 1, "ep": 1, "cp": 1, "zero": 1, "micro_batch": 4,
+         "recompute": 0, "vp": 1, "sp": 0}
+    b = a | {"dp": 16, "pp": 2, "micro_batch": 2, "sp": 1}
+    assert changes(a, b) == ["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on"]
+    assert changes(a, b, ("dp", "pp", "tp")) == ["dp 32→16", "pp 1→2"]  # tp 2→2 not said
+    assert changes(a, a) == []

@@ -151,6 +151,18 @@ def percent(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
+def changes(before: dict[str, Any], after: dict[str, Any],
+            keys: tuple[str, ...] = CONFIG_KEYS) -> list[str]:
+    """The sizes that differ between two configurations, as the table names them:
+    ``["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on"]`` (unchanged ones left out)."""
+    def val(cfg: dict[str, Any], k: str) -> Any:
+        return st.RECOMPUTE[cfg[k]] if k == "recompute" else \
+            ("on" if cfg[k] else "off") if k == "sp" else cfg[k]
+
+    return [f"{'mb' if k == 'micro_batch' else k} {val(before, k)}→{val(after, k)}"
+            for k in keys if before[k] != after[k]]
+
+
 def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
          expected: bool = False) -> str:
     """One sentence: what dominates (the largest of the row's ``share``, the numbers of the
@@ -166,11 +178,7 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
     text += f"; uses {row['memory_gb']['total']:.1f}" + (
         f" of {capacity / 1e9:.0f} GB" if np.isfinite(capacity) else " GB (capacity not given)")
     if other is not None:
-        def val(r: dict[str, Any], k: str) -> Any:
-            return st.RECOMPUTE[r["config"][k]] if k == "recompute" else r["config"][k]
-
-        diff = [f"{k} {val(other, k)}→{val(row, k)}" for k in CONFIG_KEYS
-                if other["config"][k] != row["config"][k]]
+        diff = changes(other["config"], row["config"])
         moved = max(TIME_PARTS, key=lambda k: other["time_s"][k] - row["time_s"][k])
         if expected:
             gain = (other["time_s"]["total"] * other["overhead_factor"]
@@ -269,10 +277,10 @@ def _network_summary(network: str, a: dict[str, Any], b: dict[str, Any]) -> str:
     if a["label"] == b["label"]:
         change = "the same shape wins."
     elif cb["dp"] < ca["dp"]:
-        change = (f"it replaces {a['label']}: fewer data-parallel replicas (dp "
-                  f"{ca['dp']}→{cb['dp']}, pp {ca['pp']}→{cb['pp']}, tp {ca['tp']}→"
-                  f"{cb['tp']}) send fewer gradient bytes over the slow network; "
-                  f"pipeline stages send only activations.")
+        change = (f"it replaces {a['label']}: fewer data-parallel replicas "
+                  f"({', '.join(changes(ca, cb, ('dp', 'pp', 'tp', 'cp')))}) send fewer "
+                  f"gradient bytes over the slow network; pipeline stages send only "
+                  f"activations.")
     else:
         change = f"it replaces {a['label']}."
     return (f"On {network} the best configuration is {b['label']} "
