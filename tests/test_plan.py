@@ -170,3 +170,16 @@ def test_changes_name_only_what_changed_as_the_table_names_it() -> None:
     assert changes(a, b) == ["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on"]
     assert changes(a, b, ("dp", "pp", "tp")) == ["dp 32→16", "pp 1→2"]  # tp 2→2 not said
     assert changes(a, a) == []
+
+
+def test_a_preset_that_cannot_run_the_dtype_is_left_out_and_named() -> None:
+    from traincast.errors import TraincastError
+    from traincast.parallel.plan import plan
+
+    out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", dtype="fp8", top=3)
+    assert out["nodes"] == ["dgx-h100"] and {r["node"] for r in out["top"]} == {"dgx-h100"}
+    assert "no fp8 peak" in out["left_out"]["dgx-a100"]  # the A100 has no fp8 tensor cores
+    with pytest.raises(TraincastError, match="no preset of --node dgx-a100,pai-v100-nvlink"):
+        plan("zoo:llama2-7b", 16, "dgx-a100,pai-v100-nvlink", dtype="fp8")
+    with pytest.raises(TraincastError, match="no fp8 peak"):  # one preset: its own error
+        plan("zoo:llama2-7b", 16, "dgx-a100", dtype="fp8")

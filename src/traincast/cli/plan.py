@@ -189,6 +189,7 @@ def plan(
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
                   f"memory ({result['seconds']:.2f} s).")
     print_assumed_line(result["assumed"])
+    _print_left_out(result)
     _table("Fastest configurations", result["top"], overlap=overlap)
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"]) for r in result["top"][:1]
@@ -256,6 +257,13 @@ REPLAN_LEGEND = (
      "restart), reported, not amortized; - without checkpoints"))
 
 
+def _print_left_out(result: dict[str, Any]) -> None:
+    """The presets of --node left out of the search, each with why (its GPU has no peak of
+    the dtype, no rate for the attention)."""
+    for nd, why in result.get("left_out", {}).items():
+        console.print(Text(f"left out: {nd}: {why}", style="yellow"))
+
+
 def print_assumed_line(assumed: dict[str, Any]) -> None:
     """The ``assumed:`` line above a plan's table (``plan --json``: ``assumed.text``)."""
     console.print(Text("assumed: " + assumed["text"] + ".", style="dim"))
@@ -318,6 +326,7 @@ def _print_replan(result: dict[str, Any]) -> None:
                   f"per count of available GPUs the plan with the least expected time per "
                   f"million tokens (preemption losses included).")
     print_assumed_line(result["assumed"])
+    _print_left_out(result)
     priced = result.get("price") is not None
     several = len(result["nodes"]) > 1
     table = Table(title="Best plan per GPU count", title_justify="left", **RULES_OFF)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import MARKETS, Prices, load_prices
 from traincast.parallel import spot as spot_model
@@ -547,13 +547,30 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     resilience = resilience or Resilience()
     ckpt = spot_model.checkpoint_bytes(cfg, dtype)
 
+    left_out: dict[str, str] = {}
+
     def search(nic: str | None) -> list[dict[str, Any]]:
-        return [_with_price(_search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
-                                         attention, framework), prices, spot, resilience,
-                            ckpt)
-                for nd in nodes]
+        out = []
+        for nd in nodes:
+            try:
+                found = _search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
+                                     attention, framework)
+            except UnknownNameError:
+                raise
+            except TraincastError as exc:  # one of several presets cannot run the job
+                if len(nodes) == 1:
+                    raise
+                left_out[nd] = str(exc)
+                continue
+            out.append(_with_price(found, prices, spot, resilience, ckpt))
+        if not out:
+            raise TraincastError(f"no preset of --node {node} can run it: "
+                                 + "; ".join(f"{nd}: {why}" for nd, why in left_out.items()),
+                                 hint="choose a --dtype (--attention) their GPUs run")
+        return out
 
     base = search(None)
+    nodes = [r["hw"].node for r in base]
     if prices and all(math.isnan(r["usd"]) for r in base):  # nothing to price: say which key
         prices.require(base[0]["hw"].node, base[0]["hw"].gpu, spot)
     searched = sum(len(r["cfgs"]["dp"]) for r in base)
@@ -567,7 +584,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                                 base[0]["zeros"], base[0]["cp_searched"]),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
-        "top": _ranked(base, rank, top, gb * s)}
+        "top": _ranked(base, rank, top, gb * s), "left_out": left_out}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)
@@ -698,6 +715,7 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
             != (b["label"], b["node"], p["gpus"])
         rows.append(row)
     return {"model": first["model"], "params": first["params"], "nodes": first["nodes"],
+            "left_out": first.get("left_out", {}),
             "dtype": first["dtype"], "seq": first["seq"],
             "global_batch": first["global_batch"], "assumed": first["assumed"],
             "gpus": [int(g) for g in gpus],
