@@ -311,3 +311,16 @@ def test_no_layout_note_names_the_rules() -> None:
     assert out["top"] == [] and out["searched"] == 0
     assert out["note"].startswith("no configuration: no dp x tp x pp = 56 has dp dividing the "
                                   "global batch 1024")
+
+
+def test_a_sequence_beyond_the_models_positions_is_warned_about() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+    from traincast.parallel.plan import plan
+
+    # GPT-2: 1,024 learned positions (n_positions); Llama 2: a 4,096-token rotary context
+    learned = predict_hybrid("gpt2", node="dgx-a100", dp=8, seq=2048, global_batch=64)
+    assert any("1024 learned positions" in w for w in learned["warnings"])
+    rotary = plan("zoo:llama2-7b", 8, "dgx-a100", seq=8192, top=1)
+    assert any("4096-token context" in w for w in rotary["warnings"])
+    within = predict_hybrid("gpt2", node="dgx-a100", dp=8, seq=1024, global_batch=64)
+    assert not any("positions" in w for w in within["warnings"])

@@ -259,9 +259,12 @@ REPLAN_LEGEND = (
 
 def _print_left_out(result: dict[str, Any]) -> None:
     """The presets of --node left out of the search, each with why (its GPU has no peak of
-    the dtype, no rate for the attention)."""
+    the dtype, no rate for the attention), and the plan's warnings (a sequence longer than
+    the model's positions)."""
     for nd, why in result.get("left_out", {}).items():
         console.print(Text(f"left out: {nd}: {why}", style="yellow"))
+    for warning in result.get("warnings", []):
+        console.print(Text(f"warning: {warning}.", style="yellow"))
 
 
 def print_assumed_line(assumed: dict[str, Any]) -> None:

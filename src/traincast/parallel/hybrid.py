@@ -1198,6 +1198,20 @@ def tp_warning(tp: int, gpus_per_node: int, nic: str) -> str:
             f"keeps tp within a node (--tp {gpus_per_node} or less, and more --pp or --dp)")
 
 
+def seq_warning(cfg: ModelConfig, seq: int) -> str:
+    """The warning when a sequence is longer than the model's positions (``cfg.seq``, the
+    config's ``max_position_embeddings`` or ``n_positions``): with learned positions the model
+    has no row for the later tokens (it is priced as if it had); with rotary positions it
+    runs, beyond the context it was trained for (empty when ``seq`` is within it)."""
+    if seq <= cfg.seq:
+        return ""
+    if cfg.position == "learned":
+        return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.seq} learned "
+                f"positions: the model as configured cannot take it (priced as if it could)")
+    return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.seq}-token context "
+            f"(rotary positions run longer, beyond what the model was trained for)")
+
+
 def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects (:func:`shape_code`;
     ``sizes`` by name); called before ``evaluate``, where a size of 0 would divide by zero."""
@@ -1314,7 +1328,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                             memory_warning(sc, cfg, sizes, recompute, attention,
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
-                            tp_warning(tp, hw.gpus_per_node, hw.links["nic"])) if w]
+                            tp_warning(tp, hw.gpus_per_node, hw.links["nic"]),
+                            seq_warning(cfg, s)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,

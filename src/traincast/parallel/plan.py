@@ -45,6 +45,7 @@ from traincast.parallel.hybrid import (
     hybrid_hardware,
     recipe_text,
     resolve_knobs,
+    seq_warning,
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
@@ -584,7 +585,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                                 base[0]["zeros"], base[0]["cp_searched"]),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
-        "top": _ranked(base, rank, top, gb * s), "left_out": left_out}
+        "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
+        "warnings": [w for w in (seq_warning(cfg, s),) if w]}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)
@@ -715,7 +717,7 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
             != (b["label"], b["node"], p["gpus"])
         rows.append(row)
     return {"model": first["model"], "params": first["params"], "nodes": first["nodes"],
-            "left_out": first.get("left_out", {}),
+            "left_out": first.get("left_out", {}), "warnings": first.get("warnings", []),
             "dtype": first["dtype"], "seq": first["seq"],
             "global_batch": first["global_batch"], "assumed": first["assumed"],
             "gpus": [int(g) for g in gpus],
