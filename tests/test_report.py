@@ -509,3 +509,11 @@ def test_the_settings_table_names_every_trace_of_the_study(tmp_path) -> None:
     html = assumptions(Study(folder=tmp_path, json={"study.json": meta}), load_catalog())
     assert "trace paths" in html and "/x/a.csv, /y/b.csv" in html
     assert "trace path<" not in html  # no empty row for the single path
+
+
+def test_plural_counts() -> None:
+    from traincast.units import plural
+
+    assert plural(1, "merge group") == "1 merge group"
+    assert plural(3, "pair") == "3 pairs" and plural(1234, "job") == "1,234 jobs"
+    assert plural(5.5, "GPU") == "5.5 GPUs" and plural(1.0, "node") == "1 node"

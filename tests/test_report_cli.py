@@ -124,3 +124,16 @@ def test_a_store_is_studied_as_read_not_ingested_again(trace, tmp_path):
     study(trace, direct, catalog=cat, report=False)
     for name in ("summary.json", "characterize.json"):
         assert json.loads((out / name).read_text()) == json.loads((direct / name).read_text())
+
+
+def test_duration_caption_counts_censored_jobs_when_none_is_plotted(tmp_path):
+    # two finished jobs; the one running job has no end time, so no censored job is plotted
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,workload,start_time_s,end_time_s,status\n"
+                     "a,1,resnet50,0,100,Terminated\nb,1,resnet50,0,300,Terminated\n"
+                     "c,1,resnet50,50,,Running\n")
+    out = tmp_path / "out"
+    r = tc("--quiet", "report", str(trace), "-o", str(out), "--db", str(tmp_path / "s.duckdb"))
+    assert r.returncode == 0, r.stderr
+    text = " ".join((out / "report.html").read_text().split())
+    assert "(1 censored job with no start or no end time, not plotted)" in text

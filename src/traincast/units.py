@@ -74,3 +74,10 @@ def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
         return f"{r:,.0f}"
     text = f"{r:.{digits}g}"
     return text if "e" not in text else f"{r:.{digits - 1 - math.floor(math.log10(abs(r)))}f}"
+
+
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """``n`` with its noun: ``1 job``, ``3 jobs``, ``1,234 jobs`` (``many``: an irregular
+    plural, ``plural(2, "GPU-hour")`` takes the ``s``)."""
+    text = f"{int(n):,}" if float(n).is_integer() else f"{n:g}"
+    return f"{text} {word if n == 1 else (many or word + 's')}"

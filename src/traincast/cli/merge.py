@@ -17,6 +17,7 @@ from traincast.cli.common import (
     print_json,
 )
 from traincast.cli.tables import Table, print_table
+from traincast.units import plural
 
 
 @app.command()
@@ -66,7 +67,7 @@ def _render(result: dict[str, Any]) -> None:
         f"Separate {fmt_bytes(result['separate_bytes'])}, merged "
         f"{fmt_bytes(result['merged_bytes'])}: saves {fmt_bytes(result['saved_bytes'])} "
         f"({result['saved_fraction']:.1%}), {result['params_saved']:,} parameters, in "
-        f"{result['groups_total']} merge groups."))
+        f"{plural(result['groups_total'], 'merge group')}."))
     groups = Table(title=f"Merge groups, largest saving first (top {len(result['groups'])} of "
                          f"{result['groups_total']})", title_justify="left")
     for col in ("#", "layer", "params/copy", "copies", "saves", "cumulative", "shared layers"):

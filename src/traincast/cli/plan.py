@@ -39,7 +39,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.plan import percent
 from traincast.trace.schema import BATCH_MAX
-from traincast.units import fmt_sig
+from traincast.units import fmt_sig, plural
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -284,7 +284,8 @@ def _print_resilience(result: dict[str, Any]) -> None:
         for nd, e in res["by_node"].items():
             tau = e["interval_s"]
             console.print(
-                f"Checkpoints on {nd} ({e['nodes']} nodes): {e['checkpoint_gb']:.1f} GB at "
+                f"Checkpoints on {nd} ({plural(e['nodes'], 'node')}): "
+                f"{e['checkpoint_gb']:.1f} GB at "
                 f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, every "
                 f"{'never' if not math.isfinite(tau) else f'{tau:.0f} s'}; "
                 f"{fmt_sig(e['preemptions_per_hour_job'], 2)} preemptions/h for the job, restart "

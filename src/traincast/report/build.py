@@ -33,6 +33,7 @@ from traincast.report.data import (
     weighted_shares,
 )
 from traincast.report.inputs import Study, floats, labels, load_study, load_validate
+from traincast.units import fmt_sig, plural
 
 TOP_WORKLOADS = 12
 TOP_ROWS = sections.TOP_ROWS
@@ -144,7 +145,7 @@ def _job_figures(study: Study) -> list[Fig]:
             "Cumulative distribution of the GPUs a job requests: the solid line counts jobs, "
             "the dashed line counts GPUs (a job with n GPUs counts n times), so the gap shows "
             "how much of the cluster large jobs hold. Jobs without a GPU are left out "
-            f"({int((~pos).sum()):,} jobs).", "jobs.parquet (n_gpus)",
+            f"({plural(int((~pos).sum()), 'job')}).", "jobs.parquet (n_gpus)",
             lambda: figs.cdf_figure({"jobs": gpus[pos], "GPUs": gpus[pos]},
                                     weights={"GPUs": gpus[pos]}, log_x=True,
                                     title="GPUs per job (CDF)", xlabel="GPUs per job",
@@ -160,8 +161,10 @@ def _job_figures(study: Study) -> list[Fig]:
             "cdf_duration", "Job duration",
             "Cumulative distribution of job run time (end − start), log scale. Jobs still "
             "running when the trace ended are censored: their duration is a lower bound"
-            + (f" ({int((cens & okd).sum()):,} such jobs{_unplotted(cens, okd)}; the second "
-               "line leaves them out)." if (cens & okd).any() else "."),
+            + (f" ({plural(int((cens & okd).sum()), 'such job')}{_unplotted(cens, okd)}; the "
+               "second line leaves them out)." if (cens & okd).any() else
+               f" ({plural(int(cens.sum()), 'censored job')} with no start or no end time, "
+               "not plotted)." if cens.any() else "."),
             "jobs.parquet (start_time_s, end_time_s, censored)",
             lambda: figs.cdf_figure(series, log_x=True, title="Job duration (CDF)",
                                     xlabel="job duration (s)")))
@@ -337,8 +340,9 @@ def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
                 "the step, (T_comp - T_idle) / T_total) and, where the trace measured it, of "
                 "the measured one. Pairing jobs "
                 "of the same GPU model and GPU count whose predicted utilizations sum to at "
-                f"most 1 (traincast colocate --multi-gpu) forms {co['pairs']:,} pairs, frees "
-                f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} GPUs and saves "
+                f"most 1 (traincast colocate --multi-gpu) forms {plural(co['pairs'], 'pair')}, "
+                f"frees {fmt_sig(co['gpus_freed'])} of {fmt_sig(co['gpus_total'])} GPUs and "
+                f"saves "
                 f"{100 * (co['gpu_time_saved_share'] or 0):.0f}% of GPU time"
                 + (f" at a median slowdown of {med:.2f}×" if med else "")
                 + " (contention model: docs/colocate.md).",
