@@ -167,3 +167,12 @@ def test_print_json_small_indented_large_compact(capsys) -> None:  # noqa: ANN00
     back = json.loads(out)
     assert back["nan"] is None and len(back["rows"]) == 40_000
     assert back["rows"][3] == {"job_id": "j3", "speedup": 1.0, "gpus": 1.5}
+
+
+def test_jobs_without_features_are_told_where_features_come_from(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "u.csv"  # vgg16 is no zoo model: that job has no features
+    trace.write_text("job_id,n_gpus,workload\na,1,vgg16\nb,1,resnet50\n")
+    r = tc("whatif", str(trace), "-s", "eth100", cwd=tmp_path)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "not predicted: 1 (features missing)" in text, r.stderr
+    assert "no workload the zoo knows (traincast zoo list names them" in text

@@ -402,10 +402,15 @@ def print_assumed_hardware(char: dict[str, Any]) -> None:
 
 
 def print_unpredicted(counts: dict[str, int]) -> None:
-    """One line naming why jobs got no prediction (``traincast.resolve.REASONS``), if any."""
+    """One line naming why jobs got no prediction (``traincast.resolve.REASONS``), if any;
+    for jobs without features, where they come from (a workload the zoo knows)."""
     if counts:
         console.print("[dim]not predicted: " + escape(", ".join(
             f"{n:,} ({reason})" for reason, n in counts.items())) + "[/dim]", highlight=False)
+    if counts.get("features missing"):
+        console.print("[dim]features missing: the trace gives no features and no workload the "
+                      "zoo knows (traincast zoo list names them; --map workload=COLUMN, or "
+                      "--workload NAME for jobs that name none)[/dim]", highlight=False)
 
 
 HELD_OUT_WORDS = {"gemm": "products", "memory": "memory-bound kernels", "conv": "convolutions"}
