@@ -172,7 +172,7 @@ def test_print_json_small_indented_large_compact(capsys) -> None:  # noqa: ANN00
 def test_jobs_without_features_are_told_where_features_come_from(tc, tmp_path: Path) -> None:
     trace = tmp_path / "u.csv"  # vgg16 is no zoo model: that job has no features
     trace.write_text("job_id,n_gpus,workload\na,1,vgg16\nb,1,resnet50\n")
-    r = tc("whatif", str(trace), "-s", "eth100", cwd=tmp_path)
+    r = tc("whatif", str(trace), "-s", "eth100", "--db", str(tmp_path / "s.duckdb"))
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "not predicted: 1 (features missing)" in text, r.stderr
     assert "no workload the zoo knows (traincast zoo list names them" in text
