@@ -120,21 +120,26 @@ def is_quiet() -> bool:
 
 
 def progress(json_out: bool = False) -> Progress:
-    """A rich progress bar on stderr; disabled with ``--quiet`` or ``--json``.
+    """A rich progress bar on stderr; disabled with ``--quiet`` or ``--json``, and drawn only
+    on a terminal (to a file or a pipe a transient bar would leave a blank line; the steps
+    :func:`say_above` prints still go there).
 
     Use as ``with progress(json_out) as bar: task = bar.add_task("ingest", total=n)``.
     """
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
-                    disable=json_out or _STATE["quiet"], transient=True)
+    silent = json_out or _STATE["quiet"]
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                   disable=silent or not err_console.is_terminal, transient=True)
+    bar.say_steps = not silent  # type: ignore[attr-defined]
+    return bar
 
 
 def say_above(bar: Progress, task: TaskID) -> Callable[[str], None]:
     """``say(message)`` for a ``progress`` bar: the message printed dim above the bar (so a log
     of stderr keeps every step; a transient bar leaves nothing there) and shown as the task's
-    description; nothing when the bar is disabled (``--quiet``, ``--json``)."""
+    description; nothing with ``--quiet`` or ``--json``."""
     def say(message: str) -> None:
-        if bar.disable:
+        if not getattr(bar, "say_steps", not bar.disable):
             return
         bar.console.print(Text(f"· {message}", style="dim"), highlight=False)
         bar.update(task, description=Text(message[:60]))
