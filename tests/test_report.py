@@ -192,6 +192,8 @@ def test_duration_caption_counts_the_censored_jobs_it_cannot_plot():
     assert _unplotted(censored, plotted) == (" of the 3 censored; the other 2 have no start or "
                                              "no end time and are not plotted")
     assert _unplotted(censored, censored | plotted) == ""
+    assert _unplotted(censored, np.array([True, True, False, False, False])) == (
+        " of the 3 censored; the other one has no start or no end time and is not plotted")
 
 
 def test_save_figure_writes_png_and_svg(tmp_path):

@@ -404,3 +404,22 @@ def test_a_preset_without_a_price_is_planned_by_time_not_by_cost() -> None:
     assert "dgx-b200" in {r["node"] for r in out["top"]}  # the fastest is still shown
     with pytest.raises(TraincastError, match=r"no usd_per_gpu_hour in \[node.dgx-b200\]"):
         plan("zoo:llama3-8b", 8, "dgx-b200", price="aws")
+
+
+def test_each_counts_spot_saving_is_its_own_plans() -> None:
+    # over two presets a count's plan (least expected time) need not be the cheapest spot
+    # plan: its saving is its own cost against the count's cheapest on-demand plan
+    out = replan("zoo:llama2-7b", [64, 32], "dgx-a100,dgx-h100", price="aws", spot=True)
+    for r in out["rows"]:
+        assert r["spot_saving"] == pytest.approx(
+            1 - r["usd_per_million_tokens"] / r["on_demand_usd_per_million_tokens"])
+
+
+def test_replan_steps_by_the_nodes_of_the_presets_that_can_run_it() -> None:
+    # fp8: the A10 (4 per node, no fp8 peak) is left out, so 16 GPUs are tried as whole
+    # dgx-h100 nodes of 8 (16 and 8), not in steps of 4
+    out = replan("zoo:llama2-7b", [16], "a10-pcie,dgx-h100", dtype="fp8", global_batch=128)
+    assert "a10-pcie" in out["left_out"] and out["nodes"] == ["dgx-h100"]
+    (row,) = out["rows"]
+    assert row["searched"] == sum(plan("zoo:llama2-7b", n, "dgx-h100", dtype="fp8",
+                                       global_batch=128, top=1)["searched"] for n in (16, 8))

@@ -434,3 +434,50 @@ def test_one_job_flags_are_refused_where_they_do_not_apply(tmp_path: Path, tc) -
              "--workers applies to --arch ps-worker only")):
         res = tc("whatif", *args, "-s", "eth100")
         assert res.returncode == 2 and says in " ".join(res.stderr.split()), res.stderr
+
+
+def test_a_jobs_own_profile_takes_its_workloads_ratios_not_its_numbers() -> None:
+    from traincast.engine.workload import job_profile
+
+    shipped = {"bytes_memory_bound": 20.0, "bytes_memory_bound_amp": 11.0,
+               "bytes_memory_bound_fused": 15.0, "bytes_memory_bound_fused_amp": 8.0,
+               "flops_compute_bound": 200.0, "flops_compute_bound_amp": 200.0}
+    own = {"bytes_memory_bound": 10.0, "flops_compute_bound": 100.0,
+           "bytes_memory_bound_fused": 7.0}
+    out = job_profile(own, shipped)  # at another batch: the shipped ratios on its own values
+    assert out["bytes_memory_bound_amp"] == pytest.approx(10 * 11 / 20)
+    assert out["bytes_memory_bound_fused"] == 7.0  # its own, given
+    assert out["bytes_memory_bound_fused_amp"] == pytest.approx(10 * 8 / 20)
+    assert out["flops_compute_bound_amp"] == pytest.approx(100.0)
+    amp = job_profile({**own, "amp": True}, shipped)  # already mixed precision: ratio 1
+    assert amp["bytes_memory_bound_amp"] == 10.0 and amp["flops_compute_bound_amp"] == 100.0
+    assert amp["bytes_memory_bound_fused_amp"] == 7.0
+    assert "bytes_memory_bound_amp" not in job_profile(own, None)  # nothing to scale by
+
+
+def test_mixed_precision_speeds_up_one_job_at_any_batch() -> None:
+    for batch in ("64", "32"):  # 64: the zoo's own batch
+        (row,) = _cli_json(["whatif", "--model", "zoo:resnet50", "--batch", batch,
+                            "--node", "dgx-a100", "-s", "mixed-precision"])["job_rows"]
+        assert row["applied"] and row["speedup"] > 1.2, (batch, row)
+
+
+def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None:
+    import json
+
+    amp = tmp_path / "amp.json"  # profiled under autocast, no per-op table
+    amp.write_text(json.dumps({"flops_compute_bound": 1e12, "bytes_memory_bound": 1e10,
+                               "weight_bytes": 1e8, "amp": True}))
+    job = ["--flops", "1e12", "--mem-bytes", "1e10", "--weight-bytes", "1e8"]
+    for args, says in (
+            ([*job, "--gpu", "foo"], "unknown GPU 'foo'"),
+            ([*job, "--node", "foo"], "unknown node 'foo'"),
+            ([*job, "--batch", "8"], "--batch applies to --model"),
+            (["--workload", "resnet50", "--gpus", "2", "--mem-bytes", "1e15"],
+             "--mem-bytes: features of a job given by --model or --flops"),
+            ([*job, "--db", str(tmp_path / "s.duckdb")], "--db: flags of a trace or the store"),
+            (["--features", str(amp)], "profiled under mixed precision (amp) without its "
+                                       "per-op table")):
+        for command in ("whatif", "recommend"):
+            res = tc(command, *args, *(["-s", "eth100"] if command == "whatif" else []))
+            assert res.returncode == 2 and says in " ".join(res.stderr.split()), (args, res)

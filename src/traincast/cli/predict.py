@@ -131,6 +131,10 @@ def features_from_flags(features: Path | None, model: str | None, batch: int | N
     if sum(sources) != 1:
         raise TraincastError("give exactly one of --features FILE, --model MODEL, or "
                              "--flops F --mem-bytes B --weight-bytes W")
+    if batch is not None and model is None:
+        raise TraincastError("--batch applies to --model: a features file holds the batch it "
+                             "was profiled at, and --flops the work of one iteration",
+                             hint="profile again with --batch N, or give --model")
     if features is not None:
         check_text_file(features, "--features", "features",
                         text=features.suffix.lower() not in (".parquet", ".pq"))
@@ -327,10 +331,6 @@ def predict(
         return
     from traincast.validation.published import apply_setup, memory_layout, setup_of
 
-    if batch is not None and model is None:
-        raise TraincastError("--batch applies to --model: a features file holds the batch it "
-                             "was profiled at, and --flops the work of one iteration",
-                             hint="profile again with --batch N, or give --model")
     per_op_flags = memory_layout(memory_format) != "nchw" or tf32_matmul
     if per_op_flags and (flops is not None or not per_op):
         raise TraincastError("--memory-format and --tf32-matmul change how a per-op table is "

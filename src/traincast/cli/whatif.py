@@ -51,9 +51,10 @@ from traincast.cli.trace import (
 from traincast.engine.workload import ProfileOf
 from traincast.errors import TraincastError
 from traincast.files import write_whole
+from traincast.hardware.catalog import Catalog
 from traincast.predict import OpsOf, job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_x
+from traincast.units import fmt_pct, fmt_x, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -77,6 +78,11 @@ JobWorkloadOpt = Annotated[str | None, typer.Option(
     "the store): the workload assumed for jobs whose trace names none: mix (default: the "
     "bundled sample's zoo mix, drawn per job by md5(job_id)), a zoo model, or none; "
     "docs/traces.md.")]
+WhatifWorkloadOpt = Annotated[str | None, typer.Option(
+    "--workload", help="The workload assumed for the jobs of a TRACE (or the store) whose trace "
+    "names none: mix (default: the bundled sample's zoo mix, drawn per job by md5(job_id)), a "
+    "zoo model, or none; docs/traces.md. With one of the job's flags (--arch, --gpus, --node, "
+    "...) and no TRACE: one job of that workload (its zoo profile gives features and memory).")]
 ArchOpt = Annotated[str, typer.Option(help="One job: its current architecture.")]
 GpusOpt = Annotated[int, typer.Option(
     callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; ps-worker: --workers, "
@@ -103,14 +109,21 @@ class OneJob:
     profile_of: ProfileOf | None = None
 
 
+FEATURE_FLAGS = ("batch", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes")
+"""The one-job flags that describe its features, for --model or --flops, not --workload."""
+
+
 def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict[str, Any],
-            workload_alone: bool = True) -> OneJob | None:
+            catalog: Catalog, workload_alone: bool = True) -> OneJob | None:
     """The job of the one-job flags (``flags``: the command's values of :data:`ONE_JOB_FLAGS`
     and ``flops``, ``model``, ``features``, ``workload``), None for a TRACE or the store: a
     job is given by --flops, --model or --features, or, without a TRACE or --db, by
     --workload: alone where ``workload_alone`` (recommend), else with one of the job's flags
-    (whatif, whose --workload alone is the workload assumed for the store's jobs). Its flags
-    with a TRACE, or without a job, are an error naming them."""
+    (whatif, whose --workload alone is the workload assumed for the store's jobs). Errors,
+    each naming its flags: the job's flags with a TRACE or the store, or without a job; the
+    store's flags (--db, --format, --map) with a job; feature flags with --workload alone; a
+    GPU or node the catalog does not know; a profile written under mixed precision without its
+    per-op table (its aggregate features would be priced at fp32)."""
     from traincast.architectures import ARCHITECTURES
     from traincast.cli.predict import check_job_flags
 
@@ -127,11 +140,23 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
         return None
     if trace is not None:
         raise TraincastError("give either a TRACE or one job's flags, not both")
+    if store := given(ctx, "db", "format", "map"):
+        raise TraincastError(f"{', '.join(store)}: flags of a trace or the store; they do not "
+                             "apply to one job given by flags", hint="leave them out")
+    if not by_features and (extra := given(ctx, *FEATURE_FLAGS)):
+        raise TraincastError(f"{', '.join(extra)}: features of a job given by --model or "
+                             f"--flops; --workload {f['workload']} takes its zoo profile's",
+                             hint="give --flops F --mem-bytes B --weight-bytes W (with "
+                                  "--workload for its zoo profile), or leave them out")
     arch = f["arch"]
     if arch not in ARCHITECTURES:
         raise TraincastError(f"unknown architecture {arch!r} (--arch)",
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_job_flags(arch, f["gpus"] if given(ctx, "gpus") else None, f["workers"], f["ps"])
+    if f["gpu"] is not None:
+        catalog.gpu(f["gpu"])  # an unknown name: an error naming the known ones
+    if f["node"] is not None:
+        catalog.node(f["node"])
     place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
     if not by_features:
         from traincast.trace import fill_features
@@ -142,17 +167,21 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
                                  "of that name", hint="traincast zoo list names them")
         return OneJob(fill_features(_single_job({}, *place, f["workload"])))
     from traincast.cli.predict import features_from_flags
+    from traincast.engine.workload import job_profile
     from traincast.zoo.profiles import workload_features
 
     feats = features_from_flags(f["features"], f["model"], f["batch"], f["flops"],
                                 f["mem_bytes"], f["weight_bytes"], f["embedding_bytes"],
                                 f["input_bytes"], False, ops=True)
+    if feats.get("amp") and not feats.get("ops"):
+        raise TraincastError(f"{f['features']}: profiled under mixed precision (amp) without "
+                             "its per-op table: whatif and recommend price aggregate features "
+                             "at fp32", hint="profile it again with --ops (each op keeps its "
+                             "dtype), or without --amp and use the mixed-precision scenario")
     own = f["workload"] or str(f["model"] or f["features"] or "")
     if not feats.get("ops") and not feats.get("memory_bytes"):  # flags: the workload's zoo
         return OneJob(_single_job(feats, *place, f["workload"]))
-    # the profile the fit checks and ratios read: the job's own over its workload's zoo one
-    # (a profile of its own gives no mixed-precision ratios: the zoo's, where it has one)
-    profile = {**(workload_features(own) or {}), **feats}
+    profile = job_profile(feats, workload_features(own))
     return OneJob(_single_job(feats, *place, own), partial(_own, own, feats, zoo_ops),
                   partial(_own, own, profile, workload_features))
 
@@ -160,7 +189,7 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
 def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
-    t = compact_table(f"What-if over {result['jobs']:,} jobs",
+    t = compact_table(f"What-if over {plural(result['jobs'], 'job')}",
                        "priced = matched jobs with a prediction, which the other columns "
                        "are over; not fit = ports that do not fit; speedup = base time / "
                        "scenario time: mean, median, GPU wtd (weighted by GPUs), time wtd (by "
@@ -223,7 +252,7 @@ def whatif(
     model: ModelOpt = None,
     features: FeaturesOpt = None,
     batch: BatchOpt = None,
-    workload: JobWorkloadOpt = None,
+    workload: WhatifWorkloadOpt = None,
     arch: ArchOpt = "1w1g",
     gpus: GpusOpt = 1,
     workers: WorkersOpt = None,
@@ -256,20 +285,20 @@ def whatif(
         raise TraincastError(f"--sweep given {len(sweep)} times: one sweep varies one key",
                              hint="sweep one key; for two, write scenario files with one "
                                   "value of the first and --sweep the second over them")
-    if output is not None and not jobs_out:
-        raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
-                             hint="the summary is printed (or --json) either way")
     check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format)
     check_scenarios(scenario)
+    cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, dict(
         flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
         embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
         features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
-        workers=workers, ps=ps, gpu=gpu, node=node), workload_alone=False)
+        workers=workers, ps=ps, gpu=gpu, node=node), cat, workload_alone=False)
+    if output is not None and not (jobs_out or job):
+        raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
+                             hint="the summary is printed (or --json) either way")
     if job is not None and engine != "local":
         raise TraincastError("one job given by flags runs on the local engine",
                              hint="leave out --engine")
-    cat = catalog_from(catalog, compute)
     chunks: Any = job.table if job is not None else \
         trace_chunks(trace, db, format, map, json_out, cat, workload or DEFAULT_WORKLOAD)
     jobs_out = jobs_out or job is not None  # one job: its rows are the answer
@@ -306,7 +335,7 @@ def whatif(
 
         result: dict[str, Any] = {}
         write_whole(output, write)
-        note(f"wrote {written[0]:,} per-job rows to {output}", json_out)
+        note(f"wrote {plural(written[0], 'per-job row')} to {output}", json_out)
     else:
         result = run_all()
     rows = result.pop("job_rows", None)
@@ -345,8 +374,8 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
             "does not fit" if r["matched"] else "does not apply"
 
     t = compact_table(
-        f"{job['workload'] or 'the job'}, {job['architecture']} on {_num(job['n_gpus'])} "
-        f"GPU(s): {fmt_seconds(base)} per iteration as it runs",
+        f"{job['workload'] or 'the job'}, {job['architecture']} on "
+        f"{plural(job['n_gpus'], 'GPU')}: {fmt_seconds(base)} per iteration as it runs",
         "does not apply = the scenario's match clause leaves the job out; does not fit = a "
         "port the job's GPUs or memory cannot take (docs/scenarios.md); speedup = base time / "
         "scenario time",
@@ -355,10 +384,6 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
          for r in rows])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
-
-
-def _num(value: Any) -> str:
-    return "?" if value is None or not math.isfinite(value) else f"{value:g}"
 
 
 def _own_profile(job: OneJob | None) -> dict[str, Any]:
@@ -416,7 +441,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     prices the cheapest); each reason once, under its table, keyed from its jobs' rows."""
     s = result["summary"]
     n = result["jobs"]
-    t = Table(title=f"Recommendations for {n:,} job{'' if n == 1 else 's'}", title_justify="left",
+    t = Table(title=f"Recommendations for {plural(n, 'job')}", title_justify="left",
               **RULES_OFF)
     t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
                  "(more than 1% faster); mean, median = speedup (1.00× where kept); "
@@ -542,12 +567,12 @@ def recommend(
 
     check_trace_io(trace, db, {"-o": output}, format=format)
     check_price(price)
+    cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, dict(
         flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
         embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
         features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
-        workers=workers, ps=ps, gpu=gpu, node=node))
-    cat = catalog_from(catalog, compute)
+        workers=workers, ps=ps, gpu=gpu, node=node), cat)
     if job is None:
         workload = workload or DEFAULT_WORKLOAD
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)

@@ -71,6 +71,15 @@ def _per_workload(workload: str) -> tuple[float, ...]:
     return _extras_of(_profile(workload))
 
 
+RATIOS: tuple[tuple[str, str], ...] = (
+    ("bytes_memory_bound_amp", "bytes_memory_bound"),
+    ("bytes_memory_bound_fused", "bytes_memory_bound"),
+    ("bytes_memory_bound_fused_amp", "bytes_memory_bound"),
+    ("flops_compute_bound_amp", "flops_compute_bound"))
+"""The profile keys the mixed-precision and fusion changes scale a job's features by, each over
+its base: ``amp_ratio``, ``fused_ratio``, ``fused_amp_ratio``, ``amp_flops_ratio``."""
+
+
 def _extras_of(rec: Mapping[str, Any] | None) -> tuple[float, ...]:
     """The ten per-workload numbers :func:`workload_extras` gathers, from a profile record."""
     mem = ("memory_bytes",)
@@ -79,10 +88,26 @@ def _extras_of(rec: Mapping[str, Any] | None) -> tuple[float, ...]:
             _num(rec, *mem, "weights") + _num(rec, *mem, "grads"), state,
             _num(rec, *mem, "activations"), _num(rec, "batch_size"),
             _ratio(_num(rec, "params_embedding"), _num(rec, "params")),
-            _ratio(_num(rec, "bytes_memory_bound_amp"), _num(rec, "bytes_memory_bound")),
-            _ratio(_num(rec, "bytes_memory_bound_fused"), _num(rec, "bytes_memory_bound")),
-            _ratio(_num(rec, "bytes_memory_bound_fused_amp"), _num(rec, "bytes_memory_bound")),
-            _ratio(_num(rec, "flops_compute_bound_amp"), _num(rec, "flops_compute_bound")))
+            *(_ratio(_num(rec, key), _num(rec, base)) for key, base in RATIOS))
+
+
+def job_profile(own: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A job's own profile (``own``: memory, parameters, features at its own batch and
+    precision) with the ratios of :data:`RATIOS` it does not give: a profile written under
+    mixed precision (``amp`` true) is already mixed precision, so its ``_amp`` keys are its
+    own values (ratio 1); else each ratio of its workload's shipped profile (``shipped``, at
+    the zoo's batch) times the job's own base, ``own[base] x shipped[key] / shipped[base]``
+    (none without a shipped profile: the ratios' defaults of docs/scenarios.md apply)."""
+    out = dict(own)
+    for key, base in RATIOS:
+        if key in own or base not in own:
+            continue
+        plain = key.removesuffix("_amp")
+        if own.get("amp") and key.endswith("_amp") and plain in own:
+            out[key] = own[plain]
+        elif shipped and _ratio(_num(shipped, key), _num(shipped, base)) > 0:
+            out[key] = own[base] * _num(shipped, key) / _num(shipped, base)
+    return out
 
 
 @dataclass(frozen=True)

@@ -341,6 +341,21 @@ def _price_part(out: dict[str, Any], base: list[dict[str, Any]], prices: Prices,
         out["spot_saving"] = 1.0 - s["usd_per_million_tokens"] / b["usd_per_million_tokens"]
 
 
+def preset_problem(cfg: ModelConfig, catalog: Catalog, node: str, dtype: str,
+                   attention: str | None = None, framework: str = DEFAULT_FRAMEWORK) -> str:
+    """Why a node preset cannot run the job as asked (its GPU has no peak of ``dtype``, no
+    rate for the attention), or ``""``: the checks :func:`_search_node` starts with. An
+    unknown preset stays an error."""
+    try:
+        resolve_knobs(framework, cfg, hybrid_hardware(catalog, node, dtype),
+                      attention=attention)
+    except UnknownNameError:
+        raise
+    except TraincastError as exc:
+        return str(exc)
+    return ""
+
+
 def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None, gpus: int,
                  gb: int, seq: int, dtype: str, overlap: float,
                  attention: str | None = None,
@@ -553,16 +568,12 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     def search(nic: str | None) -> list[dict[str, Any]]:
         out = []
         for nd in nodes:
-            try:
-                found = _search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
-                                     attention, framework)
-            except UnknownNameError:
-                raise
-            except TraincastError as exc:  # one of several presets cannot run the job
-                if len(nodes) == 1:
-                    raise
-                left_out[nd] = str(exc)
+            if len(nodes) > 1 and (why := preset_problem(cfg, catalog, nd, dtype, attention,
+                                                         framework)):
+                left_out[nd] = why  # one of several presets cannot run the job
                 continue
+            found = _search_node(cfg, catalog, nd, nic, gpus, gb, s, dtype, overlap,
+                                 attention, framework)
             out.append(_with_price(found, prices, spot, resilience, ckpt))
         if not out:
             raise TraincastError(f"no preset of --node {node} can run it: "
@@ -680,7 +691,10 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     if not presets:
         raise TraincastError(f"--node {node!r}: no node preset named",
                              hint="e.g. --node dgx-a100 (traincast hardware list)")
-    per_node = min(catalog.node(nd).gpus for nd in presets)  # UnknownNameError with its hint
+    runs = [nd for nd in presets if not preset_problem(
+        model, catalog, nd, kwargs.get("dtype", "bf16"), kwargs.get("attention"),
+        kwargs.get("framework", DEFAULT_FRAMEWORK))] or presets  # none: plan says why
+    per_node = min(catalog.node(nd).gpus for nd in runs)  # UnknownNameError with its hint
     rows: list[dict[str, Any]] = []
     first: dict[str, Any] = {}
     for g in (int(x) for x in gpus):
@@ -707,9 +721,10 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
                 "switch_s": exp.get("switch_s")}
         if "note" in exp:
             row["warning"] = exp["note"]
-        if p.get("spot_saving") is not None:  # on spot: the cheapest on-demand plan of the count
-            row |= {"spot_saving": p["spot_saving"],
-                    "on_demand_usd_per_million_tokens": p["on_demand"]["usd_per_million_tokens"],
+        if p.get("on_demand") and b.get("usd_per_million_tokens") is not None:
+            od = p["on_demand"]["usd_per_million_tokens"]  # the count's cheapest on-demand plan
+            row |= {"spot_saving": 1.0 - b["usd_per_million_tokens"] / od,
+                    "on_demand_usd_per_million_tokens": od,
                     "on_demand_label": p["on_demand"]["label"],
                     "on_demand_node": p["on_demand"]["node"]}
         prev = next((r for r in reversed(rows) if "label" in r), None)

@@ -443,5 +443,6 @@ def _unplotted(censored: np.ndarray, plotted: np.ndarray) -> str:
     left = int((censored & ~plotted).sum())
     if not left:
         return ""
-    return (f" of the {int(censored.sum()):,} censored; the other {left:,} have no start or "
-            "no end time and are not plotted")
+    return (f" of the {int(censored.sum()):,} censored; the other "
+            + ("one has no start or no end time and is" if left == 1 else
+               f"{left:,} have no start or no end time and are") + " not plotted")
