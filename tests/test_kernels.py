@@ -247,6 +247,12 @@ def test_strategy_is_selected_from_the_catalog_entry() -> None:
     curves = dataclasses.replace(a100(), gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 200.0))
     assert compute.strategy_of(curves) == "curves"                       # measured curves win
     assert compute.strategy_of(curves, "paper") == "paper"              # --compute paper
+    # --compute curves on an entry without curves: its flat peaks, each of its dtype, so bf16
+    # work on an H100 runs at the 989.4 TFLOP/s dense bf16 peak (datasheet), not the fp32 67
+    h100 = cat.gpu("H100-SXM5-80GB")
+    assert compute.strategy_of(h100, "curves") == "paper"
+    assert compute.rates(h100, "bf16", "curves")[0] == pytest.approx(989.4e12)
+    assert compute.strategy_of(curves, "curves") == "curves"
     with pytest.raises(TraincastError, match="unknown compute strategy"):
         compute.strategy_of(bare, "fast")
 

@@ -99,13 +99,15 @@ __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memo
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     """The strategy used for ``gpu``: ``strategy`` when it names one, else (``auto``/None)
     ``curves`` with measured GEMM curves, ``kernel`` with ``sms`` or ``gemm_max_fraction``, else
-    ``paper``."""
+    ``paper``. ``curves`` named for an entry without curves is ``paper``: its flat peaks per
+    op, each at the peak of its own dtype (what curves fall back to, but for the dtype)."""
+    curves = bool(len(getattr(gpu, "gemm_intensity", ())) and len(getattr(gpu, "gemm_tflops", ())))
     if strategy not in (None, "auto"):
         if strategy not in STRATEGIES:
             raise TraincastError(f"unknown compute strategy {strategy!r}",
                                  hint=f"choose one of {', '.join(STRATEGIES)}")
-        return str(strategy)
-    if len(getattr(gpu, "gemm_intensity", ())) and len(getattr(gpu, "gemm_tflops", ())):
+        return "paper" if strategy == "curves" and not curves else str(strategy)
+    if curves:
         return "curves"
     if kernels.gpu_sms(gpu) > 0 or kernels.gemm_max_fraction(gpu, "fp32") is not None:
         return "kernel"
