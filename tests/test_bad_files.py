@@ -100,6 +100,9 @@ OK = {"tf": 15.7, "bw": 900, "sms": 80, "mhz": 1530, "w": 300}  # 80 x 64 x 2 x 
     ({"bw": 0.9}, "'mem_bw_gbs' = 0.9 is below 1"),             # in TB/s
     ({"sms": 8}, "fp32_tflops = 15.7 is not sms x fp32_cores_per_sm x 2 x boost_clock_mhz"),
     ({"tf": 157}, "fp32_tflops = 157 is not sms"),
+    ({"bw": 9e5}, "'mem_bw_gbs' = 900000.0 is above 100,000"),  # in MB/s
+    ({"w": 3e5}, "'power_w' = 300000.0 is above 5,000"),        # in mW
+    ({"bw": 3.35}, "fp32_tflops = 15.7 over mem_bw_gbs = 3.35 is 4,687 FLOP per byte"),  # TB/s
 ])
 def test_a_catalog_value_in_the_wrong_unit_is_an_error(tmp_path: Path, change: dict,
                                                        says: str) -> None:
@@ -109,6 +112,25 @@ def test_a_catalog_value_in_the_wrong_unit_is_an_error(tmp_path: Path, change: d
     path.write_text(GPU.format(**{**OK, **change}))
     with pytest.raises(TraincastError, match=re.escape(says)):
         load_catalog(path)
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("mem_gb = 24576", "'mem_gb' = 24576.0 is above 10,000"),    # MiB
+    ("mem_gb = 0.024", "'mem_gb' = 0.024 is below 0.1"),         # TB
+    ("sms = 16384", "'sms' = 16384 is above 2,000"),
+    ("fp16_tflops = 165200", "'fp16_tflops' = 165200.0 is above 100,000"),  # GFLOP/s
+    ("process_nm = 4e-9", "'process_nm' = 4e-09 is below 0.1"),  # metres
+])
+def test_a_catalog_size_in_the_wrong_unit_is_an_error(tmp_path: Path, line: str,
+                                                      says: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(f"[gpu.MY]\nfp32_tflops = 15.7\nmem_bw_gbs = 900\n{line}\n")
+    with pytest.raises(TraincastError, match=re.escape(says)):
+        load_catalog(path)
+    link = tmp_path / "l.toml"  # a link speed in bits/s
+    link.write_text('[link.mylink]\nbw_gbs = 400e9\nefficiency = 1.0\nsource = "x"\n')
+    with pytest.raises(TraincastError, match=re.escape("'bw_gbs' = 400000000000.0 is above")):
+        load_catalog(link)
 
 
 def test_a_trace_header_naming_a_column_twice_and_an_empty_trace(tmp_path: Path) -> None:

@@ -83,12 +83,22 @@ def fit_latency_bw(sizes_bytes: np.ndarray, times_s: np.ndarray,
     """``(latency_s, bw_bps)`` of ``t = latency + moved_factor * S / bw``.
 
     latency = the time of the smallest message; bw from the largest one, net of the latency.
+    Where the largest message took no longer than the smallest, or longer by under
+    :data:`RESOLVED_SHARE` of its time (a noisy run of small sizes: the sizes did not resolve
+    the bandwidth), bw is the largest message's over its whole time, a lower bound, instead of
+    a size over a vanishing difference (millions of GB/s).
     """
     order = np.argsort(sizes_bytes)
     s, t = np.asarray(sizes_bytes, float)[order], np.asarray(times_s, float)[order]
     latency = float(t[0])
-    net = max(float(t[-1]) - latency, 1e-12)
-    return latency, moved_factor * float(s[-1]) / net
+    net = float(t[-1]) - latency
+    resolved = net > RESOLVED_SHARE * float(t[-1])
+    return latency, moved_factor * float(s[-1]) / (net if resolved else float(t[-1]))
+
+
+RESOLVED_SHARE = 1e-3
+"""The least share of the largest message's time its size must add over the smallest's for a
+bandwidth to be read from the difference (below: timer noise)."""
 
 
 def bench_comm(device: str, *, quick: bool, world_size: int = 2, threads: int = 1,

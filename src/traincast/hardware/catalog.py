@@ -333,6 +333,18 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "base_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
     ("node", "gpus"): (1_024, "GPUs in one node (an NVLink domain; NVL72 holds 72)"),
     ("gpu", "compute_capability"): (20.0, "a CUDA compute capability such as 9.0"),
+    ("gpu", "fp32_tflops"): (1_000.0, "TFLOP/s: 10x the fastest FP32 GPU; a peak in GFLOP/s?"),
+    ("gpu", "tf32_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "fp16_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "bf16_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "fp8_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "mem_bw_gbs"): (100_000.0, "GB/s: 12x a B200's 8,000; a bandwidth in MB/s?"),
+    ("gpu", "mem_gb"): (10_000.0, "GB: 50x an MI300X's 192; a memory in MiB?"),
+    ("gpu", "power_w"): (5_000.0, "W: 5x a B200's 1,000; a power in mW?"),
+    ("gpu", "sms"): (2_000, "streaming multiprocessors (compute units): an MI300X has 304"),
+    ("gpu", "l2_mb"): (4_096.0, "MB: an L2 (or last-level) cache in KB or bytes?"),
+    ("gpu", "process_nm"): (1_000.0, "nm: a process node in another unit?"),
+    ("link", "bw_gbs"): (100_000.0, "GB/s (bytes): 100x NVLink 5's 900; a speed in bits/s?"),
 }
 """Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
 is a typo (a unit or an exponent), an error naming the file, table and key."""
@@ -342,6 +354,8 @@ _LOWER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "power_w"): (5.0, "W: no accelerator board draws under 5 W; a power in kW?"),
     ("gpu", "mem_bw_gbs"): (1.0, "GB/s: a device memory under 1 GB/s; a bandwidth in TB/s?"),
     ("gpu", "fp32_tflops"): (1e-3, "TFLOP/s: under 1 GFLOP/s; a peak in PFLOP/s?"),
+    ("gpu", "mem_gb"): (0.1, "GB: a device memory under 100 MB; a memory in TB?"),
+    ("gpu", "process_nm"): (0.1, "nm: a process node in metres?"),
 }
 """Physical lower bounds of catalog keys where given (a value of 0 is not given): a value
 below one is a unit typed wrong, an error as for :data:`_UPPER`."""
@@ -471,6 +485,23 @@ def _check_lanes(path: str, name: str, values: Mapping[str, Any]) -> None:
                                 "(docs/hardware.md)")
 
 
+RIDGE_MAX_FLOP_PER_BYTE = 1_000.0
+"""The most FP32 FLOPs per byte of memory bandwidth an entry may give (its ridge point,
+``fp32_tflops 1e12 / (mem_bw_gbs 1e9)``): the shipped GPUs sit at 9 (B200) to 106 (L40S), CPUs
+near 10; a bandwidth typed in TB/s (an H100's 3.35 for 3,350) puts it near 20,000."""
+
+
+def _check_ridge(path: str, name: str, values: Mapping[str, Any]) -> None:
+    """One file's GPU table that gives both ``fp32_tflops`` and ``mem_bw_gbs`` has a ridge
+    point of at most :data:`RIDGE_MAX_FLOP_PER_BYTE`."""
+    fp32, bw = values.get("fp32_tflops"), values.get("mem_bw_gbs")
+    if fp32 and bw and fp32 * 1e12 / (bw * 1e9) > RIDGE_MAX_FLOP_PER_BYTE:
+        raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} over mem_bw_gbs = "
+                           f"{bw:g} is {fp32 * 1e3 / bw:,.0f} FLOP per byte, above "
+                           f"{RIDGE_MAX_FLOP_PER_BYTE:,g} (the shipped GPUs: 9 to 106)",
+                           hint="mem_bw_gbs is in GB/s: 3350 for 3.35 TB/s")
+
+
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
     """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
     (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost
@@ -553,6 +584,7 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
+                _check_ridge(path, name, checked)
             if "sources" in checked:  # citations merge field by field
                 checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
             table.update(checked)
