@@ -125,12 +125,21 @@ def test_a_catalog_size_in_the_wrong_unit_is_an_error(tmp_path: Path, line: str,
                                                       says: str) -> None:
     path = tmp_path / "c.toml"
     path.write_text(f"[gpu.MY]\nfp32_tflops = 15.7\nmem_bw_gbs = 900\n{line}\n")
-    with pytest.raises(TraincastError, match=re.escape(says)):
+    with pytest.raises(TraincastError, match=re.escape(says)) as err:
         load_catalog(path)
+    assert err.value.hint  # its own, or the catalog format's page
     link = tmp_path / "l.toml"  # a link speed in bits/s
     link.write_text('[link.mylink]\nbw_gbs = 400e9\nefficiency = 1.0\nsource = "x"\n')
     with pytest.raises(TraincastError, match=re.escape("'bw_gbs' = 400000000000.0 is above")):
         load_catalog(link)
+
+
+def test_a_catalog_error_without_a_hint_of_its_own_points_at_the_format(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[gpu.MyGPU]\nfp32_tflops = "82.6"\n')  # a number written as text
+    with pytest.raises(TraincastError, match="must be a number") as err:
+        load_catalog(path)
+    assert err.value.hint == "the catalog format, key by key: docs/hardware.md"
 
 
 def test_a_trace_header_naming_a_column_twice_and_an_empty_trace(tmp_path: Path) -> None:

@@ -31,7 +31,11 @@ DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
 class CatalogError(TraincastError):
-    """A catalog file is wrong; the message names the file, the table and the key."""
+    """A catalog file is wrong; the message names the file, the table and the key; without a
+    hint of its own, the hint points at the format."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message, hint or "the catalog format, key by key: docs/hardware.md")
 
 
 @dataclass(frozen=True)
