@@ -134,6 +134,15 @@ def test_a_catalog_size_in_the_wrong_unit_is_an_error(tmp_path: Path, line: str,
         load_catalog(link)
 
 
+def test_a_bandwidth_override_in_the_wrong_unit_is_caught_on_the_merged_entry(
+        tmp_path: Path) -> None:
+    path = tmp_path / "bw.toml"  # an H100's 3.35 TB/s typed over the shipped entry
+    path.write_text("[gpu.H100-SXM5-80GB]\nmem_bw_gbs = 3.35\n")
+    says = "bw.toml: [gpu.H100-SXM5-80GB] fp32_tflops = 67 over mem_bw_gbs = 3.35 is 20,000"
+    with pytest.raises(TraincastError, match=re.escape(says)):
+        load_catalog(path)
+
+
 def test_a_catalog_error_without_a_hint_of_its_own_points_at_the_format(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[gpu.MyGPU]\nfp32_tflops = "82.6"\n')  # a number written as text

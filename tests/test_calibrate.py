@@ -81,10 +81,11 @@ def test_fit_latency_and_bandwidth_by_hand() -> None:
     # a ring all-reduce moves 2 (n - 1) / n of the message: bus bandwidth = that / time
     _, busbw = fit_latency_bw(sizes, times, moved_factor=1.5)
     assert busbw == pytest.approx(1.5e9, rel=1e-3)
-    # a noisy run whose 4 MB message took no longer than its 4 B one (50 us each): the sizes
-    # resolve no bandwidth; the bound 4e6 B / 50 us = 80 GB/s, not 4e6 B over a vanishing time
-    _, unresolved = fit_latency_bw(np.array([4.0, 4e6]), np.array([5e-5, 5e-5]))
-    assert unresolved == pytest.approx(4e6 / 5e-5)
+    # a noisy run whose 4 MB message took 1% longer than its 4 B one (50 us): under the 5%
+    # timing spread the sizes resolve no bandwidth; the bound 4e6 B / 50.5 us = 79 GB/s, not
+    # 4e6 B over the 0.5 us difference (8,000 GB/s)
+    _, unresolved = fit_latency_bw(np.array([4.0, 4e6]), np.array([5e-5, 5.05e-5]))
+    assert unresolved == pytest.approx(4e6 / 5.05e-5)
 
 
 def _gpu_file(tmp_path: Path, extra: str) -> Path:

@@ -366,3 +366,13 @@ def test_a_gpu_move_quotes_rates_only_for_jobs_priced_at_them() -> None:
         rows["agg"]["best_reason"]
     assert "(V100-SXM2-16GB -> B200, each of its ops priced on each GPU)" in \
         rows["zoo"]["best_reason"]
+
+
+def test_a_named_compute_model_keeps_every_preset_a_candidate() -> None:
+    from traincast.analysis.recommend import default_candidates
+
+    auto = {c.node for c in default_candidates(load_catalog()) if c.node}
+    for compute in ("paper", "kernel", "curves"):  # curves prices curve-less GPUs by paper
+        named = {c.node for c in default_candidates(load_catalog(compute=compute)) if c.node}
+        assert auto <= named and "paper-2019" in named, compute
+    assert "paper-2019" not in auto  # only auto leaves the flat-peak reference node out

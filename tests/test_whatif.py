@@ -462,22 +462,61 @@ def test_mixed_precision_speeds_up_one_job_at_any_batch() -> None:
         assert row["applied"] and row["speedup"] > 1.2, (batch, row)
 
 
-def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None:
+def test_a_profile_under_amp_is_priced_in_mixed_precision_as_predict_prices_it(
+        tmp_path: Path) -> None:
     import json
 
     amp = tmp_path / "amp.json"  # profiled under autocast, no per-op table
     amp.write_text(json.dumps({"flops_compute_bound": 1e12, "bytes_memory_bound": 1e10,
                                "weight_bytes": 1e8, "amp": True}))
+    for paper in ([], ["--compute", "paper"]):
+        job = ["--features", str(amp), "--node", "dgx-a100", *paper]
+        (row,) = _cli_json(["whatif", *job, "-s", "mixed-precision"])["job_rows"]
+        base = _cli_json(["predict", *job])["time_s"]["total"]
+        assert row["base_total_s"] == pytest.approx(base, rel=1e-9)
+        assert row["speedup"] == pytest.approx(1.0)  # already mixed precision
+    # at the paper's flat peaks: 1e12 FLOPs at the A100's fp16 312 TFLOP/s, not fp32's 19.5
+    paper = _cli_json(["predict", "--features", str(amp), "--node", "dgx-a100",
+                       "--compute", "paper"])
+    assert paper["time_s"]["compute_flop"] == pytest.approx(1e12 / 312e12, rel=1e-6)
+
+
+def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None:
     job = ["--flops", "1e12", "--mem-bytes", "1e10", "--weight-bytes", "1e8"]
     for args, says in (
-            ([*job, "--gpu", "foo"], "unknown GPU 'foo'"),
-            ([*job, "--node", "foo"], "unknown node 'foo'"),
+            ([*job, "--gpu", "foo"], "unknown GPU 'foo' (--gpu)"),
+            ([*job, "--node", "foo"], "unknown node 'foo' (--node)"),
             ([*job, "--batch", "8"], "--batch applies to --model"),
             (["--workload", "resnet50", "--gpus", "2", "--mem-bytes", "1e15"],
-             "--mem-bytes: features of a job given by --model or --flops"),
+             "--mem-bytes: features of a job given by --flops"),
             ([*job, "--db", str(tmp_path / "s.duckdb")], "--db: flags of a trace or the store"),
-            (["--features", str(amp)], "profiled under mixed precision (amp) without its "
-                                       "per-op table")):
+            (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model")):
         for command in ("whatif", "recommend"):
             res = tc(command, *args, *(["-s", "eth100"] if command == "whatif" else []))
             assert res.returncode == 2 and says in " ".join(res.stderr.split()), (args, res)
+
+
+def test_a_features_file_takes_the_ratios_of_the_model_it_names(tmp_path: Path) -> None:
+    # the same profile as --model zoo:resnet50 gives, written to a file: its "model" names the
+    # zoo profile whose mixed-precision ratios it takes, without --workload
+    import json
+
+    from traincast.features.profile import profile_model
+
+    path = tmp_path / "r50.json"
+    path.write_text(json.dumps(profile_model("zoo:resnet50", batch_size=64, ops=True)))
+    job = ["--node", "dgx-a100", "-s", "mixed-precision"]
+    (by_model,) = _cli_json(["whatif", "--model", "zoo:resnet50", "--batch", "64", *job]
+                            )["job_rows"]
+    (by_file,) = _cli_json(["whatif", "--features", str(path), *job])["job_rows"]
+    assert by_file["scenario_total_s"] == pytest.approx(by_model["scenario_total_s"], rel=1e-9)
+
+
+def test_an_amp_profile_without_its_fused_bytes_is_not_made_mixed_twice() -> None:
+    from traincast.engine.workload import job_profile
+
+    shipped = {"bytes_memory_bound": 20.0, "bytes_memory_bound_amp": 10.0,
+               "bytes_memory_bound_fused_amp": 8.0}
+    out = job_profile({"amp": True, "bytes_memory_bound": 12.0}, shipped)
+    # its 12 bytes are mixed already: fused over the shipped amp bytes, 12 x 8 / 10
+    assert out["bytes_memory_bound_fused_amp"] == pytest.approx(12 * 8 / 10)

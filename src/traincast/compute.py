@@ -99,8 +99,8 @@ __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memo
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     """The strategy used for ``gpu``: ``strategy`` when it names one, else (``auto``/None)
     ``curves`` with measured GEMM curves, ``kernel`` with ``sms`` or ``gemm_max_fraction``, else
-    ``paper``. ``curves`` named for an entry without curves is ``paper``: its flat peaks per
-    op, each at the peak of its own dtype (what curves fall back to, but for the dtype)."""
+    ``paper``. ``curves`` named for an entry without curves is ``paper``: its flat peak of the
+    job's dtype (what curves fall back to, at fp32 alone)."""
     curves = bool(len(getattr(gpu, "gemm_intensity", ())) and len(getattr(gpu, "gemm_tflops", ())))
     if strategy not in (None, "auto"):
         if strategy not in STRATEGIES:

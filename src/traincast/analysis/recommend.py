@@ -28,13 +28,20 @@ from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
 from traincast.compute import rates, strategy_of
-from traincast.engine.local import CHUNK_ROWS, apply_changes, evaluate_columns, fit_mask
-from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
+from traincast.engine.local import (
+    CHUNK_ROWS,
+    SHIPPED,
+    Workloads,
+    apply_changes,
+    evaluate_columns,
+    fit_mask,
+)
+from traincast.engine.workload import WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
 from traincast.model import BOTTLENECK_LABEL, BOTTLENECKS, COMPONENTS, Breakdown
-from traincast.predict import OpsOf, ops_tables, zoo_ops
+from traincast.predict import ops_tables
 from traincast.resolve import OK, REASONS, Resolved
 from traincast.scenarios import Scenario
 
@@ -86,8 +93,9 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
     Without ``nodes``: every preset whose GPU is priced by the same kind of model as the
     others. Under ``auto`` compute a preset whose GPU only the paper's flat peaks can price
     (no SM count, no measured curves: the ``paper-2019`` reference node) is left out, since a
-    flat peak is an optimistic bound that a shape-aware estimate would always lose to; under
-    ``--compute paper`` every GPU is priced alike and every preset is a candidate. A preset
+    flat peak is an optimistic bound that a shape-aware estimate would always lose to; under a
+    named ``--compute`` (paper, kernel, curves) every GPU is priced by that one model and
+    every preset is a candidate. A preset
     whose GPU today's PyTorch CUDA builds do not run (:func:`unsupported_nodes`) is left out
     too."""
     archs = list(architectures) if architectures is not None else [
@@ -95,7 +103,7 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
     old = unsupported_nodes(catalog)
     node_list = list(nodes) if nodes is not None else sorted(
         nd for nd, node in catalog.nodes.items()
-        if (catalog.compute == "paper"
+        if (catalog.compute != "auto"
             or strategy_of(catalog.gpu(node.gpu), catalog.compute) != "paper")
         and nd not in old)
     for nd in node_list:
@@ -104,13 +112,14 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
 
 
 def _candidate(cols: Columns, extras: WorkloadExtras, cand: Candidate, catalog: Catalog,
-               overlap: float, hierarchical: bool, ops_of: OpsOf = zoo_ops
+               overlap: float, hierarchical: bool, workloads: Workloads = SHIPPED
                ) -> tuple[Breakdown, Resolved, NDArray[np.bool_]]:
     """The jobs ported to a candidate by the what-if engine's rules: breakdown, resolved rows
     and the mask of jobs that fit."""
     sc = cand.scenario
     new = apply_changes(cols, extras, sc, catalog)
-    bd, r = evaluate_columns(new, catalog, overlap, hierarchical, ops_of)
+    bd, r = evaluate_columns(new, catalog, overlap, hierarchical, workloads.ops_of,
+                             amp=workloads.amp)
     return bd, r, fit_mask(r, extras, sc)
 
 
@@ -303,8 +312,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
               hierarchical: bool = False,
               progress: Progress | None = None,
               base: tuple[Breakdown, Resolved] | None = None,
-              min_gain: float = MIN_GAIN, ops_of: OpsOf = zoo_ops,
-              profile_of: ProfileOf | None = None) -> dict[str, Any]:
+              min_gain: float = MIN_GAIN, workloads: Workloads = SHIPPED) -> dict[str, Any]:
     """For every job: the fastest architecture on its own hardware, the fastest (architecture,
     node preset) overall, each with its speedup and a one-line reason; with ``prices``, the
     cheapest per iteration. Returns ``{"jobs", "candidates", "summary", "rows"}`` (``rows`` a
@@ -315,10 +323,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     ``min_gain``: a job keeps its present setup unless the best candidate beats it by more
     than this fraction (``T_base / T_new > 1 + min_gain``; for the cheapest, cost), so no
     change is recommended for a gain the model cannot tell from noise (:data:`MIN_GAIN`).
-    ``ops_of``: the per-op table of a workload (:data:`traincast.predict.OpsOf`; the shipped
-    zoo tables by default), whose rows are then priced op by op; ``profile_of``: a workload's
-    profile record, for the memory a port needs (``engine.workload.workload_extras``; the
-    shipped profiles by default)."""
+    ``workloads``: the per-op table of a workload, whose rows are then priced op by op, its
+    profile record, for the memory a port needs, and the jobs' precision
+    (``engine.local.Workloads``; the shipped zoo's, fp32, by default)."""
     if not min_gain >= 0:
         from traincast.errors import TraincastError
 
@@ -337,13 +344,14 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         if progress:
             progress(step, done[0], total_steps)
 
-    extras = workload_extras(cols, profile_of)
-    base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical, ops_of)
+    extras = workload_extras(cols, workloads.profile_of)
+    base, base_r = base or evaluate_columns(cols, catalog, overlap, hierarchical,
+                                            workloads.ops_of, amp=workloads.amp)
     base_node, base_gpu = base_r.node, base_r.gpu
     base_role = _link_roles(base_r)
     n = cols.n
     workload = cols["workload"]
-    by_ops = np.isin(workload.codes, list(ops_tables(workload, ops_of)))  # priced op by op
+    by_ops = np.isin(workload.codes, list(ops_tables(workload, workloads.ops_of)))  # op by op
     cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)
@@ -353,7 +361,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     # the bar a candidate must beat: the job as it runs, min_gain faster (cheaper); a job no
     # candidate beats keeps its setup (index -1)
     best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
-    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, ops_of)
+    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, workloads)
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -367,7 +375,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             continue
         idx = best[g][1]
         chosen = _chosen(cols, extras, cands, idx, base, base_node, base_gpu, base_role,
-                         catalog, overlap, hierarchical, ops_of)
+                         catalog, overlap, hierarchical, workloads)
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
                                     base_gpu, base_role, catalog, min_gain,
                                     np.isfinite(base_cost) if g == "cheap" else None, by_ops))
@@ -402,7 +410,8 @@ def _cost_usd(prices: Prices | None, gpus: F, total_s: F, node: Strings, gpu: St
 def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
-            hierarchical: bool, advance: Callable[[str], None], ops_of: OpsOf = zoo_ops
+            hierarchical: bool, advance: Callable[[str], None],
+            workloads: Workloads = SHIPPED
             ) -> None:
     """Every candidate over every job: ``best[group]`` (the value to beat, at first the bar
     :func:`recommend` sets, then the lowest so far; its candidate index; updated in place)
@@ -419,7 +428,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
         groups = [g for g in ("arch", "best", "cheap") if g in best and
                   (g != "arch" or not cand.node)]
         for sp, (sub, ext) in zip(spans, parts, strict=True):
-            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, ops_of)
+            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, workloads)
             t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
             for g in groups:
                 val = t
@@ -467,7 +476,7 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
 def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: NDArray[Any],
             base: Breakdown, base_node: Strings, base_gpu: Strings,
             base_role: NDArray[np.object_], catalog: Catalog, overlap: float,
-            hierarchical: bool, ops_of: OpsOf = zoo_ops
+            hierarchical: bool, workloads: Workloads = SHIPPED
             ) -> tuple[F, Strings, Strings, NDArray[np.object_], Breakdown]:
     """Breakdown, hardware and communication link role of each job's chosen candidate
     (evaluated once per candidate)."""
@@ -479,7 +488,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
     for ci in np.unique(idx[idx >= 0]):
         rows = np.flatnonzero(idx == ci)
         bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
-                              hierarchical, ops_of)
+                              hierarchical, workloads)
         for c in parts:
             parts[c][rows] = getattr(bd, c)
         roles[rows] = _link_roles(r)

@@ -22,13 +22,11 @@ from numpy.typing import NDArray
 
 from traincast.analysis.quantiles import Quantiles
 from traincast.engine import ENGINES
-from traincast.engine.local import CHUNK_ROWS, ScenarioResult, run_scenarios
-from traincast.engine.workload import ProfileOf
+from traincast.engine.local import CHUNK_ROWS, SHIPPED, ScenarioResult, Workloads, run_scenarios
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
-from traincast.predict import OpsOf, zoo_ops
 from traincast.resolve import REASONS, Resolved, reason_dict
 from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
 from traincast.trace.chunks import JobChunks
@@ -184,16 +182,15 @@ class Outcome:
 def evaluate_part(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float = 0.0,
                   hierarchical: bool = False, per_job: bool = False, threads: int = 1,
                   progress: Callable[[int, int], None] | None = None,
-                  base: tuple[Breakdown, Resolved] | None = None, ops_of: OpsOf = zoo_ops,
-                  profile_of: ProfileOf | None = None) -> tuple[Outcome, pa.Table | None]:
+                  base: tuple[Breakdown, Resolved] | None = None,
+                  workloads: Workloads = SHIPPED) -> tuple[Outcome, pa.Table | None]:
     """Every scenario over one job table (a whole trace, a chunk of a store, a Dask
     partition): its :class:`Outcome` and, with ``per_job``, its per-job rows
     (:func:`job_rows`). ``threads``: row chunks evaluated and scenarios summarized
-    concurrently; ``ops_of``, ``profile_of``: as ``engine.local.run_scenarios``."""
+    concurrently; ``workloads``: as ``engine.local.run_scenarios``."""
     cols = Columns.of(jobs)
     base_s, reason, results = run_scenarios(cols, scenarios, catalog, overlap, hierarchical,
-                                            progress, threads, base=base, ops_of=ops_of,
-                                            profile_of=profile_of)
+                                            progress, threads, base=base, workloads=workloads)
     arch, gpus, duration = cols["architecture"], cols["n_gpus"], cols.duration_s()
 
     def summary(r: ScenarioResult) -> Summary:
@@ -248,14 +245,14 @@ def _dask_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap:
 def _local_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap: float,
                  hierarchical: bool, per_job: bool, progress: Callable[[int, int], None] | None,
                  threads: int, base: tuple[Breakdown, Resolved] | None,
-                 ops_of: OpsOf = zoo_ops, profile_of: ProfileOf | None = None
+                 workloads: Workloads = SHIPPED
                  ) -> Iterator[tuple[Outcome, pa.Table | None]]:
     """:func:`evaluate_part` of the job table, or of each chunk of a :class:`JobChunks`."""
     if isinstance(jobs, str | Path):
         import pyarrow.parquet as pq
 
         jobs = pq.read_table(jobs)
-    own = {"ops_of": ops_of, "profile_of": profile_of}
+    own = {"workloads": workloads}
     if not isinstance(jobs, JobChunks):
         yield evaluate_part(jobs, scenarios, catalog, overlap, hierarchical, per_job, threads,
                             progress, base, **own)
@@ -276,8 +273,8 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
            rows_per_partition: int = 250_000, per_job: bool = False, threads: int = 2,
            progress: Callable[[int, int], None] | None = None,
            base: tuple[Breakdown, Resolved] | None = None,
-           on_rows: Callable[[pa.Table], None] | None = None, ops_of: OpsOf = zoo_ops,
-           profile_of: ProfileOf | None = None) -> dict[str, Any]:
+           on_rows: Callable[[pa.Table], None] | None = None,
+           workloads: Workloads = SHIPPED) -> dict[str, Any]:
     """Run scenarios over a job table and summarize the speedups.
 
     ``jobs``: a canonical job table (pyarrow Table, dict of columns, pandas DataFrame), a
@@ -294,8 +291,9 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     ``"job_rows"`` (a pyarrow Table). ``base``: the jobs' own
     ``engine.local.evaluate_columns(Columns.of(jobs), catalog, overlap, hierarchical)`` when
     the caller has it (``traincast study``), so the local engine does not evaluate it again.
-    ``ops_of`` and ``profile_of``: the workloads' per-op tables and profile records (default:
-    the shipped zoo's; a job's own for a job given by its profile, local engine only).
+    ``workloads``: the jobs' per-op tables, profile records and precision
+    (``engine.local.Workloads``; default: the shipped zoo's, fp32; a job's own for a job given
+    by its profile, local engine only).
     """
     catalog = catalog or load_catalog()
     specs = [] if scenarios is None else scenarios
@@ -309,9 +307,9 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
         raise TraincastError(f"unknown engine {engine!r}", hint=f"choose {' or '.join(ENGINES)}")
     if engine == "local":
         parts = _local_parts(jobs, scs, catalog, overlap, hierarchical, per_job, progress,
-                             threads, base, ops_of, profile_of)
-    elif ops_of is not zoo_ops or profile_of is not None:
-        raise TraincastError("a job's own profile (ops_of, profile_of) runs on the local engine",
+                             threads, base, workloads)
+    elif workloads != SHIPPED:
+        raise TraincastError("a job's own profile (workloads) runs on the local engine",
                              hint="engine='local'")
     else:
         parts = _dask_parts(jobs, scs, catalog, overlap, hierarchical, per_job, progress,

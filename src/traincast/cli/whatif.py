@@ -48,11 +48,11 @@ from traincast.cli.trace import (
     load_trace_jobs,
     trace_chunks,
 )
-from traincast.engine.workload import ProfileOf
-from traincast.errors import TraincastError
+from traincast.engine.local import SHIPPED, Workloads
+from traincast.errors import TraincastError, UnknownNameError
 from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
-from traincast.predict import OpsOf, job_row, zoo_ops
+from traincast.predict import job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_x, plural
 
@@ -101,12 +101,12 @@ ONE_JOB_FLAGS = ("arch", "gpus", "workers", "ps", "gpu", "node", "batch", "mem_b
 
 @dataclass(frozen=True)
 class OneJob:
-    """One job given by flags: its one-row job table, and the per-op table and profile of its
-    workload (its own profile where it has one, else the shipped zoo's)."""
+    """One job given by flags: its one-row job table, and where its per-op table, profile and
+    precision come from (``engine.local.Workloads``: its own profile where it has one, else
+    the shipped zoo's)."""
 
     table: pa.Table
-    ops_of: OpsOf = zoo_ops
-    profile_of: ProfileOf | None = None
+    workloads: Workloads = SHIPPED
 
 
 FEATURE_FLAGS = ("batch", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes")
@@ -143,9 +143,13 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
     if store := given(ctx, "db", "format", "map"):
         raise TraincastError(f"{', '.join(store)}: flags of a trace or the store; they do not "
                              "apply to one job given by flags", hint="leave them out")
+    if not by_features and given(ctx, "batch"):
+        raise TraincastError(f"--batch applies to --model; --workload {f['workload']} takes its "
+                             "zoo profile at the zoo's batch",
+                             hint=f"--model zoo:MODEL --batch {f['batch']} profiles it at yours")
     if not by_features and (extra := given(ctx, *FEATURE_FLAGS)):
-        raise TraincastError(f"{', '.join(extra)}: features of a job given by --model or "
-                             f"--flops; --workload {f['workload']} takes its zoo profile's",
+        raise TraincastError(f"{', '.join(extra)}: features of a job given by --flops; "
+                             f"--workload {f['workload']} takes its zoo profile's",
                              hint="give --flops F --mem-bytes B --weight-bytes W (with "
                                   "--workload for its zoo profile), or leave them out")
     arch = f["arch"]
@@ -153,10 +157,12 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
         raise TraincastError(f"unknown architecture {arch!r} (--arch)",
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_job_flags(arch, f["gpus"] if given(ctx, "gpus") else None, f["workers"], f["ps"])
-    if f["gpu"] is not None:
-        catalog.gpu(f["gpu"])  # an unknown name: an error naming the known ones
-    if f["node"] is not None:
-        catalog.node(f["node"])
+    for flag, find in (("gpu", catalog.gpu), ("node", catalog.node)):
+        try:
+            if f[flag] is not None:
+                find(f[flag])
+        except UnknownNameError as exc:  # named with its flag, as predict names it
+            raise UnknownNameError(f"{exc} (--{flag})", hint=exc.hint) from None
     place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
     if not by_features:
         from traincast.trace import fill_features
@@ -173,17 +179,17 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict
     feats = features_from_flags(f["features"], f["model"], f["batch"], f["flops"],
                                 f["mem_bytes"], f["weight_bytes"], f["embedding_bytes"],
                                 f["input_bytes"], False, ops=True)
-    if feats.get("amp") and not feats.get("ops"):
-        raise TraincastError(f"{f['features']}: profiled under mixed precision (amp) without "
-                             "its per-op table: whatif and recommend price aggregate features "
-                             "at fp32", hint="profile it again with --ops (each op keeps its "
-                             "dtype), or without --amp and use the mixed-precision scenario")
-    own = f["workload"] or str(f["model"] or f["features"] or "")
+    amp = bool(feats.get("amp"))  # a profile under --amp: priced in mixed precision, as predict
     if not feats.get("ops") and not feats.get("memory_bytes"):  # flags: the workload's zoo
-        return OneJob(_single_job(feats, *place, f["workload"]))
-    profile = job_profile(feats, workload_features(own))
-    return OneJob(_single_job(feats, *place, own), partial(_own, own, feats, zoo_ops),
-                  partial(_own, own, profile, workload_features))
+        return OneJob(_single_job(feats, *place, f["workload"]), Workloads(amp=amp))
+    own = f["workload"] or str(f["model"] or f["features"])
+    # the zoo profile of the model the job runs, for its ratios: the tag, the model flag, or
+    # the model a features file names
+    shipped = workload_features(f["workload"] or f["model"] or str(feats.get("model") or ""))
+    return OneJob(_single_job(feats, *place, own),
+                  Workloads(partial(_own, own, feats, zoo_ops),
+                            partial(_own, own, job_profile(feats, shipped), workload_features),
+                            amp))
 
 
 def print_whatif(result: dict[str, Any]) -> None:
@@ -387,9 +393,9 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
 
 
 def _own_profile(job: OneJob | None) -> dict[str, Any]:
-    """The ``ops_of`` and ``profile_of`` keywords of the analyses for one job given by flags
-    (none for a trace: the shipped zoo's)."""
-    return {} if job is None else {"ops_of": job.ops_of, "profile_of": job.profile_of}
+    """The ``workloads`` keyword of the analyses for one job given by flags (none for a
+    trace: the shipped zoo's)."""
+    return {} if job is None else {"workloads": job.workloads}
 
 
 def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],

@@ -43,6 +43,23 @@ class ScenarioResult:
     total_s: F
 
 
+@dataclass(frozen=True)
+class Workloads:
+    """Where the jobs' workloads come from: their per-op tables (``ops_of``, the shipped zoo's
+    by default), their profile records for the fit checks and the mixed-precision and fusion
+    ratios (``profile_of``; None: the shipped profiles, ``engine.workload.workload_extras``),
+    and whether the jobs already train in mixed precision (``amp``: one job given by a profile
+    written under ``--amp``, priced as ``predict`` prices it; a scenario cannot turn it off)."""
+
+    ops_of: OpsOf = zoo_ops
+    profile_of: ProfileOf | None = None
+    amp: bool = False
+
+
+SHIPPED = Workloads()
+"""The shipped zoo's tables and profiles, fp32 jobs: every trace."""
+
+
 def evaluate_columns(cols: Columns, catalog: Catalog, overlap: float = 0.0,
                      hierarchical: bool = False, ops_of: OpsOf = zoo_ops,
                      **overrides: Any) -> tuple[Breakdown, Resolved]:
@@ -131,10 +148,9 @@ def fit_mask(r: Resolved, extras: WorkloadExtras, sc: Scenario) -> B:
 
 def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Scenario,
                  catalog: Catalog, hw_names: tuple[Strings, Strings], overlap: float = 0.0,
-                 hierarchical: bool = False, ops_of: OpsOf = zoo_ops) -> ScenarioResult:
+                 hierarchical: bool = False, workloads: Workloads = SHIPPED) -> ScenarioResult:
     """One scenario over every job (see the module docstring); ``hw_names``: the jobs'
-    resolved node and GPU names (``match_mask``); ``ops_of``: the per-op tables
-    (:func:`evaluate_columns`)."""
+    resolved node and GPU names (``match_mask``); ``workloads``: :class:`Workloads`."""
     matched = match_mask(cols, sc, hw_names)
     idx = np.flatnonzero(matched)
     total = base_total_s.copy()
@@ -145,9 +161,9 @@ def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Sce
         new = apply_changes(cols.take(idx), ext, sc, catalog)
         bd, r = evaluate_columns(new, catalog, ch.get("overlap", overlap),
                                  ch.get("hierarchical", hierarchical),
-                                 amp=bool(ch.get("amp", False)), gpu=ch.get("gpu"),
-                                 nic=ch.get("nic"), intra=ch.get("intra"), pcie=ch.get("pcie"),
-                                 ops_of=ops_of)
+                                 amp=bool(ch.get("amp", False)) or workloads.amp,
+                                 gpu=ch.get("gpu"), nic=ch.get("nic"), intra=ch.get("intra"),
+                                 pcie=ch.get("pcie"), ops_of=workloads.ops_of)
         ok = fit_mask(r, ext, sc)
         total[idx[ok]] = bd.total[ok]
         applied[idx[ok]] = True
@@ -158,8 +174,8 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
                   overlap: float = 0.0, hierarchical: bool = False,
                   progress: Callable[[int, int], None] | None = None, threads: int = 1,
                   chunk_rows: int = CHUNK_ROWS,
-                  base: tuple[Breakdown, Resolved] | None = None, ops_of: OpsOf = zoo_ops,
-                  profile_of: ProfileOf | None = None
+                  base: tuple[Breakdown, Resolved] | None = None,
+                  workloads: Workloads = SHIPPED
                   ) -> tuple[F, NDArray[np.int8], list[ScenarioResult]]:
     """Base total time, each job's reason code (traincast.resolve.REASONS; 0 = predicted) and
     every scenario's result for a job table.
@@ -169,9 +185,9 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
     in the CPU cache). ``threads`` > 1 evaluates chunks concurrently (numpy releases the GIL in
     its loops). ``progress(rows_done, rows_total)`` is called after each chunk. ``base``: the
     table's own :func:`evaluate_columns` at the same ``overlap`` and ``hierarchical``, when the
-    caller has it (not evaluated again). ``ops_of`` and ``profile_of``: the workloads' per-op
-    tables and profiles (by default the shipped zoo's; a job's own for one job given by its
-    profile, :func:`evaluate_columns` and ``engine.workload.workload_extras``).
+    caller has it (not evaluated again). ``workloads``: where the jobs' per-op tables and
+    profiles come from, and their precision (:class:`Workloads`; a job's own for one job given
+    by its profile).
     """
     step = max(int(chunk_rows), 1)
     starts = range(0, max(cols.n, 1), step)
@@ -181,15 +197,17 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
         stop = min(start + step, cols.n)
         sub = cols.slice(start, stop)
         if base is None:
-            bd, r = evaluate_columns(sub, catalog, overlap, hierarchical, ops_of)
+            bd, r = evaluate_columns(sub, catalog, overlap, hierarchical, workloads.ops_of,
+                                     amp=workloads.amp)
             base_s = bd.total
         else:
             r = base[1] if (start, stop) == (0, cols.n) else base[1].take(np.arange(start, stop))
             base_s = base[0].total[start:stop]
-        extras = workload_extras(sub, profile_of)
+        extras = workload_extras(sub, workloads.profile_of)
         names = (r.node, r.gpu)
         out = base_s, r.reason, [run_scenario(sub, extras, base_s, sc, catalog, names,
-                                              overlap, hierarchical, ops_of) for sc in scenarios]
+                                              overlap, hierarchical, workloads)
+                                 for sc in scenarios]
         done[0] += sub.n
         if progress:
             progress(done[0], cols.n)

@@ -103,10 +103,14 @@ def job_profile(own: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> di
         if key in own or base not in own:
             continue
         plain = key.removesuffix("_amp")
-        if own.get("amp") and key.endswith("_amp") and plain in own:
+        amp = bool(own.get("amp")) and key.endswith("_amp")
+        if amp and plain in own:
             out[key] = own[plain]
-        elif shipped and _ratio(_num(shipped, key), _num(shipped, base)) > 0:
-            out[key] = own[base] * _num(shipped, key) / _num(shipped, base)
+            continue
+        # an amp profile's own base is already mixed: over the shipped profile's amp base
+        over = base + "_amp" if amp else base
+        if shipped and _ratio(_num(shipped, key), _num(shipped, over)) > 0:
+            out[key] = own[base] * _num(shipped, key) / _num(shipped, over)
     return out
 
 

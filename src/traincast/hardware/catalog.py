@@ -496,8 +496,9 @@ near 10; a bandwidth typed in TB/s (an H100's 3.35 for 3,350) puts it near 20,00
 
 
 def _check_ridge(path: str, name: str, values: Mapping[str, Any]) -> None:
-    """One file's GPU table that gives both ``fp32_tflops`` and ``mem_bw_gbs`` has a ridge
-    point of at most :data:`RIDGE_MAX_FLOP_PER_BYTE`."""
+    """A GPU entry, as merged over every file (a file that overrides only ``mem_bw_gbs`` of a
+    shipped entry included), has a ridge point of at most :data:`RIDGE_MAX_FLOP_PER_BYTE`;
+    ``path`` is the file that wrote the entry last."""
     fp32, bw = values.get("fp32_tflops"), values.get("mem_bw_gbs")
     if fp32 and bw and fp32 * 1e12 / (bw * 1e9) > RIDGE_MAX_FLOP_PER_BYTE:
         raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} over mem_bw_gbs = "
@@ -588,7 +589,6 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
-                _check_ridge(path, name, checked)
             if "sources" in checked:  # citations merge field by field
                 checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
             table.update(checked)
@@ -607,6 +607,7 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
             if kind == "gpu":
                 _check_curves(origin[(kind, name)], name, values)
                 _check_peaks(origin[(kind, name)], name, values)
+                _check_ridge(origin[(kind, name)], name, values)
             built[kind][name] = cls(name=name, **values)
     cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
     for name, node in cat.nodes.items():

@@ -52,6 +52,8 @@ from traincast.parallel.spot import Resilience
 
 CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "recompute",
                                 "vp", "sp")
+DEFAULT_DTYPE = "bf16"
+"""The training precision ``plan`` and ``replan`` assume without ``dtype``."""
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 VPS: tuple[int, ...] = (1, 2, 4)
 ZEROS: tuple[int, ...] = (0, 1, 2, 3)
@@ -510,7 +512,7 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
 
 
 def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | None = None,
-         global_batch: int | None = None, seq: int | None = None, dtype: str = "bf16",
+         global_batch: int | None = None, seq: int | None = None, dtype: str = DEFAULT_DTYPE,
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
          overlap: float = 0.0, spot: bool = False, resilience: Resilience | None = None,
          rank: str = "time", attention: str | None = None,
@@ -692,7 +694,7 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         raise TraincastError(f"--node {node!r}: no node preset named",
                              hint="e.g. --node dgx-a100 (traincast hardware list)")
     runs = [nd for nd in presets if not preset_problem(
-        model, catalog, nd, kwargs.get("dtype", "bf16"), kwargs.get("attention"),
+        model, catalog, nd, kwargs.get("dtype", DEFAULT_DTYPE), kwargs.get("attention"),
         kwargs.get("framework", DEFAULT_FRAMEWORK))] or presets  # none: plan says why
     per_node = min(catalog.node(nd).gpus for nd in runs)  # UnknownNameError with its hint
     rows: list[dict[str, Any]] = []
