@@ -176,3 +176,40 @@ def test_jobs_without_features_are_told_where_features_come_from(tc, tmp_path: P
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "not predicted: 1 (features missing)" in text, r.stderr
     assert "no workload the zoo knows (traincast zoo list names them" in text
+
+
+def test_an_empty_store_and_a_header_alone_are_said(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "hdr.csv"
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s\n")
+    db = str(tmp_path / "h.duckdb")
+    r = tc("ingest", str(trace), "--db", db)
+    assert r.returncode == 0 and "hdr.csv: no job stored (a header alone)" in r.stdout, r.stdout
+    r = tc("characterize", "--db", db)
+    assert "nothing to analyse: the store holds no job" in " ".join(r.stderr.split())
+    assert "flags: none" in r.stdout
+
+
+def test_a_scenario_that_matches_no_job_says_what_it_selects(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "a.csv"  # no PS/Worker job: the paper's port matches nothing
+    trace.write_text("job_id,n_gpus,architecture,workload\na,4,allreduce-local,resnet50\n")
+    r = tc("whatif", str(trace), "--db", str(tmp_path / "a.duckdb"), "-s", "nvlink-allreduce")
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and ("nvlink-allreduce: no job matches it (it selects "
+                                  "architecture ps-worker") in text, r.stdout
+
+
+def test_small_gpu_hours_are_not_rounded_to_a_wrong_whole(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "h.csv"  # 1 GPU x 1 h + 0.5 GPU x 1 h = 1.5 GPU-hours
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s\na,1,0,3600\nb,0.5,0,3600\n")
+    r = tc("characterize", str(trace), "--db", str(tmp_path / "h.duckdb"))
+    assert "1.5 GPUs requested, 1.5 GPU-hours" in " ".join(r.stdout.split()), r.stdout
+
+
+def test_map_names_are_checked_before_the_file_is_read(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "s.csv"
+    trace.write_text("id,n_gpus\na,1\n")
+    for flag, says in (("jobid=id", "'jobid' is not a canonical column"),
+                       ("source_id=id", "'source_id' is computed by the store")):
+        r = tc("ingest", str(trace), "--db", str(tmp_path / "s.duckdb"), "--map", flag)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert not (tmp_path / "s.duckdb").exists()

@@ -76,6 +76,15 @@ def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
     return text if "e" not in text else f"{r:.{digits - 1 - math.floor(math.log10(abs(r)))}f}"
 
 
+def fmt_amount(x: float | None, missing: str = "-") -> str:
+    """An amount for a table (GPU-hours, GPUs): whole, with thousands separators, from 100 on
+    (``51,471``); below, three significant digits (``33.5``, ``0.5``), so that a small total is
+    not rounded to a wrong whole number."""
+    if x is None or not math.isfinite(x):
+        return missing
+    return f"{x:,.0f}" if abs(x) >= 100 else fmt_sig(x)
+
+
 def plural(n: float, word: str, many: str | None = None) -> str:
     """``n`` with its noun: ``1 job``, ``3 jobs``, ``1,234 jobs`` (``many``: an irregular
     plural, ``plural(2, "GPU-hour")`` takes the ``s``)."""

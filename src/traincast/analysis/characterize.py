@@ -18,8 +18,8 @@ plain data (the keys of docs/traces.md):
   architecture shares count them) and
   ``duration_s`` (``p`` -> quantile ``value``; finished jobs with a known end and a
   non-negative duration, ``jobs_with_duration`` of them: the running time of a censored job
-  is a lower bound, not a duration, even where the trace gives the trace end as its end,
-  ``censored_with_end`` of them, as Alibaba 2023's running pods);
+  is a lower bound, not a duration, even where the trace gives it an end time,
+  ``censored_with_end`` of them, as Alibaba 2023's Running pods' ``deletion_time``);
 * ``breakdown`` — jobs with known features (from the trace, or from the zoo profile of their
   ``workload``) and at least one GPU, predicted with the core time model
   (:func:`traincast.predict.predict_table`): mean share of each component job-weighted,

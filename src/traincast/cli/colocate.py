@@ -26,7 +26,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct
+from traincast.units import fmt_amount, fmt_pct
 
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the trace "
@@ -85,7 +85,7 @@ def print_colocate(result: dict[str, Any]) -> None:
     t.add_row("eligible jobs", f"{co['eligible']:,}")
     t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
     t.add_row("pairs split: GPU memory", f"{co['memory_rejected_pairs']:,}")
-    t.add_row("GPUs freed", f"{co['gpus_freed']:,.0f} of {co['gpus_total']:,.0f} "
+    t.add_row("GPUs freed", f"{fmt_amount(co['gpus_freed'])} of {fmt_amount(co['gpus_total'])} "
               f"({fmt_pct(co['gpus_freed_share'])})")
     t.add_row("GPU time saved", f"{co['gpu_time_saved_s'] / 3600:,.1f} GPU-h "
               f"({fmt_pct(co['gpu_time_saved_share'])})")

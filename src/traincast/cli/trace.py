@@ -44,7 +44,7 @@ from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
 from traincast.trace.store import DEFAULT_DB, format_errors, source_labels
-from traincast.units import fmt_pct
+from traincast.units import fmt_amount, fmt_pct, plural
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", "-f", help=f"Trace format: {', '.join(FORMATS)} (mapping rules: docs/traces.md). "
@@ -183,7 +183,18 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
             report = store.ingest(trace, format, parse_mapping(map), progress=bar)
         warn_bad_rows(report)
         ids = [s["source_id"] for s in report["sources"]]
-    return JobChunks(path, ids, catalog=catalog, workload=workload)
+    chunks = JobChunks(path, ids, catalog=catalog, workload=workload)
+    if not chunks.rows:
+        note_no_jobs(trace, quiet)
+    return chunks
+
+
+def note_no_jobs(trace: Path | None, quiet: bool = False) -> None:
+    """On stderr, before an analysis with nothing to analyse: the trace stored no job (a header
+    alone, or every row bad), or the store holds none; the tables that follow are empty."""
+    where = f"{trace} holds no job it could store (a header alone, or every row bad)" \
+        if trace is not None else "the store holds no job (traincast sources lists its traces)"
+    note(f"[yellow]nothing to analyse: {where}[/yellow]", json_out=quiet)
 
 
 def note_gone_sources(db: Path | None, quiet: bool = False) -> None:
@@ -220,6 +231,8 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
         jobs = load_jobs(db) if trace is None else \
             read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
                        on_report=warn_bad_rows)
+    if not jobs.num_rows:
+        note_no_jobs(trace, quiet)
     return prepare_jobs(jobs, catalog, workload)
 
 
@@ -373,6 +386,11 @@ def print_ingest(report: dict[str, Any]) -> None:
             console.print(f"{', '.join(Path(f).name for f in s['files'])}: already ingested as "
                           f"{a['file']} (source {a['source_id']}); nothing stored",
                           highlight=False, markup=False)
+    for s in report["sources"]:
+        if not s["jobs"] and not s["unchanged"] and not s.get("already_ingested"):
+            console.print(f"[yellow]{', '.join(Path(f).name for f in s['files'])}: no job stored "
+                          + ("(every row was bad: above)" if s["bad_rows"] else
+                             "(a header alone)") + "[/yellow]", highlight=False)
     for r in report.get("replaced", []):
         how = f"--format {r['format']}" + "".join(f" --map {k}={v}"
                                                  for k, v in r["mapping"].items())
@@ -405,7 +423,7 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
     for name, row in groups.items():
         label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
         t.add_row(label, f"{row['jobs']:,}", fmt_pct(row["job_share"]), _num(row["gpus"]),
-                  fmt_pct(row["gpu_share"]), f"{row['gpu_time_s'] / 3600:,.0f}",
+                  fmt_pct(row["gpu_share"]), fmt_amount(row["gpu_time_s"] / 3600),
                   fmt_pct(row["gpu_time_share"]))
     return t
 
@@ -413,11 +431,11 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
 def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
     console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
-                  f"{r['gpu_time_s'] / 3600:,.0f} GPU-hours"
+                  f"{fmt_amount(r['gpu_time_s'] / 3600)} GPU-hours"
                   + (" (a lower bound: running jobs counted up to the trace end)"
                      if r.get("gpu_time_lower_bound") else "") + "; flags: "
-                  + ", ".join(f"{v:,} {FLAG_WORDS.get(k, k.replace('_', ' '))}"
-                              for k, v in r["flags"].items()),
+                  + (", ".join(f"{v:,} {FLAG_WORDS.get(k, k.replace('_', ' '))}"
+                               for k, v in r["flags"].items()) or "none"),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         print_table(group_table(r[key], title), console)
@@ -440,9 +458,9 @@ def print_characterization(r: dict[str, Any]) -> None:
                                                   for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     print_table(cdf, console)
     if r.get("censored_with_end"):
-        console.print(f"{r['censored_with_end']:,} censored jobs whose end is the trace's (still "
-                      "running: their running time is a lower bound) are left out of the "
-                      "duration", highlight=False)
+        console.print(f"{plural(r['censored_with_end'], 'censored job')} with an end time (still "
+                      "running when the trace was taken, as Alibaba 2023's Running pods: their "
+                      "running time is a lower bound) left out of the duration", highlight=False)
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
     if not b.get("jobs"):

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from traincast.analysis.recommend import MIN_GAIN
 from traincast.analysis.whatif import JOB_ROW_COLUMNS
@@ -209,6 +210,16 @@ def print_whatif(result: dict[str, Any]) -> None:
                          _pct(s["gpu_time_saved_share"])) for name, s in summaries.items()])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
+    for name, s in summaries.items():
+        if result["jobs"] and not s["matched"]:
+            match = (result.get("definitions", {}).get(name) or {}).get("match") or {}
+            said = "; ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                             for k, v in match.items())
+            console.print(Text(f"{name}: no job matches it (it selects {said or 'every job'}; "
+                               "a trace format without parameter servers has no ps-worker job, "
+                               "docs/traces.md)" if "ps-worker" in said else
+                               f"{name}: no job matches it (it selects {said or 'every job'})",
+                               style="dim"))
     for name, s in summaries.items():
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:
