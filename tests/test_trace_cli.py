@@ -213,3 +213,14 @@ def test_map_names_are_checked_before_the_file_is_read(tc, tmp_path: Path) -> No
         r = tc("ingest", str(trace), "--db", str(tmp_path / "s.duckdb"), "--map", flag)
         assert r.returncode == 2 and says in r.stderr, r.stderr
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_an_unknown_number_is_an_empty_csv_field(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "u.csv"  # vgg16 is no zoo model: job a has no time
+    trace.write_text("job_id,n_gpus,workload\na,1,vgg16\nb,1,resnet50\n")
+    out = tmp_path / "rows.csv"
+    r = tc("whatif", str(trace), "--db", str(tmp_path / "u.duckdb"), "-s", "eth100", "--jobs",
+           "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    lines = out.read_text().splitlines()
+    assert lines[1] == '"a","eth100",true,false,,,' and "nan" not in out.read_text()

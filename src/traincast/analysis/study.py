@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
@@ -72,10 +73,19 @@ def write_json(path: Path, obj: Any) -> None:
     write_text_whole(path, json.dumps(_clean(obj), indent=2, default=_json_default))
 
 
+def nan_as_null(table: pa.Table) -> pa.Table:
+    """The table with NaN in its float columns as null, so that a CSV holds an empty field for
+    an unknown number (a time or cost the model cannot give), not the word ``nan``."""
+    cols = [pc.if_else(pc.is_nan(c), pa.scalar(None, c.type), c)
+            if pa.types.is_floating(c.type) else c for c in table.columns]
+    return pa.table(cols, schema=table.schema)
+
+
 def write_csv(table: pa.Table, path: Path) -> None:
     """Write a table to a CSV file whole or not at all: a temporary file beside it, renamed
-    over ``path`` once complete (an error or Ctrl-C leaves no half-written file)."""
-    write_whole(path, partial(pacsv.write_csv, table))
+    over ``path`` once complete (an error or Ctrl-C leaves no half-written file); an unknown
+    number is an empty field (:func:`nan_as_null`)."""
+    write_whole(path, partial(pacsv.write_csv, nan_as_null(table)))
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:

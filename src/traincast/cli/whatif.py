@@ -294,6 +294,7 @@ def whatif(
     share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time
     (n_gpus × duration). Format and rules: docs/scenarios.md.
     """
+    from traincast.analysis.study import nan_as_null
     from traincast.analysis.whatif import whatif as run
 
     if not scenario and not sweep:
@@ -340,7 +341,7 @@ def whatif(
                 def on_rows(rows: pa.Table) -> None:
                     nonlocal writer
                     writer = writer or pacsv.CSVWriter(tmp, rows.schema)
-                    writer.write_table(rows)
+                    writer.write_table(nan_as_null(rows))
                     written[0] += rows.num_rows
 
                 result.update(run_all(on_rows))
