@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 
 def tc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -224,3 +225,35 @@ def test_an_unknown_number_is_an_empty_csv_field(tc, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = out.read_text().splitlines()
     assert lines[1] == '"a","eth100",true,false,,,' and "nan" not in out.read_text()
+
+
+def test_the_ps_worker_hint_only_where_the_trace_has_none(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "pw.csv"  # one ps-worker job of 4 GPUs: a scenario for 64+ misses it
+    trace.write_text("job_id,n_gpus,architecture,n_workers,n_ps,workload\n"
+                     "a,4,ps-worker,4,1,resnet50\nb,2,allreduce-local,,,resnet50\n")
+    big = tmp_path / "big.toml"
+    big.write_text('name = "big-ps"\n[match]\narchitecture = ["ps-worker"]\nmin_gpus = 64\n'
+                   '[changes]\narchitecture = "allreduce-local"\n')
+    r = tc("whatif", str(trace), "--db", str(tmp_path / "p.duckdb"), "-s", str(big))
+    text = " ".join(r.stdout.split())
+    assert "big-ps: no job matches it (it selects architecture ps-worker; min_gpus 64)" in text
+    assert "has no ps-worker job" not in text
+
+
+def test_a_study_of_an_empty_trace_says_so(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "h0.csv"
+    trace.write_text("job_id,n_gpus\n")
+    r = tc("study", str(trace), "-o", str(tmp_path / "st"))
+    assert r.returncode == 0 and "The trace holds no job" in " ".join(r.stdout.split())
+    assert "nothing to analyse" in r.stderr
+
+
+def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
+    from traincast.errors import TraincastError
+    from traincast.trace import parse_mapping, read_trace
+
+    assert parse_mapping([" Job_ID = id"]) == {"job_id": "id"}
+    path = tmp_path / "z.csv"
+    path.write_text("job_id,n_gpus,z\na,1,1\n")
+    with pytest.raises(TraincastError, match="'zero_gpu' is computed by the store"):
+        read_trace(path, "csv", tmp_path / "s.duckdb", {"zero_gpu": "z"})

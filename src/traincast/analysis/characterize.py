@@ -8,7 +8,7 @@ plain data (the keys of docs/traces.md):
   a start and no end (still running when the trace ended) counts up to the trace end
   ``trace_end_s`` = the largest submit, start or end time the trace holds (a store holding
   several traces: that of the job's own ``source_id``), so its GPU time is a lower bound, as is
-  that of a censored job whose trace gives the trace end as its end: ``censored_gpu_time_s``
+  that of a censored job whose trace gives it an end time: ``censored_gpu_time_s``
   is the GPU time of all censored jobs and ``gpu_time_lower_bound`` says whether there is
   any; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,

@@ -141,6 +141,10 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
     if sample:
         sentences.append("This study used the bundled synthetic sample trace (generated from "
                          "published statistics, not a real cluster's jobs; docs/sample.md).")
+    if not char.get("jobs"):
+        sentences.append("The trace holds no job (a header alone, or every row bad): nothing "
+                         "to study.")
+        return {"sample": sample, "sentences": sentences, "numbers": nums}
     if not bd.get("jobs"):
         sentences.append(
             f"None of the {char.get('jobs', 0):,} jobs has known features (the trace gives no "

@@ -25,7 +25,7 @@ from traincast.cli.common import (
     progress,
 )
 from traincast.cli.tables import Table, print_table
-from traincast.cli.trace import FormatOpt, MapOpt, warn_bad_rows
+from traincast.cli.trace import FormatOpt, MapOpt, note_no_jobs, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
 from traincast.units import fmt_pct
 
@@ -125,6 +125,8 @@ def study(
                      report=not no_report, on_step=on_step, workload=workload,
                      on_report=warn_bad_rows)
     char = result.pop("characterize")  # in characterize.json; --json stays the summary
+    if not char.get("jobs"):
+        note_no_jobs(", ".join(str(t) for t in trace) if trace else None, json_out)
     if json_out:
         print_json(result)
         return

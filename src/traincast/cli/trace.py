@@ -189,7 +189,7 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
     return chunks
 
 
-def note_no_jobs(trace: Path | None, quiet: bool = False) -> None:
+def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:
     """On stderr, before an analysis with nothing to analyse: the trace stored no job (a header
     alone, or every row bad), or the store holds none; the tables that follow are empty."""
     where = f"{trace} holds no job it could store (a header alone, or every row bad)" \
@@ -261,8 +261,8 @@ def ingest(
     if json_out:
         print_json(report)
         return
-    print_ingest(report)
     _report_bad_rows(report)
+    print_ingest(report)
 
 
 SOURCES_HELP = (
@@ -389,7 +389,7 @@ def print_ingest(report: dict[str, Any]) -> None:
     for s in report["sources"]:
         if not s["jobs"] and not s["unchanged"] and not s.get("already_ingested"):
             console.print(f"[yellow]{', '.join(Path(f).name for f in s['files'])}: no job stored "
-                          + ("(every row was bad: above)" if s["bad_rows"] else
+                          + ("(every row was bad: named above)" if s["bad_rows"] else
                              "(a header alone)") + "[/yellow]", highlight=False)
     for r in report.get("replaced", []):
         how = f"--format {r['format']}" + "".join(f" --map {k}={v}"
@@ -432,7 +432,8 @@ def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
     console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
                   f"{fmt_amount(r['gpu_time_s'] / 3600)} GPU-hours"
-                  + (" (a lower bound: running jobs counted up to the trace end)"
+                  + (" (a lower bound: running jobs counted up to the trace end, or to the end "
+                     "time the trace gives them)"
                      if r.get("gpu_time_lower_bound") else "") + "; flags: "
                   + (", ".join(f"{v:,} {FLAG_WORDS.get(k, k.replace('_', ' '))}"
                                for k, v in r["flags"].items()) or "none"),

@@ -215,11 +215,12 @@ def print_whatif(result: dict[str, Any]) -> None:
             match = (result.get("definitions", {}).get(name) or {}).get("match") or {}
             said = "; ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, list) else v}"
                              for k, v in match.items())
-            console.print(Text(f"{name}: no job matches it (it selects {said or 'every job'}; "
-                               "a trace format without parameter servers has no ps-worker job, "
-                               "docs/traces.md)" if "ps-worker" in said else
-                               f"{name}: no job matches it (it selects {said or 'every job'})",
-                               style="dim"))
+            no_ps = "ps-worker" in (match.get("architecture") or []) and \
+                not (s["by_architecture"].get("ps-worker") or {}).get("jobs")
+            console.print(Text(f"{name}: no job matches it (it selects {said or 'every job'}"
+                               + ("; the trace has no ps-worker job: a format without "
+                                  "parameter servers has none, docs/traces.md" if no_ps else "")
+                               + ")", style="dim"))
     for name, s in summaries.items():
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:

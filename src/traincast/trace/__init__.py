@@ -39,17 +39,13 @@ __all__ = ["DEFAULT_WORKLOAD", "MIX", "NO_WORKLOAD", "Store", "default_workload"
            "workload_assumption"]
 
 
-COMPUTED_COLUMNS: tuple[str, ...] = ("zero_gpu", "fractional_gpu", "arch_inferred", "source_id")
-"""Canonical columns the store computes (a flag from the job's own fields, the source it came
-from): no ``--map`` gives them."""
-
-
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
-    """``["gpu_type=model", ...]`` (``--map COL=FIELD``) -> ``{"gpu_type": "model"}``. COL must
-    be a canonical column the file can give (not one of :data:`COMPUTED_COLUMNS`), checked
-    before the file is read, so that a misspelt name is named as such."""
-    from traincast.errors import TraincastError, did_you_mean
-    from traincast.trace.schema import SQL_TYPE
+    """``["gpu_type=model", ...]`` (``--map COL=FIELD``) -> ``{"gpu_type": "model"}``. COL (in
+    any case) must be a canonical column a file can give
+    (``adapters.base.check_mapped_column``), checked before the file is read, so that a
+    misspelt name is named as such."""
+    from traincast.errors import TraincastError
+    from traincast.trace.adapters.base import check_mapped_column
 
     out: dict[str, str] = {}
     for item in items or []:
@@ -57,16 +53,8 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
         if not sep or not col.strip() or not field.strip():
             raise TraincastError(f"--map {item!r}: expected COL=FIELD",
                                  hint="e.g. --map n_gpus=num_gpu")
-        col = col.strip()
-        if col in COMPUTED_COLUMNS:
-            raise TraincastError(f"--map {item}: {col!r} is computed by the store (from the job's "
-                                 "own fields, or the source it came from), not read from a file",
-                                 hint="leave it out")
-        if col not in SQL_TYPE:
-            givable = [c for c in SQL_TYPE if c not in COMPUTED_COLUMNS]
-            raise TraincastError(f"--map {item}: {col!r} is not a canonical column",
-                                 hint=did_you_mean(col, givable)
-                                 + f"canonical columns: {', '.join(givable)}")
+        col = col.strip().lower()
+        check_mapped_column(col, field.strip())
         out[col] = field.strip()
     return out
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from traincast.errors import TraincastError
+from traincast.errors import TraincastError, did_you_mean
 from traincast.files import open_bytes
 from traincast.trace.schema import (
     BOUNDS,
@@ -572,15 +572,33 @@ def formats_with_columns(have: set[str], but: str = "") -> list[str]:
             and all(c.lower() in have for c in m.REQUIRED)]
 
 
+COMPUTED_COLUMNS: tuple[str, ...] = ("zero_gpu", "fractional_gpu", "arch_inferred", "source_id")
+"""Canonical columns the store computes (a flag from the job's own fields, the source it came
+from): no ``--map`` gives them."""
+
+
+def check_mapped_column(col: str, src: str) -> None:
+    """``--map COL=FIELD``'s COL must be a canonical column a file can give: not a name of no
+    column (the closest one is named) nor one of :data:`COMPUTED_COLUMNS`."""
+    if col in COMPUTED_COLUMNS:
+        raise TraincastError(f"--map {col}={src}: {col!r} is computed by the store (from the "
+                             "job's own fields, or the source it came from), not read from a "
+                             "file", hint="leave it out")
+    if col not in SQL_TYPE:
+        givable = [c for c in SQL_TYPE if c not in COMPUTED_COLUMNS]
+        raise TraincastError(f"--map {col}={src}: {col!r} is not a canonical column",
+                             hint=did_you_mean(col, givable)
+                             + f"canonical columns: {', '.join(givable)}")
+
+
 def apply_mapping(fields: dict[str, Field], mapping: Mapping[str, str] | None,
                   columns: Iterable[str], adapter: str, path: Path) -> dict[str, Field]:
-    """``--map COL=FIELD``: canonical column COL is read from source column FIELD."""
+    """``--map COL=FIELD``: canonical column COL is read from source column FIELD
+    (:func:`check_mapped_column`)."""
     columns = list(columns)  # in the file's order, as an error shows them
     out = dict(fields)
     for col, src in (mapping or {}).items():
-        if col not in SQL_TYPE:
-            raise TraincastError(f"--map {col}={src}: {col!r} is not a canonical column",
-                                 hint=f"canonical columns: {', '.join(SQL_TYPE)}")
+        check_mapped_column(col, src)
         require(adapter, path, columns, [src], hint=f"--map {col}={src} names a column the file "
                 "does not have")
         out[col] = field_from(col, q(src))
