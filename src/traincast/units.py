@@ -85,8 +85,7 @@ def fmt_amount(x: float | None, missing: str = "-") -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else fmt_sig(x)
 
 
-def plural(n: float, word: str, many: str | None = None) -> str:
-    """``n`` with its noun: ``1 job``, ``3 jobs``, ``1,234 jobs`` (``many``: an irregular
-    plural, ``plural(2, "GPU-hour")`` takes the ``s``)."""
+def plural(n: float, word: str) -> str:
+    """``n`` with its noun: ``1 job``, ``3 jobs``, ``1,234 jobs``, ``5.5 GPUs``."""
     text = f"{int(n):,}" if float(n).is_integer() else f"{n:g}"
-    return f"{text} {word if n == 1 else (many or word + 's')}"
+    return f"{text} {word if n == 1 else word + 's'}"

@@ -252,15 +252,14 @@ def _local_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap
         import pyarrow.parquet as pq
 
         jobs = pq.read_table(jobs)
-    own = {"workloads": workloads}
     if not isinstance(jobs, JobChunks):
         yield evaluate_part(jobs, scenarios, catalog, overlap, hierarchical, per_job, threads,
-                            progress, base, **own)
+                            progress, base, workloads)
         return
     done = 0
     for chunk in jobs:
         yield evaluate_part(chunk, scenarios, catalog, overlap, hierarchical, per_job, threads,
-                            **own)
+                            workloads=workloads)
         done += chunk.num_rows
         if progress:
             progress(done, jobs.rows)

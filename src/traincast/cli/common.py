@@ -475,6 +475,14 @@ def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
             f"{held_out_text(ranges, families, with_sum=False)} (docs/validation.md).")
 
 
+def print_full_square_note(what: str, where: str) -> None:
+    """Why a model TFLOP/s (``what``) can read above a dense peak (``where``): the count
+    takes the full attention square, the kernels of a causal mask about half of it."""
+    console.print(f"[dim]{what} is above {where}: the model count takes the full attention "
+                  f"square (12 l a d s per token, as the published model-FLOPs formulas do); "
+                  f"with a causal mask the kernels run about half of those FLOPs.[/dim]")
+
+
 def print_mfu_caution(mfu_percent: list[tuple[str, float]], dtype: str) -> None:
     """One dim line when a forecast's model FLOPs utilization (``(label, MFU %)``) is above the
     highest of the published runs of its precision ``dtype`` that traincast checks

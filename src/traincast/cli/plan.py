@@ -21,6 +21,7 @@ from traincast.cli.common import (
     check_speeds,
     console,
     one_of,
+    print_full_square_note,
     print_json,
     print_mfu_caution,
     within,
@@ -189,7 +190,7 @@ def plan(
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
                   f"memory ({result['seconds']:.2f} s).")
     print_assumed_line(result["assumed"])
-    _print_left_out(result)
+    _print_plan_notes(result)
     _table("Fastest configurations", result["top"], overlap=overlap)
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"]) for r in result["top"][:1]
@@ -201,13 +202,7 @@ def plan(
         market = result["price"]["market"]
         _table(f"Cheapest per million tokens ({market}, expected)", result["by_cost"],
                money=True)
-        for nd, src in result["price"]["sources"].items():
-            console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
-        if result["price"].get("unpriced"):
-            console.print(f"[dim]not priced ({escape(str(result['price']['file']))} has no "
-                          f"{market} price for it): "
-                          f"{escape(', '.join(result['price']['unpriced']))}[/dim]",
-                          highlight=False)
+        _print_prices(result["price"])
     _print_resilience(result)
     if "network" in result:
         _table(f"With network {result['network']['nic']}", result["network"]["top"],
@@ -257,7 +252,7 @@ REPLAN_LEGEND = (
      "restart), reported, not amortized; - without checkpoints"))
 
 
-def _print_left_out(result: dict[str, Any]) -> None:
+def _print_plan_notes(result: dict[str, Any]) -> None:
     """The presets of --node left out of the search, each with why (its GPU has no peak of
     the dtype, no rate for the attention), and the plan's warnings (a sequence longer than
     the model's positions)."""
@@ -305,6 +300,17 @@ def _print_resilience(result: dict[str, Any]) -> None:
         _note_no_preemptions(res)
 
 
+def _print_prices(price: dict[str, Any]) -> None:
+    """Under a priced table: where each preset's price comes from, and the presets the file
+    has no price for."""
+    market = price["market"]
+    for nd, src in price["sources"].items():
+        console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
+    if price.get("unpriced"):
+        console.print(f"[dim]not priced ({escape(str(price['file']))} has no {market} price for "
+                      f"it): {escape(', '.join(price['unpriced']))}[/dim]", highlight=False)
+
+
 def saving_words(saving: float) -> str:
     """``spot saves N%`` (``saving`` = 1 - spot / on-demand cost), or, when spot costs more,
     ``spot costs N x the on-demand cost``."""
@@ -330,7 +336,7 @@ def _print_replan(result: dict[str, Any]) -> None:
                   f"per count of available GPUs the plan with the least expected time per "
                   f"million tokens (preemption losses included).")
     print_assumed_line(result["assumed"])
-    _print_left_out(result)
+    _print_plan_notes(result)
     priced = result.get("price") is not None
     several = len(result["nodes"]) > 1
     table = Table(title="Best plan per GPU count", title_justify="left", **RULES_OFF)
@@ -366,14 +372,7 @@ def _print_replan(result: dict[str, Any]) -> None:
         if "warning" in r:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
     if priced:
-        unpriced = result["price"].get("unpriced")
-        market = result["price"]["market"]
-        for nd, src in result["price"]["sources"].items():
-            console.print(f"[dim]{market} price of {nd}: {escape(src)}[/dim]", highlight=False)
-        if unpriced:
-            console.print(f"[dim]{market} prices ({escape(result['price']['file'])}): none for "
-                          f"{escape(', '.join(unpriced))} (- in the table)[/dim]",
-                          highlight=False)
+        _print_prices(result["price"])
     spot = [r for r in result["rows"] if r.get("spot_saving") is not None]
     for r in spot:
         console.print(f"{r['gpus']} GPUs: spot {_usd(r['usd_per_million_tokens'])} vs "
@@ -422,14 +421,6 @@ def _note_above_peak(result: dict[str, Any]) -> None:
             if len({g for _, g, _ in above}) == 1 else \
             f"their GPUs' dense {result['dtype']} peaks"
         print_full_square_note(f"TFLOP/s of {ranks}", where)
-
-
-def print_full_square_note(what: str, where: str) -> None:
-    """Why a model TFLOP/s (``what``) can read above a dense peak (``where``): the count
-    takes the full attention square, the kernels of a causal mask about half of it."""
-    console.print(f"[dim]{what} is above {where}: the model count takes the full attention "
-                  f"square (12 l a d s per token, as the published model-FLOPs formulas do); "
-                  f"with a causal mask the kernels run about half of those FLOPs.[/dim]")
 
 
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,

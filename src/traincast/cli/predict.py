@@ -29,6 +29,7 @@ from traincast.cli.common import (
     memory_rates_text,
     one_of,
     parse_number,
+    print_full_square_note,
     print_json,
     print_mfu_caution,
     trust_text,
@@ -501,8 +502,6 @@ def render_hybrid(result: dict[str, Any]) -> None:
     for warning in result["warnings"]:
         console.print(Text("warning: " + warning + ".", style="yellow"))
     if mfu is not None and mfu > 100:
-        from traincast.cli.plan import print_full_square_note
-
         print_full_square_note(f"MFU {mfu:.0f}%", f"the {peak:g} TFLOP/s dense {job['dtype']} "
                                "peak")
     if mfu is not None:

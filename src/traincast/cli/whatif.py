@@ -114,21 +114,20 @@ FEATURE_FLAGS = ("batch", "mem_bytes", "weight_bytes", "embedding_bytes", "input
 """The one-job flags that describe its features, for --model or --flops, not --workload."""
 
 
-def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, flags: dict[str, Any],
-            catalog: Catalog, workload_alone: bool = True) -> OneJob | None:
-    """The job of the one-job flags (``flags``: the command's values of :data:`ONE_JOB_FLAGS`
-    and ``flops``, ``model``, ``features``, ``workload``), None for a TRACE or the store: a
-    job is given by --flops, --model or --features, or, without a TRACE or --db, by
-    --workload: alone where ``workload_alone`` (recommend), else with one of the job's flags
-    (whatif, whose --workload alone is the workload assumed for the store's jobs). Errors,
-    each naming its flags: the job's flags with a TRACE or the store, or without a job; the
-    store's flags (--db, --format, --map) with a job; feature flags with --workload alone; a
-    GPU or node the catalog does not know; a profile written under mixed precision without its
-    per-op table (its aggregate features would be priced at fp32)."""
+def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Catalog,
+            workload_alone: bool = True) -> OneJob | None:
+    """The job of the command's one-job flags (its values of :data:`ONE_JOB_FLAGS` and
+    ``flops``, ``model``, ``features``, ``workload``, read from ``ctx.params``), None for a
+    TRACE or the store: a job is given by --flops, --model or --features, or, without a TRACE
+    or --db, by --workload: alone where ``workload_alone`` (recommend), else with one of the
+    job's flags (whatif, whose --workload alone is the workload assumed for the store's jobs).
+    Errors, each naming its flags: the job's flags with a TRACE or the store, or without a job;
+    the store's flags (--db, --format, --map) with a job; feature flags with --workload alone;
+    a GPU or node the catalog does not know."""
     from traincast.architectures import ARCHITECTURES
     from traincast.cli.predict import check_job_flags
 
-    f = flags
+    f = ctx.params
     by_features = any(f[k] is not None for k in ("flops", "model", "features"))
     by_workload = f["workload"] is not None and trace is None and db is None and \
         (workload_alone or bool(given(ctx, *ONE_JOB_FLAGS)))
@@ -307,11 +306,7 @@ def whatif(
     check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format)
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
-    job = one_job(ctx, trace, db, dict(
-        flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
-        embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
-        features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
-        workers=workers, ps=ps, gpu=gpu, node=node), cat, workload_alone=False)
+    job = one_job(ctx, trace, db, cat, workload_alone=False)
     if output is not None and not (jobs_out or job):
         raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
                              hint="the summary is printed (or --json) either way")
@@ -331,7 +326,7 @@ def whatif(
                        per_job=jobs_out, on_rows=on_rows,
                        progress=lambda done, total: bar.update(task, completed=done,
                                                                total=total),
-                       **_own_profile(job))
+                       workloads=job.workloads if job else SHIPPED)
 
     if jobs_out and output is not None:  # rows streamed to the file, whole or not at all
         written = [0]
@@ -403,12 +398,6 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
          for r in rows])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
-
-
-def _own_profile(job: OneJob | None) -> dict[str, Any]:
-    """The ``workloads`` keyword of the analyses for one job given by flags (none for a
-    trace: the shipped zoo's)."""
-    return {} if job is None else {"workloads": job.workloads}
 
 
 def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
@@ -587,11 +576,7 @@ def recommend(
     check_trace_io(trace, db, {"-o": output}, format=format)
     check_price(price)
     cat = catalog_from(catalog, compute)
-    job = one_job(ctx, trace, db, dict(
-        flops=flops, mem_bytes=mem_bytes, weight_bytes=weight_bytes,
-        embedding_bytes=embedding_bytes, input_bytes=input_bytes, model=model,
-        features=features, batch=batch, workload=workload, arch=arch, gpus=gpus,
-        workers=workers, ps=ps, gpu=gpu, node=node), cat)
+    job = one_job(ctx, trace, db, cat)
     if job is None:
         workload = workload or DEFAULT_WORKLOAD
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
@@ -604,7 +589,7 @@ def recommend(
             bar.update(task, description=f"recommend: {name}", completed=done, total=total)
 
         result = run(table, cat, nodes=node_opt, prices=price, overlap=overlap, progress=step,
-                     min_gain=min_gain, **_own_profile(job))
+                     min_gain=min_gain, workloads=job.workloads if job else SHIPPED)
     rows = result.pop("rows")
     result["assumed_workload"] = None if job else workload_assumption(table, workload)
     if output is not None:

@@ -37,8 +37,9 @@ from traincast.jobs import Columns
 F = NDArray[np.float64]
 
 
-@lru_cache(maxsize=512)
 def _profile(workload: str) -> dict[str, Any] | None:
+    """The shipped profile of ``workload`` (read once per name: :func:`_per_workload` is
+    cached)."""
     if not workload:
         return None
     from traincast.zoo.profiles import workload_features

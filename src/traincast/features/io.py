@@ -107,7 +107,7 @@ def check_record(record: Mapping[str, Any], where: str) -> None:
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, Integral)
                               or not 1 <= batch <= BATCH_MAX):
         raise TraincastError(f"{where}: batch_size must be a whole number of at least 1, got "
-                             f"{clip(repr(batch), 60)}",
+                             f"{_short(batch)}",
                              hint="profile the model again (traincast profile)")
     memory = record.get("memory_bytes")
     if memory is not None:
