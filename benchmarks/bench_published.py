@@ -5,7 +5,8 @@ BERT-base and BERT-large SQuAD, fp16 and fp32, 1 and 8 GPUs on V100, A10, A100, 
 H100 SXM5) predicted with the shipped catalog and the default compute strategy
 (``traincast.validation.published``); prints the median / 90th percentile / max of |error| of
 the rows and of the cross-GPU ratios, the paper's flat-peak model on the same rows as the
-baseline (ratio of the two medians), the Megatron-LM SC'21 table, and the steps measured on an
+baseline (ratio of the two medians), the Megatron-LM SC'21 table, llm-foundry's MPT tables and
+NVIDIA NeMo's FP8 tables (median and worst per GPU and precision), and the steps measured on an
 H200 no fit has seen (``data/h200/steps.toml``, reported, no target).
 
 Targets: median |error| <= 10%, every cross-GPU ratio within 15%; exit 1 when missed.
@@ -56,6 +57,18 @@ def main(argv: list[str]) -> int:
               f"p90 {m['p90_abs_error']:.1%}, max {m['max_abs_error']:.1%}")
     else:
         print(f"Megatron-LM SC'21: not evaluated ({mg.get('failed')})")
+    for key, title in (("llm_foundry", "llm-foundry MPT (MFU)"),
+                       ("nemo", "NVIDIA NeMo FP8 (tokens/s)")):
+        tab = out.get(key, {})
+        if not tab.get("rows"):
+            print(f"{title}: not evaluated ({tab.get('failed')})")
+            continue
+        m = tab["summary"]
+        groups = "; ".join(f"{g} {v['median_abs_error']:.1%} / worst {v['max_abs_error']:.1%}"
+                           for g, v in tab["by_gpu_dtype"].items())
+        print(f"{title} ({m['n']} rows, never fitted): median |error| "
+              f"{m['median_abs_error']:.1%}, p90 {m['p90_abs_error']:.1%}, max "
+              f"{m['max_abs_error']:.1%}, signed median {m['median_error']:+.1%}; {groups}")
     if H200_ROWS.is_file():
         h = out["h200"] = validate_published(catalog, path=H200_ROWS)
         for r in h["rows"]:

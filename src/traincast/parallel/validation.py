@@ -31,6 +31,11 @@ Shipped tables:
   tables (FSDP on H100 bf16 and fp8, A100 80 GB and 40 GB); a row with ``tokens_per_gpu_s``
   also gets ``rel_error_tokens`` (predicted / published tokens per second per GPU - 1, free of
   FLOP-counting conventions).
+* ``nemo.toml`` (``nemo()``): NVIDIA NeMo's published FP8 pre-training throughputs
+  (Megatron-Core, containers 24.07, 25.11 and 26.02) on DGX H100 and DGX B200, GPT-3 5B to
+  Llama 3.1 405B, 8 to 1,024 GPUs, with context parallelism (``cp``); compared in tokens per
+  second per GPU (their rows give ``tokens_per_gpu_s`` alone: ``rel_error`` is then
+  ``rel_error_tokens``, since NeMo's FLOP count is not traincast's).
 
 A row's ``seq`` is the sequence the run trained at, and the model is sized to it (a learned
 position table of ``seq`` rows).
@@ -63,7 +68,8 @@ from traincast.parallel.hybrid import (
 from traincast.parallel.models import ModelConfig, config_from_table, get_model
 
 TARGET_REL_ERROR = 0.15
-TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml", "llm_foundry.toml")
+TABLES: tuple[str, ...] = ("megatron_2021.toml", "published_llm.toml", "llm_foundry.toml",
+                           "nemo.toml")
 
 # settings a table gives its rows (a row may override each); value: default when absent
 SETTINGS: dict[str, Any] = {
@@ -74,9 +80,10 @@ SETTINGS: dict[str, Any] = {
 }
 # published columns and notes a row may carry besides the settings
 ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
-    "model", "config", "t", "p", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
+    "model", "config", "t", "p", "cp", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
     "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run",
-    "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params"}
+    "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params", "container",
+    "tflops_as_published"}
 TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "note", "row", "gemm_fraction"}
 
 
@@ -121,7 +128,9 @@ def megatron_2021_rows() -> dict[str, Any]:
 
 def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str) -> None:
     """One published row: known fields, its layout and batch as positive integers with
-    ``t p d = gpus``, exactly one published rate, and a source (its own or the table's)."""
+    ``t p cp d = gpus`` (``cp`` 1 when absent), exactly one published rate (``tflops_per_gpu``
+    or ``mfu_percent``; or neither, with ``tokens_per_gpu_s``: compared in tokens), and a
+    source (its own or the table's)."""
     where = f"{name}, row {i + 1}"
     unknown = set(row) - ROW_KEYS
     if unknown:
@@ -130,9 +139,13 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
     for key in ("model", "t", "p", "d", "gpus", "batch"):
         if key not in row:
             raise TraincastError(f"{where}: missing field {key!r}")
-    if ("tflops_per_gpu" in row) == ("mfu_percent" in row):
-        raise TraincastError(f"{where}: give exactly one of 'tflops_per_gpu' and 'mfu_percent'")
-    for key in ("t", "p", "d", "gpus", "batch"):
+    rates = [k for k in ("tflops_per_gpu", "mfu_percent") if k in row]
+    if len(rates) > 1 or not (rates or "tokens_per_gpu_s" in row):
+        raise TraincastError(f"{where}: give exactly one of 'tflops_per_gpu' and 'mfu_percent', "
+                             "or 'tokens_per_gpu_s' alone (compared in tokens per second)")
+    for key in ("t", "p", "cp", "d", "gpus", "batch"):
+        if key == "cp" and key not in row:
+            continue
         if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1:
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {row[key]!r}")
@@ -140,9 +153,10 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
         raise TraincastError(f"{where}: field 'source' is missing or empty",
                              hint="every published row names where it is published (or the "
                                   "table a source for all its rows)")
-    if row["t"] * row["p"] * row["d"] != row["gpus"]:
-        raise TraincastError(f"{where}: t x p x d = {row['t'] * row['p'] * row['d']} is not "
-                             f"the row's {row['gpus']} GPUs (field 'gpus')")
+    layout = row["t"] * row["p"] * row.get("cp", 1) * row["d"]
+    if layout != row["gpus"]:
+        raise TraincastError(f"{where}: t x p x cp x d = {layout} is not the row's "
+                             f"{row['gpus']} GPUs (field 'gpus')")
 
 
 METRICS = ("hardware", "model")
@@ -238,7 +252,7 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     seq=cfg["seq"], dtype=cfg["dtype"],
                     grad_accum_fused=cfg["grad_accum_fused"],
                     uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
-                    dropout=cfg["dropout"])
+                    dropout=cfg["dropout"], cp=row.get("cp", 1))
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
@@ -272,14 +286,15 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
                                  "rejects its shape", hint=f"t={row['t']} p={row['p']} "
                                  f"d={row['d']} batch={row['batch']} vp={cfg['vp']}")
         key = "model_tflops_per_gpu" if cfg["metric"] == "model" else "hardware_tflops_per_gpu"
-        published = (row["tflops_per_gpu"] if "tflops_per_gpu" in row
-                     else row["mfu_percent"] / 100.0 * hw.peak_tflops)
         total, pred = float(res["total_s"]), float(res[key])
+        tokens = float(res["tokens_per_s_per_gpu"])
+        published = (row["tflops_per_gpu"] if "tflops_per_gpu" in row
+                     else row["mfu_percent"] / 100.0 * hw.peak_tflops if "mfu_percent" in row
+                     else row["tokens_per_gpu_s"] * pred / tokens)  # in tokens: same FLOPs
         inter = next(((vp, r) for vp in range(2, 9) if cfg["interleaved"] and row["p"] > 1
                       for r in [_predict(model, hw, cfg, row, vp)]
                       if int(r["shape_error"]) == 0), None)
         pred_i = float(inter[1][key]) if inter else None
-        tokens = float(res["tokens_per_s_per_gpu"])
         out.append({**row, "metric": cfg["metric"], "gpu": hw.gpu, "dtype": cfg["dtype"],
                     "attention": cfg["attention"],
                     "node": cfg["node"], "published_tflops_per_gpu": published,
@@ -316,6 +331,12 @@ def llm_foundry(catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """MosaicML llm-foundry's MPT throughput tables through ``compare_table``
     (``llm_foundry.toml``: every row of the README's four tables, each with its source)."""
     return compare_table("llm_foundry.toml", catalog)
+
+
+def nemo(catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """NVIDIA NeMo's FP8 pre-training throughput tables through ``compare_table``
+    (``nemo.toml``: each row with its source; compared in tokens per second per GPU)."""
+    return compare_table("nemo.toml", catalog)
 
 
 def median_abs_error(rows: list[dict[str, Any]]) -> float:

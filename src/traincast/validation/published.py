@@ -21,8 +21,9 @@ BERT SQuAD fine-tuning, fp16 mixed precision and fp32). For each row:
 The Megatron-LM SC'21 table (``traincast.parallel.validation.megatron_2021``) is reported
 beside it with its own error (predicted / published per-GPU TFLOP/s - 1), and so are MosaicML
 llm-foundry's MPT tables (``traincast.parallel.validation.llm_foundry``: MFU, per GPU and
-precision and per sequence length). Both are checks of the hybrid model; nothing is fitted to
-them.
+precision and per sequence length) and NVIDIA NeMo's FP8 pre-training tables
+(``traincast.parallel.validation.nemo``: tokens/s per GPU on DGX H100 and DGX B200). All are
+checks of the hybrid model; nothing is fitted to them.
 
 ``validate --rows FILE`` runs rows of your own in the same format (docs/validation.md, "Row
 format"): precisions as benchmark tables write them (``AMP``, ``mixed``, ``bf16``, ``TF32``,
@@ -734,6 +735,23 @@ def _llm_foundry(catalog: Catalog) -> dict[str, Any]:
             "by_seq": dict(sorted(by_seq.items(), key=lambda kv: int(kv[0])))}
 
 
+NEMO_SOURCE = ("NVIDIA NeMo performance summaries: NeMo 24.07 (NVIDIA/NeMo "
+               "docs/source/performance/performance_summary.md) and 25.11 / 26.02 "
+               "(NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md) "
+               "(parallel/nemo.toml)")
+
+
+def _nemo(catalog: Catalog) -> dict[str, Any]:
+    """NeMo's FP8 pre-training tables (``parallel/nemo.toml``, compared in tokens/s per GPU):
+    the rows, the summary (``summary``) and per GPU and precision (``by_gpu_dtype``)."""
+    keep = ("run", "model", "gpu", "dtype", "gpus", "t", "p", "cp", "d", "batch", "seq",
+            "tokens_per_gpu_s", "predicted_tokens_per_gpu_s", "rel_error", "shares", "fits",
+            "memory_gb")
+    out = _llm_table("nemo.toml", keep, catalog)
+    return {**out, "source": NEMO_SOURCE, "by_gpu_dtype": by_gpu_and_dtype(out["rows"],
+                                                                           "rel_error")}
+
+
 def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
                   progress: Callable[[str], None] | None) -> dict[str, Any]:
     """Profile of one row as its benchmark ran it: a mixed-precision row (fp16, bf16) of a
@@ -837,7 +855,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
             "targets_met": bool(summary["median_abs_error"] <= MEDIAN_TARGET and within
                                 and all(within)),
             **({} if path else {"megatron": _megatron(catalog),
-                                "llm_foundry": _llm_foundry(catalog)})}
+                                "llm_foundry": _llm_foundry(catalog),
+                                "nemo": _nemo(catalog)})}
 
 
 _pct = partial(fmt_pct, sign=True, missing="–")  # signed errors
@@ -925,6 +944,7 @@ def render_markdown(out: Mapping[str, Any]) -> str:
     elif mg.get("failed"):
         lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
     lines += _llm_foundry_lines(out.get("llm_foundry", {}))
+    lines += _nemo_lines(out.get("nemo", {}))
     return "\n".join(lines)
 
 
@@ -966,3 +986,29 @@ def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
             "", *_error_table(("sequence",), lf["by_seq"], lambda k: (k,)), "",
             "Largest misses: " + "; ".join(f"{r['run']} {_pct(r['rel_error'])}"
                                            for r in worst) + "."]
+
+
+def _nemo_lines(nm: Mapping[str, Any]) -> list[str]:
+    """The NeMo section of ``render_markdown`` (docs/validation.md, "NVIDIA NeMo performance
+    tables"): the summary, per GPU and precision, and every row with its layout, the
+    tensor- and data-parallel shares of the predicted step (in series: the model overlaps
+    none) and the error in tokens/s per GPU."""
+    if nm.get("failed"):
+        return ["", f"NVIDIA NeMo performance tables: not evaluated ({nm['failed']})."]
+    if not nm.get("rows"):
+        return []
+    s = nm["summary"]
+    lines = ["", f"NVIDIA NeMo performance tables ({s['n']} rows, tokens/s per GPU; checks "
+             f"only, nothing fitted; {nm['source']}): median |error| "
+             f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
+             f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}.", "",
+             *_error_table(("GPU", "dtype"), nm["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
+             "", "| run | GPU | GPUs | t / p / cp / d | published tokens/s/GPU | predicted | "
+             "error | communication share: tp / dp |", "|---|---|---|---|---|---|---|---|"]
+    for r in nm["rows"]:
+        lines.append(f"| {r['run']} | {r['gpu']} | {r['gpus']} | {r['t']} / {r['p']} / "
+                     f"{r.get('cp') or 1} / {r['d']} | {_num(r['tokens_per_gpu_s'])} | "
+                     f"{_num(r['predicted_tokens_per_gpu_s'])} | {_pct(r['rel_error'])} | "
+                     f"{100 * r['shares']['comm_tp']:.0f}% / "
+                     f"{100 * r['shares']['comm_dp']:.0f}% |")
+    return lines

@@ -1,0 +1,134 @@
+"""NVIDIA NeMo's FP8 pre-training tables (``parallel/nemo.toml``) through the one table
+comparison (``compare_table``): the data entry checked against NeMo's own FLOP count, the
+comparison in tokens per second, context parallelism in a row's layout, and the report of
+``traincast validate --published``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
+from traincast.parallel import strategies as st
+from traincast.parallel.hybrid import evaluate, hybrid_hardware
+from traincast.parallel.models import config_from_table, get_model
+from traincast.parallel.validation import compare_table, nemo, table_rows
+
+NEMO = "https://github.com/NVIDIA/NeMo/blob/070a0bb168d405d653b9734c0017cf5078e77c0d/"
+BRIDGE = ("https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/"
+          "0a25f911b2ed6c6905a539504fdb8e5b40e3438b/")
+
+
+def _model(row: dict[str, Any]) -> Any:
+    return (config_from_table(row["model"], dict(row["config"]), "test") if "config" in row
+            else get_model(row["model"]))
+
+
+def _megatron_flops_per_token(row: dict[str, Any]) -> float:
+    """Megatron-LM's num_floating_point_operations over batch x seq (training.py, the formula
+    NeMo reports its Model TFLOP/s with)::
+
+        12 l h^2 [(1 + g / a + c s / h) + (f / h) x m + V / (2 l h)]
+
+    ``g`` key/value groups, ``a`` heads, ``m`` 3/2 for a gated (SwiGLU) MLP, else 1; ``c`` 1
+    in NeMo 24.07 (the full s x s scores), 1/2 from 25.11 on (the causal half)."""
+    cfg = _model(row)
+    layers, h, a, s = cfg.layers, float(cfg.hidden), cfg.heads, float(row["seq"])
+    groups = cfg.kv_heads or a
+    causal = 1.0 if row["container"] == "24.07" else 0.5
+    gated = 1.5 if cfg.mlp == "swiglu" else 1.0
+    per = ((1.0 + groups / a + causal * s / h) + cfg.ffn / h * gated
+           + cfg.vocab / (2.0 * layers * h))
+    return 12.0 * layers * h * h * per
+
+
+def test_rows_are_cited_and_laid_out() -> None:
+    table = table_rows("nemo.toml")
+    rows = table["row"]
+    assert len(rows) == 16
+    assert table["framework"] == "megatron-core" and table["dtype"] == "fp8"
+    for r in rows:
+        assert r["source"].startswith(NEMO if r["container"] == "24.07" else BRIDGE), r["run"]
+        assert r["t"] * r["p"] * r.get("cp", 1) * r["d"] == r["gpus"], r["run"]
+        assert r["batch"] % (r["d"] * r.get("micro_batch", table["micro_batch"])) == 0
+        assert "tflops_per_gpu" not in r and "mfu_percent" not in r  # compared in tokens
+
+
+def test_published_tflops_are_the_tokens_by_nemos_flop_count() -> None:
+    # each row's Model TFLOP/s / its tokens/s per GPU is Megatron-LM's FLOPs per token:
+    # checks the transcription of both columns and of the model sizes
+    for r in table_rows("nemo.toml")["row"]:
+        per_token = r["tflops_as_published"] * 1e12 / r["tokens_per_gpu_s"]
+        assert per_token == pytest.approx(_megatron_flops_per_token(r), rel=3e-3), r["run"]
+
+
+def test_rows_are_compared_in_tokens_per_second() -> None:
+    rows = nemo()
+    assert len(rows) == 16
+    for r in rows:
+        assert r["rel_error"] == pytest.approx(r["rel_error_tokens"], abs=1e-12)
+        assert r["rel_error"] == pytest.approx(
+            r["predicted_tokens_per_gpu_s"] / r["tokens_per_gpu_s"] - 1.0, abs=1e-12)
+        assert r["gpu"] == ("B200" if "B200" in r["run"] else "H100-SXM5-80GB")
+
+
+def _one_row(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "rows.toml"
+    path.write_text('dtype = "bf16"\nnode = "dgx-h100"\nframework = "megatron-core"\n'
+                    'metric = "model"\n[[row]]\nmodel = "llama3-8b"\nseq = 8192\nbatch = 32\n'
+                    'source = "x"\n' + body)
+    return path
+
+
+def test_a_row_with_context_parallelism_is_priced_with_it(tmp_path: Path) -> None:
+    path = _one_row(tmp_path, "t = 1\np = 1\ncp = 2\nd = 4\ngpus = 8\ntokens_per_gpu_s = 1e4\n")
+    (row,) = compare_table(path)
+    hw = hybrid_hardware(load_catalog(), "dgx-h100", "bf16")
+    res = evaluate(get_model("llama3-8b"), hw, dp=4, cp=2, global_batch=32, seq=8192,
+                   dtype="bf16", recompute=st.RECOMPUTE_CODE["full"], attention="flash3",
+                   dropout=False, sp=False)
+    assert row["predicted_s"] == pytest.approx(float(res["total_s"]), rel=1e-12)
+    no_cp = _one_row(tmp_path, "t = 1\np = 1\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n")
+    assert compare_table(no_cp)[0]["predicted_s"] != pytest.approx(row["predicted_s"])
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("t = 1\np = 1\ncp = 2\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n",
+     r"rows\.toml, row 1: t x p x cp x d = 16 is not the row's 8 GPUs"),
+    ("t = 1\np = 1\ncp = 0\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n",
+     r"rows\.toml, row 1: field 'cp' must be a positive integer"),
+    ("t = 1\np = 1\nd = 8\ngpus = 8\n",
+     r"rows\.toml, row 1: give exactly one of 'tflops_per_gpu' and 'mfu_percent', or "
+     r"'tokens_per_gpu_s' alone"),
+    ("t = 1\np = 1\nd = 8\ngpus = 8\ntflops_per_gpu = 400\nmfu_percent = 40\n",
+     r"rows\.toml, row 1: give exactly one of"),
+])
+def test_bad_rows_are_named(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(TraincastError, match=message):
+        compare_table(_one_row(tmp_path, body))
+
+
+def test_validate_published_prints_the_nemo_tables(monkeypatch: Any) -> None:
+    from typer.testing import CliRunner
+
+    import traincast.validation.published as pub
+    from traincast.cli import app
+
+    def fake(catalog: Any, path: Any = None, progress: Any = None,
+             trust_specs: bool = False) -> dict[str, Any]:
+        empty = pub.summarize([])
+        return {"file": "published.toml", "source": {}, "strategy": "auto", "rows": [],
+                "summary": empty, "paper_summary": empty, "by_gpu_dtype": {}, "warnings": [],
+                "ratios": [], "ratio_summary": empty, "ratios_within_target": 0,
+                "ratios_total": 0, "targets_met": False, "nemo": pub._nemo(catalog)}
+
+    monkeypatch.setattr(pub, "validate_published", fake)
+    res = CliRunner().invoke(app, ["validate", "--published"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "NVIDIA NeMo performance tables (16 rows, tokens/s per GPU" in out
+    assert "| H100-SXM5-80GB | fp8 | 14 |" in out and "| B200 | fp8 | 2 |" in out
+    assert "| 25.11 LLAMA3.1_405B H100 | H100-SXM5-80GB | 1024 | 8 / 8 / 2 / 8 | 292 |" in out
