@@ -513,6 +513,14 @@ def test_the_settings_table_names_every_trace_of_the_study(tmp_path) -> None:
     assert "trace path<" not in html  # no empty row for the single path
 
 
+def test_join_words_lists_as_a_sentence() -> None:
+    from traincast.units import join_words
+
+    assert join_words(["fp32", "bf16", "fp8"], "or") == "fp32, bf16 or fp8"
+    assert join_words([1, 2]) == "1 and 2" and join_words(["a"]) == "a"
+    assert join_words([]) == ""
+
+
 def test_plural_counts() -> None:
     from traincast.units import plural
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from traincast.errors import TraincastError
 
@@ -83,6 +84,13 @@ def fmt_amount(x: float | None, missing: str = "-") -> str:
     if x is None or not math.isfinite(x):
         return missing
     return f"{x:,.0f}" if abs(x) >= 100 else fmt_sig(x)
+
+
+def join_words(items: Iterable[object], last: str = "and") -> str:
+    """Items as a sentence lists them: ``'a, b and c'`` (``last = "or"``: ``'a, b or c'``);
+    one item alone, none as ``''``."""
+    words = [str(x) for x in items]
+    return ", ".join(words[:-1]) + f" {last} " + words[-1] if len(words) > 1 else "".join(words)
 
 
 def plural(n: float, word: str) -> str:

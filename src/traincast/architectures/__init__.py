@@ -146,8 +146,7 @@ ARCHITECTURES: tuple[str, ...] = tuple(sorted(REGISTRY, key=lambda a: REGISTRY[a
 ARCH_CODE: dict[str, int] = {name: i for i, name in enumerate(ARCHITECTURES)}
 """Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
 ARCH_LABEL: dict[str, str] = {a.name: a.label for a in REGISTRY.values()}
-from traincast.architectures.allreduce import allreduce_cluster_s  # noqa: E402
 
 __all__ = ["ARCHITECTURES", "ARCH_CODE", "ARCH_LABEL", "REGISTRY", "Architecture", "Memory",
-           "allreduce_cluster_s", "architecture", "nodes_of", "per_architecture", "ring_factor",
+           "architecture", "nodes_of", "per_architecture", "ring_factor",
            "ring_link_bps"]

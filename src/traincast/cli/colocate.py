@@ -26,7 +26,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_amount, fmt_pct
+from traincast.units import fmt_amount, fmt_pct, join_words
 
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the trace "
@@ -162,4 +162,4 @@ def colocate(
         tries = [*([] if multi_gpu else ["--multi-gpu"]), "a higher --util-bound",
                  *(["--by measured"] if measured and by != "measured" else [])]
         note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
-             f"(try {', '.join(tries[:-1]) + ' or ' if len(tries) > 1 else ''}{tries[-1]})")
+             f"(try {join_words(tries, 'or')})")

@@ -26,10 +26,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from traincast.bounds import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.trace.schema import BYTES_MAX, COUNT_MAX, FLOPS_MAX
-from traincast.units import fmt_pct
+from traincast.units import fmt_pct, join_words
 
 console = Console(emoji=False)  # user strings such as hf:llama: are not emoji codes
 err_console = Console(stderr=True, emoji=False)
@@ -181,8 +181,7 @@ def _num(v: float) -> str:
 def one_of(choices: Iterable[str]) -> str:
     """A choice list for ``--help``: ``'fp32, tf32, bf16 or fp16'`` (words rich can wrap, where
     ``fp32|tf32|...`` is one word it cuts with ``…`` at 80 columns)."""
-    names = list(choices)
-    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+    return join_words(choices, "or")
 
 
 def note(message: str, json_out: bool = False) -> None:

@@ -71,11 +71,6 @@ def list_hardware(catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None
     console.print(f"[dim]GPU aliases (as traces write them): {aliases}[/dim]")
 
 
-def _is_set(value: Any) -> bool:
-    """False for the empty defaults of unset fields (``0``, ``()``, ``{}``, ``""``)."""
-    return bool(value)
-
-
 def _show_value(key: str, value: Any) -> str:
     unit = GPU_UNITS.get(key, "")
     if isinstance(value, dict):
@@ -109,16 +104,16 @@ def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None) -> 
     ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
     about = [(k, getattr(entry, k)) for k in ("name", "description", "default_node", "source")
-             if hasattr(entry, k) and _is_set(getattr(entry, k))]
+             if hasattr(entry, k) and getattr(entry, k)]  # unset fields: 0, (), {}, ""
     if kind != "gpu":
         about += [(f.name, getattr(entry, f.name)) for f in fields(entry)
                   if f.name not in ("name", "description", "source", "sources")
-                  and _is_set(getattr(entry, f.name))]
+                  and getattr(entry, f.name)]
         console.print(_entry_table(f"{kind} {entry.name}", about, sources))
         return
     console.print(_entry_table(f"gpu {entry.name}", about, {}))
     for group, keys in FIELD_GROUPS.items():
-        rows = [(k, getattr(entry, k)) for k in keys if _is_set(getattr(entry, k))
+        rows = [(k, getattr(entry, k)) for k in keys if getattr(entry, k)
                 and k != "kernel"]  # the kernel parameters get their own table, one per row
         if group == "measured":  # 1.0 is the unset efficiency
             rows = [(k, v) for k, v in rows if not (k.endswith("_efficiency") and v == 1.0)]

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from traincast.bounds import BATCH_MAX
 from traincast.cli import app
 from traincast.cli.common import (
     MAX_GPUS,
@@ -39,8 +40,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.plan import percent
-from traincast.trace.schema import BATCH_MAX
-from traincast.units import fmt_sig, plural
+from traincast.units import fmt_sig, join_words, plural
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -367,7 +367,7 @@ def _print_replan(result: dict[str, Any]) -> None:
     for r in result["rows"]:
         for reason, counts in _grouped(r.get("unused", [])):
             console.print(Text(f"{r['gpus']} GPUs, {r['gpus_used']} used: with "
-                               f"{_and(counts, 'or')} GPUs {reason}.", style="dim"))
+                               f"{join_words(counts, 'or')} GPUs {reason}.", style="dim"))
     for r in result["rows"]:
         if "warning" in r:
             console.print(f"[yellow]{r['gpus']} GPUs: {r['warning']}[/yellow]", highlight=False)
@@ -392,11 +392,6 @@ def _grouped(unused: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
     return [(reason, counts) for reason, counts in out.items()]
 
 
-def _and(xs: list[Any], word: str = "and") -> str:
-    words = [str(x) for x in xs]
-    return ", ".join(words[:-1]) + f" {word} " + words[-1] if len(words) > 1 else words[0]
-
-
 def _usd(value: float | None) -> str:
     """A cost per million tokens for a table: three decimals, ``-`` where unpriced."""
     return f"{value:.3f}" if value is not None and math.isfinite(value) else "-"
@@ -415,7 +410,7 @@ def _note_above_peak(result: dict[str, Any]) -> None:
     above = [(r["rank"], r["gpu"], r["model_tflops_per_gpu"] / r["mfu"])
              for r in result["top"] if r["mfu"] is not None and r["mfu"] > 1]
     if above:
-        ranks = _and([f"#{rank}" for rank, _, _ in above])
+        ranks = join_words([f"#{rank}" for rank, _, _ in above])
         _, gpu, peak = above[0]
         where = f"the {gpu}'s dense {result['dtype']} peak ({peak:g})" \
             if len({g for _, g, _ in above}) == 1 else \

@@ -10,6 +10,7 @@ import typer
 from rich.text import Text
 
 from traincast.architectures import ARCHITECTURES
+from traincast.bounds import BATCH_MAX
 from traincast.cli import app
 from traincast.cli.common import (
     MAX_BYTES,
@@ -52,7 +53,6 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
-from traincast.trace.schema import BATCH_MAX
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "

@@ -16,10 +16,10 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
+from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import NoSuchFileError, TraincastError, clip
 from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
-from traincast.trace.schema import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"

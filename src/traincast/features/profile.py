@@ -24,13 +24,13 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
+from traincast.bounds import BATCH_MAX
 from traincast.errors import TraincastError
 from traincast.features import meta_kernels  # noqa: F401  (registers missing meta kernels)
 from traincast.features.amp import ForwardRewrite
 from traincast.features.capture import Capture, RecurrentCalls
 from traincast.features.ops import OpRecord, fused_memory_bytes
 from traincast.features.recurrent import extrapolated_call
-from traincast.trace.schema import BATCH_MAX
 
 OPTIMIZERS = ("adam", "sgd", "none")
 """``none``: forward and backward only (no optimizer step, no optimizer state)."""

@@ -49,6 +49,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
+from traincast.units import join_words
 
 CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "recompute",
                                 "vp", "sp")
@@ -414,7 +415,7 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
     rules = [words.get(int(c), SHAPE_ERRORS[int(c)]) for c in sorted(set(code.tolist()))]
     if not rules:  # no tp fits a node (cannot happen: tp = 1 always does)
         return f"tp at most {gpus_per_node}"
-    return ", ".join(rules[:-1]) + (" and " if len(rules) > 1 else "") + rules[-1]
+    return join_words(rules)
 
 
 def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
@@ -489,9 +490,6 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                 "cp": ("divisors of the GPUs whose 2 cp divides the sequence"
                        if cp_searched else [1])}
 
-    def words(xs: Sequence[Any]) -> str:
-        return (", ".join(str(x) for x in xs[:-1]) + " or ") * (len(xs) > 1) + str(xs[-1])
-
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
         "overlap": overlap, "attention": attention, "framework": framework,
@@ -501,8 +499,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                     + f"{recipe}; 1F1B schedule; "
                     + ("no communication overlap" if overlap == 0 else
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
-                    f". Searched: tp within a node, recompute {words(searched['recompute'])}, "
-                    f"ZeRO {words(zeros)}, micro-batch {words(MICRO_BATCHES)}, vp {words(VPS)}, "
+                    f". Searched: tp within a node, recompute "
+                    f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')}, "
+                    f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
                     f"sequence parallelism on and off, "
                     + ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
                        "sequence)" if cp_searched else

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from traincast.architectures import ARCHITECTURES
+from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.jobs import FEATURES
 
 FEATURE_COLUMNS: tuple[str, ...] = FEATURES
@@ -81,16 +82,6 @@ DURATION_MAX_S = 1e9
 years, longer than any GPU cluster has existed."""
 DURATION_MAX_TEXT = f"{DURATION_MAX_S:.0e}".replace("e+0", "e")
 """:data:`DURATION_MAX_S` as the bad-row reports write it (``1e9``)."""
-COUNT_MAX = 1_000_000
-"""The most GPUs, workers, parameter servers or nodes one job may count (and GPUs or workers
-per worker or node): no cluster has held a million GPUs for one job."""
-BATCH_MAX = 1e9
-"""The largest batch size (samples or tokens per iteration)."""
-FLOPS_MAX = 1e24
-"""The most FLOPs one iteration of one replica may take: a million GPUs at 1 PFLOP/s for
-1,000 s."""
-BYTES_MAX = 1e18
-"""The most bytes one iteration of one replica may move or hold: one exabyte."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +123,3 @@ ADDED_COLUMNS: tuple[str, ...] = ("gpus_per_node", "workers_per_node",
                                   "embedding_allreduce_bytes")
 """Added after the store's first release: an older store file gets them (null) on open."""
 
-
-def empty_table() -> pa.Table:
-    """A job table with no rows and the store's schema."""
-    return SCHEMA.empty_table()

@@ -48,10 +48,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from traincast.bounds import COUNT_MAX
 from traincast.errors import TraincastError, did_you_mean
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES
-from traincast.trace.schema import COUNT_MAX
 from traincast.units import fmt_pct
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "by_gpu_and_dtype", "check_hardware",

@@ -9,7 +9,7 @@ gpu_num; ``gpus_per_node`` = gpu_num / node_num when node_num > 0 (the trace cou
 workers: ``gpus_per_worker`` and ``workers_per_node`` stay NULL); no architecture (inferred).
 Censored: state RUNNING/PENDING, or a start without an end.
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`): a
-node_num that is not a whole number from 0 to :data:`~traincast.trace.schema.COUNT_MAX`; a
+node_num that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`; a
 duration that is not a number from 0 to :data:`~traincast.trace.schema.DURATION_MAX_S`.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from traincast.bounds import COUNT_MAX
 from traincast.trace.adapters.base import (
     Check,
     Field,
@@ -33,7 +34,6 @@ from traincast.trace.adapters.base import (
     ts,
     unfinished,
 )
-from traincast.trace.schema import COUNT_MAX
 
 NAME = "helios"
 REQUIRED = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time")

@@ -49,7 +49,7 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
   more than its planned share: fully busy).
 * Bad task rows (the job is a bad row, reported at the task table and row): plan_gpu
   unparsable, negative or above :data:`PLAN_GPU_MAX`; inst_num unparsable, negative, not whole
-  or above :data:`~traincast.trace.schema.COUNT_MAX`.
+  or above :data:`~traincast.bounds.COUNT_MAX`.
 * Censored: status Running or Waiting, or no end_time.
 """
 
@@ -60,6 +60,7 @@ from pathlib import Path
 
 import duckdb
 
+from traincast.bounds import COUNT_MAX
 from traincast.errors import TraincastError
 from traincast.trace.adapters.base import (
     EXTRA,
@@ -85,7 +86,6 @@ from traincast.trace.adapters.base import (
     text,
     unreadable,
 )
-from traincast.trace.schema import COUNT_MAX
 
 NAME = "pai-2020"
 HEADERS: dict[str, tuple[str, ...]] = {
@@ -212,7 +212,7 @@ def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
     ``t_gpu_type``) with its first bad task row (``t_bad_row``, ``t_bad_field``,
     ``t_bad_value``: the table's cut last row (``cut``, over ``_last_row``), an unparsable or
     negative ``plan_gpu`` or one above :data:`PLAN_GPU_MAX`, a bad, fractional or negative
-    ``inst_num`` or one above :data:`~traincast.trace.schema.COUNT_MAX`).
+    ``inst_num`` or one above :data:`~traincast.bounds.COUNT_MAX`).
 
     A task's GPUs are plan_gpu / 100 × inst_num (inst_num missing: one instance). A missing
     plan_gpu is no GPU when the task names no gpu_type either (a CPU task, as parameter
