@@ -399,10 +399,6 @@ def print_ingest(report: dict[str, Any]) -> None:
                       f"({how})", highlight=False, markup=False)
 
 
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x - round(x)) < 1e-9 else f"{x:,.1f}"
-
-
 def _cdf_at(cdf: dict[str, list[float]], p: float) -> float:
     if not cdf.get("p"):
         return float("nan")
@@ -422,7 +418,7 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
         t.add_column(col, justify="left" if not col else "right", no_wrap=not col)
     for name, row in groups.items():
         label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
-        t.add_row(label, f"{row['jobs']:,}", fmt_pct(row["job_share"]), _num(row["gpus"]),
+        t.add_row(label, f"{row['jobs']:,}", fmt_pct(row["job_share"]), fmt_amount(row["gpus"]),
                   fmt_pct(row["gpu_share"]), fmt_amount(row["gpu_time_s"] / 3600),
                   fmt_pct(row["gpu_time_share"]))
     return t
@@ -430,7 +426,7 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
 
 def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
-    console.print(f"[bold]{r['jobs']:,} jobs[/bold], {_num(r['gpus'])} GPUs requested, "
+    console.print(f"[bold]{r['jobs']:,} jobs[/bold], {fmt_amount(r['gpus'])} GPUs requested, "
                   f"{fmt_amount(r['gpu_time_s'] / 3600)} GPU-hours"
                   + (" (a lower bound: running jobs counted up to the trace end, or to the end "
                      "time the trace gives them)"
@@ -455,7 +451,7 @@ def print_characterization(r: dict[str, Any]) -> None:
     cdf.add_row("duration (finished)",
                 *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     if g["value"]:  # over the jobs with GPUs, as the architecture shares
-        cdf.add_row("GPUs per job (with GPUs)", *(_num(_value_at(g, p))
+        cdf.add_row("GPUs per job (with GPUs)", *(fmt_amount(_value_at(g, p))
                                                   for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     print_table(cdf, console)
     if r.get("censored_with_end"):
