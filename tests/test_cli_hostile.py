@@ -670,6 +670,10 @@ def test_with_json_every_error_is_one_json_object_on_stderr(tc, tmp_path: Path) 
     (("predict", "--bogus"), "No such option: --bogus",
      "traincast predict --help shows the options and their units"),
     (("nosuch",), "No such command 'nosuch'", "traincast --help lists the commands"),
+    (("predict", "--flops", "5", "--gpu", "V100"), "--flops needs --mem-bytes",
+     "traincast predict --help shows the options and their units"),
+    (("predict", "--flops", "1e40", "--mem-bytes", "1", "--weight-bytes", "1"),
+     "'1e40' is out of bounds", "check the exponent; traincast predict --help gives the bound"),
 ])
 def test_a_bad_flag_is_one_error_line_and_its_hint(tc, args: tuple[str, ...], message: str,
                                                    hint: str) -> None:

@@ -160,8 +160,9 @@ def main() -> None:
     except TraincastError as exc:
         if debug:
             raise
-        _fail(str(exc), exc.hint or "traincast COMMAND --help shows the options and their "
-              "units", 2)
+        hint = exc.hint or "traincast COMMAND --help shows the options and their units"
+        command = next((a for a in args if not a.startswith("-")), "")  # the subcommand
+        _fail(str(exc), hint.replace("traincast COMMAND", f"traincast {command}".rstrip()), 2)
     except ImportError as exc:
         if debug:
             raise

@@ -361,6 +361,11 @@ def predict(
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp)
+    n_ops = len(feats["ops"]) if feats.get("ops") else feats.get("n_ops")
+    if n_ops:  # the host's issue of the ops at the kernel model's floor, whatever the strategy
+        from traincast.kernels import op_floor_s
+
+        result["host_issue_s"] = float(n_ops) * op_floor_s(cat.gpu(result["hardware"]["gpu"]))
     if json_out:
         print_json(result)
         return
@@ -414,6 +419,12 @@ def render_prediction(result: dict[str, Any]) -> None:
                   f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
                   f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
+    issue_s = result.get("host_issue_s")
+    if hw["compute"] != "kernel" and issue_s and result["time_s"]["total"] < issue_s:
+        console.print(Text(f"caution: the {hw['compute']} strategy has no per-op cost; the "
+                           f"host alone takes {fmt_seconds(issue_s)} to issue these ops (the "
+                           "kernel model's floor per op), longer than this step: --compute "
+                           "auto prices it (docs/model.md).", style="yellow"))
     km = hw.get("kernel_model")
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))
@@ -433,8 +444,9 @@ def aggregate_text(setup: dict[str, Any]) -> str:
     return ("From aggregate features every FLOP runs at the large-GEMM rate and every "
             f"memory-bound byte at the rate above, {host}without the per-op model's tiles, "
             "waves and dispatch per kind: a lower bound of the op-by-op time (except where "
-            "fp32 convolutions run in TF32), by up to a fifth on fast GPUs "
-            f"(docs/validation.md). {how} the op-by-op time and how far to trust it.")
+            "fp32 convolutions run in TF32): 2-21% below it for large training steps on fast "
+            "GPUs, up to two fifths for small ones (BERT-base at batch 1 on H100: 38%; "
+            f"docs/validation.md). {how} the op-by-op time and how far to trust it.")
 
 
 def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:

@@ -112,9 +112,11 @@ def zoo_list(json_out: JsonOpt = False,
     print_table(table, console)
     console.print("can: profile = torch.nn module (profile, predict --model, merge, validate); "
                   "plan = LLM config (plan, predict --arch hybrid; +profile: profile, predict "
-                  "--model and merge build it through transformers). Config-only models: 2 FLOPs "
-                  "per matrix parameter per token, attention scores excluded.", markup=False,
-                  style="dim")
+                  "--model and merge build it through transformers). fwd GFLOP: per sample "
+                  "(per sequence for config-only models: 2 FLOPs per matrix parameter per "
+                  "token plus the attention over the full s x s square); train GFLOP: a full "
+                  "step with Adam from the shipped profile, - where none is shipped.",
+                  markup=False, style="dim")
 
 
 def _millions(n: int | None) -> str:
