@@ -108,6 +108,16 @@ def test_cli_plan_table() -> None:
     res = runner.invoke(app, ["plan", "zoo:llama3-8b", "--gpus", "16", "--top", "2"])
     assert res.exit_code == 0, res.output
     assert "Fastest configurations" in res.stdout
+    assert "[node]" not in res.stdout  # one preset: no row names it
+
+
+def test_cli_plan_over_several_presets_names_each_rows_preset() -> None:
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "16", "--top", "3",
+                              "--node", "dgx-a100,dgx-b200"])
+    assert res.exit_code == 0, res.output
+    fastest = res.stdout.split("Fastest configurations")[1].split("#: rank")[0]
+    assert fastest.count("[dgx-b200]") + fastest.count("[dgx-a100]") == 3
+    assert "[node]: the node preset the configuration runs on" in fastest
 
 
 def test_cli_predict_hybrid_json() -> None:

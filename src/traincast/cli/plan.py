@@ -191,7 +191,8 @@ def plan(
                   f"memory ({result['seconds']:.2f} s).")
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
-    _table("Fastest configurations", result["top"], overlap=overlap)
+    several = len(result["nodes"]) > 1  # rows then name their node preset
+    _table("Fastest configurations", result["top"], overlap=overlap, node=several)
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"]) for r in result["top"][:1]
                        if r["mfu"] is not None], result["dtype"])
@@ -206,7 +207,7 @@ def plan(
     _print_resilience(result)
     if "network" in result:
         _table(f"With network {result['network']['nic']}", result["network"]["top"],
-               overlap=overlap, legend=False)
+               overlap=overlap, legend=False, node=several)
         if "summary" in result["network"]:
             console.print(result["network"]["summary"])
     if "note" in result:
@@ -232,6 +233,7 @@ TIME_LEGEND = (
     ("TFLOP/s", "model TFLOP/s per GPU, (6 P + 12 l a d s) FLOPs per token x tok/s/GPU / 1e12 "
      "(P parameters in matrix products, l layers, a d attention width, s sequence; "
      "recomputation not counted)"))
+NODE_LEGEND = (("[node]", "the node preset the configuration runs on"),)
 MONEY_LEGEND = (
     ("[node]", "the node preset; the other columns as in the table of the fastest"),
     ("overhead", "expected time factor of checkpoints, lost work and restarts, 1 + C/tau + "
@@ -419,9 +421,10 @@ def _note_above_peak(result: dict[str, Any]) -> None:
 
 
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
-           overlap: float = 0.0, legend: bool = True) -> None:
+           overlap: float = 0.0, legend: bool = True, node: bool = False) -> None:
     """Time breakdown columns, or with ``money`` the expected cost columns; the legend of
-    the columns below (``legend``)."""
+    the columns below (``legend``); each configuration with its node preset, ``[NODE]``,
+    with ``money`` or ``node`` (a plan over several presets)."""
     if not rows:
         return
     table = Table(title=title, title_justify="left", **RULES_OFF)
@@ -435,7 +438,7 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
     for r in rows:
         ts = r["time_s"]
         total = ts["total"]
-        label = r["label"] + (f" [{r['node']}]" if money else "")
+        label = r["label"] + (f" [{r['node']}]" if money or node else "")
         cells = [str(r["rank"]), escape(label), fmt_sig(total)]
         if money:
             cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
@@ -450,6 +453,7 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
     print_table(table, console)
     hidden = " (with --overlap, the hidden part included)" if overlap > 0 else ""
     if legend:
-        print_legend(MONEY_LEGEND if money else TIME_LEGEND, hidden=hidden)
+        print_legend(MONEY_LEGEND if money else
+                     (NODE_LEGEND + TIME_LEGEND if node else TIME_LEGEND), hidden=hidden)
     for r in rows:
         console.print(f"[dim]{r['rank']}. {escape(r['why'])}[/dim]")
