@@ -324,3 +324,21 @@ def test_a_sequence_beyond_the_models_positions_is_warned_about() -> None:
     assert any("4096-token context" in w for w in rotary["warnings"])
     within = predict_hybrid("gpt2", node="dgx-a100", dp=8, seq=1024, global_batch=64)
     assert not any("positions" in w for w in within["warnings"])
+
+
+def test_the_paper_strategy_prices_the_hybrid_model_at_flat_rates() -> None:
+    # the paper's model: every GEMM at the dense peak (H100 SXM bf16 989.4 TFLOP/s), every
+    # memory-bound byte at the full 3,350 GB/s, no wave quantization (sms 0)
+    import dataclasses
+
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    paper = hybrid_hardware(dataclasses.replace(cat, compute="paper"), "dgx-h100", "bf16")
+    assert paper.compute == "paper" and paper.sms == 0.0
+    assert paper.flops_per_s == pytest.approx(989.4e12)
+    for family in ("elementwise", "softmax", "norm"):
+        assert paper.memory_bps(family) == pytest.approx(3350e9)
+    kernel = hybrid_hardware(cat, "dgx-h100", "bf16")
+    assert kernel.compute == "kernel" and kernel.sms == 132.0
+    assert kernel.memory_bps("norm") < kernel.memory_bps("elementwise") < 3350e9

@@ -128,6 +128,9 @@ class HybridHardware:
     """Achieved fraction of ``M`` per memory-bound kernel family (``elementwise``, ``softmax``,
     ``norm``: ``traincast.kernels.memory_fractions``, the measured-kernel model's fit); a
     family without one runs at ``mem_efficiency``."""
+    compute: str = "kernel"
+    """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
+    ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
 
     def fused_rate(self, attention: str) -> float:
         """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`; 0 where it
@@ -238,6 +241,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
         raise TraincastError(f"{g.name} has no {dtype} peak in the catalog (unsupported dtype)",
                              hint=f"choose a dtype {g.name} has: {', '.join(has)}")
     flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute, streaming=True)
+    strategy = compute.strategy_of(g, catalog.compute)
+    paper = strategy == "paper"  # the paper's flat rates: no waves, one memory rate
     attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
     flash = {kernel: (flash_rates().of(kernel, g.name) or 0.0) * attn_peak
              for kernel in FUSED}  # 0: FlashAttention-3 does not run on this GPU
@@ -247,7 +252,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           peak_tflops=g.peak_tflops(dtype), flops_per_s=flops_per_s,
                           mem_bw_bps=g.mem_bw_gbs * 1e9,
                           mem_efficiency=mem_bps / (g.mem_bw_gbs * 1e9),
-                          sms=float(g.sms),
+                          sms=0.0 if paper else float(g.sms),
                           # an entry without mem_gb (a calibrated one) is not checked: inf
                           mem_bytes=g.mem_gb * 1e9 if g.mem_gb and g.mem_gb > 0 else np.inf,
                           pcie_bps=links["pcie"].bw_bps, intra_bps=links["intra"].bw_bps,
@@ -255,7 +260,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           intra_latency_s=links["intra"].latency_us * 1e-6,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
-                          fused_flops_per_s=flash, mem_fractions=kernels.memory_fractions(g))
+                          fused_flops_per_s=flash, compute=strategy,
+                          mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
 def _i(x: ArrayLike) -> F:
@@ -1257,10 +1263,10 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
 
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
-    """The ``hardware`` object of ``predict --json``: node, GPU, dense peak, GEMM and DRAM
-    efficiencies (``mem_fractions``: per memory-bound kernel family), SMs, the link names and
-    the collective bandwidths (GB/s)."""
-    return {"node": hw.node, "gpu": hw.gpu, "peak_tflops": hw.peak_tflops,
+    """The ``hardware`` object of ``predict --json``: node, GPU, compute strategy, dense peak,
+    GEMM and DRAM efficiencies (``mem_fractions``: per memory-bound kernel family), SMs, the
+    link names and the collective bandwidths (GB/s)."""
+    return {"node": hw.node, "gpu": hw.gpu, "compute": hw.compute, "peak_tflops": hw.peak_tflops,
             "gemm_efficiency": hw.gemm_efficiency, "mem_bw_gbs": hw.mem_bw_bps / 1e9,
             "mem_efficiency": hw.mem_efficiency, "mem_fractions": dict(hw.mem_fractions),
             "sms": hw.sms,
