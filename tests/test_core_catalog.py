@@ -202,6 +202,21 @@ def test_network_links_follow_the_payload_rule():
     assert cat.link("eth25-paper-2019").efficiency == 1.0  # the paper's own figure
 
 
+def test_nvlink_links_carry_nccls_bus_bandwidth():
+    # docs/hardware.md: NCCL's measured bus bandwidth over the line rate where published
+    # (A100 200 of 300 GB/s, nccl-tests 149; H100 370 of 450, nccl-tests 212), else NCCL's
+    # ~20% protocol overhead (0.8); the paper's own 50 GB/s kept
+    cat = load_catalog()
+    expected = {"nvlink1-p100": 0.8, "nvlink2-v100": 0.8, "nvlink3-a100": 0.67,
+                "nvlink4-h100": round(370 / 450, 4), "nvlink5-b200": 0.8,
+                "nvlink-paper-2019": 1.0}
+    assert {n for n in cat.links if n.startswith("nvlink")} == set(expected)
+    for name, eff in expected.items():
+        link = cat.link(name)
+        assert link.efficiency == eff, name
+        assert eff == 1.0 or "nccl-tests issue" in link.sources["efficiency"], name
+
+
 def test_grouped_sub_tables_load_like_the_flat_format(tmp_path: Path):
     grouped = tmp_path / "grouped.toml"
     grouped.write_text('[gpu.mine]\nsource = "x"\n[gpu.mine.datasheet]\nfp32_tflops = 10\n'
