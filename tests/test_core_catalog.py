@@ -280,3 +280,19 @@ def test_an_unknown_name_suggests_the_closest_known_ones() -> None:
     with pytest.raises(TraincastError) as err:
         check_change("s.toml", "gpu", "B100", cat)
     assert err.value.hint.startswith("did you mean 'B200'? known: ")
+
+
+def test_fp32_convolutions_run_in_tf32_on_nvidia_only(tmp_path: Path):
+    # cuDNN's default (torch.backends.cudnn.allow_tf32 = True) against ROCm's opt-in TF32
+    # (pytorch/pytorch pull request 190711): docs/hardware.md, catalog.VENDORS
+    from traincast.compute import op_operand_dtypes
+
+    cat = load_catalog()
+    ops = [{"op": "convolution", "dtype": "float32"}, {"op": "mm", "dtype": "float32"}]
+    assert cat.gpu("MI300X").vendor == "amd" and cat.gpu("MI300X").tf32_tflops > 0
+    assert op_operand_dtypes(ops, cat.gpu("MI300X"), "fp32") == ["fp32", "fp32"]
+    assert op_operand_dtypes(ops, cat.gpu("A100"), "fp32") == ["tf32", "fp32"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[gpu.mine]\nvendor = "intel"\nfp32_tflops = 10\nmem_bw_gbs = 500\n')
+    with pytest.raises(CatalogError, match=r"key 'vendor' must be one of nvidia, amd, got 'intel'"):
+        load_catalog([bad])

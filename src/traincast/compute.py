@@ -57,10 +57,11 @@ with that op (``kernels.queue_idle_s``: step = ``sum count b`` + the waits)::
 
 Op dtypes (``op_math_dtypes``): ``P_op`` is the peak of the op's own dtype when it is a 16- or
 8-bit type (a mixed-precision profile records its products in fp16/bf16) or ``"tf32"``; an fp32
-convolution runs in TF32 on a GPU with a TF32 peak (PyTorch's default
-``torch.backends.cudnn.allow_tf32 = True``), while fp32 matrix products stay fp32
-(``torch.backends.cuda.matmul.allow_tf32`` defaults to False since PyTorch 1.12; a row whose
-dtype is ``"tf32"`` says it was enabled); everything else runs at the job's dtype
+convolution runs in TF32 on an NVIDIA GPU with a TF32 peak (PyTorch's default
+``torch.backends.cudnn.allow_tf32 = True``; ROCm keeps fp32, ``catalog.VENDORS``), while fp32
+matrix products stay fp32 (``torch.backends.cuda.matmul.allow_tf32`` defaults to False since
+PyTorch 1.12; a row whose dtype is ``"tf32"`` says it was enabled); everything else runs at the
+job's dtype
 (``op_operand_dtypes``). A depthwise or narrow-group convolution runs on the vector units, at
 the fp32 vector peak on a GPU with tensor cores (``op_math_dtypes``). A compute-family row
 recorded wider than its operand dtype (an fp32 profile of an ``--amp`` job: autocast casts the
@@ -197,17 +198,19 @@ def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) ->
     """Per op: the catalog dtype its operands are in (module docstring, "Op dtypes").
 
     A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``GPU.math_dtype``: fp32 on a
-    GPU without it); an fp32 convolution (forward or backward) runs in TF32 on a GPU with a TF32
-    peak, PyTorch's default (``torch.backends.cudnn.allow_tf32`` is True); any other row runs in
+    GPU without it); an fp32 convolution (forward or backward) runs in TF32 on an NVIDIA GPU with
+    a TF32 peak, PyTorch's default (``torch.backends.cudnn.allow_tf32`` is True; not on ROCm,
+    ``catalog.VENDORS``); any other row runs in
     the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
     is False by default since PyTorch 1.12)."""
     job = gpu.math_dtype(dtype)
+    conv_tf32 = getattr(gpu, "vendor", "nvidia") == "nvidia"  # cuDNN's default, not ROCm's
     names = []
     for o in ops:
         cd = kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32")), "")
         if cd in kernels.TENSOR_CORE_DTYPES:
             names.append(gpu.math_dtype(cd))
-        elif job == "fp32" and op_family(str(o.get("op", ""))) == "conv":
+        elif job == "fp32" and conv_tf32 and op_family(str(o.get("op", ""))) == "conv":
             names.append(gpu.math_dtype("tf32"))
         else:
             names.append(job)

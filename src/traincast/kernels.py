@@ -842,9 +842,11 @@ def fit_trust(kernel_model: Mapping[str, Any], gpu_name: str) -> dict[str, Any]:
 
 def kernel_model_basis(gpu: Any, kernel_model: Mapping[str, Any]) -> dict[str, Any] | None:
     """``simt_figures`` of a GPU entry with the fit's ``fit_trust`` for it (``kernel_model``:
-    the catalog's merged ``[kernel_model]``); None without fitted parameters."""
+    the catalog's merged ``[kernel_model]``) and its ``vendor``; None without fitted
+    parameters."""
     figures = simt_figures(gpu)
-    return {**figures, **fit_trust(kernel_model, gpu.name)} if figures else None
+    return ({**figures, **fit_trust(kernel_model, gpu.name),
+             "vendor": getattr(gpu, "vendor", "nvidia")} if figures else None)
 
 
 def simt_figures(gpu: Any) -> dict[str, Any] | None:

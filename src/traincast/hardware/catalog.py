@@ -99,6 +99,7 @@ class GPU:
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)  # field -> citation of that number
     description: str = ""
+    vendor: str = "nvidia"  # VENDORS: whose software stack defaults the model assumes
 
     def math_dtype(self, dtype: str = "fp32") -> str:
         """The dtype whose peak a job of ``dtype`` runs at: ``amp`` = fp16, else bf16 (the first
@@ -210,13 +211,21 @@ class Node:
     description: str = ""
 
 
+VENDORS: tuple[str, ...] = ("nvidia", "amd")
+"""GPU vendors, whose stacks differ in the defaults the model assumes: on ``nvidia`` (CUDA,
+cuDNN) an fp32 convolution runs in TF32 (``torch.backends.cudnn.allow_tf32`` is True by
+default); on ``amd`` (ROCm, MIOpen) TF32 is opt-in and fp32 convolutions run in fp32
+(pytorch/pytorch pull request 190711: "On ROCm, TF32 is strictly opt-in: conv/RNN precision
+flags default to full fp32")."""
+
+
 _FLOAT_KEYS = {
     "gpu": {f.name for f in fields(GPU) if f.type == "float"},
     "link": {f.name for f in fields(Link) if f.type == "float"},
     "node": set(),
 }
 _STR_KEYS = {
-    "gpu": {"default_node", "source", "description", "device"},
+    "gpu": {"default_node", "source", "description", "device", "vendor"},
     "link": {"source", "description"},
     "node": {"gpu", "pcie", "intra", "nic", "source", "description"},
 }
@@ -438,6 +447,9 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
             if kind == "gpu" and key == "device" and value not in ("cuda", "cpu"):
                 raise CatalogError(f"{where} key 'device' must be \"cuda\" or \"cpu\", "
+                                   f"got {value!r}")
+            if kind == "gpu" and key == "vendor" and value not in VENDORS:
+                raise CatalogError(f"{where} key 'vendor' must be one of {', '.join(VENDORS)}, "
                                    f"got {value!r}")
         else:
             known = sorted(_value_keys(kind) | _SOURCE_MAPS[kind])

@@ -547,7 +547,7 @@ def setup_text(setup: Mapping[str, Any]) -> str:
             + (", mixed precision (autocast: matmuls and convolutions in 16 bits)"
                if setup.get("amp") else
                f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}, fp32 "
-               "convolutions TF32 where the GPU has it (cuDNN's default)")
+               "convolutions TF32 on NVIDIA GPUs that have it (cuDNN's default; ROCm keeps fp32)")
             + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
 
