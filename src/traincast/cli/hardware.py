@@ -103,7 +103,8 @@ def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None) -> 
     """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured, and
     ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
-    about = [(k, getattr(entry, k)) for k in ("name", "description", "default_node", "source")
+    about = [(k, getattr(entry, k)) for k in ("name", "vendor", "description", "default_node",
+                                             "source")
              if hasattr(entry, k) and getattr(entry, k)]  # unset fields: 0, (), {}, ""
     if kind != "gpu":
         about += [(f.name, getattr(entry, f.name)) for f in fields(entry)
