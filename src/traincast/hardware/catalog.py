@@ -151,7 +151,8 @@ architecture whitepapers (peaks, memory, SMs, clocks, cache, power). ``fitted``:
 parameters published by microbenchmarks or fitted by ``traincast calibrate --kernels``
 (``kernel``: free-form name -> positive number, cited in ``sources["kernel"]``). ``measured``:
 efficiencies and rate curves ``traincast calibrate`` measures on one machine. The other fields
-(``name``, ``default_node``, ``source``, ``sources``, ``description``) describe the entry.
+(``name``, ``vendor``, ``default_node``, ``source``, ``sources``, ``description``) describe
+the entry.
 In a catalog file each group may be a sub-table (``[gpu.NAME.datasheet]``, ...) or its keys
 may stand directly in ``[gpu.NAME]`` (the older flat format); the GPU object is flat either way
 (``gpu.sms``, ``gpu.l2_mb``)."""
