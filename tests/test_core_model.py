@@ -422,3 +422,16 @@ def test_fmt_sig_keeps_three_digits_and_no_exponent() -> None:
     assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0, 999.7, 5e-5, 1.5)] \
         == ["1,490", "17.6", "0.0914", "0", "123,000", "1,000", "0.0000500", "1.5"]
     assert fmt_sig(float("nan")) == "-" and fmt_sig(None) == "-"
+
+
+def test_pricing_a_job_does_not_load_the_trace_store():
+    # traincast.bounds is a leaf module: reading features and predicting need neither the
+    # trace store nor DuckDB (a fresh interpreter, as a user's script starts)
+    import subprocess
+    import sys
+
+    code = ("import sys, traincast.predict, traincast.features.io; "
+            "print('duckdb' in sys.modules, 'traincast.trace.store' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "False"]

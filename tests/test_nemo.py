@@ -61,7 +61,7 @@ def test_published_tflops_are_the_tokens_by_nemos_flop_count() -> None:
     # each row's Model TFLOP/s / its tokens/s per GPU is Megatron-LM's FLOPs per token:
     # checks the transcription of both columns and of the model sizes
     for r in table_rows("nemo.toml")["row"]:
-        per_token = r["tflops_as_published"] * 1e12 / r["tokens_per_gpu_s"]
+        per_token = r["tflops_per_gpu_as_published"] * 1e12 / r["tokens_per_gpu_s"]
         assert per_token == pytest.approx(_megatron_flops_per_token(r), rel=3e-3), r["run"]
 
 
@@ -69,10 +69,24 @@ def test_rows_are_compared_in_tokens_per_second() -> None:
     rows = nemo()
     assert len(rows) == 16
     for r in rows:
-        assert r["rel_error"] == pytest.approx(r["rel_error_tokens"], abs=1e-12)
+        assert r["published_tflops_per_gpu"] is None  # nobody published traincast's count
         assert r["rel_error"] == pytest.approx(
             r["predicted_tokens_per_gpu_s"] / r["tokens_per_gpu_s"] - 1.0, abs=1e-12)
         assert r["gpu"] == ("B200" if "B200" in r["run"] else "H100-SXM5-80GB")
+        assert r["cp"] == r.get("cp", 1) >= 1
+
+
+def test_the_checks_stay_where_docs_validation_md_says() -> None:
+    # docs/validation.md "NVIDIA NeMo performance tables": median 6.1%, every row but one too
+    # fast, the H100 rows with tensor parallelism within 15% (a guard against a regression of
+    # the hybrid model on these published runs, not a fit: nothing is fitted to them)
+    rows = nemo()
+    errors = sorted(abs(r["rel_error"]) for r in rows)
+    assert (errors[7] + errors[8]) / 2 <= 0.10
+    assert sum(r["rel_error"] > 0 for r in rows) >= 14
+    for r in rows:
+        if r["t"] > 1 and r["gpu"] == "H100-SXM5-80GB":
+            assert abs(r["rel_error"]) <= 0.15, r["run"]
 
 
 def _one_row(tmp_path: Path, body: str) -> Path:
@@ -96,6 +110,9 @@ def test_a_row_with_context_parallelism_is_priced_with_it(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("body", "message"), [
+    ("t = 1\np = 1\ncp = 2\nd = 4\ngpus = 8\ntokens_per_gpu_s = 1e4\nattention = "
+     '"materialized"\n', r"rows\.toml, row 1 \(llama3-8b\): the hybrid model rejects its shape: "
+     r"context parallelism \(cp > 1\) needs a fused attention"),
     ("t = 1\np = 1\ncp = 2\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n",
      r"rows\.toml, row 1: t x p x cp x d = 16 is not the row's 8 GPUs"),
     ("t = 1\np = 1\ncp = 0\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n",

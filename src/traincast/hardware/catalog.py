@@ -215,9 +215,9 @@ class Node:
 VENDORS: tuple[str, ...] = ("nvidia", "amd")
 """GPU vendors, whose stacks differ in the defaults the model assumes: on ``nvidia`` (CUDA,
 cuDNN) an fp32 convolution runs in TF32 (``torch.backends.cudnn.allow_tf32`` is True by
-default); on ``amd`` (ROCm, MIOpen) TF32 is opt-in and fp32 convolutions run in fp32
-(pytorch/pytorch pull request 190711: "On ROCm, TF32 is strictly opt-in: conv/RNN precision
-flags default to full fp32")."""
+default); on ``amd`` (ROCm, MIOpen) in fp32: PyTorch does not pass its TF32 flag to MIOpen's
+convolutions (pytorch/pytorch pull request 190711, open in 2026, proposes wiring it, and
+opt-in: "conv/RNN precision flags default to full fp32")."""
 
 
 _FLOAT_KEYS = {

@@ -58,6 +58,7 @@ from traincast.parallel.hybrid import (
     ATTENTION,
     DEFAULT_FRAMEWORK,
     RECIPE_KNOBS,
+    SHAPE_ERRORS,
     HybridHardware,
     evaluate,
     hybrid_hardware,
@@ -83,7 +84,7 @@ ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
     "model", "config", "t", "p", "cp", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
     "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run",
     "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params", "container",
-    "tflops_as_published"}
+    "tflops_per_gpu_as_published"}
 TABLE_KEYS: frozenset[str] = frozenset(SETTINGS) | {"source", "note", "row", "gemm_fraction"}
 
 
@@ -256,9 +257,10 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-    """Predicted vs published per-GPU TFLOP/s for every row of the table ``name`` (shipped, or
-    a file)
-    (module docstring): the row's fields plus ``published_tflops_per_gpu``,
+    """Predicted vs published per-GPU TFLOP/s (or, for a row that gives ``tokens_per_gpu_s``
+    alone, tokens per second per GPU: ``published_tflops_per_gpu`` None) for every row of the
+    table ``name`` (shipped, or a file)
+    (module docstring): the row's fields plus ``cp`` (1 when absent), ``published_tflops_per_gpu``,
     ``predicted_tflops_per_gpu``, ``rel_error``, ``within_target``, ``predicted_s``,
     ``shares`` (of the predicted iteration), ``fits``, ``memory_gb``, the row's resolved
     ``gpu``, ``dtype`` and ``node``, ``predicted_tokens_per_gpu_s`` and ``rel_error_tokens``
@@ -281,31 +283,37 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
-        if int(res["shape_error"]):
+        if code := int(res["shape_error"]):
             raise TraincastError(f"{name}, row {i + 1} ({row['model']}): the hybrid model "
-                                 "rejects its shape", hint=f"t={row['t']} p={row['p']} "
-                                 f"d={row['d']} batch={row['batch']} vp={cfg['vp']}")
+                                 f"rejects its shape: {SHAPE_ERRORS[code]}",
+                                 hint=f"t={row['t']} p={row['p']} cp={row.get('cp', 1)} "
+                                 f"d={row['d']} batch={row['batch']} vp={cfg['vp']} "
+                                 f"micro_batch={cfg['micro_batch']} seq={model.seq}")
         key = "model_tflops_per_gpu" if cfg["metric"] == "model" else "hardware_tflops_per_gpu"
         total, pred = float(res["total_s"]), float(res[key])
         tokens = float(res["tokens_per_s_per_gpu"])
         published = (row["tflops_per_gpu"] if "tflops_per_gpu" in row
                      else row["mfu_percent"] / 100.0 * hw.peak_tflops if "mfu_percent" in row
-                     else row["tokens_per_gpu_s"] * pred / tokens)  # in tokens: same FLOPs
+                     else None)  # a tokens-only row: compared in tokens/s
+        rel_tokens = (tokens / row["tokens_per_gpu_s"] - 1.0 if "tokens_per_gpu_s" in row
+                      else None)
+        rel = pred / published - 1.0 if published is not None else float(rel_tokens)
         inter = next(((vp, r) for vp in range(2, 9) if cfg["interleaved"] and row["p"] > 1
                       for r in [_predict(model, hw, cfg, row, vp)]
                       if int(r["shape_error"]) == 0), None)
         pred_i = float(inter[1][key]) if inter else None
         out.append({**row, "metric": cfg["metric"], "gpu": hw.gpu, "dtype": cfg["dtype"],
                     "attention": cfg["attention"],
-                    "node": cfg["node"], "published_tflops_per_gpu": published,
-                    "predicted_tflops_per_gpu": pred, "rel_error": pred / published - 1.0,
-                    "within_target": abs(pred / published - 1.0) <= TARGET_REL_ERROR,
+                    "node": cfg["node"], "cp": row.get("cp", 1),
+                    "published_tflops_per_gpu": published,
+                    "predicted_tflops_per_gpu": pred, "rel_error": rel,
+                    "within_target": abs(rel) <= TARGET_REL_ERROR,
                     "vp_interleaved": inter[0] if inter else None,
                     "predicted_interleaved_tflops_per_gpu": pred_i,
-                    "rel_error_interleaved": pred_i / published - 1.0 if pred_i else None,
+                    "rel_error_interleaved": (pred_i / published - 1.0
+                                              if pred_i and published else None),
                     "predicted_tokens_per_gpu_s": tokens,
-                    "rel_error_tokens": (tokens / row["tokens_per_gpu_s"] - 1.0
-                                         if "tokens_per_gpu_s" in row else None),
+                    "rel_error_tokens": rel_tokens,
                     "predicted_s": total,
                     "shares": {k: float(res[f"{k}_s"]) / total for k in
                                ("compute_flop", "compute_mem", "comm_tp", "comm_pp",

@@ -1007,7 +1007,7 @@ def _nemo_lines(nm: Mapping[str, Any]) -> list[str]:
              "error | communication share: tp / dp |", "|---|---|---|---|---|---|---|---|"]
     for r in nm["rows"]:
         lines.append(f"| {r['run']} | {r['gpu']} | {r['gpus']} | {r['t']} / {r['p']} / "
-                     f"{r.get('cp') or 1} / {r['d']} | {_num(r['tokens_per_gpu_s'])} | "
+                     f"{r['cp']} / {r['d']} | {_num(r['tokens_per_gpu_s'])} | "
                      f"{_num(r['predicted_tokens_per_gpu_s'])} | {_pct(r['rel_error'])} | "
                      f"{100 * r['shares']['comm_tp']:.0f}% / "
                      f"{100 * r['shares']['comm_dp']:.0f}% |")
