@@ -354,14 +354,24 @@ def test_alibaba_gpu_milli_and_num_gpu(tmp_path: Path) -> None:
                     "p3,1000,1,1,abc,,LS,Succeeded,0,100,10\n"      # not a number
                     "p4,1000,1,1.5,1000,,LS,Succeeded,0,100,10\n"   # half a GPU count
                     "p5,1000,1,1,-1,,LS,Succeeded,0,100,10\n"       # negative share
-                    "p6,1000,1,1,,,LS,Succeeded,0,50,10\n")         # missing: a whole GPU
+                    "p6,1000,1,1,,,LS,Succeeded,0,50,10\n"         # missing: a whole GPU
+                    "p7,1000,1,-1,1000,,LS,Succeeded,0,100,10\n")  # a negative count
     report = _ingest(path, "alibaba-2023")
     share = "must be from 0 to 1000: thousandths of one GPU"
     assert _errors(report) == [(2, "gpu_milli", f"5000 ({share})"), (3, "gpu_milli", "abc"),
                                (4, "num_gpu", "1.5 (must be a whole number of GPUs)"),
-                               (5, "gpu_milli", f"-1 ({share})")]
+                               (5, "gpu_milli", f"-1 ({share})"),
+                               (7, "num_gpu", "-1")]  # the file's column, not n_gpus
     jobs = _jobs(path.with_suffix(".duckdb"))
     assert {k: j["n_gpus"] for k, j in jobs.items()} == {"p1": 1.0, "p6": 1.0}
+
+
+def test_elasticflow_gpu_counts_are_whole(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\na,0,10,2.5\nb,0,10,2\n")
+    report = _ingest(path, "elasticflow")
+    assert _errors(report) == [(1, "num_gpu", "2.5 (must be a whole number of GPUs)")]
+    assert {k: j["n_gpus"] for k, j in _jobs(path.with_suffix(".duckdb")).items()} == {"b": 2.0}
 
 
 def test_alibaba_trace_end_ignores_a_year_10000_time(tmp_path: Path) -> None:

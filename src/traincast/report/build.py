@@ -33,7 +33,7 @@ from traincast.report.data import (
     weighted_shares,
 )
 from traincast.report.inputs import Study, floats, labels, load_study, load_validate
-from traincast.units import fmt_sig, plural
+from traincast.units import fmt_amount, plural
 
 TOP_WORKLOADS = 12
 TOP_ROWS = sections.TOP_ROWS
@@ -341,7 +341,7 @@ def _colocate_figure(study: Study, catalog: Catalog) -> list[Fig]:
                 "the measured one. Pairing jobs "
                 "of the same GPU model and GPU count whose predicted utilizations sum to at "
                 f"most 1 (traincast colocate --multi-gpu) forms {plural(co['pairs'], 'pair')}, "
-                f"frees {fmt_sig(co['gpus_freed'])} of {fmt_sig(co['gpus_total'])} GPUs and "
+                f"frees {fmt_amount(co['gpus_freed'])} of {fmt_amount(co['gpus_total'])} GPUs and "
                 f"saves "
                 f"{100 * (co['gpu_time_saved_share'] or 0):.0f}% of GPU time"
                 + (f" at a median slowdown of {med:.2f}×" if med else "")

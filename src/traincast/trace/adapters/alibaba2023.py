@@ -33,6 +33,7 @@ from traincast.trace.adapters.base import (
     running_status,
     table_relation,
     text,
+    whole_check,
 )
 from traincast.trace.schema import TIME_MAX_S, TIME_MIN_S
 
@@ -54,7 +55,7 @@ FIELDS = {
                           f"ELSE {num('scheduled_time')} END", "scheduled_time", "scheduled_time"),
     "end_time_s": Field(num("deletion_time"), "deletion_time", "deletion_time"),
     "status": Field(text("pod_phase")),
-    "n_gpus": Field(_GPUS, "num_gpu"),
+    "n_gpus": Field(_GPUS, "num_gpu", "num_gpu"),  # a bad count is num_gpu's (gpu_milli: own)
     "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
     "gpus_per_node": Field(f"CASE WHEN {_GPUS} > 0 THEN {_GPUS} END"),
 }
@@ -65,8 +66,7 @@ CHECKS = [
           f"OR {_MILLI} > {GPU_MILLI_MAX})",
           f"CAST(gpu_milli AS VARCHAR) || CASE WHEN {_MILLI} IS NULL THEN '' ELSE "
           f"' (must be from 0 to {GPU_MILLI_MAX}: thousandths of one GPU)' END"),
-    Check("num_gpu", f"{num('num_gpu')} <> round({num('num_gpu')})",
-          "CAST(num_gpu AS VARCHAR) || ' (must be a whole number of GPUs)'"),
+    whole_check("num_gpu", "GPUs"),
 ]
 
 

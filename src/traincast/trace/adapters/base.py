@@ -183,6 +183,14 @@ def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
     return Check(name, f"({x} < {lo!r} OR {x} > {hi!r})", value)
 
 
+def whole_check(col: str, unit: str) -> Check:
+    """A bad row where the source count column ``col`` holds a fractional number (``unit``:
+    what it counts, ``GPUs``, ``nodes``)."""
+    n = num(col)
+    return Check(col, f"{n} <> round({n})",
+                 f"CAST({q(col)} AS VARCHAR) || ' (must be a whole number of {unit})'")
+
+
 def duration_checks(col: str, said: str = "") -> list[Check]:
     """A source duration column's bad rows: a value that is not a finite number (reported with
     ``said`` after it), and one outside 0 to :data:`~traincast.trace.schema.DURATION_MAX_S`

@@ -26,6 +26,7 @@ from traincast.trace.adapters.base import (
     num,
     present,
     text,
+    whole_check,
 )
 
 NAME = "elasticflow"
@@ -45,11 +46,12 @@ def _fields(cols: list[str]) -> dict[str, Field]:
 
 
 def _checks(_: list[str]) -> list[Check]:
-    """A duration is seconds from 0 to the longest job (times may be negative, durations
-    not); a duration that is not a finite number, or one without a submission time (the end
-    is submission_time + duration), is named at its own field."""
+    """num_gpu is a whole count of GPUs; a duration is seconds from 0 to the longest job
+    (times may be negative, durations not); a duration that is not a finite number, or one
+    without a submission time (the end is submission_time + duration), is named at its own
+    field."""
     parsed, bound = duration_checks("duration", " (not a finite number of seconds)")
-    return [parsed,
+    return [whole_check("num_gpu", "GPUs"), parsed,
             Check("submission_time",
                   f"NOT {present('submission_time')} AND {present('duration')}",
                   "ltrim(coalesce(CAST(submission_time AS VARCHAR), '') || ' (missing: the "

@@ -33,6 +33,7 @@ from traincast.trace.adapters.base import (
     text,
     ts,
     unfinished,
+    whole_check,
 )
 
 NAME = "helios"
@@ -65,8 +66,7 @@ def _checks(cols: list[str]) -> list[Check]:
         n = num("node_num")
         out += [Check("node_num", f"{present('node_num')} AND {n} IS NULL",
                       "CAST(node_num AS VARCHAR)"),
-                Check("node_num", f"{n} <> round({n})",
-                      "CAST(node_num AS VARCHAR) || ' (must be a whole number of nodes)'"),
+                whole_check("node_num", "nodes"),
                 bound_check("node_num", "CAST(node_num AS VARCHAR)", 0, COUNT_MAX,
                             f"a count from 0 to {COUNT_MAX:,}", n)]
     if "duration" in cols:
