@@ -346,6 +346,16 @@ def test_cli_table_fits_80_columns(tmp_path: Path, monkeypatch) -> None:
     # nvlink-allreduce matches the 3 PS/Worker jobs; only ps4 fits one 8-GPU node
     assert rows["nvlink-allreduce"][:2] == ["3", "2"]
     assert rows["eth100"][0] == "5"
+    # up/down: 100 Gbit Ethernet speeds up some jobs and slows none down
+    assert rows["eth100"][2].endswith("/0%") and rows["eth100"][2] != "0%/0%"
+
+
+def test_saved_share_reads_its_sign_below_one_percent() -> None:
+    from traincast.cli.whatif import _saved, _up_down
+
+    assert _saved(-0.0002) == "-0.02%" and _saved(0.004) == "0.4%"
+    assert _saved(0.0) == "0%" and _saved(0.36) == "36%"
+    assert _up_down({"sped_up_share": 0.28, "slowed_down_share": 0.5}) == "28%/50%"
 
 
 def test_a_base_given_by_the_caller_is_used_chunk_by_chunk(catalog) -> None:

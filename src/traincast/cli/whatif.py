@@ -63,6 +63,19 @@ TraceArg = Annotated[Path | None, typer.Argument(
 
 _pct = partial(fmt_pct, decimals=0)
 
+
+def _up_down(s: dict[str, Any]) -> str:
+    """The shares of jobs sped up and slowed down (each by more than 1%): ``12%/3%``."""
+    return f"{_pct(s['sped_up_share'])}/{_pct(s['slowed_down_share'])}"
+
+
+def _saved(share: float | None) -> str:
+    """The share of GPU time saved; below 1% either way to one significant digit (``-0.04%``),
+    so that a small loss does not read ``-0%``."""
+    if share is not None and share == share and 0 < abs(share) < 0.01:
+        return f"{100 * share:.1g}%"
+    return _pct(share)
+
 # One job given by flags, in place of a trace (whatif and recommend)
 FlopsOpt = Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
 MemBytesOpt = Annotated[str | None, typer.Option(help="One job: memory-bound bytes.")]
@@ -197,16 +210,17 @@ def print_whatif(result: dict[str, Any]) -> None:
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
     t = compact_table(f"What-if over {plural(result['jobs'], 'job')}",
                        "priced = matched jobs with a prediction, which the other columns "
-                       "are over; not fit = ports that do not fit; speedup = base time / "
-                       "scenario time: mean, median, GPU wtd (weighted by GPUs), time wtd (by "
-                       "GPU time); saved = share of GPU time saved",
-                       ("scenario", "priced", "not fit", "sped up", "mean", "median", "GPU wtd",
+                       "are over; not fit = ports that do not fit; up/down = shares of jobs "
+                       "more than 1% faster / slower; speedup = base time / scenario time: "
+                       "mean, median, GPU wtd (weighted by GPUs), time wtd (by GPU time); "
+                       "saved = share of GPU time saved (< 0: more GPU time)",
+                       ("scenario", "priced", "not fit", "up/down", "mean", "median", "GPU wtd",
                         "time wtd", "saved"),
                        [(name, f"{s['predicted']:,}", f"{s['not_applied']:,}",
-                         _pct(s["sped_up_share"]), fmt_x(s["mean_speedup"]),
+                         _up_down(s), fmt_x(s["mean_speedup"]),
                          fmt_x(s["median_speedup"]), fmt_x(s["gpu_weighted_mean_speedup"]),
                          fmt_x(s["gpu_time_weighted_mean_speedup"]),
-                         _pct(s["gpu_time_saved_share"])) for name, s in summaries.items()])
+                         _saved(s["gpu_time_saved_share"])) for name, s in summaries.items()])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
     for name, s in summaries.items():
@@ -225,10 +239,10 @@ def print_whatif(result: dict[str, Any]) -> None:
         if len(summaries) > 3 or not rows:
             continue
         t = compact_table(f"{name}: by architecture", None,
-                           ("architecture", "jobs", "matched", "not fit", "sped up", "mean",
+                           ("architecture", "jobs", "matched", "not fit", "up/down", "mean",
                             "median", "GPU wtd"),
                            [(arch, f"{b['jobs']:,}", f"{b['matched']:,}",
-                             f"{b['not_applied']:,}", _pct(b["sped_up_share"]),
+                             f"{b['not_applied']:,}", _up_down(b),
                              fmt_x(b["mean_speedup"]), fmt_x(b["median_speedup"]),
                              fmt_x(b["gpu_weighted_mean_speedup"])) for arch, b in rows])
         console.print(t)

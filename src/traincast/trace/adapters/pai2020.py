@@ -335,8 +335,8 @@ def _notes(tables: dict[str, Path]) -> list[tuple[str, str]]:
              f"job(s) of {task.name} have no row in {job.name}: not stored (a job is a row "
              "of the job table)"),
             (f"SELECT count(*) FROM {jobs_of} j ANTI JOIN {tasks_of} t ON t.k = j.k",
-             f"job(s) of {job.name} have no row in {task.name}: stored with an unknown GPU "
-             "count and architecture"),
+             f"job(s) of {job.name} have no row in {task.name}: each is stored with an "
+             "unknown GPU count and architecture, unless it is a bad row (listed apart)"),
             (shared, f"job(s) of {job.name} share their inst_id with another job_name: each is "
              "stored as its own job, its job_name as its job_id (a group tag of that inst_id "
              "goes to each)")]
