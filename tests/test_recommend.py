@@ -78,6 +78,10 @@ def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
     assert ps4["cheapest_cost_per_iter_usd"] == pytest.approx(PS4_NVLINK * 4 * 3.06 / 3600,
                                                               rel=1e-12)
     assert r["prices"]["sources"] == {"gpu.V100-SXM2-16GB": "test price"}
+    assert r["unpriced_nodes"] == []
+    # a candidate node whose GPU the file does not price is named, not dropped in silence
+    r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=prices)
+    assert r["unpriced_nodes"] == ["dgx-a100"]
 
 
 def test_price_file_errors(tmp_path: Path) -> None:

@@ -388,8 +388,11 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     summary = _summary(table, prices is not None)
     advance("summary")
     left_out = {} if candidates or nodes is not None else unsupported_nodes(catalog)
+    unpriced = [] if prices is None else sorted(
+        {c.node for c in cands if c.node and
+         not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))})
     return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
-            "left_out": left_out,
+            "left_out": left_out, "unpriced_nodes": unpriced,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}

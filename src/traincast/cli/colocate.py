@@ -46,7 +46,9 @@ COLOCATE_HELP = (
 
 
 def _num(v: Any, fmt: str = "{:.2f}") -> str:
-    return "-" if v is None else fmt.format(v)
+    """A figure for the table; ``-`` where there is none (None, or NaN: a correlation of
+    values that do not vary)."""
+    return "-" if v is None or v != v else fmt.format(v)
 
 
 def _table(title: str, caption: str | None = None) -> Table:

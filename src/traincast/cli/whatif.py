@@ -55,7 +55,7 @@ from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_x, plural
+from traincast.units import fmt_pct, fmt_x, join_words, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -485,6 +485,10 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         console.print(f"left out of the candidates: {nd} ({why}; to compare it, name it with "
                       "--candidate-node, with each other preset to compare)",
                       style="dim", highlight=False)
+    if result.get("unpriced_nodes"):
+        console.print(f"no price for {join_words(result['unpriced_nodes'])} (--price: "
+                      f"{result['prices']['file']}): candidates for the fastest setup, not the "
+                      "cheapest (add them to a --price file)", style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
     ids = [_job_label(r["job_id"]) for r in d]
     cut = any(len(str(r["job_id"])) > JOB_LABEL_MAX for r in d)
