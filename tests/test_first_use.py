@@ -412,7 +412,7 @@ def test_whatif_numbers_stay_whole_at_80_columns(tmp_path: Path) -> None:
             if line.startswith("architecture=") and "by architecture" not in line]
     assert len(rows) == 2  # each scenario's numbers whole on its first line
     for line in rows:
-        assert re.search(r"[\d,]+ +\d+ +\d+% +(\d+\.\d\d× +){4}\d+%$", line), line
+        assert re.search(r"[\d,]+ +\d+ +\d+%/\d+% +(\d+\.\d\d× +){4}-?[\d.]+%$", line), line
 
 
 def test_open_quote_row_counts_records_not_lines(tmp_path: Path) -> None:

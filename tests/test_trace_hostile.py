@@ -366,6 +366,14 @@ def test_alibaba_gpu_milli_and_num_gpu(tmp_path: Path) -> None:
     assert {k: j["n_gpus"] for k, j in jobs.items()} == {"p1": 1.0, "p6": 1.0}
 
 
+def test_a_job_without_an_id_is_a_bad_row(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus\n,1\nb,2\n")
+    report = _ingest(path)
+    assert _errors(report) == [(1, "job_id", "(missing: every job needs an id)")]
+    assert list(_jobs(path.with_suffix(".duckdb"))) == ["b"]
+
+
 def test_elasticflow_gpu_counts_are_whole(tmp_path: Path) -> None:
     path = tmp_path / "cluster.csv"
     path.write_text("job_id,submission_time,duration,num_gpu\na,0,10,2.5\nb,0,10,2\n")

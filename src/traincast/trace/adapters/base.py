@@ -77,7 +77,7 @@ class Plan:
 
     def all_checks(self) -> list[Check]:
         """The adapter's checks plus the generic ones, in this order (a row reports the first
-        it fails): a job id holding a line break (a quote left open, the lines after it read
+        it fails): a missing job id; a job id holding a line break (a quote left open, the lines after it read
         into the id; free-text columns such as ``user`` may hold quoted line breaks);
         unparsable or infinite numbers and times, and fractional numbers in integer columns;
         values outside their physical bounds (:data:`~traincast.trace.schema.BOUNDS`: a negative
@@ -90,6 +90,8 @@ class Plan:
         if "job_id" in self.fields:  # a line break in a job id: a quote left open
             f = self.fields["job_id"]
             raw = f"CAST({f.raw if f.raw is not None else typed('job_id')} AS VARCHAR)"
+            out.append(Check("job_id", f"{typed('job_id')} IS NULL",
+                             "'(missing: every job needs an id)'"))
             out.append(Check("job_id", f"strpos({raw}, chr(10)) > 0",
                              f"split_part({raw}, chr(10), 1) || ' ... (holds a line break: a "
                              "quote opened in this row is not closed, so the lines after it "
