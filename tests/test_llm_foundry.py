@@ -173,9 +173,10 @@ def test_a_bad_tokens_figure_names_the_row_and_field(tmp_path: Any) -> None:
         compare_table(path)
 
 
-def test_validate_published_prints_the_llm_foundry_tables(monkeypatch: Any) -> None:
-    # the 54 Lambda rows profile models with torch (minutes); the command is run with them
-    # left out, and with the shipped llm-foundry section as validate_published builds it
+def validate_published_output(monkeypatch: Any, section: str) -> str:
+    """``traincast validate --published``'s output with the 54 Lambda rows left out (they
+    profile models with torch: minutes) and one LLM section (``llm_foundry``, ``nemo``) as
+    validate_published builds it (``traincast.validation.published._llm_foundry``, ``_nemo``)."""
     from typer.testing import CliRunner
 
     import traincast.validation.published as pub
@@ -187,12 +188,17 @@ def test_validate_published_prints_the_llm_foundry_tables(monkeypatch: Any) -> N
         return {"file": "published.toml", "source": {}, "strategy": "auto", "rows": [],
                 "summary": empty, "paper_summary": empty, "by_gpu_dtype": {}, "warnings": [],
                 "ratios": [], "ratio_summary": empty, "ratios_within_target": 0,
-                "ratios_total": 0, "targets_met": False, "llm_foundry": pub._llm_foundry(catalog)}
+                "ratios_total": 0, "targets_met": False,
+                section: getattr(pub, f"_{section}")(catalog)}
 
     monkeypatch.setattr(pub, "validate_published", fake)
     res = CliRunner().invoke(app, ["validate", "--published"])
     assert res.exit_code == 0, res.output
-    out = res.stdout
+    return res.stdout
+
+
+def test_validate_published_prints_the_llm_foundry_tables(monkeypatch: Any) -> None:
+    out = validate_published_output(monkeypatch, "llm_foundry")
     assert "MosaicML llm-foundry MPT tables (201 rows, MFU" in out
     assert "| GPU | dtype | rows | median abs. error | worst abs. error | signed median |" in out
     for group, n in (("H100-SXM5-80GB | bf16", 52), ("H100-SXM5-80GB | fp8", 10),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from test_llm_foundry import validate_published_output
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
 from traincast.parallel import strategies as st
@@ -129,23 +130,7 @@ def test_bad_rows_are_named(tmp_path: Path, body: str, message: str) -> None:
 
 
 def test_validate_published_prints_the_nemo_tables(monkeypatch: Any) -> None:
-    from typer.testing import CliRunner
-
-    import traincast.validation.published as pub
-    from traincast.cli import app
-
-    def fake(catalog: Any, path: Any = None, progress: Any = None,
-             trust_specs: bool = False) -> dict[str, Any]:
-        empty = pub.summarize([])
-        return {"file": "published.toml", "source": {}, "strategy": "auto", "rows": [],
-                "summary": empty, "paper_summary": empty, "by_gpu_dtype": {}, "warnings": [],
-                "ratios": [], "ratio_summary": empty, "ratios_within_target": 0,
-                "ratios_total": 0, "targets_met": False, "nemo": pub._nemo(catalog)}
-
-    monkeypatch.setattr(pub, "validate_published", fake)
-    res = CliRunner().invoke(app, ["validate", "--published"])
-    assert res.exit_code == 0, res.output
-    out = res.stdout
+    out = validate_published_output(monkeypatch, "nemo")
     assert "NVIDIA NeMo performance tables (16 rows, tokens/s per GPU" in out
     assert "| H100-SXM5-80GB | fp8 | 14 |" in out and "| B200 | fp8 | 2 |" in out
     assert "| 25.11 LLAMA3.1_405B H100 | H100-SXM5-80GB | 1024 | 8 / 8 / 2 / 8 | 292 |" in out

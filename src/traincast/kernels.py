@@ -425,15 +425,20 @@ def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[st
     (forward or backward) whose catalog dtype ``d`` runs on matrix units (``has_matrix_units`` of
     ``gpu``; without ``gpu``, ``d`` in ``TENSOR_CORE_DTYPES``). 0 for other ops, for convolutions
     on CUDA cores (fp32; a GPU without tensor cores, such as a P100 in fp16), for depthwise and
-    other narrow-group convolutions (``narrow_group_convs``: PyTorch's own NCHW kernels), and for
-    a row marked ``layout = "nhwc"`` (a model in ``torch.channels_last``). ``scale`` and
+    other narrow-group convolutions (``narrow_group_convs``: PyTorch's own NCHW kernels), for
+    a row marked ``layout = "nhwc"`` (a model in ``torch.channels_last``), and on a GPU whose
+    ``vendor`` is not ``nvidia`` (the transposes are cuDNN's; AMD's Composable Kernel, behind
+    MIOpen, has convolution kernels in NCHW as in NHWC, ``ck::tensor_layout::convolution``, and
+    no measurement here says MIOpen transposes). ``scale`` and
     ``narrow``: ``operand_scale`` and ``narrow_group_convs`` of the ops when the caller has them
     (the same values; each is a pass over the table)."""
+    out = np.zeros(len(ops))
+    if gpu is not None and getattr(gpu, "vendor", "nvidia") != "nvidia":
+        return out
     scale = operand_scale(ops, dtypes) if scale is None else _f(scale)
     narrow = narrow_group_convs(ops) if narrow is None else np.asarray(narrow, dtype=bool)
     units = {d: has_matrix_units(gpu, d) if gpu is not None else d in TENSOR_CORE_DTYPES
              for d in set(dtypes)}
-    out = np.zeros(len(ops))
     for i, (o, d) in enumerate(zip(ops, dtypes, strict=True)):
         if not units[d] or narrow[i]:
             continue

@@ -77,8 +77,9 @@ class Plan:
 
     def all_checks(self) -> list[Check]:
         """The adapter's checks plus the generic ones, in this order (a row reports the first
-        it fails): a missing job id; a job id holding a line break (a quote left open, the lines after it read
-        into the id; free-text columns such as ``user`` may hold quoted line breaks);
+        it fails): a missing job id; a job id holding a line break (a quote left open, the
+        lines after it read into the id; free-text columns such as ``user`` may hold quoted
+        line breaks);
         unparsable or infinite numbers and times, and fractional numbers in integer columns;
         values outside their physical bounds (:data:`~traincast.trace.schema.BOUNDS`: a negative
         count, size, feature or utilization, a time outside the years 1–9999, more
