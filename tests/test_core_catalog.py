@@ -202,19 +202,19 @@ def test_network_links_follow_the_payload_rule():
     assert cat.link("eth25-paper-2019").efficiency == 1.0  # the paper's own figure
 
 
-def test_nvlink_links_carry_their_packet_overhead():
-    # docs/hardware.md "Link efficiency": 80% of the line rate on every NVLink generation (the
-    # NCCL maintainer, NVIDIA/nccl issue 1054); the paper's own 50 GB/s kept at 1.0
+def test_nvlink_links_carry_nccls_own_bandwidth_per_link():
+    # docs/hardware.md "Link efficiency": NCCL's per-link NVLink figure (src/graph/topo.h:
+    # SM60 18.0, SM70 20.0, SM80 20.0, SM90 20.6, SM100 40.1 GB/s) over the line rate per link
+    # (NVLink 1 20 GB/s, NVLink 2-4 25 GB/s, NVLink 5 50 GB/s); the paper's own 50 GB/s kept
     cat = load_catalog()
-    names = {n for n in cat.links if n.startswith("nvlink")}
-    assert names == {"nvlink1-p100", "nvlink2-v100", "nvlink3-a100", "nvlink4-h100",
-                     "nvlink5-b200", "nvlink-paper-2019"}
-    for name in names - {"nvlink-paper-2019"}:
-        assert cat.link(name).efficiency == 0.8, name
-        assert "nccl issue 1054" in cat.link(name).sources["efficiency"], name
-    assert cat.link("nvlink-paper-2019").efficiency == 1.0
-    # an H100 node's tensor-parallel ring runs at 0.8 x 450 GB/s
-    assert cat.link(cat.node("dgx-h100").intra).bw_bps == pytest.approx(0.8 * 450e9)
+    expected = {"nvlink1-p100": 18.0 / 20, "nvlink2-v100": 20.0 / 25, "nvlink3-a100": 20.0 / 25,
+                "nvlink4-h100": 20.6 / 25, "nvlink5-b200": 40.1 / 50, "nvlink-paper-2019": 1.0}
+    assert {n for n in cat.links if n.startswith("nvlink")} == set(expected)
+    for name, eff in expected.items():
+        assert cat.link(name).efficiency == pytest.approx(eff, abs=5e-4), name
+        assert eff == 1.0 or "src/graph/topo.h" in cat.link(name).sources["efficiency"], name
+    # an H100 node's tensor-parallel ring: 18 links x 20.6 GB/s
+    assert cat.link(cat.node("dgx-h100").intra).bw_bps == pytest.approx(18 * 20.6e9, rel=1e-3)
 
 
 def test_grouped_sub_tables_load_like_the_flat_format(tmp_path: Path):
@@ -296,3 +296,15 @@ def test_fp32_convolutions_run_in_tf32_on_nvidia_only(tmp_path: Path):
     bad.write_text('[gpu.mine]\nvendor = "intel"\nfp32_tflops = 10\nmem_bw_gbs = 500\n')
     with pytest.raises(CatalogError, match=r"key 'vendor' must be one of nvidia, amd, got 'intel'"):
         load_catalog([bad])
+
+
+def test_no_cudnn_layout_transposes_on_an_amd_gpu():
+    # kernels.layout_transpose_bytes: an NCHW fp16 convolution on matrix units pays
+    # 2 (B_read + B_written) of transposes under cuDNN, none on an AMD GPU (docs/model.md)
+    from traincast.kernels import layout_transpose_bytes
+
+    cat = load_catalog()
+    op = [{"op": "convolution", "dtype": "float16", "bytes_read": 300.0,
+           "bytes_written": 100.0, "shapes": "8x64x56x56;64x64x3x3"}]
+    assert layout_transpose_bytes(op, ["fp16"], cat.gpu("A100")).tolist() == [800.0]
+    assert layout_transpose_bytes(op, ["fp16"], cat.gpu("MI300X")).tolist() == [0.0]

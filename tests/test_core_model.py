@@ -190,7 +190,7 @@ def test_predict_table_uses_gpu_default_node(cat):
             "weight_bytes": [1.5e9]}
     bd = predict_table(jobs, load_catalog(compute="paper"))
     assert bd.compute_flop[0] == pytest.approx(1.0)        # 15.7e12 / 15.7 TFLOP/s
-    # NVLink 2: 150 GB/s x 0.8 (NCCL's ~20% protocol overhead, docs/hardware.md)
+    # NVLink 2: 150 GB/s x 0.8 (NCCL's 20.0 of 25 GB/s per link, docs/hardware.md)
     assert bd.comm[0] == pytest.approx(2 * 7 / 8 * 1.5e9 / (0.8 * 150e9))
 
 

@@ -82,6 +82,10 @@ def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
     # a candidate node whose GPU the file does not price is named, not dropped in silence
     r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=prices)
     assert r["unpriced_nodes"] == ["dgx-a100"]
+    by_node = tmp_path / "by_node.toml"  # a node priced by its own name
+    by_node.write_text('[node.dgx-a100]\nusd_per_gpu_hour = 4.1\nsource = "test price"\n')
+    r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=by_node)
+    assert r["unpriced_nodes"] == ["pai-v100-nvlink"]
 
 
 def test_price_file_errors(tmp_path: Path) -> None:

@@ -469,10 +469,12 @@ def test_pai_bounds_and_instances_that_never_started(tmp_path: Path) -> None:
     d = _write_pai(tmp_path / "pai", {
         "job": [("J1", "i1", "u", "Terminated", "30", "100"),
                 ("J2", "i2", "u", "Terminated", "0", "10"),
-                ("J3", "i3", "u", "Terminated", "0", "10")],
+                ("J3", "i3", "u", "Terminated", "0", "10"),
+                ("J4", "i4", "u", "Terminated", "0", "10")],
         "task": [("J1", "worker", "2", "Terminated", "", "", "600", "29", "50", "V100"),
                  ("J2", "worker", "1", "Terminated", "", "", "600", "29", "2e8", "V100"),
-                 ("J3", "worker", "2e6", "Terminated", "", "", "600", "29", "100", "V100")],
+                 ("J3", "worker", "2e6", "Terminated", "", "", "600", "29", "100", "V100"),
+                 ("J4", "worker", "1.5", "Terminated", "", "", "600", "29", "100", "V100")],
         "instance": [("J1", "worker", "a", "w1", "i1", "Terminated", "0", "100", "m1"),
                      ("J1", "worker", "b", "w2", "i1", "Terminated", "40", "100", "m1")],
         "sensor": [("J1", "worker", "w1", "i1", "m1", "g", "1", "80", *["1"] * 4, *["0"] * 4),
@@ -482,7 +484,8 @@ def test_pai_bounds_and_instances_that_never_started(tmp_path: Path) -> None:
     assert [(e["file"].endswith("pai_task_table.csv"), e["row"], e["field"], e["value"])
             for e in report["errors"]] == [
         (True, 2, "plan_gpu", "2e8 (must be from 0 to 1e8: GPUs of one instance in %)"),
-        (True, 3, "inst_num", "2e6 (must be from 0 to 1,000,000 instances)")]
+        (True, 3, "inst_num", "2e6 (must be from 0 to 1,000,000 instances)"),
+        (True, 4, "inst_num", "1.5 (must be a whole number of instances)")]
     j1 = _jobs(tmp_path / "s.duckdb")["i1"]
     assert j1["start_time_s"] == 40 and j1["gpu_util"] == pytest.approx((1 + 20 / 50) / 2)
 

@@ -355,6 +355,7 @@ def test_saved_share_reads_its_sign_below_one_percent() -> None:
 
     assert _saved(-0.0002) == "-0.02%" and _saved(0.004) == "0.4%"
     assert _saved(0.0) == "0%" and _saved(0.36) == "36%"
+    assert _saved(-1e-16) == "0%" and _saved(2e-7) == "0%"  # float noise, not "-1e-14%"
     assert _up_down({"sped_up_share": 0.28, "slowed_down_share": 0.5}) == "28%/50%"
 
 

@@ -110,9 +110,13 @@ def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
         return "paper" if strategy == "curves" and not curves else str(strategy)
     if curves:
         return "curves"
-    if kernels.gpu_sms(gpu) > 0 or kernels.gemm_max_fraction(gpu, "fp32") is not None:
-        return "kernel"
-    return "paper"
+    return "kernel" if kernel_model_available(gpu) else "paper"
+
+
+def kernel_model_available(gpu: Any) -> bool:
+    """Whether the kernel strategy has what it needs for ``gpu``: an SM count or a published
+    GEMM fraction."""
+    return kernels.gpu_sms(gpu) > 0 or kernels.gemm_max_fraction(gpu, "fp32") is not None
 
 
 def _model_eta(gpu: Any) -> float | None:

@@ -86,6 +86,11 @@ def fmt_amount(x: float | None, missing: str = "-") -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else fmt_sig(x)
 
 
+def fmt_exp(x: float) -> str:
+    """A power of ten as messages write it: ``1e9``, ``1e24`` (not ``1e+09``)."""
+    return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
+
+
 def join_words(items: Iterable[object], last: str = "and") -> str:
     """Items as a sentence lists them: ``'a, b and c'`` (``last = "or"``: ``'a, b or c'``);
     one item alone, none as ``''``."""

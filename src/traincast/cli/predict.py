@@ -363,12 +363,12 @@ def predict(
                                from_flags=features is None and model is None, amp=amp)
     n_ops = len(feats["ops"]) if feats.get("ops") else feats.get("n_ops")
     if n_ops:  # the host's issue of the ops at the kernel model's floor, whatever the strategy
-        from traincast.compute import strategy_of
+        from traincast.compute import kernel_model_available
         from traincast.kernels import op_floor_s
 
         g = cat.gpu(result["hardware"]["gpu"])
         result["host_issue_s"] = float(n_ops) * op_floor_s(g)
-        result["kernel_strategy_available"] = strategy_of(g, "auto") == "kernel"
+        result["kernel_strategy_available"] = kernel_model_available(g)
     if json_out:
         print_json(result)
         return
@@ -423,15 +423,15 @@ def render_prediction(result: dict[str, Any]) -> None:
                   f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
     issue_s = result.get("host_issue_s")
-    if hw["compute"] == "paper" and issue_s and result["time_s"]["total"] < issue_s:
-        fix = ("--compute auto prices it with the kernel model"
+    if hw["compute"] != "kernel" and issue_s and result["time_s"]["total"] < issue_s:
+        fix = ("--compute kernel prices it with the kernel model"
                if result.get("kernel_strategy_available") else
                f"the kernel model would price it, but the catalog entry of {hw['gpu']} has no "
                "SM count or GEMM fraction for it (traincast hardware show)")
-        console.print(Text(f"caution: the paper strategy has no per-op cost; the host alone "
-                           f"takes {fmt_seconds(issue_s)} to issue these ops (the kernel "
-                           f"model's floor per op), longer than this step: {fix} "
-                           "(docs/model.md).", style="yellow"))
+        console.print(Text(f"caution: the {hw['compute']} strategy does not charge the host's "
+                           f"issue of each op at the kernel model's floor: the host alone takes "
+                           f"{fmt_seconds(issue_s)} to issue these ops, longer than this step; "
+                           f"{fix} (docs/model.md).", style="yellow"))
     km = hw.get("kernel_model")
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))

@@ -55,8 +55,8 @@ MapOpt = Annotated[list[str] | None, typer.Option(
 DbOpt = Annotated[Path | None, typer.Option(
     "--db", help=f"The DuckDB job store (default: {DEFAULT_DB} in the working directory).")]
 StrictOpt = Annotated[bool, typer.Option(
-    "--strict", help="Fail the whole ingest if any row is bad, naming them, and store nothing "
-    "(default: skip and report them).")]
+    "--strict", help="Fail the whole ingest if any row is bad, naming the first 20, and store "
+    "nothing (default: skip and report them).")]
 EngineOpt = Annotated[str, typer.Option(
     "--engine", help="local (this process, the store read in chunks: memory stays flat) or "
     "dask (Parquet partitions on a Dask cluster, their results merged here).")]

@@ -71,8 +71,11 @@ def _up_down(s: dict[str, Any]) -> str:
 
 def _saved(share: float | None) -> str:
     """The share of GPU time saved; below 1% either way to one significant digit (``-0.04%``),
-    so that a small loss does not read ``-0%``."""
-    if share is not None and share == share and 0 < abs(share) < 0.01:
+    so that a small loss does not read ``-0%``; below 0.005% (float noise of a scenario that
+    changes nothing) ``0%``."""
+    if share is not None and share == share and abs(share) < 5e-5:
+        return "0%"
+    if share is not None and share == share and abs(share) < 0.01:
         return f"{100 * share:.1g}%"
     return _pct(share)
 
@@ -488,7 +491,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     if result.get("unpriced_nodes"):
         console.print(f"no price for {join_words(result['unpriced_nodes'])} (--price: "
                       f"{result['prices']['file']}): candidates for the fastest setup, not the "
-                      "cheapest (add them to a --price file)", style="dim", highlight=False)
+                      "cheapest (a --price file prices them with [node.NAME] or [gpu.NAME], "
+                      "usd_per_gpu_hour and source)", style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
     ids = [_job_label(r["job_id"]) for r in d]
     cut = any(len(str(r["job_id"])) > JOB_LABEL_MAX for r in d)

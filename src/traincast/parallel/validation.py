@@ -288,7 +288,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
                                  f"rejects its shape: {SHAPE_ERRORS[code]}",
                                  hint=f"t={row['t']} p={row['p']} cp={row.get('cp', 1)} "
                                  f"d={row['d']} batch={row['batch']} vp={cfg['vp']} "
-                                 f"micro_batch={cfg['micro_batch']} seq={model.seq}")
+                                 f"micro_batch={cfg['micro_batch']} seq={model.seq}; a flag "
+                                 "named there is the row's or table's key of that name")
         key = "model_tflops_per_gpu" if cfg["metric"] == "model" else "hardware_tflops_per_gpu"
         total, pred = float(res["total_s"]), float(res[key])
         tokens = float(res["tokens_per_s_per_gpu"])

@@ -30,6 +30,7 @@ import pyarrow as pa
 from traincast.architectures import ARCHITECTURES
 from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.jobs import FEATURES
+from traincast.units import fmt_exp
 
 FEATURE_COLUMNS: tuple[str, ...] = FEATURES
 """Per-iteration features (:data:`traincast.jobs.FEATURES`)."""
@@ -79,15 +80,10 @@ TIME_MAX_S = 253_402_300_799.0
 """The latest time a trace may hold: 9999-12-31T23:59:59Z (a year-10000 date is not a time)."""
 
 
-def _sci(x: float) -> str:
-    """A power of ten as the bad-row reports write it: ``1e9``, ``1e24``."""
-    return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
-
-
 DURATION_MAX_S = 1e9
 """The longest a job may run (end − start, and a trace's duration column): 1e9 s, about 31.7
 years, longer than any GPU cluster has existed."""
-DURATION_MAX_TEXT = _sci(DURATION_MAX_S)
+DURATION_MAX_TEXT = fmt_exp(DURATION_MAX_S)
 """:data:`DURATION_MAX_S` as the bad-row reports write it (``1e9``)."""
 
 
@@ -107,9 +103,10 @@ BOUNDS: dict[str, Bound] = {
     **{c: Bound(0, COUNT_MAX, f"a count from 0 to {COUNT_MAX:,}")
        for c in ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
                  "workers_per_node")},
-    "batch_size": Bound(0, BATCH_MAX, f"a batch size from 0 to {_sci(BATCH_MAX)}"),
-    "flops_compute_bound": Bound(0, FLOPS_MAX, f"FLOPs per iteration from 0 to {_sci(FLOPS_MAX)}"),
-    **{f: Bound(0, BYTES_MAX, f"bytes per iteration from 0 to {_sci(BYTES_MAX)}")
+    "batch_size": Bound(0, BATCH_MAX, f"a batch size from 0 to {fmt_exp(BATCH_MAX)}"),
+    "flops_compute_bound": Bound(0, FLOPS_MAX,
+                                 f"FLOPs per iteration from 0 to {fmt_exp(FLOPS_MAX)}"),
+    **{f: Bound(0, BYTES_MAX, f"bytes per iteration from 0 to {fmt_exp(BYTES_MAX)}")
        for f in FEATURE_COLUMNS if f != "flops_compute_bound"},
     "gpu_util": Bound(0, 1, "a utilization from 0 to 1"),
 }

@@ -86,6 +86,7 @@ from traincast.trace.adapters.base import (
     text,
     unreadable,
 )
+from traincast.units import fmt_exp
 
 NAME = "pai-2020"
 HEADERS: dict[str, tuple[str, ...]] = {
@@ -228,8 +229,10 @@ def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
         (f"{present('plan_gpu')} AND {pg} IS NULL", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
         (f"{pg} < 0", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
         (f"{pg} > {PLAN_GPU_MAX}", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR) || ' (must be "
-         f"from 0 to {PLAN_GPU_MAX:.0e}: GPUs of one instance in %)'".replace("e+0", "e")),
-        (f"{n} < 0 OR {n} <> round({n})", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
+         f"from 0 to {fmt_exp(PLAN_GPU_MAX)}: GPUs of one instance in %)'"),
+        (f"{n} < 0", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
+        (f"{n} <> round({n})", "'inst_num'",
+         "CAST(inst_num AS VARCHAR) || ' (must be a whole number of instances)'"),
         (f"{n} > {COUNT_MAX}", "'inst_num'",
          f"CAST(inst_num AS VARCHAR) || ' (must be from 0 to {COUNT_MAX:,} instances)'"),
     ]
