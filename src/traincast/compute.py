@@ -208,7 +208,7 @@ def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) ->
     the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
     is False by default since PyTorch 1.12)."""
     job = gpu.math_dtype(dtype)
-    conv_tf32 = getattr(gpu, "vendor", "nvidia") == "nvidia"  # cuDNN's default, not ROCm's
+    conv_tf32 = kernels.vendor_of(gpu) == "nvidia"  # cuDNN's default, not ROCm's
     names = []
     for o in ops:
         cd = kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32")), "")

@@ -407,6 +407,13 @@ def operand_scale(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
     return out
 
 
+def vendor_of(gpu: Any) -> str:
+    """The GPU's vendor (``catalog.VENDORS``): ``nvidia`` unless its entry says otherwise,
+    whose libraries' defaults the model then assumes (cuDNN's TF32 convolutions and NHWC
+    transposes on ``nvidia`` only)."""
+    return str(getattr(gpu, "vendor", "nvidia") or "nvidia")
+
+
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
                            gpu: Any = None, *, scale: ArrayLike | None = None,
                            narrow: ArrayLike | None = None) -> F:
@@ -433,7 +440,7 @@ def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[st
     ``narrow``: ``operand_scale`` and ``narrow_group_convs`` of the ops when the caller has them
     (the same values; each is a pass over the table)."""
     out = np.zeros(len(ops))
-    if gpu is not None and getattr(gpu, "vendor", "nvidia") != "nvidia":
+    if gpu is not None and vendor_of(gpu) != "nvidia":
         return out
     scale = operand_scale(ops, dtypes) if scale is None else _f(scale)
     narrow = narrow_group_convs(ops) if narrow is None else np.asarray(narrow, dtype=bool)
@@ -851,7 +858,7 @@ def kernel_model_basis(gpu: Any, kernel_model: Mapping[str, Any]) -> dict[str, A
     parameters."""
     figures = simt_figures(gpu)
     return ({**figures, **fit_trust(kernel_model, gpu.name),
-             "vendor": getattr(gpu, "vendor", "nvidia")} if figures else None)
+             "vendor": vendor_of(gpu)} if figures else None)
 
 
 def simt_figures(gpu: Any) -> dict[str, Any] | None:
