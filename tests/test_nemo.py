@@ -133,3 +133,27 @@ def test_validate_published_prints_the_nemo_tables(monkeypatch: Any) -> None:
     assert "NVIDIA NeMo performance tables (16 rows, tokens/s per GPU" in out
     assert "| H100-SXM5-80GB | fp8 | 14 |" in out and "| B200 | fp8 | 2 |" in out
     assert "| 25.11 LLAMA3.1_405B H100 | H100-SXM5-80GB | 1024 | 8 / 8 / 2 / 8 | 292 |" in out
+
+
+def test_hardware_show_says_how_the_published_runs_on_a_gpu_went(monkeypatch: Any) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+    from traincast.parallel.validation import published_checks
+
+    # H100 SXM: llm-foundry's "H100 80GB BF16" (52 rows) and "FP8" (10) tables, and the 14
+    # NeMo rows on DGX H100; no shipped run used an L4
+    checks = {c["table"]: c for c in published_checks("H100-SXM5-80GB")}
+    assert set(checks) == {"llm_foundry.toml", "nemo.toml"}
+    assert (checks["llm_foundry.toml"]["rows"], checks["nemo.toml"]["rows"]) == (62, 14)
+    assert checks["nemo.toml"]["dtypes"] == ["fp8"]
+    for c in checks.values():
+        assert 0 <= c["too_fast"] <= c["rows"]
+        assert c["median_abs_error"] <= c["max_abs_error"]
+    assert published_checks("L4") == []
+    res = CliRunner().invoke(app, ["hardware", "show", "H100"])
+    said = " ".join(res.stdout.split())
+    assert res.exit_code == 0 and "Published training runs on H100-SXM5-80GB" in said
+    assert "NVIDIA NeMo FP8 tables (14 rows, fp8)" in said
+    res = CliRunner().invoke(app, ["hardware", "show", "L4"])
+    assert "No shipped published LLM training run used L4" in " ".join(res.stdout.split())

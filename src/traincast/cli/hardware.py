@@ -199,9 +199,12 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     kind, entry = cat.entry(name)
     data = {"kind": kind, **asdict(entry)}
     if kind == "gpu":
+        from traincast.parallel.validation import published_checks
+
         data["compute"] = compute.basis(entry, cat.compute)
         data["kernel_model"] = kernels.kernel_model_basis(entry, cat.kernel_model) \
             if data["compute"]["strategy"] == "kernel" else None
+        data["published_checks"] = published_checks(entry.name, cat)
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -221,3 +224,27 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
                          if per_op else "") + " (docs/model.md)")
         for key, basis in c["inputs"].items():
             console.print(f"  {key}: {basis}", markup=False, highlight=False)
+    if kind == "gpu":
+        _print_published_checks(entry.name, data["published_checks"])
+
+
+def _print_published_checks(gpu: str, checks: list[dict[str, Any]]) -> None:
+    """How the hybrid model did on the shipped published training runs on this GPU
+    (``parallel.validation.published_checks``), one line per table; or that none ran on it."""
+    whole = ("Whole models priced op by op (predict) against published throughputs: "
+             "docs/validation.md, \"Published throughputs\".")
+    if not checks:
+        console.print(f"No shipped published LLM training run used {gpu}: a hybrid forecast "
+                      f"here rests on the kernel model's record above. {whole}",
+                      markup=False, highlight=False, style="dim")
+        return
+    said = "; ".join(
+        f"{c['title']} ({c['rows']} {'row' if c['rows'] == 1 else 'rows'}, "
+        f"{', '.join(c['dtypes'])}): median |error| {100 * c['median_abs_error']:.1f}%, "
+        f"signed {100 * c['median_error']:+.1f}%, worst {100 * c['max_abs_error']:.1f}%, "
+        f"{c['too_fast']} of {c['rows']} too fast" for c in checks)
+    console.print(f"Published training runs on {gpu}, as the hybrid model (predict --arch "
+                  f"hybrid, plan) prices them (traincast validate --published; docs/"
+                  f"validation.md): {said}. {whole}", markup=False, highlight=False,
+                  style="dim")
+

@@ -51,6 +51,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
@@ -346,6 +348,37 @@ def nemo(catalog: Catalog | None = None) -> list[dict[str, Any]]:
     """NVIDIA NeMo's FP8 pre-training throughput tables through ``compare_table``
     (``nemo.toml``: each row with its source; compared in tokens per second per GPU)."""
     return compare_table("nemo.toml", catalog)
+
+
+CHECK_TITLES: dict[str, str] = {
+    "megatron_2021.toml": "Megatron-LM SC'21 Table 1",
+    "published_llm.toml": "BLOOM, OPT, MT-NLG and Korthikanti et al.",
+    "llm_foundry.toml": "MosaicML llm-foundry MPT tables",
+    "nemo.toml": "NVIDIA NeMo FP8 tables",
+}
+"""The shipped published tables (``TABLES``) by the name ``published_checks`` gives them."""
+
+
+def published_checks(gpu: str, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+    """How the hybrid model did on the shipped published runs (``TABLES``) on one GPU: per
+    table with rows on ``gpu`` (a catalog name), ``{"table", "title", "rows", "dtypes",
+    "median_abs_error", "median_error", "max_abs_error", "too_fast"}`` (errors as
+    ``rel_error``: predicted / published - 1, so > 0 is a forecast too fast; ``too_fast`` the
+    rows above 0). Empty for a GPU no shipped run used: what a forecast there rests on is the
+    kernel model's record alone."""
+    out = []
+    for name in TABLES:
+        rows = [r for r in compare_table(name, catalog) if r["gpu"] == gpu]
+        if not rows:
+            continue
+        err = np.array([r["rel_error"] for r in rows], dtype=np.float64)
+        out.append({"table": name, "title": CHECK_TITLES[name], "rows": len(rows),
+                    "dtypes": sorted({str(r["dtype"]) for r in rows}),
+                    "median_abs_error": float(np.median(np.abs(err))),
+                    "median_error": float(np.median(err)),
+                    "max_abs_error": float(np.abs(err).max()),
+                    "too_fast": int((err > 0).sum())})
+    return out
 
 
 def median_abs_error(rows: list[dict[str, Any]]) -> float:
