@@ -157,3 +157,21 @@ def test_hardware_show_says_how_the_published_runs_on_a_gpu_went(monkeypatch: An
     assert "NVIDIA NeMo FP8 tables (14 rows, fp8)" in said
     res = CliRunner().invoke(app, ["hardware", "show", "L4"])
     assert "No shipped published LLM training run used L4" in " ".join(res.stdout.split())
+
+
+def test_a_hybrid_forecast_names_the_published_runs_of_its_gpu_and_precision() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, ["predict", "--arch", "hybrid", "--model", "zoo:llama3-8b",
+                                   "--node", "dgx-h100", "--dp", "8", "--dtype", "fp8",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    checks = {c["table"]: c["rows"] for c in json.loads(res.stdout)["published_checks"]}
+    assert checks == {"llm_foundry.toml": 10, "nemo.toml": 14}  # the fp8 rows on H100 SXM
+    res = CliRunner().invoke(app, ["predict", "--arch", "hybrid", "--model", "zoo:llama3-8b",
+                                   "--node", "dgx-h100", "--dp", "8", "--dtype", "fp8"])
+    assert "Published fp8 runs on H100-SXM5-80GB" in " ".join(res.stdout.split())

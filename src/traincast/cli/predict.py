@@ -325,6 +325,10 @@ def predict(
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
                                 catalog=cat, attention=attention, framework=framework)
+        from traincast.parallel.validation import published_checks
+
+        result["published_checks"] = published_checks(result["hardware"]["gpu"], cat,
+                                                       dtype=result["job"]["dtype"])
         if json_out:
             print_json(result)
         else:
@@ -525,3 +529,11 @@ def render_hybrid(result: dict[str, Any]) -> None:
                                "peak")
     if mfu is not None:
         print_mfu_caution([("this job", mfu)], job["dtype"])
+    checks = result.get("published_checks")
+    if checks:
+        gpu = result["hardware"]["gpu"]
+        console.print(Text(
+            f"Published {job['dtype']} runs on {gpu} as this model prices them: "
+            + "; ".join(f"{c['title']} {100 * c['median_error']:+.1f}% median ({c['too_fast']} "
+                        f"of {c['rows']} too fast)" for c in checks)
+            + f" (traincast hardware show {gpu}).", style="dim"))

@@ -258,7 +258,8 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     dropout=cfg["dropout"], cp=row.get("cp", 1))
 
 
-def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict[str, Any]]:
+def compare_table(name: str | Path, catalog: Catalog | None = None,
+                  gpu: str | None = None) -> list[dict[str, Any]]:
     """Predicted vs published per-GPU TFLOP/s (or, for a row that gives ``tokens_per_gpu_s``
     alone, tokens per second per GPU: ``published_tflops_per_gpu`` None) for every row of the
     table ``name`` (shipped, or a file)
@@ -268,7 +269,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
     ``gpu``, ``dtype`` and ``node``, ``predicted_tokens_per_gpu_s`` and ``rel_error_tokens``
     (None unless the row gives ``tokens_per_gpu_s``) and, for tables with
     ``interleaved = true``, the smallest valid ``vp > 1`` (``vp_interleaved``,
-    ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits)."""
+    ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits).
+    With ``gpu`` (a catalog name) only the rows on that GPU are predicted and returned."""
     table = table_rows(name)
     unknown = set(table) - TABLE_KEYS
     if unknown:
@@ -282,6 +284,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None) -> list[dict
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
         model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg)
+        if gpu is not None and hw.gpu != gpu:
+            continue  # (every row is checked all the same)
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
@@ -359,16 +363,19 @@ CHECK_TITLES: dict[str, str] = {
 """The shipped published tables (``TABLES``) by the name ``published_checks`` gives them."""
 
 
-def published_checks(gpu: str, catalog: Catalog | None = None) -> list[dict[str, Any]]:
-    """How the hybrid model did on the shipped published runs (``TABLES``) on one GPU: per
-    table with rows on ``gpu`` (a catalog name), ``{"table", "title", "rows", "dtypes",
+def published_checks(gpu: str, catalog: Catalog | None = None,
+                     dtype: str | None = None) -> list[dict[str, Any]]:
+    """How the hybrid model did on the shipped published runs (``TABLES``) on one GPU (in one
+    precision, ``dtype``, when given): per table with such rows on ``gpu`` (a catalog name),
+    ``{"table", "title", "rows", "dtypes",
     "median_abs_error", "median_error", "max_abs_error", "too_fast"}`` (errors as
     ``rel_error``: predicted / published - 1, so > 0 is a forecast too fast; ``too_fast`` the
     rows above 0). Empty for a GPU no shipped run used: what a forecast there rests on is the
     kernel model's record alone."""
     out = []
     for name in TABLES:
-        rows = [r for r in compare_table(name, catalog) if r["gpu"] == gpu]
+        rows = [r for r in compare_table(name, catalog, gpu=gpu)
+                if dtype is None or r["dtype"] == dtype]
         if not rows:
             continue
         err = np.array([r["rel_error"] for r in rows], dtype=np.float64)
