@@ -87,7 +87,8 @@ def fmt_amount(x: float | None, missing: str = "-") -> str:
 
 
 def fmt_exp(x: float) -> str:
-    """A power of ten as messages write it: ``1e9``, ``1e24`` (not ``1e+09``)."""
+    """A bound of the form 10^k (k >= 0) as messages write it: ``1e9``, ``1e24`` (not
+    ``1e+09``); one significant digit, so only for such round bounds."""
     return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
 
 

@@ -21,7 +21,7 @@ from traincast.cli.common import (
     trust_text,
 )
 from traincast.cli.tables import Table
-from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
+from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS, load_catalog
 
 
 @hardware_app.command("list")
@@ -204,7 +204,8 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
         data["compute"] = compute.basis(entry, cat.compute)
         data["kernel_model"] = kernels.kernel_model_basis(entry, cat.kernel_model) \
             if data["compute"]["strategy"] == "kernel" else None
-        data["published_checks"] = published_checks(entry.name, cat)
+        data["published_checks"] = published_checks(entry.name) \
+            if entry.name in load_catalog().gpus else []  # a GPU of the user's catalog: none
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))
@@ -229,22 +230,23 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
 
 
 def _print_published_checks(gpu: str, checks: list[dict[str, Any]]) -> None:
-    """How the hybrid model did on the shipped published training runs on this GPU
-    (``parallel.validation.published_checks``), one line per table; or that none ran on it."""
+    """How the shipped hybrid model did on the shipped published training runs on this GPU
+    (``parallel.validation.published_checks``), the tables in one paragraph; or that none ran
+    on it."""
     whole = ("Whole models priced op by op (predict) against published throughputs: "
              "docs/validation.md, \"Published throughputs\".")
     if not checks:
-        console.print(f"No shipped published LLM training run used {gpu}: a hybrid forecast "
-                      f"here rests on the kernel model's record above. {whole}",
+        console.print(f"No shipped published LLM training run used {gpu}. {whole}",
                       markup=False, highlight=False, style="dim")
         return
     said = "; ".join(
         f"{c['title']} ({c['rows']} {'row' if c['rows'] == 1 else 'rows'}, "
-        f"{', '.join(c['dtypes'])}): median |error| {100 * c['median_abs_error']:.1f}%, "
-        f"signed {100 * c['median_error']:+.1f}%, worst {100 * c['max_abs_error']:.1f}%, "
-        f"{c['too_fast']} of {c['rows']} too fast" for c in checks)
-    console.print(f"Published training runs on {gpu}, as the hybrid model (predict --arch "
-                  f"hybrid, plan) prices them (traincast validate --published; docs/"
-                  f"validation.md): {said}. {whole}", markup=False, highlight=False,
-                  style="dim")
+        f"{', '.join(c['dtypes'])}, in {c['compared_in']}): median |error| "
+        f"{100 * c['median_abs_error']:.1f}%, median {100 * c['median_error']:+.1f}%, worst "
+        f"{100 * c['max_abs_error']:.1f}%, forecast faster than published in {c['too_fast']} "
+        f"of {c['rows']}" for c in checks)
+    console.print(f"Published training runs on {gpu}, as the shipped hybrid model (predict "
+                  f"--arch hybrid, plan) prices them (traincast validate --published; docs/"
+                  f"validation.md; + = forecast faster): {said}. {whole}", markup=False,
+                  highlight=False, style="dim")
 

@@ -53,6 +53,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import predict as predict_job
+from traincast.units import fmt_exp
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
@@ -166,7 +167,7 @@ def predict(
     batch: Annotated[int | None, typer.Option(
         callback=within(1), help="Batch size for --model (at least 1).")] = None,
     flops: Annotated[str | None, typer.Option(
-        help=f"FLOPs of compute-bound ops per iteration (at most {MAX_FLOPS:g}).")] = None,
+        help=f"FLOPs of compute-bound ops per iteration (at most {fmt_exp(MAX_FLOPS)}).")] = None,
     mem_bytes: Annotated[str | None, typer.Option(
         help="Bytes read+written by memory-bound ops per iteration.")] = None,
     weight_bytes: Annotated[str | None, typer.Option(
@@ -325,10 +326,12 @@ def predict(
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
                                 catalog=cat, attention=attention, framework=framework)
+        from traincast.hardware.catalog import load_catalog
         from traincast.parallel.validation import published_checks
 
-        result["published_checks"] = published_checks(result["hardware"]["gpu"], cat,
-                                                       dtype=result["job"]["dtype"])
+        shipped = result["hardware"]["gpu"] in load_catalog().gpus  # else: none to quote
+        result["published_checks"] = published_checks(
+            result["hardware"]["gpu"], dtype=result["job"]["dtype"]) if shipped else []
         if json_out:
             print_json(result)
         else:
@@ -533,7 +536,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
     if checks:
         gpu = result["hardware"]["gpu"]
         console.print(Text(
-            f"Published {job['dtype']} runs on {gpu} as this model prices them: "
-            + "; ".join(f"{c['title']} {100 * c['median_error']:+.1f}% median ({c['too_fast']} "
-                        f"of {c['rows']} too fast)" for c in checks)
+            f"Published {job['dtype']} runs on {gpu} as the shipped model prices them "
+            "(+ = forecast faster): "
+            + "; ".join(f"{c['title']} {100 * c['median_error']:+.1f}% median, faster than "
+                        f"published in {c['too_fast']} of {c['rows']}" for c in checks)
             + f" (traincast hardware show {gpu}).", style="dim"))

@@ -270,7 +270,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
     (None unless the row gives ``tokens_per_gpu_s``) and, for tables with
     ``interleaved = true``, the smallest valid ``vp > 1`` (``vp_interleaved``,
     ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits).
-    With ``gpu`` (a catalog name) only the rows on that GPU are predicted and returned."""
+    With ``gpu`` (a catalog name) only the rows whose node has that GPU are predicted and
+    returned (the others' fields are checked, not their shapes)."""
     table = table_rows(name)
     unknown = set(table) - TABLE_KEYS
     if unknown:
@@ -283,9 +284,9 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
+        if gpu is not None and cat.node(cfg["node"]).gpu != gpu:
+            continue  # a row on another GPU: its fields checked, not priced
         model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg)
-        if gpu is not None and hw.gpu != gpu:
-            continue  # (every row is checked all the same)
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
@@ -363,23 +364,28 @@ CHECK_TITLES: dict[str, str] = {
 """The shipped published tables (``TABLES``) by the name ``published_checks`` gives them."""
 
 
-def published_checks(gpu: str, catalog: Catalog | None = None,
-                     dtype: str | None = None) -> list[dict[str, Any]]:
-    """How the hybrid model did on the shipped published runs (``TABLES``) on one GPU (in one
-    precision, ``dtype``, when given): per table with such rows on ``gpu`` (a catalog name),
-    ``{"table", "title", "rows", "dtypes",
+def published_checks(gpu: str, dtype: str | None = None) -> list[dict[str, Any]]:
+    """How the shipped hybrid model (the shipped catalog, its default compute strategy) did on
+    the shipped published runs (``TABLES``) on one GPU (in one precision, ``dtype``, when
+    given): per table with such rows on ``gpu`` (a catalog name or alias: an unknown one is an
+    error), ``{"table", "title", "rows", "compared_in", "dtypes",
     "median_abs_error", "median_error", "max_abs_error", "too_fast"}`` (errors as
-    ``rel_error``: predicted / published - 1, so > 0 is a forecast too fast; ``too_fast`` the
-    rows above 0). Empty for a GPU no shipped run used: what a forecast there rests on is the
-    kernel model's record alone."""
+    ``rel_error``: predicted / published - 1, so > 0 is a forecast faster than the run;
+    ``too_fast`` the rows above 0; ``compared_in``: ``tokens/s`` for rows that give tokens per
+    second alone, else ``TFLOP/s``). Empty for a GPU no shipped run used. The runs' hardware
+    is the shipped catalog's, as they ran it: a user's catalog does not move them."""
+    cat = load_catalog()
+    gpu = cat.gpu_name(gpu)
     out = []
     for name in TABLES:
-        rows = [r for r in compare_table(name, catalog, gpu=gpu)
+        rows = [r for r in compare_table(name, cat, gpu=gpu)
                 if dtype is None or r["dtype"] == dtype]
         if not rows:
             continue
         err = np.array([r["rel_error"] for r in rows], dtype=np.float64)
         out.append({"table": name, "title": CHECK_TITLES[name], "rows": len(rows),
+                    "compared_in": ("tokens/s" if all(r["published_tflops_per_gpu"] is None
+                                                      for r in rows) else "TFLOP/s"),
                     "dtypes": sorted({str(r["dtype"]) for r in rows}),
                     "median_abs_error": float(np.median(np.abs(err))),
                     "median_error": float(np.median(err)),
