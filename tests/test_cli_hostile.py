@@ -180,6 +180,26 @@ def test_a_full_disk_leaves_nothing_half_written(tmp_path: Path) -> None:
     assert write_text_whole(tmp_path / "ok.txt", "done").read_text() == "done"
 
 
+def test_an_output_is_written_through_a_link_and_never_over_a_device_or_pipe(
+        tc, tmp_path: Path) -> None:
+    import os
+
+    from traincast.files import write_text_whole
+
+    target, link = tmp_path / "target.json", tmp_path / "link.json"
+    target.write_text("before")
+    link.symlink_to(target)
+    write_text_whole(link, "after")
+    assert link.is_symlink() and target.read_text() == "after"  # the link kept, written through
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(TraincastError, match=r"pipe\.json: cannot write \(not a regular file"):
+        write_text_whole(fifo, "x")
+    assert fifo.exists() and not fifo.is_file()  # still the pipe it was
+    r = tc("profile", "zoo:resnet50", "--batch", "2", "-o", str(fifo))
+    assert r.returncode == 2 and "not a regular file (a device, pipe or socket)" in r.stderr
+
+
 def test_a_full_disk_during_a_command_is_one_line_naming_the_file(tc, tmp_path: Path,
                                                                   monkeypatch) -> None:
     import traincast.trace.sample as sample

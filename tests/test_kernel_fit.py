@@ -436,8 +436,10 @@ def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:
            ["add,0.03,Tesla T4,4,4", "add,nan,Tesla T4,4,4"])
     with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 3: field 'Latency'"):
         kernel_fit.read_kernels(tmp_path, cat)
-    _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H", ["add,0.03,Tesla Z9,4,4"])
-    with pytest.raises(TraincastError, match="'Tesla Z9' is no catalog GPU"):
+    _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H",
+           ["add,0.03,Tesla T4,4,4", "add,0.03,Tesla Z9,4,4"])
+    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 3: field 'Device' = 'Tesla Z9' "
+                                             r"is no catalog GPU"):
         kernel_fit.read_kernels(tmp_path, cat)
     _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,B,H", ["add,0.03,4,4"])
     with pytest.raises(TraincastError, match="missing column.*Device"):
@@ -883,3 +885,29 @@ def test_each_held_out_gpu_is_priced_with_its_own_host(tmp_path: Path) -> None:
         assert own[gpu]["elementwise_median"] == pytest.approx(0.0, abs=1e-9), gpu
         assert own[gpu]["sum"] == pytest.approx(0.0, abs=1e-9), gpu
         assert default[gpu]["elementwise_median"] > 0.05, gpu  # the fit's floor and ratios
+
+
+def test_a_cut_gzip_file_is_named_not_taken_for_ctrl_c(tmp_path: Path, tc) -> None:
+    # a .csv.gz cut short: an error naming the file (exit 2), not "interrupted" (exit 130),
+    # which click's Abort would say of the EOFError the gzip reader raises
+    _write(tmp_path / "add" / "v.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           [f"add,0.03,Tesla V100-PCIE-32GB,x,{b},1" for b in range(1, 400)])
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H",
+           [f"add,0.03,Tesla T4,x,{b},1" for b in range(1, 400)])
+    cut = tmp_path / "add" / "t.csv.gz"
+    cut.write_bytes(cut.read_bytes()[: len(cut.read_bytes()) // 2])
+    r = tc("validate", "--kernels", str(tmp_path), "--sample", "50")
+    assert r.returncode == 2, r.stderr
+    assert "t.csv.gz" in r.stderr and "interrupted" not in r.stderr
+
+
+def test_a_bad_row_is_named_at_its_line_under_a_sample(tmp_path: Path) -> None:
+    # the 49th data row (line 50: the header is row 1) has a text latency; a reservoir sample
+    # that keeps it names it at its line in the file, as the full read does
+    rows = [f"add,0.03,Tesla T4,x,{b},1" for b in range(1, 80)]
+    rows[48] = "add,abc,Tesla T4,x,49,1"
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    cat = load_catalog()
+    for sample in (0, 1000):
+        with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 50: field 'Latency' = 'abc'"):
+            kernel_fit.read_kernels(tmp_path, cat, sample=sample)

@@ -34,8 +34,15 @@ def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` to a temporary file beside ``path`` (``.STEM.PID.tmpSUFFIX``: the
     suffix kept for writers that choose the format by it), then renamed over ``path``; the
     temporary file is removed when ``write`` fails. A full disk or a path that cannot be
-    written is a TraincastError naming ``path`` (nothing written)."""
-    target = Path(path)
+    written is a TraincastError naming ``path`` (nothing written). A symbolic link is written
+    through (its target replaced, the link kept); a path that exists and is no regular file (a
+    device, a named pipe, a folder) is refused before anything is written, as a rename would
+    replace it with a file."""
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
+    if target.exists() and not target.is_file():
+        what = "is a folder" if target.is_dir() else "not a regular file: a device, pipe or socket"
+        raise TraincastError(f"{path}: cannot write ({what}); nothing written",
+                             hint="give the path of a regular file")
     tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")
     try:
         write(tmp)

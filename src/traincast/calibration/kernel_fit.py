@@ -161,7 +161,7 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
     for fam in wanted:
         for path in sorted(p for root in roots for p in files[root, fam]):
             data = _read_file(con, path, fam, sample, seed)
-            parts.append((fam, data, _gpu_names(catalog, path, data["Device"])))
+            parts.append((fam, data, _gpu_names(catalog, path, data["Device"], data["_row"])))
     if not parts:
         raise TraincastError("no folder of measured kernels given",
                              hint="--kernels DIR (repeat for several)")
@@ -201,7 +201,8 @@ def ran_tiles(names: NDArray[Any]) -> tuple[F, F]:
 
 def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:
     """One measured file as numpy columns, read in one pass and checked in DuckDB
-    (``try_cast``; errors name file, row and field)."""
+    (``try_cast``; errors name file, row and field: the row of the file, header = row 1, also
+    under ``sample``)."""
     need = ("Device", "Latency", *SHAPE_COLUMNS.get(fam, ("B", "H")))
     try:
         rel = con.read_csv(str(path), all_varchar=True)
@@ -225,14 +226,15 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                                                        "--dtype fp32")
         named = fam in GEMM_FAMILIES and "Kernel Name" in rel.columns
         name_col = ', "Kernel Name"' if named else ""
-        raw = con.sql(f'select "Device", {numbers}{name_col} from rel{sampled}').fetchnumpy()
+        raw = con.sql(f'select * from (select row_number() over () + 1 as "_row", "Device", '
+                      f'{numbers}{name_col} from rel){sampled}').fetchnumpy()
     except TraincastError:
         raise
     except Exception as exc:  # duckdb raises its own error types for unreadable files
         _uneven_row(path)
         raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
                              hint="the NeuSight kernel format: docs/model.md") from None
-    out: dict[str, Any] = {"Device": raw["Device"].astype(object)}
+    out: dict[str, Any] = {"Device": raw["Device"].astype(object), "_row": raw["_row"]}
     for c in need[1:]:
         values = np.ma.filled(raw[c], np.nan).astype(np.float64)
         lowest_ok = values >= 0 if c == "Padding" else values > 0
@@ -247,7 +249,8 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             text = np.ma.filled(raw["raw " + c], "")[i]
-            raise TraincastError(f"{path}: row {i + 2}: field {c!r} = {str(text)!r} is "
+            raise TraincastError(f"{path}: row {int(raw['_row'][i])}: field {c!r} = "
+                                 f"{str(text)!r} is "
                                  f"{what}", hint="Latency in ms; shapes are sizes")
         out[c] = values
     if fam in GEMM_FAMILIES:
@@ -273,20 +276,24 @@ def _uneven_row(path: Path) -> None:
                     raise TraincastError(
                         f"{path}: row {i}: {len(row)} fields, the header has {len(header)}",
                         hint="each row needs one value per header column")
-    except (OSError, UnicodeDecodeError, csv.Error):
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error):  # EOFError: a cut .gz
         return
 
 
-def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any]) -> NDArray[Any]:
-    """Catalog GPU name per row, resolved once per distinct ``Device``."""
-    unique, inverse = np.unique(devices.astype(str), return_inverse=True)
+def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any],
+               rows: NDArray[Any]) -> NDArray[Any]:
+    """Catalog GPU name per row, resolved once per distinct ``Device`` (``rows``: each row's
+    line in the file, for the error that names the first with an unknown GPU)."""
+    unique, first, inverse = np.unique(devices.astype(str), return_index=True,
+                                       return_inverse=True)
     names = []
-    for d in unique.tolist():
+    for d, i in zip(unique.tolist(), first.tolist(), strict=True):
         try:
             names.append(catalog.gpu_name(str(d)))
         except KeyError:
-            raise TraincastError(f"{path}: field 'Device' = {d!r} is no catalog GPU",
-                                 hint="add it (or an alias) with --catalog FILE") from None
+            raise TraincastError(f"{path}: row {int(rows[i])}: field 'Device' = {d!r} is no "
+                                 "catalog GPU", hint="add it (or an alias) with --catalog "
+                                                     "FILE") from None
     return np.array(names, dtype=object)[inverse]
 
 

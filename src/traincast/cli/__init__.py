@@ -115,7 +115,9 @@ def _run() -> NoReturn:
     _without_flag_metavars(command)
     try:
         code = command.main(prog_name="traincast", standalone_mode=False)
-    except typer.Abort:  # Ctrl-C, as click reports it
+    except typer.Abort as exc:  # Ctrl-C, as click reports it; or an EOFError it took for one
+        if isinstance(exc.__cause__, EOFError):  # (a truncated gzip file): an error, not Ctrl-C
+            raise exc.__cause__ from None
         raise KeyboardInterrupt from None
     except usage_error as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # its help is printed already

@@ -219,10 +219,11 @@ def to_jsonable(obj: Any) -> Any:
 def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False,
                  inputs: Iterable[Path | None] = ()) -> None:
     """Fail before any work when an output cannot be written there (a TraincastError naming
-    the flag and the path): a file output (``folder`` False) must not be a folder, and its
-    folder must exist and be writable; an output folder (``folder``: ``study -o``, ``report
-    -o``, ``--parquet-dir``) must not be a file, and is created (with missing parents) by the
-    command, below an existing folder it may write in; no output may be one of the command's
+    the flag and the path): a file output (``folder`` False) must not be a folder or another
+    non-regular file (a device, pipe or socket), and its folder must exist and be writable; an
+    output folder (``folder``: ``study -o``, ``report -o``, ``--parquet-dir``) must not be a
+    file, and is created (with missing parents) by the command, below an existing folder it
+    may write in; no output may be one of the command's
     ``inputs`` (its job store, with its ``.wal``, or a trace it reads): writing it would
     destroy them. Nothing is created here."""
     if path is None:
@@ -253,6 +254,9 @@ def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False,
     if path.is_dir():
         raise TraincastError(f"{flag} {path}: is a folder, not a file",
                              hint=f"name a file in it: {flag} {path / 'NAME'}")
+    if path.exists() and not path.is_file():
+        raise TraincastError(f"{flag} {path}: not a regular file (a device, pipe or socket)",
+                             hint="give the path of a regular file")
     parent = path.parent
     if not parent.is_dir():
         what = f"{parent} is a file, not a folder" if parent.exists() else \
