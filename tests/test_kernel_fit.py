@@ -911,3 +911,12 @@ def test_a_bad_row_is_named_at_its_line_under_a_sample(tmp_path: Path) -> None:
     for sample in (0, 1000):
         with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 50: field 'Latency' = 'abc'"):
             kernel_fit.read_kernels(tmp_path, cat, sample=sample)
+
+
+def test_one_gpus_file_plain_and_gzipped_is_refused(tmp_path: Path) -> None:
+    rows = [f"add,0.03,Tesla T4,x,{b},1" for b in range(1, 30)]
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    (tmp_path / "add" / "t.csv").write_text("OPName,Latency,Device,Kernel Name,B,H\n"
+                                            + "\n".join(rows) + "\n")
+    with pytest.raises(TraincastError, match=r"add: t\.csv and t\.csv\.gz both hold its kernels"):
+        kernel_fit.read_kernels(tmp_path, load_catalog())

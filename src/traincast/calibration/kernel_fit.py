@@ -152,6 +152,13 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
                                  "family (they would not be read)",
                                  hint=f"name it after its family ({', '.join(FAMILIES)}) or "
                                       "move it out of the folder")
+        for fam in wanted:  # one GPU's file twice, plain and gzipped: its rows counted twice
+            stems = [p.name.removesuffix(".gz").removesuffix(".csv") for p in files[root, fam]]
+            twice = sorted({s for s in stems if stems.count(s) > 1})
+            if twice:
+                raise TraincastError(f"{root / fam}: {twice[0]}.csv and {twice[0]}.csv.gz both "
+                                     "hold its kernels (they would be read twice)",
+                                     hint="keep one of the two")
         if not any(files[root, fam] for fam in wanted):
             raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
                                  hint=f"a folder with sub-folders named after the families "
