@@ -484,18 +484,41 @@ def test_a_parquet_file_that_cannot_be_written_stores_nothing(tmp_path: Path,
         assert _siblings(db) == []
 
 
-def test_a_parquet_rename_that_fails_after_the_commit_says_so(tmp_path: Path) -> None:
+def test_a_parquet_rename_that_fails_after_the_commit_says_so(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    import errno
+
     db = tmp_path / "s.duckdb"
     out = tmp_path / "jobs.parquet"
-    out.mkdir()  # a directory: the file is written beside it, the rename over it fails
-    (out / "keep").write_text("x")
+    real_replace = Path.replace
+
+    def refuse(self: Path, target: Path) -> Path:  # the rename into place is denied
+        if Path(target) == out:
+            raise PermissionError(errno.EACCES, "Permission denied", str(target))
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", refuse)
     with pytest.raises(TraincastError) as exc:
         ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db, parquet=out)
+    monkeypatch.undo()
     msg = str(exc.value)
     assert msg.startswith(f"{out}: cannot write the Parquet file")
     assert f"the ingest was committed (2 jobs stored in {db})" in msg
     assert _jobs(db) == ["a", "b"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "jobs.parquet", "s.duckdb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "s.duckdb"]
+
+
+def test_a_parquet_output_that_is_a_folder_stores_nothing(tmp_path: Path) -> None:
+    # refused before the ingest commits (files.write_whole): nothing stored, nothing written
+    db = tmp_path / "s.duckdb"
+    out = tmp_path / "jobs.parquet"
+    out.mkdir()
+    (out / "keep").write_text("x")
+    with pytest.raises(TraincastError, match=r"jobs\.parquet: cannot write \(is a folder\); "
+                                             r"nothing written"):
+        ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db, parquet=out)
+    assert not db.exists() or _jobs(db) == []
+    assert (out / "keep").read_text() == "x"
 
 
 def test_export_parquet_is_whole_or_nothing(tmp_path: Path) -> None:
