@@ -277,22 +277,20 @@ def test_a_prediction_from_aggregate_features_says_it_is_a_lower_bound(tmp_path)
 
 def test_a_paper_step_shorter_than_the_hosts_issue_of_its_ops_is_flagged(tmp_path):
     # 200 tiny ops: the paper's flat peak prices them in nanoseconds; the host issues each at
-    # the kernel model's floor d (hardware/kernel_model.toml default_floor_us = 26.525 µs)
-    import tomllib
-    from importlib import resources
-
+    # the kernel model's floor d: a calibrated host's 10 µs here, 200 x 10 µs = 2 ms
     op = {"op": "add", "phase": "forward", "flops": 0, "bytes_read": 8, "bytes_written": 4,
           "bound": "memory", "dtype": "float32", "shapes": "1"}
     feats = {"flops_compute_bound": 0, "bytes_memory_bound": 2400, "weight_bytes": 4,
              "ops": [op] * 200}
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(feats))
-    floor_us = tomllib.loads(resources.files("traincast.hardware").joinpath(
-        "kernel_model.toml").read_text())["kernel_model"]["default_floor_us"]
-    r = tc("predict", "--features", str(path), "--gpu", "B200", "--compute", "paper", "--json")
+    host = tmp_path / "host.toml"
+    host.write_text('[kernel_model]\nhost_floor_us = 10\nhost_floor_source = "test"\n')
+    r = tc("predict", "--features", str(path), "--gpu", "B200", "--compute", "paper", "--json",
+           "--catalog", str(host))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["host_issue_s"] == pytest.approx(200 * floor_us * 1e-6)
+    assert out["host_issue_s"] == pytest.approx(2e-3)
     assert out["time_s"]["total"] < out["host_issue_s"]
     r = tc("predict", "--features", str(path), "--gpu", "B200", "--compute", "paper")
     said = " ".join(r.stdout.split())

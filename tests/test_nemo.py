@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from test_llm_foundry import validate_published_output
@@ -63,30 +64,36 @@ def test_published_tflops_are_the_tokens_by_nemos_flop_count() -> None:
     # checks the transcription of both columns and of the model sizes
     for r in table_rows("nemo.toml")["row"]:
         per_token = r["tflops_per_gpu_as_published"] * 1e12 / r["tokens_per_gpu_s"]
-        assert per_token == pytest.approx(_megatron_flops_per_token(r), rel=3e-3), r["run"]
+        assert per_token == pytest.approx(_megatron_flops_per_token(r), rel=1.5e-3), r["run"]
 
 
 def test_rows_are_compared_in_tokens_per_second() -> None:
     rows = nemo()
     assert len(rows) == 16
-    for r, row in zip(rows, table_rows("nemo.toml")["row"], strict=True):
+    for r in rows:
         assert r["published_tflops_per_gpu"] is None  # nobody published traincast's count
-        assert r["rel_error"] == pytest.approx(
-            r["predicted_tokens_per_gpu_s"] / r["tokens_per_gpu_s"] - 1.0, abs=1e-12)
+        # tokens/s per GPU = B s / (T gpus), from the predicted step
+        tokens = r["batch"] * r["seq"] / (r["predicted_s"] * r["gpus"])
+        assert r["rel_error"] == pytest.approx(tokens / r["tokens_per_gpu_s"] - 1.0, rel=1e-9)
         assert r["gpu"] == ("B200" if "B200" in r["run"] else "H100-SXM5-80GB")
-        assert r["cp"] == row.get("cp", 1)  # the row's own, 1 where it gives none
+    cp = {r["run"]: r["cp"] for r in rows}  # the pages' CP column
+    assert (cp["24.07 LLAMA3-8B"], cp["24.07 LLAMA2-7B"], cp["25.11 LLAMA3.1_405B H100"]) == \
+        (2, 1, 2)
 
 
 def test_the_checks_stay_where_docs_validation_md_says() -> None:
-    # docs/validation.md "NVIDIA NeMo performance tables": median 6.4%, every row but one too
-    # fast, the H100 rows with tensor parallelism within 15% (a guard against a regression of
-    # the hybrid model on these published runs, not a fit: nothing is fitted to them)
+    # docs/validation.md "NVIDIA NeMo performance tables", against the issue's targets (a
+    # guard against a regression on these published runs, not a fit: nothing is fitted to
+    # them): median |error| within 10%, the H100 rows with tensor parallelism within the
+    # comparison's target (TARGET_REL_ERROR); the rows without tensor parallelism or FSDP,
+    # almost all compute, forecast faster than they ran (the FP8 compute priced too fast)
     rows = nemo()
-    assert median_abs_error(rows) <= 0.08
-    assert sum(r["rel_error"] > 0 for r in rows) >= 14
+    assert median_abs_error(rows) <= 0.10
     for r in rows:
         if r["t"] > 1 and r["gpu"] == "H100-SXM5-80GB":
-            assert abs(r["rel_error"]) <= 0.15, r["run"]
+            assert r["within_target"], r["run"]
+        if r["t"] == 1 and r.get("zero") != 3:
+            assert r["rel_error"] > 0, r["run"]
 
 
 def _one_row(tmp_path: Path, body: str) -> Path:
@@ -106,7 +113,10 @@ def test_a_row_with_context_parallelism_is_priced_with_it(tmp_path: Path) -> Non
                    dropout=False, sp=False)
     assert row["predicted_s"] == pytest.approx(float(res["total_s"]), rel=1e-12)
     no_cp = _one_row(tmp_path, "t = 1\np = 1\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n")
-    assert compare_table(no_cp)[0]["predicted_s"] != pytest.approx(row["predicted_s"])
+    (plain,) = compare_table(no_cp)
+    assert plain["predicted_s"] != pytest.approx(row["predicted_s"])
+    # each context rank holds the activations of 4,096 of the 8,192 tokens: less memory
+    assert row["memory_gb"] < plain["memory_gb"]
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -149,8 +159,12 @@ def test_hardware_show_says_how_the_published_runs_on_a_gpu_went(monkeypatch: An
     assert checks["nemo.toml"]["dtypes"] == ["fp8"]
     assert checks["nemo.toml"]["compared_in"] == "tokens/s"
     assert checks["llm_foundry.toml"]["compared_in"] == "TFLOP/s"
-    # docs/hardware.md: 13 of the 14 NeMo rows forecast faster than they ran, median above 0
-    assert checks["nemo.toml"]["too_fast"] == 13 and checks["nemo.toml"]["median_error"] > 0
+    # the table's summary is its own rows' (nemo(), those on H100 SXM)
+    h100 = [r["rel_error"] for r in nemo() if r["gpu"] == "H100-SXM5-80GB"]
+    assert checks["nemo.toml"]["too_fast"] == sum(e > 0 for e in h100)
+    assert checks["nemo.toml"]["median_error"] == pytest.approx(float(np.median(h100)))
+    assert checks["nemo.toml"]["median_abs_error"] == pytest.approx(
+        float(np.median(np.abs(h100))))
     assert published_checks("L4") == []
     assert published_checks("H100") == published_checks("H100-SXM5-80GB")  # an alias
     with pytest.raises(TraincastError, match="unknown GPU 'nope'"):
@@ -160,6 +174,7 @@ def test_hardware_show_says_how_the_published_runs_on_a_gpu_went(monkeypatch: An
     assert res.exit_code == 0 and "Published training runs on H100-SXM5-80GB" in said
     assert "NVIDIA NeMo FP8 tables (14 rows, fp8, in tokens/s)" in said
     res = CliRunner().invoke(app, ["hardware", "show", "L4"])
+    assert res.exit_code == 0, res.output
     assert "No shipped published LLM training run used L4" in " ".join(res.stdout.split())
 
 

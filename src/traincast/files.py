@@ -30,6 +30,15 @@ def open_bytes(path: str | Path) -> BinaryIO:
     return open(path, "rb")
 
 
+def not_a_file(path: Path) -> str:
+    """Why an existing ``path`` cannot take a file written over it (``is a folder``, ``not a
+    regular file: a device, pipe or socket``); ``""`` where it can (a regular file, or
+    nothing there yet)."""
+    if not path.exists() or path.is_file():
+        return ""
+    return "is a folder" if path.is_dir() else "not a regular file: a device, pipe or socket"
+
+
 def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
     """``write(tmp)`` to a temporary file beside ``path`` (``.STEM.PID.tmpSUFFIX``: the
     suffix kept for writers that choose the format by it), then renamed over ``path``; the
@@ -38,9 +47,8 @@ def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
     through (its target replaced, the link kept); a path that exists and is no regular file (a
     device, a named pipe, a folder) is refused before anything is written, as a rename would
     replace it with a file."""
-    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
-    if target.exists() and not target.is_file():
-        what = "is a folder" if target.is_dir() else "not a regular file: a device, pipe or socket"
+    target = Path(os.path.realpath(path))
+    if what := not_a_file(target):
         raise TraincastError(f"{path}: cannot write ({what}); nothing written",
                              hint="give the path of a regular file")
     tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")

@@ -28,6 +28,7 @@ from rich.text import Text
 
 from traincast.bounds import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import TraincastError
+from traincast.files import not_a_file
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.units import fmt_pct, join_words
 
@@ -254,7 +255,7 @@ def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False,
     if path.is_dir():
         raise TraincastError(f"{flag} {path}: is a folder, not a file",
                              hint=f"name a file in it: {flag} {path / 'NAME'}")
-    if path.exists() and not path.is_file():
+    if not_a_file(path):  # (a folder was said above)
         raise TraincastError(f"{flag} {path}: not a regular file (a device, pipe or socket)",
                              hint="give the path of a regular file")
     parent = path.parent

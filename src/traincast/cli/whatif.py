@@ -55,7 +55,7 @@ from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_x, join_words, plural
+from traincast.units import fmt_pct, fmt_sig, fmt_x, join_words, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -73,11 +73,9 @@ def _saved(share: float | None) -> str:
     """The share of GPU time saved; below 1% either way to one significant digit (``-0.04%``),
     so that a small loss does not read ``-0%``; below 0.005% (float noise of a scenario that
     changes nothing) ``0%``."""
-    if share is not None and share == share and abs(share) < 5e-5:
-        return "0%"
-    if share is not None and share == share and abs(share) < 0.01:
-        return f"{100 * share:.1g}%"
-    return _pct(share)
+    if share is None or share != share or abs(share) >= 0.01:
+        return _pct(share)
+    return "0%" if abs(share) < 5e-5 else f"{fmt_sig(100 * share, 1)}%"
 
 # One job given by flags, in place of a trace (whatif and recommend)
 FlopsOpt = Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]

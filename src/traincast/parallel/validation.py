@@ -51,8 +51,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
@@ -259,7 +257,7 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
-                  gpu: str | None = None) -> list[dict[str, Any]]:
+                  gpu: str | None = None, interleaved: bool = True) -> list[dict[str, Any]]:
     """Predicted vs published per-GPU TFLOP/s (or, for a row that gives ``tokens_per_gpu_s``
     alone, tokens per second per GPU: ``published_tflops_per_gpu`` None) for every row of the
     table ``name`` (shipped, or a file)
@@ -271,7 +269,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
     ``interleaved = true``, the smallest valid ``vp > 1`` (``vp_interleaved``,
     ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits).
     With ``gpu`` (a catalog name) only the rows whose node has that GPU are predicted and
-    returned (the others' fields are checked, not their shapes)."""
+    returned (the others' fields are checked, not their shapes); ``interleaved`` False skips
+    the search for an interleaved ``vp`` (its fields None)."""
     table = table_rows(name)
     unknown = set(table) - TABLE_KEYS
     if unknown:
@@ -306,7 +305,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
         rel_tokens = (tokens / row["tokens_per_gpu_s"] - 1.0 if "tokens_per_gpu_s" in row
                       else None)
         rel = pred / published - 1.0 if published is not None else float(rel_tokens)
-        inter = next(((vp, r) for vp in range(2, 9) if cfg["interleaved"] and row["p"] > 1
+        inter = next(((vp, r) for vp in range(2, 9)
+                      if interleaved and cfg["interleaved"] and row["p"] > 1
                       for r in [_predict(model, hw, cfg, row, vp)]
                       if int(r["shape_error"]) == 0), None)
         pred_i = float(inter[1][key]) if inter else None
@@ -374,23 +374,29 @@ def published_checks(gpu: str, dtype: str | None = None) -> list[dict[str, Any]]
     ``too_fast`` the rows above 0; ``compared_in``: ``tokens/s`` for rows that give tokens per
     second alone, else ``TFLOP/s``). Empty for a GPU no shipped run used. The runs' hardware
     is the shipped catalog's, as they ran it: a user's catalog does not move them."""
+    return copy.deepcopy(_published_checks(load_catalog().gpu_name(gpu), dtype))
+
+
+@functools.cache
+def _published_checks(gpu: str, dtype: str | None) -> list[dict[str, Any]]:
+    """``published_checks`` of a catalog GPU name, priced once per process (shipped data)."""
+    from traincast.validation.published import summarize
+
     cat = load_catalog()
-    gpu = cat.gpu_name(gpu)
     out = []
     for name in TABLES:
-        rows = [r for r in compare_table(name, cat, gpu=gpu)
+        rows = [r for r in compare_table(name, cat, gpu=gpu, interleaved=False)
                 if dtype is None or r["dtype"] == dtype]
         if not rows:
             continue
-        err = np.array([r["rel_error"] for r in rows], dtype=np.float64)
+        s = summarize([r["rel_error"] for r in rows])
         out.append({"table": name, "title": CHECK_TITLES[name], "rows": len(rows),
                     "compared_in": ("tokens/s" if all(r["published_tflops_per_gpu"] is None
                                                       for r in rows) else "TFLOP/s"),
                     "dtypes": sorted({str(r["dtype"]) for r in rows}),
-                    "median_abs_error": float(np.median(np.abs(err))),
-                    "median_error": float(np.median(err)),
-                    "max_abs_error": float(np.abs(err).max()),
-                    "too_fast": int((err > 0).sum())})
+                    "median_abs_error": s["median_abs_error"], "median_error": s["median_error"],
+                    "max_abs_error": s["max_abs_error"],
+                    "too_fast": sum(r["rel_error"] > 0 for r in rows)})
     return out
 
 
