@@ -47,7 +47,7 @@ def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:
     through (its target replaced, the link kept); a path that exists and is no regular file (a
     device, a named pipe, a folder) is refused before anything is written, as a rename would
     replace it with a file."""
-    target = Path(os.path.realpath(path))
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     if what := not_a_file(target):
         raise TraincastError(f"{path}: cannot write ({what}); nothing written",
                              hint="give the path of a regular file")
