@@ -6,9 +6,11 @@
 Writes ``OUT_DIR/<family>/<GPU>.csv`` for the families of the shipped fit (linear, bmm, conv,
 softmax, ln, add, mul, relu, gelu, ...), with NeuSight's columns: ``OPName, Latency`` (ms),
 ``Device`` (torch.cuda.get_device_name), ``Kernel Name`` (empty: no profiler here) and the
-family's shape columns. Timing as NeuSight's collector: fresh ``randn`` inputs, TF32 off,
-``cudnn.benchmark = True``, one call timed with CUDA events (a launch's fixed cost is in it), the
-mean of the fastest 5 of 25 calls. Then::
+family's shape columns (drawn at random, or read from ``--shapes FILE``: a CSV with the family's
+shape columns, one row per shape, for measuring the products of one model). Timing as
+NeuSight's collector: fresh ``randn`` inputs, TF32 off, ``cudnn.benchmark = True``, one call
+timed with CUDA events (a launch's fixed cost is in it), the mean of the fastest 5 of 25 calls.
+Then::
 
     traincast calibrate --kernels OUT_DIR -o mine.toml   # fit (your GPU needs a catalog entry)
     traincast validate --kernels OUT_DIR                  # leave-one-GPU-out, if several GPUs
@@ -16,7 +18,11 @@ mean of the fastest 5 of 25 calls. Then::
 ``--budget-s`` starts no new shape of a family after that many seconds of it (the rows
 measured so far are kept; the shape under way finishes).
 ``--dtype bf16`` (or fp16) measures the same ops in that dtype, on tensor cores, with a ``Dtype``
-column (the fit reads FP32 rows). The family ``sdpa`` (not in the default list) times
+column (the fit reads FP32 rows). ``--dtype fp8`` (``linear`` only) measures cuBLASLt's FP8
+GEMM as Transformer Engine runs a linear layer: ``torch._scaled_mm`` of an e4m3 input
+``(B M) x N`` and an e4m3 weight ``K x N`` (transposed, column-major, as cuBLASLt's FP8 GEMMs
+require) with per-tensor scales, a bf16 bias and a bf16 output; every size is rounded up to a
+multiple of 16 (the FP8 GEMM's alignment). The family ``sdpa`` (not in the default list) times
 ``torch.nn.functional.scaled_dot_product_attention`` in the dtype (bf16 if fp32 is asked, with
 its ``Dtype`` column saying so), forward
 and forward + backward (``Pass``), with the backend torch picks and each one forced
@@ -43,7 +49,9 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "conv": ("B", "Input_Channel", "Output_Channel", "Kernel_Szie", "Input_Size", "Stride",
              "Padding"),
     "sdpa": ("B", "H", "KV_H", "S", "D", "Causal", "Backend", "Pass")}
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3fn"}
+FP8_ALIGN = 16
+"""cuBLASLt's FP8 GEMMs take sizes that are multiples of 16 (``torch._scaled_mm`` checks it)."""
 SDPA_BACKENDS = ("default", "flash", "cudnn", "efficient")
 UNARY = {"relu": "relu", "gelu": "gelu", "tanh": "tanh"}
 BINARY = {"add": "add", "mul": "mul", "div": "div"}
@@ -100,6 +108,52 @@ def make_sdpa(shape: dict[str, Any], device: str, dtype: Any) -> Callable[[], An
     return run
 
 
+def make_fp8_linear(shape: dict[str, Any], device: str) -> Callable[[], Any]:
+    """One FP8 linear layer as Transformer Engine runs it: ``torch._scaled_mm`` (cuBLASLt) of
+    an e4m3 input ``(B M) x N`` by an e4m3 weight ``K x N`` transposed, per-tensor scales, a
+    bf16 bias, a bf16 output (sizes already multiples of ``FP8_ALIGN``)."""
+    import torch
+
+    fp8 = torch.float8_e4m3fn
+    x = torch.randn(shape["B"] * shape["M"], shape["N"], device=device).to(fp8)
+    w = torch.randn(shape["K"], shape["N"], device=device).to(fp8)
+    bias = torch.randn(shape["K"], device=device, dtype=torch.bfloat16)
+    one = torch.ones((), device=device)
+    return lambda: torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, bias=bias,
+                                    out_dtype=torch.bfloat16)
+
+
+def aligned(shape: dict[str, Any], multiple: int) -> dict[str, Any]:
+    """``shape`` with every size rounded up to a multiple of ``multiple`` (``B`` kept)."""
+    return {k: (v if k == "B" else -(-int(v) // multiple) * multiple) for k, v in shape.items()}
+
+
+def read_shapes(path: Path, family: str) -> list[dict[str, Any]]:
+    """The rows of a ``--shapes`` CSV: each the family's shape columns as integers (an error
+    names the file, line and column)."""
+    cols = SHAPES.get(family, ("B", "H"))
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in cols if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SystemExit(f"measure_kernels.py: {path}: no column {', '.join(missing)} "
+                             f"(the {family} family needs {', '.join(cols)})")
+        rows = []
+        for line, row in enumerate(reader, start=2):
+            shape: dict[str, Any] = {}
+            for c in cols:
+                try:
+                    shape[c] = int(row[c])
+                except (TypeError, ValueError):
+                    raise SystemExit(f"measure_kernels.py: {path}: line {line}: field {c!r} = "
+                                     f"{row[c]!r} is not an integer") from None
+                if shape[c] < 0 or (shape[c] == 0 and c not in ("Causal", "Padding")):
+                    raise SystemExit(f"measure_kernels.py: {path}: line {line}: field {c!r} = "
+                                     f"{shape[c]} must be positive")
+            rows.append(shape)
+    return rows
+
+
 def make_op(family: str, shape: dict[str, Any], device: str,
             dtype_name: str = "fp32") -> Callable[[], Any]:
     """The op of one row, with fresh inputs on ``device`` in ``dtype_name``."""
@@ -108,6 +162,11 @@ def make_op(family: str, shape: dict[str, Any], device: str,
     dt = getattr(torch, DTYPES[dtype_name])  # the caller's run_dtype
     if family == "sdpa":
         return make_sdpa(shape, device, dt)
+    if dtype_name == "fp8":
+        if family != "linear":
+            raise SystemExit(f"measure_kernels.py: --dtype fp8 measures the linear family only, "
+                             f"not {family}")
+        return make_fp8_linear(shape, device)
     kw = {"device": device, "dtype": dt}
     if family == "linear":
         layer = torch.nn.Linear(shape["N"], shape["K"], bias=True, **kw)
@@ -203,9 +262,11 @@ def run_dtype(family: str, dtype: str) -> str:
     return "bf16" if family == "sdpa" and dtype == "fp32" else dtype
 
 
-def _row_shapes(family: str, rng: random.Random, scale: float) -> list[dict[str, Any]]:
-    """The rows of one drawn shape: one, or for ``sdpa`` one per backend and pass."""
-    shape: dict[str, Any] = random_shape(family, rng, scale)
+def _row_shapes(family: str, shape: dict[str, Any], dtype: str) -> list[dict[str, Any]]:
+    """The rows of one shape: one (fp8: its sizes aligned), or for ``sdpa`` one per backend
+    and pass."""
+    if dtype == "fp8":
+        return [aligned(shape, FP8_ALIGN)]
     if family != "sdpa":
         return [shape]
     return [{**shape, "Backend": b, "Pass": p} for b in SDPA_BACKENDS for p in ("fwd", "fwdbwd")]
@@ -213,9 +274,10 @@ def _row_shapes(family: str, rng: random.Random, scale: float) -> list[dict[str,
 
 def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str],
             scale: float = 1.0, budget_s: float | None = None,
-            dtype: str = "fp32") -> list[Path]:
-    """Measure ``rows`` shapes per family (fewer when ``budget_s`` seconds of a family have
-    passed); returns the files written."""
+            dtype: str = "fp32", shapes: Path | None = None) -> list[Path]:
+    """Measure ``rows`` shapes per family, drawn at random or the first ``rows`` of the
+    ``shapes`` CSV (fewer when ``budget_s`` seconds of a family have passed); returns the files
+    written."""
     import torch
 
     exact_fp32()
@@ -229,14 +291,16 @@ def measure(out_dir: Path, device: str, rows: int, seed: int, families: list[str
         extra = [] if ran == "fp32" else ["Dtype"]
         path = out_dir / family / f"{name.replace(' ', '_')}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
+        given = read_shapes(shapes, family)[:rows] if shapes is not None else None
         start = time.perf_counter()
         with path.open("w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["OPName", "Latency", "Device", "Kernel Name", *cols, *extra])
-            for _ in range(rows):
+            for i in range(rows if given is None else len(given)):
                 if budget_s is not None and time.perf_counter() - start > budget_s:
                     break
-                for shape in _row_shapes(family, rng, scale):
+                drawn = given[i] if given is not None else random_shape(family, rng, scale)
+                for shape in _row_shapes(family, drawn, ran):
                     try:
                         with torch.no_grad() if family != "sdpa" else torch.enable_grad():
                             ms = time_ms(make_op(family, shape, device, ran), device)
@@ -262,10 +326,13 @@ def main() -> None:
                     help="start no new shape of a family after this many seconds of it")
     ap.add_argument("--dtype", default="fp32", choices=tuple(DTYPES))
     ap.add_argument("--families", default="linear,bmm,conv,softmax,ln,add,mul,div,relu,gelu,tanh")
+    ap.add_argument("--shapes", type=Path, default=None,
+                    help="CSV of the shapes to measure (the family's shape columns), not random")
     args = ap.parse_args()
     check_device(args.device, "measure_kernels.py")
     for p in measure(args.out_dir, args.device, args.rows, args.seed,
-                     args.families.split(","), args.scale, args.budget_s, args.dtype):
+                     args.families.split(","), args.scale, args.budget_s, args.dtype,
+                     args.shapes):
         print(f"wrote {p}")
 
 

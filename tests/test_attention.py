@@ -73,7 +73,10 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert rates["flash1", "A100-SXM4-80GB"]["fraction"] == 0.25
     # no published Hopper figure: 0.25 x FA2's H100 / A100 ratio 0.35 / 0.50
     assert rates["flash1", "H100-SXM5-80GB"]["fraction"] == pytest.approx(0.25 * 0.35 / 0.50)
-    assert raw["default_fraction"] == {"flash": 0.50, "flash1": 0.25}
+    # cuDNN's fused attention: the H200's measured fraction for a GPU without its own
+    assert raw["default_fraction"] == {"flash": 0.50, "flash1": 0.25,
+                                       "cudnn": rates["cudnn", "H200-SXM-141GB"]["fraction"]}
+    assert set(raw["default_source"]) == set(raw["default_fraction"])
     assert all(r["source"] and r["kernel"] for r in raw["rate"])
 
 
@@ -313,10 +316,12 @@ def test_a_bad_attention_row_names_file_row_and_field(tmp_path) -> None:
     assert row["predicted_tflops_per_gpu"] > 0
 
 
-def test_the_h200_flash_fraction_is_the_median_of_its_measured_rows() -> None:
-    # data/h200/kernels-bf16/sdpa: SDPA forced to FlashAttention-2, forward + backward, sequences
-    # of 2048 tokens and more; FLOPs 4 b h s^2 d (x 1/2 causal) x 3.5 (forward + 2.5x backward)
-    # over the H200's dense bf16 989.4 TFLOP/s
+@pytest.mark.parametrize(("backend", "kernel"), [("flash", "flash"), ("cudnn", "cudnn")])
+def test_the_h200_fused_fraction_is_the_median_of_its_measured_rows(backend: str,
+                                                                    kernel: str) -> None:
+    # data/h200/kernels-bf16/sdpa: SDPA forced to one backend (FlashAttention-2, cuDNN), forward
+    # + backward, sequences of 2048 tokens and more; FLOPs 4 b h s^2 d (x 1/2 causal) x 3.5
+    # (forward + 2.5x backward) over the H200's dense bf16 989.4 TFLOP/s
     import csv
     import gzip
     import statistics
@@ -324,12 +329,22 @@ def test_the_h200_flash_fraction_is_the_median_of_its_measured_rows() -> None:
 
     path = Path(__file__).resolve().parents[1] / "data/h200/kernels-bf16/sdpa/NVIDIA_H200.csv.gz"
     with gzip.open(path, "rt") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["Backend"] == "flash"
+        rows = [r for r in csv.DictReader(fh) if r["Backend"] == backend
                 and r["Pass"] == "fwdbwd" and int(r["S"]) >= 2048]
     fractions = [4 * int(r["B"]) * int(r["H"]) * int(r["S"]) ** 2 * int(r["D"])
                  * (0.5 if r["Causal"] == "1" else 1.0) * 3.5
                  / (float(r["Latency"]) * 1e-3) / 989.4e12 for r in rows]
     assert len(rows) >= 50
     rates = {(r["kernel"], g): r["fraction"] for r in flash_data()["rate"] for g in r["gpus"]}
-    assert rates["flash", "H200-SXM-141GB"] == pytest.approx(statistics.median(fractions),
+    assert rates[kernel, "H200-SXM-141GB"] == pytest.approx(statistics.median(fractions),
                                                              abs=0.005)
+
+
+def test_cudnn_attention_rate_on_hopper_and_elsewhere() -> None:
+    # the H200's measured 0.46, assumed for the H100 boards (one GH100 chip) and any other GPU
+    for node in ("dgx-h100", "hgx-h200", "dgx-a100", "dgx-b200"):
+        hw = hybrid_hardware(None, node, "bf16")
+        assert hw.fused_rate("cudnn") == pytest.approx(0.46 * hw.peak_tflops * 1e12), node
+    # fp8 training runs its attention in bf16: the bf16 peak, 989.4 TFLOP/s on the H100 SXM5
+    fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
+    assert fp8.fused_rate("cudnn") == pytest.approx(0.46 * 989.4e12)

@@ -298,3 +298,29 @@ def test_a_paper_step_shorter_than_the_hosts_issue_of_its_ops_is_flagged(tmp_pat
     assert "--compute kernel prices it" in said
     r = tc("predict", "--features", str(path), "--gpu", "B200")  # auto: the kernel model
     assert r.returncode == 0 and "caution" not in r.stdout
+
+
+def test_predict_names_misaligned_products_on_hopper_only(tmp_path):
+    # a bf16 logits product with GPT-2's odd vocabulary (4096 tokens x 1600 -> 50257) beside an
+    # aligned one of the same FLOPs order: the odd one is named, with its 2-byte slowdown
+    def mm(m: int, k: int, n: int) -> dict:
+        return {"op": "mm", "phase": "forward", "flops": 2.0 * m * n * k,
+                "bytes_read": 2.0 * (m * k + k * n), "bytes_written": 2.0 * m * n,
+                "bound": "compute", "dtype": "bfloat16", "shapes": f"{m}x{k};{k}x{n}"}
+    ops = [mm(4096, 1600, 50257), mm(4096, 1600, 6400)]
+    feats = {"flops_compute_bound": sum(o["flops"] for o in ops),
+             "bytes_memory_bound": 0, "weight_bytes": 2.0 * 1600 * 56657, "amp": True,
+             "ops": ops}
+    path = tmp_path / "logits.json"
+    path.write_text(json.dumps(feats))
+    r = tc("predict", "--features", str(path), "--gpu", "H100-SXM5-80GB", "--json")
+    assert r.returncode == 0, r.stderr
+    bad = json.loads(r.stdout)["misaligned"]
+    share = 50257 / (50257 + 6400)  # the odd product's part of the FLOPs, by hand
+    assert bad["products"] == 1 and bad["flop_share"] == pytest.approx(share)
+    assert bad["largest"]["shape"] == "4096 x 50257 x 1600" and bad["largest"]["slowdown"] > 6
+    said = " ".join(tc("predict", "--features", str(path), "--gpu", "H100-SXM5-80GB")
+                    .stdout.split())
+    assert "misaligned: 1 matrix product(s) per step" in said and "multiple of 64" in said
+    a100 = tc("predict", "--features", str(path), "--gpu", "A100-SXM4-80GB", "--json")
+    assert a100.returncode == 0 and json.loads(a100.stdout)["misaligned"] is None

@@ -486,6 +486,45 @@ def test_measure_script_output_is_read_by_the_fit(tmp_path: Path) -> None:
     assert (data.latency_s > 0).all() and np.isfinite(data.shape["M"][data.family == "bmm"]).all()
 
 
+def test_measure_script_fp8_linear_and_given_shapes(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    script = str(ROOT / "scripts/measure_kernels.py")
+    shapes = tmp_path / "shapes.csv"
+    # a model's products, not random ones; fp8 rounds every size but B up to a multiple of 16
+    shapes.write_text("B,M,N,K\n1,64,32,48\n1,5,7,33\n")
+    done = subprocess.run([sys.executable, script, str(tmp_path / "f8"), "--device", "cpu",
+                           "--families", "linear", "--dtype", "fp8", "--shapes", str(shapes)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "f8" / "linear" / "cpu.csv").read_text().splitlines()
+    assert lines[0] == "OPName,Latency,Device,Kernel Name,B,M,N,K,Dtype"
+    assert [r.split(",")[4:] for r in lines[1:]] == [["1", "64", "32", "48", "fp8"],
+                                                      ["1", "16", "16", "48", "fp8"]]
+    assert all(float(r.split(",")[1]) > 0 for r in lines[1:])
+    # the same shapes in bf16 are measured as given
+    bf16 = subprocess.run([sys.executable, script, str(tmp_path / "b"), "--device", "cpu",
+                           "--families", "linear", "--dtype", "bf16", "--shapes", str(shapes)],
+                          capture_output=True, text=True, timeout=300)
+    assert bf16.returncode == 0, bf16.stderr
+    rows = (tmp_path / "b" / "linear" / "cpu.csv").read_text().splitlines()[1:]
+    assert [r.split(",")[4:8] for r in rows] == [["1", "64", "32", "48"], ["1", "5", "7", "33"]]
+    # fp8 is for the linear family only; a shape file's bad field is named with its line
+    bmm = subprocess.run([sys.executable, script, str(tmp_path / "x"), "--device", "cpu",
+                          "--families", "bmm", "--dtype", "fp8", "--rows", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert bmm.returncode != 0 and "--dtype fp8 measures the linear family only" in bmm.stderr
+    shapes.write_text("B,M,N,K\n1,64,32,48\n1,5,seven,33\n")
+    bad = subprocess.run([sys.executable, script, str(tmp_path / "y"), "--device", "cpu",
+                          "--families", "linear", "--shapes", str(shapes)],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "shapes.csv: line 3: field 'N' = 'seven'" in bad.stderr
+    shapes.write_text("B,M,N\n1,2,3\n")
+    short = subprocess.run([sys.executable, script, str(tmp_path / "z"), "--device", "cpu",
+                            "--families", "linear", "--shapes", str(shapes)],
+                           capture_output=True, text=True, timeout=300)
+    assert short.returncode != 0 and "no column K" in short.stderr
+
+
 def test_shipped_fit_names_its_source_and_command() -> None:
     model = load_catalog().kernel_model
     assert "calibrate --kernels" in model["command"]

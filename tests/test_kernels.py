@@ -675,3 +675,64 @@ def test_every_shipped_op_s_products_do_its_flops() -> None:
                 assert done == pytest.approx(o["flops"], rel=0.02), (o["op"], o["shapes"])
                 checked += 1
     assert checked > 3000
+
+
+# ------------------------------------------------------------ misaligned tensor-core products
+
+def test_size_alignment_by_hand() -> None:
+    assert kernels.size_alignment([12, 50257, 4096, 30522, 6], 8).tolist() == [4, 1, 8, 2, 2]
+    assert kernels.size_alignment([4096], 4).tolist() == [4]  # capped at 16 bytes of tf32
+
+
+def test_alignment_slowdown_by_hand() -> None:
+    raw = tomllib.loads((Path(kernels.__file__).parent / "hardware/alignment.toml").read_text())
+    table = {int(k): v for k, v in raw["slowdown"].items()}
+    assert table[16] == 1.0 and table[2] > table[4] >= table[8] > 1.0  # slower the narrower
+    u = kernels.alignment_slowdown
+    # bf16 (2 bytes): GPT-2's vocabulary 50257 is odd -> 2-byte alignment; BERT's 30522 is
+    # even only -> 4 bytes; 4096 x 4096 x 1024 -> 16 bytes, aligned
+    assert u([4096, 4096, 4096], [50257, 30522, 4096], [1600, 1024, 1024], "bf16", 9.0
+             ).tolist() == [table[2], table[4], 1.0]
+    # the token count counts as well (a profile does not say which size leads a tensor)
+    assert u(4095, 4096, 4096, "bf16", 9.0) == table[2]
+    # fp8 (1 byte): 16-byte alignment needs 16 elements; 4100 = 4 x 1025 -> 4 bytes
+    assert u(4096, 4100, 4096, "fp8", 9.0) == table[4]
+    # tf32 (4 bytes): 4 elements are 16 bytes already
+    assert u(4096, 4100, 4096, "tf32", 9.0) == 1.0
+    # not charged below compute capability 9.0 (not measured there) nor off the tensor cores
+    assert u(4096, 50257, 1600, "bf16", 8.0) == 1.0
+    assert u(4096, 50257, 1600, "fp32", 9.0) == 1.0
+
+
+def test_an_odd_vocabulary_slows_the_logits_on_hopper_only() -> None:
+    # one logits product of a bf16 step, 4096 tokens x 1600 -> 50257 (GPT-2 XL), against the
+    # same product padded to 50304 (a multiple of 64, as Megatron pads its vocabulary)
+    cat = load_catalog()
+
+    def flop_s(vocab: int, gpu: str) -> float:
+        ops = [{"op": "aten::mm", "flops": 2.0 * 4096 * 1600 * vocab, "bytes_read": 0.0,
+                "bytes_written": 0.0, "dtype": "bfloat16", "shapes": f"4096x1600;1600x{vocab}",
+                "count": 1}]
+        return float(compute.kernel_op_times(ops, cat.gpu(gpu), "bf16")["flop_s"][0])
+
+    _, table = kernels.alignment_table()
+    for gpu in ("H100-SXM5-80GB", "H200-SXM-141GB"):
+        ratio = flop_s(50257, gpu) / flop_s(50304, gpu)
+        # the FLOPs differ by 50257 / 50304, the waves a little: the rest is the 2-byte rule
+        assert ratio == pytest.approx(table[2] * 50257 / 50304, rel=0.05), gpu
+    a100_ratio = flop_s(50257, "A100-SXM4-80GB") / flop_s(50304, "A100-SXM4-80GB")
+    assert a100_ratio == pytest.approx(50257 / 50304, rel=0.05)
+
+
+def test_a_convolution_of_narrow_channels_is_not_charged_for_alignment() -> None:
+    # a first layer's 3 input channels: k = 3 x 7 x 7 = 147, odd; cuDNN's padding is not measured
+    f = 2.0 * 64 * 112 * 112 * 147
+    conv = {"op": "aten::convolution", "flops": f, "shapes": "64x3x224x224;64x3x7x7;64"}
+    mm = {"op": "aten::mm", "flops": 2.0 * 4096 * 147 * 64, "shapes": "4096x147;147x64"}
+    for cc in (0.0, 9.0):
+        w, _ = kernels.ops_gemm_efficiency([conv, mm], 132, ["bf16", "bf16"], cc)
+        if cc == 0.0:
+            plain = w
+    assert w[0] == plain[0]                       # the convolution: not charged
+    _, table = kernels.alignment_table()
+    assert w[1] == pytest.approx(plain[1] / table[2])   # the product: 2-byte aligned

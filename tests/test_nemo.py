@@ -109,7 +109,7 @@ def test_a_row_with_context_parallelism_is_priced_with_it(tmp_path: Path) -> Non
     (row,) = compare_table(path)
     hw = hybrid_hardware(load_catalog(), "dgx-h100", "bf16")
     res = evaluate(get_model("llama3-8b"), hw, dp=4, cp=2, global_batch=32, seq=8192,
-                   dtype="bf16", recompute=st.RECOMPUTE_CODE["full"], attention="flash3",
+                   dtype="bf16", recompute=st.RECOMPUTE_CODE["full"], attention="cudnn",
                    dropout=False, sp=False)
     assert row["predicted_s"] == pytest.approx(float(res["total_s"]), rel=1e-12)
     no_cp = _one_row(tmp_path, "t = 1\np = 1\nd = 8\ngpus = 8\ntokens_per_gpu_s = 1e4\n")

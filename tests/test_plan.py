@@ -150,8 +150,10 @@ def test_plan_takes_every_llm_zoo_name_and_rejects_a_cnn() -> None:
 def test_model_tflops_above_the_peak_are_explained() -> None:
     import json
 
+    # FlashAttention-3 (0.75 of the peak on the causal half it runs): at 131k tokens the
+    # full-square count credits twice the attention FLOPs the kernel runs, above the peak
     args = ["plan", "zoo:llama2-7b", "--gpus", "64", "--node", "dgx-h100", "--top", "2",
-            "--framework", "megatron-core"]
+            "--framework", "megatron-core", "--attention", "flash3"]
     long = runner.invoke(app, [*args, "--seq", "131072"], env={"COLUMNS": "200"})
     assert long.exit_code == 0, long.output
     rows = json.loads(runner.invoke(app, [*args, "--seq", "131072", "--json"]).output)["top"]

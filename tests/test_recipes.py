@@ -50,8 +50,8 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
         for knob, s in r.get("set", {}).items():
             assert knob in RECIPE_KNOBS, (name, knob)
             assert s["source"].startswith("https://"), (name, knob)
-            assert set(s) <= {"value", "source", "hopper", "gated"}, (name, knob)
-            for key in ("value", "hopper", "gated"):
+            assert set(s) <= {"value", "source", "sm90", "gated"}, (name, knob)
+            for key in ("value", "sm90", "gated"):
                 if key in s and knob == "attention":
                     assert s[key] in ATTENTION
                 if key in s and knob == "zero":
@@ -71,7 +71,12 @@ def test_each_recipe_sets_what_docs_say() -> None:
     assert recipe_settings("megatron-core", LLAMA, a100) == {"attention": "flash",
                                                              "dropout": False,
                                                              "context_parallel": True}
-    assert recipe_settings("megatron-core", LLAMA, h100)["attention"] == "flash3"
+    # Transformer Engine prefers cuDNN's fused attention from compute capability 9.0 on
+    assert recipe_settings("megatron-core", LLAMA, h100)["attention"] == "cudnn"
+    b200 = hybrid_hardware(None, "dgx-b200")
+    assert b200.compute_capability == 10.0 and h100.compute_capability == 9.0
+    assert recipe_settings("megatron-core", LLAMA, b200)["attention"] == "cudnn"
+    assert a100.compute_capability == 8.0
     assert recipe_settings("megatron-core", gpt3, h100)["dropout"] is True
     assert recipe_settings("fsdp", LLAMA, h100) == {"zero": 3, "attention": "flash",
                                                     "dropout": False, "grad_accum_fused": True}
@@ -229,7 +234,7 @@ def test_cli_framework_and_override() -> None:
     base = ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
             "--dp", "8", "--json"]
     core = json.loads(cli(*base, "--framework", "megatron-core"))
-    assert core["job"]["attention"] == "flash3" and core["job"]["dropout"] is False
+    assert core["job"]["attention"] == "cudnn" and core["job"]["dropout"] is False
     over = json.loads(cli(*base, "--framework", "megatron-core", "--attention", "flash"))
     assert over["job"]["attention"] == "flash"
     ds = json.loads(cli(*base, "--framework", "deepspeed"))
@@ -259,7 +264,7 @@ def test_plan_assumed_names_the_recipe_per_preset() -> None:
     out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", framework="megatron-core", top=1)
     text = out["assumed"]["text"]
     assert "on dgx-a100: framework megatron-core (--framework): flash attention" in text
-    assert "on dgx-h100: framework megatron-core (--framework): flash3 attention" in text
+    assert "on dgx-h100: framework megatron-core (--framework): cudnn attention" in text
     default = plan("zoo:llama2-7b", 16, "dgx-a100", top=1)
     assert default["assumed"]["searched"]["zero"] == [0, 1, 2, 3]
     assert "materialized attention" in default["assumed"]["text"]

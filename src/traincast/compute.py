@@ -46,7 +46,9 @@ with that op (``kernels.queue_idle_s``: step = ``sum count b`` + the waits)::
             t_mem = (B_op + B_split + B_reread) / (M mem_max_fraction)  [streamed operands]
             d = the op's host dispatch (kernels.op_floors_s: the fitted floor_us of the
             kernel model times the op kind's fitted dispatch ratio, else kernel_launch_us);
-            w_op = tile/wave/split-K efficiency of the op's GEMM shapes,
+            w_op = tile/wave/split-K efficiency of the op's GEMM shapes, each product's FLOP
+            time times its alignment slowdown on compute capability >= 9.0 (a tensor-core
+            product with a size that is no 16-byte multiple; kernels.alignment_slowdown),
             B_split = split-K partial sums (kernels.ops_gemm_efficiency; w = 1, B_split = 0
             for an op whose shapes give no GEMM); B_reread = inputs a multi-pass kernel reads
             again (training batch norm, kernels.reread_bytes)
@@ -111,6 +113,11 @@ def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     if curves:
         return "curves"
     return "kernel" if kernel_model_available(gpu) else "paper"
+
+
+def compute_capability_of(gpu: Any) -> float:
+    """The catalog entry's CUDA compute capability, 0 when it gives none."""
+    return float(getattr(gpu, "compute_capability", 0.0) or 0.0)
 
 
 def kernel_model_available(gpu: Any) -> bool:
@@ -268,7 +275,8 @@ def kernel_op_times(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> d
     peak, eta = _op_peaks(gpu, names)
     mem_bps = kernel_mem_bps(gpu)
     scale = kernels.operand_scale(ops, operand)
-    w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names)
+    w, split_bytes = kernels.ops_gemm_efficiency(ops, kernels.gpu_sms(gpu), names,
+                                                 compute_capability_of(gpu))
     flop_s = cols["flops"] / (peak * eta * w)
     mem_s = (cols["bytes"] * scale + split_bytes + kernels.reread_bytes(ops)) / mem_bps
     params = kernels.fitted_params(gpu)
@@ -432,3 +440,27 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         out[f"{dtype}_tflops"] = flop_rate / 1e12
         out[f"{dtype}_mem_gbs"] = byte_rate / 1e9
     return out
+
+
+def misaligned_products(ops: Sequence[Mapping[str, Any]], gpu: Any,
+                        dtype: str) -> dict[str, Any] | None:
+    """The matrix products of a per-op table that ``kernels.alignment_slowdown`` charges on
+    ``gpu`` (a size that is no 16-byte multiple, compute capability 9.0 and later; not a
+    convolution's): ``{"products"`` (runs per step, each op's ``count`` times its products),
+    ``"flop_share"`` (their FLOPs over all products' FLOPs), ``"largest"`` (the largest one:
+    ``op``, ``shape`` as ``m x n x k``, ``slowdown``)}; None when none is charged."""
+    g, u = kernels.products_slowdown(ops, op_math_dtypes(ops, gpu, dtype),
+                                     compute_capability_of(gpu))
+    if not len(g["row"]):
+        return None
+    count = np.array([float(o.get("count", 1) or 1) for o in ops])[g["row"]]
+    flops = kernels.gemm_flops(g["m"], g["n"], g["k"], g["batch"]) * count
+    hit = u > 1.0
+    if not hit.any() or flops.sum() <= 0:
+        return None
+    i = int(np.flatnonzero(hit)[np.argmax(flops[hit])])
+    return {"products": int(count[hit].sum()),
+            "flop_share": float(flops[hit].sum() / flops.sum()),
+            "largest": {"op": str(ops[int(g["row"][i])]["op"]),
+                        "shape": f"{g['m'][i]:.0f} x {g['n'][i]:.0f} x {g['k'][i]:.0f}",
+                        "slowdown": float(u[i])}}

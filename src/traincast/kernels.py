@@ -51,8 +51,11 @@ these tiles. ``T_k`` (``TILE_K``) is a tile's depth per main-loop step.
 
 from __future__ import annotations
 
+import functools
 import math
+import tomllib
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -457,6 +460,52 @@ def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[st
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def alignment_table() -> tuple[float, dict[int, float]]:
+    """``(min_compute_capability, {alignment bytes: slowdown})`` of the shipped
+    ``hardware/alignment.toml`` (each figure with its source there)."""
+    raw = tomllib.loads(resources.files("traincast.hardware").joinpath("alignment.toml")
+                        .read_text())
+    return float(raw["min_compute_capability"]), {int(k): float(v)
+                                                  for k, v in raw["slowdown"].items()}
+
+
+def size_alignment(size: ArrayLike, most: int) -> F:
+    """The largest power of two (at most ``most``) dividing each size: 12 -> 4, 50257 -> 1."""
+    size = np.asarray(size, dtype=np.float64)
+    out = np.ones_like(size)
+    a = 2
+    while a <= most:
+        out = np.where(np.mod(size, a) == 0, float(a), out)
+        a *= 2
+    return out
+
+
+def alignment_slowdown(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str,
+                       compute_capability: float) -> F:
+    """FLOP-time factor of a tensor-core product whose sizes are not 16-byte multiples
+    (``hardware/alignment.toml``)::
+
+        a = min(align(m), align(n), align(k)) * bytes(dtype)   (align: the largest power of two
+                                                                 dividing the size, <= 16 / bytes)
+        slowdown = table[a]        (16 bytes: 1; 2 bytes, an odd size of a 16-bit product: 6.52)
+
+    1 for a dtype off the tensor cores (fp32 SIMT) and on a GPU below the table's compute
+    capability (not measured there)."""
+    least, table = alignment_table()
+    shape = np.broadcast(_f(m), _f(n), _f(k)).shape
+    if dtype not in TENSOR_CORE_DTYPES or compute_capability < least:
+        return np.ones(shape)
+    width = DTYPE_BYTES[dtype]
+    most = max(1, 16 // width)
+    a = np.minimum(np.minimum(size_alignment(m, most), size_alignment(n, most)),
+                   size_alignment(k, most)) * width
+    keys = np.array(sorted(table), dtype=np.float64)
+    values = np.array([table[int(b)] for b in keys], dtype=np.float64)
+    at = np.clip(np.searchsorted(keys, a), 0, len(keys) - 1)
+    return np.where(keys[at] == a, values[at], 1.0)
+
+
 def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
     """All GEMM products of a per-op table as columns ``row`` (the op's index), ``m``, ``n``,
     ``k``, ``batch``, ``share`` (the product's part of its op's FLOPs: ``F_p / sum F_p``)."""
@@ -475,20 +524,41 @@ def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
             "share": share}
 
 
-def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
-                        dtypes: Sequence[str]) -> tuple[F, F]:
-    """Per op: the effective ``w`` of its GEMM products, ``1 / sum_p (share_p / w_p)`` (FLOP
-    time at ``R`` over its FLOP time at ``R w``; 1.0 for ops without a recorded GEMM shape,
-    charged at the large-GEMM rate), and the split-K partial-sum bytes of its products
-    (``split_k_bytes``). ``dtypes``: the catalog dtype of each op (selects the tiles)."""
+def products_slowdown(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
+                      compute_capability: float = 0.0) -> tuple[dict[str, NDArray[Any]], F]:
+    """The GEMM products of a per-op table (:func:`ops_gemm_table`) with each one's catalog
+    dtype (``dtype``: its op's of ``dtypes``) and :func:`alignment_slowdown` ``u`` on a GPU of
+    ``compute_capability`` (1 for a convolution's products: cuDNN's padding of narrow channels
+    was not measured)."""
     g = ops_gemm_table(ops)
+    g["dtype"] = (np.asarray(dtypes, dtype=object)[g["row"]] if len(g["row"])
+                  else np.zeros(0, dtype=object))
+    conv = np.array([op_family(str(o["op"]).removeprefix("aten::")) == "conv" for o in ops],
+                    dtype=bool)[g["row"]] if len(g["row"]) else np.zeros(0, dtype=bool)
+    u = np.ones(len(g["row"]))
+    for d in set(g["dtype"].tolist()):
+        sel = g["dtype"] == d
+        u[sel] = alignment_slowdown(g["m"][sel], g["n"][sel], g["k"][sel], str(d),
+                                    compute_capability)
+    return g, np.where(conv, 1.0, u)
+
+
+def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,
+                        dtypes: Sequence[str],
+                        compute_capability: float = 0.0) -> tuple[F, F]:
+    """Per op: the effective ``w`` of its GEMM products, ``1 / sum_p (share_p u_p / w_p)``
+    (FLOP time at ``R`` over its FLOP time at ``R w``; 1.0 for ops without a recorded GEMM
+    shape, charged at the large-GEMM rate; ``u_p`` the product's slowdown when misaligned,
+    :func:`products_slowdown`), and the split-K partial-sum bytes of its products
+    (``split_k_bytes``). ``dtypes``: the catalog dtype of each op (selects the tiles)."""
+    g, u = products_slowdown(ops, dtypes, compute_capability)
     inv, extra = np.zeros(len(ops)), np.zeros(len(ops))
-    dt = np.asarray(dtypes, dtype=object)[g["row"]] if len(g["row"]) else np.zeros(0)
-    for d in set(dt.tolist()):
-        sel = dt == d
+    for d in set(g["dtype"].tolist()):
+        sel = g["dtype"] == d
         m, n, k, b = g["m"][sel], g["n"][sel], g["k"][sel], g["batch"][sel]
         w, splits = gemm_efficiency(m, n, sms, b, str(d), k)
-        inv += np.bincount(g["row"][sel], weights=g["share"][sel] / w, minlength=len(ops))
+        inv += np.bincount(g["row"][sel], weights=g["share"][sel] * u[sel] / w,
+                           minlength=len(ops))
         extra += np.bincount(g["row"][sel], weights=split_k_bytes(m, n, b, splits),
                              minlength=len(ops))
     return np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), 1.0), extra

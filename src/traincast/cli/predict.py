@@ -376,12 +376,21 @@ def predict(
         g = cat.gpu(result["hardware"]["gpu"])
         result["host_issue_s"] = float(n_ops) * op_floor_s(g)
         result["kernel_strategy_available"] = kernel_model_available(g)
+    if feats.get("ops") and result["hardware"]["compute"] == "kernel":
+        from traincast.compute import misaligned_products
+
+        job_dtype = "amp" if amp or feats.get("amp") else "fp32"  # as predict_job prices it
+        result["misaligned"] = misaligned_products(feats["ops"], cat.gpu(
+            result["hardware"]["gpu"]), job_dtype)
     if json_out:
         print_json(result)
         return
     render_prediction(result)
 
 
+MISALIGNED_SHOWN_SHARE = 0.001
+"""The share of a step's matrix-product FLOPs from which predict names its misaligned products
+(in ``--json`` always: ``misaligned``, null when none)."""
 HOST_WAIT_SHOWN_SHARE = 0.01
 """The share of the step from which predict's table shows the GPU's wait for the host (in
 ``--json`` always: ``time_s.host_wait``)."""
@@ -439,6 +448,16 @@ def render_prediction(result: dict[str, Any]) -> None:
                            f"issue of each op at the kernel model's floor: the host alone takes "
                            f"{fmt_seconds(issue_s)} to issue these ops, longer than this step; "
                            f"{fix} (docs/model.md).", style="yellow"))
+    bad = result.get("misaligned")
+    if bad and bad["flop_share"] >= MISALIGNED_SHOWN_SHARE:
+        big = bad["largest"]
+        console.print(Text(
+            f"misaligned: {bad['products']} matrix product(s) per step, "
+            f"{100 * bad['flop_share']:.1f}% of the products' FLOPs, have a size that is no "
+            f"multiple of 16 bytes and are priced up to {big['slowdown']:.3g}x slower (cuBLAS's "
+            f"narrow-load kernels on {hw['gpu']}; the largest, {big['op']} {big['shape']}): "
+            "padding that size (a vocabulary, say) to a multiple of 64 removes it "
+            "(docs/model.md, \"Misaligned tensor-core products\").", style="yellow"))
     km = hw.get("kernel_model")
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))

@@ -72,20 +72,22 @@ from traincast.resolve import resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
-ATTENTION: tuple[str, ...] = ("materialized", "flash1", "flash", "flash3")
+ATTENTION: tuple[str, ...] = ("materialized", "flash1", "flash", "flash3", "cudnn")
 """Attention implementations: ``materialized`` (Megatron-LM 2021: the ``b a s^2`` scores go
 through DRAM and are kept as activations), ``flash1`` (a fused kernel at the first
 FlashAttention's rate: flash-attn 1.x and its Triton port, as llm-foundry ran in 2023),
-``flash`` (FlashAttention-2's rate: PyTorch SDPA, most stacks since late 2023) and ``flash3``
-(FlashAttention-3's rate, Hopper only): the scores stay on chip; rates in
-``parallel/flash_attention.toml``."""
-FUSED: tuple[str, ...] = ("flash1", "flash", "flash3")
+``flash`` (FlashAttention-2's rate: PyTorch SDPA, most stacks since late 2023), ``flash3``
+(FlashAttention-3's rate, Hopper only) and ``cudnn`` (cuDNN's fused attention: Transformer
+Engine's ``FusedAttention``, its choice on compute capability 9.0 and later, and PyTorch SDPA's
+cuDNN backend): the scores stay on chip; rates in ``parallel/flash_attention.toml``."""
+FUSED: tuple[str, ...] = ("flash1", "flash", "flash3", "cudnn")
 """The fused attentions: the scores never leave the SM."""
 ATTENTION_WORDS: dict[str, str] = {
     "materialized": "the s x s scores go through memory, as Megatron-LM in 2021",
     "flash": "a fused kernel keeps them on chip, at FlashAttention-2's published rate",
     "flash1": "at the first FlashAttention's (and its Triton port's), as 2023 stacks ran",
-    "flash3": "at FlashAttention-3's on H100"}
+    "flash3": "at FlashAttention-3's on H100",
+    "cudnn": "at cuDNN's fused attention's, Transformer Engine's pick from Hopper on"}
 """What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan, the
 llm-foundry line of ``validate --published``)."""
 ATTENTION_HELP: str = "; ".join(f"{k}: {v}" for k, v in ATTENTION_WORDS.items())
@@ -128,6 +130,9 @@ class HybridHardware:
     """Achieved fraction of ``M`` per memory-bound kernel family (``elementwise``, ``softmax``,
     ``norm``: ``traincast.kernels.memory_fractions``, the measured-kernel model's fit); a
     family without one runs at ``mem_efficiency``."""
+    compute_capability: float = 0.0
+    """The GPU's CUDA compute capability (catalog ``compute_capability``; 0 = not an NVIDIA GPU
+    or not given): a recipe's ``sm90`` value applies from 9.0 on."""
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
@@ -178,15 +183,15 @@ class FlashRates:
     causal_fraction: float
     backward_factor: float
     fraction: dict[tuple[str, str], float]
-    """(kernel: ``flash1``, ``flash``, ``flash3`` = FlashAttention-1, -2, -3; GPU) -> the
-    achieved fraction of the dense peak."""
+    """(kernel: ``flash1``, ``flash``, ``flash3`` = FlashAttention-1, -2, -3, ``cudnn`` =
+    cuDNN's fused attention; GPU) -> the achieved fraction of the dense peak."""
     default_fraction: dict[str, float]
-    """Per kernel, the fraction of a GPU without a published one (the kernel's A100 figure;
-    none for ``flash3``)."""
+    """Per kernel, the fraction of a GPU without one of its own (FlashAttention's A100 figures,
+    cuDNN's H200 measurement; none for ``flash3``)."""
 
     def of(self, attention: str, gpu: str) -> float | None:
-        """The fraction for fused attention ``attention`` on ``gpu``: the published one, else
-        the kernel's default; None for ``flash3`` off the GPUs it runs on."""
+        """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
+        kernel's default; None for ``flash3`` off the GPUs it runs on."""
         return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 
 
@@ -261,6 +266,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
+                          compute_capability=compute.compute_capability_of(g),
                           mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
@@ -311,8 +317,8 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "zero must be 0, 1, 2 or 3",
     "ZeRO-2/3 shard gradients per micro-batch and do not combine with pipeline parallelism "
     "(use zero 0 or 1 with pp > 1)",
-    "context parallelism (cp > 1) needs a fused attention (--attention flash1, flash or flash3, "
-    "or a --framework that sets one: megatron-core)",
+    "context parallelism (cp > 1) needs a fused attention (--attention flash1, flash, flash3 "
+    "or cudnn, or a --framework that sets one: megatron-core)",
     "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
     "pieces)")
 
@@ -1013,6 +1019,8 @@ RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "z
                                 "grad_accum_fused": True, "context_parallel": False}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
+SM90: float = 9.0
+"""The compute capability from which a recipe's ``sm90`` value applies (Hopper and later)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
 """The recipe of ``predict --arch hybrid``, ``plan`` and the published tables by default."""
 
@@ -1020,7 +1028,7 @@ DEFAULT_FRAMEWORK: str = "megatron-2021"
 @lru_cache(maxsize=1)
 def recipes() -> dict[str, dict[str, Any]]:
     """The shipped framework recipes (``parallel/recipes.toml``): name -> ``{"title",
-    "source", "set": {knob: {"value", "source", optional "hopper", "gated"}}, "kept"}``."""
+    "source", "set": {knob: {"value", "source", optional "sm90", "gated"}}, "kept"}``."""
     return dict(package_toml("recipes.toml")["recipe"])
 
 
@@ -1035,13 +1043,13 @@ def check_framework(framework: str, flag: str = "--framework") -> str:
 
 def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> dict[str, Any]:
     """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
-    its ``hopper`` value on a GPU with a FlashAttention-3 rate, its ``gated`` value for a model
-    with a gated MLP (``n_mat = 3``)."""
+    its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
+    :data:`SM90`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``)."""
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
-        if "hopper" in setting and hw.fused_rate("flash3") > 0:
-            value = setting["hopper"]
+        if "sm90" in setting and hw.compute_capability >= SM90:
+            value = setting["sm90"]
         if "gated" in setting and model.n_mat == 3:
             value = setting["gated"]
         out[knob] = value
