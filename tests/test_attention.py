@@ -341,10 +341,20 @@ def test_the_h200_fused_fraction_is_the_median_of_its_measured_rows(backend: str
 
 
 def test_cudnn_attention_rate_on_hopper_and_elsewhere() -> None:
-    # the H200's measured 0.46, assumed for the H100 boards (one GH100 chip) and any other GPU
-    for node in ("dgx-h100", "hgx-h200", "dgx-a100", "dgx-b200"):
+    # the H200's measured 0.46, assumed for the H100 boards (one GH100 chip) and any other
+    # NVIDIA GPU of compute capability 8.0 and later (cuDNN's SDPA needs SM80)
+    for node in ("dgx-h100", "hgx-h200", "dgx-a100", "dgx-b200", "h100-pcie"):
         hw = hybrid_hardware(None, node, "bf16")
         assert hw.fused_rate("cudnn") == pytest.approx(0.46 * hw.peak_tflops * 1e12), node
+    # none on a V100 (7.0), a T4 (7.5) or an AMD GPU (no compute capability): an error
+    for node in ("pai-v100-nvlink", "pai-t4", "mi300x-node"):
+        assert hybrid_hardware(None, node, "fp16").fused_rate("cudnn") == 0.0, node
+    from traincast.errors import TraincastError
+    from traincast.parallel.hybrid import predict_hybrid
+
+    with pytest.raises(TraincastError, match="attention cudnn has no rate on this GPU"):
+        predict_hybrid("zoo:llama2-7b", node="mi300x-node", dp=8, attention="cudnn",
+                       dtype="bf16")
     # fp8 training runs its attention in bf16: the bf16 peak, 989.4 TFLOP/s on the H100 SXM5
     fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
     assert fp8.fused_rate("cudnn") == pytest.approx(0.46 * 989.4e12)

@@ -518,6 +518,16 @@ def test_measure_script_fp8_linear_and_given_shapes(tmp_path: Path) -> None:
                           "--families", "linear", "--shapes", str(shapes)],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "shapes.csv: line 3: field 'N' = 'seven'" in bad.stderr
+    # an attention shape file gives the shape columns alone: every backend and pass is measured
+    attn = tmp_path / "attn.csv"
+    attn.write_text("B,H,KV_H,S,D,Causal\n1,2,1,16,8,1\n")
+    sdpa = subprocess.run([sys.executable, script, str(tmp_path / "s"), "--device", "cpu",
+                           "--families", "sdpa", "--shapes", str(attn)],
+                          capture_output=True, text=True, timeout=300)
+    assert sdpa.returncode == 0, sdpa.stderr
+    rows = (tmp_path / "s" / "sdpa" / "cpu.csv").read_text().splitlines()[1:]
+    assert {tuple(r.split(",")[4:10]) for r in rows} == {("1", "2", "1", "16", "8", "1")}
+    assert {(r.split(",")[10], r.split(",")[11]) for r in rows} >= {("default", "fwdbwd")}
     shapes.write_text("B,M,N\n1,2,3\n")
     short = subprocess.run([sys.executable, script, str(tmp_path / "z"), "--device", "cpu",
                             "--families", "linear", "--shapes", str(shapes)],

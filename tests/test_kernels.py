@@ -695,8 +695,10 @@ def test_alignment_slowdown_by_hand() -> None:
              ).tolist() == [table[2], table[4], 1.0]
     # the token count counts as well (a profile does not say which size leads a tensor)
     assert u(4095, 4096, 4096, "bf16", 9.0) == table[2]
-    # fp8 (1 byte): 16-byte alignment needs 16 elements; 4100 = 4 x 1025 -> 4 bytes
+    # fp8 (1 byte): 16-byte alignment needs 16 elements; 4100 = 4 x 1025 -> 4 bytes; an odd
+    # fp8 size (1 byte) is below the narrowest class measured: it takes the narrowest's
     assert u(4096, 4100, 4096, "fp8", 9.0) == table[4]
+    assert u(4096, 4097, 4096, "fp8", 9.0) == table[2]
     # tf32 (4 bytes): 4 elements are 16 bytes already
     assert u(4096, 4100, 4096, "tf32", 9.0) == 1.0
     # not charged below compute capability 9.0 (not measured there) nor off the tensor cores
@@ -729,10 +731,48 @@ def test_a_convolution_of_narrow_channels_is_not_charged_for_alignment() -> None
     f = 2.0 * 64 * 112 * 112 * 147
     conv = {"op": "aten::convolution", "flops": f, "shapes": "64x3x224x224;64x3x7x7;64"}
     mm = {"op": "aten::mm", "flops": 2.0 * 4096 * 147 * 64, "shapes": "4096x147;147x64"}
+    # a fused attention of 197 tokens (ViT's): the kernel masks its own tiles, not charged
+    attn = {"op": "aten::_scaled_dot_product_flash_attention", "flops": 4.0 * 32 * 12 * 197**2 * 64,
+            "shapes": "32x12x197x64;32x12x197x64;32x12x197x64"}
     for cc in (0.0, 9.0):
-        w, _ = kernels.ops_gemm_efficiency([conv, mm], 132, ["bf16", "bf16"], cc)
+        w, _ = kernels.ops_gemm_efficiency([conv, mm, attn], 132, ["bf16"] * 3, cc)
         if cc == 0.0:
             plain = w
-    assert w[0] == plain[0]                       # the convolution: not charged
+    assert w[0] == plain[0] and w[2] == plain[2]  # the convolution, the attention: not charged
     _, table = kernels.alignment_table()
     assert w[1] == pytest.approx(plain[1] / table[2])   # the product: 2-byte aligned
+
+
+def test_the_alignment_factors_are_the_medians_of_the_measured_h200_rows() -> None:
+    # data/h200/kernels-bf16 {linear, bmm}: products of >= 2e10 FLOPs, measured over the
+    # modelled time (P eta w at the H200's MAMF rate, or its operands at 0.88 of 4.8 TB/s),
+    # classed by the alignment of the two sizes these products lead their tensors with (a
+    # linear layer's x[m, k] W[n, k]^T and a bmm's A[b, m, k] B[b, k, n] lead with k and n)
+    import gzip
+    import statistics
+    from pathlib import Path as P
+
+    from traincast.parallel.hybrid import hybrid_hardware
+
+    hw = hybrid_hardware(None, "hgx-h200", "bf16")
+    root = P(__file__).resolve().parents[1] / "data/h200/kernels-bf16"
+    ratios: dict[int, list[float]] = {2: [], 4: [], 8: [], 16: []}
+    for fam in ("linear", "bmm"):
+        with gzip.open(root / fam / "NVIDIA_H200.csv.gz", "rt") as fh:
+            import csv
+            for r in csv.DictReader(fh):
+                b, mm, nn, kk = (int(r[c]) for c in ("B", "M", "N", "K"))
+                m, n, k, batch = (b * mm, kk, nn, 1) if fam == "linear" else (mm, kk, nn, b)
+                f = 2.0 * batch * m * n * k
+                if f < 2e10:
+                    continue
+                w = float(kernels.wave_efficiency(m, n, hw.sms, batch=batch, dtype="bf16", k=k))
+                t = max(f / hw.flops_per_s / w,
+                        2.0 * batch * (m * k + k * n + m * n) / (hw.mem_bw_bps * 0.88))
+                a = 2 * int(min(kernels.size_alignment([n], 8)[0],
+                                kernels.size_alignment([k], 8)[0]))
+                ratios[a].append(float(r["Latency"]) * 1e-3 / t)
+    _, table = kernels.alignment_table()
+    for a in (2, 4, 8):
+        assert table[a] == pytest.approx(statistics.median(ratios[a]), abs=0.01), a
+    assert table[16] == 1.0 and statistics.median(ratios[16]) < 1.25  # aligned: MAMF's own

@@ -314,9 +314,7 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     if len(g["row"]) and rate > 0:
         # convolutions keep the datasheet path (P eta w): the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
-        op_names = np.array([str(o["op"]) for o in ops], dtype=str)
-        unique, inverse = np.unique(op_names, return_inverse=True)
-        family = np.array([op_family(n.removeprefix("aten::")) for n in unique])[inverse]
+        family = kernels.op_families(ops)
         conv = (family == "conv")[g["row"]]
         sel = fp32[g["row"]] & ~conv
         # a fused attention keeps its scores on chip: its products move no DRAM bytes, the
@@ -326,7 +324,8 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
                                      kernels.simt_issue_ratio(gpu), rate,
                                      kernels.simt_clock_hz(gpu, params),
                                      np.where(fused[g["row"]], np.inf, bw), params,
-                                     choice=kernels.library_choice(params, op_names)[g["row"]])
+                                     choice=kernels.library_choice(
+                                         params, [str(o["op"]) for o in ops])[g["row"]])
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         io_s = kernels.memory_kernel_time_s(cols["bytes"] * scale, bw,
                                             params.get("f_elementwise", 1.0))
@@ -445,22 +444,25 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
 def misaligned_products(ops: Sequence[Mapping[str, Any]], gpu: Any,
                         dtype: str) -> dict[str, Any] | None:
     """The matrix products of a per-op table that ``kernels.alignment_slowdown`` charges on
-    ``gpu`` (a size that is no 16-byte multiple, compute capability 9.0 and later; not a
-    convolution's): ``{"products"`` (runs per step, each op's ``count`` times its products),
-    ``"flop_share"`` (their FLOPs over all products' FLOPs), ``"largest"`` (the largest one:
-    ``op``, ``shape`` as ``m x n x k``, ``slowdown``)}; None when none is charged."""
-    g, u = kernels.products_slowdown(ops, op_math_dtypes(ops, gpu, dtype),
-                                     compute_capability_of(gpu))
-    if not len(g["row"]):
+    ``gpu`` (a size that is no 16-byte multiple, compute capability 9.0 and later; matrix
+    products only, ``kernels.products_slowdown``), over the table as the kernel model prices
+    it (recurrent rows expanded into the kernels they run): ``{"products"`` (runs per step: each
+    op's ``count`` times its products), ``"flop_share"`` (their FLOPs over all products'
+    FLOPs), ``"largest"`` (the largest one: ``op``, ``shape`` as ``m x n x k``,
+    ``slowdown``)}; None when none is charged."""
+    expanded, _ = expand_ops_origin(ops, gpu_library=True)
+    if not expanded:
         return None
-    count = np.array([float(o.get("count", 1) or 1) for o in ops])[g["row"]]
+    g, u = kernels.products_slowdown(expanded, op_math_dtypes(expanded, gpu, dtype),
+                                     compute_capability_of(gpu))
+    count = ops_arrays(expanded)["count"][g["row"]]
     flops = kernels.gemm_flops(g["m"], g["n"], g["k"], g["batch"]) * count
-    hit = u > 1.0
+    hit = (u > 1.0) & (count > 0)
     if not hit.any() or flops.sum() <= 0:
         return None
     i = int(np.flatnonzero(hit)[np.argmax(flops[hit])])
     return {"products": int(count[hit].sum()),
             "flop_share": float(flops[hit].sum() / flops.sum()),
-            "largest": {"op": str(ops[int(g["row"][i])]["op"]),
+            "largest": {"op": str(expanded[int(g["row"][i])]["op"]),
                         "shape": f"{g['m'][i]:.0f} x {g['n'][i]:.0f} x {g['k'][i]:.0f}",
                         "slowdown": float(u[i])}}

@@ -488,7 +488,8 @@ def alignment_slowdown(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str,
 
         a = min(align(m), align(n), align(k)) * bytes(dtype)   (align: the largest power of two
                                                                  dividing the size, <= 16 / bytes)
-        slowdown = table[a]        (16 bytes: 1; 2 bytes, an odd size of a 16-bit product: 6.52)
+        slowdown = table[a]        (16 bytes: 1; 2 bytes, an odd size of a 16-bit product: 6.52;
+                                    below the table's narrowest class, the narrowest's)
 
     1 for a dtype off the tensor cores (fp32 SIMT) and on a GPU below the table's compute
     capability (not measured there)."""
@@ -502,8 +503,10 @@ def alignment_slowdown(m: ArrayLike, n: ArrayLike, k: ArrayLike, dtype: str,
                    size_alignment(k, most)) * width
     keys = np.array(sorted(table), dtype=np.float64)
     values = np.array([table[int(b)] for b in keys], dtype=np.float64)
-    at = np.clip(np.searchsorted(keys, a), 0, len(keys) - 1)
-    return np.where(keys[at] == a, values[at], 1.0)
+    # the class at or below a: an alignment narrower than the table's narrowest (an odd fp8
+    # size, 1 byte) takes the narrowest's slowdown
+    at = np.clip(np.searchsorted(keys, a, side="right") - 1, 0, len(keys) - 1)
+    return values[at]
 
 
 def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
@@ -524,23 +527,32 @@ def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
             "share": share}
 
 
+def op_families(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.str_]:
+    """Each op's family (``traincast.features.ops.op_family`` of its name without ``aten::``),
+    one lookup per distinct name."""
+    names = np.array([str(o["op"]) for o in ops], dtype=str)
+    unique, inverse = np.unique(names, return_inverse=True)
+    return np.array([op_family(n.removeprefix("aten::")) for n in unique],
+                    dtype=str)[inverse].reshape(len(ops))
+
+
 def products_slowdown(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
                       compute_capability: float = 0.0) -> tuple[dict[str, NDArray[Any]], F]:
     """The GEMM products of a per-op table (:func:`ops_gemm_table`) with each one's catalog
     dtype (``dtype``: its op's of ``dtypes``) and :func:`alignment_slowdown` ``u`` on a GPU of
-    ``compute_capability`` (1 for a convolution's products: cuDNN's padding of narrow channels
-    was not measured)."""
+    ``compute_capability``: matrix products only (family ``gemm``); 1 for a convolution's
+    (cuDNN pads narrow channels) and a fused attention's (it masks its own tiles), neither
+    measured misaligned."""
     g = ops_gemm_table(ops)
     g["dtype"] = (np.asarray(dtypes, dtype=object)[g["row"]] if len(g["row"])
                   else np.zeros(0, dtype=object))
-    conv = np.array([op_family(str(o["op"]).removeprefix("aten::")) == "conv" for o in ops],
-                    dtype=bool)[g["row"]] if len(g["row"]) else np.zeros(0, dtype=bool)
+    gemm = (op_families(ops) == "gemm")[g["row"]] if len(g["row"]) else np.zeros(0, dtype=bool)
     u = np.ones(len(g["row"]))
     for d in set(g["dtype"].tolist()):
         sel = g["dtype"] == d
         u[sel] = alignment_slowdown(g["m"][sel], g["n"][sel], g["k"][sel], str(d),
                                     compute_capability)
-    return g, np.where(conv, 1.0, u)
+    return g, np.where(gemm, u, 1.0)
 
 
 def ops_gemm_efficiency(ops: Sequence[Mapping[str, Any]], sms: float,

@@ -376,6 +376,7 @@ def predict(
         g = cat.gpu(result["hardware"]["gpu"])
         result["host_issue_s"] = float(n_ops) * op_floor_s(g)
         result["kernel_strategy_available"] = kernel_model_available(g)
+    result["misaligned"] = None  # priced op by op under the kernel strategy only
     if feats.get("ops") and result["hardware"]["compute"] == "kernel":
         from traincast.compute import misaligned_products
 
@@ -390,7 +391,8 @@ def predict(
 
 MISALIGNED_SHOWN_SHARE = 0.001
 """The share of a step's matrix-product FLOPs from which predict names its misaligned products
-(in ``--json`` always: ``misaligned``, null when none)."""
+(in ``--json`` always: ``misaligned``, null when none is charged or the step is not priced op
+by op under the kernel strategy)."""
 HOST_WAIT_SHOWN_SHARE = 0.01
 """The share of the step from which predict's table shows the GPU's wait for the host (in
 ``--json`` always: ``time_s.host_wait``)."""

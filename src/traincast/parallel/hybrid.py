@@ -188,10 +188,19 @@ class FlashRates:
     default_fraction: dict[str, float]
     """Per kernel, the fraction of a GPU without one of its own (FlashAttention's A100 figures,
     cuDNN's H200 measurement; none for ``flash3``)."""
+    min_compute_capability: dict[str, float] = field(default_factory=dict)
+    """Per kernel, the CUDA compute capability it needs (``cudnn``: 8.0); a GPU below it, or
+    without one (not NVIDIA), has no rate for it."""
 
-    def of(self, attention: str, gpu: str) -> float | None:
+    def of(self, attention: str, gpu: str, compute_capability: float | None = None
+           ) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
-        kernel's default; None for ``flash3`` off the GPUs it runs on."""
+        kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
+        ``min_compute_capability`` the GPU's ``compute_capability`` (when given) is below."""
+        least = self.min_compute_capability.get(attention)
+        if least is not None and compute_capability is not None \
+                and compute_capability < least:
+            return None
         return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 
 
@@ -212,7 +221,9 @@ def flash_rates() -> FlashRates:
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
                                 for r in raw["rate"] for gpu in r["gpus"]},
                       default_fraction={k: float(v) for k, v in
-                                        raw["default_fraction"].items()})
+                                        raw["default_fraction"].items()},
+                      min_compute_capability={k: float(v) for k, v in
+                                              raw.get("min_compute_capability", {}).items()})
 
 
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
@@ -223,9 +234,10 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     :func:`traincast.resolve.resolve_link`: a catalog name or a speed).
 
     Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
-    dense peak of the dtype, bf16 for fp8); a GPU without a published fraction for
-    FlashAttention-2 or -1 takes the kernel's A100 one (0.50, 0.25), FlashAttention-3 has no
-    rate off Hopper.
+    dense peak of the dtype, bf16 for fp8); a GPU without a fraction of its own for
+    FlashAttention-2 or -1 takes the kernel's A100 one (0.50, 0.25), for cuDNN's fused
+    attention the H200's measured 0.46; FlashAttention-3 has no rate off Hopper, cuDNN's none
+    below compute capability 8.0 (or off NVIDIA).
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates` with ``streaming``: under ``kernel`` a calibrated
@@ -249,8 +261,9 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     strategy = compute.strategy_of(g, catalog.compute)
     paper = strategy == "paper"  # the paper's flat rates: no waves, one memory rate
     attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
-    flash = {kernel: (flash_rates().of(kernel, g.name) or 0.0) * attn_peak
-             for kernel in FUSED}  # 0: FlashAttention-3 does not run on this GPU
+    cc = compute.compute_capability_of(g)
+    flash = {kernel: (flash_rates().of(kernel, g.name, cc) or 0.0) * attn_peak
+             for kernel in FUSED}  # 0: the kernel does not run on this GPU
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
@@ -266,7 +279,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
-                          compute_capability=compute.compute_capability_of(g),
+                          compute_capability=cc,
                           mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
@@ -450,7 +463,9 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
         rate = hw.fused_rate(c.attention)
         if rate <= 0:
             raise TraincastError(f"{hw.gpu}: attention {c.attention} has no rate on this GPU",
-                                 hint="FlashAttention-3 (flash3) runs on Hopper GPUs only "
+                                 hint="FlashAttention-3 (flash3) runs on Hopper GPUs only, "
+                                      "cuDNN's fused attention (cudnn) on NVIDIA GPUs of "
+                                      "compute capability 8.0 and later "
                                       "(parallel/flash_attention.toml); use flash")
         return (np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps),
                 np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps))
@@ -626,7 +641,7 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
 
     over the rank's ``s_r = s / cp`` tokens of each sequence.
 
-    With a fused attention (``flash``, ``flash3``) the softmax and attention-dropout kernels
+    With a fused attention (:data:`FUSED`) the softmax and attention-dropout kernels
     over the ``b a s^2`` scores are inside the fused kernel: their bytes (and ``E_attn``) are
     0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off the
     element-wise ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
