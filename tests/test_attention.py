@@ -77,6 +77,10 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert raw["default_fraction"] == {"flash": 0.50, "flash1": 0.25,
                                        "cudnn": rates["cudnn", "H200-SXM-141GB"]["fraction"]}
     assert set(raw["default_source"]) == set(raw["default_fraction"])
+    # cuDNN's SDPA "requires SM80 (Ampere) or newer" (its support matrix), with its source
+    assert raw["min_compute_capability"] == {"cudnn": 8.0}
+    assert set(raw["min_compute_capability_source"]) == set(raw["min_compute_capability"])
+    assert "SM80" in raw["min_compute_capability_source"]["cudnn"]
     assert all(r["source"] and r["kernel"] for r in raw["rate"])
 
 

@@ -322,5 +322,10 @@ def test_predict_names_misaligned_products_on_hopper_only(tmp_path):
     said = " ".join(tc("predict", "--features", str(path), "--gpu", "H100-SXM5-80GB")
                     .stdout.split())
     assert "misaligned: 1 matrix product(s) per step" in said and "multiple of 64" in said
+    assert f"up to {bad['slowdown_max']:.3g}x slower" in said
     a100 = tc("predict", "--features", str(path), "--gpu", "A100-SXM4-80GB", "--json")
     assert a100.returncode == 0 and json.loads(a100.stdout)["misaligned"] is None
+    # not priced op by op under the kernel strategy: the key is there, null
+    paper = tc("predict", "--features", str(path), "--gpu", "H100-SXM5-80GB", "--compute",
+               "paper", "--json")
+    assert paper.returncode == 0 and json.loads(paper.stdout)["misaligned"] is None

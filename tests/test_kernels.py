@@ -776,3 +776,20 @@ def test_the_alignment_factors_are_the_medians_of_the_measured_h200_rows() -> No
     for a in (2, 4, 8):
         assert table[a] == pytest.approx(statistics.median(ratios[a]), abs=0.01), a
     assert table[16] == 1.0 and statistics.median(ratios[16]) < 1.25  # aligned: MAMF's own
+
+
+def test_misaligned_products_of_a_gru_are_counted_as_the_gpu_runs_them() -> None:
+    # cuDNN's GRU (B = 4, T = 48, I = H = 17, 3 H = 51 gates): one input product (B T) x I ->
+    # 3 H and T step products B x H -> 3 H, every one with an odd size: 1 + 48 = 49 per step
+    gru = {"op": "gru", "phase": "forward", "flops": 1.0, "bytes_read": 1.0,
+           "bytes_written": 1.0, "dtype": "float16", "bound": "compute",
+           "shapes": "4x48x17;51x17;51x17;51;51"}
+    cat = load_catalog()
+    bad = compute.misaligned_products([gru], cat.gpu("H100-SXM5-80GB"), "amp")
+    assert bad is not None and bad["products"] == 1 + 48 and bad["flop_share"] == 1.0
+    _, table = kernels.alignment_table()
+    assert bad["slowdown_max"] == table[2] and bad["largest"]["shape"] == "192 x 51 x 17"
+    # a row that runs 0 times charges nothing; an A100 (8.0) is not charged
+    assert compute.misaligned_products([gru | {"count": 0}], cat.gpu("H100-SXM5-80GB"),
+                                       "amp") is None
+    assert compute.misaligned_products([gru], cat.gpu("A100-SXM4-80GB"), "amp") is None

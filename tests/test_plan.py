@@ -195,3 +195,19 @@ def test_a_preset_that_cannot_run_the_dtype_is_left_out_and_named() -> None:
         plan("zoo:llama2-7b", 16, "dgx-a100,pai-v100-nvlink", dtype="fp8")
     with pytest.raises(TraincastError, match="no fp8 peak"):  # one preset: its own error
         plan("zoo:llama2-7b", 16, "dgx-a100", dtype="fp8")
+
+
+def test_a_preset_without_a_rate_for_the_attention_is_left_out_and_named() -> None:
+    from traincast.errors import TraincastError
+    from traincast.parallel.plan import plan
+
+    # cuDNN's fused attention needs compute capability 8.0: the V100 (7.0) is left out
+    out = plan("zoo:llama2-7b", 16, "pai-v100-nvlink,dgx-a100", dtype="fp16",
+               attention="cudnn", top=2)
+    assert out["nodes"] == ["dgx-a100"]
+    assert "attention cudnn has no rate" in out["left_out"]["pai-v100-nvlink"]
+    # FlashAttention-3 runs on Hopper only: the A100 is left out
+    out = plan("zoo:llama2-7b", 16, "dgx-a100,dgx-h100", attention="flash3", top=2)
+    assert out["nodes"] == ["dgx-h100"] and "flash3 has no rate" in out["left_out"]["dgx-a100"]
+    with pytest.raises(TraincastError, match="flash3 has no rate"):
+        plan("zoo:llama2-7b", 16, "dgx-a100", attention="flash3")

@@ -448,8 +448,9 @@ def misaligned_products(ops: Sequence[Mapping[str, Any]], gpu: Any,
     products only, ``kernels.products_slowdown``), over the table as the kernel model prices
     it (recurrent rows expanded into the kernels they run): ``{"products"`` (runs per step: each
     op's ``count`` times its products), ``"flop_share"`` (their FLOPs over all products'
-    FLOPs), ``"largest"`` (the largest one: ``op``, ``shape`` as ``m x n x k``,
-    ``slowdown``)}; None when none is charged."""
+    FLOPs), ``"slowdown_max"`` (the largest factor charged), ``"largest"`` (the product of the
+    most FLOPs among them: ``op``, ``shape`` as ``m x n x k``, ``slowdown``)}; None when none is
+    charged."""
     expanded, _ = expand_ops_origin(ops, gpu_library=True)
     if not expanded:
         return None
@@ -463,6 +464,7 @@ def misaligned_products(ops: Sequence[Mapping[str, Any]], gpu: Any,
     i = int(np.flatnonzero(hit)[np.argmax(flops[hit])])
     return {"products": int(count[hit].sum()),
             "flop_share": float(flops[hit].sum() / flops.sum()),
+            "slowdown_max": float(u[hit].max()),
             "largest": {"op": str(expanded[int(g["row"][i])]["op"]),
                         "shape": f"{g['m'][i]:.0f} x {g['n'][i]:.0f} x {g['k'][i]:.0f}",
                         "slowdown": float(u[i])}}

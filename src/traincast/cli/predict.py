@@ -456,8 +456,9 @@ def render_prediction(result: dict[str, Any]) -> None:
         console.print(Text(
             f"misaligned: {bad['products']} matrix product(s) per step, "
             f"{100 * bad['flop_share']:.1f}% of the products' FLOPs, have a size that is no "
-            f"multiple of 16 bytes and are priced up to {big['slowdown']:.3g}x slower (cuBLAS's "
-            f"narrow-load kernels on {hw['gpu']}; the largest, {big['op']} {big['shape']}): "
+            f"multiple of 16 bytes and are priced up to {bad['slowdown_max']:.3g}x slower "
+            f"(cuBLAS's narrow-load kernels on {hw['gpu']}; the largest, {big['op']} "
+            f"{big['shape']}, {big['slowdown']:.3g}x): "
             "padding that size (a vocabulary, say) to a multiple of 64 removes it "
             "(docs/model.md, \"Misaligned tensor-core products\").", style="yellow"))
     km = hw.get("kernel_model")

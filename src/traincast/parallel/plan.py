@@ -350,12 +350,15 @@ def preset_problem(cfg: ModelConfig, catalog: Catalog, node: str, dtype: str,
     rate for the attention), or ``""``: the checks :func:`_search_node` starts with. An
     unknown preset stays an error."""
     try:
-        resolve_knobs(framework, cfg, hybrid_hardware(catalog, node, dtype),
-                      attention=attention)
+        hw = hybrid_hardware(catalog, node, dtype)
+        knobs, _ = resolve_knobs(framework, cfg, hw, attention=attention)
     except UnknownNameError:
         raise
     except TraincastError as exc:
         return str(exc)
+    if knobs["attention"] in FUSED and hw.fused_rate(knobs["attention"]) <= 0:
+        return (f"{hw.gpu}: attention {knobs['attention']} has no rate on this GPU "
+                "(parallel/flash_attention.toml)")
     return ""
 
 
