@@ -21,7 +21,7 @@ from traincast.cli.common import (
     trust_text,
 )
 from traincast.cli.tables import Table
-from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS, load_catalog
+from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
 
 
 @hardware_app.command("list")
@@ -199,13 +199,12 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     kind, entry = cat.entry(name)
     data = {"kind": kind, **asdict(entry)}
     if kind == "gpu":
-        from traincast.parallel.validation import published_checks
+        from traincast.parallel.validation import shipped_gpu_checks
 
         data["compute"] = compute.basis(entry, cat.compute)
         data["kernel_model"] = kernels.kernel_model_basis(entry, cat.kernel_model) \
             if data["compute"]["strategy"] == "kernel" else None
-        data["published_checks"] = published_checks(entry.name) \
-            if entry.name in load_catalog().gpus else []  # a GPU of the user's catalog: none
+        data["published_checks"] = shipped_gpu_checks(entry.name)
     if kind == "node":
         data["resolved"] = {"gpu": asdict(cat.gpu(entry.gpu)),
                             **{r: asdict(cat.link(getattr(entry, r)))

@@ -326,12 +326,10 @@ def predict(
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
                                 catalog=cat, attention=attention, framework=framework)
-        from traincast.hardware.catalog import load_catalog
-        from traincast.parallel.validation import published_checks
+        from traincast.parallel.validation import shipped_gpu_checks
 
-        shipped = result["hardware"]["gpu"] in load_catalog().gpus  # else: none to quote
-        result["published_checks"] = published_checks(
-            result["hardware"]["gpu"], dtype=result["job"]["dtype"]) if shipped else []
+        result["published_checks"] = shipped_gpu_checks(result["hardware"]["gpu"],
+                                                        dtype=result["job"]["dtype"])
         if json_out:
             print_json(result)
         else:

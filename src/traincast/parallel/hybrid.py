@@ -170,6 +170,20 @@ class HybridHardware:
         return self.mem_bw_bps * self.mem_fractions.get(family, self.mem_efficiency)
 
 
+def require_fused_rate(hw: HybridHardware, attention: str) -> float:
+    """``R_flash`` of the fused attention ``attention`` on ``hw``; a TraincastError naming the
+    GPU when the kernel does not run there (rate 0: flash3 off Hopper, cudnn below compute
+    capability 8.0)."""
+    rate = hw.fused_rate(attention)
+    if rate <= 0:
+        raise TraincastError(f"{hw.gpu}: attention {attention} has no rate on this GPU",
+                             hint="FlashAttention-3 (flash3) runs on Hopper GPUs only, "
+                                  "cuDNN's fused attention (cudnn) on NVIDIA GPUs of "
+                                  "compute capability 8.0 and later "
+                                  "(parallel/flash_attention.toml); use flash")
+    return rate
+
+
 FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
 """The dtype fused attention runs in when it differs from the model's: Transformer Engine's
 fp8 recipe runs only the linear layers in fp8, attention in bf16."""
@@ -192,14 +206,11 @@ class FlashRates:
     """Per kernel, the CUDA compute capability it needs (``cudnn``: 8.0); a GPU below it, or
     without one (not NVIDIA), has no rate for it."""
 
-    def of(self, attention: str, gpu: str, compute_capability: float | None = None
-           ) -> float | None:
+    def of(self, attention: str, gpu: str, compute_capability: float) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
         kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
-        ``min_compute_capability`` the GPU's ``compute_capability`` (when given) is below."""
-        least = self.min_compute_capability.get(attention)
-        if least is not None and compute_capability is not None \
-                and compute_capability < least:
+        ``min_compute_capability`` the GPU's ``compute_capability`` is below."""
+        if compute_capability < self.min_compute_capability.get(attention, 0.0):
             return None
         return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 
@@ -460,13 +471,7 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
-        rate = hw.fused_rate(c.attention)
-        if rate <= 0:
-            raise TraincastError(f"{hw.gpu}: attention {c.attention} has no rate on this GPU",
-                                 hint="FlashAttention-3 (flash3) runs on Hopper GPUs only, "
-                                      "cuDNN's fused attention (cudnn) on NVIDIA GPUs of "
-                                      "compute capability 8.0 and later "
-                                      "(parallel/flash_attention.toml); use flash")
+        rate = require_fused_rate(hw, c.attention)
         return (np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps),
                 np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps))
     attn_s = f_attn / (c.t * c.cp) / hw.flops_per_s * gemm.attention_slowdown(

@@ -44,6 +44,7 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     recipe_text,
+    require_fused_rate,
     resolve_knobs,
     seq_warning,
 )
@@ -352,13 +353,12 @@ def preset_problem(cfg: ModelConfig, catalog: Catalog, node: str, dtype: str,
     try:
         hw = hybrid_hardware(catalog, node, dtype)
         knobs, _ = resolve_knobs(framework, cfg, hw, attention=attention)
+        if knobs["attention"] in FUSED:
+            require_fused_rate(hw, knobs["attention"])
     except UnknownNameError:
         raise
     except TraincastError as exc:
         return str(exc)
-    if knobs["attention"] in FUSED and hw.fused_rate(knobs["attention"]) <= 0:
-        return (f"{hw.gpu}: attention {knobs['attention']} has no rate on this GPU "
-                "(parallel/flash_attention.toml)")
     return ""
 
 

@@ -377,6 +377,12 @@ def published_checks(gpu: str, dtype: str | None = None) -> list[dict[str, Any]]
     return copy.deepcopy(_published_checks(load_catalog().gpu_name(gpu), dtype))
 
 
+def shipped_gpu_checks(gpu: str, dtype: str | None = None) -> list[dict[str, Any]]:
+    """:func:`published_checks` of ``gpu`` when the shipped catalog has it; ``[]`` for a GPU
+    only a user's catalog gives (no shipped run can have used it)."""
+    return published_checks(gpu, dtype) if gpu in load_catalog().gpus else []
+
+
 @functools.cache
 def _published_checks(gpu: str, dtype: str | None) -> list[dict[str, Any]]:
     """``published_checks`` of a catalog GPU name, priced once per process (shipped data)."""
