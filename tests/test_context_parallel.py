@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from test_attention import flash_shape_by_hand
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import (
@@ -145,7 +146,8 @@ def test_ring_exchange_exposed_by_hand() -> None:
     hw = dataclasses.replace(hybrid_hardware(None, "dgx-h100", "bf16"), intra_bps=1e9,
                              intra_latency_s=0.0)
     c = cfg(8192, 4, recompute=2)
-    rf = hw.fused_rate("flash")
+    # the kernel's rate at the s / cp = 2048 queries of one rank, d = 128 (g / g_ref by hand)
+    rf = hw.fused_rate("flash") * flash_shape_by_hand("flash", 2048, 128)
     # per rank: causal 4 b s^2 a d / 2 / cp = 2^40 / 2 / 4 = 2^37 forward, 2.5 x backward
     t_fwd = max(2 ** 37 / rf, 2 * (2 * 2048 * 4096 + 2 * 8192 * 1024) / hw.mem_eff_bps)
     t_bwd = max(2.5 * 2 ** 37 / rf, 2 * (4 * 2048 * 4096 + 4 * 8192 * 1024) / hw.mem_eff_bps)

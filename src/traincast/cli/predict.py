@@ -534,6 +534,14 @@ def render_hybrid(result: dict[str, Any]) -> None:
                   + (fmt_bytes(mem['capacity'] * 1e9) if math.isfinite(mem["capacity"]) else
                      "a capacity the entry does not give (not checked)")
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")
+    rate = result.get("attention_rate")
+    if rate:
+        console.print(Text(
+            f"Attention: {rate['kernel']} at {rate['tflops']:.0f} TFLOP/s per GPU, "
+            f"{rate['fraction_of_peak']:.2f} of the dense peak (its fraction x "
+            f"{rate['shape_factor']:.2f} for {rate['seq_per_rank']} tokens per rank and head "
+            f"size {rate['head_dim']}: docs/parallelism.md, \"Fused attention's rate by "
+            f"shape\")."))
     m, gb = job["micro_batches"], job["global_batch"]
     console.print(Text(
         f"Pipeline: {m} micro-batch{'' if m == 1 else 'es'} per pipeline (m = B / (dp x "

@@ -189,6 +189,23 @@ FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
 fp8 recipe runs only the linear layers in fp8, attention in bf16."""
 
 
+def shape_curve(s: ArrayLike, d: ArrayLike, causal: ArrayLike, s0: float, d0: float,
+                block_tokens: float) -> F:
+    """A fused attention's rate by shape over its long-sequence rate at infinite head size::
+
+        g(s, d) = d / (d + d_0) · s / (s + s_eff),   s_eff = s_0 (full), T + 2 s_0 (causal)
+
+    ``s_0`` (tokens): one block of queries' fixed work (loading it, writing its output and
+    gradients, the softmax's last rescale) as keys' worth of products, so a row of ``s`` keys
+    costs ``s + s_0``; under a causal mask the ``T``-token block on the diagonal runs whole
+    (``s^2 / 2 (1 + T / s)`` executed for ``s^2 / 2`` counted) and the fixed work weighs on half
+    the products. ``d_0``: the exponentials and rescales of a score, which do not grow with
+    ``d``, as head dimensions' worth of products. ``causal`` is 0 or 1 (or a bool)."""
+    s, d = _i(s), _i(d)
+    s_eff = np.where(_i(causal) > 0, block_tokens + 2.0 * s0, s0)
+    return d / (d + d0) * s / (s + s_eff)
+
+
 @dataclass(frozen=True)
 class FlashRates:
     """``parallel/flash_attention.toml``: the causal share of the full-square FLOPs, the
@@ -205,6 +222,37 @@ class FlashRates:
     min_compute_capability: dict[str, float] = field(default_factory=dict)
     """Per kernel, the CUDA compute capability it needs (``cudnn``: 8.0); a GPU below it, or
     without one (not NVIDIA), has no rate for it."""
+    seq_overhead_tokens: dict[str, float] = field(default_factory=dict)
+    """Per kernel, ``s_0``: one query block's fixed work as keys' worth of products (tokens)."""
+    head_dim_overhead: dict[str, float] = field(default_factory=dict)
+    """Per kernel, ``d_0``: the per-score exponentials and rescales as head dimensions."""
+    block_tokens: float = 128.0
+    """``T``: the square block on the diagonal that runs whole under a causal mask."""
+    reference: tuple[tuple[float, float, bool], ...] = ()
+    """The shapes ``(s, d, causal)`` over whose median ``g`` a fraction is read."""
+    reference_by_kernel: dict[str, tuple[tuple[float, float, bool], ...]] = field(
+        default_factory=dict)
+    """Per kernel whose fraction was published at its own shapes (FlashAttention-3's 0.75: a
+    forward pass at 16k tokens, head size 256, no mask), those shapes instead."""
+
+    def g_ref(self, attention: str) -> float:
+        """The median of ``g`` over the kernel's reference shapes."""
+        ref = self.reference_by_kernel.get(attention, self.reference)
+        s, d, c = (np.array(x, dtype=np.float64) for x in zip(*ref, strict=True))
+        return float(np.median(self.shape(attention, s, d, c)))
+
+    def shape(self, attention: str, seq: ArrayLike, head_dim: ArrayLike,
+              causal: ArrayLike = True) -> F:
+        """``g(s, d) = d / (d + d_0) · s / (s + s_eff)``, ``s_eff = T + 2 s_0`` causal, ``s_0``
+        full (:func:`shape_curve`)."""
+        return shape_curve(_i(seq), _i(head_dim), _i(causal),
+                           self.seq_overhead_tokens[attention],
+                           self.head_dim_overhead[attention], self.block_tokens)
+
+    def shape_factor(self, attention: str, seq: ArrayLike, head_dim: ArrayLike) -> F:
+        """The causal rate at sequence ``seq`` and head size ``head_dim`` over the kernel's
+        fraction: ``g(s, d) / g_ref`` (:meth:`g_ref`)."""
+        return self.shape(attention, seq, head_dim) / self.g_ref(attention)
 
     def of(self, attention: str, gpu: str, compute_capability: float) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
@@ -227,6 +275,7 @@ def flash_rates() -> FlashRates:
     """The shipped fused-attention rates (``parallel/flash_attention.toml``, each with its
     published source)."""
     raw = package_toml("flash_attention.toml")
+    shape = raw["shape"]
     return FlashRates(causal_fraction=float(raw["causal_fraction"]),
                       backward_factor=float(raw["backward_factor"]),
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
@@ -234,7 +283,22 @@ def flash_rates() -> FlashRates:
                       default_fraction={k: float(v) for k, v in
                                         raw["default_fraction"].items()},
                       min_compute_capability={k: float(v) for k, v in
-                                              raw.get("min_compute_capability", {}).items()})
+                                              raw.get("min_compute_capability", {}).items()},
+                      seq_overhead_tokens={k: float(v) for k, v in
+                                           shape["seq_overhead_tokens"].items()},
+                      head_dim_overhead={k: float(v) for k, v in
+                                         shape["head_dim_overhead"].items()},
+                      block_tokens=float(shape["block_tokens"]),
+                      reference=_shapes(shape["reference_seq_tokens"],
+                                        shape["reference_head_dims"], (True, False)),
+                      reference_by_kernel={
+                          k: _shapes(v["seq_tokens"], v["head_dims"], v["causal"])
+                          for k, v in shape.get("reference_by_kernel", {}).items()})
+
+
+def _shapes(seqs: list[int], head_dims: list[int], causal: Any
+            ) -> tuple[tuple[float, float, bool], ...]:
+    return tuple((float(s), float(d), bool(c)) for s in seqs for d in head_dims for c in causal)
 
 
 def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
@@ -247,7 +311,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
     dense peak of the dtype, bf16 for fp8); a GPU without a fraction of its own for
     FlashAttention-2 or -1 takes the kernel's A100 one (0.50, 0.25), for cuDNN's fused
-    attention the H200's measured 0.46; FlashAttention-3 has no rate off Hopper, cuDNN's none
+    attention the H200's measured 0.44; FlashAttention-3 has no rate off Hopper, cuDNN's none
     below compute capability 8.0 (or off NVIDIA).
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
@@ -466,12 +530,15 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
     * ``materialized``: ``T_fwd = T_attn`` and ``T_bwd = 2 T_attn`` with ``T_attn = f_attn /
       (t cp R)`` times its roofline slowdown (``gemm.attention_slowdown``; the backward is two
       products of each);
-    * ``flash``: ``T_fwd = max(F_fwd / R_flash, B_fwd / (M mem_eff))``, the same for ``T_bwd``
-      (:func:`flash_attention_work`).
+    * ``flash``: ``T_fwd = max(F_fwd / R, B_fwd / (M mem_eff))``, the same for ``T_bwd``
+      (:func:`flash_attention_work`), ``R = R_flash g(s_r, d) / g_ref`` the kernel's rate at
+      the sequence on one context rank ``s_r`` and the head size ``d``
+      (:meth:`FlashRates.shape_factor`).
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
-        rate = require_fused_rate(hw, c.attention)
+        rate = require_fused_rate(hw, c.attention) * flash_rates().shape_factor(
+            c.attention, c.s_rank, float(model.head_size))
         return (np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps),
                 np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps))
     attn_s = f_attn / (c.t * c.cp) / hw.flops_per_s * gemm.attention_slowdown(
@@ -1290,6 +1357,24 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
             "gpu_util": (time_s["compute_flop"] + time_s["compute_mem"]) / time_s["total"]}
 
 
+def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str,
+                   seq_per_rank: int) -> dict[str, Any] | None:
+    """The fused attention's rate as priced for a layer of ``seq_per_rank`` queries (``s /
+    cp``) and the model's head size: ``{"kernel", "tflops": R / 1e12, "fraction_of_peak": R /
+    P_attn (the dense peak of the attention's dtype, bf16 for fp8), "shape_factor": g / g_ref,
+    "seq_per_rank", "head_dim"}``; None for
+    ``materialized`` (its products run at the GEMM rate) or a kernel without a rate here."""
+    rate = hw.fused_rate(attention) if attention in FUSED else 0.0
+    if rate <= 0:
+        return None
+    rates = flash_rates()
+    factor = float(rates.shape_factor(attention, seq_per_rank, float(model.head_size)))
+    fraction = rates.of(attention, hw.gpu, hw.compute_capability) or 0.0
+    return {"kernel": attention, "tflops": rate * factor / 1e12,
+            "fraction_of_peak": fraction * factor, "shape_factor": factor,
+            "seq_per_rank": int(seq_per_rank), "head_dim": int(model.head_size)}
+
+
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
     """The ``hardware`` object of ``predict --json``: node, GPU, compute strategy, dense peak,
     GEMM and DRAM efficiencies (``mem_fractions``: per memory-bound kernel family), SMs, the
@@ -1381,6 +1466,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + recipe_text(framework, by_recipe))
     return {
         **time_summary(sc),
+        "attention_rate": attention_rate(cfg, hw, attention, s // cp),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
         "mfu": sc["mfu"] if math.isfinite(sc["mfu"]) else None,
