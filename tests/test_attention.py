@@ -58,23 +58,32 @@ def flash_data() -> dict:
                          .read_text())
 
 
-def g_ref_by_hand(kernel: str) -> float:
-    """The median of g over the reference shapes (causal and full), from the file's numbers."""
+def g_by_hand(kernel: str, s: float, d: float, causal: bool) -> float:
+    """g = d' / (d' + d_0) x s / (s + T + 2 s_0) causal, s / (s + s_0) full, d' = min(d,
+    head_dim_max), from the file's numbers."""
     sh = flash_data()["shape"]
     s0, d0 = sh["seq_overhead_tokens"][kernel], sh["head_dim_overhead"][kernel]
-    ref = sorted(d / (d + d0) * s / (s + (sh["block_tokens"] + 2 * s0 if c else s0))
-                 for s in sh["reference_seq_tokens"] for d in sh["reference_head_dims"]
-                 for c in (True, False))
+    d = min(d, sh["head_dim_max"][kernel])
+    return d / (d + d0) * s / (s + (sh["block_tokens"] + 2 * s0 if causal else s0))
+
+
+def g_ref_by_hand(kernel: str) -> float:
+    """The median of g over the kernel's reference shapes (its own, else the file's sequences x
+    head sizes x both masks), from the file's numbers."""
+    sh = flash_data()["shape"]
+    own = sh.get("reference_by_kernel", {}).get(kernel)
+    shapes = ([(s, d, c) for s in own["seq_tokens"] for d in own["head_dims"]
+               for c in own["causal"]] if own else
+              [(s, d, c) for s in sh["reference_seq_tokens"] for d in sh["reference_head_dims"]
+               for c in (True, False)])
+    ref = sorted(g_by_hand(kernel, s, d, c) for s, d, c in shapes)
     mid = len(ref) // 2
     return (ref[mid - 1] + ref[mid]) / 2 if len(ref) % 2 == 0 else ref[mid]
 
 
 def flash_shape_by_hand(kernel: str, s: float, d: float) -> float:
-    """g(s, d) / g_ref of a causal layer, from the file's numbers: g = d / (d + d_0) x s / (s +
-    T + 2 s_0); g_ref the median of g over the reference shapes."""
-    sh = flash_data()["shape"]
-    s0, d0 = sh["seq_overhead_tokens"][kernel], sh["head_dim_overhead"][kernel]
-    return d / (d + d0) * s / (s + sh["block_tokens"] + 2 * s0) / g_ref_by_hand(kernel)
+    """g(s, d) / g_ref of a causal layer, from the file's numbers."""
+    return g_by_hand(kernel, s, d, True) / g_ref_by_hand(kernel)
 
 
 # ---- the data file: published numbers with their sources ----------------------------------
@@ -407,6 +416,10 @@ def test_the_fit_command_recovers_the_shipped_shape() -> None:
         fit_shape({k: v[:3] for k, v in read_rows(path, "flash").items()}, 989.4e12)
 
 
+def sh_max(kernels: list[str]) -> list[float]:
+    return [flash_data()["shape"]["head_dim_max"][k] for k in kernels]
+
+
 def test_fused_attention_rate_grows_with_the_sequence_and_head_size_by_hand() -> None:
     # a causal layer's rate over the fraction, g / g_ref: FlashAttention-2's s_0 = 449 tokens,
     # d_0 = 28.2, T = 128: at s = 512, d = 128: 128 / 156.2 x 512 / (512 + 1026)
@@ -426,6 +439,13 @@ def test_fused_attention_rate_grows_with_the_sequence_and_head_size_by_hand() ->
     assert np.all(np.diff(f) > 0) and float(f[-1]) < 1 / g_ref_by_hand("cudnn")
     assert float(rates.shape_factor("cudnn", 4096, 64)) < float(rates.shape_factor(
         "cudnn", 4096, 128))
+    # a head wider than the curve's data (128 for the fitted kernels) is priced at 128
+    assert sh_max(["flash", "cudnn", "flash1"]) == [128, 128, 128]
+    for kernel in ("flash", "cudnn"):
+        assert float(rates.shape_factor(kernel, 4096, 256)) == pytest.approx(
+            float(rates.shape_factor(kernel, 4096, 128)), rel=1e-12)
+        assert float(rates.shape_factor(kernel, 4096, 96)) < float(rates.shape_factor(
+            kernel, 4096, 128))
     # FlashAttention-3's 0.75 is read at its own published shape (16k tokens, head size 256,
     # no mask): a causal layer of head size 128 at 16k tokens runs at g / g(16384, 256, full)
     sh = flash_data()["shape"]
@@ -482,7 +502,7 @@ def test_predict_reports_the_fused_attention_rate_it_priced() -> None:
                          framework="megatron-core", dtype="bf16")
     rate = res["attention_rate"]
     factor = flash_shape_by_hand("cudnn", 4096, 128)
-    assert rate["kernel"] == "cudnn" and rate["head_dim"] == 128
+    assert rate["kernel"] == "cudnn" and rate["head_dim"] == 128 and rate["peak_dtype"] == "bf16"
     assert rate["seq_per_rank"] == 4096
     assert rate["shape_factor"] == pytest.approx(factor, rel=1e-9)
     assert rate["fraction_of_peak"] == pytest.approx(0.44 * factor, rel=1e-9)
@@ -499,3 +519,24 @@ def test_predict_reports_the_fused_attention_rate_it_priced() -> None:
               "--dp", "8", "--seq", "4096", "--framework", "megatron-core")
     assert f"Attention: cudnn at {0.44 * factor * 989.4:.0f} TFLOP/s per GPU" in " ".join(
         out.split())
+
+
+def test_the_fit_reads_bad_rows_as_errors_naming_file_row_and_field(tmp_path) -> None:
+    from traincast.calibration.attention_fit import main, read_rows
+
+    head = "OPName,Latency,Device,B,H,KV_H,S,D,Causal,Backend,Pass,Dtype\n"
+    good = "sdpa,1.0,NVIDIA H200,1,16,16,4096,128,1,flash,fwdbwd,bf16\n"
+    path = tmp_path / "rows.csv"
+    path.write_text(head + good + good.replace(",1.0,", ",fast,"))
+    with pytest.raises(ValueError, match=r"rows\.csv, row 2: field 'Latency': 'fast'"):
+        read_rows(path, "flash")
+    path.write_text(head + good.replace(",4096,128,1,", ",4096,128,2,"))
+    with pytest.raises(ValueError, match=r"row 1: field 'Causal': '2' is not a 0 or 1"):
+        read_rows(path, "flash")
+    path.write_text(head.replace(",Causal", ",Mask") + good)
+    with pytest.raises(ValueError, match="no column 'Causal'"):
+        read_rows(path, "flash")
+    # the command names a backend without rows instead of fitting nothing
+    path.write_text(head + good)
+    with pytest.raises(SystemExit):
+        main([str(path), "--peak-tflops", "989.4", "--backends", "cudn"])

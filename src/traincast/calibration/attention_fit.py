@@ -33,26 +33,46 @@ from __future__ import annotations
 
 import csv
 import gzip
-import sys
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from traincast.parallel.hybrid import flash_rates, shape_curve
+from traincast.parallel.hybrid import flash_rates, median_shape, reference_shapes, shape_curve
 
 F = NDArray[np.float64]
 
 
 def read_rows(path: str | Path, backend: str, passes: str = "fwdbwd") -> dict[str, F]:
     """The rows of one backend and pass of a ``measure_kernels.py --families sdpa`` file
-    (``.csv`` or ``.csv.gz``) as float arrays ``B, H, S, D, Causal, Latency``."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["Backend"] == backend and r["Pass"] == passes]
+    (``.csv`` or ``.csv.gz``) as float arrays ``B, H, S, D, Causal, Latency``. A missing column
+    or a value that is not a positive number (``Causal``: 0 or 1) is a ValueError naming the
+    file, the row (1 = the first after the header) and the field."""
     keys = ("B", "H", "S", "D", "Causal", "Latency")
-    return {k: np.array([float(r[k]) for r in rows]) for k in keys}
+    opener = gzip.open if str(path).endswith(".gz") else open
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    with opener(path, "rt", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [k for k in (*keys, "Backend", "Pass") if k not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: no column {missing[0]!r} (an sdpa file of "
+                             "scripts/measure_kernels.py has B, H, S, D, Causal, Backend, Pass, "
+                             "Latency)")
+        for i, r in enumerate(reader, start=1):
+            if r["Backend"] != backend or r["Pass"] != passes:
+                continue
+            for k in keys:
+                try:
+                    v = float(r[k])
+                except (TypeError, ValueError):
+                    v = math.nan
+                if not (v in (0.0, 1.0) if k == "Causal" else math.isfinite(v) and v > 0):
+                    raise ValueError(f"{path}, row {i}: field {k!r}: {r[k]!r} is not a "
+                                     f"{'0 or 1' if k == 'Causal' else 'positive number'}")
+                out[k].append(v)
+    return {k: np.array(v, dtype=np.float64) for k, v in out.items()}
 
 
 def measured_fraction(rows: Mapping[str, F], peak_flops: float, causal_fraction: float,
@@ -98,9 +118,7 @@ def fit_shape(rows: Mapping[str, F], peak_flops: float) -> dict[str, float]:
                       np.arange(max(d0 - 2.0, 0.0), d0 + 2.05, 0.1), block_tokens)
     g = shape_curve(rows["S"], rows["D"], rows["Causal"], s0, d0, block_tokens)
     r_inf = float(np.exp(np.mean(log_frac - np.log(g))))
-    ref_s, ref_d, ref_c = (np.array(x, dtype=np.float64) for x in zip(*rates.reference,
-                                                                       strict=True))
-    g_ref = float(np.median(shape_curve(ref_s, ref_d, ref_c, s0, d0, block_tokens)))
+    g_ref = median_shape(reference_shapes(), s0, d0, block_tokens)
     const = float(np.median(frac))
     return {"seq_overhead_tokens": s0, "head_dim_overhead": round(d0, 1),
             "rate_fraction_inf": r_inf, "fraction": r_inf * g_ref,
@@ -110,14 +128,25 @@ def fit_shape(rows: Mapping[str, F], peak_flops: float) -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``attention_fit ROWS --peak-tflops P [--backends flash,cudnn]``: print each fit."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 3 or args[1] != "--peak-tflops":
-        raise SystemExit("usage: python -m traincast.calibration.attention_fit ROWS.csv[.gz] "
-                         "--peak-tflops P [--backends flash,cudnn]")
-    backends = args[4].split(",") if len(args) > 4 and args[3] == "--backends" else [
-        "flash", "cudnn"]
-    for backend in backends:
-        fit = fit_shape(read_rows(args[0], backend), float(args[2]) * 1e12)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m traincast.calibration.attention_fit",
+                                     description="Fit a fused attention's rate by shape to "
+                                     "measure_kernels.py --families sdpa rows.")
+    parser.add_argument("rows", type=Path, help="the sdpa rows, .csv or .csv.gz")
+    parser.add_argument("--peak-tflops", type=float, required=True,
+                        help="the GPU's dense 16-bit peak, TFLOP/s")
+    parser.add_argument("--backends", default="flash,cudnn",
+                        help="comma-separated Backend values to fit (default flash,cudnn)")
+    args = parser.parse_args(argv)
+    for backend in args.backends.split(","):
+        try:
+            rows = read_rows(args.rows, backend)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if not len(rows["S"]):
+            parser.error(f"{args.rows}: no forward + backward rows of backend {backend!r}")
+        fit = fit_shape(rows, args.peak_tflops * 1e12)
         print(backend, {k: round(v, 4) for k, v in fit.items()})
 
 

@@ -538,7 +538,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
     if rate:
         console.print(Text(
             f"Attention: {rate['kernel']} at {rate['tflops']:.0f} TFLOP/s per GPU, "
-            f"{rate['fraction_of_peak']:.2f} of the dense peak (its fraction x "
+            f"{rate['fraction_of_peak']:.2f} of the dense {rate['peak_dtype']} peak (its "
+            f"fraction x "
             f"{rate['shape_factor']:.2f} for {rate['seq_per_rank']} tokens per rank and head "
             f"size {rate['head_dim']}: docs/parallelism.md, \"Fused attention's rate by "
             f"shape\")."))

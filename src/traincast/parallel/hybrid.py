@@ -189,33 +189,43 @@ FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
 fp8 recipe runs only the linear layers in fp8, attention in bf16."""
 
 
-def shape_curve(s: ArrayLike, d: ArrayLike, causal: ArrayLike, s0: float, d0: float,
-                block_tokens: float) -> F:
+def shape_curve(s: ArrayLike, d: ArrayLike, causal: ArrayLike, s0: ArrayLike, d0: ArrayLike,
+                block_tokens: float, d_max: float = math.inf) -> F:
     """A fused attention's rate by shape over its long-sequence rate at infinite head size::
 
-        g(s, d) = d / (d + d_0) · s / (s + s_eff),   s_eff = s_0 (full), T + 2 s_0 (causal)
+        g(s, d) = d' / (d' + d_0) · s / (s + s_eff),   s_eff = s_0 (full), T + 2 s_0 (causal)
 
     ``s_0`` (tokens): one block of queries' fixed work (loading it, writing its output and
     gradients, the softmax's last rescale) as keys' worth of products, so a row of ``s`` keys
     costs ``s + s_0``; under a causal mask the ``T``-token block on the diagonal runs whole
     (``s^2 / 2 (1 + T / s)`` executed for ``s^2 / 2`` counted) and the fixed work weighs on half
     the products. ``d_0``: the exponentials and rescales of a score, which do not grow with
-    ``d``, as head dimensions' worth of products. ``causal`` is 0 or 1 (or a bool)."""
-    s, d = _i(s), _i(d)
-    s_eff = np.where(_i(causal) > 0, block_tokens + 2.0 * s0, s0)
+    ``d``, as head dimensions' worth of products; ``d' = min(d, d_max)``, the head size held at
+    the largest one the curve rests on. ``causal`` is 0 or 1 (or a bool)."""
+    s, d = _i(s), np.minimum(_i(d), d_max)
+    s_eff = np.where(_i(causal) > 0, block_tokens + 2.0 * _i(s0), s0)
     return d / (d + d0) * s / (s + s_eff)
+
+
+def median_shape(reference: tuple[tuple[float, float, bool], ...], s0: float, d0: float,
+                 block_tokens: float, d_max: float = math.inf) -> float:
+    """``g_ref``: the median of :func:`shape_curve` over the shapes ``(s, d, causal)``."""
+    s, d, c = (np.array(x, dtype=np.float64) for x in zip(*reference, strict=True))
+    return float(np.median(shape_curve(s, d, c, s0, d0, block_tokens, d_max)))
 
 
 @dataclass(frozen=True)
 class FlashRates:
     """``parallel/flash_attention.toml``: the causal share of the full-square FLOPs, the
-    backward's FLOPs over the forward's, and the achieved fraction of the dense peak per GPU."""
+    backward's FLOPs over the forward's, the achieved fraction of the dense peak per GPU and
+    the rate's shape per kernel (``[shape]``)."""
 
     causal_fraction: float
     backward_factor: float
     fraction: dict[tuple[str, str], float]
     """(kernel: ``flash1``, ``flash``, ``flash3`` = FlashAttention-1, -2, -3, ``cudnn`` =
-    cuDNN's fused attention; GPU) -> the achieved fraction of the dense peak."""
+    cuDNN's fused attention; GPU) -> the achieved fraction of the dense peak at the kernel's
+    reference shapes."""
     default_fraction: dict[str, float]
     """Per kernel, the fraction of a GPU without one of its own (FlashAttention's A100 figures,
     cuDNN's H200 measurement; none for ``flash3``)."""
@@ -226,33 +236,26 @@ class FlashRates:
     """Per kernel, ``s_0``: one query block's fixed work as keys' worth of products (tokens)."""
     head_dim_overhead: dict[str, float] = field(default_factory=dict)
     """Per kernel, ``d_0``: the per-score exponentials and rescales as head dimensions."""
+    head_dim_max: dict[str, float] = field(default_factory=dict)
+    """Per kernel, the largest head size the curve rests on; a wider head is priced at it."""
     block_tokens: float = 128.0
     """``T``: the square block on the diagonal that runs whole under a causal mask."""
-    reference: tuple[tuple[float, float, bool], ...] = ()
-    """The shapes ``(s, d, causal)`` over whose median ``g`` a fraction is read."""
-    reference_by_kernel: dict[str, tuple[tuple[float, float, bool], ...]] = field(
-        default_factory=dict)
-    """Per kernel whose fraction was published at its own shapes (FlashAttention-3's 0.75: a
-    forward pass at 16k tokens, head size 256, no mask), those shapes instead."""
-
-    def g_ref(self, attention: str) -> float:
-        """The median of ``g`` over the kernel's reference shapes."""
-        ref = self.reference_by_kernel.get(attention, self.reference)
-        s, d, c = (np.array(x, dtype=np.float64) for x in zip(*ref, strict=True))
-        return float(np.median(self.shape(attention, s, d, c)))
+    g_ref: dict[str, float] = field(default_factory=dict)
+    """Per kernel, ``g_ref``: the median of ``g`` over the shapes its fraction is read at (the
+    file's reference shapes, or the kernel's own: FlashAttention-3's 0.75, a forward pass at
+    16k tokens, head size 256, no mask)."""
 
     def shape(self, attention: str, seq: ArrayLike, head_dim: ArrayLike,
               causal: ArrayLike = True) -> F:
-        """``g(s, d) = d / (d + d_0) · s / (s + s_eff)``, ``s_eff = T + 2 s_0`` causal, ``s_0``
-        full (:func:`shape_curve`)."""
-        return shape_curve(_i(seq), _i(head_dim), _i(causal),
-                           self.seq_overhead_tokens[attention],
-                           self.head_dim_overhead[attention], self.block_tokens)
+        """``g(s, d)`` of kernel ``attention`` (:func:`shape_curve`)."""
+        return shape_curve(seq, head_dim, causal, self.seq_overhead_tokens[attention],
+                           self.head_dim_overhead[attention], self.block_tokens,
+                           self.head_dim_max.get(attention, math.inf))
 
     def shape_factor(self, attention: str, seq: ArrayLike, head_dim: ArrayLike) -> F:
         """The causal rate at sequence ``seq`` and head size ``head_dim`` over the kernel's
-        fraction: ``g(s, d) / g_ref`` (:meth:`g_ref`)."""
-        return self.shape(attention, seq, head_dim) / self.g_ref(attention)
+        fraction: ``g(s, d) / g_ref``."""
+        return self.shape(attention, seq, head_dim) / self.g_ref[attention]
 
     def of(self, attention: str, gpu: str, compute_capability: float) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
@@ -276,6 +279,13 @@ def flash_rates() -> FlashRates:
     published source)."""
     raw = package_toml("flash_attention.toml")
     shape = raw["shape"]
+    block = float(shape["block_tokens"])
+    s0 = {k: float(v) for k, v in shape["seq_overhead_tokens"].items()}
+    d0 = {k: float(v) for k, v in shape["head_dim_overhead"].items()}
+    d_max = {k: float(v) for k, v in shape["head_dim_max"].items()}
+    own = {k: _shapes(v["seq_tokens"], v["head_dims"], v["causal"])
+           for k, v in shape.get("reference_by_kernel", {}).items()}
+    common = reference_shapes()
     return FlashRates(causal_fraction=float(raw["causal_fraction"]),
                       backward_factor=float(raw["backward_factor"]),
                       fraction={(str(r["kernel"]), gpu): float(r["fraction"])
@@ -284,16 +294,17 @@ def flash_rates() -> FlashRates:
                                         raw["default_fraction"].items()},
                       min_compute_capability={k: float(v) for k, v in
                                               raw.get("min_compute_capability", {}).items()},
-                      seq_overhead_tokens={k: float(v) for k, v in
-                                           shape["seq_overhead_tokens"].items()},
-                      head_dim_overhead={k: float(v) for k, v in
-                                         shape["head_dim_overhead"].items()},
-                      block_tokens=float(shape["block_tokens"]),
-                      reference=_shapes(shape["reference_seq_tokens"],
-                                        shape["reference_head_dims"], (True, False)),
-                      reference_by_kernel={
-                          k: _shapes(v["seq_tokens"], v["head_dims"], v["causal"])
-                          for k, v in shape.get("reference_by_kernel", {}).items()})
+                      seq_overhead_tokens=s0, head_dim_overhead=d0, head_dim_max=d_max,
+                      block_tokens=block,
+                      g_ref={k: median_shape(own.get(k, common), s0[k], d0[k], block,
+                                             d_max.get(k, math.inf)) for k in s0})
+
+
+def reference_shapes() -> tuple[tuple[float, float, bool], ...]:
+    """The shapes ``(s, d, causal)`` a ``[[rate]]`` fraction is read at, unless its kernel has
+    its own: ``[shape]``'s sequences x head sizes x both masks."""
+    shape = package_toml("flash_attention.toml")["shape"]
+    return _shapes(shape["reference_seq_tokens"], shape["reference_head_dims"], (True, False))
 
 
 def _shapes(seqs: list[int], head_dims: list[int], causal: Any
@@ -1357,12 +1368,12 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
             "gpu_util": (time_s["compute_flop"] + time_s["compute_mem"]) / time_s["total"]}
 
 
-def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str,
-                   seq_per_rank: int) -> dict[str, Any] | None:
+def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_per_rank: int,
+                   dtype: str) -> dict[str, Any] | None:
     """The fused attention's rate as priced for a layer of ``seq_per_rank`` queries (``s /
     cp``) and the model's head size: ``{"kernel", "tflops": R / 1e12, "fraction_of_peak": R /
-    P_attn (the dense peak of the attention's dtype, bf16 for fp8), "shape_factor": g / g_ref,
-    "seq_per_rank", "head_dim"}``; None for
+    P_attn, "peak_dtype": the attention's dtype (bf16 for fp8: the peak ``P_attn`` is
+    its), "shape_factor": g / g_ref, "seq_per_rank", "head_dim"}``; None for
     ``materialized`` (its products run at the GEMM rate) or a kernel without a rate here."""
     rate = hw.fused_rate(attention) if attention in FUSED else 0.0
     if rate <= 0:
@@ -1371,8 +1382,9 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str,
     factor = float(rates.shape_factor(attention, seq_per_rank, float(model.head_size)))
     fraction = rates.of(attention, hw.gpu, hw.compute_capability) or 0.0
     return {"kernel": attention, "tflops": rate * factor / 1e12,
-            "fraction_of_peak": fraction * factor, "shape_factor": factor,
-            "seq_per_rank": int(seq_per_rank), "head_dim": int(model.head_size)}
+            "fraction_of_peak": fraction * factor, "peak_dtype": FLASH_DTYPE.get(dtype, dtype),
+            "shape_factor": factor, "seq_per_rank": int(seq_per_rank),
+            "head_dim": int(model.head_size)}
 
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
@@ -1466,7 +1478,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + recipe_text(framework, by_recipe))
     return {
         **time_summary(sc),
-        "attention_rate": attention_rate(cfg, hw, attention, s // cp),
+        "attention_rate": attention_rate(cfg, hw, attention, s // cp, dtype),
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
         "mfu": sc["mfu"] if math.isfinite(sc["mfu"]) else None,
