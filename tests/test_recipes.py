@@ -50,8 +50,8 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
         for knob, s in r.get("set", {}).items():
             assert knob in RECIPE_KNOBS, (name, knob)
             assert s["source"].startswith("https://"), (name, knob)
-            assert set(s) <= {"value", "source", "sm90", "gated"}, (name, knob)
-            for key in ("value", "sm90", "gated"):
+            assert set(s) <= {"value", "source", "sm90", "below_sm80", "gated"}, (name, knob)
+            for key in ("value", "sm90", "below_sm80", "gated"):
                 if key in s and knob == "attention":
                     assert s[key] in ATTENTION
                 if key in s and knob == "zero":
@@ -78,6 +78,19 @@ def test_each_recipe_sets_what_docs_say() -> None:
     assert recipe_settings("megatron-core", LLAMA, b200)["attention"] == "cudnn"
     assert a100.compute_capability == 8.0
     assert recipe_settings("megatron-core", gpt3, h100)["dropout"] is True
+    # below compute capability 8.0 FlashAttention-2 and cuDNN's fused attention do not run:
+    # Transformer Engine falls back to its unfused attention, PyTorch SDPA (fsdp) to its
+    # memory-efficient kernel; an AMD GPU (no compute capability) keeps the recipe's value
+    v100 = hybrid_hardware(None, "pai-v100-nvlink", "fp16")
+    t4 = hybrid_hardware(None, "pai-t4", "fp16")
+    assert (v100.compute_capability, t4.compute_capability) == (7.0, 7.5)
+    for hw in (v100, t4):
+        assert recipe_settings("megatron-core", LLAMA, hw)["attention"] == "materialized"
+        assert recipe_settings("fsdp", LLAMA, hw)["attention"] == "efficient"
+    mi300x = hybrid_hardware(None, "mi300x-node")
+    assert mi300x.compute_capability == 0.0
+    assert recipe_settings("fsdp", LLAMA, mi300x)["attention"] == "flash"
+    assert recipe_settings("fsdp", LLAMA, a100)["attention"] == "flash"
     assert recipe_settings("fsdp", LLAMA, h100) == {"zero": 3, "attention": "flash",
                                                     "dropout": False, "grad_accum_fused": True}
     assert recipe_settings("deepspeed", LLAMA, a100) == {"zero": 1, "attention": "materialized"}

@@ -247,7 +247,20 @@ def test_report_pieces_are_jinja_templates_with_autoescape():
 
 
 ALLOWED_TAG = re.compile(r"</?(h[1-6]|p|b|strong|em|code|pre|ul|ol|li|div|table|thead|tbody|tr"
-                         r'|th|td|blockquote|hr ?/?|br ?/?)( class="tbl"| style="[a-z:-]+")?>')
+                         r'|th|td|blockquote|hr ?/?|br ?/?)( class="tbl"| style="[a-z:-]+")?>'
+                         r'|<a href="[^"<>]*">|</a>')
+"""The renderer's own tags; a link's href is markdown-it's percent-encoded, validated copy of
+the input (an autolink such as ``<https://...>``; ``javascript:``, ``vbscript:``, ``file:`` and
+``data:`` links are refused and stay text)."""
+
+
+def test_a_link_from_the_input_is_encoded_and_never_a_script() -> None:
+    from traincast.report.html import markdown
+
+    assert markdown("<a-:>") == '<p><a href="a-:">a-:</a></p>\n'
+    assert 'href="https://x.org/a%22b"' in markdown('<https://x.org/a"b>')
+    for text in ("<javascript:alert(1)>", "<vbscript:x>", "[x](javascript:alert(1))"):
+        assert "<a" not in markdown(text), text
 
 
 def test_a_fence_s_info_string_makes_no_attribute() -> None:

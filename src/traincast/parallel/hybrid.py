@@ -72,22 +72,25 @@ from traincast.resolve import resolve_link
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
-ATTENTION: tuple[str, ...] = ("materialized", "flash1", "flash", "flash3", "cudnn")
+ATTENTION: tuple[str, ...] = ("materialized", "flash1", "flash", "flash3", "cudnn", "efficient")
 """Attention implementations: ``materialized`` (Megatron-LM 2021: the ``b a s^2`` scores go
 through DRAM and are kept as activations), ``flash1`` (a fused kernel at the first
 FlashAttention's rate: flash-attn 1.x and its Triton port, as llm-foundry ran in 2023),
 ``flash`` (FlashAttention-2's rate: PyTorch SDPA, most stacks since late 2023), ``flash3``
-(FlashAttention-3's rate, Hopper only) and ``cudnn`` (cuDNN's fused attention: Transformer
+(FlashAttention-3's rate, Hopper only), ``cudnn`` (cuDNN's fused attention: Transformer
 Engine's ``FusedAttention``, its choice on compute capability 9.0 and later, and PyTorch SDPA's
-cuDNN backend): the scores stay on chip; rates in ``parallel/flash_attention.toml``."""
-FUSED: tuple[str, ...] = ("flash1", "flash", "flash3", "cudnn")
+cuDNN backend) and ``efficient`` (PyTorch SDPA's memory-efficient backend, xFormers' CUTLASS
+kernels: its choice below compute capability 8.0, where FlashAttention-2 does not run): the
+scores stay on chip; rates in ``parallel/flash_attention.toml``."""
+FUSED: tuple[str, ...] = ("flash1", "flash", "flash3", "cudnn", "efficient")
 """The fused attentions: the scores never leave the SM."""
 ATTENTION_WORDS: dict[str, str] = {
     "materialized": "the s x s scores go through memory, as Megatron-LM in 2021",
     "flash": "a fused kernel keeps them on chip, at FlashAttention-2's published rate",
     "flash1": "at the first FlashAttention's (and its Triton port's), as 2023 stacks ran",
     "flash3": "at FlashAttention-3's on H100",
-    "cudnn": "at cuDNN's fused attention's, Transformer Engine's pick from Hopper on"}
+    "cudnn": "at cuDNN's fused attention's, Transformer Engine's pick from Hopper on",
+    "efficient": "at PyTorch SDPA's memory-efficient kernel's, its pick below Ampere"}
 """What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan, the
 llm-foundry line of ``validate --published``)."""
 ATTENTION_HELP: str = "; ".join(f"{k}: {v}" for k, v in ATTENTION_WORDS.items())
@@ -230,8 +233,10 @@ class FlashRates:
     """Per kernel, the fraction of a GPU without one of its own (FlashAttention's A100 figures,
     cuDNN's H200 measurement; none for ``flash3``)."""
     min_compute_capability: dict[str, float] = field(default_factory=dict)
-    """Per kernel, the CUDA compute capability it needs (``cudnn``: 8.0); a GPU below it, or
-    without one (not NVIDIA), has no rate for it."""
+    """Per kernel, the CUDA compute capability it needs (``flash``, ``cudnn``: 8.0; ``flash1``:
+    7.5); an NVIDIA GPU below it has no rate for it."""
+    nvidia_only: frozenset[str] = frozenset()
+    """Kernels with no rate off NVIDIA (a GPU without a compute capability: ``cudnn``)."""
     seq_overhead_tokens: dict[str, float] = field(default_factory=dict)
     """Per kernel, ``s_0``: one query block's fixed work as keys' worth of products (tokens)."""
     head_dim_overhead: dict[str, float] = field(default_factory=dict)
@@ -260,8 +265,11 @@ class FlashRates:
     def of(self, attention: str, gpu: str, compute_capability: float) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
         kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
-        ``min_compute_capability`` the GPU's ``compute_capability`` is below."""
-        if compute_capability < self.min_compute_capability.get(attention, 0.0):
+        ``min_compute_capability`` the GPU's ``compute_capability`` is below, or that runs on
+        NVIDIA only (:attr:`nvidia_only`) on a GPU without one (0: AMD)."""
+        if compute_capability <= 0 and attention in self.nvidia_only:
+            return None
+        if 0 < compute_capability < self.min_compute_capability.get(attention, 0.0):
             return None
         return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 
@@ -294,6 +302,7 @@ def flash_rates() -> FlashRates:
                                         raw["default_fraction"].items()},
                       min_compute_capability={k: float(v) for k, v in
                                               raw.get("min_compute_capability", {}).items()},
+                      nvidia_only=frozenset(raw.get("nvidia_only", [])),
                       seq_overhead_tokens=s0, head_dim_overhead=d0, head_dim_max=d_max,
                       block_tokens=block,
                       g_ref={k: median_shape(own.get(k, common), s0[k], d0[k], block,
@@ -322,8 +331,10 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     Fused attention: ``R_flash = fraction x P_attn`` (:func:`flash_rates`, ``P_attn`` the
     dense peak of the dtype, bf16 for fp8); a GPU without a fraction of its own for
     FlashAttention-2 or -1 takes the kernel's A100 one (0.50, 0.25), for cuDNN's fused
-    attention the H200's measured 0.44; FlashAttention-3 has no rate off Hopper, cuDNN's none
-    below compute capability 8.0 (or off NVIDIA).
+    attention the H200's measured 0.44, for the memory-efficient kernel 0.22 (the H200's 0.12
+    scaled off Hopper); FlashAttention-3 has no rate off Hopper, FlashAttention-2 and cuDNN's
+    none below compute capability 8.0, FlashAttention-1 none below 7.5, cuDNN's none off
+    NVIDIA.
 
     GEMM and DRAM rates: the compute strategy the catalog selects for the GPU
     (:func:`traincast.compute.rates` with ``streaming``: under ``kernel`` a calibrated
@@ -1119,6 +1130,9 @@ RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "z
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
 SM90: float = 9.0
 """The compute capability from which a recipe's ``sm90`` value applies (Hopper and later)."""
+SM80: float = 8.0
+"""The compute capability below which a recipe's ``below_sm80`` value applies (an NVIDIA GPU
+before Ampere: FlashAttention-2 and cuDNN's fused attention do not run there)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
 """The recipe of ``predict --arch hybrid``, ``plan`` and the published tables by default."""
 
@@ -1126,7 +1140,8 @@ DEFAULT_FRAMEWORK: str = "megatron-2021"
 @lru_cache(maxsize=1)
 def recipes() -> dict[str, dict[str, Any]]:
     """The shipped framework recipes (``parallel/recipes.toml``): name -> ``{"title",
-    "source", "set": {knob: {"value", "source", optional "sm90", "gated"}}, "kept"}``."""
+    "source", "set": {knob: {"value", "source", optional "sm90", "below_sm80", "gated"}},
+    "kept"}``."""
     return dict(package_toml("recipes.toml")["recipe"])
 
 
@@ -1142,12 +1157,15 @@ def check_framework(framework: str, flag: str = "--framework") -> str:
 def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> dict[str, Any]:
     """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
     its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
-    :data:`SM90`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``)."""
+    :data:`SM90`), its ``below_sm80`` value on an NVIDIA GPU below 8.0 (Volta, Turing:
+    :data:`SM80`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``)."""
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
         if "sm90" in setting and hw.compute_capability >= SM90:
             value = setting["sm90"]
+        if "below_sm80" in setting and 0 < hw.compute_capability < SM80:
+            value = setting["below_sm80"]
         if "gated" in setting and model.n_mat == 3:
             value = setting["gated"]
         out[knob] = value
