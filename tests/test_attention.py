@@ -114,7 +114,7 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert set(raw["min_compute_capability_source"]) == set(raw["min_compute_capability"])
     assert "SM80" in raw["min_compute_capability_source"]["cudnn"]
     assert "sm80" in raw["min_compute_capability_source"]["flash"]
-    assert raw["nvidia_only"] == ["cudnn"] and "NVIDIA" in raw["nvidia_only_source"]
+    assert raw["nvidia_only"] == ["cudnn", "flash1"] and "NVIDIA" in raw["nvidia_only_source"]
     assert all(r["source"] and r["kernel"] for r in raw["rate"])
 
 
@@ -402,7 +402,9 @@ def test_the_h200_fused_shape_and_fraction_are_the_least_squares_fit_of_its_rows
     curve = statistics.median(abs(r_inf * g(s0, d0, r) / f - 1) for f, r in zip(frac, rows,
                                                                                  strict=True))
     const = statistics.median(abs(statistics.median(frac) / f - 1) for f in frac)
-    assert curve < 0.08 and const > 0.14 and curve < const / 2.5
+    # (one constant's median |error| over the rows: 20.9%, 24.1% and 14.4%)
+    assert curve < 0.08 and const > {"efficient": 0.14}.get(backend, 0.2)
+    assert curve < const / 2.5
 
 
 def test_the_fit_command_recovers_the_shipped_shape() -> None:
@@ -567,7 +569,59 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
     assert res["job"]["attention"] == "efficient"
     assert res["attention_rate"]["fraction_of_peak"] == pytest.approx(
         0.22 * flash_shape_by_hand("efficient", 2048, 128), rel=1e-9)
-    # cuDNN is NVIDIA's: none on an MI300X, where FlashAttention-2 keeps its default rate
+    # cuDNN and flash-attn 1.x are NVIDIA's: none on an MI300X, where FlashAttention-2 keeps
+    # its default rate (ROCm ports)
     mi300x = hybrid_hardware(None, "mi300x-node", "bf16")
-    assert mi300x.fused_rate("cudnn") == 0.0
+    assert mi300x.fused_rate("cudnn") == 0.0 and mi300x.fused_rate("flash1") == 0.0
     assert mi300x.fused_rate("flash") == pytest.approx(0.50 * mi300x.peak_tflops * 1e12)
+    # the error names the GPU and the kernels that do run there
+    with pytest.raises(TraincastError) as err:
+        predict_hybrid("zoo:llama2-7b", node="pai-t4", dp=8, attention="cudnn", dtype="fp16")
+    assert "on T4 use flash1, efficient, materialized" in err.value.hint
+    # the paper's V100 (compute capability 7.0, its datasheet's) is gated as any V100
+    paper = hybrid_hardware(None, "paper-2019", "fp16")
+    assert paper.compute_capability == 7.0 and paper.fused_rate("flash") == 0.0
+
+
+def test_an_nvidia_entry_without_a_compute_capability_is_not_gated(tmp_path) -> None:
+    # the catalog does not say what it runs: every kernel but FlashAttention-3 (Hopper only)
+    # keeps its default; the recipes keep their plain values (no sm90, no below_sm80)
+    from traincast.hardware.catalog import load_catalog
+    from traincast.parallel.hybrid import recipe_settings
+    from traincast.parallel.models import get_model
+
+    path = tmp_path / "mine.toml"
+    path.write_text('[gpu.mygpu]\nsource = "mine"\n[gpu.mygpu.datasheet]\nfp32_tflops = 60\n'
+                    "bf16_tflops = 400\nfp16_tflops = 400\nmem_bw_gbs = 2000\nmem_gb = 80\n"
+                    '[node.mynode]\ngpu = "mygpu"\ngpus = 8\npcie = "pcie4x16"\n'
+                    'intra = "nvlink3-a100"\nnic = "ib-hdr"\nsource = "mine"\n')
+    hw = hybrid_hardware(load_catalog(path), "mynode", "bf16")
+    assert hw.compute_capability == 0.0 and hw.vendor == "nvidia"
+    for kernel, fraction in (("flash", 0.50), ("flash1", 0.25), ("cudnn", 0.44),
+                             ("efficient", 0.22)):
+        assert hw.fused_rate(kernel) == pytest.approx(fraction * 400e12), kernel
+    assert hw.fused_rate("flash3") == 0.0
+    assert recipe_settings("megatron-core", get_model("llama2-7b"), hw)["attention"] == "flash"
+
+
+def test_context_parallelism_needs_the_recipe_s_fused_attention() -> None:
+    # on a T4 Megatron-Core's attention is unfused (Transformer Engine below sm80), and its
+    # ring runs inside the fused kernel: no context parallelism there, --cp is a shape error
+    from traincast.parallel.hybrid import recipe_settings
+    from traincast.parallel.models import get_model
+
+    t4 = hybrid_hardware(None, "pai-t4", "fp16")
+    llama = get_model("llama2-7b")
+    assert recipe_settings("megatron-core", llama, t4) == {
+        "attention": "materialized", "dropout": False, "context_parallel": False}
+    with pytest.raises(TraincastError, match="context parallelism"):
+        predict_hybrid(llama, node="pai-t4", dp=4, cp=2, framework="megatron-core",
+                       dtype="fp16")
+    # plan over a T4 and an A100 preset searches cp on the A100 only, and says so
+    from traincast.parallel.plan import plan
+
+    out = plan("zoo:llama2-7b", 16, "pai-t4,dgx-a100", framework="megatron-core", dtype="fp16")
+    assert out["assumed"]["searched"]["cp"]["pai-t4"] == [1]
+    assert out["assumed"]["searched"]["cp"]["dgx-a100"] != [1]
+    assert "on dgx-a100, none on pai-t4 (no fused attention there)" in " ".join(
+        out["assumed"]["text"].split())

@@ -2,7 +2,8 @@
 
 Input: ``scripts/measure_kernels.py --families sdpa`` rows (columns ``B, H, S, D, Causal,
 Backend, Pass, Latency``; latency in milliseconds), one backend (``flash``: FlashAttention-2,
-``cudnn``: cuDNN's fused attention) and pass (``fwdbwd``: forward + backward) at a time.
+``cudnn``: cuDNN's fused attention, ``efficient``: the memory-efficient kernel) and pass
+(``fwdbwd``: forward + backward) at a time.
 Output: the shape parameters ``parallel/flash_attention.toml`` ships under ``[shape]``, and
 the kernel's fraction at the reference shapes (its ``[[rate]]``).
 
@@ -127,7 +128,8 @@ def fit_shape(rows: Mapping[str, F], peak_flops: float) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``attention_fit ROWS --peak-tflops P [--backends flash,cudnn]``: print each fit."""
+    """``attention_fit ROWS --peak-tflops P [--backends flash,cudnn,efficient]``: print each
+    fit."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m traincast.calibration.attention_fit",
@@ -136,8 +138,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("rows", type=Path, help="the sdpa rows, .csv or .csv.gz")
     parser.add_argument("--peak-tflops", type=float, required=True,
                         help="the GPU's dense 16-bit peak, TFLOP/s")
-    parser.add_argument("--backends", default="flash,cudnn",
-                        help="comma-separated Backend values to fit (default flash,cudnn)")
+    parser.add_argument("--backends", default="flash,cudnn,efficient",
+                        help="comma-separated Backend values to fit (default "
+                             "flash,cudnn,efficient)")
     args = parser.parse_args(argv)
     for backend in args.backends.split(","):
         try:

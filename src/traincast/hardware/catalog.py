@@ -59,7 +59,7 @@ class GPU:
     l2_mb: float = 0.0  # L2 cache, MB
     power_w: float = 0.0  # board power limit / TDP, W
     process_nm: float = 0.0  # process node (nm) of the GPU die, as the whitepaper names it
-    compute_capability: float = 0.0  # CUDA compute capability (3.7, 8.0, ...); 0 = not CUDA
+    compute_capability: float = 0.0  # CUDA compute capability (3.7, 8.0, ...); 0 = not given
     # (2) fitted / published kernel-model parameters (traincast.kernels)
     gemm_max_fraction: dict[str, float] = field(default_factory=dict)  # dtype ("*" = any) -> x
     mem_max_fraction: float = 0.0  # achievable fraction of mem_bw_gbs; 0 = unknown

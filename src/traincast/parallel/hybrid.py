@@ -135,7 +135,11 @@ class HybridHardware:
     family without one runs at ``mem_efficiency``."""
     compute_capability: float = 0.0
     """The GPU's CUDA compute capability (catalog ``compute_capability``; 0 = not an NVIDIA GPU
-    or not given): a recipe's ``sm90`` value applies from 9.0 on."""
+    or not given): a recipe's ``sm90`` value applies from 9.0 on, its ``below_sm80`` value
+    below 8.0 (a given one), and the fused kernels' gates (:meth:`FlashRates.of`)."""
+    vendor: str = "nvidia"
+    """The catalog's ``vendor`` (``nvidia``, ``amd``): cuDNN's and the first FlashAttention's
+    kernels run on NVIDIA GPUs only."""
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
@@ -175,15 +179,19 @@ class HybridHardware:
 
 def require_fused_rate(hw: HybridHardware, attention: str) -> float:
     """``R_flash`` of the fused attention ``attention`` on ``hw``; a TraincastError naming the
-    GPU when the kernel does not run there (rate 0: flash3 off Hopper, cudnn below compute
-    capability 8.0)."""
+    GPU and the kernels that do run there when this one does not (rate 0: flash3 off Hopper,
+    flash and cudnn below compute capability 8.0, flash1 below 7.5, cudnn and flash1 off
+    NVIDIA)."""
     rate = hw.fused_rate(attention)
     if rate <= 0:
+        runs = [k for k in FUSED if hw.fused_rate(k) > 0] + ["materialized"]
         raise TraincastError(f"{hw.gpu}: attention {attention} has no rate on this GPU",
-                             hint="FlashAttention-3 (flash3) runs on Hopper GPUs only, "
-                                  "cuDNN's fused attention (cudnn) on NVIDIA GPUs of "
-                                  "compute capability 8.0 and later "
-                                  "(parallel/flash_attention.toml); use flash")
+                             hint=f"on {hw.gpu} use {', '.join(runs)} (FlashAttention-3 runs "
+                                  "on Hopper only; FlashAttention-2 and cuDNN's fused "
+                                  "attention from compute capability 8.0, the first "
+                                  "FlashAttention from 7.5; cuDNN and the first "
+                                  "FlashAttention on NVIDIA only: "
+                                  "parallel/flash_attention.toml)")
     return rate
 
 
@@ -262,12 +270,14 @@ class FlashRates:
         fraction: ``g(s, d) / g_ref``."""
         return self.shape(attention, seq, head_dim) / self.g_ref[attention]
 
-    def of(self, attention: str, gpu: str, compute_capability: float) -> float | None:
+    def of(self, attention: str, gpu: str, compute_capability: float,
+           vendor: str = "nvidia") -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
         kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
-        ``min_compute_capability`` the GPU's ``compute_capability`` is below, or that runs on
-        NVIDIA only (:attr:`nvidia_only`) on a GPU without one (0: AMD)."""
-        if compute_capability <= 0 and attention in self.nvidia_only:
+        ``min_compute_capability`` a known ``compute_capability`` (> 0) is below, or that runs
+        on NVIDIA only (:attr:`nvidia_only`) on another ``vendor``. An NVIDIA entry without a
+        compute capability (0) is not gated: the catalog does not say what it runs."""
+        if vendor != "nvidia" and attention in self.nvidia_only:
             return None
         if 0 < compute_capability < self.min_compute_capability.get(attention, 0.0):
             return None
@@ -359,7 +369,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     paper = strategy == "paper"  # the paper's flat rates: no waves, one memory rate
     attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
     cc = compute.compute_capability_of(g)
-    flash = {kernel: (flash_rates().of(kernel, g.name, cc) or 0.0) * attn_peak
+    flash = {kernel: (flash_rates().of(kernel, g.name, cc, g.vendor) or 0.0) * attn_peak
              for kernel in FUSED}  # 0: the kernel does not run on this GPU
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
@@ -376,7 +386,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
-                          compute_capability=cc,
+                          compute_capability=cc, vendor=g.vendor,
                           mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
@@ -427,8 +437,9 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "zero must be 0, 1, 2 or 3",
     "ZeRO-2/3 shard gradients per micro-batch and do not combine with pipeline parallelism "
     "(use zero 0 or 1 with pp > 1)",
-    "context parallelism (cp > 1) needs a fused attention (--attention flash1, flash, flash3 "
-    "or cudnn, or a --framework that sets one: megatron-core)",
+    "context parallelism (cp > 1) needs a fused attention (--attention flash1, flash, flash3, "
+    "cudnn or efficient, as the GPU runs them, or a --framework that sets one: megatron-core "
+    "from compute capability 8.0)",
     "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
     "pieces)")
 
@@ -1158,7 +1169,9 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
     """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
     its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
     :data:`SM90`), its ``below_sm80`` value on an NVIDIA GPU below 8.0 (Volta, Turing:
-    :data:`SM80`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``)."""
+    :data:`SM80`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``). Context
+    parallelism is off where the recipe's attention is not fused (Megatron-Core's ring runs
+    inside Transformer Engine's fused attention; below 8.0 its attention is unfused)."""
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
@@ -1169,6 +1182,8 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
         if "gated" in setting and model.n_mat == 3:
             value = setting["gated"]
         out[knob] = value
+    if out.get("context_parallel") and out.get("attention", "materialized") not in FUSED:
+        out["context_parallel"] = False  # the ring runs inside the fused attention kernel
     return out
 
 
@@ -1257,8 +1272,9 @@ def bubble_warning(bubble_share: float, micro_batches: float, pp: int, vp: int) 
             f"multiple of pp) shrink it")
 
 
-FUSED_HINT: str = ("a fused attention, which keeps no s x s scores (--attention flash or "
-                   "--framework megatron-core)")
+FUSED_HINT: str = ("a fused attention, which keeps no s x s scores (--attention flash, or "
+                   "efficient below compute capability 8.0; or --framework fsdp, which "
+                   "picks the kernel the GPU runs)")
 """What shrinks activations that materialized scores fill (``memory_warning``, ``plan``'s
 note)."""
 SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "global_batch",
@@ -1398,7 +1414,7 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_p
         return None
     rates = flash_rates()
     factor = float(rates.shape_factor(attention, seq_per_rank, float(model.head_size)))
-    fraction = rates.of(attention, hw.gpu, hw.compute_capability) or 0.0
+    fraction = rates.of(attention, hw.gpu, hw.compute_capability, hw.vendor) or 0.0
     return {"kernel": attention, "tflops": rate * factor / 1e12,
             "fraction_of_peak": fraction * factor, "peak_dtype": FLASH_DTYPE.get(dtype, dtype),
             "shape_factor": factor, "seq_per_rank": int(seq_per_rank),

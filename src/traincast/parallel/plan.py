@@ -475,23 +475,40 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                  overlap: float, attention: str = "materialized",
                  framework: str = DEFAULT_FRAMEWORK,
                  by_recipe: dict[str, dict[str, Any]] | None = None,
-                 zeros: tuple[int, ...] = ZEROS, cp_searched: bool = False) -> dict[str, Any]:
+                 zeros: tuple[int, ...] = ZEROS,
+                 cp_searched: bool | dict[str, bool] = False) -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
     (:func:`hybrid.batch_assumption`), sequence, dtype, attention, the framework recipe and
     what it set (``by_recipe``: per node preset), schedule and overlap, whether context
-    parallelism was searched (``cp_searched``: a recipe with it and a fused attention), with
-    the ``text`` of its ``assumed:`` line."""
+    parallelism was searched (``cp_searched``: a recipe with it and a fused attention; per
+    node preset where they differ), with the ``text`` of its ``assumed:`` line."""
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     sets = by_recipe or {}
     distinct = {repr(v): v for v in sets.values()}
     recipe = (recipe_text(framework, next(iter(distinct.values()), {})) if len(distinct) <= 1
               else "; ".join(f"on {nd}: {recipe_text(framework, v)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
+    cp_by_node = cp_searched if isinstance(cp_searched, dict) else {}
+    cp_any = any(cp_by_node.values()) if cp_by_node else bool(cp_searched)
+    cp_mixed = len(set(cp_by_node.values())) > 1
+    cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
-                "cp": ("divisors of the GPUs whose 2 cp divides the sequence"
-                       if cp_searched else [1])}
+                "cp": ({nd: cp_words if on else [1] for nd, on in cp_by_node.items()}
+                       if cp_mixed else cp_words if cp_any else [1])}
+    if cp_mixed:
+        on = [nd for nd, v in cp_by_node.items() if v]
+        off = [nd for nd, v in cp_by_node.items() if not v]
+        cp_text = (f"context parallelism cp over the divisors of the GPUs (2 cp dividing the "
+                   f"sequence) on {join_words(on, 'and')}, none on {join_words(off, 'and')} "
+                   "(no fused attention there)")
+    elif cp_any:
+        cp_text = ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
+                   "sequence)")
+    else:
+        cp_text = ("no context parallelism (it needs a fused attention and a --framework "
+                   "whose stack has it: megatron-core)")
 
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
@@ -505,11 +522,7 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                     f". Searched: tp within a node, recompute "
                     f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')}, "
                     f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
-                    f"sequence parallelism on and off, "
-                    + ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
-                       "sequence)" if cp_searched else
-                       "no context parallelism (it needs a fused attention and a --framework "
-                       "whose stack has it: megatron-core)"))
+                    f"sequence parallelism on and off, " + cp_text)
     return out
 
 
@@ -597,7 +610,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "tokens_per_iteration": gb * s,
         "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, first_attention,
                                 framework, {r["hw"].node: r["by_recipe"] for r in base},
-                                base[0]["zeros"], base[0]["cp_searched"]),
+                                base[0]["zeros"],
+                                {r["hw"].node: r["cp_searched"] for r in base}),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
