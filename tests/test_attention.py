@@ -515,6 +515,14 @@ def test_predict_reports_the_fused_attention_rate_it_priced() -> None:
     assert rate["shape_factor"] == pytest.approx(factor, rel=1e-9)
     assert rate["fraction_of_peak"] == pytest.approx(0.44 * factor, rel=1e-9)
     assert rate["tflops"] == pytest.approx(0.44 * factor * 989.4, rel=1e-6)
+    # the fraction and where it comes from (the H100 boards: the H200's measurement)
+    assert rate["fraction"] == 0.44 and rate["source"].startswith("measured: data/h200")
+    assert rate["head_dim_priced"] == 128
+    wide = ModelConfig(name="wide-heads", layers=2, hidden=2048, heads=8, ffn=8192, vocab=32000,
+                       seq=4096, head_dim=256)
+    res_wide = predict_hybrid(wide, node="dgx-h100", dp=8, framework="megatron-core")
+    assert res_wide["attention_rate"]["head_dim"] == 256
+    assert res_wide["attention_rate"]["head_dim_priced"] == 128
     # context parallelism: the kernel sees s / cp queries per rank
     cp2 = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=4, cp=2, seq=4096,
                          framework="megatron-core", dtype="bf16")["attention_rate"]
@@ -525,8 +533,9 @@ def test_predict_reports_the_fused_attention_rate_it_priced() -> None:
                           dtype="bf16")["attention_rate"] is None
     out = cli("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
               "--dp", "8", "--seq", "4096", "--framework", "megatron-core")
-    assert f"Attention: cudnn at {0.44 * factor * 989.4:.0f} TFLOP/s per GPU" in " ".join(
-        out.split())
+    flat = " ".join(out.split())
+    assert f"Attention: cudnn at {0.44 * factor * 989.4:.0f} TFLOP/s per GPU" in flat
+    assert "the fraction: measured: data/h200" in flat
 
 
 def test_the_fit_reads_bad_rows_as_errors_naming_file_row_and_field(tmp_path) -> None:
@@ -585,7 +594,7 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
 
 def test_an_nvidia_entry_without_a_compute_capability_is_not_gated(tmp_path) -> None:
     # the catalog does not say what it runs: every kernel but FlashAttention-3 (Hopper only)
-    # keeps its default; the recipes keep their plain values (no sm90, no below_sm80)
+    # keeps its default; the recipes keep their plain values (no sm90, no fallback)
     from traincast.hardware.catalog import load_catalog
     from traincast.parallel.hybrid import recipe_settings
     from traincast.parallel.models import get_model
@@ -625,3 +634,26 @@ def test_context_parallelism_needs_the_recipe_s_fused_attention() -> None:
     assert out["assumed"]["searched"]["cp"]["dgx-a100"] != [1]
     assert "on dgx-a100, none on pai-t4 (no fused attention there)" in " ".join(
         out["assumed"]["text"].split())
+
+
+def test_fused_kernels_take_16_bit_tensors_and_recipes_fall_back_in_their_stack_s_order() -> None:
+    # FlashAttention and cuDNN take fp16 and bf16, the memory-efficient kernel fp32 too
+    # (PyTorch's sdp_utils.cpp check_tensor_dtype); a tf32 job's attention takes fp32 tensors
+    from traincast.parallel.hybrid import recipe_settings
+    from traincast.parallel.models import get_model
+
+    llama = get_model("llama2-7b")
+    for dtype in ("fp32", "tf32"):
+        hw = hybrid_hardware(None, "dgx-h100", dtype)
+        assert [hw.fused_rate(k) for k in ("flash", "flash1", "flash3", "cudnn")] == [0.0] * 4
+        # the H100 boards' measured 0.12, of the fp32 peak (an assumption: measured in bf16)
+        assert hw.fused_rate("efficient") == pytest.approx(
+            0.12 * hybrid_hardware(None, "dgx-h100", "fp32").peak_tflops * 1e12)
+        # PyTorch SDPA: flash, then efficient; Transformer Engine: fused, then unfused
+        assert recipe_settings("fsdp", llama, hw)["attention"] == "efficient"
+        assert recipe_settings("megatron-core", llama, hw)["attention"] == "materialized"
+    with pytest.raises(TraincastError, match="attention flash has no rate"):
+        predict_hybrid(llama, node="dgx-h100", dp=8, attention="flash", dtype="fp32")
+    # fp8 runs attention in bf16: every kernel keeps its rate
+    fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
+    assert recipe_settings("megatron-core", llama, fp8)["attention"] == "cudnn"

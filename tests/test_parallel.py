@@ -370,3 +370,41 @@ def test_head_dim_checks() -> None:
     assert config_from_table("x", {**base, "heads": 20, "head_dim": 128}, "t").q_dim == 2560
     with pytest.raises(TraincastError, match="head_dim"):
         config_from_table("x", {**base, "head_dim": -1}, "t")
+
+
+def test_an_moe_config_sizes_its_experts_by_moe_intermediate_size(tmp_path) -> None:
+    # Qwen3-30B-A3B's config (huggingface.co/Qwen/Qwen3-30B-A3B): 48 layers, hidden 2048, 32
+    # heads of 128 (4 key/value), 128 experts of 768, 8 per token, vocabulary 151,936, untied.
+    # By hand: attention 2048 x 128 x (32 + 2 x 4) + 32 x 128 x 2048 = 18,874,368 per layer;
+    # one expert 3 x 2048 x 768 = 4,718,592; router 2048 x 128 = 262,144; norms 2 x 2048 (+
+    # the q/k norms Qwen3 adds are not counted); embeddings 2 x 151,936 x 2048
+    from traincast.zoo.llm import from_hf_config
+
+    path = tmp_path / "Qwen3-30B-A3B.json"
+    path.write_text(json.dumps({
+        "model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+        "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+        "num_experts_per_tok": 8, "vocab_size": 151936, "rms_norm_eps": 1e-6,
+        "hidden_act": "silu", "tie_word_embeddings": False}))
+    cfg = from_hf_config(path)
+    assert cfg.name == "Qwen3-30B-A3B"  # the file's name, not its folder's
+    assert (cfg.ffn, cfg.experts, cfg.top_k) == (768, 128, 8)
+    per_layer = 18_874_368 + 128 * 4_718_592 + 262_144 + 2 * 2048
+    assert cfg.params == pytest.approx(48 * per_layer + 2 * 151_936 * 2048 + 2048, rel=1e-6)
+    assert 30.4e9 < cfg.params < 30.6e9  # the published 30.5B
+    # shared experts are not modelled: an error naming the key, not a wrong size
+    path.write_text(json.dumps({**json.loads(path.read_text()),
+                                "shared_expert_intermediate_size": 5632}))
+    with pytest.raises(TraincastError, match="key 'shared_expert_intermediate_size'"):
+        from_hf_config(path)
+    path.write_text("[]")
+    with pytest.raises(TraincastError, match="must be a JSON object"):
+        from_hf_config(path)
+
+
+def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so() -> None:
+    # docs/parallelism.md: with t = 1 sequence parallelism has nothing to split
+    res = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, sp=True)
+    assert res["job"]["sp"] is False and "sequence parallelism off" in res["assumed"]["text"]
+    assert predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=4, tp=2, sp=True)["job"]["sp"]

@@ -211,3 +211,25 @@ def test_a_preset_without_a_rate_for_the_attention_is_left_out_and_named() -> No
     assert out["nodes"] == ["dgx-h100"] and "flash3 has no rate" in out["left_out"]["dgx-a100"]
     with pytest.raises(TraincastError, match="flash3 has no rate"):
         plan("zoo:llama2-7b", 16, "dgx-a100", attention="flash3")
+
+
+def test_a_preset_named_twice_is_searched_once_and_a_model_path_is_quoted(tmp_path) -> None:
+    import shlex
+
+    from traincast.parallel.plan import plan
+
+    once = plan("zoo:llama2-7b", 16, "dgx-a100")
+    twice = plan("zoo:llama2-7b", 16, "dgx-a100, dgx-a100")
+    assert twice["searched"] == once["searched"] and twice["nodes"] == ["dgx-a100"]
+    # a path with a space comes back as one shell word in the predict line
+    folder = tmp_path / "my models"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 4,
+        "num_attention_heads": 8, "intermediate_size": 2816, "vocab_size": 32000,
+        "max_position_embeddings": 2048, "rms_norm_eps": 1e-5}))
+    spec = f"hf:{folder}/config.json"
+    res = plan(spec, 8, "dgx-a100")
+    assert res["model"] == "my models"  # a config.json is named after its folder
+    words = shlex.split(res["top"][0]["predict"])
+    assert words[words.index("--model") + 1] == spec

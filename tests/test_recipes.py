@@ -50,8 +50,10 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
         for knob, s in r.get("set", {}).items():
             assert knob in RECIPE_KNOBS, (name, knob)
             assert s["source"].startswith("https://"), (name, knob)
-            assert set(s) <= {"value", "source", "sm90", "below_sm80", "gated"}, (name, knob)
-            for key in ("value", "sm90", "below_sm80", "gated"):
+            assert set(s) <= {"value", "source", "sm90", "fallback", "gated"}, (name, knob)
+            assert knob == "attention" or "fallback" not in s, (name, knob)
+            assert all(k in ATTENTION for k in s.get("fallback", [])), (name, knob)
+            for key in ("value", "sm90", "gated"):
                 if key in s and knob == "attention":
                     assert s[key] in ATTENTION
                 if key in s and knob == "zero":

@@ -536,13 +536,14 @@ def render_hybrid(result: dict[str, Any]) -> None:
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")
     rate = result.get("attention_rate")
     if rate:
+        head = (f"{rate['head_dim']}" if rate["head_dim_priced"] == rate["head_dim"] else
+                f"{rate['head_dim']}, priced as {rate['head_dim_priced']}, the widest measured")
         console.print(Text(
             f"Attention: {rate['kernel']} at {rate['tflops']:.0f} TFLOP/s per GPU, "
             f"{rate['fraction_of_peak']:.2f} of the dense {rate['peak_dtype']} peak (its "
-            f"fraction x "
-            f"{rate['shape_factor']:.2f} for {rate['seq_per_rank']} tokens per rank and head "
-            f"size {rate['head_dim']}: docs/parallelism.md, \"Fused attention's rate by "
-            f"shape\")."))
+            f"fraction {rate['fraction']:.3g} x {rate['shape_factor']:.2f} for "
+            f"{rate['seq_per_rank']} tokens per rank and head size {head}: docs/parallelism.md, "
+            f"\"Fused attention's rate by shape\"); the fraction: {rate['source']}."))
     m, gb = job["micro_batches"], job["global_batch"]
     console.print(Text(
         f"Pipeline: {m} micro-batch{'' if m == 1 else 'es'} per pipeline (m = B / (dp x "

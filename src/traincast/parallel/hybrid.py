@@ -135,8 +135,8 @@ class HybridHardware:
     family without one runs at ``mem_efficiency``."""
     compute_capability: float = 0.0
     """The GPU's CUDA compute capability (catalog ``compute_capability``; 0 = not an NVIDIA GPU
-    or not given): a recipe's ``sm90`` value applies from 9.0 on, its ``below_sm80`` value
-    below 8.0 (a given one), and the fused kernels' gates (:meth:`FlashRates.of`)."""
+    or not given): a recipe's ``sm90`` value applies from 9.0 on, and the fused kernels'
+    gates (:meth:`FlashRates.of`)."""
     vendor: str = "nvidia"
     """The catalog's ``vendor`` (``nvidia``, ``amd``): cuDNN's and the first FlashAttention's
     kernels run on NVIDIA GPUs only."""
@@ -195,9 +195,10 @@ def require_fused_rate(hw: HybridHardware, attention: str) -> float:
     return rate
 
 
-FLASH_DTYPE: dict[str, str] = {"fp8": "bf16"}
+FLASH_DTYPE: dict[str, str] = {"fp8": "bf16", "tf32": "fp32"}
 """The dtype fused attention runs in when it differs from the model's: Transformer Engine's
-fp8 recipe runs only the linear layers in fp8, attention in bf16."""
+fp8 recipe runs only the linear layers in fp8, attention in bf16; a tf32 job's attention takes
+fp32 tensors (TF32 is a math mode of fp32 products)."""
 
 
 def shape_curve(s: ArrayLike, d: ArrayLike, causal: ArrayLike, s0: ArrayLike, d0: ArrayLike,
@@ -243,6 +244,11 @@ class FlashRates:
     min_compute_capability: dict[str, float] = field(default_factory=dict)
     """Per kernel, the CUDA compute capability it needs (``flash``, ``cudnn``: 8.0; ``flash1``:
     7.5); an NVIDIA GPU below it has no rate for it."""
+    dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per kernel, the dtypes of the tensors it takes (FlashAttention and cuDNN: fp16, bf16;
+    the memory-efficient kernel fp32 too); in another it has no rate."""
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(kernel, GPU) -> where its fraction comes from; per kernel under ``""`` the default's."""
     nvidia_only: frozenset[str] = frozenset()
     """Kernels with no rate off NVIDIA (a GPU without a compute capability: ``cudnn``)."""
     seq_overhead_tokens: dict[str, float] = field(default_factory=dict)
@@ -271,13 +277,17 @@ class FlashRates:
         return self.shape(attention, seq, head_dim) / self.g_ref[attention]
 
     def of(self, attention: str, gpu: str, compute_capability: float,
-           vendor: str = "nvidia") -> float | None:
+           vendor: str = "nvidia", dtype: str | None = None) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
         kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
         ``min_compute_capability`` a known ``compute_capability`` (> 0) is below, or that runs
         on NVIDIA only (:attr:`nvidia_only`) on another ``vendor``. An NVIDIA entry without a
-        compute capability (0) is not gated: the catalog does not say what it runs."""
+        compute capability (0) is not gated: the catalog does not say what it runs. With
+        ``dtype`` (the attention's, :data:`FLASH_DTYPE`), None where the kernel does not take
+        it (:attr:`dtypes`)."""
         if vendor != "nvidia" and attention in self.nvidia_only:
+            return None
+        if dtype is not None and dtype not in self.dtypes.get(attention, (dtype,)):
             return None
         if 0 < compute_capability < self.min_compute_capability.get(attention, 0.0):
             return None
@@ -313,6 +323,10 @@ def flash_rates() -> FlashRates:
                       min_compute_capability={k: float(v) for k, v in
                                               raw.get("min_compute_capability", {}).items()},
                       nvidia_only=frozenset(raw.get("nvidia_only", [])),
+                      sources={**{(str(r["kernel"]), gpu): str(r["source"])
+                                  for r in raw["rate"] for gpu in r["gpus"]},
+                               **{(k, ""): str(v) for k, v in raw["default_source"].items()}},
+                      dtypes={k: tuple(v) for k, v in raw["dtypes"].items()},
                       seq_overhead_tokens=s0, head_dim_overhead=d0, head_dim_max=d_max,
                       block_tokens=block,
                       g_ref={k: median_shape(own.get(k, common), s0[k], d0[k], block,
@@ -367,10 +381,11 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
     flops_per_s, mem_bps = compute.rates(g, dtype, catalog.compute, streaming=True)
     strategy = compute.strategy_of(g, catalog.compute)
     paper = strategy == "paper"  # the paper's flat rates: no waves, one memory rate
-    attn_peak = g.peak_tflops(FLASH_DTYPE.get(dtype, dtype)) * 1e12
+    attn_dtype = FLASH_DTYPE.get(dtype, dtype)
+    attn_peak = g.peak_tflops(attn_dtype) * 1e12
     cc = compute.compute_capability_of(g)
-    flash = {kernel: (flash_rates().of(kernel, g.name, cc, g.vendor) or 0.0) * attn_peak
-             for kernel in FUSED}  # 0: the kernel does not run on this GPU
+    flash = {kernel: (flash_rates().of(kernel, g.name, cc, g.vendor, attn_dtype) or 0.0)
+             * attn_peak for kernel in FUSED}  # 0: the kernel does not run here
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
@@ -506,11 +521,11 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
             dropout: bool = True, cp: ArrayLike = 1) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
-    defaulting to ``t > 1``."""
+    defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split)."""
     d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
     b, gb, r, v, k = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp), _i(cp)
     d, t, p, e, z, b, gb, r, v, k = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v, k)
-    sp_arr = (t > 1) if sp is None else np.broadcast_to(np.asarray(sp, dtype=bool), d.shape)
+    sp_arr = (t > 1) & (True if sp is None else np.asarray(sp, dtype=bool))  # nothing to split
     return Configs(d=d, t=t, p=p, e=e, cp=k, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
                    s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
@@ -1141,9 +1156,6 @@ RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "z
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
 SM90: float = 9.0
 """The compute capability from which a recipe's ``sm90`` value applies (Hopper and later)."""
-SM80: float = 8.0
-"""The compute capability below which a recipe's ``below_sm80`` value applies (an NVIDIA GPU
-before Ampere: FlashAttention-2 and cuDNN's fused attention do not run there)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
 """The recipe of ``predict --arch hybrid``, ``plan`` and the published tables by default."""
 
@@ -1151,7 +1163,7 @@ DEFAULT_FRAMEWORK: str = "megatron-2021"
 @lru_cache(maxsize=1)
 def recipes() -> dict[str, dict[str, Any]]:
     """The shipped framework recipes (``parallel/recipes.toml``): name -> ``{"title",
-    "source", "set": {knob: {"value", "source", optional "sm90", "below_sm80", "gated"}},
+    "source", "set": {knob: {"value", "source", optional "sm90", "fallback", "gated"}},
     "kept"}``."""
     return dict(package_toml("recipes.toml")["recipe"])
 
@@ -1168,8 +1180,9 @@ def check_framework(framework: str, flag: str = "--framework") -> str:
 def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> dict[str, Any]:
     """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
     its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
-    :data:`SM90`), its ``below_sm80`` value on an NVIDIA GPU below 8.0 (Volta, Turing:
-    :data:`SM80`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``). Context
+    :data:`SM90`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``); an
+    attention without a rate on ``hw`` (its GPU or dtype) gives way to the first of the
+    setting's ``fallback`` kernels that has one (the stack's own order). Context
     parallelism is off where the recipe's attention is not fused (Megatron-Core's ring runs
     inside Transformer Engine's fused attention; below 8.0 its attention is unfused)."""
     out = {}
@@ -1177,14 +1190,20 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
         value = setting["value"]
         if "sm90" in setting and hw.compute_capability >= SM90:
             value = setting["sm90"]
-        if "below_sm80" in setting and 0 < hw.compute_capability < SM80:
-            value = setting["below_sm80"]
         if "gated" in setting and model.n_mat == 3:
             value = setting["gated"]
+        if knob == "attention" and not _runs(hw, value):
+            value = next((k for k in setting.get("fallback", []) if _runs(hw, k)), value)
         out[knob] = value
     if out.get("context_parallel") and out.get("attention", "materialized") not in FUSED:
         out["context_parallel"] = False  # the ring runs inside the fused attention kernel
     return out
+
+
+def _runs(hw: HybridHardware, attention: str) -> bool:
+    """Whether ``attention`` runs on ``hw``: ``materialized`` always, a fused kernel where it
+    has a rate (its GPU and dtype)."""
+    return attention not in FUSED or hw.fused_rate(attention) > 0
 
 
 def resolve_knobs(framework: str, model: ModelConfig, hw: HybridHardware,
@@ -1407,18 +1426,25 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_p
     """The fused attention's rate as priced for a layer of ``seq_per_rank`` queries (``s /
     cp``) and the model's head size: ``{"kernel", "tflops": R / 1e12, "fraction_of_peak": R /
     P_attn, "peak_dtype": the attention's dtype (bf16 for fp8: the peak ``P_attn`` is
-    its), "shape_factor": g / g_ref, "seq_per_rank", "head_dim"}``; None for
+    its), "fraction" and its "source" (the kernel's at the reference shapes), "shape_factor":
+    g / g_ref, "seq_per_rank", "head_dim", "head_dim_priced" (at most the widest the curve
+    rests on)}``; None for
     ``materialized`` (its products run at the GEMM rate) or a kernel without a rate here."""
     rate = hw.fused_rate(attention) if attention in FUSED else 0.0
     if rate <= 0:
         return None
     rates = flash_rates()
     factor = float(rates.shape_factor(attention, seq_per_rank, float(model.head_size)))
-    fraction = rates.of(attention, hw.gpu, hw.compute_capability, hw.vendor) or 0.0
+    fraction = rates.of(attention, hw.gpu, hw.compute_capability, hw.vendor,
+                        FLASH_DTYPE.get(dtype, dtype)) or 0.0
+    source = rates.sources.get((attention, hw.gpu)) or rates.sources.get((attention, ""), "")
     return {"kernel": attention, "tflops": rate * factor / 1e12,
             "fraction_of_peak": fraction * factor, "peak_dtype": FLASH_DTYPE.get(dtype, dtype),
+            "fraction": fraction, "source": source,
             "shape_factor": factor, "seq_per_rank": int(seq_per_rank),
-            "head_dim": int(model.head_size)}
+            "head_dim": int(model.head_size),
+            "head_dim_priced": int(min(model.head_size,
+                                       rates.head_dim_max.get(attention, math.inf)))}
 
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:

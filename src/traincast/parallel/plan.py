@@ -12,6 +12,7 @@ gives the best plan for each of several GPU counts as machines come and go.
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -450,11 +451,22 @@ def _batch_multiple(seq: int, gpus: int | list[int]) -> int:
     return 1 << (cap.bit_length() - 1)
 
 
+def node_presets(node: str) -> list[str]:
+    """The presets of a ``--node`` value (``"dgx-a100,dgx-h100"``), in order, each once; an
+    error when it names none."""
+    presets = list(dict.fromkeys(n.strip() for n in node.split(",") if n.strip()))
+    if not presets:
+        raise TraincastError(f"--node {node!r}: no node preset named",
+                             hint="e.g. --node dgx-a100 (traincast hardware list)")
+    return presets
+
+
 def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
     """The ``traincast predict --arch hybrid`` line of a plan row: the same job, the same
     iteration time."""
     c = row["config"]
-    flags = [f"--model {model}", f"--node {row['node']}", f"--dp {c['dp']}", f"--tp {c['tp']}",
+    flags = [f"--model {shlex.quote(model)}", f"--node {row['node']}", f"--dp {c['dp']}",
+             f"--tp {c['tp']}",
              f"--pp {c['pp']}"]
     flags += [f"--ep {c['ep']}"] * (c["ep"] > 1)
     flags += [f"--cp {c['cp']}"] * (c["cp"] > 1)
@@ -507,8 +519,8 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
         cp_text = ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
                    "sequence)")
     else:
-        cp_text = ("no context parallelism (it needs a fused attention and a --framework "
-                   "whose stack has it: megatron-core)")
+        cp_text = ("no context parallelism (it needs a fused attention the GPU runs and a "
+                   "--framework whose stack has it: megatron-core)")
 
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
@@ -564,10 +576,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     check_framework(framework)
     if attention is not None:
         check_attention(attention)
-    nodes = [n.strip() for n in node.split(",") if n.strip()]
-    if not nodes:
-        raise TraincastError(f"--node {node!r}: no node preset named",
-                             hint="e.g. --node dgx-a100 (traincast hardware list)")
+    nodes = node_presets(node)
     catalog = catalog or load_catalog()
     cfg = get_model(model) if isinstance(model, str) else model
     s = int(seq or cfg.seq)
@@ -705,10 +714,7 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     if isinstance(kwargs.get("price"), str | Path):  # read once
         kwargs["price"] = load_prices(kwargs["price"], catalog)
     done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
-    presets = [n.strip() for n in node.split(",") if n.strip()]
-    if not presets:
-        raise TraincastError(f"--node {node!r}: no node preset named",
-                             hint="e.g. --node dgx-a100 (traincast hardware list)")
+    presets = node_presets(node)
     runs = [nd for nd in presets if not preset_problem(
         model, catalog, nd, kwargs.get("dtype", DEFAULT_DTYPE), kwargs.get("attention"),
         kwargs.get("framework", DEFAULT_FRAMEWORK))] or presets  # none: plan says why

@@ -184,7 +184,13 @@ def from_hf_config(path: str | Path) -> ModelConfig:
                                   "checkpoint name (traincast zoo list --hf)") from None
     except json.JSONDecodeError as exc:
         raise TraincastError(f"{p}: not valid JSON: {exc}") from None
-    return from_hf_dict(raw, str(raw.get("_name_or_path") or p.parent.name or p.stem), str(p))
+    if not isinstance(raw, dict):
+        raise TraincastError(f"{p}: a config must be a JSON object of keys, got a "
+                             f"{type(raw).__name__}",
+                             hint="a Hugging Face config.json: {\"num_hidden_layers\": ..., "
+                                  "\"hidden_size\": ..., ...}")
+    named = p.parent.name if p.name == "config.json" else p.stem
+    return from_hf_dict(raw, str(raw.get("_name_or_path") or named or p.stem), str(p))
 
 
 # Config keys that name the same size in different model families (first found wins)
@@ -255,7 +261,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     * ``norm``: RMSNorm when ``rms_norm_eps`` is given; ``position``: learned for
       ``LEARNED_POSITION_TYPES`` (and GPT-2 keys), else rotary or ALiBi (no parameters);
     * ``tied``: ``tie_word_embeddings``, else the family's default (``TIED_TYPES``);
-    * experts: ``num_local_experts``/``num_experts`` with ``num_experts_per_tok``.
+    * experts: ``num_local_experts``/``num_experts`` with ``num_experts_per_tok``, each expert
+      ``moe_intermediate_size`` wide where the config gives it (Qwen-MoE, DeepSeek); shared
+      experts and dense layers among the expert ones (``shared_expert_intermediate_size``,
+      ``n_shared_experts``, ``first_k_dense_replace``) are not modelled: an error, not a guess.
     """
     mtype = str(raw.get("model_type") or ("gpt2" if "n_embd" in raw else ""))
     missing = [k for k in ("layers", "hidden", "heads", "vocab") if _first(raw, k) is None]
@@ -277,6 +286,17 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
     tied = raw.get("tie_word_embeddings")
     experts_key = "num_local_experts" if raw.get("num_local_experts") else "num_experts"
+    if raw.get(experts_key):
+        unmodelled = [k for k in ("shared_expert_intermediate_size", "n_shared_experts",
+                                  "first_k_dense_replace") if raw.get(k)]
+        if unmodelled:
+            raise TraincastError(f"{where}: key {unmodelled[0]!r}: shared experts and dense "
+                                 "layers among the expert layers are not modelled (every layer "
+                                 "has the same routed experts)",
+                                 hint="a mixture-of-experts config with routed experts only "
+                                      "(Mixtral, Qwen3-MoE), or the zoo's MoE models")
+        if raw.get("moe_intermediate_size"):
+            ffn = _whole(raw["moe_intermediate_size"], "moe_intermediate_size", where)
 
     def optional(key: str, default: int) -> int:
         return _whole(raw[key], key, where) if raw.get(key) else default
