@@ -408,3 +408,14 @@ def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so()
     res = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, sp=True)
     assert res["job"]["sp"] is False and "sequence parallelism off" in res["assumed"]["text"]
     assert predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=4, tp=2, sp=True)["job"]["sp"]
+
+
+def test_shape_errors_say_which_sizes_would_do() -> None:
+    # Llama 2 7B: 32 heads (and key/value heads): tp divides 32; a dense model has no experts;
+    # global batch 100 over dp 8 x micro-batch 1: a multiple of 8 (96) would do
+    with pytest.raises(TraincastError, match="tp of 1, 2, 4, 8, 16, 32 would"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, tp=3)
+    with pytest.raises(TraincastError, match="llama2-7b has none: use ep 1"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, ep=2)
+    with pytest.raises(TraincastError, match=r"\(8 x 1 = 8\): 96 would"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, global_batch=100)

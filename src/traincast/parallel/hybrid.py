@@ -1391,6 +1391,15 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                 f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
                 "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
                 f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
+        elif why.startswith("tensor-parallel size"):
+            ok = [k for k in range(1, cfg.heads + 1) if cfg.heads % k == 0 and cfg.kv % k == 0]
+            why += f": tp of {', '.join(map(str, ok[:10]))} would"
+        elif why.startswith("expert-parallel size") and cfg.experts <= 1:
+            why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
+        elif why.startswith("global batch"):
+            unit = sizes["dp"] * sizes["micro_batch"]
+            why += (f" ({sizes['dp']} x {sizes['micro_batch']} = {unit}): "
+                    f"{unit * max(1, round(sizes['global_batch'] / unit))} would")
         raise TraincastError(f"invalid hybrid configuration: {why}",
                              hint=" ".join(f"{k.replace('_', '-')}={sizes[k]}" for k in (
                                  "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",
