@@ -19,6 +19,7 @@ from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel import gemm
 from traincast.parallel.hybrid import (
+    ATTENTION,
     activation_bytes,
     activation_bytes_per_layer,
     configs,
@@ -110,7 +111,14 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert set(raw["default_source"]) == set(raw["default_fraction"])
     # cuDNN's SDPA "requires SM80 (Ampere) or newer" (its support matrix); PyTorch's
     # FlashAttention-2 backend "[sm80, sm121]"; FlashAttention 1.x Turing and later; sources
-    assert raw["min_compute_capability"] == {"cudnn": 8.0, "flash": 8.0, "flash1": 7.5}
+    assert raw["min_compute_capability"] == {"cudnn": 8.0, "flash": 8.0, "flash1": 7.5,
+                                             "efficient": 5.0}
+    assert "sm50" in raw["min_compute_capability_source"]["efficient"]
+    # every kernel's dtypes, shape and fraction name their sources
+    kernels = set(ATTENTION) - {"materialized"}
+    assert set(raw["dtypes"]) == set(raw["dtypes_source"]) == kernels
+    assert set(raw["shape"]["source"]) == set(raw["shape"]["seq_overhead_tokens"]) == kernels
+    assert set(raw["shape"]["head_dim_max"]) == kernels
     assert set(raw["min_compute_capability_source"]) == set(raw["min_compute_capability"])
     assert "SM80" in raw["min_compute_capability_source"]["cudnn"]
     assert "sm80" in raw["min_compute_capability_source"]["flash"]
@@ -146,7 +154,7 @@ def test_flash3_off_hopper_is_a_clean_error() -> None:
     from traincast.errors import TraincastError
     from traincast.parallel.hybrid import predict_hybrid
 
-    with pytest.raises(TraincastError, match="flash3 has no rate on this GPU"):
+    with pytest.raises(TraincastError, match="flash3 has no rate here: .*Hopper only"):
         predict_hybrid("zoo:llama2-7b", node="dgx-a100", dp=8, attention="flash3")
     out = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, attention="flash3")
     assert out["time_s"]["total"] > 0
@@ -495,7 +503,7 @@ def test_cudnn_attention_rate_on_hopper_and_elsewhere() -> None:
     from traincast.errors import TraincastError
     from traincast.parallel.hybrid import predict_hybrid
 
-    with pytest.raises(TraincastError, match="attention cudnn has no rate on this GPU"):
+    with pytest.raises(TraincastError, match="attention cudnn has no rate here"):
         predict_hybrid("zoo:llama2-7b", node="mi300x-node", dp=8, attention="cudnn",
                        dtype="bf16")
     # fp8 training runs its attention in bf16: the bf16 peak, 989.4 TFLOP/s on the H100 SXM5
@@ -569,7 +577,8 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
     assert t4.fused_rate("flash1") == pytest.approx(0.25 * t4.peak_tflops * 1e12)
     # the memory-efficient kernel runs everywhere: 0.22 of the peak off Hopper
     assert v100.fused_rate("efficient") == pytest.approx(0.22 * v100.peak_tflops * 1e12)
-    with pytest.raises(TraincastError, match="attention flash has no rate on this GPU"):
+    with pytest.raises(TraincastError,
+                       match="attention flash has no rate here: it needs compute capability 8"):
         predict_hybrid("zoo:llama2-7b", node="pai-v100-nvlink", dp=8, attention="flash",
                        dtype="fp16")
     # the fsdp recipe runs PyTorch SDPA's pick there: the memory-efficient kernel
@@ -583,13 +592,23 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
     mi300x = hybrid_hardware(None, "mi300x-node", "bf16")
     assert mi300x.fused_rate("cudnn") == 0.0 and mi300x.fused_rate("flash1") == 0.0
     assert mi300x.fused_rate("flash") == pytest.approx(0.50 * mi300x.peak_tflops * 1e12)
-    # the error names the GPU and the kernels that do run there
-    with pytest.raises(TraincastError) as err:
+    # the error names the GPU, why, and the kernels that do run there
+    with pytest.raises(TraincastError, match="it needs compute capability 8, the GPU has 7.5"
+                       ) as err:
         predict_hybrid("zoo:llama2-7b", node="pai-t4", dp=8, attention="cudnn", dtype="fp16")
-    assert "on T4 use flash1, efficient, materialized" in err.value.hint
+    assert "on T4 in fp16 use flash1, efficient, materialized" in err.value.hint
+    with pytest.raises(TraincastError, match="it runs on NVIDIA GPUs only, not amd"):
+        predict_hybrid("zoo:llama2-7b", node="mi300x-node", dp=8, attention="cudnn")
+    # the memory-efficient kernel needs 5.0 (PyTorch): a K80 (3.7) has no fused kernel
+    k80 = hybrid_hardware(None, "pai-misc", "fp32")
+    assert k80.gpu == "K80" and k80.compute_capability == 3.7
+    assert [k80.fused_rate(k) for k in FUSED_KERNELS] == [0.0] * len(FUSED_KERNELS)
     # the paper's V100 (compute capability 7.0, its datasheet's) is gated as any V100
     paper = hybrid_hardware(None, "paper-2019", "fp16")
     assert paper.compute_capability == 7.0 and paper.fused_rate("flash") == 0.0
+
+
+FUSED_KERNELS = ("flash1", "flash", "flash3", "cudnn", "efficient")
 
 
 def test_an_nvidia_entry_without_a_compute_capability_is_not_gated(tmp_path) -> None:
@@ -616,16 +635,24 @@ def test_an_nvidia_entry_without_a_compute_capability_is_not_gated(tmp_path) -> 
 def test_context_parallelism_needs_the_recipe_s_fused_attention() -> None:
     # on a T4 Megatron-Core's attention is unfused (Transformer Engine below sm80), and its
     # ring runs inside the fused kernel: no context parallelism there, --cp is a shape error
-    from traincast.parallel.hybrid import recipe_settings
+    from traincast.parallel.hybrid import resolve_knobs
     from traincast.parallel.models import get_model
 
     t4 = hybrid_hardware(None, "pai-t4", "fp16")
     llama = get_model("llama2-7b")
-    assert recipe_settings("megatron-core", llama, t4) == {
-        "attention": "materialized", "dropout": False, "context_parallel": False}
+    knobs, by_recipe = resolve_knobs("megatron-core", llama, t4)
+    assert (knobs["attention"], knobs["context_parallel"]) == ("materialized", False)
+    assert by_recipe["context_parallel"] is False  # said so on the assumed line
     with pytest.raises(TraincastError, match="context parallelism"):
         predict_hybrid(llama, node="pai-t4", dp=4, cp=2, framework="megatron-core",
                        dtype="fp16")
+    # the rule follows the attention that runs: a fused one asked for on the T4 keeps the
+    # recipe's context parallelism, without a warning that the stack lacks it
+    knobs, _ = resolve_knobs("megatron-core", llama, t4, attention="flash1")
+    assert knobs["context_parallel"] is True
+    res = predict_hybrid(llama, node="pai-t4", dp=4, cp=2, framework="megatron-core",
+                         attention="flash1", dtype="fp16")
+    assert not any("context parallelism" in w for w in res["warnings"])
     # plan over a T4 and an A100 preset searches cp on the A100 only, and says so
     from traincast.parallel.plan import plan
 
@@ -652,8 +679,25 @@ def test_fused_kernels_take_16_bit_tensors_and_recipes_fall_back_in_their_stack_
         # PyTorch SDPA: flash, then efficient; Transformer Engine: fused, then unfused
         assert recipe_settings("fsdp", llama, hw)["attention"] == "efficient"
         assert recipe_settings("megatron-core", llama, hw)["attention"] == "materialized"
-    with pytest.raises(TraincastError, match="attention flash has no rate"):
+    with pytest.raises(TraincastError, match="it takes fp16 or bf16 tensors, not fp32"):
         predict_hybrid(llama, node="dgx-h100", dp=8, attention="flash", dtype="fp32")
     # fp8 runs attention in bf16: every kernel keeps its rate
     fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
     assert recipe_settings("megatron-core", llama, fp8)["attention"] == "cudnn"
+
+
+def test_the_fit_command_names_a_bad_file_or_peak_instead_of_a_traceback(tmp_path,
+                                                                       capsys) -> None:
+    from traincast.calibration.attention_fit import main
+
+    for argv, said in (([str(tmp_path / "none.csv"), "--peak-tflops", "989.4"], "none.csv"),
+                       ([str(tmp_path / "none.csv"), "--peak-tflops", "-1"], "positive")):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert said in capsys.readouterr().err
+    few = tmp_path / "few.csv"
+    few.write_text("OPName,Latency,Device,B,H,KV_H,S,D,Causal,Backend,Pass,Dtype\n"
+                   "sdpa,1.0,NVIDIA H200,1,16,16,4096,128,1,flash,fwdbwd,bf16\n")
+    with pytest.raises(SystemExit):
+        main([str(few), "--peak-tflops", "989.4", "--backends", "flash"])
+    assert "too few" in capsys.readouterr().err

@@ -401,6 +401,19 @@ def test_an_moe_config_sizes_its_experts_by_moe_intermediate_size(tmp_path) -> N
     path.write_text("[]")
     with pytest.raises(TraincastError, match="must be a JSON object"):
         from_hf_config(path)
+    # DeepSeek's keys: routed experts under n_routed_experts, shared ones refused by name
+    deepseek = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61,
+                "num_attention_heads": 128, "vocab_size": 129280, "moe_intermediate_size": 2048,
+                "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+                "first_k_dense_replace": 3}
+    path.write_text(json.dumps(deepseek))
+    with pytest.raises(TraincastError, match="key 'n_shared_experts'"):
+        from_hf_config(path)
+    # Qwen2-MoE-style dense layers between the expert ones are refused too
+    path.write_text(json.dumps({**deepseek, "n_shared_experts": 0, "first_k_dense_replace": 0,
+                                "decoder_sparse_step": 2}))
+    with pytest.raises(TraincastError, match="key 'decoder_sparse_step'"):
+        from_hf_config(path)
 
 
 def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so() -> None:

@@ -142,14 +142,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="comma-separated Backend values to fit (default "
                              "flash,cudnn,efficient)")
     args = parser.parse_args(argv)
+    if not args.peak_tflops > 0:
+        parser.error(f"--peak-tflops must be a positive number, got {args.peak_tflops}")
     for backend in args.backends.split(","):
         try:
             rows = read_rows(args.rows, backend)
-        except ValueError as exc:
+            if not len(rows["S"]):
+                raise ValueError(f"{args.rows}: no forward + backward rows of backend "
+                                 f"{backend!r}")
+            fit = fit_shape(rows, args.peak_tflops * 1e12)
+        except (ValueError, OSError) as exc:
             parser.error(str(exc))
-        if not len(rows["S"]):
-            parser.error(f"{args.rows}: no forward + backward rows of backend {backend!r}")
-        fit = fit_shape(rows, args.peak_tflops * 1e12)
         print(backend, {k: round(v, 4) for k, v in fit.items()})
 
 

@@ -130,7 +130,9 @@ def plan(
     predict each with the hybrid model and show the fastest that fit in GPU memory.
 
     Per micro-batch on the slowest stage: each matrix product's FLOPs / (peak x published GEMM
-    efficiency x its tile/wave efficiency), attention products at their roofline +
+    efficiency x its tile/wave efficiency), attention products at their roofline
+    (materialized) or a fused kernel's rate at the layer's sequence and head size (--attention,
+    --framework) +
     element-wise kernels' bytes / (DRAM bandwidth x their family's fitted fraction, norm,
     softmax or other, hardware/kernel_model.toml) + tensor-parallel all-reduces +
     expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch

@@ -537,7 +537,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
     rate = result.get("attention_rate")
     if rate:
         head = (f"{rate['head_dim']}" if rate["head_dim_priced"] == rate["head_dim"] else
-                f"{rate['head_dim']}, priced as {rate['head_dim_priced']}, the widest measured")
+                f"{rate['head_dim']}, priced as {rate['head_dim_priced']}, the widest its curve "
+                "rests on")
         console.print(Text(
             f"Attention: {rate['kernel']} at {rate['tflops']:.0f} TFLOP/s per GPU, "
             f"{rate['fraction_of_peak']:.2f} of the dense {rate['peak_dtype']} peak (its "

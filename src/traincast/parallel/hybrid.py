@@ -86,11 +86,14 @@ FUSED: tuple[str, ...] = ("flash1", "flash", "flash3", "cudnn", "efficient")
 """The fused attentions: the scores never leave the SM."""
 ATTENTION_WORDS: dict[str, str] = {
     "materialized": "the s x s scores go through memory, as Megatron-LM in 2021",
-    "flash": "a fused kernel keeps them on chip, at FlashAttention-2's published rate",
+    "flash": "a fused kernel keeps them on chip, at FlashAttention-2's rate (compute "
+             "capability 8.0 on, fp16/bf16)",
     "flash1": "at the first FlashAttention's (and its Triton port's), as 2023 stacks ran",
-    "flash3": "at FlashAttention-3's on H100",
+    "flash3": "at FlashAttention-3's (Hopper only)",
     "cudnn": "at cuDNN's fused attention's, Transformer Engine's pick from Hopper on",
-    "efficient": "at PyTorch SDPA's memory-efficient kernel's, its pick below Ampere"}
+    "efficient": "at PyTorch SDPA's memory-efficient kernel's, its pick below compute "
+                 "capability 8.0 and in fp32; each fused rate by sequence and head size "
+                 "(docs/parallelism.md)"}
 """What each :data:`ATTENTION` prices, in words (``--attention`` of predict and plan, the
 llm-foundry line of ``validate --published``)."""
 ATTENTION_HELP: str = "; ".join(f"{k}: {v}" for k, v in ATTENTION_WORDS.items())
@@ -140,6 +143,9 @@ class HybridHardware:
     vendor: str = "nvidia"
     """The catalog's ``vendor`` (``nvidia``, ``amd``): cuDNN's and the first FlashAttention's
     kernels run on NVIDIA GPUs only."""
+    attention_dtype: str = "bf16"
+    """The dtype of the attention's tensors (:data:`FLASH_DTYPE`: bf16 in an fp8 job, fp32 in
+    a tf32 one)."""
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
@@ -179,20 +185,30 @@ class HybridHardware:
 
 def require_fused_rate(hw: HybridHardware, attention: str) -> float:
     """``R_flash`` of the fused attention ``attention`` on ``hw``; a TraincastError naming the
-    GPU and the kernels that do run there when this one does not (rate 0: flash3 off Hopper,
-    flash and cudnn below compute capability 8.0, flash1 below 7.5, cudnn and flash1 off
-    NVIDIA)."""
+    GPU, why the kernel does not run there (its dtype, compute capability or vendor, or
+    Hopper only: :func:`why_not_runs`) and the kernels that do, when its rate is 0."""
     rate = hw.fused_rate(attention)
     if rate <= 0:
         runs = [k for k in FUSED if hw.fused_rate(k) > 0] + ["materialized"]
-        raise TraincastError(f"{hw.gpu}: attention {attention} has no rate on this GPU",
-                             hint=f"on {hw.gpu} use {', '.join(runs)} (FlashAttention-3 runs "
-                                  "on Hopper only; FlashAttention-2 and cuDNN's fused "
-                                  "attention from compute capability 8.0, the first "
-                                  "FlashAttention from 7.5; cuDNN and the first "
-                                  "FlashAttention on NVIDIA only: "
-                                  "parallel/flash_attention.toml)")
+        raise TraincastError(f"{hw.gpu}: attention {attention} has no rate here: "
+                             f"{why_not_runs(hw, attention)}",
+                             hint=f"on {hw.gpu} in {hw.attention_dtype} use {', '.join(runs)} "
+                                  "(parallel/flash_attention.toml)")
     return rate
+
+
+def why_not_runs(hw: HybridHardware, attention: str) -> str:
+    """Why a fused kernel has no rate on ``hw``, from ``parallel/flash_attention.toml``."""
+    rates = flash_rates()
+    if hw.attention_dtype not in rates.dtypes.get(attention, (hw.attention_dtype,)):
+        return (f"it takes {' or '.join(rates.dtypes[attention])} tensors, not "
+                f"{hw.attention_dtype}")
+    if hw.vendor != "nvidia" and attention in rates.nvidia_only:
+        return f"it runs on NVIDIA GPUs only, not {hw.vendor}"
+    least = rates.min_compute_capability.get(attention, 0.0)
+    if 0 < hw.compute_capability < least:
+        return f"it needs compute capability {least:g}, the GPU has {hw.compute_capability:g}"
+    return "no published or measured rate for this GPU (FlashAttention-3: Hopper only)"
 
 
 FLASH_DTYPE: dict[str, str] = {"fp8": "bf16", "tf32": "fp32"}
@@ -236,21 +252,22 @@ class FlashRates:
     backward_factor: float
     fraction: dict[tuple[str, str], float]
     """(kernel: ``flash1``, ``flash``, ``flash3`` = FlashAttention-1, -2, -3, ``cudnn`` =
-    cuDNN's fused attention; GPU) -> the achieved fraction of the dense peak at the kernel's
-    reference shapes."""
+    cuDNN's fused attention, ``efficient`` = PyTorch SDPA's memory-efficient kernel; GPU) ->
+    the achieved fraction of the dense peak at the kernel's reference shapes."""
     default_fraction: dict[str, float]
     """Per kernel, the fraction of a GPU without one of its own (FlashAttention's A100 figures,
-    cuDNN's H200 measurement; none for ``flash3``)."""
+    cuDNN's H200 measurement, the memory-efficient kernel's scaled off Hopper; none for
+    ``flash3``)."""
     min_compute_capability: dict[str, float] = field(default_factory=dict)
     """Per kernel, the CUDA compute capability it needs (``flash``, ``cudnn``: 8.0; ``flash1``:
-    7.5); an NVIDIA GPU below it has no rate for it."""
+    7.5; ``efficient``: 5.0); an NVIDIA GPU below a given one has no rate for it."""
     dtypes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per kernel, the dtypes of the tensors it takes (FlashAttention and cuDNN: fp16, bf16;
     the memory-efficient kernel fp32 too); in another it has no rate."""
     sources: dict[tuple[str, str], str] = field(default_factory=dict)
     """(kernel, GPU) -> where its fraction comes from; per kernel under ``""`` the default's."""
     nvidia_only: frozenset[str] = frozenset()
-    """Kernels with no rate off NVIDIA (a GPU without a compute capability: ``cudnn``)."""
+    """Kernels with no rate on another vendor's GPU (``cudnn``, ``flash1``)."""
     seq_overhead_tokens: dict[str, float] = field(default_factory=dict)
     """Per kernel, ``s_0``: one query block's fixed work as keys' worth of products (tokens)."""
     head_dim_overhead: dict[str, float] = field(default_factory=dict)
@@ -401,7 +418,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
-                          compute_capability=cc, vendor=g.vendor,
+                          compute_capability=cc, vendor=g.vendor, attention_dtype=attn_dtype,
                           mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
@@ -1182,9 +1199,7 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
     its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
     :data:`SM90`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``); an
     attention without a rate on ``hw`` (its GPU or dtype) gives way to the first of the
-    setting's ``fallback`` kernels that has one (the stack's own order). Context
-    parallelism is off where the recipe's attention is not fused (Megatron-Core's ring runs
-    inside Transformer Engine's fused attention; below 8.0 its attention is unfused)."""
+    setting's ``fallback`` kernels that has one (the stack's own order)."""
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
@@ -1195,8 +1210,6 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
         if knob == "attention" and not _runs(hw, value):
             value = next((k for k in setting.get("fallback", []) if _runs(hw, k)), value)
         out[knob] = value
-    if out.get("context_parallel") and out.get("attention", "materialized") not in FUSED:
-        out["context_parallel"] = False  # the ring runs inside the fused attention kernel
     return out
 
 
@@ -1209,13 +1222,18 @@ def _runs(hw: HybridHardware, attention: str) -> bool:
 def resolve_knobs(framework: str, model: ModelConfig, hw: HybridHardware,
                   **given: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The :data:`RECIPE_KNOBS` of one job: a ``given`` value (a flag; None = not given), else
-    the recipe's (:func:`recipe_settings`), else the default. Returns ``(knobs, by_recipe)``,
-    the latter the knobs the recipe set that no flag changed (a flag equal to the recipe's value
-    is the same job, described the same way)."""
+    the recipe's (:func:`recipe_settings`), else the default; context parallelism off where
+    the attention that runs is not fused (Megatron-Core's ring runs inside Transformer
+    Engine's fused attention). Returns ``(knobs, by_recipe)``, the latter the knobs the recipe
+    set that no flag changed, with the values they take (a flag equal to the recipe's value is
+    the same job, described the same way)."""
     rec = recipe_settings(framework, model, hw)
     knobs = {k: given[k] if given.get(k) is not None else rec.get(k, default)
              for k, default in RECIPE_KNOBS.items()}
-    return knobs, {k: v for k, v in rec.items() if knobs[k] == v}
+    if knobs["context_parallel"] and knobs["attention"] not in FUSED:
+        knobs["context_parallel"] = False  # the ring runs inside the fused attention kernel
+    return knobs, {k: knobs[k] for k, v in rec.items()
+                   if given.get(k) is None or given[k] == v}
 
 
 def recipe_text(framework: str, by_recipe: dict[str, Any]) -> str:
@@ -1540,7 +1558,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
                         f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
                         f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
-                        f"sequence parallelism {'on' if sp_on else 'off'} (--sp/--no-sp); "
+                        f"sequence parallelism {'on' if sp_on else 'off'}"
+                        + (" (tp 1: nothing to split)" if sp and tp == 1 else "")
+                        + " (--sp/--no-sp); "
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")

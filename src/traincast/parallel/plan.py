@@ -500,8 +500,8 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     recipe = (recipe_text(framework, next(iter(distinct.values()), {})) if len(distinct) <= 1
               else "; ".join(f"on {nd}: {recipe_text(framework, v)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
-    cp_by_node = cp_searched if isinstance(cp_searched, dict) else {}
-    cp_any = any(cp_by_node.values()) if cp_by_node else bool(cp_searched)
+    cp_by_node = cp_searched if isinstance(cp_searched, dict) else {"": cp_searched}
+    cp_any = any(cp_by_node.values())
     cp_mixed = len(set(cp_by_node.values())) > 1
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),

@@ -261,10 +261,12 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     * ``norm``: RMSNorm when ``rms_norm_eps`` is given; ``position``: learned for
       ``LEARNED_POSITION_TYPES`` (and GPT-2 keys), else rotary or ALiBi (no parameters);
     * ``tied``: ``tie_word_embeddings``, else the family's default (``TIED_TYPES``);
-    * experts: ``num_local_experts``/``num_experts`` with ``num_experts_per_tok``, each expert
-      ``moe_intermediate_size`` wide where the config gives it (Qwen-MoE, DeepSeek); shared
-      experts and dense layers among the expert ones (``shared_expert_intermediate_size``,
-      ``n_shared_experts``, ``first_k_dense_replace``) are not modelled: an error, not a guess.
+    * experts: ``num_local_experts``/``num_experts``/``n_routed_experts`` with
+      ``num_experts_per_tok``, each expert ``moe_intermediate_size`` wide where the config
+      gives it (Qwen-MoE, DeepSeek); shared experts and dense layers among the expert ones
+      (``shared_expert_intermediate_size``, ``n_shared_experts``, ``first_k_dense_replace``,
+      ``mlp_only_layers``, ``decoder_sparse_step`` other than 1) are not modelled: an error,
+      not a guess.
     """
     mtype = str(raw.get("model_type") or ("gpt2" if "n_embd" in raw else ""))
     missing = [k for k in ("layers", "hidden", "heads", "vocab") if _first(raw, k) is None]
@@ -285,10 +287,12 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     if bias is None:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
     tied = raw.get("tie_word_embeddings")
-    experts_key = "num_local_experts" if raw.get("num_local_experts") else "num_experts"
+    experts_key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts")
+                        if raw.get(k)), "num_experts")
     if raw.get(experts_key):
         unmodelled = [k for k in ("shared_expert_intermediate_size", "n_shared_experts",
-                                  "first_k_dense_replace") if raw.get(k)]
+                                  "first_k_dense_replace", "mlp_only_layers") if raw.get(k)]
+        unmodelled += ["decoder_sparse_step"] * (raw.get("decoder_sparse_step", 1) not in (1, None))
         if unmodelled:
             raise TraincastError(f"{where}: key {unmodelled[0]!r}: shared experts and dense "
                                  "layers among the expert layers are not modelled (every layer "
