@@ -748,6 +748,7 @@ def test_the_alignment_factors_are_the_medians_of_the_measured_h200_rows() -> No
     # modelled time (P eta w at the H200's MAMF rate, or its operands at 0.88 of 4.8 TB/s),
     # classed by the alignment of the two sizes these products lead their tensors with (a
     # linear layer's x[m, k] W[n, k]^T and a bmm's A[b, m, k] B[b, k, n] lead with k and n)
+    import csv
     import gzip
     import statistics
     from pathlib import Path as P
@@ -759,7 +760,6 @@ def test_the_alignment_factors_are_the_medians_of_the_measured_h200_rows() -> No
     ratios: dict[int, list[float]] = {2: [], 4: [], 8: [], 16: []}
     for fam in ("linear", "bmm"):
         with gzip.open(root / fam / "NVIDIA_H200.csv.gz", "rt") as fh:
-            import csv
             for r in csv.DictReader(fh):
                 b, mm, nn, kk = (int(r[c]) for c in ("B", "M", "N", "K"))
                 m, n, k, batch = (b * mm, kk, nn, 1) if fam == "linear" else (mm, kk, nn, b)

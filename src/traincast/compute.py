@@ -314,7 +314,8 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     if len(g["row"]) and rate > 0:
         # convolutions keep the datasheet path (P eta w): the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
-        family = kernels.op_families(ops)
+        op_names = [str(o["op"]) for o in ops]
+        family = kernels.op_families(op_names)
         conv = (family == "conv")[g["row"]]
         sel = fp32[g["row"]] & ~conv
         # a fused attention keeps its scores on chip: its products move no DRAM bytes, the
@@ -324,8 +325,7 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
                                      kernels.simt_issue_ratio(gpu), rate,
                                      kernels.simt_clock_hz(gpu, params),
                                      np.where(fused[g["row"]], np.inf, bw), params,
-                                     choice=kernels.library_choice(
-                                         params, [str(o["op"]) for o in ops])[g["row"]])
+                                     choice=kernels.library_choice(params, op_names)[g["row"]])
         per_op = np.bincount(g["row"][sel], weights=t[sel], minlength=len(ops))
         io_s = kernels.memory_kernel_time_s(cols["bytes"] * scale, bw,
                                             params.get("f_elementwise", 1.0))

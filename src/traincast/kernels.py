@@ -527,13 +527,12 @@ def ops_gemm_table(ops: Sequence[Mapping[str, Any]]) -> dict[str, NDArray[Any]]:
             "share": share}
 
 
-def op_families(ops: Sequence[Mapping[str, Any]]) -> NDArray[np.str_]:
-    """Each op's family (``traincast.features.ops.op_family`` of its name without ``aten::``),
+def op_families(names: Sequence[str]) -> NDArray[np.str_]:
+    """Each op name's family (``traincast.features.ops.op_family`` of it without ``aten::``),
     one lookup per distinct name."""
-    names = np.array([str(o["op"]) for o in ops], dtype=str)
-    unique, inverse = np.unique(names, return_inverse=True)
+    unique, inverse = np.unique(np.array(names, dtype=str), return_inverse=True)
     return np.array([op_family(n.removeprefix("aten::")) for n in unique],
-                    dtype=str)[inverse].reshape(len(ops))
+                    dtype=str)[inverse].reshape(len(names))
 
 
 def products_slowdown(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
@@ -546,7 +545,8 @@ def products_slowdown(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
     g = ops_gemm_table(ops)
     g["dtype"] = (np.asarray(dtypes, dtype=object)[g["row"]] if len(g["row"])
                   else np.zeros(0, dtype=object))
-    gemm = (op_families(ops) == "gemm")[g["row"]] if len(g["row"]) else np.zeros(0, dtype=bool)
+    gemm = ((op_families([str(o["op"]) for o in ops]) == "gemm")[g["row"]] if len(g["row"])
+            else np.zeros(0, dtype=bool))
     u = np.ones(len(g["row"]))
     for d in set(g["dtype"].tolist()):
         sel = g["dtype"] == d

@@ -198,17 +198,11 @@ def require_fused_rate(hw: HybridHardware, attention: str) -> float:
 
 
 def why_not_runs(hw: HybridHardware, attention: str) -> str:
-    """Why a fused kernel has no rate on ``hw``, from ``parallel/flash_attention.toml``."""
-    rates = flash_rates()
-    if hw.attention_dtype not in rates.dtypes.get(attention, (hw.attention_dtype,)):
-        return (f"it takes {' or '.join(rates.dtypes[attention])} tensors, not "
-                f"{hw.attention_dtype}")
-    if hw.vendor != "nvidia" and attention in rates.nvidia_only:
-        return f"it runs on NVIDIA GPUs only, not {hw.vendor}"
-    least = rates.min_compute_capability.get(attention, 0.0)
-    if 0 < hw.compute_capability < least:
-        return f"it needs compute capability {least:g}, the GPU has {hw.compute_capability:g}"
-    return "no published or measured rate for this GPU (FlashAttention-3: Hopper only)"
+    """Why a fused kernel has no rate on ``hw`` (:meth:`FlashRates.blocked`, else no fraction
+    for this GPU: FlashAttention-3 runs on Hopper only)."""
+    return flash_rates().blocked(attention, hw.compute_capability, hw.vendor,
+                                 hw.attention_dtype) or (
+        "no published or measured rate for this GPU (FlashAttention-3: Hopper only)")
 
 
 FLASH_DTYPE: dict[str, str] = {"fp8": "bf16", "tf32": "fp32"}
@@ -293,20 +287,29 @@ class FlashRates:
         fraction: ``g(s, d) / g_ref``."""
         return self.shape(attention, seq, head_dim) / self.g_ref[attention]
 
+    def blocked(self, attention: str, compute_capability: float, vendor: str = "nvidia",
+                dtype: str | None = None) -> str:
+        """Why kernel ``attention`` does not run on a GPU, or ``""``: ``dtype`` (the
+        attention's, :data:`FLASH_DTYPE`) not one it takes (:attr:`dtypes`), another
+        ``vendor`` for an NVIDIA-only kernel (:attr:`nvidia_only`), or a known
+        ``compute_capability`` (> 0) below its ``min_compute_capability``. An NVIDIA entry
+        without a compute capability (0) is not gated: the catalog does not say what it
+        runs."""
+        if dtype is not None and dtype not in self.dtypes.get(attention, (dtype,)):
+            return f"it takes {' or '.join(self.dtypes[attention])} tensors, not {dtype}"
+        if vendor != "nvidia" and attention in self.nvidia_only:
+            return f"it runs on NVIDIA GPUs only, not {vendor}"
+        least = self.min_compute_capability.get(attention, 0.0)
+        if 0 < compute_capability < least:
+            return f"it needs compute capability {least:g}, the GPU has {compute_capability:g}"
+        return ""
+
     def of(self, attention: str, gpu: str, compute_capability: float,
            vendor: str = "nvidia", dtype: str | None = None) -> float | None:
         """The fraction for fused attention ``attention`` on ``gpu``: the GPU's own, else the
-        kernel's default; None for ``flash3`` off the GPUs it runs on and for a kernel whose
-        ``min_compute_capability`` a known ``compute_capability`` (> 0) is below, or that runs
-        on NVIDIA only (:attr:`nvidia_only`) on another ``vendor``. An NVIDIA entry without a
-        compute capability (0) is not gated: the catalog does not say what it runs. With
-        ``dtype`` (the attention's, :data:`FLASH_DTYPE`), None where the kernel does not take
-        it (:attr:`dtypes`)."""
-        if vendor != "nvidia" and attention in self.nvidia_only:
-            return None
-        if dtype is not None and dtype not in self.dtypes.get(attention, (dtype,)):
-            return None
-        if 0 < compute_capability < self.min_compute_capability.get(attention, 0.0):
+        kernel's default; None where it does not run (:meth:`blocked`) and for ``flash3`` off
+        the GPUs it runs on."""
+        if self.blocked(attention, compute_capability, vendor, dtype):
             return None
         return self.fraction.get((attention, gpu), self.default_fraction.get(attention))
 

@@ -488,39 +488,32 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                  framework: str = DEFAULT_FRAMEWORK,
                  by_recipe: dict[str, dict[str, Any]] | None = None,
                  zeros: tuple[int, ...] = ZEROS,
-                 cp_searched: bool | dict[str, bool] = False) -> dict[str, Any]:
+                 cp_searched: dict[str, bool] | None = None) -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
     (:func:`hybrid.batch_assumption`), sequence, dtype, attention, the framework recipe and
     what it set (``by_recipe``: per node preset), schedule and overlap, whether context
-    parallelism was searched (``cp_searched``: a recipe with it and a fused attention; per
-    node preset where they differ), with the ``text`` of its ``assumed:`` line."""
+    parallelism was searched (``cp_searched``, per node preset: a recipe with it and a fused
+    attention), with the ``text`` of its ``assumed:`` line."""
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     sets = by_recipe or {}
     distinct = {repr(v): v for v in sets.values()}
     recipe = (recipe_text(framework, next(iter(distinct.values()), {})) if len(distinct) <= 1
               else "; ".join(f"on {nd}: {recipe_text(framework, v)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
-    cp_by_node = cp_searched if isinstance(cp_searched, dict) else {"": cp_searched}
-    cp_any = any(cp_by_node.values())
-    cp_mixed = len(set(cp_by_node.values())) > 1
+    cp_on = [nd for nd, v in (cp_searched or {}).items() if v]
+    cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
-                "cp": ({nd: cp_words if on else [1] for nd, on in cp_by_node.items()}
-                       if cp_mixed else cp_words if cp_any else [1])}
-    if cp_mixed:
-        on = [nd for nd, v in cp_by_node.items() if v]
-        off = [nd for nd, v in cp_by_node.items() if not v]
-        cp_text = (f"context parallelism cp over the divisors of the GPUs (2 cp dividing the "
-                   f"sequence) on {join_words(on, 'and')}, none on {join_words(off, 'and')} "
-                   "(no fused attention there)")
-    elif cp_any:
-        cp_text = ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
-                   "sequence)")
-    else:
-        cp_text = ("no context parallelism (it needs a fused attention the GPU runs and a "
-                   "--framework whose stack has it: megatron-core)")
+                "cp": ({nd: cp_words if on else [1] for nd, on in cp_searched.items()}
+                       if cp_on and cp_off else cp_words if cp_on else [1])}
+    cp_text = ("context parallelism cp over the divisors of the GPUs (2 cp dividing the "
+               "sequence)" + (f" on {join_words(cp_on, 'and')}, none on "
+                              f"{join_words(cp_off, 'and')} (no fused attention there)"
+                              if cp_off else "") if cp_on else
+               "no context parallelism (it needs a fused attention the GPU runs and a "
+               "--framework whose stack has it: megatron-core)")
 
     out = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "dtype": dtype, "schedule": "1f1b",
