@@ -260,9 +260,17 @@ def test_help_at_80_columns_shows_no_value_for_a_flag() -> None:
     assert len(amp) - 2 - amp.index("Mixed precision") >= 30, amp  # the description column
 
 
-def test_long_job_ids_keep_their_ends() -> None:
-    from traincast.cli.whatif import _job_label
-
-    assert _job_label("application_1506638472019_10239") == "appl…9_10239"
-    assert _job_label("job-12") == "job-12"
-    assert len(_job_label("c9c620ea-4336-c1a9-8abe-e26bd13076b8")) == 12
+def test_recommend_shows_every_job_id_whole_at_80_columns(tmp_path) -> None:
+    # an Alibaba pod name shows on one line; a UUID folds onto more lines, whole, never "…"
+    uuid = "c9c620ea-4336-c1a9-8abe-e26bd13076b8"
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,architecture,n_gpus,gpu_type,workload\n"
+                     f"openb-pod-0000,1w1g,1,V100,resnet50\n{uuid},1w1g,1,V100,resnet50\n")
+    r = tc80("recommend", str(trace))
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout and max(len(line) for line in r.stdout.splitlines()) <= 80
+    per_job = r.stdout[r.stdout.index("Per job"):r.stdout.index("Fastest anywhere")]
+    assert any(line.startswith("openb-pod-0000 ") for line in per_job.splitlines())
+    firsts = "".join(line.split()[0] for line in per_job.splitlines()
+                     if line.split() and line.split()[0] in uuid)
+    assert uuid in firsts

@@ -447,16 +447,9 @@ def _reason_keys(reasons: list[str]) -> tuple[list[str], RichTable]:
     return [keys[r] for r in reasons], legend
 
 
-JOB_LABEL_MAX = 12
-"""The longest job id a recommend table shows whole (a UUID would take three lines)."""
-
-
-def _job_label(job_id: Any) -> str:
-    """A job id as a table shows it: whole up to :data:`JOB_LABEL_MAX` characters, else its
-    first four and last seven around ``…`` (ids that share a prefix, Philly's
-    ``application_1506638472019_NNNNN``, differ at their end)."""
-    text = str(job_id)
-    return text if len(text) <= JOB_LABEL_MAX else text[:4] + "…" + text[-7:]
+JOB_COLUMN_MAX = 16
+"""The widest a recommend table's job column grows; a longer id (a UUID) folds onto more
+lines, whole."""
 
 
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
@@ -492,13 +485,12 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                       "cheapest (a --price file prices them with [node.NAME] or [gpu.NAME], "
                       "usd_per_gpu_hour and source)", style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
-    ids = [_job_label(r["job_id"]) for r in d]
-    cut = any(len(str(r["job_id"])) > JOB_LABEL_MAX for r in d)
+    ids = [str(r["job_id"]) for r in d]
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
               title_justify="left", **RULES_OFF)
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None)
     assumed = False
     for r, key, label in zip(d, keys, ids, strict=True):
         now = f"{r['architecture'] or '-'} on {r['node']}"
@@ -509,9 +501,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     notes = ["time = per iteration",
              *(["* the trace names no GPU type or node: the default node "
-                "(traincast.resolve.DEFAULT_NODE) is assumed"] if assumed else []),
-             *([f"job ids longer than {JOB_LABEL_MAX} characters are cut (…); -o FILE.csv "
-                "and --json have them whole"] if cut else [])]
+                "(traincast.resolve.DEFAULT_NODE) is assumed"] if assumed else [])]
     if notes:
         t.caption = "; ".join(notes)
         t.caption_justify = "left"
@@ -522,14 +512,14 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
               title_justify="left", **RULES_OFF)
     for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
                                                      if "cheapest" in s else [])):
-        t.add_column(col, overflow="fold")
+        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None)
     for r, key in zip(d, keys, strict=True):
         extra = []
         if "cheapest" in s:
             c = r["cheapest_cost_per_iter_usd"]
             extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
                      "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
-        t.add_row(_job_label(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
+        t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
                   fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
     console.print(legend)
