@@ -22,7 +22,7 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
-from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
     BOTTLENECK_LABEL,
@@ -323,6 +323,9 @@ class Prediction:
     job: dict[str, Any]
     hardware: dict[str, Any]
     memory: dict[str, Any] | None = None  # footprint per GPU (memory_fit) when features tell it
+    host_issue_s: float | None = None  # n_ops x the host's floor d r (ops counted), any strategy
+    kernel_strategy_available: bool | None = None  # with host_issue_s: could the kernel model?
+    misaligned: dict[str, Any] | None = None  # compute.misaligned_products, kernel strategy only
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --json`` object (docs/model.md)."""
@@ -424,7 +427,27 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
         if profile and out.hardware["compute"] == "kernel" else None
     if basis:  # the per-op table was priced by the measured-kernel model: say with what
         out.hardware["kernel_model"] = basis
-    return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]))
+    return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]),
+                   **_host_and_alignment(feats, catalog.gpus[out.hardware["gpu"]],
+                                         out.hardware["compute"], amp))
+
+
+def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,
+                        amp: bool) -> dict[str, Any]:
+    """What a prediction says beside its time: ``host_issue_s = n_ops d r`` (the host's issue
+    of the job's ops at the kernel model's floor, whatever the strategy; with it
+    ``kernel_strategy_available``), and ``misaligned`` (the per-op table's tensor-core
+    products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
+    under the kernel strategy only, else None)."""
+    out: dict[str, Any] = {}
+    ops = feats.get("ops")
+    n_ops = len(ops) if ops else feats.get("n_ops")
+    if n_ops:
+        out["host_issue_s"] = float(n_ops) * kernels.op_floor_s(gpu)
+        out["kernel_strategy_available"] = compute.kernel_model_available(gpu)
+    if ops and compute_strategy == "kernel":
+        out["misaligned"] = compute.misaligned_products(ops, gpu, "amp" if amp else "fp32")
+    return out
 
 
 def _check_counts(arch: str, **counts: float | None) -> None:

@@ -366,21 +366,6 @@ def predict(
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp)
-    n_ops = len(feats["ops"]) if feats.get("ops") else feats.get("n_ops")
-    if n_ops:  # the host's issue of the ops at the kernel model's floor, whatever the strategy
-        from traincast.compute import kernel_model_available
-        from traincast.kernels import op_floor_s
-
-        g = cat.gpu(result["hardware"]["gpu"])
-        result["host_issue_s"] = float(n_ops) * op_floor_s(g)
-        result["kernel_strategy_available"] = kernel_model_available(g)
-    result["misaligned"] = None  # priced op by op under the kernel strategy only
-    if feats.get("ops") and result["hardware"]["compute"] == "kernel":
-        from traincast.compute import misaligned_products
-
-        job_dtype = "amp" if amp or feats.get("amp") else "fp32"  # as predict_job prices it
-        result["misaligned"] = misaligned_products(feats["ops"], cat.gpu(
-            result["hardware"]["gpu"]), job_dtype)
     if json_out:
         print_json(result)
         return

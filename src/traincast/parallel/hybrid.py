@@ -477,6 +477,9 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "from compute capability 8.0)",
     "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
     "pieces)")
+(SHAPE_SIZES, SHAPE_BATCH, SHAPE_TP, SHAPE_LAYERS, SHAPE_VP, SHAPE_EP, SHAPE_ZERO, SHAPE_ZERO_PP,
+ SHAPE_CP_FUSED, SHAPE_CP_SEQ) = range(1, len(SHAPE_ERRORS))
+"""The codes of :func:`check_shapes`, by rule (``SHAPE_ERRORS[code]`` says it)."""
 
 
 @dataclass(frozen=True)
@@ -1405,19 +1408,19 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
     code = shape_code(cfg, sizes, attention)
     if code:
         why = SHAPE_ERRORS[code]
-        if code == len(SHAPE_ERRORS) - 1:   # the sequence rule: say which cp would do
+        if code == SHAPE_CP_SEQ:   # say which cp would do
             cp, seq = sizes["cp"], sizes["seq"]
             ok = [k for k in range(2, 65) if seq % (2 * k) == 0]
             why += (f": 2 x {cp} = {2 * cp} does not divide {seq}; " + (
                 f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
                 "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
                 f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
-        elif why.startswith("tensor-parallel size"):
+        elif code == SHAPE_TP:
             ok = [k for k in range(1, cfg.heads + 1) if cfg.heads % k == 0 and cfg.kv % k == 0]
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
-        elif why.startswith("expert-parallel size") and cfg.experts <= 1:
+        elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
-        elif why.startswith("global batch"):
+        elif code == SHAPE_BATCH:
             unit = sizes["dp"] * sizes["micro_batch"]
             why += (f" ({sizes['dp']} x {sizes['micro_batch']} = {unit}): "
                     f"{unit * max(1, round(sizes['global_batch'] / unit))} would")

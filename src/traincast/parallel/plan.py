@@ -32,7 +32,10 @@ from traincast.parallel.hybrid import (
     FUSED,
     FUSED_HINT,
     PART_LABEL,
+    SHAPE_BATCH,
     SHAPE_ERRORS,
+    SHAPE_LAYERS,
+    SHAPE_TP,
     TIME_PARTS,
     activations_dominate,
     batch_assumption,
@@ -412,10 +415,10 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
         return ""
     kv = ("" if model.kv == model.heads else
           f" and the {model.kv} key/value heads")
-    words = {2: f"dp dividing the global batch {global_batch}",
-             3: f"tp (at most {gpus_per_node}, within a node) dividing the {model.heads} "
-                f"attention heads{kv}",
-             4: f"pp dividing the {model.layers} layers"}
+    words = {SHAPE_BATCH: f"dp dividing the global batch {global_batch}",
+             SHAPE_TP: f"tp (at most {gpus_per_node}, within a node) dividing the {model.heads} "
+                       f"attention heads{kv}",
+             SHAPE_LAYERS: f"pp dividing the {model.layers} layers"}
     rules = [words.get(int(c), SHAPE_ERRORS[int(c)]) for c in sorted(set(code.tolist()))]
     if not rules:  # no tp fits a node (cannot happen: tp = 1 always does)
         return f"tp at most {gpus_per_node}"
