@@ -59,6 +59,15 @@ def test_zoo_llm_configs_build_with_their_published_counts() -> None:
         assert abs(built / cfg.params_published - 1) <= max(cfg.params_rtol, 1e-12), name
 
 
+def test_a_shipped_checkpoint_says_why_it_is_refused_whole() -> None:
+    # Mixtral's Hub name maps to the zoo's config, refused for its routing: the reason comes
+    # through as it is, not clipped inside a "no config found"
+    with pytest.raises(TraincastError) as err:
+        load_spec("hf:mistralai/Mixtral-8x7B-v0.1", 1)
+    assert "no transformers config" not in str(err.value)
+    assert str(err.value).endswith("at most 4 GB of parameters")
+
+
 def test_zoo_llm_profile_runs_at_its_training_sequence() -> None:
     rec = profile_model("zoo:megatron-gpt-1.7b", 1)
     cfg = MODELS["megatron-gpt-1.7b"].llm

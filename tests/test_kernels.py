@@ -87,6 +87,13 @@ def test_gemm_shapes_from_recorded_inputs() -> None:
     assert kernels.op_gemm_products("bmm", "12x128x64;12x64x128", 0) == [(128, 128, 64, 12)]
     assert kernels.op_gemm_products("add", "64x512;64x512", 0) == []
     assert kernels.op_gemm_products("mm", "", 1e6) == []              # shapes not recorded
+    # a grouped product (a mixture of experts): its rows by each group's matrix, one product;
+    # both 3-D: G products; the groups splitting B's columns: one product of all of them
+    assert kernels.op_gemm_products("_grouped_mm", "1024x256;4x256x512;4", 0) == [
+        (1024, 512, 256, 1)]
+    assert kernels.op_gemm_products("_grouped_mm", "4x64x256;4x256x512", 0) == [(64, 512, 256, 4)]
+    assert kernels.op_gemm_products("_grouped_mm", "4x64x256;256x2048;4", 0) == [
+        (64, 2048, 256, 1)]
 
 
 def test_attention_runs_the_products_torch_counts() -> None:

@@ -113,3 +113,34 @@ def test_the_registry_needs_no_torch() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["True", "False"]
+
+
+
+def test_a_grouped_product_counts_its_flops_forward_and_backward() -> None:
+    """A mixture of experts' expert layer as transformers runs it: the routed tokens' rows
+    (``T x K``, sorted by expert) times each expert's ``K x N`` matrix in one grouped product
+    (``torch._grouped_mm``), after a ``K x K`` linear layer. Hand count: the grouped product
+    2 T K N forward whatever the split over experts; backward the input gradient (T, N) @ (G,
+    N, K) and the weight gradient (K, T) @ (T, N), 2 T K N each; the linear layer 2 T K K
+    forward and its weight gradient (its input, the step's, needs none)."""
+    import torch
+
+    from traincast.features.profile import profile
+
+    class Experts(torch.nn.Module):
+        def __init__(self, experts: int, k: int, n: int) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(k, k, bias=False)
+            self.w = torch.nn.Parameter(torch.randn(experts, k, n) * 0.02)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            cuts = torch.linspace(0, x.shape[1], self.w.shape[0] + 1)[1:]
+            y = torch._grouped_mm(self.proj(x[0]), self.w, offs=cuts.round().to(torch.int32))
+            return (y * y).sum()  # a gradient with strides (an expanded one has none)
+
+    t, k, n, g = 64, 32, 48, 4
+    rec = profile(Experts(g, k, n), torch.randn(1, t, k), optimizer="none", ops=True)
+    assert rec["flops_forward"] == 2 * t * k * n + 2 * t * k * k
+    assert rec["flops_compute_bound"] == 3 * 2 * t * k * n + 2 * 2 * t * k * k
+    grouped = [o for o in rec["ops"] if o["op"].endswith("_grouped_mm")]
+    assert len(grouped) == 3 and all(o["bound"] == "compute" for o in grouped)

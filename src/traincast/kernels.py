@@ -286,17 +286,20 @@ def _conv_products(name: str, dims: list[list[int]],
 
 def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, float, float, float]]:
     """``(m, n, k, batch)`` of each GEMM an op of the per-op table runs, from its recorded input
-    shapes (``"64x512;512x1024"``): ``mm``/``matmul`` (A, B), ``addmm``/``baddbmm`` (bias, A, B),
-    ``bmm`` (A, B), convolutions and their backward (implicit GEMM, module docstring; ``m`` of a
-    forward from its FLOPs, so stride and padding need not be known), attention kernels
-    (:func:`_attention_products`: two products per head forward, five backward). ``[]`` when
-    the op runs no GEMM or its shapes are not recorded."""
+    shapes (``"64x512;512x1024"``): ``mm``/``matmul`` (A, B), ``addmm``/``baddbmm`` (bias, A,
+    B), ``bmm`` (A, B), ``_grouped_mm`` (A, B: a mixture of experts' groups priced as one
+    product of their rows, ``G`` products when both are 3-D), convolutions and their backward
+    (implicit GEMM, module docstring; ``m`` of a forward from its FLOPs, so stride and padding
+    need not be known), attention kernels (:func:`_attention_products`: two products per head
+    forward, five backward). ``[]`` when the op runs no GEMM or its shapes are not recorded."""
     name = op.removeprefix("aten::")
     try:
         dims = parse_shapes(shapes) if shapes else []
         family = op_family(name)
         if family == "gemm" and dims:
             a, b = (dims[1], dims[2]) if name in BIAS_FIRST else (dims[0], dims[1])
+            if name == "_grouped_mm" and len(b) == 2:  # groups split a dimension: one product
+                a = a[-2:]
             return [_gemm_of_matrices(a, b)] if len(a) >= 2 and len(b) >= 2 else []
         if family == "conv" and dims:
             return _conv_products(name, dims, flops)

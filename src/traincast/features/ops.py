@@ -11,14 +11,14 @@ imports torch only inside the functions that handle tensors, so the time models 
 without torch.
 
 Classification (after Wang et al., IISWC 2019): an op is **compute-bound** when it belongs to a
-matrix-unit family — ``gemm`` (mm, addmm, bmm, baddbmm, scaled mm), ``conv`` (convolutions and
-their backward, every backend's kernel), ``attention`` (scaled-dot-product / flash / efficient /
-cuDNN attention, CPU flash attention) or ``recurrent`` (fused RNN layers) — and its FLOP count is
-positive; every other op (element-wise, reductions, norms, softmax, embedding gathers, copies,
-casts, optimizer updates, sparse products) is **memory-bound**. The rule is by op family, not by
-the op's arithmetic intensity, so it does not depend on the GPU; a per-op roofline refines it per
-shape. Backend kernels that only ``torch.profiler`` sees at run time are ``conv`` ops when named
-like a convolution kernel (``conv`` followed by a digit, ``_`` or ``olution``:
+matrix-unit family — ``gemm`` (mm, addmm, bmm, baddbmm, scaled and grouped mm), ``conv``
+(convolutions and their backward, every backend's kernel), ``attention`` (scaled-dot-product /
+flash / efficient / cuDNN attention, CPU flash attention) or ``recurrent`` (fused RNN layers) — and
+its FLOP count is positive; every other op (element-wise, reductions, norms, softmax, embedding
+gathers, copies, casts, optimizer updates, sparse products) is **memory-bound**. The rule is by op
+family, not by the op's arithmetic intensity, so it does not depend on the GPU; a per-op roofline
+refines it per shape. Backend kernels that only ``torch.profiler`` sees at run time are ``conv``
+ops when named like a convolution kernel (``conv`` followed by a digit, ``_`` or ``olution``:
 ``mkldnn_convolution``, ``_slow_conv2d_backward``, ...); the fused RNN kernels
 (``mkldnn_rnn_layer``, ``_cudnn_rnn``, ...) are registered without a formula. An op that
 registers a FLOP formula with torch (``torch.utils.flop_counter.register_flop_formula``) but not
@@ -191,7 +191,22 @@ def _addmm_activation_flop(self_shape: Any, a_shape: Any, b_shape: Any, *args: A
     return int(_fc().mm_flop(a_shape, b_shape))
 
 
+def _grouped_mm_flop(a_shape: Any, b_shape: Any, *args: Any, out_shape: Any = None,
+                     **kwargs: Any) -> int:
+    """A grouped product (``torch._grouped_mm``: a mixture of experts' expert layers, one
+    kernel for every expert), ``2 M K N`` with ``M, K = A``'s last two sizes and ``N = B``'s
+    last; times the groups ``G`` when both are 3-D (``G`` separate products). With offsets the
+    groups split one dimension of a 2-D operand: ``(T, K) @ (G, K, N)`` (each token's row by
+    its expert's matrix), ``(K, T) @ (T, N)`` (the weight gradient, ``T`` split),
+    ``(G, M, K) @ (K, N_total)`` (``N`` split) all cost ``2 M K N``. Every row counts: a
+    mixture of experts routes every token (rows past the last offset would not run)."""
+    a, b = list(a_shape), list(b_shape)
+    groups = a[0] if len(a) == 3 and len(b) == 3 else 1
+    return int(2 * groups * a[-2] * a[-1] * b[-1])
+
+
 register_op(["mm", "addmm", "bmm", "baddbmm", "_scaled_mm"], family="gemm")
+register_op("_grouped_mm", family="gemm", flops=_grouped_mm_flop)
 register_op("_addmm_activation", family="gemm", flops=_addmm_activation_flop)
 register_op(["convolution", "_convolution", "convolution_overrideable", "cudnn_convolution",
              "_slow_conv2d_forward"], family="conv")

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from traincast.errors import TraincastError, clip
-from traincast.features.profile import KeywordInputs
+from traincast.features.profile import FALLBACK_MAX_PARAM_BYTES, KeywordInputs
 from traincast.zoo.hub import hub_entry
 
 DEFAULT_BATCH = 8
@@ -66,6 +66,8 @@ def _config(name: str) -> Any:
         except (OSError, ValueError):
             shipped = _shipped_config(name)
             return shipped if shipped is not None else transformers.AutoConfig.for_model(name)
+    except TraincastError:
+        raise  # a shipped checkpoint's own reason (a mixture of experts), whole
     except (OSError, ValueError, KeyError) as exc:
         raise TraincastError(f"hf:{name}: no transformers config found ({_short(exc)})",
                              hint="give a config.json path or folder, a model name in the "
@@ -105,11 +107,13 @@ def config_from_llm(cfg: Any) -> Any:
              "max_position_embeddings": cfg.seq, **common}
     if cfg.experts > 1:
         raise TraincastError(
-            f"zoo:{cfg.name}: a mixture-of-experts model has no torch module and is not "
-            "built from its config (which expert each token takes is decided by the data, "
-            "which the meta device does not have)",
+            f"zoo:{cfg.name}: a mixture-of-experts model is not profiled from the zoo: which "
+            "expert each token takes depends on the values, which the meta device does not "
+            f"have, and a run on CPU takes at most {FALLBACK_MAX_PARAM_BYTES / 1e9:g} GB of "
+            "parameters",
             hint=f"plan and predict --arch hybrid price zoo:{cfg.name} from its config "
-                 "(experts, top_k)")
+                 "(experts, top_k); a smaller config.json of it (fewer layers) profiles on "
+                 "CPU: traincast profile hf:PATH")
     if rope:
         return transformers.LlamaConfig(attention_bias=cfg.bias, mlp_bias=cfg.bias, **llama)
     if (cfg.mlp, cfg.norm, cfg.position, cfg.bias, cfg.kv, cfg.experts) == \
