@@ -204,7 +204,7 @@ def test_a_config_only_zoo_model_merges_through_transformers() -> None:
 def test_errors() -> None:
     with pytest.raises(TraincastError, match="at least two"):
         merge_specs(["zoo:resnet50"])
-    with pytest.raises(TraincastError, match="no torch module"):
+    with pytest.raises(TraincastError, match="mixture-of-experts model is not profiled"):
         merge_specs(["zoo:resnet50", "zoo:mixtral-8x7b"])  # config only, mixture of experts
     with pytest.raises(TraincastError, match="unknown zoo model"):
         merge_specs(["zoo:resnet50", "zoo:nope"])
