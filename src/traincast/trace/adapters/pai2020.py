@@ -276,8 +276,11 @@ def _side_joins(rel: dict[str, str], task_cut: FileEnd | None = None
     if "sensor" in rel:
         plan = (f"(SELECT job_name, task_name, max({num('plan_gpu')}) AS plan_gpu "
                 f"FROM {rel['task']} GROUP BY job_name, task_name)")
-        joins.append(f"LEFT JOIN (SELECT s.job_name, avg(least({num('s.gpu_wrk_util')} / "
-                     f"NULLIF(p.plan_gpu, 0), 1)) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
+        # at most 1; NULL (left out of the mean) without a reading or a planned GPU: DuckDB's
+        # least() skips NULLs, so least(NULL, 1) would be 1, a busy GPU
+        util = f"{num('s.gpu_wrk_util')} / NULLIF(p.plan_gpu, 0)"
+        joins.append(f"LEFT JOIN (SELECT s.job_name, avg(CASE WHEN {util} > 1 THEN 1.0 ELSE "
+                     f"{util} END) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
                      f"ON p.job_name = s.job_name AND p.task_name = s.task_name "
                      f"GROUP BY s.job_name) s ON s.job_name = j.job_name")
         cols.append("s.s_util")
