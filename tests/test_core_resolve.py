@@ -443,6 +443,20 @@ def test_architecture_codes_infer_as_resolve_does_from_node_sizes_alone() -> Non
     np.testing.assert_array_equal(codes, resolve(jobs, cat).arch)
 
 
+def test_a_node_or_gpu_the_catalog_does_not_know_holds_eight() -> None:
+    # docs/traces.md: GPUs per node "else 8": 2 and 8 GPUs fit one node, 9 do not, whatever
+    # the GPU or node name
+    from traincast.resolve import architecture_codes
+
+    cat = load_catalog()
+    jobs = {"architecture": np.array([None] * 4, dtype=object), "n_gpus": [2, 8, 9, 2],
+            "node": np.array(["", "", "", "no-such-node"], dtype=object),
+            "gpu_type": np.array(["A800", "A800", "A800", ""], dtype=object)}
+    names = [ARCHITECTURES[c] for c in architecture_codes(jobs, cat)]
+    assert names == ["allreduce-local", "allreduce-local", "allreduce-cluster",
+                     "allreduce-local"]
+
+
 def test_training_gpus_are_the_workers_gpus() -> None:
     from traincast.jobs import Columns
     from traincast.resolve import training_gpus

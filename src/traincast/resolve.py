@@ -14,7 +14,8 @@ For each row:
   gpus_per_worker`` where the trace gives both, at most ``n_gpus``; else ``n_gpus``: GPUs no
   worker holds, such as a PAI evaluator's, take no part in the training step, while the
   cluster shares of ``characterize`` still count every GPU, ``n_gpus``); ``g`` (GPUs per
-  node) = ``gpus_per_node`` where the trace says, else packed: ``min(n, node GPUs)``;
+  node) = ``gpus_per_node`` where the trace says, else packed: ``min(n, node GPUs)`` (8,
+  ``UNKNOWN_NODE_GPUS``, where the catalog does not know the row's node or GPU);
   ``N = ceil(n / g)``; workers ``m`` = ``n_workers`` where given, else ``n / w`` with ``w`` =
   ``gpus_per_worker`` (default 1); workers per node ``k`` = ``workers_per_node`` where given,
   else ``min(m, max(1, floor(g / w)))``; parameter servers ``p`` = ``n_ps`` where given,
@@ -53,6 +54,10 @@ from traincast.units import parse_speed_gbs
 
 F = NDArray[np.float64]
 DEFAULT_NODE = "pai-v100-nvlink"
+UNKNOWN_NODE_GPUS = 8.0
+"""GPUs per node of a row whose node or GPU the catalog does not know, for its placement and
+inferred architecture (docs/traces.md: "else 8"): a 2-GPU job of an unknown GPU type is
+allreduce-local, as on the default node."""
 REASONS: tuple[str, ...] = (
     "ok",
     "unknown architecture",
@@ -227,7 +232,7 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     have cost nothing)."""
     n = training_gpus(cols)
     size = len(n)
-    g = np.minimum(n, node_gpus)
+    g = np.minimum(n, np.where(node_gpus > 0, node_gpus, UNKNOWN_NODE_GPUS))  # NaN: unknown
     if cols.given("gpus_per_node"):
         g = np.where(cols["gpus_per_node"] > 0, cols["gpus_per_node"], g)
     g = np.maximum(np.minimum(g, np.maximum(n, 1.0)), 1.0)
