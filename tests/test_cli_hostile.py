@@ -709,3 +709,19 @@ def test_a_group_without_a_command_shows_its_help(tc) -> None:
     r = tc("hardware")
     assert "Usage: traincast hardware" in r.stdout + r.stderr and "show" in r.stdout + r.stderr
     assert r.returncode == 2 and r.stderr == ""  # the help alone, no error line
+
+
+def test_square_brackets_in_a_trace_print_as_they_are(tc, tmp_path: Path) -> None:
+    # a job id, GPU type or file name with square brackets is text, not a rich style tag:
+    # before, "exp[/lr]" made recommend fail and "T4[x]" printed as a second "T4"
+    trace = tmp_path / "mk[red].csv"
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s,gpu_type\n"
+                     "exp[/lr],1,0,10,T4\nb,2,0,10,T4[x]\nc,1,0,10,[/red]\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "a.duckdb"))
+    assert run.returncode == 0, run.stderr
+    assert "T4[x]" in run.stdout and "[/red]" in run.stdout and "mk[red].csv" not in run.stderr
+    run = tc("recommend", str(trace), "--db", str(tmp_path / "b.duckdb"))
+    assert run.returncode == 0, run.stderr
+    assert "exp[/lr]" in run.stdout
+    run = tc("ingest", str(trace), "--db", str(tmp_path / "c.duckdb"))
+    assert run.returncode == 0 and "mk[red].csv" in run.stdout

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.markup import escape
+from rich.text import Text
 
 from traincast import kernels
 from traincast.cli import hardware_app
@@ -155,7 +155,7 @@ def _figures_table(gpu: Any, fig: dict[str, Any]) -> Table:
     table.add_column("value and formula", overflow="fold")
 
     def row(name: str, value: str, formula: str) -> None:
-        table.add_row(name, f"{value}\n[dim]{escape(formula)}[/dim]")
+        table.add_row(name, Text.assemble(f"{value}\n", (formula, "dim")))
 
     p = fig["power_w_per_lane_ghz_nm"]
     row("power per lane", "unknown: taken as unthrottled" if p is None else

@@ -441,7 +441,7 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
         ts = r["time_s"]
         total = ts["total"]
         label = r["label"] + (f" [{r['node']}]" if money or node else "")
-        cells = [str(r["rank"]), escape(label), fmt_sig(total)]
+        cells = [str(r["rank"]), label, fmt_sig(total)]
         if money:
             cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
                       f"x{r['overhead_factor']:.3f}", fmt_sig(r['s_per_million_tokens']),

@@ -398,8 +398,8 @@ def render_prediction(result: dict[str, Any]) -> None:
         if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN_SHARE * total:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)", style="dim")
-    table.add_row("[bold]total per iteration[/bold]",
-                  f"[bold]{fmt_seconds(result['time_s']['total'])}[/bold]", "100%")
+    table.add_row("total per iteration", fmt_seconds(result["time_s"]["total"]), "100%",
+                  style="bold")
     console.print(table)
     label = result.get("bottleneck_label")
     if result.get("bottleneck") in (None, "unknown") or label in (None, "unknown"):
@@ -504,8 +504,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
                 if v > 0:
                     table.add_row(f"  {PART_LABEL['comm_' + strategy]}", fmt_seconds(v),
                                   f"({100 * v / time_s['total']:.1f}%)", style="dim")
-    table.add_row("[bold]total per iteration[/bold]",
-                  f"[bold]{fmt_seconds(time_s['total'])}[/bold]", "100%")
+    table.add_row("total per iteration", fmt_seconds(time_s["total"]), "100%", style="bold")
     console.print(table)
     mem = result["memory_gb"]
     peak = result["hardware"].get("peak_tflops") or 0.0

@@ -154,12 +154,12 @@ def report(
     if json_out:
         print_json({"report": str(path), "study_dir": str(folder), "figures": figures})
         return
-    table = Table(title=f"Figures in {escape(str(out / 'figures'))} (.png and .svg)",
+    table = Table(title=f"Figures in {out / 'figures'} (.png and .svg)",
                   title_justify="left")
     table.add_column("file")
     table.add_column("what it shows")
     for stem, title in written.items():
-        table.add_row(stem, escape(title))
+        table.add_row(stem, title)
     console.print(table)
     console.print(f"Report written: [bold]{escape(str(path))}[/bold]", highlight=False)
     if not is_quiet():

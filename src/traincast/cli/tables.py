@@ -17,12 +17,18 @@ from rich import box
 from rich import table as rich_table
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
+from rich.text import Text
 
 __all__ = ["Table", "print_markdown", "print_table", "split_table"]
 
 
 class Table(rich_table.Table):
-    """A rich table that splits no word while a layout with every word whole fits.
+    """A rich table whose text is never markup, that splits no word while a layout with every
+    word whole fits.
+
+    A string cell, title or caption prints as it is: a job id, file name or GPU type from a
+    trace may hold square brackets (``exp[/lr]``, ``T4[x]``) that rich would read as style
+    tags, dropping them or failing. A styled cell is a rich ``Text``.
 
     When the natural layout (every cell on one line) is wider than the room, each column gets
     its narrowest width ``m_i`` (its longest word, with padding) and the room left goes to the
@@ -33,10 +39,24 @@ class Table(rich_table.Table):
     (``allreduce-clust|er``) while a long one still has room to wrap. Expanding tables keep
     rich's layout."""
 
+    def __init__(self, *headers: Any, title: Any = None, caption: Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*headers, title=_plain(title, "table.title"),
+                         caption=_plain(caption, "table.caption"), **kwargs)
+
+    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        super().add_row(*(_plain(c) for c in renderables), **kwargs)
+
     def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
         widths = None if self.expand else _word_widths(self, console, options.max_width)
         return widths if widths is not None else \
             super()._calculate_column_widths(console, options)
+
+
+def _plain(value: Any, style: str = "") -> Any:
+    """A string as text that is not markup (with ``style``, as rich styles a title); anything
+    else (None, a rich renderable) as it is."""
+    return Text(value, style=style) if isinstance(value, str) else value
 
 
 def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[int] | None:

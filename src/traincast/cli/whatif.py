@@ -482,7 +482,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     if result.get("unpriced_nodes"):
         console.print(f"no price for {join_words(result['unpriced_nodes'])} (--price: "
                       f"{result['prices']['file']}): candidates for the fastest setup, not the "
-                      "cheapest (a --price file prices them with [node.NAME] or [gpu.NAME], "
+                      "cheapest (a --price file prices them with \\[node.NAME] or \\[gpu.NAME], "
                       "usd_per_gpu_hour and source)", style="dim", highlight=False)
     d = rows.slice(0, 20).to_pylist()
     ids = [str(r["job_id"]) for r in d]
