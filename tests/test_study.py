@@ -342,9 +342,9 @@ def test_the_by_file_table_shows_the_first_twenty_files_and_counts_the_rest() ->
             for i in range(23)]
     t = source_table(rows)
     assert t.row_count == 21
-    cells = list(t.columns[0].cells)
+    cells = [str(c) for c in t.columns[0].cells]
     assert cells[19] == "f19.csv" and cells[20] == "... 3 more (summary.json: by_source)"
-    assert list(t.columns[2].cells)[0] == "25.0%"  # comm (job) as a percent
+    assert str(list(t.columns[2].cells)[0]) == "25.0%"  # comm (job) as a percent
 
 
 def test_a_study_into_a_used_folder_keeps_only_its_own_trace_in_its_store(tmp_path: Path) -> None:
@@ -363,3 +363,61 @@ def test_a_study_into_a_used_folder_keeps_only_its_own_trace_in_its_store(tmp_pa
     study([a, b], out, report=False)
     kept = {tuple(json.loads(s["files"])): s["source_id"] for s in sources(out / "jobs.duckdb")}
     assert kept == {(str(b),): 2, (str(a),): 3}  # b unchanged: kept as it was
+
+
+@pytest.mark.parametrize("fail", [KeyboardInterrupt, RuntimeError])
+def test_a_study_that_fails_in_a_used_folder_leaves_the_earlier_study_whole(
+        tmp_path: Path, monkeypatch, fail: type[BaseException]) -> None:
+    # the second study fails (or is interrupted) after it has written its characterize.json
+    # and swapped the store's sources: the first study's files, figures and store come back
+    from traincast.analysis import study as study_mod
+    from traincast.trace.store import sources
+
+    head = "job_id,architecture,n_gpus\n"
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(head + "a,1w1g,1\nb,1w1g,1\n")
+    b.write_text(head + "c,1w1g,2\n")
+    out = tmp_path / "out"
+    study(a, out, report=False)
+    (out / "figures").mkdir()
+    (out / "figures" / "old.svg").write_text("<svg/>")
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def broken(*args, **kwargs):
+        raise fail("stop")
+
+    monkeypatch.setattr(study_mod, "_recommend_step", broken)
+    with pytest.raises(fail):
+        study(b, out, report=False)
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert after.keys() == before.keys()
+    assert {k: v for k, v in after.items() if not k.startswith("jobs.duckdb")} == \
+        {k: v for k, v in before.items() if not k.startswith("jobs.duckdb")}
+    assert json.loads((out / "characterize.json").read_text())["jobs"] == 2
+    assert [json.loads(s["files"]) for s in sources(out / "jobs.duckdb")] == [[str(a)]]
+    assert (out / "figures" / "old.svg").exists()
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_bad_price_file_fails_a_study_before_it_writes(tmp_path: Path) -> None:
+    from traincast.errors import TraincastError
+
+    trace = tmp_path / "a.csv"
+    trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("garbage [\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(TraincastError, match="bad.toml"):
+        study(trace, out, report=False, prices=bad)
+    assert list(out.iterdir()) == []
+
+
+def test_a_new_study_in_a_used_folder_leaves_none_of_the_earlier_figures(tmp_path: Path) -> None:
+    trace = tmp_path / "a.csv"
+    trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
+    out = tmp_path / "out"
+    (out / "figures").mkdir(parents=True)
+    (out / "figures" / "old.svg").write_text("<svg/>")
+    study(trace, out, report=False)
+    assert not (out / "figures").exists()

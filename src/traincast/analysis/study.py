@@ -36,6 +36,7 @@ from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.errors import TraincastError
 from traincast.files import write_text_whole, write_whole
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
@@ -333,7 +334,7 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
           format: str = "csv", mapping: dict[str, str] | None = None,
           catalog: Catalog | list[str | Path] | None = None,
           scenarios: tuple[str, ...] | list[str] = STUDY_SCENARIOS, overlap: float = 0.0,
-          prices: str | Path | None = None, report: bool = True,
+          prices: Prices | str | Path | None = None, report: bool = True,
           on_step: Step | None = None, workload: str | None = None,
           on_report: Callable[[dict[str, Any]], None] | None = None,
           jobs: pa.Table | None = None, sources_db: str | Path | None = None
@@ -375,22 +376,65 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
                 and p.resolve().parent == out.resolve()]:
         raise TraincastError(f"{out}: the study would overwrite its trace {mine[0]} (it writes "
                              f"{mine[0].name} there)", hint="write the study to another folder")
+    if isinstance(prices, str | Path):  # a bad price file fails before any work
+        prices = load_prices(prices, cat)
     made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
                  if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)
+    kept = _keep_earlier(out)
     try:
-        return _study(trace_paths, out, sample, ingested, format, mapping, cat, scenarios,
-                      overlap, prices, report, on_step, workload, on_report, jobs,
-                      Path(sources_db) if sources_db is not None else None)
+        result = _study(trace_paths, out, sample, ingested, format, mapping, cat, scenarios,
+                        overlap, prices, report, on_step, workload, on_report, jobs,
+                        Path(sources_db) if sources_db is not None else None)
     except BaseException:
         if made is not None:  # a study that fails leaves no folder it made behind
             shutil.rmtree(made, ignore_errors=True)
+        else:  # nor a folder it found half overwritten: the earlier study comes back whole
+            _restore_earlier(out, kept)
         raise
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    return result
+
+
+STORE_FILES = ("jobs.duckdb", "jobs.duckdb.wal")
+"""The study's job store: an earlier study's is kept in place (its unchanged trace files are
+not read again) and copied aside, not moved."""
+
+
+def _keep_earlier(out: Path) -> Path:
+    """Set an earlier study in ``out`` aside (its files of :data:`WRITES` and ``figures/``)
+    into a hidden folder of ``out``, which :func:`_restore_earlier` puts back if this study
+    fails or is interrupted: a study leaves either its own files or the earlier ones, never a
+    mix of two traces' (nor an earlier trace's figures beside its report)."""
+    import tempfile
+
+    kept = Path(tempfile.mkdtemp(prefix=".earlier-study-", dir=out))
+    for name in (*WRITES, "figures"):
+        path = out / name
+        if name in STORE_FILES and path.is_file():
+            shutil.copy2(path, kept / name)
+        elif path.exists() and (path.is_file() or name == "figures"):
+            path.replace(kept / name)
+    return kept
+
+
+def _restore_earlier(out: Path, kept: Path) -> None:
+    """The files :func:`_keep_earlier` set aside back in ``out``, in place of what the failed
+    study wrote."""
+    for name in (*WRITES, "figures"):
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            path.unlink(missing_ok=True)
+    for path in kept.iterdir():
+        path.replace(out / path.name)
 
 
 def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, format: str,
            mapping: dict[str, str] | None, cat: Catalog, scenarios: tuple[str, ...] | list[str],
-           overlap: float, prices: str | Path | None, report: bool, on_step: Step | None,
+           overlap: float, prices: Prices | None, report: bool, on_step: Step | None,
            workload: str | None, on_report: Callable[[dict[str, Any]], None] | None,
            jobs: pa.Table | None, sources_db: Path | None) -> dict[str, Any]:
     """:func:`study`'s steps into the folder ``out``."""
@@ -490,7 +534,7 @@ def _whatif_step(jobs: pa.Table, scenarios: tuple[str, ...] | list[str], cat: Ca
     return wi, rows
 
 
-def _recommend_step(jobs: pa.Table, cat: Catalog, prices: str | Path | None, overlap: float,
+def _recommend_step(jobs: pa.Table, cat: Catalog, prices: Prices | None, overlap: float,
                     base: tuple[Breakdown, Resolved], out: Path,
                     step: Callable[[str], None]) -> dict[str, Any]:
     """Recommendations for the jobs (their ``base`` evaluation given): writes
