@@ -140,3 +140,25 @@ def test_local_chunks_and_threads_do_not_change_results() -> None:
         np.testing.assert_array_equal(a.matched, b.matched)
         np.testing.assert_array_equal(a.applied, b.applied)
         np.testing.assert_array_equal(a.total_s, b.total_s)
+
+
+@pytest.mark.parametrize(("address", "words"), [
+    ("foo:bar", "invalid literal"), ("http://x", "unknown scheme http://"),
+    ("tcp://host", "missing port")])
+def test_a_scheduler_address_dask_cannot_read_is_a_flag_error(tc, tmp_path: Path,
+                                                              address: str, words: str) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus\na,1\n")
+    run = tc("whatif", str(trace), "--db", str(tmp_path / "s.duckdb"), "-s", "eth100",
+             "--engine", "dask", "--address", address)
+    assert run.returncode == 2 and "this is a bug" not in run.stderr
+    assert f"--address {address!r}: not a Dask scheduler address" in run.stderr
+    assert words in run.stderr and "tcp://HOST:PORT" in run.stderr
+    assert not (tmp_path / "s.duckdb").exists()  # refused before any work
+
+
+def test_check_address_takes_what_dask_serves() -> None:
+    from traincast.engine.dask import check_address
+
+    for address in ("tcp://10.0.0.1:8786", "127.0.0.1:8786", "tls://h:1", "inproc://x"):
+        check_address(address)

@@ -151,6 +151,10 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
     if engine != "dask" and (address is not None or parquet_dir is not None):
         raise TraincastError(f"{'--address' if address is not None else '--parquet-dir'} "
                              "applies to --engine dask only", hint="add --engine dask")
+    if address is not None:
+        from traincast.engine.dask import check_address
+
+        check_address(address)
     traces = [] if trace is None else [trace] if isinstance(trace, Path) else list(trace)
     check_output(db, "--db", inputs=traces)
     check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])

@@ -72,13 +72,45 @@ def partition_files(path: str | Path) -> list[str]:
     return files
 
 
+SCHEDULER_HINT = ("give the scheduler's address as dask-scheduler prints it, "
+                  "tcp://HOST:PORT (default port 8786), or leave --address out for a local "
+                  "cluster")
+
+
+def check_address(address: str) -> None:
+    """A Dask scheduler address ``--address`` names: ``[SCHEME://]HOST:PORT`` with a scheme
+    ``distributed`` has a transport for (``tcp``, ``tls``, ``ws``, ``wss``, ``ucx``,
+    ``inproc``; none: tcp) and, for tcp and tls, a port number; else a TraincastError naming
+    the flag."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in backends:
+            raise ValueError(f"unknown scheme {scheme}:// (Dask's are "
+                             f"{', '.join(s + '://' for s in backends)})")
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise TraincastError(f"--address {address!r}: not a Dask scheduler address ({exc})",
+                             hint=SCHEDULER_HINT) from None
+
+
 @contextmanager
 def dask_client(address: str | None = None, workers: int = 1, threads: int = 2) -> Any:
-    """A ``distributed.Client``: to ``address``, else to a LocalCluster on 127.0.0.1."""
+    """A ``distributed.Client``: to ``address`` (:func:`check_address`; a scheduler that does
+    not answer is a TraincastError naming it), else to a LocalCluster on 127.0.0.1."""
     from distributed import Client, LocalCluster
 
     if address:
-        with Client(address) as client:
+        check_address(address)
+        try:
+            client = Client(address, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise TraincastError(f"--address {address}: no Dask scheduler answered there "
+                                 f"({type(exc).__name__}: {exc})", hint=SCHEDULER_HINT) from None
+        with client:
             yield client
         return
     with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=False,
