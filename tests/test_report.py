@@ -418,6 +418,22 @@ def test_missing_files_are_named_and_bad_files_are_errors(tmp_path):
         write_report(tmp_path / "nope")
 
 
+@pytest.mark.parametrize(("name", "field", "value", "kind"), [
+    ("characterize.json", "breakdown", "x", "an object"),
+    ("characterize.json", "breakdown", True, "an object"),
+    ("summary.json", "by_source", -1, "a list"),
+    ("study.json", "jobs", "12", "a number")])
+def test_a_study_file_field_of_another_kind_is_named(tmp_path, name, field, value, kind):
+    import json
+
+    folder = make_small_study(tmp_path / "s")
+    path = folder / name
+    data = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**data, field: value}))
+    with pytest.raises(TraincastError, match=rf"{name}: field '{field}' must be {kind}"):
+        write_report(folder)
+
+
 def test_bad_validate_file_names_the_case_and_keeps_the_old_report(tmp_path):
     folder = make_small_study(tmp_path / "s")
     before = write_report(folder).read_text()

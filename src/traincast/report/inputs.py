@@ -24,6 +24,24 @@ from traincast.model import COMPONENTS
 JSON_FILES = ("study.json", "summary.json", "characterize.json", "whatif.json",
               "recommend.json")
 CSV_FILES = ("whatif_jobs.csv", "recommend.csv")
+_OBJ, _LIST, _NUM, _STR, _BOOL = "an object", "a list", "a number", "a string", "true or false"
+FIELD_SHAPES: dict[str, dict[str, str]] = {
+    "study.json": {"trace": _OBJ, "sample": _BOOL, "jobs": _NUM, "db": _STR,
+                   "catalog_files": _LIST, "overlap": _NUM, "scenarios": _LIST,
+                   "scenario_definitions": _OBJ, "prices": _OBJ, "assumed_workload": _OBJ,
+                   "timings_s": _OBJ, "report": _STR},
+    "summary.json": {"sample": _BOOL, "sentences": _LIST, "numbers": _OBJ, "by_source": _LIST},
+    "characterize.json": {"jobs": _NUM, "gpus": _NUM, "gpu_time_s": _NUM, "flags": _OBJ,
+                          "default_hardware": _OBJ, "by_architecture": _OBJ,
+                          "by_gpu_type": _OBJ, "cdf": _OBJ, "breakdown": _OBJ},
+    "whatif.json": {"jobs": _NUM, "unpredicted": _OBJ, "scenarios": _OBJ, "definitions": _OBJ},
+    "recommend.json": {"jobs": _NUM, "candidates": _LIST, "left_out": _OBJ,
+                       "unpriced_nodes": _LIST, "prices": _OBJ, "summary": _OBJ},
+}
+"""What each top-level field of a study's JSON files holds, as ``study`` writes them (null
+allowed): a file whose field holds another kind of value is an error naming the file and
+field, not a failure deep in the report."""
+_KINDS = {_OBJ: (dict,), _LIST: (list,), _NUM: (int, float), _STR: (str,), _BOOL: (bool,)}
 JOBS_FILE = "jobs.parquet"
 BREAKDOWN_COLUMNS = ("data_io_s", "compute_flop_s", "compute_mem_s", "comm_s")
 UNKNOWN = "unknown"
@@ -113,6 +131,20 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` of a study file ``path`` whose top-level fields hold what
+    :data:`FIELD_SHAPES` says; else a TraincastError naming the file and field."""
+    for key, kind in FIELD_SHAPES.get(path.name, {}).items():
+        value = data.get(key)
+        ok = value is None or (isinstance(value, _KINDS[kind])
+                               and (kind == _BOOL or not isinstance(value, bool)))
+        if not ok:
+            raise TraincastError(f"{path}: field {key!r} must be {kind}, as a study writes it, "
+                                 f"got {json.dumps(value)[:40]}",
+                                 hint="run the study again: traincast study TRACE -o FOLDER")
+    return data
+
+
 def read_csv(path: Path) -> pa.Table:
     """A CSV file with a header row; types inferred, except identifiers and names (text)."""
     import pyarrow.csv as pacsv
@@ -136,7 +168,7 @@ def load_study(folder: str | Path) -> Study:
     study = Study(folder=folder)
     for name in JSON_FILES:
         path = folder / name
-        study.json[name] = read_json(path) if path.is_file() else None
+        study.json[name] = _checked(path, read_json(path)) if path.is_file() else None
     for name in CSV_FILES:
         path = folder / name
         study.tables[name] = read_csv(path) if path.is_file() else None
