@@ -25,8 +25,9 @@ JSON_FILES = ("study.json", "summary.json", "characterize.json", "whatif.json",
               "recommend.json")
 CSV_FILES = ("whatif_jobs.csv", "recommend.csv")
 _OBJ, _LIST, _NUM, _STR, _BOOL = "an object", "a list", "a number", "a string", "true or false"
+_TRACE = "an object or a string"  # a study's trace, or an earlier study's name of it
 FIELD_SHAPES: dict[str, dict[str, str]] = {
-    "study.json": {"trace": _OBJ, "sample": _BOOL, "jobs": _NUM, "db": _STR,
+    "study.json": {"trace": _TRACE, "sample": _BOOL, "jobs": _NUM, "db": _STR,
                    "catalog_files": _LIST, "overlap": _NUM, "scenarios": _LIST,
                    "scenario_definitions": _OBJ, "prices": _OBJ, "assumed_workload": _OBJ,
                    "timings_s": _OBJ, "report": _STR},
@@ -41,7 +42,8 @@ FIELD_SHAPES: dict[str, dict[str, str]] = {
 """What each top-level field of a study's JSON files holds, as ``study`` writes them (null
 allowed): a file whose field holds another kind of value is an error naming the file and
 field, not a failure deep in the report."""
-_KINDS = {_OBJ: (dict,), _LIST: (list,), _NUM: (int, float), _STR: (str,), _BOOL: (bool,)}
+_KINDS = {_OBJ: (dict,), _LIST: (list,), _NUM: (int, float), _STR: (str,), _BOOL: (bool,),
+          _TRACE: (dict, str)}
 JOBS_FILE = "jobs.parquet"
 BREAKDOWN_COLUMNS = ("data_io_s", "compute_flop_s", "compute_mem_s", "comm_s")
 UNKNOWN = "unknown"
