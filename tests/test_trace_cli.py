@@ -253,6 +253,9 @@ def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
     from traincast.trace import parse_mapping, read_trace
 
     assert parse_mapping([" Job_ID = id"]) == {"job_id": "id"}
+    assert parse_mapping(["job_id=id", "JOB_ID=id"]) == {"job_id": "id"}  # the same, twice
+    with pytest.raises(TraincastError, match="--map n_gpus: given twice, as 'a' and 'b'"):
+        parse_mapping(["n_gpus=a", "n_gpus=b"])
     path = tmp_path / "z.csv"
     path.write_text("job_id,n_gpus,z\na,1,1\n")
     with pytest.raises(TraincastError, match="'zero_gpu' is computed by the store"):

@@ -43,7 +43,7 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
     """``["gpu_type=model", ...]`` (``--map COL=FIELD``) -> ``{"gpu_type": "model"}``. COL (in
     any case) must be a canonical column a file can give
     (``adapters.base.check_mapped_column``), checked before the file is read, so that a
-    misspelt name is named as such."""
+    misspelt name is named as such; one COL given two FIELDs is an error."""
     from traincast.errors import TraincastError
     from traincast.trace.adapters.base import check_mapped_column
 
@@ -55,6 +55,9 @@ def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
                                  hint="e.g. --map n_gpus=num_gpu")
         col = col.strip().lower()
         check_mapped_column(col, field.strip())
+        if col in out and out[col] != field.strip():
+            raise TraincastError(f"--map {col}: given twice, as {out[col]!r} and "
+                                 f"{field.strip()!r}", hint=f"keep one --map {col}=FIELD")
         out[col] = field.strip()
     return out
 
