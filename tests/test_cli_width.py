@@ -227,24 +227,30 @@ def test_table_keeps_no_wrap_columns_at_their_width() -> None:
     assert "1,234,567 tok" in text and max(len(line) for line in text.splitlines()) <= 40
 
 
-def test_when_the_longest_words_cannot_fit_only_they_fold() -> None:
+def test_when_the_longest_words_cannot_fit_the_table_splits_and_folds_no_short_word() -> None:
     from traincast.cli.tables import Table as WordTable
 
-    table = WordTable()
-    for header in ("file", "jobs", "bad rows", "censored", "0 GPU", "frac. GPU", "inferred"):
-        table.add_column(header, justify="right" if header != "file" else "left",
-                         overflow="fold")
+    def printed(width: int) -> str:
+        table = WordTable()
+        for header in ("file", "jobs", "bad rows", "censored", "0 GPU", "frac. GPU",
+                       "inferred"):
+            table.add_column(header, justify="right" if header != "file" else "left",
+                             overflow="fold")
+        table.add_row(name, "8,152", "0", "6,090", "1,088", "3,078", "8,152")
+        buf = io.StringIO()
+        Console(file=buf, width=width, color_system=None).print(table)  # not print_table
+        return buf.getvalue()
+
     name = "openb_pod_list_gpuspec33.csv"
-    table.add_row(name, "8,152", "0", "6,090", "1,088", "3,078", "8,152")
-    buf = io.StringIO()
-    Console(file=buf, width=66, color_system=None).print(table)  # rich alone folds numbers
-    text = buf.getvalue()
+    text = printed(66)  # rich alone folds the numbers; folding only the name takes 13 wide
     assert max(len(line) for line in text.splitlines()) <= 66
-    for word in ("8,152", "6,090", "1,088", "3,078", "censored", "inferred", "rows"):
-        assert word in text, word  # the short cells and headers stay whole
-    assert name not in text  # the file name is the one word that folds, every letter kept
-    file_cells = [line.split("│")[1].strip() for line in text.splitlines() if "│" in line]
-    assert "".join(file_cells) == name
+    assert "(continued)" in text  # split by columns, the file column repeated
+    for word in (name, "8,152", "6,090", "1,088", "3,078", "censored", "inferred", "rows"):
+        assert word in text, word  # every word whole
+    text = printed(24)  # no split fits the name: it folds, every letter kept, in order
+    assert max(len(line) for line in text.splitlines()) <= 24 and name not in text
+    first = [line.split("│")[1].strip() for line in text.splitlines() if "│" in line]
+    assert name in "".join(first)
 
 
 def test_help_at_80_columns_shows_no_value_for_a_flag() -> None:

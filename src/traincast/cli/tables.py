@@ -1,5 +1,6 @@
 """Tables that fit the terminal: no name or number is ever cut off with ``…``, no word split
-while a layout with whole words fits (``Table``).
+while a layout with whole words fits (``Table``), and a table too wide for its longest words
+split by columns, however it is printed.
 
 Rich shortens a cell with an ellipsis when the table's narrowest layout (every column as wide
 as its longest word) is wider than the terminal. ``print_table`` prints the table as it is
@@ -16,10 +17,9 @@ from typing import Any
 from rich import box
 from rich import table as rich_table
 from rich.console import Console, ConsoleOptions
-from rich.measure import Measurement
 from rich.text import Text
 
-__all__ = ["Table", "print_markdown", "print_table", "split_table"]
+__all__ = ["Table", "print_markdown", "print_table", "split_table", "table_parts"]
 
 
 class Table(rich_table.Table):
@@ -46,6 +46,19 @@ class Table(rich_table.Table):
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
         super().add_row(*(_plain(c) for c in renderables), **kwargs)
+
+    splits: bool = True
+    """Whether the table, printed where even its longest words do not fit, splits by columns
+    (``split_table``, the first column repeated) rather than folding words (the parts it
+    splits into do not split again)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Any:
+        if self.splits and not self.expand and not _fits(console, self, options.max_width):
+            parts = table_parts(self, options.max_width, console)
+            if len(parts) > 1:
+                yield from parts
+                return
+        yield from super().__rich_console__(console, options)
 
     def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
         widths = None if self.expand else _word_widths(self, console, options.max_width)
@@ -125,7 +138,7 @@ def _sub_table(table: Table, columns: list[int], title: str | None,
                caption: str | None) -> Table:
     """``table`` with only ``columns`` (indices), every column wrapping and folding."""
     sub = copy(table)
-    sub.title, sub.caption = title, caption
+    sub.title, sub.caption, sub.splits = title, caption, False
     sub.columns = []
     for i, index in enumerate(columns):
         col = copy(table.columns[index])
@@ -135,19 +148,37 @@ def _sub_table(table: Table, columns: list[int], title: str | None,
     return sub
 
 
+FIRST_FOLD_WIDTH = 10
+"""The first column (a name, a job id, a file) may fold its longest words down to this many
+characters before a table splits: past that, splitting by columns keeps every word whole."""
+
+
 def _fits(console: Console, table: Table, width: int) -> bool:
-    """Whether the narrowest layout of ``table`` (measured unbounded: rich clamps a
-    measurement to the width it is given) is at most ``width``."""
+    """Whether the narrowest layout of ``table`` that folds no word but the first column's
+    long ones is at most ``width``: every column at its longest word with its padding
+    (measured unbounded: rich clamps a measurement to the width it is given; a ``no_wrap`` or
+    fixed column at its whole width; ``Table``'s starting point), the first at most
+    ``FIRST_FOLD_WIDTH`` and its padding, plus the table's rules and edges."""
     wide = console.options.update_width(1 << 20)
-    return Measurement.get(console, wide, table).minimum <= width
+    words = 0
+    for i, col in enumerate(table.columns):
+        r = table._measure_column(console, wide, col)
+        if col.no_wrap or col.width is not None:
+            words += max(r.maximum, r.minimum)
+        elif i == 0:
+            words += min(r.minimum, FIRST_FOLD_WIDTH + table._get_padding_width(col._index))
+        else:
+            words += r.minimum
+    return words + table._extra_width <= width
 
 
 def split_table(table: Table, width: int, console: Console, keep: int = 1) -> list[Table]:
     """The tables ``print_table`` prints at ``width`` columns: ``table`` itself (its columns
     set to wrap and fold) when it fits, else groups of its columns after the first ``keep``,
     each group with the ``keep`` columns in front, greedily as many columns as fit. The
-    title goes on the first table, the caption on the last; the others are titled
-    ``(continued)``."""
+    title goes on the first table, the others are titled ``(continued)``; the caption goes on
+    none when it splits (``table_parts`` prints it below them, as wide as the terminal) and on
+    the whole table when it does not."""
     n = len(table.columns)
     keep = min(keep, n)
     whole = _sub_table(table, list(range(n)), table.title, table.caption)
@@ -166,10 +197,20 @@ def split_table(table: Table, width: int, console: Console, keep: int = 1) -> li
     for i, g in enumerate(groups):
         title = table.title if i == 0 else (f"{table.title} (continued)" if table.title
                                             else "(continued)")
-        out.append(_wrapping(_sub_table(table, [*range(keep), *g], title,
-                                        table.caption if i == len(groups) - 1 else None),
-                             console, width))
+        out.append(_wrapping(_sub_table(table, [*range(keep), *g], title, None), console,
+                             width))
     return out
+
+
+def table_parts(table: Table, width: int, console: Console, keep: int = 1) -> list[Any]:
+    """What prints ``table`` at ``width``: the tables of ``split_table``, and below them, when
+    it split, the caption as text as wide as ``width``."""
+    parts: list[Any] = split_table(table, width, console, keep)
+    if len(parts) > 1 and table.caption:
+        caption = table.caption if isinstance(table.caption, Text) else \
+            Text(str(table.caption), style="table.caption")
+        parts.append(caption)
+    return parts
 
 
 def _wrapping(sub: Table, console: Console, width: int) -> Table:
@@ -183,8 +224,8 @@ def _wrapping(sub: Table, console: Console, width: int) -> Table:
 
 def print_table(table: Table, console: Console, keep: int = 1) -> None:
     """Print ``table`` on ``console`` without cutting any cell (``split_table``)."""
-    for sub in split_table(table, console.width, console, keep):
-        console.print(sub)
+    for part in table_parts(table, console.width, console, keep):
+        console.print(part)
 
 
 def _cells(line: str) -> list[str]:

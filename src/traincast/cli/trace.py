@@ -420,7 +420,7 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
     of :func:`traincast.analysis.characterize.characterize`."""
     t = Table(title=title, title_justify="left")
     for col in ("", "jobs", "share", "GPUs", "share", "GPU-hours", "share"):
-        t.add_column(col, justify="left" if not col else "right", no_wrap=not col)
+        t.add_column(col, justify="left" if not col else "right")
     for name, row in groups.items():
         label = name + (f" ({row['gpu']})" if row.get("gpu") and row["gpu"] != name else "")
         t.add_row(label, f"{row['jobs']:,}", fmt_pct(row["job_share"]), fmt_amount(row["gpus"]),

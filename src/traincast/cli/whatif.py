@@ -490,7 +490,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
               title_justify="left", **RULES_OFF)
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
-        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None)
+        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
+                     justify="right" if col in ("time", "speedup") else "left")
     assumed = False
     for r, key, label in zip(d, keys, ids, strict=True):
         now = f"{r['architecture'] or '-'} on {r['node']}"
@@ -512,7 +513,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
               title_justify="left", **RULES_OFF)
     for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
                                                      if "cheapest" in s else [])):
-        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None)
+        t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
+                     justify="right" if col in ("speedup", "$/iter") else "left")
     for r, key in zip(d, keys, strict=True):
         extra = []
         if "cheapest" in s:
