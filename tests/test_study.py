@@ -413,11 +413,54 @@ def test_a_bad_price_file_fails_a_study_before_it_writes(tmp_path: Path) -> None
     assert list(out.iterdir()) == []
 
 
-def test_a_new_study_in_a_used_folder_leaves_none_of_the_earlier_figures(tmp_path: Path) -> None:
+def test_a_new_study_leaves_none_of_the_earlier_studys_figures_and_keeps_the_users(
+        tmp_path: Path) -> None:
     trace = tmp_path / "a.csv"
     trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
     out = tmp_path / "out"
-    (out / "figures").mkdir(parents=True)
-    (out / "figures" / "old.svg").write_text("<svg/>")
+    study(trace, out, report=False)
+    (out / "figures").mkdir()
+    (out / "figures" / "old.svg").write_text("<svg/>")  # an earlier study's (study.json there)
     study(trace, out, report=False)
     assert not (out / "figures").exists()
+    mine = tmp_path / "paper"
+    (mine / "figures").mkdir(parents=True)
+    (mine / "figures" / "fig1.pdf").write_text("mine")  # no study there: the user's own
+    study(trace, mine, report=False)
+    assert (mine / "figures" / "fig1.pdf").read_text() == "mine"
+
+
+def test_a_study_killed_midway_is_put_back_by_the_next_one(tmp_path: Path) -> None:
+    # a kill runs no handler: the earlier study stays set aside beside the new one's files,
+    # until the next study into the folder puts it back (here one that fails)
+    from traincast.analysis.study import EARLIER, _keep_earlier
+    from traincast.errors import TraincastError
+
+    a = tmp_path / "a.csv"
+    a.write_text("job_id,architecture,n_gpus\na,1w1g,1\nb,1w1g,1\n")
+    out = tmp_path / "out"
+    study(a, out, report=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    _keep_earlier(out, [a], store=True)  # the killed study's start ...
+    (out / "characterize.json").write_text("{}")  # ... and its first file
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,gpus\nj1,2\n")
+    with pytest.raises(TraincastError):
+        study(bad, out, report=False)
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert after == before
+    assert not (out / EARLIER).exists()
+
+
+def test_one_study_at_a_time_writes_a_folder(tmp_path: Path) -> None:
+    from traincast.analysis.study import _folder_lock
+    from traincast.errors import TraincastError
+
+    trace = tmp_path / "a.csv"
+    trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with _folder_lock(out), pytest.raises(TraincastError, match="another study is writing"):
+        study(trace, out, report=False)
+    assert list(out.iterdir()) == []
+    study(trace, out, report=False)  # the lock is gone with the first

@@ -381,18 +381,18 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     made = next((d for d in (*reversed(out.absolute().parents), out.absolute())
                  if not d.exists()), None)  # the first folder of the path this call makes
     out.mkdir(parents=True, exist_ok=True)
-    kept = _keep_earlier(out)
-    try:
-        result = _study(trace_paths, out, sample, ingested, format, mapping, cat, scenarios,
-                        overlap, prices, report, on_step, workload, on_report, jobs,
-                        Path(sources_db) if sources_db is not None else None)
-    except BaseException:
-        if made is not None:  # a study that fails leaves no folder it made behind
-            shutil.rmtree(made, ignore_errors=True)
-        else:  # nor a folder it found half overwritten: the earlier study comes back whole
-            _restore_earlier(out, kept)
-        raise
-    finally:
+    with _folder_lock(out):
+        kept = _keep_earlier(out, trace_paths, store=jobs is None)
+        try:
+            result = _study(trace_paths, out, sample, ingested, format, mapping, cat,
+                            scenarios, overlap, prices, report, on_step, workload, on_report,
+                            jobs, Path(sources_db) if sources_db is not None else None)
+        except BaseException:
+            if made is not None:  # a study that fails leaves no folder it made behind
+                shutil.rmtree(made, ignore_errors=True)
+            else:  # nor a folder it found half overwritten: the earlier study comes back
+                _restore_earlier(out, kept)
+            raise
         shutil.rmtree(kept, ignore_errors=True)
     return result
 
@@ -400,36 +400,87 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
 STORE_FILES = ("jobs.duckdb", "jobs.duckdb.wal")
 """The study's job store: an earlier study's is kept in place (its unchanged trace files are
 not read again) and copied aside, not moved."""
+EARLIER = ".earlier-study"
+"""The hidden folder of a study folder that holds the earlier study while a new one runs
+(:func:`_keep_earlier`); one left by a study that was killed is put back by the next."""
 
 
-def _keep_earlier(out: Path) -> Path:
-    """Set an earlier study in ``out`` aside (its files of :data:`WRITES` and ``figures/``)
-    into a hidden folder of ``out``, which :func:`_restore_earlier` puts back if this study
-    fails or is interrupted: a study leaves either its own files or the earlier ones, never a
-    mix of two traces' (nor an earlier trace's figures beside its report)."""
-    import tempfile
+@contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """One study at a time writes ``out``: an exclusive lock on ``out/.study.lock`` (released
+    when the process ends, however it ends); a second study of the same folder is an error."""
+    path = out / ".study.lock"
+    with path.open("a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks here (Windows): unguarded, as before
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise TraincastError(f"{out}: another study is writing this folder now",
+                                     hint="wait for it to end, or write to another folder "
+                                          "(-o DIR)") from None
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
 
-    kept = Path(tempfile.mkdtemp(prefix=".earlier-study-", dir=out))
-    for name in (*WRITES, "figures"):
+
+def _keep_earlier(out: Path, trace_paths: list[Path], store: bool) -> Path:
+    """Set an earlier study in ``out`` aside into ``out/.earlier-study`` (:data:`EARLIER`),
+    for :func:`_restore_earlier` to put back if this study fails or is interrupted: a study
+    leaves its own files or the earlier ones, never a mix of two traces'. Set aside: each file
+    of :data:`WRITES` (moved; the store copied, and only when this study ingests into it), and
+    ``figures/`` only where ``study.json`` says an earlier study made it and no trace of this
+    study lies in it. A symbolic link, a folder named like a study file or anything else is
+    left as it is. ``manifest.json`` there lists what was set aside and what was there; a
+    folder left by a study that was killed (no handler ran) is put back first."""
+    kept = out / EARLIER
+    if (kept / "manifest.json").is_file():
+        _restore_earlier(out, kept)
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir()
+    figures = (out / "figures").resolve()
+    ours = (out / "study.json").is_file() and not any(
+        p.resolve().is_relative_to(figures) for p in trace_paths)
+    there = [n for n in (*WRITES, "figures") if (out / n).exists() or (out / n).is_symlink()]
+    aside = []
+    for name in there:
         path = out / name
-        if name in STORE_FILES and path.is_file():
-            shutil.copy2(path, kept / name)
-        elif path.exists() and (path.is_file() or name == "figures"):
+        if path.is_symlink():
+            continue
+        if name in STORE_FILES:
+            if store and path.is_file():
+                shutil.copy2(path, kept / name)
+                aside.append(name)
+        elif (name == "figures" and ours and path.is_dir()) or \
+                (name != "figures" and path.is_file()):
             path.replace(kept / name)
+            aside.append(name)
+    write_text_whole(kept / "manifest.json", json.dumps({"aside": aside, "there": there}))
     return kept
 
 
 def _restore_earlier(out: Path, kept: Path) -> None:
-    """The files :func:`_keep_earlier` set aside back in ``out``, in place of what the failed
-    study wrote."""
+    """Put back what :func:`_keep_earlier` set aside in ``kept``, in place of what the failed
+    study wrote: each name set aside replaces this study's, and a study file that was not
+    there before goes; whatever :func:`_keep_earlier` left in place stays. ``kept`` is removed
+    only once all is back (else the next study puts it back)."""
+    manifest = json.loads((kept / "manifest.json").read_text())
+    aside, there = set(manifest["aside"]), set(manifest["there"])
     for name in (*WRITES, "figures"):
         path = out / name
+        if name in there and name not in aside:
+            continue  # the user's, left in place
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(path)
         elif path.exists() or path.is_symlink():
-            path.unlink(missing_ok=True)
-    for path in kept.iterdir():
-        path.replace(out / path.name)
+            path.unlink()
+    for name in aside:
+        (kept / name).replace(out / name)
+    shutil.rmtree(kept)
 
 
 def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, format: str,

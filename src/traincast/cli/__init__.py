@@ -7,6 +7,8 @@ ones as one line naming the exception (``--debug`` shows the traceback): see :fu
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from typing import Any, NoReturn
 
@@ -130,6 +132,11 @@ def _run() -> NoReturn:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM as Ctrl-C: the work in hand unwinds (its ``finally`` and ``except`` run)."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Entry point of the ``traincast`` console script.
 
@@ -137,7 +144,9 @@ def main() -> None:
     is one line and its hint, exit status 2. A missing optional dependency is one line and the
     extra to install, exit 2. A full disk (``ENOSPC``) is one line naming the file, exit 2; a
     file or folder that cannot be read or written (an ``OSError`` naming a path) likewise.
-    Ctrl-C (also inside a DuckDB query) prints ``interrupted``, exit 130. Anything else is
+    Ctrl-C (also inside a DuckDB query) and a termination signal (``kill``, a scheduler's
+    time limit: SIGTERM, taken as Ctrl-C so that a study puts back the folder it was writing)
+    print ``interrupted``, exit 130. Anything else is
     unexpected (a bug): one line naming the exception, exit 1; ``--debug`` anywhere on the
     command line shows the traceback instead. With ``--json`` on the command line every error,
     a bad option's too, and an interruption are one JSON object on stderr (:func:`_fail`);
@@ -151,6 +160,8 @@ def main() -> None:
         sys.argv.remove("--debug")
     args = sys.argv[1:]
     _JSON_ERRORS = "--json" in args[:args.index("--") if "--" in args else len(args)]
+    with contextlib.suppress(ValueError):  # not the main thread (an embedding): as it was
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         _run()
     except SystemExit as exc:  # typer turns Ctrl-C in a command into a silent exit 130
