@@ -435,3 +435,24 @@ def test_pricing_a_job_does_not_load_the_trace_store():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_predict_says_the_hosts_issue_time_per_row():
+    # n_ops ops at the host's floor d each (kernels.op_floor_s), one value per row of array
+    # features; none without an op count
+    from traincast import kernels
+    from traincast.predict import predict
+
+    cat = load_catalog()
+    d = kernels.op_floor_s(cat.gpu("V100"))
+    assert d > 0
+    out = predict(flops_compute_bound=np.array([1e12, 2e12]),
+                  bytes_memory_bound=np.array([1e9, 1e9]), weight_bytes=np.array([1e8, 1e8]),
+                  n_ops=np.array([100, 200]), gpu="V100", catalog=cat)
+    np.testing.assert_allclose(out.host_issue_s, [100 * d, 200 * d])
+    one = predict(flops_compute_bound=1e12, bytes_memory_bound=1e9, weight_bytes=1e8,
+                  n_ops=50, gpu="V100", catalog=cat)
+    assert one.host_issue_s == pytest.approx(50 * d) and one.misaligned is None
+    none = predict(flops_compute_bound=1e12, bytes_memory_bound=1e9, weight_bytes=1e8,
+                   gpu="V100", catalog=cat)
+    assert none.host_issue_s is None and none.kernel_strategy_available is None

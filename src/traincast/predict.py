@@ -323,7 +323,7 @@ class Prediction:
     job: dict[str, Any]
     hardware: dict[str, Any]
     memory: dict[str, Any] | None = None  # footprint per GPU (memory_fit) when features tell it
-    host_issue_s: float | None = None  # n_ops x the host's floor d r (ops counted), any strategy
+    host_issue_s: Any = None  # n_ops x the host's floor d (ops counted; per row), any strategy
     kernel_strategy_available: bool | None = None  # with host_issue_s: could the kernel model?
     misaligned: dict[str, Any] | None = None  # compute.misaligned_products, kernel strategy only
 
@@ -434,16 +434,17 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
 
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,
                         amp: bool) -> dict[str, Any]:
-    """What a prediction says beside its time: ``host_issue_s = n_ops d r`` (the host's issue
+    """What a prediction says beside its time: ``host_issue_s = n_ops d`` (the host's issue
     of the job's ops at the kernel model's floor, whatever the strategy; with it
     ``kernel_strategy_available``), and ``misaligned`` (the per-op table's tensor-core
     products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
     under the kernel strategy only, else None)."""
     out: dict[str, Any] = {}
     ops = feats.get("ops")
-    n_ops = len(ops) if ops else feats.get("n_ops")
-    if n_ops:
-        out["host_issue_s"] = float(n_ops) * kernels.op_floor_s(gpu)
+    given = feats.get("n_ops")
+    n_ops = np.asarray(len(ops) if ops else 0.0 if given is None else given, dtype=np.float64)
+    if np.any(n_ops > 0):  # features may be arrays: one time per row
+        out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))
         out["kernel_strategy_available"] = compute.kernel_model_available(gpu)
     if ops and compute_strategy == "kernel":
         out["misaligned"] = compute.misaligned_products(ops, gpu, "amp" if amp else "fp32")
