@@ -280,3 +280,29 @@ def test_recommend_shows_every_job_id_whole_at_80_columns(tmp_path) -> None:
     firsts = "".join(line.split()[0] for line in per_job.splitlines()
                      if line.split() and line.split()[0] in uuid)
     assert uuid in firsts
+
+
+def test_a_table_between_widths_folds_its_first_column_alone_and_splits_below() -> None:
+    from traincast.cli.tables import Table as WordTable
+
+    def printed(width: int) -> str:
+        table = WordTable(title="x[/y] title", caption="a caption [/z] below the parts")
+        for header in ("file", "arch", "arch2", "n"):
+            table.add_column(header, justify="right" if header == "n" else "left")
+        table.add_row(name, "allreduce-local", "allreduce-clust", "1,234")
+        buf = io.StringIO()
+        Console(file=buf, width=width, color_system=None).print(table)
+        return buf.getvalue()
+
+    name = "openb_pod_list_gpuspec33_xx.csv"
+    text = printed(70)  # fits with the file name folded, in the first column only
+    assert "(continued)" not in text and "…" not in text and name not in text
+    assert "allreduce-local" in text and "allreduce-clust" in text and "1,234" in text
+    for width in (50, 56):  # too narrow for it: split, the file column repeated
+        text = printed(width)
+        assert "x[/y] title (continued)" in text and "…" not in text, width
+        assert max(len(line) for line in text.splitlines()) <= width
+        for word in ("allreduce-local", "allreduce-clust", "1,234", name):
+            assert word in text, (width, word)  # the name whole in the part it fits
+        assert "a caption [/z] below the parts" in " ".join(text.split())
+        assert text.rstrip().endswith("parts")  # the caption once, after the parts

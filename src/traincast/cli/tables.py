@@ -44,6 +44,9 @@ class Table(rich_table.Table):
         super().__init__(*headers, title=_plain(title, "table.title"),
                          caption=_plain(caption, "table.caption"), **kwargs)
 
+    def add_column(self, header: Any = "", *args: Any, **kwargs: Any) -> None:
+        super().add_column(_plain(header), *args, **kwargs)
+
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
         super().add_row(*(_plain(c) for c in renderables), **kwargs)
 
@@ -53,11 +56,9 @@ class Table(rich_table.Table):
     splits into do not split again)."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Any:
-        if self.splits and not self.expand and not _fits(console, self, options.max_width):
-            parts = table_parts(self, options.max_width, console)
-            if len(parts) > 1:
-                yield from parts
-                return
+        if self.splits and not self.expand and self.columns:
+            yield from table_parts(self, options.max_width, console)  # parts that fold
+            return
         yield from super().__rich_console__(console, options)
 
     def _calculate_column_widths(self, console: Console, options: ConsoleOptions) -> list[int]:
@@ -89,9 +90,14 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
         return None
     floor = [table._get_padding_width(col._index) + 4 for col in table.columns]
     if sum(base) > room:
-        base = _fold_longest(base, hi, fixed, floor, room)
-        if base is None:
-            return None
+        first = room - sum(base[1:])  # the first column's long words fold, the others' stay
+        allowance = FIRST_FOLD_WIDTH + table._get_padding_width(0)
+        if not fixed[0] and first >= min(base[0], allowance):
+            base = [first, *base[1:]]
+        else:
+            base = _fold_longest(base, hi, fixed, floor, room)
+            if base is None:
+                return None
     lack = [h - b for b, h in zip(base, hi, strict=True)]
     give = [0] * len(lack)
     for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
@@ -134,11 +140,11 @@ def _fold_longest(words: list[int], hi: list[int], fixed: list[bool], floor: lis
     return cut
 
 
-def _sub_table(table: Table, columns: list[int], title: str | None,
-               caption: str | None) -> Table:
+def _sub_table(table: Table, columns: list[int], title: Any, caption: Any) -> Table:
     """``table`` with only ``columns`` (indices), every column wrapping and folding."""
     sub = copy(table)
-    sub.title, sub.caption, sub.splits = title, caption, False
+    sub.title, sub.caption, sub.splits = _plain(title, "table.title"), \
+        _plain(caption, "table.caption"), False
     sub.columns = []
     for i, index in enumerate(columns):
         col = copy(table.columns[index])
@@ -195,8 +201,9 @@ def split_table(table: Table, width: int, console: Console, keep: int = 1) -> li
     groups.append(group)
     out = []
     for i, g in enumerate(groups):
-        title = table.title if i == 0 else (f"{table.title} (continued)" if table.title
-                                            else "(continued)")
+        title = table.title if i == 0 else Text.assemble(
+            table.title if isinstance(table.title, Text) else Text(str(table.title or "")),
+            " (continued)" if table.title else "(continued)", style="table.title")
         out.append(_wrapping(_sub_table(table, [*range(keep), *g], title, None), console,
                              width))
     return out
@@ -207,9 +214,7 @@ def table_parts(table: Table, width: int, console: Console, keep: int = 1) -> li
     it split, the caption as text as wide as ``width``."""
     parts: list[Any] = split_table(table, width, console, keep)
     if len(parts) > 1 and table.caption:
-        caption = table.caption if isinstance(table.caption, Text) else \
-            Text(str(table.caption), style="table.caption")
-        parts.append(caption)
+        parts.append(_plain(table.caption, "table.caption"))
     return parts
 
 
