@@ -143,7 +143,7 @@ def test_local_chunks_and_threads_do_not_change_results() -> None:
 
 
 @pytest.mark.parametrize(("address", "words"), [
-    ("foo:bar", "invalid literal"), ("http://x", "unknown scheme http://"),
+    ("foo:bar", "invalid literal"), ("http://x", "unknown address scheme 'http'"),
     ("tcp://host", "missing port")])
 def test_a_scheduler_address_dask_cannot_read_is_a_flag_error(tc, tmp_path: Path,
                                                               address: str, words: str) -> None:

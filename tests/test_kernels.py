@@ -94,6 +94,8 @@ def test_gemm_shapes_from_recorded_inputs() -> None:
     assert kernels.op_gemm_products("_grouped_mm", "4x64x256;4x256x512", 0) == [(64, 512, 256, 4)]
     assert kernels.op_gemm_products("_grouped_mm", "4x64x256;256x2048;4", 0) == [
         (64, 2048, 256, 1)]
+    assert kernels.op_gemm_products("_scaled_grouped_mm", "1024x256;4x256x512;4;4", 0) == [
+        (1024, 512, 256, 1)]
 
 
 def test_attention_runs_the_products_torch_counts() -> None:

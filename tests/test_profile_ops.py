@@ -144,3 +144,15 @@ def test_a_grouped_product_counts_its_flops_forward_and_backward() -> None:
     assert rec["flops_compute_bound"] == 3 * 2 * t * k * n + 2 * 2 * t * k * k
     grouped = [o for o in rec["ops"] if o["op"].endswith("_grouped_mm")]
     assert len(grouped) == 3 and all(o["bound"] == "compute" for o in grouped)
+
+
+def test_the_grouped_product_formula_by_hand_for_every_layout() -> None:
+    # (M, K) @ (G, K, N), (G, M, K) @ (K, N_total), (K, T) @ (T, N): 2 M K N, the groups
+    # splitting one dimension; (G, M, K) @ (G, K, N): G products of 2 M K N; fp8 alike
+    for name in ("_grouped_mm", "_scaled_grouped_mm"):
+        f = registry.rule_for(name).flops
+        assert f((1024, 256), (4, 256, 512)) == 2 * 1024 * 256 * 512
+        assert f((4, 64, 256), (256, 2048)) == 2 * 64 * 256 * 2048
+        assert f((256, 1024), (1024, 512)) == 2 * 256 * 1024 * 512
+        assert f((4, 64, 256), (4, 256, 512)) == 4 * 2 * 64 * 256 * 512
+        assert registry.is_compute_bound(name)

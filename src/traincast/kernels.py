@@ -240,6 +240,7 @@ def has_matrix_units(gpu: Any, dtype: str) -> bool:
 # --------------------------------------------------- GEMM shapes of the ops of a profile table
 
 BIAS_FIRST = frozenset({"addmm", "_addmm_activation", "baddbmm"})  # (bias, A, B) arguments
+GROUPED = frozenset({"_grouped_mm", "_scaled_grouped_mm"})  # a mixture of experts' products
 
 
 def _is_conv(name: str, backward: bool | None = None) -> bool:
@@ -298,7 +299,7 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
         family = op_family(name)
         if family == "gemm" and dims:
             a, b = (dims[1], dims[2]) if name in BIAS_FIRST else (dims[0], dims[1])
-            if name == "_grouped_mm" and len(b) == 2:  # groups split a dimension: one product
+            if name in GROUPED and len(b) == 2:  # groups split a dimension: one product
                 a = a[-2:]
             return [_gemm_of_matrices(a, b)] if len(a) >= 2 and len(b) >= 2 else []
         if family == "conv" and dims:

@@ -79,17 +79,15 @@ SCHEDULER_HINT = ("give the scheduler's address as dask-scheduler prints it, "
 
 def check_address(address: str) -> None:
     """A Dask scheduler address ``--address`` names: ``[SCHEME://]HOST:PORT`` with a scheme
-    ``distributed`` has a transport for (``tcp``, ``tls``, ``ws``, ``wss``, ``ucx``,
-    ``inproc``; none: tcp) and, for tcp and tls, a port number; else a TraincastError naming
-    the flag."""
+    ``distributed`` has a transport for (``get_backend``: ``tcp``, ``tls``, ``ws``, ``wss``,
+    ``ucx``, ``inproc`` and any a plugin registers; none: tcp) and, for tcp and tls, a port
+    number; else a TraincastError naming the flag."""
     from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.comm.registry import backends
+    from distributed.comm.registry import get_backend
 
     try:
         scheme, location = parse_address(address)
-        if scheme not in backends:
-            raise ValueError(f"unknown scheme {scheme}:// (Dask's are "
-                             f"{', '.join(s + '://' for s in backends)})")
+        get_backend(scheme)  # Dask's own transports and those its plugins register
         if scheme in ("tcp", "tls"):
             parse_host_port(location)
     except (ValueError, TypeError) as exc:
@@ -106,7 +104,7 @@ def dask_client(address: str | None = None, workers: int = 1, threads: int = 2) 
     if address:
         check_address(address)
         try:
-            client = Client(address, timeout="10s")
+            client = Client(address)  # Dask's connect timeout (distributed.comm.timeouts)
         except (OSError, TimeoutError) as exc:
             raise TraincastError(f"--address {address}: no Dask scheduler answered there "
                                  f"({type(exc).__name__}: {exc})", hint=SCHEDULER_HINT) from None

@@ -193,20 +193,21 @@ def _addmm_activation_flop(self_shape: Any, a_shape: Any, b_shape: Any, *args: A
 
 def _grouped_mm_flop(a_shape: Any, b_shape: Any, *args: Any, out_shape: Any = None,
                      **kwargs: Any) -> int:
-    """A grouped product (``torch._grouped_mm``: a mixture of experts' expert layers, one
-    kernel for every expert), ``2 M K N`` with ``M, K = A``'s last two sizes and ``N = B``'s
-    last; times the groups ``G`` when both are 3-D (``G`` separate products). With offsets the
-    groups split one dimension of a 2-D operand: ``(T, K) @ (G, K, N)`` (each token's row by
-    its expert's matrix), ``(K, T) @ (T, N)`` (the weight gradient, ``T`` split),
-    ``(G, M, K) @ (K, N_total)`` (``N`` split) all cost ``2 M K N``. Every row counts: a
-    mixture of experts routes every token (rows past the last offset would not run)."""
+    """A grouped product (``torch._grouped_mm``, ``_scaled_grouped_mm`` in fp8: a mixture of
+    experts' expert layers, one kernel for every expert), ``2 M K N`` with ``M, K = A``'s last
+    two sizes and ``N = B``'s last; times the groups ``G`` when both are 3-D (``G`` separate
+    products). With offsets the groups split one dimension of a 2-D operand: ``(T, K) @ (G, K,
+    N)`` (each token's row by its expert's matrix), ``(K, T) @ (T, N)`` (the weight gradient,
+    ``T`` split), ``(G, M, K) @ (K, N_total)`` (``N`` split) all cost ``2 M K N``. Every row
+    counts: a mixture of experts routes every token (rows past the last offset would not
+    run)."""
     a, b = list(a_shape), list(b_shape)
     groups = a[0] if len(a) == 3 and len(b) == 3 else 1
     return int(2 * groups * a[-2] * a[-1] * b[-1])
 
 
 register_op(["mm", "addmm", "bmm", "baddbmm", "_scaled_mm"], family="gemm")
-register_op("_grouped_mm", family="gemm", flops=_grouped_mm_flop)
+register_op(["_grouped_mm", "_scaled_grouped_mm"], family="gemm", flops=_grouped_mm_flop)
 register_op("_addmm_activation", family="gemm", flops=_addmm_activation_flop)
 register_op(["convolution", "_convolution", "convolution_overrideable", "cudnn_convolution",
              "_slow_conv2d_forward"], family="conv")
