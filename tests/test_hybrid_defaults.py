@@ -342,3 +342,45 @@ def test_the_paper_strategy_prices_the_hybrid_model_at_flat_rates() -> None:
     kernel = hybrid_hardware(cat, "dgx-h100", "bf16")
     assert kernel.compute == "kernel" and kernel.sms == 132.0
     assert kernel.memory_bps("norm") < kernel.memory_bps("elementwise") < 3350e9
+
+
+FLAT_GPU = """
+[gpu.FLATGPU]
+source = "a test entry: datasheet peaks only"
+[gpu.FLATGPU.datasheet]
+fp32_tflops = 100.0
+bf16_tflops = 200.0
+fp16_tflops = 200.0
+mem_bw_gbs = 1800
+[node.flat-node]
+gpu = "FLATGPU"
+gpus = 8
+pcie = "pcie4x16"
+intra = "nvlink3-a100"
+nic = "ib-hdr"
+source = "a test node"
+"""
+
+
+def test_a_gpu_priced_at_flat_peaks_is_named_and_said_so(tc, tmp_path) -> None:
+    # an entry without the kernel model's fields runs at its dense peak (paper strategy): the
+    # hybrid forecast names the GPU and says so; plan says memory went unchecked (no mem_gb)
+    cat = tmp_path / "flat.toml"
+    cat.write_text(FLAT_GPU)
+    run = tc("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--catalog", str(cat),
+             "--node", "flat-node", "--dp", "8")
+    text = " ".join(run.stdout.split())
+    assert run.returncode == 0, run.stderr
+    assert "GPU(s) of flat-node — FLATGPU" in text
+    assert "compute by the paper strategy on FLATGPU: dense peak 200 TFLOP/s, GEMMs at 1.00" \
+        in text and "flat peaks" in text
+    run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--catalog", str(cat), "--node",
+             "flat-node")
+    assert run.returncode == 0, run.stderr
+    assert "memory not checked on FLATGPU: the catalog entry gives no mem_gb" in \
+        " ".join(run.stdout.split())
+    run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--catalog", str(cat), "--node",
+             "flat-node", "--json")
+    import json
+
+    assert json.loads(run.stdout)["memory_unchecked"] == ["FLATGPU"]

@@ -191,6 +191,11 @@ def plan(
                   f"{result['global_batch']} x {result['seq']} tokens, {result['dtype']}. "
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
                   f"memory ({result['seconds']:.2f} s).")
+    if result.get("memory_unchecked"):
+        console.print(Text(
+            f"memory not checked on {', '.join(result['memory_unchecked'])}: the catalog entry "
+            "gives no mem_gb, so every configuration counts as fitting (add mem_gb to the "
+            "entry, docs/hardware.md)", style="yellow"))
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
     several = len(result["nodes"]) > 1  # rows then name their node preset

@@ -480,6 +480,20 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
             f"its kind's ratio (traincast hardware show {gpu}). " + trust_text(gpu, km, amp))
 
 
+def hybrid_compute_text(hw: dict[str, Any]) -> str:
+    """How the hybrid model priced the GPU's compute: the strategy, the dense peak and the GEMM
+    rate's share of it; under ``paper`` (an entry without the fields of the kernel model) that
+    the peaks are taken flat."""
+    text = (f"compute by the {hw['compute']} strategy on {hw['gpu']}: dense peak "
+            f"{hw['peak_tflops']:g} TFLOP/s, GEMMs at {hw['gemm_efficiency']:.2f} of it, memory "
+            f"{hw['mem_bw_gbs']:g} GB/s")
+    if hw["compute"] == "paper":
+        text += (" (flat peaks, as the paper prices them: the entry gives no SM count or GEMM "
+                 "fraction for the kernel model, so this forecast is optimistic beside one "
+                 "priced by it; traincast hardware show, docs/hardware.md)")
+    return text
+
+
 def render_hybrid(result: dict[str, Any]) -> None:
     """A rich table of one hybrid-parallel prediction."""
     from traincast.cli.common import fmt_bytes
@@ -489,7 +503,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
     console.print(Text(f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
                        f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
                        + f" zero={job['zero']} on {job['gpus']} GPU(s) of "
-                       f"{result['hardware']['node']}", style="italic"))
+                       f"{result['hardware']['node']} — {result['hardware']['gpu']}",
+                       style="italic"))
     table = Table()
     table.add_column("component")
     table.add_column("time", justify="right")
@@ -540,6 +555,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
         f"({100 * result['bubble_fraction']:.1f}% of the pipeline time, "
         f"(p - 1) / (v m + p - 1))."))
     console.print(Text("assumed: " + result["assumed"]["text"] + ".", style="dim"))
+    console.print(Text(hybrid_compute_text(result["hardware"]), style="dim"))
     for warning in result["warnings"]:
         console.print(Text("warning: " + warning + ".", style="yellow"))
     if mfu is not None and mfu > 100:

@@ -661,6 +661,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                        first_attention == "materialized" and scores_bound)
     if note:
         out["note"] = note
+    out["memory_unchecked"] = sorted({r["hw"].gpu for r in base
+                                      if not np.isfinite(r["hw"].mem_bytes)})
     out["seconds"] = time.perf_counter() - t0
     return out
 
