@@ -308,3 +308,30 @@ def test_no_cudnn_layout_transposes_on_an_amd_gpu():
            "bytes_written": 100.0, "shapes": "8x64x56x56;64x64x3x3"}]
     assert layout_transpose_bytes(op, ["fp16"], cat.gpu("A100")).tolist() == [800.0]
     assert layout_transpose_bytes(op, ["fp16"], cat.gpu("MI300X")).tolist() == [0.0]
+
+
+def test_a_file_names_gpus_as_gpu_names_them_and_its_changes_cite_it(tmp_path: Path):
+    # an override by alias or in any case changes the shipped entry (not a new one without
+    # its fields); a node's gpu is found the same way; a changed value cites the file that
+    # changed it, the entry keeping its source and the other fields theirs
+    shipped = load_catalog()
+    h100 = shipped.gpu_name("H100")
+    path = tmp_path / "mine.toml"
+    path.write_text('[gpu.H100.datasheet]\npower_w = 350\n'
+                    '[gpu.a10]\nsource = "my lab, 2026"\n[gpu.a10.datasheet]\nmem_bw_gbs = 500\n'
+                    '[node.n1]\ngpu = "tesla t4"\ngpus = 4\npcie = "pcie4x16"\n'
+                    'intra = "pcie4x16"\nnic = "eth25"\nsource = "mine"\n')
+    cat = load_catalog([path])
+    assert cat.gpus[h100].power_w == 350 and cat.gpus[h100].fp32_tflops == \
+        shipped.gpus[h100].fp32_tflops
+    assert cat.gpus[h100].sources["power_w"] == f"{path} (a value of this file)"
+    assert cat.gpus[h100].sources.get("sms") == shipped.gpus[h100].sources.get("sms")
+    assert "a10" not in cat.gpus and cat.gpus["A10"].mem_bw_gbs == 500
+    assert cat.gpus["A10"].source == shipped.gpus["A10"].source
+    assert cat.gpus["A10"].sources["mem_bw_gbs"] == f"my lab, 2026 ({path})"
+    assert cat.nodes["n1"].gpu == shipped.gpu_name("T4")
+    path.write_text('[node.n1]\ngpu = "tesla t5"\ngpus = 4\npcie = "pcie4x16"\n'
+                    'intra = "pcie4x16"\nnic = "eth25"\nsource = "mine"\n')
+    with pytest.raises(CatalogError, match="unknown GPU 'tesla t5'") as err:
+        load_catalog([path])
+    assert "Tesla T4" in err.value.hint

@@ -596,14 +596,26 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
+            if top == "gpu" and name not in raw[top]:  # an entry named as --gpu names it
+                known = {k.lower(): k for k in raw[top]} | \
+                    {a.lower(): t for a, t in aliases.items() if t in raw[top]}
+                name = known.get(name.lower(), name)
             table = raw[top].setdefault(name, {})
             if top == "gpu":
                 values = _flatten_groups(path, name, values)
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
-            if "sources" in checked:  # citations merge field by field
-                checked["sources"] = {**table.get("sources", {}), **checked["sources"]}
+            # an entry an earlier file gave keeps its source; the values this file changes
+            # cite this file (with its own source where it gives one)
+            own = checked.pop("source", None) if table and "source" in table else None
+            cited = checked.get("sources", {})
+            changed = [k for k, v in checked.items() if k in table and table[k] != v
+                       and k != "sources" and k not in cited]
+            if "sources" in checked or changed:  # citations merge field by field
+                note = f"{own} ({path})" if own else f"{path} (a value of this file)"
+                checked["sources"] = {**table.get("sources", {}), **cited,
+                                      **dict.fromkeys(changed, note)}
             table.update(checked)
 
 
@@ -623,10 +635,13 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                 _check_ridge(origin[(kind, name)], name, values)
             built[kind][name] = cls(name=name, **values)
     cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
-    for name, node in cat.nodes.items():
+    for name, node in list(cat.nodes.items()):
         where = f"{origin[('node', name)]}: [node.{name}]"
-        if node.gpu not in cat.gpus and node.gpu not in aliases:
-            raise CatalogError(f"{where} key 'gpu' refers to unknown GPU {node.gpu!r}")
+        try:  # a GPU named as --gpu takes it: any case, or an alias
+            cat.nodes[name] = node = replace(node, gpu=cat.gpu_name(node.gpu))
+        except KeyError as exc:
+            raise CatalogError(f"{where} key 'gpu' refers to unknown GPU {node.gpu!r}",
+                               hint=getattr(exc, "hint", "")) from None
         for key in ("pcie", "intra", "nic"):
             if getattr(node, key) not in cat.links:
                 raise CatalogError(
