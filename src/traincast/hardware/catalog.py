@@ -596,13 +596,16 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
-            if top == "gpu" and name not in raw[top]:  # an entry named as --gpu names it
+            if top == "gpu":
+                values = _flatten_groups(path, name, values)
+            if top == "gpu" and name not in raw[top] and \
+                    not all(k in values for k in _REQUIRED["gpu"]):
+                # a part of an entry (an override) names it as --gpu does: any case, or an
+                # alias; a whole entry under an alias's name is a GPU of its own
                 known = {k.lower(): k for k in raw[top]} | \
                     {a.lower(): t for a, t in aliases.items() if t in raw[top]}
                 name = known.get(name.lower(), name)
             table = raw[top].setdefault(name, {})
-            if top == "gpu":
-                values = _flatten_groups(path, name, values)
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
