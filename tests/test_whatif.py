@@ -531,3 +531,35 @@ def test_an_amp_profile_without_its_fused_bytes_is_not_made_mixed_twice() -> Non
     out = job_profile({"amp": True, "bytes_memory_bound": 12.0}, shipped)
     # its 12 bytes are mixed already: fused over the shipped amp bytes, 12 x 8 / 10
     assert out["bytes_memory_bound_fused_amp"] == pytest.approx(12 * 8 / 10)
+
+
+def test_whatif_and_recommend_caution_a_gpu_priced_at_flat_peaks(tc, tmp_path: Path) -> None:
+    # a GPU entry with datasheet peaks only is priced at them (paper strategy) while the jobs'
+    # own GPUs are priced by the kernel model: the forecasts onto it are flagged, by scenario
+    # (whatif) and by candidate GPU (recommend), in --json and on the terminal
+    import json
+
+    from test_hybrid_defaults import FLAT_GPU
+
+    cat = tmp_path / "flat.toml"
+    cat.write_text(FLAT_GPU)
+    sc = tmp_path / "to-flat.toml"
+    sc.write_text('name = "to-flat"\ndescription = "d"\nsource = "s"\n[changes]\n'
+                  'gpu = "FLATGPU"\n')
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,architecture,gpu_type,workload\n"
+                     "a,1,1w1g,V100,resnet50\nb,1,1w1g,T4,bert-base\n")
+    run = tc("whatif", str(trace), "--db", str(tmp_path / "s.duckdb"), "--catalog", str(cat),
+             "-s", str(sc), "-s", "eth100", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["flat_peak"] == {"to-flat": ["FLATGPU"]}
+    run = tc("whatif", "--db", str(tmp_path / "s.duckdb"), "--catalog", str(cat), "-s", str(sc))
+    assert "caution: to-flat moves jobs onto FLATGPU, priced at flat datasheet peaks" in \
+        " ".join(run.stdout.split())
+    run = tc("recommend", "--db", str(tmp_path / "s.duckdb"), "--catalog", str(cat),
+             "--candidate-node", "flat-node", "--candidate-node", "dgx-a100", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["flat_peak_gpus"] == ["FLATGPU"]
+    run = tc("recommend", "--db", str(tmp_path / "s.duckdb"), "--candidate-node", "dgx-a100",
+             "--json")
+    assert json.loads(run.stdout)["flat_peak_gpus"] == []

@@ -99,6 +99,31 @@ __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memo
            "op_math_dtypes", "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
 
 
+def flat_peak_gpus(catalog: Any, gpus: Any) -> list[str]:
+    """Of the GPU names ``gpus`` (entries or aliases; unknown ones skipped), those the
+    catalog's automatic strategy prices at flat datasheet peaks (``paper``: an entry without
+    the kernel model's fields) while it prices others by a finer model: forecasts that move
+    jobs onto them read optimistic beside the jobs' own. Empty when a strategy is forced
+    (every GPU priced alike)."""
+    if getattr(catalog, "compute", "auto") not in (None, "auto"):
+        return []
+    out = set()
+    for name in gpus:
+        try:
+            gpu = catalog.gpu(name)
+        except KeyError:
+            continue
+        if strategy_of(gpu) == "paper":
+            out.add(gpu.name)
+    return sorted(out)
+
+
+FLAT_PEAK_CAUTION = ("priced at flat datasheet peaks: the entry gives no SM count or GEMM "
+                     "fraction for the kernel model, so a job moved there reads faster than "
+                     "the kernel model would price it (add them: docs/hardware.md)")
+"""What whatif and recommend say of the GPUs of :func:`flat_peak_gpus`."""
+
+
 def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     """The strategy used for ``gpu``: ``strategy`` when it names one, else (``auto``/None)
     ``curves`` with measured GEMM curves, ``kernel`` with ``sms`` or ``gemm_max_fraction``, else

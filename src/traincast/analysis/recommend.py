@@ -27,7 +27,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
-from traincast.compute import rates, strategy_of
+from traincast.compute import flat_peak_gpus, rates, strategy_of
 from traincast.engine.local import (
     CHUNK_ROWS,
     SHIPPED,
@@ -391,8 +391,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     unpriced = [] if prices is None else sorted(
         {c.node for c in cands if c.node and
          not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))})
+    flat = flat_peak_gpus(catalog, {catalog.node(c.node).gpu for c in cands if c.node})
     return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
-            "left_out": left_out, "unpriced_nodes": unpriced,
+            "left_out": left_out, "unpriced_nodes": unpriced, "flat_peak_gpus": flat,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
+from traincast import compute
 from traincast.analysis.quantiles import Quantiles
 from traincast.engine import ENGINES
 from traincast.engine.local import CHUNK_ROWS, SHIPPED, ScenarioResult, Workloads, run_scenarios
@@ -265,6 +266,14 @@ def _local_parts(jobs: Any, scenarios: list[Scenario], catalog: Catalog, overlap
             progress(done, jobs.rows)
 
 
+def _target_gpus(sc: Scenario, catalog: Catalog) -> list[str]:
+    """The GPU a scenario moves jobs onto: its ``gpu``, else its ``node``'s (none else)."""
+    if sc.changes.get("gpu"):
+        return [str(sc.changes["gpu"])]
+    node = catalog.nodes.get(str(sc.changes.get("node", "")))
+    return [node.gpu] if node is not None else []
+
+
 def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
            catalog: Catalog | None = None, *, sweep_spec: str | None = None,
            overlap: float = 0.0, hierarchical: bool = False, engine: str = "local",
@@ -329,6 +338,8 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     else:
         result["scenarios"] = summaries
     result["definitions"] = {sc.name: sc.to_dict() for sc in scs}
+    result["flat_peak"] = {sc.name: flat for sc in scs
+                           if (flat := compute.flat_peak_gpus(catalog, _target_gpus(sc, catalog)))}
     if per_job and on_rows is None:
         result["job_rows"] = pa.concat_tables(kept) if kept else pa.table({})
     return result

@@ -224,6 +224,7 @@ def print_whatif(result: dict[str, Any]) -> None:
                          _saved(s["gpu_time_saved_share"])) for name, s in summaries.items()])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
+    print_flat_peak(result)
     for name, s in summaries.items():
         if result["jobs"] and not s["matched"]:
             match = (result.get("definitions", {}).get(name) or {}).get("match") or {}
@@ -413,6 +414,21 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
          for r in rows])
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
+    print_flat_peak(result)
+
+
+def print_flat_peak(result: dict[str, Any]) -> None:
+    """A caution for each scenario (whatif) or the candidates (recommend) that move jobs onto a
+    GPU priced at flat datasheet peaks beside jobs priced by a finer model
+    (``compute.flat_peak_gpus``)."""
+    from traincast.compute import FLAT_PEAK_CAUTION
+
+    for name, gpus in (result.get("flat_peak") or {}).items():
+        console.print(Text(f"caution: {name} moves jobs onto {join_words(gpus)}, "
+                           f"{FLAT_PEAK_CAUTION}.", style="yellow"))
+    if result.get("flat_peak_gpus"):
+        console.print(Text(f"caution: the candidates on {join_words(result['flat_peak_gpus'])} "
+                           f"are {FLAT_PEAK_CAUTION}.", style="yellow"))
 
 
 def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
@@ -479,6 +495,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         console.print(f"left out of the candidates: {nd} ({why}; to compare it, name it with "
                       "--candidate-node, with each other preset to compare)",
                       style="dim", highlight=False)
+    print_flat_peak(result)
     if result.get("unpriced_nodes"):
         console.print(f"no price for {join_words(result['unpriced_nodes'])} (--price: "
                       f"{result['prices']['file']}): candidates for the fastest setup, not the "
