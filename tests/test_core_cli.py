@@ -329,3 +329,23 @@ def test_predict_names_misaligned_products_on_hopper_only(tmp_path):
     paper = tc("predict", "--features", str(path), "--gpu", "H100-SXM5-80GB", "--compute",
                "paper", "--json")
     assert paper.returncode == 0 and json.loads(paper.stdout)["misaligned"] is None
+
+
+def test_predict_says_when_a_gpu_entry_leaves_fp32_unthrottled(tc, tmp_path) -> None:
+    # the SIMT model holds fp32 to the power limit by power_w and process_nm; an entry without
+    # one runs at its boost clock (kernels.sustained_clock_fraction): predict says so
+    cat = tmp_path / "c.toml"
+    cat.write_text('[gpu.MyL4]\nsource = "L4 without process_nm"\n[gpu.MyL4.datasheet]\n'
+                   "fp32_tflops = 30.3\nfp16_tflops = 121\nbf16_tflops = 121\n"
+                   "mem_bw_gbs = 300\nmem_gb = 24\nsms = 58\nfp32_cores_per_sm = 128\n"
+                   "boost_clock_mhz = 2040\npower_w = 72\n")
+    args = ["predict", "--node", "l4-pcie", "--flops", "1e13", "--mem-bytes", "1e11",
+            "--weight-bytes", "1e8"]
+    run = tc(*args, "--catalog", str(cat), "--gpu", "MyL4")
+    assert run.returncode == 0, run.stderr
+    assert "fp32 on MyL4 at its boost clock, not held to a power limit: the entry gives no " \
+        "process_nm" in " ".join(run.stdout.split())
+    run = tc(*args, "--gpu", "L4", "--json")
+    assert json.loads(run.stdout)["hardware"]["fp32_unthrottled_by"] == []
+    run = tc(*args, "--catalog", str(cat), "--gpu", "MyL4", "--json")
+    assert json.loads(run.stdout)["hardware"]["fp32_unthrottled_by"] == ["process_nm"]

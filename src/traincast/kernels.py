@@ -628,6 +628,19 @@ def power_w_per_lane_ghz_nm(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: Ar
         return np.where(denom > 0, _f(power_w) / np.where(denom > 0, denom, 1.0), np.inf)
 
 
+CLOCK_FIELDS = ("power_w", "sms", "fp32_cores_per_sm", "boost_clock_mhz", "process_nm")
+"""The catalog fields of the sustained clock (``power_w_per_lane_ghz_nm``)."""
+
+
+def unthrottled_by(gpu: Any) -> list[str]:
+    """The clock fields a GPU entry that the SIMT model prices (``fp32_cores_per_sm`` and
+    ``boost_clock_mhz`` given) lacks, for which its fp32 runs at the boost clock, not held to
+    its power limit (``sustained_clock_fraction``: 1 for an unknown field); empty otherwise."""
+    if not (_f(_field(gpu, "fp32_cores_per_sm")) > 0 and _f(_field(gpu, "boost_clock_mhz")) > 0):
+        return []
+    return [k for k in CLOCK_FIELDS if not _f(_field(gpu, k)) > 0]
+
+
 def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
                              boost_mhz: ArrayLike, node_nm: ArrayLike, p0: float) -> F:
     """Fraction of the boost clock a power-limited GPU sustains under full FP32 load:

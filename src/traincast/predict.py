@@ -506,5 +506,6 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,
                   "mem_efficiency": gpu.mem_efficiency,
+                  "fp32_unthrottled_by": kernels.unthrottled_by(gpu),
                   **{r_: links[r_].name for r_ in links},
                   **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})

@@ -423,6 +423,11 @@ def render_prediction(result: dict[str, Any]) -> None:
                   f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
                   f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
+    if hw["compute"] == "kernel" and not job.get("amp") and hw.get("fp32_unthrottled_by"):
+        console.print(Text(
+            f"assumed: fp32 on {hw['gpu']} at its boost clock, not held to a power limit: the "
+            f"entry gives no {' or '.join(hw['fp32_unthrottled_by'])} (the sustained clock of "
+            "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
     issue_s = result.get("host_issue_s")
     if hw["compute"] != "kernel" and issue_s and result["time_s"]["total"] < issue_s:
         fix = ("--compute kernel prices it with the kernel model"
