@@ -20,6 +20,7 @@ from traincast.errors import TraincastError
 from traincast.parallel import gemm
 from traincast.parallel.hybrid import (
     ATTENTION,
+    FUSED,
     activation_bytes,
     activation_bytes_per_layer,
     configs,
@@ -608,7 +609,7 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
     assert paper.compute_capability == 7.0 and paper.fused_rate("flash") == 0.0
 
 
-FUSED_KERNELS = ("flash1", "flash", "flash3", "cudnn", "efficient")
+FUSED_KERNELS = FUSED
 
 
 def test_an_nvidia_entry_without_a_compute_capability_is_not_gated(tmp_path) -> None:

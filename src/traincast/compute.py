@@ -105,7 +105,7 @@ def flat_peak_gpus(catalog: Any, gpus: Any) -> list[str]:
     the kernel model's fields) while it prices others by a finer model: forecasts that move
     jobs onto them read optimistic beside the jobs' own. Empty when a strategy is forced
     (every GPU priced alike)."""
-    if getattr(catalog, "compute", "auto") not in (None, "auto"):
+    if catalog.compute != "auto":
         return []
     out = set()
     for name in gpus:
@@ -118,9 +118,11 @@ def flat_peak_gpus(catalog: Any, gpus: Any) -> list[str]:
     return sorted(out)
 
 
-FLAT_PEAK_CAUTION = ("priced at flat datasheet peaks: the entry gives no SM count or GEMM "
-                     "fraction for the kernel model, so a job moved there reads faster than "
-                     "the kernel model would price it (add them: docs/hardware.md)")
+FLAT_PEAK_WHY = "the entry gives no SM count or GEMM fraction for the kernel model"
+"""Why an entry is priced at flat datasheet peaks (``strategy_of``: ``paper``)."""
+FLAT_PEAK_CAUTION = (f"priced at flat datasheet peaks: {FLAT_PEAK_WHY}, so a job moved there "
+                     "reads faster than the kernel model would price it (add them: "
+                     "docs/hardware.md)")
 """What whatif and recommend say of the GPUs of :func:`flat_peak_gpus`."""
 
 
@@ -339,7 +341,7 @@ def _fitted_times(ops: Sequence[Mapping[str, Any]], gpu: Any, names: Sequence[st
     if len(g["row"]) and rate > 0:
         # convolutions keep the datasheet path (P eta w): the fit's convolution is the fastest of
         # implicit GEMM and Winograd, a choice the recorded products alone do not make
-        op_names = [str(o["op"]) for o in ops]
+        op_names = cols["op"]
         family = kernels.op_families(op_names)
         conv = (family == "conv")[g["row"]]
         sel = fp32[g["row"]] & ~conv

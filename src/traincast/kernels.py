@@ -61,7 +61,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.features.ops import COMPUTE_FAMILIES, ITEMSIZE, op_family, parse_shapes
+from traincast.features.ops import (
+    COMPUTE_FAMILIES,
+    GROUPED_MM,
+    ITEMSIZE,
+    op_family,
+    parse_shapes,
+)
 from traincast.features.recurrent import library_launched
 
 F = NDArray[np.float64]
@@ -240,7 +246,6 @@ def has_matrix_units(gpu: Any, dtype: str) -> bool:
 # --------------------------------------------------- GEMM shapes of the ops of a profile table
 
 BIAS_FIRST = frozenset({"addmm", "_addmm_activation", "baddbmm"})  # (bias, A, B) arguments
-GROUPED = frozenset({"_grouped_mm", "_scaled_grouped_mm"})  # a mixture of experts' products
 
 
 def _is_conv(name: str, backward: bool | None = None) -> bool:
@@ -299,7 +304,7 @@ def op_gemm_products(op: str, shapes: str, flops: float) -> list[tuple[float, fl
         family = op_family(name)
         if family == "gemm" and dims:
             a, b = (dims[1], dims[2]) if name in BIAS_FIRST else (dims[0], dims[1])
-            if name in GROUPED and len(b) == 2:  # groups split a dimension: one product
+            if name in GROUPED_MM and len(b) == 2:  # groups split a dimension: one product
                 a = a[-2:]
             return [_gemm_of_matrices(a, b)] if len(a) >= 2 and len(b) >= 2 else []
         if family == "conv" and dims:
@@ -638,7 +643,7 @@ def unthrottled_by(gpu: Any) -> list[str]:
     its power limit (``sustained_clock_fraction``: 1 for an unknown field); empty otherwise."""
     if not (_f(_field(gpu, "fp32_cores_per_sm")) > 0 and _f(_field(gpu, "boost_clock_mhz")) > 0):
         return []
-    return [k for k in CLOCK_FIELDS if not _f(_field(gpu, k)) > 0]
+    return [k for k in ("power_w", "sms", "process_nm") if not _f(_field(gpu, k)) > 0]
 
 
 def sustained_clock_fraction(power_w: ArrayLike, sms: ArrayLike, cores_per_sm: ArrayLike,
@@ -880,10 +885,7 @@ def simt_clock_hz(gpu: Any, params: Mapping[str, float]) -> F:
     """Sustained SM clock ``f = f_boost c`` (Hz; ``c`` = ``sustained_clock_fraction`` of the
     entry's ``power_w`` and ``process_nm``). ``gpu``: anything with those attributes (a GPU
     entry, or columns)."""
-    c = sustained_clock_fraction(_field(gpu, "power_w"), _field(gpu, "sms"),
-                                 _field(gpu, "fp32_cores_per_sm"),
-                                 _field(gpu, "boost_clock_mhz"), _field(gpu, "process_nm"),
-                                 params["power_ref"])
+    c = sustained_clock_fraction(*(_field(gpu, k) for k in CLOCK_FIELDS), params["power_ref"])
     return _field(gpu, "boost_clock_mhz") * 1e6 * c
 
 
@@ -978,9 +980,7 @@ def simt_figures(gpu: Any) -> dict[str, Any] | None:
     params = fitted_params(gpu)
     if params is None:
         return None
-    p = float(power_w_per_lane_ghz_nm(_field(gpu, "power_w"), _field(gpu, "sms"),
-                                      _field(gpu, "fp32_cores_per_sm"),
-                                      _field(gpu, "boost_clock_mhz"), _field(gpu, "process_nm")))
+    p = float(power_w_per_lane_ghz_nm(*(_field(gpu, k) for k in CLOCK_FIELDS)))
     clock_hz = float(simt_clock_hz(gpu, params))
     rate = float(simt_rate_flops(gpu, params))
     h = float(simt_issue_ratio(gpu))

@@ -423,13 +423,13 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
                   lambda _: profile)
     out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
                       strategy)
-    basis = kernels.kernel_model_basis(catalog.gpus[out.hardware["gpu"]], catalog.kernel_model) \
+    gpu = catalog.gpus[out.hardware["gpu"]]
+    basis = kernels.kernel_model_basis(gpu, catalog.kernel_model) \
         if profile and out.hardware["compute"] == "kernel" else None
     if basis:  # the per-op table was priced by the measured-kernel model: say with what
         out.hardware["kernel_model"] = basis
     return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]),
-                   **_host_and_alignment(feats, catalog.gpus[out.hardware["gpu"]],
-                                         out.hardware["compute"], amp))
+                   **_host_and_alignment(feats, gpu, out.hardware["compute"], amp))
 
 
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,

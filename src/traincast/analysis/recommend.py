@@ -27,7 +27,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
-from traincast.compute import flat_peak_gpus, rates, strategy_of
+from traincast.compute import flat_peak_gpus, rates
 from traincast.engine.local import (
     CHUNK_ROWS,
     SHIPPED,
@@ -103,9 +103,7 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
     old = unsupported_nodes(catalog)
     node_list = list(nodes) if nodes is not None else sorted(
         nd for nd, node in catalog.nodes.items()
-        if (catalog.compute != "auto"
-            or strategy_of(catalog.gpu(node.gpu), catalog.compute) != "paper")
-        and nd not in old)
+        if not flat_peak_gpus(catalog, [node.gpu]) and nd not in old)
     for nd in node_list:
         catalog.node(nd)
     return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]

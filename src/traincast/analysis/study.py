@@ -323,9 +323,11 @@ def by_source(jobs: pa.Table, catalog: Catalog, overlap: float, breakdown: Break
     return out
 
 
+STORE_FILES = ("jobs.duckdb", "jobs.duckdb.wal")
+"""The study's job store: an earlier study's is kept in place (its unchanged trace files are
+not read again) and copied aside, not moved."""
 WRITES = ("study.json", "summary.json", "characterize.json", "whatif.json", "whatif_jobs.csv",
-          "recommend.json", "recommend.csv", "jobs.parquet", "jobs.duckdb", "jobs.duckdb.wal",
-          "report.html")
+          "recommend.json", "recommend.csv", "jobs.parquet", *STORE_FILES, "report.html")
 """The files a study writes into its folder (the report's figures go into ``figures/``)."""
 
 
@@ -397,9 +399,6 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     return result
 
 
-STORE_FILES = ("jobs.duckdb", "jobs.duckdb.wal")
-"""The study's job store: an earlier study's is kept in place (its unchanged trace files are
-not read again) and copied aside, not moved."""
 EARLIER = ".earlier-study"
 """The hidden folder of a study folder that holds the earlier study while a new one runs
 (:func:`_keep_earlier`); one left by a study that was killed is put back by the next."""

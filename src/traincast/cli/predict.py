@@ -493,9 +493,11 @@ def hybrid_compute_text(hw: dict[str, Any]) -> str:
             f"{hw['peak_tflops']:g} TFLOP/s, GEMMs at {hw['gemm_efficiency']:.2f} of it, memory "
             f"{hw['mem_bw_gbs']:g} GB/s")
     if hw["compute"] == "paper":
-        text += (" (flat peaks, as the paper prices them: the entry gives no SM count or GEMM "
-                 "fraction for the kernel model, so this forecast is optimistic beside one "
-                 "priced by it; traincast hardware show, docs/hardware.md)")
+        from traincast.compute import FLAT_PEAK_WHY
+
+        text += (f" (flat peaks, as the paper prices them: {FLAT_PEAK_WHY}, so this forecast "
+                 "is optimistic beside one priced by it; traincast hardware show, "
+                 "docs/hardware.md)")
     return text
 
 

@@ -5,7 +5,8 @@ split by columns, however it is printed.
 Rich shortens a cell with an ellipsis when the table's narrowest layout (every column as wide
 as its longest word) is wider than the terminal. ``print_table`` prints the table as it is
 when it fits; otherwise it splits the columns into several tables, each repeating the first
-``keep`` columns (the row's name), with as many columns as fit. Every column wraps at words
+column (the row's name), with as many columns as fit (``Table`` prints so however it is
+printed). Every column wraps at words
 and folds a word longer than the whole terminal, so nothing is shortened in any case.
 """
 
@@ -81,18 +82,13 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
     Each column starts at its longest word ``m_i`` (when those do not all fit: ``_fold_longest``).
     The room left goes to the columns in order of what they lack of their natural width
     ``M_i``, least first, each up to ``M_i``: short cells stay on one line, long texts wrap."""
-    wide = console.options.update_width(1 << 20)
-    ranges = [table._measure_column(console, wide, col) for col in table.columns]
-    hi = [max(r.maximum, r.minimum) for r in ranges]
-    fixed = [col.no_wrap or col.width is not None for col in table.columns]
-    base = [h if f else r.minimum for r, h, f in zip(ranges, hi, fixed, strict=True)]
+    base, hi, fixed = _words(table, console)
     if sum(hi) <= room:
         return None
     floor = [table._get_padding_width(col._index) + 4 for col in table.columns]
     if sum(base) > room:
         first = room - sum(base[1:])  # the first column's long words fold, the others' stay
-        allowance = FIRST_FOLD_WIDTH + table._get_padding_width(0)
-        if not fixed[0] and first >= min(base[0], allowance):
+        if first >= _first_fold(table, base, fixed):
             base = [first, *base[1:]]
         else:
             base = _fold_longest(base, hi, fixed, floor, room)
@@ -103,6 +99,26 @@ def _word_widths(table: rich_table.Table, console: Console, room: int) -> list[i
     for i in sorted(range(len(lack)), key=lambda j: lack[j]):  # the shortest first
         give[i] = min(lack[i], room - sum(base) - sum(give))
     return [b + g for b, g in zip(base, give, strict=True)]
+
+
+def _words(table: rich_table.Table, console: Console
+           ) -> tuple[list[int], list[int], list[bool]]:
+    """Per column, measured unbounded (rich clamps a measurement to the width it is given):
+    its narrowest width that folds no word (its longest word with its padding; a ``no_wrap``
+    or fixed-width column its whole width), its natural width, and whether it is fixed."""
+    wide = console.options.update_width(1 << 20)
+    ranges = [table._measure_column(console, wide, col) for col in table.columns]
+    hi = [max(r.maximum, r.minimum) for r in ranges]
+    fixed = [col.no_wrap or col.width is not None for col in table.columns]
+    base = [h if f else r.minimum for r, h, f in zip(ranges, hi, fixed, strict=True)]
+    return base, hi, fixed
+
+
+def _first_fold(table: rich_table.Table, base: list[int], fixed: list[bool]) -> int:
+    """The narrowest the first column gets before a table splits: its longest word, down to
+    ``FIRST_FOLD_WIDTH`` and its padding (a fixed column: its whole width)."""
+    return base[0] if fixed[0] else min(base[0],
+                                        FIRST_FOLD_WIDTH + table._get_padding_width(0))
 
 
 def _fold_longest(words: list[int], hi: list[int], fixed: list[bool], floor: list[int],
@@ -165,30 +181,24 @@ def _fits(console: Console, table: Table, width: int) -> bool:
     (measured unbounded: rich clamps a measurement to the width it is given; a ``no_wrap`` or
     fixed column at its whole width; ``Table``'s starting point), the first at most
     ``FIRST_FOLD_WIDTH`` and its padding, plus the table's rules and edges."""
-    wide = console.options.update_width(1 << 20)
-    words = 0
-    for i, col in enumerate(table.columns):
-        r = table._measure_column(console, wide, col)
-        if col.no_wrap or col.width is not None:
-            words += max(r.maximum, r.minimum)
-        elif i == 0:
-            words += min(r.minimum, FIRST_FOLD_WIDTH + table._get_padding_width(col._index))
-        else:
-            words += r.minimum
-    return words + table._extra_width <= width
+    base, _, fixed = _words(table, console)
+    first = _first_fold(table, base, fixed) if base else 0
+    return first + sum(base[1:]) + table._extra_width <= width
 
 
-def split_table(table: Table, width: int, console: Console, keep: int = 1) -> list[Table]:
+def split_table(table: Table, width: int, console: Console) -> list[Table]:
     """The tables ``print_table`` prints at ``width`` columns: ``table`` itself (its columns
-    set to wrap and fold) when it fits, else groups of its columns after the first ``keep``,
-    each group with the ``keep`` columns in front, greedily as many columns as fit. The
+    set to wrap and fold) when it fits, else groups of its columns after the first, each
+    group with the first column in front, greedily as many columns as fit. The
     title goes on the first table, the others are titled ``(continued)``; the caption goes on
     none when it splits (``table_parts`` prints it below them, as wide as the terminal) and on
     the whole table when it does not."""
     n = len(table.columns)
-    keep = min(keep, n)
+    keep = min(1, n)  # the row's name, repeated in every part
     whole = _sub_table(table, list(range(n)), table.title, table.caption)
-    if n <= keep + 1 or _fits(console, whole, width):  # nothing to split off, or no need
+    if _fits(console, whole, width):
+        return [whole]
+    if n <= keep + 1:  # nothing to split off: fold
         return [_wrapping(whole, console, width)]
     groups: list[list[int]] = []
     group: list[int] = []
@@ -209,10 +219,10 @@ def split_table(table: Table, width: int, console: Console, keep: int = 1) -> li
     return out
 
 
-def table_parts(table: Table, width: int, console: Console, keep: int = 1) -> list[Any]:
+def table_parts(table: Table, width: int, console: Console) -> list[Any]:
     """What prints ``table`` at ``width``: the tables of ``split_table``, and below them, when
     it split, the caption as text as wide as ``width``."""
-    parts: list[Any] = split_table(table, width, console, keep)
+    parts: list[Any] = split_table(table, width, console)
     if len(parts) > 1 and table.caption:
         parts.append(_plain(table.caption, "table.caption"))
     return parts
@@ -227,9 +237,9 @@ def _wrapping(sub: Table, console: Console, width: int) -> Table:
     return sub
 
 
-def print_table(table: Table, console: Console, keep: int = 1) -> None:
+def print_table(table: Table, console: Console) -> None:
     """Print ``table`` on ``console`` without cutting any cell (``split_table``)."""
-    for part in table_parts(table, console.width, console, keep):
+    for part in table_parts(table, console.width, console):
         console.print(part)
 
 

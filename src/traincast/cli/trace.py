@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import pyarrow as pa
 import typer
+from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -197,8 +198,9 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
 def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:
     """On stderr, before an analysis with nothing to analyse: the trace stored no job (a header
     alone, or every row bad), or the store holds none; the tables that follow are empty."""
-    where = f"{trace} holds no job it could store (a header alone, or every row bad)" \
-        if trace is not None else "the store holds no job (traincast sources lists its traces)"
+    where = (f"{escape(str(trace))} holds no job it could store (a header alone, or every "
+             "row bad)") if trace is not None else \
+        "the store holds no job (traincast sources lists its traces)"
     note(f"[yellow]nothing to analyse: {where}[/yellow]", json_out=quiet)
 
 

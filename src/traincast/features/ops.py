@@ -207,7 +207,9 @@ def _grouped_mm_flop(a_shape: Any, b_shape: Any, *args: Any, out_shape: Any = No
 
 
 register_op(["mm", "addmm", "bmm", "baddbmm", "_scaled_mm"], family="gemm")
-register_op(["_grouped_mm", "_scaled_grouped_mm"], family="gemm", flops=_grouped_mm_flop)
+GROUPED_MM = ("_grouped_mm", "_scaled_grouped_mm")
+"""A mixture of experts' grouped products (bf16 and fp8)."""
+register_op(GROUPED_MM, family="gemm", flops=_grouped_mm_flop)
 register_op("_addmm_activation", family="gemm", flops=_addmm_activation_flop)
 register_op(["convolution", "_convolution", "convolution_overrideable", "cudnn_convolution",
              "_slow_conv2d_forward"], family="conv")

@@ -470,10 +470,11 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
                               build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
                               fused_dropout: bool = True) -> dict[str, Any]:
     """Capture on CPU at batch 1 and 2 and extrapolate linearly to ``batch``."""
-    if _param_bytes(model) > FALLBACK_MAX_PARAM_BYTES:
+    size = _param_bytes(model)
+    if size > FALLBACK_MAX_PARAM_BYTES:
         raise TraincastError(
             f"profiling on meta failed ({reason}) and the model, "
-            f"{_param_bytes(model) / 1e9:.3g} GB of parameters, is over the "
+            f"{size / 1e9:.3g} GB of parameters, is over the "
             f"{FALLBACK_MAX_PARAM_BYTES / 1e9:.3g} GB the CPU run takes",
             hint="an op whose output's shape depends on tensor values (a mixture of experts' "
                  "routing) or one without a meta kernel cannot run on meta: profile a smaller "

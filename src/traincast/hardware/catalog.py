@@ -278,14 +278,10 @@ class Catalog:
 
     def gpu_name(self, name: str) -> str:
         """Canonical GPU name of ``name`` (an entry or an alias); KeyError lists the known ones."""
-        if name in self.gpus:
-            return name
-        if name in self.aliases:
-            return self.aliases[name]
-        low = {k.lower(): k for k in self.gpus} | {k.lower(): v for k, v in self.aliases.items()}
-        if name.lower() in low:
-            return low[name.lower()]
-        raise unknown_name("GPU", name, self.gpus, aliases=self.aliases)
+        found = canonical_gpu(name, self.gpus, self.aliases)
+        if found is None:
+            raise unknown_name("GPU", name, self.gpus, aliases=self.aliases)
+        return found
 
     def link(self, name: str) -> Link:
         if name not in self.links:
@@ -329,6 +325,18 @@ class Catalog:
                 f"{name!r} is no GPU, link or node of the catalog",
                 hint=did_you_mean(name, [*self.gpus, *self.aliases, *self.links, *self.nodes])
                 + "traincast hardware list shows them all") from None
+
+
+def canonical_gpu(name: str, gpus: Iterable[str], aliases: Mapping[str, str]) -> str | None:
+    """The GPU entry ``name`` names, as ``--gpu`` takes it: the entry, an alias, or either in
+    another case; None when none does."""
+    gpus = list(gpus)
+    if name in gpus:
+        return name
+    if name in aliases:
+        return aliases[name]
+    low = {k.lower(): k for k in gpus} | {k.lower(): v for k, v in aliases.items()}
+    return low.get(name.lower())
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
@@ -602,9 +610,8 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
                     not all(k in values for k in _REQUIRED["gpu"]):
                 # a part of an entry (an override) names it as --gpu does: any case, or an
                 # alias; a whole entry under an alias's name is a GPU of its own
-                known = {k.lower(): k for k in raw[top]} | \
-                    {a.lower(): t for a, t in aliases.items() if t in raw[top]}
-                name = known.get(name.lower(), name)
+                entry = canonical_gpu(name, raw[top], aliases)
+                name = entry if entry in raw[top] else name
             table = raw[top].setdefault(name, {})
             checked = _check_table(path, top, name, values)
             if top == "gpu":

@@ -425,6 +425,12 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           mem_fractions={} if paper else kernels.memory_fractions(g))
 
 
+def divisors(n: int) -> NDArray[np.int64]:
+    """Positive divisors of ``n`` in increasing order."""
+    k = np.arange(1, n + 1)
+    return k[n % k == 0]
+
+
 def _i(x: ArrayLike) -> F:
     return np.asarray(x, dtype=np.float64)
 
@@ -1416,7 +1422,7 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                 "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
                 f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
         elif code == SHAPE_TP:
-            ok = [k for k in range(1, cfg.heads + 1) if cfg.heads % k == 0 and cfg.kv % k == 0]
+            ok = divisors(math.gcd(cfg.heads, cfg.kv))
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"

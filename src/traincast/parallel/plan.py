@@ -45,6 +45,7 @@ from traincast.parallel.hybrid import (
     check_framework,
     check_shapes,
     default_global_batch,
+    divisors,
     evaluate,
     hybrid_hardware,
     recipe_text,
@@ -67,12 +68,6 @@ RECOMPUTES: tuple[int, ...] = (0, 1, 2)
 RANKS: tuple[str, ...] = ("time", "expected")
 """Orders of ``plan``'s ``top``: iteration time, or expected time per million tokens (iteration
 time x the preset's overhead factor, checkpoints, lost work and restarts included)."""
-
-
-def divisors(n: int) -> NDArray[np.int64]:
-    """Positive divisors of ``n`` in increasing order."""
-    k = np.arange(1, n + 1)
-    return k[n % k == 0]
 
 
 def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
@@ -376,7 +371,7 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     hw = hybrid_hardware(catalog, node, dtype, nic=nic)
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention)
     zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
-    cp_searched = knobs["attention"] in FUSED and bool(knobs["context_parallel"])
+    cp_searched = bool(knobs["context_parallel"])  # resolve_knobs: only with a fused one
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
                              fused=cp_searched)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],

@@ -21,8 +21,6 @@ import pyarrow.compute as pc
 from traincast.errors import TraincastError
 from traincast.model import COMPONENTS
 
-JSON_FILES = ("study.json", "summary.json", "characterize.json", "whatif.json",
-              "recommend.json")
 CSV_FILES = ("whatif_jobs.csv", "recommend.csv")
 _OBJ, _LIST, _NUM, _STR, _BOOL = "an object", "a list", "a number", "a string", "true or false"
 _TRACE = "an object or a string"  # a study's trace, or an earlier study's name of it
@@ -44,6 +42,8 @@ allowed): a file whose field holds another kind of value is an error naming the 
 field, not a failure deep in the report."""
 _KINDS = {_OBJ: (dict,), _LIST: (list,), _NUM: (int, float), _STR: (str,), _BOOL: (bool,),
           _TRACE: (dict, str)}
+JSON_FILES = tuple(FIELD_SHAPES)
+"""The JSON files of a study folder."""
 JOBS_FILE = "jobs.parquet"
 BREAKDOWN_COLUMNS = ("data_io_s", "compute_flop_s", "compute_mem_s", "comm_s")
 UNKNOWN = "unknown"
