@@ -349,3 +349,40 @@ def test_predict_says_when_a_gpu_entry_leaves_fp32_unthrottled(tc, tmp_path) -> 
     assert json.loads(run.stdout)["hardware"]["fp32_unthrottled_by"] == []
     run = tc(*args, "--catalog", str(cat), "--gpu", "MyL4", "--json")
     assert json.loads(run.stdout)["hardware"]["fp32_unthrottled_by"] == ["process_nm"]
+
+
+def test_predict_says_when_a_gpu_entry_leaves_tf32_convolutions_unpriced(tc, tmp_path) -> None:
+    # cuDNN runs fp32 convolutions as TF32 from compute capability 8.0; an entry of such a GPU
+    # without tf32_tflops prices them at the fp32 peak: predict says so, and adding the peak
+    # (an A100's 156 TFLOP/s) makes the same convolution faster
+    conv = {"op": "convolution", "phase": "forward", "flops": 2.0 * 64 * 56 * 56 * 64 * 64 * 9,
+            "bytes_read": 4.0 * (64 * 64 * 56 * 56 + 64 * 64 * 9),
+            "bytes_written": 4.0 * 64 * 64 * 56 * 56, "bound": "compute", "dtype": "float32",
+            "shapes": "64x64x56x56;64x64x3x3"}
+    feats = {"flops_compute_bound": conv["flops"], "bytes_memory_bound": 0,
+             "weight_bytes": 4.0 * 64 * 64 * 9, "ops": [conv]}
+    path = tmp_path / "conv.json"
+    path.write_text(json.dumps(feats))
+    entry = ('[gpu.NewAmpere]\nsource = "an A100 PCIe datasheet{}"\n[gpu.NewAmpere.datasheet]\n'
+             "fp32_tflops = 19.5\nbf16_tflops = 312\nfp16_tflops = 312\nmem_bw_gbs = 1935\n"
+             "mem_gb = 80\nsms = 108\nfp32_cores_per_sm = 64\nboost_clock_mhz = 1410\n"
+             "power_w = 300\nprocess_nm = 7\ncompute_capability = 8.0\n{}")
+    without, with_tf32 = tmp_path / "a.toml", tmp_path / "b.toml"
+    without.write_text(entry.format(" without its TF32 peak", ""))
+    with_tf32.write_text(entry.format("", "tf32_tflops = 156\n"))
+    args = ["predict", "--features", str(path), "--gpu", "NewAmpere", "--node", "dgx-a100"]
+    run = tc(*args, "--catalog", str(without))
+    assert run.returncode == 0, run.stderr
+    assert "fp32 convolutions on NewAmpere at its fp32 peak: the entry gives no tf32_tflops" \
+        in " ".join(run.stdout.split())
+    slow = json.loads(tc(*args, "--catalog", str(without), "--json").stdout)
+    fast = json.loads(tc(*args, "--catalog", str(with_tf32), "--json").stdout)
+    assert slow["tf32_unpriced"] is True and fast["tf32_unpriced"] is None
+    assert fast["time_s"]["compute_flop"] < slow["time_s"]["compute_flop"] / 2
+    amp = json.loads(tc(*args, "--catalog", str(without), "--amp", "--json").stdout)
+    assert amp["tf32_unpriced"] is None  # an --amp job's convolutions run in fp16
+    conv16 = tmp_path / "conv16.json"
+    conv16.write_text(json.dumps({**feats, "ops": [{**conv, "dtype": "bfloat16"}]}))
+    run = tc("predict", "--features", str(conv16), "--gpu", "NewAmpere", "--node", "dgx-a100",
+             "--catalog", str(without), "--json")
+    assert json.loads(run.stdout)["tf32_unpriced"] is False  # no fp32 convolution to price

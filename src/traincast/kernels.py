@@ -426,6 +426,20 @@ def vendor_of(gpu: Any) -> str:
     return str(getattr(gpu, "vendor", "nvidia") or "nvidia")
 
 
+TF32_COMPUTE_CAPABILITY = 8.0
+"""The least CUDA compute capability with TF32 tensor cores (Ampere, NVIDIA A100 Tensor Core
+GPU Architecture whitepaper, 2020: "TF32 ... new in A100")."""
+
+
+def tf32_unpriced(gpu: Any) -> bool:
+    """Whether an NVIDIA GPU entry of compute capability at least
+    :data:`TF32_COMPUTE_CAPABILITY` gives no ``tf32_tflops``: its fp32 convolutions, which
+    cuDNN runs as TF32 there by default, are then priced at the fp32 peak."""
+    cc = _f(_field(gpu, "compute_capability"))
+    return bool(vendor_of(gpu) == "nvidia" and cc >= TF32_COMPUTE_CAPABILITY
+                and not _f(_field(gpu, "tf32_tflops")) > 0)
+
+
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
                            gpu: Any = None, *, scale: ArrayLike | None = None,
                            narrow: ArrayLike | None = None) -> F:

@@ -22,6 +22,7 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
+from traincast.features.ops import op_family
 from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
@@ -326,6 +327,7 @@ class Prediction:
     host_issue_s: Any = None  # n_ops x the host's floor d (ops counted; per row), any strategy
     kernel_strategy_available: bool | None = None  # with host_issue_s: could the kernel model?
     misaligned: dict[str, Any] | None = None  # compute.misaligned_products, kernel strategy only
+    tf32_unpriced: bool | None = None  # fp32 convolutions at the fp32 peak: no tf32_tflops given
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --json`` object (docs/model.md)."""
@@ -436,9 +438,11 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
                         amp: bool) -> dict[str, Any]:
     """What a prediction says beside its time: ``host_issue_s = n_ops d`` (the host's issue
     of the job's ops at the kernel model's floor, whatever the strategy; with it
-    ``kernel_strategy_available``), and ``misaligned`` (the per-op table's tensor-core
+    ``kernel_strategy_available``), ``misaligned`` (the per-op table's tensor-core
     products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
-    under the kernel strategy only, else None)."""
+    under the kernel strategy only, else None) and ``tf32_unpriced`` (an fp32 per-op table
+    with convolutions on a GPU whose entry lacks the TF32 peak its compute capability has,
+    :func:`kernels.tf32_unpriced`: they are priced at the fp32 peak)."""
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
@@ -448,6 +452,10 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
         out["kernel_strategy_available"] = compute.kernel_model_available(gpu)
     if ops and compute_strategy == "kernel":
         out["misaligned"] = compute.misaligned_products(ops, gpu, "amp" if amp else "fp32")
+    if ops and not amp and kernels.tf32_unpriced(gpu):
+        out["tf32_unpriced"] = any(
+            op_family(str(o.get("op", ""))) == "conv"
+            and kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32"))) == "fp32" for o in ops)
     return out
 
 

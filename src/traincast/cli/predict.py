@@ -428,6 +428,12 @@ def render_prediction(result: dict[str, Any]) -> None:
             f"assumed: fp32 on {hw['gpu']} at its boost clock, not held to a power limit: the "
             f"entry gives no {' or '.join(hw['fp32_unthrottled_by'])} (the sustained clock of "
             "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
+    if result.get("tf32_unpriced"):
+        console.print(Text(
+            f"assumed: fp32 convolutions on {hw['gpu']} at its fp32 peak: the entry gives no "
+            "tf32_tflops, though its compute capability has TF32 tensor cores, where cuDNN runs "
+            "fp32 convolutions by default (add tf32_tflops to the entry, docs/hardware.md)",
+            style="yellow"))
     issue_s = result.get("host_issue_s")
     if hw["compute"] != "kernel" and issue_s and result["time_s"]["total"] < issue_s:
         fix = ("--compute kernel prices it with the kernel model"
