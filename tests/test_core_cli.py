@@ -386,3 +386,18 @@ def test_predict_says_when_a_gpu_entry_leaves_tf32_convolutions_unpriced(tc, tmp
     run = tc("predict", "--features", str(conv16), "--gpu", "NewAmpere", "--node", "dgx-a100",
              "--catalog", str(without), "--json")
     assert json.loads(run.stdout)["tf32_unpriced"] is False  # no fp32 convolution to price
+
+
+def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> None:
+    cat = tmp_path / "c.toml"
+    cat.write_text('[gpu.Lone]\nsource = "t"\n[gpu.Lone.datasheet]\nfp32_tflops = 19.5\n'
+                   "mem_bw_gbs = 1935\nmem_gb = 80\n")
+    args = ["predict", "--flops", "1e13", "--mem-bytes", "1e11", "--weight-bytes", "1e8",
+            "--arch", "allreduce-cluster", "--gpus", "16", "--catalog", str(cat), "--gpu", "Lone"]
+    run = tc(*args)
+    assert run.returncode == 0, run.stderr
+    assert "no node preset of the catalog holds Lone: its links are pai-v100-nvlink's" in \
+        " ".join(run.stdout.split())
+    assert json.loads(tc(*args, "--json").stdout)["hardware"]["node_assumed"] is True
+    named = json.loads(tc(*args, "--node", "dgx-a100", "--json").stdout)
+    assert named["hardware"]["node_assumed"] is False and named["hardware"]["node"] == "dgx-a100"

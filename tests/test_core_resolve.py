@@ -18,7 +18,7 @@ from traincast.analysis.whatif import whatif
 from traincast.architectures import ARCHITECTURES, REGISTRY
 from traincast.hardware.catalog import load_catalog
 from traincast.predict import predict, predict_table
-from traincast.resolve import BAD_PLACEMENT, BAD_SHAPE, OK, REASONS, resolve
+from traincast.resolve import BAD_PLACEMENT, BAD_SHAPE, DEFAULT_NODE, OK, REASONS, resolve
 from traincast.trace.store import read_trace
 
 FEATS = {"flops_compute_bound": 2.4e13, "bytes_memory_bound": 4e10, "weight_bytes": 1e8,
@@ -614,3 +614,28 @@ def test_a_port_keeps_the_jobs_share_of_its_gpu() -> None:
         r = resolve(placed, cat)
         assert r.share.tolist()[0] == 0.5, arch
         assert r.share.tolist()[1] == 1.0, arch
+
+
+def test_a_users_gpu_without_default_node_takes_its_own_node_preset(tmp_path) -> None:
+    """A file that adds a GPU and nodes of it, without ``default_node``: its jobs run on its
+    largest node (ties by name), not on the catalog's default node; a GPU no node holds keeps
+    the caller's default, and ``predict`` says whose links it took."""
+    from traincast.cli.predict import node_assumed
+
+    entry = ('[gpu.{0}]\nsource = "t"\n[gpu.{0}.datasheet]\nfp32_tflops = 19.5\n'
+             "mem_bw_gbs = 1935\nmem_gb = 80\n")
+    node = ('[node.{0}]\ngpu = "{1}"\ngpus = {2}\npcie = "pcie4x16"\nintra = "nvlink3-a100"\n'
+            'nic = "ib-hdr"\nsource = "t"\n')
+    path = tmp_path / "c.toml"
+    path.write_text(entry.format("G1") + entry.format("G2") + node.format("g1-four", "G1", 4)
+                    + node.format("g1-eight", "G1", 8) + node.format("g1-eight-b", "G1", 8))
+    cat = load_catalog([path])
+    assert cat.default_node_of("G1") == "g1-eight" and cat.default_node_of("G2") == ""
+    assert cat.default_node_of("A10") == "a10-pcie"  # its default_node, not its 8-GPU preset
+    jobs = {"job_id": ["a", "b"], "architecture": [None] * 2, "n_gpus": [16.0, 16.0],
+            "gpus_per_node": [None] * 2, "node": [None] * 2, "gpu_type": ["G1", "G2"],
+            **{k: [v] * 2 for k, v in FEATS.items()}}
+    r = resolve(jobs, cat)
+    assert list(r.node.strings()) == ["g1-eight", DEFAULT_NODE]
+    assert node_assumed(cat, "G2", None) and not node_assumed(cat, "G2", "dgx-a100")
+    assert not node_assumed(cat, "G1", None) and not node_assumed(cat, None, None)

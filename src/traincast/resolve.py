@@ -5,8 +5,9 @@ characterize, ``hybrid``) calls :func:`resolve`.
 For each row:
 
 * **hardware** — node preset: the row's ``node``; when empty, the ``default_node`` of its GPU
-  type (where the trace's ``gpus_per_node`` exceeds its GPUs: the smallest preset of that GPU
-  that holds them, :meth:`~traincast.hardware.catalog.Catalog.node_holding`, if any); else
+  type, else that GPU's node preset with the most GPUs (:meth:`Catalog.default_node_of`;
+  where the trace's ``gpus_per_node`` exceeds its GPUs: the smallest preset of that GPU that
+  holds them, :meth:`~traincast.hardware.catalog.Catalog.node_holding`, if any); else
   ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
   resolved), else the node's GPU; ``gpu=`` overrides it for every row. Links: the node's
   ``pcie``/``intra``/``nic`` (``rails`` = its ``nics`` ports), each replaceable for every row.

@@ -39,6 +39,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
+from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENT_LABEL, COMPONENT_NAME, COMPONENTS
 from traincast.parallel.hybrid import (
     ATTENTION,
@@ -330,6 +331,7 @@ def predict(
 
         result["published_checks"] = shipped_gpu_checks(result["hardware"]["gpu"],
                                                         dtype=result["job"]["dtype"])
+        result["hardware"]["node_assumed"] = node_assumed(cat, gpu, node)
         if json_out:
             print_json(result)
         else:
@@ -366,10 +368,27 @@ def predict(
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp)
+    result["hardware"]["node_assumed"] = node_assumed(cat, gpu, node)
     if json_out:
         print_json(result)
         return
     render_prediction(result)
+
+
+def node_assumed(cat: Catalog, gpu: str | None, node: str | None) -> bool:
+    """Whether ``--gpu`` names a GPU that no node preset of the catalog holds and no
+    ``default_node`` names, with no ``--node``: the job then takes the default node's links
+    (``pcie``, ``intra``, ``nic``), which ``predict`` says."""
+    return bool(gpu and not node and not cat.default_node_of(gpu))
+
+
+def node_assumed_text(hw: dict[str, Any]) -> Text | None:
+    """The line that says a GPU without a node preset took the default node's links."""
+    if not hw.get("node_assumed"):
+        return None
+    return Text(f"assumed: no node preset of the catalog holds {hw['gpu']}: its links are "
+                f"{hw['node']}'s (give --node, or a [node] with gpu = \"{hw['gpu']}\" or "
+                "default_node in its entry, docs/hardware.md)", style="yellow")
 
 
 MISALIGNED_SHOWN_SHARE = 0.001
@@ -428,6 +447,8 @@ def render_prediction(result: dict[str, Any]) -> None:
             f"assumed: fp32 on {hw['gpu']} at its boost clock, not held to a power limit: the "
             f"entry gives no {' or '.join(hw['fp32_unthrottled_by'])} (the sustained clock of "
             "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
+    if said := node_assumed_text(hw):
+        console.print(said)
     if result.get("tf32_unpriced"):
         console.print(Text(
             f"assumed: fp32 convolutions on {hw['gpu']} at its fp32 peak: the entry gives no "
@@ -534,6 +555,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
                                   f"({100 * v / time_s['total']:.1f}%)", style="dim")
     table.add_row("total per iteration", fmt_seconds(time_s["total"]), "100%", style="bold")
     console.print(table)
+    if said := node_assumed_text(result["hardware"]):
+        console.print(said)
     mem = result["memory_gb"]
     peak = result["hardware"].get("peak_tflops") or 0.0
     mfu = None if result["mfu"] is None else 100 * result["mfu"]

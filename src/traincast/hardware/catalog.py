@@ -294,11 +294,18 @@ class Catalog:
         return self.nodes[name]
 
     def default_node_of(self, gpu_name: str) -> str:
-        """The node preset of jobs on ``gpu_name``: its ``default_node``, else '' ."""
+        """The node preset of jobs on ``gpu_name``: its ``default_node``, else the node preset
+        of that GPU with the most GPUs (ties by name: a user's file that adds a GPU and its
+        node without ``default_node``), else '' (the caller's default node, whose links it
+        then takes: ``predict`` says so)."""
         try:
-            return self.gpu(gpu_name).default_node
+            g = self.gpu(gpu_name)
         except KeyError:
             return ""
+        if g.default_node:
+            return g.default_node
+        own = [nd for nd in self.nodes.values() if self.aliases.get(nd.gpu, nd.gpu) == g.name]
+        return min(own, key=lambda nd: (-nd.gpus, nd.name)).name if own else ""
 
     def node_holding(self, gpu_name: str, gpus: float) -> str:
         """The smallest node preset of ``gpu_name`` (by its canonical name) with at least
