@@ -377,10 +377,14 @@ def test_a_gpu_priced_at_flat_peaks_is_named_and_said_so(tc, tmp_path) -> None:
     run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--catalog", str(cat), "--node",
              "flat-node")
     assert run.returncode == 0, run.stderr
-    assert "memory not checked on FLATGPU: the catalog entry gives no mem_gb" in \
-        " ".join(run.stdout.split())
+    said = " ".join(run.stdout.split())
+    assert "memory not checked on FLATGPU: the catalog entry gives no mem_gb" in said
+    assert "compute on FLATGPU priced at flat datasheet peaks" in said
     run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--catalog", str(cat), "--node",
              "flat-node", "--json")
     import json
 
-    assert json.loads(run.stdout)["memory_unchecked"] == ["FLATGPU"]
+    out = json.loads(run.stdout)
+    assert out["memory_unchecked"] == ["FLATGPU"] and out["flat_peak"] == ["FLATGPU"]
+    run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--node", "dgx-a100", "--json")
+    assert json.loads(run.stdout)["flat_peak"] == []  # the kernel model prices an A100

@@ -196,6 +196,13 @@ def plan(
             f"memory not checked on {', '.join(result['memory_unchecked'])}: the catalog entry "
             "gives no mem_gb, so every configuration counts as fitting (add mem_gb to the "
             "entry, docs/hardware.md)", style="yellow"))
+    if result.get("flat_peak"):
+        from traincast.compute import FLAT_PEAK_WHY
+
+        console.print(Text(
+            f"compute on {', '.join(result['flat_peak'])} priced at flat datasheet peaks: "
+            f"{FLAT_PEAK_WHY}, so its times read optimistic beside the kernel model's "
+            "(traincast hardware show, docs/hardware.md)", style="yellow"))
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
     several = len(result["nodes"]) > 1  # rows then name their node preset

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from traincast.compute import flat_peak_gpus
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import MARKETS, Prices, load_prices
@@ -555,9 +556,11 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows]
     (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with
     on-demand prices), "network": {...} (with network), "note", "layout_rules" (no layout) or
-    "min_memory_gb" (nothing fits)}``; each row of ``top`` has ``share`` (compute, comm,
-    bubble and data_io over the iteration, :func:`shares`: the table's numbers and the
-    sentence's) and ``predict`` (the ``traincast predict --arch hybrid`` line of the same job).
+    "min_memory_gb" (nothing fits), "memory_unchecked" (GPUs without ``mem_gb``), "flat_peak"
+    (GPUs priced at flat datasheet peaks, ``compute.flat_peak_gpus``)}``; each row of ``top``
+    has ``share`` (compute, comm, bubble and data_io over the iteration, :func:`shares`: the
+    table's numbers and the sentence's) and ``predict`` (the ``traincast predict --arch
+    hybrid`` line of the same job).
     """
     t0 = time.perf_counter()
     if rank not in RANKS:
@@ -658,6 +661,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         out["note"] = note
     out["memory_unchecked"] = sorted({r["hw"].gpu for r in base
                                       if not np.isfinite(r["hw"].mem_bytes)})
+    out["flat_peak"] = flat_peak_gpus(catalog, [r["hw"].gpu for r in base])
     out["seconds"] = time.perf_counter() - t0
     return out
 
