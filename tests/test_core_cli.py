@@ -401,3 +401,18 @@ def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> No
     assert json.loads(tc(*args, "--json").stdout)["hardware"]["node_assumed"] is True
     named = json.loads(tc(*args, "--node", "dgx-a100", "--json").stdout)
     assert named["hardware"]["node_assumed"] is False and named["hardware"]["node"] == "dgx-a100"
+
+
+def test_hardware_show_lists_only_what_the_gpus_strategy_prices_with(tc) -> None:
+    # the paper-2019 V100 is priced at flat peaks: its entry lists no kernel-model parameters
+    # or defaults (tiles, floors) that its forecasts never use; an A100's does
+    flat = tc("hardware", "show", "V100-paper-2019")
+    said = " ".join(flat.stdout.split())
+    assert flat.returncode == 0, flat.stderr
+    assert "the measured-kernel model does not price V100-paper-2019" in said
+    assert "simt_efficiency" not in said and "per-op floor:" not in said
+    inputs = json.loads(tc("hardware", "show", "V100-paper-2019", "--json").stdout)["compute"]
+    assert inputs["strategy"] == "paper" and list(inputs["inputs"]) == ["rates"]
+    assert inputs["fp32_tflops"] == pytest.approx(11.0)  # the paper's effective rate, flat
+    a100 = " ".join(tc("hardware", "show", "A100-SXM4-80GB").stdout.split())
+    assert "simt_efficiency" in a100 and "per-op floor:" in a100

@@ -427,9 +427,29 @@ def ops_compute_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
 
 def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
     """What the GPU's compute pricing rests on: the strategy ``auto`` picks, the rates it uses
-    for fp32 and mixed precision, and for each kernel-model input its citation or the
-    documented default that replaces it (``traincast hardware show``)."""
+    for fp32 and mixed precision, and under ``kernel`` each kernel-model input's citation or
+    the documented default that replaces it; under ``paper`` and ``curves`` the inputs they
+    take instead (``traincast hardware show``)."""
     name = strategy_of(gpu, strategy)
+    out: dict[str, Any] = {"strategy": name}
+    for dtype in ("fp32", "amp"):
+        flop_rate, byte_rate = rates(gpu, dtype, strategy)
+        out[f"{dtype}_tflops"] = flop_rate / 1e12
+        out[f"{dtype}_mem_gbs"] = byte_rate / 1e9
+    if name == "paper":
+        out["inputs"] = {"rates": "flat datasheet peaks, as the paper prices them: the peak of "
+                                  "the job's dtype x flop_efficiency, mem_bw_gbs x "
+                                  "mem_efficiency; no tiles, waves or per-op floor"
+                                  + ("" if kernel_model_available(gpu) else
+                                     f" ({FLAT_PEAK_WHY})")}
+        return out
+    if name == "curves":
+        out["inputs"] = {"rates": "the curves calibrate measured (gemm_intensity/gemm_tflops, "
+                                  "conv_intensity/conv_tflops, elementwise_bytes/"
+                                  "elementwise_gbs), op_overhead_us = "
+                                  f"{float(getattr(gpu, 'op_overhead_us', 0.0) or 0.0):g} µs "
+                                  "per op (docs/validation.md)"}
+        return out
     sources = getattr(gpu, "sources", {}) or {}
     inputs: dict[str, str] = {}
     defaults = {"gemm_max_fraction": f"default {kernels.DEFAULT_GEMM_MAX_FRACTION} (median of "
@@ -460,11 +480,7 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         inputs["mem_max_fraction"] = "operands a kernel streams: " + inputs["mem_max_fraction"]
         inputs["memory-bound bytes"] = (f"{model_f:.3f} of mem_bw_gbs: the measured-kernel "
                                         "model's element-wise fraction")
-    out = {"strategy": name, "inputs": inputs}
-    for dtype in ("fp32", "amp"):
-        flop_rate, byte_rate = rates(gpu, dtype, strategy)
-        out[f"{dtype}_tflops"] = flop_rate / 1e12
-        out[f"{dtype}_mem_gbs"] = byte_rate / 1e9
+    out["inputs"] = inputs
     return out
 
 

@@ -99,9 +99,11 @@ def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str
     return table
 
 
-def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None) -> None:
+def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None,
+                 strategy: str = "kernel") -> None:
     """The set fields of one entry; a GPU's grouped as datasheet / fitted / measured, and
-    ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters."""
+    ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters; under
+    another ``strategy`` than ``kernel`` one line says the kernel model does not price it."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
     about = [(k, getattr(entry, k)) for k in ("name", "vendor", "description", "default_node",
                                              "source")
@@ -120,7 +122,11 @@ def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None) -> 
             rows = [(k, v) for k, v in rows if not (k.endswith("_efficiency") and v == 1.0)]
         if rows:
             console.print(_entry_table(group, rows, sources))
-        if group == "fitted" and entry.kernel:
+        if group == "fitted" and entry.kernel and strategy != "kernel":
+            console.print(Text(f"fitted: the measured-kernel model does not price {entry.name} "
+                               f"(the {strategy} strategy does, below); traincast hardware "
+                               "show of a GPU it prices lists its parameters", style="dim"))
+        elif group == "fitted" and entry.kernel:
             console.print(_kernel_table(entry.kernel, sources.get("kernel", "")))
             if basis:
                 console.print(_figures_table(entry, basis))
@@ -212,7 +218,8 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     if json_out:
         print_json(data)
         return
-    _print_entry(kind, entry, data.get("kernel_model"))
+    _print_entry(kind, entry, data.get("kernel_model"),
+                 data["compute"]["strategy"] if "compute" in data else "kernel")
     if "compute" in data:
         c = data["compute"]
         per_op = data.get("kernel_model")
