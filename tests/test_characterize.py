@@ -276,3 +276,17 @@ def test_an_undisclosed_gpu_type_is_said_to_be_assumed(tmp_path: Path) -> None:
     bad.write_text('[alias_assumed]\nX9 = "a guess"\n')
     with pytest.raises(TraincastError, match="X9"):
         load_catalog(bad)
+
+
+def test_characterize_names_gpu_types_the_catalog_does_not_know(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\n"
+                     "a,1,A800,0,3600\nb,8,A800,0,7200\nc,2,V100S,0,100\nd,1,a100,0,10\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "s.duckdb"), "--workload",
+             "resnet50")
+    said = " ".join(run.stdout.split())
+    assert run.returncode == 0, run.stderr
+    assert "not in the catalog: A800 (2 jobs), V100S (1 job)." in said  # a100: an alias
+    assert "not predicted: 3 (unknown node or GPU type)" in said
+    run = tc("characterize", "--db", str(tmp_path / "s.duckdb"), "--json")
+    assert json.loads(run.stdout)["unknown_gpu_types"] == {"A800": 2, "V100S": 1}

@@ -158,8 +158,33 @@ def test_study_says_so_when_no_job_has_features(tmp_path: Path) -> None:
     result = study(trace, tmp_path / "out", report=False)
     sentences = result["summary"]["sentences"]
     assert len(sentences) == 1 and sentences[0].startswith("None of the 2 jobs")
+    assert "(2 features missing: no feature columns, no workload the zoo knows)" in sentences[0]
     whatif = json.loads((tmp_path / "out" / "whatif.json").read_text())
     assert whatif["scenarios"]["eth100"]["predicted"] == 0
+
+
+def test_study_names_the_gpu_types_the_catalog_does_not_know(tmp_path: Path) -> None:
+    # two A800 jobs and one V100S (no catalog entry, no alias) beside one T4 job: the breakdown
+    # is the T4's, and a sentence names the three left out and why; with no known type at all
+    # the one sentence says the same
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\n"
+                     "a,1,A800,0,3600\nb,8,A800,0,7200\nc,2,V100S,0,100\nd,1,T4,0,100\n")
+    result = study(trace, tmp_path / "out", report=False, workload="resnet50")
+    sentences = result["summary"]["sentences"]
+    assert sentences[0].endswith("(over 1 job with known features).")
+    assert sentences[1].startswith("3 jobs have no prediction (3 unknown node or GPU type: "
+                                   "A800, V100S not in the catalog).")
+    assert "--catalog FILE" in sentences[1]
+    char = json.loads((tmp_path / "out" / "characterize.json").read_text())
+    assert char["unknown_gpu_types"] == {"A800": 2, "V100S": 1}
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\na,1,A800,0,3600\n")
+    result = study(trace, tmp_path / "out2", report=False, workload="resnet50")
+    assert result["summary"]["sentences"] == [
+        "None of the 1 jobs has a prediction (1 unknown node or GPU type: A800 not in the "
+        "catalog), so there is no time breakdown and no what-if number. Name each in a catalog "
+        "file, as an [alias] of a catalog GPU or a [gpu] entry of its own, and pass --catalog "
+        "FILE (docs/hardware.md)."]
 
 
 def test_study_assumes_a_workload_and_reports_skipped_rows(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ plain data (the keys of docs/traces.md):
   is the GPU time of all censored jobs and ``gpu_time_lower_bound`` says whether there is
   any; ``flags`` (counts);
 * ``by_architecture`` / ``by_gpu_type``: ``{name: {jobs, gpus, gpu_time_s, job_share, gpu_share,
-  gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``);
+  gpu_time_share}}`` (NULL architecture or GPU type -> ``unknown``); a GPU type's ``gpu`` is
+  its catalog entry, None for a type the catalog does not know, which
+  ``unknown_gpu_types`` (``{name: jobs}``) lists: their jobs get no prediction
+  (:func:`unpredicted_text` says why jobs have none);
 * ``cdf``: ``gpus_per_job`` (``value`` -> fraction of jobs with at most that many GPUs),
   ``gpus_per_job_with_gpus`` (the same over the jobs with at least one GPU, as the
   architecture shares count them) and
@@ -44,7 +47,7 @@ from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
-from traincast.resolve import DEFAULT_NODE, reason_counts
+from traincast.resolve import BAD_HARDWARE, DEFAULT_NODE, NO_FEATURES, REASONS, reason_counts
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import FLAG_COLUMNS
 
@@ -85,6 +88,29 @@ def _labels(cols: Mapping[str, Any], name: str, n: int) -> tuple[NDArray[np.int6
     uniq = list(dict.fromkeys(names))
     remap = np.array([uniq.index(s) for s in names], dtype=np.int64)
     return remap[codes], uniq
+
+
+UNKNOWN_GPU_FIX = ("Name each in a catalog file, as an [alias] of a catalog GPU or a [gpu] entry "
+                   "of its own, and pass --catalog FILE (docs/hardware.md).")
+"""What to do about the GPU types of ``unknown_gpu_types``."""
+
+
+def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str, int]
+                     ) -> tuple[str, str]:
+    """Why jobs got no prediction: ``(reasons, fix)``, each reason of ``unpredicted``
+    (``resolve.REASONS`` -> jobs) with its count and the GPU types the catalog does not know
+    (``unknown_gpu_types``) named beside theirs, and what to do about those types ('' when
+    none); ``("", "")`` when every job has one."""
+    parts = []
+    for reason, n in unpredicted.items():
+        part = f"{n:,} {reason}"
+        if reason == REASONS[BAD_HARDWARE] and unknown_types:
+            part += f": {', '.join(unknown_types)} not in the catalog"
+        elif reason == REASONS[NO_FEATURES]:
+            part += ": no feature columns, no workload the zoo knows"
+        parts.append(part)
+    fix = UNKNOWN_GPU_FIX if unknown_types and REASONS[BAD_HARDWARE] in unpredicted else ""
+    return "; ".join(parts), fix
 
 
 def _group_result(acc: dict[str, F], order: tuple[str, ...] = ()
@@ -364,6 +390,8 @@ class Characterization:
                 row["gpu"] = None
             if name.lower() in guesses:  # an undisclosed model priced as a public part
                 row["assumed"] = guesses[name.lower()]
+        out["unknown_gpu_types"] = {name: row["jobs"] for name, row in out["by_gpu_type"].items()
+                                    if row["gpu"] is None and name != "unknown"}
         if self.n and self.has_arch:
             out["breakdown"] = self._breakdown_result()
         return out

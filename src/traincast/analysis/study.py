@@ -32,6 +32,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
+from traincast.analysis.characterize import unpredicted_text
 from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.errors import TraincastError
 from traincast.files import write_text_whole, write_whole
@@ -40,7 +41,7 @@ from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
-from traincast.units import fmt_pct, fmt_x
+from traincast.units import fmt_pct, fmt_x, plural
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -146,17 +147,23 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         sentences.append("The trace holds no job (a header alone, or every row bad): nothing "
                          "to study.")
         return {"sample": sample, "sentences": sentences, "numbers": nums}
+    unpredicted = bd.get("unpredicted", {})
+    why, fix = unpredicted_text(unpredicted, char.get("unknown_gpu_types", {}))
     if not bd.get("jobs"):
-        sentences.append(
-            f"None of the {char.get('jobs', 0):,} jobs has known features (the trace gives no "
-            "feature columns and no workload the zoo knows), so there is no time breakdown and "
-            "no what-if number; add feature columns or workload tags (docs/traces.md).")
+        why = why or "no job uses a GPU"
+        sentences.append(f"None of the {char.get('jobs', 0):,} jobs has a prediction ({why}), so "
+                         "there is no time breakdown and no what-if number."
+                         + (f" {fix}" if fix else ""))
         return {"sample": sample, "sentences": sentences, "numbers": nums}
     sentences.append(
         f"Communication takes {_pct(nums['comm_share_mean'])} of iteration time on average "
         f"({_pct(nums['comm_share_gpu_weighted'])} GPU-weighted); data I/O "
         f"{_pct(nums['data_io_share_mean'])}, compute {_pct(nums['compute_share_mean'])} "
-        f"(over {bd.get('jobs', 0):,} jobs with known features).")
+        f"(over {plural(bd.get('jobs', 0), 'job')} with known features).")
+    if why:
+        n = sum(unpredicted.values())
+        sentences.append(f"{plural(n, 'job')} {'has' if n == 1 else 'have'} no prediction "
+                         f"({why})." + (f" {fix}" if fix else ""))
     sentences += _nvlink_finding(scen.get("nvlink-allreduce"), nums)
     sentences += _eth100_finding(scen.get("eth100"), nums)
     sentences += _speedup_findings(scen, nums)

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from traincast.analysis.characterize import UNKNOWN_GPU_FIX
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
@@ -443,6 +444,10 @@ def print_characterization(r: dict[str, Any]) -> None:
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         print_table(group_table(r[key], title), console)
+        if key == "by_gpu_type" and r.get("unknown_gpu_types"):
+            console.print(Text("not in the catalog: " + ", ".join(
+                f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())
+                + ". " + UNKNOWN_GPU_FIX, style="yellow"))
         for name, row in r[key].items():
             if row.get("assumed"):
                 console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",
@@ -468,8 +473,10 @@ def print_characterization(r: dict[str, Any]) -> None:
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
     if not b.get("jobs"):
-        console.print("[dim]no job has known features (give them in the trace, or a workload "
-                      "the zoo knows): no time breakdown[/dim]")
+        console.print("[dim]no job has a prediction" + (" (not predicted: above)" if
+                                                        b.get("unpredicted") else
+                                                        ": no job uses a GPU")
+                      + ": no time breakdown[/dim]")
         return
     t = Table(title=f"Where the time goes (predicted, {b['jobs']:,} jobs with known features: "
               "mean share of iteration time, weighted by job and by GPUs)", title_justify="left")
