@@ -489,3 +489,18 @@ def test_one_study_at_a_time_writes_a_folder(tmp_path: Path) -> None:
         study(trace, out, report=False)
     assert list(out.iterdir()) == []
     study(trace, out, report=False)  # the lock is gone with the first
+
+
+def test_the_cluster_table_of_a_trace_without_gpu_jobs_shows_no_share(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    # two CPU-only jobs: no job with GPUs to share out, so the "all" row is "-", not 100%
+    monkeypatch.setattr(console, "width", 100)
+    trace = tmp_path / "cpu.csv"
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s\na,0,0,10\nb,0,0,20\n")
+    res = CliRunner().invoke(app, ["study", str(trace), "-o", str(tmp_path / "out"),
+                                   "--no-report"])
+    assert res.exit_code == 0, res.output
+    rows = {c[0]: c[1:] for c in ([x.strip() for x in line.strip("│ ").split("│")]
+                                  for line in res.stdout.splitlines() if line.startswith("│ "))}
+    assert rows["all"] == ["-"] * 5
+    assert "(2 no GPUs (n_gpus missing or 0))" in " ".join(res.stdout.split())

@@ -54,7 +54,7 @@ def architecture_table(char: dict[str, Any]) -> Table:
         row(name, shares, b.get("by_architecture", {}).get(name, {}))
     t.add_section()
     row("all", dict.fromkeys(("job_share", "gpu_share", "gpu_time_share"),
-                             1.0 if char["jobs"] else None), b)
+                             1.0 if char["jobs"] > zero else None), b)  # no job with GPUs: -
     return t
 
 
