@@ -234,6 +234,29 @@ def test_a_job_without_end_time_is_censored_unless_its_status_is_final(tmp_path:
     assert got == {"ia": True, "ib": False, "ic": True, "id": False}
 
 
+def test_a_waiting_job_has_not_started_and_holds_no_gpu_time(tmp_path: Path) -> None:
+    # the job table's start_time is the submission: a Waiting job without a started instance
+    # has no start (as Alibaba 2023's Pending pods); one whose instance started keeps it
+    from traincast.analysis.characterize import characterize
+
+    d = tmp_path / "pai"
+    d.mkdir()
+    jobs = [("A", "ia", "u", "Waiting", "700", ""), ("B", "ib", "u", "Waiting", "700", ""),
+            ("C", "ic", "u", "Terminated", "0", "1700")]
+    tasks = [(j[0], "worker", "1", "Terminated", "", "", "600", "20", "100", "V100")
+             for j in jobs]
+    instances = [("B", "worker", "a", "wb", "ib", "Running", "900", "", "m1")]
+    _write(d / "pai_job_table.csv", jobs)
+    _write(d / "pai_task_table.csv", tasks)
+    _write(d / "pai_instance_table.csv", instances)
+    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    jobs_table = load_jobs(tmp_path / "s.duckdb")
+    got = {j["job_id"]: (j["start_time_s"], j["censored"]) for j in jobs_table.to_pylist()}
+    assert got == {"ia": (None, True), "ib": (900.0, True), "ic": (0.0, False)}
+    # GPU time: C 1 GPU x 1700 s, B from 900 s to the trace's end (1700 s); A none
+    assert characterize(jobs_table)["gpu_time_s"] == pytest.approx(1700 + 800)
+
+
 def test_a_folder_without_the_tables_says_what_it_holds_and_where_they_come_from(
         shared_data: Path, tmp_path: Path) -> None:
     # the shared folder holds the release's *.header files and its machine table, not the job

@@ -19,7 +19,9 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
   each with its job_name as job_id (counted in the notes). ``user``; ``status``;
   ``submit_time_s`` = the job's start_time (its submission); ``start_time_s`` = the first
   instance's start_time above 0 (0 is an instance that never started, as the release's own
-  analysis reads it; else the job's); ``end_time_s`` = the job's end_time.
+  analysis reads it; else the job's, except for a job whose status is Waiting: it has not
+  started, NULL, as Alibaba 2023's Pending pods, and holds no GPU time);
+  ``end_time_s`` = the job's end_time.
 * Roles come from the task table: a task named ``ps`` is a parameter server; every other task
   except ``evaluator`` is a worker role. ``n_ps`` = Σ inst_num of ``ps`` tasks; ``n_workers`` =
   Σ inst_num of worker roles; ``gpus_per_worker`` = the largest plan_gpu / 100 of a worker role;
@@ -309,7 +311,8 @@ def _fields() -> dict[str, Field]:
         "user": Field(text("user")),
         "status": Field(text("status")),
         "submit_time_s": Field(num("start_time"), "start_time", "start_time"),
-        "start_time_s": Field(f"COALESCE(i_start, {num('start_time')})"),
+        "start_time_s": Field(f"COALESCE(i_start, CASE WHEN lower({text('status')}) = "
+                              f"'waiting' THEN NULL ELSE {num('start_time')} END)"),
         "end_time_s": Field(num("end_time"), "end_time", "end_time"),
         "architecture": Field(arch),
         "n_gpus": Field("t_gpus"),
