@@ -185,11 +185,35 @@ def test_a_file_in_another_format_names_its_columns_and_that_format(tmp_path: Pa
                        r"job_id, submission_time, duration, num_gpu\)") as err:
         ingest(path, db=tmp_path / "s.duckdb")
     assert err.value.hint == "the file has the columns of --format elasticflow"
-    # none fits: the usual hint
+    # none fits: which --map gives each missing column, and which none gives
     other = _write(tmp_path / "o.csv", "sn,gpu,model\nn1,8,G2\n")
     with pytest.raises(TraincastError, match="missing column") as err:
         ingest(other, format="elasticflow", db=tmp_path / "t.duckdb")
-    assert "--map COL=FIELD" in err.value.hint
+    assert err.value.hint == (
+        "the file's column for each: --map job_id=FIELD for job_id, --map submit_time_s=FIELD "
+        "for submission_time, --map n_gpus=FIELD for num_gpu; rename the file's column to "
+        "duration (no --map gives it)")
+
+
+def test_map_names_an_adapters_column_the_file_names_otherwise(tmp_path: Path) -> None:
+    # ElasticFlow with its submission time and GPUs under other names: --map of the canonical
+    # column reads the file's column as the adapter's, with every rule the adapter has for it
+    # (start = submission, end = submission + duration; bad values named by the file's column)
+    path = _write(tmp_path / "ef.csv", "id,submit_time,duration,gpus\n"
+                  "a,10,100,2\nb,xyz,100,2\nc,5,50,1\n")
+    db = tmp_path / "s.duckdb"
+    report = ingest(path, format="elasticflow", db=db,
+                    mapping={"job_id": "id", "submit_time_s": "submit_time", "n_gpus": "gpus"})
+    assert report["bad_rows"] == 1
+    assert (report["errors"][0]["row"], report["errors"][0]["field"]) == (2, "submit_time")
+    jobs = {j["job_id"]: j for j in load_jobs(db).to_pylist()}
+    assert set(jobs) == {"a", "c"}
+    assert (jobs["a"]["start_time_s"], jobs["a"]["end_time_s"], jobs["a"]["n_gpus"]) == \
+        (10.0, 110.0, 2.0)
+    with pytest.raises(TraincastError, match="missing column") as err:
+        ingest(path, format="elasticflow", db=tmp_path / "t.duckdb",
+               mapping={"job_id": "id", "submit_time_s": "nope", "n_gpus": "gpus"})
+    assert err.value.hint == "--map names 'nope', a column the file does not have"
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:

@@ -554,9 +554,10 @@ def source_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
 
 
 def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterable[str],
-            hint: str = "") -> None:
+            hint: str = "", fits_first: bool = False) -> None:
     """Raise a clear error when the source lacks columns the adapter needs (names compared
-    case-insensitively, as DuckDB resolves them: ``Job_ID`` is ``job_id``)."""
+    case-insensitively, as DuckDB resolves them: ``Job_ID`` is ``job_id``); its hint is
+    ``hint``, else (or first, ``fits_first``) the format whose columns the file has."""
     names = [c for c in have if c != "_row"]  # _row: the row number table_relation adds
     have = {c.lower() for c in names}
     needed = list(needed)
@@ -570,8 +571,9 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
         raise TraincastError(
             f"{adapter}: {path}: missing column(s) {', '.join(missing)} (the file's columns: "
             f"{shown}){expects}",
-            hint=hint or (f"the file has the columns of --format {' or '.join(fits)}" if fits
-                          else f"map a column with --map COL=FIELD, or check --format {adapter}"))
+            hint=(f"the file has the columns of --format {' or '.join(fits)}"
+                  if fits and (fits_first or not hint) else hint or
+                  f"map a column with --map COL=FIELD, or check --format {adapter}"))
 
 
 def formats_with_columns(have: set[str], but: str = "") -> list[str]:
@@ -821,6 +823,60 @@ def trace_files(mod: Any, paths: Iterable[Path]) -> list[Path]:
     return list(out)
 
 
+def source_renames(fields_of: Callable[[list[str]], dict[str, Field]],
+                   mapping: Mapping[str, str] | None, cols: list[str],
+                   required: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``--map COL=FIELD`` on an adapter whose canonical column COL is read from one source
+    column S it requires (``Field.column``: Helios's ``n_gpus`` from ``gpu_num``, ElasticFlow's
+    ``submit_time_s`` from ``submission_time``) that the file does not have: FIELD is read as
+    S, so the adapter's rules for S apply to it (its conversions and checks, and every column
+    it derives from S: ElasticFlow's start and end times from its submission time).
+    Returns ``({S: FIELD}, the mapping left to read straight)``."""
+    needed = {c.lower() for c in required}
+    base = fields_of([*cols, *needed])  # the adapter's fields as if the file had them all
+    renames: dict[str, str] = {}
+    left: dict[str, str] = {}
+    for col, src in (mapping or {}).items():
+        f = base.get(col)
+        s = f.column.lower() if f is not None and f.column else ""
+        if s in needed and s not in cols:
+            renames[s] = src
+        else:
+            left[col] = src
+    return renames, left
+
+
+def map_hint(fields_of: Callable[[list[str]], dict[str, Field]], cols: list[str],
+             required: Iterable[str]) -> str:
+    """How ``--map`` gives an adapter's missing source columns: the canonical column read
+    from each (:func:`source_renames`); one no canonical column reads straight (ElasticFlow's
+    ``duration``) is to be renamed in the file; '' when no column is missing or the adapter's
+    columns are missing."""
+    needed = [c.lower() for c in required]
+    missing = [c for c in needed if c not in cols]
+    if not missing:
+        return ""
+    base = fields_of([*cols, *needed])
+    gives = {m[1].replace('""', '"').lower() if m[1] is not None else m[2].lower(): col
+             for col, f in base.items()
+             if f.column and (m := _IDENTIFIER.fullmatch(f.column))}
+    said = [f"--map {gives[c]}=FIELD for {c}" for c in missing if c in gives]
+    rename = [c for c in missing if c not in gives]
+    return ("the file's column for each: " + ", ".join(said) if said else "") \
+        + ("; " if said and rename else "") \
+        + (f"rename the file's column to {', '.join(rename)} (no --map gives it)"
+           if rename else "")
+
+
+def renamed_fields(fields: dict[str, Field], renames: Mapping[str, str]) -> dict[str, Field]:
+    """The fields with a renamed source column (:func:`source_renames`) reported by the file's
+    name: their ``raw`` and ``column`` name FIELD, which holds the same values as S."""
+    def named(name: str | None) -> str | None:
+        return q(renames[name.lower()]) if name and name.lower() in renames else name
+
+    return {k: replace(f, raw=named(f.raw), column=named(f.column)) for k, f in fields.items()}
+
+
 def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                mapping: Mapping[str, str] | None, adapter: str, required: Iterable[str],
                fields_of: Callable[[list[str]], dict[str, Field]],
@@ -854,8 +910,14 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
         cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
+        renames, left = source_renames(fields_of, mapping, cols, required)
+        for src in renames.values():
+            require(adapter, path, cols, [src], hint=f"--map names {src!r}, a column the file "
+                    "does not have")
         try:
-            require(adapter, path, cols, required)
+            left_required = [c for c in required if c.lower() not in renames]
+            require(adapter, path, cols, left_required,
+                    hint=map_hint(fields_of, cols, left_required), fits_first=True)
         except TraincastError:
             if end is None or end.why != "quote":
                 raise
@@ -864,10 +926,16 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                 f"{adapter}: {path}: the file ends inside a quoted value (its quotes do not "
                 "pair up), so its columns cannot be told",
                 hint="close the quote, or remove it") from None
-        fields = apply_mapping(fields_of(cols), mapping, cols, adapter, path)
+        cols = [*cols, *renames]
+        fields = renamed_fields(apply_mapping(fields_of(cols), left, cols, adapter, path),
+                                renames)
         censored = censored_of(fields, cols) if censored_of else "FALSE"
         rel = relation(path)
         checks = checks_of(cols) if checks_of else []
+        if renames:  # the adapter's column read from the file's: reported by the file's name
+            rel = (f"(SELECT *, {', '.join(f'{q(src)} AS {q(s)}' for s, src in renames.items())}"
+                   f" FROM {rel})")
+            checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
             checks.insert(0, extra_field_check(len(_dialect(path)[2])))
             _refuse_read_twice(adapter, path, fields, checks)
