@@ -416,3 +416,15 @@ def test_hardware_show_lists_only_what_the_gpus_strategy_prices_with(tc) -> None
     assert inputs["fp32_tflops"] == pytest.approx(11.0)  # the paper's effective rate, flat
     a100 = " ".join(tc("hardware", "show", "A100-SXM4-80GB").stdout.split())
     assert "simt_efficiency" in a100 and "per-op floor:" in a100
+
+
+def test_a_speeds_unit_counts_bits_with_a_small_b_and_bytes_with_a_capital_b() -> None:
+    # SI symbols: b is the bit, B the byte; 100 Gbit/s = 12.5 GB/s however it is written
+    from traincast.units import parse_speed_gbs
+
+    for bits in ("100Gbit", "100Gb/s", "100Gbps", "100gbps", "100 gb/s", "100GBIT/s",
+                 "100000Mbit", "100000Mbps"):
+        assert parse_speed_gbs(bits) == pytest.approx(12.5), bits
+    for byte_text in ("12.5GB/s", "12.5GBps", "12.5GBs", "12500MB/s"):
+        assert parse_speed_gbs(byte_text) == pytest.approx(12.5), byte_text
+    assert parse_speed_gbs("eth100") is None

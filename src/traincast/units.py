@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from traincast.errors import TraincastError
 
 _SPEED = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*"
-                    r"(gbit|gbit/s|gbps|gb/s|gbs|mbit|mbit/s|mbps)\s*$", re.IGNORECASE)
+                    r"([gm]bit|[gm]bit/s|[gm]bps|[gm]b/s|[gm]bs)\s*$", re.IGNORECASE)
 
 
 def gbit_to_gbs(gbit: float) -> float:
@@ -21,8 +21,16 @@ def gbit_to_gbs(gbit: float) -> float:
     return gbit / 8.0
 
 
+def speed_in_bytes(unit: str) -> bool:
+    """Whether a speed unit counts bytes: an upper-case ``B`` (``GB/s``, ``GBps``, ``MB/s``,
+    the SI and IEC symbol of the byte); ``bit`` in any case, or a lower-case ``b`` (``Gb/s``,
+    ``Gbps``, ``gbps``, ``gb/s``: the symbol of the bit), counts bits."""
+    return "bit" not in unit.lower() and unit[1] == "B"
+
+
 def parse_speed_gbs(text: str) -> float | None:
-    """``'25Gbit'``/``'25Gbps'`` -> 3.125, ``'12.5GB/s'`` -> 12.5, ``'100Mbit'`` -> 0.0125.
+    """``'25Gbit'``/``'25Gbps'``/``'25Gb/s'`` -> 3.125, ``'12.5GB/s'``/``'12.5GBps'`` -> 12.5,
+    ``'100Mbit'`` -> 0.0125 (:func:`speed_in_bytes`: ``B`` bytes, ``b`` or ``bit`` bits).
 
     Returns None when ``text`` is not a speed (it is then a link name); a number with a speed
     unit that is 0, negative (``'-5Gbit'``) or infinite (``'1e400Gbit'``) is an error, not a
@@ -31,18 +39,15 @@ def parse_speed_gbs(text: str) -> float | None:
     m = _SPEED.match(text)
     if not m:
         return None
-    value, unit = float(m.group(1)), m.group(2).lower()
+    value, unit = float(m.group(1)), m.group(2)
     if not math.isfinite(value):
         raise TraincastError(f"speed is not a finite number: {text!r}",
                              hint="give a speed such as 25Gbit or 12.5GB/s")
     if value <= 0:
         raise TraincastError(f"speed must be positive: {text!r}",
                              hint="give a speed above 0, such as 25Gbit or 12.5GB/s")
-    if unit in ("gb/s", "gbs"):
-        return value
-    if unit.startswith("m"):
-        return gbit_to_gbs(value / 1000.0)
-    return gbit_to_gbs(value)
+    gigas = value / 1000.0 if unit[0] in "mM" else value
+    return gigas if speed_in_bytes(unit) else gbit_to_gbs(gigas)
 
 
 def fmt_pct(x: float | None, decimals: int = 1, *, sign: bool = False,
