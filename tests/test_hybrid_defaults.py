@@ -266,15 +266,15 @@ def test_compute_share_of_table_and_sentence_is_one_number() -> None:
 
 
 def test_replan_says_why_gpus_are_left_unused_and_the_switch_unit() -> None:
-    # 56 = 2^3 7 and 48 = 2^4 3: the factor 7 or 3 fits neither dp (1024 = 2^10), tp (64
-    # heads = 2^6) nor pp (80 layers = 2^4 5); 40 = 2^3 5 takes pp = 5
+    # 56 = 2^3 7 and 48 = 2^4 3: the factor 7 or 3 fits neither dp (1024 = 2^10) nor pp (80
+    # layers = 2^4 5), and tp stays inside a node of 8 (a divisor of 8); 40 = 2^3 5 takes pp = 5
     out = replan("zoo:llama2-70b", [56], "dgx-h100")
     row = out["rows"][0]
     assert row["gpus_used"] == 40
     assert [u["gpus"] for u in row["unused"]] == [56, 48]
     for u in row["unused"]:
         assert u["reason"].startswith("no dp x tp x pp has dp dividing the global batch 1024")
-        assert "the 64 attention heads" in u["reason"] and "the 80 layers" in u["reason"]
+        assert u["reason"].endswith("and pp dividing the 80 layers")
     text = flat(cli("plan", "zoo:llama2-70b", "--gpus", "56,40", "--node", "dgx-h100",
                     "--preemptions-per-hour", "0.1", "--checkpoint-gbs", "2"))
     assert "56 GPUs, 40 used: with 56 or 48 GPUs no dp x tp x pp has" in text

@@ -233,3 +233,27 @@ def test_a_preset_named_twice_is_searched_once_and_a_model_path_is_quoted(tmp_pa
     assert res["model"] == "my models"  # a config.json is named after its folder
     words = shlex.split(res["top"][0]["predict"])
     assert words[words.index("--model") + 1] == spec
+
+
+def test_a_tensor_group_that_does_not_divide_the_node_is_priced_across_it() -> None:
+    # ranks tensor-innermost: tp = 3 on nodes of 4 puts ranks 3-5 on two nodes, so the groups
+    # run at the network's rate and plan does not search it; tp = 3 on one node of 4 stays
+    from traincast.hardware.catalog import load_catalog
+    from traincast.parallel.hybrid import in_node, predict_hybrid
+
+    assert in_node(3, 4, 12) == np.False_ and in_node(3, 4, 3) == np.True_
+    assert in_node(4, 8, 64) == np.True_ and in_node(16, 8, 64) == np.False_
+    assert list(in_node(np.array([1, 2, 3, 4, 6]), 4, 12)) == [True, True, False, True, False]
+    cat = load_catalog()
+    node = cat.nodes["ws-rtx4090"]
+    assert node.gpus == 4
+    intra = predict_hybrid("zoo:gpt2", node="ws-rtx4090", dp=1, tp=3, global_batch=8)
+    cross = predict_hybrid("zoo:gpt2", node="ws-rtx4090", dp=4, tp=3, global_batch=8)
+    nic_bw = cat.links[node.nic].bw_gbs * cat.links[node.nic].efficiency
+    # the same per-GPU tensor all-reduces, at the NIC's rate across nodes, not the intra link's
+    assert cross["comm_s"]["tp"] > 3 * intra["comm_s"]["tp"]
+    assert cross["hardware"]["nic_collective_gbs"] <= nic_bw + 1e-9
+    assert any("does not divide nodes of 4" in w for w in cross["warnings"])
+    assert not any("tensor parallelism" in w for w in intra["warnings"])
+    top = plan("zoo:gpt2", 12, "ws-rtx4090", global_batch=96)["top"]
+    assert top and all(row["config"]["tp"] in (1, 2, 4) for row in top)

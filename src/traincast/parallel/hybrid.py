@@ -832,12 +832,21 @@ class Links(NamedTuple):
     cp_latency_s: F
 
 
+def in_node(block: ArrayLike, g: float, n: ArrayLike) -> NDArray[np.bool_]:
+    """Whether every group of ``block`` consecutive ranks (ranks numbered tensor-innermost, as
+    Megatron-LM places them) lies inside one node of ``g`` GPUs, on ``n`` GPUs in all:
+    ``block <= g`` and ``g mod block = 0`` (a group of 3 on nodes of 4 puts ranks 3-5 on two
+    nodes), or the job holds one node at most (``n <= g``)."""
+    b = np.asarray(block, dtype=np.float64)
+    return (b <= g) & ((np.mod(g, b) == 0) | (np.asarray(n, dtype=np.float64) <= g))
+
+
 def links(hw: HybridHardware, c: Configs) -> Links:
-    """Links of the collectives on nodes of ``g`` GPUs: a tensor group stays inside a node when
-    ``t <= g``, an expert group (``t e`` GPUs) when ``t e <= g``; consecutive pipeline stages
-    share a node when a whole model replica (``t cp p`` GPUs) fits in one (``pp_cross``
-    otherwise),
-    a context group (``cp`` ranks ``t`` apart) when ``t cp <= g``.
+    """Links of the collectives on nodes of ``g`` GPUs (:func:`in_node`: a group of consecutive
+    ranks stays inside a node when it divides the node, or the job holds one node): a tensor
+    group of ``t`` GPUs, an expert group (``t e`` GPUs), a context group (``cp`` ranks ``t``
+    apart: ``t cp``); consecutive pipeline stages share a node when a whole model replica
+    (``t cp p`` GPUs) does (``pp_cross`` otherwise).
     Across nodes a link runs at ``min(intra, nic)`` with latency ``max(intra, nic)``. A
     data-parallel group (``d cp`` ranks with context parallelism, :attr:`Configs.dp_group`)
     with ``k = clip(floor(g / t), 1, d cp)`` members per node drives
@@ -846,7 +855,8 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     An expert-data-parallel group (``d cp / e`` ranks, ``t e`` apart) holds
     ``clip(floor(g / (t e)), 1, d cp / e)`` members per node, by the same rule."""
     g = float(hw.gpus_per_node)
-    pp_cross = c.t * c.cp * c.p > g
+    n = c.t * c.p * c.dp_group  # d t p cp GPUs
+    pp_cross = ~in_node(c.t * c.cp * c.p, g, n)
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
     expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_dp_group)
 
@@ -855,8 +865,8 @@ def links(hw: HybridHardware, c: Configs) -> Links:
         return (np.where(inside, hw.intra_bps, min(hw.intra_bps, hw.nic_bps)),
                 np.where(inside, hw.intra_latency_s, max(hw.intra_latency_s, hw.nic_latency_s)))
 
-    (tp_bps, tp_lat), (ep_bps, _) = link(c.t <= g), link(c.t * c.e <= g)
-    (pp_bps, pp_lat), (cp_bps, cp_lat) = link(~pp_cross), link(c.t * c.cp <= g)
+    (tp_bps, tp_lat), (ep_bps, _) = link(in_node(c.t, g, n)), link(in_node(c.t * c.e, g, n))
+    (pp_bps, pp_lat), (cp_bps, cp_lat) = link(~pp_cross), link(in_node(c.t * c.cp, g, n))
     return Links(tp_bps=tp_bps, tp_latency_s=tp_lat, ep_bps=ep_bps, pp_cross=pp_cross,
                  pp_bps=pp_bps, pp_latency_s=pp_lat,
                  dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps,
@@ -1382,15 +1392,20 @@ def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
             "(--framework megatron-core)")
 
 
-def tp_warning(tp: int, gpus_per_node: int, nic: str) -> str:
-    """The warning when a tensor-parallel group spans nodes (``tp > gpus per node``): its
+def tp_warning(tp: int, gpus_per_node: int, nic: str, gpus: int = 0) -> str:
+    """The warning when a tensor-parallel group spans nodes (not :func:`in_node`: ``tp >
+    gpus per node``, or ``tp`` does not divide it on a job of ``gpus`` > one node): its
     all-reduces, two to four per layer and micro-batch, run over the network, which ``plan``
     never chooses (tensor parallelism stays inside a node; empty otherwise)."""
-    if tp <= gpus_per_node:
+    if bool(in_node(tp, gpus_per_node, gpus or tp)):
         return ""
-    return (f"tensor parallelism over {tp} GPUs crosses nodes of {gpus_per_node}: its "
-            f"all-reduces (every layer, every micro-batch) run over the network ({nic}); plan "
-            f"keeps tp within a node (--tp {gpus_per_node} or less, and more --pp or --dp)")
+    fits = [d for d in range(gpus_per_node, 0, -1) if gpus_per_node % d == 0]
+    why = (f"crosses nodes of {gpus_per_node}" if tp > gpus_per_node else
+           f"does not divide nodes of {gpus_per_node}, so some groups span two")
+    return (f"tensor parallelism over {tp} GPUs {why}: its all-reduces (every layer, every "
+            f"micro-batch) run over the network ({nic}); plan keeps tp within a node (--tp "
+            f"{', '.join(map(str, fits[:4]))}, a divisor of {gpus_per_node}, and more --pp or "
+            "--dp)")
 
 
 def seq_warning(cfg: ModelConfig, seq: int) -> str:
@@ -1559,7 +1574,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                             memory_warning(sc, cfg, sizes, recompute, attention,
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
-                            tp_warning(tp, hw.gpus_per_node, hw.links["nic"]),
+                            tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
                             seq_warning(cfg, s)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {

@@ -49,6 +49,7 @@ from traincast.parallel.hybrid import (
     divisors,
     evaluate,
     hybrid_hardware,
+    in_node,
     recipe_text,
     require_fused_rate,
     resolve_knobs,
@@ -80,11 +81,13 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     """All shape-valid configurations with ``dp tp pp cp = gpus`` as int arrays
     (``CONFIG_KEYS``; ``sp`` = sequence parallelism on/off, searched wherever tp > 1).
 
-    tp runs over the divisors of ``gpus`` up to the node size (tensor parallelism stays on the
-    intra-node link), pp over the divisors of ``gpus / tp``, ep over the divisors of dp that
-    divide the experts (1 for dense models), cp (context parallelism) over the divisors of
-    ``gpus`` with a fused attention (``fused``) whose ``2 cp`` divides ``seq`` (and 1), else 1; the
-    ``(tp, pp, cp)`` layouts with ``tp pp cp`` dividing ``gpus`` are formed before the other
+    tp runs over the divisors of ``gpus`` whose groups stay inside a node
+    (``hybrid.in_node``: dividing the node size, or any up to it on one node; tensor
+    parallelism stays on the intra-node link), pp over the divisors of ``gpus / tp``, ep over
+    the divisors of dp that divide the experts (1 for dense models), cp (context parallelism)
+    over the divisors of ``gpus`` with a fused attention (``fused``) whose ``2 cp`` divides
+    ``seq`` (and 1), else 1; the ``(tp, pp, cp)`` layouts with ``tp pp cp`` dividing ``gpus``
+    are formed before the other
     axes are crossed with them. Moot axes are searched at one value: sequence parallelism off
     with tp 1, and the least ZeRO stage with one data-parallel rank (``dp cp = 1``: ZeRO shards
     over the data-parallel group, and a group of one is no sharding).
@@ -92,7 +95,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
     divs = divisors(gpus)
-    tps = divs[divs <= gpus_per_node]
+    tps = divs[in_node(divs, gpus_per_node, gpus)]
     eps = divs[(divs <= model.experts) & (model.experts % divs == 0)] if model.experts > 1 \
         else np.array([1])
     cps = divs[(divs == 1) | (np.fmod(seq, 2 * divs) == 0)] if fused and seq > 0 \
@@ -396,12 +399,14 @@ def _with_price(r: dict[str, Any], prices: Prices | None, spot: bool, resilience
 
 def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch: int) -> str:
     """The shape rules that leave no configuration on ``gpus`` GPUs, computed from the search:
-    every ``(dp, tp, pp)`` with ``dp tp pp = gpus`` and ``tp <= gpus_per_node``, taken with the
+    every ``(dp, tp, pp)`` with ``dp tp pp = gpus`` and tp inside a node (``hybrid.in_node``),
+    taken with the
     most permissive rest (micro-batch 1, vp 1, ZeRO 0, ep 1), is checked by
     ``hybrid.check_shapes``; the rules that reject one of them are named, with the model's
     numbers (``''`` when some layout is valid). No layout meets all the rules named."""
     divs = divisors(gpus)
-    t, p = (x.ravel() for x in np.meshgrid(divs[divs <= gpus_per_node], divs, indexing="ij"))
+    t, p = (x.ravel() for x in np.meshgrid(divs[in_node(divs, gpus_per_node, gpus)], divs,
+                                           indexing="ij"))
     keep = gpus % (t * p) == 0
     t, p = t[keep].astype(float), p[keep].astype(float)
     d, one = gpus / (t * p), np.ones(t.shape)
@@ -412,8 +417,8 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
     kv = ("" if model.kv == model.heads else
           f" and the {model.kv} key/value heads")
     words = {SHAPE_BATCH: f"dp dividing the global batch {global_batch}",
-             SHAPE_TP: f"tp (at most {gpus_per_node}, within a node) dividing the {model.heads} "
-                       f"attention heads{kv}",
+             SHAPE_TP: f"tp (within a node: dividing its {gpus_per_node} GPUs) dividing the "
+                       f"{model.heads} attention heads{kv}",
              SHAPE_LAYERS: f"pp dividing the {model.layers} layers"}
     rules = [words.get(int(c), SHAPE_ERRORS[int(c)]) for c in sorted(set(code.tolist()))]
     if not rules:  # no tp fits a node (cannot happen: tp = 1 always does)
