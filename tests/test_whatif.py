@@ -17,7 +17,7 @@ from traincast.analysis.quantiles import weighted_median
 from traincast.analysis.whatif import whatif
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
-from traincast.scenarios import load_scenario, shipped_scenarios
+from traincast.scenarios import load_scenario, parse_scenario, shipped_scenarios
 
 # Every job: T_flop = 1.57e12 / 15.7e12 = 0.1 s, T_mem = 9e9 / 900e9 = 0.01 s,
 # T_data = 1.575e8 / 15.75e9 = 0.01 s; W = 2.5e8 bytes unless said otherwise.
@@ -563,3 +563,26 @@ def test_whatif_and_recommend_caution_a_gpu_priced_at_flat_peaks(tc, tmp_path: P
     run = tc("recommend", "--db", str(tmp_path / "s.duckdb"), "--candidate-node", "dgx-a100",
              "--json")
     assert json.loads(run.stdout)["flat_peak_gpus"] == []
+
+
+def test_an_upgrade_scenario_leaves_jobs_already_on_a_faster_link_as_they_are() -> None:
+    # eth100 upgrades the 25 Gbit PAI node; a DGX H100's 400 Gbit NDR ports would be slowed
+    # down by it, so that job is not matched (upgrade_only) and keeps its time
+    jobs = {"job_id": ["pai", "dgx"], "architecture": ["allreduce-cluster"] * 2,
+            "n_gpus": [16.0, 16.0], "node": ["pai-v100-nvlink", "dgx-h100"],
+            "flops_compute_bound": [2.4e13] * 2, "bytes_memory_bound": [4e10] * 2,
+            "weight_bytes": [1e8] * 2}
+    cat = load_catalog()
+    for name in ("eth100", "ib-hdr"):
+        r = whatif(jobs, name, cat, per_job=True)
+        rows = {row["job_id"]: row for row in r["job_rows"].to_pylist()}
+        assert rows["pai"]["matched"] and rows["pai"]["speedup"] > 1.0, name
+        assert not rows["dgx"]["matched"] and rows["dgx"]["speedup"] == 1.0, name
+    # a link the job already has matches nobody: nvlink-on on an NVLink node
+    r = whatif(jobs, "nvlink-on", cat)
+    assert r["summary"]["matched"] == 0
+    # without upgrade_only the same change is applied to both (a user's own scenario)
+    own = parse_scenario({"changes": {"nic": "eth100"}}, "own", cat)
+    r = whatif(jobs, own, cat, per_job=True)
+    rows = {row["job_id"]: row for row in r["job_rows"].to_pylist()}
+    assert rows["dgx"]["matched"] and rows["dgx"]["speedup"] < 1.0

@@ -22,11 +22,11 @@ from numpy.typing import NDArray
 from traincast.architectures import REGISTRY
 from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
-from traincast.jobs import Columns, Strings
+from traincast.jobs import Columns
 from traincast.model import Breakdown
 from traincast.predict import OpsOf, evaluate, zoo_ops
-from traincast.resolve import OK, Resolved, node_gpus_of, resolve, training_gpus
-from traincast.scenarios import Scenario
+from traincast.resolve import OK, Resolved, node_gpus_of, resolve, resolve_link, training_gpus
+from traincast.scenarios import LINK_KEYS, Scenario
 
 F = NDArray[np.float64]
 B = NDArray[np.bool_]
@@ -77,16 +77,23 @@ def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,
     return evaluate_columns(cols, catalog, overlap, hierarchical)[0]
 
 
-def match_mask(cols: Columns, sc: Scenario, hw_names: tuple[Strings, Strings]) -> B:
+def match_mask(cols: Columns, sc: Scenario, base: Resolved, catalog: Catalog) -> B:
     """Jobs selected by the scenario's ``[match]`` clause (all of its keys must hold);
-    ``hw_names``: the resolved node and GPU names of the jobs (``Resolved.node``, ``.gpu``)."""
+    ``base``: the jobs as resolved (their node and GPU names; for ``upgrade_only`` their links:
+    every link the scenario changes must be slower, ``bw_gbs x efficiency``, than the new
+    one, so a job already on a faster network is left as it is)."""
     m = np.ones(cols.n, dtype=bool)
     spec = sc.match
     if "architecture" in spec:
         m &= cols["architecture"].isin(spec["architecture"])
     if "workload" in spec:
         m &= cols["workload"].isin(spec["workload"], key=lambda v: v.strip().lower())
-    node, gpu = hw_names
+    if spec.get("upgrade_only"):
+        for role in LINK_KEYS:
+            if role in sc.changes:
+                new_bps = resolve_link(catalog, sc.changes[role]).bw_bps
+                m &= getattr(base, f"{role}_bps") < new_bps  # NaN (unknown node): not matched
+    node, gpu = base.node, base.gpu
     if "gpu_type" in spec:
         m &= gpu.isin(spec["gpu_type"])
     if "node" in spec:
@@ -147,11 +154,11 @@ def fit_mask(r: Resolved, extras: WorkloadExtras, sc: Scenario) -> B:
 
 
 def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Scenario,
-                 catalog: Catalog, hw_names: tuple[Strings, Strings], overlap: float = 0.0,
+                 catalog: Catalog, base: Resolved, overlap: float = 0.0,
                  hierarchical: bool = False, workloads: Workloads = SHIPPED) -> ScenarioResult:
-    """One scenario over every job (see the module docstring); ``hw_names``: the jobs'
-    resolved node and GPU names (``match_mask``); ``workloads``: :class:`Workloads`."""
-    matched = match_mask(cols, sc, hw_names)
+    """One scenario over every job (see the module docstring); ``base``: the jobs as
+    resolved (``match_mask``); ``workloads``: :class:`Workloads`."""
+    matched = match_mask(cols, sc, base, catalog)
     idx = np.flatnonzero(matched)
     total = base_total_s.copy()
     applied = np.zeros(cols.n, dtype=bool)
@@ -204,8 +211,7 @@ def run_scenarios(cols: Columns, scenarios: list[Scenario], catalog: Catalog,
             r = base[1] if (start, stop) == (0, cols.n) else base[1].take(np.arange(start, stop))
             base_s = base[0].total[start:stop]
         extras = workload_extras(sub, workloads.profile_of)
-        names = (r.node, r.gpu)
-        out = base_s, r.reason, [run_scenario(sub, extras, base_s, sc, catalog, names,
+        out = base_s, r.reason, [run_scenario(sub, extras, base_s, sc, catalog, r,
                                               overlap, hierarchical, workloads)
                                  for sc in scenarios]
         done[0] += sub.n

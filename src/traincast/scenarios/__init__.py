@@ -11,6 +11,7 @@ A scenario file (the shipped ones live beside this module; users write their own
     workload = ["bert", "nmt"]   # workload tags (case-insensitive)
     min_gpus = 1                 # n_gpus range, inclusive
     max_gpus = 8
+    upgrade_only = true          # only jobs whose links [changes] names are all slower now
     [changes]                    # at least one key
     architecture = "allreduce-local"   # port the job (fit checked: GPUs and memory)
     node = "pai-v100-nvlink"     # move the job to a node preset (its GPU and links)
@@ -38,7 +39,7 @@ from traincast.hardware.catalog import Catalog
 from traincast.resolve import resolve_link
 
 MATCH_LISTS = ("architecture", "gpu_type", "node", "workload")
-MATCH_KEYS = (*MATCH_LISTS, "min_gpus", "max_gpus")
+MATCH_KEYS = (*MATCH_LISTS, "min_gpus", "max_gpus", "upgrade_only")
 LINK_KEYS = ("nic", "intra", "pcie")
 BOOL_KEYS = ("amp", "fusion", "hierarchical")
 CHANGE_KEYS = ("architecture", "node", "gpu", *LINK_KEYS, *BOOL_KEYS, "overlap")
@@ -120,6 +121,10 @@ def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
             elif key == "workload":
                 values = [v.lower() for v in values]
             out[key] = tuple(values)
+        elif key == "upgrade_only":
+            if not isinstance(value, bool):
+                raise _fail(w, f"must be true or false, got {value!r}")
+            out[key] = value
         elif key in ("min_gpus", "max_gpus"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise _fail(w, f"must be a non-negative integer, got {value!r}")
@@ -175,6 +180,9 @@ def parse_scenario(data: dict[str, Any], name: str, catalog: Catalog,
     if not isinstance(changes_raw, dict) or not changes_raw:
         raise _fail(where, "needs a [changes] table with at least one change")
     changes = {k: check_change(where, k, v, catalog) for k, v in changes_raw.items()}
+    if data.get("match", {}).get("upgrade_only") is True and \
+            not any(k in changes for k in LINK_KEYS):
+        raise _fail(where, "[match] upgrade_only needs a link in [changes] (nic, intra or pcie)")
     return Scenario(name=data.get("name", name), description=data.get("description", ""),
                     source=data.get("source", ""),
                     match=_check_match(where, data.get("match", {}), catalog),
