@@ -354,6 +354,27 @@ def test_recommend_leaves_out_gpus_no_current_pytorch_build_runs() -> None:
     assert not any("pai-misc" in c for c in out["candidates"])
 
 
+def test_recommend_says_which_presets_flat_peaks_leave_out(tmp_path: Path) -> None:
+    """A user's preset whose GPU has datasheet peaks alone (no SM count) is left out of the
+    default candidates and said to be, as the paper-2019 reference node; a job that runs on
+    such a GPU is priced at its flat peaks, which the result names."""
+    path = tmp_path / "c.toml"
+    path.write_text('[gpu.Flat]\nsource = "t"\n[gpu.Flat.datasheet]\nfp32_tflops = 50\n'
+                    'fp16_tflops = 400\nmem_bw_gbs = 2000\nmem_gb = 96\n'
+                    '[node.flat-node]\ngpu = "Flat"\ngpus = 8\npcie = "pcie4x16"\n'
+                    'intra = "nvlink3-a100"\nnic = "ib-hdr"\nsource = "t"\n')
+    cat = load_catalog([path])
+    jobs = {"architecture": np.array(["1w1g", "1w1g"], dtype=object), "n_gpus": [1.0, 1.0],
+            "node": np.array(["dgx-a100", "flat-node"], dtype=object),
+            "flops_compute_bound": [2.4e13] * 2, "bytes_memory_bound": [4e10] * 2,
+            "weight_bytes": [1e8] * 2}
+    out = recommend(jobs, cat)
+    for nd in ("flat-node", "paper-2019"):
+        assert "flat datasheet peaks" in out["left_out"][nd]
+        assert not any(nd in c for c in out["candidates"])
+    assert out["own_flat_peak_gpus"] == ["Flat"] and out["flat_peak_gpus"] == []
+
+
 
 def test_a_gpu_move_quotes_rates_only_for_jobs_priced_at_them() -> None:
     """A job priced from aggregate features at the large-GEMM rate: its reason quotes each GPU's

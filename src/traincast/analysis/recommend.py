@@ -27,7 +27,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
-from traincast.compute import flat_peak_gpus, rates
+from traincast.compute import FLAT_PEAK_WHY, flat_peak_gpus, rates
 from traincast.engine.local import (
     CHUNK_ROWS,
     SHIPPED,
@@ -86,6 +86,18 @@ def unsupported_nodes(catalog: Catalog) -> dict[str, str]:
     return out
 
 
+def left_out_nodes(catalog: Catalog) -> dict[str, str]:
+    """Node presets the default candidates leave out, with why: a GPU today's PyTorch CUDA
+    builds do not run (:func:`unsupported_nodes`), and under ``auto`` compute a GPU only the
+    paper's flat peaks can price (``compute.flat_peak_gpus``)."""
+    out = unsupported_nodes(catalog)
+    for nd, node in sorted(catalog.nodes.items()):
+        if nd not in out and flat_peak_gpus(catalog, [node.gpu]):
+            out[nd] = (f"{catalog.gpu_name(node.gpu)}: priced at flat datasheet peaks, "
+                       f"{FLAT_PEAK_WHY}")
+    return out
+
+
 def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
                        architectures: Iterable[str] | None = None) -> list[Candidate]:
     """Every candidate architecture on the job's own hardware, then on each node preset.
@@ -97,13 +109,12 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
     named ``--compute`` (paper, kernel, curves) every GPU is priced by that one model and
     every preset is a candidate. A preset
     whose GPU today's PyTorch CUDA builds do not run (:func:`unsupported_nodes`) is left out
-    too."""
+    too (:func:`left_out_nodes`)."""
     archs = list(architectures) if architectures is not None else [
         a for a in ARCHITECTURES if REGISTRY[a].candidate]
-    old = unsupported_nodes(catalog)
+    old = left_out_nodes(catalog)
     node_list = list(nodes) if nodes is not None else sorted(
-        nd for nd, node in catalog.nodes.items()
-        if not flat_peak_gpus(catalog, [node.gpu]) and nd not in old)
+        nd for nd in catalog.nodes if nd not in old)
     for nd in node_list:
         catalog.node(nd)
     return [Candidate(a) for a in archs] + [Candidate(a, nd) for nd in node_list for a in archs]
@@ -385,13 +396,15 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
                       for k, v in rows.items()})
     summary = _summary(table, prices is not None)
     advance("summary")
-    left_out = {} if candidates or nodes is not None else unsupported_nodes(catalog)
+    left_out = {} if candidates or nodes is not None else left_out_nodes(catalog)
     unpriced = [] if prices is None else sorted(
         {c.node for c in cands if c.node and
          not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))})
     flat = flat_peak_gpus(catalog, {catalog.node(c.node).gpu for c in cands if c.node})
+    own_flat = flat_peak_gpus(catalog, set(base_gpu.values))
     return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
             "left_out": left_out, "unpriced_nodes": unpriced, "flat_peak_gpus": flat,
+            "own_flat_peak_gpus": own_flat,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}

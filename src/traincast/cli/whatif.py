@@ -429,6 +429,13 @@ def print_flat_peak(result: dict[str, Any]) -> None:
     if result.get("flat_peak_gpus"):
         console.print(Text(f"caution: the candidates on {join_words(result['flat_peak_gpus'])} "
                            f"are {FLAT_PEAK_CAUTION}.", style="yellow"))
+    if result.get("own_flat_peak_gpus"):
+        from traincast.compute import FLAT_PEAK_WHY
+
+        console.print(Text(f"caution: jobs on {join_words(result['own_flat_peak_gpus'])} are "
+                           f"priced as they run at flat datasheet peaks ({FLAT_PEAK_WHY}), so "
+                           "they read faster, and candidates priced by the kernel model gain "
+                           "less, than they would priced alike.", style="yellow"))
 
 
 def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
