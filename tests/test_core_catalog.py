@@ -335,3 +335,32 @@ def test_a_file_names_gpus_as_gpu_names_them_and_its_changes_cite_it(tmp_path: P
     with pytest.raises(CatalogError, match="unknown GPU 'tesla t5'") as err:
         load_catalog([path])
     assert "Tesla T4" in err.value.hint
+
+
+def test_a_matrix_peak_below_the_one_it_must_exceed_is_refused(tmp_path: Path) -> None:
+    # tf32 below fp32, or fp8 below bf16 (a sparse/dense mix-up), would price an fp8 job
+    # slower than a bf16 one; the A100's and H100's own figures load
+    def entry(**peaks: float) -> Path:
+        path = tmp_path / "c.toml"
+        path.write_text('[gpu.X]\nsource = "t"\n[gpu.X.datasheet]\nmem_bw_gbs = 3350\n'
+                        + "".join(f"{k} = {v}\n" for k, v in peaks.items()))
+        return path
+
+    load_catalog([entry(fp32_tflops=67, tf32_tflops=494.7, bf16_tflops=989.5,
+                        fp8_tflops=1979)])
+    with pytest.raises(CatalogError, match="'tf32_tflops' = 10 is below fp32_tflops = 19.5"):
+        load_catalog([entry(fp32_tflops=19.5, tf32_tflops=10)])
+    with pytest.raises(CatalogError, match="'fp8_tflops' = 500 is below bf16_tflops = 989.5"):
+        load_catalog([entry(fp32_tflops=67, bf16_tflops=989.5, fp8_tflops=500)])
+
+
+def test_a_packed_fp32_figure_is_named_as_such(tmp_path: Path) -> None:
+    # MI300X: 304 CUs x 64 lanes x 2 x 2100 MHz = 81.7 TFLOP/s; AMD's datasheet quotes packed
+    # FP32 at 163.4, twice that: the hint says so and gives the unpacked figure
+    path = tmp_path / "c.toml"
+    path.write_text('[gpu.M]\nsource = "t"\n[gpu.M.datasheet]\nfp32_tflops = 163.4\n'
+                    "mem_bw_gbs = 5300\nsms = 304\nfp32_cores_per_sm = 64\n"
+                    "boost_clock_mhz = 2100\n")
+    with pytest.raises(CatalogError) as err:
+        load_catalog([path])
+    assert "packed FP32" in err.value.hint and "unpacked 81.7" in err.value.hint

@@ -428,3 +428,26 @@ def test_a_speeds_unit_counts_bits_with_a_small_b_and_bytes_with_a_capital_b() -
     for byte_text in ("12.5GB/s", "12.5GBps", "12.5GBs", "12500MB/s"):
         assert parse_speed_gbs(byte_text) == pytest.approx(12.5), byte_text
     assert parse_speed_gbs("eth100") is None
+
+
+def test_predict_says_when_memory_goes_unchecked(tc, tmp_path) -> None:
+    # a profile's footprint against a GPU entry without mem_gb: the footprint is still given,
+    # with no capacity and no verdict, and predict says it did not check
+    mem = {"weights": 4e8, "grads": 4e8, "optimizer": 8e8, "activations": 2e9}
+    feats = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e10, "weight_bytes": 4e8,
+             "params": 1e8, "memory_bytes": mem}
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(feats))
+    cat = tmp_path / "c.toml"
+    cat.write_text('[gpu.NoMem]\nsource = "t"\n[gpu.NoMem.datasheet]\nfp32_tflops = 19.5\n'
+                   "mem_bw_gbs = 1935\n")
+    args = ["predict", "--features", str(path), "--gpu", "NoMem", "--node", "dgx-a100",
+            "--catalog", str(cat)]
+    out = json.loads(tc(*args, "--json").stdout)["memory"]
+    assert out == {"footprint_gb": pytest.approx(3.6), "capacity_gb": None, "fits": None}
+    said = " ".join(tc(*args).stdout.split())
+    assert "memory not checked on NoMem: the catalog entry gives no mem_gb (the job needs " \
+        "3.6 GB per GPU" in said
+    a100 = json.loads(tc("predict", "--features", str(path), "--node", "dgx-a100",
+                         "--json").stdout)["memory"]
+    assert a100["capacity_gb"] == 80 and a100["fits"] is True

@@ -339,11 +339,12 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
     """Memory per GPU of a job whose features carry ``memory_bytes`` (a profile), by its
     architecture's ``footprint_bytes`` rule (``S + A`` for a replica; docs/model.md), against
     the GPU's ``mem_gb``: ``{"footprint_gb", "capacity_gb", "fits"}``; ``None`` when the
-    features or the catalog entry do not tell (no ``mem_gb``, or one that is not a positive
-    number: a calibrated entry may have none)."""
+    features do not tell; ``capacity_gb`` and ``fits`` None when the catalog entry does not (no
+    ``mem_gb``, or one that is not a positive number: a calibrated entry may have none)."""
     mem = features.get("memory_bytes")
-    if not isinstance(mem, Mapping) or not (mem_gb and mem_gb > 0):  # NaN: not > 0
+    if not isinstance(mem, Mapping):
         return None
+    known = bool(mem_gb and mem_gb > 0)  # NaN: not > 0
 
     def part(*keys: str) -> NDArray[np.float64]:
         return np.array([sum(float(mem.get(k) or 0.0) for k in keys)])
@@ -354,8 +355,8 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
         state=part("weights", "grads", "optimizer"), weights_grads=part("weights", "grads"),
         activations=part("activations"), embedding_share=np.array([share]),
         n=np.array([float(n_gpus)])))[0])
-    return {"footprint_gb": need / 1e9, "capacity_gb": float(mem_gb),
-            "fits": bool(need <= mem_gb * 1e9)}
+    return {"footprint_gb": need / 1e9, "capacity_gb": float(mem_gb) if known else None,
+            "fits": bool(need <= mem_gb * 1e9) if known else None}
 
 
 def _scalar_or_list(x: Any) -> Any:

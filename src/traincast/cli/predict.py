@@ -427,6 +427,10 @@ def render_prediction(result: dict[str, Any]) -> None:
     util_text = f"{100 * util:.0f}%" if isinstance(util, int | float) and util == util else "n/a"
     console.print(f"Bottleneck: [bold]{label}[/bold]. Predicted GPU utilization {util_text}.")
     mem = result.get("memory")
+    if isinstance(mem, dict) and mem.get("fits") is None:
+        console.print(Text(f"memory not checked on {hw['gpu']}: the catalog entry gives no "
+                           f"mem_gb (the job needs {mem['footprint_gb']:.3g} GB per GPU; add "
+                           "mem_gb to the entry, docs/hardware.md)", style="yellow"))
     if isinstance(mem, dict) and mem.get("fits") is False:
         console.print(f"[red]Does not fit: {mem['footprint_gb']:.3g} GB per GPU of "
                       f"{mem['capacity_gb']:.3g} GB[/red] (profile a smaller --batch, or "

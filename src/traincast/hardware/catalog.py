@@ -246,10 +246,12 @@ _SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME 
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}
-_MATRIX_PEAKS = ("fp16_tflops", "bf16_tflops")
+_MATRIX_PEAKS = ("tf32_tflops", "fp16_tflops", "bf16_tflops")
 """Matrix-unit peaks that are at least the vector fp32 peak where both are given (0 = the dtype
-is unsupported): checked on datasheet entries, not on peaks ``traincast calibrate`` measured
-(an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32 ones)."""
+is unsupported), and that the fp8 peak is at least (every tensor core runs fp8 at twice its
+16-bit rate or more): checked on datasheet entries, not on peaks ``traincast calibrate``
+measured (an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32
+ones)."""
 _EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency", "mem_max_fraction"}
 _FRACTION_MAPS = {"gemm_max_fraction"}  # maps whose values are fractions in (0, 1]
 _KINDS = {"gpu": GPU, "link": Link, "node": Node}
@@ -508,13 +510,18 @@ def _check_lanes(path: str, name: str, values: Mapping[str, Any]) -> None:
     fp32, sms, lanes, boost = (values[k] for k in keys)
     peak = sms * lanes * 2 * boost * 1e-6  # TFLOP/s: one fused multiply-add per lane per clock
     if not peak / PEAK_TOLERANCE <= fp32 <= peak * PEAK_TOLERANCE:
+        packed = abs(fp32 / (2 * peak) - 1) < 0.05
         raise CatalogError(f"{path}: [gpu.{name}] fp32_tflops = {fp32:g} is not sms x "
                            f"fp32_cores_per_sm x 2 x boost_clock_mhz = {sms} x {lanes} x 2 x "
                            f"{boost:g} MHz = {peak:.3g} TFLOP/s (within a factor "
                            f"{PEAK_TOLERANCE:g})",
-                           hint="one of the four is typed wrong: a unit, an exponent or the SM "
-                                "count; lanes count FP32 fused multiply-adds per clock "
-                                "(docs/hardware.md)")
+                           hint=(f"{fp32:g} is twice that: a packed FP32 figure (AMD CDNA "
+                                 "datasheets quote packed FP32 vector rates, two operations "
+                                 f"per lane per clock); give the unpacked {peak:.3g}, as the "
+                                 "shipped MI300X does (docs/hardware.md)" if packed else
+                                 "one of the four is typed wrong: a unit, an exponent or the "
+                                 "SM count; lanes count FP32 fused multiply-adds per clock "
+                                 "(docs/hardware.md)"))
 
 
 RIDGE_MAX_FLOP_PER_BYTE = 1_000.0
@@ -554,6 +561,15 @@ def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
                                f"fp32_tflops = {fp32:g}",
                                hint="a matrix-unit peak is at least the fp32 peak; 0 means the "
                                     "dtype is unsupported (docs/hardware.md)")
+    fp8 = values.get("fp8_tflops", 0.0)
+    for key in ("fp16_tflops", "bf16_tflops"):
+        peak = values.get(key, 0.0)
+        if 0 < fp8 < peak:
+            raise CatalogError(f"{path}: [gpu.{name}] key 'fp8_tflops' = {fp8:g} is below "
+                               f"{key} = {peak:g}",
+                               hint="tensor cores run fp8 at least as fast as 16-bit types "
+                                    "(twice, dense, on Hopper, Ada and Blackwell); a sparse or "
+                                    "dense figure mixed up? (docs/hardware.md)")
 
 
 def _flatten_groups(path: str, name: str, values: Any) -> Any:

@@ -301,7 +301,7 @@ class FlashRates:
             return f"it runs on NVIDIA GPUs only, not {vendor}"
         least = self.min_compute_capability.get(attention, 0.0)
         if 0 < compute_capability < least:
-            return f"it needs compute capability {least:g}, the GPU has {compute_capability:g}"
+            return f"it needs compute capability {least:.1f}, the GPU has {compute_capability:.1f}"
         return ""
 
     def of(self, attention: str, gpu: str, compute_capability: float,

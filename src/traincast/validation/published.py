@@ -793,7 +793,8 @@ def memory_warnings(rows: Sequence[Mapping[str, Any]], features: Sequence[Mappin
     out = []
     for i, (r, f, a) in enumerate(zip(rows, features, arch, strict=True), 1):
         fit = memory_fit(f, str(a), r["gpus"], catalog.gpu(r["gpu"]).mem_gb)
-        if fit and fit["footprint_gb"] > MEMORY_WARN_FACTOR * fit["capacity_gb"]:
+        if fit and fit["capacity_gb"] and \
+                fit["footprint_gb"] > MEMORY_WARN_FACTOR * fit["capacity_gb"]:
             out.append(f"row {i}: batch_per_gpu = {r['batch_per_gpu']} needs "
                        f"{fit['footprint_gb']:.0f} GB per GPU by the profile, the "
                        f"{r['gpu']} has {fit['capacity_gb']:.0f} GB"
