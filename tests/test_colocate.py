@@ -82,6 +82,10 @@ def test_util_error_hand_numbers() -> None:
     assert e["pearson"] == pytest.approx(3 / math.sqrt(10))
     assert e["spearman"] == pytest.approx(3 / math.sqrt(10))
     assert util_error([np.nan], [0.5])["jobs"] == 0
+    # two jobs: a line passes through any two points, so no correlation is given
+    two = util_error([0.4, 0.9], [0.5, 0.6])
+    assert two["jobs"] == 2 and math.isnan(two["pearson"]) and math.isnan(two["spearman"])
+    assert two["mean_abs_error_pp"] == pytest.approx(20.0)
 
 
 def test_pairing_hand_cases() -> None:

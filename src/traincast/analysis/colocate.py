@@ -109,8 +109,13 @@ def _ranks(x: F) -> F:
     return out
 
 
+MIN_CORRELATION_JOBS = 3
+"""The fewest jobs a correlation is computed over: through two points any line passes, so
+their Pearson and Spearman coefficients are +-1 whatever the prediction (NaN below it)."""
+
+
 def _pearson(x: F, y: F) -> float:
-    if len(x) < 2:
+    if len(x) < MIN_CORRELATION_JOBS:
         return float("nan")
     dx, dy = x - x.mean(), y - y.mean()
     den = np.sqrt((dx * dx).sum() * (dy * dy).sum())
@@ -122,7 +127,8 @@ def util_error(predicted: ArrayLike, measured: ArrayLike) -> dict[str, Any]:
 
     ``mean_abs_error_pp`` / ``median_abs_error_pp`` = mean / median of ``|p - m| * 100``;
     ``bias_pp`` = mean of ``(p - m) * 100``; ``pearson`` on the values, ``spearman`` = Pearson
-    on ranks (ties averaged); ``jobs`` = jobs compared.
+    on ranks (ties averaged), both NaN under :data:`MIN_CORRELATION_JOBS` jobs; ``jobs`` =
+    jobs compared.
     """
     p, m = np.broadcast_arrays(_f(predicted), _f(measured))
     ok = np.isfinite(p) & np.isfinite(m)
