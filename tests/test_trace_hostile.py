@@ -295,6 +295,15 @@ def test_philly_not_a_json_array(tmp_path: Path, name: str, data: bytes, says: s
     assert str(path) in str(exc.value)
 
 
+@pytest.mark.parametrize("data", [b"[]", b"\xef\xbb\xbf [ \r\n ]\n"])
+def test_philly_an_empty_array_is_a_trace_of_no_job(tmp_path: Path, data: bytes) -> None:
+    # as a CSV of a header alone: stored as a source of no job, not a missing-column error
+    path = tmp_path / "cluster_job_log"
+    path.write_bytes(data)
+    report = _ingest(path, "philly")
+    assert report["jobs"] == 0 and report["bad_rows"] == 0
+
+
 def test_philly_a_wrong_type_inside_one_job_spoils_that_job_only(tmp_path: Path) -> None:
     jobs = _philly_jobs(8)
     jobs[5]["attempts"][0]["detail"].append({"ip": "m2", "gpus": None})  # a machine, no GPUs

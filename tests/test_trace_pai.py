@@ -283,3 +283,14 @@ def test_a_folder_of_headers_alone_is_refused_with_what_it_holds(tmp_path: Path)
                                    "(found only LICENSE, pai_job_table.header: no table this "
                                    "format reads)")
     assert "tar -xf" in err.value.hint
+
+
+def test_an_empty_side_table_is_said_empty_not_cut(pai_dir: Path, tmp_path: Path) -> None:
+    (pai_dir / "pai_group_tag_table.csv").write_text("")
+    report = ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    said = [n["note"] for n in report["notes"]]
+    assert any("pai_group_tag_table.csv: the file is empty" in n for n in said), said
+    assert not any("cut" in n for n in said), said
+    jobs = load_jobs(tmp_path / "s.duckdb").to_pylist()
+    assert len(jobs) == len(JOBS) - 1  # J8: its plan_gpu "abc" is a bad row
+    assert all(j["workload"] is None for j in jobs)

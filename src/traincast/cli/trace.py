@@ -398,7 +398,8 @@ def print_ingest(report: dict[str, Any]) -> None:
         if not s["jobs"] and not s["unchanged"] and not s.get("already_ingested"):
             console.print(f"[yellow]{', '.join(Path(f).name for f in s['files'])}: no job stored "
                           + ("(every row was bad: named above)" if s["bad_rows"] else
-                             "(a header alone)") + "[/yellow]", highlight=False)
+                             "(no row: a header alone, or an empty JSON array)")
+                          + "[/yellow]", highlight=False)
     for r in report.get("replaced", []):
         how = f"--format {r['format']}" + "".join(f" --map {k}={v}"
                                                  for k, v in r["mapping"].items())

@@ -470,6 +470,13 @@ def _read_end(path: Path, quotes: bool) -> tuple[int | None, bytes, int] | None:
     return count, tail, total - len(tail)
 
 
+def empty_file(path: Path) -> bool:
+    """Whether a file holds nothing but white space (a byte-order mark included; ``.gz``
+    decompressed)."""
+    with open_bytes(path) as f:
+        return not f.read(_TAIL).lstrip(b"\xef\xbb\xbf").strip()
+
+
 def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | None = None, *,
             header: bool = True, quotes: bool = True) -> FileEnd | None:
     """How a CSV file ends, when there is something to say (None: it ends with a newline
@@ -489,6 +496,8 @@ def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | Non
     if read is None:
         return None
     count, tail, offset = read
+    if offset == 0 and not tail.lstrip(b"\xef\xbb\xbf").strip():
+        return None  # an empty file: no row to be cut (said where the file is read)
     terminated = tail.endswith((b"\n", b"\r"))
     open_quote = bool(count is not None and count % 2)
     if terminated and not open_quote:

@@ -74,6 +74,7 @@ from traincast.trace.adapters.base import (
     archive_error,
     csv_end,
     csv_relation,
+    empty_file,
     extra_field_check,
     extra_field_value,
     held_names,
@@ -170,6 +171,11 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         except READ_ERRORS as exc:
             raise unreadable(NAME, path, exc) from None
     notes = _notes(tables)
+    every_job = f"SELECT count(*) FROM {csv_relation(tables['job'], HEADERS['job'], rows=False)}"
+    for t in ("instance", "sensor", "group_tag"):
+        if t in tables and empty_file(tables[t]):
+            notes.append((every_job, f"job(s) take nothing from {tables[t].name}: the file is "
+                          "empty (the columns it gives are NULL)"))
     task_cut = ends["task"] if ends["task"] is not None and ends["task"].cut else None
     if task_cut:
         rel["task"] = last_row(rel["task"])

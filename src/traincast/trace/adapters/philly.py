@@ -27,6 +27,7 @@ from pathlib import Path
 import duckdb
 
 from traincast.errors import TraincastError
+from traincast.files import open_bytes
 from traincast.trace.adapters.base import (
     Field,
     FileEnd,
@@ -81,8 +82,19 @@ FIELDS = {
 
 
 def _probe(path: Path) -> str:
-    """The JSON as it is (its keys are the columns checked against REQUIRED)."""
+    """The JSON as it is (its keys are the columns checked against REQUIRED); an empty array,
+    which has no keys, as the jobs' relation (no job: ``ingest`` says so)."""
+    if _empty_array(path):
+        return _relation(path)
     return f"read_json({lit(path)}, format='array')"
+
+
+def _empty_array(path: Path) -> bool:
+    """Whether the file is ``[]`` (spaces and a byte-order mark aside)."""
+    with open_bytes(path) as f:
+        head = f.read(_EDGE + 1)
+    return len(head) <= _EDGE and bytes(
+        c for c in head.removeprefix(b"\xef\xbb\xbf") if c not in _SPACE) == b"[]"
 
 
 def _relation(path: Path) -> str:
