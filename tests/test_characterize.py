@@ -290,3 +290,15 @@ def test_characterize_names_gpu_types_the_catalog_does_not_know(tc, tmp_path: Pa
     assert "not predicted: 3 (unknown node or GPU type)" in said
     run = tc("characterize", "--db", str(tmp_path / "s.duckdb"), "--json")
     assert json.loads(run.stdout)["unknown_gpu_types"] == {"A800": 2, "V100S": 1}
+
+
+def test_default_hardware_counts_only_jobs_that_name_no_gpu_type() -> None:
+    # a: the literal type "unknown" (named, not in the catalog: no prediction); b: none given
+    # (priced on the default node); c: a V100
+    jobs = {"job_id": ["a", "b", "c"], "n_gpus": [1.0, 1.0, 2.0],
+            "gpu_type": ["unknown", None, "V100"], "architecture": [None] * 3,
+            "flops_compute_bound": [1e12] * 3, "bytes_memory_bound": [1e9] * 3,
+            "weight_bytes": [1e8] * 3}
+    out = characterize(jobs, load_catalog())
+    assert out["default_hardware"]["jobs"] == 1
+    assert out["breakdown"]["unpredicted"] == {"unknown node or GPU type": 1}

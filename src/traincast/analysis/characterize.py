@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from traincast.analysis.quantiles import Quantiles
@@ -70,6 +71,17 @@ def _floats(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.float64]:
     if isinstance(v, pa.ChunkedArray | pa.Array):
         v = v.to_numpy(zero_copy_only=False)
     return np.asarray(v, dtype=np.float64).reshape(-1)
+
+
+def _given(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.bool_]:
+    """Rows whose text column ``name`` holds a value (not NULL, not empty)."""
+    v = cols.get(name)
+    if v is None:
+        return np.zeros(n, dtype=bool)
+    arr = v if isinstance(v, pa.ChunkedArray | pa.Array) else pa.array(
+        np.asarray(v, dtype=object), type=pa.string(), from_pandas=True)
+    text = pc.cast(arr, pa.string())
+    return np.asarray(pc.fill_null(pc.greater(pc.utf8_length(text), 0), False)).reshape(-1)
 
 
 def _labels(cols: Mapping[str, Any], name: str, n: int) -> tuple[NDArray[np.int64], list[str]]:
@@ -279,8 +291,7 @@ class Characterization:
         arch_codes, arch_names = _labels(cols, "architecture", n)
         type_codes, type_names = _labels(cols, "gpu_type", n)
         node_codes, node_names = _labels(cols, "node", n)
-        named = np.array([s != "unknown" for s in type_names])[type_codes] | \
-            np.array([s != "unknown" for s in node_names])[node_codes]
+        named = _given(cols, "gpu_type", n) | _given(cols, "node", n)  # a literal "unknown" too
         self.default_hardware += int(((gpus_raw > 0) & ~named).sum())
         # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
         _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
