@@ -456,3 +456,10 @@ def test_elasticflow_rows_name_their_own_field(tmp_path: Path) -> None:
     assert said[2] == ("submission_time", "(missing: the job ends at submission_time + duration)")
     assert said[3][0] == "submission_time" and said[3][1].startswith("nan (missing")
     assert said[4] == ("duration", "inf (not a finite number of seconds)")
+    # a submission without a duration: no end, a bad row of field duration
+    (tmp_path / "more").mkdir()
+    report = _ingest_elasticflow(tmp_path / "more", "z,1,10,2\na,5,,2\nb,6,NaN,1\n")
+    said = {e["row"]: (e["field"], e["value"]) for e in report["errors"]}
+    assert report["jobs"] == 1 and said[2][0] == said[3][0] == "duration"
+    assert said[2][1] == "(missing: every job of the trace has one, its end is submission_time " \
+        "+ duration)"

@@ -49,13 +49,17 @@ def _checks(_: list[str]) -> list[Check]:
     """num_gpu is a whole count of GPUs; a duration is seconds from 0 to the longest job
     (times may be negative, durations not); a duration that is not a finite number, or one
     without a submission time (the end is submission_time + duration), is named at its own
-    field."""
+    field, and so is a missing duration (every ElasticFlow job has one: without it the job
+    would have a start and no end)."""
     parsed, bound = duration_checks("duration", " (not a finite number of seconds)")
     return [whole_check("num_gpu", "GPUs"), parsed,
             Check("submission_time",
                   f"NOT {present('submission_time')} AND {present('duration')}",
                   "ltrim(coalesce(CAST(submission_time AS VARCHAR), '') || ' (missing: the "
                   "job ends at submission_time + duration)')"),
+            Check("duration", f"NOT {present('duration')} AND {present('submission_time')}",
+                  "ltrim(coalesce(CAST(duration AS VARCHAR), '') || ' (missing: every job of "
+                  "the trace has one, its end is submission_time + duration)')"),
             bound]
 
 
