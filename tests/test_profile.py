@@ -617,3 +617,50 @@ def test_dropout_is_fused_for_a_gpu_and_decomposed_for_a_cpu() -> None:
            if r["phase"] == "forward"]
     assert {"bernoulli_", "div_", "mul"} <= {r["op"] for r in cpu}
     assert not [r for r in cpu if r["op"] == "native_dropout"]
+
+
+def test_a_fallback_whose_ops_depend_on_the_data_keeps_no_per_op_table() -> None:
+    # top-1 routing that skips an expert no sample picks (nonzero has no meta kernel): at batch
+    # 2 and 3 the forward runs different experts, so no affine rule holds; the aggregates are
+    # 3's scaled per sample, and no per-op table is kept (batch 3's rows would be priced as 64)
+    class Routed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.experts = nn.ModuleList(nn.Linear(4, 4, bias=False) for _ in range(2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros_like(x)
+            for e, layer in enumerate(self.experts):
+                rows = torch.nonzero(x[:, 0] > 0 if e == 0 else x[:, 0] <= 0).squeeze(1)
+                if rows.numel():
+                    out = out.index_add(0, rows, layer(x[rows]))
+            return out.sum()
+
+    x = torch.ones(64, 4)
+    x[2:, 0] = -1.0  # samples 0-1 go to expert 0; the rest, from the third on, to expert 1
+    rec = profile(Routed(), x, ops=True)
+    assert rec["method"] == "cpu-extrapolated" and "ops" not in rec
+    assert "whose op sequences differ" in rec["notes"][0]
+    # batch 3: expert 0 on 2 samples, expert 1 on 1, each a 4 x 4 product forward (2 FLOPs a
+    # multiply-add) and its weight gradient backward: 3 samples x 2 x 16 x 2 FLOPs
+    assert rec["flops_compute_bound"] == round(3 * 2 * 16 * 2 * 64 / 3)
+
+
+def test_a_fallback_touches_no_more_rows_than_a_table_holds() -> None:
+    # a sparse table with padding_idx runs on CPU: 1000 rows, 4096 samples of 50 ids: the rows
+    # touched stop at the table's size, and the sparse gradient (one row and its int64 index
+    # per lookup) grows with the batch
+    class Bag(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(1000, 16, padding_idx=0, sparse=True)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.emb(ids).sum()
+
+    ids = torch.randint(1, 1000, (4096, 50), generator=torch.Generator().manual_seed(0))
+    rec = profile(Bag(), ids, optimizer="sgd")
+    assert rec["method"] == "cpu-extrapolated"
+    assert rec["embedding_rows_touched"] == {"emb.weight": 1000}
+    assert rec["embedding_bytes_touched"] == 1000 * 16 * F32
+    assert rec["memory_bytes"]["grads"] == pytest.approx(4096 * 50 * (16 * F32 + 8), rel=0.01)

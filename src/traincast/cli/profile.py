@@ -36,7 +36,7 @@ outputs written (views free, gathers touch only the rows indexed). Compute-bound
 products, convolutions, attention; everything else is memory-bound. The fused estimate assumes
 each chain of consecutive element-wise ops runs as one kernel that stores no intermediate.
 --amp emulates CUDA autocast (fp16 matrix ops, fp32 reductions/norms/losses). A model that
-fails on meta is run on CPU at batch 1 and 2 and extrapolated linearly (the output says so).
+fails on meta is run on CPU at batch 2 and 3 and extrapolated linearly (the output says so).
 A file.py:FUNC MODEL is imported and FUNC is called: it runs that Python file (as the command
 line asks). Rules and the memory model: docs/profile.md.
 """

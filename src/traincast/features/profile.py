@@ -6,9 +6,10 @@ memory — and captures every kernel (traincast.features.capture). The record it
 features (docs/profile.md) and, with ``ops=True``, the per-op table. ``profile_model(spec)``
 builds the model first from ``zoo:NAME``, ``hf:CONFIG`` or ``path/file.py:FUNC``.
 
-A model that fails on meta is profiled on CPU tensors at batch 1 and 2 and every batch-dependent
-quantity is extrapolated linearly, f(B) = f(1) + (f(2) - f(1)) (B - 1); the record says so in
-``method`` and ``notes``. The full rules: docs/profile.md.
+A model that fails on meta is profiled on CPU tensors at batch 2 and 3 and every batch-dependent
+quantity is extrapolated linearly, f(B) = f(2) + (f(3) - f(2)) (B - 2) (f(3) B / 3 and no
+per-op table where the two runs issue different forward ops; a batch under 3 is run as it
+is); the record says so in ``method`` and ``notes``. The full rules: docs/profile.md.
 """
 
 from __future__ import annotations
@@ -350,7 +351,7 @@ def profile(model: nn.Module, inputs: Sequence[Any] | Mapping[str, Any] | torch.
     ``inputs``: a tensor, a tuple of positional inputs, or a dict of keyword inputs.
     ``model`` may live on CPU or meta; its parameters are moved to meta (no data kept), inputs
     too, with integer inputs' values kept to count embedding rows. The model is not modified:
-    a meta copy is profiled. If the step fails on meta, the model is run on CPU at batch 1 and 2
+    a meta copy is profiled. If the step fails on meta, the model is run on CPU at batch 2 and 3
     (inputs sliced along dim 0) and the result extrapolated linearly to the full batch.
     ``fused_dropout``: dropout as a GPU runs it (one fused kernel each way, the default); False
     for a step that runs on a CPU (``bernoulli_``, ``div_``, ``mul``: docs/profile.md).
@@ -387,7 +388,7 @@ def as_positional(model: nn.Module, inputs: Any) -> tuple[nn.Module, tuple]:
 def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops: bool,
              build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
              batch: int | None = None, fused_dropout: bool = True) -> dict[str, Any]:
-    """Capture on meta; on failure, on CPU at batch 1 and 2 (``build(n)`` rebuilds the model
+    """Capture on meta; on failure, on CPU at batch 2 and 3 (``build(n)`` rebuilds the model
     and its inputs at batch n; without it, the model is copied and the inputs sliced).
     ``batch``: the batch the inputs were built at, in ``build``'s units (a graph model's batch
     is not its edge list's length); default: the leading size of the first input tensor."""
@@ -460,16 +461,25 @@ def _param_bytes(model: nn.Module) -> int:
 
 def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
     """The first ``n`` samples of every input tensor (at any depth) whose leading size is
-    ``batch``; other inputs as they are."""
-    return map_tensors(lambda x: x[:n] if x.dim() > 0 and x.shape[0] == batch else x,
-                       tuple(inputs))
+    ``batch``; other inputs as they are. Each is a fresh leaf (``requires_grad`` kept), as the
+    meta run's copies are: a slice of the caller's tensor would add its ``slice_backward``,
+    and a gradient kept from the run before, the accumulation into it."""
+    def cut(x: torch.Tensor) -> torch.Tensor:
+        part = x[:n] if x.dim() > 0 and x.shape[0] == batch else x
+        return part.detach().clone().requires_grad_(x.requires_grad)
+
+    return map_tensors(cut, tuple(inputs))
 
 
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
                               optimizer: str, amp: bool, ops: bool,
                               build: Callable[[int], tuple[nn.Module, tuple]] | None = None,
                               fused_dropout: bool = True) -> dict[str, Any]:
-    """Capture on CPU at batch 1 and 2 and extrapolate linearly to ``batch``."""
+    """Capture on CPU at two batches ``n1 < n2`` and extrapolate linearly to ``batch``:
+    ``f(B) = f(n1) + (f(n2) - f(n1)) (B - n1) / (n2 - n1)`` where both runs issue the same
+    forward ops, else ``f(n2) B / n2`` (no per-op table); a table's rows touched at most its
+    rows. ``(n1, n2)`` = (2, 3) from batch 3 on (a batch of 1 takes other kernel paths than a
+    larger one: PyTorch skips copies of size-1 dimensions), else the batch itself, alone."""
     size = _param_bytes(model)
     if size > FALLBACK_MAX_PARAM_BYTES:
         raise TraincastError(
@@ -481,48 +491,72 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
                  "config of the model (fewer layers), or price a transformer with plan or "
                  "predict --arch hybrid (docs/parallelism.md)")
     points = []
-    for n in (1, 2):
+    sizes = (2, 3) if batch >= 3 else (batch, batch)
+    for n in dict.fromkeys(sizes):
         if build is not None:
             m, x = build(n)
         else:
             m = _on_cpu(model)
             x = map_tensors(lambda t: t.to("cpu"), _slice_batch(inputs, batch, n))
         raw = _capture_step(m, x, "cpu", optimizer, amp=False, fused_dropout=fused_dropout)
-        points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=ops))
-    r1, r2 = points
+        points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=True))
+    r1, r2 = points if len(points) == 2 else (points[0], copy.deepcopy(points[0]))
+    n1, n2 = sizes
     out = copy.deepcopy(r2)
+    rows1, rows2 = r1.pop("ops"), out.pop("ops")
+    # the same forward ops at both batches: every quantity is affine in the batch; ops that
+    # depend on the data (routing that skips an empty expert, a branch on a value) change the
+    # sequence, and then each sample is taken to cost what one of batch 2 did
+    def forward(rows: list[dict[str, Any]]) -> list[str]:
+        return [o["op"] for o in rows if o.get("phase") == "forward"]
+
+    same = forward(rows1) == forward(rows2)
+    same_rows = [o["op"] for o in rows1] == [o["op"] for o in rows2]
 
     def extrapolate(a: float, b: float) -> int:
-        return max(0, round(a + (b - a) * (batch - 1)))
+        if n1 == n2:
+            return round(b)  # measured at the batch itself
+        return max(0, round(a + (b - a) * (batch - n1) / (n2 - n1) if same else b * batch / n2))
 
     for key in ("flops_forward", "flops_compute_bound", "flops_total", "bytes_memory_bound",
-                "bytes_compute_bound", "bytes_memory_bound_fused", "embedding_bytes_touched",
-                "embedding_allreduce_bytes", "input_bytes"):
+                "bytes_compute_bound", "bytes_memory_bound_fused", "input_bytes"):
         out[key] = extrapolate(r1[key], r2[key])
-    out["memory_bytes"]["activations"] = extrapolate(r1["memory_bytes"]["activations"],
-                                                     r2["memory_bytes"]["activations"])
-    out["embedding_rows_touched"] = {k: extrapolate(r1["embedding_rows_touched"].get(k, 0), v)
-                                     for k, v in r2["embedding_rows_touched"].items()}
+    for key in ("activations", "grads"):  # a sparse gradient grows with the lookups
+        out["memory_bytes"][key] = extrapolate(r1["memory_bytes"][key], r2["memory_bytes"][key])
+    tables = embedding_tables(model)
+    out["embedding_rows_touched"] = {  # a table has no more rows than it holds
+        k: min(extrapolate(r1["embedding_rows_touched"].get(k, 0), v),
+               int(tables[k][0].shape[0]) if k in tables else v * batch)
+        for k, v in r2["embedding_rows_touched"].items()}
+    emb = embedding_features(model, out["embedding_rows_touched"],
+                             out["embedding_tables_shared"])
+    out["embedding_bytes_touched"] = emb["embedding_bytes_touched"]
+    out["embedding_allreduce_bytes"] = emb["embedding_allreduce_bytes"]
     out["batch_size"] = batch
     out["method"] = "cpu-extrapolated"
-    out["notes"] = [f"meta capture failed ({reason}); profiled on CPU at batch 1 and 2 and "
-                    f"extrapolated linearly to batch {batch}"]
+    at = f"batch {n1} and {n2}" if n1 != n2 else f"batch {n1}"
+    out["notes"] = [f"meta capture failed ({reason}); profiled on CPU at {at}"
+                    + ("" if n1 == n2 else f" and extrapolated linearly to batch {batch}")
+                    if same else
+                    f"meta capture failed ({reason}); profiled on CPU at {at}, whose op "
+                    "sequences differ (ops that depend on the data: routing, branches): "
+                    f"batch {batch} taken as {batch} / {n2} times batch {n2}, an approximation, "
+                    "and no per-op table (its rows cannot be scaled; predict prices the "
+                    "aggregates)"]
     if amp:
         out["notes"].append("autocast is not emulated on the CPU fallback: fp32 figures")
-    if ops:
-        rows1, rows2 = r1["ops"], r2["ops"]
-        if len(rows1) == len(rows2):
-            for a, b in zip(rows1, rows2, strict=True):
-                for key in ("flops", "bytes_read", "bytes_written"):
-                    b[key] = extrapolate(a[key], b[key])
-                if b.get("recurrent"):  # the call's batch too, each field as the rows
-                    b["recurrent"] = extrapolated_call(a.get("recurrent", ""), b["recurrent"],
-                                                       extrapolate)
-            out["ops"] = rows2
-        else:
-            out["ops"] = rows2
-            out["notes"].append("per-op rows are those of batch 2 (op sequence changes with "
-                                "the batch)")
+    if ops and same and not same_rows:  # a gradient kept between the runs, accumulated
+        out["notes"].append(f"no per-op table: the backward's ops differ between batch {n1} "
+                            f"and {n2} (a module outside the model kept its gradient), so its "
+                            "rows cannot be scaled; predict prices the aggregates")
+    if ops and same_rows:
+        for a, b in zip(rows1, rows2, strict=True):
+            for key in ("flops", "bytes_read", "bytes_written"):
+                b[key] = extrapolate(a[key], b[key])
+            if b.get("recurrent"):  # the call's batch too, each field as the rows
+                b["recurrent"] = extrapolated_call(a.get("recurrent", ""), b["recurrent"],
+                                                   extrapolate)
+        out["ops"] = rows2
     return out
 
 

@@ -145,9 +145,9 @@ def parse_call(spec: str) -> dict[str, Any]:
 
 def extrapolated_call(spec_1: str, spec_2: str, extrapolate: Callable[[float, float], int]
                       ) -> str:
-    """The call spec at the full batch of a profile extrapolated from batch 1 and 2: each
-    field by ``extrapolate(value at 1, value at 2)`` (the batch grows, the rest stay); the
-    batch-2 spec when the batch-1 one is not the same call."""
+    """The call spec at the full batch of a profile extrapolated from two batches: each
+    field by ``extrapolate(value at the first, value at the second)`` (the batch grows, the
+    rest stay); the second spec when the first is not the same call."""
     two = parse_call(spec_2)
     try:
         one = parse_call(spec_1)
