@@ -344,3 +344,22 @@ def test_profile_reads_a_config_file_of_any_name(tmp_path, monkeypatch) -> None:
     assert res.exit_code == 0, res.output
     rec = json.loads(res.stdout)
     assert rec["params"] == 2 * 37_120 + 2 * 1000 * 64 + 64
+
+
+@pytest.mark.parametrize(("model_type", "in_bytes"), [
+    # Whisper's default config (tiny-sized): 80 log-mel bins x 3,000 frames and 448 labels
+    ("whisper", 80 * 3000 * 4 + 448 * 8),
+    # Moonshine: 10 s of 16 kHz audio and 512 labels; its config names no pad id
+    ("moonshine", 10 * 16_000 * 4 + 512 * 8)])
+def test_a_speech_model_type_alone_builds_its_encoder_and_decoder(model_type: str,
+                                                                  in_bytes: int) -> None:
+    # a model_type with no architectures: the speech sequence-to-sequence class (audio in,
+    # labels out), not the causal-LM class that holds the decoder alone
+    import transformers
+
+    config = transformers.AutoConfig.for_model(model_type)
+    with torch.device("meta"):
+        whole = transformers.AutoModelForSpeechSeq2Seq.from_config(config)
+    rec = profile_model(f"hf:{model_type}", 1, optimizer="none")
+    assert rec["params"] == sum(p.numel() for p in whole.parameters())
+    assert rec["input_bytes"] == in_bytes

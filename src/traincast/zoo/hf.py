@@ -139,16 +139,27 @@ def _build(config: Any, attention: str | None = None, device: str = "meta") -> n
         cls = getattr(transformers, arch, None)
         if cls is not None:
             candidates.append(cls)
-    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+    )
 
     lm_heads = [transformers.AutoModelForCausalLM, transformers.AutoModelForMaskedLM]
     if getattr(config, "model_type", "") in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         lm_heads.reverse()  # encoders (BERT, RoBERTa, ...) train a masked-LM head
     if getattr(config, "is_encoder_decoder", False):
         lm_heads.insert(0, transformers.AutoModelForSeq2SeqLM)  # T5, BART: labels -> loss
+        if getattr(config, "model_type", "") in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES:
+            # Whisper, Moonshine: the audio encoder and its decoder (a causal-LM class would
+            # build the decoder alone)
+            lm_heads.insert(0, transformers.AutoModelForSpeechSeq2Seq)
         if getattr(config, "decoder_start_token_id", None) is None:
             # the decoder's first input token: T5's convention, the padding token
             config.decoder_start_token_id = getattr(config, "pad_token_id", None) or 0
+        if getattr(config, "pad_token_id", None) is None:
+            # shifting the labels into decoder inputs needs one (Moonshine's config has none);
+            # which id it is costs nothing
+            config.pad_token_id = config.decoder_start_token_id
     candidates += [*lm_heads, transformers.AutoModel]
     errors = []
     kwargs = {} if attention is None else {"attn_implementation": attention}
