@@ -664,3 +664,21 @@ def test_a_fallback_touches_no_more_rows_than_a_table_holds() -> None:
     assert rec["embedding_rows_touched"] == {"emb.weight": 1000}
     assert rec["embedding_bytes_touched"] == 1000 * 16 * F32
     assert rec["memory_bytes"]["grads"] == pytest.approx(4096 * 50 * (16 * F32 + 8), rel=0.01)
+
+
+def test_a_fill_shaped_like_a_tensor_reads_nothing() -> None:
+    # zeros_like / ones_like / full_like / new_zeros take their input's shape alone: they
+    # write the new tensor (64 x 1024 fp32) and read nothing
+    class Fills(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(1024))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * self.w
+            return (y + torch.zeros_like(y) + torch.full_like(y, 2.0) + y.new_ones(y.shape)).sum()
+
+    rec = profile(Fills(), torch.randn(64, 1024), ops=True)
+    for op in ("zeros_like", "full_like", "new_ones"):
+        (row,) = rows(rec, op, "forward")
+        assert (row["bytes_read"], row["bytes_written"]) == (0, 64 * 1024 * F32), op

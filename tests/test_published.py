@@ -91,6 +91,11 @@ mem_bw_gbs = 1000
 mem_gb = 16
 source = "hand case"
 
+[gpu.lone]
+fp32_tflops = 10.0
+mem_bw_gbs = 1000
+source = "hand case: a GPU no node preset holds"
+
 [node.hand-node]
 gpu = "hand"
 gpus = 8
@@ -447,7 +452,7 @@ def test_multi_node_rows_all_reduce_across_nodes_by_hand(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("over", "match"), [
     ({"gpu": "hnad"}, r"row 1: field 'gpu': 'hnad' is not a catalog GPU"),
-    ({"gpus": 8}, r"row 1: field 'node': 8 GPUs need a node preset"),
+    ({"gpu": "lone", "gpus": 8}, r"row 1: field 'node': 8 GPUs need a node preset"),
     ({"gpus": 8, "node": "hand-nod"}, r"row 1: field 'node': node preset 'hand-nod' is not"),
     ({"gpu": "A100", "gpus": 8, "node": "hand-node"},
      r"row 1: field 'node': 'hand-node' holds hand, not A100-SXM4-80GB"),
@@ -622,3 +627,12 @@ def test_a_hub_name_is_not_hidden_by_a_folder_of_that_name(tmp_path: Path) -> No
     assert config_beside("mine", tmp_path) == str(tmp_path / "mine")
     assert config_beside("tiny.json", tmp_path) == str(tmp_path / "tiny.json")
     assert config_beside("absent.json", tmp_path) == "absent.json"
+
+
+def test_a_row_without_a_node_takes_its_gpus_own_preset(tmp_path: Path) -> None:
+    # the hand GPU names no default_node; the one preset that holds it carries its 8 GPUs
+    from traincast.validation.published import check_hardware
+
+    data = load_published(_rows_file(tmp_path, [dict(ROW, gpus=8)]))
+    check_hardware(data, _hand_catalog(tmp_path))
+    assert data["row"][0]["node"] == "hand-node"

@@ -32,6 +32,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from traincast.features.ops import (
     EMBEDDING_OPS,
     FREE_OPS,
+    LIKE_OPS,
     WRITE_ONLY,
     OpRecord,
     gathered_bytes,
@@ -284,7 +285,7 @@ class Capture(TorchDispatchMode):
             write_only.add(id(ins[0]))
         partial = gathered_bytes(name, args, outs)
         for t in ins:
-            if t.device != self.device or id(t) in write_only:
+            if t.device != self.device or id(t) in write_only or name in LIKE_OPS:
                 continue
             key = (_storage_key(t), t.storage_offset(), tuple(t.shape), t.stride())
             if key in seen:

@@ -276,6 +276,10 @@ FREE_OPS = frozenset({
     "alias", "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "set_", "resize_",
     "_reshape_alias", "_unsafe_view", "view", "_to_copy_meta",
 })
+# ops that take a tensor for its shape, dtype and device alone: they write a new one (a fill)
+# and read no input
+LIKE_OPS = frozenset({"zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                      "randint_like", "new_zeros", "new_ones", "new_full"})
 # in-place ops whose destination is written without being read
 WRITE_ONLY = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "bernoulli_",
                         "random_", "exponential_"})
