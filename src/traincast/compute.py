@@ -468,7 +468,9 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         value = getattr(gpu, key, None)
         shown = ", ".join(f"{k} {v:g}" for k, v in value.items()) \
             if isinstance(value, dict) else value
-        inputs[key] = f"{shown}: {sources.get(key, gpu.source)}" if value else fallback
+        src = sources.get(key, gpu.source)
+        inputs[key] = (f"{shown}: {src}" if src else f"{shown} (no source given)") if value \
+            else fallback
     model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
     if name == "kernel" and model_eta is not None:
         inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \
