@@ -451,3 +451,17 @@ def test_predict_says_when_memory_goes_unchecked(tc, tmp_path) -> None:
     a100 = json.loads(tc("predict", "--features", str(path), "--node", "dgx-a100",
                          "--json").stdout)["memory"]
     assert a100["capacity_gb"] == 80 and a100["fits"] is True
+
+
+def test_predict_says_when_amp_runs_at_fp32(tc) -> None:
+    # a K80 has no fp16 or bf16 peak: --amp is priced as fp32, and predict says so
+    args = ["predict", "--flops", "1e13", "--mem-bytes", "1e10", "--weight-bytes", "1e8",
+            "--amp"]
+    k80 = tc(*args, "--gpu", "K80")
+    assert "assumed: --amp on K80, whose entry gives no fp16 or bf16 peak" in \
+        " ".join(k80.stdout.split())
+    assert json.loads(tc(*args, "--gpu", "K80", "--json").stdout)["hardware"]["amp_dtype"] \
+        == "fp32"
+    v100 = tc(*args, "--gpu", "V100", "--json")
+    assert json.loads(v100.stdout)["hardware"]["amp_dtype"] == "fp16"
+    assert "assumed: --amp" not in tc(*args, "--gpu", "V100").stdout

@@ -516,5 +516,6 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,
                   "mem_efficiency": gpu.mem_efficiency,
                   "fp32_unthrottled_by": kernels.unthrottled_by(gpu),
+                  "amp_dtype": gpu.math_dtype("amp") if amp else None,
                   **{r_: links[r_].name for r_ in links},
                   **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})

@@ -453,6 +453,10 @@ def render_prediction(result: dict[str, Any]) -> None:
             "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
     if said := node_assumed_text(hw):
         console.print(said)
+    if hw.get("amp_dtype") == "fp32":
+        console.print(Text(f"assumed: --amp on {hw['gpu']}, whose entry gives no fp16 or bf16 "
+                           "peak: it is priced as fp32 (the fp32 peak and fp32 operands)",
+                           style="yellow"))
     if result.get("tf32_unpriced"):
         console.print(Text(
             f"assumed: fp32 convolutions on {hw['gpu']} at its fp32 peak: the entry gives no "
