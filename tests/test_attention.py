@@ -594,7 +594,7 @@ def test_kernels_that_do_not_run_below_ampere_are_clean_errors_and_recipes_avoid
     assert mi300x.fused_rate("cudnn") == 0.0 and mi300x.fused_rate("flash1") == 0.0
     assert mi300x.fused_rate("flash") == pytest.approx(0.50 * mi300x.peak_tflops * 1e12)
     # the error names the GPU, why, and the kernels that do run there
-    with pytest.raises(TraincastError, match="it needs compute capability 8, the GPU has 7.5"
+    with pytest.raises(TraincastError, match="it needs compute capability 8.0, the GPU has 7.5"
                        ) as err:
         predict_hybrid("zoo:llama2-7b", node="pai-t4", dp=8, attention="cudnn", dtype="fp16")
     assert "on T4 in fp16 use flash1, efficient, materialized" in err.value.hint

@@ -229,12 +229,14 @@ def test_unknown_rows_are_counted_by_reason_in_whatif_and_characterize() -> None
             "n_gpus": [1.0, 1.0, 64.0], "gpu_type": ["V100", "Z999", "V100"],
             "start_time_s": [0.0] * 3, "end_time_s": [10.0] * 3,
             **{k: [v] * 3 for k, v in FEATS.items()}}
-    out = whatif(jobs, "eth100")
+    out = whatif(jobs, "overlap")  # a scenario that matches every job
     assert out["unpredicted"] == {"unknown node or GPU type": 1,
                                   "shape does not fit the architecture": 1}
     # unpriced jobs are not "ports that do not fit": the one priced job applies
     assert (out["summary"]["matched"], out["summary"]["applied"],
             out["summary"]["not_applied"]) == (3, 1, 0)
+    # eth100 matches only jobs whose NIC is known to be slower: not the unknown GPU's
+    assert whatif(jobs, "eth100")["summary"]["matched"] == 2
     assert characterize(jobs, fill=False)["breakdown"]["unpredicted"] == out["unpredicted"]
     assert not math.isnan(predict_table(jobs).total[0])
 

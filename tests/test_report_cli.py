@@ -47,7 +47,7 @@ def test_report_of_a_trace_runs_the_study(trace, tmp_path):
     # the study's findings and scenario definitions reach the page
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sentences"] and html.escape(summary["sentences"][0]) in text
-    assert "Every node&#x27;s Ethernet NIC becomes 100 Gbit/s" in text
+    assert "Every node NIC slower than 100 Gbit/s Ethernet becomes 100 Gbit/s Ethernet" in text
     assert "Provenance of the bundled sample" not in text
 
 
