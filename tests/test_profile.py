@@ -644,6 +644,18 @@ def test_a_fallback_whose_ops_depend_on_the_data_keeps_no_per_op_table() -> None
     # batch 3: expert 0 on 2 samples, expert 1 on 1, each a 4 x 4 product forward (2 FLOPs a
     # multiply-add) and its weight gradient backward: 3 samples x 2 x 16 x 2 FLOPs
     assert rec["flops_compute_bound"] == round(3 * 2 * 16 * 2 * 64 / 3)
+    # what does not see the batch stays: the gradients of the two 4 x 4 weights, and the
+    # optimizer step is not scaled: with SGD, the extrapolated step moves exactly the bytes
+    # of SGD's step on two 4 x 4 weights more than with no optimizer
+    assert rec["memory_bytes"]["grads"] == rec["memory_bytes"]["weights"] == 2 * 16 * F32
+    two = nn.Sequential(nn.Linear(4, 4, bias=False), nn.Linear(4, 4, bias=False))
+    sgd_step = sum(o["bytes_read"] + o["bytes_written"]
+                   for o in profile(two, torch.ones(8, 4), optimizer="sgd", ops=True)["ops"]
+                   if o["phase"] == "optimizer")
+    assert sgd_step > 0
+    with_sgd, without = (profile(Routed(), x, optimizer=o)["bytes_memory_bound"]
+                         for o in ("sgd", "none"))
+    assert with_sgd - without == sgd_step
 
 
 def test_a_fallback_touches_no_more_rows_than_a_table_holds() -> None:

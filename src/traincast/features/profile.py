@@ -461,14 +461,26 @@ def _param_bytes(model: nn.Module) -> int:
 
 def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
     """The first ``n`` samples of every input tensor (at any depth) whose leading size is
-    ``batch``; other inputs as they are. Each is a fresh leaf (``requires_grad`` kept), as the
-    meta run's copies are: a slice of the caller's tensor would add its ``slice_backward``,
-    and a gradient kept from the run before, the accumulation into it."""
+    ``batch``, on CPU; other inputs as they are. Each is a fresh leaf (``requires_grad``
+    kept), as the meta run's copies are: a slice of the caller's tensor would add its
+    ``slice_backward``, and a gradient kept from the run before, the accumulation into it."""
     def cut(x: torch.Tensor) -> torch.Tensor:
         part = x[:n] if x.dim() > 0 and x.shape[0] == batch else x
-        return part.detach().clone().requires_grad_(x.requires_grad)
+        return part.to("cpu").detach().clone().requires_grad_(x.requires_grad)
 
     return map_tensors(cut, tuple(inputs))
+
+
+def _optimizer_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The optimizer step's share of a step's aggregates (``_aggregate``'s keys), from its
+    per-op rows of phase ``optimizer``: what does not grow with the batch."""
+    opt = [o for o in rows if o.get("phase") == "optimizer"]
+    compute = [o for o in opt if o.get("bound") == "compute"]
+    memory = [o for o in opt if o.get("bound") != "compute"]
+    return {"flops_total": sum(o["flops"] for o in opt),
+            "flops_compute_bound": sum(o["flops"] for o in compute),
+            "bytes_compute_bound": sum(o["bytes_read"] + o["bytes_written"] for o in compute),
+            "bytes_memory_bound": sum(o["bytes_read"] + o["bytes_written"] for o in memory)}
 
 
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
@@ -477,9 +489,11 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
                               fused_dropout: bool = True) -> dict[str, Any]:
     """Capture on CPU at two batches ``n1 < n2`` and extrapolate linearly to ``batch``:
     ``f(B) = f(n1) + (f(n2) - f(n1)) (B - n1) / (n2 - n1)`` where both runs issue the same
-    forward ops, else ``f(n2) B / n2`` (no per-op table); a table's rows touched at most its
-    rows. ``(n1, n2)`` = (2, 3) from batch 3 on (a batch of 1 takes other kernel paths than a
-    larger one: PyTorch skips copies of size-1 dimensions), else the batch itself, alone."""
+    forward ops, else ``f(B) = o + (f(n2) - o) B / n2`` with ``o`` the optimizer step's part
+    (no per-op table; gradients: every dense trainable weight's, or batch n2's if more); a
+    table's rows touched at most its rows. ``(n1, n2)`` = (2, 3) from batch 3 on (a batch of
+    1 takes other kernel paths than a larger one: PyTorch skips copies of size-1
+    dimensions), else the batch itself, alone."""
     size = _param_bytes(model)
     if size > FALLBACK_MAX_PARAM_BYTES:
         raise TraincastError(
@@ -497,7 +511,7 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
             m, x = build(n)
         else:
             m = _on_cpu(model)
-            x = map_tensors(lambda t: t.to("cpu"), _slice_batch(inputs, batch, n))
+            x = _slice_batch(inputs, batch, n)
         raw = _capture_step(m, x, "cpu", optimizer, amp=False, fused_dropout=fused_dropout)
         points.append(_record(m, x, raw, batch=n, optimizer=optimizer, amp=False, ops=True))
     r1, r2 = points if len(points) == 2 else (points[0], copy.deepcopy(points[0]))
@@ -506,24 +520,46 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
     rows1, rows2 = r1.pop("ops"), out.pop("ops")
     # the same forward ops at both batches: every quantity is affine in the batch; ops that
     # depend on the data (routing that skips an empty expert, a branch on a value) change the
-    # sequence, and then each sample is taken to cost what one of batch 2 did
+    # sequence, and then each sample's forward and backward cost what one of batch n2's did
+    # (the optimizer step's stays: it does not see the batch)
     def forward(rows: list[dict[str, Any]]) -> list[str]:
         return [o["op"] for o in rows if o.get("phase") == "forward"]
 
     same = forward(rows1) == forward(rows2)
     same_rows = [o["op"] for o in rows1] == [o["op"] for o in rows2]
 
-    def extrapolate(a: float, b: float) -> int:
+    def affine(a: float, b: float) -> int:
+        """``f(B) = f(n1) + (f(n2) - f(n1)) (B - n1) / (n2 - n1)``, at least 0; ``f(n2)``
+        measured at the batch itself."""
         if n1 == n2:
-            return round(b)  # measured at the batch itself
-        return max(0, round(a + (b - a) * (batch - n1) / (n2 - n1) if same else b * batch / n2))
+            return round(b)
+        return max(0, round(a + (b - a) * (batch - n1) / (n2 - n1)))
 
+    def per_sample(b: float, fixed: float = 0.0) -> int:
+        """``f(B) = fixed + (f(n2) - fixed) B / n2``: the step's batch-dependent part scaled
+        per sample, ``fixed`` (the optimizer step's) kept."""
+        return max(0, round(fixed + (b - fixed) * batch / n2))
+
+    fixed = _optimizer_part(rows2) if not same else {}
     for key in ("flops_forward", "flops_compute_bound", "flops_total", "bytes_memory_bound",
-                "bytes_compute_bound", "bytes_memory_bound_fused", "input_bytes"):
-        out[key] = extrapolate(r1[key], r2[key])
-    for key in ("activations", "grads"):  # a sparse gradient grows with the lookups
-        out["memory_bytes"][key] = extrapolate(r1["memory_bytes"][key], r2["memory_bytes"][key])
+                "bytes_compute_bound", "input_bytes"):
+        out[key] = affine(r1[key], r2[key]) if same else per_sample(r2[key], fixed.get(key, 0))
+    out["bytes_memory_bound_fused"] = affine(r1["bytes_memory_bound_fused"],
+                                             r2["bytes_memory_bound_fused"]) if same else round(
+        r2["bytes_memory_bound_fused"] * out["bytes_memory_bound"]
+        / max(r2["bytes_memory_bound"], 1))
+    mem = out["memory_bytes"]
+    mem["activations"] = affine(r1["memory_bytes"]["activations"], mem["activations"]) \
+        if same else per_sample(mem["activations"])
     tables = embedding_tables(model)
+    # sparse gradients grow with the lookups; where the ops differ, a weight batch n2 left
+    # without a gradient (an expert no sample picked) gets one at the full batch: every dense
+    # trainable weight's
+    dense = sum(_nbytes(p) for p in model.parameters() if p.requires_grad
+                and id(p) not in {id(w) for w, sparse in tables.values() if sparse})
+    mem["grads"] = affine(r1["memory_bytes"]["grads"], mem["grads"]) if same \
+        else max(mem["grads"], dense)
+    extrapolate = affine if same else (lambda _, b: per_sample(b))
     out["embedding_rows_touched"] = {  # a table has no more rows than it holds
         k: min(extrapolate(r1["embedding_rows_touched"].get(k, 0), v),
                int(tables[k][0].shape[0]) if k in tables else v * batch)
@@ -539,10 +575,10 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
                     + ("" if n1 == n2 else f" and extrapolated linearly to batch {batch}")
                     if same else
                     f"meta capture failed ({reason}); profiled on CPU at {at}, whose op "
-                    "sequences differ (ops that depend on the data: routing, branches): "
-                    f"batch {batch} taken as {batch} / {n2} times batch {n2}, an approximation, "
-                    "and no per-op table (its rows cannot be scaled; predict prices the "
-                    "aggregates)"]
+                    "sequences differ (ops that depend on the data: routing, branches): the "
+                    f"forward and backward of batch {batch} taken as {batch} / {n2} times "
+                    f"batch {n2}'s (the optimizer step's as it is), an approximation, and no "
+                    "per-op table (its rows cannot be scaled; predict prices the aggregates)"]
     if amp:
         out["notes"].append("autocast is not emulated on the CPU fallback: fp32 figures")
     if ops and same and not same_rows:  # a gradient kept between the runs, accumulated
