@@ -257,3 +257,24 @@ def test_a_tensor_group_that_does_not_divide_the_node_is_priced_across_it() -> N
     assert not any("tensor parallelism" in w for w in intra["warnings"])
     top = plan("zoo:gpt2", 12, "ws-rtx4090", global_batch=96)["top"]
     assert top and all(row["config"]["tp"] in (1, 2, 4) for row in top)
+
+
+def test_pipeline_stages_are_outermost_so_two_nodes_put_a_stage_boundary_on_the_network() -> None:
+    # Megatron-LM's rank order (tensor, context, data, pipeline): dp 4 x tp 2 x pp 2 on two
+    # 8-GPU nodes puts stage 0 on one node and stage 1 on the other, so the pipeline's
+    # transfers cross the NIC (a 1 Gbit/s one: far slower); on one node (dp 2) they do not
+    from traincast.parallel.hybrid import predict_hybrid
+
+    kw = {"node": "dgx-a100", "tp": 2, "pp": 2, "global_batch": 64}
+    two_nodes = [predict_hybrid("zoo:gpt2", dp=4, nic=nic, **kw)["comm_s"]["pp"]
+                 for nic in (None, "1Gbit")]
+    one_node = [predict_hybrid("zoo:gpt2", dp=2, nic=nic, **kw)["comm_s"]["pp"]
+                for nic in (None, "1Gbit")]
+    assert two_nodes[1] > 10 * two_nodes[0]
+    assert one_node[1] == one_node[0]
+    # the data-parallel ring of each stage (4 ranks, 2 apart: 8 consecutive GPUs) stays in
+    # its node whatever the NIC (Llama 2's embedding and head are not tied: no first-to-last
+    # stage all-reduce, which GPT-2's tied ones add over the network)
+    dp = [predict_hybrid("zoo:llama2-7b", dp=4, nic=nic, **kw)["comm_s"]["dp"]
+          for nic in (None, "1Gbit")]
+    assert dp[1] == dp[0] > 0

@@ -845,8 +845,10 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     """Links of the collectives on nodes of ``g`` GPUs (:func:`in_node`: a group of consecutive
     ranks stays inside a node when it divides the node, or the job holds one node): a tensor
     group of ``t`` GPUs, an expert group (``t e`` GPUs), a context group (``cp`` ranks ``t``
-    apart: ``t cp``); consecutive pipeline stages share a node when a whole model replica
-    (``t cp p`` GPUs) does (``pp_cross`` otherwise).
+    apart: ``t cp``). Ranks are ordered as Megatron-LM's default (tensor, context, data, then
+    pipeline outermost): a pipeline stage is a block of ``t cp d`` ranks, and unless the whole
+    job holds one node (``N <= g``) some boundary between consecutive stages crosses nodes,
+    which the pipeline's every micro-batch waits for (``pp_cross``).
     Across nodes a link runs at ``min(intra, nic)`` with latency ``max(intra, nic)``. A
     data-parallel group (``d cp`` ranks with context parallelism, :attr:`Configs.dp_group`)
     with ``k = clip(floor(g / t), 1, d cp)`` members per node drives
@@ -856,7 +858,7 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     ``clip(floor(g / (t e)), 1, d cp / e)`` members per node, by the same rule."""
     g = float(hw.gpus_per_node)
     n = c.t * c.p * c.dp_group  # d t p cp GPUs
-    pp_cross = ~in_node(c.t * c.cp * c.p, g, n)
+    pp_cross = n > g
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
     expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_dp_group)
 
