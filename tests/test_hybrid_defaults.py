@@ -306,6 +306,12 @@ def test_replan_without_a_price_prints() -> None:
     assert "Best plan per GPU count" in text and "$/M tok" not in text
 
 
+def test_replan_refuses_a_second_network_it_would_not_show() -> None:
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "16,8", "--network", "eth25"])
+    assert res.exit_code != 0
+    assert "--network eth25 compares one plan on two networks" in str(res.exception)
+
+
 def test_no_layout_note_names_the_rules() -> None:
     out = plan("zoo:llama2-70b", 56, "dgx-h100")
     assert out["top"] == [] and out["searched"] == 0

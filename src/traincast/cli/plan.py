@@ -172,6 +172,11 @@ def plan(
         "dtype": dtype, "price": price, "attention": attention, "framework": framework,
         "overlap": overlap, "spot": spot, "resilience": resilience}
     if len(counts) > 1:
+        if network is not None:
+            raise TraincastError(f"--network {network} compares one plan on two networks; "
+                                 f"--gpus {gpus} re-plans over several GPU counts",
+                                 hint="give one GPU count with --network, or leave --network "
+                                      "out (a node preset of that network: --node)")
         result = replan(model, counts, node, **kwargs)
         if json_out:
             print_json(result)
