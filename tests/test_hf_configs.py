@@ -3,6 +3,8 @@ decoder-only config, built through transformers on the meta device."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -363,3 +365,18 @@ def test_a_speech_model_type_alone_builds_its_encoder_and_decoder(model_type: st
     rec = profile_model(f"hf:{model_type}", 1, optimizer="none")
     assert rec["params"] == sum(p.numel() for p in whole.parameters())
     assert rec["input_bytes"] == in_bytes
+
+
+@pytest.mark.parametrize("raw", [
+    {"model_type": "bert", "num_hidden_layers": 12, "hidden_size": 768,
+     "num_attention_heads": 12, "vocab_size": 30522},
+    {"model_type": "t5", "is_encoder_decoder": True, "num_layers": 6, "d_model": 512,
+     "num_heads": 8, "vocab_size": 32128}])
+def test_plan_refuses_an_encoder_config_file_as_it_refuses_a_shipped_one(tmp_path,
+                                                                        raw: dict) -> None:
+    from traincast.parallel.models import get_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(TraincastError, match="is not a decoder-only transformer"):
+        get_model(f"hf:{path}")

@@ -82,6 +82,15 @@ def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
     return text if "e" not in text else f"{r:.{digits - 1 - math.floor(math.log10(abs(r)))}f}"
 
 
+def fmt_params(n: float) -> str:
+    """A parameter count for people: ``6.7B``, ``124M``, ``30.5M``, ``8K`` (three significant
+    digits, the largest unit it reaches)."""
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{fmt_sig(n / scale)}{unit}"
+    return fmt_sig(n)
+
+
 def fmt_amount(x: float | None, missing: str = "-") -> str:
     """An amount for a table (GPU-hours, GPUs): whole, with thousands separators, from 100 on
     (``51,471``); below, three significant digits (``33.5``, ``0.5``), so that a small total is

@@ -40,7 +40,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.plan import percent
-from traincast.units import fmt_sig, join_words, plural
+from traincast.units import fmt_params, fmt_sig, join_words, plural
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -191,7 +191,7 @@ def plan(
     if json_out:
         print_json(result)
         return
-    console.print(f"[bold]{result['model']}[/bold] ({result['params'] / 1e9:.1f}B parameters) "
+    console.print(f"[bold]{result['model']}[/bold] ({fmt_params(result['params'])} parameters) "
                   f"on {result['gpus']} GPUs of {', '.join(result['nodes'])}: global batch "
                   f"{result['global_batch']} x {result['seq']} tokens, {result['dtype']}. "
                   f"Searched {result['searched']} configurations, {result['feasible']} fit in "
@@ -351,7 +351,7 @@ def _note_no_preemptions(res: dict[str, Any] | None) -> None:
 
 
 def _print_replan(result: dict[str, Any]) -> None:
-    console.print(f"[bold]{result['model']}[/bold] ({result['params'] / 1e9:.1f}B parameters) "
+    console.print(f"[bold]{result['model']}[/bold] ({fmt_params(result['params'])} parameters) "
                   f"on {', '.join(result['nodes'])} as machines come and go: global batch "
                   f"{result['global_batch']} x {result['seq']} tokens (kept), {result['dtype']}; "
                   f"per count of available GPUs the plan with the least expected time per "

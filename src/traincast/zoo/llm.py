@@ -216,6 +216,12 @@ LEARNED_POSITION_TYPES = frozenset({"gpt2", "opt", "gpt_bigcode", "gpt_neo", "bi
 TIED_TYPES = frozenset({"gpt2", "opt", "bloom", "falcon", "mpt", "gemma", "gemma2", "gemma3",
                         "gemma3_text", "gpt_bigcode", "gpt_neo", "biogpt"})
 GELU_DEFAULT_TYPES = frozenset({"bloom", "falcon", "mpt", "opt", "gpt_bigcode", "gpt_neo"})
+# Families that are no decoder-only transformer: encoders (bidirectional attention, a masked-LM
+# or classification head) and encoder-decoders, which the hybrid model does not price
+ENCODER_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
+                           "distilbert", "albert", "electra", "camembert", "ernie", "mpnet",
+                           "t5", "mt5", "umt5", "bart", "mbart", "pegasus", "marian", "led",
+                           "whisper", "moonshine", "vit", "clip", "wav2vec2", "hubert"})
 
 
 def _first(raw: Mapping[str, Any], key: str) -> Any:
@@ -261,6 +267,7 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     * ``norm``: RMSNorm when ``rms_norm_eps`` is given; ``position``: learned for
       ``LEARNED_POSITION_TYPES`` (and GPT-2 keys), else rotary or ALiBi (no parameters);
     * ``tied``: ``tie_word_embeddings``, else the family's default (``TIED_TYPES``);
+    * an encoder or encoder-decoder (``ENCODER_TYPES``, ``is_encoder_decoder``) is an error;
     * experts: ``num_local_experts``/``num_experts``/``n_routed_experts`` with
       ``num_experts_per_tok``, each expert ``moe_intermediate_size`` wide where the config
       gives it (Qwen-MoE, DeepSeek); shared experts and dense layers among the expert ones
@@ -269,6 +276,12 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
       not a guess.
     """
     mtype = str(raw.get("model_type") or ("gpt2" if "n_embd" in raw else ""))
+    if raw.get("is_encoder_decoder") or mtype in ENCODER_TYPES:
+        raise TraincastError(f"{where}: {name} ({mtype or 'is_encoder_decoder'}) is not a "
+                             "decoder-only transformer",
+                             hint="plan and predict --arch hybrid price decoder-only models "
+                                  "(Llama, Mistral, GPT-2, OPT, Falcon, ...); profile and "
+                                  "predict price any model op by op")
     missing = [k for k in ("layers", "hidden", "heads", "vocab") if _first(raw, k) is None]
     if missing:
         raise TraincastError(f"{where}: missing key {HF_KEYS[missing[0]][0]!r} (or "
