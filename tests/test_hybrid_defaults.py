@@ -394,3 +394,10 @@ def test_a_gpu_priced_at_flat_peaks_is_named_and_said_so(tc, tmp_path) -> None:
     assert out["memory_unchecked"] == ["FLATGPU"] and out["flat_peak"] == ["FLATGPU"]
     run = tc("plan", "zoo:llama2-7b", "--gpus", "8", "--node", "dgx-a100", "--json")
     assert json.loads(run.stdout)["flat_peak"] == []  # the kernel model prices an A100
+
+
+def test_replan_reports_its_progress_count_by_count() -> None:
+    # 24 and 16 GPUs on 8-GPU nodes: the whole-node counts 24, 16 and 8, each planned once
+    seen: list[tuple[int, int]] = []
+    replan("zoo:gpt2", [24, 16], "dgx-a100", progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]

@@ -25,6 +25,7 @@ from traincast.cli.common import (
     print_full_square_note,
     print_json,
     print_mfu_caution,
+    progress,
     within,
 )
 from traincast.cli.tables import RULES_OFF, Table, print_table
@@ -177,7 +178,11 @@ def plan(
                                  f"--gpus {gpus} re-plans over several GPU counts",
                                  hint="give one GPU count with --network, or leave --network "
                                       "out (a node preset of that network: --node)")
-        result = replan(model, counts, node, **kwargs)
+        with progress(json_out) as bar:
+            task = bar.add_task("planning each GPU count", total=None)
+            result = replan(model, counts, node,
+                            progress=lambda done, total: bar.update(task, completed=done,
+                                                                    total=total), **kwargs)
         if json_out:
             print_json(result)
         else:

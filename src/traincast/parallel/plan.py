@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -692,6 +692,7 @@ def _unused_reason(q: dict[str, Any], best: dict[str, Any], used: int) -> str:
 
 
 def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
+           progress: Callable[[int, int], None] | None = None,
            **kwargs: Any) -> dict[str, Any]:
     """Re-planning as machines come and go (Varuna's job morphing): for each count of available
     GPUs in ``gpus`` (in the order given, e.g. 64, 48, 32 as machines are lost) the plan with
@@ -704,7 +705,8 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     costs one checkpoint and one restart, ``switch_s = C + Rs`` (reported, not amortized).
     ``kwargs`` as :func:`plan`; each plan ranks by expected time (``rank="expected"``), so with
     several presets the one with the smaller overhead-weighted time wins, not the one with the
-    faster iteration."""
+    faster iteration. ``progress(done, total)``: called after each GPU count is planned (one
+    plan per whole-node count up to the largest: many for a large cluster)."""
     if not gpus or any(int(g) < 1 for g in gpus):
         raise TraincastError(f"--gpus needs positive GPU counts, got {list(gpus)}")
     catalog = kwargs.pop("catalog", None) or load_catalog()
@@ -723,10 +725,19 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     per_node = min(catalog.node(nd).gpus for nd in runs)  # UnknownNameError with its hint
     rows: list[dict[str, Any]] = []
     first: dict[str, Any] = {}
+    every = {g: sorted({g} | set(range(per_node, g, per_node)), reverse=True)
+             for g in (int(x) for x in gpus)}
+    total = len(set().union(*every.values()))
+
+    def planned(n: int) -> dict[str, Any]:
+        if n not in done:
+            done[n] = plan(model, n, node, **kwargs)
+            if progress:
+                progress(len(done), total)
+        return done[n]
+
     for g in (int(x) for x in gpus):
-        counts = sorted({g} | set(range(per_node, g, per_node)), reverse=True)
-        plans = [done[n] if n in done else done.setdefault(n, plan(model, n, node, **kwargs))
-                 for n in counts]
+        plans = [planned(n) for n in every[g]]
         first = first or plans[0]
         row: dict[str, Any] = {"gpus": g, "searched": sum(p["searched"] for p in plans),
                                "feasible": sum(p["feasible"] for p in plans)}
