@@ -373,6 +373,12 @@ def test_recommend_says_which_presets_flat_peaks_leave_out(tmp_path: Path) -> No
         assert "flat datasheet peaks" in out["left_out"][nd]
         assert not any(nd in c for c in out["candidates"])
     assert out["own_flat_peak_gpus"] == ["Flat"] and out["flat_peak_gpus"] == []
+    # two A100 jobs, one on the paper-2019 node's links: no job runs that node's flat-peak
+    # V100, so no caution names it
+    a100 = {**{k: v for k, v in jobs.items() if k != "node"},
+            "gpu_type": np.array(["A100", "A100"], dtype=object),
+            "node": np.array([None, "paper-2019"], dtype=object)}
+    assert recommend(a100, cat)["own_flat_peak_gpus"] == []
 
 
 

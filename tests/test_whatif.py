@@ -586,3 +586,25 @@ def test_an_upgrade_scenario_leaves_jobs_already_on_a_faster_link_as_they_are() 
     r = whatif(jobs, own, cat, per_job=True)
     rows = {row["job_id"]: row for row in r["job_rows"].to_pylist()}
     assert rows["dgx"]["matched"] and rows["dgx"]["speedup"] < 1.0
+
+
+def test_a_scenarios_match_must_be_a_table_and_upgrade_only_needs_a_link() -> None:
+    cat = load_catalog()
+    with pytest.raises(TraincastError, match=r"\[match\] must be a table"):
+        parse_scenario({"match": "x", "changes": {"nic": "eth100"}}, "s", cat)
+    with pytest.raises(TraincastError, match="upgrade_only needs a link"):
+        parse_scenario({"match": {"upgrade_only": True}, "changes": {"amp": True}}, "s", cat)
+    with pytest.raises(TraincastError, match="must be true or false"):
+        parse_scenario({"match": {"upgrade_only": "yes"}, "changes": {"nic": "eth100"}}, "s", cat)
+
+
+def test_a_link_sweep_of_an_upgrade_scenario_prices_every_value() -> None:
+    # eth100 swept over eth10 and eth25: the job on 25 Gbit Ethernet is slowed by eth10 and
+    # unchanged by eth25, each matched (the sweep drops upgrade_only)
+    jobs = {"job_id": ["pai"], "architecture": ["allreduce-cluster"], "n_gpus": [16.0],
+            "node": ["pai-v100-nvlink"], "flops_compute_bound": [2.4e13],
+            "bytes_memory_bound": [4e10], "weight_bytes": [1e8]}
+    r = whatif(jobs, "eth100", load_catalog(), sweep_spec="nic=eth10,eth25")
+    slow, same = (r["scenarios"][f"eth100:nic={v}"] for v in ("eth10", "eth25"))
+    assert slow["matched"] == same["matched"] == 1
+    assert slow["mean_speedup"] < 1.0 and same["mean_speedup"] == pytest.approx(1.0)

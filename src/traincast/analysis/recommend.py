@@ -401,7 +401,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         {c.node for c in cands if c.node and
          not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))})
     flat = flat_peak_gpus(catalog, {catalog.node(c.node).gpu for c in cands if c.node})
-    own_flat = flat_peak_gpus(catalog, set(base_gpu.values))
+    held = np.unique(base_gpu.codes[(base_gpu.codes >= 0) & (base_r.reason == OK)])
+    own_flat = flat_peak_gpus(catalog, {base_gpu.values[i] for i in held})  # priced jobs
     return {"jobs": n, "candidates": [c.scenario.name for c in cands], "min_gain": min_gain,
             "left_out": left_out, "unpriced_nodes": unpriced, "flat_peak_gpus": flat,
             "own_flat_peak_gpus": own_flat,

@@ -180,13 +180,11 @@ def parse_scenario(data: dict[str, Any], name: str, catalog: Catalog,
     if not isinstance(changes_raw, dict) or not changes_raw:
         raise _fail(where, "needs a [changes] table with at least one change")
     changes = {k: check_change(where, k, v, catalog) for k, v in changes_raw.items()}
-    if data.get("match", {}).get("upgrade_only") is True and \
-            not any(k in changes for k in LINK_KEYS):
+    match = _check_match(where, data.get("match", {}), catalog)
+    if match.get("upgrade_only") and not any(k in changes for k in LINK_KEYS):
         raise _fail(where, "[match] upgrade_only needs a link in [changes] (nic, intra or pcie)")
     return Scenario(name=data.get("name", name), description=data.get("description", ""),
-                    source=data.get("source", ""),
-                    match=_check_match(where, data.get("match", {}), catalog),
-                    changes=changes, path=path)
+                    source=data.get("source", ""), match=match, changes=changes, path=path)
 
 
 def load_scenario(spec: str | Path, catalog: Catalog) -> Scenario:
@@ -257,13 +255,17 @@ def _sweep_value(key: str, text: str) -> Any:
 
 def sweep(base: list[Scenario], key: str, values: list[str],
           catalog: Catalog) -> list[Scenario]:
-    """One scenario per value of ``key``: each base scenario (or every job) with key = value."""
+    """One scenario per value of ``key``: each base scenario (or every job) with key = value.
+    A base scenario's ``upgrade_only`` is dropped where the sweep sets a link: a sweep asks
+    what every value does, slower ones included."""
     bases = base or [Scenario(name="", description="every job")]
     out = []
     for sc in bases:
+        match = {k: v for k, v in sc.match.items()
+                 if not (k == "upgrade_only" and key in LINK_KEYS)}
         for text in values:
             value = check_change(f"--sweep {key}", key, _sweep_value(key, text), catalog)
             name = f"{sc.name}:{key}={text}" if sc.name else f"{key}={text}"
-            out.append(replace(sc, name=name, changes={**sc.changes, key: value},
+            out.append(replace(sc, name=name, match=match, changes={**sc.changes, key: value},
                                description=f"{sc.description}; {key} = {text}"))
     return out
