@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+from traincast.errors import TraincastError
+
 
 def tc(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
@@ -422,12 +424,15 @@ def test_a_speeds_unit_counts_bits_with_a_small_b_and_bytes_with_a_capital_b() -
     # SI symbols: b is the bit, B the byte; 100 Gbit/s = 12.5 GB/s however it is written
     from traincast.units import parse_speed_gbs
 
-    for bits in ("100Gbit", "100Gb/s", "100Gbps", "100gbps", "100 gb/s", "100GBIT/s",
+    for bits in ("100Gbit", "100Gb/s", "100Gbps", "100gbps", "100GBIT/s",
                  "100000Mbit", "100000Mbps"):
         assert parse_speed_gbs(bits) == pytest.approx(12.5), bits
     for byte_text in ("12.5GB/s", "12.5GBps", "12.5GBs", "12500MB/s"):
         assert parse_speed_gbs(byte_text) == pytest.approx(12.5), byte_text
     assert parse_speed_gbs("eth100") is None
+    for unclear in ("100 gb/s", "12.5gbs", "800mb/s"):  # bits or bytes: asked, not guessed
+        with pytest.raises(TraincastError, match="bits or bytes"):
+            parse_speed_gbs(unclear)
 
 
 def test_predict_says_when_memory_goes_unchecked(tc, tmp_path) -> None:

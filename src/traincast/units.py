@@ -23,9 +23,19 @@ def gbit_to_gbs(gbit: float) -> float:
 
 def speed_in_bytes(unit: str) -> bool:
     """Whether a speed unit counts bytes: an upper-case ``B`` (``GB/s``, ``GBps``, ``MB/s``,
-    the SI and IEC symbol of the byte); ``bit`` in any case, or a lower-case ``b`` (``Gb/s``,
-    ``Gbps``, ``gbps``, ``gb/s``: the symbol of the bit), counts bits."""
-    return "bit" not in unit.lower() and unit[1] == "B"
+    the SI and IEC symbol of the byte); ``bit`` in any case, or a lower-case ``b`` after an
+    upper-case prefix (``Gb/s``, ``Gbps``: the symbol of the bit), or ``bps`` in any case,
+    counts bits. All in lower case without ``bit`` or ``ps`` (``gb/s``, ``gbs``) is ambiguous:
+    an error that asks for one of the two."""
+    if "bit" in unit.lower() or unit[1:] == "bps":
+        return False
+    if unit[1] == "B":
+        return True
+    if unit[0].islower():  # gb/s, gbs: the b says bits, the g that case was not minded
+        raise TraincastError(f"speed unit {unit!r}: bits or bytes?",
+                             hint=f"write {unit[0].upper()}bit (bits, {unit[0].upper()}b/s) or "
+                                  f"{unit[0].upper()}B/s (bytes)")
+    return False
 
 
 def parse_speed_gbs(text: str) -> float | None:
