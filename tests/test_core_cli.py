@@ -375,19 +375,32 @@ def test_predict_says_when_a_gpu_entry_leaves_tf32_convolutions_unpriced(tc, tmp
     args = ["predict", "--features", str(path), "--gpu", "NewAmpere", "--node", "dgx-a100"]
     run = tc(*args, "--catalog", str(without))
     assert run.returncode == 0, run.stderr
-    assert "fp32 convolutions on NewAmpere at its fp32 peak: the entry gives no tf32_tflops" \
-        in " ".join(run.stdout.split())
+    assert "assumed: TF32 ops on NewAmpere (fp32 convolutions, which cuDNN runs as TF32 by " \
+        "default, and --tf32-matmul products) at its fp32 peak: the entry gives no " \
+        "tf32_tflops" in " ".join(run.stdout.split())
     slow = json.loads(tc(*args, "--catalog", str(without), "--json").stdout)
     fast = json.loads(tc(*args, "--catalog", str(with_tf32), "--json").stdout)
     assert slow["tf32_unpriced"] is True and fast["tf32_unpriced"] is None
     assert fast["time_s"]["compute_flop"] < slow["time_s"]["compute_flop"] / 2
     amp = json.loads(tc(*args, "--catalog", str(without), "--amp", "--json").stdout)
-    assert amp["tf32_unpriced"] is None  # an --amp job's convolutions run in fp16
+    assert amp["tf32_unpriced"] is False  # an --amp job's convolutions run in fp16
     conv16 = tmp_path / "conv16.json"
     conv16.write_text(json.dumps({**feats, "ops": [{**conv, "dtype": "bfloat16"}]}))
     run = tc("predict", "--features", str(conv16), "--gpu", "NewAmpere", "--node", "dgx-a100",
              "--catalog", str(without), "--json")
     assert json.loads(run.stdout)["tf32_unpriced"] is False  # no fp32 convolution to price
+    # a product marked TF32 (--tf32-matmul) asks for the same peak
+    mm = {"op": "mm", "phase": "forward", "flops": 2.0 * 512 ** 3, "bytes_read": 8.0 * 512 ** 2,
+          "bytes_written": 4.0 * 512 ** 2, "bound": "compute", "dtype": "float32",
+          "shapes": "512x512;512x512"}
+    products = tmp_path / "mm.json"
+    products.write_text(json.dumps({**feats, "flops_compute_bound": mm["flops"], "ops": [mm]}))
+    run = tc("predict", "--features", str(products), "--gpu", "NewAmpere", "--node",
+             "dgx-a100", "--catalog", str(without), "--json", "--tf32-matmul")
+    assert json.loads(run.stdout)["tf32_unpriced"] is True
+    run = tc("predict", "--features", str(products), "--gpu", "NewAmpere", "--node",
+             "dgx-a100", "--catalog", str(without), "--json")
+    assert json.loads(run.stdout)["tf32_unpriced"] is False  # fp32 products stay fp32
 
 
 def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> None:

@@ -241,15 +241,23 @@ def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) ->
     ``catalog.VENDORS``); any other row runs in
     the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
     is False by default since PyTorch 1.12)."""
+    return [gpu.math_dtype(d) for d in op_asked_dtypes(ops, gpu, dtype)]
+
+
+def op_asked_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) -> list[str]:
+    """Per op: the catalog dtype its operands ask for, before the GPU's fallback to fp32 for
+    a dtype it has no peak of (:func:`op_operand_dtypes` applies it): a 16-/8-bit or
+    ``"tf32"`` row its own, an fp32 convolution on an NVIDIA GPU ``"tf32"`` when the job runs
+    in fp32, any other row the job's dtype."""
     job = gpu.math_dtype(dtype)
     conv_tf32 = kernels.vendor_of(gpu) == "nvidia"  # cuDNN's default, not ROCm's
     names = []
     for o in ops:
         cd = kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32")), "")
         if cd in kernels.TENSOR_CORE_DTYPES:
-            names.append(gpu.math_dtype(cd))
+            names.append(cd)
         elif job == "fp32" and conv_tf32 and op_family(str(o.get("op", ""))) == "conv":
-            names.append(gpu.math_dtype("tf32"))
+            names.append("tf32")
         else:
             names.append(job)
     return names

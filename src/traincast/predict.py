@@ -22,7 +22,6 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
-from traincast.features.ops import op_family
 from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
@@ -327,7 +326,7 @@ class Prediction:
     host_issue_s: Any = None  # n_ops x the host's floor d (ops counted; per row), any strategy
     kernel_strategy_available: bool | None = None  # with host_issue_s: could the kernel model?
     misaligned: dict[str, Any] | None = None  # compute.misaligned_products, kernel strategy only
-    tf32_unpriced: bool | None = None  # fp32 convolutions at the fp32 peak: no tf32_tflops given
+    tf32_unpriced: bool | None = None  # ops asking for TF32 at the fp32 peak: no tf32_tflops
 
     def to_dict(self) -> dict[str, Any]:
         """The ``predict --json`` object (docs/model.md)."""
@@ -441,8 +440,9 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     of the job's ops at the kernel model's floor, whatever the strategy; with it
     ``kernel_strategy_available``), ``misaligned`` (the per-op table's tensor-core
     products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
-    under the kernel strategy only, else None) and ``tf32_unpriced`` (an fp32 per-op table
-    with convolutions on a GPU whose entry lacks the TF32 peak its compute capability has,
+    under the kernel strategy only, else None) and ``tf32_unpriced`` (a per-op table with ops
+    that ask for TF32, ``compute.op_asked_dtypes``: fp32 convolutions, ``--tf32-matmul``
+    products, on a GPU whose entry lacks the TF32 peak its compute capability has,
     :func:`kernels.tf32_unpriced`: they are priced at the fp32 peak)."""
     out: dict[str, Any] = {}
     ops = feats.get("ops")
@@ -453,10 +453,9 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
         out["kernel_strategy_available"] = compute.kernel_model_available(gpu)
     if ops and compute_strategy == "kernel":
         out["misaligned"] = compute.misaligned_products(ops, gpu, "amp" if amp else "fp32")
-    if ops and not amp and kernels.tf32_unpriced(gpu):
-        out["tf32_unpriced"] = any(
-            op_family(str(o.get("op", ""))) == "conv"
-            and kernels.TORCH_DTYPES.get(str(o.get("dtype", "float32"))) == "fp32" for o in ops)
+    if ops and kernels.tf32_unpriced(gpu):
+        out["tf32_unpriced"] = "tf32" in compute.op_asked_dtypes(ops, gpu,
+                                                                 "amp" if amp else "fp32")
     return out
 
 

@@ -459,9 +459,10 @@ def render_prediction(result: dict[str, Any]) -> None:
                            style="yellow"))
     if result.get("tf32_unpriced"):
         console.print(Text(
-            f"assumed: fp32 convolutions on {hw['gpu']} at its fp32 peak: the entry gives no "
-            "tf32_tflops, though its compute capability has TF32 tensor cores, where cuDNN runs "
-            "fp32 convolutions by default (add tf32_tflops to the entry, docs/hardware.md)",
+            f"assumed: TF32 ops on {hw['gpu']} (fp32 convolutions, which cuDNN runs as TF32 by "
+            "default, and --tf32-matmul products) at its fp32 peak: the entry gives no "
+            "tf32_tflops, though its compute capability has TF32 tensor cores (add tf32_tflops "
+            "to the entry, docs/hardware.md)",
             style="yellow"))
     issue_s = result.get("host_issue_s")
     if hw["compute"] != "kernel" and issue_s and result["time_s"]["total"] < issue_s:
