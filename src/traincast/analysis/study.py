@@ -144,7 +144,8 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         sentences.append("This study used the bundled synthetic sample trace (generated from "
                          "published statistics, not a real cluster's jobs; docs/sample.md).")
     if not char.get("jobs"):
-        sentences.append("The trace holds no job (a header alone, or every row bad): nothing "
+        sentences.append("The trace holds no job (a header alone, an empty JSON array, or every "
+                         "row bad): nothing "
                          "to study.")
         return {"sample": sample, "sentences": sentences, "numbers": nums}
     unpredicted = bd.get("unpredicted", {})

@@ -199,8 +199,8 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
 def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:
     """On stderr, before an analysis with nothing to analyse: the trace stored no job (a header
     alone, or every row bad), or the store holds none; the tables that follow are empty."""
-    where = (f"{escape(str(trace))} holds no job it could store (a header alone, or every "
-             "row bad)") if trace is not None else \
+    where = (f"{escape(str(trace))} holds no job it could store (a header alone, an empty "
+             "JSON array, or every row bad)") if trace is not None else \
         "the store holds no job (traincast sources lists its traces)"
     note(f"[yellow]nothing to analyse: {where}[/yellow]", json_out=quiet)
 

@@ -306,8 +306,13 @@ class Catalog:
             return ""
         if g.default_node:
             return g.default_node
-        own = [nd for nd in self.nodes.values() if self.aliases.get(nd.gpu, nd.gpu) == g.name]
+        own = self._nodes_of(g.name)
         return min(own, key=lambda nd: (-nd.gpus, nd.name)).name if own else ""
+
+    def _nodes_of(self, gpu_name: str) -> list[Node]:
+        """The node presets whose GPU is ``gpu_name`` (a canonical name; presets may name it
+        by an alias)."""
+        return [nd for nd in self.nodes.values() if self.aliases.get(nd.gpu, nd.gpu) == gpu_name]
 
     def node_holding(self, gpu_name: str, gpus: float) -> str:
         """The smallest node preset of ``gpu_name`` (by its canonical name) with at least
@@ -316,8 +321,7 @@ class Catalog:
             g = self.gpu(gpu_name)
         except KeyError:
             return ""
-        fits = [nd for nd in self.nodes.values()
-                if nd.gpus >= gpus and self.aliases.get(nd.gpu, nd.gpu) == g.name]
+        fits = [nd for nd in self._nodes_of(g.name) if nd.gpus >= gpus]
         if not fits:
             return ""
         return min(fits, key=lambda nd: (nd.gpus, nd.name != g.default_node, nd.name)).name
@@ -543,9 +547,9 @@ def _check_ridge(path: str, name: str, values: Mapping[str, Any]) -> None:
 
 
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
-    """A datasheet entry's fp16 and bf16 (matrix) peaks are at least its fp32 peak
-    (:data:`_MATRIX_PEAKS`; 0 = unsupported), and its base clock is at most its boost
-    clock."""
+    """A datasheet entry's tf32, fp16 and bf16 (matrix) peaks are at least its fp32 peak
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported), its fp8 peak at least its 16-bit ones, and its
+    base clock is at most its boost clock."""
     base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
     if base and boost and base > boost:
         raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "

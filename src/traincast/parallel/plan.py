@@ -417,8 +417,9 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
     kv = ("" if model.kv == model.heads else
           f" and the {model.kv} key/value heads")
     words = {SHAPE_BATCH: f"dp dividing the global batch {global_batch}",
-             SHAPE_TP: f"tp (within a node: dividing its {gpus_per_node} GPUs) dividing the "
-                       f"{model.heads} attention heads{kv}",
+             SHAPE_TP: (f"tp (within a node: dividing its {gpus_per_node} GPUs) dividing the "
+                        if gpus > gpus_per_node else f"tp (at most {gpus_per_node}) dividing the ")
+                       + f"{model.heads} attention heads{kv}",
              SHAPE_LAYERS: f"pp dividing the {model.layers} layers"}
     rules = [words.get(int(c), SHAPE_ERRORS[int(c)]) for c in sorted(set(code.tolist()))]
     if not rules:  # no tp fits a node (cannot happen: tp = 1 always does)

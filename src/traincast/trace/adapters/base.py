@@ -470,11 +470,18 @@ def _read_end(path: Path, quotes: bool) -> tuple[int | None, bytes, int] | None:
     return count, tail, total - len(tail)
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def blank(data: bytes) -> bool:
+    """Whether bytes hold nothing but white space after a UTF-8 byte-order mark."""
+    return not data.removeprefix(UTF8_BOM).strip()
+
+
 def empty_file(path: Path) -> bool:
-    """Whether a file holds nothing but white space (a byte-order mark included; ``.gz``
-    decompressed)."""
+    """Whether a file holds nothing but white space (:func:`blank`; ``.gz`` decompressed)."""
     with open_bytes(path) as f:
-        return not f.read(_TAIL).lstrip(b"\xef\xbb\xbf").strip()
+        return blank(f.read(_TAIL))
 
 
 def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | None = None, *,
@@ -496,7 +503,7 @@ def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | Non
     if read is None:
         return None
     count, tail, offset = read
-    if offset == 0 and not tail.lstrip(b"\xef\xbb\xbf").strip():
+    if offset == 0 and blank(tail):
         return None  # an empty file: no row to be cut (said where the file is read)
     terminated = tail.endswith((b"\n", b"\r"))
     open_quote = bool(count is not None and count % 2)
