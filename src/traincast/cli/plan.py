@@ -304,11 +304,12 @@ def _print_resilience(result: dict[str, Any]) -> None:
     if res:
         for nd, e in res["by_node"].items():
             tau = e["interval_s"]
+            every = "none taken (no preemption)" if not math.isfinite(tau) else \
+                f"every {tau:.0f} s"
             console.print(
                 f"Checkpoints on {nd} ({plural(e['nodes'], 'node')}): "
                 f"{e['checkpoint_gb']:.1f} GB at "
-                f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, every "
-                f"{'never' if not math.isfinite(tau) else f'{tau:.0f} s'}; "
+                f"{res['checkpoint_gbs']:g} GB/s = C {e['checkpoint_s']:.0f} s, {every}; "
                 f"{fmt_sig(e['preemptions_per_hour_job'], 2)} preemptions/h for the job, restart "
                 f"Rs {e['restart_s']:.0f} s: expected overhead x{e['overhead_factor']:.3f}.",
                 highlight=False)
