@@ -171,7 +171,8 @@ def validate(
         min=1, help="Torch threads per process; repeat for several runs (--threads 1 "
         "--threads 2), each with its own calibration. Default on the CPU: 1 and all cores "
         "(with --catalog: the catalog's threads).")] = None,
-    steps: Annotated[int | None, typer.Option(min=1, help="Timed steps per case.")] = None,
+    steps: Annotated[int | None, typer.Option(
+        min=1, help="Timed steps per case (default 9; 5 with --quick).")] = None,
     published: Annotated[bool, typer.Option(
         "--published", help="Predict published GPU training throughputs instead (no "
         "measurement; --catalog is merged over the shipped catalog); on a terminal as tables, "
@@ -393,7 +394,9 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
                            if f"{c}_median" in row else "-" for c in cols],
                       f"{100 * row['sum']:+.1f}")
     print_table(table, console)
-    console.print("memory = the memory-bound families together; the held-out GPU is priced "
+    console.print("memory = the memory-bound families together; sum = predicted over "
+                  "measured summed time - 1 (below 0: predicted too fast); - = the data has no "
+                  "kernel of that family for the GPU; the held-out GPU is priced "
                   "with its own host's floor and dispatch ratios, as traincast calibrate measures "
                   "them on a CUDA host (--json: default_floor repeats it with the others' median "
                   "floor and fitted ratios, a catalog without that calibration).",
