@@ -694,3 +694,50 @@ def test_a_fill_shaped_like_a_tensor_reads_nothing() -> None:
     for op in ("zeros_like", "full_like", "new_ones"):
         (row,) = rows(rec, op, "forward")
         assert (row["bytes_read"], row["bytes_written"]) == (0, 64 * 1024 * F32), op
+
+
+def test_a_fallback_gives_an_expert_no_sample_of_batch_3_picked_its_gradient_and_state() -> None:
+    # three 4 x 4 experts, picked by the first feature; samples 0-2 go to experts 0 and 1, the
+    # rest to expert 2: at the full batch every expert trains, so the gradients are the three
+    # weights' (3 x 16 x 4 bytes) and Adam's state two moments of each (2 x 192 bytes)
+    class Three(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.experts = nn.ModuleList(nn.Linear(4, 4, bias=False) for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros_like(x)
+            for e, layer in enumerate(self.experts):
+                rows = torch.nonzero(x[:, 0].round() == e).squeeze(1)
+                if rows.numel():
+                    out = out.index_add(0, rows, layer(x[rows]))
+            return out.sum()
+
+    x = torch.ones(64, 4)
+    x[:2, 0], x[2, 0], x[3:, 0] = 0.0, 1.0, 2.0
+    mem = profile(Three(), x)["memory_bytes"]
+    assert (mem["grads"], mem["optimizer"]) == (3 * 16 * F32, 2 * 3 * 16 * F32)
+
+
+def test_a_fallback_scales_a_sparse_gradient_per_sample_when_the_ops_differ() -> None:
+    # a sparse table of 16-wide fp32 rows, 4 ids per sample, and a branch on the ids (no meta
+    # kernel for nonzero): the sparse gradient is one row and its int64 index per lookup,
+    # 64 x 4 x (16 x 4 + 8) bytes, plus the dense head's 17 weights
+    class Branch(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(100_000, 16, sparse=True)
+            self.lin = nn.Linear(16, 1)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            h = self.emb(ids).sum(1)
+            rows = torch.nonzero(ids[:, 0] == 2).squeeze(1)
+            if rows.numel():
+                h = h.index_add(0, rows, h[rows])
+            return self.lin(h).sum()
+
+    ids = torch.arange(64 * 4).reshape(64, 4) * 7
+    ids[:, 0] = torch.arange(64) % 3
+    rec = profile(Branch(), ids, optimizer="sgd")
+    assert rec["method"] == "cpu-extrapolated" and "op sequences differ" in rec["notes"][0]
+    assert rec["memory_bytes"]["grads"] == 64 * 4 * (16 * F32 + 8) + 17 * F32

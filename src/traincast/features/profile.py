@@ -471,16 +471,33 @@ def _slice_batch(inputs: tuple, batch: int, n: int) -> tuple:
     return map_tensors(cut, tuple(inputs))
 
 
-def _optimizer_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def _optimizer_part(rows: Sequence[Mapping[str, Any]], scale: float = 1.0) -> dict[str, float]:
     """The optimizer step's share of a step's aggregates (``_aggregate``'s keys), from its
-    per-op rows of phase ``optimizer``: what does not grow with the batch."""
-    opt = [o for o in rows if o.get("phase") == "optimizer"]
+    per-op rows of phase ``optimizer`` but a sparse table's update (which grows with the
+    lookups): what does not grow with the batch, times ``scale``."""
+    opt = [o for o in rows if o.get("phase") == "optimizer"
+           and o.get("op") != "sparse_embedding_update"]
     compute = [o for o in opt if o.get("bound") == "compute"]
     memory = [o for o in opt if o.get("bound") != "compute"]
-    return {"flops_total": sum(o["flops"] for o in opt),
-            "flops_compute_bound": sum(o["flops"] for o in compute),
-            "bytes_compute_bound": sum(o["bytes_read"] + o["bytes_written"] for o in compute),
-            "bytes_memory_bound": sum(o["bytes_read"] + o["bytes_written"] for o in memory)}
+    return {"flops_total": scale * sum(o["flops"] for o in opt),
+            "flops_compute_bound": scale * sum(o["flops"] for o in compute),
+            "bytes_compute_bound": scale * sum(o["bytes_read"] + o["bytes_written"]
+                                               for o in compute),
+            "bytes_memory_bound": scale * sum(o["bytes_read"] + o["bytes_written"]
+                                              for o in memory)}
+
+
+def _sparse_grad_bytes(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The sparse tables' gradient bytes of a step, from its ``sparse_embedding_backward``
+    rows: one row and its int64 index per lookup (``_sparse_update_records``), lookups =
+    bytes read / row bytes."""
+    out = 0.0
+    for o in rows:
+        if o.get("op") == "sparse_embedding_backward":
+            row = math.prod(int(d) for d in str(o["shapes"]).split("x")[1:]) \
+                * torch.empty((), dtype=getattr(torch, str(o["dtype"]))).element_size()
+            out += o["bytes_read"] / row * (row + 8)
+    return out
 
 
 def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reason: str, *,
@@ -490,8 +507,9 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
     """Capture on CPU at two batches ``n1 < n2`` and extrapolate linearly to ``batch``:
     ``f(B) = f(n1) + (f(n2) - f(n1)) (B - n1) / (n2 - n1)`` where both runs issue the same
     forward ops, else ``f(B) = o + (f(n2) - o) B / n2`` with ``o`` the optimizer step's part
-    (no per-op table; gradients: every dense trainable weight's, or batch n2's if more); a
-    table's rows touched at most its rows. ``(n1, n2)`` = (2, 3) from batch 3 on (a batch of
+    (no per-op table; the dense gradients, optimizer state and step of batch n2 raised to
+    every dense trainable weight's, the sparse ones scaled per sample); a table's rows
+    touched at most its rows. ``(n1, n2)`` = (2, 3) from batch 3 on (a batch of
     1 takes other kernel paths than a larger one: PyTorch skips copies of size-1
     dimensions), else the batch itself, alone."""
     size = _param_bytes(model)
@@ -540,7 +558,16 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
         per sample, ``fixed`` (the optimizer step's) kept."""
         return max(0, round(fixed + (b - fixed) * batch / n2))
 
-    fixed = _optimizer_part(rows2) if not same else {}
+    tables = embedding_tables(model)
+    # where the ops differ, a weight batch n2 left without a gradient (an expert no sample
+    # picked) gets one at the full batch, its optimizer state and update too: the dense part
+    # of batch n2's gradient, state and step scaled up to every dense trainable weight's
+    dense = sum(_nbytes(p) for p in model.parameters() if p.requires_grad
+                and id(p) not in {id(w) for w, sparse in tables.values() if sparse})
+    sparse2 = _sparse_grad_bytes(rows2)
+    dense2 = r2["memory_bytes"]["grads"] - sparse2
+    grown = max(1.0, dense / dense2) if dense2 > 0 else 1.0
+    fixed = _optimizer_part(rows2, grown) if not same else {}
     for key in ("flops_forward", "flops_compute_bound", "flops_total", "bytes_memory_bound",
                 "bytes_compute_bound", "input_bytes"):
         out[key] = affine(r1[key], r2[key]) if same else per_sample(r2[key], fixed.get(key, 0))
@@ -551,14 +578,11 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
     mem = out["memory_bytes"]
     mem["activations"] = affine(r1["memory_bytes"]["activations"], mem["activations"]) \
         if same else per_sample(mem["activations"])
-    tables = embedding_tables(model)
-    # sparse gradients grow with the lookups; where the ops differ, a weight batch n2 left
-    # without a gradient (an expert no sample picked) gets one at the full batch: every dense
-    # trainable weight's
-    dense = sum(_nbytes(p) for p in model.parameters() if p.requires_grad
-                and id(p) not in {id(w) for w, sparse in tables.values() if sparse})
-    mem["grads"] = affine(r1["memory_bytes"]["grads"], mem["grads"]) if same \
-        else max(mem["grads"], dense)
+    if same:  # a sparse gradient grows with the lookups
+        mem["grads"] = affine(r1["memory_bytes"]["grads"], mem["grads"])
+    else:
+        mem["grads"] = round(dense2 * grown + sparse2 * batch / n2)
+        mem["optimizer"] = round(mem["optimizer"] * grown)
     extrapolate = affine if same else (lambda _, b: per_sample(b))
     out["embedding_rows_touched"] = {  # a table has no more rows than it holds
         k: min(extrapolate(r1["embedding_rows_touched"].get(k, 0), v),
