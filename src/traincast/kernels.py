@@ -433,8 +433,9 @@ GPU Architecture whitepaper, 2020: "TF32 ... new in A100")."""
 
 def tf32_unpriced(gpu: Any) -> bool:
     """Whether an NVIDIA GPU entry of compute capability at least
-    :data:`TF32_COMPUTE_CAPABILITY` gives no ``tf32_tflops``: its fp32 convolutions, which
-    cuDNN runs as TF32 there by default, are then priced at the fp32 peak."""
+    :data:`TF32_COMPUTE_CAPABILITY` gives no ``tf32_tflops``: the ops that ask for TF32 there
+    (fp32 convolutions, which cuDNN runs as TF32 by default; products marked TF32,
+    ``--tf32-matmul``) are then priced at the fp32 peak."""
     cc = _f(_field(gpu, "compute_capability"))
     return bool(vendor_of(gpu) == "nvidia" and cc >= TF32_COMPUTE_CAPABILITY
                 and not _f(_field(gpu, "tf32_tflops")) > 0)

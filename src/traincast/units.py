@@ -23,10 +23,10 @@ def gbit_to_gbs(gbit: float) -> float:
 
 def speed_in_bytes(unit: str) -> bool:
     """Whether a speed unit counts bytes: an upper-case ``B`` (``GB/s``, ``GBps``, ``MB/s``,
-    the SI and IEC symbol of the byte); ``bit`` in any case, or a lower-case ``b`` after an
-    upper-case prefix (``Gb/s``, ``Gbps``: the symbol of the bit), or ``bps`` in any case,
-    counts bits. All in lower case without ``bit`` or ``ps`` (``gb/s``, ``gbs``) is ambiguous:
-    an error that asks for one of the two."""
+    the SI and IEC symbol of the byte); ``bit`` in any case, a lower-case ``bps`` (``gbps``,
+    ``Gbps``), or a lower-case ``b`` after an upper-case prefix (``Gb/s``: the symbol of the
+    bit) counts bits. All in lower case without ``bit`` or ``bps`` (``gb/s``, ``gbs``) is
+    ambiguous: an error that asks for one of the two."""
     if "bit" in unit.lower() or unit[1:] == "bps":
         return False
     if unit[1] == "B":
@@ -44,7 +44,7 @@ def parse_speed_gbs(text: str) -> float | None:
 
     Returns None when ``text`` is not a speed (it is then a link name); a number with a speed
     unit that is 0, negative (``'-5Gbit'``) or infinite (``'1e400Gbit'``) is an error, not a
-    link name.
+    link name, and so is a unit that does not say bits or bytes (``'100gb/s'``).
     """
     m = _SPEED.match(text)
     if not m:
@@ -96,7 +96,7 @@ def fmt_params(n: float) -> str:
     """A parameter count for people: ``6.7B``, ``124M``, ``30.5M``, ``8K`` (three significant
     digits, the largest unit it reaches)."""
     for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(n) >= scale:
+        if abs(n) >= scale * (1 - 5e-4):  # 999.6M rounds to 1B, not 1,000M
             return f"{fmt_sig(n / scale)}{unit}"
     return fmt_sig(n)
 

@@ -119,7 +119,7 @@ def plan(
         callback=within(1), help="How many configurations to show (at least 1).")] = 5,
     network: Annotated[str | None, typer.Option(
         help="Also plan with this node network (link name or speed, e.g. eth25 or 25Gbit) "
-             "and show what changes.")] = None,
+             "and show what changes (one --gpus count).")] = None,
     overlap: Annotated[float, typer.Option(
         callback=within(0.0, 1.0), help="Fraction of data-parallel communication hidden "
         "under compute, 0 to 1.")] = 0.0,
