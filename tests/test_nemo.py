@@ -96,6 +96,15 @@ def test_the_checks_stay_where_docs_validation_md_says() -> None:
             assert r["rel_error"] > 0, r["run"]
 
 
+def test_the_llama2_13b_rows_pipeline_crosses_its_two_nodes() -> None:
+    # 16 GPUs as 4 stages of 4 (t 1, d 4) on 8-GPU nodes: stages 0-1 on one node, 2-3 on the
+    # other (pipeline outermost, Megatron-LM's order), so a stage boundary is on the network
+    # and the pipeline's transfers take a visible share of the step
+    (row,) = [r for r in nemo() if r["model"] == "llama2-13b"]
+    assert (row["gpus"], row["t"], row["p"], row["d"]) == (16, 1, 4, 4)
+    assert row["shares"]["comm_pp"] > 0.1
+
+
 def _one_row(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "rows.toml"
     path.write_text('dtype = "bf16"\nnode = "dgx-h100"\nframework = "megatron-core"\n'
