@@ -294,3 +294,19 @@ def test_an_empty_side_table_is_said_empty_not_cut(pai_dir: Path, tmp_path: Path
     jobs = load_jobs(tmp_path / "s.duckdb").to_pylist()
     assert len(jobs) == len(JOBS) - 1  # J8: its plan_gpu "abc" is a bad row
     assert all(j["workload"] is None for j in jobs)
+
+
+def test_a_header_line_prepended_to_a_table_is_passed_over(pai_dir: Path,
+                                                            tmp_path: Path) -> None:
+    # the release's tables have no header; one a user prepended (the .header file's names)
+    # is no job and no bad row: the same jobs as the headerless set
+    plain = ingest(pai_dir, format="pai-2020", db=tmp_path / "a.duckdb")
+    for table in ("job", "task", "instance"):
+        path = pai_dir / f"pai_{table}_table.csv"
+        path.write_text(",".join(HEADERS[table]) + "\n" + path.read_text())
+    headed = ingest(pai_dir, format="pai-2020", db=tmp_path / "b.duckdb")
+    assert (headed["jobs"], headed["bad_rows"]) == (plain["jobs"], plain["bad_rows"])
+    a, b = (sorted(load_jobs(tmp_path / db).to_pylist(), key=lambda j: j["job_id"])
+            for db in ("a.duckdb", "b.duckdb"))
+    assert [{k: v for k, v in j.items() if k != "source_id"} for j in a] == \
+        [{k: v for k, v in j.items() if k != "source_id"} for j in b]

@@ -344,7 +344,8 @@ def duplicate_columns(path: Path) -> dict[str, tuple[int, int]]:
     return twice
 
 
-def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True) -> str:
+def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True,
+                 skip: int = 0) -> str:
     """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based)
     and :data:`EXTRA` (a row's first field past the header's).
 
@@ -353,12 +354,13 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     Else the header's names as DuckDB's sniffer reads them (:func:`_dialect`; raises
     :data:`READ_ERRORS` for a file it cannot read). ``rows=False`` leaves out ``_row``
     (numbering needs a window over the whole file: skip it for big side tables that are only
-    aggregated, so DuckDB streams them).
+    aggregated, so DuckDB streams them). ``skip``: lines of a headerless file to pass over
+    (a header a user prepended to a file the release writes without one).
     """
     opts = CSV_OPTIONS
     if names is not None:
         delim, columns = ",", list(names)
-        opts += ", header=false"
+        opts += f", header=false, skip={int(skip)}"
     else:
         delim, skip, found, _ = _dialect(path)
         columns = list(found)

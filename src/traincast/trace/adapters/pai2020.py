@@ -4,7 +4,8 @@ Input: the directory holding the headerless tables, or the table files themselve
 by name: ``pai_job_table*`` and ``pai_task_table*`` (required), ``pai_instance_table*``,
 ``pai_sensor_table*``, ``pai_group_tag_table*`` (optional; the columns each adds are NULL
 without it). Column names are those of the release's ``*.header`` files (:data:`HEADERS`); the
-tables are read as the release writes them, comma-separated and headerless.
+tables are read as the release writes them, comma-separated and headerless (a first line of
+the release's column names, which a user may prepend, is passed over).
 The release's ``.tar.gz`` archives are extracted by the user: beside their tables they are left
 alone; alone, an error says to extract them. A job repeated in the job table (its
 ``job_name``) is a bad row; jobs found in only one of the job and task tables are counted in
@@ -64,9 +65,11 @@ import duckdb
 
 from traincast.bounds import COUNT_MAX
 from traincast.errors import TraincastError
+from traincast.files import open_bytes
 from traincast.trace.adapters.base import (
     EXTRA,
     READ_ERRORS,
+    UTF8_BOM,
     Check,
     Field,
     FileEnd,
@@ -162,7 +165,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     tables = find_tables(paths)
     # row numbers (for error reports) only on the job and task tables; the big instance and
     # sensor tables are streamed through aggregations
-    rel = {t: csv_relation(p, HEADERS[t], rows=t in REQUIRED_TABLES) for t, p in tables.items()}
+    rel = {t: _table(p, t, rows=t in REQUIRED_TABLES) for t, p in tables.items()}
     ends: dict[str, FileEnd | None] = {}
     for t, path in tables.items():  # how each file ends: the big side tables by their end only
         try:
@@ -171,7 +174,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         except READ_ERRORS as exc:
             raise unreadable(NAME, path, exc) from None
     notes = _notes(tables)
-    every_job = f"SELECT count(*) FROM {csv_relation(tables['job'], HEADERS['job'], rows=False)}"
+    every_job = f"SELECT count(*) FROM {_table(tables['job'], 'job', rows=False)}"
     for t in ("instance", "sensor", "group_tag"):
         if t in tables and empty_file(tables[t]):
             notes.append((every_job, f"job(s) take nothing from {tables[t].name}: the file is "
@@ -182,7 +185,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     for t in ("instance", "sensor", "group_tag"):
         end = ends.get(t)
         if end is not None and end.cut:  # its cut last row is left out of the aggregates
-            rel[t] = (f"(SELECT * FROM {last_row(csv_relation(tables[t], HEADERS[t]))} "
+            rel[t] = (f"(SELECT * FROM {last_row(_table(tables[t], t))} "
                       "WHERE _row < _last_row)")
             notes.append(("SELECT 1", f"row at the end of {tables[t].name} is cut "
                           f"({end.reason}): left out"))
@@ -207,6 +210,20 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         if end is not None and (t == "job" or not end.cut):
             end.apply(plan)  # the job table's cut row: a bad row; a whole one: a note
     return [plan]
+
+
+def _headed(path: Path, table: str) -> bool:
+    """Whether the file's first line is the release's column names of ``table`` (a header a
+    user prepended: the release writes its tables without one)."""
+    with open_bytes(path) as f:
+        first = f.readline(1 << 16).removeprefix(UTF8_BOM).strip().decode("utf-8", "replace")
+    return [c.strip().lower() for c in first.split(",")] == list(HEADERS[table])
+
+
+def _table(path: Path, table: str, rows: bool = True) -> str:
+    """A PAI table file as a relation of its release columns (:func:`csv_relation`), a
+    prepended header line passed over (:func:`_headed`)."""
+    return csv_relation(path, HEADERS[table], rows=rows, skip=int(_headed(path, table)))
 
 
 _JOB = f"COALESCE({text('job_name')}, '#' || _row)"
@@ -339,10 +356,10 @@ def _notes(tables: dict[str, Path]) -> list[tuple[str, str]]:
     inst_id another job_name shares (stored apart, by job_name)."""
     job, task = tables["job"], tables["task"]
     jobs_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
-               f"{csv_relation(job, HEADERS['job'], rows=False)})")
+               f"{_table(job, 'job', rows=False)})")
     tasks_of = (f"(SELECT DISTINCT {text('job_name')} AS k FROM "
-                f"{csv_relation(task, HEADERS['task'], rows=False)})")
-    jobs = csv_relation(job, HEADERS["job"], rows=False)
+                f"{_table(task, 'task', rows=False)})")
+    jobs = _table(job, "job", rows=False)
     shared = (f"SELECT COALESCE(sum(n), 0) FROM (SELECT count(DISTINCT {text('job_name')}) + "
               f"count(*) FILTER (WHERE {text('job_name')} IS NULL) AS n FROM {jobs} "
               f"WHERE {text('inst_id')} IS NOT NULL GROUP BY {text('inst_id')}) WHERE n > 1")
