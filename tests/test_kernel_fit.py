@@ -298,7 +298,7 @@ def test_stage_one_and_two_by_hand(tmp_path: Path) -> None:
     assert sorted(set(np.round(floor_s * 1e6, 6).tolist())) == pytest.approx([30.0, 54.0])
     fractions = kernel_fit.bandwidth_fractions(data, spec, floor_s)
     assert fractions["f_elementwise"] == pytest.approx(0.75)
-    assert fractions["f_softmax"] == fractions["f_norm"] == 0.8  # no rows: the stated default
+    assert "f_softmax" not in fractions and "f_norm" not in fractions  # no rows: not fitted
 
 
 def test_the_floor_is_the_typical_time_of_the_least_work_not_the_luckiest_calls(
@@ -969,3 +969,49 @@ def test_one_gpus_file_plain_and_gzipped_is_refused(tmp_path: Path) -> None:
                                             + "\n".join(rows) + "\n")
     with pytest.raises(TraincastError, match=r"add: t\.csv and t\.csv\.gz both hold its kernels"):
         kernel_fit.read_kernels(tmp_path, load_catalog())
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
+def test_a_folder_of_some_families_writes_only_what_it_fitted(tmp_path: Path) -> None:
+    # linear rows of two GPUs alone: the GEMM parameters are fitted and written; no
+    # memory-bound family and no binary element-wise op (the host floor) are in the rows, so
+    # their keys are left out of the file and the shipped values stay where it is merged
+    pytest.importorskip("scipy")
+    import gzip
+    import tomllib
+
+    from traincast.hardware.catalog import load_catalog
+
+    (tmp_path / "k" / "linear").mkdir(parents=True)
+    for gpu in ("Tesla_T4", "Tesla_V100-PCIE-32GB"):
+        lines = gzip.decompress((DATA / "linear" / f"{gpu}.csv.gz").read_bytes()).decode()
+        (tmp_path / "k" / "linear" / f"{gpu}.csv").write_text(
+            "\n".join(lines.splitlines()[:301]) + "\n")
+    out = tmp_path / "fit.toml"
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path / "k"), "-o",
+                                   str(out)])
+    assert res.exit_code == 0, res.output
+    model = tomllib.loads(out.read_text())["kernel_model"]
+    assert "simt_efficiency" in model["params"] and "choice_linear" in model["params"]
+    for key in ("f_elementwise", "f_softmax", "f_norm", "conv_efficiency"):
+        assert key not in model["params"], key
+    assert "default_floor_us" not in model and model["floors_us"] == {}
+    shipped, merged = load_catalog(), load_catalog([out])
+    assert merged.kernel_model["default_floor_us"] == shipped.kernel_model["default_floor_us"]
+    assert merged.kernel_model["params"]["f_norm"] == shipped.kernel_model["params"]["f_norm"]
+
+
+def test_a_csv_outside_a_family_folder_is_an_error(tmp_path: Path) -> None:
+    # beside the family folders, or in a folder inside one: it would not be read
+    from traincast.calibration.kernel_fit import read_kernels
+    from traincast.hardware.catalog import load_catalog
+
+    header = "Device,Latency,B,H\nTesla T4,0.01,1,1024\n"
+    for loose in ("Tesla_T4.csv", "add/old/Tesla_T4.csv"):
+        root = tmp_path / loose.replace("/", "_")
+        (root / "add").mkdir(parents=True)
+        (root / "add" / "Tesla_T4.csv").write_text(header)
+        (root / loose).parent.mkdir(parents=True, exist_ok=True)
+        (root / loose).write_text(header)
+        with pytest.raises(TraincastError, match="a CSV file outside a family folder"):
+            read_kernels([root], load_catalog())

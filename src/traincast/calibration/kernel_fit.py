@@ -152,6 +152,13 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
                                  "family (they would not be read)",
                                  hint=f"name it after its family ({', '.join(FAMILIES)}) or "
                                       "move it out of the folder")
+        loose = sorted([*root.glob("*.csv"), *root.glob("*.csv.gz"),
+                        *(p for fam in FAMILIES for p in root.glob(f"{fam}/*/*.csv*"))])
+        if loose:  # beside the family folders, or in a folder inside one: not read
+            raise TraincastError(f"{loose[0]}: a CSV file outside a family folder (it would "
+                                 "not be read)",
+                                 hint=f"put it in the folder of its family "
+                                      f"({', '.join(FAMILIES)}): DIR/<family>/<gpu>.csv")
         for fam in wanted:  # one GPU's file twice, plain and gzipped: its rows counted twice
             stems = [p.name.removesuffix(".gz").removesuffix(".csv") for p in files[root, fam]]
             twice = sorted({s for s in stems if stems.count(s) > 1})
@@ -246,7 +253,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         values = np.ma.filled(raw[c], np.nan).astype(np.float64)
         lowest_ok = values >= 0 if c == "Padding" else values > 0
         bad = ~(np.isfinite(values) & lowest_ok)
-        what = "not a positive number"
+        what = "not a number of 0 or more" if c == "Padding" else "not a positive number"
         if not bad.any():  # then the physical bounds: a typo in a unit or an exponent
             high = LATENCY_MAX_MS if c == "Latency" else SHAPE_MAX
             bad = values > high
@@ -511,7 +518,10 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
     default_us = default_floor_us(floors)
     floor_s = _floor_col(data, floors, default_us, ratios)
     say(f"stage 2: memory-bound bandwidth fractions ({len(gpus)} GPUs)")
-    params: dict[str, float] = {**START, **bandwidth_fractions(data, spec, floor_s)}
+    fractions = bandwidth_fractions(data, spec, floor_s)
+    fitted = [*fractions]
+    params: dict[str, float] = {**START, **{f"f_{fam}": UNFITTED_FRACTION
+                                            for fam in kernels.MEMORY_FAMILIES}, **fractions}
     sub = _subsample(data, max_rows_per_group, seed)
     for keys, fams, stage in ((GEMM_KEYS, GEMM_FAMILIES, 3), (CONV_KEYS, ("conv",), 4)):
         part = sub.take(np.isin(sub.family, fams))
@@ -530,11 +540,16 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
                             bounds=([BOUNDS[k][0] for k in keys], [BOUNDS[k][1] for k in keys]),
                             loss="soft_l1", f_scale=LOSS_SCALE, x_scale="jac")
         params.update(dict(zip(keys, res.x.tolist(), strict=True)))
+        fitted += keys
         if stage == 3:
-            params.update(library_choices(part, pspec, params))
+            choices = library_choices(part, pspec, params)
+            params.update(choices)
+            fitted += choices
     params.update({f"dispatch_{k}": v for k, v in ratios.items()})
+    fitted += [f"dispatch_{k}" for k in ratios]
     return {"params": params, "floors_us": floors, "default_floor_us": default_us,
-            "gpus": gpus, "rows": len(data), "at_bound": at_bound(params)}
+            "gpus": gpus, "rows": len(data), "at_bound": at_bound(params),
+            "unfitted": [k for k in params if k not in set(fitted)]}
 
 
 def at_bound(params: Mapping[str, float]) -> list[str]:
@@ -562,16 +577,23 @@ def memory_bytes(data: Kernels) -> F:
     return out
 
 
+UNFITTED_FRACTION = 0.8
+"""A memory-bound family's ``f`` where the rows hold none of its kernels (not fitted: a file of
+the fit leaves it out, so the catalog it is merged over keeps its own)."""
+
+
 def bandwidth_fractions(data: Kernels, spec: Specs, floor_s: F) -> dict[str, float]:
     """Stage 2: ``f_<family>`` = the median of ``B / (t M)`` over the family's rows at
-    least 5x their floor ``d r`` (0.8 for a family without such rows), clipped to [0.05, 1]."""
+    least 5x their floor ``d r``, clipped to [0.05, 1]; a family without such rows is left
+    out."""
     kind, moved = kinds_of(data), memory_bytes(data)
     big = data.latency_s >= 5.0 * floor_s
     out = {}
     for fam in kernels.MEMORY_FAMILIES:
         sel = (kind == fam) & big
         frac = moved[sel] / (data.latency_s[sel] * spec.mem_bps[sel])
-        out[f"f_{fam}"] = float(np.clip(np.median(frac), 0.05, 1.0)) if sel.any() else 0.8
+        if sel.any():
+            out[f"f_{fam}"] = float(np.clip(np.median(frac), 0.05, 1.0))
     return out
 
 
@@ -789,7 +811,9 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
                  held_out: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
                  ) -> dict[str, Any]:
     """The ``[kernel_model]`` table of a catalog file for a fit (``traincast calibrate
-    --kernels``): parameters, measured floors, their source and the command that made them,
+    --kernels``): the parameters its rows fitted (``unfitted`` ones, of families the rows do
+    not hold, are left out, so the catalog it is merged over keeps its own), measured floors
+    (and their median, when there are any), their source and the command that made them,
     and where the fit was also checked on GPUs held out of it, ``held_out`` (each with its own
     host's dispatch) and ``held_out_uncalibrated`` (the fit's median floor and ratios), each a
     ``held_out_table``: ``held_out = {"held_out": {...}, "held_out_uncalibrated": {...}}``."""
@@ -800,9 +824,11 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
                   f"({', '.join(result['gpus'])}); docs/model.md, 'Kernel model'",
         "command": command,
         "fitted_on": list(result["gpus"]),
-        "default_floor_us": round(float(result["default_floor_us"]), 3),
-        "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()},
+        "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()
+                   if k not in set(result.get("unfitted", ()))},
         "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
+    if result["floors_us"]:  # no binary element-wise rows: no floor measured, none written
+        doc["default_floor_us"] = round(float(result["default_floor_us"]), 3)
     doc.update({key: table for key, table in (held_out or {}).items() if table})
     return {"kernel_model": doc}
 

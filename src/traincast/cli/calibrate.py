@@ -353,8 +353,17 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     console.print(f"Wrote [bold]{output}[/bold]: the kernel model fitted to {len(data):,} "
                   f"kernels of {', '.join(result['gpus'])} in "
                   f"{time.perf_counter() - start:.0f} s.", highlight=False)
+    unfitted = set(result.get("unfitted", ()))
     for key, value in result["params"].items():
-        console.print(f"  {key} = {value:.4g}", highlight=False)
+        if key not in unfitted:
+            console.print(f"  {key} = {value:.4g}", highlight=False)
+    if unfitted or not result["floors_us"]:
+        err_console.print(Text(
+            "warning: the folders hold no kernel of the families that fit "
+            + ", ".join(sorted(unfitted) + ([] if result["floors_us"] else
+                                            ["the host floor (binary element-wise ops)"]))
+            + f": not written to {output}, so the catalog it is merged over keeps its own "
+            "(docs/model.md, 'The measured-kernel model')", style="yellow"))
     for key in result["at_bound"]:
         lo, hi = kernel_fit.BOUNDS[key]
         err_console.print(f"[yellow]warning:[/yellow] {key} = {result['params'][key]:.4g} is on "
