@@ -619,26 +619,31 @@ def test_dropout_is_fused_for_a_gpu_and_decomposed_for_a_cpu() -> None:
     assert not [r for r in cpu if r["op"] == "native_dropout"]
 
 
+class Experts(nn.Module):
+    """Top-1 routing over ``k`` 4 x 4 experts by the first feature (its rounded value), an
+    expert no sample picks skipped: ``nonzero`` has no meta kernel, so profiles fall back to
+    the CPU, where the ops depend on the data."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__()
+        self.experts = nn.ModuleList(nn.Linear(4, 4, bias=False) for _ in range(k))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        for e, layer in enumerate(self.experts):
+            rows = torch.nonzero(x[:, 0].round() == e).squeeze(1)
+            if rows.numel():
+                out = out.index_add(0, rows, layer(x[rows]))
+        return out.sum()
+
+
 def test_a_fallback_whose_ops_depend_on_the_data_keeps_no_per_op_table() -> None:
-    # top-1 routing that skips an expert no sample picks (nonzero has no meta kernel): at batch
-    # 2 and 3 the forward runs different experts, so no affine rule holds; the aggregates are
-    # 3's scaled per sample, and no per-op table is kept (batch 3's rows would be priced as 64)
-    class Routed(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.experts = nn.ModuleList(nn.Linear(4, 4, bias=False) for _ in range(2))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out = torch.zeros_like(x)
-            for e, layer in enumerate(self.experts):
-                rows = torch.nonzero(x[:, 0] > 0 if e == 0 else x[:, 0] <= 0).squeeze(1)
-                if rows.numel():
-                    out = out.index_add(0, rows, layer(x[rows]))
-            return out.sum()
-
+    # at batch 2 and 3 the forward runs different experts, so no affine rule holds; the
+    # aggregates are 3's scaled per sample, and no per-op table is kept (batch 3's rows would
+    # be priced as 64)
     x = torch.ones(64, 4)
-    x[2:, 0] = -1.0  # samples 0-1 go to expert 0; the rest, from the third on, to expert 1
-    rec = profile(Routed(), x, ops=True)
+    x[:2, 0] = 0.0  # samples 0-1 go to expert 0; the rest, from the third on, to expert 1
+    rec = profile(Experts(2), x, ops=True)
     assert rec["method"] == "cpu-extrapolated" and "ops" not in rec
     assert "whose op sequences differ" in rec["notes"][0]
     # batch 3: expert 0 on 2 samples, expert 1 on 1, each a 4 x 4 product forward (2 FLOPs a
@@ -653,7 +658,7 @@ def test_a_fallback_whose_ops_depend_on_the_data_keeps_no_per_op_table() -> None
                    for o in profile(two, torch.ones(8, 4), optimizer="sgd", ops=True)["ops"]
                    if o["phase"] == "optimizer")
     assert sgd_step > 0
-    with_sgd, without = (profile(Routed(), x, optimizer=o)["bytes_memory_bound"]
+    with_sgd, without = (profile(Experts(2), x, optimizer=o)["bytes_memory_bound"]
                          for o in ("sgd", "none"))
     assert with_sgd - without == sgd_step
 
@@ -697,25 +702,12 @@ def test_a_fill_shaped_like_a_tensor_reads_nothing() -> None:
 
 
 def test_a_fallback_gives_an_expert_no_sample_of_batch_3_picked_its_gradient_and_state() -> None:
-    # three 4 x 4 experts, picked by the first feature; samples 0-2 go to experts 0 and 1, the
-    # rest to expert 2: at the full batch every expert trains, so the gradients are the three
-    # weights' (3 x 16 x 4 bytes) and Adam's state two moments of each (2 x 192 bytes)
-    class Three(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.experts = nn.ModuleList(nn.Linear(4, 4, bias=False) for _ in range(3))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out = torch.zeros_like(x)
-            for e, layer in enumerate(self.experts):
-                rows = torch.nonzero(x[:, 0].round() == e).squeeze(1)
-                if rows.numel():
-                    out = out.index_add(0, rows, layer(x[rows]))
-            return out.sum()
-
+    # three experts; samples 0-2 go to experts 0 and 1, the rest to expert 2: at the full
+    # batch every expert trains, so the gradients are the three weights' (3 x 16 x 4 bytes)
+    # and Adam's state two moments of each (2 x 192 bytes)
     x = torch.ones(64, 4)
     x[:2, 0], x[2, 0], x[3:, 0] = 0.0, 1.0, 2.0
-    mem = profile(Three(), x)["memory_bytes"]
+    mem = profile(Experts(3), x)["memory_bytes"]
     assert (mem["grads"], mem["optimizer"]) == (3 * 16 * F32, 2 * 3 * 16 * F32)
 
 

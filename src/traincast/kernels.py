@@ -438,7 +438,7 @@ def tf32_unpriced(gpu: Any) -> bool:
     ``--tf32-matmul``) are then priced at the fp32 peak."""
     cc = _f(_field(gpu, "compute_capability"))
     return bool(vendor_of(gpu) == "nvidia" and cc >= TF32_COMPUTE_CAPABILITY
-                and not _f(_field(gpu, "tf32_tflops")) > 0)
+                and not has_matrix_units(gpu, "tf32"))
 
 
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],

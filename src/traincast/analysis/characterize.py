@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from traincast.analysis.quantiles import Quantiles
 from traincast.architectures import ARCHITECTURES
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
+from traincast.jobs import Strings
 from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
 from traincast.resolve import BAD_HARDWARE, DEFAULT_NODE, NO_FEATURES, REASONS, reason_counts
@@ -75,13 +75,8 @@ def _floats(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.float64]:
 
 def _given(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.bool_]:
     """Rows whose text column ``name`` holds a value (not NULL, not empty)."""
-    v = cols.get(name)
-    if v is None:
-        return np.zeros(n, dtype=bool)
-    arr = v if isinstance(v, pa.ChunkedArray | pa.Array) else pa.array(
-        np.asarray(v, dtype=object), type=pa.string(), from_pandas=True)
-    text = pc.cast(arr, pa.string())
-    return np.asarray(pc.fill_null(pc.greater(pc.utf8_length(text), 0), False)).reshape(-1)
+    v = Strings.of(cols.get(name), n)
+    return (v.codes >= 0) & ~v.isin([""])
 
 
 def _labels(cols: Mapping[str, Any], name: str, n: int) -> tuple[NDArray[np.int64], list[str]]:

@@ -46,6 +46,15 @@ _IDENTIFIER = re.compile(r'"((?:[^"]|"")*)"|([A-Za-z_][A-Za-z0-9_]*)')
 """A SQL identifier, quoted or bare: a source column named as it is."""
 
 
+def source_name(expr: str | None) -> str | None:
+    """The source column a ``Field.raw`` or ``Field.column`` expression names, unquoted
+    (``"n_gpus"`` -> ``n_gpus``); None for an expression that is no column name."""
+    m = _IDENTIFIER.fullmatch(expr) if expr else None
+    if m is None:
+        return None
+    return m[1].replace('""', '"') if m[1] is not None else m[2]
+
+
 @dataclass(frozen=True)
 class Check:
     """A bad-row condition (SQL over the source relation) and how to report it."""
@@ -136,10 +145,7 @@ class Plan:
         as ElasticFlow's end time from its submission and duration). ``raw``: the source
         column whose text is parsed (``Field.raw``), for a value that does not parse."""
         f = self.fields.get(name)
-        src = (f.raw if raw else f.column) if f is not None else None
-        if src and (m := _IDENTIFIER.fullmatch(src)):
-            return m[1].replace('""', '"') if m[1] is not None else m[2]
-        return name
+        return (source_name(f.raw if raw else f.column) if f is not None else None) or name
 
     def shown(self, name: str) -> str:
         """SQL: the value of canonical column ``name`` as a report shows it (the source text
@@ -856,7 +862,7 @@ def source_renames(fields_of: Callable[[list[str]], dict[str, Field]],
     left: dict[str, str] = {}
     for col, src in (mapping or {}).items():
         f = base.get(col)
-        s = f.column.lower() if f is not None and f.column else ""
+        s = (source_name(f.column) or "").lower() if f is not None else ""
         if s in needed and s not in cols:
             renames[s] = src
         else:
@@ -875,9 +881,8 @@ def map_hint(fields_of: Callable[[list[str]], dict[str, Field]], cols: list[str]
     if not missing:
         return ""
     base = fields_of([*cols, *needed])
-    gives = {m[1].replace('""', '"').lower() if m[1] is not None else m[2].lower(): col
-             for col, f in base.items()
-             if f.column and (m := _IDENTIFIER.fullmatch(f.column))}
+    gives = {name.lower(): col for col, f in base.items()
+             if (name := source_name(f.column))}
     said = [f"--map {gives[c]}=FIELD for {c}" for c in missing if c in gives]
     rename = [c for c in missing if c not in gives]
     return ("the file's column for each: " + ", ".join(said) if said else "") \
