@@ -52,6 +52,18 @@ def test_a_bad_per_op_row_names_the_file_row_and_field(tmp_path: Path, change: d
         traincast.predict({**FEATS, "ops": [ROW, {**ROW, **change}]})
 
 
+def test_a_misspelled_feature_is_an_error_and_other_keys_pass(tmp_path: Path) -> None:
+    # a misspelled feature would be read as 0: 5 GB of embedding rows and 1 GB of input lost
+    for typo, meant in (("embeding_bytes_touched", "embedding_bytes_touched"),
+                        ("input_byts", "input_bytes"), ("Weight_Bytes", "weight_bytes")):
+        with pytest.raises(TraincastError,
+                           match=rf"f\.json: unknown field '{typo}' .*did you mean '{meant}'"):
+            load_features(_json(tmp_path, {**FEATS, typo: 5e9}))
+    # keys of a fresh profile's record, and notes of the user's own, are read or ignored
+    kept = {**FEATS, "bytes_memory_bound_fused": 1e9, "my_experiment": "run 3", "comment": "x"}
+    assert load_features(_json(tmp_path, kept)) == kept
+
+
 def test_a_row_that_is_no_table_and_amp_that_is_no_boolean(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match="ops row 1: must be a table"):
         load_features(_json(tmp_path, {**FEATS, "ops": ["x"]}))
@@ -246,3 +258,8 @@ def test_per_op_flags_on_features_without_a_per_op_table_are_refused(tmp_path: P
         assert "the file has no per-op table" in str(r.exception)
     r = CliRunner().invoke(app, ["predict", "--features", str(path)])
     assert r.exit_code == 0, r.output
+
+
+def test_the_python_api_refuses_a_misspelled_feature_too() -> None:
+    with pytest.raises(TraincastError, match=r"^features: unknown field 'embeding_bytes_touched'"):
+        traincast.predict({**FEATS, "embeding_bytes_touched": 5e9})

@@ -342,6 +342,9 @@ def test_the_api_refuses_zero_sizes_too() -> None:
      "(--intra)"),
     (("plan", "zoo:llama2-7b", "--gpus", "8", "--network", "1e400Gbit"),
      "speed is not a finite number: '1e400Gbit' (--network)"),
+    # 1e12 Gbit/s = 1.25e11 GB/s, above the 100,000 GB/s a catalog link may have
+    (("predict", *JOB, "--nic", "1e12Gbit"),
+     "speed '1e12Gbit' is 125,000,000,000 GB/s, above 100,000"),
     (("predict", "--flops", "1e308", "--mem-bytes", "1", "--weight-bytes", "1"),
      "--flops: '1e308' is out of bounds"),
     (("predict", "--flops", "1e400", "--mem-bytes", "1", "--weight-bytes", "1"),

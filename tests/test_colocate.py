@@ -389,3 +389,22 @@ def test_report_figure(catalog, tmp_path: Path) -> None:
     assert "37%" in figs[0].caption and "1.20×" in figs[0].caption
     assert figs[0].draw() is not None
     assert _colocate_figure(Study(folder=tmp_path), catalog) == []
+
+
+def test_equal_utilizations_pair_by_job_id_and_jobs_that_never_started_run_alone(
+        catalog) -> None:
+    # four copies of job A (one utilization, 0.4) of 100, 200, 300 and 400 s: pairs are
+    # outside-in by job id (a1 with a4, a2 with a3), whatever the rows' order; a fifth copy
+    # without a start (a pending pod) is not paired
+    base = hand_trace()
+    one = {k: v[0] for k, v in base.items()}
+    rows = [{**one, "job_id": f"a{i}", "end_time_s": 100.0 * i} for i in (1, 2, 3, 4)]
+    rows.append({**one, "job_id": "a0", "start_time_s": None, "end_time_s": None})
+    saved = set()
+    for order in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 3, 1]):
+        table = pa.Table.from_pylist([rows[i] for i in order])
+        r = colocate(table, catalog, per_job=True)
+        partner = {j: x["partner"] for j, x in _by_id(r).items()}
+        assert partner == {"a1": "a4", "a4": "a1", "a2": "a3", "a3": "a2", "a0": None}
+        saved.add(round(r["colocation"]["gpu_time_saved_s"], 9))
+    assert len(saved) == 1

@@ -91,6 +91,16 @@ def test_user_file_merges_over_shipped(tmp_path: Path):
     ("[gpu.y]\nfp32_tflops = 1\n", ["[gpu.y]", "'mem_bw_gbs'"]),
     ("[cpu.z]\nx = 1\n", ["[cpu]"]),
     ("[link.x\nbw_gbs = 1\n", ["not valid TOML"]),
+    # --gpu takes any case: two entries, or two aliases of two GPUs, one name in two cases
+    ("[gpu.v100-sxm2-16gb]\nfp32_tflops = 1\nmem_bw_gbs = 10\n",
+     ["[gpu.v100-sxm2-16gb]", "[gpu.V100-SXM2-16GB] only in case"]),
+    ("[gpu.R]\nfp32_tflops = 1\nmem_bw_gbs = 10\n[gpu.r]\nfp32_tflops = 2\nmem_bw_gbs = 10\n",
+     ["[gpu.r]", "[gpu.R] only in case"]),
+    ('[alias]\nv100 = "A100-SXM4-80GB"\n', ["'v100'", "'V100'", "only in case"]),
+    # a shipped entry this file breaks, named by an alias: the error names this file
+    ("[gpu.V100]\nbase_clock_mhz = 2000\n", ["[gpu.V100-SXM2-16GB]", "'base_clock_mhz'"]),
+    ('[gpu.v100.datasheet]\nbf16_tflops = 1\n', ["[gpu.V100-SXM2-16GB]", "'bf16_tflops'"]),
+    ('[gpu.V100]\ndefault_node = "nonode"\n', ["'default_node'", "'nonode'"]),
 ])
 def test_errors_name_file_table_and_key(tmp_path: Path, text: str, words: list[str]):
     f = tmp_path / "bad.toml"
@@ -364,3 +374,18 @@ def test_a_packed_fp32_figure_is_named_as_such(tmp_path: Path) -> None:
     with pytest.raises(CatalogError) as err:
         load_catalog([path])
     assert "packed FP32" in err.value.hint and "unpacked 81.7" in err.value.hint
+
+
+def test_a_part_of_an_entry_under_a_misspelled_name_says_which_entry_it_resembles(
+        tmp_path: Path) -> None:
+    # [gpu.V100-SXM2-16G] mem_gb = 32 reads as a new GPU without its required keys: the error
+    # names the key, and the hint the entry the name was meant for
+    f = tmp_path / "typo.toml"
+    f.write_text("[gpu.V100-SXM2-16G]\nmem_gb = 32\n")
+    with pytest.raises(CatalogError, match="missing required key 'fp32_tflops'") as err:
+        load_catalog([f])
+    assert "did you mean 'V100-SXM2-16GB'?" in err.value.hint
+    f.write_text("[gpu.Zeta9]\nmem_gb = 32\n")
+    with pytest.raises(CatalogError) as err:
+        load_catalog([f])
+    assert "did you mean" not in err.value.hint

@@ -456,3 +456,59 @@ def test_predict_says_the_hosts_issue_time_per_row():
     none = predict(flops_compute_bound=1e12, bytes_memory_bound=1e9, weight_bytes=1e8,
                    gpu="V100", catalog=cat)
     assert none.host_issue_s is None and none.kernel_strategy_available is None
+
+
+def test_a_per_op_table_given_to_predict_scales_to_its_features_as_a_workload_does(cat):
+    # the same job two ways: predict with the bert profile's table and 4x its features, and
+    # predict_table with workload "bert" and those features; both scale the table's busy
+    # times by F_row / F_table and B_row / B_table (F_table, B_table: the table's own sums)
+    from traincast import predict_table
+    from traincast.predict import table_features
+    from traincast.zoo.profiles import workload_ops
+
+    prof = workload_ops("bert")
+    sums = table_features(prof["ops"])
+    assert sums == {"flops_compute_bound": prof["flops_compute_bound"],
+                    "bytes_memory_bound": prof["bytes_memory_bound"]}
+    f, b = 4 * prof["flops_compute_bound"], 4 * prof["bytes_memory_bound"]
+    row = {"architecture": ["1w1g"], "n_gpus": [1.0], "gpu_type": ["A100"], "workload": ["bert"],
+           "flops_compute_bound": [f], "bytes_memory_bound": [b], "weight_bytes": [4e8]}
+    table = float(predict_table(row, cat).total[0])
+    given = predict({"flops_compute_bound": f, "bytes_memory_bound": b, "weight_bytes": 4e8,
+                     "ops": prof["ops"]}, gpu="A100", catalog=cat).time_s["total"]
+    own = predict({**sums, "weight_bytes": 4e8, "ops": prof["ops"]}, gpu="A100",
+                  catalog=cat).time_s["total"]
+    assert given == pytest.approx(table, rel=1e-12)
+    assert 3.0 * own < given < 4.0 * own  # busy time x4, the host's dispatch unchanged
+    assert table_features([{"op": "x", "flops": 1.0}]) == {}  # unmarked: the kernel model's
+
+
+def test_feature_arrays_name_the_row_and_field_and_the_api_keeps_the_bounds(cat):
+    import json
+    import warnings
+
+    from traincast import predict_table
+    from traincast.errors import TraincastError
+
+    three = {"flops_compute_bound": np.array([1e12, np.nan, 1e12]),
+             "bytes_memory_bound": np.array([1e9] * 3), "weight_bytes": np.array([1e8] * 3)}
+    with pytest.raises(TraincastError, match=r"^row 2: features missing: flops_compute_bound"):
+        predict(three, catalog=cat)
+    three["flops_compute_bound"][1] = 1e30  # above the 1e24 a trace row may hold
+    with pytest.raises(TraincastError, match=r"^row 2: flops_compute_bound must be a finite "
+                                             r"number from 0 to 1e\+24, got 1e\+30"):
+        predict(three, catalog=cat)
+    # a table row out of bounds gets its reason and NaN, no overflow warning, the others a time
+    rows = {"architecture": ["1w1g"] * 3, "n_gpus": [1.0, 0.5, 1.0],
+            "flops_compute_bound": [1e12, 1.7e308, 1e12], "bytes_memory_bound": [1e9] * 3,
+            "weight_bytes": [1e8] * 3, "n_ops": [10.0, 10.0, np.inf]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bd = predict_table(rows, cat)
+    assert np.isfinite(bd.total[0]) and np.isnan(bd.total[1:]).all()
+    assert set(bd.reason_name[1:]) == {"features negative, not finite or out of bounds"}
+    # no work: shares of nothing are null in the JSON object, as the CLI prints them
+    out = predict(flops_compute_bound=0.0, bytes_memory_bound=0.0, weight_bytes=0.0,
+                  catalog=cat).to_dict()
+    assert out["share"]["comm"] is None and out["gpu_util"] is None
+    json.loads(json.dumps(out), parse_constant=lambda c: pytest.fail(f"bare {c}"))

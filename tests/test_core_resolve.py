@@ -405,7 +405,8 @@ def test_rows_with_negative_or_infinite_features_get_a_reason_not_a_time() -> No
         jobs[k][i] = v
     jobs["flops_compute_bound"][-1] = np.nan  # missing, not invalid
     bd = predict_table(jobs, cat)
-    assert [REASONS[c] for c in bd.reason] == (["features negative or not finite"] * len(bad)
+    bad_reason = "features negative, not finite or out of bounds"
+    assert [REASONS[c] for c in bd.reason] == ([bad_reason] * len(bad)
                                                + ["ok", "features missing"])
     assert np.isnan(bd.total[:len(bad)]).all() and bd.total[-2] > 0
 
@@ -622,7 +623,7 @@ def test_a_users_gpu_without_default_node_takes_its_own_node_preset(tmp_path) ->
     """A file that adds a GPU and nodes of it, without ``default_node``: its jobs run on its
     largest node (ties by name), not on the catalog's default node; a GPU no node holds keeps
     the caller's default, and ``predict`` says whose links it took."""
-    from traincast.cli.predict import node_assumed
+    from traincast.predict import node_assumed, predict
 
     entry = ('[gpu.{0}]\nsource = "t"\n[gpu.{0}.datasheet]\nfp32_tflops = 19.5\n'
              "mem_bw_gbs = 1935\nmem_gb = 80\n")
@@ -641,3 +642,6 @@ def test_a_users_gpu_without_default_node_takes_its_own_node_preset(tmp_path) ->
     assert list(r.node.strings()) == ["g1-eight", DEFAULT_NODE]
     assert node_assumed(cat, "G2", None) and not node_assumed(cat, "G2", "dgx-a100")
     assert not node_assumed(cat, "G1", None) and not node_assumed(cat, None, None)
+    said = {g: predict(FEATS, gpu=g, catalog=cat).hardware for g in ("G1", "G2")}
+    assert said["G2"]["node_assumed"] and said["G2"]["node"] == DEFAULT_NODE
+    assert not said["G1"]["node_assumed"] and said["G1"]["node"] == "g1-eight"

@@ -162,3 +162,36 @@ def test_check_address_takes_what_dask_serves() -> None:
 
     for address in ("tcp://10.0.0.1:8786", "127.0.0.1:8786", "tls://h:1", "inproc://x"):
         check_address(address)
+
+
+def test_a_port_that_accepts_and_stays_silent_is_no_scheduler(monkeypatch) -> None:
+    # a web server waits for a request and a Dask client for the scheduler's handshake: the
+    # probe stops that wait; a listener that writes first (as a scheduler does) passes
+    import socket
+    import threading
+
+    import traincast.engine.dask as engine
+    from traincast.errors import TraincastError
+
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT_S", 1)
+
+    def serve(greeting: bytes) -> int:
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+
+        def run() -> None:
+            conn, _ = srv.accept()
+            if greeting:
+                conn.sendall(greeting)
+            threading.Event().wait(2)
+            conn.close()
+            srv.close()
+
+        threading.Thread(target=run, daemon=True).start()
+        return srv.getsockname()[1]
+
+    silent = serve(b"")
+    with pytest.raises(TraincastError, match="sent nothing for 1 s"):
+        engine.probe_tcp(f"tcp://127.0.0.1:{silent}")
+    engine.probe_tcp(f"tcp://127.0.0.1:{serve(b'handshake')}")  # no error

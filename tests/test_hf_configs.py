@@ -48,26 +48,19 @@ def test_bert_base_uncased_by_hand_formula() -> None:
 
 def test_zoo_llm_configs_build_with_their_published_counts() -> None:
     # every decoder-only zoo config without a torch module builds through transformers with
-    # the parameter count its source publishes (mixtures of experts are refused: routing)
+    # the parameter count its source publishes (a mixture of experts as transformers' Mixtral)
     for name, entry in MODELS.items():
         if entry.builder or entry.llm is None:
             continue
         cfg = entry.llm
-        if cfg.experts > 1:
-            with pytest.raises(TraincastError, match="mixture-of-experts"):
-                load_spec(f"zoo:{name}", 1)
-            continue
         built = _params(f"zoo:{name}")
         assert abs(built / cfg.params_published - 1) <= max(cfg.params_rtol, 1e-12), name
 
 
-def test_a_shipped_checkpoint_says_why_it_is_refused_whole() -> None:
-    # Mixtral's Hub name maps to the zoo's config, refused for its routing: the reason comes
-    # through as it is, not clipped inside a "no config found"
-    with pytest.raises(TraincastError) as err:
-        load_spec("hf:mistralai/Mixtral-8x7B-v0.1", 1)
-    assert "no transformers config" not in str(err.value)
-    assert str(err.value).endswith("at most 4 GB of parameters")
+def test_the_shipped_mixtral_checkpoint_builds_with_its_published_count() -> None:
+    # Mixtral's Hub name maps to its config's sizes: 46.7B parameters (Jiang et al. 2024),
+    # built on meta as transformers' Mixtral
+    assert _params("hf:mistralai/Mixtral-8x7B-v0.1") == pytest.approx(46.7e9, rel=1e-3)
 
 
 def test_zoo_llm_profile_runs_at_its_training_sequence() -> None:
@@ -380,3 +373,68 @@ def test_plan_refuses_an_encoder_config_file_as_it_refuses_a_shipped_one(tmp_pat
     path.write_text(json.dumps(raw))
     with pytest.raises(TraincastError, match="is not a decoder-only transformer"):
         get_model(f"hf:{path}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_mixture_of_experts_profiles_on_meta_in_any_precision(tmp_path, dtype: str) -> None:
+    # transformers' grouped experts (_grouped_mm): torch's meta kernel took bf16 only, so an
+    # fp32 Mixtral once fell back to CPU (and a large one was refused). Its shapes do not depend
+    # on the routing. By hand, b = 2 sequences of s = 8 tokens (T = 16), h = 16, 2 heads of
+    # d = 8, 4 experts of f = 32, top-2, V = 50, eager attention, no optimizer; forward:
+    # q, k, v, o 4 x 2 T h^2; scores and values 2 x 2 b a s^2 d; router 2 T h E; experts
+    # 2 T k (2 h f + f h); head 2 T h V; backward twice the forward (input and weight grads)
+    raw = {"model_type": "mixtral", "hidden_size": 16, "intermediate_size": 32,
+           "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+           "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 50,
+           "max_position_embeddings": 64, "tie_word_embeddings": False, "torch_dtype": dtype}
+    rec = profile_model(_write(tmp_path, raw), 2, optimizer="none", seq_len=8,
+                        attention="eager")
+    t, h, f = 16, 16, 32
+    forward = (4 * 2 * t * h * h + 2 * 2 * 2 * 2 * 8 * 8 * 8 + 2 * t * h * 4
+               + 2 * t * 2 * (2 * h * f + f * h) + 2 * t * h * 50)
+    assert rec["method"] == "meta" and rec["notes"] == []
+    assert rec["flops_compute_bound"] == 3 * forward
+
+
+def test_the_zoo_mixture_of_experts_profiles_from_its_config() -> None:
+    # zoo:mixtral-8x7b (config only) is built as transformers' Mixtral: 46.7B parameters
+    rec = profile_model("zoo:mixtral-8x7b", 1, optimizer="none", seq_len=64)
+    assert rec["method"] == "meta" and rec["params"] == pytest.approx(46.7e9, rel=1e-3)
+
+
+def test_position_limits_count_roberta_padding_and_led_encoder_and_decoder(tmp_path) -> None:
+    # RoBERTa's positions start after pad_token_id (1): 514 rows hold 512 tokens, and the 514th
+    # token indexes past the table on a real run; LED names its tables' sizes per side
+    with pytest.raises(TraincastError, match=r"--seq 514 is over the 512 positions of "
+                                             r"RobertaConfig \(max_position_embeddings less"):
+        profile_model("hf:roberta-base", 1, seq_len=514, optimizer="none")
+    led = {"model_type": "led", "vocab_size": 100, "d_model": 16, "encoder_layers": 1,
+           "decoder_layers": 1, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+           "encoder_ffn_dim": 32, "decoder_ffn_dim": 32, "attention_window": [16],
+           "max_encoder_position_embeddings": 256, "max_decoder_position_embeddings": 64}
+    tiny = {"model_type": "roberta", "vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 2,
+            "pad_token_id": 1}  # 2 rows, the first token's is row 2: none fits
+    (tmp_path / "r").mkdir()
+    with pytest.raises(TraincastError, match="leaves no position for a token"):
+        profile_model(_write(tmp_path / "r", tiny), 1, optimizer="none")
+    rec = profile_model(_write(tmp_path, led), 1, optimizer="none")
+    assert rec["seq_len"] == 64  # the smaller table: every token passes through both
+    with pytest.raises(TraincastError, match=r"over the 64 positions of LEDConfig "
+                                             r"\(max_decoder_position_embeddings\)"):
+        profile_model(_write(tmp_path, led), 1, seq_len=128, optimizer="none")
+
+
+def test_a_step_that_fails_on_the_inputs_traincast_built_says_so(monkeypatch) -> None:
+    # a vision-language model that wants image tokens among its ids, or a model of one exact
+    # sequence length, fails on meta and on CPU: the hint says the inputs were traincast's
+    import traincast.features.profile as prof
+
+    def fails(*_args, **_kwargs):
+        raise TraincastError(f"{prof.STEP_FAILS} (ValueError: image tokens do not match)")
+
+    monkeypatch.setattr(prof, "_profile", fails)
+    with pytest.raises(TraincastError, match="hf:gpt2: the training step fails") as err:
+        profile_model("hf:gpt2", 1, seq_len=8)
+    assert "built this model's inputs from its config" in err.value.hint
+    assert "FILE.py:FUNC" in err.value.hint

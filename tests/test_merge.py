@@ -165,6 +165,21 @@ def test_tied_parameters_count_once() -> None:
     assert out["params_separate"] == 80 and out["params_saved"] == 40
 
 
+def test_a_module_with_children_is_named_by_its_own_parameters() -> None:
+    # a model that holds a bias itself besides its layers (BERT's MLM output bias): that
+    # layer is the bias, not the whole model ("(root)"); a leaf keeps its module's name
+    class Head(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = nn.Sequential(nn.Linear(4, 4))
+            self.block.scale = nn.Parameter(torch.ones(4))
+            self.fc = nn.Linear(4, 10)
+            self.out_bias = nn.Parameter(torch.zeros(10))
+
+    names = [x.name for x in model_layers(Head())]
+    assert names == ["out_bias", "block.scale", "block.0", "fc"]
+
+
 def test_file_specs_are_built_on_meta(tmp_path: Path) -> None:
     src = tmp_path / "pair.py"
     src.write_text(
@@ -204,8 +219,6 @@ def test_a_config_only_zoo_model_merges_through_transformers() -> None:
 def test_errors() -> None:
     with pytest.raises(TraincastError, match="at least two"):
         merge_specs(["zoo:resnet50"])
-    with pytest.raises(TraincastError, match="mixture-of-experts model is not profiled"):
-        merge_specs(["zoo:resnet50", "zoo:mixtral-8x7b"])  # config only, mixture of experts
     with pytest.raises(TraincastError, match="unknown zoo model"):
         merge_specs(["zoo:resnet50", "zoo:nope"])
 

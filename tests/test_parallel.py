@@ -416,6 +416,58 @@ def test_an_moe_config_sizes_its_experts_by_moe_intermediate_size(tmp_path) -> N
         from_hf_config(path)
 
 
+def test_nested_attn_and_ffn_tables_are_read_and_latent_attention_refused(tmp_path) -> None:
+    # DBRX's config (huggingface.co/databricks/dbrx-base): 40 layers, d_model 6144, 48 heads of
+    # 128 with 8 key/value heads and 16 experts of 10,752 (4 per token) inside attn_config and
+    # ffn_config, vocabulary 100,352, untied, no biases. By hand per layer: attention
+    # 6144 x 128 x (48 + 2 x 8) + 48 x 128 x 6144 = 88,080,384; 16 experts x 3 x 6144 x 10,752
+    # = 3,170,893,824; router 6144 x 16; two LayerNorms of 6144 weights (DBRX's have no bias,
+    # which the model counts for every LayerNorm: 81 x 6144 more, 4e-6 of the total and
+    # 1.4e-5 of the active count);
+    # published 132B total, 36B active
+    from traincast.zoo.llm import from_hf_config
+
+    path = tmp_path / "dbrx.json"
+    path.write_text(json.dumps({
+        "model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40,
+        "max_seq_len": 32768, "vocab_size": 100352, "tie_word_embeddings": False,
+        "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+        "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}}))
+    cfg = from_hf_config(path)
+    assert (cfg.kv_heads, cfg.ffn, cfg.experts, cfg.top_k) == (8, 10752, 16, 4)
+    attention, expert, norms = 88_080_384, 3 * 6144 * 10752, 2 * 6144
+    total = 40 * (attention + 16 * expert + 6144 * 16 + norms) + 2 * 100_352 * 6144 + 6144
+    assert cfg.params == pytest.approx(total, rel=1e-5)
+    assert cfg.params_active == pytest.approx(total - 40 * 12 * expert, rel=2e-5)
+    # a nested key never replaces a top-level key of its role: transformers saves DBRX's
+    # ffn_config with a hidden_size of its own
+    raw = json.loads(path.read_text())
+    raw["ffn_config"]["hidden_size"] = 2048
+    path.write_text(json.dumps(raw))
+    assert from_hf_config(path).hidden == 6144
+    # MPT's attn_type decides the key/value heads: kv_n_heads counts for grouped-query only
+    mpt = {"model_type": "mpt", "d_model": 256, "n_heads": 8, "n_layers": 2, "vocab_size": 100,
+           "attn_config": {"attn_type": "multiquery_attention"}}
+    path.write_text(json.dumps(mpt))
+    assert from_hf_config(path).kv_heads == 1
+    mpt["attn_config"] = {"attn_type": "multihead_attention", "kv_n_heads": 2}
+    path.write_text(json.dumps(mpt))
+    assert from_hf_config(path).kv_heads == 8
+    mpt["attn_config"] = {"attn_type": "grouped_query_attention", "kv_n_heads": 2}
+    path.write_text(json.dumps(mpt))
+    assert from_hf_config(path).kv_heads == 2
+    assert 131e9 < cfg.params < 133e9 and 36e9 < cfg.params_active < 37e9
+    # multi-head latent attention (MiniCPM3, DeepSeek-V2/V3) has no h x h projections
+    path.write_text(json.dumps({"model_type": "minicpm3", "hidden_size": 2560,
+                                "num_hidden_layers": 62, "num_attention_heads": 40,
+                                "vocab_size": 73448, "q_lora_rank": 768, "kv_lora_rank": 256}))
+    with pytest.raises(TraincastError, match="key 'kv_lora_rank': multi-head latent attention"):
+        from_hf_config(path)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "kv_lora_rank": None}))
+    with pytest.raises(TraincastError, match="key 'q_lora_rank': multi-head latent attention"):
+        from_hf_config(path)
+
+
 def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so() -> None:
     # docs/parallelism.md: with t = 1 sequence parallelism has nothing to split
     res = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, sp=True)
@@ -432,3 +484,22 @@ def test_shape_errors_say_which_sizes_would_do() -> None:
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, ep=2)
     with pytest.raises(TraincastError, match=r"\(8 x 1 = 8\): 96 would"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, global_batch=100)
+    # 32 layers: pp divides 32 (and 32 / vp with interleaving, which needs pp > 1: 2..16)
+    with pytest.raises(TraincastError, match="32 layers; pp of 1, 2, 4, 8, 16, 32 would$"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3)
+    with pytest.raises(TraincastError, match="pp of 2, 4, 8, 16 would with vp 2"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3, vp=2)
+
+
+def test_a_config_whose_heads_do_not_divide_names_both_numbers(tmp_path) -> None:
+    from traincast.zoo.llm import from_hf_config
+
+    path = tmp_path / "c.json"
+    base = {"model_type": "llama", "hidden_size": 4100, "num_attention_heads": 32,
+            "num_hidden_layers": 2, "vocab_size": 100}
+    path.write_text(json.dumps(base))
+    with pytest.raises(TraincastError, match="hidden 4100 is no multiple of heads 32"):
+        from_hf_config(path)
+    path.write_text(json.dumps({**base, "hidden_size": 4096, "num_key_value_heads": 5}))
+    with pytest.raises(TraincastError, match="heads 32 is no multiple of kv_heads 5"):
+        from_hf_config(path)

@@ -482,6 +482,12 @@ def test_gpu_aliases_resolve_for_nodes_and_ratios(tmp_path: Path) -> None:
     a100 = data["row"][0]
     assert (a100["gpu"], a100["gpu_written"], a100["node"]) == ("A100-SXM4-80GB", "A100",
                                                                 "dgx-a100")
+    # a preset the [node] table misspells is the table's error, not a row's field
+    path.write_text(path.read_text().replace('A100 = "dgx-a100"', 'A100 = "dgx-a1000"'))
+    with pytest.raises(TraincastError, match=r"\[node\] key 'A100': node preset 'dgx-a1000' "
+                                             "is not in the catalog") as err:
+        check_hardware(load_published(path), _hand_catalog(tmp_path))
+    assert "did you mean 'dgx-a100'?" in err.value.hint
 
 
 def test_a_model_that_cannot_be_profiled_names_its_table(tmp_path: Path) -> None:

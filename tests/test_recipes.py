@@ -129,6 +129,20 @@ def test_a_configuration_that_does_not_fit_says_what_shrinks_it() -> None:
     assert "--zero 1" in w and "--recompute full" in w and "--cp 4" in w
 
 
+def test_zero_over_one_data_parallel_rank_shards_nothing_and_is_not_offered() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+
+    # d cp = 1: each ZeRO stage holds the whole model state, so the memory is the same at every
+    # stage (ZeRO-3 once added a gathered layer, 50 MB more than ZeRO 0), and the warning of
+    # a run that does not fit offers no ZeRO stage
+    totals = {z: predict_hybrid("llama2-7b", node="dgx-a100", tp=8, zero=z, global_batch=8,
+                                recompute="full")["memory_gb"]["total"] for z in range(4)}
+    assert len(set(totals.values())) == 1, totals
+    out = predict_hybrid("llama2-7b", node="dgx-a100", zero=2, global_batch=8, recompute="full")
+    w = next(x for x in out["warnings"] if x.startswith("does not fit"))
+    assert "--zero" not in w and "--tp 2" in w
+
+
 def test_the_memory_warning_offers_only_changes_the_shape_rules_accept() -> None:
     from traincast.parallel.hybrid import predict_hybrid
     from traincast.parallel.plan import plan

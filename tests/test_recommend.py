@@ -98,6 +98,15 @@ def test_price_file_errors(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match=r"p\.toml.*usd_per_gpu_hour"):
         load_prices(bad, cat)
     assert load_prices("aws-on-demand", cat).by_gpu["V100-SXM2-16GB"] > 0
+    # a figure no GPU-hour costs (1.7e308 once overflowed to a null cost), and one GPU priced
+    # twice, by its alias and its name (the last table won)
+    bad.write_text('[gpu.V100]\nusd_per_gpu_hour = 1.7e308\nsource = "x"\n')
+    with pytest.raises(TraincastError, match=r"'usd_per_gpu_hour' = 1.7e\+308 is above 10,000"):
+        load_prices(bad, cat)
+    bad.write_text('[gpu.V100]\nusd_per_gpu_hour = 3\nsource = "x"\n'
+                   '[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 5\nsource = "y"\n')
+    with pytest.raises(TraincastError, match=r"\[gpu.V100-SXM2-16GB\] and \[gpu.V100\] both"):
+        load_prices(bad, cat)
 
 
 def test_cli_whatif_and_recommend_json(tmp_path: Path, monkeypatch) -> None:
@@ -173,20 +182,29 @@ def test_summary_counts_by_hand() -> None:
 
     from traincast.analysis.recommend import _summary
 
-    rows = pa.table({"arch_speedup": [1.0, 2.0, 4.0, np.nan, 1.005],
+    rows = pa.table({"architecture": ["1w1g", "ps-worker", "1w1g", None, "ps-worker"],
+                     "node": pa.array(["a", "a", "a", "c", "a"]).dictionary_encode(),
+                     "arch_speedup": [1.0, 2.0, 4.0, np.nan, 1.005],
                      "arch_architecture": ["1w1g", "pearl", "pearl", None, "ps-worker"],
                      "arch_node": pa.array(["a", "b", "b", "c", "a"]).dictionary_encode(),
                      **{f"best_{k}": v for k, v in (("speedup", [1.0] * 5),
                                                     ("architecture", ["x"] * 5),
-                                                    ("node", ["n"] * 5))}})
-    s = _summary(rows, priced=False)["arch"]
-    # 4 predicted (NaN is not); changed = speedup > 1.01: 2.0 and 4.0
+                                                    ("node", ["n"] * 5))},
+                     "cheapest_speedup": [0.5, 1.0, 1.0, 1.0, 1.0],
+                     "cheapest_architecture": ["1w1g", "ps-worker", "1w1g", None, "ps-worker"],
+                     "cheapest_node": pa.array(["b", "a", "a", "c", "a"])})
+    summary = _summary(rows, priced=True)
+    s = summary["arch"]
+    # 4 predicted (NaN is not); changed = another architecture or node: rows 2 and 3
     assert s["predicted"] == 4 and s["changed_share"] == 2 / 4
     assert s["mean_speedup"] == pytest.approx((1 + 2 + 4 + 1.005) / 4)
     assert s["median_speedup"] == pytest.approx((1.005 + 2) / 2)
     # most frequent first, ties by name
     assert list(s["architectures"].items()) == [("pearl", 2), ("1w1g", 1), ("ps-worker", 1)]
     assert s["nodes"] == {"a": 2, "b": 2} and s["changed_to"] == {"pearl": 2}
+    # the cheapest may be slower: a move to node b at half the speed is a change
+    assert summary["cheapest"]["changed_share"] == 1 / 5
+    assert summary["best"]["changed_share"] == 1.0
 
 
 def test_output_file_is_checked_first_and_written_whole(tmp_path: Path, monkeypatch) -> None:

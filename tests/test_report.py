@@ -157,7 +157,8 @@ def test_cdf_figure_lines_differ_in_style_and_end_at_one():
     assert len(lines) == 3
     assert len({(ln.get_linestyle(), ln.get_marker()) for ln in lines}) == 3
     assert all(ln.get_ydata()[-1] == pytest.approx(1.0) for ln in lines)
-    assert ax.get_xscale() == "log" and ax.get_xlabel() == "x (s)" and ax.get_title() == "T"
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "x (s), log scale"
+    assert ax.get_title() == "T"
 
 
 def test_roofline_and_validate_figures_are_log_log_with_units():
@@ -443,6 +444,10 @@ def test_bad_validate_file_names_the_case_and_keeps_the_old_report(tmp_path):
     with pytest.raises(TraincastError, match=r"cases\[1\] field 'measured_s'"):
         write_report(folder, validate_json=val)
     assert (folder / "report.html").read_text() == before
+    # nor is a new output folder made for a report that is not written
+    with pytest.raises(TraincastError, match=r"cases\[1\] field 'measured_s'"):
+        write_report(folder, validate_json=val, out_dir=tmp_path / "new")
+    assert not (tmp_path / "new").exists()
 
 
 def test_report_cli_and_lazy_matplotlib(tmp_path):
@@ -479,8 +484,10 @@ def test_top_jobs_count_a_running_job_up_to_the_trace_end(tmp_path):
     text = top_jobs(jobs, Study(folder=tmp_path, jobs=jobs))
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
              for row in re.findall(r"<tr><td.*?</tr>", text)]
-    # trace end = 7200 s: running 3 GPUs x (7200 - 3600) s = 3 GPU-hours, first; done 1 x 2 h
-    assert cells == [["running", "3", "3"], ["done", "1", "2"]]
+    # trace end = 7200 s: running 3 GPUs x (7200 - 3600) s = 3 GPU-hours, first, a lower
+    # bound (it still runs: "≥", and the caption says how many); done 1 x 2 h
+    assert cells == [["running", "3", "≥ 3"], ["done", "1", "2"]]
+    assert "1 still running at the trace's end (censored)" in text.replace("&#x27;", "'")
 
 
 def test_report_cli_shows_its_steps_on_stderr_unless_quiet(tmp_path):
@@ -556,3 +563,24 @@ def test_plural_counts() -> None:
     assert plural(1, "merge group") == "1 merge group"
     assert plural(3, "pair") == "3 pairs" and plural(1234, "job") == "1,234 jobs"
     assert plural(5.5, "GPU") == "5.5 GPUs" and plural(1.0, "node") == "1 node"
+
+
+def test_a_real_trace_report_says_what_it_assumed_for_its_jobs(tmp_path):
+    # 260 ElasticFlow jobs name no workload (drawn from the sample's mix) and no GPU type
+    # (priced on the default node): the top of the report and its settings say both; the
+    # bundled sample keeps its own banner
+    from traincast.report.inputs import Study
+    from traincast.report.sections import assumed_notes, sample_banner
+
+    study = Study(folder=tmp_path, json={
+        "study.json": {"assumed_workload": {"workload": "mix", "jobs": 260,
+                                            "by_workload": {"gpt2": 140, "gcn": 120}}},
+        "characterize.json": {"default_hardware": {"jobs": 260, "node": "pai-v100-nvlink",
+                                                   "gpu": "V100-SXM2-16GB"}}})
+    notes = assumed_notes(study)
+    assert notes[0].startswith("260 jobs name no workload: each was given one drawn per job "
+                               "id from the bundled sample's workload mix (gpt2 140, gcn 120)")
+    assert notes[1] == ("260 jobs name no GPU type or node: they are priced on pai-v100-nvlink "
+                        "(V100-SXM2-16GB)")
+    assert "Assumed for this trace" in sample_banner(study)
+    assert sample_banner(Study(folder=tmp_path, json={"study.json": {}})) == ""

@@ -686,3 +686,18 @@ def test_an_analysis_of_the_store_says_which_sources_lost_their_files(tmp_path: 
     # given the trace, only its own sources are read: nothing to say
     r = tc("characterize", str(a), "-f", "elasticflow", "--db", str(db))
     assert r.returncode == 0 and "gone" not in r.stderr
+
+
+def test_a_store_cut_short_is_named_as_damaged_and_left_as_it_is(tmp_path: Path, tc) -> None:
+    # a copy of a store cut at 300,000 bytes (a download stopped): DuckDB opens it and fails on
+    # the first read; the command names the file and exits 2, not as a bug of traincast
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    data = db.read_bytes()
+    assert len(data) > 300_000
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(data[:300_000])
+    r = tc("sources", "--db", str(cut))
+    assert r.returncode == 2, r.stderr
+    assert f"{cut}: damaged or cut short" in r.stderr and "bug in traincast" not in r.stderr
+    assert cut.read_bytes() == data[:300_000]

@@ -130,10 +130,16 @@ def test_strict_failure_keeps_store_unchanged(tmp_path: Path) -> None:
     assert "row 2" in str(exc.value) and "num_gpu" in str(exc.value)
     assert _count(db) == before
     assert len(sources(db)) == 1
-    # a failed ingest of several files stores none of them
-    with pytest.raises(TraincastError):
-        ingest([_write(tmp_path / "ok2.csv", GOOD), bad], format="elasticflow", db=db,
+    # a failed ingest of several files stores none of them, and names the bad rows of each
+    bad2 = _write(tmp_path / "bad2.csv", "job_id,submission_time,duration,num_gpu\n"
+                  "c,x,10,1\n")
+    with pytest.raises(TraincastError) as exc:
+        ingest([_write(tmp_path / "ok2.csv", GOOD), bad, bad2], format="elasticflow", db=db,
                strict=True)
+    said = str(exc.value)
+    assert said.startswith("elasticflow: 2 bad row(s) in 2 files; nothing was stored")
+    assert f"{bad}: row 2: field num_gpu" in said
+    assert f"{bad2}: row 1: field submission_time" in said
     assert _count(db) == before
 
 

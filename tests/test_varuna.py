@@ -56,6 +56,9 @@ def test_overhead_factor_by_hand() -> None:
     # on-demand machines still pay for the checkpoints they write: 1 + 18/900
     assert spot.overhead_factor(18.0, 900.0, 0.0, 200.0) == pytest.approx(1.02)
     assert spot.overhead_factor(18.0, np.inf, 0.0, 200.0) == 1.0
+    # nothing to write (C = 0, so Young/Daly's tau = 0): the limit 1 + lambda Rs, not 0/0
+    assert spot.overhead_factor(0.0, spot.young_daly_interval_s(0.0, 1e-4), 1e-4,
+                                200.0) == pytest.approx(1.02)
 
 
 def test_young_daly_minimizes_the_first_order_overhead() -> None:
@@ -91,6 +94,16 @@ def test_no_preemptions_no_overhead() -> None:
         Resilience(preemptions_per_hour=-1.0, checkpoint_gbs=1.0)
     with pytest.raises(TraincastError, match="--checkpoint-gbs must be positive"):
         Resilience(checkpoint_gbs=0.0)
+    # typing slips beyond any machine are refused, in the flag's unit, not priced
+    for kw, says in (({"checkpoint_gbs": 1e300}, "--checkpoint-gbs must be at most 1e+06"),
+                     ({"checkpoint_gbs": 1e-300}, "--checkpoint-gbs must be at least 1e-06"),
+                     ({"checkpoint_bytes": 1e30}, "--checkpoint-gb must be at most 1e+09"),
+                     ({"checkpoint_every_s": 1e300}, "--checkpoint-every must be at most 1e+09"),
+                     ({"restart_s": 1e12}, "--restart-s must be at most 1e+09"),
+                     ({"preemptions_per_hour": 4000.0}, "--preemptions-per-hour must be at most "
+                                                        "3600")):
+        with pytest.raises(TraincastError, match=says.replace("+", r"\+")):
+            Resilience(**{"checkpoint_gbs": 2.0, **kw})
 
 
 def test_checkpoint_bytes_are_weights_and_adam_state() -> None:

@@ -14,3 +14,16 @@ FLOPS_MAX = 1e24
 1,000 s."""
 BYTES_MAX = 1e18
 """The most bytes one iteration of one replica may move or hold: one exabyte."""
+USD_PER_GPU_HOUR_MAX = 10_000.0
+"""The highest price one GPU-hour may have in a price file: a hundred times any cloud's list
+price; above it a figure is a typo of its unit (cents, a month, a whole cluster)."""
+LINK_BW_MAX_GBS = 100_000.0
+"""The fastest link a catalog entry or a speed given as text may have, GB/s: a hundred times
+NVLink 5's 900; above it, a speed in bits written as bytes or an exponent typo."""
+
+
+def feature_max(column: str) -> float:
+    """The largest value of a job feature column: ``flops_compute_bound`` at most
+    :data:`FLOPS_MAX`, ``n_ops`` (a count of ops, no physical bound) unbounded, every other
+    feature (bytes) at most :data:`BYTES_MAX`."""
+    return {"flops_compute_bound": FLOPS_MAX, "n_ops": float("inf")}.get(column, BYTES_MAX)

@@ -83,6 +83,20 @@ def disk_full(exc: BaseException) -> bool:
                or "disk quota exceeded" in str(e).lower() for e in _chain(exc))
 
 
+def file_cut_short(exc: BaseException) -> str | None:
+    """The file a DuckDB read found damaged or cut short (``IOException: Could not read enough
+    bytes from file "F"``, a checksum that does not match), or None."""
+    import re
+
+    for e in _chain(exc):
+        text = str(e)
+        if type(e).__name__ == "IOException" and ("could not read enough bytes" in text.lower()
+                                                  or "checksum" in text.lower()):
+            found = re.search(r'file "([^"]+)"', text)
+            return found.group(1) if found else "a file"
+    return None
+
+
 def out_of_memory(exc: BaseException) -> bool:
     """``exc`` is (or was raised from) DuckDB running out of its memory limit
     (``duckdb.OutOfMemoryException``) or a :class:`MemoryError`."""

@@ -8,12 +8,16 @@ folder, a folder in the way, no permission, a read-only file system) is a
 
 from __future__ import annotations
 
+import datetime
 import errno
 import gzip
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
+
+import numpy as np
 
 from traincast.errors import TraincastError, disk_full
 
@@ -28,6 +32,17 @@ def open_bytes(path: str | Path) -> BinaryIO:
     if str(path).lower().endswith(".gz"):
         return cast(BinaryIO, gzip.open(path, "rb"))
     return open(path, "rb")
+
+
+def content_sha256(path: str | Path) -> str:
+    """The sha256 (hex) of a file's bytes, of a ``.gz`` file's decompressed bytes (so a file and
+    its gzipped copy have one content), read in blocks (:func:`hashlib.file_digest`). A
+    ``.gz`` cut short raises :class:`EOFError`, one that is not gzip :class:`OSError`
+    (:class:`gzip.BadGzipFile`), a damaged one :class:`zlib.error`."""
+    import hashlib
+
+    with open_bytes(path) as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def not_a_file(path: Path) -> str:
@@ -81,3 +96,29 @@ def write_text_whole(path: str | Path, text: str) -> Path:
 def write_bytes_whole(path: str | Path, data: bytes) -> Path:
     """``data`` to ``path``, whole or not at all (``write_whole``)."""
     return write_whole(path, lambda tmp: tmp.write_bytes(data))
+
+
+def to_jsonable(obj: Any) -> Any:
+    """numpy scalars/arrays, NaN, paths and date-times -> plain JSON values (NaN -> null, a
+    date-time -> ISO 8601 text). Plain types are tested
+    first by exact type: per-job outputs hold millions of values."""
+    t = type(obj)
+    if t is str or t is int or t is bool or obj is None:
+        return obj
+    if t is float:
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, datetime.date):  # dates and date-times: ISO 8601
+        return obj.isoformat()
+    return obj

@@ -100,7 +100,9 @@ def layer_config(module: Any) -> str:
 
 
 def model_layers(model: Any, index: int = 0) -> list[Layer]:
-    """The layers (modules owning parameters) of ``model`` in module order."""
+    """The layers (modules owning parameters) of ``model`` in module order; a module with
+    children that owns parameters of its own (BERT's output bias on the model itself) is
+    named by those parameters (``bias``, ``encoder.scale``), not as the whole module."""
     seen: set[int] = set()
     layers: list[Layer] = []
     for name, module in model.named_modules():
@@ -109,7 +111,10 @@ def model_layers(model: Any, index: int = 0) -> list[Layer]:
             continue
         seen.update(id(p) for _, p in own)
         shapes = tuple((n, tuple(p.shape), str(p.dtype).removeprefix("torch.")) for n, p in own)
-        layers.append(Layer(model=index, order=len(layers), name=name or "(root)",
+        label = name or "(root)"
+        if next(module.children(), None) is not None:  # not a leaf: only its own parameters
+            label = ", ".join(f"{name}.{n}" if name else n for n, _ in own)
+        layers.append(Layer(model=index, order=len(layers), name=label,
                             kind=type(module).__name__, config=layer_config(module),
                             shapes=shapes, params=sum(p.numel() for _, p in own),
                             param_bytes=sum(p.numel() * p.element_size() for _, p in own)))

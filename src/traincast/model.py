@@ -90,6 +90,7 @@ class Breakdown:
 
     @property
     def compute(self) -> F:
+        """Compute time in seconds, ``T_comp = T_comp_flop + T_comp_mem``."""
         return self.compute_flop + self.compute_mem
 
     @property

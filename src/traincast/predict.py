@@ -22,6 +22,7 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
+from traincast.files import to_jsonable
 from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
@@ -32,6 +33,7 @@ from traincast.model import (
     total_time_s,
 )
 from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
+from traincast.roofline import paper_split
 
 F = NDArray[np.float64]
 
@@ -94,9 +96,11 @@ def compute_s(r: Resolved, catalog: Catalog, strategy: str = "auto",
         for amp in (0, 1):
             rates[2 * code + amp] = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     gpu_amp = np.where(r.gpu.codes < 0, 2 * n_gpu, r.gpu.codes.astype(np.int64) * 2 + r.amp)
-    flops, mem_bytes = r.flops / r.share, r.mem_bytes / r.share  # a shared GPU's slice
-    flop, mem, idle = issue_bound_s(flops / rates[gpu_amp, 0], mem_bytes / rates[gpu_amp, 1],
-                                    r.n_ops * floors[r.gpu.codes])
+    with np.errstate(over="ignore", invalid="ignore"):  # rows out of bounds have a reason
+        flops, mem_bytes = r.flops / r.share, r.mem_bytes / r.share  # a shared GPU's slice
+        flop, mem, idle = issue_bound_s(flops / rates[gpu_amp, 0],
+                                        mem_bytes / rates[gpu_amp, 1],
+                                        r.n_ops * floors[r.gpu.codes])
     if workload is None or ops_of is None:
         return flop, mem, _waits(idle)
     tables = ops_tables(workload, ops_of)
@@ -159,7 +163,7 @@ def issue_bound_s(flop_s: ArrayLike, mem_s: ArrayLike, host_s: ArrayLike) -> tup
     host = np.nan_to_num(np.asarray(host_s, dtype=np.float64), nan=0.0)
     busy = flop + mem
     idle = np.where(host > busy, host - busy, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         grow = np.where((idle > 0) & (busy > 0), host / busy, 1.0)
     return flop * grow, np.where((idle > 0) & (busy <= 0), host, mem * grow), idle
 
@@ -329,8 +333,9 @@ class Prediction:
     tf32_unpriced: bool | None = None  # ops asking for TF32 at the fp32 peak: no tf32_tflops
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``predict --json`` object (docs/model.md)."""
-        return asdict(self)
+        """The ``predict --json`` object (docs/model.md): plain JSON values (a share of a step
+        with no work, NaN, is null)."""
+        return to_jsonable(asdict(self))
 
 
 def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
@@ -419,12 +424,15 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     bad = np.flatnonzero(r.reason != OK)  # feature arrays: every row must be predictable
     if len(bad):
         raise explain(r, int(bad[0]), cols, catalog)
-    profile = feats if feats.get("ops") else None  # a profile with its per-op table
+    # a profile with its per-op table: priced op by op, scaled to the features given (as
+    # predict_table scales a workload's table), against the table's own sums
+    profile = {**feats, **table_features(feats["ops"])} if feats.get("ops") else None
     strategy = catalog.compute if strategy == "auto" else strategy
     bd = evaluate(r, catalog, overlap, strategy, Strings(np.zeros(r.size, np.int32), ("job",)),
                   lambda _: profile)
     out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
                       strategy)
+    out.hardware["node_assumed"] = node_assumed(catalog, gpu, node)
     gpu = catalog.gpus[out.hardware["gpu"]]
     basis = kernels.kernel_model_basis(gpu, catalog.kernel_model) \
         if profile and out.hardware["compute"] == "kernel" else None
@@ -432,6 +440,26 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
         out.hardware["kernel_model"] = basis
     return replace(out, memory=memory_fit(feats, arch, r.n[0], r.mem_gb[0]),
                    **_host_and_alignment(feats, gpu, out.hardware["compute"], amp))
+
+
+def table_features(ops: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The aggregate features of a per-op table, as ``profile`` sums them:
+    ``flops_compute_bound = sum count flops`` over compute-bound rows and
+    ``bytes_memory_bound = sum count (bytes_read + bytes_written)`` over memory-bound rows (a
+    row without ``count``: 1); empty for a table whose rows are not all marked ``bound`` (its
+    split is the kernel model's: the features given are taken as the table's own)."""
+    if not all("bound" in row for row in ops):
+        return {}
+    split = paper_split(ops, 1.0, 1.0)  # the same sums, at rates of 1 FLOP/s and 1 byte/s
+    return {"flops_compute_bound": split["compute_flop"],
+            "bytes_memory_bound": split["compute_mem"]}
+
+
+def node_assumed(catalog: Catalog, gpu: str | None, node: str | None) -> bool:
+    """Whether ``gpu`` names a GPU that no node preset of the catalog holds and no
+    ``default_node`` names, with no ``node`` given: the job then takes the default node's links
+    (``pcie``, ``intra``, ``nic``), which ``predict`` says (``hardware.node_assumed``)."""
+    return bool(gpu and not node and not catalog.default_node_of(gpu))
 
 
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,

@@ -38,6 +38,7 @@ For each row:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -47,8 +48,9 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from traincast.architectures import ARCH_CODE, ARCHITECTURES, per_architecture
+from traincast.bounds import feature_max
 from traincast.errors import TraincastError
-from traincast.hardware.catalog import Catalog, Link, unknown_name
+from traincast.hardware.catalog import Catalog, Link, canonical_gpu, unknown_name
 from traincast.jobs import Columns, Strings
 from traincast.resolved import Resolved  # also read as traincast.resolve.Resolved
 from traincast.units import parse_speed_gbs
@@ -67,7 +69,7 @@ REASONS: tuple[str, ...] = (
     "more GPUs per node than the node has",
     "shape does not fit the architecture",
     "features missing",
-    "features negative or not finite",
+    "features negative, not finite or out of bounds",
 )
 (OK, BAD_ARCH, BAD_HARDWARE, BAD_GPUS, BAD_PLACEMENT, BAD_SHAPE, NO_FEATURES,
  BAD_FEATURES) = range(8)
@@ -169,10 +171,10 @@ def _pair_rates(catalog: Catalog, node_name: str, gpu_name: str,
     if node_name not in catalog.nodes:
         return gpu_name, unknown
     nd = catalog.nodes[node_name]
-    try:
-        g = catalog.gpu(gpu_name or nd.gpu)
-    except KeyError:
+    found = canonical_gpu(gpu_name or nd.gpu, catalog.gpus, catalog.aliases)  # no "did you
+    if found is None:  # mean" built for a name the caller reports as unknown anyway
         return gpu_name, unknown
+    g = catalog.gpus[found]
     bw = {role: links.get(role, catalog.links[getattr(nd, role)]).bw_bps
           for role in ("pcie", "intra", "nic")}
     return g.name, (nd.gpus, nd.nics, g.mem_gb or np.nan, bw["pcie"], bw["intra"], bw["nic"],
@@ -191,12 +193,13 @@ def _features(cols: Columns) -> dict[str, F]:
 
 
 def _bad_features(r: Resolved) -> NDArray[np.bool_]:
-    """Rows with a feature that is negative or infinite (a time would be negative or
-    infinite); NaN (missing) is not bad here but ``features missing``."""
+    """Rows with a feature that is negative, infinite or above its bound
+    (:func:`traincast.bounds.feature_max`, as a trace's rows are bounded: a time would be
+    negative, infinite or overflow); NaN (missing) is not bad here but ``features missing``."""
     bad = np.zeros(r.size, dtype=bool)
-    for attr, _ in FEATURE_FIELDS:
+    for attr, column in FEATURE_FIELDS:
         x = getattr(r, attr)
-        bad |= (x < 0) | np.isinf(x)
+        bad |= (x < 0) | np.isinf(x) | (x > feature_max(column))
     return bad
 
 
@@ -249,7 +252,8 @@ def _placement(cols: Columns, node_gpus: F) -> dict[str, F]:
     p = np.broadcast_to(1.0, (size,))
     if cols.given("n_ps"):
         p = np.where(cols["n_ps"] > 0, cols["n_ps"], 1.0)
-    held = n / m  # GPUs of one replica (a fraction: a shared GPU)
+    with np.errstate(invalid="ignore"):  # inf / inf: a row refused by its shape
+        held = n / m  # GPUs of one replica (a fraction: a shared GPU)
     if cols.given("gpus_per_worker"):  # given: its value (0, a worker without one: no share)
         gpw = cols["gpus_per_worker"]
         held = np.where(gpw > 0, gpw, np.where(np.isnan(gpw), held, 1.0))
@@ -334,6 +338,13 @@ def architecture_codes(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
 def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:
     """Why row ``i`` gets no prediction, in terms of the job's fields (the CLI maps fields to
     its flags)."""
+    error = _explain(r, i, cols, catalog)
+    if r.size > 1:  # arrays of jobs: which one, counted from 1 as every row traincast names
+        return type(error)(f"row {i + 1}: {error}", hint=error.hint)
+    return error
+
+
+def _explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:
     code = int(r.reason[i])
     arch = cols["architecture"].strings()[i]
     n, node_gpus = r.n[i], r.node_gpus[i]
@@ -365,12 +376,17 @@ def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastEr
                                    "allreduce-cluster) for more GPUs" if arch == "1w1g" else
                               f"choose an architecture that runs {n:g} GPUs")
     if code == BAD_FEATURES:
-        attr, name = next((a, c) for a, c in FEATURE_FIELDS
-                          if getattr(r, a)[i] < 0 or np.isinf(getattr(r, a)[i]))
-        return TraincastError(f"{name} must be a finite number >= 0, got "
+        attr, name, high = next(
+            (a, c, feature_max(c)) for a, c in FEATURE_FIELDS
+            if not (np.isfinite(v := getattr(r, a)[i]) and 0 <= v <= feature_max(c))
+            and not np.isnan(v))
+        span = f"from 0 to {high:g}" if math.isfinite(high) else ">= 0"
+        return TraincastError(f"{name} must be a finite number {span}, got "
                               f"{getattr(r, attr)[i]:g} (field {name})",
                               hint="features are bytes, FLOPs or ops per iteration "
                                    "(docs/model.md)")
-    return TraincastError("features missing: flops_compute_bound, bytes_memory_bound and "
-                          "weight_bytes are required (fields of the same names)",
+    missing = [c for a, c in FEATURE_FIELDS[:3] if np.isnan(getattr(r, a)[i])]
+    return TraincastError(f"features missing: {', '.join(missing)} (NaN or null; "
+                          "flops_compute_bound, bytes_memory_bound and weight_bytes are "
+                          "required)",
                           hint="traincast profile MODEL measures them (docs/profile.md)")

@@ -20,7 +20,10 @@ reported in percentage points (pp): ``|u - measured| * 100``.
 
 Pairing. Eligible jobs: known prediction, a whole number of GPUs (1 by default; any count
 with ``multi_gpu``: both jobs of a pair then share all their n GPUs, one job per GPU each),
-and the same GPU model. Within each group (GPU model, n) the jobs are sorted by ``u`` and the
+the same GPU model, and a start time where the trace gives start times (a job that never
+started, a pending pod, runs beside nothing). Within each group (GPU model, n) the jobs are
+sorted by ``u``, equal ``u`` by job id (so the pairs do not depend on the trace's row
+order), and the
 largest ``k`` is found such that the ``2k`` lowest-utilization jobs, paired outside-in
 (lowest with ``2k``-th lowest, ...), all satisfy ``u_a + u_b <= bound``. That is the maximum
 number of pairs any matching under the bound can have (exchange argument), and pairing
@@ -156,9 +159,11 @@ def _max_pairs(x: F, bound: float) -> int:
 
 
 def pair_jobs(util: ArrayLike, group: ArrayLike, bound: float = DEFAULT_UTIL_BOUND,
-              eligible: ArrayLike | None = None) -> tuple[I64, I64]:
+              eligible: ArrayLike | None = None, order: ArrayLike | None = None
+              ) -> tuple[I64, I64]:
     """Row indices ``(a, b)`` of the pairs: within each ``group`` value, the most pairs with
-    ``u_a + u_b <= bound``, lowest utilizations paired outside-in (see the module docstring).
+    ``u_a + u_b <= bound``, lowest utilizations paired outside-in (see the module docstring);
+    equal utilizations in ``order`` (the job ids' ranks; default the rows' order).
 
     Rows with NaN utilization, a negative group code or ``eligible`` False are never paired.
     """
@@ -171,7 +176,8 @@ def pair_jobs(util: ArrayLike, group: ArrayLike, bound: float = DEFAULT_UTIL_BOU
     empty = np.empty(0, dtype=np.int64)
     if not len(rows):
         return empty, empty
-    rows = rows[np.lexsort((u[rows], g[rows]))]  # by group, then utilization
+    tie = np.arange(len(u)) if order is None else np.asarray(order)
+    rows = rows[np.lexsort((tie[rows], u[rows], g[rows]))]  # group, utilization, job id
     starts = np.flatnonzero(np.r_[True, g[rows][1:] != g[rows][:-1]])
     ends = np.r_[starts[1:], len(rows)]
     a_parts, b_parts = [], []
@@ -216,10 +222,11 @@ class Colocation:
 def colocate_arrays(phi: ArrayLike, mu: ArrayLike, group: ArrayLike, *,
                     bound: float = DEFAULT_UTIL_BOUND, cross: float = DEFAULT_CROSS,
                     eligible: ArrayLike | None = None, footprint_bytes: ArrayLike | None = None,
-                    gpu_mem_bytes: ArrayLike | None = None) -> Colocation:
-    """Pair jobs (:func:`pair_jobs` on ``u = phi + mu``), drop pairs over the GPU memory
-    (``footprint_a + footprint_b > gpu_mem``; NaN = not checked) and give each job its slowdown.
-    """
+                    gpu_mem_bytes: ArrayLike | None = None,
+                    order: ArrayLike | None = None) -> Colocation:
+    """Pair jobs (:func:`pair_jobs` on ``u = phi + mu``, ties in ``order``), drop pairs over
+    the GPU memory (``footprint_a + footprint_b > gpu_mem``; NaN = not checked) and give each
+    job its slowdown."""
     if not 0 < bound <= 2:
         raise TraincastError(f"utilization bound {bound}: must be in (0, 2]",
                              hint="Horus pairs jobs whose utilizations sum to at most 1.0")
@@ -228,7 +235,7 @@ def colocate_arrays(phi: ArrayLike, mu: ArrayLike, group: ArrayLike, *,
                              hint="1 = time slicing, 0 = ideal spatial sharing")
     phi_, mu_ = np.broadcast_arrays(_f(phi), _f(mu))
     n = len(phi_)
-    a, b = pair_jobs(phi_ + mu_, group, bound, eligible)
+    a, b = pair_jobs(phi_ + mu_, group, bound, eligible, order)
     rejected = 0
     if footprint_bytes is not None and gpu_mem_bytes is not None and len(a):
         fp = np.broadcast_to(_f(footprint_bytes), (n,))
@@ -290,13 +297,18 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
     util, phi, mu = utilization_shares(bd.compute_flop, bd.compute_mem, bd.total, bd.host_wait)
     n = cols["n_gpus"]
     whole = np.isfinite(n) & (n >= 1) & (n == np.round(n))
-    ok = whole & ((n == 1) | multi_gpu)
+    start = cols["start_time_s"]
+    ran = np.isfinite(start) | ~np.isfinite(start).any()  # times given: it started
+    ok = whole & ((n == 1) | multi_gpu) & ran
     key = r.gpu.codes.astype(np.int64) * 1_000_003 + np.nan_to_num(n).astype(np.int64)
     _, group = np.unique(np.where(ok, key, -1), return_inverse=True)
     group = np.where(ok, group.reshape(-1), -1)
     footprint = workload_extras(cols).footprint_bytes(r.arch, n)
     mem_gb = r.mem_gb
-    return {"job_id": cols["job_id"], "phi": phi, "mu": mu, "util": util,
+    import pyarrow.compute as pc
+
+    order = pc.rank(cols["job_id"], sort_keys="ascending", tiebreaker="dense").to_numpy()
+    return {"job_id": cols["job_id"], "order": order, "phi": phi, "mu": mu, "util": util,
             "measured": cols["gpu_util"], "n_gpus": n, "duration_s": cols.duration_s(),
             "group": group, "footprint_bytes": footprint, "gpu_mem_bytes": mem_gb * 1e9,
             "reason": bd.reason}
@@ -333,7 +345,8 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
         measured_shares(arr["measured"], arr["phi"], arr["mu"])
     co = colocate_arrays(phi, mu, arr["group"], bound=bound, cross=cross,
                          footprint_bytes=arr["footprint_bytes"] if memory_check else None,
-                         gpu_mem_bytes=arr["gpu_mem_bytes"] if memory_check else None)
+                         gpu_mem_bytes=arr["gpu_mem_bytes"] if memory_check else None,
+                         order=arr["order"])
     paired = co.partner >= 0
     acct = gpu_accounting(arr["n_gpus"], arr["duration_s"], co.partner, co.slowdown)
     n = len(arr["util"])

@@ -521,13 +521,26 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
             Strings(gpu_codes, tuple(gpu_vals)), roles, bd)
 
 
+def _differs(a: pa.ChunkedArray, b: pa.ChunkedArray) -> NDArray[np.bool_]:
+    """Per row, whether two string columns (plain or dictionary-encoded) hold different values
+    (null equals null only)."""
+    import pyarrow.compute as pc
+
+    a, b = pc.cast(a, pa.string()), pc.cast(b, pa.string())
+    same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+    return ~same.to_numpy(zero_copy_only=False).astype(bool)
+
+
 def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
-    """Counts of recommended architectures/nodes and mean speedups over jobs with a prediction."""
+    """Counts of recommended architectures/nodes and mean speedups over jobs with a prediction;
+    ``changed_share``: the share of them whose choice is another architecture or node than the
+    job's own (for the cheapest, a slower one too)."""
     out: dict[str, Any] = {}
     for prefix in ("arch", "best", *(["cheapest"] if priced else [])):
         sp = rows[f"{prefix}_speedup"].to_numpy(zero_copy_only=False).astype(float)
         ok = np.isfinite(sp)
-        changed = ok & (sp > 1.01)
+        changed = ok & (_differs(rows[f"{prefix}_architecture"], rows["architecture"])
+                        | _differs(rows[f"{prefix}_node"], rows["node"]))
         arch = rows[f"{prefix}_architecture"]
         out[prefix] = {
             "predicted": int(ok.sum()),

@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from traincast.analysis.characterize import unpredicted_text
 from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.errors import TraincastError
-from traincast.files import write_text_whole, write_whole
+from traincast.files import to_jsonable, write_text_whole, write_whole
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
@@ -49,30 +49,9 @@ PAPER = {"nvlink_sped_up_share": 0.6, "eth100_mean_speedup": 1.7}  # as quoted f
 Step = Callable[[str, int, int], None]
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
-def _clean(obj: Any) -> Any:
-    """NaN/inf -> None, recursively (JSON has no NaN)."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float | np.floating) and not math.isfinite(float(obj)):
-        return None
-    return obj
-
-
 def write_json(path: Path, obj: Any) -> None:
     """Write one JSON object atomically (a temporary file, then a rename)."""
-    write_text_whole(path, json.dumps(_clean(obj), indent=2, default=_json_default))
+    write_text_whole(path, json.dumps(to_jsonable(obj), indent=2))
 
 
 def nan_as_null(table: pa.Table) -> pa.Table:

@@ -74,6 +74,7 @@ class AllReduceCluster:
 
     @staticmethod
     def fits(r: Resolved) -> B:
+        """Every job, of any shape (its ring spans the nodes the job holds)."""
         return np.ones(r.size, dtype=bool)
 
     port = staticmethod(data_parallel_port)

@@ -25,11 +25,15 @@ if TYPE_CHECKING:
 class Hybrid:
     @staticmethod
     def comm_s(r: Resolved) -> F:
-        """The data-parallel all-reduce of ``allreduce-cluster``."""
+        """The data-parallel all-reduce of ``allreduce-cluster`` (a trace row's aggregate
+        features: ``T_comm = 2 (n - 1) / n x (W + E_ar) / bw``, a ring over the slowest link
+        it crosses, hierarchical per node where asked); a configuration's tensor, pipeline,
+        expert and context communication are priced by ``traincast.parallel.hybrid``."""
         return AllReduceCluster.comm_s(r)
 
     @staticmethod
     def fits(r: Resolved) -> B:
+        """Every job, of any shape (its layout is priced by ``traincast.parallel``)."""
         return np.ones(r.size, dtype=bool)
 
     port = staticmethod(data_parallel_port)

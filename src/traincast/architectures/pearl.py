@@ -36,6 +36,7 @@ class Pearl:
 
     @staticmethod
     def fits(r: Resolved) -> B:
+        """Every job, of any shape (embeddings over the n GPUs, the rest by all-reduce)."""
         return np.ones(r.size, dtype=bool)
 
     port = staticmethod(data_parallel_port)

@@ -34,6 +34,7 @@ class PSWorker:
 
     @staticmethod
     def fits(r: Resolved) -> B:
+        """Every job, of any shape (workers and servers over the nodes the job holds)."""
         return np.ones(r.size, dtype=bool)
 
     @staticmethod

@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from traincast import kernels
 from traincast.errors import TraincastError
-from traincast.files import open_bytes, write_text_whole
+from traincast.files import content_sha256, open_bytes, write_text_whole
 from traincast.hardware.catalog import HELD_OUT_RECORDS
 from traincast.kernels import CONV_KEYS, GEMM_KEYS
 
@@ -170,6 +170,7 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
             raise TraincastError(f"{root}: no <family>/*.csv or *.csv.gz files",
                                  hint=f"a folder with sub-folders named after the families "
                                       f"({', '.join(wanted)})")
+    _refuse_copies([p for fam in wanted for root in roots for p in files[root, fam]])
     parts: list[tuple[str, dict[str, Any], NDArray[Any]]] = []
     con = duckdb.connect()
     for fam in wanted:
@@ -186,6 +187,25 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
         np.concatenate([d["Latency"] * 1e-3 for _, d, _ in parts]),
         {k: np.concatenate([d.get(k, np.full(len(d["Latency"]), np.nan)) for _, d, _ in parts])
          for k in keys})
+
+
+def _refuse_copies(paths: Sequence[Path]) -> None:
+    """Two files with the same measurements (the same bytes once ungzipped, under any names or
+    folders) would weigh their rows twice in the fit: an error naming both. Rows repeated
+    inside one file are kept (repeated measurements of one shape)."""
+    import zlib
+
+    first: dict[str, Path] = {}
+    for path in paths:
+        try:
+            digest = content_sha256(path)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraincastError(f"{path}: cannot be read ({exc})",
+                                 hint="a CSV file, or a complete .csv.gz") from None
+        other = first.setdefault(digest, path)
+        if other != path:
+            raise TraincastError(f"{path}: the same measurements as {other} (they would be read "
+                                 "twice)", hint="keep one of the two")
 
 
 def _shape_keys(fam: str) -> tuple[str, ...]:
@@ -217,8 +237,16 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
     """One measured file as numpy columns, read in one pass and checked in DuckDB
     (``try_cast``; errors name file, row and field: the row of the file, header = row 1, also
     under ``sample``)."""
+    from traincast.trace.adapters.base import duplicate_columns
+
     need = ("Device", "Latency", *SHAPE_COLUMNS.get(fam, ("B", "H")))
     try:
+        read = {c.lower() for c in (*need, "Dtype", "Kernel Name")}
+        for name, (first, second) in duplicate_columns(path).items():
+            if name in read:  # DuckDB would read the first, silently
+                raise TraincastError(f"{path}: the header names column {name!r} twice (fields "
+                                     f"{first} and {second}): which one holds its values "
+                                     "cannot be told", hint="rename or remove one of them")
         rel = con.read_csv(str(path), all_varchar=True)
         missing = [c for c in need if c not in rel.columns]
         if missing:
@@ -248,6 +276,9 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         _uneven_row(path)
         raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
                              hint="the NeuSight kernel format: docs/model.md") from None
+    if not len(raw["_row"]):
+        raise TraincastError(f"{path}: no measured rows (a header only)",
+                             hint="measure again, or remove the file")
     out: dict[str, Any] = {"Device": raw["Device"].astype(object), "_row": raw["_row"]}
     for c in need[1:]:
         values = np.ma.filled(raw[c], np.nan).astype(np.float64)

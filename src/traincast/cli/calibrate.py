@@ -150,7 +150,10 @@ def calibrate(
                   f"{g.op_overhead_us:.1f} µs")
     for name in ("local-host", "local-allreduce", "local-loopback"):
         link = cat.link(name)
-        console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs")
+        measured = name == "local-host" or bool(res.get("comm"))  # --no-comm: memcpy stands in
+        console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs"
+                      if measured else f"  link {name}: not measured (--no-comm): "
+                      f"{link.bw_gbs:.3g} GB/s, the memcpy bandwidth, stands in")
     if res.get("forced"):
         err_console.print("[yellow]warning:[/yellow] written with --force although other "
                           "programs held the cores during: " + ", ".join(res["disturbed"])
@@ -202,7 +205,9 @@ def validate(
     DistributedDataParallel over 2 local processes, ps-worker = 1 parameter server + 2 workers):
     profile + predict with the calibrated catalog (compute by the per-op roofline with measured
     efficiency curves; data and communication by the core model), then warm-up and the median
-    of timed steps, and a torch.profiler breakdown. error = predicted / measured - 1.
+    of timed steps, and a torch.profiler breakdown. error = predicted / measured - 1 of the
+    step time (-: the forecast is faster). --published and --rows compare throughputs: error =
+    predicted / published throughput - 1 (+: the forecast is faster).
 
     Per op: t = o + n*o_t + max(F / P_eff(F/B), B / M_eff(B), E / K(op)) + fresh outputs /
     A(size); T_comp = sum of t; T_total = T_data + T_comp + T_comm (docs/validation.md).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -11,7 +10,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -28,7 +26,7 @@ from rich.text import Text
 
 from traincast.bounds import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import TraincastError
-from traincast.files import not_a_file
+from traincast.files import not_a_file, to_jsonable
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.units import fmt_pct, join_words
 
@@ -176,7 +174,7 @@ OverlapOpt = Annotated[float, typer.Option(
 
 def _num(v: float) -> str:
     """A bound for people: ``1,000,000`` for large whole numbers, else ``%g``."""
-    return f"{int(v):,}" if v == int(v) and abs(v) >= 1e4 else f"{v:g}"
+    return f"{int(v):,}" if v == int(v) and abs(v) >= 1e4 else f"{v:.12g}"
 
 
 def one_of(choices: Iterable[str]) -> str:
@@ -189,32 +187,6 @@ def note(message: str, json_out: bool = False) -> None:
     """A remark for people on stderr (silent with ``--quiet`` or ``--json``)."""
     if not (json_out or _STATE["quiet"]):
         err_console.print(message, highlight=False)
-
-
-def to_jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays, NaN, paths and date-times -> plain JSON values (NaN -> null, a
-    date-time -> ISO 8601 text). Plain types are tested
-    first by exact type: per-job outputs hold millions of values."""
-    t = type(obj)
-    if t is str or t is int or t is bool or obj is None:
-        return obj
-    if t is float:
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, datetime.date):  # dates and date-times: ISO 8601
-        return obj.isoformat()
-    return obj
 
 
 def check_output(path: Path | None, flag: str = "-o", *, folder: bool = False,

@@ -77,8 +77,10 @@ def plan(
     = "dgx-a100",
     global_batch: Annotated[int | None, typer.Option(
         callback=within(1, BATCH_MAX), help="Sequences per iteration B, from 1 to 1e9 "
-        "(default: about 4M tokens per iteration as Llama 2 trained, B = max(1, round(2^22 / "
-        "s)) for sequence length s; predict --arch hybrid has the same default).")] = None,
+        "(default: about 4M tokens per iteration as Llama 2 trained, B = k max(1, round(2^22 / "
+        "(s k))) for sequence length s, k the largest power of two at most the GPUs and "
+        "round(2^22 / s), so that B divides among many layouts; predict --arch hybrid takes "
+        "k = dp x micro-batch: docs/parallelism.md, 'The default global batch').")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="Sequence length, at least 1 (default: the model's).")]
     = None,
@@ -94,9 +96,9 @@ def plan(
     = DEFAULT_FRAMEWORK,
     price: Annotated[str | None, typer.Option(
         help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "
-             "optionally spot_usd_per_gpu_hour, spot_source) or a shipped name (aws): adds "
-             "usd_per_million_tokens = N x usd_per_gpu_hour x T_iter x overhead / 3600 / (B s) "
-             "x 1e6 and a ranking by cost.")] = None,
+             "optionally spot_usd_per_gpu_hour, spot_source) or a shipped name "
+             "(aws-on-demand, also aws): adds usd_per_million_tokens = N x usd_per_gpu_hour x "
+             "T_iter x overhead / 3600 / (B s) x 1e6 and a ranking by cost.")] = None,
     spot: Annotated[bool, typer.Option(
         "--spot", help="Use the spot prices of --price (and compare with on-demand).")] = False,
     preemptions_per_hour: Annotated[float, typer.Option(
@@ -107,8 +109,8 @@ def plan(
         help="Write (and read-back) bandwidth of the whole job to checkpoint storage, GB/s "
              "(needed with --preemptions-per-hour or --checkpoint-every).")] = None,
     checkpoint_gb: Annotated[float | None, typer.Option(
-        help="Checkpoint size in GB (default: weights + optimizer state of the memory model, "
-             "14 bytes per parameter in bf16/fp16).")] = None,
+        help="Checkpoint size in GB, 1e9 bytes (default: weights + optimizer state of the "
+             "memory model, 14 bytes per parameter in bf16/fp16, 12 in fp32).")] = None,
     checkpoint_every: Annotated[float | None, typer.Option(
         help="Seconds of work between checkpoints, tau (default: Young/Daly sqrt(2 C / "
              "lambda)).")] = None,
@@ -138,8 +140,8 @@ def plan(
     softmax or other, hardware/kernel_model.toml) + tensor-parallel all-reduces +
     expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch
     times + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding
-    all-reduce + optimizer step (52 bytes/parameter). Memory: weights, gradients, Adam state
-    after ZeRO sharding, and Korthikanti et al. activations per recompute mode. On
+    all-reduce + optimizer step (52 bytes/parameter, 32 in fp32). Memory: weights, gradients,
+    Adam state after ZeRO sharding, and Korthikanti et al. activations per recompute mode. On
     preemptible machines (Varuna): expected time and cost per million tokens with checkpoints,
     lost work and restarts, first order: overhead = 1 + C/tau + lambda (tau/2 + Rs).
     Formulas: docs/parallelism.md.

@@ -39,7 +39,6 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
 from traincast.features.io import load_features
-from traincast.hardware.catalog import Catalog
 from traincast.model import COMPONENT_LABEL, COMPONENT_NAME, COMPONENTS
 from traincast.parallel.hybrid import (
     ATTENTION,
@@ -53,7 +52,9 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.strategies import RECOMPUTE
+from traincast.predict import node_assumed
 from traincast.predict import predict as predict_job
+from traincast.resolve import DEFAULT_NODE
 from traincast.units import fmt_exp
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
@@ -166,9 +167,11 @@ def predict(
     model: Annotated[str | None, typer.Option(
         help="zoo:NAME, hf:CONFIG or file.py:FUNC (imported: the file's code runs).")] = None,
     batch: Annotated[int | None, typer.Option(
-        callback=within(1), help="Batch size for --model (at least 1).")] = None,
+        callback=within(1), help="Batch size per GPU (per data-parallel replica) for --model; "
+        "default the model's own (traincast zoo list).")] = None,
     flops: Annotated[str | None, typer.Option(
-        help=f"FLOPs of compute-bound ops per iteration (at most {fmt_exp(MAX_FLOPS)}).")] = None,
+        help=f"FLOPs of compute-bound ops per iteration, at most {fmt_exp(MAX_FLOPS)} (2.4e13, "
+        "or 24T: k/M/G/T decimal; the same for the byte flags).")] = None,
     mem_bytes: Annotated[str | None, typer.Option(
         help="Bytes read+written by memory-bound ops per iteration.")] = None,
     weight_bytes: Annotated[str | None, typer.Option(
@@ -186,15 +189,21 @@ def predict(
     workers: Annotated[int | None, typer.Option(
         callback=within(1, MAX_GPUS), help="ps-worker only: workers m (1 GPU each).")] = None,
     ps: Annotated[int | None, typer.Option(
-        callback=within(1, MAX_GPUS), help="ps-worker only: parameter servers p.")] = None,
-    node: Annotated[str | None, typer.Option(help="Node preset (traincast hardware list).")]
+        callback=within(1, MAX_GPUS), help="ps-worker only: parameter servers p (default 1).")]
     = None,
-    gpu: Annotated[str | None, typer.Option(help="GPU, overriding the node's.")] = None,
+    node: Annotated[str | None, typer.Option(
+        help="Node preset (traincast hardware list; default: the --gpu's own node preset, else "
+             f"{DEFAULT_NODE}; dgx-a100 with --arch hybrid).")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        help="GPU or alias, overriding the node's (default: the node's).")] = None,
     nic: Annotated[str | None, typer.Option(
         help="NIC link name (eth25: its framing efficiency and latency) or speed (25Gbit: "
-             "all of it payload, no latency).")] = None,
-    intra: Annotated[str | None, typer.Option(help="GPU-GPU link inside the node.")] = None,
-    pcie: Annotated[str | None, typer.Option(help="GPU-host link.")] = None,
+             "all of it payload, no latency); default: the node's.")] = None,
+    intra: Annotated[str | None, typer.Option(
+        help="GPU-GPU link inside the node, a name or a speed as --nic (default: the node's).")]
+    = None,
+    pcie: Annotated[str | None, typer.Option(
+        help="GPU-host link, a name or a speed as --nic (default: the node's).")] = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
@@ -368,18 +377,27 @@ def predict(
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp)
-    result["hardware"]["node_assumed"] = node_assumed(cat, gpu, node)
+    # what one iteration is: the batch the features were profiled at (per replica) and seq
+    result["job"]["batch_per_replica"] = feats.get("batch_size")
+    result["job"]["seq"] = feats.get("seq_len")
     if json_out:
         print_json(result)
         return
     render_prediction(result)
 
 
-def node_assumed(cat: Catalog, gpu: str | None, node: str | None) -> bool:
-    """Whether ``--gpu`` names a GPU that no node preset of the catalog holds and no
-    ``default_node`` names, with no ``--node``: the job then takes the default node's links
-    (``pcie``, ``intra``, ``nic``), which ``predict`` says."""
-    return bool(gpu and not node and not cat.default_node_of(gpu))
+def batch_text(job: dict[str, Any]) -> str:
+    """One iteration's samples: the profile's batch per replica (a worker of ps-worker, else
+    a GPU) and the global batch over the replicas, with the tokens per sequence; empty for
+    features without a batch (--flops)."""
+    batch = job.get("batch_per_replica")
+    if not batch:
+        return ""
+    replicas = (job.get("workers") if job["arch"] == "ps-worker" else job["gpus"]) or 1
+    seq, unit = job.get("seq"), "worker" if job["arch"] == "ps-worker" else "GPU"
+    return (f"one iteration: batch {batch:,} per {unit}"
+            + (f", {batch * replicas:,} over the {replicas:,} replicas" if replicas > 1 else "")
+            + (f"; {seq:,} tokens per sequence" if seq else "") + " (as profiled)")
 
 
 def node_assumed_text(hw: dict[str, Any]) -> Text | None:
@@ -417,8 +435,15 @@ def render_prediction(result: dict[str, Any]) -> None:
         if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN_SHARE * total:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)", style="dim")
-    table.add_row("total per iteration", fmt_seconds(result["time_s"]["total"]), "100%",
-                  style="bold")
+    hidden = total - (result["time_s"]["total"] or 0.0)  # --overlap: comm under compute
+    if total and hidden > 1e-9 * total:
+        table.add_row(f"hidden: communication under compute (--overlap {job['overlap']:g})",
+                      f"−{fmt_seconds(hidden)}", f"(−{100 * hidden / total:.1f}%)", style="dim")
+    table.add_row("total per iteration", fmt_seconds(result["time_s"]["total"]),
+                  f"{100 * (total - hidden) / total:.1f}%" if total and hidden > 1e-9 * total
+                  else "100%", style="bold")
+    table.caption = "share = of the four components' sum"
+    table.caption_justify = "left"
     console.print(table)
     label = result.get("bottleneck_label")
     if result.get("bottleneck") in (None, "unknown") or label in (None, "unknown"):
@@ -426,6 +451,8 @@ def render_prediction(result: dict[str, Any]) -> None:
     util = result.get("gpu_util")
     util_text = f"{100 * util:.0f}%" if isinstance(util, int | float) and util == util else "n/a"
     console.print(f"Bottleneck: [bold]{label}[/bold]. Predicted GPU utilization {util_text}.")
+    if said := batch_text(job):
+        console.print(said, style="dim")
     mem = result.get("memory")
     if isinstance(mem, dict) and mem.get("fits") is None:
         console.print(Text(f"memory not checked on {hw['gpu']}: the catalog entry gives no "
@@ -435,8 +462,8 @@ def render_prediction(result: dict[str, Any]) -> None:
         console.print(f"[red]Does not fit: {mem['footprint_gb']:.3g} GB per GPU of "
                       f"{mem['capacity_gb']:.3g} GB[/red] (profile a smaller --batch, or "
                       "choose a GPU with more memory; the time is for the job as given).")
-    links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s)" for r in ("pcie", "intra",
-                                                                            "nic"))
+    links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s effective)"
+                      for r in ("pcie", "intra", "nic"))
     if result.get("setup"):
         from traincast.validation.published import setup_text
 

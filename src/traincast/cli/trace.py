@@ -40,7 +40,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table, compact_table, print_table
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog
-from traincast.model import COMPONENTS
+from traincast.model import BOTTLENECK_NAME, COMPONENTS
 from traincast.trace import DEFAULT_WORKLOAD
 from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
@@ -491,7 +491,8 @@ def print_characterization(r: dict[str, Any]) -> None:
             t.add_row(name if not i else "", f"{row['jobs']:,}" if not i else "", label,
                       *(fmt_pct(row[key][c]) for c in COMPONENTS), end_section=bool(i))
     print_table(t, console)
-    console.print("bottleneck: " + ", ".join(f"{c} {n:,}" for c, n in b["bottleneck"].items())
+    console.print("jobs by bottleneck: " + ", ".join(f"{BOTTLENECK_NAME.get(c, c)} {n:,}"
+                                                     for c, n in b["bottleneck"].items())
                   + f"; jobs with > 80% in communication: {fmt_pct(b['comm_over_80_share'])}, "
                   f"> 50% in data I/O: {fmt_pct(b['data_io_over_50_share'])}", highlight=False)
 

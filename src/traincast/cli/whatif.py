@@ -78,11 +78,16 @@ def _saved(share: float | None) -> str:
     return "0%" if abs(share) < 5e-5 else f"{fmt_sig(100 * share, 1)}%"
 
 # One job given by flags, in place of a trace (whatif and recommend)
-FlopsOpt = Annotated[str | None, typer.Option(help="One job: FLOPs of compute-bound ops.")]
-MemBytesOpt = Annotated[str | None, typer.Option(help="One job: memory-bound bytes.")]
-WeightBytesOpt = Annotated[str | None, typer.Option(help="One job: dense weight bytes.")]
-EmbeddingBytesOpt = Annotated[str | None, typer.Option(help="One job: embedding bytes.")]
-InputBytesOpt = Annotated[str | None, typer.Option(help="One job: input bytes.")]
+FlopsOpt = Annotated[str | None, typer.Option(
+    help="One job: FLOPs of compute-bound ops per iteration (2.4e13, or 24T: k/M/G/T decimal).")]
+MemBytesOpt = Annotated[str | None, typer.Option(
+    help="One job: bytes read+written by memory-bound ops per iteration.")]
+WeightBytesOpt = Annotated[str | None, typer.Option(
+    help="One job: dense parameter bytes (= gradient bytes exchanged per iteration).")]
+EmbeddingBytesOpt = Annotated[str | None, typer.Option(
+    help="One job: embedding bytes touched per iteration.")]
+InputBytesOpt = Annotated[str | None, typer.Option(
+    help="One job: input batch bytes copied to the GPU per iteration.")]
 ModelOpt = Annotated[str | None, typer.Option(
     help="One job: zoo:NAME, hf:CONFIG, file.py:F (imported: its code runs).")]
 FeaturesOpt = Annotated[Path | None, typer.Option(help="One job: features JSON.")]
@@ -213,8 +218,8 @@ def print_whatif(result: dict[str, Any]) -> None:
                        "priced = matched jobs with a prediction, which the other columns "
                        "are over; not fit = ports that do not fit; up/down = shares of jobs "
                        "more than 1% faster / slower; speedup = base time / scenario time: "
-                       "mean, median, GPU wtd (weighted by GPUs), time wtd (by GPU time); "
-                       "saved = share of GPU time saved (< 0: more GPU time)",
+                       "mean and median over jobs, GPU wtd and time wtd: means weighted by "
+                       "GPUs and by GPU time; saved = share of GPU time saved (< 0: more GPU time)",
                        ("scenario", "priced", "not fit", "up/down", "mean", "median", "GPU wtd",
                         "time wtd", "saved"),
                        [(name, f"{s['predicted']:,}", f"{s['not_applied']:,}",
@@ -483,7 +488,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     t = Table(title=f"Recommendations for {plural(n, 'job')}", title_justify="left",
               **RULES_OFF)
     t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
-                 "(more than 1% faster); mean, median = speedup (1.00× where kept); "
+                 "(another architecture or node); mean, median = speedup (1.00× where kept); "
                  "top choices = jobs per architecture; per node")
     t.caption_justify = "left"
     for col in ("", "changed", "mean", "median", "top choices"):
@@ -535,16 +540,23 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     keys, legend = _reason_keys([r["best_reason"] for r in d])
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
               title_justify="left", **RULES_OFF)
-    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter"]
+    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter now", "$/iter"]
                                                      if "cheapest" in s else [])):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
-                     justify="right" if col in ("speedup", "$/iter") else "left")
+                     justify="right" if col in ("speedup", "$/iter now", "$/iter") else "left")
+    if "cheapest" in s:
+        t.caption = ("$/iter now: the job's present setup, $/iter: the cheapest's, USD per "
+                     "iteration (- where unpriced)")
+        t.caption_justify = "left"
+
+    def usd(c: float | None) -> str:
+        return "-" if c is None or not math.isfinite(c) else f"{c:.3g}"
+
     for r, key in zip(d, keys, strict=True):
         extra = []
         if "cheapest" in s:
-            c = r["cheapest_cost_per_iter_usd"]
             extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
-                     "-" if c is None or not math.isfinite(c) else f"{c:.3g}"]
+                     usd(r.get("base_cost_per_iter_usd")), usd(r["cheapest_cost_per_iter_usd"])]
         t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
                   fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)

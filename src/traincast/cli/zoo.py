@@ -10,6 +10,7 @@ from traincast.cli import app
 from traincast.cli.common import JsonOpt, console, print_json
 from traincast.cli.tables import Table, print_table
 from traincast.units import fmt_sig
+from traincast.zoo.llm import transformers_family
 
 zoo_app = typer.Typer(no_args_is_help=True, help="The reference model zoo (one registry).")
 app.add_typer(zoo_app, name="zoo")
@@ -44,7 +45,7 @@ def zoo_rows() -> list[dict[str, Any]]:
         if cfg is not None and not rec:
             row["flops_forward_per_sample"] = (2 * cfg.params_flop
                                                + 4 * cfg.layers * cfg.q_dim * cfg.seq) * cfg.seq
-        if entry.config_only and cfg is not None and cfg.experts == 1:
+        if entry.config_only and cfg is not None and transformers_family(cfg):
             row["profiled_via"] = "transformers"  # profile builds it from the config
         rows.append(row)
     return rows

@@ -51,7 +51,10 @@ def partitioned(jobs: pa.Table | Iterable[pa.Table] | str | Path,
                 rows_per_partition: int = 250_000) -> Iterator[list[str]]:
     """The Parquet partition files of ``jobs``: those of a Parquet file or folder given, else
     a table or a stream of chunks written by :func:`write_partitions` into ``parquet_dir``
-    (else a temporary folder, removed afterwards)."""
+    (else a temporary folder, removed afterwards). Without Dask installed it fails here,
+    before any partition is written (ImportError: ``pip install 'traincast[dask]'``)."""
+    import distributed  # noqa: F401 - checked before the work it would waste
+
     if isinstance(jobs, str | Path):
         yield partition_files(jobs)
         return
@@ -95,6 +98,39 @@ def check_address(address: str) -> None:
                              hint=SCHEDULER_HINT) from None
 
 
+CONNECT_TIMEOUT_S = 30
+"""Seconds to reach a scheduler at ``--address``, handshake included (a port that accepts and
+never answers is no scheduler)."""
+
+
+def probe_tcp(address: str) -> None:
+    """A ``tcp://`` address must answer as a Dask scheduler does: its listener writes its
+    handshake as soon as a connection opens (``distributed.comm``), so a port that accepts
+    and stays silent for :data:`CONNECT_TIMEOUT_S` (a web server waiting for a request) is a
+    TraincastError, not a client waiting forever. A refused connection is left to Dask's own
+    error."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp":
+        return
+    host, port = parse_host_port(location)
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as sock:
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            if sock.recv(1):
+                return
+            why = "it closed the connection without a word"
+    except TimeoutError:
+        why = f"it accepted a connection and sent nothing for {CONNECT_TIMEOUT_S} s"
+    except OSError:
+        return  # refused, unreachable: Dask says so below
+    raise TraincastError(f"--address {address}: no Dask scheduler answered there ({why})",
+                         hint=SCHEDULER_HINT)
+
+
 @contextmanager
 def dask_client(address: str | None = None, workers: int = 1, threads: int = 2) -> Any:
     """A ``distributed.Client``: to ``address`` (:func:`check_address`; a scheduler that does
@@ -103,9 +139,11 @@ def dask_client(address: str | None = None, workers: int = 1, threads: int = 2) 
 
     if address:
         check_address(address)
+        probe_tcp(address)
         try:
-            client = Client(address)  # Dask's connect timeout (distributed.comm.timeouts)
-        except (OSError, TimeoutError) as exc:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a service that is no Dask scheduler answers
+            # anything: a refused or timed-out connect, or bytes read as a huge message
             raise TraincastError(f"--address {address}: no Dask scheduler answered there "
                                  f"({type(exc).__name__}: {exc})", hint=SCHEDULER_HINT) from None
         with client:
@@ -127,8 +165,12 @@ def map_partitions(files: list[str], part: Callable[..., Any], *args: Any,
                    address: str | None = None,
                    progress: Callable[[int, int], None] | None = None) -> Iterator[Any]:
     """``part(table, *args)`` of every partition file, in file order, computed on Dask
-    (at most :data:`IN_FLIGHT` tasks ahead of the one yielded)."""
+    (at most :data:`IN_FLIGHT` tasks ahead of the one yielded). ``args`` (the catalog with its
+    cache of per-op step times, the scenarios) go to each worker once (``scatter``,
+    broadcast): every task of a worker shares them, so a workload's per-op table is priced
+    once per worker, not once per partition."""
     with dask_client(address) as client:
+        [args] = client.scatter([args], broadcast=True, hash=False)
         pending = []
         todo = iter(files)
         done = 0
@@ -137,7 +179,16 @@ def map_partitions(files: list[str], part: Callable[..., Any], *args: Any,
             if len(pending) >= IN_FLIGHT:
                 break
         while pending:
-            result = pending.pop(0).result()
+            try:
+                result = pending.pop(0).result()
+            except Exception as exc:  # noqa: BLE001 - the cluster's failures, not the input's
+                if type(exc).__name__ != "KilledWorker":
+                    raise
+                raise TraincastError(f"a Dask worker died while running a partition "
+                                     f"({str(exc).splitlines()[0][:200]})",
+                                     hint="give the workers more memory, or run with a nanny "
+                                          "(dask worker restarts a dead one); nothing was "
+                                          "written") from None
             nxt = next(todo, None)
             if nxt is not None:
                 pending.append(client.submit(_read_and_run, nxt, part, args, pure=False))

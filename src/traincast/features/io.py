@@ -20,6 +20,7 @@ from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import NoSuchFileError, TraincastError, clip
 from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
+from traincast.jobs import FEATURES, STEP_COLUMNS
 
 REQUIRED = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes")
 PARQUET_KEY = b"traincast.features"
@@ -29,6 +30,22 @@ OP_NUMBERS: dict[str, float] = {"flops": FLOPS_MAX, "bytes_read": BYTES_MAX,
                                 "bytes_written": BYTES_MAX, "count": COUNT_MAX}
 """The numbers of a per-op row and their bounds, as a trace's features are bounded (a row
 without one: 0, ``count`` 1)."""
+RECORD_KEYS = (*FEATURES, *STEP_COLUMNS, "amp", "attention", "batch_size", "bytes_compute_bound",
+               "bytes_memory_bound_fused", "dtype", "embedding_rows_touched",
+               "embedding_tables_shared", "flops_forward", "flops_total", "memory_bytes",
+               "method", "model", "notes", "ops", "optimizer", "params", "params_dense",
+               "params_embedding", "seq_len",
+               # the shipped zoo profiles' own (traincast.zoo.profiles)
+               "amp_dtype", "bytes_memory_bound_amp", "bytes_memory_bound_fused_amp",
+               "description", "family", "flops_compute_bound_amp", "flops_forward_per_sample",
+               "flops_train_per_sample", "input_shape", "memory_bytes_amp", "published_params",
+               "source")
+"""The keys of the record ``traincast profile`` writes (docs/profile.md). A features file may
+hold others (notes of its own); one spelled like one of these (``embeding_bytes_touched``) is
+an error, as it would be ignored."""
+TYPO_CUTOFF = 0.85
+"""How alike (``difflib`` ratio) an unknown key must be to a known one to be refused as its
+misspelling."""
 OP_BOUNDS = ("compute", "memory")
 """The values of a per-op row's ``bound``."""
 DIM_MAX = 2 ** 31 - 1
@@ -81,6 +98,7 @@ def load_features(path: str | Path) -> dict[str, Any]:
         raise TraincastError(f"{path}: expected a JSON object of features")
     if "amp" in data and not isinstance(data["amp"], bool):
         raise TraincastError(f"{path}: field 'amp' must be true or false, got {data['amp']!r}")
+    check_record(data, str(path))  # a misspelled field first: it may be a required one
     for key in REQUIRED:
         if key not in data:
             raise TraincastError(f"{path}: missing field {key!r}",
@@ -93,8 +111,23 @@ def load_features(path: str | Path) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise TraincastError(f"{path}: field {key!r} must be a non-negative number, "
                                  f"got {value!r}")
-    check_record(data, str(path))
     return data
+
+
+def _refuse_misspelled(data: Mapping[str, Any], where: str | Path) -> None:
+    """A key that is none of :data:`RECORD_KEYS` but reads like one (``difflib`` ratio >=
+    :data:`TYPO_CUTOFF`, in lower case) is an error naming ``where`` (the file), the key and
+    the one it resembles."""
+    import difflib
+
+    for key in data:
+        if key in RECORD_KEYS or not isinstance(key, str):
+            continue
+        near = difflib.get_close_matches(key.lower(), RECORD_KEYS, n=1, cutoff=TYPO_CUTOFF)
+        if near:
+            raise TraincastError(f"{where}: unknown field {key!r} (would be ignored; did you "
+                                 f"mean {near[0]!r}?)",
+                                 hint="the fields of a features file: docs/profile.md")
 
 
 def check_record(record: Mapping[str, Any], where: str) -> None:
@@ -102,7 +135,9 @@ def check_record(record: Mapping[str, Any], where: str) -> None:
     ``batch_size`` a whole number from 1 to ``BATCH_MAX``, ``memory_bytes`` a table of parts
     (weights, grads, optimizer, activations), each a number of bytes from 0 to ``BYTES_MAX``,
     and the per-op table as :func:`check_ops` says; else a :class:`TraincastError` naming
-    ``where`` and the field. Missing parts pass."""
+    ``where`` and the field; so is a misspelled field (:func:`_refuse_misspelled`). Missing
+    parts pass."""
+    _refuse_misspelled(record, where)
     batch = record.get("batch_size")  # a count: bounded as every count is
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, Integral)
                               or not 1 <= batch <= BATCH_MAX):

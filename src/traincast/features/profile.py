@@ -411,11 +411,15 @@ def _profile(model: nn.Module, inputs: tuple, *, optimizer: str, amp: bool, ops:
         raise
     except Exception as exc:  # noqa: BLE001
         on_cpu = _one_line(exc)
-        raise TraincastError(f"the training step fails on CPU too ({on_cpu}"
+        raise TraincastError(f"{STEP_FAILS} ({on_cpu}"
                              + ("" if on_cpu == reason else f"; on meta: {reason}") + ")",
                              hint="model(*inputs) must run forward and backward on CPU: check "
                                   "that the inputs match forward()'s arguments and shapes; "
                                   "--debug shows the traceback") from exc
+
+
+STEP_FAILS = "the training step fails on CPU too"
+"""How the error of a step that runs neither on meta nor on CPU begins."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -518,8 +522,8 @@ def _profile_cpu_extrapolated(model: nn.Module, inputs: tuple, batch: int, reaso
             f"profiling on meta failed ({reason}) and the model, "
             f"{size / 1e9:.3g} GB of parameters, is over the "
             f"{FALLBACK_MAX_PARAM_BYTES / 1e9:.3g} GB the CPU run takes",
-            hint="an op whose output's shape depends on tensor values (a mixture of experts' "
-                 "routing) or one without a meta kernel cannot run on meta: profile a smaller "
+            hint="an op whose output's shape depends on tensor values, or one without a meta "
+                 "kernel, cannot run on meta: profile a smaller "
                  "config of the model (fewer layers), or price a transformer with plan or "
                  "predict --arch hybrid (docs/parallelism.md)")
     points = []
@@ -672,7 +676,14 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
         except TraincastError as exc:
             if str(exc).startswith(built.label):
                 raise
-            raise TraincastError(f"{built.label}: {exc}", hint=exc.hint) from exc
+            hint = exc.hint
+            if spec.startswith("hf:") and str(exc).startswith(STEP_FAILS):  # our inputs
+                hint = ("traincast built this model's inputs from its config (docs/profile.md, "
+                        "hf:CONFIG: token ids, images, audio, labels); a model that needs more "
+                        "(image tokens among a vision-language model's ids, image grid sizes, "
+                        "one exact sequence length: try --seq) is profiled as FILE.py:FUNC, "
+                        "which builds the model and its inputs; --debug shows the traceback")
+            raise TraincastError(f"{built.label}: {exc}", hint=hint) from exc
     except (MemoryError, RuntimeError) as exc:  # the example inputs are real tensors
         if not isinstance(exc, MemoryError) and "allocate" not in str(exc):
             raise

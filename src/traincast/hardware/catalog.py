@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from traincast.bounds import LINK_BW_MAX_GBS
 from traincast.errors import TraincastError, UnknownNameError, did_you_mean
 
 SHIPPED = "traincast/hardware/catalog.toml"
@@ -286,11 +287,13 @@ class Catalog:
         return found
 
     def link(self, name: str) -> Link:
+        """A link by its exact name; KeyError names the closest known ones."""
         if name not in self.links:
             raise unknown_name("link", name, self.links)
         return self.links[name]
 
     def node(self, name: str) -> Node:
+        """A node preset by its exact name; KeyError names the closest known ones."""
         if name not in self.nodes:
             raise unknown_name("node", name, self.nodes)
         return self.nodes[name]
@@ -379,7 +382,8 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "sms"): (2_000, "streaming multiprocessors (compute units): an MI300X has 304"),
     ("gpu", "l2_mb"): (4_096.0, "MB: an L2 (or last-level) cache in KB or bytes?"),
     ("gpu", "process_nm"): (1_000.0, "nm: a process node in another unit?"),
-    ("link", "bw_gbs"): (100_000.0, "GB/s (bytes): 100x NVLink 5's 900; a speed in bits/s?"),
+    ("link", "bw_gbs"): (LINK_BW_MAX_GBS, "GB/s (bytes): 100x NVLink 5's 900; a speed in "
+                                          "bits/s?"),
 }
 """Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
 is a typo (a unit or an exponent), an error naming the file, table and key."""
@@ -603,7 +607,10 @@ def _flatten_groups(path: str, name: str, values: Any) -> Any:
 
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                 data: Mapping[str, Any], path: str, kernel_model: dict[str, Any],
-                assumed: dict[str, str]) -> None:
+                assumed: dict[str, str], touched: dict[tuple[str, str], str]) -> None:
+    """Merge one file's tables into ``raw`` key by key; ``touched``: the last file that gave
+    each entry a value (under the entry's own name: an override written with an alias or in
+    another case counts for the entry), the file an error of the merged entry names."""
     for top, tables in data.items():
         if top == "calibration":
             continue  # the measurement record of `traincast calibrate`, kept for people
@@ -640,6 +647,7 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
                 entry = canonical_gpu(name, raw[top], aliases)
                 name = entry if entry in raw[top] else name
             table = raw[top].setdefault(name, {})
+            touched[(top, name)] = path
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
@@ -657,23 +665,29 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
 
 
 def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
-           origin: dict[tuple[str, str], str], order: Mapping[str, int]) -> Catalog:
+           origin: dict[tuple[str, str], str], order: Mapping[str, int],
+           touched: Mapping[tuple[str, str], str]) -> Catalog:
     built: dict[str, dict[str, Any]] = {}
     for kind, cls in _KINDS.items():
         built[kind] = {}
         for name, values in raw[kind].items():
             for key in _REQUIRED[kind]:
-                if key not in values:
+                if key not in values:  # a part of an entry whose name is a typo reads as new
+                    near = did_you_mean(name, [n for n in raw[kind] if n != name]
+                                        + (list(aliases) if kind == "gpu" else []))
                     raise CatalogError(
-                        f"{origin[(kind, name)]}: [{kind}.{name}] missing required key {key!r}")
+                        f"{touched[(kind, name)]}: [{kind}.{name}] missing required key {key!r}",
+                        hint=(f"no {kind} is named {name!r}: {near}a part of an entry "
+                              "changes the entry its name names" if near else
+                              "the catalog format, key by key: docs/hardware.md"))
             if kind == "gpu":
-                _check_curves(origin[(kind, name)], name, values)
-                _check_peaks(origin[(kind, name)], name, values)
-                _check_ridge(origin[(kind, name)], name, values)
+                _check_curves(touched[(kind, name)], name, values)
+                _check_peaks(touched[(kind, name)], name, values)
+                _check_ridge(touched[(kind, name)], name, values)
             built[kind][name] = cls(name=name, **values)
     cat = Catalog(gpus=built["gpu"], links=built["link"], nodes=built["node"], aliases=aliases)
     for name, node in list(cat.nodes.items()):
-        where = f"{origin[('node', name)]}: [node.{name}]"
+        where = f"{touched[('node', name)]}: [node.{name}]"
         try:  # a GPU named as --gpu takes it: any case, or an alias
             cat.nodes[name] = node = replace(node, gpu=cat.gpu_name(node.gpu))
         except KeyError as exc:
@@ -685,9 +699,25 @@ def _build(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                     f"{where} key {key!r} refers to unknown link {getattr(node, key)!r}")
     for name, gpu in cat.gpus.items():
         if gpu.default_node and gpu.default_node not in cat.nodes:
-            raise CatalogError(f"{origin[('gpu', name)]}: [gpu.{name}] key 'default_node' "
+            raise CatalogError(f"{touched[('gpu', name)]}: [gpu.{name}] key 'default_node' "
                                f"refers to unknown node {gpu.default_node!r}")
-    entries = {g.lower(): g for g in cat.gpus}  # ``order``: each file's place in the merge
+    entries: dict[str, str] = {}  # ``order``: each file's place in the merge
+    for gpu in sorted(cat.gpus, key=lambda g: order[origin[("gpu", g)]]):
+        other = entries.setdefault(gpu.lower(), gpu)
+        if other != gpu:  # --gpu takes any case: which of the two it names cannot be told
+            raise CatalogError(f"{origin[('gpu', gpu)]}: [gpu.{gpu}] differs from the GPU entry "
+                               f"[gpu.{other}] only in case (--gpu takes either case)",
+                               hint=f"write [gpu.{other}] to change that entry, or give this "
+                                    "one another name")
+    first: dict[str, str] = {}
+    for alias in sorted(aliases, key=lambda a: order[origin[("alias", a)]]):
+        other = first.setdefault(alias.lower(), alias)
+        if other != alias and aliases[other] != aliases[alias]:
+            raise CatalogError(f"{origin[('alias', alias)]}: [alias] key {alias!r} differs from "
+                               f"the alias {other!r} (of {aliases[other]!r}) only in case, so it "
+                               f"cannot name {aliases[alias]!r}",
+                               hint=f"write {other!r} to point it elsewhere, or give the alias "
+                                    "another name")
     for alias, target in list(aliases.items()):
         gpu = entries.get(alias.lower())
         if gpu is None or gpu == target:
@@ -721,6 +751,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     aliases: dict[str, str] = {}
     assumed: dict[str, str] = {}
     origin: dict[tuple[str, str], str] = {}
+    touched: dict[tuple[str, str], str] = {}
     sources: list[tuple[str, Mapping[str, Any]]] = []
     shipped = resources.files("traincast.hardware")
     sources.append((SHIPPED, tomllib.loads(shipped.joinpath("catalog.toml").read_text())))
@@ -753,12 +784,12 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
             raise CatalogError(f"{path}: [kernel_model.params] unknown parameter(s) "
                                f"{', '.join(odd)}", hint="the parameters of the shipped fit: "
                                + ", ".join(sorted(kernel_model.get("params", {}))))
-        _merge_file(raw, aliases, data, path, kernel_model, assumed)
+        _merge_file(raw, aliases, data, path, kernel_model, assumed, touched)
         for kind in (*_KINDS, "alias", "alias_assumed"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
     order = {path: i for i, (path, _) in enumerate(sources)}
-    cat = _build(raw, aliases, origin, order)
+    cat = _build(raw, aliases, origin, order, touched)
     gpus = {g.lower() for g in cat.gpus}
     for alias in assumed:
         if alias not in aliases and alias.lower() not in gpus:  # (a GPU entry took the name)

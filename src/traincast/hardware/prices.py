@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from traincast.bounds import USD_PER_GPU_HOUR_MAX
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 
@@ -117,6 +118,10 @@ def _entry(where: str, kind: str, name: str, entry: Any) -> dict[str, tuple[floa
         if isinstance(price, bool) or not isinstance(price, int | float) or not price > 0 \
                 or not math.isfinite(price):
             raise TraincastError(f"{w} key {key!r} must be a positive number, got {price!r}")
+        if price > USD_PER_GPU_HOUR_MAX:
+            raise TraincastError(f"{w} key {key!r} = {price:g} is above {USD_PER_GPU_HOUR_MAX:,g} "
+                                 "USD per GPU-hour", hint="a price for one GPU for one hour, in "
+                                 "dollars (not cents, a month or a whole node)")
         source = entry.get(src_key)
         if not isinstance(source, str) or not source.strip():
             raise TraincastError(f"{w} key {src_key!r} is required (where {key} comes from)")
@@ -142,6 +147,7 @@ def load_prices(spec: str | Path, catalog: Catalog | None = None) -> Prices:
     tables: dict[str, dict[str, dict[str, float]]] = {
         k: {"gpu": {}, "node": {}} for k in _KEYS}
     sources: dict[str, dict[str, str]] = {k: {} for k in _KEYS}
+    written: dict[tuple[str, str], str] = {}  # (kind, entry) -> the name its table used
     for kind, entries in data.items():
         if kind not in ("gpu", "node") or not isinstance(entries, dict):
             raise TraincastError(f"{where}: unknown table or key [{kind}]; use [gpu.NAME] or "
@@ -153,6 +159,10 @@ def load_prices(spec: str | Path, catalog: Catalog | None = None) -> Prices:
             except KeyError as exc:
                 raise TraincastError(f"{where}: [{kind}.{name}]: {exc.args[0]}",
                                      hint=getattr(exc, "hint", "")) from None
+            other = written.setdefault((kind, key), name)
+            if other != name:  # an alias and its entry, or one name in two cases
+                raise TraincastError(f"{where}: [{kind}.{name}] and [{kind}.{other}] both price "
+                                     f"{key}", hint="keep one of the two tables")
             for pk, (usd, source) in prices.items():
                 tables[pk][kind][key] = usd
                 sources[pk][f"{kind}.{key}"] = source

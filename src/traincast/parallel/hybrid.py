@@ -1041,13 +1041,14 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
     ``params`` after ZeRO, the dense ones over the ``d cp`` ranks of :attr:`Configs.dp_group`
     and the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
-    gathers at a time, ``(P_layer - P_experts) / t delta``), activations stored and the layer
+    gathers at a time, ``(P_layer - P_experts) / t delta``, where that group has more than one
+    rank: over one rank nothing is sharded or gathered), activations stored and the layer
     being recomputed (:func:`activation_bytes`), their total and the GPU's capacity."""
     w_b, g_b, o_b = (a + b for a, b in zip(
         st.model_state_bytes(params.dense, c.dp_group, c.z, c.dtype),
         st.model_state_bytes(params.expert, c.expert_dp_group, c.z, c.dtype), strict=True))
     dense_layer = model.layer_params - model.expert_params_per_layer
-    w_b = w_b + np.where(c.z >= 3, dense_layer / c.t * c.delta, 0.0)
+    w_b = w_b + np.where((c.z >= 3) & (c.dp_group > 1), dense_layer / c.t * c.delta, 0.0)
     act, redo = activation_bytes(model, c)
     return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
             "mem_activations_bytes": act, "mem_recompute_bytes": redo,
@@ -1361,7 +1362,8 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
                    recompute: str, attention: str, gpus_per_node: int) -> str:
     """The warning when a configuration does not fit its GPU (empty when it does), with what
     shrinks each part, each change one the shape rules accept (:func:`shape_code`; tp within a
-    node): the next ZeRO stage for the model state; full recomputation, twice the tp, pp or
+    node): the next ZeRO stage for the model state (where ``d cp > 1``: ZeRO shards over those
+    ranks); full recomputation, twice the tp, pp or
     cp, and a fused attention (materialized scores, :func:`activations_dominate`) for the
     activations. ``sizes``: ``SIZE_KEYS``, ``cp`` and ``seq``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
@@ -1373,7 +1375,8 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
         z = {**sizes, **change}
         return z["tp"] <= gpus_per_node and shape_code(cfg, z, attention) == 0
 
-    fixes = [f"--zero {sizes['zero'] + 1}"] if sizes["zero"] < 3 and valid(
+    sharded = sizes["dp"] * sizes["cp"] > 1  # ZeRO shards over the d cp ranks: none at 1
+    fixes = [f"--zero {sizes['zero'] + 1}"] if sharded and sizes["zero"] < 3 and valid(
         zero=sizes["zero"] + 1) else []
     fixes += ["--recompute full"] if recompute != "full" else []
     fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
@@ -1441,6 +1444,12 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
         elif code == SHAPE_TP:
             ok = divisors(math.gcd(cfg.heads, cfg.kv))
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
+        elif code == SHAPE_LAYERS:
+            vp = sizes.get("vp", 1)
+            ok = [p for p in divisors(cfg.layers)
+                  if cfg.layers % (p * vp) == 0 and (vp == 1 or p > 1)]  # vp needs pp > 1
+            why += (f": {cfg.layers} layers; pp of {', '.join(map(str, ok[:10]))} would"
+                    + (f" with vp {vp}" if vp > 1 else ""))
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
         elif code == SHAPE_BATCH:

@@ -53,11 +53,24 @@ RESTART_ALLOWANCE_S = 120.0  # assumption: replace the machine and relaunch (set
 PREEMPTIONS_PER_HOUR_MAX = 3600.0
 """The most preemptions per node-hour a plan takes, one a second: beyond, no step finishes
 (a typing slip such as 1e9 is refused rather than priced)."""
-_FLAGS = {"preemptions_per_hour": ("--preemptions-per-hour", True),
-          "checkpoint_gbs": ("--checkpoint-gbs", False),
-          "checkpoint_bytes": ("--checkpoint-gb", False),
-          "checkpoint_every_s": ("--checkpoint-every", False),
-          "restart_s": ("--restart-s", True)}
+CHECKPOINT_GBS_MIN = 1e-6
+"""The slowest checkpoint bandwidth a plan takes, GB/s (a kilobyte a second): below, a write
+takes longer than any run (a typing slip in the unit)."""
+_FLAGS: dict[str, tuple[str, bool, tuple[float, str], tuple[float, str], float]] = {
+    "preemptions_per_hour": ("--preemptions-per-hour", True, (0.0, ""),
+                             (PREEMPTIONS_PER_HOUR_MAX, "one a second"), 1.0),
+    "checkpoint_gbs": ("--checkpoint-gbs", False, (CHECKPOINT_GBS_MIN, "a kilobyte a second"),
+                       (1e6, "GB/s: a petabyte a second"), 1.0),
+    "checkpoint_bytes": ("--checkpoint-gb", False, (0.0, ""), (1e18, "GB: an exabyte"), 1e-9),
+    "checkpoint_every_s": ("--checkpoint-every", False, (0.0, ""), (1e9, "s: 31 years"), 1.0),
+    "restart_s": ("--restart-s", True, (0.0, ""), (1e9, "s: 31 years"), 1.0)}
+"""Each setting's flag, whether it may be 0, its smallest positive and its largest value with
+why (a typing slip beyond them is refused rather than priced: overflows), and the factor from
+the field to the flag's unit."""
+_FLAG_HINTS = {"preemptions_per_hour": "preemptions per node (machine) per hour, e.g. 0.1",
+               "checkpoint_gbs": "the job's aggregate bandwidth to checkpoint storage, GB/s, "
+                                 "e.g. 2"}
+"""The hint of a bound's error, by setting."""
 
 
 def checkpoint_bytes(model: ModelConfig, dtype: str = "bf16") -> float:
@@ -84,7 +97,7 @@ def young_daly_interval_s(write_s: ArrayLike, rate_per_s: ArrayLike) -> F:
     """``tau = sqrt(2 C / lambda)`` (infinite when ``lambda = 0``: never checkpoint)."""
     c, lam = np.broadcast_arrays(np.asarray(write_s, dtype=float),
                                  np.asarray(rate_per_s, dtype=float))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         return np.where(lam > 0, np.sqrt(2.0 * c / np.where(lam > 0, lam, 1.0)), np.inf)
 
 
@@ -96,7 +109,8 @@ def overhead_factor(write_s: ArrayLike, interval_s: ArrayLike, rate_per_s: Array
     c, tau, lam, rs = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in
                                             (write_s, interval_s, rate_per_s, restart_s)))
     finite = np.isfinite(tau)
-    ckpt = np.where(finite, c / np.where(finite, tau, 1.0), 0.0)
+    writes = finite & (c > 0)  # C = 0 (no time to write): nothing to pay, whatever tau
+    ckpt = np.where(writes, c / np.where(writes & (tau > 0), tau, 1.0), 0.0)
     lost = lam * (np.where(finite, tau, 0.0) / 2.0 + rs)
     return 1.0 + ckpt + lost
 
@@ -117,18 +131,19 @@ class Resilience:
     restart_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name, (flag, may_be_zero) in _FLAGS.items():
+        for name, (flag, may_be_zero, (low, why_low), (high, why), scale) in _FLAGS.items():
             v = getattr(self, name)
             if v is None:
                 continue
             if isinstance(v, bool) or not math.isfinite(v) or v < 0 or (v == 0 and not may_be_zero):
                 need = "non-negative" if may_be_zero else "positive"
-                raise TraincastError(f"{flag} must be {need}, got {v!r}")
-        if self.preemptions_per_hour > PREEMPTIONS_PER_HOUR_MAX:
-            raise TraincastError(f"--preemptions-per-hour must be at most "
-                                 f"{PREEMPTIONS_PER_HOUR_MAX:g} (one a second), got "
-                                 f"{self.preemptions_per_hour!r}",
-                                 hint="preemptions per node (machine) per hour, e.g. 0.1")
+                raise TraincastError(f"{flag} must be {need}, got {v * scale!r}")
+            if 0 < v < low:
+                raise TraincastError(f"{flag} must be at least {low * scale:g} ({why_low}), got "
+                                     f"{v * scale!r}", hint=_FLAG_HINTS.get(name, ""))
+            if v > high:
+                raise TraincastError(f"{flag} must be at most {high * scale:g} ({why}), got "
+                                     f"{v * scale!r}", hint=_FLAG_HINTS.get(name, ""))
         if self.active and self.checkpoint_gbs is None:
             raise TraincastError("--checkpoint-gbs is needed with preemptions or a checkpoint "
                                  "interval (bandwidth of the job to its checkpoint storage)",

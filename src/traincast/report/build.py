@@ -129,8 +129,10 @@ def _job_figures(study: Study) -> list[Fig]:
             out.append(Fig(
                 "breakdown_workload", "Time breakdown per workload",
                 "Mean share of each job's predicted iteration time per component, per workload "
-                f"(the {TOP_WORKLOADS} most frequent workloads; the rest as 'other', untagged "
-                "jobs as 'unknown'); left: every job counts once, right: every job counts as "
+                f"(the {TOP_WORKLOADS} most frequent workloads; the rest as 'other'; a job "
+                "whose trace names no workload appears under the one assumed for it, see "
+                "'Assumed for this trace' above, or as 'unknown' with --workload none); left: "
+                "every job counts once, right: every job counts as "
                 "many times as it has GPUs; numbers beside the bars: jobs and GPUs with a known "
                 "breakdown. Jobs of one workload share its profiled features; their breakdowns "
                 "differ by architecture, GPU count and hardware.",
@@ -280,7 +282,9 @@ def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, d
     tbl = H.table(("op", "phase", "calls", "FLOPs", "bytes", "FLOP/byte", "roofline ms",
                    "% of step", "profiled bound"), rows,
                   caption=f"Slowest ops of {model} on {gpu.name} by roofline time "
-                          "max(FLOPs / peak, bytes / bandwidth)")
+                          f"max(FLOPs / {flop_rate / 1e12:.3g} TFLOP/s, bytes / "
+                          f"{byte_rate / 1e9:.4g} GB/s): the achievable rates of the figure, "
+                          "not the datasheet peaks")
     return [fig], tbl, {"gpu": gpu.name, "model": model,
                         "step_s": total, "ridge": pts["ridge_intensity"]}
 
@@ -387,7 +391,8 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     step = on_step or (lambda _step, _done, _total: None)
     step("reading the study folder", 0, None)
     study = load_study(study_dir)
-    out = Path(out_dir) if out_dir is not None else study.folder
+    checked = load_validate(validate_json) if validate_json is not None else None  # before
+    out = Path(out_dir) if out_dir is not None else study.folder  # any folder is made
     out.mkdir(parents=True, exist_ok=True)
     step("preparing the figures", 1, None)
     cat = _catalog_of(study, catalog)
@@ -398,8 +403,8 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
         rf, tbl, _ = _roofline_figure(roofline, cat)
         figs += rf
         extra_tables.append(tbl)
-    if validate_json is not None:
-        vf, tbl = _validate_figure(load_validate(validate_json), Path(validate_json).name)
+    if checked is not None and validate_json is not None:
+        vf, tbl = _validate_figure(checked, Path(validate_json).name)
         figs += vf
         extra_tables.insert(0, tbl)
     from traincast.report.figures import save_figure

@@ -63,7 +63,7 @@ def _log_x(ax: Any) -> None:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     ax.set_xscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    plain = FuncFormatter(lambda v, _: f"{int(v):,}" if v >= 1 and v == int(v) else f"{v:g}")
     ax.xaxis.set_major_formatter(plain)
     lo, hi = ax.get_xlim()
     short = lo > 0 and hi / lo < 30
@@ -142,7 +142,7 @@ def cdf_figure(series: Mapping[str, ArrayLike], *, title: str, xlabel: str,
     if log_x:
         _log_x(ax)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel(text(xlabel))
+    ax.set_xlabel(text(xlabel) + (", log scale" if log_x else ""))
     ax.set_ylabel(text(ylabel))
     ax.set_title(text(title))
     ax.grid(alpha=0.3)
@@ -247,8 +247,8 @@ def roofline_figure(points: Mapping[str, Any], *, title: str, label_top: int = 5
 
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_ylim(lo * bw / 1e12 / 3, peak / 1e12 * 2)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("attainable performance (TFLOP/s)")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte), log scale")
+    ax.set_ylabel("attainable performance (TFLOP/s), log scale")
     ax.set_title(text(title))
     ax.grid(alpha=0.3, which="both")
     ax.legend(handles=handles, fontsize=7, loc="lower right")
@@ -294,8 +294,8 @@ def validate_figure(cases: Sequence[Mapping[str, Any]], *, title: str,
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured iteration time (s)")
-    ax.set_ylabel("predicted iteration time (s)")
+    ax.set_xlabel("measured iteration time (s), log scale")
+    ax.set_ylabel("predicted iteration time (s), log scale")
     ax.set_title(text(title))
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left")

@@ -181,13 +181,28 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
     order = np.argsort(-key, kind="stable")[:TOP_ROWS]
     cols = [c for c in ("job_id", "user", "workload", "architecture", "n_gpus", "gpu_type",
                         "total_s", "bottleneck", "gpu_util_pred") if c in jobs.column_names]
-    picked = jobs.select(cols).take(pa.array(order)).to_pylist()
+    extra = [c for c in ("workload_assumed", "censored") if c in jobs.column_names]
+    picked = jobs.select(cols + extra).take(pa.array(order)).to_pylist()
     names = {"total_s": "predicted iteration (s)", "gpu_util_pred": "predicted GPU util",
              "n_gpus": "GPUs"}
-    rows = [(*(r[c] for c in cols), gpu_time[i] / 3600 if key[i] >= 0 else None)
+
+    def cell(r: Mapping[str, Any], c: str) -> Any:
+        if c == "workload" and r.get("workload_assumed"):
+            return f"{r[c]} (assumed)"  # the trace names none: drawn from --workload
+        if c == "bottleneck" and r[c] is not None:
+            return BOTTLENECK_NAME.get(r[c], r[c])
+        return r[c]
+
+    rows = [(*(cell(r, c) for c in cols),
+             (f"≥ {gpu_time[i] / 3600:,.4g}" if r.get("censored") else gpu_time[i] / 3600)
+             if key[i] >= 0 else None)
             for r, i in zip(picked, order, strict=True)]
+    censored = sum(1 for r in picked if r.get("censored"))
+    note = (f"; ≥: {censored} still running at the trace's end (censored), counted up to it: "
+            "a lower bound" if censored else "")
     return H.table([names.get(c, c) for c in cols] + ["GPU hours"], rows,
-                   caption=f"The {len(rows)} jobs holding the most GPU time (jobs.parquet)")
+                   caption=f"The {len(rows)} jobs holding the most GPU time (jobs.parquet; "
+                           "GPU hours = GPUs x (end - start)" + note + ")")
 
 
 def tables(study: Study) -> str:
@@ -306,10 +321,36 @@ def uses_sample(study: Study) -> bool:
     return bool(meta.get("sample") or (isinstance(trace, Mapping) and trace.get("sample")))
 
 
+def assumed_notes(study: Study) -> list[str]:
+    """What the study assumed for jobs its trace does not describe, in words: workloads drawn
+    for jobs that name none (``study.json`` ``assumed_workload``) and the default node for jobs
+    that name no GPU type or node (``characterize.json`` ``default_hardware``)."""
+    out = []
+    wl = study.get("study.json").get("assumed_workload")
+    if isinstance(wl, Mapping) and wl.get("jobs"):
+        mix = wl.get("by_workload") or {}
+        drawn = ", ".join(f"{k} {v:,}" for k, v in list(mix.items())[:6]) + (
+            ", ..." if len(mix) > 6 else "")
+        out.append(f"{wl['jobs']:,} jobs name no workload: each was given "
+                   + ("one drawn per job id from the bundled sample's workload mix"
+                      if wl.get("workload") == "mix" else f"one of '{wl.get('workload')}'")
+                   + (f" ({drawn})" if mix else "")
+                   + ", so their compute, communication and what-if numbers are those models', "
+                     "not the jobs' own (--workload, docs/traces.md)")
+    hw = study.get("characterize.json").get("default_hardware")
+    if isinstance(hw, Mapping) and hw.get("jobs"):
+        out.append(f"{hw['jobs']:,} jobs name no GPU type or node: they are priced on "
+                   f"{hw.get('node')} ({hw.get('gpu')})")
+    return out
+
+
 def sample_banner(study: Study) -> str:
-    """A notice at the top when the study ran on the bundled synthetic sample."""
+    """A notice at the top when the study ran on the bundled synthetic sample, else one that
+    names what it assumed for a real trace's jobs (:func:`assumed_notes`)."""
     if not uses_sample(study):
-        return ""
+        notes = assumed_notes(study)
+        return ('<p class="missing"><b>Assumed for this trace.</b> ' + H.esc("; ".join(notes))
+                + ".</p>") if notes else ""
     return ('<p class="missing"><b>Bundled synthetic sample.</b> No trace was given: these '
             "jobs were generated from published statistics, so the numbers illustrate the "
             'method, not a real cluster (<a href="#provenance">provenance</a>).</p>')
@@ -344,6 +385,8 @@ def assumptions(study: Study, catalog: Catalog) -> str:
     for key in ("scenarios", "catalog_files"):
         if isinstance(meta.get(key), list):
             settings[key.replace("_", " ")] = ", ".join(map(str, meta[key]))
+    for i, said in enumerate(assumed_notes(study)):
+        settings[f"assumed ({i + 1})"] = said
     if isinstance(meta.get("timings_s"), Mapping):
         settings.update({f"time of {k} (s)": v for k, v in meta["timings_s"].items()})
     if settings:

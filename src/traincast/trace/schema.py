@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from traincast.architectures import ARCHITECTURES
-from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
+from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX, feature_max
 from traincast.jobs import FEATURES
 from traincast.units import fmt_exp
 
@@ -104,10 +104,10 @@ BOUNDS: dict[str, Bound] = {
        for c in ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
                  "workers_per_node")},
     "batch_size": Bound(0, BATCH_MAX, f"a batch size from 0 to {fmt_exp(BATCH_MAX)}"),
-    "flops_compute_bound": Bound(0, FLOPS_MAX,
-                                 f"FLOPs per iteration from 0 to {fmt_exp(FLOPS_MAX)}"),
-    **{f: Bound(0, BYTES_MAX, f"bytes per iteration from 0 to {fmt_exp(BYTES_MAX)}")
-       for f in FEATURE_COLUMNS if f != "flops_compute_bound"},
+    **{f: Bound(0, feature_max(f), f"FLOPs per iteration from 0 to {fmt_exp(FLOPS_MAX)}"
+                if f == "flops_compute_bound" else
+                f"bytes per iteration from 0 to {fmt_exp(BYTES_MAX)}")
+       for f in FEATURE_COLUMNS},
     "gpu_util": Bound(0, 1, "a utilization from 0 to 1"),
 }
 """The physical bounds of every numeric canonical column (docs/traces.md, "Bad input"): times

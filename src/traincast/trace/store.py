@@ -56,7 +56,7 @@ import duckdb
 import pyarrow as pa
 
 from traincast.errors import NoSuchFileError, TraincastError, disk_full, interrupted
-from traincast.files import open_bytes, write_whole
+from traincast.files import content_sha256, write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
     Plan,
@@ -69,6 +69,7 @@ from traincast.trace.adapters.base import (
     unreadable,
 )
 from traincast.trace.schema import ALL_COLUMNS, COLUMNS, FLAG_COLUMNS, SCHEMA, SQL_TYPE
+from traincast.units import plural
 
 DEFAULT_DB = "traincast.duckdb"
 MAX_ERRORS_SHOWN = 20
@@ -201,10 +202,7 @@ def content_hash(files: Iterable[str | Path]) -> str:
     order count. Files are read in blocks (:func:`hashlib.file_digest`), never whole into
     memory. A ``.gz`` file cut short raises :class:`EOFError`, one that is not gzip
     :class:`gzip.BadGzipFile` (an :class:`OSError`)."""
-    digests = []
-    for f in files:
-        with open_bytes(f) as fh:
-            digests.append(hashlib.file_digest(fh, "sha256").hexdigest())
+    digests = [content_sha256(f) for f in files]
     if len(digests) == 1:
         return digests[0]
     return hashlib.sha256("".join(f"{d}\n" for d in sorted(digests)).encode()).hexdigest()
@@ -534,6 +532,13 @@ class Store:
             for i, plan in enumerate(plans):
                 _ingest_plan(con, plan.serial() if one_thread else plan, format, mapping,
                              strict, report, progress, (2 * i, 2 * len(plans)))
+            if strict and report["bad_rows"]:  # every file read: the rows of each named
+                files = sum(1 for s in report["sources"] if s["bad_rows"])
+                raise TraincastError(
+                    f"{format}: {report['bad_rows']} bad row(s) in {plural(files, 'file')}; "
+                    f"nothing was stored (--strict):\n"
+                    f"{format_errors(report['errors'], report['bad_rows'])}",
+                    hint="fix the rows, or ingest without --strict to skip them")
             if parquet is None:
                 commit(None)
             else:
@@ -792,7 +797,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         return
     if progress:
         progress(f"reading {name}", *step)
-    n_bad, errors, notes = _read_plan(con, plan, strict)
+    n_bad, errors, notes = _read_plan(con, plan)
     sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
     if progress:
         progress(f"storing {name}", step[0] + 1, step[1])
@@ -857,10 +862,10 @@ def _all_sources(con: duckdb.DuckDBPyConnection) -> list[_Source]:
     return [_Source(*r) for r in rows]
 
 
-def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan, strict: bool
+def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan
                ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Stage the plan (:func:`_stage`): its bad-row count, first errors and notes; with
-    ``strict`` a bad row is an error. :class:`_ReadSerially` when DuckDB's parallel CSV reader
+    """Stage the plan (:func:`_stage`): its bad-row count, first errors and notes.
+    :class:`_ReadSerially` when DuckDB's parallel CSV reader
     refuses the files; Ctrl-C and a full disk are raised as they are (:meth:`Store.ingest`
     says them), every other DuckDB error is the trace's (:func:`unreadable`)."""
     try:
@@ -874,11 +879,6 @@ def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan, strict: bool
             raise _ReadSerially from None
         raise unreadable(plan.adapter, plan.file, exc) from None
     n_bad, errors = _errors(con)
-    if n_bad and strict:
-        raise TraincastError(
-            f"{plan.adapter}: {plan.file}: {n_bad} bad row(s); nothing was stored "
-            f"(--strict):\n{format_errors(errors, n_bad)}",
-            hint="fix the rows, or ingest without --strict to skip them")
     return n_bad, errors, notes
 
 

@@ -314,6 +314,10 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
     name = data.get("file", "published.toml")
     nodes = {}
     for gpu, node in data.get("node", {}).items():
+        if node not in catalog.nodes:  # the table's own error, before any row takes it
+            raise TraincastError(f"{name}: [node] key {gpu!r}: node preset {node!r} is not in "
+                                 "the catalog", hint=f"{did_you_mean(str(node), catalog.nodes)}"
+                                 "traincast hardware list")
         try:
             nodes[catalog.gpu_name(gpu)] = node
         except KeyError:
@@ -921,7 +925,11 @@ def render_markdown(out: Mapping[str, Any]) -> str:
     lines += ["", f"{s['n']} rows: median |error| **{100 * s['median_abs_error']:.1f}%**, p90 "
               f"{100 * s['p90_abs_error']:.1f}%, max {100 * s['max_abs_error']:.1f}% (compute "
               f"strategy `{out['strategy']}`); the paper's flat-peak model: median "
-              f"{100 * p['median_abs_error']:.1f}%, p90 {100 * p['p90_abs_error']:.1f}%.", ""]
+              f"{100 * p['median_abs_error']:.1f}%, p90 {100 * p['p90_abs_error']:.1f}%.",
+              "", "predicted: the throughput forecast, in the published unit; error = predicted "
+              "throughput / published - 1 (+: the forecast is faster than published); paper "
+              "model error: the same for the paper's flat-peak model; comm share: "
+              "communication's share of the predicted iteration.", ""]
     groups = out.get("by_gpu_dtype") or by_gpu_and_dtype(out["rows"])
     lines += ["| GPU | dtype | rows | median abs. error | max abs. error |",
               "|---|---|---|---|---|"]
@@ -941,7 +949,8 @@ def render_markdown(out: Mapping[str, Any]) -> str:
         ms = mg["summary"]
         lines += ["", f"Megatron-LM SC'21 Table 1 ({len(mg['rows'])} rows, per-GPU TFLOP/s): "
                   f"median |error| {100 * ms['median_abs_error']:.1f}%, p90 "
-                  f"{100 * ms['p90_abs_error']:.1f}%, max {100 * ms['max_abs_error']:.1f}%."]
+                  f"{100 * ms['p90_abs_error']:.1f}%, max {100 * ms['max_abs_error']:.1f}% "
+                  "(error = predicted / published TFLOP/s per GPU - 1)."]
     elif mg.get("failed"):
         lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
     lines += _llm_foundry_lines(out.get("llm_foundry", {}))
@@ -982,7 +991,8 @@ def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
             f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
             f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}; on "
             f"tokens/s per GPU: median |error| "
-            f"{100 * tok['median_abs_error']:.1f}%.", "",
+            f"{100 * tok['median_abs_error']:.1f}%. error = predicted model TFLOP/s / (MFU x "
+            "peak) - 1 (+: the forecast is faster).", "",
             *_error_table(("GPU", "dtype"), lf["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
             "", *_error_table(("sequence",), lf["by_seq"], lambda k: (k,)), "",
             "Largest misses: " + "; ".join(f"{r['run']} {_pct(r['rel_error'])}"
@@ -1002,7 +1012,10 @@ def _nemo_lines(nm: Mapping[str, Any]) -> list[str]:
     lines = ["", f"NVIDIA NeMo performance tables ({s['n']} rows, tokens/s per GPU; checks "
              f"only, nothing fitted; {nm['source']}): median |error| "
              f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
-             f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}.", "",
+             f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}. error "
+             "= predicted / published tokens/s per GPU - 1 (+: the forecast is faster); t / p / "
+             "cp / d: tensor, pipeline, context and data-parallel sizes; communication share: "
+             "of the predicted step, tensor- and data-parallel.", "",
              *_error_table(("GPU", "dtype"), nm["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
              "", "| run | GPU | GPUs | t / p / cp / d | published tokens/s/GPU | predicted | "
              "error | communication share: tp / dp |", "|---|---|---|---|---|---|---|---|"]

@@ -24,11 +24,22 @@ import torch
 from torch import nn
 
 from traincast.errors import TraincastError, clip
-from traincast.features.profile import FALLBACK_MAX_PARAM_BYTES, KeywordInputs
+from traincast.features.profile import KeywordInputs
 from traincast.zoo.hub import hub_entry
 
 DEFAULT_BATCH = 8
 MAX_SEQ = 512
+PADDED_POSITION_TYPES = frozenset({
+    "roberta", "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "camembert",
+    "data2vec-text", "esm", "ibert", "layoutlmv3", "lilt", "longformer", "luke", "markuplm",
+    "mpnet", "xmod", "altclip_text_model", "bridgetower_text_model", "clap_text_model"})
+"""Text models whose learned position table starts after the padding id (transformers'
+``create_position_ids_from_input_ids``: position ``pad_token_id + 1`` is the first token's),
+so ``max_position_embeddings - pad_token_id - 1`` tokens fit (RoBERTa: 514 rows, 512 tokens)."""
+POSITION_KEYS = ("n_positions", "max_encoder_position_embeddings",
+                 "max_decoder_position_embeddings")
+"""Further limits of a text config's tokens beside ``max_position_embeddings`` (GPT-2's; LED's
+encoder and decoder tables, both of which a sequence-to-sequence step's tokens pass through)."""
 
 
 def _shipped_config(name: str) -> Any | None:
@@ -93,38 +104,36 @@ def config_from_llm(cfg: Any) -> Any:
     * GELU, LayerNorm, learned positions, biases, no grouped-query attention: ``GPT2Config``
       (``n_inner`` = ffn);
 
+    * a mixture of experts (``experts > 1``) of SwiGLU, RMSNorm and rotary without biases:
+      ``MixtralConfig`` (``num_local_experts`` = experts, ``num_experts_per_tok`` = top_k,
+      each expert ffn wide; its grouped expert products profile on meta,
+      ``features.meta_kernels``);
+
     each with hidden, layers, heads, kv heads, ffn, vocab, ``max_position_embeddings`` = seq
-    and ``tie_word_embeddings`` = tied. Any other combination is an error naming the fields,
-    and so is a mixture of experts (``experts > 1``): its routing depends on the data, which
-    the meta device does not have."""
+    and ``tie_word_embeddings`` = tied. Any other combination is an error naming the fields."""
     import transformers
 
+    from traincast.zoo.llm import transformers_family
+
+    family = transformers_family(cfg)
     common = {"vocab_size": cfg.vocab, "tie_word_embeddings": cfg.tied}
-    rope = cfg.mlp == "swiglu" and cfg.norm == "rmsnorm" and cfg.position == "rope"
     llama = {"hidden_size": cfg.hidden, "intermediate_size": cfg.ffn,
              "num_hidden_layers": cfg.layers, "num_attention_heads": cfg.heads,
              "num_key_value_heads": cfg.kv, "head_dim": cfg.head_size,
              "max_position_embeddings": cfg.seq, **common}
-    if cfg.experts > 1:
-        raise TraincastError(
-            f"zoo:{cfg.name}: a mixture-of-experts model is not profiled from the zoo: which "
-            "expert each token takes depends on the values, which the meta device does not "
-            f"have, and a run on CPU takes at most {FALLBACK_MAX_PARAM_BYTES / 1e9:g} GB of "
-            "parameters",
-            hint=f"plan and predict --arch hybrid price zoo:{cfg.name} from its config "
-                 "(experts, top_k); a smaller config.json of it (fewer layers) profiles on "
-                 "CPU: traincast profile hf:PATH")
-    if rope:
+    if family == "mixtral":
+        return transformers.MixtralConfig(num_local_experts=cfg.experts,
+                                          num_experts_per_tok=cfg.top_k, **llama)
+    if family == "llama":
         return transformers.LlamaConfig(attention_bias=cfg.bias, mlp_bias=cfg.bias, **llama)
-    if (cfg.mlp, cfg.norm, cfg.position, cfg.bias, cfg.kv, cfg.experts) == \
-            ("gelu", "layernorm", "learned", True, cfg.heads, 1):
+    if family == "gpt2":
         return transformers.GPT2Config(n_embd=cfg.hidden, n_layer=cfg.layers, n_head=cfg.heads,
                                        n_inner=cfg.ffn, n_positions=cfg.seq, **common)
     raise TraincastError(
         f"zoo:{cfg.name}: no transformers model for mlp={cfg.mlp}, norm={cfg.norm}, "
         f"position={cfg.position}, bias={cfg.bias}, kv_heads={cfg.kv}, experts={cfg.experts}",
-        hint="supported: swiglu + rmsnorm + rope (Llama) or gelu + "
-             "layernorm + learned positions with biases (GPT-2)")
+        hint="supported: swiglu + rmsnorm + rope (Llama; with experts and no biases, "
+             "Mixtral) or gelu + layernorm + learned positions with biases (GPT-2)")
 
 
 def _build(config: Any, attention: str | None = None, device: str = "meta") -> nn.Module:
@@ -203,14 +212,25 @@ def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
     if not vocab:
         raise TraincastError(f"{type(config).__name__}: no vocab_size to draw token ids from",
                              hint="give a config.json with vocab_size (or a text_config)")
-    limits = [(key, getattr(text, key, None)) for key in (positions_key, "n_positions")]
-    known = [(key, int(n)) for key, n in limits if isinstance(n, int) and n > 0]
-    positions = known[0][1] if known else MAX_SEQ  # XLNet's -1: no limit
+    keys = (positions_key, *POSITION_KEYS) if positions_key == "max_position_embeddings" \
+        else (positions_key,)
+    known = [(key, int(n)) for key in keys if isinstance(n := getattr(text, key, None), int)
+             and not isinstance(n, bool) and n > 0]  # XLNet's -1: no limit
+    pad = getattr(text, "pad_token_id", None)
+    if getattr(text, "model_type", "") in PADDED_POSITION_TYPES and isinstance(pad, int) \
+            and 0 <= pad:
+        known = [(f"{key} less pad_token_id + 1" if key == "max_position_embeddings" else key,
+                  n - pad - 1 if key == "max_position_embeddings" else n) for key, n in known]
+    key, positions = min(known, key=lambda kn: kn[1]) if known else ("", MAX_SEQ)
+    if positions < 1:  # a table no larger than the padding offset holds no token
+        raise TraincastError(f"{type(text).__name__}: {key} leaves no position for a token "
+                             f"({positions})", hint="a config.json whose max_position_embeddings "
+                             "is over pad_token_id + 1")
     if seq is not None and known and seq > positions:
         raise TraincastError(f"--seq {seq} is over the {positions} positions of "
-                             f"{type(text).__name__} ({known[0][0]})",
+                             f"{type(text).__name__} ({key})",
                              hint=f"use --seq {positions} or less, or a config.json with a "
-                                  f"larger {known[0][0]}")
+                                  f"larger {key.split()[0]}")
     seq = seq or min(MAX_SEQ, positions)
     return torch.randint(0, int(vocab), (batch, seq), generator=gen)
 

@@ -159,15 +159,49 @@ def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelCon
             raise TraincastError(f"{where}: key {key!r} must be a positive integer (0: the "
                                  f"default), got {values[key]!r}")
     cfg = ModelConfig(name=name, **values)
-    if (not cfg.head_dim and cfg.hidden % cfg.heads) or cfg.heads % cfg.kv:
-        raise TraincastError(f"{where}: hidden must be a multiple of heads (unless head_dim "
-                             f"is given) and heads a multiple of kv_heads")
+    if not cfg.head_dim and cfg.hidden % cfg.heads:
+        raise TraincastError(f"{where}: hidden {cfg.hidden} is no multiple of heads {cfg.heads}, "
+                             "so the size of one head cannot be told",
+                             hint="give head_dim (the size of one head), or check hidden_size "
+                                  "and num_attention_heads")
+    if cfg.heads % cfg.kv:
+        raise TraincastError(f"{where}: heads {cfg.heads} is no multiple of kv_heads {cfg.kv}",
+                             hint="grouped-query attention shares each key/value head among "
+                                  "heads / kv_heads query heads: check num_key_value_heads")
     if cfg.mlp not in ("gelu", "swiglu") or cfg.norm not in ("layernorm", "rmsnorm"):
         raise TraincastError(f"{where}: mlp must be gelu|swiglu and norm "
                              f"layernorm|rmsnorm")
     if not 1 <= cfg.top_k <= cfg.experts:
         raise TraincastError(f"{where}: top_k must be in 1..experts")
     return cfg
+
+
+def transformers_family(cfg: ModelConfig) -> str | None:
+    """The transformers model a config-only zoo model is built as
+    (``traincast.zoo.hf.config_from_llm``): ``llama`` (SwiGLU, RMSNorm, rotary, one expert),
+    ``mixtral`` (the same with experts and no biases), ``gpt2`` (GELU, LayerNorm, learned
+    positions, biases, no grouped-query attention, one expert), else None."""
+    rope = (cfg.mlp, cfg.norm, cfg.position) == ("swiglu", "rmsnorm", "rope")
+    if rope:
+        return "llama" if cfg.experts == 1 else None if cfg.bias else "mixtral"
+    if (cfg.mlp, cfg.norm, cfg.position, cfg.bias, cfg.kv, cfg.experts) == \
+            ("gelu", "layernorm", "learned", True, cfg.heads, 1):
+        return "gpt2"
+    return None
+
+
+def _with_nested(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a config with those of its :data:`NESTED_TABLES` (MPT's and DBRX's
+    ``attn_config``, ``ffn_config``) beside them: a nested key counts only where the top level
+    gives no key of the same :data:`HF_KEYS` role (DBRX's ``ffn_config.hidden_size`` does not
+    replace its ``d_model``), nor the same key."""
+    nested = {k: v for sub in NESTED_TABLES if isinstance(raw.get(sub), Mapping)
+              for k, v in raw[sub].items()}
+    for names in HF_KEYS.values():
+        if any(raw.get(n) is not None for n in names):
+            for n in names:
+                nested.pop(n, None)
+    return {**nested, **raw}
 
 
 def from_hf_config(path: str | Path) -> ModelConfig:
@@ -198,7 +232,8 @@ HF_KEYS = {
     "layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
     "hidden": ("hidden_size", "n_embd", "d_model"),
     "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
-    "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                 "kv_n_heads"),
     "ffn": ("intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim", "d_ff"),
     "vocab": ("vocab_size", "padded_vocab_size"),
     "seq": ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
@@ -206,6 +241,8 @@ HF_KEYS = {
     "act": ("hidden_act", "hidden_activation", "activation_function", "activation"),
     "bias": ("attention_bias", "use_bias", "bias", "add_bias_linear", "enable_bias"),
 }
+NESTED_TABLES = ("attn_config", "ffn_config")
+"""Tables of a config whose keys are the model's own (MPT, DBRX), read as top-level keys."""
 # Family facts a config.json leaves to its model class (transformers' code, not a key):
 # biases on every linear layer; a gated (GeGLU) MLP with a GELU activation; learned absolute
 # positions; the output head tied to the token embedding when the key is absent
@@ -273,8 +310,15 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
       gives it (Qwen-MoE, DeepSeek); shared experts and dense layers among the expert ones
       (``shared_expert_intermediate_size``, ``n_shared_experts``, ``first_k_dense_replace``,
       ``mlp_only_layers``, ``decoder_sparse_step`` other than 1) are not modelled: an error,
-      not a guess.
+      not a guess; so is multi-head latent attention (``kv_lora_rank``: DeepSeek-V2/V3,
+      MiniCPM3), whose projections are no ``h x h`` matrices;
+    * MPT's and DBRX's nested ``attn_config`` and ``ffn_config`` are read as top-level keys
+      (``kv_n_heads``, ``ffn_hidden_size``, ``moe_num_experts``, ``moe_top_k``) where the top
+      level gives none of the same role (:func:`_with_nested`); MPT's ``attn_type``
+      ``multiquery_attention`` means one key/value head, ``multihead_attention`` as many as
+      heads (``kv_n_heads`` counts for ``grouped_query_attention``).
     """
+    raw = _with_nested(raw)
     mtype = str(raw.get("model_type") or ("gpt2" if "n_embd" in raw else ""))
     if raw.get("is_encoder_decoder") or mtype in ENCODER_TYPES:
         raise TraincastError(f"{where}: {name} ({mtype or 'is_encoder_decoder'}) is not a "
@@ -282,6 +326,11 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
                              hint="plan and predict --arch hybrid price decoder-only models "
                                   "(Llama, Mistral, GPT-2, OPT, Falcon, ...); profile and "
                                   "predict price any model op by op")
+    if latent := next((k for k in ("kv_lora_rank", "q_lora_rank") if raw.get(k)), None):
+        raise TraincastError(f"{where}: key {latent!r}: multi-head latent attention (low-rank "
+                             "keys, values and queries) is not modelled",
+                             hint="a config with multi-head or grouped-query attention; profile "
+                                  "and predict price any model op by op")
     missing = [k for k in ("layers", "hidden", "heads", "vocab") if _first(raw, k) is None]
     if missing:
         raise TraincastError(f"{where}: missing key {HF_KEYS[missing[0]][0]!r} (or "
@@ -291,6 +340,11 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     kv = _size(raw, "kv_heads", where, 0)
     if not kv and raw.get("multi_query") and not raw.get("new_decoder_architecture"):
         kv = 1
+    attn_type = raw.get("attn_type")  # MPT's attn_config: kv_n_heads counts for GQA only
+    if attn_type == "multiquery_attention":
+        kv = 1
+    elif attn_type == "multihead_attention":
+        kv = heads
     ratio = raw.get("expansion_ratio")
     ffn = _size(raw, "ffn", where, 0) or (int(ratio * h)  # MPT's int(d_model x ratio)
                                           if isinstance(ratio, int | float) and ratio else 4 * h)
@@ -300,8 +354,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     if bias is None:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
     tied = raw.get("tie_word_embeddings")
-    experts_key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts")
-                        if raw.get(k)), "num_experts")
+    experts_key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts",
+                                    "moe_num_experts") if raw.get(k)), "num_experts")
+    top_k_key = next((k for k in ("num_experts_per_tok", "moe_top_k") if raw.get(k)),
+                     "num_experts_per_tok")
     if raw.get(experts_key):
         unmodelled = [k for k in ("shared_expert_intermediate_size", "n_shared_experts",
                                   "first_k_dense_replace", "mlp_only_layers") if raw.get(k)]
@@ -327,5 +383,5 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "bias": bool(bias), "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
               "tied": bool(mtype in TIED_TYPES if tied is None else tied),
               "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
-              "experts": optional(experts_key, 1), "top_k": optional("num_experts_per_tok", 1)}
+              "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
     return config_from_table(name, values, where)

@@ -8,7 +8,7 @@ Every zoo name, its aliases, and what it can do:
   ``predict --arch hybrid`` price it. A model with only this config is built on the meta device
   through transformers from it (``ZooEntry.build_meta`` / ``meta_model``, with
   ``traincast.zoo.hf.llm_model``), so ``profile``, ``predict --model`` and ``merge`` take it
-  too (not a mixture of experts: its routing depends on the data).
+  too (``traincast.zoo.llm.transformers_family``: Llama, Mixtral or GPT-2 built).
 
 ``MODELS`` holds every entry, ``ZOO`` the ones with a torch module (their profiles ship in
 ``profiles.json``). ``lookup(name)`` resolves a name or alias; ``get_model(name)`` returns an
@@ -40,7 +40,7 @@ ATTENTIONS = ("sdpa", "eager")
 CAPABILITY_USE = {"torch": "profile, predict --model, merge, validate",
                   "llm": "plan, predict --arch hybrid; without a torch module, profile, "
                          "predict --model and merge build it through transformers from the "
-                         "config (not a mixture of experts)"}
+                         "config"}
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,7 @@ class ZooEntry:
         their own), its attention layers set to ``attention`` (one it offers). A config-only
         model: the transformers model of its config (``traincast.zoo.hf.llm_model``:
         ``batch``, default 1, sequences of ``seq`` tokens, default the config's training
-        length; ``attention`` as transformers' ``attn_implementation``; a mixture of experts
-        is an error)."""
+        length; ``attention`` as transformers' ``attn_implementation``)."""
         self._check(seq, attention)
         if self.config_only:
             from traincast.zoo.hf import llm_model
