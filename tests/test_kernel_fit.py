@@ -639,8 +639,13 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
     fresh = tomllib.loads(out.read_text())["kernel_model"]
     model = shipped["kernel_model"]
     assert "--check data/h200/kernels" in model["command"]
-    # the file keeps 6 significant digits: equal to that (a numeric library may move the last)
-    assert fresh["params"] == pytest.approx(model["params"], rel=1e-5)
+    # the closed-form figures (floors, dispatch ratios, memory-bound fractions): equal to the
+    # file's 6 significant digits
+    closed = [k for k in model["params"] if k.startswith(("dispatch_", "f_"))]
+    assert len(closed) >= 18
+    assert {k: fresh["params"][k] for k in closed} == pytest.approx(
+        {k: model["params"][k] for k in closed}, rel=1e-5)
+    assert fresh["params"].keys() == model["params"].keys()
     assert fresh["floors_us"] == pytest.approx(model["floors_us"], rel=1e-5)
     assert fresh["default_floor_us"] == pytest.approx(model["default_floor_us"], rel=1e-5)
     assert fresh["fitted_on"] == model["fitted_on"]
@@ -650,7 +655,24 @@ def test_the_shipped_fit_is_what_its_command_makes(tmp_path: Path) -> None:
     assert set(fresh["held_out_uncalibrated"]) == set(fresh["held_out"])
     for table in ("held_out", "held_out_uncalibrated"):
         for gpu, row in model[table].items():
-            assert fresh[table][gpu] == pytest.approx(row, abs=2e-4), (table, gpu)
+            assert fresh[table][gpu] == pytest.approx(row, abs=2e-3), (table, gpu)
+    # the searched figures: least squares stops at a nearby point under another numpy or scipy
+    # (parameters the rows hardly pin, as the split-K limit, can move); the prices cannot: every
+    # measured row priced with either set, p99 within 1% per family, the sum within 0.1%
+    data = kernel_fit.read_kernels(DATA, load_catalog())
+    spec = kernel_fit.specs_of(data.gpu, load_catalog())
+
+    def priced(m: dict) -> np.ndarray:
+        ratios = {k.removeprefix("dispatch_"): v for k, v in m["params"].items()
+                  if k.startswith("dispatch_")}
+        floor = kernel_fit._floor_col(data, m["floors_us"], m["default_floor_us"], ratios)
+        return kernel_fit.predict_kernel_s(data, spec, m["params"], floor)
+
+    ours, theirs = priced(fresh), priced(model)
+    off = np.abs(ours / theirs - 1.0)
+    for fam in set(data.family.tolist()):
+        assert np.quantile(off[data.family == fam], 0.99) <= 0.01, fam
+    assert ours.sum() == pytest.approx(theirs.sum(), rel=1e-3)
 
 
 def test_a_calibrated_cuda_host_gives_every_gpu_its_dispatch_floor(tmp_path: Path) -> None:
@@ -969,6 +991,47 @@ def test_one_gpus_file_plain_and_gzipped_is_refused(tmp_path: Path) -> None:
                                             + "\n".join(rows) + "\n")
     with pytest.raises(TraincastError, match=r"add: t\.csv and t\.csv\.gz both hold its kernels"):
         kernel_fit.read_kernels(tmp_path, load_catalog())
+
+
+def test_a_damaged_gzip_file_is_named_not_a_crash(tmp_path: Path) -> None:
+    # bytes flipped inside the deflate stream: zlib's error, named with the file
+    rows = "OPName,Latency,Device,Kernel Name,B,H\n" + "".join(
+        f"add,0.03,Tesla T4,x,{b},{b * 7 % 13 + 1}\n" for b in range(1, 3000))
+    data = bytearray(gzip.compress(rows.encode()))
+    for i in range(200, 260):
+        data[i] ^= 0x5A
+    (tmp_path / "add").mkdir()
+    (tmp_path / "add" / "t.csv.gz").write_bytes(bytes(data))
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: cannot be read"):
+        kernel_fit.read_kernels(tmp_path, load_catalog())
+
+
+def test_a_column_named_twice_and_a_header_only_file_are_refused(tmp_path: Path) -> None:
+    # DuckDB reads the first of two Latency columns: which one was meant cannot be told
+    _write(tmp_path / "a" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H,latency",
+           ["add,0.03,Tesla T4,x,1,1,9"])
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: the header names column 'latency' "
+                                             r"twice \(fields 2 and 7\)"):
+        kernel_fit.read_kernels(tmp_path / "a", load_catalog())
+    _write(tmp_path / "b" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", [])
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: no measured rows"):
+        kernel_fit.read_kernels(tmp_path / "b", load_catalog())
+
+
+def test_a_copy_of_one_file_under_another_name_or_folder_is_refused(tmp_path: Path) -> None:
+    # the same measurements twice would weigh their rows twice in the fit: named, both files;
+    # one file's repeated rows (a shape measured twice) are kept
+    rows = [f"add,0.03,Tesla T4,x,{b},1" for b in range(1, 30)] * 2
+    _write(tmp_path / "a" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    assert len(kernel_fit.read_kernels(tmp_path / "a", load_catalog())) == 58
+    (tmp_path / "a" / "add" / "t-copy.csv").write_text(
+        "OPName,Latency,Device,Kernel Name,B,H\n" + "\n".join(rows) + "\n")
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: the same measurements as .*t-copy"):
+        kernel_fit.read_kernels(tmp_path / "a", load_catalog())
+    (tmp_path / "a" / "add" / "t-copy.csv").unlink()
+    _write(tmp_path / "b" / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
+    with pytest.raises(TraincastError, match=r"b/add/t\.csv\.gz: the same measurements as"):
+        kernel_fit.read_kernels([tmp_path / "a", tmp_path / "b"], load_catalog())
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
