@@ -195,3 +195,19 @@ def test_a_port_that_accepts_and_stays_silent_is_no_scheduler(monkeypatch) -> No
     with pytest.raises(TraincastError, match="sent nothing for 1 s"):
         engine.probe_tcp(f"tcp://127.0.0.1:{silent}")
     engine.probe_tcp(f"tcp://127.0.0.1:{serve(b'handshake')}")  # no error
+
+
+def test_a_reused_parquet_dir_holds_only_the_new_partitions(tmp_path: Path) -> None:
+    # 300 jobs in 3 partitions, then 150 jobs in 2: the folder read back holds the 150, and a
+    # file of the user's own beside them stays
+    import pyarrow.parquet as pq
+
+    from traincast.engine.dask import partition_files
+
+    write_partitions(random_jobs(300), tmp_path, 100)
+    (tmp_path / "notes.parquet").write_bytes(b"mine")
+    write_partitions(random_jobs(150), tmp_path, 100)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["notes.parquet", "part-00000.parquet", "part-00001.parquet"]
+    parts = [p for p in partition_files(tmp_path) if "part-" in p]
+    assert sum(pq.read_metadata(p).num_rows for p in parts) == 150

@@ -14,6 +14,7 @@ Parquet folder: pass one on a shared file system.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -32,7 +33,10 @@ IN_FLIGHT = 4
 def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
                      rows_per_partition: int = 250_000) -> list[Path]:
     """Write a job table (sliced by ``rows_per_partition``) or a stream of chunks (one
-    partition each) as ``part-00000.parquet``, ... (row order kept) into ``folder``."""
+    partition each) as ``part-00000.parquet``, ... (row order kept) into ``folder``. A folder
+    written before keeps only this run's partitions: its ``part-NNNNN.parquet`` files past the
+    last one written now are removed (read back as a folder, they would add old jobs); other
+    files are left alone."""
     folder.mkdir(parents=True, exist_ok=True)
     if isinstance(jobs, pa.Table):
         table, step = jobs, max(int(rows_per_partition), 1)
@@ -42,6 +46,10 @@ def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
         path = folder / f"part-{i:05d}.parquet"
         pq.write_table(chunk, path)
         paths.append(path)
+    written = {p.name for p in paths}
+    for old in folder.glob("part-*.parquet"):
+        if re.fullmatch(r"part-\d{5,}\.parquet", old.name) and old.name not in written:
+            old.unlink()
     return paths
 
 
