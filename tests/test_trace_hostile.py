@@ -227,6 +227,26 @@ def test_a_short_file_ending_inside_a_quote_is_an_error(tmp_path: Path) -> None:
         _ingest(path)
 
 
+def test_a_quote_inside_an_unquoted_value_is_a_character(tmp_path: Path) -> None:
+    """One ``"`` inside an unquoted user (o"neil) makes the file's quote count odd, yet no
+    quoted value is left open: every job is stored, the user as written, the last row too."""
+    path = tmp_path / "t.csv"
+    path.write_text('job_id,user,n_gpus\na,alice,1\nb,o"neil,2\nc,carol,4\n')
+    report = _ingest(path)
+    assert report["jobs"] == 3 and report["bad_rows"] == 0
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert jobs["b"]["user"] == 'o"neil' and jobs["c"]["n_gpus"] == 4
+
+
+def test_a_quote_left_open_after_a_stray_one_names_its_row(tmp_path: Path) -> None:
+    """The stray quote evens the count, but the quote opened in data row 3 is never closed:
+    the error names that row."""
+    path = tmp_path / "t.csv"
+    path.write_text('job_id,user,n_gpus\na,alice,1\nb,o"neil,2\n"c,carol,4\n')
+    with pytest.raises(TraincastError, match="row 3: a quote opens there"):
+        _ingest(path)
+
+
 def test_quoted_line_breaks_at_the_end_are_whole(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('job_id,n_gpus,user\na,1,"x\ny"\nb,2,"two\nlines"')

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import itertools
 import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -499,7 +500,8 @@ def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | Non
 
     The rule (docs/traces.md, "Bad input"): the last row is **cut** — a bad row, its field
     the column the file ends in — when the file ends inside a quoted value (an odd number of
-    ``"`` in the file: quotes pair up, ``""`` inside a quoted value included), or when it
+    ``"`` in the file, quotes pairing up and ``""`` inside a quoted value included, confirmed
+    by :func:`open_quote_row`: a quote inside an unquoted value is a character), or when it
     ends without a newline and the row has fewer fields than the header (``columns``). A
     last row without a newline that has all its fields is whole (many writers omit the final
     newline): stored, and said in a note, since a file cut inside the last value of a row
@@ -515,6 +517,10 @@ def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | Non
         return None  # an empty file: no row to be cut (said where the file is read)
     terminated = tail.endswith((b"\n", b"\r"))
     open_quote = bool(count is not None and count % 2)
+    if open_quote and open_quote_row(path) is None:
+        # the odd quote is a character of an unquoted value (o"neil): no value is left open,
+        # and the quote count cannot tell where the last row starts
+        open_quote, count = False, None
     if terminated and not open_quote:
         return None
     body = tail.rstrip(b"\r\n")
@@ -672,21 +678,30 @@ def unfinished(fields: Mapping[str, Field]) -> str:
 
 def open_quote_row(path: Path) -> int | None:
     """The data row (1-based, after the header; 0: the header) of a CSV file (plain or gzipped)
-    where a quote opens that no later quote closes before the file ends, or None: read
-    again only where a file could not be read. Records, not lines, are counted: a quoted value
-    that holds line breaks and closes (a ``user`` note) is one record."""
-    record, opened, inside = 0, None, False
+    where a quoted value opens that the file never closes, or None. Read as DuckDB reads
+    quotes: a ``"`` opens a quoted value only at the start of a field (one inside an unquoted
+    value, ``o"neil``, is a character of it), ``""`` inside a quoted value is a quote, a quoted
+    value may hold line breaks (a ``user`` note); records, not lines, are counted. The
+    delimiter is the header line's most frequent of ``, ; tab |``. One pass with the csv
+    module (its strict mode: the file ends inside a quoted value)."""
+    record = 0
     try:
-        with open_bytes(path) as f:
-            for line in f:
-                if line.count(b'"') % 2:
-                    inside = not inside
-                    opened = record if inside else None
-                if not inside:
-                    record += 1
-    except (OSError, EOFError, zlib.error):
+        with open_bytes(path) as raw:
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+            first = text.readline()
+            delim = max(",;\t|", key=first.count)
+            rows = csv.reader(itertools.chain([first], text), delimiter=delim, strict=True)
+            while True:
+                try:
+                    next(rows)
+                except StopIteration:
+                    return None
+                except csv.Error as exc:  # a quote misplaced inside a row: read on
+                    if "unexpected end of data" in str(exc):
+                        return record
+                record += 1
+    except (OSError, EOFError, zlib.error, UnicodeError):
         return None
-    return opened if inside else None
 
 
 def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
