@@ -504,3 +504,32 @@ def test_the_cluster_table_of_a_trace_without_gpu_jobs_shows_no_share(tmp_path: 
                                   for line in res.stdout.splitlines() if line.startswith("│ "))}
     assert rows["all"] == ["-"] * 5
     assert "(2 no GPUs (n_gpus missing or 0))" in " ".join(res.stdout.split())
+
+
+def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
+    # 10 jobs, 7 priced: each what-if and recommend sentence names the 7 of 10; with all 10
+    # priced, "over all jobs" and "of the cluster's GPU time" as before
+    from traincast.analysis.study import findings
+
+    def summary(n: int) -> dict:
+        return {"jobs": 10, "matched": 10, "predicted": n, "mean_speedup": 2.0,
+                "gpu_time_weighted_mean_speedup": 1.5, "sped_up_share": 0.5,
+                "gpu_time_saved_share": 0.25, "by_architecture": {}}
+
+    char = {"jobs": 10, "breakdown": {"jobs": 7, "job_weighted": {"comm": 0.1},
+                                      "gpu_weighted": {"comm": 0.2}}}
+    for n, want in ((7, "over the 7 of 10 jobs with a prediction"), (10, "over all jobs")):
+        scen = {k: summary(n) for k in ("eth100", "gpu-a100", "mixed-precision", "op-fusion")}
+        rec = {"summary": {"arch": {"predicted": n, "changed_share": 0.3, "mean_speedup": 1.2,
+                                    "changed_to": {"allreduce-local": 3}}}}
+        said = findings(char, {"scenarios": scen}, rec, sample=False)["sentences"]
+        a100 = next(t for t in said if t.startswith("Moving every job to A100"))
+        eth = next(t for t in said if t.startswith("25 → 100"))
+        own = next(t for t in said if t.startswith("On their own hardware"))
+        if n == 7:
+            assert want in a100 and "50% of them gain" in a100
+            assert want in eth and "25% of their GPU time" in eth
+        else:
+            assert "of 10" not in a100 and "50% of jobs gain" in a100
+            assert want in eth and "of the cluster's GPU time" in eth
+        assert want in own

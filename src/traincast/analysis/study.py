@@ -145,9 +145,10 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         sentences.append(f"{plural(n, 'job')} {'has' if n == 1 else 'have'} no prediction "
                          f"({why})." + (f" {fix}" if fix else ""))
     sentences += _nvlink_finding(scen.get("nvlink-allreduce"), nums)
-    sentences += _eth100_finding(scen.get("eth100"), nums)
-    sentences += _speedup_findings(scen, nums)
-    sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums)
+    total = int(char.get("jobs") or 0)
+    sentences += _eth100_finding(scen.get("eth100"), nums, total)
+    sentences += _speedup_findings(scen, nums, total)
+    sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total)
     return {"sample": sample, "sentences": sentences, "numbers": nums}
 
 
@@ -175,9 +176,23 @@ def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str
             f"ported gain {_x(ps.get('applied_mean_speedup'))} on average."]
 
 
-def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
+def over_jobs(summary: dict[str, Any], total: int) -> tuple[str, str]:
+    """What a summary's numbers are over, in words, and how to name its jobs after that:
+    ``("over all jobs", "all jobs")`` when every one of the trace's ``total`` jobs has a
+    prediction in it (``predicted``), else ``("over the N of TOTAL jobs with a prediction",
+    "those jobs")`` (the rest: unknown features or GPU types, or a scenario that does not
+    match them)."""
+    n = int(summary.get("predicted") or 0)
+    if n >= total:
+        return "over all jobs", "all jobs"
+    return f"over the {n:,} of {total:,} jobs with a prediction", "those jobs"
+
+
+def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
+                    total: int) -> list[str]:
     """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network,
-    against the paper's, and over all jobs; its numbers go into ``nums``."""
+    against the paper's, and over every job with a prediction (:func:`over_jobs`); its
+    numbers go into ``nums``."""
     if not eth:
         return []
     net, k = _pooled_mean(eth, ("ps-worker", "allreduce-cluster", "pearl"))
@@ -188,13 +203,15 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any]) -> list[st
                "(PS/Worker and AllReduce across nodes; the paper reports about "
                f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
                "nothing to the jobs of this trace that use the network (there are none), ")
-    return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} over all "
-            f"jobs, and saves {_pct(eth.get('gpu_time_saved_share'))} of the cluster's GPU "
-            "time."]
+    over, whose = over_jobs(eth, total)
+    where = "the cluster's" if whose == "all jobs" else "their"
+    return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
+            f"and saves {_pct(eth.get('gpu_time_saved_share'))} of {where} GPU time."]
 
 
-def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any]) -> list[str]:
-    """The GPU, precision and fusion scenarios: mean speedups by job and by GPU time."""
+def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int) -> list[str]:
+    """The GPU, precision and fusion scenarios: mean speedups by job and by GPU time, over
+    the jobs with a prediction (:func:`over_jobs`)."""
     out = []
     for name, label in (("gpu-a100", "Moving every job to A100 GPUs (same links)"),
                         ("mixed-precision", "Mixed precision"),
@@ -204,23 +221,28 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any]) -> list[str]:
             nums[f"{name}_mean_speedup"] = s.get("mean_speedup")
             nums[f"{name}_gpu_time_weighted_mean_speedup"] = s.get(
                 "gpu_time_weighted_mean_speedup")
+            over, whose = over_jobs(s, total)
+            over, them = ("", "jobs") if whose == "all jobs" else (f" {over}", "them")
             out.append(
-                f"{label} gives {_x(s.get('mean_speedup'))} on average "
+                f"{label} gives {_x(s.get('mean_speedup'))} on average{over} "
                 f"({_x(s.get('gpu_time_weighted_mean_speedup'))} GPU-time-weighted; "
-                f"{_pct(s.get('sped_up_share'))} of jobs gain more than 1%).")
+                f"{_pct(s.get('sped_up_share'))} of {them} gain more than 1%).")
     return out
 
 
-def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
-    """The best architecture on each job's own hardware (``recommend``'s ``arch`` summary)."""
+def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
+                       total: int) -> list[str]:
+    """The best architecture on each job's own hardware (``recommend``'s ``arch`` summary),
+    over the jobs with a prediction (:func:`over_jobs`)."""
     if not arch:
         return []
     top = next(iter(arch.get("changed_to", {})), None)
     nums.update({"recommend_changed_share": arch.get("changed_share"),
                  "recommend_mean_speedup": arch.get("mean_speedup")})
+    over, _ = over_jobs(arch, total)
     return [f"On their own hardware, {_pct(arch.get('changed_share'))} of jobs would run "
-            f"faster on another architecture ({_x(arch.get('mean_speedup'))} on average over "
-            "all jobs)" + (f"; the most frequent change is to {top}." if top else ".")]
+            f"faster on another architecture ({_x(arch.get('mean_speedup'))} on average "
+            f"{over})" + (f"; the most frequent change is to {top}." if top else ".")]
 
 
 BY_SOURCE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
@@ -237,7 +259,8 @@ BY_SOURCE_CAPTION = (
     "comm: mean share of predicted iteration time, by job / by GPUs; NVLink: share of "
     "PS/Worker jobs sped up by nvlink-allreduce{n}; 100G: 25 → 100 Gbit Ethernet "
     "(eth100), the mean speedup over the{m} jobs that use the network; A100, mixed prec.: "
-    "mean speedups over all jobs; -: no such jobs (summary.json: by_source{counts})")
+    "mean speedups over the jobs with a prediction; -: no such jobs (summary.json: "
+    "by_source{counts})")
 """The by-file table's caption; ``.format`` it with :func:`by_source_caption`."""
 
 
