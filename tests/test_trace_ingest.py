@@ -58,7 +58,8 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     assert sum(jobs["censored"].to_pylist()) == censored
     fractional = sum(1 for r in rows if int(r["num_gpu"]) * int(r["gpu_milli"]) % 1000)
     assert sum(jobs["fractional_gpu"].to_pylist()) == fractional
-    assert all(jobs["arch_inferred"].to_pylist())
+    # no architecture in the pod list: inferred for every pod with GPUs, none for CPU pods
+    assert jobs["arch_inferred"].to_pylist() == [x > 0 for x in jobs["n_gpus"].to_pylist()]
     assert set(jobs["architecture"].to_pylist()) == {None}  # the trace gives none
     # a pod runs on one node: all its GPUs are on that node (NULL for CPU pods)
     gpn = jobs["gpus_per_node"].to_pylist()

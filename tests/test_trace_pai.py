@@ -98,7 +98,8 @@ def test_architecture_and_resources(pai_dir: Path, tmp_path: Path) -> None:
                     "i2": "allreduce-cluster",  # 2 worker instances on machines m1, m2
                     "i3": "allreduce-local",    # 2 worker instances, both on m3
                     "i4": "allreduce-local",    # one worker with 4 GPUs
-                    "i5": "1w1g", "i6": "1w1g", "i7": "1w1g",
+                    "i5": "1w1g", "i7": "1w1g",
+                    "i6": None,                 # plans no GPU: a CPU job, in no architecture
                     "i9": "1w1g"}               # one worker + an evaluator
     assert not any(j["arch_inferred"] for j in jobs.values())
     j1 = jobs["i1"]
@@ -310,3 +311,25 @@ def test_a_header_line_prepended_to_a_table_is_passed_over(pai_dir: Path,
             for db in ("a.duckdb", "b.duckdb"))
     assert [{k: v for k, v in j.items() if k != "source_id"} for j in a] == \
         [{k: v for k, v in j.items() if k != "source_id"} for j in b]
+
+
+def test_a_cpu_job_with_parameter_servers_is_in_no_architecture(tmp_path: Path) -> None:
+    # J1: ps + GPU workers; J2: ps + workers that plan no GPU (empty); J3: plan_gpu 0. Only J1
+    # is PS/Worker; J2 and J3 are CPU jobs: no architecture, flagged zero_gpu, none inferred
+    d = tmp_path / "pai"
+    d.mkdir()
+    _write(d / "pai_job_table.csv", [(f"J{i}", f"i{i}", "u", "Terminated", "0", "10")
+                                     for i in (1, 2, 3)])
+    _write(d / "pai_task_table.csv", [
+        ("J1", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
+        ("J1", "worker", "4", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("J2", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
+        ("J2", "worker", "4", "Terminated", "", "", "600", "20", "", ""),
+        ("J3", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
+        ("J3", "worker", "2", "Terminated", "", "", "600", "20", "0", "")])
+    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    got = {k: (j["architecture"], j["n_gpus"], j["zero_gpu"], j["arch_inferred"])
+           for k, j in jobs.items()}
+    assert got == {"i1": ("ps-worker", 4, False, False), "i2": (None, 0, True, False),
+                   "i3": (None, 0, True, False)}

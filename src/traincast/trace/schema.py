@@ -16,9 +16,10 @@ Flags (booleans, never null):
   or unknown): its duration is a lower bound;
 * ``zero_gpu`` — the job asked for no GPU (kept, so job counts match the trace);
 * ``fractional_gpu`` — ``n_gpus`` is not a whole number (GPU sharing);
-* ``arch_inferred`` — the trace gives no architecture (the stored ``architecture`` is null): it
-  is not a fact of the trace but inferred by the rule in :data:`INFER_RULE` when jobs are
-  resolved (:func:`traincast.trace.infer_architecture`, docs/traces.md).
+* ``arch_inferred`` — the trace gives no architecture (the stored ``architecture`` is null) for
+  a job of a positive GPU count: it is not a fact of the trace but inferred by the rule in
+  :data:`INFER_RULE` when jobs are resolved (:func:`traincast.trace.infer_architecture`,
+  docs/traces.md); a job of 0 GPUs has none to infer.
 """
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ def _insert(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
     select = [q(c) for c in COLUMNS]
     select += ["censored", "COALESCE(n_gpus = 0, FALSE)",
                "COALESCE(n_gpus <> floor(n_gpus), FALSE)",
-               "(architecture IS NULL AND n_gpus IS NOT NULL)", str(source_id)]
+               "COALESCE(architecture IS NULL AND n_gpus > 0, FALSE)", str(source_id)]
     names = ", ".join(q(c) for c in ALL_COLUMNS)
     con.execute(f"INSERT INTO jobs ({names}) SELECT {', '.join(select)} FROM _staged "
                 "WHERE _err IS NULL ORDER BY _row")  # the trace's order

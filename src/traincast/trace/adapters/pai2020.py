@@ -37,9 +37,11 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
   instances, ``workers_per_node`` = ceil(n_workers / M) and ``gpus_per_node`` =
   workers_per_node × gpus_per_worker (parameter servers run on their own machines and are not
   counted); both NULL without the instance table or instances with a machine.
-* Architecture (:data:`ARCH_RULE`): ``ps-worker`` when the job has a ``ps`` task and at least one
-  worker instance; else ``allreduce-cluster`` when it has more than one worker instance, unless
-  the instance table places all of them on one machine, then ``allreduce-local``; else
+* Architecture (:data:`ARCH_RULE`): none for a job of 0 GPUs (its tasks plan none: a CPU
+  job, flagged ``zero_gpu`` as in every format); else ``ps-worker`` when the job has a ``ps``
+  task and at least one worker instance; else ``allreduce-cluster`` when it has more than one
+  worker instance, unless the instance table places all of them on one machine, then
+  ``allreduce-local``; else
   ``allreduce-local`` when its one worker has more than one GPU; else ``1w1g``. Evaluators are
   not workers: their GPUs count in ``n_gpus`` but not in the training GPUs ``n_workers ×
   gpus_per_worker`` the model runs (``traincast.resolve.training_gpus``), so a 1-GPU worker
@@ -107,7 +109,8 @@ HEADERS: dict[str, tuple[str, ...]] = {
     "group_tag": ("inst_id", "user", "gpu_type_spec", "group", "workload"),
 }
 REQUIRED_TABLES = ("job", "task")
-ARCH_RULE = ("ps task and >= 1 worker instance -> ps-worker; > 1 worker instance -> "
+ARCH_RULE = ("0 GPUs -> none (not training on GPUs); ps task and >= 1 worker instance -> "
+             "ps-worker; > 1 worker instance -> "
              "allreduce-cluster (allreduce-local if all on one machine); one worker with > 1 "
              "GPU -> allreduce-local; else 1w1g")
 _WORKER = "lower(task_name) NOT IN ('ps', 'evaluator')"
@@ -322,7 +325,8 @@ def _side_joins(rel: dict[str, str], task_cut: FileEnd | None = None
 
 def _fields() -> dict[str, Field]:
     """Canonical columns over the joined relation (module docstring, :data:`ARCH_RULE`)."""
-    arch = ("CASE WHEN t_ps > 0 AND t_workers > 0 THEN 'ps-worker' "
+    arch = ("CASE WHEN t_gpus = 0 THEN NULL "
+            "WHEN t_ps > 0 AND t_workers > 0 THEN 'ps-worker' "
             "WHEN t_workers > 1 THEN CASE WHEN i_machines = 1 THEN 'allreduce-local' "
             "ELSE 'allreduce-cluster' END "
             "WHEN t_gpw > 1 THEN 'allreduce-local' "
