@@ -429,3 +429,22 @@ def test_a_named_compute_model_keeps_every_preset_a_candidate() -> None:
         named = {c.node for c in default_candidates(load_catalog(compute=compute)) if c.node}
         assert auto <= named and "paper-2019" in named, compute
     assert "paper-2019" not in auto  # only auto leaves the flat-peak reference node out
+
+
+def test_cpu_jobs_get_no_node_no_choice_and_no_empty_table(tmp_path: Path) -> None:
+    # a trace of CPU jobs only (n_gpus 0): characterize prints no architecture table of no row,
+    # recommend names no node for them and no top choice
+    trace = tmp_path / "cpu.csv"
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s\nc1,0,0,60\nc2,0,0,120\n")
+    db = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    res = runner.invoke(app, ["characterize", str(trace), "--db", db])
+    assert res.exit_code == 0, res.output
+    assert "Architectures: none (no job uses a GPU)" in res.output
+    assert "2 jobs with 0 GPUs" in res.output
+    res = runner.invoke(app, ["recommend", "--db", db])
+    assert res.exit_code == 0, res.output
+    rows = [line.split() for line in res.output.splitlines() if line.startswith("c")]
+    assert rows and all(" on " not in " ".join(r) for r in rows), res.output
+    assert any(r[:4] == ["c1", "-", "(0", "GPUs)"] for r in rows)
+    assert not any(line.rstrip().endswith(";") for line in res.output.splitlines())

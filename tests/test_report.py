@@ -490,6 +490,25 @@ def test_top_jobs_count_a_running_job_up_to_the_trace_end(tmp_path):
     assert "1 still running at the trace's end (censored)" in text.replace("&#x27;", "'")
 
 
+def test_top_jobs_leave_out_jobs_that_hold_no_gpu_time(tmp_path):
+    # two CPU jobs (0 GPUs) and one of 2 GPUs for 1 h: one row, 2 GPU hours; CPU jobs alone: no
+    # table of dashes
+    import pyarrow as pa
+
+    from traincast.report.inputs import Study
+    from traincast.report.sections import top_jobs
+
+    jobs = pa.table({"job_id": ["cpu1", "gpu", "cpu2"], "n_gpus": [0.0, 2.0, 0.0],
+                     "start_time_s": [0.0, 0.0, 0.0], "end_time_s": [9e5, 3600.0, 9e5],
+                     "censored": [False, False, False]})
+    text = top_jobs(jobs, Study(folder=tmp_path, jobs=jobs))
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+             for row in re.findall(r"<tr><td.*?</tr>", text)]
+    assert cells == [["gpu", "2", "2"]] and "The 1 job holding" in text
+    cpu = jobs.filter(pa.compute.equal(jobs["n_gpus"], 0.0))
+    assert top_jobs(cpu, Study(folder=tmp_path, jobs=cpu)) == ""
+
+
 def test_report_cli_shows_its_steps_on_stderr_unless_quiet(tmp_path):
     from typer.testing import CliRunner
 

@@ -199,7 +199,8 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
     nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
                  "eth100_mean_speedup_all": eth.get("mean_speedup"),
                  "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})
-    network = (f"{_x(net)} on average over the {k:,} jobs that use the network "
+    network = (f"{_x(net)} on average over the "
+               + (f"{k:,} jobs that use" if k != 1 else "1 job that uses") + " the network "
                "(PS/Worker and AllReduce across nodes; the paper reports about "
                f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
                "nothing to the jobs of this trace that use the network (there are none), ")

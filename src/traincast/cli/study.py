@@ -27,7 +27,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table, print_table
 from traincast.cli.trace import FormatOpt, MapOpt, note_no_jobs, warn_bad_rows
 from traincast.trace import DEFAULT_WORKLOAD
-from traincast.units import fmt_pct
+from traincast.units import fmt_pct, plural
 
 
 def architecture_table(char: dict[str, Any]) -> Table:
@@ -35,11 +35,12 @@ def architecture_table(char: dict[str, Any]) -> Table:
     GPUs and GPU time, and the mean share of iteration time in communication."""
     b = char["breakdown"]
     zero = int(char.get("zero_gpu_jobs") or 0)
-    jobs = (f"{char['jobs'] - zero:,} jobs with GPUs; {zero:,} without, left out" if zero
-            else f"{char['jobs']:,} jobs")
+    jobs = (f"{plural(char['jobs'] - zero, 'job')} with GPUs; {zero:,} without, left out"
+            if zero else plural(char["jobs"], "job"))
     t = Table(title=f"Cluster by architecture ({jobs})", title_justify="left",
-              caption=f"communication: mean share of predicted iteration time, over the "
-              f"{b.get('jobs', 0):,} jobs with known features, weighted by job / by GPUs",
+              caption=f"communication: mean share of predicted iteration time, over "
+              f"{plural(b.get('jobs', 0), 'job')} with known features, weighted by job / by "
+              "GPUs",
               caption_justify="left")
     for col in ("architecture", "jobs", "GPUs", "GPU time", "comm (job)", "comm (GPU)"):
         t.add_column(col, justify="right" if col != "architecture" else "left",

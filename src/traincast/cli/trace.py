@@ -444,7 +444,10 @@ def print_characterization(r: dict[str, Any]) -> None:
                                for k, v in r["flags"].items()) or "none"),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
-        print_table(group_table(r[key], title), console)
+        if r[key]:
+            print_table(group_table(r[key], title), console)
+        else:  # no job with GPUs: no table of none
+            console.print(f"{title}: none (no job uses a GPU)", highlight=False)
         if key == "by_gpu_type" and r.get("unknown_gpu_types"):
             console.print(Text("not in the catalog: " + ", ".join(
                 f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())

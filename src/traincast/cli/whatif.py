@@ -498,8 +498,9 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     for key, label in labels.items():
         if key in s:
             b = s[key]
-            top = ", ".join(f"{a} {n:,}" for a, n in list(b["architectures"].items())[:3])
-            top += "; " + ", ".join(f"{a} {n:,}" for a, n in list(b["nodes"].items())[:3])
+            top = "; ".join(part for part in (
+                ", ".join(f"{a} {n:,}" for a, n in list(b[k].items())[:3])
+                for k in ("architectures", "nodes")) if part) or "-"
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
@@ -523,8 +524,10 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                      justify="right" if col in ("time", "speedup") else "left")
     assumed = False
     for r, key, label in zip(d, keys, ids, strict=True):
-        now = f"{r['architecture'] or '-'} on {r['node']}"
-        if not r.get("gpu_type_given", True):
+        if r.get("n_gpus") == 0:  # a CPU job: no architecture, on no GPU node
+            now = "- (0 GPUs)"
+        elif (now := f"{r['architecture'] or '-'} on {r['node']}") and \
+                not r.get("gpu_type_given", True):
             now += "*"  # one word with the node name: they wrap together
             assumed = True
         t.add_row(label, now, fmt_seconds(r["base_total_s"]),
@@ -552,13 +555,16 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     def usd(c: float | None) -> str:
         return "-" if c is None or not math.isfinite(c) else f"{c:.3g}"
 
+    def setup(r: dict[str, Any], prefix: str) -> str:  # no choice (no prediction): no node
+        arch = r[f"{prefix}_architecture"]
+        return f"{arch} on {r[f'{prefix}_node']}" if arch else "-"
+
     for r, key in zip(d, keys, strict=True):
         extra = []
         if "cheapest" in s:
-            extra = [f"{r['cheapest_architecture'] or '-'} on {r['cheapest_node']}",
-                     usd(r.get("base_cost_per_iter_usd")), usd(r["cheapest_cost_per_iter_usd"])]
-        t.add_row(str(r["job_id"]), f"{r['best_architecture'] or '-'} on {r['best_node']}",
-                  fmt_x(r["best_speedup"]), key, *extra)
+            extra = [setup(r, "cheapest"), usd(r.get("base_cost_per_iter_usd")),
+                     usd(r["cheapest_cost_per_iter_usd"])]
+        t.add_row(str(r["job_id"]), setup(r, "best"), fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
     console.print(legend)
 

@@ -19,6 +19,7 @@ from traincast.model import BOTTLENECK_NAME, COMPONENT_NAME, COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
 from traincast.resolve import hardware_of
+from traincast.units import plural
 
 TOP_ROWS = 20
 SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
@@ -160,12 +161,15 @@ def _recommend_tables(study: Study) -> str:
     if rec is not None and rec.num_rows:
         cols = [c for c in RECOMMEND_KEYS if c in rec.column_names] or rec.column_names
         speed = floats(rec, "best_speedup")
-        order = np.argsort(-np.where(np.isfinite(speed), speed, -np.inf), kind="stable")
-        rows = rec.select(cols).take(pa.array(order[:TOP_ROWS])).to_pylist()
-        out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],
-                       [[r[c] for c in cols] for r in rows],
-                       caption=f"Recommendations: the {len(rows)} jobs with the largest "
-                               f"speedup of {rec.num_rows:,} (recommend.csv)")
+        priced = np.flatnonzero(np.isfinite(speed))  # a job without a prediction: no row
+        order = priced[np.argsort(-speed[priced], kind="stable")][:TOP_ROWS]
+        rows = rec.select(cols).take(pa.array(order, pa.int64())).to_pylist()
+        if rows:
+            out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],
+                           [[r[c] for c in cols] for r in rows],
+                           caption=f"Recommendations: the {plural(len(rows), 'job')} with "
+                                   f"the largest speedup of {priced.size:,} with a prediction "
+                                   f"(recommend.csv: {rec.num_rows:,} jobs)")
     return out
 
 
@@ -178,11 +182,14 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
         return ""
     gpu_time = job_gpu_time_s(jobs)
     key = np.where(np.isfinite(gpu_time), gpu_time, -1.0)
-    order = np.argsort(-key, kind="stable")[:TOP_ROWS]
+    held = np.flatnonzero(key > 0)  # jobs of 0 GPUs (or no known time) hold none: no row
+    order = held[np.argsort(-key[held], kind="stable")][:TOP_ROWS]
+    if not order.size:
+        return ""
     cols = [c for c in ("job_id", "user", "workload", "architecture", "n_gpus", "gpu_type",
                         "total_s", "bottleneck", "gpu_util_pred") if c in jobs.column_names]
     extra = [c for c in ("workload_assumed", "censored") if c in jobs.column_names]
-    picked = jobs.select(cols + extra).take(pa.array(order)).to_pylist()
+    picked = jobs.select(cols + extra).take(pa.array(order, pa.int64())).to_pylist()
     names = {"total_s": "predicted iteration (s)", "gpu_util_pred": "predicted GPU util",
              "n_gpus": "GPUs"}
 
@@ -194,14 +201,14 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
         return r[c]
 
     rows = [(*(cell(r, c) for c in cols),
-             (f"≥ {gpu_time[i] / 3600:,.4g}" if r.get("censored") else gpu_time[i] / 3600)
-             if key[i] >= 0 else None)
+             f"≥ {gpu_time[i] / 3600:,.4g}" if r.get("censored") else gpu_time[i] / 3600)
             for r, i in zip(picked, order, strict=True)]
     censored = sum(1 for r in picked if r.get("censored"))
     note = (f"; ≥: {censored} still running at the trace's end (censored), counted up to it: "
             "a lower bound" if censored else "")
     return H.table([names.get(c, c) for c in cols] + ["GPU hours"], rows,
-                   caption=f"The {len(rows)} jobs holding the most GPU time (jobs.parquet; "
+                   caption=f"The {plural(len(rows), 'job')} holding the most GPU time "
+                           "(jobs.parquet; "
                            "GPU hours = GPUs x (end - start)" + note + ")")
 
 
