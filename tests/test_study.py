@@ -533,3 +533,14 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
             assert "of 10" not in a100 and "50% of jobs gain" in a100
             assert want in eth and "of the cluster's GPU time" in eth
         assert want in own
+
+
+def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:
+    from traincast.analysis.study import findings
+
+    char = {"jobs": 4, "breakdown": {"jobs": 4, "job_weighted": {
+        "comm": 0.004, "data_io": 0.0, "compute_flop": 0.9, "compute_mem": 0.096},
+        "gpu_weighted": {"comm": 0.013}}}
+    first = findings(char, {}, {}, sample=False)["sentences"][0]
+    assert first.startswith("Communication takes 0.4% of iteration time on average (1% GPU")
+    assert "data I/O 0%, compute 100%" in first

@@ -87,7 +87,11 @@ def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,
     return jobs.append_column("gpu_util_pred", pa.array(bd.gpu_util(), from_pandas=True))
 
 
-_pct = partial(fmt_pct, decimals=0, missing="n/a")
+def _pct(x: float | None) -> str:
+    """A share in a finding: whole percents, but one decimal under 1% (0.4%, not 0%: a share
+    the tables show as 0.4% is not nothing)."""
+    small = x is not None and math.isfinite(x) and 0 < abs(x) < 0.005
+    return fmt_pct(x, decimals=1 if small else 0, missing="n/a")
 
 
 _x = partial(fmt_x, missing="n/a")
