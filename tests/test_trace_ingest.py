@@ -439,3 +439,23 @@ def test_bad_rows_name_the_field_as_the_file_names_it(tmp_path: Path) -> None:
         _write(tmp_path / "d.csv", "id,gpus\na,1\na,2\n"), mapping={"job_id": "id", "n_gpus":
                                                                    "gpus"},
         db=tmp_path / "d.duckdb")["errors"]] == [(2, "id")]
+
+
+def test_an_analysis_of_a_file_and_its_gzip_copy_says_it_read_it_once(tmp_path: Path) -> None:
+    import gzip
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    text = "job_id,n_gpus,start_time_s,end_time_s\na,1,0,60\nb,2,0,60\n"
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    (folder / "t.csv").write_text(text)
+    (folder / "u.csv.gz").write_bytes(gzip.compress(text.encode()))
+    res = CliRunner().invoke(app, ["characterize", str(folder), "--db",
+                                   str(tmp_path / "s.duckdb"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "u.csv.gz: already ingested as" in res.stderr
+    assert "counted once" in res.stderr
+    assert '"jobs": 2' in res.stdout

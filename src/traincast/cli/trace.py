@@ -120,10 +120,22 @@ CHARACTERIZE_HELP = (
     "0.1% beyond (docs/traces.md).")
 
 
+def copy_lines(report: dict[str, Any]) -> list[str]:
+    """One line per source of an ingest report whose content the store already held under
+    another name (a copy, a ``.gz`` of it): read once, not twice."""
+    return [f"{', '.join(Path(f).name for f in s['files'])}: already ingested as {a['file']} "
+            f"(source {a['source_id']}); nothing stored"
+            for s in report["sources"] if (a := s.get("already_ingested"))]
+
+
 def warn_bad_rows(report: dict[str, Any]) -> None:
     """On stderr: the rows an analysis command skipped while reading its TRACE (those found
-    now with file, row and field; those of files kept from an earlier ingest, counted)."""
+    now with file, row and field; those of files kept from an earlier ingest, counted), and
+    the files it did not read again as copies of another (:func:`copy_lines`)."""
     _report_bad_rows(report)
+    for line in copy_lines(report):
+        err_console.print(line + " (the same jobs: counted once)", style="dim",
+                          highlight=False, markup=False)
     for src in report["sources"]:
         if src.get("unchanged") and src.get("bad_rows"):
             files = " ".join(str(f) for f in src["files"])
@@ -389,11 +401,8 @@ def print_ingest(report: dict[str, Any]) -> None:
     t = compact_table(f"Ingest ({report['format']}) into {report['db']}", caption,
                       ("file", "jobs", "status", "bad rows", *FLAG_HEADERS.values()), rows)
     console.print(t)
-    for s in report["sources"]:
-        if a := s.get("already_ingested"):
-            console.print(f"{', '.join(Path(f).name for f in s['files'])}: already ingested as "
-                          f"{a['file']} (source {a['source_id']}); nothing stored",
-                          highlight=False, markup=False)
+    for line in copy_lines(report):
+        console.print(line, highlight=False, markup=False)
     for s in report["sources"]:
         if not s["jobs"] and not s["unchanged"] and not s.get("already_ingested"):
             console.print(f"[yellow]{', '.join(Path(f).name for f in s['files'])}: no job stored "
