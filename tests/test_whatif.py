@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from traincast.analysis.quantiles import weighted_median
 from traincast.analysis.whatif import whatif
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import load_catalog
-from traincast.scenarios import load_scenario, parse_scenario, shipped_scenarios
+from traincast.scenarios import load_scenario, parse_scenario, shipped_scenarios, sweep
 
 # Every job: T_flop = 1.57e12 / 15.7e12 = 0.1 s, T_mem = 9e9 / 900e9 = 0.01 s,
 # T_data = 1.575e8 / 15.75e9 = 0.01 s; W = 2.5e8 bytes unless said otherwise.
@@ -257,6 +258,35 @@ def test_bad_scenario_files_name_file_and_key(tmp_path: Path) -> None:
         load_scenario(bad, cat)
     with pytest.raises(TraincastError, match="unknown scenario"):
         load_scenario("no-such-scenario", cat)
+
+
+def test_scenario_file_errors_show_the_value(tmp_path: Path) -> None:
+    cat = load_catalog()
+    bad = tmp_path / "s.toml"
+    for text, want in (
+            ('description = 5\n[changes]\nnic = "eth100"\n', "must be a string, got 5"),
+            ('changes = "nic=eth100"\n', "got changes = 'nic=eth100'"),
+            ('[match]\nmin_gpus = 9\nmax_gpus = 2\n[changes]\nnic = "eth100"\n',
+             "min_gpus = 9 is larger than max_gpus = 2"),
+            ('[changes]\nbandwidth = "100Gbit"\n', "'bandwidth' (= '100Gbit')"),
+            ('name = " "\n[changes]\nnic = "eth100"\n', "key 'name' is empty")):
+        bad.write_text(text)
+        with pytest.raises(TraincastError, match=re.escape(want)):
+            load_scenario(bad, cat)
+
+
+def test_a_shipped_name_is_the_shipped_scenario_beside_a_file_of_that_name(
+        tmp_path: Path, monkeypatch) -> None:
+    cat = load_catalog()
+    monkeypatch.chdir(tmp_path)
+    Path("eth100").write_text('[changes]\nnic = "eth10"\n')
+    assert load_scenario("eth100", cat).changes["nic"] == "eth100"
+    assert load_scenario("./eth100", cat).changes["nic"] == "eth10"  # a path: the file
+
+
+def test_a_sweep_value_given_twice_is_refused() -> None:
+    with pytest.raises(TraincastError, match="eth100 given twice"):
+        sweep([], "nic", ["eth100", "eth50", "eth100"], load_catalog())
 
 
 def test_weighted_median() -> None:

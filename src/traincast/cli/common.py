@@ -283,10 +283,12 @@ def check_speeds(**flags: str | None) -> None:
 
 
 def check_scenarios(specs: list[str] | None, flag: str = "--scenario") -> None:
-    """Each ``--scenario`` that names a file (``.toml``, or an existing path) must be a
+    """Each ``--scenario`` that names a file (``traincast.scenarios.names_file``) must be a
     readable text file (:func:`check_text_file`); shipped names are left to the reader."""
+    from traincast.scenarios import names_file
+
     for spec in specs or []:
-        if Path(spec).suffix == ".toml" or Path(spec).exists():
+        if names_file(spec):
             check_text_file(spec, flag, "scenario")
 
 

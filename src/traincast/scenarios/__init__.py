@@ -80,6 +80,15 @@ def shipped_scenarios() -> list[str]:
                   if p.name.endswith(".toml") and p.is_file())
 
 
+def names_file(spec: str | Path) -> bool:
+    """Whether a ``--scenario`` names a file: a ``.toml`` path, or an existing path that is not
+    a shipped scenario's bare name (``eth100`` is the shipped one even beside a file
+    ``eth100``; ``./eth100`` is the file)."""
+    path = Path(spec)
+    bare = isinstance(spec, str) and spec in shipped_scenarios()
+    return path.suffix == ".toml" or (path.exists() and not bare)
+
+
 def _fail(where: str, msg: str, hint: str = "") -> TraincastError:
     """An error in a scenario file at ``where``; ``hint`` (an unknown name's) before the
     format's pointer."""
@@ -132,7 +141,8 @@ def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
         else:
             raise _fail(where, f"unknown [match] key {key!r}; known: {', '.join(MATCH_KEYS)}")
     if out.get("min_gpus", 0) > out.get("max_gpus", float("inf")):
-        raise _fail(where, "[match] min_gpus is larger than max_gpus")
+        raise _fail(where, f"[match] min_gpus = {out['min_gpus']} is larger than max_gpus = "
+                           f"{out['max_gpus']}")
     return out
 
 
@@ -140,7 +150,8 @@ def check_change(where: str, key: str, value: Any, catalog: Catalog) -> Any:
     """Validate one ``[changes]`` entry; returns the cleaned value."""
     w = f"{where} [changes] key {key!r}"
     if key not in CHANGE_KEYS:
-        raise _fail(where, f"unknown [changes] key {key!r}; known: {', '.join(CHANGE_KEYS)}")
+        raise _fail(where, f"unknown [changes] key {key!r} (= {value!r}); known: "
+                           f"{', '.join(CHANGE_KEYS)}")
     if key in BOOL_KEYS:
         if not isinstance(value, bool):
             raise _fail(w, f"must be true or false, got {value!r}")
@@ -175,10 +186,13 @@ def parse_scenario(data: dict[str, Any], name: str, catalog: Catalog,
             raise _fail(where, f"unknown key {key!r}; known: {', '.join(TOP_KEYS)}")
     for key in ("name", "description", "source"):
         if key in data and not isinstance(data[key], str):
-            raise _fail(where, f"key {key!r} must be a string")
+            raise _fail(where, f"key {key!r} must be a string, got {data[key]!r}")
+    if "name" in data and not data["name"].strip():
+        raise _fail(where, "key 'name' is empty (it names the scenario's rows and columns)")
     changes_raw = data.get("changes")
     if not isinstance(changes_raw, dict) or not changes_raw:
-        raise _fail(where, "needs a [changes] table with at least one change")
+        got = "" if changes_raw is None else f", got changes = {changes_raw!r}"
+        raise _fail(where, f"needs a [changes] table with at least one change{got}")
     changes = {k: check_change(where, k, v, catalog) for k, v in changes_raw.items()}
     match = _check_match(where, data.get("match", {}), catalog)
     if match.get("upgrade_only") and not any(k in changes for k in LINK_KEYS):
@@ -188,9 +202,11 @@ def parse_scenario(data: dict[str, Any], name: str, catalog: Catalog,
 
 
 def load_scenario(spec: str | Path, catalog: Catalog) -> Scenario:
-    """A scenario by shipped name (``eth100``) or by TOML file path."""
+    """A scenario by shipped name (``eth100``) or by TOML file path. A shipped name given bare
+    is the shipped scenario even where the working folder holds a file of that name (a path,
+    ``./eth100``, names the file)."""
     path = Path(spec)
-    if path.suffix == ".toml" or path.exists():
+    if names_file(spec):
         if not path.is_file():
             raise TraincastError(f"scenario file not found: {path}",
                                  hint=f"shipped scenarios: {', '.join(shipped_scenarios())}")
@@ -258,6 +274,10 @@ def sweep(base: list[Scenario], key: str, values: list[str],
     """One scenario per value of ``key``: each base scenario (or every job) with key = value.
     A base scenario's ``upgrade_only`` is dropped where the sweep sets a link: a sweep asks
     what every value does, slower ones included."""
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise TraincastError(f"--sweep {key}: {', '.join(twice)} given twice",
+                             hint="each value once")
     bases = base or [Scenario(name="", description="every job")]
     out = []
     for sc in bases:
