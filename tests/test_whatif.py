@@ -638,3 +638,33 @@ def test_a_link_sweep_of_an_upgrade_scenario_prices_every_value() -> None:
     slow, same = (r["scenarios"][f"eth100:nic={v}"] for v in ("eth10", "eth25"))
     assert slow["matched"] == same["matched"] == 1
     assert slow["mean_speedup"] < 1.0 and same["mean_speedup"] == pytest.approx(1.0)
+
+
+def test_a_workload_clause_matches_names_tags_and_zoo_prefixes_alike() -> None:
+    # [workload.bert] stands for bert-base (zoo/models.toml): "bert" and "bert-base" are one
+    # workload; transformer-nmt is another; an unknown tag matches only itself
+    from traincast.engine.local import workload_matcher
+
+    jobs = ["bert-base", "BERT", "zoo:bert-base", " Bert-Base ", "transformer-nmt", "nmt",
+            "my-tag", "MY-TAG"]
+    for wanted in (["bert"], ["bert-base"], ["zoo:bert-base"], ["BERT"]):
+        match = workload_matcher(wanted)
+        assert [match(j) for j in jobs] == [True] * 4 + [False] * 4, wanted
+    match = workload_matcher(["nmt", "my-tag"])
+    assert [match(j) for j in jobs] == [False] * 4 + [True] * 4
+
+
+def test_a_one_job_whatif_matches_its_model_by_workload(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    sc = tmp_path / "bert.toml"
+    sc.write_text('description = "d"\n[match]\nworkload = ["bert"]\n[changes]\noverlap = 0.5\n')
+    res = CliRunner().invoke(app, ["whatif", "--model", "zoo:bert-base", "--arch", "ps-worker",
+                                   "--workers", "8", "--ps", "2", "-s", str(sc), "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    summary = json.loads(res.stdout)["summary"]  # one scenario: its summary
+    assert summary["matched"] == 1 and summary["mean_speedup"] > 1.0

@@ -201,7 +201,9 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
     amp = bool(feats.get("amp"))  # a profile under --amp: priced in mixed precision, as predict
     if not feats.get("ops") and not feats.get("memory_bytes"):  # flags: the workload's zoo
         return OneJob(_single_job(feats, *place, f["workload"]), Workloads(amp=amp))
-    own = f["workload"] or str(f["model"] or f["features"])
+    # its workload name, as a [match] workload clause reads it: the tag, the model, or the
+    # model a features file names (else the file)
+    own = f["workload"] or str(f["model"] or feats.get("model") or f["features"])
     # the zoo profile of the model the job runs, for its ratios: the tag, the model flag, or
     # the model a features file names
     shipped = workload_features(f["workload"] or f["model"] or str(feats.get("model") or ""))

@@ -11,7 +11,7 @@ their speedup is exactly 1. Rules and formulas: docs/scenarios.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +77,25 @@ def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,
     return evaluate_columns(cols, catalog, overlap, hierarchical)[0]
 
 
+def workload_matcher(wanted: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a job's workload is one of ``wanted``: the same name (any case, ``zoo:`` or
+    not), or the same zoo model standing in for both (``traincast.zoo.profiles.
+    resolve_workload``: the tag ``bert`` and the name ``bert-base`` are one workload, as they
+    are priced). Called once per distinct workload of the jobs."""
+    from traincast.zoo.profiles import resolve_workload
+
+    def key(name: str) -> str:
+        return str(name).strip().lower().removeprefix("zoo:")
+
+    names = {key(w) for w in wanted}
+    models = {m for w in wanted if (m := resolve_workload(w)) is not None}
+
+    def matches(value: str) -> bool:
+        return key(value) in names or resolve_workload(value) in models
+
+    return matches
+
+
 def match_mask(cols: Columns, sc: Scenario, base: Resolved, catalog: Catalog) -> B:
     """Jobs selected by the scenario's ``[match]`` clause (all of its keys must hold);
     ``base``: the jobs as resolved (their node and GPU names; for ``upgrade_only`` their links:
@@ -87,7 +106,7 @@ def match_mask(cols: Columns, sc: Scenario, base: Resolved, catalog: Catalog) ->
     if "architecture" in spec:
         m &= cols["architecture"].isin(spec["architecture"])
     if "workload" in spec:
-        m &= cols["workload"].isin(spec["workload"], key=lambda v: v.strip().lower())
+        m &= cols["workload"].lookup(workload_matcher(spec["workload"]), False, bool)
     if spec.get("upgrade_only"):
         for role in LINK_KEYS:
             if role in sc.changes:
