@@ -512,3 +512,12 @@ def test_feature_arrays_name_the_row_and_field_and_the_api_keeps_the_bounds(cat)
                   catalog=cat).to_dict()
     assert out["share"]["comm"] is None and out["gpu_util"] is None
     json.loads(json.dumps(out), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+
+
+def test_fmt_share_never_reads_a_small_or_near_whole_share_as_0_or_100() -> None:
+    from traincast.units import fmt_share
+
+    cases = {0.13: "13%", 0.004: "0.4%", -0.0004: "-0.04%", 0.00004: "0%", 0.996: "99.6%",
+             0.99996: "100%", 1.0: "100%", 0.5: "50%", -0.25: "-25%", None: "-"}
+    assert {x: fmt_share(x) for x in cases} == cases
+    assert fmt_share(float("nan"), missing="n/a") == "n/a"

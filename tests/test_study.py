@@ -529,10 +529,16 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
         if n == 7:
             assert want in a100 and "50% of them gain" in a100
             assert want in eth and "25% of their GPU time" in eth
+            assert "30% of the 7 of 10 jobs with a prediction would run faster" in own
+            assert "1.20× on average over them" in own
         else:
             assert "of 10" not in a100 and "50% of jobs gain" in a100
             assert want in eth and "of the cluster's GPU time" in eth
-        assert want in own
+            assert "30% of jobs would run faster" in own and want in own
+    # a summary that does not count its predicted jobs: taken as over all of them
+    from traincast.analysis.study import over_jobs
+    assert over_jobs({}, 10) == ("over all jobs", True)
+    assert over_jobs({"predicted": 0}, 10) == ("over the 0 of 10 jobs with a prediction", False)
 
 
 def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:
@@ -543,4 +549,5 @@ def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:
         "gpu_weighted": {"comm": 0.013}}}
     first = findings(char, {}, {}, sample=False)["sentences"][0]
     assert first.startswith("Communication takes 0.4% of iteration time on average (1% GPU")
-    assert "data I/O 0%, compute 100%" in first
+    # 0.996 is short of all by 0.4%: 99.6%, not 100%
+    assert "data I/O 0%, compute 99.6%" in first

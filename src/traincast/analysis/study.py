@@ -41,7 +41,7 @@ from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
-from traincast.units import fmt_pct, fmt_x, plural
+from traincast.units import fmt_pct, fmt_share, fmt_x, plural
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -87,11 +87,8 @@ def jobs_with_breakdown(jobs: pa.Table, catalog: Catalog, overlap: float = 0.0,
     return jobs.append_column("gpu_util_pred", pa.array(bd.gpu_util(), from_pandas=True))
 
 
-def _pct(x: float | None) -> str:
-    """A share in a finding: whole percents, but one decimal under 1% (0.4%, not 0%: a share
-    the tables show as 0.4% is not nothing)."""
-    small = x is not None and math.isfinite(x) and 0 < abs(x) < 0.005
-    return fmt_pct(x, decimals=1 if small else 0, missing="n/a")
+_pct = partial(fmt_share, missing="n/a")
+"""A share in a finding (``units.fmt_share``: 0.4%, not 0%, where the tables show 0.4%)."""
 
 
 _x = partial(fmt_x, missing="n/a")
@@ -180,16 +177,16 @@ def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str
             f"ported gain {_x(ps.get('applied_mean_speedup'))} on average."]
 
 
-def over_jobs(summary: dict[str, Any], total: int) -> tuple[str, str]:
-    """What a summary's numbers are over, in words, and how to name its jobs after that:
-    ``("over all jobs", "all jobs")`` when every one of the trace's ``total`` jobs has a
-    prediction in it (``predicted``), else ``("over the N of TOTAL jobs with a prediction",
-    "those jobs")`` (the rest: unknown features or GPU types, or a scenario that does not
-    match them)."""
-    n = int(summary.get("predicted") or 0)
-    if n >= total:
-        return "over all jobs", "all jobs"
-    return f"over the {n:,} of {total:,} jobs with a prediction", "those jobs"
+def over_jobs(summary: dict[str, Any], total: int) -> tuple[str, bool]:
+    """What a summary's numbers are over, in words, and whether that is every job:
+    ``("over all jobs", True)`` when every one of the trace's ``total`` jobs has a prediction
+    in it (``predicted``; a summary without the count is taken as over all), else ``("over
+    the N of TOTAL jobs with a prediction", False)`` (the rest: unknown features or GPU
+    types, or a scenario that does not match them)."""
+    n = summary.get("predicted")
+    if n is None or int(n) >= total:
+        return "over all jobs", True
+    return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
 def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
@@ -208,8 +205,8 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                "(PS/Worker and AllReduce across nodes; the paper reports about "
                f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
                "nothing to the jobs of this trace that use the network (there are none), ")
-    over, whose = over_jobs(eth, total)
-    where = "the cluster's" if whose == "all jobs" else "their"
+    over, every = over_jobs(eth, total)
+    where = "the cluster's" if every else "their"
     return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
             f"and saves {_pct(eth.get('gpu_time_saved_share'))} of {where} GPU time."]
 
@@ -226,8 +223,8 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int) ->
             nums[f"{name}_mean_speedup"] = s.get("mean_speedup")
             nums[f"{name}_gpu_time_weighted_mean_speedup"] = s.get(
                 "gpu_time_weighted_mean_speedup")
-            over, whose = over_jobs(s, total)
-            over, them = ("", "jobs") if whose == "all jobs" else (f" {over}", "them")
+            over, every = over_jobs(s, total)
+            over, them = ("", "jobs") if every else (f" {over}", "them")
             out.append(
                 f"{label} gives {_x(s.get('mean_speedup'))} on average{over} "
                 f"({_x(s.get('gpu_time_weighted_mean_speedup'))} GPU-time-weighted; "
@@ -244,10 +241,12 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
     top = next(iter(arch.get("changed_to", {})), None)
     nums.update({"recommend_changed_share": arch.get("changed_share"),
                  "recommend_mean_speedup": arch.get("mean_speedup")})
-    over, _ = over_jobs(arch, total)
-    return [f"On their own hardware, {_pct(arch.get('changed_share'))} of jobs would run "
+    over, every = over_jobs(arch, total)
+    which = "jobs" if every else over.removeprefix("over ")
+    return [f"On their own hardware, {_pct(arch.get('changed_share'))} of {which} would run "
             f"faster on another architecture ({_x(arch.get('mean_speedup'))} on average "
-            f"{over})" + (f"; the most frequent change is to {top}." if top else ".")]
+            f"{'over all jobs' if every else 'over them'})"
+            + (f"; the most frequent change is to {top}." if top else ".")]
 
 
 BY_SOURCE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (

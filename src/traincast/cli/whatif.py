@@ -55,7 +55,7 @@ from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_sig, fmt_x, join_words, plural
+from traincast.units import fmt_pct, fmt_share, fmt_x, join_words, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -69,13 +69,9 @@ def _up_down(s: dict[str, Any]) -> str:
     return f"{_pct(s['sped_up_share'])}/{_pct(s['slowed_down_share'])}"
 
 
-def _saved(share: float | None) -> str:
-    """The share of GPU time saved; below 1% either way to one significant digit (``-0.04%``),
-    so that a small loss does not read ``-0%``; below 0.005% (float noise of a scenario that
-    changes nothing) ``0%``."""
-    if share is None or share != share or abs(share) >= 0.01:
-        return _pct(share)
-    return "0%" if abs(share) < 5e-5 else f"{fmt_sig(100 * share, 1)}%"
+_saved = fmt_share
+"""The share of GPU time saved (``units.fmt_share``: a small loss reads ``-0.04%``, not
+``-0%``)."""
 
 # One job given by flags, in place of a trace (whatif and recommend)
 FlopsOpt = Annotated[str | None, typer.Option(
@@ -528,10 +524,11 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     for r, key, label in zip(d, keys, ids, strict=True):
         if r.get("n_gpus") == 0:  # a CPU job: no architecture, on no GPU node
             now = "- (0 GPUs)"
-        elif (now := f"{r['architecture'] or '-'} on {r['node']}") and \
-                not r.get("gpu_type_given", True):
-            now += "*"  # one word with the node name: they wrap together
-            assumed = True
+        else:
+            now = f"{r['architecture'] or '-'} on {r['node']}"
+            if not r.get("gpu_type_given", True):
+                now += "*"  # one word with the node name: they wrap together
+                assumed = True
         t.add_row(label, now, fmt_seconds(r["base_total_s"]),
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     notes = ["time = per iteration",
