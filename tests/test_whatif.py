@@ -652,6 +652,13 @@ def test_a_workload_clause_matches_names_tags_and_zoo_prefixes_alike() -> None:
         assert [match(j) for j in jobs] == [True] * 4 + [False] * 4, wanted
     match = workload_matcher(["nmt", "my-tag"])
     assert [match(j) for j in jobs] == [False] * 4 + [True] * 4
+    # resnet, inception and cnn all stand for resnet50 (zoo/models.toml), yet are three
+    # workloads: a tag matches its own stand-in model, not another tag
+    match = workload_matcher(["resnet"])
+    assert [match(j) for j in ("resnet", "resnet50", "zoo:ResNet50", "inception", "cnn")] == \
+        [True, True, True, False, False]
+    assert [workload_matcher(["resnet50"])(j) for j in ("resnet", "inception", "cnn")] == \
+        [True, True, True]
 
 
 def test_a_one_job_whatif_matches_its_model_by_workload(tmp_path: Path) -> None:

@@ -79,19 +79,22 @@ def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,
 
 def workload_matcher(wanted: Iterable[str]) -> Callable[[str], bool]:
     """Whether a job's workload is one of ``wanted``: the same name (any case, ``zoo:`` or
-    not), or the same zoo model standing in for both (``traincast.zoo.profiles.
-    resolve_workload``: the tag ``bert`` and the name ``bert-base`` are one workload, as they
-    are priced). Called once per distinct workload of the jobs."""
-    from traincast.zoo.profiles import resolve_workload
+    not), the same zoo model under another name or alias, or a workload tag and the zoo model
+    it stands for (``traincast.zoo.profiles.workload_identity``: the tag ``bert`` and the
+    model ``bert-base`` are one workload, as they are priced). Two tags are one only by name:
+    ``resnet`` and ``inception`` share a stand-in but are different jobs. Called once per
+    distinct workload of the jobs."""
+    from traincast.zoo.profiles import workload_identity
 
-    def key(name: str) -> str:
-        return str(name).strip().lower().removeprefix("zoo:")
-
-    names = {key(w) for w in wanted}
-    models = {m for w in wanted if (m := resolve_workload(w)) is not None}
+    ids = [workload_identity(w) for w in wanted]
+    keys = {k for k, _, _ in ids}
+    models = {m for _, m, _ in ids if m}
+    named = models | {t for _, _, t in ids if t}  # a wanted model, or a wanted tag's stand-in
 
     def matches(value: str) -> bool:
-        return key(value) in names or resolve_workload(value) in models
+        key, model, stand_in = workload_identity(value)
+        return key in keys or (model is not None and model in named) or \
+            (stand_in is not None and stand_in in models)
 
     return matches
 

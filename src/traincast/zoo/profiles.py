@@ -38,16 +38,23 @@ def load_aliases() -> dict[str, dict[str, str]]:
     return {tag.lower(): entry for tag, entry in aliases.items()}
 
 
-def resolve_workload(name: str) -> str | None:
-    """The zoo model standing in for workload ``name`` (a zoo name, alias or tag), or None."""
+def workload_identity(name: str) -> tuple[str, str | None, str | None]:
+    """What a workload name is: ``(key, model, stand_in)``: the name trimmed, lower case,
+    without ``zoo:``; the profiled zoo model it names (a zoo name or alias), or None; the zoo
+    model its workload tag stands for (``[workload.TAG]``), or None."""
     from traincast.zoo.registry import canonical_name
 
     key = str(name).strip().lower().removeprefix("zoo:")
     canonical = canonical_name(key)
-    if canonical in load_profiles()["models"]:
-        return canonical
     entry = load_aliases().get(key)
-    return entry["profile"] if entry else None
+    return (key, canonical if canonical in load_profiles()["models"] else None,
+            entry["profile"] if entry else None)
+
+
+def resolve_workload(name: str) -> str | None:
+    """The zoo model standing in for workload ``name`` (a zoo name, alias or tag), or None."""
+    _, model, stand_in = workload_identity(name)
+    return model or stand_in
 
 
 def workload_features(name: str) -> dict[str, Any] | None:
