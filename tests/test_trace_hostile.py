@@ -247,6 +247,20 @@ def test_a_quote_left_open_after_a_stray_one_names_its_row(tmp_path: Path) -> No
         _ingest(path)
 
 
+def test_a_quote_left_open_early_in_a_big_file_names_its_row(tmp_path: Path) -> None:
+    """The quote opened in data row 2 runs to the end: a value of about 300 KiB, past the
+    csv module's default field limit (128 KiB), is still read as one open value."""
+    from traincast.trace.adapters.base import open_quote_row
+
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,user,n_gpus\na,alice,1\n\"b,bob,2\n"
+                    + "".join(f"j{i},u{i},1\n" for i in range(20_000)))
+    assert path.stat().st_size > 200_000
+    assert open_quote_row(path) == 2
+    with pytest.raises(TraincastError, match="row 2: a quote opens there"):
+        _ingest(path)
+
+
 def test_quoted_line_breaks_at_the_end_are_whole(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('job_id,n_gpus,user\na,1,"x\ny"\nb,2,"two\nlines"')

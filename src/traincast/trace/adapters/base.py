@@ -681,13 +681,16 @@ def open_quote_row(path: Path) -> int | None:
     where a quoted value opens that the file never closes, or None. Read as DuckDB reads
     quotes: a ``"`` opens a quoted value only at the start of a field (one inside an unquoted
     value, ``o"neil``, is a character of it), ``""`` inside a quoted value is a quote, a quoted
-    value may hold line breaks (a ``user`` note); records, not lines, are counted. The
-    delimiter is the header line's most frequent of ``, ; tab |``. One pass with the csv
-    module (its strict mode: the file ends inside a quoted value)."""
-    record = 0
+    value may hold line breaks (a ``user`` note) and be of any length; records, not lines, are
+    counted. The delimiter is the first line's most frequent of ``, ; tab |`` (DuckDB's
+    sniffer, misled by the open quote, may read the header as one column). One pass with the
+    csv module in strict mode (the file ends inside a quoted value); run only where the quote
+    count is odd or the file cannot be read."""
+    record, limit = 0, csv.field_size_limit()
     try:
+        csv.field_size_limit(2**31 - 1)  # a quoted value left open runs to the file's end
         with open_bytes(path) as raw:
-            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+            text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
             first = text.readline()
             delim = max(",;\t|", key=first.count)
             rows = csv.reader(itertools.chain([first], text), delimiter=delim, strict=True)
@@ -702,6 +705,8 @@ def open_quote_row(path: Path) -> int | None:
                 record += 1
     except (OSError, EOFError, zlib.error, UnicodeError):
         return None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def open_quote_error(adapter: str, path: Path) -> TraincastError | None:
