@@ -211,3 +211,17 @@ def test_a_reused_parquet_dir_holds_only_the_new_partitions(tmp_path: Path) -> N
     assert names == ["notes.parquet", "part-00000.parquet", "part-00001.parquet"]
     parts = [p for p in partition_files(tmp_path) if "part-" in p]
     assert sum(pq.read_metadata(p).num_rows for p in parts) == 150
+
+
+def test_a_parquet_dir_that_holds_the_trace_is_refused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    trace = tmp_path / "part-00000.parquet"
+    random_jobs(10).to_pandas().to_parquet(trace)
+    res = CliRunner().invoke(app, ["characterize", str(trace), "--engine", "dask",
+                                   "--parquet-dir", str(tmp_path), "--db",
+                                   str(tmp_path / "s.duckdb")])
+    assert "holds the trace" in str(res.exception), res.output
+    assert trace.exists()

@@ -66,7 +66,8 @@ AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster on 127.0.0.1).")]
 ParquetDirOpt = Annotated[Path | None, typer.Option(
     "--parquet-dir", help="--engine dask: write the Parquet partitions here (a folder a "
-    "remote cluster can read); default: a temporary folder.")]
+    "remote cluster can read; its part-NNNNN.parquet files of an earlier run are replaced, "
+    "other files left alone); default: a temporary folder.")]
 
 
 @contextmanager
@@ -172,6 +173,12 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
     traces = [] if trace is None else [trace] if isinstance(trace, Path) else list(trace)
     check_output(db, "--db", inputs=traces)
     check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])
+    if parquet_dir is not None:  # its part-NNNNN.parquet files are written over and removed
+        inside = [t for t in traces if Path(t).resolve().is_relative_to(parquet_dir.resolve())]
+        if inside:
+            raise TraincastError(f"--parquet-dir {parquet_dir}: holds the trace {inside[0]} "
+                                 "(its partitions would be written over it, and old ones "
+                                 "removed)", hint="give a folder of its own")
     for flag, path in (outputs or {}).items():
         check_output(path, flag, inputs=[db_path(db), *traces])
     folders = [t.resolve() for t in traces if t.is_dir()]
