@@ -642,3 +642,51 @@ def test_a_row_without_a_node_takes_its_gpus_own_preset(tmp_path: Path) -> None:
     data = load_published(_rows_file(tmp_path, [dict(ROW, gpus=8)]))
     check_hardware(data, _hand_catalog(tmp_path))
     assert data["row"][0]["node"] == "hand-node"
+
+
+def test_a_gpu_whose_default_node_holds_a_sibling_runs_alone_and_named_nodes_stay_checked(
+        tmp_path: Path) -> None:
+    # A100-PCIE-80GB's default node a100-pcie holds the 40 GB card: a 1-GPU row without a node
+    # takes its links and is priced on the 80 GB card; a row that names that node is refused
+    from traincast.validation.published import check_hardware
+
+    data = load_published(_rows_file(tmp_path, [dict(ROW, gpu="A100-PCIE-80GB")]))
+    check_hardware(data, load_catalog())
+    assert (data["row"][0]["gpu"], data["row"][0]["node"]) == ("A100-PCIE-80GB", "a100-pcie")
+    data = load_published(_rows_file(tmp_path, [dict(ROW, gpu="A100-PCIE-80GB",
+                                                     node="a100-pcie")]))
+    with pytest.raises(TraincastError, match="'a100-pcie' holds A100-PCIE-40GB"):
+        check_hardware(data, load_catalog())
+
+
+def test_rows_files_refuse_twins_unknown_node_keys_and_infinite_buckets(tmp_path: Path) -> None:
+    from traincast.validation.published import check_hardware
+
+    with pytest.raises(TraincastError, match="row 3: the same row as row 1"):
+        load_published(_rows_file(tmp_path, [ROW, dict(ROW, batch_per_gpu=64), ROW]))
+    path = _rows_file(tmp_path, [ROW])
+    path.write_text(path.read_text() + '\n[node]\nA100-SXM4-80G = "dgx-a100"\n')
+    with pytest.raises(TraincastError, match=r"\[node\] key 'A100-SXM4-80G': not a catalog "
+                                             "GPU") as err:
+        check_hardware(load_published(path), load_catalog())
+    assert "did you mean 'A100-SXM4-80GB'?" in err.value.hint
+    with pytest.raises(TraincastError, match="'ddp_bucket_bytes' must be positive and finite, "
+                                             "got inf"):
+        load_published(_rows_file(tmp_path, [ROW], {"ddp_bucket_bytes": float("inf")}))
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[[row]]\nmodel = "resnet50"\ngpu = "V100"\ngpus = 1\ndtype = "fp32"\n'
+                    'batch_per_gpu = 64\nthroughput = 300.0\nunit = "images/s"\n'
+                    'citation = "c"\n')
+    with pytest.raises(TraincastError) as err:
+        load_published(bare)
+    assert "has no [model.NAME] table" in err.value.hint
+
+
+def test_the_setup_of_a_whole_fp16_row_says_so() -> None:
+    from traincast.validation.published import setup_of, setup_text
+
+    feats = {"ops": [{}]}
+    kw = {"synthetic_inputs": False, "memory_format": "nchw", "tf32_matmul": False}
+    half = setup_text(setup_of(feats, **kw, amp=True, half_model=True))
+    assert "whole-fp16 model" in half and "autocast: matmuls" not in half
+    assert "autocast: matmuls" in setup_text(setup_of(feats, **kw, amp=True))

@@ -35,6 +35,7 @@ TraincastError naming the file, the row or model table, and the field, with a hi
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
@@ -167,8 +168,9 @@ def _check_model(name: str, label: str, model: Any) -> None:
     if str(model.get("memory_format", "nchw")).lower() not in MEMORY_FORMATS:
         raise TraincastError(f"{where}: field 'memory_format' must be one of {MEMORY_FORMATS}")
     for key in ("ddp_bucket_bytes", "ddp_bucket_elements", "tokens_per_sample", "seq"):
-        if key in model and not model[key] > 0:
-            raise TraincastError(f"{where}: field {key!r} must be positive")
+        if key in model and not (model[key] > 0 and math.isfinite(model[key])):
+            raise TraincastError(f"{where}: field {key!r} must be positive and finite, got "
+                                 f"{model[key]!r}")
 
 
 def _row_where(name: str, i: int) -> str:
@@ -211,7 +213,9 @@ def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
     if row["model"] not in models:
         raise TraincastError(f"{where}: field 'model': unknown model {row['model']!r}",
                              hint=f"{did_you_mean(row['model'], list(models))}[model.*]: "
-                             f"{', '.join(models)}")
+                             f"{', '.join(models)}" if models else "the file has no "
+                             f"[model.NAME] table: add [model.{row['model']}] with its spec "
+                             "(docs/validation.md, 'Published throughputs')")
     for key in ("gpus", "nodes", "batch_per_gpu", "throughput", "tokens_per_sample"):
         value = row.get(key)
         if value is not None and not (value > 0 and math.isfinite(value)):
@@ -296,8 +300,14 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
     try:
         for label, model in models.items():
             _check_model(name, label, model)
+        seen: dict[str, int] = {}
         for i, row in enumerate(rows, 1):
+            key = json.dumps(row, sort_keys=True, default=str)  # as written
             _check_row(name, i, row, models)
+            if (first := seen.setdefault(key, i)) != i:
+                raise TraincastError(f"{_row_where(name, i)}: the same row as row {first} (it "
+                                     "would count twice in the medians)",
+                                     hint="keep one of the two")
     except TraincastError as exc:
         raise TraincastError(str(exc), hint=exc.hint or ROW_FORMAT_HINT) from None
     return data
@@ -320,8 +330,10 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
                                  "traincast hardware list")
         try:
             nodes[catalog.gpu_name(gpu)] = node
-        except KeyError:
-            nodes[gpu] = node
+        except KeyError:  # no row can run on it: a misspelling that would go unused
+            raise TraincastError(f"{name}: [node] key {gpu!r}: not a catalog GPU",
+                                 hint=f"{did_you_mean(str(gpu), [*catalog.gpus, *catalog.aliases])}"
+                                 "traincast hardware list") from None
     for i, row in enumerate(data["row"], 1):
         where = _row_where(name, i)
         try:
@@ -334,14 +346,15 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
                                  "merged with --catalog (docs/hardware.md)") from None
         row["gpu_written"], row["gpu"] = row["gpu"], gpu
         _check_dtype_on(where, row, catalog)
-        node = str(row.get("node") or nodes.get(gpu) or catalog.default_node_of(gpu))
+        named = row.get("node") or nodes.get(gpu)  # the row's or its [node] table's
+        node = str(named or catalog.default_node_of(gpu))
         field = "node" if row.get("node") else "gpu"
         if node and node not in catalog.nodes:
             raise TraincastError(f"{where}: field {field!r}: node preset {node!r} is not in the "
                                  "catalog", hint=f"{did_you_mean(node, list(catalog.nodes))}"
                                  "traincast hardware list")
         row["node"] = node
-        _check_node_fit(where, row, catalog)
+        _check_node_fit(where, row, catalog, named=bool(named))
 
 
 def _check_dtype_on(where: str, row: Mapping[str, Any], catalog: Catalog) -> None:
@@ -354,9 +367,13 @@ def _check_dtype_on(where: str, row: Mapping[str, Any], catalog: Catalog) -> Non
                              "fp32, or fp16 mixed precision")
 
 
-def _check_node_fit(where: str, row: Mapping[str, Any], catalog: Catalog) -> None:
+def _check_node_fit(where: str, row: Mapping[str, Any], catalog: Catalog,
+                    named: bool = True) -> None:
     """The node preset holds the row's GPU, a multi-GPU row has one, and ``nodes`` (when
-    given) is ``ceil(gpus / GPUs per node)``: ``gpus`` counts every GPU of every node."""
+    given) is ``ceil(gpus / GPUs per node)``: ``gpus`` counts every GPU of every node. A node
+    the file does not name (``named`` False: the GPU's ``default_node``) may hold a sibling
+    GPU (A100-PCIE-80GB's ``a100-pcie`` holds the 40 GB card): its links are taken, the row's
+    GPU priced, as ``predict --gpu`` does."""
     node, gpus = row["node"], int(row["gpus"])
     if not node:
         if gpus > 1:
@@ -365,7 +382,7 @@ def _check_node_fit(where: str, row: Mapping[str, Any], catalog: Catalog) -> Non
                                  "\"...\" (traincast hardware list)")
         return
     preset = catalog.node(node)
-    if catalog.gpu_name(preset.gpu) != row["gpu"]:
+    if named and catalog.gpu_name(preset.gpu) != row["gpu"]:
         raise TraincastError(f"{where}: field 'node': {node!r} holds {preset.gpu}, not "
                              f"{row['gpu']}", hint="a node preset of the row's GPU")
     if "nodes" in row and -(-gpus // preset.gpus) != row["nodes"]:
@@ -518,19 +535,21 @@ def memory_layout(memory_format: str) -> str:
 
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
              tf32_matmul: bool, per_op_asked: bool = True,
-             from_flags: bool = False, amp: bool = False) -> dict[str, Any]:
+             from_flags: bool = False, amp: bool = False,
+             half_model: bool = False) -> dict[str, Any]:
     """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
     the profile's per-op table, else from its aggregate features; ``no_ops_table``: a profile
     was to be priced op by op, ``per_op_asked``, but carries no per-op table;
     ``from_flags``: the features were typed as flags, ``--flops ...``, no profile; ``amp``:
-    mixed precision, asked with ``--amp`` or profiled under autocast)."""
+    mixed precision, asked with ``--amp`` or profiled under autocast; ``half_model``: the
+    profile is of a whole-fp16 model, a rows file's ``fp16_spec``, with no autocast casts)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
-            "amp": bool(amp or feats.get("amp"))}
+            "amp": bool(amp or feats.get("amp")), "half_model": bool(half_model)}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
@@ -548,7 +567,9 @@ def setup_text(setup: Mapping[str, Any]) -> str:
         " (these features have no per-op table: traincast profile MODEL -o FILE writes one)"
         if setup.get("no_ops_table") else "")
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
-            + (", mixed precision (autocast: matmuls and convolutions in 16 bits)"
+            + (", a whole-fp16 model (fp16_spec: every tensor in 16 bits, no autocast casts), "
+               "priced at the mixed-precision peak" if setup.get("half_model") else
+               ", mixed precision (autocast: matmuls and convolutions in 16 bits)"
                if setup.get("amp") else
                f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}, fp32 "
                "convolutions TF32 on NVIDIA GPUs that have it (cuDNN's default; ROCm keeps fp32)")
@@ -844,7 +865,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
               "error": float(res["error"][i]),
               "paper_error": float(paper["error"][i]),
               "setup": setup_of(features[i], **row_setup(data, r),
-                                amp=r["dtype"] in MIXED)}
+                                amp=r["dtype"] in MIXED, half_model=r["dtype"] in MIXED
+                                and bool(data["model"][r["model"]].get("fp16_spec")))}
              for i, r in enumerate(rows)]
     warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])
