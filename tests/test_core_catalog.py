@@ -389,3 +389,17 @@ def test_a_part_of_an_entry_under_a_misspelled_name_says_which_entry_it_resemble
     with pytest.raises(CatalogError) as err:
         load_catalog([f])
     assert "did you mean" not in err.value.hint
+
+
+def test_hardware_show_says_which_gemm_fractions_are_assumed() -> None:
+    # MI300X lists bf16 and fp16 only: its tf32 and fp8 products take the largest given,
+    # said as assumed; fp32 products are the measured-kernel model's (not listed)
+    from traincast.compute import _assumed_fractions
+
+    gpu = load_catalog().gpu("MI300X")
+    assert set(gpu.gemm_max_fraction) == {"bf16", "fp16"}
+    top = max(gpu.gemm_max_fraction.values())
+    text = _assumed_fractions(gpu, skip=("fp32",))
+    assert text == f"; assumed: tf32 {top:g}, fp8 {top:g} (no figure of their own: the " \
+                   "largest given)"
+    assert "fp32" in _assumed_fractions(gpu)

@@ -153,6 +153,23 @@ def kernel_model_available(gpu: Any) -> bool:
     return kernels.gpu_sms(gpu) > 0 or kernels.gemm_max_fraction(gpu, "fp32") is not None
 
 
+def _assumed_fractions(gpu: Any, skip: tuple[str, ...] = ()) -> str:
+    """The large-GEMM fractions a GPU's products take for dtypes its ``gemm_max_fraction``
+    does not list though it has their peak (``GPU.gemm_fraction``: the ``"*"`` entry, else the
+    largest given), said as assumed: ``; assumed: fp8 0.514, tf32 0.514 (no figure of their
+    own: the largest given)``; ``skip``: dtypes priced another way (fp32 products by the
+    measured-kernel model)."""
+    from traincast.hardware.catalog import DTYPES
+
+    frac = gpu.gemm_max_fraction
+    taken = [d for d in DTYPES if d not in frac and d not in skip and gpu.math_dtype(d) == d]
+    if not taken:
+        return ""
+    rule = 'the "*" entry' if "*" in frac else "the largest given"
+    return (f"; assumed: {', '.join(f'{d} {gpu.gemm_fraction(d):g}' for d in taken)} (no "
+            f"figure of their own: {rule})")
+
+
 def _model_eta(gpu: Any) -> float | None:
     """The measured-kernel model's fp32 ``eta`` where it prices this entry's fp32 work
     (``kernels.simt_gemm_fraction``; None where the entry lacks its datasheet fields), unless
@@ -479,6 +496,8 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         src = sources.get(key, gpu.source)
         inputs[key] = (f"{shown}: {src}" if src else f"{shown} (no source given)") if value \
             else fallback
+        if key == "gemm_max_fraction" and value:
+            inputs[key] += _assumed_fractions(gpu, skip=("fp32",) if name == "kernel" else ())
     model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
     if name == "kernel" and model_eta is not None:
         inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \
