@@ -394,7 +394,7 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
     if json_out:
         print_json({"rows": len(data), **out})
         return
-    table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median / p90 |error| "
+    table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median/p90 |error| "
                   "(%), sum = error of the GPU's summed time", title_justify="left")
     cols = ("gemm", "conv", "elementwise", "softmax", "norm", "memory")
     from traincast.cli.tables import print_table
@@ -404,7 +404,7 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
         table.add_column(c, justify="right")
     table.add_column("sum", justify="right")
     for g, row in out["gpus"].items():
-        table.add_row(g, *[f"{100 * row[f'{c}_median']:.1f} / {100 * row[f'{c}_p90']:.0f}"
+        table.add_row(g, *[f"{100 * row[f'{c}_median']:.1f}/{100 * row[f'{c}_p90']:.0f}"
                            if f"{c}_median" in row else "-" for c in cols],
                       f"{100 * row['sum']:+.1f}")
     print_table(table, console)
