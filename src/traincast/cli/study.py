@@ -116,7 +116,7 @@ def study(
     check_output(output, folder=True)  # created when missing; never a file
     check_price(price)
     with progress(json_out) as bar:
-        task = bar.add_task("study", total=6)
+        task = bar.add_task("study", total=5 if no_report else 6)  # the report: a step
 
         def on_step(step: str, done: int, total: int) -> None:
             bar.update(task, description=f"study: {step}", completed=done, total=total)
