@@ -518,6 +518,7 @@ def test_fmt_share_never_reads_a_small_or_near_whole_share_as_0_or_100() -> None
     from traincast.units import fmt_share
 
     cases = {0.13: "13%", 0.004: "0.4%", -0.0004: "-0.04%", 0.00004: "0%", 0.996: "99.6%",
+             0.9995: "99.95%", 0.9999: "99.99%", -0.9999: "-99.99%", 0.99949: "99.95%",
              0.99996: "100%", 1.0: "100%", 0.5: "50%", -0.25: "-25%", None: "-"}
     assert {x: fmt_share(x) for x in cases} == cases
     assert fmt_share(float("nan"), missing="n/a") == "n/a"

@@ -664,6 +664,9 @@ def test_rows_files_refuse_twins_unknown_node_keys_and_infinite_buckets(tmp_path
 
     with pytest.raises(TraincastError, match="row 3: the same row as row 1"):
         load_published(_rows_file(tmp_path, [ROW, dict(ROW, batch_per_gpu=64), ROW]))
+    # 1000 and 1000.0, FP32 and fp32 are the same row
+    with pytest.raises(TraincastError, match="row 2: the same row as row 1"):
+        load_published(_rows_file(tmp_path, [ROW, dict(ROW, throughput=1000, dtype="FP32")]))
     path = _rows_file(tmp_path, [ROW])
     path.write_text(path.read_text() + '\n[node]\nA100-SXM4-80G = "dgx-a100"\n')
     with pytest.raises(TraincastError, match=r"\[node\] key 'A100-SXM4-80G': not a catalog "
@@ -690,3 +693,14 @@ def test_the_setup_of_a_whole_fp16_row_says_so() -> None:
     half = setup_text(setup_of(feats, **kw, amp=True, half_model=True))
     assert "whole-fp16 model" in half and "autocast: matmuls" not in half
     assert "autocast: matmuls" in setup_text(setup_of(feats, **kw, amp=True))
+
+
+def test_an_fp16_spec_row_is_set_up_as_a_whole_fp16_model(tmp_path: Path) -> None:
+    from traincast.validation.published import validate_published
+
+    out = validate_published(_hand_catalog(tmp_path), path=_rows_file(
+        tmp_path, [ROW, dict(ROW, dtype="fp16")], {"fp16_spec": "tiny.py:tiny"}),
+        trust_specs=True)
+    fp32, half = out["rows"]
+    assert half["setup"]["half_model"] and half["setup"]["amp"]
+    assert not fp32["setup"]["half_model"] and not fp32["setup"]["amp"]

@@ -173,6 +173,17 @@ def _check_model(name: str, label: str, model: Any) -> None:
                                  f"{model[key]!r}")
 
 
+def _row_key(row: Mapping[str, Any]) -> str:
+    """A row as written, for telling twins apart: numbers as floats (``1000`` = ``1000.0``),
+    the precision in lower case (``FP32`` = ``fp32``)."""
+    def norm(key: str, v: Any) -> Any:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v)
+        return v.strip().lower() if key == "dtype" and isinstance(v, str) else v
+
+    return json.dumps({k: norm(k, v) for k, v in row.items()}, sort_keys=True, default=str)
+
+
 def _row_where(name: str, i: int) -> str:
     return f"{name}: row {i}"
 
@@ -302,7 +313,7 @@ def load_published(path: str | Path | None = None) -> dict[str, Any]:
             _check_model(name, label, model)
         seen: dict[str, int] = {}
         for i, row in enumerate(rows, 1):
-            key = json.dumps(row, sort_keys=True, default=str)  # as written
+            key = _row_key(row)
             _check_row(name, i, row, models)
             if (first := seen.setdefault(key, i)) != i:
                 raise TraincastError(f"{_row_where(name, i)}: the same row as row {first} (it "
@@ -558,7 +569,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
              *([f"--memory-format {setup['memory_format']}"]
                if setup["memory_format"] != "nchw" else []),
              *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
-             *(["--amp"] if setup.get("amp") else []),
+             *(["--features FILE --amp"] if setup.get("half_model")
+               else ["--amp"] if setup.get("amp") else []),
              *([] if setup["per_op"] or setup.get("no_ops_table") or setup.get("from_flags")
                else ["--aggregate"])]
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
@@ -567,8 +579,9 @@ def setup_text(setup: Mapping[str, Any]) -> str:
         " (these features have no per-op table: traincast profile MODEL -o FILE writes one)"
         if setup.get("no_ops_table") else "")
     return (f"inputs {inputs}, memory format {setup['memory_format']}"
-            + (", a whole-fp16 model (fp16_spec: every tensor in 16 bits, no autocast casts), "
-               "priced at the mixed-precision peak" if setup.get("half_model") else
+            + (", a whole-fp16 model (fp16_spec: every tensor in 16 bits, no autocast casts; "
+               "FILE: its profile), priced at the mixed-precision peak"
+               if setup.get("half_model") else
                ", mixed precision (autocast: matmuls and convolutions in 16 bits)"
                if setup.get("amp") else
                f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}, fp32 "
@@ -865,8 +878,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
               "error": float(res["error"][i]),
               "paper_error": float(paper["error"][i]),
               "setup": setup_of(features[i], **row_setup(data, r),
-                                amp=r["dtype"] in MIXED, half_model=r["dtype"] in MIXED
-                                and bool(data["model"][r["model"]].get("fp16_spec")))}
+                                amp=r["dtype"] in MIXED,
+                                half_model=_row_field(data, r) == "fp16_spec")}
              for i, r in enumerate(rows)]
     warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])
