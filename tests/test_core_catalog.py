@@ -403,3 +403,9 @@ def test_hardware_show_says_which_gemm_fractions_are_assumed() -> None:
     assert text == f"; assumed: tf32 {top:g}, fp8 {top:g} (no figure of their own: the " \
                    "largest given)"
     assert "fp32" in _assumed_fractions(gpu)
+    # what hardware show prints (compute.basis): the kernel model prices MI300X's fp32
+    # products, so fp32 is not among the assumed
+    from traincast.compute import basis
+
+    shown = basis(gpu, "kernel")["inputs"]["gemm_max_fraction"]
+    assert shown.endswith(text) and "fp32 products" in basis(gpu, "kernel")["inputs"]

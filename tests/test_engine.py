@@ -223,5 +223,5 @@ def test_a_parquet_dir_that_holds_the_trace_is_refused(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["characterize", str(trace), "--engine", "dask",
                                    "--parquet-dir", str(tmp_path), "--db",
                                    str(tmp_path / "s.duckdb")])
-    assert "holds the trace" in str(res.exception), res.output
+    assert "would be written over the trace" in str(res.exception), res.output
     assert trace.exists()

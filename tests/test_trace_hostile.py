@@ -261,6 +261,19 @@ def test_a_quote_left_open_early_in_a_big_file_names_its_row(tmp_path: Path) -> 
         _ingest(path)
 
 
+def test_the_open_quote_scan_holds_at_most_its_cap(tmp_path: Path, monkeypatch) -> None:
+    """A quoted value past QUOTED_VALUE_MAX characters is taken as left open where it starts
+    (the pass does not hold the rest of a big file); one within the cap that closes is whole."""
+    from traincast.trace.adapters import base
+
+    monkeypatch.setattr(base, "QUOTED_VALUE_MAX", 1000)
+    path = tmp_path / "t.csv"
+    path.write_text('job_id,user,n_gpus\na,"' + "x" * 5000 + '",1\nb,u,2\n')
+    assert base.open_quote_row(path) == 1
+    path.write_text('job_id,user,n_gpus\na,"' + "x" * 500 + '",1\nb,u,2\n')
+    assert base.open_quote_row(path) is None
+
+
 def test_quoted_line_breaks_at_the_end_are_whole(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text('job_id,n_gpus,user\na,1,"x\ny"\nb,2,"two\nlines"')

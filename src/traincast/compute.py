@@ -496,9 +496,10 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         src = sources.get(key, gpu.source)
         inputs[key] = (f"{shown}: {src}" if src else f"{shown} (no source given)") if value \
             else fallback
-        if key == "gemm_max_fraction" and value:
-            inputs[key] += _assumed_fractions(gpu, skip=("fp32",) if name == "kernel" else ())
     model_eta, model_f = _model_eta(gpu), _model_memory_fraction(gpu)
+    if gpu.gemm_max_fraction and gpu.flop_efficiency >= 1.0:
+        inputs["gemm_max_fraction"] += _assumed_fractions(
+            gpu, skip=("fp32",) if name == "kernel" and model_eta is not None else ())
     if name == "kernel" and model_eta is not None:
         inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \
             + inputs["gemm_max_fraction"]

@@ -174,11 +174,15 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
     check_output(db, "--db", inputs=traces)
     check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])
     if parquet_dir is not None:  # its part-NNNNN.parquet files are written over and removed
-        inside = [t for t in traces if Path(t).resolve().is_relative_to(parquet_dir.resolve())]
-        if inside:
-            raise TraincastError(f"--parquet-dir {parquet_dir}: holds the trace {inside[0]} "
-                                 "(its partitions would be written over it, and old ones "
-                                 "removed)", hint="give a folder of its own")
+        from traincast.engine.dask import PART_NAME
+
+        folder = Path(parquet_dir).resolve()
+        hit = [t for t in traces if Path(t).resolve() == folder or (
+            Path(t).absolute().parent.resolve() == folder and PART_NAME.fullmatch(Path(t).name))]
+        if hit:
+            raise TraincastError(f"--parquet-dir {parquet_dir}: its partitions "
+                                 f"(part-NNNNN.parquet) would be written over the trace "
+                                 f"{hit[0]}", hint="give a folder of its own")
     for flag, path in (outputs or {}).items():
         check_output(path, flag, inputs=[db_path(db), *traces])
     folders = [t.resolve() for t in traces if t.is_dir()]

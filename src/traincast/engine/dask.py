@@ -30,6 +30,10 @@ IN_FLIGHT = 4
 """Partitions submitted ahead of the one being merged (bounds the client's memory)."""
 
 
+PART_NAME = re.compile(r"part-\d{5,}\.parquet")
+"""The name of a partition :func:`write_partitions` writes (and removes when stale)."""
+
+
 def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
                      rows_per_partition: int = 250_000) -> list[Path]:
     """Write a job table (sliced by ``rows_per_partition``) or a stream of chunks (one
@@ -48,7 +52,7 @@ def write_partitions(jobs: pa.Table | Iterable[pa.Table], folder: Path,
         paths.append(path)
     written = {p.name for p in paths}
     for old in folder.glob("part-*.parquet"):
-        if re.fullmatch(r"part-\d{5,}\.parquet", old.name) and old.name not in written:
+        if PART_NAME.fullmatch(old.name) and old.name not in written:
             old.unlink()
     return paths
 

@@ -676,6 +676,11 @@ def unfinished(fields: Mapping[str, Field]) -> str:
     return f"({running_status(status)} OR (({start}) IS NOT NULL AND ({end}) IS NULL))"
 
 
+QUOTED_VALUE_MAX = 16 * 2**20
+"""Characters of the longest quoted value :func:`open_quote_row` reads as one (16 Mi: a
+value that long is a quote left open; the pass holds at most about 64 MB)."""
+
+
 def open_quote_row(path: Path) -> int | None:
     """The data row (1-based, after the header; 0: the header) of a CSV file (plain or gzipped)
     where a quoted value opens that the file never closes, or None. Read as DuckDB reads
@@ -685,10 +690,12 @@ def open_quote_row(path: Path) -> int | None:
     counted. The delimiter is the first line's most frequent of ``, ; tab |`` (DuckDB's
     sniffer, misled by the open quote, may read the header as one column). One pass with the
     csv module in strict mode (the file ends inside a quoted value); run only where the quote
-    count is odd or the file cannot be read."""
+    count is odd or the file cannot be read. A quoted value longer than
+    :data:`QUOTED_VALUE_MAX` characters is taken as one left open there (no trace field is
+    that long, and the pass holds at most that much)."""
     record, limit = 0, csv.field_size_limit()
     try:
-        csv.field_size_limit(2**31 - 1)  # a quoted value left open runs to the file's end
+        csv.field_size_limit(QUOTED_VALUE_MAX)  # a value left open runs to the file's end
         with open_bytes(path) as raw:
             text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
             first = text.readline()
@@ -700,7 +707,7 @@ def open_quote_row(path: Path) -> int | None:
                 except StopIteration:
                     return None
                 except csv.Error as exc:  # a quote misplaced inside a row: read on
-                    if "unexpected end of data" in str(exc):
+                    if "unexpected end of data" in str(exc) or "field limit" in str(exc):
                         return record
                 record += 1
     except (OSError, EOFError, zlib.error, UnicodeError):
