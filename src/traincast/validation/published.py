@@ -333,7 +333,7 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
     GPU or node, a node of another GPU, more GPUs than ``nodes`` hold, a multi-GPU row with no
     node, bf16 or tf32 on a GPU without those tensor cores."""
     name = data.get("file", "published.toml")
-    nodes = {}
+    nodes, known = {}, [*catalog.gpus, *catalog.aliases]
     for gpu, node in data.get("node", {}).items():
         if node not in catalog.nodes:  # the table's own error, before any row takes it
             raise TraincastError(f"{name}: [node] key {gpu!r}: node preset {node!r} is not in "
@@ -343,21 +343,20 @@ def check_hardware(data: Mapping[str, Any], catalog: Catalog) -> None:
             nodes[catalog.gpu_name(gpu)] = node
         except KeyError:  # no row can run on it: a misspelling that would go unused
             raise TraincastError(f"{name}: [node] key {gpu!r}: not a catalog GPU",
-                                 hint=f"{did_you_mean(str(gpu), [*catalog.gpus, *catalog.aliases])}"
-                                 "traincast hardware list") from None
+                                 hint=f"{did_you_mean(str(gpu), known)}traincast hardware list"
+                                 ) from None
     for i, row in enumerate(data["row"], 1):
         where = _row_where(name, i)
         try:
             gpu = catalog.gpu_name(row["gpu"])
         except KeyError:
-            known = [*catalog.gpus, *catalog.aliases]
             raise TraincastError(f"{where}: field 'gpu': {row['gpu']!r} is not a catalog GPU",
                                  hint=f"{did_you_mean(row['gpu'], known)}"
                                  "traincast hardware list; or add it in a catalog file "
                                  "merged with --catalog (docs/hardware.md)") from None
         row["gpu_written"], row["gpu"] = row["gpu"], gpu
         _check_dtype_on(where, row, catalog)
-        named = row.get("node") or nodes.get(gpu)  # the row's or its [node] table's
+        named = _row_node(row, nodes)  # the row's or its [node] table's
         node = str(named or catalog.default_node_of(gpu))
         field = "node" if row.get("node") else "gpu"
         if node and node not in catalog.nodes:
@@ -395,7 +394,8 @@ def _check_node_fit(where: str, row: Mapping[str, Any], catalog: Catalog,
     preset = catalog.node(node)
     if named and catalog.gpu_name(preset.gpu) != row["gpu"]:
         raise TraincastError(f"{where}: field 'node': {node!r} holds {preset.gpu}, not "
-                             f"{row['gpu']}", hint="a node preset of the row's GPU")
+                             f"{row['gpu']}", hint="a node preset of the row's GPU, or no "
+                             "node (a single GPU takes its GPU's default node's links)")
     if "nodes" in row and -(-gpus // preset.gpus) != row["nodes"]:
         raise TraincastError(f"{where}: field 'gpus': {gpus} GPUs on {row['nodes']} node(s) of "
                              f"{preset.gpus} ({node})", hint=f"gpus counts all GPUs: "
