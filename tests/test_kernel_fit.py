@@ -1078,3 +1078,9 @@ def test_a_csv_outside_a_family_folder_is_an_error(tmp_path: Path) -> None:
         (root / loose).write_text(header)
         with pytest.raises(TraincastError, match="a CSV file outside a family folder"):
             read_kernels([root], load_catalog())
+
+
+def test_a_kernel_file_of_a_header_only_is_named(tmp_path: Path) -> None:
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", [])
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: no measured rows \(a header only\)"):
+        kernel_fit.read_kernels(tmp_path, load_catalog())

@@ -16,11 +16,11 @@ class TraincastError(ValueError):
         self.hint = hint
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
     """``"did you mean 'X'? "`` for the choice closest to ``word`` (case-insensitive
-    ``difflib`` ratio, at least 0.6; of equally close ones the first), else ``""``: the start
-    of an unknown name's hint."""
-    best, best_ratio = "", 0.6
+    ``difflib`` ratio, at least ``cutoff``; of equally close ones the first), else ``""``: the
+    start of an unknown name's hint."""
+    best, best_ratio = "", cutoff
     for choice in choices:
         ratio = difflib.SequenceMatcher(None, str(word).lower(), str(choice).lower()).ratio()
         if ratio > best_ratio or (ratio == best_ratio and not best):

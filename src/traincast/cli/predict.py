@@ -436,12 +436,13 @@ def render_prediction(result: dict[str, Any]) -> None:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)", style="dim")
     hidden = total - (result["time_s"]["total"] or 0.0)  # --overlap: comm under compute
-    if total and hidden > 1e-9 * total:
+    shows_hidden = bool(total) and hidden > 1e-9 * total
+    if shows_hidden:
         table.add_row(f"hidden: communication under compute (--overlap {job['overlap']:g})",
                       f"−{fmt_seconds(hidden)}", f"(−{100 * hidden / total:.1f}%)", style="dim")
     table.add_row("total per iteration", fmt_seconds(result["time_s"]["total"]),
-                  f"{100 * (total - hidden) / total:.1f}%" if total and hidden > 1e-9 * total
-                  else "100%", style="bold")
+                  f"{100 * (total - hidden) / total:.1f}%" if shows_hidden else "100%",
+                  style="bold")
     table.caption = "share = of the four components' sum"
     table.caption_justify = "left"
     console.print(table)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX
-from traincast.errors import NoSuchFileError, TraincastError, clip
+from traincast.errors import NoSuchFileError, TraincastError, clip, did_you_mean
 from traincast.features.recurrent import parse_call, parse_shapes
 from traincast.files import write_text_whole, write_whole
 from traincast.jobs import FEATURES, STEP_COLUMNS
@@ -117,16 +117,13 @@ def load_features(path: str | Path) -> dict[str, Any]:
 def _refuse_misspelled(data: Mapping[str, Any], where: str | Path) -> None:
     """A key that is none of :data:`RECORD_KEYS` but reads like one (``difflib`` ratio >=
     :data:`TYPO_CUTOFF`, in lower case) is an error naming ``where`` (the file), the key and
-    the one it resembles."""
-    import difflib
-
+    the one it resembles (:func:`~traincast.errors.did_you_mean`)."""
     for key in data:
         if key in RECORD_KEYS or not isinstance(key, str):
             continue
-        near = difflib.get_close_matches(key.lower(), RECORD_KEYS, n=1, cutoff=TYPO_CUTOFF)
-        if near:
-            raise TraincastError(f"{where}: unknown field {key!r} (would be ignored; did you "
-                                 f"mean {near[0]!r}?)",
+        if near := did_you_mean(key, RECORD_KEYS, cutoff=TYPO_CUTOFF):
+            raise TraincastError(f"{where}: unknown field {key!r} (would be ignored; "
+                                 f"{near.strip()})",
                                  hint="the fields of a features file: docs/profile.md")
 
 

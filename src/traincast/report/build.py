@@ -403,8 +403,8 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
         rf, tbl, _ = _roofline_figure(roofline, cat)
         figs += rf
         extra_tables.append(tbl)
-    if checked is not None and validate_json is not None:
-        vf, tbl = _validate_figure(checked, Path(validate_json).name)
+    if checked is not None:
+        vf, tbl = _validate_figure(checked, Path(str(validate_json)).name)
         figs += vf
         extra_tables.insert(0, tbl)
     from traincast.report.figures import save_figure

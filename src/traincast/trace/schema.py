@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from traincast.architectures import ARCHITECTURES
-from traincast.bounds import BATCH_MAX, BYTES_MAX, COUNT_MAX, FLOPS_MAX, feature_max
+from traincast.bounds import BATCH_MAX, COUNT_MAX, feature_max
 from traincast.jobs import FEATURES
 from traincast.units import fmt_exp
 
@@ -105,9 +105,8 @@ BOUNDS: dict[str, Bound] = {
        for c in ("n_gpus", "n_workers", "n_ps", "gpus_per_worker", "gpus_per_node",
                  "workers_per_node")},
     "batch_size": Bound(0, BATCH_MAX, f"a batch size from 0 to {fmt_exp(BATCH_MAX)}"),
-    **{f: Bound(0, feature_max(f), f"FLOPs per iteration from 0 to {fmt_exp(FLOPS_MAX)}"
-                if f == "flops_compute_bound" else
-                f"bytes per iteration from 0 to {fmt_exp(BYTES_MAX)}")
+    **{f: Bound(0, feature_max(f), f"{'FLOPs' if f == 'flops_compute_bound' else 'bytes'} "
+                f"per iteration from 0 to {fmt_exp(feature_max(f))}")
        for f in FEATURE_COLUMNS},
     "gpu_util": Bound(0, 1, "a utilization from 0 to 1"),
 }
