@@ -422,6 +422,9 @@ def test_fmt_sig_keeps_three_digits_and_no_exponent() -> None:
     assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0, 999.7, 5e-5, 1.5)] \
         == ["1,490", "17.6", "0.0914", "0", "123,000", "1,000", "0.0000500", "1.5"]
     assert fmt_sig(float("nan")) == "-" and fmt_sig(None) == "-"
+    # far below one: an exponent, not hundreds of zeros (a 1e-300 GPU count in a table)
+    assert [fmt_sig(x) for x in (1e-300, -2.5e-7, 1e-6)] == ["1.00e-300", "-2.50e-07",
+                                                           "0.00000100"]
 
 
 def test_pricing_a_job_does_not_load_the_trace_store():

@@ -236,3 +236,41 @@ def test_cli_json_and_table() -> None:
     res = runner.invoke(app, ["merge", "zoo:resnet-50", "zoo:resnet-101", "--top", "2"])
     assert res.exit_code == 0, res.output
     assert "retrain" in res.stdout and "36.5%" in res.stdout
+
+
+def test_lazy_layers_are_refused_by_name() -> None:
+    lazy = nn.Sequential(nn.Linear(4, 4), nn.LazyLinear(10))
+    with pytest.raises(TraincastError, match=r"lazy.*parameter 1\.weight|parameter 1\.weight"
+                       r".*lazy"):
+        merge_models([lazy, nn.Sequential(nn.Linear(4, 4))], ["a", "b"])
+
+
+def test_every_model_keeps_a_name_of_its_own() -> None:
+    from traincast.merge import _labels
+
+    assert _labels(["hf:cfg", "hf:cfg", "hf:cfg#2"]) == ["hf:cfg", "hf:cfg#3", "hf:cfg#2"]
+    assert _labels(["m", "m", "m"]) == ["m", "m#2", "m#3"]
+    assert _labels(["a#2", "a", "a"]) == ["a#2", "a", "a#3"]
+
+
+def test_a_layer_of_mixed_dtypes_names_both() -> None:
+    def mixed() -> nn.Module:
+        lin = nn.Linear(10, 10)
+        lin.weight = nn.Parameter(lin.weight.detach().to(torch.bfloat16))
+        return lin
+
+    out = merge_models([mixed(), mixed()], ["a", "b"])
+    [group] = out["groups"]
+    assert group["dtype"] == "bfloat16, float32"
+    assert group["bytes_per_copy"] == 100 * 2 + 10 * 4  # each parameter in its own dtype
+
+
+def test_no_shared_layer_is_one_line_not_an_empty_table() -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, ["merge", "zoo:gpt2", "zoo:resnet50"])
+    assert res.exit_code == 0, res.output
+    assert "no two models hold such a layer" in " ".join(res.stdout.split())
+    assert "Merge groups" not in res.stdout

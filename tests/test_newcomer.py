@@ -164,6 +164,7 @@ def test_durations_in_hours_and_days() -> None:
     assert fmt_seconds(12_500) == "3.47 h"  # / 3600
     assert fmt_seconds(1_500) == "25 min"
     assert fmt_seconds(2.5) == "2.5 s" and fmt_seconds(0.0456) == "45.6 ms"
+    assert fmt_seconds(0.0) == "0 s"  # a zero duration, not "0 µs"
 
 
 def test_user_strings_are_not_emoji() -> None:

@@ -180,8 +180,10 @@ def test_config_only_zoo_llm_takes_seq_and_attention() -> None:
     rec = profile_model("zoo:megatron-gpt-1.7b", 1, seq_len=256, attention="eager")
     assert (rec["seq_len"], rec["attention"]) == (256, "eager")
     assert rec["input_bytes"] == 8 * 256 * 2  # input ids and labels, int64
-    with pytest.raises(TraincastError, match="--seq 4096 is over the 2048 positions"):
+    with pytest.raises(TraincastError, match="--seq 4096 is over the 2048 positions") as e:
         profile_model("zoo:megatron-gpt-1.7b", 1, seq_len=4096)
+    # a zoo model has no config.json of the user's: the hint says only what the user can do
+    assert e.value.hint == "use --seq 2048 or less"
 
 
 def test_bad_seq_and_attention_are_one_line_errors(tc, bert: str, tmp_path: Path) -> None:
@@ -210,6 +212,10 @@ def test_bad_seq_and_attention_are_one_line_errors(tc, bert: str, tmp_path: Path
         assert message in first, (args, r.stderr)
     r = tc("profile", bert, "--seq", "0")
     assert r.returncode == 2 and "--seq" in r.stderr
+    # the batch's bound is one rule, said alike by the flag's check and by --help
+    r = tc("profile", bert, "--batch", "1000000001")
+    assert r.returncode == 2 and "from 1 to 1,000,000,000" in r.stderr
+    assert "1 to 1,000,000,000" in " ".join(tc("profile", "--help").stdout.split())
 
 
 def test_seq_on_an_hf_model_without_tokens_is_an_error(tmp_path: Path) -> None:

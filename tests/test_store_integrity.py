@@ -145,8 +145,8 @@ def test_touched_but_unchanged_is_kept_and_a_changed_path_replaces(tmp_path: Pat
     changed = ingest(a, "elasticflow", db)
     assert changed["jobs"] == 3 and [r["source_id"] for r in changed["replaced"]] == [1]
     assert _jobs(db) == ["c", "d", "e"]
-    # the id is free again once its jobs are replaced
-    assert [(s["source_id"], s["content_hash"]) for s in sources(db)] == [(1, _sha(a))]
+    # its new reading is a new source: an id is never given twice
+    assert [(s["source_id"], s["content_hash"]) for s in sources(db)] == [(2, _sha(a))]
 
 
 def test_a_path_that_became_a_copy_of_another_source(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ def test_pai_jobs_split_across_tables_are_said(tmp_path: Path) -> None:
     orphan = next(n for n in report["notes"] if "no row in pai_job_table" in n["note"])
     assert orphan["count"] == 2
     assert report["jobs"] == 2 and report["bad_rows"] == 1
-    assert report["errors"][0]["row"] == 3 and report["errors"][0]["field"] == "job_id"
+    assert report["errors"][0]["row"] == 3 and report["errors"][0]["field"] == "job_name"
     stored = _by_id(load_jobs(tmp_path / "s.duckdb"))
     assert stored["i1"]["n_gpus"] == 2 and stored["i2"]["n_gpus"] is None
 
@@ -370,7 +370,7 @@ def test_pai_jobs_without_a_job_name_are_not_duplicates(tmp_path: Path) -> None:
     # by hand: i1, i2 and i3 are jobs; row 4 repeats J3 (reported by its job_name)
     assert report["jobs"] == 3 and report["bad_rows"] == 1
     assert [(e["row"], e["field"], e["value"]) for e in report["errors"]] == \
-        [(4, "job_id", "J3 (a duplicate of row 3)")]
+        [(4, "job_name", "J3 (a duplicate of row 3)")]
     assert sorted(_by_id(load_jobs(tmp_path / "s.duckdb"))) == ["i1", "i2", "i3"]
 
 

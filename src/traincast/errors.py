@@ -11,9 +11,13 @@ from collections.abc import Iterable, Iterator
 class TraincastError(ValueError):
     """Bad input from the user (a file, a row, a flag); the message says which and why."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "",
+                 details: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+        # what a program reading ``--json`` errors gets beside the message (``errors``: the
+        # bad rows of a ``--strict`` ingest, as a successful ingest's report gives them)
+        self.details = details or {}
 
 
 def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:

@@ -96,7 +96,8 @@ def layer_config(module: Any) -> str:
         if isinstance(module, nn.modules.conv._ConvTransposeNd):
             fields["transposed"] = True
         return ", ".join(f"{k}={v}" for k, v in fields.items())
-    return module.extra_repr()
+    # one line (a ParameterList's extra_repr lists its parameters, one per line)
+    return "; ".join(ln.strip() for ln in module.extra_repr().splitlines() if ln.strip())
 
 
 def model_layers(model: Any, index: int = 0) -> list[Layer]:
@@ -158,13 +159,34 @@ def build_meta(spec: str) -> Any:
 
 
 def _labels(specs: list[str]) -> list[str]:
-    """The specs, with ``#2``, ``#3`` ... on repeats (two copies of a model can merge)."""
-    seen: dict[str, int] = {}
-    out = []
+    """The specs, with ``#2``, ``#3`` ... on repeats (two copies of a model can merge); a
+    suffix is skipped where it would name another spec (``hf:cfg`` twice beside ``hf:cfg#2``:
+    ``hf:cfg``, ``hf:cfg#3``, ``hf:cfg#2``), so every model has a name of its own."""
+    taken = set(specs)
+    out: list[str] = []
     for s in specs:
-        seen[s] = seen.get(s, 0) + 1
-        out.append(s if seen[s] == 1 else f"{s}#{seen[s]}")
+        label, k = s, 1
+        while label in out:
+            k += 1
+            label = f"{s}#{k}"
+            while label in taken and label != s:
+                k += 1
+                label = f"{s}#{k}"
+        out.append(label)
     return out
+
+
+def _check_shaped(model: Any, label: str) -> None:
+    """A model whose parameters have shapes: a lazy layer (``nn.LazyLinear``) has none until a
+    forward pass, so it cannot be compared (a :class:`TraincastError` naming it)."""
+    from torch.nn.parameter import UninitializedParameter
+
+    for name, p in model.named_parameters():
+        if isinstance(p, UninitializedParameter):
+            raise TraincastError(f"{label}: parameter {name} is lazy (no shape until the "
+                                 "model runs forward once): its layer cannot be compared",
+                                 hint="build the model with fixed sizes (nn.Linear(in, out), "
+                                      "not nn.LazyLinear)")
 
 
 def merge_specs(specs: list[str], top: int | None = None) -> dict[str, Any]:
@@ -180,6 +202,8 @@ def merge_models(models: list[Any], labels: list[str], top: int | None = None) -
     """The merge report of torch modules ``models`` named ``labels``: totals over every group,
     the first ``top`` groups (all when None) with their layers, the rule and the accuracy note.
     """
+    for m, label in zip(models, labels, strict=True):
+        _check_shaped(m, label)
     layers = [model_layers(m, i) for i, m in enumerate(models)]
     groups = merge_groups(layers)
     separate = [_param_totals(m) for m in models]
@@ -225,7 +249,8 @@ def _group_row(rank: int, g: Group, labels: list[str], cumulative: int,
                separate_bytes: int) -> dict[str, Any]:
     first = g.members[0]
     return {"rank": rank, "type": first.kind, "config": first.config,
-            "shapes": {n: list(s) for n, s, _ in first.shapes}, "dtype": first.shapes[0][2],
+            "shapes": {n: list(s) for n, s, _ in first.shapes},
+            "dtype": ", ".join(dict.fromkeys(d for _, _, d in first.shapes)),
             "params_per_copy": first.params, "bytes_per_copy": first.param_bytes,
             "copies": len(g.members), "saved_bytes": g.saved_bytes,
             "cumulative_saved_bytes": cumulative,

@@ -32,7 +32,7 @@ from traincast.model import (
     data_time_s,
     total_time_s,
 )
-from traincast.resolve import OK, Resolved, explain, resolve, resolve_link
+from traincast.resolve import NOT_FINITE, OK, Resolved, explain, resolve, resolve_link
 from traincast.roofline import paper_split
 
 F = NDArray[np.float64]
@@ -279,19 +279,28 @@ def zoo_ops(workload: str) -> Mapping[str, Any] | None:
 def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: str = "auto",
              workload: Strings | None = None,
              ops_of: OpsOf | None = None) -> Breakdown:
-    """The time model on resolved rows; rows with a reason code other than 0 get NaN."""
-    flop, mem, idle = compute_s(r, catalog, strategy, workload, ops_of)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    """The time model on resolved rows; rows with a reason code other than 0 get NaN, and so
+    does a valid row whose time is not finite (reason ``NOT_FINITE``: a GPU count or feature
+    at the edge of the float range, e.g. 1e-300 GPUs)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        flop, mem, idle = compute_s(r, catalog, strategy, workload, ops_of)
         parts = {"data_io": data_time_s(r.input_bytes, r.pcie_bps), "compute_flop": flop,
                  "compute_mem": mem, "comm": comm_s(r)}
-    bad = r.reason != OK
+    reason = r.reason
+    with np.errstate(invalid="ignore", over="ignore"):
+        lost = (reason == OK) & ~np.isfinite(
+            np.asarray(total_time_s(parts["data_io"], parts["compute_flop"]
+                                    + parts["compute_mem"], parts["comm"], overlap)))
+    if lost.any():
+        reason = np.where(lost, NOT_FINITE, reason).astype(r.reason.dtype)
+    bad = reason != OK
     if bad.any():
         parts = {c: np.where(bad, np.nan, v) for c, v in parts.items()}
     total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
                          parts["comm"], overlap)
     if idle is not None and bad.any():
         idle = np.where(bad, np.nan, idle)
-    return Breakdown(**parts, total=total, reason=r.reason, idle=idle)
+    return Breakdown(**parts, total=total, reason=reason, idle=idle)
 
 
 def predict_table(jobs: Mapping[str, Any] | Any, catalog: Catalog | None = None, *,

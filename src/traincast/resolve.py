@@ -70,9 +70,10 @@ REASONS: tuple[str, ...] = (
     "shape does not fit the architecture",
     "features missing",
     "features negative, not finite or out of bounds",
+    "time not finite (a GPU count or feature at the edge of what the model prices)",
 )
 (OK, BAD_ARCH, BAD_HARDWARE, BAD_GPUS, BAD_PLACEMENT, BAD_SHAPE, NO_FEATURES,
- BAD_FEATURES) = range(8)
+ BAD_FEATURES, NOT_FINITE) = range(9)
 FEATURE_FIELDS: tuple[tuple[str, str], ...] = (
     ("flops", "flops_compute_bound"), ("mem_bytes", "bytes_memory_bound"), ("w", "weight_bytes"),
     ("e", "embedding_bytes_touched"), ("e_ar", "embedding_allreduce_bytes"),
@@ -385,6 +386,11 @@ def _explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastE
                               f"{getattr(r, attr)[i]:g} (field {name})",
                               hint="features are bytes, FLOPs or ops per iteration "
                                    "(docs/model.md)")
+    if code == NOT_FINITE:
+        return TraincastError(f"the predicted time is not finite for n_gpus = {n:g} (field "
+                              "n_gpus) and these features",
+                              hint="a GPU count far below one GPU (or features near their "
+                                   "bounds) scales the step beyond what a float holds")
     missing = [c for a, c in FEATURE_FIELDS[:3] if np.isnan(getattr(r, a)[i])]
     return TraincastError(f"features missing: {', '.join(missing)} (NaN or null; "
                           "flops_compute_bound, bytes_memory_bound and weight_bytes are "

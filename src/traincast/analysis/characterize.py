@@ -378,7 +378,7 @@ class Characterization:
             "trace_end_s": self.trace_end_s,
             "jobs_with_duration": int(with_duration),
             "censored_with_end": int(censored_ended),
-            "flags": dict(self.flags),
+            "flags": dict(self.flags) if self.n else dict.fromkeys(FLAG_COLUMNS, 0),
             "zero_gpu_jobs": self.zero_gpu,
             "default_hardware": self._default_hardware(),
             "by_architecture": _group_result(self.arch, ARCHITECTURES),

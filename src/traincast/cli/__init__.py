@@ -68,14 +68,17 @@ _JSON_ERRORS = False
 """The command line asked for ``--json``: errors are one JSON object (:func:`_fail`)."""
 
 
-def _fail(message: str, hint: str, code: int) -> NoReturn:
+def _fail(message: str, hint: str, code: int,
+          details: dict[str, Any] | None = None) -> NoReturn:
     """One error line and one hint line on stderr, printed as text (a message with brackets,
     ``[gpu.x]``, is never read as console markup) and never wrapped; with ``--json``, one line
-    of JSON on stderr instead: ``{"error": message, "hint": hint, "exit_code": code}``."""
+    of JSON on stderr instead: ``{"error": message, "hint": hint, "exit_code": code}`` and the
+    error's ``details`` (a ``--strict`` ingest's ``bad_rows`` and ``errors``)."""
     if _JSON_ERRORS:
         import json
 
-        sys.stderr.write(json.dumps({"error": message, "hint": hint, "exit_code": code}) + "\n")
+        sys.stderr.write(json.dumps({"error": message, "hint": hint, "exit_code": code,
+                                     **(details or {})}) + "\n")
         sys.exit(code)
     err_console.print(Text("error: ", style="bold red") + Text(message), highlight=False,
                       soft_wrap=True)
@@ -175,7 +178,8 @@ def main() -> None:
             raise
         hint = exc.hint or "traincast COMMAND --help shows the options and their units"
         command = next((a for a in args if not a.startswith("-")), "")  # the subcommand
-        _fail(str(exc), hint.replace("traincast COMMAND", f"traincast {command}".rstrip()), 2)
+        _fail(str(exc), hint.replace("traincast COMMAND", f"traincast {command}".rstrip()), 2,
+              exc.details)
     except ImportError as exc:
         if debug:
             raise

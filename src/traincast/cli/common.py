@@ -332,10 +332,12 @@ def print_json(obj: Any) -> None:
 
 
 def fmt_seconds(t: float) -> str:
-    """Seconds for people: 789 µs, 45.6 ms, 1.23 s, 456 s; from 1,000 s on in minutes
+    """Seconds for people: 0 s, 789 µs, 45.6 ms, 1.23 s, 456 s; from 1,000 s on in minutes
     (16.7 min), hours (3.47 h) or days (145 d), never in e-notation."""
     if t is None or not math.isfinite(t):
         return "-"
+    if t == 0:
+        return "0 s"
     if t >= 1000:
         value, unit = ((t / 86400, "d") if t >= 86400 else (t / 3600, "h") if t >= 3600
                        else (t / 60, "min"))

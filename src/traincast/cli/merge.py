@@ -23,9 +23,9 @@ from traincast.units import plural
 @app.command()
 def merge(
     models: Annotated[list[str], typer.Argument(
-        help="Two or more models: zoo:NAME, hf:CONFIG or path/file.py:FUNC (imported: the "
-             "file's code runs; a model may repeat: copies of one architecture trained for "
-             "different tasks).")],
+        help="Two or more models: zoo:NAME, hf:CONFIG or path/file.py:FUNC, where "
+             "FUNC(batch_size) returns (model, inputs) (imported: the file's code runs; a "
+             "model may repeat: copies of one architecture trained for different tasks).")],
     top: Annotated[int, typer.Option(min=1, help="How many merge groups to list (totals "
                                                  "always cover every group).")] = 10,
     json_out: JsonOpt = False,
@@ -68,6 +68,10 @@ def _render(result: dict[str, Any]) -> None:
         f"{fmt_bytes(result['merged_bytes'])}: saves {fmt_bytes(result['saved_bytes'])} "
         f"({result['saved_fraction']:.1%}), {result['params_saved']:,} parameters, in "
         f"{plural(result['groups_total'], 'merge group')}."))
+    if not result["groups"]:
+        console.print(Text(f"Rule: {result['rule']}: no two models hold such a layer.",
+                           style="dim"))
+        return
     groups = Table(title=f"Merge groups, largest saving first (top {len(result['groups'])} of "
                          f"{result['groups_total']})", title_justify="left")
     for col in ("#", "layer", "params/copy", "copies", "saves", "cumulative", "shared layers"):

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from traincast.bounds import BATCH_MAX
 from traincast.cli import app
 from traincast.cli.common import (
     JsonOpt,
@@ -18,6 +19,7 @@ from traincast.cli.common import (
     err_console,
     fmt_bytes,
     print_json,
+    within,
 )
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
@@ -106,15 +108,16 @@ def _render_top_ops(ops: list[dict[str, Any]], top: int = 15) -> None:
 def profile(
     model: Annotated[str, typer.Argument(help="zoo:NAME, hf:CONFIG or path/file.py:FUNC.")],
     batch: Annotated[int | None, typer.Option(
-        min=1, help="Batch size (default: the model's own).")] = None,
+        callback=within(1, BATCH_MAX), help=f"Batch size, 1 to {BATCH_MAX:,.0f} (default: the "
+        "model's own).")] = None,
     amp: Annotated[bool, typer.Option(
         "--amp", help="Profile under (emulated) CUDA autocast, fp16.")] = False,
     optimizer: Annotated[str, typer.Option(
         help="adam, sgd (momentum 0.9) or none (forward + backward only, no optimizer step); "
              "sparse tables use SparseAdam / plain SGD.")] = "adam",
     seq: Annotated[int | None, typer.Option(
-        "--seq", min=1, help="Tokens per sequence of a text model (zoo text models, hf:); "
-        "default the model's own. An error for other models.")] = None,
+        "--seq", callback=within(1), help="Tokens per sequence, at least 1, of a text model "
+        "(zoo text models, hf:); default the model's own. An error for other models.")] = None,
     attention: Annotated[str | None, typer.Option(
         "--attention", help="eager (matmul + softmax + matmul over the b·heads·s² scores) or "
         "sdpa (one fused kernel, torch's scaled dot product attention): transformers' "

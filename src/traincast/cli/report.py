@@ -110,7 +110,8 @@ def report(
         raise TraincastError("--roofline MODEL and --gpu NAME go together",
                              hint="e.g. --roofline zoo:resnet50 --gpu V100")
     check_output(output, folder=True)  # created when missing; never a file
-    check_output(db, "--db")
+    if trace:  # ingested into the store; without a trace the store is only read
+        check_output(db, "--db")
     if validate is not None:
         check_text_file(validate, "--validate", "validate JSON")
     check_model_spec(roofline, "--roofline")

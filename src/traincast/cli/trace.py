@@ -123,10 +123,16 @@ CHARACTERIZE_HELP = (
 
 def copy_lines(report: dict[str, Any]) -> list[str]:
     """One line per source of an ingest report whose content the store already held under
-    another name (a copy, a ``.gz`` of it): read once, not twice."""
-    return [f"{', '.join(Path(f).name for f in s['files'])}: already ingested as {a['file']} "
-            f"(source {a['source_id']}); nothing stored"
-            for s in report["sources"] if (a := s.get("already_ingested"))]
+    another name (a copy, a ``.gz`` of it): read once, not twice; and per source whose stored
+    files were gone and which names these files now (moved or renamed)."""
+    def names(files: list[str]) -> str:
+        return ", ".join(Path(f).name for f in files)
+
+    return [f"{names(s['files'])}: already ingested as {a['file']} (source {a['source_id']}); "
+            "nothing stored" for s in report["sources"] if (a := s.get("already_ingested"))] + [
+        f"{names(s['files'])}: the content of source {s['source_id']}, whose "
+        f"{', '.join(map(str, m))} is gone; the source names {names(s['files'])} now (moved), "
+        "nothing stored" for s in report["sources"] if (m := s.get("moved_from"))]
 
 
 def warn_bad_rows(report: dict[str, Any]) -> None:
@@ -152,7 +158,8 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                    format: str = "csv") -> None:
     """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
     ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
-    (``{flag: path}``) can be written and no output is the store or a trace
+    (``{flag: path}``) can be written (the store only when a trace is ingested into it: a
+    store in a read-only folder can be read) and no output is the store or a trace
     (:func:`~traincast.cli.common.check_output`), nor a file that a trace folder given would
     hold as a trace file of ``format`` (the next run would read it as the trace)."""
     from traincast.engine import ENGINES
@@ -171,7 +178,8 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
 
         check_address(address)
     traces = [] if trace is None else [trace] if isinstance(trace, Path) else list(trace)
-    check_output(db, "--db", inputs=traces)
+    if traces:  # the trace is ingested into the store; without one the store is only read
+        check_output(db, "--db", inputs=traces)
     check_output(parquet_dir, "--parquet-dir", folder=True, inputs=[db_path(db), *traces])
     if parquet_dir is not None:  # its part-NNNNN.parquet files are written over and removed
         from traincast.engine.dask import PART_NAME
@@ -393,19 +401,21 @@ FLAG_HEADERS = {"censored": "censored", "zero_gpu": "0 GPU", "fractional_gpu": "
 
 def print_ingest(report: dict[str, Any]) -> None:
     """The ingest report as a rich table: one row per source (its file or table set)."""
-    held = sum(s["jobs"] for s in report["sources"])
+    held = sum({s["source_id"]: s["jobs"] for s in report["sources"]}.values())
     caption = (f"{report['jobs']:,} jobs stored by this ingest in "
                f"{fmt_seconds(report['seconds'])}" + (f" ({held:,} in these sources)"
                                                       if held != report["jobs"] else "")
                + "; new = read and stored; replaced = read and stored in place of an earlier "
                "ingest of the same file (below); kept = unchanged since its last ingest, not "
                "read again; copy = the same content as a source already stored (a .gz file: "
-               "its decompressed bytes), not stored again")
+               "its decompressed bytes), not stored again; moved = the content of a source "
+               "whose files are gone, which names this file now")
     names = source_labels(dict(enumerate(s["files"] for s in report["sources"])))
     redone = {f for r in report.get("replaced", []) for f in r["files"]}
     rows = []
     for i, s in enumerate(report["sources"]):
-        status = ("copy" if s.get("already_ingested") else "kept" if s["unchanged"]
+        status = ("copy" if s.get("already_ingested") else "moved" if s.get("moved_from")
+                  else "kept" if s["unchanged"]
                   else "replaced" if redone & set(s["files"]) else "new")
         rows.append((names[i], f"{s['jobs']:,}", status, f"{s['bad_rows']:,}",
                      *(f"{s['flags'][f]:,}" for f in FLAG_HEADERS)))
@@ -461,13 +471,14 @@ def print_characterization(r: dict[str, Any]) -> None:
                      "time the trace gives them)"
                      if r.get("gpu_time_lower_bound") else "") + "; flags: "
                   + (", ".join(f"{v:,} {FLAG_WORDS.get(k, k.replace('_', ' '))}"
-                               for k, v in r["flags"].items()) or "none"),
+                               for k, v in r["flags"].items() if v) or "none"),
                   highlight=False)
     for key, title in (("by_architecture", "Architectures"), ("by_gpu_type", "GPU types")):
         if r[key]:
             print_table(group_table(r[key], title), console)
         else:  # no job with GPUs: no table of none
-            console.print(f"{title}: none (no job uses a GPU)", highlight=False)
+            console.print(f"{title}: none ({'no job uses a GPU' if r['jobs'] else 'no job'})",
+                          highlight=False)
         if key == "by_gpu_type" and r.get("unknown_gpu_types"):
             console.print(Text("not in the catalog: " + ", ".join(
                 f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())
@@ -499,7 +510,8 @@ def print_characterization(r: dict[str, Any]) -> None:
     if not b.get("jobs"):
         console.print("[dim]no job has a prediction" + (" (not predicted: above)" if
                                                         b.get("unpredicted") else
-                                                        ": no job uses a GPU")
+                                                        ": no job uses a GPU" if r["jobs"]
+                                                        else "")
                       + ": no time breakdown[/dim]")
         return
     t = Table(title=f"Where the time goes (predicted, {b['jobs']:,} jobs with known features: "

@@ -139,6 +139,19 @@ def _create(con: duckdb.DuckDBPyConnection, where: str = "the store") -> None:
     for c in SOURCE_ADDED_COLUMNS:
         if c not in have:
             con.execute(f"ALTER TABLE sources ADD COLUMN {q(c)} {SOURCE_COLUMNS[c]}")
+    if not _columns(con, "source_ids"):  # an older store: from its highest id on
+        con.execute("CREATE TABLE source_ids AS "
+                    "SELECT COALESCE(max(source_id), 0)::BIGINT AS last FROM sources")
+
+
+def _new_source_id(con: duckdb.DuckDBPyConnection) -> int:
+    """The id of a new source (inside the caller's transaction): one above every id the store
+    ever gave (``source_ids.last``), so an id removed by ``sources --drop`` is never given
+    again (a script that drops it twice does not remove another trace)."""
+    sid = int(con.execute("SELECT greatest((SELECT max(last) FROM source_ids), "
+                          "(SELECT COALESCE(max(source_id), 0) FROM sources)) + 1").fetchone()[0])
+    con.execute("UPDATE source_ids SET last = ?", [sid])
+    return sid
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
@@ -260,12 +273,17 @@ def _insert(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
 
 
 def _errors(con: duckdb.DuckDBPyConnection) -> tuple[int, list[dict[str, Any]]]:
+    """The staged rows' bad-row count and the first errors, each once: job rows that share one
+    bad row (the job-table rows of one bad PAI task row) are one error with ``jobs``, their
+    count, where more than one."""
     n = con.execute("SELECT count(*) FROM _staged WHERE _err IS NOT NULL").fetchone()[0]
-    rows = con.execute("SELECT _err_file, _err_row, _err_field, _err_value FROM _staged "
-                       "WHERE _err IS NOT NULL ORDER BY _err_file, TRY_CAST(_err_row AS BIGINT) "
+    rows = con.execute("SELECT _err_file, _err_row, _err_field, _err_value, count(*) "
+                       "FROM _staged WHERE _err IS NOT NULL "
+                       "GROUP BY _err_file, _err_row, _err_field, _err_value "
+                       "ORDER BY _err_file, TRY_CAST(_err_row AS BIGINT), _err_field "
                        f"LIMIT {MAX_ERRORS_SHOWN}").fetchall()
     return n, [{"file": f, "row": int(r) if r is not None else None, "field": fld,
-                "value": v} for f, r, fld, v in rows]
+                "value": v, **({"jobs": k} if k > 1 else {})} for f, r, fld, v, k in rows]
 
 
 def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
@@ -278,8 +296,9 @@ def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
 def format_errors(errors: list[dict[str, Any]], total: int) -> str:
     """Bad rows for people: one line each (file, row, field, value), first 20."""
     lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {e['value']!r}"
-             for e in errors]
-    more = f"\n  ... and {total - len(errors)} more" if total > len(errors) else ""
+             + (f" ({e['jobs']} jobs)" if e.get("jobs", 1) > 1 else "") for e in errors]
+    shown = sum(e.get("jobs", 1) for e in errors)
+    more = f"\n  ... and {total - shown} more" if total > shown else ""
     return "\n".join(lines) + more
 
 
@@ -303,6 +322,29 @@ def _disk_full_error(path: Path | str, what: str, done: str) -> TraincastError:
 
 _TEMP_MARK = ".ingest-"
 _temp_ids = itertools.count(1)
+
+
+def _open_error(path: Path, exc: BaseException, write: bool) -> TraincastError:
+    """Why DuckDB could not open the store ``path``, said for its cause: another process holds
+    it (DuckDB's file lock: one writer, or readers only), a read-only file system or folder
+    (where the store can be read but not written), else DuckDB's first line."""
+    text = str(exc)
+    if "Could not set lock" in text:
+        pid = re.search(r"PID (\d+)", text)
+        return TraincastError(
+            f"{path}: the job store is in use by another process"
+            f"{f' (PID {pid.group(1)})' if pid else ''}",
+            hint="a store is written by one process at a time and read while none writes it: "
+                 "run this again when that one ends")
+    if write and ("Read-only file system" in text or "Permission denied" in text):
+        why = "read-only file system" if "Read-only" in text else "permission denied"
+        return TraincastError(f"{path}: cannot write the job store ({why})",
+                              hint="commands that only read the store (characterize, whatif, "
+                                   "sources without --drop) still work; copy it elsewhere to "
+                                   "change it")
+    return TraincastError(f"{path}: cannot open the job store: {text.splitlines()[0]}",
+                          hint="--db names a DuckDB file written by traincast ingest "
+                               "(or a new file in an existing directory)")
 
 
 def _temp_store(target: Path) -> Path:
@@ -408,10 +450,7 @@ class Store:
         try:
             self._con = duckdb.connect(where, read_only=not write and self.path is not None)
         except duckdb.Error as exc:
-            raise TraincastError(f"{self.path or where}: cannot open the job store: "
-                                 f"{str(exc).splitlines()[0]}",
-                                 hint="--db names a DuckDB file written by traincast ingest "
-                                      "(or a new file in an existing directory)") from None
+            raise _open_error(Path(self.path or where), exc, write) from None
         self._writable = write or self.path is None
         self._con.execute(f"SET memory_limit = {lit(memory_limit())}")
         if self.path is None:
@@ -439,9 +478,10 @@ class Store:
         ``format``, ``sources`` (one per file or table set: ``source_id``, ``files``, ``jobs``,
         ``bad_rows``, ``flags`` (its jobs' flag counts), ``unchanged``, and for a copy of a
         source already in the store ``already_ingested``: ``file``, ``source_id`` of that
-        source, whose jobs it names), ``jobs`` (stored by this call), ``bad_rows``,
-        ``errors`` (first 20: ``file``, ``row``, ``field``,
-        ``value``), ``flags`` (counts of each flag over the jobs stored by this call),
+        source, whose jobs it names; for a moved file ``moved_from``), ``jobs`` (stored by
+        this call), ``bad_rows``, ``errors`` (first 20: ``file``, ``row``, ``field``,
+        ``value``, and ``jobs`` where one bad row makes several jobs bad: a PAI task row),
+        ``flags`` (counts of each flag over the jobs stored by this call),
         ``notes`` (``file``, ``count``, ``note``: what the source holds that is not stored as
         read, e.g. PAI task rows without a job row), ``replaced`` (earlier sources of the same
         files or the same content, changed since or ingested with another format or mapping,
@@ -538,7 +578,8 @@ class Store:
                     f"{format}: {report['bad_rows']} bad row(s) in {plural(files, 'file')}; "
                     f"nothing was stored (--strict):\n"
                     f"{format_errors(report['errors'], report['bad_rows'])}",
-                    hint="fix the rows, or ingest without --strict to skip them")
+                    hint="fix the rows, or ingest without --strict to skip them",
+                    details={"bad_rows": report["bad_rows"], "errors": report["errors"]})
             if parquet is None:
                 commit(None)
             else:
@@ -753,7 +794,9 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
       :func:`content_hash` (a file touched, its bytes the same).
     * Else kept once: when another source holds the same content (a copy under another name)
       with the same format and mapping, nothing is stored and the report names that source
-      (``already_ingested``).
+      (``already_ingested``); when that source's files are gone (the file was moved or
+      renamed), the source names these files from now on (``moved_from``: its old ones), so
+      ``sources --drop-missing`` keeps it.
     * Else replaced: the jobs of a file are in the store once, and so are those of a content:
       ingesting it again changed, or with another ``--format``, ``--map`` or set of PAI side
       tables, replaces the earlier jobs of its path and of its content.
@@ -792,13 +835,19 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         report.setdefault("replaced", []).extend(
             {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
              "mapping": json.loads(o.mapping), "jobs": o.rows} for o in gone)
+    if twin and not all(Path(f).is_file() for f in json.loads(twin.files)):
+        # the stored copy's files are gone (moved or renamed): the source now names these
+        con.execute("UPDATE sources SET files = ?, fingerprint = ? WHERE source_id = ?",
+                    [files_json, fp, twin.source_id])
+        _kept(con, twin, plan, report, moved_from=json.loads(twin.files))
+        return
     if twin:
         _kept(con, twin, plan, report, already=True)
         return
     if progress:
         progress(f"reading {name}", *step)
     n_bad, errors, notes = _read_plan(con, plan)
-    sid = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
+    sid = _new_source_id(con)
     if progress:
         progress(f"storing {name}", step[0] + 1, step[1])
     _insert(con, sid)
@@ -827,12 +876,16 @@ def _delete_source(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
 
 
 def _kept(con: duckdb.DuckDBPyConnection, src: _Source, plan: Plan, report: dict[str, Any],
-          already: bool = False) -> None:
+          already: bool = False, moved_from: list[str] | None = None) -> None:
     """Report a plan whose jobs are those of source ``src`` already in the store (its own
-    earlier ingest, or with ``already`` another file of the same content)."""
+    earlier ingest, or with ``already`` another file of the same content; with
+    ``moved_from`` the files of that source, gone since, which the source now names
+    ``plan.files`` in place of)."""
     entry: dict[str, Any] = {"source_id": src.source_id, "files": plan.files, "jobs": src.rows,
                              "bad_rows": src.bad_rows, "flags": _flags(con, src.source_id),
                              "unchanged": True}
+    if moved_from is not None:
+        entry["moved_from"] = moved_from
     if already:
         files = json.loads(src.files)
         same_name = [f for f in files if Path(f).name == Path(plan.file).name]

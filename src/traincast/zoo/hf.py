@@ -407,8 +407,9 @@ def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
         config.max_position_embeddings = seq
     try:
         return model_from_config(config, batch_size or 1, seq or cfg.seq, attention)
-    except TraincastError as exc:
-        raise TraincastError(f"zoo:{cfg.name}: {exc}", hint=exc.hint) from exc
+    except TraincastError as exc:  # a zoo model has no config.json of the user's to change
+        raise TraincastError(f"zoo:{cfg.name}: {exc}",
+                             hint=exc.hint.split(", or a config.json")[0]) from exc
 
 
 def built_seq_and_attention(model: nn.Module, inputs: tuple) -> tuple[int | None, str | None]:

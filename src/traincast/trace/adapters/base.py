@@ -81,6 +81,7 @@ class Plan:
     checks: list[Check] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     dedup_key: str | None = None  # SQL identifying a job (default: the job_id expression)
+    dedup_field: str = "job_id"  # the source column a duplicate is reported at (dedup_key's)
     notes: list[tuple[str, str]] = field(default_factory=list)
     """(SQL returning one count, what it counts): facts of the source worth saying that are not
     bad rows (e.g. task rows whose job is not in the job table); said when the count is > 0."""
@@ -133,7 +134,8 @@ class Plan:
             out.append(Check("architecture", f"{a} IS NOT NULL AND {a} NOT IN ({known})",
                              f"CAST({raw} AS VARCHAR)" if raw else a))
         if self.dedup_key or "job_id" in self.fields:  # over the job key (_key, the store's)
-            out.append(Check("job_id", "_key IS NOT NULL AND _first_row < _row",
+            out.append(Check(self.dedup_field if self.dedup_key else "job_id",
+                             "_key IS NOT NULL AND _first_row < _row",
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
                              "|| ')'", among_good=True))
         return list(self.checks) + [c if c.field not in self.fields else
@@ -750,8 +752,11 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     why = lines[:1]
     if lines and "CSV Error" in lines[0]:
-        why += [ln for ln in lines[1:] if not ln.startswith(
-            ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln][:1]
+        said = [ln for ln in lines[1:] if not ln.startswith(
+            ("Original Line", "Possible Solution", "LINE ")) and " = " not in ln]
+        # the original line may hold a quoted line break (its tail is a line of its own):
+        # the encoding's sentence is the reason wherever it stands
+        why += [ln for ln in said if "utf-8" in ln.lower()][:1] or said[:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
     if _is_empty(Path(path)):

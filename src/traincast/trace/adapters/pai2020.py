@@ -207,7 +207,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 f"AND NOT COALESCE({final}, FALSE)))")
     plan = Plan(NAME, str(tables["job"]), relation, _fields(), censored=censored,
                 checks=checks, files=[str(p) for p in tables.values()],
-                dedup_key=text("job_name"), notes=notes)
+                dedup_key=text("job_name"), dedup_field="job_name", notes=notes)
     for t in ("job", "task", "instance", "sensor", "group_tag"):
         end = ends.get(t)
         if end is not None and (t == "job" or not end.cut):
