@@ -49,6 +49,16 @@ def test_predict_table_output_names_the_bottleneck_in_words():
     assert "weight/gradient communication over 25 Gbit Ethernet" in r.stdout
 
 
+def test_a_step_of_no_work_shows_no_share():
+    # every component 0 s: the JSON's shares are null, and the table shows none (not 0% of a
+    # total of 100%)
+    r = tc("predict", "--flops", "0", "--mem-bytes", "0", "--weight-bytes", "0")
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if "│" in ln and " s │" in ln]
+    assert len(rows) == 5 and all(ln.rstrip(" │").endswith("-") for ln in rows), rows
+    assert "%" not in "".join(rows)
+
+
 def test_bad_input_is_one_line_without_traceback():
     r = tc("predict", "--arch", "allreduce-local", "--gpus", "16", "--flops", "1",
            "--mem-bytes", "1", "--weight-bytes", "1")

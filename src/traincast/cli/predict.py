@@ -430,8 +430,9 @@ def render_prediction(result: dict[str, Any]) -> None:
     wait = result["time_s"].get("host_wait") or 0.0
     total = sum(result["time_s"][c] or 0.0 for c in COMPONENTS)  # the shares' denominator
     for c in COMPONENTS:
+        share = result["share"][c]  # null for a step of no work: no share of nothing
         table.add_row(COMPONENT_LABEL[c], fmt_seconds(result["time_s"][c]),
-                      f"{100 * (result['share'][c] or 0):.1f}%")
+                      "-" if share is None else f"{100 * share:.1f}%")
         if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN_SHARE * total:
             table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)", style="dim")
@@ -441,8 +442,8 @@ def render_prediction(result: dict[str, Any]) -> None:
         table.add_row(f"hidden: communication under compute (--overlap {job['overlap']:g})",
                       f"−{fmt_seconds(hidden)}", f"(−{100 * hidden / total:.1f}%)", style="dim")
     table.add_row("total per iteration", fmt_seconds(result["time_s"]["total"]),
-                  f"{100 * (total - hidden) / total:.1f}%" if shows_hidden else "100%",
-                  style="bold")
+                  f"{100 * (total - hidden) / total:.1f}%" if shows_hidden else
+                  "100%" if total else "-", style="bold")
     table.caption = "share = of the four components' sum"
     table.caption_justify = "left"
     console.print(table)
