@@ -157,3 +157,12 @@ def test_a_non_utf8_file_after_a_quoted_line_break_says_so(tc, tmp_path: Path) -
     r = tc("ingest", str(f), "--db", str(tmp_path / "s.duckdb"))
     assert r.returncode == 2
     assert "not utf-8" in r.stderr.lower() and "iconv" in r.stderr
+
+
+def test_slurm_unknown_times_are_missing_not_bad(tmp_path: Path) -> None:
+    # sacct writes Unknown for the end of a running job and the start of a pending one
+    f = tmp_path / "t.csv"
+    f.write_text(HEADER + "a,0,10,Unknown,RUNNING,1w1g,1,V100\n"
+                 "b,0,Unknown,Unknown,PENDING,1w1g,1,V100\nc,0,0,100,COMPLETED,1w1g,1,V100\n")
+    report = Store(tmp_path / "s.duckdb").ingest(f)
+    assert (report["jobs"], report["bad_rows"], report["flags"]["censored"]) == (3, 0, 2)

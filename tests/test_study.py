@@ -174,15 +174,15 @@ def test_study_names_the_gpu_types_the_catalog_does_not_know(tmp_path: Path) -> 
     sentences = result["summary"]["sentences"]
     assert sentences[0].endswith("(over 1 job with known features).")
     assert sentences[1].startswith("3 jobs have no prediction (3 unknown node or GPU type: "
-                                   "A800, V100S not in the catalog).")
+                                   "GPU types A800, V100S not in the catalog).")
     assert "--catalog FILE" in sentences[1]
     char = json.loads((tmp_path / "out" / "characterize.json").read_text())
     assert char["unknown_gpu_types"] == {"A800": 2, "V100S": 1}
     trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\na,1,A800,0,3600\n")
     result = study(trace, tmp_path / "out2", report=False, workload="resnet50")
     assert result["summary"]["sentences"] == [
-        "None of the 1 jobs has a prediction (1 unknown node or GPU type: A800 not in the "
-        "catalog), so there is no time breakdown and no what-if number. Name each in a catalog "
+        "None of the 1 jobs has a prediction (1 unknown node or GPU type: GPU type A800 not in "
+        "the catalog), so there is no time breakdown and no what-if number. Name each in a catalog "
         "file, as an [alias] of a catalog GPU or a [gpu] entry of its own, and pass --catalog "
         "FILE (docs/hardware.md)."]
 
@@ -551,3 +551,37 @@ def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:
     assert first.startswith("Communication takes 0.4% of iteration time on average (1% GPU")
     # 0.996 is short of all by 0.4%: 99.6%, not 100%
     assert "data I/O 0%, compute 99.6%" in first
+
+
+def test_study_names_the_nodes_the_catalog_does_not_know(tmp_path: Path) -> None:
+    # a Kubernetes export's node column names machines, not node presets: the jobs on them have
+    # no prediction, and the sentence names the machines and what to do
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,node,start_time_s,end_time_s\n"
+                     "a,1,V100,node-48,0,3600\nb,8,V100,node-48,0,7200\n"
+                     "c,2,V100,node-7,0,100\nd,1,T4,,0,100\n")
+    result = study(trace, tmp_path / "out", report=False, workload="resnet50")
+    said = result["summary"]["sentences"][1]
+    assert said.startswith("3 jobs have no prediction (3 unknown node or GPU type: nodes "
+                           "node-48, node-7 not in the catalog).")
+    assert "rename it" in said and "GPU types" not in said
+    char = json.loads((tmp_path / "out" / "characterize.json").read_text())
+    assert char["unknown_nodes"] == {"node-48": 2, "node-7": 1}
+
+
+def test_eth100_says_why_network_jobs_gain_nothing(tmp_path: Path) -> None:
+    # an AllReduce job across DGX A100 nodes (InfiniBand HDR, 200 Gbit/s) and one across
+    # 25 Gbit Ethernet V100 nodes: the scenario upgrades the second only
+    trace = tmp_path / "t.csv"
+    head = "job_id,n_gpus,gpu_type,node,architecture,start_time_s,end_time_s\n"
+    ib = "a,16,A100-SXM4-80GB,dgx-a100,allreduce-cluster,0,3600\n"
+    trace.write_text(head + ib)
+    said = [x for x in study(trace, tmp_path / "o1", report=False, workload="resnet50")
+            ["summary"]["sentences"] if "100 Gbit" in x]
+    assert said and said[0].startswith(
+        "25 → 100 Gbit Ethernet gives nothing to the 1 job of this trace that uses the network "
+        "(their NICs are 100 Gbit/s or faster already)")
+    trace.write_text(head + ib + "b,16,V100-SXM2-16GB,pai-v100-nvlink,allreduce-cluster,0,3600\n")
+    said = [x for x in study(trace, tmp_path / "o2", report=False, workload="resnet50")
+            ["summary"]["sentences"] if "100 Gbit" in x]
+    assert "on average over the 1 job that uses the network" in said[0]

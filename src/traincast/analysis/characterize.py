@@ -102,22 +102,41 @@ UNKNOWN_GPU_FIX = ("Name each in a catalog file, as an [alias] of a catalog GPU 
 """What to do about the GPU types of ``unknown_gpu_types``."""
 
 
-def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str, int]
-                     ) -> tuple[str, str]:
+UNKNOWN_NODE_FIX = ("A node column names a node preset of the catalog (traincast hardware "
+                    "list); a column of machine names is not one: rename it in the file, or "
+                    "name each node in a catalog file (docs/hardware.md).")
+"""What to do about the nodes of ``unknown_nodes``."""
+
+
+def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str, int],
+                     unknown_nodes: Mapping[str, int] | None = None) -> tuple[str, str]:
     """Why jobs got no prediction: ``(reasons, fix)``, each reason of ``unpredicted``
-    (``resolve.REASONS`` -> jobs) with its count and the GPU types the catalog does not know
-    (``unknown_gpu_types``) named beside theirs, and what to do about those types ('' when
-    none); ``("", "")`` when every job has one."""
+    (``resolve.REASONS`` -> jobs) with its count, the GPU types and nodes the catalog does not
+    know (``unknown_gpu_types``, ``unknown_nodes``: the first 5 of each) named beside theirs,
+    and what to do about them ('' when none); ``("", "")`` when every job has one."""
     parts = []
+    nodes = dict(unknown_nodes or {})
     for reason, n in unpredicted.items():
         part = f"{n:,} {reason}"
-        if reason == REASONS[BAD_HARDWARE] and unknown_types:
-            part += f": {', '.join(unknown_types)} not in the catalog"
+        if reason == REASONS[BAD_HARDWARE] and (unknown_types or nodes):
+            named = [f"GPU type{'s' * (len(unknown_types) > 1)} {_some(unknown_types)}"
+                     if unknown_types else "",
+                     f"node{'s' * (len(nodes) > 1)} {_some(nodes)}" if nodes else ""]
+            part += f": {' and '.join(x for x in named if x)} not in the catalog"
         elif reason == REASONS[NO_FEATURES]:
             part += ": no feature columns, no workload the zoo knows"
         parts.append(part)
-    fix = UNKNOWN_GPU_FIX if unknown_types and REASONS[BAD_HARDWARE] in unpredicted else ""
+    hardware = REASONS[BAD_HARDWARE] in unpredicted
+    fix = " ".join([UNKNOWN_GPU_FIX] * bool(unknown_types and hardware)
+                   + [UNKNOWN_NODE_FIX] * bool(nodes and hardware))
     return "; ".join(parts), fix
+
+
+def _some(names: Mapping[str, int], shown: int = 5) -> str:
+    """The first ``shown`` names, and how many more."""
+    first = list(names)[:shown]
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return ", ".join(first) + more
 
 
 def _group_result(acc: dict[str, F], order: tuple[str, ...] = ()
@@ -257,6 +276,7 @@ class Characterization:
         self.comm = Quantiles()
         self.heavy = np.zeros(4)  # comm > 80%, data I/O > 50%, Σ utilization, its jobs
         self.unpredicted: dict[str, int] = {}
+        self.nodes: dict[str, int] = {}  # jobs with GPUs per node name the trace gives
 
     def add(self, jobs: pa.Table | Mapping[str, Any],
             breakdown: Breakdown | None = None) -> Characterization:
@@ -292,6 +312,10 @@ class Characterization:
         _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
                     gpus, gpu_time)
         _add_groups(self.types, type_codes, type_names, np.ones(n), gpus, gpu_time)
+        per_node = np.bincount(node_codes[gpus_raw > 0], minlength=len(node_names))
+        for name, k in zip(node_names, per_node.tolist(), strict=True):
+            if k and name != "unknown":
+                self.nodes[name] = self.nodes.get(name, 0) + k
         finite = gpus_raw[np.isfinite(gpus_raw)]
         values, counts = np.unique(finite, return_counts=True)
         for v, c in zip(values.tolist(), counts.tolist(), strict=True):
@@ -357,7 +381,8 @@ class Characterization:
         self.has_arch |= other.has_arch
         for mine, theirs in ((self.flags, other.flags), (self.arch, other.arch),
                              (self.types, other.types), (self.gpus_per_job, other.gpus_per_job),
-                             (self.bd, other.bd), (self.unpredicted, other.unpredicted)):
+                             (self.bd, other.bd), (self.unpredicted, other.unpredicted),
+                             (self.nodes, other.nodes)):
             for key, v in theirs.items():
                 mine[key] = mine[key] + v if key in mine else v
         self.durations.merge(other.durations)
@@ -398,6 +423,8 @@ class Characterization:
                 row["assumed"] = guesses[name.lower()]
         out["unknown_gpu_types"] = {name: row["jobs"] for name, row in out["by_gpu_type"].items()
                                     if row["gpu"] is None and name != "unknown"}
+        out["unknown_nodes"] = {name: k for name, k in sorted(
+            self.nodes.items(), key=lambda kv: (-kv[1], kv[0])) if name not in self.catalog.nodes}
         if self.n and self.has_arch:
             out["breakdown"] = self._breakdown_result()
         return out

@@ -129,7 +129,8 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
                          "to study.")
         return {"sample": sample, "sentences": sentences, "numbers": nums}
     unpredicted = bd.get("unpredicted", {})
-    why, fix = unpredicted_text(unpredicted, char.get("unknown_gpu_types", {}))
+    why, fix = unpredicted_text(unpredicted, char.get("unknown_gpu_types", {}),
+                                char.get("unknown_nodes", {}))
     if not bd.get("jobs"):
         why = why or "no job uses a GPU"
         sentences.append(f"None of the {char.get('jobs', 0):,} jobs has a prediction ({why}), so "
@@ -189,14 +190,25 @@ def over_jobs(summary: dict[str, Any], total: int) -> tuple[str, bool]:
     return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
+NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
+"""The architectures whose jobs communicate over the node's NIC."""
+
+
 def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                     total: int) -> list[str]:
-    """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network,
-    against the paper's, and over every job with a prediction (:func:`over_jobs`); its
-    numbers go into ``nums``."""
+    """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network and
+    run on a slower NIC (the scenario upgrades only those), against the paper's, and over
+    every job with a prediction (:func:`over_jobs`); its numbers go into ``nums``. With none
+    upgraded, the scenario's jobs of those architectures say why: there are none, their NICs
+    are as fast already (not matched), or none has a prediction."""
     if not eth:
         return []
-    net, k = _pooled_mean(eth, ("ps-worker", "allreduce-cluster", "pearl"))
+    net, k = _pooled_mean(eth, NETWORK_ARCHS)
+    rows = [eth.get("by_architecture", {}).get(a) or {} for a in NETWORK_ARCHS]
+    on_net = sum(int(r.get("jobs") or 0) for r in rows)
+    matched = sum(int(r.get("matched") or 0) for r in rows)
+    why = ("their NICs are 100 Gbit/s or faster already" if not matched else
+           "none of them has a prediction")
     nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
                  "eth100_mean_speedup_all": eth.get("mean_speedup"),
                  "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})
@@ -204,6 +216,9 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                + (f"{k:,} jobs that use" if k != 1 else "1 job that uses") + " the network "
                "(PS/Worker and AllReduce across nodes; the paper reports about "
                f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
+               f"nothing to the {plural(on_net, 'job')} of this trace that "
+               f"{'uses' if on_net == 1 else 'use'} the network ({why}), "
+               if on_net else
                "nothing to the jobs of this trace that use the network (there are none), ")
     over, every = over_jobs(eth, total)
     where = "the cluster's" if every else "their"

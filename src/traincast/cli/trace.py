@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from traincast.analysis.characterize import UNKNOWN_GPU_FIX
+from traincast.analysis.characterize import UNKNOWN_GPU_FIX, UNKNOWN_NODE_FIX
 from traincast.cli import app
 from traincast.cli.common import (
     CatalogOpt,
@@ -483,6 +483,12 @@ def print_characterization(r: dict[str, Any]) -> None:
             console.print(Text("not in the catalog: " + ", ".join(
                 f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())
                 + ". " + UNKNOWN_GPU_FIX, style="yellow"))
+        if key == "by_gpu_type" and r.get("unknown_nodes"):
+            console.print(Text("nodes not in the catalog: " + ", ".join(
+                f"{name} ({plural(n, 'job')})" for name, n in
+                list(r["unknown_nodes"].items())[:10])
+                + (f" and {len(r['unknown_nodes']) - 10:,} more" if len(r["unknown_nodes"]) > 10
+                   else "") + ". " + UNKNOWN_NODE_FIX, style="yellow"))
         for name, row in r[key].items():
             if row.get("assumed"):
                 console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",

@@ -230,9 +230,10 @@ def lit(text: str | Path) -> str:
 
 
 MISSING: tuple[str, ...] = ("", "none", "null", "nan", "-nan", "na", "n/a", "#n/a", "<na>",
-                            "\\n")
+                            "\\n", "unknown")
 """Source values that mean "no value" (compared trimmed and lower-cased): empty, Python's
-``None``, ``null``, NaN, pandas' NA spellings, and ``\\N`` (the NULL of MySQL / Hive exports).
+``None``, ``null``, NaN, pandas' NA spellings, ``\\N`` (the NULL of MySQL / Hive exports) and
+``Unknown`` (Slurm's ``sacct`` end time of a running job, start time of a pending one).
 They are missing values, never bad rows."""
 
 
