@@ -409,3 +409,29 @@ def test_hardware_show_says_which_gemm_fractions_are_assumed() -> None:
 
     shown = basis(gpu, "kernel")["inputs"]["gemm_max_fraction"]
     assert shown.endswith(text) and "fp32 products" in basis(gpu, "kernel")["inputs"]
+
+
+def test_a_catalog_file_sets_the_node_of_jobs_without_hardware(tmp_path) -> None:
+    # a Helios-like trace names no GPU type and no node: the catalog's [defaults] node prices
+    # it; a job naming its GPU keeps its own
+    import numpy as np
+
+    from traincast.hardware.catalog import CatalogError, load_catalog
+    from traincast.resolve import DEFAULT_NODE, resolve
+
+    f = tmp_path / "c.toml"
+    f.write_text('[defaults]\nnode = "dgx-a100"\n')
+    cat = load_catalog(f)
+    assert cat.default_node == "dgx-a100" and load_catalog().default_node is None
+    jobs = {"architecture": np.array(["allreduce-local", "1w1g"], dtype=object),
+            "n_gpus": np.array([8.0, 1.0]), "gpu_type": np.array(["", "T4"], dtype=object)}
+    r = resolve(jobs, cat)
+    assert list(r.node.strings()) == ["dgx-a100", "pai-t4"]
+    assert list(resolve(jobs, load_catalog()).node.strings())[0] == DEFAULT_NODE
+    for text, said in (('[defaults]\nnode = "dgx-a10"\n', "no node preset"),
+                       ('[defaults]\nnodes = "dgx-a100"\n', "unknown key 'nodes'"),
+                       ('[defaults]\nnode = 8\n', "must name a node preset")):
+        f.write_text(text)
+        with pytest.raises(CatalogError, match=said) as err:
+            load_catalog(f)
+        assert str(f) in str(err.value)

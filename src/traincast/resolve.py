@@ -8,7 +8,8 @@ For each row:
   type, else that GPU's node preset with the most GPUs (:meth:`Catalog.default_node_of`;
   where the trace's ``gpus_per_node`` exceeds its GPUs: the smallest preset of that GPU that
   holds them, :meth:`~traincast.hardware.catalog.Catalog.node_holding`, if any); else
-  ``DEFAULT_NODE`` (or the caller's ``default_node``). GPU: the ``gpu_type`` (aliases
+  the caller's ``default_node``, else the catalog's (``[defaults] node`` of a catalog file),
+  else ``DEFAULT_NODE``. GPU: the ``gpu_type`` (aliases
   resolved), else the node's GPU; ``gpu=`` overrides it for every row. Links: the node's
   ``pcie``/``intra``/``nic`` (``rails`` = its ``nics`` ports), each replaceable for every row.
 * **placement** — ``n`` = the job's training GPUs (:func:`training_gpus`: ``n_workers ×
@@ -80,6 +81,12 @@ FEATURE_FIELDS: tuple[tuple[str, str], ...] = (
     ("input_bytes", "input_bytes"), ("n_ops", "n_ops"))
 """Feature fields of :class:`Resolved` and the job-table columns they come from (``n_ops``:
 the ops one step issues, optional, NaN when not known)."""
+
+
+def fallback_node(catalog: Catalog, default_node: str | None = None) -> str:
+    """The node of a job that names neither a node nor a GPU type: ``default_node`` (the
+    caller's), else the catalog's ``[defaults] node``, else :data:`DEFAULT_NODE`."""
+    return default_node or catalog.default_node or DEFAULT_NODE
 
 
 def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:
@@ -287,7 +294,7 @@ def resolve(jobs: Mapping[str, Any] | Any, catalog: Catalog, *, default_node: st
     links = {role: resolve_link(catalog, spec, role) for role, spec in
              (("nic", nic), ("intra", intra), ("pcie", pcie)) if spec}
     gpu_override = catalog.gpu_name(gpu) if gpu else None
-    node, gpu_s, rates, pair = _hardware(cols, catalog, default_node or DEFAULT_NODE,
+    node, gpu_s, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node),
                                          gpu_override, links)
     hw = np.ascontiguousarray(rates.T)[:, pair]
     shape = _placement(cols, hw[0])
@@ -310,7 +317,7 @@ def hardware_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     if isinstance(jobs, pa.Table) and "architecture" not in jobs.column_names:
         jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    node, gpu, _, _ = _hardware(cols, catalog, default_node or DEFAULT_NODE, None, {})
+    node, gpu, _, _ = _hardware(cols, catalog, fallback_node(catalog, default_node), None, {})
     return node, gpu
 
 
@@ -320,7 +327,7 @@ def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     (NaN where the node or GPU is unknown): ``resolve(jobs, catalog, default_node=...,
     gpu=...).node_gpus`` without the placement, features and checks."""
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    _, _, rates, pair = _hardware(cols, catalog, default_node or DEFAULT_NODE,
+    _, _, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node),
                                   catalog.gpu_name(gpu) if gpu else None, {})
     return rates[:, 0][pair]
 

@@ -48,7 +48,7 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Strings
 from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
-from traincast.resolve import BAD_HARDWARE, DEFAULT_NODE, NO_FEATURES, REASONS, reason_counts
+from traincast.resolve import BAD_HARDWARE, NO_FEATURES, REASONS, fallback_node, reason_counts
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import FLAG_COLUMNS
 
@@ -364,9 +364,11 @@ class Characterization:
 
     def _default_hardware(self) -> dict[str, Any]:
         """The jobs with GPUs whose trace names neither a GPU type nor a node, and the node
-        preset they are priced on (``traincast.resolve.DEFAULT_NODE`` of this catalog)."""
-        nd = self.catalog.nodes.get(DEFAULT_NODE)
-        return {"jobs": self.default_hardware, "node": DEFAULT_NODE,
+        preset they are priced on (``traincast.resolve.fallback_node`` of this catalog)."""
+        node = fallback_node(self.catalog)
+        nd = self.catalog.nodes.get(node)
+        return {"jobs": self.default_hardware, "node": node,
+                "set_by_catalog": self.catalog.default_node is not None,
                 **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}
                    if nd is not None else {})}
 

@@ -382,8 +382,12 @@ def print_assumed_hardware(char: dict[str, Any]) -> None:
     console.print(Text(
         f"assumed hardware: {hw['jobs']:,} jobs with GPUs name neither a GPU type nor a node; "
         f"they are priced on {hw['node']} nodes ({hw.get('gpus')} x {hw.get('gpu')}, GPUs "
-        f"linked by {hw.get('intra')}, network {hw.get('nic')}), the paper's PAI node; a "
-        "gpu_type or node column names theirs (--map, docs/traces.md)", style="dim"))
+        f"linked by {hw.get('intra')}, network {hw.get('nic')}), "
+        + ("the catalog's [defaults] node" if hw.get("set_by_catalog") else
+           "the paper's PAI node")
+        + "; a gpu_type or node column names theirs (--map, docs/traces.md), or a --catalog "
+        "file's [defaults] node = NAME sets the node of them all (docs/hardware.md)",
+        style="dim"))
 
 
 def print_unpredicted(counts: dict[str, int]) -> None:

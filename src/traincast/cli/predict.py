@@ -193,7 +193,8 @@ def predict(
     = None,
     node: Annotated[str | None, typer.Option(
         help="Node preset (traincast hardware list; default: the --gpu's own node preset, else "
-             f"{DEFAULT_NODE}; dgx-a100 with --arch hybrid).")] = None,
+             f"a --catalog file's [defaults] node, else {DEFAULT_NODE}; dgx-a100 with --arch "
+             "hybrid).")] = None,
     gpu: Annotated[str | None, typer.Option(
         help="GPU or alias, overriding the node's (default: the node's).")] = None,
     nic: Annotated[str | None, typer.Option(

@@ -532,8 +532,9 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         t.add_row(label, now, fmt_seconds(r["base_total_s"]),
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     notes = ["time = per iteration",
-             *(["* the trace names no GPU type or node: the default node "
-                "(traincast.resolve.DEFAULT_NODE) is assumed"] if assumed else [])]
+             *(["* the trace names no GPU type or node: the default node (a --catalog "
+                "file's [defaults] node, else traincast.resolve.DEFAULT_NODE) is assumed"]
+               if assumed else [])]
     if notes:
         t.caption = "; ".join(notes)
         t.caption_justify = "left"

@@ -270,6 +270,9 @@ class Catalog:
     """Aliases that are a guess, with why (``[alias_assumed]``: a trace's undisclosed model
     priced as the nearest public part), said wherever the alias is used."""
     files: list[str] = field(default_factory=list)
+    default_node: str | None = None
+    """``[defaults] node``: the node preset of trace jobs that name neither a node nor a GPU
+    type (None: ``traincast.resolve.DEFAULT_NODE``, the paper's PAI node)."""
     compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
     kernel_model: dict[str, Any] = field(default_factory=dict)  # merged [kernel_model] tables
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -605,15 +608,34 @@ def _flatten_groups(path: str, name: str, values: Any) -> Any:
     return flat
 
 
+DEFAULTS_KEYS: tuple[str, ...] = ("node",)
+"""The keys of a catalog file's ``[defaults]`` table."""
+
+
 def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, str],
                 data: Mapping[str, Any], path: str, kernel_model: dict[str, Any],
-                assumed: dict[str, str], touched: dict[tuple[str, str], str]) -> None:
+                assumed: dict[str, str], touched: dict[tuple[str, str], str],
+                defaults: dict[str, tuple[str, str]]) -> None:
     """Merge one file's tables into ``raw`` key by key; ``touched``: the last file that gave
     each entry a value (under the entry's own name: an override written with an alias or in
-    another case counts for the entry), the file an error of the merged entry names."""
+    another case counts for the entry), the file an error of the merged entry names;
+    ``defaults``: ``[defaults]`` keys -> (value, the file that gave it)."""
     for top, tables in data.items():
         if top == "calibration":
             continue  # the measurement record of `traincast calibrate`, kept for people
+        if top == "defaults":
+            if not isinstance(tables, Mapping):
+                raise CatalogError(f"{path}: [defaults] must be a table such as node = \"NAME\"")
+            for key, value in tables.items():
+                if key not in DEFAULTS_KEYS:
+                    raise CatalogError(f"{path}: [defaults] unknown key {key!r}",
+                                       hint=f"{did_you_mean(key, DEFAULTS_KEYS)}the keys of "
+                                            f"[defaults]: {', '.join(DEFAULTS_KEYS)}")
+                if not isinstance(value, str):
+                    raise CatalogError(f"{path}: [defaults] {key} must name a node preset "
+                                       f"(a string), got {value!r}")
+                defaults[key] = (value, path)
+            continue
         if top == "kernel_model":
             _merge_kernel_model(kernel_model, tables, path)
             continue
@@ -634,7 +656,7 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             continue
         if top not in _KINDS:
             raise CatalogError(f"{path}: unknown table [{top}]; known: gpu, link, node, alias, "
-                               "alias_assumed, kernel_model, calibration")
+                               "alias_assumed, defaults, kernel_model, calibration")
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
@@ -758,6 +780,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     sources.append((SHIPPED_KERNELS,
                     tomllib.loads(shipped.joinpath("kernel_model.toml").read_text())))
     kernel_model: dict[str, Any] = {}
+    defaults: dict[str, tuple[str, str]] = {}
     for p in paths or []:
         path = Path(p)
         try:
@@ -784,7 +807,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
             raise CatalogError(f"{path}: [kernel_model.params] unknown parameter(s) "
                                f"{', '.join(odd)}", hint="the parameters of the shipped fit: "
                                + ", ".join(sorted(kernel_model.get("params", {}))))
-        _merge_file(raw, aliases, data, path, kernel_model, assumed, touched)
+        _merge_file(raw, aliases, data, path, kernel_model, assumed, touched, defaults)
         for kind in (*_KINDS, "alias", "alias_assumed"):
             for name in data.get(kind, {}) or {}:
                 origin[(kind, name)] = path
@@ -799,6 +822,13 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     cat.assumed_aliases = {a: why for a, why in assumed.items() if a in aliases and
                            order[origin[("alias", a)]] <= order[origin[("alias_assumed", a)]]}
     _apply_kernel_model(cat, kernel_model)
+    if "node" in defaults:
+        node, path = defaults["node"]
+        if node not in cat.nodes:
+            raise CatalogError(f"{path}: [defaults] node {node!r} is no node preset",
+                               hint=f"{did_you_mean(node, cat.nodes)}traincast hardware list "
+                                    "names them; a [node.NAME] entry in the file adds one")
+        cat.default_node = node
     cat.files = [path for path, _ in sources]
     cat.compute = compute
     return cat
