@@ -293,7 +293,7 @@ def test_helios_csv(tmp_path: Path) -> None:
 
 def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match="unknown trace format"):
-        ingest(_write(tmp_path / "t.csv", GOOD), format="slurm", db=tmp_path / "s.duckdb")
+        ingest(_write(tmp_path / "t.csv", GOOD), format="lsf", db=tmp_path / "s.duckdb")
     with pytest.raises(TraincastError, match="no job store"):
         load_jobs(tmp_path / "none.duckdb")
     assert isinstance(read_trace(_write(tmp_path / "t.csv", GOOD), "elasticflow",

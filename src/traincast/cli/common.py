@@ -28,7 +28,7 @@ from traincast.bounds import BYTES_MAX, COUNT_MAX, FLOPS_MAX
 from traincast.errors import TraincastError
 from traincast.files import not_a_file, to_jsonable
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.units import fmt_pct, join_words
+from traincast.units import fmt_pct, join_words, plural
 
 console = Console(emoji=False)  # user strings such as hf:llama: are not emoji codes
 err_console = Console(stderr=True, emoji=False)
@@ -380,7 +380,8 @@ def print_assumed_hardware(char: dict[str, Any]) -> None:
     if not hw.get("jobs") or not (char.get("breakdown") or {}).get("jobs"):
         return  # no job is priced (--workload none: no features): nothing was assumed
     console.print(Text(
-        f"assumed hardware: {hw['jobs']:,} jobs with GPUs name neither a GPU type nor a node; "
+        f"assumed hardware: {plural(hw['jobs'], 'job')} with GPUs "
+        f"{'names' if hw['jobs'] == 1 else 'name'} neither a GPU type nor a node; "
         f"they are priced on {hw['node']} nodes ({hw.get('gpus')} x {hw.get('gpu')}, GPUs "
         f"linked by {hw.get('intra')}, network {hw.get('nic')}), "
         + ("the catalog's [defaults] node" if hw.get("set_by_catalog") else

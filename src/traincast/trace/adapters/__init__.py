@@ -8,10 +8,18 @@ from __future__ import annotations
 from types import ModuleType
 
 from traincast.errors import TraincastError
-from traincast.trace.adapters import alibaba2023, canonical, elasticflow, helios, pai2020, philly
+from traincast.trace.adapters import (
+    alibaba2023,
+    canonical,
+    elasticflow,
+    helios,
+    pai2020,
+    philly,
+    slurm,
+)
 
-ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in
-                                   (pai2020, alibaba2023, elasticflow, philly, helios, canonical)}
+ADAPTERS: dict[str, ModuleType] = {m.NAME: m for m in (pai2020, alibaba2023, elasticflow, philly,
+                                                       helios, slurm, canonical)}
 FORMATS: tuple[str, ...] = tuple(ADAPTERS)
 
 

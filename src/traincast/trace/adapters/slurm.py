@@ -1,0 +1,129 @@
+"""``--format slurm``: Slurm accounting records, as ``sacct --parsable2`` writes them (one
+header line, ``|``-separated; DuckDB detects the delimiter, so a CSV export reads too)::
+
+    sacct --allusers --starttime 2024-01-01 --parsable2 \\
+          --format JobID,User,State,Submit,Start,End,NNodes,AllocTRES,ReqTRES > jobs.txt
+
+Columns (any case; required ``JobID``, ``State``, ``Submit``, ``Start``, ``End``,
+``AllocTRES``; ``User``, ``NNodes`` and ``ReqTRES`` read where given):
+
+* ``job_id`` = JobID. A *step* (a JobID with a dot: ``123.batch``, ``123.extern``, ``123.0``)
+  runs inside its job's allocation and is no job: its rows are left out (counted in the
+  notes); ``sacct -X`` writes allocations only. An array task (``123_7``) is a job.
+* ``user``; ``status`` = State (``CANCELLED by 1001`` as written).
+* ``submit_time_s`` / ``start_time_s`` / ``end_time_s`` = Submit / Start / End (date-times as
+  sacct writes them, ``2024-01-02T10:00:00``, read as UTC: sacct writes the cluster's local
+  time without an offset); ``Unknown`` (a pending job's start, a running job's end) is
+  missing, as ``None`` is.
+* ``n_gpus`` = the GPU count of the allocated trackable resources, ``gres/gpu=N`` in AllocTRES
+  (else ReqTRES, for a job not allocated yet); a TRES list without ``gres/gpu`` is 0 GPUs (a
+  CPU job); an empty one is unknown (NULL).
+* ``gpu_type`` = the ``TYPE`` of ``gres/gpu:TYPE=N`` when the TRES list names one (``a100``,
+  ``h100``; catalog aliases or a ``--catalog`` ``[alias]`` map it), else NULL.
+* ``gpus_per_node`` = n_gpus / NNodes when NNodes > 0; no architecture (inferred).
+
+Censored: State RUNNING/PENDING (any case), or a start without an end.
+Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`):
+NNodes that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+
+from traincast.bounds import COUNT_MAX
+from traincast.trace.adapters.base import (
+    Check,
+    Field,
+    Plan,
+    bound_check,
+    file_plans,
+    num,
+    present,
+    q,
+    table_relation,
+    text,
+    ts,
+    unfinished,
+    whole_check,
+)
+
+NAME = "slurm"
+REQUIRED = ("jobid", "state", "submit", "start", "end", "alloctres")
+FOLDER = ("*.txt", "*.csv", "*.psv")
+"""A folder given as the trace: its sacct exports."""
+STEP = "contains(CAST(jobid AS VARCHAR), '.')"
+"""SQL: the row is a job step (``123.batch``, ``123.extern``, ``123.0``), not a job."""
+
+
+def _tres(cols: list[str]) -> str:
+    """SQL: the job's TRES list: AllocTRES, else ReqTRES (a job not allocated yet)."""
+    have = [c for c in ("alloctres", "reqtres") if c in cols]
+    return "COALESCE(" + ", ".join(f"CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END"
+                                   for c in have) + ", NULL)"
+
+
+def gpus_of_tres(tres: str) -> str:
+    """SQL: the GPUs of a TRES list ``billing=64,cpu=64,gres/gpu:a100=8,mem=500G,node=1``: the
+    ``N`` of ``gres/gpu=N`` (or of ``gres/gpu:TYPE=N`` where the list has no untyped count;
+    typed counts of several types summed); 0 where the list names no GPU, NULL where there
+    is no list."""
+    plain = f"TRY_CAST(regexp_extract({tres}, '(?:^|,)gres/gpu=([0-9]+)', 1) AS DOUBLE)"
+    typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
+             f"'(?:^|,)gres/gpu:[^=,]+=([0-9]+)', 1) AS DOUBLE[]))")
+    return f"CASE WHEN {tres} IS NOT NULL THEN COALESCE({plain}, {typed}, 0) END"
+
+
+def gpu_type_of_tres(tres: str) -> str:
+    """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``), else NULL."""
+    return f"NULLIF(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')"
+
+
+def _fields(cols: list[str]) -> dict[str, Field]:
+    tres = _tres(cols)
+    nodes = num("nnodes") if "nnodes" in cols else "NULL"
+    gpus = gpus_of_tres(tres)
+    submit, start, end = q("submit"), q("start"), q("end")  # SQL keywords: quoted
+    return {
+        "job_id": Field(text("jobid"), column="jobid"),
+        "user": Field(text(q("user")) if "user" in cols else "NULL"),
+        "status": Field(text("state")),
+        "submit_time_s": Field(ts(submit), submit, submit),
+        "start_time_s": Field(ts(start), start, start),
+        "end_time_s": Field(ts(end), end, end),
+        "n_gpus": Field(gpus),
+        "gpu_type": Field(gpu_type_of_tres(tres)),
+        "gpus_per_node": Field(f"CASE WHEN {nodes} > 0 THEN {gpus} / {nodes} END"),
+    }
+
+
+def _checks(cols: list[str]) -> list[Check]:
+    """NNodes: a whole count of nodes."""
+    if "nnodes" not in cols:
+        return []
+    n = num("nnodes")
+    return [Check("nnodes", f"{present('nnodes')} AND {n} IS NULL", "CAST(nnodes AS VARCHAR)"),
+            whole_check("nnodes", "nodes"),
+            bound_check("nnodes", "CAST(nnodes AS VARCHAR)", 0, COUNT_MAX,
+                        f"a count from 0 to {COUNT_MAX:,}", n)]
+
+
+def _jobs(path: Path) -> str:
+    """The file's rows without its job steps (``_row``: the file's own row numbers)."""
+    return f"(SELECT * FROM {table_relation(path)} WHERE NOT COALESCE({STEP}, FALSE))"
+
+
+def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
+          mapping: Mapping[str, str] | None) -> list[Plan]:
+    out = file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
+                     lambda fields, _: unfinished(fields), relation=_jobs,
+                     probe=table_relation, checks_of=_checks)
+    for plan in out:
+        steps = f"SELECT count(*) FROM {table_relation(Path(plan.file))} WHERE {STEP}"
+        plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
+                                  ".extern, .0 run inside their job's allocation; sacct -X "
+                                  "writes allocations only)"))
+    return out

@@ -1,0 +1,71 @@
+"""``--format slurm``: sacct --parsable2 exports, every field checked against the rows by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+
+from traincast.trace.store import Store
+
+SACCT = (
+    "JobID|User|State|Submit|Start|End|NNodes|AllocTRES|ReqTRES\n"
+    "100|alice|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00|2|billing=128,cpu=128,gres/gpu:a100=16,gres/gpu=16,mem=1000G,node=2|billing=128,cpu=128,gres/gpu=16,node=2\n"
+    "100.batch||COMPLETED|2024-01-02T10:05:00|2024-01-02T10:05:00|2024-01-02T12:05:00|1|cpu=64,gres/gpu:a100=8,gres/gpu=8,node=1|\n"
+    "100.extern||COMPLETED|2024-01-02T10:05:00|2024-01-02T10:05:00|2024-01-02T12:05:00|2|billing=128,cpu=128,gres/gpu=16,node=2|\n"
+    "101|bob|RUNNING|2024-01-02T11:00:00|2024-01-02T11:00:00|Unknown|1|billing=8,cpu=8,gres/gpu:h100=1,mem=64G,node=1|billing=8,gres/gpu=1\n"
+    "102_3|carol|PENDING|2024-01-02T11:30:00|Unknown|Unknown|1||billing=16,cpu=16,gres/gpu=2,node=1\n"
+    "103|dave|CANCELLED by 1001|"
+    "2024-01-02T09:00:00|2024-01-02T09:10:00|2024-01-02T09:20:00|1|billing=4,cpu=4,mem=16G,node=1|cpu=4\n"
+    "104|erin|FAILED|2024-01-02T09:00:00|2024-01-02T09:00:00|2024-01-02T09:01:00|1.5|billing=4,gres/gpu=4,node=1|\n"
+    "105|frank|COMPLETED|2024-01-02T09:00:00|2024-01-02T09:00:00|2024-01-02T10:00:00|2|gres/gpu:a100=8,gres/gpu:v100=4,node=2|\n"
+)
+T0 = 1704153600  # 2024-01-02T00:00:00 UTC
+
+
+def test_sacct_rows_map_to_jobs(tmp_path: Path) -> None:
+    f = tmp_path / "jobs.txt"
+    f.write_text(SACCT)
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    # 8 data rows: two steps left out (a note), row 7 (job 104) bad: 1.5 nodes
+    assert report["jobs"] == 5 and report["bad_rows"] == 1
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(7, "nnodes")]
+    [note] = report["notes"]
+    assert note["count"] == 2 and "job step" in note["note"]
+    con = duckdb.connect(str(db), read_only=True)
+    rows = {r[0]: r[1:] for r in con.execute(
+        "SELECT job_id, user, status, submit_time_s, start_time_s, end_time_s, n_gpus, "
+        "gpu_type, gpus_per_node, censored FROM jobs").fetchall()}
+    con.close()
+    h = 3600
+    assert rows == {
+        # gres/gpu=16 counted once (not again as its typed a100=16), over 2 nodes
+        "100": ("alice", "COMPLETED", T0 + 10 * h, T0 + 10 * h + 300, T0 + 12 * h + 300, 16.0,
+                "a100", 8.0, False),
+        # only a typed count; End Unknown: running, censored
+        "101": ("bob", "RUNNING", T0 + 11 * h, T0 + 11 * h, None, 1.0, "h100", 1.0, True),
+        # pending: no allocation, the requested GPUs; an array task is a job
+        "102_3": ("carol", "PENDING", T0 + 11.5 * h, None, None, 2.0, None, 2.0, True),
+        # no gres/gpu: a CPU job
+        "103": ("dave", "CANCELLED by 1001", T0 + 9 * h, T0 + 9 * h + 600, T0 + 9 * h + 1200,
+                0.0, None, 0.0, False),
+        # two typed counts and no plain one: their sum; the first type named
+        "105": ("frank", "COMPLETED", T0 + 9 * h, T0 + 9 * h, T0 + 10 * h, 12.0, "a100", 6.0,
+                False),
+    }
+
+
+def test_a_sacct_file_given_as_csv_is_pointed_to_slurm(tc, tmp_path: Path) -> None:
+    f = tmp_path / "jobs.txt"
+    f.write_text(SACCT)
+    r = tc("characterize", str(f), "--db", str(tmp_path / "s.duckdb"))
+    assert r.returncode == 2 and "--format slurm" in r.stderr
+    r = tc("characterize", str(f), "--format", "slurm", "--db", str(tmp_path / "s.duckdb"),
+           "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    # 5 jobs, 16 + 1 + 2 + 0 + 12 GPUs; the A100 and H100 types known to the catalog
+    assert out["jobs"] == 5 and out["gpus"] == 31
+    assert out["unknown_gpu_types"] == {}
