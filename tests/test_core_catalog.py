@@ -435,3 +435,16 @@ def test_a_catalog_file_sets_the_node_of_jobs_without_hardware(tmp_path) -> None
         with pytest.raises(CatalogError, match=said) as err:
             load_catalog(f)
         assert str(f) in str(err.value)
+
+
+def test_every_physical_link_has_a_latency_with_its_source() -> None:
+    # the hybrid model charges each hop its latency: a link without one is free per hop; only
+    # the paper's idealized 2019 links (bandwidth only, as the paper models them) have none
+    cat = load_catalog()
+    free = sorted(n for n, link in cat.links.items() if not link.latency_us)
+    assert free == ["nvlink-paper-2019", "pcie-paper-2019"]
+    raw = tomllib.loads(resources.files("traincast.hardware").joinpath("catalog.toml")
+                        .read_text())["link"]
+    for name, link in raw.items():
+        if "latency_us" in link:
+            assert "latency_us" in link.get("sources", {}), name

@@ -90,3 +90,20 @@ def test_workloads_fit_gpu_memory() -> None:
     for w, ty in rows:
         if w == "mid":
             assert cat.gpu(ty).mem_gb >= 20.0
+
+
+def test_the_written_file_is_what_its_name_says(tc, tmp_path: Path) -> None:
+    import gzip
+
+    out = tmp_path / "s.csv.gz"
+    assert tc("sample", "-o", str(out), "--jobs", "7").returncode == 0
+    with gzip.open(out, "rt") as f:  # gzipped CSV, which ingest reads as such
+        assert f.readline().startswith('"job_id"') and len(f.read().splitlines()) == 7
+    assert len(read_trace(out, db=tmp_path / "s.duckdb")) == 7
+    # a name of no format is refused before anything is written
+    r = tc("sample", "-o", str(tmp_path / "s.txt"), "--jobs", "3")
+    assert r.returncode == 2 and ".csv.gz, .parquet" in r.stderr
+    assert not (tmp_path / "s.txt").exists()
+    # --jobs or --seed without -o would be ignored: refused
+    r = tc("sample", "--seed", "3")
+    assert r.returncode == 2 and "give -o FILE" in r.stderr

@@ -588,18 +588,34 @@ SAMPLE_MAX_JOBS = 10_000_000
 @app.command(help=SAMPLE_HELP)
 def sample(
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write the sample here (.parquet or .csv); default: print where "
-        "the bundled one is.")] = None,
-    jobs: Annotated[int, typer.Option(
-        callback=within(1, SAMPLE_MAX_JOBS), help="Jobs to generate, 1 to 10,000,000.")] = 3000,
-    seed: Annotated[int, typer.Option(
-        callback=within(0), help="Random seed, at least 0 (same seed -> same trace).")] = 2019,
+        "-o", "--output", help="Write the sample here (.parquet, .pq, .csv or .csv.gz); "
+        "default: print where the bundled one is.")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        callback=within(1, SAMPLE_MAX_JOBS), help="Jobs to generate, 1 to 10,000,000 (default "
+        "3,000; with -o).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        callback=within(0), help="Random seed, at least 0 (same seed -> same trace; default "
+        "2019; with -o).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.files import write_whole
-    from traincast.trace.sample import generate, sample_path, write_table
+    from traincast.trace.sample import (
+        DEFAULT_JOBS,
+        DEFAULT_SEED,
+        generate,
+        sample_path,
+        table_kind,
+        write_table,
+    )
 
     check_output(output)  # before generating
+    if output is None and (jobs is not None or seed is not None):
+        raise TraincastError(f"{'--jobs' if jobs is not None else '--seed'} generates a sample: "
+                             "give -o FILE to write it",
+                             hint="without -o, sample prints where the bundled one is")
+    kind = table_kind(output) if output is not None else ""
+    jobs = DEFAULT_JOBS if jobs is None else jobs
+    seed = DEFAULT_SEED if seed is None else seed
 
     if output is None:
         if json_out:
@@ -610,7 +626,7 @@ def sample(
     from traincast.analysis.characterize import characterize as run
 
     table = generate(jobs, seed)
-    path = write_whole(output, lambda tmp: write_table(table, tmp))
+    path = write_whole(output, lambda tmp: write_table(table, tmp, kind))
     char = run(table, fill=False)
     if json_out:
         print_json({"path": str(path), "seed": seed, "jobs": char["jobs"], "gpus": char["gpus"],

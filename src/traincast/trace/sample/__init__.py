@@ -212,18 +212,42 @@ def generate(jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED, *,
 
 
 def write(path: str | Path, jobs: int = DEFAULT_JOBS, seed: int = DEFAULT_SEED) -> Path:
-    """Generate and write a sample trace: Parquet, or CSV when the name ends in ``.csv``."""
-    return write_table(generate(jobs, seed), path)
+    """Generate and write a sample trace, as its name says (:func:`table_kind`: .csv,
+    .csv.gz, .parquet, .pq)."""
+    kind = table_kind(path)  # before generating
+    return write_table(generate(jobs, seed), path, kind)
 
 
-def write_table(table: pa.Table, path: str | Path) -> Path:
-    """Write a job table: Parquet, or CSV when the name ends in ``.csv``."""
+TABLE_KINDS: dict[str, str] = {".csv": "csv", ".csv.gz": "csv.gz", ".parquet": "parquet",
+                               ".pq": "parquet"}
+"""The job-table files ``write_table`` writes, by how the name ends (what ``ingest`` reads)."""
+
+
+def table_kind(path: str | Path) -> str:
+    """``csv``, ``csv.gz`` or ``parquet``, by how the file name ends (any case); another name
+    is a :class:`~traincast.errors.TraincastError` naming it (a ``.txt`` would be written as
+    Parquet and then read as text)."""
+    name = Path(path).name.lower()
+    for end in sorted(TABLE_KINDS, key=len, reverse=True):
+        if name.endswith(end):
+            return TABLE_KINDS[end]
+    raise TraincastError(f"{path}: a job table file ends in .csv, .csv.gz, .parquet or .pq",
+                         hint="name the file by the format it is to hold, e.g. sample.parquet")
+
+
+def write_table(table: pa.Table, path: str | Path, kind: str | None = None) -> Path:
+    """Write a job table as ``kind`` (:func:`table_kind`; default: by ``path``'s name): CSV,
+    gzipped CSV or Parquet."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     path = Path(path)
-    if path.suffix.lower() == ".csv":
+    kind = kind or table_kind(path)
+    if kind == "csv":
         pacsv.write_csv(table, path)
+    elif kind == "csv.gz":
+        with pa.CompressedOutputStream(str(path), "gzip") as out:
+            pacsv.write_csv(table, out)
     else:
         pq.write_table(table, path)
     return path
