@@ -86,6 +86,15 @@ def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
     by_node.write_text('[node.dgx-a100]\nusd_per_gpu_hour = 4.1\nsource = "test price"\n')
     r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=by_node)
     assert r["unpriced_nodes"] == ["pai-v100-nvlink"]
+    # a file that prices none of the options (nor the jobs' own GPUs): no cost to compare,
+    # an error naming the file, not a "cheapest" choice of unknown costs
+    for text, said in (("", "prices none"), ('[gpu.V100]\nspot_usd_per_gpu_hour = 1.0\n'
+                                             'spot_source = "test"\n', "spot prices only")):
+        none = tmp_path / "none.toml"
+        none.write_text(text)
+        with pytest.raises(TraincastError, match=said) as err:
+            recommend(small_trace(), catalog, nodes=["pai-v100-nvlink"], prices=none)
+        assert str(none) in str(err.value)
 
 
 def test_price_file_errors(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from traincast.engine.local import (
     fit_mask,
 )
 from traincast.engine.workload import WorkloadExtras, workload_extras
+from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns, Strings
@@ -336,8 +337,6 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     profile record, for the memory a port needs, and the jobs' precision
     (``engine.local.Workloads``; the shipped zoo's, fp32, by default)."""
     if not min_gain >= 0:
-        from traincast.errors import TraincastError
-
         raise TraincastError(f"--min-gain {min_gain}: must be a fraction >= 0",
                              hint="e.g. --min-gain 0.05 (5%)")
     catalog = catalog or load_catalog()
@@ -364,6 +363,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     cost = partial(_cost_usd, prices, np.nan_to_num(cols["n_gpus"], nan=1.0))
     base_t = np.where(np.isfinite(base.total), base.total, np.inf)
     base_cost = cost(base.total, base_node, base_gpu)
+    if prices is not None:
+        _check_priced(prices, catalog, cands, base_node, base_gpu)
     start = {"arch": base_t, "best": base_t}
     if prices is not None:
         start["cheap"] = np.where(np.isfinite(base_cost), base_cost, np.inf)
@@ -409,6 +410,25 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             "prices": None if prices is None else {"file": prices.path,
                                                    "sources": prices.sources},
             "summary": summary, "rows": table}
+
+
+def _check_priced(prices: Prices, catalog: Catalog, cands: list[Candidate],
+                  base_node: Strings, base_gpu: Strings) -> None:
+    """A price file that prices none of the nodes the options run on, nor any job's own
+    hardware, makes every cost unknown: an error naming the file (a "cheapest" choice would
+    compare nothing), as ``plan`` refuses it."""
+    nodes = {c.node for c in cands if c.node} | {n for n in base_node.values if n}
+    pairs = {(n, catalog.node(n).gpu) for n in nodes if n in catalog.nodes}
+    pairs |= {("", g) for g in base_gpu.values if g}
+    if any(np.isfinite(prices.per_gpu_hour(node, gpu)) for node, gpu in pairs):
+        return
+    gpus = {g for _, g in pairs}
+    spot = " (it gives spot prices only: plan --spot uses them)" if (
+        prices.spot_by_gpu or prices.spot_by_node) else ""
+    raise TraincastError(f"{prices.path}: prices none of the GPUs or nodes the options run on"
+                         f"{spot}, so no cost can be compared",
+                         hint="give usd_per_gpu_hour for at least one of "
+                              f"{', '.join(sorted(gpus)[:6])} ([gpu.NAME] or [node.PRESET])")
 
 
 def _cost_usd(prices: Prices | None, gpus: F, total_s: F, node: Strings, gpu: Strings,
