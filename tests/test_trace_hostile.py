@@ -122,7 +122,7 @@ def test_helios_end_before_start_names_both_times(tmp_path: Path) -> None:
     assert report["jobs"] == 0
     assert _errors(report) == [
         (1, "end_time_s", "2020-01-02 00:00:00 (before start_time 2020-01-03 00:00:00)"),
-        (2, "duration", "-60"), (3, "duration", "abc")]
+        (2, "duration", "-60"), (3, "duration", "abc (not a number of seconds)")]
 
 
 def test_elasticflow_duration_bounds(tmp_path: Path) -> None:

@@ -114,7 +114,10 @@ def test_bad_rows_reported_and_skipped(tmp_path: Path) -> None:
     report = ingest(bad, format="elasticflow", db=tmp_path / "s.duckdb")
     assert report["jobs"] == 2 and report["bad_rows"] == 3
     errs = [(e["row"], e["field"], e["value"]) for e in report["errors"]]
-    assert errs == [(2, "num_gpu", "two"), (3, "num_gpu", "-4"), (4, "submission_time", "x")]
+    # a time that does not parse says what it is not (seconds, a date-time)
+    assert errs == [(2, "num_gpu", "two"), (3, "num_gpu", "-4"), (
+        4, "submission_time", "x (not seconds nor a date-time such as 2024-01-02 10:00:00 or "
+                              "2024-01-02T10:00:00+08:00)")]
     assert all(e["file"] == str(bad) for e in report["errors"])
     assert load_jobs(tmp_path / "s.duckdb")["job_id"].to_pylist() == ["a", "e"]
 

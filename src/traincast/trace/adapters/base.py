@@ -29,6 +29,7 @@ from traincast.trace.schema import (
     KNOWN_ARCHITECTURES,
     NUMERIC_COLUMNS,
     SQL_TYPE,
+    TIME_COLUMNS,
 )
 
 
@@ -112,7 +113,7 @@ class Plan:
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 out.append(Check(self.named(name, raw=True),
                                  f"{typed(name)} IS NULL AND {present(f.raw)}",
-                                 f"CAST({f.raw} AS VARCHAR)"))
+                                 f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"))
         for name, bound in BOUNDS.items():
             if name in self.fields:
                 out.append(bound_check(name, self.shown(name), bound.lo, bound.hi, bound.why))
@@ -203,7 +204,7 @@ def whole_check(col: str, unit: str) -> Check:
                  f"CAST({q(col)} AS VARCHAR) || ' (must be a whole number of {unit})'")
 
 
-def duration_checks(col: str, said: str = "") -> list[Check]:
+def duration_checks(col: str, said: str = " (not a number of seconds)") -> list[Check]:
     """A source duration column's bad rows: a value that is not a finite number (reported with
     ``said`` after it), and one outside 0 to :data:`~traincast.trace.schema.DURATION_MAX_S`
     seconds (times may be negative, durations not)."""
@@ -212,6 +213,13 @@ def duration_checks(col: str, said: str = "") -> list[Check]:
                                                                     else "")),
             bound_check(col, raw, 0, DURATION_MAX_S, f"seconds from 0 to {DURATION_MAX_TEXT}",
                         d)]
+
+
+NOT_READ: dict[str, str] = dict.fromkeys(
+    TIME_COLUMNS, " (not seconds nor a date-time such as 2024-01-02 10:00:00 or "
+                  "2024-01-02T10:00:00+08:00)")
+"""What a time that does not parse is not, said after it in the report (a month-first date,
+``07/01/2023 00:00``, is read as neither)."""
 
 
 def typed(name: str) -> str:
