@@ -422,7 +422,7 @@ def test_a_catalog_file_sets_the_node_of_jobs_without_hardware(tmp_path) -> None
     f = tmp_path / "c.toml"
     f.write_text('[defaults]\nnode = "dgx-a100"\n')
     cat = load_catalog(f)
-    assert cat.default_node == "dgx-a100" and load_catalog().default_node is None
+    assert cat.fallback_node == "dgx-a100" and load_catalog().fallback_node is None
     jobs = {"architecture": np.array(["allreduce-local", "1w1g"], dtype=object),
             "n_gpus": np.array([8.0, 1.0]), "gpu_type": np.array(["", "T4"], dtype=object)}
     r = resolve(jobs, cat)

@@ -416,7 +416,7 @@ def test_breakdown_take_selects_jobs_in_order() -> None:
     assert part.reason.tolist() == [0, 0] and part.idle is None
 
 
-def test_fmt_sig_keeps_three_digits_and_no_exponent() -> None:
+def test_fmt_sig_keeps_three_digits_and_an_exponent_only_below_1e_6() -> None:
     from traincast.units import fmt_sig
 
     assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0, 999.7, 5e-5, 1.5)] \

@@ -645,3 +645,26 @@ def test_a_users_gpu_without_default_node_takes_its_own_node_preset(tmp_path) ->
     said = {g: predict(FEATS, gpu=g, catalog=cat).hardware for g in ("G1", "G2")}
     assert said["G2"]["node_assumed"] and said["G2"]["node"] == DEFAULT_NODE
     assert not said["G1"]["node_assumed"] and said["G1"]["node"] == "g1-eight"
+
+
+def test_a_time_that_is_not_finite_is_unpredicted_for_every_caller(tmp_path) -> None:
+    # 1e-300 of a GPU scales the step beyond a float: no prediction, with its reason, in
+    # predict_table, in what-if (not a NaN counted as predicted) and in characterize alike
+    from traincast.analysis.whatif import whatif
+    from traincast.hardware.catalog import load_catalog
+    from traincast.predict import predict_table
+    from traincast.resolve import NOT_FINITE
+
+    cols = {"job_id": np.array(["tiny", "half"], dtype=object),
+            "architecture": np.array(["1w1g", "1w1g"], dtype=object),
+            "n_gpus": np.array([1e-300, 0.5]),
+            "gpu_type": np.array(["V100", "V100"], dtype=object),
+            "flops_compute_bound": np.array([1e12, 1e12]),
+            "bytes_memory_bound": np.array([1e9, 1e9]), "weight_bytes": np.array([1e8, 1e8])}
+    cat = load_catalog()
+    bd = predict_table(cols, cat)
+    assert list(bd.reason) == [NOT_FINITE, OK]
+    assert np.isnan(bd.total[0]) and np.isfinite(bd.total[1])
+    out = whatif(cols, ["eth100"], cat)
+    assert out["unpredicted"] == {REASONS[NOT_FINITE]: 1}
+    assert out["summary"]["predicted"] == out["summary"]["applied"] == 1

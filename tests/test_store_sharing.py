@@ -166,3 +166,19 @@ def test_slurm_unknown_times_are_missing_not_bad(tmp_path: Path) -> None:
                  "b,0,Unknown,Unknown,PENDING,1w1g,1,V100\nc,0,0,100,COMPLETED,1w1g,1,V100\n")
     report = Store(tmp_path / "s.duckdb").ingest(f)
     assert (report["jobs"], report["bad_rows"], report["flags"]["censored"]) == (3, 0, 2)
+
+
+def test_open_errors_are_said_for_their_cause(tmp_path: Path) -> None:
+    # DuckDB's messages for a read-only file system and an unreadable file, as it words them
+    import duckdb
+
+    from traincast.trace.store import _open_error
+
+    ro = duckdb.IOException('IO Error: Cannot open file "x.duckdb": Read-only file system')
+    e = _open_error(tmp_path / "x.duckdb", ro, write=True)
+    assert "cannot write the job store (read-only file system)" in str(e)
+    assert "still work" in e.hint
+    denied = duckdb.IOException('IO Error: Cannot open file "x.duckdb": Permission denied')
+    e = _open_error(tmp_path / "x.duckdb", denied, write=False)
+    assert "cannot read the job store (permission denied)" in str(e)
+    assert "written by traincast ingest" not in e.hint

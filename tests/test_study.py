@@ -585,3 +585,15 @@ def test_eth100_says_why_network_jobs_gain_nothing(tmp_path: Path) -> None:
     said = [x for x in study(trace, tmp_path / "o2", report=False, workload="resnet50")
             ["summary"]["sentences"] if "100 Gbit" in x]
     assert "on average over the 1 job that uses the network" in said[0]
+
+
+def test_eth100_on_unknown_nodes_says_no_prediction(tmp_path: Path) -> None:
+    # the network job runs on a node the catalog does not know: it has no prediction, which the
+    # finding says (not that its NIC is fast already)
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,node,architecture,start_time_s,end_time_s\n"
+                     "a,16,V100-SXM2-16GB,node-48,allreduce-cluster,0,3600\n"
+                     "b,1,V100-SXM2-16GB,,1w1g,0,100\n")
+    said = [x for x in study(trace, tmp_path / "o", report=False, workload="resnet50")
+            ["summary"]["sentences"] if "100 Gbit" in x]
+    assert "1 job of this trace that uses the network (none of them has a prediction)" in said[0]

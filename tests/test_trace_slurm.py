@@ -69,3 +69,20 @@ def test_a_sacct_file_given_as_csv_is_pointed_to_slurm(tc, tmp_path: Path) -> No
     # 5 jobs, 16 + 1 + 2 + 0 + 12 GPUs; the A100 and H100 types known to the catalog
     assert out["jobs"] == 5 and out["gpus"] == 31
     assert out["unknown_gpu_types"] == {}
+
+
+def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
+    head = "JobID|State|Submit|Start|End|AllocTRES\n"
+    times = "COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:00|2024-01-01T01:00:00"
+    # the GRES form (gpu:TYPE:N) in a TRES column: a bad row, not a CPU job
+    f = tmp_path / "gres.txt"
+    f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=4,gres/gpu:a100:2\n")
+    report = Store(tmp_path / "a.duckdb").ingest(f, "slurm")
+    assert (report["jobs"], report["bad_rows"]) == (1, 1)
+    assert (report["errors"][0]["row"], report["errors"][0]["field"]) == (2, "alloctres")
+    # no TRES list names gres/gpu: every job a CPU job, and a note says why that may be wrong
+    f = tmp_path / "cpu.txt"
+    f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=8\n")
+    report = Store(tmp_path / "b.duckdb").ingest(f, "slurm")
+    assert report["flags"]["zero_gpu"] == 2
+    assert [n["count"] for n in report["notes"] if "AccountingStorageTRES" in n["note"]] == [2]

@@ -439,6 +439,8 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
     strategy = catalog.compute if strategy == "auto" else strategy
     bd = evaluate(r, catalog, overlap, strategy, Strings(np.zeros(r.size, np.int32), ("job",)),
                   lambda _: profile)
+    if bd.reason is not None and (lost := np.flatnonzero(bd.reason != OK)).size:
+        raise explain(replace(r, reason=bd.reason), int(lost[0]), cols, catalog)
     out = _prediction(bd, r, catalog, arch, overlap, amp, hierarchical, nic, intra, pcie,
                       strategy)
     out.hardware["node_assumed"] = node_assumed(catalog, gpu, node)

@@ -86,7 +86,7 @@ the ops one step issues, optional, NaN when not known)."""
 def fallback_node(catalog: Catalog, default_node: str | None = None) -> str:
     """The node of a job that names neither a node nor a GPU type: ``default_node`` (the
     caller's), else the catalog's ``[defaults] node``, else :data:`DEFAULT_NODE`."""
-    return default_node or catalog.default_node or DEFAULT_NODE
+    return default_node or catalog.fallback_node or DEFAULT_NODE
 
 
 def reason_counts(reason: NDArray[np.integer]) -> dict[str, int]:

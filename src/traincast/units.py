@@ -102,8 +102,8 @@ def fmt_x(x: float | None, missing: str = "-") -> str:
 
 
 def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
-    """A number for a table: rounded to ``digits`` significant digits, never an exponent
-    (``0.0914``, ``17.6``, ``1.5``; a whole number with thousands separators from ``10 **
+    """A number for a table: rounded to ``digits`` significant digits, no exponent from 1e-6
+    on (``0.0914``, ``17.6``, ``1.5``; a whole number with thousands separators from ``10 **
     digits`` on, ``123,000``; ``0.0000500`` below 1e-4) down to 1e-6, an exponent below
     (``1.00e-300``: not three hundred zeros); ``missing`` for None or a non-finite ``x``."""
     if x is None or not math.isfinite(x):
@@ -148,6 +148,14 @@ def join_words(items: Iterable[object], last: str = "and") -> str:
     one item alone, none as ``''``."""
     words = [str(x) for x in items]
     return ", ".join(words[:-1]) + f" {last} " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def first_of(texts: Iterable[object], shown: int = 5) -> str:
+    """The first ``shown`` texts, comma-separated, and how many more (``'a, b and 3 more'``):
+    a list of names cut for a sentence."""
+    words = [str(t) for t in texts]
+    more = f" and {len(words) - shown:,} more" if len(words) > shown else ""
+    return ", ".join(words[:shown]) + more
 
 
 def plural(n: float, word: str) -> str:

@@ -51,6 +51,7 @@ from traincast.predict import predict_table
 from traincast.resolve import BAD_HARDWARE, NO_FEATURES, REASONS, fallback_node, reason_counts
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import FLAG_COLUMNS
+from traincast.units import first_of
 
 F = NDArray[np.float64]
 QUANTILES = np.round(np.linspace(0.0, 1.0, 101), 2)
@@ -119,9 +120,9 @@ def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str,
     for reason, n in unpredicted.items():
         part = f"{n:,} {reason}"
         if reason == REASONS[BAD_HARDWARE] and (unknown_types or nodes):
-            named = [f"GPU type{'s' * (len(unknown_types) > 1)} {_some(unknown_types)}"
+            named = [f"GPU type{'s' * (len(unknown_types) > 1)} {first_of(unknown_types)}"
                      if unknown_types else "",
-                     f"node{'s' * (len(nodes) > 1)} {_some(nodes)}" if nodes else ""]
+                     f"node{'s' * (len(nodes) > 1)} {first_of(nodes)}" if nodes else ""]
             part += f": {' and '.join(x for x in named if x)} not in the catalog"
         elif reason == REASONS[NO_FEATURES]:
             part += ": no feature columns, no workload the zoo knows"
@@ -131,12 +132,6 @@ def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str,
                    + [UNKNOWN_NODE_FIX] * bool(nodes and hardware))
     return "; ".join(parts), fix
 
-
-def _some(names: Mapping[str, int], shown: int = 5) -> str:
-    """The first ``shown`` names, and how many more."""
-    first = list(names)[:shown]
-    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
-    return ", ".join(first) + more
 
 
 def _group_result(acc: dict[str, F], order: tuple[str, ...] = ()
@@ -368,7 +363,7 @@ class Characterization:
         node = fallback_node(self.catalog)
         nd = self.catalog.nodes.get(node)
         return {"jobs": self.default_hardware, "node": node,
-                "set_by_catalog": self.catalog.default_node is not None,
+                "set_by_catalog": self.catalog.fallback_node is not None,
                 **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}
                    if nd is not None else {})}
 

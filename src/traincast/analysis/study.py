@@ -148,7 +148,8 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
                          f"({why})." + (f" {fix}" if fix else ""))
     sentences += _nvlink_finding(scen.get("nvlink-allreduce"), nums)
     total = int(char.get("jobs") or 0)
-    sentences += _eth100_finding(scen.get("eth100"), nums, total)
+    sentences += _eth100_finding(scen.get("eth100"), nums, total,
+                                 bd.get("by_architecture", {}))
     sentences += _speedup_findings(scen, nums, total)
     sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total)
     return {"sample": sample, "sentences": sentences, "numbers": nums}
@@ -195,20 +196,22 @@ NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
 
 
 def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
-                    total: int) -> list[str]:
+                    total: int, predicted: dict[str, Any] | None = None) -> list[str]:
     """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network and
     run on a slower NIC (the scenario upgrades only those), against the paper's, and over
     every job with a prediction (:func:`over_jobs`); its numbers go into ``nums``. With none
-    upgraded, the scenario's jobs of those architectures say why: there are none, their NICs
-    are as fast already (not matched), or none has a prediction."""
+    upgraded, the scenario's jobs of those architectures and ``predicted`` (the
+    characterization's breakdown by architecture: the jobs with a prediction) say why: there
+    are none, none has a prediction, or their NICs are as fast already."""
     if not eth:
         return []
     net, k = _pooled_mean(eth, NETWORK_ARCHS)
-    rows = [eth.get("by_architecture", {}).get(a) or {} for a in NETWORK_ARCHS]
-    on_net = sum(int(r.get("jobs") or 0) for r in rows)
-    matched = sum(int(r.get("matched") or 0) for r in rows)
-    why = ("their NICs are 100 Gbit/s or faster already" if not matched else
-           "none of them has a prediction")
+    on_net = sum(int((eth.get("by_architecture", {}).get(a) or {}).get("jobs") or 0)
+                 for a in NETWORK_ARCHS)
+    timed = sum(int((predicted or {}).get(a, {}).get("jobs") or 0) for a in NETWORK_ARCHS)
+    why = ("none of them has a prediction" if not timed else
+           "their NICs are 100 Gbit/s or faster already" if timed == on_net else
+           "their NICs are 100 Gbit/s or faster already, or they have no prediction")
     nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
                  "eth100_mean_speedup_all": eth.get("mean_speedup"),
                  "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})

@@ -193,8 +193,8 @@ def predict(
     = None,
     node: Annotated[str | None, typer.Option(
         help="Node preset (traincast hardware list; default: the --gpu's own node preset, else "
-             f"a --catalog file's [defaults] node, else {DEFAULT_NODE}; dgx-a100 with --arch "
-             "hybrid).")] = None,
+             f"a --catalog file's [defaults] node, else {DEFAULT_NODE}, or dgx-a100 with "
+             "--arch hybrid).")] = None,
     gpu: Annotated[str | None, typer.Option(
         help="GPU or alias, overriding the node's (default: the node's).")] = None,
     nic: Annotated[str | None, typer.Option(
@@ -331,7 +331,8 @@ def predict(
             raise TraincastError(f"--gpus {gpus} must equal dp x tp x pp x cp = {n_gpus}",
                                  hint="leave out --gpus (--arch hybrid counts dp x tp x pp x "
                                       "cp), or change --dp, --tp, --pp or --cp")
-        node_name = node or (cat.default_node_of(gpu) if gpu else "") or "dgx-a100"
+        node_name = node or (cat.default_node_of(gpu) if gpu else "") or cat.fallback_node \
+            or "dgx-a100"
         result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,

@@ -46,7 +46,7 @@ from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
 from traincast.trace.store import DEFAULT_DB, format_errors, source_labels
-from traincast.units import fmt_amount, fmt_pct, plural
+from traincast.units import first_of, fmt_amount, fmt_pct, plural
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", "-f", help=f"Trace format: {', '.join(FORMATS)} (mapping rules: docs/traces.md). "
@@ -484,11 +484,9 @@ def print_characterization(r: dict[str, Any]) -> None:
                 f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())
                 + ". " + UNKNOWN_GPU_FIX, style="yellow"))
         if key == "by_gpu_type" and r.get("unknown_nodes"):
-            console.print(Text("nodes not in the catalog: " + ", ".join(
-                f"{name} ({plural(n, 'job')})" for name, n in
-                list(r["unknown_nodes"].items())[:10])
-                + (f" and {len(r['unknown_nodes']) - 10:,} more" if len(r["unknown_nodes"]) > 10
-                   else "") + ". " + UNKNOWN_NODE_FIX, style="yellow"))
+            console.print(Text("nodes not in the catalog: " + first_of(
+                (f"{name} ({plural(n, 'job')})" for name, n in r["unknown_nodes"].items()), 10)
+                + ". " + UNKNOWN_NODE_FIX, style="yellow"))
         for name, row in r[key].items():
             if row.get("assumed"):
                 console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,14 @@ def evaluate_columns(cols: Columns, catalog: Catalog, overlap: float = 0.0,
                      **overrides: Any) -> tuple[Breakdown, Resolved]:
     """Resolve a job table once and evaluate it: the breakdown and the resolved rows (a row
     whose workload has a per-op table, ``ops_of(workload)``: by default a shipped one, is
-    priced op by op, as ``predict_table``)."""
+    priced op by op, as ``predict_table``). The rows carry the breakdown's reasons, so a row
+    whose time is not finite (``NOT_FINITE``) is unpredicted for every caller alike."""
     amp = bool(overrides.pop("amp", False))
     r = resolve(cols, catalog, amp=amp, hierarchical=hierarchical, **overrides)
-    return evaluate(r, catalog, overlap, workload=cols["workload"], ops_of=ops_of), r
+    bd = evaluate(r, catalog, overlap, workload=cols["workload"], ops_of=ops_of)
+    if bd.reason is not None and bd.reason is not r.reason:
+        r = replace(r, reason=bd.reason)
+    return bd, r
 
 
 def base_breakdown(cols: Columns, catalog: Catalog, overlap: float = 0.0,

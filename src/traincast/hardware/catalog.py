@@ -270,7 +270,7 @@ class Catalog:
     """Aliases that are a guess, with why (``[alias_assumed]``: a trace's undisclosed model
     priced as the nearest public part), said wherever the alias is used."""
     files: list[str] = field(default_factory=list)
-    default_node: str | None = None
+    fallback_node: str | None = None
     """``[defaults] node``: the node preset of trace jobs that name neither a node nor a GPU
     type (None: ``traincast.resolve.DEFAULT_NODE``, the paper's PAI node)."""
     compute: str = "auto"  # the compute strategy for every GPU (COMPUTE_STRATEGIES)
@@ -828,7 +828,7 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
             raise CatalogError(f"{path}: [defaults] node {node!r} is no node preset",
                                hint=f"{did_you_mean(node, cat.nodes)}traincast hardware list "
                                     "names them; a [node.NAME] entry in the file adds one")
-        cat.default_node = node
+        cat.fallback_node = node
     cat.files = [path for path, _ in sources]
     cat.compute = compute
     return cat

@@ -342,6 +342,10 @@ def _open_error(path: Path, exc: BaseException, write: bool) -> TraincastError:
                               hint="commands that only read the store (characterize, whatif, "
                                    "sources without --drop) still work; copy it elsewhere to "
                                    "change it")
+    if "Permission denied" in text:
+        return TraincastError(f"{path}: cannot read the job store (permission denied)",
+                              hint="check the file's permissions, or copy it where you can "
+                                   "read it")
     return TraincastError(f"{path}: cannot open the job store: {text.splitlines()[0]}",
                           hint="--db names a DuckDB file written by traincast ingest "
                                "(or a new file in an existing directory)")
