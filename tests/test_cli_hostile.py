@@ -204,7 +204,7 @@ def test_a_full_disk_during_a_command_is_one_line_naming_the_file(tc, tmp_path: 
                                                                   monkeypatch) -> None:
     import traincast.trace.sample as sample
 
-    def half(table, path) -> None:  # noqa: ANN001
+    def half(table, path, kind=None) -> None:  # noqa: ANN001
         Path(path).write_bytes(b"job_id\n")
         raise _enospc(path)
 
