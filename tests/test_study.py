@@ -597,3 +597,18 @@ def test_eth100_on_unknown_nodes_says_no_prediction(tmp_path: Path) -> None:
     said = [x for x in study(trace, tmp_path / "o", report=False, workload="resnet50")
             ["summary"]["sentences"] if "100 Gbit" in x]
     assert "1 job of this trace that uses the network (none of them has a prediction)" in said[0]
+
+
+def test_workloads_no_profile_prices_are_named(tmp_path: Path) -> None:
+    # an Acme-like trace whose workload column holds stages, not models: the jobs have no
+    # features, and the sentence names the stages
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s,workload\n"
+                     "a,8,A100,0,3600,Pretrain\nb,8,A100,0,3600,Pretrain\nc,1,A100,0,60,SFT\n"
+                     "d,1,A100,0,60,resnet50\n")
+    result = study(trace, tmp_path / "o", report=False)
+    said = result["summary"]["sentences"][1]
+    assert said.startswith("3 jobs have no prediction (3 features missing: no feature "
+                           "columns, no workload the zoo knows (Pretrain, SFT))"), said
+    char = json.loads((tmp_path / "o" / "characterize.json").read_text())
+    assert char["unknown_workloads"] == {"Pretrain": 2, "SFT": 1}

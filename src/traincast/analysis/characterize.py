@@ -110,11 +110,13 @@ UNKNOWN_NODE_FIX = ("A node column names a node preset of the catalog (traincast
 
 
 def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str, int],
-                     unknown_nodes: Mapping[str, int] | None = None) -> tuple[str, str]:
+                     unknown_nodes: Mapping[str, int] | None = None,
+                     unknown_workloads: Mapping[str, int] | None = None) -> tuple[str, str]:
     """Why jobs got no prediction: ``(reasons, fix)``, each reason of ``unpredicted``
     (``resolve.REASONS`` -> jobs) with its count, the GPU types and nodes the catalog does not
-    know (``unknown_gpu_types``, ``unknown_nodes``: the first 5 of each) named beside theirs,
-    and what to do about them ('' when none); ``("", "")`` when every job has one."""
+    know (``unknown_gpu_types``, ``unknown_nodes``: the first 5 of each) and the workloads no
+    profile prices (``unknown_workloads``) named beside theirs, and what to do about them
+    ('' when none); ``("", "")`` when every job has one."""
     parts = []
     nodes = dict(unknown_nodes or {})
     for reason, n in unpredicted.items():
@@ -125,7 +127,8 @@ def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str,
                      f"node{'s' * (len(nodes) > 1)} {first_of(nodes)}" if nodes else ""]
             part += f": {' and '.join(x for x in named if x)} not in the catalog"
         elif reason == REASONS[NO_FEATURES]:
-            part += ": no feature columns, no workload the zoo knows"
+            part += ": no feature columns, no workload the zoo knows" + (
+                f" ({first_of(unknown_workloads)})" if unknown_workloads else "")
         parts.append(part)
     hardware = REASONS[BAD_HARDWARE] in unpredicted
     fix = " ".join([UNKNOWN_GPU_FIX] * bool(unknown_types and hardware)
@@ -272,6 +275,7 @@ class Characterization:
         self.heavy = np.zeros(4)  # comm > 80%, data I/O > 50%, Σ utilization, its jobs
         self.unpredicted: dict[str, int] = {}
         self.nodes: dict[str, int] = {}  # jobs with GPUs per node name the trace gives
+        self.workloads_unknown: dict[str, int] = {}  # jobs per workload no profile prices
 
     def add(self, jobs: pa.Table | Mapping[str, Any],
             breakdown: Breakdown | None = None) -> Characterization:
@@ -328,6 +332,13 @@ class Characterization:
             bd = predict_table(cols, self.catalog, overlap=self.overlap)
         total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
         known = np.isfinite(total) & (total > 0) & (gpus > 0)
+        if bd.reason is not None and "workload" in cols:  # the workloads no profile prices
+            codes, names = _labels(cols, "workload", len(total))
+            lost = np.asarray(bd.reason).reshape(-1) == NO_FEATURES
+            for name, k in zip(names, np.bincount(codes[lost], minlength=len(names)).tolist(),
+                               strict=True):
+                if k and name != "unknown":
+                    self.workloads_unknown[name] = self.workloads_unknown.get(name, 0) + k
         for k, v in reason_counts(bd.reason).items():
             self.unpredicted[k] = self.unpredicted.get(k, 0) + v
         if not known.any():
@@ -379,7 +390,8 @@ class Characterization:
         for mine, theirs in ((self.flags, other.flags), (self.arch, other.arch),
                              (self.types, other.types), (self.gpus_per_job, other.gpus_per_job),
                              (self.bd, other.bd), (self.unpredicted, other.unpredicted),
-                             (self.nodes, other.nodes)):
+                             (self.nodes, other.nodes),
+                             (self.workloads_unknown, other.workloads_unknown)):
             for key, v in theirs.items():
                 mine[key] = mine[key] + v if key in mine else v
         self.durations.merge(other.durations)
@@ -420,6 +432,8 @@ class Characterization:
                 row["assumed"] = guesses[name.lower()]
         out["unknown_gpu_types"] = {name: row["jobs"] for name, row in out["by_gpu_type"].items()
                                     if row["gpu"] is None and name != "unknown"}
+        out["unknown_workloads"] = dict(sorted(self.workloads_unknown.items(),
+                                               key=lambda kv: (-kv[1], kv[0])))
         out["unknown_nodes"] = {name: k for name, k in sorted(
             self.nodes.items(), key=lambda kv: (-kv[1], kv[0])) if name not in self.catalog.nodes}
         if self.n and self.has_arch:

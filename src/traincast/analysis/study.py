@@ -130,7 +130,7 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         return {"sample": sample, "sentences": sentences, "numbers": nums}
     unpredicted = bd.get("unpredicted", {})
     why, fix = unpredicted_text(unpredicted, char.get("unknown_gpu_types", {}),
-                                char.get("unknown_nodes", {}))
+                                char.get("unknown_nodes", {}), char.get("unknown_workloads", {}))
     if not bd.get("jobs"):
         why = why or "no job uses a GPU"
         sentences.append(f"None of the {char.get('jobs', 0):,} jobs has a prediction ({why}), so "

@@ -511,6 +511,11 @@ def print_characterization(r: dict[str, Any]) -> None:
                       "running time is a lower bound) left out of the duration", highlight=False)
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
+    if r.get("unknown_workloads"):
+        console.print(Text("workloads the zoo does not know: " + first_of(
+            (f"{name} ({plural(n, 'job')})" for name, n in r["unknown_workloads"].items()), 10)
+            + " (traincast zoo list names the known ones: give a workload column of those "
+            "names, or feature columns; docs/traces.md)", style="dim"))
     if not b.get("jobs"):
         console.print("[dim]no job has a prediction" + (" (not predicted: above)" if
                                                         b.get("unpredicted") else
