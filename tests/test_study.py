@@ -569,34 +569,37 @@ def test_study_names_the_nodes_the_catalog_does_not_know(tmp_path: Path) -> None
     assert char["unknown_nodes"] == {"node-48": 2, "node-7": 1}
 
 
+ETH_HEAD = "job_id,n_gpus,gpu_type,node,architecture,start_time_s,end_time_s\n"
+
+
+def _eth100_sentence(tmp_path: Path, rows: str, out: str) -> str:
+    """The study's 25 -> 100 Gbit finding on a trace of ``rows`` (resnet50 for every job)."""
+    trace = tmp_path / f"{out}.csv"
+    trace.write_text(ETH_HEAD + rows)
+    said = [x for x in study(trace, tmp_path / out, report=False, workload="resnet50")
+            ["summary"]["sentences"] if "100 Gbit" in x]
+    assert len(said) == 1
+    return said[0]
+
+
 def test_eth100_says_why_network_jobs_gain_nothing(tmp_path: Path) -> None:
     # an AllReduce job across DGX A100 nodes (InfiniBand HDR, 200 Gbit/s) and one across
     # 25 Gbit Ethernet V100 nodes: the scenario upgrades the second only
-    trace = tmp_path / "t.csv"
-    head = "job_id,n_gpus,gpu_type,node,architecture,start_time_s,end_time_s\n"
     ib = "a,16,A100-SXM4-80GB,dgx-a100,allreduce-cluster,0,3600\n"
-    trace.write_text(head + ib)
-    said = [x for x in study(trace, tmp_path / "o1", report=False, workload="resnet50")
-            ["summary"]["sentences"] if "100 Gbit" in x]
-    assert said and said[0].startswith(
+    assert _eth100_sentence(tmp_path, ib, "o1").startswith(
         "25 → 100 Gbit Ethernet gives nothing to the 1 job of this trace that uses the network "
         "(their NICs are 100 Gbit/s or faster already)")
-    trace.write_text(head + ib + "b,16,V100-SXM2-16GB,pai-v100-nvlink,allreduce-cluster,0,3600\n")
-    said = [x for x in study(trace, tmp_path / "o2", report=False, workload="resnet50")
-            ["summary"]["sentences"] if "100 Gbit" in x]
-    assert "on average over the 1 job that uses the network" in said[0]
+    eth = "b,16,V100-SXM2-16GB,pai-v100-nvlink,allreduce-cluster,0,3600\n"
+    assert "on average over the 1 job that uses the network" in _eth100_sentence(
+        tmp_path, ib + eth, "o2")
 
 
 def test_eth100_on_unknown_nodes_says_no_prediction(tmp_path: Path) -> None:
     # the network job runs on a node the catalog does not know: it has no prediction, which the
     # finding says (not that its NIC is fast already)
-    trace = tmp_path / "t.csv"
-    trace.write_text("job_id,n_gpus,gpu_type,node,architecture,start_time_s,end_time_s\n"
-                     "a,16,V100-SXM2-16GB,node-48,allreduce-cluster,0,3600\n"
-                     "b,1,V100-SXM2-16GB,,1w1g,0,100\n")
-    said = [x for x in study(trace, tmp_path / "o", report=False, workload="resnet50")
-            ["summary"]["sentences"] if "100 Gbit" in x]
-    assert "1 job of this trace that uses the network (none of them has a prediction)" in said[0]
+    said = _eth100_sentence(tmp_path, "a,16,V100-SXM2-16GB,node-48,allreduce-cluster,0,3600\n"
+                                      "b,1,V100-SXM2-16GB,,1w1g,0,100\n", "o")
+    assert "1 job of this trace that uses the network (none of them has a prediction)" in said
 
 
 def test_workloads_no_profile_prices_are_named(tmp_path: Path) -> None:

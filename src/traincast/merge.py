@@ -166,12 +166,9 @@ def _labels(specs: list[str]) -> list[str]:
     out: list[str] = []
     for s in specs:
         label, k = s, 1
-        while label in out:
+        while label in out or (k > 1 and label in taken):
             k += 1
             label = f"{s}#{k}"
-            while label in taken and label != s:
-                k += 1
-                label = f"{s}#{k}"
         out.append(label)
     return out
 

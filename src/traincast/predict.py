@@ -286,20 +286,16 @@ def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: 
         flop, mem, idle = compute_s(r, catalog, strategy, workload, ops_of)
         parts = {"data_io": data_time_s(r.input_bytes, r.pcie_bps), "compute_flop": flop,
                  "compute_mem": mem, "comm": comm_s(r)}
-    reason = r.reason
     with np.errstate(invalid="ignore", over="ignore"):
-        lost = (reason == OK) & ~np.isfinite(
-            np.asarray(total_time_s(parts["data_io"], parts["compute_flop"]
-                                    + parts["compute_mem"], parts["comm"], overlap)))
-    if lost.any():
-        reason = np.where(lost, NOT_FINITE, reason).astype(r.reason.dtype)
+        total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
+                             parts["comm"], overlap)
+    reason = np.where((r.reason == OK) & ~np.isfinite(total), NOT_FINITE,
+                      r.reason).astype(r.reason.dtype)
     bad = reason != OK
     if bad.any():
         parts = {c: np.where(bad, np.nan, v) for c, v in parts.items()}
-    total = total_time_s(parts["data_io"], parts["compute_flop"] + parts["compute_mem"],
-                         parts["comm"], overlap)
-    if idle is not None and bad.any():
-        idle = np.where(bad, np.nan, idle)
+        total = np.where(bad, np.nan, total)
+        idle = None if idle is None else np.where(bad, np.nan, idle)
     return Breakdown(**parts, total=total, reason=reason, idle=idle)
 
 

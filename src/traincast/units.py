@@ -102,10 +102,10 @@ def fmt_x(x: float | None, missing: str = "-") -> str:
 
 
 def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
-    """A number for a table: rounded to ``digits`` significant digits, no exponent from 1e-6
-    on (``0.0914``, ``17.6``, ``1.5``; a whole number with thousands separators from ``10 **
-    digits`` on, ``123,000``; ``0.0000500`` below 1e-4) down to 1e-6, an exponent below
-    (``1.00e-300``: not three hundred zeros); ``missing`` for None or a non-finite ``x``."""
+    """A number for a table: rounded to ``digits`` significant digits (``0.0914``, ``17.6``,
+    ``1.5``; a whole number with thousands separators from ``10 ** digits`` on, ``123,000``;
+    ``0.0000500`` below 1e-4, no exponent down to 1e-6; below that an exponent, ``1.00e-300``,
+    not three hundred zeros); ``missing`` for None or a non-finite ``x``."""
     if x is None or not math.isfinite(x):
         return missing
     r = float(f"{x:.{digits}g}")  # rounded first: 999.7 is 1,000, not 1e+03

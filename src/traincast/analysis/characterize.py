@@ -136,6 +136,20 @@ def unpredicted_text(unpredicted: Mapping[str, int], unknown_types: Mapping[str,
     return "; ".join(parts), fix
 
 
+def _count_names(acc: dict[str, int], codes: NDArray[np.int64], names: list[str],
+                 where: NDArray[np.bool_]) -> None:
+    """Add to ``acc`` the rows ``where`` holds, per label (:func:`_labels`' codes and names;
+    ``unknown``, no value, left out)."""
+    per = np.bincount(codes[where], minlength=len(names))
+    for name, k in zip(names, per.tolist(), strict=True):
+        if k and name != "unknown":
+            acc[name] = acc.get(name, 0) + k
+
+
+def _most_first(counts: Mapping[str, int]) -> dict[str, int]:
+    """``{name: count}`` ordered by count, largest first (ties by name)."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
 
 def _group_result(acc: dict[str, F], order: tuple[str, ...] = ()
                   ) -> dict[str, dict[str, float]]:
@@ -311,10 +325,7 @@ class Characterization:
         _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
                     gpus, gpu_time)
         _add_groups(self.types, type_codes, type_names, np.ones(n), gpus, gpu_time)
-        per_node = np.bincount(node_codes[gpus_raw > 0], minlength=len(node_names))
-        for name, k in zip(node_names, per_node.tolist(), strict=True):
-            if k and name != "unknown":
-                self.nodes[name] = self.nodes.get(name, 0) + k
+        _count_names(self.nodes, node_codes, node_names, gpus_raw > 0)
         finite = gpus_raw[np.isfinite(gpus_raw)]
         values, counts = np.unique(finite, return_counts=True)
         for v, c in zip(values.tolist(), counts.tolist(), strict=True):
@@ -333,12 +344,8 @@ class Characterization:
         total = np.asarray(bd.total, dtype=np.float64).reshape(-1)
         known = np.isfinite(total) & (total > 0) & (gpus > 0)
         if bd.reason is not None and "workload" in cols:  # the workloads no profile prices
-            codes, names = _labels(cols, "workload", len(total))
-            lost = np.asarray(bd.reason).reshape(-1) == NO_FEATURES
-            for name, k in zip(names, np.bincount(codes[lost], minlength=len(names)).tolist(),
-                               strict=True):
-                if k and name != "unknown":
-                    self.workloads_unknown[name] = self.workloads_unknown.get(name, 0) + k
+            _count_names(self.workloads_unknown, *_labels(cols, "workload", len(total)),
+                         np.asarray(bd.reason).reshape(-1) == NO_FEATURES)
         for k, v in reason_counts(bd.reason).items():
             self.unpredicted[k] = self.unpredicted.get(k, 0) + v
         if not known.any():
@@ -432,10 +439,9 @@ class Characterization:
                 row["assumed"] = guesses[name.lower()]
         out["unknown_gpu_types"] = {name: row["jobs"] for name, row in out["by_gpu_type"].items()
                                     if row["gpu"] is None and name != "unknown"}
-        out["unknown_workloads"] = dict(sorted(self.workloads_unknown.items(),
-                                               key=lambda kv: (-kv[1], kv[0])))
-        out["unknown_nodes"] = {name: k for name, k in sorted(
-            self.nodes.items(), key=lambda kv: (-kv[1], kv[0])) if name not in self.catalog.nodes}
+        out["unknown_workloads"] = _most_first(self.workloads_unknown)
+        out["unknown_nodes"] = {name: k for name, k in _most_first(self.nodes).items()
+                                if name not in self.catalog.nodes}
         if self.n and self.has_arch:
             out["breakdown"] = self._breakdown_result()
         return out

@@ -463,6 +463,17 @@ def group_table(groups: dict[str, dict[str, Any]], title: str) -> Table:
     return t
 
 
+def _print_named(title: str, counts: dict[str, int] | None, tail: str, style: str,
+                 shown: int | None = 10) -> None:
+    """One line naming what a characterization could not price, each with its jobs
+    (``title: A (2 jobs), B (1 job)`` and ``tail``; the first ``shown``, None: all); nothing
+    when ``counts`` is empty."""
+    if counts:
+        named = [f"{name} ({plural(n, 'job')})" for name, n in counts.items()]
+        console.print(Text(f"{title}: {first_of(named, shown or len(named))}{tail}",
+                           style=style))
+
+
 def print_characterization(r: dict[str, Any]) -> None:
     """The characterization as rich tables."""
     console.print(f"[bold]{r['jobs']:,} jobs[/bold], {fmt_amount(r['gpus'])} GPUs requested, "
@@ -479,14 +490,11 @@ def print_characterization(r: dict[str, Any]) -> None:
         else:  # no job with GPUs: no table of none
             console.print(f"{title}: none ({'no job uses a GPU' if r['jobs'] else 'no job'})",
                           highlight=False)
-        if key == "by_gpu_type" and r.get("unknown_gpu_types"):
-            console.print(Text("not in the catalog: " + ", ".join(
-                f"{name} ({plural(n, 'job')})" for name, n in r["unknown_gpu_types"].items())
-                + ". " + UNKNOWN_GPU_FIX, style="yellow"))
-        if key == "by_gpu_type" and r.get("unknown_nodes"):
-            console.print(Text("nodes not in the catalog: " + first_of(
-                (f"{name} ({plural(n, 'job')})" for name, n in r["unknown_nodes"].items()), 10)
-                + ". " + UNKNOWN_NODE_FIX, style="yellow"))
+        if key == "by_gpu_type":
+            _print_named("not in the catalog", r.get("unknown_gpu_types"),
+                         f". {UNKNOWN_GPU_FIX}", "yellow", shown=None)
+            _print_named("nodes not in the catalog", r.get("unknown_nodes"),
+                         f". {UNKNOWN_NODE_FIX}", "yellow")
         for name, row in r[key].items():
             if row.get("assumed"):
                 console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",
@@ -511,11 +519,9 @@ def print_characterization(r: dict[str, Any]) -> None:
                       "running time is a lower bound) left out of the duration", highlight=False)
     b = r["breakdown"]
     print_unpredicted(b.get("unpredicted", {}))
-    if r.get("unknown_workloads"):
-        console.print(Text("workloads the zoo does not know: " + first_of(
-            (f"{name} ({plural(n, 'job')})" for name, n in r["unknown_workloads"].items()), 10)
-            + " (traincast zoo list names the known ones: give a workload column of those "
-            "names, or feature columns; docs/traces.md)", style="dim"))
+    _print_named("workloads the zoo does not know", r.get("unknown_workloads"),
+                 " (traincast zoo list names the known ones: give a workload column of those "
+                 "names, or feature columns; docs/traces.md)", "dim")
     if not b.get("jobs"):
         console.print("[dim]no job has a prediction" + (" (not predicted: above)" if
                                                         b.get("unpredicted") else

@@ -839,7 +839,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         report.setdefault("replaced", []).extend(
             {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
              "mapping": json.loads(o.mapping), "jobs": o.rows} for o in gone)
-    if twin and not all(Path(f).is_file() for f in json.loads(twin.files)):
+    if twin and file_state(json.loads(twin.files), twin.fingerprint) == "missing":
         # the stored copy's files are gone (moved or renamed): the source now names these
         con.execute("UPDATE sources SET files = ?, fingerprint = ? WHERE source_id = ?",
                     [files_json, fp, twin.source_id])

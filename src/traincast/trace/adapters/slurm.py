@@ -26,7 +26,7 @@ Censored: State RUNNING/PENDING (any case), or a start without an end.
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`):
 NNodes that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`; a TRES list
 naming ``gres/gpu`` without a count read here (the GRES form ``gres/gpu:a100:2``). A file whose
-TRES lists never name ``gres/gpu`` is read as CPU jobs, said in the notes (Slurm records GPUs
+AllocTRES lists never name ``gres/gpu`` is read as CPU jobs, said in the notes (Slurm records GPUs
 in AllocTRES only where ``AccountingStorageTRES`` lists ``gres/gpu``).
 """
 
@@ -47,7 +47,6 @@ from traincast.trace.adapters.base import (
     num,
     present,
     q,
-    source_columns,
     table_relation,
     text,
     ts,
@@ -122,11 +121,9 @@ def _checks(cols: list[str]) -> list[Check]:
                     f"a count from 0 to {COUNT_MAX:,}", n)]
 
 
-def _jobs(path: Path | str) -> str:
-    """The file's rows without its job steps (``_row``: the file's own row numbers); ``path``
-    a file, or a relation of it already."""
-    rel = table_relation(path) if isinstance(path, Path) else path
-    return f"(SELECT * FROM {rel} WHERE NOT COALESCE({STEP}, FALSE))"
+def _jobs(path: Path) -> str:
+    """The file's rows without its job steps (``_row``: the file's own row numbers)."""
+    return f"(SELECT * FROM {table_relation(path)} WHERE NOT COALESCE({STEP}, FALSE))"
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
@@ -135,15 +132,16 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                      lambda fields, _: unfinished(fields), relation=_jobs,
                      probe=table_relation, checks_of=_checks)
     for plan in out:
-        rel = table_relation(Path(plan.file))
-        steps = f"SELECT count(*) FROM {rel} WHERE {STEP}"
+        path = Path(plan.file)
+        steps = f"SELECT count(*) FROM {table_relation(path)} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
-        tres = _tres([c.lower() for c in source_columns(con, rel)])
+        tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
-                  f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM {_jobs(rel)}")
-        plan.notes.append((no_gpu, "job(s) read as CPU jobs: no TRES list of the file names "
-                                   "gres/gpu (Slurm records GPUs in AllocTRES only where the "
-                                   "cluster's AccountingStorageTRES lists gres/gpu)"))
+                  f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
+                  f"{_jobs(path)}")
+        plan.notes.append((no_gpu, "job(s) read as CPU jobs: no AllocTRES list of the file "
+                                   "names gres/gpu (Slurm records GPUs in AllocTRES only where "
+                                   "the cluster's AccountingStorageTRES lists gres/gpu)"))
     return out
