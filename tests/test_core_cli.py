@@ -413,6 +413,42 @@ def test_predict_says_when_a_gpu_entry_leaves_tf32_convolutions_unpriced(tc, tmp
     assert json.loads(run.stdout)["tf32_unpriced"] is False  # fp32 products stay fp32
 
 
+def test_predict_says_when_tf32_or_amp_cannot_act_as_asked(tc, tmp_path) -> None:
+    # --tf32-matmul on a GPU without TF32 tensor cores (V100, compute capability 7.0) prices
+    # the products at the fp32 peak, exactly as without the flag, and says so; on an A100 it
+    # speeds them up and says nothing
+    mm = {"op": "mm", "phase": "forward", "flops": 2.0 * 2048 ** 3,
+          "bytes_read": 8.0 * 2048 ** 2, "bytes_written": 4.0 * 2048 ** 2,
+          "bound": "compute", "dtype": "float32", "shapes": "2048x2048;2048x2048"}
+    path = tmp_path / "mm.json"
+    path.write_text(json.dumps({"flops_compute_bound": mm["flops"], "bytes_memory_bound": 0,
+                                "weight_bytes": 4.0 * 2048 ** 2, "amp": False, "ops": [mm]}))
+    base = ["predict", "--features", str(path)]
+    said = "--tf32-matmul changes nothing on V100-SXM2-16GB: its entry gives no TF32 peak"
+    v100 = [*base, "--gpu", "V100-SXM2-16GB"]
+    run = tc(*v100, "--tf32-matmul")
+    assert run.returncode == 0, run.stderr
+    assert said in " ".join(run.stdout.split())
+    asked = json.loads(tc(*v100, "--tf32-matmul", "--json").stdout)
+    plain = json.loads(tc(*v100, "--json").stdout)
+    assert asked["setup"]["tf32_matmul_no_effect"] is True
+    assert asked["time_s"]["total"] == plain["time_s"]["total"]
+    a100 = [*base, "--gpu", "A100-SXM4-80GB", "--tf32-matmul"]
+    assert "changes nothing" not in tc(*a100).stdout
+    assert json.loads(tc(*a100, "--json").stdout)["setup"]["tf32_matmul_no_effect"] is False
+    # --amp on a table recorded without autocast: priced, with what stays fp32 said
+    run = tc(*v100, "--amp")
+    assert "assumed: --amp on a profile recorded without autocast" in " ".join(
+        run.stdout.split())
+    assert json.loads(tc(*v100, "--amp", "--json").stdout)["setup"]["amp_unprofiled"] is True
+    recorded = tmp_path / "amp.json"
+    recorded.write_text(json.dumps({**json.loads(path.read_text()), "amp": True,
+                                    "ops": [{**mm, "dtype": "float16"}]}))
+    run = tc("predict", "--features", str(recorded), "--gpu", "V100-SXM2-16GB", "--amp",
+             "--json")
+    assert json.loads(run.stdout)["setup"]["amp_unprofiled"] is False
+
+
 def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> None:
     cat = tmp_path / "c.toml"
     cat.write_text('[gpu.Lone]\nsource = "t"\n[gpu.Lone.datasheet]\nfp32_tflops = 19.5\n'

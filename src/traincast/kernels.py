@@ -441,6 +441,15 @@ def tf32_unpriced(gpu: Any) -> bool:
                 and not has_matrix_units(gpu, "tf32"))
 
 
+def tf32_absent(gpu: Any) -> bool:
+    """Whether asking for TF32 products (``--tf32-matmul``) changes nothing on the GPU: its
+    entry gives no TF32 peak (no TF32 matrix units, :func:`has_matrix_units`) and it is not an
+    NVIDIA GPU of compute capability :data:`TF32_COMPUTE_CAPABILITY` or later whose entry only
+    lacks the figure (:func:`tf32_unpriced`). PyTorch ignores ``allow_tf32`` there: its fp32
+    products run at the fp32 peak."""
+    return not has_matrix_units(gpu, "tf32") and not tf32_unpriced(gpu)
+
+
 def layout_transpose_bytes(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str],
                            gpu: Any = None, *, scale: ArrayLike | None = None,
                            narrow: ArrayLike | None = None) -> F:

@@ -379,6 +379,10 @@ def predict(
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp)
+    if tf32_matmul:
+        from traincast.kernels import tf32_absent
+
+        result["setup"]["tf32_matmul_no_effect"] = tf32_absent(cat.gpu(result["hardware"]["gpu"]))
     # what one iteration is: the batch the features were profiled at (per replica) and seq
     result["job"]["batch_per_replica"] = feats.get("batch_size")
     result["job"]["seq"] = feats.get("seq_len")
@@ -484,6 +488,19 @@ def render_prediction(result: dict[str, Any]) -> None:
             "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
     if said := node_assumed_text(hw):
         console.print(said)
+    setup = result.get("setup") or {}
+    if setup.get("amp_unprofiled"):
+        console.print(Text(
+            "assumed: --amp on a profile recorded without autocast: its matrix products and "
+            "convolutions are priced in 16 bits, but its memory-bound ops and its memory stay "
+            "fp32 as recorded (profile with autocast: traincast profile MODEL --amp -o FILE)",
+            style="yellow"))
+    if setup.get("tf32_matmul_no_effect"):
+        console.print(Text(
+            f"--tf32-matmul changes nothing on {hw['gpu']}: its entry gives no TF32 peak (TF32 "
+            "tensor cores came with NVIDIA compute capability 8.0; PyTorch ignores allow_tf32 "
+            "without them), so its fp32 products run at the fp32 peak",
+            style="yellow"))
     if hw.get("amp_dtype") == "fp32":
         console.print(Text(f"assumed: --amp on {hw['gpu']}, whose entry gives no fp16 or bf16 "
                            "peak: it is priced as fp32 (the fp32 peak and fp32 operands)",

@@ -554,13 +554,17 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     was to be priced op by op, ``per_op_asked``, but carries no per-op table;
     ``from_flags``: the features were typed as flags, ``--flops ...``, no profile; ``amp``:
     mixed precision, asked with ``--amp`` or profiled under autocast; ``half_model``: the
-    profile is of a whole-fp16 model, a rows file's ``fp16_spec``, with no autocast casts)."""
+    profile is of a whole-fp16 model, a rows file's ``fp16_spec``, with no autocast casts;
+    ``amp_unprofiled``: ``--amp`` on a per-op table recorded without autocast, whose products
+    are then priced in 16 bits but whose memory-bound ops and memory stay fp32 as recorded)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
-            "amp": bool(amp or feats.get("amp")), "half_model": bool(half_model)}
+            "amp": bool(amp or feats.get("amp")), "half_model": bool(half_model),
+            "amp_unprofiled": bool(amp) and per_op and not feats.get("amp")
+            and not half_model and not from_flags}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
