@@ -30,6 +30,30 @@ def test_gpt2_and_resnet_counts() -> None:
     assert n_params("resnet101") == 44_549_160  # torchvision resnet101
 
 
+def resnext_formula(layers: tuple[int, ...], groups: int, base_width: int) -> int:
+    # stem conv + BN; per block 1x1 (cin -> w), grouped 3x3 (w -> w, w / groups inputs per
+    # output), 1x1 (w -> 4 planes), three BNs (2 per channel), a projection on each stage's
+    # first block; the 1000-class head
+    total, cin = 3 * 64 * 7 * 7 + 2 * 64, 64
+    for i, n in enumerate(layers):
+        planes = 64 * 2 ** i
+        w, cout = planes * base_width // 64 * groups, 4 * planes
+        for j in range(n):
+            total += cin * w + w * (w // groups) * 9 + w * cout + 2 * (2 * w + cout)
+            if j == 0:
+                total += cin * cout + 2 * cout
+            cin = cout
+    return total + cin * 1000 + 1000
+
+
+def test_resnext_counts_by_hand() -> None:
+    assert resnext_formula((3, 4, 6, 3), 1, 64) == 25_557_032  # the formula is ResNet-50's too
+    assert n_params("resnext101-32x4d") == resnext_formula((3, 4, 23, 3), 32, 4) == 44_177_704
+    grouped = [m for m in get_model("resnext101-32x4d").build_meta().modules()
+               if getattr(m, "groups", 1) > 1]
+    assert len(grouped) == 33 and {m.groups for m in grouped} == {32}
+
+
 def gpt2_formula(v: int, p: int, h: int, layers: int) -> int:
     # embeddings + per layer (4 h^2 + 4h attention, 8 h^2 + 5h MLP, 4h two LayerNorms)
     # + final LayerNorm; the output head is tied to the token embedding
@@ -226,6 +250,7 @@ def test_every_zoo_name_says_what_it_can_do() -> None:
     # the torch modules of the zoo, by name (docs/zoo.md)
     assert set(ZOO) == {"bert-base", "bert-large", "dlrm", "gcn", "gpt2", "gpt2-xl", "llama-7b",
                         "llama2-7b", "mobilenet-v2", "multi-interest", "resnet101", "resnet50",
+                        "resnext101-32x4d",
                         "speech", "transformer-nmt", "vit-b16"}
     assert all("torch" in MODELS[n].capabilities for n in ZOO)
     assert {"gpt3-175b", "llama2-70b", "mixtral-8x7b"} <= {

@@ -31,14 +31,21 @@ def image_inputs(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
 # -- ResNet-50 (v1.5: stride on the 3x3 conv, as torchvision) ----------------------------------
 
 class Bottleneck(nn.Module):
+    """1x1 -> 3x3 -> 1x1 with ``planes x 4`` output channels; ResNeXt's block with ``groups``
+    (cardinality) and ``base_width`` (channels per group at 64 planes): the inner width is
+    ``planes base_width / 64 x groups`` and the 3x3 convolution is grouped (Xie et al. 2017,
+    Fig. 3(c); torchvision's ``Bottleneck``)."""
+
     expansion = 4
 
-    def __init__(self, cin: int, width: int, stride: int) -> None:
+    def __init__(self, cin: int, planes: int, stride: int, groups: int = 1,
+                 base_width: int = 64) -> None:
         super().__init__()
-        cout = width * self.expansion
+        cout = planes * self.expansion
+        width = planes * base_width // 64 * groups
         self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, groups=groups, bias=False)
         self.bn2 = nn.BatchNorm2d(width)
         self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
         self.bn3 = nn.BatchNorm2d(cout)
@@ -55,16 +62,18 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self, layers: tuple[int, ...] = (3, 4, 6, 3)) -> None:
+    def __init__(self, layers: tuple[int, ...] = (3, 4, 6, 3), groups: int = 1,
+                 base_width: int = 64) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         blocks, cin = [], 64
         for i, n in enumerate(layers):
-            width = 64 * 2 ** i
+            planes = 64 * 2 ** i
             for j in range(n):
-                blocks.append(Bottleneck(cin, width, 2 if (j == 0 and i > 0) else 1))
-                cin = width * Bottleneck.expansion
+                blocks.append(Bottleneck(cin, planes, 2 if (j == 0 and i > 0) else 1,
+                                         groups, base_width))
+                cin = planes * Bottleneck.expansion
         self.layers = nn.Sequential(*blocks)
         self.fc = nn.Linear(cin, NUM_CLASSES)
 
@@ -81,6 +90,12 @@ def resnet50() -> nn.Module:
 def resnet101() -> nn.Module:
     """ResNet-101: bottleneck stages of 3, 4, 23, 3 blocks (He et al. 2016, Table 1)."""
     return Classifier(ResNet((3, 4, 23, 3)))
+
+
+def resnext101_32x4d() -> nn.Module:
+    """ResNeXt-101 32x4d: ResNet-101's stages with cardinality 32 and 4 channels per group at
+    64 planes (inner widths 128, 256, 512, 1024; Xie et al. 2017, Table 1 and Sec. 5.1)."""
+    return Classifier(ResNet((3, 4, 23, 3), groups=32, base_width=4))
 
 
 # -- MobileNetV2 ---------------------------------------------------------------------------------
