@@ -46,6 +46,43 @@ def test_bert_base_uncased_by_hand_formula() -> None:
     assert _params("hf:BERT-BASE-UNCASED") == expected
 
 
+def test_llama_3_1_keeps_its_long_context() -> None:
+    # Llama 3.1 8B has Llama 3 8B's sizes (untied head, GQA with 8 KV heads, SwiGLU) but
+    # 131,072 positions: a 16,384-token profile runs, where Llama 3's 8,192 would refuse it
+    v, h, f, layers, kv = 128_256, 4096, 14_336, 32, 1024
+    expected = 2 * v * h + layers * (2 * h * h + 2 * h * kv + 3 * h * f + 2 * h) + h
+    assert expected == 8_030_261_248
+    assert _params("hf:meta-llama/Llama-3.1-8B") == expected
+    rec = profile_model("hf:meta-llama/Llama-3.1-8B", 1, seq_len=16_384)
+    assert rec["seq_len"] == 16_384
+    # forward: 2 x the matrix weights (head included, embedding table not) per token, plus
+    # the full attention square 4 L s^2 (heads x head size)
+    tokens = 16_384
+    matrices = expected - v * h - layers * 2 * h - h
+    assert rec["flops_forward"] == pytest.approx(
+        2 * matrices * tokens + 4 * layers * tokens ** 2 * h, rel=1e-3)
+    with pytest.raises(TraincastError, match="8192 positions"):  # Llama 3 8B: 8,192
+        profile_model("hf:meta-llama/Meta-Llama-3-8B", 1, seq_len=16_384)
+
+
+def test_an_unknown_hub_name_is_said_with_the_names_close_to_it() -> None:
+    # a Hub id that is neither shipped nor cached: said as such, not as transformers' list of
+    # model types; close names are offered (a prefix, or a near spelling)
+    with pytest.raises(TraincastError) as err:
+        load_spec("hf:Qwen/Qwen2.5-7B", 1)
+    assert "not a checkpoint shipped for offline use nor one in the local Hugging Face " \
+        "cache" in str(err.value) and "Should contain" not in str(err.value)
+    with pytest.raises(TraincastError) as err:
+        load_spec("hf:bert-base", 1)
+    assert "did you mean zoo:bert-base" in str(err.value)
+    assert "hf:google-bert/bert-base-uncased" in str(err.value)
+    with pytest.raises(TraincastError, match="did you mean hf:mixtral"):
+        load_spec("hf:mixtrl", 1)
+    with pytest.raises(TraincastError) as err:
+        load_spec("hf:qqqqzzzz", 1)
+    assert "did you mean" not in str(err.value)
+
+
 def test_zoo_llm_configs_build_with_their_published_counts() -> None:
     # every decoder-only zoo config without a torch module builds through transformers with
     # the parameter count its source publishes (a mixture of experts as transformers' Mixtral)

@@ -80,11 +80,40 @@ def _config(name: str) -> Any:
     except TraincastError:
         raise  # a shipped checkpoint's own reason (a mixture of experts), whole
     except (OSError, ValueError, KeyError) as exc:
-        raise TraincastError(f"hf:{name}: no transformers config found ({_short(exc)})",
-                             hint="give a config.json path or folder, a model name in the "
-                                  "local Hugging Face cache, a shipped checkpoint (traincast "
-                                  "zoo list --hf) or a model_type such as gpt2, bert, "
-                                  "llama") from None
+        unknown = "/" in name or str(exc).startswith("Unrecognized model identifier")
+        raise TraincastError(
+            f"hf:{name}: " + (("not a checkpoint shipped for offline use nor one in the local "
+                               "Hugging Face cache" if "/" in name else
+                               "not a transformers model_type, a shipped checkpoint or a model "
+                               "in the local Hugging Face cache") + _did_you_mean(name)
+                              if unknown else f"no transformers config found ({_short(exc)})"),
+            hint="give a config.json path or folder (the checkpoint's config.json), a model "
+                 "name in the local Hugging Face cache, a shipped checkpoint (traincast zoo "
+                 "list --hf) or a model_type such as gpt2, bert, llama") from None
+
+
+def _did_you_mean(name: str) -> str:
+    """``"; did you mean hf:A, zoo:B?"``: the shipped checkpoints (and their aliases),
+    transformers model types and zoo models whose names begin with ``name`` or are closest to
+    it (at most four); empty when none is close."""
+    import difflib
+
+    import transformers
+
+    from traincast.zoo import MODELS
+    from traincast.zoo.hub import known_configs
+
+    candidates = {n.lower(): f"hf:{n}" for n in transformers.CONFIG_MAPPING.keys()}
+    for n, entry in known_configs().items():
+        for alias in (n, *entry.get("aliases", ())):
+            candidates[alias.lower()] = f"hf:{alias}"
+            candidates[alias.split("/")[-1].lower()] = f"hf:{alias}"
+    candidates |= {n.lower(): f"zoo:{n}" for n in MODELS}
+    key = name.lower()
+    close = sorted(c for c in candidates if c.startswith(key))[:3] + difflib.get_close_matches(
+        key, list(candidates), n=3, cutoff=0.75)
+    named = list(dict.fromkeys(candidates[c] for c in close))[:4]
+    return f"; did you mean {', '.join(named)}?" if named else ""
 
 
 def config_beside(name: str, base_dir: str | Path) -> str:
