@@ -555,15 +555,16 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     ``from_flags``: the features were typed as flags, ``--flops ...``, no profile; ``amp``:
     mixed precision, asked with ``--amp`` or profiled under autocast; ``half_model``: the
     profile is of a whole-fp16 model, a rows file's ``fp16_spec``, with no autocast casts;
-    ``amp_unprofiled``: ``--amp`` on a per-op table recorded without autocast, whose products
-    are then priced in 16 bits but whose memory-bound ops and memory stay fp32 as recorded)."""
+    ``amp_unprofiled``: ``--amp`` on a per-op table whose record says it was taken without
+    autocast, ``"amp": false``, whose products are then priced in 16 bits but whose
+    memory-bound ops and memory stay fp32 as recorded)."""
     per_op = bool(feats.get("ops"))
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
             "amp": bool(amp or feats.get("amp")), "half_model": bool(half_model),
-            "amp_unprofiled": bool(amp) and per_op and not feats.get("amp")
+            "amp_unprofiled": bool(amp) and per_op and feats.get("amp") is False
             and not half_model and not from_flags}
 
 
