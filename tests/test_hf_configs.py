@@ -83,6 +83,37 @@ def test_an_unknown_hub_name_is_said_with_the_names_close_to_it() -> None:
     assert "did you mean" not in str(err.value)
 
 
+def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
+    # hf:qwen2 is transformers' default Qwen2Config (no released checkpoint has its sizes):
+    # the record says so; a shipped checkpoint's record does not
+    rec = profile_model("hf:qwen2", 1, seq_len=16)
+    assert any("the sizes of transformers' default Qwen2Config (model_type 'qwen2')" in n
+               for n in rec["notes"])
+    shipped = profile_model("hf:bert-base-uncased", 1, seq_len=16)
+    assert not any("default" in n for n in shipped["notes"])
+
+
+def test_relative_positions_only_set_no_sequence_limit(tmp_path) -> None:
+    # DeBERTa-v3 adds no position table to its inputs (position_biased_input = false: relative
+    # attention only), so its 512 max_position_embeddings bounds nothing; with the table
+    # added (true) it does
+    base = {"model_type": "deberta-v2", "hidden_size": 64, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 1000,
+            "max_position_embeddings": 512, "relative_attention": True,
+            "pos_att_type": ["p2c", "c2p"], "position_buckets": 256}
+    for biased in (False, True):
+        folder = tmp_path / str(biased)
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({**base,
+                                                        "position_biased_input": biased}))
+        if biased:
+            with pytest.raises(TraincastError, match="over the 512 positions"):
+                load_spec(f"hf:{folder}", 1, seq_len=1024)
+        else:
+            assert load_spec(f"hf:{folder}", 1, seq_len=1024).seq_len == 1024
+            assert load_spec(f"hf:{folder}", 1).seq_len == 512  # the default stays 512
+
+
 def test_zoo_llm_configs_build_with_their_published_counts() -> None:
     # every decoder-only zoo config without a torch module builds through transformers with
     # the parameter count its source publishes (a mixture of experts as transformers' Mixtral)

@@ -34,7 +34,8 @@ class BuiltSpec(NamedTuple):
     on the GPU across steps; ``batch``: the batch it was built at, in ``rebuild``'s units (None:
     the leading size of the first input); ``seq_len``: tokens per sequence of a text model
     (None: no token inputs); ``attention``: its attention implementation (``eager``,
-    ``sdpa``; None: not known)."""
+    ``sdpa``; None: not known); ``note``: what the record's ``notes`` should say of how it was
+    built (an ``hf:`` model_type's default config)."""
 
     model: nn.Module
     inputs: tuple
@@ -44,6 +45,7 @@ class BuiltSpec(NamedTuple):
     batch: int | None
     seq_len: int | None = None
     attention: str | None = None
+    note: str | None = None
 
 
 def load_spec(spec: str, batch_size: int | None, *, seq_len: int | None = None,
@@ -69,10 +71,10 @@ def load_spec(spec: str, batch_size: int | None, *, seq_len: int | None = None,
     if spec.startswith("hf:"):
         from traincast.zoo.hf import built_seq_and_attention, hf_model
 
-        model, inputs, label, rebuild = hf_model(spec[3:], batch_size, seq=seq_len,
-                                                 attention=attention)
-        return BuiltSpec(model, inputs, label, rebuild, False, None,
-                         *built_seq_and_attention(model, inputs))
+        model, inputs, label, note = hf_model(spec[3:], batch_size, seq=seq_len,
+                                              attention=attention)
+        return BuiltSpec(model, inputs, label, None, False, None,
+                         *built_seq_and_attention(model, inputs), note=note)
     if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
         for flag, value, what in (("--seq", seq_len, "sequence length"),
                                   ("--attention", attention, "attention")):

@@ -62,7 +62,10 @@ def _short(exc: Exception) -> str:
     return clip(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 160)
 
 
-def _config(name: str) -> Any:
+def _config(name: str) -> tuple[Any, bool]:
+    """``(config, default)`` of ``hf:NAME`` (resolution order: module docstring of
+    ``zoo/hub.toml``); ``default``: NAME is a bare transformers ``model_type`` and the config
+    is transformers' default for it, not a released checkpoint's."""
     import transformers
 
     path = Path(name).expanduser()
@@ -71,12 +74,14 @@ def _config(name: str) -> Any:
                              hint="give the path of a config.json or of the folder holding it")
     try:
         if path.exists():  # a folder, or a config file of any name (its model_type)
-            return transformers.AutoConfig.from_pretrained(str(path))
+            return transformers.AutoConfig.from_pretrained(str(path)), False
         try:
-            return transformers.AutoConfig.from_pretrained(name, local_files_only=True)
+            return transformers.AutoConfig.from_pretrained(name, local_files_only=True), False
         except (OSError, ValueError):
             shipped = _shipped_config(name)
-            return shipped if shipped is not None else transformers.AutoConfig.for_model(name)
+            if shipped is not None:
+                return shipped, False
+            return transformers.AutoConfig.for_model(name), True
     except TraincastError:
         raise  # a shipped checkpoint's own reason (a mixture of experts), whole
     except (OSError, ValueError, KeyError) as exc:
@@ -243,6 +248,8 @@ def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
                              hint="give a config.json with vocab_size (or a text_config)")
     keys = (positions_key, *POSITION_KEYS) if positions_key == "max_position_embeddings" \
         else (positions_key,)
+    if getattr(text, "position_biased_input", True) is False:  # DeBERTa-v2/v3: no table is
+        keys = tuple(k for k in keys if k != "max_position_embeddings")  # added, relative only
     known = [(key, int(n)) for key in keys if isinstance(n := getattr(text, key, None), int)
              and not isinstance(n, bool) and n > 0]  # XLNet's -1: no limit
     pad = getattr(text, "pad_token_id", None)
@@ -406,12 +413,13 @@ def model_from_config(config: Any, batch: int, seq: int | None = None,
 
 def hf_model(name: str, batch_size: int | None, seq: int | None = None,
              attention: str | None = None,
-             device: str = "meta") -> tuple[nn.Module, tuple, str, None]:
-    """(model, inputs, label, rebuild) for ``hf:NAME`` at ``seq`` tokens per sequence and
+             device: str = "meta") -> tuple[nn.Module, tuple, str, str | None]:
+    """(model, inputs, label, note) for ``hf:NAME`` at ``seq`` tokens per sequence and
     attention implementation ``attention`` when given (``model_from_config``); the model
     lives on ``device`` (meta, or a GPU for ``scripts/measure_steps.py``), the inputs on the
-    CPU."""
-    config = _config(name)
+    CPU. ``note``: for a bare ``model_type``, that the sizes are transformers' default config
+    for it (``hf:qwen2`` is no released Qwen2 checkpoint), else None."""
+    config, default = _config(name)
     try:
         model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
                                           device)
@@ -422,7 +430,11 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
                              f"inputs failed ({type(exc).__name__}: {_short(exc)})",
                              hint="check the config's fields, or profile it with file.py:FUNC "
                                   "building the model and its inputs yourself") from exc
-    return model, inputs, f"hf:{name}", None
+    note = (f"hf:{name}: the sizes of transformers' default {type(config).__name__} "
+            f"(model_type {name!r}), which need not be any released checkpoint's; give the "
+            "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
+            "its own") if default else None
+    return model, inputs, f"hf:{name}", note
 
 
 def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
