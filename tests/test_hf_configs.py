@@ -91,6 +91,12 @@ def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
                for n in rec["notes"])
     shipped = profile_model("hf:bert-base-uncased", 1, seq_len=16)
     assert not any("default" in n for n in shipped["notes"])
+    # Whisper's sequence length is its decoder's; the encoder's frames are said beside it:
+    # 2 x max_source_positions (1,500 by default) frames of num_mel_bins (80)
+    whisper = profile_model("hf:whisper", 1, seq_len=8)
+    assert whisper["seq_len"] == 8
+    assert "the encoder takes 3,000 log-mel frames of 80 mel bins per sample " \
+        "(input_features)" in " ".join(whisper["notes"])
 
 
 def test_relative_positions_only_set_no_sequence_limit(tmp_path) -> None:

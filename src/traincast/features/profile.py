@@ -698,6 +698,5 @@ def profile_model(spec: str, batch_size: int | None = None, amp: bool = False,
     if built.resident:
         rec["input_bytes"] = 0
         rec["notes"].append("the inputs stay in GPU memory across iterations: no input copy")
-    if built.note:
-        rec["notes"].append(built.note)
+    rec["notes"].extend(built.notes)
     return rec

@@ -34,8 +34,8 @@ class BuiltSpec(NamedTuple):
     on the GPU across steps; ``batch``: the batch it was built at, in ``rebuild``'s units (None:
     the leading size of the first input); ``seq_len``: tokens per sequence of a text model
     (None: no token inputs); ``attention``: its attention implementation (``eager``,
-    ``sdpa``; None: not known); ``note``: what the record's ``notes`` should say of how it was
-    built (an ``hf:`` model_type's default config)."""
+    ``sdpa``; None: not known); ``notes``: what the record's ``notes`` should say of how it was
+    built (an ``hf:`` model_type's default config, a speech model's encoder frames)."""
 
     model: nn.Module
     inputs: tuple
@@ -45,7 +45,7 @@ class BuiltSpec(NamedTuple):
     batch: int | None
     seq_len: int | None = None
     attention: str | None = None
-    note: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 def load_spec(spec: str, batch_size: int | None, *, seq_len: int | None = None,
@@ -71,10 +71,10 @@ def load_spec(spec: str, batch_size: int | None, *, seq_len: int | None = None,
     if spec.startswith("hf:"):
         from traincast.zoo.hf import built_seq_and_attention, hf_model
 
-        model, inputs, label, note = hf_model(spec[3:], batch_size, seq=seq_len,
-                                              attention=attention)
+        model, inputs, label, notes = hf_model(spec[3:], batch_size, seq=seq_len,
+                                               attention=attention)
         return BuiltSpec(model, inputs, label, None, False, None,
-                         *built_seq_and_attention(model, inputs), note=note)
+                         *built_seq_and_attention(model, inputs), notes=notes)
     if ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
         for flag, value, what in (("--seq", seq_len, "sequence length"),
                                   ("--attention", attention, "attention")):

@@ -413,12 +413,13 @@ def model_from_config(config: Any, batch: int, seq: int | None = None,
 
 def hf_model(name: str, batch_size: int | None, seq: int | None = None,
              attention: str | None = None,
-             device: str = "meta") -> tuple[nn.Module, tuple, str, str | None]:
-    """(model, inputs, label, note) for ``hf:NAME`` at ``seq`` tokens per sequence and
+             device: str = "meta") -> tuple[nn.Module, tuple, str, tuple[str, ...]]:
+    """(model, inputs, label, notes) for ``hf:NAME`` at ``seq`` tokens per sequence and
     attention implementation ``attention`` when given (``model_from_config``); the model
     lives on ``device`` (meta, or a GPU for ``scripts/measure_steps.py``), the inputs on the
-    CPU. ``note``: for a bare ``model_type``, that the sizes are transformers' default config
-    for it (``hf:qwen2`` is no released Qwen2 checkpoint), else None."""
+    CPU. ``notes``: for a bare ``model_type``, that the sizes are transformers' default config
+    for it (``hf:qwen2`` is no released Qwen2 checkpoint); for a model over audio frames
+    (Whisper), that its sequence length is the decoder's tokens and what the encoder takes."""
     config, default = _config(name)
     try:
         model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
@@ -430,11 +431,17 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
                              f"inputs failed ({type(exc).__name__}: {_short(exc)})",
                              hint="check the config's fields, or profile it with file.py:FUNC "
                                   "building the model and its inputs yourself") from exc
-    note = (f"hf:{name}: the sizes of transformers' default {type(config).__name__} "
-            f"(model_type {name!r}), which need not be any released checkpoint's; give the "
-            "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
-            "its own") if default else None
-    return model, inputs, f"hf:{name}", note
+    notes = [f"hf:{name}: the sizes of transformers' default {type(config).__name__} "
+             f"(model_type {name!r}), which need not be any released checkpoint's; give the "
+             "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
+             "its own"] if default else []
+    named = dict(zip(getattr(model, "keys", ()), inputs, strict=False))
+    frames = named.get("input_features")
+    if isinstance(frames, torch.Tensor) and frames.dim() == 3:
+        notes.append(f"the sequence length is the decoder's tokens; the encoder takes "
+                     f"{frames.shape[2]:,} log-mel frames of {frames.shape[1]} mel bins per "
+                     "sample (input_features)")
+    return model, inputs, f"hf:{name}", tuple(notes)
 
 
 def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
