@@ -333,6 +333,30 @@ def test_gemma_7b_param_count_published() -> None:
     assert low.head_size == 192 and cfg.params - low.params == 28 * 4 * h * (ad - h)
 
 
+def test_a_rope_scaled_context_defaults_to_its_pretraining_sequence() -> None:
+    # Llama 3.1 8B's config: 131,072 positions by RoPE scaling of an 8,192-token pre-training
+    # (rope_scaling.original_max_position_embeddings); hybrid runs default to 8,192 and warn
+    # only past 131,072; a config without rope_scaling keeps its max_position_embeddings
+    from traincast.parallel.hybrid import seq_warning
+    from traincast.zoo.llm import from_hf_dict
+
+    raw = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "vocab_size": 128256, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+           "rope_scaling": {"factor": 8.0, "original_max_position_embeddings": 8192,
+                            "rope_type": "llama3"}}
+    cfg = from_hf_dict(raw, "llama-3.1-8b", "test")
+    assert (cfg.seq, cfg.positions) == (8192, 131072)
+    assert seq_warning(cfg, 65536) == ""
+    assert "131072-token context" in seq_warning(cfg, 262144)
+    plain = from_hf_dict({**raw, "rope_scaling": None}, "llama-3.1-8b", "test")
+    assert (plain.seq, plain.positions) == (131072, 131072)
+    shipped = get_model("hf:meta-llama/Llama-3.1-8B")
+    assert (shipped.seq, shipped.positions) == (8192, 131072)
+    out = predict_hybrid("hf:meta-llama/Llama-3.1-8B", node="dgx-h100", dp=8)
+    assert out["job"]["seq"] == 8192
+
+
 def test_attention_shapes_and_flops_use_the_head_size() -> None:
     from traincast.parallel import gemm
     from traincast.zoo.llm import from_hf_dict

@@ -251,7 +251,7 @@ def predict(
         "with --vp > 1; the default of traincast plan).")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="hybrid: sequence length, at least 1 (default: the "
-        "model's).")] = None,
+        "model's; the pre-training one of a RoPE-scaled config).")] = None,
     recompute: Annotated[str, typer.Option(help=f"hybrid: {one_of(RECOMPUTE)}.")] = "selective",
     vp: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: interleaved chunks per stage.")] = 1,

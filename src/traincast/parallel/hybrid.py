@@ -1414,18 +1414,20 @@ def tp_warning(tp: int, gpus_per_node: int, nic: str, gpus: int = 0) -> str:
 
 
 def seq_warning(cfg: ModelConfig, seq: int) -> str:
-    """The warning when a sequence is longer than the model's positions (``cfg.seq``, the
-    config's ``max_position_embeddings`` or ``n_positions``): with learned positions the model
-    has no row for the later tokens (it is priced as if it had); with rotary or ALiBi positions
-    it runs, beyond the context it was trained for (empty when ``seq`` is within it)."""
-    if seq <= cfg.seq:
+    """The warning when a sequence is longer than the model's positions (``cfg.positions``,
+    the config's ``max_position_embeddings`` or ``n_positions``): with learned positions the
+    model has no row for the later tokens (it is priced as if it had); with rotary or ALiBi
+    positions it runs, beyond the context it was trained for (empty when ``seq`` is within
+    it)."""
+    if seq <= cfg.positions:
         return ""
     if cfg.position == "learned":
-        return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.seq} learned "
-                f"positions: the model as configured cannot take it (priced as if it could)")
+        return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.positions} "
+                "learned positions: the model as configured cannot take it (priced as if it "
+                "could)")
     kind = {"rope": "rotary", "alibi": "ALiBi"}.get(cfg.position, cfg.position)
-    return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.seq}-token context "
-            f"({kind} positions run longer, beyond what the model was trained for)")
+    return (f"the sequence, {seq} tokens, is longer than {cfg.name}'s {cfg.positions}-token "
+            f"context ({kind} positions run longer, beyond what the model was trained for)")
 
 
 def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:

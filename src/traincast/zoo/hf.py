@@ -154,7 +154,7 @@ def config_from_llm(cfg: Any) -> Any:
     llama = {"hidden_size": cfg.hidden, "intermediate_size": cfg.ffn,
              "num_hidden_layers": cfg.layers, "num_attention_heads": cfg.heads,
              "num_key_value_heads": cfg.kv, "head_dim": cfg.head_size,
-             "max_position_embeddings": cfg.seq, **common}
+             "max_position_embeddings": cfg.positions, **common}
     if family == "mixtral":
         return transformers.MixtralConfig(num_local_experts=cfg.experts,
                                           num_experts_per_tok=cfg.top_k, **llama)
@@ -162,7 +162,7 @@ def config_from_llm(cfg: Any) -> Any:
         return transformers.LlamaConfig(attention_bias=cfg.bias, mlp_bias=cfg.bias, **llama)
     if family == "gpt2":
         return transformers.GPT2Config(n_embd=cfg.hidden, n_layer=cfg.layers, n_head=cfg.heads,
-                                       n_inner=cfg.ffn, n_positions=cfg.seq, **common)
+                                       n_inner=cfg.ffn, n_positions=cfg.positions, **common)
     raise TraincastError(
         f"zoo:{cfg.name}: no transformers model for mlp={cfg.mlp}, norm={cfg.norm}, "
         f"position={cfg.position}, bias={cfg.bias}, kv_heads={cfg.kv}, experts={cfg.experts}",
@@ -451,7 +451,7 @@ def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
     for rotary positions, which have no table of positions), attention ``attention``
     (default: transformers' pick)."""
     config = config_from_llm(cfg)
-    if seq is not None and seq > cfg.seq and cfg.position == "rope":
+    if seq is not None and seq > cfg.positions and cfg.position == "rope":
         config.max_position_embeddings = seq
     try:
         return model_from_config(config, batch_size or 1, seq or cfg.seq, attention)

@@ -49,6 +49,14 @@ class ModelConfig:
     params_published: float = 0.0
     params_rtol: float = 0.0
     source: str = ""
+    context: int = 0
+
+    @property
+    def positions(self) -> int:
+        """Tokens the model takes: ``context`` (a config's ``max_position_embeddings`` when it
+        is longer than the sequence ``seq`` the model was pre-trained at, as a RoPE-scaled
+        config's ``rope_scaling.original_max_position_embeddings``), else ``seq``."""
+        return max(self.context, self.seq)
 
     @property
     def kv(self) -> int:
@@ -384,4 +392,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "tied": bool(mtype in TIED_TYPES if tied is None else tied),
               "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
               "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
+    rope = raw.get("rope_scaling")
+    trained = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
+    if isinstance(trained, int) and not isinstance(trained, bool) and 0 < trained < values["seq"]:
+        # a context extended by RoPE scaling (Llama 3.1: 8,192 -> 131,072): the default
+        # sequence is the one it was pre-trained at, the longer one what it takes
+        values["seq"], values["context"] = trained, values["seq"]
     return config_from_table(name, values, where)
