@@ -122,7 +122,11 @@ def test_activation_formulas_korthikanti() -> None:
     assert st.activation_bytes_per_layer(s, b, h, a, t, True, 0) == pytest.approx(
         sbh * (34 + x) / t)
     assert st.activation_bytes_per_layer(s, b, h, a, t, True, 1) == pytest.approx(34 * sbh / t)
-    assert st.activation_bytes_per_layer(s, b, h, a, t, True, 2) == pytest.approx(2 * sbh)
+    assert st.activation_bytes_per_layer(s, b, h, a, t, False, 2) == pytest.approx(2 * sbh)
+    # full recomputation keeps each layer's input: with sequence parallelism that input is
+    # the rank's [s / t, b, h] slice (Megatron-LM's ParallelTransformer turns
+    # distribute_saved_activations off under sequence_parallel: already distributed)
+    assert st.activation_bytes_per_layer(s, b, h, a, t, True, 2) == pytest.approx(2 * sbh / t)
 
 
 def test_zero_memory_published_figure() -> None:

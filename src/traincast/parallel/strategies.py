@@ -160,7 +160,9 @@ def activation_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: Arra
       tensor + sequence parallelism ``s b h (34 + x) / t``;
     * selective (attention core recomputed): ``s b h 34 / t`` with sequence parallelism,
       ``s b h (10 + 24/t)`` without;
-    * full (only the layer input kept): ``2 s b h``.
+    * full (only the layer input kept): ``2 s b h``; with sequence parallelism the kept input
+      is the rank's ``s / t`` slice (Megatron keeps the input of each recomputed layer as the
+      sequence-parallel region hands it over, ``[s / t, b, h]``): ``2 s b h / t``.
 
     Scaled by ``delta / 2`` for other activation widths (fp32: 2x).
     """
@@ -170,7 +172,7 @@ def activation_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: Arra
     x = 5.0 * a * s / h
     none = np.where(sp | (t == 1), sbh * (34.0 + x) / t, sbh * (10.0 + 24.0 / t + x / t))
     selective = np.where(sp | (t == 1), sbh * 34.0 / t, sbh * (10.0 + 24.0 / t))
-    full = 2.0 * sbh
+    full = np.where(sp, 2.0 * sbh / t, 2.0 * sbh)
     out = np.select([r == 0, r == 1, r == 2], [none, selective, full], default=np.nan)
     return out * _f(delta) / 2.0
 
