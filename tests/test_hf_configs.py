@@ -75,12 +75,26 @@ def test_an_unknown_hub_name_is_said_with_the_names_close_to_it() -> None:
     with pytest.raises(TraincastError) as err:
         load_spec("hf:bert-base", 1)
     assert "did you mean zoo:bert-base" in str(err.value)
-    assert "hf:google-bert/bert-base-uncased" in str(err.value)
+    assert "hf:bert-base-uncased" in str(err.value)  # a shipped checkpoint by its own name
+    with pytest.raises(TraincastError) as err:  # found by the name after its owner, once
+        load_spec("hf:Llama-3.1-8B", 1)
+    assert str(err.value).count("hf:meta-llama/Llama-3.1-8B") == 1
+    with pytest.raises(TraincastError, match="needs a name"):
+        load_spec("hf:", 1)
     with pytest.raises(TraincastError, match="did you mean hf:mixtral"):
         load_spec("hf:mixtrl", 1)
     with pytest.raises(TraincastError) as err:
         load_spec("hf:qqqqzzzz", 1)
     assert "did you mean" not in str(err.value)
+
+
+def test_a_bad_config_folder_keeps_transformers_reason(tmp_path) -> None:
+    # a folder that exists but holds no usable config.json: its own reason, not "not shipped"
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 8}))
+    with pytest.raises(TraincastError) as err:
+        load_spec(f"hf:{tmp_path}", 1)
+    assert "no transformers config found" in str(err.value)
+    assert "not a checkpoint shipped" not in str(err.value)
 
 
 def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
@@ -101,11 +115,11 @@ def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
 
 def test_relative_positions_only_set_no_sequence_limit(tmp_path) -> None:
     # DeBERTa-v3 adds no position table to its inputs (position_biased_input = false: relative
-    # attention only), so its 512 max_position_embeddings bounds nothing; with the table
-    # added (true) it does
+    # attention only), so its max_position_embeddings (256 here) bounds nothing; with the
+    # table added (true) it does
     base = {"model_type": "deberta-v2", "hidden_size": 64, "num_hidden_layers": 1,
             "num_attention_heads": 2, "intermediate_size": 128, "vocab_size": 1000,
-            "max_position_embeddings": 512, "relative_attention": True,
+            "max_position_embeddings": 256, "relative_attention": True,
             "pos_att_type": ["p2c", "c2p"], "position_buckets": 256}
     for biased in (False, True):
         folder = tmp_path / str(biased)
@@ -113,11 +127,12 @@ def test_relative_positions_only_set_no_sequence_limit(tmp_path) -> None:
         (folder / "config.json").write_text(json.dumps({**base,
                                                         "position_biased_input": biased}))
         if biased:
-            with pytest.raises(TraincastError, match="over the 512 positions"):
+            with pytest.raises(TraincastError, match="over the 256 positions"):
                 load_spec(f"hf:{folder}", 1, seq_len=1024)
+            assert load_spec(f"hf:{folder}", 1).seq_len == 256  # min(512, positions)
         else:
             assert load_spec(f"hf:{folder}", 1, seq_len=1024).seq_len == 1024
-            assert load_spec(f"hf:{folder}", 1).seq_len == 512  # the default stays 512
+            assert load_spec(f"hf:{folder}", 1).seq_len == 512  # no limit: the default 512
 
 
 def test_zoo_llm_configs_build_with_their_published_counts() -> None:

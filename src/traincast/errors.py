@@ -20,16 +20,21 @@ class TraincastError(ValueError):
         self.details = details or {}
 
 
+def close_names(word: str, choices: Iterable[str], n: int = 1,
+                cutoff: float = 0.6) -> list[str]:
+    """The ``n`` choices closest to ``word`` (case-insensitive ``difflib`` ratio, at least
+    ``cutoff``), closest first; of equally close ones the first given."""
+    key = str(word).lower()
+    scored = [(-difflib.SequenceMatcher(None, key, str(c).lower()).ratio(), i, str(c))
+              for i, c in enumerate(choices)]
+    return [c for r, _, c in sorted(scored) if -r >= cutoff][:n]
+
+
 def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
-    """``"did you mean 'X'? "`` for the choice closest to ``word`` (case-insensitive
-    ``difflib`` ratio, at least ``cutoff``; of equally close ones the first), else ``""``: the
-    start of an unknown name's hint."""
-    best, best_ratio = "", cutoff
-    for choice in choices:
-        ratio = difflib.SequenceMatcher(None, str(word).lower(), str(choice).lower()).ratio()
-        if ratio > best_ratio or (ratio == best_ratio and not best):
-            best, best_ratio = str(choice), ratio
-    return f"did you mean {best!r}? " if best else ""
+    """``"did you mean 'X'? "`` for the choice closest to ``word`` (:func:`close_names`), else
+    ``""``: the start of an unknown name's hint."""
+    best = close_names(word, choices, 1, cutoff)
+    return f"did you mean {best[0]!r}? " if best else ""
 
 
 def clip(text: str, limit: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from traincast.errors import TraincastError, clip
+from traincast.errors import TraincastError, clip, close_names
 from traincast.features.profile import KeywordInputs
 from traincast.zoo.hub import hub_entry
 
@@ -68,6 +68,10 @@ def _config(name: str) -> tuple[Any, bool]:
     is transformers' default for it, not a released checkpoint's."""
     import transformers
 
+    if not name.strip():
+        raise TraincastError("hf: needs a name after it",
+                             hint="hf:CONFIG.json, hf:FOLDER, a Hub name (traincast zoo list "
+                                  "--hf) or a model_type such as gpt2, bert, llama")
     path = Path(name).expanduser()
     if not path.exists() and (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")):
         raise TraincastError(f"hf:{name}: no such file or folder",
@@ -85,7 +89,8 @@ def _config(name: str) -> tuple[Any, bool]:
     except TraincastError:
         raise  # a shipped checkpoint's own reason (a mixture of experts), whole
     except (OSError, ValueError, KeyError) as exc:
-        unknown = "/" in name or str(exc).startswith("Unrecognized model identifier")
+        unknown = not path.exists() and ("/" in name
+                                         or name not in transformers.CONFIG_MAPPING)
         raise TraincastError(
             f"hf:{name}: " + (("not a checkpoint shipped for offline use nor one in the local "
                                "Hugging Face cache" if "/" in name else
@@ -98,26 +103,23 @@ def _config(name: str) -> tuple[Any, bool]:
 
 
 def _did_you_mean(name: str) -> str:
-    """``"; did you mean hf:A, zoo:B?"``: the shipped checkpoints (and their aliases),
-    transformers model types and zoo models whose names begin with ``name`` or are closest to
-    it (at most four); empty when none is close."""
-    import difflib
-
+    """``"; did you mean hf:A, zoo:B?"``: the shipped checkpoints (each under its own name,
+    found by any alias or by the part after its owner), transformers model types and zoo
+    models whose names begin with ``name`` or are closest to it (at most four); empty when
+    none is close."""
     import transformers
 
     from traincast.zoo import MODELS
-    from traincast.zoo.hub import known_configs
+    from traincast.zoo.hub import load_hub
 
-    candidates = {n.lower(): f"hf:{n}" for n in transformers.CONFIG_MAPPING.keys()}
-    for n, entry in known_configs().items():
-        for alias in (n, *entry.get("aliases", ())):
-            candidates[alias.lower()] = f"hf:{alias}"
-            candidates[alias.split("/")[-1].lower()] = f"hf:{alias}"
-    candidates |= {n.lower(): f"zoo:{n}" for n in MODELS}
-    key = name.lower()
-    close = sorted(c for c in candidates if c.startswith(key))[:3] + difflib.get_close_matches(
-        key, list(candidates), n=3, cutoff=0.75)
-    named = list(dict.fromkeys(candidates[c] for c in close))[:4]
+    shown = {t.lower(): f"hf:{t}" for t in transformers.CONFIG_MAPPING.keys()}
+    for alias, canonical in load_hub()["names"].items():
+        shown[alias] = shown[alias.split("/")[-1]] = f"hf:{canonical}"
+    shown |= {n.lower(): f"zoo:{n}" for n in MODELS}
+    key = name.strip().lower()
+    close = sorted(c for c in shown if key and c.startswith(key))[:3] + close_names(
+        key, list(shown), 3, cutoff=0.75)
+    named = list(dict.fromkeys(shown[c] for c in close))[:4]
     return f"; did you mean {', '.join(named)}?" if named else ""
 
 
@@ -248,7 +250,7 @@ def _tokens(config: Any, batch: int, seq: int | None, gen: torch.Generator,
                              hint="give a config.json with vocab_size (or a text_config)")
     keys = (positions_key, *POSITION_KEYS) if positions_key == "max_position_embeddings" \
         else (positions_key,)
-    if getattr(text, "position_biased_input", True) is False:  # DeBERTa-v2/v3: no table is
+    if not getattr(text, "position_biased_input", True):  # DeBERTa-v2/v3: no table is
         keys = tuple(k for k in keys if k != "max_position_embeddings")  # added, relative only
     known = [(key, int(n)) for key in keys if isinstance(n := getattr(text, key, None), int)
              and not isinstance(n, bool) and n > 0]  # XLNet's -1: no limit
