@@ -432,21 +432,34 @@ def test_predict_says_when_tf32_or_amp_cannot_act_as_asked(tc, tmp_path) -> None
     asked = json.loads(tc(*v100, "--tf32-matmul", "--json").stdout)
     plain = json.loads(tc(*v100, "--json").stdout)
     assert asked["setup"]["tf32_matmul_no_effect"] is True
+    assert asked["setup"]["tf32_matmul_why"] == "gpu"
     assert asked["time_s"]["total"] == plain["time_s"]["total"]
+    assert plain["setup"]["tf32_matmul_no_effect"] is False  # not asked: nothing to say
     a100 = [*base, "--gpu", "A100-SXM4-80GB", "--tf32-matmul"]
     assert "changes nothing" not in tc(*a100).stdout
     assert json.loads(tc(*a100, "--json").stdout)["setup"]["tf32_matmul_no_effect"] is False
+    # under --amp the products run in 16 bits: the flag changes nothing on an A100 either
+    amp_a100 = json.loads(tc(*a100, "--amp", "--json").stdout)
+    assert amp_a100["setup"]["tf32_matmul_why"] == "no fp32 products"
+    assert amp_a100["time_s"]["total"] == json.loads(tc(
+        *base, "--gpu", "A100-SXM4-80GB", "--amp", "--json").stdout)["time_s"]["total"]
     # --amp on a table recorded without autocast: priced, with what stays fp32 said
     run = tc(*v100, "--amp")
     assert "assumed: --amp on a profile recorded without autocast" in " ".join(
         run.stdout.split())
     assert json.loads(tc(*v100, "--amp", "--json").stdout)["setup"]["amp_unprofiled"] is True
-    recorded = tmp_path / "amp.json"
-    recorded.write_text(json.dumps({**json.loads(path.read_text()), "amp": True,
-                                    "ops": [{**mm, "dtype": "float16"}]}))
-    run = tc("predict", "--features", str(recorded), "--gpu", "V100-SXM2-16GB", "--amp",
-             "--json")
-    assert json.loads(run.stdout)["setup"]["amp_unprofiled"] is False
+    # not said of a table recorded under autocast, of a whole-fp16 model (dtype float16,
+    # "amp": false) nor on a GPU that runs --amp in fp32 (no 16-bit peak: said otherwise)
+    for name, record in (("amp.json", {"amp": True, "dtype": "float16"}),
+                         ("half.json", {"amp": False, "dtype": "float16"})):
+        recorded = tmp_path / name
+        recorded.write_text(json.dumps({**json.loads(path.read_text()), **record,
+                                        "ops": [{**mm, "dtype": "float16"}]}))
+        run = tc("predict", "--features", str(recorded), "--gpu", "V100-SXM2-16GB", "--amp",
+                 "--json")
+        assert json.loads(run.stdout)["setup"]["amp_unprofiled"] is False, name
+    k80 = json.loads(tc(*base, "--gpu", "K80", "--amp", "--json").stdout)
+    assert k80["hardware"]["amp_dtype"] == "fp32" and k80["setup"]["amp_unprofiled"] is False
 
 
 def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> None:

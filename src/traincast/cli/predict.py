@@ -368,7 +368,9 @@ def predict(
                                   "--no-ops)")
     setup = {"synthetic_inputs": synthetic_inputs, "memory_format": memory_format,
              "tf32_matmul": tf32_matmul}
-    feats = apply_setup(feats, **setup)
+    # under --amp autocast runs the products in 16 bits: no fp32 product is left for TF32
+    mixed = amp or bool(feats.get("amp", False))
+    feats = apply_setup(feats, **{**setup, "tf32_matmul": tf32_matmul and not mixed})
     try:
         result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
                              workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
@@ -378,11 +380,9 @@ def predict(
     except TraincastError as exc:
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
-                               from_flags=features is None and model is None, amp=amp)
-    if tf32_matmul:
-        from traincast.kernels import tf32_absent
-
-        result["setup"]["tf32_matmul_no_effect"] = tf32_absent(cat.gpu(result["hardware"]["gpu"]))
+                               from_flags=features is None and model is None, amp=amp,
+                               gpu=cat.gpu(result["hardware"]["gpu"]))
+    result["notes"] = list(feats.get("notes") or [])
     # what one iteration is: the batch the features were profiled at (per replica) and seq
     result["job"]["batch_per_replica"] = feats.get("batch_size")
     result["job"]["seq"] = feats.get("seq_len")
@@ -489,18 +489,25 @@ def render_prediction(result: dict[str, Any]) -> None:
     if said := node_assumed_text(hw):
         console.print(said)
     setup = result.get("setup") or {}
+    for note in result.get("notes") or ():
+        console.print(Text("note: " + note, style="dim"))
     if setup.get("amp_unprofiled"):
         console.print(Text(
             "assumed: --amp on a profile recorded without autocast: its matrix products and "
             "convolutions are priced in 16 bits, but its memory-bound ops and its memory stay "
             "fp32 as recorded (profile with autocast: traincast profile MODEL --amp -o FILE)",
             style="yellow"))
-    if setup.get("tf32_matmul_no_effect"):
+    if setup.get("tf32_matmul_why") == "gpu":
         console.print(Text(
-            f"--tf32-matmul changes nothing on {hw['gpu']}: its entry gives no TF32 peak (TF32 "
-            "tensor cores came with NVIDIA compute capability 8.0; PyTorch ignores allow_tf32 "
-            "without them), so its fp32 products run at the fp32 peak",
+            f"--tf32-matmul changes nothing on {hw['gpu']}: its entry gives no TF32 peak, so "
+            "its fp32 products run at the fp32 peak" + (
+                " (TF32 tensor cores came with NVIDIA compute capability 8.0; PyTorch ignores "
+                "allow_tf32 without them)" if hw.get("vendor", "nvidia") == "nvidia" else ""),
             style="yellow"))
+    elif setup.get("tf32_matmul_no_effect"):
+        console.print(Text(
+            "--tf32-matmul changes nothing here: the job has no fp32 matrix products to run "
+            "in TF32 (under mixed precision they run in 16 bits)", style="yellow"))
     if hw.get("amp_dtype") == "fp32":
         console.print(Text(f"assumed: --amp on {hw['gpu']}, whose entry gives no fp16 or bf16 "
                            "peak: it is priced as fp32 (the fp32 peak and fp32 operands)",

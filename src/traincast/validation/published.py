@@ -547,7 +547,7 @@ def memory_layout(memory_format: str) -> str:
 def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format: str,
              tf32_matmul: bool, per_op_asked: bool = True,
              from_flags: bool = False, amp: bool = False,
-             half_model: bool = False) -> dict[str, Any]:
+             half_model: bool = False, gpu: Any = None) -> dict[str, Any]:
     """The run's setup as both ``predict`` and ``validate --published`` print it: inputs,
     memory format, TF32 matrix products, and how compute is priced (``per_op``: op by op from
     the profile's per-op table, else from its aggregate features; ``no_ops_table``: a profile
@@ -555,17 +555,31 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     ``from_flags``: the features were typed as flags, ``--flops ...``, no profile; ``amp``:
     mixed precision, asked with ``--amp`` or profiled under autocast; ``half_model``: the
     profile is of a whole-fp16 model, a rows file's ``fp16_spec``, with no autocast casts;
-    ``amp_unprofiled``: ``--amp`` on a per-op table whose record says it was taken without
-    autocast, ``"amp": false``, whose products are then priced in 16 bits but whose
-    memory-bound ops and memory stay fp32 as recorded)."""
-    per_op = bool(feats.get("ops"))
+    ``amp_unprofiled``: ``--amp`` on an fp32 per-op table whose record says it was taken
+    without autocast, ``"amp": false``, whose products are then priced in 16 bits but whose
+    memory-bound ops and memory stay fp32 as recorded, on ``gpu`` when it runs ``--amp`` in
+    16 bits (one without a 16-bit peak prices the job in fp32); ``tf32_matmul_no_effect``:
+    TF32 products were asked and change nothing, ``tf32_matmul_why``: ``"gpu"`` (``gpu``'s
+    entry gives no TF32 peak, ``kernels.tf32_absent``) or ``"no fp32 products"`` (mixed
+    precision, or a table none of whose products ``feats`` marks TF32))."""
+    from traincast.kernels import tf32_absent
+
+    per_op, mixed = bool(feats.get("ops")), bool(amp or feats.get("amp"))
+    why = ""
+    if tf32_matmul:
+        marked = any(o.get("dtype") == "tf32" for o in feats.get("ops") or ())
+        why = ("gpu" if gpu is not None and tf32_absent(gpu) else
+               "no fp32 products" if per_op and (mixed or not marked) else "")
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
-            "amp": bool(amp or feats.get("amp")), "half_model": bool(half_model),
+            "amp": mixed, "half_model": bool(half_model),
             "amp_unprofiled": bool(amp) and per_op and feats.get("amp") is False
-            and not half_model and not from_flags}
+            and str(feats.get("dtype") or "float32") == "float32"
+            and not half_model and not from_flags
+            and (gpu is None or gpu.math_dtype("amp") != "fp32"),
+            "tf32_matmul_no_effect": bool(why), "tf32_matmul_why": why}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
@@ -589,7 +603,9 @@ def setup_text(setup: Mapping[str, Any]) -> str:
                if setup.get("half_model") else
                ", mixed precision (autocast: matmuls and convolutions in 16 bits)"
                if setup.get("amp") else
-               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}, fp32 "
+               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}"
+               + (" (--tf32-matmul: no effect here)" if setup.get("tf32_matmul_no_effect")
+                  else "") + ", fp32 "
                "convolutions TF32 on NVIDIA GPUs that have it (cuDNN's default; ROCm keeps fp32)")
             + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
@@ -884,7 +900,8 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
               "paper_error": float(paper["error"][i]),
               "setup": setup_of(features[i], **row_setup(data, r),
                                 amp=r["dtype"] in MIXED,
-                                half_model=_row_field(data, r) == "fp16_spec")}
+                                half_model=_row_field(data, r) == "fp16_spec",
+                                gpu=catalog.gpu(r["gpu"]))}
              for i, r in enumerate(rows)]
     warnings = memory_warnings(rows, features, arch, catalog)
     ratios = cross_gpu_ratios(rows, res["predicted"])
