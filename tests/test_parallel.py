@@ -361,6 +361,25 @@ def test_a_rope_scaled_context_defaults_to_its_pretraining_sequence() -> None:
     assert out["job"]["seq"] == 8192
 
 
+def test_uneven_stages_price_the_slowest_stage(tmp_path) -> None:
+    # 10 layers over pp 4: refused unless uneven, where the slowest stage holds ceil(10 / 4)
+    # = 3 layers, the stage of 12 layers over pp 4: the same step
+    raw = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
+           "num_hidden_layers": 10, "num_attention_heads": 16, "num_key_value_heads": 16,
+           "vocab_size": 32000, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5}
+    ten, twelve = tmp_path / "l10.json", tmp_path / "l12.json"
+    ten.write_text(json.dumps(raw))
+    twelve.write_text(json.dumps({**raw, "num_hidden_layers": 12}))
+    args = {"node": "dgx-a100", "dp": 2, "pp": 4, "global_batch": 64}
+    with pytest.raises(TraincastError, match="or --uneven-stages"):
+        predict_hybrid(f"hf:{ten}", **args)
+    uneven = predict_hybrid(f"hf:{ten}", **args, uneven_stages=True)
+    even = predict_hybrid(f"hf:{twelve}", **args)
+    assert uneven["job"]["layers_slowest_stage"] == even["job"]["layers_slowest_stage"] == 3
+    assert uneven["time_s"]["total"] == pytest.approx(even["time_s"]["total"])
+    assert uneven["job"]["uneven_stages"] is True and even["job"]["uneven_stages"] is False
+
+
 def test_attention_shapes_and_flops_use_the_head_size() -> None:
     from traincast.parallel import gemm
     from traincast.zoo.llm import from_hf_dict
@@ -513,7 +532,8 @@ def test_shape_errors_say_which_sizes_would_do() -> None:
     with pytest.raises(TraincastError, match=r"\(8 x 1 = 8\): 96 would"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, global_batch=100)
     # 32 layers: pp divides 32 (and 32 / vp with interleaving, which needs pp > 1: 2..16)
-    with pytest.raises(TraincastError, match="32 layers; pp of 1, 2, 4, 8, 16, 32 would$"):
+    with pytest.raises(TraincastError, match="32 layers; pp of 1, 2, 4, 8, 16, 32 would, or "
+                       "--uneven-stages"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3)
     with pytest.raises(TraincastError, match="pp of 2, 4, 8, 16 would with vp 2"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3, vp=2)

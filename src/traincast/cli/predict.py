@@ -61,7 +61,7 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
 HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "global_batch", "seq",
-                "recompute", "vp", "sp", "dtype", "attention", "framework")
+                "recompute", "vp", "sp", "dtype", "attention", "framework", "uneven_stages")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -255,6 +255,10 @@ def predict(
     recompute: Annotated[str, typer.Option(help=f"hybrid: {one_of(RECOMPUTE)}.")] = "selective",
     vp: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: interleaved chunks per stage.")] = 1,
+    uneven_stages: Annotated[bool, typer.Option(
+        "--uneven-stages", help="hybrid: layers need not divide over pp x vp chunks; the "
+        "slowest stage holds ceil(layers / (pp x vp)) per chunk (Llama 3.1 405B's 126 "
+        "layers on pp 16).")] = False,
     sp: Annotated[bool | None, typer.Option(
         "--sp/--no-sp", help="hybrid: sequence parallelism (default: on where --tp > 1).")]
     = None,
@@ -336,6 +340,7 @@ def predict(
         result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
                                 zero=zero, micro_batch=micro_batch, global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
+                                uneven_stages=uneven_stages,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
                                 catalog=cat, attention=attention, framework=framework)
         from traincast.parallel.validation import shipped_gpu_checks

@@ -1347,7 +1347,8 @@ SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "gl
 def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
     """:func:`check_shapes`'s code for one configuration given by name (``SIZE_KEYS``, ``cp``,
     ``seq``)."""
-    return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS), cp=sizes["cp"],
+    return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS),
+                            uneven_stages=bool(sizes.get("uneven_stages")), cp=sizes["cp"],
                             seq=float(sizes["seq"]), fused=attention in FUSED))
 
 
@@ -1451,7 +1452,9 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
             ok = [p for p in divisors(cfg.layers)
                   if cfg.layers % (p * vp) == 0 and (vp == 1 or p > 1)]  # vp needs pp > 1
             why += (f": {cfg.layers} layers; pp of {', '.join(map(str, ok[:10]))} would"
-                    + (f" with vp {vp}" if vp > 1 else ""))
+                    + (f" with vp {vp}" if vp > 1 else "")
+                    + (", or --uneven-stages (the slowest stage holds ceil(layers / (pp x "
+                       "vp)) layers per chunk)" if cfg.layers >= sizes["pp"] * vp else ""))
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
         elif code == SHAPE_BATCH:
@@ -1535,7 +1538,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    pcie: str | None = None, catalog: Catalog | None = None,
                    attention: str | None = None, dropout: bool | None = None,
                    grad_accum_fused: bool | None = None,
-                   framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
+                   framework: str = DEFAULT_FRAMEWORK,
+                   uneven_stages: bool = False) -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
     per-strategy communication in ``comm_s``).
@@ -1551,7 +1555,10 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
 
     ``framework`` names a recipe (``parallel/recipes.toml``, :func:`resolve_knobs`) that sets
     ``attention``, ``dropout``, ``zero`` and ``grad_accum_fused`` where they are None (not
-    given); a given value overrides the recipe's."""
+    given); a given value overrides the recipe's. ``uneven_stages``: layers that do not divide
+    over ``pp vp`` chunks are split unevenly (:func:`evaluate`: the slowest stage holds
+    ``v ceil(l / (p v))`` layers), as Megatron-Core's first/last-stage layer counts and
+    DeepSpeed's partitioner do."""
     from traincast.parallel.models import get_model
 
     cfg = get_model(model) if isinstance(model, str) else model
@@ -1570,7 +1577,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     attention, zero = knobs["attention"], int(knobs["zero"])
     s = int(seq or cfg.seq)
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
-             "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s}
+             "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
+             "uneven_stages": uneven_stages}
     if min(dp, tp, pp, ep, cp, micro_batch, vp) < 1:
         _check_sizes(cfg, sizes, attention)
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
@@ -1580,7 +1588,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
                    attention=attention, dropout=knobs["dropout"],
-                   grad_accum_fused=knobs["grad_accum_fused"])
+                   grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
@@ -1628,6 +1636,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "ep": ep, "cp": cp, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
+                "uneven_stages": bool(uneven_stages),
+                "layers_slowest_stage": int(math.ceil(cfg.layers / (pp * vp)) * vp),
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],
