@@ -286,6 +286,32 @@ def test_rows_of_your_own_beside_their_model_file(tmp_path: Path) -> None:
     assert eight["predicted_s"] > one["predicted_s"]  # the 8-GPU row all-reduces its weights
 
 
+def test_rows_of_the_hybrid_model_go_through_predict_hybrid(tmp_path: Path) -> None:
+    # a rows file of the hybrid model's form ([[row]] with t, p, d) is priced by it, not
+    # profiled: each row's error is predict_hybrid's tokens/s over the published one, less 1
+    from traincast.parallel.hybrid import predict_hybrid
+    from traincast.validation.published import is_llm_rows, render_markdown, validate_published
+
+    rows = tmp_path / "llm.toml"
+    rows.write_text('node = "dgx-a100"\ndtype = "bf16"\nframework = "fsdp"\nsp = false\n'
+                    '[[row]]\nrun = "mine"\nmodel = "llama2-7b"\nt = 1\np = 1\nd = 16\n'
+                    'gpus = 16\nbatch = 32\nmicro_batch = 2\nseq = 4096\n'
+                    'recompute = "none"\ntokens_per_gpu_s = 3000\nsource = "a test"\n')
+    assert is_llm_rows(rows) and not is_llm_rows(_user_rows(tmp_path))
+    out = validate_published(load_catalog(), path=rows)
+    (row,) = out["llm_rows"]["rows"]
+    same = predict_hybrid("llama2-7b", node="dgx-a100", dp=16, micro_batch=2, global_batch=32,
+                          seq=4096, recompute="none", sp=False, framework="fsdp")
+    assert row["rel_error"] == pytest.approx(same["tokens_per_s_per_gpu"] / 3000 - 1)
+    text = render_markdown(out)
+    assert text.startswith(f"Rows of {rows} (1 rows, tokens/s per GPU")
+    assert "| mine | A100-SXM4-80GB | 16 | 1 / 1 / 1 / 16 | 3000 |" in text
+    broken = tmp_path / "broken.toml"
+    broken.write_text(rows.read_text().replace("t = 1\n", "t = 0\n"))
+    with pytest.raises(TraincastError, match="row 1: field 't' must be a positive integer"):
+        validate_published(load_catalog(), path=broken)
+
+
 def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None:
     from traincast.validation.published import validate_published
 

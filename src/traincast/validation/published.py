@@ -800,15 +800,39 @@ NEMO_SOURCE = ("NVIDIA NeMo performance summaries: NeMo 24.07 (NVIDIA/NeMo "
                "(parallel/nemo.toml)")
 
 
+LLM_KEEP = ("run", "model", "gpu", "dtype", "gpus", "t", "p", "cp", "d", "batch", "seq",
+            "tokens_per_gpu_s", "predicted_tokens_per_gpu_s", "published_tflops_per_gpu",
+            "predicted_tflops_per_gpu", "rel_error", "shares", "fits", "memory_gb")
+"""The fields of a hybrid-model table's rows that ``validate`` reports (:func:`_llm_rows`)."""
+
+
+def _llm_rows(name: str | Path, catalog: Catalog, source: str) -> dict[str, Any]:
+    """A table of the hybrid model (``parallel/*.toml``, or a file of that form): the rows
+    (:data:`LLM_KEEP`), the summary (``summary``) and per GPU and precision
+    (``by_gpu_dtype``) of ``rel_error`` (tokens/s per GPU for a row that gives only
+    ``tokens_per_gpu_s``, else TFLOP/s per GPU)."""
+    out = _llm_table(name, LLM_KEEP, catalog)
+    return {**out, "source": source, "by_gpu_dtype": by_gpu_and_dtype(out["rows"],
+                                                                      "rel_error")}
+
+
 def _nemo(catalog: Catalog) -> dict[str, Any]:
-    """NeMo's FP8 pre-training tables (``parallel/nemo.toml``, compared in tokens/s per GPU):
-    the rows, the summary (``summary``) and per GPU and precision (``by_gpu_dtype``)."""
-    keep = ("run", "model", "gpu", "dtype", "gpus", "t", "p", "cp", "d", "batch", "seq",
-            "tokens_per_gpu_s", "predicted_tokens_per_gpu_s", "rel_error", "shares", "fits",
-            "memory_gb")
-    out = _llm_table("nemo.toml", keep, catalog)
-    return {**out, "source": NEMO_SOURCE, "by_gpu_dtype": by_gpu_and_dtype(out["rows"],
-                                                                           "rel_error")}
+    """NeMo's FP8 pre-training tables (``parallel/nemo.toml``, compared in tokens/s per GPU)."""
+    return _llm_rows("nemo.toml", catalog, NEMO_SOURCE)
+
+
+def is_llm_rows(path: str | Path) -> bool:
+    """Whether a rows file is a table of the hybrid model (``[[row]]`` with the layout fields
+    ``t`` and ``d``, as ``parallel/published_llm.toml``) rather than of per-op profiles
+    (``[model.NAME]`` and ``batch_per_gpu``); False for a file that cannot be read as TOML
+    (:func:`load_published` then says why)."""
+    try:
+        table = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    rows = table.get("row")
+    return "model" not in table and isinstance(rows, list) and any(
+        isinstance(r, dict) and "t" in r and "d" in r for r in rows)
 
 
 def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
@@ -875,8 +899,14 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     A ``file.py:FUNC`` spec of a rows file imports (runs) that Python file; with
     ``trust_specs`` False a rows file that names one other than traincast's own is refused
     before anything runs (:func:`check_trusted`; ``traincast validate --rows`` passes False
-    unless ``--trust-specs``)."""
+    unless ``--trust-specs``). A rows file of the hybrid model's form (:func:`is_llm_rows`) is
+    priced by it instead: ``{"file", "llm_rows"}`` (:func:`_llm_rows`)."""
     catalog = catalog or load_catalog()
+    if path is not None and is_llm_rows(path):  # a table of the hybrid model: no profiles
+        table = _llm_rows(path, catalog, str(path))
+        if table.get("failed"):
+            raise TraincastError(f"{path}: {table['failed']}")
+        return {"file": str(path), "llm_rows": table}
     data = load_published(path)
     if not trust_specs:
         check_trusted(data)
@@ -966,7 +996,10 @@ def render_markdown(out: Mapping[str, Any]) -> str:
     """The per-row table, the summary (also per GPU and precision) and the cross-GPU ratios as
     Markdown (docs/validation.md, "Published throughputs"). A precision written otherwise in
     the rows file shows as ``dtype (as written)``; a row over several nodes as ``GPUs
-    (allreduce-cluster)``."""
+    (allreduce-cluster)``. A hybrid-model rows file's report (``llm_rows``) as the NeMo
+    section is."""
+    if "llm_rows" in out:
+        return "\n".join(_nemo_lines(out["llm_rows"], f"Rows of {out['file']}")).strip() + "\n"
     lines = ["| model | GPU | GPUs | dtype | batch/GPU | published | predicted | error | "
              "paper model error | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in out["rows"]:
@@ -1056,17 +1089,19 @@ def _llm_foundry_lines(lf: Mapping[str, Any]) -> list[str]:
                                            for r in worst) + "."]
 
 
-def _nemo_lines(nm: Mapping[str, Any]) -> list[str]:
+def _nemo_lines(nm: Mapping[str, Any],
+                title: str = "NVIDIA NeMo performance tables") -> list[str]:
     """The NeMo section of ``render_markdown`` (docs/validation.md, "NVIDIA NeMo performance
-    tables"): the summary, per GPU and precision, and every row with its layout, the
-    tensor- and data-parallel shares of the predicted step (in series: the model overlaps
-    none) and the error in tokens/s per GPU."""
+    tables"), or of any hybrid-model table under ``title``: the summary, per GPU and
+    precision, and every row with its layout, the tensor- and data-parallel shares of the
+    predicted step (in series: the model overlaps none) and the error in tokens/s per GPU (a
+    row that publishes TFLOP/s per GPU instead: in those, marked TFLOP/s)."""
     if nm.get("failed"):
-        return ["", f"NVIDIA NeMo performance tables: not evaluated ({nm['failed']})."]
+        return ["", f"{title}: not evaluated ({nm['failed']})."]
     if not nm.get("rows"):
         return []
     s = nm["summary"]
-    lines = ["", f"NVIDIA NeMo performance tables ({s['n']} rows, tokens/s per GPU; checks "
+    lines = ["", f"{title} ({s['n']} rows, tokens/s per GPU; checks "
              f"only, nothing fitted; {nm['source']}): median |error| "
              f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
              f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}. error "
@@ -1077,9 +1112,15 @@ def _nemo_lines(nm: Mapping[str, Any]) -> list[str]:
              "", "| run | GPU | GPUs | t / p / cp / d | published tokens/s/GPU | predicted | "
              "error | communication share: tp / dp |", "|---|---|---|---|---|---|---|---|"]
     for r in nm["rows"]:
-        lines.append(f"| {r['run']} | {r['gpu']} | {r['gpus']} | {r['t']} / {r['p']} / "
-                     f"{r['cp']} / {r['d']} | {_num(r['tokens_per_gpu_s'])} | "
-                     f"{_num(r['predicted_tokens_per_gpu_s'])} | {_pct(r['rel_error'])} | "
+        tokens = r.get("tokens_per_gpu_s") is not None and r.get("published_tflops_per_gpu") \
+            is None
+        published, predicted = ((r["tokens_per_gpu_s"], r["predicted_tokens_per_gpu_s"]) if tokens
+                                else (r["published_tflops_per_gpu"],
+                                      r["predicted_tflops_per_gpu"]))
+        unit = "" if tokens else " TFLOP/s"
+        lines.append(f"| {r.get('run') or r['model']} | {r['gpu']} | {r['gpus']} | {r['t']} / "
+                     f"{r['p']} / {r['cp']} / {r['d']} | {_num(published)}{unit} | "
+                     f"{_num(predicted)}{unit} | {_pct(r['rel_error'])} | "
                      f"{100 * r['shares']['comm_tp']:.0f}% / "
                      f"{100 * r['shares']['comm_dp']:.0f}% |")
     return lines
