@@ -183,7 +183,7 @@ def validate(
     rows: Annotated[Path | None, typer.Option(
         "--rows", help="Published rows of your own (TOML; every field: docs/validation.md, "
         "\"Row format\"); implies --published. A file of the hybrid model's form ([[row]] "
-        "with t, p, d: docs/published-rows-llm.toml) is priced by predict --arch hybrid.")] = None,
+        "with t, p, d) is priced by predict --arch hybrid.")] = None,
     trust_specs: Annotated[bool, typer.Option(
         "--trust-specs", help="Let --rows run Python: a [model.NAME] spec = \"FILE.py:FUNC\" "
         "imports FILE.py (beside the rows file, or an absolute path), which runs its code. "
