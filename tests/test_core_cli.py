@@ -460,6 +460,17 @@ def test_predict_says_when_tf32_or_amp_cannot_act_as_asked(tc, tmp_path) -> None
         assert json.loads(run.stdout)["setup"]["amp_unprofiled"] is False, name
     k80 = json.loads(tc(*base, "--gpu", "K80", "--amp", "--json").stdout)
     assert k80["hardware"]["amp_dtype"] == "fp32" and k80["setup"]["amp_unprofiled"] is False
+    # under --amp on a V100 the reason is the 16-bit products, not the GPU
+    run = json.loads(tc(*v100, "--amp", "--tf32-matmul", "--json").stdout)
+    assert run["setup"]["tf32_matmul_why"] == "no fp32 products"
+    # a features file's own notes are printed as lines, whatever they hold
+    for notes, said in (("hand made", ["note: hand made"]), ([1, None, "x"], ["note: 1",
+                                                                              "note: x"])):
+        noted = tmp_path / "noted.json"
+        noted.write_text(json.dumps({**json.loads(path.read_text()), "notes": notes}))
+        run = tc("predict", "--features", str(noted), "--gpu", "V100-SXM2-16GB")
+        assert run.returncode == 0, run.stderr
+        assert [ln for ln in run.stdout.splitlines() if ln.startswith("note: ")] == said
 
 
 def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> None:

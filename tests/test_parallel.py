@@ -378,6 +378,10 @@ def test_uneven_stages_price_the_slowest_stage(tmp_path) -> None:
     assert uneven["job"]["layers_slowest_stage"] == even["job"]["layers_slowest_stage"] == 3
     assert uneven["time_s"]["total"] == pytest.approx(even["time_s"]["total"])
     assert uneven["job"]["uneven_stages"] is True and even["job"]["uneven_stages"] is False
+    assert "uneven stages, the slowest with 3 of 10 layers" in uneven["assumed"]["text"]
+    with pytest.raises(TraincastError, match="an uneven split needs at least pp x vp = 16"):
+        predict_hybrid(f"hf:{ten}", **{**args, "pp": 8, "dp": 1, "global_batch": 64},
+                       vp=2, uneven_stages=True)
 
 
 def test_attention_shapes_and_flops_use_the_head_size() -> None:

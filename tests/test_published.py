@@ -310,6 +310,15 @@ def test_rows_of_the_hybrid_model_go_through_predict_hybrid(tmp_path: Path) -> N
     broken.write_text(rows.read_text().replace("t = 1\n", "t = 0\n"))
     with pytest.raises(TraincastError, match="row 1: field 't' must be a positive integer"):
         validate_published(load_catalog(), path=broken)
+    misspelt = tmp_path / "misspelt.toml"  # still the hybrid form: its own error, by field
+    misspelt.write_text(rows.read_text().replace("d = 16\n", "dp = 16\n"))
+    with pytest.raises(TraincastError, match="row 1: unknown field"):
+        validate_published(load_catalog(), path=misspelt)
+    # a table that publishes TFLOP/s per GPU says so, in the line and the header
+    megatron = resources.files("traincast.parallel").joinpath("megatron_2021.toml")
+    text = render_markdown(validate_published(load_catalog(), path=Path(str(megatron))))
+    assert "(10 rows, TFLOP/s per GPU;" in text and "| published TFLOP/s per GPU |" in text
+    assert "tokens/s" not in text
 
 
 def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None:

@@ -380,14 +380,14 @@ def predict(
         result = predict_job(feats, arch=arch, gpus=gpus, gpus_per_node=gpus_per_node,
                              workers=workers, ps=ps, node=node, gpu=gpu, nic=nic, intra=intra,
                              pcie=pcie, catalog=cat, overlap=overlap,
-                             amp=amp or bool(feats.get("amp", False)),
+                             amp=mixed,
                              hierarchical=hierarchical).to_dict()
     except TraincastError as exc:
         raise with_flags(exc) from None
     result["setup"] = setup_of(feats, **setup, per_op_asked=per_op,
                                from_flags=features is None and model is None, amp=amp,
                                gpu=cat.gpu(result["hardware"]["gpu"]))
-    result["notes"] = list(feats.get("notes") or [])
+    result["notes"] = record_notes(feats)
     # what one iteration is: the batch the features were profiled at (per replica) and seq
     result["job"]["batch_per_replica"] = feats.get("batch_size")
     result["job"]["seq"] = feats.get("seq_len")
@@ -395,6 +395,15 @@ def predict(
         print_json(result)
         return
     render_prediction(result)
+
+
+def record_notes(feats: dict[str, Any]) -> list[str]:
+    """The profile record's ``notes`` as lines: a list's items as text, one string as one
+    line, anything else nothing (a hand-written features file may carry notes of its own)."""
+    notes = feats.get("notes")
+    if isinstance(notes, str):
+        return [notes]
+    return [str(n) for n in notes if n is not None] if isinstance(notes, list) else []
 
 
 def batch_text(job: dict[str, Any]) -> str:

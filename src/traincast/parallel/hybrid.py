@@ -1447,6 +1447,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
         elif code == SHAPE_TP:
             ok = divisors(math.gcd(cfg.heads, cfg.kv))
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
+        elif code == SHAPE_LAYERS and sizes.get("uneven_stages"):
+            vp = sizes.get("vp", 1)
+            why = (f"an uneven split needs at least pp x vp = {sizes['pp'] * vp} layers, one "
+                   f"per chunk; {cfg.name} has {cfg.layers}")
         elif code == SHAPE_LAYERS:
             vp = sizes.get("vp", 1)
             ok = [p for p in divisors(cfg.layers)
@@ -1603,10 +1607,14 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "dtype": dtype, "schedule": schedule, "sp": sp_on, "attention": attention,
         "framework": framework, "recipe": by_recipe}
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
+    slowest = int(math.ceil(cfg.layers / (pp * vp)) * vp)  # layers of the slowest stage
     assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
                         f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
                         f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
-                        f"sequence parallelism {'on' if sp_on else 'off'}"
+                        + (f"uneven stages, the slowest with {slowest} of {cfg.layers} layers "
+                           "(--uneven-stages); " if uneven_stages and cfg.layers % (pp * vp)
+                           else "")
+                        + f"sequence parallelism {'on' if sp_on else 'off'}"
                         + (" (tp 1: nothing to split)" if sp and tp == 1 else "")
                         + " (--sp/--no-sp); "
                         + (f"{attention} attention (--attention); "
@@ -1637,7 +1645,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "uneven_stages": bool(uneven_stages),
-                "layers_slowest_stage": int(math.ceil(cfg.layers / (pp * vp)) * vp),
+                "layers_slowest_stage": slowest,
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],

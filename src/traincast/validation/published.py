@@ -568,8 +568,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     why = ""
     if tf32_matmul:
         marked = any(o.get("dtype") == "tf32" for o in feats.get("ops") or ())
-        why = ("gpu" if gpu is not None and tf32_absent(gpu) else
-               "no fp32 products" if per_op and (mixed or not marked) else "")
+        why = ("no fp32 products" if per_op and (mixed or not marked) else
+               "gpu" if gpu is not None and tf32_absent(gpu) else "")
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
@@ -822,17 +822,17 @@ def _nemo(catalog: Catalog) -> dict[str, Any]:
 
 
 def is_llm_rows(path: str | Path) -> bool:
-    """Whether a rows file is a table of the hybrid model (``[[row]]`` with the layout fields
-    ``t`` and ``d``, as ``parallel/published_llm.toml``) rather than of per-op profiles
-    (``[model.NAME]`` and ``batch_per_gpu``); False for a file that cannot be read as TOML
-    (:func:`load_published` then says why)."""
+    """Whether a rows file is a table of the hybrid model (``[[row]]`` tables, no
+    ``[model.NAME]`` tables and no row with ``batch_per_gpu``, as
+    ``parallel/published_llm.toml``) rather than of per-op profiles; False for a file that
+    cannot be read as TOML (:func:`load_published` then says why)."""
     try:
         table = tomllib.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     rows = table.get("row")
-    return "model" not in table and isinstance(rows, list) and any(
-        isinstance(r, dict) and "t" in r and "d" in r for r in rows)
+    return "model" not in table and isinstance(rows, list) and bool(rows) and not any(
+        isinstance(r, dict) and "batch_per_gpu" in r for r in rows)
 
 
 def _row_features(data: Mapping[str, Any], r: Mapping[str, Any], i: int,
@@ -903,10 +903,12 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     priced by it instead: ``{"file", "llm_rows"}`` (:func:`_llm_rows`)."""
     catalog = catalog or load_catalog()
     if path is not None and is_llm_rows(path):  # a table of the hybrid model: no profiles
-        table = _llm_rows(path, catalog, str(path))
-        if table.get("failed"):
-            raise TraincastError(f"{path}: {table['failed']}")
-        return {"file": str(path), "llm_rows": table}
+        from traincast.parallel.validation import compare_table
+
+        rows = [{k: r.get(k) for k in LLM_KEEP} for r in compare_table(path, catalog)]
+        return {"file": str(path), "llm_rows": {
+            "rows": rows, "summary": summarize([r["rel_error"] for r in rows]), "source": "",
+            "by_gpu_dtype": by_gpu_and_dtype(rows, "rel_error")}}
     data = load_published(path)
     if not trust_specs:
         check_trusted(data)
@@ -1094,33 +1096,37 @@ def _nemo_lines(nm: Mapping[str, Any],
     """The NeMo section of ``render_markdown`` (docs/validation.md, "NVIDIA NeMo performance
     tables"), or of any hybrid-model table under ``title``: the summary, per GPU and
     precision, and every row with its layout, the tensor- and data-parallel shares of the
-    predicted step (in series: the model overlaps none) and the error in tokens/s per GPU (a
-    row that publishes TFLOP/s per GPU instead: in those, marked TFLOP/s)."""
+    predicted step (in series: the model overlaps none) and the error in tokens/s per GPU, or
+    in TFLOP/s per GPU for rows that publish those (a table of both marks each cell)."""
     if nm.get("failed"):
         return ["", f"{title}: not evaluated ({nm['failed']})."]
     if not nm.get("rows"):
         return []
     s = nm["summary"]
-    lines = ["", f"{title} ({s['n']} rows, tokens/s per GPU; checks "
-             f"only, nothing fitted; {nm['source']}): median |error| "
+    tflops = sum(r.get("published_tflops_per_gpu") is not None for r in nm["rows"])
+    unit = ("tokens/s per GPU" if not tflops else "TFLOP/s per GPU" if tflops == len(nm["rows"])
+            else "tokens/s or TFLOP/s per GPU, as each row publishes")
+    lines = ["", f"{title} ({s['n']} rows, {unit}; checks "
+             f"only, nothing fitted{'; ' + nm['source'] if nm.get('source') else ''}): "
+             "median |error| "
              f"{100 * s['median_abs_error']:.1f}%, p90 {100 * s['p90_abs_error']:.1f}%, worst "
              f"{100 * s['max_abs_error']:.1f}%, signed median {_pct(s['median_error'])}. error "
-             "= predicted / published tokens/s per GPU - 1 (+: the forecast is faster); t / p / "
+             f"= predicted / published {unit} - 1 (+: the forecast is faster); t / p / "
              "cp / d: tensor, pipeline, context and data-parallel sizes; communication share: "
              "of the predicted step, tensor- and data-parallel.", "",
              *_error_table(("GPU", "dtype"), nm["by_gpu_dtype"], lambda k: k.rsplit(" ", 1)),
-             "", "| run | GPU | GPUs | t / p / cp / d | published tokens/s/GPU | predicted | "
+             "", f"| run | GPU | GPUs | t / p / cp / d | published {unit} | predicted | "
              "error | communication share: tp / dp |", "|---|---|---|---|---|---|---|---|"]
     for r in nm["rows"]:
-        tokens = r.get("tokens_per_gpu_s") is not None and r.get("published_tflops_per_gpu") \
-            is None
+        tokens = r.get("published_tflops_per_gpu") is None
         published, predicted = ((r["tokens_per_gpu_s"], r["predicted_tokens_per_gpu_s"]) if tokens
                                 else (r["published_tflops_per_gpu"],
                                       r["predicted_tflops_per_gpu"]))
-        unit = "" if tokens else " TFLOP/s"
+        cell = "" if not tflops or tflops == len(nm["rows"]) else \
+            " tokens/s" if tokens else " TFLOP/s"
         lines.append(f"| {r.get('run') or r['model']} | {r['gpu']} | {r['gpus']} | {r['t']} / "
-                     f"{r['p']} / {r['cp']} / {r['d']} | {_num(published)}{unit} | "
-                     f"{_num(predicted)}{unit} | {_pct(r['rel_error'])} | "
+                     f"{r['p']} / {r['cp']} / {r['d']} | {_num(published)}{cell} | "
+                     f"{_num(predicted)}{cell} | {_pct(r['rel_error'])} | "
                      f"{100 * r['shares']['comm_tp']:.0f}% / "
                      f"{100 * r['shares']['comm_dp']:.0f}% |")
     return lines

@@ -394,7 +394,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
     rope = raw.get("rope_scaling")
     trained = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
-    if isinstance(trained, int) and not isinstance(trained, bool) and 0 < trained < values["seq"]:
+    if values["position"] == "rope" and isinstance(trained, int) and not isinstance(
+            trained, bool) and 0 < trained < values["seq"]:
         # a context extended by RoPE scaling (Llama 3.1: 8,192 -> 131,072): the default
         # sequence is the one it was pre-trained at, the longer one what it takes
         values["seq"], values["context"] = trained, values["seq"]
