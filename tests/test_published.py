@@ -310,6 +310,16 @@ def test_rows_of_the_hybrid_model_go_through_predict_hybrid(tmp_path: Path) -> N
     broken.write_text(rows.read_text().replace("t = 1\n", "t = 0\n"))
     with pytest.raises(TraincastError, match="row 1: field 't' must be a positive integer"):
         validate_published(load_catalog(), path=broken)
+    # an hf: config beside the rows file is found there, from any working folder
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "small.json").write_text(
+        '{"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816, '
+        '"num_hidden_layers": 4, "num_attention_heads": 16, "vocab_size": 32000, '
+        '"max_position_embeddings": 4096, "rms_norm_eps": 1e-5}')
+    beside = tmp_path / "sub" / "beside.toml"
+    beside.write_text(rows.read_text().replace('model = "llama2-7b"', 'model = "hf:small.json"'))
+    (row,) = validate_published(load_catalog(), path=beside)["llm_rows"]["rows"]
+    assert row["model"] == "hf:small.json" and row["rel_error"] > 0  # 4 layers: fast
     misspelt = tmp_path / "misspelt.toml"  # still the hybrid form: its own error, by field
     misspelt.write_text(rows.read_text().replace("d = 16\n", "dp = 16\n"))
     with pytest.raises(TraincastError, match="row 1: unknown field"):

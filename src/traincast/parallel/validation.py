@@ -199,11 +199,17 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
 
 
 def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -> ModelConfig:
-    """The row's model (a zoo name or its inline ``config``), sized to the row's ``seq`` when it
-    gives one."""
+    """The row's model (a zoo name, an ``hf:`` name or config — a config file or folder
+    beside a table file is found there, ``zoo.hf.config_beside`` — or its inline
+    ``config``), sized to the row's ``seq`` when it gives one."""
+    spec = str(row["model"])
+    if spec.startswith("hf:") and str(name) not in TABLES:
+        from traincast.zoo.hf import config_beside
+
+        spec = f"hf:{config_beside(spec[3:], Path(name).resolve().parent)}"
     model = (config_from_table(row["model"], dict(row["config"]),
                                f"{name}, row {i + 1}, field 'config'")
-             if "config" in row else get_model(row["model"]))
+             if "config" in row else get_model(spec))
     return dataclasses.replace(model, seq=seq) if seq else model
 
 
