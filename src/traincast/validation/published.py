@@ -761,6 +761,12 @@ def _llm_table(name: str, keep: Sequence[str], catalog: Catalog) -> dict[str, An
         rows = compare_table(name, catalog)
     except Exception as exc:
         return {"rows": [], "failed": f"{type(exc).__name__}: {exc}"}
+    return _kept(rows, keep)
+
+
+def _kept(rows: Sequence[Mapping[str, Any]], keep: Sequence[str]) -> dict[str, Any]:
+    """``compare_table`` rows as a report carries them: the ``keep`` fields of each and the
+    summary of their ``rel_error``."""
     return {"rows": [{k: r.get(k) for k in keep} for r in rows],
             "summary": summarize([r["rel_error"] for r in rows])}
 
@@ -806,19 +812,18 @@ LLM_KEEP = ("run", "model", "gpu", "dtype", "gpus", "t", "p", "cp", "d", "batch"
 """The fields of a hybrid-model table's rows that ``validate`` reports (:func:`_llm_rows`)."""
 
 
-def _llm_rows(name: str | Path, catalog: Catalog, source: str) -> dict[str, Any]:
-    """A table of the hybrid model (``parallel/*.toml``, or a file of that form): the rows
-    (:data:`LLM_KEEP`), the summary (``summary``) and per GPU and precision
-    (``by_gpu_dtype``) of ``rel_error`` (tokens/s per GPU for a row that gives only
-    ``tokens_per_gpu_s``, else TFLOP/s per GPU)."""
-    out = _llm_table(name, LLM_KEEP, catalog)
+def _llm_rows(out: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The report of a hybrid-model table's rows (``_llm_table``'s ``out``, kept fields
+    :data:`LLM_KEEP`): ``source`` and the errors per GPU and precision (``by_gpu_dtype``) of
+    ``rel_error`` (tokens/s per GPU for a row that gives only ``tokens_per_gpu_s``, else
+    TFLOP/s per GPU) beside the rows and their ``summary``."""
     return {**out, "source": source, "by_gpu_dtype": by_gpu_and_dtype(out["rows"],
                                                                       "rel_error")}
 
 
 def _nemo(catalog: Catalog) -> dict[str, Any]:
     """NeMo's FP8 pre-training tables (``parallel/nemo.toml``, compared in tokens/s per GPU)."""
-    return _llm_rows("nemo.toml", catalog, NEMO_SOURCE)
+    return _llm_rows(_llm_table("nemo.toml", LLM_KEEP, catalog), NEMO_SOURCE)
 
 
 def is_llm_rows(path: str | Path) -> bool:
@@ -900,15 +905,13 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     ``trust_specs`` False a rows file that names one other than traincast's own is refused
     before anything runs (:func:`check_trusted`; ``traincast validate --rows`` passes False
     unless ``--trust-specs``). A rows file of the hybrid model's form (:func:`is_llm_rows`) is
-    priced by it instead: ``{"file", "llm_rows"}`` (:func:`_llm_rows`)."""
+    priced by it instead, its errors raised: ``{"file", "llm_rows"}`` (:func:`_llm_rows`)."""
     catalog = catalog or load_catalog()
     if path is not None and is_llm_rows(path):  # a table of the hybrid model: no profiles
         from traincast.parallel.validation import compare_table
 
-        rows = [{k: r.get(k) for k in LLM_KEEP} for r in compare_table(path, catalog)]
-        return {"file": str(path), "llm_rows": {
-            "rows": rows, "summary": summarize([r["rel_error"] for r in rows]), "source": "",
-            "by_gpu_dtype": by_gpu_and_dtype(rows, "rel_error")}}
+        return {"file": str(path),
+                "llm_rows": _llm_rows(_kept(compare_table(path, catalog), LLM_KEEP), "")}
     data = load_published(path)
     if not trust_specs:
         check_trusted(data)

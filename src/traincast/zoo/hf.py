@@ -437,8 +437,7 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
              f"(model_type {name!r}), which need not be any released checkpoint's; give the "
              "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
              "its own"] if default else []
-    named = dict(zip(getattr(model, "keys", ()), inputs, strict=False))
-    frames = named.get("input_features")
+    frames = _named_inputs(model, inputs).get("input_features")
     if isinstance(frames, torch.Tensor) and frames.dim() == 3:
         notes.append(f"the sequence length is the decoder's tokens; the encoder takes "
                      f"{frames.shape[2]:,} log-mel frames of {frames.shape[1]} mel bins per "
@@ -462,6 +461,13 @@ def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
                              hint=exc.hint.split(", or a config.json")[0]) from exc
 
 
+def _named_inputs(model: nn.Module, inputs: tuple) -> dict[str, Any]:
+    """The inputs ``model_from_config`` built, by the keyword each is passed as (empty for a
+    model that takes them positionally)."""
+    keys = model.keys if isinstance(model, KeywordInputs) else ()
+    return dict(zip(keys, inputs, strict=False))
+
+
 def built_seq_and_attention(model: nn.Module, inputs: tuple) -> tuple[int | None, str | None]:
     """(tokens per sequence, attention implementation) of a model and inputs
     ``model_from_config`` built: the length of its token ids (``input_ids``, else token
@@ -470,7 +476,7 @@ def built_seq_and_attention(model: nn.Module, inputs: tuple) -> tuple[int | None
     such as ResNet, for which transformers still names an implementation)."""
     if not isinstance(model, KeywordInputs):
         return None, None
-    named = dict(zip(model.keys, inputs, strict=False))
+    named = _named_inputs(model, inputs)
     seq = None
     for key in ("input_ids", "labels"):
         value = named.get(key)
