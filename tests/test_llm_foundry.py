@@ -146,9 +146,9 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     # docs/validation.md: the table prices attention as the runs ran it (attention = "flash1":
     # the first FlashAttention's published rate at the reference shapes, no s^2 scores in DRAM
     # or activations, its rate by sequence and head size the shape measured on the H200), so
-    # every row fits its GPU; the A100 tables and the H100 bf16 one meet the 10% median
+    # every row fits its GPU; the A100 tables and the H100 bf16 one meet a 10% median
     # (the H100 bf16 rows at the GEMM rate of the cuBLAS they ran, still too fast), the H100
-    # fp8 table (10 rows) reads 10.0%, just above; no sequence is off by more than about 6% at
+    # fp8 table (10 rows) reads 11.2%, above; no sequence is off by more than about 6% at
     # its signed median (with one rate for every sequence: +11% at 512, -19% at 65,536)
     from statistics import median
 
@@ -162,9 +162,10 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     for table in by_gpu:
         if table[1] == "bf16":
             assert median(abs(e) for e in by_gpu[table]) <= 0.10, table
-    # the H100 fp8 table misses the 10% target by 0.02 points (docs/validation.md): at most
-    # 10.5%, so a drift shows
-    assert median(abs(e) for e in by_gpu["H100-SXM5-80GB", "fp8"]) <= 0.105
+    # the H100 fp8 table misses the 10% target (docs/validation.md: 11.2%, every row too fast,
+    # with te.Linear's fused casts): at most 11.5%, so a drift shows
+    fp8 = by_gpu["H100-SXM5-80GB", "fp8"]
+    assert median(abs(e) for e in fp8) <= 0.115 and all(e > 0 for e in fp8)
     assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.0
     for seq, errors in by_seq.items():
         assert abs(median(errors)) <= 0.065, seq

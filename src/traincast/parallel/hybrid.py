@@ -759,10 +759,10 @@ def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     """The fp8 cast bytes of one layer and micro-batch on one GPU, ``(C_fwd, C_bwd)``, with
     ``X``, ``W``, ``G`` of :func:`fp8_cast_elements` and the factors of :func:`fp8_cast`::
 
-        C_fwd = 3 X + 3 W / m_w      (input and weight cast: read 2, write 1; the amax
-                                      reduction inside the cast, no bytes of its own)
-        C_bwd = 3 G + 2 (X + G)      (output-gradient cast; fp8 transposes of input and
-                                      gradient for the weight-gradient GEMM: read 1, write 1)
+        C_fwd = 4 X + 4 W / m_w      (input and weight cast+transpose: read 2, write 1 + 1,
+                                      the fp8 copy and its transpose; the amax reduction
+                                      inside the cast, no bytes of its own)
+        C_bwd = 4 G                  (output-gradient cast+transpose: read 2, write 1 + 1)
 
     ``m_w = 1`` (the weights cast every micro-batch), ``m`` when the recipe caches fp8
     weights. Zero unless ``c.dtype`` is fp8."""
