@@ -359,6 +359,19 @@ def test_a_rope_scaled_context_defaults_to_its_pretraining_sequence() -> None:
     assert (shipped.seq, shipped.positions) == (8192, 131072)
     out = predict_hybrid("hf:meta-llama/Llama-3.1-8B", node="dgx-h100", dp=8)
     assert out["job"]["seq"] == 8192
+    # Phi-3-mini-128k's config keeps original_max_position_embeddings (4,096) at its top
+    # level, its rope_scaling a LongRoPE table without it; the 4k model's is equal to its
+    # max_position_embeddings, so nothing changes there
+    phi3 = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "vocab_size": 32064, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5,
+            "hidden_act": "silu", "original_max_position_embeddings": 4096,
+            "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}}
+    cfg = from_hf_dict(phi3, "phi-3-mini-128k", "test")
+    assert (cfg.seq, cfg.positions) == (4096, 131072)
+    short = {**phi3, "max_position_embeddings": 4096, "rope_scaling": None}
+    cfg = from_hf_dict(short, "phi-3-mini-4k", "test")
+    assert (cfg.seq, cfg.positions) == (4096, 4096)
 
 
 def test_uneven_stages_price_the_slowest_stage(tmp_path) -> None:

@@ -55,7 +55,8 @@ class ModelConfig:
     def positions(self) -> int:
         """Tokens the model takes: ``context`` (a config's ``max_position_embeddings`` when it
         is longer than the sequence ``seq`` the model was pre-trained at, as a RoPE-scaled
-        config's ``rope_scaling.original_max_position_embeddings``), else ``seq``."""
+        config's ``rope_scaling.original_max_position_embeddings``, or Phi-3's top-level
+        one), else ``seq``."""
         return max(self.context, self.seq)
 
     @property
@@ -394,6 +395,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
     rope = raw.get("rope_scaling")
     trained = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
+    if trained is None:  # Phi-3 and Phi-3.5 keep it beside max_position_embeddings
+        trained = raw.get("original_max_position_embeddings")
     if values["position"] == "rope" and isinstance(trained, int) and not isinstance(
             trained, bool) and 0 < trained < values["seq"]:
         # a context extended by RoPE scaling (Llama 3.1: 8,192 -> 131,072): the default
