@@ -263,3 +263,30 @@ def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
     path.write_text("job_id,n_gpus,z\na,1,1\n")
     with pytest.raises(TraincastError, match="'zero_gpu' is computed by the store"):
         read_trace(path, "csv", tmp_path / "s.duckdb", {"zero_gpu": "z"})
+
+
+def test_a_named_workload_larger_than_its_gpu_is_said(tmp_path: Path) -> None:
+    # GPT-2 XL (1,557,611,200 parameters) needs at least 16 bytes a parameter for one training
+    # replica (fp32 weights, gradients and Adam's two moments): 24.9 GB, more than a T4's 16 GB;
+    # an 80 GB A100 holds it. The two T4 jobs are said, priced as if it fit; the job without
+    # GPUs gets no workload
+    from traincast.trace.sample import replica_gb
+
+    assert 1_557_611_200 * 16 / 1e9 > 16
+    assert 1_557_611_200 * 16 / 1e9 <= replica_gb("gpt2-xl") < 80
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,architecture,gpu_type\na,1,1w1g,T4\n"
+                     "b,2,allreduce-local,T4\nc,1,1w1g,A100-SXM4-80GB\nd,0,,T4\n")
+    r = tc("characterize", str(trace), "--workload", "gpt2-xl", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)["assumed_workload"]
+    assert (info["jobs"], info["exceeds_gpu_memory"]) == (3, 2)
+    r = tc("characterize", str(trace), "--workload", "gpt2-xl", cwd=tmp_path)
+    said = " ".join(r.stdout.split())
+    assert "of these, 2 jobs run on GPUs with less memory than one training replica of " \
+        "gpt2-xl needs" in said and "priced as if it fit" in said
+    # GPT-2 small (124 M parameters) fits every one: nothing said
+    r = tc("characterize", str(trace), "--workload", "gpt2", "--json", cwd=tmp_path)
+    assert json.loads(r.stdout)["assumed_workload"]["exceeds_gpu_memory"] == 0
+    r = tc("characterize", str(trace), "--workload", "gpt2", cwd=tmp_path)
+    assert "less memory" not in r.stdout

@@ -371,6 +371,16 @@ def print_assumed(info: dict[str, Any] | None) -> None:
     console.print(Text(f"assumed workload for {info['jobs']:,} jobs whose trace names none: "
                        f"{what}; --workload NAME assumes one model, --workload none nothing "
                        "(docs/traces.md)", style="dim"))
+    if info.get("exceeds_gpu_memory"):
+        from traincast.trace.sample import replica_gb
+
+        n = info["exceeds_gpu_memory"]
+        console.print(Text(
+            f"of these, {plural(n, 'job')} {'runs' if n == 1 else 'run'} on GPUs with less memory "
+            f"than one training replica of {info['workload']} needs "
+            f"({replica_gb(info['workload']):.1f} GB at its profile's batch): priced as if it "
+            "fit; a smaller model, or --workload mix (each job a model its GPU holds), "
+            "describes such jobs better", style="yellow"))
 
 
 def print_assumed_hardware(char: dict[str, Any]) -> None:

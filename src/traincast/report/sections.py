@@ -344,6 +344,10 @@ def assumed_notes(study: Study) -> list[str]:
                    + (f" ({drawn})" if mix else "")
                    + ", so their compute, communication and what-if numbers are those models', "
                      "not the jobs' own (--workload, docs/traces.md)")
+        if wl.get("exceeds_gpu_memory"):
+            out.append(f"{wl['exceeds_gpu_memory']:,} of them run on GPUs with less memory "
+                       f"than one training replica of {wl.get('workload')} needs: priced as if "
+                       "it fit")
     hw = study.get("characterize.json").get("default_hardware")
     if isinstance(hw, Mapping) and hw.get("jobs"):
         out.append(f"{hw['jobs']:,} jobs name no GPU type or node: they are priced on "

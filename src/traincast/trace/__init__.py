@@ -94,6 +94,9 @@ DEFAULT_WORKLOAD = MIX
 """What the CLI assumes for jobs whose trace names no workload (docs/traces.md)."""
 ASSUMED_COLUMN = "workload_assumed"
 """Boolean column :func:`default_workload` adds: the job's workload was assumed, not read."""
+OVERSIZE_COLUMN = "workload_exceeds_gpu_memory"
+"""Boolean column :func:`default_workload` adds for a named workload: the model's training
+replica needs more memory than the job's GPU has (priced as if it fit)."""
 
 
 def job_hash(jobs: pa.Table) -> np.ndarray:
@@ -116,6 +119,17 @@ def job_hash(jobs: pa.Table) -> np.ndarray:
     return np.asarray(out, dtype=np.uint64)
 
 
+def gpu_memory_gb(jobs: pa.Table, catalog: Catalog | None = None) -> np.ndarray:
+    """The memory of the GPU each job resolves to (GB; NaN for an unknown GPU), by the
+    hardware rule alone (:func:`traincast.resolve.resolve`)."""
+    from traincast.hardware.catalog import load_catalog
+    from traincast.resolve import resolve
+
+    if "architecture" not in jobs.column_names:  # only the hardware rule is used here
+        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
+    return np.asarray(resolve(jobs, catalog or load_catalog()).mem_gb, dtype=np.float64)
+
+
 def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
                   rows: np.ndarray | None = None) -> np.ndarray:
     """The ``mix`` workload of every job (None outside ``rows``, a boolean mask): the bundled
@@ -124,15 +138,10 @@ def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
     :func:`traincast.trace.sample.pick_workloads`), model ``sorted(fitting)[h % k]`` with ``h``
     = :func:`job_hash` and ``k`` the models that fit. Deterministic per job id, independent of
     the other jobs and their order; the job keeps its own GPUs, type and placement."""
-    from traincast.hardware.catalog import load_catalog
-    from traincast.resolve import resolve
     from traincast.trace.sample import pick_workloads, zoo_workloads
 
-    if "architecture" not in jobs.column_names:  # only the hardware rule is used here
-        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
     # one group per GPU memory size (NaN: unknown GPU, one group too)
-    mem, groups = np.unique(resolve(jobs, catalog or load_catalog()).mem_gb,
-                            return_inverse=True)
+    mem, groups = np.unique(gpu_memory_gb(jobs, catalog), return_inverse=True)
     if rows is not None:
         groups = np.where(rows, groups, -1)
     h = job_hash(jobs)
@@ -145,8 +154,10 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
     features (FLOPs, memory-bound bytes, weight bytes): a zoo model or workload tag,
     or :data:`MIX` (:func:`mix_workloads`); :data:`NO_WORKLOAD` leaves the jobs as they are.
     Marks those jobs in the boolean column :data:`ASSUMED_COLUMN` (counted by
-    :func:`workload_assumption`). Jobs with 0 GPUs (or none recorded) get none: they do not
-    train on GPUs."""
+    :func:`workload_assumption`), and for a named workload those whose GPU has less memory
+    than its training replica needs (:func:`traincast.trace.sample.replica_gb`) in
+    :data:`OVERSIZE_COLUMN`: they are priced as if it fit. Jobs with 0 GPUs (or none recorded)
+    get none: they do not train on GPUs."""
     from traincast.errors import TraincastError
     from traincast.features.io import REQUIRED
     from traincast.zoo.profiles import resolve_workload
@@ -168,23 +179,34 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
         missing = [pc.is_null(jobs[c], nan_is_null=True) for c in REQUIRED]
         empty = pc.and_(empty, reduce(pc.or_, missing))
     mask = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
+    oversize = np.zeros(len(mask), dtype=bool)
     if name == MIX:
         fill = pa.array(mix_workloads(jobs, catalog, mask), type=pa.string())
     else:
+        from traincast.trace.sample import replica_gb
+
         fill = pa.scalar(str(workload))
+        need_gb = replica_gb(str(workload))
+        if mask.any() and need_gb > 0:  # NaN (unknown) and an unknown GPU: not flagged
+            oversize = mask & (gpu_memory_gb(jobs, catalog) < need_gb)
     flag = pa.array(mask)
     filled = pc.if_else(flag, fill, col)
     jobs = jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
         else jobs.append_column("workload", filled)
-    if ASSUMED_COLUMN in jobs.column_names:
-        flag = pc.or_(pc.fill_null(jobs[ASSUMED_COLUMN], False), flag)
-        return jobs.set_column(jobs.column_names.index(ASSUMED_COLUMN), ASSUMED_COLUMN, flag)
-    return jobs.append_column(ASSUMED_COLUMN, flag)
+    for column, values in ((ASSUMED_COLUMN, flag), (OVERSIZE_COLUMN, pa.array(oversize))):
+        if column in jobs.column_names:
+            values = pc.or_(pc.fill_null(jobs[column], False), values)
+            jobs = jobs.set_column(jobs.column_names.index(column), column, values)
+        else:
+            jobs = jobs.append_column(column, values)
+    return jobs
 
 
 def workload_assumption(jobs: pa.Table, workload: str | None) -> dict[str, Any] | None:
     """What :func:`default_workload` assumed: ``{"workload": the name given, "jobs": jobs
-    that got it, "by_workload": {model: jobs}}``; None when nothing was assumed."""
+    that got it, "by_workload": {model: jobs}, "exceeds_gpu_memory": those of them whose GPU
+    has less memory than the named workload's training replica}``; None when nothing was
+    assumed."""
     if workload is None or ASSUMED_COLUMN not in jobs.column_names:
         return None
     mask = np.asarray(pc.fill_null(jobs[ASSUMED_COLUMN], False).to_numpy(
@@ -194,7 +216,11 @@ def workload_assumption(jobs: pa.Table, workload: str | None) -> dict[str, Any] 
     names = pc.filter(jobs["workload"], pa.array(mask)).value_counts()
     counts = sorted(((str(v["values"]), int(v["counts"])) for v in names.to_pylist()),
                     key=lambda kv: (-kv[1], kv[0]))
-    return {"workload": str(workload), "jobs": int(mask.sum()), "by_workload": dict(counts)}
+    over = int(np.asarray(pc.fill_null(jobs[OVERSIZE_COLUMN], False).to_numpy(
+        zero_copy_only=False), dtype=bool)[mask].sum()) \
+        if OVERSIZE_COLUMN in jobs.column_names else 0
+    return {"workload": str(workload), "jobs": int(mask.sum()), "by_workload": dict(counts),
+            "exceeds_gpu_memory": over}
 
 
 def fill_features(jobs: pa.Table) -> pa.Table:

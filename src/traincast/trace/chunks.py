@@ -69,4 +69,6 @@ def merge_assumptions(a: dict[str, Any] | None, b: dict[str, Any] | None
     for k, v in b["by_workload"].items():
         counts[k] = counts.get(k, 0) + v
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {"workload": a["workload"], "jobs": a["jobs"] + b["jobs"], "by_workload": dict(ranked)}
+    return {"workload": a["workload"], "jobs": a["jobs"] + b["jobs"], "by_workload": dict(ranked),
+            "exceeds_gpu_memory": a.get("exceeds_gpu_memory", 0)
+            + b.get("exceeds_gpu_memory", 0)}

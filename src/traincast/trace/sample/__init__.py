@@ -103,19 +103,22 @@ SAMPLE_ZOO = ("bert-base", "bert-large", "dlrm", "gcn", "gpt2", "gpt2-xl", "llam
               "mobilenet-v2", "multi-interest", "resnet50", "speech", "transformer-nmt", "vit-b16")
 
 
-def zoo_workloads() -> dict[str, float]:
-    """The sample's zoo models (``SAMPLE_ZOO``) and the memory one training replica needs (GB:
-    weights, gradients, optimizer state and activations of its profile at the default batch;
-    NaN when unknown)."""
+def replica_gb(workload: str) -> float:
+    """The memory one training replica of a zoo model or workload tag needs (GB: weights,
+    gradients, optimizer state and activations of its profile at the default batch; NaN when
+    unknown)."""
     from traincast.zoo.profiles import workload_features
 
-    out = {}
-    for name in sorted(SAMPLE_ZOO):
-        record = workload_features(name) or {}
-        mem = record.get("memory_bytes") or {}
-        total = sum(float(v) for v in mem.values() if v is not None)
-        out[name] = total / 1e9 if total > 0 else float("nan")
-    return out
+    record = workload_features(workload) or {}
+    mem = record.get("memory_bytes") or {}
+    total = sum(float(v) for v in mem.values() if v is not None)
+    return total / 1e9 if total > 0 else float("nan")
+
+
+def zoo_workloads() -> dict[str, float]:
+    """The sample's zoo models (``SAMPLE_ZOO``) and the memory one training replica needs
+    (:func:`replica_gb`)."""
+    return {name: replica_gb(name) for name in sorted(SAMPLE_ZOO)}
 
 
 def pick_workloads(groups: NDArray[np.integer], group_mem_gb: Sequence[float],
