@@ -539,6 +539,26 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
     from traincast.analysis.study import over_jobs
     assert over_jobs({}, 10) == ("over all jobs", True)
     assert over_jobs({"predicted": 0}, 10) == ("over the 0 of 10 jobs with a prediction", False)
+    # a scenario that applies to 5 of the 7 jobs with a prediction (100 Gbit Ethernet leaves
+    # a faster NIC as it is): said as such, not as the jobs with a prediction
+    assert over_jobs({"predicted": 5}, 10, priced=7) == (
+        "over the 5 of 10 jobs it applies to with a prediction", False)
+    assert over_jobs({"predicted": 7}, 10, priced=7)[0] == "over the 7 of 10 jobs with a prediction"
+
+
+def test_the_network_sentence_names_the_architectures_it_averages() -> None:
+    # 100 Gbit Ethernet over AllReduce-across-nodes jobs alone: PS/Worker is not named
+    from traincast.analysis.study import _eth100_finding
+
+    arch = {"predicted": 4, "mean_speedup": 1.5, "jobs": 4}
+    eth = {"predicted": 4, "mean_speedup": 1.2, "gpu_time_saved_share": 0.1,
+           "by_architecture": {"allreduce-cluster": arch}}
+    said = " ".join(_eth100_finding(eth, {}, 10, priced=8))
+    assert "(AllReduce across nodes; the paper reports about 1.7×)" in said
+    assert "PS/Worker" not in said and "over the 4 of 10 jobs it applies to with a " in said
+    eth["by_architecture"]["ps-worker"] = arch
+    said = " ".join(_eth100_finding(eth, {}, 10, priced=8))
+    assert "(PS/Worker and AllReduce across nodes;" in said
 
 
 def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:

@@ -68,6 +68,20 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     assert set(jobs["workers_per_node"].to_pylist()) == {None}
 
 
+def test_the_alibaba_2023_node_list_is_named_not_stored(shared_data: Path,
+                                                       tmp_path: Path) -> None:
+    # the release's node list holds machines, not jobs: refused as such, with its own format
+    # and with the default one mapped onto it (its machines would be stored as jobs)
+    path = shared_data / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv"
+    db = tmp_path / "t.duckdb"
+    for fmt, mapping in (("alibaba-2023", None),
+                         ("csv", parse_mapping(["job_id=sn", "n_gpus=gpu", "gpu_type=model"]))):
+        with pytest.raises(TraincastError, match="node list .* not a list of jobs") as err:
+            ingest(path, format=fmt, db=db, mapping=mapping)
+        assert "openb_pod_list_" in (err.value.hint or "")
+    assert not db.exists() or _count(db) == 0
+
+
 def test_elasticflow_cluster04(shared_data: Path, tmp_path: Path) -> None:
     path = shared_data / "elasticflow" / "cluster04.csv"
     rows = _rows(path)

@@ -141,6 +141,19 @@ def test_single_scenario_has_summary_object(catalog) -> None:
         assert key in r["summary"]
 
 
+def test_jobs_without_gpus_are_not_matched_nor_an_architecture(catalog) -> None:
+    # two CPU-only jobs (0 GPUs, none recorded) beside the five: no scenario matches them and
+    # by_architecture has no row for them; they count in jobs (7)
+    t = small_trace()
+    for col, values in t.items():
+        values.extend({"job_id": ["cpu0", "cpu1"], "n_gpus": [0, None],
+                       "architecture": [None, None]}.get(col, values[-1:] * 2))
+    r = whatif(t, "gpu-a100", catalog)["summary"]
+    assert (r["jobs"], r["matched"]) == (7, 5)
+    assert "unknown" not in r["by_architecture"] and "no GPUs" not in r["by_architecture"]
+    assert sum(b["jobs"] for b in r["by_architecture"].values()) == 5
+
+
 def test_sweep_nic(catalog) -> None:
     r = whatif(small_trace(), [], catalog, sweep_spec="nic=25Gbit,100Gbit", per_job=True)
     assert list(r["scenarios"]) == ["nic=25Gbit", "nic=100Gbit"]
@@ -378,6 +391,15 @@ def test_cli_table_fits_80_columns(tmp_path: Path, monkeypatch) -> None:
     assert rows["eth100"][0] == "5"
     # up/down: 100 Gbit Ethernet speeds up some jobs and slows none down
     assert rows["eth100"][2].endswith("/0%") and rows["eth100"][2] != "0%/0%"
+    assert "by architecture" in res.stdout and "per-architecture tables" not in res.stdout
+    # four scenarios: no table per architecture, and a line says why
+    res = CliRunner().invoke(app, ["whatif", str(trace), "-s", "nvlink-allreduce", "-s",
+                                   "allreduce-cluster", "-s", "eth100", "-s", "gpu-a100",
+                                   "--catalog", str(pinned)])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "by architecture" not in said
+    assert "per-architecture tables: with three scenarios or fewer (here 4)" in said
 
 
 def test_saved_share_reads_its_sign_below_one_percent() -> None:

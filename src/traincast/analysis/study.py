@@ -41,7 +41,7 @@ from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
-from traincast.units import fmt_pct, fmt_share, fmt_x, plural
+from traincast.units import fmt_pct, fmt_share, fmt_x, join_words, plural
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -147,10 +147,10 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
         sentences.append(f"{plural(n, 'job')} {'has' if n == 1 else 'have'} no prediction "
                          f"({why})." + (f" {fix}" if fix else ""))
     sentences += _nvlink_finding(scen.get("nvlink-allreduce"), nums)
-    total = int(char.get("jobs") or 0)
+    total, priced = int(char.get("jobs") or 0), int(bd.get("jobs") or 0)
     sentences += _eth100_finding(scen.get("eth100"), nums, total,
-                                 bd.get("by_architecture", {}))
-    sentences += _speedup_findings(scen, nums, total)
+                                 bd.get("by_architecture", {}), priced)
+    sentences += _speedup_findings(scen, nums, total, priced)
     sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total)
     return {"sample": sample, "sentences": sentences, "numbers": nums}
 
@@ -179,24 +179,34 @@ def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str
             f"ported gain {_x(ps.get('applied_mean_speedup'))} on average."]
 
 
-def over_jobs(summary: dict[str, Any], total: int) -> tuple[str, bool]:
+def over_jobs(summary: dict[str, Any], total: int,
+              priced: int | None = None) -> tuple[str, bool]:
     """What a summary's numbers are over, in words, and whether that is every job:
     ``("over all jobs", True)`` when every one of the trace's ``total`` jobs has a prediction
     in it (``predicted``; a summary without the count is taken as over all), else ``("over
     the N of TOTAL jobs with a prediction", False)`` (the rest: unknown features or GPU
-    types, or a scenario that does not match them)."""
+    types), or, when ``N`` is fewer than the ``priced`` jobs the trace has a prediction for
+    (a scenario that matches only some of them: 100 Gbit Ethernet leaves a faster NIC as it
+    is), ``"over the N of TOTAL jobs it applies to with a prediction"``."""
     n = summary.get("predicted")
     if n is None or int(n) >= total:
         return "over all jobs", True
+    if priced is not None and int(n) < int(priced):
+        return f"over the {int(n):,} of {total:,} jobs it applies to with a prediction", False
     return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
 NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
 """The architectures whose jobs communicate over the node's NIC."""
+NETWORK_LABELS: dict[str, str] = {"ps-worker": "PS/Worker",
+                                  "allreduce-cluster": "AllReduce across nodes",
+                                  "pearl": "PEARL"}
+""":data:`NETWORK_ARCHS` in words."""
 
 
 def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
-                    total: int, predicted: dict[str, Any] | None = None) -> list[str]:
+                    total: int, predicted: dict[str, Any] | None = None,
+                    priced: int | None = None) -> list[str]:
     """25 -> 100 Gbit Ethernet (``eth100``): the mean over the jobs that use the network and
     run on a slower NIC (the scenario upgrades only those), against the paper's, and over
     every job with a prediction (:func:`over_jobs`); its numbers go into ``nums``. With none
@@ -215,21 +225,25 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
     nums.update({"eth100_mean_speedup_network_jobs": net, "eth100_network_jobs": k,
                  "eth100_mean_speedup_all": eth.get("mean_speedup"),
                  "eth100_gpu_time_saved_share": eth.get("gpu_time_saved_share")})
+    kinds = join_words([label for a, label in NETWORK_LABELS.items()
+                        if int((eth.get("by_architecture", {}).get(a) or {}).get("predicted")
+                               or 0)])
     network = (f"{_x(net)} on average over the "
                + (f"{k:,} jobs that use" if k != 1 else "1 job that uses") + " the network "
-               "(PS/Worker and AllReduce across nodes; the paper reports about "
+               f"({kinds}; the paper reports about "
                f"{PAPER['eth100_mean_speedup']:.1f}×), " if k else
                f"nothing to the {plural(on_net, 'job')} of this trace that "
                f"{'uses' if on_net == 1 else 'use'} the network ({why}), "
                if on_net else
                "nothing to the jobs of this trace that use the network (there are none), ")
-    over, every = over_jobs(eth, total)
+    over, every = over_jobs(eth, total, priced)
     where = "the cluster's" if every else "their"
     return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
             f"and saves {_pct(eth.get('gpu_time_saved_share'))} of {where} GPU time."]
 
 
-def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int) -> list[str]:
+def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
+                      priced: int | None = None) -> list[str]:
     """The GPU, precision and fusion scenarios: mean speedups by job and by GPU time, over
     the jobs with a prediction (:func:`over_jobs`)."""
     out = []
@@ -241,7 +255,7 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int) ->
             nums[f"{name}_mean_speedup"] = s.get("mean_speedup")
             nums[f"{name}_gpu_time_weighted_mean_speedup"] = s.get(
                 "gpu_time_weighted_mean_speedup")
-            over, every = over_jobs(s, total)
+            over, every = over_jobs(s, total, priced)
             over, them = ("", "jobs") if every else (f" {over}", "them")
             out.append(
                 f"{label} gives {_x(s.get('mean_speedup'))} on average{over} "

@@ -61,6 +61,9 @@ class Summary:
 
     KEYS = ("n", "s", "up", "down", "g", "gs", "t", "ts", "t_over_s", "a", "as")
     COUNTS = ("jobs", "matched", "applied", "not_applied")
+    NO_GPUS = "no GPUs"
+    """The group of jobs without GPUs (``n_gpus`` missing or 0): no scenario matches them, and
+    ``by_architecture`` leaves them out (they have no architecture; counted in ``jobs``)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []  # architectures (null: "unknown"), in order of first sight
@@ -85,9 +88,11 @@ class Summary:
             matched: NDArray[np.bool_], applied: NDArray[np.bool_], total_s: F) -> Summary:
         """Add jobs (one chunk of rows); sums by sub-chunk of rows (cache-friendly)."""
         group = self._groups([*(v if v else "unknown" for v in architecture.values),
-                              "unknown"])
+                              "unknown", self.NO_GPUS])
         k = len(self.names)
         n = len(base_total_s)
+        with np.errstate(invalid="ignore"):
+            on_gpus = np.asarray(gpus, dtype=np.float64) > 0  # NaN (missing): no GPUs
         kept = np.empty((3, n))  # speedup, GPUs, GPU time of the jobs with a speedup
         kept_c = np.empty(n, dtype=np.int64)
         m = 0
@@ -96,8 +101,9 @@ class Summary:
             with np.errstate(divide="ignore", invalid="ignore"):
                 sp = base_total_s[sl] / total_s[sl]
             codes = architecture.codes[sl]
-            c = group[np.where(codes >= 0, codes, len(group) - 1)]
-            mt, ap = matched[sl], applied[sl]
+            c = group[np.where(codes >= 0, codes, len(group) - 2)]
+            c = np.where(on_gpus[sl], c, group[-1])
+            mt, ap = matched[sl] & on_gpus[sl], applied[sl]
             known = mt & np.isfinite(base_total_s[sl])  # matched jobs with a base prediction
             self.cnt += [np.bincount(c, weights=w, minlength=k)
                          for w in (None, mt, mt & ap, known & ~ap)]
@@ -159,7 +165,7 @@ class Summary:
         out["by_architecture"] = {
             self.names[i]: block(per, i, {key: int(v[i]) for key, v in counts.items()},
                                  self.by_arch[i].median())
-            for i in order if counts["jobs"][i]}
+            for i in order if counts["jobs"][i] and self.names[i] != self.NO_GPUS}
         return out
 
 

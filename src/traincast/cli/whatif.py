@@ -251,6 +251,10 @@ def print_whatif(result: dict[str, Any]) -> None:
                              fmt_x(b["mean_speedup"]), fmt_x(b["median_speedup"]),
                              fmt_x(b["gpu_weighted_mean_speedup"])) for arch, b in rows])
         console.print(t)
+    if len(summaries) > 3:
+        console.print(Text(f"per-architecture tables: with three scenarios or fewer (here "
+                           f"{len(summaries)}); --json has them for every scenario",
+                           style="dim"))
 
 
 @app.command()
@@ -487,7 +491,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
               **RULES_OFF)
     t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
                  "(another architecture or node); mean, median = speedup (1.00× where kept); "
-                 "top choices = jobs per architecture; per node")
+                 "top choices = how many jobs choose each architecture, then each node")
     t.caption_justify = "left"
     for col in ("", "changed", "mean", "median", "top choices"):
         t.add_column(col, justify="left" if col in ("", "top choices") else "right")
@@ -520,7 +524,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
                      justify="right" if col in ("time", "speedup") else "left")
-    assumed = False
+    assumed = ""  # the default node of the jobs that name no GPU type or node
     for r, key, label in zip(d, keys, ids, strict=True):
         if r.get("n_gpus") == 0:  # a CPU job: no architecture, on no GPU node
             now = "- (0 GPUs)"
@@ -528,12 +532,12 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             now = f"{r['architecture'] or '-'} on {r['node']}"
             if not r.get("gpu_type_given", True):
                 now += "*"  # one word with the node name: they wrap together
-                assumed = True
+                assumed = str(r["node"])
         t.add_row(label, now, fmt_seconds(r["base_total_s"]),
                   r["arch_architecture"] or "-", fmt_x(r["arch_speedup"]), key)
     notes = ["time = per iteration",
-             *(["* the trace names no GPU type or node: the default node (a --catalog "
-                "file's [defaults] node, else traincast.resolve.DEFAULT_NODE) is assumed"]
+             *([f"* the trace names no GPU type or node: the default node, {assumed}, is "
+                "assumed (a --catalog file's [defaults] node = NAME sets another)"]
                if assumed else [])]
     if notes:
         t.caption = "; ".join(notes)

@@ -42,6 +42,12 @@ REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_t
             "deletion_time", "scheduled_time")
 FOLDER = ("openb_pod_list_*.csv", "openb_pod_list_*.csv.gz", "openb_pod_list_*.parquet")
 """A folder given as the trace: its pod list (the node list beside it is not read)."""
+NOT_JOBS = {("sn", "cpu_milli", "memory_mib", "gpu", "model"): (
+    "the Alibaba 2023 release's node list (one row per machine: its CPUs, memory, GPUs and GPU "
+    "model), not a list of jobs", "give the release's pod list, openb_pod_list_*.csv, with "
+    "--format alibaba-2023 (docs/traces.md)")}
+"""Files of a trace release that hold no jobs, by their exact columns: what each is, and what
+to give instead (:func:`traincast.trace.adapters.base.refuse_non_jobs`)."""
 FOLDER_ONE = "pod lists"
 """A folder may hold one pod list only: the release's are alternatives (``default`` and the
 workloads sampled from it, ``gpuspec33``, ``multigpu50``, ...), not parts of one trace."""

@@ -617,6 +617,19 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
                   f"map a column with --map COL=FIELD, or check --format {adapter}"))
 
 
+def refuse_non_jobs(adapter: str, path: Path | str, have: Iterable[str]) -> None:
+    """Refuse a file whose columns are exactly those of a release's file that holds no jobs
+    (an adapter's ``NOT_JOBS``: the Alibaba 2023 node list), whatever ``--format`` and
+    ``--map`` say: mapped, its machines would be stored as jobs."""
+    from traincast.trace.adapters import ADAPTERS
+
+    cols = tuple(sorted(c.lower() for c in have if c != "_row"))
+    for m in ADAPTERS.values():
+        for columns, (what, instead) in getattr(m, "NOT_JOBS", {}).items():
+            if cols == tuple(sorted(columns)):
+                raise TraincastError(f"{adapter}: {path}: {what}", hint=instead)
+
+
 def formats_with_columns(have: set[str], but: str = "") -> list[str]:
     """The ``--format`` names (other than ``but``) whose adapter's ``REQUIRED`` columns are all
     in ``have`` (lower-case names): the format a file given the wrong one may be in."""
@@ -974,6 +987,7 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
         cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
+        refuse_non_jobs(adapter, path, cols)
         renames, left = source_renames(fields_of, mapping, cols, required)
         for src in renames.values():
             require(adapter, path, cols, [src], hint=f"--map names {src!r}, a column the file "
