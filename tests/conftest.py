@@ -85,3 +85,15 @@ def tc(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         return Run(code, out.out, out.err)
 
     return run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_test_writes_the_default_store():
+    """A test that stores a trace writes it to its own folder: the default store of the
+    working folder (``traincast.duckdb`` in the clone) would be shared by tests running side
+    by side (``make test`` runs one worker per core), each locking it in turn."""
+    store = ROOT / "traincast.duckdb"
+    before = store.exists()
+    yield
+    assert before or not store.exists(), (
+        f"a test wrote {store}: give it --db in tmp_path, or run it there (cwd=tmp_path)")

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -15,10 +16,12 @@ from rich.table import Table
 from traincast.cli.tables import print_table, split_table
 
 
-def tc80(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in a terminal 80 columns wide."""
+def tc80(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a terminal 80 columns wide, in ``cwd`` (a command that stores a trace writes
+    its default store, ``traincast.duckdb``, there: a test's own folder, so that tests running
+    side by side do not share one)."""
     return subprocess.run([sys.executable, "-c", "from traincast.cli import main; main()",
-                           *args], capture_output=True, text=True, timeout=300,
+                           *args], capture_output=True, text=True, timeout=300, cwd=cwd,
                           env={**os.environ, "COLUMNS": "80"})
 
 
@@ -187,7 +190,7 @@ def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> No
     trace = tmp_path / "jobs.csv"
     trace.write_text("job_id,architecture,n_gpus,gpu_type,workload\n"
                      "j1,allreduce-local,16,V100,resnet50\nj2,1w1g,1,V100,resnet50\n")
-    r = tc80("recommend", str(trace))
+    r = tc80("recommend", str(trace), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     for word in ("allreduce-cluster", "pai-v100-nvlink", "FLOP-bound"):
         assert word in r.stdout, word
@@ -205,7 +208,7 @@ def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> No
     # the architecture that fits them
     import json
 
-    rows = json.loads(tc80("recommend", str(trace), "--json").stdout)["rows"]
+    rows = json.loads(tc80("recommend", str(trace), "--json", cwd=tmp_path).stdout)["rows"]
     assert rows[0]["arch_reason"] == ("allreduce-cluster on pai-v100-nvlink: fits and has a "
                                       "predicted time (as given: shape does not fit the "
                                       "architecture)")
@@ -272,7 +275,7 @@ def test_recommend_shows_every_job_id_whole_at_80_columns(tmp_path) -> None:
     trace = tmp_path / "jobs.csv"
     trace.write_text("job_id,architecture,n_gpus,gpu_type,workload\n"
                      f"openb-pod-0000,1w1g,1,V100,resnet50\n{uuid},1w1g,1,V100,resnet50\n")
-    r = tc80("recommend", str(trace))
+    r = tc80("recommend", str(trace), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "…" not in r.stdout and max(len(line) for line in r.stdout.splitlines()) <= 80
     per_job = r.stdout[r.stdout.index("Per job"):r.stdout.index("Fastest anywhere")]
