@@ -58,17 +58,20 @@ def test_the_hand_counts_are_right() -> None:
 
 def test_the_table_names_a_source_for_every_factor() -> None:
     assert RAW["source"].startswith("https://docs.nvidia.com/deeplearning/transformer-engine/")
-    assert RAW["weight_cache"] is False and "advanced_optimizations" in RAW["weight_cache_source"]
     for ps in RAW["pass"]:
         assert ps["source"].startswith("https://"), ps["name"]
         assert ps["direction"] in ("forward", "backward")
-        assert set(ps["tensors"]) <= {"input", "weight", "grad"}
+        assert set(ps["tensors"]) <= {"input", "weight", "grad", "input_share", "grad_share",
+                                      "input_gathered", "grad_gathered"}
     amax = [ps for ps in RAW["pass"] if "amax" in ps["name"]]
     assert len(amax) == 1 and amax[0]["fused_into"]    # inside the cast: counted once
     f = fp8_cast()
-    # one read of 2 bytes and two fp8 writes (the copy and its transpose) per tensor
-    assert f.forward == {"input": 2.0 + 2.0, "weight": 2.0 + 2.0}
-    assert f.backward == {"grad": 2.0 + 2.0}
+    # one read of 2 bytes and two fp8 writes (the copy and its transpose) per tensor; under
+    # sequence parallelism the rank's share cast (read 2, write 1), the gathered one
+    # transposed (read 1, write 1)
+    assert f.forward == {"input": 2.0 + 2.0, "weight": 2.0 + 2.0, "input_share": 2.0 + 1.0}
+    assert f.backward == {"grad": 2.0 + 2.0, "grad_share": 2.0 + 1.0,
+                          "input_gathered": 1.0 + 1.0, "grad_gathered": 1.0 + 1.0}
     # the transposed weight is written: Hopper's fp8 GEMMs take the TN layout alone, so the
     # data-gradient GEMM reads weight_t_fp8 (Transformer Engine's _Linear)
     weight = [ps for ps in RAW["pass"] if ps["tensors"] == ["weight"]]
@@ -82,10 +85,30 @@ def test_one_llama_layer_by_hand() -> None:
     assert (float(fwd), float(bwd)) == (C_FWD, C_BWD)
 
 
-def test_tp2_halves_them() -> None:
-    # sequence parallelism on (t > 1): the h-wide tensors are each rank's 1/2 of the sequence
+def test_tp2_with_sequence_parallelism_by_hand() -> None:
+    # t = 2, sequence parallel: the shards are halves (QKV N = 3 h / 2, attention-output
+    # K = h / 2, MLP-up N = 2 f / 2, MLP-down K = f / 2; W / 2); the h-wide tensors a layer
+    # gathers (QKV and MLP-up inputs, attention-output and MLP-down output gradients: T h each)
+    # are cast on the rank's half (read 2, write 1), gathered in fp8 and transposed whole
+    # (read 1, write 1); the others cast+transposed as at t = 1 (read 2, write 2)
+    t, h, f, tok = 2, 4096, 11_008, 4096
+    x_local = tok * (h // t + f // t)            # attention-output and MLP-down inputs
+    g_local = tok * (3 * h // t + 2 * f // t)    # QKV and MLP-up output gradients
+    hx = hg = 2 * tok * h                        # the gathered tensors, whole
+    c_fwd = 4 * x_local + 4 * W // t + 3 * hx // t
+    c_bwd = 4 * g_local + 3 * hg // t + 2 * (hx + hg)
+    assert (c_fwd, c_bwd) == (578_813_952, 465_567_744)
+    el = fp8_cast_elements(LLAMA, cfg(tp=2))
+    assert (float(el["input_share"]), float(el["input_gathered"])) == (hx / t, hx)
     fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, cfg(tp=2))
-    assert (float(fwd), float(bwd)) == (C_FWD / 2, C_BWD / 2)
+    assert (float(fwd), float(bwd)) == (c_fwd, c_bwd)
+    # without sequence parallelism nothing is gathered: every tensor cast+transposed
+    no_sp = configs(LLAMA, dp=1, tp=2, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                    recompute=0, vp=1, sp=False, gpipe=False, seq=4096, dtype="fp8",
+                    attention="flash", dropout=False)
+    fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, no_sp)
+    assert (float(fwd), float(bwd)) == (4 * (x_local + hx) + 4 * W // t,
+                                        4 * (g_local + hg))
 
 
 def test_bf16_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,9 +152,24 @@ def test_fp8_costs_exactly_the_cast_bytes_at_the_memory_rate(
     assert float(after["compute_flop_s"]) == float(before["compute_flop_s"])
 
 
-def test_cached_weights_are_cast_once_per_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
-    cached = hybrid.Fp8Cast(forward=fp8_cast().forward, backward=fp8_cast().backward,
-                            weight_cache=True)
-    monkeypatch.setattr(hybrid, "fp8_cast", lambda: cached)
-    fwd, _ = fp8_cast_bytes_per_layer(LLAMA, cfg(gb=4))     # m = 4
-    assert float(fwd) == 4 * X + 4 * W / 4
+def test_cached_weights_are_cast_once_per_iteration() -> None:
+    # Megatron-Core passes is_first_microbatch to Transformer Engine: the weights' fp8 copy
+    # and transpose are made on the first of the m = 4 micro-batches and reused; the recipe
+    # says so with its source, the others cast every micro-batch
+    from dataclasses import replace
+
+    fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, replace(cfg(gb=4), fp8_weight_cache=True))
+    assert (float(fwd), float(bwd)) == (4 * X + 4 * W / 4, C_BWD)
+    fwd, _ = fp8_cast_bytes_per_layer(LLAMA, cfg(gb=4))
+    assert float(fwd) == C_FWD
+    recipes = hybrid.recipes()
+    cache = recipes["megatron-core"]["set"]["fp8_weight_cache"]
+    assert cache["value"] is True and "is_first_microbatch" in cache["source"]
+    assert all("fp8_weight_cache" not in r.get("set", {})
+               for name, r in recipes.items() if name != "megatron-core")
+    hw = hybrid_hardware(None, "dgx-h100", "fp8")
+    assert hybrid.recipe_settings("megatron-core", LLAMA, hw)["fp8_weight_cache"] is True
+    assert "fp8 weights cast once per iteration" in hybrid.recipe_text(
+        "megatron-core", {"fp8_weight_cache": True}, "fp8")
+    assert "fp8 weights" not in hybrid.recipe_text(
+        "megatron-core", {"fp8_weight_cache": True}, "bf16")

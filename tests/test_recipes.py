@@ -58,7 +58,7 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
                     assert s[key] in ATTENTION
                 if key in s and knob == "zero":
                     assert s[key] in (0, 1, 2, 3)
-                if key in s and knob in ("dropout", "grad_accum_fused"):
+                if key in s and knob in ("dropout", "grad_accum_fused", "fp8_weight_cache"):
                     assert isinstance(s[key], bool)
         for kept in r.get("kept", []):
             assert kept["what"] and kept["source"].startswith("https://"), name
@@ -72,7 +72,8 @@ def test_each_recipe_sets_what_docs_say() -> None:
                                                              "dropout": True}
     assert recipe_settings("megatron-core", LLAMA, a100) == {"attention": "flash",
                                                              "dropout": False,
-                                                             "context_parallel": True}
+                                                             "context_parallel": True,
+                                                             "fp8_weight_cache": True}
     # Transformer Engine prefers cuDNN's fused attention from compute capability 9.0 on
     assert recipe_settings("megatron-core", LLAMA, h100)["attention"] == "cudnn"
     b200 = hybrid_hardware(None, "dgx-b200")

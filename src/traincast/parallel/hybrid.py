@@ -520,6 +520,10 @@ class Configs:
     attention: str = "materialized"
     dropout: bool = True
     """Attention and hidden dropout on (Megatron's kernels and masks) or off."""
+    fp8_weight_cache: bool = False
+    """With dtype fp8: the weights' fp8 copies made on the first micro-batch and reused by
+    the others of the iteration (Transformer Engine's ``is_first_microbatch``), else made
+    every micro-batch (:func:`fp8_cast_bytes_per_layer`)."""
 
     @property
     def s_rank(self) -> F:
@@ -547,7 +551,7 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
             seq: int | None, dtype: str, attention: str = "materialized",
-            dropout: bool = True, cp: ArrayLike = 1) -> Configs:
+            dropout: bool = True, cp: ArrayLike = 1, fp8_weight_cache: bool = False) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split)."""
@@ -560,7 +564,8 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
                    selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
-                   attention=check_attention(attention), dropout=bool(dropout))
+                   attention=check_attention(attention), dropout=bool(dropout),
+                   fp8_weight_cache=bool(fp8_weight_cache))
 
 
 def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
@@ -711,11 +716,10 @@ def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
 class Fp8Cast:
     """``[fp8_cast]`` of ``parallel/recipes.toml``: the bytes per element each memory-bound
     pass of Transformer Engine's delayed-scaling fp8 recipe moves, by direction and tensor
-    (``"input"``, ``"weight"``, ``"grad"``), and whether the recipe caches fp8 weights."""
+    (``"input"``, ``"weight"``, ``"grad"``)."""
 
     forward: dict[str, float]
     backward: dict[str, float]
-    weight_cache: bool
 
 
 @lru_cache(maxsize=1)
@@ -731,8 +735,7 @@ def fp8_cast() -> Fp8Cast:
         for tensor in ps["tensors"]:
             side = per[ps["direction"]]
             side[tensor] = side.get(tensor, 0.0) + float(ps["read"]) + float(ps["write"])
-    return Fp8Cast(forward=per["forward"], backward=per["backward"],
-                   weight_cache=bool(raw["weight_cache"]))
+    return Fp8Cast(forward=per["forward"], backward=per["backward"])
 
 
 def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
@@ -743,34 +746,49 @@ def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
         weight = sum count N K    (the weight shards: 4 h^2 + 2 (n_mat - 1) h f / t dense MHA)
         grad   = sum count M N    (the gradients of their outputs)
 
-    the ``h``-wide tensors (the inputs of QKV and MLP up, the output gradients of the attention
-    output and MLP down) over ``t_sp`` (:func:`sp_share`: under sequence parallelism each rank
-    casts its ``1/t`` of the sequence, the gather runs in fp8)."""
+    Under sequence parallelism the ``h``-wide tensors a layer gathers (the inputs of QKV and
+    MLP up, the output gradients of the attention output and MLP down: ``H_x``, ``H_g``
+    elements each whole) leave ``input`` and ``grad`` for ``input_share = H_x / t`` and
+    ``grad_share = H_g / t`` (the rank's share, cast before the gather) and
+    ``input_gathered = H_x``, ``grad_gathered = H_g`` (the gathered tensor, transposed); 0
+    without it."""
     shapes = gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e)
-    share = sp_share(c)
     x = [n * m * k for n, m, _, k in shapes]
     g = [n * m * w for n, m, w, _ in shapes]
-    return {"input": x[0] * share + x[1] + x[2] * share + x[3],
-            "weight": sum(n * w * k for n, _, w, k in shapes),
-            "grad": g[0] + g[1] * share + g[2] + g[3] * share}
+    sp = np.asarray(c.sp, dtype=bool)
+    t = np.maximum(c.t, 1.0)
+    zero = np.zeros_like(c.t)
+    h_x, h_g = x[0] + x[2] + zero, g[1] + g[3] + zero  # the h-wide tensors, whole
+    return {"input": np.where(sp, x[1] + x[3] + zero, h_x + x[1] + x[3]),
+            "weight": sum(n * w * k for n, _, w, k in shapes) + zero,
+            "grad": np.where(sp, g[0] + g[2] + zero, h_g + g[0] + g[2]),
+            "input_share": np.where(sp, h_x / t, 0.0),
+            "grad_share": np.where(sp, h_g / t, 0.0),
+            "input_gathered": np.where(sp, h_x, 0.0),
+            "grad_gathered": np.where(sp, h_g, 0.0)}
 
 
 def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     """The fp8 cast bytes of one layer and micro-batch on one GPU, ``(C_fwd, C_bwd)``, with
-    ``X``, ``W``, ``G`` of :func:`fp8_cast_elements` and the factors of :func:`fp8_cast`::
+    the elements of :func:`fp8_cast_elements` and the factors of :func:`fp8_cast`::
 
-        C_fwd = 4 X + 4 W / m_w      (input and weight cast+transpose: read 2, write 1 + 1,
-                                      the fp8 copy and its transpose; the amax reduction
-                                      inside the cast, no bytes of its own)
-        C_bwd = 4 G                  (output-gradient cast+transpose: read 2, write 1 + 1)
+        C_fwd = 4 X + 4 W / m_w + 3 X_share      (input and weight cast+transpose: read 2,
+                                                  write 1 + 1, the fp8 copy and its
+                                                  transpose; the share of a gathered input
+                                                  cast: read 2, write 1; the amax reduction
+                                                  inside the cast, no bytes of its own)
+        C_bwd = 4 G + 3 G_share + 2 (X_gathered + G_gathered)
+                                                 (output-gradient cast+transpose; a gathered
+                                                  gradient's share cast; the gathered
+                                                  tensors transposed: read 1, write 1)
 
     ``m_w = 1`` (the weights cast every micro-batch), ``m`` when the recipe caches fp8
-    weights. Zero unless ``c.dtype`` is fp8."""
+    weights (``c.fp8_weight_cache``: Megatron-Core's). Zero unless ``c.dtype`` is fp8."""
     if c.dtype != "fp8":
         zero = np.zeros_like(c.t)
         return zero, zero
     f, el = fp8_cast(), fp8_cast_elements(model, c)
-    weights = el["weight"] / c.m if f.weight_cache else el["weight"]
+    weights = el["weight"] / c.m if c.fp8_weight_cache else el["weight"]
     n = {**el, "weight": weights}
     fwd = sum(k * n[t] for t, k in f.forward.items())
     bwd = sum(k * n[t] for t, k in f.backward.items())
@@ -1123,7 +1141,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              seq: int | None = None, dtype: str = "bf16", overlap: float = 0.0,
              scatter_gather: bool = True, grad_accum_fused: bool = True,
              uneven_stages: bool = False, attention: str = "materialized",
-             dropout: bool = True, cp: ArrayLike = 1) -> dict[str, F]:
+             dropout: bool = True, cp: ArrayLike = 1,
+             fp8_weight_cache: bool = False) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -1139,16 +1158,19 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     :func:`activation_bytes_per_layer`). ``cp`` (context parallelism, fused attention only)
     splits every sequence over ``cp`` ranks: per-GPU work and activations over ``s / cp``
     tokens, the key/value ring of :func:`cp_exchange_s`, gradients reduced over ``d cp``
-    ranks; the job has ``d t p cp`` GPUs. Per iteration ``T_pipe = (m + (p - 1) / v)
-    t_mb``, ``T_data = 16 s B / (d cp) / bw(pcie)`` and ``T_total = T_data + max(T_pipe + T_opt,
-    f T_dp) + (1 - f) T_dp`` (``f = overlap``). Configurations ``check_shapes`` rejects get NaN
-    times and rates. Returns a dict of equal-shape arrays (``total_s``, each of ``TIME_PARTS``
-    + ``_s``, ``mem_*_bytes``, ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``,
-    ``model_tflops_per_gpu``, ``hardware_tflops_per_gpu``, ...).
+    ranks; the job has ``d t p cp`` GPUs. ``fp8_weight_cache`` (dtype fp8): the weights'
+    fp8 copies made once per iteration (:func:`fp8_cast_bytes_per_layer`). Per iteration
+    ``T_pipe = (m + (p - 1) / v) t_mb``, ``T_data = 16 s B / (d cp) / bw(pcie)`` and
+    ``T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp`` (``f = overlap``).
+    Configurations ``check_shapes`` rejects get NaN times and rates. Returns a dict of
+    equal-shape arrays (``total_s``, each of ``TIME_PARTS`` + ``_s``, ``mem_*_bytes``,
+    ``fits``, ``shape_error``, ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``,
+    ``hardware_tflops_per_gpu``, ...).
     """
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
-                seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp)
+                seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp,
+                fp8_weight_cache=fp8_weight_cache)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
                                cp=c.cp, seq=c.s, fused=c.attention in FUSED)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
@@ -1193,7 +1215,8 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
 
 
 RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
-                                "grad_accum_fused": True, "context_parallel": False}
+                                "grad_accum_fused": True, "context_parallel": False,
+                                "fp8_weight_cache": False}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
 SM90: float = 9.0
@@ -1261,13 +1284,17 @@ def resolve_knobs(framework: str, model: ModelConfig, hw: HybridHardware,
                    if given.get(k) is None or given[k] == v}
 
 
-def recipe_text(framework: str, by_recipe: dict[str, Any]) -> str:
-    """The ``assumed:`` line's words for a recipe: its name and what it set."""
+def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -> str:
+    """The ``assumed:`` line's words for a recipe: its name and what it set (the fp8 weight
+    cache only for a job in ``dtype`` fp8, where it acts)."""
     words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
              "dropout": lambda v: f"dropout {'on' if v else 'off'}",
              "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
-             "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}"}
-    what = ", ".join(words[k](v) for k, v in by_recipe.items())
+             "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}",
+             "fp8_weight_cache": lambda v: ("fp8 weights cast once per iteration" if v
+                                            else "fp8 weights cast every micro-batch")}
+    what = ", ".join(words[k](v) for k, v in by_recipe.items()
+                     if k != "fp8_weight_cache" or dtype == "fp8")
     return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
 
 
@@ -1592,7 +1619,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
                    attention=attention, dropout=knobs["dropout"],
-                   grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages)
+                   grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages,
+                   fp8_weight_cache=knobs["fp8_weight_cache"])
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
@@ -1620,7 +1648,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
-                        + recipe_text(framework, by_recipe))
+                        + recipe_text(framework, by_recipe, dtype))
     return {
         **time_summary(sc),
         "attention_rate": attention_rate(cfg, hw, attention, s // cp, dtype),
@@ -1649,6 +1677,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],
+                "fp8_weight_cache": knobs["fp8_weight_cache"],
                 "nodes": -(-int(sc["gpus"]) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

@@ -383,7 +383,8 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                    zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
-                   dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"])
+                   dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"],
+                   fp8_weight_cache=knobs["fp8_weight_cache"])
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
             "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 
@@ -502,8 +503,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     sets = by_recipe or {}
     distinct = {repr(v): v for v in sets.values()}
-    recipe = (recipe_text(framework, next(iter(distinct.values()), {})) if len(distinct) <= 1
-              else "; ".join(f"on {nd}: {recipe_text(framework, v)}" for nd, v in sets.items()))
+    recipe = (recipe_text(framework, next(iter(distinct.values()), {}), dtype)
+              if len(distinct) <= 1 else
+              "; ".join(f"on {nd}: {recipe_text(framework, v, dtype)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
     cp_on = [nd for nd, v in (cp_searched or {}).items() if v]
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]

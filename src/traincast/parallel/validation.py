@@ -259,7 +259,8 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     seq=cfg["seq"], dtype=cfg["dtype"],
                     grad_accum_fused=cfg["grad_accum_fused"],
                     uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
-                    dropout=cfg["dropout"], cp=row.get("cp", 1))
+                    dropout=cfg["dropout"], cp=row.get("cp", 1),
+                    fp8_weight_cache=cfg["fp8_weight_cache"])
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
