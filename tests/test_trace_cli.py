@@ -266,10 +266,10 @@ def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
 
 
 def test_a_named_workload_larger_than_its_gpu_is_said(tmp_path: Path) -> None:
-    # GPT-2 XL (1,557,611,200 parameters) needs at least 16 bytes a parameter for one training
-    # replica (fp32 weights, gradients and Adam's two moments): 24.9 GB, more than a T4's 16 GB;
-    # an 80 GB A100 holds it. The two T4 jobs are said, priced as if it fit; the job without
-    # GPUs gets no workload
+    # GPT-2 XL (1,557,611,200 parameters) needs at least 16 bytes a parameter on each GPU of a
+    # 1w1g or AllReduce job (fp32 weights, gradients and Adam's two moments): 24.9 GB, more
+    # than a T4's 16 GB; an 80 GB A100 holds it. The two T4 jobs are said, priced as if it
+    # fit; the job without GPUs gets no workload
     from traincast.trace.sample import replica_gb
 
     assert 1_557_611_200 * 16 / 1e9 > 16
@@ -283,10 +283,19 @@ def test_a_named_workload_larger_than_its_gpu_is_said(tmp_path: Path) -> None:
     assert (info["jobs"], info["exceeds_gpu_memory"]) == (3, 2)
     r = tc("characterize", str(trace), "--workload", "gpt2-xl", cwd=tmp_path)
     said = " ".join(r.stdout.split())
-    assert "of these, 2 jobs run on GPUs with less memory than one training replica of " \
-        "gpt2-xl needs" in said and "priced as if it fit" in said
+    assert "of these, 2 jobs run on GPUs with less memory than gpt2-xl needs per GPU under " \
+        "their architecture" in said and "priced as if it fit" in said
     # GPT-2 small (124 M parameters) fits every one: nothing said
     r = tc("characterize", str(trace), "--workload", "gpt2", "--json", cwd=tmp_path)
     assert json.loads(r.stdout)["assumed_workload"]["exceeds_gpu_memory"] == 0
     r = tc("characterize", str(trace), "--workload", "gpt2", cwd=tmp_path)
     assert "less memory" not in r.stdout
+    # the footprint is the architecture's, as a what-if port checks it: the zoo's llm keeps
+    # 27 GB of weights, 27 GB of gradients, 54 GB of Adam state and 23 GB of activations (131
+    # GB) on a GPU training alone, more than an 80 GB A100; as a PS/Worker worker its optimizer
+    # state lives on the parameter servers (77 GB), and it fits
+    trace.write_text("job_id,n_gpus,architecture,gpu_type,n_workers,n_ps\n"
+                     "p,2,ps-worker,A100-SXM4-80GB,2,1\nq,1,1w1g,A100-SXM4-80GB,,\n")
+    r = tc("characterize", str(trace), "--workload", "llm", "--json", "--db",
+           str(tmp_path / "llm.duckdb"), cwd=tmp_path)
+    assert json.loads(r.stdout)["assumed_workload"]["exceeds_gpu_memory"] == 1

@@ -372,15 +372,13 @@ def print_assumed(info: dict[str, Any] | None) -> None:
                        f"{what}; --workload NAME assumes one model, --workload none nothing "
                        "(docs/traces.md)", style="dim"))
     if info.get("exceeds_gpu_memory"):
-        from traincast.trace.sample import replica_gb
-
         n = info["exceeds_gpu_memory"]
         console.print(Text(
             f"of these, {plural(n, 'job')} {'runs' if n == 1 else 'run'} on GPUs with less memory "
-            f"than one training replica of {info['workload']} needs "
-            f"({replica_gb(info['workload']):.1f} GB at its profile's batch): priced as if it "
-            "fit; a smaller model, or --workload mix (each job a model its GPU holds), "
-            "describes such jobs better", style="yellow"))
+            f"than {info['workload']} needs per GPU under {'its' if n == 1 else 'their'} "
+            "architecture (weights, gradients, optimizer state and activations at the job's "
+            "batch): priced as if it fit; a smaller model, or --workload mix (each job a model "
+            "its GPU holds), describes such jobs better", style="yellow"))
 
 
 def print_assumed_hardware(char: dict[str, Any]) -> None:

@@ -346,8 +346,8 @@ def assumed_notes(study: Study) -> list[str]:
                      "not the jobs' own (--workload, docs/traces.md)")
         if wl.get("exceeds_gpu_memory"):
             out.append(f"{wl['exceeds_gpu_memory']:,} of them run on GPUs with less memory "
-                       f"than one training replica of {wl.get('workload')} needs: priced as if "
-                       "it fit")
+                       f"than {wl.get('workload')} needs per GPU under their architecture: "
+                       "priced as if it fit")
     hw = study.get("characterize.json").get("default_hardware")
     if isinstance(hw, Mapping) and hw.get("jobs"):
         out.append(f"{hw['jobs']:,} jobs name no GPU type or node: they are priced on "

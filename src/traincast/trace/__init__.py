@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
 __all__ = ["DEFAULT_WORKLOAD", "MIX", "NO_WORKLOAD", "Store", "default_workload",
-           "fill_features", "infer_architecture", "ingest", "job_hash", "load_jobs",
-           "mix_workloads", "parse_mapping", "prepare_jobs", "read_trace",
-           "workload_assumption"]
+           "fill_features", "flag_oversize", "gpu_memory_gb", "infer_architecture", "ingest",
+           "job_hash", "load_jobs", "mix_workloads", "parse_mapping", "prepare_jobs",
+           "read_trace", "workload_assumption"]
 
 
 def parse_mapping(items: Sequence[str] | None) -> dict[str, str]:
@@ -95,8 +95,8 @@ DEFAULT_WORKLOAD = MIX
 ASSUMED_COLUMN = "workload_assumed"
 """Boolean column :func:`default_workload` adds: the job's workload was assumed, not read."""
 OVERSIZE_COLUMN = "workload_exceeds_gpu_memory"
-"""Boolean column :func:`default_workload` adds for a named workload: the model's training
-replica needs more memory than the job's GPU has (priced as if it fit)."""
+"""Boolean column :func:`prepare_jobs` adds for a named workload: the job's assumed workload
+needs more memory per GPU than its GPU has (:func:`flag_oversize`; priced as if it fit)."""
 
 
 def job_hash(jobs: pa.Table) -> np.ndarray:
@@ -154,10 +154,8 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
     features (FLOPs, memory-bound bytes, weight bytes): a zoo model or workload tag,
     or :data:`MIX` (:func:`mix_workloads`); :data:`NO_WORKLOAD` leaves the jobs as they are.
     Marks those jobs in the boolean column :data:`ASSUMED_COLUMN` (counted by
-    :func:`workload_assumption`), and for a named workload those whose GPU has less memory
-    than its training replica needs (:func:`traincast.trace.sample.replica_gb`) in
-    :data:`OVERSIZE_COLUMN`: they are priced as if it fit. Jobs with 0 GPUs (or none recorded)
-    get none: they do not train on GPUs."""
+    :func:`workload_assumption`). Jobs with 0 GPUs (or none recorded) get none: they do not
+    train on GPUs."""
     from traincast.errors import TraincastError
     from traincast.features.io import REQUIRED
     from traincast.zoo.profiles import resolve_workload
@@ -179,27 +177,49 @@ def default_workload(jobs: pa.Table, workload: str, catalog: Catalog | None = No
         missing = [pc.is_null(jobs[c], nan_is_null=True) for c in REQUIRED]
         empty = pc.and_(empty, reduce(pc.or_, missing))
     mask = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
-    oversize = np.zeros(len(mask), dtype=bool)
     if name == MIX:
         fill = pa.array(mix_workloads(jobs, catalog, mask), type=pa.string())
     else:
-        from traincast.trace.sample import replica_gb
-
         fill = pa.scalar(str(workload))
-        need_gb = replica_gb(str(workload))
-        if mask.any() and need_gb > 0:  # NaN (unknown) and an unknown GPU: not flagged
-            oversize = mask & (gpu_memory_gb(jobs, catalog) < need_gb)
     flag = pa.array(mask)
     filled = pc.if_else(flag, fill, col)
     jobs = jobs.set_column(jobs.column_names.index("workload"), "workload", filled) if has \
         else jobs.append_column("workload", filled)
-    for column, values in ((ASSUMED_COLUMN, flag), (OVERSIZE_COLUMN, pa.array(oversize))):
-        if column in jobs.column_names:
-            values = pc.or_(pc.fill_null(jobs[column], False), values)
-            jobs = jobs.set_column(jobs.column_names.index(column), column, values)
-        else:
-            jobs = jobs.append_column(column, values)
-    return jobs
+    return _or_column(jobs, ASSUMED_COLUMN, flag)
+
+
+def _or_column(jobs: pa.Table, column: str, values: pa.Array) -> pa.Table:
+    """``jobs`` with the boolean ``column`` set to ``values``, or to its own values or
+    ``values`` where it exists already."""
+    if column in jobs.column_names:
+        values = pc.or_(pc.fill_null(jobs[column], False), values)
+        return jobs.set_column(jobs.column_names.index(column), column, values)
+    return jobs.append_column(column, values)
+
+
+def flag_oversize(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
+    """Mark in :data:`OVERSIZE_COLUMN` the jobs of :data:`ASSUMED_COLUMN` whose workload needs
+    more memory per GPU than their GPU has, by the rule the what-if scenarios apply to a port
+    (``engine.workload.WorkloadExtras.footprint_bytes``: each architecture's footprint of the
+    workload's weights, gradients, optimizer state and activations scaled to the job's batch,
+    against ``mem_gb``; an unknown GPU or footprint is not flagged). They are priced as if it
+    fit. Run on features filled (:func:`fill_features`)."""
+    from traincast.engine.workload import workload_extras
+    from traincast.hardware.catalog import load_catalog
+    from traincast.jobs import Columns
+    from traincast.resolve import resolve
+
+    over = np.zeros(jobs.num_rows, dtype=bool)
+    if ASSUMED_COLUMN in jobs.column_names and jobs.num_rows:
+        assumed = np.asarray(pc.fill_null(jobs[ASSUMED_COLUMN], False).to_numpy(
+            zero_copy_only=False), dtype=bool)
+        if assumed.any():
+            cols = Columns.of(jobs)
+            r = resolve(cols, catalog or load_catalog())
+            need = workload_extras(cols).footprint_bytes(r.arch, r.n)
+            with np.errstate(invalid="ignore"):
+                over = assumed & (need > r.mem_gb * 1e9)  # NaN: not checked
+    return _or_column(jobs, OVERSIZE_COLUMN, pa.array(over))
 
 
 def workload_assumption(jobs: pa.Table, workload: str | None) -> dict[str, Any] | None:
@@ -259,7 +279,13 @@ def prepare_jobs(jobs: pa.Table, catalog: Catalog | None = None,
     """A trace's jobs ready for the model: missing architectures inferred
     (:func:`infer_architecture`), ``workload`` given to jobs whose trace names none
     (:func:`default_workload`: a zoo model, :data:`MIX` or :data:`NO_WORKLOAD`; None = nothing
-    assumed), unknown features filled from the workloads' zoo profiles (:func:`fill_features`).
+    assumed), unknown features filled from the workloads' zoo profiles (:func:`fill_features`),
+    and for a named workload the jobs it does not fit marked (:func:`flag_oversize`).
     """
     jobs = infer_architecture(jobs, catalog)
-    return fill_features(default_workload(jobs, workload, catalog) if workload else jobs)
+    if not workload:
+        return fill_features(jobs)
+    jobs = fill_features(default_workload(jobs, workload, catalog))
+    if str(workload).strip().lower() in (MIX, NO_WORKLOAD):
+        return jobs  # the mix draws models each job's GPU holds
+    return flag_oversize(jobs, catalog)
