@@ -299,3 +299,19 @@ def test_a_named_workload_larger_than_its_gpu_is_said(tmp_path: Path) -> None:
     r = tc("characterize", str(trace), "--workload", "llm", "--json", "--db",
            str(tmp_path / "llm.duckdb"), cwd=tmp_path)
     assert json.loads(r.stdout)["assumed_workload"]["exceeds_gpu_memory"] == 1
+
+
+def test_whatif_says_the_node_it_assumed_for_jobs_that_name_none(tmp_path: Path) -> None:
+    # ElasticFlow names no GPU type or node: the two jobs with GPUs are priced on the default
+    # node, and whatif says so as characterize does (the job with 0 GPUs is not counted)
+    trace = tmp_path / "ef.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\na,0,100,1\nb,0,50,16\n"
+                     "c,0,50,0\n")
+    base = ("whatif", str(trace), "--format", "elasticflow", "-s", "eth100")
+    r = tc(*base, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    hw = json.loads(r.stdout)["default_hardware"]
+    assert (hw["jobs"], hw["node"], hw["nic"]) == (2, "pai-v100-nvlink", "eth25")
+    said = " ".join(tc(*base, cwd=tmp_path).stdout.split())
+    assert "assumed hardware: 2 jobs with GPUs name neither a GPU type nor a node; they are " \
+        "priced on pai-v100-nvlink nodes" in said

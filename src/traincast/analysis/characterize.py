@@ -258,6 +258,17 @@ def _gpu_time_s(gpus: NDArray[np.float64], duration_s: NDArray[np.float64],
     return gpus * np.where(np.isnan(duration_s), open_s, duration_s)
 
 
+def default_hardware(catalog: Catalog, jobs: int) -> dict[str, Any]:
+    """``jobs`` with GPUs whose trace names neither a GPU type nor a node, and the node preset
+    they are priced on (``traincast.resolve.fallback_node`` of ``catalog``): ``{"jobs",
+    "node", "set_by_catalog", "gpu", "gpus", "intra", "nic"}``."""
+    node = fallback_node(catalog)
+    nd = catalog.nodes.get(node)
+    return {"jobs": int(jobs), "node": node, "set_by_catalog": catalog.fallback_node is not None,
+            **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}
+               if nd is not None else {})}
+
+
 class Characterization:
     """The characterization of a job table filled chunk by chunk (:meth:`add`) or from parts
     (:meth:`merge`), so its memory does not grow with the trace: sums per architecture and GPU
@@ -377,13 +388,8 @@ class Characterization:
 
     def _default_hardware(self) -> dict[str, Any]:
         """The jobs with GPUs whose trace names neither a GPU type nor a node, and the node
-        preset they are priced on (``traincast.resolve.fallback_node`` of this catalog)."""
-        node = fallback_node(self.catalog)
-        nd = self.catalog.nodes.get(node)
-        return {"jobs": self.default_hardware, "node": node,
-                "set_by_catalog": self.catalog.fallback_node is not None,
-                **({"gpu": nd.gpu, "gpus": nd.gpus, "intra": nd.intra, "nic": nd.nic}
-                   if nd is not None else {})}
+        preset they are priced on (:func:`default_hardware`)."""
+        return default_hardware(self.catalog, self.default_hardware)
 
     def merge(self, other: Characterization) -> Characterization:
         """Add another part's characterization (same trace ends, catalog and overlap)."""

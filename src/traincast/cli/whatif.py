@@ -32,6 +32,7 @@ from traincast.cli.common import (
     given,
     note,
     print_assumed,
+    print_assumed_hardware,
     print_json,
     print_unpredicted,
     progress,
@@ -377,6 +378,10 @@ def whatif(
         result = run_all()
     rows = result.pop("job_rows", None)
     result["assumed_workload"] = None if job is not None else chunks.assumed
+    if job is None:
+        from traincast.analysis.characterize import default_hardware
+
+        result["default_hardware"] = default_hardware(cat, chunks.unnamed_hardware)
     if rows is not None:
         result["job_rows"] = rows.to_pylist()
     if json_out:
@@ -387,6 +392,9 @@ def whatif(
         return
     print_whatif(result)
     print_assumed(result["assumed_workload"])
+    summaries = result.get("scenarios") or {"": result.get("summary") or {}}
+    print_assumed_hardware({"default_hardware": result.get("default_hardware"), "breakdown": {
+        "jobs": max((int(s.get("predicted") or 0) for s in summaries.values()), default=0)}})
     if rows is not None and output is None:
         t = Table(title="Per job", title_justify="left")
         for col in ("job", "scenario", "matched", "applied", "base", "scenario", "speedup"):

@@ -28,7 +28,9 @@ class JobChunks:
     """The jobs of the store ``db`` (all sources, or ``source_ids``), in ingest order, as
     prepared tables of at most ``chunk_rows`` jobs. ``rows``: the number of jobs;
     :attr:`assumed` (after the chunks were read): what was assumed for jobs without a
-    workload, as :func:`traincast.trace.workload_assumption` says of a whole table."""
+    workload, as :func:`traincast.trace.workload_assumption` says of a whole table;
+    :attr:`unnamed_hardware`: the jobs with GPUs that name neither a GPU type nor a node
+    (:func:`unnamed_hardware`), priced on the catalog's default node."""
 
     def __init__(self, db: str | Path | None = None, source_ids: Iterable[int] | None = None,
                  chunk_rows: int = CHUNK_ROWS, catalog: Catalog | None = None,
@@ -39,6 +41,7 @@ class JobChunks:
         self.catalog = catalog
         self.workload = workload
         self.assumed: dict[str, Any] | None = None
+        self.unnamed_hardware = 0
         with Store(self.path) as store:
             self.rows = store.count(self.source_ids)
 
@@ -51,13 +54,31 @@ class JobChunks:
     def __iter__(self) -> Iterator[pa.Table]:
         from traincast.trace import prepare_jobs, workload_assumption
 
-        self.assumed = None
+        self.assumed, self.unnamed_hardware = None, 0
         with Store(self.path) as store:
             for batch in store.batches(self.source_ids, self.chunk_rows):
                 chunk = prepare_jobs(batch, self.catalog, self.workload)
                 self.assumed = merge_assumptions(self.assumed,
                                                  workload_assumption(chunk, self.workload))
+                self.unnamed_hardware += unnamed_hardware(chunk)
                 yield chunk
+
+
+def unnamed_hardware(jobs: pa.Table) -> int:
+    """Jobs with GPUs (``n_gpus > 0``) whose row names neither a GPU type nor a node (NULL or
+    empty): they are priced on the catalog's default node (``traincast.resolve``), as
+    ``characterize`` counts them (its ``default_hardware``)."""
+    import pyarrow.compute as pc
+
+    if "n_gpus" not in jobs.column_names:
+        return 0
+    named = pa.array([False] * jobs.num_rows)
+    for col in ("gpu_type", "node"):
+        if col in jobs.column_names:
+            given = pc.fill_null(pc.not_equal(pc.cast(jobs[col], pa.string()), ""), False)
+            named = pc.or_(named, given)
+    gpus = pc.fill_null(pc.greater(jobs["n_gpus"], 0), False)
+    return int(pc.sum(pc.and_(gpus, pc.invert(named))).as_py() or 0)
 
 
 def merge_assumptions(a: dict[str, Any] | None, b: dict[str, Any] | None
