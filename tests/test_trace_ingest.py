@@ -215,8 +215,8 @@ def test_a_file_in_another_format_names_its_columns_and_that_format(tmp_path: Pa
         ingest(other, format="elasticflow", db=tmp_path / "t.duckdb")
     assert err.value.hint == (
         "the file's column for each: --map job_id=FIELD for job_id, --map submit_time_s=FIELD "
-        "for submission_time, --map n_gpus=FIELD for num_gpu; rename the file's column to "
-        "duration (no --map gives it)")
+        "for submission_time, --map n_gpus=FIELD for num_gpu; the file needs a column named "
+        "duration (rename the file's own; no --map gives it)")
 
 
 def test_map_names_an_adapters_column_the_file_names_otherwise(tmp_path: Path) -> None:

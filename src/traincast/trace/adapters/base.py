@@ -941,8 +941,8 @@ def map_hint(fields_of: Callable[[list[str]], dict[str, Field]], cols: list[str]
     rename = [c for c in missing if c not in gives]
     return ("the file's column for each: " + ", ".join(said) if said else "") \
         + ("; " if said and rename else "") \
-        + (f"rename the file's column to {', '.join(rename)} (no --map gives it)"
-           if rename else "")
+        + (f"the file needs a column named {', '.join(rename)} (rename the file's own; no "
+           "--map gives it)" if rename else "")
 
 
 def renamed_fields(fields: dict[str, Field], renames: Mapping[str, str]) -> dict[str, Field]:
