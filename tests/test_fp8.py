@@ -61,17 +61,17 @@ def test_the_table_names_a_source_for_every_factor() -> None:
     for ps in RAW["pass"]:
         assert ps["source"].startswith("https://"), ps["name"]
         assert ps["direction"] in ("forward", "backward")
-        assert set(ps["tensors"]) <= {"input", "weight", "grad", "input_share", "grad_share",
-                                      "input_gathered", "grad_gathered"}
+        assert set(ps["tensors"]) <= {"input", "weight", "grad", "input_cast", "grad_share",
+                                      "input_transposed", "grad_gathered"}
     amax = [ps for ps in RAW["pass"] if "amax" in ps["name"]]
     assert len(amax) == 1 and amax[0]["fused_into"]    # inside the cast: counted once
     f = fp8_cast()
     # one read of 2 bytes and two fp8 writes (the copy and its transpose) per tensor; under
     # sequence parallelism the rank's share cast (read 2, write 1), the gathered one
     # transposed (read 1, write 1)
-    assert f.forward == {"input": 2.0 + 2.0, "weight": 2.0 + 2.0, "input_share": 2.0 + 1.0}
+    assert f.forward == {"input": 2.0 + 2.0, "weight": 2.0 + 2.0, "input_cast": 2.0 + 1.0}
     assert f.backward == {"grad": 2.0 + 2.0, "grad_share": 2.0 + 1.0,
-                          "input_gathered": 1.0 + 1.0, "grad_gathered": 1.0 + 1.0}
+                          "input_transposed": 1.0 + 1.0, "grad_gathered": 1.0 + 1.0}
     # the transposed weight is written: Hopper's fp8 GEMMs take the TN layout alone, so the
     # data-gradient GEMM reads weight_t_fp8 (Transformer Engine's _Linear)
     weight = [ps for ps in RAW["pass"] if ps["tensors"] == ["weight"]]
@@ -87,19 +87,23 @@ def test_one_llama_layer_by_hand() -> None:
 
 def test_tp2_with_sequence_parallelism_by_hand() -> None:
     # t = 2, sequence parallel: the shards are halves (QKV N = 3 h / 2, attention-output
-    # K = h / 2, MLP-up N = 2 f / 2, MLP-down K = f / 2; W / 2); the h-wide tensors a layer
-    # gathers (QKV and MLP-up inputs, attention-output and MLP-down output gradients: T h each)
-    # are cast on the rank's half (read 2, write 1), gathered in fp8 and transposed whole
-    # (read 1, write 1); the others cast+transposed as at t = 1 (read 2, write 2)
+    # K = h / 2, MLP-up N = 2 f / 2, MLP-down K = f / 2; W / 2). te.Linear fuses no input's
+    # cast and transpose under sequence parallelism: every input is cast as the rank holds it
+    # (read 2, write 1: the QKV and MLP-up inputs, T h each, on the rank's half before the fp8
+    # gather) and transposed as its GEMM reads it (read 1, write 1: those two whole); the
+    # attention-output and MLP-down output gradients (T h each) are cast on the half and
+    # transposed whole; the other gradients and the weights fused (read 2, write 2)
     t, h, f, tok = 2, 4096, 11_008, 4096
-    x_local = tok * (h // t + f // t)            # attention-output and MLP-down inputs
+    x_rows = tok * (h // t + f // t)             # attention-output and MLP-down inputs
     g_local = tok * (3 * h // t + 2 * f // t)    # QKV and MLP-up output gradients
     hx = hg = 2 * tok * h                        # the gathered tensors, whole
-    c_fwd = 4 * x_local + 4 * W // t + 3 * hx // t
-    c_bwd = 4 * g_local + 3 * hg // t + 2 * (hx + hg)
-    assert (c_fwd, c_bwd) == (578_813_952, 465_567_744)
+    c_fwd = 4 * W // t + 3 * (hx // t + x_rows)
+    c_bwd = 4 * g_local + 3 * hg // t + 2 * (hx + x_rows + hg)
+    assert (c_fwd, c_bwd) == (547_880_960, 527_433_728)
     el = fp8_cast_elements(LLAMA, cfg(tp=2))
-    assert (float(el["input_share"]), float(el["input_gathered"])) == (hx / t, hx)
+    assert float(el["input"]) == 0.0
+    assert (float(el["input_cast"]), float(el["input_transposed"])) == (hx / t + x_rows,
+                                                                         hx + x_rows)
     fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, cfg(tp=2))
     assert (float(fwd), float(bwd)) == (c_fwd, c_bwd)
     # without sequence parallelism nothing is gathered: every tensor cast+transposed
@@ -107,8 +111,29 @@ def test_tp2_with_sequence_parallelism_by_hand() -> None:
                     recompute=0, vp=1, sp=False, gpipe=False, seq=4096, dtype="fp8",
                     attention="flash", dropout=False)
     fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, no_sp)
-    assert (float(fwd), float(bwd)) == (4 * (x_local + hx) + 4 * W // t,
+    assert (float(fwd), float(bwd)) == (4 * (x_rows + hx) + 4 * W // t,
                                         4 * (g_local + hg))
+
+
+def test_experts_are_cast_and_transposed_fused_under_sequence_parallelism() -> None:
+    # Mixtral 8x7B at t = 2, sequence parallel, all 8 experts on the GPU (ep 1), T k / 8
+    # tokens each at k = 2: the experts' layers are not tensor-parallel modules (the
+    # dispatcher brings their tokens), so their inputs and output gradients take the fused
+    # cast+transpose; attention as for a dense model
+    mixtral = get_model("mixtral-8x7b")
+    h, f, tok, t, kv = 4096, 14_336, 4096, 2, 1024
+    expert_tokens = tok * 2 / 8
+    x_experts = 8 * expert_tokens * (h + f // t)              # up and down inputs
+    g_experts = 8 * expert_tokens * (2 * f // t + h)          # their output gradients
+    c = configs(mixtral, dp=1, tp=t, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                recompute=0, vp=1, sp=True, gpipe=False, seq=4096, dtype="fp8",
+                attention="flash", dropout=False)
+    el = fp8_cast_elements(mixtral, c)
+    assert float(el["input"]) == x_experts
+    assert float(el["input_cast"]) == tok * h / t + tok * h / t      # QKV share, attn-out
+    assert float(el["input_transposed"]) == tok * h + tok * h / t
+    assert float(el["grad"]) == tok * (h + 2 * kv) / t + g_experts  # QKV out + experts
+    assert (float(el["grad_share"]), float(el["grad_gathered"])) == (tok * h / t, tok * h)
 
 
 def test_bf16_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -746,25 +746,33 @@ def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
         weight = sum count N K    (the weight shards: 4 h^2 + 2 (n_mat - 1) h f / t dense MHA)
         grad   = sum count M N    (the gradients of their outputs)
 
-    Under sequence parallelism the ``h``-wide tensors a layer gathers (the inputs of QKV and
-    MLP up, the output gradients of the attention output and MLP down: ``H_x``, ``H_g``
-    elements each whole) leave ``input`` and ``grad`` for ``input_share = H_x / t`` and
-    ``grad_share = H_g / t`` (the rank's share, cast before the gather) and
-    ``input_gathered = H_x``, ``grad_gathered = H_g`` (the gathered tensor, transposed); 0
-    without it."""
+    each cast+transposed in one fused pass. Under sequence parallelism ``te.Linear`` takes
+    the fused pass for no input: every input is cast as the rank holds it (``input_cast``)
+    and transposed as its GEMM reads it (``input_transposed``): the QKV and dense MLP-up
+    inputs, ``h`` wide, cast on the rank's ``1/t`` share and transposed whole after the fp8
+    gather, the attention-output and dense MLP-down inputs (not gathered) cast and transposed
+    alike; the output gradients of the attention output and the dense MLP down, ``h`` wide,
+    are cast on the share (``grad_share``) and transposed whole (``grad_gathered``), the
+    others fused. A mixture of experts' layers are not tensor-parallel modules (their tokens
+    come through the dispatcher): their inputs and gradients stay fused. Without sequence
+    parallelism the split tensors are 0."""
     shapes = gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e)
     x = [n * m * k for n, m, _, k in shapes]
     g = [n * m * w for n, m, w, _ in shapes]
     sp = np.asarray(c.sp, dtype=bool)
     t = np.maximum(c.t, 1.0)
     zero = np.zeros_like(c.t)
-    h_x, h_g = x[0] + x[2] + zero, g[1] + g[3] + zero  # the h-wide tensors, whole
-    return {"input": np.where(sp, x[1] + x[3] + zero, h_x + x[1] + x[3]),
+    dense = float(model.experts) <= 1.0
+    h_x = x[0] + (x[2] if dense else 0.0) + zero  # gathered inputs, whole
+    rows = x[1] + (x[3] if dense else 0.0) + zero  # row-parallel inputs (not gathered)
+    h_g = g[1] + (g[3] if dense else 0.0) + zero  # gathered output gradients, whole
+    every_x, every_g = sum(x) + zero, sum(g) + zero
+    return {"input": np.where(sp, every_x - h_x - rows, every_x),
             "weight": sum(n * w * k for n, _, w, k in shapes) + zero,
-            "grad": np.where(sp, g[0] + g[2] + zero, h_g + g[0] + g[2]),
-            "input_share": np.where(sp, h_x / t, 0.0),
+            "grad": np.where(sp, every_g - h_g, every_g),
+            "input_cast": np.where(sp, h_x / t + rows, 0.0),
+            "input_transposed": np.where(sp, h_x + rows, 0.0),
             "grad_share": np.where(sp, h_g / t, 0.0),
-            "input_gathered": np.where(sp, h_x, 0.0),
             "grad_gathered": np.where(sp, h_g, 0.0)}
 
 
@@ -772,15 +780,17 @@ def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     """The fp8 cast bytes of one layer and micro-batch on one GPU, ``(C_fwd, C_bwd)``, with
     the elements of :func:`fp8_cast_elements` and the factors of :func:`fp8_cast`::
 
-        C_fwd = 4 X + 4 W / m_w + 3 X_share      (input and weight cast+transpose: read 2,
+        C_fwd = 4 X + 4 W / m_w + 3 X_cast       (input and weight cast+transpose: read 2,
                                                   write 1 + 1, the fp8 copy and its
-                                                  transpose; the share of a gathered input
-                                                  cast: read 2, write 1; the amax reduction
-                                                  inside the cast, no bytes of its own)
-        C_bwd = 4 G + 3 G_share + 2 (X_gathered + G_gathered)
+                                                  transpose; an input cast alone under
+                                                  sequence parallelism: read 2, write 1; the
+                                                  amax reduction inside the cast, no bytes
+                                                  of its own)
+        C_bwd = 4 G + 3 G_share + 2 (X_transposed + G_gathered)
                                                  (output-gradient cast+transpose; a gathered
-                                                  gradient's share cast; the gathered
-                                                  tensors transposed: read 1, write 1)
+                                                  gradient's share cast; the inputs and the
+                                                  gathered gradients transposed: read 1,
+                                                  write 1)
 
     ``m_w = 1`` (the weights cast every micro-batch), ``m`` when the recipe caches fp8
     weights (``c.fp8_weight_cache``: Megatron-Core's). Zero unless ``c.dtype`` is fp8."""
@@ -1677,7 +1687,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
                 "grad_accum_fused": knobs["grad_accum_fused"],
-                "fp8_weight_cache": knobs["fp8_weight_cache"],
+                "fp8_weight_cache": knobs["fp8_weight_cache"] if dtype == "fp8" else None,
                 "nodes": -(-int(sc["gpus"]) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
     }

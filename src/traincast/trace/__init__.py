@@ -213,20 +213,20 @@ def flag_oversize(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
     if ASSUMED_COLUMN in jobs.column_names and jobs.num_rows:
         assumed = np.asarray(pc.fill_null(jobs[ASSUMED_COLUMN], False).to_numpy(
             zero_copy_only=False), dtype=bool)
-        if assumed.any():
-            cols = Columns.of(jobs)
+        if assumed.any():  # the assumed rows alone are resolved
+            cols = Columns.of(jobs.filter(pa.array(assumed)))
             r = resolve(cols, catalog or load_catalog())
             need = workload_extras(cols).footprint_bytes(r.arch, r.n)
             with np.errstate(invalid="ignore"):
-                over = assumed & (need > r.mem_gb * 1e9)  # NaN: not checked
+                over[assumed] = need > r.mem_gb * 1e9  # NaN: not checked
     return _or_column(jobs, OVERSIZE_COLUMN, pa.array(over))
 
 
 def workload_assumption(jobs: pa.Table, workload: str | None) -> dict[str, Any] | None:
     """What :func:`default_workload` assumed: ``{"workload": the name given, "jobs": jobs
     that got it, "by_workload": {model: jobs}, "exceeds_gpu_memory": those of them whose GPU
-    has less memory than the named workload's training replica}``; None when nothing was
-    assumed."""
+    has less memory than the named workload needs per GPU (:func:`flag_oversize`)}``; None
+    when nothing was assumed."""
     if workload is None or ASSUMED_COLUMN not in jobs.column_names:
         return None
     mask = np.asarray(pc.fill_null(jobs[ASSUMED_COLUMN], False).to_numpy(
