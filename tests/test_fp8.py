@@ -177,6 +177,22 @@ def test_fp8_costs_exactly_the_cast_bytes_at_the_memory_rate(
     assert float(after["compute_flop_s"]) == float(before["compute_flop_s"])
 
 
+def test_cached_weights_are_not_cast_again_by_full_recomputation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # m = 4 micro-batches x 32 layers: the forward's casts twice (recomputed), the backward's
+    # once, and the cached weights' cast+transpose once per iteration (4 W per layer)
+    hw = hybrid_hardware(None, "dgx-h100", "fp8")
+    kw = dict(dp=1, global_batch=4, micro_batch=1, seq=4096, dtype="fp8", attention="flash",
+              dropout=False, recompute=2, fp8_weight_cache=True)
+    after = evaluate(LLAMA, hw, **kw)
+    zero = np.zeros(())
+    monkeypatch.setattr(hybrid, "fp8_cast_bytes_per_layer", lambda *a: (zero, zero))
+    before = evaluate(LLAMA, hw, **kw)
+    extra = 32 * (4 * (2 * 4 * X + C_BWD) + 4 * W) / hw.memory_bps("elementwise")
+    assert float(after["compute_mem_s"] - before["compute_mem_s"]) == pytest.approx(
+        extra, rel=1e-9)
+
+
 def test_cached_weights_are_cast_once_per_iteration() -> None:
     # Megatron-Core passes is_first_microbatch to Transformer Engine: the weights' fp8 copy
     # and transpose are made on the first of the m = 4 micro-batches and reused; the recipe
@@ -184,7 +200,9 @@ def test_cached_weights_are_cast_once_per_iteration() -> None:
     from dataclasses import replace
 
     fwd, bwd = fp8_cast_bytes_per_layer(LLAMA, replace(cfg(gb=4), fp8_weight_cache=True))
-    assert (float(fwd), float(bwd)) == (4 * X + 4 * W / 4, C_BWD)
+    # the cached weight pass in the backward's share, so that full recomputation (which
+    # repeats C_fwd) does not cast the cached weights again
+    assert (float(fwd), float(bwd)) == (4 * X, C_BWD + 4 * W / 4)
     fwd, _ = fp8_cast_bytes_per_layer(LLAMA, cfg(gb=4))
     assert float(fwd) == C_FWD
     recipes = hybrid.recipes()

@@ -793,15 +793,17 @@ def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
                                                   write 1)
 
     ``m_w = 1`` (the weights cast every micro-batch), ``m`` when the recipe caches fp8
-    weights (``c.fp8_weight_cache``: Megatron-Core's). Zero unless ``c.dtype`` is fp8."""
+    weights (``c.fp8_weight_cache``: Megatron-Core's). A cached weight pass is returned in
+    ``C_bwd``, counted once: ``C_fwd`` repeats with full recomputation, whose forward reads
+    the cache (``is_first_microbatch`` is False by then). Zero unless ``c.dtype`` is fp8."""
     if c.dtype != "fp8":
         zero = np.zeros_like(c.t)
         return zero, zero
     f, el = fp8_cast(), fp8_cast_elements(model, c)
-    weights = el["weight"] / c.m if c.fp8_weight_cache else el["weight"]
-    n = {**el, "weight": weights}
-    fwd = sum(k * n[t] for t, k in f.forward.items())
-    bwd = sum(k * n[t] for t, k in f.backward.items())
+    fwd = sum(k * el[t] for t, k in f.forward.items() if t != "weight" or not c.fp8_weight_cache)
+    bwd = sum(k * el[t] for t, k in f.backward.items())
+    if c.fp8_weight_cache:
+        bwd = bwd + f.forward.get("weight", 0.0) * el["weight"] / c.m
     return fwd + np.zeros_like(c.t), bwd + np.zeros_like(c.t)
 
 
