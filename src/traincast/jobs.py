@@ -173,6 +173,20 @@ class Columns:
         return self["n_gpus"]
 
 
+def unnamed_hardware(cols: Mapping[str, Any], gpus: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Rows with GPUs (``gpus > 0``) whose ``gpu_type`` and ``node`` both hold no value (NULL
+    or empty; a literal "unknown" is a name): they are priced on the catalog's default node
+    (``traincast.resolve``)."""
+    n = len(gpus)
+
+    def given(name: str) -> NDArray[np.bool_]:
+        v = Strings.of(cols.get(name), n)
+        return (v.codes >= 0) & ~v.isin([""])
+
+    with np.errstate(invalid="ignore"):
+        return (gpus > 0) & ~(given("gpu_type") | given("node"))
+
+
 def groups(keys: NDArray[np.integer]) -> list[tuple[int, NDArray[np.intp] | slice]]:
     """``(key, rows)`` for each distinct key of a small non-negative code column (-1 = null
     allowed); ``rows`` is ``slice(None)`` when one key covers every row (no gather)."""

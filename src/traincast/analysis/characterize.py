@@ -45,7 +45,7 @@ from traincast.analysis.quantiles import Quantiles
 from traincast.architectures import ARCHITECTURES
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.jobs import Strings
+from traincast.jobs import unnamed_hardware
 from traincast.model import BOTTLENECKS, COMPONENTS, Breakdown
 from traincast.predict import predict_table
 from traincast.resolve import BAD_HARDWARE, NO_FEATURES, REASONS, fallback_node, reason_counts
@@ -72,12 +72,6 @@ def _floats(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.float64]:
     if isinstance(v, pa.ChunkedArray | pa.Array):
         v = v.to_numpy(zero_copy_only=False)
     return np.asarray(v, dtype=np.float64).reshape(-1)
-
-
-def _given(cols: Mapping[str, Any], name: str, n: int) -> NDArray[np.bool_]:
-    """Rows whose text column ``name`` holds a value (not NULL, not empty)."""
-    v = Strings.of(cols.get(name), n)
-    return (v.codes >= 0) & ~v.isin([""])
 
 
 def _labels(cols: Mapping[str, Any], name: str, n: int) -> tuple[NDArray[np.int64], list[str]]:
@@ -330,8 +324,7 @@ class Characterization:
         arch_codes, arch_names = _labels(cols, "architecture", n)
         type_codes, type_names = _labels(cols, "gpu_type", n)
         node_codes, node_names = _labels(cols, "node", n)
-        named = _given(cols, "gpu_type", n) | _given(cols, "node", n)  # a literal "unknown" too
-        self.default_hardware += int(((gpus_raw > 0) & ~named).sum())
+        self.default_hardware += int(unnamed_hardware(cols, gpus_raw).sum())
         # jobs with 0 GPUs do not train on GPUs: counted apart, not in the architecture shares
         _add_groups(self.arch, arch_codes, arch_names, np.where(gpus_raw == 0, 0.0, 1.0),
                     gpus, gpu_time)

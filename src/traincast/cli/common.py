@@ -381,11 +381,12 @@ def print_assumed(info: dict[str, Any] | None) -> None:
             "its GPU holds), describes such jobs better", style="yellow"))
 
 
-def print_assumed_hardware(char: dict[str, Any]) -> None:
+def print_assumed_hardware(hw: dict[str, Any] | None, priced: int) -> None:
     """One line saying which node the jobs with GPUs whose trace names neither a GPU type nor
-    a node are priced on, if any (a characterization's ``default_hardware``)."""
-    hw = char.get("default_hardware") or {}
-    if not hw.get("jobs") or not (char.get("breakdown") or {}).get("jobs"):
+    a node are priced on (``default_hardware`` of ``characterize`` or ``whatif``), if any and
+    if any job is ``priced``."""
+    hw = hw or {}
+    if not hw.get("jobs") or not priced:
         return  # no job is priced (--workload none: no features): nothing was assumed
     console.print(Text(
         f"assumed hardware: {plural(hw['jobs'], 'job')} with GPUs "

@@ -148,7 +148,8 @@ def study(
     if summary.get("by_source"):
         print_table(source_table(summary["by_source"]), console)
     print_assumed(result.get("assumed_workload"))
-    print_assumed_hardware(char)
+    print_assumed_hardware(char.get("default_hardware"),
+                           (char.get("breakdown") or {}).get("jobs") or 0)
     if gone := result.get("dropped_sources"):
         note(f"the folder's store held an earlier study's trace: dropped "
              f"{', '.join(Path(f).name for d in gone for f in d['files'])} "

@@ -580,7 +580,8 @@ def characterize(
     else:
         print_characterization(result)
         print_assumed(result["assumed_workload"])
-        print_assumed_hardware(result)
+        print_assumed_hardware(result.get("default_hardware"),
+                               (result.get("breakdown") or {}).get("jobs") or 0)
 
 
 SAMPLE_HELP = (

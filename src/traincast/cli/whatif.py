@@ -393,8 +393,8 @@ def whatif(
     print_whatif(result)
     print_assumed(result["assumed_workload"])
     summaries = result.get("scenarios") or {"": result.get("summary") or {}}
-    print_assumed_hardware({"default_hardware": result.get("default_hardware"), "breakdown": {
-        "jobs": max((int(s.get("predicted") or 0) for s in summaries.values()), default=0)}})
+    print_assumed_hardware(result.get("default_hardware"), max(
+        (int(s.get("predicted") or 0) for s in summaries.values()), default=0))
     if rows is not None and output is None:
         t = Table(title="Per job", title_justify="left")
         for col in ("job", "scenario", "matched", "applied", "base", "scenario", "speedup"):

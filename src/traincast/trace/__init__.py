@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from traincast.hardware.catalog import Catalog
 
 __all__ = ["DEFAULT_WORKLOAD", "MIX", "NO_WORKLOAD", "Store", "default_workload",
-           "fill_features", "flag_oversize", "gpu_memory_gb", "infer_architecture", "ingest",
+           "fill_features", "flag_oversize", "infer_architecture", "ingest",
            "job_hash", "load_jobs", "mix_workloads", "parse_mapping", "prepare_jobs",
            "read_trace", "workload_assumption"]
 
@@ -119,17 +119,6 @@ def job_hash(jobs: pa.Table) -> np.ndarray:
     return np.asarray(out, dtype=np.uint64)
 
 
-def gpu_memory_gb(jobs: pa.Table, catalog: Catalog | None = None) -> np.ndarray:
-    """The memory of the GPU each job resolves to (GB; NaN for an unknown GPU), by the
-    hardware rule alone (:func:`traincast.resolve.resolve`)."""
-    from traincast.hardware.catalog import load_catalog
-    from traincast.resolve import resolve
-
-    if "architecture" not in jobs.column_names:  # only the hardware rule is used here
-        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
-    return np.asarray(resolve(jobs, catalog or load_catalog()).mem_gb, dtype=np.float64)
-
-
 def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
                   rows: np.ndarray | None = None) -> np.ndarray:
     """The ``mix`` workload of every job (None outside ``rows``, a boolean mask): the bundled
@@ -138,10 +127,15 @@ def mix_workloads(jobs: pa.Table, catalog: Catalog | None = None,
     :func:`traincast.trace.sample.pick_workloads`), model ``sorted(fitting)[h % k]`` with ``h``
     = :func:`job_hash` and ``k`` the models that fit. Deterministic per job id, independent of
     the other jobs and their order; the job keeps its own GPUs, type and placement."""
+    from traincast.hardware.catalog import load_catalog
+    from traincast.resolve import resolve
     from traincast.trace.sample import pick_workloads, zoo_workloads
 
+    if "architecture" not in jobs.column_names:  # only the hardware rule is used here
+        jobs = jobs.append_column("architecture", pa.nulls(jobs.num_rows, pa.string()))
     # one group per GPU memory size (NaN: unknown GPU, one group too)
-    mem, groups = np.unique(gpu_memory_gb(jobs, catalog), return_inverse=True)
+    mem, groups = np.unique(resolve(jobs, catalog or load_catalog()).mem_gb,
+                            return_inverse=True)
     if rows is not None:
         groups = np.where(rows, groups, -1)
     h = job_hash(jobs)

@@ -15,8 +15,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
+from traincast.jobs import unnamed_hardware
 from traincast.trace.store import CHUNK_ROWS, Store, db_path
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ class JobChunks:
     :attr:`assumed` (after the chunks were read): what was assumed for jobs without a
     workload, as :func:`traincast.trace.workload_assumption` says of a whole table;
     :attr:`unnamed_hardware`: the jobs with GPUs that name neither a GPU type nor a node
-    (:func:`unnamed_hardware`), priced on the catalog's default node."""
+    (:func:`traincast.jobs.unnamed_hardware`), priced on the catalog's default node."""
 
     def __init__(self, db: str | Path | None = None, source_ids: Iterable[int] | None = None,
                  chunk_rows: int = CHUNK_ROWS, catalog: Catalog | None = None,
@@ -60,25 +62,12 @@ class JobChunks:
                 chunk = prepare_jobs(batch, self.catalog, self.workload)
                 self.assumed = merge_assumptions(self.assumed,
                                                  workload_assumption(chunk, self.workload))
-                self.unnamed_hardware += unnamed_hardware(chunk)
+                self.unnamed_hardware += int(unnamed_hardware(
+                    {c: chunk[c] for c in chunk.column_names},
+                    chunk["n_gpus"].to_numpy().astype(np.float64)
+                    if "n_gpus" in chunk.column_names else np.zeros(chunk.num_rows)).sum())
                 yield chunk
 
-
-def unnamed_hardware(jobs: pa.Table) -> int:
-    """Jobs with GPUs (``n_gpus > 0``) whose row names neither a GPU type nor a node (NULL or
-    empty): they are priced on the catalog's default node (``traincast.resolve``), as
-    ``characterize`` counts them (its ``default_hardware``)."""
-    import pyarrow.compute as pc
-
-    if "n_gpus" not in jobs.column_names:
-        return 0
-    named = pa.array([False] * jobs.num_rows)
-    for col in ("gpu_type", "node"):
-        if col in jobs.column_names:
-            given = pc.fill_null(pc.not_equal(pc.cast(jobs[col], pa.string()), ""), False)
-            named = pc.or_(named, given)
-    gpus = pc.fill_null(pc.greater(jobs["n_gpus"], 0), False)
-    return int(pc.sum(pc.and_(gpus, pc.invert(named))).as_py() or 0)
 
 
 def merge_assumptions(a: dict[str, Any] | None, b: dict[str, Any] | None
