@@ -475,6 +475,54 @@ def test_fused_attention_rate_grows_with_the_sequence_and_head_size_by_hand() ->
     assert 0.85 < expect < 0.9  # below the published best, as a narrower causal layer runs
 
 
+def test_a_head_between_two_kernel_sizes_runs_the_wider_kernel() -> None:
+    # FlashAttention-2 is compiled for heads of 32, 64, 96, ..., 256 (HEADDIM_SWITCH), the
+    # Triton port of FlashAttention for powers of two (next_power_of_2), FlashAttention-3 for
+    # 64, 96, 128, 192, 256; cuDNN has no templates: every head runs at its own size
+    from traincast.parallel.hybrid import flash_rates
+
+    rates = flash_rates()
+    sizes = {k: flash_data()["shape"]["head_dim_templates"][k] for k in ("flash", "flash1",
+                                                                        "flash3")}
+    assert sizes == {"flash": [32, 64, 96, 128, 160, 192, 224, 256],
+                     "flash1": [16, 32, 64, 128], "flash3": [64, 96, 128, 192, 256]}
+    for kernel, d, d_k in (("flash", 112, 128), ("flash", 80, 96), ("flash", 128, 128),
+                           ("flash", 40, 64), ("flash1", 80, 128), ("flash1", 96, 128),
+                           ("flash3", 80, 96), ("flash3", 160, 192), ("cudnn", 112, 112),
+                           ("efficient", 80, 80), ("flash", 300, 300)):
+        assert float(rates.kernel_head_dim(kernel, d)) == d_k, (kernel, d)
+    # the rate of the counted FLOPs: the curve at 128, times the 112 / 128 of the products
+    # that are not padding (0.875)
+    assert float(rates.rate_factor("flash", 4096, 112)) == pytest.approx(
+        flash_shape_by_hand("flash", 4096, 128) * 112 / 128, rel=1e-12)
+    assert float(rates.rate_factor("flash", 4096, 128)) == pytest.approx(
+        flash_shape_by_hand("flash", 4096, 128), rel=1e-12)
+    assert float(rates.rate_factor("cudnn", 4096, 112)) == pytest.approx(
+        flash_shape_by_hand("cudnn", 4096, 112), rel=1e-12)
+    # one layer: 64 heads of 112 (h = 7168) take the time of 64 heads of 128 under
+    # FlashAttention-2 (the same padded products), compute-bound at 4,096 tokens
+    from traincast.parallel.hybrid import attention_passes_s, predict_hybrid
+
+    def t_fwd(heads: int, head_dim: int, attention: str) -> float:
+        m = ModelConfig(name="h", layers=1, hidden=7168, heads=heads, ffn=4 * 7168,
+                        vocab=32000, seq=4096, head_dim=head_dim)
+        c = configs(m, dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                    recompute=0, vp=1, sp=None, gpipe=False, seq=4096, dtype="bf16",
+                    attention=attention)
+        return float(attention_passes_s(m, hybrid_hardware(None, "dgx-a100", "bf16"), c,
+                                        np.float64(0.0))[0])
+
+    assert t_fwd(64, 112, "flash") == pytest.approx(t_fwd(64, 128, "flash"), rel=1e-12)
+    assert t_fwd(64, 112, "cudnn") < t_fwd(64, 128, "cudnn")
+    m112 = ModelConfig(name="h112", layers=2, hidden=7168, heads=64, ffn=4 * 7168, vocab=32000,
+                       seq=4096, head_dim=112)
+    rate = predict_hybrid(m112, node="dgx-a100", dp=8, attention="flash")["attention_rate"]
+    assert (rate["head_dim"], rate["head_dim_kernel"], rate["head_dim_priced"]) == (112, 128,
+                                                                                   128)
+    assert rate["shape_factor"] == pytest.approx(
+        flash_shape_by_hand("flash", 4096, 128) * 112 / 128, rel=1e-9)
+
+
 def test_a_short_sequence_runs_its_fused_attention_slower_per_flop() -> None:
     # one layer's attention time per FLOP at 512 tokens over that at 8192, one GPU: the ratio
     # of the shape factors, g(8192) / g(512) (compute-bound at both: bytes / M far below)

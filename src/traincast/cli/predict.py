@@ -649,9 +649,12 @@ def render_hybrid(result: dict[str, Any]) -> None:
                   + ("" if result["fits"] else " [red](does not fit)[/red]") + ".")
     rate = result.get("attention_rate")
     if rate:
-        head = (f"{rate['head_dim']}" if rate["head_dim_priced"] == rate["head_dim"] else
-                f"{rate['head_dim']}, priced as {rate['head_dim_priced']}, the widest its curve "
-                "rests on")
+        head = f"{rate['head_dim']}"
+        if rate["head_dim_kernel"] != rate["head_dim"]:
+            head += (f", run by its {rate['head_dim_kernel']}-wide kernel ("
+                     f"{rate['head_dim'] / rate['head_dim_kernel']:.3g} of its products useful)")
+        if rate["head_dim_priced"] != rate["head_dim_kernel"]:
+            head += f", priced as {rate['head_dim_priced']}, the widest its curve rests on"
         console.print(Text(
             f"Attention: {rate['kernel']} at {rate['tflops']:.0f} TFLOP/s per GPU, "
             f"{rate['fraction_of_peak']:.2f} of the dense {rate['peak_dtype']} peak (its "

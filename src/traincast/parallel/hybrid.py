@@ -268,6 +268,9 @@ class FlashRates:
     """Per kernel, ``d_0``: the per-score exponentials and rescales as head dimensions."""
     head_dim_max: dict[str, float] = field(default_factory=dict)
     """Per kernel, the largest head size the curve rests on; a wider head is priced at it."""
+    head_dim_templates: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Per kernel, the head sizes it is compiled for, ascending (a narrower head runs the next
+    one up, :meth:`kernel_head_dim`); none: every head runs at its own size."""
     block_tokens: float = 128.0
     """``T``: the square block on the diagonal that runs whole under a causal mask."""
     g_ref: dict[str, float] = field(default_factory=dict)
@@ -286,6 +289,27 @@ class FlashRates:
         """The causal rate at sequence ``seq`` and head size ``head_dim`` over the kernel's
         fraction: ``g(s, d) / g_ref``."""
         return self.shape(attention, seq, head_dim) / self.g_ref[attention]
+
+    def kernel_head_dim(self, attention: str, head_dim: ArrayLike) -> F:
+        """``d_k``: the head size the kernel runs a head of ``head_dim`` at, the smallest of its
+        :attr:`head_dim_templates` at least ``head_dim`` (its products padded with zeros);
+        ``head_dim`` itself for a kernel without templates or a head wider than them all."""
+        d = _i(head_dim)
+        sizes = np.asarray(self.head_dim_templates.get(attention, ()), dtype=np.float64)
+        if not sizes.size:
+            return d
+        i = np.searchsorted(sizes, d, side="left")
+        return np.where(i < sizes.size, sizes[np.minimum(i, sizes.size - 1)], d)
+
+    def rate_factor(self, attention: str, seq: ArrayLike, head_dim: ArrayLike) -> F:
+        """The rate of the counted FLOPs (``4 b s^2 a d``, the head's own size) over the
+        kernel's fraction: the curve at the size it runs, times the useful share of its
+        products::
+
+            g(s, d_k) / g_ref x d / d_k        (d_k: :meth:`kernel_head_dim`)"""
+        d = _i(head_dim)
+        d_k = self.kernel_head_dim(attention, d)
+        return self.shape_factor(attention, seq, d_k) * d / d_k
 
     def blocked(self, attention: str, compute_capability: float, vendor: str = "nvidia",
                 dtype: str | None = None) -> str:
@@ -331,6 +355,8 @@ def flash_rates() -> FlashRates:
     s0 = {k: float(v) for k, v in shape["seq_overhead_tokens"].items()}
     d0 = {k: float(v) for k, v in shape["head_dim_overhead"].items()}
     d_max = {k: float(v) for k, v in shape["head_dim_max"].items()}
+    templates = {k: tuple(sorted(float(x) for x in v))
+                 for k, v in shape.get("head_dim_templates", {}).items()}
     own = {k: _shapes(v["seq_tokens"], v["head_dims"], v["causal"])
            for k, v in shape.get("reference_by_kernel", {}).items()}
     common = reference_shapes()
@@ -348,7 +374,7 @@ def flash_rates() -> FlashRates:
                                **{(k, ""): str(v) for k, v in raw["default_source"].items()}},
                       dtypes={k: tuple(v) for k, v in raw["dtypes"].items()},
                       seq_overhead_tokens=s0, head_dim_overhead=d0, head_dim_max=d_max,
-                      block_tokens=block,
+                      head_dim_templates=templates, block_tokens=block,
                       g_ref={k: median_shape(own.get(k, common), s0[k], d0[k], block,
                                              d_max.get(k, math.inf)) for k in s0})
 
@@ -613,13 +639,14 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
       (t cp R)`` times its roofline slowdown (``gemm.attention_slowdown``; the backward is two
       products of each);
     * ``flash``: ``T_fwd = max(F_fwd / R, B_fwd / (M mem_eff))``, the same for ``T_bwd``
-      (:func:`flash_attention_work`), ``R = R_flash g(s_r, d) / g_ref`` the kernel's rate at
-      the sequence on one context rank ``s_r`` and the head size ``d``
-      (:meth:`FlashRates.shape_factor`).
+      (:func:`flash_attention_work`), ``R = R_flash g(s_r, d_k) / g_ref x d / d_k`` the
+      kernel's rate at the sequence on one context rank ``s_r`` and the head size ``d_k`` it
+      runs a head of ``d`` at, over the share of its products that are not padding
+      (:meth:`FlashRates.rate_factor`).
     """
     if c.attention in FUSED:
         f_fwd, f_bwd, b_fwd, b_bwd = flash_attention_work(model, c)
-        rate = require_fused_rate(hw, c.attention) * flash_rates().shape_factor(
+        rate = require_fused_rate(hw, c.attention) * flash_rates().rate_factor(
             c.attention, c.s_rank, float(model.head_size))
         return (np.maximum(f_fwd / rate, b_fwd / hw.mem_eff_bps),
                 np.maximum(f_bwd / rate, b_bwd / hw.mem_eff_bps))
@@ -1540,14 +1567,17 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_p
     cp``) and the model's head size: ``{"kernel", "tflops": R / 1e12, "fraction_of_peak": R /
     P_attn, "peak_dtype": the attention's dtype (bf16 for fp8: the peak ``P_attn`` is
     its), "fraction" and its "source" (the kernel's at the reference shapes), "shape_factor":
-    g / g_ref, "seq_per_rank", "head_dim", "head_dim_priced" (at most the widest the curve
-    rests on)}``; None for
-    ``materialized`` (its products run at the GEMM rate) or a kernel without a rate here."""
+    the rate over the fraction, ``g(s, d_k) / g_ref x d / d_k`` (:meth:`FlashRates
+    .rate_factor`), "seq_per_rank", "head_dim", "head_dim_kernel" (``d_k``, the size the kernel
+    runs the head at), "head_dim_priced" (``d_k``, at most the widest the curve rests on)}``;
+    None for ``materialized`` (its products run at the GEMM rate) or a kernel without a rate
+    here."""
     rate = hw.fused_rate(attention) if attention in FUSED else 0.0
     if rate <= 0:
         return None
     rates = flash_rates()
-    factor = float(rates.shape_factor(attention, seq_per_rank, float(model.head_size)))
+    head_k = float(rates.kernel_head_dim(attention, float(model.head_size)))
+    factor = float(rates.rate_factor(attention, seq_per_rank, float(model.head_size)))
     fraction = rates.of(attention, hw.gpu, hw.compute_capability, hw.vendor,
                         FLASH_DTYPE.get(dtype, dtype)) or 0.0
     source = rates.sources.get((attention, hw.gpu)) or rates.sources.get((attention, ""), "")
@@ -1555,9 +1585,8 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_p
             "fraction_of_peak": fraction * factor, "peak_dtype": FLASH_DTYPE.get(dtype, dtype),
             "fraction": fraction, "source": source,
             "shape_factor": factor, "seq_per_rank": int(seq_per_rank),
-            "head_dim": int(model.head_size),
-            "head_dim_priced": int(min(model.head_size,
-                                       rates.head_dim_max.get(attention, math.inf)))}
+            "head_dim": int(model.head_size), "head_dim_kernel": int(head_k),
+            "head_dim_priced": int(min(head_k, rates.head_dim_max.get(attention, math.inf)))}
 
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
