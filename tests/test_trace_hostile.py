@@ -218,13 +218,36 @@ def test_an_unterminated_quote_is_a_cut_row(tmp_path: Path, end: str) -> None:
     assert "cut" not in _jobs(path.with_suffix(".duckdb"))
 
 
-def test_a_short_file_ending_inside_a_quote_is_an_error(tmp_path: Path) -> None:
-    """In a short file the open quote changes how DuckDB reads the header: the ingest stops
-    with the reason, not with 'missing column(s)'."""
+def test_a_short_file_ending_inside_a_quote_is_read_as_a_long_one(tmp_path: Path) -> None:
+    """In a short file the open quote changes how DuckDB sniffs the header (each line one
+    column): the header is sniffed with the quote as a character, and the cut row is a bad
+    row, as in a long file."""
     path = tmp_path / "t.csv"
     path.write_text('job_id,n_gpus,user\na,1,x\nb,2,"unterm')
-    with pytest.raises(TraincastError, match="ends inside a quoted value"):
-        _ingest(path)
+    report = _ingest(path)
+    assert report["jobs"] == 1 and set(_jobs(path.with_suffix(".duckdb"))) == {"a"}
+    assert _errors(report) == [(2, "user", '"unterm (the file ends inside this quoted value, '
+                                "field 3 of 3: the row is cut)")]
+
+
+def test_a_sacct_export_reads_quotes_as_characters(tmp_path: Path) -> None:
+    """sacct --parsable2 never quotes: a job name holding a quote (even or odd count) opens no
+    quoted value that would swallow the rows after it."""
+    head = "JobID|JobName|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+    times = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    names = {"2001": "train", "2002": '"exp 7', "2003": "eval", "2004": "eval",
+             "2005": 'run 7"', "2006": "last"}
+    gpus = {"2001": 2, "2002": 2, "2003": 4, "2004": 8, "2005": 1, "2006": 1}
+    for drop in ("", "2005"):
+        path = tmp_path / f"sacct{drop}.txt"
+        path.write_text(head + "".join(
+            f"{j}|{n}|a|COMPLETED|{times}|1|cpu=4,gres/gpu={gpus[j]},node=1\n"
+            for j, n in names.items() if j != drop))
+        report = _ingest(path, "slurm")
+        jobs = _jobs(path.with_suffix(".duckdb"))
+        assert report["bad_rows"] == 0
+        assert {j: v["n_gpus"] for j, v in jobs.items()} == {
+            j: g for j, g in gpus.items() if j != drop}
 
 
 def test_a_quote_inside_an_unquoted_value_is_a_character(tmp_path: Path) -> None:
@@ -307,6 +330,20 @@ def test_a_cut_row_of_a_semicolon_file(tmp_path: Path) -> None:
     whole.write_text("job_id;n_gpus;user\na;1;x\nb;2;y")
     report = _ingest(whole)
     assert report["jobs"] == 2 and report["bad_rows"] == 0 and len(report["notes"]) == 1
+
+
+@pytest.mark.parametrize("delim", [";", "\t", "|"])
+def test_quoted_fields_split_by_another_delimiter(tmp_path: Path, delim: str) -> None:
+    # R's write.csv2 and pandas' QUOTE_ALL: every field quoted, split by ";" (or tab, "|"),
+    # a delimiter inside a quoted value kept in it
+    path = tmp_path / "quoted.csv"
+    rows = [["job_id", "n_gpus", "user"], ["j0", "0", "u0"], ["j1", "8", f"a{delim}b"]]
+    path.write_text("".join(delim.join(f'"{v}"' if not v.isdigit() else v for v in r) + "\n"
+                            for r in rows))
+    report = _ingest(path)
+    assert report["jobs"] == 2 and report["bad_rows"] == 0
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert jobs["j1"]["n_gpus"] == 8 and jobs["j1"]["user"] == f"a{delim}b"
 
 
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ plan in one statement, so GB-sized tables stream through DuckDB.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -334,6 +335,21 @@ def _sniffed(path: Path, stamp: tuple[int, int]
         delim, skip, cols = con.execute(
             f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({lit(path)}, {CSV_OPTIONS}, "
             "header=true)").fetchone()
+        # the lenient sniffer takes "," for a file whose fields are quoted and split by ";",
+        # tab or "|" (R's write.csv2, pandas' QUOTE_ALL): the strict one reads it, and wins
+        # where its header has more named columns (not the sniffer's padding, columnN)
+        # and a quote left open in a short file makes both read each line whole (one column):
+        # then the file is sniffed with quotes as characters (sacct --parsable2 never quotes)
+        others = [CSV_OPTIONS.replace("strict_mode=false", "strict_mode=true"),
+                  CSV_OPTIONS.replace("quote='\"', escape='\"'", "quote='', escape=''")]
+        for i, options in enumerate(others):
+            if i and _named(cols) > 1:
+                break
+            with contextlib.suppress(*READ_ERRORS):
+                other = con.execute(f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv("
+                                    f"{lit(path)}, {options}, header=true)").fetchone()
+                if other and _named(other[2]) > _named(cols):
+                    delim, skip, cols = other
         names = tuple(c["name"] for c in cols)
         spec = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names) + 1))
         line = con.execute(
@@ -346,6 +362,12 @@ def _sniffed(path: Path, stamp: tuple[int, int]
     header = tuple(v for v in line if v is not None)
     return delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names, \
         header
+
+
+def _named(columns: Sequence[Mapping[str, Any]]) -> int:
+    """Columns of a sniffed header that it names, not the ``columnN`` DuckDB pads a row with
+    more fields with."""
+    return sum(not re.fullmatch(r"column\d+", str(c["name"])) for c in columns)
 
 
 def duplicate_columns(path: Path) -> dict[str, tuple[int, int]]:
@@ -363,7 +385,7 @@ def duplicate_columns(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True,
-                 skip: int = 0) -> str:
+                 skip: int = 0, quoted: bool = True) -> str:
     """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based)
     and :data:`EXTRA` (a row's first field past the header's).
 
@@ -373,9 +395,13 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     :data:`READ_ERRORS` for a file it cannot read). ``rows=False`` leaves out ``_row``
     (numbering needs a window over the whole file: skip it for big side tables that are only
     aggregated, so DuckDB streams them). ``skip``: lines of a headerless file to pass over
-    (a header a user prepended to a file the release writes without one).
+    (a header a user prepended to a file the release writes without one). ``quoted=False``:
+    a ``"`` is a character like any other (a format whose writer never quotes, as ``sacct
+    --parsable2``: a job name ``"exp 7`` opens no quoted value that would swallow the rows up
+    to the next ``"``).
     """
-    opts = CSV_OPTIONS
+    opts = CSV_OPTIONS if quoted else CSV_OPTIONS.replace("quote='\"', escape='\"'",
+                                                          "quote='', escape=''")
     if names is not None:
         delim, columns = ",", list(names)
         opts += f", header=false, skip={int(skip)}"
@@ -581,11 +607,18 @@ def table_end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
     return csv_end(con, path)
 
 
-def table_relation(path: Path, names: Iterable[str] | None = None) -> str:
-    """CSV or Parquet (by extension) as a relation with ``_row``."""
+def table_relation(path: Path, names: Iterable[str] | None = None,
+                   quoted: bool = True) -> str:
+    """CSV or Parquet (by extension) as a relation with ``_row`` (``quoted``:
+    :func:`csv_relation`)."""
     if path.suffix.lower() in (".parquet", ".pq"):
         return f"(SELECT row_number() OVER () AS _row, * FROM read_parquet({lit(path)}))"
-    return csv_relation(path, names)
+    return csv_relation(path, names, quoted=quoted)
+
+
+def pipe_separated(path: Path) -> bool:
+    """A CSV file whose delimiter is ``|`` (as DuckDB's sniffer reads it); False for Parquet."""
+    return path.suffix.lower() not in (".parquet", ".pq") and _dialect(path)[0] == "|"
 
 
 def source_columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:

@@ -41,12 +41,16 @@ from traincast.bounds import COUNT_MAX
 from traincast.trace.adapters.base import (
     Check,
     Field,
+    FileEnd,
     Plan,
     bound_check,
+    csv_end,
     file_plans,
     num,
+    pipe_separated,
     present,
     q,
+    table_end,
     table_relation,
     text,
     ts,
@@ -121,19 +125,33 @@ def _checks(cols: list[str]) -> list[Check]:
                     f"a count from 0 to {COUNT_MAX:,}", n)]
 
 
+def _rows(path: Path) -> str:
+    """The file's rows; a ``|``-separated one (``sacct --parsable2``, which never quotes) read
+    with ``"`` as a character, so that a job name holding one opens no quoted value."""
+    return table_relation(path, quoted=not pipe_separated(path))
+
+
+def _end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
+    """How the file ends (:func:`~traincast.trace.adapters.base.table_end`), its quotes not
+    counted where it is read without them (:func:`_rows`)."""
+    if pipe_separated(path):
+        return csv_end(con, path, quotes=False)
+    return table_end(con, path)
+
+
 def _jobs(path: Path) -> str:
     """The file's rows without its job steps (``_row``: the file's own row numbers)."""
-    return f"(SELECT * FROM {table_relation(path)} WHERE NOT COALESCE({STEP}, FALSE))"
+    return f"(SELECT * FROM {_rows(path)} WHERE NOT COALESCE({STEP}, FALSE))"
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     out = file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
                      lambda fields, _: unfinished(fields), relation=_jobs,
-                     probe=table_relation, checks_of=_checks)
+                     probe=_rows, ending=_end, checks_of=_checks)
     for plan in out:
         path = Path(plan.file)
-        steps = f"SELECT count(*) FROM {table_relation(path)} WHERE {STEP}"
+        steps = f"SELECT count(*) FROM {_rows(path)} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
