@@ -65,6 +65,36 @@ def test_gemm_times_by_hand() -> None:
     assert float(bwd[0]) == pytest.approx(flops_s / w_dgrad + flops_s / w_wgrad)
 
 
+def test_a_product_of_few_tokens_runs_at_memory_speed_by_hand() -> None:
+    # M = 16 tokens through a 4096 x 4096 bf16 weight at R = 8e14 FLOP/s, DRAM 2e12 B/s, no
+    # SM count (w = 1): FLOPs 2 x 16 x 4096^2 / 8e14 = 0.67 us; bytes 2 (16 x 4096 + 4096^2 +
+    # 16 x 4096) = 33,816,576 -> 16.9 us, for each of the three products
+    rate, bw, m, n, k = 8e14, 2e12, 16.0, 4096.0, 4096.0
+    shape = [(np.ones(1), np.full(1, m), np.full(1, n), np.full(1, k))]
+    mem_s = 2 * (m * k + k * n + m * n) / bw
+    assert mem_s == pytest.approx(33_816_576 / 2e12)
+    fwd, bwd = gemm.gemm_times_s(shape, rate, 0, "bf16", bw)
+    assert float(fwd[0]) == pytest.approx(mem_s) and float(bwd[0]) == pytest.approx(2 * mem_s)
+    # fp8 operands are one byte: half the traffic; fp32 four bytes
+    assert float(gemm.gemm_times_s(shape, rate, 0, "fp8", bw)[0][0]) == pytest.approx(mem_s / 2)
+    assert float(gemm.gemm_times_s(shape, rate, 0, "fp32", bw)[0][0]) == pytest.approx(2 * mem_s)
+    # 8,192 tokens: 343.6 us of FLOPs against 83.9 us of bytes, the FLOPs win; without a
+    # bandwidth, FLOPs alone as before
+    big = [(np.ones(1), np.full(1, 8192.0), np.full(1, n), np.full(1, k))]
+    flops_s = 2 * 8192 * n * k / rate
+    assert float(gemm.gemm_times_s(big, rate, 0, "bf16", bw)[0][0]) == pytest.approx(flops_s)
+    assert float(gemm.gemm_times_s(shape, rate, 0)[0][0]) == pytest.approx(2 * m * n * k / rate)
+    # the hybrid model: Llama-2-7B at 16 tokens per micro-batch on an H100 SXM reads its bf16
+    # product weights (6.61e9 parameters, 13.2 GB) three times per micro-batch at least
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    res = evaluate(get_model("llama2-7b"), hw, dp=1, micro_batch=1, global_batch=64, seq=16,
+                   recompute=0)
+    per_mb = float(res["compute_flop_s"]) / 64
+    weights = 2 * get_model("llama2-7b").params_flop  # the products' weights, head included
+    assert per_mb > 3 * weights / hw.mem_eff_bps
+    assert per_mb < 1.2 * 3 * weights / hw.mem_eff_bps
+
+
 def test_fp32_gemms_use_the_simt_tiles_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
     # a 192 x 192 output on 108 SMs (every tile set fits one wave):
     # bf16 tensor-core tiles: 256x128 -> narrowed to 192x128, 1 x 2 = 2 tiles,
@@ -86,9 +116,10 @@ def test_fp32_gemms_use_the_simt_tiles_by_hand(monkeypatch: pytest.MonkeyPatch) 
     seen: list[str] = []
     times = gemm.gemm_times_s
 
-    def spy(shapes: list, rate_flops: float, sms: float, dtype: str = "bf16") -> tuple:
+    def spy(shapes: list, rate_flops: float, sms: float, dtype: str = "bf16",
+            mem_bps: float = math.inf) -> tuple:
         seen.append(dtype)
-        return times(shapes, rate_flops, sms, dtype)
+        return times(shapes, rate_flops, sms, dtype, mem_bps)
 
     monkeypatch.setattr(gemm, "gemm_times_s", spy)
     cfg = get_model("megatron-gpt-1.7b")

@@ -8,8 +8,9 @@ product's FLOPs at the GPU's achievable rate ``R = P eta`` divided by its tile/w
 tile per SM at a time; ``w = 1`` for a GPU without an SM count). Products whose arithmetic
 intensity ``I`` is below the ridge ``R / M_bw`` run at memory speed
 (``traincast.kernels.roofline_slowdown``): the batched attention products (Q K^T and scores x V,
-one per head, with the small inner size ``d``, the head size) are the only ones of a transformer
-layer that fall below it (``attention_slowdown``).
+one per head, with the small inner size ``d``, the head size, ``attention_slowdown``), and the
+linear products of a micro-batch of few tokens, which read a whole weight matrix for little
+work (``gemm_times_s``).
 
 Forward output of a linear layer ``Y = X W`` is ``M x N`` (``M`` tokens, ``K`` inputs, ``N``
 outputs); its backward computes the data gradient (``M x K`` output) and the weight gradient
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from traincast.kernels import roofline_slowdown, wave_efficiency
+from traincast.kernels import DTYPE_BYTES, roofline_slowdown, wave_efficiency
 from traincast.parallel.models import ModelConfig
 
 F = NDArray[np.float64]
@@ -61,20 +62,33 @@ def linear_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
 
 
 def gemm_times_s(shapes: list[tuple[F, F, F, F]], rate_flops: float,
-                 sms: float, dtype: str = "bf16") -> tuple[F, F]:
-    """Forward and backward (data + weight gradient) time of a list of linear products:
+                 sms: float, dtype: str = "bf16", mem_bps: float = np.inf) -> tuple[F, F]:
+    """Forward and backward (data + weight gradient) time of a list of linear products, each
+    product at the slower of its FLOPs and its operands' DRAM traffic (a roofline)::
 
-    ``fwd = sum count 2 M N K / (R w(M, N))``,
-    ``bwd = sum count 2 M N K / R (1 / w(M, K) + 1 / w(K, N))``, ``w`` of each product with its
-    own inner dimension (K, N and M: split-K when its tiles cannot fill the SMs) and the tiles of
-    ``dtype`` (``traincast.kernels.TILES``: SIMT tiles for fp32, tensor-core tiles otherwise).
+        fwd = sum count max(2 M N K / (R w(M, N)), D / M_bw)
+        bwd = sum count [max(2 M N K / (R w(M, K)), D / M_bw)
+                         + max(2 M N K / (R w(K, N)), D / M_bw)]
+        D   = e (M K + K N + M N)
+
+    ``w`` of each product with its own inner dimension (K, N and M: split-K when its tiles
+    cannot fill the SMs) and the tiles of ``dtype`` (``traincast.kernels.TILES``: SIMT tiles
+    for fp32, tensor-core tiles otherwise); ``D`` the bytes each of the three products reads and
+    writes once (forward: X and W read, Y written; data gradient: dY and W read, dX written;
+    weight gradient: X and dY read, dW written), ``e`` bytes per element of ``dtype``
+    (``kernels.DTYPE_BYTES``), ``M_bw`` the achieved DRAM bandwidth (``inf``: FLOPs alone). A
+    micro-batch of few tokens reads the whole weight matrix for little work: its products run
+    at memory speed.
     """
     fwd, bwd = 0.0, 0.0
+    width = float(DTYPE_BYTES.get(dtype, 2))
     for count, m, n, k in shapes:
-        flops = count * 2.0 * m * n * k / rate_flops
-        fwd = fwd + flops / wave_efficiency(m, n, sms, dtype=dtype, k=k)
-        bwd = bwd + flops * (1.0 / wave_efficiency(m, k, sms, dtype=dtype, k=n)
-                             + 1.0 / wave_efficiency(k, n, sms, dtype=dtype, k=m))
+        flops = 2.0 * m * n * k / rate_flops
+        mem = width * (m * k + k * n + m * n) / mem_bps
+        fwd = fwd + count * np.maximum(flops / wave_efficiency(m, n, sms, dtype=dtype, k=k), mem)
+        bwd = bwd + count * (
+            np.maximum(flops / wave_efficiency(m, k, sms, dtype=dtype, k=n), mem)
+            + np.maximum(flops / wave_efficiency(k, n, sms, dtype=dtype, k=m), mem))
     return _f(fwd), _f(bwd)
 
 

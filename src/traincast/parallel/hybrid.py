@@ -6,7 +6,8 @@ every per-token term over the ``s / cp`` tokens of a sequence one context rank h
 
     T_flop  = L_s ((1 + full) T_lin_fwd + T_lin_bwd + (3 + full + selective) T_attn)
               + T_logit_fwd + T_logit_bwd                    (parallel/gemm.py: each product at
-              R = P eta, divided by its tile/wave efficiency; attention products at their roofline)
+              R = P eta, divided by its tile/wave efficiency, or its operands' bytes at M mem_eff
+              where slower; attention products at their roofline)
     T_mem   = sum_x [L_s ((1 + full) E_fwd,x + E_bwd,x + selective E_attn,x) (+ 52 b s V / t)]
               / (M f_x)
               (memory-bound kernels counted one by one, each family x = norm, softmax,
@@ -703,15 +704,16 @@ def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -
 
     linear products (``gemm.linear_shapes`` of the rank's ``s / cp`` tokens, logits
     ``(b s / cp, V / t, h)``) at ``R = P eta`` over
-    their tile/wave efficiency; ``T_attn_layer`` (:func:`attention_time_s`): materialized
-    ``(3 + full + selective) T_attn`` with ``T_attn = f_attn / (t R)`` times its roofline
-    slowdown, or the fused kernel's passes."""
+    their tile/wave efficiency, or at their operands' bytes over ``M mem_eff`` where that is
+    slower (``gemm.gemm_times_s``: a micro-batch of few tokens); ``T_attn_layer``
+    (:func:`attention_time_s`): materialized ``(3 + full + selective) T_attn`` with ``T_attn =
+    f_attn / (t R)`` times its roofline slowdown, or the fused kernel's passes."""
     rate = hw.flops_per_s
     lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e),
-                                         rate, hw.sms, c.dtype)
+                                         rate, hw.sms, c.dtype, hw.mem_eff_bps)
     one = np.ones_like(c.t)
     logits = (one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
-    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype)
+    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype, hw.mem_eff_bps)
     return (c.layers_stage * ((1.0 + c.full) * lin_fwd + lin_bwd
                               + attention_time_s(model, hw, c, f_attn))
             + logit_fwd + logit_bwd)
