@@ -346,6 +346,32 @@ def test_quoted_fields_split_by_another_delimiter(tmp_path: Path, delim: str) ->
     assert jobs["j1"]["n_gpus"] == 8 and jobs["j1"]["user"] == f"a{delim}b"
 
 
+def test_columns_named_another_way_are_named_with_their_map(tmp_path: Path) -> None:
+    """A generic export's JobID, NumGPUs, SubmitTime, ... are no canonical names: the missing
+    required columns' hint names the file's own, and the columns left unread are said, each
+    with the --map that reads it."""
+    path = tmp_path / "export.csv"
+    path.write_text("JobID,NumGPUs,SubmitTime,StartTime,EndTime,GPUType,extra\n"
+                    "j1,8,2024-01-01T00:00:00,2024-01-01T00:10:00,2024-01-01T02:00:00,a100,x\n")
+    with pytest.raises(TraincastError) as err:
+        _ingest(path)
+    assert err.value.hint.startswith("the file's column for each: --map job_id=jobid for "
+                                     "job_id, --map n_gpus=numgpus for n_gpus")
+    db = tmp_path / "export.duckdb"
+    report = ingest(path, format="csv", db=db, mapping={"job_id": "JobID", "n_gpus": "NumGPUs"})
+    assert [(n["count"], n["note"]) for n in report["notes"]] == [(
+        4, "column(s) the csv format reads under another name left unread: SubmitTime, "
+        "StartTime, EndTime, GPUType (read them with --map submit_time_s=SubmitTime --map "
+        "start_time_s=StartTime --map end_time_s=EndTime --map gpu_type=GPUType); 1 other "
+        "column(s) unread")]
+    mapped = {"job_id": "JobID", "n_gpus": "NumGPUs", "submit_time_s": "SubmitTime",
+              "start_time_s": "StartTime", "end_time_s": "EndTime", "gpu_type": "GPUType"}
+    report = ingest(path, format="csv", db=tmp_path / "mapped.duckdb", mapping=mapped)
+    assert report["notes"] == []
+    job = _jobs(tmp_path / "mapped.duckdb")["j1"]
+    assert job["end_time_s"] - job["start_time_s"] == 6600 and job["gpu_type"] is not None
+
+
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,n_gpus,user\na,1,x\nb,2")

@@ -25,6 +25,7 @@ from traincast.errors import TraincastError, did_you_mean
 from traincast.files import open_bytes
 from traincast.trace.schema import (
     BOUNDS,
+    COLUMNS,
     DURATION_MAX_S,
     DURATION_MAX_TEXT,
     KNOWN_ARCHITECTURES,
@@ -957,6 +958,30 @@ def source_renames(fields_of: Callable[[list[str]], dict[str, Field]],
     return renames, left
 
 
+SYNONYMS: dict[str, str] = {"numgpus": "n_gpus", "numgpu": "n_gpus", "gpus": "n_gpus",
+                            "gpunum": "n_gpus", "ngpu": "n_gpus", "gpucount": "n_gpus",
+                            "job": "job_id", "id": "job_id", "username": "user",
+                            "state": "status", "gpumodel": "gpu_type", "gpu": "gpu_type"}
+"""Column names of common exports (normalized: lower case, letters and digits only) that mean a
+canonical column under another name."""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def near_canonical(column: str) -> str | None:
+    """The canonical column a file's ``column`` names under another spelling: the same letters
+    and digits in any case (``JobID``, ``GPUType``), without the unit suffix ``_s`` of the
+    time columns (``SubmitTime``, ``submit_time``), or a :data:`SYNONYMS` name (``num_gpus``);
+    None for any other."""
+    key = _key(column)
+    for c in COLUMNS:
+        if key in (_key(c), _key(c.removesuffix("_s"))):
+            return c
+    return SYNONYMS.get(key)
+
+
 def map_hint(fields_of: Callable[[list[str]], dict[str, Field]], cols: list[str],
              required: Iterable[str]) -> str:
     """How ``--map`` gives an adapter's missing source columns: the canonical column read
@@ -970,7 +995,9 @@ def map_hint(fields_of: Callable[[list[str]], dict[str, Field]], cols: list[str]
     base = fields_of([*cols, *needed])
     gives = {name.lower(): col for col, f in base.items()
              if (name := source_name(f.column))}
-    said = [f"--map {gives[c]}=FIELD for {c}" for c in missing if c in gives]
+    near = {near_canonical(c): c for c in cols}
+    said = [f"--map {gives[c]}={near.get(gives[c], 'FIELD')} for {c}" for c in missing
+            if c in gives]
     rename = [c for c in missing if c not in gives]
     return ("the file's column for each: " + ", ".join(said) if said else "") \
         + ("; " if said and rename else "") \

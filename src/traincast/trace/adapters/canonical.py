@@ -26,7 +26,10 @@ from traincast.trace.adapters.base import (
     boolean_check,
     field_from,
     file_plans,
+    near_canonical,
     q,
+    source_columns,
+    table_relation,
     unfinished,
 )
 from traincast.trace.schema import COLUMNS
@@ -56,5 +59,27 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         return []
 
     required = [c for c in REQUIRED if c not in (mapping or {})]
-    return file_plans(con, paths, mapping, NAME, required, _fields, censored,
-                      checks_of=checks)
+    out = file_plans(con, paths, mapping, NAME, required, _fields, censored,
+                     checks_of=checks)
+    read = {*(c.lower() for c in COLUMNS), *(v.lower() for v in (mapping or {}).values()),
+            censored_src.lower(), *(k.lower() for k in (mapping or {}))}
+    for plan in out:
+        cols = [c for c in source_columns(con, table_relation(Path(plan.file))) if c != "_row"]
+        if note := unread_note([c for c in cols if c.lower() not in read], mapping or {}):
+            plan.notes.append(note)
+    return out
+
+
+def unread_note(unread: list[str], mapping: Mapping[str, str]) -> tuple[str, str] | None:
+    """The note of a file's columns the ``csv`` format reads under no name (every canonical
+    column is read by its own name or a ``--map``): each that names a canonical column under
+    another spelling with the ``--map`` that reads it (:func:`near_canonical`), the count of
+    the others; None when every column is read or none names a canonical one left unread."""
+    near = {c: to for c in unread if (to := near_canonical(c)) and to not in mapping}
+    if not near:
+        return None
+    others = len(unread) - len(near)
+    maps = " ".join(f"--map {to}={c}" for c, to in near.items())
+    return (f"SELECT {len(near)}", "column(s) the csv format reads under another name left "
+            f"unread: {', '.join(near)} (read them with {maps})"
+            + (f"; {others} other column(s) unread" if others else ""))
