@@ -503,15 +503,20 @@ def test_elasticflow_gpu_counts_are_whole(tmp_path: Path) -> None:
 
 def test_alibaba_trace_end_ignores_a_year_10000_time(tmp_path: Path) -> None:
     """The trace end is the largest deletion_time within the time bounds: a pod deleted in
-    year 10000 is a bad row and does not move the end (p2, deleted at 100, is censored)."""
+    year 10000 is a bad row and does not move the end (p2, deleted at 100 in Kubernetes'
+    Unknown phase, is censored); a pod that Succeeded or Failed ended, even when it was
+    deleted last (p4, p5: a slice of the release's file)."""
     path = tmp_path / "pods.csv"
     path.write_text(POD_HEADER + "p1,1,1,1,1000,,LS,Succeeded,0,50,10\n"
-                    "p2,1,1,1,1000,,LS,Succeeded,0,100,10\n"
-                    "p3,1,1,1,1000,,LS,Succeeded,0,253402300800,10\n")
+                    "p2,1,1,1,1000,,LS,Unknown,0,100,10\n"
+                    "p3,1,1,1,1000,,LS,Succeeded,0,253402300800,10\n"
+                    "p4,1,1,1,1000,,LS,Succeeded,0,100,10\n"
+                    "p5,1,1,1,1000,,LS,failed,0,100,10\n")
     report = _ingest(path, "alibaba-2023")
     assert [(r, f) for r, f, _ in _errors(report)] == [(3, "deletion_time")]
     jobs = _jobs(path.with_suffix(".duckdb"))
-    assert {k: j["censored"] for k, j in jobs.items()} == {"p1": False, "p2": True}
+    assert {k: j["censored"] for k, j in jobs.items()} == {"p1": False, "p2": True,
+                                                            "p4": False, "p5": False}
 
 
 def test_helios_node_num(tmp_path: Path) -> None:

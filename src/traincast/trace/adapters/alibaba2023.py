@@ -9,8 +9,10 @@ model listed in gpu_spec (the models a pod may run on, ``|``-separated; empty = 
 NULL); ``gpus_per_node`` = n_gpus for pods with GPUs (a pod runs on one node; NULL for CPU
 pods); ``workers_per_node`` NULL (a pod's processes are not listed); no architecture (inferred
 from the GPU count).
-Censored: pod_phase Running or Pending, or deletion_time equal to the trace end (the file's
-largest deletion_time within the time bounds, :data:`~traincast.trace.schema.TIME_MAX_S`).
+Censored: pod_phase Running or Pending, or a pod whose phase does not say it ended (Succeeded,
+Failed) with deletion_time equal to the trace end (the file's largest deletion_time within the
+time bounds, :data:`~traincast.trace.schema.TIME_MAX_S`: the release writes the trace end for
+pods still running); a finished pod deleted last, as in a slice of the file, is not censored.
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`): a
 gpu_milli that is not a number from 0 to 1000 (:data:`GPU_MILLI_MAX`: thousandths of one
 GPU), a num_gpu that is not a whole number.
@@ -65,7 +67,10 @@ FIELDS = {
     "gpu_type": Field("NULLIF(split_part(COALESCE(gpu_spec, ''), '|', 1), '')"),
     "gpus_per_node": Field(f"CASE WHEN {_GPUS} > 0 THEN {_GPUS} END"),
 }
-CENSORED = f"({running_status('pod_phase')} OR {num('deletion_time')} >= _trace_end)"
+FINISHED = "lower(trim(CAST(pod_phase AS VARCHAR))) IN ('succeeded', 'failed')"
+"""SQL: the pod's phase says it ended (Kubernetes' Succeeded and Failed phases)."""
+CENSORED = (f"({running_status('pod_phase')} OR (NOT COALESCE({FINISHED}, FALSE) AND "
+            f"{num('deletion_time')} >= _trace_end))")
 _MILLI = num("gpu_milli")
 CHECKS = [
     Check("gpu_milli", f"{present('gpu_milli')} AND ({_MILLI} IS NULL OR {_MILLI} < 0 "
