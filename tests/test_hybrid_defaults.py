@@ -266,9 +266,10 @@ def test_compute_share_of_table_and_sentence_is_one_number() -> None:
 
 
 def test_replan_says_why_gpus_are_left_unused_and_the_switch_unit() -> None:
-    # 56 = 2^3 7 and 48 = 2^4 3: the factor 7 or 3 fits neither dp (1024 = 2^10) nor pp (80
-    # layers = 2^4 5), and tp stays inside a node of 8 (a divisor of 8); 40 = 2^3 5 takes pp = 5
-    out = replan("zoo:llama2-70b", [56], "dgx-h100")
+    # a global batch of 1024 sequences: 56 = 2^3 7 and 48 = 2^4 3: the factor 7 or 3 fits
+    # neither dp (1024 = 2^10) nor pp (80 layers = 2^4 5), and tp stays inside a node of 8 (a
+    # divisor of 8); 40 = 2^3 5 takes pp = 5
+    out = replan("zoo:llama2-70b", [56], "dgx-h100", global_batch=1024)
     row = out["rows"][0]
     assert row["gpus_used"] == 40
     assert [u["gpus"] for u in row["unused"]] == [56, 48]
@@ -276,10 +277,11 @@ def test_replan_says_why_gpus_are_left_unused_and_the_switch_unit() -> None:
         assert u["reason"].startswith("no dp x tp x pp has dp dividing the global batch 1024")
         assert u["reason"].endswith("and pp dividing the 80 layers")
     text = flat(cli("plan", "zoo:llama2-70b", "--gpus", "56,40", "--node", "dgx-h100",
-                    "--preemptions-per-hour", "0.1", "--checkpoint-gbs", "2"))
+                    "--global-batch", "1024", "--preemptions-per-hour", "0.1",
+                    "--checkpoint-gbs", "2"))
     assert "56 GPUs, 40 used: with 56 or 48 GPUs no dp x tp x pp has" in text
     assert "switch: seconds one change of configuration costs, C + Rs" in text
-    sw = replan("zoo:llama2-70b", [56], "dgx-h100", resilience=Resilience(
+    sw = replan("zoo:llama2-70b", [56], "dgx-h100", global_batch=1024, resilience=Resilience(
         preemptions_per_hour=0.1, checkpoint_gbs=2.0))["rows"][0]["switch_s"]
     assert f"{sw:.0f} s" in text
 
@@ -312,8 +314,31 @@ def test_replan_refuses_a_second_network_it_would_not_show() -> None:
     assert "--network eth25 compares one plan on two networks" in str(res.exception)
 
 
+def test_the_default_global_batch_divides_among_the_gpus() -> None:
+    # plan's k: the largest divisor of the GPU count at most round(2^22 / s) = 1024 (s = 4096):
+    # 56 GPUs -> k = 56, B = 56 x round(1024 / 56) = 56 x 18 = 1008, which dp = 7 divides; 12
+    # GPUs -> 12 x 85 = 1020; 64 -> 1024 as before; a re-plan over 64, 48 and 32 GPUs takes
+    # lcm(64, 48, 32) = 192: 192 x round(1024 / 192) = 960 (64, 48 and 32 ranks divide it)
+    from traincast.parallel.plan import _batch_multiple
+
+    assert [_batch_multiple(4096, n) for n in (56, 12, 64, 7)] == [56, 12, 64, 7]
+    assert _batch_multiple(4096, [64, 48, 32]) == 192
+    assert _batch_multiple(131072, 48) == 24          # at most round(2^22 / 131072) = 32
+    assert _batch_multiple(4096, [1000, 999]) == 1000  # lcm 999,000 > 1024: the largest's
+    out = plan("zoo:llama2-70b", 56, "dgx-h100", top=1)
+    assert out["global_batch"] == 1008 and out["top"]
+    assert out["top"][0]["config"]["dp"] * out["top"][0]["config"]["tp"] \
+        * out["top"][0]["config"]["pp"] == 56
+    assert plan("zoo:llama2-7b", 12, "dgx-h100", top=1)["global_batch"] == 1020
+    # a re-plan says its batch is the default, not a --global-batch
+    said = replan("zoo:llama2-7b", [64, 48, 32], "dgx-a100")["assumed"]
+    assert said["default"] and said["global_batch"] == 960
+    assert said["text"].startswith("global batch 960 sequences (3,932,160 tokens: the default")
+    assert not replan("zoo:llama2-7b", [32], "dgx-a100", global_batch=512)["assumed"]["default"]
+
+
 def test_no_layout_note_names_the_rules() -> None:
-    out = plan("zoo:llama2-70b", 56, "dgx-h100")
+    out = plan("zoo:llama2-70b", 56, "dgx-h100", global_batch=1024)
     assert out["top"] == [] and out["searched"] == 0
     assert out["note"].startswith("no configuration: no dp x tp x pp = 56 has dp dividing the "
                                   "global batch 1024")

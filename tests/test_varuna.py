@@ -188,12 +188,13 @@ def test_replan_as_machines_go(tmp_path: Path) -> None:
     res = Resilience(preemptions_per_hour=0.045, checkpoint_gbs=1.0, checkpoint_bytes=18e9,
                      restart_s=200.0)
     out = replan("zoo:llama2-7b", [64, 48, 32], "dgx-a100", price=price_file(tmp_path),
-                 spot=True, resilience=res)
+                 spot=True, resilience=res, global_batch=1024)
     rows = {r["gpus"]: r for r in out["rows"]}
     assert [r["gpus"] for r in out["rows"]] == [64, 48, 32]
-    # the default global batch, round(4 x 2^20 / 4096) = 1024 = 2^10, splits over no data-
-    # parallel width with a factor 3 or 5, and tp/pp cannot take it (32 heads, 32 layers): with
-    # 48 GPUs the best plan uses 4 whole nodes (32 GPUs) and releases the other 2
+    # a global batch of 1024 = 2^10 sequences splits over no data-parallel width with a factor
+    # 3 or 5, and tp/pp cannot take it (32 heads, 32 layers): with 48 GPUs the best plan uses 4
+    # whole nodes (32 GPUs) and releases the other 2 (the default batch, 960 = lcm(64, 48, 32)
+    # x 5, would divide among all 48)
     assert out["global_batch"] == 1024
     assert rows[48]["gpus_used"] == 32 and rows[32]["gpus_used"] == 32
     assert rows[48]["label"] == rows[32]["label"] and not rows[32]["changed"]

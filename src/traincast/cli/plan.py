@@ -78,9 +78,10 @@ def plan(
     global_batch: Annotated[int | None, typer.Option(
         callback=within(1, BATCH_MAX), help="Sequences per iteration B, from 1 to 1e9 "
         "(default: about 4M tokens per iteration as Llama 2 trained, B = k max(1, round(2^22 / "
-        "(s k))) for sequence length s, k the largest power of two at most the GPUs and "
-        "round(2^22 / s), so that B divides among many layouts; predict --arch hybrid takes "
-        "k = dp x micro-batch: docs/parallelism.md, 'The default global batch').")] = None,
+        "(s k))) for sequence length s, k the largest divisor of the GPU count at most "
+        "round(2^22 / s), so that B divides among every data-parallel layout; predict "
+        "--arch hybrid takes k = dp x micro-batch: docs/parallelism.md, 'The default global "
+        "batch').")] = None,
     seq: Annotated[int | None, typer.Option(
         callback=within(1), help="Sequence length, at least 1 (default: the model's).")]
     = None,

@@ -1354,7 +1354,8 @@ size with a global batch of 4M tokens (Touvron et al. 2023, Table 1), GPT-3 175B
 (Brown et al. 2020, Table 2.1)."""
 DEFAULT_BATCH_RULE: str = ("B = k max(1, round(2^22 / (s k))) sequences: about 4M tokens per "
                            "iteration (Llama 2: 4M, GPT-3 175B: 3.2M), k = dp x micro-batch "
-                           "(x pp with vp > 1) for one configuration, 1 for a search")
+                           "(x pp with vp > 1) for one configuration; for a search the "
+                           "largest divisor of the GPU count at most round(2^22 / s)")
 """The default global batch in words (``predict --json`` and ``plan --json``, docs)."""
 BUBBLE_WARN_SHARE: float = 0.25
 """A pipeline bubble above this share of the step gets a warning (``predict_hybrid``)."""
@@ -1366,9 +1367,9 @@ def default_global_batch(seq: int, multiple: int = 1) -> int:
 
         B = k max(1, round(2^22 / (s k)))
 
-    with ``k = multiple``: in ``plan`` the largest power of two at most the GPUs and at most
-    ``round(2^22 / s)`` (a configuration whose ``dp x micro-batch`` does not divide ``B`` is
-    left out of the search), ``dp x micro-batch`` (times ``pp`` with ``vp > 1``) for one
+    with ``k = multiple``: in ``plan`` the largest divisor of the GPU count at most ``round(2^22
+    / s)`` (``plan._batch_multiple``; a configuration whose ``dp x micro-batch`` does not divide
+    ``B`` is left out of the search), ``dp x micro-batch`` (times ``pp`` with ``vp > 1``) for one
     configuration, so that ``m = B / (dp b)`` is a whole number; ``plan`` prints its ``B`` in
     the ``predict`` line of a row. Seq 4096 -> 1024 sequences, 2048 -> 2048; seq 3000 on 64
     GPUs -> 1408 in ``plan``."""

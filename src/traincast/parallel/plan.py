@@ -449,12 +449,21 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
 
 def _batch_multiple(seq: int, gpus: int | list[int]) -> int:
     """``k`` of plan's default global batch (:func:`~traincast.parallel.hybrid.
-    default_global_batch`): the largest power of two at most the GPUs and at most
-    ``round(2^22 / s)``, so that the default batch divides among as many data-parallel layouts
-    as the GPUs allow (seq 3000 on 64 GPUs: 1408 sequences, not 1398 = 2 x 3 x 233)."""
-    n = max(gpus) if isinstance(gpus, list) else int(gpus)
-    cap = max(1, min(n, round(DEFAULT_BATCH_TOKENS / seq)))
-    return 1 << (cap.bit_length() - 1)
+    default_global_batch`), so that the default batch divides among every data-parallel layout
+    the GPUs allow: for ``n`` GPUs the largest divisor of ``n`` at most ``c = round(2^22 / s)``
+    (64 GPUs, seq 3000: 64, so 1408 sequences, not 1398 = 2 x 3 x 233; 12 GPUs, seq 4096: 12,
+    1020 sequences, which 3, 6 and 12 data-parallel ranks divide); for several counts (a
+    re-plan over them) the least common multiple of theirs where it is at most ``c``, else the
+    largest count's."""
+    counts = [int(g) for g in gpus] if isinstance(gpus, list) else [int(gpus)]
+    cap = max(1, round(DEFAULT_BATCH_TOKENS / seq))
+
+    def largest_divisor(n: int) -> int:
+        return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+    each = [largest_divisor(n) for n in counts]
+    common = math.lcm(*each)
+    return common if common <= cap else largest_divisor(max(counts))
 
 
 def node_presets(node: str) -> list[str]:
@@ -715,9 +724,10 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
     catalog = kwargs.pop("catalog", None) or load_catalog()
     kwargs = kwargs | {"top": 1, "catalog": catalog, "rank": "expected"}
     model = get_model(model) if isinstance(model, str) else model  # resolved once
-    if kwargs.get("global_batch") is None:  # one batch for every count: that of the most GPUs
+    default_batch = kwargs.get("global_batch") is None
+    if default_batch:  # one batch for every count, which each of them divides
         s = int(kwargs.get("seq") or model.seq)
-        kwargs["global_batch"] = default_global_batch(s, _batch_multiple(s, max(gpus)))
+        kwargs["global_batch"] = default_global_batch(s, _batch_multiple(s, list(gpus)))
     if isinstance(kwargs.get("price"), str | Path):  # read once
         kwargs["price"] = load_prices(kwargs["price"], catalog)
     done: dict[int, dict[str, Any]] = {}  # GPU count -> its plan (counts repeat across rows)
@@ -771,9 +781,16 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         row["changed"] = prev is not None and (prev["label"], prev["node"], prev["gpus_used"]) \
             != (b["label"], b["node"], p["gpus"])
         rows.append(row)
+    assumed = first["assumed"]
+    if default_batch:  # the search was given the batch this default chose
+        said = batch_assumption(None, first["global_batch"], first["seq"])
+        assumed = assumed | {k: said[k] for k in ("default", "rule")} | {
+            "text": assumed["text"].replace(
+                batch_assumption(first["global_batch"], first["global_batch"],
+                                 first["seq"])["text"], said["text"], 1)}
     return {"model": first["model"], "params": first["params"], "nodes": first["nodes"],
             "left_out": first.get("left_out", {}), "warnings": first.get("warnings", []),
             "dtype": first["dtype"], "seq": first["seq"],
-            "global_batch": first["global_batch"], "assumed": first["assumed"],
+            "global_batch": first["global_batch"], "assumed": assumed,
             "gpus": [int(g) for g in gpus],
             "price": first.get("price"), "resilience": first.get("resilience"), "rows": rows}
