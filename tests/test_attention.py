@@ -750,3 +750,53 @@ def test_the_fit_command_names_a_bad_file_or_peak_instead_of_a_traceback(tmp_pat
     with pytest.raises(SystemExit):
         main([str(few), "--peak-tflops", "989.4", "--backends", "flash"])
     assert "too few" in capsys.readouterr().err
+
+
+def test_a_sliding_window_leaves_its_share_of_the_causal_work_by_hand() -> None:
+    # a query i meets min(i + 1, w) keys: w s - w^2 / 2 pairs against s^2 / 2, so
+    # W = 2 w / s - (w / s)^2: w = 4096, s = 16384 -> 0.5 - 0.0625 = 0.4375; on half the
+    # layers 0.5 + 0.5 x 0.4375; a sequence within the window: 1
+    from traincast.parallel.hybrid import flash_attention_work, predict_hybrid, window_warning
+    from traincast.zoo.llm import from_hf_dict, window_work
+
+    assert float(window_work(16384, 4096, 1.0)) == pytest.approx(0.4375)
+    assert float(window_work(16384, 4096, 0.5)) == pytest.approx(0.5 + 0.5 * 0.4375)
+    assert float(window_work(4096, 4096, 1.0)) == 1.0 and float(window_work(2048, 0, 1.0)) == 1.0
+    base = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+            "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+            "max_position_embeddings": 32768, "rms_norm_eps": 1e-5, "vocab_size": 32000}
+    read = {
+        "mistral": ({"sliding_window": 4096}, (4096, 1.0)),
+        "no window": ({"sliding_window": None}, (0, 0.0)),
+        "qwen2 off": ({"model_type": "qwen2", "sliding_window": 32768,
+                       "use_sliding_window": False}, (0, 0.0)),
+        "qwen2 on": ({"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": True,
+                      "max_window_layers": 24}, (4096, 8 / 32)),
+        "gemma2": ({"model_type": "gemma2", "sliding_window": 4096}, (4096, 16 / 32)),
+        "gemma3": ({"model_type": "gemma3_text", "sliding_window": 1024,
+                    "sliding_window_pattern": 6}, (1024, (32 - 5) / 32)),
+        "layer types": ({"sliding_window": 512, "layer_types": ["sliding_attention"] * 3
+                         + ["full_attention"]}, (512, 0.75)),
+    }
+    for what, (extra, expect) in read.items():
+        cfg = from_hf_dict(base | extra, what, "test")
+        assert (cfg.window, cfg.window_share) == pytest.approx(expect), what
+    mistral = from_hf_dict(base | {"sliding_window": 4096}, "mistral", "test")
+    full = from_hf_dict(base, "full", "test")
+    c = configs(mistral, dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                recompute=0, vp=1, sp=None, gpipe=False, seq=16384, dtype="bf16",
+                attention="flash")
+    f_fwd = float(flash_attention_work(mistral, c)[0])
+    assert f_fwd == pytest.approx(0.5 * 4 * 16384**2 * 4096 * 0.4375, rel=1e-12)
+    assert f_fwd == pytest.approx(0.4375 * float(flash_attention_work(full, c)[0]), rel=1e-12)
+    # model FLOPs count the window too: 6 P + 12 l a d s W per token
+    res = predict_hybrid(mistral, node="dgx-h100", dp=8, seq=16384, global_batch=64,
+                         attention="flash")
+    per_token = 6 * mistral.params_flop + 12 * 32 * 4096 * 16384 * 0.4375
+    assert res["model_tflops_per_gpu"] == pytest.approx(
+        per_token * res["tokens_per_s_per_gpu"] / 1e12, rel=1e-9)
+    assert any("runs 0.44 of the causal work at 16384 tokens" in w for w in res["warnings"])
+    # materialized attention computes the whole masked square: the same work as without one
+    assert "does not use" in window_warning(mistral, 16384, "materialized")
+    assert window_warning(mistral, 4096, "flash") == "" and window_warning(full, 16384,
+                                                                           "flash") == ""

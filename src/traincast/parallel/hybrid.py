@@ -70,6 +70,7 @@ from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
 from traincast.resolve import resolve_link
+from traincast.zoo.llm import window_work
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -612,20 +613,24 @@ def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
     GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``; ``s_r =
     s / cp`` the tokens of a sequence on one context rank)::
 
-        F_fwd = c_causal 4 b s^2 a d / (t cp)             F_bwd = 2.5 F_fwd
+        F_fwd = c_causal 4 b s^2 a d W(s) / (t cp)        F_bwd = 2.5 F_fwd
         B_fwd = delta b (2 s_r a d + 2 s kv d) / t        (read Q, K, V; write O)
         B_bwd = delta b (4 s_r a d + 4 s kv d) / t        (read Q, K, V, O, dO; write dQ,
                                                            dK, dV)
 
     ``c_causal`` (1/2: a causal mask skips the tiles above the diagonal) and the backward's 2.5
-    (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``. The
+    (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``;
+    ``W(s)`` the share of that work a sliding window leaves (``zoo.llm.window_work``: 1 without
+    one; the fused kernels skip the key blocks outside the window, as FlashAttention-2's
+    ``window_size``; materialized attention computes the whole masked square). The
     scores never reach DRAM. With context parallelism each rank's queries meet every key, and
     the load-balanced split gives each rank ``1 / cp`` of the causal work; its kernels read the
     K and V chunks of all ``s`` tokens as they arrive (:func:`cp_exchange_s`) and write their
     gradients. Returns ``(F_fwd, F_bwd, B_fwd, B_bwd)``."""
     rates = flash_rates()
     qd, kvd = float(model.q_dim), float(model.kv_dim)
-    f_fwd = rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / (c.t * c.cp)
+    f_fwd = (rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / (c.t * c.cp)
+             * window_work(c.s, model.window, model.window_share))
     own, every = c.delta * c.b * c.s_rank / c.t, c.delta * c.b * c.s / c.t
     return (f_fwd, rates.backward_factor * f_fwd, own * 2.0 * qd + every * 2.0 * kvd,
             own * 4.0 * qd + every * 4.0 * kvd)
@@ -1149,22 +1154,25 @@ def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
 def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
                peak_tflops: float) -> dict[str, F]:
     """Per GPU of ``n = d t p cp``: tokens ``B s / (T n)``; model TFLOP/s
-    ``(6 P_flop + 12 l a d s) B s / (T n)`` (Narayanan et al.: the full ``s x s`` square, so it
-    can exceed the peak where a fused kernel skips the causal half) and the model FLOPs
+    ``(6 P_flop + 12 l a d s W(s)) B s / (T n)`` (Narayanan et al.: the full ``s x s`` square,
+    so it can exceed the peak where a fused kernel skips the causal half; ``W(s)`` the share a
+    sliding window leaves, ``zoo.llm.window_work``, 1 without one) and the model FLOPs
     utilization ``MFU = model TFLOP/s / P`` over the dense peak ``P`` of the training precision
     (NaN where the entry gives no peak); hardware TFLOP/s as
     executed, ``(B / b) (l ((3 + full) f_gemm + A) + 3 f_logit) / (T n)`` with the attention's
     ``A = (3 + full + selective) f_attn`` materialized (the masked square computed) and
-    ``A = c (1 + full + selective + 2.5) f_attn`` fused (the causal share ``c`` and the
+    ``A = c (1 + full + selective + 2.5) f_attn W(s)`` fused (the causal share ``c`` and the
     backward's recompute, :func:`flash_attention_work`)."""
     f_gemm, f_attn, f_logit = flops
     n_gpus, l_ = c.d * c.t * c.p * c.cp, float(model.layers)
     tokens = c.gb * c.s
-    model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s) * tokens
+    window = window_work(c.s, model.window, model.window_share)
+    model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s * window) \
+        * tokens
     passes = 1.0 + c.full + c.selective
     if c.attention in FUSED:
         rates = flash_rates()
-        attn = rates.causal_fraction * (passes + rates.backward_factor) * f_attn
+        attn = rates.causal_fraction * (passes + rates.backward_factor) * f_attn * window
     else:
         attn = (2.0 + passes) * f_attn
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
@@ -1500,6 +1508,25 @@ def seq_warning(cfg: ModelConfig, seq: int) -> str:
             f"context ({kind} positions run longer, beyond what the model was trained for)")
 
 
+def window_warning(cfg: ModelConfig, seq: int, attention: str) -> str:
+    """The note of a model with a sliding window longer sequences skip work under: priced with a
+    fused attention (its key blocks outside the window skipped), not with ``materialized``
+    (the whole masked square computed, as eager attention does); empty without a window or where
+    the sequence fits in it."""
+    if not cfg.window or seq <= cfg.window or cfg.window_share <= 0:
+        return ""
+    layers = ("every layer" if cfg.window_share >= 1 else
+              f"{100 * cfg.window_share:.0f}% of the layers")
+    share = float(window_work(seq, cfg.window, cfg.window_share))
+    if attention in FUSED:
+        return (f"{cfg.name} attends over a sliding window of {cfg.window} tokens on {layers}: "
+                f"its fused attention runs {share:.2f} of the causal work at {seq} tokens")
+    return (f"{cfg.name} attends over a sliding window of {cfg.window} tokens on {layers}, "
+            f"which materialized attention does not use (it computes the whole masked "
+            f"{seq} x {seq} square); a fused attention (--attention flash, or --framework "
+            f"megatron-core or fsdp) runs {share:.2f} of the causal work")
+
+
 def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects (:func:`shape_code`;
     ``sizes`` by name); called before ``evaluate``, where a size of 0 would divide by zero."""
@@ -1672,7 +1699,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
-                            seq_warning(cfg, s)) if w]
+                            seq_warning(cfg, s), window_warning(cfg, s, attention)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,

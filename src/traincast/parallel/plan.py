@@ -54,6 +54,7 @@ from traincast.parallel.hybrid import (
     require_fused_rate,
     resolve_knobs,
     seq_warning,
+    window_warning,
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
@@ -635,7 +636,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
-        "warnings": [w for w in (seq_warning(cfg, s),) if w]}
+        "warnings": [w for w in (seq_warning(cfg, s), window_warning(cfg, s, first_attention))
+                     if w]}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from traincast.errors import TraincastError
 
 
@@ -50,6 +52,14 @@ class ModelConfig:
     params_rtol: float = 0.0
     source: str = ""
     context: int = 0
+    window: int = 0
+    window_share: float = 0.0
+
+    @property
+    def window_work(self) -> float:
+        """Share of the causal attention's work a layer runs at the default sequence (1
+        without a sliding window): :func:`window_work` of ``seq``."""
+        return float(window_work(self.seq, self.window, self.window_share))
 
     @property
     def positions(self) -> int:
@@ -150,6 +160,21 @@ class ModelConfig:
                                                              if self.tied else 0)
 
 
+def window_work(seq: Any, window: int, share: float) -> Any:
+    """The causal attention's work under a sliding window of ``w`` keys on a share ``sigma`` of
+    the layers, over the full causal square's, for sequences of ``s`` tokens (a query ``i``
+    meets ``min(i + 1, w)`` keys: ``w s - w^2 / 2`` pairs against ``s^2 / 2``)::
+
+        W(s) = 1 - sigma + sigma min(1, 2 w / s - (w / s)^2)
+
+    1 without a window (``w = 0`` or ``sigma = 0``) or where ``s <= w``."""
+    s = np.asarray(seq, dtype=np.float64)
+    if window <= 0 or share <= 0:
+        return np.ones_like(s)
+    r = np.minimum(1.0, window / np.maximum(s, 1.0))
+    return 1.0 - share + share * np.minimum(1.0, 2.0 * r - r * r)
+
+
 def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelConfig:
     """A checked ``ModelConfig`` from a table of keys; errors name ``where`` (file and table)."""
     known = {f.name for f in fields(ModelConfig)} - {"name"}
@@ -182,6 +207,10 @@ def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelCon
                              f"layernorm|rmsnorm")
     if not 1 <= cfg.top_k <= cfg.experts:
         raise TraincastError(f"{where}: top_k must be in 1..experts")
+    if not isinstance(cfg.window, int) or cfg.window < 0 or not 0 <= cfg.window_share <= 1:
+        raise TraincastError(f"{where}: window must be a whole number of tokens (0: none) and "
+                             f"window_share from 0 to 1, got {cfg.window!r} and "
+                             f"{cfg.window_share!r}")
     return cfg
 
 
@@ -295,6 +324,33 @@ def _size(raw: Mapping[str, Any], key: str, where: str, default: int | None = No
     return default if name is None else _whole(raw[name], name, where)
 
 
+def _sliding_window(raw: Mapping[str, Any], mtype: str, layers: int, where: str
+                    ) -> tuple[int, float]:
+    """``(window, window_share)`` of a Hugging Face config: ``sliding_window`` keys per query
+    (null, 0 or absent: none), on the share of the layers that use it: ``layer_types``' count of
+    ``sliding_attention`` where the config lists them; Gemma 2 every other layer
+    (``is_sliding = not layer_idx % 2``); Gemma 3 all but every ``sliding_window_pattern``-th
+    (default 6); none where ``use_sliding_window`` is false (Qwen2), layers from
+    ``max_window_layers`` on where it is true; else every layer (Mistral, Phi-3)."""
+    window = raw.get("sliding_window")
+    if window is None or window is False or raw.get("use_sliding_window") is False:
+        return 0, 0.0
+    window = _whole(window, "sliding_window", where)
+    if not window:
+        return 0, 0.0
+    kinds = raw.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        return window, sum(k == "sliding_attention" for k in kinds) / len(kinds)
+    if mtype.startswith("gemma2"):
+        return window, (layers + 1) // 2 / layers
+    if mtype.startswith("gemma3"):
+        every = raw.get("sliding_window_pattern") or 6
+        return window, (layers - layers // int(every)) / layers
+    if raw.get("use_sliding_window") and isinstance(raw.get("max_window_layers"), int):
+        return window, max(0, layers - raw["max_window_layers"]) / layers
+    return window, 1.0
+
+
 def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     """A config from the keys of a Hugging Face decoder-only config, whatever the family's
     spelling (``HF_KEYS``: Llama's ``num_hidden_layers``, GPT-2's ``n_layer``, MPT's
@@ -323,7 +379,9 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
       MiniCPM3), whose projections are no ``h x h`` matrices;
     * MPT's and DBRX's nested ``attn_config`` and ``ffn_config`` are read as top-level keys
       (``kv_n_heads``, ``ffn_hidden_size``, ``moe_num_experts``, ``moe_top_k``) where the top
-      level gives none of the same role (:func:`_with_nested`); MPT's ``attn_type``
+      level gives none of the same role (:func:`_with_nested`);
+    * ``window``, ``window_share``: a sliding window of attention and the share of the layers
+      that use it (:func:`_sliding_window`); MPT's ``attn_type``
       ``multiquery_attention`` means one key/value head, ``multihead_attention`` as many as
       heads (``kv_n_heads`` counts for ``grouped_query_attention``).
     """
@@ -393,6 +451,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "tied": bool(mtype in TIED_TYPES if tied is None else tied),
               "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
               "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
+    values["window"], values["window_share"] = _sliding_window(raw, mtype, values["layers"],
+                                                               where)
     rope = raw.get("rope_scaling")
     trained = rope.get("original_max_position_embeddings") if isinstance(rope, Mapping) else None
     if trained is None:  # Phi-3 and Phi-3.5 keep it beside max_position_embeddings
