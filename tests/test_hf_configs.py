@@ -527,3 +527,34 @@ def test_a_step_that_fails_on_the_inputs_traincast_built_says_so(monkeypatch) ->
         profile_model("hf:gpt2", 1, seq_len=8)
     assert "built this model's inputs from its config" in err.value.hint
     assert "FILE.py:FUNC" in err.value.hint
+
+
+def test_plan_takes_a_bare_model_type_as_profile_does(monkeypatch) -> None:
+    # hf:gemma: transformers' default GemmaConfig (28 layers of 3072, 16 heads of 256, one
+    # key/value head), said to be no released checkpoint's; without transformers, the error
+    # names what hf: takes
+    import sys
+
+    from traincast.parallel.hybrid import default_config_warning
+    from traincast.parallel.models import get_model
+    from traincast.parallel.plan import plan
+
+    cfg = get_model("hf:gemma")
+    default = transformers_default("gemma")
+    assert (cfg.layers, cfg.hidden, cfg.heads, cfg.head_size, cfg.kv) == (
+        default.num_hidden_layers, default.hidden_size, default.num_attention_heads,
+        default.head_dim, default.num_key_value_heads)
+    assert "need not be any released checkpoint's" in default_config_warning(cfg)
+    out = plan("hf:gemma", 8, "dgx-h100", top=1)
+    assert out["top"] and any("GemmaConfig" in w for w in out["warnings"])
+    assert default_config_warning(get_model("zoo:llama2-7b")) == ""
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(TraincastError, match="config file not found") as err:
+        get_model("hf:gemma")
+    assert "model_type" in err.value.hint
+
+
+def transformers_default(model_type: str):
+    import transformers
+
+    return transformers.AutoConfig.for_model(model_type)

@@ -1508,6 +1508,15 @@ def seq_warning(cfg: ModelConfig, seq: int) -> str:
             f"context ({kind} positions run longer, beyond what the model was trained for)")
 
 
+def default_config_warning(cfg: ModelConfig) -> str:
+    """The note of a model built from transformers' default config of a bare ``model_type``
+    (``hf:gemma``; ``zoo.llm.from_transformers``): its sizes need not be any checkpoint's."""
+    if not cfg.source.startswith("transformers' default"):
+        return ""
+    return (f"hf:{cfg.name}: the sizes of {cfg.source}; give the checkpoint's config.json or a "
+            "shipped Hub name (traincast zoo list --hf) for its own")
+
+
 def window_warning(cfg: ModelConfig, seq: int, attention: str) -> str:
     """The note of a model with a sliding window longer sequences skip work under: priced with a
     fused attention (its key blocks outside the window skipped), not with ``materialized``
@@ -1699,7 +1708,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
-                            seq_warning(cfg, s), window_warning(cfg, s, attention)) if w]
+                            seq_warning(cfg, s), window_warning(cfg, s, attention),
+                            default_config_warning(cfg)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,

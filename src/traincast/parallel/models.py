@@ -4,13 +4,15 @@ The configs live in the one model registry (``traincast/zoo/models.toml``, ``[mo
 tables); ``ModelConfig`` and its parameter-count formulas are in ``traincast.zoo.llm``
 (docs/parallelism.md). This module resolves the names that ``plan`` and ``predict --arch
 hybrid`` take: ``zoo:NAME`` (or a bare name or alias), ``hf:path/to/config.json`` and
-``hf:NAME`` of a shipped Hub checkpoint (``zoo/hub.toml``).
+``hf:NAME`` of a shipped Hub checkpoint (``zoo/hub.toml``), else, where transformers is
+installed, a model in the local Hugging Face cache or a bare ``model_type`` (its default
+config: ``zoo.llm.from_transformers``).
 """
 
 from __future__ import annotations
 
 from traincast.errors import TraincastError
-from traincast.zoo.llm import ModelConfig, config_from_table, from_hf_config
+from traincast.zoo.llm import ModelConfig, config_from_table, from_hf_config, from_transformers
 from traincast.zoo.registry import canonical_name, get_llm, llm_names
 
 __all__ = ["ModelConfig", "config_from_table", "from_hf_config", "get_model", "list_models"]
@@ -30,7 +32,10 @@ def get_model(name: str) -> ModelConfig:
 
         from traincast.zoo.hub import decoder_config
 
-        shipped = None if Path(name[3:]).exists() else decoder_config(name[3:])
+        path = Path(name[3:])
+        shipped = None if path.exists() else decoder_config(name[3:])
+        if shipped is None and not path.exists() and not name.endswith(".json"):
+            shipped = from_transformers(name[3:])  # a cached Hub name or a bare model_type
         return shipped if shipped is not None else from_hf_config(name[3:])
     if canonical_name(name) is None:
         raise TraincastError(f"unknown language model {name!r}",

@@ -45,6 +45,7 @@ from traincast.parallel.hybrid import (
     check_dtype,
     check_framework,
     check_shapes,
+    default_config_warning,
     default_global_batch,
     divisors,
     evaluate,
@@ -636,8 +637,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
-        "warnings": [w for w in (seq_warning(cfg, s), window_warning(cfg, s, first_attention))
-                     if w]}
+        "warnings": [w for w in (seq_warning(cfg, s), window_warning(cfg, s, first_attention),
+                                 default_config_warning(cfg)) if w]}
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)

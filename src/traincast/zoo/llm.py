@@ -17,6 +17,7 @@ SwiGLU: 3), experts ``E`` with ``top_k`` used per token. Parameter count (docs/p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -252,8 +253,10 @@ def from_hf_config(path: str | Path) -> ModelConfig:
         raw = json.loads(p.read_text())
     except FileNotFoundError:
         raise TraincastError(f"{p}: config file not found",
-                             hint="hf: takes a local config.json (or its folder) or a shipped "
-                                  "checkpoint name (traincast zoo list --hf)") from None
+                             hint="hf: takes a local config.json (or its folder), a shipped "
+                                  "checkpoint name (traincast zoo list --hf), and where "
+                                  "transformers is installed a model in the local Hugging Face "
+                                  "cache or a model_type such as llama, gemma, qwen2") from None
     except json.JSONDecodeError as exc:
         raise TraincastError(f"{p}: not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
@@ -263,6 +266,31 @@ def from_hf_config(path: str | Path) -> ModelConfig:
                                   "\"hidden_size\": ..., ...}")
     named = p.parent.name if p.name == "config.json" else p.stem
     return from_hf_dict(raw, str(raw.get("_name_or_path") or named or p.stem), str(p))
+
+
+def from_transformers(name: str) -> ModelConfig | None:
+    """A config from transformers where it is installed (torch not needed): a model in the
+    local Hugging Face cache (``local_files_only``), else the default config of a bare
+    ``model_type`` (``gemma``, ``qwen2``: transformers' default sizes, not a released
+    checkpoint's; its ``source`` says so); None where transformers is missing or knows
+    neither."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    try:
+        config = transformers.AutoConfig.from_pretrained(name, local_files_only=True)
+        how = f"the local Hugging Face cache's config of {name}"
+    except (OSError, ValueError):
+        if name not in transformers.CONFIG_MAPPING:
+            return None
+        config = transformers.AutoConfig.for_model(name)
+        how = (f"transformers' default {type(config).__name__} (model_type {name!r}), which "
+               "need not be any released checkpoint's")
+    raw = config.to_dict()
+    text = raw.get("text_config")  # a multimodal config: its language model
+    cfg = from_hf_dict(text if isinstance(text, Mapping) else raw, name, f"hf:{name}")
+    return dataclasses.replace(cfg, source=how)
 
 
 # Config keys that name the same size in different model families (first found wins)
