@@ -554,6 +554,10 @@ def test_shape_errors_say_which_sizes_would_do() -> None:
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3)
     with pytest.raises(TraincastError, match="pp of 2, 4, 8, 16 would with vp 2"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=3, vp=2)
+    # vp 3 divides no 32 / pp: no pp is named, the vp that would are (32 / (2 vp) whole)
+    with pytest.raises(TraincastError, match=r"32 layers; no pp would with vp 3 \(vp of 2, 4, "
+                       r"8, 16 would with pp 2\)"):
+        predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, pp=2, vp=3)
 
 
 def test_a_config_whose_heads_do_not_divide_names_both_numbers(tmp_path) -> None:

@@ -1560,8 +1560,12 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
             vp = sizes.get("vp", 1)
             ok = [p for p in divisors(cfg.layers)
                   if cfg.layers % (p * vp) == 0 and (vp == 1 or p > 1)]  # vp needs pp > 1
-            why += (f": {cfg.layers} layers; pp of {', '.join(map(str, ok[:10]))} would"
-                    + (f" with vp {vp}" if vp > 1 else "")
+            vps = [v for v in divisors(cfg.layers) if v > 1 and cfg.layers % (2 * v) == 0]
+            why += (f": {cfg.layers} layers; "
+                    + (f"pp of {', '.join(map(str, ok[:10]))} would"
+                       + (f" with vp {vp}" if vp > 1 else "") if ok else
+                       f"no pp would with vp {vp} (vp of {', '.join(map(str, vps[:10]))} "
+                       "would with pp 2)" if vps else f"no pp would with vp {vp}")
                     + (", or --uneven-stages (the slowest stage holds ceil(layers / (pp x "
                        "vp)) layers per chunk)" if cfg.layers >= sizes["pp"] * vp else ""))
         elif code == SHAPE_EP and cfg.experts <= 1:
