@@ -372,6 +372,38 @@ def test_columns_named_another_way_are_named_with_their_map(tmp_path: Path) -> N
     assert job["end_time_s"] - job["start_time_s"] == 6600 and job["gpu_type"] is not None
 
 
+def test_map_serves_the_adapters_own_rules(tmp_path: Path) -> None:
+    """--map of a column an adapter filters or windows over (Slurm's JobID and its job steps,
+    Alibaba 2023's deletion_time and the trace end) or reads from a fixed key list (Philly's
+    JSON keys) reads the file's own column under the rule, as the hint says it will."""
+    times = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobIDRaw|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+                     f"7|a|COMPLETED|{times}|1|gres/gpu=2,node=1\n"
+                     f"7.batch|a|COMPLETED|{times}|1|gres/gpu=2,node=1\n")
+    report = ingest(sacct, format="slurm", db=tmp_path / "s.duckdb",
+                    mapping={"job_id": "JobIDRaw"})
+    assert report["jobs"] == 1 and report["bad_rows"] == 0
+    assert [(n["count"], n["note"][:15]) for n in report["notes"]] == [(1, "job step row(s)")]
+    pods = tmp_path / "pods.csv"
+    pods.write_text(POD_HEADER.replace("deletion_time", "deleted_at")
+                    + "p1,1,1,1,1000,,LS,Running,0,100,10\np2,1,1,1,1000,,LS,Running,0,50,10\n")
+    ingest(pods, format="alibaba-2023", db=tmp_path / "p.duckdb",
+           mapping={"end_time_s": "deleted_at"})
+    jobs = _jobs(tmp_path / "p.duckdb")
+    assert jobs["p2"]["end_time_s"] == 50 and all(j["censored"] for j in jobs.values())
+    philly = tmp_path / "jobs.json"
+    philly.write_text(json.dumps([{
+        "job_id": "a1", "owner": "u", "vc": "v", "status": "Pass",
+        "submitted_time": "2017-10-03 10:00:00", "attempts": [{
+            "start_time": "2017-10-03 10:01:00", "end_time": "2017-10-03 11:00:00",
+            "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}]))
+    ingest(philly, format="philly", db=tmp_path / "j.duckdb",
+           mapping={"job_id": "job_id", "user": "owner"})
+    job = _jobs(tmp_path / "j.duckdb")["a1"]
+    assert (job["user"], job["n_gpus"], job["end_time_s"] - job["start_time_s"]) == ("u", 2, 3540)
+
+
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,n_gpus,user\na,1,x\nb,2")

@@ -33,7 +33,6 @@ from traincast.trace.adapters.base import (
     num,
     present,
     running_status,
-    table_relation,
     text,
     whole_check,
 )
@@ -81,16 +80,16 @@ CHECKS = [
 ]
 
 
-def _relation(path: Path) -> str:
-    """The pod list with the trace end (the largest deletion_time within the time bounds) on
-    every row."""
+def _with_trace_end(rows: str) -> str:
+    """The pod list's rows with the trace end (the largest deletion_time within the time
+    bounds) on every row."""
     d = num("deletion_time")
     return (f"(SELECT *, max(CASE WHEN {d} BETWEEN {TIME_MIN_S!r} AND {TIME_MAX_S!r} THEN {d} "
-            f"END) OVER () AS _trace_end FROM {table_relation(path)})")
+            f"END) OVER () AS _trace_end FROM {rows})")
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
-                      lambda _, __: CENSORED, relation=_relation, probe=table_relation,
-                      checks_of=lambda _: list(CHECKS))
+                      lambda _, __: CENSORED, checks_of=lambda _: list(CHECKS),
+                      over=_with_trace_end)

@@ -1022,7 +1022,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                probe: Callable[[Path], str] | None = None,
                ending: Callable[[duckdb.DuckDBPyConnection, Path], FileEnd | None] | None
                = table_end,
-               checks_of: Callable[[list[str]], list[Check]] | None = None) -> list[Plan]:
+               checks_of: Callable[[list[str]], list[Check]] | None = None,
+               over: Callable[[str], str] | None = None) -> list[Plan]:
     """One plan per trace file, for adapters that map one file to jobs row by row (a folder of
     them is expanded before, :func:`trace_files`).
 
@@ -1032,7 +1033,9 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
     ``censored_of(fields, columns)`` holds (default: never); its rows are also checked by
     ``checks_of(columns)`` (the adapter's bad-row rules for source columns); how the file ends,
     ``ending(con, path)`` (default :func:`table_end`: a cut last CSV row is a bad row), is
-    added to the plan (:meth:`FileEnd.apply`).
+    added to the plan (:meth:`FileEnd.apply`). ``over(rel)``: the adapter's relation over the
+    file's rows as ``--map`` renames them (a filter or a window over a source column: Slurm's
+    job steps, Alibaba 2023's trace end), so that a mapped column serves it as the file's own.
     """
     out = []
     for path in paths:
@@ -1074,6 +1077,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             rel = (f"(SELECT *, {', '.join(f'{q(src)} AS {q(s)}' for s, src in renames.items())}"
                    f" FROM {rel})")
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
+        if over is not None:
+            rel = over(rel)
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
             checks.insert(0, extra_field_check(len(_dialect(path)[2])))
             _refuse_read_twice(adapter, path, fields, checks)

@@ -34,6 +34,7 @@ from traincast.trace.adapters.base import (
     Plan,
     file_plans,
     lit,
+    source_name,
     text,
     ts,
     unfinished,
@@ -45,11 +46,11 @@ FOLDER = ("cluster_job_log", "cluster_job_log.json", "cluster_job_log.gz",
           "cluster_job_log.json.gz")
 """A folder given as the trace (the release's ``trace-data``): its ``cluster_job_log``; the
 utilization and machine tables beside it are not read."""
-# attempts stay JSON: a value of the wrong type inside one job (a number where a list belongs)
-# makes that job's fields NULL (and a bad row where a field had a value), not the whole file
-# unreadable, as a typed STRUCT column would
-_COLUMNS = ("{jobid: 'VARCHAR', user: 'VARCHAR', vc: 'VARCHAR', status: 'VARCHAR', "
-            "submitted_time: 'VARCHAR', attempts: 'JSON'}")
+_KEYS = {"jobid": "VARCHAR", "user": "VARCHAR", "vc": "VARCHAR", "status": "VARCHAR",
+         "submitted_time": "VARCHAR", "attempts": "JSON"}
+"""The release's keys and how they are read: text, and ``attempts`` as JSON (a value of the
+wrong type inside one job makes that job's fields NULL, and a bad row where a field had a
+value, not the whole file unreadable, as a typed STRUCT column would)."""
 _START = "json_extract_string(attempts, '$[0].start_time')"
 _END = "json_extract_string(attempts, '$[#-1].end_time')"
 _RAN = "json_array_length(attempts) > 0"
@@ -97,11 +98,26 @@ def _empty_array(path: Path) -> bool:
         c for c in head.removeprefix(b"\xef\xbb\xbf") if c not in _SPACE) == b"[]"
 
 
-def _relation(path: Path) -> str:
-    """The jobs with their position in the list (``_row``) and the last attempt's machines."""
-    return (f"(SELECT row_number() OVER () AS _row, *, "
-            f"json_extract(attempts, '$[#-1].detail') AS _detail "
-            f"FROM read_json({lit(path)}, format='array', columns={_COLUMNS}))")
+def _relation(path: Path, mapping: Mapping[str, str] | None = None) -> str:
+    """The jobs with their position in the list (``_row``); the file's keys ``--map`` names
+    read too (as text; in place of the release's key each replaces, ``attempts`` as JSON)."""
+    mapping = mapping or {}
+    replaced = {src.lower(): key for col, key in mapping.items()
+                if (f := FIELDS.get(col)) is not None and (src := source_name(f.column))
+                and src.lower() != key.lower()}
+    keys = {k: t for k, t in _KEYS.items() if k not in replaced}
+    for src, key in replaced.items():
+        keys.setdefault(key, _KEYS[src])
+    for key in mapping.values():
+        keys.setdefault(key, "VARCHAR")
+    columns = "{" + ", ".join(f"{lit(k)}: {lit(t)}" for k, t in keys.items()) + "}"
+    return (f"(SELECT row_number() OVER () AS _row, * "
+            f"FROM read_json({lit(path)}, format='array', columns={columns}))")
+
+
+def _with_machines(rows: str) -> str:
+    """The jobs with the last attempt's machines (``_detail``), after ``--map``."""
+    return f"(SELECT *, json_extract(attempts, '$[#-1].detail') AS _detail FROM {rows})"
 
 
 _EDGE = 4096  # bytes read at each end of the file
@@ -144,5 +160,6 @@ def json_end(_: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
-                      lambda fields, _: unfinished(fields), relation=_relation, probe=_probe,
-                      ending=json_end)
+                      lambda fields, _: unfinished(fields),
+                      relation=lambda path: _relation(path, mapping), probe=_probe,
+                      ending=json_end, over=_with_machines)

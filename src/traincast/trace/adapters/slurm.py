@@ -139,26 +139,31 @@ def _end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
     return table_end(con, path)
 
 
-def _jobs(path: Path) -> str:
-    """The file's rows without its job steps (``_row``: the file's own row numbers)."""
-    return f"(SELECT * FROM {_rows(path)} WHERE NOT COALESCE({STEP}, FALSE))"
+def _jobs(rows: str) -> str:
+    """The rows of a relation without its job steps (``_row``: the file's own row numbers)."""
+    return f"(SELECT * FROM {rows} WHERE NOT COALESCE({STEP}, FALSE))"
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
+    file_rows: list[str] = []  # each file's rows, --map applied (what _jobs filters)
+
+    def jobs(rows: str) -> str:
+        file_rows.append(rows)
+        return _jobs(rows)
+
     out = file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
-                     lambda fields, _: unfinished(fields), relation=_jobs,
-                     probe=_rows, ending=_end, checks_of=_checks)
-    for plan in out:
-        path = Path(plan.file)
-        steps = f"SELECT count(*) FROM {_rows(path)} WHERE {STEP}"
+                     lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
+                     checks_of=_checks, over=jobs)
+    for plan, rows in zip(out, file_rows, strict=True):
+        steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
                   f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
-                  f"{_jobs(path)}")
+                  f"{_jobs(rows)}")
         plan.notes.append((no_gpu, "job(s) read as CPU jobs: no AllocTRES list of the file "
                                    "names gres/gpu (Slurm records GPUs in AllocTRES only where "
                                    "the cluster's AccountingStorageTRES lists gres/gpu)"))
