@@ -86,3 +86,20 @@ def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
     report = Store(tmp_path / "b.duckdb").ingest(f, "slurm")
     assert report["flags"]["zero_gpu"] == 2
     assert [n["count"] for n in report["notes"] if "AccountingStorageTRES" in n["note"]] == [2]
+
+
+def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
+    """sacct before TRES accounting writes AllocGRES (gpu:2, gpu:tesla:4(IDX:0-3)): its GPUs
+    are read from there, the type from gpu:TYPE:N, no GPU where it names none."""
+    from traincast.trace.store import ingest, load_jobs
+
+    times = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    path = tmp_path / "gres.txt"
+    path.write_text("JobID|User|State|Submit|Start|End|NNodes|AllocGRES\n"
+                    f"1|a|COMPLETED|{times}|1|gpu:2\n2|a|COMPLETED|{times}|2|gpu:tesla:4(IDX:0-3)\n"
+                    f"3|a|COMPLETED|{times}|1|\n4|a|COMPLETED|{times}|1|mps:100\n")
+    report = ingest(path, format="slurm", db=tmp_path / "g.duckdb")
+    assert report["jobs"] == 4 and report["bad_rows"] == 0 and report["notes"] == []
+    jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "g.duckdb").to_pylist()}
+    assert {k: (j["n_gpus"], j["gpu_type"], j["gpus_per_node"]) for k, j in jobs.items()} == {
+        "1": (2, None, 2), "2": (4, "tesla", 2), "3": (None, None, None), "4": (0, None, 0)}

@@ -20,6 +20,9 @@ Columns (any case; required ``JobID``, ``State``, ``Submit``, ``Start``, ``End``
   CPU job); an empty one is unknown (NULL).
 * ``gpu_type`` = the ``TYPE`` of ``gres/gpu:TYPE=N`` when the TRES list names one (``a100``,
   ``h100``; catalog aliases or a ``--catalog`` ``[alias]`` map it), else NULL.
+* an older export with GRES columns and no TRES one (``AllocGRES``, else ``ReqGRES``:
+  ``gpu:2``, ``gpu:tesla:4(IDX:0-3)``) requires AllocGRES in place of AllocTRES: ``n_gpus``
+  the sum of its ``gpu:N`` and ``gpu:TYPE:N``, ``gpu_type`` the first TYPE (:data:`GRES`);
 * ``gpus_per_node`` = n_gpus / NNodes when NNodes > 0; no architecture (inferred).
 
 Censored: State RUNNING/PENDING (any case), or a start without an end.
@@ -39,6 +42,7 @@ import duckdb
 
 from traincast.bounds import COUNT_MAX
 from traincast.trace.adapters.base import (
+    READ_ERRORS,
     Check,
     Field,
     FileEnd,
@@ -50,6 +54,7 @@ from traincast.trace.adapters.base import (
     pipe_separated,
     present,
     q,
+    source_columns,
     table_end,
     table_relation,
     text,
@@ -89,10 +94,36 @@ def gpu_type_of_tres(tres: str) -> str:
     return f"NULLIF(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')"
 
 
+GRES = ("allocgres", "reqgres")
+"""The GRES columns of older sacct exports (``gpu:2``, ``gpu:tesla:4(IDX:0-3)``), read where
+the file has no TRES column."""
+
+
+def _gres(cols: list[str]) -> str:
+    """SQL: the job's GRES list: AllocGRES, else ReqGRES."""
+    have = [c for c in GRES if c in cols]
+    return "COALESCE(" + ", ".join(f"CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END"
+                                   for c in have) + ", NULL)"
+
+
+def gpus_of_gres(gres: str) -> str:
+    """SQL: the GPUs of a GRES list ``gpu:tesla:4(IDX:0-3),mps:100``: the ``N`` of each
+    ``gpu:N`` or ``gpu:TYPE:N`` summed; 0 where it names no GPU, NULL where there is none."""
+    counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
+              f"'(?:^|,)gpu(?::[^:,(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
+    return f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) END"
+
+
+def uses_gres(cols: list[str]) -> bool:
+    """The file gives GRES columns and no TRES one: its GPUs are read from AllocGRES."""
+    return not any(c in cols for c in ("alloctres", "reqtres")) and any(c in cols for c in GRES)
+
+
 def _fields(cols: list[str]) -> dict[str, Field]:
-    tres = _tres(cols)
+    gres = uses_gres(cols)
+    tres = _gres(cols) if gres else _tres(cols)
     nodes = num("nnodes") if "nnodes" in cols else "NULL"
-    gpus = gpus_of_tres(tres)
+    gpus = gpus_of_gres(tres) if gres else gpus_of_tres(tres)
     submit, start, end = q("submit"), q("start"), q("end")  # SQL keywords: quoted
     return {
         "job_id": Field(text("jobid"), column="jobid"),
@@ -102,7 +133,8 @@ def _fields(cols: list[str]) -> dict[str, Field]:
         "start_time_s": Field(ts(start), start, start),
         "end_time_s": Field(ts(end), end, end),
         "n_gpus": Field(gpus),
-        "gpu_type": Field(gpu_type_of_tres(tres)),
+        "gpu_type": Field(f"NULLIF(regexp_extract({tres}, '(?:^|,)gpu:([^:,(]+):[0-9]+', 1), "
+                          "'')" if gres else gpu_type_of_tres(tres)),
         "gpus_per_node": Field(f"CASE WHEN {nodes} > 0 THEN {gpus} / {nodes} END"),
     }
 
@@ -111,10 +143,11 @@ def _checks(cols: list[str]) -> list[Check]:
     """NNodes: a whole count of nodes; a TRES list that names ``gres/gpu`` without a count
     this adapter reads (``gres/gpu:a100:2``, the GRES form, is not the TRES one)."""
     tres = _tres(cols)
-    out = [Check("alloctres", f"contains({tres}, 'gres/gpu') AND NOT regexp_matches({tres}, "
-                 f"'(?:^|,)gres/gpu(?::[^=,]+)?=[0-9]+')",
-                 f"{tres} || ' (names gres/gpu without a count: gres/gpu=N or "
-                 "gres/gpu:TYPE=N)'")]
+    out = [] if uses_gres(cols) else [
+        Check("alloctres", f"contains({tres}, 'gres/gpu') AND NOT regexp_matches({tres}, "
+              f"'(?:^|,)gres/gpu(?::[^=,]+)?=[0-9]+')",
+              f"{tres} || ' (names gres/gpu without a count: gres/gpu=N or "
+              "gres/gpu:TYPE=N)'")]
     if "nnodes" not in cols:
         return out
     n = num("nnodes")
@@ -139,6 +172,17 @@ def _end(con: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
     return table_end(con, path)
 
 
+def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+    """The file's column names in lower case (empty where it cannot be read: file_plans says
+    why)."""
+    if path.is_dir() or not path.exists():
+        return []
+    try:
+        return [c.lower() for c in source_columns(con, _rows(path))]
+    except READ_ERRORS:
+        return []
+
+
 def _jobs(rows: str) -> str:
     """The rows of a relation without its job steps (``_row``: the file's own row numbers)."""
     return f"(SELECT * FROM {rows} WHERE NOT COALESCE({STEP}, FALSE))"
@@ -152,10 +196,16 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         file_rows.append(rows)
         return _jobs(rows)
 
-    out = file_plans(con, paths, mapping, NAME, REQUIRED, _fields,
-                     lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
-                     checks_of=_checks, over=jobs)
+    out = []
+    for path in paths:  # a file of GRES columns (older sacct) requires AllocGRES, not AllocTRES
+        cols = _columns(con, path)
+        required = REQUIRED if not uses_gres(cols) else (*REQUIRED[:-1], "allocgres")
+        out += file_plans(con, [path], mapping, NAME, required, _fields,
+                          lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
+                          checks_of=_checks, over=jobs)
     for plan, rows in zip(out, file_rows, strict=True):
+        if uses_gres(_columns(con, Path(plan.file))):
+            continue  # GRES lists name GPUs as the cluster gives them: nothing to say
         steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
