@@ -404,6 +404,22 @@ def test_map_serves_the_adapters_own_rules(tmp_path: Path) -> None:
     assert (job["user"], job["n_gpus"], job["end_time_s"] - job["start_time_s"]) == ("u", 2, 3540)
 
 
+def test_a_time_in_milliseconds_says_what_it_reads_as(tmp_path: Path) -> None:
+    """1709287200000 is past year 9999 as seconds: a bad row that says it is 2024-03-01
+    10:00:00 UTC in milliseconds; a time past year 9999 that is no millisecond time says only
+    its bound."""
+    path = tmp_path / "ms.csv"
+    path.write_text("job_id,n_gpus,submit_time_s\nj1,1,1709287200000\nj2,1,1709287200\n"
+                    "j3,1,1e15\n")
+    report = _ingest(path)
+    assert report["jobs"] == 1
+    bound = "(must be a time between 0001-01-01 and 9999-12-31 UTC)"
+    assert _errors(report) == [
+        (1, "submit_time_s", f"1709287200000 {bound} (in milliseconds since 1970 it is "
+                             "2024-03-01 10:00:00 UTC: give seconds, or a date-time)"),
+        (3, "submit_time_s", f"1e15 {bound}")]
+
+
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,n_gpus,user\na,1,x\nb,2")

@@ -84,8 +84,8 @@ def zoo_list(json_out: JsonOpt = False,
             return
         table = Table(title="hf:NAME checkpoints built offline (config fields shipped)",
                       title_justify="left")
-        for col in ("name", "model_type / zoo", "aliases"):
-            table.add_column(col)
+        for col in ("name", "model_type / zoo", "aliases"):  # names whole: they are copied
+            table.add_column(col, no_wrap=col != "aliases")
         for r in rows:
             table.add_row(r["name"], r["model_type"] or f"zoo:{r['zoo']}",
                           ", ".join(r["aliases"]) or "-")

@@ -118,7 +118,10 @@ class Plan:
                                  f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"))
         for name, bound in BOUNDS.items():
             if name in self.fields:
-                out.append(bound_check(name, self.shown(name), bound.lo, bound.hi, bound.why))
+                check = bound_check(name, self.shown(name), bound.lo, bound.hi, bound.why)
+                if name in TIME_COLUMNS:
+                    check = replace(check, value=millisecond_hint(typed(name), check.value))
+                out.append(check)
         if "start_time_s" in self.fields and "end_time_s" in self.fields:
             start, end = typed("start_time_s"), typed("end_time_s")
             shown_start, shown_end = self.shown("start_time_s"), self.shown("end_time_s")
@@ -196,6 +199,15 @@ def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
     said = f"{shown} || ' (must be {why})'"
     value = f"CASE WHEN {x} < 0 THEN {shown} ELSE {said} END" if lo == 0 else said
     return Check(name, f"({x} < {lo!r} OR {x} > {hi!r})", value)
+
+
+def millisecond_hint(x: str, value: str) -> str:
+    """SQL: a bad time's report ``value``, with what it reads as in milliseconds since 1970
+    where it is past year 9999 as seconds and a time of years 1973-2286 as milliseconds (an
+    export in JavaScript's or Java's milliseconds)."""
+    return (f"CASE WHEN {x} BETWEEN 1e11 AND 1e13 THEN {value} || ' (in milliseconds since "
+            f"1970 it is ' || strftime(epoch_ms(CAST({x} AS BIGINT)), '%Y-%m-%d %H:%M:%S') || "
+            f"' UTC: give seconds, or a date-time)' ELSE {value} END")
 
 
 def whole_check(col: str, unit: str) -> Check:
