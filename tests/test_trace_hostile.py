@@ -420,6 +420,21 @@ def test_a_time_in_milliseconds_says_what_it_reads_as(tmp_path: Path) -> None:
         (3, "submit_time_s", f"1e15 {bound}")]
 
 
+def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> None:
+    """CST is China's +08:00 on a Chinese cluster and US Central's -06:00 to a parser: a bad
+    row naming both, not a time 14 hours off; UTC and offsets read."""
+    path = tmp_path / "tz.csv"
+    path.write_text("job_id,n_gpus,submit_time_s\nj1,1,2024-03-01 10:00:00 CST\n"
+                    "j2,1,2024-03-01 10:00:00 UTC\nj3,1,2024-03-01 10:00:00+08:00\n"
+                    "j4,1,2024-03-01 10:00:00 ist\n")
+    report = _ingest(path)
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert jobs["j2"]["submit_time_s"] - jobs["j3"]["submit_time_s"] == 8 * 3600
+    assert [(r, v.split(" (")[1][:30]) for r, _, v in _errors(report)] == [
+        (1, "CST names several time zones, "), (4, "IST names several time zones, ")]
+    assert "China Standard Time +08:00, US Central -06:00" in _errors(report)[0][2]
+
+
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,n_gpus,user\na,1,x\nb,2")

@@ -113,14 +113,25 @@ class Plan:
                              "were read into this value)'"))
         for name, f in self.fields.items():  # reported at the source column that does not parse
             if f.raw is not None and name in NUMERIC_COLUMNS:
+                said = f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"
+                if name in TIME_COLUMNS:
+                    zone = ambiguous_zone(f.raw)
+                    said = (f"CASE WHEN {zone} <> '' THEN CAST({f.raw} AS VARCHAR) || ' (' || "
+                            f"{zone} || ' names several time zones, ' || CASE {zone} "
+                            + " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in
+                                       AMBIGUOUS_ZONES.items())
+                            + " END || ': give the offset, 2024-01-02 10:00:00+08:00)' "
+                            f"ELSE {said} END")
                 out.append(Check(self.named(name, raw=True),
-                                 f"{typed(name)} IS NULL AND {present(f.raw)}",
-                                 f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"))
+                                 f"{typed(name)} IS NULL AND {present(f.raw)}", said))
         for name, bound in BOUNDS.items():
             if name in self.fields:
                 check = bound_check(name, self.shown(name), bound.lo, bound.hi, bound.why)
-                if name in TIME_COLUMNS:
-                    check = replace(check, value=millisecond_hint(typed(name), check.value))
+                raw = self.fields[name].raw
+                if name in TIME_COLUMNS and raw is not None:  # a number, not a date-time
+                    check = replace(check, value=millisecond_hint(
+                        f"(CASE WHEN {num(raw)} IS NOT NULL THEN {typed(name)} END)",
+                        check.value))
                 out.append(check)
         if "start_time_s" in self.fields and "end_time_s" in self.fields:
             start, end = typed("start_time_s"), typed("end_time_s")
@@ -203,9 +214,9 @@ def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
 
 def millisecond_hint(x: str, value: str) -> str:
     """SQL: a bad time's report ``value``, with what it reads as in milliseconds since 1970
-    where it is past year 9999 as seconds and a time of years 1973-2286 as milliseconds (an
-    export in JavaScript's or Java's milliseconds)."""
-    return (f"CASE WHEN {x} BETWEEN 1e11 AND 1e13 THEN {value} || ' (in milliseconds since "
+    where it is past year 9999 as seconds and a time of years 2000-2286 as milliseconds
+    (946,684,800,000 to 1e13: an export in JavaScript's or Java's milliseconds)."""
+    return (f"CASE WHEN {x} BETWEEN 946684800000 AND 1e13 THEN {value} || ' (in milliseconds since "
             f"1970 it is ' || strftime(epoch_ms(CAST({x} AS BIGINT)), '%Y-%m-%d %H:%M:%S') || "
             f"' UTC: give seconds, or a date-time)' ELSE {value} END")
 
@@ -273,11 +284,28 @@ def num(col: str) -> str:
     return f"(CASE WHEN isfinite({x}) THEN {x} END)"
 
 
+AMBIGUOUS_ZONES: dict[str, str] = {
+    "CST": "China Standard Time +08:00, US Central -06:00, Cuba -05:00",
+    "IST": "India +05:30, Israel +02:00, Irish Summer Time +01:00",
+    "BST": "British Summer Time +01:00, Bangladesh +06:00"}
+"""Zone abbreviations that name several zones: a time ending in one is not read (a bad row
+that names them), where a parser would pick one (DuckDB: US Central for CST)."""
+_AMBIGUOUS = "|".join(AMBIGUOUS_ZONES)
+
+
+def ambiguous_zone(col: str) -> str:
+    """SQL: the abbreviation of :data:`AMBIGUOUS_ZONES` a time text ends in, else ''."""
+    return (f"upper(regexp_extract(trim(CAST({col} AS VARCHAR)), "
+            f"'[0-9][ ]+({_AMBIGUOUS})$', 1, 'i'))")
+
+
 def ts(col: str) -> str:
     """Seconds since the epoch from a number or a date-time text: ``2017-10-03 14:13:52`` (no
     offset: read as UTC), ``2020-07-01T10:00:00Z``, ``2020-07-01 10:00:00+08:00`` (the offset
-    applied). The store reads with its time zone set to UTC (:mod:`traincast.trace.store`)."""
-    return f"COALESCE({num(col)}, epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)))"
+    applied); NULL for one ending in an abbreviation of several zones (:data:`AMBIGUOUS_ZONES`).
+    The store reads with its time zone set to UTC (:mod:`traincast.trace.store`)."""
+    return (f"COALESCE({num(col)}, CASE WHEN {ambiguous_zone(col)} = '' THEN "
+            f"epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)) END)")
 
 
 def text(col: str) -> str:
