@@ -103,3 +103,20 @@ def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
     jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "g.duckdb").to_pylist()}
     assert {k: (j["n_gpus"], j["gpu_type"], j["gpus_per_node"]) for k, j in jobs.items()} == {
         "1": (2, None, 2), "2": (4, "tesla", 2), "3": (None, None, None), "4": (0, None, 0)}
+
+
+def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> None:
+    """sacct --delimiter=, leaves the TRES lists' commas unquoted: each row has more fields
+    than the header (a bad row), said once in the notes with --parsable2, and not read as a
+    CPU job."""
+    from traincast.trace.store import ingest
+
+    path = tmp_path / "comma.csv"
+    path.write_text("JobID,User,State,Submit,Start,End,NNodes,AllocTRES\n"
+                    "1,a,COMPLETED,2024-01-02T10:00:00,2024-01-02T10:05:00,2024-01-02T12:05:00,"
+                    "1,cpu=4,gres/gpu=2,node=1\n")
+    report = ingest(path, format="slurm", db=tmp_path / "c.duckdb")
+    assert report["jobs"] == 0 and report["bad_rows"] == 1
+    assert [(n["count"], n["note"].split(":")[0]) for n in report["notes"]] == [
+        (1, "row(s) with more fields than the header")]
+    assert "sacct --parsable2" in report["notes"][0]["note"]

@@ -42,6 +42,7 @@ import duckdb
 
 from traincast.bounds import COUNT_MAX
 from traincast.trace.adapters.base import (
+    EXTRA,
     READ_ERRORS,
     Check,
     Field,
@@ -50,6 +51,7 @@ from traincast.trace.adapters.base import (
     bound_check,
     csv_end,
     file_plans,
+    lit,
     num,
     pipe_separated,
     present,
@@ -204,6 +206,12 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                           lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
                           checks_of=_checks, over=jobs)
     for plan, rows in zip(out, file_rows, strict=True):
+        if lit(EXTRA) in rows:  # read as CSV: rows split at the commas of their TRES lists
+            plan.notes.append((
+                f"SELECT count(*) FROM {rows} WHERE {present(q(EXTRA))}",
+                "row(s) with more fields than the header: an export separated by ',' splits "
+                "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
+                "with sacct --parsable2 ('|'-separated)"))
         if uses_gres(_columns(con, Path(plan.file))):
             continue  # GRES lists name GPUs as the cluster gives them: nothing to say
         steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
@@ -211,9 +219,11 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
+        whole = (f"(SELECT * FROM {rows} WHERE NOT {present(q(EXTRA))})"
+                 if lit(EXTRA) in rows else rows)  # rows split at their commas are bad rows
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
                   f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
-                  f"{_jobs(rows)}")
+                  f"{_jobs(whole)}")
         plan.notes.append((no_gpu, "job(s) read as CPU jobs: no AllocTRES list of the file "
                                    "names gres/gpu (Slurm records GPUs in AllocTRES only where "
                                    "the cluster's AccountingStorageTRES lists gres/gpu)"))
