@@ -120,3 +120,28 @@ def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> No
     assert [(n["count"], n["note"].split(":")[0]) for n in report["notes"]] == [
         (1, "row(s) with more fields than the header")]
     assert "sacct --parsable2" in report["notes"][0]["note"]
+
+
+def test_a_job_in_two_exports_is_said(tmp_path: Path) -> None:
+    """Monthly sacct exports overlap (a job RUNNING in one, COMPLETED in the next): each
+    source keeps its jobs, and the ingest says how many ids another source of the format holds;
+    a file ingested again in place of its earlier self says nothing."""
+    from traincast.trace.store import ingest
+
+    t = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    head = "JobID|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+    jan, feb = tmp_path / "2024-01.txt", tmp_path / "2024-02.txt"
+    jan.write_text(head + f"5001|a|COMPLETED|{t}|1|gres/gpu=2\n"
+                   "5002|a|RUNNING|2024-01-02T10:00:00|2024-01-02T10:05:00|Unknown|1|gres/gpu=4\n")
+    feb.write_text(head + f"5002|a|COMPLETED|{t}|1|gres/gpu=4\n5003|a|COMPLETED|{t}|1|gres/gpu=1\n")
+    db = tmp_path / "s.duckdb"
+    assert ingest(jan, format="slurm", db=db)["notes"] == []
+    report = ingest(feb, format="slurm", db=db)
+    assert report["jobs"] == 2
+    assert [(n["count"], n["note"][:45]) for n in report["notes"]] == [
+        (1, "job id(s) also stored from another slurm sour")]
+    alone = tmp_path / "alone.duckdb"
+    ingest(jan, format="slurm", db=alone)
+    jan.write_text(jan.read_text() + f"5009|a|COMPLETED|{t}|1|gres/gpu=2\n")
+    again = ingest(jan, format="slurm", db=alone)  # stored in place of its earlier self
+    assert again["jobs"] == 3 and again["replaced"] and again["notes"] == []

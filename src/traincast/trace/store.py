@@ -856,6 +856,12 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         progress(f"storing {name}", step[0] + 1, step[1])
     _insert(con, sid)
     n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?", [sid]).fetchone()[0]
+    if shared := _ids_in_other_sources(con, sid, format):
+        notes.append({"file": plan.file, "count": shared, "note": (
+            f"job id(s) also stored from another {format} source of this store: each source's "
+            "jobs are its own, so a job two exports both hold (overlapping monthly sacct "
+            "files) counts twice; remove the overlap from one file, or drop a source "
+            "(traincast sources --drop ID)")})
     flags = _flags(con, sid)
     for f, v in flags.items():
         report["flags"][f] += v
@@ -871,6 +877,15 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+def _ids_in_other_sources(con: duckdb.DuckDBPyConnection, source_id: int, format: str) -> int:
+    """How many job ids of source ``source_id`` another stored source of the same format
+    also holds."""
+    return con.execute(
+        "SELECT count(DISTINCT job_id) FROM jobs WHERE source_id = ? AND job_id IN ("
+        "SELECT job_id FROM jobs WHERE source_id IN (SELECT source_id FROM sources WHERE "
+        "format = ? AND source_id <> ?))", [source_id, format, source_id]).fetchone()[0]
 
 
 def _delete_source(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
