@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -572,3 +573,23 @@ def test_a_config_whose_heads_do_not_divide_names_both_numbers(tmp_path) -> None
     path.write_text(json.dumps({**base, "hidden_size": 4096, "num_key_value_heads": 5}))
     with pytest.raises(TraincastError, match="heads 32 is no multiple of kv_heads 5"):
         from_hf_config(path)
+
+
+def test_config_fields_out_of_their_kind_name_the_key() -> None:
+    # a list where one activation belongs, a negative or absurd size, a mixture of experts
+    # routing to no expert: each an error naming its key, none silently a default
+    from traincast.zoo.llm import from_hf_dict
+
+    base = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+            "num_hidden_layers": 2, "vocab_size": 32000}
+    for extra, says in (
+            ({"hidden_act": ["silu"]}, "key 'hidden_act' must name one activation"),
+            ({"max_position_embeddings": -1},
+             "key 'max_position_embeddings' must be a whole number from 0 to 1e9, got -1"),
+            ({"max_position_embeddings": 1e12}, "from 0 to 1e9, got 1000000000000.0"),
+            ({"num_local_experts": 8, "num_experts_per_tok": 0},
+             "key 'num_experts_per_tok' is 0")):
+        with pytest.raises(TraincastError, match=re.escape(says)):
+            from_hf_dict(base | extra, "m", "test")
+    assert from_hf_dict(base | {"num_local_experts": 8, "num_experts_per_tok": 2}, "m",
+                        "test").top_k == 2

@@ -337,11 +337,18 @@ def _first_name(raw: Mapping[str, Any], key: str) -> str | None:
     return next((name for name in HF_KEYS[key] if raw.get(name) is not None), None)
 
 
+SIZE_MAX = 1e9
+"""The largest size a config field may give (layers, widths, vocabulary, sequence, window):
+beyond it a value is a typo (1e9 tokens of context is a hundred times the longest trained)."""
+
+
 def _whole(value: Any, name: str, where: str) -> int:
     """A size field of a config as an int (``4096`` or ``4096.0``); anything else is an error
     naming the field."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise TraincastError(f"{where}: key {name!r} must be a whole number, got {value!r}",
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) \
+            or not 0 <= value <= SIZE_MAX:
+        raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to "
+                             f"1e9, got {value!r}",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
     return int(value)
 
@@ -443,8 +450,12 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     ratio = raw.get("expansion_ratio")
     ffn = _size(raw, "ffn", where, 0) or (int(ratio * h)  # MPT's int(d_model x ratio)
                                           if isinstance(ratio, int | float) and ratio else 4 * h)
-    act = str(_first(raw, "act") or ("gelu" if mtype in GELU_DEFAULT_TYPES | BIASED_TYPES
-                                     else "silu"))
+    act = _first(raw, "act") or ("gelu" if mtype in GELU_DEFAULT_TYPES | BIASED_TYPES
+                                 else "silu")
+    if not isinstance(act, str):
+        raise TraincastError(f"{where}: key {_first_name(raw, 'act')!r} must name one "
+                             f"activation (silu, gelu, ...), got {act!r}",
+                             hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
     bias = _first(raw, "bias")
     if bias is None:
         bias = not raw["no_bias"] if "no_bias" in raw else mtype in BIASED_TYPES
@@ -468,6 +479,12 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
 
     def optional(key: str, default: int) -> int:
         return _whole(raw[key], key, where) if raw.get(key) else default
+
+    if raw.get(experts_key) and top_k_key in raw and raw[top_k_key] is not None \
+            and not raw[top_k_key]:
+        raise TraincastError(f"{where}: key {top_k_key!r} is 0: a mixture of experts routes "
+                             "each token to at least one expert",
+                             hint="the experts each token is routed to: 2 for Mixtral")
 
     values = {"layers": _size(raw, "layers", where), "hidden": h, "heads": heads,
               "kv_heads": kv or heads, "head_dim": optional("head_dim", 0), "ffn": ffn,
