@@ -304,6 +304,15 @@ def test_flags_of_another_architecture_are_refused(tc, args: tuple[str, ...],
     assert words in first_line(r)
 
 
+def test_a_profile_flag_on_predict_says_where_it_belongs(tc) -> None:
+    # --attention sdpa (profile's word) on a job by features: the architecture's refusal, with
+    # the profile command that takes it, not the hybrid model's list of kernels
+    r = tc("predict", *JOB, "--attention", "sdpa")
+    clean(r)
+    assert "--attention applies to --arch hybrid only, not 1w1g" in first_line(r)
+    assert "traincast profile MODEL --attention ... -o FILE" in " ".join(r.stderr.split())
+
+
 def test_hybrid_refuses_the_flags_of_a_job_by_features(tc) -> None:
     r = tc("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--batch", "4")
     clean(r)

@@ -302,8 +302,6 @@ def predict(
         raise TraincastError(f"unknown architecture {arch!r} (--arch)",
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_dtype(dtype)
-    if attention is not None:
-        check_attention(attention)
     check_framework(framework)
     check_speeds(nic=nic, intra=intra, pcie=pcie)
     if arch == "hybrid":
@@ -316,10 +314,17 @@ def predict(
     else:
         stray = given(ctx, *HYBRID_FLAGS)
         if stray:
+            profiled = {"--attention": "attention implementation", "--seq": "sequence"}
             raise TraincastError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'}"
                                  f" to --arch hybrid only, not {arch}",
-                                 hint=f"leave out {stray[0]}, or use --arch hybrid")
+                                 hint=f"leave out {stray[0]}, or use --arch hybrid"
+                                 + (f"; a per-op profile takes its {profiled[stray[0]]} when "
+                                    f"it is made: traincast profile MODEL {stray[0]} ... -o "
+                                    "FILE, then predict --features FILE"
+                                    if stray[0] in profiled else ""))
         check_job_flags(arch, gpus if given(ctx, "gpus") else None, workers, ps, hierarchical)
+    if attention is not None:
+        check_attention(attention)
     cat = catalog_from(catalog, compute)
     if arch == "hybrid":
         from traincast.parallel.hybrid import predict_hybrid
