@@ -90,19 +90,25 @@ def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
 
 def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
     """sacct before TRES accounting writes AllocGRES (gpu:2, gpu:tesla:4(IDX:0-3)): its GPUs
-    are read from there, the type from gpu:TYPE:N, no GPU where it names none."""
+    are read from there, the type from gpu:TYPE:N, no GPU where it names none or, for a job
+    that started, where it is empty (a CPU job's); unknown for a pending job without one. Job
+    steps are left out and said, as in a TRES export."""
     from traincast.trace.store import ingest, load_jobs
 
     times = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
     path = tmp_path / "gres.txt"
     path.write_text("JobID|User|State|Submit|Start|End|NNodes|AllocGRES\n"
                     f"1|a|COMPLETED|{times}|1|gpu:2\n2|a|COMPLETED|{times}|2|gpu:tesla:4(IDX:0-3)\n"
-                    f"3|a|COMPLETED|{times}|1|\n4|a|COMPLETED|{times}|1|mps:100\n")
+                    f"3|a|COMPLETED|{times}|1|\n4|a|COMPLETED|{times}|1|mps:100\n"
+                    f"4.batch|a|COMPLETED|{times}|1|mps:100\n"
+                    "5|a|PENDING|2024-01-02T10:00:00|Unknown|Unknown|1|\n")
     report = ingest(path, format="slurm", db=tmp_path / "g.duckdb")
-    assert report["jobs"] == 4 and report["bad_rows"] == 0 and report["notes"] == []
+    assert report["jobs"] == 5 and report["bad_rows"] == 0
+    assert [(n["count"], n["note"][:15]) for n in report["notes"]] == [(1, "job step row(s)")]
     jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "g.duckdb").to_pylist()}
     assert {k: (j["n_gpus"], j["gpu_type"], j["gpus_per_node"]) for k, j in jobs.items()} == {
-        "1": (2, None, 2), "2": (4, "tesla", 2), "3": (None, None, None), "4": (0, None, 0)}
+        "1": (2, None, 2), "2": (4, "tesla", 2), "3": (0, None, 0), "4": (0, None, 0),
+        "5": (None, None, None)}
 
 
 def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> None:
@@ -145,3 +151,35 @@ def test_a_job_in_two_exports_is_said(tmp_path: Path) -> None:
     jan.write_text(jan.read_text() + f"5009|a|COMPLETED|{t}|1|gres/gpu=2\n")
     again = ingest(jan, format="slurm", db=alone)  # stored in place of its earlier self
     assert again["jobs"] == 3 and again["replaced"] and again["notes"] == []
+
+
+def test_a_cut_step_row_at_the_end_is_the_cut_row(tmp_path: Path) -> None:
+    """A file cut inside its last row, a job step's (steps follow their job): that row is the
+    bad row, the job before it is stored whole."""
+    from traincast.trace.store import ingest, load_jobs
+
+    t = "2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00"
+    path = tmp_path / "cut.txt"
+    path.write_text("JobID|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+                    f"1|a|COMPLETED|{t}|1|gres/gpu=2\n2|a|COMPLETED|{t}|1|gres/gpu=2\n"
+                    "2.batch|a|COMPL")
+    report = ingest(path, format="slurm", db=tmp_path / "c.duckdb")
+    assert sorted(j["job_id"] for j in load_jobs(tmp_path / "c.duckdb").to_pylist()) == ["1", "2"]
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(3, "State")]
+    assert "the row is cut" in report["errors"][0]["value"]
+
+
+def test_a_job_name_with_an_odd_quote_in_a_long_export(tmp_path: Path) -> None:
+    """30,000 rows with a job name "exp 7 near the top: the header read with the quote as a
+    character where the quoted reading runs past DuckDB's longest line; every job stored."""
+    from traincast.trace.store import ingest
+
+    t = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    quoted = '"exp 7'
+    rows = [f"{j}|{quoted if j == 10 else 'run'}|a|COMPLETED|{t}|1|cpu=4,gres/gpu=1,node=1"
+            for j in range(30_000)]
+    path = tmp_path / "long.txt"
+    path.write_text("JobID|JobName|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+                    + "\n".join(rows) + "\n")
+    report = ingest(path, format="slurm", db=tmp_path / "l.duckdb")
+    assert report["jobs"] == 30_000 and report["bad_rows"] == 0

@@ -343,9 +343,15 @@ SERIAL_CSV_OPTIONS = CSV_OPTIONS + ", parallel=false"
 quoted fields hold line breaks; the store reads such a file again this way."""
 
 
+UNQUOTED_CSV_OPTIONS = CSV_OPTIONS.replace("quote='\"', escape='\"'", "quote='', escape=''")
+"""The same with ``"`` read as a character (a writer that never quotes: ``sacct
+--parsable2``)."""
+
+
 def serial(sql: str) -> str:
     """``sql`` with its CSV files read by one thread (:data:`SERIAL_CSV_OPTIONS`)."""
-    return sql.replace(CSV_OPTIONS, SERIAL_CSV_OPTIONS)
+    return sql.replace(CSV_OPTIONS, SERIAL_CSV_OPTIONS).replace(
+        UNQUOTED_CSV_OPTIONS, UNQUOTED_CSV_OPTIONS + ", parallel=false")
 
 
 EXTRA = "_extra_field"
@@ -382,7 +388,7 @@ def _sniffed(path: Path, stamp: tuple[int, int]
         # and a quote left open in a short file makes both read each line whole (one column):
         # then the file is sniffed with quotes as characters (sacct --parsable2 never quotes)
         others = [CSV_OPTIONS.replace("strict_mode=false", "strict_mode=true"),
-                  CSV_OPTIONS.replace("quote='\"', escape='\"'", "quote='', escape=''")]
+                  UNQUOTED_CSV_OPTIONS]
         for i, options in enumerate(others):
             if i and _named(cols) > 1:
                 break
@@ -393,11 +399,17 @@ def _sniffed(path: Path, stamp: tuple[int, int]
                     delim, skip, cols = other
         names = tuple(c["name"] for c in cols)
         spec = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names) + 1))
-        line = con.execute(
-            f"SELECT * FROM read_csv({lit(path)}, {SERIAL_CSV_OPTIONS}, header=false, "
-            f"skip={skip}, "
-            f"delim={lit(delim)}, auto_detect=false, columns={{{spec}}}, "
-            "nullstr=chr(0)) LIMIT 1").fetchone() or ()
+
+        def header_line(options: str) -> tuple[Any, ...]:
+            return con.execute(
+                f"SELECT * FROM read_csv({lit(path)}, {options}, parallel=false, header=false, "
+                f"skip={skip}, delim={lit(delim)}, auto_detect=false, columns={{{spec}}}, "
+                "nullstr=chr(0)) LIMIT 1").fetchone() or ()
+
+        try:
+            line = header_line(CSV_OPTIONS)
+        except READ_ERRORS:  # a quote left open below the header, past DuckDB's line limit
+            line = header_line(UNQUOTED_CSV_OPTIONS)
     finally:
         con.close()
     header = tuple(v for v in line if v is not None)
@@ -441,8 +453,7 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     --parsable2``: a job name ``"exp 7`` opens no quoted value that would swallow the rows up
     to the next ``"``).
     """
-    opts = CSV_OPTIONS if quoted else CSV_OPTIONS.replace("quote='\"', escape='\"'",
-                                                          "quote='', escape=''")
+    opts = CSV_OPTIONS if quoted else UNQUOTED_CSV_OPTIONS
     if names is not None:
         delim, columns = ",", list(names)
         opts += f", header=false, skip={int(skip)}"
@@ -1117,14 +1128,14 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             rel = (f"(SELECT *, {', '.join(f'{q(src)} AS {q(s)}' for s, src in renames.items())}"
                    f" FROM {rel})")
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
-        if over is not None:
-            rel = over(rel)
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
             checks.insert(0, extra_field_check(len(_dialect(path)[2])))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])
         if end is not None:
-            end.apply(plan)
+            end.apply(plan)  # the file's last row, before a filter leaves rows out
+        if over is not None:
+            plan.relation = over(plan.relation)
         out.append(plan)
     return out

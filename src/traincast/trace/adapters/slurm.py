@@ -73,9 +73,10 @@ STEP = "contains(CAST(jobid AS VARCHAR), '.')"
 """SQL: the row is a job step (``123.batch``, ``123.extern``, ``123.0``), not a job."""
 
 
-def _tres(cols: list[str]) -> str:
-    """SQL: the job's TRES list: AllocTRES, else ReqTRES (a job not allocated yet)."""
-    have = [c for c in ("alloctres", "reqtres") if c in cols]
+def _tres(cols: list[str], names: tuple[str, str] = ("alloctres", "reqtres")) -> str:
+    """SQL: the job's TRES list: AllocTRES, else ReqTRES (a job not allocated yet); with
+    ``names`` = :data:`GRES`, its GRES list: AllocGRES, else ReqGRES."""
+    have = [c for c in names if c in cols]
     return "COALESCE(" + ", ".join(f"CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END"
                                    for c in have) + ", NULL)"
 
@@ -101,19 +102,20 @@ GRES = ("allocgres", "reqgres")
 the file has no TRES column."""
 
 
-def _gres(cols: list[str]) -> str:
-    """SQL: the job's GRES list: AllocGRES, else ReqGRES."""
-    have = [c for c in GRES if c in cols]
-    return "COALESCE(" + ", ".join(f"CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END"
-                                   for c in have) + ", NULL)"
-
-
-def gpus_of_gres(gres: str) -> str:
+def gpus_of_gres(gres: str, started: str) -> str:
     """SQL: the GPUs of a GRES list ``gpu:tesla:4(IDX:0-3),mps:100``: the ``N`` of each
-    ``gpu:N`` or ``gpu:TYPE:N`` summed; 0 where it names no GPU, NULL where there is none."""
+    ``gpu:N`` or ``gpu:TYPE:N`` summed; 0 where it names no GPU, or where there is none and the
+    job ``started`` (a GRES list is empty for a CPU job, where a TRES one lists its CPUs);
+    NULL for a job not started without one."""
     counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
               f"'(?:^|,)gpu(?::[^:,(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
-    return f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) END"
+    return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) "
+            f"WHEN {started} THEN 0 END")
+
+
+def gpu_type_of_gres(gres: str) -> str:
+    """SQL: the GPU type a GRES list names (``tesla`` of ``gpu:tesla:4``), else NULL."""
+    return f"NULLIF(regexp_extract({gres}, '(?:^|,)gpu:([^:,(]+):[0-9]+', 1), '')"
 
 
 def uses_gres(cols: list[str]) -> bool:
@@ -123,10 +125,10 @@ def uses_gres(cols: list[str]) -> bool:
 
 def _fields(cols: list[str]) -> dict[str, Field]:
     gres = uses_gres(cols)
-    tres = _gres(cols) if gres else _tres(cols)
+    tres = _tres(cols, GRES) if gres else _tres(cols)
     nodes = num("nnodes") if "nnodes" in cols else "NULL"
-    gpus = gpus_of_gres(tres) if gres else gpus_of_tres(tres)
     submit, start, end = q("submit"), q("start"), q("end")  # SQL keywords: quoted
+    gpus = gpus_of_gres(tres, present(start)) if gres else gpus_of_tres(tres)
     return {
         "job_id": Field(text("jobid"), column="jobid"),
         "user": Field(text(q("user")) if "user" in cols else "NULL"),
@@ -135,8 +137,7 @@ def _fields(cols: list[str]) -> dict[str, Field]:
         "start_time_s": Field(ts(start), start, start),
         "end_time_s": Field(ts(end), end, end),
         "n_gpus": Field(gpus),
-        "gpu_type": Field(f"NULLIF(regexp_extract({tres}, '(?:^|,)gpu:([^:,(]+):[0-9]+', 1), "
-                          "'')" if gres else gpu_type_of_tres(tres)),
+        "gpu_type": Field(gpu_type_of_gres(tres) if gres else gpu_type_of_tres(tres)),
         "gpus_per_node": Field(f"CASE WHEN {nodes} > 0 THEN {gpus} / {nodes} END"),
     }
 
@@ -186,8 +187,11 @@ def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
 
 
 def _jobs(rows: str) -> str:
-    """The rows of a relation without its job steps (``_row``: the file's own row numbers)."""
-    return f"(SELECT * FROM {rows} WHERE NOT COALESCE({STEP}, FALSE))"
+    """The rows of a relation without its job steps (``_row``: the file's own row numbers),
+    but for a cut last row (``_last_row``, :class:`~traincast.trace.adapters.base.FileEnd`):
+    a bad row whatever it held, so that the cut is said."""
+    keep = " OR _row = _last_row" if "_last_row" in rows else ""
+    return f"(SELECT * FROM {rows} WHERE NOT COALESCE({STEP}, FALSE){keep})"
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
@@ -206,24 +210,25 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                           lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
                           checks_of=_checks, over=jobs)
     for plan, rows in zip(out, file_rows, strict=True):
-        if lit(EXTRA) in rows:  # read as CSV: rows split at the commas of their TRES lists
-            plan.notes.append((
-                f"SELECT count(*) FROM {rows} WHERE {present(q(EXTRA))}",
-                "row(s) with more fields than the header: an export separated by ',' splits "
-                "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
-                "with sacct --parsable2 ('|'-separated)"))
-        if uses_gres(_columns(con, Path(plan.file))):
-            continue  # GRES lists name GPUs as the cluster gives them: nothing to say
+        path = Path(plan.file)
         steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
+        split = f"{present(q(EXTRA))}" if lit(EXTRA) in rows else "FALSE"
+        if split != "FALSE" and not pipe_separated(path):  # its TRES lists cut at their commas
+            plan.notes.append((
+                f"SELECT count(*) FROM {rows} WHERE {split}",
+                "row(s) with more fields than the header: an export separated by ',' splits "
+                "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
+                "with sacct --parsable2 ('|'-separated)"))
+        if uses_gres(_columns(con, path)):
+            continue  # GRES lists name GPUs as the cluster gives them
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
-        whole = (f"(SELECT * FROM {rows} WHERE NOT {present(q(EXTRA))})"
-                 if lit(EXTRA) in rows else rows)  # rows split at their commas are bad rows
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
+                  f"AND count(*) FILTER (WHERE {split}) = 0 "
                   f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
-                  f"{_jobs(whole)}")
+                  f"{_jobs(rows)}")
         plan.notes.append((no_gpu, "job(s) read as CPU jobs: no AllocTRES list of the file "
                                    "names gres/gpu (Slurm records GPUs in AllocTRES only where "
                                    "the cluster's AccountingStorageTRES lists gres/gpu)"))
