@@ -402,6 +402,19 @@ def test_map_serves_the_adapters_own_rules(tmp_path: Path) -> None:
            mapping={"job_id": "job_id", "user": "owner"})
     job = _jobs(tmp_path / "j.duckdb")["a1"]
     assert (job["user"], job["n_gpus"], job["end_time_s"] - job["start_time_s"]) == ("u", 2, 3540)
+    # keys in another case (JobId, User, Status) are the release's, as columns are in any
+    # case; --map naming one in its own case reads it too
+    cased = tmp_path / "cased.json"
+    cased.write_text(json.dumps([{
+        "JobId": "b1", "User": "w", "vc": "v", "Status": "Pass",
+        "submitted_time": "2017-10-03 10:00:00", "attempts": [{
+            "start_time": "2017-10-03 10:01:00", "end_time": "2017-10-03 11:00:00",
+            "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}]}]))
+    for i, mapping in enumerate(({}, {"user": "User"}, {"job_id": "JobId"})):
+        db = tmp_path / f"cased{i}.duckdb"
+        assert ingest(cased, format="philly", db=db, mapping=mapping)["bad_rows"] == 0
+        job = _jobs(db)["b1"]
+        assert (job["user"], job["status"], job["n_gpus"]) == ("w", "Pass", 1), mapping
 
 
 def test_a_time_in_milliseconds_says_what_it_reads_as(tmp_path: Path) -> None:

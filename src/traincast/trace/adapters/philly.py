@@ -21,7 +21,7 @@ cut between two of them as the whole list.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import duckdb
@@ -29,11 +29,13 @@ import duckdb
 from traincast.errors import TraincastError
 from traincast.files import open_bytes
 from traincast.trace.adapters.base import (
+    READ_ERRORS,
     Field,
     FileEnd,
     Plan,
     file_plans,
     lit,
+    source_columns,
     source_name,
     text,
     ts,
@@ -98,19 +100,23 @@ def _empty_array(path: Path) -> bool:
         c for c in head.removeprefix(b"\xef\xbb\xbf") if c not in _SPACE) == b"[]"
 
 
-def _relation(path: Path, mapping: Mapping[str, str] | None = None) -> str:
+def _relation(path: Path, mapping: Mapping[str, str] | None = None,
+              spelled: Iterable[str] = ()) -> str:
     """The jobs with their position in the list (``_row``); the file's keys ``--map`` names
-    read too (as text; in place of the release's key each replaces, ``attempts`` as JSON)."""
+    read too (as text; in place of the release's key each replaces, ``attempts`` as JSON).
+    Keys are matched in any case, as the columns are: each is read as the file spells it
+    (``spelled``: the file's keys, ``JobId`` for ``jobid``)."""
     mapping = mapping or {}
-    replaced = {src.lower(): key for col, key in mapping.items()
+    own = {k.lower(): k for k in spelled}
+    replaced = {src.lower(): key.lower() for col, key in mapping.items()
                 if (f := FIELDS.get(col)) is not None and (src := source_name(f.column))
                 and src.lower() != key.lower()}
     keys = {k: t for k, t in _KEYS.items() if k not in replaced}
     for src, key in replaced.items():
         keys.setdefault(key, _KEYS[src])
     for key in mapping.values():
-        keys.setdefault(key, "VARCHAR")
-    columns = "{" + ", ".join(f"{lit(k)}: {lit(t)}" for k, t in keys.items()) + "}"
+        keys.setdefault(key.lower(), "VARCHAR")
+    columns = "{" + ", ".join(f"{lit(own.get(k, k))}: {lit(t)}" for k, t in keys.items()) + "}"
     return (f"(SELECT row_number() OVER () AS _row, * "
             f"FROM read_json({lit(path)}, format='array', columns={columns}))")
 
@@ -159,7 +165,13 @@ def json_end(_: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
+    def keys(path: Path) -> list[str]:
+        try:
+            return source_columns(con, _probe(path))
+        except READ_ERRORS:
+            return []
+
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda fields, _: unfinished(fields),
-                      relation=lambda path: _relation(path, mapping), probe=_probe,
-                      ending=json_end, over=_with_machines)
+                      relation=lambda path: _relation(path, mapping, keys(path)),
+                      probe=_probe, ending=json_end, over=_with_machines)
