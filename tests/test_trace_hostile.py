@@ -368,6 +368,11 @@ def test_columns_named_another_way_are_named_with_their_map(tmp_path: Path) -> N
               "start_time_s": "StartTime", "end_time_s": "EndTime", "gpu_type": "GPUType"}
     report = ingest(path, format="csv", db=tmp_path / "mapped.duckdb", mapping=mapped)
     assert report["notes"] == []
+    # a file with the canonical columns themselves is not told to map others onto them, and
+    # id / gpu (a row number, a GPU count) are no synonyms
+    both = tmp_path / "both.csv"
+    both.write_text("job_id,n_gpus,id,gpu,status,state\nj1,8,1,8,done,COMPLETED\n")
+    assert ingest(both, format="csv", db=tmp_path / "both.duckdb")["notes"] == []
     job = _jobs(tmp_path / "mapped.duckdb")["j1"]
     assert job["end_time_s"] - job["start_time_s"] == 6600 and job["gpu_type"] is not None
 

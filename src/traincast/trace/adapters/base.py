@@ -1011,10 +1011,10 @@ def source_renames(fields_of: Callable[[list[str]], dict[str, Field]],
 
 SYNONYMS: dict[str, str] = {"numgpus": "n_gpus", "numgpu": "n_gpus", "gpus": "n_gpus",
                             "gpunum": "n_gpus", "ngpu": "n_gpus", "gpucount": "n_gpus",
-                            "job": "job_id", "id": "job_id", "username": "user",
-                            "state": "status", "gpumodel": "gpu_type", "gpu": "gpu_type"}
+                            "username": "user", "state": "status", "gpumodel": "gpu_type"}
 """Column names of common exports (normalized: lower case, letters and digits only) that mean a
-canonical column under another name."""
+canonical column under another name (not ``id`` nor ``gpu``: a row number, a GPU count or a
+model, by the file)."""
 
 
 def _key(name: str) -> str:

@@ -65,17 +65,22 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             censored_src.lower(), *(k.lower() for k in (mapping or {}))}
     for plan in out:
         cols = [c for c in source_columns(con, table_relation(Path(plan.file))) if c != "_row"]
-        if note := unread_note([c for c in cols if c.lower() not in read], mapping or {}):
+        have = frozenset(c.lower() for c in cols)
+        if note := unread_note([c for c in cols if c.lower() not in read], mapping or {},
+                               have):
             plan.notes.append(note)
     return out
 
 
-def unread_note(unread: list[str], mapping: Mapping[str, str]) -> tuple[str, str] | None:
+def unread_note(unread: list[str], mapping: Mapping[str, str],
+                present: frozenset[str] = frozenset()) -> tuple[str, str] | None:
     """The note of a file's columns the ``csv`` format reads under no name (every canonical
     column is read by its own name or a ``--map``): each that names a canonical column under
-    another spelling with the ``--map`` that reads it (:func:`near_canonical`), the count of
-    the others; None when every column is read or none names a canonical one left unread."""
-    near = {c: to for c in unread if (to := near_canonical(c)) and to not in mapping}
+    another spelling with the ``--map`` that reads it (:func:`near_canonical`; not one the
+    file has by its own name, ``present``), the count of the others; None when every column is
+    read or none names a canonical one left unread."""
+    near = {c: to for c in unread if (to := near_canonical(c)) and to not in mapping
+            and to not in present}
     if not near:
         return None
     others = len(unread) - len(near)
