@@ -796,7 +796,16 @@ def test_a_sliding_window_leaves_its_share_of_the_causal_work_by_hand() -> None:
     assert res["model_tflops_per_gpu"] == pytest.approx(
         per_token * res["tokens_per_s_per_gpu"] / 1e12, rel=1e-9)
     assert any("runs 0.44 of the causal work at 16384 tokens" in w for w in res["warnings"])
-    # materialized attention computes the whole masked square: the same work as without one
-    assert "does not use" in window_warning(mistral, 16384, "materialized")
+    # materialized attention, the first FlashAttention and the memory-efficient kernel take no
+    # window: the whole causal square, as without one
+    assert "which materialized attention does not take" in window_warning(mistral, 16384,
+                                                                          "materialized")
+    for kernel in ("flash1", "efficient"):
+        assert float(flash_attention_work(mistral, configs(
+            mistral, dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+            recompute=0, vp=1, sp=None, gpipe=False, seq=16384, dtype="bf16",
+            attention=kernel))[0]) == pytest.approx(0.5 * 4 * 16384**2 * 4096, rel=1e-12)
+        assert "does not take" in window_warning(mistral, 16384, kernel)
+    assert "runs 0.44" in window_warning(mistral, 16384, "cudnn")
     assert window_warning(mistral, 4096, "flash") == "" and window_warning(full, 16384,
                                                                            "flash") == ""

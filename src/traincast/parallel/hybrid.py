@@ -270,6 +270,9 @@ class FlashRates:
     """Per kernel, ``d_0``: the per-score exponentials and rescales as head dimensions."""
     head_dim_max: dict[str, float] = field(default_factory=dict)
     """Per kernel, the largest head size the curve rests on; a wider head is priced at it."""
+    windowed: frozenset[str] = frozenset()
+    """Kernels that skip the key blocks outside a sliding window (the others run the whole
+    causal square)."""
     head_dim_templates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """Per kernel, the head sizes it is compiled for, ascending (a narrower head runs the next
     one up, :meth:`kernel_head_dim`); none: every head runs at its own size."""
@@ -377,6 +380,7 @@ def flash_rates() -> FlashRates:
                       dtypes={k: tuple(v) for k, v in raw["dtypes"].items()},
                       seq_overhead_tokens=s0, head_dim_overhead=d0, head_dim_max=d_max,
                       head_dim_templates=templates, block_tokens=block,
+                      windowed=frozenset(raw.get("windowed", [])),
                       g_ref={k: median_shape(own.get(k, common), s0[k], d0[k], block,
                                              d_max.get(k, math.inf)) for k in s0})
 
@@ -608,6 +612,17 @@ def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
     return f_gemm, f_attn, f_logit
 
 
+def kernel_window_work(model: ModelConfig, seq: ArrayLike, attention: str) -> F:
+    """``W(s)``, the share of the causal attention's work kernel ``attention`` runs for a
+    model with a sliding window (``zoo.llm.window_work``): the kernels that take a window
+    (:attr:`FlashRates.windowed`: FlashAttention-2 and -3, cuDNN's) skip the key blocks outside
+    it; the others (the first FlashAttention, the memory-efficient kernel, materialized
+    attention) compute the whole causal square, the window a mask: 1."""
+    if attention not in flash_rates().windowed:
+        return np.ones_like(_i(seq))
+    return _i(window_work(seq, model.window, model.window_share))
+
+
 def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
     """FLOPs and DRAM bytes of the fused attention kernel of one layer and micro-batch on one
     GPU (``attention = "flash"``; ``a`` heads, ``kv`` key/value heads of size ``d``; ``s_r =
@@ -620,9 +635,8 @@ def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
 
     ``c_causal`` (1/2: a causal mask skips the tiles above the diagonal) and the backward's 2.5
     (5 matmuls to the forward's 2, the scores recomputed) from ``flash_attention.toml``;
-    ``W(s)`` the share of that work a sliding window leaves (``zoo.llm.window_work``: 1 without
-    one; the fused kernels skip the key blocks outside the window, as FlashAttention-2's
-    ``window_size``; materialized attention computes the whole masked square). The
+    ``W(s)`` the share of that work a sliding window leaves (:func:`kernel_window_work`: 1
+    without one, and for a kernel that takes no window). The
     scores never reach DRAM. With context parallelism each rank's queries meet every key, and
     the load-balanced split gives each rank ``1 / cp`` of the causal work; its kernels read the
     K and V chunks of all ``s`` tokens as they arrive (:func:`cp_exchange_s`) and write their
@@ -630,7 +644,7 @@ def flash_attention_work(model: ModelConfig, c: Configs) -> tuple[F, F, F, F]:
     rates = flash_rates()
     qd, kvd = float(model.q_dim), float(model.kv_dim)
     f_fwd = (rates.causal_fraction * 4.0 * c.b * c.s * c.s * qd / (c.t * c.cp)
-             * window_work(c.s, model.window, model.window_share))
+             * kernel_window_work(model, c.s, c.attention))
     own, every = c.delta * c.b * c.s_rank / c.t, c.delta * c.b * c.s / c.t
     return (f_fwd, rates.backward_factor * f_fwd, own * 2.0 * qd + every * 2.0 * kvd,
             own * 4.0 * qd + every * 4.0 * kvd)
@@ -1172,7 +1186,8 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     passes = 1.0 + c.full + c.selective
     if c.attention in FUSED:
         rates = flash_rates()
-        attn = rates.causal_fraction * (passes + rates.backward_factor) * f_attn * window
+        attn = (rates.causal_fraction * (passes + rates.backward_factor) * f_attn
+                * kernel_window_work(model, c.s, c.attention))
     else:
         attn = (2.0 + passes) * f_attn
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
@@ -1363,7 +1378,8 @@ size with a global batch of 4M tokens (Touvron et al. 2023, Table 1), GPT-3 175B
 DEFAULT_BATCH_RULE: str = ("B = k max(1, round(2^22 / (s k))) sequences: about 4M tokens per "
                            "iteration (Llama 2: 4M, GPT-3 175B: 3.2M), k = dp x micro-batch "
                            "(x pp with vp > 1) for one configuration; for a search the "
-                           "largest divisor of the GPU count at most round(2^22 / s)")
+                           "largest divisor of the GPU count at most round(2^22 / s) (a "
+                           "re-plan over several counts: the lcm of theirs where it fits)")
 """The default global batch in words (``predict --json`` and ``plan --json``, docs)."""
 BUBBLE_WARN_SHARE: float = 0.25
 """A pipeline bubble above this share of the step gets a warning (``predict_hybrid``)."""
@@ -1527,13 +1543,15 @@ def window_warning(cfg: ModelConfig, seq: int, attention: str) -> str:
     layers = ("every layer" if cfg.window_share >= 1 else
               f"{100 * cfg.window_share:.0f}% of the layers")
     share = float(window_work(seq, cfg.window, cfg.window_share))
-    if attention in FUSED:
+    if attention in flash_rates().windowed:
         return (f"{cfg.name} attends over a sliding window of {cfg.window} tokens on {layers}: "
-                f"its fused attention runs {share:.2f} of the causal work at {seq} tokens")
+                f"its fused attention ({attention}) runs {share:.2f} of the causal work at "
+                f"{seq} tokens")
     return (f"{cfg.name} attends over a sliding window of {cfg.window} tokens on {layers}, "
-            f"which materialized attention does not use (it computes the whole masked "
-            f"{seq} x {seq} square); a fused attention (--attention flash, or --framework "
-            f"megatron-core or fsdp) runs {share:.2f} of the causal work")
+            f"which {attention} attention does not take (it computes the whole causal "
+            f"{seq} x {seq} square, the window a mask); a kernel that takes it (--attention "
+            f"flash, flash3 or cudnn, or --framework megatron-core or fsdp) runs {share:.2f} of "
+            "the causal work")
 
 
 def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:

@@ -461,7 +461,7 @@ def _batch_multiple(seq: int, gpus: int | list[int]) -> int:
     cap = max(1, round(DEFAULT_BATCH_TOKENS / seq))
 
     def largest_divisor(n: int) -> int:
-        return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+        return int(max(d for d in divisors(n) if d <= cap))
 
     each = [largest_divisor(n) for n in counts]
     common = math.lcm(*each)

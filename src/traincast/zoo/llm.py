@@ -57,12 +57,6 @@ class ModelConfig:
     window_share: float = 0.0
 
     @property
-    def window_work(self) -> float:
-        """Share of the causal attention's work a layer runs at the default sequence (1
-        without a sliding window): :func:`window_work` of ``seq``."""
-        return float(window_work(self.seq, self.window, self.window_share))
-
-    @property
     def positions(self) -> int:
         """Tokens the model takes: ``context`` (a config's ``max_position_embeddings`` when it
         is longer than the sequence ``seq`` the model was pre-trained at, as a RoPE-scaled
@@ -278,6 +272,8 @@ def from_transformers(name: str) -> ModelConfig | None:
         import transformers
     except ImportError:
         return None
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its notes on a default config's token ids
     try:
         config = transformers.AutoConfig.from_pretrained(name, local_files_only=True)
         how = f"the local Hugging Face cache's config of {name}"
@@ -287,9 +283,9 @@ def from_transformers(name: str) -> ModelConfig | None:
         config = transformers.AutoConfig.for_model(name)
         how = (f"transformers' default {type(config).__name__} (model_type {name!r}), which "
                "need not be any released checkpoint's")
-    raw = config.to_dict()
-    text = raw.get("text_config")  # a multimodal config: its language model
-    cfg = from_hf_dict(text if isinstance(text, Mapping) else raw, name, f"hf:{name}")
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    cfg = from_hf_dict(config.to_dict(), name, f"hf:{name}")
     return dataclasses.replace(cfg, source=how)
 
 
@@ -371,7 +367,7 @@ def _sliding_window(raw: Mapping[str, Any], mtype: str, layers: int, where: str
     if window is None or window is False or raw.get("use_sliding_window") is False:
         return 0, 0.0
     window = _whole(window, "sliding_window", where)
-    if not window:
+    if not window or layers <= 0:  # no layers: config_from_table says so
         return 0, 0.0
     kinds = raw.get("layer_types")
     if isinstance(kinds, list) and kinds:
@@ -379,8 +375,8 @@ def _sliding_window(raw: Mapping[str, Any], mtype: str, layers: int, where: str
     if mtype.startswith("gemma2"):
         return window, (layers + 1) // 2 / layers
     if mtype.startswith("gemma3"):
-        every = raw.get("sliding_window_pattern") or 6
-        return window, (layers - layers // int(every)) / layers
+        every = _whole(raw.get("sliding_window_pattern") or 6, "sliding_window_pattern", where)
+        return window, (layers - layers // max(every, 1)) / layers
     if raw.get("use_sliding_window") and isinstance(raw.get("max_window_layers"), int):
         return window, max(0, layers - raw["max_window_layers"]) / layers
     return window, 1.0
