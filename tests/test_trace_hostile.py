@@ -451,6 +451,11 @@ def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> 
     assert [(r, v.split(" (")[1][:30]) for r, _, v in _errors(report)] == [
         (1, "CST names several time zones, "), (4, "IST names several time zones, ")]
     assert "China Standard Time +08:00, US Central -06:00" in _errors(report)[0][2]
+    # an adapter that reads seconds only (Alibaba 2023) gives no advice of a date-time's offset
+    pods = tmp_path / "pods.csv"
+    pods.write_text(POD_HEADER + "p1,1,1,1,1000,,LS,Succeeded,2024-03-01 10:00:00 CST,50,10\n")
+    said = _errors(_ingest(pods, "alibaba-2023"))
+    assert [r for r, _, _ in said] == [1] and "names several" not in said[0][2]
 
 
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:

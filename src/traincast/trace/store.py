@@ -856,12 +856,12 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         progress(f"storing {name}", step[0] + 1, step[1])
     _insert(con, sid)
     n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?", [sid]).fetchone()[0]
-    if shared := _ids_in_other_sources(con, sid, format):
+    if format in OVERLAPPING_EXPORTS and (shared := _ids_in_other_sources(con, sid, format)):
         notes.append({"file": plan.file, "count": shared, "note": (
             f"job id(s) also stored from another {format} source of this store: each source's "
-            "jobs are its own, so a job two exports both hold (overlapping monthly sacct "
-            "files) counts twice; remove the overlap from one file, or drop a source "
-            "(traincast sources --drop ID)")})
+            "jobs are its own, so where both files are exports of one cluster (overlapping "
+            "monthly sacct files) such a job counts twice; remove the overlap from one file, "
+            "or drop a source (traincast sources --drop ID)")})
     flags = _flags(con, sid)
     for f, v in flags.items():
         report["flags"][f] += v
@@ -877,6 +877,12 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     report["jobs"] += n_jobs
     report["bad_rows"] += n_bad
     report["errors"].extend(errors[:MAX_ERRORS_SHOWN - len(report["errors"])])
+
+
+OVERLAPPING_EXPORTS = frozenset({"slurm"})
+"""Formats a cluster exports in periods that may overlap and whose job ids it keeps unique
+(Slurm's ``sacct --starttime/--endtime``): an id two sources hold is said at ingest. Other
+formats number their jobs per trace (ElasticFlow's 0..N), or are one release."""
 
 
 def _ids_in_other_sources(con: duckdb.DuckDBPyConnection, source_id: int, format: str) -> int:

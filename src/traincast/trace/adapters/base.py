@@ -114,7 +114,7 @@ class Plan:
         for name, f in self.fields.items():  # reported at the source column that does not parse
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 said = f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"
-                if name in TIME_COLUMNS:
+                if name in TIME_COLUMNS and "TIMESTAMPTZ" in f.expr:  # read by ts(): text too
                     zone = ambiguous_zone(f.raw)
                     said = (f"CASE WHEN {zone} <> '' THEN CAST({f.raw} AS VARCHAR) || ' (' || "
                             f"{zone} || ' names several time zones, ' || CASE {zone} "
@@ -287,7 +287,8 @@ def num(col: str) -> str:
 AMBIGUOUS_ZONES: dict[str, str] = {
     "CST": "China Standard Time +08:00, US Central -06:00, Cuba -05:00",
     "IST": "India +05:30, Israel +02:00, Irish Summer Time +01:00",
-    "BST": "British Summer Time +01:00, Bangladesh +06:00"}
+    "BST": "British Summer Time +01:00, Bangladesh +06:00",
+    "AST": "Atlantic -04:00, Arabia +03:00"}
 """Zone abbreviations that name several zones: a time ending in one is not read (a bad row
 that names them), where a parser would pick one (DuckDB: US Central for CST)."""
 _AMBIGUOUS = "|".join(AMBIGUOUS_ZONES)
