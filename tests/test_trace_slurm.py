@@ -183,3 +183,20 @@ def test_a_job_name_with_an_odd_quote_in_a_long_export(tmp_path: Path) -> None:
                     + "\n".join(rows) + "\n")
     report = ingest(path, format="slurm", db=tmp_path / "l.duckdb")
     assert report["jobs"] == 30_000 and report["bad_rows"] == 0
+
+
+def test_a_job_name_holding_the_delimiter(tmp_path: Path) -> None:
+    """sacct does not escape a job name "a|b": that row has a field too many (a bad row, its
+    values may be shifted), and the file is still read as '|'-separated (DuckDB's sniffer,
+    meeting the longer row, takes ',' for the whole file)."""
+    from traincast.trace.store import ingest
+
+    t = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
+    rows = [f"{j}|{'a|b' if j == 5 else 'run'}|u|COMPLETED|{t}|1|cpu=4,gres/gpu=1,node=1"
+            for j in range(200)]
+    path = tmp_path / "pipe.txt"
+    path.write_text("JobID|JobName|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+                    + "\n".join(rows) + "\n")
+    report = ingest(path, format="slurm", db=tmp_path / "p.duckdb")
+    assert report["jobs"] == 199 and report["bad_rows"] == 1
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(6, "10")]

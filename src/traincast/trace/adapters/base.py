@@ -388,8 +388,12 @@ def _sniffed(path: Path, stamp: tuple[int, int]
         # where its header has more named columns (not the sniffer's padding, columnN)
         # and a quote left open in a short file makes both read each line whole (one column):
         # then the file is sniffed with quotes as characters (sacct --parsable2 never quotes)
+        # and, where that leaves one column, with each other delimiter forced (a row with a
+        # delimiter too many, a job name "a|b" in a sacct export, can make the sniffer take ",")
         others = [CSV_OPTIONS.replace("strict_mode=false", "strict_mode=true"),
-                  UNQUOTED_CSV_OPTIONS]
+                  UNQUOTED_CSV_OPTIONS,
+                  *(f"{options}, delim={lit(d)}" for d in ("|", ";", "\t")
+                    for options in (CSV_OPTIONS, UNQUOTED_CSV_OPTIONS))]
         for i, options in enumerate(others):
             if i and _named(cols) > 1:
                 break
