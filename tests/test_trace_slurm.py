@@ -169,19 +169,24 @@ def test_a_cut_step_row_at_the_end_is_the_cut_row(tmp_path: Path) -> None:
     assert "the row is cut" in report["errors"][0]["value"]
 
 
-def test_a_job_name_with_an_odd_quote_in_a_long_export(tmp_path: Path) -> None:
-    """30,000 rows with a job name "exp 7 near the top: the header read with the quote as a
-    character where the quoted reading runs past DuckDB's longest line; every job stored."""
+def _named_jobs(tmp_path: Path, jobs: int, odd: int, name: str) -> dict:
+    """Ingest a sacct export of ``jobs`` one-GPU jobs named ``run``, job ``odd`` named
+    ``name``."""
     from traincast.trace.store import ingest
 
     t = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
-    quoted = '"exp 7'
-    rows = [f"{j}|{quoted if j == 10 else 'run'}|a|COMPLETED|{t}|1|cpu=4,gres/gpu=1,node=1"
-            for j in range(30_000)]
-    path = tmp_path / "long.txt"
+    rows = [f"{j}|{name if j == odd else 'run'}|u|COMPLETED|{t}|1|cpu=4,gres/gpu=1,node=1"
+            for j in range(jobs)]
+    path = tmp_path / "named.txt"
     path.write_text("JobID|JobName|User|State|Submit|Start|End|NNodes|AllocTRES\n"
                     + "\n".join(rows) + "\n")
-    report = ingest(path, format="slurm", db=tmp_path / "l.duckdb")
+    return ingest(path, format="slurm", db=tmp_path / "named.duckdb")
+
+
+def test_a_job_name_with_an_odd_quote_in_a_long_export(tmp_path: Path) -> None:
+    """30,000 rows with a job name "exp 7 near the top: the header read with the quote as a
+    character where the quoted reading runs past DuckDB's longest line; every job stored."""
+    report = _named_jobs(tmp_path, 30_000, 10, '"exp 7')
     assert report["jobs"] == 30_000 and report["bad_rows"] == 0
 
 
@@ -189,14 +194,6 @@ def test_a_job_name_holding_the_delimiter(tmp_path: Path) -> None:
     """sacct does not escape a job name "a|b": that row has a field too many (a bad row, its
     values may be shifted), and the file is still read as '|'-separated (DuckDB's sniffer,
     meeting the longer row, takes ',' for the whole file)."""
-    from traincast.trace.store import ingest
-
-    t = "2024-01-02T10:00:00|2024-01-02T10:05:00|2024-01-02T12:05:00"
-    rows = [f"{j}|{'a|b' if j == 5 else 'run'}|u|COMPLETED|{t}|1|cpu=4,gres/gpu=1,node=1"
-            for j in range(200)]
-    path = tmp_path / "pipe.txt"
-    path.write_text("JobID|JobName|User|State|Submit|Start|End|NNodes|AllocTRES\n"
-                    + "\n".join(rows) + "\n")
-    report = ingest(path, format="slurm", db=tmp_path / "p.duckdb")
+    report = _named_jobs(tmp_path, 200, 5, "a|b")
     assert report["jobs"] == 199 and report["bad_rows"] == 1
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(6, "10")]
