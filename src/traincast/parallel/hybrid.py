@@ -70,7 +70,7 @@ from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
 from traincast.resolve import resolve_link
-from traincast.zoo.llm import window_work
+from traincast.zoo.llm import DEFAULT_CONFIG, window_work
 
 F = NDArray[np.float64]
 DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -1527,7 +1527,7 @@ def seq_warning(cfg: ModelConfig, seq: int) -> str:
 def default_config_warning(cfg: ModelConfig) -> str:
     """The note of a model built from transformers' default config of a bare ``model_type``
     (``hf:gemma``; ``zoo.llm.from_transformers``): its sizes need not be any checkpoint's."""
-    if not cfg.source.startswith("transformers' default"):
+    if not cfg.source.startswith(DEFAULT_CONFIG):
         return ""
     return (f"hf:{cfg.name}: the sizes of {cfg.source}; give the checkpoint's config.json or a "
             "shipped Hub name (traincast zoo list --hf) for its own")

@@ -262,6 +262,11 @@ def from_hf_config(path: str | Path) -> ModelConfig:
     return from_hf_dict(raw, str(raw.get("_name_or_path") or named or p.stem), str(p))
 
 
+DEFAULT_CONFIG = "transformers' default"
+"""How the ``source`` of a config built from transformers' default for a bare ``model_type``
+begins (:func:`from_transformers`; ``hybrid.default_config_warning`` looks for it)."""
+
+
 def from_transformers(name: str) -> ModelConfig | None:
     """A config from transformers where it is installed (torch not needed): a model in the
     local Hugging Face cache (``local_files_only``), else the default config of a bare
@@ -281,8 +286,8 @@ def from_transformers(name: str) -> ModelConfig | None:
         if name not in transformers.CONFIG_MAPPING:
             return None
         config = transformers.AutoConfig.for_model(name)
-        how = (f"transformers' default {type(config).__name__} (model_type {name!r}), which "
-               "need not be any released checkpoint's")
+        how = (f"{DEFAULT_CONFIG} {type(config).__name__} (model_type {name!r}), which need "
+               "not be any released checkpoint's")
     finally:
         transformers.logging.set_verbosity(verbosity)
     cfg = from_hf_dict(config.to_dict(), name, f"hf:{name}")

@@ -115,13 +115,7 @@ class Plan:
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 said = f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"
                 if name in TIME_COLUMNS and "TIMESTAMPTZ" in f.expr:  # read by ts(): text too
-                    zone = ambiguous_zone(f.raw)
-                    said = (f"CASE WHEN {zone} <> '' THEN CAST({f.raw} AS VARCHAR) || ' (' || "
-                            f"{zone} || ' names several time zones, ' || CASE {zone} "
-                            + " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in
-                                       AMBIGUOUS_ZONES.items())
-                            + " END || ': give the offset, 2024-01-02 10:00:00+08:00)' "
-                            f"ELSE {said} END")
+                    said = zone_report(f.raw, said)
                 out.append(Check(self.named(name, raw=True),
                                  f"{typed(name)} IS NULL AND {present(f.raw)}", said))
         for name, bound in BOUNDS.items():
@@ -298,6 +292,16 @@ def ambiguous_zone(col: str) -> str:
     """SQL: the abbreviation of :data:`AMBIGUOUS_ZONES` a time text ends in, else ''."""
     return (f"upper(regexp_extract(trim(CAST({col} AS VARCHAR)), "
             f"'[0-9][ ]+({_AMBIGUOUS})$', 1, 'i'))")
+
+
+def zone_report(col: str, said: str) -> str:
+    """SQL: how a time that does not parse is reported: where it ends in an abbreviation of
+    several zones, the zones it names and the advice to give the offset; else ``said``."""
+    zone = ambiguous_zone(col)
+    names = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in AMBIGUOUS_ZONES.items())
+    return (f"CASE WHEN {zone} <> '' THEN CAST({col} AS VARCHAR) || ' (' || {zone} || ' names "
+            f"several time zones, ' || CASE {zone} {names} END || ': give the offset, "
+            f"2024-01-02 10:00:00+08:00)' ELSE {said} END")
 
 
 def ts(col: str) -> str:

@@ -202,27 +202,27 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         file_rows.append(rows)
         return _jobs(rows)
 
-    out = []
+    out, gres = [], []
     for path in paths:  # a file of GRES columns (older sacct) requires AllocGRES, not AllocTRES
-        cols = _columns(con, path)
-        required = REQUIRED if not uses_gres(cols) else (*REQUIRED[:-1], "allocgres")
+        gres.append(uses_gres(_columns(con, path)))
+        required = REQUIRED if not gres[-1] else (*REQUIRED[:-1], "allocgres")
         out += file_plans(con, [path], mapping, NAME, required, _fields,
                           lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
                           checks_of=_checks, over=jobs)
-    for plan, rows in zip(out, file_rows, strict=True):
+    for plan, rows, by_gres in zip(out, file_rows, gres, strict=True):
         path = Path(plan.file)
         steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
                                   "writes allocations only)"))
-        split = f"{present(q(EXTRA))}" if lit(EXTRA) in rows else "FALSE"
-        if split != "FALSE" and not pipe_separated(path):  # its TRES lists cut at their commas
+        split = present(q(EXTRA)) if lit(EXTRA) in rows else "FALSE"  # a row's extra field
+        if lit(EXTRA) in rows and not pipe_separated(path):  # TRES lists cut at their commas
             plan.notes.append((
                 f"SELECT count(*) FROM {rows} WHERE {split}",
                 "row(s) with more fields than the header: an export separated by ',' splits "
                 "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
                 "with sacct --parsable2 ('|'-separated)"))
-        if uses_gres(_columns(con, path)):
+        if by_gres:
             continue  # GRES lists name GPUs as the cluster gives them
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
