@@ -426,3 +426,23 @@ def test_replan_reports_its_progress_count_by_count() -> None:
     seen: list[tuple[int, int]] = []
     replan("zoo:gpt2", [24, 16], "dgx-a100", progress=lambda d, t: seen.append((d, t)))
     assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_predict_says_when_the_gpu_waits_for_the_host() -> None:
+    # one 128-token sequence of GPT-2 on an H100: the host's issue of its kernels bounds it
+    args = ("predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--gpus", "1", "--dp", "1",
+            "--seq", "128", "--micro-batch", "1", "--global-batch", "1", "--node", "dgx-h100")
+    out = json.loads(cli(*args, "--json"))
+    assert out["bottleneck"] == "host"
+    wait = out["time_s"]["host_wait"]
+    assert wait > out["time_s"]["total"] / 2
+    compute = out["time_s"]["compute_flop"] + out["time_s"]["compute_mem"]
+    assert out["gpu_util"] == pytest.approx((compute - wait) / out["time_s"]["total"])
+    text = flat(cli(*args))
+    assert "of the compute: GPU waits for the host" in text
+    assert "Bottleneck: host op dispatch" in text
+    # a large step: no wait, none printed
+    big = ("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--gpus", "8", "--dp", "8",
+           "--seq", "4096", "--micro-batch", "1", "--node", "dgx-h100")
+    assert json.loads(cli(*big, "--json"))["time_s"]["host_wait"] == 0.0
+    assert "waits for the host" not in flat(cli(*big))

@@ -85,8 +85,9 @@ def test_a_product_of_few_tokens_runs_at_memory_speed_by_hand() -> None:
     assert float(gemm.gemm_times_s(big, rate, 0, "bf16", bw)[0][0]) == pytest.approx(flops_s)
     assert float(gemm.gemm_times_s(shape, rate, 0)[0][0]) == pytest.approx(2 * m * n * k / rate)
     # the hybrid model: Llama-2-7B at 16 tokens per micro-batch on an H100 SXM reads its bf16
-    # product weights (6.61e9 parameters, 13.2 GB) three times per micro-batch at least
-    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    # product weights (6.61e9 parameters, 13.2 GB) three times per micro-batch at least (the
+    # GPU's time: without the host's issue of the kernels, which bounds so small a step)
+    hw = dataclasses.replace(hybrid_hardware(None, "dgx-h100", "bf16"), dispatch_s={})
     res = evaluate(get_model("llama2-7b"), hw, dp=1, micro_batch=1, global_batch=64, seq=16,
                    recompute=0)
     per_mb = float(res["compute_flop_s"]) / 64
@@ -269,3 +270,80 @@ def test_each_memory_family_runs_at_its_fitted_fraction() -> None:
     local = dataclasses.replace(cat.gpu("A100-SXM4-80GB"), mem_efficiency=0.8)
     assert memory_fractions(local) == {}
     assert set(memory_fractions(cat.gpu("A100-SXM4-80GB"))) == {"elementwise", "softmax", "norm"}
+
+
+# --------------------------------------------------------------- the host's issue of the kernels
+def test_a_layer_issues_the_kernels_its_formulas_price_by_hand():
+    # materialized attention with dropout: forward QKV, output, MLP up, MLP down (4 linear),
+    # Q K^T and P V (2 bmm), softmax, 2 LayerNorms, 2 bias+dropout+add, the activation and the
+    # attention dropout = 13; backward 8 linear, 4 bmm, softmax, 2 norms, 2 dropout+add, 2
+    # residual sums, activation, attention dropout = 21; the core again: 2 bmm, softmax, dropout
+    counts = st.layer_kernels(fused=False, dropout=True)
+    assert sum(f for f, _, _ in counts.values()) == 13
+    assert sum(b for _, b, _ in counts.values()) == 21
+    assert sum(a for _, _, a in counts.values()) == 4
+    assert counts["linear"] == (4, 8, 0) and counts["bmm"] == (2, 4, 2)
+    # fused: one kernel each way in place of the core, nothing recomputed outside it
+    fused = st.layer_kernels(fused=True, dropout=True)
+    assert sum(f for f, _, _ in fused.values()) == 10 and "softmax" not in fused
+    assert sum(b for _, b, _ in fused.values()) == 16
+    assert fused == st.layer_kernels(fused=True, dropout=False)
+    assert st.layer_kernels(fused=False, dropout=False)["elementwise"] == (3, 5, 0)
+
+
+def _shipped_dispatch_s() -> dict[str, float]:
+    """``d r_x`` per kind from the shipped kernel-model file (data), by hand."""
+    import tomllib
+    from importlib import resources
+
+    km = tomllib.loads(resources.files("traincast.hardware").joinpath("kernel_model.toml")
+                       .read_text())["kernel_model"]
+    d, p = km["default_floor_us"] * 1e-6, km["params"]
+    return {k: d * p[f"dispatch_{k}"] for k in ("linear", "bmm", "softmax", "ln", "elementwise")}
+
+
+def test_a_small_step_takes_the_hosts_issue_of_its_kernels_by_hand():
+    # GPT-2 (12 layers), fused attention, no dropout, no recomputation, one 128-token sequence
+    # on one H100: the host issues per layer 10 kernels forward and 16 backward, plus the head
+    # (norm, logit product, cross-entropy: 8 forward, 5 backward), each at d r of its kind
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    ds = _shipped_dispatch_s()
+    assert hw.dispatch_s == pytest.approx(ds)
+    per_layer = {"linear": 12, "bmm": 2, "ln": 4, "elementwise": 8}
+    head = {"linear": 3, "ln": 2, "elementwise": 8}
+    host_s = sum(12 * n * ds[k] for k, n in per_layer.items()) + \
+        sum(n * ds[k] for k, n in head.items())
+    res = evaluate(get_model("gpt2"), hw, dp=1, micro_batch=1, global_batch=1, seq=128,
+                   recompute=0, attention="flash", dropout=False)
+    assert float(res["microbatch_s"]) == pytest.approx(host_s)
+    # without the host term the same micro-batch is the GPU's time alone, shorter: the GPU
+    # waits the difference, in the compute parts
+    bare = evaluate(get_model("gpt2"), dataclasses.replace(hw, dispatch_s={}), dp=1,
+                    micro_batch=1, global_batch=1, seq=128, recompute=0, attention="flash",
+                    dropout=False)
+    gpu_s = float(bare["microbatch_s"])
+    assert gpu_s < host_s / 2  # a step this small is bound by its host
+    assert float(bare["host_wait_s"]) == 0.0
+    assert float(res["host_wait_s"]) == pytest.approx(host_s - gpu_s)
+    compute = ("compute_flop_s", "compute_mem_s")
+    assert float(sum(res[k] - bare[k] for k in compute)) == pytest.approx(host_s - gpu_s)
+    assert float(res["total_s"] - bare["total_s"]) == pytest.approx(host_s - gpu_s)
+
+
+def test_the_host_term_leaves_large_steps_alone_and_adds_up():
+    # Llama-2-70B on 64 H100s (tp 8, pp 8): the GPU is busy far longer than the host issues
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+    res = evaluate(get_model("llama2-70b"), hw, dp=1, tp=8, pp=8, micro_batch=1,
+                   global_batch=64, seq=4096, recompute=1)
+    assert float(res["host_wait_s"]) == 0.0
+    # over many configurations: the parts still sum to the total, and no micro-batch is
+    # shorter than its host issue (d times the smallest ratio, per kernel at least)
+    grid = evaluate(get_model("gpt2"), hw, dp=np.array([1, 1, 8, 8]), tp=np.array([1, 4, 1, 1]),
+                    micro_batch=np.array([1, 1, 1, 64]), global_batch=np.array([1, 8, 8, 512]),
+                    seq=256, recompute=np.array([0, 2, 1, 0]))
+    parts = sum(grid[f"{k}_s"] for k in ("data_io", "compute_flop", "compute_mem", "comm_tp",
+                                         "comm_pp", "comm_ep", "comm_cp", "comm_dp", "bubble"))
+    assert np.allclose(parts, grid["total_s"])
+    floor = 12 * (13 + 21) * min(_shipped_dispatch_s().values())
+    assert (grid["microbatch_s"] >= floor).all()
+    assert (grid["host_wait_s"] >= 0).all() and grid["host_wait_s"][0] > 0

@@ -629,8 +629,12 @@ def render_hybrid(result: dict[str, Any]) -> None:
     time_s, share = result["time_s"], result["share"]
     labels = {**PART_LABEL, "data_io": COMPONENT_LABEL["data_io"],
               "comm": COMPONENT_NAME["comm"]}
+    wait, parts_s = time_s.get("host_wait") or 0.0, sum(time_s[k] for k in share)
     for k in (*COMPONENTS, "bubble"):
         table.add_row(labels[k], fmt_seconds(time_s[k]), f"{100 * share[k]:.1f}%")
+        if k == "compute_mem" and parts_s and wait >= HOST_WAIT_SHOWN_SHARE * parts_s:
+            table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
+                          f"({100 * wait / parts_s:.1f}%)", style="dim")
         if k == "comm":
             for strategy, v in result["comm_s"].items():
                 if v > 0:

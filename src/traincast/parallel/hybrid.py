@@ -20,7 +20,9 @@ every per-token term over the ``s / cp`` tokens of a sequence one context rank h
     T_p2p   = 2 v (latency + b s h delta / scatter / bw_pp)  (p > 1)
     T_cp    = L_s ((1 + full + selective) X_fwd + X_bwd)     (cp > 1: the key/value ring the
               attention does not hide, X = (cp - 1) max(0, T_step - T_attn / cp))
-    t_mb    = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp
+    T_host  = sum_x d r_x (kernels of kind x the micro-batch issues)   (host_issue_s: eager
+              dispatch, d r_x per op as the per-op model charges it)
+    t_mb    = max(T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp, T_host)
 
 and per iteration (``m = B / (d b)`` micro-batches)::
 
@@ -44,7 +46,8 @@ is in docs/parallelism.md.
 
 ``evaluate`` composes one pure function per term: ``configs`` (the broadcast sizes, ``m``,
 ``L_s``), ``microbatch_flops``, ``gemm_time_s`` (T_flop), ``elementwise_time_s`` (T_mem),
-``links`` and ``comm_time_s`` (T_tp, T_ep, T_p2p), ``cp_exchange_s`` (T_cp), ``stage_params``,
+``links`` and ``comm_time_s`` (T_tp, T_ep, T_p2p), ``cp_exchange_s`` (T_cp), ``host_issue_s``
+(T_host), ``stage_params``,
 ``update_time_s`` (T_acc, T_opt), ``sync_time_s`` (T_dp), ``memory_bytes``, ``time_parts_s``
 and ``throughput``.
 """
@@ -65,7 +68,7 @@ from traincast import compute, kernels
 from traincast.architectures import ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.model import data_time_s, total_time_s
+from traincast.model import BOTTLENECK_LABEL, data_time_s, total_time_s
 from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
@@ -151,6 +154,10 @@ class HybridHardware:
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
+    dispatch_s: dict[str, float] = field(default_factory=dict)
+    """The host's time to issue one op of each dispatch kind, ``d r_x`` (seconds; the kernel
+    strategy's ``kernels.op_floor_s`` times the fitted dispatch ratio of ``x``, as the per-op
+    model charges each op of a profile); empty (no host term) under the other strategies."""
 
     def fused_rate(self, attention: str) -> float:
         """``R_flash`` of the fused attention ``attention`` (one of :data:`FUSED`; 0 where it
@@ -440,6 +447,11 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
              * attn_peak for kernel in FUSED}  # 0: the kernel does not run here
     links = {role: resolve_link(catalog, spec or getattr(nd, role))
              for role, spec in (("pcie", pcie), ("intra", intra), ("nic", nic))}
+    floor_s = kernels.op_floor_s(g) if strategy == "kernel" else 0.0
+    ratios = kernels.dispatch_table(getattr(g, "kernel", {}) or {})
+    dispatch = {} if floor_s <= 0 else {
+        kind: floor_s * float(kernels.dispatch_ratios([kind], ratios)[0]) for kind in
+        ("linear", "bmm", "softmax", "ln", "elementwise")}
     return HybridHardware(node=node, gpu=g.name, gpus_per_node=nd.gpus,
                           peak_tflops=g.peak_tflops(dtype), flops_per_s=flops_per_s,
                           mem_bw_bps=g.mem_bw_gbs * 1e9,
@@ -454,7 +466,8 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
                           compute_capability=cc, vendor=g.vendor, attention_dtype=attn_dtype,
-                          mem_fractions={} if paper else kernels.memory_fractions(g))
+                          mem_fractions={} if paper else kernels.memory_fractions(g),
+                          dispatch_s=dispatch)
 
 
 def divisors(n: int) -> NDArray[np.int64]:
@@ -895,6 +908,47 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     return _i(total)
 
 
+FP8_CAST_KERNELS: tuple[float, float, float] = (4.0, 4.0, 6.0)
+"""Transformer Engine's fp8 cast kernels per layer and micro-batch (``[fp8_cast]`` of
+``parallel/recipes.toml``), ``(input casts forward, output-gradient casts backward, the
+transposes and share casts sequence parallelism adds backward)``, one per linear layer of
+four each; the weights' casts, four more, run forward every micro-batch or, cached, once per
+iteration (``4 / m`` per micro-batch, counted backward as the bytes are)."""
+
+
+def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
+    """The host's time to issue one micro-batch's kernels on the slowest stage, op by op in
+    eager mode (``hw.dispatch_s``: ``d r_x`` per op of dispatch kind ``x``, as the per-op
+    model charges each op of a profile, docs/model.md "The host queue")::
+
+        T_host = sum_x d r_x [L_s ((1 + full) n_fwd,x + n_bwd,x + selective n_attn,x)
+                              + n_head_fwd,x + n_head_bwd,x]
+
+    with the layer's kernels ``n`` of ``strategies.layer_kernels`` (materialized or fused
+    attention, dropout on or off), the fp8 casts of :data:`FP8_CAST_KERNELS` with dtype fp8,
+    and the head's ``strategies.HEAD_KERNELS``. The GPU cannot run a micro-batch faster than
+    its kernels are issued: ``t_mb = max(T_gpu, T_host)`` (:class:`MicroBatchTimes`). Kernels
+    the model does not list one by one (collectives, the embedding, the optimizer's
+    multi-tensor kernels, a mixture of experts' router and per-expert products) are not
+    counted. 0 where ``hw.dispatch_s`` is empty (strategies other than ``kernel``)."""
+    zero = np.zeros_like(c.t)
+    if not hw.dispatch_s:
+        return zero
+    counts = st.layer_kernels(c.attention in FUSED, c.dropout)
+    if c.dtype == "fp8":
+        cast_in, cast_grad, cast_sp = FP8_CAST_KERNELS
+        weights = 4.0 / c.m if c.fp8_weight_cache else 0.0
+        fwd, bwd, attn = counts["elementwise"]
+        counts["elementwise"] = (fwd + cast_in + (0.0 if c.fp8_weight_cache else 4.0),
+                                 bwd + cast_grad + cast_sp * c.sp + weights, attn)
+    total = zero
+    for kind, (fwd, bwd, attn) in counts.items():
+        head = sum(st.HEAD_KERNELS.get(kind, (0.0, 0.0)))
+        n = c.layers_stage * ((1.0 + c.full) * fwd + bwd + c.selective * attn) + head
+        total = total + n * hw.dispatch_s[kind]
+    return _i(total)
+
+
 class Links(NamedTuple):
     """The link each collective uses, per configuration (bytes/s; latency per ring step)."""
 
@@ -1144,22 +1198,40 @@ class MicroBatchTimes(NamedTuple):
     ep_s: F
     p2p_s: F
     cp_s: F
+    host_s: F | float = 0.0
+    """The host's issue time of the micro-batch's kernels (:func:`host_issue_s`)."""
+
+    @property
+    def gpu_s(self) -> F:
+        """``T_gpu = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp``."""
+        return (self.flop_s + self.mem_s + self.acc_s + self.tp_s + self.ep_s + self.p2p_s
+                + self.cp_s)
+
+    @property
+    def wait_s(self) -> F:
+        """What the GPU waits for the host per micro-batch: ``max(0, T_host - T_gpu)``."""
+        return np.maximum(0.0, self.host_s - self.gpu_s)
 
     @property
     def total_s(self) -> F:
-        """``t_mb = T_flop + T_mem + T_acc + T_tp + T_ep + T_p2p + T_cp``."""
-        return (self.flop_s + self.mem_s + self.acc_s + self.tp_s + self.ep_s + self.p2p_s
-                + self.cp_s)
+        """``t_mb = max(T_gpu, T_host) = T_gpu + wait``."""
+        return self.gpu_s + self.wait_s
 
 
 def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
                  total: F) -> dict[str, F]:
     """The iteration's time parts (``total_s``, each of ``TIME_PARTS`` + ``_s``,
-    ``microbatch_s``): ``m`` micro-batches of each per-micro-batch part, the optimizer step in
-    memory-bound compute, the bubble ``(p - 1) / v t_mb``."""
-    m, t_mb = c.m, mb.total_s
-    return {"total_s": total, "data_io_s": t_data, "compute_flop_s": m * mb.flop_s,
-            "compute_mem_s": m * (mb.mem_s + mb.acc_s) + t_opt, "comm_tp_s": m * mb.tp_s,
+    ``microbatch_s``, ``host_wait_s``): ``m`` micro-batches of each per-micro-batch part, the
+    optimizer step in memory-bound compute, the bubble ``(p - 1) / v t_mb``. The GPU's wait for
+    the host (``m`` times :attr:`MicroBatchTimes.wait_s`) is in the compute parts, split as
+    their busy times (``host_wait_s`` says how much; as the per-op model's ``T_idle``)."""
+    m, t_mb, wait = c.m, mb.total_s, mb.wait_s
+    busy = mb.flop_s + mb.mem_s + mb.acc_s
+    flop_share = np.divide(mb.flop_s, busy, out=np.full_like(busy, 0.5), where=busy > 0)
+    return {"total_s": total, "data_io_s": t_data,
+            "compute_flop_s": m * (mb.flop_s + wait * flop_share),
+            "compute_mem_s": m * (mb.mem_s + mb.acc_s + wait * (1.0 - flop_share)) + t_opt,
+            "host_wait_s": m * wait, "comm_tp_s": m * mb.tp_s,
             "comm_pp_s": m * mb.p2p_s, "comm_ep_s": m * mb.ep_s, "comm_cp_s": m * mb.cp_s,
             "comm_dp_s": t_dp,
             "bubble_s": (c.p - 1.0) / c.v * t_mb, "microbatch_s": t_mb}
@@ -1241,7 +1313,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
     t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
     mb = MicroBatchTimes(gemm_time_s(model, hw, c, flops[1]), elementwise_time_s(model, hw, c),
-                         t_acc, t_tp, t_ep, t_p2p, cp_exchange_s(model, hw, c, ln, flops[1]))
+                         t_acc, t_tp, t_ep, t_p2p, cp_exchange_s(model, hw, c, ln, flops[1]),
+                         host_issue_s(model, hw, c))
     t_dp, dp_volume = sync_time_s(model, c, ln, params)
     t_data = data_time_s(16.0 * c.s_rank * c.gb / c.d, hw.pcie_bps)
     total = total_time_s(t_data, st.pipeline_time_s(mb.total_s, c.p, c.m, c.v) + t_opt, t_dp,
@@ -1604,22 +1677,31 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
 
 def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     """The time keys of the ``predict --json`` object from one configuration's scalar
-    ``evaluate`` results: ``time_s`` (the five communications summed into ``comm``), each
-    part's ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (largest part;
-    for ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem) / total``."""
+    ``evaluate`` results: ``time_s`` (the five communications summed into ``comm``;
+    ``host_wait``, the GPU's wait for the host, inside the compute parts), each part's
+    ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (the largest of the
+    parts, the compute parts less their share of the wait, and the wait itself, ``host``; for
+    ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem - wait) /
+    total``."""
     comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "cp", "dp")}
+    wait = sc.get("host_wait_s", 0.0)
     time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
               "compute_mem": sc["compute_mem_s"], "comm": sum(comm.values()),
-              "bubble": sc["bubble_s"], "total": sc["total_s"]}
+              "bubble": sc["bubble_s"], "total": sc["total_s"], "host_wait": wait}
     parts = {k: time_s[k] for k in ("data_io", "compute_flop", "compute_mem", "comm", "bubble")}
     denom = sum(parts.values()) or 1.0
-    bottleneck = max(parts, key=parts.get)
+    compute = time_s["compute_flop"] + time_s["compute_mem"]
+    busy = 1.0 - wait / compute if compute > 0 else 1.0
+    bound = {**parts, "compute_flop": parts["compute_flop"] * busy,
+             "compute_mem": parts["compute_mem"] * busy, "host": wait}
+    bottleneck = max(bound, key=bound.get)
     labels = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
               "compute_mem": "memory-bound compute", "bubble": "pipeline bubble",
-              "comm": PART_LABEL["comm_" + max(comm, key=comm.get)]}
+              "comm": PART_LABEL["comm_" + max(comm, key=comm.get)],
+              "host": BOTTLENECK_LABEL["host"]}
     return {"time_s": time_s, "share": {k: v / denom for k, v in parts.items()}, "comm_s": comm,
             "bottleneck": bottleneck, "bottleneck_label": labels[bottleneck],
-            "gpu_util": (time_s["compute_flop"] + time_s["compute_mem"]) / time_s["total"]}
+            "gpu_util": (compute - wait) / time_s["total"]}
 
 
 def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_per_rank: int,

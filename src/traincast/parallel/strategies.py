@@ -218,6 +218,41 @@ def memory_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLik
     }
 
 
+LAYER_KERNELS: dict[str, tuple[float, float, float]] = {
+    "linear": (4.0, 8.0, 0.0), "ln": (2.0, 2.0, 0.0), "elementwise": (3.0, 5.0, 0.0)}
+"""Kernels of one transformer layer and micro-batch by dispatch kind (``traincast.kernels
+.DISPATCH_KINDS``), ``(forward, backward, attention core)``, outside the attention core (which
+:func:`layer_kernels` adds): the linear products (QKV, attention output, MLP up, a gated
+MLP's gate and up as one product as Megatron's ``linear_fc1``, MLP down) forward, their data
+and weight gradients backward; two LayerNorms each way; element-wise forward two
+bias(+dropout)+add and the MLP activation, backward two (dropout+)add gradients, two
+residual-gradient sums and the activation's gradient (the kernels :func:`memory_bytes_per_layer`
+prices)."""
+HEAD_KERNELS: dict[str, tuple[float, float]] = {
+    "linear": (1.0, 2.0), "ln": (1.0, 1.0), "elementwise": (6.0, 2.0)}
+"""Kernels of the output head on the last stage, ``(forward, backward)``: the final norm, the
+logit product and its two gradients, the fp32 cross-entropy's kernels
+(:data:`CROSS_ENTROPY_BYTES`: cast, max, subtract, exp, sum, divide; backward scale and cast
+back)."""
+
+
+def layer_kernels(fused: bool, dropout: bool) -> dict[str, tuple[float, float, float]]:
+    """Kernels of one layer and micro-batch by dispatch kind, ``(forward, backward, attention
+    core)`` (the core is what selective recomputation repeats): :data:`LAYER_KERNELS` plus the
+    attention core, materialized ``Q K^T`` and ``P V`` (``bmm``: 2 forward, 4 backward), the
+    scale+mask+softmax (1, 1) and with dropout the attention dropout (element-wise: 1, 1),
+    or one fused kernel each way (``bmm``: 1, 1; nothing recomputed outside it)."""
+    out = dict(LAYER_KERNELS)
+    if fused:
+        out["bmm"] = (1.0, 1.0, 0.0)
+        return out
+    drop = 1.0 if dropout else 0.0
+    fwd, bwd, _ = out["elementwise"]
+    out.update(bmm=(2.0, 4.0, 2.0), softmax=(1.0, 1.0, 1.0),
+               elementwise=(fwd + drop, bwd + drop, drop))
+    return out
+
+
 def inflight_microbatches(p: ArrayLike, m: ArrayLike, v: ArrayLike = 1,
                           gpipe: ArrayLike = False) -> F:
     """Micro-batches whose activations the first stage holds at once.
