@@ -139,7 +139,8 @@ def plan(
     --framework) +
     element-wise kernels' bytes / (DRAM bandwidth x their family's fitted fraction, norm,
     softmax or other, hardware/kernel_model.toml) + tensor-parallel all-reduces +
-    expert all-to-alls + pipeline point-to-point; per iteration (m + (p-1)/v) micro-batch
+    expert all-to-alls + pipeline point-to-point, and no less than the host's issue of its
+    kernels (d r per kernel, as the per-op model); per iteration (m + (p-1)/v) micro-batch
     times + ZeRO data-parallel traffic (one ring per network rail) + tied-embedding
     all-reduce + optimizer step (52 bytes/parameter, 32 in fp32). Memory: weights, gradients,
     Adam state after ZeRO sharding, and Korthikanti et al. activations per recompute mode. On
