@@ -440,14 +440,20 @@ def test_a_time_in_milliseconds_says_what_it_reads_as(tmp_path: Path) -> None:
 
 def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> None:
     """CST is China's +08:00 on a Chinese cluster and US Central's -06:00 to a parser: a bad
-    row naming both, not a time 14 hours off; UTC and offsets read."""
+    row naming both, not a time 14 hours off; UTC and offsets read, Go's ``+0800 CST`` too."""
     path = tmp_path / "tz.csv"
     path.write_text("job_id,n_gpus,submit_time_s\nj1,1,2024-03-01 10:00:00 CST\n"
                     "j2,1,2024-03-01 10:00:00 UTC\nj3,1,2024-03-01 10:00:00+08:00\n"
-                    "j4,1,2024-03-01 10:00:00 ist\n")
+                    "j4,1,2024-03-01 10:00:00 ist\n"
+                    "j5,1,2024-03-01 10:00:00 +0800 CST\nj6,1,2024-03-01 10:00:00 +0000 UTC\n"
+                    "j7,1,2024-03-01 10:00:00.5 -0500 EST\n")
     report = _ingest(path)
     jobs = _jobs(path.with_suffix(".duckdb"))
     assert jobs["j2"]["submit_time_s"] - jobs["j3"]["submit_time_s"] == 8 * 3600
+    # Go's time format: the offset says the zone, the name after it is not needed
+    assert jobs["j5"]["submit_time_s"] == jobs["j3"]["submit_time_s"]
+    assert jobs["j6"]["submit_time_s"] == jobs["j2"]["submit_time_s"]
+    assert jobs["j7"]["submit_time_s"] - jobs["j2"]["submit_time_s"] == 5 * 3600 + 0.5
     assert [(r, v.split(" (")[1][:30]) for r, _, v in _errors(report)] == [
         (1, "CST names several time zones, "), (4, "IST names several time zones, ")]
     assert "China Standard Time +08:00, US Central -06:00" in _errors(report)[0][2]

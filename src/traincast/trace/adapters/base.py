@@ -288,9 +288,18 @@ that names them), where a parser would pick one (DuckDB: US Central for CST)."""
 _AMBIGUOUS = "|".join(AMBIGUOUS_ZONES)
 
 
+def time_text(col: str) -> str:
+    """SQL: a date-time text as DuckDB reads it: spaces trimmed, and a numeric offset after a
+    space joined to the time, with a zone name after it dropped (the offset says the zone):
+    Go's ``2024-03-01 10:00:00 +0800 CST`` reads as ``2024-03-01 10:00:00+0800``."""
+    return (f"regexp_replace(trim(CAST({col} AS VARCHAR)), "
+            f"'([0-9])[ ]*([+-][0-9][0-9]:?[0-9][0-9])([ ]+[A-Za-z]+)?$', '\\1\\2')")
+
+
 def ambiguous_zone(col: str) -> str:
-    """SQL: the abbreviation of :data:`AMBIGUOUS_ZONES` a time text ends in, else ''."""
-    return (f"upper(regexp_extract(trim(CAST({col} AS VARCHAR)), "
+    """SQL: the abbreviation of :data:`AMBIGUOUS_ZONES` a time text ends in (with no numeric
+    offset before it, :func:`time_text`), else ''."""
+    return (f"upper(regexp_extract({time_text(col)}, "
             f"'[0-9][ ]+({_AMBIGUOUS})$', 1, 'i'))")
 
 
@@ -306,11 +315,12 @@ def zone_report(col: str, said: str) -> str:
 
 def ts(col: str) -> str:
     """Seconds since the epoch from a number or a date-time text: ``2017-10-03 14:13:52`` (no
-    offset: read as UTC), ``2020-07-01T10:00:00Z``, ``2020-07-01 10:00:00+08:00`` (the offset
-    applied); NULL for one ending in an abbreviation of several zones (:data:`AMBIGUOUS_ZONES`).
+    offset: read as UTC), ``2020-07-01T10:00:00Z``, ``2020-07-01 10:00:00+08:00`` and Go's
+    ``2020-07-01 10:00:00 +0800 CST`` (the offset applied, :func:`time_text`); NULL for one
+    ending in an abbreviation of several zones without an offset (:data:`AMBIGUOUS_ZONES`).
     The store reads with its time zone set to UTC (:mod:`traincast.trace.store`)."""
     return (f"COALESCE({num(col)}, CASE WHEN {ambiguous_zone(col)} = '' THEN "
-            f"epoch(TRY_CAST(CAST({col} AS VARCHAR) AS TIMESTAMPTZ)) END)")
+            f"epoch(TRY_CAST({time_text(col)} AS TIMESTAMPTZ)) END)")
 
 
 def text(col: str) -> str:
