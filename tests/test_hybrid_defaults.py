@@ -446,3 +446,7 @@ def test_predict_says_when_the_gpu_waits_for_the_host() -> None:
            "--seq", "4096", "--micro-batch", "1", "--node", "dgx-h100")
     assert json.loads(cli(*big, "--json"))["time_s"]["host_wait"] == 0.0
     assert "waits for the host" not in flat(cli(*big))
+    # plan's sentence names the wait where it is most of the compute
+    said = flat(cli("plan", "zoo:gpt2", "--gpus", "8", "--node", "dgx-h100", "--seq", "128",
+                    "--global-batch", "64"))
+    assert "(mostly waiting for the host to issue the kernels)" in said

@@ -289,6 +289,43 @@ def test_a_layer_issues_the_kernels_its_formulas_price_by_hand():
     assert sum(b for _, b, _ in fused.values()) == 16
     assert fused == st.layer_kernels(fused=True, dropout=False)
     assert st.layer_kernels(fused=False, dropout=False)["elementwise"] == (3, 5, 0)
+    # selective recomputation reruns the fused kernel's forward, as its FLOPs are priced
+    assert fused["bmm"] == (1, 1, 1)
+
+
+def _host_s(model: str, **kw) -> float:
+    from traincast.parallel.hybrid import configs, host_issue_s
+
+    hw = hybrid_hardware(None, kw.pop("node", "dgx-h100"), kw.get("dtype", "bf16"))
+    sizes = dict(dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1, recompute=0,
+                 vp=1, sp=None, gpipe=False, seq=1024, dtype="bf16", attention="flash",
+                 dropout=False) | kw
+    return float(host_issue_s(get_model(model), hw, configs(get_model(model), **sizes)))
+
+
+def test_kernel_counts_follow_recomputation_context_and_fp8_by_hand():
+    ds = _shipped_dispatch_s()
+    base = _host_s("gpt2")
+    # selective: one more fused forward per layer; full: the forward again (10 kernels)
+    assert _host_s("gpt2", recompute=1) - base == pytest.approx(12 * ds["bmm"])
+    full = 4 * ds["linear"] + ds["bmm"] + 2 * ds["ln"] + 3 * ds["elementwise"]
+    assert _host_s("gpt2", recompute=2) - base == pytest.approx(12 * full)
+    # context parallelism over 2 ranks: the ring's two steps each way
+    assert _host_s("gpt2", cp=2, dp=1) - base == pytest.approx(12 * 2 * ds["bmm"])
+    # fp8: per layer 4 input + 4 weight casts forward, 4 gradient casts backward; under
+    # sequence parallelism (tp 2) 6 more backward; weights cached over 8 micro-batches: 4 / 8
+    fp8 = _host_s("llama2-7b", dtype="fp8") - _host_s("llama2-7b")
+    assert fp8 == pytest.approx(32 * 12 * ds["elementwise"])
+    sp = _host_s("llama2-7b", dtype="fp8", tp=2) - _host_s("llama2-7b", tp=2)
+    assert sp == pytest.approx(32 * 18 * ds["elementwise"])
+    cached = _host_s("llama2-7b", dtype="fp8", global_batch=8, fp8_weight_cache=True) \
+        - _host_s("llama2-7b", global_batch=8)
+    assert cached == pytest.approx(32 * (8 + 4 / 8) * ds["elementwise"])
+    # the paper's flat rates price no host
+    paper = hybrid_hardware(dataclasses.replace(load_catalog(), compute="paper"), "dgx-h100")
+    assert paper.compute == "paper" and paper.dispatch_s == {}
+    res = evaluate(get_model("gpt2"), paper, dp=1, micro_batch=1, global_batch=1, seq=128)
+    assert float(res["host_wait_s"]) == 0.0
 
 
 def _shipped_dispatch_s() -> dict[str, float]:

@@ -446,7 +446,8 @@ def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> 
                     "j2,1,2024-03-01 10:00:00 UTC\nj3,1,2024-03-01 10:00:00+08:00\n"
                     "j4,1,2024-03-01 10:00:00 ist\n"
                     "j5,1,2024-03-01 10:00:00 +0800 CST\nj6,1,2024-03-01 10:00:00 +0000 UTC\n"
-                    "j7,1,2024-03-01 10:00:00.5 -0500 EST\n")
+                    "j7,1,2024-03-01 10:00:00.5 -0500 EST\nj8,1,2024-03-01 10:00:00 +0800 +08\n"
+                    "j9,1,2024-03-01 10:00:00+08 CST\n")
     report = _ingest(path)
     jobs = _jobs(path.with_suffix(".duckdb"))
     assert jobs["j2"]["submit_time_s"] - jobs["j3"]["submit_time_s"] == 8 * 3600
@@ -454,6 +455,8 @@ def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> 
     assert jobs["j5"]["submit_time_s"] == jobs["j3"]["submit_time_s"]
     assert jobs["j6"]["submit_time_s"] == jobs["j2"]["submit_time_s"]
     assert jobs["j7"]["submit_time_s"] - jobs["j2"]["submit_time_s"] == 5 * 3600 + 0.5
+    # a zone without an abbreviation by its number, and an hours-only offset before a name
+    assert jobs["j8"]["submit_time_s"] == jobs["j9"]["submit_time_s"] == jobs["j3"]["submit_time_s"]
     assert [(r, v.split(" (")[1][:30]) for r, _, v in _errors(report)] == [
         (1, "CST names several time zones, "), (4, "IST names several time zones, ")]
     assert "China Standard Time +08:00, US Central -06:00" in _errors(report)[0][2]

@@ -252,9 +252,10 @@ TIME_LEGEND = (
     CONFIG_LEGEND,
     ("s/iter", "seconds per iteration (one optimizer step over the global batch)"),
     ("compute, comm, bubble", "share of s/iter (part / s/iter) in GPU kernels (FLOP- and "
-     "memory-bound, optimizer step included), in tensor-, pipeline-, expert-, context- and "
-     "data-parallel communication{hidden}, and idle in the pipeline bubble ((p - 1) / v "
-     "micro-batch times); data I/O, the rest, is not shown"),
+     "memory-bound, optimizer step included, and the GPU's wait for the host to issue them), "
+     "in tensor-, pipeline-, expert-, context- and data-parallel communication{hidden}, and "
+     "idle in the pipeline bubble ((p - 1) / v micro-batch times); data I/O, the rest, is "
+     "not shown"),
     ("mem GB", "memory per GPU, GB (1e9 bytes): weights, gradients, optimizer state, "
      "activations and the layer being recomputed"),
     ("tok/s/GPU", "tokens per second per GPU, B s / (s/iter x GPUs)"),

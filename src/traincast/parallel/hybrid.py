@@ -68,7 +68,7 @@ from traincast import compute, kernels
 from traincast.architectures import ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
-from traincast.model import BOTTLENECK_LABEL, data_time_s, total_time_s
+from traincast.model import BOTTLENECK_LABEL, busy_parts_s, data_time_s, total_time_s
 from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
@@ -908,12 +908,15 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     return _i(total)
 
 
-FP8_CAST_KERNELS: tuple[float, float, float] = (4.0, 4.0, 6.0)
+FP8_CAST_KERNELS: dict[str, float] = {"input": 4.0, "weight": 4.0, "grad": 4.0,
+                                      "sp_dense": 6.0, "sp_experts": 3.0}
 """Transformer Engine's fp8 cast kernels per layer and micro-batch (``[fp8_cast]`` of
-``parallel/recipes.toml``), ``(input casts forward, output-gradient casts backward, the
-transposes and share casts sequence parallelism adds backward)``, one per linear layer of
-four each; the weights' casts, four more, run forward every micro-batch or, cached, once per
-iteration (``4 / m`` per micro-batch, counted backward as the bytes are)."""
+``parallel/recipes.toml``, :func:`fp8_cast_elements`): one input cast forward and one
+output-gradient cast backward per linear layer (four each); the weights' casts (four) forward
+every micro-batch or, cached, once per iteration (``4 / m`` per micro-batch, counted backward
+as the bytes are); under sequence parallelism the transposes and share casts it adds backward:
+six (the four inputs transposed, two gradients' shares cast and transposed), three in a
+mixture of experts' layer, whose expert inputs and gradients stay fused."""
 
 
 def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
@@ -925,22 +928,27 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
                               + n_head_fwd,x + n_head_bwd,x]
 
     with the layer's kernels ``n`` of ``strategies.layer_kernels`` (materialized or fused
-    attention, dropout on or off), the fp8 casts of :data:`FP8_CAST_KERNELS` with dtype fp8,
-    and the head's ``strategies.HEAD_KERNELS``. The GPU cannot run a micro-batch faster than
-    its kernels are issued: ``t_mb = max(T_gpu, T_host)`` (:class:`MicroBatchTimes`). Kernels
-    the model does not list one by one (collectives, the embedding, the optimizer's
-    multi-tensor kernels, a mixture of experts' router and per-expert products) are not
-    counted. 0 where ``hw.dispatch_s`` is empty (strategies other than ``kernel``)."""
+    attention, dropout on or off; a fused attention split over ``cp`` context ranks runs
+    ``cp`` steps of its ring each way), the fp8 casts of :data:`FP8_CAST_KERNELS` with dtype
+    fp8, and the head's ``strategies.HEAD_KERNELS``. The GPU cannot run a micro-batch faster
+    than its kernels are issued: ``t_mb = max(T_gpu, T_host)`` (:class:`MicroBatchTimes`).
+    Kernels the model does not list one by one (collectives, the embedding, the optimizer's
+    multi-tensor kernels, the unfused gradient accumulation's adds, a mixture of experts'
+    router and per-expert products) are not counted. 0 where ``hw.dispatch_s`` is empty
+    (strategies other than ``kernel``)."""
     zero = np.zeros_like(c.t)
     if not hw.dispatch_s:
         return zero
-    counts = st.layer_kernels(c.attention in FUSED, c.dropout)
+    counts: dict[str, Any] = dict(st.layer_kernels(c.attention in FUSED, c.dropout))
+    if c.attention in FUSED:
+        counts["bmm"] = tuple(n * c.cp for n in counts["bmm"])
     if c.dtype == "fp8":
-        cast_in, cast_grad, cast_sp = FP8_CAST_KERNELS
-        weights = 4.0 / c.m if c.fp8_weight_cache else 0.0
+        k = FP8_CAST_KERNELS
+        sp = k["sp_dense"] if float(model.experts) <= 1.0 else k["sp_experts"]
+        weights = k["weight"] / c.m if c.fp8_weight_cache else 0.0
         fwd, bwd, attn = counts["elementwise"]
-        counts["elementwise"] = (fwd + cast_in + (0.0 if c.fp8_weight_cache else 4.0),
-                                 bwd + cast_grad + cast_sp * c.sp + weights, attn)
+        counts["elementwise"] = (fwd + k["input"] + (0.0 if c.fp8_weight_cache else k["weight"]),
+                                 bwd + k["grad"] + sp * c.sp + weights, attn)
     total = zero
     for kind, (fwd, bwd, attn) in counts.items():
         head = sum(st.HEAD_KERNELS.get(kind, (0.0, 0.0)))
@@ -1680,9 +1688,9 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     ``evaluate`` results: ``time_s`` (the five communications summed into ``comm``;
     ``host_wait``, the GPU's wait for the host, inside the compute parts), each part's
     ``share`` of their sum, ``comm_s`` per strategy, the ``bottleneck`` (the largest of the
-    parts, the compute parts less their share of the wait, and the wait itself, ``host``; for
-    ``comm`` labelled by its largest strategy) and ``gpu_util = (flop + mem - wait) /
-    total``."""
+    parts, the compute parts less their share of the wait, ``model.busy_parts_s``, and the
+    wait itself, ``host``; for ``comm`` labelled by its largest strategy) and ``gpu_util =
+    (flop + mem - wait) / total``."""
     comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "cp", "dp")}
     wait = sc.get("host_wait_s", 0.0)
     time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
@@ -1690,11 +1698,11 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
               "bubble": sc["bubble_s"], "total": sc["total_s"], "host_wait": wait}
     parts = {k: time_s[k] for k in ("data_io", "compute_flop", "compute_mem", "comm", "bubble")}
     denom = sum(parts.values()) or 1.0
-    compute = time_s["compute_flop"] + time_s["compute_mem"]
-    busy = 1.0 - wait / compute if compute > 0 else 1.0
-    bound = {**parts, "compute_flop": parts["compute_flop"] * busy,
-             "compute_mem": parts["compute_mem"] * busy, "host": wait}
+    busy = busy_parts_s(time_s["compute_flop"], time_s["compute_mem"], wait)
+    bound = {**parts, "compute_flop": float(busy[0]), "compute_mem": float(busy[1]),
+             "host": wait}
     bottleneck = max(bound, key=bound.get)
+    compute = time_s["compute_flop"] + time_s["compute_mem"]
     labels = {"data_io": "data I/O", "compute_flop": "FLOP-bound compute",
               "compute_mem": "memory-bound compute", "bubble": "pipeline bubble",
               "comm": PART_LABEL["comm_" + max(comm, key=comm.get)],

@@ -25,6 +25,7 @@ from traincast.compute import flat_peak_gpus
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.hardware.prices import MARKETS, Prices, load_prices
+from traincast.model import busy_parts_s
 from traincast.parallel import spot as spot_model
 from traincast.parallel import strategies as st
 from traincast.parallel.hybrid import (
@@ -149,6 +150,20 @@ SHARE_LABEL: dict[str, str] = {"compute": "compute", "comm": "communication",
                                "bubble": "the pipeline bubble", "data_io": "data I/O"}
 
 
+BOUND_LABEL: dict[str, str] = {**PART_LABEL,
+                               "host_wait": "waiting for the host to issue the kernels"}
+
+
+def bound_parts(time_s: dict[str, float]) -> dict[str, float]:
+    """A row's ``TIME_PARTS`` with the compute parts less their share of the GPU's wait for
+    the host (``model.busy_parts_s``) and the wait itself (``host_wait``): what each sentence
+    names as the largest part, or the one a faster configuration cuts most."""
+    wait = time_s.get("host_wait", 0.0)
+    flop, mem = busy_parts_s(time_s["compute_flop"], time_s["compute_mem"], wait)
+    return {**{k: time_s[k] for k in TIME_PARTS}, "compute_flop": float(flop),
+            "compute_mem": float(mem), "host_wait": wait}
+
+
 def shares(time_s: dict[str, float]) -> dict[str, float]:
     """``{group: sum of its parts / total}`` for the groups of :data:`SHARE_PARTS`."""
     total = time_s["total"]
@@ -181,15 +196,18 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
     share = row["share"]
     top = max(share, key=share.get)
     text = f"{SHARE_LABEL[top]} is {percent(share[top])} of the iteration"
+    bound = bound_parts(row["time_s"])
     if len(SHARE_PARTS[top]) > 1:
-        most = max(SHARE_PARTS[top], key=lambda k: row["time_s"][k])
-        text += f" (mostly {PART_LABEL[most].removesuffix(' compute')})"
+        most = max(SHARE_PARTS[top] + (("host_wait",) if top == "compute" else ()),
+                   key=lambda k: bound[k])
+        text += f" (mostly {BOUND_LABEL[most].removesuffix(' compute')})"
     total = row["time_s"]["total"]
     text += f"; uses {row['memory_gb']['total']:.1f}" + (
         f" of {capacity / 1e9:.0f} GB" if np.isfinite(capacity) else " GB (capacity not given)")
     if other is not None:
         diff = changes(other["config"], row["config"])
-        moved = max(TIME_PARTS, key=lambda k: other["time_s"][k] - row["time_s"][k])
+        other_bound = bound_parts(other["time_s"])
+        moved = max(bound, key=lambda k: other_bound[k] - bound[k])
         if expected:
             gain = (other["time_s"]["total"] * other["overhead_factor"]
                     / (total * row["overhead_factor"]) - 1.0)
@@ -208,7 +226,7 @@ def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
                      f"({', '.join(diff) or 'same shape'}), overheads included")
         else:
             text += (f"; {100 * gain:.1f}% faster than the next ({', '.join(diff)}), "
-                     f"mostly less {PART_LABEL[moved]}")
+                     f"mostly less {BOUND_LABEL[moved]}")
     return text + "."
 
 
@@ -223,7 +241,8 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
             "config": config,
             "label": _describe(config),
             "recompute": st.RECOMPUTE[config["recompute"]],
-            "time_s": {k: float(res[f"{k}_s"][i]) for k in TIME_PARTS} | {"total": total},
+            "time_s": {k: float(res[f"{k}_s"][i]) for k in (*TIME_PARTS, "host_wait")}
+            | {"total": total},
             "share": {},
             "bubble_fraction": float(res["bubble_fraction"][i]),
             "micro_batches": int(res["micro_batches"][i]),

@@ -241,10 +241,11 @@ def layer_kernels(fused: bool, dropout: bool) -> dict[str, tuple[float, float, f
     core)`` (the core is what selective recomputation repeats): :data:`LAYER_KERNELS` plus the
     attention core, materialized ``Q K^T`` and ``P V`` (``bmm``: 2 forward, 4 backward), the
     scale+mask+softmax (1, 1) and with dropout the attention dropout (element-wise: 1, 1),
-    or one fused kernel each way (``bmm``: 1, 1; nothing recomputed outside it)."""
+    or one fused kernel each way (``bmm``: 1, 1; selective recomputation reruns its forward,
+    1)."""
     out = dict(LAYER_KERNELS)
     if fused:
-        out["bmm"] = (1.0, 1.0, 0.0)
+        out["bmm"] = (1.0, 1.0, 1.0)
         return out
     drop = 1.0 if dropout else 0.0
     fwd, bwd, _ = out["elementwise"]

@@ -291,9 +291,11 @@ _AMBIGUOUS = "|".join(AMBIGUOUS_ZONES)
 def time_text(col: str) -> str:
     """SQL: a date-time text as DuckDB reads it: spaces trimmed, and a numeric offset after a
     space joined to the time, with a zone name after it dropped (the offset says the zone):
-    Go's ``2024-03-01 10:00:00 +0800 CST`` reads as ``2024-03-01 10:00:00+0800``."""
-    return (f"regexp_replace(trim(CAST({col} AS VARCHAR)), "
-            f"'([0-9])[ ]*([+-][0-9][0-9]:?[0-9][0-9])([ ]+[A-Za-z]+)?$', '\\1\\2')")
+    Go's ``2024-03-01 10:00:00 +0800 CST`` reads as ``2024-03-01 10:00:00+0800``, and its
+    numeric names too (``-0300 -03``: a zone without an abbreviation). Go's monotonic clock
+    reading (`` m=+0.000``) is not read: the time is a bad row."""
+    return (f"regexp_replace(trim(CAST({col} AS VARCHAR)), '([0-9])[ \t]*([+-][0-9][0-9]"
+            f"(:?[0-9][0-9])?)([ \t]+([A-Za-z]+|[+-][0-9][0-9]([0-9][0-9])?))?$', '\\1\\2')")
 
 
 def ambiguous_zone(col: str) -> str:
