@@ -829,3 +829,31 @@ def test_a_zstd_compressed_trace_reads(tmp_path: Path) -> None:
         str(f), compression="zstd")
     report = _ingest(f)
     assert report["jobs"] == 50 and report["bad_rows"] == 0
+
+
+# --- a duration column in a canonical file ----------------------------------------------------
+
+def test_a_duration_column_gives_the_end(tmp_path: Path) -> None:
+    """end = start + duration where the end is missing or empty; a given end wins; a negative
+    duration is a bad row at its own column; a job with a duration is not censored."""
+    path = tmp_path / "dur.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,Duration,status\n"
+                    "a,1,0,,3600,COMPLETED\nb,8,10,70,999,COMPLETED\nc,2,100,,,RUNNING\n"
+                    "d,1,5,,-3,COMPLETED\n")
+    report = _ingest(path)
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert (jobs["a"]["end_time_s"], jobs["a"]["censored"]) == (3600.0, False)
+    assert jobs["b"]["end_time_s"] == 70.0  # the file's own end
+    assert jobs["c"]["end_time_s"] is None and jobs["c"]["censored"] is True
+    assert [(r, f) for r, f, _ in _errors(report)] == [(4, "Duration")]
+    # without an end column at all, and with the start under another name (--map)
+    other = tmp_path / "other.csv"
+    other.write_text("job_id,n_gpus,began,duration_s\na,1,100,60\n")
+    ingest(other, db=tmp_path / "o.duckdb", mapping={"start_time_s": "began"})
+    assert _jobs(tmp_path / "o.duckdb")["a"]["end_time_s"] == 160.0
+    # without a start the durations are left unread, and the note says why
+    bare = tmp_path / "bare.csv"
+    bare.write_text("job_id,n_gpus,submit_time_s,duration\na,1,0,3600\n")
+    notes = _ingest(bare)["notes"]
+    assert any("duration left unread" in n["note"] and "no start_time_s" in n["note"]
+               for n in notes)

@@ -8,12 +8,15 @@ when jobs are resolved). A ``censored`` column
 is used when present, else a job is censored when its status is running/pending/waiting/queued,
 or it has a start time and no end time. ``censored`` is a boolean: ``true`` / ``yes`` / 1 or
 ``false`` / ``no`` / 0 (any case); a missing value is not censored, and anything else
-(``maybe``) is a bad row.
+(``maybe``) is a bad row. A ``duration_s`` (or ``duration``) column of seconds gives the end
+where ``end_time_s`` is missing or empty: ``end = start_time_s + duration``; a duration that is
+not a number from 0 to :data:`~traincast.trace.schema.DURATION_MAX_S` is a bad row, and
+without a start time the file's durations are left unread (a note says so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import duckdb
@@ -24,9 +27,11 @@ from traincast.trace.adapters.base import (
     Plan,
     boolean,
     boolean_check,
+    duration_checks,
     field_from,
     file_plans,
     near_canonical,
+    num,
     q,
     source_columns,
     table_relation,
@@ -38,6 +43,9 @@ NAME = "csv"
 REQUIRED = ("job_id", "n_gpus")
 FOLDER = ("*.csv", "*.csv.gz", "*.parquet", "*.pq")
 """A folder given as the trace: its CSV and Parquet files."""
+DURATION_COLUMNS = ("duration_s", "duration")
+"""A file's column of job durations in seconds (any case; the first the file has): the end
+time where ``end_time_s`` is missing or empty (:func:`with_duration`)."""
 
 
 def _fields(cols: list[str]) -> dict[str, Field]:
@@ -62,14 +70,40 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     out = file_plans(con, paths, mapping, NAME, required, _fields, censored,
                      checks_of=checks)
     read = {*(c.lower() for c in COLUMNS), *(v.lower() for v in (mapping or {}).values()),
-            censored_src.lower(), *(k.lower() for k in (mapping or {}))}
+            censored_src.lower(), *(k.lower() for k in (mapping or {})), *DURATION_COLUMNS}
     for plan in out:
         cols = [c for c in source_columns(con, table_relation(Path(plan.file))) if c != "_row"]
         have = frozenset(c.lower() for c in cols)
+        with_duration(plan, cols, mapping or {}, censored)
         if note := unread_note([c for c in cols if c.lower() not in read], mapping or {},
                                have):
             plan.notes.append(note)
     return out
+
+
+def with_duration(plan: Plan, cols: list[str], mapping: Mapping[str, str],
+                  censored_of: Callable[[dict[str, Field], list[str]], str]) -> None:
+    """A file's :data:`DURATION_COLUMNS` column (not read by a ``--map``): the end time
+    ``COALESCE(end_time_s, start_time_s + duration)``, its bad rows (``duration_checks``) and
+    the censoring again (a job with a duration ended); without a start time, a note."""
+    named = {c.lower(): c for c in cols}  # the file's own spelling, for its reports
+    mapped = {v.lower() for v in mapping.values()}
+    dur = next((named[c] for c in DURATION_COLUMNS if c in named and c not in mapped), None)
+    if dur is None:
+        return
+    start = plan.fields.get("start_time_s")
+    if start is None:
+        plan.notes.append((f"SELECT count({q(dur)}) FROM {plan.relation}",
+                           f"row(s) with a {dur} left unread: the end is start_time_s + {dur}, "
+                           "and the file has no start_time_s (give it, or --map start_time_s="
+                           "COLUMN)"))
+        return
+    by_duration = f"({start.expr}) + {num(q(dur))}"
+    end = plan.fields.get("end_time_s")
+    plan.fields["end_time_s"] = Field(f"COALESCE({end.expr}, {by_duration})", end.raw,
+                                      end.column) if end is not None else Field(by_duration)
+    plan.checks.extend(duration_checks(dur))
+    plan.censored = censored_of(plan.fields, list(named))
 
 
 def unread_note(unread: list[str], mapping: Mapping[str, str],
