@@ -789,6 +789,24 @@ def test_a_row_with_more_fields_than_the_header_is_a_bad_row(tmp_path: Path, at:
     assert report["jobs"] == 39_999 and f"j{at}" not in _jobs(path.with_suffix(".duckdb"))
 
 
+def test_an_empty_field_past_the_header_among_rows_without_one_is_a_bad_row(
+        tmp_path: Path) -> None:
+    """``a,8,smith,jr,``: a user 'smith, jr' unquoted and an empty GPU type make one empty
+    field past the header; among rows of the header's four fields the row is shifted (a bad
+    row, not a job of GPU type 'jr'). A writer that ends every data row with a delimiter
+    leaves an empty field past the header on all of them: no bad row."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,user,gpu_type\na,8,smith,jr,\nb,4,lee,V100\n")
+    report = _ingest(path)
+    assert _errors(report) == [(1, "5", "(empty) " + _EXTRA.format(n=4))]
+    assert list(_jobs(path.with_suffix(".duckdb"))) == ["b"]
+    every = tmp_path / "every.csv"
+    every.write_text("job_id,n_gpus,user\na,8,smith,\nb,4,lee,\n")
+    report = _ingest(every)
+    assert (report["jobs"], report["bad_rows"]) == (2, 0)
+    assert _jobs(every.with_suffix(".duckdb"))["a"]["user"] == "smith"
+
+
 def test_extra_fields_of_a_semicolon_file_and_pai_tables(tmp_path: Path) -> None:
     semi = tmp_path / "s.csv"
     semi.write_bytes(b"\xef\xbb\xbfjob_id;n_gpus\r\na;1\r\nb;2;x;y\r\n")

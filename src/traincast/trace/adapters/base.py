@@ -483,22 +483,31 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
         columns = list(found)
         opts += f", header=true, skip={skip}"
     cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in [*columns, EXTRA])
-    opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false"
+    # an empty field reads as '', a field the row does not have (padded) as NULL: a NULL
+    # spelling no file holds (chr(0)); every adapter reads '' as missing (MISSING)
+    opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false, nullstr=chr(0)"
     if not rows:
         return f"read_csv({lit(path)}, {opts})"
     return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
 
 
 def extra_field_check(columns: int) -> Check:
-    """The bad row of a row with more fields than the header's ``columns`` (:data:`EXTRA`: a
-    value in it; an empty or missing spelling, as a trailing delimiter leaves, is none),
-    reported as field ``columns + 1``, the first one past the header's."""
-    return Check(str(columns + 1), present(q(EXTRA)), extra_field_value(columns))
+    """The bad row of a row with more fields than the header's ``columns``, reported as field
+    ``columns + 1``, the first one past the header's: :data:`EXTRA` holds a value, or is an
+    empty field (``''``: :func:`csv_relation` reads an empty field as ``''``, a field the row
+    does not have as NULL) where another row of the file has no field past the header's (a
+    writer that ends every data row with a delimiter leaves an empty field on all of them:
+    none is a bad row; one row of ``a,Smith,Jr,`` among rows of three fields is shifted)."""
+    x = q(EXTRA)
+    return Check(str(columns + 1),
+                 f"({present(x)} OR ({x} IS NOT NULL AND bool_or({x} IS NULL) OVER ()))",
+                 extra_field_value(columns))
 
 
 def extra_field_value(columns: int) -> str:
-    """SQL: how :func:`extra_field_check` reports its value."""
-    return (f"CAST({q(EXTRA)} AS VARCHAR) || ' (a field past the header''s {columns}: the row "
+    """SQL: how :func:`extra_field_check` reports its value (an empty field as ``''``)."""
+    return (f"CASE WHEN {present(q(EXTRA))} THEN CAST({q(EXTRA)} AS VARCHAR) ELSE '(empty)' "
+            f"END || ' (a field past the header''s {columns}: the row "
             "has more fields than the header, so its values may be shifted; quote a value that "
             "holds the delimiter)'")
 

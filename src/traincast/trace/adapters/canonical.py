@@ -32,6 +32,7 @@ from traincast.trace.adapters.base import (
     file_plans,
     near_canonical,
     num,
+    present,
     q,
     source_columns,
     table_relation,
@@ -93,7 +94,8 @@ def with_duration(plan: Plan, cols: list[str], mapping: Mapping[str, str],
         return
     start = plan.fields.get("start_time_s")
     if start is None:
-        plan.notes.append((f"SELECT count({q(dur)}) FROM {plan.relation}",
+        plan.notes.append((f"SELECT count(*) FILTER (WHERE {present(q(dur))}) FROM "
+                           f"{plan.relation}",
                            f"row(s) with a {dur} left unread: the end is start_time_s + {dur}, "
                            "and the file has no start_time_s (give it, or --map start_time_s="
                            "COLUMN)"))
