@@ -424,18 +424,38 @@ def test_map_serves_the_adapters_own_rules(tmp_path: Path) -> None:
 
 def test_a_time_in_milliseconds_says_what_it_reads_as(tmp_path: Path) -> None:
     """1709287200000 is past year 9999 as seconds: a bad row that says it is 2024-03-01
-    10:00:00 UTC in milliseconds; a time past year 9999 that is no millisecond time says only
-    its bound."""
+    10:00:00 UTC in milliseconds; a time past year 9999 that is no time in milli-, micro- or
+    nanoseconds says only its bound."""
     path = tmp_path / "ms.csv"
     path.write_text("job_id,n_gpus,submit_time_s\nj1,1,1709287200000\nj2,1,1709287200\n"
-                    "j3,1,1e15\n")
+                    "j3,1,1e20\n")
     report = _ingest(path)
     assert report["jobs"] == 1
     bound = "(must be a time between 0001-01-01 and 9999-12-31 UTC)"
     assert _errors(report) == [
         (1, "submit_time_s", f"1709287200000 {bound} (in milliseconds since 1970 it is "
                              "2024-03-01 10:00:00 UTC: give seconds, or a date-time)"),
-        (3, "submit_time_s", f"1e15 {bound}")]
+        (3, "submit_time_s", f"1e20 {bound}")]
+
+
+def test_microseconds_nanoseconds_and_yyyymmdd_dates_are_said(tmp_path: Path) -> None:
+    """Past year 9999 as seconds, a time of 2024 in micro- or nanoseconds says so (a bad row);
+    a column whose every value reads as a date YYYYMMDD is kept as seconds, with a note."""
+    path = tmp_path / "us.csv"
+    path.write_text("job_id,n_gpus,submit_time_s\nj1,1,1709287200000000\n"
+                    "j2,1,1709287200000000000\n")
+    said = [v.split(") (")[1] for _, _, v in _errors(_ingest(path))]
+    assert said == [f"in {u} since 1970 it is 2024-03-01 10:00:00 UTC: give seconds, or a "
+                    "date-time)" for u in ("microseconds", "nanoseconds")]
+    ymd = tmp_path / "ymd.csv"
+    ymd.write_text("job_id,n_gpus,start_time_s,end_time_s\na,1,20240102,20240103\n"
+                   "b,1,20231231,20240101\n")
+    notes = {n["note"].split(" look")[0]: n["count"] for n in _ingest(ymd)["notes"]}
+    assert notes == {"value(s) of start_time_s": 2, "value(s) of end_time_s": 2}
+    # one value that is no such date (month 13), or relative seconds: no note
+    ymd.write_text("job_id,n_gpus,start_time_s,end_time_s\na,1,20241302,20241303\n"
+                   "b,1,0,3600\n")
+    assert not _ingest(ymd, db=tmp_path / "r.duckdb")["notes"]
 
 
 def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> None:

@@ -206,13 +206,39 @@ def bound_check(name: str, shown: str, lo: float, hi: float, why: str,
     return Check(name, f"({x} < {lo!r} OR {x} > {hi!r})", value)
 
 
+SUBSECOND_UNITS: tuple[tuple[str, float], ...] = (
+    ("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9))
+"""The units of an export's integer times past year 9999 as seconds (JavaScript's and Java's
+milliseconds, Python's and Spark's microseconds, Go's and pandas' nanoseconds), each read as
+a time of years 2000-2286 (946,684,800 to 1e10 seconds) by :func:`millisecond_hint`."""
+
+
 def millisecond_hint(x: str, value: str) -> str:
-    """SQL: a bad time's report ``value``, with what it reads as in milliseconds since 1970
-    where it is past year 9999 as seconds and a time of years 2000-2286 as milliseconds
-    (946,684,800,000 to 1e13: an export in JavaScript's or Java's milliseconds)."""
-    return (f"CASE WHEN {x} BETWEEN 946684800000 AND 1e13 THEN {value} || ' (in milliseconds since "
-            f"1970 it is ' || strftime(epoch_ms(CAST({x} AS BIGINT)), '%Y-%m-%d %H:%M:%S') || "
-            f"' UTC: give seconds, or a date-time)' ELSE {value} END")
+    """SQL: a bad time's report ``value``, with what it reads as in milliseconds, microseconds
+    or nanoseconds since 1970 where it is past year 9999 as seconds and a time of years
+    2000-2286 in that unit (:data:`SUBSECOND_UNITS`)."""
+    whens = " ".join(
+        f"WHEN {x} BETWEEN {946684800 * k:.0f} AND {1e10 * k:.0f} THEN {value} || ' (in {unit} "
+        f"since 1970 it is ' || strftime(make_timestamp(CAST({x} / {k:.0f} * 1e6 AS BIGINT)), "
+        f"'%Y-%m-%d %H:%M:%S') || ' UTC: give seconds, or a date-time)'"
+        for unit, k in SUBSECOND_UNITS)
+    return f"CASE {whens} ELSE {value} END"
+
+
+def yyyymmdd_note(col: str, label: str) -> tuple[str, str]:
+    """The note of a time column whose every stored value reads as a date written
+    ``YYYYMMDD`` (years 1900-2100: 20240102), over the staged rows (``_staged``, the store's
+    typed values): read as seconds since 1970 they fall in 1970-1972, a day apart is 1 s. The
+    values are kept as seconds (a trace of relative seconds may hold such numbers); the note
+    says how to give them."""
+    c = q(col)
+    ymd = (f"{c} = floor({c}) AND {c} BETWEEN 19000101 AND 21001231 "
+           f"AND (floor({c} / 100) % 100) BETWEEN 1 AND 12 AND ({c} % 100) BETWEEN 1 AND 31")
+    return (f"SELECT CASE WHEN count({c}) > 0 AND count(*) FILTER (WHERE {ymd}) = count({c}) "
+            f"THEN count({c}) ELSE 0 END FROM _staged WHERE _err IS NULL",
+            f"value(s) of {label} look like dates written YYYYMMDD (20240102), every one of "
+            "the column's: they are read as seconds since 1970 (20240102 s is 1970-08-23; a "
+            "day apart is 1 s); give them as date-times (2024-01-02) or as seconds")
 
 
 def whole_check(col: str, unit: str) -> Check:
@@ -1163,6 +1189,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])
+        plan.notes.extend(yyyymmdd_note(c, source_name(fields[c].raw) or c)
+                          for c in TIME_COLUMNS if c in fields)
         if end is not None:
             end.apply(plan)  # the file's last row, before a filter leaves rows out
         if over is not None:
