@@ -895,3 +895,20 @@ def test_a_duration_column_gives_the_end(tmp_path: Path) -> None:
     notes = _ingest(bare)["notes"]
     assert any("duration left unread" in n["note"] and "no start_time_s" in n["note"]
                for n in notes)
+
+
+def test_a_file_name_with_pattern_characters_is_read_as_itself(tmp_path: Path) -> None:
+    """``jobs[1].csv`` beside ``jobs1.csv``: DuckDB's readers take ``[1]`` as a pattern, which
+    would read ``jobs1.csv``; the file is read as the one file it is (compressed too), and
+    stored under its own name."""
+    import gzip
+
+    (tmp_path / "jobs[1].csv").write_text("job_id,n_gpus\nx1,1\nx2,2\n")
+    (tmp_path / "jobs1.csv").write_text("job_id,n_gpus\ny1,4\n")
+    with gzip.open(tmp_path / "a*b?.csv.gz", "wt") as f:
+        f.write("job_id,n_gpus\nz1,8\n")
+    db = tmp_path / "s.duckdb"
+    report = ingest([tmp_path / "jobs[1].csv", tmp_path / "a*b?.csv.gz"], db=db)
+    assert report["jobs"] == 3 and sorted(_jobs(db)) == ["x1", "x2", "z1"]
+    assert [Path(f).name for s in report["sources"] for f in s["files"]] == [
+        "jobs[1].csv", "a*b?.csv.gz"]

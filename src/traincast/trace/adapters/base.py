@@ -282,6 +282,35 @@ def lit(text: str | Path) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+GLOB_CHARACTERS = frozenset("*?[]{}")
+"""Characters DuckDB's file readers take as a pattern over file names (a file ``jobs[1].csv``
+would read ``jobs1.csv``)."""
+_LINKS: dict[Path, Path] = {}
+
+
+def file_lit(path: Path) -> str:
+    """A SQL string literal naming the file ``path`` for DuckDB's readers (``read_csv``,
+    ``read_parquet``, ``read_json``, ``sniff_csv``), read as the one file it is: a name holding
+    one of :data:`GLOB_CHARACTERS` is read through a link without them (one per file, in a
+    folder of the process's own, removed when it ends), same extension."""
+    path = Path(path)
+    if not GLOB_CHARACTERS & set(str(path)):
+        return lit(path)
+    if path not in _LINKS:
+        import atexit
+        import shutil
+        import tempfile
+
+        if not _LINKS:
+            folder = Path(tempfile.mkdtemp(prefix="traincast-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _LINKS[Path("")] = folder
+        link = _LINKS[Path("")] / f"{len(_LINKS)}{''.join(path.suffixes)}"
+        link.symlink_to(path.resolve())
+        _LINKS[path] = link
+    return lit(_LINKS[path])
+
+
 MISSING: tuple[str, ...] = ("", "none", "null", "nan", "-nan", "na", "n/a", "#n/a", "<na>",
                             "\\n", "unknown")
 """Source values that mean "no value" (compared trimmed and lower-cased): empty, Python's
@@ -423,7 +452,7 @@ def _sniffed(path: Path, stamp: tuple[int, int]
     con = duckdb.connect()
     try:
         delim, skip, cols = con.execute(
-            f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({lit(path)}, {CSV_OPTIONS}, "
+            f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({file_lit(path)}, {CSV_OPTIONS}, "
             "header=true)").fetchone()
         # the lenient sniffer takes "," for a file whose fields are quoted and split by ";",
         # tab or "|" (R's write.csv2, pandas' QUOTE_ALL): the strict one reads it, and wins
@@ -441,7 +470,7 @@ def _sniffed(path: Path, stamp: tuple[int, int]
                 break
             with contextlib.suppress(*READ_ERRORS):
                 other = con.execute(f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv("
-                                    f"{lit(path)}, {options}, header=true)").fetchone()
+                                    f"{file_lit(path)}, {options}, header=true)").fetchone()
                 if other and _named(other[2]) > _named(cols):
                     delim, skip, cols = other
         names = tuple(c["name"] for c in cols)
@@ -449,9 +478,9 @@ def _sniffed(path: Path, stamp: tuple[int, int]
 
         def header_line(options: str) -> tuple[Any, ...]:
             return con.execute(
-                f"SELECT * FROM read_csv({lit(path)}, {options}, parallel=false, header=false, "
-                f"skip={skip}, delim={lit(delim)}, auto_detect=false, columns={{{spec}}}, "
-                "nullstr=chr(0)) LIMIT 1").fetchone() or ()
+                f"SELECT * FROM read_csv({file_lit(path)}, {options}, parallel=false, "
+                f"header=false, skip={skip}, delim={lit(delim)}, auto_detect=false, "
+                f"columns={{{spec}}}, nullstr=chr(0)) LIMIT 1").fetchone() or ()
 
         try:
             line = header_line(CSV_OPTIONS)
@@ -513,8 +542,8 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     # spelling no file holds (chr(0)); every adapter reads '' as missing (MISSING)
     opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false, nullstr=chr(0)"
     if not rows:
-        return f"read_csv({lit(path)}, {opts})"
-    return (f"(SELECT row_number() OVER () AS _row, * FROM read_csv({lit(path)}, {opts}))")
+        return f"read_csv({file_lit(path)}, {opts})"
+    return f"(SELECT row_number() OVER () AS _row, * FROM read_csv({file_lit(path)}, {opts}))"
 
 
 def extra_field_check(columns: int) -> Check:
@@ -720,7 +749,7 @@ def table_relation(path: Path, names: Iterable[str] | None = None,
     """CSV or Parquet (by extension) as a relation with ``_row`` (``quoted``:
     :func:`csv_relation`)."""
     if path.suffix.lower() in (".parquet", ".pq"):
-        return f"(SELECT row_number() OVER () AS _row, * FROM read_parquet({lit(path)}))"
+        return f"(SELECT row_number() OVER () AS _row, * FROM read_parquet({file_lit(path)}))"
     return csv_relation(path, names, quoted=quoted)
 
 

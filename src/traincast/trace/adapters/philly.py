@@ -33,6 +33,7 @@ from traincast.trace.adapters.base import (
     Field,
     FileEnd,
     Plan,
+    file_lit,
     file_plans,
     lit,
     source_columns,
@@ -89,7 +90,7 @@ def _probe(path: Path) -> str:
     which has no keys, as the jobs' relation (no job: ``ingest`` says so)."""
     if _empty_array(path):
         return _relation(path)
-    return f"read_json({lit(path)}, format='array')"
+    return f"read_json({file_lit(path)}, format='array')"
 
 
 def _empty_array(path: Path) -> bool:
@@ -118,7 +119,7 @@ def _relation(path: Path, mapping: Mapping[str, str] | None = None,
         keys.setdefault(key.lower(), "VARCHAR")
     columns = "{" + ", ".join(f"{lit(own.get(k, k))}: {lit(t)}" for k, t in keys.items()) + "}"
     return (f"(SELECT row_number() OVER () AS _row, * "
-            f"FROM read_json({lit(path)}, format='array', columns={columns}))")
+            f"FROM read_json({file_lit(path)}, format='array', columns={columns}))")
 
 
 def _with_machines(rows: str) -> str:
