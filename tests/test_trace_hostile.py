@@ -912,3 +912,17 @@ def test_a_file_name_with_pattern_characters_is_read_as_itself(tmp_path: Path) -
     assert report["jobs"] == 3 and sorted(_jobs(db)) == ["x1", "x2", "z1"]
     assert [Path(f).name for s in report["sources"] for f in s["files"]] == [
         "jobs[1].csv", "a*b?.csv.gz"]
+
+
+@pytest.mark.parametrize("text", ['{"job_id": "a", "n_gpus": 2}\n{"job_id": "b", "n_gpus": 1}\n',
+                                  '\ufeff  [{"job_id": "a", "n_gpus": 2}]'])
+def test_json_given_as_a_csv_trace_says_so(tmp_path: Path, text: str) -> None:
+    """JSON Lines or a JSON array (a Kubernetes export) given as a CSV trace: an error that
+    says it is JSON and how to read it, not "missing columns" listing JSON fragments; nothing
+    stored."""
+    path = tmp_path / "jobs.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TraincastError, match=r"jobs\.csv: holds JSON \(it starts with") as exc:
+        _ingest(path)
+    assert "--format philly" in exc.value.hint and "read_json_auto" in exc.value.hint
+    assert not path.with_suffix(".duckdb").exists()

@@ -800,6 +800,29 @@ def refuse_non_jobs(adapter: str, path: Path | str, have: Iterable[str]) -> None
                 raise TraincastError(f"{adapter}: {path}: {what}", hint=instead)
 
 
+def refuse_json(adapter: str, path: Path) -> None:
+    """Refuse a CSV trace file that holds JSON (its first character, past a byte-order mark
+    and white space, ``{`` or ``[``: a JSON document or JSON Lines, as Kubernetes and Philly
+    export), whose "columns" would be fragments of its first object; a file that cannot be
+    opened is left to the reader's own error."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return
+    try:
+        with open_bytes(path) as fh:
+            head = fh.read(4096)
+    except (OSError, EOFError, zlib.error):
+        return
+    first = head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
+    if first in (b"{", b"["):
+        raise TraincastError(
+            f"{adapter}: {path}: holds JSON (it starts with {first.decode()!r}), not a table "
+            "of comma- or otherwise-separated values",
+            hint="the Philly trace's cluster_job_log: --format philly; other JSON (a "
+                 "Kubernetes export, JSON Lines): write it as CSV first, e.g. python -c "
+                 "\"import duckdb; duckdb.sql(\\\"COPY (FROM read_json_auto('FILE')) TO "
+                 "'FILE.csv'\\\")\", then --map its columns")
+
+
 def formats_with_columns(have: set[str], but: str = "") -> list[str]:
     """The ``--format`` names (other than ``but``) whose adapter's ``REQUIRED`` columns are all
     in ``have`` (lower-case names): the format a file given the wrong one may be in."""
@@ -1180,6 +1203,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                                  hint=f"give the {adapter} trace file(s) themselves")
         if is_archive(path):
             raise archive_error(adapter, path)
+        if relation is table_relation:
+            refuse_json(adapter, path)
         try:
             end = ending(con, path) if ending else None
             cols = source_columns(con, (probe or relation)(path))
