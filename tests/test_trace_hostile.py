@@ -926,3 +926,15 @@ def test_json_given_as_a_csv_trace_says_so(tmp_path: Path, text: str) -> None:
         _ingest(path)
     assert "--format philly" in exc.value.hint and "read_json_auto" in exc.value.hint
     assert not path.with_suffix(".duckdb").exists()
+
+
+def test_a_fixed_width_table_says_to_export_it_with_a_delimiter(tmp_path: Path) -> None:
+    """sacct without --parsable2 aligns its columns with spaces: DuckDB reads one column whose
+    name holds them all; the error names them as the file spells them and says what to do."""
+    path = tmp_path / "sacct.txt"
+    path.write_text("       JobID    JobName      State      Start        End  AllocTRES \n"
+                    "------------ ---------- ---------- ---------- ---------- ---------- \n"
+                    "123          train       COMPLETED 2024-01-02 2024-01-03 gres/gpu=2 \n")
+    with pytest.raises(TraincastError, match=r"the file's columns: JobID +JobName") as exc:
+        _ingest(path, "slurm")
+    assert "fixed width" in exc.value.hint and "--parsable2" in exc.value.hint

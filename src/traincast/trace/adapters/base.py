@@ -779,6 +779,13 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
             (", ..." if len(names) > 8 else "")
         expects = (f"; the {adapter} adapter expects the columns {', '.join(needed)}"
                    if len(missing) < len(needed) else "")
+        words = {w.lower() for n in names for w in n.split()}
+        if len(names) == 1 and len(words) > 2 and words & {c.lower() for c in missing}:
+            hint = ("its one column holds the names split by spaces: a table aligned in "
+                    "columns of fixed width (as sacct prints without --parsable2), which is "
+                    "read only with a delimiter: export it with one (sacct --parsable2, or "
+                    "comma-separated)")
+            fits_first = False
         raise TraincastError(
             f"{adapter}: {path}: missing column(s) {', '.join(missing)} (the file's columns: "
             f"{shown}){expects}",
@@ -1207,18 +1214,18 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             refuse_json(adapter, path)
         try:
             end = ending(con, path) if ending else None
-            cols = source_columns(con, (probe or relation)(path))
+            named = source_columns(con, (probe or relation)(path))
         except READ_ERRORS as exc:
             raise unreadable(adapter, path, exc) from None
-        cols = [c.lower() for c in cols]  # DuckDB resolves names case-insensitively
+        cols = [c.lower() for c in named]  # DuckDB resolves names case-insensitively
         refuse_non_jobs(adapter, path, cols)
         renames, left = source_renames(fields_of, mapping, cols, required)
-        for src in renames.values():
-            require(adapter, path, cols, [src], hint=f"--map names {src!r}, a column the file "
-                    "does not have")
+        for src in renames.values():  # errors name the columns as the file spells them
+            require(adapter, path, named, [src], hint=f"--map names {src!r}, a column the "
+                    "file does not have")
         try:
             left_required = [c for c in required if c.lower() not in renames]
-            require(adapter, path, cols, left_required,
+            require(adapter, path, named, left_required,
                     hint=map_hint(fields_of, cols, left_required), fits_first=True)
         except TraincastError:
             if end is None or end.why != "quote":
