@@ -938,3 +938,16 @@ def test_a_fixed_width_table_says_to_export_it_with_a_delimiter(tmp_path: Path) 
     with pytest.raises(TraincastError, match=r"the file's columns: JobID +JobName") as exc:
         _ingest(path, "slurm")
     assert "fixed width" in exc.value.hint and "--parsable2" in exc.value.hint
+
+
+@pytest.mark.parametrize("encoding,named", [("utf-16", "utf-16"), ("utf-16-le", "utf-16"),
+                                            ("latin1", "latin1")])
+def test_a_file_not_in_utf8_names_its_encoding_in_the_hint(tmp_path: Path, encoding: str,
+                                                           named: str) -> None:
+    """Excel's "Unicode text" is UTF-16 (with a byte-order mark, or without one): the hint
+    converts from UTF-16, not from Latin-1."""
+    path = tmp_path / "t.csv"
+    path.write_bytes("job_id,n_gpus,user\na,1,Jürgen\n".encode(encoding))
+    with pytest.raises(TraincastError, match="not utf-8") as exc:
+        _ingest(path)
+    assert f"iconv -f {named} -t utf-8" in exc.value.hint

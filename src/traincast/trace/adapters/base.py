@@ -992,9 +992,25 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     elif isinstance(exc, EOFError | zlib.error) or "end of gzip" in reason.lower():
         hint = "the compressed file is cut short: download or copy it again"
     elif "not utf-8" in reason.lower():
-        hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f latin1 -t utf-8 FILE "
-                "> FILE.utf8.csv")
+        hint = (f"the file must be UTF-8 text: convert it, e.g. iconv -f {_encoding(Path(path))} "
+                "-t utf-8 FILE > FILE.utf8.csv")
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
+
+
+def _encoding(path: Path) -> str:
+    """The encoding ``iconv -f`` takes for a text file that is not UTF-8: ``utf-16`` where it
+    starts with a UTF-16 byte-order mark (Excel's "Unicode text", PowerShell's default), or
+    has a NUL byte in every other byte of its start (UTF-16 without one); else ``latin1``."""
+    try:
+        with open_bytes(path) as f:
+            head = f.read(256)
+    except (OSError, EOFError, zlib.error):
+        return "latin1"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+            len(head) >= 4 and (head[1::2].count(0) > len(head) // 4
+                                or head[0::2].count(0) > len(head) // 4)):
+        return "utf-16"
+    return "latin1"
 
 
 def _is_empty(path: Path) -> bool:
