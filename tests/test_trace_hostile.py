@@ -951,3 +951,15 @@ def test_a_file_not_in_utf8_names_its_encoding_in_the_hint(tmp_path: Path, encod
     with pytest.raises(TraincastError, match="not utf-8") as exc:
         _ingest(path)
     assert f"iconv -f {named} -t utf-8" in exc.value.hint
+
+
+def test_a_row_ending_before_a_required_column_is_no_job(tmp_path: Path) -> None:
+    """A psql footer ``(2 rows)`` and a stray ``;;`` line end before n_gpus: bad rows, not
+    jobs of unknown GPUs; a row that leaves out optional fields at its end, or gives n_gpus
+    empty, is a job."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,user,gpu_type\na,1\nb,2,x\nc,,y,V100\n;;\n(2 rows)\n")
+    report = _ingest(path)
+    assert sorted(_jobs(path.with_suffix(".duckdb"))) == ["a", "b", "c"]
+    assert [(r, f) for r, f, _ in _errors(report)] == [(4, "n_gpus"), (5, "n_gpus")]
+    assert "the row ends before this field" in _errors(report)[0][2]

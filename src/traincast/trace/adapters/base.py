@@ -463,7 +463,7 @@ def _sniffed(path: Path, stamp: tuple[int, int]
         # delimiter too many, a job name "a|b" in a sacct export, can make the sniffer take ",")
         others = [CSV_OPTIONS.replace("strict_mode=false", "strict_mode=true"),
                   UNQUOTED_CSV_OPTIONS,
-                  *(f"{options}, delim={lit(d)}" for d in ("|", ";", "\t")
+                  *(f"{options}, delim={lit(d)}" for d in (",", "|", ";", "\t")
                     for options in (CSV_OPTIONS, UNQUOTED_CSV_OPTIONS))]
         for i, options in enumerate(others):
             if i and _named(cols) > 1:
@@ -557,6 +557,24 @@ def extra_field_check(columns: int) -> Check:
     return Check(str(columns + 1),
                  f"({present(x)} OR ({x} IS NOT NULL AND bool_or({x} IS NULL) OVER ()))",
                  extra_field_value(columns))
+
+
+def short_row_check(required: Sequence[str], columns: Sequence[str]) -> Check:
+    """The bad row of a row that ends before a ``required`` column of the adapter (the field
+    is missing, not empty: :func:`csv_relation` pads a short row with NULL and reads an empty
+    field as ``''``), reported at the first such column: a footer (``(2 rows)``) or a stray
+    line (``;;``) is no job. A row that leaves out optional fields at its end is read; one
+    whose fields (``columns``, the file's) hold a line break is a quote left open, which the
+    generic checks report at its job id."""
+    cols = [q(c) for c in required]
+    which = " ".join(f"WHEN {c} IS NULL THEN {lit(n)}" for c, n in zip(cols, required,
+                                                                         strict=True))
+    whole = f"concat_ws('', {', '.join(q(c) for c in columns)})"
+    return Check(required[0], f"({' OR '.join(f'{c} IS NULL' for c in cols)}) AND "
+                              f"strpos({whole}, chr(10)) = 0",
+                 "'(missing: the row ends before this field, with fewer fields than the "
+                 "header; a footer or a stray line is no job)'",
+                 field_sql=f"CASE {which} END")
 
 
 def extra_field_value(columns: int) -> str:
@@ -1263,6 +1281,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
             checks.insert(0, extra_field_check(len(_dialect(path)[2])))
+            if needed := [c.lower() for c in required]:
+                checks.insert(1, short_row_check(needed, _dialect(path)[2]))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])
