@@ -197,3 +197,20 @@ def test_a_job_name_holding_the_delimiter(tmp_path: Path) -> None:
     report = _named_jobs(tmp_path, 200, 5, "a|b")
     assert report["jobs"] == 199 and report["bad_rows"] == 1
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(6, "10")]
+
+
+def test_without_nnodes_the_tres_node_count_gives_gpus_per_node(tmp_path: Path) -> None:
+    """An export without NNodes: ``node=2`` of AllocTRES makes 16 GPUs 8 per node (a
+    multi-node job, not one node's); a list without ``node=`` leaves it unknown."""
+    f = tmp_path / "jobs.txt"
+    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                 "1|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=16,gres/gpu:a100=16,node=2\n"
+                 "2|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=4,gres/gpu=4\n")
+    db = tmp_path / "s.duckdb"
+    Store(db).ingest(f, "slurm")
+    con = duckdb.connect(str(db), read_only=True)
+    rows = dict(con.execute("SELECT job_id, gpus_per_node FROM jobs").fetchall())
+    con.close()
+    assert rows == {"1": 8.0, "2": None}

@@ -92,6 +92,12 @@ def gpus_of_tres(tres: str) -> str:
     return f"CASE WHEN {tres} IS NOT NULL THEN COALESCE({plain}, {typed}, 0) END"
 
 
+def nodes_of_tres(tres: str) -> str:
+    """SQL: the nodes of a TRES list (the ``N`` of ``node=N``), else NULL: the job's node count
+    where the export has no NNodes column."""
+    return f"TRY_CAST(NULLIF(regexp_extract({tres}, '(?:^|,)node=([0-9]+)', 1), '') AS DOUBLE)"
+
+
 def gpu_type_of_tres(tres: str) -> str:
     """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``), else NULL."""
     return f"NULLIF(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')"
@@ -126,7 +132,7 @@ def uses_gres(cols: list[str]) -> bool:
 def _fields(cols: list[str]) -> dict[str, Field]:
     gres = uses_gres(cols)
     tres = _tres(cols, GRES) if gres else _tres(cols)
-    nodes = num("nnodes") if "nnodes" in cols else "NULL"
+    nodes = num("nnodes") if "nnodes" in cols else "NULL" if gres else nodes_of_tres(tres)
     submit, start, end = q("submit"), q("start"), q("end")  # SQL keywords: quoted
     gpus = gpus_of_gres(tres, present(start)) if gres else gpus_of_tres(tres)
     return {
