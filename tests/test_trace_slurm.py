@@ -214,3 +214,16 @@ def test_without_nnodes_the_tres_node_count_gives_gpus_per_node(tmp_path: Path) 
     rows = dict(con.execute("SELECT job_id, gpus_per_node FROM jobs").fetchall())
     con.close()
     assert rows == {"1": 8.0, "2": None}
+
+
+def test_a_repeated_header_line_is_said_as_one(tmp_path: Path) -> None:
+    """Two monthly exports joined with cat: the second header is a bad row that says what it
+    is, not an NNodes that does not parse; both months' jobs are stored."""
+    month = ("JobID|State|Submit|Start|End|NNodes|AllocTRES\n{j}|COMPLETED|2024-01-02T10:00:00|"
+             "2024-01-02T10:00:00|2024-01-02T11:00:00|1|gres/gpu=1,node=1\n")
+    f = tmp_path / "all.txt"
+    f.write_text(month.format(j=1) + month.format(j=2))
+    report = Store(tmp_path / "s.duckdb").ingest(f, "slurm")
+    assert report["jobs"] == 2
+    [err] = report["errors"]
+    assert (err["row"], err["field"]) == (2, "JobID") and "the header line again" in err["value"]

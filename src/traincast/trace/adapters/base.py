@@ -559,6 +559,16 @@ def extra_field_check(columns: int) -> Check:
                  extra_field_value(columns))
 
 
+def header_row_check(columns: Sequence[str]) -> Check:
+    """The bad row of a row that repeats the header (every field the name of its column, any
+    case: files joined with ``cat``, each with its header), reported at the first column as
+    what it is, not as a value that does not parse."""
+    same = " AND ".join(f"lower(trim(CAST({q(c)} AS VARCHAR))) = {lit(c.lower().strip())}"
+                        for c in columns)
+    return Check(columns[0], same, "'(the header line again: files joined with their "
+                                   "headers; give them as separate files, or drop the line)'")
+
+
 def short_row_check(required: Sequence[str], columns: Sequence[str]) -> Check:
     """The bad row of a row that ends before a ``required`` column of the adapter (the field
     is missing, not empty: :func:`csv_relation` pads a short row with NULL and reads an empty
@@ -1280,9 +1290,10 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                    f" FROM {rel})")
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
-            checks.insert(0, extra_field_check(len(_dialect(path)[2])))
+            header = _dialect(path)[2]
+            checks[:0] = [header_row_check(header), extra_field_check(len(header))]
             if needed := [c.lower() for c in required]:
-                checks.insert(1, short_row_check(needed, _dialect(path)[2]))
+                checks.insert(2, short_row_check(needed, header))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])
