@@ -227,3 +227,15 @@ def test_a_repeated_header_line_is_said_as_one(tmp_path: Path) -> None:
     assert report["jobs"] == 2
     [err] = report["errors"]
     assert (err["row"], err["field"]) == (2, "JobID") and "the header line again" in err["value"]
+
+
+def test_a_readme_beside_the_exports_is_no_trace_file(tmp_path: Path) -> None:
+    """A folder of sacct exports with its README.txt: the exports are read, the README not."""
+    (tmp_path / "exports").mkdir()
+    (tmp_path / "exports" / "jan.txt").write_text(
+        "JobID|State|Submit|Start|End|AllocTRES\n1|COMPLETED|2024-01-02T10:00:00|"
+        "2024-01-02T10:00:00|2024-01-02T11:00:00|gres/gpu=1\n")
+    (tmp_path / "exports" / "README.txt").write_text("sacct exports, one per month\n")
+    report = Store(tmp_path / "s.duckdb").ingest(tmp_path / "exports", "slurm")
+    assert report["jobs"] == 1
+    assert [Path(f).name for s in report["sources"] for f in s["files"]] == ["jan.txt"]

@@ -1081,6 +1081,11 @@ def held_names(paths: Iterable[Path]) -> list[str]:
                   if not f.name.startswith("."))
 
 
+DOCUMENT_NAMES = ("readme", "license", "licence", "notice", "changelog", "copying")
+"""Names of the documents a trace folder holds beside its tables (``README.txt``,
+``LICENSE``, any case and extension): never a trace file of a folder (:func:`folder_files`)."""
+
+
 def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
                  one: str = "") -> list[Path]:
     """The trace files of a folder given as a trace: its files (in it, or in a folder of it,
@@ -1088,10 +1093,12 @@ def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
     hidden files (``.name``, as macOS's ``._name`` copies) left out, and ``X.gz`` where ``X``
     is there too (the same table, compressed). A folder with none is an error that lists what
     it holds; ``one`` (what its files are) allows one file only: a folder with several is an
-    error that names them."""
+    error that names them. Documents (:data:`DOCUMENT_NAMES`: ``README.txt`` beside sacct's
+    ``*.txt`` exports) are no trace files."""
     found = {f for pat in patterns for f in path.glob(pat)
              if f.is_file() and not any(part.startswith(".") for part in
-                                        f.relative_to(path).parts)}
+                                        f.relative_to(path).parts)
+             and f.name.split(".")[0].lower() not in DOCUMENT_NAMES}
     found = sorted(f for f in found if not (f.suffix.lower() == ".gz" and
                                             f.with_suffix("") in found))
     if len(found) > 1 and one:
