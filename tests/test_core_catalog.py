@@ -448,3 +448,16 @@ def test_every_physical_link_has_a_latency_with_its_source() -> None:
     for name, link in raw.items():
         if "latency_us" in link:
             assert "latency_us" in link.get("sources", {}), name
+
+
+def test_gpu_names_with_other_separators_name_the_entry() -> None:
+    """Slurm's NVML names and Kubernetes' GPU labels spell a catalog alias with ``_`` or ``-``
+    for its spaces: the same GPU; a name that, so read, would fit two entries names none."""
+    from traincast.hardware.catalog import canonical_gpu
+
+    cat = load_catalog()
+    for name in ("nvidia_a100-sxm4-80gb", "NVIDIA-A100-SXM4-80GB", "Tesla-V100-SXM2-32GB"):
+        assert cat.gpu(name).name == cat.gpu(name.replace("_", " ").replace("NVIDIA-", "NVIDIA ")
+                                             .replace("Tesla-", "Tesla ")).name
+    assert canonical_gpu("x_y", ["X-Y", "XY"], {}) is None
+    assert canonical_gpu("x_y", ["X-Y"], {}) == "X-Y"

@@ -13,6 +13,7 @@ an absent efficiency is 1.0.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -348,14 +349,24 @@ class Catalog:
 
 def canonical_gpu(name: str, gpus: Iterable[str], aliases: Mapping[str, str]) -> str | None:
     """The GPU entry ``name`` names, as ``--gpu`` takes it: the entry, an alias, or either in
-    another case; None when none does."""
+    another case, or with other separators (spaces, ``-``, ``_``: Slurm's NVML name
+    ``nvidia_a100-sxm4-80gb``, Kubernetes' label ``NVIDIA-A100-SXM4-80GB`` for the alias
+    ``NVIDIA A100-SXM4-80GB``) where that names one entry only; None when none does."""
     gpus = list(gpus)
     if name in gpus:
         return name
     if name in aliases:
         return aliases[name]
     low = {k.lower(): k for k in gpus} | {k.lower(): v for k, v in aliases.items()}
-    return low.get(name.lower())
+    if name.lower() in low:
+        return low[name.lower()]
+    found = {v for k, v in low.items() if _bare(k) == _bare(name)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _bare(name: str) -> str:
+    """GPU name, no case, no separators (``nvidia_a100-sxm4-80gb``: ``nvidiaa100sxm480gb``)."""
+    return re.sub(r"[\s_\-]+", "", name.lower())
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
