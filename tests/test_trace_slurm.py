@@ -239,3 +239,26 @@ def test_a_readme_beside_the_exports_is_no_trace_file(tmp_path: Path) -> None:
     report = Store(tmp_path / "s.duckdb").ingest(tmp_path / "exports", "slurm")
     assert report["jobs"] == 1
     assert [Path(f).name for s in report["sources"] for f in s["files"]] == ["jan.txt"]
+
+
+def test_joined_windows_keep_a_jobs_final_state(tmp_path: Path) -> None:
+    """Job 3002 RUNNING in January's export and COMPLETED in February's, joined: the completed
+    record is the job (not censored, its end), the running one a duplicate that says so; two
+    equal records keep the first."""
+    row = "{j}|{state}|2024-01-30T10:00:00|2024-01-30T10:00:00|{end}|gres/gpu=8\n"
+    f = tmp_path / "all.txt"
+    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                 + row.format(j=3002, state="RUNNING", end="Unknown")
+                 + row.format(j=3003, state="COMPLETED", end="2024-01-30T11:00:00")
+                 + row.format(j=3002, state="COMPLETED", end="2024-02-02T10:00:00")
+                 + row.format(j=3003, state="COMPLETED", end="2024-01-30T11:00:00"))
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    assert [(e["row"], e["value"].split(" (")[1]) for e in report["errors"]] == [
+        (1, "a duplicate of row 3, kept: its later record of the job has its final state)"),
+        (4, "a duplicate of row 2)")]
+    con = duckdb.connect(str(db), read_only=True)
+    rows = dict(con.execute("SELECT job_id, censored FROM jobs").fetchall())
+    end = con.execute("SELECT end_time_s FROM jobs WHERE job_id = '3002'").fetchone()[0]
+    con.close()
+    assert rows == {"3002": False, "3003": False} and end == T0 + 31 * 86400 + 10 * 3600

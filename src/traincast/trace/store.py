@@ -225,7 +225,8 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     """Run the plan into the temp table ``_staged``: typed canonical columns + first error.
 
     Duplicates are found last, among the rows without another error: a job's first good row
-    is kept, its later rows are duplicates (``_first_row``)."""
+    is kept (by the plan's ``dedup_prefer`` first, then the first), its other rows are
+    duplicates (``_first_row``)."""
     checks = plan.all_checks()
     first = [i for i, c in enumerate(checks) if not c.among_good]
     last = [i for i, c in enumerate(checks) if c.among_good]
@@ -248,10 +249,11 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     # typed values once (inner), the row checks over them, the first good row of each job,
     # the checks among good rows (duplicates), then the stored shape
     typed_rows = (f"SELECT *, {values}, COALESCE(({plan.censored}), FALSE) AS _censored, "
-                  f"({plan.key()}) AS _key FROM {plan.relation}")
+                  f"({plan.key()}) AS _key, "
+                  f"COALESCE(({plan.dedup_prefer or 0}), 0) AS _prefer FROM {plan.relation}")
     checked = f"SELECT *, {case(first)} AS _err0 FROM ({typed_rows})"
-    firsts = (f"SELECT *, min(_row) FILTER (WHERE _err0 IS NULL) OVER (PARTITION BY _key) "
-              f"AS _first_row FROM ({checked})")
+    firsts = (f"SELECT *, arg_min(_row, [_prefer, _row]) FILTER (WHERE _err0 IS NULL) "
+              f"OVER (PARTITION BY _key) AS _first_row FROM ({checked})")
     con.execute(
         f"CREATE TEMP TABLE _staged AS SELECT _row, {out}, _censored AS censored, _err, "
         f"{by_err(lambda c: c.file or lit(plan.file))} AS _err_file, "

@@ -85,6 +85,9 @@ class Plan:
     files: list[str] = field(default_factory=list)
     dedup_key: str | None = None  # SQL identifying a job (default: the job_id expression)
     dedup_field: str = "job_id"  # the source column a duplicate is reported at (dedup_key's)
+    dedup_prefer: str | None = None
+    """SQL over the relation: which of a job's rows is kept, the lowest value first, then the
+    first row (default: the first row; Slurm's: a final state before a running one)."""
     notes: list[tuple[str, str]] = field(default_factory=list)
     """(SQL returning one count, what it counts): facts of the source worth saying that are not
     bad rows (e.g. task rows whose job is not in the job table); said when the count is > 0."""
@@ -146,9 +149,10 @@ class Plan:
                              f"CAST({raw} AS VARCHAR)" if raw else a))
         if self.dedup_key or "job_id" in self.fields:  # over the job key (_key, the store's)
             out.append(Check(self.dedup_field if self.dedup_key else "job_id",
-                             "_key IS NOT NULL AND _first_row < _row",
+                             "_key IS NOT NULL AND _first_row <> _row",
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
-                             "|| ')'", among_good=True))
+                             "|| CASE WHEN _first_row > _row THEN ', kept: its later record of "
+                             "the job has its final state' ELSE '' END || ')'", among_good=True))
         return list(self.checks) + [c if c.field not in self.fields else
                                     replace(c, field=self.named(c.field)) for c in out]
 
@@ -559,14 +563,16 @@ def extra_field_check(columns: int) -> Check:
                  extra_field_value(columns))
 
 
-def header_row_check(columns: Sequence[str]) -> Check:
-    """The bad row of a row that repeats the header (every field the name of its column, any
-    case: files joined with ``cat``, each with its header), reported at the first column as
-    what it is, not as a value that does not parse."""
-    same = " AND ".join(f"lower(trim(CAST({q(c)} AS VARCHAR))) = {lit(c.lower().strip())}"
-                        for c in columns)
-    return Check(columns[0], same, "'(the header line again: files joined with their "
-                                   "headers; give them as separate files, or drop the line)'")
+def header_row_check(columns: Sequence[tuple[str, str]]) -> Check:
+    """The bad row of a row that repeats the header (every field of ``columns``, ``(name,
+    as the header writes it)``, its header field, any case: files joined with ``cat``, each
+    with its header), reported at the first column as what it is, not as a value that does
+    not parse."""
+    same = " AND ".join(f"lower(trim(CAST({q(c)} AS VARCHAR))) = {lit(w.lower().strip())}"
+                        for c, w in columns)
+    return Check(columns[0][0], same, "'(the header line again: files joined with their "
+                                      "headers; give them as separate files, or drop the "
+                                      "line)'")
 
 
 def short_row_check(required: Sequence[str], columns: Sequence[str]) -> Check:
@@ -1297,10 +1303,13 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                    f" FROM {rel})")
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
-            header = _dialect(path)[2]
-            checks[:0] = [header_row_check(header), extra_field_check(len(header))]
+            _, _, header, written = _dialect(path)
+            twice = {c.lower() for c in duplicate_columns(path)}  # read by none: not named
+            once = [(c, w) for c, w in zip(header, written, strict=False)
+                    if w.strip() and not {c.lower(), w.strip().lower()} & twice]
+            checks[:0] = [header_row_check(once), extra_field_check(len(header))]
             if needed := [c.lower() for c in required]:
-                checks.insert(2, short_row_check(needed, header))
+                checks.insert(2, short_row_check(needed, [c for c, _ in once]))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)])

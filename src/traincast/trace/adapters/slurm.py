@@ -56,6 +56,7 @@ from traincast.trace.adapters.base import (
     pipe_separated,
     present,
     q,
+    running_status,
     source_columns,
     table_end,
     table_relation,
@@ -217,6 +218,10 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                           checks_of=_checks, over=jobs)
     for plan, rows, by_gres in zip(out, file_rows, gres, strict=True):
         path = Path(plan.file)
+        # exports of several windows joined (a job RUNNING in one, COMPLETED in the next):
+        # the record of its final state is the job
+        plan.dedup_prefer = (f"CASE WHEN {running_status(plan.fields['status'].expr)} "
+                             "THEN 1 ELSE 0 END")
         steps = f"SELECT count(*) FROM {rows} WHERE {STEP}"
         plan.notes.append((steps, "job step row(s) left out (a JobID with a dot: .batch, "
                                   ".extern, .0 run inside their job's allocation; sacct -X "
