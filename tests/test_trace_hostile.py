@@ -963,3 +963,13 @@ def test_a_row_ending_before_a_required_column_is_no_job(tmp_path: Path) -> None
     assert sorted(_jobs(path.with_suffix(".duckdb"))) == ["a", "b", "c"]
     assert [(r, f) for r, f, _ in _errors(report)] == [(4, "n_gpus"), (5, "n_gpus")]
     assert "the row ends before this field" in _errors(report)[0][2]
+
+
+def test_a_decimal_comma_is_said(tmp_path: Path) -> None:
+    """A ';'-separated export of a spreadsheet in a locale with decimal commas: 0,75 and
+    1.024,5 are bad rows that say why; another bad number says nothing of commas."""
+    path = tmp_path / "t.csv"
+    path.write_text("job_id;n_gpus;gpu_util\na;1;0,75\nb;1.024,5;0.5\nc;1;x\n")
+    errors = _errors(_ingest(path))
+    assert [(r, f) for r, f, _ in errors] == [(1, "gpu_util"), (2, "n_gpus"), (3, "gpu_util")]
+    assert ["decimal comma" in v for _, _, v in errors] == [True, True, False]

@@ -116,7 +116,8 @@ class Plan:
                              "were read into this value)'"))
         for name, f in self.fields.items():  # reported at the source column that does not parse
             if f.raw is not None and name in NUMERIC_COLUMNS:
-                said = f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))}"
+                said = (f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))} || "
+                        f"{decimal_comma_hint(f.raw)}")
                 if name in TIME_COLUMNS and "TIMESTAMPTZ" in f.expr:  # read by ts(): text too
                     said = zone_report(f.raw, said)
                 out.append(Check(self.named(name, raw=True),
@@ -269,6 +270,15 @@ NOT_READ: dict[str, str] = dict.fromkeys(
                   "2024-01-02T10:00:00+08:00)")
 """What a time that does not parse is not, said after it in the report (a month-first date,
 ``07/01/2023 00:00``, is read as neither)."""
+
+
+def decimal_comma_hint(col: str) -> str:
+    """SQL: what a number written with a decimal comma (``0,75``, ``1.024,5``: a spreadsheet's
+    in a locale that writes them so) is told, else ''."""
+    return (f"CASE WHEN regexp_full_match(trim(CAST({col} AS VARCHAR)), "
+            "'-?[0-9]{1,3}([.][0-9]{3})*,[0-9]+|-?[0-9]+,[0-9]+') THEN ' (a decimal comma: "
+            "write numbers with a point, 0.75, as a spreadsheet in an English locale "
+            "exports them)' ELSE '' END")
 
 
 def typed(name: str) -> str:
