@@ -315,3 +315,16 @@ def test_whatif_says_the_node_it_assumed_for_jobs_that_name_none(tmp_path: Path)
     said = " ".join(tc(*base, cwd=tmp_path).stdout.split())
     assert "assumed hardware: 2 jobs with GPUs name neither a GPU type nor a node; they are " \
         "priced on pai-v100-nvlink nodes" in said
+
+
+def test_a_file_of_bad_rows_only_fails_the_ingest_status(tc, tmp_path: Path) -> None:
+    """Every row bad: no job stored, said, and exit status 1 (a script sees it); a header
+    alone, or a file with one good row, exits 0."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,n_gpus\na,x\nb,y\n")
+    r = tc("ingest", str(bad), "--db", str(tmp_path / "b.duckdb"))
+    assert r.returncode == 1 and "bad.csv: no job stored (every row was bad" in r.stdout
+    r = tc("ingest", str(bad), "--db", str(tmp_path / "j.duckdb"), "--json")
+    assert r.returncode == 1 and '"bad_rows": 2' in r.stdout
+    bad.write_text("job_id,n_gpus\na,x\nb,1\n")
+    assert tc("ingest", str(bad), "--db", str(tmp_path / "c.duckdb")).returncode == 0

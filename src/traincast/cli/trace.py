@@ -102,7 +102,8 @@ INGEST_HELP = (
     "boolean other than true/false/yes/no/1/0; unknown architecture; a job id repeated in the "
     "file; a last row cut short: the file ends inside a quote, or without a newline and with "
     "fewer fields than the header) are reported with file, row, field and value and skipped, or "
-    "fail the ingest with --strict (bounds: docs/traces.md). A file whose content is already in "
+    "fail the ingest with --strict (bounds: docs/traces.md); a file read whose every row is bad "
+    "stores no job and makes the exit status 1. A file whose content is already in "
     "the store under another name (a .gz file: its decompressed bytes) is not stored again "
     "(traincast sources lists what the store holds). The store "
     "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
@@ -299,9 +300,12 @@ def ingest(
                      parquet=parquet)
     if json_out:
         print_json(report)
-        return
-    _report_bad_rows(report)
-    print_ingest(report)
+    else:
+        _report_bad_rows(report)
+        print_ingest(report)
+    if any(not s["jobs"] and s["bad_rows"] and not s["unchanged"]
+           and not s.get("already_ingested") for s in report["sources"]):
+        raise typer.Exit(1)  # a file read stored nothing, every row of it bad
 
 
 SOURCES_HELP = (
