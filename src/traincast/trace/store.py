@@ -221,6 +221,11 @@ def content_hash(files: Iterable[str | Path]) -> str:
     return hashlib.sha256("".join(f"{d}\n" for d in sorted(digests)).encode()).hexdigest()
 
 
+ROWS_MAX = 10**12
+"""More rows than a source holds: a row number times it orders before any row (the kept row of
+a duplicated job, :func:`_stage`)."""
+
+
 def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     """Run the plan into the temp table ``_staged``: typed canonical columns + first error.
 
@@ -248,12 +253,15 @@ def _stage(con: duckdb.DuckDBPyConnection, plan: Plan) -> None:
     con.execute("DROP TABLE IF EXISTS _staged")
     # typed values once (inner), the row checks over them, the first good row of each job,
     # the checks among good rows (duplicates), then the stored shape
+    # the kept row: the least (preference, row) as one number, preference x 1e12 + row (a
+    # plain min: arg_min over a pair takes half as long again on a million rows)
+    order = f"CAST(({plan.dedup_prefer}) AS BIGINT) * {ROWS_MAX} + _row" \
+        if plan.dedup_prefer else "_row"
     typed_rows = (f"SELECT *, {values}, COALESCE(({plan.censored}), FALSE) AS _censored, "
-                  f"({plan.key()}) AS _key, "
-                  f"COALESCE(({plan.dedup_prefer or 0}), 0) AS _prefer FROM {plan.relation}")
+                  f"({plan.key()}) AS _key FROM {plan.relation}")
     checked = f"SELECT *, {case(first)} AS _err0 FROM ({typed_rows})"
-    firsts = (f"SELECT *, arg_min(_row, [_prefer, _row]) FILTER (WHERE _err0 IS NULL) "
-              f"OVER (PARTITION BY _key) AS _first_row FROM ({checked})")
+    firsts = (f"SELECT *, min({order}) FILTER (WHERE _err0 IS NULL) OVER (PARTITION BY _key) "
+              f"% {ROWS_MAX} AS _first_row FROM ({checked})")
     con.execute(
         f"CREATE TEMP TABLE _staged AS SELECT _row, {out}, _censored AS censored, _err, "
         f"{by_err(lambda c: c.file or lit(plan.file))} AS _err_file, "
