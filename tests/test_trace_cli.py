@@ -318,13 +318,13 @@ def test_whatif_says_the_node_it_assumed_for_jobs_that_name_none(tmp_path: Path)
 
 
 def test_a_file_of_bad_rows_only_fails_the_ingest_status(tc, tmp_path: Path) -> None:
-    """Every row bad: no job stored, said, and exit status 1 (a script sees it); a header
-    alone, or a file with one good row, exits 0."""
+    """Every row bad: no job stored, said, and exit status 3 (a script sees it, told from an
+    unexpected error's 1); a header alone, or a file with one good row, exits 0."""
     bad = tmp_path / "bad.csv"
     bad.write_text("job_id,n_gpus\na,x\nb,y\n")
     r = tc("ingest", str(bad), "--db", str(tmp_path / "b.duckdb"))
-    assert r.returncode == 1 and "bad.csv: no job stored (every row was bad" in r.stdout
+    assert r.returncode == 3 and "bad.csv: no job stored (every row was bad" in r.stdout
     r = tc("ingest", str(bad), "--db", str(tmp_path / "j.duckdb"), "--json")
-    assert r.returncode == 1 and '"bad_rows": 2' in r.stdout
+    assert r.returncode == 3 and '"bad_rows": 2' in r.stdout
     bad.write_text("job_id,n_gpus\na,x\nb,1\n")
     assert tc("ingest", str(bad), "--db", str(tmp_path / "c.duckdb")).returncode == 0

@@ -103,7 +103,7 @@ INGEST_HELP = (
     "file; a last row cut short: the file ends inside a quote, or without a newline and with "
     "fewer fields than the header) are reported with file, row, field and value and skipped, or "
     "fail the ingest with --strict (bounds: docs/traces.md); a file read whose every row is bad "
-    "stores no job and makes the exit status 1. A file whose content is already in "
+    "stores no job and makes the exit status 3. A file whose content is already in "
     "the store under another name (a .gz file: its decompressed bytes) is not stored again "
     "(traincast sources lists what the store holds). The store "
     "keeps the trace's own facts (placement: gpus_per_worker, gpus_per_node, workers_per_node "
@@ -305,7 +305,7 @@ def ingest(
         print_ingest(report)
     if any(not s["jobs"] and s["bad_rows"] and not s["unchanged"]
            and not s.get("already_ingested") for s in report["sources"]):
-        raise typer.Exit(1)  # a file read stored nothing, every row of it bad
+        raise typer.Exit(3)  # a file read stored nothing, every row of it bad
 
 
 SOURCES_HELP = (

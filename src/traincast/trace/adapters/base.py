@@ -390,7 +390,8 @@ def ts(col: str) -> str:
     ``2020-07-01 10:00:00 +0800 CST`` (the offset applied, :func:`time_text`); NULL for one
     ending in an abbreviation of several zones without an offset (:data:`AMBIGUOUS_ZONES`).
     The store reads with its time zone set to UTC (:mod:`traincast.trace.store`)."""
-    return (f"COALESCE({num(col)}, CASE WHEN {ambiguous_zone(col)} = '' THEN "
+    n = num(col)  # a CASE reads the text only where the number does not parse
+    return (f"(CASE WHEN {n} IS NOT NULL THEN {n} WHEN {ambiguous_zone(col)} = '' THEN "
             f"epoch(TRY_CAST({time_text(col)} AS TIMESTAMPTZ)) END)")
 
 
@@ -560,17 +561,38 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     return f"(SELECT row_number() OVER () AS _row, * FROM read_csv({file_lit(path)}, {opts}))"
 
 
-def extra_field_check(columns: int) -> Check:
+def extra_field_check(columns: int, trailing: bool = True) -> Check:
     """The bad row of a row with more fields than the header's ``columns``, reported as field
-    ``columns + 1``, the first one past the header's: :data:`EXTRA` holds a value, or is an
-    empty field (``''``: :func:`csv_relation` reads an empty field as ``''``, a field the row
-    does not have as NULL) where another row of the file has no field past the header's (a
-    writer that ends every data row with a delimiter leaves an empty field on all of them:
-    none is a bad row; one row of ``a,Smith,Jr,`` among rows of three fields is shifted)."""
+    ``columns + 1``, the first one past the header's: :data:`EXTRA` holds a value, or, unless
+    the file's writer ends its data rows with a delimiter (``trailing``:
+    :func:`ends_rows_with_delimiter`), is an empty field (``''``: :func:`csv_relation` reads
+    an empty field as ``''``, a field the row does not have as NULL): one row of
+    ``a,Smith,Jr,`` among rows of three fields is shifted."""
     x = q(EXTRA)
-    return Check(str(columns + 1),
-                 f"({present(x)} OR ({x} IS NOT NULL AND bool_or({x} IS NULL) OVER ()))",
+    return Check(str(columns + 1), present(x) if trailing else f"{x} IS NOT NULL",
                  extra_field_value(columns))
+
+
+TRAILING_SAMPLE_ROWS = 64
+"""Data rows :func:`ends_rows_with_delimiter` reads from a file's start."""
+
+
+def ends_rows_with_delimiter(path: Path, delim: str, skip: int, columns: int) -> bool:
+    """Whether a CSV file's writer ends its data rows with a delimiter: of its first
+    :data:`TRAILING_SAMPLE_ROWS` data rows (past ``skip`` lines and the header), more have
+    one field past the header's ``columns``, empty, than have the header's fields alone (a file
+    read at its start, not scanned whole; one that cannot be read this way: True, the lenient
+    reading)."""
+    try:
+        with open_bytes(path) as fh:
+            lines = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="replace", newline="")
+            rows = csv.reader(itertools.islice(lines, skip + 1, skip + 1 + TRAILING_SAMPLE_ROWS),
+                              delimiter=delim)
+            sizes = [(len(r), not r[-1].strip()) for r in rows if r]
+    except (OSError, EOFError, zlib.error, csv.Error, UnicodeError):
+        return True
+    trailing = sum(1 for n, empty in sizes if n == columns + 1 and empty)
+    return trailing > sum(1 for n, _ in sizes if n == columns)
 
 
 def header_row_check(columns: Sequence[tuple[str, str]]) -> Check:
@@ -1317,7 +1339,9 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             twice = {c.lower() for c in duplicate_columns(path)}  # read by none: not named
             once = [(c, w) for c, w in zip(header, written, strict=False)
                     if w.strip() and not {c.lower(), w.strip().lower()} & twice]
-            checks[:0] = [header_row_check(once), extra_field_check(len(header))]
+            delim, skip = _dialect(path)[:2]
+            checks[:0] = [header_row_check(once), extra_field_check(
+                len(header), ends_rows_with_delimiter(path, delim, skip, len(header)))]
             if needed := [c.lower() for c in required]:
                 checks.insert(2, short_row_check(needed, [c for c, _ in once]))
             _refuse_read_twice(adapter, path, fields, checks)
