@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from traincast.trace.store import Store
 
@@ -262,3 +263,27 @@ def test_joined_windows_keep_a_jobs_final_state(tmp_path: Path) -> None:
     end = con.execute("SELECT end_time_s FROM jobs WHERE job_id = '3002'").fetchone()[0]
     con.close()
     assert rows == {"3002": False, "3003": False} and end == T0 + 31 * 86400 + 10 * 3600
+
+
+def test_mig_devices_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
+    """``gres/gpu:1g.10gb=3`` is three 1-slice MIG devices of an A100/H100 (7 slices): 3/7 of
+    a GPU, not 3 GPUs, and no GPU type; an A30's ``2g.12gb`` (4 slices of 6 GB) is 2/4; whole
+    GPUs typed beside MIG devices count whole (NVIDIA MIG user guide, "Supported MIG
+    Profiles")."""
+    row = "{j}|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|{tres}\n"
+    f = tmp_path / "jobs.txt"
+    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                 + row.format(j=1, tres="cpu=8,gres/gpu:1g.10gb=3,gres/gpu=3,node=1")
+                 + row.format(j=2, tres="cpu=8,gres/gpu:2g.12gb+me=1,gres/gpu=1,node=1")
+                 + row.format(j=3, tres="cpu=8,gres/gpu:a100=2,gres/gpu:3g.40gb=1,gres/gpu=3")
+                 + row.format(j=4, tres="cpu=8,gres/gpu:a100=2,gres/gpu=2"))
+    db = tmp_path / "s.duckdb"
+    Store(db).ingest(f, "slurm")
+    con = duckdb.connect(str(db), read_only=True)
+    rows = {j: (g, t, frac) for j, g, t, frac in con.execute(
+        "SELECT job_id, n_gpus, gpu_type, fractional_gpu FROM jobs").fetchall()}
+    con.close()
+    assert rows["1"][0] == pytest.approx(3 / 7) and rows["1"][1:] == (None, True)
+    assert rows["2"][0] == pytest.approx(0.5) and rows["2"][1] is None
+    assert rows["3"][0] == pytest.approx(2 + 3 / 7) and rows["3"][1] == "a100"
+    assert rows["4"] == (2.0, "a100", False)

@@ -82,15 +82,38 @@ def _tres(cols: list[str], names: tuple[str, str] = ("alloctres", "reqtres")) ->
                                    for c in have) + ", NULL)"
 
 
+MIG_PROFILE = "[0-9]+g[.][0-9]+gb(?:[+]me)?"
+"""A MIG device's profile as Slurm types its GPUs (``gres/gpu:1g.10gb=3``): ``Ng.Mgb``, N
+compute slices of M GB, ``+me`` with media extensions (NVIDIA MIG user guide, "Supported MIG
+Profiles")."""
+
+
+def mig_share(profile: str) -> str:
+    """SQL: the share of a whole GPU a MIG ``profile`` holds, ``N / G``: G = 4 compute slices
+    where each holds 6 GB (the A30's 1g.6gb, 2g.12gb, 4g.24gb), else 7 (A100, H100, H200, B200:
+    1g.5gb ... 7g.80gb; NVIDIA MIG user guide, "Supported GPUs": 7 instances at most, A30 4).
+    Other GPUs' profiles of 4 or 2 slices (RTX PRO Blackwell) read as of 7."""
+    n = f"TRY_CAST(regexp_extract({profile}, '^([0-9]+)g', 1) AS DOUBLE)"
+    gb = f"TRY_CAST(regexp_extract({profile}, '[.]([0-9]+)gb', 1) AS DOUBLE)"
+    return f"({n} / CASE WHEN {gb} / {n} = 6 THEN 4 ELSE 7 END)"
+
+
 def gpus_of_tres(tres: str) -> str:
     """SQL: the GPUs of a TRES list ``billing=64,cpu=64,gres/gpu:a100=8,mem=500G,node=1``: the
     ``N`` of ``gres/gpu=N`` (or of ``gres/gpu:TYPE=N`` where the list has no untyped count;
     typed counts of several types summed); 0 where the list names no GPU, NULL where there
-    is no list."""
+    is no list. MIG devices (``gres/gpu:1g.10gb=3``, :data:`MIG_PROFILE`) count as the share
+    of a GPU each holds (:func:`mig_share`: 3/7), whole GPUs typed beside them as whole."""
     plain = f"TRY_CAST(regexp_extract({tres}, '(?:^|,)gres/gpu=([0-9]+)', 1) AS DOUBLE)"
     typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
              f"'(?:^|,)gres/gpu:[^=,]+=([0-9]+)', 1) AS DOUBLE[]))")
-    return f"CASE WHEN {tres} IS NOT NULL THEN COALESCE({plain}, {typed}, 0) END"
+    profiles = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:({MIG_PROFILE})=[0-9]+', 1)"
+    counts = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:{MIG_PROFILE}=([0-9]+)', 1)"
+    migs = f"list_sum(TRY_CAST({counts} AS DOUBLE[]))"
+    shares = (f"list_sum(list_transform(list_zip({profiles}, {counts}), "
+              f"lambda p: TRY_CAST(p[2] AS DOUBLE) * {mig_share('p[1]')}))")
+    return (f"CASE WHEN {tres} IS NOT NULL THEN CASE WHEN {migs} > 0 THEN {shares} + "
+            f"({typed} - {migs}) ELSE COALESCE({plain}, {typed}, 0) END END")
 
 
 def nodes_of_tres(tres: str) -> str:
@@ -100,8 +123,11 @@ def nodes_of_tres(tres: str) -> str:
 
 
 def gpu_type_of_tres(tres: str) -> str:
-    """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``), else NULL."""
-    return f"NULLIF(regexp_extract({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1), '')"
+    """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``; not a MIG
+    profile, which names no model), else NULL."""
+    types = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1)"
+    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
+            f"'{MIG_PROFILE}'))[1], '')")
 
 
 GRES = ("allocgres", "reqgres")
