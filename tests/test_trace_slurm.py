@@ -32,7 +32,7 @@ def test_sacct_rows_map_to_jobs(tmp_path: Path) -> None:
     report = Store(db).ingest(f, "slurm")
     # 8 data rows: two steps left out (a note), row 7 (job 104) bad: 1.5 nodes
     assert report["jobs"] == 5 and report["bad_rows"] == 1
-    assert [(e["row"], e["field"]) for e in report["errors"]] == [(7, "nnodes")]
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(7, "NNodes")]
     [note] = report["notes"]
     assert note["count"] == 2 and "job step" in note["note"]
     con = duckdb.connect(str(db), read_only=True)
@@ -80,7 +80,7 @@ def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
     f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=4,gres/gpu:a100:2\n")
     report = Store(tmp_path / "a.duckdb").ingest(f, "slurm")
     assert (report["jobs"], report["bad_rows"]) == (1, 1)
-    assert (report["errors"][0]["row"], report["errors"][0]["field"]) == (2, "alloctres")
+    assert (report["errors"][0]["row"], report["errors"][0]["field"]) == (2, "AllocTRES")
     # no TRES list names gres/gpu: every job a CPU job, and a note says why that may be wrong
     f = tmp_path / "cpu.txt"
     f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=8\n")

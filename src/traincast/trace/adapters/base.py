@@ -88,6 +88,9 @@ class Plan:
     dedup_prefer: str | None = None
     """SQL over the relation: which of a job's rows is kept, the lowest value first, then the
     first row (default: the first row; Slurm's: a final state before a running one)."""
+    spelling: dict[str, str] = field(default_factory=dict)
+    """The file's column names by their lower case (``nnodes`` -> ``NNodes``): a report names a
+    column as the file spells it (adapters read names in lower case, as DuckDB resolves them)."""
     notes: list[tuple[str, str]] = field(default_factory=list)
     """(SQL returning one count, what it counts): facts of the source worth saying that are not
     bad rows (e.g. task rows whose job is not in the job table); said when the count is > 0."""
@@ -154,8 +157,10 @@ class Plan:
                              "CAST(_key AS VARCHAR) || ' (a duplicate of row ' || _first_row "
                              "|| CASE WHEN _first_row > _row THEN ', kept: its later record of "
                              "the job has its final state' ELSE '' END || ')'", among_good=True))
-        return list(self.checks) + [c if c.field not in self.fields else
-                                    replace(c, field=self.named(c.field)) for c in out]
+        every = list(self.checks) + [c if c.field not in self.fields else
+                                     replace(c, field=self.named(c.field)) for c in out]
+        return [replace(c, field=self.spelling.get(c.field.lower(), c.field))
+                if c.field.lower() in self.spelling else c for c in every]
 
     def named(self, name: str, raw: bool = False) -> str:
         """The field a report names for canonical column ``name``: the source column it is
@@ -1346,7 +1351,7 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                 checks.insert(2, short_row_check(needed, [c for c, _ in once]))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
-                    files=[str(path)])
+                    files=[str(path)], spelling={c.lower(): c for c in named})
         plan.notes.extend(yyyymmdd_note(c, source_name(fields[c].raw) or c)
                           for c in TIME_COLUMNS if c in fields)
         if end is not None:
