@@ -884,6 +884,10 @@ def test_a_duration_column_gives_the_end(tmp_path: Path) -> None:
     assert jobs["b"]["end_time_s"] == 70.0  # the file's own end
     assert jobs["c"]["end_time_s"] is None and jobs["c"]["censored"] is True
     assert [(r, f) for r, f, _ in _errors(report)] == [(4, "Duration")]
+    # an end that does not parse is a bad row, not replaced by the duration
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,duration_s\n1,8,100,garbage,50\n")
+    assert [(r, f) for r, f, _ in _errors(_ingest(path, db=tmp_path / "g.duckdb"))] == [
+        (1, "end_time_s")]
     # without an end column at all, and with the start under another name (--map)
     other = tmp_path / "other.csv"
     other.write_text("job_id,n_gpus,began,duration_s\na,1,100,60\n")
@@ -951,6 +955,21 @@ def test_a_file_not_in_utf8_names_its_encoding_in_the_hint(tmp_path: Path, encod
     with pytest.raises(TraincastError, match="not utf-8") as exc:
         _ingest(path)
     assert f"iconv -f {named} -t utf-8" in exc.value.hint
+
+
+def test_pai_tables_with_empty_job_names_join_nothing(tmp_path: Path) -> None:
+    """Job rows without a job_name get no task's GPUs: an empty field of a headerless PAI
+    table is missing, and two missing names are no match."""
+    d = _write_pai(tmp_path / "pai", {
+        "job": [("j1", "i1", "u", "Terminated", "100", "200"),
+                ("", "i2", "u", "Terminated", "100", "200"),
+                ("", "i3", "u", "Terminated", "100", "300")],
+        "task": [("j1", "worker", "1", "Terminated", "100", "200", "600", "29", "100", "V100"),
+                 ("", "worker", "4", "Terminated", "100", "200", "600", "29", "800", "V100")]})
+    ingest(d, format="pai-2020", db=tmp_path / "p.duckdb")
+    jobs = _jobs(tmp_path / "p.duckdb")
+    assert jobs["i1"]["n_gpus"] == 1.0
+    assert jobs["i2"]["n_gpus"] is None and jobs["i3"]["n_gpus"] is None
 
 
 def test_a_row_ending_before_a_required_column_is_no_job(tmp_path: Path) -> None:

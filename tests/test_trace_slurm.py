@@ -287,3 +287,13 @@ def test_mig_devices_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
     assert rows["2"][0] == pytest.approx(0.5) and rows["2"][1] is None
     assert rows["3"][0] == pytest.approx(2 + 3 / 7) and rows["3"][1] == "a100"
     assert rows["4"] == (2.0, "a100", False)
+
+
+def test_a_row_cut_before_a_required_column_is_named_as_the_file_spells_it(
+        tmp_path: Path) -> None:
+    f = tmp_path / "jobs.txt"
+    f.write_text("JobID|User|State|Submit|Start|End|AllocTRES\n9|u|COMPLETED|"
+                 "2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|gres/gpu=1\n"
+                 "10|u|RUNNING\n")
+    report = Store(tmp_path / "s.duckdb").ingest(f, "slurm")
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(2, "Submit")]

@@ -558,9 +558,12 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
         columns = list(found)
         opts += f", header=true, skip={skip}"
     cols = ", ".join(f"{lit(n)}: 'VARCHAR'" for n in [*columns, EXTRA])
-    # an empty field reads as '', a field the row does not have (padded) as NULL: a NULL
-    # spelling no file holds (chr(0)); every adapter reads '' as missing (MISSING)
-    opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false, nullstr=chr(0)"
+    opts += f", columns={{{cols}}}, delim={lit(delim)}, auto_detect=false"
+    if names is None:  # a headered file: an empty field reads as '', a field the row does not
+        # have (padded) as NULL, by a NULL spelling no file holds (chr(0)); its adapter reads
+        # '' as missing (MISSING). Headerless tables (PAI's) keep NULL: their joins compare
+        # raw columns, where '' would match ''
+        opts += ", nullstr=chr(0)"
     if not rows:
         return f"read_csv({file_lit(path)}, {opts})"
     return f"(SELECT row_number() OVER () AS _row, * FROM read_csv({file_lit(path)}, {opts}))"
@@ -612,7 +615,8 @@ def header_row_check(columns: Sequence[tuple[str, str]]) -> Check:
                                       "line)'")
 
 
-def short_row_check(required: Sequence[str], columns: Sequence[str]) -> Check:
+def short_row_check(required: Sequence[str], columns: Sequence[str],
+                    spelling: Mapping[str, str] | None = None) -> Check:
     """The bad row of a row that ends before a ``required`` column of the adapter (the field
     is missing, not empty: :func:`csv_relation` pads a short row with NULL and reads an empty
     field as ``''``), reported at the first such column: a footer (``(2 rows)``) or a stray
@@ -620,8 +624,9 @@ def short_row_check(required: Sequence[str], columns: Sequence[str]) -> Check:
     whose fields (``columns``, the file's) hold a line break is a quote left open, which the
     generic checks report at its job id."""
     cols = [q(c) for c in required]
-    which = " ".join(f"WHEN {c} IS NULL THEN {lit(n)}" for c, n in zip(cols, required,
-                                                                         strict=True))
+    said = spelling or {}
+    which = " ".join(f"WHEN {c} IS NULL THEN {lit(said.get(n, n))}"
+                     for c, n in zip(cols, required, strict=True))
     whole = f"concat_ws('', {', '.join(q(c) for c in columns)})"
     return Check(required[0], f"({' OR '.join(f'{c} IS NULL' for c in cols)}) AND "
                               f"strpos({whole}, chr(10)) = 0",
@@ -1348,7 +1353,8 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             checks[:0] = [header_row_check(once), extra_field_check(
                 len(header), ends_rows_with_delimiter(path, delim, skip, len(header)))]
             if needed := [c.lower() for c in required]:
-                checks.insert(2, short_row_check(needed, [c for c, _ in once]))
+                checks.insert(2, short_row_check(needed, [c for c, _ in once],
+                                                 {c.lower(): c for c in named}))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
                     files=[str(path)], spelling={c.lower(): c for c in named})

@@ -85,7 +85,8 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 def with_duration(plan: Plan, cols: list[str], mapping: Mapping[str, str],
                   censored_of: Callable[[dict[str, Field], list[str]], str]) -> None:
     """A file's :data:`DURATION_COLUMNS` column (not read by a ``--map``): the end time
-    ``COALESCE(end_time_s, start_time_s + duration)``, its bad rows (``duration_checks``) and
+    ``start_time_s + duration`` where ``end_time_s`` is missing or empty (a given end that does
+    not parse is a bad row, as without a duration), its bad rows (``duration_checks``) and
     the censoring again (a job with a duration ended); without a start time, a note."""
     named = {c.lower(): c for c in cols}  # the file's own spelling, for its reports
     mapped = {v.lower() for v in mapping.values()}
@@ -102,8 +103,14 @@ def with_duration(plan: Plan, cols: list[str], mapping: Mapping[str, str],
         return
     by_duration = f"({start.expr}) + {num(q(dur))}"
     end = plan.fields.get("end_time_s")
-    plan.fields["end_time_s"] = Field(f"COALESCE({end.expr}, {by_duration})", end.raw,
-                                      end.column) if end is not None else Field(by_duration)
+    if end is None:
+        plan.fields["end_time_s"] = Field(by_duration)
+    elif end.raw:  # an end given wins; one that does not parse stays a bad row
+        plan.fields["end_time_s"] = Field(
+            f"CASE WHEN {present(end.raw)} THEN {end.expr} ELSE {by_duration} END", end.raw,
+            end.column)
+    else:
+        plan.fields["end_time_s"] = Field(f"COALESCE({end.expr}, {by_duration})")
     plan.checks.extend(duration_checks(dur))
     plan.censored = censored_of(plan.fields, list(named))
 
