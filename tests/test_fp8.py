@@ -33,6 +33,7 @@ from traincast.parallel.hybrid import (
     fp8_cast,
     fp8_cast_bytes_per_layer,
     fp8_cast_elements,
+    fp8_cast_kernels,
     hybrid_hardware,
 )
 from traincast.parallel.models import get_model
@@ -134,6 +135,31 @@ def test_experts_are_cast_and_transposed_fused_under_sequence_parallelism() -> N
     assert float(el["input_transposed"]) == tok * h + tok * h / t
     assert float(el["grad"]) == tok * (h + 2 * kv) / t + g_experts  # QKV out + experts
     assert (float(el["grad_share"]), float(el["grad_gathered"])) == (tok * h / t, tok * h)
+
+
+def test_cast_kernels_follow_the_passes_by_hand() -> None:
+    # one kernel per pass and linear layer (QKV, attention output, MLP up, MLP down) whose
+    # tensor is not empty; the amax is inside the cast (no kernel)
+    assert [float(n) for n in fp8_cast_kernels(LLAMA, cfg())] == [4 + 4, 4]
+    # tp 2, sequence parallel: 4 input casts (no transpose) forward and 4 weights; backward
+    # the 4 inputs transposed, the QKV and MLP-up gradients fused (2), the attention-output
+    # and MLP-down gradients cast on the share (2) and transposed after the gather (2)
+    assert [float(n) for n in fp8_cast_kernels(LLAMA, cfg(tp=2))] == [4 + 4, 4 + 2 + 2 + 2]
+    # weights cached over 8 micro-batches: their 4 casts once per iteration, 4 / 8 each
+    cached = configs(LLAMA, dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=8,
+                     recompute=0, vp=1, sp=None, gpipe=False, seq=4096, dtype="fp8",
+                     attention="flash", dropout=False, fp8_weight_cache=True)
+    assert [float(n) for n in fp8_cast_kernels(LLAMA, cached)] == [4, 4 + 4 / 8]
+    # Mixtral at tp 2, sequence parallel: the experts' up and down take the fused
+    # cast+transpose both ways (2 + 2); QKV and attention output as a dense layer's (2 input
+    # casts, 2 transposes; the QKV gradient fused, the attention-output one cast and
+    # transposed apart)
+    mixtral = get_model("mixtral-8x7b")
+    c = configs(mixtral, dp=1, tp=2, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1,
+                recompute=0, vp=1, sp=True, gpipe=False, seq=4096, dtype="fp8",
+                attention="flash", dropout=False)
+    assert [float(n) for n in fp8_cast_kernels(mixtral, c)] == [2 + 2 + 4, 2 + 2 + 1 + 1 + 1]
+    assert [float(n) for n in fp8_cast_kernels(LLAMA, cfg(dtype="bf16"))] == [0.0, 0.0]
 
 
 def test_bf16_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -777,29 +777,35 @@ def dropout_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
 class Fp8Cast:
     """``[fp8_cast]`` of ``parallel/recipes.toml``: the bytes per element each memory-bound
     pass of Transformer Engine's delayed-scaling fp8 recipe moves, by direction and tensor
-    (``"input"``, ``"weight"``, ``"grad"``)."""
+    (``"input"``, ``"weight"``, ``"grad"``, ...), and the passes (one kernel each per linear
+    layer holding the tensor) by direction and tensor."""
 
     forward: dict[str, float]
     backward: dict[str, float]
+    passes_forward: dict[str, float]
+    passes_backward: dict[str, float]
 
 
 @lru_cache(maxsize=1)
 def fp8_cast() -> Fp8Cast:
     """The shipped fp8 cast factors (``[fp8_cast]`` of ``parallel/recipes.toml``, each pass with
-    its source): ``read + write`` bytes summed per direction and tensor, passes with
-    ``fused_into`` (the amax reduction, inside the cast) left out."""
+    its source): ``read + write`` bytes and the passes summed per direction and tensor, passes
+    with ``fused_into`` (the amax reduction, inside the cast) left out."""
     raw = package_toml("recipes.toml")["fp8_cast"]
     per: dict[str, dict[str, float]] = {"forward": {}, "backward": {}}
+    passes: dict[str, dict[str, float]] = {"forward": {}, "backward": {}}
     for ps in raw["pass"]:
         if "fused_into" in ps:
             continue
         for tensor in ps["tensors"]:
-            side = per[ps["direction"]]
+            side, n = per[ps["direction"]], passes[ps["direction"]]
             side[tensor] = side.get(tensor, 0.0) + float(ps["read"]) + float(ps["write"])
-    return Fp8Cast(forward=per["forward"], backward=per["backward"])
+            n[tensor] = n.get(tensor, 0.0) + 1.0
+    return Fp8Cast(forward=per["forward"], backward=per["backward"],
+                   passes_forward=passes["forward"], passes_backward=passes["backward"])
 
 
-def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
+def fp8_cast_groups(model: ModelConfig, c: Configs) -> dict[str, list[F]]:
     """Elements of the tensors Transformer Engine casts around the four linear layers of one
     layer and micro-batch on one GPU (``gemm.linear_shapes``, ``(count, M, N, K)`` each)::
 
@@ -816,25 +822,62 @@ def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
     are cast on the share (``grad_share``) and transposed whole (``grad_gathered``), the
     others fused. A mixture of experts' layers are not tensor-parallel modules (their tokens
     come through the dispatcher): their inputs and gradients stay fused. Without sequence
-    parallelism the split tensors are 0."""
+    parallelism the split tensors are 0.
+
+    One array per linear layer (QKV, attention output, MLP up, MLP down), in that order:
+    :func:`fp8_cast_elements` sums them, :func:`fp8_cast_kernels` counts those not empty."""
     shapes = gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e)
-    x = [n * m * k for n, m, _, k in shapes]
-    g = [n * m * w for n, m, w, _ in shapes]
+    zero = np.zeros_like(c.t)
+    x = [n * m * k + zero for n, m, _, k in shapes]
+    g = [n * m * w + zero for n, m, w, _ in shapes]
     sp = np.asarray(c.sp, dtype=bool)
     t = np.maximum(c.t, 1.0)
-    zero = np.zeros_like(c.t)
     dense = float(model.experts) <= 1.0
-    h_x = x[0] + (x[2] if dense else 0.0) + zero  # gathered inputs, whole
-    rows = x[1] + (x[3] if dense else 0.0) + zero  # row-parallel inputs (not gathered)
-    h_g = g[1] + (g[3] if dense else 0.0) + zero  # gathered output gradients, whole
-    every_x, every_g = sum(x) + zero, sum(g) + zero
-    return {"input": np.where(sp, every_x - h_x - rows, every_x),
-            "weight": sum(n * w * k for n, _, w, k in shapes) + zero,
-            "grad": np.where(sp, every_g - h_g, every_g),
-            "input_cast": np.where(sp, h_x / t + rows, 0.0),
-            "input_transposed": np.where(sp, h_x + rows, 0.0),
-            "grad_share": np.where(sp, h_g / t, 0.0),
-            "grad_gathered": np.where(sp, h_g, 0.0)}
+    gathered = (True, False, dense, False)  # the QKV and dense MLP-up inputs: gathered
+    split_x = (True, True, dense, dense)    # the inputs of tensor-parallel modules
+    split_g = (False, True, False, dense)   # the attention-output and dense MLP-down gradients
+    return {
+        "input": [np.where(sp & s_, 0.0, v) for v, s_ in zip(x, split_x, strict=True)],
+        "weight": [n * w * k + zero for n, _, w, k in shapes],
+        "grad": [np.where(sp & s_, 0.0, v) for v, s_ in zip(g, split_g, strict=True)],
+        "input_cast": [np.where(sp & s_, v / t if gt else v, 0.0)
+                       for v, s_, gt in zip(x, split_x, gathered, strict=True)],
+        "input_transposed": [np.where(sp & s_, v, 0.0) for v, s_ in zip(x, split_x, strict=True)],
+        "grad_share": [np.where(sp & s_, v / t, 0.0) for v, s_ in zip(g, split_g, strict=True)],
+        "grad_gathered": [np.where(sp & s_, v, 0.0) for v, s_ in zip(g, split_g, strict=True)]}
+
+
+def fp8_cast_elements(model: ModelConfig, c: Configs) -> dict[str, F]:
+    """Elements of each tensor Transformer Engine casts (:func:`fp8_cast_groups`), summed over
+    the layer's four linear layers."""
+    return {k: sum(v[1:], v[0]) for k, v in fp8_cast_groups(model, c).items()}
+
+
+def fp8_cast_kernels(model: ModelConfig, c: Configs) -> tuple[F, F]:
+    """Transformer Engine's fp8 cast kernels of one layer and micro-batch ``(n_fwd, n_bwd)``:
+    one per pass of ``[fp8_cast]`` (:func:`fp8_cast`, fused passes none) and linear layer
+    whose tensor the pass names is not empty (:func:`fp8_cast_groups`)::
+
+        n_dir = sum over tensors x of passes_dir,x * #{layers l : elements_l,x > 0}
+
+    with the weights' casts once per iteration when cached (``n_w / m`` per micro-batch,
+    counted backward as their bytes are). A dense layer: 4 input + 4 weight casts forward,
+    4 gradient casts backward; under sequence parallelism 6 more backward (the four inputs
+    transposed, two gradients' shares cast apart from their transposes), 3 in a mixture of
+    experts' layer. Zero unless ``c.dtype`` is fp8."""
+    zero = np.zeros_like(c.t)
+    if c.dtype != "fp8":
+        return zero, zero
+    f, groups = fp8_cast(), fp8_cast_groups(model, c)
+
+    def count(passes: dict[str, float], skip: str = "") -> F:
+        return sum((n * sum((v > 0).astype(float) for v in groups[x])
+                    for x, n in passes.items() if x != skip), zero)
+
+    if not c.fp8_weight_cache:
+        return count(f.passes_forward), count(f.passes_backward)
+    weights = count({"weight": f.passes_forward.get("weight", 0.0)}) / c.m
+    return count(f.passes_forward, "weight"), count(f.passes_backward) + weights
 
 
 def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
@@ -908,17 +951,6 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     return _i(total)
 
 
-FP8_CAST_KERNELS: dict[str, float] = {"input": 4.0, "weight": 4.0, "grad": 4.0,
-                                      "sp_dense": 6.0, "sp_experts": 3.0}
-"""Transformer Engine's fp8 cast kernels per layer and micro-batch (``[fp8_cast]`` of
-``parallel/recipes.toml``, :func:`fp8_cast_elements`): one input cast forward and one
-output-gradient cast backward per linear layer (four each); the weights' casts (four) forward
-every micro-batch or, cached, once per iteration (``4 / m`` per micro-batch, counted backward
-as the bytes are); under sequence parallelism the transposes and share casts it adds backward:
-six (the four inputs transposed, two gradients' shares cast and transposed), three in a
-mixture of experts' layer, whose expert inputs and gradients stay fused."""
-
-
 def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """The host's time to issue one micro-batch's kernels on the slowest stage, op by op in
     eager mode (``hw.dispatch_s``: ``d r_x`` per op of dispatch kind ``x``, as the per-op
@@ -929,7 +961,7 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
 
     with the layer's kernels ``n`` of ``strategies.layer_kernels`` (materialized or fused
     attention, dropout on or off; a fused attention split over ``cp`` context ranks runs
-    ``cp`` steps of its ring each way), the fp8 casts of :data:`FP8_CAST_KERNELS` with dtype
+    ``cp`` steps of its ring each way), the fp8 casts of :func:`fp8_cast_kernels` with dtype
     fp8, and the head's ``strategies.HEAD_KERNELS``. The GPU cannot run a micro-batch faster
     than its kernels are issued: ``t_mb = max(T_gpu, T_host)`` (:class:`MicroBatchTimes`).
     Kernels the model does not list one by one (collectives, the embedding, the optimizer's
@@ -943,12 +975,9 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     if c.attention in FUSED:
         counts["bmm"] = tuple(n * c.cp for n in counts["bmm"])
     if c.dtype == "fp8":
-        k = FP8_CAST_KERNELS
-        sp = k["sp_dense"] if float(model.experts) <= 1.0 else k["sp_experts"]
-        weights = k["weight"] / c.m if c.fp8_weight_cache else 0.0
+        cast_fwd, cast_bwd = fp8_cast_kernels(model, c)
         fwd, bwd, attn = counts["elementwise"]
-        counts["elementwise"] = (fwd + k["input"] + (0.0 if c.fp8_weight_cache else k["weight"]),
-                                 bwd + k["grad"] + sp * c.sp + weights, attn)
+        counts["elementwise"] = (fwd + cast_fwd, bwd + cast_bwd, attn)
     total = zero
     for kind, (fwd, bwd, attn) in counts.items():
         head = sum(st.HEAD_KERNELS.get(kind, (0.0, 0.0)))
