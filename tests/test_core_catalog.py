@@ -461,3 +461,6 @@ def test_gpu_names_with_other_separators_name_the_entry() -> None:
                                              .replace("Tesla-", "Tesla ")).name
     assert canonical_gpu("x_y", ["X-Y", "XY"], {}) is None
     assert canonical_gpu("x_y", ["X-Y"], {}) == "X-Y"
+    # any character not a letter or digit separates, as in a column name (one rule for both)
+    assert cat.gpu("nvidia.a100/sxm4 (80gb)").name == cat.gpu("A100-SXM4-80GB").name
+    assert canonical_gpu("x.y", ["X-Y"], {}) == canonical_gpu("x_y", ["X-Y"], {})

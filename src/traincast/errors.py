@@ -5,6 +5,7 @@ exception (and the exceptions it was raised from)."""
 import difflib
 import errno
 import os
+import re
 from collections.abc import Iterable, Iterator
 
 
@@ -18,6 +19,13 @@ class TraincastError(ValueError):
         # what a program reading ``--json`` errors gets beside the message (``errors``: the
         # bad rows of a ``--strict`` ingest, as a successful ingest's report gives them)
         self.details = details or {}
+
+
+def bare_name(name: str) -> str:
+    """A name without case or separators, its letters and digits alone: how two spellings of
+    one name compare (``nvidia_a100-sxm4-80gb`` and ``NVIDIA A100-SXM4-80GB``: a GPU;
+    ``JobID`` and ``job_id``: a column)."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def close_names(word: str, choices: Iterable[str], n: int = 1,

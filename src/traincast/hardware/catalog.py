@@ -13,7 +13,6 @@ an absent efficiency is 1.0.
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from traincast.bounds import LINK_BW_MAX_GBS
-from traincast.errors import TraincastError, UnknownNameError, did_you_mean
+from traincast.errors import TraincastError, UnknownNameError, bare_name, did_you_mean
 
 SHIPPED = "traincast/hardware/catalog.toml"
 SHIPPED_KERNELS = "traincast/hardware/kernel_model.toml"
@@ -349,9 +348,10 @@ class Catalog:
 
 def canonical_gpu(name: str, gpus: Iterable[str], aliases: Mapping[str, str]) -> str | None:
     """The GPU entry ``name`` names, as ``--gpu`` takes it: the entry, an alias, or either in
-    another case, or with other separators (spaces, ``-``, ``_``: Slurm's NVML name
-    ``nvidia_a100-sxm4-80gb``, Kubernetes' label ``NVIDIA-A100-SXM4-80GB`` for the alias
-    ``NVIDIA A100-SXM4-80GB``) where that names one entry only; None when none does."""
+    another case, or with other separators (``errors.bare_name``: spaces, ``-``, ``_``, any
+    not a letter or digit: Slurm's NVML name ``nvidia_a100-sxm4-80gb``, Kubernetes' label
+    ``NVIDIA-A100-SXM4-80GB`` for the alias ``NVIDIA A100-SXM4-80GB``) where that names one
+    entry only; None when none does."""
     gpus = list(gpus)
     if name in gpus:
         return name
@@ -360,13 +360,8 @@ def canonical_gpu(name: str, gpus: Iterable[str], aliases: Mapping[str, str]) ->
     low = {k.lower(): k for k in gpus} | {k.lower(): v for k, v in aliases.items()}
     if name.lower() in low:
         return low[name.lower()]
-    found = {v for k, v in low.items() if _bare(k) == _bare(name)}
+    found = {v for k, v in low.items() if bare_name(k) == bare_name(name)}
     return found.pop() if len(found) == 1 else None
-
-
-def _bare(name: str) -> str:
-    """GPU name, no case, no separators (``nvidia_a100-sxm4-80gb``: ``nvidiaa100sxm480gb``)."""
-    return re.sub(r"[\s_\-]+", "", name.lower())
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",

@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from traincast.errors import TraincastError, did_you_mean
+from traincast.errors import TraincastError, bare_name, did_you_mean
 from traincast.files import open_bytes
 from traincast.trace.schema import (
     BOUNDS,
@@ -1231,18 +1231,14 @@ canonical column under another name (not ``id`` nor ``gpu``: a row number, a GPU
 model, by the file)."""
 
 
-def _key(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
 def near_canonical(column: str) -> str | None:
     """The canonical column a file's ``column`` names under another spelling: the same letters
     and digits in any case (``JobID``, ``GPUType``), without the unit suffix ``_s`` of the
     time columns (``SubmitTime``, ``submit_time``), or a :data:`SYNONYMS` name (``num_gpus``);
     None for any other."""
-    key = _key(column)
+    key = bare_name(column)
     for c in COLUMNS:
-        if key in (_key(c), _key(c.removesuffix("_s"))):
+        if key in (bare_name(c), bare_name(c.removesuffix("_s"))):
             return c
     return SYNONYMS.get(key)
 
