@@ -509,6 +509,7 @@ def _philly_jobs(n: int = 5) -> list[dict]:
 @pytest.mark.parametrize(("name", "data", "says"), [
     ("binary", b"\xff\xd8\xff\xe0\x00\x10JFIF" + bytes(range(256)), "not a JSON array"),
     ("utf16", json.dumps(_philly_jobs()).encode("utf-16"), "UTF-16"),
+    ("utf16le", json.dumps(_philly_jobs()).encode("utf-16-le"), "UTF-16"),  # no byte-order mark
     ("empty", b"", "not a JSON array"),
     ("object", json.dumps(_philly_jobs()[0]).encode(), "not a JSON array"),
 ])

@@ -242,10 +242,13 @@ def yyyymmdd_note(col: str, label: str) -> tuple[str, str]:
     values are kept as seconds (a trace of relative seconds may hold such numbers); the note
     says how to give them."""
     c = q(col)
-    ymd = (f"{c} = floor({c}) AND {c} BETWEEN 19000101 AND 21001231 "
+    # a WHERE, not a FILTER: DuckDB takes a conjunction's terms in turn over the rows left, so
+    # the month and day (floating-point remainders) are computed for values in range only
+    ymd = (f"{c} BETWEEN 19000101 AND 21001231 AND {c} = floor({c}) "
            f"AND (floor({c} / 100) % 100) BETWEEN 1 AND 12 AND ({c} % 100) BETWEEN 1 AND 31")
-    return (f"SELECT CASE WHEN count({c}) > 0 AND count(*) FILTER (WHERE {ymd}) = count({c}) "
-            f"THEN count({c}) ELSE 0 END FROM _staged WHERE _err IS NULL",
+    return (f"SELECT CASE WHEN given.n > 0 AND dated.n = given.n THEN given.n ELSE 0 END FROM "
+            f"(SELECT count({c}) AS n FROM _staged WHERE _err IS NULL) given, "
+            f"(SELECT count(*) AS n FROM _staged WHERE _err IS NULL AND {ymd}) dated",
             f"value(s) of {label} look like dates written YYYYMMDD (20240102), every one of "
             "the column's: they are read as seconds since 1970 (20240102 s is 1970-08-23; a "
             "day apart is 1 s); give them as date-times (2024-01-02) or as seconds")
@@ -305,6 +308,9 @@ GLOB_CHARACTERS = frozenset("*?[]{}")
 """Characters DuckDB's file readers take as a pattern over file names (a file ``jobs[1].csv``
 would read ``jobs1.csv``)."""
 _LINKS: dict[Path, Path] = {}
+"""The links :func:`file_lit` made, by the file each names."""
+_LINK_FOLDER: list[Path] = []
+"""The folder of those links (none until the first), removed when the process ends."""
 
 
 def file_lit(path: Path) -> str:
@@ -320,11 +326,10 @@ def file_lit(path: Path) -> str:
         import shutil
         import tempfile
 
-        if not _LINKS:
-            folder = Path(tempfile.mkdtemp(prefix="traincast-"))
-            atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            _LINKS[Path("")] = folder
-        link = _LINKS[Path("")] / f"{len(_LINKS)}{''.join(path.suffixes)}"
+        if not _LINK_FOLDER:
+            _LINK_FOLDER.append(Path(tempfile.mkdtemp(prefix="traincast-")))
+            atexit.register(shutil.rmtree, _LINK_FOLDER[0], ignore_errors=True)
+        link = _LINK_FOLDER[0] / f"{len(_LINKS)}{''.join(path.suffixes)}"
         link.symlink_to(path.resolve())
         _LINKS[path] = link
     return lit(_LINKS[path])
@@ -1068,12 +1073,12 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     elif isinstance(exc, EOFError | zlib.error) or "end of gzip" in reason.lower():
         hint = "the compressed file is cut short: download or copy it again"
     elif "not utf-8" in reason.lower():
-        hint = (f"the file must be UTF-8 text: convert it, e.g. iconv -f {_encoding(Path(path))} "
-                "-t utf-8 FILE > FILE.utf8.csv")
+        hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f "
+                f"{file_encoding(Path(path))} -t utf-8 FILE > FILE.utf8.csv")
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
 
 
-def _encoding(path: Path) -> str:
+def file_encoding(path: Path) -> str:
     """The encoding ``iconv -f`` takes for a text file that is not UTF-8: ``utf-16`` where it
     starts with a UTF-16 byte-order mark (Excel's "Unicode text", PowerShell's default), or
     has a NUL byte in every other byte of its start (UTF-16 without one); else ``latin1``."""
