@@ -297,3 +297,31 @@ def test_a_row_cut_before_a_required_column_is_named_as_the_file_spells_it(
                  "10|u|RUNNING\n")
     report = Store(tmp_path / "s.duckdb").ingest(f, "slurm")
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(2, "Submit")]
+
+
+def test_heterogeneous_components_and_gpu_shards_are_said(tmp_path: Path) -> None:
+    """A heterogeneous job's components (``2002+0``, ``2002+1``) are read one job each, and
+    said; a job holding GPU shards (``gres/shard=2``) and no GPU is a CPU job, and said: a
+    shard's share of a GPU is not in the record."""
+    f = tmp_path / "het.txt"
+    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                 "2002+0|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=4,gres/gpu=1,node=1\n"
+                 "2002+0.batch|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|"
+                 "2024-01-02T11:00:00|cpu=4,gres/gpu=1,node=1\n"
+                 "2002+1|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=64,gres/gpu=8,node=1\n"
+                 "2003|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=8,gres/shard=2,node=1\n"
+                 "2004|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 "cpu=8,gres/gpu=2,gres/shard=2,node=1\n")
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    notes = {n["note"].split(" (")[0]: n["count"] for n in report["notes"]}
+    assert notes == {"job step row(s) left out": 1,
+                     "row(s) are components of heterogeneous jobs": 2,
+                     "job(s) hold GPU shards": 1}
+    con = duckdb.connect(str(db), read_only=True)
+    gpus = dict(con.execute("SELECT job_id, n_gpus FROM jobs").fetchall())
+    con.close()
+    assert gpus == {"2002+0": 1.0, "2002+1": 8.0, "2003": 0.0, "2004": 2.0}

@@ -26,6 +26,9 @@ Columns (any case; required ``JobID``, ``State``, ``Submit``, ``Start``, ``End``
 * ``gpus_per_node`` = n_gpus / NNodes when NNodes > 0; no architecture (inferred).
 
 Censored: State RUNNING/PENDING (any case), or a start without an end.
+Said in the notes, read as they are: the components of a heterogeneous job (``2002+0``,
+``2002+1``), each a job of its own GPUs and nodes; jobs holding GPU shards (``gres/shard=N``)
+and no GPU, read as CPU jobs (a shard's share of a GPU is the node's ``gres.conf``).
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`):
 NNodes that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`; a TRES list
 naming ``gres/gpu`` without a count read here (the GRES form ``gres/gpu:a100:2``). A file whose
@@ -72,6 +75,9 @@ FOLDER = ("*.txt", "*.csv", "*.psv")
 """A folder given as the trace: its sacct exports."""
 STEP = "contains(CAST(jobid AS VARCHAR), '.')"
 """SQL: the row is a job step (``123.batch``, ``123.extern``, ``123.0``), not a job."""
+HET_COMPONENT = r"regexp_full_match(CAST(jobid AS VARCHAR), '[0-9]+[+][0-9]+')"
+"""SQL: the row is a component of a heterogeneous job (``2002+0``, ``2002+1``: Slurm's
+``JobID`` of each; ``sacct`` writes one row per component), read as a job of its own."""
 
 
 def _tres(cols: list[str], names: tuple[str, str] = ("alloctres", "reqtres")) -> str:
@@ -259,9 +265,19 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 "row(s) with more fields than the header: an export separated by ',' splits "
                 "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
                 "with sacct --parsable2 ('|'-separated)"))
+        plan.notes.append((
+            f"SELECT count(*) FROM {_jobs(rows)} WHERE {HET_COMPONENT}",
+            "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each read as "
+            "a job of its own: the GPUs and nodes of one component, not of the whole job"))
         if by_gres:
             continue  # GRES lists name GPUs as the cluster gives them
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
+        plan.notes.append((
+            f"SELECT count(*) FROM {_jobs(rows)} WHERE contains({tres}, 'gres/shard') AND NOT "
+            f"contains({tres}, 'gres/gpu')",
+            "job(s) hold GPU shards (gres/shard=N) and no whole GPU: read as CPU jobs (0 GPUs), "
+            "since a shard's share of a GPU is the node's configuration (its gres.conf), not "
+            "in the record"))
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
                   f"AND count(*) FILTER (WHERE {split}) = 0 "
                   f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
