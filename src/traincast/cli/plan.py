@@ -244,7 +244,9 @@ def plan(
 
 CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-parallel sizes "
                  "(dp x tp x pp x cp = GPUs); ep: expert-parallel size; cp: context-parallel "
-                 "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage; mb: "
+                 "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage; "
+                 "shard: HSDP, ZeRO sharded over this many data-parallel ranks (one node's) "
+                 "and replicated over the rest (shown when not all); mb: "
                  "micro-batch, sequences; recompute: activation recomputation; vp: interleaved "
                  "chunks per pipeline stage; sp/no-sp: sequence parallelism on/off")
 TIME_LEGEND = (

@@ -60,8 +60,9 @@ from traincast.units import fmt_exp
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
              "docs/model.md, hybrid in docs/parallelism.md")
-HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "global_batch", "seq",
-                "recompute", "vp", "sp", "dtype", "attention", "framework", "uneven_stages")
+HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "cp", "zero", "shard", "micro_batch", "global_batch",
+                "seq", "recompute", "vp", "sp", "dtype", "attention", "framework",
+                "uneven_stages")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -243,6 +244,12 @@ def predict(
     zero: Annotated[int | None, typer.Option(
         callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
         "recipe's, else 0).")] = None,
+    shard: Annotated[int | None, typer.Option(
+        callback=within(1), help="hybrid: HSDP: ZeRO shards the model state over this many "
+        "of the dp x cp data-parallel ranks (a divisor; typically one node's) and replicates "
+        "it over the rest: its collectives in the shard group, then an all-reduce of each "
+        "gradient shard across the 2(r-1)/r replicas (PyTorch FSDP HYBRID_SHARD; needs --zero "
+        "1 to 3; default: all ranks).")] = None,
     micro_batch: Annotated[int, typer.Option(
         callback=within(1, BATCH_MAX), help="hybrid: sequences per micro-batch, 1 to 1e9.")] = 1,
     global_batch: Annotated[int | None, typer.Option(
@@ -343,7 +350,8 @@ def predict(
         node_name = node or (cat.default_node_of(gpu) if gpu else "") or cat.fallback_node \
             or "dgx-a100"
         result = predict_hybrid(model, node=node_name, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp,
-                                zero=zero, micro_batch=micro_batch, global_batch=global_batch,
+                                zero=zero, shard=shard, micro_batch=micro_batch,
+                                global_batch=global_batch,
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 uneven_stages=uneven_stages,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
@@ -619,7 +627,9 @@ def render_hybrid(result: dict[str, Any]) -> None:
     # the title above the table at the terminal's width: the two-column table is narrow
     console.print(Text(f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
                        f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
-                       + f" zero={job['zero']} on {job['gpus']} GPU(s) of "
+                       + f" zero={job['zero']}"
+                       + (f" shard={job['shard']}" if job["replicas"] > 1 else "")
+                       + f" on {job['gpus']} GPU(s) of "
                        f"{result['hardware']['node']} — {result['hardware']['gpu']}",
                        style="italic"))
     table = Table()

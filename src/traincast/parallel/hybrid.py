@@ -482,7 +482,7 @@ def _i(x: ArrayLike) -> F:
 
 def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F, gb: F,
                  vp: F, uneven_stages: bool = False, cp: ArrayLike = 1.0, seq: float = 0.0,
-                 fused: bool = True) -> NDArray[np.int64]:
+                 fused: bool = True, shard: ArrayLike = 0.0) -> NDArray[np.int64]:
     """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``
     (``uneven_stages``: layers need not divide evenly over ``pp vp`` chunks, only be at least
     one per chunk). Context parallelism (``cp > 1``) needs a fused attention (``fused``: the
@@ -490,8 +490,11 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
     divisible by ``2 cp`` (each rank holds two of ``2 cp`` chunks, one early and one late, so
     that causal attention costs every rank the same). Tensor parallelism splits the attention
     heads and the key/value heads (Megatron-Core's ``num_query_groups_per_partition =
-    divide(num_query_groups, tp)``), so ``tp`` divides both."""
-    cp = _i(cp)
+    divide(num_query_groups, tp)``), so ``tp`` divides both. A shard group (``shard`` > 0,
+    :attr:`Configs.shard`) divides the ``dp cp`` data-parallel ranks; one smaller than them
+    (HSDP) needs ZeRO 1 to 3 (something to shard) and ``ep = 1``."""
+    cp, shard = _i(cp), _i(shard)
+    group = dp * cp
     with np.errstate(divide="ignore", invalid="ignore"):
         m = gb / (dp * mb)
     checks = [
@@ -506,6 +509,8 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         (zero <= 1) | (pp == 1),
         (cp <= 1) | fused,
         (cp <= 1) | (np.fmod(seq, 2.0 * np.maximum(cp, 1.0)) == 0),
+        (shard <= 0) | ((shard <= group) & (np.fmod(group, np.maximum(shard, 1.0)) == 0)),
+        (shard <= 0) | (shard >= group) | ((zero >= 1) & (ep == 1)),
     ]
     code = np.zeros(np.broadcast(*checks).shape, dtype=np.int64)
     for i in range(len(checks) - 1, 0, -1):
@@ -527,9 +532,11 @@ SHAPE_ERRORS: tuple[str, ...] = (
     "cudnn or efficient, as the GPU runs them, or a --framework that sets one: megatron-core "
     "from compute capability 8.0)",
     "context parallelism needs a sequence divisible by 2 x cp (each rank holds two of 2 cp "
-    "pieces)")
+    "pieces)",
+    "the shard group (--shard) must divide the data-parallel ranks, dp x cp",
+    "a shard group smaller than dp x cp (HSDP) needs ZeRO 1, 2 or 3 (--zero) and ep 1")
 (SHAPE_SIZES, SHAPE_BATCH, SHAPE_TP, SHAPE_LAYERS, SHAPE_VP, SHAPE_EP, SHAPE_ZERO, SHAPE_ZERO_PP,
- SHAPE_CP_FUSED, SHAPE_CP_SEQ) = range(1, len(SHAPE_ERRORS))
+ SHAPE_CP_FUSED, SHAPE_CP_SEQ, SHAPE_SHARD, SHAPE_SHARD_ZERO) = range(1, len(SHAPE_ERRORS))
 """The codes of :func:`check_shapes`, by rule (``SHAPE_ERRORS[code]`` says it)."""
 
 
@@ -569,6 +576,11 @@ class Configs:
     """With dtype fp8: the weights' fp8 copies made on the first micro-batch and reused by
     the others of the iteration (Transformer Engine's ``is_first_microbatch``), else made
     every micro-batch (:func:`fp8_cast_bytes_per_layer`)."""
+    shard: F | None = None
+    """The data-parallel ranks ZeRO shards the dense model state over: all ``d cp`` of
+    :attr:`dp_group` (None, or as given), or fewer, the state then replicated over
+    :attr:`replicas` such groups (HSDP: PyTorch FSDP's ``HYBRID_SHARD``, FSDP2's 2-D device
+    mesh, typically one node's ranks; ``configs(shard=...)``)."""
 
     @property
     def s_rank(self) -> F:
@@ -584,6 +596,18 @@ class Configs:
         return self.d * self.cp
 
     @property
+    def shard_group(self) -> F:
+        """``g_s``: the ranks ZeRO shards the dense model state over (:attr:`shard`; ``d cp``
+        by default)."""
+        return self.dp_group if self.shard is None else self.shard
+
+    @property
+    def replicas(self) -> F:
+        """``r = d cp / g_s``: the shard groups that each hold a whole copy of the state (1
+        without HSDP)."""
+        return self.dp_group / self.shard_group
+
+    @property
     def expert_dp_group(self) -> F:
         """The ranks that hold the same experts: ``d cp / e`` (expert parallelism splits the
         experts over ``e`` of the data-parallel ranks, so each expert's copies, and the
@@ -596,13 +620,16 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
             seq: int | None, dtype: str, attention: str = "materialized",
-            dropout: bool = True, cp: ArrayLike = 1, fp8_weight_cache: bool = False) -> Configs:
+            dropout: bool = True, cp: ArrayLike = 1, fp8_weight_cache: bool = False,
+            shard: ArrayLike = 0) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
-    defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split)."""
+    defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split); ``shard``
+    0 (or below 1) is every data-parallel rank, ``d cp`` (:attr:`Configs.shard`)."""
     d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
     b, gb, r, v, k = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp), _i(cp)
-    d, t, p, e, z, b, gb, r, v, k = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v, k)
+    d, t, p, e, z, b, gb, r, v, k, g_s = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v, k,
+                                                              _i(shard))
     sp_arr = (t > 1) & (True if sp is None else np.asarray(sp, dtype=bool))  # nothing to split
     return Configs(d=d, t=t, p=p, e=e, cp=k, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
                    s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
@@ -610,7 +637,8 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
                    selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
                    attention=check_attention(attention), dropout=bool(dropout),
-                   fp8_weight_cache=bool(fp8_weight_cache))
+                   fp8_weight_cache=bool(fp8_weight_cache),
+                   shard=np.where(g_s >= 1, g_s, d * k))
 
 
 def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
@@ -996,6 +1024,7 @@ class Links(NamedTuple):
     pp_bps: F
     pp_latency_s: F
     dp_ring_bps: F
+    replica_ring_bps: F
     expert_dp_ring_bps: F
     cp_bps: F
     cp_latency_s: F
@@ -1024,11 +1053,17 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     ``min(rails, k)`` network ports (NCCL runs one ring per rail): its ring crosses nodes at
     ``min(intra, min(rails, k) nic)`` (``architectures.ring_link_bps``, as allreduce-cluster).
     An expert-data-parallel group (``d cp / e`` ranks, ``t e`` apart) holds
-    ``clip(floor(g / (t e)), 1, d cp / e)`` members per node, by the same rule."""
+    ``clip(floor(g / (t e)), 1, d cp / e)`` members per node, by the same rule. With HSDP
+    (:attr:`Configs.shard_group` ``g_s < d cp``) the ring of ZeRO's collectives is a shard
+    group's ``g_s`` consecutive data-parallel ranks (``clip(floor(g / t), 1, g_s)`` per node)
+    and the replicas' all-reduce runs over ``r`` ranks ``t g_s`` apart (``clip(floor(g / (t
+    g_s)), 1, r)`` per node: one node's shard group leaves one member per node, on one
+    rail)."""
     g = float(hw.gpus_per_node)
     n = c.t * c.p * c.dp_group  # d t p cp GPUs
     pp_cross = n > g
-    members_per_node = np.clip(np.floor(g / c.t), 1.0, c.dp_group)
+    members_per_node = np.clip(np.floor(g / c.t), 1.0, c.shard_group)
+    replica_members = np.clip(np.floor(g / (c.t * c.shard_group)), 1.0, c.replicas)
     expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_dp_group)
 
     def link(inside: NDArray[np.bool_]) -> tuple[F, F]:
@@ -1040,8 +1075,10 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     (pp_bps, pp_lat), (cp_bps, cp_lat) = link(~pp_cross), link(in_node(c.t * c.cp, g, n))
     return Links(tp_bps=tp_bps, tp_latency_s=tp_lat, ep_bps=ep_bps, pp_cross=pp_cross,
                  pp_bps=pp_bps, pp_latency_s=pp_lat,
-                 dp_ring_bps=ring_link_bps(c.dp_group, members_per_node, hw.intra_bps,
+                 dp_ring_bps=ring_link_bps(c.shard_group, members_per_node, hw.intra_bps,
                                            hw.nic_bps, hw.rails),
+                 replica_ring_bps=ring_link_bps(c.replicas, replica_members, hw.intra_bps,
+                                                hw.nic_bps, hw.rails),
                  expert_dp_ring_bps=ring_link_bps(c.expert_dp_group, expert_members,
                                                   hw.intra_bps, hw.nic_bps, hw.rails),
                  cp_bps=cp_bps, cp_latency_s=cp_lat)
@@ -1085,9 +1122,10 @@ class StageParams(NamedTuple):
         return self.dense + self.expert
 
     def over_groups(self, c: Configs) -> F:
-        """One rank's share once each part is split over its group: ``dense / (d cp) +
-        expert / (d cp / e)`` (ZeRO's sharding)."""
-        return self.dense / c.dp_group + self.expert / c.expert_dp_group
+        """One rank's share once each part is split over its group: ``dense / g_s +
+        expert / (d cp / e)`` (ZeRO's sharding; ``g_s = d cp`` but with HSDP,
+        :attr:`Configs.shard_group`)."""
+        return self.dense / c.shard_group + self.expert / c.expert_dp_group
 
 
 def stage_params(model: ModelConfig, c: Configs) -> StageParams:
@@ -1107,7 +1145,7 @@ def update_time_s(hw: HybridHardware, c: Configs, params: StageParams,
     accumulation ``T_acc = 3 delta params / (M f_elementwise)`` (read both, write one; 0 when
     fused); per iteration, the optimizer step ``T_opt = 52 bytes (32 fp32) x params / (M
     f_elementwise)`` (element-wise kernels, :meth:`HybridHardware.memory_bps`) over
-    the optimizer shard with ZeRO >= 1 (``dense / (d cp) + expert / (d cp / e)``,
+    the optimizer shard with ZeRO >= 1 (``dense / g_s + expert / (d cp / e)``,
     :meth:`StageParams.over_groups`). Returns ``(T_acc, T_opt)``."""
     bw = hw.memory_bps("elementwise")
     t_acc = 0.0 if grad_accum_fused else st.grad_accum_bytes(params.total, c.delta) / bw
@@ -1118,17 +1156,29 @@ def update_time_s(hw: HybridHardware, c: Configs, params: StageParams,
 def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
                 params: StageParams) -> tuple[F, F]:
     """Data-parallel sync per iteration: the ZeRO-stage volume (``strategies.dp_bytes`` of the
-    stage's dense ``params delta`` gradient and parameter bytes) over the data-parallel ring of
-    ``d cp`` ranks (:attr:`Configs.dp_group`), then that of its expert parameters over the
-    expert-data-parallel ring of ``d cp / e`` ranks (:attr:`Configs.expert_dp_group`), plus
-    the all-reduce of a tied embedding's ``V h / t`` gradient between the first and last stage
-    (a 2-member ring on the pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
+    stage's dense ``params delta`` gradient and parameter bytes) over the ring of the ``g_s``
+    ranks it shards over (:attr:`Configs.shard_group`: the ``d cp`` of
+    :attr:`Configs.dp_group` but with HSDP), then with HSDP the replicas' all-reduce of each
+    rank's gradient shard over the ``r = d cp / g_s`` shard groups,
+
+        V_replica = 2 (r - 1)/r (P delta / g_s) m_z      (m_z = m with ZeRO 2 or 3, which
+                                                          reduce every micro-batch's
+                                                          gradients; 1 with ZeRO 1)
+
+    (PyTorch FSDP ``HYBRID_SHARD``: reduce-scatter in the shard group, then all-reduce across
+    the replicas), then the expert parameters' volume over the expert-data-parallel ring of
+    ``d cp / e`` ranks (:attr:`Configs.expert_dp_group`), plus the all-reduce of a tied
+    embedding's ``V h / t`` gradient between the first and last stage (a 2-member ring on the
+    pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
     def volume(n_params: F, group: F) -> F:
         return st.dp_bytes(n_params * c.delta, n_params * c.delta, group, c.m, c.z)
 
-    dense, expert = volume(params.dense, c.dp_group), volume(params.expert, c.expert_dp_group)
-    dp_volume = dense + expert
-    t_dp = np.where(c.dp_group > 1, dense / ln.dp_ring_bps, 0.0) \
+    dense, expert = volume(params.dense, c.shard_group), volume(params.expert, c.expert_dp_group)
+    m_z = np.where(c.z >= 2, c.m, 1.0)
+    replica = 2.0 * st.half_ring(c.replicas) * params.dense * c.delta / c.shard_group * m_z
+    dp_volume = dense + replica + expert
+    t_dp = np.where(c.shard_group > 1, dense / ln.dp_ring_bps, 0.0) \
+        + np.where(c.replicas > 1, replica / ln.replica_ring_bps, 0.0) \
         + np.where(c.expert_dp_group > 1, expert / ln.expert_dp_ring_bps, 0.0)
     t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
         model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
@@ -1207,17 +1257,18 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
                  params: StageParams) -> dict[str, F]:
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
-    ``params`` after ZeRO, the dense ones over the ``d cp`` ranks of :attr:`Configs.dp_group`
-    and the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
+    ``params`` after ZeRO, the dense ones over the ``g_s`` ranks of
+    :attr:`Configs.shard_group` (the ``d cp`` of :attr:`Configs.dp_group` but with HSDP) and
+    the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
     gathers at a time, ``(P_layer - P_experts) / t delta``, where that group has more than one
     rank: over one rank nothing is sharded or gathered), activations stored and the layer
     being recomputed (:func:`activation_bytes`), their total and the GPU's capacity."""
     w_b, g_b, o_b = (a + b for a, b in zip(
-        st.model_state_bytes(params.dense, c.dp_group, c.z, c.dtype),
+        st.model_state_bytes(params.dense, c.shard_group, c.z, c.dtype),
         st.model_state_bytes(params.expert, c.expert_dp_group, c.z, c.dtype), strict=True))
     dense_layer = model.layer_params - model.expert_params_per_layer
-    w_b = w_b + np.where((c.z >= 3) & (c.dp_group > 1), dense_layer / c.t * c.delta, 0.0)
+    w_b = w_b + np.where((c.z >= 3) & (c.shard_group > 1), dense_layer / c.t * c.delta, 0.0)
     act, redo = activation_bytes(model, c)
     return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
             "mem_activations_bytes": act, "mem_recompute_bytes": redo,
@@ -1315,7 +1366,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              scatter_gather: bool = True, grad_accum_fused: bool = True,
              uneven_stages: bool = False, attention: str = "materialized",
              dropout: bool = True, cp: ArrayLike = 1,
-             fp8_weight_cache: bool = False) -> dict[str, F]:
+             fp8_weight_cache: bool = False, shard: ArrayLike = 0) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -1332,7 +1383,9 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     splits every sequence over ``cp`` ranks: per-GPU work and activations over ``s / cp``
     tokens, the key/value ring of :func:`cp_exchange_s`, gradients reduced over ``d cp``
     ranks; the job has ``d t p cp`` GPUs. ``fp8_weight_cache`` (dtype fp8): the weights'
-    fp8 copies made once per iteration (:func:`fp8_cast_bytes_per_layer`). Per iteration
+    fp8 copies made once per iteration (:func:`fp8_cast_bytes_per_layer`). ``shard`` (HSDP;
+    0: all ``d cp`` ranks): ZeRO shards the dense state over that many data-parallel ranks
+    and replicates it over the rest (:func:`sync_time_s`, :func:`memory_bytes`). Per iteration
     ``T_pipe = (m + (p - 1) / v) t_mb``, ``T_data = 16 s B / (d cp) / bw(pcie)`` and
     ``T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp`` (``f = overlap``).
     Configurations ``check_shapes`` rejects get NaN times and rates. Returns a dict of
@@ -1343,9 +1396,9 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
                 seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp,
-                fp8_weight_cache=fp8_weight_cache)
+                fp8_weight_cache=fp8_weight_cache, shard=shard)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
-                               cp=c.cp, seq=c.s, fused=c.attention in FUSED)
+                               cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
     t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
@@ -1549,10 +1602,11 @@ SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "gl
 
 def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
     """:func:`check_shapes`'s code for one configuration given by name (``SIZE_KEYS``, ``cp``,
-    ``seq``)."""
+    ``seq``, ``shard`` where given)."""
     return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS),
                             uneven_stages=bool(sizes.get("uneven_stages")), cp=sizes["cp"],
-                            seq=float(sizes["seq"]), fused=attention in FUSED))
+                            seq=float(sizes["seq"]), fused=attention in FUSED,
+                            shard=sizes.get("shard") or 0))
 
 
 def activations_dominate(mem: dict[str, Any]) -> Any:
@@ -1567,7 +1621,7 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     """The warning when a configuration does not fit its GPU (empty when it does), with what
     shrinks each part, each change one the shape rules accept (:func:`shape_code`; tp within a
     node): the next ZeRO stage for the model state (where ``d cp > 1``: ZeRO shards over those
-    ranks); full recomputation, twice the tp, pp or
+    ranks), with HSDP a shard group twice as large (or every rank); full recomputation, twice the tp, pp or
     cp, and a fused attention (materialized scores, :func:`activations_dominate`) for the
     activations. ``sizes``: ``SIZE_KEYS``, ``cp`` and ``seq``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
@@ -1582,6 +1636,10 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     sharded = sizes["dp"] * sizes["cp"] > 1  # ZeRO shards over the d cp ranks: none at 1
     fixes = [f"--zero {sizes['zero'] + 1}"] if sharded and sizes["zero"] < 3 and valid(
         zero=sizes["zero"] + 1) else []
+    shard = sizes.get("shard") or 0
+    if 0 < shard < sizes["dp"] * sizes["cp"]:  # HSDP: shard over more ranks
+        fixes.insert(0, f"--shard {2 * shard}" if valid(shard=2 * shard) else
+                     "no --shard (ZeRO over every data-parallel rank)")
     fixes += ["--recompute full"] if recompute != "full" else []
     fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
     if attention not in FUSED and activations_dominate(sc):
@@ -1696,6 +1754,14 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                        "would with pp 2)" if vps else f"no pp would with vp {vp}")
                     + (", or --uneven-stages (the slowest stage holds ceil(layers / (pp x "
                        "vp)) layers per chunk)" if cfg.layers >= sizes["pp"] * vp else ""))
+        elif code == SHAPE_SHARD:
+            group = sizes["dp"] * sizes["cp"]
+            why += (f": dp x cp = {group}; --shard of "
+                    f"{', '.join(map(str, divisors(group)[:10]))} would")
+        elif code == SHAPE_SHARD_ZERO:
+            why += (f" (--shard {sizes['shard']} of {sizes['dp'] * sizes['cp']} ranks with ZeRO "
+                    f"{sizes['zero']}, ep {sizes['ep']}): ZeRO 0 shards nothing; leave --shard "
+                    "out for every rank")
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
         elif code == SHAPE_BATCH:
@@ -1791,7 +1857,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    attention: str | None = None, dropout: bool | None = None,
                    grad_accum_fused: bool | None = None,
                    framework: str = DEFAULT_FRAMEWORK,
-                   uneven_stages: bool = False) -> dict[str, Any]:
+                   uneven_stages: bool = False, shard: int | None = None) -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
     ``tokens_per_s_per_gpu``, ``model_tflops_per_gpu``, ``memory_gb``, ``fits`` and the
     per-strategy communication in ``comm_s``).
@@ -1810,7 +1876,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     given); a given value overrides the recipe's. ``uneven_stages``: layers that do not divide
     over ``pp vp`` chunks are split unevenly (:func:`evaluate`: the slowest stage holds
     ``v ceil(l / (p v))`` layers), as Megatron-Core's first/last-stage layer counts and
-    DeepSpeed's partitioner do."""
+    DeepSpeed's partitioner do. ``shard`` (HSDP): ZeRO shards the model state over that many
+    of the ``dp cp`` data-parallel ranks and replicates it over the rest (None: all of them).
+    """
     from traincast.parallel.models import get_model
 
     cfg = get_model(model) if isinstance(model, str) else model
@@ -1830,7 +1898,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     s = int(seq or cfg.seq)
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
-             "uneven_stages": uneven_stages}
+             "uneven_stages": uneven_stages, "shard": shard}
+    check_counts(shard=shard)
     if min(dp, tp, pp, ep, cp, micro_batch, vp) < 1:
         _check_sizes(cfg, sizes, attention)
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
@@ -1841,8 +1910,10 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
                    attention=attention, dropout=knobs["dropout"],
                    grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages,
-                   fp8_weight_cache=knobs["fp8_weight_cache"])
+                   fp8_weight_cache=knobs["fp8_weight_cache"], shard=shard or 0)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
+    group = dp * cp
+    g_s = group if not shard else shard
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
                             memory_warning(sc, cfg, sizes, recompute, attention,
@@ -1870,6 +1941,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
+                        + (f"HSDP: the model state sharded over {g_s} of the {group} "
+                           f"data-parallel ranks, {group // g_s} replicas (--shard); "
+                           if g_s < group else "")
                         + recipe_text(framework, by_recipe, dtype))
     return {
         **time_summary(sc),
@@ -1891,7 +1965,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",
                 "model": cfg.name, "gpus": int(sc["gpus"]), "dp": dp, "tp": tp, "pp": pp,
-                "ep": ep, "cp": cp, "zero": zero, "micro_batch": micro_batch, "global_batch": gb,
+                "ep": ep, "cp": cp, "zero": zero, "shard": g_s, "replicas": group // g_s,
+                "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,
                 "uneven_stages": bool(uneven_stages),

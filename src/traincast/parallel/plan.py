@@ -62,8 +62,8 @@ from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
 from traincast.units import join_words
 
-CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "micro_batch", "recompute",
-                                "vp", "sp")
+CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "shard", "micro_batch",
+                                "recompute", "vp", "sp")
 DEFAULT_DTYPE = "bf16"
 """The training precision ``plan`` and ``replan`` assume without ``dtype``."""
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
@@ -93,7 +93,10 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     are formed before the other
     axes are crossed with them. Moot axes are searched at one value: sequence parallelism off
     with tp 1, and the least ZeRO stage with one data-parallel rank (``dp cp = 1``: ZeRO shards
-    over the data-parallel group, and a group of one is no sharding).
+    over the data-parallel group, and a group of one is no sharding). ``shard`` 0 shards ZeRO
+    over every data-parallel rank; each configuration with ZeRO 1 to 3 and ep 1 is also
+    searched as HSDP, sharded over one node's data-parallel ranks (``shard = floor(g / tp)``,
+    at least 2) where that divides ``dp cp`` and is fewer, replicated over the rest.
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -121,8 +124,14 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                         np.full(d.shape, float(global_batch)), v.astype(float),
                         cp=k.astype(float), seq=float(seq), fused=fused)
     ok = code == 0
-    return {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "cp": k[ok], "zero": z[ok],
-            "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok], "sp": sp[ok]}
+    out = {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "cp": k[ok], "zero": z[ok],
+           "shard": np.zeros(int(ok.sum()), dtype=np.int64), "micro_batch": b[ok],
+           "recompute": r[ok], "vp": v[ok], "sp": sp[ok]}
+    group, node_shard = out["dp"] * out["cp"], gpus_per_node // out["tp"]
+    hsdp = ((out["zero"] >= 1) & (out["ep"] == 1) & (node_shard >= 2) & (node_shard < group)
+            & (group % np.maximum(node_shard, 1) == 0))
+    return {key: np.concatenate([x, node_shard[hsdp] if key == "shard" else x[hsdp]])
+            for key, x in out.items()}
 
 
 def _describe(cfg: dict[str, Any]) -> str:
@@ -132,7 +141,10 @@ def _describe(cfg: dict[str, Any]) -> str:
         parts.append(f"ep={cfg['ep']}")
     if cfg.get("cp", 1) > 1:
         parts.append(f"cp={cfg['cp']}")
-    parts += [f"zero={cfg['zero']}", f"mb={cfg['micro_batch']}", f"recompute={rec}"]
+    parts.append(f"zero={cfg['zero']}")
+    if cfg.get("shard", 0) > 0:
+        parts.append(f"shard={cfg['shard']}")
+    parts += [f"mb={cfg['micro_batch']}", f"recompute={rec}"]
     if cfg["vp"] > 1:
         parts.append(f"vp={cfg['vp']}")
     if cfg["tp"] > 1:
@@ -182,7 +194,8 @@ def changes(before: dict[str, Any], after: dict[str, Any],
     ``["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on"]`` (unchanged ones left out)."""
     def val(cfg: dict[str, Any], k: str) -> Any:
         return st.RECOMPUTE[cfg[k]] if k == "recompute" else \
-            ("on" if cfg[k] else "off") if k == "sp" else cfg[k]
+            ("on" if cfg[k] else "off") if k == "sp" else \
+            (cfg[k] or "all") if k == "shard" else cfg[k]
 
     return [f"{'mb' if k == 'micro_batch' else k} {val(before, k)}→{val(after, k)}"
             for k in keys if before[k] != after[k]]
@@ -400,8 +413,8 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
                              fused=cp_searched)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
-                   cp=cfgs["cp"],
-                   zero=cfgs["zero"], micro_batch=cfgs["micro_batch"], global_batch=gb,
+                   cp=cfgs["cp"], zero=cfgs["zero"], shard=cfgs["shard"],
+                   micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
                    dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"],
@@ -506,7 +519,8 @@ def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
              f"--pp {c['pp']}"]
     flags += [f"--ep {c['ep']}"] * (c["ep"] > 1)
     flags += [f"--cp {c['cp']}"] * (c["cp"] > 1)
-    flags += [f"--zero {c['zero']}", f"--micro-batch {c['micro_batch']}",
+    flags += [f"--zero {c['zero']}"] + [f"--shard {c['shard']}"] * (c.get("shard", 0) > 0)
+    flags += [f"--micro-batch {c['micro_batch']}",
               f"--recompute {st.RECOMPUTE[c['recompute']]}", f"--vp {c['vp']}"]
     flags += [("--sp" if c["sp"] else "--no-sp")] * (c["tp"] > 1)
     return "traincast predict --arch hybrid " + " ".join(flags) + extra
@@ -541,6 +555,7 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
+                "shard": "every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3",
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
                 "cp": ({nd: cp_words if on else [1] for nd, on in cp_searched.items()}
@@ -562,7 +577,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                     + ("no communication overlap" if overlap == 0 else
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute "
-                    f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')}, "
+                    f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')} "
+                    "(sharded over every data-parallel rank, and with ZeRO 1 to 3 over one "
+                    "node's, HSDP), "
                     f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
                     f"sequence parallelism on and off, " + cp_text)
     return out
