@@ -1621,9 +1621,10 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     """The warning when a configuration does not fit its GPU (empty when it does), with what
     shrinks each part, each change one the shape rules accept (:func:`shape_code`; tp within a
     node): the next ZeRO stage for the model state (where ``d cp > 1``: ZeRO shards over those
-    ranks), with HSDP a shard group twice as large (or every rank); full recomputation, twice the tp, pp or
-    cp, and a fused attention (materialized scores, :func:`activations_dominate`) for the
-    activations. ``sizes``: ``SIZE_KEYS``, ``cp`` and ``seq``."""
+    ranks), with HSDP a shard group twice as large (or every rank); full recomputation, twice
+    the tp, pp or cp, and a fused attention (materialized scores,
+    :func:`activations_dominate`) for the activations. ``sizes``: ``SIZE_KEYS``, ``cp``,
+    ``seq`` and ``shard``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""

@@ -191,14 +191,15 @@ def percent(share: float) -> str:
 def changes(before: dict[str, Any], after: dict[str, Any],
             keys: tuple[str, ...] = CONFIG_KEYS) -> list[str]:
     """The sizes that differ between two configurations, as the table names them:
-    ``["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on"]`` (unchanged ones left out)."""
+    ``["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on", "shard all→8"]`` (unchanged ones left
+    out; a configuration without ``shard`` shards over every data-parallel rank)."""
     def val(cfg: dict[str, Any], k: str) -> Any:
         return st.RECOMPUTE[cfg[k]] if k == "recompute" else \
             ("on" if cfg[k] else "off") if k == "sp" else \
-            (cfg[k] or "all") if k == "shard" else cfg[k]
+            (cfg.get(k) or "all") if k == "shard" else cfg[k]
 
     return [f"{'mb' if k == 'micro_batch' else k} {val(before, k)}→{val(after, k)}"
-            for k in keys if before[k] != after[k]]
+            for k in keys if before.get(k, 0) != after.get(k, 0)]
 
 
 def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
