@@ -122,3 +122,19 @@ def test_plan_searches_one_nodes_shard_and_predict_agrees() -> None:
     assert "--shard" in line and "--nic" in line
     again = json.loads(runner.invoke(app, [*line[1:], "--json"]).stdout)
     assert again["time_s"]["total"] == pytest.approx(rows[0]["time_s"]["total"], rel=1e-9)
+
+
+def test_a_shard_group_too_small_to_fit_is_told_the_larger_one() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+
+    # Llama-2-7B's 16 bytes of state per parameter (ZeRO-3, Adam) over 2 ranks: about 54 GB,
+    # more than an A100's 40 GB; over 8, about 13.5 GB
+    def run(shard: int) -> dict:
+        return predict_hybrid("llama2-7b", node="dgx-a100-40gb", dp=16, zero=3, shard=shard,
+                              seq=2048, framework="fsdp", global_batch=64)
+
+    small, node = run(2), run(8)
+    assert not small["fits"] and "--shard 4" in small["warnings"][0]
+    state = sum(small["memory_gb"][k] for k in ("weights", "grads", "optimizer"))
+    assert state == pytest.approx(16 * get_model("llama2-7b").params / 2 / 1e9, rel=0.02)
+    assert node["fits"] and not node["warnings"]
