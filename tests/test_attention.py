@@ -97,12 +97,18 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
     assert raw["backward_factor"] == 2.5 and "2307.08691" in raw["backward_source"]
     rates = {(r["kernel"], g): r for r in raw["rate"] for g in r["gpus"]}
     assert rates["flash", "A100-SXM4-80GB"]["fraction"] == 0.50  # FA2 abstract: 50-73% of A100
-    assert rates["flash", "H100-SXM5-80GB"]["fraction"] == 0.35  # FA3 abstract: FA2 at 35%
     assert rates["flash3", "H100-SXM5-80GB"]["fraction"] == 0.75  # FA3 abstract: 740 TFLOP/s
+    # FlashAttention-2 on Hopper: measured per kernel on the H200 (0.27, forward + backward),
+    # and one chip (GH100) one fraction: the H100 boards take it, as for cuDNN's kernel
+    hopper = ("H200-SXM-141GB", "H100-SXM5-80GB", "H100-PCIE-80GB", "H100-NVL")
+    for kernel in ("flash", "flash1", "cudnn", "efficient"):
+        assert len({rates[kernel, g]["fraction"] for g in hopper}) == 1, kernel
+    assert rates["flash", "H100-SXM5-80GB"]["fraction"] == 0.27
+    assert rates["flash", "H100-SXM5-80GB"]["source"].startswith("measured: data/h200")
     # FA2 abstract on FlashAttention: "only 25-40% of the theoretical maximum FLOPs/s" (A100)
     assert rates["flash1", "A100-SXM4-80GB"]["fraction"] == 0.25
-    # no published Hopper figure: 0.25 x FA2's H100 / A100 ratio 0.35 / 0.50
-    assert rates["flash1", "H100-SXM5-80GB"]["fraction"] == pytest.approx(0.25 * 0.35 / 0.50)
+    # no published Hopper figure: 0.25 x FA2's Hopper / A100 ratio 0.27 / 0.50
+    assert rates["flash1", "H100-SXM5-80GB"]["fraction"] == pytest.approx(0.25 * 0.27 / 0.50)
     # cuDNN's fused attention: the H200's measured fraction for a GPU without its own; the
     # memory-efficient kernel: the H200's times FlashAttention-2's off-Hopper share 0.50 / 0.27
     assert raw["default_fraction"] == {
@@ -130,7 +136,7 @@ def test_flash_rates_are_published_numbers_with_sources() -> None:
 def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     bf16 = hybrid_hardware(None, "dgx-h100", "bf16")
     fp8 = hybrid_hardware(None, "dgx-h100", "fp8")
-    assert bf16.fused_rate("flash") == pytest.approx(0.35 * bf16.peak_tflops * 1e12)
+    assert bf16.fused_rate("flash") == pytest.approx(0.27 * bf16.peak_tflops * 1e12)
     assert bf16.fused_rate("flash3") == pytest.approx(0.75 * bf16.peak_tflops * 1e12)
     assert fp8.fused_rate("flash") == pytest.approx(bf16.fused_rate("flash"))  # attention in bf16
     a100 = hybrid_hardware(None, "dgx-a100", "bf16")
@@ -145,9 +151,10 @@ def test_flash_rate_is_fraction_of_the_bf16_peak_also_in_fp8() -> None:
     l4 = hybrid_hardware(None, "l4-pcie", "bf16")  # no published FlashAttention-2 figure
     assert l4.fused_rate("flash") == pytest.approx(0.50 * l4.peak_tflops * 1e12)
     assert h200.fused_rate("flash1") == pytest.approx(0.25 * 0.27 / 0.50 * h200.peak_tflops * 1e12)
-    # the first FlashAttention: 0.25 on A100, 0.175 on H100, the A100's 0.25 elsewhere
+    # the first FlashAttention: 0.25 on A100, 0.135 on H100 (0.25 x 0.27 / 0.50), the A100's
+    # 0.25 elsewhere
     assert a100.fused_rate("flash1") == pytest.approx(0.25 * a100.peak_tflops * 1e12)
-    assert bf16.fused_rate("flash1") == pytest.approx(0.175 * bf16.peak_tflops * 1e12)
+    assert bf16.fused_rate("flash1") == pytest.approx(0.135 * bf16.peak_tflops * 1e12)
     assert l4.fused_rate("flash1") == pytest.approx(0.25 * l4.peak_tflops * 1e12)
 
 

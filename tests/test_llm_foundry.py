@@ -146,10 +146,12 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
     # docs/validation.md: the table prices attention as the runs ran it (attention = "flash1":
     # the first FlashAttention's published rate at the reference shapes, no s^2 scores in DRAM
     # or activations, its rate by sequence and head size the shape measured on the H200), so
-    # every row fits its GPU; the A100 tables and the H100 bf16 one meet a 10% median
-    # (the H100 bf16 rows at the GEMM rate of the cuBLAS they ran, still too fast), the H100
-    # fp8 table (10 rows) reads 11.2%, above; no sequence is off by more than about 6% at
-    # its signed median (with one rate for every sequence: +11% at 512, -19% at 65,536)
+    # every row fits its GPU; every table meets the 10% median target (the H100 rows with
+    # FlashAttention's Hopper rate from FlashAttention-2's per-kernel measurement on the GH100
+    # chip, the H100 bf16 ones at the GEMM rate of the cuBLAS they ran), and the H100 fp8
+    # table (10 rows) the 20% worst one too, with errors of both signs; no sequence is off by
+    # more than about 9% at its signed median (with one rate for every sequence: +11% at 512,
+    # -19% at 65,536)
     from statistics import median
 
     rows = llm_foundry()
@@ -160,16 +162,12 @@ def test_errors_by_gpu_and_sequence_as_docs_say() -> None:
         by_gpu.setdefault((r["gpu"], r["dtype"]), []).append(r["rel_error"])
         by_seq.setdefault(r["seq"], []).append(r["rel_error"])
     for table in by_gpu:
-        if table[1] == "bf16":
-            assert median(abs(e) for e in by_gpu[table]) <= 0.10, table
-    # the H100 fp8 table misses the 10% target (docs/validation.md: 11.2%, every row too fast,
-    # with te.Linear's fused casts): at most 11.5%, so a drift shows
+        assert median(abs(e) for e in by_gpu[table]) <= 0.10, table
     fp8 = by_gpu["H100-SXM5-80GB", "fp8"]
-    assert median(abs(e) for e in fp8) <= 0.115 and all(e > 0 for e in fp8)
-    assert median(by_gpu["H100-SXM5-80GB", "bf16"]) > 0.0
+    assert max(abs(e) for e in fp8) <= 0.20 and min(fp8) < 0.0 < max(fp8)
     for seq, errors in by_seq.items():
-        assert abs(median(errors)) <= 0.065, seq
-    assert median(abs(r["rel_error"]) for r in rows) <= 0.07
+        assert abs(median(errors)) <= 0.09, seq
+    assert median(abs(r["rel_error"]) for r in rows) <= 0.05
 
 
 def test_a_bad_tokens_figure_names_the_row_and_field(tmp_path: Any) -> None:
