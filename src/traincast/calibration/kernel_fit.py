@@ -247,7 +247,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                 raise TraincastError(f"{path}: the header names column {name!r} twice (fields "
                                      f"{first} and {second}): which one holds its values "
                                      "cannot be told", hint="rename or remove one of them")
-        rel = con.read_csv(str(path), all_varchar=True)
+        rel = con.sql(f"select * from {_sniffed_csv(con, path)}")
         missing = [c for c in need if c not in rel.columns]
         if missing:
             _uneven_row(path)
@@ -303,6 +303,28 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                  else np.full(len(out["Latency"]), "", dtype=object))
         out["tile_m"], out["tile_n"] = ran_tiles(names)
     return out
+
+
+def _sniffed_csv(con: Any, path: Path) -> str:
+    """``read_csv`` of ``path`` that reads it as ``read_csv(path, all_varchar=true)`` does,
+    with the dialect and columns DuckDB's sniffer finds in it written in and detection off
+    (``sniff_csv``, run once; the call its ``Prompt`` writes, the file and names quoted): a
+    query over a detecting ``read_csv`` sniffs the file again, and the ``read_csv`` relation
+    of DuckDB's Python API sniffs it three times before it pins the same."""
+    from traincast.trace.adapters.base import lit
+
+    (delim, quote, escape, new_line, comment, skip, header, columns), = con.execute(
+        "select Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, HasHeader, "
+        f"Columns from sniff_csv({lit(path)}, all_varchar=true)").fetchall()
+
+    def text(value: str) -> str:  # sniff_csv says (empty) for no quote, escape or comment
+        return lit("" if value == "(empty)" else value)
+
+    names = ", ".join(f"{lit(c['name'])}: {lit(c['type'])}" for c in columns)
+    return (f"read_csv({lit(path)}, auto_detect=false, delim={text(delim)}, "
+            f"quote={text(quote)}, escape={text(escape)}, new_line={text(new_line)}, "
+            f"skip={int(skip)}, comment={text(comment)}, header={str(bool(header)).lower()}, "
+            f"columns={{{names}}}, all_varchar=true)")
 
 
 def _uneven_row(path: Path) -> None:
