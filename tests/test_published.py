@@ -331,6 +331,37 @@ def test_rows_of_the_hybrid_model_go_through_predict_hybrid(tmp_path: Path) -> N
     assert "tokens/s" not in text
 
 
+def test_a_rows_file_is_read_once_whichever_model_prices_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # its form (hybrid model or per-op profiles) is told from the table the run then uses
+    from traincast.validation.published import validate_published
+
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counted(self: Path, *args: object, **kwargs: object) -> str:
+        reads.append(self)
+        return read_text(self, *args, **kwargs)
+
+    llm = tmp_path / "llm.toml"
+    llm.write_text('node = "dgx-a100"\ndtype = "bf16"\nframework = "fsdp"\nsp = false\n'
+                   '[[row]]\nrun = "mine"\nmodel = "llama2-7b"\nt = 1\np = 1\nd = 16\n'
+                   'gpus = 16\nbatch = 32\nmicro_batch = 2\nseq = 4096\n'
+                   'recompute = "none"\ntokens_per_gpu_s = 3000\nsource = "a test"\n')
+    mine = _user_rows(tmp_path)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[row]\n")
+    catalog = load_catalog()
+    monkeypatch.setattr(Path, "read_text", counted)
+    (row,) = validate_published(catalog, path=llm)["llm_rows"]["rows"]
+    assert row["run"] == "mine"
+    with pytest.raises(TraincastError, match="mine.toml: .*trust"):  # refused once loaded
+        validate_published(catalog, path=mine)
+    with pytest.raises(TraincastError, match=r"broken.toml: cannot be read \(Expected"):
+        validate_published(catalog, path=broken)
+    assert [p for p in reads if p in (llm, mine, broken)] == [llm, mine, broken]
+
+
 def test_rows_of_your_own_name_the_row_of_an_unknown_gpu(tmp_path: Path) -> None:
     from traincast.validation.published import validate_published
 

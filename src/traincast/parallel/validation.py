@@ -264,7 +264,8 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
-                  gpu: str | None = None, interleaved: bool = True) -> list[dict[str, Any]]:
+                  gpu: str | None = None, interleaved: bool = True,
+                  table: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Predicted vs published per-GPU TFLOP/s (or, for a row that gives ``tokens_per_gpu_s``
     alone, tokens per second per GPU: ``published_tflops_per_gpu`` None) for every row of the
     table ``name`` (shipped, or a file)
@@ -277,8 +278,10 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
     ``predicted_interleaved_tflops_per_gpu``, ``rel_error_interleaved``; None when none fits).
     With ``gpu`` (a catalog name) only the rows whose node has that GPU are predicted and
     returned (the others' fields are checked, not their shapes); ``interleaved`` False skips
-    the search for an interleaved ``vp`` (its fields None)."""
-    table = table_rows(name)
+    the search for an interleaved ``vp`` (its fields None). ``table``: the file ``name``'s
+    TOML as its caller already parsed it (``[[row]]`` tables present), else read by
+    :func:`table_rows`."""
+    table = table_rows(name) if table is None else table
     unknown = set(table) - TABLE_KEYS
     if unknown:
         raise TraincastError(f"{name}: unknown table key(s) {', '.join(sorted(unknown))}",

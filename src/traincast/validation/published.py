@@ -275,20 +275,27 @@ ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_pe
 per-GPU batch above a million samples is a typo that would allocate its activations)."""
 
 
-def load_published(path: str | Path | None = None) -> dict[str, Any]:
+def _read_table(path: str | Path | None) -> dict[str, Any]:
+    """A rows file's TOML, parsed (the shipped ``published.toml`` without ``path``); a file
+    that cannot be read or parsed is a TraincastError naming it."""
+    try:
+        return tomllib.loads(_path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TraincastError(f"{path or 'published.toml'}: cannot be read ({exc})") from None
+
+
+def load_published(path: str | Path | None = None,
+                   table: dict[str, Any] | None = None) -> dict[str, Any]:
     """The parsed table (``source``, ``model``, ``node``, ``row``), each model and row checked
-    and each row normalized (``_check_row``).
+    and each row normalized (``_check_row``). ``table``: the file's TOML as already parsed
+    (:func:`validate_published` reads it once), checked and normalized in place.
 
     A missing, unknown or mistyped field, an unknown model, precision or unit, or a
     non-positive number is a TraincastError naming the file, the row (1-based) or model table,
     and the field.
     """
-    src = _path(path)
     name = str(path) if path else "published.toml"
-    try:
-        data = tomllib.loads(src.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise TraincastError(f"{name}: cannot be read ({exc})") from None
+    data = _read_table(path) if table is None else table
     if unknown := sorted(set(data) - {"source", "model", "node", "row"}):
         raise TraincastError(f"{name}: unknown table [{unknown[0]}]; known: [source], "
                              "[model.NAME], [node], [[row]]", hint=ROW_FORMAT_HINT)
@@ -835,6 +842,11 @@ def is_llm_rows(path: str | Path) -> bool:
         table = tomllib.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
+    return is_llm_table(table)
+
+
+def is_llm_table(table: Mapping[str, Any]) -> bool:
+    """:func:`is_llm_rows` of a rows file's TOML as already parsed."""
     rows = table.get("row")
     return "model" not in table and isinstance(rows, list) and bool(rows) and not any(
         isinstance(r, dict) and "batch_per_gpu" in r for r in rows)
@@ -905,14 +917,16 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     ``trust_specs`` False a rows file that names one other than traincast's own is refused
     before anything runs (:func:`check_trusted`; ``traincast validate --rows`` passes False
     unless ``--trust-specs``). A rows file of the hybrid model's form (:func:`is_llm_rows`) is
-    priced by it instead, its errors raised: ``{"file", "llm_rows"}`` (:func:`_llm_rows`)."""
+    priced by it instead, its errors raised: ``{"file", "llm_rows"}`` (:func:`_llm_rows`).
+    The file is read and parsed once, for either model."""
     catalog = catalog or load_catalog()
-    if path is not None and is_llm_rows(path):  # a table of the hybrid model: no profiles
+    table = None if path is None else _read_table(path)
+    if table is not None and is_llm_table(table):  # a table of the hybrid model: no profiles
         from traincast.parallel.validation import compare_table
 
-        return {"file": str(path),
-                "llm_rows": _llm_rows(_kept(compare_table(path, catalog), LLM_KEEP), "")}
-    data = load_published(path)
+        return {"file": str(path), "llm_rows": _llm_rows(
+            _kept(compare_table(path, catalog, table=table), LLM_KEEP), "")}
+    data = load_published(path, table)
     if not trust_specs:
         check_trusted(data)
     check_hardware(data, catalog)
