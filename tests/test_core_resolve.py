@@ -528,6 +528,42 @@ def test_infer_architecture_reads_node_sizes_without_a_resolve(monkeypatch) -> N
     assert got == ["1w1g", "allreduce-local", "pearl", "allreduce-cluster"]
 
 
+def test_a_named_workload_looks_the_jobs_gpus_up_once(monkeypatch) -> None:
+    # prepare_jobs infers the architectures from the jobs' nodes, then checks the named
+    # workload against their GPUs' memory (flag_oversize): one lookup of the hardware serves
+    # both. GPT-2 XL needs 24.9 GB per GPU (fp32 weights, gradients, Adam's two moments):
+    # more than the V100's and the T4's 16 GB, within the A100's 80 GB; the job that names
+    # its own workload is not checked
+    import pyarrow as pa
+
+    from traincast.trace import OVERSIZE_COLUMN, flag_oversize, prepare_jobs
+
+    resolve_mod = sys.modules["traincast.resolve"]  # the package exports a function of the name
+    hardware = resolve_mod._hardware
+    calls: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return hardware(*args, **kwargs)
+
+    monkeypatch.setattr(resolve_mod, "_hardware", counted)
+    cat = load_catalog()
+    jobs = pa.table({"job_id": ["a", "b", "c", "d"],
+                     "architecture": pa.array([None, None, "1w1g", None], pa.string()),
+                     "n_gpus": [1.0, 8.0, 1.0, 16.0],
+                     "gpu_type": ["A100-SXM4-80GB", "V100", "T4", None],
+                     "workload": pa.array([None, None, None, "resnet50"], pa.string())})
+    out = prepare_jobs(jobs, cat, "gpt2-xl")
+    assert len(calls) == 1
+    assert out["architecture"].to_pylist() == ["1w1g", "allreduce-local", "1w1g",
+                                               "allreduce-cluster"]
+    assert out[OVERSIZE_COLUMN].to_pylist() == [False, True, True, False]
+    # the check on its own looks the GPUs up itself, to the same flags
+    alone = flag_oversize(out.drop_columns([OVERSIZE_COLUMN]), cat)
+    assert alone[OVERSIZE_COLUMN].to_pylist() == [False, True, True, False]
+    assert len(calls) == 2
+
+
 def test_the_idle_grid_cells_are_those_a_binary_search_finds() -> None:
     # predict._cells looks a point's cell up by its quarter octave; a binary search over the
     # nodes is the plain way: they agree off the nodes, on them and at the edges (0, < 0,

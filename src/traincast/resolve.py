@@ -332,14 +332,30 @@ def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     return rates[:, 0][pair]
 
 
+def node_gpus_and_memory_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
+                            default_node: str | None = None) -> tuple[F, F]:
+    """GPUs per node of each row's node preset and memory (GB) of its GPU, from one lookup by
+    the hardware rule of :func:`resolve` alone (NaN where the node or GPU is unknown):
+    ``(r.node_gpus, r.mem_gb)`` of ``resolve(jobs, catalog, default_node=...)`` without the
+    placement, features and checks."""
+    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
+    _, _, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node), None, {})
+    return rates[:, 0][pair], rates[:, 2][pair]
+
+
 def architecture_codes(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
-                       default_node: str | None = None) -> NDArray[np.int64]:
+                       default_node: str | None = None,
+                       node_gpus: F | None = None) -> NDArray[np.int64]:
     """Architecture code of each row (index into ``ARCHITECTURES``; -1 = unknown, or null with
     no GPU count), a null one inferred from the placement as :func:`resolve` does (module
     docstring), from the node sizes alone: ``resolve(jobs, catalog, default_node=...).arch``
-    without the links, features and checks (what ``trace.infer_architecture`` needs)."""
+    without the links, features and checks (what ``trace.infer_architecture`` needs).
+    ``node_gpus``: each row's GPUs per node where the caller has looked them up
+    (:func:`node_gpus_and_memory_of`), else looked up here."""
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    shape = _placement(cols, node_gpus_of(cols, catalog, default_node=default_node))
+    if node_gpus is None:
+        node_gpus = node_gpus_of(cols, catalog, default_node=default_node)
+    shape = _placement(cols, node_gpus)
     return _architecture(cols["architecture"], shape["n"], shape["g"])
 
 

@@ -67,17 +67,30 @@ def infer_architecture(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Tab
     place it lives; :data:`~traincast.trace.schema.INFER_RULE` says it in words), read from the
     node sizes alone (:func:`traincast.resolve.architecture_codes`: no links, features or
     checks). Rows whose trace gives an architecture, or no GPU count, are kept as they are."""
+    return _infer_architecture(jobs, catalog)[0]
+
+
+def _infer_architecture(jobs: pa.Table, catalog: Catalog | None = None
+                        ) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`infer_architecture`'s table, and each row's GPUs per node and GPU memory (GB)
+    where it looked them up in the catalog (:func:`traincast.resolve.node_gpus_and_memory_of`;
+    None where no row needed an architecture), for :func:`flag_oversize` to take."""
     if jobs.num_rows == 0 or "architecture" not in jobs.column_names \
             or jobs["architecture"].null_count == 0:
-        return jobs
+        return jobs, None
     from traincast.architectures import ARCHITECTURES
     from traincast.hardware.catalog import load_catalog
-    from traincast.resolve import architecture_codes
+    from traincast.jobs import Columns
+    from traincast.resolve import architecture_codes, node_gpus_and_memory_of
 
-    codes = architecture_codes(jobs, catalog or load_catalog())
+    cat = catalog or load_catalog()
+    cols = Columns.of(jobs)
+    hardware = node_gpus_and_memory_of(cols, cat)
+    codes = architecture_codes(cols, cat, node_gpus=hardware[0])
     names = np.array([*ARCHITECTURES, None], dtype=object)[codes]
     merged = pc.coalesce(jobs["architecture"], pa.array(names, type=pa.string()))
-    return jobs.set_column(jobs.column_names.index("architecture"), "architecture", merged)
+    return jobs.set_column(jobs.column_names.index("architecture"), "architecture",
+                           merged), hardware
 
 
 def _workload_features(name: str) -> dict[str, Any] | None:
@@ -191,17 +204,20 @@ def _or_column(jobs: pa.Table, column: str, values: pa.Array) -> pa.Table:
     return jobs.append_column(column, values)
 
 
-def flag_oversize(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
+def flag_oversize(jobs: pa.Table, catalog: Catalog | None = None,
+                  hardware: tuple[np.ndarray, np.ndarray] | None = None) -> pa.Table:
     """Mark in :data:`OVERSIZE_COLUMN` the jobs of :data:`ASSUMED_COLUMN` whose workload needs
     more memory per GPU than their GPU has, by the rule the what-if scenarios apply to a port
     (``engine.workload.WorkloadExtras.footprint_bytes``: each architecture's footprint of the
     workload's weights, gradients, optimizer state and activations scaled to the job's batch,
     against ``mem_gb``; an unknown GPU or footprint is not flagged). They are priced as if it
-    fit. Run on features filled (:func:`fill_features`)."""
+    fit. Run on features filled (:func:`fill_features`). ``hardware``: each row's GPUs per
+    node and GPU memory (GB) as :func:`prepare_jobs` has them from the architectures'
+    inference, else looked up here (:func:`traincast.resolve.node_gpus_and_memory_of`)."""
     from traincast.engine.workload import workload_extras
     from traincast.hardware.catalog import load_catalog
     from traincast.jobs import Columns
-    from traincast.resolve import resolve
+    from traincast.resolve import architecture_codes, node_gpus_and_memory_of, training_gpus
 
     over = np.zeros(jobs.num_rows, dtype=bool)
     if ASSUMED_COLUMN in jobs.column_names and jobs.num_rows:
@@ -209,10 +225,13 @@ def flag_oversize(jobs: pa.Table, catalog: Catalog | None = None) -> pa.Table:
             zero_copy_only=False), dtype=bool)
         if assumed.any():  # the assumed rows alone are resolved
             cols = Columns.of(jobs.filter(pa.array(assumed)))
-            r = resolve(cols, catalog or load_catalog())
-            need = workload_extras(cols).footprint_bytes(r.arch, r.n)
+            cat = catalog or load_catalog()
+            node_gpus, mem_gb = node_gpus_and_memory_of(cols, cat) if hardware is None \
+                else (hardware[0][assumed], hardware[1][assumed])
+            arch = architecture_codes(cols, cat, node_gpus=node_gpus)
+            need = workload_extras(cols).footprint_bytes(arch, training_gpus(cols))
             with np.errstate(invalid="ignore"):
-                over[assumed] = need > r.mem_gb * 1e9  # NaN: not checked
+                over[assumed] = need > mem_gb * 1e9  # NaN: not checked
     return _or_column(jobs, OVERSIZE_COLUMN, pa.array(over))
 
 
@@ -276,10 +295,10 @@ def prepare_jobs(jobs: pa.Table, catalog: Catalog | None = None,
     assumed), unknown features filled from the workloads' zoo profiles (:func:`fill_features`),
     and for a named workload the jobs it does not fit marked (:func:`flag_oversize`).
     """
-    jobs = infer_architecture(jobs, catalog)
+    jobs, hardware = _infer_architecture(jobs, catalog)
     if not workload:
         return fill_features(jobs)
     jobs = fill_features(default_workload(jobs, workload, catalog))
     if str(workload).strip().lower() in (MIX, NO_WORKLOAD):
         return jobs  # the mix draws models each job's GPU holds
-    return flag_oversize(jobs, catalog)
+    return flag_oversize(jobs, catalog, hardware)  # the GPUs the inference looked up
