@@ -76,9 +76,39 @@ def test_the_shard_ring_stays_in_the_node_and_the_replicas_cross_it() -> None:
         hw, res = _run(nic=nic, shard=8)
         expect = 21 * P / hw.intra_bps + P / min(hw.intra_bps, hw.nic_bps)
         assert res["comm_dp_s"] == pytest.approx(expect)
-    # on one 25 Gbit port per node the full ring crosses the network with all its 22.5 P
+    # on 25 Gbit Ethernet the full ring crosses the network with all its 22.5 P
     hw, full = _run(nic="eth25")
     assert full["comm_dp_s"] > _run(nic="eth25", shard=8)[1]["comm_dp_s"]
+
+
+def test_a_nodes_replica_rings_share_its_ports() -> None:
+    # h100-pcie: one network port per node of 8 GPUs; the 8 replica rings of a node's shard
+    # group (one per member) run at once through it: an eighth of the port each
+    hw, res = _run(node="h100-pcie", shard=8)
+    assert hw.rails == 1
+    expect = 21 * P / hw.intra_bps + P / min(hw.intra_bps, hw.nic_bps / 8)
+    assert res["comm_dp_s"] == pytest.approx(expect)
+
+
+def test_experts_shard_and_replicate_with_the_dense_state() -> None:
+    # Mixtral 8x7B (46,702,792,704 parameters, its published count) at ep 1: HSDP shards
+    # every parameter, experts included, over the group; ZeRO-1's Adam state, 12 bytes per
+    # parameter, over 8 ranks instead of 16, and every gradient shard crosses the replicas
+    mixtral = get_model("mixtral-8x7b")
+    assert mixtral.params == 46_702_792_704
+    hw = hybrid_hardware(None, "dgx-h100", "bf16")
+
+    def run(**kw) -> dict:
+        res = evaluate(mixtral, hw, dp=16, zero=1, micro_batch=1, global_batch=16, seq=4096,
+                       attention="flash", **kw)
+        return {k: float(v) for k, v in res.items() if np.ndim(v) == 0}
+
+    full, hsdp = run(), run(shard=8)
+    assert full["mem_optimizer_bytes"] == pytest.approx(12 * mixtral.params / 16)
+    assert hsdp["mem_optimizer_bytes"] == pytest.approx(12 * mixtral.params / 8)
+    # (7/8) (G + P) 2 bytes in the group + 2 (1/2) (2 P / 8) across the 2 replicas
+    p = mixtral.params
+    assert hsdp["dp_bytes_per_gpu"] == pytest.approx(7 / 8 * 4 * p + 2 * p / 8)
 
 
 def test_shape_rules() -> None:
@@ -89,6 +119,7 @@ def test_shape_rules() -> None:
     assert code(shard=8.0) == 0 and code(shard=16.0) == 0 and code(shard=0.0) == 0
     assert code(shard=3.0) == SHAPE_SHARD and code(shard=32.0) == SHAPE_SHARD
     assert code(shard=8.0, zero=0.0) == SHAPE_SHARD_ZERO
+    assert code(shard=8.0, ep=2.0) != 0  # gpt2 has no experts: the ep rule first
     assert "ZeRO 1, 2 or 3" in SHAPE_ERRORS[SHAPE_SHARD_ZERO]
     assert np.isnan(_run(shard=3)[1]["total_s"])
 
@@ -102,19 +133,23 @@ def test_predict_flags_and_errors() -> None:
     bad = runner.invoke(app, [*base[:-1], "--shard", "5"])
     assert bad.exit_code != 0 and "--shard of 1, 2, 4, 8, 16 would" in str(bad.exception)
     zero = runner.invoke(app, [*base[:7], "--dp", "16", "--zero", "0", "--shard", "8"])
-    assert zero.exit_code != 0 and "needs ZeRO 1, 2 or 3" in str(zero.exception)
+    assert zero.exit_code != 0 and "--zero 1, 2 or 3 (ZeRO 0" in str(zero.exception)
+    moe = ["predict", "--arch", "hybrid", "--model", "zoo:mixtral-8x7b", "--node", "dgx-h100",
+           "--dp", "16", "--ep", "2", "--zero", "1", "--shard", "8"]
+    ep = runner.invoke(app, moe)
+    assert ep.exit_code != 0 and "--ep 1 (ep 2 spreads the experts" in str(ep.exception)
     ignored = runner.invoke(app, ["predict", "--flops", "1e12", "--shard", "8"])
     assert ignored.exit_code != 0 and "--shard" in str(ignored.exception)
 
 
 def test_plan_searches_one_nodes_shard_and_predict_agrees() -> None:
     cfgs = enumerate_configs(GPT2, 16, 8, 64)
-    hsdp = cfgs["shard"] > 0
+    hsdp = cfgs["shard"] < cfgs["dp"] * cfgs["cp"]
     # shard = one node's data-parallel ranks, 8 / tp, fewer than dp, ZeRO 1 to 3 only
     assert np.all(cfgs["shard"][hsdp] == 8 // cfgs["tp"][hsdp])
     assert np.all(cfgs["zero"][hsdp] >= 1) and np.all(cfgs["shard"][hsdp] < cfgs["dp"][hsdp])
     assert hsdp.any() and (~hsdp).any()
-    # Llama-2-7B with FSDP on 4 nodes of one 25 Gbit port each: HSDP leads
+    # Llama-2-7B with FSDP on 4 nodes on 25 Gbit Ethernet (a port per GPU): HSDP leads
     out = plan("zoo:llama2-7b", 32, "dgx-a100", framework="fsdp", network="eth25", top=3)
     rows = out["network"]["top"]
     assert rows[0]["config"]["shard"] == 8

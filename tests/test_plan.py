@@ -183,6 +183,7 @@ def test_changes_name_only_what_changed_as_the_table_names_it() -> None:
     assert changes(a, b, ("dp", "pp", "tp")) == ["dp 32→16", "pp 1→2"]  # tp 2→2 not said
     assert changes(a, a) == []
     assert changes(a, a | {"shard": 8}) == ["shard all→8"]  # HSDP over 8 of the 32 ranks
+    assert changes(a, a | {"shard": 32}) == []  # every rank, said or not
 
 
 def test_a_preset_that_cannot_run_the_dtype_is_left_out_and_named() -> None:

@@ -248,8 +248,8 @@ def predict(
         callback=within(1), help="hybrid: HSDP: ZeRO shards the model state over this many "
         "of the dp x cp data-parallel ranks (a divisor; typically one node's) and replicates "
         "it over the rest: its collectives in the shard group, then an all-reduce of each "
-        "gradient shard across the 2(r-1)/r replicas (PyTorch FSDP HYBRID_SHARD; needs --zero "
-        "1 to 3; default: all ranks).")] = None,
+        "gradient shard across the r = dp x cp / N replicas, 2(r-1)/r of it per GPU (PyTorch "
+        "FSDP HYBRID_SHARD; needs --zero 1 to 3 and --ep 1; default: all ranks).")] = None,
     micro_batch: Annotated[int, typer.Option(
         callback=within(1, BATCH_MAX), help="hybrid: sequences per micro-batch, 1 to 1e9.")] = 1,
     global_batch: Annotated[int | None, typer.Option(

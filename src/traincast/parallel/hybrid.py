@@ -492,7 +492,8 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
     heads and the key/value heads (Megatron-Core's ``num_query_groups_per_partition =
     divide(num_query_groups, tp)``), so ``tp`` divides both. A shard group (``shard`` > 0,
     :attr:`Configs.shard`) divides the ``dp cp`` data-parallel ranks; one smaller than them
-    (HSDP) needs ZeRO 1 to 3 (something to shard) and ``ep = 1``."""
+    (HSDP) needs ZeRO 1 to 3 (something to shard) and ``ep = 1`` (the experts then shard
+    and replicate with the dense state)."""
     cp, shard = _i(cp), _i(shard)
     group = dp * cp
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -606,6 +607,13 @@ class Configs:
         """``r = d cp / g_s``: the shard groups that each hold a whole copy of the state (1
         without HSDP)."""
         return self.dp_group / self.shard_group
+
+    @property
+    def expert_shard_group(self) -> F:
+        """The ranks ZeRO shards the expert state over: the ``d cp / e`` of
+        :attr:`expert_dp_group`, over the :attr:`replicas` with HSDP (which needs ``e = 1``:
+        the experts then shard and replicate as the dense state does)."""
+        return self.expert_dp_group / self.replicas
 
     @property
     def expert_dp_group(self) -> F:
@@ -1057,14 +1065,19 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     (:attr:`Configs.shard_group` ``g_s < d cp``) the ring of ZeRO's collectives is a shard
     group's ``g_s`` consecutive data-parallel ranks (``clip(floor(g / t), 1, g_s)`` per node)
     and the replicas' all-reduce runs over ``r`` ranks ``t g_s`` apart (``clip(floor(g / (t
-    g_s)), 1, r)`` per node: one node's shard group leaves one member per node, on one
-    rail)."""
+    g_s)), 1, r)`` per node), ``k = min(g_s, floor(g / t))`` such rings at once on a node
+    sharing its ports: each crosses nodes at ``min(intra, min(rails, k) nic / k)`` (one node's
+    shard group: one port per ring on a node with a port per GPU, an eighth of the one port
+    of a node with one)."""
     g = float(hw.gpus_per_node)
     n = c.t * c.p * c.dp_group  # d t p cp GPUs
     pp_cross = n > g
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.shard_group)
     replica_members = np.clip(np.floor(g / (c.t * c.shard_group)), 1.0, c.replicas)
-    expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_dp_group)
+    # the replica rings of a node's shard-group members run at once and share its ports
+    rings = np.minimum(c.shard_group, np.maximum(np.floor(g / c.t), 1.0))
+    ring_nic = np.minimum(np.maximum(hw.rails, 1.0), rings) * hw.nic_bps / rings
+    expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_shard_group)
 
     def link(inside: NDArray[np.bool_]) -> tuple[F, F]:
         """Rate and latency of a group's link: intra inside a node, else the slower link."""
@@ -1078,8 +1091,8 @@ def links(hw: HybridHardware, c: Configs) -> Links:
                  dp_ring_bps=ring_link_bps(c.shard_group, members_per_node, hw.intra_bps,
                                            hw.nic_bps, hw.rails),
                  replica_ring_bps=ring_link_bps(c.replicas, replica_members, hw.intra_bps,
-                                                hw.nic_bps, hw.rails),
-                 expert_dp_ring_bps=ring_link_bps(c.expert_dp_group, expert_members,
+                                                ring_nic, 1.0),
+                 expert_dp_ring_bps=ring_link_bps(c.expert_shard_group, expert_members,
                                                   hw.intra_bps, hw.nic_bps, hw.rails),
                  cp_bps=cp_bps, cp_latency_s=cp_lat)
 
@@ -1123,9 +1136,9 @@ class StageParams(NamedTuple):
 
     def over_groups(self, c: Configs) -> F:
         """One rank's share once each part is split over its group: ``dense / g_s +
-        expert / (d cp / e)`` (ZeRO's sharding; ``g_s = d cp`` but with HSDP,
-        :attr:`Configs.shard_group`)."""
-        return self.dense / c.shard_group + self.expert / c.expert_dp_group
+        expert / (d cp / (e r))`` (ZeRO's sharding; ``g_s = d cp`` and ``r = 1`` but with
+        HSDP, :attr:`Configs.shard_group`, :attr:`Configs.expert_shard_group`)."""
+        return self.dense / c.shard_group + self.expert / c.expert_shard_group
 
 
 def stage_params(model: ModelConfig, c: Configs) -> StageParams:
@@ -1161,9 +1174,12 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
     :attr:`Configs.dp_group` but with HSDP), then with HSDP the replicas' all-reduce of each
     rank's gradient shard over the ``r = d cp / g_s`` shard groups,
 
-        V_replica = 2 (r - 1)/r (P delta / g_s) m_z      (m_z = m with ZeRO 2 or 3, which
-                                                          reduce every micro-batch's
-                                                          gradients; 1 with ZeRO 1)
+        V_replica = 2 (r - 1)/r (P delta / g_s) m_z      (P: the dense and expert
+                                                          parameters, both sharded over g_s
+                                                          at e = 1; m_z = m with ZeRO 2 or
+                                                          3, which reduce every
+                                                          micro-batch's gradients; 1 with
+                                                          ZeRO 1)
 
     (PyTorch FSDP ``HYBRID_SHARD``: reduce-scatter in the shard group, then all-reduce across
     the replicas), then the expert parameters' volume over the expert-data-parallel ring of
@@ -1173,13 +1189,14 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
     def volume(n_params: F, group: F) -> F:
         return st.dp_bytes(n_params * c.delta, n_params * c.delta, group, c.m, c.z)
 
-    dense, expert = volume(params.dense, c.shard_group), volume(params.expert, c.expert_dp_group)
+    dense = volume(params.dense, c.shard_group)
+    expert = volume(params.expert, c.expert_shard_group)
     m_z = np.where(c.z >= 2, c.m, 1.0)
-    replica = 2.0 * st.half_ring(c.replicas) * params.dense * c.delta / c.shard_group * m_z
+    replica = 2.0 * st.half_ring(c.replicas) * params.over_groups(c) * c.delta * m_z
     dp_volume = dense + replica + expert
     t_dp = np.where(c.shard_group > 1, dense / ln.dp_ring_bps, 0.0) \
         + np.where(c.replicas > 1, replica / ln.replica_ring_bps, 0.0) \
-        + np.where(c.expert_dp_group > 1, expert / ln.expert_dp_ring_bps, 0.0)
+        + np.where(c.expert_shard_group > 1, expert / ln.expert_dp_ring_bps, 0.0)
     t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
         model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
     return t_dp + t_emb, dp_volume
@@ -1259,14 +1276,15 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
     ``params`` after ZeRO, the dense ones over the ``g_s`` ranks of
     :attr:`Configs.shard_group` (the ``d cp`` of :attr:`Configs.dp_group` but with HSDP) and
-    the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
+    the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group` (over the replicas
+    with HSDP, :attr:`Configs.expert_shard_group`)
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
     gathers at a time, ``(P_layer - P_experts) / t delta``, where that group has more than one
     rank: over one rank nothing is sharded or gathered), activations stored and the layer
     being recomputed (:func:`activation_bytes`), their total and the GPU's capacity."""
     w_b, g_b, o_b = (a + b for a, b in zip(
         st.model_state_bytes(params.dense, c.shard_group, c.z, c.dtype),
-        st.model_state_bytes(params.expert, c.expert_dp_group, c.z, c.dtype), strict=True))
+        st.model_state_bytes(params.expert, c.expert_shard_group, c.z, c.dtype), strict=True))
     dense_layer = model.layer_params - model.expert_params_per_layer
     w_b = w_b + np.where((c.z >= 3) & (c.shard_group > 1), dense_layer / c.t * c.delta, 0.0)
     act, redo = activation_bytes(model, c)
@@ -1637,9 +1655,10 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     sharded = sizes["dp"] * sizes["cp"] > 1  # ZeRO shards over the d cp ranks: none at 1
     fixes = [f"--zero {sizes['zero'] + 1}"] if sharded and sizes["zero"] < 3 and valid(
         zero=sizes["zero"] + 1) else []
-    shard = sizes.get("shard") or 0
-    if 0 < shard < sizes["dp"] * sizes["cp"]:  # HSDP: shard over more ranks
-        fixes.insert(0, f"--shard {2 * shard}" if valid(shard=2 * shard) else
+    shard, group = sizes.get("shard") or 0, sizes["dp"] * sizes["cp"]
+    if 0 < shard < group:  # HSDP: shard over more ranks, the next divisor of dp x cp
+        larger = next(int(k) for k in divisors(group) if k > shard)
+        fixes.insert(0, f"--shard {larger}" if larger < group and valid(shard=larger) else
                      "no --shard (ZeRO over every data-parallel rank)")
     fixes += ["--recompute full"] if recompute != "full" else []
     fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
@@ -1760,9 +1779,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
             why += (f": dp x cp = {group}; --shard of "
                     f"{', '.join(map(str, divisors(group)[:10]))} would")
         elif code == SHAPE_SHARD_ZERO:
-            why += (f" (--shard {sizes['shard']} of {sizes['dp'] * sizes['cp']} ranks with ZeRO "
-                    f"{sizes['zero']}, ep {sizes['ep']}): ZeRO 0 shards nothing; leave --shard "
-                    "out for every rank")
+            why += (f" (--shard {sizes['shard']} of {sizes['dp'] * sizes['cp']} ranks): "
+                    + ("--zero 1, 2 or 3 (ZeRO 0 shards nothing)" if sizes["zero"] < 1 else
+                       f"--ep 1 (ep {sizes['ep']} spreads the experts over the data-parallel "
+                       "ranks)") + ", or leave --shard out for every rank")
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
         elif code == SHAPE_BATCH:

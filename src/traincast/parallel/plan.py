@@ -93,10 +93,11 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     are formed before the other
     axes are crossed with them. Moot axes are searched at one value: sequence parallelism off
     with tp 1, and the least ZeRO stage with one data-parallel rank (``dp cp = 1``: ZeRO shards
-    over the data-parallel group, and a group of one is no sharding). ``shard`` 0 shards ZeRO
-    over every data-parallel rank; each configuration with ZeRO 1 to 3 and ep 1 is also
-    searched as HSDP, sharded over one node's data-parallel ranks (``shard = floor(g / tp)``,
-    at least 2) where that divides ``dp cp`` and is fewer, replicated over the rest.
+    over the data-parallel group, and a group of one is no sharding). ``shard``: the ranks ZeRO
+    shards over, every data-parallel rank (``dp cp``); each configuration with ZeRO 1 to 3 and
+    ep 1 is also searched as HSDP, sharded over one node's data-parallel ranks (``shard =
+    floor(g / tp)``, at least 2) where that divides ``dp cp`` and is fewer, replicated over
+    the rest.
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -125,13 +126,18 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                         cp=k.astype(float), seq=float(seq), fused=fused)
     ok = code == 0
     out = {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "cp": k[ok], "zero": z[ok],
-           "shard": np.zeros(int(ok.sum()), dtype=np.int64), "micro_batch": b[ok],
-           "recompute": r[ok], "vp": v[ok], "sp": sp[ok]}
+           "shard": d[ok] * k[ok], "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok],
+           "sp": sp[ok]}
     group, node_shard = out["dp"] * out["cp"], gpus_per_node // out["tp"]
     hsdp = ((out["zero"] >= 1) & (out["ep"] == 1) & (node_shard >= 2) & (node_shard < group)
             & (group % np.maximum(node_shard, 1) == 0))
     return {key: np.concatenate([x, node_shard[hsdp] if key == "shard" else x[hsdp]])
             for key, x in out.items()}
+
+
+def hsdp(cfg: dict[str, Any]) -> bool:
+    """Whether a configuration shards ZeRO over fewer than its ``dp cp`` ranks (HSDP)."""
+    return 0 < cfg.get("shard", 0) < cfg["dp"] * cfg.get("cp", 1)
 
 
 def _describe(cfg: dict[str, Any]) -> str:
@@ -142,7 +148,7 @@ def _describe(cfg: dict[str, Any]) -> str:
     if cfg.get("cp", 1) > 1:
         parts.append(f"cp={cfg['cp']}")
     parts.append(f"zero={cfg['zero']}")
-    if cfg.get("shard", 0) > 0:
+    if hsdp(cfg):
         parts.append(f"shard={cfg['shard']}")
     parts += [f"mb={cfg['micro_batch']}", f"recompute={rec}"]
     if cfg["vp"] > 1:
@@ -192,14 +198,14 @@ def changes(before: dict[str, Any], after: dict[str, Any],
             keys: tuple[str, ...] = CONFIG_KEYS) -> list[str]:
     """The sizes that differ between two configurations, as the table names them:
     ``["dp 32→16", "pp 1→2", "mb 4→2", "sp off→on", "shard all→8"]`` (unchanged ones left
-    out; a configuration without ``shard`` shards over every data-parallel rank)."""
+    out; ``all``: ZeRO over every data-parallel rank, :func:`hsdp` false)."""
     def val(cfg: dict[str, Any], k: str) -> Any:
         return st.RECOMPUTE[cfg[k]] if k == "recompute" else \
             ("on" if cfg[k] else "off") if k == "sp" else \
-            (cfg.get(k) or "all") if k == "shard" else cfg[k]
+            (cfg[k] if hsdp(cfg) else "all") if k == "shard" else cfg[k]
 
     return [f"{'mb' if k == 'micro_batch' else k} {val(before, k)}→{val(after, k)}"
-            for k in keys if before.get(k, 0) != after.get(k, 0)]
+            for k in keys if val(before, k) != val(after, k)]
 
 
 def _why(row: dict[str, Any], other: dict[str, Any] | None, capacity: float,
@@ -520,7 +526,7 @@ def _predict_command(row: dict[str, Any], model: str, extra: str) -> str:
              f"--pp {c['pp']}"]
     flags += [f"--ep {c['ep']}"] * (c["ep"] > 1)
     flags += [f"--cp {c['cp']}"] * (c["cp"] > 1)
-    flags += [f"--zero {c['zero']}"] + [f"--shard {c['shard']}"] * (c.get("shard", 0) > 0)
+    flags += [f"--zero {c['zero']}"] + [f"--shard {c['shard']}"] * hsdp(c)
     flags += [f"--micro-batch {c['micro_batch']}",
               f"--recompute {st.RECOMPUTE[c['recompute']]}", f"--vp {c['vp']}"]
     flags += [("--sp" if c["sp"] else "--no-sp")] * (c["tp"] > 1)
