@@ -173,3 +173,16 @@ def test_a_shard_group_too_small_to_fit_is_told_the_larger_one() -> None:
     state = sum(small["memory_gb"][k] for k in ("weights", "grads", "optimizer"))
     assert state == pytest.approx(16 * get_model("llama2-7b").params / 2 / 1e9, rel=0.02)
     assert node["fits"] and not node["warnings"]
+
+
+def test_a_recipe_without_hsdp_searches_none_and_predict_says_so() -> None:
+    # Megatron-LM 2021 (the default recipe) all-reduces over every data-parallel rank
+    searched = enumerate_configs(GPT2, 16, 8, 64, hsdp=False)
+    assert np.all(searched["shard"] == searched["dp"] * searched["cp"])
+    out = plan("zoo:llama2-7b", 32, "dgx-a100", top=50)
+    assert all(r["config"]["shard"] == r["config"]["dp"] for r in out["top"])
+    assert "no HSDP" in out["assumed"]["text"]
+    res = json.loads(runner.invoke(app, ["predict", "--arch", "hybrid", "--model", "zoo:gpt2",
+                                         "--node", "dgx-a100", "--dp", "16", "--zero", "3",
+                                         "--shard", "8", "--json"]).stdout)
+    assert any("no HSDP" in w for w in res["warnings"])

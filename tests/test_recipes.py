@@ -69,7 +69,7 @@ def test_each_recipe_sets_what_docs_say() -> None:
     h100 = hybrid_hardware(None, "dgx-h100")
     gpt3 = get_model("gpt3-175b")   # GeLU MLP (n_mat 2): not gated
     assert recipe_settings("megatron-2021", LLAMA, h100) == {"attention": "materialized",
-                                                             "dropout": True}
+                                                             "dropout": True, "hsdp": False}
     assert recipe_settings("megatron-core", LLAMA, a100) == {"attention": "flash",
                                                              "dropout": False,
                                                              "context_parallel": True,

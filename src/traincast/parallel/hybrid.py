@@ -1461,7 +1461,7 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
 
 RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
                                 "grad_accum_fused": True, "context_parallel": False,
-                                "fp8_weight_cache": False}
+                                "fp8_weight_cache": False, "hsdp": True}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
 SM90: float = 9.0
@@ -1537,7 +1537,8 @@ def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -
              "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
              "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}",
              "fp8_weight_cache": lambda v: ("fp8 weights cast once per iteration" if v
-                                            else "fp8 weights cast every micro-batch")}
+                                            else "fp8 weights cast every micro-batch"),
+             "hsdp": lambda v: "HSDP searched" if v else "no HSDP"}
     what = ", ".join(words[k](v) for k, v in by_recipe.items()
                      if k != "fp8_weight_cache" or dtype == "fp8")
     return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
@@ -1677,6 +1678,15 @@ def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
     return (f"the {framework} recipe's stack has no context parallelism "
             "(parallel/recipes.toml): --cp is priced as Megatron-Core's ring attention "
             "(--framework megatron-core)")
+
+
+def hsdp_warning(framework: str, hsdp: bool, knobs: dict[str, Any]) -> str:
+    """The warning when HSDP (``--shard``) is priced under a recipe whose stack has none
+    (``hsdp`` false; empty otherwise)."""
+    if not hsdp or knobs.get("hsdp", True):
+        return ""
+    return (f"the {framework} recipe's stack has no HSDP (parallel/recipes.toml): --shard is "
+            "priced as PyTorch FSDP's HYBRID_SHARD (--framework fsdp)")
 
 
 def tp_warning(tp: int, gpus_per_node: int, nic: str, gpus: int = 0) -> str:
@@ -1940,6 +1950,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                             memory_warning(sc, cfg, sizes, recompute, attention,
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
+                            hsdp_warning(framework, g_s < group, knobs),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
                             seq_warning(cfg, s), window_warning(cfg, s, attention),
                             default_config_warning(cfg)) if w]
@@ -1965,7 +1976,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"HSDP: the model state sharded over {g_s} of the {group} "
                            f"data-parallel ranks, {group // g_s} replicas (--shard); "
                            if g_s < group else "")
-                        + recipe_text(framework, by_recipe, dtype))
+                        + recipe_text(framework, {k: v for k, v in by_recipe.items()
+                                                  if k != "hsdp"}, dtype))
     return {
         **time_summary(sc),
         "attention_rate": attention_rate(cfg, hw, attention, s // cp, dtype),

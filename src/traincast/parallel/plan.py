@@ -80,7 +80,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                       recomputes: tuple[int, ...] = RECOMPUTES,
                       micro_batches: tuple[int, ...] = MICRO_BATCHES,
                       vps: tuple[int, ...] = VPS, seq: int = 0,
-                      fused: bool = False) -> dict[str, NDArray[np.int64]]:
+                      fused: bool = False, hsdp: bool = True) -> dict[str, NDArray[np.int64]]:
     """All shape-valid configurations with ``dp tp pp cp = gpus`` as int arrays
     (``CONFIG_KEYS``; ``sp`` = sequence parallelism on/off, searched wherever tp > 1).
 
@@ -95,9 +95,9 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     with tp 1, and the least ZeRO stage with one data-parallel rank (``dp cp = 1``: ZeRO shards
     over the data-parallel group, and a group of one is no sharding). ``shard``: the ranks ZeRO
     shards over, every data-parallel rank (``dp cp``); each configuration with ZeRO 1 to 3 and
-    ep 1 is also searched as HSDP, sharded over one node's data-parallel ranks (``shard =
-    floor(g / tp)``, at least 2) where that divides ``dp cp`` and is fewer, replicated over
-    the rest.
+    ep 1 is also searched as HSDP (``hsdp``: the recipe's stack has it), sharded over one
+    node's data-parallel ranks (``shard = floor(g / tp)``, at least 2) where that divides ``dp
+    cp`` and is fewer, replicated over the rest.
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -129,9 +129,9 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
            "shard": d[ok] * k[ok], "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok],
            "sp": sp[ok]}
     group, node_shard = out["dp"] * out["cp"], gpus_per_node // out["tp"]
-    hsdp = ((out["zero"] >= 1) & (out["ep"] == 1) & (node_shard >= 2) & (node_shard < group)
-            & (group % np.maximum(node_shard, 1) == 0))
-    return {key: np.concatenate([x, node_shard[hsdp] if key == "shard" else x[hsdp]])
+    extra = (hsdp & (out["zero"] >= 1) & (out["ep"] == 1) & (node_shard >= 2)
+             & (node_shard < group) & (group % np.maximum(node_shard, 1) == 0))
+    return {key: np.concatenate([x, node_shard[extra] if key == "shard" else x[extra]])
             for key, x in out.items()}
 
 
@@ -418,7 +418,7 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
     cp_searched = bool(knobs["context_parallel"])  # resolve_knobs: only with a fused one
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
-                             fused=cp_searched)
+                             fused=cp_searched, hsdp=bool(knobs["hsdp"]))
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    cp=cfgs["cp"], zero=cfgs["zero"], shard=cfgs["shard"],
                    micro_batch=cfgs["micro_batch"], global_batch=gb,
@@ -558,11 +558,13 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
               if len(distinct) <= 1 else
               "; ".join(f"on {nd}: {recipe_text(framework, v, dtype)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
+    hsdp_on = all(v.get("hsdp", True) for v in sets.values())
     cp_on = [nd for nd, v in (cp_searched or {}).items() if v]
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
-                "shard": "every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3",
+                "shard": ("every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3"
+                          if hsdp_on else "every data-parallel rank"),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
                 "cp": ({nd: cp_words if on else [1] for nd, on in cp_searched.items()}
@@ -585,9 +587,10 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute "
                     f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')} "
-                    "(sharded over every data-parallel rank, and with ZeRO 1 to 3 over one "
-                    "node's, HSDP), "
-                    f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
+                    + ("(sharded over every data-parallel rank, and with ZeRO 1 to 3 over one "
+                       "node's, HSDP), " if hsdp_on else "(sharded over every data-parallel "
+                       "rank; the recipe's stack has no HSDP), ")
+                    + f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
                     f"sequence parallelism on and off, " + cp_text)
     return out
 
