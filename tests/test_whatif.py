@@ -697,3 +697,28 @@ def test_a_one_job_whatif_matches_its_model_by_workload(tmp_path: Path) -> None:
 
     summary = json.loads(res.stdout)["summary"]  # one scenario: its summary
     assert summary["matched"] == 1 and summary["mean_speedup"] > 1.0
+
+
+def test_mixed_precision_prices_the_autocast_table_as_predict_amp() -> None:
+    """The mixed-precision scenario prices a job's per-op table profiled under autocast, with
+    its casts (one more kernel per cast weight and activation for the host to issue), so the
+    what-if's time is ``predict --amp``'s: on an H100 a BERT-base step under autocast waits
+    for the host, which the fp32 table at the fp16 rates did not show."""
+    pytest.importorskip("torch")
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+    from traincast.zoo.profiles import workload_ops
+
+    fp32, amp = workload_ops("bert-base"), workload_ops("bert-base", amp=True)
+    assert len(amp["ops"]) > len(fp32["ops"])
+    assert any(o["op"] == "_to_copy" and o["dtype"] == "float16" for o in amp["ops"])
+    run = CliRunner()
+    job = ["--model", "zoo:bert-base", "--gpu", "H100", "--json"]
+    what = json.loads(run.invoke(app, ["whatif", *job, "-s", "mixed-precision"]).stdout)
+    pred = json.loads(run.invoke(app, ["predict", *job, "--amp"]).stdout)
+    assert what["job_rows"][0]["scenario_total_s"] == pytest.approx(pred["time_s"]["total"],
+                                                                    rel=1e-9)
+    assert pred["time_s"]["host_wait"] > 0.1 * pred["time_s"]["total"]

@@ -276,6 +276,14 @@ def zoo_ops(workload: str) -> Mapping[str, Any] | None:
     return workload_ops(workload)
 
 
+def zoo_amp_ops(workload: str) -> Mapping[str, Any] | None:
+    """The shipped per-op table of a workload's zoo model profiled under autocast, with its
+    casts (``traincast.zoo.profiles``, ``ops_amp.json``)."""
+    from traincast.zoo.profiles import workload_ops
+
+    return workload_ops(workload, amp=True)
+
+
 def evaluate(r: Resolved, catalog: Catalog, overlap: ArrayLike = 0.0, strategy: str = "auto",
              workload: Strings | None = None,
              ops_of: OpsOf | None = None) -> Breakdown:

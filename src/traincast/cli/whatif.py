@@ -54,7 +54,7 @@ from traincast.engine.local import SHIPPED, Workloads
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
-from traincast.predict import job_row, zoo_ops
+from traincast.predict import job_row, zoo_amp_ops, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_pct, fmt_share, fmt_x, join_words, plural
 
@@ -207,7 +207,8 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
     return OneJob(_single_job(feats, *place, own),
                   Workloads(partial(_own, own, feats, zoo_ops),
                             partial(_own, own, job_profile(feats, shipped), workload_features),
-                            amp))
+                            amp, _amp_ops(own, f["model"], f["batch"]) if f["model"] and not amp
+                            else zoo_amp_ops))
 
 
 def print_whatif(result: dict[str, Any]) -> None:
@@ -451,6 +452,20 @@ def print_flat_peak(result: dict[str, Any]) -> None:
                            f"priced as they run at flat datasheet peaks ({FLAT_PEAK_WHY}), so "
                            "they read faster, and candidates priced by the kernel model gain "
                            "less, than they would priced alike.", style="yellow"))
+
+
+def _amp_ops(name: str, model: str, batch: int | None) -> Callable[[str], Any]:
+    """The per-op tables under autocast of one job given by ``--model`` (its workload
+    ``name``: the model profiled again under autocast, on first use, at the job's batch), any
+    other workload's shipped one: what a scenario that turns mixed precision on prices, as
+    ``predict --amp`` does."""
+    from functools import cache
+
+    from traincast.features.profile import profile_model
+
+    own = cache(lambda: profile_model(model, batch_size=batch, amp=True, ops=True))
+    return lambda workload: own() if workload.strip().lower() == name.strip().lower() \
+        else zoo_amp_ops(workload)
 
 
 def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],

@@ -24,7 +24,7 @@ from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns
 from traincast.model import Breakdown
-from traincast.predict import OpsOf, evaluate, zoo_ops
+from traincast.predict import OpsOf, evaluate, zoo_amp_ops, zoo_ops
 from traincast.resolve import OK, Resolved, node_gpus_of, resolve, resolve_link, training_gpus
 from traincast.scenarios import LINK_KEYS, Scenario
 
@@ -48,12 +48,24 @@ class Workloads:
     """Where the jobs' workloads come from: their per-op tables (``ops_of``, the shipped zoo's
     by default), their profile records for the fit checks and the mixed-precision and fusion
     ratios (``profile_of``; None: the shipped profiles, ``engine.workload.workload_extras``),
-    and whether the jobs already train in mixed precision (``amp``: one job given by a profile
-    written under ``--amp``, priced as ``predict`` prices it; a scenario cannot turn it off)."""
+    whether the jobs already train in mixed precision (``amp``: one job given by a profile
+    written under ``--amp``, priced as ``predict`` prices it; a scenario cannot turn it off),
+    and their per-op tables under autocast (``amp_ops_of``, the shipped zoo's by default: the
+    tables a scenario that turns mixed precision on prices, with autocast's casts, as
+    ``predict --amp`` prices the model; None: the fp32 tables at the mixed-precision rates)."""
 
     ops_of: OpsOf = zoo_ops
     profile_of: ProfileOf | None = None
     amp: bool = False
+    amp_ops_of: OpsOf | None = zoo_amp_ops
+
+    def scenario_ops(self, amp: bool) -> OpsOf:
+        """The per-op tables a scenario prices: where it turns mixed precision on for jobs that
+        train in fp32, a workload's table under autocast where one is given, else its own."""
+        amp_ops, ops = self.amp_ops_of, self.ops_of
+        if not amp or self.amp or amp_ops is None:
+            return ops
+        return lambda workload: amp_ops(workload) or ops(workload)
 
 
 SHIPPED = Workloads()
@@ -196,7 +208,8 @@ def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Sce
                                  ch.get("hierarchical", hierarchical),
                                  amp=bool(ch.get("amp", False)) or workloads.amp,
                                  gpu=ch.get("gpu"), nic=ch.get("nic"), intra=ch.get("intra"),
-                                 pcie=ch.get("pcie"), ops_of=workloads.ops_of)
+                                 pcie=ch.get("pcie"),
+                                 ops_of=workloads.scenario_ops(bool(ch.get("amp"))))
         ok = fit_mask(r, ext, sc)
         total[idx[ok]] = bd.total[ok]
         applied[idx[ok]] = True

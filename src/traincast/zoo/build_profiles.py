@@ -1,7 +1,9 @@
 """Write ``profiles.json``: every zoo model profiled at its default batch, fp32 and under autocast;
-with ``--ops``, ``ops.json``: each model's per-op table (fp32, default batch).
+with ``--ops``, ``ops.json``: each model's per-op table (fp32, default batch); with ``--ops
+--amp``, ``ops_amp.json``: the same under autocast (fp16), the table the mixed-precision
+what-if prices.
 
-    python -m traincast.zoo.build_profiles [-o PATH] [--ops] [NAME ...]
+    python -m traincast.zoo.build_profiles [-o PATH] [--ops [--amp]] [NAME ...]
 
 Deterministic: seeded inputs, sorted keys, no timestamps; the same torch gives the same file.
 The optimizer is Adam. With NAMEs, only those entries are re-profiled (the others are kept).
@@ -23,6 +25,7 @@ from traincast.zoo.registry import ZOO
 
 DEFAULT_PATH = Path(__file__).with_name("profiles.json")
 OPS_PATH = Path(__file__).with_name("ops.json")
+OPS_AMP_PATH = Path(__file__).with_name("ops_amp.json")
 OP_KEYS = ("op", "flops", "bytes_read", "bytes_written", "bound", "dtype", "shapes", "count")
 AMP_KEYS = ("bytes_memory_bound", "bytes_memory_bound_fused", "flops_compute_bound",
             "memory_bytes")
@@ -84,11 +87,12 @@ def build(path: Path = DEFAULT_PATH, names: list[str] | None = None) -> dict[str
     return data
 
 
-def ops_entry(name: str) -> dict[str, Any]:
-    """Zoo model ``name``'s per-op table at its default batch with the aggregates it sums to."""
+def ops_entry(name: str, amp: bool = False) -> dict[str, Any]:
+    """Zoo model ``name``'s per-op table at its default batch with the aggregates it sums to
+    (``amp``: profiled under autocast)."""
     from traincast.features.profile import profile_model
 
-    rec = profile_model(f"zoo:{name}", ops=True)
+    rec = profile_model(f"zoo:{name}", ops=True, amp=amp)
     return {"batch_size": rec["batch_size"], "flops_compute_bound": rec["flops_compute_bound"],
             "bytes_memory_bound": rec["bytes_memory_bound"],
             "ops": [{k: row[k] for k in OP_KEYS if k in row} | _call_keys(row)
@@ -102,14 +106,18 @@ def _call_keys(row: dict[str, Any]) -> dict[str, Any]:
         else {}
 
 
-def build_ops(path: Path = OPS_PATH, names: list[str] | None = None) -> dict[str, Any]:
-    """Write every zoo model's (or ``names``') per-op table to ``path``."""
+def build_ops(path: Path = OPS_PATH, names: list[str] | None = None,
+              amp: bool = False) -> dict[str, Any]:
+    """Write every zoo model's (or ``names``') per-op table to ``path`` (``amp``: under
+    autocast)."""
     import torch
 
-    models = _profile_all(path, names, ops_entry, "profiling op by op")
-    data = {"meta": {"generator": "python -m traincast.zoo.build_profiles --ops",
+    models = _profile_all(path, names, lambda name: ops_entry(name, amp),
+                          "profiling op by op" + (" under autocast" if amp else ""))
+    data = {"meta": {"generator": "python -m traincast.zoo.build_profiles --ops"
+                                  + (" --amp" if amp else ""),
                      "torch": torch.__version__.split("+")[0], "optimizer": "adam",
-                     "device": "meta"},
+                     "device": "meta", **({"amp_dtype": "float16"} if amp else {})},
             "models": {k: models[k] for k in ZOO if k in models}}
     _write(path, data, separators=(",", ":"))
     return data
@@ -120,13 +128,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="zoo models to re-profile (default: all)")
     parser.add_argument("-o", "--output", type=Path, default=None)
     parser.add_argument("--ops", action="store_true", help="write the per-op tables (ops.json)")
+    parser.add_argument("--amp", action="store_true",
+                        help="with --ops: under autocast (ops_amp.json)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in ZOO]
     if unknown:
         print(f"unknown zoo models: {', '.join(unknown)}", file=sys.stderr)
         return 2
-    out = args.output or (OPS_PATH if args.ops else DEFAULT_PATH)
-    (build_ops if args.ops else build)(out, args.names or None)
+    if args.amp and not args.ops:
+        print("--amp goes with --ops (profiles.json holds both precisions)", file=sys.stderr)
+        return 2
+    out = args.output or (OPS_AMP_PATH if args.amp else OPS_PATH if args.ops else DEFAULT_PATH)
+    if args.ops:
+        build_ops(out, args.names or None, amp=args.amp)
+    else:
+        build(out, args.names or None)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

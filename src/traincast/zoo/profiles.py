@@ -76,18 +76,19 @@ def workload_features(name: str) -> dict[str, Any] | None:
 
 
 @cache
-def _ops() -> dict[str, Any]:
-    path = resources.files("traincast.zoo").joinpath("ops.json")
+def _ops(amp: bool = False) -> dict[str, Any]:
+    path = resources.files("traincast.zoo").joinpath("ops_amp.json" if amp else "ops.json")
     return json.loads(path.read_text())["models"] if path.is_file() else {}
 
 
-def workload_ops(name: str) -> dict[str, Any] | None:
+def workload_ops(name: str, amp: bool = False) -> dict[str, Any] | None:
     """The per-op table of the zoo model standing in for workload ``name`` (``ops.json``:
-    ``{"ops", "flops_compute_bound", "bytes_memory_bound", "batch_size"}``), or None."""
+    ``{"ops", "flops_compute_bound", "bytes_memory_bound", "batch_size"}``; ``amp``: profiled
+    under autocast, ``ops_amp.json``), or None."""
     if not name:
         return None
     model = resolve_workload(name)
-    return _ops().get(model) if model else None
+    return _ops(amp).get(model) if model else None
 
 
 def workload_names() -> list[str]:
