@@ -121,6 +121,13 @@ def test_link_flag_errors_name_the_flag():
     assert r.returncode == 2 and "speed must be positive" in r.stderr and "(--pcie)" in r.stderr
     r = tc(*base, "--intra", "no-such-link")
     assert r.returncode == 2 and "unknown link" in r.stderr and "(--intra)" in r.stderr
+    # nan and inf are no link names: numbers that are not finite, said so
+    for speed in ("nanGbit", "infGbit", "-InfGB/s"):
+        r = tc(*base, "--nic", speed)
+        assert r.returncode == 2 and "not a finite number" in r.stderr, speed
+    # a huge speed is said in few digits, not 300
+    r = tc(*base, "--nic", "1e308Gbit")
+    assert r.returncode == 2 and "1.25e+307 GB/s" in r.stderr and len(r.stderr) < 400
 
 
 def test_a_job_without_work_has_no_bottleneck():

@@ -416,7 +416,7 @@ def test_breakdown_take_selects_jobs_in_order() -> None:
     assert part.reason.tolist() == [0, 0] and part.idle is None
 
 
-def test_fmt_sig_keeps_three_digits_and_an_exponent_only_below_1e_6() -> None:
+def test_fmt_sig_keeps_three_digits_and_an_exponent_only_outside_1e_6_to_1e15() -> None:
     from traincast.units import fmt_sig
 
     assert [fmt_sig(x) for x in (1490.4, 17.64, 0.09137, 0.0, 123456.0, 999.7, 5e-5, 1.5)] \
@@ -425,6 +425,9 @@ def test_fmt_sig_keeps_three_digits_and_an_exponent_only_below_1e_6() -> None:
     # far below one: an exponent, not hundreds of zeros (a 1e-300 GPU count in a table)
     assert [fmt_sig(x) for x in (1e-300, -2.5e-7, 1e-6)] == ["1.00e-300", "-2.50e-07",
                                                            "0.00000100"]
+    # far above: an exponent too, not 300 digits (1e308 GB/s typed as a link's speed)
+    assert [fmt_sig(x) for x in (1.25e307, 999e12, 1e15)] == ["1.25e+307", "999,000,000,000,000",
+                                                            "1.00e+15"]
 
 
 def test_pricing_a_job_does_not_load_the_trace_store():

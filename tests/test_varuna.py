@@ -92,8 +92,11 @@ def test_no_preemptions_no_overhead() -> None:
         Resilience(preemptions_per_hour=0.5)
     with pytest.raises(TraincastError, match="--preemptions-per-hour"):
         Resilience(preemptions_per_hour=-1.0, checkpoint_gbs=1.0)
-    with pytest.raises(TraincastError, match="--checkpoint-gbs must be positive"):
+    with pytest.raises(TraincastError, match="--checkpoint-gbs must be a positive number"):
         Resilience(checkpoint_gbs=0.0)
+    # infinity is positive: what it is not is finite, and the error says so
+    with pytest.raises(TraincastError, match="must be a positive and finite number, got inf"):
+        Resilience(checkpoint_gbs=float("inf"))
     # typing slips beyond any machine are refused, in the flag's unit, not priced
     for kw, says in (({"checkpoint_gbs": 1e300}, "--checkpoint-gbs must be at most 1e+06"),
                      ({"checkpoint_gbs": 1e-300}, "--checkpoint-gbs must be at least 1e-06"),

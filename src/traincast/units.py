@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from traincast.bounds import LINK_BW_MAX_GBS
 from traincast.errors import TraincastError
 
-_SPEED = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*"
+_SPEED = re.compile(r"^\s*([-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?"
+                    r"|nan|inf(?:inity)?))\s*"  # nan and inf: refused by name, not as links
                     r"([gm]bit|[gm]bit/s|[gm]bps|[gm]b/s|[gm]bs)\s*$", re.IGNORECASE)
 
 
@@ -61,7 +62,7 @@ def parse_speed_gbs(text: str) -> float | None:
     gigas = value / 1000.0 if unit[0] in "mM" else value
     bw_gbs = gigas if speed_in_bytes(unit) else gbit_to_gbs(gigas)
     if bw_gbs > LINK_BW_MAX_GBS:
-        raise TraincastError(f"speed {text!r} is {bw_gbs:,.0f} GB/s, above "
+        raise TraincastError(f"speed {text!r} is {fmt_sig(bw_gbs)} GB/s, above "
                              f"{LINK_BW_MAX_GBS:,.0f} (a hundred times NVLink 5's 900)",
                              hint="give a speed such as 25Gbit or 12.5GB/s")
     return bw_gbs
@@ -105,13 +106,14 @@ def fmt_sig(x: float | None, digits: int = 3, missing: str = "-") -> str:
     """A number for a table: rounded to ``digits`` significant digits (``0.0914``, ``17.6``,
     ``1.5``; a whole number with thousands separators from ``10 ** digits`` on, ``123,000``;
     ``0.0000500`` below 1e-4, no exponent down to 1e-6; below that an exponent, ``1.00e-300``,
-    not three hundred zeros); ``missing`` for None or a non-finite ``x``."""
+    not three hundred zeros; from 1e15 on an exponent too, ``1.25e+307``); ``missing`` for
+    None or a non-finite ``x``."""
     if x is None or not math.isfinite(x):
         return missing
     r = float(f"{x:.{digits}g}")  # rounded first: 999.7 is 1,000, not 1e+03
     if r == 0:
         return "0"
-    if abs(r) < 1e-6:
+    if abs(r) < 1e-6 or abs(r) >= 1e15:
         return f"{r:.{digits - 1}e}"
     if abs(r) >= 10 ** digits:
         return f"{r:,.0f}"

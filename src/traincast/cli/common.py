@@ -173,8 +173,9 @@ OverlapOpt = Annotated[float, typer.Option(
 
 
 def _num(v: float) -> str:
-    """A bound for people: ``1,000,000`` for large whole numbers, else ``%g``."""
-    return f"{int(v):,}" if v == int(v) and abs(v) >= 1e4 else f"{v:.12g}"
+    """A bound or value for people: ``1,000,000`` for whole numbers from 1e4 to below 1e15,
+    else ``%.12g`` (``1e+308``, not its 309 digits)."""
+    return f"{int(v):,}" if v == int(v) and 1e4 <= abs(v) < 1e15 else f"{v:.12g}"
 
 
 def one_of(choices: Iterable[str]) -> str:

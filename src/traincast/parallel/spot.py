@@ -137,7 +137,9 @@ class Resilience:
                 continue
             if isinstance(v, bool) or not math.isfinite(v) or v < 0 or (v == 0 and not may_be_zero):
                 need = "non-negative" if may_be_zero else "positive"
-                raise TraincastError(f"{flag} must be {need}, got {v * scale!r}")
+                finite = "" if isinstance(v, bool) or math.isfinite(v) else " and finite"
+                raise TraincastError(f"{flag} must be a {need}{finite} number, got "
+                                     f"{v * scale!r}")
             if 0 < v < low:
                 raise TraincastError(f"{flag} must be at least {low * scale:g} ({why_low}), got "
                                      f"{v * scale!r}", hint=_FLAG_HINTS.get(name, ""))
