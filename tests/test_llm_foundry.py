@@ -262,13 +262,20 @@ def test_a_forecast_above_every_published_mfu_is_said_to_be_optimistic() -> None
     assert best == 64.23 and "mpt-7b s2048" in run
     assert best_published_mfu("fp8")[0] == 30.25
     with console.capture() as out:
-        print_mfu_caution([("#1", 79.0), ("#2", 60.0)], "bf16")
+        print_mfu_caution([("#1", 79.0, 79.0), ("#2", 60.0, 60.0)], "bf16")
     text = " ".join(out.get().split())
     assert "MFU (#1 79%) is above the highest of the published bf16 runs" in text
-    assert "#2" not in text
+    assert "#2" not in text and "optimistic" in text
     with console.capture() as out:
-        print_mfu_caution([("this job", 64.0)], "bf16")
+        print_mfu_caution([("this job", 64.0, 64.0)], "bf16")
     assert out.get() == ""
     with console.capture() as out:
-        print_mfu_caution([("this job", 40.0)], "fp8")
+        print_mfu_caution([("this job", 40.0, 40.0)], "fp8")
     assert "30.2%" in out.get()
+    # a long causal sequence: the MFU counts the whole s x s square, the kernels run half of
+    # it; the FLOPs executed are within the published best, and the line says that instead
+    with console.capture() as out:
+        print_mfu_caution([("#1", 93.0, 60.0)], "bf16")
+    text = " ".join(out.get().split())
+    assert "#1 93% MFU, 60% HFU" in text and "full s x s attention square" in text
+    assert "optimistic" not in text
