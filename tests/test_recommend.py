@@ -457,3 +457,23 @@ def test_cpu_jobs_get_no_node_no_choice_and_no_empty_table(tmp_path: Path) -> No
     assert rows and all(" on " not in " ".join(r) for r in rows), res.output
     assert any(r[:4] == ["c1", "-", "(0", "GPUs)"] for r in rows)
     assert not any(line.rstrip().endswith(";") for line in res.output.splitlines())
+
+
+def test_a_move_to_another_gpu_says_its_compute_runs_faster_too() -> None:
+    """PS/Worker BERT-base on V100s over 25 Gbit Ethernet: the fastest choice anywhere moves it
+    to another node, whose GPU also runs its compute faster; the line names both, not only
+    the link it changes."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    res = CliRunner().invoke(app, ["recommend", "--model", "zoo:bert-base", "--arch", "ps-worker",
+                                   "--workers", "8", "--ps", "2", "--json"])
+    row = json.loads(res.stdout)["rows"][0]
+    assert row["best_gpu"] != row["gpu"] and "communication" in row["best_reason"]
+    assert (f"its compute runs faster on {row['best_gpu']} than on {row['gpu']} too"
+            in row["best_reason"])
+    # on its own hardware the GPU is the same: nothing said of it
+    assert row["arch_gpu"] == row["gpu"] and "compute runs faster" not in row["arch_reason"]

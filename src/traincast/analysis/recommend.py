@@ -158,12 +158,13 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
              priced: NDArray[np.bool_] | None = None,
              by_ops: NDArray[np.bool_] | None = None) -> NDArray[np.object_]:
     """One line per job naming what its change cuts: the component whose time falls most
-    (``base - new``, which the speedup comes from; a kept job: its bottleneck); built once per
-    distinct combination. ``priced`` (the cheapest choice: whether each job's present setup
-    has a price): the change costs less per iteration, and the line says whether it is also
-    faster, as fast or slower (equal within a relative 1e-9); for a job whose present setup
-    has no price, that it is the cheapest priced option. A job the model cannot time as it is
-    (a reason other than ok) keeps that reason; one that a candidate fits is told so, with the
+    (``base - new``, which the speedup comes from; a kept job: its bottleneck), and where the
+    change moves the job to another GPU on which its compute time falls too, that as well; built
+    once per distinct combination. ``priced`` (the cheapest choice: whether each job's present
+    setup has a price): the change costs less per iteration, and the line says whether it is
+    also faster, as fast or slower (equal within a relative 1e-9); for a job whose present setup
+    has no price, that it is the cheapest priced option. A job the model cannot time as it is (a
+    reason other than ok) keeps that reason; one that a candidate fits is told so, with the
     reason it has no time as given. ``by_ops``: the jobs priced op by op from a per-op table
     (their GPU's rates for aggregate work are not what they were priced at)."""
     bb = base.bottleneck_code()
@@ -172,6 +173,10 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
                           - np.asarray(getattr(new, c), dtype=np.float64) for c in COMPONENTS])
     cut = np.where((cand_idx >= 0) & np.isfinite(saved).all(axis=0),
                    np.argmax(saved, axis=0), bb)
+    # whose compute time falls too (on another GPU: said beside the part it cuts most)
+    compute = [COMPONENTS.index("compute_flop"), COMPONENTS.index("compute_mem")]
+    with np.errstate(invalid="ignore"):
+        faster = (saved[compute].sum(axis=0) > 0).astype(np.int64)
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
@@ -186,17 +191,20 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
              (arch.codes, len(arch.values)),
              (base_node.codes, len(base_node.values)), (new_node.codes, len(new_node.values)),
              (base_gpu.codes, len(base_gpu.values)), (new_gpu.codes, len(new_gpu.values)),
-             (base_rc, len(role_names)), (new_rc, len(role_names))]
+             (base_rc, len(role_names)), (new_rc, len(role_names)), (faster, 2)]
     key = _mixed_radix(parts)
     uniq, inverse = np.unique(key, return_inverse=True)
     roles = np.array(role_names, dtype=object)
     texts = []
-    for ci, b, cu, pc, hp, bo, ac, bn, nn, bg, ng, br, nr in _digits(uniq, parts):
+    for ci, b, cu, pc, hp, bo, ac, bn, nn, bg, ng, br, nr, fa in _digits(uniq, parts):
         target, what = _reason_parts(cands[ci] if ci >= 0 else None, int(b), int(cu), min_gain,
                                      arch.values[ac] if ac >= 0 else "?", base_node.values[bn],
                                      new_node.values[nn], base_gpu.values[bg],
                                      new_gpu.values[ng], (str(roles[br]), str(roles[nr])),
                                      catalog, bool(bo))
+        gpu_from, gpu_to = base_gpu.values[bg], new_gpu.values[ng]
+        if ci >= 0 and b >= 0 and fa and gpu_from != gpu_to and int(cu) not in compute:
+            what += f"; its compute runs faster on {gpu_to} than on {gpu_from} too"
         if priced is not None and b >= 0:
             texts.append(_cost_text(target, what, int(pc), bool(hp), min_gain))
         else:
