@@ -204,6 +204,9 @@ def test_plan_gpu_lists_and_batches_in_bounds() -> None:
     assert parse_gpus("64,48,32") == [64, 48, 32] and parse_gpus("8,") == [8]
     with pytest.raises(TraincastError, match="'16,,32'"):
         parse_gpus("16,,32")
+    # a count named twice is a slip, refused as whatif refuses a repeated scenario
+    with pytest.raises(TraincastError, match="64 given more than once in '64,32,64'"):
+        parse_gpus("64,32,64")
     r = CliRunner().invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8", "--global-batch",
                                  "99999999999999"])
     assert r.exit_code == 2 and "must be from 1 to 1,000,000,000" in " ".join(r.output.split())

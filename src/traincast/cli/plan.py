@@ -50,7 +50,7 @@ OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = 
 
 
 def parse_gpus(text: str) -> list[int]:
-    """``'64'`` or ``'64,48,32'`` -> GPU counts."""
+    """``'64'`` or ``'64,48,32'`` -> GPU counts (each at most once)."""
     try:
         counts = [int(x) for x in text.strip().removesuffix(",").split(",")]  # 16,,32: no
     except ValueError:
@@ -58,6 +58,9 @@ def parse_gpus(text: str) -> list[int]:
                              hint="e.g. --gpus 64 or --gpus 64,48,32") from None
     if not counts or min(counts) < 1:
         raise TraincastError(f"--gpus: GPU counts must be positive, got {text!r}")
+    if twice := sorted({c for c in counts if counts.count(c) > 1}):
+        raise TraincastError(f"--gpus: {', '.join(map(str, twice))} given more than once in "
+                             f"{text!r}", hint="name each GPU count once, e.g. --gpus 64,48,32")
     if max(counts) > MAX_GPUS:
         raise TraincastError(f"--gpus: {max(counts):,} GPUs is out of bounds (at most "
                              f"{MAX_GPUS:,})", hint="check the count")
