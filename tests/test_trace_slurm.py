@@ -299,29 +299,42 @@ def test_a_row_cut_before_a_required_column_is_named_as_the_file_spells_it(
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(2, "Submit")]
 
 
-def test_heterogeneous_components_and_gpu_shards_are_said(tmp_path: Path) -> None:
-    """A heterogeneous job's components (``2002+0``, ``2002+1``) are read one job each, and
-    said; a job holding GPU shards (``gres/shard=2``) and no GPU is a CPU job, and said: a
-    shard's share of a GPU is not in the record."""
+def test_a_heterogeneous_jobs_components_are_one_job_and_gpu_shards_are_said(
+        tmp_path: Path) -> None:
+    """A heterogeneous job's components (``2002+0``, ``2002+1``) are one job ``2002``: its GPUs
+    and nodes summed (1 + 8 GPUs on 1 + 1 nodes), the earliest submit and start, the latest
+    end; a component still running leaves the job running (``2005``); a job holding GPU
+    shards (``gres/shard=2``) and no GPU is a CPU job; both said in the notes."""
+    t = "2024-01-02T{}:00:00"
     f = tmp_path / "het.txt"
-    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
-                 "2002+0|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+    f.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
+                 f"2002+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
                  "cpu=4,gres/gpu=1,node=1\n"
-                 "2002+0.batch|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|"
-                 "2024-01-02T11:00:00|cpu=4,gres/gpu=1,node=1\n"
-                 "2002+1|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
-                 "cpu=64,gres/gpu=8,node=1\n"
-                 "2003|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
+                 f"2002+0.batch|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=4,gres/gpu=1,node=1\n"
+                 f"2002+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(12)}|1|"
+                 "cpu=64,gres/gpu:a100=8,gres/gpu=8,node=1\n"
+                 f"2003|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
                  "cpu=8,gres/shard=2,node=1\n"
-                 "2004|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:00:00|2024-01-02T11:00:00|"
-                 "cpu=8,gres/gpu=2,gres/shard=2,node=1\n")
+                 f"2004|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=8,gres/gpu=2,gres/shard=2,node=1\n"
+                 f"2005+0|RUNNING|{t.format(9)}|{t.format(10)}|Unknown|2|gres/gpu=16,node=2\n"
+                 f"2005+1|COMPLETED|{t.format(9)}|{t.format(10)}|{t.format(11)}|1|"
+                 "gres/gpu=4,node=1\n")
     db = tmp_path / "s.duckdb"
     report = Store(db).ingest(f, "slurm")
+    assert report["bad_rows"] == 0, report["errors"]
     notes = {n["note"].split(" (")[0]: n["count"] for n in report["notes"]}
     assert notes == {"job step row(s) left out": 1,
-                     "row(s) are components of heterogeneous jobs": 2,
+                     "row(s) are components of heterogeneous jobs": 4,
                      "job(s) hold GPU shards": 1}
     con = duckdb.connect(str(db), read_only=True)
-    gpus = dict(con.execute("SELECT job_id, n_gpus FROM jobs").fetchall())
+    rows = {r[0]: r[1:] for r in con.execute(
+        "SELECT job_id, n_gpus, gpus_per_node, gpu_type, start_time_s, end_time_s, censored "
+        "FROM jobs").fetchall()}
     con.close()
-    assert gpus == {"2002+0": 1.0, "2002+1": 8.0, "2003": 0.0, "2004": 2.0}
+    h = 3600
+    assert rows == {"2002": (9.0, 4.5, "a100", T0 + 10 * h, T0 + 12 * h, False),
+                    "2003": (0.0, 0.0, None, T0 + 10 * h, T0 + 11 * h, False),
+                    "2004": (2.0, 2.0, None, T0 + 10 * h, T0 + 11 * h, False),
+                    "2005": (20.0, 20.0 / 3, None, T0 + 10 * h, None, True)}

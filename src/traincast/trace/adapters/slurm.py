@@ -26,9 +26,10 @@ Columns (any case; required ``JobID``, ``State``, ``Submit``, ``Start``, ``End``
 * ``gpus_per_node`` = n_gpus / NNodes when NNodes > 0; no architecture (inferred).
 
 Censored: State RUNNING/PENDING (any case), or a start without an end.
-Said in the notes, read as they are: the components of a heterogeneous job (``2002+0``,
-``2002+1``), each a job of its own GPUs and nodes; jobs holding GPU shards (``gres/shard=N``)
-and no GPU, read as CPU jobs (a shard's share of a GPU is the node's ``gres.conf``).
+The components of a heterogeneous job (``2002+0``, ``2002+1``) are one job (``2002``), their
+GPUs and nodes summed (:func:`_het_jobs`), said in the notes. Jobs holding GPU shards
+(``gres/shard=N``) and no GPU are read as CPU jobs (a shard's share of a GPU is the node's
+``gres.conf``), said in the notes too.
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`):
 NNodes that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`; a TRES list
 naming ``gres/gpu`` without a count read here (the GRES form ``gres/gpu:a100:2``). A file whose
@@ -77,7 +78,10 @@ STEP = "contains(CAST(jobid AS VARCHAR), '.')"
 """SQL: the row is a job step (``123.batch``, ``123.extern``, ``123.0``), not a job."""
 HET_COMPONENT = r"regexp_full_match(CAST(jobid AS VARCHAR), '[0-9]+[+][0-9]+')"
 """SQL: the row is a component of a heterogeneous job (``2002+0``, ``2002+1``: Slurm's
-``JobID`` of each; ``sacct`` writes one row per component), read as a job of its own."""
+``JobID`` of each; ``sacct`` writes one row per component; :func:`_het_jobs` makes one job
+of them)."""
+LISTS = ("alloctres", "reqtres", "allocgres", "reqgres")
+"""The resource lists of a heterogeneous job's components, joined into the job's."""
 
 
 def _tres(cols: list[str], names: tuple[str, str] = ("alloctres", "reqtres")) -> str:
@@ -109,8 +113,11 @@ def gpus_of_tres(tres: str) -> str:
     ``N`` of ``gres/gpu=N`` (or of ``gres/gpu:TYPE=N`` where the list has no untyped count;
     typed counts of several types summed); 0 where the list names no GPU, NULL where there
     is no list. MIG devices (``gres/gpu:1g.10gb=3``, :data:`MIG_PROFILE`) count as the share
-    of a GPU each holds (:func:`mig_share`: 3/7), whole GPUs typed beside them as whole."""
-    plain = f"TRY_CAST(regexp_extract({tres}, '(?:^|,)gres/gpu=([0-9]+)', 1) AS DOUBLE)"
+    of a GPU each holds (:func:`mig_share`: 3/7), whole GPUs typed beside them as whole. Every
+    count is summed over the list (a heterogeneous job's components' lists, joined, name
+    ``gres/gpu=N`` once each)."""
+    plain = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, '(?:^|,)gres/gpu=([0-9]+)', 1) "
+             "AS DOUBLE[]))")
     typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
              f"'(?:^|,)gres/gpu:[^=,]+=([0-9]+)', 1) AS DOUBLE[]))")
     profiles = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:({MIG_PROFILE})=[0-9]+', 1)"
@@ -123,9 +130,11 @@ def gpus_of_tres(tres: str) -> str:
 
 
 def nodes_of_tres(tres: str) -> str:
-    """SQL: the nodes of a TRES list (the ``N`` of ``node=N``), else NULL: the job's node count
-    where the export has no NNodes column."""
-    return f"TRY_CAST(NULLIF(regexp_extract({tres}, '(?:^|,)node=([0-9]+)', 1), '') AS DOUBLE)"
+    """SQL: the nodes of a TRES list (the ``N`` of ``node=N``, summed over a heterogeneous
+    job's joined lists), else NULL: the job's node count where the export has no NNodes
+    column."""
+    return (f"list_sum(TRY_CAST(regexp_extract_all({tres}, '(?:^|,)node=([0-9]+)', 1) "
+            "AS DOUBLE[]))")
 
 
 def gpu_type_of_tres(tres: str) -> str:
@@ -225,12 +234,49 @@ def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
         return []
 
 
-def _jobs(rows: str) -> str:
+def _jobs(rows: str, cols: list[str] | None = None) -> str:
     """The rows of a relation without its job steps (``_row``: the file's own row numbers),
     but for a cut last row (``_last_row``, :class:`~traincast.trace.adapters.base.FileEnd`):
-    a bad row whatever it held, so that the cut is said."""
-    keep = " OR _row = _last_row" if "_last_row" in rows else ""
-    return f"(SELECT * FROM {rows} WHERE NOT COALESCE({STEP}, FALSE){keep})"
+    a bad row whatever it held, so that the cut is said. With the relation's columns
+    ``cols`` (lower case), the components of each heterogeneous job are one row
+    (:func:`_het_jobs`)."""
+    cut = "_row = _last_row" if "_last_row" in rows else "FALSE"
+    step, het = f"COALESCE({STEP}, FALSE)", f"COALESCE({HET_COMPONENT}, FALSE)"
+    if cols is None:
+        return f"(SELECT * FROM {rows} WHERE NOT {step} OR {cut})"
+    return (f"(SELECT * FROM {rows} WHERE (NOT {step} AND NOT {het}) OR {cut} "
+            f"UNION ALL BY NAME {_het_jobs(rows, cols, f'NOT {step} AND {het} AND NOT {cut}')})")
+
+
+def _het_jobs(rows: str, cols: list[str], where: str) -> str:
+    """SQL: one row per heterogeneous job of the ``where`` rows (its components, ``2002+0``,
+    ``2002+1``), as Slurm accounts it: ``JobID`` the job's (``2002``); ``Submit`` and
+    ``Start`` the earliest given; ``End`` the latest, or missing where a component's is (the
+    job runs on); ``NNodes`` summed; the TRES (or GRES) lists joined, so that the GPUs and
+    nodes the job reads are the components' summed; every other column the first
+    component's; ``_row`` the first component's row (a bad job is reported there)."""
+    first = "arg_min({c}, _row)"
+    agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid", "min(_row) AS _row"]
+    for c in ("submit", "start"):
+        if c in cols:
+            agg.append(f"COALESCE(min({q(c)}) FILTER (WHERE {present(q(c))}), "
+                       f"{first.format(c=q(c))}) AS {q(c)}")
+    if "end" in cols:
+        e = q("end")
+        agg.append(f"CASE WHEN bool_and({present(e)}) THEN max({e}) ELSE "
+                   f"arg_min({e}, CASE WHEN {present(e)} THEN 1 ELSE 0 END) END AS {e}")
+    if "nnodes" in cols:
+        n = "TRY_CAST(nnodes AS DOUBLE)"
+        agg.append(f"CASE WHEN count(*) FILTER (WHERE {present('nnodes')} AND {n} IS NULL) = 0 "
+                   f"THEN CAST(sum({n}) AS VARCHAR) ELSE string_agg(CAST(nnodes AS VARCHAR), "
+                   "'+' ORDER BY _row) END AS nnodes")
+    agg += [f"string_agg(CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END, ',' "
+            f"ORDER BY _row) AS {c}" for c in LISTS if c in cols]
+    done = ["jobid", "_row", "submit", "start", "end", "nnodes", *LISTS]
+    agg.append("arg_min(COLUMNS(lambda c: lower(c) NOT IN ("
+               + ", ".join(lit(c) for c in done) + ")), _row)")
+    return (f"SELECT {', '.join(agg)} FROM {rows} WHERE {where} "
+            "GROUP BY split_part(CAST(jobid AS VARCHAR), '+', 1)")
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
@@ -239,7 +285,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
     def jobs(rows: str) -> str:
         file_rows.append(rows)
-        return _jobs(rows)
+        return _jobs(rows, [c.lower() for c in source_columns(con, rows)])
 
     out, gres = [], []
     for path in paths:  # a file of GRES columns (older sacct) requires AllocGRES, not AllocTRES
@@ -267,8 +313,9 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 "with sacct --parsable2 ('|'-separated)"))
         plan.notes.append((
             f"SELECT count(*) FROM {_jobs(rows)} WHERE {HET_COMPONENT}",
-            "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each read as "
-            "a job of its own: the GPUs and nodes of one component, not of the whole job"))
+            "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each job read "
+            "as one: its components' GPUs and nodes summed, the earliest start, the latest "
+            "end"))
         if by_gres:
             continue  # GRES lists name GPUs as the cluster gives them
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
