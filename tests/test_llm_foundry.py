@@ -279,3 +279,24 @@ def test_a_forecast_above_every_published_mfu_is_said_to_be_optimistic() -> None
     text = " ".join(out.get().split())
     assert "#1 93% MFU, 60% HFU" in text and "full s x s attention square" in text
     assert "optimistic" not in text
+
+
+def test_a_long_causal_sequence_reads_its_mfu_through_the_whole_square() -> None:
+    """Llama-2-7B at 131,072 tokens on 16 H100s (Megatron-Core, context parallelism): its MFU
+    counts the whole s x s attention square, the causal kernels execute half of it, so the MFU
+    is above every published run while the FLOPs executed are not; plan says that, and gives
+    the HFU (hardware TFLOP/s over the 989.4 TFLOP/s bf16 peak) in --json."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+
+    args = ["plan", "zoo:llama2-7b", "--gpus", "16", "--node", "dgx-h100", "--seq", "131072",
+            "--framework", "megatron-core", "--top", "1"]
+    row = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)["top"][0]
+    assert row["hfu"] == pytest.approx(row["hardware_tflops_per_gpu"] / 989.4, rel=1e-3)
+    assert row["mfu"] > 0.6423 >= row["hfu"]
+    text = " ".join(CliRunner().invoke(app, args).stdout.split())
+    assert f"#1 {100 * row['mfu']:.0f}% MFU, {100 * row['hfu']:.0f}% HFU" in text
+    assert "full s x s attention square" in text and "optimistic" not in text

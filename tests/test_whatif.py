@@ -722,3 +722,36 @@ def test_mixed_precision_prices_the_autocast_table_as_predict_amp() -> None:
     assert what["job_rows"][0]["scenario_total_s"] == pytest.approx(pred["time_s"]["total"],
                                                                     rel=1e-9)
     assert pred["time_s"]["host_wait"] > 0.1 * pred["time_s"]["total"]
+    # at another batch: the job's own table under autocast, priced as profiled
+    at64 = [*job, "--batch", "64"]
+    what = json.loads(run.invoke(app, ["whatif", *at64, "-s", "mixed-precision"]).stdout)
+    pred = json.loads(run.invoke(app, ["predict", *at64, "--amp"]).stdout)
+    assert what["job_rows"][0]["scenario_total_s"] == pytest.approx(pred["time_s"]["total"],
+                                                                    rel=1e-9)
+    # a trace's job of the zoo's workload: the shipped autocast table, the same time
+    import pyarrow as pa
+
+    from traincast.trace import fill_features
+
+    trace = whatif(fill_features(pa.table({"job_id": ["j1"], "architecture": ["1w1g"],
+                                           "n_gpus": [1.0], "gpu_type": ["H100"],
+                                           "workload": ["bert-base"]})), "mixed-precision")
+    fp32 = json.loads(run.invoke(app, ["predict", *job]).stdout)["time_s"]["total"]
+    amp_t = json.loads(run.invoke(app, ["predict", *job, "--amp"]).stdout)["time_s"]["total"]
+    assert trace["summary"]["mean_speedup"] == pytest.approx(fp32 / amp_t, rel=1e-9)
+
+
+def test_the_shipped_autocast_tables_cover_the_zoo_at_its_autocast_features() -> None:
+    """``ops_amp.json`` holds a table for every model ``ops.json`` does, each summing to the
+    autocast figures of ``profiles.json`` (so a zoo job under the mixed-precision scenario is
+    priced as profiled, ``a = b = 1``) and holding autocast's casts."""
+    from traincast.zoo.profiles import _ops, load_profiles
+
+    fp32, amp, prof = _ops(), _ops(True), load_profiles()["models"]
+    assert set(amp) == set(fp32) and amp
+    for name, table in amp.items():
+        for key in ("bytes_memory_bound", "flops_compute_bound"):
+            assert table[key] == pytest.approx(prof[name][f"{key}_amp"], rel=1e-12), name
+        assert table["batch_size"] == fp32[name]["batch_size"]
+        if any(o["op"] in ("mm", "addmm", "convolution") for o in fp32[name]["ops"]):
+            assert any(o["op"] == "_to_copy" for o in table["ops"]), name

@@ -257,10 +257,12 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
                 "gpu_time_weighted_mean_speedup")
             over, every = over_jobs(s, total, priced)
             over, them = ("", "jobs") if every else (f" {over}", "them")
+            slower = s.get("slowed_down_share") or 0.0
             out.append(
                 f"{label} gives {_x(s.get('mean_speedup'))} on average{over} "
                 f"({_x(s.get('gpu_time_weighted_mean_speedup'))} GPU-time-weighted; "
-                f"{_pct(s.get('sped_up_share'))} of {them} gain more than 1%).")
+                f"{_pct(s.get('sped_up_share'))} of {them} gain more than 1%"
+                + (f", {_pct(slower)} lose more than 1%" if slower > 0 else "") + ").")
     return out
 
 

@@ -225,8 +225,7 @@ def plan(
     several = len(result["nodes"]) > 1  # rows then name their node preset
     _table("Fastest configurations", result["top"], overlap=overlap, node=several)
     _note_above_peak(result)
-    print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"], 100 * r["mfu"]
-                        * r["hardware_tflops_per_gpu"] / r["model_tflops_per_gpu"])
+    print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"], 100 * r["hfu"])
                        for r in result["top"][:1] if r["mfu"] is not None], result["dtype"])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],

@@ -698,8 +698,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
         print_full_square_note(f"MFU {mfu:.0f}%", f"the {peak:g} TFLOP/s dense {job['dtype']} "
                                "peak")
     if mfu is not None:
-        print_mfu_caution([("this job", mfu, mfu * result["hardware_tflops_per_gpu"]
-                            / result["model_tflops_per_gpu"])], job["dtype"])
+        print_mfu_caution([("this job", mfu, 100 * result["hfu"])], job["dtype"])
     checks = result.get("published_checks")
     if checks:
         gpu = result["hardware"]["gpu"]

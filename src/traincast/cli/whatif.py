@@ -204,11 +204,14 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
     # the zoo profile of the model the job runs, for its ratios: the tag, the model flag, or
     # the model a features file names
     shipped = workload_features(f["workload"] or f["model"] or str(feats.get("model") or ""))
+    profile = job_profile(feats, shipped)
+    # under a mixed-precision scenario: a --model job profiled again under autocast; a
+    # features file's table at the mixed-precision rates, as predict --features --amp
+    amp_ops = _amp_ops(own, f["model"], f["batch"], profile) if f["model"] and not amp \
+        else None
     return OneJob(_single_job(feats, *place, own),
                   Workloads(partial(_own, own, feats, zoo_ops),
-                            partial(_own, own, job_profile(feats, shipped), workload_features),
-                            amp, _amp_ops(own, f["model"], f["batch"]) if f["model"] and not amp
-                            else zoo_amp_ops))
+                            partial(_own, own, profile, workload_features), amp, amp_ops))
 
 
 def print_whatif(result: dict[str, Any]) -> None:
@@ -454,16 +457,26 @@ def print_flat_peak(result: dict[str, Any]) -> None:
                            "less, than they would priced alike.", style="yellow"))
 
 
-def _amp_ops(name: str, model: str, batch: int | None) -> Callable[[str], Any]:
+def _amp_ops(name: str, model: str, batch: int | None,
+             profile: Mapping[str, Any]) -> Callable[[str], Any]:
     """The per-op tables under autocast of one job given by ``--model`` (its workload
     ``name``: the model profiled again under autocast, on first use, at the job's batch), any
     other workload's shipped one: what a scenario that turns mixed precision on prices, as
-    ``predict --amp`` does."""
+    ``predict --amp`` does. The job's own table carries the features the scenario gives the
+    job under autocast (``profile``'s ``_amp`` keys, from its fp32 features and its
+    workload's ratios), so that it is priced as profiled (``a = b = 1``), and with fusion too
+    at the fused share of its bytes."""
     from functools import cache
 
     from traincast.features.profile import profile_model
 
-    own = cache(lambda: profile_model(model, batch_size=batch, amp=True, ops=True))
+    @cache
+    def own() -> dict[str, Any]:
+        table = profile_model(model, batch_size=batch, amp=True, ops=True)
+        return table | {k: profile[f"{k}_amp"] for k in ("bytes_memory_bound",
+                                                          "flops_compute_bound")
+                        if profile.get(f"{k}_amp")}
+
     return lambda workload: own() if workload.strip().lower() == name.strip().lower() \
         else zoo_amp_ops(workload)
 

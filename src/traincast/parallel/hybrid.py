@@ -1354,7 +1354,8 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     executed, ``(B / b) (l ((3 + full) f_gemm + A) + 3 f_logit) / (T n)`` with the attention's
     ``A = (3 + full + selective) f_attn`` materialized (the masked square computed) and
     ``A = c (1 + full + selective + 2.5) f_attn W(s)`` fused (the causal share ``c`` and the
-    backward's recompute, :func:`flash_attention_work`)."""
+    backward's recompute, :func:`flash_attention_work`), and the hardware FLOPs utilization
+    ``HFU = hardware TFLOP/s / P``."""
     f_gemm, f_attn, f_logit = flops
     n_gpus, l_ = c.d * c.t * c.p * c.cp, float(model.layers)
     tokens = c.gb * c.s
@@ -1373,7 +1374,9 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
             "model_tflops_per_gpu": model_tflops,
             "mfu": model_tflops / peak_tflops if peak_tflops > 0 else model_tflops * np.nan,
-            "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12}
+            "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12,
+            "hfu": (hw_flops / (total * n_gpus) / 1e12 / peak_tflops if peak_tflops > 0
+                    else model_tflops * np.nan)}
 
 
 def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: ArrayLike = 1,
@@ -1463,7 +1466,8 @@ RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "z
                                 "grad_accum_fused": True, "context_parallel": False,
                                 "fp8_weight_cache": False, "hsdp": True}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
-neither a recipe nor a flag sets them (the model's defaults, those of ``megatron-2021``)."""
+neither a recipe nor a flag sets them (the model's defaults: those of ``megatron-2021`` but
+``hsdp``, which that recipe turns off)."""
 SM90: float = 9.0
 """The compute capability from which a recipe's ``sm90`` value applies (Hopper and later)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
@@ -1984,6 +1988,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "tokens_per_s_per_gpu": sc["tokens_per_s_per_gpu"],
         "model_tflops_per_gpu": sc["model_tflops_per_gpu"],
         "mfu": sc["mfu"] if math.isfinite(sc["mfu"]) else None,
+        "hfu": sc["hfu"] if math.isfinite(sc["hfu"]) else None,
         "hardware_tflops_per_gpu": sc["hardware_tflops_per_gpu"],
         "bubble_fraction": sc["bubble_fraction"],
         "bubble_share": bubble_share,

@@ -272,6 +272,7 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
             "model_tflops_per_gpu": float(res["model_tflops_per_gpu"][i]),
             "hardware_tflops_per_gpu": float(res["hardware_tflops_per_gpu"][i]),
             "mfu": float(res["mfu"][i]) if np.isfinite(res["mfu"][i]) else None,
+            "hfu": float(res["hfu"][i]) if np.isfinite(res["hfu"][i]) else None,
             "overhead_factor": overhead,
             "s_per_million_tokens": total * overhead / tokens * 1e6,
         }
