@@ -46,6 +46,11 @@ def test_no_cell_is_cut_at_80_columns(args: tuple[str, ...]) -> None:
      "'--overlap': must be from 0 to 1, got 1.5"),
     (("predict", "--flops", "1e9", "--mem-bytes", "1e6", "--weight-bytes", "1e6", "--zero", "4"),
      "'--zero': must be from 0 to 3, got 4"),
+    # a huge value in a few digits, not its 309; a whole number no float holds, by its length
+    (("plan", "zoo:llama2-7b", "--gpus", "8", "--overlap", "1e308"),
+     "'--overlap': must be from 0 to 1, got 1e+308"),
+    (("plan", "zoo:llama2-7b", "--gpus", "8", "--global-batch", "9" * 400),
+     "must be from 1 to 1,000,000,000, got a number of 400 digits"),
 ])
 def test_range_checks_moved_out_of_help_still_refuse(args: tuple[str, ...], message: str) -> None:
     """``within`` (cli/common.py) replaces typer's min/max: the same refusal, exit 2."""

@@ -477,3 +477,12 @@ def test_a_move_to_another_gpu_says_its_compute_runs_faster_too() -> None:
             in row["best_reason"])
     # on its own hardware the GPU is the same: nothing said of it
     assert row["arch_gpu"] == row["gpu"] and "compute runs faster" not in row["arch_reason"]
+    # and the compute did get faster there: the same job on the chosen node, by predict
+    best = json.loads(CliRunner().invoke(app, [
+        "predict", "--model", "zoo:bert-base", "--arch", row["best_architecture"],
+        "--gpus", "8", "--node", row["best_node"], "--json"]).stdout)["time_s"]
+    here = json.loads(CliRunner().invoke(app, [
+        "predict", "--model", "zoo:bert-base", "--arch", "ps-worker", "--workers", "8", "--ps",
+        "2", "--json"]).stdout)["time_s"]
+    compute = ("compute_flop", "compute_mem")
+    assert sum(best[k] for k in compute) < 0.95 * sum(here[k] for k in compute)

@@ -159,24 +159,28 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
              by_ops: NDArray[np.bool_] | None = None) -> NDArray[np.object_]:
     """One line per job naming what its change cuts: the component whose time falls most
     (``base - new``, which the speedup comes from; a kept job: its bottleneck), and where the
-    change moves the job to another GPU on which its compute time falls too, that as well; built
-    once per distinct combination. ``priced`` (the cheapest choice: whether each job's present
-    setup has a price): the change costs less per iteration, and the line says whether it is
-    also faster, as fast or slower (equal within a relative 1e-9); for a job whose present setup
-    has no price, that it is the cheapest priced option. A job the model cannot time as it is (a
-    reason other than ok) keeps that reason; one that a candidate fits is told so, with the
-    reason it has no time as given. ``by_ops``: the jobs priced op by op from a per-op table
-    (their GPU's rates for aggregate work are not what they were priced at)."""
+    change moves the job to another GPU on which its compute time falls too (by more than
+    ``min_gain`` of it), that as well; built once per distinct combination. ``priced`` (the
+    cheapest choice: whether each job's present setup has a price): the change costs less per
+    iteration, and the line says whether it is also faster, as fast or slower (equal within a
+    relative 1e-9); for a job whose present setup has no price, that it is the cheapest priced
+    option. A job the model cannot time as it is (a reason other than ok) keeps that reason; one
+    that a candidate fits is told so, with the reason it has no time as given. ``by_ops``: the
+    jobs priced op by op from a per-op table (their GPU's rates for aggregate work are not what
+    they were priced at)."""
     bb = base.bottleneck_code()
     with np.errstate(invalid="ignore"):
         saved = np.stack([np.asarray(getattr(base, c), dtype=np.float64)
                           - np.asarray(getattr(new, c), dtype=np.float64) for c in COMPONENTS])
     cut = np.where((cand_idx >= 0) & np.isfinite(saved).all(axis=0),
                    np.argmax(saved, axis=0), bb)
-    # whose compute time falls too (on another GPU: said beside the part it cuts most)
+    # whose compute time falls too, by more than min_gain of it (on another GPU: said beside
+    # the part it cuts most)
     compute = [COMPONENTS.index("compute_flop"), COMPONENTS.index("compute_mem")]
+    base_compute = sum(np.asarray(getattr(base, COMPONENTS[i]), dtype=np.float64)
+                       for i in compute)
     with np.errstate(invalid="ignore"):
-        faster = (saved[compute].sum(axis=0) > 0).astype(np.int64)
+        faster = (saved[compute].sum(axis=0) > min_gain * base_compute).astype(np.int64)
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))

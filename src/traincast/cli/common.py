@@ -146,21 +146,33 @@ def say_above(bar: Progress, task: TaskID) -> Callable[[str], None]:
     return say
 
 
+def _num(v: float) -> str:
+    """A bound or value for people: ``1,000,000`` for whole numbers from 1e4 to below 1e15,
+    else ``%.12g`` (``1e+308``, not its 309 digits)."""
+    return f"{int(v):,}" if v == int(v) and 1e4 <= abs(v) < 1e15 else f"{v:.12g}"
+
+
 def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
     """A typer option callback: the value must be a finite number in ``[low, high]`` (``high``
     None: at least ``low``), else exit 2 naming the flag (``nan`` and ``inf``, which click reads
     as floats, are refused too). Unlike typer's ``min``/``max`` it adds no range column to
     ``--help``, which pushes the help text of long flags into words cut with ``…`` at 80
     columns; the help says the range instead."""
+    want = f"from {_num(low)} to {_num(high)}" if high is not None else f"at least {_num(low)}"
+
     def check(value: Any) -> Any:
         if value is None:
             return value
         for v in value if isinstance(value, list | tuple) else (value,):
-            if not math.isfinite(v):
+            try:
+                finite = math.isfinite(v)
+            except OverflowError:  # a whole number too large for a float: out of any range
+                raise typer.BadParameter(
+                    (f"must be {want}, got" if high is not None else "got") +
+                    f" a number of {len(str(abs(v)))} digits, beyond any it takes") from None
+            if not finite:
                 raise typer.BadParameter(f"must be a finite number, got {v}")
             if v < low or (high is not None and v > high):
-                want = f"from {_num(low)} to {_num(high)}" if high is not None else \
-                    f"at least {_num(low)}"
                 raise typer.BadParameter(f"must be {want}, got {_num(v)}")
         return value
 
@@ -170,12 +182,6 @@ def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
 OverlapOpt = Annotated[float, typer.Option(
     callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
     "to 1 (0 = the paper's additive model; a what-if scenario may set its own).")]
-
-
-def _num(v: float) -> str:
-    """A bound or value for people: ``1,000,000`` for whole numbers from 1e4 to below 1e15,
-    else ``%.12g`` (``1e+308``, not its 309 digits)."""
-    return f"{int(v):,}" if v == int(v) and 1e4 <= abs(v) < 1e15 else f"{v:.12g}"
 
 
 def one_of(choices: Iterable[str]) -> str:
