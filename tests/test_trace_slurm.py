@@ -25,6 +25,16 @@ SACCT = (
 T0 = 1704153600  # 2024-01-02T00:00:00 UTC
 
 
+def stored(db: Path, columns: str) -> dict[str, tuple]:
+    """The store's jobs by id: the ``columns`` (SQL) of each."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {r[0]: r[1:] for r in con.execute(
+            f"SELECT job_id, {columns} FROM jobs").fetchall()}
+    finally:
+        con.close()
+
+
 def test_sacct_rows_map_to_jobs(tmp_path: Path) -> None:
     f = tmp_path / "jobs.txt"
     f.write_text(SACCT)
@@ -35,11 +45,8 @@ def test_sacct_rows_map_to_jobs(tmp_path: Path) -> None:
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(7, "NNodes")]
     [note] = report["notes"]
     assert note["count"] == 2 and "job step" in note["note"]
-    con = duckdb.connect(str(db), read_only=True)
-    rows = {r[0]: r[1:] for r in con.execute(
-        "SELECT job_id, user, status, submit_time_s, start_time_s, end_time_s, n_gpus, "
-        "gpu_type, gpus_per_node, censored FROM jobs").fetchall()}
-    con.close()
+    rows = stored(db, "user, status, submit_time_s, start_time_s, end_time_s, n_gpus, gpu_type, "
+                  "gpus_per_node, censored")
     h = 3600
     assert rows == {
         # gres/gpu=16 counted once (not again as its typed a100=16), over 2 nodes
@@ -328,11 +335,7 @@ def test_a_heterogeneous_jobs_components_are_one_job_and_gpu_shards_are_said(
     assert notes == {"job step row(s) left out": 1,
                      "row(s) are components of heterogeneous jobs": 4,
                      "job(s) hold GPU shards": 1}
-    con = duckdb.connect(str(db), read_only=True)
-    rows = {r[0]: r[1:] for r in con.execute(
-        "SELECT job_id, n_gpus, gpus_per_node, gpu_type, start_time_s, end_time_s, censored "
-        "FROM jobs").fetchall()}
-    con.close()
+    rows = stored(db, "n_gpus, gpus_per_node, gpu_type, start_time_s, end_time_s, censored")
     h = 3600
     assert rows == {"2002": (9.0, 4.5, "a100", T0 + 10 * h, T0 + 12 * h, False),
                     "2003": (0.0, 0.0, None, T0 + 10 * h, T0 + 11 * h, False),
