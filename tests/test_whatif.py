@@ -561,18 +561,31 @@ def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None
 
 def test_a_features_file_takes_the_ratios_of_the_model_it_names(tmp_path: Path) -> None:
     # the same profile as --model zoo:resnet50 gives, written to a file: its "model" names the
-    # zoo profile whose mixed-precision ratios it takes, without --workload
+    # zoo profile whose fusion and mixed-precision ratios it takes, without --workload
     import json
 
     from traincast.features.profile import profile_model
 
-    path = tmp_path / "r50.json"
-    path.write_text(json.dumps(profile_model("zoo:resnet50", batch_size=64, ops=True)))
-    job = ["--node", "dgx-a100", "-s", "mixed-precision"]
-    (by_model,) = _cli_json(["whatif", "--model", "zoo:resnet50", "--batch", "64", *job]
-                            )["job_rows"]
-    (by_file,) = _cli_json(["whatif", "--features", str(path), *job])["job_rows"]
-    assert by_file["scenario_total_s"] == pytest.approx(by_model["scenario_total_s"], rel=1e-9)
+    profile = profile_model("zoo:resnet50", batch_size=64, ops=True)
+    path, plain = tmp_path / "r50.json", tmp_path / "unnamed.json"
+    path.write_text(json.dumps(profile))
+    plain.write_text(json.dumps({k: v for k, v in profile.items() if k != "model"}))
+    job = ["--node", "dgx-a100", "-s", "op-fusion", "-s", "mixed-precision"]
+
+    def times(*args: str) -> dict[str, float]:
+        rows = _cli_json(["whatif", *args, *job])["job_rows"]
+        return {r["scenario"]: r["scenario_total_s"] for r in rows}
+
+    by_model, by_file = times("--model", "zoo:resnet50", "--batch", "64"), times(
+        "--features", str(path))
+    assert by_file["op-fusion"] == pytest.approx(by_model["op-fusion"], rel=1e-9)
+    # mixed precision: the --model job is profiled again under autocast (its casts priced),
+    # the file keeps its fp32 table at the mixed-precision rates (no torch needed), its bytes
+    # scaled by the named model's ratio: without the name, ratio 1, another time (fusion
+    # takes the file's own fused bytes either way)
+    unnamed = times("--features", str(plain))
+    assert by_file["mixed-precision"] != pytest.approx(unnamed["mixed-precision"], rel=1e-3)
+    assert by_file["op-fusion"] == pytest.approx(unnamed["op-fusion"], rel=1e-9)
 
 
 def test_an_amp_profile_without_its_fused_bytes_is_not_made_mixed_twice() -> None:
