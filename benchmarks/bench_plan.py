@@ -28,8 +28,7 @@ def main() -> int:
     hw = hybrid_hardware(catalog, "dgx-a100", "bf16")
     # the configurations plan searched: the default recipe's (megatron-2021: no HSDP)
     cfgs = enumerate_configs(cfg, 512, hw.gpus_per_node, out["global_batch"],
-                             hsdp=all(v.get("hsdp", True)
-                                      for v in out["assumed"]["recipe"].values()))
+                             hsdp=out["assumed"]["searched"]["hsdp"])
     n = len(cfgs["dp"])
     assert n == out["searched"], "the loop times other configurations than plan searched"
     t0 = time.perf_counter()

@@ -218,9 +218,7 @@ def test_without_nnodes_the_tres_node_count_gives_gpus_per_node(tmp_path: Path) 
                  "cpu=4,gres/gpu=4\n")
     db = tmp_path / "s.duckdb"
     Store(db).ingest(f, "slurm")
-    con = duckdb.connect(str(db), read_only=True)
-    rows = dict(con.execute("SELECT job_id, gpus_per_node FROM jobs").fetchall())
-    con.close()
+    rows = {j: v for j, (v,) in stored(db, "gpus_per_node").items()}
     assert rows == {"1": 8.0, "2": None}
 
 
@@ -265,10 +263,8 @@ def test_joined_windows_keep_a_jobs_final_state(tmp_path: Path) -> None:
     assert [(e["row"], e["value"].split(" (")[1]) for e in report["errors"]] == [
         (1, "a duplicate of row 3, kept: its later record of the job has its final state)"),
         (4, "a duplicate of row 2)")]
-    con = duckdb.connect(str(db), read_only=True)
-    rows = dict(con.execute("SELECT job_id, censored FROM jobs").fetchall())
-    end = con.execute("SELECT end_time_s FROM jobs WHERE job_id = '3002'").fetchone()[0]
-    con.close()
+    jobs = stored(db, "censored, end_time_s")
+    rows, end = {j: c for j, (c, _) in jobs.items()}, jobs["3002"][1]
     assert rows == {"3002": False, "3003": False} and end == T0 + 31 * 86400 + 10 * 3600
 
 
@@ -286,10 +282,7 @@ def test_mig_devices_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
                  + row.format(j=4, tres="cpu=8,gres/gpu:a100=2,gres/gpu=2"))
     db = tmp_path / "s.duckdb"
     Store(db).ingest(f, "slurm")
-    con = duckdb.connect(str(db), read_only=True)
-    rows = {j: (g, t, frac) for j, g, t, frac in con.execute(
-        "SELECT job_id, n_gpus, gpu_type, fractional_gpu FROM jobs").fetchall()}
-    con.close()
+    rows = stored(db, "n_gpus, gpu_type, fractional_gpu")
     assert rows["1"][0] == pytest.approx(3 / 7) and rows["1"][1:] == (None, True)
     assert rows["2"][0] == pytest.approx(0.5) and rows["2"][1] is None
     assert rows["3"][0] == pytest.approx(2 + 3 / 7) and rows["3"][1] == "a100"

@@ -326,20 +326,19 @@ def node_gpus_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     """GPUs per node of each row's node preset, by the hardware rule of :func:`resolve` alone
     (NaN where the node or GPU is unknown): ``resolve(jobs, catalog, default_node=...,
     gpu=...).node_gpus`` without the placement, features and checks."""
-    cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    _, _, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node),
-                                  catalog.gpu_name(gpu) if gpu else None, {})
-    return rates[:, 0][pair]
+    return node_gpus_and_memory_of(jobs, catalog, default_node=default_node, gpu=gpu)[0]
 
 
 def node_gpus_and_memory_of(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
-                            default_node: str | None = None) -> tuple[F, F]:
+                            default_node: str | None = None,
+                            gpu: str | None = None) -> tuple[F, F]:
     """GPUs per node of each row's node preset and memory (GB) of its GPU, from one lookup by
     the hardware rule of :func:`resolve` alone (NaN where the node or GPU is unknown):
-    ``(r.node_gpus, r.mem_gb)`` of ``resolve(jobs, catalog, default_node=...)`` without the
-    placement, features and checks."""
+    ``(r.node_gpus, r.mem_gb)`` of ``resolve(jobs, catalog, default_node=..., gpu=...)``
+    without the placement, features and checks."""
     cols = jobs if isinstance(jobs, Columns) else Columns.of(jobs)
-    _, _, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node), None, {})
+    _, _, rates, pair = _hardware(cols, catalog, fallback_node(catalog, default_node),
+                                  catalog.gpu_name(gpu) if gpu else None, {})
     return rates[:, 0][pair], rates[:, 2][pair]
 
 

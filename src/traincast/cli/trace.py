@@ -303,9 +303,15 @@ def ingest(
     else:
         _report_bad_rows(report)
         print_ingest(report)
-    if any(not s["jobs"] and s["bad_rows"] and not s["unchanged"]
-           and not s.get("already_ingested") for s in report["sources"]):
+    if any(stored_nothing(s) and s["bad_rows"] for s in report["sources"]):
         raise typer.Exit(3)  # a file read stored nothing, every row of it bad
+
+
+def stored_nothing(source: dict[str, Any]) -> bool:
+    """An ingest's source that was read and stored no job (not one left as it was, or
+    ingested before)."""
+    return (not source["jobs"] and not source["unchanged"]
+            and not source.get("already_ingested"))
 
 
 SOURCES_HELP = (
@@ -429,7 +435,7 @@ def print_ingest(report: dict[str, Any]) -> None:
     for line in copy_lines(report):
         console.print(line, highlight=False, markup=False)
     for s in report["sources"]:
-        if not s["jobs"] and not s["unchanged"] and not s.get("already_ingested"):
+        if stored_nothing(s):
             console.print(f"[yellow]{', '.join(Path(f).name for f in s['files'])}: no job stored "
                           + ("(every row was bad: named above)" if s["bad_rows"] else
                              "(no row: a header alone, or an empty JSON array)")

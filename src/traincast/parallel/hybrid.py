@@ -65,7 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast import compute, kernels
-from traincast.architectures import ring_link_bps
+from traincast.architectures import ring_factor, ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import BOTTLENECK_LABEL, busy_parts_s, data_time_s, total_time_s
@@ -577,11 +577,11 @@ class Configs:
     """With dtype fp8: the weights' fp8 copies made on the first micro-batch and reused by
     the others of the iteration (Transformer Engine's ``is_first_microbatch``), else made
     every micro-batch (:func:`fp8_cast_bytes_per_layer`)."""
-    shard: F | None = None
+    shard: F = field(default_factory=lambda: np.ones(1))
     """The data-parallel ranks ZeRO shards the dense model state over: all ``d cp`` of
-    :attr:`dp_group` (None, or as given), or fewer, the state then replicated over
-    :attr:`replicas` such groups (HSDP: PyTorch FSDP's ``HYBRID_SHARD``, FSDP2's 2-D device
-    mesh, typically one node's ranks; ``configs(shard=...)``)."""
+    :attr:`dp_group`, or fewer, the state then replicated over :attr:`replicas` such groups
+    (HSDP: PyTorch FSDP's ``HYBRID_SHARD``, FSDP2's 2-D device mesh, typically one node's
+    ranks; ``configs(shard=...)``, which sets it)."""
 
     @property
     def s_rank(self) -> F:
@@ -599,8 +599,8 @@ class Configs:
     @property
     def shard_group(self) -> F:
         """``g_s``: the ranks ZeRO shards the dense model state over (:attr:`shard`; ``d cp``
-        by default)."""
-        return self.dp_group if self.shard is None else self.shard
+        unless HSDP)."""
+        return self.shard
 
     @property
     def replicas(self) -> F:
@@ -1192,7 +1192,7 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
     dense = volume(params.dense, c.shard_group)
     expert = volume(params.expert, c.expert_shard_group)
     m_z = np.where(c.z >= 2, c.m, 1.0)
-    replica = 2.0 * st.half_ring(c.replicas) * params.over_groups(c) * c.delta * m_z
+    replica = ring_factor(c.replicas) * params.over_groups(c) * c.delta * m_z
     dp_volume = dense + replica + expert
     t_dp = np.where(c.shard_group > 1, dense / ln.dp_ring_bps, 0.0) \
         + np.where(c.replicas > 1, replica / ln.replica_ring_bps, 0.0) \
@@ -1371,12 +1371,13 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
         attn = (2.0 + passes) * f_attn
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
     model_tflops = model_flops / (total * n_gpus) / 1e12
+    hardware_tflops = hw_flops / (total * n_gpus) / 1e12
     return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
             "model_tflops_per_gpu": model_tflops,
             "mfu": model_tflops / peak_tflops if peak_tflops > 0 else model_tflops * np.nan,
-            "hardware_tflops_per_gpu": hw_flops / (total * n_gpus) / 1e12,
-            "hfu": (hw_flops / (total * n_gpus) / 1e12 / peak_tflops if peak_tflops > 0
-                    else model_tflops * np.nan)}
+            "hardware_tflops_per_gpu": hardware_tflops,
+            "hfu": (hardware_tflops / peak_tflops if peak_tflops > 0
+                    else hardware_tflops * np.nan)}
 
 
 def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: ArrayLike = 1,

@@ -120,19 +120,23 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     keep &= (gpus // (t * p) > 1) | (z == min(zeros))
     t, p, e, k, z, b, r, v, sp = (x[keep] for x in (t, p, e, k, z, b, r, v, sp))
     d = gpus // (t * p * k)
-    code = check_shapes(model, d.astype(float), t.astype(float), p.astype(float),
-                        e.astype(float), z.astype(float), b.astype(float),
-                        np.full(d.shape, float(global_batch)), v.astype(float),
-                        cp=k.astype(float), seq=float(seq), fused=fused)
-    ok = code == 0
-    out = {"dp": d[ok], "tp": t[ok], "pp": p[ok], "ep": e[ok], "cp": k[ok], "zero": z[ok],
-           "shard": d[ok] * k[ok], "micro_batch": b[ok], "recompute": r[ok], "vp": v[ok],
-           "sp": sp[ok]}
-    group, node_shard = out["dp"] * out["cp"], gpus_per_node // out["tp"]
-    extra = (hsdp & (out["zero"] >= 1) & (out["ep"] == 1) & (node_shard >= 2)
-             & (node_shard < group) & (group % np.maximum(node_shard, 1) == 0))
-    return {key: np.concatenate([x, node_shard[extra] if key == "shard" else x[extra]])
-            for key, x in out.items()}
+
+    def code(shard: NDArray[np.int64] | float = 0.0) -> NDArray[np.int64]:
+        return check_shapes(model, d.astype(float), t.astype(float), p.astype(float),
+                            e.astype(float), z.astype(float), b.astype(float),
+                            np.full(d.shape, float(global_batch)), v.astype(float),
+                            cp=k.astype(float), seq=float(seq), fused=fused,
+                            shard=np.asarray(shard, dtype=float))
+
+    ok = code() == 0
+    # HSDP over one node's data-parallel ranks where the shape rules take it (ZeRO 1-3, ep 1,
+    # a divisor of dp cp) and it is fewer than them
+    node_shard = gpus_per_node // t
+    extra = ok & hsdp & (node_shard >= 2) & (node_shard < d * k) & (code(node_shard) == 0)
+    columns = {"dp": d, "tp": t, "pp": p, "ep": e, "cp": k, "zero": z, "shard": d * k,
+               "micro_batch": b, "recompute": r, "vp": v, "sp": sp}
+    return {key: np.concatenate([x[ok], node_shard[extra] if key == "shard" else x[extra]])
+            for key, x in columns.items()}
 
 
 def hsdp(cfg: dict[str, Any]) -> bool:
@@ -565,6 +569,7 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
+                "hsdp": hsdp_on,
                 "shard": ("every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3"
                           if hsdp_on else "every data-parallel rank"),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],

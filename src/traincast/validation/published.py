@@ -839,10 +839,9 @@ def is_llm_rows(path: str | Path) -> bool:
     ``parallel/published_llm.toml``) rather than of per-op profiles; False for a file that
     cannot be read as TOML (:func:`load_published` then says why)."""
     try:
-        table = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return is_llm_table(_read_table(path))
+    except TraincastError:
         return False
-    return is_llm_table(table)
 
 
 def is_llm_table(table: Mapping[str, Any]) -> bool:

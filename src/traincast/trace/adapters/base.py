@@ -1081,12 +1081,18 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
 def file_encoding(path: Path) -> str:
     """The encoding ``iconv -f`` takes for a text file that is not UTF-8: ``utf-16`` where it
     starts with a UTF-16 byte-order mark (Excel's "Unicode text", PowerShell's default), or
-    has a NUL byte in every other byte of its start (UTF-16 without one); else ``latin1``."""
+    has a NUL byte in every other byte of its start (UTF-16 without one); else ``latin1``
+    (:func:`bytes_encoding` of its first 256 bytes)."""
     try:
         with open_bytes(path) as f:
-            head = f.read(256)
+            return bytes_encoding(f.read(256))
     except (OSError, EOFError, zlib.error):
         return "latin1"
+
+
+def bytes_encoding(head: bytes) -> str:
+    """:func:`file_encoding` of a file's first bytes ``head`` (256 read)."""
+    head = head[:256]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
             len(head) >= 4 and (head[1::2].count(0) > len(head) // 4
                                 or head[0::2].count(0) > len(head) // 4)):
@@ -1345,20 +1351,19 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             rel = (f"(SELECT *, {', '.join(f'{q(src)} AS {q(s)}' for s, src in renames.items())}"
                    f" FROM {rel})")
             checks = [replace(c, field=renames.get(c.field, c.field)) for c in checks]
+        spelling = {c.lower(): c for c in named}
         if f"{lit(EXTRA)}: 'VARCHAR'" in rel:  # read as CSV, by csv_relation
-            _, _, header, written = _dialect(path)
+            delim, skip, header, written = _dialect(path)
             twice = {c.lower() for c in duplicate_columns(path)}  # read by none: not named
             once = [(c, w) for c, w in zip(header, written, strict=False)
                     if w.strip() and not {c.lower(), w.strip().lower()} & twice]
-            delim, skip = _dialect(path)[:2]
             checks[:0] = [header_row_check(once), extra_field_check(
                 len(header), ends_rows_with_delimiter(path, delim, skip, len(header)))]
             if needed := [c.lower() for c in required]:
-                checks.insert(2, short_row_check(needed, [c for c, _ in once],
-                                                 {c.lower(): c for c in named}))
+                checks.insert(2, short_row_check(needed, [c for c, _ in once], spelling))
             _refuse_read_twice(adapter, path, fields, checks)
         plan = Plan(adapter, str(path), rel, fields, censored=censored, checks=checks,
-                    files=[str(path)], spelling={c.lower(): c for c in named})
+                    files=[str(path)], spelling=spelling)
         plan.notes.extend(yyyymmdd_note(c, source_name(fields[c].raw) or c)
                           for c in TIME_COLUMNS if c in fields)
         if end is not None:

@@ -33,7 +33,7 @@ from traincast.trace.adapters.base import (
     Field,
     FileEnd,
     Plan,
-    file_encoding,
+    bytes_encoding,
     file_lit,
     file_plans,
     lit,
@@ -146,7 +146,7 @@ def json_end(_: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
             head = f.read(_EDGE)
             f.seek(max(0, f.seek(0, 2) - _EDGE))
             tail = f.read()
-    if file_encoding(path) == "utf-16":
+    if bytes_encoding(head) == "utf-16":  # the bytes just read, not the file again
         raise TraincastError(f"{NAME}: {path}: UTF-16 text, not UTF-8",
                              hint="convert it: iconv -f utf-16 -t utf-8 FILE > FILE.utf8.json")
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip(_SPACE)
