@@ -6,8 +6,9 @@ H100 SXM5) predicted with the shipped catalog and the default compute strategy
 (``traincast.validation.published``); prints the median / 90th percentile / max of |error| of
 the rows and of the cross-GPU ratios, the paper's flat-peak model on the same rows as the
 baseline (ratio of the two medians), the Megatron-LM SC'21 table, llm-foundry's MPT tables and
-NVIDIA NeMo's FP8 tables (median and worst per GPU and precision), and the steps measured on an
-H200 no fit has seen (``data/h200/steps.toml``, reported, no target).
+NVIDIA NeMo's FP8 tables (median and worst per GPU and precision), the PyTorch FSDP runs of
+Llama models in ``docs/published-rows-llm.toml`` (torchtitan, fms-fsdp) and the steps measured
+on an H200 no fit has seen (``data/h200/steps.toml``); the last two reported, no target.
 
 Targets: median |error| <= 10%, every cross-GPU ratio within 15%; exit 1 when missed.
 ``python benchmarks/bench_published.py [--catalog FILE] [--json OUT]``.
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 H200_ROWS = Path(__file__).resolve().parents[1] / "data" / "h200" / "steps.toml"
+FSDP_ROWS = Path(__file__).resolve().parents[1] / "docs" / "published-rows-llm.toml"
 
 
 def main(argv: list[str]) -> int:
@@ -69,6 +71,14 @@ def main(argv: list[str]) -> int:
         print(f"{title} ({m['n']} rows, never fitted): median |error| "
               f"{m['median_abs_error']:.1%}, p90 {m['p90_abs_error']:.1%}, max "
               f"{m['max_abs_error']:.1%}, signed median {m['median_error']:+.1%}; {groups}")
+    if FSDP_ROWS.is_file():
+        fsdp = out["fsdp_rows"] = validate_published(catalog, path=FSDP_ROWS)["llm_rows"]
+        m = fsdp["summary"]
+        worst = max(fsdp["rows"], key=lambda r: abs(r["rel_error"]))
+        print(f"PyTorch FSDP Llama runs ({m['n']} rows of {FSDP_ROWS.name}, never fitted): median "
+              f"|error| {m['median_abs_error']:.1%}, p90 {m['p90_abs_error']:.1%}, max "
+              f"{m['max_abs_error']:.1%} ({worst['run']}), signed median "
+              f"{m['median_error']:+.1%}")
     if H200_ROWS.is_file():
         h = out["h200"] = validate_published(catalog, path=H200_ROWS)
         for r in h["rows"]:

@@ -28,7 +28,7 @@ from traincast.parallel.models import ModelConfig
 F = NDArray[np.float64]
 
 __all__ = ["attention_intensity", "attention_slowdown", "gemm_times_s",
-           "linear_shapes", "wave_efficiency"]
+           "linear_shapes", "rerun_shapes", "wave_efficiency"]
 
 
 def _f(x: ArrayLike) -> F:
@@ -59,6 +59,31 @@ def linear_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
         (per_gpu * one, mlp_tokens * one, (model.n_mat - 1) * f / t * one, h * one),
         (per_gpu * one, mlp_tokens * one, h * one, f / t * one),
     ]
+
+
+def rerun_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
+                 e: ArrayLike = 1) -> list[tuple[F, F, F, F]]:
+    """``(count, M, N, K)`` of the linear products ``selective-op`` recomputation reruns in one
+    layer on one GPU. torchtitan's policy keeps the output of every ``aten.mm`` of the layer's
+    forward except every second one, in the order its Llama block runs them, with separate
+    projections (``wq, wk, wv, wo``, then ``w1, w3, w2`` for a gated MLP, up and down
+    otherwise), and reruns every other op: the key projection ``(b s, kv d / t, h)``, the
+    output projection ``(b s, h, a d / t)`` and the MLP's third product, the up product ``w3``
+    of a gated MLP ``(b s, f / t, h)`` or the down product of a plain one ``(b s, h, f / t)``
+    (FLOPs ``2 b s h (kv d + a d + f) / t`` either way). A mixture of experts runs its
+    experts' products as batched or grouped products, not ``aten.mm``: all of them are rerun
+    (:func:`linear_shapes`' MLP products), with the key and output projections."""
+    b, t = _f(b), _f(t)
+    h, f = float(model.hidden), float(model.ffn)
+    tokens = b * s
+    one = np.ones_like(tokens * t * _f(e))
+    attention = [(one, tokens * one, float(model.kv_dim) / t * one, h * one),
+                 (one, tokens * one, h * one, float(model.q_dim) / t * one)]
+    if model.experts > 1:
+        return attention + linear_shapes(model, b, s, t, e)[2:]
+    third = (one, tokens * one, f / t * one, h * one) if model.n_mat == 3 else \
+        (one, tokens * one, h * one, f / t * one)
+    return [*attention, third]
 
 
 def gemm_times_s(shapes: list[tuple[F, F, F, F]], rate_flops: float,

@@ -548,8 +548,9 @@ class Configs:
     batch ``gb`` (``B``), recompute code ``r``, chunks per stage ``v``, sequence parallelism
     ``sp`` and the schedule ``gpipe`` (as given); sequence ``s``, ``dtype`` and its bytes
     ``delta``; and what follows from them: ``m = B / (d b)`` micro-batches, ``layers_stage``
-    (``L_s``, the slowest stage's layers) and the 0/1 indicators ``full`` and ``selective`` of
-    the recompute mode; ``attention``, one of :data:`ATTENTION` for all of them."""
+    (``L_s``, the slowest stage's layers) and the 0/1 indicators ``full``, ``selective`` and
+    ``op`` (``selective-op``) of the recompute mode; ``attention``, one of :data:`ATTENTION`
+    for all of them."""
 
     d: F
     t: F
@@ -570,6 +571,7 @@ class Configs:
     layers_stage: F
     full: F
     selective: F
+    op: F
     attention: str = "materialized"
     dropout: bool = True
     """Attention and hidden dropout on (Megatron's kernels and masks) or off."""
@@ -577,6 +579,9 @@ class Configs:
     """With dtype fp8: the weights' fp8 copies made on the first micro-batch and reused by
     the others of the iteration (Transformer Engine's ``is_first_microbatch``), else made
     every micro-batch (:func:`fp8_cast_bytes_per_layer`)."""
+    eager: bool = False
+    """The layer's norms, rotary embedding and gated activation as eager PyTorch ops, one
+    kernel per op (:func:`eager_layer`), instead of fused kernels."""
     shard: F = field(default_factory=lambda: np.ones(1))
     """The data-parallel ranks ZeRO shards the dense model state over: all ``d cp`` of
     :attr:`dp_group`, or fewer, the state then replicated over :attr:`replicas` such groups
@@ -624,12 +629,28 @@ class Configs:
         return self.d * self.cp / self.e
 
 
+def attention_reruns(c: Configs) -> F:
+    """How many times the attention core's forward runs again in the backward pass: 1 with
+    full or selective recomputation, and with ``selective-op`` where the attention is
+    materialized (its products and softmax are not among the ops torchtitan's policy keeps; a
+    fused kernel's output is, so it is not rerun); else 0."""
+    return c.full + c.selective + (0.0 if c.attention in FUSED else c.op)
+
+
+def forward_reruns(c: Configs) -> F:
+    """How many times a layer's forward kernels outside the linear products and the attention
+    core (norms, activations, residual adds, casts) run again: 1 with full or ``selective-op``
+    recomputation (torchtitan's policy keeps only the products' and the attention's outputs),
+    else 0."""
+    return c.full + c.op
+
+
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
             seq: int | None, dtype: str, attention: str = "materialized",
             dropout: bool = True, cp: ArrayLike = 1, fp8_weight_cache: bool = False,
-            shard: ArrayLike = 0) -> Configs:
+            shard: ArrayLike = 0, eager: bool = False) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split); ``shard``
@@ -644,8 +665,9 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
                    full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
                    selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
+                   op=(r == st.RECOMPUTE_CODE["selective-op"]).astype(np.float64),
                    attention=check_attention(attention), dropout=bool(dropout),
-                   fp8_weight_cache=bool(fp8_weight_cache),
+                   fp8_weight_cache=bool(fp8_weight_cache), eager=bool(eager),
                    shard=np.where(g_s >= 1, g_s, d * k))
 
 
@@ -728,9 +750,10 @@ def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn:
     """Attention products of one layer and micro-batch on one GPU, forward, backward and
     recomputation together: ``(1 + full + selective) T_fwd + T_bwd``
     (:func:`attention_passes_s`; selective recomputation reruns the attention core's forward,
-    as Megatron's checkpointed core attention does)."""
+    as Megatron's checkpointed core attention does; ``selective-op`` a materialized one,
+    :func:`attention_reruns`)."""
     t_fwd, t_bwd = attention_passes_s(model, hw, c, f_attn)
-    return (1.0 + c.full + c.selective) * t_fwd + t_bwd
+    return (1.0 + attention_reruns(c)) * t_fwd + t_bwd
 
 
 def cp_exchange_s(model: ModelConfig, hw: HybridHardware, c: Configs, ln: Links,
@@ -760,29 +783,34 @@ def cp_exchange_s(model: ModelConfig, hw: HybridHardware, c: Configs, ln: Links,
         step = nbytes / ln.cp_bps + ln.cp_latency_s
         return steps * np.maximum(0.0, step - t_attn / c.cp)
 
-    return c.layers_stage * ((1.0 + c.full + c.selective) * exposed(t_fwd, chunk)
+    return c.layers_stage * ((1.0 + attention_reruns(c)) * exposed(t_fwd, chunk)
                              + exposed(t_bwd, 2.0 * chunk))
 
 
 def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
     """GEMM time of one micro-batch on the slowest (last) stage, per GPU (parallel/gemm.py)::
 
-        T_flop = L_s ((1 + full) T_lin_fwd + T_lin_bwd + T_attn_layer)
+        T_flop = L_s ((1 + full) T_lin_fwd + op T_rerun + T_lin_bwd + T_attn_layer)
                  + T_logit_fwd + T_logit_bwd
 
     linear products (``gemm.linear_shapes`` of the rank's ``s / cp`` tokens, logits
     ``(b s / cp, V / t, h)``) at ``R = P eta`` over
     their tile/wave efficiency, or at their operands' bytes over ``M mem_eff`` where that is
-    slower (``gemm.gemm_times_s``: a micro-batch of few tokens); ``T_attn_layer``
-    (:func:`attention_time_s`): materialized ``(3 + full + selective) T_attn`` with ``T_attn =
-    f_attn / (t R)`` times its roofline slowdown, or the fused kernel's passes."""
+    slower (``gemm.gemm_times_s``: a micro-batch of few tokens); ``T_rerun`` the forward of
+    the products ``selective-op`` reruns (``gemm.rerun_shapes``; ``op`` its 0/1 indicator);
+    ``T_attn_layer`` (:func:`attention_time_s`): materialized ``(3 + reruns) T_attn`` with
+    ``T_attn = f_attn / (t R)`` times its roofline slowdown, or the fused kernel's passes."""
     rate = hw.flops_per_s
     lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e),
                                          rate, hw.sms, c.dtype, hw.mem_eff_bps)
+    rerun = 0.0 * lin_fwd
+    if np.any(c.op):
+        rerun, _ = gemm.gemm_times_s(gemm.rerun_shapes(model, c.b, c.s_rank, c.t, c.e), rate,
+                                     hw.sms, c.dtype, hw.mem_eff_bps)
     one = np.ones_like(c.t)
     logits = (one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
     logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype, hw.mem_eff_bps)
-    return (c.layers_stage * ((1.0 + c.full) * lin_fwd + lin_bwd
+    return (c.layers_stage * ((1.0 + c.full) * lin_fwd + c.op * rerun + lin_bwd
                               + attention_time_s(model, hw, c, f_attn))
             + logit_fwd + logit_bwd)
 
@@ -947,16 +975,88 @@ def fp8_cast_bytes_per_layer(model: ModelConfig, c: Configs) -> tuple[F, F]:
     return fwd + np.zeros_like(c.t), bwd + np.zeros_like(c.t)
 
 
+class EagerKernel(NamedTuple):
+    """One ``[[eager.kernel]]`` of ``parallel/recipes.toml``: when it runs (``when``), forward
+    or backward, the tensors it runs on once each (``over``), the widths it reads and writes
+    per element (``(width, tensor or "")`` pairs: ``act`` or ``fp32``, counted over ``tensor``
+    where given), whether it is a dtype cast and its kernel launches."""
+
+    name: str
+    when: str
+    direction: str
+    over: tuple[str, ...]
+    read: tuple[tuple[str, str], ...]
+    write: tuple[tuple[str, str], ...]
+    cast: bool
+    kernels: float
+
+
+EAGER_WHEN: dict[str, Any] = {
+    "rmsnorm": lambda m: m.norm == "rmsnorm", "rope": lambda m: m.position == "rope",
+    "swiglu": lambda m: m.n_mat == 3, "gqa": lambda m: m.kv < m.heads, "always": lambda m: True}
+"""Which models an eager kernel runs for, by its ``when``."""
+EAGER_NORMS_PER_LAYER: float = 2.0
+"""The norms of one layer (before attention and before the MLP): the ``norm`` tensor's
+kernels run twice."""
+
+
+@cache
+def eager_kernels() -> tuple[EagerKernel, ...]:
+    """The shipped ``[[eager.kernel]]`` table (``parallel/recipes.toml``, each kernel with its
+    source)."""
+    def widths(items: list[str]) -> tuple[tuple[str, str], ...]:
+        return tuple((w.partition("@")[0], w.partition("@")[2]) for w in items)
+
+    return tuple(EagerKernel(k["name"], k["when"], k["direction"], tuple(k["over"]),
+                             widths(k["read"]), widths(k["write"]), bool(k.get("cast", False)),
+                             float(k.get("kernels", 1)))
+                 for k in package_toml("recipes.toml")["eager"]["kernel"])
+
+
+def eager_layer(model: ModelConfig, c: Configs) -> dict[str, tuple[F, F]]:
+    """The eager kernels of one layer and micro-batch on one GPU (:func:`eager_kernels` that
+    run for ``model``): ``{"bytes": (forward, backward), "kernels": (forward, backward)}``::
+
+        bytes   = sum over kernels and their tensors T of n_T sum_(w in read + write) w E_w
+        kernels = sum over kernels of n_T launches
+
+    ``E`` the elements of a tensor (``norm``: ``b s_r h / t_sp``; ``q``: ``b s_r a d / t``;
+    ``kv``: ``b s_r kv d / t``; ``ffn``: ``b s_r f k / t``), ``w`` its width (``act`` =
+    ``delta``, ``fp32`` = 4), ``n_T`` 2 for the ``norm`` tensor (two norms per layer), else
+    1; a cast kernel runs only when the activations are not fp32. Zeros for a fused layer
+    (``c.eager`` false)."""
+    zero = np.zeros_like(c.t)
+    out = {"bytes": [zero, zero], "kernels": [zero, zero]}
+    if not c.eager:
+        return {k: (v[0], v[1]) for k, v in out.items()}
+    elements = {"norm": c.b * c.s_rank * float(model.hidden) * sp_share(c),
+                "q": c.b * c.s_rank * float(model.q_dim) / c.t,
+                "kv": c.b * c.s_rank * float(model.kv_dim) / c.t,
+                "ffn": c.b * c.s_rank * float(model.ffn) * float(model.top_k) / c.t}
+    width = {"act": c.delta, "fp32": 4.0}
+    for k in eager_kernels():
+        if not EAGER_WHEN[k.when](model) or (k.cast and c.delta >= 4.0):
+            continue
+        side = 0 if k.direction == "forward" else 1
+        for tensor in k.over:
+            n = EAGER_NORMS_PER_LAYER if tensor == "norm" else 1.0
+            moved = sum(width[w] * elements[on or tensor] for w, on in k.read + k.write)
+            out["bytes"][side] = out["bytes"][side] + n * moved
+            out["kernels"][side] = out["kernels"][side] + n * k.kernels
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
 def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
-    (``strategies.memory_bytes_per_layer``; the forward repeated with full recomputation,
-    the attention core's with selective), each kernel family at its own bandwidth
+    (``strategies.memory_bytes_per_layer``; the forward repeated with full or
+    ``selective-op`` recomputation, :func:`forward_reruns`, the attention core's with
+    selective), each kernel family at its own bandwidth
     (:meth:`HybridHardware.memory_bps`: ``M f_family``, the measured-kernel model's fitted
     fractions), plus the fp32 cross-entropy over its logits (element-wise kernels)::
 
         T_mem = sum over families x of
-                [L_s ((1 + full) E_fwd,x + E_bwd,x + selective E_attn,x) (+ 52 b s_r V / t)]
-                / (M f_x)
+                [L_s ((1 + full + op) E_fwd,x + E_bwd,x + selective E_attn,x)
+                 (+ 52 b s_r V / t)] / (M f_x)
 
     over the rank's ``s_r = s / cp`` tokens of each sequence.
 
@@ -965,7 +1065,10 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off the
     element-wise ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
     :func:`fp8_cast_bytes_per_layer` join the element-wise ``E_fwd`` (``C_fwd``, repeated with
-    full recomputation) and ``E_bwd`` (``C_bwd``).
+    full recomputation) and ``E_bwd`` (``C_bwd``). An eager layer (``c.eager``,
+    :func:`eager_layer`) adds its kernels' bytes to the element-wise ``E_fwd`` and ``E_bwd``
+    in place of the fused RMSNorms (the ``norm`` family, for an RMSNorm model) and the fused
+    gated activation (``strategies.activation_kernel_bytes``, for a gated MLP).
     """
     parts = st.memory_bytes_per_layer(
         c.s_rank, c.b, float(model.hidden), score_heads(model, c), model.ffn, model.n_mat,
@@ -977,10 +1080,19 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     if c.dtype == "fp8":
         cast_fwd, cast_bwd = fp8_cast_bytes_per_layer(model, c)
         ew_fwd, ew_bwd = ew_fwd + cast_fwd, ew_bwd + cast_bwd
+    if c.eager:
+        (eager_fwd, eager_bwd), (act_fwd, act_bwd) = eager_layer(model, c)["bytes"], \
+            st.activation_kernel_bytes(c.s_rank, c.b, model.ffn, model.n_mat,
+                                       float(model.top_k), c.t, c.delta)
+        gated = 1.0 if EAGER_WHEN["swiglu"](model) else 0.0
+        ew_fwd = ew_fwd + eager_fwd - gated * act_fwd
+        ew_bwd = ew_bwd + eager_bwd - gated * act_bwd
+        if EAGER_WHEN["rmsnorm"](model):
+            parts = {**parts, "norm": (0.0 * ew_fwd, 0.0 * ew_fwd, 0.0 * ew_fwd)}
     parts = {**parts, "elementwise": (ew_fwd, ew_bwd, ew_attn)}
     total: F | float = 0.0
     for family, (fwd, bwd, attn) in parts.items():
-        moved = c.layers_stage * ((1.0 + c.full) * fwd + bwd + c.selective * attn)
+        moved = c.layers_stage * ((1.0 + forward_reruns(c)) * fwd + bwd + c.selective * attn)
         if family == "elementwise":
             moved = moved + st.CROSS_ENTROPY_BYTES * c.b * c.s_rank * float(model.vocab) / c.t
         total = total + moved / hw.memory_bps(family)
@@ -992,13 +1104,17 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     eager mode (``hw.dispatch_s``: ``d r_x`` per op of dispatch kind ``x``, as the per-op
     model charges each op of a profile, docs/model.md "The host queue")::
 
-        T_host = sum_x d r_x [L_s ((1 + full) n_fwd,x + n_bwd,x + selective n_attn,x)
-                              + n_head_fwd,x + n_head_bwd,x]
+        T_host = sum_x d r_x [L_s ((1 + full) n_fwd,x + n_bwd,x + selective n_attn,x
+                                   + op n_rerun,x) + n_head_fwd,x + n_head_bwd,x]
 
     with the layer's kernels ``n`` of ``strategies.layer_kernels`` (materialized or fused
     attention, dropout on or off; a fused attention split over ``cp`` context ranks runs
     ``cp`` steps of its ring each way), the fp8 casts of :func:`fp8_cast_kernels` with dtype
-    fp8, and the head's ``strategies.HEAD_KERNELS``. The GPU cannot run a micro-batch faster
+    fp8, the eager layer's kernels (:func:`eager_layer`) in place of the fused RMSNorms and
+    gated activation with ``c.eager``, and the head's ``strategies.HEAD_KERNELS``;
+    ``n_rerun`` what ``selective-op``
+    reruns: the three products of ``gemm.rerun_shapes`` and every other forward kernel but a
+    fused attention's. The GPU cannot run a micro-batch faster
     than its kernels are issued: ``t_mb = max(T_gpu, T_host)`` (:class:`MicroBatchTimes`).
     Kernels the model does not list one by one (collectives, the embedding, the optimizer's
     multi-tensor kernels, the unfused gradient accumulation's adds, a mixture of experts'
@@ -1014,10 +1130,21 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         cast_fwd, cast_bwd = fp8_cast_kernels(model, c)
         fwd, bwd, attn = counts["elementwise"]
         counts["elementwise"] = (fwd + cast_fwd, bwd + cast_bwd, attn)
+    if c.eager:
+        (eager_fwd, eager_bwd), gated = eager_layer(model, c)["kernels"], \
+            1.0 if EAGER_WHEN["swiglu"](model) else 0.0
+        fwd, bwd, attn = counts["elementwise"]
+        counts["elementwise"] = (fwd + eager_fwd - gated, bwd + eager_bwd - gated, attn)
+        if EAGER_WHEN["rmsnorm"](model):
+            counts["ln"] = (0.0, 0.0, 0.0)
     total = zero
+    products = float(len(gemm.rerun_shapes(model, 1.0, 1.0, 1.0)))
     for kind, (fwd, bwd, attn) in counts.items():
         head = sum(st.HEAD_KERNELS.get(kind, (0.0, 0.0)))
-        n = c.layers_stage * ((1.0 + c.full) * fwd + bwd + c.selective * attn) + head
+        kept = kind == "bmm" and c.attention in FUSED  # a fused attention's output is kept
+        rerun = products if kind == "linear" else 0.0 if kept else fwd
+        n = c.layers_stage * ((1.0 + c.full) * fwd + bwd + c.selective * attn
+                              + c.op * rerun) + head
         total = total + n * hw.dispatch_s[kind]
     return _i(total)
 
@@ -1219,18 +1346,43 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
     With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
     keeps only its own key/value chunk; context parallelism needs a fused attention, so no
-    ``s^2`` term remains)."""
+    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`."""
     h, s_r = float(model.hidden), c.s_rank
-    act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, c.r,
+    code = np.where(c.op > 0, 0.0, c.r)  # strategies' table has no selective-op row
+    act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, code,
                                         c.delta)
     full = c.r == st.RECOMPUTE_CODE["full"]
     kv_extra = 4.0 * s_r * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
-    if c.dropout:
-        return act
-    masks = 2.0 * s_r * c.b * h * sp_share(c)
-    attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
-    return act - np.where(full, 0.0, masks + np.where(c.r == 0, attn, 0.0)) * c.delta / 2.0
+    if not c.dropout:
+        masks = 2.0 * s_r * c.b * h * sp_share(c)
+        attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
+        act = act - np.where(full, 0.0, masks + np.where(code == 0, attn, 0.0)) * c.delta / 2.0
+    return np.where(c.op > 0, op_activation_bytes_per_layer(model, c), act)
+
+
+def op_activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
+    """Activation bytes one layer keeps per micro-batch under ``selective-op`` recomputation
+    (torchtitan's policy: the layer's input, the outputs of the matrix products it does not
+    rerun, :func:`gemm.rerun_shapes`, and a fused attention's output and its fp32 row
+    log-sum-exp; the rest is rerun), ``delta``-byte tensors, ``s_r = s / cp``::
+
+        A_op = delta s_r b (h / t_sp + (a d + kv d) / t + D (f / t + g h)) + A_attn
+        A_attn = delta s_r b a d / t + 4 s_r b a / t     (fused attention; 0 materialized)
+
+    the input ``h / t_sp`` (``t_sp = t`` under sequence parallelism), the query and value
+    projections, the MLP's first product (the gate ``w1`` of a gated MLP, the up product of a
+    plain one) and, for a gated MLP (``g = 1``; else 0), the down product's output before
+    its reduce-scatter; ``D`` = 1 for a dense MLP, 0 for a mixture of experts (its products
+    are all rerun, :func:`gemm.rerun_shapes`)."""
+    s_r, h, f = c.s_rank, float(model.hidden), float(model.ffn)
+    qd, kvd = float(model.q_dim), float(model.kv_dim)
+    gated = 1.0 if model.n_mat == 3 else 0.0
+    dense = 1.0 if model.experts <= 1 else 0.0
+    kept = h * sp_share(c) + (qd + kvd) / c.t + dense * (f / c.t + gated * h)
+    attn = (c.delta * s_r * c.b * qd / c.t + 4.0 * s_r * c.b * float(model.heads) / c.t
+            if c.attention in FUSED else 0.0 * c.t)
+    return c.delta * s_r * c.b * kept + attn
 
 
 def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
@@ -1265,7 +1417,7 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
     stored = np.maximum(first + first_x, last + logits)
     none = activation_bytes_per_layer(model, replace(
         c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
-        selective=np.zeros_like(c.selective)))
+        selective=np.zeros_like(c.selective), op=np.zeros_like(c.op)))
     w = np.where(c.r > 0, np.maximum(none - act_layer, 0.0), 0.0)
     peak = np.maximum(first + np.maximum(first_x, w), last + np.maximum(logits, w))
     return stored, peak - stored
@@ -1351,9 +1503,12 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     sliding window leaves, ``zoo.llm.window_work``, 1 without one) and the model FLOPs
     utilization ``MFU = model TFLOP/s / P`` over the dense peak ``P`` of the training precision
     (NaN where the entry gives no peak); hardware TFLOP/s as
-    executed, ``(B / b) (l ((3 + full) f_gemm + A) + 3 f_logit) / (T n)`` with the attention's
-    ``A = (3 + full + selective) f_attn`` materialized (the masked square computed) and
-    ``A = c (1 + full + selective + 2.5) f_attn W(s)`` fused (the causal share ``c`` and the
+    executed, ``(B / b) (l ((3 + full) f_gemm + op f_rerun + A) + 3 f_logit) / (T n)`` with
+    ``f_rerun = 2 b s h (kv d + a d + f)`` the products ``selective-op`` reruns (``2 b s (h
+    (kv d + a d) + k n_mat h f)`` for a mixture of ``k``-of-E experts)
+    (``gemm.rerun_shapes``) and the attention's ``A = (3 + n_r) f_attn`` materialized (the
+    masked square computed) and ``A = c (1 + n_r + 2.5) f_attn W(s)`` fused, ``n_r`` its
+    reruns (:func:`attention_reruns`; the causal share ``c`` and the
     backward's recompute, :func:`flash_attention_work`), and the hardware FLOPs utilization
     ``HFU = hardware TFLOP/s / P``."""
     f_gemm, f_attn, f_logit = flops
@@ -1362,14 +1517,19 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     window = window_work(c.s, model.window, model.window_share)
     model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s * window) \
         * tokens
-    passes = 1.0 + c.full + c.selective
+    passes = 1.0 + attention_reruns(c)
     if c.attention in FUSED:
         rates = flash_rates()
         attn = (rates.causal_fraction * (passes + rates.backward_factor) * f_attn
                 * kernel_window_work(model, c.s, c.attention))
     else:
         attn = (2.0 + passes) * f_attn
-    hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + attn) + 3.0 * f_logit)
+    mlp = (float(model.top_k) * model.mlp_matrix_params if model.experts > 1
+           else float(model.hidden) * float(model.ffn))
+    f_rerun = 2.0 * c.b * c.s * (float(model.hidden) * (float(model.kv_dim)
+                                                        + float(model.q_dim)) + mlp)
+    hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + c.op * f_rerun + attn)
+                               + 3.0 * f_logit)
     model_tflops = model_flops / (total * n_gpus) / 1e12
     hardware_tflops = hw_flops / (total * n_gpus) / 1e12
     return {"tokens_per_s_per_gpu": tokens / (total * n_gpus),
@@ -1388,7 +1548,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              scatter_gather: bool = True, grad_accum_fused: bool = True,
              uneven_stages: bool = False, attention: str = "materialized",
              dropout: bool = True, cp: ArrayLike = 1,
-             fp8_weight_cache: bool = False, shard: ArrayLike = 0) -> dict[str, F]:
+             fp8_weight_cache: bool = False, shard: ArrayLike = 0,
+             eager: bool = False) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
@@ -1418,7 +1579,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
                 seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp,
-                fp8_weight_cache=fp8_weight_cache, shard=shard)
+                fp8_weight_cache=fp8_weight_cache, shard=shard, eager=eager)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
                                cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
@@ -1465,7 +1626,8 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
 
 RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
                                 "grad_accum_fused": True, "context_parallel": False,
-                                "fp8_weight_cache": False, "hsdp": True}
+                                "fp8_weight_cache": False, "hsdp": True, "eager": False,
+                                "selective": "selective"}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults: those of ``megatron-2021`` but
 ``hsdp``, which that recipe turns off)."""
@@ -1534,6 +1696,13 @@ def resolve_knobs(framework: str, model: ModelConfig, hw: HybridHardware,
                    if given.get(k) is None or given[k] == v}
 
 
+def recompute_mode(recompute: str, knobs: dict[str, Any]) -> str:
+    """The recompute mode a job runs: ``selective`` is the stack's selective recomputation, the
+    recipe's knob ``selective`` (Megatron's attention core, ``selective``, or torchtitan's op
+    policy, ``selective-op``); any other mode as named."""
+    return str(knobs["selective"]) if recompute == "selective" else recompute
+
+
 def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -> str:
     """The ``assumed:`` line's words for a recipe: its name and what it set (the fp8 weight
     cache only for a job in ``dtype`` fp8, where it acts)."""
@@ -1543,7 +1712,10 @@ def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -
              "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}",
              "fp8_weight_cache": lambda v: ("fp8 weights cast once per iteration" if v
                                             else "fp8 weights cast every micro-batch"),
-             "hsdp": lambda v: "HSDP searched" if v else "no HSDP"}
+             "hsdp": lambda v: "HSDP searched" if v else "no HSDP",
+             "eager": lambda v: ("norms, rotary and activation as eager ops" if v
+                                 else "fused layer kernels"),
+             "selective": lambda v: f"selective recomputation as {v}"}
     what = ", ".join(words[k](v) for k, v in by_recipe.items()
                      if k != "fp8_weight_cache" or dtype == "fp8")
     return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
@@ -1931,6 +2103,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention, dropout=dropout,
                                      zero=zero, grad_accum_fused=grad_accum_fused)
     attention, zero = knobs["attention"], int(knobs["zero"])
+    recompute = recompute_mode(recompute, knobs)
     s = int(seq or cfg.seq)
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
@@ -1946,7 +2119,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
                    attention=attention, dropout=knobs["dropout"],
                    grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages,
-                   fp8_weight_cache=knobs["fp8_weight_cache"], shard=shard or 0)
+                   fp8_weight_cache=knobs["fp8_weight_cache"], shard=shard or 0,
+                   eager=knobs["eager"])
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     group = dp * cp
     g_s = group if not shard else shard

@@ -53,6 +53,7 @@ from traincast.parallel.hybrid import (
     hybrid_hardware,
     in_node,
     recipe_text,
+    recompute_mode,
     require_fused_rate,
     resolve_knobs,
     seq_warning,
@@ -423,15 +424,18 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention)
     zeros = (int(knobs["zero"]),) if "zero" in by_recipe else ZEROS
     cp_searched = bool(knobs["context_parallel"])  # resolve_knobs: only with a fused one
+    selective = st.RECOMPUTE_CODE[recompute_mode("selective", knobs)]
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
-                             fused=cp_searched, hsdp=bool(knobs["hsdp"]))
+                             fused=cp_searched, hsdp=bool(knobs["hsdp"]),
+                             recomputes=tuple(selective if r == st.RECOMPUTE_CODE["selective"]
+                                              else r for r in RECOMPUTES))
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    cp=cfgs["cp"], zero=cfgs["zero"], shard=cfgs["shard"],
                    micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
                    dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"],
-                   fp8_weight_cache=knobs["fp8_weight_cache"])
+                   fp8_weight_cache=knobs["fp8_weight_cache"], eager=knobs["eager"])
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
             "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 
@@ -568,7 +572,9 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     cp_on = [nd for nd, v in (cp_searched or {}).items() if v]
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
-    searched = {"recompute": [st.RECOMPUTE[r] for r in RECOMPUTES], "zero": list(zeros),
+    selective = sorted({str(v.get("selective", "selective")) for v in sets.values()}
+                       or {"selective"})
+    searched = {"recompute": ["none", *selective, "full"], "zero": list(zeros),
                 "hsdp": hsdp_on,
                 "shard": ("every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3"
                           if hsdp_on else "every data-parallel rank"),

@@ -19,7 +19,12 @@ from traincast.architectures import ring_factor
 
 F = NDArray[np.float64]
 
-RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE: tuple[str, ...] = ("none", "selective", "full", "selective-op")
+"""Activation recomputation modes: none; ``selective``, the attention core rerun (Korthikanti
+et al., 2022: Megatron's checkpointed core attention); ``full``, the whole layer rerun from its
+input; ``selective-op``, torchtitan's op-level policy (every op's output kept except every
+second matrix product of the layer's forward and the ops that are not products or attention,
+which are rerun: docs/parallelism.md, "Recomputation")."""
 RECOMPUTE_CODE: dict[str, int] = {name: i for i, name in enumerate(RECOMPUTE)}
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}
 """Bytes per stored weight, gradient and activation element (fp8 training keeps 16-bit master
@@ -98,8 +103,11 @@ def tp_collectives_per_layer(recompute: ArrayLike) -> F:
     """All-reduces per layer per micro-batch in Megatron tensor parallelism: 2 forward (after
     attention and after the MLP), 2 backward, and 2 more when the forward is recomputed (full).
     With sequence parallelism each all-reduce becomes a reduce-scatter + an all-gather of the
-    same total volume (Korthikanti et al., 2022, Sec. 4.2.2)."""
-    return 4.0 + 2.0 * (_f(recompute) == RECOMPUTE_CODE["full"])
+    same total volume (Korthikanti et al., 2022, Sec. 4.2.2). ``selective-op`` keeps the
+    reduce-scatters' outputs (torchtitan's policy saves them) and reruns the two all-gathers
+    of the forward, half an all-reduce's volume each: 1 more."""
+    r = _f(recompute)
+    return 4.0 + 2.0 * (r == RECOMPUTE_CODE["full"]) + (r == RECOMPUTE_CODE["selective-op"])
 
 
 def ring_latency_s(n: ArrayLike, latency_s: ArrayLike) -> F:
@@ -120,9 +128,10 @@ def ep_bytes_per_layer(b: ArrayLike, s: ArrayLike, h: ArrayLike, top_k: ArrayLik
                        delta: ArrayLike, t: ArrayLike, e: ArrayLike, recompute: ArrayLike) -> F:
     """Bytes each GPU sends per MoE layer per micro-batch: two all-to-alls forward (dispatch the
     tokens to their ``top_k`` experts, combine the results), two backward (and two more with full
-    recompute), each ``(e-1)/e x (b s / t) top_k h delta`` (tokens split over the ``t``
-    sequence-parallel ranks)."""
-    n = 4.0 + 2.0 * (_f(recompute) == RECOMPUTE_CODE["full"])
+    recompute, or with ``selective-op``, which keeps no all-to-all's output), each ``(e-1)/e x
+    (b s / t) top_k h delta`` (tokens split over the ``t`` sequence-parallel ranks)."""
+    r = _f(recompute)
+    n = 4.0 + 2.0 * ((r == RECOMPUTE_CODE["full"]) | (r == RECOMPUTE_CODE["selective-op"]))
     tokens = _f(b) * _f(s) / np.maximum(_f(t), 1.0)
     return n * half_ring(e) * tokens * _f(top_k) * _f(h) * _f(delta)
 
@@ -206,16 +215,26 @@ def memory_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLik
     s, b, h, a, dl = _f(s), _f(b), _f(h), _f(a), _f(delta)
     t = np.maximum(_f(t), 1.0)
     rep = np.where(np.asarray(sp, dtype=bool), 1.0 / t, 1.0)
-    bsh, bsf = b * s * h * rep, b * s * _f(ffn) * _f(top_k) / t
+    bsh = b * s * h * rep
+    act_fwd, act_bwd = activation_kernel_bytes(s, b, ffn, n_mat, top_k, t, delta)
     bass = b * a * s * s / t
     dropout_attn = (2.0 * dl + 1.0) * bass
     return {
         "norm": (4.0 * dl * bsh, 6.0 * dl * bsh, 0.0 * bsh),
         "softmax": (2.0 * dl * bass, 3.0 * dl * bass, 2.0 * dl * bass),
-        "elementwise": ((6.0 * dl + 2.0) * bsh + _f(n_mat) * dl * bsf + dropout_attn,
-                        (12.0 * dl + 2.0) * bsh + (_f(n_mat) + 2.0) * dl * bsf + dropout_attn,
+        "elementwise": ((6.0 * dl + 2.0) * bsh + act_fwd + dropout_attn,
+                        (12.0 * dl + 2.0) * bsh + act_bwd + dropout_attn,
                         dropout_attn),
     }
+
+
+def activation_kernel_bytes(s: ArrayLike, b: ArrayLike, ffn: ArrayLike, n_mat: ArrayLike,
+                            top_k: ArrayLike, t: ArrayLike, delta: ArrayLike = 2) -> tuple[F, F]:
+    """DRAM bytes of the fused MLP activation of one layer and micro-batch on one GPU, forward
+    and backward (:func:`memory_bytes_per_layer`): ``n_mat delta`` and ``(n_mat + 2) delta``
+    per element of ``b s f k / t`` (``k`` experts per token)."""
+    bsf = _f(b) * _f(s) * _f(ffn) * _f(top_k) / np.maximum(_f(t), 1.0)
+    return _f(n_mat) * _f(delta) * bsf, (_f(n_mat) + 2.0) * _f(delta) * bsf
 
 
 LAYER_KERNELS: dict[str, tuple[float, float, float]] = {

@@ -64,6 +64,7 @@ from traincast.parallel.hybrid import (
     hybrid_hardware,
     package_toml,
     recipes,
+    recompute_mode,
     resolve_knobs,
 )
 from traincast.parallel.models import ModelConfig, config_from_table, get_model
@@ -81,7 +82,8 @@ SETTINGS: dict[str, Any] = {
 }
 # published columns and notes a row may carry besides the settings
 ROW_KEYS: frozenset[str] = frozenset(SETTINGS) | {
-    "model", "config", "t", "p", "cp", "d", "gpus", "batch", "tflops_per_gpu", "mfu_percent",
+    "model", "config", "t", "p", "cp", "d", "gpus", "batch", "shard", "tflops_per_gpu",
+    "mfu_percent",
     "hfu_percent", "percent_peak", "aggregate_pflops", "iteration_s", "source", "note", "run",
     "tokens_per_gpu_s", "grad_accum", "precision", "mp_mode", "num_params", "container",
     "tflops_per_gpu_as_published"}
@@ -129,7 +131,8 @@ def megatron_2021_rows() -> dict[str, Any]:
 
 def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str) -> None:
     """One published row: known fields, its layout and batch as positive integers with
-    ``t p cp d = gpus`` (``cp`` 1 when absent), exactly one published rate (``tflops_per_gpu``
+    ``t p cp d = gpus`` (``cp`` 1 when absent; ``shard``, HSDP's shard group, every
+    data-parallel rank when absent), exactly one published rate (``tflops_per_gpu``
     or ``mfu_percent``; or neither, with ``tokens_per_gpu_s``: compared in tokens), and a
     source (its own or the table's)."""
     where = f"{name}, row {i + 1}"
@@ -144,8 +147,8 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
     if len(rates) > 1 or not (rates or "tokens_per_gpu_s" in row):
         raise TraincastError(f"{where}: give exactly one of 'tflops_per_gpu' and 'mfu_percent', "
                              "or 'tokens_per_gpu_s' alone (compared in tokens per second)")
-    for key in ("t", "p", "cp", "d", "gpus", "batch"):
-        if key == "cp" and key not in row:
+    for key in ("t", "p", "cp", "d", "gpus", "batch", "shard"):
+        if key in ("cp", "shard") and key not in row:
             continue
         if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1:
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
@@ -161,6 +164,8 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
 
 
 METRICS = ("hardware", "model")
+SELECTIVE = ("selective", "selective-op")
+"""The selective recomputations a stack may have (recipe knob ``selective``)."""
 
 
 def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str, Any]) -> None:
@@ -175,6 +180,11 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
     if cfg["recompute"] not in st.RECOMPUTE_CODE:
         raise TraincastError(f"{where}: field 'recompute' must be one of "
                              f"{', '.join(st.RECOMPUTE_CODE)}, got {cfg['recompute']!r}")
+    if cfg["selective"] not in SELECTIVE:
+        raise TraincastError(f"{where}: field 'selective' must be one of "
+                             f"{', '.join(SELECTIVE)}, got {cfg['selective']!r}",
+                             hint="what recompute = \"selective\" runs: Megatron's attention "
+                                  "core or torchtitan's op policy")
     if cfg["attention"] not in ATTENTION:
         raise TraincastError(f"{where}: field 'attention' must be one of "
                              f"{', '.join(ATTENTION)}, got {cfg['attention']!r}")
@@ -255,12 +265,14 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
              vp: int) -> dict[str, Any]:
     return evaluate(model, hw, dp=row["d"], tp=row["t"], pp=row["p"], zero=cfg["zero"],
                     global_batch=row["batch"], micro_batch=cfg["micro_batch"], vp=vp,
-                    recompute=st.RECOMPUTE_CODE[cfg["recompute"]], sp=cfg["sp"],
+                    recompute=st.RECOMPUTE_CODE[recompute_mode(cfg["recompute"], cfg)],
+                    sp=cfg["sp"],
                     seq=cfg["seq"], dtype=cfg["dtype"],
                     grad_accum_fused=cfg["grad_accum_fused"],
                     uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
                     dropout=cfg["dropout"], cp=row.get("cp", 1),
-                    fp8_weight_cache=cfg["fp8_weight_cache"])
+                    fp8_weight_cache=cfg["fp8_weight_cache"], shard=row.get("shard", 0),
+                    eager=cfg["eager"])
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
@@ -303,7 +315,8 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
             raise TraincastError(f"{name}, row {i + 1} ({row['model']}): the hybrid model "
                                  f"rejects its shape: {SHAPE_ERRORS[code]}",
                                  hint=f"t={row['t']} p={row['p']} cp={row.get('cp', 1)} "
-                                 f"d={row['d']} batch={row['batch']} vp={cfg['vp']} "
+                                 f"d={row['d']} shard={row.get('shard', 'all')} "
+                                 f"batch={row['batch']} vp={cfg['vp']} "
                                  f"micro_batch={cfg['micro_batch']} seq={model.seq}; a flag "
                                  "named there is the row's or table's key of that name")
         key = "model_tflops_per_gpu" if cfg["metric"] == "model" else "hardware_tflops_per_gpu"

@@ -1,0 +1,222 @@
+"""torchtitan's stack in the hybrid model: its op-level selective recomputation
+(``--recompute selective-op``) and the Llama layer as eager PyTorch ops (recipe knob ``eager``,
+the ``torchtitan`` recipe).
+
+Hand numbers for Llama 3 8B (h = 4096, a d = 4096, kv d = 1024, f = 14336, 32 layers, 32
+heads) in bf16 (delta = 2) at one sequence of s tokens, t = 1:
+
+* ``selective-op`` reruns every second product of the layer's forward, in torchtitan's order
+  wq, wk, wv, wo, w1, w3, w2: wk, wo and w3, ``2 s h (kv d + a d + f)`` = 2 s 4096 (1024 +
+  4096 + 14336) = 159,383,552 s FLOPs per layer;
+* it keeps per layer the input (h), wq's and wv's outputs (a d + kv d), w1's (f), w2's (h)
+  and the fused attention's output (a d) and fp32 log-sum-exp (4 bytes x a per token):
+  2 s (4096 + 5120 + 14336 + 4096 + 4096) + 4 s 32 = 63,616 s bytes;
+* an eager layer, per element of ``s h`` (the eager table of ``parallel/recipes.toml``):
+  forward 2 RMSNorms x 36 (x.float() 2+4, pow 4+4, mean 4, x*rsqrt 4+4, type_as 4+2, *weight
+  2+2) + rotary on q and k, 20 each per element (x.float() 2+4, complex multiply 4+4,
+  type_as 4+2) over 1 + 1/4 + repeat_kv of k and v (read 1/4, write 1, 2 bytes each) 2 x 2.5
+  + the attention output's copy 4 + SwiGLU (silu 2+2, multiply 2+2+2) 10 over f/h = 3.5:
+  72 + 25 + 5 + 4 + 35 = 141 bytes; backward 2 x 92 (grad*weight 4, weight gradient 8, to
+  fp32 6, grad*rsqrt 8, rsqrt gradient 16, mean 4, pow 28, sum of x's gradients 12, to bf16
+  6) + 25 + 5 + SwiGLU 18 x 3.5: 184 + 25 + 5 + 63 = 277 bytes; kernels 2 x 8 + 6 + 2 + 1 + 2
+  = 27 forward and 2 x 16 + 6 + 2 + 3 = 43 backward.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from traincast.cli import app
+from traincast.errors import TraincastError
+from traincast.parallel import strategies as st
+from traincast.parallel.gemm import gemm_times_s
+from traincast.parallel.hybrid import configs, eager_layer, evaluate, hybrid_hardware
+from traincast.parallel.models import get_model
+from traincast.parallel.validation import compare_table
+
+LLAMA = get_model("llama3-8b")
+OP, NONE, FULL = (st.RECOMPUTE_CODE[k] for k in ("selective-op", "none", "full"))
+ROWS = Path(__file__).resolve().parents[1] / "docs" / "published-rows-llm.toml"
+runner = CliRunner()
+
+
+def _run(model=LLAMA, **kw) -> dict[str, float]:
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    sizes = dict(dp=1, micro_batch=1, global_batch=1, seq=4096, attention="flash") | kw
+    return {k: float(v) for k, v in evaluate(model, hw, **sizes).items()}
+
+
+def _config(model=LLAMA, **kw):
+    sizes = dict(dp=1, tp=1, pp=1, ep=1, zero=0, micro_batch=1, global_batch=1, recompute=0,
+                 vp=1, sp=None, gpipe=False, seq=4096, dtype="bf16", attention="flash") | kw
+    return configs(model, **sizes)
+
+
+def test_selective_op_reruns_wk_wo_and_w3() -> None:
+    s = 4096
+    none, op = _run(recompute=NONE), _run(recompute=OP)
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    rerun, _ = gemm_times_s([(1.0, s, 1024.0, 4096.0), (1.0, s, 4096.0, 4096.0),
+                             (1.0, s, 14336.0, 4096.0)], hw.flops_per_s, hw.sms, "bf16",
+                            hw.mem_eff_bps)
+    assert op["compute_flop_s"] - none["compute_flop_s"] == pytest.approx(32 * float(rerun))
+    # executed FLOPs: 32 layers x 159,383,552 s more
+    flops = {k: r["hardware_tflops_per_gpu"] * 1e12 * r["total_s"] for k, r in
+             (("none", none), ("op", op))}
+    assert flops["op"] - flops["none"] == pytest.approx(32 * 159_383_552 * s)
+
+
+def test_selective_op_keeps_what_torchtitans_policy_saves() -> None:
+    s = 4096
+    full, op = _run(recompute=FULL), _run(recompute=OP)
+    # full keeps each layer's input alone, 2 s h bytes
+    kept_op, kept_full = 63_616 * s, 2 * s * 4096
+    assert op["mem_activations_bytes"] - full["mem_activations_bytes"] == \
+        pytest.approx(32 * (kept_op - kept_full))
+    none = _run(recompute=NONE)
+    assert full["mem_activations_bytes"] < op["mem_activations_bytes"] \
+        < none["mem_activations_bytes"]
+
+
+def test_selective_op_reruns_the_all_gathers_not_the_reduce_scatters() -> None:
+    assert float(st.tp_collectives_per_layer(OP)) == 5.0  # 4 + the forward's 2 all-gathers
+    assert float(st.tp_collectives_per_layer(FULL)) == 6.0
+
+
+def test_selective_op_reruns_every_expert_product() -> None:
+    # Mixtral 8x7B (h 4096, a d 4096, kv d 1024, f 14336, 2 of 8 experts, 32 layers): the
+    # experts run as batched products, not aten.mm, so all of them are rerun with wk and wo:
+    # 2 s (4096 (1024 + 4096) + 2 x 3 x 4096 x 14336) = 746,586,112 s FLOPs per layer; kept
+    # per token: the input, wq's and wv's outputs, the attention's output (2 bytes each) and
+    # its log-sum-exp, 2 (4096 + 5120 + 4096) + 4 x 32 = 26,752 bytes, against full's 8,192
+    mixtral, s = get_model("mixtral-8x7b"), 4096
+    none, op, full = (_run(mixtral, recompute=r, zero=1) for r in (NONE, OP, FULL))
+    flops = {k: r["hardware_tflops_per_gpu"] * 1e12 * r["total_s"] for k, r in
+             (("none", none), ("op", op))}
+    assert flops["op"] - flops["none"] == pytest.approx(32 * 746_586_112 * s)
+    assert op["mem_activations_bytes"] - full["mem_activations_bytes"] == \
+        pytest.approx(32 * (26_752 - 8_192) * s)
+
+
+def test_eager_layer_by_hand() -> None:
+    s = 4096
+    e = eager_layer(LLAMA, _config(eager=True, seq=s))
+    bsh = s * 4096
+    assert float(e["bytes"][0]) == pytest.approx(141 * bsh)
+    assert float(e["bytes"][1]) == pytest.approx(277 * bsh)
+    assert (float(e["kernels"][0]), float(e["kernels"][1])) == (27.0, 43.0)
+    fused = eager_layer(LLAMA, _config(eager=False, seq=s))
+    assert float(fused["bytes"][0]) == float(fused["kernels"][1]) == 0.0
+
+
+def test_an_eager_gpt2_layer_adds_only_the_attention_output_copy() -> None:
+    # LayerNorm (one ATen kernel each way), learned positions, GELU, as many kv as heads
+    gpt2 = get_model("gpt2")
+    e = eager_layer(gpt2, _config(gpt2, eager=True, seq=1024))
+    assert float(e["bytes"][0]) == pytest.approx(4 * 1024 * 768)  # read 2 + write 2
+    assert float(e["bytes"][1]) == 0.0
+    # 16 sequences a micro-batch: the GPU, not the host's dispatch, sets the time
+    big = dict(seq=1024, micro_batch=16, global_batch=16)
+    base, eager = _run(gpt2, **big), _run(gpt2, eager=True, **big)
+    assert base["host_wait_s"] == eager["host_wait_s"] == 0.0
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    assert eager["compute_mem_s"] - base["compute_mem_s"] == pytest.approx(
+        12 * 16 * 4 * 1024 * 768 / hw.memory_bps("elementwise"))
+
+
+def test_an_eager_layer_replaces_the_fused_norms_and_activation() -> None:
+    s = 4096
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    base, eager = _run(seq=s), _run(seq=s, eager=True)
+    bsh, bsf = s * 4096, s * 14336
+    # fused: 2 norms x (2 + 3) x 2 bytes at the norm bandwidth, SwiGLU (3 + 5) x 2 bytes
+    expect = 32 * ((141 + 277) * bsh / hw.memory_bps("elementwise")
+                   - 20 * bsh / hw.memory_bps("norm") - 16 * bsf / hw.memory_bps("elementwise"))
+    assert eager["compute_mem_s"] - base["compute_mem_s"] == pytest.approx(expect)
+
+
+def test_an_fp32_eager_layer_has_no_casts() -> None:
+    e = eager_layer(LLAMA, _config(eager=True, dtype="fp32", attention="materialized"))
+    bsh = 4096 * 4096
+    # RMSNorm forward without x.float() and type_as: pow 8, mean 4, x*rsqrt 8, *weight 8
+    # (x 2); rotary: complex multiply 8 over 1.25; repeat 2 x (4/4 + 4); copy 8; SwiGLU 20 x 3.5
+    assert float(e["bytes"][0]) == pytest.approx((2 * 28 + 10 + 10 + 8 + 70) * bsh)
+
+
+def test_the_torchtitan_recipe_prices_an_eager_layer() -> None:
+    cmd = ("predict --arch hybrid --model llama3-8b --gpus 8 --dp 8 --seq 8192 --micro-batch 1 "
+           "--global-batch 8 --node dgx-a100 --recompute selective-op --framework {} --json")
+    out = {f: json.loads(runner.invoke(app, shlex.split(cmd.format(f))).stdout)
+           for f in ("fsdp", "torchtitan")}
+    assert "eager ops" in out["torchtitan"]["assumed"]["text"]
+    assert out["torchtitan"]["time_s"]["compute_mem"] > out["fsdp"]["time_s"]["compute_mem"]
+    assert out["torchtitan"]["time_s"]["compute_flop"] == pytest.approx(
+        out["fsdp"]["time_s"]["compute_flop"])
+
+
+def test_fsdp_llama_runs_it_never_saw() -> None:
+    # the published throughputs of docs/published-rows-llm.toml (torchtitan, fms-fsdp)
+    rows = compare_table(ROWS)
+    errors = np.abs([r["rel_error"] for r in rows])
+    assert len(rows) == 9
+    assert float(np.median(errors)) <= 0.10
+    assert float(errors.max()) <= 0.15
+
+
+def test_a_rows_shard_must_be_a_positive_integer(tmp_path: Path) -> None:
+    bad = tmp_path / "rows.toml"
+    bad.write_text(ROWS.read_text().replace("\nshard = 8\n", "\nshard = 0\n", 1))
+    with pytest.raises(TraincastError, match="row 7: field 'shard' must be a positive integer"):
+        compare_table(bad)
+    bad.write_text(ROWS.read_text().replace("\nshard = 8\n", "\nshard = 3\n", 1))
+    with pytest.raises(TraincastError, match="shard group"):
+        compare_table(bad)
+
+
+def test_selective_is_the_stacks_own() -> None:
+    cmd = ("predict --arch hybrid --model llama3-8b --gpus 8 --dp 8 --seq 8192 --micro-batch 1 "
+           "--global-batch 8 --node dgx-a100 --framework {} --json")
+    out = {f: json.loads(runner.invoke(app, shlex.split(cmd.format(f))).stdout)
+           for f in ("fsdp", "torchtitan")}
+    assert out["fsdp"]["assumed"]["recompute"] == "selective"
+    assert out["torchtitan"]["assumed"]["recompute"] == "selective-op"
+    assert "selective recomputation as selective-op" in out["torchtitan"]["assumed"]["text"]
+    explicit = json.loads(runner.invoke(app, shlex.split(
+        cmd.format("fsdp") + " --recompute selective-op")).stdout)
+    assert explicit["assumed"]["recompute"] == "selective-op"
+
+
+def test_plan_searches_the_stacks_selective_and_predict_agrees() -> None:
+    res = runner.invoke(app, shlex.split(
+        "plan llama3-8b --gpus 8 --node dgx-a100-40gb --seq 8192 --global-batch 32 "
+        "--framework torchtitan --json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["assumed"]["searched"]["recompute"] == ["none", "selective-op", "full"]
+    assert {r["recompute"] for r in out["top"]} <= {"none", "selective-op", "full"}
+    op = next(r for r in out["top"] if r["recompute"] == "selective-op")
+    again = json.loads(runner.invoke(app, shlex.split(
+        op["predict"].removeprefix("traincast ") + " --json")).stdout)
+    assert again["assumed"]["recompute"] == op["recompute"]
+    assert again["time_s"]["total"] == pytest.approx(op["time_s"]["total"], rel=1e-9)
+
+
+def test_the_host_issues_every_eager_kernel() -> None:
+    # Llama 3 8B: the eager layer's 27 + 43 element-wise kernels in place of the fused
+    # SwiGLU's 1 + 1 and the two fused RMSNorms' 2 + 2 (kind ln), 32 layers
+    from traincast.parallel.hybrid import host_issue_s
+
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    fused, eager = (float(host_issue_s(LLAMA, hw, _config(eager=e))) for e in (False, True))
+    assert eager - fused == pytest.approx(
+        32 * ((27 + 43 - 2) * hw.dispatch_s["elementwise"] - 4 * hw.dispatch_s["ln"]))
+    # selective-op reruns the three products and every forward kernel but the fused attention
+    none, op = (float(host_issue_s(LLAMA, hw, _config(recompute=r))) for r in (NONE, OP))
+    assert op - none == pytest.approx(32 * (3 * hw.dispatch_s["linear"] + 2 * hw.dispatch_s["ln"]
+                                            + 3 * hw.dispatch_s["elementwise"]))
