@@ -11,15 +11,17 @@ heads) in bf16 (delta = 2) at one sequence of s tokens, t = 1:
 * it keeps per layer the input (h), wq's and wv's outputs (a d + kv d), w1's (f), w2's (h)
   and the fused attention's output (a d) and fp32 log-sum-exp (4 bytes x a per token):
   2 s (4096 + 5120 + 14336 + 4096 + 4096) + 4 s 32 = 63,616 s bytes;
-* an eager layer, per element of ``s h`` (the eager table of ``parallel/recipes.toml``):
-  forward 2 RMSNorms x 36 (x.float() 2+4, pow 4+4, mean 4, x*rsqrt 4+4, type_as 4+2, *weight
-  2+2) + rotary on q and k, 20 each per element (x.float() 2+4, complex multiply 4+4,
-  type_as 4+2) over 1 + 1/4 + repeat_kv of k and v (read 1/4, write 1, 2 bytes each) 2 x 2.5
-  + the attention output's copy 4 + SwiGLU (silu 2+2, multiply 2+2+2) 10 over f/h = 3.5:
-  72 + 25 + 5 + 4 + 35 = 141 bytes; backward 2 x 92 (grad*weight 4, weight gradient 8, to
-  fp32 6, grad*rsqrt 8, rsqrt gradient 16, mean 4, pow 28, sum of x's gradients 12, to bf16
-  6) + 25 + 5 + SwiGLU 18 x 3.5: 184 + 25 + 5 + 63 = 277 bytes; kernels 2 x 8 + 6 + 2 + 1 + 2
-  = 27 forward and 2 x 16 + 6 + 2 + 3 = 43 backward.
+* an eager layer with SDPA's flash attention, per element of ``s h`` (the eager table of
+  ``parallel/recipes.toml``): forward 2 RMSNorms x 36 (x.float() 2+4, pow 4+4, mean 4,
+  x*rsqrt 4+4, type_as 4+2, *weight 2+2) + rotary on q and k, 20 each per element
+  (x.float() 2+4, complex multiply 4+4, type_as 4+2) over 1 + 1/4 + repeat_kv of k and v
+  (read 1/4, write 1, 2 bytes each) 2 x 2.5 + SwiGLU (silu 2+2, multiply 2+2+2) 10 over
+  f/h = 3.5 (no copy of the attention output: flash's is contiguous): 72 + 25 + 5 + 35 = 137
+  bytes; backward 2 x 92 (grad*weight 4, weight gradient 8, to fp32 6, grad*rsqrt 8, rsqrt
+  gradient 16, mean 4, pow 28, sum of x's gradients 12, to bf16 6) + 25 + 5 + SwiGLU 18 x
+  3.5 + the q/k/v and w1/w3 input gradients added (3 adds of 2+2+2): 184 + 25 + 5 + 63 + 18 =
+  295 bytes; kernels 2 x 8 + 6 + 2 + 2 = 26 forward and 2 x 16 + 2 x 5 + 2 + 3 + 3 = 50
+  backward (rotary: to fp32, the conjugate made and the multiply, to bf16).
 """
 
 from __future__ import annotations
@@ -108,26 +110,31 @@ def test_eager_layer_by_hand() -> None:
     s = 4096
     e = eager_layer(LLAMA, _config(eager=True, seq=s))
     bsh = s * 4096
-    assert float(e["bytes"][0]) == pytest.approx(141 * bsh)
-    assert float(e["bytes"][1]) == pytest.approx(277 * bsh)
-    assert (float(e["kernels"][0]), float(e["kernels"][1])) == (27.0, 43.0)
+    assert float(e["bytes"][0]) == pytest.approx(137 * bsh)
+    assert float(e["bytes"][1]) == pytest.approx(295 * bsh)
+    assert (float(e["kernels"][0]), float(e["kernels"][1])) == (26.0, 50.0)
     fused = eager_layer(LLAMA, _config(eager=False, seq=s))
     assert float(fused["bytes"][0]) == float(fused["kernels"][1]) == 0.0
 
 
-def test_an_eager_gpt2_layer_adds_only_the_attention_output_copy() -> None:
-    # LayerNorm (one ATen kernel each way), learned positions, GELU, as many kv as heads
+def test_an_eager_gpt2_layer_adds_only_the_projections_gradient_sums() -> None:
+    # LayerNorm (one ATen kernel each way), learned positions, GELU, as many kv as heads, flash
+    # attention (its output needs no copy): the q, k and v products' input gradients added,
+    # two adds of read 2 + 2, write 2 bytes per element of s h
     gpt2 = get_model("gpt2")
     e = eager_layer(gpt2, _config(gpt2, eager=True, seq=1024))
-    assert float(e["bytes"][0]) == pytest.approx(4 * 1024 * 768)  # read 2 + write 2
-    assert float(e["bytes"][1]) == 0.0
+    assert float(e["bytes"][0]) == 0.0
+    assert float(e["bytes"][1]) == pytest.approx(12 * 1024 * 768)
     # 16 sequences a micro-batch: the GPU, not the host's dispatch, sets the time
     big = dict(seq=1024, micro_batch=16, global_batch=16)
     base, eager = _run(gpt2, **big), _run(gpt2, eager=True, **big)
     assert base["host_wait_s"] == eager["host_wait_s"] == 0.0
     hw = hybrid_hardware(None, "dgx-a100", "bf16")
     assert eager["compute_mem_s"] - base["compute_mem_s"] == pytest.approx(
-        12 * 16 * 4 * 1024 * 768 / hw.memory_bps("elementwise"))
+        12 * 16 * 12 * 1024 * 768 / hw.memory_bps("elementwise"))
+    # materialized attention: its output is copied by .contiguous(), 2 + 2 bytes
+    mat = eager_layer(gpt2, _config(gpt2, eager=True, seq=1024, attention="materialized"))
+    assert float(mat["bytes"][0]) == pytest.approx(4 * 1024 * 768)
 
 
 def test_an_eager_layer_replaces_the_fused_norms_and_activation() -> None:
@@ -136,7 +143,7 @@ def test_an_eager_layer_replaces_the_fused_norms_and_activation() -> None:
     base, eager = _run(seq=s), _run(seq=s, eager=True)
     bsh, bsf = s * 4096, s * 14336
     # fused: 2 norms x (2 + 3) x 2 bytes at the norm bandwidth, SwiGLU (3 + 5) x 2 bytes
-    expect = 32 * ((141 + 277) * bsh / hw.memory_bps("elementwise")
+    expect = 32 * ((137 + 295) * bsh / hw.memory_bps("elementwise")
                    - 20 * bsh / hw.memory_bps("norm") - 16 * bsf / hw.memory_bps("elementwise"))
     assert eager["compute_mem_s"] - base["compute_mem_s"] == pytest.approx(expect)
 
@@ -208,15 +215,52 @@ def test_plan_searches_the_stacks_selective_and_predict_agrees() -> None:
 
 
 def test_the_host_issues_every_eager_kernel() -> None:
-    # Llama 3 8B: the eager layer's 27 + 43 element-wise kernels in place of the fused
-    # SwiGLU's 1 + 1 and the two fused RMSNorms' 2 + 2 (kind ln), 32 layers
+    # Llama 3 8B: the eager layer's 26 + 50 element-wise kernels in place of the fused
+    # SwiGLU's 1 + 1 and the two fused RMSNorms' 2 + 2 (kind ln), and its separate wq, wk, wv
+    # and w1, w3: 3 more products forward, 6 backward; 32 layers
     from traincast.parallel.hybrid import host_issue_s
 
     hw = hybrid_hardware(None, "dgx-a100", "bf16")
     fused, eager = (float(host_issue_s(LLAMA, hw, _config(eager=e))) for e in (False, True))
     assert eager - fused == pytest.approx(
-        32 * ((27 + 43 - 2) * hw.dispatch_s["elementwise"] - 4 * hw.dispatch_s["ln"]))
+        32 * ((26 + 50 - 2) * hw.dispatch_s["elementwise"] - 4 * hw.dispatch_s["ln"]
+              + 9 * hw.dispatch_s["linear"]))
     # selective-op reruns the three products and every forward kernel but the fused attention
     none, op = (float(host_issue_s(LLAMA, hw, _config(recompute=r))) for r in (NONE, OP))
     assert op - none == pytest.approx(32 * (3 * hw.dispatch_s["linear"] + 2 * hw.dispatch_s["ln"]
                                             + 3 * hw.dispatch_s["elementwise"]))
+
+
+def test_an_eager_layer_keeps_the_norms_fp32_inputs_and_the_repeated_kv() -> None:
+    # no recomputation: each RMSNorm keeps x.float() (4 bytes) and its output (2) where a fused
+    # norm keeps its input (2): 8 more bytes per element of s h; repeat_kv hands SDPA K and V
+    # 4096 wide, not 1024: 2 x 2 x s (4096 - 1024) more; 32 layers
+    s = 4096
+    fused, eager = _run(seq=s, recompute=NONE), _run(seq=s, recompute=NONE, eager=True)
+    assert eager["mem_activations_bytes"] - fused["mem_activations_bytes"] == pytest.approx(
+        32 * (8 * s * 4096 + 4 * s * (4096 - 1024)))
+    full = [_run(seq=s, recompute=FULL, eager=e)["mem_activations_bytes"] for e in (False, True)]
+    assert full[0] == full[1]  # full recomputation keeps the layer's input alone either way
+
+
+def test_selective_op_keeps_the_reduce_scatters_outputs() -> None:
+    # t = 4 with sequence parallelism: the two reduce-scatters' outputs, 2 x 2 s h / 4 bytes
+    s = 4096
+    hw = hybrid_hardware(None, "dgx-a100", "bf16")
+    sizes = dict(dp=1, tp=4, micro_batch=1, global_batch=1, seq=s, attention="flash",
+                 recompute=OP)
+    sp, no_sp = (float(evaluate(LLAMA, hw, sp=on, **sizes)["mem_activations_bytes"])
+                 for on in (True, False))
+    # per layer, with sp: input 2 s h / 4 and the scatters 2 (2 s h / 4); without: input 2 s h
+    assert no_sp - sp == pytest.approx(32 * (2 * s * 4096 - 2 * s * 4096 / 4
+                                             - 2 * 2 * s * 4096 / 4))
+
+
+def test_selective_op_warns_where_the_policy_is_not_torchtitans() -> None:
+    cmd = ("predict --arch hybrid --model zoo:gpt2 --node dgx-a100 --dp 8 "
+           "--recompute selective-op --json")
+    out = json.loads(runner.invoke(app, shlex.split(cmd)).stdout)
+    assert any("biases" in w for w in out["warnings"])
+    plain = json.loads(runner.invoke(app, shlex.split(
+        cmd.replace("gpt2", "llama3-8b") + " --attention flash")).stdout)
+    assert not any("selective-op" in w for w in plain["warnings"])

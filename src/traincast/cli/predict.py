@@ -62,7 +62,7 @@ ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: l
              "docs/model.md, hybrid in docs/parallelism.md")
 HYBRID_FLAGS = ("dp", "tp", "pp", "ep", "cp", "zero", "shard", "micro_batch", "global_batch",
                 "seq", "recompute", "vp", "sp", "dtype", "attention", "framework",
-                "uneven_stages")
+                "uneven_stages", "eager")
 """predict's flags of --arch hybrid only."""
 JOB_FLAGS = ("features", "flops", "mem_bytes", "weight_bytes", "embedding_bytes", "input_bytes",
              "batch", "gpus_per_node", "workers", "ps", "amp", "hierarchical", "per_op",
@@ -277,8 +277,12 @@ def predict(
         "recipe's).")] = None,
     framework: Annotated[str, typer.Option(
         help=f"hybrid: framework recipe, {one_of(recipes())}: its attention, dropout and "
-        "ZeRO defaults (Framework recipes in the parallelism docs); --attention and --zero "
-        "override them.")] = DEFAULT_FRAMEWORK,
+        "ZeRO defaults (Framework recipes in the parallelism docs); --attention, --zero and "
+        "--eager override them.")] = DEFAULT_FRAMEWORK,
+    eager: Annotated[bool | None, typer.Option(
+        "--eager/--no-eager", help="hybrid: the layer's RMSNorms, rotary embedding and gated "
+        "activation as eager PyTorch ops, one kernel per op, as a stack without torch.compile "
+        "runs them (default: the --framework recipe's: torchtitan's are eager).")] = None,
 ) -> None:
     """Predict one training iteration's time and its breakdown.
 
@@ -357,7 +361,8 @@ def predict(
                                 seq=seq, recompute=recompute, vp=vp, sp=sp, dtype=dtype,
                                 uneven_stages=uneven_stages,
                                 overlap=overlap, gpu=gpu, nic=nic, intra=intra, pcie=pcie,
-                                catalog=cat, attention=attention, framework=framework)
+                                catalog=cat, attention=attention, framework=framework,
+                                eager=eager)
         from traincast.parallel.validation import shipped_gpu_checks
 
         result["published_checks"] = shipped_gpu_checks(result["hardware"]["gpu"],

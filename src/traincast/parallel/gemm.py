@@ -70,9 +70,11 @@ def rerun_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
     otherwise), and reruns every other op: the key projection ``(b s, kv d / t, h)``, the
     output projection ``(b s, h, a d / t)`` and the MLP's third product, the up product ``w3``
     of a gated MLP ``(b s, f / t, h)`` or the down product of a plain one ``(b s, h, f / t)``
-    (FLOPs ``2 b s h (kv d + a d + f) / t`` either way). A mixture of experts runs its
-    experts' products as batched or grouped products, not ``aten.mm``: all of them are rerun
-    (:func:`linear_shapes`' MLP products), with the key and output projections."""
+    (FLOPs ``2 b s h (kv d + a d + f) / t`` either way). A mixture of experts, an
+    assumption (the policy's source has no MoE block): its experts' products run as batched
+    or grouped products, not ``aten.mm``, so all of them are rerun (:func:`linear_shapes`'
+    MLP products), with the key and output projections; a stack that runs them as ``nn.Linear``
+    (``aten.mm``) would keep every second one."""
     b, t = _f(b), _f(t)
     h, f = float(model.hidden), float(model.ffn)
     tokens = b * s

@@ -992,9 +992,18 @@ class EagerKernel(NamedTuple):
 
 
 EAGER_WHEN: dict[str, Any] = {
-    "rmsnorm": lambda m: m.norm == "rmsnorm", "rope": lambda m: m.position == "rope",
-    "swiglu": lambda m: m.n_mat == 3, "gqa": lambda m: m.kv < m.heads, "always": lambda m: True}
-"""Which models an eager kernel runs for, by its ``when``."""
+    "rmsnorm": lambda m, c: m.norm == "rmsnorm", "rope": lambda m, c: m.position == "rope",
+    "swiglu": lambda m, c: m.mlp == "swiglu", "gqa": lambda m, c: m.kv < m.heads,
+    "materialized": lambda m, c: c.attention not in FUSED, "always": lambda m, c: True}
+"""Which jobs (model ``m``, configurations ``c``) an eager kernel runs for, by its ``when``."""
+EAGER_PRODUCTS: tuple[float, float] = (2.0, 1.0)
+"""The linear products an eager Llama block launches beyond a fused stack's, forward: separate
+``wq, wk, wv`` where Megatron runs one QKV product (2 more), and separate ``w1, w3`` where it
+runs one gate+up product (1 more, gated MLPs); each also twice backward."""
+EAGER_NORM_KEPT: float = 8.0
+"""Bytes an eager layer's two RMSNorms keep for their backward beyond fused norms, per
+element of ``b s h``: each its fp32 ``x.float()`` (4) and its ``type_as`` output (``delta``)
+where a fused norm keeps its input (``delta``): 4 more each (:func:`activation_bytes_per_layer`)."""
 EAGER_NORMS_PER_LAYER: float = 2.0
 """The norms of one layer (before attention and before the MLP): the ``norm`` tensor's
 kernels run twice."""
@@ -1020,8 +1029,9 @@ def eager_layer(model: ModelConfig, c: Configs) -> dict[str, tuple[F, F]]:
         bytes   = sum over kernels and their tensors T of n_T sum_(w in read + write) w E_w
         kernels = sum over kernels of n_T launches
 
-    ``E`` the elements of a tensor (``norm``: ``b s_r h / t_sp``; ``q``: ``b s_r a d / t``;
-    ``kv``: ``b s_r kv d / t``; ``ffn``: ``b s_r f k / t``), ``w`` its width (``act`` =
+    ``E`` the elements of a tensor (``norm``: ``b s_r h / t_sp``; ``input``: ``b s_r h``;
+    ``q``: ``b s_r a d / t``; ``kv``: ``b s_r kv d / t``; ``ffn``: ``b s_r f k / t``), ``w``
+    its width (``act`` =
     ``delta``, ``fp32`` = 4), ``n_T`` 2 for the ``norm`` tensor (two norms per layer), else
     1; a cast kernel runs only when the activations are not fp32. Zeros for a fused layer
     (``c.eager`` false)."""
@@ -1030,12 +1040,13 @@ def eager_layer(model: ModelConfig, c: Configs) -> dict[str, tuple[F, F]]:
     if not c.eager:
         return {k: (v[0], v[1]) for k, v in out.items()}
     elements = {"norm": c.b * c.s_rank * float(model.hidden) * sp_share(c),
+                "input": c.b * c.s_rank * float(model.hidden) + 0.0 * c.t,
                 "q": c.b * c.s_rank * float(model.q_dim) / c.t,
                 "kv": c.b * c.s_rank * float(model.kv_dim) / c.t,
                 "ffn": c.b * c.s_rank * float(model.ffn) * float(model.top_k) / c.t}
     width = {"act": c.delta, "fp32": 4.0}
     for k in eager_kernels():
-        if not EAGER_WHEN[k.when](model) or (k.cast and c.delta >= 4.0):
+        if not EAGER_WHEN[k.when](model, c) or (k.cast and c.delta >= 4.0):
             continue
         side = 0 if k.direction == "forward" else 1
         for tensor in k.over:
@@ -1084,10 +1095,10 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         (eager_fwd, eager_bwd), (act_fwd, act_bwd) = eager_layer(model, c)["bytes"], \
             st.activation_kernel_bytes(c.s_rank, c.b, model.ffn, model.n_mat,
                                        float(model.top_k), c.t, c.delta)
-        gated = 1.0 if EAGER_WHEN["swiglu"](model) else 0.0
+        gated = 1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
         ew_fwd = ew_fwd + eager_fwd - gated * act_fwd
         ew_bwd = ew_bwd + eager_bwd - gated * act_bwd
-        if EAGER_WHEN["rmsnorm"](model):
+        if EAGER_WHEN["rmsnorm"](model, c):
             parts = {**parts, "norm": (0.0 * ew_fwd, 0.0 * ew_fwd, 0.0 * ew_fwd)}
     parts = {**parts, "elementwise": (ew_fwd, ew_bwd, ew_attn)}
     total: F | float = 0.0
@@ -1111,7 +1122,8 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     attention, dropout on or off; a fused attention split over ``cp`` context ranks runs
     ``cp`` steps of its ring each way), the fp8 casts of :func:`fp8_cast_kernels` with dtype
     fp8, the eager layer's kernels (:func:`eager_layer`) in place of the fused RMSNorms and
-    gated activation with ``c.eager``, and the head's ``strategies.HEAD_KERNELS``;
+    gated activation with ``c.eager`` and its separate projections (:data:`EAGER_PRODUCTS`),
+    and the head's ``strategies.HEAD_KERNELS``;
     ``n_rerun`` what ``selective-op``
     reruns: the three products of ``gemm.rerun_shapes`` and every other forward kernel but a
     fused attention's. The GPU cannot run a micro-batch faster
@@ -1132,11 +1144,14 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         counts["elementwise"] = (fwd + cast_fwd, bwd + cast_bwd, attn)
     if c.eager:
         (eager_fwd, eager_bwd), gated = eager_layer(model, c)["kernels"], \
-            1.0 if EAGER_WHEN["swiglu"](model) else 0.0
+            1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
         fwd, bwd, attn = counts["elementwise"]
         counts["elementwise"] = (fwd + eager_fwd - gated, bwd + eager_bwd - gated, attn)
-        if EAGER_WHEN["rmsnorm"](model):
+        if EAGER_WHEN["rmsnorm"](model, c):
             counts["ln"] = (0.0, 0.0, 0.0)
+        more = EAGER_PRODUCTS[0] + gated * EAGER_PRODUCTS[1]
+        fwd, bwd, attn = counts["linear"]
+        counts["linear"] = (fwd + more, bwd + 2.0 * more, attn)
     total = zero
     products = float(len(gemm.rerun_shapes(model, 1.0, 1.0, 1.0)))
     for kind, (fwd, bwd, attn) in counts.items():
@@ -1232,7 +1247,8 @@ def comm_time_s(model: ModelConfig, c: Configs, ln: Links,
         T_ep  = L_s 4 (e-1)/e (b s_r / t) k h delta / bw_ep      (MoE layers only)
         T_p2p = 2 v (latency + b s_r h delta / scatter / bw_pp)  (p > 1)
 
-    (``s_r = s / cp``; ``n_ar`` and the all-to-alls: 2 more each with full recompute;
+    (``s_r = s / cp``; ``n_ar`` and the all-to-alls: 2 more each with full recompute, 1 and 2
+    with selective-op, ``strategies.tp_collectives_per_layer``;
     ``scatter = t`` when the stages cross nodes and ``scatter_gather`` is on, else 1). Returns
     ``(T_tp, T_ep, T_p2p)``."""
     h = float(model.hidden)
@@ -1346,14 +1362,23 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
     With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
     keeps only its own key/value chunk; context parallelism needs a fused attention, so no
-    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`."""
+    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`. An eager
+    layer (``c.eager``) unless recomputation is full: its RMSNorms keep ``EAGER_NORM_KEPT = 8``
+    more bytes per element of ``s_r b h / t_sp`` (each keeps its fp32 input, 4 bytes, and its
+    normalized output, ``delta``, where a fused norm keeps its ``delta``-byte input: 4 more,
+    twice), and with grouped-query attention ``repeat_kv`` hands the attention K and V ``a d``
+    wide, so they are kept at ``a d`` (the ``kv d`` correction above is ``0``)."""
     h, s_r = float(model.hidden), c.s_rank
     code = np.where(c.op > 0, 0.0, c.r)  # strategies' table has no selective-op row
     act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, code,
                                         c.delta)
     full = c.r == st.RECOMPUTE_CODE["full"]
-    kv_extra = 4.0 * s_r * c.b * (float(model.kv_dim) - h) / c.t * c.delta / 2.0
+    repeated = c.eager and model.kv < model.heads  # repeat_kv: K and V kept a d wide
+    kv_extra = 4.0 * s_r * c.b * ((float(model.q_dim) if repeated else float(model.kv_dim))
+                                  - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
+    if c.eager and model.norm == "rmsnorm":
+        act = act + np.where(full, 0.0, EAGER_NORM_KEPT * s_r * c.b * h * sp_share(c))
     if not c.dropout:
         masks = 2.0 * s_r * c.b * h * sp_share(c)
         attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
@@ -1367,19 +1392,22 @@ def op_activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     rerun, :func:`gemm.rerun_shapes`, and a fused attention's output and its fp32 row
     log-sum-exp; the rest is rerun), ``delta``-byte tensors, ``s_r = s / cp``::
 
-        A_op = delta s_r b (h / t_sp + (a d + kv d) / t + D (f / t + g h)) + A_attn
+        A_op = delta s_r b (h / t_sp + (a d + kv d) / t + D (f / t + g h) + 2 h / t_sp')
+               + A_attn                                   (t_sp' = t with SP, else inf)
         A_attn = delta s_r b a d / t + 4 s_r b a / t     (fused attention; 0 materialized)
 
     the input ``h / t_sp`` (``t_sp = t`` under sequence parallelism), the query and value
     projections, the MLP's first product (the gate ``w1`` of a gated MLP, the up product of a
     plain one) and, for a gated MLP (``g = 1``; else 0), the down product's output before
     its reduce-scatter; ``D`` = 1 for a dense MLP, 0 for a mixture of experts (its products
-    are all rerun, :func:`gemm.rerun_shapes`)."""
+    are all rerun, :func:`gemm.rerun_shapes`); under sequence parallelism (``t > 1``) also
+    the outputs of the layer's two reduce-scatters, ``2 h / t`` (in the policy's save list)."""
     s_r, h, f = c.s_rank, float(model.hidden), float(model.ffn)
     qd, kvd = float(model.q_dim), float(model.kv_dim)
     gated = 1.0 if model.n_mat == 3 else 0.0
     dense = 1.0 if model.experts <= 1 else 0.0
-    kept = h * sp_share(c) + (qd + kvd) / c.t + dense * (f / c.t + gated * h)
+    scattered = np.where(c.sp, 2.0 * h / c.t, 0.0)
+    kept = h * sp_share(c) + (qd + kvd) / c.t + dense * (f / c.t + gated * h) + scattered
     attn = (c.delta * s_r * c.b * qd / c.t + 4.0 * s_r * c.b * float(model.heads) / c.t
             if c.attention in FUSED else 0.0 * c.t)
     return c.delta * s_r * c.b * kept + attn
@@ -1394,7 +1422,8 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
     ``4 s_r b h / t (1 + V / h) delta / 2``, ``s_r = s / cp``; a single stage holds both).
 
     ``recomputed``: what the layer being recomputed adds to the peak. In the backward pass a
-    layer whose activations were dropped (recompute selective or full) holds them again, one
+    layer whose activations were dropped (recompute selective, full or selective-op) holds
+    them again, one
     layer and micro-batch at a time, on top of what is stored; a stage's logits are freed
     before its layers' backward::
 
@@ -1552,7 +1581,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              eager: bool = False) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
-    ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full); ``sp``
+    ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full, 3
+    selective-op); ``sp``
     (sequence parallelism) defaults to on wherever ``tp > 1``. ``grad_accum_fused=False``
     charges a separate element-wise add of every weight gradient into the accumulation buffer
     per micro-batch (frameworks without Megatron's fused weight-gradient accumulation).
@@ -1866,6 +1896,29 @@ def hsdp_warning(framework: str, hsdp: bool, knobs: dict[str, Any]) -> str:
             "priced as PyTorch FSDP's HYBRID_SHARD (--framework fsdp)")
 
 
+OP_KEPT_ATTENTION: tuple[str, ...] = ("flash", "efficient", "materialized")
+"""The attentions ``selective-op`` prices as torchtitan's policy runs them: SDPA's flash and
+memory-efficient kernels (in its save list) and the math path (rerun)."""
+
+
+def selective_op_warning(model: ModelConfig, recompute: str, attention: str) -> str:
+    """The warning when ``selective-op`` prices a layer unlike the Llama block whose products
+    the policy counts (bias-free, separate projections, :func:`gemm.rerun_shapes`): linear
+    layers with biases run as ``aten.addmm``, outside the save list, so the policy reruns them
+    all; a fused attention other than SDPA's flash and memory-efficient kernels is not in the
+    list either (empty otherwise)."""
+    if recompute != "selective-op":
+        return ""
+    why = ([f"{model.name}'s linear layers have biases (aten.addmm, which the policy does not "
+            "keep: all of them rerun)"] if model.bias else []) + \
+        ([f"{attention} attention is not one of the SDPA kernels the policy keeps (it reruns)"]
+         if attention not in OP_KEPT_ATTENTION else [])
+    if not why:
+        return ""
+    return ("selective-op is torchtitan's policy for its bias-free Llama block with SDPA "
+            f"attention, and it is priced that way here: {'; '.join(why)}")
+
+
 def tp_warning(tp: int, gpus_per_node: int, nic: str, gpus: int = 0) -> str:
     """The warning when a tensor-parallel group spans nodes (not :func:`in_node`: ``tp >
     gpus per node``, or ``tp`` does not divide it on a job of ``gpus`` > one node): its
@@ -2063,7 +2116,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    gpu: str | None = None, nic: str | None = None, intra: str | None = None,
                    pcie: str | None = None, catalog: Catalog | None = None,
                    attention: str | None = None, dropout: bool | None = None,
-                   grad_accum_fused: bool | None = None,
+                   grad_accum_fused: bool | None = None, eager: bool | None = None,
                    framework: str = DEFAULT_FRAMEWORK,
                    uneven_stages: bool = False, shard: int | None = None) -> dict[str, Any]:
     """One hybrid configuration as the ``predict --json`` object (the keys of docs/model.md, plus
@@ -2101,9 +2154,10 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         check_attention(attention)
     hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention, dropout=dropout,
-                                     zero=zero, grad_accum_fused=grad_accum_fused)
+                                     zero=zero, grad_accum_fused=grad_accum_fused,
+                                     eager=eager)
     attention, zero = knobs["attention"], int(knobs["zero"])
-    recompute = recompute_mode(recompute, knobs)
+    asked, recompute = recompute, recompute_mode(recompute, knobs)
     s = int(seq or cfg.seq)
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
@@ -2130,6 +2184,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                                            hw.gpus_per_node),
                             cp_warning(framework, cp, knobs),
                             hsdp_warning(framework, g_s < group, knobs),
+                            selective_op_warning(cfg, recompute, attention),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
                             seq_warning(cfg, s), window_warning(cfg, s, attention),
                             default_config_warning(cfg)) if w]
@@ -2141,7 +2196,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     slowest = int(math.ceil(cfg.layers / (pp * vp)) * vp)  # layers of the slowest stage
     assumed["text"] += (f"; sequence {s} tokens ({seq_how}); micro-batch {micro_batch} "
-                        f"(--micro-batch); recompute {recompute} (--recompute); {dtype} "
+                        f"(--micro-batch); recompute {recompute} (--recompute"
+                        + (f" {asked}: the recipe's" if asked != recompute else "")
+                        + f"); {dtype} "
                         f"(--dtype); {'1F1B' if schedule == '1f1b' else 'GPipe'} schedule; "
                         + (f"uneven stages, the slowest with {slowest} of {cfg.layers} layers "
                            "(--uneven-stages); " if uneven_stages and cfg.layers % (pp * vp)
@@ -2152,6 +2209,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
+                        + (("norms, rotary and activation as eager ops (--eager); "
+                            if knobs["eager"] else "fused layer kernels (--no-eager); ")
+                           if eager is not None and "eager" not in by_recipe else "")
                         + (f"HSDP: the model state sharded over {g_s} of the {group} "
                            f"data-parallel ranks, {group // g_s} replicas (--shard); "
                            if g_s < group else "")
@@ -2186,7 +2246,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "layers_slowest_stage": slowest,
                 "dtype": dtype, "overlap": overlap, "attention": attention,
                 "framework": framework, "dropout": knobs["dropout"],
-                "grad_accum_fused": knobs["grad_accum_fused"],
+                "grad_accum_fused": knobs["grad_accum_fused"], "eager": knobs["eager"],
                 "fp8_weight_cache": knobs["fp8_weight_cache"] if dtype == "fp8" else None,
                 "nodes": -(-int(sc["gpus"]) // hw.gpus_per_node)},
         "hardware": hardware_summary(hw),
