@@ -334,3 +334,23 @@ def test_a_heterogeneous_jobs_components_are_one_job_and_gpu_shards_are_said(
                     "2003": (0.0, 0.0, None, T0 + 10 * h, T0 + 11 * h, False),
                     "2004": (2.0, 2.0, None, T0 + 10 * h, T0 + 11 * h, False),
                     "2005": (20.0, 20.0 / 3, None, T0 + 10 * h, None, True)}
+
+
+def test_a_finished_job_without_an_end_is_not_censored(tmp_path: Path) -> None:
+    # slurmdbd leaves a record open (a runaway job): COMPLETED or CANCELLED with End Unknown
+    # finished, its duration unknown; SUSPENDED with no End is still unfinished: censored
+    f = tmp_path / "jobs.txt"
+    f.write_text(
+        "JobID|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+        "1|a|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=4,node=1\n"
+        "2|a|CANCELLED by 7|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
+        "3|a|SUSPENDED|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
+        "4|a|RUNNING|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
+        "5|a|timeout|2024-01-02T10:00:00|2024-01-02T10:01:00|2024-01-02T11:01:00|1|gres/gpu=1\n")
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    assert stored(db, "censored, end_time_s") == {
+        "1": (False, None), "2": (False, None), "3": (True, None), "4": (True, None),
+        "5": (False, T0 + 11 * 3600 + 60)}
+    [note] = [n for n in report["notes"] if "final state" in n["note"]]
+    assert note["count"] == 2 and "duration is unknown" in note["note"]

@@ -25,7 +25,10 @@ Columns (any case; required ``JobID``, ``State``, ``Submit``, ``Start``, ``End``
   the sum of its ``gpu:N`` and ``gpu:TYPE:N``, ``gpu_type`` the first TYPE (:data:`GRES`);
 * ``gpus_per_node`` = n_gpus / NNodes when NNodes > 0; no architecture (inferred).
 
-Censored: State RUNNING/PENDING (any case), or a start without an end.
+Censored: State RUNNING/PENDING (any case), or a start without an end in a state that is
+not final (SUSPENDED, REQUEUED, ...). A job in a final state (:data:`FINAL_STATES`: COMPLETED,
+FAILED, CANCELLED, TIMEOUT, ...) without an End finished: it is not censored, its duration is
+unknown (a record slurmdbd did not close), said in the notes.
 The components of a heterogeneous job (``2002+0``, ``2002+1``) are one job (``2002``), their
 GPUs and nodes summed (:func:`_het_jobs`), said in the notes. Jobs holding GPU shards
 (``gres/shard=N``) and no GPU are read as CPU jobs (a shard's share of a GPU is the node's
@@ -80,6 +83,10 @@ HET_COMPONENT = r"regexp_full_match(CAST(jobid AS VARCHAR), '[0-9]+[+][0-9]+')"
 """SQL: the row is a component of a heterogeneous job (``2002+0``, ``2002+1``: Slurm's
 ``JobID`` of each; ``sacct`` writes one row per component; :func:`_het_jobs` makes one job
 of them)."""
+FINAL_STATES = ("completed", "failed", "cancelled", "timeout", "node_fail", "preempted",
+                "out_of_memory", "boot_fail", "deadline")
+"""Slurm's job states that end a job (sacct's State, ``CANCELLED by 1001`` included: the
+"Job State Codes" of the sacct manual)."""
 LISTS = ("alloctres", "reqtres", "allocgres", "reqgres")
 """The resource lists of a heterogeneous job's components, joined into the job's."""
 
@@ -279,6 +286,20 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
             "GROUP BY split_part(CAST(jobid AS VARCHAR), '+', 1)")
 
 
+def final_state(expr: str) -> str:
+    """SQL: the State is one that ends a job (:data:`FINAL_STATES`, any case, ``CANCELLED by
+    N`` as written)."""
+    states = "|".join(FINAL_STATES)
+    return (f"regexp_matches(lower(trim(COALESCE(CAST({expr} AS VARCHAR), ''))), "
+            f"'^({states})( |$)')")
+
+
+def _censored(fields: Mapping[str, Field], _cols: list[str]) -> str:
+    """SQL: the job was unfinished at the export (:func:`unfinished`), unless its State is
+    final (:func:`final_state`): a finished job without an End is not censored."""
+    return f"({unfinished(fields)} AND NOT {final_state(fields['status'].expr)})"
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     file_rows: list[str] = []  # each file's rows, --map applied (what _jobs filters)
@@ -292,7 +313,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         gres.append(uses_gres(_columns(con, path)))
         required = REQUIRED if not gres[-1] else (*REQUIRED[:-1], "allocgres")
         out += file_plans(con, [path], mapping, NAME, required, _fields,
-                          lambda fields, _: unfinished(fields), relation=_rows, ending=_end,
+                          _censored, relation=_rows, ending=_end,
                           checks_of=_checks, over=jobs)
     for plan, rows, by_gres in zip(out, file_rows, gres, strict=True):
         path = Path(plan.file)
@@ -311,6 +332,13 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 "row(s) with more fields than the header: an export separated by ',' splits "
                 "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
                 "with sacct --parsable2 ('|'-separated)"))
+        f = plan.fields
+        plan.notes.append((
+            f"SELECT count(*) FROM {_jobs(rows)} WHERE {final_state(f['status'].expr)} "
+            f"AND ({f['start_time_s'].expr}) IS NOT NULL AND ({f['end_time_s'].expr}) IS NULL",
+            "job(s) in a final state (COMPLETED, FAILED, CANCELLED, ...) without an End: "
+            "finished, so not censored; their duration is unknown (a record slurmdbd left "
+            "open: sacctmgr show runawayjobs lists them)"))
         plan.notes.append((
             f"SELECT count(*) FROM {_jobs(rows)} WHERE {HET_COMPONENT}",
             "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each job read "
