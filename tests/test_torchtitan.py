@@ -264,3 +264,14 @@ def test_selective_op_warns_where_the_policy_is_not_torchtitans() -> None:
     plain = json.loads(runner.invoke(app, shlex.split(
         cmd.replace("gpt2", "llama3-8b") + " --attention flash")).stdout)
     assert not any("selective-op" in w for w in plain["warnings"])
+
+
+def test_llama2_70b_selective_op_fits_at_batch_1_not_2() -> None:
+    # torchtitan's docs/performance.md (commit 04133643), footnote 1: "70B training with local
+    # batch size 2 will cause an OOM error when selective activation checkpointing is used",
+    # so its table reports local batch 1, which ran, on 64 A100 80 GB with FSDP2
+    cmd = ("predict --arch hybrid --model zoo:llama2-70b --node dgx-a100 --dp 64 --seq 4096 "
+           "--micro-batch {b} --global-batch {gb} --framework torchtitan --json")
+    fits = {b: json.loads(runner.invoke(app, shlex.split(cmd.format(b=b, gb=64 * b))).stdout)
+            ["fits"] for b in (1, 2)}
+    assert fits == {1: True, 2: False}
