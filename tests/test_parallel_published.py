@@ -103,6 +103,19 @@ def test_uneven_pipeline_stages_price_the_slowest_stage() -> None:
      'tflops_per_gpu = "100"\nsource = "x"\n', ("row 1", "tflops_per_gpu")),
     ('[[row]]\nmodel = "gpt3-175b"\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
      'micro_batch = 0\ntflops_per_gpu = 100\nsource = "x"\n', ("row 1", "micro_batch")),
+    # on/off settings are TOML booleans: a quoted "false" is not read as on
+    *[(f'{key} = "false"\n[[row]]\nmodel = "gpt3-175b"\nt = 8\np = 1\nd = 2\ngpus = 16\n'
+       'batch = 4\ntflops_per_gpu = 100\nsource = "x"\n', ("row 1", key, "true or false"))
+      for key in ("sp", "eager", "dropout", "grad_accum_fused", "fp8_weight_cache")],
+    *[('[[row]]\nmodel = "gpt3-175b"\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
+       f'{field}\ntflops_per_gpu = 100\nsource = "x"\n', ("row 1", name))
+      for field, name in (("seq = -5", "'seq'"), ("seq = 0", "'seq'"), ("seq = 2048.5", "'seq'"),
+                          ("zero = 1.5", "'zero'"), ('zero = "banana"', "'zero'"),
+                          ('zero = "1"', "'zero'"), ("rails = -1", "'rails'"),
+                          ('dtype = "fp16x"', "'dtype'"), ('node = "dgx-z100"', "field node"),
+                          ('nic = "eth9000"', "field nic"))],
+    ('[[row]]\nmodel = "llama9"\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
+     'tflops_per_gpu = 100\nsource = "x"\n', ("row 1", "field model", "llama9")),
 ])
 def test_bad_rows_name_file_row_and_field(tmp_path, text: str, words: tuple[str, ...]) -> None:
     path = tmp_path / "rows.toml"

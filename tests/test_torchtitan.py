@@ -275,3 +275,27 @@ def test_llama2_70b_selective_op_fits_at_batch_1_not_2() -> None:
     fits = {b: json.loads(runner.invoke(app, shlex.split(cmd.format(b=b, gb=64 * b))).stdout)
             ["fits"] for b in (1, 2)}
     assert fits == {1: True, 2: False}
+
+
+def test_what_to_change_when_the_model_state_alone_does_not_fit() -> None:
+    # Llama 3 70B on 8 A100 80 GB: 16 bytes of ZeRO-3 state per parameter over 8 ranks,
+    # about 141 GB, before any activation: only more GPUs help
+    res = runner.invoke(app, shlex.split(
+        "plan zoo:llama3-70b --gpus 8 --node dgx-a100 --framework torchtitan --json"))
+    note = json.loads(res.stdout)["note"]
+    assert "model state alone" in note and note.endswith("add GPUs")
+    # Mixtral on 8 GPUs, experts split 8 ways: its state exceeds the GPU; recomputing or
+    # splitting the sequence (a stack without context parallelism) is not offered
+    out = json.loads(runner.invoke(app, shlex.split(
+        "predict --arch hybrid --model zoo:mixtral-8x7b --node dgx-a100 --dp 8 --ep 8 "
+        "--framework torchtitan --json")).stdout)
+    [warning] = [w for w in out["warnings"] if w.startswith("does not fit")]
+    assert "--recompute full" not in warning and "--cp" not in warning
+
+
+def test_zero_with_a_pipeline_names_the_recipe_that_set_it() -> None:
+    res = runner.invoke(app, shlex.split(
+        "predict --arch hybrid --model zoo:llama2-70b --node dgx-h100 --dp 2 --tp 8 --pp 4 "
+        "--framework torchtitan"))
+    assert isinstance(res.exception, TraincastError)
+    assert "ZeRO 3 is the torchtitan recipe's: --zero 1 with --pp" in str(res.exception)

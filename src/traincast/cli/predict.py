@@ -261,7 +261,9 @@ def predict(
         "model's; the pre-training one of a RoPE-scaled config).")] = None,
     recompute: Annotated[str, typer.Option(
         help=f"hybrid: {one_of(RECOMPUTE)}; selective is the --framework's (Megatron's "
-             "attention core; torchtitan's op policy, selective-op).")] = "selective",
+             "attention core, which with a fused attention reruns its forward and frees "
+             "nothing priced: none is faster; torchtitan's op policy, selective-op)."
+    )] = "selective",
     vp: Annotated[int, typer.Option(callback=within(1),
                                     help="hybrid: interleaved chunks per stage.")] = 1,
     uneven_stages: Annotated[bool, typer.Option(

@@ -214,8 +214,10 @@ def split_table(table: Table, width: int, console: Console) -> list[Table]:
         title = table.title if i == 0 else Text.assemble(
             table.title if isinstance(table.title, Text) else Text(str(table.title or "")),
             " (continued)" if table.title else "(continued)", style="table.title")
-        out.append(_wrapping(_sub_table(table, [*range(keep), *g], title, None), console,
-                             width))
+        part = _sub_table(table, [*range(keep), *g], title, None)
+        if i:  # a narrow part: as wide as its title, which would otherwise fold letter by letter
+            part.min_width = min(width, len(title) + 2)
+        out.append(_wrapping(part, console, width))
     return out
 
 

@@ -1739,11 +1739,12 @@ def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -
     words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
              "dropout": lambda v: f"dropout {'on' if v else 'off'}",
              "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
-             "context_parallel": lambda v: f"context parallelism {'on' if v else 'off'}",
+             "context_parallel": lambda v: ("context parallelism in the stack (--cp)" if v
+                                            else "no context parallelism"),
              "fp8_weight_cache": lambda v: ("fp8 weights cast once per iteration" if v
                                             else "fp8 weights cast every micro-batch"),
              "hsdp": lambda v: "HSDP searched" if v else "no HSDP",
-             "eager": lambda v: ("norms, rotary and activation as eager ops" if v
+             "eager": lambda v: ("the layer as eager ops (one kernel per op)" if v
                                  else "fused layer kernels"),
              "selective": lambda v: f"selective recomputation as {v}"}
     what = ", ".join(words[k](v) for k, v in by_recipe.items()
@@ -1843,14 +1844,16 @@ def activations_dominate(mem: dict[str, Any]) -> Any:
 
 
 def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int],
-                   recompute: str, attention: str, gpus_per_node: int) -> str:
+                   recompute: str, attention: str, gpus_per_node: int,
+                   context_parallel: bool = True) -> str:
     """The warning when a configuration does not fit its GPU (empty when it does), with what
     shrinks each part, each change one the shape rules accept (:func:`shape_code`; tp within a
     node): the next ZeRO stage for the model state (where ``d cp > 1``: ZeRO shards over those
     ranks), with HSDP a shard group twice as large (or every rank); full recomputation, twice
-    the tp, pp or cp, and a fused attention (materialized scores,
-    :func:`activations_dominate`) for the activations. ``sizes``: ``SIZE_KEYS``, ``cp``,
-    ``seq`` and ``shard``."""
+    the tp, pp or cp (cp only where the stack has it, ``context_parallel``), and a fused
+    attention (materialized scores, :func:`activations_dominate`) for the activations; where
+    the model state alone exceeds the GPU, only what shards the state (ZeRO, HSDP's group,
+    tp, pp). ``sizes``: ``SIZE_KEYS``, ``cp``, ``seq`` and ``shard``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""
@@ -1868,9 +1871,11 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
         larger = next(int(k) for k in divisors(group) if k > shard)
         fixes.insert(0, f"--shard {larger}" if larger < group and valid(shard=larger) else
                      "no --shard (ZeRO over every data-parallel rank)")
-    fixes += ["--recompute full"] if recompute != "full" else []
-    fixes += [f"--{k} {2 * sizes[k]}" for k in ("tp", "pp", "cp") if valid(**{k: 2 * sizes[k]})]
-    if attention not in FUSED and activations_dominate(sc):
+    state_bound = state > cap  # activations aside, the state alone does not fit
+    fixes += ["--recompute full"] if recompute != "full" and not state_bound else []
+    splits = ("tp", "pp") if state_bound or not context_parallel else ("tp", "pp", "cp")
+    fixes += [f"--{k} {2 * sizes[k]}" for k in splits if valid(**{k: 2 * sizes[k]})]
+    if attention not in FUSED and activations_dominate(sc) and not state_bound:
         fixes.append(FUSED_HINT)
     return (f"does not fit: {total / 1e9:.1f} GB per GPU of {cap / 1e9:.0f} GB (model state "
             f"{state / 1e9:.1f} GB, activations {(total - state) / 1e9:.1f} GB); "
@@ -1904,19 +1909,20 @@ memory-efficient kernels (in its save list) and the math path (rerun)."""
 def selective_op_warning(model: ModelConfig, recompute: str, attention: str) -> str:
     """The warning when ``selective-op`` prices a layer unlike the Llama block whose products
     the policy counts (bias-free, separate projections, :func:`gemm.rerun_shapes`): linear
-    layers with biases run as ``aten.addmm``, outside the save list, so the policy reruns them
-    all; a fused attention other than SDPA's flash and memory-efficient kernels is not in the
-    list either (empty otherwise)."""
+    layers with biases run as ``aten.addmm``, outside the save list, so the policy would rerun
+    them all; a fused attention other than SDPA's flash and memory-efficient kernels is not in
+    the list either. The price is the Llama block's, so the run would take longer and keep
+    less (empty otherwise)."""
     if recompute != "selective-op":
         return ""
     why = ([f"{model.name}'s linear layers have biases (aten.addmm, which the policy does not "
-            "keep: all of them rerun)"] if model.bias else []) + \
-        ([f"{attention} attention is not one of the SDPA kernels the policy keeps (it reruns)"]
-         if attention not in OP_KEPT_ATTENTION else [])
+            "keep: it would rerun every product, not every second one)"] if model.bias else []) \
+        + ([f"{attention} attention is not one of the SDPA kernels the policy keeps (it would "
+            "rerun it; priced as kept)"] if attention not in OP_KEPT_ATTENTION else [])
     if not why:
         return ""
-    return ("selective-op is torchtitan's policy for its bias-free Llama block with SDPA "
-            f"attention, and it is priced that way here: {'; '.join(why)}")
+    return ("selective-op is priced as torchtitan's policy runs its bias-free Llama block with "
+            f"SDPA attention: {'; '.join(why)}; expect a longer step and less memory than this")
 
 
 def tp_warning(tp: int, gpus_per_node: int, nic: str, gpus: int = 0) -> str:
@@ -2025,13 +2031,15 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                        "ranks)") + ", or leave --shard out for every rank")
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
+        elif code == SHAPE_ZERO_PP and sizes.get("zero_from"):
+            why += f"; ZeRO {sizes['zero']} is {sizes['zero_from']}: --zero 1 with --pp"
         elif code == SHAPE_BATCH:
             unit = sizes["dp"] * sizes["micro_batch"]
             why += (f" ({sizes['dp']} x {sizes['micro_batch']} = {unit}): "
                     f"{unit * max(1, round(sizes['global_batch'] / unit))} would")
         raise TraincastError(f"invalid hybrid configuration: {why}",
                              hint=" ".join(f"{k.replace('_', '-')}={sizes[k]}" for k in (
-                                 "dp", "tp", "pp", "ep", "cp", "vp", "micro_batch",
+                                 "dp", "tp", "pp", "ep", "cp", "zero", "vp", "micro_batch",
                                  "global_batch", "seq")) + " "
                                   f"attention={attention}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads"
@@ -2161,7 +2169,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     s = int(seq or cfg.seq)
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
-             "uneven_stages": uneven_stages, "shard": shard}
+             "uneven_stages": uneven_stages, "shard": shard,
+             "zero_from": f"the {framework} recipe's" if "zero" in by_recipe else ""}
     check_counts(shard=shard)
     if min(dp, tp, pp, ep, cp, micro_batch, vp) < 1:
         _check_sizes(cfg, sizes, attention)
@@ -2181,7 +2190,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0
     warnings = [w for w in (bubble_warning(bubble_share, sc["micro_batches"], pp, vp),
                             memory_warning(sc, cfg, sizes, recompute, attention,
-                                           hw.gpus_per_node),
+                                           hw.gpus_per_node, bool(knobs["context_parallel"])),
                             cp_warning(framework, cp, knobs),
                             hsdp_warning(framework, g_s < group, knobs),
                             selective_op_warning(cfg, recompute, attention),
@@ -2209,7 +2218,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
-                        + (("norms, rotary and activation as eager ops (--eager); "
+                        + (("the layer as eager ops (--eager); "
                             if knobs["eager"] else "fused layer kernels (--no-eager); ")
                            if eager is not None and "eager" not in by_recipe else "")
                         + (f"HSDP: the model state sharded over {g_s} of the {group} "

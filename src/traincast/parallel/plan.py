@@ -481,11 +481,13 @@ def layout_rules(model: ModelConfig, gpus: int, gpus_per_node: int, global_batch
 
 def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
                 min_gb: dict[str, float], capacity_gb: dict[str, float],
-                materialized: bool = False) -> str:
+                materialized: bool = False, state_gb: dict[str, float] | None = None) -> str:
     """Why ``plan`` recommends nothing: no layout passes the shape rules (``rules``, from
     :func:`layout_rules`), or none fits in memory (``min_gb``: the least memory per GPU of a
     configuration, per node preset, against its ``capacity_gb``; with ``materialized``
-    attention the fused kernels are named too: they keep no ``s x s`` scores)."""
+    attention the fused kernels are named too: they keep no ``s x s`` scores). Where the model
+    state alone (``state_gb``: its least per GPU, weights, gradients and optimizer) outweighs
+    every preset's GPU, only more GPUs help, and the note says so."""
     if not searched:
         return (f"no configuration: no dp x tp x pp = {gpus} has {rules}; change --gpus or "
                 f"--global-batch")
@@ -493,6 +495,11 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
         need = ", ".join(f"{gb:.1f} GB per GPU of {capacity_gb[nd]:.0f}"
                          + (f" on {nd}" if len(min_gb) > 1 else "") for nd, gb in min_gb.items())
         fused = f", or price {FUSED_HINT}" if materialized else ""
+        if state_gb and all(gb > capacity_gb[nd] for nd, gb in state_gb.items()):
+            least = min(state_gb.values())
+            return (f"no configuration fits in GPU memory (the smallest needs {need}): the "
+                    f"model state alone (weights, gradients, optimizer) needs {least:.1f} GB per "
+                    f"GPU, sharded as far as {gpus} GPUs go; add GPUs")
         return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
                 f"shorten the sequence or lower the global batch{fused}")
     return ""
@@ -574,10 +581,12 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
     selective = sorted({str(v.get("selective", "selective")) for v in sets.values()}
                        or {"selective"})
+    sharded = join_words([z for z in zeros if z >= 1], "or")  # what HSDP shards with
+    no_pipeline = min(zeros) >= 2  # ZeRO 2 and 3 take no pipeline: pp 1, vp 1
     searched = {"recompute": ["none", *selective, "full"], "zero": list(zeros),
                 "hsdp": hsdp_on,
-                "shard": ("every data-parallel rank, and one node's (HSDP) with ZeRO 1 to 3"
-                          if hsdp_on else "every data-parallel rank"),
+                "shard": (f"every data-parallel rank, and one node's (HSDP) with ZeRO {sharded}"
+                          if hsdp_on and sharded else "every data-parallel rank"),
                 "micro_batch": list(MICRO_BATCHES), "vp": list(VPS), "sp": [False, True],
                 "tp": "divisors of the GPUs up to the node's GPUs",
                 "cp": ({nd: cp_words if on else [1] for nd, on in cp_searched.items()}
@@ -600,11 +609,14 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                        f"{overlap:g} of data-parallel communication hidden") + " (--overlap)"
                     f". Searched: tp within a node, recompute "
                     f"{join_words(searched['recompute'], 'or')}, ZeRO {join_words(zeros, 'or')} "
-                    + ("(sharded over every data-parallel rank, and with ZeRO 1 to 3 over one "
-                       "node's, HSDP), " if hsdp_on else "(sharded over every data-parallel "
-                       "rank; the recipe's stack has no HSDP), ")
-                    + f"micro-batch {join_words(MICRO_BATCHES, 'or')}, vp {join_words(VPS, 'or')}, "
-                    f"sequence parallelism on and off, " + cp_text)
+                    + (f"(sharded over every data-parallel rank, and with ZeRO {sharded} over one "
+                       "node's, HSDP), " if hsdp_on and sharded else "(sharded over every "
+                       "data-parallel rank" + ("; the recipe's stack has no HSDP" if not hsdp_on
+                                               else "") + "), ")
+                    + f"micro-batch {join_words(MICRO_BATCHES, 'or')}, "
+                    + ("pp 1 and vp 1 (ZeRO 2 and 3 take no pipeline), " if no_pipeline else
+                       f"vp {join_words(VPS, 'or')}, ")
+                    + "sequence parallelism on and off, " + cp_text)
     return out
 
 
@@ -733,9 +745,13 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         scores_bound = any(
             bool(activations_dominate(r["res"])[int(np.argmin(r["res"]["mem_total_bytes"]))])
             for r in base if len(r["cfgs"]["dp"]))
+    state = {r["hw"].node: float(np.min(r["res"]["mem_weights_bytes"]
+                                        + r["res"]["mem_grads_bytes"]
+                                        + r["res"]["mem_optimizer_bytes"])) / 1e9
+             for r in base if len(r["cfgs"]["dp"])} if searched and not out["feasible"] else {}
     note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
                        {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base},
-                       first_attention == "materialized" and scores_bound)
+                       first_attention == "materialized" and scores_bound, state)
     if note:
         out["note"] = note
     out["memory_unchecked"] = sorted({r["hw"].gpu for r in base

@@ -43,11 +43,13 @@ position table of ``seq`` rows).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
 import math
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +170,42 @@ SELECTIVE = ("selective", "selective-op")
 """The selective recomputations a stack may have (recipe knob ``selective``)."""
 
 
+SWITCHES = ("sp", "interleaved", "uneven_stages", "dropout", "grad_accum_fused",
+            "context_parallel", "fp8_weight_cache", "hsdp", "eager")
+"""The settings that are on or off: TOML booleans (a string ``"false"`` is refused, not read
+as on)."""
+
+
+def _whole(value: Any, least: int) -> bool:
+    """Whether ``value`` is a TOML integer (not a boolean) of at least ``least``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str, Any]) -> None:
     """The row's settings (its own or the table's): a known ``recompute``, ``attention`` and
-    ``metric``, a positive ``micro_batch`` and ``vp``, and numbers where numbers are published. An
+    ``metric``, a positive ``micro_batch`` and ``vp``, the on/off settings (:data:`SWITCHES`)
+    true or false, ``zero`` 0 to 3, ``seq`` and ``rails`` positive integers where given,
+    ``node``, ``dtype`` and ``nic`` text, and numbers where numbers are published. An
     ``mfu_percent`` is model FLOPs over the peak, so it is compared by ``metric = "model"``
     only."""
     where = f"{name}, row {i + 1}"
+    for key in SWITCHES:
+        if not isinstance(cfg[key], bool):
+            raise TraincastError(f"{where}: field {key!r} must be true or false, got "
+                                 f"{cfg[key]!r}", hint="a TOML boolean, unquoted: "
+                                 f"{key} = true (the row's own or its table's)")
+    if cfg["zero"] is not None and not (_whole(cfg["zero"], 0) and cfg["zero"] <= 3):
+        raise TraincastError(f"{where}: field 'zero' must be 0, 1, 2 or 3, got {cfg['zero']!r}")
+    for key in ("seq", "rails"):
+        if cfg[key] is not None and not _whole(cfg[key], 1):
+            raise TraincastError(f"{where}: field {key!r} must be a positive integer, got "
+                                 f"{cfg[key]!r}", hint="leave it out for the default")
+    for key in ("node", "dtype", "nic"):
+        if cfg[key] is not None and not (isinstance(cfg[key], str) and cfg[key].strip()):
+            raise TraincastError(f"{where}: field {key!r} must be a name, got {cfg[key]!r}")
+    if cfg["dtype"] not in st.DTYPE_BYTES:
+        raise TraincastError(f"{where}: field 'dtype' must be one of "
+                             f"{', '.join(st.DTYPE_BYTES)}, got {cfg['dtype']!r}")
     if cfg["framework"] not in recipes():
         raise TraincastError(f"{where}: field 'framework' must be one of "
                              f"{', '.join(recipes())}, got {cfg['framework']!r}")
@@ -206,6 +238,20 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
                                   or not value > 0):
             raise TraincastError(f"{where}: field {key!r} must be a positive number, "
                                  f"got {value!r}")
+
+
+@contextlib.contextmanager
+def _naming(name: str | Path, i: int, fields: str) -> Iterator[None]:
+    """Say the file, row and field(s) in a TraincastError raised inside (an unknown node,
+    model, dtype or link that the catalog or the zoo reports by its flag), unless it names
+    them already."""
+    where = f"{name}, row {i + 1}"
+    try:
+        yield
+    except TraincastError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise type(exc)(f"{where}: field {fields}: {exc}", hint=exc.hint) from None
 
 
 def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -> ModelConfig:
@@ -305,9 +351,14 @@ def compare_table(name: str | Path, catalog: Catalog | None = None,
         _check_row(name, i, row, str(table.get("source", "")))
         cfg = {k: row.get(k, v) for k, v in defaults.items()}
         _check_settings(name, i, row, cfg)
-        if gpu is not None and cat.node(cfg["node"]).gpu != gpu:
+        with _naming(name, i, "node"):
+            node_gpu = cat.node(cfg["node"]).gpu
+        if gpu is not None and node_gpu != gpu:
             continue  # a row on another GPU: its fields checked, not priced
-        model, hw = _row_model(name, i, row, cfg["seq"]), row_hardware(cat, cfg)
+        with _naming(name, i, "model"):
+            model = _row_model(name, i, row, cfg["seq"])
+        with _naming(name, i, "nic"):
+            hw = row_hardware(cat, cfg)
         cfg |= resolve_knobs(cfg["framework"], model, hw,
                              **{k: row.get(k, table.get(k)) for k in RECIPE_KNOBS})[0]
         res = _predict(model, hw, cfg, row, cfg["vp"])
