@@ -296,6 +296,27 @@ def test_what_to_change_when_the_model_state_alone_does_not_fit() -> None:
 def test_zero_with_a_pipeline_names_the_recipe_that_set_it() -> None:
     res = runner.invoke(app, shlex.split(
         "predict --arch hybrid --model zoo:llama2-70b --node dgx-h100 --dp 2 --tp 8 --pp 4 "
-        "--framework torchtitan"))
+        "--framework fsdp"))
     assert isinstance(res.exception, TraincastError)
-    assert "ZeRO 3 is the torchtitan recipe's: --zero 1 with --pp" in str(res.exception)
+    assert "ZeRO 3 is the fsdp recipe's: --zero 1 with --pp" in str(res.exception)
+
+
+def test_torchtitans_fsdp_with_a_pipeline_is_zero_1() -> None:
+    # FSDP under PyTorch's pipelining: parameters gathered once, gradients reduce-scattered
+    # once per iteration (reshard_after_forward False, gradient sync on the last backward):
+    # ZeRO 1's traffic and memory, to the byte
+    cmd = ("predict --arch hybrid --model zoo:llama2-70b --node dgx-h100 --dp 2 --tp 8 --pp 4 "
+           "--framework torchtitan --json")
+    three, one = (json.loads(runner.invoke(app, shlex.split(cmd + z)).stdout)
+                  for z in ("", " --zero 1"))
+    assert (three["job"]["zero"], three["job"]["zero_priced"]) == (3, 1)
+    assert three["time_s"] == one["time_s"] and three["memory_gb"] == one["memory_gb"]
+    assert "priced as ZeRO 1" in three["assumed"]["text"]
+    # plan searches pipelines under it, and its layouts reproduce through predict
+    out = json.loads(runner.invoke(app, shlex.split(
+        "plan zoo:llama2-70b --gpus 64 --node dgx-a100 --framework torchtitan --json")).stdout)
+    piped = next(r for r in out["top"] if r["config"]["pp"] > 1)
+    assert piped["config"]["zero"] == 3
+    again = json.loads(runner.invoke(app, shlex.split(
+        piped["predict"].removeprefix("traincast ") + " --json")).stdout)
+    assert again["time_s"]["total"] == pytest.approx(piped["time_s"]["total"], rel=1e-9)

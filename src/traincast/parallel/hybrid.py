@@ -645,17 +645,30 @@ def forward_reruns(c: Configs) -> F:
     return c.full + c.op
 
 
+def priced_zero(zero: ArrayLike, pp: ArrayLike, fsdp_pp: bool) -> F:
+    """The ZeRO stage a configuration is priced at: ``zero``, but 1 for ZeRO 2 or 3 with
+    ``pp > 1`` on a stack whose FSDP runs under PyTorch's pipelining (``fsdp_pp``, the recipe
+    knob): torchtitan keeps a stage's parameters unsharded after the forward
+    (``reshard_after_forward=False``) and the pipeline stage turns gradient sync off until the
+    last micro-batch's backward, so the parameters are gathered once and the gradients
+    reduce-scattered once per iteration, with whole parameters and gradients in memory and the
+    optimizer state sharded: ZeRO 1's traffic and memory."""
+    z, p = _i(zero), _i(pp)
+    return np.where(fsdp_pp & (p > 1) & (z >= 2), 1.0, z)
+
+
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,
             seq: int | None, dtype: str, attention: str = "materialized",
             dropout: bool = True, cp: ArrayLike = 1, fp8_weight_cache: bool = False,
-            shard: ArrayLike = 0, eager: bool = False) -> Configs:
+            shard: ArrayLike = 0, eager: bool = False, fsdp_pp: bool = False) -> Configs:
     """The sizes as float arrays of one broadcast shape, with ``m = B / (d b)``,
     ``L_s = v ceil(l / (p v))`` (``l / p`` whenever the layers divide evenly) and ``sp``
     defaulting to ``t > 1`` (off at ``t = 1`` whatever is asked: nothing to split); ``shard``
-    0 (or below 1) is every data-parallel rank, ``d cp`` (:attr:`Configs.shard`)."""
-    d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), _i(zero)
+    0 (or below 1) is every data-parallel rank, ``d cp`` (:attr:`Configs.shard`); ``z`` the
+    stage :func:`priced_zero` prices (``fsdp_pp``)."""
+    d, t, p, e, z = _i(dp), _i(tp), _i(pp), _i(ep), priced_zero(zero, pp, fsdp_pp)
     b, gb, r, v, k = _i(micro_batch), _i(global_batch), _i(recompute), _i(vp), _i(cp)
     d, t, p, e, z, b, gb, r, v, k, g_s = np.broadcast_arrays(d, t, p, e, z, b, gb, r, v, k,
                                                               _i(shard))
@@ -1578,7 +1591,7 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
              uneven_stages: bool = False, attention: str = "materialized",
              dropout: bool = True, cp: ArrayLike = 1,
              fp8_weight_cache: bool = False, shard: ArrayLike = 0,
-             eager: bool = False) -> dict[str, F]:
+             eager: bool = False, fsdp_pp: bool = False) -> dict[str, F]:
     """Iteration time, its parts, memory per GPU and throughput for arrays of configurations.
 
     ``recompute`` is a code of ``strategies.RECOMPUTE`` (0 none, 1 selective, 2 full, 3
@@ -1609,7 +1622,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     c = configs(model, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, micro_batch=micro_batch,
                 global_batch=global_batch, recompute=recompute, vp=vp, sp=sp, gpipe=gpipe,
                 seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp,
-                fp8_weight_cache=fp8_weight_cache, shard=shard, eager=eager)
+                fp8_weight_cache=fp8_weight_cache, shard=shard, eager=eager,
+                fsdp_pp=fsdp_pp)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
                                cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
@@ -1657,7 +1671,7 @@ def check_attention(attention: str, flag: str = "--attention") -> str:
 RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "zero": 0,
                                 "grad_accum_fused": True, "context_parallel": False,
                                 "fp8_weight_cache": False, "hsdp": True, "eager": False,
-                                "selective": "selective"}
+                                "selective": "selective", "fsdp_pp": False}
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults: those of ``megatron-2021`` but
 ``hsdp``, which that recipe turns off)."""
@@ -1746,7 +1760,10 @@ def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -
              "hsdp": lambda v: "HSDP searched" if v else "no HSDP",
              "eager": lambda v: ("the layer as eager ops (one kernel per op)" if v
                                  else "fused layer kernels"),
-             "selective": lambda v: f"selective recomputation as {v}"}
+             "selective": lambda v: f"selective recomputation as {v}",
+             "fsdp_pp": lambda v: ("ZeRO 2/3 with a pipeline priced as ZeRO 1 (FSDP under "
+                                   "PyTorch's pipelining)" if v else "no ZeRO 2/3 with a "
+                                   "pipeline")}
     what = ", ".join(words[k](v) for k, v in by_recipe.items()
                      if k != "fp8_weight_cache" or dtype == "fp8")
     return f"framework {framework} (--framework): {what or 'nothing the flags did not set'}"
@@ -2167,7 +2184,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     attention, zero = knobs["attention"], int(knobs["zero"])
     asked, recompute = recompute, recompute_mode(recompute, knobs)
     s = int(seq or cfg.seq)
-    sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
+    priced = int(priced_zero(zero, pp, bool(knobs["fsdp_pp"])))
+    sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": priced,
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
              "uneven_stages": uneven_stages, "shard": shard,
              "zero_from": f"the {framework} recipe's" if "zero" in by_recipe else ""}
@@ -2183,7 +2201,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    attention=attention, dropout=knobs["dropout"],
                    grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages,
                    fp8_weight_cache=knobs["fp8_weight_cache"], shard=shard or 0,
-                   eager=knobs["eager"])
+                   eager=knobs["eager"], fsdp_pp=bool(knobs["fsdp_pp"]))
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     group = dp * cp
     g_s = group if not shard else shard
@@ -2218,6 +2236,9 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         + (f"{attention} attention (--attention); "
                            if "attention" not in by_recipe else "")
                         + (f"ZeRO {zero} (--zero); " if "zero" not in by_recipe else "")
+                        + (f"ZeRO {zero} with pp {pp} priced as ZeRO 1 (FSDP under PyTorch's "
+                           "pipelining: parameters gathered once, gradients reduce-scattered "
+                           "once per iteration); " if priced != zero else "")
                         + (("the layer as eager ops (--eager); "
                             if knobs["eager"] else "fused layer kernels (--no-eager); ")
                            if eager is not None and "eager" not in by_recipe else "")
@@ -2247,7 +2268,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",
                 "model": cfg.name, "gpus": int(sc["gpus"]), "dp": dp, "tp": tp, "pp": pp,
-                "ep": ep, "cp": cp, "zero": zero, "shard": g_s, "replicas": group // g_s,
+                "ep": ep, "cp": cp, "zero": zero, "zero_priced": priced, "shard": g_s,
+                "replicas": group // g_s,
                 "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),
                 "recompute": recompute, "vp": vp, "sp": bool(res["sp"]), "schedule": schedule,

@@ -52,6 +52,7 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     in_node,
+    priced_zero,
     recipe_text,
     recompute_mode,
     require_fused_rate,
@@ -81,7 +82,8 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
                       recomputes: tuple[int, ...] = RECOMPUTES,
                       micro_batches: tuple[int, ...] = MICRO_BATCHES,
                       vps: tuple[int, ...] = VPS, seq: int = 0,
-                      fused: bool = False, hsdp: bool = True) -> dict[str, NDArray[np.int64]]:
+                      fused: bool = False, hsdp: bool = True,
+                      fsdp_pp: bool = False) -> dict[str, NDArray[np.int64]]:
     """All shape-valid configurations with ``dp tp pp cp = gpus`` as int arrays
     (``CONFIG_KEYS``; ``sp`` = sequence parallelism on/off, searched wherever tp > 1).
 
@@ -98,7 +100,8 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     shards over, every data-parallel rank (``dp cp``); each configuration with ZeRO 1 to 3 and
     ep 1 is also searched as HSDP (``hsdp``: the recipe's stack has it), sharded over one
     node's data-parallel ranks (``shard = floor(g / tp)``, at least 2) where that divides ``dp
-    cp`` and is fewer, replicated over the rest.
+    cp`` and is fewer, replicated over the rest. ``fsdp_pp``: ZeRO 2 and 3 also take a
+    pipeline, priced as ZeRO 1 (``hybrid.priced_zero``).
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -124,7 +127,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
 
     def code(shard: NDArray[np.int64] | float = 0.0) -> NDArray[np.int64]:
         return check_shapes(model, d.astype(float), t.astype(float), p.astype(float),
-                            e.astype(float), z.astype(float), b.astype(float),
+                            e.astype(float), priced_zero(z, p, fsdp_pp), b.astype(float),
                             np.full(d.shape, float(global_batch)), v.astype(float),
                             cp=k.astype(float), seq=float(seq), fused=fused,
                             shard=np.asarray(shard, dtype=float))
@@ -427,6 +430,7 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
     selective = st.RECOMPUTE_CODE[recompute_mode("selective", knobs)]
     cfgs = enumerate_configs(cfg, gpus, hw.gpus_per_node, gb, zeros=zeros, seq=seq,
                              fused=cp_searched, hsdp=bool(knobs["hsdp"]),
+                             fsdp_pp=bool(knobs["fsdp_pp"]),
                              recomputes=tuple(selective if r == st.RECOMPUTE_CODE["selective"]
                                               else r for r in RECOMPUTES))
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
@@ -435,7 +439,8 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
                    dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"],
-                   fp8_weight_cache=knobs["fp8_weight_cache"], eager=knobs["eager"])
+                   fp8_weight_cache=knobs["fp8_weight_cache"], eager=knobs["eager"],
+                   fsdp_pp=bool(knobs["fsdp_pp"]))
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
             "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 
@@ -582,7 +587,8 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     selective = sorted({str(v.get("selective", "selective")) for v in sets.values()}
                        or {"selective"})
     sharded = join_words([z for z in zeros if z >= 1], "or")  # what HSDP shards with
-    no_pipeline = min(zeros) >= 2  # ZeRO 2 and 3 take no pipeline: pp 1, vp 1
+    fsdp_pp = bool(sets) and all(v.get("fsdp_pp", False) for v in sets.values())
+    no_pipeline = min(zeros) >= 2 and not fsdp_pp  # ZeRO 2 and 3 take no pipeline: pp 1, vp 1
     searched = {"recompute": ["none", *selective, "full"], "zero": list(zeros),
                 "hsdp": hsdp_on,
                 "shard": (f"every data-parallel rank, and one node's (HSDP) with ZeRO {sharded}"
@@ -616,6 +622,8 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                     + f"micro-batch {join_words(MICRO_BATCHES, 'or')}, "
                     + ("pp 1 and vp 1 (ZeRO 2 and 3 take no pipeline), " if no_pipeline else
                        f"vp {join_words(VPS, 'or')}, ")
+                    + ("ZeRO 2 and 3 with pp > 1 priced as ZeRO 1 (FSDP under PyTorch's "
+                       "pipelining), " if fsdp_pp and max(zeros) >= 2 else "")
                     + "sequence parallelism on and off, " + cp_text)
     return out
 

@@ -171,7 +171,7 @@ SELECTIVE = ("selective", "selective-op")
 
 
 SWITCHES = ("sp", "interleaved", "uneven_stages", "dropout", "grad_accum_fused",
-            "context_parallel", "fp8_weight_cache", "hsdp", "eager")
+            "context_parallel", "fp8_weight_cache", "hsdp", "eager", "fsdp_pp")
 """The settings that are on or off: TOML booleans (a string ``"false"`` is refused, not read
 as on)."""
 
@@ -318,7 +318,7 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
                     uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
                     dropout=cfg["dropout"], cp=row.get("cp", 1),
                     fp8_weight_cache=cfg["fp8_weight_cache"], shard=row.get("shard", 0),
-                    eager=cfg["eager"])
+                    eager=cfg["eager"], fsdp_pp=cfg["fsdp_pp"])
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
