@@ -221,23 +221,39 @@ def test_dropout_off_removes_the_dropout_kernels_bytes_by_hand() -> None:
 def test_dropout_off_removes_the_mask_activations_by_hand() -> None:
     s, h, a = 4096.0, 4096.0, 32.0
     sbh = s * h
-    # Korthikanti et al., bf16, t = 1, no recomputation: s b h (34 + 5 a s / h); without
-    # dropout s b h (32 + 2 a s / h): the two hidden masks (2 s b h) and the attention
-    # dropout's mask and output (3 a s^2 b) go
-    assert float(activation_bytes_per_layer(LLAMA, _c(True))) == sbh * (34 + 5 * a * s / h)
-    assert float(activation_bytes_per_layer(LLAMA, _c(False))) == sbh * (32 + 2 * a * s / h)
-    assert sbh * (32 + 2 * a * s / h) == 1_610_612_736
-    # selective: 34 s b h -> 32 s b h; full: 2 s b h either way
-    assert float(activation_bytes_per_layer(LLAMA, _c(False, r=1))) == 32 * sbh
+    # Korthikanti et al., bf16, t = 1, no recomputation: s b h (18 + m + 5 a s / h), the MLP's
+    # kept products m = 2 n_mat f / h = 2 x 3 x 11008 / 4096 = 16.125 for Llama 2 7B's SwiGLU
+    # (16 for their GeLU MLP of 4h: the paper's 34); without dropout s b h (16 + m + 2 a s /
+    # h): the two hidden masks (2 s b h) and the attention dropout's mask and output
+    # (3 a s^2 b) go
+    m = 2 * 3 * 11008 / 4096
+    assert m == 16.125
+    assert float(activation_bytes_per_layer(LLAMA, _c(True))) == sbh * (18 + m + 5 * a * s / h)
+    assert float(activation_bytes_per_layer(LLAMA, _c(False))) == sbh * (16 + m + 2 * a * s / h)
+    assert sbh * (16 + m + 2 * a * s / h) == 1_612_709_888
+    # selective: (18 + m) s b h -> (16 + m) s b h; full: 2 s b h either way
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, r=1))) == (16 + m) * sbh
     assert float(activation_bytes_per_layer(LLAMA, _c(False, r=2))) == 2 * sbh
-    # tp 2 without sequence parallelism: s b h (10 + 24/t + 5as/(ht)), the masks in the 10
+    # tp 2 without sequence parallelism: s b h (10 + (8 + m)/t + 5as/(ht)), the masks in the 10
     assert float(activation_bytes_per_layer(LLAMA, _c(False, t=2))) == \
-        sbh * (8 + 24 / 2 + 2 * a * s / h / 2)
-    # tp 2 with it: s b h (34 + 5as/h) / t -> s b h (32 + 2as/h) / t
+        sbh * (8 + (8 + m) / 2 + 2 * a * s / h / 2)
+    # tp 2 with it: s b h (18 + m + 5as/h) / t -> s b h (16 + m + 2as/h) / t
     assert float(activation_bytes_per_layer(LLAMA, _c(False, t=2, sp=True))) == \
-        sbh * (32 + 2 * a * s / h) / 2
-    # flash: s b h 34 -> 32 (no scores to begin with)
-    assert float(activation_bytes_per_layer(LLAMA, _c(False, "flash"))) == 32 * sbh
+        sbh * (16 + m + 2 * a * s / h) / 2
+    # flash: s b h (18 + m) -> (16 + m) (no scores to begin with)
+    assert float(activation_bytes_per_layer(LLAMA, _c(False, "flash"))) == (16 + m) * sbh
+
+
+def test_the_mlp_term_follows_the_mlp() -> None:
+    # Korthikanti et al.'s GeLU MLP of 4h keeps 8 s b h before and after its GeLU (m = 16);
+    # Llama 3 8B's SwiGLU of f = 14336 = 3.5 h keeps its gate's and up product's outputs and
+    # the activation's output, 3 x 2 x 3.5 = 21 s b h: 5 s b h more than the GeLU count
+    from traincast.parallel import strategies as st
+
+    sbh = 4096.0 * 4096.0
+    gelu = st.activation_bytes_per_layer(4096, 1, 4096, 32, 1, False, 1)
+    swiglu = st.activation_bytes_per_layer(4096, 1, 4096, 32, 1, False, 1, mlp=21.0)
+    assert float(gelu) == 34 * sbh and float(swiglu) - float(gelu) == 5 * sbh
 
 
 # ---- flags over recipes, the assumed line ---------------------------------------------------

@@ -1365,7 +1365,9 @@ def score_heads(model: ModelConfig, c: Configs) -> float:
 
 def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     """Activation bytes of one layer and micro-batch on one GPU: Korthikanti et al.'s
-    (``strategies.activation_bytes_per_layer``, which counts K and V as ``2 s b h`` each) with
+    (``strategies.activation_bytes_per_layer``, which counts K and V as ``2 s b h`` each, with
+    the MLP's kept products ``m = 2 n_mat f k / h`` per element of ``s b h``: 16 for their
+    GeLU MLP of ``4h``) with
     K and V ``kv d`` wide, ``+ 4 s b (kv d - h) / t delta / 2`` unless full recomputation
     (0 for multi-head attention with ``a d = h``); with a fused attention without the
     ``5 a s / h`` scores, softmax and dropout-mask terms (``a = 0`` there). Without dropout
@@ -1383,8 +1385,9 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     wide, so they are kept at ``a d`` (the ``kv d`` correction above is ``0``)."""
     h, s_r = float(model.hidden), c.s_rank
     code = np.where(c.op > 0, 0.0, c.r)  # strategies' table has no selective-op row
+    mlp = 2.0 * model.n_mat * float(model.ffn) * float(model.top_k) / h
     act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, code,
-                                        c.delta)
+                                        c.delta, mlp)
     full = c.r == st.RECOMPUTE_CODE["full"]
     repeated = c.eager and model.kv < model.heads  # repeat_kv: K and V kept a d wide
     kv_extra = 4.0 * s_r * c.b * ((float(model.q_dim) if repeated else float(model.kv_dim))
@@ -1869,8 +1872,8 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     ranks), with HSDP a shard group twice as large (or every rank); full recomputation, twice
     the tp, pp or cp (cp only where the stack has it, ``context_parallel``), and a fused
     attention (materialized scores, :func:`activations_dominate`) for the activations; where
-    the model state alone exceeds the GPU, only what shards the state (ZeRO, HSDP's group,
-    tp, pp). ``sizes``: ``SIZE_KEYS``, ``cp``, ``seq`` and ``shard``."""
+    the model state alone exceeds the GPU and no ZeRO stage or shard group is left to shard it,
+    only tp and pp. ``sizes``: ``SIZE_KEYS``, ``cp``, ``seq`` and ``shard``."""
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""
@@ -1888,7 +1891,8 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
         larger = next(int(k) for k in divisors(group) if k > shard)
         fixes.insert(0, f"--shard {larger}" if larger < group and valid(shard=larger) else
                      "no --shard (ZeRO over every data-parallel rank)")
-    state_bound = state > cap  # activations aside, the state alone does not fit
+    # the state alone does not fit and no ZeRO stage or shard group left to shard it further
+    state_bound = state > cap and not fixes
     fixes += ["--recompute full"] if recompute != "full" and not state_bound else []
     splits = ("tp", "pp") if state_bound or not context_parallel else ("tp", "pp", "cp")
     fixes += [f"--{k} {2 * sizes[k]}" for k in splits if valid(**{k: 2 * sizes[k]})]

@@ -160,15 +160,20 @@ def dp_bytes(grad_bytes: ArrayLike, param_bytes: ArrayLike, d: ArrayLike, m: Arr
 # ------------------------------------------------------------------------------ memory per GPU
 def activation_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: ArrayLike,
                                t: ArrayLike, sp: ArrayLike, recompute: ArrayLike,
-                               delta: ArrayLike = 2) -> F:
+                               delta: ArrayLike = 2, mlp: ArrayLike = 16.0) -> F:
     """Activation bytes one layer keeps per micro-batch (Korthikanti et al., 2022, Table 2).
 
-    16-bit activations, ``x = 5 a s / h`` (the attention scores, softmax and dropout mask):
+    16-bit activations, ``x = 5 a s / h`` (the attention scores, softmax and dropout mask),
+    ``m`` = ``mlp`` the MLP's kept products per element of ``s b h``: Korthikanti et al.'s
+    GeLU MLP of ``4h`` keeps its GeLU's input and output, ``8 s b h`` each (``m = 16``); in
+    general the inputs of the activation (``n_mat - 1`` products of ``f``) and its output,
+    ``m = 2 n_mat f k / h`` (``k`` experts per token: 16 for ``f = 4h`` GeLU, 21 for Llama 3
+    8B's SwiGLU of ``f = 3.5h``):
 
-    * none: ``s b h (34 + x)``; with tensor parallelism ``s b h (10 + 24/t + x/t)``; with
-      tensor + sequence parallelism ``s b h (34 + x) / t``;
-    * selective (attention core recomputed): ``s b h 34 / t`` with sequence parallelism,
-      ``s b h (10 + 24/t)`` without;
+    * none: ``s b h (18 + m + x)``; with tensor parallelism ``s b h (10 + (8 + m)/t + x/t)``;
+      with tensor + sequence parallelism ``s b h (18 + m + x) / t`` (``34 + x`` for the GeLU
+      MLP, the paper's);
+    * selective (attention core recomputed): the same without ``x``;
     * full (only the layer input kept): ``2 s b h``; with sequence parallelism the kept input
       is the rank's ``s / t`` slice (Megatron keeps the input of each recomputed layer as the
       sequence-parallel region hands it over, ``[s / t, b, h]``): ``2 s b h / t``.
@@ -176,11 +181,12 @@ def activation_bytes_per_layer(s: ArrayLike, b: ArrayLike, h: ArrayLike, a: Arra
     Scaled by ``delta / 2`` for other activation widths (fp32: 2x).
     """
     s, b, h, a, t = _f(s), _f(b), _f(h), _f(a), np.maximum(_f(t), 1.0)
-    r, sp = _f(recompute), np.asarray(sp, dtype=bool)
+    r, sp, m = _f(recompute), np.asarray(sp, dtype=bool), _f(mlp)
     sbh = s * b * h
     x = 5.0 * a * s / h
-    none = np.where(sp | (t == 1), sbh * (34.0 + x) / t, sbh * (10.0 + 24.0 / t + x / t))
-    selective = np.where(sp | (t == 1), sbh * 34.0 / t, sbh * (10.0 + 24.0 / t))
+    none = np.where(sp | (t == 1), sbh * (18.0 + m + x) / t,
+                    sbh * (10.0 + (8.0 + m) / t + x / t))
+    selective = np.where(sp | (t == 1), sbh * (18.0 + m) / t, sbh * (10.0 + (8.0 + m) / t))
     full = np.where(sp, 2.0 * sbh / t, 2.0 * sbh)
     out = np.select([r == 0, r == 1, r == 2], [none, selective, full], default=np.nan)
     return out * _f(delta) / 2.0
