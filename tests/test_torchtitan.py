@@ -234,11 +234,12 @@ def test_the_host_issues_every_eager_kernel() -> None:
 def test_an_eager_layer_keeps_the_norms_fp32_inputs_and_the_repeated_kv() -> None:
     # no recomputation: each RMSNorm keeps x.float() (4 bytes) and its output (2) where a fused
     # norm keeps its input (2): 8 more bytes per element of s h; repeat_kv hands SDPA K and V
-    # 4096 wide, not 1024: 2 x 2 x s (4096 - 1024) more; 32 layers
+    # 4096 wide, not 1024: 2 x 2 x s (4096 - 1024) more; SwiGLU's multiply keeps the silu
+    # output too, 2 s f with f = 14336; 32 layers
     s = 4096
     fused, eager = _run(seq=s, recompute=NONE), _run(seq=s, recompute=NONE, eager=True)
     assert eager["mem_activations_bytes"] - fused["mem_activations_bytes"] == pytest.approx(
-        32 * (8 * s * 4096 + 4 * s * (4096 - 1024)))
+        32 * (8 * s * 4096 + 4 * s * (4096 - 1024) + 2 * s * 14336))
     full = [_run(seq=s, recompute=FULL, eager=e)["mem_activations_bytes"] for e in (False, True)]
     assert full[0] == full[1]  # full recomputation keeps the layer's input alone either way
 
@@ -311,6 +312,11 @@ def test_torchtitans_fsdp_with_a_pipeline_is_zero_1() -> None:
                   for z in ("", " --zero 1"))
     assert (three["job"]["zero"], three["job"]["zero_priced"]) == (3, 1)
     assert three["time_s"] == one["time_s"] and three["memory_gb"] == one["memory_gb"]
+    # ZeRO 1 on a stage of a 4-stage pipeline: the optimizer state, 12 bytes per parameter,
+    # over the 2 data-parallel ranks; whole 2-byte weights and gradients of the stage
+    stage = three["memory_gb"]["weights"] * 1e9 / 2  # parameters of one stage and tp rank
+    assert three["memory_gb"]["grads"] == pytest.approx(three["memory_gb"]["weights"])
+    assert three["memory_gb"]["optimizer"] == pytest.approx(12 * stage / 2 / 1e9)
     assert "priced as ZeRO 1" in three["assumed"]["text"]
     # plan searches pipelines under it, and its layouts reproduce through predict
     out = json.loads(runner.invoke(app, shlex.split(

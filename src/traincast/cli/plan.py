@@ -94,9 +94,11 @@ def plan(
         help=f"Attention: {one_of(ATTENTION)} ({ATTENTION_HELP}; default: the --framework "
              "recipe's).")] = None,
     framework: Annotated[str, typer.Option(
-        help=f"Framework recipe, {one_of(recipes())}: its attention and dropout, and the "
-             "one ZeRO stage searched if it sets one (Framework recipes in the parallelism "
-             "docs); --attention overrides it.")]
+        help=f"Framework recipe, {one_of(recipes())}: its attention, dropout and layer "
+             "kernels, the one ZeRO stage searched if it sets one, what selective "
+             "recomputation is (torchtitan: selective-op) and whether ZeRO 3 takes a pipeline "
+             "(torchtitan: priced as ZeRO 1) (Framework recipes in the parallelism docs); "
+             "--attention overrides it.")]
     = DEFAULT_FRAMEWORK,
     price: Annotated[str | None, typer.Option(
         help="Price file (TOML: [gpu.NAME] or [node.PRESET] with usd_per_gpu_hour, source and "

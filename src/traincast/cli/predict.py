@@ -243,7 +243,8 @@ def predict(
         "overlapped with attention; GPUs = dp x tp x pp x cp."))] = 1,
     zero: Annotated[int | None, typer.Option(
         callback=within(0, 3), help="hybrid: ZeRO stage 0 to 3 (default: the --framework "
-        "recipe's, else 0).")] = None,
+        "recipe's, else 0); 2 and 3 need --pp 1, but under torchtitan, which prices them "
+        "with a pipeline as ZeRO 1.")] = None,
     shard: Annotated[int | None, typer.Option(
         callback=within(1), help="hybrid: HSDP: ZeRO shards the model state over this many "
         "of the dp x cp data-parallel ranks (a divisor; typically one node's) and replicates "
@@ -278,9 +279,10 @@ def predict(
         help=f"hybrid: {one_of(ATTENTION)} ({ATTENTION_HELP}; default: the --framework "
         "recipe's).")] = None,
     framework: Annotated[str, typer.Option(
-        help=f"hybrid: framework recipe, {one_of(recipes())}: its attention, dropout and "
-        "ZeRO defaults (Framework recipes in the parallelism docs); --attention, --zero and "
-        "--eager override them.")] = DEFAULT_FRAMEWORK,
+        help=f"hybrid: framework recipe, {one_of(recipes())}: its attention, dropout, ZeRO "
+        "and layer-kernel defaults, what --recompute selective runs and whether ZeRO 2/3 "
+        "takes a pipeline (Framework recipes in the parallelism docs); --attention, --zero "
+        "and --eager override them.")] = DEFAULT_FRAMEWORK,
     eager: Annotated[bool | None, typer.Option(
         "--eager/--no-eager", help="hybrid: the layer's RMSNorms, rotary embedding and gated "
         "activation as eager PyTorch ops, one kernel per op, as a stack without torch.compile "

@@ -761,7 +761,7 @@ def attention_passes_s(model: ModelConfig, hw: HybridHardware, c: Configs,
 
 def attention_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -> F:
     """Attention products of one layer and micro-batch on one GPU, forward, backward and
-    recomputation together: ``(1 + full + selective) T_fwd + T_bwd``
+    recomputation together: ``(1 + n_r) T_fwd + T_bwd``, ``n_r`` the reruns
     (:func:`attention_passes_s`; selective recomputation reruns the attention core's forward,
     as Megatron's checkpointed core attention does; ``selective-op`` a materialized one,
     :func:`attention_reruns`)."""
@@ -1004,16 +1004,21 @@ class EagerKernel(NamedTuple):
     kernels: float
 
 
+def gated_mlp(model: ModelConfig) -> bool:
+    """Whether the model's MLP is gated (SwiGLU: gate, up and down products, ``n_mat = 3``)."""
+    return model.n_mat == 3
+
+
 EAGER_WHEN: dict[str, Any] = {
     "rmsnorm": lambda m, c: m.norm == "rmsnorm", "rope": lambda m, c: m.position == "rope",
-    "swiglu": lambda m, c: m.mlp == "swiglu", "gqa": lambda m, c: m.kv < m.heads,
+    "swiglu": lambda m, c: gated_mlp(m), "gqa": lambda m, c: m.kv < m.heads,
     "materialized": lambda m, c: c.attention not in FUSED, "always": lambda m, c: True}
 """Which jobs (model ``m``, configurations ``c``) an eager kernel runs for, by its ``when``."""
 EAGER_PRODUCTS: tuple[float, float] = (2.0, 1.0)
 """The linear products an eager Llama block launches beyond a fused stack's, forward: separate
 ``wq, wk, wv`` where Megatron runs one QKV product (2 more), and separate ``w1, w3`` where it
 runs one gate+up product (1 more, gated MLPs); each also twice backward."""
-EAGER_NORM_KEPT: float = 8.0
+EAGER_NORM_KEPT_BYTES: float = 8.0
 """Bytes an eager layer's two RMSNorms keep for their backward beyond fused norms, per
 element of ``b s h``: each its fp32 ``x.float()`` (4) and its ``type_as`` output (``delta``)
 where a fused norm keeps its input (``delta``): 4 more each (:func:`activation_bytes_per_layer`)."""
@@ -1089,7 +1094,7 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     0. Without dropout (``c.dropout`` false) :func:`dropout_bytes_per_layer` comes off the
     element-wise ``E_fwd``, ``E_bwd`` and ``E_attn``. With dtype fp8 the casts of
     :func:`fp8_cast_bytes_per_layer` join the element-wise ``E_fwd`` (``C_fwd``, repeated with
-    full recomputation) and ``E_bwd`` (``C_bwd``). An eager layer (``c.eager``,
+    full and selective-op recomputation) and ``E_bwd`` (``C_bwd``). An eager layer (``c.eager``,
     :func:`eager_layer`) adds its kernels' bytes to the element-wise ``E_fwd`` and ``E_bwd``
     in place of the fused RMSNorms (the ``norm`` family, for an RMSNorm model) and the fused
     gated activation (``strategies.activation_kernel_bytes``, for a gated MLP).
@@ -1377,12 +1382,14 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
     With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
     keeps only its own key/value chunk; context parallelism needs a fused attention, so no
-    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`. An eager
-    layer (``c.eager``) unless recomputation is full: its RMSNorms keep ``EAGER_NORM_KEPT = 8``
+    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`. An eager layer
+    (``c.eager``) unless recomputation is full: its RMSNorms keep ``EAGER_NORM_KEPT_BYTES = 8``
     more bytes per element of ``s_r b h / t_sp`` (each keeps its fp32 input, 4 bytes, and its
     normalized output, ``delta``, where a fused norm keeps its ``delta``-byte input: 4 more,
-    twice), and with grouped-query attention ``repeat_kv`` hands the attention K and V ``a d``
-    wide, so they are kept at ``a d`` (the ``kv d`` correction above is ``0``)."""
+    twice), with grouped-query attention ``repeat_kv`` hands the attention K and V ``a d`` wide, so
+    they are kept at ``a d`` (the ``kv d`` correction above is ``0``), and a gated MLP keeps its
+    ``silu`` output as well, ``delta`` per element of ``s_r b f k / t`` (the multiply saves both
+    its operands, where a fused SwiGLU keeps its inputs and output: the ``m`` above)."""
     h, s_r = float(model.hidden), c.s_rank
     code = np.where(c.op > 0, 0.0, c.r)  # strategies' table has no selective-op row
     mlp = 2.0 * model.n_mat * float(model.ffn) * float(model.top_k) / h
@@ -1394,7 +1401,10 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
                                   - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
     if c.eager and model.norm == "rmsnorm":
-        act = act + np.where(full, 0.0, EAGER_NORM_KEPT * s_r * c.b * h * sp_share(c))
+        act = act + np.where(full, 0.0, EAGER_NORM_KEPT_BYTES * s_r * c.b * h * sp_share(c))
+    if c.eager and gated_mlp(model):
+        silu = c.delta * s_r * c.b * float(model.ffn) * float(model.top_k) / c.t
+        act = act + np.where(full, 0.0, silu)
     if not c.dropout:
         masks = 2.0 * s_r * c.b * h * sp_share(c)
         attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
@@ -1420,7 +1430,7 @@ def op_activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     the outputs of the layer's two reduce-scatters, ``2 h / t`` (in the policy's save list)."""
     s_r, h, f = c.s_rank, float(model.hidden), float(model.ffn)
     qd, kvd = float(model.q_dim), float(model.kv_dim)
-    gated = 1.0 if model.n_mat == 3 else 0.0
+    gated = 1.0 if gated_mlp(model) else 0.0
     dense = 1.0 if model.experts <= 1 else 0.0
     scattered = np.where(c.sp, 2.0 * h / c.t, 0.0)
     kept = h * sp_share(c) + (qd + kvd) / c.t + dense * (f / c.t + gated * h) + scattered
@@ -1569,10 +1579,8 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
                 * kernel_window_work(model, c.s, c.attention))
     else:
         attn = (2.0 + passes) * f_attn
-    mlp = (float(model.top_k) * model.mlp_matrix_params if model.experts > 1
-           else float(model.hidden) * float(model.ffn))
-    f_rerun = 2.0 * c.b * c.s * (float(model.hidden) * (float(model.kv_dim)
-                                                        + float(model.q_dim)) + mlp)
+    f_rerun = sum(2.0 * n * m_ * n_ * k_ for n, m_, n_, k_ in
+                  gemm.rerun_shapes(model, c.b, c.s, 1.0, float(model.experts)))
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + c.op * f_rerun + attn)
                                + 3.0 * f_logit)
     model_tflops = model_flops / (total * n_gpus) / 1e12
@@ -1614,8 +1622,11 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     ranks; the job has ``d t p cp`` GPUs. ``fp8_weight_cache`` (dtype fp8): the weights'
     fp8 copies made once per iteration (:func:`fp8_cast_bytes_per_layer`). ``shard`` (HSDP;
     0: all ``d cp`` ranks): ZeRO shards the dense state over that many data-parallel ranks
-    and replicates it over the rest (:func:`sync_time_s`, :func:`memory_bytes`). Per iteration
-    ``T_pipe = (m + (p - 1) / v) t_mb``, ``T_data = 16 s B / (d cp) / bw(pcie)`` and
+    and replicates it over the rest (:func:`sync_time_s`, :func:`memory_bytes`). ``eager``:
+    the layer's norms, rotary embedding and gated activation as eager ops
+    (:func:`eager_layer`); ``fsdp_pp``: ZeRO 2 and 3 with a pipeline priced as ZeRO 1
+    (:func:`priced_zero`). Per iteration ``T_pipe = (m + (p - 1) / v) t_mb``,
+    ``T_data = 16 s B / (d cp) / bw(pcie)`` and
     ``T_total = T_data + max(T_pipe + T_opt, f T_dp) + (1 - f) T_dp`` (``f = overlap``).
     Configurations ``check_shapes`` rejects get NaN times and rates. Returns a dict of
     equal-shape arrays (``total_s``, each of ``TIME_PARTS`` + ``_s``, ``mem_*_bytes``,
@@ -1849,8 +1860,11 @@ SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "gl
 
 def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
     """:func:`check_shapes`'s code for one configuration given by name (``SIZE_KEYS``, ``cp``,
-    ``seq``, ``shard`` where given)."""
-    return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS),
+    ``seq``, ``shard`` where given), its ZeRO stage as :func:`priced_zero` prices it under
+    ``fsdp_pp`` (where given)."""
+    priced = {**sizes, "zero": priced_zero(sizes["zero"], sizes["pp"],
+                                            bool(sizes.get("fsdp_pp")))}
+    return int(check_shapes(cfg, *(_i(priced[k]) for k in SIZE_KEYS),
                             uneven_stages=bool(sizes.get("uneven_stages")), cp=sizes["cp"],
                             seq=float(sizes["seq"]), fused=attention in FUSED,
                             shard=sizes.get("shard") or 0))
@@ -1887,6 +1901,9 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     fixes = [f"--zero {sizes['zero'] + 1}"] if sharded and sizes["zero"] < 3 and valid(
         zero=sizes["zero"] + 1) else []
     shard, group = sizes.get("shard") or 0, sizes["dp"] * sizes["cp"]
+    if sizes.get("fsdp_pp") and sizes["pp"] > 1 and sizes["zero"] >= 2 and valid(pp=1):
+        fixes.insert(0, f"--pp 1 (with a pipeline ZeRO {sizes['zero']} is priced as ZeRO 1; "
+                        "without, it shards the parameters and gradients)")
     if 0 < shard < group:  # HSDP: shard over more ranks, the next divisor of dp x cp
         larger = next(int(k) for k in divisors(group) if k > shard)
         fixes.insert(0, f"--shard {larger}" if larger < group and valid(shard=larger) else
@@ -2189,7 +2206,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     asked, recompute = recompute, recompute_mode(recompute, knobs)
     s = int(seq or cfg.seq)
     priced = int(priced_zero(zero, pp, bool(knobs["fsdp_pp"])))
-    sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": priced,
+    sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
+             "fsdp_pp": bool(knobs["fsdp_pp"]),
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
              "uneven_stages": uneven_stages, "shard": shard,
              "zero_from": f"the {framework} recipe's" if "zero" in by_recipe else ""}

@@ -84,7 +84,7 @@ HET_COMPONENT = r"regexp_full_match(CAST(jobid AS VARCHAR), '[0-9]+[+][0-9]+')"
 ``JobID`` of each; ``sacct`` writes one row per component; :func:`_het_jobs` makes one job
 of them)."""
 FINAL_STATES = ("completed", "failed", "cancelled", "timeout", "node_fail", "preempted",
-                "out_of_memory", "boot_fail", "deadline")
+                "out_of_memory", "boot_fail", "deadline", "revoked")
 """Slurm's job states that end a job (sacct's State, ``CANCELLED by 1001`` included: the
 "Job State Codes" of the sacct manual)."""
 LISTS = ("alloctres", "reqtres", "allocgres", "reqgres")
