@@ -44,7 +44,7 @@ def cli(*args: str) -> str:
 
 def test_the_file_parses_and_every_setting_names_its_source() -> None:
     recipes = RAW["recipe"]
-    assert {"megatron-2021", "megatron-core", "fsdp", "deepspeed"} <= set(recipes)
+    assert {"megatron-2021", "megatron-core", "fsdp", "torchtitan", "deepspeed"} <= set(recipes)
     for name, r in recipes.items():
         assert r["title"] and r["source"].startswith("https://"), name
         for knob, s in r.get("set", {}).items():
@@ -58,8 +58,10 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
                     assert s[key] in ATTENTION
                 if key in s and knob == "zero":
                     assert s[key] in (0, 1, 2, 3)
-                if key in s and knob in ("dropout", "grad_accum_fused", "fp8_weight_cache"):
-                    assert isinstance(s[key], bool)
+                if key in s and isinstance(RECIPE_KNOBS[knob], bool):  # an on/off knob
+                    assert isinstance(s[key], bool), (name, knob)
+                if key in s and knob == "selective":
+                    assert s[key] in ("selective", "selective-op"), (name, knob)
         for kept in r.get("kept", []):
             assert kept["what"] and kept["source"].startswith("https://"), name
 

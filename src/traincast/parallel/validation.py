@@ -166,14 +166,14 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
 
 
 METRICS = ("hardware", "model")
-SELECTIVE = ("selective", "selective-op")
+SELECTIVE = tuple(k for k in st.RECOMPUTE if k.startswith("selective"))
 """The selective recomputations a stack may have (recipe knob ``selective``)."""
 
 
-SWITCHES = ("sp", "interleaved", "uneven_stages", "dropout", "grad_accum_fused",
-            "context_parallel", "fp8_weight_cache", "hsdp", "eager", "fsdp_pp")
-"""The settings that are on or off: TOML booleans (a string ``"false"`` is refused, not read
-as on)."""
+SWITCHES = ("sp", "interleaved", "uneven_stages",
+            *(k for k, v in RECIPE_KNOBS.items() if isinstance(v, bool)))
+"""The settings that are on or off (the table's own and the recipe knobs whose default is a
+boolean): TOML booleans (a string ``"false"`` is refused, not read as on)."""
 
 
 def _whole(value: Any, least: int) -> bool:
