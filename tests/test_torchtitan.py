@@ -312,9 +312,14 @@ def test_torchtitans_fsdp_with_a_pipeline_is_zero_1() -> None:
                   for z in ("", " --zero 1"))
     assert (three["job"]["zero"], three["job"]["zero_priced"]) == (3, 1)
     assert three["time_s"] == one["time_s"] and three["memory_gb"] == one["memory_gb"]
-    # ZeRO 1 on a stage of a 4-stage pipeline: the optimizer state, 12 bytes per parameter,
-    # over the 2 data-parallel ranks; whole 2-byte weights and gradients of the stage
-    stage = three["memory_gb"]["weights"] * 1e9 / 2  # parameters of one stage and tp rank
+    # ZeRO 1 on a stage of a 4-stage pipeline: whole 2-byte weights and gradients of the
+    # stage's share on one of 8 tensor ranks, the optimizer state, 12 bytes per parameter,
+    # over the 2 data-parallel ranks. Llama 2 70B's layer: attention 8192 (2 x 8192 + 2 x 1024)
+    # = 150,994,944, SwiGLU 3 x 8192 x 28672 = 704,643,072, two norms 16,384: 855,654,400;
+    # a stage of 20 layers and the 32000 x 8192 embedding (or head), over tp 8
+    stage = (20 * 855_654_400 + 32_000 * 8192) / 8
+    assert stage == 2_171_904_000
+    assert three["memory_gb"]["weights"] == pytest.approx(2 * stage / 1e9)
     assert three["memory_gb"]["grads"] == pytest.approx(three["memory_gb"]["weights"])
     assert three["memory_gb"]["optimizer"] == pytest.approx(12 * stage / 2 / 1e9)
     assert "priced as ZeRO 1" in three["assumed"]["text"]

@@ -75,17 +75,14 @@ def rerun_shapes(model: ModelConfig, b: ArrayLike, s: ArrayLike, t: ArrayLike,
     or grouped products, not ``aten.mm``, so all of them are rerun (:func:`linear_shapes`'
     MLP products), with the key and output projections; a stack that runs them as ``nn.Linear``
     (``aten.mm``) would keep every second one."""
-    b, t = _f(b), _f(t)
-    h, f = float(model.hidden), float(model.ffn)
-    tokens = b * s
-    one = np.ones_like(tokens * t * _f(e))
-    attention = [(one, tokens * one, float(model.kv_dim) / t * one, h * one),
-                 (one, tokens * one, h * one, float(model.q_dim) / t * one)]
+    linear = linear_shapes(model, b, s, t, e)
+    _, tokens, _, h = linear[0]
+    keys = (linear[0][0], tokens, float(model.kv_dim) / _f(t) * linear[0][0], h)
     if model.experts > 1:
-        return attention + linear_shapes(model, b, s, t, e)[2:]
-    third = (one, tokens * one, f / t * one, h * one) if model.n_mat == 3 else \
-        (one, tokens * one, h * one, f / t * one)
-    return [*attention, third]
+        return [keys, linear[1], *linear[2:]]
+    up = linear[2]  # a gated MLP's gate and up as one product: w3 is half of it
+    third = (up[0], up[1], up[2] / 2.0, up[3]) if model.gated else linear[3]
+    return [keys, linear[1], third]
 
 
 def gemm_times_s(shapes: list[tuple[F, F, F, F]], rate_flops: float,

@@ -65,7 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from traincast import compute, kernels
-from traincast.architectures import ring_factor, ring_link_bps
+from traincast.architectures import network_bps, ring_factor, ring_link_bps
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import BOTTLENECK_LABEL, busy_parts_s, data_time_s, total_time_s
@@ -482,7 +482,8 @@ def _i(x: ArrayLike) -> F:
 
 def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F, gb: F,
                  vp: F, uneven_stages: bool = False, cp: ArrayLike = 1.0, seq: float = 0.0,
-                 fused: bool = True, shard: ArrayLike = 0.0) -> NDArray[np.int64]:
+                 fused: bool = True, shard: ArrayLike = 0.0,
+                 fsdp_pp: bool = False) -> NDArray[np.int64]:
     """Reason code per configuration: 0 valid, else the index into ``SHAPE_ERRORS``
     (``uneven_stages``: layers need not divide evenly over ``pp vp`` chunks, only be at least
     one per chunk). Context parallelism (``cp > 1``) needs a fused attention (``fused``: the
@@ -493,7 +494,8 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
     divide(num_query_groups, tp)``), so ``tp`` divides both. A shard group (``shard`` > 0,
     :attr:`Configs.shard`) divides the ``dp cp`` data-parallel ranks; one smaller than them
     (HSDP) needs ZeRO 1 to 3 (something to shard) and ``ep = 1`` (the experts then shard
-    and replicate with the dense state)."""
+    and replicate with the dense state). ZeRO 2 and 3 take no pipeline unless ``fsdp_pp`` (the
+    stack's FSDP under PyTorch's pipelining, priced as ZeRO 1: :func:`priced_zero`)."""
     cp, shard = _i(cp), _i(shard)
     group = dp * cp
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -507,7 +509,7 @@ def check_shapes(model: ModelConfig, dp: F, tp: F, pp: F, ep: F, zero: F, mb: F,
         (vp == 1) | ((pp > 1) & (np.round(m) % pp == 0)),
         (ep == 1) | ((model.experts % ep == 0) & (dp % ep == 0)),
         (zero >= 0) & (zero <= 3),
-        (zero <= 1) | (pp == 1),
+        (zero <= 1) | (pp == 1) | fsdp_pp,
         (cp <= 1) | fused,
         (cp <= 1) | (np.fmod(seq, 2.0 * np.maximum(cp, 1.0)) == 0),
         (shard <= 0) | ((shard <= group) & (np.fmod(group, np.maximum(shard, 1.0)) == 0)),
@@ -1004,14 +1006,9 @@ class EagerKernel(NamedTuple):
     kernels: float
 
 
-def gated_mlp(model: ModelConfig) -> bool:
-    """Whether the model's MLP is gated (SwiGLU: gate, up and down products, ``n_mat = 3``)."""
-    return model.n_mat == 3
-
-
 EAGER_WHEN: dict[str, Any] = {
     "rmsnorm": lambda m, c: m.norm == "rmsnorm", "rope": lambda m, c: m.position == "rope",
-    "swiglu": lambda m, c: gated_mlp(m), "gqa": lambda m, c: m.kv < m.heads,
+    "swiglu": lambda m, c: m.gated, "gqa": lambda m, c: m.kv < m.heads,
     "materialized": lambda m, c: c.attention not in FUSED, "always": lambda m, c: True}
 """Which jobs (model ``m``, configurations ``c``) an eager kernel runs for, by its ``when``."""
 EAGER_PRODUCTS: tuple[float, float] = (2.0, 1.0)
@@ -1075,6 +1072,23 @@ def eager_layer(model: ModelConfig, c: Configs) -> dict[str, tuple[F, F]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def eager_in_place(model: ModelConfig, c: Configs, parts: dict[str, Any],
+                   eager: tuple[F, F], activation: tuple[Any, Any],
+                   norm: str) -> dict[str, Any]:
+    """An eager layer's bytes or kernels (``eager``: forward, backward, :func:`eager_layer`)
+    added to the element-wise family of ``parts`` (family -> ``(forward, backward, attention
+    core)``) in place of what they replace: a gated MLP's fused activation (``activation``,
+    forward and backward) and an RMSNorm model's fused norms (family ``norm``: ``norm`` of
+    the bytes, ``ln`` of the kernels, set to 0)."""
+    gated = 1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
+    fwd, bwd, attn = parts["elementwise"]
+    out = {**parts, "elementwise": (fwd + eager[0] - gated * activation[0],
+                                    bwd + eager[1] - gated * activation[1], attn)}
+    if EAGER_WHEN["rmsnorm"](model, c):
+        out[norm] = (0.0 * fwd, 0.0 * fwd, 0.0 * fwd)
+    return out
+
+
 def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     """Memory-bound time of one micro-batch on the slowest stage, kernel by kernel
     (``strategies.memory_bytes_per_layer``; the forward repeated with full or
@@ -1109,16 +1123,12 @@ def elementwise_time_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
     if c.dtype == "fp8":
         cast_fwd, cast_bwd = fp8_cast_bytes_per_layer(model, c)
         ew_fwd, ew_bwd = ew_fwd + cast_fwd, ew_bwd + cast_bwd
-    if c.eager:
-        (eager_fwd, eager_bwd), (act_fwd, act_bwd) = eager_layer(model, c)["bytes"], \
-            st.activation_kernel_bytes(c.s_rank, c.b, model.ffn, model.n_mat,
-                                       float(model.top_k), c.t, c.delta)
-        gated = 1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
-        ew_fwd = ew_fwd + eager_fwd - gated * act_fwd
-        ew_bwd = ew_bwd + eager_bwd - gated * act_bwd
-        if EAGER_WHEN["rmsnorm"](model, c):
-            parts = {**parts, "norm": (0.0 * ew_fwd, 0.0 * ew_fwd, 0.0 * ew_fwd)}
     parts = {**parts, "elementwise": (ew_fwd, ew_bwd, ew_attn)}
+    if c.eager:
+        parts = eager_in_place(model, c, parts, eager_layer(model, c)["bytes"],
+                               st.activation_kernel_bytes(c.s_rank, c.b, model.ffn, model.n_mat,
+                                                          float(model.top_k), c.t, c.delta),
+                               "norm")
     total: F | float = 0.0
     for family, (fwd, bwd, attn) in parts.items():
         moved = c.layers_stage * ((1.0 + forward_reruns(c)) * fwd + bwd + c.selective * attn)
@@ -1161,17 +1171,13 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         fwd, bwd, attn = counts["elementwise"]
         counts["elementwise"] = (fwd + cast_fwd, bwd + cast_bwd, attn)
     if c.eager:
-        (eager_fwd, eager_bwd), gated = eager_layer(model, c)["kernels"], \
-            1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
-        fwd, bwd, attn = counts["elementwise"]
-        counts["elementwise"] = (fwd + eager_fwd - gated, bwd + eager_bwd - gated, attn)
-        if EAGER_WHEN["rmsnorm"](model, c):
-            counts["ln"] = (0.0, 0.0, 0.0)
-        more = EAGER_PRODUCTS[0] + gated * EAGER_PRODUCTS[1]
+        counts = eager_in_place(model, c, counts, eager_layer(model, c)["kernels"], (1.0, 1.0),
+                                "ln")
+        more = EAGER_PRODUCTS[0] + (EAGER_PRODUCTS[1] if model.gated else 0.0)
         fwd, bwd, attn = counts["linear"]
         counts["linear"] = (fwd + more, bwd + 2.0 * more, attn)
     total = zero
-    products = float(len(gemm.rerun_shapes(model, 1.0, 1.0, 1.0)))
+    products = float(len(gemm.rerun_shapes(model, 1.0, 1.0, 1.0))) if np.any(c.op) else 0.0
     for kind, (fwd, bwd, attn) in counts.items():
         head = sum(st.HEAD_KERNELS.get(kind, (0.0, 0.0)))
         kept = kind == "bmm" and c.attention in FUSED  # a fused attention's output is kept
@@ -1235,8 +1241,7 @@ def links(hw: HybridHardware, c: Configs) -> Links:
     members_per_node = np.clip(np.floor(g / c.t), 1.0, c.shard_group)
     replica_members = np.clip(np.floor(g / (c.t * c.shard_group)), 1.0, c.replicas)
     # the replica rings of a node's shard-group members run at once and share its ports
-    rings = np.minimum(c.shard_group, np.maximum(np.floor(g / c.t), 1.0))
-    ring_nic = np.minimum(np.maximum(hw.rails, 1.0), rings) * hw.nic_bps / rings
+    ring_nic = network_bps(hw.nic_bps, hw.rails, members_per_node) / members_per_node
     expert_members = np.clip(np.floor(g / (c.t * c.e)), 1.0, c.expert_shard_group)
 
     def link(inside: NDArray[np.bool_]) -> tuple[F, F]:
@@ -1396,13 +1401,13 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     act = st.activation_bytes_per_layer(s_r, c.b, h, score_heads(model, c), c.t, c.sp, code,
                                         c.delta, mlp)
     full = c.r == st.RECOMPUTE_CODE["full"]
-    repeated = c.eager and model.kv < model.heads  # repeat_kv: K and V kept a d wide
+    repeated = c.eager and EAGER_WHEN["gqa"](model, c)  # repeat_kv: K and V kept a d wide
     kv_extra = 4.0 * s_r * c.b * ((float(model.q_dim) if repeated else float(model.kv_dim))
                                   - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
-    if c.eager and model.norm == "rmsnorm":
+    if c.eager and EAGER_WHEN["rmsnorm"](model, c):
         act = act + np.where(full, 0.0, EAGER_NORM_KEPT_BYTES * s_r * c.b * h * sp_share(c))
-    if c.eager and gated_mlp(model):
+    if c.eager and model.gated:
         silu = c.delta * s_r * c.b * float(model.ffn) * float(model.top_k) / c.t
         act = act + np.where(full, 0.0, silu)
     if not c.dropout:
@@ -1430,7 +1435,7 @@ def op_activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     the outputs of the layer's two reduce-scatters, ``2 h / t`` (in the policy's save list)."""
     s_r, h, f = c.s_rank, float(model.hidden), float(model.ffn)
     qd, kvd = float(model.q_dim), float(model.kv_dim)
-    gated = 1.0 if gated_mlp(model) else 0.0
+    gated = 1.0 if model.gated else 0.0
     dense = 1.0 if model.experts <= 1 else 0.0
     scattered = np.where(c.sp, 2.0 * h / c.t, 0.0)
     kept = h * sp_share(c) + (qd + kvd) / c.t + dense * (f / c.t + gated * h) + scattered
@@ -1639,7 +1644,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
                 fp8_weight_cache=fp8_weight_cache, shard=shard, eager=eager,
                 fsdp_pp=fsdp_pp)
     shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
-                               cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard)
+                               cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard,
+                               fsdp_pp=fsdp_pp)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
     t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
@@ -1723,7 +1729,7 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
         value = setting["value"]
         if "sm90" in setting and hw.compute_capability >= SM90:
             value = setting["sm90"]
-        if "gated" in setting and model.n_mat == 3:
+        if "gated" in setting and model.gated:
             value = setting["gated"]
         if knob == "attention" and not _runs(hw, value):
             value = next((k for k in setting.get("fallback", []) if _runs(hw, k)), value)
@@ -1860,14 +1866,12 @@ SIZE_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "zero", "micro_batch", "gl
 
 def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
     """:func:`check_shapes`'s code for one configuration given by name (``SIZE_KEYS``, ``cp``,
-    ``seq``, ``shard`` where given), its ZeRO stage as :func:`priced_zero` prices it under
-    ``fsdp_pp`` (where given)."""
-    priced = {**sizes, "zero": priced_zero(sizes["zero"], sizes["pp"],
-                                            bool(sizes.get("fsdp_pp")))}
-    return int(check_shapes(cfg, *(_i(priced[k]) for k in SIZE_KEYS),
+    ``seq``, ``shard``, ``fsdp_pp`` where given)."""
+    return int(check_shapes(cfg, *(_i(sizes[k]) for k in SIZE_KEYS),
                             uneven_stages=bool(sizes.get("uneven_stages")), cp=sizes["cp"],
                             seq=float(sizes["seq"]), fused=attention in FUSED,
-                            shard=sizes.get("shard") or 0))
+                            shard=sizes.get("shard") or 0,
+                            fsdp_pp=bool(sizes.get("fsdp_pp"))))
 
 
 def activations_dominate(mem: dict[str, Any]) -> Any:
@@ -1933,7 +1937,7 @@ def cp_warning(framework: str, cp: int, knobs: dict[str, Any]) -> str:
 def hsdp_warning(framework: str, hsdp: bool, knobs: dict[str, Any]) -> str:
     """The warning when HSDP (``--shard``) is priced under a recipe whose stack has none
     (``hsdp`` false; empty otherwise)."""
-    if not hsdp or knobs.get("hsdp", True):
+    if not hsdp or knobs["hsdp"]:
         return ""
     return (f"the {framework} recipe's stack has no HSDP (parallel/recipes.toml): --shard is "
             "priced as PyTorch FSDP's HYBRID_SHARD (--framework fsdp)")

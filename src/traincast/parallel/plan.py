@@ -52,7 +52,6 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     in_node,
-    priced_zero,
     recipe_text,
     recompute_mode,
     require_fused_rate,
@@ -101,7 +100,7 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
     ep 1 is also searched as HSDP (``hsdp``: the recipe's stack has it), sharded over one
     node's data-parallel ranks (``shard = floor(g / tp)``, at least 2) where that divides ``dp
     cp`` and is fewer, replicated over the rest. ``fsdp_pp``: ZeRO 2 and 3 also take a
-    pipeline, priced as ZeRO 1 (``hybrid.priced_zero``).
+    pipeline (``hybrid.check_shapes``), priced as ZeRO 1 (``hybrid.priced_zero``).
     """
     if gpus < 1:
         raise TraincastError(f"--gpus must be at least 1, got {gpus}")
@@ -127,10 +126,10 @@ def enumerate_configs(model: ModelConfig, gpus: int, gpus_per_node: int,
 
     def code(shard: NDArray[np.int64] | float = 0.0) -> NDArray[np.int64]:
         return check_shapes(model, d.astype(float), t.astype(float), p.astype(float),
-                            e.astype(float), priced_zero(z, p, fsdp_pp), b.astype(float),
+                            e.astype(float), z.astype(float), b.astype(float),
                             np.full(d.shape, float(global_batch)), v.astype(float),
                             cp=k.astype(float), seq=float(seq), fused=fused,
-                            shard=np.asarray(shard, dtype=float))
+                            shard=np.asarray(shard, dtype=float), fsdp_pp=fsdp_pp)
 
     ok = code() == 0
     # HSDP over one node's data-parallel ranks where the shape rules take it (ZeRO 1-3, ep 1,

@@ -88,7 +88,12 @@ class ModelConfig:
     @property
     def n_mat(self) -> int:
         """Weight matrices per MLP: 2 (GELU: up, down) or 3 (SwiGLU: gate, up, down)."""
-        return 3 if self.mlp == "swiglu" else 2
+        return 3 if self.gated else 2
+
+    @property
+    def gated(self) -> bool:
+        """Whether the MLP is gated (SwiGLU: gate, up and down products)."""
+        return self.mlp == "swiglu"
 
     @property
     def attn_matrix_params(self) -> int:
