@@ -290,14 +290,19 @@ def test_rows_of_the_hybrid_model_go_through_predict_hybrid(tmp_path: Path) -> N
     # a rows file of the hybrid model's form ([[row]] with t, p, d) is priced by it, not
     # profiled: each row's error is predict_hybrid's tokens/s over the published one, less 1
     from traincast.parallel.hybrid import predict_hybrid
-    from traincast.validation.published import is_llm_rows, render_markdown, validate_published
+    from traincast.validation.published import (
+        _read_table,
+        is_llm_table,
+        render_markdown,
+        validate_published,
+    )
 
     rows = tmp_path / "llm.toml"
     rows.write_text('node = "dgx-a100"\ndtype = "bf16"\nframework = "fsdp"\nsp = false\n'
                     '[[row]]\nrun = "mine"\nmodel = "llama2-7b"\nt = 1\np = 1\nd = 16\n'
                     'gpus = 16\nbatch = 32\nmicro_batch = 2\nseq = 4096\n'
                     'recompute = "none"\ntokens_per_gpu_s = 3000\nsource = "a test"\n')
-    assert is_llm_rows(rows) and not is_llm_rows(_user_rows(tmp_path))
+    assert is_llm_table(_read_table(rows)) and not is_llm_table(_read_table(_user_rows(tmp_path)))
     out = validate_published(load_catalog(), path=rows)
     (row,) = out["llm_rows"]["rows"]
     same = predict_hybrid("llama2-7b", node="dgx-a100", dp=16, micro_batch=2, global_batch=32,

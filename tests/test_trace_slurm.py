@@ -354,3 +354,16 @@ def test_a_finished_job_without_an_end_is_not_censored(tmp_path: Path) -> None:
         "5": (False, T0 + 11 * 3600 + 60)}
     [note] = [n for n in report["notes"] if "final state" in n["note"]]
     assert note["count"] == 2 and "duration is unknown" in note["note"]
+
+
+def test_a_heterogeneous_jobs_times_are_ordered_as_times(tmp_path: Path) -> None:
+    # times given as epoch seconds: as text "999" sorts after "1500" and "99999" after
+    # "100000"; as times the earliest submit is 999 and the latest end 100000
+    f = tmp_path / "het.txt"
+    f.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
+                 "7+0|COMPLETED|999|1000|100000|1|gres/gpu=1,node=1\n"
+                 "7+1|COMPLETED|1500|2000|99999|1|gres/gpu=1,node=1\n")
+    db = tmp_path / "s.duckdb"
+    Store(db).ingest(f, "slurm")
+    assert stored(db, "submit_time_s, start_time_s, end_time_s") == {
+        "7": (999.0, 1000.0, 100000.0)}

@@ -177,10 +177,10 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
     # whose compute time falls too, by more than min_gain of it (on another GPU: said beside
     # the part it cuts most)
     compute = [COMPONENTS.index("compute_flop"), COMPONENTS.index("compute_mem")]
-    base_compute = sum(np.asarray(getattr(base, COMPONENTS[i]), dtype=np.float64)
-                       for i in compute)
+    base_compute = np.asarray(base.compute, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        faster = (saved[compute].sum(axis=0) > min_gain * base_compute).astype(np.int64)
+        faster = (base_compute - np.asarray(new.compute, dtype=np.float64)
+                  > min_gain * base_compute).astype(np.int64)
     arch = cols["architecture"]
     role_names = ("", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))

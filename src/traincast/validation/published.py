@@ -833,19 +833,10 @@ def _nemo(catalog: Catalog) -> dict[str, Any]:
     return _llm_rows(_llm_table("nemo.toml", LLM_KEEP, catalog), NEMO_SOURCE)
 
 
-def is_llm_rows(path: str | Path) -> bool:
-    """Whether a rows file is a table of the hybrid model (``[[row]]`` tables, no
-    ``[model.NAME]`` tables and no row with ``batch_per_gpu``, as
-    ``parallel/published_llm.toml``) rather than of per-op profiles; False for a file that
-    cannot be read as TOML (:func:`load_published` then says why)."""
-    try:
-        return is_llm_table(_read_table(path))
-    except TraincastError:
-        return False
-
-
 def is_llm_table(table: Mapping[str, Any]) -> bool:
-    """:func:`is_llm_rows` of a rows file's TOML as already parsed."""
+    """Whether a rows file's TOML, as parsed, is a table of the hybrid model (``[[row]]``
+    tables, no ``[model.NAME]`` tables and no row with ``batch_per_gpu``, as
+    ``parallel/published_llm.toml``) rather than of per-op profiles."""
     rows = table.get("row")
     return "model" not in table and isinstance(rows, list) and bool(rows) and not any(
         isinstance(r, dict) and "batch_per_gpu" in r for r in rows)
@@ -915,7 +906,7 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
     A ``file.py:FUNC`` spec of a rows file imports (runs) that Python file; with
     ``trust_specs`` False a rows file that names one other than traincast's own is refused
     before anything runs (:func:`check_trusted`; ``traincast validate --rows`` passes False
-    unless ``--trust-specs``). A rows file of the hybrid model's form (:func:`is_llm_rows`) is
+    unless ``--trust-specs``). A rows file of the hybrid model's form (:func:`is_llm_table`) is
     priced by it instead, its errors raised: ``{"file", "llm_rows"}`` (:func:`_llm_rows`).
     The file is read and parsed once, for either model."""
     catalog = catalog or load_catalog()

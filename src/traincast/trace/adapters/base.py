@@ -973,12 +973,14 @@ def running_status(expr: str) -> str:
             f"IN ('running', 'pending', 'waiting', 'queued')")
 
 
-def unfinished(fields: Mapping[str, Field]) -> str:
+def unfinished(fields: Mapping[str, Field], final: str = "FALSE") -> str:
     """SQL: censored when the job's status says running (or waiting), or it has a start time
-    and no end time."""
+    and no end time unless ``final`` (SQL: its status is one that ends a job, so it finished
+    without a recorded end: its duration unknown, not censored)."""
     status, start, end = (fields[c].expr if c in fields else "NULL"
                           for c in ("status", "start_time_s", "end_time_s"))
-    return f"({running_status(status)} OR (({start}) IS NOT NULL AND ({end}) IS NULL))"
+    return (f"({running_status(status)} OR (({start}) IS NOT NULL AND ({end}) IS NULL "
+            f"AND NOT ({final})))")
 
 
 QUOTED_VALUE_MAX = 16 * 2**20

@@ -258,19 +258,20 @@ def _jobs(rows: str, cols: list[str] | None = None) -> str:
 def _het_jobs(rows: str, cols: list[str], where: str) -> str:
     """SQL: one row per heterogeneous job of the ``where`` rows (its components, ``2002+0``,
     ``2002+1``), as Slurm accounts it: ``JobID`` the job's (``2002``); ``Submit`` and
-    ``Start`` the earliest given; ``End`` the latest, or missing where a component's is (the
-    job runs on); ``NNodes`` summed; the TRES (or GRES) lists joined, so that the GPUs and
+    ``Start`` the earliest given, ``End`` the latest, each by its time (:func:`base.ts`), not
+    its text, or ``End`` missing where a component's is (the job runs on); ``NNodes``
+    summed; the TRES (or GRES) lists joined, so that the GPUs and
     nodes the job reads are the components' summed; every other column the first
     component's; ``_row`` the first component's row (a bad job is reported there)."""
     first = "arg_min({c}, _row)"
     agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid", "min(_row) AS _row"]
     for c in ("submit", "start"):
         if c in cols:
-            agg.append(f"COALESCE(min({q(c)}) FILTER (WHERE {present(q(c))}), "
+            agg.append(f"COALESCE(arg_min({q(c)}, {ts(q(c))}) FILTER (WHERE {present(q(c))}), "
                        f"{first.format(c=q(c))}) AS {q(c)}")
     if "end" in cols:
         e = q("end")
-        agg.append(f"CASE WHEN bool_and({present(e)}) THEN max({e}) ELSE "
+        agg.append(f"CASE WHEN bool_and({present(e)}) THEN arg_max({e}, {ts(e)}) ELSE "
                    f"arg_min({e}, CASE WHEN {present(e)} THEN 1 ELSE 0 END) END AS {e}")
     if "nnodes" in cols:
         n = "TRY_CAST(nnodes AS DOUBLE)"
@@ -295,9 +296,9 @@ def final_state(expr: str) -> str:
 
 
 def _censored(fields: Mapping[str, Field], _cols: list[str]) -> str:
-    """SQL: the job was unfinished at the export (:func:`unfinished`), unless its State is
-    final (:func:`final_state`): a finished job without an End is not censored."""
-    return f"({unfinished(fields)} AND NOT {final_state(fields['status'].expr)})"
+    """SQL: the job was unfinished at the export (:func:`unfinished`), a finished one (its
+    State final, :func:`final_state`) without an End not."""
+    return unfinished(fields, final_state(fields["status"].expr))
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
