@@ -37,7 +37,6 @@ from typer.testing import CliRunner
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel import strategies as st
-from traincast.parallel.gemm import gemm_times_s
 from traincast.parallel.hybrid import configs, eager_layer, evaluate, hybrid_hardware
 from traincast.parallel.models import get_model
 from traincast.parallel.validation import compare_table
@@ -64,10 +63,15 @@ def test_selective_op_reruns_wk_wo_and_w3() -> None:
     s = 4096
     none, op = _run(recompute=NONE), _run(recompute=OP)
     hw = hybrid_hardware(None, "dgx-a100", "bf16")
-    rerun, _ = gemm_times_s([(1.0, s, 1024.0, 4096.0), (1.0, s, 4096.0, 4096.0),
-                             (1.0, s, 14336.0, 4096.0)], hw.flops_per_s, hw.sms, "bf16",
-                            hw.mem_eff_bps)
-    assert op["compute_flop_s"] - none["compute_flop_s"] == pytest.approx(32 * float(rerun))
+    # wk, wo and w3 forward again, s x 4096 by 4096 x n, on the A100's 108 SMs at its bf16 rate,
+    # each at its best tensor-core tile's wave efficiency (docs/model.md, "Kernel model"):
+    # n = 1024: 128 x 128 tiles, 256 in 3 waves of 108, w = 256 / 324;
+    # n = 4096: 256 x 128, 512 in 5 waves, w = 512 / 540;
+    # n = 14336: 256 x 128, 1,792 in 17 waves, w = 1792 / 1836 (all FLOP-bound, not DRAM-bound)
+    rerun_s = sum(2.0 * s * 4096 * n / (hw.flops_per_s * w)
+                  for n, w in ((1024, 256 / 324), (4096, 512 / 540), (14336, 1792 / 1836)))
+    assert hw.sms == 108
+    assert op["compute_flop_s"] - none["compute_flop_s"] == pytest.approx(32 * rerun_s)
     # executed FLOPs: 32 layers x 159,383,552 s more
     flops = {k: r["hardware_tflops_per_gpu"] * 1e12 * r["total_s"] for k, r in
              (("none", none), ("op", op))}
