@@ -332,6 +332,11 @@ def test_torchtitans_fsdp_with_a_pipeline_is_zero_1() -> None:
         "plan zoo:llama2-70b --gpus 64 --node dgx-a100 --framework torchtitan --json")).stdout)
     piped = next(r for r in out["top"] if r["config"]["pp"] > 1)
     assert piped["config"]["zero"] == 3
+    # the row says what it is priced at, as predict's job does
+    assert piped["zero_priced"] == 1 and "zero=3(as 1)" in piped["label"]
+    flat = next((r for r in out["top"] if r["config"]["pp"] == 1), None)
+    assert flat is None or (flat["zero_priced"] == 3 and "(as" not in flat["label"])
     again = json.loads(runner.invoke(app, shlex.split(
         piped["predict"].removeprefix("traincast ") + " --json")).stdout)
     assert again["time_s"]["total"] == pytest.approx(piped["time_s"]["total"], rel=1e-9)
+    assert again["job"]["zero_priced"] == piped["zero_priced"]

@@ -249,7 +249,8 @@ def plan(
 
 CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-parallel sizes "
                  "(dp x tp x pp x cp = GPUs); ep: expert-parallel size; cp: context-parallel "
-                 "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage; "
+                 "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage "
+                 "(\"(as 1)\": priced as ZeRO 1, FSDP under a pipeline); "
                  "shard: HSDP, ZeRO sharded over this many data-parallel ranks (one node's) "
                  "and replicated over the rest (shown when not all); mb: "
                  "micro-batch, sequences; recompute: activation recomputation; vp: interleaved "

@@ -52,6 +52,7 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     in_node,
+    priced_zero,
     recipe_text,
     recompute_mode,
     require_fused_rate,
@@ -154,7 +155,8 @@ def _describe(cfg: dict[str, Any]) -> str:
         parts.append(f"ep={cfg['ep']}")
     if cfg.get("cp", 1) > 1:
         parts.append(f"cp={cfg['cp']}")
-    parts.append(f"zero={cfg['zero']}")
+    priced = cfg.get("zero_priced", cfg["zero"])
+    parts.append(f"zero={cfg['zero']}" + (f"(as {priced})" if priced != cfg["zero"] else ""))
     if hsdp(cfg):
         parts.append(f"shard={cfg['shard']}")
     parts += [f"mb={cfg['micro_batch']}", f"recompute={rec}"]
@@ -263,10 +265,12 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
     out = []
     for i in idx:
         config = {k: int(cfgs[k][i]) for k in CONFIG_KEYS}
+        priced = int(cfgs["zero_priced"][i]) if "zero_priced" in cfgs else config["zero"]
         total = float(res["total_s"][i])
         row: dict[str, Any] = {
             "config": config,
-            "label": _describe(config),
+            "zero_priced": priced,
+            "label": _describe(config | {"zero_priced": priced}),
             "recompute": st.RECOMPUTE[config["recompute"]],
             "time_s": {k: float(res[f"{k}_s"][i]) for k in (*TIME_PARTS, "host_wait")}
             | {"total": total},
@@ -432,6 +436,9 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                              fsdp_pp=bool(knobs["fsdp_pp"]),
                              recomputes=tuple(selective if r == st.RECOMPUTE_CODE["selective"]
                                               else r for r in RECOMPUTES))
+    # the stage each configuration is priced at (a pipeline under fsdp_pp: ZeRO 1)
+    cfgs["zero_priced"] = priced_zero(cfgs["zero"], cfgs["pp"],
+                                      bool(knobs["fsdp_pp"])).astype(np.int64)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    cp=cfgs["cp"], zero=cfgs["zero"], shard=cfgs["shard"],
                    micro_batch=cfgs["micro_batch"], global_batch=gb,
