@@ -296,6 +296,8 @@ def test_ps_worker_gpus_and_workers_must_agree(tc) -> None:
      "--hierarchical applies to --arch allreduce-cluster or pearl"),
     (("--dp", "2",), "--dp applies to --arch hybrid only, not 1w1g"),
     (("--seq", "512", "--dtype", "fp16"), "--seq, --dtype apply to --arch hybrid only"),
+    (("--no-eager",), "--no-eager applies to --arch hybrid only"),
+    (("--eager",), "--eager applies to --arch hybrid only"),
 ])
 def test_flags_of_another_architecture_are_refused(tc, args: tuple[str, ...],
                                                    words: str) -> None:

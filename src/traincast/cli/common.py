@@ -88,8 +88,10 @@ def parse_number(text: str, what: str, high: float | None = None) -> float:
 
 def given(ctx: typer.Context, *names: str) -> list[str]:
     """The parameters among ``names`` (their Python names) given on the command line, not
-    left at their defaults, as their flags (``gpus_per_node`` -> ``--gpus-per-node``)."""
-    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    left at their defaults, as their flags (``gpus_per_node`` -> ``--gpus-per-node``; an
+    on/off flag given off by its second name: ``--no-eager``)."""
+    flags = {p.name: p.secondary_opts[0] if p.secondary_opts and ctx.params.get(p.name) is False
+             else p.opts[0] for p in ctx.command.params}
     return [flags.get(n, "--" + n.replace("_", "-")) for n in names
             if getattr(ctx.get_parameter_source(n), "name", "DEFAULT") not in
             ("DEFAULT", "DEFAULT_MAP")]
