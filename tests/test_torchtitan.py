@@ -110,6 +110,19 @@ def test_selective_op_reruns_every_expert_product() -> None:
         pytest.approx(32 * (26_752 - 8_192) * s)
 
 
+def test_a_mixture_of_experts_keeps_each_experts_copy_of_its_input() -> None:
+    # Mixtral 8x7B without recomputation, t = 1, flash attention (no score terms), per element
+    # of s b h and layer (Korthikanti et al.'s table, 16-bit): 18 + m with m = 2 n_mat f k / h
+    # = 2 x 3 x 14336 x 2 / 4096 = 42; K and V kv d = 1024 wide, not h: 4 (1024 - 4096) / 4096
+    # = -3; the second expert's copy of each token's input: +2; so 59, against full
+    # recomputation's 2 (the layer input); without dropout the two hidden masks come off, 57
+    mixtral, s = get_model("mixtral-8x7b"), 4096
+    for dropout, kept in ((True, 59), (False, 57)):
+        none, full = (_run(mixtral, recompute=r, zero=1, dropout=dropout) for r in (NONE, FULL))
+        assert none["mem_activations_bytes"] - full["mem_activations_bytes"] == \
+            pytest.approx(32 * (kept - 2) * s * 4096)
+
+
 def test_eager_layer_by_hand() -> None:
     s = 4096
     e = eager_layer(LLAMA, _config(eager=True, seq=s))

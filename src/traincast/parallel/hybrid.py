@@ -1387,7 +1387,10 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
     With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
     keeps only its own key/value chunk; context parallelism needs a fused attention, so no
-    ``s^2`` term remains). ``selective-op``: :func:`op_activation_bytes_per_layer`. An eager layer
+    ``s^2`` term remains). A mixture of experts (``k`` experts per token) keeps each expert's
+    copy of its tokens' input, ``delta (k - 1) s_r b h / t_sp`` more (the table's MLP input,
+    ``2 s b h``, is one copy), unless recomputation is full. ``selective-op``:
+    :func:`op_activation_bytes_per_layer`. An eager layer
     (``c.eager``) unless recomputation is full: its RMSNorms keep ``EAGER_NORM_KEPT_BYTES = 8``
     more bytes per element of ``s_r b h / t_sp`` (each keeps its fp32 input, 4 bytes, and its
     normalized output, ``delta``, where a fused norm keeps its ``delta``-byte input: 4 more,
@@ -1405,6 +1408,10 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     kv_extra = 4.0 * s_r * c.b * ((float(model.q_dim) if repeated else float(model.kv_dim))
                                   - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
+    # a mixture of experts keeps each expert's copy of its tokens' input, k copies where the
+    # table keeps one (the MLP input's 2 s b h, the k - 1 more: dispatched by the all-to-all)
+    dispatched = c.delta * (float(model.top_k) - 1.0) * s_r * c.b * h * sp_share(c)
+    act = act + np.where(full, 0.0, dispatched)
     if c.eager and EAGER_WHEN["rmsnorm"](model, c):
         act = act + np.where(full, 0.0, EAGER_NORM_KEPT_BYTES * s_r * c.b * h * sp_share(c))
     if c.eager and model.gated:
