@@ -336,6 +336,30 @@ def test_a_heterogeneous_jobs_components_are_one_job_and_gpu_shards_are_said(
                     "2005": (20.0, 20.0 / 3, None, T0 + 10 * h, None, True)}
 
 
+def test_a_heterogeneous_jobs_components_are_counted_each_on_its_own(tmp_path: Path) -> None:
+    # 3001: component 0 lists its GPUs untyped and typed (2), component 1 typed only (4 A100s):
+    # 6 GPUs on 2 nodes. 3002: 2 whole GPUs, then 3 MIG slices (1g.10gb: 3/7 of a GPU) listed
+    # typed and untyped: 2 + 3/7. Read as one joined text, the first component's untyped count
+    # would stand for both (3001: 2), and the MIG slices would hide the whole GPUs (3002: 3/7)
+    t = "2024-01-02T{}:00:00"
+    f = tmp_path / "het.txt"
+    f.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
+                 f"3001+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=4,gres/gpu:v100=2,gres/gpu=2,node=1\n"
+                 f"3001+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=8,gres/gpu:a100=4,node=1\n"
+                 f"3002+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=4,gres/gpu=2,node=1\n"
+                 f"3002+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=2,gres/gpu:1g.10gb=3,gres/gpu=3,node=1\n")
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    assert report["bad_rows"] == 0, report["errors"]
+    rows = stored(db, "n_gpus, gpus_per_node, gpu_type")
+    assert rows["3001"] == (6.0, 3.0, "v100")
+    assert rows["3002"][:2] == (pytest.approx(2 + 3 / 7), pytest.approx((2 + 3 / 7) / 2))
+
+
 def test_a_finished_job_without_an_end_is_not_censored(tmp_path: Path) -> None:
     # slurmdbd leaves a record open (a runaway job): COMPLETED or CANCELLED with End Unknown
     # finished, its duration unknown; SUSPENDED with no End is still unfinished: censored

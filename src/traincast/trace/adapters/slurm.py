@@ -89,6 +89,10 @@ FINAL_STATES = ("completed", "failed", "cancelled", "timeout", "node_fail", "pre
 "Job State Codes" of the sacct manual)."""
 LISTS = ("alloctres", "reqtres", "allocgres", "reqgres")
 """The resource lists of a heterogeneous job's components, joined into the job's."""
+JOINED = ";"
+"""What joins a heterogeneous job's components' lists (none holds it: TRES and GRES lists are
+``,``-separated ``name=N`` and ``name:type:N`` items), so each is read on its own where
+that matters (:func:`gpus_of_tres`)."""
 
 
 def _tres(cols: list[str], names: tuple[str, str] = ("alloctres", "reqtres")) -> str:
@@ -120,9 +124,17 @@ def gpus_of_tres(tres: str) -> str:
     ``N`` of ``gres/gpu=N`` (or of ``gres/gpu:TYPE=N`` where the list has no untyped count;
     typed counts of several types summed); 0 where the list names no GPU, NULL where there
     is no list. MIG devices (``gres/gpu:1g.10gb=3``, :data:`MIG_PROFILE`) count as the share
-    of a GPU each holds (:func:`mig_share`: 3/7), whole GPUs typed beside them as whole. Every
-    count is summed over the list (a heterogeneous job's components' lists, joined, name
-    ``gres/gpu=N`` once each)."""
+    of a GPU each holds (:func:`mig_share`: 3/7), whole GPUs typed beside them as whole. A
+    heterogeneous job's components' lists, joined by ``;`` (:data:`JOINED`), are counted each
+    on its own and summed (one component may give ``gres/gpu=N`` and its types, another its
+    types alone)."""
+    one = _gpus_of_one_tres("x")
+    return (f"CASE WHEN {tres} IS NOT NULL THEN list_sum(list_transform("
+            f"string_split({tres}, '{JOINED}'), lambda x: {one})) END")
+
+
+def _gpus_of_one_tres(tres: str) -> str:
+    """SQL: :func:`gpus_of_tres` of one component's list."""
     plain = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, '(?:^|,)gres/gpu=([0-9]+)', 1) "
              "AS DOUBLE[]))")
     typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
@@ -140,14 +152,14 @@ def nodes_of_tres(tres: str) -> str:
     """SQL: the nodes of a TRES list (the ``N`` of ``node=N``, summed over a heterogeneous
     job's joined lists), else NULL: the job's node count where the export has no NNodes
     column."""
-    return (f"list_sum(TRY_CAST(regexp_extract_all({tres}, '(?:^|,)node=([0-9]+)', 1) "
+    return (f"list_sum(TRY_CAST(regexp_extract_all({tres}, '(?:^|[,;])node=([0-9]+)', 1) "
             "AS DOUBLE[]))")
 
 
 def gpu_type_of_tres(tres: str) -> str:
     """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``; not a MIG
     profile, which names no model), else NULL."""
-    types = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:([^=,]+)=', 1)"
+    types = f"regexp_extract_all({tres}, '(?:^|[,;])gres/gpu:([^=,;]+)=', 1)"
     return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
             f"'{MIG_PROFILE}'))[1], '')")
 
@@ -163,14 +175,14 @@ def gpus_of_gres(gres: str, started: str) -> str:
     job ``started`` (a GRES list is empty for a CPU job, where a TRES one lists its CPUs);
     NULL for a job not started without one."""
     counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
-              f"'(?:^|,)gpu(?::[^:,(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
+              f"'(?:^|[,;])gpu(?::[^:,;(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
     return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) "
             f"WHEN {started} THEN 0 END")
 
 
 def gpu_type_of_gres(gres: str) -> str:
     """SQL: the GPU type a GRES list names (``tesla`` of ``gpu:tesla:4``), else NULL."""
-    return f"NULLIF(regexp_extract({gres}, '(?:^|,)gpu:([^:,(]+):[0-9]+', 1), '')"
+    return f"NULLIF(regexp_extract({gres}, '(?:^|[,;])gpu:([^:,;(]+):[0-9]+', 1), '')"
 
 
 def uses_gres(cols: list[str]) -> bool:
@@ -203,7 +215,7 @@ def _checks(cols: list[str]) -> list[Check]:
     tres = _tres(cols)
     out = [] if uses_gres(cols) else [
         Check("alloctres", f"contains({tres}, 'gres/gpu') AND NOT regexp_matches({tres}, "
-              f"'(?:^|,)gres/gpu(?::[^=,]+)?=[0-9]+')",
+              f"'(?:^|[,;])gres/gpu(?::[^=,;]+)?=[0-9]+')",
               f"{tres} || ' (names gres/gpu without a count: gres/gpu=N or "
               "gres/gpu:TYPE=N)'")]
     if "nnodes" not in cols:
@@ -260,7 +272,7 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
     ``2002+1``), as Slurm accounts it: ``JobID`` the job's (``2002``); ``Submit`` and
     ``Start`` the earliest given, ``End`` the latest, each by its time (:func:`base.ts`), not
     its text, or ``End`` missing where a component's is (the job runs on); ``NNodes``
-    summed; the TRES (or GRES) lists joined, so that the GPUs and
+    summed; the TRES (or GRES) lists joined by :data:`JOINED`, so that the GPUs and
     nodes the job reads are the components' summed; every other column the first
     component's; ``_row`` the first component's row (a bad job is reported there)."""
     first = "arg_min({c}, _row)"
@@ -278,7 +290,7 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
         agg.append(f"CASE WHEN count(*) FILTER (WHERE {present('nnodes')} AND {n} IS NULL) = 0 "
                    f"THEN CAST(sum({n}) AS VARCHAR) ELSE string_agg(CAST(nnodes AS VARCHAR), "
                    "'+' ORDER BY _row) END AS nnodes")
-    agg += [f"string_agg(CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END, ',' "
+    agg += [f"string_agg(CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END, '{JOINED}' "
             f"ORDER BY _row) AS {c}" for c in LISTS if c in cols]
     done = ["jobid", "_row", "submit", "start", "end", "nnodes", *LISTS]
     agg.append("arg_min(COLUMNS(lambda c: lower(c) NOT IN ("
