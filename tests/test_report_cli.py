@@ -137,3 +137,23 @@ def test_duration_caption_counts_censored_jobs_when_none_is_plotted(tmp_path):
     assert r.returncode == 0, r.stderr
     text = " ".join((out / "report.html").read_text().split())
     assert "(1 censored job with no start or no end time, not plotted)" in text
+
+
+def test_duration_caption_counts_finished_jobs_without_an_end(tmp_path):
+    # a Slurm record left open: COMPLETED with End Unknown, finished (not censored), its
+    # duration unknown: not in the figure, and the caption says so
+    trace = tmp_path / "jobs.txt"
+    trace.write_text(
+        "JobID|User|State|Submit|Start|End|NNodes|AllocTRES\n"
+        "1|a|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=4,node=1\n"
+        "2|a|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:01:00|2024-01-02T11:01:00|1|"
+        "gres/gpu=1,node=1\n"
+        "3|a|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:01:00|2024-01-02T12:01:00|1|"
+        "gres/gpu=1,node=1\n")
+    out = tmp_path / "out"
+    r = tc("--quiet", "report", str(trace), "--format", "slurm", "-o", str(out), "--db",
+           str(tmp_path / "s.duckdb"))
+    assert r.returncode == 0, r.stderr
+    text = " ".join((out / "report.html").read_text().split())
+    assert "1 finished job without a start or an end time (duration unknown) is not plotted" \
+        in text

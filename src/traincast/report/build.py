@@ -166,7 +166,8 @@ def _job_figures(study: Study) -> list[Fig]:
             + (f" ({plural(int((cens & okd).sum()), 'such job')}{_unplotted(cens, okd)}; the "
                "second line leaves them out)." if (cens & okd).any() else
                f" ({plural(int(cens.sum()), 'censored job')} with no start or no end time, "
-               "not plotted)." if cens.any() else "."),
+               "not plotted)." if cens.any() else ".")
+            + _unknown_durations(~cens & ~np.isfinite(dur)),
             "jobs.parquet (start_time_s, end_time_s, censored)",
             lambda: figs.cdf_figure(series, log_x=True, title="Job duration (CDF)",
                                     xlabel="job duration (s)")))
@@ -440,6 +441,14 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     step("writing report.html", 3 + len(figs), total)
     write_text_whole(path, H.page(title, subtitle, parts))
     return path
+
+
+def _unknown_durations(unknown: np.ndarray) -> str:
+    """The caption's words for the finished jobs without a start or an end time (a record
+    left open by the scheduler: finished, its duration unknown), not in the figure."""
+    n = int(unknown.sum())
+    return "" if not n else (f" {plural(n, 'finished job')} without a start or an end time "
+                             "(duration unknown) " + ("is" if n == 1 else "are") + " not plotted.")
 
 
 def _unplotted(censored: np.ndarray, plotted: np.ndarray) -> str:
