@@ -1702,6 +1702,17 @@ RECIPE_KNOBS: dict[str, Any] = {"attention": "materialized", "dropout": True, "z
 """The knobs a framework recipe may set (``parallel/recipes.toml``) and their values when
 neither a recipe nor a flag sets them (the model's defaults: those of ``megatron-2021`` but
 ``hsdp``, which that recipe turns off)."""
+PRICED_KNOBS: tuple[str, ...] = ("dropout", "grad_accum_fused", "fp8_weight_cache", "eager",
+                                 "fsdp_pp")
+"""The recipe knobs :func:`evaluate` takes as they are (attention, ZeRO and recomputation are
+checked and turned into its other arguments first)."""
+
+
+def priced_knobs(knobs: dict[str, Any]) -> dict[str, bool]:
+    """``knobs``' :data:`PRICED_KNOBS`, as :func:`evaluate`'s keyword arguments."""
+    return {k: bool(knobs[k]) for k in PRICED_KNOBS}
+
+
 SM90: float = 9.0
 """The compute capability from which a recipe's ``sm90`` value applies (Hopper and later)."""
 DEFAULT_FRAMEWORK: str = "megatron-2021"
@@ -2231,10 +2242,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
                    global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
                    gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
-                   attention=attention, dropout=knobs["dropout"],
-                   grad_accum_fused=knobs["grad_accum_fused"], uneven_stages=uneven_stages,
-                   fp8_weight_cache=knobs["fp8_weight_cache"], shard=shard or 0,
-                   eager=knobs["eager"], fsdp_pp=bool(knobs["fsdp_pp"]))
+                   attention=attention, uneven_stages=uneven_stages, shard=shard or 0,
+                   **priced_knobs(knobs))
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     group = dp * cp
     g_s = group if not shard else shard

@@ -52,6 +52,7 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     in_node,
+    priced_knobs,
     priced_zero,
     recipe_text,
     recompute_mode,
@@ -444,9 +445,7 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                    micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
-                   dropout=knobs["dropout"], grad_accum_fused=knobs["grad_accum_fused"],
-                   fp8_weight_cache=knobs["fp8_weight_cache"], eager=knobs["eager"],
-                   fsdp_pp=bool(knobs["fsdp_pp"]))
+                   **priced_knobs(knobs))
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
             "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 

@@ -65,6 +65,7 @@ from traincast.parallel.hybrid import (
     evaluate,
     hybrid_hardware,
     package_toml,
+    priced_knobs,
     recipes,
     recompute_mode,
     resolve_knobs,
@@ -312,13 +313,9 @@ def _predict(model: ModelConfig, hw: HybridHardware, cfg: dict[str, Any], row: d
     return evaluate(model, hw, dp=row["d"], tp=row["t"], pp=row["p"], zero=cfg["zero"],
                     global_batch=row["batch"], micro_batch=cfg["micro_batch"], vp=vp,
                     recompute=st.RECOMPUTE_CODE[recompute_mode(cfg["recompute"], cfg)],
-                    sp=cfg["sp"],
-                    seq=cfg["seq"], dtype=cfg["dtype"],
-                    grad_accum_fused=cfg["grad_accum_fused"],
+                    sp=cfg["sp"], seq=cfg["seq"], dtype=cfg["dtype"],
                     uneven_stages=cfg["uneven_stages"], attention=cfg["attention"],
-                    dropout=cfg["dropout"], cp=row.get("cp", 1),
-                    fp8_weight_cache=cfg["fp8_weight_cache"], shard=row.get("shard", 0),
-                    eager=cfg["eager"], fsdp_pp=cfg["fsdp_pp"])
+                    cp=row.get("cp", 1), shard=row.get("shard", 0), **priced_knobs(cfg))
 
 
 def compare_table(name: str | Path, catalog: Catalog | None = None,
