@@ -284,6 +284,23 @@ def test_selective_op_warns_where_the_policy_is_not_torchtitans() -> None:
     assert not any("selective-op" in w for w in plain["warnings"])
 
 
+def test_plan_warns_where_a_row_runs_the_policy_on_a_block_not_torchtitans() -> None:
+    # MPT 7B (biased linears) at 16,384 tokens on 8 A100 40 GB: a row runs selective-op
+    out = json.loads(runner.invoke(app, shlex.split(
+        "plan zoo:mpt-7b-foundry --gpus 8 --framework torchtitan --node dgx-a100-40gb "
+        "--seq 16384 --json")).stdout)
+    ranks = [f"#{r['rank']}" for r in out["top"] if r["recompute"] == "selective-op"]
+    assert ranks
+    [warning] = [w for w in out["warnings"] if "biases" in w]
+    assert warning.startswith(", ".join(ranks) + ": selective-op is priced")
+    # a bias-free Llama with SDPA's flash kernel, whose rows run it too: no such warning
+    llama = json.loads(runner.invoke(app, shlex.split(
+        "plan zoo:llama3-8b --gpus 8 --framework torchtitan --node dgx-a100-40gb --seq 16384 "
+        "--json")).stdout)
+    assert any(r["recompute"] == "selective-op" for r in llama["top"])
+    assert not any("selective-op is priced" in w for w in llama["warnings"])
+
+
 def test_llama2_70b_selective_op_fits_at_batch_1_not_2() -> None:
     # torchtitan's docs/performance.md (commit 04133643), footnote 1: "70B training with local
     # batch size 2 will cause an OOM error when selective activation checkpointing is used",

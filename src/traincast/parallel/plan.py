@@ -58,6 +58,7 @@ from traincast.parallel.hybrid import (
     recompute_mode,
     require_fused_rate,
     resolve_knobs,
+    selective_op_warning,
     seq_warning,
     window_warning,
 )
@@ -723,6 +724,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
         "warnings": [w for w in (seq_warning(cfg, s), window_warning(cfg, s, first_attention),
                                  default_config_warning(cfg)) if w]}
+    ranks = [f"#{r['rank']}" for r in out["top"] if r["recompute"] == "selective-op"]
+    if ranks and (w := selective_op_warning(cfg, "selective-op", first_attention)):
+        out["warnings"].append(f"{', '.join(ranks)}: {w}")
     spec = model if isinstance(model, str) and model.startswith(("zoo:", "hf:")) \
         else model_spec(cfg)
     extra = "".join([f" --seq {s}"] * (seq is not None)
