@@ -37,7 +37,13 @@ from typer.testing import CliRunner
 from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel import strategies as st
-from traincast.parallel.hybrid import configs, eager_layer, evaluate, hybrid_hardware
+from traincast.parallel.hybrid import (
+    configs,
+    eager_layer,
+    evaluate,
+    hybrid_hardware,
+    moe_routed_bytes_per_layer,
+)
 from traincast.parallel.models import get_model
 from traincast.parallel.validation import compare_table
 
@@ -110,17 +116,24 @@ def test_selective_op_reruns_every_expert_product() -> None:
         pytest.approx(32 * (26_752 - 8_192) * s)
 
 
-def test_a_mixture_of_experts_keeps_each_experts_copy_of_its_input() -> None:
+def test_a_mixture_of_experts_keeps_its_routed_tokens() -> None:
     # Mixtral 8x7B without recomputation, t = 1, flash attention (no score terms), per element
     # of s b h and layer (Korthikanti et al.'s table, 16-bit): 18 + m with m = 2 n_mat f k / h
     # = 2 x 3 x 14336 x 2 / 4096 = 42; K and V kv d = 1024 wide, not h: 4 (1024 - 4096) / 4096
-    # = -3; the second expert's copy of each token's input: +2; so 59, against full
-    # recomputation's 2 (the layer input); without dropout the two hidden masks come off, 57
+    # = -3; each of the k = 2 experts' copy of the token's input and of its output before the
+    # routing weight, 2 bytes each: +8; so 65, against full recomputation's 2 (the layer
+    # input); without dropout the two hidden masks come off, 63
     mixtral, s = get_model("mixtral-8x7b"), 4096
-    for dropout, kept in ((True, 59), (False, 57)):
+    for dropout, kept in ((True, 65), (False, 63)):
         none, full = (_run(mixtral, recompute=r, zero=1, dropout=dropout) for r in (NONE, FULL))
         assert none["mem_activations_bytes"] - full["mem_activations_bytes"] == \
             pytest.approx(32 * (kept - 2) * s * 4096)
+    # over the b s / t tokens a rank's dispatcher sends, with sequence parallelism or without:
+    # 2 x 2 bytes x 2 experts x s h / 2 = 4 s h at t = 2; a dense model keeps none
+    for sp in (True, False):
+        routed = moe_routed_bytes_per_layer(mixtral, _config(mixtral, tp=2, sp=sp, seq=s))
+        assert float(routed) == pytest.approx(4 * s * 4096)
+    assert float(moe_routed_bytes_per_layer(LLAMA, _config(tp=2, sp=True, seq=s))) == 0.0
 
 
 def test_eager_layer_by_hand() -> None:

@@ -1387,9 +1387,8 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     dropout's mask and output ``3 a s^2 b / t`` (of the ``5 a s^2 b``: the softmax output stays).
     With context parallelism every term is over the rank's ``s / cp`` tokens (a context rank
     keeps only its own key/value chunk; context parallelism needs a fused attention, so no
-    ``s^2`` term remains). A mixture of experts (``k`` experts per token) keeps each expert's
-    copy of its tokens' input, ``delta (k - 1) s_r b h / t_sp`` more (the table's MLP input,
-    ``2 s b h``, is one copy), unless recomputation is full. ``selective-op``:
+    ``s^2`` term remains). A mixture of experts keeps its routed tokens,
+    :func:`moe_routed_bytes_per_layer`, unless recomputation is full. ``selective-op``:
     :func:`op_activation_bytes_per_layer`. An eager layer
     (``c.eager``) unless recomputation is full: its RMSNorms keep ``EAGER_NORM_KEPT_BYTES = 8``
     more bytes per element of ``s_r b h / t_sp`` (each keeps its fp32 input, 4 bytes, and its
@@ -1408,10 +1407,10 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
     kv_extra = 4.0 * s_r * c.b * ((float(model.q_dim) if repeated else float(model.kv_dim))
                                   - h) / c.t * c.delta / 2.0
     act = act + np.where(full, 0.0, kv_extra)
-    # a mixture of experts keeps each expert's copy of its tokens' input, k copies where the
-    # table keeps one (the MLP input's 2 s b h, the k - 1 more: dispatched by the all-to-all)
-    dispatched = c.delta * (float(model.top_k) - 1.0) * s_r * c.b * h * sp_share(c)
-    act = act + np.where(full, 0.0, dispatched)
+    # a mixture of experts: each expert's copy of its tokens' input and of its output before
+    # the routing weights, over the rank's b s / t tokens (the dispatcher's split)
+    routed = moe_routed_bytes_per_layer(model, c)
+    act = act + np.where(full, 0.0, routed)
     if c.eager and EAGER_WHEN["rmsnorm"](model, c):
         act = act + np.where(full, 0.0, EAGER_NORM_KEPT_BYTES * s_r * c.b * h * sp_share(c))
     if c.eager and model.gated:
@@ -1422,6 +1421,19 @@ def activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
         attn = 3.0 * score_heads(model, c) * s_r * c.s * c.b / c.t
         act = act - np.where(full, 0.0, masks + np.where(code == 0, attn, 0.0)) * c.delta / 2.0
     return np.where(c.op > 0, op_activation_bytes_per_layer(model, c), act)
+
+
+def moe_routed_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
+    """The tokens a mixture of experts' layer keeps beyond a dense MLP's, one micro-batch on
+    one GPU: ``2 delta k s_r b h / t`` (0 for a dense model), its ``k`` experts per token each
+    keeping its copy of the token's input (the dispatch's gather, which each expert's first
+    products keep; the norm's output, the table's MLP input, stays kept by the router) and of
+    its output, which the routing weight multiplies (the multiply keeps it for the weight's
+    gradient: Megatron-Core's ``unpermute`` with ``probs``, torchtitan's ``MoE``), over the
+    ``b s_r / t`` tokens a rank's dispatcher sends (``strategies.ep_bytes_per_layer``)."""
+    if model.experts <= 1:
+        return _i(0.0 * c.b)
+    return 2.0 * c.delta * float(model.top_k) * c.s_rank * c.b * float(model.hidden) / c.t
 
 
 def op_activation_bytes_per_layer(model: ModelConfig, c: Configs) -> F:
