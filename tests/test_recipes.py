@@ -17,6 +17,7 @@ from traincast.cli import app
 from traincast.errors import TraincastError
 from traincast.parallel.hybrid import (
     ATTENTION,
+    PRICED_KNOBS,
     RECIPE_KNOBS,
     activation_bytes_per_layer,
     configs,
@@ -64,6 +65,18 @@ def test_the_file_parses_and_every_setting_names_its_source() -> None:
                     assert s[key] in ("selective", "selective-op"), (name, knob)
         for kept in r.get("kept", []):
             assert kept["what"] and kept["source"].startswith("https://"), name
+
+
+def test_every_recipe_knob_reaches_the_model() -> None:
+    # a knob evaluate takes as it is, or one turned into its other arguments first (attention,
+    # ZeRO, the selective mode) or deciding what plan searches (context parallelism, HSDP):
+    # none is left unpriced
+    import inspect
+
+    turned = {"attention", "zero", "selective", "context_parallel", "hsdp"}
+    assert set(RECIPE_KNOBS) == set(PRICED_KNOBS) | turned
+    assert not set(PRICED_KNOBS) & turned
+    assert set(PRICED_KNOBS) <= set(inspect.signature(evaluate).parameters)
 
 
 def test_each_recipe_sets_what_docs_say() -> None:

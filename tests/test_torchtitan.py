@@ -76,7 +76,8 @@ def test_selective_op_reruns_wk_wo_and_w3() -> None:
     # n = 14336: 256 x 128, 1,792 in 17 waves, w = 1792 / 1836 (all FLOP-bound, not DRAM-bound)
     rerun_s = sum(2.0 * s * 4096 * n / (hw.flops_per_s * w)
                   for n, w in ((1024, 256 / 324), (4096, 512 / 540), (14336, 1792 / 1836)))
-    assert hw.sms == 108
+    assert hw.sms == 108  # and the catalog's A100 bf16 rate, 0.869 of the 312 TFLOP/s peak
+    assert hw.flops_per_s == pytest.approx(312e12 * 0.869)
     assert op["compute_flop_s"] - none["compute_flop_s"] == pytest.approx(32 * rerun_s)
     # executed FLOPs: 32 layers x 159,383,552 s more
     flops = {k: r["hardware_tflops_per_gpu"] * 1e12 * r["total_s"] for k, r in
@@ -383,3 +384,11 @@ def test_torchtitans_fsdp_with_a_pipeline_is_zero_1() -> None:
         piped["predict"].removeprefix("traincast ") + " --json")).stdout)
     assert again["time_s"]["total"] == pytest.approx(piped["time_s"]["total"], rel=1e-9)
     assert again["job"]["zero_priced"] == piped["zero_priced"]
+    title = runner.invoke(app, shlex.split(piped["predict"].removeprefix("traincast "))).stdout
+    assert "zero=3(as 1)" in title.splitlines()[0]
+    # re-planning over GPU counts keeps the priced stage beside the configuration
+    morphs = json.loads(runner.invoke(app, shlex.split(
+        "plan zoo:llama2-70b --gpus 64,32 --node dgx-a100 --framework torchtitan --json")).stdout)
+    assert morphs["rows"]
+    for row in morphs["rows"]:
+        assert row["zero_priced"] == (1 if row["config"]["pp"] > 1 else row["config"]["zero"])

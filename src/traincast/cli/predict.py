@@ -633,12 +633,13 @@ def hybrid_compute_text(hw: dict[str, Any]) -> str:
 def render_hybrid(result: dict[str, Any]) -> None:
     """A rich table of one hybrid-parallel prediction."""
     from traincast.cli.common import fmt_bytes
+    from traincast.parallel.hybrid import zero_label
 
     job = result["job"]
     # the title above the table at the terminal's width: the two-column table is narrow
     console.print(Text(f"{job['model']} hybrid dp={job['dp']} tp={job['tp']} pp={job['pp']} "
                        f"ep={job['ep']}" + (f" cp={job['cp']}" if job["cp"] > 1 else "")
-                       + f" zero={job['zero']}"
+                       + f" {zero_label(job['zero'], job['zero_priced'])}"
                        + (f" shard={job['shard']}" if job["replicas"] > 1 else "")
                        + f" on {job['gpus']} GPU(s) of "
                        f"{result['hardware']['node']} — {result['hardware']['gpu']}",

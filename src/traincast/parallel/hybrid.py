@@ -659,6 +659,12 @@ def priced_zero(zero: ArrayLike, pp: ArrayLike, fsdp_pp: bool) -> F:
     return np.where(fsdp_pp & (p > 1) & (z >= 2), 1.0, z)
 
 
+def zero_label(zero: int, priced: int) -> str:
+    """A configuration's ZeRO stage as a table and a title print it: ``zero=3``, or
+    ``zero=3(as 1)`` where it is priced at another stage (:func:`priced_zero`)."""
+    return f"zero={zero}" + (f"(as {priced})" if priced != zero else "")
+
+
 def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, ep: ArrayLike,
             zero: ArrayLike, micro_batch: ArrayLike, global_batch: ArrayLike,
             recompute: ArrayLike, vp: ArrayLike, sp: ArrayLike | None, gpipe: ArrayLike,

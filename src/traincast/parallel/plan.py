@@ -61,6 +61,7 @@ from traincast.parallel.hybrid import (
     selective_op_warning,
     seq_warning,
     window_warning,
+    zero_label,
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
@@ -157,8 +158,7 @@ def _describe(cfg: dict[str, Any]) -> str:
         parts.append(f"ep={cfg['ep']}")
     if cfg.get("cp", 1) > 1:
         parts.append(f"cp={cfg['cp']}")
-    priced = cfg.get("zero_priced", cfg["zero"])
-    parts.append(f"zero={cfg['zero']}" + (f"(as {priced})" if priced != cfg["zero"] else ""))
+    parts.append(zero_label(cfg["zero"], cfg.get("zero_priced", cfg["zero"])))
     if hsdp(cfg):
         parts.append(f"shard={cfg['shard']}")
     parts += [f"mb={cfg['micro_batch']}", f"recompute={rec}"]
@@ -859,7 +859,8 @@ def replan(model: str | ModelConfig, gpus: Sequence[int], node: str,
         row |= {"gpus_used": p["gpus"], "nodes": b["nodes"],
                 "unused": [{"gpus": q["gpus"], "reason": _unused_reason(q, b, p["gpus"])}
                            for q in plans if q["gpus"] > p["gpus"]]}
-        row |= {k: b[k] for k in ("label", "config", "node", "gpu", "tokens_per_s_per_gpu",
+        row |= {k: b[k] for k in ("label", "config", "zero_priced", "node", "gpu",
+                                  "tokens_per_s_per_gpu",
                                   "overhead_factor", "s_per_million_tokens")}
         row |= {"time_s": b["time_s"]["total"],
                 "usd_per_million_tokens": b.get("usd_per_million_tokens"),
