@@ -109,14 +109,17 @@ def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
                     f"1|a|COMPLETED|{times}|1|gpu:2\n2|a|COMPLETED|{times}|2|gpu:tesla:4(IDX:0-3)\n"
                     f"3|a|COMPLETED|{times}|1|\n4|a|COMPLETED|{times}|1|mps:100\n"
                     f"4.batch|a|COMPLETED|{times}|1|mps:100\n"
-                    "5|a|PENDING|2024-01-02T10:00:00|Unknown|Unknown|1|\n")
+                    "5|a|PENDING|2024-01-02T10:00:00|Unknown|Unknown|1|\n"
+                    f"6|a|COMPLETED|{times}|1|gpu:3g.40gb:2(IDX:0-1),gpu:a100:1(IDX:2)\n")
     report = ingest(path, format="slurm", db=tmp_path / "g.duckdb")
-    assert report["jobs"] == 5 and report["bad_rows"] == 0
+    assert report["jobs"] == 6 and report["bad_rows"] == 0
     assert [(n["count"], n["note"][:15]) for n in report["notes"]] == [(1, "job step row(s)")]
     jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "g.duckdb").to_pylist()}
     assert {k: (j["n_gpus"], j["gpu_type"], j["gpus_per_node"]) for k, j in jobs.items()} == {
         "1": (2, None, 2), "2": (4, "tesla", 2), "3": (0, None, 0), "4": (0, None, 0),
-        "5": (None, None, None)}
+        "5": (None, None, None), "6": (pytest.approx(1 + 2 * 3 / 7), "a100",
+                                       pytest.approx(1 + 2 * 3 / 7))}
+    # job 6: two MIG devices of 3 of 7 slices, as in a TRES list, and one whole A100
 
 
 def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> None:
@@ -351,12 +354,32 @@ def test_a_heterogeneous_jobs_components_are_counted_each_on_its_own(tmp_path: P
                  f"3002+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
                  "cpu=4,gres/gpu=2,node=1\n"
                  f"3002+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
-                 "cpu=2,gres/gpu:1g.10gb=3,gres/gpu=3,node=1\n")
+                 "cpu=2,gres/gpu:1g.10gb=3,gres/gpu=3,node=1\n"
+                 f"3003+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=2,gres/shard=2,node=1\n"
+                 f"3003+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                 "cpu=2,gres/gpu=1,node=1\n"
+                 f"3004+0|COMPLETED|{t.format(10)}|{t.format(10)}|Unknown|1|gres/gpu=1,node=1\n"
+                 f"3004+1|COMPLETED|{t.format(10)}|{t.format(10)}|Unknown|1|gres/gpu=1,node=1\n")
     db = tmp_path / "s.duckdb"
     report = Store(db).ingest(f, "slurm")
     assert report["bad_rows"] == 0, report["errors"]
+    # the notes count jobs: 3003 holds a whole GPU beside its shards; 3004 is one job
+    notes = {n["note"].split(" (")[0]: n["count"] for n in report["notes"]}
+    assert "job(s) hold GPU shards" not in notes
+    assert notes["job(s) in a final state"] == 1
+    assert notes["row(s) are components of heterogeneous jobs"] == 8
     rows = stored(db, "n_gpus, gpus_per_node, gpu_type")
     assert rows["3001"] == (6.0, 3.0, "v100")
+    # a component naming gres/gpu in the GRES form is a bad job, as it would be alone
+    bad = tmp_path / "bad.txt"
+    bad.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
+                   f"4001+0|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                   "cpu=4,gres/gpu=2,node=1\n"
+                   f"4001+1|COMPLETED|{t.format(10)}|{t.format(10)}|{t.format(11)}|1|"
+                   "cpu=4,gres/gpu:a100:2,node=1\n")
+    errors = Store(tmp_path / "b.duckdb").ingest(bad, "slurm")["errors"]
+    assert [(e["row"], e["field"]) for e in errors] == [(1, "AllocTRES")]
     assert rows["3002"][:2] == (pytest.approx(2 + 3 / 7), pytest.approx((2 + 3 / 7) / 2))
 
 

@@ -171,18 +171,28 @@ the file has no TRES column."""
 
 def gpus_of_gres(gres: str, started: str) -> str:
     """SQL: the GPUs of a GRES list ``gpu:tesla:4(IDX:0-3),mps:100``: the ``N`` of each
-    ``gpu:N`` or ``gpu:TYPE:N`` summed; 0 where it names no GPU, or where there is none and the
-    job ``started`` (a GRES list is empty for a CPU job, where a TRES one lists its CPUs);
+    ``gpu:N`` or ``gpu:TYPE:N`` summed, a MIG device (``gpu:3g.40gb:2``, :data:`MIG_PROFILE`)
+    as its share of a GPU (:func:`mig_share`); 0 where it names no GPU, or where there is none
+    and the job ``started`` (a GRES list is empty for a CPU job, where a TRES one lists its CPUs);
     NULL for a job not started without one."""
     counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
               f"'(?:^|[,;])gpu(?::[^:,;(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
-    return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) "
+    mig = f"'(?:^|[,;])gpu:({MIG_PROFILE}):([0-9]+)'"
+    pairs = (f"list_zip(regexp_extract_all({gres}, {mig}, 1), "
+             f"regexp_extract_all({gres}, {mig}, 2))")
+    # a MIG device (gpu:3g.40gb:2) counts as its share of a GPU, as in a TRES list
+    less = (f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE) "
+            f"* ({mig_share('p[1]')} - 1))), 0)")
+    return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) + {less} "
             f"WHEN {started} THEN 0 END")
 
 
 def gpu_type_of_gres(gres: str) -> str:
-    """SQL: the GPU type a GRES list names (``tesla`` of ``gpu:tesla:4``), else NULL."""
-    return f"NULLIF(regexp_extract({gres}, '(?:^|[,;])gpu:([^:,;(]+):[0-9]+', 1), '')"
+    """SQL: the GPU type a GRES list names (``tesla`` of ``gpu:tesla:4``; not a MIG profile,
+    which names no model), else NULL."""
+    types = f"regexp_extract_all({gres}, '(?:^|[,;])gpu:([^:,;(]+):[0-9]+', 1)"
+    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
+            f"'{MIG_PROFILE}'))[1], '')")
 
 
 def uses_gres(cols: list[str]) -> bool:
@@ -211,11 +221,14 @@ def _fields(cols: list[str]) -> dict[str, Field]:
 
 def _checks(cols: list[str]) -> list[Check]:
     """NNodes: a whole count of nodes; a TRES list that names ``gres/gpu`` without a count
-    this adapter reads (``gres/gpu:a100:2``, the GRES form, is not the TRES one)."""
+    this adapter reads (``gres/gpu:a100:2``, the GRES form, is not the TRES one; each of a
+    heterogeneous job's components' lists on its own)."""
     tres = _tres(cols)
+    uncounted = ("lambda x: contains(x, 'gres/gpu') AND NOT regexp_matches(x, "
+                 "'(?:^|,)gres/gpu(?::[^=,]+)?=[0-9]+')")  # each component's list on its own
     out = [] if uses_gres(cols) else [
-        Check("alloctres", f"contains({tres}, 'gres/gpu') AND NOT regexp_matches({tres}, "
-              f"'(?:^|[,;])gres/gpu(?::[^=,;]+)?=[0-9]+')",
+        Check("alloctres", f"COALESCE(list_bool_or(list_transform(string_split({tres}, "
+              f"'{JOINED}'), {uncounted})), FALSE)",
               f"{tres} || ' (names gres/gpu without a count: gres/gpu=N or "
               "gres/gpu:TYPE=N)'")]
     if "nnodes" not in cols:
@@ -316,10 +329,12 @@ def _censored(fields: Mapping[str, Field], _cols: list[str]) -> str:
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     file_rows: list[str] = []  # each file's rows, --map applied (what _jobs filters)
+    file_jobs: list[str] = []  # and its jobs (steps left out, heterogeneous ones joined)
 
     def jobs(rows: str) -> str:
         file_rows.append(rows)
-        return _jobs(rows, [c.lower() for c in source_columns(con, rows)])
+        file_jobs.append(_jobs(rows, [c.lower() for c in source_columns(con, rows)]))
+        return file_jobs[-1]
 
     out, gres = [], []
     for path in paths:  # a file of GRES columns (older sacct) requires AllocGRES, not AllocTRES
@@ -328,7 +343,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         out += file_plans(con, [path], mapping, NAME, required, _fields,
                           _censored, relation=_rows, ending=_end,
                           checks_of=_checks, over=jobs)
-    for plan, rows, by_gres in zip(out, file_rows, gres, strict=True):
+    for plan, rows, joined, by_gres in zip(out, file_rows, file_jobs, gres, strict=True):
         path = Path(plan.file)
         # exports of several windows joined (a job RUNNING in one, COMPLETED in the next):
         # the record of its final state is the job
@@ -347,7 +362,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 "with sacct --parsable2 ('|'-separated)"))
         f = plan.fields
         plan.notes.append((
-            f"SELECT count(*) FROM {_jobs(rows)} WHERE {final_state(f['status'].expr)} "
+            f"SELECT count(*) FROM {joined} WHERE {final_state(f['status'].expr)} "
             f"AND ({f['start_time_s'].expr}) IS NOT NULL AND ({f['end_time_s'].expr}) IS NULL",
             "job(s) in a final state (COMPLETED, FAILED, CANCELLED, ...) without an End: "
             "finished, so not censored; their duration is unknown (a record slurmdbd left "
@@ -361,7 +376,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             continue  # GRES lists name GPUs as the cluster gives them
         tres = _tres(["alloctres"])  # the required column: its lists record what was allocated
         plan.notes.append((
-            f"SELECT count(*) FROM {_jobs(rows)} WHERE contains({tres}, 'gres/shard') AND NOT "
+            f"SELECT count(*) FROM {joined} WHERE contains({tres}, 'gres/shard') AND NOT "
             f"contains({tres}, 'gres/gpu')",
             "job(s) hold GPU shards (gres/shard=N) and no whole GPU: read as CPU jobs (0 GPUs), "
             "since a shard's share of a GPU is the node's configuration (its gres.conf), not "
@@ -369,7 +384,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         no_gpu = (f"SELECT CASE WHEN count(*) FILTER (WHERE contains({tres}, 'gres/gpu')) = 0 "
                   f"AND count(*) FILTER (WHERE {split}) = 0 "
                   f"THEN count(*) FILTER (WHERE {tres} IS NOT NULL) ELSE 0 END FROM "
-                  f"{_jobs(rows)}")
+                  f"{joined}")
         plan.notes.append((no_gpu, "job(s) read as CPU jobs: no AllocTRES list of the file "
                                    "names gres/gpu (Slurm records GPUs in AllocTRES only where "
                                    "the cluster's AccountingStorageTRES lists gres/gpu)"))
