@@ -197,6 +197,20 @@ def test_duration_caption_counts_the_censored_jobs_it_cannot_plot():
         " of the 3 censored; the other one has no start or no end time and is not plotted")
 
 
+def test_duration_caption_counts_the_finished_jobs_it_cannot_plot():
+    from traincast.report.build import _finished_unplotted
+
+    dur = np.array([10.0, np.nan, np.nan, 0.0, 5.0, np.nan])
+    cens = np.array([False, False, False, False, False, True])
+    # two without a duration (never started, or no end), one of zero length; the censored
+    # job without a duration is _unplotted's
+    assert _finished_unplotted(dur, cens) == (
+        " 2 finished jobs without a start or an end time (duration unknown) and 1 job of zero "
+        "length are not plotted.")
+    assert _finished_unplotted(dur[:1], cens[:1]) == ""
+    assert _finished_unplotted(dur[3:4], cens[3:4]) == " 1 job of zero length is not plotted."
+
+
 def test_save_figure_writes_png_and_svg(tmp_path):
     import matplotlib.image as mpimg
 

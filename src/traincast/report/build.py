@@ -167,7 +167,7 @@ def _job_figures(study: Study) -> list[Fig]:
                "second line leaves them out)." if (cens & okd).any() else
                f" ({plural(int(cens.sum()), 'censored job')} with no start or no end time, "
                "not plotted)." if cens.any() else ".")
-            + _unknown_durations(~cens & ~np.isfinite(dur)),
+            + _finished_unplotted(dur, cens),
             "jobs.parquet (start_time_s, end_time_s, censored)",
             lambda: figs.cdf_figure(series, log_x=True, title="Job duration (CDF)",
                                     xlabel="job duration (s)")))
@@ -443,12 +443,18 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     return path
 
 
-def _unknown_durations(unknown: np.ndarray) -> str:
-    """The caption's words for the finished jobs without a start or an end time (a record
-    left open by the scheduler: finished, its duration unknown), not in the figure."""
-    n = int(unknown.sum())
-    return "" if not n else (f" {plural(n, 'finished job')} without a start or an end time "
-                             "(duration unknown) " + ("is" if n == 1 else "are") + " not plotted.")
+def _finished_unplotted(duration_s: np.ndarray, censored: np.ndarray) -> str:
+    """The caption's words for the finished (not censored) jobs the figure leaves out: those
+    without a start or an end time (one that never started, or a record the scheduler left
+    open: the duration unknown) and those of zero length (a log scale has no 0); empty when
+    there are none."""
+    unknown = int((~censored & ~np.isfinite(duration_s)).sum())
+    zero = int((~censored & (duration_s == 0)).sum())
+    words = ([f"{plural(unknown, 'finished job')} without a start or an end time (duration "
+              "unknown)"] if unknown else []) \
+        + ([f"{plural(zero, 'job')} of zero length"] if zero else [])
+    return "" if not words else (" " + " and ".join(words) + " "
+                                 + ("is" if unknown + zero == 1 else "are") + " not plotted.")
 
 
 def _unplotted(censored: np.ndarray, plotted: np.ndarray) -> str:
