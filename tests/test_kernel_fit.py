@@ -1083,32 +1083,43 @@ def test_a_copy_of_one_file_under_another_name_or_folder_is_refused(tmp_path: Pa
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
 def test_a_folder_of_some_families_writes_only_what_it_fitted(tmp_path: Path) -> None:
-    # linear rows of two GPUs alone: the GEMM parameters are fitted and written; no
-    # memory-bound family and no binary element-wise op (the host floor) are in the rows, so
-    # their keys are left out of the file and the shipped values stay where it is merged
+    # linear and add rows of two GPUs: the GEMM parameters and the hosts' floors are fitted
+    # and written; no softmax, norm or convolution rows, so their keys are left out of the
+    # file and the shipped values stay where it is merged
     pytest.importorskip("scipy")
     import gzip
     import tomllib
 
     from traincast.hardware.catalog import load_catalog
 
-    (tmp_path / "k" / "linear").mkdir(parents=True)
-    for gpu in ("Tesla_T4", "Tesla_V100-PCIE-32GB"):
-        lines = gzip.decompress((DATA / "linear" / f"{gpu}.csv.gz").read_bytes()).decode()
-        (tmp_path / "k" / "linear" / f"{gpu}.csv").write_text(
-            "\n".join(lines.splitlines()[:301]) + "\n")
+    def folder(name: str, families: tuple[str, ...]) -> Path:
+        for fam in families:
+            (tmp_path / name / fam).mkdir(parents=True)
+            for gpu in ("Tesla_T4", "Tesla_V100-PCIE-32GB"):
+                lines = gzip.decompress((DATA / fam / f"{gpu}.csv.gz").read_bytes()).decode()
+                (tmp_path / name / fam / f"{gpu}.csv").write_text(
+                    "\n".join(lines.splitlines()[:301]) + "\n")
+        return tmp_path / name
+
     out = tmp_path / "fit.toml"
-    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path / "k"), "-o",
-                                   str(out)])
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(folder("k", ("linear", "add"))),
+                                   "-o", str(out)])
     assert res.exit_code == 0, res.output
     model = tomllib.loads(out.read_text())["kernel_model"]
-    assert "simt_efficiency" in model["params"] and "choice_linear" in model["params"]
-    for key in ("f_elementwise", "f_softmax", "f_norm", "conv_efficiency"):
+    for key in ("simt_efficiency", "choice_linear"):
+        assert key in model["params"], key
+    for key in ("f_softmax", "f_norm", "conv_efficiency"):
         assert key not in model["params"], key
-    assert "default_floor_us" not in model and model["floors_us"] == {}
+    assert set(model["floors_us"]) == {"T4", "V100-PCIE-32GB"} and "default_floor_us" in model
     shipped, merged = load_catalog(), load_catalog([out])
-    assert merged.kernel_model["default_floor_us"] == shipped.kernel_model["default_floor_us"]
     assert merged.kernel_model["params"]["f_norm"] == shipped.kernel_model["params"]["f_norm"]
+    # products alone: each row holds its host's dispatch, which no floor row measures, so the
+    # fit would put it into the kernels' own costs: refused, and nothing is written
+    out.unlink()
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(folder("p", ("linear",))),
+                                   "-o", str(out)])
+    assert res.exit_code != 0 and "no binary element-wise kernel" in str(res.exception)
+    assert not out.exists()
 
 
 def test_a_csv_outside_a_family_folder_is_an_error(tmp_path: Path) -> None:

@@ -565,6 +565,13 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
     gpus = sorted(set(data.gpu.tolist()))
     work = row_work(data)  # ``work``: each row's size, given to both rather than made twice
     floors = measured_floors_us(data, work)
+    if not floors:
+        raise TraincastError(
+            "the folders hold no binary element-wise kernel (add, mul, div or pow) of any GPU: "
+            "every measured row holds its host's dispatch, and without these rows the fit "
+            "cannot take it out (it would go into the kernels' own costs)",
+            hint="measure them with the others: python scripts/measure_kernels.py OUT "
+                 "--device cuda writes every family (docs/model.md, 'The measured-kernel model')")
     ratios = dispatch_ratios(data, floors, work)
     spec = specs_of(data.gpu, catalog)
     _check_specs(spec, data, gpus)
@@ -879,9 +886,8 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
         "fitted_on": list(result["gpus"]),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()
                    if k not in set(result.get("unfitted", ()))},
-        "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()}}
-    if result["floors_us"]:  # no binary element-wise rows: no floor measured, none written
-        doc["default_floor_us"] = round(float(result["default_floor_us"]), 3)
+        "floors_us": {k: round(float(v), 3) for k, v in result["floors_us"].items()},
+        "default_floor_us": round(float(result["default_floor_us"]), 3)}
     doc.update({key: table for key, table in (held_out or {}).items() if table})
     return {"kernel_model": doc}
 

@@ -363,11 +363,10 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     for key, value in result["params"].items():
         if key not in unfitted:
             console.print(f"  {key} = {value:.4g}", highlight=False)
-    if unfitted or not result["floors_us"]:
+    if unfitted:
         err_console.print(Text(
             "warning: the folders hold no kernel of the families that fit "
-            + ", ".join(sorted(unfitted) + ([] if result["floors_us"] else
-                                            ["the host floor (binary element-wise ops)"]))
+            + ", ".join(sorted(unfitted))
             + f": not written to {output}, so the catalog it is merged over keeps its own "
             "(docs/model.md, 'The measured-kernel model')", style="yellow"))
     for key in result["at_bound"]:
