@@ -1142,3 +1142,19 @@ def test_a_kernel_file_of_a_header_only_is_named(tmp_path: Path) -> None:
     _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", [])
     with pytest.raises(TraincastError, match=r"t\.csv\.gz: no measured rows \(a header only\)"):
         kernel_fit.read_kernels(tmp_path, load_catalog())
+
+
+def test_one_calibration_does_not_replace_another(tmp_path: Path) -> None:
+    # both default to traincast-local.toml: a kernel fit refuses a file holding a machine
+    # calibration's [gpu.local], a machine calibration one holding a kernel fit; untouched
+    machine = tmp_path / "machine.toml"
+    machine.write_text('[gpu.local]\nname = "local"\n')
+    res = CliRunner().invoke(app, ["calibrate", "--kernels", str(tmp_path), "-o", str(machine)])
+    assert res.exit_code != 0 and "holds [gpu], which a kernel fit does not write" in \
+        str(res.exception)
+    fit = tmp_path / "fit.toml"
+    fit.write_text('[kernel_model]\nsource = "a fit"\n[kernel_model.params]\nc_issue = 5.0\n')
+    res = CliRunner().invoke(app, ["calibrate", "-o", str(fit)])
+    assert res.exit_code != 0 and "holds [kernel_model] (a kernel fit)" in str(res.exception)
+    assert machine.read_text() == '[gpu.local]\nname = "local"\n'
+    assert "a fit" in fit.read_text()

@@ -120,6 +120,7 @@ def calibrate(
     thread count you calibrate at.
     """
     check_output(output)  # before minutes of measuring
+    _refuse_other_tables(output, kernel_fit=kernels is not None)
     if check and kernels is None:
         raise TraincastError("--check needs --kernels",
                              hint="--kernels DIR is what the fit sees, --check DIR what it is "
@@ -322,6 +323,31 @@ def render_validation(out: dict) -> None:
                   f"(paper's additive model: median {100 * out['paper_median_abs_error']:.1f}%)"
                   f" — targets (median <= 15%, none beyond 40%) "
                   + ("[green]met[/green]" if out["targets_met"] else "[red]missed[/red]"))
+
+
+def _refuse_other_tables(output: Path, kernel_fit: bool) -> None:
+    """``-o`` names a file that holds what this run does not write: an error, before any work,
+    so that one calibration does not replace another (both default to
+    ``traincast-local.toml``). A kernel fit writes ``[kernel_model]`` (its ``params``); a
+    machine calibration ``[gpu.local]``, ``[node.local]`` and, on CUDA, the host's floor in
+    ``[kernel_model]`` (no ``params``). A file that is not TOML is replaced as before."""
+    import tomllib
+
+    try:
+        held = tomllib.loads(output.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    fitted = "params" in (held.get("kernel_model") or {})
+    writes = {"kernel_model"} if kernel_fit else {"gpu", "node"} | (
+        set() if fitted else {"kernel_model"})
+    if other := sorted(set(held) - writes):
+        what = "a kernel fit" if kernel_fit else "a machine calibration"
+        raise TraincastError(
+            f"{output}: holds {', '.join(f'[{t}]' for t in other)}"
+            + (" (a kernel fit)" if "kernel_model" in other else "")
+            + f", which {what} does not write: it would replace them",
+            hint="write to another file (-o FILE) and give both with --catalog, or remove it "
+                 "first")
 
 
 def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
