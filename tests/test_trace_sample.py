@@ -107,3 +107,17 @@ def test_the_written_file_is_what_its_name_says(tc, tmp_path: Path) -> None:
     # --jobs or --seed without -o would be ignored: refused
     r = tc("sample", "--seed", "3")
     assert r.returncode == 2 and "give -o FILE" in r.stderr
+
+
+def test_the_sample_given_by_its_path_is_still_the_sample(tmp_path: Path) -> None:
+    # traincast report $(traincast sample): the same synthetic jobs, said to be the sample
+    import shutil
+
+    from traincast.analysis.study import is_bundled_sample
+
+    path = sample_path()
+    assert is_bundled_sample([path]) and is_bundled_sample([str(path)])
+    copy = tmp_path / Path(path).name
+    shutil.copy(path, copy)
+    assert not is_bundled_sample([copy]) and not is_bundled_sample([])
+    assert not is_bundled_sample([path, copy])

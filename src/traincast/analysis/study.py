@@ -379,6 +379,15 @@ WRITES = ("study.json", "summary.json", "characterize.json", "whatif.json", "wha
 """The files a study writes into its folder (the report's figures go into ``figures/``)."""
 
 
+def is_bundled_sample(paths: list[str | Path]) -> bool:
+    """The trace files given are the bundled synthetic sample (``traincast sample`` prints its
+    path): studied and reported as the sample, as with no trace given."""
+    from traincast.trace.sample import sample_path
+
+    bundled = Path(sample_path()).resolve()
+    return bool(paths) and all(Path(p).resolve() == bundled for p in paths)
+
+
 def study(trace: str | Path | Sequence[str | Path] | None = None,
           out_dir: str | Path = "traincast-study", *,
           format: str = "csv", mapping: dict[str, str] | None = None,
@@ -414,7 +423,7 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     if trace is not None and not given and jobs is None:
         raise TraincastError("no trace file given (an empty list)",
                              hint="give trace files or folders, or none for the bundled sample")
-    sample = not given and jobs is None
+    sample = (not given and jobs is None) or is_bundled_sample(given)
     ingested = jobs is None  # else: the caller's table, no store of its own here
     trace_paths = [Path(sample_path())] if sample else [Path(p) for p in given]
     out = Path(out_dir)
