@@ -150,12 +150,12 @@ def test_ingest_refuses_another_programs_duckdb(tmp_path: Path) -> None:
 def test_uneven_kernel_row_is_named(tmp_path: Path) -> None:
     header = "OPName,Latency,Device,B,M,N,K"
     rows = [f"linear,0.05,Tesla T4,1,{m},64,64" for m in (64, 128, 256, 512)]
-    rows.insert(2, "linear,0.05,Tesla T4")  # the file's row 4 (header = row 1)
+    rows.insert(2, "linear,0.05,Tesla T4")  # the third row after the header: row 3
     (tmp_path / "linear").mkdir()
     (tmp_path / "linear" / "Tesla_T4.csv").write_text("\n".join([header, *rows]) + "\n")
     r = tc("validate", "--kernels", str(tmp_path))
     assert r.returncode != 0
-    assert "Tesla_T4.csv: row 4: 3 fields, the header has 7" in r.stderr
+    assert "Tesla_T4.csv: row 3: 3 fields, the header has 7" in r.stderr
 
 
 # ------------------------------------------------------------- the study's assumptions
@@ -201,7 +201,7 @@ def test_impossible_kernel_rows_are_named(tmp_path: Path, row: str, said: str) -
 
     good = [f"linear,0.05,Tesla T4,1,{m},64,64" for m in (64, 128)]
     folder = _kernels(tmp_path, [*good, row])
-    with pytest.raises(TraincastError, match=re.escape(f"row 4: {said}")):
+    with pytest.raises(TraincastError, match=re.escape(f"row 3: {said}")):  # after 2 good
         read_kernels(folder, load_catalog())
 
 

@@ -343,7 +343,7 @@ def test_folders_are_read_together_and_other_dtypes_refused(tmp_path: Path) -> N
            "OPName,Latency,Device,Kernel Name,B,M,N,K,Dtype",
            ["linear,0.02,Tesla V100-PCIE-32GB,,1,8,8,8,fp32",
             "linear,0.02,Tesla V100-PCIE-32GB,,1,8,8,8,bf16"])
-    with pytest.raises(TraincastError, match=r"v\.csv\.gz: row 3: field 'Dtype' = 'bf16'"):
+    with pytest.raises(TraincastError, match=r"v\.csv\.gz: row 2: field 'Dtype' = 'bf16'"):
         kernel_fit.read_kernels([tmp_path / "a", tmp_path / "c"], cat)
     # a folder that gives no measured file is named, not skipped; nor is one read twice
     (tmp_path / "parent" / "kernels" / "add").mkdir(parents=True)
@@ -481,11 +481,11 @@ def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:
     cat = load_catalog()
     _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H",
            ["add,0.03,Tesla T4,4,4", "add,nan,Tesla T4,4,4"])
-    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 3: field 'Latency'"):
+    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 2: field 'Latency'"):
         kernel_fit.read_kernels(tmp_path, cat)
     _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,Device,B,H",
            ["add,0.03,Tesla T4,4,4", "add,0.03,Tesla Z9,4,4"])
-    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 3: field 'Device' = 'Tesla Z9' "
+    with pytest.raises(TraincastError, match=r"x\.csv\.gz: row 2: field 'Device' = 'Tesla Z9' "
                                              r"is no catalog GPU"):
         kernel_fit.read_kernels(tmp_path, cat)
     _write(tmp_path / "add" / "x.csv.gz", "OPName,Latency,B,H", ["add,0.03,4,4"])
@@ -1020,14 +1020,14 @@ def test_a_cut_gzip_file_is_named_not_taken_for_ctrl_c(tmp_path: Path, tc) -> No
 
 
 def test_a_bad_row_is_named_at_its_line_under_a_sample(tmp_path: Path) -> None:
-    # the 49th data row (line 50: the header is row 1) has a text latency; a reservoir sample
-    # that keeps it names it at its line in the file, as the full read does
+    # the 49th data row (row 49, as a trace's rows are numbered: line 50 of the file) has a
+    # text latency; a reservoir sample that keeps it names it at its row, as the full read does
     rows = [f"add,0.03,Tesla T4,x,{b},1" for b in range(1, 80)]
     rows[48] = "add,abc,Tesla T4,x,49,1"
     _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", rows)
     cat = load_catalog()
     for sample in (0, 1000):
-        with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 50: field 'Latency' = 'abc'"):
+        with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 49: field 'Latency' = 'abc'"):
             kernel_fit.read_kernels(tmp_path, cat, sample=sample)
 
 

@@ -235,8 +235,8 @@ def ran_tiles(names: NDArray[Any]) -> tuple[F, F]:
 
 def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[str, Any]:
     """One measured file as numpy columns, read in one pass and checked in DuckDB
-    (``try_cast``; errors name file, row and field: the row of the file, header = row 1, also
-    under ``sample``)."""
+    (``try_cast``; errors name file, row and field: row 1 = the first row after the header, as
+    in a trace's errors, also under ``sample``)."""
     from traincast.trace.adapters.base import duplicate_columns
 
     need = ("Device", "Latency", *SHAPE_COLUMNS.get(fam, ("B", "H")))
@@ -258,7 +258,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         sampled = f" using sample reservoir({int(sample)} rows) repeatable ({int(seed)})" \
             if sample else ""
         if "Dtype" in rel.columns:
-            other = con.sql('select row_number() over () + 1 as row, "Dtype" from rel').filter(
+            other = con.sql('select row_number() over () as row, "Dtype" from rel').filter(
                 "lower(trim(coalesce(\"Dtype\", ''))) not in ('fp32', 'float32')"
             ).limit(1).fetchall()
             if other:
@@ -268,7 +268,7 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
                                                        "--dtype fp32")
         named = fam in GEMM_FAMILIES and "Kernel Name" in rel.columns
         name_col = ', "Kernel Name"' if named else ""
-        raw = con.sql(f'select * from (select row_number() over () + 1 as "_row", "Device", '
+        raw = con.sql(f'select * from (select row_number() over () as "_row", "Device", '
                       f'{numbers}{name_col} from rel){sampled}').fetchnumpy()
     except TraincastError:
         raise
@@ -338,7 +338,7 @@ def _uneven_row(path: Path) -> None:
         with io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="") as f:
             rows = csv.reader(f)
             header = next(rows, [])
-            for i, row in enumerate(rows, start=2):
+            for i, row in enumerate(rows, start=1):
                 if row and len(row) != len(header):
                     raise TraincastError(
                         f"{path}: row {i}: {len(row)} fields, the header has {len(header)}",
@@ -350,7 +350,7 @@ def _uneven_row(path: Path) -> None:
 def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any],
                rows: NDArray[Any]) -> NDArray[Any]:
     """Catalog GPU name per row, resolved once per distinct ``Device`` (``rows``: each row's
-    line in the file, for the error that names the first with an unknown GPU)."""
+    number in the file, for the error that names the first with an unknown GPU)."""
     unique, first, inverse = np.unique(devices.astype(str), return_index=True,
                                        return_inverse=True)
     names = []
