@@ -1158,3 +1158,23 @@ def test_one_calibration_does_not_replace_another(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "holds [kernel_model] (a kernel fit)" in str(res.exception)
     assert machine.read_text() == '[gpu.local]\nname = "local"\n'
     assert "a fit" in fit.read_text()
+
+
+def test_a_family_folder_or_a_file_given_for_the_folder_is_told_its_parent(
+        tmp_path: Path) -> None:
+    from traincast.calibration.kernel_fit import read_kernels
+    from traincast.hardware.catalog import load_catalog
+
+    (tmp_path / "add").mkdir()
+    one = tmp_path / "add" / "Tesla_T4.csv"
+    one.write_text("Device,Latency,B,H\nTesla T4,0.01,1,1024\n")
+    cat = load_catalog()
+    with pytest.raises(TraincastError, match=r"a family folder \(add/\)") as exc:
+        read_kernels([tmp_path / "add"], cat)
+    assert exc.value.hint == f"give its parent: --kernels {tmp_path}"
+    with pytest.raises(TraincastError, match="a file, not a folder") as exc:
+        read_kernels([one], cat)
+    assert exc.value.hint.endswith(f"--kernels {tmp_path}")
+    with pytest.raises(TraincastError, match="no such folder"):
+        read_kernels([tmp_path / "nothing"], cat)
+    assert len(read_kernels([tmp_path], cat)) == 1

@@ -139,8 +139,18 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
     seen: set[Path] = set()
     for root in roots:
         if not root.is_dir():
-            raise TraincastError(f"{root}: no such folder of measured kernels",
-                                 hint="a folder with linear/, bmm/, conv/, ... sub-folders")
+            raise TraincastError(f"{root}: " + ("a file, not a folder of measured kernels"
+                                                if root.exists() else
+                                                "no such folder of measured kernels"),
+                                 hint=(f"give the folder that holds its family folder: "
+                                       f"--kernels {root.parent.parent}"
+                                       if root.parent.name in FAMILIES else
+                                       "a folder with linear/, bmm/, conv/, ... sub-folders, "
+                                       "each with one CSV per GPU"))
+        if root.name in FAMILIES and not any((root / fam).is_dir() for fam in FAMILIES):
+            raise TraincastError(f"{root}: a family folder ({root.name}/), not the folder "
+                                 "that holds the families",
+                                 hint=f"give its parent: --kernels {root.parent}")
         if root.resolve() in seen:
             raise TraincastError(f"{root}: given twice", hint="name each folder once")
         seen.add(root.resolve())
