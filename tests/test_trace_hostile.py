@@ -65,8 +65,10 @@ def test_values_outside_their_bounds_are_bad_rows(tmp_path: Path) -> None:
         (4, "end_time_s", f"10000-01-01 00:00:00 ({time})"),
         (5, "start_time_s", f"253402300800 ({time})"),
         (6, "start_time_s", f"-62135596801 ({time})"),
-        (7, "gpu_util", "1.5 (must be a utilization from 0 to 1)"),
-        (8, "gpu_util", "50 (must be a utilization from 0 to 1)"),
+        (7, "gpu_util", "1.5 (must be a utilization from 0 to 1; a percentage is divided by "
+                        "100 before ingest)"),
+        (8, "gpu_util", "50 (must be a utilization from 0 to 1; a percentage is divided by "
+                        "100 before ingest)"),
         (9, "n_workers", f"2000000 ({count})"),
         (10, "batch_size", "2e9 (must be a batch size from 0 to 1e9)"),
         (11, "weight_bytes", "2e18 (must be bytes per iteration from 0 to 1e18)"),
@@ -773,6 +775,17 @@ def test_each_rejection_is_one_line(tmp_path: Path) -> None:
         assert line.startswith(f"  {path}: row {row}: field {field}: bad value ")
     with pytest.raises(TraincastError, match="row 1: field n_gpus"):
         ingest(path, db=tmp_path / "strict.duckdb", strict=True)
+
+
+def test_a_broken_bound_is_said_after_the_quoted_value(tmp_path: Path) -> None:
+    # gpu_util in percent: the value as the file gives it in quotes, then what it must be
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,gpu_util\na,1,0,10,35\n"
+                    "b,1,0,10,0.35\n")
+    report = _ingest(path)
+    [line] = format_errors(report["errors"], report["bad_rows"]).splitlines()
+    assert line.endswith("field gpu_util: bad value '35' (must be a utilization from 0 to 1; "
+                         "a percentage is divided by 100 before ingest)")
 
 
 def test_the_rules_are_sql_not_python(tmp_path: Path) -> None:

@@ -304,8 +304,16 @@ def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
 
 
 def format_errors(errors: list[dict[str, Any]], total: int) -> str:
-    """Bad rows for people: one line each (file, row, field, value), first 20."""
-    lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {e['value']!r}"
+    """Bad rows for people: one line each (file, row, field, value), first 20; the bound a
+    value breaks (``'35 (must be ...)'``, :func:`~traincast.trace.adapters.base.bound_check`)
+    said after the quoted value, not inside it."""
+    def said(value: Any) -> str:
+        text = str(value)
+        cut = text.rfind(" (must be ")
+        return f"{text[:cut]!r}{text[cut:]}" if cut >= 0 and text.endswith(")") \
+            else repr(value)
+
+    lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {said(e['value'])}"
              + (f" ({e['jobs']} jobs)" if e.get("jobs", 1) > 1 else "") for e in errors]
     shown = sum(e.get("jobs", 1) for e in errors)
     more = f"\n  ... and {total - shown} more" if total > shown else ""
