@@ -617,3 +617,20 @@ def test_a_real_trace_report_says_what_it_assumed_for_its_jobs(tmp_path):
                         "(V100-SXM2-16GB)")
     assert "Assumed for this trace" in sample_banner(study)
     assert sample_banner(Study(folder=tmp_path, json={"study.json": {}})) == ""
+
+
+def test_a_validate_file_of_kernel_errors_is_named_so(tmp_path):
+    import json
+
+    from traincast.errors import TraincastError
+    from traincast.report.inputs import load_validate
+
+    kernels = tmp_path / "valk.json"
+    kernels.write_text(json.dumps({"rows": 10, "gpus": {"T4": {}}, "default_floor": {}}))
+    with pytest.raises(TraincastError, match="the JSON of `traincast validate --kernels`") as e:
+        load_validate(kernels)
+    assert "traincast validate --json > FILE" in e.value.hint
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([1, 2]))
+    with pytest.raises(TraincastError, match="no 'cases' list"):
+        load_validate(other)

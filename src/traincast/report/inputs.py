@@ -197,9 +197,15 @@ def load_validate(path: str | Path) -> dict[str, Any]:
         raise TraincastError(f"{path}: validate file not found",
                              hint="write it with `traincast validate --json > FILE`")
     data = read_json(path)
-    cases = data.get("cases")
+    cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, list):
-        raise TraincastError(f"{path}: field 'cases' must be a list of cases")
+        other = ("the JSON of `traincast validate --kernels` (kernel errors by GPU), not of a "
+                 "training-step validation" if isinstance(data, dict) and "gpus" in data else
+                 "no 'cases' list of measured and predicted steps")
+        raise TraincastError(f"{path}: {other}",
+                             hint="--validate takes `traincast validate --json > FILE` (the "
+                                  "steps measured on this machine); the kernel errors are in "
+                                  "`traincast validate --kernels DIR`")
     for i, case in enumerate(cases):
         if not isinstance(case, dict):
             raise TraincastError(f"{path}: cases[{i}] must be an object")
