@@ -631,6 +631,6 @@ def test_a_validate_file_of_kernel_errors_is_named_so(tmp_path):
         load_validate(kernels)
     assert "traincast validate --json > FILE" in e.value.hint
     other = tmp_path / "other.json"
-    other.write_text(json.dumps([1, 2]))
+    other.write_text(json.dumps({"median_abs_error": 0.1}))
     with pytest.raises(TraincastError, match="no 'cases' list"):
         load_validate(other)

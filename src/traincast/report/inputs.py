@@ -197,10 +197,10 @@ def load_validate(path: str | Path) -> dict[str, Any]:
         raise TraincastError(f"{path}: validate file not found",
                              hint="write it with `traincast validate --json > FILE`")
     data = read_json(path)
-    cases = data.get("cases") if isinstance(data, dict) else None
+    cases = data.get("cases")
     if not isinstance(cases, list):
         other = ("the JSON of `traincast validate --kernels` (kernel errors by GPU), not of a "
-                 "training-step validation" if isinstance(data, dict) and "gpus" in data else
+                 "training-step validation" if "gpus" in data else
                  "no 'cases' list of measured and predicted steps")
         raise TraincastError(f"{path}: {other}",
                              hint="--validate takes `traincast validate --json > FILE` (the "
