@@ -744,3 +744,12 @@ def test_square_brackets_in_a_trace_print_as_they_are(tc, tmp_path: Path) -> Non
     run = tc("characterize", str(trace), "--db", str(tmp_path / "d.duckdb"))
     # compared without spaces and line ends: the console folds a long temporary path
     assert "mk[red].csvholdsnojob" in "".join(run.stderr.split())
+
+
+def test_a_min_gain_above_one_is_said_to_be_a_fraction(tc) -> None:
+    # --min-gain 5 (a percentage meant) asks for a change more than 500% faster: said
+    r = tc("recommend", *JOB, "--min-gain", "5")
+    assert r.returncode == 0, r.stderr
+    assert "--min-gain 5 is a fraction" in r.stderr and "500% faster" in r.stderr
+    r = tc("recommend", *JOB, "--min-gain", "0.05")
+    assert "is a fraction" not in r.stderr

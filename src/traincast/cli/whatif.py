@@ -669,6 +669,9 @@ def recommend(
 
     check_trace_io(trace, db, {"-o": output}, format=format)
     check_price(price)
+    if min_gain > 1:  # a percentage given for the fraction reads as a gain of several-fold
+        note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
+             f"more than {min_gain:.0%} faster (5%: --min-gain 0.05)", json_out)
     cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, cat)
     if job is None:
