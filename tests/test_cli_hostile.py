@@ -753,3 +753,14 @@ def test_a_min_gain_above_one_is_said_to_be_a_fraction(tc) -> None:
     assert "--min-gain 5 is a fraction" in r.stderr and "500% faster" in r.stderr
     r = tc("recommend", *JOB, "--min-gain", "0.05")
     assert "is a fraction" not in r.stderr
+
+
+def test_one_jobs_whatif_names_its_hardware(tc) -> None:
+    # the title says the GPU (or node) the job runs on, at the terminal's width
+    r = tc("whatif", "--model", "zoo:resnet50", "--gpu", "H100", "-s", "gpu-a100")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].startswith("zoo:resnet50, 1w1g on 1 GPU (H100): ")
+    r = tc("whatif", "--model", "zoo:resnet50", "--node", "dgx-a100", "--gpus", "8",
+           "--arch", "allreduce-local", "-s", "eth100")
+    assert r.stdout.splitlines()[0].startswith(
+        "zoo:resnet50, allreduce-local on 8 GPUs (dgx-a100): ")

@@ -282,7 +282,7 @@ RULES_OFF: dict[str, Any] = {"box": box.SIMPLE_HEAD, "collapse_padding": True,
 a row of long names fits 80 columns."""
 
 
-def compact_table(title: str, caption: str | None, columns: tuple[str, ...],
+def compact_table(title: str | None, caption: str | None, columns: tuple[str, ...],
                    rows: list[tuple[str, ...]]) -> Table:
     """A table that fits 80 columns: no vertical rules, no number cut (each number column at
     least as wide as its widest cell, its header wrapping; a long name in the first column

@@ -422,16 +422,18 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
         return "applied" if r["applied"] else \
             "does not fit" if r["matched"] else "does not apply"
 
-    t = compact_table(
-        f"{job['workload'] or 'the job'}, {job['architecture']} on "
-        f"{plural(job['n_gpus'], 'GPU')}: {fmt_seconds(base)} per iteration as it runs",
-        "does not apply = the scenario's match clause leaves the job out; does not fit = a "
-        "port the job's GPUs or memory cannot take (docs/scenarios.md); speedup = base time / "
-        "scenario time",
-        ("scenario", "outcome", "time", "speedup"),
+    hardware = job.get("node") or job.get("gpu_type")  # as given (--node, --gpu)
+    # title and caption at the terminal's width, not the narrow table's
+    console.print(Text(f"{job['workload'] or 'the job'}, {job['architecture']} on "
+                       f"{plural(job['n_gpus'], 'GPU')}" + (f" ({hardware})" if hardware else "")
+                       + f": {fmt_seconds(base)} per iteration as it runs", style="italic"))
+    console.print(compact_table(
+        None, None, ("scenario", "outcome", "time", "speedup"),
         [(r["scenario"], outcome(r), fmt_seconds(r["scenario_total_s"]), fmt_x(r["speedup"]))
-         for r in rows])
-    console.print(t)
+         for r in rows]))
+    console.print(Text("does not apply = the scenario's match clause leaves the job out; does "
+                       "not fit = a port the job's GPUs or memory cannot take "
+                       "(docs/scenarios.md); speedup = base time / scenario time", style="dim"))
     print_unpredicted(result.get("unpredicted", {}))
     print_flat_peak(result)
 
