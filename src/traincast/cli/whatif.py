@@ -56,7 +56,7 @@ from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row, zoo_amp_ops, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_share, fmt_x, join_words, plural
+from traincast.units import fmt_pct, fmt_share, fmt_sig, fmt_x, join_words, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -585,17 +585,19 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     keys, legend = _reason_keys([r["best_reason"] for r in d])
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
               title_justify="left", **RULES_OFF)
-    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/iter now", "$/iter"]
+    ids = min(JOB_COLUMN_MAX, max((len(str(r["job_id"])) for r in d), default=3))
+    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/1k now", "$/1k"]
                                                      if "cheapest" in s else [])):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
-                     justify="right" if col in ("speedup", "$/iter now", "$/iter") else "left")
+                     min_width=ids if col == "job" else None,  # an id folds only past the max
+                     justify="right" if col in ("speedup", "$/1k now", "$/1k") else "left")
     if "cheapest" in s:
-        t.caption = ("$/iter now: the job's present setup, $/iter: the cheapest's, USD per "
-                     "iteration (- where unpriced)")
+        t.caption = ("$/1k now: the job's present setup, $/1k: the cheapest's, US dollars "
+                     "per 1,000 iterations (- where unpriced)")
         t.caption_justify = "left"
 
-    def usd(c: float | None) -> str:
-        return "-" if c is None or not math.isfinite(c) else f"{c:.3g}"
+    def usd(c: float | None) -> str:  # per 1,000 iterations: 0.36, 0.0764, 0.00149
+        return fmt_sig(None if c is None else 1000.0 * c)
 
     def setup(r: dict[str, Any], prefix: str) -> str:  # no choice (no prediction): no node
         arch = r[f"{prefix}_architecture"]
