@@ -529,7 +529,9 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
               **RULES_OFF)
     t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
                  "(another architecture or node); mean, median = speedup (1.00× where kept); "
-                 "top choices = how many jobs choose each architecture, then each node")
+                 "top choices = how many jobs choose each architecture, then each node (a "
+                 "job kept as it runs counts at its own node, one left out of the candidates "
+                 "too)")
     t.caption_justify = "left"
     for col in ("", "changed", "mean", "median", "top choices"):
         t.add_column(col, justify="left" if col in ("", "top choices") else "right")
