@@ -49,6 +49,7 @@ from traincast.errors import TraincastError
 from traincast.files import content_sha256, open_bytes, write_text_whole
 from traincast.hardware.catalog import HELD_OUT_RECORDS
 from traincast.kernels import CONV_KEYS, GEMM_KEYS
+from traincast.units import plural
 
 F = NDArray[np.float64]
 
@@ -587,7 +588,7 @@ def fit(data: Kernels, catalog: Any, progress: PROGRESS | None = None,
     _check_specs(spec, data, gpus)
     default_us = default_floor_us(floors)
     floor_s = _floor_col(data, floors, default_us, ratios)
-    say(f"stage 2: memory-bound bandwidth fractions ({len(gpus)} GPUs)")
+    say(f"stage 2: memory-bound bandwidth fractions ({plural(len(gpus), 'GPU')})")
     fractions = bandwidth_fractions(data, spec, floor_s)
     fitted = [*fractions]
     params: dict[str, float] = {**START, **{f"f_{fam}": UNFITTED_FRACTION
@@ -847,11 +848,12 @@ def refuse_seen_chips(data: Kernels, unseen: Kernels, catalog: Any, where: str) 
     """A chip (``chip_groups``) is fitted on or checked on, never both: an error naming the
     chips ``unseen`` (read from ``where``) shares with ``data``."""
     fitted, checked = set(data.gpu.tolist()), set(unseen.gpu.tolist())
-    both = [", ".join(chip) for chip in chip_groups(sorted(fitted | checked), catalog).values()
+    both = [" and ".join(chip) for chip in chip_groups(sorted(fitted | checked),
+                                                        catalog).values()
             if set(chip) & fitted and set(chip) & checked]
     if both:
-        raise TraincastError(f"--check {where}: the chip of {'; '.join(both)} also has kernels "
-                             "in --kernels",
+        raise TraincastError(f"--check {where}: kernels of {'; '.join(both)}, a chip --kernels "
+                             "also has kernels of (it would be fitted on and checked on)",
                              hint="a chip is either fitted on (--kernels) or checked on "
                                   "(--check)")
 
