@@ -314,3 +314,16 @@ def test_a_table_between_widths_folds_its_first_column_alone_and_splits_below() 
             assert word in text, (width, word)  # the name whole in the part it fits
         assert "a caption [/z] below the parts" in " ".join(text.split())
         assert text.rstrip().endswith("parts")  # the caption once, after the parts
+
+
+def test_a_link_entry_gives_units_and_room_to_its_sources() -> None:
+    # eth100: its own long source folds in the value column, so the efficiency's and the
+    # latency's sources get half the line, not a sliver; link fields carry their units
+    r = tc80("hardware", "show", "eth100")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(re.search(r"bw_gbs\s+12\.5 GB/s", line) for line in lines)
+    assert any(re.search(r"latency_us\s+25 µs", line) for line in lines)
+    effic = next(line for line in lines if line.lstrip().startswith("efficiency"))
+    source_at = effic.index("payload rule")
+    assert len(effic) - source_at >= 25  # the source column is 25 characters wide at least

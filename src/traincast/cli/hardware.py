@@ -87,11 +87,16 @@ def _show_value(key: str, value: Any) -> str:
     return f"{text} {unit}".rstrip()
 
 
+VALUE_WIDTH = 32
+"""The widest an entry's value column grows, so that a long value (an entry's own source)
+leaves its sources' column room at 80 columns."""
+
+
 def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=box.SIMPLE,
                   pad_edge=False)
     table.add_column("key", style="bold", overflow="fold")
-    table.add_column("value", overflow="fold")
+    table.add_column("value", overflow="fold", max_width=VALUE_WIDTH)  # the source the rest
     table.add_column("source", style="dim", overflow="fold")
     for key, value in rows:
         cited = sources.get(key, "the entry's source" if key in FIELD_GROUPS["datasheet"] else "")

@@ -164,8 +164,10 @@ GPU_UNITS: dict[str, str] = {
     "kernel_launch_us": "µs", "op_overhead_us": "µs", "foreach_tensor_us": "µs",
     "gemm_tflops": "TFLOP/s", "conv_tflops": "TFLOP/s", "elementwise_gbs": "GB/s",
     "fresh_gbs": "GB/s", "kernel_gelems": "1e9 elem/s", "gemm_intensity": "FLOP/byte",
-    "conv_intensity": "FLOP/byte", "elementwise_bytes": "bytes", "fresh_bytes": "bytes"}
-"""Units of GPU fields, for people (``traincast hardware show``)."""
+    "conv_intensity": "FLOP/byte", "elementwise_bytes": "bytes", "fresh_bytes": "bytes",
+    "bw_gbs": "GB/s", "latency_us": "µs"}
+"""Units of GPU fields and of a link's (``bw_gbs``, ``latency_us``), for people (``traincast
+hardware show``)."""
 
 
 @dataclass(frozen=True)
