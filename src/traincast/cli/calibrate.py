@@ -420,21 +420,23 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
     if json_out:
         print_json({"rows": len(data), **out})
         return
-    table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median/p90 |error| "
-                  "(%), sum = error of the GPU's summed time", title_justify="left")
-    cols = ("gemm", "conv", "elementwise", "softmax", "norm", "memory")
-    from traincast.cli.tables import print_table
+    from traincast.cli.tables import RULES_OFF, print_table
 
-    table.add_column("GPU")
+    table = Table(title=f"Leave-one-GPU-out, {len(data):,} kernels: median/p90 |error| "
+                  "(%), sum = error of the GPU's summed time", title_justify="left",
+                  **RULES_OFF)  # no vertical rules: the eight columns fit 80
+    cols = ("gemm", "conv", "elementwise", "softmax", "norm", "memory")
+    table.add_column("GPU", no_wrap=True)
     for c in cols:
-        table.add_column(c, justify="right")
+        table.add_column("elem." if c == "elementwise" else c, justify="right")
     table.add_column("sum", justify="right")
     for g, row in out["gpus"].items():
         table.add_row(g, *[f"{100 * row[f'{c}_median']:.1f}/{100 * row[f'{c}_p90']:.0f}"
                            if f"{c}_median" in row else "-" for c in cols],
                       f"{100 * row['sum']:+.1f}")
     print_table(table, console)
-    console.print("memory = the memory-bound families together; sum = predicted over "
+    console.print("elem. = element-wise; memory = the memory-bound families together; sum = "
+                  "predicted over "
                   "measured summed time - 1 (below 0: predicted too fast); - = the data has no "
                   "kernel of that family for the GPU; the held-out GPU is priced "
                   "with its own host's floor and dispatch ratios, as traincast calibrate measures "
