@@ -118,10 +118,10 @@ def colocate(
     by: Annotated[str, typer.Option(
         "--by", help="Pair by the predicted utilization (Horus) or the measured one.")]
     = "predicted",
-    memory_check: Annotated[bool, typer.Option(
-        "--memory-check/--no-memory-check",
-        help="Split pairs whose footprints (model state + activations) exceed the GPU "
-        "memory.")] = True,
+    no_memory_check: Annotated[bool, typer.Option(
+        "--no-memory-check",
+        help="Keep pairs whose footprints (model state + activations) exceed the GPU memory "
+        "(by default they are split again).")] = False,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "
@@ -141,7 +141,7 @@ def colocate(
     with progress(json_out) as bar:
         task = bar.add_task("co-location", total=1)
         result = run(table, cat, bound=util_bound, cross=cross, multi_gpu=multi_gpu,
-                     memory_check=memory_check, by=by, per_job=output is not None)
+                     memory_check=not no_memory_check, by=by, per_job=output is not None)
         bar.update(task, completed=1)
     rows = result.pop("job_rows", None)
     result["assumed_workload"] = workload_assumption(table, workload)
