@@ -332,3 +332,32 @@ def test_compute_breakdown_prices_few_row_products_at_one_thread() -> None:
     # 7.68e6 / 50e9 = 153.6 us (one thread); 2.4576e8 / (2 * 50e9) = 2457.6 us
     assert compute_breakdown([few], curves)["compute_flop"] == pytest.approx(153.6e-6)
     assert compute_breakdown([many], curves)["compute_flop"] == pytest.approx(2457.6e-6)
+
+
+def test_a_calibration_may_rewrite_its_own_file_not_a_kernel_fit(tiny_catalog: Path,
+                                                                   tmp_path: Path) -> None:
+    # the machine calibration's own file ([gpu.local], [link.local-*], [node.local]) and a
+    # CUDA host's floor and dispatch ratios ([kernel_model] with params) may be written again;
+    # a kernel fit ([kernel_model] with fitted_on) may not, nor may a fit replace either
+    import tomli_w
+
+    from traincast.calibration import host_floor_table
+    from traincast.cli.calibrate import _refuse_other_tables
+    from traincast.errors import TraincastError
+
+    _refuse_other_tables(tiny_catalog, kernel_fit=False)
+    cuda = tmp_path / "cuda.toml"
+    doc = tomllib.loads(tiny_catalog.read_text()) | host_floor_table({
+        "device": "cuda:0", "date": "2026-01-01", "device_name": "GPU", "torch": "2.13",
+        "op_overhead": {"alone_op_s": 25e-6, "alone_op_calls": 200,
+                        "alone_kinds_s": {"add": 25e-6, "linear": 55e-6}}})
+    assert "params" in doc["kernel_model"]
+    cuda.write_text(tomli_w.dumps(doc))
+    _refuse_other_tables(cuda, kernel_fit=False)
+    with pytest.raises(TraincastError, match="which a kernel fit does not write"):
+        _refuse_other_tables(cuda, kernel_fit=True)
+    fit = tmp_path / "fit.toml"
+    fit.write_text(tomli_w.dumps({"kernel_model": {"fitted_on": ["T4"], "params": {}}}))
+    _refuse_other_tables(fit, kernel_fit=True)
+    with pytest.raises(TraincastError, match=r"holds \[kernel_model\] \(a kernel fit\)"):
+        _refuse_other_tables(fit, kernel_fit=False)

@@ -326,25 +326,26 @@ def render_validation(out: dict) -> None:
 
 
 def _refuse_other_tables(output: Path, kernel_fit: bool) -> None:
-    """``-o`` names a file that holds what this run does not write: an error, before any work,
-    so that one calibration does not replace another (both default to
-    ``traincast-local.toml``). A kernel fit writes ``[kernel_model]`` (its ``params``); a
-    machine calibration ``[gpu.local]``, ``[node.local]`` and, on CUDA, the host's floor in
-    ``[kernel_model]`` (no ``params``). A file that is not TOML is replaced as before."""
+    """``-o`` names a file that holds the other kind of calibration: an error, before any work,
+    so that one does not replace the other (both default to ``traincast-local.toml``). A
+    kernel fit writes ``[kernel_model]`` alone, with ``fitted_on``: it refuses a file with any
+    other table (a machine calibration's ``[gpu.local]``, ``[node.local]``, ...); a machine
+    calibration (its CUDA host's floor in ``[kernel_model]`` too, without ``fitted_on``)
+    refuses a file holding a kernel fit. A file that is not TOML is replaced as before."""
     import tomllib
 
     try:
         held = tomllib.loads(output.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return
-    fitted = "params" in (held.get("kernel_model") or {})
-    writes = {"kernel_model"} if kernel_fit else {"gpu", "node"} | (
-        set() if fitted else {"kernel_model"})
-    if other := sorted(set(held) - writes):
+    fitted = "fitted_on" in (held.get("kernel_model") or {})
+    other = sorted(set(held) - {"kernel_model"}) if kernel_fit else \
+        (["kernel_model"] if fitted else [])
+    if other:
         what = "a kernel fit" if kernel_fit else "a machine calibration"
         raise TraincastError(
             f"{output}: holds {', '.join(f'[{t}]' for t in other)}"
-            + (" (a kernel fit)" if "kernel_model" in other else "")
+            + (" (a kernel fit)" if fitted and not kernel_fit else "")
             + f", which {what} does not write: it would replace them",
             hint="write to another file (-o FILE) and give both with --catalog, or remove it "
                  "first")
