@@ -1153,7 +1153,8 @@ def test_one_calibration_does_not_replace_another(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "holds [gpu], which a kernel fit does not write" in \
         str(res.exception)
     fit = tmp_path / "fit.toml"
-    fit.write_text('[kernel_model]\nsource = "a fit"\n[kernel_model.params]\nc_issue = 5.0\n')
+    fit.write_text('[kernel_model]\nsource = "a fit"\nfitted_on = ["T4"]\n'
+                   '[kernel_model.params]\nc_issue = 5.0\n')
     res = CliRunner().invoke(app, ["calibrate", "-o", str(fit)])
     assert res.exit_code != 0 and "holds [kernel_model] (a kernel fit)" in str(res.exception)
     assert machine.read_text() == '[gpu.local]\nname = "local"\n'
