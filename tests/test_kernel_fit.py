@@ -1179,3 +1179,23 @@ def test_a_family_folder_or_a_file_given_for_the_folder_is_told_its_parent(
     with pytest.raises(TraincastError, match="no such folder"):
         read_kernels([tmp_path / "nothing"], cat)
     assert len(read_kernels([tmp_path], cat)) == 1
+
+
+def test_a_held_out_fold_without_a_host_floor_is_refused_first(tmp_path: Path) -> None:
+    # add rows of the T4 alone, linear rows of the T4 and the V100: held out, the T4 would
+    # leave the V100's fit no floor; refused before any fit, by validate and calibrate alike
+    pytest.importorskip("scipy")
+    import gzip
+
+    for fam, gpus in (("add", ("Tesla_T4",)), ("linear", ("Tesla_T4", "Tesla_V100-PCIE-32GB"))):
+        (tmp_path / "k" / fam).mkdir(parents=True, exist_ok=True)
+        for gpu in gpus:
+            lines = gzip.decompress((DATA / fam / f"{gpu}.csv.gz").read_bytes()).decode()
+            (tmp_path / "k" / fam / f"{gpu}.csv").write_text(
+                "\n".join(lines.splitlines()[:201]) + "\n")
+    for args in (["validate", "--kernels", str(tmp_path / "k")],
+                 ["calibrate", "--kernels", str(tmp_path / "k"), "-o", str(tmp_path / "f.toml")]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code != 0
+        assert "only T4 has binary element-wise kernels" in str(res.exception)
+    assert not (tmp_path / "f.toml").exists()

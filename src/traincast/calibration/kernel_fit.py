@@ -815,6 +815,7 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
                              f"are of {', '.join(sorted(set(data.gpu.tolist())))} alone",
                              hint="add a folder of other GPUs' kernels: --kernels "
                                   "../shared/data/neusight-kernels --kernels DIR")
+    refuse_floorless_folds(data, chips)
     out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
     for chip, members in chips.items():
         say(f"leave out {', '.join(members)}: fitting on the other GPUs")
@@ -826,6 +827,20 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
         out["default_floor"].update(default)
         out["fits"][chip] = result["params"]
     return out
+
+
+def refuse_floorless_folds(data: Kernels, chips: Mapping[str, list[str]]) -> None:
+    """Each fit of a leave-one-GPU-out run needs binary element-wise rows (the host floor,
+    ``fit``) of a GPU it is not holding out: with such rows of one chip alone, its fold would
+    have none. An error naming that chip, before any fit."""
+    floored = set(measured_floors_us(data))
+    for members in chips.values():
+        if floored and floored <= set(members):
+            raise TraincastError(
+                f"only {' and '.join(sorted(floored))} has binary element-wise kernels (add, "
+                "mul, div or pow): held out, it leaves the fit on the other GPUs no host floor",
+                hint="measure them on a second GPU too (scripts/measure_kernels.py writes every "
+                     "family)")
 
 
 HELD_OUT_KEYS = ("gemm_median", "gemm_bias", "conv_median", "conv_bias", "memory_median",
