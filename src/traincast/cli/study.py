@@ -133,8 +133,9 @@ def study(
         return
     summary = result["summary"]
     if result["sample"]:
-        console.print("[bold yellow]Bundled synthetic sample[/bold yellow] (no trace given): "
-                      "the numbers below illustrate the method, not a real cluster.",
+        console.print("[bold yellow]Bundled synthetic sample[/bold yellow] (the default "
+                      "trace, `traincast sample`): the numbers below illustrate the method, "
+                      "not a real cluster.",
                       highlight=False)
     console.print(architecture_table(char))
     console.print(f"[bold]Findings[/bold] ({summary['numbers'].get('jobs') or 0:,} jobs)")

@@ -362,7 +362,8 @@ def sample_banner(study: Study) -> str:
         notes = assumed_notes(study)
         return ('<p class="missing"><b>Assumed for this trace.</b> ' + H.esc("; ".join(notes))
                 + ".</p>") if notes else ""
-    return ('<p class="missing"><b>Bundled synthetic sample.</b> No trace was given: these '
+    return ('<p class="missing"><b>Bundled synthetic sample.</b> The default trace '
+            "(<code>traincast sample</code>): these "
             "jobs were generated from published statistics, so the numbers illustrate the "
             'method, not a real cluster (<a href="#provenance">provenance</a>).</p>')
 
