@@ -65,10 +65,10 @@ def test_values_outside_their_bounds_are_bad_rows(tmp_path: Path) -> None:
         (4, "end_time_s", f"10000-01-01 00:00:00 ({time})"),
         (5, "start_time_s", f"253402300800 ({time})"),
         (6, "start_time_s", f"-62135596801 ({time})"),
-        (7, "gpu_util", "1.5 (must be a utilization from 0 to 1; a percentage is divided by "
-                        "100 before ingest)"),
-        (8, "gpu_util", "50 (must be a utilization from 0 to 1; a percentage is divided by "
-                        "100 before ingest)"),
+        (7, "gpu_util", "1.5 (must be a utilization from 0 to 1: a percentage divided by "
+                        "100, 35 -> 0.35)"),
+        (8, "gpu_util", "50 (must be a utilization from 0 to 1: a percentage divided by "
+                        "100, 35 -> 0.35)"),
         (9, "n_workers", f"2000000 ({count})"),
         (10, "batch_size", "2e9 (must be a batch size from 0 to 1e9)"),
         (11, "weight_bytes", "2e18 (must be bytes per iteration from 0 to 1e18)"),
@@ -492,7 +492,7 @@ def test_a_zone_abbreviation_of_several_zones_is_not_guessed(tmp_path: Path) -> 
 def test_strict_fails_on_a_cut_row(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,n_gpus,user\na,1,x\nb,2")
-    with pytest.raises(TraincastError, match=r"row 2: field n_gpus: bad value '2 \(the file"):
+    with pytest.raises(TraincastError, match=r"row 2: field n_gpus: bad value '2' \(the file"):
         ingest(path, db=tmp_path / "s.duckdb", strict=True)
     assert not (tmp_path / "s.duckdb").exists()
 
@@ -784,8 +784,8 @@ def test_a_broken_bound_is_said_after_the_quoted_value(tmp_path: Path) -> None:
                     "b,1,0,10,0.35\n")
     report = _ingest(path)
     [line] = format_errors(report["errors"], report["bad_rows"]).splitlines()
-    assert line.endswith("field gpu_util: bad value '35' (must be a utilization from 0 to 1; "
-                         "a percentage is divided by 100 before ingest)")
+    assert line.endswith("field gpu_util: bad value '35' (must be a utilization from 0 to 1: "
+                         "a percentage divided by 100, 35 -> 0.35)")
 
 
 def test_the_rules_are_sql_not_python(tmp_path: Path) -> None:

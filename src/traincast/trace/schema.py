@@ -108,8 +108,8 @@ BOUNDS: dict[str, Bound] = {
     **{f: Bound(0, feature_max(f), f"{'FLOPs' if f == 'flops_compute_bound' else 'bytes'} "
                 f"per iteration from 0 to {fmt_exp(feature_max(f))}")
        for f in FEATURE_COLUMNS},
-    "gpu_util": Bound(0, 1, "a utilization from 0 to 1; a percentage is divided by 100 "
-                            "before ingest"),
+    "gpu_util": Bound(0, 1, "a utilization from 0 to 1: a percentage divided by 100, "
+                            "35 -> 0.35"),
 }
 """The physical bounds of every numeric canonical column (docs/traces.md, "Bad input"): times
 within years 1–9999 (:data:`TIME_MIN_S`, :data:`TIME_MAX_S`); GPU, worker, PS and node counts

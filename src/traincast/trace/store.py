@@ -304,14 +304,18 @@ def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
 
 
 def format_errors(errors: list[dict[str, Any]], total: int) -> str:
-    """Bad rows for people: one line each (file, row, field, value), first 20; the bound a
-    value breaks (``'35 (must be ...)'``, :func:`~traincast.trace.adapters.base.bound_check`)
-    said after the quoted value, not inside it."""
+    """Bad rows for people: one line each (file, row, field, value), first 20; what a check
+    says of the value (``'35 (must be ...)'``, ``'10 (the file ends here ...)'``: from its
+    first parenthesis, a space before it, that closes at the end) after the quoted value, not
+    inside it."""
     def said(value: Any) -> str:
         text = str(value)
-        cut = text.rfind(" (must be ")
-        return f"{text[:cut]!r}{text[cut:]}" if cut >= 0 and text.endswith(")") \
-            else repr(value)
+        if text.endswith(")"):  # the first " (" whose parentheses close at the end
+            for cut in (i for i in range(1, len(text)) if text.startswith(" (", i)):
+                why = text[cut:]
+                if why.count("(") == why.count(")"):
+                    return f"{text[:cut]!r}{why}"
+        return repr(value)
 
     lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {said(e['value'])}"
              + (f" ({e['jobs']} jobs)" if e.get("jobs", 1) > 1 else "") for e in errors]
