@@ -1199,3 +1199,19 @@ def test_a_held_out_fold_without_a_host_floor_is_refused_first(tmp_path: Path) -
         assert res.exit_code != 0
         assert "only T4 has binary element-wise kernels" in str(res.exception)
     assert not (tmp_path / "f.toml").exists()
+
+
+def test_a_kernel_files_rows_are_numbered_alike_by_either_check(tmp_path: Path) -> None:
+    # a blank line before the third row: a short row there and a bad latency there are both
+    # row 3, blank lines not counted (as a trace's rows are numbered)
+    from traincast.calibration.kernel_fit import read_kernels
+    from traincast.hardware.catalog import load_catalog
+
+    header = "Device,Latency,B,H\n"
+    good = "Tesla T4,0.01,1,1024\n"
+    for third, said in (("Tesla T4,0.01\n", "row 3: 2 fields"),
+                        ("Tesla T4,abc,1,1024\n", "row 3: field 'Latency'")):
+        (tmp_path / "add").mkdir(exist_ok=True)
+        (tmp_path / "add" / "t.csv").write_text(header + good + good + "\n" + third)
+        with pytest.raises(TraincastError, match=said):
+            read_kernels([tmp_path], load_catalog())

@@ -349,8 +349,8 @@ def _uneven_row(path: Path) -> None:
         with io.TextIOWrapper(open_bytes(path), encoding="utf-8", newline="") as f:
             rows = csv.reader(f)
             header = next(rows, [])
-            for i, row in enumerate(rows, start=1):
-                if row and len(row) != len(header):
+            for i, row in enumerate((r for r in rows if r), start=1):  # as DuckDB counts:
+                if len(row) != len(header):  # blank lines are no rows
                     raise TraincastError(
                         f"{path}: row {i}: {len(row)} fields, the header has {len(header)}",
                         hint="each row needs one value per header column")
