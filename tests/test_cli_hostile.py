@@ -759,8 +759,11 @@ def test_one_jobs_whatif_names_its_hardware(tc) -> None:
     # the title says the GPU (or node) the job runs on, at the terminal's width
     r = tc("whatif", "--model", "zoo:resnet50", "--gpu", "H100", "-s", "gpu-a100")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[0].startswith("zoo:resnet50, 1w1g on 1 GPU (H100): ")
+    assert r.stdout.startswith("zoo:resnet50, 1w1g on 1 GPU (H100-SXM5-80GB of dgx-h100): ")
     r = tc("whatif", "--model", "zoo:resnet50", "--node", "dgx-a100", "--gpus", "8",
            "--arch", "allreduce-local", "-s", "eth100")
-    assert r.stdout.splitlines()[0].startswith(
-        "zoo:resnet50, allreduce-local on 8 GPUs (dgx-a100): ")
+    assert r.stdout.startswith(
+        "zoo:resnet50, allreduce-local on 8 GPUs (A100-SXM4-80GB of dgx-a100): ")
+    # none given: the default the job resolves to, named
+    r = tc("whatif", "--model", "zoo:resnet50", "-s", "eth100")
+    assert r.stdout.startswith("zoo:resnet50, 1w1g on 1 GPU (V100-SXM2-16GB of pai-v100-nvlink)")

@@ -392,7 +392,7 @@ def whatif(
         print_json(result)
         return
     if job is not None and output is None:
-        print_one_job(result, job.table)
+        print_one_job(result, job.table, cat)
         return
     print_whatif(result)
     print_assumed(result["assumed_workload"])
@@ -412,9 +412,13 @@ def whatif(
             note(f"first 50 of {len(result['job_rows']):,} rows; -o FILE writes them all")
 
 
-def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
-    """One job's what-if: its time as it runs, then under each scenario (or why not)."""
+def print_one_job(result: dict[str, Any], table: pa.Table, catalog: Catalog) -> None:
+    """One job's what-if: its time as it runs, on the GPU and node it resolves to, then under
+    each scenario (or why not)."""
+    from traincast.resolve import hardware_of
+
     job = table.slice(0, 1).to_pylist()[0]
+    node, gpu = (str(x.strings()[0]) for x in hardware_of(table.slice(0, 1), catalog))
     rows = result["job_rows"]
     base = rows[0]["base_total_s"] if rows else math.nan
 
@@ -422,11 +426,10 @@ def print_one_job(result: dict[str, Any], table: pa.Table) -> None:
         return "applied" if r["applied"] else \
             "does not fit" if r["matched"] else "does not apply"
 
-    hardware = job.get("node") or job.get("gpu_type")  # as given (--node, --gpu)
     # title and caption at the terminal's width, not the narrow table's
     console.print(Text(f"{job['workload'] or 'the job'}, {job['architecture']} on "
-                       f"{plural(job['n_gpus'], 'GPU')}" + (f" ({hardware})" if hardware else "")
-                       + f": {fmt_seconds(base)} per iteration as it runs", style="italic"))
+                       f"{plural(job['n_gpus'], 'GPU')} ({gpu} of {node}): {fmt_seconds(base)} per "
+                       "iteration as it runs", style="italic"))
     console.print(compact_table(
         None, None, ("scenario", "outcome", "time", "speedup"),
         [(r["scenario"], outcome(r), fmt_seconds(r["scenario_total_s"]), fmt_x(r["speedup"]))
