@@ -77,6 +77,17 @@ def test_every_recipe_knob_reaches_the_model() -> None:
     assert set(RECIPE_KNOBS) == set(PRICED_KNOBS) | turned
     assert not set(PRICED_KNOBS) & turned
     assert set(PRICED_KNOBS) <= set(inspect.signature(evaluate).parameters)
+    # and each priced knob moves the price of a job where it applies
+    llama = get_model("llama3-8b")
+    where = {"dropout": {}, "grad_accum_fused": {}, "eager": {},
+             "fp8_weight_cache": {"dtype": "fp8"}, "fsdp_pp": {"zero": 3, "pp": 2}}
+    assert set(where) == set(PRICED_KNOBS)
+    for knob, job in where.items():
+        hw = hybrid_hardware(None, "dgx-h100", job.get("dtype", "bf16"))
+        sizes = dict(dp=4, micro_batch=1, global_batch=32, seq=4096, attention="flash") | job
+        on, off = (evaluate(llama, hw, **sizes, **{knob: v}) for v in (True, False))
+        assert float(on["total_s"]) != float(off["total_s"]) or \
+            float(on["mem_total_bytes"]) != float(off["mem_total_bytes"]), knob
 
 
 def test_each_recipe_sets_what_docs_say() -> None:

@@ -190,11 +190,13 @@ def test_duration_caption_counts_the_censored_jobs_it_cannot_plot():
 
     censored = np.array([True, True, True, False, False])
     plotted = np.array([True, False, False, True, False])  # 1 censored job has a duration
-    assert _unplotted(censored, plotted) == (" of the 3 censored; the other 2 have no start or "
-                                             "no end time and are not plotted")
+    assert _unplotted(censored, plotted) == (
+        " of the 3 censored; the other 2 have no duration to plot (no start or no end time, or "
+        "none yet) and are not plotted")
     assert _unplotted(censored, censored | plotted) == ""
     assert _unplotted(censored, np.array([True, True, False, False, False])) == (
-        " of the 3 censored; the other one has no start or no end time and is not plotted")
+        " of the 3 censored; the other one has no duration to plot (no start or no end time, "
+        "or none yet) and is not plotted")
 
 
 def test_duration_caption_counts_the_finished_jobs_it_cannot_plot():

@@ -26,6 +26,7 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
+from traincast.units import plural
 
 ForceOpt = Annotated[bool, typer.Option(
     "--force", help="Keep a calibration during which other programs held the cores in a stage "
@@ -369,7 +370,8 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
     data = kernel_fit.read_kernels(directory, cat)
     unseen = kernel_fit.read_kernels(check, cat) if check else None
     if say:
-        say(f"read {len(data):,} measured kernels of {len(set(data.gpu.tolist()))} GPUs")
+        say(f"read {len(data):,} measured kernels of "
+            f"{plural(len(set(data.gpu.tolist())), 'GPU')}")
     if unseen is not None:
         kernel_fit.refuse_seen_chips(data, unseen, cat, " ".join(map(str, check)))
     chips = kernel_fit.chip_groups(sorted(set(data.gpu.tolist())), cat)

@@ -122,6 +122,9 @@ def colocate(
         "--no-memory-check",
         help="Keep pairs whose footprints (model state + activations) exceed the GPU memory "
         "(by default they are split again).")] = False,
+    _memory_check: Annotated[bool, typer.Option(
+        "--memory-check", hidden=True, help="The default (kept for scripts that give it).")]
+    = False,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write per-job rows (job_id, predicted_util, measured_util, "

@@ -21,7 +21,7 @@ from traincast.cli.common import (
     trust_text,
 )
 from traincast.cli.tables import Table
-from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, GPU_UNITS
+from traincast.hardware.catalog import DTYPES, FIELD_GROUPS, FIELD_UNITS
 
 
 @hardware_app.command("list")
@@ -72,7 +72,7 @@ def list_hardware(catalog: CatalogOpt = None, json_out: JsonOpt = False) -> None
 
 
 def _show_value(key: str, value: Any) -> str:
-    unit = GPU_UNITS.get(key, "")
+    unit = FIELD_UNITS.get(key, "")
     if isinstance(value, dict):
         text = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                          for k, v in value.items())
@@ -88,15 +88,16 @@ def _show_value(key: str, value: Any) -> str:
 
 
 VALUE_WIDTH = 32
-"""The widest an entry's value column grows, so that a long value (an entry's own source)
-leaves its sources' column room at 80 columns."""
+"""The widest an entry's value column grows at 80 columns (a third of a wider terminal), so
+that a long value (an entry's own source) leaves its sources' column room."""
 
 
 def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=box.SIMPLE,
                   pad_edge=False)
     table.add_column("key", style="bold", overflow="fold")
-    table.add_column("value", overflow="fold", max_width=VALUE_WIDTH)  # the source the rest
+    table.add_column("value", overflow="fold",  # the sources the rest
+                     max_width=max(VALUE_WIDTH, console.width // 3))
     table.add_column("source", style="dim", overflow="fold")
     for key, value in rows:
         cited = sources.get(key, "the entry's source" if key in FIELD_GROUPS["datasheet"] else "")

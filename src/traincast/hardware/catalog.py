@@ -157,7 +157,7 @@ the entry.
 In a catalog file each group may be a sub-table (``[gpu.NAME.datasheet]``, ...) or its keys
 may stand directly in ``[gpu.NAME]`` (the older flat format); the GPU object is flat either way
 (``gpu.sms``, ``gpu.l2_mb``)."""
-GPU_UNITS: dict[str, str] = {
+FIELD_UNITS: dict[str, str] = {
     **{f"{d}_tflops": "TFLOP/s" for d in DTYPES}, "mem_bw_gbs": "GB/s", "mem_gb": "GB",
     "boost_clock_mhz": "MHz", "base_clock_mhz": "MHz", "l2_mb": "MB", "power_w": "W",
     "process_nm": "nm",
@@ -166,8 +166,8 @@ GPU_UNITS: dict[str, str] = {
     "fresh_gbs": "GB/s", "kernel_gelems": "1e9 elem/s", "gemm_intensity": "FLOP/byte",
     "conv_intensity": "FLOP/byte", "elementwise_bytes": "bytes", "fresh_bytes": "bytes",
     "bw_gbs": "GB/s", "latency_us": "µs"}
-"""Units of GPU fields and of a link's (``bw_gbs``, ``latency_us``), for people (``traincast
-hardware show``)."""
+"""Units of catalog fields, a GPU's and a link's (``bw_gbs``, ``latency_us``), for people
+(``traincast hardware show``)."""
 
 
 @dataclass(frozen=True)

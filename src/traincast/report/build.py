@@ -458,11 +458,13 @@ def _finished_unplotted(duration_s: np.ndarray, censored: np.ndarray) -> str:
 
 
 def _unplotted(censored: np.ndarray, plotted: np.ndarray) -> str:
-    """The caption's words for the censored jobs without a duration (no start or no end: not
-    in the figure, but counted as censored by ``characterize``), empty when there are none."""
+    """The caption's words for the censored jobs without a duration to plot (no start or no
+    end, or none yet: not in the figure, but counted as censored by ``characterize``), empty
+    when there are none."""
     left = int((censored & ~plotted).sum())
     if not left:
         return ""
     return (f" of the {int(censored.sum()):,} censored; the other "
-            + ("one has no start or no end time and is" if left == 1 else
-               f"{left:,} have no start or no end time and are") + " not plotted")
+            + ("one has no duration to plot (no start or no end time, or none yet) and is"
+               if left == 1 else f"{left:,} have no duration to plot (no start or no end time, "
+               "or none yet) and are") + " not plotted")
