@@ -327,3 +327,19 @@ def test_a_link_entry_gives_units_and_room_to_its_sources() -> None:
     effic = next(line for line in lines if line.lstrip().startswith("efficiency"))
     source_at = effic.index("payload rule")
     assert len(effic) - source_at >= 25  # the source column is 25 characters wide at least
+
+
+def test_recommend_keeps_job_ids_whole_and_prices_per_thousand(tmp_path: Path) -> None:
+    # 12-character ids at 80 columns with --price: each id whole on its row, prices as
+    # US dollars per 1,000 iterations in one number format (no exponent)
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,workload,gpu_type,start_time_s,end_time_s\n"
+                     "job-00000001,1,resnet50,V100,0,3600\njob-00000002,8,bert-base,V100,0,3600\n")
+    r = tc80("recommend", str(trace), "--price", "aws-on-demand", "--db",
+             str(tmp_path / "s.duckdb"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout[r.stdout.index("Fastest anywhere"):]
+    assert "$/1k now" in table and "$/iter" not in table
+    for job in ("job-00000001", "job-00000002"):
+        assert any(line.startswith(job) for line in table.splitlines()), job
+    assert not re.search(r"\d e[-+]\d|\de-\d", table)
