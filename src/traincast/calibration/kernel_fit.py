@@ -815,7 +815,7 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
                              f"are of {', '.join(sorted(set(data.gpu.tolist())))} alone",
                              hint="add a folder of other GPUs' kernels: --kernels "
                                   "../shared/data/neusight-kernels --kernels DIR")
-    refuse_floorless_folds(data, chips)
+    refuse_floorless_folds(data, catalog)
     out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
     for chip, members in chips.items():
         say(f"leave out {', '.join(members)}: fitting on the other GPUs")
@@ -829,12 +829,13 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     return out
 
 
-def refuse_floorless_folds(data: Kernels, chips: Mapping[str, list[str]]) -> None:
-    """Each fit of a leave-one-GPU-out run needs binary element-wise rows (the host floor,
-    ``fit``) of a GPU it is not holding out: with such rows of one chip alone, its fold would
-    have none. An error naming that chip, before any fit."""
-    floored = set(measured_floors_us(data))
-    for members in chips.values():
+def refuse_floorless_folds(data: Kernels, catalog: Any) -> None:
+    """Each fit of a leave-one-GPU-out run (two chips or more, ``chip_groups``) needs binary
+    element-wise rows (the host floor, ``fit``) of a GPU it is not holding out: with such rows
+    of one chip alone, its fold would have none. An error naming that chip, before any fit."""
+    floored = set(data.gpu[np.isin(data.family, ELEMENTWISE_BINARY)].tolist())
+    chips = chip_groups(sorted(set(data.gpu.tolist())), catalog)
+    for members in chips.values() if len(chips) >= 2 else ():
         if floored and floored <= set(members):
             raise TraincastError(
                 f"only {' and '.join(sorted(floored))} has binary element-wise kernels (add, "

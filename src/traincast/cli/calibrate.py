@@ -374,9 +374,7 @@ def _fit_kernels(directory: list[Path], output: Path, catalog: Path | None,
             f"{plural(len(set(data.gpu.tolist())), 'GPU')}")
     if unseen is not None:
         kernel_fit.refuse_seen_chips(data, unseen, cat, " ".join(map(str, check)))
-    chips = kernel_fit.chip_groups(sorted(set(data.gpu.tolist())), cat)
-    if len(chips) >= 2:  # the held-out fits come after the fit: their rows checked first
-        kernel_fit.refuse_floorless_folds(data, chips)
+    kernel_fit.refuse_floorless_folds(data, cat)  # the held-out fits come after the fit
     result = kernel_fit.fit(data, cat, progress=say)
     held_out = kernel_fit.held_out_records(data, result, cat, unseen, progress=say)
     command = "traincast calibrate " + " ".join(

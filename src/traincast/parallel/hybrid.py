@@ -571,9 +571,6 @@ class Configs:
     delta: float
     m: F
     layers_stage: F
-    full: F
-    selective: F
-    op: F
     attention: str = "materialized"
     dropout: bool = True
     """Attention and hidden dropout on (Megatron's kernels and masks) or off."""
@@ -595,6 +592,21 @@ class Configs:
         """Tokens of each sequence on one GPU: ``s / cp`` (context parallelism splits every
         activation along the sequence; 1 context rank holds the whole ``s``)."""
         return self.s / self.cp
+
+    @property
+    def full(self) -> F:
+        """1 where the recompute code ``r`` is full recomputation, else 0."""
+        return (self.r == st.RECOMPUTE_CODE["full"]).astype(np.float64)
+
+    @property
+    def selective(self) -> F:
+        """1 where ``r`` is selective recomputation (the attention core), else 0."""
+        return (self.r == st.RECOMPUTE_CODE["selective"]).astype(np.float64)
+
+    @property
+    def op(self) -> F:
+        """1 where ``r`` is ``selective-op`` (torchtitan's policy), else 0."""
+        return (self.r == st.RECOMPUTE_CODE["selective-op"]).astype(np.float64)
 
     @property
     def dp_group(self) -> F:
@@ -684,9 +696,6 @@ def configs(model: ModelConfig, *, dp: ArrayLike, tp: ArrayLike, pp: ArrayLike, 
     return Configs(d=d, t=t, p=p, e=e, cp=k, z=z, b=b, gb=gb, r=r, v=v, sp=sp_arr, gpipe=gpipe,
                    s=float(seq or model.seq), dtype=dtype, delta=float(st.DTYPE_BYTES[dtype]),
                    m=gb / (d * b), layers_stage=np.ceil(float(model.layers) / (p * v)) * v,
-                   full=(r == st.RECOMPUTE_CODE["full"]).astype(np.float64),
-                   selective=(r == st.RECOMPUTE_CODE["selective"]).astype(np.float64),
-                   op=(r == st.RECOMPUTE_CODE["selective-op"]).astype(np.float64),
                    attention=check_attention(attention), dropout=bool(dropout),
                    fp8_weight_cache=bool(fp8_weight_cache), eager=bool(eager),
                    shard=np.where(g_s >= 1, g_s, d * k))
@@ -1086,7 +1095,7 @@ def eager_in_place(model: ModelConfig, c: Configs, parts: dict[str, Any],
     core)``) in place of what they replace: a gated MLP's fused activation (``activation``,
     forward and backward) and an RMSNorm model's fused norms (family ``norm``: ``norm`` of
     the bytes, ``ln`` of the kernels, set to 0)."""
-    gated = 1.0 if EAGER_WHEN["swiglu"](model, c) else 0.0
+    gated = 1.0 if model.gated else 0.0
     fwd, bwd, attn = parts["elementwise"]
     out = {**parts, "elementwise": (fwd + eager[0] - gated * activation[0],
                                     bwd + eager[1] - gated * activation[1], attn)}
@@ -1177,8 +1186,8 @@ def host_issue_s(model: ModelConfig, hw: HybridHardware, c: Configs) -> F:
         fwd, bwd, attn = counts["elementwise"]
         counts["elementwise"] = (fwd + cast_fwd, bwd + cast_bwd, attn)
     if c.eager:
-        counts = eager_in_place(model, c, counts, eager_layer(model, c)["kernels"], (1.0, 1.0),
-                                "ln")
+        counts = eager_in_place(model, c, counts, eager_layer(model, c)["kernels"],
+                                st.ACTIVATION_KERNELS, "ln")
         more = EAGER_PRODUCTS[0] + (EAGER_PRODUCTS[1] if model.gated else 0.0)
         fwd, bwd, attn = counts["linear"]
         counts["linear"] = (fwd + more, bwd + 2.0 * more, attn)
@@ -1500,9 +1509,7 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
     last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0)
     first_x = np.where(c.p == 1, logits, 0.0)
     stored = np.maximum(first + first_x, last + logits)
-    none = activation_bytes_per_layer(model, replace(
-        c, r=np.zeros_like(c.r), full=np.zeros_like(c.full),
-        selective=np.zeros_like(c.selective), op=np.zeros_like(c.op)))
+    none = activation_bytes_per_layer(model, replace(c, r=np.zeros_like(c.r)))
     w = np.where(c.r > 0, np.maximum(none - act_layer, 0.0), 0.0)
     peak = np.maximum(first + np.maximum(first_x, w), last + np.maximum(logits, w))
     return stored, peak - stored
@@ -1511,10 +1518,10 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
 def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
                  params: StageParams) -> dict[str, F]:
     """Memory per GPU (``mem_*_bytes``): weights, gradients and optimizer state of the stage's
-    ``params`` after ZeRO, the dense ones over the ``g_s`` ranks of
-    :attr:`Configs.shard_group` (the ``d cp`` of :attr:`Configs.dp_group` but with HSDP) and
-    the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group` (over the replicas
-    with HSDP, :attr:`Configs.expert_shard_group`)
+    ``params`` (and their sum, ``mem_state_bytes``) after ZeRO, the dense ones over the
+    ``g_s`` ranks of :attr:`Configs.shard_group` (the ``d cp`` of :attr:`Configs.dp_group`
+    but with HSDP) and the experts over the ``d cp / e`` of :attr:`Configs.expert_dp_group`
+    (over the replicas with HSDP, :attr:`Configs.expert_shard_group`)
     (``strategies.model_state_bytes``; ZeRO-3 adds the one layer it
     gathers at a time, ``(P_layer - P_experts) / t delta``, where that group has more than one
     rank: over one rank nothing is sharded or gathered), activations stored and the layer
@@ -1526,6 +1533,7 @@ def memory_bytes(model: ModelConfig, hw: HybridHardware, c: Configs,
     w_b = w_b + np.where((c.z >= 3) & (c.shard_group > 1), dense_layer / c.t * c.delta, 0.0)
     act, redo = activation_bytes(model, c)
     return {"mem_weights_bytes": w_b, "mem_grads_bytes": g_b, "mem_optimizer_bytes": o_b,
+            "mem_state_bytes": w_b + g_b + o_b,
             "mem_activations_bytes": act, "mem_recompute_bytes": redo,
             "mem_total_bytes": w_b + g_b + o_b + act + redo,
             "mem_capacity_bytes": np.full(c.d.shape, hw.mem_bytes)}
@@ -1609,8 +1617,9 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
                 * kernel_window_work(model, c.s, c.attention))
     else:
         attn = (2.0 + passes) * f_attn
-    f_rerun = sum(2.0 * n * m_ * n_ * k_ for n, m_, n_, k_ in
-                  gemm.rerun_shapes(model, c.b, c.s, 1.0, float(model.experts)))
+    f_rerun = sum(2.0 * n * m_ * n_ * k_ for n, m_, n_, k_ in  # selective-op's products
+                  gemm.rerun_shapes(model, c.b, c.s, 1.0, float(model.experts))) \
+        if np.any(c.op) else 0.0
     hw_flops = (c.gb / c.b) * (l_ * ((3.0 + c.full) * f_gemm + c.op * f_rerun + attn)
                                + 3.0 * f_logit)
     model_tflops = model_flops / (total * n_gpus) / 1e12
@@ -1668,9 +1677,10 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
                 seq=seq, dtype=dtype, attention=attention, dropout=dropout, cp=cp,
                 fp8_weight_cache=fp8_weight_cache, shard=shard, eager=eager,
                 fsdp_pp=fsdp_pp)
-    shape_error = check_shapes(model, c.d, c.t, c.p, c.e, c.z, c.b, c.gb, c.v, uneven_stages,
-                               cp=c.cp, seq=c.s, fused=c.attention in FUSED, shard=shard,
-                               fsdp_pp=fsdp_pp)
+    asked_zero = _i(zero) + 0.0 * c.z  # the stage asked: c.z is the one priced
+    shape_error = check_shapes(model, c.d, c.t, c.p, c.e, asked_zero, c.b, c.gb, c.v,
+                               uneven_stages, cp=c.cp, seq=c.s, fused=c.attention in FUSED,
+                               shard=shard, fsdp_pp=fsdp_pp)
     flops, ln, params = microbatch_flops(model, c), links(hw, c), stage_params(model, c)
     t_acc, t_opt = update_time_s(hw, c, params, grad_accum_fused)
     t_tp, t_ep, t_p2p = comm_time_s(model, c, ln, scatter_gather)
@@ -1685,7 +1695,8 @@ def evaluate(model: ModelConfig, hw: HybridHardware, *, dp: ArrayLike, tp: Array
     valid = shape_error == 0
     nan = np.where(valid, 1.0, np.nan)
     return {**{k: x * nan for k, x in time_parts_s(c, mb, t_data, t_opt, t_dp, total).items()},
-            "micro_batches": c.m, "bubble_fraction": st.bubble_fraction(c.p, c.m, c.v),
+            "micro_batches": c.m, "zero_priced": c.z,
+            "bubble_fraction": st.bubble_fraction(c.p, c.m, c.v),
             "gpus": c.d * c.t * c.p * c.cp, **mem,
             "fits": valid & (mem["mem_total_bytes"] <= hw.mem_bytes), "shape_error": shape_error,
             **{k: x * nan for k, x in throughput(model, c, flops, total, hw.peak_tflops).items()},
@@ -1913,8 +1924,7 @@ def shape_code(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> int:
 def activations_dominate(mem: dict[str, Any]) -> Any:
     """Whether activations (stored and recomputed) outweigh the model state in the
     ``mem_*_bytes`` of :func:`memory_bytes` (scalars or arrays)."""
-    state = mem["mem_weights_bytes"] + mem["mem_grads_bytes"] + mem["mem_optimizer_bytes"]
-    return mem["mem_activations_bytes"] + mem["mem_recompute_bytes"] > state
+    return mem["mem_activations_bytes"] + mem["mem_recompute_bytes"] > mem["mem_state_bytes"]
 
 
 def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int],
@@ -1931,7 +1941,7 @@ def memory_warning(sc: dict[str, float], cfg: ModelConfig, sizes: dict[str, int]
     total, cap = sc["mem_total_bytes"], sc["mem_capacity_bytes"]
     if total <= cap:
         return ""
-    state = sc["mem_weights_bytes"] + sc["mem_grads_bytes"] + sc["mem_optimizer_bytes"]
+    state = sc["mem_state_bytes"]
 
     def valid(**change: int) -> bool:
         z = {**sizes, **change}
@@ -2245,7 +2255,6 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     attention, zero = knobs["attention"], int(knobs["zero"])
     asked, recompute = recompute, recompute_mode(recompute, knobs)
     s = int(seq or cfg.seq)
-    priced = int(priced_zero(zero, pp, bool(knobs["fsdp_pp"])))
     sizes = {"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero,
              "fsdp_pp": bool(knobs["fsdp_pp"]),
              "micro_batch": micro_batch, "global_batch": dp * micro_batch, "vp": vp, "seq": s,
@@ -2263,6 +2272,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    attention=attention, uneven_stages=uneven_stages, shard=shard or 0,
                    **priced_knobs(knobs))
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
+    priced = int(sc["zero_priced"])
     group = dp * cp
     g_s = group if not shard else shard
     bubble_share = sc["bubble_s"] / sc["total_s"] if sc["total_s"] > 0 else 0.0

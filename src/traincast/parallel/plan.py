@@ -34,6 +34,7 @@ from traincast.parallel.hybrid import (
     FUSED,
     FUSED_HINT,
     PART_LABEL,
+    RECIPE_KNOBS,
     SHAPE_BATCH,
     SHAPE_ERRORS,
     SHAPE_LAYERS,
@@ -53,7 +54,6 @@ from traincast.parallel.hybrid import (
     hybrid_hardware,
     in_node,
     priced_knobs,
-    priced_zero,
     recipe_text,
     recompute_mode,
     require_fused_rate,
@@ -158,7 +158,7 @@ def _describe(cfg: dict[str, Any]) -> str:
         parts.append(f"ep={cfg['ep']}")
     if cfg.get("cp", 1) > 1:
         parts.append(f"cp={cfg['cp']}")
-    parts.append(zero_label(cfg["zero"], cfg.get("zero_priced", cfg["zero"])))
+    parts.append(zero_label(cfg["zero"], cfg["zero_priced"]))
     if hsdp(cfg):
         parts.append(f"shard={cfg['shard']}")
     parts += [f"mb={cfg['micro_batch']}", f"recompute={rec}"]
@@ -267,7 +267,7 @@ def _rows(res: dict[str, Any], idx: NDArray[np.int64], cfgs: dict[str, NDArray[n
     out = []
     for i in idx:
         config = {k: int(cfgs[k][i]) for k in CONFIG_KEYS}
-        priced = int(cfgs["zero_priced"][i]) if "zero_priced" in cfgs else config["zero"]
+        priced = int(cfgs["zero_priced"][i])
         total = float(res["total_s"][i])
         row: dict[str, Any] = {
             "config": config,
@@ -438,15 +438,13 @@ def _search_node(cfg: ModelConfig, catalog: Catalog, node: str, nic: str | None,
                              fsdp_pp=bool(knobs["fsdp_pp"]),
                              recomputes=tuple(selective if r == st.RECOMPUTE_CODE["selective"]
                                               else r for r in RECOMPUTES))
-    # the stage each configuration is priced at (a pipeline under fsdp_pp: ZeRO 1)
-    cfgs["zero_priced"] = priced_zero(cfgs["zero"], cfgs["pp"],
-                                      bool(knobs["fsdp_pp"])).astype(np.int64)
     res = evaluate(cfg, hw, dp=cfgs["dp"], tp=cfgs["tp"], pp=cfgs["pp"], ep=cfgs["ep"],
                    cp=cfgs["cp"], zero=cfgs["zero"], shard=cfgs["shard"],
                    micro_batch=cfgs["micro_batch"], global_batch=gb,
                    recompute=cfgs["recompute"], vp=cfgs["vp"], sp=cfgs["sp"].astype(bool),
                    seq=seq, dtype=dtype, overlap=overlap, attention=knobs["attention"],
                    **priced_knobs(knobs))
+    cfgs["zero_priced"] = res["zero_priced"].astype(np.int64)  # ZeRO 1 under fsdp_pp's pipeline
     return {"hw": hw, "cfgs": cfgs, "res": res, "nodes": -(-gpus // hw.gpus_per_node),
             "knobs": knobs, "by_recipe": by_recipe, "zeros": zeros, "cp_searched": cp_searched}
 
@@ -586,14 +584,15 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
               if len(distinct) <= 1 else
               "; ".join(f"on {nd}: {recipe_text(framework, v, dtype)}" for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
-    hsdp_on = all(v.get("hsdp", True) for v in sets.values())
+    full_sets = [RECIPE_KNOBS | v for v in sets.values()]  # the knobs no recipe set: defaults
+    hsdp_on = all(v["hsdp"] for v in full_sets)
     cp_on = [nd for nd, v in (cp_searched or {}).items() if v]
     cp_off = [nd for nd, v in (cp_searched or {}).items() if not v]
     cp_words = "divisors of the GPUs whose 2 cp divides the sequence"
-    selective = sorted({str(v.get("selective", "selective")) for v in sets.values()}
-                       or {"selective"})
+    selective = sorted({str(v["selective"]) for v in full_sets}
+                       or {str(RECIPE_KNOBS["selective"])})
     sharded = join_words([z for z in zeros if z >= 1], "or")  # what HSDP shards with
-    fsdp_pp = bool(sets) and all(v.get("fsdp_pp", False) for v in sets.values())
+    fsdp_pp = bool(sets) and all(v["fsdp_pp"] for v in full_sets)
     no_pipeline = min(zeros) >= 2 and not fsdp_pp  # ZeRO 2 and 3 take no pipeline: pp 1, vp 1
     searched = {"recompute": ["none", *selective, "full"], "zero": list(zeros),
                 "hsdp": hsdp_on,
@@ -762,9 +761,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         scores_bound = any(
             bool(activations_dominate(r["res"])[int(np.argmin(r["res"]["mem_total_bytes"]))])
             for r in base if len(r["cfgs"]["dp"]))
-    state = {r["hw"].node: float(np.min(r["res"]["mem_weights_bytes"]
-                                        + r["res"]["mem_grads_bytes"]
-                                        + r["res"]["mem_optimizer_bytes"])) / 1e9
+    state = {r["hw"].node: float(np.min(r["res"]["mem_state_bytes"])) / 1e9
              for r in base if len(r["cfgs"]["dp"])} if searched and not out["feasible"] else {}
     note = _empty_note(searched, bool(out["top"]), gpus, rules, out.get("min_memory_gb", {}),
                        {r["hw"].node: r["hw"].mem_bytes / 1e9 for r in base},

@@ -253,6 +253,9 @@ and weight gradients backward; two LayerNorms each way; element-wise forward two
 bias(+dropout)+add and the MLP activation, backward two (dropout+)add gradients, two
 residual-gradient sums and the activation's gradient (the kernels :func:`memory_bytes_per_layer`
 prices)."""
+ACTIVATION_KERNELS: tuple[float, float] = (1.0, 1.0)
+"""The MLP activation's kernels of :data:`LAYER_KERNELS` (one of its element-wise kernels each
+way: forward and backward), what an eager layer's own activation chain replaces."""
 HEAD_KERNELS: dict[str, tuple[float, float]] = {
     "linear": (1.0, 2.0), "ln": (1.0, 1.0), "elementwise": (6.0, 2.0)}
 """Kernels of the output head on the last stage, ``(forward, backward)``: the final norm, the

@@ -132,6 +132,11 @@ def megatron_2021_rows() -> dict[str, Any]:
     return table_rows("megatron_2021.toml")
 
 
+def _whole(value: Any, least: int) -> bool:
+    """Whether ``value`` is a TOML integer (not a boolean) of at least ``least``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str) -> None:
     """One published row: known fields, its layout and batch as positive integers with
     ``t p cp d = gpus`` (``cp`` 1 when absent; ``shard``, HSDP's shard group, every
@@ -153,7 +158,7 @@ def _check_row(name: str | Path, i: int, row: dict[str, Any], table_source: str)
     for key in ("t", "p", "cp", "d", "gpus", "batch", "shard"):
         if key in ("cp", "shard") and key not in row:
             continue
-        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 1:
+        if not _whole(row[key], 1):
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {row[key]!r}")
     if not (row.get("source") or table_source):
@@ -175,11 +180,6 @@ SWITCHES = ("sp", "interleaved", "uneven_stages",
             *(k for k, v in RECIPE_KNOBS.items() if isinstance(v, bool)))
 """The settings that are on or off (the table's own and the recipe knobs whose default is a
 boolean): TOML booleans (a string ``"false"`` is refused, not read as on)."""
-
-
-def _whole(value: Any, least: int) -> bool:
-    """Whether ``value`` is a TOML integer (not a boolean) of at least ``least``."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str, Any]) -> None:
@@ -230,7 +230,7 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
                              "counts model FLOPs, not the executed ones)",
                              hint='metric = "model" on the row or the table')
     for key in ("micro_batch", "vp"):
-        if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
+        if not _whole(cfg[key], 1):
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {cfg[key]!r}")
     for key in ("tflops_per_gpu", "mfu_percent", "tokens_per_gpu_s"):

@@ -139,13 +139,27 @@ def _gpus_of_one_tres(tres: str) -> str:
              "AS DOUBLE[]))")
     typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
              f"'(?:^|,)gres/gpu:[^=,]+=([0-9]+)', 1) AS DOUBLE[]))")
-    profiles = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:({MIG_PROFILE})=[0-9]+', 1)"
-    counts = f"regexp_extract_all({tres}, '(?:^|,)gres/gpu:{MIG_PROFILE}=([0-9]+)', 1)"
-    migs = f"list_sum(TRY_CAST({counts} AS DOUBLE[]))"
-    shares = (f"list_sum(list_transform(list_zip({profiles}, {counts}), "
-              f"lambda p: TRY_CAST(p[2] AS DOUBLE) * {mig_share('p[1]')}))")
-    return (f"CASE WHEN {tres} IS NOT NULL THEN CASE WHEN {migs} > 0 THEN {shares} + "
-            f"({typed} - {migs}) ELSE COALESCE({plain}, {typed}, 0) END END")
+    migs, less = _mig_terms(tres, f"'(?:^|,)gres/gpu:({MIG_PROFILE})=([0-9]+)'")
+    return (f"CASE WHEN {tres} IS NOT NULL THEN CASE WHEN {migs} > 0 THEN {typed} + {less} "
+            f"ELSE COALESCE({plain}, {typed}, 0) END END")
+
+
+def _mig_terms(text: str, pattern: str) -> tuple[str, str]:
+    """SQL: the MIG devices a list names by ``pattern`` (a regex whose groups are the profile
+    and the count) and what counting them as their share of a GPU (:func:`mig_share`) takes
+    off counting them whole: ``(sum N, sum N (share - 1))``, 0 where there are none."""
+    pairs = (f"list_zip(regexp_extract_all({text}, {pattern}, 1), "
+             f"regexp_extract_all({text}, {pattern}, 2))")
+    return (f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE))), 0)",
+            f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE) "
+            f"* ({mig_share('p[1]')} - 1))), 0)")
+
+
+def _first_model(types: str) -> str:
+    """SQL: the first of a list's GPU types (``types``, a list expression) that is no MIG
+    profile (which names no model), else NULL."""
+    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
+            f"'{MIG_PROFILE}'))[1], '')")
 
 
 def nodes_of_tres(tres: str) -> str:
@@ -159,9 +173,7 @@ def nodes_of_tres(tres: str) -> str:
 def gpu_type_of_tres(tres: str) -> str:
     """SQL: the GPU type a TRES list names (``a100`` of ``gres/gpu:a100=8``; not a MIG
     profile, which names no model), else NULL."""
-    types = f"regexp_extract_all({tres}, '(?:^|[,;])gres/gpu:([^=,;]+)=', 1)"
-    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
-            f"'{MIG_PROFILE}'))[1], '')")
+    return _first_model(f"regexp_extract_all({tres}, '(?:^|[,;])gres/gpu:([^=,;]+)=', 1)")
 
 
 GRES = ("allocgres", "reqgres")
@@ -177,12 +189,8 @@ def gpus_of_gres(gres: str, started: str) -> str:
     NULL for a job not started without one."""
     counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
               f"'(?:^|[,;])gpu(?::[^:,;(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
-    mig = f"'(?:^|[,;])gpu:({MIG_PROFILE}):([0-9]+)'"
-    pairs = (f"list_zip(regexp_extract_all({gres}, {mig}, 1), "
-             f"regexp_extract_all({gres}, {mig}, 2))")
     # a MIG device (gpu:3g.40gb:2) counts as its share of a GPU, as in a TRES list
-    less = (f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE) "
-            f"* ({mig_share('p[1]')} - 1))), 0)")
+    _, less = _mig_terms(gres, f"'(?:^|[,;])gpu:({MIG_PROFILE}):([0-9]+)'")
     return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) + {less} "
             f"WHEN {started} THEN 0 END")
 
@@ -190,9 +198,7 @@ def gpus_of_gres(gres: str, started: str) -> str:
 def gpu_type_of_gres(gres: str) -> str:
     """SQL: the GPU type a GRES list names (``tesla`` of ``gpu:tesla:4``; not a MIG profile,
     which names no model), else NULL."""
-    types = f"regexp_extract_all({gres}, '(?:^|[,;])gpu:([^:,;(]+):[0-9]+', 1)"
-    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
-            f"'{MIG_PROFILE}'))[1], '')")
+    return _first_model(f"regexp_extract_all({gres}, '(?:^|[,;])gpu:([^:,;(]+):[0-9]+', 1)")
 
 
 def uses_gres(cols: list[str]) -> bool:
