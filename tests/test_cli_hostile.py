@@ -752,6 +752,7 @@ def test_a_min_gain_above_one_is_said_to_be_a_fraction(tc) -> None:
     assert r.returncode == 0, r.stderr
     assert "--min-gain 5 is a fraction" in r.stderr and "500% faster" in r.stderr
     r = tc("recommend", *JOB, "--min-gain", "0.05")
+    assert r.returncode == 0, r.stderr
     assert "is a fraction" not in r.stderr
 
 

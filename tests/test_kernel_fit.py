@@ -1181,6 +1181,7 @@ def test_a_family_folder_or_a_file_given_for_the_folder_is_told_its_parent(
     assert len(read_kernels([tmp_path], cat)) == 1
 
 
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")
 def test_a_held_out_fold_without_a_host_floor_is_refused_first(tmp_path: Path) -> None:
     # add rows of the T4 alone, linear rows of the T4 and the V100: held out, the T4 would
     # leave the V100's fit no floor; refused before any fit, by validate and calibrate alike

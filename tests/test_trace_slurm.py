@@ -369,8 +369,13 @@ def test_a_heterogeneous_jobs_components_are_counted_each_on_its_own(tmp_path: P
     assert "job(s) hold GPU shards" not in notes
     assert notes["job(s) in a final state"] == 1
     assert notes["row(s) are components of heterogeneous jobs"] == 8
-    rows = stored(db, "n_gpus, gpus_per_node, gpu_type")
-    assert rows["3001"] == (6.0, 3.0, "v100")
+    rows = stored(db, "n_gpus, gpus_per_node, gpu_type, end_time_s, censored")
+    assert rows["3001"] == (6.0, 3.0, "v100", T0 + 11 * 3600, False)
+    assert rows["3002"][:2] == (pytest.approx(2 + 3 / 7), pytest.approx((2 + 3 / 7) / 2))
+    # 3003: its shards are no GPU, its other component's one is, on 2 nodes; 3004: 1 + 1 GPUs,
+    # finished (COMPLETED) without an End: no end time, not censored
+    assert rows["3003"] == (1.0, 0.5, None, T0 + 11 * 3600, False)
+    assert rows["3004"] == (2.0, 1.0, None, None, False)
     # a component naming gres/gpu in the GRES form is a bad job, as it would be alone
     bad = tmp_path / "bad.txt"
     bad.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
@@ -380,7 +385,6 @@ def test_a_heterogeneous_jobs_components_are_counted_each_on_its_own(tmp_path: P
                    "cpu=4,gres/gpu:a100:2,node=1\n")
     errors = Store(tmp_path / "b.duckdb").ingest(bad, "slurm")["errors"]
     assert [(e["row"], e["field"]) for e in errors] == [(1, "AllocTRES")]
-    assert rows["3002"][:2] == (pytest.approx(2 + 3 / 7), pytest.approx((2 + 3 / 7) / 2))
 
 
 def test_a_finished_job_without_an_end_is_not_censored(tmp_path: Path) -> None:
