@@ -202,6 +202,11 @@ def test_end_to_end_hand_trace(catalog) -> None:
     # --multi-gpu makes E eligible, but it has no partner with 2 V100s
     multi = colocate(pa.table(hand_trace()), catalog, multi_gpu=True)["colocation"]
     assert (multi["eligible"], multi["pairs"]) == (5, 2)
+    # every job names its GPU: none priced on the default node; B and E without one are
+    assert r["default_hardware"]["jobs"] == 0
+    unnamed = {**hand_trace(), "gpu_type": ["V100", None, "V100", "V100", ""]}
+    hw = colocate(pa.table(unnamed), catalog)["default_hardware"]
+    assert hw["jobs"] == 2 and hw["node"] == "pai-v100-nvlink"
 
 
 def test_memory_footprint_from_weights(catalog) -> None:
@@ -304,6 +309,7 @@ def test_cli_human_output(tmp_path: Path, monkeypatch) -> None:
     assert res.exit_code == 0, res.output
     assert "GPUs freed" in res.stdout and "Spearman" in res.stdout
     assert "measures no job's utilization" not in res.stdout
+    assert "pairs refused: GPU memory" in res.stdout and "assumed hardware" not in res.stdout
     # without measured utilization: no legend of rows that are not printed, and it says why
     plain = {k: v for k, v in hand_trace().items() if k != "gpu_util"}
     pacsv.write_csv(pa.table(plain), tmp_path / "u.csv")
@@ -311,6 +317,12 @@ def test_cli_human_output(tmp_path: Path, monkeypatch) -> None:
                                    str(pinned), "--db", str(tmp_path / "u.duckdb")])
     assert res.exit_code == 0, res.output
     assert "Spearman" not in res.stdout and "measures no job's utilization" in res.stdout
+    # jobs that name no GPU type or node: priced on the default node, and the output says so
+    pacsv.write_csv(pa.table({**plain, "gpu_type": [None] * 5}), tmp_path / "n.csv")
+    res = CliRunner().invoke(app, ["colocate", str(tmp_path / "n.csv"), "--catalog",
+                                   str(pinned), "--db", str(tmp_path / "n.duckdb")])
+    assert res.exit_code == 0, res.output
+    assert "assumed hardware: 5 jobs" in " ".join(res.stdout.split())
     bad = CliRunner().invoke(app, ["colocate", str(tmp_path / "t.csv"), "--db",
                                    str(tmp_path / "s.duckdb"), "--workload", "no-such-model"])
     assert bad.exit_code != 0

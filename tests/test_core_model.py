@@ -462,6 +462,14 @@ def test_predict_says_the_hosts_issue_time_per_row():
     none = predict(flops_compute_bound=1e12, bytes_memory_bound=1e9, weight_bytes=1e8,
                    gpu="V100", catalog=cat)
     assert none.host_issue_s is None and none.kernel_strategy_available is None
+    # a per-op table: each row issued as many times as it runs (count), 3 + 1 = 4 ops
+    ops = [{"op": "mm", "flops": 1e9, "bytes_read": 1e6, "bytes_written": 1e6,
+            "bound": "compute", "shapes": "64x64;64x64", "count": 3},
+           {"op": "add", "flops": 0, "bytes_read": 1e6, "bytes_written": 1e6,
+            "bound": "memory", "shapes": "64x64;64x64"}]
+    table = predict({"flops_compute_bound": 3e9, "bytes_memory_bound": 2e6,
+                     "weight_bytes": 1e8, "ops": ops}, gpu="V100", catalog=cat)
+    assert table.host_issue_s == pytest.approx(4 * d)
 
 
 def test_a_per_op_table_given_to_predict_scales_to_its_features_as_a_workload_does(cat):

@@ -92,16 +92,19 @@ def test_one_placement_rule_packs_workers_unless_the_trace_says() -> None:
 
 def test_invalid_rows_get_no_time_and_a_reason() -> None:
     cat = load_catalog()
+    # the last allreduce-local row: 8 GPUs fit the node, but its trace puts 4 on each of 2
+    # nodes, an all-reduce across nodes
     jobs = {"architecture": np.array(["1w1g", "allreduce-local", "allreduce-cluster", "ring",
-                                      "1w1g"], dtype=object),
-            "n_gpus": [8, 16, 16, 2, 1], "gpus_per_node": [np.nan, np.nan, 12, np.nan, np.nan],
-            "node": np.array(["pai-v100-nvlink"] * 5, dtype=object),
-            **{k: [v] * 5 for k, v in FEATS.items()}}
+                                      "1w1g", "allreduce-local"], dtype=object),
+            "n_gpus": [8, 16, 16, 2, 1, 8],
+            "gpus_per_node": [np.nan, np.nan, 12, np.nan, np.nan, 4],
+            "node": np.array(["pai-v100-nvlink"] * 6, dtype=object),
+            **{k: [v] * 6 for k, v in FEATS.items()}}
     bd = predict_table(jobs, cat)
-    assert np.isnan(bd.total[:4]).all() and np.isfinite(bd.total[4])
+    assert np.isnan(bd.total[:4]).all() and np.isfinite(bd.total[4]) and np.isnan(bd.total[5])
     assert [REASONS[c] for c in bd.reason] == [
         REASONS[BAD_SHAPE], REASONS[BAD_SHAPE], REASONS[BAD_PLACEMENT],
-        "unknown architecture", REASONS[OK]]
+        "unknown architecture", REASONS[OK], REASONS[BAD_SHAPE]]
 
 
 def test_rails_multiply_the_network_of_a_multi_nic_node() -> None:
@@ -376,6 +379,7 @@ def test_the_profile_step_is_its_compute_and_memory_bound_ops_together(strategy,
     ({"arch": "allreduce-cluster", "gpus": 8, "gpus_per_node": -1}, "gpus_per_node"),
     ({"arch": "allreduce-cluster", "gpus": 16, "gpus_per_node": 16}, "gpus_per_node"),
     ({"arch": "allreduce-local", "gpus": 16}, "n_gpus"), ({"gpus": 2}, "n_gpus"),
+    ({"arch": "allreduce-local", "gpus": 8, "gpus_per_node": 4}, "gpus_per_node"),
     ({"gpu": "NOPE"}, "gpu_type"), ({"node": "NOPE"}, "node"),
     ({"arch": "ring"}, "architecture"), ({"nic": "NOPE"}, "nic"), ({"intra": "NOPE"}, "intra"),
     ({"flops_compute_bound": -1.0}, "flops_compute_bound"),

@@ -158,7 +158,7 @@ def test_recommend_bert_base_on_8_v100_keeps_without_gain(monkeypatch) -> None: 
 
 
 def test_durations_in_hours_and_days() -> None:
-    from traincast.cli.common import fmt_seconds
+    from traincast.units import fmt_seconds
 
     assert fmt_seconds(1.25e7) == "145 d"  # 1.25e7 / 86400 = 144.7
     assert fmt_seconds(12_500) == "3.47 h"  # / 3600

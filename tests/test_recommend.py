@@ -211,6 +211,8 @@ def test_summary_counts_by_hand() -> None:
     # most frequent first, ties by name
     assert list(s["architectures"].items()) == [("pearl", 2), ("1w1g", 1), ("ps-worker", 1)]
     assert s["nodes"] == {"a": 2, "b": 2} and s["changed_to"] == {"pearl": 2}
+    # the mean over the changed jobs alone (rows 2 and 3), beside the mean over all four
+    assert s["changed_mean_speedup"] == pytest.approx((2 + 4) / 2)
     # the cheapest may be slower: a move to node b at half the speed is a change
     assert summary["cheapest"]["changed_share"] == 1 / 5
     assert summary["best"]["changed_share"] == 1.0
@@ -486,3 +488,27 @@ def test_a_move_to_another_gpu_says_its_compute_runs_faster_too() -> None:
         "2", "--json"]).stdout)["time_s"]
     compute = ("compute_flop", "compute_mem")
     assert sum(best[k] for k in compute) < 0.95 * sum(here[k] for k in compute)
+
+
+def test_a_near_tie_keeps_the_simpler_architecture(catalog) -> None:
+    """PEARL moves the embeddings' touched rows E where an all-reduce moves whole tables E_ar:
+    on one NVLink node it is faster by 2 (n-1)/n (E_ar - E) / bw(intra). A difference of a
+    few µs in a 0.1 s step (0.01%) keeps allreduce-local, the earlier and simpler candidate;
+    tables of 4 GB (about 50 ms saved) move the job to pearl."""
+    def best_arch(e_ar: float, e: float) -> tuple[str, float]:
+        job = {"job_id": ["j"], "architecture": ["ps-worker"], "n_gpus": [4],
+               "node": ["pai-v100-nvlink"], "workload": [None],
+               "flops_compute_bound": [1e12], "bytes_memory_bound": [1e9],
+               "weight_bytes": [1e9], "embedding_bytes_touched": [e],
+               "embedding_allreduce_bytes": [e_ar], "input_bytes": [1e6]}
+        row = recommend(job, catalog, nodes=["pai-v100-nvlink"])["rows"].to_pylist()[0]
+        return row["arch_architecture"], row["arch_total_s"]
+
+    intra_bps = catalog.link(catalog.node("pai-v100-nvlink").intra).bw_bps
+    saved_s = 2 * 3 / 4 * (1e6 - 1e5) / intra_bps  # 11 µs
+    arch, total_s = best_arch(1e6, 1e5)
+    assert arch == "allreduce-local"
+    assert saved_s / total_s < 1e-3  # the tie: pearl is faster, by less than 0.1%
+    arch, total_s = best_arch(4e9, 1e6)
+    assert arch == "pearl"
+    assert 2 * 3 / 4 * (4e9 - 1e6) / intra_bps / total_s > 0.01

@@ -342,7 +342,8 @@ def test_report_findings_tables_and_assumptions(report):
     text = report.read_text()
     # 1+1+8+4+32+16+16+8+8+1+0+2 = 97 GPUs
     assert html.escape("12 jobs on 97 GPUs were characterized.") in text
-    assert "<td>comm_share_mean</td>" in text
+    # a number in the unit its key names: a share as a percentage
+    assert re.search(r"<td>comm share mean</td><td[^>]*>\d+\.\d%</td>", text)
     for caption in ("Jobs, GPUs and GPU time per training architecture",
                     "What-if scenarios", "Recommendations", "holding the most GPU time",
                     "Catalog entries used", "What-if scenario definitions"):
@@ -358,6 +359,21 @@ def test_report_findings_tables_and_assumptions(report):
     # recommendations sorted by best_speedup: j11 (1.0 + 11 / 10) first
     rec = text[text.index("Recommendations: the 12 jobs"):]
     assert re.search(r"<tbody><tr><td>j11</td>", rec)
+
+
+def test_a_tables_values_are_shown_in_the_unit_their_key_names():
+    from traincast.report.sections import cell, label
+
+    assert (label("gpu_time_saved_share"), cell("gpu_time_saved_share", 0.2804)) == \
+        ("GPU time saved share", "28.0%")
+    assert (label("gpu_time_s"), cell("gpu_time_s", 14_484_569.0)) == \
+        ("GPU time", "4,023.5 GPU-h")  # / 3600
+    assert (label("trace_end_s"), cell("trace_end_s", 5_147_263.0)) == ("trace end", "59.6 d")
+    assert cell("eth100_mean_speedup_network_jobs", 1.325) == "1.32×"
+    assert cell("gpu_util_pred_mean", 0.8137) == "81.4%"
+    assert cell("weight_bytes", 2.5e9) == "2.5 GB"
+    assert (cell("jobs", 260), cell("overlap", 0), cell("x_share", None)) == (260, 0, None)
+    assert (label("gpus"), label("gpu")) == ("GPUs", "catalog GPU")
 
 
 def test_report_breakdown_bars_match_the_jobs(tmp_path):

@@ -109,6 +109,26 @@ def test_curves_from_a_gpu_without_curves_is_the_paper_model() -> None:
     assert math.isclose(bd["overhead"], 0.0)
 
 
+def test_measured_curves_in_another_dtype_scale_by_the_entrys_peaks() -> None:
+    """Curves are fp32 products; a job under --amp runs them times fp16 peak / fp32 peak
+    (40 / 10 = 4 here), memory-bound rates unchanged."""
+    from traincast.compute import compute_s, rates
+
+    gpu = GPU(name="x", fp32_tflops=10.0, fp16_tflops=40.0, mem_bw_gbs=100.0,
+              gemm_intensity=(1.0, 100.0), gemm_tflops=(1.0, 8.0),
+              elementwise_bytes=(1e3, 1e6), elementwise_gbs=(1000.0, 5000.0))
+    assert rates(gpu, "fp32", "curves") == pytest.approx((8e12, 5e12))
+    assert rates(gpu, "amp", "curves") == pytest.approx((32e12, 5e12))
+    flop_s, mem_s = compute_s(gpu, "amp", [3.2e13], [5e12], "curves")
+    assert flop_s[0] == pytest.approx(1.0) and mem_s[0] == pytest.approx(1.0)
+    # an op table: the product at intensity 100 runs 8 x 4 = 32 TFLOP/s (its 3.2e10 bytes
+    # would take 6.4 ms at the element-wise rate: the FLOPs bound it)
+    ops = [{"op": "mm", "flops": 3.2e12, "bytes_read": 3.2e10, "bytes_written": 0,
+            "bound": "compute"}]
+    assert compute_breakdown(ops, Curves.from_gpu(gpu, "amp"))["compute_flop"] == \
+        pytest.approx(0.1)
+
+
 def gru_row(phase: str, b: int, t: int, i: int, h: int) -> dict[str, object]:
     g = 3 * h
     if phase == "forward":

@@ -521,6 +521,7 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
     for n, want in ((7, "over the 7 of 10 jobs with a prediction"), (10, "over all jobs")):
         scen = {k: summary(n) for k in ("eth100", "gpu-a100", "mixed-precision", "op-fusion")}
         rec = {"summary": {"arch": {"predicted": n, "changed_share": 0.3, "mean_speedup": 1.2,
+                                    "changed_mean_speedup": 3.0,
                                     "changed_to": {"allreduce-local": 3}}}}
         said = findings(char, {"scenarios": scen}, rec, sample=False)["sentences"]
         a100 = next(t for t in said if t.startswith("Moving every job to A100"))
@@ -530,7 +531,8 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
             assert want in a100 and "50% of them gain" in a100
             assert want in eth and "25% of their GPU time" in eth
             assert "30% of the 7 of 10 jobs with a prediction would run faster" in own
-            assert "1.20× on average over them" in own
+            # both means: over the jobs that change and over all with a prediction
+            assert "(3.00× on average over the jobs that change, 1.20× over all of them)" in own
         else:
             assert "of 10" not in a100 and "50% of jobs gain" in a100
             assert want in eth and "of the cluster's GPU time" in eth

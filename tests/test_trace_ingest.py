@@ -209,6 +209,13 @@ def test_a_file_in_another_format_names_its_columns_and_that_format(tmp_path: Pa
                        r"job_id, submission_time, duration, num_gpu\)") as err:
         ingest(path, db=tmp_path / "s.duckdb")
     assert err.value.hint == "the file has the columns of --format elasticflow"
+    # a headerless PAI 2020 table read as csv: its first row is taken for the header, so only
+    # its name tells the format
+    pai = _write(tmp_path / "pai_group_tag_table.csv", "inst0000,u0,V100M32,grp,bert\n")
+    with pytest.raises(TraincastError, match="missing column") as err:
+        ingest(pai, db=tmp_path / "p.duckdb")
+    assert err.value.hint.startswith("the file is named as a table of --format pai-2020, "
+                                     "whose files have no header row")
     # none fits: which --map gives each missing column, and which none gives
     other = _write(tmp_path / "o.csv", "sn,gpu,model\nn1,8,G2\n")
     with pytest.raises(TraincastError, match="missing column") as err:
@@ -311,8 +318,15 @@ def test_helios_csv(tmp_path: Path) -> None:
 def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match="unknown trace format"):
         ingest(_write(tmp_path / "t.csv", GOOD), format="lsf", db=tmp_path / "s.duckdb")
-    with pytest.raises(TraincastError, match="no job store"):
+    with pytest.raises(TraincastError, match="no job store") as err:
         load_jobs(tmp_path / "none.duckdb")
+    assert "study" not in err.value.hint
+    # a study's own store beside it (traincast study -o DIR writes DIR/jobs.duckdb): named
+    (tmp_path / "my-study").mkdir()
+    (tmp_path / "my-study" / "jobs.duckdb").write_bytes(b"")
+    with pytest.raises(TraincastError, match="no job store") as err:
+        load_jobs(tmp_path / "none.duckdb")
+    assert err.value.hint.endswith(f"a study's own store: --db {tmp_path}/my-study/jobs.duckdb")
     assert isinstance(read_trace(_write(tmp_path / "t.csv", GOOD), "elasticflow",
                                  tmp_path / "s.duckdb"), pa.Table)
 

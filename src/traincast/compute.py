@@ -236,7 +236,7 @@ def rates(gpu: Any, dtype: str, strategy: str | None = "auto",
     if name == "kernel":
         byte_rate = kernel_mem_bps(gpu) if streaming else memory_kernel_bps(gpu)
         return gpu.peak_tflops(dtype) * 1e12 * _eta(gpu, dtype), byte_rate
-    curves = Curves.from_gpu(gpu)
+    curves = Curves.from_gpu(gpu, dtype)
     return float(curves.gemm_flops_per_s[-1]), float(curves.elementwise_bps[-1])
 
 
@@ -401,7 +401,7 @@ def _additive_s(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str,
     if name == "paper":
         out = paper_split(ops, gpu.flops_per_s(dtype), gpu.mem_bw_bps)
     else:
-        out = compute_breakdown(ops, Curves.from_gpu(gpu))
+        out = compute_breakdown(ops, Curves.from_gpu(gpu, dtype))
     return out["compute_flop"], out["compute_mem"]
 
 

@@ -46,6 +46,8 @@ class Strings:
     def of(cls, column: Any, n: int) -> Strings:
         if column is None:
             return cls(np.full(n, -1, dtype=np.int32), ())
+        if isinstance(column, Strings):
+            return column
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         if not isinstance(column, pa.Array):

@@ -480,7 +480,8 @@ def node_assumed(catalog: Catalog, gpu: str | None, node: str | None) -> bool:
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,
                         amp: bool) -> dict[str, Any]:
     """What a prediction says beside its time: ``host_issue_s = n_ops d`` (the host's issue
-    of the job's ops at the kernel model's floor, whatever the strategy; with it
+    of the job's ops at the kernel model's floor, whatever the strategy; ``n_ops`` the runs of
+    a per-op table's rows, ``sum count``, else the features' ``n_ops``; with it
     ``kernel_strategy_available``), ``misaligned`` (the per-op table's tensor-core
     products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
     under the kernel strategy only, else None) and ``tf32_unpriced`` (a per-op table with ops
@@ -490,7 +491,8 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
-    n_ops = np.asarray(len(ops) if ops else 0.0 if given is None else given, dtype=np.float64)
+    runs = sum(float(o.get("count", 1)) for o in ops) if ops else 0.0
+    n_ops = np.asarray(runs if ops else 0.0 if given is None else given, dtype=np.float64)
     if np.any(n_ops > 0):  # features may be arrays: one time per row
         out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))
         out["kernel_strategy_available"] = compute.kernel_model_available(gpu)

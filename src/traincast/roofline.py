@@ -129,9 +129,14 @@ class Curves:
     gpu_library: bool = False  # measured on CUDA: recurrent layers run as cuDNN's fused RNN
 
     @classmethod
-    def from_gpu(cls, gpu: Any) -> Curves:
+    def from_gpu(cls, gpu: Any, dtype: str = "fp32") -> Curves:
         """Curves of a catalog GPU; absent curves fall back to its flat peak rates (paper model
-        plus the GPU's ``op_overhead_us``)."""
+        plus the GPU's ``op_overhead_us``). The FLOP curves are measured in fp32; for another
+        ``dtype`` (``amp``: fp16, else bf16) they are scaled by the entry's peaks,
+        ``x = peak(dtype) / peak(fp32)`` (``traincast calibrate`` writes both: its best fp32
+        and fp16/bf16 products), the curves' shape kept: ``R_dtype(I) = x R_fp32(I)``."""
+        fp32 = gpu.peak_tflops("fp32")
+        x = gpu.peak_tflops(dtype) / fp32 if fp32 > 0 and gpu.peak_tflops(dtype) > 0 else 1.0
         peak = np.array([gpu.flops_per_s("fp32")])
         bw = np.array([gpu.mem_bw_bps])
         one = np.array([1.0])
@@ -142,8 +147,8 @@ class Curves:
                 return np.asarray(xs, float), np.asarray(ys, float) * scale
             return one, flat
 
-        gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12, peak)
-        ci, cp = pair("conv_intensity", "conv_tflops", 1e12, np.array([gp.max()]))
+        gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12 * x, peak * x)
+        ci, cp = pair("conv_intensity", "conv_tflops", 1e12 * x, np.array([gp.max()]))
         if not len(getattr(gpu, "conv_intensity", ())):
             ci, cp = gi, gp
         eb, ebw = pair("elementwise_bytes", "elementwise_gbs", 1e9, bw)
@@ -154,14 +159,14 @@ class Curves:
                    getattr(gpu, "foreach_tensor_us", 0.0) * 1e-6,
                    {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems_1t", {}).items()},
                    float(getattr(gpu, "thread_grain_elems", 0.0)),
-                   np.asarray(getattr(gpu, "gemm_tflops_1t", ()), float) * 1e12,
+                   np.asarray(getattr(gpu, "gemm_tflops_1t", ()), float) * 1e12 * x,
                    float(getattr(gpu, "thread_gemm_speedup", 0.0)),
                    float(getattr(gpu, "thread_gemm_grain_flops", 0.0)),
                    gemm_rows=np.asarray(getattr(gpu, "thread_gemm_rows", ()), float),
                    gemm_rows_speedup=np.asarray(getattr(gpu, "thread_gemm_rows_speedup", ()),
                                                 float),
                    conv_flops_per_s_1t=np.asarray(getattr(gpu, "conv_tflops_1t", ()),
-                                                  float) * 1e12,
+                                                  float) * 1e12 * x,
                    conv_thread_speedup=float(getattr(gpu, "thread_conv_speedup", 0.0)),
                    conv_grain_flops=float(getattr(gpu, "thread_conv_grain_flops", 0.0)),
                    gpu_library=getattr(gpu, "device", "") == "cuda")

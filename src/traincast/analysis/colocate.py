@@ -66,6 +66,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import ArrayLike, NDArray
 
+from traincast.analysis.characterize import default_hardware
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import busy_parts_s
@@ -286,11 +287,13 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
     ``phi``, ``mu``, ``util`` (module docstring), ``measured`` (``gpu_util``), ``n_gpus``,
     ``duration_s``, ``group`` (code of (GPU model, n); -1 = not eligible), ``footprint_bytes``
     (per GPU, by architecture: engine/workload.py), ``gpu_mem_bytes`` (``mem_gb`` x 1e9) and
-    ``reason`` (why a job has no prediction: ``traincast.resolve.REASONS``).
+    ``reason`` (why a job has no prediction: ``traincast.resolve.REASONS``),
+    ``unnamed_hardware`` (how many jobs with GPUs name neither a GPU type nor a node: priced,
+    and grouped for pairing, on the default node's GPU).
     """
     from traincast.engine.local import evaluate_columns
     from traincast.engine.workload import workload_extras
-    from traincast.jobs import Columns
+    from traincast.jobs import Columns, unnamed_hardware
 
     cols = Columns.of(jobs)
     bd, r = evaluate_columns(cols, catalog)  # r: the GPU model, memory, architecture per row
@@ -311,7 +314,7 @@ def job_arrays(jobs: pa.Table | Mapping[str, Any], catalog: Catalog, *,
     return {"job_id": cols["job_id"], "order": order, "phi": phi, "mu": mu, "util": util,
             "measured": cols["gpu_util"], "n_gpus": n, "duration_s": cols.duration_s(),
             "group": group, "footprint_bytes": footprint, "gpu_mem_bytes": mem_gb * 1e9,
-            "reason": bd.reason}
+            "reason": bd.reason, "unnamed_hardware": int(unnamed_hardware(cols.data, n).sum())}
 
 
 def measured_shares(measured: ArrayLike, phi: ArrayLike, mu: ArrayLike) -> tuple[F, F]:
@@ -353,6 +356,7 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
     out: dict[str, Any] = {
         "jobs": n,
         "unpredicted": reason_counts(arr["reason"]),
+        "default_hardware": default_hardware(catalog, arr["unnamed_hardware"]),
         "utilization": {
             "predicted_jobs": int(np.isfinite(arr["util"]).sum()),
             "predicted": _stats(arr["util"], _UTIL_STATS),

@@ -328,6 +328,12 @@ Smaller predicted gains are within what the model's inputs (features, efficienci
 not a reason to move a job."""
 
 
+NEAR_TIE = 0.01
+"""A candidate displaces another that already beats the present setup only when it is more than
+this fraction faster (cheaper): a PEARL ring over embeddings of a few bytes, 0.004% faster than
+the plain all-reduce, is no reason to recommend it (:func:`_search`)."""
+
+
 def recommend(jobs: Any, catalog: Catalog | None = None, *,
               candidates: list[Candidate] | None = None, nodes: Iterable[str] | None = None,
               prices: Prices | str | Path | None = None, overlap: float = 0.0,
@@ -464,8 +470,10 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
     """Every candidate over every job: ``best[group]`` (the value to beat, at first the bar
     :func:`recommend` sets, then the lowest so far; its candidate index; updated in place)
     for ``arch`` (own hardware), ``best`` (time) and ``cheap`` (cost, when present). A
-    candidate wins a job when it fits and its value is lower by more than a
-    relative 1e-12 (ties keep the present, then the earlier candidate). Jobs are evaluated in
+    candidate wins a job when it fits and its value is lower than the bar by more than a
+    relative 1e-12, and lower than another candidate's by more than ``NEAR_TIE`` (near-ties
+    keep the present, then the earlier candidate: the job's own hardware before other nodes,
+    and on one node the registry's order of architectures, simplest first). Jobs are evaluated in
     chunks of ``engine.local.CHUNK_ROWS`` rows (a job's numbers depend on its own row alone;
     on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay
     small)."""
@@ -484,7 +492,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
                     c = cost(t, r.node, r.gpu, sp)
                     val = np.where(np.isfinite(c), c, np.inf)
                 cur, idx = best[g][0][sp], best[g][1][sp]  # views: updated in place
-                better = val < cur * (1 - 1e-12)
+                better = val < cur * np.where(idx >= 0, 1 - NEAR_TIE, 1 - 1e-12)
                 cur[better] = val[better]
                 idx[better] = i
         advance(cand.scenario.name)
@@ -566,7 +574,8 @@ def _differs(a: pa.ChunkedArray, b: pa.ChunkedArray) -> NDArray[np.bool_]:
 def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
     """Counts of recommended architectures/nodes and mean speedups over jobs with a prediction;
     ``changed_share``: the share of them whose choice is another architecture or node than the
-    job's own (for the cheapest, a slower one too)."""
+    job's own (for the cheapest, a slower one too); ``changed_mean_speedup``: the mean speedup
+    over those changed jobs alone (NaN: none)."""
     out: dict[str, Any] = {}
     for prefix in ("arch", "best", *(["cheapest"] if priced else [])):
         sp = rows[f"{prefix}_speedup"].to_numpy(zero_copy_only=False).astype(float)
@@ -578,6 +587,8 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
             "predicted": int(ok.sum()),
             "changed_share": float(changed.sum() / ok.sum()) if ok.any() else float("nan"),
             "mean_speedup": float(sp[ok].mean()) if ok.any() else float("nan"),
+            "changed_mean_speedup": float(sp[changed].mean()) if changed.any()
+            else float("nan"),
             "median_speedup": float(np.median(sp[ok])) if ok.any() else float("nan"),
             "architectures": _counts(arch, ok), "nodes": _counts(rows[f"{prefix}_node"], ok),
             "changed_to": _counts(arch, changed)}

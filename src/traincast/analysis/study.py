@@ -277,9 +277,12 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
                  "recommend_mean_speedup": arch.get("mean_speedup")})
     over, every = over_jobs(arch, total)
     which = "jobs" if every else over.removeprefix("over ")
+    changed = arch.get("changed_mean_speedup")
+    over_changed = (f"{_x(changed)} on average over the jobs that change, "
+                    if changed is not None and math.isfinite(changed) else "")
     return [f"On their own hardware, {_pct(arch.get('changed_share'))} of {which} would run "
-            f"faster on another architecture ({_x(arch.get('mean_speedup'))} on average "
-            f"{'over all jobs' if every else 'over them'})"
+            f"faster on another architecture ({over_changed}{_x(arch.get('mean_speedup'))} "
+            f"over {'all jobs' if every else 'all of them'})"
             + (f"; the most frequent change is to {top}." if top else ".")]
 
 

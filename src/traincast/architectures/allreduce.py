@@ -52,8 +52,10 @@ class AllReduceLocal:
 
     @staticmethod
     def fits(r: Resolved) -> B:
-        """All GPUs in one node: ``n <= node GPUs``."""
-        return r.n <= r.node_gpus
+        """All GPUs in one node: ``n <= node GPUs`` and the job on one node, ``N = ceil(n / g)
+        = 1`` (a trace's ``gpus_per_node`` below ``n`` spreads it over several: an
+        AllReduce across nodes, which ``allreduce-cluster`` prices)."""
+        return (r.n <= r.node_gpus) & (r.nodes <= 1)
 
     port = staticmethod(data_parallel_port)
     footprint_bytes = staticmethod(replica_footprint_bytes)

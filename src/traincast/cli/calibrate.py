@@ -280,7 +280,7 @@ def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None 
 
 def render_validation(out: dict) -> None:
     """Rich tables: predicted vs measured per case, then per component."""
-    from traincast.cli.common import fmt_seconds
+    from traincast.units import fmt_seconds
 
     t = Table(title=f"traincast validate — {out['device_name']}, torch {out['torch']}, "
                     f"{out['threads']} thread(s) per process", title_justify="left")

@@ -18,6 +18,7 @@ from traincast.cli.common import (
     console,
     note,
     print_assumed,
+    print_assumed_hardware,
     print_json,
     print_unpredicted,
     progress,
@@ -86,7 +87,7 @@ def print_colocate(result: dict[str, Any]) -> None:
                "against exclusive placement; slowdown of paired jobs = T co-located / T alone")
     t.add_row("eligible jobs", f"{co['eligible']:,}")
     t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
-    t.add_row("pairs split: GPU memory", f"{co['memory_rejected_pairs']:,}")
+    t.add_row("pairs refused: GPU memory", f"{co['memory_rejected_pairs']:,}")
     t.add_row("GPUs freed", f"{fmt_amount(co['gpus_freed'])} of {fmt_amount(co['gpus_total'])} "
               f"({fmt_pct(co['gpus_freed_share'])})")
     t.add_row("GPU time saved", f"{co['gpu_time_saved_s'] / 3600:,.1f} GPU-h "
@@ -158,6 +159,8 @@ def colocate(
         return
     print_colocate(result)
     print_assumed(result["assumed_workload"])
+    print_assumed_hardware(result.get("default_hardware"),
+                           result["utilization"]["predicted_jobs"])
     measured = result["utilization"]["measured_jobs"]
     if by == "measured" and not measured:
         note("no job is eligible: --by measured pairs jobs by the utilization the trace "

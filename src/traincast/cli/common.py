@@ -340,24 +340,6 @@ def print_json(obj: Any) -> None:
     typer.echo(text)
 
 
-def fmt_seconds(t: float) -> str:
-    """Seconds for people: 0 s, 789 µs, 45.6 ms, 1.23 s, 456 s; from 1,000 s on in minutes
-    (16.7 min), hours (3.47 h) or days (145 d), never in e-notation."""
-    if t is None or not math.isfinite(t):
-        return "-"
-    if t == 0:
-        return "0 s"
-    if t >= 1000:
-        value, unit = ((t / 86400, "d") if t >= 86400 else (t / 3600, "h") if t >= 3600
-                       else (t / 60, "min"))
-        return f"{value:,.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
-    if t >= 1:
-        return f"{t:.3g} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:.3g} ms"
-    return f"{t * 1e6:.3g} µs"
-
-
 def fmt_bytes(b: float) -> str:
     """Bytes for people in decimal units (GB = 1e9)."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

@@ -25,7 +25,6 @@ from traincast.cli.common import (
     check_speeds,
     check_text_file,
     console,
-    fmt_seconds,
     given,
     memory_rates_text,
     one_of,
@@ -55,7 +54,7 @@ from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import node_assumed
 from traincast.predict import predict as predict_job
 from traincast.resolve import DEFAULT_NODE
-from traincast.units import fmt_exp
+from traincast.units import fmt_exp, fmt_seconds
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
@@ -291,19 +290,24 @@ def predict(
     """Predict one training iteration's time and its breakdown.
 
     T_total = T_data + T_comp_flop + T_comp_mem + T_comm; with overlap f: T_data + max(T_comp,
-    f·T_comm) + (1−f)·T_comm. T_data = input_bytes / bw(pcie); T_comp_flop = FLOPs / (peak ×
-    flop_efficiency); T_comp_mem = bytes / (mem_bw × mem_efficiency); bw(x) = GB/s × 1e9 ×
-    efficiency. T_comm (W weight bytes, E embedding bytes touched, E_ar embedding bytes an
-    AllReduce moves (whole tables with dense gradients), n GPUs, g per node (default packed:
-    min(n, node GPUs)), N = ceil(n/g) nodes, R = min(node NICs, g) rails):
+    f·T_comm) + (1−f)·T_comm. T_data = input_bytes / bw(pcie); T_comp_flop = FLOPs / R_flop;
+    T_comp_mem = bytes / R_mem. R (--compute auto, the GPU's catalog entry decides): with SM
+    figures, the kernel model, R_flop = peak × eta (fp32: the fitted measured-kernel model;
+    tensor cores: the published large-product fraction) and R_mem = mem_bw × f_elementwise,
+    op by op where the job has a per-op table (tiles, waves, the host's issue time); with
+    curves from calibrate, the measured curves; else (--compute paper) peak × flop_efficiency
+    and mem_bw × mem_efficiency. bw(x) = GB/s × 1e9 × efficiency. T_comm (W weight bytes, E
+    embedding bytes touched, E_ar embedding bytes an AllReduce moves (whole tables with dense
+    gradients), n GPUs, g per node (default packed: min(n, node GPUs)), N = ceil(n/g) nodes,
+    R = min(node NICs, g) rails):
 
     - 1w1g: 0
-    - allreduce-local: 2(n−1)/n · (W+E_ar) / bw(intra)
+    - allreduce-local (all n GPUs on one node): 2(n−1)/n · (W+E_ar) / bw(intra)
     - allreduce-cluster: 2(n−1)/n · (W+E_ar) / min(bw(intra), R·bw(nic)); --hierarchical:
       2(g−1)/g · (W+E_ar)/bw(intra) + 2(N−1)/N · (W+E_ar)/(R·bw(nic))
     - ps-worker (m workers, p servers (default 1), k = min(g, m) per node): 2(W+E)/bw(pcie) +
       max(2(W+E)·k/(min(NICs, k)·bw(nic)), 2m(W+E)/(p·bw(nic)))
-    - pearl: ring all-reduce of W + 2E(n−1)/n / bw(ring link)
+    - pearl: T_ring(W) + 2E(n−1)/n / bw(ring link), T_ring(W) allreduce-cluster's time for W
     - hybrid (table rows): the all-reduce of allreduce-cluster
 
     The paper's architectures: bandwidth only (a link's latency is not counted), no overlap by

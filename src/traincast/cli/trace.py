@@ -28,7 +28,6 @@ from traincast.cli.common import (
     check_output,
     console,
     err_console,
-    fmt_seconds,
     note,
     print_assumed,
     print_assumed_hardware,
@@ -46,7 +45,7 @@ from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
 from traincast.trace.store import DEFAULT_DB, format_errors, source_labels
-from traincast.units import first_of, fmt_amount, fmt_pct, plural
+from traincast.units import first_of, fmt_amount, fmt_pct, fmt_seconds, plural
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", "-f", help=f"Trace format: {', '.join(FORMATS)} (mapping rules: docs/traces.md). "

@@ -28,7 +28,6 @@ from traincast.cli.common import (
     check_price,
     check_scenarios,
     console,
-    fmt_seconds,
     given,
     note,
     print_assumed,
@@ -56,7 +55,7 @@ from traincast.files import write_whole
 from traincast.hardware.catalog import Catalog
 from traincast.predict import job_row, zoo_amp_ops, zoo_ops
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_pct, fmt_share, fmt_sig, fmt_x, join_words, plural
+from traincast.units import fmt_pct, fmt_seconds, fmt_share, fmt_sig, fmt_x, join_words, plural
 
 TraceArg = Annotated[Path | None, typer.Argument(
     help="A trace (ingested into the store on the way); none = the whole store (--db).")]
@@ -313,12 +312,16 @@ def whatif(
     those): then its time under each scenario.
 
     A scenario changes the jobs its match clause selects: hardware (nic, intra, pcie links,
-    gpu, node), precision (amp: fp16 peak, memory-bound bytes x the profile's amp/fp32 ratio),
-    fusion (bytes x the profile's fused/unfused ratio), overlap, or the architecture (a port:
-    the job keeps its n training GPUs (n_workers x gpus_per_worker, else n_gpus) and must fit
-    the target: 1w1g n <= 1, allreduce-local n <= node GPUs,
-    memory per GPU S + A <= mem_gb, S = weights + grads + optimizer, A = activations; else it
-    stays and is counted as not fit). Unmatched jobs have speedup 1. Summary over matched jobs:
+    gpu, node: its GPUs packed onto the new nodes), precision (amp: fp16 peak, else bf16;
+    memory-bound bytes and FLOP-bound FLOPs x the profile's amp/fp32 ratios; a job priced op by
+    op runs its model's table profiled under autocast), fusion (bytes x the profile's
+    fused/unfused ratio; with amp, its fused-amp ratio), overlap, or the architecture (a port:
+    the job keeps its n training GPUs (n_workers x gpus_per_worker, else n_gpus)). A port, a
+    GPU or a node change must fit: 1w1g n <= 1, allreduce-local n <= node GPUs on one node,
+    and memory per GPU within mem_gb: S + A for a replica, S(1-e) + Se/n + A for pearl,
+    (weights + grads)(1-e) + A for ps-worker (S = weights + grads + optimizer, A =
+    activations, e = the embeddings' share of parameters); else the job stays and is counted
+    as not fit. Unmatched jobs have speedup 1. Summary over matched jobs:
     share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time
     (n_gpus × duration). Format and rules: docs/scenarios.md.
     """

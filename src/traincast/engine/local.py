@@ -148,7 +148,9 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
                   catalog: Catalog) -> Columns:
     """The matched jobs' columns after the scenario's column changes.
 
-    ``node``: the node preset; the GPU becomes the node's unless ``gpu`` is given too.
+    ``node``: the node preset; the GPU becomes the node's unless ``gpu`` is given too, and the
+    job's GPUs are packed onto the new nodes (``gpus_per_node`` and ``workers_per_node``
+    cleared: ``g = min(n, node GPUs)``; the trace's placement was on its own machines).
     ``architecture``: the new architecture's ``port`` rule on the new node
     (traincast.architectures: data-parallel targets clear the placement so the default packs
     the job's GPUs onto whole nodes; ``ps-worker`` has m = n workers and p = ceil(n / node GPUs)
@@ -163,6 +165,7 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     if "node" in ch:
         out["node"] = sub["node"].set(everyone, ch["node"])
         out["gpu_type"] = sub["gpu_type"].set(everyone, None)
+        out["gpus_per_node"] = out["workers_per_node"] = np.full(sub.n, np.nan)
     amp, fusion = bool(ch.get("amp")), bool(ch.get("fusion"))
     if amp or fusion:
         ratio = extras.fused_amp_ratio if amp and fusion else \

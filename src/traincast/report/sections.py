@@ -19,17 +19,47 @@ from traincast.model import BOTTLENECK_NAME, COMPONENT_NAME, COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
 from traincast.resolve import hardware_of
-from traincast.units import plural
+from traincast.units import fmt_pct, fmt_seconds, fmt_x, plural
 
 TOP_ROWS = 20
 SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
                  "gpu_weighted_mean_speedup", "gpu_time_weighted_mean_speedup",
                  "gpu_time_saved_share")
 RECOMMEND_KEYS = {"job_id": "job_id", "architecture": "architecture", "node": "node",
-                  "n_gpus": "GPUs", "base_total_s": "iteration (s)", "base_bottleneck":
+                  "n_gpus": "GPUs", "base_total_s": "iteration", "base_bottleneck":
                   "bottleneck", "arch_architecture": "best here", "arch_speedup": "speedup here",
                   "best_speedup": "best speedup", "best_reason": "best anywhere (why)"}
 NOT_SENTENCES = {"sample"}
+
+
+def label(key: str) -> str:
+    """A JSON key as a column or row name for people: words, ``GPU`` capitalized, the unit
+    left to the cell (:func:`cell`): ``gpu_time_saved_share`` -> ``GPU time saved share``,
+    ``gpu_time_s`` -> ``GPU time``."""
+    if key == "gpu":
+        return "catalog GPU"
+    words = key.removesuffix("_s").replace("_", " ")
+    return " ".join("GPU" if w == "gpu" else "GPUs" if w == "gpus" else w
+                    for w in words.split()) or key
+
+
+def cell(key: str, value: Any) -> Any:
+    """A JSON value in the unit its key names: ``*_share*`` or a utilization (``*util*``) a
+    percentage, ``*gpu_time*_s`` GPU-hours, another ``*_s`` seconds, ``*speedup*`` a factor,
+    ``*_bytes`` GB; anything else as it is (``html.fmt_value`` formats it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return value
+    if "_share" in key or "util" in key:
+        return fmt_pct(value)
+    if key.endswith("_s") and "gpu_time" in key:
+        return f"{value / 3600:,.1f} GPU-h"
+    if key.endswith("_s"):
+        return fmt_seconds(value)
+    if "speedup" in key:
+        return fmt_x(value)
+    if key.endswith("_bytes"):
+        return f"{value / 1e9:,.3g} GB"
+    return value
 
 
 def scalar_items(obj: Any) -> dict[str, Any]:
@@ -74,8 +104,9 @@ def findings(study: Study) -> str:
     walk({k: v for k, v in summary.items() if k != "by_source"}, "")
     body = H.bullets(sentences)
     if numbers:
-        body += H.table(("quantity", "value"), numbers, caption="Numbers behind the findings "
-                        "(summary.json; shares are fractions, speedups ×)")
+        body += H.table(("quantity", "value"), [(label(k), cell(k, v)) for k, v in numbers],
+                        caption="Numbers behind the findings (summary.json, where shares are "
+                                "fractions and times seconds)")
     body += _by_source_table(summary.get("by_source"))
     return body or '<p class="missing">summary.json is absent or empty.</p>'
 
@@ -99,8 +130,9 @@ def _by_table(rows: Any, first: str, caption: str) -> str:
     cols: list[str] = []
     for v in rows.values():
         cols += [k for k in scalar_items(v) if k not in cols]
-    return H.table((first, *cols), [(a, *(scalar_items(v).get(c) for c in cols))
-                                     for a, v in rows.items()], caption=caption)
+    return H.table((first, *map(label, cols)),
+                   [(a, *(cell(c, scalar_items(v).get(c)) for c in cols))
+                    for a, v in rows.items()], caption=caption)
 
 
 def _breakdown_table(char: Mapping[str, Any]) -> str:
@@ -112,10 +144,10 @@ def _breakdown_table(char: Mapping[str, Any]) -> str:
     for arch, v in (bd.get("by_architecture") or {}).items():
         if isinstance(v, Mapping):
             views += [(arch, k, v.get(k)) for k in ("job_weighted", "gpu_weighted")]
-    rows = [(who, k.replace("_", "-"), *(100 * s[c] if isinstance(s.get(c), int | float)
+    rows = [(who, k.replace("_", "-"), *(fmt_pct(s[c]) if isinstance(s.get(c), int | float)
                                         else None for c in COMPONENTS))
             for who, k, s in views if isinstance(s, Mapping)]
-    out = H.table(("jobs", "weighting", *(f"{COMPONENT_NAME[c]} %" for c in COMPONENTS)), rows,
+    out = H.table(("jobs", "weighting", *(COMPONENT_NAME[c] for c in COMPONENTS)), rows,
                   caption=f"Where the time goes: mean share of predicted iteration time "
                           f"({bd.get('jobs'):,} jobs with known features; characterize.json)")
     extra = {k: v for k, v in scalar_items(bd).items() if k not in ("jobs",)}
@@ -123,7 +155,7 @@ def _breakdown_table(char: Mapping[str, Any]) -> str:
         extra.update({f"jobs whose bottleneck is {BOTTLENECK_NAME.get(k, k)}": v
                       for k, v in bd["bottleneck"].items()})
     if extra:
-        out += H.table(("quantity", "value"), list(extra.items()),
+        out += H.table(("quantity", "value"), [(label(k), cell(k, v)) for k, v in extra.items()],
                        caption="Breakdown statistics (characterize.json)")
     return out
 
@@ -136,8 +168,9 @@ def _scenario_table(study: Study) -> str:
                                             for v in scen.values())]
     if not cols:
         cols = list(dict.fromkeys(k for v in scen.values() for k in scalar_items(v)))
-    return H.table(("scenario", *cols), [(s, *(v.get(c) for c in cols)) for s, v in scen.items()
-                                         if isinstance(v, Mapping)],
+    return H.table(("scenario", *map(label, cols)),
+                   [(s, *(cell(c, v.get(c)) for c in cols)) for s, v in scen.items()
+                    if isinstance(v, Mapping)],
                    caption="What-if scenarios over the matched jobs (whatif.json; speedup = "
                            "base time / scenario time)")
 
@@ -149,8 +182,8 @@ def _recommend_tables(study: Study) -> str:
         rows = []
         for kind, s in summary.items():
             if isinstance(s, Mapping):
-                rows.append((kind, *(s.get(k) for k in ("predicted", "changed_share",
-                                                        "mean_speedup", "median_speedup")),
+                rows.append((kind, *(cell(k, s.get(k)) for k in (
+                    "predicted", "changed_share", "mean_speedup", "median_speedup")),
                              H.fmt_value(s.get("architectures") or {})))
         out += H.table(("candidates", "jobs predicted", "share changed", "mean speedup",
                         "median speedup", "recommended architectures (jobs)"), rows,
@@ -166,7 +199,8 @@ def _recommend_tables(study: Study) -> str:
         rows = rec.select(cols).take(pa.array(order, pa.int64())).to_pylist()
         if rows:
             out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],
-                           [[r[c] for c in cols] for r in rows],
+                           [[BOTTLENECK_NAME.get(r[c], r[c]) if c.endswith("bottleneck")
+                             else cell(c, r[c]) for c in cols] for r in rows],
                            caption=f"Recommendations: the {plural(len(rows), 'job')} with "
                                    f"the largest speedup of {priced.size:,} with a prediction "
                                    f"(recommend.csv: {rec.num_rows:,} jobs)")
@@ -219,7 +253,7 @@ def tables(study: Study) -> str:
     totals.update({f"jobs flagged {k.replace('_', ' ')}": v
                    for k, v in scalar_items(char.get("flags")).items()})
     parts = [
-        H.table(("quantity", "value"), list(totals.items()),
+        H.table(("quantity", "value"), [(label(k), cell(k, v)) for k, v in totals.items()],
                 caption="Cluster totals (characterize.json)") if totals else "",
         _by_table(char.get("by_architecture"), "architecture",
                   "Jobs, GPUs and GPU time per training architecture (characterize.json)"),

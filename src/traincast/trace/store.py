@@ -465,9 +465,13 @@ class Store:
             return self._con
         self.close()
         if not write and self.path is not None and not self.path.exists():
+            studies = sorted(self.path.parent.glob("*/jobs.duckdb"))[:3]
             raise TraincastError(f"{self.path}: no job store here",
                                  hint="ingest a trace first: traincast ingest TRACE "
-                                      "--format F [--db FILE]")
+                                      "--format F [--db FILE]" + (
+                                          "; or read a study's own store: " + ", ".join(
+                                              f"--db {p}" for p in studies)
+                                          if studies else ""))
         where = str(at or self.path or ":memory:")
         if at is None and self.path is not None and not _is_duckdb_file(self.path):
             raise TraincastError(f"{self.path}: not a DuckDB file (a job store)",

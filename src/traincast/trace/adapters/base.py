@@ -856,6 +856,11 @@ def require(adapter: str, path: Path | str, have: Iterable[str], needed: Iterabl
     missing = [c for c in needed if c.lower() not in have]
     if missing:
         fits = formats_with_columns(have, but=adapter)
+        named = formats_with_name(Path(path).name, but=adapter)
+        if named and not fits:
+            hint = (f"the file is named as a table of --format {' or '.join(named)}, whose "
+                    "files have no header row: give that format, and the folder of its tables")
+            fits_first = False
         shown = ", ".join(c if c.isprintable() else repr(c) for c in names[:8]) + \
             (", ..." if len(names) > 8 else "")
         expects = (f"; the {adapter} adapter expects the columns {', '.join(needed)}"
@@ -909,6 +914,17 @@ def refuse_json(adapter: str, path: Path) -> None:
                  "Kubernetes export, JSON Lines): write it as CSV first, e.g. python -c "
                  "\"import duckdb; duckdb.sql(\\\"COPY (FROM read_json_auto('FILE')) TO "
                  "'FILE.csv'\\\")\", then --map its columns")
+
+
+def formats_with_name(name: str, but: str = "") -> list[str]:
+    """The ``--format`` names (other than ``but``) whose release names its files as ``name`` is
+    (an adapter's ``FILE_PATTERN``, for a release whose files have no header row)."""
+    from fnmatch import fnmatch
+
+    from traincast.trace.adapters import ADAPTERS
+
+    return [n for n, m in ADAPTERS.items() if n != but and getattr(m, "FILE_PATTERN", "")
+            and fnmatch(name.lower(), m.FILE_PATTERN)]
 
 
 def formats_with_columns(have: set[str], but: str = "") -> list[str]:

@@ -109,6 +109,9 @@ HEADERS: dict[str, tuple[str, ...]] = {
     "group_tag": ("inst_id", "user", "gpu_type_spec", "group", "workload"),
 }
 REQUIRED_TABLES = ("job", "task")
+FILE_PATTERN = "pai_*_table*"
+"""The release's file names (headerless CSVs): a file so named read as another format is
+pointed here (``base.require``)."""
 ARCH_RULE = ("0 GPUs -> none (not training on GPUs); ps task and >= 1 worker instance -> "
              "ps-worker; > 1 worker instance -> "
              "allreduce-cluster (allreduce-local if all on one machine); one worker with > 1 "
