@@ -512,3 +512,15 @@ def test_a_near_tie_keeps_the_simpler_architecture(catalog) -> None:
     arch, total_s = best_arch(4e9, 1e6)
     assert arch == "pearl"
     assert 2 * 3 / 4 * (4e9 - 1e6) / intra_bps / total_s > 0.01
+
+
+def test_the_terminal_shows_the_jobs_that_gain_most() -> None:
+    import pyarrow as pa
+
+    from traincast.cli.whatif import _most_gained
+
+    rows = pa.table({"job_id": ["a", "b", "c", "d", "e"],
+                     "best_speedup": [1.0, None, 3.0, 2.0, 3.0]})
+    # largest first, ties (c, e) in the trace's order, a job without a prediction last
+    assert [r["job_id"] for r in _most_gained(rows, 5)] == ["c", "e", "d", "a", "b"]
+    assert [r["job_id"] for r in _most_gained(rows, 2)] == ["c", "e"]

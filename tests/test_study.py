@@ -548,6 +548,19 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
     assert over_jobs({"predicted": 7}, 10, priced=7)[0] == "over the 7 of 10 jobs with a prediction"
 
 
+def test_a_scenario_that_slows_some_jobs_says_why() -> None:
+    from traincast.analysis.study import _speedup_findings
+
+    mixed = {"predicted": 10, "mean_speedup": 2.0, "gpu_time_weighted_mean_speedup": 2.1,
+             "sped_up_share": 0.8, "slowed_down_share": 0.2}
+    said = _speedup_findings({"mixed-precision": mixed}, {}, 10)[0]
+    assert said.endswith("80% of jobs gain more than 1%, 20% lose more than 1% (autocast's "
+                         "casts are kernels of their own, each issued by the host: a small "
+                         "model whose step waits for the host waits longer)).")
+    said = _speedup_findings({"mixed-precision": {**mixed, "slowed_down_share": 0.0}}, {}, 10)
+    assert "lose" not in said[0] and "autocast" not in said[0]
+
+
 def test_the_network_sentence_names_the_architectures_it_averages() -> None:
     # 100 Gbit Ethernet over AllReduce-across-nodes jobs alone: PS/Worker is not named
     from traincast.analysis.study import _eth100_finding
@@ -558,6 +571,8 @@ def test_the_network_sentence_names_the_architectures_it_averages() -> None:
     said = " ".join(_eth100_finding(eth, {}, 10, priced=8))
     assert "(AllReduce across nodes; the paper reports about 1.7×)" in said
     assert "PS/Worker" not in said and "over the 4 of 10 jobs it applies to with a " in said
+    # 4 of the 8 with a prediction: the scenario upgrades only slower NICs, and says so
+    assert "with a prediction (the others' NICs are 100 Gbit/s or faster already)" in said
     eth["by_architecture"]["ps-worker"] = arch
     said = " ".join(_eth100_finding(eth, {}, 10, priced=8))
     assert "(PS/Worker and AllReduce across nodes;" in said

@@ -196,6 +196,7 @@ def over_jobs(summary: dict[str, Any], total: int,
     return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
+
 NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
 """The architectures whose jobs communicate over the node's NIC."""
 NETWORK_LABELS: dict[str, str] = {"ps-worker": "PS/Worker",
@@ -237,6 +238,8 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                if on_net else
                "nothing to the jobs of this trace that use the network (there are none), ")
     over, every = over_jobs(eth, total, priced)
+    if "it applies to" in over:
+        over += " (the others' NICs are 100 Gbit/s or faster already)"  # upgrade_only
     where = "the cluster's" if every else "their"
     return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
             f"and saves {_pct(eth.get('gpu_time_saved_share'))} of {where} GPU time."]
@@ -247,9 +250,13 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
     """The GPU, precision and fusion scenarios: mean speedups by job and by GPU time, over
     the jobs with a prediction (:func:`over_jobs`)."""
     out = []
-    for name, label in (("gpu-a100", "Moving every job to A100 GPUs (same links)"),
-                        ("mixed-precision", "Mixed precision"),
-                        ("op-fusion", "Fusing memory-bound operators")):
+    for name, label, why_slower in (
+            ("gpu-a100", "Moving every job to A100 GPUs (same links)",
+             " (their own GPUs are faster for them)"),
+            ("mixed-precision", "Mixed precision",
+             " (autocast's casts are kernels of their own, each issued by the host: a small "
+             "model whose step waits for the host waits longer)"),
+            ("op-fusion", "Fusing memory-bound operators", "")):
         s = scen.get(name)
         if s:
             nums[f"{name}_mean_speedup"] = s.get("mean_speedup")
@@ -262,7 +269,8 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
                 f"{label} gives {_x(s.get('mean_speedup'))} on average{over} "
                 f"({_x(s.get('gpu_time_weighted_mean_speedup'))} GPU-time-weighted; "
                 f"{_pct(s.get('sped_up_share'))} of {them} gain more than 1%"
-                + (f", {_pct(slower)} lose more than 1%" if slower > 0 else "") + ").")
+                + (f", {_pct(slower)} lose more than 1%{why_slower}" if slower > 0 else "")
+                + ").")
     return out
 
 

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
@@ -526,9 +527,22 @@ JOB_COLUMN_MAX = 16
 lines, whole."""
 
 
+JOB_ROWS = 20
+"""Jobs shown in recommend's per-job tables: those whose best speedup anywhere is largest."""
+
+
+def _most_gained(rows: pa.Table, k: int) -> list[dict[str, Any]]:
+    """The ``k`` rows with the largest ``best_speedup`` (a job without one last), ties in the
+    trace's order, as the report's recommendations table orders them."""
+    speed = rows["best_speedup"].to_numpy(zero_copy_only=False).astype(float)
+    order = np.argsort(-np.where(np.isfinite(speed), speed, -np.inf), kind="stable")[:k]
+    return rows.take(pa.array(order, pa.int64())).to_pylist()
+
+
 def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
-    """The summary, then the first 20 jobs in two tables (the same hardware; anywhere, and with
-    prices the cheapest); each reason once, under its table, keyed from its jobs' rows."""
+    """The summary, then the 20 jobs that gain most (``_most_gained``) in two tables (the same
+    hardware; anywhere, and with prices the cheapest); each reason once, under its table, keyed
+    from its jobs' rows."""
     s = result["summary"]
     n = result["jobs"]
     t = Table(title=f"Recommendations for {plural(n, 'job')}", title_justify="left",
@@ -562,10 +576,12 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                       f"{result['prices']['file']}): candidates for the fastest setup, not the "
                       "cheapest (a --price file prices them with \\[node.NAME] or \\[gpu.NAME], "
                       "usd_per_gpu_hour and source)", style="dim", highlight=False)
-    d = rows.slice(0, 20).to_pylist()
+    d = _most_gained(rows, JOB_ROWS)
     ids = [str(r["job_id"]) for r in d]
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
-    t = Table(title="Per job" + (" (first 20)" if rows.num_rows > 20 else ""),
+    t = Table(title="Per job" + (f" (the {JOB_ROWS} of {rows.num_rows:,} that gain most "
+                                 "anywhere; every job: --json or -o FILE.csv)"
+                                 if rows.num_rows > JOB_ROWS else ""),
               title_justify="left", **RULES_OFF)
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
