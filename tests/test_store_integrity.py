@@ -666,7 +666,34 @@ def test_cli_sources_counts_jobs_of_no_source_and_refuses_a_store_without_source
     con.execute("CREATE TABLE jobs (job_id VARCHAR)")
     con.close()
     r = tc("sources", "--db", str(bare))
-    assert r.returncode == 2 and "not a traincast job store (no sources table)" in r.stderr
+    assert r.returncode == 2 and "not a traincast job store (its jobs table has no " \
+        "source_id column)" in r.stderr
+
+
+def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path,
+                                                                   tc) -> None:  # noqa: ANN001
+    """A DuckDB file of other tables, or of tables named as the store's but not its columns,
+    is no job store: every command refuses it (exit 2) and an ingest writes nothing to it."""
+    trace = str(_write(tmp_path / "a.csv", GOOD))
+    mine = tmp_path / "mine.duckdb"
+    con = duckdb.connect(str(mine))
+    con.execute("CREATE TABLE experiments (id INTEGER, note VARCHAR)")
+    con.close()
+    r = tc("ingest", trace, "-f", "elasticflow", "--db", str(mine))
+    assert r.returncode == 2 and "not a traincast job store (it holds tables traincast " \
+        "does not write: experiments): nothing written" in " ".join(r.stderr.split())
+    con = duckdb.connect(str(mine))
+    assert [t[0] for t in con.execute("SHOW TABLES").fetchall()] == ["experiments"]
+    con.close()
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE jobs (job_id VARCHAR, source_id VARCHAR)")
+    con.execute("CREATE TABLE sources (source_id VARCHAR, format VARCHAR, files VARCHAR)")
+    con.close()
+    for cmd in (["sources"], ["characterize"], ["ingest", trace, "-f", "elasticflow"]):
+        r = tc(*cmd, "--db", str(other))
+        assert r.returncode == 2 and "its sources.source_id is VARCHAR, not an integer" in \
+            r.stderr, (cmd, r.stderr)
 
 
 def test_an_analysis_of_the_store_says_which_sources_lost_their_files(tmp_path: Path,

@@ -88,6 +88,18 @@ def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
     report = Store(tmp_path / "a.duckdb").ingest(f, "slurm")
     assert (report["jobs"], report["bad_rows"]) == (1, 1)
     assert (report["errors"][0]["row"], report["errors"][0]["field"]) == (2, "AllocTRES")
+    # a count that is no whole number: a bad row naming it, not its leading digits read
+    # (2.5 -> 2, 1e9 -> 1); another resource named gres/gpu... (gpumem) and a MIG type are no
+    # GPU counts
+    f = tmp_path / "frac.txt"
+    f.write_text(head + "".join(f"{i}|{times}|cpu=4,{tres}\n" for i, tres in enumerate([
+        "gres/gpu=2.5", "gres/gpu=1e9", "gres/gpu=8GPUs", "gres/gpu:a100=4.9,gres/gpu=4",
+        "gres/gpu:a100=4,gres/gpu=4,gres/gpumem=40G", "gres/gpu:3g.40gb=2"], 1)))
+    report = Store(tmp_path / "c.duckdb").ingest(f, "slurm")
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(r, "AllocTRES")
+                                                                 for r in (1, 2, 3, 4)]
+    assert "(a GPU count is a whole number: gres/gpu=N" in report["errors"][0]["value"]
+    assert report["jobs"] == 2
     # no TRES list names gres/gpu: every job a CPU job, and a note says why that may be wrong
     f = tmp_path / "cpu.txt"
     f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=8\n")
@@ -120,6 +132,16 @@ def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
         "5": (None, None, None), "6": (pytest.approx(1 + 2 * 3 / 7), "a100",
                                        pytest.approx(1 + 2 * 3 / 7))}
     # job 6: two MIG devices of 3 of 7 slices, as in a TRES list, and one whole A100
+    # a count that is a number but no whole one: a bad row, not its leading digits (or, for
+    # -4, no GPU); an (IDX:0,2) with a comma is no entry of its own
+    bad = tmp_path / "bad.txt"
+    bad.write_text("JobID|User|State|Submit|Start|End|NNodes|AllocGRES\n" + "".join(
+        f"{i}|a|COMPLETED|{times}|1|{g}\n" for i, g in enumerate(
+            ["gpu:2.5", "gpu:tesla:1e3", "gpu:-4", "gpu:tesla:2(IDX:0,2)", "gpu:3g.40gb"], 1)))
+    report = ingest(bad, format="slurm", db=tmp_path / "b.duckdb")
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(r, "AllocGRES")
+                                                                 for r in (1, 2, 3)]
+    assert "(a GPU count is a whole number: gpu:N or gpu:TYPE:N)" in report["errors"][0]["value"]
 
 
 def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> None:

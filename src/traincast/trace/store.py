@@ -123,9 +123,8 @@ def _create(con: duckdb.DuckDBPyConnection, where: str = "the store") -> None:
     """Create the tables, or bring an older store's tables up to the schema (add the columns
     they lack, null for the rows already there). A ``jobs`` table without a ``sources`` table
     is another program's: an error naming ``where`` (the caller's transaction rolls back)."""
-    if _columns(con, "jobs") and not _columns(con, "sources"):
-        raise TraincastError(f"{where}: not a traincast job store (a jobs table without a "
-                             "sources table): nothing written",
+    if why := _foreign(con):
+        raise TraincastError(f"{where}: not a traincast job store ({why}): nothing written",
                              hint="give --db a new file or a store traincast made")
     cols = ", ".join(f"{q(c)} {SQL_TYPE[c]}" for c in ALL_COLUMNS)
     con.execute(f"CREATE TABLE IF NOT EXISTS jobs ({cols})")
@@ -152,6 +151,39 @@ def _new_source_id(con: duckdb.DuckDBPyConnection) -> int:
                           "(SELECT COALESCE(max(source_id), 0) FROM sources)) + 1").fetchone()[0])
     con.execute("UPDATE source_ids SET last = ?", [sid])
     return sid
+
+
+STORE_TABLES = ("jobs", "sources", "source_ids")
+"""The tables of a job store; a database that holds any other is another program's."""
+STORE_KEYS = {"jobs": ("job_id", "source_id"), "sources": ("source_id", "format", "files")}
+"""Columns every release of the store has, per table (older stores lack some others, which
+:func:`_create` adds)."""
+
+
+def _foreign(con: duckdb.DuckDBPyConnection) -> str:
+    """Why the open database is not a job store, in words; empty for a store (or for a
+    database with no table yet, which an ingest makes one): a table of another name, a
+    ``jobs`` or ``sources`` table without the other, or without the store's key columns
+    (:data:`STORE_KEYS`) or with a ``source_id`` that is not an integer."""
+    tables = {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = current_schema()").fetchall()}
+    if not tables:
+        return ""
+    if other := sorted(tables - set(STORE_TABLES)):
+        return f"it holds tables traincast does not write: {', '.join(other[:3])}"
+    for table, keys in STORE_KEYS.items():
+        have = _columns(con, table)
+        if not have:
+            return f"no {table} table"
+        if missing := [c for c in keys if c not in have]:
+            return f"its {table} table has no {', '.join(missing)} column"
+    kind = con.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = 'sources' "
+                       "AND column_name = 'source_id' AND database_name = current_database() "
+                       "AND schema_name = current_schema()").fetchone()[0]
+    if kind not in ("INTEGER", "BIGINT"):
+        return f"its sources.source_id is {kind}, not an integer"
+    return ""
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
@@ -490,8 +522,9 @@ class Store:
     def _read(self) -> duckdb.DuckDBPyConnection:
         """A connection to an existing store whose job table exists."""
         con = self._connect(write=False)
-        if not _columns(con, "jobs"):
-            raise TraincastError(f"{self.path}: not a traincast job store",
+        why = _foreign(con) or ("" if _columns(con, "jobs") else "no jobs table")
+        if why:
+            raise TraincastError(f"{self.path}: not a traincast job store ({why})",
                                  hint="give a file written by traincast ingest (--db FILE)")
         return con
 

@@ -226,17 +226,29 @@ def _fields(cols: list[str]) -> dict[str, Field]:
 
 
 def _checks(cols: list[str]) -> list[Check]:
-    """NNodes: a whole count of nodes; a TRES list that names ``gres/gpu`` without a count
-    this adapter reads (``gres/gpu:a100:2``, the GRES form, is not the TRES one; each of a
-    heterogeneous job's components' lists on its own)."""
-    tres = _tres(cols)
-    uncounted = ("lambda x: contains(x, 'gres/gpu') AND NOT regexp_matches(x, "
-                 "'(?:^|,)gres/gpu(?::[^=,]+)?=[0-9]+')")  # each component's list on its own
-    out = [] if uses_gres(cols) else [
-        Check("alloctres", f"COALESCE(list_bool_or(list_transform(string_split({tres}, "
-              f"'{JOINED}'), {uncounted})), FALSE)",
-              f"{tres} || ' (names gres/gpu without a count: gres/gpu=N or "
-              "gres/gpu:TYPE=N)'")]
+    """NNodes: a whole count of nodes; a TRES list with a ``gres/gpu`` entry whose count is no
+    whole number (``gres/gpu=2.5``, ``=1e9``, ``=8GPUs``) or that has none this adapter reads
+    (``gres/gpu:a100:2``, the GRES form, is not the TRES one), every entry of every
+    heterogeneous component's list checked; a GRES list with a ``gpu`` entry whose count is
+    a number but no whole one (``gpu:2.5``, ``gpu:tesla:1e3``, ``gpu:-4``)."""
+    tres = _tres(cols, GRES) if uses_gres(cols) else _tres(cols)
+    if uses_gres(cols):
+        entries = (f"string_split_regex(regexp_replace({tres}, '[(][^)]*[)]', '', 'g'), "
+                   "'[,;]')")  # an entry's (IDX:0,2) may hold commas
+        bad = ("lambda e: regexp_full_match(e, 'gpu(:[^:]+)*:[-+.0-9][^:]*') AND NOT "
+               f"regexp_full_match(e, 'gpu(:[^:]+)?:[0-9]+|gpu(:[^:]+)*:{MIG_PROFILE}')")
+        out = [Check(next(c for c in GRES if c in cols),
+                     f"COALESCE(list_bool_or(list_transform({entries}, {bad})), FALSE)",
+                     f"{tres} || ' (a GPU count is a whole number: gpu:N or gpu:TYPE:N)'")]
+    else:
+        entries = f"string_split_regex({tres}, '[,{JOINED}]')"
+        bad = ("lambda e: regexp_matches(e, '^gres/gpu([:=]|$)') AND NOT "
+               "regexp_full_match(e, 'gres/gpu(:[^=]+)?=[0-9]+')")
+        field = next((c for c in ("alloctres", "reqtres") if c in cols), "alloctres")
+        out = [Check(field, f"COALESCE(list_bool_or(list_transform({entries}, {bad})), "
+                     "FALSE)",
+                     f"{tres} || ' (a GPU count is a whole number: gres/gpu=N or "
+                     "gres/gpu:TYPE=N)'")]
     if "nnodes" not in cols:
         return out
     n = num("nnodes")
