@@ -86,6 +86,11 @@ def test_parquet_features_with_bad_metadata_or_columns(tmp_path: Path) -> None:
     assert load_features(write(good, meta))["ops"][0]["flops"] == ROW["flops"]
     with pytest.raises(TraincastError, match="features record .* is not valid JSON"):
         load_features(write(good, b"{not json"))
+    for other, kind in ((b"[1, 2]", "list"), (b'"hello"', "str"), (b"5", "int"),
+                        (b"null", "NoneType")):  # valid JSON, but no object of features
+        with pytest.raises(TraincastError, match=rf"features record .* is {kind} JSON, not an "
+                                                 "object of features"):
+            load_features(write(good, other))
     with pytest.raises(TraincastError, match="has no column\\(s\\) flops"):
         load_features(write(good.drop_columns(["flops"]), meta))
     with pytest.raises(TraincastError, match="ops row 1: field 'flops'"):

@@ -217,8 +217,8 @@ def _eval(j, rates, overlap):
              "input_bytes": d * 1e6}
     n = 1 if code == ARCH_CODE["1w1g"] else n
     name = list(ARCH_CODE)[code]
-    if name == "allreduce-local":
-        n = min(n, 8)
+    if name == "allreduce-local":  # all its GPUs on one node
+        n = g = min(n, 8)
     jobs = {"architecture": np.array([name], dtype=object), "n_gpus": [n],
             "gpus_per_node": [min(g, n)], "n_ps": [p], "node": np.array(["n"], dtype=object),
             **{k: [v] for k, v in feats.items()}}

@@ -97,6 +97,20 @@ def test_a_bad_config_folder_keeps_transformers_reason(tmp_path) -> None:
     assert "not a checkpoint shipped" not in str(err.value)
 
 
+@pytest.mark.parametrize("value, got", [('"64"', "got str"), ("64.5", "got float")])
+def test_a_config_field_of_the_wrong_type_names_the_file_and_field(tmp_path, value: str,
+                                                                   got: str) -> None:
+    # transformers checks each field's type: an input error naming file and field, not a bug
+    path = tmp_path / "c.json"
+    path.write_text('{"model_type": "bert", "hidden_size": ' + value + ', "num_hidden_layers": '
+                    '2, "num_attention_heads": 2, "intermediate_size": 128}')
+    with pytest.raises(TraincastError) as err:
+        load_spec(f"hf:{path}", 1)
+    assert str(err.value).startswith(f"hf:{path}: {path}: Validation error for field "
+                                     "'hidden_size'") and got in str(err.value)
+    assert "wrong type" in err.value.hint
+
+
 def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
     # hf:qwen2 is transformers' default Qwen2Config (no released checkpoint has its sizes):
     # the record says so; a shipped checkpoint's record does not

@@ -495,6 +495,34 @@ def test_bad_rows_name_file_row_and_field(tmp_path: Path) -> None:
         kernel_fit.read_kernels(tmp_path / "none", cat)
 
 
+def test_a_row_faster_than_its_gpu_can_run_is_refused(tmp_path: Path) -> None:
+    """A T4 (65 TFLOP/s fp16, its largest peak; 320 GB/s): a 100,000-cube product in 0.05 ms is
+    2e15 / 5e-5 = 4e19 FLOP/s, far above 2 x 65 TFLOP/s; an add of 1e8 x 4 elements, 12 bytes
+    each, in 0.1 ms is 48 TB/s, above 10 x 320 GB/s. The same shapes at a plausible time
+    (100 s; 30 ms) are read."""
+    cat = load_catalog()
+    t4 = cat.gpu("T4")
+    assert max(t4.fp32_tflops, t4.fp16_tflops) == pytest.approx(65.0)
+    header = "OPName,Latency,Device,B,M,N,K"
+    _write(tmp_path / "linear" / "t.csv.gz", header,
+           ["linear,0.03,Tesla T4,1,17,16,48", "linear,0.05,Tesla T4,1,100000,100000,100000"])
+    with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 2: field 'Latency' = 0\.05 ms is "
+                       r"too short for the row's shape on T4: 4e\+07 TFLOP/s, more than 2x the "
+                       r"largest peak of its catalog entry \(65 TFLOP/s\)"):
+        kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "linear" / "t.csv.gz", header,
+           ["linear,0.03,Tesla T4,1,17,16,48", "linear,1e5,Tesla T4,1,100000,100000,100000"])
+    assert len(kernel_fit.read_kernels(tmp_path, cat)) == 2
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
+           ["add,0.1,Tesla T4,100000000,4"])
+    with pytest.raises(TraincastError, match=r"row 1: field 'Latency' = 0\.1 ms .* 4\.8e\+04 "
+                                             r"GB/s, more than 10x the memory bandwidth"):
+        kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
+           ["add,30,Tesla T4,100000000,4"])
+    assert len(kernel_fit.read_kernels(tmp_path, cat)) == 3
+
+
 def test_measure_script_output_is_read_by_the_fit(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "k"

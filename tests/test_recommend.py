@@ -524,3 +524,35 @@ def test_the_terminal_shows_the_jobs_that_gain_most() -> None:
     # largest first, ties (c, e) in the trace's order, a job without a prediction last
     assert [r["job_id"] for r in _most_gained(rows, 5)] == ["c", "e", "d", "a", "b"]
     assert [r["job_id"] for r in _most_gained(rows, 2)] == ["c", "e"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_near_ties_keep_the_jobs_own_hardware_and_node_not_a_name(monkeypatch,
+                                                                   reverse: bool) -> None:
+    """Times by candidate: on the job's hardware allreduce-local 1.0 and pearl 0.995 (a near
+    tie: the simpler stays); on node a allreduce-local 0.60 and pearl 0.597 (a near tie on
+    its node: allreduce-local is a's choice); on node z 0.598. Node a's fastest (0.597) beats
+    z's (0.598), and both are more than 1% faster than the own hardware's 1.0: a's choice,
+    whatever the order the nodes come in."""
+    from types import SimpleNamespace
+
+    import traincast.analysis.recommend as rec
+    from traincast.analysis.recommend import Candidate, _search
+
+    times = {("allreduce-local", ""): 1.0, ("pearl", ""): 0.995, ("allreduce-local", "a"): 0.60,
+             ("pearl", "a"): 0.597, ("allreduce-local", "z"): 0.598}
+    cands = [Candidate(a, n) for a, n in times]
+    if reverse:  # the other nodes in the other order: the same choice
+        cands = cands[:2] + cands[4:] + cands[2:4]
+
+    def fake(sub, ext, cand, *args):  # noqa: ANN001, ANN202
+        t = np.full(sub.n, times[cand.architecture, cand.node])
+        return SimpleNamespace(total=t), None, np.ones(sub.n, dtype=bool)
+
+    monkeypatch.setattr(rec, "_candidate", fake)
+    cols = rec.Columns.of({"architecture": ["ps-worker"], "n_gpus": [4.0]})
+    best = {"arch": (np.array([2.0]), np.array([-1])), "best": (np.array([2.0]), np.array([-1]))}
+    _search(cols, rec.workload_extras(cols), cands, best, lambda *a: None, None, 0.0, False,
+            lambda _: None)
+    assert cands[best["arch"][1][0]] == Candidate("allreduce-local")
+    assert cands[best["best"][1][0]] == Candidate("allreduce-local", "a")

@@ -361,14 +361,23 @@ def test_report_findings_tables_and_assumptions(report):
     assert re.search(r"<tbody><tr><td>j11</td>", rec)
 
 
+def test_a_number_with_its_unit_is_right_aligned_as_a_number():
+    from traincast.report.html import table
+
+    out = table(["a", "b", "c", "d"], [["25.9%", "4,023.5 GPU-h", "1w1g", "1.36×"]])
+    assert out.count('class="num"') == 3 and '<td>1w1g</td>' in out
+
+
 def test_a_tables_values_are_shown_in_the_unit_their_key_names():
     from traincast.report.sections import cell, label
 
     assert (label("gpu_time_saved_share"), cell("gpu_time_saved_share", 0.2804)) == \
         ("GPU time saved share", "28.0%")
     assert (label("gpu_time_s"), cell("gpu_time_s", 14_484_569.0)) == \
-        ("GPU time", "4,023.5 GPU-h")  # / 3600
-    assert (label("trace_end_s"), cell("trace_end_s", 5_147_263.0)) == ("trace end", "59.6 d")
+        ("GPU time", "4,023 GPU-h")  # / 3600 = 4,023.49, whole from 100 on
+    assert cell("base_total_s", 0.1951) == "195 ms"
+    # a time on the trace's clock (epoch seconds in Slurm) is no duration: as it is
+    assert (label("trace_end_s"), cell("trace_end_s", 1.7e9)) == ("trace end", 1.7e9)
     assert cell("eth100_mean_speedup_network_jobs", 1.325) == "1.32×"
     assert cell("gpu_util_pred_mean", 0.8137) == "81.4%"
     assert cell("weight_bytes", 2.5e9) == "2.5 GB"

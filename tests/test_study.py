@@ -424,6 +424,25 @@ def test_a_study_that_fails_in_a_used_folder_leaves_the_earlier_study_whole(
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_study_of_a_trace_of_bad_rows_alone_fails_and_keeps_the_earlier_one(
+        tmp_path: Path) -> None:
+    from traincast.errors import TraincastError
+    from traincast.trace.store import sources
+
+    head = "job_id,architecture,n_gpus\n"
+    a, bad = tmp_path / "a.csv", tmp_path / "bad.csv"
+    a.write_text(head + "a,1w1g,1\nb,1w1g,1\n")
+    bad.write_text(head + "c,1w1g,-2\nd,1w1g,x\n")  # no job: every row bad
+    out = tmp_path / "out"
+    study(a, out, report=False)
+    before = (out / "characterize.json").read_bytes()
+    with pytest.raises(TraincastError, match=r"no job stored: every row of the trace was bad "
+                                             r"\(2; the first: .*bad\.csv: row 1: field n_gpus"):
+        study(bad, out, report=False)
+    assert (out / "characterize.json").read_bytes() == before
+    assert [json.loads(s["files"]) for s in sources(out / "jobs.duckdb")] == [[str(a)]]
+
+
 def test_a_bad_price_file_fails_a_study_before_it_writes(tmp_path: Path) -> None:
     from traincast.errors import TraincastError
 
@@ -554,9 +573,10 @@ def test_a_scenario_that_slows_some_jobs_says_why() -> None:
     mixed = {"predicted": 10, "mean_speedup": 2.0, "gpu_time_weighted_mean_speedup": 2.1,
              "sped_up_share": 0.8, "slowed_down_share": 0.2}
     said = _speedup_findings({"mixed-precision": mixed}, {}, 10)[0]
-    assert said.endswith("80% of jobs gain more than 1%, 20% lose more than 1% (autocast's "
-                         "casts are kernels of their own, each issued by the host: a small "
-                         "model whose step waits for the host waits longer)).")
+    assert said.endswith("80% of jobs gain more than 1%, 20% lose more than 1%: autocast's "
+                         "casts are kernels of their own, each issued by the host, so a small "
+                         "model whose step waits for the host waits longer, and a GPU without "
+                         "a 16-bit peak pays for the casts with nothing faster).")
     said = _speedup_findings({"mixed-precision": {**mixed, "slowed_down_share": 0.0}}, {}, 10)
     assert "lose" not in said[0] and "autocast" not in said[0]
 

@@ -333,3 +333,31 @@ def test_a_cpu_job_with_parameter_servers_is_in_no_architecture(tmp_path: Path) 
            for k, j in jobs.items()}
     assert got == {"i1": ("ps-worker", 4, False, False), "i2": (None, 0, True, False),
                    "i3": (None, 0, True, False)}
+
+
+def test_a_negative_reading_is_no_reading(tmp_path: Path) -> None:
+    """A sensor reading below 0 is left out of the job's mean (said in a note), the job kept,
+    not a bad gpu_util reported against the job table."""
+    from traincast.trace.store import Store
+
+    def ingest_dir(name: str, jobs: list[tuple[str, ...]], tasks: list[tuple[str, ...]],
+                   sensors: list[tuple[str, ...]] | None = None) -> dict:
+        d = tmp_path / name
+        d.mkdir()
+        _write(d / "pai_job_table.csv", jobs)
+        _write(d / "pai_task_table.csv", tasks)
+        if sensors:
+            _write(d / "pai_sensor_table.csv", sensors)
+        return Store(tmp_path / f"{name}.duckdb").ingest(d, "pai-2020")
+
+    job = [("j1", "i1", "u", "Terminated", "100", "200"), ("j2", "i2", "u", "Terminated", "100",
+                                                            "300")]
+    task = [(j, "worker", "1", "Terminated", "100", "200", "600", "29", "100", "V100")
+            for j in ("j1", "j2")]
+    sensors = [("j1", "worker", "w1", "i1", "m1", "V100", "100", "-50", *"12345678"),
+               ("j2", "worker", "w2", "i2", "m1", "V100", "100", "50", *"12345678")]
+    r = ingest_dir("sensor", job, task, sensors)
+    assert (r["jobs"], r["bad_rows"]) == (2, 0)
+    assert [n["count"] for n in r["notes"] if "below 0" in n["note"]] == [1]
+    got = {j["job_id"]: j["gpu_util"] for j in load_jobs(tmp_path / "sensor.duckdb").to_pylist()}
+    assert got == {"i1": None, "i2": 0.5}  # 50 % of one GPU over plan_gpu 100 %

@@ -773,24 +773,34 @@ def test_the_shipped_autocast_tables_cover_the_zoo_at_its_autocast_features() ->
 def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
     """A job recorded 8 GPUs on one 8-GPU node moves to a10-pcie (4 A10s a node): it runs on 2
     nodes of 4, not refused for 8 GPUs per node; a job recorded 2 per node runs 4 per node.
-    Both flat rings cross the 100 Gbit NIC: 2 (n-1)/n W / min(bw(intra), R bw(nic)), R = 1
-    port, and compute, data I/O as a10-pcie prices them (the change of node alone)."""
+    The flat ring crosses the 100 Gbit NIC: 2 (n-1)/n W / min(bw(intra), R bw(nic)), R = 1
+    port, and compute, data I/O as a10-pcie prices them (the change of node alone). A job
+    already on the scenario's preset keeps its placement (2 per node: 4 nodes)."""
+    from traincast import predict_table
+    from traincast.engine.local import apply_changes
+    from traincast.engine.workload import workload_extras
+    from traincast.jobs import Columns
+    from traincast.resolve import resolve
+
     cat = load_catalog()
     w = 4e9
-    jobs = {"job_id": ["full", "spread"], "architecture": ["allreduce-cluster"] * 2,
-            "n_gpus": [8.0, 8.0], "gpus_per_node": [8.0, 2.0], "node": ["dgx-a100"] * 2,
-            "flops_compute_bound": [1e12] * 2, "bytes_memory_bound": [1e9] * 2,
-            "weight_bytes": [w] * 2}
+    jobs = {"job_id": ["full", "spread", "stays"], "architecture": ["allreduce-cluster"] * 3,
+            "n_gpus": [8.0] * 3, "gpus_per_node": [8.0, 2.0, 2.0],
+            "node": ["dgx-a100", "dgx-a100", "a10-pcie"],
+            "flops_compute_bound": [1e12] * 3, "bytes_memory_bound": [1e9] * 3,
+            "weight_bytes": [w] * 3}
     sc = parse_scenario({"changes": {"node": "a10-pcie"}}, "a10", cat)
-    r = whatif(jobs, sc, cat, per_job=True)
-    rows = {row["job_id"]: row for row in r["job_rows"].to_pylist()}
+    cols = Columns.of(jobs)
+    r = resolve(apply_changes(cols, workload_extras(cols), sc, cat), cat)
+    assert list(r.g) == [4, 4, 2] and list(r.nodes) == [2, 2, 4]
+    rows = {row["job_id"]: row for row in whatif(jobs, sc, cat, per_job=True)[
+        "job_rows"].to_pylist()}
     assert rows["full"]["applied"] and rows["spread"]["applied"]
     nd = cat.node("a10-pcie")
     ring_s = 2 * 7 / 8 * w / min(cat.links[nd.intra].bw_bps, cat.links[nd.nic].bw_bps)
-    from traincast import predict_table
-
     alone = predict_table({**{k: v[:1] for k, v in jobs.items() if k != "gpus_per_node"},
                            "node": ["a10-pcie"], "weight_bytes": [0.0]}, cat)
     for job in ("full", "spread"):
         assert rows[job]["scenario_total_s"] == pytest.approx(alone.total[0] + ring_s,
                                                               rel=1e-9)
+    assert rows["stays"]["speedup"] == pytest.approx(1.0)

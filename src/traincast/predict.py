@@ -22,6 +22,7 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
+from traincast.features.ops import expand_ops_origin
 from traincast.files import to_jsonable
 from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
@@ -33,7 +34,7 @@ from traincast.model import (
     total_time_s,
 )
 from traincast.resolve import NOT_FINITE, OK, Resolved, explain, resolve, resolve_link
-from traincast.roofline import paper_split
+from traincast.roofline import ops_arrays, paper_split
 
 F = NDArray[np.float64]
 
@@ -491,7 +492,8 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
-    runs = sum(float(o.get("count", 1)) for o in ops) if ops else 0.0
+    runs = float(ops_arrays(expand_ops_origin(ops, gpu_library=True)[0])["count"].sum()) \
+        if ops else 0.0  # each row as often as it runs, a recurrent layer's as its steps
     n_ops = np.asarray(runs if ops else 0.0 if given is None else given, dtype=np.float64)
     if np.any(n_ops > 0):  # features may be arrays: one time per row
         out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))

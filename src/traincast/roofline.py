@@ -134,7 +134,11 @@ class Curves:
         plus the GPU's ``op_overhead_us``). The FLOP curves are measured in fp32; for another
         ``dtype`` (``amp``: fp16, else bf16) they are scaled by the entry's peaks,
         ``x = peak(dtype) / peak(fp32)`` (``traincast calibrate`` writes both: its best fp32
-        and fp16/bf16 products), the curves' shape kept: ``R_dtype(I) = x R_fp32(I)``."""
+        and fp16/bf16 products), the curves' shape kept, and where ``x > 1`` no faster than
+        the memory roof at the measured bandwidth: ``R_dtype(I) = max(R_fp32(I), min(x
+        R_fp32(I), I M))``, ``M`` the largest measured element-wise rate (a product of low
+        intensity stays bound by its bytes); where ``x < 1`` (a CPU whose bf16 products run
+        slower), ``x R_fp32(I)``. The per-thread curves scale by ``x``."""
         fp32 = gpu.peak_tflops("fp32")
         x = gpu.peak_tflops(dtype) / fp32 if fp32 > 0 and gpu.peak_tflops(dtype) > 0 else 1.0
         peak = np.array([gpu.flops_per_s("fp32")])
@@ -147,11 +151,18 @@ class Curves:
                 return np.asarray(xs, float), np.asarray(ys, float) * scale
             return one, flat
 
-        gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12 * x, peak * x)
-        ci, cp = pair("conv_intensity", "conv_tflops", 1e12 * x, np.array([gp.max()]))
+        eb, ebw = pair("elementwise_bytes", "elementwise_gbs", 1e9, bw)
+
+        def scaled(key: str, i: F, r: F) -> F:  # R_dtype(I); a flat peak: x times it
+            if x <= 1.0 or not len(getattr(gpu, key, ())):
+                return x * r
+            return np.maximum(r, np.minimum(x * r, i * ebw.max()))
+
+        gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12, peak)
+        ci, cp = pair("conv_intensity", "conv_tflops", 1e12, np.array([gp.max()]))
+        gp, cp = scaled("gemm_intensity", gi, gp), scaled("conv_intensity", ci, cp)
         if not len(getattr(gpu, "conv_intensity", ())):
             ci, cp = gi, gp
-        eb, ebw = pair("elementwise_bytes", "elementwise_gbs", 1e9, bw)
         kernels = {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems", {}).items()}
         fb = np.asarray(getattr(gpu, "fresh_bytes", ()), float)
         fg = np.asarray(getattr(gpu, "fresh_gbs", ()), float) * 1e9

@@ -148,6 +148,14 @@ def fmt_params(n: float) -> str:
     return fmt_sig(n)
 
 
+def fmt_bytes(b: float) -> str:
+    """Bytes for people in decimal units (GB = 1e9)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
 def fmt_amount(x: float | None, missing: str = "-") -> str:
     """An amount for a table (GPU-hours, GPUs): whole, with thousands separators, from 100 on
     (``51,471``); below, three significant digits (``33.5``, ``0.5``), so that a small total is

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from traincast.architectures import ARCHITECTURES, REGISTRY, per_architecture
 from traincast.compute import FLAT_PEAK_WHY, flat_peak_gpus, rates
@@ -329,9 +329,10 @@ not a reason to move a job."""
 
 
 NEAR_TIE = 0.01
-"""A candidate displaces another that already beats the present setup only when it is more than
-this fraction faster (cheaper): a PEARL ring over embeddings of a few bytes, 0.004% faster than
-the plain all-reduce, is no reason to recommend it (:func:`_search`)."""
+"""On one node, a later candidate displaces the one chosen only when more than this fraction
+faster, and another node displaces the job's own hardware only so: a PEARL ring over
+embeddings of a few bytes, 0.004% faster than the plain all-reduce, is no reason to recommend
+it (:func:`_search`)."""
 
 
 def recommend(jobs: Any, catalog: Catalog | None = None, *,
@@ -467,35 +468,81 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             hierarchical: bool, advance: Callable[[str], None],
             workloads: Workloads = SHIPPED
             ) -> None:
-    """Every candidate over every job: ``best[group]`` (the value to beat, at first the bar
-    :func:`recommend` sets, then the lowest so far; its candidate index; updated in place)
-    for ``arch`` (own hardware), ``best`` (time) and ``cheap`` (cost, when present). A
-    candidate wins a job when it fits and its value is lower than the bar by more than a
-    relative 1e-12, and lower than another candidate's by more than ``NEAR_TIE`` (near-ties
-    keep the present, then the earlier candidate: the job's own hardware before other nodes,
-    and on one node the registry's order of architectures, simplest first). Jobs are evaluated in
+    """Every candidate over every job: ``best[group]`` (the bar :func:`recommend` sets: the
+    present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 =
+    keep, set in place) for ``arch`` (the job's own hardware),
+    ``best`` (time, anywhere) and ``cheap`` (cost, when present). Only a candidate that fits
+    and beats the bar by more than a relative 1e-12 counts. ``cheap``: the lowest cost (ties:
+    the earlier candidate). Time, by :class:`_Choice`: on one node (the job's own hardware
+    is one) the earliest candidate, in the registry's order of architectures (simplest
+    first), unless a later one is more than ``NEAR_TIE`` faster than the one chosen so far;
+    ``arch`` is the own hardware's choice; ``best`` the own hardware's, unless another node's
+    fastest candidate is more than ``NEAR_TIE`` faster than it, then that node's choice (the
+    node whose fastest candidate is fastest: no node's name decides). Jobs are evaluated in
     chunks of ``engine.local.CHUNK_ROWS`` rows (a job's numbers depend on its own row alone;
     on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay
     small)."""
     spans = [slice(a, min(a + CHUNK_ROWS, cols.n)) for a in range(0, cols.n, CHUNK_ROWS)]
     parts = [(cols.slice(sp.start, sp.stop), extras.take(np.arange(sp.start, sp.stop)))
              for sp in spans]
-    for i, cand in enumerate(cands):
-        groups = [g for g in ("arch", "best", "cheap") if g in best and
-                  (g != "arch" or not cand.node)]
+    names = sorted({c.node for c in cands if c.node})
+    node_of = [names.index(c.node) if c.node else -1 for c in cands]
+    own = _Choice(cols.n)  # the job's own hardware
+    node = _Choice(cols.n)  # the node in hand (candidates run node by node)
+    other_min, other_idx = np.full(cols.n, np.inf), np.full(cols.n, -1)  # the fastest node's
+    block = -1
+    for i in sorted(range(len(cands)), key=lambda j: (node_of[j], j)):
+        cand = cands[i]
+        if node_of[i] != block:  # a node's candidates are done: the fastest node so far?
+            other_min, other_idx = node.merge_into(other_min, other_idx)
+            node, block = _Choice(cols.n), node_of[i]
         for sp, (sub, ext) in zip(spans, parts, strict=True):
             bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, workloads)
             t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
-            for g in groups:
-                val = t
-                if g == "cheap":
-                    c = cost(t, r.node, r.gpu, sp)
-                    val = np.where(np.isfinite(c), c, np.inf)
-                cur, idx = best[g][0][sp], best[g][1][sp]  # views: updated in place
-                better = val < cur * np.where(idx >= 0, 1 - NEAR_TIE, 1 - 1e-12)
+            beats = t < best["best"][0][sp] * (1 - 1e-12)  # the bar: arch's and best's alike
+            (own if block < 0 else node).add(sp, np.where(beats, t, np.inf), i)
+            if "cheap" in best:
+                c = cost(t, r.node, r.gpu, sp)
+                val = np.where(np.isfinite(c), c, np.inf)
+                cur, idx = best["cheap"][0][sp], best["cheap"][1][sp]  # views
+                better = val < cur * (1 - 1e-12)
                 cur[better] = val[better]
                 idx[better] = i
         advance(cand.scenario.name)
+    other_min, other_idx = node.merge_into(other_min, other_idx)
+    best["arch"][1][:] = own.idx
+    moves = (own.idx < 0) & (other_idx >= 0) | (other_min < own.val * (1 - NEAR_TIE))
+    best["best"][1][:] = np.where(moves, other_idx, own.idx)
+
+
+class _Choice:
+    """Per job, the choice among one node's candidates given in the registry's order: ``val``
+    and ``idx`` of the earliest, displaced only by one more than ``NEAR_TIE`` faster; ``low``,
+    the node's fastest time (inf: no candidate)."""
+
+    def __init__(self, n: int) -> None:
+        self.val, self.low = np.full(n, np.inf), np.full(n, np.inf)
+        self.idx = np.full(n, -1)
+
+    def add(self, sp: slice, t: F, i: int) -> None:
+        val, idx = self.val[sp], self.idx[sp]  # views: updated in place
+        better = t < val * np.where(idx >= 0, 1 - NEAR_TIE, 1 - 1e-12)
+        val[better] = t[better]
+        idx[better] = i
+        np.minimum(self.low[sp], t, out=self.low[sp])
+
+    def merge_into(self, low: F, idx: NDArray[np.int64]) -> tuple[F, NDArray[np.int64]]:
+        """``(low, idx)`` of the fastest node so far, this one's where its fastest candidate
+        is faster (ties: the earlier node)."""
+        faster = self.low < low * (1 - 1e-12)
+        return np.where(faster, self.low, low), np.where(faster, self.idx, idx)
+
+
+def gain_order(speedup: ArrayLike) -> NDArray[np.int64]:
+    """Job indices by speedup, largest first (ties in the trace's order), jobs without one
+    (NaN) last: the order in which the terminal and the report show the jobs that gain most."""
+    sp = np.asarray(speedup, dtype=np.float64)
+    return np.argsort(-np.where(np.isfinite(sp), sp, -np.inf), kind="stable")
 
 
 def steps(n_candidates: int, priced: bool) -> int:

@@ -238,7 +238,7 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                if on_net else
                "nothing to the jobs of this trace that use the network (there are none), ")
     over, every = over_jobs(eth, total, priced)
-    if "it applies to" in over:
+    if not every and priced is not None and int(eth.get("predicted") or 0) < int(priced):
         over += " (the others' NICs are 100 Gbit/s or faster already)"  # upgrade_only
     where = "the cluster's" if every else "their"
     return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
@@ -252,10 +252,11 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
     out = []
     for name, label, why_slower in (
             ("gpu-a100", "Moving every job to A100 GPUs (same links)",
-             " (their own GPUs are faster for them)"),
+             ": their own GPUs are faster for them"),
             ("mixed-precision", "Mixed precision",
-             " (autocast's casts are kernels of their own, each issued by the host: a small "
-             "model whose step waits for the host waits longer)"),
+             ": autocast's casts are kernels of their own, each issued by the host, so a small "
+             "model whose step waits for the host waits longer, and a GPU without a 16-bit "
+             "peak pays for the casts with nothing faster"),
             ("op-fusion", "Fusing memory-bound operators", "")):
         s = scen.get(name)
         if s:
@@ -686,6 +687,14 @@ def _ingest_own(paths: list[Path], format: str, db: Path, mapping: dict[str, str
         stale = [r["source_id"] for r in held if r["source_id"] not in own]
         dropped = store.drop(stale)["dropped"] if stale else []
         jobs = store.jobs(own)
+    if not jobs.num_rows and report["bad_rows"]:  # then the earlier study is put back
+        first = report["errors"][0] if report["errors"] else {}
+        raise TraincastError(
+            f"no job stored: every row of the trace was bad ({report['bad_rows']:,}; the first: "
+            f"{first.get('file')}: row {first.get('row')}: field {first.get('field')}: "
+            f"{first.get('value')!r})",
+            hint="mend the rows, or check --format (traincast ingest lists the bad rows); "
+                 "the folder's earlier study is kept")
     return jobs, dropped, _files_of([r for r in held if r["source_id"] in own])
 
 

@@ -187,7 +187,9 @@ def read_kernels(directory: str | Path | Sequence[str | Path], catalog: Any,
     for fam in wanted:
         for path in sorted(p for root in roots for p in files[root, fam]):
             data = _read_file(con, path, fam, sample, seed)
-            parts.append((fam, data, _gpu_names(catalog, path, data["Device"], data["_row"])))
+            gpus = _gpu_names(catalog, path, data["Device"], data["_row"])
+            _refuse_impossible(path, fam, data, gpus, catalog)
+            parts.append((fam, data, gpus))
     if not parts:
         raise TraincastError("no folder of measured kernels given",
                              hint="--kernels DIR (repeat for several)")
@@ -356,6 +358,43 @@ def _uneven_row(path: Path) -> None:
                         hint="each row needs one value per header column")
     except (OSError, EOFError, UnicodeDecodeError, csv.Error):  # EOFError: a cut .gz
         return
+
+
+PEAK_MARGIN = 2.0
+"""A product or convolution row may not run faster than this times its GPU's largest dense
+peak of any dtype (a convolution may run TF32 where products run fp32)."""
+BANDWIDTH_MARGIN = 10.0
+"""A memory-bound row may not move bytes faster than this times its GPU's DRAM bandwidth (a
+tensor that stays in L2 runs above DRAM's rate, L2 runs a few times DRAM's)."""
+
+
+def _refuse_impossible(path: Path, fam: str, data: Mapping[str, Any], gpus: NDArray[Any],
+                       catalog: Any) -> None:
+    """An error naming the first row whose latency is too short for its shape on its GPU:
+    ``2 m n k b / t`` above ``PEAK_MARGIN`` x the GPU's largest peak, or ``bytes / t`` above
+    ``BANDWIDTH_MARGIN`` x its ``mem_bw_gbs`` (a shape or a latency mistyped; one such row
+    would move the fitted parameters). A GPU without those catalog fields is not checked."""
+    shape = {k: v for k, v in data.items() if k not in ("Device", "_row", "Latency")}
+    product = FAMILIES[fam] in ("gemm", "conv")
+    work = kernels.gemm_flops(*gemm_dims(fam, shape)) if product else kernel_bytes(fam, shape)
+    entries = {g: catalog.gpu(g) for g in set(gpus.tolist())}
+    limit = per_gpu(gpus, {g: PEAK_MARGIN * 1e12 * max(
+        float(getattr(e, f"{d}_tflops", 0.0) or 0.0) for d in ("fp32", "tf32", "fp16", "bf16",
+                                                               "fp8"))
+        if product else BANDWIDTH_MARGIN * 1e9 * float(e.mem_bw_gbs or 0.0)
+        for g, e in entries.items()})
+    rate = work / (data["Latency"] * 1e-3)
+    bad = (limit > 0) & (rate > limit)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        unit, scale, margin = ("TFLOP/s", 1e12, PEAK_MARGIN) if product else \
+            ("GB/s", 1e9, BANDWIDTH_MARGIN)
+        raise TraincastError(
+            f"{path}: row {int(data['_row'][i])}: field 'Latency' = {data['Latency'][i]:g} ms is "
+            f"too short for the row's shape on {gpus[i]}: {rate[i] / scale:,.4g} {unit}, more "
+            f"than {margin:g}x the {'largest peak' if product else 'memory bandwidth'} of its "
+            f"catalog entry ({limit[i] / margin / scale:,.4g} {unit})",
+            hint="a shape or the latency mistyped (Latency in ms, shapes in elements)")
 
 
 def _gpu_names(catalog: Any, path: Path, devices: NDArray[Any],

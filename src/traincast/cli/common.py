@@ -340,14 +340,6 @@ def print_json(obj: Any) -> None:
     typer.echo(text)
 
 
-def fmt_bytes(b: float) -> str:
-    """Bytes for people in decimal units (GB = 1e9)."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(b) >= scale:
-            return f"{b / scale:.3g} {unit}"
-    return f"{b:.0f} B"
-
-
 def print_assumed(info: dict[str, Any] | None) -> None:
     """One line saying which workload was assumed for how many jobs
     (:func:`traincast.trace.workload_assumption`), if any."""

@@ -13,11 +13,10 @@ from traincast.cli.common import (
     check_model_spec,
     console,
     err_console,
-    fmt_bytes,
     print_json,
 )
 from traincast.cli.tables import Table, print_table
-from traincast.units import plural
+from traincast.units import fmt_bytes, plural
 
 
 @app.command()

@@ -636,8 +636,8 @@ def hybrid_compute_text(hw: dict[str, Any]) -> str:
 
 def render_hybrid(result: dict[str, Any]) -> None:
     """A rich table of one hybrid-parallel prediction."""
-    from traincast.cli.common import fmt_bytes
     from traincast.parallel.hybrid import zero_label
+    from traincast.units import fmt_bytes
 
     job = result["job"]
     # the title above the table at the terminal's width: the two-column table is narrow

@@ -17,12 +17,12 @@ from traincast.cli.common import (
     check_output,
     console,
     err_console,
-    fmt_bytes,
     print_json,
     within,
 )
 from traincast.cli.tables import Table
 from traincast.errors import TraincastError
+from traincast.units import fmt_bytes
 
 PROFILE_HELP = """Profile one training step of MODEL without a GPU: its per-iteration features.
 

@@ -9,7 +9,6 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import typer
@@ -532,10 +531,11 @@ JOB_ROWS = 20
 
 
 def _most_gained(rows: pa.Table, k: int) -> list[dict[str, Any]]:
-    """The ``k`` rows with the largest ``best_speedup`` (a job without one last), ties in the
-    trace's order, as the report's recommendations table orders them."""
-    speed = rows["best_speedup"].to_numpy(zero_copy_only=False).astype(float)
-    order = np.argsort(-np.where(np.isfinite(speed), speed, -np.inf), kind="stable")[:k]
+    """The ``k`` rows with the largest ``best_speedup`` (``recommend.gain_order``: a job
+    without one last, ties in the trace's order), as the report's table orders them."""
+    from traincast.analysis.recommend import gain_order
+
+    order = gain_order(rows["best_speedup"].to_numpy(zero_copy_only=False).astype(float))[:k]
     return rows.take(pa.array(order, pa.int64())).to_pylist()
 
 

@@ -25,7 +25,15 @@ from traincast.hardware.catalog import Catalog
 from traincast.jobs import Columns
 from traincast.model import Breakdown
 from traincast.predict import OpsOf, evaluate, zoo_amp_ops, zoo_ops
-from traincast.resolve import OK, Resolved, node_gpus_of, resolve, resolve_link, training_gpus
+from traincast.resolve import (
+    OK,
+    Resolved,
+    hardware_of,
+    node_gpus_of,
+    resolve,
+    resolve_link,
+    training_gpus,
+)
 from traincast.scenarios import LINK_KEYS, Scenario
 
 F = NDArray[np.float64]
@@ -148,9 +156,10 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
                   catalog: Catalog) -> Columns:
     """The matched jobs' columns after the scenario's column changes.
 
-    ``node``: the node preset; the GPU becomes the node's unless ``gpu`` is given too, and the
-    job's GPUs are packed onto the new nodes (``gpus_per_node`` and ``workers_per_node``
-    cleared: ``g = min(n, node GPUs)``; the trace's placement was on its own machines).
+    ``node``: the node preset; the GPU becomes the node's unless ``gpu`` is given too, and a
+    job that moves to another preset has its GPUs packed onto the new nodes (``gpus_per_node``
+    and ``workers_per_node`` cleared: ``g = min(n, node GPUs)``; the trace's placement was on
+    its own machines); a job already on that preset keeps its placement.
     ``architecture``: the new architecture's ``port`` rule on the new node
     (traincast.architectures: data-parallel targets clear the placement so the default packs
     the job's GPUs onto whole nodes; ``ps-worker`` has m = n workers and p = ceil(n / node GPUs)
@@ -165,7 +174,9 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     if "node" in ch:
         out["node"] = sub["node"].set(everyone, ch["node"])
         out["gpu_type"] = sub["gpu_type"].set(everyone, None)
-        out["gpus_per_node"] = out["workers_per_node"] = np.full(sub.n, np.nan)
+        moved = ~hardware_of(sub, catalog)[0].isin([ch["node"]])
+        for col in ("gpus_per_node", "workers_per_node"):
+            out[col] = np.where(moved, np.nan, sub[col])
     amp, fusion = bool(ch.get("amp")), bool(ch.get("fusion"))
     if amp or fusion:
         ratio = extras.fused_amp_ratio if amp and fusion else \

@@ -70,6 +70,11 @@ def _read_parquet(path: Path) -> dict[str, Any]:
                              f"{PARQUET_KEY.decode()}) is not valid JSON ({exc})",
                              hint="write it with `traincast profile MODEL -o F.parquet`",
                              ) from None
+    if not isinstance(data, dict):
+        raise TraincastError(f"{path}: its traincast features record (schema metadata "
+                             f"{PARQUET_KEY.decode()}) is {type(data).__name__} JSON, not an "
+                             "object of features",
+                             hint="write it with `traincast profile MODEL -o F.parquet`")
     missing = [c for c in OP_COLUMNS if c != "recurrent" and c not in table.column_names]
     if missing:
         raise TraincastError(f"{path}: the per-op table has no column(s) {', '.join(missing)}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from html import escape
@@ -62,16 +63,18 @@ def fmt_value(value: Any) -> str:
     return str(value)
 
 
+NUMBER_TEXT = re.compile(r"[≥≤<>~]?\s?[-+]?[0-9][0-9,]*(\.[0-9]+)?(e[-+]?[0-9]+)?"
+                         r"\s?(%|×|[a-zA-Zµ]{1,3}(-h)?)?")
+"""A number as the report's cells write it, with its unit: ``25.9%``, ``1.36×``, ``4,023.5
+GPU-h``, ``195 ms``, ``≥ 12``: right-aligned as numbers are."""
+
+
 def _is_number(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
         return True
-    try:
-        float(str(value))
-    except ValueError:
-        return False
-    return str(value).strip() != ""
+    return NUMBER_TEXT.fullmatch(str(value).strip()) is not None
 
 
 @cache

@@ -19,7 +19,7 @@ from traincast.model import BOTTLENECK_NAME, COMPONENT_NAME, COMPONENTS
 from traincast.report import html as H
 from traincast.report.inputs import Study, floats
 from traincast.resolve import hardware_of
-from traincast.units import fmt_pct, fmt_seconds, fmt_x, plural
+from traincast.units import fmt_amount, fmt_bytes, fmt_pct, fmt_seconds, fmt_x, plural
 
 TOP_ROWS = 20
 SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
@@ -45,20 +45,23 @@ def label(key: str) -> str:
 
 def cell(key: str, value: Any) -> Any:
     """A JSON value in the unit its key names: ``*_share*`` or a utilization (``*util*``) a
-    percentage, ``*gpu_time*_s`` GPU-hours, another ``*_s`` seconds, ``*speedup*`` a factor,
-    ``*_bytes`` GB; anything else as it is (``html.fmt_value`` formats it)."""
+    percentage, ``*gpu_time*_s`` GPU-hours, another ``*_s`` seconds (not a time on the trace's
+    clock, ``*end_s``), ``*speedup*`` a factor, ``*_bytes`` GB; anything else as it is
+    (``html.fmt_value`` formats it)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return value
+    if key.endswith("end_s"):  # a time on the trace's clock (trace_end_s), not a duration
         return value
     if "_share" in key or "util" in key:
         return fmt_pct(value)
     if key.endswith("_s") and "gpu_time" in key:
-        return f"{value / 3600:,.1f} GPU-h"
+        return f"{fmt_amount(value / 3600)} GPU-h"
     if key.endswith("_s"):
         return fmt_seconds(value)
     if "speedup" in key:
         return fmt_x(value)
     if key.endswith("_bytes"):
-        return f"{value / 1e9:,.3g} GB"
+        return fmt_bytes(value)
     return value
 
 
@@ -193,9 +196,11 @@ def _recommend_tables(study: Study) -> str:
     rec = study.tables.get("recommend.csv")
     if rec is not None and rec.num_rows:
         cols = [c for c in RECOMMEND_KEYS if c in rec.column_names] or rec.column_names
+        from traincast.analysis.recommend import gain_order
+
         speed = floats(rec, "best_speedup")
         priced = np.flatnonzero(np.isfinite(speed))  # a job without a prediction: no row
-        order = priced[np.argsort(-speed[priced], kind="stable")][:TOP_ROWS]
+        order = gain_order(speed)[:min(priced.size, TOP_ROWS)]
         rows = rec.select(cols).take(pa.array(order, pa.int64())).to_pylist()
         if rows:
             out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],

@@ -181,6 +181,11 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             raise unreadable(NAME, path, exc) from None
     notes = _notes(tables)
     every_job = f"SELECT count(*) FROM {_table(tables['job'], 'job', rows=False)}"
+    if "sensor" in tables:
+        notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
+                      f"WHERE {num('gpu_wrk_util')} < 0",
+                      f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util below 0 (no "
+                      "utilization): left out of their job's measured utilization"))
     for t in ("instance", "sensor", "group_tag"):
         if t in tables and empty_file(tables[t]):
             notes.append((every_job, f"job(s) take nothing from {tables[t].name}: the file is "
@@ -290,7 +295,8 @@ def _side_joins(rel: dict[str, str], task_cut: FileEnd | None = None
     (:func:`_task_aggregate`), and where their tables are given the instance machines and
     start (``i_machines``; ``i_start``, the earliest instance start_time above 0: 0 is an
     instance that never started), the sensor utilization (``s_util``: the mean of each sensor
-    row's gpu_wrk_util / plan_gpu, at most 1) and the group tag's workload (``g_workload``);
+    row's gpu_wrk_util / plan_gpu, at most 1; a reading below 0 is none, left out of the mean
+    and counted in a note) and the group tag's workload (``g_workload``);
     NULL columns for a table not given."""
     joins = [f"LEFT JOIN {_task_aggregate(rel['task'], task_cut)} t "
              "ON t.job_name = j.job_name"]
@@ -310,8 +316,9 @@ def _side_joins(rel: dict[str, str], task_cut: FileEnd | None = None
         # at most 1; NULL (left out of the mean) without a reading or a planned GPU: DuckDB's
         # least() skips NULLs, so least(NULL, 1) would be 1, a busy GPU
         util = f"{num('s.gpu_wrk_util')} / NULLIF(p.plan_gpu, 0)"
-        joins.append(f"LEFT JOIN (SELECT s.job_name, avg(CASE WHEN {util} > 1 THEN 1.0 ELSE "
-                     f"{util} END) AS s_util FROM {rel['sensor']} s JOIN {plan} p "
+        joins.append(f"LEFT JOIN (SELECT s.job_name, avg(CASE WHEN {util} > 1 THEN 1.0 "
+                     f"WHEN {util} >= 0 THEN {util} END) AS s_util "  # below 0: no reading
+                     f"FROM {rel['sensor']} s JOIN {plan} p "
                      f"ON p.job_name = s.job_name AND p.task_name = s.task_name "
                      f"GROUP BY s.job_name) s ON s.job_name = j.job_name")
         cols.append("s.s_util")
