@@ -46,7 +46,7 @@ class Strings:
     def of(cls, column: Any, n: int) -> Strings:
         if column is None:
             return cls(np.full(n, -1, dtype=np.int32), ())
-        if isinstance(column, Strings):
+        if isinstance(column, Strings) and len(column) == n:
             return column
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()

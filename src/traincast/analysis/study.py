@@ -196,7 +196,6 @@ def over_jobs(summary: dict[str, Any], total: int,
     return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
-
 NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
 """The architectures whose jobs communicate over the node's NIC."""
 NETWORK_LABELS: dict[str, str] = {"ps-worker": "PS/Worker",
@@ -283,7 +282,8 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
         return []
     top = next(iter(arch.get("changed_to", {})), None)
     nums.update({"recommend_changed_share": arch.get("changed_share"),
-                 "recommend_mean_speedup": arch.get("mean_speedup")})
+                 "recommend_mean_speedup": arch.get("mean_speedup"),
+                 "recommend_changed_mean_speedup": arch.get("changed_mean_speedup")})
     over, every = over_jobs(arch, total)
     which = "jobs" if every else over.removeprefix("over ")
     changed = arch.get("changed_mean_speedup")

@@ -291,15 +291,15 @@ def predict(
 
     T_total = T_data + T_comp_flop + T_comp_mem + T_comm; with overlap f: T_data + max(T_comp,
     f·T_comm) + (1−f)·T_comm. T_data = input_bytes / bw(pcie); T_comp_flop = FLOPs / R_flop;
-    T_comp_mem = bytes / R_mem. R (--compute auto, the GPU's catalog entry decides): with SM
-    figures, the kernel model, R_flop = peak × eta (fp32: the fitted measured-kernel model;
-    tensor cores: the published large-product fraction) and R_mem = mem_bw × f_elementwise,
-    op by op where the job has a per-op table (tiles, waves, the host's issue time); with
-    curves from calibrate, the measured curves; else (--compute paper) peak × flop_efficiency
-    and mem_bw × mem_efficiency. bw(x) = GB/s × 1e9 × efficiency. T_comm (W weight bytes, E
-    embedding bytes touched, E_ar embedding bytes an AllReduce moves (whole tables with dense
-    gradients), n GPUs, g per node (default packed: min(n, node GPUs)), N = ceil(n/g) nodes,
-    R = min(node NICs, g) rails):
+    T_comp_mem = bytes / R_mem. The rates (--compute auto: the GPU's catalog entry decides):
+    with SM figures, the kernel model, R_flop = peak × eta (fp32: the fitted measured-kernel
+    model; tensor cores: the published large-product fraction) and R_mem = mem_bw ×
+    f_elementwise, op by op where the job has a per-op table (tiles, waves, the host's issue
+    time); with curves from calibrate, the measured curves; else (--compute paper) peak ×
+    flop_efficiency and mem_bw × mem_efficiency. bw(x) = GB/s × 1e9 × efficiency. T_comm (W
+    weight bytes, E embedding bytes touched, E_ar embedding bytes an AllReduce moves (whole
+    tables with dense gradients), n GPUs, g per node (default packed: min(n, node GPUs)), N =
+    ceil(n/g) nodes, R = min(node NICs, g) rails):
 
     - 1w1g: 0
     - allreduce-local (all n GPUs on one node): 2(n−1)/n · (W+E_ar) / bw(intra)

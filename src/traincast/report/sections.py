@@ -229,17 +229,17 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
                         "total_s", "bottleneck", "gpu_util_pred") if c in jobs.column_names]
     extra = [c for c in ("workload_assumed", "censored") if c in jobs.column_names]
     picked = jobs.select(cols + extra).take(pa.array(order, pa.int64())).to_pylist()
-    names = {"total_s": "predicted iteration (s)", "gpu_util_pred": "predicted GPU util",
+    names = {"total_s": "predicted iteration", "gpu_util_pred": "predicted GPU util",
              "n_gpus": "GPUs"}
 
-    def cell(r: Mapping[str, Any], c: str) -> Any:
+    def job_cell(r: Mapping[str, Any], c: str) -> Any:
         if c == "workload" and r.get("workload_assumed"):
             return f"{r[c]} (assumed)"  # the trace names none: drawn from --workload
         if c == "bottleneck" and r[c] is not None:
             return BOTTLENECK_NAME.get(r[c], r[c])
-        return r[c]
+        return cell(c, r[c])  # the iteration in s or ms, the utilization in %
 
-    rows = [(*(cell(r, c) for c in cols),
+    rows = [(*(job_cell(r, c) for c in cols),
              f"≥ {gpu_time[i] / 3600:,.4g}" if r.get("censored") else gpu_time[i] / 3600)
             for r, i in zip(picked, order, strict=True)]
     censored = sum(1 for r in picked if r.get("censored"))

@@ -125,7 +125,7 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
     """Table name -> file, from directories and files named ``pai_<table>_table*``."""
     files: list[Path] = []
     for p in paths:
-        files.extend(sorted(p.glob("pai_*_table*")) if p.is_dir() else [p])
+        files.extend(sorted(p.glob(FILE_PATTERN)) if p.is_dir() else [p])
     found: dict[str, Path] = {}
     archives: dict[str, Path] = {}  # as downloaded (pai_job_table.tar.gz): used once extracted
     for f in files:
