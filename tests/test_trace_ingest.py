@@ -315,6 +315,23 @@ def test_helios_csv(tmp_path: Path) -> None:
     assert jobs[1]["zero_gpu"] and jobs[2]["censored"] and not jobs[0]["censored"]
 
 
+def test_an_archive_under_a_csv_name_is_said_to_be_one(tmp_path: Path) -> None:
+    import bz2
+    import lzma
+    import zipfile
+
+    text = b"job_id,n_gpus\nj1,1\n"
+    zipfile.ZipFile(tmp_path / "z.csv", "w").writestr("a.csv", text)
+    (tmp_path / "x.csv").write_bytes(lzma.compress(text))
+    (tmp_path / "b.csv").write_bytes(bz2.compress(text))
+    for name, kind in (("z", "a zip archive"), ("x", "an xz archive"), ("b", "a bzip2 archive")):
+        with pytest.raises(TraincastError, match=rf"{name}\.csv: cannot read the file: it is "
+                                                 rf"{kind}, not text") as err:
+            ingest(tmp_path / f"{name}.csv", db=tmp_path / "s.duckdb")
+        assert err.value.hint.startswith("unpack it first")
+    assert not (tmp_path / "s.duckdb").exists()
+
+
 def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match="unknown trace format"):
         ingest(_write(tmp_path / "t.csv", GOOD), format="lsf", db=tmp_path / "s.duckdb")

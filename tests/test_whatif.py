@@ -657,6 +657,9 @@ def test_a_scenarios_match_must_be_a_table_and_upgrade_only_needs_a_link() -> No
     cat = load_catalog()
     with pytest.raises(TraincastError, match=r"\[match\] must be a table"):
         parse_scenario({"match": "x", "changes": {"nic": "eth100"}}, "s", cat)
+    with pytest.raises(TraincastError, match="key 'architecture': is an empty list: it would "
+                                             "match no job"):
+        parse_scenario({"match": {"architecture": []}, "changes": {"nic": "eth100"}}, "s", cat)
     with pytest.raises(TraincastError, match="upgrade_only needs a link"):
         parse_scenario({"match": {"upgrade_only": True}, "changes": {"amp": True}}, "s", cat)
     with pytest.raises(TraincastError, match="must be true or false"):

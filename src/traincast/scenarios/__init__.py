@@ -111,6 +111,9 @@ def _check_match(where: str, raw: Any, catalog: Catalog) -> dict[str, Any]:
             values = [value] if isinstance(value, str) else value
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise _fail(w, f"must be a string or a list of strings, got {value!r}")
+            if not values:  # an empty list matches no job: a scenario of nothing
+                raise _fail(w, "is an empty list: it would match no job (leave the key out "
+                               "to match every job)")
             if key == "architecture":
                 bad = [v for v in values if v not in ARCHITECTURES]
                 if bad:

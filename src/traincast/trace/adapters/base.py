@@ -1085,6 +1085,10 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
                               hint="give the trace file itself, or download it again")
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
         return quote
+    if kind := packed_kind(Path(path)):  # an archive or a Parquet file under a .csv name
+        return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
+                              "text", hint=f"unpack it first (a trace file is CSV text, or "
+                                           "gzipped CSV); a Parquet trace: name it .parquet")
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
@@ -1094,6 +1098,23 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         hint = ("the file must be UTF-8 text: convert it, e.g. iconv -f "
                 f"{file_encoding(Path(path))} -t utf-8 FILE > FILE.utf8.csv")
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
+
+
+PACKED = {b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "an xz archive",
+          b"BZh": "a bzip2 archive", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+          b"\x28\xb5\x2f\xfd": "a zstd archive", b"PAR1": "a Parquet file"}
+"""Magic bytes at the start of a file that is no text (gzip is read: it is not here)."""
+
+
+def packed_kind(path: Path) -> str:
+    """What a file is by its first bytes when it is an archive or a Parquet file
+    (:data:`PACKED`), else ``""``."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+    except OSError:
+        return ""
+    return next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
 
 
 def file_encoding(path: Path) -> str:
