@@ -1087,7 +1087,7 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         return quote
     if kind := packed_kind(Path(path)):  # an archive or a Parquet file under a .csv name
         return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
-                              "text", hint=f"unpack it first (a trace file is CSV text, or "
+                              "text", hint="unpack it first (a trace file is CSV text, or "
                                            "gzipped CSV); a Parquet trace: name it .parquet")
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
