@@ -1166,6 +1166,14 @@ def test_a_csv_outside_a_family_folder_is_an_error(tmp_path: Path) -> None:
             read_kernels([root], load_catalog())
 
 
+def test_an_empty_kernel_file_is_named_empty(tmp_path: Path) -> None:
+    (tmp_path / "add").mkdir()
+    (tmp_path / "add" / "e.csv").write_text("")
+    with pytest.raises(TraincastError, match=r"e\.csv: the file is empty \(no header, no "
+                                             r"rows\)"):
+        kernel_fit.read_kernels(tmp_path, load_catalog())
+
+
 def test_a_kernel_file_of_a_header_only_is_named(tmp_path: Path) -> None:
     _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,Kernel Name,B,H", [])
     with pytest.raises(TraincastError, match=r"t\.csv\.gz: no measured rows \(a header only\)"):

@@ -458,6 +458,8 @@ def test_missing_files_are_named_and_bad_files_are_errors(tmp_path):
         write_report(folder)
     with pytest.raises(TraincastError, match="no such study folder"):
         write_report(tmp_path / "nope")
+    with pytest.raises(TraincastError, match=r"whatif\.json: a file, not a study folder"):
+        write_report(folder / "whatif.json")
 
 
 @pytest.mark.parametrize(("name", "field", "value", "kind"), [

@@ -287,6 +287,10 @@ def _read_file(con: Any, path: Path, fam: str, sample: int, seed: int) -> dict[s
         raise
     except Exception as exc:  # duckdb raises its own error types for unreadable files
         _uneven_row(path)
+        with open_bytes(path) as fh:
+            if not fh.read(4096).strip():
+                raise TraincastError(f"{path}: the file is empty (no header, no rows)",
+                                     hint="measure again, or remove the file") from None
         raise TraincastError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})",
                              hint="the NeuSight kernel format: docs/model.md") from None
     if not len(raw["_row"]):

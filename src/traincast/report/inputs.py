@@ -165,8 +165,10 @@ def load_study(folder: str | Path) -> Study:
     """The files of a study folder (missing ones are ``None``)."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise TraincastError(f"{folder}: no such study folder",
-                             hint="run `traincast study -o DIR` first, or give a trace")
+        raise TraincastError(f"{folder}: " + ("a file, not a study folder" if folder.exists()
+                                              else "no such study folder"),
+                             hint="--study takes the folder `traincast study -o DIR` wrote "
+                                  "(run it first); a trace: traincast study TRACE")
     study = Study(folder=folder)
     for name in JSON_FILES:
         path = folder / name
