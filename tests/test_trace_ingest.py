@@ -58,6 +58,17 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     assert sum(jobs["censored"].to_pylist()) == censored
     fractional = sum(1 for r in rows if int(r["num_gpu"]) * int(r["gpu_milli"]) % 1000)
     assert sum(jobs["fractional_gpu"].to_pylist()) == fractional
+    # the node list beside it: the GPU model most of the cluster's GPUs are, for the pods
+    # whose gpu_spec names none (counted from the two files by hand)
+    nodes = _rows(shared_data / "alibaba-gpu-v2023" / "openb_node_list_gpu_node.csv")
+    by_model = Counter()
+    for r in nodes:
+        by_model[r["model"]] += int(r["gpu"])
+    model, most = by_model.most_common(1)[0]
+    [note] = [n for n in report["notes"] if "gpu_spec names no model" in n["note"]]
+    assert note["count"] == sum(1 for r in rows if not r["gpu_spec"] and int(r["num_gpu"]) and
+                                int(r["gpu_milli"]))
+    assert f"holds mostly {model} GPUs ({most:,} of {sum(by_model.values()):,})" in note["note"]
     # no architecture in the pod list: inferred for every pod with GPUs, none for CPU pods
     assert jobs["arch_inferred"].to_pylist() == [x > 0 for x in jobs["n_gpus"].to_pylist()]
     assert set(jobs["architecture"].to_pylist()) == {None}  # the trace gives none

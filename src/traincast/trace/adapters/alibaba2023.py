@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from traincast.trace.adapters.base import (
+    READ_ERRORS,
     Check,
     Field,
     Plan,
@@ -33,6 +34,7 @@ from traincast.trace.adapters.base import (
     num,
     present,
     running_status,
+    table_relation,
     text,
     whole_check,
 )
@@ -42,7 +44,8 @@ NAME = "alibaba-2023"
 REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time",
             "deletion_time", "scheduled_time")
 FOLDER = ("openb_pod_list_*.csv", "openb_pod_list_*.csv.gz", "openb_pod_list_*.parquet")
-"""A folder given as the trace: its pod list (the node list beside it is not read)."""
+"""A folder given as the trace: its pod list (the node list beside it is read for a note
+alone, :func:`_node_list_note`)."""
 NOT_JOBS = {("sn", "cpu_milli", "memory_mib", "gpu", "model"): (
     "the Alibaba 2023 release's node list (one row per machine: its CPUs, memory, GPUs and GPU "
     "model), not a list of jobs", "give the release's pod list, openb_pod_list_*.csv, with "
@@ -90,6 +93,42 @@ def _with_trace_end(rows: str) -> str:
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
-    return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
-                      lambda _, __: CENSORED, checks_of=lambda _: list(CHECKS),
-                      over=_with_trace_end)
+    out = file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
+                     lambda _, __: CENSORED, checks_of=lambda _: list(CHECKS),
+                     over=_with_trace_end)
+    for plan in out:
+        if not mapping and (note := _node_list_note(con, Path(plan.file))):
+            plan.notes.append(note)
+    return out
+
+
+NODE_LIST = "openb_node_list*.csv"
+"""The release's node list, read beside a pod list for :func:`_node_list_note` alone."""
+
+
+def _node_list_note(con: duckdb.DuckDBPyConnection, pods: Path) -> tuple[str, str] | None:
+    """The note on the pods whose gpu_spec names no GPU model (any GPU; priced on the default
+    node) where the release's node list lies beside the pod list: the GPU model most of the
+    cluster's GPUs are (``sum(gpu)`` by ``model``), so that the user can price them there
+    (a ``--catalog`` file's ``[defaults] node``); None without a node list or a model."""
+    lists = sorted(pods.parent.glob(NODE_LIST))
+    if not lists:
+        return None
+    try:
+        rows = con.execute(f"SELECT model, sum(TRY_CAST(gpu AS DOUBLE)) AS g FROM "
+                           f"{table_relation(lists[0])} GROUP BY model ORDER BY g DESC, model"
+                           ).fetchall()
+    except READ_ERRORS:
+        return None
+    rows = [(str(m), float(g)) for m, g in rows if m and g]
+    if not rows:
+        return None
+    total = sum(g for _, g in rows)
+    model, most = rows[0]
+    return (f"SELECT count(*) FROM {table_relation(pods)} WHERE {_GPUS} > 0 AND "
+            "NULLIF(trim(COALESCE(CAST(gpu_spec AS VARCHAR), '')), '') IS NULL",
+            f"pod(s) with GPUs whose gpu_spec names no model (any GPU) are priced on the "
+            f"default node; the release's node list beside it, {lists[0].name}, holds mostly "
+            f"{model} GPUs ({most:,.0f} of {total:,.0f}): a --catalog file with [defaults] "
+            f"node = a preset of that GPU prices them there (traincast hardware list; "
+            f"docs/hardware.md)")
