@@ -202,13 +202,15 @@ def test_recommend_per_job_tables_keep_names_whole_at_80_columns(tmp_path) -> No
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
     # each reason once, under its table, keyed from its job's row: two jobs, two reasons;
     # the time cell on one line
+    # the jobs that gain most first: j2 (a speedup anywhere), then j1 (none: no time as given)
     per_job = r.stdout[r.stdout.index("Per job"):r.stdout.index("Fastest anywhere")]
     rows = [ln for ln in per_job.splitlines() if ln.startswith(("j1 ", "j2 "))]
+    assert [ln.split()[0] for ln in rows] == ["j2", "j1"]
     assert [ln.split()[-1] for ln in rows] == ["[1]", "[2]"]
-    assert re.search(r"\s\d+(\.\d+)? ms\s", rows[1]), "the time cell on one line"
+    assert re.search(r"\s\d+(\.\d+)? ms\s", rows[0]), "the time cell on one line"
     legend = " ".join(per_job[per_job.index("time = per iteration"):].split())
-    assert legend.count("[1] allreduce-cluster on pai-v100-nvlink: fits") == 1
-    assert "[2] keep: no option that fits is more than 5% faster" in legend
+    assert legend.count("[2] allreduce-cluster on pai-v100-nvlink: fits") == 1
+    assert "[1] keep: no option that fits is more than 5% faster" in legend
     # a job whose GPUs do not fit its node says why it has no time, not just "unknown", and
     # the architecture that fits them
     import json
