@@ -69,6 +69,8 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     assert note["count"] == sum(1 for r in rows if not r["gpu_spec"] and int(r["num_gpu"]) and
                                 int(r["gpu_milli"]))
     assert f"holds mostly {model} GPUs ({most:,} of {sum(by_model.values()):,})" in note["note"]
+    [qos] = [n for n in report["notes"] if "QoS class LS" in n["note"]]
+    assert qos["count"] == sum(1 for r in rows if r["qos"] == "LS")
     # no architecture in the pod list: inferred for every pod with GPUs, none for CPU pods
     assert jobs["arch_inferred"].to_pylist() == [x > 0 for x in jobs["n_gpus"].to_pylist()]
     assert set(jobs["architecture"].to_pylist()) == {None}  # the trace gives none

@@ -34,6 +34,7 @@ from traincast.trace.adapters.base import (
     num,
     present,
     running_status,
+    source_columns,
     table_relation,
     text,
     whole_check,
@@ -99,6 +100,12 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     for plan in out:
         if not mapping and (note := _node_list_note(con, Path(plan.file))):
             plan.notes.append(note)
+        if not mapping and "qos" in source_columns(con, table_relation(Path(plan.file))):
+            plan.notes.append((f"SELECT count(*) FROM {table_relation(Path(plan.file))} "
+                               "WHERE upper(trim(CAST(qos AS VARCHAR))) = 'LS'",
+                               "pod(s) of QoS class LS (latency-sensitive) are stored as jobs "
+                               "like the best-effort (BE) ones: the pod list does not say which "
+                               "pods train"))
     return out
 
 
