@@ -508,7 +508,7 @@ def test_a_row_faster_than_its_gpu_can_run_is_refused(tmp_path: Path) -> None:
            ["linear,0.03,Tesla T4,1,17,16,48", "linear,0.05,Tesla T4,1,100000,100000,100000"])
     with pytest.raises(TraincastError, match=r"t\.csv\.gz: row 2: field 'Latency' = 0\.05 ms is "
                        r"too short for the row's shape on T4: 4e\+07 TFLOP/s, more than 2x the "
-                       r"largest peak of its catalog entry \(65 TFLOP/s\)"):
+                       r"peak its catalog entry allows \(65 TFLOP/s\)"):
         kernel_fit.read_kernels(tmp_path, cat)
     _write(tmp_path / "linear" / "t.csv.gz", header,
            ["linear,0.03,Tesla T4,1,17,16,48", "linear,1e5,Tesla T4,1,100000,100000,100000"])
@@ -521,6 +521,20 @@ def test_a_row_faster_than_its_gpu_can_run_is_refused(tmp_path: Path) -> None:
     _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
            ["add,30,Tesla T4,100000000,4"])
     assert len(kernel_fit.read_kernels(tmp_path, cat)) == 3
+    # a P4 convolution of 2 x 3136 x 64 x 576 = 231,211,008 direct-convolution FLOPs: at 9.3
+    # TFLOP/s (0.0249 ms: Winograd's, 1.7 x the P4's 5.5 fp32 peak) read; at 0.00231 ms, 100
+    # TFLOP/s, above 2 x 4 x 5.5 = 44
+    p4 = cat.gpu("P4")
+    assert max(p4.fp32_tflops, p4.tf32_tflops, p4.fp16_tflops, p4.bf16_tflops) == \
+        pytest.approx(5.5)
+    conv = "OPName,Latency,Device,B,Input_Channel,Output_Channel,Kernel_Szie,Input_Size,Stride,"\
+        "Padding"
+    _write(tmp_path / "conv" / "p.csv.gz", conv, ["conv,0.0249,Tesla P4,1,64,64,3,56,1,1"])
+    assert len(kernel_fit.read_kernels(tmp_path, cat)) == 4
+    _write(tmp_path / "conv" / "p.csv.gz", conv, ["conv,0.00231,Tesla P4,1,64,64,3,56,1,1"])
+    with pytest.raises(TraincastError, match=r"on P4: 100.1 TFLOP/s, more than 2x the peak its "
+                                             r"catalog entry allows \(22 TFLOP/s\)"):
+        kernel_fit.read_kernels(tmp_path, cat)
 
 
 def test_measure_script_output_is_read_by_the_fit(tmp_path: Path) -> None:

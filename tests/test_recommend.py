@@ -526,33 +526,38 @@ def test_the_terminal_shows_the_jobs_that_gain_most() -> None:
     assert [r["job_id"] for r in _most_gained(rows, 2)] == ["c", "e"]
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_near_ties_keep_the_jobs_own_hardware_and_node_not_a_name(monkeypatch,
-                                                                   reverse: bool) -> None:
+@pytest.mark.parametrize("first, second", [("a", "z"), ("z", "a")])
+def test_near_ties_keep_the_jobs_own_hardware_and_node_not_a_name(monkeypatch, first: str,
+                                                                   second: str) -> None:
     """Times by candidate: on the job's hardware allreduce-local 1.0 and pearl 0.995 (a near
-    tie: the simpler stays); on node a allreduce-local 0.60 and pearl 0.597 (a near tie on
-    its node: allreduce-local is a's choice); on node z 0.598. Node a's fastest (0.597) beats
-    z's (0.598), and both are more than 1% faster than the own hardware's 1.0: a's choice,
-    whatever the order the nodes come in."""
+    tie: the simpler stays); on one node allreduce-local 0.60 and pearl 0.597 (a near tie on
+    its node: allreduce-local, 0.60, is its choice); on another 0.598: the faster of the two
+    nodes' choices, more than 1% faster than the own hardware's 1.0, whichever name comes
+    first. With the bar at the present time (min_gain 0): a node 0.5% faster than the job as
+    it runs is no reason to move it, even where its own hardware offers nothing faster."""
     from types import SimpleNamespace
 
     import traincast.analysis.recommend as rec
     from traincast.analysis.recommend import Candidate, _search
 
-    times = {("allreduce-local", ""): 1.0, ("pearl", ""): 0.995, ("allreduce-local", "a"): 0.60,
-             ("pearl", "a"): 0.597, ("allreduce-local", "z"): 0.598}
-    cands = [Candidate(a, n) for a, n in times]
-    if reverse:  # the other nodes in the other order: the same choice
-        cands = cands[:2] + cands[4:] + cands[2:4]
+    def run(times: dict, bar: float) -> tuple[Candidate | None, Candidate | None]:
+        cands = [Candidate(a, n) for a, n in times]
 
-    def fake(sub, ext, cand, *args):  # noqa: ANN001, ANN202
-        t = np.full(sub.n, times[cand.architecture, cand.node])
-        return SimpleNamespace(total=t), None, np.ones(sub.n, dtype=bool)
+        def fake(sub, ext, cand, *args):  # noqa: ANN001, ANN202
+            t = np.full(sub.n, times[cand.architecture, cand.node])
+            return SimpleNamespace(total=t), None, np.ones(sub.n, dtype=bool)
 
-    monkeypatch.setattr(rec, "_candidate", fake)
-    cols = rec.Columns.of({"architecture": ["ps-worker"], "n_gpus": [4.0]})
-    best = {"arch": (np.array([2.0]), np.array([-1])), "best": (np.array([2.0]), np.array([-1]))}
-    _search(cols, rec.workload_extras(cols), cands, best, lambda *a: None, None, 0.0, False,
-            lambda _: None)
-    assert cands[best["arch"][1][0]] == Candidate("allreduce-local")
-    assert cands[best["best"][1][0]] == Candidate("allreduce-local", "a")
+        monkeypatch.setattr(rec, "_candidate", fake)
+        cols = rec.Columns.of({"architecture": ["ps-worker"], "n_gpus": [4.0]})
+        best = {g: (np.array([bar]), np.array([-1])) for g in ("arch", "best")}
+        _search(cols, rec.workload_extras(cols), cands, best, lambda *a: None, None, 0.0,
+                False, lambda _: None, present_s=np.array([1.0]))
+        return tuple(cands[best[g][1][0]] if best[g][1][0] >= 0 else None
+                     for g in ("arch", "best"))
+
+    times = {("allreduce-local", ""): 1.0, ("pearl", ""): 0.995,
+             ("allreduce-local", first): 0.60, ("pearl", first): 0.597,
+             ("allreduce-local", second): 0.598}
+    assert run(times, 2.0) == (Candidate("allreduce-local"), Candidate("allreduce-local", second))
+    near = {("allreduce-local", ""): 1.0, ("allreduce-local", first): 0.995}
+    assert run(near, 1.0) == (None, None)

@@ -377,7 +377,9 @@ def test_a_tables_values_are_shown_in_the_unit_their_key_names():
         ("GPU time", "4,023 GPU-h")  # / 3600 = 4,023.49, whole from 100 on
     assert cell("base_total_s", 0.1951) == "195 ms"
     # a time on the trace's clock (epoch seconds in Slurm) is no duration: as it is
-    assert (label("trace_end_s"), cell("trace_end_s", 1.7e9)) == ("trace end", 1.7e9)
+    assert (label("trace_end_s"), cell("trace_end_s", 1.7e9)) == ("trace end (trace clock)",
+                                                                  "1.700e+09 s")
+    assert (cell("x_share", 0.0003), cell("x_share", 0.0)) == ("<0.1%", "0.0%")
     assert cell("eth100_mean_speedup_network_jobs", 1.325) == "1.32×"
     assert cell("gpu_util_pred_mean", 0.8137) == "81.4%"
     assert cell("weight_bytes", 2.5e9) == "2.5 GB"
@@ -529,7 +531,7 @@ def test_top_jobs_count_a_running_job_up_to_the_trace_end(tmp_path):
              for row in re.findall(r"<tr><td.*?</tr>", text)]
     # trace end = 7200 s: running 3 GPUs x (7200 - 3600) s = 3 GPU-hours, first, a lower
     # bound (it still runs: "≥", and the caption says how many); done 1 x 2 h
-    assert cells == [["running", "3", "≥ 3"], ["done", "1", "2"]]
+    assert cells == [["running", "3", "≥ 3 GPU-h"], ["done", "1", "2 GPU-h"]]
     assert "1 still running at the trace's end (censored)" in text.replace("&#x27;", "'")
 
 
@@ -547,7 +549,7 @@ def test_top_jobs_leave_out_jobs_that_hold_no_gpu_time(tmp_path):
     text = top_jobs(jobs, Study(folder=tmp_path, jobs=jobs))
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
              for row in re.findall(r"<tr><td.*?</tr>", text)]
-    assert cells == [["gpu", "2", "2"]] and "The 1 job holding" in text
+    assert cells == [["gpu", "2", "2 GPU-h"]] and "The 1 job holding" in text
     cpu = jobs.filter(pa.compute.equal(jobs["n_gpus"], 0.0))
     assert top_jobs(cpu, Study(folder=tmp_path, jobs=cpu)) == ""
 

@@ -680,8 +680,8 @@ def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path,
     con.execute("CREATE TABLE experiments (id INTEGER, note VARCHAR)")
     con.close()
     r = tc("ingest", trace, "-f", "elasticflow", "--db", str(mine))
-    assert r.returncode == 2 and "not a traincast job store (it holds tables traincast " \
-        "does not write: experiments): nothing written" in " ".join(r.stderr.split())
+    assert r.returncode == 2 and "not a traincast job store (it holds what traincast does " \
+        "not write: main.experiments): nothing written" in " ".join(r.stderr.split())
     con = duckdb.connect(str(mine))
     assert [t[0] for t in con.execute("SHOW TABLES").fetchall()] == ["experiments"]
     con.close()
@@ -694,6 +694,29 @@ def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path,
         r = tc(*cmd, "--db", str(other))
         assert r.returncode == 2 and "its sources.source_id is VARCHAR, not an integer" in \
             r.stderr, (cmd, r.stderr)
+    # a view (in another schema) is something too; an empty file is no store, said so
+    views = tmp_path / "views.duckdb"
+    con = duckdb.connect(str(views))
+    con.execute("CREATE SCHEMA app")
+    con.execute("CREATE VIEW app.users AS SELECT 1 AS id")
+    con.close()
+    r = tc("ingest", trace, "-f", "elasticflow", "--db", str(views))
+    assert r.returncode == 2 and "not a traincast job store (it holds what traincast does " \
+        "not write: app.users)" in " ".join(r.stderr.split())
+    empty = tmp_path / "empty.duckdb"
+    empty.write_bytes(b"")
+    for cmd in (["sources"], ["ingest", trace, "-f", "elasticflow"]):
+        r = tc(*cmd, "--db", str(empty))
+        assert r.returncode == 2 and "empty.duckdb: an empty file, no job store" in r.stderr
+    # a store its owner added a table to is still a store: read and ingested into
+    db = tmp_path / "s.duckdb"
+    assert tc("ingest", trace, "-f", "elasticflow", "--db", str(db)).returncode == 0
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE my_notes (note VARCHAR)")
+    con.close()
+    assert tc("sources", "--db", str(db)).returncode == 0
+    other_trace = _write(tmp_path / "b.csv", OTHER)
+    assert tc("ingest", str(other_trace), "-f", "elasticflow", "--db", str(db)).returncode == 0
 
 
 def test_an_analysis_of_the_store_says_which_sources_lost_their_files(tmp_path: Path,

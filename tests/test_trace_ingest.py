@@ -68,7 +68,8 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
     [note] = [n for n in report["notes"] if "gpu_spec names no model" in n["note"]]
     assert note["count"] == sum(1 for r in rows if not r["gpu_spec"] and int(r["num_gpu"]) and
                                 int(r["gpu_milli"]))
-    assert f"holds mostly {model} GPUs ({most:,} of {sum(by_model.values()):,})" in note["note"]
+    assert f"holds mostly {model} GPUs ({most:,} of {sum(by_model.values()):,}; priced as " \
+        "A10, the catalog's name for it)" in note["note"]
     [qos] = [n for n in report["notes"] if "QoS class LS" in n["note"]]
     assert qos["count"] == sum(1 for r in rows if r["qos"] == "LS")
     # no architecture in the pod list: inferred for every pod with GPUs, none for CPU pods
@@ -342,6 +343,13 @@ def test_an_archive_under_a_csv_name_is_said_to_be_one(tmp_path: Path) -> None:
                                                  rf"{kind}, not text") as err:
             ingest(tmp_path / f"{name}.csv", db=tmp_path / "s.duckdb")
         assert err.value.hint.startswith("unpack it first")
+    import gzip
+
+    (tmp_path / "g.csv").write_bytes(gzip.compress(text))
+    with pytest.raises(TraincastError, match=r"g\.csv: cannot read the file: it is gzip data, "
+                                             r"not text") as err:
+        ingest(tmp_path / "g.csv", db=tmp_path / "s.duckdb")
+    assert err.value.hint == "name it .csv.gz (gzip is read by its name)"
     assert not (tmp_path / "s.duckdb").exists()
 
 

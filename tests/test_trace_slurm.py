@@ -132,16 +132,21 @@ def test_an_older_export_of_gres_columns(tmp_path: Path) -> None:
         "5": (None, None, None), "6": (pytest.approx(1 + 2 * 3 / 7), "a100",
                                        pytest.approx(1 + 2 * 3 / 7))}
     # job 6: two MIG devices of 3 of 7 slices, as in a TRES list, and one whole A100
-    # a count that is a number but no whole one: a bad row, not its leading digits (or, for
-    # -4, no GPU); an (IDX:0,2) with a comma is no entry of its own
+    # a gpu entry that is not gpu:N or gpu:TYPE:N, N whole: a bad row, not its leading digits
+    # (or, for -4, no GPU; for a MIG type without its count, 3 GPUs); an (IDX:0,2) with a comma
+    # is no entry of its own; gpu:tesla:2 and a MIG device's count read
     bad = tmp_path / "bad.txt"
     bad.write_text("JobID|User|State|Submit|Start|End|NNodes|AllocGRES\n" + "".join(
         f"{i}|a|COMPLETED|{times}|1|{g}\n" for i, g in enumerate(
-            ["gpu:2.5", "gpu:tesla:1e3", "gpu:-4", "gpu:tesla:2(IDX:0,2)", "gpu:3g.40gb"], 1)))
+            ["gpu:2.5", "gpu:tesla:1e3", "gpu:-4", "gpu:tesla:2(IDX:0,2)", "gpu:3g.40gb",
+             "gpu:k80", "mps:100,gpu:3g.40gb:2(IDX:0-1)"], 1)))
     report = ingest(bad, format="slurm", db=tmp_path / "b.duckdb")
     assert [(e["row"], e["field"]) for e in report["errors"]] == [(r, "AllocGRES")
-                                                                 for r in (1, 2, 3)]
-    assert "(a GPU count is a whole number: gpu:N or gpu:TYPE:N)" in report["errors"][0]["value"]
+                                                                 for r in (1, 2, 3, 5, 6)]
+    assert "(a GPU entry is gpu:N or gpu:TYPE:N, N a whole number)" in \
+        report["errors"][0]["value"]
+    got = {j["job_id"]: j["n_gpus"] for j in load_jobs(tmp_path / "b.duckdb").to_pylist()}
+    assert got == {"4": 2, "7": pytest.approx(2 * 3 / 7)}
 
 
 def test_a_comma_separated_export_is_told_to_use_parsable2(tmp_path: Path) -> None:

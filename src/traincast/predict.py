@@ -22,7 +22,6 @@ from traincast import compute, kernels
 from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architecture
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
-from traincast.features.ops import expand_ops_origin
 from traincast.files import to_jsonable
 from traincast.hardware.catalog import GPU, Catalog, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
@@ -482,7 +481,8 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
                         amp: bool) -> dict[str, Any]:
     """What a prediction says beside its time: ``host_issue_s = n_ops d`` (the host's issue
     of the job's ops at the kernel model's floor, whatever the strategy; ``n_ops`` the runs of
-    a per-op table's rows, ``sum count``, else the features' ``n_ops``; with it
+    a per-op table's rows, ``sum count``, as a profile's ``n_ops`` counts them (a recurrent
+    layer one row: the per-op queue issues its steps), else the features' ``n_ops``; with it
     ``kernel_strategy_available``), ``misaligned`` (the per-op table's tensor-core
     products no multiple of 16 bytes, :func:`compute.misaligned_products`; priced op by op
     under the kernel strategy only, else None) and ``tf32_unpriced`` (a per-op table with ops
@@ -492,8 +492,7 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
-    runs = float(ops_arrays(expand_ops_origin(ops, gpu_library=True)[0])["count"].sum()) \
-        if ops else 0.0  # each row as often as it runs, a recurrent layer's as its steps
+    runs = float(ops_arrays(ops)["count"].sum()) if ops else 0.0  # each row as it runs
     n_ops = np.asarray(runs if ops else 0.0 if given is None else given, dtype=np.float64)
     if np.any(n_ops > 0):  # features may be arrays: one time per row
         out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))

@@ -390,7 +390,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     # the bar a candidate must beat: the job as it runs, min_gain faster (cheaper); a job no
     # candidate beats keeps its setup (index -1)
     best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
-    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, workloads)
+    _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, workloads,
+            present_s=base_t)
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -466,7 +467,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
             hierarchical: bool, advance: Callable[[str], None],
-            workloads: Workloads = SHIPPED
+            workloads: Workloads = SHIPPED, present_s: F | None = None
             ) -> None:
     """Every candidate over every job: ``best[group]`` (the bar :func:`recommend` sets: the
     present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 =
@@ -476,9 +477,10 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
     the earlier candidate). Time, by :class:`_Choice`: on one node (the job's own hardware
     is one) the earliest candidate, in the registry's order of architectures (simplest
     first), unless a later one is more than ``NEAR_TIE`` faster than the one chosen so far;
-    ``arch`` is the own hardware's choice; ``best`` the own hardware's, unless another node's
-    fastest candidate is more than ``NEAR_TIE`` faster than it, then that node's choice (the
-    node whose fastest candidate is fastest: no node's name decides). Jobs are evaluated in
+    ``arch`` is the own hardware's choice; ``best`` the own hardware's, unless the fastest of
+    the other nodes' choices is more than ``NEAR_TIE`` faster than it and than the job as it
+    runs (``present_s``), then that choice (ties: the node first by name). The candidates are
+    taken node by node, whatever the order given. Jobs are evaluated in
     chunks of ``engine.local.CHUNK_ROWS`` rows (a job's numbers depend on its own row alone;
     on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay
     small)."""
@@ -489,12 +491,12 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
     node_of = [names.index(c.node) if c.node else -1 for c in cands]
     own = _Choice(cols.n)  # the job's own hardware
     node = _Choice(cols.n)  # the node in hand (candidates run node by node)
-    other_min, other_idx = np.full(cols.n, np.inf), np.full(cols.n, -1)  # the fastest node's
+    other_s, other_idx = np.full(cols.n, np.inf), np.full(cols.n, -1)  # the fastest node's
     block = -1
     for i in sorted(range(len(cands)), key=lambda j: (node_of[j], j)):
         cand = cands[i]
         if node_of[i] != block:  # a node's candidates are done: the fastest node so far?
-            other_min, other_idx = node.merge_into(other_min, other_idx)
+            other_s, other_idx = node.merge_into(other_s, other_idx)
             node, block = _Choice(cols.n), node_of[i]
         for sp, (sub, ext) in zip(spans, parts, strict=True):
             bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, workloads)
@@ -509,33 +511,32 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
                 cur[better] = val[better]
                 idx[better] = i
         advance(cand.scenario.name)
-    other_min, other_idx = node.merge_into(other_min, other_idx)
+    other_s, other_idx = node.merge_into(other_s, other_idx)
     best["arch"][1][:] = own.idx
-    moves = (own.idx < 0) & (other_idx >= 0) | (other_min < own.val * (1 - NEAR_TIE))
+    ref_s = own.val if present_s is None else np.minimum(own.val, present_s)
+    moves = (other_idx >= 0) & (other_s < ref_s * (1 - NEAR_TIE))
     best["best"][1][:] = np.where(moves, other_idx, own.idx)
 
 
 class _Choice:
     """Per job, the choice among one node's candidates given in the registry's order: ``val``
-    and ``idx`` of the earliest, displaced only by one more than ``NEAR_TIE`` faster; ``low``,
-    the node's fastest time (inf: no candidate)."""
+    and ``idx`` of the earliest, displaced only by one more than ``NEAR_TIE`` faster (inf and
+    -1: no candidate)."""
 
     def __init__(self, n: int) -> None:
-        self.val, self.low = np.full(n, np.inf), np.full(n, np.inf)
-        self.idx = np.full(n, -1)
+        self.val, self.idx = np.full(n, np.inf), np.full(n, -1)
 
     def add(self, sp: slice, t: F, i: int) -> None:
         val, idx = self.val[sp], self.idx[sp]  # views: updated in place
         better = t < val * np.where(idx >= 0, 1 - NEAR_TIE, 1 - 1e-12)
         val[better] = t[better]
         idx[better] = i
-        np.minimum(self.low[sp], t, out=self.low[sp])
 
-    def merge_into(self, low: F, idx: NDArray[np.int64]) -> tuple[F, NDArray[np.int64]]:
-        """``(low, idx)`` of the fastest node so far, this one's where its fastest candidate
-        is faster (ties: the earlier node)."""
-        faster = self.low < low * (1 - 1e-12)
-        return np.where(faster, self.low, low), np.where(faster, self.idx, idx)
+    def merge_into(self, val: F, idx: NDArray[np.int64]) -> tuple[F, NDArray[np.int64]]:
+        """``(val, idx)`` of the fastest choice so far over the nodes, this node's where its
+        choice is faster (ties: the earlier node)."""
+        faster = self.val < val * (1 - 1e-12)
+        return np.where(faster, self.val, val), np.where(faster, self.idx, idx)
 
 
 def gain_order(speedup: ArrayLike) -> NDArray[np.int64]:

@@ -687,7 +687,8 @@ def _ingest_own(paths: list[Path], format: str, db: Path, mapping: dict[str, str
         stale = [r["source_id"] for r in held if r["source_id"] not in own]
         dropped = store.drop(stale)["dropped"] if stale else []
         jobs = store.jobs(own)
-    if not jobs.num_rows and report["bad_rows"]:  # then the earlier study is put back
+    if not jobs.num_rows and report["bad_rows"]:  # then the earlier study is put back (a
+        # trace of no row at all is studied: the study says it holds no job)
         first = report["errors"][0] if report["errors"] else {}
         raise TraincastError(
             f"no job stored: every row of the trace was bad ({report['bad_rows']:,}; the first: "

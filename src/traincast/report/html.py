@@ -64,9 +64,10 @@ def fmt_value(value: Any) -> str:
 
 
 NUMBER_TEXT = re.compile(r"[≥≤<>~]?\s?[-+]?[0-9][0-9,]*(\.[0-9]+)?(e[-+]?[0-9]+)?"
-                         r"\s?(%|×|[a-zA-Zµ]{1,3}(-h)?)?")
-"""A number as the report's cells write it, with its unit: ``25.9%``, ``1.36×``, ``4,023.5
-GPU-h``, ``195 ms``, ``≥ 12``: right-aligned as numbers are."""
+                         r"(\s?(%|×)|\s(µs|ms|s|min|h|d|B|kB|MB|GB|TB|GPU-h|TFLOP/s|GB/s))?")
+"""A number as the report's cells write it, with its unit (of the units the cells write):
+``25.9%``, ``1.36×``, ``4,023 GPU-h``, ``195 ms``, ``≥ 12``: right-aligned as numbers are; a
+name that begins with digits (``2080ti``) is not one."""
 
 
 def _is_number(value: Any) -> bool:

@@ -38,6 +38,8 @@ def label(key: str) -> str:
     ``gpu_time_s`` -> ``GPU time``."""
     if key == "gpu":
         return "catalog GPU"
+    if key.endswith("end_s"):  # a time on the trace's clock
+        return f"{label(key.removesuffix('_s'))} (trace clock)"
     words = key.removesuffix("_s").replace("_", " ")
     return " ".join("GPU" if w == "gpu" else "GPUs" if w == "gpus" else w
                     for w in words.split()) or key
@@ -51,9 +53,9 @@ def cell(key: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return value
     if key.endswith("end_s"):  # a time on the trace's clock (trace_end_s), not a duration
-        return value
+        return f"{H.fmt_value(float(value))} s"
     if "_share" in key or "util" in key:
-        return fmt_pct(value)
+        return "<0.1%" if 0 < abs(value) < 0.0005 else fmt_pct(value)
     if key.endswith("_s") and "gpu_time" in key:
         return f"{fmt_amount(value / 3600)} GPU-h"
     if key.endswith("_s"):
@@ -240,15 +242,15 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
         return cell(c, r[c])  # the iteration in s or ms, the utilization in %
 
     rows = [(*(job_cell(r, c) for c in cols),
-             f"≥ {gpu_time[i] / 3600:,.4g}" if r.get("censored") else gpu_time[i] / 3600)
+             ("≥ " if r.get("censored") else "") + cell("gpu_time_s", float(gpu_time[i])))
             for r, i in zip(picked, order, strict=True)]
     censored = sum(1 for r in picked if r.get("censored"))
     note = (f"; ≥: {censored} still running at the trace's end (censored), counted up to it: "
             "a lower bound" if censored else "")
-    return H.table([names.get(c, c) for c in cols] + ["GPU hours"], rows,
+    return H.table([names.get(c, c) for c in cols] + ["GPU time"], rows,
                    caption=f"The {plural(len(rows), 'job')} holding the most GPU time "
                            "(jobs.parquet; "
-                           "GPU hours = GPUs x (end - start)" + note + ")")
+                           "GPU time = GPUs x (end - start)" + note + ")")
 
 
 def tables(study: Study) -> str:

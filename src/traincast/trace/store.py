@@ -121,8 +121,8 @@ def db_path(db: str | Path | None) -> Path:
 
 def _create(con: duckdb.DuckDBPyConnection, where: str = "the store") -> None:
     """Create the tables, or bring an older store's tables up to the schema (add the columns
-    they lack, null for the rows already there). A ``jobs`` table without a ``sources`` table
-    is another program's: an error naming ``where`` (the caller's transaction rolls back)."""
+    they lack, null for the rows already there). Another program's database (:func:`_foreign`)
+    is an error naming ``where`` (the caller's transaction rolls back)."""
     if why := _foreign(con):
         raise TraincastError(f"{where}: not a traincast job store ({why}): nothing written",
                              hint="give --db a new file or a store traincast made")
@@ -153,25 +153,24 @@ def _new_source_id(con: duckdb.DuckDBPyConnection) -> int:
     return sid
 
 
-STORE_TABLES = ("jobs", "sources", "source_ids")
-"""The tables of a job store; a database that holds any other is another program's."""
 STORE_KEYS = {"jobs": ("job_id", "source_id"), "sources": ("source_id", "format", "files")}
-"""Columns every release of the store has, per table (older stores lack some others, which
-:func:`_create` adds)."""
+"""The store's tables and the columns every release of the store has in them (older stores
+lack some others, which :func:`_create` adds)."""
 
 
 def _foreign(con: duckdb.DuckDBPyConnection) -> str:
-    """Why the open database is not a job store, in words; empty for a store (or for a
-    database with no table yet, which an ingest makes one): a table of another name, a
-    ``jobs`` or ``sources`` table without the other, or without the store's key columns
-    (:data:`STORE_KEYS`) or with a ``source_id`` that is not an integer."""
-    tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = current_schema()").fetchall()}
-    if not tables:
-        return ""
-    if other := sorted(tables - set(STORE_TABLES)):
-        return f"it holds tables traincast does not write: {', '.join(other[:3])}"
+    """Why the open database is not a job store, in words; empty for a store, or for a
+    database that holds nothing yet (an ingest makes it one). A store is a ``jobs`` and a
+    ``sources`` table with the store's key columns (:data:`STORE_KEYS`; ``sources.source_id``
+    an integer), whatever else its owner added; without them, a database that holds any table,
+    view or sequence, in any schema, is another program's."""
+    if not _columns(con, "jobs") and not _columns(con, "sources"):
+        held = [r[0] for r in con.execute(
+            "SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() "
+            "WHERE NOT internal UNION ALL SELECT schema_name || '.' || sequence_name "
+            "FROM duckdb_sequences() ORDER BY 1").fetchall()]
+        return f"it holds what traincast does not write: {', '.join(held[:3])}" if held else ""
     for table, keys in STORE_KEYS.items():
         have = _columns(con, table)
         if not have:
@@ -496,6 +495,10 @@ class Store:
         if at is None and self._con is not None and (self._writable or not write):
             return self._con
         self.close()
+        if self.path is not None and self.path.is_file() and not self.path.stat().st_size:
+            raise TraincastError(f"{self.path}: an empty file, no job store",
+                                 hint="remove it (an ingest then makes the store there), or "
+                                      "give --db a store traincast made")
         if not write and self.path is not None and not self.path.exists():
             studies = sorted(self.path.parent.glob("*/jobs.duckdb"))[:3]
             raise TraincastError(f"{self.path}: no job store here",

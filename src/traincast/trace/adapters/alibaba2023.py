@@ -97,10 +97,12 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     out = file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                      lambda _, __: CENSORED, checks_of=lambda _: list(CHECKS),
                      over=_with_trace_end)
-    for plan in out:
-        if not mapping and (note := _node_list_note(con, Path(plan.file))):
+    mapped = set(mapping or {})
+    for plan in out:  # the notes read the release's columns: not where --map replaces them
+        if not mapped & {"n_gpus", "gpu_type"} and \
+                (note := _node_list_note(con, Path(plan.file))):
             plan.notes.append(note)
-        if not mapping and "qos" in source_columns(con, table_relation(Path(plan.file))):
+        if "qos" in source_columns(con, table_relation(Path(plan.file))):
             plan.notes.append((f"SELECT count(*) FROM {table_relation(Path(plan.file))} "
                                "WHERE upper(trim(CAST(qos AS VARCHAR))) = 'LS'",
                                "pod(s) of QoS class LS (latency-sensitive) are stored as jobs "
@@ -132,10 +134,17 @@ def _node_list_note(con: duckdb.DuckDBPyConnection, pods: Path) -> tuple[str, st
         return None
     total = sum(g for _, g in rows)
     model, most = rows[0]
+    from traincast.hardware.catalog import load_catalog
+
+    try:
+        priced = load_catalog().gpu_name(model)
+    except KeyError:
+        priced = ""
     return (f"SELECT count(*) FROM {table_relation(pods)} WHERE {_GPUS} > 0 AND "
             "NULLIF(trim(COALESCE(CAST(gpu_spec AS VARCHAR), '')), '') IS NULL",
             f"pod(s) with GPUs whose gpu_spec names no model (any GPU) are priced on the "
             f"default node; the release's node list beside it, {lists[0].name}, holds mostly "
-            f"{model} GPUs ({most:,.0f} of {total:,.0f}): a --catalog file with [defaults] "
-            f"node = a preset of that GPU prices them there (traincast hardware list; "
-            f"docs/hardware.md)")
+            f"{model} GPUs ({most:,.0f} of {total:,.0f}"
+            + (f"; priced as {priced}, the catalog's name for it" if priced and priced != model
+               else "") + "): a --catalog file with [defaults] node = a preset of that GPU "
+            "prices them there (traincast hardware list; docs/hardware.md)")

@@ -1087,8 +1087,9 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         return quote
     if kind := packed_kind(Path(path)):  # an archive or a Parquet file under a .csv name
         return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
-                              "text", hint="unpack it first (a trace file is CSV text, or "
-                                           "gzipped CSV); a Parquet trace: name it .parquet")
+                              "text", hint="name it .csv.gz (gzip is read by its name)"
+                              if kind == "gzip data" else "unpack it first (a trace file is "
+                              "CSV text, or gzipped CSV); a Parquet trace: name it .parquet")
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
@@ -1100,21 +1101,25 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
 
 
-PACKED = {b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "an xz archive",
+PACKED = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive",
+          b"PK\x05\x06": "a zip archive", b"\xfd7zXZ\x00": "an xz archive",
           b"BZh": "a bzip2 archive", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
           b"\x28\xb5\x2f\xfd": "a zstd archive", b"PAR1": "a Parquet file"}
-"""Magic bytes at the start of a file that is no text (gzip is read: it is not here)."""
+"""Magic bytes at the start of a file that is no text (gzip is read where the name ends in
+``.gz``)."""
 
 
 def packed_kind(path: Path) -> str:
     """What a file is by its first bytes when it is an archive or a Parquet file
-    (:data:`PACKED`), else ``""``."""
+    (:data:`PACKED`; gzip only under a name that does not end in ``.gz``: one that does is read
+    as gzip, and its error is gzip's), else ``""``."""
     try:
         with path.open("rb") as f:
             head = f.read(8)
     except OSError:
         return ""
-    return next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
+    kind = next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
+    return "" if kind == "gzip data" and path.name.lower().endswith(".gz") else kind
 
 
 def file_encoding(path: Path) -> str:

@@ -35,7 +35,9 @@ GPUs and nodes summed (:func:`_het_jobs`), said in the notes. Jobs holding GPU s
 ``gres.conf``), said in the notes too.
 Bad rows beside the generic ones (:meth:`~traincast.trace.adapters.base.Plan.all_checks`):
 NNodes that is not a whole number from 0 to :data:`~traincast.bounds.COUNT_MAX`; a TRES list
-naming ``gres/gpu`` without a count read here (the GRES form ``gres/gpu:a100:2``). A file whose
+with a ``gres/gpu`` entry whose count is no whole number or that has none read here (the GRES
+form ``gres/gpu:a100:2``); a GRES list with a ``gpu`` entry that is not ``gpu:N`` or
+``gpu:TYPE:N``, ``N`` whole (:func:`_checks`). A file whose
 AllocTRES lists never name ``gres/gpu`` is read as CPU jobs, said in the notes (Slurm records GPUs
 in AllocTRES only where ``AccountingStorageTRES`` lists ``gres/gpu``).
 """
@@ -187,12 +189,23 @@ def gpus_of_gres(gres: str, started: str) -> str:
     as its share of a GPU (:func:`mig_share`); 0 where it names no GPU, or where there is none
     and the job ``started`` (a GRES list is empty for a CPU job, where a TRES one lists its CPUs);
     NULL for a job not started without one."""
-    counts = (f"list_sum(TRY_CAST(regexp_extract_all({gres}, "
-              f"'(?:^|[,;])gpu(?::[^:,;(]+)?:([0-9]+)', 1) AS DOUBLE[]))")
+    counts = (f"list_sum(list_transform({_gres_entries(gres)}, lambda e: TRY_CAST("
+              f"regexp_extract(e, '^{GRES_GPU}$', 1) AS DOUBLE)))")
     # a MIG device (gpu:3g.40gb:2) counts as its share of a GPU, as in a TRES list
     _, less = _mig_terms(gres, f"'(?:^|[,;])gpu:({MIG_PROFILE}):([0-9]+)'")
     return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) + {less} "
             f"WHEN {started} THEN 0 END")
+
+
+GRES_GPU = "gpu(?::[^:]+)?:([0-9]+)"
+"""A GRES list's GPU entry with its count (``gpu:N``, ``gpu:TYPE:N``), its ``(IDX:...)`` taken
+off: the count is the whole entry's last part."""
+
+
+def _gres_entries(gres: str) -> str:
+    """SQL: a GRES list's entries (split at ``,`` and ``;``), each without its ``(IDX:0,2)``
+    (which may hold commas)."""
+    return f"string_split_regex(regexp_replace({gres}, '[(][^)]*[)]', '', 'g'), '[,;]')"
 
 
 def gpu_type_of_gres(gres: str) -> str:
@@ -229,17 +242,16 @@ def _checks(cols: list[str]) -> list[Check]:
     """NNodes: a whole count of nodes; a TRES list with a ``gres/gpu`` entry whose count is no
     whole number (``gres/gpu=2.5``, ``=1e9``, ``=8GPUs``) or that has none this adapter reads
     (``gres/gpu:a100:2``, the GRES form, is not the TRES one), every entry of every
-    heterogeneous component's list checked; a GRES list with a ``gpu`` entry whose count is
-    a number but no whole one (``gpu:2.5``, ``gpu:tesla:1e3``, ``gpu:-4``)."""
+    heterogeneous component's list checked; a GRES list with a ``gpu`` entry that is not
+    ``gpu:N`` or ``gpu:TYPE:N`` with a whole ``N`` (``gpu:2.5``, ``gpu:tesla:1e3``, ``gpu:-4``,
+    ``gpu:k80`` or ``gpu:3g.40gb`` without a count)."""
     tres = _tres(cols, GRES) if uses_gres(cols) else _tres(cols)
     if uses_gres(cols):
-        entries = (f"string_split_regex(regexp_replace({tres}, '[(][^)]*[)]', '', 'g'), "
-                   "'[,;]')")  # an entry's (IDX:0,2) may hold commas
-        bad = ("lambda e: regexp_full_match(e, 'gpu(:[^:]+)*:[-+.0-9][^:]*') AND NOT "
-               f"regexp_full_match(e, 'gpu(:[^:]+)?:[0-9]+|gpu(:[^:]+)*:{MIG_PROFILE}')")
+        bad = f"lambda e: regexp_matches(e, '^gpu(:|$)') AND NOT regexp_full_match(e, '{GRES_GPU}')"
         out = [Check(next(c for c in GRES if c in cols),
-                     f"COALESCE(list_bool_or(list_transform({entries}, {bad})), FALSE)",
-                     f"{tres} || ' (a GPU count is a whole number: gpu:N or gpu:TYPE:N)'")]
+                     f"COALESCE(list_bool_or(list_transform({_gres_entries(tres)}, {bad})), "
+                     "FALSE)",
+                     f"{tres} || ' (a GPU entry is gpu:N or gpu:TYPE:N, N a whole number)'")]
     else:
         entries = f"string_split_regex({tres}, '[,{JOINED}]')"
         bad = ("lambda e: regexp_matches(e, '^gres/gpu([:=]|$)') AND NOT "
