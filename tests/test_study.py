@@ -579,6 +579,9 @@ def test_a_scenario_that_slows_some_jobs_says_why() -> None:
                          "a 16-bit peak pays for the casts with nothing faster).")
     said = _speedup_findings({"mixed-precision": {**mixed, "slowed_down_share": 0.0}}, {}, 10)
     assert "lose" not in said[0] and "autocast" not in said[0]
+    said = _speedup_findings({"gpu-a100": mixed, "op-fusion": mixed}, {}, 10)
+    assert said[0].endswith("20% lose more than 1%: their own GPUs are faster for them).")
+    assert said[1].endswith("20% lose more than 1%).")  # no reason said for fusion
 
 
 def test_the_network_sentence_names_the_architectures_it_averages() -> None:

@@ -72,6 +72,16 @@ def test_alibaba_2023_pod_list(shared_data: Path, tmp_path: Path) -> None:
         "A10, the catalog's name for it)" in note["note"]
     [qos] = [n for n in report["notes"] if "QoS class LS" in n["note"]]
     assert qos["count"] == sum(1 for r in rows if r["qos"] == "LS")
+    # under --map: both notes where the mapping leaves their columns as the release's; the
+    # GPU-model note left out where gpu_type is mapped (its count reads gpu_spec)
+    from traincast.trace import parse_mapping
+
+    for m, gpu_note in ((["status=pod_phase"], True), (["gpu_type=gpu_spec"], False)):
+        notes = ingest(path, format="alibaba-2023", db=tmp_path / f"{m[0]}.duckdb",
+                       mapping=parse_mapping(m))["notes"]
+        assert [n["count"] for n in notes if "QoS class LS" in n["note"]] == [qos["count"]]
+        assert [n["count"] for n in notes if "gpu_spec names no model" in n["note"]] == \
+            ([note["count"]] if gpu_note else [])
     # no architecture in the pod list: inferred for every pod with GPUs, none for CPU pods
     assert jobs["arch_inferred"].to_pylist() == [x > 0 for x in jobs["n_gpus"].to_pylist()]
     assert set(jobs["architecture"].to_pylist()) == {None}  # the trace gives none

@@ -776,10 +776,9 @@ def test_the_shipped_autocast_tables_cover_the_zoo_at_its_autocast_features() ->
 def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
     """A job recorded 8 GPUs on one 8-GPU node moves to a10-pcie (4 A10s a node): it runs on 2
     nodes of 4, not refused for 8 GPUs per node; a job recorded 2 per node runs 4 per node.
-    The flat ring crosses the 100 Gbit NIC: 2 (n-1)/n W / min(bw(intra), R bw(nic)), R = 1
-    port, and compute, data I/O as a10-pcie prices them (the change of node alone). A job
+    The flat ring crosses the 100 Gbit NIC: the job's time less the same job's without weights
+    is 2 (n-1)/n W / min(bw(intra), R bw(nic)), R = 1 port. A job
     already on the scenario's preset keeps its placement (2 per node: 4 nodes)."""
-    from traincast import predict_table
     from traincast.engine.local import apply_changes
     from traincast.engine.workload import workload_extras
     from traincast.jobs import Columns
@@ -799,11 +798,12 @@ def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
     rows = {row["job_id"]: row for row in whatif(jobs, sc, cat, per_job=True)[
         "job_rows"].to_pylist()}
     assert rows["full"]["applied"] and rows["spread"]["applied"]
+    # the ring's time alone: the same jobs with no weights to exchange cost ring_s less
     nd = cat.node("a10-pcie")
     ring_s = 2 * 7 / 8 * w / min(cat.links[nd.intra].bw_bps, cat.links[nd.nic].bw_bps)
-    alone = predict_table({**{k: v[:1] for k, v in jobs.items() if k != "gpus_per_node"},
-                           "node": ["a10-pcie"], "weight_bytes": [0.0]}, cat)
+    none = {row["job_id"]: row for row in whatif({**jobs, "weight_bytes": [0.0] * 3}, sc, cat,
+                                                 per_job=True)["job_rows"].to_pylist()}
     for job in ("full", "spread"):
-        assert rows[job]["scenario_total_s"] == pytest.approx(alone.total[0] + ring_s,
-                                                              rel=1e-9)
+        assert rows[job]["scenario_total_s"] - none[job]["scenario_total_s"] == \
+            pytest.approx(ring_s, rel=1e-9)
     assert rows["stays"]["speedup"] == pytest.approx(1.0)
