@@ -363,6 +363,16 @@ def test_an_archive_under_a_csv_name_is_said_to_be_one(tmp_path: Path) -> None:
     assert not (tmp_path / "s.duckdb").exists()
 
 
+def test_a_file_without_read_permission_is_said_so(tmp_path: Path) -> None:
+    # (the test may run as root, who reads any file: the error is built from the OSError)
+    from traincast.trace.adapters.base import unreadable
+
+    path = tmp_path / "b.csv"
+    err = unreadable("elasticflow", path, PermissionError(13, "Permission denied", str(path)))
+    assert str(err) == f"elasticflow: {path}: cannot read the file: permission denied"
+    assert err.hint.startswith("give the user running traincast read access to it")
+
+
 def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
     with pytest.raises(TraincastError, match="unknown trace format"):
         ingest(_write(tmp_path / "t.csv", GOOD), format="lsf", db=tmp_path / "s.duckdb")

@@ -1085,6 +1085,10 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
                               hint="give the trace file itself, or download it again")
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
         return quote
+    if isinstance(exc, PermissionError) or "permission denied" in reason.lower():
+        return TraincastError(f"{adapter}: {path}: cannot read the file: permission denied",
+                              hint="give the user running traincast read access to it (chmod, "
+                                   "or its owner), or leave it out of the folder")
     if kind := packed_kind(Path(path)):  # an archive or a Parquet file under a .csv name
         return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
                               "text", hint="name it .csv.gz (gzip is read by its name)"
