@@ -33,7 +33,7 @@ from traincast.model import (
     total_time_s,
 )
 from traincast.resolve import NOT_FINITE, OK, Resolved, explain, resolve, resolve_link
-from traincast.roofline import ops_arrays, paper_split
+from traincast.roofline import paper_split
 
 F = NDArray[np.float64]
 
@@ -492,8 +492,8 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
-    runs = float(ops_arrays(ops)["count"].sum()) if ops else 0.0  # each row as it runs
-    n_ops = np.asarray(runs if ops else 0.0 if given is None else given, dtype=np.float64)
+    runs = sum(float(o.get("count", 1)) for o in ops or ())  # each row as often as it runs
+    n_ops = np.asarray(runs if ops else (0.0 if given is None else given), dtype=np.float64)
     if np.any(n_ops > 0):  # features may be arrays: one time per row
         out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))
         out["kernel_strategy_available"] = compute.kernel_model_available(gpu)

@@ -387,16 +387,15 @@ def _explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastE
         return TraincastError(f"gpus_per_node {cols['gpus_per_node'][i]:g} is more than the "
                               f"{node_gpus:g} GPUs of node {node!r} (field gpus_per_node)",
                               hint="give at most the node's GPUs, or a node preset with more")
-    if code == BAD_SHAPE and arch == "allreduce-local" and n <= node_gpus:
-        return TraincastError(f"allreduce-local runs inside one node: n_gpus = {n:g} (field "
-                              f"n_gpus) at gpus_per_node = {r.g[i]:g} (field gpus_per_node) "
-                              f"is {r.nodes[i]:g} nodes",
-                              hint="use allreduce-cluster for a job across nodes, or give "
-                                   "gpus_per_node = n_gpus")
     if code == BAD_SHAPE and arch == "allreduce-local":
+        spread = n <= node_gpus  # it fits the node, but the trace puts it on several
         return TraincastError(f"allreduce-local runs inside one node: n_gpus = {n:g} (field "
-                              f"n_gpus) > the {node_gpus:g} GPUs of node {node!r}",
-                              hint="use allreduce-cluster, or a node preset with more GPUs")
+                              + (f"n_gpus) at gpus_per_node = {r.g[i]:g} (field gpus_per_node) "
+                                 f"is {r.nodes[i]:g} nodes" if spread else
+                                 f"n_gpus) > the {node_gpus:g} GPUs of node {node!r}"),
+                              hint="use allreduce-cluster for a job across nodes, or give "
+                                   "gpus_per_node = n_gpus" if spread else
+                                   "use allreduce-cluster, or a node preset with more GPUs")
     if code == BAD_SHAPE:
         return TraincastError(f"{arch} runs on exactly one GPU: n_gpus = {n:g} (field n_gpus)"
                               if arch == "1w1g" else

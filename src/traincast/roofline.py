@@ -153,16 +153,16 @@ class Curves:
 
         eb, ebw = pair("elementwise_bytes", "elementwise_gbs", 1e9, bw)
 
-        def scaled(key: str, i: F, r: F) -> F:  # R_dtype(I); a flat peak: x times it
-            if x <= 1.0 or not len(getattr(gpu, key, ())):
+        def scaled(i: F, r: F) -> F:  # R_dtype(I); a flat peak (no curve: i is one) x times
+            if x <= 1.0 or i is one:
                 return x * r
             return np.maximum(r, np.minimum(x * r, i * ebw.max()))
 
         gi, gp = pair("gemm_intensity", "gemm_tflops", 1e12, peak)
-        ci, cp = pair("conv_intensity", "conv_tflops", 1e12, np.array([gp.max()]))
-        gp, cp = scaled("gemm_intensity", gi, gp), scaled("conv_intensity", ci, cp)
-        if not len(getattr(gpu, "conv_intensity", ())):
-            ci, cp = gi, gp
+        ci, cp = pair("conv_intensity", "conv_tflops", 1e12, np.array([gp.max()])) \
+            if len(getattr(gpu, "conv_intensity", ())) else (gi, gp)  # none: the GEMM curve
+        gp = scaled(gi, gp)
+        cp = gp if ci is gi else scaled(ci, cp)
         kernels = {k: v * 1e9 for k, v in getattr(gpu, "kernel_gelems", {}).items()}
         fb = np.asarray(getattr(gpu, "fresh_bytes", ()), float)
         fg = np.asarray(getattr(gpu, "fresh_gbs", ()), float) * 1e9

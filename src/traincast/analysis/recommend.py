@@ -467,8 +467,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
             hierarchical: bool, advance: Callable[[str], None],
-            workloads: Workloads = SHIPPED, present_s: F | None = None
-            ) -> None:
+            workloads: Workloads = SHIPPED, *, present_s: F) -> None:
     """Every candidate over every job: ``best[group]`` (the bar :func:`recommend` sets: the
     present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 =
     keep, set in place) for ``arch`` (the job's own hardware),
@@ -513,7 +512,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
         advance(cand.scenario.name)
     other_s, other_idx = node.merge_into(other_s, other_idx)
     best["arch"][1][:] = own.idx
-    ref_s = own.val if present_s is None else np.minimum(own.val, present_s)
+    ref_s = np.minimum(own.val, present_s)
     moves = (other_idx >= 0) & (other_s < ref_s * (1 - NEAR_TIE))
     best["best"][1][:] = np.where(moves, other_idx, own.idx)
 

@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 from traincast import kernels
 from traincast.errors import TraincastError
 from traincast.files import content_sha256, open_bytes, write_text_whole
-from traincast.hardware.catalog import HELD_OUT_RECORDS
+from traincast.hardware.catalog import DTYPES, HELD_OUT_RECORDS
 from traincast.kernels import CONV_KEYS, GEMM_KEYS
 from traincast.units import plural
 
@@ -387,8 +387,7 @@ def _refuse_impossible(path: Path, fam: str, data: Mapping[str, Any], gpus: NDAr
     work = kernels.gemm_flops(*gemm_dims(fam, shape)) if product else kernel_bytes(fam, shape)
     entries = {g: catalog.gpu(g) for g in set(gpus.tolist())}
     def peak(e: Any) -> float:  # the fastest a row may run on that GPU, FLOP/s
-        tflops = {d: float(getattr(e, f"{d}_tflops", 0.0) or 0.0)
-                  for d in ("fp32", "tf32", "fp16", "bf16", "fp8")}
+        tflops = {d: float(getattr(e, f"{d}_tflops", 0.0) or 0.0) for d in DTYPES}
         most = max(tflops.values())
         return 1e12 * (max(most, WINOGRAD_SAVING * tflops["fp32"]) if fam == "conv" else most)
 

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from traincast.architectures import REGISTRY
 from traincast.engine.workload import ProfileOf, WorkloadExtras, workload_extras
 from traincast.hardware.catalog import Catalog
-from traincast.jobs import Columns
+from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
 from traincast.predict import OpsOf, evaluate, zoo_amp_ops, zoo_ops
 from traincast.resolve import (
@@ -153,13 +153,14 @@ def match_mask(cols: Columns, sc: Scenario, base: Resolved, catalog: Catalog) ->
 
 
 def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
-                  catalog: Catalog) -> Columns:
+                  catalog: Catalog, present_node: Strings | None = None) -> Columns:
     """The matched jobs' columns after the scenario's column changes.
 
     ``node``: the node preset; the GPU becomes the node's unless ``gpu`` is given too, and a
     job that moves to another preset has its GPUs packed onto the new nodes (``gpus_per_node``
     and ``workers_per_node`` cleared: ``g = min(n, node GPUs)``; the trace's placement was on
-    its own machines); a job already on that preset keeps its placement.
+    its own machines); a job already on that preset keeps its placement (``present_node``:
+    each job's node as resolved, where the caller has it; else resolved here).
     ``architecture``: the new architecture's ``port`` rule on the new node
     (traincast.architectures: data-parallel targets clear the placement so the default packs
     the job's GPUs onto whole nodes; ``ps-worker`` has m = n workers and p = ceil(n / node GPUs)
@@ -174,7 +175,8 @@ def apply_changes(sub: Columns, extras: WorkloadExtras, sc: Scenario,
     if "node" in ch:
         out["node"] = sub["node"].set(everyone, ch["node"])
         out["gpu_type"] = sub["gpu_type"].set(everyone, None)
-        moved = ~hardware_of(sub, catalog)[0].isin([ch["node"]])
+        node = hardware_of(sub, catalog)[0] if present_node is None else present_node
+        moved = ~node.isin([ch["node"]])
         for col in ("gpus_per_node", "workers_per_node"):
             out[col] = np.where(moved, np.nan, sub[col])
     amp, fusion = bool(ch.get("amp")), bool(ch.get("fusion"))
@@ -217,7 +219,7 @@ def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Sce
     if len(idx):
         ext = extras.take(idx)
         ch = sc.changes
-        new = apply_changes(cols.take(idx), ext, sc, catalog)
+        new = apply_changes(cols.take(idx), ext, sc, catalog, base.node.take(idx))
         bd, r = evaluate_columns(new, catalog, ch.get("overlap", overlap),
                                  ch.get("hierarchical", hierarchical),
                                  amp=bool(ch.get("amp", False)) or workloads.amp,

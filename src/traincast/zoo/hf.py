@@ -100,13 +100,19 @@ def _config(name: str) -> tuple[Any, bool]:
             hint="give a config.json path or folder (the checkpoint's config.json), a model "
                  "name in the local Hugging Face cache, a shipped checkpoint (traincast zoo "
                  "list --hf) or a model_type such as gpt2, bert, llama") from None
-    except Exception as exc:
-        if not type(exc).__name__.startswith("StrictDataclass"):  # huggingface_hub's check
-            raise  # of a config field's type; anything else is unexpected
+    except _strict_dataclass_error() as exc:  # huggingface_hub's check of a field's type
         raise TraincastError(f"hf:{name}: {path if path.exists() else 'its config'}: "
                              f"{' '.join(str(exc).split())}",
                              hint="a field of the config has a value of the wrong type: "
                                   "write it as the checkpoint's config.json does") from None
+
+
+def _strict_dataclass_error() -> type[Exception] | tuple[()]:
+    """huggingface_hub's error for a config field of the wrong type (``StrictDataclassError``,
+    from huggingface_hub 0.34 on; none before: an empty tuple, which catches nothing)."""
+    import huggingface_hub.errors as hub_errors
+
+    return getattr(hub_errors, "StrictDataclassError", ())
 
 
 def _did_you_mean(name: str) -> str:

@@ -46,7 +46,7 @@ REQUIRED = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_t
             "deletion_time", "scheduled_time")
 FOLDER = ("openb_pod_list_*.csv", "openb_pod_list_*.csv.gz", "openb_pod_list_*.parquet")
 """A folder given as the trace: its pod list (the node list beside it is read for a note
-alone, :func:`_node_list_note`)."""
+alone, :func:`_node_list_text`)."""
 NOT_JOBS = {("sn", "cpu_milli", "memory_mib", "gpu", "model"): (
     "the Alibaba 2023 release's node list (one row per machine: its CPUs, memory, GPUs and GPU "
     "model), not a list of jobs", "give the release's pod list, openb_pod_list_*.csv, with "
@@ -98,12 +98,17 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                      lambda _, __: CENSORED, checks_of=lambda _: list(CHECKS),
                      over=_with_trace_end)
     mapped = set(mapping or {})
+    said: dict[Path, str] = {}  # the node list's sentence, read once per folder
     for plan in out:  # the notes read the release's columns: not where --map replaces them
-        if not mapped & {"n_gpus", "gpu_type"} and \
-                (note := _node_list_note(con, Path(plan.file))):
-            plan.notes.append(note)
-        if "qos" in source_columns(con, table_relation(Path(plan.file))):
-            plan.notes.append((f"SELECT count(*) FROM {table_relation(Path(plan.file))} "
+        pods = Path(plan.file)
+        if pods.parent not in said:
+            said[pods.parent] = _node_list_text(con, pods.parent)
+        if not mapped & {"n_gpus", "gpu_type"} and said[pods.parent]:
+            plan.notes.append((f"SELECT count(*) FROM {table_relation(pods)} WHERE {_GPUS} > 0 "
+                               "AND NULLIF(trim(COALESCE(CAST(gpu_spec AS VARCHAR), '')), '') "
+                               "IS NULL", said[pods.parent]))
+        if "qos" in source_columns(con, table_relation(pods)):
+            plan.notes.append((f"SELECT count(*) FROM {table_relation(pods)} "
                                "WHERE upper(trim(CAST(qos AS VARCHAR))) = 'LS'",
                                "pod(s) of QoS class LS (latency-sensitive) are stored as jobs "
                                "like the best-effort (BE) ones: the pod list does not say which "
@@ -112,26 +117,27 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
 
 NODE_LIST = "openb_node_list*.csv"
-"""The release's node list, read beside a pod list for :func:`_node_list_note` alone."""
+"""The release's node list, read beside a pod list for :func:`_node_list_text` alone."""
 
 
-def _node_list_note(con: duckdb.DuckDBPyConnection, pods: Path) -> tuple[str, str] | None:
+def _node_list_text(con: duckdb.DuckDBPyConnection, folder: Path) -> str:
     """The note on the pods whose gpu_spec names no GPU model (any GPU; priced on the default
-    node) where the release's node list lies beside the pod list: the GPU model most of the
-    cluster's GPUs are (``sum(gpu)`` by ``model``), so that the user can price them there
-    (a ``--catalog`` file's ``[defaults] node``); None without a node list or a model."""
-    lists = sorted(pods.parent.glob(NODE_LIST))
+    node) where the release's node list lies in ``folder``, beside the pod list: the GPU model
+    most of the cluster's GPUs are (``sum(gpu)`` by ``model``), so that the user can price
+    them there (a ``--catalog`` file's ``[defaults] node``); "" without a node list or a
+    model."""
+    lists = sorted(folder.glob(NODE_LIST))
     if not lists:
-        return None
+        return ""
     try:
         rows = con.execute(f"SELECT model, sum(TRY_CAST(gpu AS DOUBLE)) AS g FROM "
                            f"{table_relation(lists[0])} GROUP BY model ORDER BY g DESC, model"
                            ).fetchall()
     except READ_ERRORS:
-        return None
+        return ""
     rows = [(str(m), float(g)) for m, g in rows if m and g]
     if not rows:
-        return None
+        return ""
     total = sum(g for _, g in rows)
     model, most = rows[0]
     from traincast.hardware.catalog import load_catalog
@@ -140,9 +146,7 @@ def _node_list_note(con: duckdb.DuckDBPyConnection, pods: Path) -> tuple[str, st
         priced = load_catalog().gpu_name(model)
     except KeyError:
         priced = ""
-    return (f"SELECT count(*) FROM {table_relation(pods)} WHERE {_GPUS} > 0 AND "
-            "NULLIF(trim(COALESCE(CAST(gpu_spec AS VARCHAR), '')), '') IS NULL",
-            f"pod(s) with GPUs whose gpu_spec names no model (any GPU) are priced on the "
+    return (f"pod(s) with GPUs whose gpu_spec names no model (any GPU) are priced on the "
             f"default node; the release's node list beside it, {lists[0].name}, holds mostly "
             f"{model} GPUs ({most:,.0f} of {total:,.0f}"
             + (f"; priced as {priced}, the catalog's name for it" if priced and priced != model

@@ -245,8 +245,9 @@ def _checks(cols: list[str]) -> list[Check]:
     heterogeneous component's list checked; a GRES list with a ``gpu`` entry that is not
     ``gpu:N`` or ``gpu:TYPE:N`` with a whole ``N`` (``gpu:2.5``, ``gpu:tesla:1e3``, ``gpu:-4``,
     ``gpu:k80`` or ``gpu:3g.40gb`` without a count)."""
-    tres = _tres(cols, GRES) if uses_gres(cols) else _tres(cols)
-    if uses_gres(cols):
+    gres = uses_gres(cols)
+    tres = _tres(cols, GRES) if gres else _tres(cols)
+    if gres:
         bad = f"lambda e: regexp_matches(e, '^gpu(:|$)') AND NOT regexp_full_match(e, '{GRES_GPU}')"
         out = [Check(next(c for c in GRES if c in cols),
                      f"COALESCE(list_bool_or(list_transform({_gres_entries(tres)}, {bad})), "
