@@ -170,7 +170,10 @@ def test_model_flops_by_hand() -> None:
     cfg = get_model("llama2-7b")
     out = predict_hybrid(cfg, node="dgx-a100", dp=8, global_batch=64, zero=1)
     tokens = 64 * 4096
-    flops = (6 * cfg.params_flop + 12 * 32 * 4096 * 4096) * tokens
+    # matrix parameters: Q K V O (4 h^2) and SwiGLU (3 h f) per layer, the V h logits
+    params_flop = 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096
+    assert cfg.params_flop == params_flop == 6_607_077_376
+    flops = (6 * params_flop + 12 * 32 * 4096 * 4096) * tokens
     assert out["model_tflops_per_gpu"] == pytest.approx(
         flops / (out["time_s"]["total"] * 8) / 1e12)
     assert out["tokens_per_s_per_gpu"] == pytest.approx(tokens / (out["time_s"]["total"] * 8))
@@ -179,6 +182,19 @@ def test_model_flops_by_hand() -> None:
     parts = sum(out["time_s"][k] for k in ("data_io", "compute_flop", "compute_mem", "comm",
                                            "bubble"))
     assert parts == pytest.approx(out["time_s"]["total"])
+    # no recomputation, the whole square materialized: the kernels execute the model's FLOPs
+    # and no more (biases and norms are no matrix work in either count)
+    plain = predict_hybrid(cfg, node="dgx-a100", dp=8, global_batch=64, zero=1,
+                           recompute="none", attention="materialized")
+    assert plain["mfu"] == pytest.approx(plain["hfu"], rel=1e-9)
+
+
+def test_mixture_params_flop_by_hand() -> None:
+    # Mixtral 8x7B: top-2 of 8 SwiGLU experts, 8 KV heads of 128, router h x 8, untied head
+    cfg = get_model("mixtral-8x7b")
+    h, f, layers, vocab = 4096, 14336, 32, 32000
+    per_layer = h * (2 * 4096 + 2 * 1024) + 2 * 3 * h * f + h * 8
+    assert cfg.params_flop == layers * per_layer + vocab * h
 
 
 def test_fp8_needs_gpu_support() -> None:

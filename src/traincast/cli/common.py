@@ -464,19 +464,21 @@ def print_full_square_note(what: str, where: str) -> None:
                   f"with a causal mask the kernels run about half of those FLOPs.[/dim]")
 
 
-def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str) -> None:
+def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str,
+                      mixture: bool = False) -> None:
     """One dim line when a forecast's model FLOPs utilization (``(label, MFU %, HFU %)``) is
     above the highest of the published runs of its precision ``dtype`` that traincast checks
     (``parallel.validation.best_published_mfu``): more than any of them reached, so an
     optimistic forecast (docs/parallelism.md); unless the hardware FLOPs utilization (the
     FLOPs the kernels execute, HFU) is within it: then the MFU is high because it counts the
     full ``s x s`` attention square where a causal kernel executes half (a long sequence),
-    which the line says instead."""
+    which the line says instead. Not for a ``mixture`` of experts: no published run of one is
+    checked, so its line says that and stays a caution."""
     from traincast.parallel.validation import best_published_mfu
 
     best, run = best_published_mfu(dtype)
     over = [(label, m, h) for label, m, h in mfu_percent if m > best]
-    square = [(label, m, h) for label, m, h in over if h <= best]
+    square = [(label, m, h) for label, m, h in over if h <= best and not mixture]
     if square:
         said = ", ".join(f"{label} {m:.0f}% MFU, {h:.0f}% HFU" for label, m, h in square)
         console.print(f"{said}: the MFU is above the highest of the published {dtype} runs "
@@ -485,9 +487,11 @@ def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str) -
                       "kernels execute about half; the FLOPs executed (HFU, recomputation "
                       "included) are within it (docs/parallelism.md)", style="dim",
                       highlight=False)
-    if over := [(label, m) for label, m, h in over if h > best]:
+    if over := [(label, m) for label, m, h in over if (label, m, h) not in square]:
         said = ", ".join(f"{label} {m:.0f}%" for label, m in over)
+        moe = ("; none of them is a mixture of experts, whose load imbalance between experts "
+               "the model does not price" if mixture else "")
         console.print(f"MFU ({said}) is above the highest of the published {dtype} runs "
-                      f"traincast checks, {best:.1f}% ({run}): no published run reached it, so "
-                      "read it as optimistic (docs/parallelism.md)", style="dim",
+                      f"traincast checks, {best:.1f}% ({run}): no published run reached it{moe}, "
+                      "so read it as optimistic (docs/parallelism.md)", style="dim",
                       highlight=False)

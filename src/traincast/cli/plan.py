@@ -228,7 +228,8 @@ def plan(
     _table("Fastest configurations", result["top"], overlap=overlap, node=several)
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"], 100 * r["hfu"])
-                       for r in result["top"][:1] if r["mfu"] is not None], result["dtype"])
+                       for r in result["top"][:1] if r["mfu"] is not None], result["dtype"],
+                      mixture=result["params_active"] < result["params"])
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))

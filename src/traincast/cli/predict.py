@@ -714,7 +714,8 @@ def render_hybrid(result: dict[str, Any]) -> None:
         print_full_square_note(f"MFU {mfu:.0f}%", f"the {peak:g} TFLOP/s dense {job['dtype']} "
                                "peak")
     if mfu is not None:
-        print_mfu_caution([("this job", mfu, 100 * result["hfu"])], job["dtype"])
+        print_mfu_caution([("this job", mfu, 100 * result["hfu"])], job["dtype"],
+                          mixture=job["experts"] > 1)
     checks = result.get("published_checks")
     if checks:
         gpu = result["hardware"]["gpu"]

@@ -412,7 +412,7 @@ below one is a unit typed wrong, an error as for :data:`_UPPER`."""
 PEAK_TOLERANCE = 1.25
 """How far an entry's ``fp32_tflops`` may be from ``sms x fp32_cores_per_sm x 2 x
 boost_clock_mhz`` (each FP32 lane does one fused multiply-add, 2 FLOPs, per clock) when all
-four are given: within a factor 1.25 (the shipped entries are within 1.5%, H100 and H200 8%:
+four are given: within a factor 1.25 (the shipped entries are within 1.5%, H100 and H200 8.4%:
 their datasheets quote the peak at 1980 MHz, the catalog the clock MAMF reproduces it at). An
 SM count, a clock or a peak typed wrong is off by far more."""
 

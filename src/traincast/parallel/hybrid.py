@@ -1588,6 +1588,16 @@ def time_parts_s(c: Configs, mb: MicroBatchTimes, t_data: F, t_opt: F, t_dp: F,
             "bubble_s": (c.p - 1.0) / c.v * t_mb, "microbatch_s": t_mb}
 
 
+def model_flops_per_token(model: ModelConfig, seq: ArrayLike) -> F:
+    """Model FLOPs per token of a training step at ``s`` tokens per sequence:
+    ``6 P_flop + 12 l a d s W(s)`` (``P_flop`` = ``ModelConfig.params_flop``; the attention's
+    full ``s x s`` square, Q K^T and A V forward and backward, as Narayanan et al. and PaLM count
+    it; ``W(s)`` the share a sliding window leaves, ``zoo.llm.window_work``)."""
+    s = _i(seq)
+    window = window_work(s, model.window, model.window_share)
+    return 6.0 * model.params_flop + 12.0 * float(model.layers) * float(model.q_dim) * s * window
+
+
 def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
                peak_tflops: float) -> dict[str, F]:
     """Per GPU of ``n = d t p cp``: tokens ``B s / (T n)``; model TFLOP/s
@@ -1607,9 +1617,7 @@ def throughput(model: ModelConfig, c: Configs, flops: tuple[F, F, F], total: F,
     f_gemm, f_attn, f_logit = flops
     n_gpus, l_ = c.d * c.t * c.p * c.cp, float(model.layers)
     tokens = c.gb * c.s
-    window = window_work(c.s, model.window, model.window_share)
-    model_flops = (6.0 * model.params_flop + 12.0 * l_ * float(model.q_dim) * c.s * window) \
-        * tokens
+    model_flops = model_flops_per_token(model, c.s) * tokens
     passes = 1.0 + attention_reruns(c)
     if c.attention in FUSED:
         rates = flash_rates()
@@ -2337,8 +2345,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                    "capacity_gb": sc["mem_capacity_bytes"] / 1e9, "fits": bool(res["fits"])},
         "job": {"arch": "hybrid",
                 "arch_label": "data + tensor + pipeline + expert + context parallelism",
-                "model": cfg.name, "gpus": int(sc["gpus"]), "dp": dp, "tp": tp, "pp": pp,
-                "ep": ep, "cp": cp, "zero": zero, "zero_priced": priced, "shard": g_s,
+                "model": cfg.name, "experts": cfg.experts, "gpus": int(sc["gpus"]), "dp": dp,
+                "tp": tp, "pp": pp, "ep": ep, "cp": cp, "zero": zero, "zero_priced": priced, "shard": g_s,
                 "replicas": group // g_s,
                 "micro_batch": micro_batch, "global_batch": gb,
                 "micro_batches": int(round(sc["micro_batches"])), "seq": int(seq or cfg.seq),

@@ -5,9 +5,10 @@ Notation: ``d`` data-parallel size, ``t`` tensor-parallel size, ``p`` pipeline s
 expert-parallel size, ``v`` interleaved model chunks per stage, ``m`` micro-batches per
 iteration, ``b`` micro-batch (sequences), ``s`` sequence length, ``h`` hidden size, ``a`` heads,
 ``delta`` bytes per activation element; ``bw`` bytes/s of the link a collective runs over.
-Collectives are ring algorithms, bandwidth-only (no per-message latency):
-all-reduce sends ``2 (n-1)/n`` of the buffer per GPU, reduce-scatter and all-gather ``(n-1)/n``,
-all-to-all ``(n-1)/n``. Formulas with sources: docs/parallelism.md.
+Collectives are ring algorithms: all-reduce sends ``2 (n-1)/n`` of the buffer per GPU,
+reduce-scatter and all-gather ``(n-1)/n``, all-to-all ``(n-1)/n``; the tensor-parallel rings
+and the pipeline's point-to-point sends also pay the link latency per step
+(``ring_latency_s``, ``p2p_time_s``). Formulas with sources: docs/parallelism.md.
 """
 
 from __future__ import annotations

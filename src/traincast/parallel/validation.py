@@ -64,6 +64,7 @@ from traincast.parallel.hybrid import (
     HybridHardware,
     evaluate,
     hybrid_hardware,
+    model_flops_per_token,
     package_toml,
     priced_knobs,
     recipes,
@@ -114,14 +115,31 @@ def table_rows(name: str | Path) -> dict[str, Any]:
 @functools.cache
 def best_published_mfu(dtype: str = "") -> tuple[float, str]:
     """The highest model FLOPs utilization (MFU, model FLOP/s over the dense peak of the run's
-    precision, in %) of the shipped published runs that give one (``mfu_percent`` of
-    ``llm_foundry.toml`` and ``published_llm.toml``) in precision ``dtype`` (a row's own, else
-    its table's; every row when none is in it), and that row (its run, its table): a forecast
-    above it is more than any published run of its precision reached, worth saying under it."""
-    rows = [(float(r["mfu_percent"]), f"{r.get('run') or r.get('model', '')} ({name})",
-             r.get("dtype", table.get("dtype", "")))
-            for name in ("llm_foundry.toml", "published_llm.toml")
-            for table in [package_toml(name)] for r in table["row"] if "mfu_percent" in r]
+    precision, in %) of the shipped published runs (``TABLES``) in precision ``dtype`` (a
+    row's own, else its table's; every row when none is in it), and that row (its run, its
+    table): a forecast above it is more than any published run of its precision reached,
+    worth saying under it. A row's MFU is its ``mfu_percent``, else, from its
+    ``tokens_per_gpu_s``, ``100 x tokens/s x model_flops_per_token(s) / P`` (the model FLOPs
+    of ``hybrid.model_flops_per_token``, ``P`` the dense peak of its node's GPU in its
+    precision, the shipped catalog's)."""
+    cat = load_catalog()
+    rows = []
+    for name in TABLES:
+        table = package_toml(name)
+        for i, r in enumerate(table["row"]):
+            dtype_of = r.get("dtype", table.get("dtype", SETTINGS["dtype"]))
+            label = f"{r.get('run') or r.get('model', '')} ({name})"
+            if "mfu_percent" in r:
+                rows.append((float(r["mfu_percent"]), label, dtype_of))
+            elif "tokens_per_gpu_s" in r:
+                seq = r.get("seq", table.get("seq"))
+                model = _row_model(name, i, r, seq)
+                gpu = cat.gpu(cat.node(r.get("node", table.get("node", SETTINGS["node"]))).gpu)
+                peak = float(getattr(gpu, f"{dtype_of}_tflops", 0.0) or 0.0) * 1e12
+                if peak > 0:
+                    per_token = float(model_flops_per_token(model, seq or model.seq))
+                    rows.append((100.0 * float(r["tokens_per_gpu_s"]) * per_token / peak,
+                                 label, dtype_of))
     same = [row for row in rows if row[2] == dtype] or rows
     best = max(same, key=lambda x: x[0])
     return best[0], best[1]

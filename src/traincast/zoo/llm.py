@@ -155,9 +155,15 @@ class ModelConfig:
 
     @property
     def params_flop(self) -> int:
-        """Parameters that do matrix work per token: active non-embedding + the ``V h`` logits."""
-        return self.params_active - self.embedding_params + (self.vocab * self.hidden
-                                                             if self.tied else 0)
+        """Parameters that do matrix work per token: each layer's attention matrices, its
+        active experts' MLP matrices (``top_k`` of a mixture) and router, and the ``V h``
+        logits: ``l (W_attn + k n_mat h f + h E [E > 1]) + V h``. Biases and norms are
+        element-wise work, left out (the hardware count, ``parallel.hybrid``, has none of
+        them either)."""
+        active = self.top_k if self.experts > 1 else 1
+        router = self.hidden * self.experts if self.experts > 1 else 0
+        return (self.layers * (self.attn_matrix_params + active * self.mlp_matrix_params
+                               + router) + self.vocab * self.hidden)
 
 
 def window_work(seq: Any, window: int, share: float) -> Any:
