@@ -348,3 +348,17 @@ def test_plan_assumed_names_the_recipe_per_preset() -> None:
     assert default["assumed"]["searched"]["zero"] == [0, 1, 2, 3]
     assert "materialized attention" in default["assumed"]["text"]
     assert np.isfinite(default["top"][0]["time_s"]["total"])
+
+
+def test_dropout_on_for_a_gated_model_says_that_such_models_train_without() -> None:
+    """megatron-2021 keeps the 2021 stack's dropout for every model (its Megatron SC'21 table
+    unchanged); for a Llama-class (gated MLP) model the assumed line says that such a model
+    trains without, and which recipes turn it off; a GeLU model (GPT-3) gets no such words."""
+    kw = {"node": "dgx-a100", "dp": 8, "global_batch": 64}
+    llama = predict_hybrid("zoo:llama2-7b", **kw)["assumed"]["text"]
+    gpt = predict_hybrid("zoo:megatron-gpt-1.7b", **kw)["assumed"]["text"]
+    assert "dropout on (the stack's default; a gated-MLP model" in llama
+    assert "--framework megatron-core, fsdp or torchtitan" in llama
+    assert "dropout on" in gpt and "gated-MLP" not in gpt
+    core = predict_hybrid("zoo:llama2-7b", **kw, framework="megatron-core")["assumed"]["text"]
+    assert "dropout off" in core and "gated-MLP" not in core

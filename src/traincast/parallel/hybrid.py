@@ -1822,11 +1822,19 @@ def recompute_mode(recompute: str, knobs: dict[str, Any]) -> str:
     return str(knobs["selective"]) if recompute == "selective" else recompute
 
 
-def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8") -> str:
+GATED_DROPOUT_NOTE = ("the stack's default; a gated-MLP model of the Llama class trains "
+                      "without: --framework megatron-core, fsdp or torchtitan")
+"""What ``recipe_text`` says beside a recipe's dropout on for a gated-MLP model."""
+
+
+def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8",
+                gated: bool = False) -> str:
     """The ``assumed:`` line's words for a recipe: its name and what it set (the fp8 weight
-    cache only for a job in ``dtype`` fp8, where it acts)."""
+    cache only for a job in ``dtype`` fp8, where it acts); dropout on for a ``gated``-MLP
+    model says that such a model trains without (:data:`GATED_DROPOUT_NOTE`)."""
     words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
-             "dropout": lambda v: f"dropout {'on' if v else 'off'}",
+             "dropout": lambda v: (f"dropout on ({GATED_DROPOUT_NOTE})" if v and gated
+                                   else f"dropout {'on' if v else 'off'}"),
              "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
              "context_parallel": lambda v: ("context parallelism in the stack (--cp)" if v
                                             else "no context parallelism"),
@@ -2324,7 +2332,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                            f"data-parallel ranks, {group // g_s} replicas (--shard); "
                            if g_s < group else "")
                         + recipe_text(framework, {k: v for k, v in by_recipe.items()
-                                                  if k != "hsdp"}, dtype))
+                                                  if k != "hsdp"}, dtype, cfg.gated))
     return {
         **time_summary(sc),
         "attention_rate": attention_rate(cfg, hw, attention, s // cp, dtype),

@@ -571,7 +571,8 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
                  framework: str = DEFAULT_FRAMEWORK,
                  by_recipe: dict[str, dict[str, Any]] | None = None,
                  zeros: tuple[int, ...] = ZEROS,
-                 cp_searched: dict[str, bool] | None = None) -> dict[str, Any]:
+                 cp_searched: dict[str, bool] | None = None,
+                 gated: bool = False) -> dict[str, Any]:
     """What ``plan`` assumed and what it searched: the global batch
     (:func:`hybrid.batch_assumption`), sequence, dtype, attention, the framework recipe and
     what it set (``by_recipe``: per node preset), schedule and overlap, whether context
@@ -580,9 +581,10 @@ def plan_assumed(global_batch: int | None, gb: int, s: int, seq: int | None, dty
     seq_how = "the model's, --seq to change" if seq is None else "--seq"
     sets = by_recipe or {}
     distinct = {repr(v): v for v in sets.values()}
-    recipe = (recipe_text(framework, next(iter(distinct.values()), {}), dtype)
+    recipe = (recipe_text(framework, next(iter(distinct.values()), {}), dtype, gated)
               if len(distinct) <= 1 else
-              "; ".join(f"on {nd}: {recipe_text(framework, v, dtype)}" for nd, v in sets.items()))
+              "; ".join(f"on {nd}: {recipe_text(framework, v, dtype, gated)}"
+                        for nd, v in sets.items()))
     set_attention = any("attention" in v for v in sets.values())
     full_sets = [RECIPE_KNOBS | v for v in sets.values()]  # the knobs no recipe set: defaults
     hsdp_on = all(v["hsdp"] for v in full_sets)
@@ -717,7 +719,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, first_attention,
                                 framework, {r["hw"].node: r["by_recipe"] for r in base},
                                 base[0]["zeros"],
-                                {r["hw"].node: r["cp_searched"] for r in base}),
+                                {r["hw"].node: r["cp_searched"] for r in base}, cfg.gated),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
