@@ -451,3 +451,27 @@ def test_predict_says_when_the_gpu_waits_for_the_host() -> None:
     said = flat(cli("plan", "zoo:gpt2", "--gpus", "8", "--node", "dgx-h100", "--seq", "128",
                     "--global-batch", "64"))
     assert "(mostly waiting for the host to issue the kernels)" in said
+
+
+def test_a_long_config_context_as_the_default_sequence_is_warned(tmp_path) -> None:
+    """A config whose max_position_embeddings is 32,768 (Mistral 7B v0.1's) and gives no
+    pre-training length: without --seq plan and predict take 32,768 tokens and say it is the
+    model's longest context, not necessarily its training length; with --seq, or a model whose
+    own sequence is at most 8,192 tokens, no such warning."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "mistral", "hidden_size": 1024, "num_hidden_layers": 4,
+        "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 2816,
+        "vocab_size": 32000, "max_position_embeddings": 32768, "rms_norm_eps": 1e-5,
+        "hidden_act": "silu", "tie_word_embeddings": False}))
+    model = f"hf:{tmp_path}"
+    out = plan(model, 8, "dgx-a100", top=1)
+    long = [w for w in out["warnings"] if "longest context" in w]
+    assert out["seq"] == 32768 and len(long) == 1 and "32,768 tokens" in long[0]
+    assert "give --seq" in long[0]
+    assert not [w for w in plan(model, 8, "dgx-a100", top=1, seq=32768)["warnings"]
+                if "longest context" in w]
+    text = " ".join(cli("predict", "--arch", "hybrid", "--model", model, "--node", "dgx-a100",
+                        "--dp", "8").split())
+    assert "32,768 tokens, is" in text and "longest context" in text
+    assert not [w for w in plan("zoo:llama2-7b", 8, "dgx-a100", top=1)["warnings"]
+                if "longest context" in w]

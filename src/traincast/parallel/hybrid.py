@@ -2062,6 +2062,25 @@ def seq_warning(cfg: ModelConfig, seq: int) -> str:
             f"context ({kind} positions run longer, beyond what the model was trained for)")
 
 
+LONG_DEFAULT_SEQ = 8192
+"""A model's own sequence above this many tokens, taken when no ``--seq`` is given, gets a
+warning (:func:`long_default_seq_warning`): Llama 2 and 3 pre-trained at 4,096 and 8,192 tokens
+(Touvron et al. 2023; Meta, Llama 3 model card), while configs give their longest context
+(Mistral 7B v0.1: 32,768; Qwen2.5: 131,072)."""
+
+
+def long_default_seq_warning(cfg: ModelConfig, seq: int | None) -> str:
+    """The warning when no sequence was given (``seq`` None) and the model's own,
+    ``cfg.seq`` (a config's ``max_position_embeddings`` where it gives no pre-training length,
+    ``original_max_position_embeddings``), is above :data:`LONG_DEFAULT_SEQ`: the longest
+    context a model takes need not be the length it was pre-trained at."""
+    if seq is not None or cfg.seq <= LONG_DEFAULT_SEQ:
+        return ""
+    return (f"the sequence, {cfg.seq:,} tokens, is {cfg.name}'s longest context (its config's "
+            "max_position_embeddings), which need not be the length it was pre-trained at: "
+            "give --seq for the run you mean")
+
+
 def default_config_warning(cfg: ModelConfig) -> str:
     """The note of a model built from transformers' default config of a bare ``model_type``
     (``hf:gemma``; ``zoo.llm.from_transformers``): its sizes need not be any checkpoint's."""
@@ -2299,7 +2318,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                             hsdp_warning(framework, g_s < group, knobs),
                             selective_op_warning(cfg, recompute, attention),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
-                            seq_warning(cfg, s), window_warning(cfg, s, attention),
+                            seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
+                            window_warning(cfg, s, attention),
                             default_config_warning(cfg)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {

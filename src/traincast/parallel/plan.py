@@ -48,6 +48,7 @@ from traincast.parallel.hybrid import (
     check_framework,
     check_shapes,
     default_config_warning,
+    long_default_seq_warning,
     default_global_batch,
     divisors,
     evaluate,
@@ -723,7 +724,8 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
-        "warnings": [w for w in (seq_warning(cfg, s), window_warning(cfg, s, first_attention),
+        "warnings": [w for w in (seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
+                                 window_warning(cfg, s, first_attention),
                                  default_config_warning(cfg)) if w]}
     ranks = [f"#{r['rank']}" for r in out["top"] if r["recompute"] == "selective-op"]
     if ranks and (w := selective_op_warning(cfg, "selective-op", first_attention)):
