@@ -56,6 +56,15 @@ def test_nothing_fits_is_said() -> None:
     out = plan("zoo:llama2-70b", 8, "pai-v100-nvlink", global_batch=8, dtype="fp16")
     assert out["top"] == [] and out["feasible"] == 0
     assert "no configuration fits" in out["note"]
+    # the command says so and exits 1 (no plan came back), with --json too; a plan exits 0
+    args = ["plan", "zoo:llama2-70b", "--gpus", "8", "--node", "pai-v100-nvlink",
+            "--global-batch", "8", "--dtype", "fp16"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1 and "no configuration fits" in " ".join(res.output.split())
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 1 and json.loads(res.stdout)["feasible"] == 0
+    assert runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8", "--top", "1"]
+                         ).exit_code == 0
 
 
 def test_price_ranks_by_cost(tmp_path) -> None:

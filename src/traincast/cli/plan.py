@@ -156,7 +156,8 @@ def plan(
     The output says what it assumed (global batch, sequence, dtype, attention, schedule) and
     what it searched, what every column is with its units, and the predict --arch hybrid line
     of the best configuration (the same iteration time). Re-planning says why GPUs are left
-    unused.
+    unused. Exit status: 0 with a plan; 1 when no configuration exists or fits in memory (the
+    output, and --json's feasible and top, say why); 2 on bad input.
     """
     from traincast.parallel.plan import plan as run_plan
     from traincast.parallel.plan import replan
@@ -204,6 +205,7 @@ def plan(
         row["predict"] += same
     if json_out:
         print_json(result)
+        _exit_without_plan(result)
         return
     console.print(f"[bold]{result['model']}[/bold] ({fmt_params(result['params'])} parameters) "
                   f"on {result['gpus']} GPUs of {', '.join(result['nodes'])}: global batch "
@@ -246,6 +248,14 @@ def plan(
             console.print(result["network"]["summary"])
     if "note" in result:
         console.print(f"[red]{result['note']}[/red]")
+    _exit_without_plan(result)
+
+
+def _exit_without_plan(result: dict[str, Any]) -> None:
+    """Exit status 1 when no configuration exists or fits (``result['top']`` empty; the
+    output says why): a script reads that no plan came back without parsing the output."""
+    if not result["top"]:
+        raise typer.Exit(1)
 
 
 CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-parallel sizes "
