@@ -563,6 +563,9 @@ def test_shape_errors_say_which_sizes_would_do() -> None:
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=1, tp=3)
     with pytest.raises(TraincastError, match="llama2-7b has none: use ep 1"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, ep=2)
+    # Mixtral 8x7B: 8 experts; ep divides both the experts and dp = 16: 1, 2, 4, 8
+    with pytest.raises(TraincastError, match="8 experts, dp 16; ep of 1, 2, 4, 8 would"):
+        predict_hybrid("zoo:mixtral-8x7b", node="dgx-h100", dp=16, ep=16)
     with pytest.raises(TraincastError, match=r"\(8 x 1 = 8\): 96 would"):
         predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, global_batch=100)
     # 32 layers: pp divides 32 (and 32 / vp with interleaving, which needs pp > 1: 2..16)

@@ -2154,6 +2154,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                        "ranks)") + ", or leave --shard out for every rank")
         elif code == SHAPE_EP and cfg.experts <= 1:
             why = f"expert parallelism needs experts; {cfg.name} has none: use ep 1"
+        elif code == SHAPE_EP:
+            ok = divisors(math.gcd(cfg.experts, sizes["dp"]))
+            why += (f": {cfg.experts} experts, dp {sizes['dp']}; ep of "
+                    f"{', '.join(map(str, ok[:10]))} would")
         elif code == SHAPE_ZERO_PP and sizes.get("zero_from"):
             why += f"; ZeRO {sizes['zero']} is {sizes['zero_from']}: --zero 1 with --pp"
         elif code == SHAPE_BATCH:
@@ -2167,7 +2171,8 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                                   f"attention={attention}, {cfg.name}: "
                                   f"{cfg.layers} layers, {cfg.heads} heads"
                                   + (f", {cfg.kv} key/value heads" if cfg.kv != cfg.heads
-                                     else ""))
+                                     else "")
+                                  + (f", {cfg.experts} experts" if cfg.experts > 1 else ""))
 
 
 def time_summary(sc: dict[str, float]) -> dict[str, Any]:
