@@ -289,3 +289,22 @@ def test_pipeline_stages_are_outermost_so_two_nodes_put_a_stage_boundary_on_the_
     dp = [predict_hybrid("zoo:llama2-7b", dp=4, nic=nic, **kw)["comm_s"]["dp"]
           for nic in (None, "1Gbit")]
     assert dp[1] == dp[0] > 0
+
+
+def test_rows_above_every_published_mfu_are_marked_in_the_table() -> None:
+    """A row whose MFU and HFU are both above the best published bf16 run (llm-foundry's
+    MPT-7B on A100 80 GB, 64.23% MFU) gets a '*' beside its TFLOP/s, with a legend line and
+    the caution under the table naming each; a row within it gets none."""
+    args = ["plan", "zoo:llama2-7b", "--gpus", "32", "--node", "dgx-a100", "--framework",
+            "fsdp", "--top", "12"]
+    rows = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["top"]
+    text = runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
+    marked = {r["rank"] for r in rows if r["mfu"] > 0.6423 and r["hfu"] > 0.6423}
+    assert marked and len(marked) < len(rows)  # both kinds of row in the table
+    for r in rows:
+        line = next(ln for ln in text.splitlines() if ln.lstrip().startswith(f"{r['rank']} ")
+                    and "dp=" in ln)
+        assert line.rstrip().endswith("*") == (r["rank"] in marked), line
+    flat = " ".join(text.split())
+    assert "*: an MFU above every published run of this precision" in flat
+    assert all(f"#{k} " in flat.split("MFU (")[1] for k in marked)

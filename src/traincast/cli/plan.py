@@ -16,6 +16,7 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
+    above_published,
     catalog_from,
     check_model_spec,
     check_price,
@@ -227,11 +228,12 @@ def plan(
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
     several = len(result["nodes"]) > 1  # rows then name their node preset
-    _table("Fastest configurations", result["top"], overlap=overlap, node=several)
+    _table("Fastest configurations", result["top"], overlap=overlap, node=several,
+           dtype=result["dtype"], mixture=_mixture(result))
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"], 100 * r["hfu"])
-                       for r in result["top"][:1] if r["mfu"] is not None], result["dtype"],
-                      mixture=result["params_active"] < result["params"])
+                       for r in result["top"] if r["mfu"] is not None], result["dtype"],
+                      mixture=_mixture(result))
     if result["top"]:
         console.print(Text("#1 alone (the same iteration time): " + result["top"][0]["predict"],
                            style="dim"))
@@ -282,6 +284,8 @@ TIME_LEGEND = (
      "(P parameters in matrix products, l layers, a d attention width, s sequence; "
      "recomputation not counted)"))
 NODE_LEGEND = (("[node]", "the node preset the configuration runs on"),)
+MARK_LEGEND = (("*", "an MFU above every published run of this precision that traincast "
+                "checks: optimistic (the line under the table)"),)
 MONEY_LEGEND = (
     ("[node]", "the node preset; the other columns as in the table of the fastest"),
     ("overhead", "expected time factor of checkpoints, lost work and restarts, 1 + C/tau + "
@@ -469,13 +473,23 @@ def _note_above_peak(result: dict[str, Any]) -> None:
         print_full_square_note(f"TFLOP/s of {ranks}", where)
 
 
+def _mixture(result: dict[str, Any]) -> bool:
+    """The plan's model is a mixture of experts (fewer parameters active than it has)."""
+    return bool(result["params_active"] < result["params"])
+
+
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
-           overlap: float = 0.0, legend: bool = True, node: bool = False) -> None:
+           overlap: float = 0.0, legend: bool = True, node: bool = False,
+           dtype: str = "", mixture: bool = False) -> None:
     """Time breakdown columns, or with ``money`` the expected cost columns; the legend of
     the columns below (``legend``); each configuration with its node preset, ``[NODE]``,
-    with ``money`` or ``node`` (a plan over several presets)."""
+    with ``money`` or ``node`` (a plan over several presets). With ``dtype``, a model
+    TFLOP/s whose MFU is above every published run of that precision (``above_published``)
+    is marked ``*``."""
     if not rows:
         return
+    marked = {r["rank"] for r in rows if dtype and not money and r.get("mfu") is not None
+              and above_published(100 * r["mfu"], 100 * r["hfu"], dtype, mixture)}
     table = Table(title=title, title_justify="left", **RULES_OFF)
     cols = ["#", "configuration", "s/iter"]
     cols += (["mem GB", "tok/s/GPU", "overhead", "s/M tok", "$/M tok"] if money else
@@ -497,12 +511,14 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
             share = r["share"]
             cells += [percent(share["compute"]), percent(share["comm"]),
                       percent(share["bubble"]), f"{r['memory_gb']['total']:.1f}",
-                      f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"]
+                      f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"
+                      + ("*" if r["rank"] in marked else "")]
         table.add_row(*cells)
     print_table(table, console)
     hidden = " (with --overlap, the hidden part included)" if overlap > 0 else ""
     if legend:
-        print_legend(MONEY_LEGEND if money else
-                     (NODE_LEGEND + TIME_LEGEND if node else TIME_LEGEND), hidden=hidden)
+        print_legend((MONEY_LEGEND if money else
+                      (NODE_LEGEND + TIME_LEGEND if node else TIME_LEGEND))
+                     + (MARK_LEGEND if marked else ()), hidden=hidden)
     for r in rows:
         console.print(f"[dim]{r['rank']}. {escape(r['why'])}[/dim]")
