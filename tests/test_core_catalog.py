@@ -347,6 +347,21 @@ def test_a_file_names_gpus_as_gpu_names_them_and_its_changes_cite_it(tmp_path: P
     assert "Tesla T4" in err.value.hint
 
 
+def test_a_file_changing_one_key_of_a_shipped_node_or_link_cites_itself(tmp_path: Path):
+    # a node and a link take a part of their entry as a GPU does: the rest shipped, the
+    # changed value citing the file (a node once had no field citations: a TypeError)
+    shipped = load_catalog()
+    path = tmp_path / "mine.toml"
+    path.write_text('[node.dgx-a100]\nnics = 1\n[link.eth25]\nbw_gbs = 2\n')
+    cat = load_catalog([path])
+    node = cat.nodes["dgx-a100"]
+    assert node.nics == 1 and node.gpu == shipped.nodes["dgx-a100"].gpu
+    assert node.source == shipped.nodes["dgx-a100"].source
+    assert node.sources["nics"] == f"{path} (a value of this file)"
+    assert cat.links["eth25"].bw_gbs == 2
+    assert cat.links["eth25"].sources["bw_gbs"] == f"{path} (a value of this file)"
+
+
 def test_a_matrix_peak_below_the_one_it_must_exceed_is_refused(tmp_path: Path) -> None:
     # tf32 below fp32, or fp8 below bf16 (a sparse/dense mix-up), would price an fp8 job
     # slower than a bf16 one; the A100's and H100's own figures load

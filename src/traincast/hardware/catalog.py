@@ -212,6 +212,7 @@ class Node:
     nic: str
     nics: int = 1  # network ports (rails) per node, each a `nic` link
     source: str = ""
+    sources: dict[str, str] = field(default_factory=dict)  # field -> citation (an override)
     description: str = ""
 
 
