@@ -10,8 +10,12 @@ import pytest
 
 pytest.importorskip("torch")
 
+from typer.testing import CliRunner  # noqa: E402
+
 from traincast.calibration import calibrate  # noqa: E402
 from traincast.calibration.comm import fit_latency_bw  # noqa: E402
+from traincast.cli import app  # noqa: E402
+from traincast.errors import TraincastError  # noqa: E402
 from traincast.hardware.catalog import CatalogError, load_catalog  # noqa: E402
 from traincast.predict import predict  # noqa: E402
 
@@ -360,3 +364,39 @@ def test_a_calibration_may_rewrite_its_own_file_not_a_kernel_fit(tiny_catalog: P
     fit.write_text(tomli_w.dumps({"kernel_model": {"fitted_on": ["T4"], "params": {}}}))
     _refuse_other_tables(fit, kernel_fit=True)  # a fit may rewrite a fit (the reverse: the
     # CLI test of test_kernel_fit.py, test_one_calibration_does_not_replace_another)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["calibrate", "--device", "foo"], "--device 'foo': not a device"),
+    (["calibrate", "--device", ""], "--device '': not a device"),
+    (["validate", "--device", "tpu"], "--device 'tpu': not a device"),
+    (["calibrate", "--catalog", "x.toml"], "--catalog needs --kernels"),
+    (["validate", "--sample", "5"], "--sample 5 needs --kernels"),
+    (["validate", "--published", "--sample", "5"], "--sample 5 needs --kernels"),
+])
+def test_a_device_or_option_that_cannot_act_is_refused_before_measuring(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: str) -> None:
+    """A device traincast cannot measure on, and an option that acts only with --kernels,
+    are input errors before any measurement (no stage runs, nothing is written)."""
+    from traincast import calibration
+
+    def measured(*_a: object, **_k: object) -> None:
+        raise AssertionError("a measurement ran")
+
+    monkeypatch.setattr(calibration, "_calibrate", measured)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, args)
+    assert isinstance(res.exception, TraincastError), res.output
+    assert words in str(res.exception)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cuda_where_torch_sees_none_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from traincast.calibration import check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(TraincastError, match="torch sees no CUDA device here"):
+        check_device("cuda")
+    assert check_device(None) == "cpu" and check_device(" CPU ") == "cpu"

@@ -97,6 +97,33 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def check_device(device: str | None) -> str:
+    """The device to measure on: ``cpu``, ``cuda`` or ``cuda:N``, checked before any
+    measurement (``None``: :func:`default_device`); anything else, or CUDA where torch sees no
+    GPU, is an input error naming ``--device``."""
+    if device is None:
+        return default_device()
+    name = device.strip().lower()
+    if name != "cpu" and not (name == "cuda" or (name.startswith("cuda:")
+                                                 and name[5:].isdigit())):
+        raise TraincastError(f"--device {device!r}: not a device traincast measures on",
+                             hint="cpu, cuda or cuda:N (leave it out for cuda where present, "
+                                  "else cpu)")
+    if name.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise TraincastError(f"--device {device}: torch sees no CUDA device here "
+                                 "(torch.cuda.is_available() is False)",
+                                 hint="--device cpu, or run on a machine with an NVIDIA GPU and "
+                                      "a CUDA build of torch")
+        index = int(name[5:]) if ":" in name else 0
+        if index >= torch.cuda.device_count():
+            raise TraincastError(f"--device {device}: torch sees "
+                                 f"{torch.cuda.device_count()} CUDA device(s), numbered from 0")
+    return name
+
+
 def device_name(device: str) -> str:
     """A person's name for the device: the GPU's name, or the CPU model."""
     import torch
@@ -232,7 +259,7 @@ def calibrate(output: str | Path | None = None, *, quick: bool = False,
         raise TraincastError(f"calibrate: threads must be >= 1, got {threads}",
                              hint="pass --threads N with N >= 1 (default: torch's count)")
     return thread_model.at_threads(threads, lambda: _calibrate(
-        output, quick=quick, device=device or default_device(), threads=threads, comm=comm,
+        output, quick=quick, device=check_device(device), threads=threads, comm=comm,
         tiny=tiny, force=force, say=progress))
 
 

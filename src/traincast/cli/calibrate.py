@@ -126,10 +126,18 @@ def calibrate(
         raise TraincastError("--check needs --kernels",
                              hint="--kernels DIR is what the fit sees, --check DIR what it is "
                                   "checked on")
+    if catalog is not None and kernels is None:
+        raise TraincastError("--catalog needs --kernels",
+                             hint="--catalog gives the datasheet entries of the GPUs a "
+                                  "--kernels fit measured; calibrate alone measures this "
+                                  "machine and needs none")
     if kernels is not None:
         _fit_kernels(kernels, output, catalog, json_out, check or [])
         return
     from traincast.calibration import calibrate as run_calibration
+    from traincast.calibration import check_device
+
+    device = check_device(device)  # before minutes of measuring
 
     out = run_calibration(output, quick=quick, device=device, threads=threads, comm=comm,
                           force=force, progress=_progress(is_quiet()))
@@ -220,17 +228,19 @@ def validate(
     Python from files: --rows with a spec = "FILE.py:FUNC" imports (runs) FILE.py only with
     --trust-specs; without it the rows file is refused, naming the row and spec.
     """
+    if sample and kernels is None:
+        raise TraincastError(f"--sample {sample} needs --kernels",
+                             hint="--sample N reads N rows per file of a --kernels folder")
     if published or rows is not None:
         _validate_published(catalog, json_out, rows, trust_specs)
         return
     if kernels is not None:
         _validate_kernels(kernels, catalog, sample, json_out)
         return
-    from traincast.calibration import default_device
-    from traincast.errors import TraincastError
+    from traincast.calibration import check_device
     from traincast.validation import thread_counts, validate, validate_threads
 
-    dev = device or default_device()
+    dev = check_device(device)
     if catalog is not None or dev.startswith("cuda"):
         if threads and len(threads) > 1:
             raise TraincastError("validate: one --threads value with --catalog or on CUDA",
