@@ -69,6 +69,29 @@ def test_bad_input_is_one_line_without_traceback():
     assert r.returncode == 2 and "--flops" in r.stderr
 
 
+@pytest.mark.parametrize("text, unit, value", [
+    ("1.2GB", "bytes", 1.2e9), ("350M", "bytes", 3.5e8), ("2k", "bytes", 2e3),
+    ("2K", "bytes", 2e3), ("24T", "flops", 24e12), ("24TFLOP", "flops", 24e12),
+    ("8 tflops", "flops", 8e12), ("4.1e9", "flops", 4.1e9)])
+def test_number_flags_read_decimal_prefixes_and_their_unit(text, unit, value) -> None:
+    from traincast.cli.common import parse_number
+
+    assert parse_number(text, "--x", None, unit) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text, unit, words", [
+    ("1Gb", "bytes", "'b' is bits (8 to a byte); write B for bytes: 1GB"),
+    ("24m", "flops", "'m' is milli; write M for mega (24M)"),
+    ("24TB", "flops", "a count of flops ends in FLOP, not B"),
+    ("1GFLOP", "bytes", "a count of bytes ends in B, not FLOP")])
+def test_number_flags_refuse_bits_milli_and_the_other_unit(text, unit, words) -> None:
+    from traincast.cli.common import parse_number
+
+    with pytest.raises(TraincastError, match="^--x: ") as err:
+        parse_number(text, "--x", None, unit)
+    assert words in str(err.value)
+
+
 def test_hardware_show_and_list():
     r = tc("hardware", "show", "V100", "--json")
     assert r.returncode == 0, r.stderr

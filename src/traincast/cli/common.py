@@ -50,9 +50,12 @@ ComputeOpt = Annotated[str, typer.Option(
     "measured curves, else the shape-aware kernel model, else flat peaks), kernel, curves, or "
     "paper (the paper's flat peak x flop_efficiency for every GPU). docs/model.md.")]
 
-_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:b|flops?)?\s*$",
-                     re.IGNORECASE)
+_SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)"
+                     r"\s*(B|b|[fF][lL][oO][pP][sS]?)?\s*$")
+UNIT_WORDS: dict[str, str] = {"bytes": "B", "flops": "FLOP"}
+"""The unit a number flag may end in: ``B`` after a byte count, ``FLOP`` (or ``FLOPs``, any
+case) after a FLOP count (:func:`parse_number`)."""
 
 MAX_FLOPS = FLOPS_MAX
 """The largest FLOPs per iteration a flag takes (``--flops``), as in a trace: 1e24."""
@@ -64,18 +67,35 @@ MAX_GPUS = COUNT_MAX
 in a trace: 1,000,000."""
 
 
-def parse_number(text: str, what: str, high: float | None = None) -> float:
-    """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes).
+def parse_number(text: str, what: str, high: float | None = None,
+                 unit: str | None = None) -> float:
+    """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes k, M,
+    G, T, P; ``K`` for kilo too, any case for G, T and P; ``m`` is refused: milli, or mega?).
 
-    A negative, infinite (``1e400``) or not-a-number value is a TraincastError naming ``what``
-    (the flag), and so is one above ``high`` when given."""
+    ``unit`` (``"bytes"`` or ``"flops"``): the unit word the number may end in
+    (:data:`UNIT_WORDS`): ``B`` for bytes (``b``, bits, is refused: 8 times fewer), ``FLOP``
+    for FLOPs; the other unit is refused. A negative, infinite (``1e400``) or not-a-number
+    value is a TraincastError naming ``what`` (the flag), and so is one above ``high`` when
+    given."""
     m = _NUMBER.match(str(text))
     if not m and _NUMBER.match(str(text).strip().removeprefix("-")):
         raise TraincastError(f"{what}: must not be negative, got {text!r}")
     if not m:
         raise TraincastError(f"{what}: not a number: {text!r}",
-                             hint="use a plain number, e-notation or a k/M/G/T suffix")
-    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+                             hint="use a plain number, e-notation or a k/M/G/T suffix"
+                             + (f" (then {UNIT_WORDS[unit]})" if unit else ""))
+    prefix, word = m.group(2), m.group(3) or ""
+    if prefix == "m":
+        raise TraincastError(f"{what}: {text!r}: 'm' is milli; write M for mega ({m.group(1)}M)")
+    prefix = "k" if prefix in ("k", "K") else prefix.upper()
+    if word == "b":
+        raise TraincastError(f"{what}: {text!r}: 'b' is bits (8 to a byte); write B for "
+                             f"bytes: {m.group(1)}{prefix}B")
+    wanted = UNIT_WORDS.get(unit or "")
+    if word and wanted and word.upper().rstrip("S") != wanted:
+        raise TraincastError(f"{what}: {text!r}: a count of {unit} ends in {wanted}, not {word}",
+                             hint=f"e.g. {m.group(1)}{prefix}{wanted}")
+    value = float(m.group(1)) * _SUFFIX[prefix]
     if not math.isfinite(value):
         raise TraincastError(f"{what}: not a finite number: {text!r}",
                              hint="a number up to about 1e308 (and below the flag's bound)")

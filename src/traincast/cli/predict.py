@@ -150,12 +150,12 @@ def features_from_flags(features: Path | None, model: str | None, batch: int | N
         return profile_model(model, batch_size=batch, amp=amp, ops=ops)
     if mem_bytes is None or weight_bytes is None:
         raise TraincastError("--flops needs --mem-bytes and --weight-bytes too")
-    return {"flops_compute_bound": parse_number(flops, "--flops", MAX_FLOPS),
-            "bytes_memory_bound": parse_number(mem_bytes, "--mem-bytes", MAX_BYTES),
-            "weight_bytes": parse_number(weight_bytes, "--weight-bytes", MAX_BYTES),
+    return {"flops_compute_bound": parse_number(flops, "--flops", MAX_FLOPS, "flops"),
+            "bytes_memory_bound": parse_number(mem_bytes, "--mem-bytes", MAX_BYTES, "bytes"),
+            "weight_bytes": parse_number(weight_bytes, "--weight-bytes", MAX_BYTES, "bytes"),
             "embedding_bytes_touched": parse_number(embedding_bytes or "0", "--embedding-bytes",
-                                                    MAX_BYTES),
-            "input_bytes": parse_number(input_bytes or "0", "--input-bytes", MAX_BYTES)}
+                                                    MAX_BYTES, "bytes"),
+            "input_bytes": parse_number(input_bytes or "0", "--input-bytes", MAX_BYTES, "bytes")}
 
 
 @app.command()
@@ -171,7 +171,8 @@ def predict(
         "default the model's own (traincast zoo list).")] = None,
     flops: Annotated[str | None, typer.Option(
         help=f"FLOPs of compute-bound ops per iteration, at most {fmt_exp(MAX_FLOPS)} (2.4e13, "
-        "or 24T: k/M/G/T decimal; the same for the byte flags).")] = None,
+        "24T or 24TFLOP: k/M/G/T decimal, M mega, not m; the byte flags alike, ending in B, "
+        "bytes, not b, bits).")] = None,
     mem_bytes: Annotated[str | None, typer.Option(
         help="Bytes read+written by memory-bound ops per iteration.")] = None,
     weight_bytes: Annotated[str | None, typer.Option(
