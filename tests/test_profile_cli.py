@@ -113,10 +113,36 @@ def test_hf_config_spec_builds_from_config_only(tmp_path: Path) -> None:
     assert abs(rec["flops_compute_bound"] / (6 * rec["params"] * tokens) - 1) < 0.25
 
 
+def test_a_per_op_table_apart_from_its_totals_is_refused(tmp_path: Path) -> None:
+    """The per-op table and the totals of one record describe one step: a table cut to one
+    row (n_ops says 3), or whose compute-bound FLOPs (5e11 per call x count 2 = 1e12) are not
+    the total (2e12), is refused naming the field; the same table with its own totals loads."""
+    ops = [{"op": "mm", "flops": 5e11, "count": 2, "bound": "compute"},
+           {"op": "add", "bytes_read": 6e8, "bytes_written": 4e8, "bound": "memory"},
+           {"op": "relu", "bytes_read": 5e8, "bytes_written": 5e8, "bound": "memory"}]
+    good = {"flops_compute_bound": 1e12, "bytes_memory_bound": 2e9, "weight_bytes": 1e8,
+            "n_ops": 3, "ops": ops}
+    assert load_features(write_features(good, tmp_path / "good.json"))["ops"] == ops
+    cases = [({"ops": ops[:1]}, "field 'n_ops' is 3, but the per-op table ('ops') has 1 rows"),
+             ({"flops_compute_bound": 2e12}, "field 'flops_compute_bound' is 2e+12, but the "
+                                             "per-op table's compute-bound rows sum to 1e+12"),
+             ({"bytes_memory_bound": 3e9}, "field 'bytes_memory_bound' is 3e+09, but the "
+                                           "per-op table's memory-bound rows sum to 2e+09")]
+    for i, (change, words) in enumerate(cases):
+        path = tmp_path / f"bad{i}.json"
+        path.write_text(json.dumps({**good, **change}))
+        with pytest.raises(TraincastError) as err:
+            load_features(path)
+        assert str(err.value) == f"{path}: {words}" and "leave 'ops' out" in err.value.hint
+
+
 def test_features_files_round_trip_and_errors(tmp_path: Path) -> None:
     rec = {"flops_compute_bound": 1e12, "bytes_memory_bound": 2e9, "weight_bytes": 1e8,
-           "ops": [{"op": "mm", "phase": "forward", "flops": 10, "bytes_read": 4,
-                    "bytes_written": 4, "bound": "compute", "dtype": "float32", "shapes": "2x2"}]}
+           "ops": [{"op": "mm", "phase": "forward", "flops": 1e12, "bytes_read": 4,
+                    "bytes_written": 4, "bound": "compute", "dtype": "float32", "shapes": "2x2"},
+                   {"op": "add", "phase": "forward", "flops": 0, "bytes_read": 1.5e9,
+                    "bytes_written": 0.5e9, "bound": "memory", "dtype": "float32",
+                    "shapes": "2x2;2x2"}]}
     assert load_features(write_features(rec, tmp_path / "f.json")) == rec
     back = load_features(write_features(rec, tmp_path / "f.parquet"))
     assert back["ops"] == rec["ops"] and back["weight_bytes"] == 1e8

@@ -157,6 +157,46 @@ def check_record(record: Mapping[str, Any], where: str) -> None:
                 raise TraincastError(f"{where}: memory_bytes.{part} must be a number of "
                                      f"bytes from 0 to {BYTES_MAX:g}, got {_short(value)}")
     check_ops(record.get("ops"), where)
+    check_totals(record, where)
+
+
+TOTALS_RTOL = 0.01
+"""How far a record's totals may be from the sums of its per-op table (:func:`check_totals`)."""
+
+
+def check_totals(record: Mapping[str, Any], where: str) -> None:
+    """A record's per-op table and its totals describe one step, as ``profile`` writes them:
+    ``n_ops`` = the table's rows, ``flops_compute_bound`` = the compute-bound rows' ``flops x
+    count`` summed, ``bytes_memory_bound`` = the memory-bound rows' ``(bytes_read +
+    bytes_written) x count`` summed (within :data:`TOTALS_RTOL`). A table cut, merged or edited
+    apart from its totals would price another step than the totals say: a
+    :class:`TraincastError` naming ``where`` and the field. A record without the table, or
+    without a total, passes."""
+    ops = record.get("ops")
+    if not isinstance(ops, list) or not ops:
+        return
+    n_ops = record.get("n_ops")
+    if isinstance(n_ops, Integral) and not isinstance(n_ops, bool) and n_ops != len(ops):
+        raise TraincastError(f"{where}: field 'n_ops' is {n_ops}, but the per-op table ('ops') "
+                             f"has {len(ops)} rows",
+                             hint="profile the model again, or leave 'ops' out to price the "
+                                  "step by its totals")
+    sums = {"flops_compute_bound": sum(float(o.get("flops", 0)) * float(o.get("count", 1))
+                                       for o in ops if o.get("bound") == "compute"),
+            "bytes_memory_bound": sum((float(o.get("bytes_read", 0))
+                                       + float(o.get("bytes_written", 0)))
+                                      * float(o.get("count", 1))
+                                      for o in ops if o.get("bound") == "memory")}
+    for key, total in sums.items():
+        value = record.get(key)
+        if isinstance(value, bool) or not isinstance(value, Real):
+            continue
+        if abs(total - float(value)) > TOTALS_RTOL * max(abs(float(value)), total, 1.0):
+            kind = key.split("_", 1)[1].replace("_", "-")
+            raise TraincastError(f"{where}: field {key!r} is {float(value):.4g}, but the per-op "
+                                 f"table's {kind} rows sum to {total:.4g}",
+                                 hint="profile the model again, or leave 'ops' out to price "
+                                      "the step by its totals")
 
 
 def check_ops(ops: Any, where: str) -> None:
