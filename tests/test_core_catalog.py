@@ -81,6 +81,8 @@ def test_user_file_merges_over_shipped(tmp_path: Path):
     ("[gpu.x]\nfp32_tflops = 1\nmem_bw_gbs = 1\nspeed = 3\n", ["[gpu.x]", "'speed'"]),
     ("[link.eth25]\nbw_gbs = 0\n", ["[link.eth25]", "'bw_gbs'", "positive"]),
     ("[link.eth25]\nbw_gbs = -3\n", ["[link.eth25]", "'bw_gbs'"]),
+    # 1e-300 GB/s would price a step at 1e300 s: below 100 kB/s a link is an exponent typo
+    ("[link.eth25]\nbw_gbs = 1e-300\n", ["[link.eth25]", "'bw_gbs'", "below 0.0001"]),
     ("[link.x]\nbw_gbs = 1\nefficiency = 1.5\n", ["[link.x]", "'efficiency'"]),
     ('[node.n]\ngpu = "nope"\ngpus = 1\npcie = "pcie3x16"\nintra = "pcie3x16"\nnic = "eth25"\n',
      ["[node.n]", "'gpu'", "'nope'"]),

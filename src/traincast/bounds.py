@@ -17,6 +17,10 @@ BYTES_MAX = 1e18
 USD_PER_GPU_HOUR_MAX = 10_000.0
 """The highest price one GPU-hour may have in a price file: a hundred times any cloud's list
 price; above it a figure is a typo of its unit (cents, a month, a whole cluster)."""
+LINK_BW_MIN_GBS = 1e-4
+"""The slowest link a catalog entry or a speed given as text may have, GB/s: 100 kB/s
+(0.8 Mbit/s), below any network a cluster trains over; below it, an exponent typo (a
+1e-300Gbit link would price a step at 1e300 seconds)."""
 LINK_BW_MAX_GBS = 100_000.0
 """The fastest link a catalog entry or a speed given as text may have, GB/s: a hundred times
 NVLink 5's 900; above it, a speed in bits written as bytes or an exponent typo."""

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from traincast.bounds import LINK_BW_MAX_GBS
+from traincast.bounds import LINK_BW_MAX_GBS, LINK_BW_MIN_GBS
 from traincast.errors import TraincastError
 
 _SPEED = re.compile(r"^\s*([-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?"
@@ -45,7 +45,8 @@ def parse_speed_gbs(text: str) -> float | None:
     ``'100Mbit'`` -> 0.0125 (:func:`speed_in_bytes`: ``B`` bytes, ``b`` or ``bit`` bits).
 
     Returns None when ``text`` is not a speed (it is then a link name); a number with a speed
-    unit that is 0, negative (``'-5Gbit'``), infinite (``'1e400Gbit'``) or above
+    unit that is 0, negative (``'-5Gbit'``), infinite (``'1e400Gbit'``), below
+    :data:`~traincast.bounds.LINK_BW_MIN_GBS` (``'1e-300Gbit'``) or above
     :data:`~traincast.bounds.LINK_BW_MAX_GBS` once in GB/s (``'1e12Gbit'``) is an error, not a
     link name, and so is a unit that does not say bits or bytes (``'100gb/s'``).
     """
@@ -61,6 +62,10 @@ def parse_speed_gbs(text: str) -> float | None:
                              hint="give a speed above 0, such as 25Gbit or 12.5GB/s")
     gigas = value / 1000.0 if unit[0] in "mM" else value
     bw_gbs = gigas if speed_in_bytes(unit) else gbit_to_gbs(gigas)
+    if bw_gbs < LINK_BW_MIN_GBS:
+        raise TraincastError(f"speed {text!r} is {bw_gbs:.3g} GB/s, below "
+                             f"{LINK_BW_MIN_GBS:g} (100 kB/s, no training cluster's link)",
+                             hint="give a speed such as 25Gbit or 12.5GB/s")
     if bw_gbs > LINK_BW_MAX_GBS:
         raise TraincastError(f"speed {text!r} is {fmt_sig(bw_gbs)} GB/s, above "
                              f"{LINK_BW_MAX_GBS:,.0f} (a hundred times NVLink 5's 900)",

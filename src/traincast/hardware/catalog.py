@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from traincast.bounds import LINK_BW_MAX_GBS
+from traincast.bounds import LINK_BW_MAX_GBS, LINK_BW_MIN_GBS
 from traincast.errors import TraincastError, UnknownNameError, bare_name, did_you_mean
 
 SHIPPED = "traincast/hardware/catalog.toml"
@@ -404,6 +404,7 @@ _LOWER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "base_clock_mhz"): (100.0, "MHz: no GPU runs below 100 MHz; a clock in GHz?"),
     ("gpu", "power_w"): (5.0, "W: no accelerator board draws under 5 W; a power in kW?"),
     ("gpu", "mem_bw_gbs"): (1.0, "GB/s: a device memory under 1 GB/s; a bandwidth in TB/s?"),
+    ("link", "bw_gbs"): (LINK_BW_MIN_GBS, "GB/s: a link under 100 kB/s; an exponent typo?"),
     ("gpu", "fp32_tflops"): (1e-3, "TFLOP/s: under 1 GFLOP/s; a peak in PFLOP/s?"),
     ("gpu", "mem_gb"): (0.1, "GB: a device memory under 100 MB; a memory in TB?"),
     ("gpu", "process_nm"): (0.1, "nm: a process node in metres?"),
