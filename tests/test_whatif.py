@@ -553,7 +553,11 @@ def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None
             (["--workload", "resnet50", "--gpus", "2", "--mem-bytes", "1e15"],
              "--mem-bytes: features of a job given by --flops"),
             ([*job, "--db", str(tmp_path / "s.duckdb")], "--db: flags of a trace or the store"),
-            (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model")):
+            (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model"),
+            # the job as given cannot run: 1w1g (the default) on two GPUs, as predict says
+            ([*job, "--gpus", "2"], "1w1g runs on exactly one GPU: n_gpus = 2 (--gpus)"),
+            (["--workload", "resnet50", "--gpus", "16", "--arch", "allreduce-local", "--node",
+              "dgx-a100"], "allreduce-local runs inside one node: n_gpus = 16 (--gpus)")):
         for command in ("whatif", "recommend"):
             res = tc(command, *args, *(["-s", "eth100"] if command == "whatif" else []))
             assert res.returncode == 2 and says in " ".join(res.stderr.split()), (args, res)

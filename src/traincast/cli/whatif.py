@@ -179,6 +179,8 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
         except UnknownNameError as exc:  # named with its flag, as predict names it
             raise UnknownNameError(f"{exc} (--{flag})", hint=exc.hint) from None
     place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
+    _check_placement(_single_job({"flops_compute_bound": 0.0, "bytes_memory_bound": 0.0,
+                                  "weight_bytes": 0.0}, *place, None), catalog)
     if not by_features:
         from traincast.trace import fill_features
         from traincast.zoo.profiles import resolve_workload
@@ -494,6 +496,20 @@ def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
     """One job's own profile (``feats``) for its workload ``name``; any other workload's
     from the ``shipped`` lookup (the zoo's per-op tables or profiles)."""
     return feats if workload.strip().lower() == name.strip().lower() else shipped(workload)
+
+
+def _check_placement(table: pa.Table, catalog: Catalog) -> None:
+    """The job's architecture, GPUs and node as its flags give them must run as given, as
+    ``predict`` asks (``resolve.explain``, naming the flags): 1w1g on two GPUs, allreduce-local
+    beyond a node, is an error, not a job priced "does not fit" under every scenario."""
+    from traincast.cli.predict import with_flags
+    from traincast.jobs import Columns
+    from traincast.resolve import OK, explain, resolve
+
+    cols = Columns.of(table)
+    r = resolve(cols, catalog)
+    if r.reason[0] != OK:
+        raise with_flags(explain(r, 0, cols, catalog))
 
 
 def _single_job(features: dict[str, Any], arch: str, gpus: int, workers: int | None,
