@@ -251,6 +251,25 @@ def test_a_study_of_an_empty_trace_says_so(tc, tmp_path: Path) -> None:
     assert "nothing to analyse" in r.stderr
 
 
+@pytest.mark.parametrize("command", [["characterize"], ["whatif", "-s", "eth100"],
+                                     ["recommend"], ["colocate"]])
+def test_an_analysis_of_a_trace_of_bad_rows_alone_fails_as_study_does(
+        tc, tmp_path: Path, command: list[str]) -> None:
+    """Every row bad (-1 and inf GPUs): an error naming the first bad row, status 2, as
+    study's, not empty tables; a header alone is still analysed (it holds no job)."""
+    trace = tmp_path / "bad.csv"
+    trace.write_text("job_id,n_gpus,architecture\nj1,-1,1w1g\nj2,inf,1w1g\n")
+    r = tc(*command, str(trace), "--db", str(tmp_path / "s.duckdb"))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2, r.stdout
+    assert f"no job stored: every row of the trace was bad (2; the first: {trace}: row 1: " \
+           "field n_gpus: '-1')" in said and "nothing was analysed" in said
+    empty = tmp_path / "h0.csv"
+    empty.write_text("job_id,n_gpus\n")
+    r = tc(*command, str(empty), "--db", str(tmp_path / "e.duckdb"))
+    assert r.returncode == 0 and "nothing to analyse" in r.stderr
+
+
 def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
     from traincast.errors import TraincastError
     from traincast.trace import parse_mapping, read_trace

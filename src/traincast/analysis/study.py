@@ -676,7 +676,7 @@ def _ingest_own(paths: list[Path], format: str, db: Path, mapping: dict[str, str
     dropped. One opening of the store and one reading of its sources; returns the trace's jobs
     (as :func:`~traincast.trace.read_trace` does), the sources dropped
     (:meth:`~traincast.trace.store.Store.drop`'s ``dropped``) and the files of those kept."""
-    from traincast.trace.store import Store
+    from traincast.trace.store import Store, every_row_bad
 
     with Store(db) as store:
         report = store.ingest(paths, format, mapping)
@@ -687,15 +687,10 @@ def _ingest_own(paths: list[Path], format: str, db: Path, mapping: dict[str, str
         stale = [r["source_id"] for r in held if r["source_id"] not in own]
         dropped = store.drop(stale)["dropped"] if stale else []
         jobs = store.jobs(own)
-    if not jobs.num_rows and report["bad_rows"]:  # then the earlier study is put back (a
-        # trace of no row at all is studied: the study says it holds no job)
-        first = report["errors"][0] if report["errors"] else {}
-        raise TraincastError(
-            f"no job stored: every row of the trace was bad ({report['bad_rows']:,}; the first: "
-            f"{first.get('file')}: row {first.get('row')}: field {first.get('field')}: "
-            f"{first.get('value')!r})",
-            hint="mend the rows, or check --format (traincast ingest lists the bad rows); "
-                 "the folder's earlier study is kept")
+    # then the earlier study is put back (a trace of no row at all is studied: the study
+    # says it holds no job)
+    if error := every_row_bad(report, jobs.num_rows, "the folder's earlier study is kept"):
+        raise error
     return jobs, dropped, _files_of([r for r in held if r["source_id"] in own])
 
 

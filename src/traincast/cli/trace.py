@@ -44,7 +44,7 @@ from traincast.trace import DEFAULT_WORKLOAD
 from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
-from traincast.trace.store import DEFAULT_DB, format_errors, source_labels
+from traincast.trace.store import DEFAULT_DB, every_row_bad, format_errors, source_labels
 from traincast.units import first_of, fmt_amount, fmt_pct, fmt_seconds, plural
 
 FormatOpt = Annotated[str, typer.Option(
@@ -222,9 +222,16 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
         warn_bad_rows(report)
         ids = [s["source_id"] for s in report["sources"]]
     chunks = JobChunks(path, ids, catalog=catalog, workload=workload)
+    if trace is not None and (error := every_row_bad(report, chunks.rows, NOTHING_ANALYSED)):
+        raise error
     if not chunks.rows:
         note_no_jobs(trace, quiet)
     return chunks
+
+
+NOTHING_ANALYSED = "nothing was analysed (a trace of a header alone is, as holding no job)"
+"""The hint's end of an analysis whose TRACE stored no job, every row bad
+(``trace.store.every_row_bad``)."""
 
 
 def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:
@@ -266,10 +273,18 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
 
     if trace is None:
         note_gone_sources(db, quiet)
+    reports: list[dict[str, Any]] = []
+
+    def on_report(report: dict[str, Any]) -> None:
+        reports.append(report)
+        warn_bad_rows(report)
+
     with ingest_progress(quiet or trace is None) as bar:
         jobs = load_jobs(db) if trace is None else \
             read_trace(trace, format, db_path(db), parse_mapping(map), progress=bar,
-                       on_report=warn_bad_rows)
+                       on_report=on_report)
+    if reports and (error := every_row_bad(reports[0], jobs.num_rows, NOTHING_ANALYSED)):
+        raise error
     if not jobs.num_rows:
         note_no_jobs(trace, quiet)
     return prepare_jobs(jobs, catalog, workload)

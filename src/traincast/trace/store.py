@@ -357,6 +357,21 @@ def format_errors(errors: list[dict[str, Any]], total: int) -> str:
 
 
 
+def every_row_bad(report: Mapping[str, Any], jobs: int, kept: str) -> TraincastError | None:
+    """The error when an ingest (``report``, ``Store.ingest``'s) left ``jobs`` = 0 jobs to read
+    because every row of its trace was bad, naming the first; None when a job was stored or
+    no row was bad (a header alone: an empty trace, studied as such). ``kept``: what the
+    failed command leaves as it was, for the hint."""
+    if jobs or not report.get("bad_rows"):
+        return None
+    first = report["errors"][0] if report.get("errors") else {}
+    return TraincastError(
+        f"no job stored: every row of the trace was bad ({report['bad_rows']:,}; the first: "
+        f"{first.get('file')}: row {first.get('row')}: field {first.get('field')}: "
+        f"{first.get('value')!r})",
+        hint=f"mend the rows, or check --format (traincast ingest lists the bad rows); {kept}")
+
+
 class _ReadSerially(Exception):
     """A CSV file must be read by one thread (:data:`~traincast.trace.adapters.base.
     SERIAL_CSV_OPTIONS`): the ingest starts again."""
