@@ -270,6 +270,18 @@ def test_an_analysis_of_a_trace_of_bad_rows_alone_fails_as_study_does(
     assert r.returncode == 0 and "nothing to analyse" in r.stderr
 
 
+def test_trace_flags_without_a_trace_are_refused(tc, tmp_path: Path) -> None:
+    """--format (other than the default) and --map describe a trace's columns: without a
+    trace (the store read as stored) they are an error naming them, and an unknown format is
+    one with or without a trace."""
+    for args, words in ((["--format", "slurm"], "--format: flags of a TRACE"),
+                        (["--map", "n_gpus=x"], "--map: flags of a TRACE"),
+                        (["--format", "foo"], "unknown trace format 'foo'")):
+        for command in (["characterize"], ["whatif", "-s", "eth100"], ["colocate"]):
+            r = tc(*command, "--db", str(tmp_path / "s.duckdb"), *args)
+            assert r.returncode == 2 and words in r.stderr, (command, args, r.stderr)
+
+
 def test_map_names_in_any_case_and_from_the_api(tmp_path: Path) -> None:
     from traincast.errors import TraincastError
     from traincast.trace import parse_mapping, read_trace

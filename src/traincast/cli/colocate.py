@@ -139,7 +139,7 @@ def colocate(
 ) -> None:
     from traincast.analysis.colocate import colocate as run
 
-    check_trace_io(trace, db, {"-o": output}, format=format)
+    check_trace_io(trace, db, {"-o": output}, format=format, map=map)
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

@@ -155,17 +155,26 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                    outputs: dict[str, Path | None] | None = None, engine: str = "local",
                    address: str | None = None, parquet_dir: Path | None = None, *,
-                   format: str = "csv") -> None:
+                   format: str = "csv", map: list[str] | None = None) -> None:
     """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
     ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
     (``{flag: path}``) can be written (the store only when a trace is ingested into it: a
     store in a read-only folder can be read) and no output is the store or a trace
     (:func:`~traincast.cli.common.check_output`), nor a file that a trace folder given would
-    hold as a trace file of ``format`` (the next run would read it as the trace)."""
+    hold as a trace file of ``format`` (the next run would read it as the trace); ``format``
+    a known one, and with no trace (the store read as it is) neither a ``--format`` but the
+    default nor a ``--map``, which describe a trace's columns."""
     from traincast.engine import ENGINES
     from traincast.trace.adapters import adapter
     from traincast.trace.adapters.base import in_folder
     from traincast.trace.store import db_path
+
+    adapter(format)  # an unknown format is an error with or without a trace
+    if trace is None and (stray := [f for f, v in (("--format", format != "csv"),
+                                                   ("--map", bool(map))) if v]):
+        raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
+                             "store's jobs are read as they were stored",
+                             hint="give the trace, or leave them out")
 
     if engine not in ENGINES:
         raise TraincastError(f"--engine {engine!r}: unknown engine",
@@ -308,7 +317,7 @@ def ingest(
     from traincast.trace import ingest as run
     from traincast.trace import parse_mapping
 
-    check_trace_io(trace, db, {"--parquet": parquet}, format=format)  # before the ingest
+    check_trace_io(trace, db, {"--parquet": parquet}, format=format, map=map)  # before ingest
     with ingest_progress(json_out) as update:
         report = run(trace, format, db, parse_mapping(map), strict=strict, progress=update,
                      parquet=parquet)
@@ -589,7 +598,7 @@ def characterize(
 ) -> None:
     from traincast.analysis.characterize import characterize_chunks
 
-    check_trace_io(trace, db, None, engine, address, parquet_dir, format=format)
+    check_trace_io(trace, db, None, engine, address, parquet_dir, format=format, map=map)
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

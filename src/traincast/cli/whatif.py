@@ -336,7 +336,8 @@ def whatif(
         raise TraincastError(f"--sweep given {len(sweep)} times: one sweep varies one key",
                              hint="sweep one key; for two, write scenario files with one "
                                   "value of the first and --sweep the second over them")
-    check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format)
+    check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format,
+                   map=map)
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, cat, workload_alone=False)
@@ -711,7 +712,7 @@ def recommend(
 ) -> None:
     from traincast.analysis.recommend import recommend as run
 
-    check_trace_io(trace, db, {"-o": output}, format=format)
+    check_trace_io(trace, db, {"-o": output}, format=format, map=map)
     check_price(price)
     if min_gain > 1:  # a percentage given for the fraction reads as a gain of several-fold
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
