@@ -771,3 +771,19 @@ def test_one_jobs_whatif_names_its_hardware(tc) -> None:
     # none given: the default the job resolves to, named
     r = tc("whatif", "--model", "zoo:resnet50", "-s", "eth100")
     assert r.stdout.startswith("zoo:resnet50, 1w1g on 1 GPU (V100-SXM2-16GB of pai-v100-nvlink)")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("sample", "-o", "x.csv", "--jobs", "1.5"), "Invalid value for '--jobs'"),
+    (("sample", "-o", "x.csv", "--jobs=0"), "Invalid value for '--jobs'"),
+    (("calibrate", "--threads", "0"), "Invalid value for '--threads'"),
+])
+def test_a_bad_option_value_is_repeated_in_its_error(tc, tmp_path, monkeypatch, args,
+                                                      words) -> None:
+    """click's messages of a bad value ('Input should be ...') do not repeat it: the error
+    ends with the value as given, after the option's last use."""
+    monkeypatch.chdir(tmp_path)
+    r = tc(*args)
+    value = args[-1].split("=")[-1]
+    assert r.returncode == 2 and words in r.stderr
+    assert first_line(r).endswith(f", got '{value}'"), first_line(r)

@@ -128,11 +128,31 @@ def _run() -> NoReturn:
         if type(exc).__name__ == "NoArgsIsHelpError":  # its help is printed already
             sys.exit(exc.exit_code)
         where = exc.ctx.command_path if getattr(exc, "ctx", None) else "traincast COMMAND"
-        message = exc.format_message()
+        message = exc.format_message() + _given(exc, sys.argv[1:])
         _fail(message, f"{where} --help " + (
             "lists the commands" if message.startswith(("No such command", "Missing command"))
             else "shows the options and their units"), exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _given(exc: Exception, argv: list[str]) -> str:
+    """``, got 'VALUE'`` for click's message of a bad option value (``Invalid value for
+    '--top': Input should be greater than or equal to 1``), which does not repeat the value:
+    the value after the option's last use on the command line (``--top 0`` or ``--top=0``);
+    empty when it cannot be told (an argument, a flag, or a message that quotes it)."""
+    param = getattr(exc, "param", None)
+    opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
+    if not opts or getattr(param, "param_type_name", "") != "option":
+        return ""
+    value = None
+    for i, word in enumerate(argv):
+        if word in opts and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif "=" in word and word.split("=", 1)[0] in opts:
+            value = word.split("=", 1)[1]
+    if value is None or repr(value) in exc.format_message():
+        return ""
+    return f", got {value!r}"
 
 
 def _terminated(signum: int, frame: Any) -> None:
