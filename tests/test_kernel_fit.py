@@ -627,11 +627,25 @@ def test_measure_script_fp8_linear_and_given_shapes(tmp_path: Path) -> None:
 def test_shipped_fit_names_its_source_and_command() -> None:
     model = load_catalog().kernel_model
     assert "calibrate --kernels" in model["command"]
-    assert "measured kernels" in model["source"]
+    # the data set by its name (its README's title), the folder only in the command
+    assert "measured kernels of Measured GPU kernels: NeuSight's training set" \
+        in model["source"] and "shared" not in model["source"]
     assert set(kernels.FITTED_KEYS) <= set(model["params"])
     assert {"P4", "T4", "V100-PCIE-32GB", "A100-PCIE-40GB"} <= set(model["floors_us"])
     assert {"dispatch_linear", "dispatch_bmm", "dispatch_ln", "dispatch_elementwise"} \
         <= set(model["params"])
+
+
+def test_a_fit_names_its_folder_by_its_readme_title(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("intro\n# My lab's kernels (A100, 2026)\nmore\n")
+    assert kernel_fit.data_title(tmp_path) == "My lab's kernels (A100, 2026)"
+    assert kernel_fit.data_title(tmp_path / "none") == ""
+    result = {"rows": 12, "gpus": ["A100-PCIE-40GB"], "params": {}, "floors_us": {},
+              "default_floor_us": 20.0}
+    doc = kernel_fit.fit_document(result, [tmp_path, tmp_path / "none"], "traincast ...")
+    assert doc["kernel_model"]["source"].startswith(
+        f"fitted to 12 measured kernels of My lab's kernels (A100, 2026) and {tmp_path / 'none'}"
+        " (A100-PCIE-40GB; its folders in command)")
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")

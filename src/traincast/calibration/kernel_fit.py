@@ -955,11 +955,12 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
     and where the fit was also checked on GPUs held out of it, ``held_out`` (each with its own
     host's dispatch) and ``held_out_uncalibrated`` (the fit's median floor and ratios), each a
     ``held_out_table``: ``held_out = {"held_out": {...}, "held_out_uncalibrated": {...}}``."""
-    where = str(directory) if isinstance(directory, (str, Path)) else \
-        " and ".join(map(str, directory))
+    folders = [directory] if isinstance(directory, (str, Path)) else list(directory)
+    named = [data_title(d) or str(d) for d in folders]
     doc: dict[str, Any] = {
-        "source": f"fitted to {result['rows']:,} measured kernels in {where} "
-                  f"({', '.join(result['gpus'])}); docs/model.md, 'Kernel model'",
+        "source": f"fitted to {result['rows']:,} measured kernels of {' and '.join(named)} "
+                  f"({', '.join(result['gpus'])}; its folders in command); docs/model.md, "
+                  "'Kernel model'",
         "command": command,
         "fitted_on": list(result["gpus"]),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()
@@ -968,6 +969,18 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
         "default_floor_us": round(float(result["default_floor_us"]), 3)}
     doc.update({key: table for key, table in (held_out or {}).items() if table})
     return {"kernel_model": doc}
+
+
+def data_title(directory: str | Path) -> str:
+    """The title of a folder of measured kernels: the first heading of its README.md (the
+    data set's own name, ``Measured GPU kernels: NeuSight's training set (...)``), else
+    ``""``: a fit's source names the data, not a path of the machine that ran it."""
+    readme = Path(directory) / "README.md"
+    try:
+        lines = readme.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return next((ln.lstrip("#").strip() for ln in lines if ln.startswith("#")), "")
 
 
 def write_fit_checks(path: str | Path) -> None:
