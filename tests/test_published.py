@@ -776,6 +776,29 @@ def test_the_setup_of_a_whole_fp16_row_says_so() -> None:
     assert "autocast: matmuls" in setup_text(setup_of(feats, **kw, amp=True))
 
 
+def test_the_setup_says_where_mixed_precision_and_tf32_come_from_and_act() -> None:
+    """A profile taken under autocast is mixed precision as profiled (no --amp to repeat it);
+    on a GPU without a 16-bit peak (K80) mixed precision is priced in fp32, and says so;
+    --tf32-matmul on a GPU without TF32 (T4) leaves fp32 products fp32, and says why."""
+    from traincast.hardware.catalog import load_catalog
+    from traincast.validation.published import setup_of, setup_text
+
+    cat = load_catalog()
+    kw = {"synthetic_inputs": False, "memory_format": "nchw"}
+    profiled = {"ops": [{"dtype": "float16"}], "amp": True}
+    text = setup_text(setup_of(profiled, **kw, tf32_matmul=False, gpu=cat.gpu("V100")))
+    assert "mixed precision as profiled (autocast" in text and "--amp" not in text
+    text = setup_text(setup_of({"ops": [{}]}, **kw, tf32_matmul=False, amp=True,
+                               gpu=cat.gpu("K80")))
+    assert "mixed precision, priced in fp32 on this GPU, which has no 16-bit peak" in text
+    assert "(predict flags: --amp)" in text and "autocast" not in text
+    marked = {"ops": [{"dtype": "tf32"}]}
+    text = setup_text(setup_of(marked, **kw, tf32_matmul=True, gpu=cat.gpu("T4")))
+    assert "fp32 matmuls fp32 (--tf32-matmul: this GPU has no TF32)" in text
+    text = setup_text(setup_of(marked, **kw, tf32_matmul=True, gpu=cat.gpu("A100")))
+    assert "fp32 matmuls TF32," in text
+
+
 def test_an_fp16_spec_row_is_set_up_as_a_whole_fp16_model(tmp_path: Path) -> None:
     from traincast.validation.published import validate_published
 

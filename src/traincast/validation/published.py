@@ -582,6 +582,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
             "per_op": per_op, "from_flags": bool(from_flags),
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
             "amp": mixed, "half_model": bool(half_model),
+            "amp_from_profile": bool(feats.get("amp")) and not amp,
+            "amp_as_fp32": mixed and gpu is not None and gpu.math_dtype("amp") == "fp32",
             "amp_unprofiled": bool(amp) and per_op and feats.get("amp") is False
             and str(feats.get("dtype") or "float32") == "float32"
             and not half_model and not from_flags
@@ -596,7 +598,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
                if setup["memory_format"] != "nchw" else []),
              *(["--tf32-matmul"] if setup["tf32_matmul"] else []),
              *(["--features FILE --amp"] if setup.get("half_model")
-               else ["--amp"] if setup.get("amp") else []),
+               else ["--amp"] if setup.get("amp") and not setup.get("amp_from_profile")
+               else []),
              *([] if setup["per_op"] or setup.get("no_ops_table") or setup.get("from_flags")
                else ["--aggregate"])]
     inputs = ("synthetic (made on the GPU)" if setup["inputs"] == "synthetic"
@@ -608,11 +611,18 @@ def setup_text(setup: Mapping[str, Any]) -> str:
             + (", a whole-fp16 model (fp16_spec: every tensor in 16 bits, no autocast casts; "
                "FILE: its profile), priced at the mixed-precision peak"
                if setup.get("half_model") else
-               ", mixed precision (autocast: matmuls and convolutions in 16 bits)"
+               ", mixed precision" + (" as profiled" if setup.get("amp_from_profile")
+                                       else "")
+               + (", priced in fp32 on this GPU, which has no 16-bit peak"
+                  if setup.get("amp_as_fp32") else
+                  " (autocast: matmuls and convolutions in 16 bits)")
                if setup.get("amp") else
-               f", fp32 matmuls {'TF32' if setup['tf32_matmul'] else 'fp32'}"
-               + (" (--tf32-matmul: no effect here)" if setup.get("tf32_matmul_no_effect")
-                  else "") + ", fp32 "
+               ", fp32 matmuls " + (
+                   "fp32 (--tf32-matmul: this GPU has no TF32)"
+                   if setup.get("tf32_matmul_why") == "gpu" else
+                   "fp32 (--tf32-matmul: the table has no fp32 products)"
+                   if setup.get("tf32_matmul_no_effect") else
+                   "TF32" if setup["tf32_matmul"] else "fp32") + ", fp32 "
                "convolutions TF32 on NVIDIA GPUs that have it (cuDNN's default; ROCm keeps fp32)")
             + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
