@@ -583,3 +583,17 @@ def test_predict_says_when_amp_runs_at_fp32(tc) -> None:
     v100 = tc(*args, "--gpu", "V100", "--json")
     assert json.loads(v100.stdout)["hardware"]["amp_dtype"] == "fp16"
     assert "assumed: --amp" not in tc(*args, "--gpu", "V100").stdout
+
+
+def test_compute_curves_on_a_gpu_without_curves_says_what_prices_it(tc):
+    """--compute curves on a GPU the catalog has no measured curves for (T4) is priced at its
+    flat peak (the paper strategy): predict says so, and which flag gives the default."""
+    job = ("--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e8", "--gpu", "T4")
+    r = tc("predict", *job, "--compute", "curves")
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0
+    assert "assumed: --compute curves, but T4 has no measured curves" in text
+    assert "priced by the paper strategy" in text
+    assert "no measured curves" not in " ".join(tc("predict", *job).stdout.split())
+    assert json.loads(tc("predict", *job, "--compute", "curves", "--json").stdout)[
+        "hardware"]["compute"] == "paper"

@@ -520,10 +520,18 @@ def render_prediction(result: dict[str, Any]) -> None:
 
         console.print(Text("setup: " + setup_text(result["setup"]), style="dim"))
     console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "
-                  f"{hw['peak_tflops']:g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
-                  f"large GEMMs; memory {hw['mem_bw_gbs']:g} GB/s, "
+                  f"{hw['peak_tflops']:.4g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
+                  f"large GEMMs; memory {hw['mem_bw_gbs']:.4g} GB/s, "
                   f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
+    if hw.get("compute_asked") == "curves" and hw["compute"] != "curves":
+        console.print(Text(
+            f"assumed: --compute curves, but {hw['gpu']} has no measured curves (traincast "
+            f"calibrate writes them for the machine it runs on): priced by the "
+            f"{hw['compute']} strategy, the flat peak times flop_efficiency "
+            f"({hw['flop_efficiency']:g}); leave --compute out for the catalog's default (the "
+            "kernel model, where the entry has an SM count)",
+            style="yellow"))
     if hw["compute"] == "kernel" and not job.get("amp") and hw.get("fp32_unthrottled_by"):
         console.print(Text(
             f"assumed: fp32 on {hw['gpu']} at its boost clock, not held to a power limit: the "

@@ -104,6 +104,7 @@ def load_features(path: str | Path) -> dict[str, Any]:
     if "amp" in data and not isinstance(data["amp"], bool):
         raise TraincastError(f"{path}: field 'amp' must be true or false, got {data['amp']!r}")
     check_record(data, str(path))  # a misspelled field first: it may be a required one
+    check_totals(data, str(path))  # a file as profile wrote it (the API may scale a table)
     for key in REQUIRED:
         if key not in data:
             raise TraincastError(f"{path}: missing field {key!r}",
@@ -157,7 +158,6 @@ def check_record(record: Mapping[str, Any], where: str) -> None:
                 raise TraincastError(f"{where}: memory_bytes.{part} must be a number of "
                                      f"bytes from 0 to {BYTES_MAX:g}, got {_short(value)}")
     check_ops(record.get("ops"), where)
-    check_totals(record, where)
 
 
 TOTALS_RTOL = 0.01
@@ -171,7 +171,8 @@ def check_totals(record: Mapping[str, Any], where: str) -> None:
     bytes_written) x count`` summed (within :data:`TOTALS_RTOL`). A table cut, merged or edited
     apart from its totals would price another step than the totals say: a
     :class:`TraincastError` naming ``where`` and the field. A record without the table, or
-    without a total, passes."""
+    without a total, passes. Asked of a features file (:func:`load_features`); ``predict()``
+    given features and a table on purpose scales the table to them, as a trace's workload."""
     ops = record.get("ops")
     if not isinstance(ops, list) or not ops:
         return
