@@ -597,3 +597,25 @@ def test_compute_curves_on_a_gpu_without_curves_says_what_prices_it(tc):
     assert "no measured curves" not in " ".join(tc("predict", *job).stdout.split())
     assert json.loads(tc("predict", *job, "--compute", "curves", "--json").stdout)[
         "hardware"]["compute"] == "paper"
+
+
+def test_a_model_state_beyond_the_gpu_is_not_told_to_shrink_its_batch(tc, tmp_path):
+    """Weights 6 + gradients 6 + Adam state 12 = 24 GB on a 16 GB T4: no batch size fits it,
+    and the hint says so (state_gb in --json); 2 GB of state and 20 GB of activations: a
+    smaller batch is the hint."""
+    def run(parts: dict) -> tuple[str, dict]:
+        path = tmp_path / "f.json"
+        path.write_text(json.dumps({"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9,
+                                    "weight_bytes": 6e9, "memory_bytes": parts}))
+        text = " ".join(tc("predict", "--features", str(path), "--gpu", "T4").stdout.split())
+        out = json.loads(tc("predict", "--features", str(path), "--gpu", "T4",
+                            "--json").stdout)
+        return text, out["memory"]
+
+    text, mem = run({"weights": 6e9, "grads": 6e9, "optimizer": 12e9, "activations": 1e9})
+    assert mem["state_gb"] == pytest.approx(24.0) and mem["footprint_gb"] == pytest.approx(25.0)
+    assert "Does not fit: 25 GB per GPU of 16 GB" in text
+    assert "alone take 24 GB, which no batch size changes" in text and "--batch" not in text
+    text, mem = run({"weights": 0.5e9, "grads": 0.5e9, "optimizer": 1e9, "activations": 20e9})
+    assert mem["state_gb"] == pytest.approx(2.0)
+    assert "profile a smaller --batch" in text

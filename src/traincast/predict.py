@@ -355,7 +355,9 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
                mem_gb: float) -> dict[str, Any] | None:
     """Memory per GPU of a job whose features carry ``memory_bytes`` (a profile), by its
     architecture's ``footprint_bytes`` rule (``S + A`` for a replica; docs/model.md), against
-    the GPU's ``mem_gb``: ``{"footprint_gb", "capacity_gb", "fits"}``; ``None`` when the
+    the GPU's ``mem_gb``: ``{"footprint_gb", "state_gb" (the same without activations: the
+    weights, gradients and optimizer state no batch size changes), "capacity_gb", "fits"}``;
+    ``None`` when the
     features do not tell; ``capacity_gb`` and ``fits`` None when the catalog entry does not (no
     ``mem_gb``, or one that is not a positive number: a calibrated entry may have none)."""
     mem = features.get("memory_bytes")
@@ -368,11 +370,16 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
 
     params = float(features.get("params") or 0.0)
     share = float(features.get("params_embedding") or 0.0) / params if params > 0 else 0.0
-    need = float(REGISTRY[arch].footprint_bytes(Memory(
-        state=part("weights", "grads", "optimizer"), weights_grads=part("weights", "grads"),
-        activations=part("activations"), embedding_share=np.array([share]),
-        n=np.array([float(n_gpus)])))[0])
-    return {"footprint_gb": need / 1e9, "capacity_gb": float(mem_gb) if known else None,
+
+    def footprint(activations: NDArray[np.float64]) -> float:
+        return float(REGISTRY[arch].footprint_bytes(Memory(
+            state=part("weights", "grads", "optimizer"), weights_grads=part("weights", "grads"),
+            activations=activations, embedding_share=np.array([share]),
+            n=np.array([float(n_gpus)])))[0])
+
+    need, state = footprint(part("activations")), footprint(np.zeros(1))
+    return {"footprint_gb": need / 1e9, "state_gb": state / 1e9,
+            "capacity_gb": float(mem_gb) if known else None,
             "fits": bool(need <= mem_gb * 1e9) if known else None}
 
 

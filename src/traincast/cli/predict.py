@@ -510,9 +510,15 @@ def render_prediction(result: dict[str, Any]) -> None:
                            f"mem_gb (the job needs {mem['footprint_gb']:.3g} GB per GPU; add "
                            "mem_gb to the entry, docs/hardware.md)", style="yellow"))
     if isinstance(mem, dict) and mem.get("fits") is False:
+        state = mem.get("state_gb", 0.0)
+        how = (f"the weights, gradients and optimizer state alone take {state:.3g} GB, which "
+               "no batch size changes: choose a GPU with more memory, or profile a lighter "
+               "optimizer (profile --optimizer sgd); sharded over GPUs (ZeRO, FSDP): predict "
+               "--arch hybrid, for a decoder-only LLM" if state > mem["capacity_gb"] else
+               "profile a smaller --batch, or choose a GPU with more memory")
         console.print(f"[red]Does not fit: {mem['footprint_gb']:.3g} GB per GPU of "
-                      f"{mem['capacity_gb']:.3g} GB[/red] (profile a smaller --batch, or "
-                      "choose a GPU with more memory; the time is for the job as given).")
+                      f"{mem['capacity_gb']:.3g} GB[/red] ({how}; the time is for the job as "
+                      "given).")
     links = ", ".join(f"{r} {hw[r]} ({hw[r + '_bw_gbs']:.3g} GB/s effective)"
                       for r in ("pcie", "intra", "nic"))
     if result.get("setup"):
