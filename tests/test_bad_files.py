@@ -23,6 +23,8 @@ FEATS = {"flops_compute_bound": 1e12, "bytes_memory_bound": 1e9, "weight_bytes":
 ROW = {"op": "aten::mm", "phase": "forward", "flops": 2 * 64 * 512 * 1024, "bytes_read": 1e6,
        "bytes_written": 2.6e5, "bound": "compute", "dtype": "float32",
        "shapes": "64x512;512x1024"}
+ONE = {**FEATS, "flops_compute_bound": ROW["flops"], "bytes_memory_bound": 0.0}
+"""A record whose totals are its one per-op row's (a features file must agree with its table)."""
 
 
 def _json(tmp_path: Path, record: dict) -> Path:
@@ -72,7 +74,7 @@ def test_a_row_that_is_no_table_and_amp_that_is_no_boolean(tmp_path: Path) -> No
     for amp in ("false", 0, "yes"):  # "false" once turned mixed precision on
         with pytest.raises(TraincastError, match="field 'amp' must be true or false"):
             load_features(_json(tmp_path, {**FEATS, "amp": amp}))
-    assert load_features(_json(tmp_path, {**FEATS, "amp": False, "ops": [ROW]}))["ops"] == [ROW]
+    assert load_features(_json(tmp_path, {**ONE, "amp": False, "ops": [ROW]}))["ops"] == [ROW]
 
 
 def test_parquet_features_with_bad_metadata_or_columns(tmp_path: Path) -> None:
@@ -82,7 +84,7 @@ def test_parquet_features_with_bad_metadata_or_columns(tmp_path: Path) -> None:
         return path
 
     good = pa.table({k: [ROW[k]] for k in ROW} | {"recurrent": [None]})
-    meta = json.dumps(FEATS).encode()
+    meta = json.dumps(ONE).encode()
     assert load_features(write(good, meta))["ops"][0]["flops"] == ROW["flops"]
     with pytest.raises(TraincastError, match="features record .* is not valid JSON"):
         load_features(write(good, b"{not json"))

@@ -157,3 +157,13 @@ def test_duration_caption_counts_finished_jobs_without_an_end(tmp_path):
     text = " ".join((out / "report.html").read_text().split())
     assert "1 finished job without a start or an end time (duration unknown) is not plotted" \
         in text
+
+
+def test_study_flags_with_a_study_folder_are_refused(tmp_path):
+    """--study DIR reports a study already made: --workload, --format and --map, which
+    describe the study a TRACE runs first, are refused naming them (before, ignored)."""
+    for args, flag in ((["--workload", "nosuch"], "--workload"), (["--format", "slurm"],
+                                                                   "--format"),
+                       (["--map", "n_gpus=x"], "--map")):
+        r = tc("report", "--study", str(tmp_path), *args)
+        assert r.returncode == 2 and f"error: {flag}: flags of the study" in r.stderr, r.stderr

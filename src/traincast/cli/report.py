@@ -19,6 +19,7 @@ from traincast.cli.common import (
     check_output,
     check_text_file,
     console,
+    given,
     is_quiet,
     print_json,
     progress,
@@ -79,6 +80,7 @@ def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mappin
 
 @app.command(help=REPORT_HELP)
 def report(
+    ctx: typer.Context,
     trace: Annotated[list[Path] | None, typer.Argument(
         help="Trace files or folders to study first (read with --format).")] = None,
     db: DbOpt = None,
@@ -106,6 +108,11 @@ def report(
 
     if study_dir is not None and (trace or db is not None):
         raise TraincastError("give either --study DIR or a TRACE / --db, not both")
+    if study_dir is not None and (stray := given(ctx, "format", "map", "workload")):
+        raise TraincastError(f"{', '.join(stray)}: flags of the study a TRACE or --db runs "
+                             "first; --study DIR reports a study already made",
+                             hint="leave them out, or study again with them (traincast study "
+                                  "TRACE ...)")
     if (roofline is None) != (gpu is None):
         raise TraincastError("--roofline MODEL and --gpu NAME go together",
                              hint="e.g. --roofline zoo:resnet50 --gpu V100")
