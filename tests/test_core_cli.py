@@ -619,3 +619,12 @@ def test_a_model_state_beyond_the_gpu_is_not_told_to_shrink_its_batch(tc, tmp_pa
     text, mem = run({"weights": 0.5e9, "grads": 0.5e9, "optimizer": 1e9, "activations": 20e9})
     assert mem["state_gb"] == pytest.approx(2.0)
     assert "profile a smaller --batch" in text
+
+
+def test_input_bytes_with_synthetic_inputs_is_refused(tc):
+    """--synthetic-inputs makes the data on the GPU (input_bytes = 0): --input-bytes beside it
+    would be dropped without a word; both is an error naming them."""
+    r = tc("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e8",
+           "--input-bytes", "1e9", "--synthetic-inputs")
+    assert r.returncode == 2
+    assert "--input-bytes and --synthetic-inputs disagree" in r.stderr

@@ -391,6 +391,10 @@ def predict(
                                            if flops is not None else "--aggregate leaves it out"),
                              hint="give --model or --features FILE (traincast profile -o)"
                              if flops is not None else "leave out --aggregate")
+    if synthetic_inputs and input_bytes is not None:
+        raise TraincastError("--input-bytes and --synthetic-inputs disagree: synthetic data is "
+                             "made on the GPU, no input is copied (input_bytes = 0)",
+                             hint="leave out one of them")
     feats = features_from_flags(features, model, batch, flops, mem_bytes, weight_bytes,
                                 embedding_bytes, input_bytes, amp, ops=per_op)
     if not per_op:
