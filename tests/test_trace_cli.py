@@ -359,3 +359,14 @@ def test_a_file_of_bad_rows_only_fails_the_ingest_status(tc, tmp_path: Path) -> 
     assert r.returncode == 3 and '"bad_rows": 2' in r.stdout
     bad.write_text("job_id,n_gpus\na,x\nb,1\n")
     assert tc("ingest", str(bad), "--db", str(tmp_path / "c.duckdb")).returncode == 0
+
+
+def test_ingest_parquet_takes_a_parquet_name(tc, tmp_path: Path) -> None:
+    """--parquet writes Parquet: a name of another kind (out.txt) is refused before the ingest,
+    as sample -o refuses one; nothing is stored."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus\na,1\n")
+    r = tc("ingest", str(trace), "--db", str(tmp_path / "s.duckdb"), "--parquet",
+           str(tmp_path / "out.txt"))
+    assert r.returncode == 2 and "a Parquet file's name ends in .parquet or .pq" in r.stderr
+    assert not (tmp_path / "s.duckdb").exists() and not (tmp_path / "out.txt").exists()
