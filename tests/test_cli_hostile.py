@@ -400,6 +400,12 @@ def test_nan_and_inf_options_are_refused(tc, args: tuple[str, ...]) -> None:
     assert "must be a finite number" in clean(tc(*args))
 
 
+def test_a_min_gain_above_its_bound_is_refused(tc) -> None:
+    # a gain of 1e300 (a fraction) recommends nothing and printed "1e+302% faster"
+    said = clean(tc("recommend", *JOB, "--min-gain", "1e300"))
+    assert "Invalid value for '--min-gain': must be from 0 to 100, got 1e+300" in said
+
+
 def test_a_features_file_out_of_bounds_is_refused(tc, tmp_path: Path) -> None:
     feats = tmp_path / "f.json"
     feats.write_text(json.dumps({"flops_compute_bound": 1e30, "bytes_memory_bound": 1.0,
@@ -775,7 +781,7 @@ def test_one_jobs_whatif_names_its_hardware(tc) -> None:
 
 @pytest.mark.parametrize(("args", "words"), [
     (("sample", "-o", "x.csv", "--jobs", "1.5"), "Invalid value for '--jobs'"),
-    (("sample", "-o", "x.csv", "--jobs=0"), "Invalid value for '--jobs'"),
+    (("sample", "-o", "x.csv", "--seed=abc"), "Invalid value for '--seed'"),
     (("calibrate", "--threads", "0"), "Invalid value for '--threads'"),
 ])
 def test_a_bad_option_value_is_repeated_in_its_error(tc, tmp_path, monkeypatch, args,

@@ -326,6 +326,9 @@ MIN_GAIN = 0.05
 5% faster (``--min-gain``; the cheapest choice: more than 5% cheaper) than the job as it runs.
 Smaller predicted gains are within what the model's inputs (features, efficiencies) decide,
 not a reason to move a job."""
+MIN_GAIN_MAX = 100.0
+"""The largest ``--min-gain``: a change 101 times as fast (10,000% faster); above it a typo
+(an exponent), which would recommend nothing and print a gain of 1e+302%."""
 
 
 NEAR_TIE = 0.01

@@ -139,7 +139,7 @@ def _given(exc: Exception, argv: list[str]) -> str:
     """``, got 'VALUE'`` for click's message of a bad option value (``Invalid value for
     '--top': Input should be greater than or equal to 1``), which does not repeat the value:
     the value after the option's last use on the command line (``--top 0`` or ``--top=0``);
-    empty when it cannot be told (an argument, a flag, or a message that quotes it)."""
+    empty when it cannot be told (an argument, a flag) or the message says it (``got ...``)."""
     param = getattr(exc, "param", None)
     opts = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
     if not opts or getattr(param, "param_type_name", "") != "option":
@@ -150,7 +150,8 @@ def _given(exc: Exception, argv: list[str]) -> str:
             value = argv[i + 1]
         elif "=" in word and word.split("=", 1)[0] in opts:
             value = word.split("=", 1)[1]
-    if value is None or repr(value) in exc.format_message():
+    message = exc.format_message()
+    if value is None or repr(value) in message or "got " in message:  # it says the value
         return ""
     return f", got {value!r}"
 

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from traincast.analysis.recommend import MIN_GAIN
+from traincast.analysis.recommend import MIN_GAIN, MIN_GAIN_MAX
 from traincast.analysis.whatif import JOB_ROW_COLUMNS
 from traincast.cli import app
 from traincast.cli.common import (
@@ -705,9 +705,9 @@ def recommend(
     compute: ComputeOpt = "auto",
     overlap: OverlapOpt = 0.0,
     min_gain: Annotated[float, typer.Option(
-        "--min-gain", callback=within(0.0), help="Recommend a change only when it is more "
-        "than this fraction (>= 0) faster than the job as it runs (the cheapest: cheaper); "
-        "else the job keeps its setup.")] = MIN_GAIN,
+        "--min-gain", callback=within(0.0, MIN_GAIN_MAX), help="Recommend a change only when "
+        f"it is more than this fraction (0 to {MIN_GAIN_MAX:g}) faster than the job as it runs "
+        "(the cheapest: cheaper); else the job keeps its setup.")] = MIN_GAIN,
     json_out: JsonOpt = False,
 ) -> None:
     from traincast.analysis.recommend import recommend as run
