@@ -42,7 +42,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.plan import percent
-from traincast.units import fmt_params, fmt_sig, join_words, plural
+from traincast.units import fmt_amount, fmt_params, fmt_sig, join_words, plural
 
 OVERHEAD_HELP = ("Expected overhead = 1 + C/tau + lambda (tau/2 + Rs), lambda = nodes x R / 3600 "
                  "per second, C = checkpoint bytes / (checkpoint GB/s x 1e9), tau = sqrt(2 C / "
@@ -504,14 +504,14 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
         label = r["label"] + (f" [{r['node']}]" if money or node else "")
         cells = [str(r["rank"]), label, fmt_sig(total)]
         if money:
-            cells += [f"{r['memory_gb']['total']:.1f}", f"{r['tokens_per_s_per_gpu']:.0f}",
+            cells += [f"{r['memory_gb']['total']:.1f}", fmt_amount(r["tokens_per_s_per_gpu"]),
                       f"x{r['overhead_factor']:.3f}", fmt_sig(r['s_per_million_tokens']),
                       _usd(r.get("usd_per_million_tokens"))]
         else:
             share = r["share"]
             cells += [percent(share["compute"]), percent(share["comm"]),
                       percent(share["bubble"]), f"{r['memory_gb']['total']:.1f}",
-                      f"{r['tokens_per_s_per_gpu']:.0f}", f"{r['model_tflops_per_gpu']:.0f}"
+                      fmt_amount(r["tokens_per_s_per_gpu"]), f"{r['model_tflops_per_gpu']:.0f}"
                       + ("*" if r["rank"] in marked else "")]
         table.add_row(*cells)
     print_table(table, console)

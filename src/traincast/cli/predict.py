@@ -54,7 +54,7 @@ from traincast.parallel.strategies import RECOMPUTE
 from traincast.predict import node_assumed
 from traincast.predict import predict as predict_job
 from traincast.resolve import DEFAULT_NODE
-from traincast.units import fmt_exp, fmt_seconds
+from traincast.units import fmt_amount, fmt_exp, fmt_seconds
 
 ARCH_HELP = ("Training architecture: " + ", ".join(ARCHITECTURES) + " (hybrid: language "
              "models with --dp, --tp, --pp, --ep, --zero ...). Formulas: T_comm in "
@@ -693,7 +693,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
     peak = result["hardware"].get("peak_tflops") or 0.0
     mfu = None if result["mfu"] is None else 100 * result["mfu"]
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
-                  f"{result['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, "
+                  f"{fmt_amount(result['tokens_per_s_per_gpu'])} tokens/s/GPU, "
                   f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
                   + (f" (MFU {mfu:.0f}% of the {peak:g} TFLOP/s dense peak)" if mfu else "")
                   + ". Memory per GPU "
