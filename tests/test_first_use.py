@@ -395,7 +395,8 @@ def test_memory_is_not_checked_without_a_capacity() -> None:
                               "activations": 1e9}}
     # the footprint without a capacity: no verdict (5 GB by hand)
     assert memory_fit(feats, "1w1g", 1, float("nan")) == {
-        "footprint_gb": pytest.approx(5.0), "capacity_gb": None, "fits": None}
+        "footprint_gb": pytest.approx(5.0), "state_gb": pytest.approx(4.0),
+        "capacity_gb": None, "fits": None}
     assert memory_fit({}, "1w1g", 1, 4.0) is None  # features without a footprint
     fit = memory_fit(feats, "1w1g", 1, 4.0)  # 5 GB by hand on a 4 GB GPU
     assert fit == {"footprint_gb": pytest.approx(5.0), "capacity_gb": 4.0, "fits": False}

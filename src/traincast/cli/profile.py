@@ -65,9 +65,9 @@ def _render(rec: dict[str, Any]) -> None:
         ("parameters (dense + embedding)",
          f"{rec['params']:,} ({rec['params_dense']:,} + {rec['params_embedding']:,})"),
         ("forward FLOPs", f"{rec['flops_forward']:.4g}"),
-        ("compute-bound FLOPs (fwd+bwd" + ("" if rec["optimizer"] == "none" else "+opt")
-         + ")", f"{rec['flops_compute_bound']:.4g}"),
-        ("total FLOPs", f"{rec['flops_total']:.4g}"),
+        ("compute-bound FLOPs (products, convolutions; fwd+bwd)",
+         f"{rec['flops_compute_bound']:.4g}"),
+        ("FLOPs of every op (element-wise ops count 0)", f"{rec['flops_total']:.4g}"),
         ("memory-bound bytes", fmt_bytes(rec["bytes_memory_bound"])),
         ("memory-bound bytes, element-wise fused", fmt_bytes(rec["bytes_memory_bound_fused"])),
         ("weight bytes (dense gradients)", fmt_bytes(rec["weight_bytes"])),
