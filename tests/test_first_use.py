@@ -399,7 +399,8 @@ def test_memory_is_not_checked_without_a_capacity() -> None:
         "capacity_gb": None, "fits": None}
     assert memory_fit({}, "1w1g", 1, 4.0) is None  # features without a footprint
     fit = memory_fit(feats, "1w1g", 1, 4.0)  # 5 GB by hand on a 4 GB GPU
-    assert fit == {"footprint_gb": pytest.approx(5.0), "capacity_gb": 4.0, "fits": False}
+    assert fit == {"footprint_gb": pytest.approx(5.0), "state_gb": pytest.approx(4.0),
+                   "capacity_gb": 4.0, "fits": False}
 
 
 def test_whatif_numbers_stay_whole_at_80_columns(tmp_path: Path) -> None:
