@@ -628,3 +628,27 @@ def test_input_bytes_with_synthetic_inputs_is_refused(tc):
            "--input-bytes", "1e9", "--synthetic-inputs")
     assert r.returncode == 2
     assert "--input-bytes and --synthetic-inputs disagree" in r.stderr
+
+
+def test_amp_on_the_kernel_model_says_its_products_rest_on_a_fraction_not_a_fit(tc, tmp_path):
+    """Under --amp the held-out errors cover memory-bound kernels only: predict says what the
+    16-bit products rest on, the assumed 0.79 on a T4 (no published figure), the catalog's
+    figure on an A100 (MAMF: 0.869 x its 312 TFLOP/s)."""
+    from traincast.features.profile import profile_model
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(profile_model("zoo:gcn", ops=True)))
+
+    def said(gpu: str) -> str:
+        r = tc("predict", "--features", str(path), "--gpu", gpu, "--amp")
+        assert r.returncode == 0, r.stderr
+        return " ".join(r.stdout.split())
+
+    t4 = said("T4")
+    assert "Its fp16 products run on matrix units at 0.79 of the dense peak" in t4
+    assert "assumed for a GPU without a published figure" in t4
+    a100 = said("A100")
+    assert "products run on matrix units at 0.87 of the dense peak" in a100
+    assert "the catalog cites for it" in a100
+    assert "products run on matrix units" not in " ".join(
+        tc("predict", "--features", str(path), "--gpu", "T4").stdout.split())

@@ -565,6 +565,8 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "nics": node.nics,
                   "compute": compute.strategy_of(gpu, strategy),
                   "compute_asked": strategy,
+                  "gemm_fraction_default": kernels.gemm_max_fraction(
+                      gpu, gpu.math_dtype("amp") if amp else "fp32") is None,
                   "achievable_tflops": flop_rate / 1e12, "achievable_mem_gbs": byte_rate / 1e9,
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,

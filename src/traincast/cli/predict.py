@@ -604,6 +604,17 @@ def render_prediction(result: dict[str, Any]) -> None:
     km = hw.get("kernel_model")
     if km:
         console.print(Text(kernel_model_text(hw["gpu"], km, bool(job.get("amp"))), style="dim"))
+        if job.get("amp") and hw.get("amp_dtype") not in (None, "fp32"):
+            eta = hw["achievable_tflops"] / hw["peak_tflops"] if hw["peak_tflops"] else 0.0
+            console.print(Text(
+                f"Its {hw['amp_dtype']} products run on matrix units at {eta:.2f} of the dense "
+                f"peak, the large-GEMM fraction "
+                + ("assumed for a GPU without a published figure (the median of the "
+                   "published ones, docs/hardware.md)" if hw.get("gemm_fraction_default") else
+                   "the catalog cites for it (traincast hardware show)")
+                + ", times each product's tile and wave efficiency: no measured kernel of the "
+                "fit checks them, so the error figures above are of its memory-bound kernels "
+                "only.", style="dim"))
     elif hw["compute"] == "kernel" and not (result.get("setup") or {}).get("per_op", True):
         console.print(Text(aggregate_text(result["setup"]), style="dim"))
 
