@@ -75,6 +75,15 @@ def test_predict_on_the_calibrated_node(tiny_catalog: Path) -> None:
     assert two.time_s["comm"] == pytest.approx(4e6 / bw)
 
 
+def test_a_calibrated_cpu_is_named_a_cpu(tiny_catalog: Path) -> None:
+    """predict on the CPU calibrate measured says CPU peak and CPU utilization, not GPU."""
+    args = ["predict", "--flops", "1e9", "--mem-bytes", "1e8", "--weight-bytes", "4e6",
+            "--catalog", str(tiny_catalog), "--node", "local"]
+    text = " ".join(CliRunner().invoke(app, args).stdout.split())
+    assert "Predicted CPU utilization" in text and "strategy: CPU peak" in text
+    assert "GPU peak" not in text
+
+
 def test_fit_latency_and_bandwidth_by_hand() -> None:
     # t = 100 us + S / 1 GB/s: 4 B -> ~100 us, 1e8 B -> 100 us + 0.1 s
     sizes = np.array([4.0, 1e6, 1e8])

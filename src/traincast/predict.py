@@ -564,7 +564,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
         hardware={"node": node.name, "gpu": gpu.name, "vendor": kernels.vendor_of(gpu),
                   "nics": node.nics,
                   "compute": compute.strategy_of(gpu, strategy),
-                  "compute_asked": strategy,
+                  "compute_asked": strategy, "device": gpu.device or "cuda",
                   "gemm_fraction_default": kernels.gemm_max_fraction(
                       gpu, gpu.math_dtype("amp") if amp else "fp32") is None,
                   "achievable_tflops": flop_rate / 1e12, "achievable_mem_gbs": byte_rate / 1e9,

@@ -507,7 +507,8 @@ def render_prediction(result: dict[str, Any]) -> None:
         label = "none (every component is 0 s)" if result["time_s"]["total"] == 0 else "unknown"
     util = result.get("gpu_util")
     util_text = f"{100 * util:.0f}%" if isinstance(util, int | float) and util == util else "n/a"
-    console.print(f"Bottleneck: [bold]{label}[/bold]. Predicted GPU utilization {util_text}.")
+    unit = "CPU" if hw.get("device") == "cpu" else "GPU"
+    console.print(f"Bottleneck: [bold]{label}[/bold]. Predicted {unit} utilization {util_text}.")
     if said := batch_text(job):
         console.print(said, style="dim")
     mem = result.get("memory")
@@ -531,7 +532,7 @@ def render_prediction(result: dict[str, Any]) -> None:
         from traincast.validation.published import setup_text
 
         console.print(Text("setup: " + setup_text(result["setup"]), style="dim"))
-    console.print(f"[dim]compute by the {hw['compute']} strategy: GPU peak "
+    console.print(f"[dim]compute by the {hw['compute']} strategy: {unit} peak "
                   f"{hw['peak_tflops']:.4g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
                   f"large GEMMs; memory {hw['mem_bw_gbs']:.4g} GB/s, "
                   f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
