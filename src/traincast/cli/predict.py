@@ -300,9 +300,9 @@ def predict(
     GPU's ridge point, is priced by its bytes and counted in T_comp_mem, so T_comp_flop can
     be less than the profile's FLOPs / R_flop); with curves from calibrate, the measured
     curves; else (--compute paper) peak × flop_efficiency and mem_bw × mem_efficiency.
-    bw(x) = GB/s × 1e9 × efficiency. T_comm (W weight bytes, E embedding bytes touched, E_ar embedding bytes an AllReduce moves (whole
-    tables with dense gradients), n GPUs, g per node (default packed: min(n, node GPUs)), N =
-    ceil(n/g) nodes, R = min(node NICs, g) rails):
+    bw(x) = GB/s × 1e9 × efficiency. T_comm (W weight bytes, E embedding bytes touched, E_ar
+    embedding bytes an AllReduce moves (whole tables with dense gradients), n GPUs, g per node
+    (default packed: min(n, node GPUs)), N = ceil(n/g) nodes, R = min(node NICs, g) rails):
 
     - 1w1g: 0
     - allreduce-local (all n GPUs on one node): 2(n−1)/n · (W+E_ar) / bw(intra)
