@@ -562,7 +562,8 @@ def test_predict_says_when_memory_goes_unchecked(tc, tmp_path) -> None:
     args = ["predict", "--features", str(path), "--gpu", "NoMem", "--node", "dgx-a100",
             "--catalog", str(cat)]
     out = json.loads(tc(*args, "--json").stdout)["memory"]
-    assert out == {"footprint_gb": pytest.approx(3.6), "capacity_gb": None, "fits": None}
+    assert out == {"footprint_gb": pytest.approx(3.6), "state_gb": pytest.approx(1.6),
+                   "capacity_gb": None, "fits": None}
     said = " ".join(tc(*args).stdout.split())
     assert "memory not checked on NoMem: the catalog entry gives no mem_gb (the job needs " \
         "3.6 GB per GPU" in said

@@ -418,14 +418,16 @@ def test_rows_with_negative_or_infinite_features_get_a_reason_not_a_time() -> No
 def test_predict_reports_whether_a_profiled_job_fits_in_gpu_memory() -> None:
     # S + A per replica: 2 GB state + 3 GB activations = 5 GB of a 16 GB V100; PEARL splits the
     # embedding share e = 0.5 of the state over n = 4 GPUs: 1 + 1/4 + 3 = 4.25 GB; ps-worker
-    # keeps the optimizer and embeddings on the servers: (0.5 + 0.5)(1 - 0.5) + 3 = 3.5 GB
+    # keeps the optimizer and embeddings on the servers: (0.5 + 0.5)(1 - 0.5) + 3 = 3.5 GB;
+    # state_gb: the same without the 3 GB of activations
     mem = {"weights": 5e8, "grads": 5e8, "optimizer": 1e9, "activations": 3e9}
     prof = {**FEATS, "memory_bytes": mem, "params": 1e8, "params_embedding": 5e7}
     cases = [({}, 5.0), ({"arch": "pearl", "gpus": 4}, 4.25),
              ({"arch": "ps-worker", "workers": 4}, 3.5)]
     for kw, gb in cases:
         out = predict(prof, node="pai-v100-nvlink", **kw).to_dict()["memory"]
-        assert out == {"footprint_gb": pytest.approx(gb), "capacity_gb": 16.0, "fits": True}
+        assert out == {"footprint_gb": pytest.approx(gb), "state_gb": pytest.approx(gb - 3.0),
+                       "capacity_gb": 16.0, "fits": True}
     big = {**prof, "memory_bytes": {**mem, "activations": 15.5e9}}
     assert predict(big, node="pai-v100-nvlink").memory["fits"] is False
     assert predict(FEATS).memory is None  # aggregate features: no footprint known

@@ -317,10 +317,10 @@ def ingest(
     from traincast.trace import ingest as run
     from traincast.trace import parse_mapping
 
+    check_trace_io(trace, db, {"--parquet": parquet}, format=format, map=map)  # before ingest
     if parquet is not None and parquet.suffix.lower() not in (".parquet", ".pq"):
         raise TraincastError(f"--parquet {parquet}: a Parquet file's name ends in .parquet or "
                              ".pq", hint=f"e.g. --parquet {parquet.with_suffix('.parquet')}")
-    check_trace_io(trace, db, {"--parquet": parquet}, format=format, map=map)  # before ingest
     with ingest_progress(json_out) as update:
         report = run(trace, format, db, parse_mapping(map), strict=strict, progress=update,
                      parquet=parquet)
