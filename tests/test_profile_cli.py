@@ -115,15 +115,17 @@ def test_hf_config_spec_builds_from_config_only(tmp_path: Path) -> None:
 
 def test_a_per_op_table_apart_from_its_totals_is_refused(tmp_path: Path) -> None:
     """The per-op table and the totals of one record describe one step: a table cut to one
-    row (n_ops says 3), or whose compute-bound FLOPs (5e11 per call x count 2 = 1e12) are not
-    the total (2e12), is refused naming the field; the same table with its own totals loads."""
+    row (n_ops says 4: the rows' counts 2 + 1 + 1), or whose compute-bound FLOPs (5e11 per
+    call x count 2 = 1e12) are not the total (2e12), is refused naming the field; the same
+    table with its own totals loads."""
     ops = [{"op": "mm", "flops": 5e11, "count": 2, "bound": "compute"},
            {"op": "add", "bytes_read": 6e8, "bytes_written": 4e8, "bound": "memory"},
            {"op": "relu", "bytes_read": 5e8, "bytes_written": 5e8, "bound": "memory"}]
     good = {"flops_compute_bound": 1e12, "bytes_memory_bound": 2e9, "weight_bytes": 1e8,
-            "n_ops": 3, "ops": ops}
+            "n_ops": 4, "ops": ops}
     assert load_features(write_features(good, tmp_path / "good.json"))["ops"] == ops
-    cases = [({"ops": ops[:1]}, "field 'n_ops' is 3, but the per-op table ('ops') has 1 rows"),
+    cases = [({"ops": ops[1:]}, "field 'n_ops' is 4, but the per-op table ('ops') runs 2 ops "
+                                "(its rows' counts summed)"),
              ({"flops_compute_bound": 2e12}, "field 'flops_compute_bound' is 2e+12, but the "
                                              "per-op table's compute-bound rows sum to 1e+12"),
              ({"bytes_memory_bound": 3e9}, "field 'bytes_memory_bound' is 3e+09, but the "

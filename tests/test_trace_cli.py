@@ -264,6 +264,13 @@ def test_an_analysis_of_a_trace_of_bad_rows_alone_fails_as_study_does(
     assert r.returncode == 2, r.stdout
     assert f"no job stored: every row of the trace was bad (2; the first: {trace}: row 1: " \
            "field n_gpus: '-1')" in said and "nothing was analysed" in said
+    # again on the same store: the file is kept from the first ingest (not read again), its
+    # bad rows counted all the same
+    r = tc(*command, str(trace), "--db", str(tmp_path / "s.duckdb"))
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2, r.stdout
+    assert f"every row of the trace was bad (2; found when {trace} was first ingested: " \
+           f"traincast ingest {trace} --strict names them)" in said
     empty = tmp_path / "h0.csv"
     empty.write_text("job_id,n_gpus\n")
     r = tc(*command, str(empty), "--db", str(tmp_path / "e.duckdb"))

@@ -51,7 +51,7 @@ ComputeOpt = Annotated[str, typer.Option(
     "paper (the paper's flat peak x flop_efficiency for every GPU). docs/model.md.")]
 
 _SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)"
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)"
                      r"\s*(B|b|[fF][lL][oO][pP][sS]?)?\s*$")
 UNIT_WORDS: dict[str, str] = {"bytes": "B", "flops": "FLOP"}
 """The unit a number flag may end in: ``B`` after a byte count, ``FLOP`` (or ``FLOPs``, any
@@ -88,10 +88,10 @@ def parse_number(text: str, what: str, high: float | None = None,
     if prefix == "m":
         raise TraincastError(f"{what}: {text!r}: 'm' is milli; write M for mega ({m.group(1)}M)")
     prefix = "k" if prefix in ("k", "K") else prefix.upper()
-    if word == "b":
+    wanted = UNIT_WORDS.get(unit or "")
+    if word == "b" and unit != "flops":  # a byte count in bits (a FLOP count in neither)
         raise TraincastError(f"{what}: {text!r}: 'b' is bits (8 to a byte); write B for "
                              f"bytes: {m.group(1)}{prefix}B")
-    wanted = UNIT_WORDS.get(unit or "")
     if word and wanted and word.upper().rstrip("S") != wanted:
         raise TraincastError(f"{what}: {text!r}: a count of {unit} ends in {wanted}, not {word}",
                              hint=f"e.g. {m.group(1)}{prefix}{wanted}")

@@ -238,7 +238,8 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
     return chunks
 
 
-NOTHING_ANALYSED = "nothing was analysed (a trace of a header alone is, as holding no job)"
+NOTHING_ANALYSED = ("nothing was analysed (a trace of a header alone is analysed, as holding no "
+                    "job)")
 """The hint's end of an analysis whose TRACE stored no job, every row bad
 (``trace.store.every_row_bad``)."""
 

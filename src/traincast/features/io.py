@@ -166,8 +166,9 @@ TOTALS_RTOL = 0.01
 
 def check_totals(record: Mapping[str, Any], where: str) -> None:
     """A record's per-op table and its totals describe one step, as ``profile`` writes them:
-    ``n_ops`` = the table's rows, ``flops_compute_bound`` = the compute-bound rows' ``flops x
-    count`` summed, ``bytes_memory_bound`` = the memory-bound rows' ``(bytes_read +
+    ``n_ops`` = the ops the table runs (each row's ``count``, 1 by default, summed: as
+    ``predict`` counts the host's issues), ``flops_compute_bound`` = the compute-bound rows'
+    ``flops x count`` summed, ``bytes_memory_bound`` = the memory-bound rows' ``(bytes_read +
     bytes_written) x count`` summed (within :data:`TOTALS_RTOL`). A table cut, merged or edited
     apart from its totals would price another step than the totals say: a
     :class:`TraincastError` naming ``where`` and the field. A record without the table, or
@@ -176,10 +177,10 @@ def check_totals(record: Mapping[str, Any], where: str) -> None:
     ops = record.get("ops")
     if not isinstance(ops, list) or not ops:
         return
-    n_ops = record.get("n_ops")
-    if isinstance(n_ops, Integral) and not isinstance(n_ops, bool) and n_ops != len(ops):
+    n_ops, runs = record.get("n_ops"), sum(int(o.get("count", 1)) for o in ops)
+    if isinstance(n_ops, Integral) and not isinstance(n_ops, bool) and n_ops != runs:
         raise TraincastError(f"{where}: field 'n_ops' is {n_ops}, but the per-op table ('ops') "
-                             f"has {len(ops)} rows",
+                             f"runs {runs} ops (its rows' counts summed)",
                              hint="profile the model again, or leave 'ops' out to price the "
                                   "step by its totals")
     sums = {"flops_compute_bound": sum(float(o.get("flops", 0)) * float(o.get("count", 1))

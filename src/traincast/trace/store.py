@@ -362,13 +362,22 @@ def every_row_bad(report: Mapping[str, Any], jobs: int, kept: str) -> TraincastE
     because every row of its trace was bad, naming the first; None when a job was stored or
     no row was bad (a header alone: an empty trace, studied as such). ``kept``: what the
     failed command leaves as it was, for the hint."""
-    if jobs or not report.get("bad_rows"):
+    # a file kept from an earlier ingest (unchanged, not read again) counts its bad rows too
+    bad = sum(int(src.get("bad_rows") or 0) for src in report.get("sources", ())) \
+        or int(report.get("bad_rows") or 0)
+    if jobs or not bad:
         return None
-    first = report["errors"][0] if report.get("errors") else {}
+    if report.get("errors"):
+        first = report["errors"][0]
+        which = (f"the first: {first.get('file')}: row {first.get('row')}: field "
+                 f"{first.get('field')}: {first.get('value')!r}")
+    else:  # found at an earlier ingest of the same files
+        files = " ".join(str(f) for src in report.get("sources", ())
+                         for f in src.get("files", ()))
+        which = (f"found when {files} was first ingested: traincast ingest {files} --strict "
+                 "names them")
     return TraincastError(
-        f"no job stored: every row of the trace was bad ({report['bad_rows']:,}; the first: "
-        f"{first.get('file')}: row {first.get('row')}: field {first.get('field')}: "
-        f"{first.get('value')!r})",
+        f"no job stored: every row of the trace was bad ({bad:,}; {which})",
         hint=f"mend the rows, or check --format (traincast ingest lists the bad rows); {kept}")
 
 
