@@ -65,6 +65,11 @@ def test_nothing_fits_is_said() -> None:
     assert res.exit_code == 1 and json.loads(res.stdout)["feasible"] == 0
     assert runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8", "--top", "1"]
                          ).exit_code == 0
+    # a re-plan over GPU counts none of which holds it: 1 too; one that holds it at one: 0
+    replan_args = ["plan", "zoo:llama2-70b", "--gpus", "8,16", "--node", "pai-v100-nvlink",
+                   "--global-batch", "8", "--dtype", "fp16"]
+    assert runner.invoke(app, replan_args).exit_code == 1
+    assert runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "8,16"]).exit_code == 0
 
 
 def test_price_ranks_by_cost(tmp_path) -> None:

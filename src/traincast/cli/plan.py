@@ -157,8 +157,9 @@ def plan(
     The output says what it assumed (global batch, sequence, dtype, attention, schedule) and
     what it searched, what every column is with its units, and the predict --arch hybrid line
     of the best configuration (the same iteration time). Re-planning says why GPUs are left
-    unused. Exit status: 0 with a plan; 1 when no configuration exists or fits in memory (the
-    output, and --json's feasible and top, say why); 2 on bad input.
+    unused. Exit status: 0 with a plan; 1 when no configuration exists or fits in memory (a
+    re-plan: at no GPU count; the output, and --json's feasible and top, say why); 2 on bad
+    input.
     """
     from traincast.parallel.plan import plan as run_plan
     from traincast.parallel.plan import replan
@@ -198,6 +199,8 @@ def plan(
             print_json(result)
         else:
             _print_replan(result)
+        if not any("config" in row for row in result["rows"]):
+            raise typer.Exit(1)  # no GPU count has a plan (the table says why)
         return
     result = run_plan(model, counts[0], node, top=top, network=network, **kwargs)
     same = "".join([f" --compute {compute}"] * (compute != "auto")
