@@ -190,11 +190,16 @@ def test_model_flops_by_hand() -> None:
 
 
 def test_mixture_params_flop_by_hand() -> None:
-    # Mixtral 8x7B: top-2 of 8 SwiGLU experts, 8 KV heads of 128, router h x 8, untied head
+    # Mixtral 8x7B: top-2 of 8 SwiGLU experts, 8 KV heads of 128, untied head (the router's
+    # h x 8 is no priced product)
     cfg = get_model("mixtral-8x7b")
     h, f, layers, vocab = 4096, 14336, 32, 32000
-    per_layer = h * (2 * 4096 + 2 * 1024) + 2 * 3 * h * f + h * 8
+    per_layer = h * (2 * 4096 + 2 * 1024) + 2 * 3 * h * f
     assert cfg.params_flop == layers * per_layer + vocab * h
+    # no recomputation, the whole square materialized: MFU = HFU for a mixture too
+    plain = predict_hybrid(cfg, node="dgx-h100", dp=8, ep=8, global_batch=64, zero=1,
+                           recompute="none", attention="materialized")
+    assert plain["mfu"] == pytest.approx(plain["hfu"], rel=1e-9)
 
 
 def test_fp8_needs_gpu_support() -> None:

@@ -477,8 +477,8 @@ def _note_above_peak(result: dict[str, Any]) -> None:
 
 
 def _mixture(result: dict[str, Any]) -> bool:
-    """The plan's model is a mixture of experts (fewer parameters active than it has)."""
-    return bool(result["params_active"] < result["params"])
+    """The plan's model is a mixture of experts (``experts > 1``, as predict tells it)."""
+    return int(result.get("experts", 1)) > 1
 
 
 def _table(title: str, rows: list[dict[str, Any]], money: bool = False,

@@ -715,6 +715,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     first_attention = base[0]["knobs"]["attention"]
     out: dict[str, Any] = {
         "model": cfg.name, "params": cfg.params, "params_active": cfg.params_active,
+        "experts": cfg.experts,
         "gpus": gpus, "nodes": nodes, "dtype": dtype, "seq": s, "global_batch": gb,
         "tokens_per_iteration": gb * s,
         "assumed": plan_assumed(global_batch, gb, s, seq, dtype, overlap, first_attention,

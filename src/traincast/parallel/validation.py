@@ -118,7 +118,8 @@ def best_published_mfu(dtype: str = "") -> tuple[float, str]:
     precision, in %) of the shipped published runs (``TABLES``) in precision ``dtype`` (a
     row's own, else its table's; every row when none is in it), and that row (its run, its
     table): a forecast above it is more than any published run of its precision reached,
-    worth saying under it. A row's MFU is its ``mfu_percent``, else, from its
+    worth saying under it (the label says so where no run of ``dtype`` is checked and the best
+    of another precision stands in). A row's MFU is its ``mfu_percent``, else, from its
     ``tokens_per_gpu_s``, ``100 x tokens/s x model_flops_per_token(s) / P`` (the model FLOPs
     of ``hybrid.model_flops_per_token``, ``P`` the dense peak of its node's GPU in its
     precision, the shipped catalog's)."""
@@ -140,9 +141,11 @@ def best_published_mfu(dtype: str = "") -> tuple[float, str]:
                     per_token = float(model_flops_per_token(model, seq or model.seq))
                     rows.append((100.0 * float(r["tokens_per_gpu_s"]) * per_token / peak,
                                  label, dtype_of))
-    same = [row for row in rows if row[2] == dtype] or rows
-    best = max(same, key=lambda x: x[0])
-    return best[0], best[1]
+    same = [row for row in rows if row[2] == dtype]
+    best = max(same or rows, key=lambda x: x[0])
+    label = best[1] if same or not dtype else \
+        f"{best[1]}, a {best[2]} run: traincast checks no {dtype} one"
+    return best[0], label
 
 
 def megatron_2021_rows() -> dict[str, Any]:

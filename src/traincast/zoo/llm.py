@@ -155,15 +155,14 @@ class ModelConfig:
 
     @property
     def params_flop(self) -> int:
-        """Parameters that do matrix work per token: each layer's attention matrices, its
-        active experts' MLP matrices (``top_k`` of a mixture) and router, and the ``V h``
-        logits: ``l (W_attn + k n_mat h f + h E [E > 1]) + V h``. Biases and norms are
-        element-wise work, left out (the hardware count, ``parallel.hybrid``, has none of
-        them either)."""
+        """Parameters that do matrix work per token, as the hardware count of
+        ``parallel.hybrid`` prices products: each layer's attention matrices and its active
+        experts' MLP matrices (``top_k`` of a mixture), and the ``V h`` logits: ``l (W_attn +
+        k n_mat h f) + V h``. Biases and norms are element-wise work, and a mixture's router
+        (``h E`` per token, 0.03% of Mixtral's) is not priced as a product: both left out."""
         active = self.top_k if self.experts > 1 else 1
-        router = self.hidden * self.experts if self.experts > 1 else 0
-        return (self.layers * (self.attn_matrix_params + active * self.mlp_matrix_params
-                               + router) + self.vocab * self.hidden)
+        return (self.layers * (self.attn_matrix_params + active * self.mlp_matrix_params)
+                + self.vocab * self.hidden)
 
 
 def window_work(seq: Any, window: int, share: float) -> Any:
