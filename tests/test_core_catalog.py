@@ -379,6 +379,9 @@ def test_a_matrix_peak_below_the_one_it_must_exceed_is_refused(tmp_path: Path) -
         load_catalog([entry(fp32_tflops=19.5, tf32_tflops=10)])
     with pytest.raises(CatalogError, match="'fp8_tflops' = 500 is below bf16_tflops = 989.5"):
         load_catalog([entry(fp32_tflops=67, bf16_tflops=989.5, fp8_tflops=500)])
+    # an entry without 16-bit peaks: fp8 is still a matrix peak, at least the fp32 one
+    with pytest.raises(CatalogError, match="'fp8_tflops' = 30 is below fp32_tflops = 67"):
+        load_catalog([entry(fp32_tflops=67, fp8_tflops=30)])
 
 
 def test_a_packed_fp32_figure_is_named_as_such(tmp_path: Path) -> None:

@@ -628,7 +628,7 @@ def test_shipped_fit_names_its_source_and_command() -> None:
     model = load_catalog().kernel_model
     assert "calibrate --kernels" in model["command"]
     # the data set by its name (its README's title), the folder only in the command
-    assert "measured kernels of Measured GPU kernels: NeuSight's training set" \
+    assert "measured kernels; data: Measured GPU kernels: NeuSight's training set" \
         in model["source"] and "shared" not in model["source"]
     assert set(kernels.FITTED_KEYS) <= set(model["params"])
     assert {"P4", "T4", "V100-PCIE-32GB", "A100-PCIE-40GB"} <= set(model["floors_us"])
@@ -644,8 +644,8 @@ def test_a_fit_names_its_folder_by_its_readme_title(tmp_path: Path) -> None:
               "default_floor_us": 20.0}
     doc = kernel_fit.fit_document(result, [tmp_path, tmp_path / "none"], "traincast ...")
     assert doc["kernel_model"]["source"].startswith(
-        f"fitted to 12 measured kernels of My lab's kernels (A100, 2026) and {tmp_path / 'none'}"
-        " (A100-PCIE-40GB; its folders in command)")
+        f"fitted to 12 measured kernels; data: My lab's kernels (A100, 2026); the folder "
+        f"{tmp_path / 'none'}; GPUs: A100-PCIE-40GB; folders: see command")
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")

@@ -956,10 +956,10 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
     host's dispatch) and ``held_out_uncalibrated`` (the fit's median floor and ratios), each a
     ``held_out_table``: ``held_out = {"held_out": {...}, "held_out_uncalibrated": {...}}``."""
     folders = [directory] if isinstance(directory, (str, Path)) else list(directory)
-    named = [data_title(d) or str(d) for d in folders]
+    named = [data_title(d) or f"the folder {d}" for d in folders]
     doc: dict[str, Any] = {
-        "source": f"fitted to {result['rows']:,} measured kernels of {' and '.join(named)} "
-                  f"({', '.join(result['gpus'])}; its folders in command); docs/model.md, "
+        "source": f"fitted to {result['rows']:,} measured kernels; data: {'; '.join(named)}; "
+                  f"GPUs: {', '.join(result['gpus'])}; folders: see command; docs/model.md, "
                   "'Kernel model'",
         "command": command,
         "fitted_on": list(result["gpus"]),

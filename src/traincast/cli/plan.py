@@ -514,7 +514,7 @@ def _table(title: str, rows: list[dict[str, Any]], money: bool = False,
             share = r["share"]
             cells += [percent(share["compute"]), percent(share["comm"]),
                       percent(share["bubble"]), f"{r['memory_gb']['total']:.1f}",
-                      fmt_amount(r["tokens_per_s_per_gpu"]), f"{r['model_tflops_per_gpu']:.0f}"
+                      fmt_amount(r["tokens_per_s_per_gpu"]), fmt_amount(r["model_tflops_per_gpu"])
                       + ("*" if r["rank"] in marked else "")]
         table.add_row(*cells)
     print_table(table, console)

@@ -708,7 +708,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
     mfu = None if result["mfu"] is None else 100 * result["mfu"]
     console.print(f"Bottleneck: [bold]{result['bottleneck_label']}[/bold]. "
                   f"{fmt_amount(result['tokens_per_s_per_gpu'])} tokens/s/GPU, "
-                  f"{result['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU"
+                  f"{fmt_amount(result['model_tflops_per_gpu'])} model TFLOP/s/GPU"
                   + (f" (MFU {mfu:.0f}% of the {peak:g} TFLOP/s dense peak)" if mfu else "")
                   + ". Memory per GPU "
                   f"{fmt_bytes(mem['total'] * 1e9)} of "

@@ -250,9 +250,9 @@ _SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME 
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}
-_MATRIX_PEAKS = ("tf32_tflops", "fp16_tflops", "bf16_tflops")
+_MATRIX_PEAKS = ("tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops")
 """Matrix-unit peaks that are at least the vector fp32 peak where both are given (0 = the dtype
-is unsupported), and that the fp8 peak is at least (every tensor core runs fp8 at twice its
+is unsupported), and (the 16-bit ones) that the fp8 peak is at least (every tensor core runs fp8 at twice its
 16-bit rate or more): checked on datasheet entries, not on peaks ``traincast calibrate``
 measured (an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32
 ones)."""

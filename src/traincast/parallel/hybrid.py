@@ -73,6 +73,7 @@ from traincast.parallel import gemm
 from traincast.parallel import strategies as st
 from traincast.parallel.models import ModelConfig
 from traincast.resolve import resolve_link
+from traincast.units import join_words
 from traincast.zoo.llm import DEFAULT_CONFIG, window_work
 
 F = NDArray[np.float64]
@@ -1822,18 +1823,24 @@ def recompute_mode(recompute: str, knobs: dict[str, Any]) -> str:
     return str(knobs["selective"]) if recompute == "selective" else recompute
 
 
-GATED_DROPOUT_NOTE = ("the stack's default; a gated-MLP model of the Llama class trains "
-                      "without: --framework megatron-core, fsdp or torchtitan")
-"""What ``recipe_text`` says beside a recipe's dropout on for a gated-MLP model."""
+def gated_dropout_note() -> str:
+    """What ``recipe_text`` says beside a recipe's dropout on for a gated-MLP model: that such
+    a model trains without, and the recipes that run it so (their ``dropout`` setting, its
+    ``gated`` value where it has one, off)."""
+    off = [name for name, recipe in recipes().items()
+           if (d := recipe.get("set", {}).get("dropout")) is not None
+           and d.get("gated", d["value"]) is False]
+    return ("the stack's default; a gated-MLP model of the Llama class trains without: "
+            f"--framework {join_words(off, 'or')}")
 
 
 def recipe_text(framework: str, by_recipe: dict[str, Any], dtype: str = "fp8",
                 gated: bool = False) -> str:
     """The ``assumed:`` line's words for a recipe: its name and what it set (the fp8 weight
     cache only for a job in ``dtype`` fp8, where it acts); dropout on for a ``gated``-MLP
-    model says that such a model trains without (:data:`GATED_DROPOUT_NOTE`)."""
+    model says that such a model trains without (:func:`gated_dropout_note`)."""
     words = {"attention": lambda v: f"{v} attention", "zero": lambda v: f"ZeRO {v}",
-             "dropout": lambda v: (f"dropout on ({GATED_DROPOUT_NOTE})" if v and gated
+             "dropout": lambda v: (f"dropout on ({gated_dropout_note()})" if v and gated
                                    else f"dropout {'on' if v else 'off'}"),
              "grad_accum_fused": lambda v: f"gradient accumulation {'fused' if v else 'unfused'}",
              "context_parallel": lambda v: ("context parallelism in the stack (--cp)" if v
