@@ -252,8 +252,8 @@ _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}
 _MATRIX_PEAKS = ("tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops")
 """Matrix-unit peaks that are at least the vector fp32 peak where both are given (0 = the dtype
-is unsupported), and (the 16-bit ones) that the fp8 peak is at least (every tensor core runs fp8 at twice its
-16-bit rate or more): checked on datasheet entries, not on peaks ``traincast calibrate``
+is unsupported), and (the 16-bit ones) that the fp8 peak is at least (every tensor core runs
+fp8 at twice its 16-bit rate or more): checked on datasheet entries, not on peaks ``traincast calibrate``
 measured (an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32
 ones)."""
 _EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency", "mem_max_fraction"}
