@@ -253,9 +253,9 @@ _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}
 _MATRIX_PEAKS = ("tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops")
 """Matrix-unit peaks that are at least the vector fp32 peak where both are given (0 = the dtype
 is unsupported), and (the 16-bit ones) that the fp8 peak is at least (every tensor core runs
-fp8 at twice its 16-bit rate or more): checked on datasheet entries, not on peaks ``traincast calibrate``
-measured (an entry with ``gemm_intensity``: a CPU's bf16 products can run slower than its fp32
-ones)."""
+fp8 at twice its 16-bit rate or more): checked on datasheet entries, not on peaks
+``traincast calibrate`` measured (an entry with ``gemm_intensity``: a CPU's bf16 products can
+run slower than its fp32 ones)."""
 _EFFICIENCY = {"flop_efficiency", "mem_efficiency", "efficiency", "mem_max_fraction"}
 _FRACTION_MAPS = {"gemm_max_fraction"}  # maps whose values are fractions in (0, 1]
 _KINDS = {"gpu": GPU, "link": Link, "node": Node}
