@@ -437,7 +437,8 @@ def test_a_study_of_a_trace_of_bad_rows_alone_fails_and_keeps_the_earlier_one(
     study(a, out, report=False)
     before = (out / "characterize.json").read_bytes()
     with pytest.raises(TraincastError, match=r"no job stored: every row of the trace was bad "
-                                             r"\(2; the first: .*bad\.csv: row 1: field n_gpus"):
+                                             r"\(2; the first: .*bad\.csv: row 1: field n_gpus"
+                                             r".*\): the folder's earlier study is kept"):
         study(bad, out, report=False)
     assert (out / "characterize.json").read_bytes() == before
     assert [json.loads(s["files"]) for s in sources(out / "jobs.duckdb")] == [[str(a)]]

@@ -263,14 +263,14 @@ def test_an_analysis_of_a_trace_of_bad_rows_alone_fails_as_study_does(
     said = " ".join(r.stderr.split())
     assert r.returncode == 2, r.stdout
     assert f"no job stored: every row of the trace was bad (2; the first: {trace}: row 1: " \
-           "field n_gpus: '-1')" in said and "nothing was analysed" in said
+           "field n_gpus: '-1'): nothing was analysed" in said
     # again on the same store: the file is kept from the first ingest (not read again), its
     # bad rows counted all the same
     r = tc(*command, str(trace), "--db", str(tmp_path / "s.duckdb"))
     said = " ".join(r.stderr.split())
     assert r.returncode == 2, r.stdout
-    assert f"every row of the trace was bad (2; found when {trace} was first ingested: " \
-           f"traincast ingest {trace} --strict names them)" in said
+    assert "every row of the trace was bad (2; found when it was first ingested: traincast " \
+           f"ingest {trace} --strict names them): nothing was analysed" in said
     empty = tmp_path / "h0.csv"
     empty.write_text("job_id,n_gpus\n")
     r = tc(*command, str(empty), "--db", str(tmp_path / "e.duckdb"))
@@ -377,3 +377,22 @@ def test_ingest_parquet_takes_a_parquet_name(tc, tmp_path: Path) -> None:
            str(tmp_path / "out.txt"))
     assert r.returncode == 2 and "a Parquet file's name ends in .parquet or .pq" in r.stderr
     assert not (tmp_path / "s.duckdb").exists() and not (tmp_path / "out.txt").exists()
+
+
+def test_the_strict_ingest_a_second_run_names_works_as_given(tc, tmp_path: Path) -> None:
+    """A trace of bad rows alone, read through --map, analysed twice: the second error names
+    the ingest --strict that lists its rows, with the run's --map and the path quoted; run as
+    given, it names both bad rows."""
+    import shlex
+
+    trace = tmp_path / "m s.csv"
+    trace.write_text("id,gpus\nx,-1\ny,inf\n")
+    args = ["characterize", str(trace), "--map", "job_id=id", "--map", "n_gpus=gpus",
+            "--db", str(tmp_path / "s.duckdb")]
+    tc(*args)
+    said = " ".join(tc(*args).stderr.split())
+    command = said.split("traincast ingest ", 1)[1].split(" --strict names them")[0]
+    assert command == f"{shlex.quote(str(trace))} --map job_id=id --map n_gpus=gpus"
+    r = tc("ingest", *shlex.split(command), "--strict", "--db", str(tmp_path / "o.duckdb"))
+    assert r.returncode == 2 and "row 1: field gpus: bad value '-1'" in r.stderr
+    assert "row 2: field gpus: bad value 'inf'" in r.stderr

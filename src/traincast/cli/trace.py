@@ -44,7 +44,13 @@ from traincast.trace import DEFAULT_WORKLOAD
 from traincast.trace.adapters import FORMATS
 from traincast.trace.chunks import JobChunks
 from traincast.trace.schema import INFER_RULE
-from traincast.trace.store import DEFAULT_DB, every_row_bad, format_errors, source_labels
+from traincast.trace.store import (
+    DEFAULT_DB,
+    every_row_bad,
+    format_errors,
+    source_labels,
+    strict_command,
+)
 from traincast.units import first_of, fmt_amount, fmt_pct, fmt_seconds, plural
 
 FormatOpt = Annotated[str, typer.Option(
@@ -148,7 +154,7 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
             files = " ".join(str(f) for f in src["files"])
             err_console.print(Text(f"{src['bad_rows']} bad row(s) of {files} skipped at its "
                                    "first ingest", style="yellow")
-                              + Text(f" (traincast ingest {files} --strict names them)"),
+                              + Text(f" ({strict_command(report, src['files'])} names them)"),
                               highlight=False)
 
 
@@ -238,10 +244,9 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
     return chunks
 
 
-NOTHING_ANALYSED = ("nothing was analysed (a trace of a header alone is analysed, as holding no "
-                    "job)")
-"""The hint's end of an analysis whose TRACE stored no job, every row bad
-(``trace.store.every_row_bad``)."""
+NOTHING_ANALYSED = "nothing was analysed"
+"""What an analysis whose TRACE stored no job, every row bad, did (``trace.store.
+every_row_bad``; a trace of a header alone is analysed, as holding no job)."""
 
 
 def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:

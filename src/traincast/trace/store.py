@@ -357,12 +357,25 @@ def format_errors(errors: list[dict[str, Any]], total: int) -> str:
 
 
 
-def every_row_bad(report: Mapping[str, Any], jobs: int, kept: str) -> TraincastError | None:
+def strict_command(report: Mapping[str, Any], files: Iterable[str | Path]) -> str:
+    """The ``traincast ingest FILES ... --strict`` that names the bad rows of ``files`` as the
+    ingest ``report`` read them (its ``format`` and ``mapping``; paths quoted for a shell):
+    ``--strict`` reads the files again and stores nothing, whatever the store."""
+    import shlex
+
+    flags = ([f"--format {shlex.quote(str(report['format']))}"]
+             if report.get("format", "csv") != "csv" else []) \
+        + [f"--map {shlex.quote(f'{k}={v}')}" for k, v in (report.get("mapping") or {}).items()]
+    return " ".join(["traincast ingest", *(shlex.quote(str(f)) for f in files), *flags,
+                     "--strict"])
+
+
+def every_row_bad(report: Mapping[str, Any], jobs: int, outcome: str) -> TraincastError | None:
     """The error when an ingest (``report``, ``Store.ingest``'s) left ``jobs`` = 0 jobs to read
-    because every row of its trace was bad, naming the first; None when a job was stored or
-    no row was bad (a header alone: an empty trace, studied as such). ``kept``: what the
-    failed command leaves as it was, for the hint."""
-    # a file kept from an earlier ingest (unchanged, not read again) counts its bad rows too
+    because every row of its trace was bad (each source's bad rows, a file kept from an earlier
+    ingest too), naming the first, or where it was kept, the :func:`strict_command` that names
+    them; None when a job was stored or no row was bad (a header alone: an empty trace,
+    analysed as such). ``outcome``: what the failed command did, ends the message."""
     bad = sum(int(src.get("bad_rows") or 0) for src in report.get("sources", ())) \
         or int(report.get("bad_rows") or 0)
     if jobs or not bad:
@@ -372,13 +385,12 @@ def every_row_bad(report: Mapping[str, Any], jobs: int, kept: str) -> TraincastE
         which = (f"the first: {first.get('file')}: row {first.get('row')}: field "
                  f"{first.get('field')}: {first.get('value')!r}")
     else:  # found at an earlier ingest of the same files
-        files = " ".join(str(f) for src in report.get("sources", ())
-                         for f in src.get("files", ()))
-        which = (f"found when {files} was first ingested: traincast ingest {files} --strict "
-                 "names them")
-    return TraincastError(
-        f"no job stored: every row of the trace was bad ({bad:,}; {which})",
-        hint=f"mend the rows, or check --format (traincast ingest lists the bad rows); {kept}")
+        files = [f for src in report.get("sources", ()) for f in src.get("files", ())]
+        which = f"found when it was first ingested: {strict_command(report, files)} names them"
+    return TraincastError(f"no job stored: every row of the trace was bad ({bad:,}; {which}): "
+                          f"{outcome}",
+                          hint="mend the rows, or check --format and --map (traincast ingest "
+                               "lists the bad rows)")
 
 
 class _ReadSerially(Exception):
@@ -627,6 +639,7 @@ class Store:
         temp = _temp_store(self.path) if self.path is not None and not self.path.exists() \
             else None
         report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
+                                  "mapping": dict(mapping or {}),
                                   "sources": [], "jobs": 0, "bad_rows": 0, "errors": [],
                                   "notes": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
         phase = "ingest"  # then "parquet" (the export), "commit", "committed"
