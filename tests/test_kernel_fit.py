@@ -644,8 +644,8 @@ def test_a_fit_names_its_folder_by_its_readme_title(tmp_path: Path) -> None:
               "default_floor_us": 20.0}
     doc = kernel_fit.fit_document(result, [tmp_path, tmp_path / "none"], "traincast ...")
     assert doc["kernel_model"]["source"].startswith(
-        f"fitted to 12 measured kernels; data: My lab's kernels (A100, 2026); the folder "
-        f"{tmp_path / 'none'}; GPUs: A100-PCIE-40GB; folders: see command")
+        "fitted to 12 measured kernels; data: My lab's kernels (A100, 2026); a folder named "
+        "none; GPUs: A100-PCIE-40GB; docs/model.md")
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/neusight-kernels not present")

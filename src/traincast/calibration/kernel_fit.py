@@ -863,8 +863,9 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     if len(chips) < 2:
         raise TraincastError(f"leave-one-GPU-out needs kernels of two GPUs at least; these rows "
                              f"are of {', '.join(sorted(set(data.gpu.tolist())))} alone",
-                             hint="add a folder of other GPUs' kernels: --kernels "
-                                  "../shared/data/neusight-kernels --kernels DIR")
+                             hint="add a folder of other GPUs' kernels (NeuSight's five "
+                                  "GPUs, docs/validation.md 'Measured kernels'): --kernels "
+                                  "DIR --kernels OTHER")
     refuse_floorless_folds(data, catalog)
     out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
     for chip, members in chips.items():
@@ -956,11 +957,10 @@ def fit_document(result: Mapping[str, Any], directory: str | Path | Sequence[str
     host's dispatch) and ``held_out_uncalibrated`` (the fit's median floor and ratios), each a
     ``held_out_table``: ``held_out = {"held_out": {...}, "held_out_uncalibrated": {...}}``."""
     folders = [directory] if isinstance(directory, (str, Path)) else list(directory)
-    named = [data_title(d) or f"the folder {d}" for d in folders]
+    named = [data_title(d) or f"a folder named {Path(d).name}" for d in folders]
     doc: dict[str, Any] = {
         "source": f"fitted to {result['rows']:,} measured kernels; data: {'; '.join(named)}; "
-                  f"GPUs: {', '.join(result['gpus'])}; folders: see command; docs/model.md, "
-                  "'Kernel model'",
+                  f"GPUs: {', '.join(result['gpus'])}; docs/model.md, 'Kernel model'",
         "command": command,
         "fitted_on": list(result["gpus"]),
         "params": {k: float(f"{v:.6g}") for k, v in result["params"].items()
