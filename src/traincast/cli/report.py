@@ -26,7 +26,7 @@ from traincast.cli.common import (
     say_above,
 )
 from traincast.cli.tables import Table
-from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, warn_bad_rows
+from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, refuse_trace_flags, warn_bad_rows
 from traincast.errors import TraincastError
 from traincast.trace import DEFAULT_WORKLOAD
 
@@ -108,10 +108,8 @@ def report(
 
     if study_dir is not None and (trace or db is not None):
         raise TraincastError("give either --study DIR or a TRACE / --db, not both")
-    if study_dir is None and not trace and (stray := given(ctx, "format", "map")):
-        raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
-                             "store's jobs are read as they were stored",
-                             hint="give the trace, or leave them out")
+    if study_dir is None:
+        refuse_trace_flags(trace, format, map)
     if study_dir is not None and (stray := given(ctx, "format", "map", "workload")):
         raise TraincastError(f"{', '.join(stray)}: flags of the study a TRACE or --db runs "
                              "first; --study DIR reports a study already made",

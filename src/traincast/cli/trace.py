@@ -175,12 +175,7 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
     from traincast.trace.adapters.base import in_folder
     from traincast.trace.store import db_path
 
-    adapter(format)  # an unknown format is an error with or without a trace
-    if trace is None and (stray := [f for f, v in (("--format", format != "csv"),
-                                                   ("--map", bool(map))) if v]):
-        raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
-                             "store's jobs are read as they were stored",
-                             hint="give the trace, or leave them out")
+    refuse_trace_flags(trace, format, map)
 
     if engine not in ENGINES:
         raise TraincastError(f"--engine {engine!r}: unknown engine",
@@ -215,6 +210,20 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
             raise TraincastError(f"{flag} {path}: is in the trace folder {folder}, where the "
                                  f"next run would read it as a {format} trace file",
                                  hint="write it to another folder")
+
+
+def refuse_trace_flags(trace: Any, format: str, map: list[str] | None) -> None:
+    """``format`` must be a known one, and with no ``trace`` (the store read as it is) neither a
+    ``--format`` but the default nor a ``--map`` is given: they describe a trace's columns.
+    One rule for every command that reads ``[TRACE | --db FILE]``."""
+    from traincast.trace.adapters import adapter
+
+    adapter(format)  # an unknown format is an error with or without a trace
+    if not trace and (stray := [f for f, v in (("--format", format != "csv"),
+                                               ("--map", bool(map))) if v]):
+        raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
+                             "store's jobs are read as they were stored",
+                             hint="give the trace, or leave them out")
 
 
 def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str] | None,
