@@ -358,7 +358,7 @@ def test_the_api_refuses_zero_sizes_too() -> None:
      "speed '1e12Gbit' is 125,000,000,000 GB/s, above 100,000"),
     # 1e-300 Gbit/s = 1.25e-301 GB/s, below the 100 kB/s (1e-4 GB/s) of any cluster link
     (("predict", *JOB, "--pcie", "1e-300Gbit"),
-     "speed '1e-300Gbit' is 1.25e-301 GB/s, below 0.0001"),
+     "speed '1e-300Gbit' is 1.25e-301 GB/s, below 0.0001 GB/s"),
     (("predict", "--flops", "1e308", "--mem-bytes", "1", "--weight-bytes", "1"),
      "--flops: '1e308' is out of bounds"),
     (("predict", "--flops", "1e400", "--mem-bytes", "1", "--weight-bytes", "1"),

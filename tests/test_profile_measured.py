@@ -241,7 +241,7 @@ def test_table_and_json_state_batch_seq_optimizer_and_attention(tc, bert: str,
     assert "batch 2, seq 64, float32, eager attention, optimizer none (forward + backward " \
         "only)" in text
     assert "sequence length (tokens) │ 64" in text and "attention │ eager" in text
-    assert "FLOPs of products and convolutions" in text
+    assert "FLOPs of compute-bound ops" in text
     j = tc(*args, "--json")
     assert j.returncode == 0, j.stderr
     rec = json.loads(j.stdout)

@@ -64,7 +64,7 @@ def parse_speed_gbs(text: str) -> float | None:
     bw_gbs = gigas if speed_in_bytes(unit) else gbit_to_gbs(gigas)
     if bw_gbs < LINK_BW_MIN_GBS:
         raise TraincastError(f"speed {text!r} is {bw_gbs:.3g} GB/s, below "
-                             f"{LINK_BW_MIN_GBS:g} (100 kB/s, no training cluster's link)",
+                             f"{LINK_BW_MIN_GBS:g} GB/s (100 kB/s, no training cluster's link)",
                              hint="give a speed such as 25Gbit or 12.5GB/s")
     if bw_gbs > LINK_BW_MAX_GBS:
         raise TraincastError(f"speed {text!r} is {fmt_sig(bw_gbs)} GB/s, above "

@@ -158,8 +158,8 @@ def plan(
     what it searched, what every column is with its units, and the predict --arch hybrid line
     of the best configuration (the same iteration time). Re-planning says why GPUs are left
     unused. Exit status: 0 with a plan; 1 when no configuration exists or fits in memory (a
-    re-plan: at no GPU count; the output, and --json's feasible and top, say why); 2 on bad
-    input.
+    re-plan: at no GPU count; the output says why, --json by feasible and top, a re-plan's by
+    each row's feasible and note); 2 on bad input.
     """
     from traincast.parallel.plan import plan as run_plan
     from traincast.parallel.plan import replan
@@ -288,7 +288,8 @@ TIME_LEGEND = (
      "recomputation not counted)"))
 NODE_LEGEND = (("[node]", "the node preset the configuration runs on"),)
 MARK_LEGEND = (("*", "an MFU above every published run of this precision that traincast "
-                "checks: optimistic (the line under the table)"),)
+                "checks (where it checks none of it, above the best of another precision): "
+                "optimistic (the line under the table)"),)
 MONEY_LEGEND = (
     ("[node]", "the node preset; the other columns as in the table of the fastest"),
     ("overhead", "expected time factor of checkpoints, lost work and restarts, 1 + C/tau + "

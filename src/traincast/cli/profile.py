@@ -65,7 +65,7 @@ def _render(rec: dict[str, Any]) -> None:
         ("parameters (dense + embedding)",
          f"{rec['params']:,} ({rec['params_dense']:,} + {rec['params_embedding']:,})"),
         ("forward FLOPs", f"{rec['flops_forward']:.4g}"),
-        ("FLOPs of products and convolutions", f"{rec['flops_compute_bound']:.4g}"),
+        ("FLOPs of compute-bound ops", f"{rec['flops_compute_bound']:.4g}"),
         ("FLOPs of all ops (element-wise: 0)", f"{rec['flops_total']:.4g}"),
         ("memory-bound bytes", fmt_bytes(rec["bytes_memory_bound"])),
         ("memory-bound bytes, element-wise fused", fmt_bytes(rec["bytes_memory_bound_fused"])),

@@ -564,9 +564,10 @@ def _check_ridge(path: str, name: str, values: Mapping[str, Any]) -> None:
 
 
 def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
-    """A datasheet entry's tf32, fp16 and bf16 (matrix) peaks are at least its fp32 peak
-    (:data:`_MATRIX_PEAKS`; 0 = unsupported), its fp8 peak at least its 16-bit ones, and its
-    base clock is at most its boost clock."""
+    """A datasheet entry's tf32, fp16, bf16 and fp8 (matrix) peaks are at least its fp32 peak
+    (:data:`_MATRIX_PEAKS`; 0 = unsupported), its fp8 peak at least its 16-bit ones (neither
+    asked of a calibrated entry, ``gemm_intensity``), and its base clock is at most its boost
+    clock."""
     base, boost = values.get("base_clock_mhz", 0.0), values.get("boost_clock_mhz", 0.0)
     if base and boost and base > boost:
         raise CatalogError(f"{path}: [gpu.{name}] key 'base_clock_mhz' = {base:g} is above "
