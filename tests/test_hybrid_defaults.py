@@ -475,3 +475,18 @@ def test_a_long_config_context_as_the_default_sequence_is_warned(tmp_path) -> No
     assert "32,768 tokens, is" in text and "longest context" in text
     assert not [w for w in plan("zoo:llama2-7b", 8, "dgx-a100", top=1)["warnings"]
                 if "longest context" in w]
+
+
+def test_a_slow_job_reads_its_throughput_not_zero() -> None:
+    """Llama 2 7B on two DGX A100 nodes over 1 Mbit/s: 13.5 GB of gradients a step take hours,
+    so fewer than one token per second per GPU: the line gives it in significant digits
+    (tokens/s and model TFLOP/s), not a rounded 0."""
+    out = json.loads(cli("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node",
+                         "dgx-a100", "--dp", "16", "--nic", "1Mbit", "--global-batch", "16",
+                         "--json"))
+    assert out["tokens_per_s_per_gpu"] < 1 and out["model_tflops_per_gpu"] < 0.1
+    text = " ".join(cli("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node",
+                        "dgx-a100", "--dp", "16", "--nic", "1Mbit", "--global-batch",
+                        "16").split())
+    assert f"{out['tokens_per_s_per_gpu']:.3g} tokens/s/GPU" in text
+    assert f"{out['model_tflops_per_gpu']:.3g} model TFLOP/s/GPU" in text

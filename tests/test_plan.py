@@ -313,3 +313,21 @@ def test_rows_above_every_published_mfu_are_marked_in_the_table() -> None:
     flat = " ".join(text.split())
     assert "*: an MFU above every published run of this precision" in flat
     assert all(f"#{k} " in flat.split("MFU (")[1] for k in marked)
+
+
+def test_a_mixture_above_the_best_published_mfu_is_marked_whatever_its_hfu() -> None:
+    """Mixtral on 64 H100: its best rows' MFU is above the best published bf16 run (64.23%)
+    while their HFU is within it, which for a dense model would read as the attention square;
+    no mixture of experts is among the published runs, so plan marks the rows and both plan
+    and predict --arch hybrid say so."""
+    args = ["plan", "zoo:mixtral-8x7b", "--gpus", "64", "--node", "dgx-h100", "--framework",
+            "megatron-core", "--top", "1"]
+    row = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["top"][0]
+    assert row["mfu"] > 0.6423 >= row["hfu"]
+    text = runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
+    line = next(ln for ln in text.splitlines() if ln.lstrip().startswith("1 ") and "dp=" in ln)
+    assert line.rstrip().endswith("*")
+    flat = " ".join(text.split())
+    assert "none of them is a mixture of experts" in flat and "attention square" not in flat
+    said = " ".join(runner.invoke(app, row["predict"].split()[1:]).stdout.split())
+    assert "none of them is a mixture of experts" in said
