@@ -51,8 +51,10 @@ ComputeOpt = Annotated[str, typer.Option(
     "paper (the paper's flat peak x flop_efficiency for every GPU). docs/model.md.")]
 
 _SUFFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)"
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(i?)"
                      r"\s*(B|b|[fF][lL][oO][pP][sS]?)?\s*$")
+_BINARY = {"k": 2.0**10, "M": 2.0**20, "G": 2.0**30, "T": 2.0**40, "P": 2.0**50}
+"""Binary prefixes of a byte count (``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB``: IEC 80000-13)."""
 UNIT_WORDS: dict[str, str] = {"bytes": "B", "flops": "FLOP"}
 """The unit a number flag may end in: ``B`` after a byte count, ``FLOP`` (or ``FLOPs``, any
 case) after a FLOP count (:func:`parse_number`)."""
@@ -70,7 +72,8 @@ in a trace: 1,000,000."""
 def parse_number(text: str, what: str, high: float | None = None,
                  unit: str | None = None) -> float:
     """``'4.1e9'``, ``'350M'``, ``'1.2GB'``, ``'8 TFLOP'`` -> float (decimal suffixes k, M,
-    G, T, P; ``K`` for kilo too, any case for G, T and P; ``m`` is refused: milli, or mega?).
+    G, T, P; ``K`` for kilo too, any case for G, T and P; ``m`` is refused: milli, or mega?;
+    a byte count also takes binary ones, ``5GiB`` = 5 x 2^30).
 
     ``unit`` (``"bytes"`` or ``"flops"``): the unit word the number may end in
     (:data:`UNIT_WORDS`): ``B`` for bytes (``b``, bits, is refused: 8 times fewer), ``FLOP``
@@ -84,7 +87,7 @@ def parse_number(text: str, what: str, high: float | None = None,
         raise TraincastError(f"{what}: not a number: {text!r}",
                              hint="use a plain number, e-notation or a k/M/G/T suffix"
                              + (f" (then {UNIT_WORDS[unit]})" if unit else ""))
-    prefix, word = m.group(2), m.group(3) or ""
+    prefix, binary, word = m.group(2), bool(m.group(3)), m.group(4) or ""
     if prefix == "m":
         raise TraincastError(f"{what}: {text!r}: 'm' is milli; write M for mega ({m.group(1)}M)")
     prefix = "k" if prefix in ("k", "K") else prefix.upper()
@@ -95,7 +98,11 @@ def parse_number(text: str, what: str, high: float | None = None,
     if word and wanted and word.upper().rstrip("S") != wanted:
         raise TraincastError(f"{what}: {text!r}: a count of {unit} ends in {wanted}, not {word}",
                              hint=f"e.g. {m.group(1)}{prefix}{wanted}")
-    value = float(m.group(1)) * _SUFFIX[prefix]
+    if binary and not (prefix and unit == "bytes" and word == "B"):
+        raise TraincastError(f"{what}: {text!r}: a binary prefix (Ki, Mi, Gi, Ti) is for a byte "
+                             "count ending in B (5GiB)",
+                             hint="use a plain number, e-notation or a k/M/G/T suffix")
+    value = float(m.group(1)) * (_BINARY[prefix] if binary else _SUFFIX[prefix])
     if not math.isfinite(value):
         raise TraincastError(f"{what}: not a finite number: {text!r}",
                              hint="a number up to about 1e308 (and below the flag's bound)")

@@ -172,7 +172,7 @@ def predict(
     flops: Annotated[str | None, typer.Option(
         help=f"FLOPs of compute-bound ops per iteration, at most {fmt_exp(MAX_FLOPS)} (2.4e13, "
         "24T or 24TFLOP: k/M/G/T decimal, M mega, not m; the byte flags alike, ending in B "
-        "for bytes; b, bits, is refused).")] = None,
+        "for bytes, or with KiB/MiB/GiB binary prefixes; b, bits, is refused).")] = None,
     mem_bytes: Annotated[str | None, typer.Option(
         help="Bytes read+written by memory-bound ops per iteration.")] = None,
     weight_bytes: Annotated[str | None, typer.Option(
