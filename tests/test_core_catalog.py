@@ -362,6 +362,11 @@ def test_a_file_changing_one_key_of_a_shipped_node_or_link_cites_itself(tmp_path
     assert node.sources["nics"] == f"{path} (a value of this file)"
     assert cat.links["eth25"].bw_gbs == 2
     assert cat.links["eth25"].sources["bw_gbs"] == f"{path} (a value of this file)"
+    link, shipped_link = cat.links["eth25"], shipped.links["eth25"]
+    assert (link.efficiency, link.source) == (shipped_link.efficiency, shipped_link.source)
+    # a node's value may cite its own source, as a GPU's and a link's may
+    path.write_text('[node.dgx-a100]\nnics = 2\n[node.dgx-a100.sources]\nnics = "my lab"\n')
+    assert load_catalog([path]).nodes["dgx-a100"].sources["nics"] == "my lab"
 
 
 def test_a_matrix_peak_below_the_one_it_must_exceed_is_refused(tmp_path: Path) -> None:

@@ -477,7 +477,7 @@ def test_a_per_op_table_given_to_predict_scales_to_its_features_as_a_workload_do
     # predict_table with workload "bert" and those features; both scale the table's busy
     # times by F_row / F_table and B_row / B_table (F_table, B_table: the table's own sums)
     from traincast import predict_table
-    from traincast.predict import table_features
+    from traincast.roofline import table_features
     from traincast.zoo.profiles import workload_ops
 
     prof = workload_ops("bert")

@@ -551,7 +551,8 @@ def test_near_ties_keep_the_jobs_own_hardware_and_node_not_a_name(monkeypatch, f
         cols = rec.Columns.of({"architecture": ["ps-worker"], "n_gpus": [4.0]})
         best = {g: (np.array([bar]), np.array([-1])) for g in ("arch", "best")}
         _search(cols, rec.workload_extras(cols), cands, best, lambda *a: None, None, 0.0,
-                False, lambda _: None, present_s=np.array([1.0]))
+                False, lambda _: None, present_s=np.array([1.0]),
+                present_node=rec.Strings(np.array([0], dtype=np.int32), ("",)))
         return tuple(cands[best[g][1][0]] if best[g][1][0] >= 0 else None
                      for g in ("arch", "best"))
 

@@ -33,7 +33,7 @@ from traincast.model import (
     total_time_s,
 )
 from traincast.resolve import NOT_FINITE, OK, Resolved, explain, resolve, resolve_link
-from traincast.roofline import paper_split
+from traincast.roofline import op_runs, table_features
 
 F = NDArray[np.float64]
 
@@ -464,19 +464,6 @@ def predict(features: Mapping[str, ArrayLike] | None = None, *, arch: str = "1w1
                    **_host_and_alignment(feats, gpu, out.hardware["compute"], amp))
 
 
-def table_features(ops: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The aggregate features of a per-op table, as ``profile`` sums them:
-    ``flops_compute_bound = sum count flops`` over compute-bound rows and
-    ``bytes_memory_bound = sum count (bytes_read + bytes_written)`` over memory-bound rows (a
-    row without ``count``: 1); empty for a table whose rows are not all marked ``bound`` (its
-    split is the kernel model's: the features given are taken as the table's own)."""
-    if not all("bound" in row for row in ops):
-        return {}
-    split = paper_split(ops, 1.0, 1.0)  # the same sums, at rates of 1 FLOP/s and 1 byte/s
-    return {"flops_compute_bound": split["compute_flop"],
-            "bytes_memory_bound": split["compute_mem"]}
-
-
 def node_assumed(catalog: Catalog, gpu: str | None, node: str | None) -> bool:
     """Whether ``gpu`` names a GPU that no node preset of the catalog holds and no
     ``default_node`` names, with no ``node`` given: the job then takes the default node's links
@@ -499,7 +486,7 @@ def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: st
     out: dict[str, Any] = {}
     ops = feats.get("ops")
     given = feats.get("n_ops")
-    runs = sum(float(o.get("count", 1)) for o in ops or ())  # each row as often as it runs
+    runs = op_runs(ops or ())  # each row as often as it runs
     n_ops = np.asarray(runs if ops else (0.0 if given is None else given), dtype=np.float64)
     if np.any(n_ops > 0):  # features may be arrays: one time per row
         out["host_issue_s"] = _scalar_or_list(n_ops * kernels.op_floor_s(gpu))
@@ -566,7 +553,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "compute": compute.strategy_of(gpu, strategy),
                   "compute_asked": strategy, "device": gpu.device or "cuda",
                   "gemm_fraction_default": kernels.gemm_max_fraction(
-                      gpu, gpu.math_dtype("amp") if amp else "fp32") is None,
+                      gpu, "amp" if amp else "fp32") is None,
                   "achievable_tflops": flop_rate / 1e12, "achievable_mem_gbs": byte_rate / 1e9,
                   "peak_tflops": gpu.peak_tflops("amp" if amp else "fp32"),
                   "flop_efficiency": gpu.flop_efficiency, "mem_bw_gbs": gpu.mem_bw_gbs,

@@ -377,6 +377,25 @@ def compute_breakdown(ops: Sequence[Mapping[str, Any]], curves: Curves) -> dict[
             "ops": int(count.sum())}
 
 
+def table_features(ops: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The aggregate features of a per-op table, as ``profile`` sums them:
+    ``flops_compute_bound = sum count flops`` over compute-bound rows and
+    ``bytes_memory_bound = sum count (bytes_read + bytes_written)`` over memory-bound rows (a
+    row without ``count``: 1); empty for a table whose rows are not all marked ``bound`` (its
+    split is the kernel model's: the features given are taken as the table's own)."""
+    if not all("bound" in row for row in ops):
+        return {}
+    split = paper_split(ops, 1.0, 1.0)  # the same sums, at rates of 1 FLOP/s and 1 byte/s
+    return {"flops_compute_bound": split["compute_flop"],
+            "bytes_memory_bound": split["compute_mem"]}
+
+
+def op_runs(ops: Sequence[Mapping[str, Any]]) -> float:
+    """The ops a per-op table runs: each row's ``count`` (1 by default) summed, as the host
+    issues them (``profile``'s ``n_ops``)."""
+    return float(ops_arrays(ops)["count"].sum()) if len(ops) else 0.0
+
+
 def paper_split(ops: Sequence[Mapping[str, Any]], flops_per_s: float,
                 mem_bw_bps: float) -> dict[str, float]:
     """The paper's additive split from the same table: FLOPs of ops the profiler marks

@@ -122,12 +122,13 @@ def default_candidates(catalog: Catalog, nodes: Iterable[str] | None = None,
 
 
 def _candidate(cols: Columns, extras: WorkloadExtras, cand: Candidate, catalog: Catalog,
-               overlap: float, hierarchical: bool, workloads: Workloads = SHIPPED
+               overlap: float, hierarchical: bool, workloads: Workloads, present_node: Strings
                ) -> tuple[Breakdown, Resolved, NDArray[np.bool_]]:
     """The jobs ported to a candidate by the what-if engine's rules: breakdown, resolved rows
-    and the mask of jobs that fit."""
+    and the mask of jobs that fit (``present_node``: the jobs' nodes as resolved already, not
+    resolved again for each candidate)."""
     sc = cand.scenario
-    new = apply_changes(cols, extras, sc, catalog)
+    new = apply_changes(cols, extras, sc, catalog, present_node=present_node)
     bd, r = evaluate_columns(new, catalog, overlap, hierarchical, workloads.ops_of,
                              amp=workloads.amp)
     return bd, r, fit_mask(r, extras, sc)
@@ -394,7 +395,7 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     # candidate beats keeps its setup (index -1)
     best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
     _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, workloads,
-            present_s=base_t)
+            present_s=base_t, present_node=base_node)
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -470,7 +471,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             best: dict[str, tuple[F, NDArray[np.int64]]],
             cost: Callable[[F, Strings, Strings, slice], F], catalog: Catalog, overlap: float,
             hierarchical: bool, advance: Callable[[str], None],
-            workloads: Workloads = SHIPPED, *, present_s: F) -> None:
+            workloads: Workloads = SHIPPED, *, present_s: F, present_node: Strings) -> None:
     """Every candidate over every job: ``best[group]`` (the bar :func:`recommend` sets: the
     present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 =
     keep, set in place) for ``arch`` (the job's own hardware),
@@ -487,8 +488,8 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
     on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay
     small)."""
     spans = [slice(a, min(a + CHUNK_ROWS, cols.n)) for a in range(0, cols.n, CHUNK_ROWS)]
-    parts = [(cols.slice(sp.start, sp.stop), extras.take(np.arange(sp.start, sp.stop)))
-             for sp in spans]
+    parts = [(cols.slice(sp.start, sp.stop), extras.take(rows), present_node.take(rows))
+             for sp in spans for rows in [np.arange(sp.start, sp.stop)]]
     names = sorted({c.node for c in cands if c.node})
     node_of = [names.index(c.node) if c.node else -1 for c in cands]
     own = _Choice(cols.n)  # the job's own hardware
@@ -500,8 +501,9 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
         if node_of[i] != block:  # a node's candidates are done: the fastest node so far?
             other_s, other_idx = node.merge_into(other_s, other_idx)
             node, block = _Choice(cols.n), node_of[i]
-        for sp, (sub, ext) in zip(spans, parts, strict=True):
-            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, workloads)
+        for sp, (sub, ext, at) in zip(spans, parts, strict=True):
+            bd, r, ok = _candidate(sub, ext, cand, catalog, overlap, hierarchical, workloads,
+                                   at)
             t = np.where(ok & np.isfinite(bd.total), bd.total, np.inf)
             beats = t < best["best"][0][sp] * (1 - 1e-12)  # the bar: arch's and best's alike
             (own if block < 0 else node).add(sp, np.where(beats, t, np.inf), i)
@@ -539,6 +541,11 @@ class _Choice:
         choice is faster (ties: the earlier node)."""
         faster = self.val < val * (1 - 1e-12)
         return np.where(faster, self.val, val), np.where(faster, self.idx, idx)
+
+
+GAINED_ROWS = 20
+"""Jobs a per-job table of recommend shows, the terminal's and the report's: those that gain
+most (:func:`gain_order`)."""
 
 
 def gain_order(speedup: ArrayLike) -> NDArray[np.int64]:
@@ -594,7 +601,7 @@ def _chosen(cols: Columns, extras: WorkloadExtras, cands: list[Candidate], idx: 
     for ci in np.unique(idx[idx >= 0]):
         rows = np.flatnonzero(idx == ci)
         bd, r, _ = _candidate(cols.take(rows), extras.take(rows), cands[ci], catalog, overlap,
-                              hierarchical, workloads)
+                              hierarchical, workloads, base_node.take(rows))
         for c in parts:
             parts[c][rows] = getattr(bd, c)
         roles[rows] = _link_roles(r)

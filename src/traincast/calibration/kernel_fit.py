@@ -384,7 +384,7 @@ def _refuse_impossible(path: Path, fam: str, data: Mapping[str, Any], gpus: NDAr
     would move the fitted parameters). A GPU without those catalog fields is not checked."""
     shape = {k: v for k, v in data.items() if k not in ("Device", "_row", "Latency")}
     product = FAMILIES[fam] in ("gemm", "conv")
-    work = kernels.gemm_flops(*gemm_dims(fam, shape)) if product else kernel_bytes(fam, shape)
+    work = family_work(fam, shape)
     entries = {g: catalog.gpu(g) for g in set(gpus.tolist())}
     def peak(e: Any) -> float:  # the fastest a row may run on that GPU, FLOP/s
         tflops = {d: float(getattr(e, f"{d}_tflops", 0.0) or 0.0) for d in DTYPES}
@@ -546,16 +546,29 @@ def _floor_of_us(latency_s: F, work: F) -> float:
     return float(np.median(latency_s[known & (work <= cut)]) * 1e6)
 
 
-def row_work(data: Kernels) -> F:
-    """Work per row: bytes moved (``kernel_bytes``) for a memory-bound row, ``2 m n k b`` FLOPs
-    for a product or convolution (``gemm_dims``); it orders rows by size within a folder."""
-    out = memory_bytes(data)
+def family_work(fam: str, shape: Mapping[str, F]) -> F:
+    """Work of rows of one folder: ``2 m n k b`` FLOPs for a product or convolution
+    (``gemm_dims``), bytes moved (``kernel_bytes``) for a memory-bound family."""
+    if FAMILIES[fam] in ("gemm", "conv"):
+        return kernels.gemm_flops(*gemm_dims(fam, shape))
+    return kernel_bytes(fam, shape)
+
+
+def _by_family(data: Kernels, kinds: tuple[str, ...]) -> F:
+    """:func:`family_work` of the rows whose folder is of ``kinds`` (``FAMILIES``), NaN for the
+    others."""
+    out = np.full(len(data), np.nan)
     for fam in sorted(set(data.family.tolist())):
-        if FAMILIES[fam] in ("gemm", "conv"):
+        if FAMILIES[fam] in kinds:
             sel = data.family == fam
-            m, n, k, b = gemm_dims(fam, {key: v[sel] for key, v in data.shape.items()})
-            out[sel] = kernels.gemm_flops(m, n, k, b)
+            out[sel] = family_work(fam, {k: v[sel] for k, v in data.shape.items()})
     return out
+
+
+def row_work(data: Kernels) -> F:
+    """Work per row (:func:`family_work`: FLOPs of a product or convolution, bytes of a
+    memory-bound row); it orders rows by size within a folder."""
+    return _by_family(data, tuple(set(FAMILIES.values())))
 
 
 def measured_floors_us(data: Kernels, work: F | None = None) -> dict[str, float]:
@@ -690,12 +703,7 @@ def kinds_of(data: Kernels) -> NDArray[Any]:
 
 def memory_bytes(data: Kernels) -> F:
     """``kernel_bytes`` of every memory-bound row, NaN for GEMM and convolution rows."""
-    out = np.full(len(data), np.nan)
-    for fam in sorted(set(data.family.tolist())):
-        if FAMILIES[fam] not in ("gemm", "conv"):
-            sel = data.family == fam
-            out[sel] = kernel_bytes(fam, {k: v[sel] for k, v in data.shape.items()})
-    return out
+    return _by_family(data, tuple(set(FAMILIES.values()) - {"gemm", "conv"}))
 
 
 UNFITTED_FRACTION = 0.8

@@ -135,9 +135,6 @@ def calibrate(
         _fit_kernels(kernels, output, catalog, json_out, check or [])
         return
     from traincast.calibration import calibrate as run_calibration
-    from traincast.calibration import check_device
-
-    device = check_device(device)  # before minutes of measuring
 
     out = run_calibration(output, quick=quick, device=device, threads=threads, comm=comm,
                           force=force, progress=_progress(is_quiet()))

@@ -518,8 +518,8 @@ def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str,
 
     best, run = best_published_mfu(dtype)
     over = [(label, m, h) for label, m, h in mfu_percent if m > best]
-    square = [(label, m, h) for label, m, h in over
-              if not above_published(m, h, dtype, mixture)]
+    square = [] if mixture else [x for x in over if x[2] <= best]  # MFU high by the square
+    rest = [(label, m) for label, m, h in over if mixture or h > best]  # above_published
     if square:
         said = ", ".join(f"{label} {m:.0f}% MFU, {h:.0f}% HFU" for label, m, h in square)
         console.print(f"{said}: the MFU is above the highest of the published {dtype} runs "
@@ -528,8 +528,8 @@ def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str,
                       "kernels execute about half; the FLOPs executed (HFU, recomputation "
                       "included) are within it (docs/parallelism.md)", style="dim",
                       highlight=False)
-    if over := [(label, m) for label, m, h in over if (label, m, h) not in square]:
-        said = ", ".join(f"{label} {m:.0f}%" for label, m in over)
+    if rest:
+        said = ", ".join(f"{label} {m:.0f}%" for label, m in rest)
         moe = ("; none of them is a mixture of experts, whose load imbalance between experts "
                "the model does not price" if mixture else "")
         console.print(f"MFU ({said}) is above the highest of the published {dtype} runs "

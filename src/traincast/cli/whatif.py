@@ -15,7 +15,7 @@ import typer
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from traincast.analysis.recommend import MIN_GAIN, MIN_GAIN_MAX
+from traincast.analysis.recommend import GAINED_ROWS, MIN_GAIN, MIN_GAIN_MAX
 from traincast.analysis.whatif import JOB_ROW_COLUMNS
 from traincast.cli import app
 from traincast.cli.common import (
@@ -543,10 +543,6 @@ JOB_COLUMN_MAX = 16
 lines, whole."""
 
 
-JOB_ROWS = 20
-"""Jobs shown in recommend's per-job tables: those whose best speedup anywhere is largest."""
-
-
 def _most_gained(rows: pa.Table, k: int) -> list[dict[str, Any]]:
     """The ``k`` rows with the largest ``best_speedup`` (``recommend.gain_order``: a job
     without one last, ties in the trace's order), as the report's table orders them."""
@@ -593,12 +589,12 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                       f"{result['prices']['file']}): candidates for the fastest setup, not the "
                       "cheapest (a --price file prices them with \\[node.NAME] or \\[gpu.NAME], "
                       "usd_per_gpu_hour and source)", style="dim", highlight=False)
-    d = _most_gained(rows, JOB_ROWS)
+    d = _most_gained(rows, GAINED_ROWS)
     ids = [str(r["job_id"]) for r in d]
     keys, legend = _reason_keys([r["arch_reason"] for r in d])
-    t = Table(title="Per job" + (f" (the {JOB_ROWS} of {rows.num_rows:,} that gain most "
+    t = Table(title="Per job" + (f" (the {GAINED_ROWS} of {rows.num_rows:,} that gain most "
                                  "anywhere; every job: --json or -o FILE.csv)"
-                                 if rows.num_rows > JOB_ROWS else ""),
+                                 if rows.num_rows > GAINED_ROWS else ""),
               title_justify="left", **RULES_OFF)
     for col in ("job", "now", "time", "best, same hardware", "speedup", "why"):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,

@@ -177,18 +177,15 @@ def check_totals(record: Mapping[str, Any], where: str) -> None:
     ops = record.get("ops")
     if not isinstance(ops, list) or not ops:
         return
-    n_ops, runs = record.get("n_ops"), sum(int(o.get("count", 1)) for o in ops)
+    from traincast.roofline import op_runs, table_features  # roofline reads ops: io cannot lead
+
+    n_ops, runs = record.get("n_ops"), op_runs(ops)
     if isinstance(n_ops, Integral) and not isinstance(n_ops, bool) and n_ops != runs:
         raise TraincastError(f"{where}: field 'n_ops' is {n_ops}, but the per-op table ('ops') "
-                             f"runs {runs} ops (its rows' counts summed)",
+                             f"runs {runs:g} ops (its rows' counts summed)",
                              hint="profile the model again, or leave 'ops' out to price the "
                                   "step by its totals")
-    sums = {"flops_compute_bound": sum(float(o.get("flops", 0)) * float(o.get("count", 1))
-                                       for o in ops if o.get("bound") == "compute"),
-            "bytes_memory_bound": sum((float(o.get("bytes_read", 0))
-                                       + float(o.get("bytes_written", 0)))
-                                      * float(o.get("count", 1))
-                                      for o in ops if o.get("bound") == "memory")}
+    sums = table_features(ops)  # empty where some row has no bound: predict's own split
     for key, total in sums.items():
         value = record.get(key)
         if isinstance(value, bool) or not isinstance(value, Real):

@@ -246,7 +246,7 @@ _ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflo
 _MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction",
                      "kernel"}, "link": set(),
              "node": set()}  # tables NAME -> number
-_SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": set()}  # NAME -> citation
+_SOURCE_MAPS = {"gpu": {"sources"}, "link": {"sources"}, "node": {"sources"}}  # NAME -> citation
 _REQUIRED = {"gpu": ("fp32_tflops", "mem_bw_gbs"), "link": ("bw_gbs",),
              "node": ("gpu", "gpus", "pcie", "intra", "nic")}
 _POSITIVE = {"fp32_tflops", "mem_bw_gbs", "mem_gb", "bw_gbs", "gpus"}

@@ -2088,6 +2088,15 @@ def long_default_seq_warning(cfg: ModelConfig, seq: int | None) -> str:
             "give --seq for the run you mean")
 
 
+def model_warnings(cfg: ModelConfig, s: int, seq: int | None, attention: str) -> list[str]:
+    """The warnings of the model at sequence ``s`` (``seq``: as given, None for the model's
+    own) that ``predict --arch hybrid`` and ``plan`` both give: a sequence beyond its positions
+    or its long default, a sliding window the attention does not take, transformers' default
+    sizes; the empty ones left out."""
+    return [w for w in (seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
+                        window_warning(cfg, s, attention), default_config_warning(cfg)) if w]
+
+
 def default_config_warning(cfg: ModelConfig) -> str:
     """The note of a model built from transformers' default config of a bare ``model_type``
     (``hf:gemma``; ``zoo.llm.from_transformers``): its sizes need not be any checkpoint's."""
@@ -2330,9 +2339,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                             hsdp_warning(framework, g_s < group, knobs),
                             selective_op_warning(cfg, recompute, attention),
                             tp_warning(tp, hw.gpus_per_node, hw.links["nic"], dp * tp * pp * cp),
-                            seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
-                            window_warning(cfg, s, attention),
-                            default_config_warning(cfg)) if w]
+                            *model_warnings(cfg, s, seq, attention)) if w]
     sp_on = bool(res["sp"])
     assumed = batch_assumption(global_batch, gb, s) | {
         "seq": s, "seq_default": seq is None, "micro_batch": micro_batch, "recompute": recompute,

@@ -47,21 +47,18 @@ from traincast.parallel.hybrid import (
     check_dtype,
     check_framework,
     check_shapes,
-    default_config_warning,
     default_global_batch,
     divisors,
     evaluate,
     hybrid_hardware,
     in_node,
-    long_default_seq_warning,
+    model_warnings,
     priced_knobs,
     recipe_text,
     recompute_mode,
     require_fused_rate,
     resolve_knobs,
     selective_op_warning,
-    seq_warning,
-    window_warning,
     zero_label,
 )
 from traincast.parallel.models import ModelConfig, get_model
@@ -725,9 +722,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
         "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
-        "warnings": [w for w in (seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
-                                 window_warning(cfg, s, first_attention),
-                                 default_config_warning(cfg)) if w]}
+        "warnings": model_warnings(cfg, s, seq, first_attention)}
     ranks = [f"#{r['rank']}" for r in out["top"] if r["recompute"] == "selective-op"]
     if ranks and (w := selective_op_warning(cfg, "selective-op", first_attention)):
         out["warnings"].append(f"{', '.join(ranks)}: {w}")

@@ -127,18 +127,19 @@ def best_published_mfu(dtype: str = "") -> tuple[float, str]:
     rows = []
     for name in TABLES:
         table = package_toml(name)
+        defaults = {k: table.get(k, v) for k, v in SETTINGS.items()}  # as published_rows
         for i, r in enumerate(table["row"]):
-            dtype_of = r.get("dtype", table.get("dtype", SETTINGS["dtype"]))
+            cfg = {k: r.get(k, v) for k, v in defaults.items()}
+            dtype_of = cfg["dtype"]
             label = f"{r.get('run') or r.get('model', '')} ({name})"
             if "mfu_percent" in r:
                 rows.append((float(r["mfu_percent"]), label, dtype_of))
             elif "tokens_per_gpu_s" in r:
-                seq = r.get("seq", table.get("seq"))
-                model = _row_model(name, i, r, seq)
-                gpu = cat.gpu(cat.node(r.get("node", table.get("node", SETTINGS["node"]))).gpu)
+                model = _row_model(name, i, r, cfg["seq"])  # sized to the row's sequence
+                gpu = cat.gpu(cat.node(cfg["node"]).gpu)
                 peak = float(getattr(gpu, f"{dtype_of}_tflops", 0.0) or 0.0) * 1e12
                 if peak > 0:
-                    per_token = float(model_flops_per_token(model, seq or model.seq))
+                    per_token = float(model_flops_per_token(model, model.seq))
                     rows.append((100.0 * float(r["tokens_per_gpu_s"]) * per_token / peak,
                                  label, dtype_of))
     same = [row for row in rows if row[2] == dtype]

@@ -198,11 +198,11 @@ def _recommend_tables(study: Study) -> str:
     rec = study.tables.get("recommend.csv")
     if rec is not None and rec.num_rows:
         cols = [c for c in RECOMMEND_KEYS if c in rec.column_names] or rec.column_names
-        from traincast.analysis.recommend import gain_order
+        from traincast.analysis.recommend import GAINED_ROWS, gain_order
 
         speed = floats(rec, "best_speedup")
         priced = np.flatnonzero(np.isfinite(speed))  # a job without a prediction: no row
-        order = gain_order(speed)[:min(priced.size, TOP_ROWS)]
+        order = gain_order(speed)[:min(priced.size, GAINED_ROWS)]
         rows = rec.select(cols).take(pa.array(order, pa.int64())).to_pylist()
         if rows:
             out += H.table([RECOMMEND_KEYS.get(c, c) for c in cols],

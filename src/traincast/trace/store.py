@@ -194,7 +194,8 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
 
 
 def _is_duckdb_file(path: Path) -> bool:
-    """``path`` is missing, empty, or a DuckDB database file (``DUCK`` at byte 8)."""
+    """``path`` is missing or a DuckDB database file (``DUCK`` at byte 8); an empty file is
+    refused before this is asked (``Store._connect``)."""
     try:
         with path.open("rb") as f:
             head = f.read(12)
@@ -202,7 +203,7 @@ def _is_duckdb_file(path: Path) -> bool:
         return True
     except IsADirectoryError:
         return False
-    return not head or head[8:12] == b"DUCK"
+    return head[8:12] == b"DUCK"
 
 
 def _where(source_ids: Iterable[int] | None) -> str:

@@ -572,6 +572,7 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     from traincast.kernels import tf32_absent
 
     per_op, mixed = bool(feats.get("ops")), bool(amp or feats.get("amp"))
+    amp_math = gpu.math_dtype("amp") if gpu is not None else None  # the 16-bit dtype, or fp32
     why = ""
     if tf32_matmul:
         marked = any(o.get("dtype") == "tf32" for o in feats.get("ops") or ())
@@ -583,11 +584,11 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
             "no_ops_table": bool(per_op_asked) and not from_flags and not per_op,
             "amp": mixed, "half_model": bool(half_model),
             "amp_from_profile": bool(feats.get("amp")) and not amp,
-            "amp_as_fp32": mixed and gpu is not None and gpu.math_dtype("amp") == "fp32",
+            "amp_as_fp32": mixed and amp_math == "fp32",
             "amp_unprofiled": bool(amp) and per_op and feats.get("amp") is False
             and str(feats.get("dtype") or "float32") == "float32"
             and not half_model and not from_flags
-            and (gpu is None or gpu.math_dtype("amp") != "fp32"),
+            and amp_math != "fp32",
             "tf32_matmul_no_effect": bool(why), "tf32_matmul_why": why}
 
 

@@ -34,7 +34,6 @@ from traincast.trace.adapters.base import (
     num,
     present,
     running_status,
-    source_columns,
     table_relation,
     text,
     whole_check,
@@ -101,13 +100,14 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     said: dict[Path, str] = {}  # the node list's sentence, read once per folder
     for plan in out:  # the notes read the release's columns: not where --map replaces them
         pods = Path(plan.file)
-        if pods.parent not in said:
-            said[pods.parent] = _node_list_text(con, pods.parent)
-        if not mapped & {"n_gpus", "gpu_type"} and said[pods.parent]:
-            plan.notes.append((f"SELECT count(*) FROM {table_relation(pods)} WHERE {_GPUS} > 0 "
-                               "AND NULLIF(trim(COALESCE(CAST(gpu_spec AS VARCHAR), '')), '') "
-                               "IS NULL", said[pods.parent]))
-        if "qos" in source_columns(con, table_relation(pods)):
+        if not mapped & {"n_gpus", "gpu_type"}:
+            if pods.parent not in said:
+                said[pods.parent] = _node_list_text(con, pods.parent)
+            if said[pods.parent]:
+                plan.notes.append((f"SELECT count(*) FROM {table_relation(pods)} WHERE "
+                                   f"{_GPUS} > 0 AND NULLIF(trim(COALESCE(CAST(gpu_spec AS "
+                                   "VARCHAR), '')), '') IS NULL", said[pods.parent]))
+        if "qos" in plan.spelling:  # the file's own columns, as file_plans read them
             plan.notes.append((f"SELECT count(*) FROM {table_relation(pods)} "
                                "WHERE upper(trim(CAST(qos AS VARCHAR))) = 'LS'",
                                "pod(s) of QoS class LS (latency-sensitive) are stored as jobs "
