@@ -392,7 +392,11 @@ def test_a_device_or_option_that_cannot_act_is_refused_before_measuring(
     def measured(*_a: object, **_k: object) -> None:
         raise AssertionError("a measurement ran")
 
+    import traincast.validation as validation
+
     monkeypatch.setattr(calibration, "_calibrate", measured)
+    for name in ("validate", "validate_threads"):
+        monkeypatch.setattr(validation, name, measured)
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, args)
     assert isinstance(res.exception, TraincastError), res.output

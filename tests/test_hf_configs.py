@@ -101,6 +101,10 @@ def test_a_bad_config_folder_keeps_transformers_reason(tmp_path) -> None:
 def test_a_config_field_of_the_wrong_type_names_the_file_and_field(tmp_path, value: str,
                                                                    got: str) -> None:
     # transformers checks each field's type: an input error naming file and field, not a bug
+    from traincast.zoo.hf import _strict_dataclass_error
+
+    if _strict_dataclass_error() == ():  # huggingface_hub before 0.34 checks no field types
+        pytest.skip("this huggingface_hub checks no config field's type")
     path = tmp_path / "c.json"
     path.write_text('{"model_type": "bert", "hidden_size": ' + value + ', "num_hidden_layers": '
                     '2, "num_attention_heads": 2, "intermediate_size": 128}')

@@ -265,8 +265,12 @@ def test_a_forecast_above_every_published_mfu_is_said_to_be_optimistic() -> None
     # NeMo 25.11 Llama 3 8B on 8 H100, fp8, 8,192 tokens: 14,451 tokens/s per GPU. Matrix
     # parameters 32 (4096 (2 4096 + 2 1024) + 3 4096 14336) + 128256 4096; attention
     # 12 l a d s; H100 SXM fp8 dense peak 1,978.9 TFLOP/s (NVIDIA H100 datasheet)
+    from traincast.parallel.hybrid import model_flops_per_token
+    from traincast.parallel.models import get_model
+
     params_flop = 32 * (4096 * (2 * 4096 + 2 * 1024) + 3 * 4096 * 14336) + 128256 * 4096
     per_token = 6 * params_flop + 12 * 32 * 4096 * 8192
+    assert model_flops_per_token(get_model("llama3-8b"), 8192) == per_token
     llama3_8b = 100 * 14451 * per_token / 1978.9e12
     assert llama3_8b == pytest.approx(42.29, abs=0.01)
     fp8, fp8_run = best_published_mfu("fp8")

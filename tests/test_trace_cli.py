@@ -284,7 +284,8 @@ def test_trace_flags_without_a_trace_are_refused(tc, tmp_path: Path) -> None:
     for args, words in ((["--format", "slurm"], "--format: flags of a TRACE"),
                         (["--map", "n_gpus=x"], "--map: flags of a TRACE"),
                         (["--format", "foo"], "unknown trace format 'foo'")):
-        for command in (["characterize"], ["whatif", "-s", "eth100"], ["colocate"]):
+        for command in (["characterize"], ["whatif", "-s", "eth100"], ["recommend"],
+                        ["colocate"]):
             r = tc(*command, "--db", str(tmp_path / "s.duckdb"), *args)
             assert r.returncode == 2 and words in r.stderr, (command, args, r.stderr)
 
@@ -389,7 +390,9 @@ def test_the_strict_ingest_a_second_run_names_works_as_given(tc, tmp_path: Path)
     trace.write_text("id,gpus\nx,-1\ny,inf\n")
     args = ["characterize", str(trace), "--map", "job_id=id", "--map", "n_gpus=gpus",
             "--db", str(tmp_path / "s.duckdb")]
-    tc(*args)
+    first = tc(*args)
+    assert first.returncode == 2 and "every row of the trace was bad (2; the first: " in " ".join(
+        first.stderr.split())
     said = " ".join(tc(*args).stderr.split())
     command = said.split("traincast ingest ", 1)[1].split(" --strict names them")[0]
     assert command == f"{shlex.quote(str(trace))} --map job_id=id --map n_gpus=gpus"

@@ -100,6 +100,11 @@ def test_gpus_the_adapter_cannot_read_are_said(tmp_path: Path) -> None:
                                                                  for r in (1, 2, 3, 4)]
     assert "(a GPU count is a whole number: gres/gpu=N" in report["errors"][0]["value"]
     assert report["jobs"] == 2
+    # row 5: 4 GPUs (gres/gpumem=40G is memory, not GPUs); row 6: two 3g.40gb MIG slices, 3 of
+    # an A100's 7 compute slices each, 2 x 3/7 of a GPU
+    with Store(tmp_path / "c.duckdb") as store:
+        stored = store.jobs().select(["job_id", "n_gpus"]).to_pylist()
+    assert {r["job_id"]: r["n_gpus"] for r in stored} == {"5": 4.0, "6": pytest.approx(6 / 7)}
     # no TRES list names gres/gpu: every job a CPU job, and a note says why that may be wrong
     f = tmp_path / "cpu.txt"
     f.write_text(head + f"1|{times}|cpu=4,mem=1G\n2|{times}|cpu=8\n")
