@@ -521,6 +521,30 @@ def test_a_row_faster_than_its_gpu_can_run_is_refused(tmp_path: Path) -> None:
     _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
            ["add,30,Tesla T4,100000000,4"])
     assert len(kernel_fit.read_kernels(tmp_path, cat)) == 3
+    # at the bounds: a 4096-cube product is 1.374e11 FLOPs, 1.057 ms at 2 x 65 TFLOP/s (1.1 ms,
+    # 125 TFLOP/s, read; 1.0 ms, 137, refused); the add's 4.8 GB take 1.5 ms at 10 x 320 GB/s
+    # (1.6 ms, 3,000 GB/s, read; 1.4 ms, 3,429, refused)
+    for lat, ok in (("1.1", True), ("1.0", False)):
+        _write(tmp_path / "linear" / "t.csv.gz", header,
+               [f"linear,{lat},Tesla T4,1,4096,4096,4096"])
+        if ok:
+            assert len(kernel_fit.read_kernels(tmp_path, cat)) == 2
+        else:
+            with pytest.raises(TraincastError, match=r"137\.4 TFLOP/s, more than 2x the peak"):
+                kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "linear" / "t.csv.gz", header, ["linear,1.1,Tesla T4,1,4096,4096,4096"])
+    for lat, ok in (("1.6", True), ("1.4", False)):
+        _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
+               [f"add,{lat},Tesla T4,100000000,4"])
+        if ok:
+            assert len(kernel_fit.read_kernels(tmp_path, cat)) == 2
+        else:
+            with pytest.raises(TraincastError, match=r"3,429 GB/s, more than 10x the memory"):
+                kernel_fit.read_kernels(tmp_path, cat)
+    _write(tmp_path / "add" / "t.csv.gz", "OPName,Latency,Device,B,H",
+           ["add,30,Tesla T4,100000000,4"])
+    _write(tmp_path / "linear" / "t.csv.gz", header,
+           ["linear,0.03,Tesla T4,1,17,16,48", "linear,1e5,Tesla T4,1,100000,100000,100000"])
     # a P4 convolution of 2 x 3136 x 64 x 576 = 231,211,008 direct-convolution FLOPs: at 9.3
     # TFLOP/s (0.0249 ms: Winograd's, 1.7 x the P4's 5.5 fp32 peak) read; at 0.00231 ms, 100
     # TFLOP/s, above 2 x 4 x 5.5 = 44

@@ -363,14 +363,22 @@ def test_an_archive_under_a_csv_name_is_said_to_be_one(tmp_path: Path) -> None:
     assert not (tmp_path / "s.duckdb").exists()
 
 
-def test_a_file_without_read_permission_is_said_so(tmp_path: Path) -> None:
-    # (the test may run as root, who reads any file: the error is built from the OSError)
-    from traincast.trace.adapters.base import unreadable
+def test_a_file_without_read_permission_is_said_so(tmp_path: Path, monkeypatch) -> None:
+    # (the test may run as root, who reads any file: the read is made to fail as the OS would
+    # fail it, where ingest reads the file's columns)
+    import traincast.trace.adapters.base as base
 
-    path = tmp_path / "b.csv"
-    err = unreadable("elasticflow", path, PermissionError(13, "Permission denied", str(path)))
-    assert str(err) == f"elasticflow: {path}: cannot read the file: permission denied"
-    assert err.hint.startswith("give the user running traincast read access to it")
+    path = _write(tmp_path / "b.csv", GOOD)
+
+    def denied(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(base, "source_columns", denied)
+    with pytest.raises(TraincastError) as err:
+        ingest(path, format="elasticflow", db=tmp_path / "s.duckdb")
+    assert str(err.value) == f"elasticflow: {path}: cannot read the file: permission denied"
+    assert err.value.hint.startswith("give the user running traincast read access to it")
+    assert not (tmp_path / "s.duckdb").exists()
 
 
 def test_unknown_format_and_missing_store(tmp_path: Path) -> None:
