@@ -38,10 +38,12 @@ REPORT_HELP = (
     "whole study runs first, into -o DIR.\n\n"
     "Figures: time breakdown per architecture and per workload (mean over jobs of each job's "
     "component share t_c / sum(t), weighted by 1, n_gpus or GPU time), CDFs of GPUs per "
-    "job, job duration, communication share and what-if speedup, jobs/GPUs/GPU time per "
-    "architecture; with --validate FILE (validate JSON) predicted vs "
-    "measured; with --roofline MODEL --gpu NAME the model's ops on that GPU's roofline "
-    "(attainable = min(peak, intensity x memory bandwidth); profiling needs torch). "
+    "job, job duration, communication share, what-if speedup and predicted GPU utilization "
+    "(co-location), jobs/GPUs/GPU time per architecture; with --validate FILE (validate "
+    "JSON) predicted vs measured; with --roofline MODEL --gpu NAME the model's ops on that "
+    "GPU's roofline (attainable = min(P, intensity x M), P and M the achievable rates predict "
+    "prices at: the dtype's peak x the large product's fraction, memory bandwidth x the "
+    "element-wise fraction; profiling needs torch). "
     "How to read each figure: docs/report.md.")
 
 
