@@ -148,8 +148,13 @@ def test_jobs_without_gpus_are_not_matched_nor_an_architecture(catalog) -> None:
     for col, values in t.items():
         values.extend({"job_id": ["cpu0", "cpu1"], "n_gpus": [0, None],
                        "architecture": [None, None]}.get(col, values[-1:] * 2))
-    r = whatif(t, "gpu-a100", catalog)["summary"]
+    out = whatif(t, "gpu-a100", catalog, per_job=True)
+    r = out["summary"]
     assert (r["jobs"], r["matched"]) == (7, 5)
+    rows = out["job_rows"].to_pydict()  # the per-job rows say the same, job by job
+    matched = dict(zip(rows["job_id"], rows["matched"], strict=True))
+    assert (matched["cpu0"], matched["cpu1"]) == (False, False)
+    assert sum(matched.values()) == 5
     assert "unknown" not in r["by_architecture"] and "no GPUs" not in r["by_architecture"]
     assert sum(b["jobs"] for b in r["by_architecture"].values()) == 5
 

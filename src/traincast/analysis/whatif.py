@@ -23,7 +23,14 @@ from numpy.typing import NDArray
 from traincast import compute
 from traincast.analysis.quantiles import Quantiles
 from traincast.engine import ENGINES
-from traincast.engine.local import CHUNK_ROWS, SHIPPED, ScenarioResult, Workloads, run_scenarios
+from traincast.engine.local import (
+    CHUNK_ROWS,
+    SHIPPED,
+    ScenarioResult,
+    Workloads,
+    run_scenarios,
+    runs_on_gpus,
+)
 from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
@@ -91,8 +98,7 @@ class Summary:
                               "unknown", self.NO_GPUS])
         k = len(self.names)
         n = len(base_total_s)
-        with np.errstate(invalid="ignore"):
-            on_gpus = np.asarray(gpus, dtype=np.float64) > 0  # NaN (missing): no GPUs
+        on_gpus = runs_on_gpus(gpus)
         kept = np.empty((3, n))  # speedup, GPUs, GPU time of the jobs with a speedup
         kept_c = np.empty(n, dtype=np.int64)
         m = 0

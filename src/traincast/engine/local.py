@@ -123,12 +123,19 @@ def workload_matcher(wanted: Iterable[str]) -> Callable[[str], bool]:
     return matches
 
 
+def runs_on_gpus(n_gpus: Any) -> B:
+    """The jobs with GPUs, ``n_gpus > 0`` (missing, NaN: none): the only ones a scenario
+    matches."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(n_gpus, dtype=np.float64) > 0
+
+
 def match_mask(cols: Columns, sc: Scenario, base: Resolved, catalog: Catalog) -> B:
-    """Jobs selected by the scenario's ``[match]`` clause (all of its keys must hold);
-    ``base``: the jobs as resolved (their node and GPU names; for ``upgrade_only`` their links:
-    every link the scenario changes must be slower, ``bw_gbs x efficiency``, than the new
-    one, so a job already on a faster network is left as it is)."""
-    m = np.ones(cols.n, dtype=bool)
+    """Jobs with GPUs (``runs_on_gpus``) selected by the scenario's ``[match]`` clause (all
+    of its keys must hold); ``base``: the jobs as resolved (their node and GPU names; for
+    ``upgrade_only`` their links: every link the scenario changes must be slower, ``bw_gbs x
+    efficiency``, than the new one, so a job already on a faster network is left as it is)."""
+    m = runs_on_gpus(cols["n_gpus"])
     spec = sc.match
     if "architecture" in spec:
         m &= cols["architecture"].isin(spec["architecture"])
