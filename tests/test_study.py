@@ -596,7 +596,8 @@ def test_the_network_sentence_names_the_architectures_it_averages() -> None:
     assert "(AllReduce across nodes; the paper reports about 1.7×)" in said
     assert "PS/Worker" not in said and "over the 4 of 10 jobs it applies to with a " in said
     # 4 of the 8 with a prediction: the scenario upgrades only slower NICs, and says so
-    assert "with a prediction (the others' NICs are 100 Gbit/s or faster already)" in said
+    assert ("over the 4 of 10 jobs it applies to with a prediction (the other 4 jobs with a "
+            "prediction run on NICs of 100 Gbit/s or faster already)") in said
     eth["by_architecture"]["ps-worker"] = arch
     said = " ".join(_eth100_finding(eth, {}, 10, priced=8))
     assert "(PS/Worker and AllReduce across nodes;" in said

@@ -237,8 +237,10 @@ def _eth100_finding(eth: dict[str, Any] | None, nums: dict[str, Any],
                if on_net else
                "nothing to the jobs of this trace that use the network (there are none), ")
     over, every = over_jobs(eth, total, priced)
-    if not every and priced is not None and int(eth.get("predicted") or 0) < int(priced):
-        over += " (the others' NICs are 100 Gbit/s or faster already)"  # upgrade_only
+    faster = 0 if every or priced is None else int(priced) - int(eth.get("predicted") or 0)
+    if faster > 0:  # upgrade_only: the jobs with a prediction it leaves as they are
+        over += (f" (the other {plural(faster, 'job')} with a prediction "
+                 f"{'runs' if faster == 1 else 'run'} on NICs of 100 Gbit/s or faster already)")
     where = "the cluster's" if every else "their"
     return [f"25 → 100 Gbit Ethernet gives {network}{_x(eth.get('mean_speedup'))} {over}, "
             f"and saves {_pct(eth.get('gpu_time_saved_share'))} of {where} GPU time."]
