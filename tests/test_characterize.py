@@ -287,7 +287,7 @@ def test_characterize_names_gpu_types_the_catalog_does_not_know(tc, tmp_path: Pa
     said = " ".join(run.stdout.split())
     assert run.returncode == 0, run.stderr
     assert "not in the catalog: A800 (2 jobs), V100S (1 job)." in said  # a100: an alias
-    assert "not predicted: 3 (unknown node or GPU type)" in said
+    assert "not predicted: 3 jobs, unknown node or GPU type" in said
     run = tc("characterize", "--db", str(tmp_path / "s.duckdb"), "--json")
     assert json.loads(run.stdout)["unknown_gpu_types"] == {"A800": 2, "V100S": 1}
 

@@ -181,7 +181,7 @@ def test_study_names_the_gpu_types_the_catalog_does_not_know(tmp_path: Path) -> 
     trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\na,1,A800,0,3600\n")
     result = study(trace, tmp_path / "out2", report=False, workload="resnet50")
     assert result["summary"]["sentences"] == [
-        "None of the 1 jobs has a prediction (1 unknown node or GPU type: GPU type A800 not in "
+        "The one job has no prediction (1 unknown node or GPU type: GPU type A800 not in "
         "the catalog), so there is no time breakdown and no what-if number. Name each in a catalog "
         "file, as an [alias] of a catalog GPU or a [gpu] entry of its own, and pass --catalog "
         "FILE (docs/hardware.md)."]

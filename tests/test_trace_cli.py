@@ -177,7 +177,7 @@ def test_jobs_without_features_are_told_where_features_come_from(tc, tmp_path: P
     trace.write_text("job_id,n_gpus,workload\na,1,vgg16\nb,1,resnet50\n")
     r = tc("whatif", str(trace), "-s", "eth100", "--db", str(tmp_path / "s.duckdb"))
     text = " ".join(r.stdout.split())
-    assert r.returncode == 0 and "not predicted: 1 (features missing)" in text, r.stderr
+    assert r.returncode == 0 and "not predicted: 1 job, features missing" in text, r.stderr
     assert "no workload the zoo knows (traincast zoo list names them" in text
 
 

@@ -133,7 +133,9 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
                                 char.get("unknown_nodes", {}), char.get("unknown_workloads", {}))
     if not bd.get("jobs"):
         why = why or "no job uses a GPU"
-        sentences.append(f"None of the {char.get('jobs', 0):,} jobs has a prediction ({why}), so "
+        n = int(char.get("jobs", 0))
+        none = "The one job has no" if n == 1 else f"None of the {n:,} jobs has a"
+        sentences.append(f"{none} prediction ({why}), so "
                          "there is no time breakdown and no what-if number."
                          + (f" {fix}" if fix else ""))
         return {"sample": sample, "sentences": sentences, "numbers": nums}

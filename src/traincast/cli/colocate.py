@@ -84,7 +84,8 @@ def print_colocate(result: dict[str, Any]) -> None:
     s = co["slowdown"]
     t = _table(f"Co-location by {co['by']} utilization (bound {co['util_bound']:g}, "
                f"κ {co['cross_contention']:g})",
-               "against exclusive placement; slowdown of paired jobs = T co-located / T alone")
+               "slowdown = T co-located / T alone, of the paired jobs; GPUs and time saved against "
+               "exclusive placement")
     t.add_row("eligible jobs", f"{co['eligible']:,}")
     t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
     t.add_row("pairs refused: GPU memory", f"{co['memory_rejected_pairs']:,}")

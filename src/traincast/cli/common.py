@@ -414,8 +414,9 @@ def print_unpredicted(counts: dict[str, int]) -> None:
     """One line naming why jobs got no prediction (``traincast.resolve.REASONS``), if any;
     for jobs without features, where they come from (a workload the zoo knows)."""
     if counts:
-        console.print("[dim]not predicted: " + escape(", ".join(
-            f"{n:,} ({reason})" for reason, n in counts.items())) + "[/dim]", highlight=False)
+        console.print("[dim]not predicted: " + escape("; ".join(
+            f"{plural(n, 'job')}, {reason}" for reason, n in counts.items())) + "[/dim]",
+            highlight=False)
     if counts.get("features missing"):
         console.print("[dim]features missing: the trace gives no features and no workload the "
                       "zoo knows (traincast zoo list names them; --map workload=COLUMN, or "
