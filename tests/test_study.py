@@ -677,3 +677,17 @@ def test_workloads_no_profile_prices_are_named(tmp_path: Path) -> None:
                            "columns, no workload the zoo knows (Pretrain, SFT))"), said
     char = json.loads((tmp_path / "o" / "characterize.json").read_text())
     assert char["unknown_workloads"] == {"Pretrain": 2, "SFT": 1}
+
+
+def test_a_study_logged_to_a_file_says_each_step(tmp_path: Path, tc) -> None:  # noqa: ANN001
+    # stderr is no terminal here: no bar is drawn, so each step is said once, in order, as
+    # report does; --quiet says none
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,architecture,n_gpus\na,1w1g,1\n")
+    res = tc("study", str(trace), "-o", str(tmp_path / "out"), "--no-report")
+    assert res.returncode == 0, res.stderr
+    steps = [line[len("· study: "):] for line in res.stderr.splitlines()
+             if line.startswith("· study: ")]
+    assert steps == ["ingest", "characterize", "what-if", "recommend", "tables"]
+    res = tc("--quiet", "study", str(trace), "-o", str(tmp_path / "out2"), "--no-report")
+    assert res.returncode == 0 and "· study" not in res.stderr

@@ -175,6 +175,21 @@ def say_above(bar: Progress, task: TaskID) -> Callable[[str], None]:
     return say
 
 
+def step_progress(bar: Progress, task: TaskID, what: str) -> Callable[[str, int, int], None]:
+    """``on_step(step, done, total)`` for a run of steps (``study``'s): each step said once
+    above the ``progress`` bar (:func:`say_above`, as ``what: step``, so a log of stderr keeps
+    them), the bar advanced on every call."""
+    say, started = say_above(bar, task), set()
+
+    def on_step(step: str, done: int, total: int) -> None:
+        if done not in started:  # a step starts: said once, its advances only shown
+            started.add(done)
+            say(f"{what}: {step}")
+        bar.update(task, description=f"{what}: {step}", completed=done, total=total)
+
+    return on_step
+
+
 def _num(v: float) -> str:
     """A bound or value for people: ``1,000,000`` for whole numbers from 1e4 to below 1e15,
     else ``%.12g`` (``1e+308``, not its 309 digits)."""

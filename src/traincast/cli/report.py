@@ -24,6 +24,7 @@ from traincast.cli.common import (
     print_json,
     progress,
     say_above,
+    step_progress,
 )
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, refuse_trace_flags, warn_bad_rows
@@ -66,15 +67,7 @@ def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mappin
         write_parquet(jobs, trace[0])
         fmt, mapping = "csv", {}
     with progress(json_out) as bar:
-        task = bar.add_task("study", total=6)
-        say, started = say_above(bar, task), set()
-
-        def on_step(step: str, done: int, total: int) -> None:
-            if done not in started:  # a step starts: said once, its advances only shown
-                started.add(done)
-                say(f"study: {step}")
-            bar.update(task, description=f"study: {step}", completed=done, total=total)
-
+        on_step = step_progress(bar, bar.add_task("study", total=6), "study")
         study(trace, out, format=fmt, mapping=mapping or None, catalog=catalog, report=False,
               on_step=on_step, workload=workload, on_report=warn_bad_rows, jobs=jobs,
               sources_db=store)

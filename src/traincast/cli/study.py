@@ -23,6 +23,7 @@ from traincast.cli.common import (
     print_assumed_hardware,
     print_json,
     progress,
+    step_progress,
 )
 from traincast.cli.tables import Table, print_table
 from traincast.cli.trace import FormatOpt, MapOpt, note_no_jobs, warn_bad_rows
@@ -117,11 +118,8 @@ def study(
     check_output(output, folder=True)  # created when missing; never a file
     check_price(price)
     with progress(json_out) as bar:
-        task = bar.add_task("study", total=5 if no_report else 6)  # the report: a step
-
-        def on_step(step: str, done: int, total: int) -> None:
-            bar.update(task, description=f"study: {step}", completed=done, total=total)
-
+        on_step = step_progress(bar, bar.add_task("study", total=5 if no_report else 6),
+                                "study")  # the report: a step
         result = run(trace, output, format=format, mapping=parse_mapping(map),
                      catalog=catalog_from(catalog, compute), prices=price, overlap=overlap,
                      report=not no_report, on_step=on_step, workload=workload,
