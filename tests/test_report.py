@@ -644,10 +644,17 @@ def test_a_real_trace_report_says_what_it_assumed_for_its_jobs(tmp_path):
     notes = assumed_notes(study)
     assert notes[0].startswith("260 jobs name no workload: each was given one drawn per job "
                                "id from the bundled sample's workload mix (gpt2 140, gcn 120)")
-    assert notes[1] == ("260 jobs name no GPU type or node: they are priced on pai-v100-nvlink "
-                        "(V100-SXM2-16GB)")
+    assert notes[1] == ("260 jobs name no GPU type or node: they are taken to run on "
+                        "pai-v100-nvlink (V100-SXM2-16GB), the default node")
     assert "Assumed for this trace" in sample_banner(study)
     assert sample_banner(Study(folder=tmp_path, json={"study.json": {}})) == ""
+    # --workload none: nothing assumed, and the settings table shows no raw key for it
+    from traincast.hardware.catalog import load_catalog
+    from traincast.report.sections import assumptions
+
+    none = Study(folder=tmp_path, json={"study.json": {"assumed_workload": None, "seed": 1}})
+    html = assumptions(none, load_catalog())
+    assert "<td>seed</td>" in html and "assumed_workload" not in html
 
 
 def test_a_validate_file_of_kernel_errors_is_named_so(tmp_path):

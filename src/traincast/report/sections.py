@@ -391,8 +391,8 @@ def assumed_notes(study: Study) -> list[str]:
                        "priced as if it fit")
     hw = study.get("characterize.json").get("default_hardware")
     if isinstance(hw, Mapping) and hw.get("jobs"):
-        out.append(f"{hw['jobs']:,} jobs name no GPU type or node: they are priced on "
-                   f"{hw.get('node')} ({hw.get('gpu')})")
+        out.append(f"{hw['jobs']:,} jobs name no GPU type or node: they are taken to run on "
+                   f"{hw.get('node')} ({hw.get('gpu')}), the default node")
     return out
 
 
@@ -427,7 +427,8 @@ def assumptions(study: Study, catalog: Catalog) -> str:
         "A job on a fraction of a GPU (GPU sharing) runs its kernels on that share of the GPU: "
         "its compute time is the whole GPU's over the share (docs/model.md, \"A shared "
         "GPU\")."])]
-    settings = scalar_items(meta)
+    settings = {k: v for k, v in scalar_items(meta).items()
+                if k != "assumed_workload"}  # said in words: the "assumed" rows below
     trace = meta.get("trace")
     if isinstance(trace, Mapping):
         given = dict(scalar_items(trace))
