@@ -476,9 +476,18 @@ def _sniffed(path: Path, stamp: tuple[int, int]
     by a NULL spelling no file holds. ``stamp`` (the file's size and time) keys the cache."""
     con = duckdb.connect()
     try:
-        delim, skip, cols = con.execute(
-            f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({file_lit(path)}, {CSV_OPTIONS}, "
-            "header=true)").fetchone()
+        try:
+            delim, skip, cols = con.execute(
+                f"SELECT Delimiter, SkipRows, Columns FROM sniff_csv({file_lit(path)}, "
+                f"{CSV_OPTIONS}, header=true)").fetchone()
+            failed = None
+        except READ_ERRORS as exc:
+            if not quote_left_open_in_last_line(path):
+                raise
+            # a short file cut inside its last row's quoted value: no dialect at all; its
+            # header as the csv module reads it (the cut row is then a bad row, ``csv_end``)
+            delim, names = header_fields(path)
+            skip, cols, failed = 0, [{"name": n} for n in names], exc
         # the lenient sniffer takes "," for a file whose fields are quoted and split by ";",
         # tab or "|" (R's write.csv2, pandas' QUOTE_ALL): the strict one reads it, and wins
         # where its header has more named columns (not the sniffer's padding, columnN)
@@ -498,6 +507,8 @@ def _sniffed(path: Path, stamp: tuple[int, int]
                                     f"{file_lit(path)}, {options}, header=true)").fetchone()
                 if other and _named(other[2]) > _named(cols):
                     delim, skip, cols = other
+        if failed is not None and not cols:
+            raise failed
         names = tuple(c["name"] for c in cols)
         spec = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names) + 1))
 
@@ -516,6 +527,32 @@ def _sniffed(path: Path, stamp: tuple[int, int]
     header = tuple(v for v in line if v is not None)
     return delim, skip, names[:max(1, len(header))] if len(header) < len(names) else names, \
         header
+
+
+def header_fields(path: Path) -> tuple[str, list[str]]:
+    """The delimiter of a CSV file's first line (its most frequent of ``, ; tab |``, as
+    :func:`open_quote_row` takes it) and that line's fields, read by the csv module."""
+    with open_bytes(path) as raw:
+        first = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace",
+                                 newline="").readline()
+    delim = max(",;\t|", key=first.count)
+    return delim, next(csv.reader([first], delimiter=delim), [])
+
+
+def quote_left_open_in_last_line(path: Path) -> bool:
+    """Whether the one quote of a CSV file (plain or gzipped) left open opens in its last
+    line that is not blank: the quotes before that line pair up, the line's own do not (a
+    file cut inside its last row's quoted value, which swallows no other row). Read line by
+    line; False where it cannot be read."""
+    before = last = 0
+    try:
+        with open_bytes(path) as raw:
+            for line in raw:
+                if line.strip():
+                    before, last = before + last, line.count(b'"')
+    except (OSError, EOFError, zlib.error):
+        return False
+    return before % 2 == 0 and last % 2 == 1
 
 
 def _named(columns: Sequence[Mapping[str, Any]]) -> int:
