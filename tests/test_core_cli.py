@@ -469,6 +469,12 @@ def test_predict_says_when_tf32_or_amp_cannot_act_as_asked(tc, tmp_path) -> None
     assert asked["setup"]["tf32_matmul_why"] == "gpu"
     assert asked["time_s"]["total"] == plain["time_s"]["total"]
     assert plain["setup"]["tf32_matmul_no_effect"] is False  # not asked: nothing to say
+    rtx = [*base, "--gpu", "RTX-4090"]  # TF32 peak = FP32 peak: priced as fp32, said
+    asked = json.loads(tc(*rtx, "--tf32-matmul", "--json").stdout)
+    assert asked["setup"]["tf32_matmul_why"] == "no faster"
+    assert asked["time_s"]["total"] == json.loads(tc(*rtx, "--json").stdout)["time_s"]["total"]
+    assert ("--tf32-matmul changes nothing on RTX-4090: its TF32 tensor-core peak is no higher "
+            "than its FP32 one") in " ".join(tc(*rtx, "--tf32-matmul").stdout.split())
     a100 = [*base, "--gpu", "A100-SXM4-80GB", "--tf32-matmul"]
     assert "changes nothing" not in tc(*a100).stdout
     assert json.loads(tc(*a100, "--json").stdout)["setup"]["tf32_matmul_no_effect"] is False

@@ -516,6 +516,40 @@ def test_fp32_convolutions_run_in_tf32_and_matmuls_stay_fp32() -> None:
     assert compute.op_math_dtypes(ops, gpu, "amp")[0] == "fp16"  # fp32 rows of an amp job
 
 
+def test_tf32_no_faster_than_fp32_runs_as_fp32_and_is_never_slower() -> None:
+    # RTX 3090 / 4090: TF32 tensor peak = FP32 peak (35.6, 82.6 TFLOP/s dense, NVIDIA's Ampere
+    # GA102 and Ada whitepapers): TF32 permits tensor cores, here they gain nothing, so the
+    # op runs as fp32; A100 (156 > 19.5) and L40S (183 > 91.6) keep TF32
+    cat = load_catalog()
+    ops = [_conv_row("float32"), dict(_mm_row(4096, 4096, 4096, "float32"), dtype="tf32"),
+           dict(_mm_row(3, 50257, 768, "float32"), dtype="tf32")]
+    for name in ("RTX-3090", "RTX-4090"):
+        gpu = cat.gpus[name]
+        assert gpu.tf32_tflops == gpu.fp32_tflops and gpu.math_dtype("tf32") == "fp32"
+        assert compute.op_math_dtypes(ops, gpu, "fp32") == ["fp32"] * 3
+        assert compute.op_math_dtypes(ops, gpu, "tf32") == ["fp32"] * 3
+    for name in ("A100-SXM4-80GB", "L40S"):
+        assert cat.gpus[name].math_dtype("tf32") == "tf32"
+    fp32 = [dict(o, dtype="float32") for o in ops]
+    for name, gpu in cat.gpus.items():  # every GPU: asking for TF32 is never slower
+        if not gpu.sms:
+            continue
+        slow, fast = (compute.ops_compute_s(t, gpu, "fp32") for t in (fp32, ops))
+        assert (fast["compute_flop"] + fast["compute_mem"]
+                <= (slow["compute_flop"] + slow["compute_mem"]) * (1 + 1e-9)), name
+
+
+def test_a_tf32_llm_on_a_gpu_whose_tf32_is_no_faster_runs_as_fp32() -> None:
+    from traincast.parallel.hybrid import predict_hybrid
+
+    kw = dict(node="ws-rtx4090", dp=4, micro_batch=4, global_batch=64)
+    fp32, tf32 = (predict_hybrid("zoo:gpt2", dtype=d, **kw) for d in ("fp32", "tf32"))
+    assert tf32["time_s"]["total"] == pytest.approx(fp32["time_s"]["total"], rel=1e-12)
+    a100 = [predict_hybrid("zoo:gpt2", dtype=d, **{**kw, "node": "dgx-a100"})
+            for d in ("fp32", "tf32")]
+    assert a100[1]["time_s"]["compute_flop"] < 0.5 * a100[0]["time_s"]["compute_flop"]
+
+
 def test_nchw_tensor_core_convolution_pays_two_transposes_by_hand() -> None:
     gpu = a100(kernel_launch_us=0.0)
     half, nhwc, single = _conv_row("float16"), _conv_row("float16", "nhwc"), _conv_row("float32")

@@ -797,6 +797,9 @@ def test_the_setup_says_where_mixed_precision_and_tf32_come_from_and_act() -> No
     assert "fp32 matmuls fp32 (--tf32-matmul: this GPU has no TF32)" in text
     text = setup_text(setup_of(marked, **kw, tf32_matmul=True, gpu=cat.gpu("A100")))
     assert "fp32 matmuls TF32," in text
+    setup = setup_of(marked, **kw, tf32_matmul=True, gpu=cat.gpu("RTX-4090"))
+    assert (setup["tf32_matmul_no_effect"], setup["tf32_matmul_why"]) == (True, "no faster")
+    assert "fp32 matmuls fp32 (--tf32-matmul: this GPU's TF32 is no faster)" in setup_text(setup)
 
 
 def test_an_fp16_spec_row_is_set_up_as_a_whole_fp16_model(tmp_path: Path) -> None:

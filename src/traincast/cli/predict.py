@@ -568,6 +568,12 @@ def render_prediction(result: dict[str, Any]) -> None:
                 " (TF32 tensor cores came with NVIDIA compute capability 8.0; PyTorch ignores "
                 "allow_tf32 without them)" if hw.get("vendor", "nvidia") == "nvidia" else ""),
             style="yellow"))
+    elif setup.get("tf32_matmul_why") == "no faster":
+        console.print(Text(
+            f"--tf32-matmul changes nothing on {hw['gpu']}: its TF32 tensor-core peak is no "
+            "higher than its FP32 one, so its fp32 products are priced on the CUDA cores "
+            "(TF32 permits tensor cores, it does not force them; docs/model.md)",
+            style="yellow"))
     elif setup.get("tf32_matmul_no_effect"):
         console.print(Text(
             "--tf32-matmul changes nothing here: the job has no fp32 matrix products to run "

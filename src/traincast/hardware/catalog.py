@@ -104,9 +104,14 @@ class GPU:
 
     def math_dtype(self, dtype: str = "fp32") -> str:
         """The dtype whose peak a job of ``dtype`` runs at: ``amp`` = fp16, else bf16 (the first
-        this GPU has); a dtype it lacks (peak 0, or not one of ``DTYPES``) falls back to fp32."""
+        this GPU has); a dtype it lacks (peak 0, or not one of ``DTYPES``) falls back to fp32,
+        and so does tf32 where its peak is no higher than the fp32 one (GA102 and AD102
+        GeForce cards: their tensor cores run TF32 at the CUDA cores' FP32 rate): TF32
+        permits tensor cores for fp32 products, it does not force them, and there they gain
+        nothing."""
         for d in ("fp16", "bf16") if dtype == "amp" else (dtype,):
-            if d in DTYPES and getattr(self, f"{d}_tflops") > 0:
+            peak = getattr(self, f"{d}_tflops", 0.0) if d in DTYPES else 0.0
+            if peak > 0 and not (d == "tf32" and peak <= self.fp32_tflops):
                 return d
         return "fp32"
 

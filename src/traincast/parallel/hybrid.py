@@ -152,6 +152,10 @@ class HybridHardware:
     attention_dtype: str = "bf16"
     """The dtype of the attention's tensors (:data:`FLASH_DTYPE`: bf16 in an fp8 job, fp32 in
     a tf32 one)."""
+    matrix_dtype: str = ""
+    """The dtype whose tiles the linear products run (``GPU.math_dtype`` of the job's: fp32
+    for a tf32 job on a GPU whose TF32 peak is no higher than its FP32 one); empty: the
+    job's dtype."""
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
@@ -467,6 +471,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
                           compute_capability=cc, vendor=g.vendor, attention_dtype=attn_dtype,
+                          matrix_dtype=g.math_dtype(dtype),
                           mem_fractions={} if paper else kernels.memory_fractions(g),
                           dispatch_s=dispatch)
 
@@ -831,16 +836,16 @@ def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -
     the products ``selective-op`` reruns (``gemm.rerun_shapes``; ``op`` its 0/1 indicator);
     ``T_attn_layer`` (:func:`attention_time_s`): materialized ``(3 + reruns) T_attn`` with
     ``T_attn = f_attn / (t R)`` times its roofline slowdown, or the fused kernel's passes."""
-    rate = hw.flops_per_s
+    rate, tiles = hw.flops_per_s, hw.matrix_dtype or c.dtype
     lin_fwd, lin_bwd = gemm.gemm_times_s(gemm.linear_shapes(model, c.b, c.s_rank, c.t, c.e),
-                                         rate, hw.sms, c.dtype, hw.mem_eff_bps)
+                                         rate, hw.sms, tiles, hw.mem_eff_bps)
     rerun = 0.0 * lin_fwd
     if np.any(c.op):
         rerun, _ = gemm.gemm_times_s(gemm.rerun_shapes(model, c.b, c.s_rank, c.t, c.e), rate,
-                                     hw.sms, c.dtype, hw.mem_eff_bps)
+                                     hw.sms, tiles, hw.mem_eff_bps)
     one = np.ones_like(c.t)
     logits = (one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
-    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, c.dtype, hw.mem_eff_bps)
+    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, tiles, hw.mem_eff_bps)
     return (c.layers_stage * ((1.0 + c.full) * lin_fwd + c.op * rerun + lin_bwd
                               + attention_time_s(model, hw, c, f_attn))
             + logit_fwd + logit_bwd)

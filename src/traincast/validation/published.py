@@ -567,7 +567,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     memory-bound ops and memory stay fp32 as recorded, on ``gpu`` when it runs ``--amp`` in
     16 bits (one without a 16-bit peak prices the job in fp32); ``tf32_matmul_no_effect``:
     TF32 products were asked and change nothing, ``tf32_matmul_why``: ``"gpu"`` (``gpu``'s
-    entry gives no TF32 peak, ``kernels.tf32_absent``) or ``"no fp32 products"`` (mixed
+    entry gives no TF32 peak, ``kernels.tf32_absent``), ``"no faster"`` (its TF32 peak is no
+    higher than its fp32 one: ``GPU.math_dtype``) or ``"no fp32 products"`` (mixed
     precision, or a table none of whose products ``feats`` marks TF32))."""
     from traincast.kernels import tf32_absent
 
@@ -577,7 +578,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     if tf32_matmul:
         marked = any(o.get("dtype") == "tf32" for o in feats.get("ops") or ())
         why = ("no fp32 products" if per_op and (mixed or not marked) else
-               "gpu" if gpu is not None and tf32_absent(gpu) else "")
+               "gpu" if gpu is not None and tf32_absent(gpu) else
+               "no faster" if gpu is not None and gpu.math_dtype("tf32") == "fp32" else "")
     return {"inputs": "synthetic" if synthetic_inputs else "copied",
             "memory_format": memory_layout(memory_format), "tf32_matmul": bool(tf32_matmul),
             "per_op": per_op, "from_flags": bool(from_flags),
@@ -621,6 +623,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
                ", fp32 matmuls " + (
                    "fp32 (--tf32-matmul: this GPU has no TF32)"
                    if setup.get("tf32_matmul_why") == "gpu" else
+                   "fp32 (--tf32-matmul: this GPU's TF32 is no faster)"
+                   if setup.get("tf32_matmul_why") == "no faster" else
                    "fp32 (--tf32-matmul: the table has no fp32 products)"
                    if setup.get("tf32_matmul_no_effect") else
                    "TF32" if setup["tf32_matmul"] else "fp32") + ", fp32 "
