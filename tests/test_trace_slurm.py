@@ -303,6 +303,25 @@ def test_joined_windows_keep_a_jobs_final_state(tmp_path: Path) -> None:
     assert rows == {"3002": False, "3003": False} and end == T0 + 31 * 86400 + 10 * 3600
 
 
+def test_joined_windows_keep_a_heterogeneous_jobs_final_state_once(tmp_path: Path) -> None:
+    """Job 3009's two components of 4 GPUs each, RUNNING in one export and COMPLETED in the
+    next, joined: one job of 4 + 4 = 8 GPUs (not 16), its final state and end; the repeats
+    are said."""
+    row = "{j}|{state}|2024-01-30T10:00:00|2024-01-30T10:00:00|{end}|gres/gpu=4\n"
+    f = tmp_path / "all.txt"
+    f.write_text("JobID|State|Submit|Start|End|AllocTRES\n"
+                 + "".join(row.format(j=j, state="RUNNING", end="Unknown")
+                           for j in ("3009+0", "3009+1"))
+                 + "".join(row.format(j=j, state="COMPLETED", end="2024-01-30T11:00:00")
+                           for j in ("3009+0", "3009+1")))
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    assert stored(db, "n_gpus, status, censored, end_time_s") == {
+        "3009": (8.0, "COMPLETED", False, T0 + 28 * 86400 + 11 * 3600)}
+    assert [n["count"] for n in report["notes"]
+            if n["note"].startswith("row(s) repeat a component")] == [2]
+
+
 def test_mig_devices_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
     """``gres/gpu:1g.10gb=3`` is three 1-slice MIG devices of an A100/H100 (7 slices): 3/7 of
     a GPU, not 3 GPUs, and no GPU type; an A30's ``2g.12gb`` (4 slices of 6 GB) is 2/4; whole

@@ -318,7 +318,10 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
     its text, or ``End`` missing where a component's is (the job runs on); ``NNodes``
     summed; the TRES (or GRES) lists joined by :data:`JOINED`, so that the GPUs and
     nodes the job reads are the components' summed; every other column the first
-    component's; ``_row`` the first component's row (a bad job is reported there)."""
+    component's; ``_row`` the first component's row (a bad job is reported there). A
+    component given twice (exports of several windows joined: ``2002+0`` RUNNING in one,
+    COMPLETED in the next) is read once (:func:`_components_once`), as a job given twice is."""
+    rows = _components_once(rows, cols, where)
     first = "arg_min({c}, _row)"
     agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid", "min(_row) AS _row"]
     for c in ("submit", "start"):
@@ -339,8 +342,19 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
     done = ["jobid", "_row", "submit", "start", "end", "nnodes", *LISTS]
     agg.append("arg_min(COLUMNS(lambda c: lower(c) NOT IN ("
                + ", ".join(lit(c) for c in done) + ")), _row)")
-    return (f"SELECT {', '.join(agg)} FROM {rows} WHERE {where} "
+    return (f"SELECT {', '.join(agg)} FROM {rows} "
             "GROUP BY split_part(CAST(jobid AS VARCHAR), '+', 1)")
+
+
+def _components_once(rows: str, cols: list[str], where: str) -> str:
+    """SQL: the ``where`` rows with one row per ``JobID``: of a component given twice, the
+    record of its final state (a State not running or pending, as the plan's
+    ``dedup_prefer`` keeps a job's), else its first row."""
+    running = f"CASE WHEN {running_status('state')} THEN 1 ELSE 0 END" if "state" in cols \
+        else "0"
+    return (f"(SELECT * EXCLUDE (_once) FROM (SELECT *, row_number() OVER (PARTITION BY "
+            f"CAST(jobid AS VARCHAR) ORDER BY {running}, _row) AS _once FROM {rows} "
+            f"WHERE {where}) WHERE _once = 1)")
 
 
 def final_state(expr: str) -> str:
@@ -398,6 +412,12 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             "job(s) in a final state (COMPLETED, FAILED, CANCELLED, ...) without an End: "
             "finished, so not censored; their duration is unknown (a record slurmdbd left "
             "open: sacctmgr show runawayjobs lists them)"))
+        plan.notes.append((
+            f"SELECT count(*) - count(DISTINCT CAST(jobid AS VARCHAR)) FROM {_jobs(rows)} "
+            f"WHERE {HET_COMPONENT}",
+            "row(s) repeat a component of a heterogeneous job (the same JobID 2002+0 again, "
+            "as in exports of several windows joined): each component read once, its record "
+            "of a final state kept"))
         plan.notes.append((
             f"SELECT count(*) FROM {_jobs(rows)} WHERE {HET_COMPONENT}",
             "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each job read "
