@@ -333,10 +333,15 @@ def test_mig_devices_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
                  + row.format(j=1, tres="cpu=8,gres/gpu:1g.10gb=3,gres/gpu=3,node=1")
                  + row.format(j=2, tres="cpu=8,gres/gpu:2g.12gb+me=1,gres/gpu=1,node=1")
                  + row.format(j=3, tres="cpu=8,gres/gpu:a100=2,gres/gpu:3g.40gb=1,gres/gpu=3")
-                 + row.format(j=4, tres="cpu=8,gres/gpu:a100=2,gres/gpu=2"))
+                 + row.format(j=4, tres="cpu=8,gres/gpu:a100=2,gres/gpu=2")
+                 # a MIG type with its model before the profile (Slurm's NVML autodetection)
+                 + row.format(j=5, tres="cpu=45,gres/gpu=3,gres/gpu:a100_3g.20gb=3")
+                 + row.format(j=6, tres="gres/gpu:nvidia_h100_80gb_hbm3_1g.10gb=2,gres/gpu=2"))
     db = tmp_path / "s.duckdb"
     Store(db).ingest(f, "slurm")
     rows = stored(db, "n_gpus, gpu_type, fractional_gpu")
+    assert rows["5"][0] == pytest.approx(9 / 7) and rows["5"][1:] == ("a100", True)
+    assert rows["6"][0] == pytest.approx(2 / 7) and rows["6"][1] == "nvidia_h100_80gb_hbm3"
     assert rows["1"][0] == pytest.approx(3 / 7) and rows["1"][1:] == (None, True)
     assert rows["2"][0] == pytest.approx(0.5) and rows["2"][1] is None
     assert rows["3"][0] == pytest.approx(2 + 3 / 7) and rows["3"][1] == "a100"

@@ -109,6 +109,10 @@ MIG_PROFILE = "[0-9]+g[.][0-9]+gb(?:[+]me)?"
 """A MIG device's profile as Slurm types its GPUs (``gres/gpu:1g.10gb=3``): ``Ng.Mgb``, N
 compute slices of M GB, ``+me`` with media extensions (NVIDIA MIG user guide, "Supported MIG
 Profiles")."""
+MIG_MODEL = "(?:([^=,;:(]*)_)?"
+"""What may stand before a MIG profile in a GPU type: the model's name and ``_``
+(``a100_3g.20gb``; ``nvidia_a100_3g.40gb``, ``nvidia_h100_80gb_hbm3_3g.40gb`` as Slurm's
+NVML autodetection names them), kept as the GPU type (``_first_model``)."""
 
 
 def mig_share(profile: str) -> str:
@@ -141,27 +145,31 @@ def _gpus_of_one_tres(tres: str) -> str:
              "AS DOUBLE[]))")
     typed = (f"list_sum(TRY_CAST(regexp_extract_all({tres}, "
              f"'(?:^|,)gres/gpu:[^=,]+=([0-9]+)', 1) AS DOUBLE[]))")
-    migs, less = _mig_terms(tres, f"'(?:^|,)gres/gpu:({MIG_PROFILE})=([0-9]+)'")
+    migs, less = _mig_terms(tres, f"'(?:^|,)gres/gpu:{MIG_MODEL}({MIG_PROFILE})=([0-9]+)'")
     return (f"CASE WHEN {tres} IS NOT NULL THEN CASE WHEN {migs} > 0 THEN {typed} + {less} "
             f"ELSE COALESCE({plain}, {typed}, 0) END END")
 
 
 def _mig_terms(text: str, pattern: str) -> tuple[str, str]:
-    """SQL: the MIG devices a list names by ``pattern`` (a regex whose groups are the profile
-    and the count) and what counting them as their share of a GPU (:func:`mig_share`) takes
-    off counting them whole: ``(sum N, sum N (share - 1))``, 0 where there are none."""
-    pairs = (f"list_zip(regexp_extract_all({text}, {pattern}, 1), "
-             f"regexp_extract_all({text}, {pattern}, 2))")
+    """SQL: the MIG devices a list names by ``pattern`` (a regex whose groups are the model
+    before the profile, :data:`MIG_MODEL`, the profile and the count) and what counting them
+    as their share of a GPU (:func:`mig_share`) takes off counting them whole: ``(sum N,
+    sum N (share - 1))``, 0 where there are none."""
+    pairs = (f"list_zip(regexp_extract_all({text}, {pattern}, 2), "
+             f"regexp_extract_all({text}, {pattern}, 3))")
     return (f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE))), 0)",
             f"COALESCE(list_sum(list_transform({pairs}, lambda p: TRY_CAST(p[2] AS DOUBLE) "
             f"* ({mig_share('p[1]')} - 1))), 0)")
 
 
 def _first_model(types: str) -> str:
-    """SQL: the first of a list's GPU types (``types``, a list expression) that is no MIG
-    profile (which names no model), else NULL."""
-    return (f"NULLIF(list_filter({types}, lambda t: NOT regexp_full_match(t, "
-            f"'{MIG_PROFILE}'))[1], '')")
+    """SQL: the first model a list's GPU types (``types``, a list expression) name: a type as
+    written, a MIG device's the model before its profile (``a100`` of ``a100_3g.20gb``;
+    a bare profile, ``3g.40gb``, names none), else NULL."""
+    model = f"regexp_extract(t, '^{MIG_MODEL}{MIG_PROFILE}$', 1)"
+    return (f"NULLIF(list_filter(list_transform({types}, lambda t: CASE WHEN "
+            f"regexp_full_match(t, '{MIG_MODEL}{MIG_PROFILE}') THEN {model} ELSE t END), "
+            "lambda t: t <> '')[1], '')")
 
 
 def nodes_of_tres(tres: str) -> str:
@@ -192,7 +200,7 @@ def gpus_of_gres(gres: str, started: str) -> str:
     counts = (f"list_sum(list_transform({_gres_entries(gres)}, lambda e: TRY_CAST("
               f"regexp_extract(e, '^{GRES_GPU}$', 1) AS DOUBLE)))")
     # a MIG device (gpu:3g.40gb:2) counts as its share of a GPU, as in a TRES list
-    _, less = _mig_terms(gres, f"'(?:^|[,;])gpu:({MIG_PROFILE}):([0-9]+)'")
+    _, less = _mig_terms(gres, f"'(?:^|[,;])gpu:{MIG_MODEL}({MIG_PROFILE}):([0-9]+)'")
     return (f"CASE WHEN {gres} IS NOT NULL THEN COALESCE({counts}, 0) + {less} "
             f"WHEN {started} THEN 0 END")
 
