@@ -751,3 +751,37 @@ def test_a_store_cut_short_is_named_as_damaged_and_left_as_it_is(tmp_path: Path,
     assert r.returncode == 2, r.stderr
     assert f"{cut}: damaged or cut short" in r.stderr and "bug in traincast" not in r.stderr
     assert cut.read_bytes() == data[:300_000]
+
+
+def test_a_drop_whose_folder_cannot_be_written_is_said_and_removes_nothing(
+        tmp_path: Path, monkeypatch) -> None:
+    # DuckDB writes its log (.wal) beside the store: in a read-only folder the commit fails
+    # with its own "Permission denied"; said as the store's, not as a bug, all kept
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    real = Store._connect
+
+    class Refusing:
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self._con = con
+
+        def execute(self, query: str, *args: object) -> object:
+            if query == "COMMIT":
+                raise duckdb.TransactionException(
+                    f'TransactionContext Error: Failed to commit: Cannot open file "{db}.wal": '
+                    "Permission denied")
+            return self._con.execute(query, *args)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._con, name)
+
+    monkeypatch.setattr(Store, "_connect", lambda self, write, at=None: (
+        Refusing(real(self, write, at)) if write else real(self, write, at)))
+    with pytest.raises(TraincastError) as exc:
+        drop_sources([1], db)
+    monkeypatch.undo()
+    assert str(exc.value) == (f"{db}: cannot write the job store (permission denied); nothing "
+                              "was removed (rolled back)")
+    assert _jobs(db) == ["a", "b"]

@@ -724,6 +724,11 @@ class Store:
             return KeyboardInterrupt(f"{what} interrupted: rolled back")
         if disk_full(exc):
             return _disk_full_error(self.path or "the in-memory store", "the job store", done)
+        if isinstance(exc, duckdb.Error | OSError) and self.path is not None and (
+                "Permission denied" in str(exc) or "Read-only file system" in str(exc)):
+            # a folder that cannot be written: DuckDB writes its log (.wal) beside the store
+            error = _open_error(self.path, exc, write=True)
+            return TraincastError(f"{error}; {done}", hint=error.hint)
         return exc
 
     def _publish(self, temp: Path) -> None:
