@@ -751,6 +751,14 @@ def test_a_store_cut_short_is_named_as_damaged_and_left_as_it_is(tmp_path: Path,
     assert r.returncode == 2, r.stderr
     assert f"{cut}: damaged or cut short" in r.stderr and "bug in traincast" not in r.stderr
     assert cut.read_bytes() == data[:300_000]
+    # cut where DuckDB fails on opening it (500,000 bytes, 100,000): said the same way
+    for size in (500_000, 100_000):
+        cut.write_bytes(data[:size])
+        for cmd in ("sources", "characterize"):
+            r = tc(cmd, "--db", str(cut))
+            assert r.returncode == 2, r.stderr
+            assert f"{cut}: damaged or cut short" in r.stderr, (size, cmd, r.stderr)
+            assert "ingest the trace again into a new store" in " ".join(r.stderr.split())
 
 
 def test_a_drop_whose_folder_cannot_be_written_is_said_and_removes_nothing(

@@ -100,6 +100,11 @@ def disk_full(exc: BaseException) -> bool:
                or "disk quota exceeded" in str(e).lower() for e in _chain(exc))
 
 
+DAMAGED_HINT = ("a job store copied or downloaded while it was written, or a disk that filled: "
+                "ingest the trace again into a new store (--db FILE)")
+"""What to do about a store :func:`file_cut_short` finds damaged."""
+
+
 def file_cut_short(exc: BaseException) -> str | None:
     """The file a DuckDB read found damaged or cut short (``IOException: Could not read enough
     bytes from file "F"``, a checksum that does not match), or None."""

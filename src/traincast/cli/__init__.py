@@ -176,7 +176,7 @@ def main() -> None:
     a bad option's too, and an interruption are one JSON object on stderr (:func:`_fail`);
     progress and notes on stderr stay text.
     """
-    from traincast.errors import disk_full, file_cut_short, interrupted, out_of_memory
+    from traincast.errors import DAMAGED_HINT, disk_full, file_cut_short, interrupted, out_of_memory
 
     global _JSON_ERRORS
     debug = "--debug" in sys.argv
@@ -219,9 +219,7 @@ def main() -> None:
                   "the job store's DuckDB may use TRAINCAST_DB_MEMORY (default 1GB) and spills "
                   "beyond it to a folder beside the store: raise it, or free disk there", 2)
         if cut := file_cut_short(exc):
-            _fail(f"{cut}: damaged or cut short ({str(exc).splitlines()[0]})",
-                  "a job store copied or downloaded while it was written, or a disk that "
-                  "filled: ingest the trace again into a new store (--db FILE)", 2)
+            _fail(f"{cut}: damaged or cut short ({str(exc).splitlines()[0]})", DAMAGED_HINT, 2)
         if disk_full(exc):
             message = (f"{path}: no space left on device" if path else
                        f"no space left on device ({type(exc).__name__}: {exc})")

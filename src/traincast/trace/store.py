@@ -55,7 +55,14 @@ from typing import Any, NamedTuple
 import duckdb
 import pyarrow as pa
 
-from traincast.errors import NoSuchFileError, TraincastError, disk_full, interrupted
+from traincast.errors import (
+    DAMAGED_HINT,
+    NoSuchFileError,
+    TraincastError,
+    disk_full,
+    file_cut_short,
+    interrupted,
+)
 from traincast.files import content_sha256, write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
@@ -436,6 +443,9 @@ def _open_error(path: Path, exc: BaseException, write: bool) -> TraincastError:
         return TraincastError(f"{path}: cannot read the job store (permission denied)",
                               hint="check the file's permissions, or copy it where you can "
                                    "read it")
+    if file_cut_short(exc):  # as a damaged store is said when a read meets it later
+        return TraincastError(f"{path}: damaged or cut short ({text.splitlines()[0]})",
+                              hint=DAMAGED_HINT)
     return TraincastError(f"{path}: cannot open the job store: {text.splitlines()[0]}",
                           hint="--db names a DuckDB file written by traincast ingest "
                                "(or a new file in an existing directory)")
