@@ -989,6 +989,47 @@ def test_a_file_not_in_utf8_names_its_encoding_in_the_hint(tmp_path: Path, encod
     assert f"iconv -f {named} -t utf-8" in exc.value.hint
 
 
+@pytest.mark.parametrize("content", [b"\xef\xbb\xbf", b"\n\n  \n", b"\xef\xbb\xbf\r\n", b""])
+def test_a_file_of_white_space_alone_is_empty(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(content)
+    with pytest.raises(TraincastError, match=r"t\.csv: the file is empty \(no header, no rows\)"):
+        _ingest(path)
+
+
+def test_a_file_that_is_no_text_is_named_for_what_it_is(tmp_path: Path) -> None:
+    # a job store given as a trace, a program, bytes with NULs everywhere (not UTF-16), and
+    # a Parquet file cut short (no footer): none is told to convert from UTF-16
+    store, trace = tmp_path / "s.duckdb", tmp_path / "a.csv"
+    trace.write_text("job_id,n_gpus\na,1\n")
+    _ingest(trace, db=store)
+    with pytest.raises(TraincastError, match="it is a DuckDB file, not text") as exc:
+        _ingest(store, db=tmp_path / "other.duckdb")
+    assert exc.value.hint == "a job store is read with --db FILE, not as a trace"
+    prog = tmp_path / "prog"
+    prog.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(300))
+    with pytest.raises(TraincastError, match=r"it is an executable \(ELF\), not text"):
+        _ingest(prog, db=tmp_path / "other.duckdb")
+    data = tmp_path / "data.csv"
+    data.write_bytes(b"\x10\x00\x00\x00\xe8\x03\x00\x00" * 64)  # little-endian int32s:
+    # NULs at even and odd positions alike
+    with pytest.raises(TraincastError, match="binary bytes, not text") as exc:
+        _ingest(data, db=tmp_path / "other.duckdb")
+    assert "iconv" not in exc.value.hint
+    table = tmp_path / "jobs.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"job_id": [str(i) for i in range(5000)], "n_gpus": [1] * 5000}),
+                   table)
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(table.read_bytes()[:len(table.read_bytes()) // 2])
+    with pytest.raises(TraincastError, match=r"cut\.parquet: cannot read the Parquet file") \
+            as exc:
+        _ingest(cut, db=tmp_path / "other.duckdb")
+    assert "cut short or damaged" in exc.value.hint and "name it .parquet" not in exc.value.hint
+
+
 def test_pai_tables_with_empty_job_names_join_nothing(tmp_path: Path) -> None:
     """Job rows without a job_name get no task's GPUs: an empty field of a headerless PAI
     table is missing, and two missing names are no match."""

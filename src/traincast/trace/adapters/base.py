@@ -1118,19 +1118,20 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
     if _is_empty(Path(path)):
-        return TraincastError(f"{adapter}: {path}: the file is empty (no header, no rows)",
-                              hint="give the trace file itself, or download it again")
+        return empty_error(adapter, path)
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
         return quote
     if isinstance(exc, PermissionError) or "permission denied" in reason.lower():
         return TraincastError(f"{adapter}: {path}: cannot read the file: permission denied",
                               hint="give the user running traincast read access to it (chmod, "
                                    "or its owner), or leave it out of the folder")
-    if kind := packed_kind(Path(path)):  # an archive or a Parquet file under a .csv name
-        return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
-                              "text", hint="name it .csv.gz (gzip is read by its name)"
-                              if kind == "gzip data" else "unpack it first (a trace file is "
-                              "CSV text, or gzipped CSV); a Parquet trace: name it .parquet")
+    parquet = str(path).lower().endswith(PARQUET_SUFFIXES)
+    if parquet and packed_kind(Path(path)) == PARQUET_KIND:  # read as Parquet, and failed
+        return TraincastError(f"{adapter}: {path}: cannot read the Parquet file: {reason}",
+                              hint="a Parquet file cut short or damaged (no footer): copy or "
+                                   "download it again")
+    if no_text := not_text_error(adapter, Path(path)):
+        return no_text
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
@@ -1142,12 +1143,36 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     return TraincastError(f"{adapter}: {path}: cannot read the file: {reason}", hint=hint)
 
 
+PARQUET_KIND, ELF_KIND, DUCKDB_KIND = "a Parquet file", "an executable (ELF)", "a DuckDB file"
 PACKED = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive",
           b"PK\x05\x06": "a zip archive", b"\xfd7zXZ\x00": "an xz archive",
           b"BZh": "a bzip2 archive", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
-          b"\x28\xb5\x2f\xfd": "a zstd archive", b"PAR1": "a Parquet file"}
+          b"\x28\xb5\x2f\xfd": "a zstd archive", b"PAR1": PARQUET_KIND, b"\x7fELF": ELF_KIND}
 """Magic bytes at the start of a file that is no text (gzip is read where the name ends in
-``.gz``)."""
+``.gz``); a DuckDB file has ``DUCK`` at bytes 8-11 (after its header's checksum)."""
+PARQUET_SUFFIXES = (".parquet", ".pq")
+"""The names a Parquet trace is read by."""
+ZSTD_SUFFIX = ".zst"
+"""The name of a zstd-compressed CSV file, which DuckDB decompresses as it reads it."""
+
+
+def not_text_error(adapter: str, path: Path) -> TraincastError | None:
+    """The error of a file given as a text trace that holds no text, named for what it is by
+    its first bytes (:func:`packed_kind`: an archive, a Parquet file under another name, a
+    job store, a program; else :func:`binary`), or None."""
+    if kind := packed_kind(path):
+        hint = {"gzip data": "name it .csv.gz (gzip is read by its name)",
+                DUCKDB_KIND: "a job store is read with --db FILE, not as a trace",
+                ELF_KIND: "give the trace file itself (CSV text, or gzipped CSV)"}.get(
+            kind, "unpack it first (a trace file is CSV text, or gzipped CSV); a Parquet "
+                  "trace: name it .parquet")
+        return TraincastError(f"{adapter}: {path}: cannot read the file: it is {kind}, not "
+                              "text", hint=hint)
+    if binary(path):
+        return TraincastError(f"{adapter}: {path}: cannot read the file: binary bytes, not "
+                              "text", hint="give the trace file itself (CSV text, or gzipped "
+                                           "CSV)")
+    return None
 
 
 def packed_kind(path: Path) -> str:
@@ -1156,9 +1181,11 @@ def packed_kind(path: Path) -> str:
     as gzip, and its error is gzip's), else ``""``."""
     try:
         with path.open("rb") as f:
-            head = f.read(8)
+            head = f.read(12)
     except OSError:
         return ""
+    if head[8:12] == b"DUCK":
+        return DUCKDB_KIND
     kind = next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
     return "" if kind == "gzip data" and path.name.lower().endswith(".gz") else kind
 
@@ -1176,22 +1203,53 @@ def file_encoding(path: Path) -> str:
 
 
 def bytes_encoding(head: bytes) -> str:
-    """:func:`file_encoding` of a file's first bytes ``head`` (256 read)."""
+    """:func:`file_encoding` of a file's first bytes ``head`` (256 read): ``utf-16`` where
+    NUL bytes fill one of the two byte positions (ASCII text in UTF-16), not both (binary
+    data, :func:`binary`)."""
     head = head[:256]
+    odd, even, quarter = head[1::2].count(0), head[0::2].count(0), len(head) // 4
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
-            len(head) >= 4 and (head[1::2].count(0) > len(head) // 4
-                                or head[0::2].count(0) > len(head) // 4)):
+            len(head) >= 4 and not binary_bytes(head)
+            and (odd > quarter or even > quarter)):
         return "utf-16"
     return "latin1"
 
 
-def _is_empty(path: Path) -> bool:
-    """The file holds nothing (a ``.gz`` file: nothing once decompressed)."""
+def binary_bytes(head: bytes) -> bool:
+    """Whether a file's first bytes are binary data, not text in any encoding: NUL bytes in
+    both byte positions, each in over an eighth of its bytes (UTF-16 text has them in one)."""
+    head = head[:256]
+    eighth = len(head) // 16
+    return len(head) >= 16 and head[1::2].count(0) > eighth and head[0::2].count(0) > eighth
+
+
+def binary(path: Path) -> bool:
+    """:func:`binary_bytes` of a file's first 256 bytes (a ``.gz`` file's once decompressed)."""
     try:
         with open_bytes(path) as f:
-            return not f.read(1)
+            return binary_bytes(f.read(256))
     except (OSError, EOFError, zlib.error):
         return False
+
+
+EMPTY_READ = 65536
+"""Bytes of a file read to tell whether it holds nothing but white space (:func:`_is_empty`)."""
+
+
+def _is_empty(path: Path) -> bool:
+    """The file holds nothing but white space, after a UTF-8 byte-order mark (:func:`blank`;
+    a ``.gz`` file: once decompressed)."""
+    try:
+        with open_bytes(path) as f:
+            return blank(f.read(EMPTY_READ)) and not f.read(1)
+    except (OSError, EOFError, zlib.error):
+        return False
+
+
+def empty_error(adapter: str, path: Path | str) -> TraincastError:
+    """The error of a trace file that holds nothing (:func:`_is_empty`)."""
+    return TraincastError(f"{adapter}: {path}: the file is empty (no header, no rows)",
+                          hint="give the trace file itself, or download it again")
 
 
 ARCHIVE_SUFFIXES: tuple[str, ...] = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
@@ -1380,6 +1438,7 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
                ending: Callable[[duckdb.DuckDBPyConnection, Path], FileEnd | None] | None
                = table_end,
                checks_of: Callable[[list[str]], list[Check]] | None = None,
+               csv_file: bool = True,
                over: Callable[[str], str] | None = None) -> list[Plan]:
     """One plan per trace file, for adapters that map one file to jobs row by row (a folder of
     them is expanded before, :func:`trace_files`).
@@ -1393,6 +1452,9 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
     added to the plan (:meth:`FileEnd.apply`). ``over(rel)``: the adapter's relation over the
     file's rows as ``--map`` renames them (a filter or a window over a source column: Slurm's
     job steps, Alibaba 2023's trace end), so that a mapped column serves it as the file's own.
+    ``csv_file``: the files are CSV text (or Parquet), so one of white space alone is empty and
+    one that holds no text is named for what it is (:func:`not_text_error`) before DuckDB reads
+    it (False: JSON, which says what it starts with).
     """
     out = []
     for path in paths:
@@ -1403,6 +1465,12 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
             raise archive_error(adapter, path)
         if relation is table_relation:
             refuse_json(adapter, path)
+        if csv_file:  # (a JSON file's probe says what it starts with)
+            if _is_empty(path):  # white space alone: DuckDB would read one unnamed column
+                raise empty_error(adapter, path)
+            if not path.name.lower().endswith((*PARQUET_SUFFIXES, ZSTD_SUFFIX)) and (
+                    no_text := not_text_error(adapter, path)):  # NULs read as UTF-8 text
+                raise no_text
         try:
             end = ending(con, path) if ending else None
             named = source_columns(con, (probe or relation)(path))

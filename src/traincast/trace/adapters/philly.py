@@ -176,4 +176,4 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda fields, _: unfinished(fields),
                       relation=lambda path: _relation(path, mapping, keys(path)),
-                      probe=_probe, ending=json_end, over=_with_machines)
+                      probe=_probe, ending=json_end, over=_with_machines, csv_file=False)
