@@ -292,7 +292,12 @@ def test_a_quote_left_open_is_a_bad_row_not_a_job(tmp_path: Path) -> None:
     assert report["jobs"] == 2 and report["bad_rows"] == 1
     err = report["errors"][0]
     assert (err["row"], err["field"]) == (2, "job_id")
-    assert "a quote opened in this row is not closed" in err["value"]
+    assert "the quote that opens this value closes lines later" in err["value"]
+    # a job id quoted with a line break in it, closed on the next line: said the same way
+    report = _ingest_elasticflow(tmp_path, 'z,1,10,2\n"c\nd",1,10,2\n')
+    assert report["jobs"] == 1 and report["errors"][0]["value"] == (
+        "c ... (holds a line break: a job id is one line; the quote that opens this value "
+        "closes lines later, so the lines between were read into it)")
 
 
 def test_a_quote_that_never_closes_names_its_row(tmp_path: Path) -> None:

@@ -115,8 +115,8 @@ class Plan:
                              "'(missing: every job needs an id)'"))
             out.append(Check("job_id", f"strpos({raw}, chr(10)) > 0",
                              f"split_part({raw}, chr(10), 1) || ' ... (holds a line break: a "
-                             "quote opened in this row is not closed, so the lines after it "
-                             "were read into this value)'"))
+                             "job id is one line; the quote that opens this value closes lines "
+                             "later, so the lines between were read into it)'"))
         for name, f in self.fields.items():  # reported at the source column that does not parse
             if f.raw is not None and name in NUMERIC_COLUMNS:
                 said = (f"CAST({f.raw} AS VARCHAR) || {lit(NOT_READ.get(name, ''))} || "
