@@ -453,12 +453,15 @@ def test_a_finished_job_without_an_end_is_not_censored(tmp_path: Path) -> None:
         "2|a|CANCELLED by 7|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
         "3|a|SUSPENDED|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
         "4|a|RUNNING|2024-01-02T10:00:00|2024-01-02T10:01:00|Unknown|1|gres/gpu=1\n"
-        "5|a|timeout|2024-01-02T10:00:00|2024-01-02T10:01:00|2024-01-02T11:01:00|1|gres/gpu=1\n")
+        "5|a|timeout|2024-01-02T10:00:00|2024-01-02T10:01:00|2024-01-02T11:01:00|1|gres/gpu=1\n"
+        # an End that does not parse is a bad row, not a job without an End
+        "6|a|COMPLETED|2024-01-02T10:00:00|2024-01-02T10:01:00|garbage|1|gres/gpu=1\n")
     db = tmp_path / "s.duckdb"
     report = Store(db).ingest(f, "slurm")
     assert stored(db, "censored, end_time_s") == {
         "1": (False, None), "2": (False, None), "3": (True, None), "4": (True, None),
         "5": (False, T0 + 11 * 3600 + 60)}
+    assert [(e["row"], e["field"]) for e in report["errors"]] == [(6, "End")]
     [note] = [n for n in report["notes"] if "final state" in n["note"]]
     assert note["count"] == 2 and "duration is unknown" in note["note"]
 

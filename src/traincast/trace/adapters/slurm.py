@@ -414,9 +414,11 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
                 "the TRES lists (cpu=4,gres/gpu=2) into fields unless they are quoted; export "
                 "with sacct --parsable2 ('|'-separated)"))
         f = plan.fields
+        end = f["end_time_s"]  # not given (Unknown, empty): an End that does not parse is a
+        no_end = f"NOT {present(end.raw)}" if end.raw else f"({end.expr}) IS NULL"  # bad row
         plan.notes.append((
             f"SELECT count(*) FROM {joined} WHERE {final_state(f['status'].expr)} "
-            f"AND ({f['start_time_s'].expr}) IS NOT NULL AND ({f['end_time_s'].expr}) IS NULL",
+            f"AND ({f['start_time_s'].expr}) IS NOT NULL AND {no_end}",
             "job(s) in a final state (COMPLETED, FAILED, CANCELLED, ...) without an End: "
             "finished, so not censored; their duration is unknown (a record slurmdbd left "
             "open: sacctmgr show runawayjobs lists them)"))
