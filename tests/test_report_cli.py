@@ -168,6 +168,7 @@ def test_study_flags_with_a_study_folder_are_refused(tmp_path):
         r = tc("report", "--study", str(tmp_path), *args)
         assert r.returncode == 2 and f"error: {flag}: flags of the study" in r.stderr, r.stderr
     # without a trace (the store read as stored) a trace's --format and --map are refused too
-    for args, flag in ((["--format", "slurm"], "--format"), (["--map", "n_gpus=x"], "--map")):
+    for args, flag in ((["--format", "slurm"], "--format"), (["--format", "csv"], "--format"),
+                       (["--map", "n_gpus=x"], "--map")):
         r = tc("report", "--db", str(tmp_path / "s.duckdb"), *args)
         assert r.returncode == 2 and f"error: {flag}: flags of a TRACE" in r.stderr, r.stderr

@@ -278,10 +278,11 @@ def test_an_analysis_of_a_trace_of_bad_rows_alone_fails_as_study_does(
 
 
 def test_trace_flags_without_a_trace_are_refused(tc, tmp_path: Path) -> None:
-    """--format (other than the default) and --map describe a trace's columns: without a
+    """--format (the default's name too) and --map describe a trace's columns: without a
     trace (the store read as stored) they are an error naming them, and an unknown format is
     one with or without a trace."""
     for args, words in ((["--format", "slurm"], "--format: flags of a TRACE"),
+                        (["-f", "csv"], "--format: flags of a TRACE"),
                         (["--map", "n_gpus=x"], "--map: flags of a TRACE"),
                         (["--format", "foo"], "unknown trace format 'foo'")):
         for command in (["characterize"], ["whatif", "-s", "eth100"], ["recommend"],

@@ -16,6 +16,7 @@ from traincast.cli.common import (
     WorkloadOpt,
     catalog_from,
     console,
+    given,
     note,
     print_assumed,
     print_assumed_hardware,
@@ -101,6 +102,7 @@ def print_colocate(result: dict[str, Any]) -> None:
 
 @app.command(help=COLOCATE_HELP)
 def colocate(
+    ctx: typer.Context,
     trace: Annotated[Path | None, typer.Argument(
         help="A trace (ingested into the store on the way); none = the whole store (--db).")]
     = None,
@@ -140,7 +142,8 @@ def colocate(
 ) -> None:
     from traincast.analysis.colocate import colocate as run
 
-    check_trace_io(trace, db, {"-o": output}, format=format, map=map)
+    check_trace_io(trace, db, {"-o": output}, format=format, map=map,
+                   format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

@@ -104,7 +104,7 @@ def report(
     if study_dir is not None and (trace or db is not None):
         raise TraincastError("give either --study DIR or a TRACE / --db, not both")
     if study_dir is None:
-        refuse_trace_flags(trace, format, map)
+        refuse_trace_flags(trace, format, map, bool(given(ctx, "format")))
     if study_dir is not None and (stray := given(ctx, "format", "map", "workload")):
         raise TraincastError(f"{', '.join(stray)}: flags of the study a TRACE or --db runs "
                              "first; --study DIR reports a study already made",

@@ -28,6 +28,7 @@ from traincast.cli.common import (
     check_output,
     console,
     err_console,
+    given,
     note,
     print_assumed,
     print_assumed_hardware,
@@ -161,21 +162,22 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
 def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                    outputs: dict[str, Path | None] | None = None, engine: str = "local",
                    address: str | None = None, parquet_dir: Path | None = None, *,
-                   format: str = "csv", map: list[str] | None = None) -> None:
+                   format: str = "csv", map: list[str] | None = None,
+                   format_given: bool | None = None) -> None:
     """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
     ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
     (``{flag: path}``) can be written (the store only when a trace is ingested into it: a
     store in a read-only folder can be read) and no output is the store or a trace
     (:func:`~traincast.cli.common.check_output`), nor a file that a trace folder given would
     hold as a trace file of ``format`` (the next run would read it as the trace); ``format``
-    a known one, and with no trace (the store read as it is) neither a ``--format`` but the
-    default nor a ``--map``, which describe a trace's columns."""
+    a known one, and with no trace (the store read as it is) neither a ``--format`` nor a
+    ``--map``, which describe a trace's columns (:func:`refuse_trace_flags`)."""
     from traincast.engine import ENGINES
     from traincast.trace.adapters import adapter
     from traincast.trace.adapters.base import in_folder
     from traincast.trace.store import db_path
 
-    refuse_trace_flags(trace, format, map)
+    refuse_trace_flags(trace, format, map, format_given)
 
     if engine not in ENGINES:
         raise TraincastError(f"--engine {engine!r}: unknown engine",
@@ -212,14 +214,18 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                                  hint="write it to another folder")
 
 
-def refuse_trace_flags(trace: Any, format: str, map: list[str] | None) -> None:
+def refuse_trace_flags(trace: Any, format: str, map: list[str] | None,
+                       format_given: bool | None = None) -> None:
     """``format`` must be a known one, and with no ``trace`` (the store read as it is) neither a
-    ``--format`` but the default nor a ``--map`` is given: they describe a trace's columns.
-    One rule for every command that reads ``[TRACE | --db FILE]``."""
+    ``--format`` nor a ``--map`` is given: they describe a trace's columns. ``format_given``:
+    whether ``--format`` was on the command line (``--format csv`` too); None: a ``format``
+    other than the default ``csv`` counts as given. One rule for every command that reads
+    ``[TRACE | --db FILE]``."""
     from traincast.trace.adapters import adapter
 
     adapter(format)  # an unknown format is an error with or without a trace
-    if not trace and (stray := [f for f, v in (("--format", format != "csv"),
+    named = format != "csv" if format_given is None else format_given
+    if not trace and (stray := [f for f, v in (("--format", named),
                                                ("--map", bool(map))) if v]):
         raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
                              "store's jobs are read as they were stored",
@@ -600,6 +606,7 @@ def print_characterization(r: dict[str, Any]) -> None:
 
 @app.command(help=CHARACTERIZE_HELP)
 def characterize(
+    ctx: typer.Context,
     trace: Annotated[Path | None, typer.Argument(help="A trace (ingested into the store on the "
                                                  "way); none = the whole store.")] = None,
     format: FormatOpt = "csv",
@@ -616,7 +623,8 @@ def characterize(
 ) -> None:
     from traincast.analysis.characterize import characterize_chunks
 
-    check_trace_io(trace, db, None, engine, address, parquet_dir, format=format, map=map)
+    check_trace_io(trace, db, None, engine, address, parquet_dir, format=format, map=map,
+                   format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:

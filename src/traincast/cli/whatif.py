@@ -337,7 +337,7 @@ def whatif(
                              hint="sweep one key; for two, write scenario files with one "
                                   "value of the first and --sweep the second over them")
     check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format,
-                   map=map)
+                   map=map, format_given=bool(given(ctx, "format")))
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, cat, workload_alone=False)
@@ -708,7 +708,8 @@ def recommend(
 ) -> None:
     from traincast.analysis.recommend import recommend as run
 
-    check_trace_io(trace, db, {"-o": output}, format=format, map=map)
+    check_trace_io(trace, db, {"-o": output}, format=format, map=map,
+                   format_given=bool(given(ctx, "format")))
     check_price(price)
     if min_gain > 1:  # a percentage given for the fraction reads as a gain of several-fold
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
