@@ -530,6 +530,10 @@ def test_tf32_no_faster_than_fp32_runs_as_fp32_and_is_never_slower() -> None:
         assert compute.op_math_dtypes(ops, gpu, "tf32") == ["fp32"] * 3
     for name in ("A100-SXM4-80GB", "L40S"):
         assert cat.gpus[name].math_dtype("tf32") == "tf32"
+    said = {g: compute.basis(cat.gpus[g])["inputs"]["gemm_max_fraction"]
+            for g in ("RTX-4090", "A100-SXM4-80GB")}  # what hardware show says of the rates
+    assert said["RTX-4090"].startswith("16-, 8-bit products: ")
+    assert said["A100-SXM4-80GB"].startswith("16-, 8-bit and TF32 products: ")
     fp32 = [dict(o, dtype="float32") for o in ops]
     for name, gpu in cat.gpus.items():  # every GPU: asking for TF32 is never slower
         if not gpu.sms:

@@ -989,12 +989,23 @@ def test_a_file_not_in_utf8_names_its_encoding_in_the_hint(tmp_path: Path, encod
     assert f"iconv -f {named} -t utf-8" in exc.value.hint
 
 
-@pytest.mark.parametrize("content", [b"\xef\xbb\xbf", b"\n\n  \n", b"\xef\xbb\xbf\r\n", b""])
+@pytest.mark.parametrize("content", [b"\xef\xbb\xbf", b"\n\n  \n", b"\xef\xbb\xbf\r\n", b"",
+                                     b"\n" * (2 * 2**20 + 5)])  # past one block read
 def test_a_file_of_white_space_alone_is_empty(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "t.csv"
     path.write_bytes(content)
     with pytest.raises(TraincastError, match=r"t\.csv: the file is empty \(no header, no rows\)"):
         _ingest(path)
+
+
+def test_white_space_then_text_past_a_block_is_not_empty(tmp_path: Path) -> None:
+    from traincast.trace.adapters.base import empty_file
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"\n" * (2**20 + 3) + b"job_id,n_gpus\na,1\n")
+    assert not empty_file(path)
+    path.write_bytes(b"\n" * (2**20 + 3))
+    assert empty_file(path)
 
 
 def test_a_file_that_is_no_text_is_named_for_what_it_is(tmp_path: Path) -> None:

@@ -558,6 +558,9 @@ def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None
             (["--workload", "resnet50", "--gpus", "2", "--mem-bytes", "1e15"],
              "--mem-bytes: features of a job given by --flops"),
             ([*job, "--db", str(tmp_path / "s.duckdb")], "--db: flags of a trace or the store"),
+            ([*job, "-f", "csv"], "--format: flags of a trace or the store; they do not apply "
+                                  "to one job given by flags"),
+            ([*job, "--map", "n_gpus=x"], "--map: flags of a trace or the store"),
             (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model"),
             # the job as given cannot run: 1w1g (the default) on two GPUs, as predict says
             ([*job, "--gpus", "2"], "1w1g runs on exactly one GPU: n_gpus = 2 (--gpus)"),

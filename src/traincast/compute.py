@@ -58,7 +58,8 @@ with that op (``kernels.queue_idle_s``: step = ``sum count b`` + the waits)::
     paper   traincast.roofline.paper_split (the profiler's compute/memory label, no fixed cost)
 
 Op dtypes (``op_math_dtypes``): ``P_op`` is the peak of the op's own dtype when it is a 16- or
-8-bit type (a mixed-precision profile records its products in fp16/bf16) or ``"tf32"``; an fp32
+8-bit type (a mixed-precision profile records its products in fp16/bf16) or ``"tf32"`` (fp32
+where the TF32 peak is no higher than the fp32 one, ``GPU.math_dtype``); an fp32
 convolution runs in TF32 on an NVIDIA GPU with a TF32 peak (PyTorch's default
 ``torch.backends.cudnn.allow_tf32 = True``; ROCm keeps fp32, ``catalog.VENDORS``), while fp32
 matrix products stay fp32 (``torch.backends.cuda.matmul.allow_tf32`` defaults to False since
@@ -253,7 +254,8 @@ def op_operand_dtypes(ops: Sequence[Mapping[str, Any]], gpu: Any, dtype: str) ->
     """Per op: the catalog dtype its operands are in (module docstring, "Op dtypes").
 
     A 16-/8-bit row or a row marked ``"tf32"`` runs in that dtype (``GPU.math_dtype``: fp32 on a
-    GPU without it); an fp32 convolution (forward or backward) runs in TF32 on an NVIDIA GPU with
+    GPU without it, and for TF32 where its peak is no higher than the fp32 one); an fp32
+    convolution (forward or backward) runs in TF32 on an NVIDIA GPU with
     a TF32 peak, PyTorch's default (``torch.backends.cudnn.allow_tf32`` is True; not on ROCm,
     ``catalog.VENDORS``); any other row runs in
     the job's dtype (fp32 matrix products stay fp32: ``torch.backends.cuda.matmul.allow_tf32``
@@ -501,7 +503,8 @@ def basis(gpu: Any, strategy: str | None = "auto") -> dict[str, Any]:
         inputs["gemm_max_fraction"] += _assumed_fractions(
             gpu, skip=("fp32",) if name == "kernel" and model_eta is not None else ())
     if name == "kernel" and model_eta is not None:
-        inputs["gemm_max_fraction"] = "16-, 8-bit and TF32 products: " \
+        tf32 = " and TF32" if gpu.math_dtype("tf32") == "tf32" else ""  # else priced as fp32
+        inputs["gemm_max_fraction"] = f"16-, 8-bit{tf32} products: " \
             + inputs["gemm_max_fraction"]
         inputs["fp32 products"] = (f"{model_eta:.3f} of the fp32 peak: the measured-kernel "
                                    "model's large product, min(1, R max e_T / (rho P)), its "

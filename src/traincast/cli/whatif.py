@@ -129,6 +129,15 @@ FEATURE_FLAGS = ("batch", "mem_bytes", "weight_bytes", "embedding_bytes", "input
 """The one-job flags that describe its features, for --model or --flops, not --workload."""
 
 
+def trace_flags(ctx: typer.Context) -> dict[str, Any]:
+    """``map`` and ``format_given`` for ``check_trace_io``: a trace's ``--map`` and whether
+    ``--format`` was given; neither where one job is given by --flops, --model or --features,
+    for :func:`one_job` to refuse them as flags that do not apply to one job."""
+    if any(ctx.params.get(k) is not None for k in ("flops", "model", "features")):
+        return {"map": None, "format_given": False}
+    return {"map": ctx.params.get("map"), "format_given": bool(given(ctx, "format"))}
+
+
 def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Catalog,
             workload_alone: bool = True) -> OneJob | None:
     """The job of the command's one-job flags (its values of :data:`ONE_JOB_FLAGS` and
@@ -337,7 +346,7 @@ def whatif(
                              hint="sweep one key; for two, write scenario files with one "
                                   "value of the first and --sweep the second over them")
     check_trace_io(trace, db, {"-o": output}, engine, address, parquet_dir, format=format,
-                   map=map, format_given=bool(given(ctx, "format")))
+                   **trace_flags(ctx))
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
     job = one_job(ctx, trace, db, cat, workload_alone=False)
@@ -708,8 +717,7 @@ def recommend(
 ) -> None:
     from traincast.analysis.recommend import recommend as run
 
-    check_trace_io(trace, db, {"-o": output}, format=format, map=map,
-                   format_given=bool(given(ctx, "format")))
+    check_trace_io(trace, db, {"-o": output}, format=format, **trace_flags(ctx))
     check_price(price)
     if min_gain > 1:  # a percentage given for the fraction reads as a gain of several-fold
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "

@@ -628,7 +628,8 @@ def setup_text(setup: Mapping[str, Any]) -> str:
                    "fp32 (--tf32-matmul: the table has no fp32 products)"
                    if setup.get("tf32_matmul_no_effect") else
                    "TF32" if setup["tf32_matmul"] else "fp32") + ", fp32 "
-               "convolutions TF32 on NVIDIA GPUs that have it (cuDNN's default; ROCm keeps fp32)")
+               "convolutions TF32 on NVIDIA GPUs whose TF32 is faster than their fp32 (cuDNN's "
+               "default; ROCm keeps fp32)")
             + f", compute priced {priced} (predict flags: {' '.join(flags) or 'the defaults'})")
 
 

@@ -482,7 +482,7 @@ def _sniffed(path: Path, stamp: tuple[int, int]
                 f"{CSV_OPTIONS}, header=true)").fetchone()
             failed = None
         except READ_ERRORS as exc:
-            if not quote_left_open_in_last_line(path):
+            if stamp[0] > SNIFFED_WHOLE_BYTES or not quote_left_open_in_last_line(path):
                 raise
             # a short file cut inside its last row's quoted value: no dialect at all; its
             # header as the csv module reads it (the cut row is then a bad row, ``csv_end``)
@@ -537,6 +537,13 @@ def header_fields(path: Path) -> tuple[str, list[str]]:
                                  newline="").readline()
     delim = max(",;\t|", key=first.count)
     return delim, next(csv.reader([first], delimiter=delim), [])
+
+
+SNIFFED_WHOLE_BYTES = 8 * 2**20
+"""The largest file (bytes on disk) whose failed dialect sniff is checked for a last row cut
+inside a quoted value (:func:`quote_left_open_in_last_line`, one pass over the file): DuckDB's
+sniffer reads 20,480 rows, so only a file about that short shows it its cut last row (8 MiB:
+rows of 400 bytes); a longer one fails for another reason, said at once."""
 
 
 def quote_left_open_in_last_line(path: Path) -> bool:
@@ -780,9 +787,21 @@ def blank(data: bytes) -> bool:
 
 
 def empty_file(path: Path) -> bool:
-    """Whether a file holds nothing but white space (:func:`blank`; ``.gz`` decompressed)."""
-    with open_bytes(path) as f:
-        return blank(f.read(_TAIL))
+    """Whether a file holds nothing but white space after a UTF-8 byte-order mark
+    (:func:`blank`; a ``.gz`` file once decompressed), read block by block while it is blank;
+    False where it cannot be read (its reader says why)."""
+    try:
+        with open_bytes(path) as f:
+            block = f.read(_TAIL)
+            while block:
+                if not blank(block):  # (a BOM past the first block: a character, not blank)
+                    return False
+                block = f.read(_TAIL)
+                if block.startswith(UTF8_BOM):
+                    return False
+            return True
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 def csv_end(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str] | None = None, *,
@@ -1117,7 +1136,7 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         why += [ln for ln in said if "utf-8" in ln.lower()][:1] or said[:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
-    if _is_empty(Path(path)):
+    if empty_file(Path(path)):
         return empty_error(adapter, path)
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):
         return quote
@@ -1144,10 +1163,11 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
 
 
 PARQUET_KIND, ELF_KIND, DUCKDB_KIND = "a Parquet file", "an executable (ELF)", "a DuckDB file"
+ZSTD_KIND = "a zstd archive"
 PACKED = {b"\x1f\x8b": "gzip data", b"PK\x03\x04": "a zip archive",
           b"PK\x05\x06": "a zip archive", b"\xfd7zXZ\x00": "an xz archive",
           b"BZh": "a bzip2 archive", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
-          b"\x28\xb5\x2f\xfd": "a zstd archive", b"PAR1": PARQUET_KIND, b"\x7fELF": ELF_KIND}
+          b"\x28\xb5\x2f\xfd": ZSTD_KIND, b"PAR1": PARQUET_KIND, b"\x7fELF": ELF_KIND}
 """Magic bytes at the start of a file that is no text (gzip is read where the name ends in
 ``.gz``); a DuckDB file has ``DUCK`` at bytes 8-11 (after its header's checksum)."""
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -1177,8 +1197,9 @@ def not_text_error(adapter: str, path: Path) -> TraincastError | None:
 
 def packed_kind(path: Path) -> str:
     """What a file is by its first bytes when it is an archive or a Parquet file
-    (:data:`PACKED`; gzip only under a name that does not end in ``.gz``: one that does is read
-    as gzip, and its error is gzip's), else ``""``."""
+    (:data:`PACKED`; gzip and zstd only under a name that does not end in ``.gz`` or
+    ``.zst``: one that does is read decompressed, and its error is the decompression's), else
+    ``""``."""
     try:
         with path.open("rb") as f:
             head = f.read(12)
@@ -1187,7 +1208,8 @@ def packed_kind(path: Path) -> str:
     if head[8:12] == b"DUCK":
         return DUCKDB_KIND
     kind = next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
-    return "" if kind == "gzip data" and path.name.lower().endswith(".gz") else kind
+    named = {"gzip data": ".gz", ZSTD_KIND: ZSTD_SUFFIX}.get(kind)  # read by its name
+    return "" if named and path.name.lower().endswith(named) else kind
 
 
 def file_encoding(path: Path) -> str:
@@ -1232,22 +1254,8 @@ def binary(path: Path) -> bool:
         return False
 
 
-EMPTY_READ = 65536
-"""Bytes of a file read to tell whether it holds nothing but white space (:func:`_is_empty`)."""
-
-
-def _is_empty(path: Path) -> bool:
-    """The file holds nothing but white space, after a UTF-8 byte-order mark (:func:`blank`;
-    a ``.gz`` file: once decompressed)."""
-    try:
-        with open_bytes(path) as f:
-            return blank(f.read(EMPTY_READ)) and not f.read(1)
-    except (OSError, EOFError, zlib.error):
-        return False
-
-
 def empty_error(adapter: str, path: Path | str) -> TraincastError:
-    """The error of a trace file that holds nothing (:func:`_is_empty`)."""
+    """The error of a trace file that holds nothing (:func:`empty_file`)."""
     return TraincastError(f"{adapter}: {path}: the file is empty (no header, no rows)",
                           hint="give the trace file itself, or download it again")
 
@@ -1466,7 +1474,7 @@ def file_plans(con: duckdb.DuckDBPyConnection, paths: Iterable[Path],
         if relation is table_relation:
             refuse_json(adapter, path)
         if csv_file:  # (a JSON file's probe says what it starts with)
-            if _is_empty(path):  # white space alone: DuckDB would read one unnamed column
+            if empty_file(path):  # white space alone: DuckDB would read one unnamed column
                 raise empty_error(adapter, path)
             if not path.name.lower().endswith((*PARQUET_SUFFIXES, ZSTD_SUFFIX)) and (
                     no_text := not_text_error(adapter, path)):  # NULs read as UTF-8 text
