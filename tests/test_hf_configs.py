@@ -576,3 +576,25 @@ def transformers_default(model_type: str):
     import transformers
 
     return transformers.AutoConfig.for_model(model_type)
+
+
+@pytest.mark.parametrize("saved", ["float16", "bfloat16"])
+def test_a_config_saved_in_half_precision_is_trained_in_fp32(saved: str, tmp_path) -> None:
+    # a checkpoint's torch_dtype is how its weights were stored, not how a step trains: the
+    # weights, gradients and Adam's two moments stay fp32, said in a note.
+    # GPT-NeoX, h = 128, 2 layers, V = 1000, 4h MLP, untied: 2 V h + 2 layers x (QKV 3h^2 + 3h,
+    # out h^2 + h, MLP 8h^2 + 5h, two LayerNorms 4h: 12 h^2 + 13 h) + 2 h (final norm)
+    # = 652,800 parameters, 4 bytes each
+    raw = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox",
+           "hidden_size": 128, "intermediate_size": 512, "num_attention_heads": 4,
+           "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 256,
+           "rotary_pct": 0.25, "torch_dtype": saved}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    rec = profile_model(f"hf:{tmp_path / 'config.json'}", 1, seq_len=16)
+    params = 2 * 1000 * 128 + 2 * (12 * 128**2 + 13 * 128) + 2 * 128
+    assert rec["params"] == params == 652_800
+    assert rec["dtype"] == "float32"
+    assert rec["memory_bytes"]["weights"] == rec["memory_bytes"]["grads"] == 4 * params
+    assert rec["memory_bytes"]["optimizer"] == 8 * params
+    assert any(f"torch_dtype, {saved}, is the dtype its weights were saved in" in n
+               for n in rec["notes"])

@@ -185,12 +185,31 @@ def config_from_llm(cfg: Any) -> Any:
              "Mixtral) or gelu + layernorm + learned positions with biases (GPT-2)")
 
 
+def saved_dtype(config: Any) -> str | None:
+    """The dtype a checkpoint's config says its weights were saved in (``torch_dtype``,
+    ``dtype`` in transformers 5; ``float16``, ``bfloat16``), taken off the config and its
+    sub-configs: transformers builds a model in it, and a training step keeps its weights,
+    gradients and optimizer state in fp32 (mixed precision: ``--amp``). None when it says
+    none or ``float32``."""
+    said = None
+    for cfg in [config, *(v for v in vars(config).values()
+                          if type(v).__name__.endswith("Config"))]:
+        for key in ("dtype", "torch_dtype"):  # (transformers 4 stores the second)
+            if vars(cfg).get(key) is not None:
+                said = said or str(vars(cfg)[key]).removeprefix("torch.")
+                setattr(cfg, key, None)
+    return None if said in (None, "float32") else said
+
+
 def _build(config: Any, attention: str | None = None, device: str = "meta") -> nn.Module:
     """The model of ``config`` on ``device`` (meta unless a measurement builds it for real; the
-    head as the module docstring says), with transformers' ``attn_implementation`` =
-    ``attention`` when given (``eager``, ``sdpa``); a model class that does not offer it is an
-    error naming ``--attention``."""
+    head as the module docstring says), in fp32 (the config's saved dtype taken off,
+    ``saved_dtype``), with transformers' ``attn_implementation`` = ``attention`` when given
+    (``eager``, ``sdpa``); a model class that does not offer it is an error naming
+    ``--attention``."""
     import transformers
+
+    saved_dtype(config)
 
     candidates = []
     for arch in getattr(config, "architectures", None) or []:
@@ -436,6 +455,7 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
     for it (``hf:qwen2`` is no released Qwen2 checkpoint); for a model over audio frames
     (Whisper), that its sequence length is the decoder's tokens and what the encoder takes."""
     config, default = _config(name)
+    saved = saved_dtype(config)
     try:
         model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
                                           device)
@@ -450,6 +470,10 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
              f"(model_type {name!r}), which need not be any released checkpoint's; give the "
              "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
              "its own"] if default else []
+    if saved:
+        notes.append(f"hf:{name}: the config's torch_dtype, {saved}, is the dtype its weights "
+                     "were saved in; the training step is profiled in fp32 (weights, gradients "
+                     "and optimizer state; --amp for mixed precision)")
     frames = _named_inputs(model, inputs).get("input_features")
     if isinstance(frames, torch.Tensor) and frames.dim() == 3:
         notes.append(f"the sequence length is the decoder's tokens; the encoder takes "
