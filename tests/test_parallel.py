@@ -49,7 +49,7 @@ def test_megatron_param_formula() -> None:
     assert cfg.params - 2 * h == pytest.approx(formula, rel=1e-12)
 
 
-def test_hf_config_json(tmp_path) -> None:
+def test_hf_config_json(tmp_path, monkeypatch) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({
         "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
@@ -58,6 +58,8 @@ def test_hf_config_json(tmp_path) -> None:
         "tie_word_embeddings": False}))
     assert get_model(f"hf:{path}").params == 6_738_415_616
     assert get_model(f"hf:{tmp_path}").params == 6_738_415_616
+    monkeypatch.setenv("HOME", str(tmp_path.parent))  # ~ as profile reads it
+    assert get_model(f"hf:~/{tmp_path.name}/config.json").params == 6_738_415_616
 
 
 def test_unknown_model_and_bad_hf_file(tmp_path) -> None:

@@ -32,11 +32,11 @@ def get_model(name: str) -> ModelConfig:
 
         from traincast.zoo.hub import decoder_config
 
-        path = Path(name[3:])
+        path = Path(name[3:]).expanduser()  # (~/config.json, as profile reads it)
         shipped = None if path.exists() else decoder_config(name[3:])
         if shipped is None and not path.exists() and not name.endswith(".json"):
             shipped = from_transformers(name[3:])  # a cached Hub name or a bare model_type
-        return shipped if shipped is not None else from_hf_config(name[3:])
+        return shipped if shipped is not None else from_hf_config(path)
     if canonical_name(name) is None:
         raise TraincastError(f"unknown language model {name!r}",
                              hint=f"zoo models with an LLM config: {', '.join(llm_names())}; "
