@@ -499,7 +499,8 @@ def test_a_mixture_of_experts_profiles_on_meta_in_any_precision(tmp_path, dtype:
     t, h, f = 16, 16, 32
     forward = (4 * 2 * t * h * h + 2 * 2 * 2 * 2 * 8 * 8 * 8 + 2 * t * h * 4
                + 2 * t * 2 * (2 * h * f + f * h) + 2 * t * h * 50)
-    assert rec["method"] == "meta" and rec["notes"] == []
+    assert rec["method"] == "meta" and rec["dtype"] == "float32"  # a saved dtype is said
+    assert len(rec["notes"]) == (dtype != "float32")
     assert rec["flops_compute_bound"] == 3 * forward
 
 
@@ -598,3 +599,22 @@ def test_a_config_saved_in_half_precision_is_trained_in_fp32(saved: str, tmp_pat
     assert rec["memory_bytes"]["optimizer"] == 8 * params
     assert any(f"torch_dtype, {saved}, is the dtype its weights were saved in" in n
                for n in rec["notes"])
+
+
+def test_a_folder_without_a_config_is_said_and_hides_no_shipped_name(tmp_path,
+                                                                     monkeypatch) -> None:
+    from traincast.parallel.models import get_model
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for build in (lambda n: profile_model(n, 1, seq_len=16), get_model):
+        with pytest.raises(TraincastError, match=f"the folder {empty} holds no config.json"):
+            build(f"hf:{empty}")
+    # ./gpt2 without a config.json beside the work: hf:gpt2 is still the shipped GPT-2,
+    # 124,439,808 parameters (Radford et al. 2019, the 117M model as released)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpt2").mkdir()
+    assert profile_model("hf:gpt2", 1, seq_len=16, optimizer="none")["params"] == 124_439_808
+    assert get_model("hf:gpt2").params == 124_439_808
+    with pytest.raises(TraincastError, match="the folder gpt2 holds no config.json"):
+        get_model("hf:./gpt2")  # named as a path: that folder

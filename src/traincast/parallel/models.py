@@ -28,15 +28,14 @@ def get_model(name: str) -> ModelConfig:
     ``ModelConfig``; a zoo model without an LLM config (a CNN, BERT, ...) is an error that says
     which commands it works with."""
     if name.startswith("hf:"):
-        from pathlib import Path
 
-        from traincast.zoo.hub import decoder_config
+        from traincast.zoo.hub import decoder_config, local_config
 
-        path = Path(name[3:]).expanduser()  # (~/config.json, as profile reads it)
-        shipped = None if path.exists() else decoder_config(name[3:])
-        if shipped is None and not path.exists() and not name.endswith(".json"):
-            shipped = from_transformers(name[3:])  # a cached Hub name or a bare model_type
-        return shipped if shipped is not None else from_hf_config(path)
+        path = local_config(name[3:])  # as profile reads it (~ expanded, a folder's config)
+        if path is not None:
+            return from_hf_config(path)
+        # a shipped checkpoint, a cached Hub name or a bare model_type; else no such file
+        return decoder_config(name[3:]) or from_transformers(name[3:]) or from_hf_config(name[3:])
     if canonical_name(name) is None:
         raise TraincastError(f"unknown language model {name!r}",
                              hint=f"zoo models with an LLM config: {', '.join(llm_names())}; "

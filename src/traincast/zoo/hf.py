@@ -25,7 +25,7 @@ from torch import nn
 
 from traincast.errors import TraincastError, clip, close_names
 from traincast.features.profile import KeywordInputs
-from traincast.zoo.hub import hub_entry
+from traincast.zoo.hub import hub_entry, local_config
 
 DEFAULT_BATCH = 8
 MAX_SEQ = 512
@@ -72,12 +72,10 @@ def _config(name: str) -> tuple[Any, bool]:
         raise TraincastError("hf: needs a name after it",
                              hint="hf:CONFIG.json, hf:FOLDER, a Hub name (traincast zoo list "
                                   "--hf) or a model_type such as gpt2, bert, llama")
-    path = Path(name).expanduser()
-    if not path.exists() and (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")):
-        raise TraincastError(f"hf:{name}: no such file or folder",
-                             hint="give the path of a config.json or of the folder holding it")
+    path = local_config(name)
+    local = path is not None
     try:
-        if path.exists():  # a folder, or a config file of any name (its model_type)
+        if local:  # a folder, or a config file of any name (its model_type)
             return transformers.AutoConfig.from_pretrained(str(path)), False
         try:
             return transformers.AutoConfig.from_pretrained(name, local_files_only=True), False
@@ -89,7 +87,7 @@ def _config(name: str) -> tuple[Any, bool]:
     except TraincastError:
         raise  # a shipped checkpoint's own reason (a mixture of experts), whole
     except (OSError, ValueError, KeyError) as exc:
-        unknown = not path.exists() and ("/" in name
+        unknown = not local and ("/" in name
                                          or name not in transformers.CONFIG_MAPPING)
         raise TraincastError(
             f"hf:{name}: " + (("not a checkpoint shipped for offline use nor one in the local "
@@ -101,7 +99,7 @@ def _config(name: str) -> tuple[Any, bool]:
                  "name in the local Hugging Face cache, a shipped checkpoint (traincast zoo "
                  "list --hf) or a model_type such as gpt2, bert, llama") from None
     except _strict_dataclass_error() as exc:  # huggingface_hub's check of a field's type
-        raise TraincastError(f"hf:{name}: {path if path.exists() else 'its config'}: "
+        raise TraincastError(f"hf:{name}: {path if local else 'its config'}: "
                              f"{' '.join(str(exc).split())}",
                              hint="a field of the config has a value of the wrong type: "
                                   "write it as the checkpoint's config.json does") from None

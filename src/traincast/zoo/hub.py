@@ -11,6 +11,7 @@ from __future__ import annotations
 import tomllib
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from traincast.errors import TraincastError
@@ -63,3 +64,43 @@ def decoder_config(name: str) -> ModelConfig | None:
     return from_hf_dict({"model_type": entry["model_type"], **entry.get("fields", {})},
                         entry["name"],
                         f"{HUB_FILE}: [config.\"{entry['name']}\"]")
+
+
+PATH_PREFIXES = ("/", "./", "../", "~")
+"""How an ``hf:`` name says it is a path (or by ending in ``.json``)."""
+
+
+def local_config(name: str) -> Path | None:
+    """The local ``config.json`` file or folder ``hf:NAME`` names (``~`` expanded), or None
+    where NAME is found elsewhere (a shipped checkpoint, the local Hugging Face cache, a
+    ``model_type``). Errors: a name written as a path (:data:`PATH_PREFIXES`, ``.json``) that
+    does not exist; a folder without a ``config.json``, unless a folder of the working
+    directory happens to bear a shipped checkpoint's or a transformers ``model_type``'s name
+    (``./gpt2``), which does not hide it."""
+    path = Path(name).expanduser()
+    as_path = name.startswith(PATH_PREFIXES) or name.endswith(".json")
+    if not path.exists():
+        if as_path:
+            raise TraincastError(f"hf:{name}: no such file or folder",
+                                 hint="give the path of a config.json or of the folder "
+                                      "holding it")
+        return None
+    if path.is_dir() and not (path / "config.json").exists():
+        if as_path or not _known_name(name):
+            raise TraincastError(f"hf:{name}: the folder {path} holds no config.json",
+                                 hint="give the checkpoint's config.json, or the folder that "
+                                      "holds it")
+        return None
+    return path
+
+
+def _known_name(name: str) -> bool:
+    """Whether ``hf:NAME`` names a shipped checkpoint or, where transformers is installed, a
+    ``model_type`` it knows."""
+    if hub_entry(name) is not None:
+        return True
+    try:
+        import transformers
+    except ImportError:
+        return False
+    return name in transformers.CONFIG_MAPPING
