@@ -618,3 +618,13 @@ def test_a_folder_without_a_config_is_said_and_hides_no_shipped_name(tmp_path,
     assert get_model("hf:gpt2").params == 124_439_808
     with pytest.raises(TraincastError, match="the folder gpt2 holds no config.json"):
         get_model("hf:./gpt2")  # named as a path: that folder
+
+
+@pytest.mark.parametrize("spec", ["hf:gpt2", "zoo:resnet50"])
+def test_a_batch_too_large_for_this_machine_blames_the_batch(spec: str) -> None:
+    # 1e9 sequences of 1,024 int64 token ids = 8.2e12 bytes; 1e9 images of 3 x 224 x 224 fp32
+    # = 6.0e14 bytes: the inputs are real CPU tensors, and the batch is what to change
+    with pytest.raises(TraincastError, match=r"the example inputs of batch 1000000000 do not "
+                                             r"fit this machine's memory") as exc:
+        profile_model(spec, 10**9, seq_len=1024 if spec.startswith("hf:") else None)
+    assert exc.value.hint.startswith("profile at a smaller --batch")

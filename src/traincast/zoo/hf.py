@@ -460,6 +460,9 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
     except TraincastError as exc:
         raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint) from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config
+        if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError)
+                                            and "allocate" in str(exc)):
+            raise  # the inputs of a batch too large for this machine, said by the profile
         raise TraincastError(f"hf:{name}: building the {type(config).__name__} model or its "
                              f"inputs failed ({type(exc).__name__}: {_short(exc)})",
                              hint="check the config's fields, or profile it with file.py:FUNC "
