@@ -628,3 +628,18 @@ def test_a_batch_too_large_for_this_machine_blames_the_batch(spec: str) -> None:
                                              r"fit this machine's memory") as exc:
         profile_model(spec, 10**9, seq_len=1024 if spec.startswith("hf:") else None)
     assert exc.value.hint.startswith("profile at a smaller --batch")
+
+
+def test_a_config_no_model_class_builds_says_what_to_give(monkeypatch) -> None:
+    # as transformers' default DBRX config, whose attention reads a field it lacks: every
+    # model class refuses the config
+    import transformers
+
+    def refuse(cls, config, **kwargs):  # noqa: ANN001, ANN202, ARG001
+        raise AttributeError("'DbrxAttentionConfig' object has no attribute 'rope_theta'")
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "_from_config", classmethod(refuse))
+    with pytest.raises(TraincastError, match="hf:gpt2: no transformers model class builds "
+                                             "this config") as exc:
+        profile_model("hf:gpt2", 1, seq_len=16, optimizer="none")
+    assert exc.value.hint.startswith("give the checkpoint's own config.json (hf:PATH)")

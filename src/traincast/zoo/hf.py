@@ -251,7 +251,10 @@ def _build(config: Any, attention: str | None = None, device: str = "meta") -> n
                         hint="leave --attention out for the implementation transformers "
                              "picks, or try the other of eager and sdpa") from None
                 errors.append(f"{getattr(cls, '__name__', cls)}: {exc}")
-    raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
+    raise TraincastError(f"no transformers model class builds this config ({errors[-1]})",
+                         hint="give the checkpoint's own config.json (hf:PATH): a bare "
+                              "model_type's default config need not build; or profile it "
+                              "with FILE.py:FUNC building the model and its inputs yourself")
 
 
 def _about_attention(exc: Exception) -> bool:
