@@ -418,14 +418,18 @@ def test_rows_with_negative_or_infinite_features_get_a_reason_not_a_time() -> No
 def test_predict_reports_whether_a_profiled_job_fits_in_gpu_memory() -> None:
     # S + A per replica: 2 GB state + 3 GB activations = 5 GB of a 16 GB V100; PEARL splits the
     # embedding share e = 0.5 of the state over n = 4 GPUs: 1 + 1/4 + 3 = 4.25 GB; ps-worker
-    # keeps the optimizer and embeddings on the servers: (0.5 + 0.5)(1 - 0.5) + 3 = 3.5 GB;
-    # state_gb: the same without the 3 GB of activations
+    # keeps the optimizer and the embedding tables on the servers, and a worker the dense
+    # weights and every gradient it computes: 0.5 (1 - 0.5) + 0.5 + 3 = 3.75 GB with dense
+    # gradients, 0.5 (1 - 0.5) + 0.26 + 3 = 3.51 GB with sparse ones (the dense part's 0.25 GB
+    # and 0.01 GB of rows touched); state_gb: the same without the 3 GB of activations
     mem = {"weights": 5e8, "grads": 5e8, "optimizer": 1e9, "activations": 3e9}
     prof = {**FEATS, "memory_bytes": mem, "params": 1e8, "params_embedding": 5e7}
-    cases = [({}, 5.0), ({"arch": "pearl", "gpus": 4}, 4.25),
-             ({"arch": "ps-worker", "workers": 4}, 3.5)]
-    for kw, gb in cases:
-        out = predict(prof, node="pai-v100-nvlink", **kw).to_dict()["memory"]
+    sparse = {**prof, "memory_bytes": {**mem, "grads": 2.6e8}}
+    cases = [(prof, {}, 5.0), (prof, {"arch": "pearl", "gpus": 4}, 4.25),
+             (prof, {"arch": "ps-worker", "workers": 4}, 3.75),
+             (sparse, {"arch": "ps-worker", "workers": 4}, 3.51)]
+    for job, kw, gb in cases:
+        out = predict(job, node="pai-v100-nvlink", **kw).to_dict()["memory"]
         assert out == {"footprint_gb": pytest.approx(gb), "state_gb": pytest.approx(gb - 3.0),
                        "capacity_gb": 16.0, "fits": True}
     big = {**prof, "memory_bytes": {**mem, "activations": 15.5e9}}

@@ -373,7 +373,8 @@ def memory_fit(features: Mapping[str, Any], arch: str, n_gpus: float,
 
     def footprint(activations: NDArray[np.float64]) -> float:
         return float(REGISTRY[arch].footprint_bytes(Memory(
-            state=part("weights", "grads", "optimizer"), weights_grads=part("weights", "grads"),
+            state=part("weights", "grads", "optimizer"), weights=part("weights"),
+            grads=part("grads"),
             activations=activations, embedding_share=np.array([share]),
             n=np.array([float(n_gpus)])))[0])
 

@@ -47,12 +47,14 @@ B = NDArray[np.bool_]
 class Memory:
     """Memory parts of jobs (bytes per replica) that a footprint rule combines.
 
-    ``state`` = weights + gradients + optimizer state, ``weights_grads`` = weights + gradients,
-    ``activations``, ``embedding_share`` = embedding parameters / all parameters, ``n`` GPUs.
+    ``state`` = weights + gradients + optimizer state, ``weights``, ``grads`` (as profiled: a
+    table with sparse gradients holds the rows a step touches), ``activations``,
+    ``embedding_share`` = embedding parameters / all parameters, ``n`` GPUs.
     """
 
     state: F
-    weights_grads: F
+    weights: F
+    grads: F
     activations: F
     embedding_share: F
     n: F

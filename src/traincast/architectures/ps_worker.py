@@ -54,5 +54,7 @@ class PSWorker:
 
     @staticmethod
     def footprint_bytes(m: Memory) -> F:
-        """Optimizer state and embedding tables live on the servers: ``(w + g)(1 - e) + A``."""
-        return m.weights_grads * (1.0 - m.embedding_share) + m.activations
+        """Optimizer state and embedding tables live on the servers; a worker holds the dense
+        weights and every gradient it computes before pushing it (as profiled: a sparse
+        table's rows touched, a dense one's whole): ``w (1 - e) + g + A``."""
+        return m.weights * (1.0 - m.embedding_share) + m.grads + m.activations

@@ -82,14 +82,15 @@ its base: ``amp_ratio``, ``fused_ratio``, ``fused_amp_ratio``, ``amp_flops_ratio
 
 
 def _extras_of(rec: Mapping[str, Any] | None) -> tuple[float, ...]:
-    """The ten per-workload numbers :func:`workload_extras` gathers, from a profile record."""
+    """The eleven per-workload numbers :func:`workload_extras` gathers, from a profile
+    record."""
     mem = ("memory_bytes",)
     state = sum(_num(rec, *mem, k) for k in ("weights", "grads", "optimizer"))
-    return (1.0 if rec else 0.0,
-            _num(rec, *mem, "weights") + _num(rec, *mem, "grads"), state,
+    return (1.0 if rec else 0.0, _num(rec, *mem, "weights"), state,
             _num(rec, *mem, "activations"), _num(rec, "batch_size"),
             _ratio(_num(rec, "params_embedding"), _num(rec, "params")),
-            *(_ratio(_num(rec, key), _num(rec, base)) for key, base in RATIOS))
+            *(_ratio(_num(rec, key), _num(rec, base)) for key, base in RATIOS),
+            _num(rec, *mem, "grads"))
 
 
 def job_profile(own: Mapping[str, Any], shipped: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -120,7 +121,8 @@ class WorkloadExtras:
     """Per-job arrays: memory footprint parts (bytes), embedding share, byte ratios."""
 
     known: NDArray[np.bool_]
-    weights_grads_bytes: F
+    weights_bytes: F
+    grads_bytes: F
     state_bytes: F
     activation_bytes: F
     embedding_share: F
@@ -142,7 +144,8 @@ class WorkloadExtras:
 
         n = np.asarray(n_gpus)
         return per_architecture(arch, lambda a, rows: a.footprint_bytes(Memory(
-            state=self.state_bytes[rows], weights_grads=self.weights_grads_bytes[rows],
+            state=self.state_bytes[rows], weights=self.weights_bytes[rows],
+            grads=self.grads_bytes[rows],
             activations=self.activation_bytes[rows], embedding_share=self.embedding_share[rows],
             n=n[rows])), np.nan)
 
@@ -158,22 +161,24 @@ def workload_extras(cols: Columns, profile_of: ProfileOf | None = None) -> Workl
             _extras_of(profile_of(name) if name else None)
 
     table = np.array([extras(v) for v in wl.values] + [extras("")],
-                     dtype=np.float64).reshape(-1, 10)
+                     dtype=np.float64).reshape(-1, 11)
     # per-workload defaults first (small table), then one gather per column
     fill = {5: 0.0, 6: 1.0, 7: 1.0, 9: 1.0}
     for j, default in fill.items():
         table[:, j] = np.where(np.isfinite(table[:, j]), table[:, j], default)
     table[:, 8] = np.where(np.isfinite(table[:, 8]), table[:, 8], table[:, 6] * table[:, 7])
-    rows = np.ascontiguousarray(table.T)[:, wl.codes]  # (10, n): contiguous per column
+    rows = np.ascontiguousarray(table.T)[:, wl.codes]  # (11, n): contiguous per column
     known = rows[0] > 0
     w = np.nan_to_num(cols["weight_bytes"])
     batch_scale = np.where((cols["batch_size"] > 0) & (rows[4] > 0),
                            cols["batch_size"] / rows[4], 1.0)
-    wg = np.where(np.isfinite(rows[1]), rows[1], 2.0 * w)
+    weights = np.where(np.isfinite(rows[1]), rows[1], w)
+    grads = np.where(np.isfinite(rows[10]), rows[10], w)
     state = np.where(np.isfinite(rows[2]), rows[2], 4.0 * w)
     act = np.where(np.isfinite(rows[3]), rows[3] * batch_scale, 0.0)
     emb, amp, fused, fused_amp, amp_flops = rows[5], rows[6], rows[7], rows[8], rows[9]
-    return WorkloadExtras(known=known, weights_grads_bytes=wg, state_bytes=state,
+    return WorkloadExtras(known=known, weights_bytes=weights, grads_bytes=grads,
+                          state_bytes=state,
                           activation_bytes=act, embedding_share=emb, amp_ratio=amp,
                           fused_ratio=fused, fused_amp_ratio=fused_amp,
                           amp_flops_ratio=amp_flops)
