@@ -620,13 +620,14 @@ def test_a_folder_without_a_config_is_said_and_hides_no_shipped_name(tmp_path,
         get_model("hf:./gpt2")  # named as a path: that folder
 
 
-@pytest.mark.parametrize("spec", ["hf:gpt2", "zoo:resnet50"])
+@pytest.mark.parametrize("spec", ["hf:meta-llama/Llama-3.1-8B", "zoo:resnet50"])
 def test_a_batch_too_large_for_this_machine_blames_the_batch(spec: str) -> None:
-    # 1e9 sequences of 1,024 int64 token ids = 8.2e12 bytes; 1e9 images of 3 x 224 x 224 fp32
-    # = 6.0e14 bytes: the inputs are real CPU tensors, and the batch is what to change
+    # 1e9 sequences of 131,072 int64 token ids = 1.0e18 bytes; 1e9 images of 3 x 224 x 224 fp32
+    # = 6.0e14 bytes, both past a 47-bit address space (1.4e14), so no allocator takes them:
+    # the inputs are real CPU tensors, and the batch is what to change
     with pytest.raises(TraincastError, match=r"the example inputs of batch 1000000000 do not "
                                              r"fit this machine's memory") as exc:
-        profile_model(spec, 10**9, seq_len=1024 if spec.startswith("hf:") else None)
+        profile_model(spec, 10**9, seq_len=131_072 if spec.startswith("hf:") else None)
     assert exc.value.hint.startswith("profile at a smaller --batch")
 
 
@@ -639,7 +640,36 @@ def test_a_config_no_model_class_builds_says_what_to_give(monkeypatch) -> None:
         raise AttributeError("'DbrxAttentionConfig' object has no attribute 'rope_theta'")
 
     monkeypatch.setattr(transformers.PreTrainedModel, "_from_config", classmethod(refuse))
-    with pytest.raises(TraincastError, match="hf:gpt2: no transformers model class builds "
+    # a bare model_type: transformers' default config, for which the checkpoint's own helps
+    with pytest.raises(TraincastError, match="hf:gptj: no transformers model class builds "
                                              "this config") as exc:
-        profile_model("hf:gpt2", 1, seq_len=16, optimizer="none")
+        profile_model("hf:gptj", 1, seq_len=16, optimizer="none")
     assert exc.value.hint.startswith("give the checkpoint's own config.json (hf:PATH)")
+    # a shipped checkpoint (its config.json given already): build it yourself
+    with pytest.raises(TraincastError, match="no transformers model class") as exc:
+        profile_model("hf:gpt2", 1, seq_len=16, optimizer="none")
+    assert exc.value.hint.startswith("profile it with FILE.py:FUNC")
+
+
+def test_the_saved_dtype_of_a_config_is_taken_off_at_every_depth() -> None:
+    from traincast.zoo.hf import saved_dtype
+
+    class TextConfig:
+        def __init__(self, dtype: str) -> None:
+            self.dtype = dtype
+
+    class ThinkerConfig:
+        def __init__(self) -> None:
+            self.text_config = TextConfig("bfloat16")  # two levels down
+
+    class OmniConfig:
+        def __init__(self) -> None:
+            self.dtype = "float32"
+            self.thinker_config = ThinkerConfig()
+            self.vision_config = TextConfig("float16")
+
+    config = OmniConfig()
+    assert saved_dtype(config) == "bfloat16 and float16"
+    assert config.dtype is None and config.thinker_config.text_config.dtype is None
+    assert saved_dtype(config) is None  # taken off: nothing left
+    assert saved_dtype(TextConfig("auto")) is None and saved_dtype(TextConfig("float32")) is None

@@ -60,6 +60,9 @@ def test_hf_config_json(tmp_path, monkeypatch) -> None:
     assert get_model(f"hf:{tmp_path}").params == 6_738_415_616
     monkeypatch.setenv("HOME", str(tmp_path.parent))  # ~ as profile reads it
     assert get_model(f"hf:~/{tmp_path.name}/config.json").params == 6_738_415_616
+    for name in ("~no_such_user_here/config.json", "a" * 300):  # no home; too long a name
+        with pytest.raises(TraincastError, match="no such file or folder|config file not found"):
+            get_model(f"hf:{name}")
 
 
 def test_unknown_model_and_bad_hf_file(tmp_path) -> None:

@@ -330,7 +330,7 @@ def whatif(
     the job keeps its n training GPUs (n_workers x gpus_per_worker, else n_gpus)). A port, a
     GPU or a node change must fit: 1w1g n <= 1, allreduce-local n <= node GPUs on one node,
     and memory per GPU within mem_gb: S + A for a replica, S(1-e) + Se/n + A for pearl,
-    (weights + grads)(1-e) + A for ps-worker (S = weights + grads + optimizer, A =
+    weights(1-e) + grads + A for ps-worker (S = weights + grads + optimizer, A =
     activations, e = the embeddings' share of parameters); else the job stays and is counted
     as not fit. Unmatched jobs have speedup 1. Summary over matched jobs:
     share sped up (> 1.01), mean and median speedup by job, by GPUs and by GPU time

@@ -86,7 +86,7 @@ def _config(name: str) -> tuple[Any, bool]:
             return transformers.AutoConfig.for_model(name), True
     except TraincastError:
         raise  # a shipped checkpoint's own reason (a mixture of experts), whole
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
         unknown = not local and ("/" in name
                                          or name not in transformers.CONFIG_MAPPING)
         raise TraincastError(
@@ -183,20 +183,29 @@ def config_from_llm(cfg: Any) -> Any:
              "Mixtral) or gelu + layernorm + learned positions with biases (GPT-2)")
 
 
+FUNC_HINT = "profile it with FILE.py:FUNC building the model and its inputs yourself"
+"""What to do about a config traincast cannot build a model or its inputs from."""
+
+
 def saved_dtype(config: Any) -> str | None:
-    """The dtype a checkpoint's config says its weights were saved in (``torch_dtype``,
-    ``dtype`` in transformers 5; ``float16``, ``bfloat16``), taken off the config and its
-    sub-configs: transformers builds a model in it, and a training step keeps its weights,
-    gradients and optimizer state in fp32 (mixed precision: ``--amp``). None when it says
-    none or ``float32``."""
-    said = None
-    for cfg in [config, *(v for v in vars(config).values()
-                          if type(v).__name__.endswith("Config"))]:
+    """The dtypes a checkpoint's config says its weights were saved in (``torch_dtype``,
+    ``dtype`` in transformers 5: ``float16``, ``bfloat16``), taken off the config and its
+    sub-configs at every depth (a vision-language model's ``text_config``, ...): transformers
+    builds a model in them, and a training step keeps its weights, gradients and optimizer
+    state in fp32 (mixed precision computes in 16 bits over them). None where they say none,
+    ``float32`` or ``auto``; else the others, joined (``bfloat16 and float16``)."""
+    said: list[str] = []
+    stack = [config]
+    while stack:
+        cfg = stack.pop()
         for key in ("dtype", "torch_dtype"):  # (transformers 4 stores the second)
             if vars(cfg).get(key) is not None:
-                said = said or str(vars(cfg)[key]).removeprefix("torch.")
+                said.append(str(vars(cfg)[key]).removeprefix("torch."))
                 setattr(cfg, key, None)
-    return None if said in (None, "float32") else said
+        stack += [v for v in vars(cfg).values()
+                  if type(v).__name__.endswith("Config") and hasattr(v, "__dict__")]
+    kept = sorted({d for d in said if d not in ("float32", "auto")})
+    return " and ".join(kept) or None
 
 
 def _build(config: Any, attention: str | None = None, device: str = "meta") -> nn.Module:
@@ -251,10 +260,7 @@ def _build(config: Any, attention: str | None = None, device: str = "meta") -> n
                         hint="leave --attention out for the implementation transformers "
                              "picks, or try the other of eager and sdpa") from None
                 errors.append(f"{getattr(cls, '__name__', cls)}: {exc}")
-    raise TraincastError(f"no transformers model class builds this config ({errors[-1]})",
-                         hint="give the checkpoint's own config.json (hf:PATH): a bare "
-                              "model_type's default config need not build; or profile it "
-                              "with FILE.py:FUNC building the model and its inputs yourself")
+    raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
 
 
 def _about_attention(exc: Exception) -> bool:
@@ -461,23 +467,24 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
         model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
                                           device)
     except TraincastError as exc:
-        raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint) from exc
+        raise TraincastError(f"hf:{name}: {exc}", hint=exc.hint or (
+            "give the checkpoint's own config.json (hf:PATH): a bare model_type's default "
+            "config need not build; or " if default else "") + FUNC_HINT) from exc
     except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config
         if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError)
                                             and "allocate" in str(exc)):
             raise  # the inputs of a batch too large for this machine, said by the profile
         raise TraincastError(f"hf:{name}: building the {type(config).__name__} model or its "
                              f"inputs failed ({type(exc).__name__}: {_short(exc)})",
-                             hint="check the config's fields, or profile it with file.py:FUNC "
-                                  "building the model and its inputs yourself") from exc
+                             hint="check the config's fields, or " + FUNC_HINT) from exc
     notes = [f"hf:{name}: the sizes of transformers' default {type(config).__name__} "
              f"(model_type {name!r}), which need not be any released checkpoint's; give the "
              "checkpoint's config.json or a shipped Hub name (traincast zoo list --hf) for "
              "its own"] if default else []
     if saved:
         notes.append(f"hf:{name}: the config's torch_dtype, {saved}, is the dtype its weights "
-                     "were saved in; the training step is profiled in fp32 (weights, gradients "
-                     "and optimizer state; --amp for mixed precision)")
+                     "were saved in; training keeps weights, gradients and optimizer state in "
+                     "fp32 (under --amp its products compute in 16 bits)")
     frames = _named_inputs(model, inputs).get("input_features")
     if isinstance(frames, torch.Tensor) and frames.dim() == 3:
         notes.append(f"the sequence length is the decoder's tokens; the encoder takes "
@@ -499,7 +506,7 @@ def llm_model(cfg: Any, batch_size: int | None, seq: int | None = None,
         return model_from_config(config, batch_size or 1, seq or cfg.seq, attention)
     except TraincastError as exc:  # a zoo model has no config.json of the user's to change
         raise TraincastError(f"zoo:{cfg.name}: {exc}",
-                             hint=exc.hint.split(", or a config.json")[0]) from exc
+                             hint=(exc.hint or FUNC_HINT).split(", or a config.json")[0]) from exc
 
 
 def _named_inputs(model: nn.Module, inputs: tuple) -> dict[str, Any]:

@@ -77,9 +77,13 @@ def local_config(name: str) -> Path | None:
     does not exist; a folder without a ``config.json``, unless a folder of the working
     directory happens to bear a shipped checkpoint's or a transformers ``model_type``'s name
     (``./gpt2``), which does not hide it."""
-    path = Path(name).expanduser()
     as_path = name.startswith(PATH_PREFIXES) or name.endswith(".json")
-    if not path.exists():
+    try:
+        path = Path(name).expanduser()
+        found = path.exists()
+    except (RuntimeError, OSError):  # ~user unknown, a name too long for a path
+        path, found = Path(name), False
+    if not found:
         if as_path:
             raise TraincastError(f"hf:{name}: no such file or folder",
                                  hint="give the path of a config.json or of the folder "

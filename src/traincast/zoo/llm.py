@@ -18,6 +18,7 @@ SwiGLU: 3), experts ``E`` with ``top_k`` used per token. Parameter count (docs/p
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -251,11 +252,15 @@ def from_hf_config(path: str | Path) -> ModelConfig:
     """A config from a Hugging Face ``config.json`` (a file or a folder holding one; no weights),
     read by ``from_hf_dict``."""
     p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
     try:
+        if p.is_dir():
+            p = p / "config.json"
         raw = json.loads(p.read_text())
-    except FileNotFoundError:
+    except OSError as exc:  # none there, or a name no path can be (too long)
+        if not isinstance(exc, FileNotFoundError | NotADirectoryError) and \
+                getattr(exc, "errno", None) != errno.ENAMETOOLONG:
+            raise TraincastError(f"{p}: cannot read the config ({exc.strerror or exc})",
+                                 hint="check the file and its permissions") from None
         raise TraincastError(f"{p}: config file not found",
                              hint="hf: takes a local config.json (or its folder), a shipped "
                                   "checkpoint name (traincast zoo list --hf), and where "
