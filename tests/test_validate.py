@@ -123,3 +123,26 @@ def test_validate_threads_reports_each_thread_count(monkeypatch: pytest.MonkeyPa
     assert out["by_threads"]["1"]["median_abs_error"] == pytest.approx(0.1)
     assert out["by_threads"]["2"]["max_abs_error"] == pytest.approx(0.2)
     assert out["by_threads"]["2"]["cases"] == 1 and out["by_threads"]["2"]["skipped"] == 0
+
+
+def test_a_later_thread_count_that_cannot_run_keeps_the_runs_before_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the 2-thread calibration refused (other programs held the cores): the finished 1-thread
+    # run is the result, and the 2-thread one says why it is missing; a first run's error stops
+    import sys
+
+    v = sys.modules["traincast.validation"]
+
+    def fake(catalog=None, *, threads=None, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if threads == 2:
+            raise TraincastError("calibration refused: other programs held the cores 45%")
+        rows = [{"error": 0.1, "paper_error": -0.5}]
+        return {"threads": threads, "cases": rows, "failed": [], "skipped": [],
+                **summarize(rows)}
+
+    monkeypatch.setattr(v, "validate", fake)
+    out = v.validate_threads([1, 2], quick=True)
+    assert [r["threads"] for r in out["runs"]] == [1] and list(out["by_threads"]) == ["1"]
+    assert out["not_run"] == {"2": "calibration refused: other programs held the cores 45%"}
+    with pytest.raises(TraincastError, match="calibration refused"):
+        v.validate_threads([2, 1], quick=True)

@@ -262,6 +262,9 @@ def validate(
                       f"p90 {100 * summ['p90_abs_error']:.1f}%, max "
                       f"{100 * summ['max_abs_error']:.1f}% over {summ['cases']} case(s), "
                       f"{summ['skipped']} skipped, {summ['failed']} failed")
+    for t, why in both["not_run"].items():
+        console.print(f"{t} thread(s): not run ({why})", style="yellow", highlight=False,
+                      markup=False)
 
 
 def _validate_published(catalog: Path | None, json_out: bool, rows: Path | None = None,

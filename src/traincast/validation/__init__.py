@@ -229,11 +229,20 @@ def validate_threads(counts: Sequence[int] | None = None, **kwargs: Any) -> dict
     ``cases``, ``median_abs_error``, ...) plus ``runs`` (every run's result) and
     ``by_threads`` (T -> ``median_abs_error``, ``p90_abs_error``, ``max_abs_error``,
     ``paper_median_abs_error``, ``targets_met`` and the counts of ``cases``, ``failed``,
-    ``skipped``)."""
-    runs = [validate(threads=t, **kwargs) for t in (counts or thread_counts())]
+    ``skipped``), and ``not_run`` (T -> why: a later thread count whose run stopped, as a
+    calibration refused for other programs' load; the runs before it are kept; an error of
+    the first run is raised)."""
+    runs, not_run = [], {}
+    for i, t in enumerate(counts or thread_counts()):
+        try:
+            runs.append(validate(threads=t, **kwargs))
+        except TraincastError as exc:
+            if i == 0:
+                raise
+            not_run[str(t)] = str(exc)
     keys = ("median_abs_error", "p90_abs_error", "max_abs_error", "paper_median_abs_error",
             "targets_met")
-    return {**runs[0], "runs": runs,
+    return {**runs[0], "runs": runs, "not_run": not_run,
             "by_threads": {str(r["threads"]): {**{k: r[k] for k in keys},
                                                "cases": len(r["cases"]),
                                                "failed": len(r["failed"]),
