@@ -435,6 +435,9 @@ def test_report_with_validate_and_roofline(tmp_path):
     assert "Median absolute error 17.5%, 90th percentile 23.5% (paper&#x27;s peak model: " \
         "median 40.0%)" in text
     assert "Roofline: toy on V100-SXM2-16GB" in text
+    # the cases' errors in percent, as the caption says them: -0.25 -> -25.0%, 0.1 -> +10.0%
+    assert ">-25.0%<" in text and ">+10.0%<" in text and ">-40.0%<" in text
+    assert ">-0.25<" not in text
     assert html.escape(INJECTED) in text and INJECTED not in text
     assert text.count("<figure ") == 3  # share per architecture, validate, roofline
     # the roofline at the rates predict prices aggregate work at (docs/model.md): by hand, 300 W

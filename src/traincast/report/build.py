@@ -33,7 +33,7 @@ from traincast.report.data import (
     weighted_shares,
 )
 from traincast.report.inputs import Study, floats, labels, load_study, load_validate
-from traincast.units import fmt_amount, plural
+from traincast.units import fmt_amount, fmt_pct, plural
 
 TOP_WORKLOADS = 12
 TOP_ROWS = sections.TOP_ROWS
@@ -311,9 +311,12 @@ def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]
               f"exact; the dashed lines mark ±25 %; marker shape = architecture.{stats}",
               source, lambda: figs.validate_figure(cases, title=title))
     paper = any("paper_predicted_s" in c for c in cases)
+    def pct(x: Any) -> str:  # a signed percent, as the caption and the terminal say errors
+        return fmt_pct(float(x), sign=True, missing="–") if isinstance(x, int | float) else "–"
+
     rows = [(c.get("model"), c.get("arch"), c.get("batch_size"), c.get("measured_s"),
-             c.get("predicted_s"), c.get("error"),
-             *((c.get("paper_predicted_s"), c.get("paper_error")) if paper else ()))
+             c.get("predicted_s"), pct(c.get("error")),
+             *((c.get("paper_predicted_s"), pct(c.get("paper_error"))) if paper else ()))
             for c in cases]
     tbl = H.table(("model", "architecture", "batch", "measured s", "predicted s",
                    "error (predicted / measured − 1)",
