@@ -602,6 +602,11 @@ def test_the_catalog_table_lists_the_node_each_job_was_predicted_on(tmp_path) ->
     assert all(f">{n}<" in html for n in ("dgx-b200", "B200", "pai-v100-pcie",
                                           "V100-PCIE-16GB", "a10-pcie-8"))
     assert f">{load_catalog().nodes['dgx-b200'].nic}<" in html
+    # a GPU's row: its datasheet and the rates its aggregate work is priced at (kernel model,
+    # by hand: 80 SMs x 64 lanes x 2 x 1.38 GHz x simt_efficiency 0.8703 / rho 1.0172 =
+    # 12.1 TFLOP/s; 900 GB/s x f_elementwise 0.7229 = 650.6 GB/s), not a flat efficiency 1
+    assert ("datasheet fp32 14 TFLOP/s, fp16 112 TFLOP/s, 900 GB/s; priced (kernel strategy, "
+            "aggregate fp32 work) at 12.1 TFLOP/s and 650.6 GB/s") in html
 
 
 def test_the_settings_table_names_every_trace_of_the_study(tmp_path) -> None:

@@ -307,13 +307,18 @@ def catalog_used(study: Study, catalog: Catalog) -> str:
     for nd in nodes:
         for role in ("pcie", "intra", "nic"):
             links.setdefault(getattr(catalog.nodes[nd], role), None)
+    from traincast import compute
+
     rows = []
     for name in gpus:
         g = catalog.gpus[name]
         fp16 = f"fp16 {g.fp16_tflops:g} TFLOP/s" if g.fp16_tflops > 0 else "fp16 unsupported"
-        rows.append(("GPU", name, f"fp32 {g.fp32_tflops:g} TFLOP/s, {fp16}; "
-                     f"{g.mem_bw_gbs:g} GB/s; efficiency flop {g.flop_efficiency:g}, memory "
-                     f"{g.mem_efficiency:g}", g.source))
+        strategy = compute.strategy_of(g, catalog.compute)
+        flop_s, byte_s = compute.rates(g, "fp32", catalog.compute)
+        rows.append(("GPU", name, f"datasheet fp32 {g.fp32_tflops:g} TFLOP/s, {fp16}, "
+                     f"{g.mem_bw_gbs:g} GB/s; priced ({strategy} strategy, aggregate fp32 "
+                     f"work) at {flop_s / 1e12:.3g} TFLOP/s and {byte_s / 1e9:.4g} GB/s",
+                     g.source))
     for name in nodes:
         nd = catalog.nodes[name]
         rows.append(("node", name, f"{nd.gpus} × {nd.gpu}; pcie {nd.pcie}, intra {nd.intra}, "
