@@ -158,7 +158,9 @@ def calibrate(
     for name in ("local-host", "local-allreduce", "local-loopback"):
         link = cat.link(name)
         measured = name == "local-host" or bool(res.get("comm"))  # --no-comm: memcpy stands in
-        console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, latency {link.latency_us:.0f} µs"
+        latency = (f"latency {link.latency_us:.0f} µs" if name != "local-host" else
+                   "latency not measured (the input copy is priced by bandwidth alone)")
+        console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, {latency}"
                       if measured else f"  link {name}: not measured (--no-comm): "
                       f"{link.bw_gbs:.3g} GB/s, the memcpy bandwidth, stands in")
     if res.get("forced"):
