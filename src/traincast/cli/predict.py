@@ -532,10 +532,13 @@ def render_prediction(result: dict[str, Any]) -> None:
         from traincast.validation.published import setup_text
 
         console.print(Text("setup: " + setup_text(result["setup"]), style="dim"))
-    console.print(f"[dim]compute by the {hw['compute']} strategy: {unit} peak "
-                  f"{hw['peak_tflops']:.4g} TFLOP/s, {hw['achievable_tflops']:.4g} achievable for "
+    curves = hw["compute"] == "curves"  # a calibrated entry: its peak is a measured point too
+    peak, rate = ("best measured", "at the curves' largest point") if curves else \
+        ("peak", "achievable")
+    console.print(f"[dim]compute by the {hw['compute']} strategy: {unit} {peak} "
+                  f"{hw['peak_tflops']:.4g} TFLOP/s, {hw['achievable_tflops']:.4g} {rate} for "
                   f"large GEMMs; memory {hw['mem_bw_gbs']:.4g} GB/s, "
-                  f"{hw['achievable_mem_gbs']:.4g} GB/s achievable; {links}; overlap "
+                  f"{hw['achievable_mem_gbs']:.4g} GB/s {rate}; {links}; overlap "
                   f"{job['overlap']:g}.[/dim]")
     if hw.get("compute_asked") == "curves" and hw["compute"] != "curves":
         console.print(Text(
