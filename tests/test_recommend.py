@@ -86,6 +86,18 @@ def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
     by_node.write_text('[node.dgx-a100]\nusd_per_gpu_hour = 4.1\nsource = "test price"\n')
     r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=by_node)
     assert r["unpriced_nodes"] == ["pai-v100-nvlink"]
+    # the jobs' own hardware is named too where only other nodes are candidates
+    r = recommend(small_trace(), catalog, nodes=["dgx-a100"], prices=by_node)
+    assert r["unpriced_nodes"] == ["pai-v100-nvlink"]
+    # a node's price is for its own GPU: another GPU on that preset takes the GPU's price
+    both = tmp_path / "both.toml"
+    both.write_text('[node.dgx-a100]\nusd_per_gpu_hour = 4.1\nsource = "node quote"\n'
+                    '[gpu.H100-SXM5-80GB]\nusd_per_gpu_hour = 9.0\nsource = "gpu quote"\n')
+    p = load_prices(both, catalog)
+    assert p.per_gpu_hour("dgx-a100", "A100-SXM4-80GB") == 4.1
+    assert p.per_gpu_hour("dgx-a100", "H100-SXM5-80GB") == 9.0
+    assert np.isnan(p.per_gpu_hour("dgx-a100", "V100-SXM2-16GB"))
+    assert p.source_of("dgx-a100", "H100-SXM5-80GB") == "gpu quote"
     # a file that prices none of the options (nor the jobs' own GPUs): no cost to compare,
     # an error naming the file, not a "cheapest" choice of unknown costs
     for text, said in (("", "prices none"), ('[gpu.V100]\nspot_usd_per_gpu_hour = 1.0\n'
@@ -570,3 +582,30 @@ def test_near_ties_keep_the_jobs_own_hardware_and_node_not_a_name(monkeypatch, f
     assert run(times, 2.0) == (Candidate("allreduce-local"), Candidate("allreduce-local", second))
     near = {("allreduce-local", ""): 1.0, ("allreduce-local", first): 0.995}
     assert run(near, 1.0) == (None, None)
+
+
+def test_the_cheapest_keeps_the_simplest_architecture_within_a_near_tie(catalog,
+                                                                       tmp_path: Path) -> None:
+    # 8 GPUs of one NVLink node with a small embedding table: PEARL sends 2 x 0.1 MB of rows
+    # touched x 7/8 where the plain all-reduce moves the 2 MB table, 2 x 7/8 x 2 MB: PEARL is
+    # faster by about 28 us of a 0.65 s step, far less than 1%, so on one node (cost =
+    # time x GPUs x price) the cheapest is the fastest's choice, allreduce-local
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[gpu.V100-SXM2-16GB]\nusd_per_gpu_hour = 3.06\nsource = "test"\n')
+    job = {"job_id": ["j"], "architecture": ["ps-worker"], "n_gpus": [8],
+           "node": ["pai-v100-nvlink"], "workload": [None], "flops_compute_bound": [1e13],
+           "bytes_memory_bound": [1e10], "weight_bytes": [3.4e8],
+           "embedding_bytes_touched": [1e5], "embedding_allreduce_bytes": [2e6],
+           "input_bytes": [1e6]}
+    out = recommend(job, catalog, nodes=["pai-v100-nvlink"], prices=prices)
+    row = out["rows"].to_pylist()[0]
+    from traincast.predict import predict
+
+    feats = {k: v[0] for k, v in job.items() if k.endswith(("_bound", "_bytes", "_touched"))}
+    pearl = predict(feats, arch="pearl", gpus=8, node="pai-v100-nvlink",
+                    catalog=catalog).time_s["total"]
+    assert row["arch_total_s"] * (1 - 1e-4) < pearl < row["arch_total_s"]  # by a hair
+    assert row["arch_architecture"] == "allreduce-local"
+    assert row["cheapest_architecture"] == "allreduce-local"
+    assert row["cheapest_cost_per_iter_usd"] == pytest.approx(
+        row["arch_total_s"] * 8 * 3.06 / 3600, rel=1e-12)

@@ -424,7 +424,11 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     left_out = {} if candidates or nodes is not None else left_out_nodes(catalog)
     unpriced = [] if prices is None else sorted(
         {c.node for c in cands if c.node and
-         not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))})
+         not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))}
+        | {base_node.values[a] for a, b in np.unique(  # the jobs' own hardware too
+            np.stack([base_node.codes, base_gpu.codes]), axis=1).T
+           if a >= 0 and b >= 0
+           and not np.isfinite(prices.per_gpu_hour(base_node.values[a], base_gpu.values[b]))})
     flat = flat_peak_gpus(catalog, {catalog.node(c.node).gpu for c in cands if c.node})
     held = np.unique(base_gpu.codes[(base_gpu.codes >= 0) & (base_r.reason == OK)])
     own_flat = flat_peak_gpus(catalog, {base_gpu.values[i] for i in held})  # priced jobs
@@ -473,20 +477,21 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
             hierarchical: bool, advance: Callable[[str], None],
             workloads: Workloads = SHIPPED, *, present_s: F, present_node: Strings) -> None:
     """Every candidate over every job: ``best[group]`` (the bar :func:`recommend` sets: the
-    present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 =
-    keep, set in place) for ``arch`` (the job's own hardware),
-    ``best`` (time, anywhere) and ``cheap`` (cost, when present). Only a candidate that fits
-    and beats the bar by more than a relative 1e-12 counts. ``cheap``: the lowest cost (ties:
-    the earlier candidate). Time, by :class:`_Choice`: on one node (the job's own hardware
-    is one) the earliest candidate, in the registry's order of architectures (simplest
-    first), unless a later one is more than ``NEAR_TIE`` faster than the one chosen so far;
-    ``arch`` is the own hardware's choice; ``best`` the own hardware's, unless the fastest of
-    the other nodes' choices is more than ``NEAR_TIE`` faster than it and than the job as it
-    runs (``present_s``), then that choice (ties: the node first by name). The candidates are
-    taken node by node, whatever the order given. Jobs are evaluated in
-    chunks of ``engine.local.CHUNK_ROWS`` rows (a job's numbers depend on its own row alone;
-    on 1 M rows a chunked candidate took 0.18 s against 0.28 s whole: numpy's temporaries stay
-    small)."""
+    present setup, ``min_gain`` faster or cheaper; and the chosen candidate's index, -1 = keep,
+    set in place) for ``arch`` (the job's own hardware), ``best`` (time, anywhere) and ``cheap``
+    (cost, when present). Only a candidate that fits and beats the bar by more than a relative
+    1e-12 counts. ``cheap``: the lowest cost, the earliest candidate (the job's own hardware
+    first, then node by node) displaced only by one more than ``NEAR_TIE`` cheaper, as for time
+    (on one node cost is time: PEARL 0.005% faster than AllReduce is no reason to choose it).
+    Time, by :class:`_Choice`: on one node (the job's own hardware is one) the earliest
+    candidate, in the registry's order of architectures (simplest first), unless a later one is
+    more than ``NEAR_TIE`` faster than the one chosen so far; ``arch`` is the own hardware's
+    choice; ``best`` the own hardware's, unless the fastest of the other nodes' choices is more
+    than ``NEAR_TIE`` faster than it and than the job as it runs (``present_s``), then that
+    choice (ties: the node first by name). The candidates are taken node by node, whatever the
+    order given. Jobs are evaluated in chunks of ``engine.local.CHUNK_ROWS`` rows (a job's
+    numbers depend on its own row alone; on 1 M rows a chunked candidate took 0.18 s against
+    0.28 s whole: numpy's temporaries stay small)."""
     spans = [slice(a, min(a + CHUNK_ROWS, cols.n)) for a in range(0, cols.n, CHUNK_ROWS)]
     parts = [(cols.slice(sp.start, sp.stop), extras.take(rows), present_node.take(rows))
              for sp in spans for rows in [np.arange(sp.start, sp.stop)]]
@@ -511,7 +516,7 @@ def _search(cols: Columns, extras: WorkloadExtras, cands: list[Candidate],
                 c = cost(t, r.node, r.gpu, sp)
                 val = np.where(np.isfinite(c), c, np.inf)
                 cur, idx = best["cheap"][0][sp], best["cheap"][1][sp]  # views
-                better = val < cur * (1 - 1e-12)
+                better = val < cur * np.where(idx >= 0, 1 - NEAR_TIE, 1 - 1e-12)
                 cur[better] = val[better]
                 idx[better] = i
         advance(cand.scenario.name)

@@ -2,7 +2,8 @@
 (``plan``, ``recommend``, ``whatif``, ``study``).
 
 A price file is TOML with one table per GPU (``[gpu.NAME]``, names and aliases as in the
-catalog) or per node preset (``[node.PRESET]``; a node price wins over its GPU's price):
+catalog) or per node preset (``[node.PRESET]``; a node price wins over its GPU's price, for
+the node's own GPU: a job that runs another GPU on that node, ``--node X --gpu Y``, takes Y's):
 
 ```toml
 [gpu.A100-SXM4-80GB]
@@ -54,6 +55,14 @@ class Prices:
     spot_by_node: dict[str, float] = field(default_factory=dict)
     spot_by_gpu: dict[str, float] = field(default_factory=dict)
     spot_sources: dict[str, str] = field(default_factory=dict)
+    node_gpus: dict[str, str] = field(default_factory=dict)
+    """The catalog GPU of each priced node preset: a node's price is for that GPU only."""
+
+    def _node_priced(self, by_node: dict[str, float], node: str, gpu: str) -> bool:
+        """``node``'s own price applies: the file prices it and ``gpu`` is the node's GPU
+        (or either is not known)."""
+        own = self.node_gpus.get(node)
+        return node in by_node and (own is None or not gpu or own == gpu)
 
     def _tables(self, spot: bool) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
         if spot:
@@ -61,14 +70,17 @@ class Prices:
         return self.by_node, self.by_gpu, self.sources
 
     def per_gpu_hour(self, node: str, gpu: str, spot: bool = False) -> float:
-        """USD per GPU-hour on ``node`` (else its ``gpu``); NaN when the file has neither."""
+        """USD per GPU-hour on ``node`` for its own GPU (else ``gpu``'s); NaN when the file has
+        neither."""
         by_node, by_gpu, _ = self._tables(spot)
-        return by_node.get(node, by_gpu.get(gpu, float("nan")))
+        return by_node[node] if self._node_priced(by_node, node, gpu) else \
+            by_gpu.get(gpu, float("nan"))
 
     def entry(self, node: str, gpu: str, spot: bool = False) -> str:
         """The table that prices ``node``/``gpu`` (``"node.X"`` or ``"gpu.Y"``), '' if none."""
         by_node, by_gpu, _ = self._tables(spot)
-        return f"node.{node}" if node in by_node else f"gpu.{gpu}" if gpu in by_gpu else ""
+        return f"node.{node}" if self._node_priced(by_node, node, gpu) else \
+            f"gpu.{gpu}" if gpu in by_gpu else ""
 
     def source_of(self, node: str, gpu: str, spot: bool = False) -> str:
         """Where the price used for ``node``/``gpu`` comes from ('' when there is none)."""
@@ -167,6 +179,8 @@ def load_prices(spec: str | Path, catalog: Catalog | None = None) -> Prices:
                 tables[pk][kind][key] = usd
                 sources[pk][f"{kind}.{key}"] = source
     od, sp = tables["usd_per_gpu_hour"], tables["spot_usd_per_gpu_hour"]
+    nodes = {*od["node"], *sp["node"]}
     return Prices(by_node=od["node"], by_gpu=od["gpu"], sources=sources["usd_per_gpu_hour"],
                   path=where, spot_by_node=sp["node"], spot_by_gpu=sp["gpu"],
-                  spot_sources=sources["spot_usd_per_gpu_hour"])
+                  spot_sources=sources["spot_usd_per_gpu_hour"],
+                  node_gpus={n: catalog.node(n).gpu for n in nodes})
