@@ -609,3 +609,12 @@ def test_the_cheapest_keeps_the_simplest_architecture_within_a_near_tie(catalog,
     assert row["cheapest_architecture"] == "allreduce-local"
     assert row["cheapest_cost_per_iter_usd"] == pytest.approx(
         row["arch_total_s"] * 8 * 3.06 / 3600, rel=1e-12)
+
+
+def test_the_cheapest_keep_says_the_saving_its_bar_asks() -> None:
+    # the bar C_base / C_new > 1 + g is a saving of g / (1 + g): 5% -> 4.76%, 160% -> 61.5%
+    from traincast.analysis.recommend import _cost_text
+
+    said = [_cost_text("", "", 0, True, g) for g in (0.05, 1.6)]
+    assert said == ["keep: no option that fits saves more than 4.76% per iteration",
+                    "keep: no option that fits saves more than 61.5% per iteration"]

@@ -229,8 +229,9 @@ def _cost_text(target: str, what: str, pace: int, has_price: bool, min_gain: flo
     (``_reason_parts``): it costs less per iteration; ``pace`` 2 (faster) also says what it
     cuts, 1 that it is as fast, 0 that it is slower; without a price for the present setup,
     that it is the cheapest priced option (nothing to be cheaper than)."""
-    if not target:
-        return f"keep: no option that fits is more than {100 * min_gain:g}% cheaper per iteration"
+    if not target:  # the bar: C_base / C_new > 1 + g, a saving of more than g / (1 + g)
+        return (f"keep: no option that fits saves more than "
+                f"{100 * min_gain / (1 + min_gain):.3g}% per iteration")
     cheaper = "cheaper per iteration" if has_price else \
         "the cheapest priced option (the present setup has no price)"
     if pace == 2:

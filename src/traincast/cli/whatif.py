@@ -229,7 +229,8 @@ def print_whatif(result: dict[str, Any]) -> None:
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
     t = compact_table(f"What-if over {plural(result['jobs'], 'job')}",
                        "priced = matched jobs with a prediction, which the other columns "
-                       "are over; not fit = ports that do not fit; up/down = shares of jobs "
+                       "are over; not fit = changes (ports, GPU or node moves) that do not "
+                       "fit; up/down = shares of jobs "
                        "more than 1% faster / slower; speedup = base time / scenario time: "
                        "mean and median over jobs, GPU wtd and time wtd: means weighted by "
                        "GPUs and by GPU time; saved = share of GPU time saved (< 0: more GPU time)",
