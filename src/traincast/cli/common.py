@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -145,6 +146,14 @@ def set_quiet(quiet: bool) -> None:
 
 def is_quiet() -> bool:
     return _STATE["quiet"]
+
+
+def profiling(model: str, json_out: bool = False) -> contextlib.AbstractContextManager[Any]:
+    """A spinner on stderr while ``model``'s training step is profiled (seconds for a large
+    model); none with ``--quiet`` or ``--json``."""
+    if json_out or is_quiet():
+        return contextlib.nullcontext()
+    return err_console.status(f"profiling {model} (one training step on meta) ...")
 
 
 def progress(json_out: bool = False) -> Progress:

@@ -32,6 +32,7 @@ from traincast.cli.common import (
     print_full_square_note,
     print_json,
     print_mfu_caution,
+    profiling,
     trust_text,
     within,
 )
@@ -147,7 +148,8 @@ def features_from_flags(features: Path | None, model: str | None, batch: int | N
         check_model_spec(model, "--model")
         from traincast.features.profile import profile_model  # needs torch: imported on demand
 
-        return profile_model(model, batch_size=batch, amp=amp, ops=ops)
+        with profiling(model):
+            return profile_model(model, batch_size=batch, amp=amp, ops=ops)
     if mem_bytes is None or weight_bytes is None:
         raise TraincastError("--flops needs --mem-bytes and --weight-bytes too")
     return {"flops_compute_bound": parse_number(flops, "--flops", MAX_FLOPS, "flops"),

@@ -18,6 +18,7 @@ from traincast.cli.common import (
     console,
     err_console,
     print_json,
+    profiling,
     within,
 )
 from traincast.cli.tables import Table
@@ -143,11 +144,8 @@ def profile(
     with_ops = parquet or (output is not None if ops is None else ops)
     kwargs: dict[str, Any] = {"batch_size": batch, "amp": amp, "optimizer": optimizer,
                               "ops": with_ops, "seq_len": seq, "attention": attention}
-    if json_out:
+    with profiling(model, json_out):
         rec = profile_model(model, **kwargs)
-    else:
-        with err_console.status(f"profiling {model} (one training step on meta) ..."):
-            rec = profile_model(model, **kwargs)
     if output is not None:
         write_features(rec, output)
         if json_out:  # the JSON went to the file: one line here, not the record again
