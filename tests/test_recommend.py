@@ -79,6 +79,19 @@ def test_cheapest_with_prices(catalog, tmp_path: Path) -> None:
                                                               rel=1e-12)
     assert r["prices"]["sources"] == {"gpu.V100-SXM2-16GB": "test price"}
     assert r["unpriced_nodes"] == []
+    # the summary's costs: USD per 1,000 iterations of every job priced now and as chosen
+    # (ps4 alone by hand: 1000 x T x 4 GPUs x 3.06 / 3600, now and on NVLink)
+    rows = r["rows"].to_pylist()
+    priced = [j for j in rows if j["base_cost_per_iter_usd"] is not None
+              and j["cheapest_cost_per_iter_usd"] is not None]
+    cheap = r["summary"]["cheapest"]
+    assert cheap["priced"] == len(priced) > 0
+    assert cheap["usd_per_1k_now"] == pytest.approx(
+        1000 * sum(j["base_cost_per_iter_usd"] for j in priced), rel=1e-12)
+    assert cheap["usd_per_1k_chosen"] == pytest.approx(
+        1000 * sum(j["cheapest_cost_per_iter_usd"] for j in priced), rel=1e-12)
+    assert cheap["usd_per_1k_now"] - cheap["usd_per_1k_chosen"] >= \
+        1000 * (PS4_BASE - PS4_NVLINK) * 4 * 3.06 / 3600 * (1 - 1e-9)
     # a candidate node whose GPU the file does not price is named, not dropped in silence
     r = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "dgx-a100"], prices=prices)
     assert r["unpriced_nodes"] == ["dgx-a100"]

@@ -638,7 +638,10 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
     """Counts of recommended architectures/nodes and mean speedups over jobs with a prediction;
     ``changed_share``: the share of them whose choice is another architecture or node than the
     job's own (for the cheapest, a slower one too); ``changed_mean_speedup``: the mean speedup
-    over those changed jobs alone (NaN: none)."""
+    over those changed jobs alone (NaN: none). The cheapest also has ``priced`` (jobs whose
+    present setup and choice both have a cost) and, summed over them, ``usd_per_1k_now`` and
+    ``usd_per_1k_chosen``: USD per 1,000 iterations of every such job, as it runs and as
+    chosen."""
     out: dict[str, Any] = {}
     for prefix in ("arch", "best", *(["cheapest"] if priced else [])):
         sp = rows[f"{prefix}_speedup"].to_numpy(zero_copy_only=False).astype(float)
@@ -655,6 +658,13 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
             "median_speedup": float(np.median(sp[ok])) if ok.any() else float("nan"),
             "architectures": _counts(arch, ok), "nodes": _counts(rows[f"{prefix}_node"], ok),
             "changed_to": _counts(arch, changed)}
+    if priced:
+        now, chosen = (rows[k].to_numpy(zero_copy_only=False).astype(float)
+                       for k in ("base_cost_per_iter_usd", "cheapest_cost_per_iter_usd"))
+        both = np.isfinite(now) & np.isfinite(chosen)
+        out["cheapest"] |= {"priced": int(both.sum()),
+                            "usd_per_1k_now": float(1000.0 * now[both].sum()),
+                            "usd_per_1k_chosen": float(1000.0 * chosen[both].sum())}
     return out
 
 
