@@ -226,8 +226,14 @@ def test_summary_counts_by_hand() -> None:
                                                     ("node", ["n"] * 5))},
                      "cheapest_speedup": [0.5, 1.0, 1.0, 1.0, 1.0],
                      "cheapest_architecture": ["1w1g", "ps-worker", "1w1g", None, "ps-worker"],
-                     "cheapest_node": pa.array(["b", "a", "a", "c", "a"])})
+                     "cheapest_node": pa.array(["b", "a", "a", "c", "a"]),
+                     "base_cost_per_iter_usd": [1.0, 2.0, np.nan, np.nan, 3.0],
+                     "cheapest_cost_per_iter_usd": [0.5, 1.0, 1.0, np.nan, 3.0]})
     summary = _summary(rows, priced=True)
+    # costs over the jobs priced both ways (rows 1, 2 and 5): 1 + 2 + 3 now, 0.5 + 1 + 3 chosen,
+    # per 1,000 iterations
+    assert (summary["cheapest"]["priced"], summary["cheapest"]["usd_per_1k_now"],
+            summary["cheapest"]["usd_per_1k_chosen"]) == (3, 6000.0, 4500.0)
     s = summary["arch"]
     # 4 predicted (NaN is not); changed = another architecture or node: rows 2 and 3
     assert s["predicted"] == 4 and s["changed_share"] == 2 / 4

@@ -589,6 +589,11 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
+    if (cheap := s.get("cheapest")) and cheap.get("priced"):
+        console.print(f"cost summed over the {plural(cheap['priced'], 'job')} priced now and "
+                      f"as chosen: ${fmt_sig(cheap['usd_per_1k_now'])} now, "
+                      f"${fmt_sig(cheap['usd_per_1k_chosen'])} as chosen (US dollars per "
+                      "1,000 iterations of each)", highlight=False)
     for nd, why in result.get("left_out", {}).items():
         console.print(f"left out of the candidates: {nd} ({why}; to compare it, name it with "
                       "--candidate-node, with each other preset to compare)",
