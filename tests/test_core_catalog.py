@@ -489,3 +489,19 @@ def test_gpu_names_with_other_separators_name_the_entry() -> None:
     # any character not a letter or digit separates, as in a column name (one rule for both)
     assert cat.gpu("nvidia.a100/sxm4 (80gb)").name == cat.gpu("A100-SXM4-80GB").name
     assert canonical_gpu("x.y", ["X-Y"], {}) == canonical_gpu("x_y", ["X-Y"], {})
+
+
+def test_an_entry_is_found_by_its_table_where_a_name_is_both(tmp_path) -> None:
+    # a catalog file names a node and a GPU "local", as traincast calibrate writes them
+    from traincast.hardware.catalog import load_catalog
+
+    path = tmp_path / "local.toml"
+    path.write_text('[gpu.local]\nfp32_tflops = 0.09\nmem_bw_gbs = 23\nsource = "test"\n'
+                    '[node.local]\ngpu = "local"\ngpus = 2\npcie = "pcie3x16"\n'
+                    'intra = "pcie3x16"\nnic = "eth25"\nsource = "test"\n')
+    cat = load_catalog([path])
+    assert cat.entry("local")[0] == "node"
+    kind, gpu = cat.entry("gpu.local")
+    assert (kind, gpu.fp32_tflops) == ("gpu", 0.09)
+    assert cat.entry("node.local")[0] == "node" and cat.entry("link.eth25")[0] == "link"
+    assert cat.entry("gpu.V100")[1].name == "V100-SXM2-16GB"  # an alias after the table

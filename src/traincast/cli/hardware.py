@@ -239,6 +239,9 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
             console.print(f"  {key}: {basis}", markup=False, highlight=False)
     if kind == "gpu":
         _print_published_checks(entry.name, data["published_checks"])
+    if kind != "gpu" and name in cat.gpus:  # calibrate's node and GPU are both "local"
+        console.print(f"{name} is a GPU too: traincast hardware show gpu.{name}", style="dim",
+                      highlight=False, markup=False)
 
 
 def _print_published_checks(gpu: str, checks: list[dict[str, Any]]) -> None:

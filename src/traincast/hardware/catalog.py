@@ -341,8 +341,16 @@ class Catalog:
         return min(fits, key=lambda nd: (nd.gpus, nd.name != g.default_node, nd.name)).name
 
     def entry(self, name: str) -> tuple[str, Any]:
-        """Look ``name`` up as a GPU, link or node: ``(kind, entry)``."""
-        for kind, table in (("node", self.nodes), ("link", self.links)):
+        """Look ``name`` up as a node, link or GPU (in that order: ``traincast calibrate``
+        names its node and its GPU ``local``), or as the table a catalog file writes it in,
+        ``gpu.NAME``, ``node.NAME``, ``link.NAME``: ``(kind, entry)``."""
+        kind, _, rest = name.partition(".")
+        tables = {"node": self.nodes, "link": self.links}
+        if rest and kind in tables and rest in tables[kind]:
+            return kind, tables[kind][rest]
+        if rest and kind == "gpu" and (rest in self.gpus or rest in self.aliases):
+            return "gpu", self.gpu(rest)
+        for kind, table in tables.items():
             if name in table:
                 return kind, table[name]
         try:
