@@ -680,3 +680,20 @@ def test_a_validate_file_of_kernel_errors_is_named_so(tmp_path):
     other.write_text(json.dumps({"median_abs_error": 0.1}))
     with pytest.raises(TraincastError, match="no 'cases' list"):
         load_validate(other)
+
+
+def test_the_share_figures_legend_lies_below_the_bars():
+    # a 97.2% bar reaches the right edge: a legend inside the axes would cover its label
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from traincast.report.figures import share_figure
+
+    fig = share_figure({"ps-worker": {"jobs": 97.2, "gpus": 50.0},
+                        "1w1g": {"jobs": 2.8, "gpus": 50.0}}, title="T", group_label="arch",
+                       metrics={"jobs": "jobs", "gpus": "GPUs"})
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    legend = fig.legends[0].get_window_extent()
+    assert legend.y1 <= ax.get_window_extent().y0  # wholly below the axes
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["jobs", "GPUs"]

@@ -177,7 +177,9 @@ def share_figure(by_group: Mapping[str, Mapping[str, float]], *, title: str, gro
     ax.set_ylabel(text(group_label))
     ax.set_title(text(title))
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    handles, labels = ax.get_legend_handles_labels()  # below the axes: over no bar's label
+    fig.legend(handles, labels, loc="outside lower center", ncols=max(len(metrics), 1),
+               fontsize=8)
     return fig
 
 
