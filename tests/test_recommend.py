@@ -637,3 +637,22 @@ def test_the_cheapest_keep_says_the_saving_its_bar_asks() -> None:
     said = [_cost_text("", "", 0, True, g) for g in (0.05, 1.6)]
     assert said == ["keep: no option that fits saves more than 4.76% per iteration",
                     "keep: no option that fits saves more than 61.5% per iteration"]
+
+
+def test_a_kept_job_that_does_not_fit_as_given_is_told_so() -> None:
+    # GPT-2 XL as PS/Worker on 16 GB V100s: a worker holds w (1 - e) + g + A = 6.23 GB x
+    # (1 - 0.00105) + 6.23 GB + 5.26 GB = 17.7 GB of 16 GB (the shipped profile's parts); no
+    # other architecture fits either (S + A = 30.2 GB), so the job keeps its setup, and says
+    from traincast.zoo.profiles import workload_features
+
+    f = workload_features("gpt2-xl")
+    keys = ("flops_compute_bound", "bytes_memory_bound", "weight_bytes", "input_bytes",
+            "embedding_bytes_touched")
+    job = {"job_id": ["j"], "architecture": ["ps-worker"], "n_gpus": [8], "n_workers": [8],
+           "n_ps": [2], "node": ["pai-v100-nvlink"], "workload": ["gpt2-xl"],
+           **{k: [f[k]] for k in keys}}
+    row = recommend(job, load_catalog(), nodes=["pai-v100-nvlink"])["rows"].to_pylist()[0]
+    assert row["arch_architecture"] == "ps-worker" and row["arch_speedup"] == 1.0
+    assert row["arch_reason"].startswith("keep: no option that fits")
+    assert row["arch_reason"].endswith(
+        "; as given it does not fit its GPU's memory (17.7 GB per GPU of 16 GB)")
