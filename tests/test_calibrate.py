@@ -76,11 +76,11 @@ def test_predict_on_the_calibrated_node(tiny_catalog: Path) -> None:
 
 
 def test_a_calibrated_cpu_is_named_a_cpu(tiny_catalog: Path) -> None:
-    """predict on the CPU calibrate measured says CPU peak and CPU utilization, not GPU."""
+    """predict on the CPU calibrate measured says CPU rates and CPU utilization, not GPU."""
     args = ["predict", "--flops", "1e9", "--mem-bytes", "1e8", "--weight-bytes", "4e6",
             "--catalog", str(tiny_catalog), "--node", "local"]
     text = " ".join(CliRunner().invoke(app, args).stdout.split())
-    assert "Predicted CPU utilization" in text and "strategy: CPU peak" in text
+    assert "Predicted CPU utilization" in text and "strategy: CPU best measured" in text
     assert "GPU peak" not in text
 
 
