@@ -34,6 +34,7 @@ from traincast.engine.local import (
     Workloads,
     apply_changes,
     evaluate_columns,
+    exceeds_memory,
     fit_mask,
 )
 from traincast.engine.workload import WorkloadExtras, workload_extras
@@ -397,9 +398,13 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
     best = {g: (v / (1.0 + min_gain), np.full(n, -1)) for g, v in start.items()}
     _search(cols, extras, cands, best, cost, catalog, overlap, hierarchical, advance, workloads,
             present_s=base_t, present_node=base_node)
-    with np.errstate(invalid="ignore"):  # the job as given does not fit its GPU's memory
-        need = extras.footprint_bytes(base_r.arch, base_r.n)
-        over = need > base_r.mem_gb * 1e9  # NaN (not known): not said
+    # a job with a time that as given does not fit its GPU's memory: said where it is kept
+    over, need = exceeds_memory(base_r, extras)
+    over &= np.isfinite(base.total)
+    too_big = np.full(n, "", dtype=object)
+    too_big[over] = np.char.add(np.char.add(np.char.add(
+        "; as given it does not fit its GPU's memory (", np.char.mod("%.3g", need[over] / 1e9)),
+        " GB per GPU of "), np.char.mod("%.3g GB)", base_r.mem_gb[over]))
     rows: dict[str, Any] = {
         "job_id": cols["job_id"],
         "architecture": cols["architecture"].arrow(), "node": base_node.arrow(),
@@ -417,10 +422,8 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
         rows.update(_choice_columns(prefix, idx, chosen, cols, cands, base, base_node,
                                     base_gpu, base_role, catalog, min_gain,
                                     np.isfinite(base_cost) if g == "cheap" else None, by_ops))
-        said = rows[f"{prefix}_reason"]
-        for j in np.flatnonzero((idx < 0) & over & np.isfinite(base.total)):  # kept, yet
-            said[j] = (f"{said[j]}; as given it does not fit its GPU's memory "  # too big
-                       f"({need[j] / 1e9:.3g} GB per GPU of {base_r.mem_gb[j]:.3g} GB)")
+        kept = over & (idx < 0)
+        rows[f"{prefix}_reason"][kept] += too_big[kept]
         if g == "cheap":
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])

@@ -543,8 +543,8 @@ def print_mfu_caution(mfu_percent: list[tuple[str, float, float]], dtype: str,
 
     best, run = best_published_mfu(dtype)
     over = [(label, m, h) for label, m, h in mfu_percent if m > best]
-    square = [] if mixture else [x for x in over if x[2] <= best]  # MFU high by the square
-    rest = [(label, m) for label, m, h in over if mixture or h > best]  # above_published
+    rest = [(label, m) for label, m, h in over if above_published(m, h, dtype, mixture)]
+    square = [x for x in over if not above_published(x[1], x[2], dtype, mixture)]  # the s^2
     if square:
         said = ", ".join(f"{label} {m:.0f}% MFU, {h:.0f}% HFU" for label, m, h in square)
         console.print(f"{said}: the MFU is above the highest of the published {dtype} runs "

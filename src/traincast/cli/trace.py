@@ -163,7 +163,7 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
                    outputs: dict[str, Path | None] | None = None, engine: str = "local",
                    address: str | None = None, parquet_dir: Path | None = None, *,
                    format: str = "csv", map: list[str] | None = None,
-                   format_given: bool | None = None) -> None:
+                   format_given: bool = False) -> None:
     """Before any work, for a command over ``[TRACE | --db FILE]``: the engine is known and
     ``--address`` / ``--parquet-dir`` go with ``--engine dask``; the store and every output
     (``{flag: path}``) can be written (the store only when a trace is ingested into it: a
@@ -215,17 +215,15 @@ def check_trace_io(trace: Path | list[Path] | None, db: Path | None,
 
 
 def refuse_trace_flags(trace: Any, format: str, map: list[str] | None,
-                       format_given: bool | None = None) -> None:
+                       format_given: bool = False) -> None:
     """``format`` must be a known one, and with no ``trace`` (the store read as it is) neither a
     ``--format`` nor a ``--map`` is given: they describe a trace's columns. ``format_given``:
-    whether ``--format`` was on the command line (``--format csv`` too); None: a ``format``
-    other than the default ``csv`` counts as given. One rule for every command that reads
-    ``[TRACE | --db FILE]``."""
+    whether ``--format`` was on the command line (``--format csv`` too). One rule for every
+    command that reads ``[TRACE | --db FILE]``."""
     from traincast.trace.adapters import adapter
 
     adapter(format)  # an unknown format is an error with or without a trace
-    named = format != "csv" if format_given is None else format_given
-    if not trace and (stray := [f for f, v in (("--format", named),
+    if not trace and (stray := [f for f, v in (("--format", format_given),
                                                ("--map", bool(map))) if v]):
         raise TraincastError(f"{' and '.join(stray)}: flags of a TRACE (its columns); the "
                              "store's jobs are read as they were stored",
@@ -339,7 +337,9 @@ def ingest(
     from traincast.trace import parse_mapping
 
     check_trace_io(trace, db, {"--parquet": parquet}, format=format, map=map)  # before ingest
-    if parquet is not None and parquet.suffix.lower() not in (".parquet", ".pq"):
+    from traincast.trace.adapters.base import PARQUET_SUFFIXES
+
+    if parquet is not None and not parquet.name.lower().endswith(PARQUET_SUFFIXES):
         raise TraincastError(f"--parquet {parquet}: a Parquet file's name ends in .parquet or "
                              ".pq", hint=f"e.g. --parquet {parquet.with_suffix('.parquet')}")
     with ingest_progress(json_out) as update:

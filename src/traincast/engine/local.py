@@ -210,8 +210,17 @@ def fit_mask(r: Resolved, extras: WorkloadExtras, sc: Scenario) -> B:
     ``mem_gb``)."""
     ok = r.reason == OK
     if sc.changes_hardware:
-        ok &= ~(extras.footprint_bytes(r.arch, r.n) > r.mem_gb * 1e9)  # NaN: not checked
+        ok &= ~exceeds_memory(r, extras)[0]
     return ok
+
+
+def exceeds_memory(r: Resolved, extras: WorkloadExtras) -> tuple[B, F]:
+    """``(over, need)``: the jobs whose footprint per GPU, ``need`` bytes
+    (``WorkloadExtras.footprint_bytes`` under their resolved architecture), exceeds their
+    GPU's ``mem_gb * 1e9`` (an unknown footprint or ``mem_gb``, NaN: not over)."""
+    need = extras.footprint_bytes(r.arch, r.n)
+    with np.errstate(invalid="ignore"):
+        return need > r.mem_gb * 1e9, need
 
 
 def run_scenario(cols: Columns, extras: WorkloadExtras, base_total_s: F, sc: Scenario,

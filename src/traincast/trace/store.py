@@ -68,6 +68,7 @@ from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
     Plan,
     as_type,
+    duckdb_head,
     in_folder,
     lit,
     q,
@@ -210,7 +211,7 @@ def _is_duckdb_file(path: Path) -> bool:
         return True
     except IsADirectoryError:
         return False
-    return head[8:12] == b"DUCK"
+    return duckdb_head(head)
 
 
 def _where(source_ids: Iterable[int] | None) -> str:

@@ -1195,6 +1195,12 @@ def not_text_error(adapter: str, path: Path) -> TraincastError | None:
     return None
 
 
+def duckdb_head(head: bytes) -> bool:
+    """Whether a file's first 12 bytes are a DuckDB database's (``DUCK`` at byte 8, after its
+    header's checksum)."""
+    return head[8:12] == b"DUCK"
+
+
 def packed_kind(path: Path) -> str:
     """What a file is by its first bytes when it is an archive or a Parquet file
     (:data:`PACKED`; gzip and zstd only under a name that does not end in ``.gz`` or
@@ -1205,7 +1211,7 @@ def packed_kind(path: Path) -> str:
             head = f.read(12)
     except OSError:
         return ""
-    if head[8:12] == b"DUCK":
+    if duckdb_head(head):
         return DUCKDB_KIND
     kind = next((kind for magic, kind in PACKED.items() if head.startswith(magic)), "")
     named = {"gzip data": ".gz", ZSTD_KIND: ZSTD_SUFFIX}.get(kind)  # read by its name
