@@ -36,6 +36,7 @@ def test_calibration_file_loads_and_names_its_sources(tiny_catalog: Path) -> Non
     assert cat.node("local").gpu == "local" and cat.node("local").gpus >= 1
     for name in ("local-host", "local-allreduce", "local-loopback"):
         assert cat.link(name).bw_gbs > 0 and cat.link(name).source
+        assert not cat.link(name).stand_in  # measured (predict names a stand-in)
     assert cat.link("local-allreduce").latency_us > 0
     assert "traincast calibrate" in g.source
     # measured FLOP-rate curves: sorted x, non-decreasing y, equal lengths

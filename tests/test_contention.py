@@ -16,6 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 import traincast.calibration as cal  # noqa: E402
 from traincast.calibration import bench  # noqa: E402
 from traincast.cli import app  # noqa: E402
+from traincast.hardware.catalog import load_catalog  # noqa: E402
 
 
 @pytest.fixture()
@@ -49,6 +50,10 @@ def test_one_thread_is_timed_by_cpu_time_and_not_refused(tmp_path: Path, busy: l
     cal.calibrate(out, tiny=True, device="cpu", threads=1, comm=False)
     assert out.exists()
     assert tomllib.loads(out.read_text())["calibration"]["local"]["stage_tries"] == [1] * 9
+    # without the collectives measured, the links that stand in for them say so (predict does)
+    cat = load_catalog([out])
+    assert cat.link("local-allreduce").stand_in and cat.link("local-loopback").stand_in
+    assert not cat.link("local-host").stand_in
 
 
 def test_calibrate_cli_refuses_with_exit_2_and_force_writes_a_warning(

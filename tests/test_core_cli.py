@@ -528,6 +528,34 @@ def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> No
     assert named["hardware"]["node_assumed"] is False and named["hardware"]["node"] == "dgx-a100"
 
 
+def test_predict_says_a_link_that_was_not_measured(tc, tmp_path) -> None:
+    # as calibrate --no-comm writes it: the memcpy bandwidth stands in for the all-reduce link
+    cat = tmp_path / "c.toml"
+    cat.write_text('[link.stood]\nbw_gbs = 10.0\nstand_in = true\n'
+                   'source = "not measured (--no-comm); memcpy bandwidth"\n'
+                   '[node.box]\ngpu = "V100-SXM2-16GB"\ngpus = 4\npcie = "pcie3x16"\n'
+                   'intra = "stood"\nnic = "eth25"\n')
+    args = ["predict", "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e9",
+            "--catalog", str(cat), "--node", "box", "--compute", "paper"]
+    out = json.loads(tc(*args, "--arch", "allreduce-local", "--gpus", "4", "--json").stdout)
+    assert out["hardware"]["links_stand_in"] == {
+        "stood": "not measured (--no-comm); memcpy bandwidth"}
+    # priced over the stand-in all the same: ring 2 (n-1)/n W / bw = 1.5e9 / 10e9
+    assert out["time_s"]["comm"] == pytest.approx(2 * 3 / 4 * 1e9 / 10e9, rel=1e-9)
+    run = tc(*args, "--arch", "allreduce-local", "--gpus", "4")
+    assert "assumed: link stood was not measured (not measured (--no-comm); memcpy " \
+        "bandwidth)" in " ".join(run.stdout.split())
+    # a job that does not communicate over it is not told
+    one = tc(*args, "--arch", "1w1g")
+    assert "was not measured" not in one.stdout
+    assert json.loads(tc(*args, "--arch", "1w1g", "--json").stdout)["hardware"][
+        "links_stand_in"] == {}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[link.stood]\nbw_gbs = 10.0\nstand_in = 1\n')
+    run = tc("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--catalog", str(bad))
+    assert run.returncode == 2 and "key 'stand_in' must be true or false" in run.stderr
+
+
 def test_hardware_show_lists_only_what_the_gpus_strategy_prices_with(tc) -> None:
     # the paper-2019 V100 is priced at flat peaks: its entry lists no kernel-model parameters
     # or defaults (tiles, floors) that its forecasts never use; an A100's does

@@ -472,6 +472,17 @@ def node_assumed(catalog: Catalog, gpu: str | None, node: str | None) -> bool:
     return bool(gpu and not node and not catalog.default_node_of(gpu))
 
 
+def links_stand_in(catalog: Catalog, names: Sequence[str], comm_s: Any) -> dict[str, str]:
+    """The links of ``names`` whose figure stands in for one never measured (a link with
+    ``stand_in = true``: ``traincast calibrate --no-comm`` writes the memcpy bandwidth for the
+    local all-reduce and loopback), each with its source, where the job communicates (any
+    ``comm_s > 0``): what ``predict`` says (``hardware.links_stand_in``)."""
+    if not np.any(np.asarray(comm_s, dtype=np.float64) > 0):
+        return {}
+    return {n: catalog.links[n].source for n in sorted(set(names))
+            if n in catalog.links and catalog.links[n].stand_in}
+
+
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,
                         amp: bool) -> dict[str, Any]:
     """What a prediction says beside its time: ``host_issue_s = n_ops d`` (the host's issue
@@ -561,5 +572,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "mem_efficiency": gpu.mem_efficiency,
                   "fp32_unthrottled_by": kernels.unthrottled_by(gpu),
                   "amp_dtype": gpu.math_dtype("amp") if amp else None,
+                  "links_stand_in": links_stand_in(catalog, (links["intra"].name,
+                                                             links["nic"].name), bd.comm),
                   **{r_: links[r_].name for r_ in links},
                   **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})

@@ -440,7 +440,7 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "source": f"{when}: send/recv one way (gloo, 2 local processes, loopback)"}
     else:  # not measured: the node still needs links; they name their source
         for name in ("local-allreduce", "local-loopback"):
-            links[name] = {"bw_gbs": float(hc["gbs"]),
+            links[name] = {"bw_gbs": float(hc["gbs"]), "stand_in": True,
                            "source": f"{when}: not measured (--no-comm); memcpy bandwidth"}
     ranks = res.get("ranks") or _local_ranks(res)
     node = {"gpu": "local", "gpus": ranks, "pcie": "local-host", "intra": "local-allreduce",

@@ -157,7 +157,7 @@ def calibrate(
                   f"{g.op_overhead_us:.1f} µs")
     for name in ("local-host", "local-allreduce", "local-loopback"):
         link = cat.link(name)
-        measured = name == "local-host" or bool(res.get("comm"))  # --no-comm: memcpy stands in
+        measured = not link.stand_in  # --no-comm: memcpy stands in
         latency = (f"latency {link.latency_us:.0f} µs" if name != "local-host" else
                    "latency not measured (the input copy is priced by bandwidth alone)")
         console.print(f"  link {name}: {link.bw_gbs:.3g} GB/s, {latency}"

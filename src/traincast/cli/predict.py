@@ -52,7 +52,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.strategies import RECOMPUTE
-from traincast.predict import node_assumed
+from traincast.predict import links_stand_in, node_assumed
 from traincast.predict import predict as predict_job
 from traincast.resolve import DEFAULT_NODE
 from traincast.units import fmt_amount, fmt_exp, fmt_seconds
@@ -380,7 +380,10 @@ def predict(
 
         result["published_checks"] = shipped_gpu_checks(result["hardware"]["gpu"],
                                                         dtype=result["job"]["dtype"])
-        result["hardware"]["node_assumed"] = node_assumed(cat, gpu, node)
+        hw = result["hardware"]
+        hw["node_assumed"] = node_assumed(cat, gpu, node)
+        hw["links_stand_in"] = links_stand_in(cat, (hw["intra"], hw["nic"]),
+                                              result["time_s"]["comm"])
         if json_out:
             print_json(result)
         else:
@@ -464,6 +467,17 @@ def node_assumed_text(hw: dict[str, Any]) -> Text | None:
     return Text(f"assumed: no node preset of the catalog holds {hw['gpu']}: its links are "
                 f"{hw['node']}'s (give --node, or a [node] with gpu = \"{hw['gpu']}\" or "
                 "default_node in its entry, docs/hardware.md)", style="yellow")
+
+
+def stand_in_text(hw: dict[str, Any]) -> Text | None:
+    """The line that says the job's communication is priced over a link never measured."""
+    links = hw.get("links_stand_in") or {}
+    if not links:
+        return None
+    return Text("assumed: " + "; ".join(f"link {n} was not measured ({source})"
+                                       for n, source in links.items())
+                + ": the communication is priced with that stand-in (traincast calibrate "
+                "without --no-comm measures it)", style="yellow")
 
 
 MISALIGNED_SHOWN_SHARE = 0.001
@@ -555,8 +569,9 @@ def render_prediction(result: dict[str, Any]) -> None:
             f"assumed: fp32 on {hw['gpu']} at its boost clock, not held to a power limit: the "
             f"entry gives no {' or '.join(hw['fp32_unthrottled_by'])} (the sustained clock of "
             "docs/model.md, \"The measured-kernel model\", needs them)", style="yellow"))
-    if said := node_assumed_text(hw):
-        console.print(said)
+    for said in (node_assumed_text(hw), stand_in_text(hw)):
+        if said:
+            console.print(said)
     setup = result.get("setup") or {}
     for note in result.get("notes") or ():
         console.print(Text("note: " + note, style="dim"))
@@ -712,8 +727,9 @@ def render_hybrid(result: dict[str, Any]) -> None:
                                   f"({100 * v / time_s['total']:.1f}%)", style="dim")
     table.add_row("total per iteration", fmt_seconds(time_s["total"]), "100%", style="bold")
     console.print(table)
-    if said := node_assumed_text(result["hardware"]):
-        console.print(said)
+    for said in (node_assumed_text(result["hardware"]), stand_in_text(result["hardware"])):
+        if said:
+            console.print(said)
     mem = result["memory_gb"]
     peak = result["hardware"].get("peak_tflops") or 0.0
     mfu = None if result["mfu"] is None else 100 * result["mfu"]

@@ -186,6 +186,7 @@ class Link:
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    stand_in: bool = False  # not measured: another figure stands in (source says which)
 
     @property
     def bw_bps(self) -> float:
@@ -241,6 +242,7 @@ _STR_KEYS = {
 }
 _INT_KEYS = {"gpu": {"sms", "fp32_cores_per_sm", "sm_partitions", "threads"}, "link": set(),
              "node": {"gpus", "nics"}}
+_BOOL_KEYS = {"gpu": set(), "link": {"stand_in"}, "node": set()}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
@@ -435,7 +437,7 @@ SM count, a clock or a peak typed wrong is off by far more."""
 def _value_keys(kind: str) -> set[str]:
     """The keys of a ``kind`` table that hold a value (not a table of citations)."""
     return _FLOAT_KEYS[kind] | _INT_KEYS[kind] | _STR_KEYS[kind] | _ARRAY_KEYS[kind] | \
-        _MAP_KEYS[kind]
+        _MAP_KEYS[kind] | _BOOL_KEYS[kind]
 
 
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -494,6 +496,9 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
         elif key in _INT_KEYS[kind]:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise CatalogError(f"{where} key {key!r} must be a positive integer, got {value!r}")
+        elif key in _BOOL_KEYS[kind]:
+            if not isinstance(value, bool):
+                raise CatalogError(f"{where} key {key!r} must be true or false, got {value!r}")
         elif key in _STR_KEYS[kind]:
             if not isinstance(value, str):
                 raise CatalogError(f"{where} key {key!r} must be a string, got {value!r}")
