@@ -220,6 +220,19 @@ DECODERS = {
     "falcon-7b": ({"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
                    "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
                    "parallel_attn": True, "bias": False}, 6_921_720_704),
+    # the same as transformers 4.x saves it: num_kv_heads copied from the heads, which
+    # FalconAttention ignores without new_decoder_architecture (multi-query: one K/V head)
+    "falcon-7b-saved-by-4x": ({"model_type": "falcon", "hidden_size": 4544,
+                               "num_attention_heads": 71, "num_kv_heads": 71,
+                               "new_decoder_architecture": False, "num_hidden_layers": 32,
+                               "vocab_size": 65024, "multi_query": True, "parallel_attn": True,
+                               "bias": False}, 6_921_720_704),
+    # facebook/opt-350m: 331,196,416 (transformers' count of OPTForCausalLM): a 512-wide
+    # token embedding (word_embed_proj_dim) projected to and from the 1024-wide layers
+    "opt-350m": ({"model_type": "opt", "hidden_size": 1024, "ffn_dim": 4096,
+                  "num_attention_heads": 16, "num_hidden_layers": 24, "vocab_size": 50272,
+                  "max_position_embeddings": 2048, "word_embed_proj_dim": 512,
+                  "do_layer_norm_before": False, "activation_function": "relu"}, 331_196_416),
     # mosaicml/mpt-7b: 6,649,286,656 (the Hub's count)
     "mpt-7b": ({"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
                 "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432,
@@ -673,3 +686,22 @@ def test_the_saved_dtype_of_a_config_is_taken_off_at_every_depth() -> None:
     assert config.dtype is None and config.thinker_config.text_config.dtype is None
     assert saved_dtype(config) is None  # taken off: nothing left
     assert saved_dtype(TextConfig("auto")) is None and saved_dtype(TextConfig("float32")) is None
+
+
+def test_a_narrower_token_embedding_prices_its_logits_at_its_own_width(tmp_path) -> None:
+    import json
+
+    from traincast.parallel.models import get_model
+
+    raw, _ = DECODERS["opt-350m"]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    cfg = get_model(f"hf:{tmp_path / 'config.json'}")
+    h, f, v, e = 1024, 4096, 50272, 512
+    # per token: each layer's Q, K, V, O and two MLP matrices; the logits over the 512-wide
+    # embedding and the two 512 x 1024 projections (not V x 1024)
+    assert cfg.params_flop == 24 * (4 * h * h + 2 * h * f) + v * e + 2 * e * h
+    assert cfg.embed_width == e and cfg.head_params == 0  # tied to the embedding
+    raw = {**raw, "word_embed_proj_dim": 1024}  # as every other OPT: no projection
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    same = get_model(f"hf:{tmp_path / 'config.json'}")
+    assert same.embed_dim == 0 and same.params_flop == 24 * (4 * h * h + 2 * h * f) + v * h

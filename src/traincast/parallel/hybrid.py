@@ -711,11 +711,13 @@ def microbatch_flops(model: ModelConfig, c: Configs) -> tuple[F, F, F]:
     """Forward FLOPs of one micro-batch, model-wide (before any split over ``t``), for the
     throughput metrics: per layer the linear products ``f_gemm = 2 b s (P_attn + k P_mlp)``
     (matrix parameters, ``k`` experts per token) and attention ``f_attn = 4 b s^2 a d``; once,
-    the logits ``f_logit = 2 b s h V``. Returns ``(f_gemm, f_attn, f_logit)``."""
+    the logits ``f_logit = 2 b s (e V + 2 e h [e != h])`` (``e`` the embedding's width,
+    ``h`` but for OPT-350m, with its two projections). Returns ``(f_gemm, f_attn, f_logit)``."""
     f_gemm = 2.0 * c.b * c.s * (model.attn_matrix_params
                                 + float(model.top_k) * model.mlp_matrix_params)
     f_attn = 4.0 * c.b * c.s * c.s * float(model.q_dim)
-    f_logit = 2.0 * c.b * c.s * float(model.hidden) * float(model.vocab)
+    f_logit = 2.0 * c.b * c.s * (float(model.embed_width) * float(model.vocab)
+                                 + float(model.projection_params))
     return f_gemm, f_attn, f_logit
 
 
@@ -844,8 +846,12 @@ def gemm_time_s(model: ModelConfig, hw: HybridHardware, c: Configs, f_attn: F) -
         rerun, _ = gemm.gemm_times_s(gemm.rerun_shapes(model, c.b, c.s_rank, c.t, c.e), rate,
                                      hw.sms, tiles, hw.mem_eff_bps)
     one = np.ones_like(c.t)
-    logits = (one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, float(model.hidden) * one)
-    logit_fwd, logit_bwd = gemm.gemm_times_s([logits], rate, hw.sms, tiles, hw.mem_eff_bps)
+    e, h = float(model.embed_width), float(model.hidden)
+    logits = [(one, c.b * c.s_rank * one, float(model.vocab) / c.t * one, e * one)]
+    if model.projection_params:  # OPT-350m's project_out (h -> e) and project_in (e -> h)
+        logits += [(one, c.b * c.s_rank * one, e * one, h * one),
+                   (one, c.b * c.s_rank * one, h * one, e * one)]
+    logit_fwd, logit_bwd = gemm.gemm_times_s(logits, rate, hw.sms, tiles, hw.mem_eff_bps)
     return (c.layers_stage * ((1.0 + c.full) * lin_fwd + c.op * rerun + lin_bwd
                               + attention_time_s(model, hw, c, f_attn))
             + logit_fwd + logit_bwd)
@@ -1385,7 +1391,7 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
         + np.where(c.replicas > 1, replica / ln.replica_ring_bps, 0.0) \
         + np.where(c.expert_shard_group > 1, expert / ln.expert_dp_ring_bps, 0.0)
     t_emb = np.where((c.p > 1) & model.tied, st.embedding_sync_bytes(
-        model.vocab * float(model.hidden) / c.t, c.delta) / ln.pp_bps, 0.0)
+        model.vocab * float(model.embed_width) / c.t, c.delta) / ln.pp_bps, 0.0)
     return t_dp + t_emb, dp_volume
 
 

@@ -11,8 +11,11 @@ SwiGLU: 3), experts ``E`` with ``top_k`` used per token. Parameter count (docs/p
     norms per layer     2 x (2h LayerNorm | h RMSNorm)
     router              h E (MoE only)
     layer               W_attn + E W_mlp + biases + norms + router
-    model               l layer + V h (embedding) + [V h untied head] + [s h learned positions]
-                        + final norm
+    model               l layer + V e (embedding) + [V e untied head] + [s h learned positions]
+                        + [2 e h projections, where e != h] + final norm
+
+``e`` is the token embedding's width: ``h``, but OPT-350m embeds in ``word_embed_proj_dim`` = 512
+and projects to and from ``h`` = 1024 (``project_in``, ``project_out``: two ``e x h`` products).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class ModelConfig:
     context: int = 0
     window: int = 0
     window_share: float = 0.0
+    embed_dim: int = 0
 
     @property
     def positions(self) -> int:
@@ -64,6 +68,19 @@ class ModelConfig:
         config's ``rope_scaling.original_max_position_embeddings``, or Phi-3's top-level
         one), else ``seq``."""
         return max(self.context, self.seq)
+
+    @property
+    def embed_width(self) -> int:
+        """Width ``e`` of the token embedding and of the logits' product: ``embed_dim``, else
+        ``h``."""
+        return self.embed_dim or self.hidden
+
+    @property
+    def projection_params(self) -> int:
+        """``2 e h`` where the embedding is ``e`` wide and the layers ``h`` (OPT's
+        ``project_in`` and ``project_out``, no bias), else 0."""
+        e = self.embed_width
+        return 2 * e * self.hidden if e != self.hidden else 0
 
     @property
     def kv(self) -> int:
@@ -129,14 +146,15 @@ class ModelConfig:
 
     @property
     def embedding_params(self) -> int:
-        """Input embedding ``V h`` plus learned positions ``s h`` when ``position = learned``."""
-        return self.vocab * self.hidden + (self.seq * self.hidden
-                                           if self.position == "learned" else 0)
+        """Input embedding ``V e``, the projections ``2 e h`` where ``e != h``, plus learned
+        positions ``s h`` when ``position = learned``."""
+        return self.vocab * self.embed_width + self.projection_params + (
+            self.seq * self.hidden if self.position == "learned" else 0)
 
     @property
     def head_params(self) -> int:
-        """The untied output head ``V h`` (0 when tied to the input embedding)."""
-        return 0 if self.tied else self.vocab * self.hidden
+        """The untied output head ``V e`` (0 when tied to the input embedding)."""
+        return 0 if self.tied else self.vocab * self.embed_width
 
     @property
     def final_norm_params(self) -> int:
@@ -158,12 +176,13 @@ class ModelConfig:
     def params_flop(self) -> int:
         """Parameters that do matrix work per token, as the hardware count of
         ``parallel.hybrid`` prices products: each layer's attention matrices and its active
-        experts' MLP matrices (``top_k`` of a mixture), and the ``V h`` logits: ``l (W_attn +
-        k n_mat h f) + V h``. Biases and norms are element-wise work, and a mixture's router
-        (``h E`` per token, 0.03% of Mixtral's) is not priced as a product: both left out."""
+        experts' MLP matrices (``top_k`` of a mixture), and the ``V e`` logits with the
+        embedding's projections: ``l (W_attn + k n_mat h f) + V e + 2 e h [e != h]``. Biases
+        and norms are element-wise work, and a mixture's router (``h E`` per token, 0.03% of
+        Mixtral's) is not priced as a product: both left out."""
         active = self.top_k if self.experts > 1 else 1
         return (self.layers * (self.attn_matrix_params + active * self.mlp_matrix_params)
-                + self.vocab * self.hidden)
+                + self.vocab * self.embed_width + self.projection_params)
 
 
 def window_work(seq: Any, window: int, share: float) -> Any:
@@ -194,7 +213,7 @@ def config_from_table(name: str, values: dict[str, Any], where: str) -> ModelCon
         if not isinstance(values[key], int) or values[key] <= 0:
             raise TraincastError(f"{where}: key {key!r} must be a positive "
                                  f"integer, got {values[key]!r}")
-    for key in ("kv_heads", "head_dim"):
+    for key in ("kv_heads", "head_dim", "embed_dim"):
         if not isinstance(values.get(key, 0), int) or values.get(key, 0) < 0:
             raise TraincastError(f"{where}: key {key!r} must be a positive integer (0: the "
                                  f"default), got {values[key]!r}")
@@ -408,7 +427,9 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     ``n_layers``, ...; ``where`` names the source in errors):
 
     * ``kv_heads``: ``num_key_value_heads`` (or its synonyms); ``multi_query`` (Falcon-7B,
-      without ``new_decoder_architecture``) means one; else ``heads``;
+      without ``new_decoder_architecture``, whose ``num_kv_heads`` transformers then ignores,
+      as a config saved by transformers 4 writes it: 71) means one; else ``heads``;
+    * ``embed_dim``: OPT's ``word_embed_proj_dim`` where it is not ``hidden`` (OPT-350m);
     * ``head_dim``: ``head_dim`` (Gemma, Qwen3, Mistral NeMo: the size of one head, which need
       not be ``hidden / heads``); absent or null: ``hidden / heads``;
     * ``ffn``: ``intermediate_size`` (or synonyms), MPT's ``expansion_ratio`` x hidden, else
@@ -456,8 +477,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
     h, heads = _size(raw, "hidden", where), _size(raw, "heads", where)
     kv = _size(raw, "kv_heads", where, 0)
-    if not kv and raw.get("multi_query") and not raw.get("new_decoder_architecture"):
-        kv = 1
+    if raw.get("multi_query") and not raw.get("new_decoder_architecture"):
+        kv = 1  # Falcon's num_kv_heads counts in its new architecture only (FalconAttention)
     attn_type = raw.get("attn_type")  # MPT's attn_config: kv_n_heads counts for GQA only
     if attn_type == "multiquery_attention":
         kv = 1
@@ -511,7 +532,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "bias": bool(bias), "norm": "rmsnorm" if "rms_norm_eps" in raw else "layernorm",
               "tied": bool(mtype in TIED_TYPES if tied is None else tied),
               "position": "learned" if mtype in LEARNED_POSITION_TYPES else "rope",
-              "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1)}
+              "experts": optional(experts_key, 1), "top_k": optional(top_k_key, 1),
+              "embed_dim": optional("word_embed_proj_dim", 0)}
+    if values["embed_dim"] == h:
+        values["embed_dim"] = 0
     values["window"], values["window_share"] = _sliding_window(raw, mtype, values["layers"],
                                                                where)
     rope = raw.get("rope_scaling")
