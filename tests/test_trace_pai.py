@@ -361,3 +361,24 @@ def test_a_negative_reading_is_no_reading(tmp_path: Path) -> None:
     assert [n["count"] for n in r["notes"] if "below 0" in n["note"]] == [1]
     got = {j["job_id"]: j["gpu_util"] for j in load_jobs(tmp_path / "sensor.duckdb").to_pylist()}
     assert got == {"i1": None, "i2": 0.5}  # 50 % of one GPU over plan_gpu 100 %
+
+
+def test_a_row_with_fewer_fields_than_the_release_is_a_bad_row(tmp_path: Path) -> None:
+    # an empty end_time (as the release writes a running job's) is a field: read as none; a
+    # row that ends before its last field is no row of the release: a bad row that names the
+    # first field it lacks, in the job table and (its job bad) in the task table
+    d = tmp_path / "pai"
+    d.mkdir()
+    jobs = [("A", "ia", "u", "Running", "0", ""), ("B", "ib", "u", "Terminated"),
+            ("C", "ic", "u", "Terminated", "0", "10"), ("D", "id", "u", "Terminated", "0", "9")]
+    tasks = [(j, "worker", "1", "Terminated", "", "", "600", "20", "100", "V100")
+             for j in "ABC"] + [("D", "worker", "1", "Terminated", "", "", "600")]
+    _write(d / "pai_job_table.csv", jobs)
+    _write(d / "pai_task_table.csv", tasks)
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    got = {j["job_id"]: j["censored"] for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    assert got == {"ia": True, "ic": False}
+    bad = {(Path(e["file"]).name, e["row"], e["field"]) for e in report["errors"]}
+    assert report["bad_rows"] == 2 and bad == {("pai_job_table.csv", 2, "start_time"),
+                                               ("pai_task_table.csv", 4, "plan_mem")}
+    assert all("fewer fields than the release" in e["value"] for e in report["errors"])

@@ -583,7 +583,7 @@ def duplicate_columns(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = True,
-                 skip: int = 0, quoted: bool = True) -> str:
+                 skip: int = 0, quoted: bool = True, short: bool = False) -> str:
     """A CSV file as a relation of text columns with its data-row number ``_row`` (1-based)
     and :data:`EXTRA` (a row's first field past the header's).
 
@@ -596,7 +596,9 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
     (a header a user prepended to a file the release writes without one). ``quoted=False``:
     a ``"`` is a character like any other (a format whose writer never quotes, as ``sacct
     --parsable2``: a job name ``"exp 7`` opens no quoted value that would swallow the rows up
-    to the next ``"``).
+    to the next ``"``). ``short`` (with ``names``): a column ``_short``, the first of the
+    names that the row ends before (NULL for a row of every field: a headerless table's empty
+    field still reads as NULL, a field the row does not have is told apart).
     """
     opts = CSV_OPTIONS if quoted else UNQUOTED_CSV_OPTIONS
     if names is not None:
@@ -613,9 +615,15 @@ def csv_relation(path: Path, names: Iterable[str] | None = None, rows: bool = Tr
         # '' as missing (MISSING). Headerless tables (PAI's) keep NULL: their joins compare
         # raw columns, where '' would match ''
         opts += ", nullstr=chr(0)"
+    source = f"read_csv({file_lit(path)}, {opts})"
+    if names is not None and short:  # padded as chr(0)'s NULL, empty as '', then as before
+        missing = " ".join(f"WHEN {q(c)} IS NULL THEN {lit(c)}" for c in columns)
+        fields = ", ".join(f"NULLIF({q(c)}, '') AS {q(c)}" for c in [*columns, EXTRA])
+        source = (f"(SELECT {fields}, CASE {missing} END AS _short "
+                  f"FROM read_csv({file_lit(path)}, {opts}, nullstr=chr(0)))")
     if not rows:
-        return f"read_csv({file_lit(path)}, {opts})"
-    return f"(SELECT row_number() OVER () AS _row, * FROM read_csv({file_lit(path)}, {opts}))"
+        return source
+    return f"(SELECT row_number() OVER () AS _row, * FROM {source})"
 
 
 def extra_field_check(columns: int, trailing: bool = True) -> Check:

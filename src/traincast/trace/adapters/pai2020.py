@@ -54,7 +54,8 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
   more than its planned share: fully busy).
 * Bad task rows (the job is a bad row, reported at the task table and row): plan_gpu
   unparsable, negative or above :data:`PLAN_GPU_MAX`; inst_num unparsable, negative, not whole
-  or above :data:`~traincast.bounds.COUNT_MAX`.
+  or above :data:`~traincast.bounds.COUNT_MAX`; a row with fewer fields than the release's
+  (of the job table: its job is a bad row), reported at the first field it lacks.
 * Censored: status Running or Waiting, or no end_time.
 """
 
@@ -206,6 +207,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     joins, cols = _side_joins(rel, task_cut)
     relation = (f"(SELECT j.*, {', '.join(cols)} FROM {rel['job']} j {' '.join(joins)})")
     checks = [extra_field_check(len(HEADERS["job"])),
+              Check(HEADERS["job"][-1], "_short IS NOT NULL", SHORT_VALUE, field_sql="_short"),
               Check("plan_gpu", "t_bad_row IS NOT NULL", "t_bad_value",
                     file=lit(tables["task"]), row="t_bad_row", field_sql="t_bad_field")]
     # running (or waiting) by its status, or no end time and no final status: a Terminated or
@@ -233,8 +235,16 @@ def _headed(path: Path, table: str) -> bool:
 
 def _table(path: Path, table: str, rows: bool = True) -> str:
     """A PAI table file as a relation of its release columns (:func:`csv_relation`), a
-    prepended header line passed over (:func:`_headed`)."""
-    return csv_relation(path, HEADERS[table], rows=rows, skip=int(_headed(path, table)))
+    prepended header line passed over (:func:`_headed`); with its row numbers, each row's
+    first missing field ``_short`` (a row with fewer fields than the release's)."""
+    return csv_relation(path, HEADERS[table], rows=rows, skip=int(_headed(path, table)),
+                        short=rows)
+
+
+SHORT_VALUE = ("'(missing: the row ends before this field, with fewer fields than the "
+               "release''s table has)'")
+"""How a row of the job or task table that ends before its last field is reported (an empty
+field, as the release writes a running job's end_time, is a field, and reads as none)."""
 
 
 _JOB = f"COALESCE({text('job_name')}, '#' || _row)"
@@ -261,6 +271,7 @@ def _task_aggregate(task_rel: str, cut: FileEnd | None = None) -> str:
     rules += [
         (present(q(EXTRA)), lit(str(len(HEADERS["task"]) + 1)),
          extra_field_value(len(HEADERS["task"]))),
+        ("_short IS NOT NULL", "_short", SHORT_VALUE),
         (f"{present('inst_num')} AND {n} IS NULL", "'inst_num'", "CAST(inst_num AS VARCHAR)"),
         (f"{present('plan_gpu')} AND {pg} IS NULL", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
         (f"{pg} < 0", "'plan_gpu'", "CAST(plan_gpu AS VARCHAR)"),
