@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -345,3 +346,12 @@ def test_recommend_keeps_job_ids_whole_and_prices_per_thousand(tmp_path: Path) -
     for job in ("job-00000001", "job-00000002"):
         assert any(line.startswith(job) for line in table.splitlines()), job
     assert not re.search(r"\de[-+]?\d", table)
+    # the cheapest's reason is keyed in the table's last column and said under it, as the
+    # fastest's is (a kept setup says why it is kept)
+    rows = json.loads(tc80("recommend", str(trace), "--price", "aws-on-demand", "--db",
+                           str(tmp_path / "s.duckdb"), "--json", cwd=tmp_path).stdout)["rows"]
+    said = " ".join(table.split())
+    for row in rows:
+        assert row["cheapest_reason"] and " ".join(row["cheapest_reason"].split()) in said
+        line = next(ln for ln in table.splitlines() if ln.startswith(row["job_id"]))
+        assert re.search(r"\[\d+\]\s*$", line), line

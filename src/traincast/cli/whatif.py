@@ -634,18 +634,23 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         t.caption_justify = "left"
     console.print(t)
     console.print(legend)
-    keys, legend = _reason_keys([r["best_reason"] for r in d])
-    t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if "cheapest" in s else ""),
+    priced = "cheapest" in s
+    # one legend for both choices: a reason the fastest and the cheapest share, one key
+    keys, legend = _reason_keys([r["best_reason"] for r in d]
+                                + ([r["cheapest_reason"] for r in d] if priced else []))
+    keys, cheap_keys = keys[:len(d)], keys[len(d):]
+    t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if priced else ""),
               title_justify="left", **RULES_OFF)
     ids = min(JOB_COLUMN_MAX, max((len(str(r["job_id"])) for r in d), default=3))
-    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/1k now", "$/1k"]
-                                                     if "cheapest" in s else [])):
+    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/1k now", "$/1k", "why "]
+                                                     if priced else [])):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
                      min_width=ids if col == "job" else None,  # an id folds only past the max
                      justify="right" if col in ("speedup", "$/1k now", "$/1k") else "left")
-    if "cheapest" in s:
+    if priced:
         t.caption = ("$/1k now: the job's present setup, $/1k: the cheapest's, US dollars "
-                     "per 1,000 iterations (- where unpriced)")
+                     "per 1,000 iterations (- where unpriced); why: the fastest's reason, "
+                     "the last column the cheapest's")
         t.caption_justify = "left"
 
     def usd(c: float | None) -> str:  # per 1,000 iterations: 0.36, 0.0764, 0.00149
@@ -655,11 +660,11 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         arch = r[f"{prefix}_architecture"]
         return f"{arch} on {r[f'{prefix}_node']}" if arch else "-"
 
-    for r, key in zip(d, keys, strict=True):
+    for i, (r, key) in enumerate(zip(d, keys, strict=True)):
         extra = []
-        if "cheapest" in s:
+        if priced:
             extra = [setup(r, "cheapest"), usd(r.get("base_cost_per_iter_usd")),
-                     usd(r["cheapest_cost_per_iter_usd"])]
+                     usd(r["cheapest_cost_per_iter_usd"]), cheap_keys[i]]
         t.add_row(str(r["job_id"]), setup(r, "best"), fmt_x(r["best_speedup"]), key, *extra)
     console.print(t)
     console.print(legend)
