@@ -691,3 +691,21 @@ def test_amp_on_the_kernel_model_says_its_products_rest_on_a_fraction_not_a_fit(
     assert "the catalog cites for it" in a100
     assert "products run on matrix units" not in " ".join(
         tc("predict", "--features", str(path), "--gpu", "T4").stdout.split())
+
+
+def test_too_many_ranks_on_a_calibrated_node_says_how_to_get_more(tc, tmp_path) -> None:
+    # calibrate writes [node.local] gpus = cores / threads: 2 ranks asked of a node of one
+    cat = tmp_path / "local.toml"
+    cat.write_text('[gpu.local]\nfp32_tflops = 0.1\nmem_bw_gbs = 10\nthreads = 2\n'
+                   'device = "cpu"\nsource = "t"\n[link.lh]\nbw_gbs = 5\n[node.local]\n'
+                   'gpu = "local"\ngpus = 1\npcie = "lh"\nintra = "lh"\nnic = "lh"\n')
+    args = ["predict", "--catalog", str(cat), "--node", "local", "--arch", "allreduce-local",
+            "--gpus", "2", "--flops", "1e9", "--mem-bytes", "1e8", "--weight-bytes", "1e6"]
+    run = tc(*args)
+    said = " ".join(run.stderr.split())
+    assert run.returncode == 2 and "n_gpus = 2 (--gpus) > the 1 GPUs of node 'local'" in said
+    assert "1 local rank(s) of 2 thread(s) each" in said and "calibrate --threads 1" in said
+    # a datasheet node keeps the plain hint
+    run = tc("predict", "--node", "dgx-a100", "--arch", "allreduce-local", "--gpus", "16",
+             "--flops", "1e9", "--mem-bytes", "1e8", "--weight-bytes", "1e6")
+    assert run.returncode == 2 and "a node preset with more GPUs" in run.stderr

@@ -358,6 +358,18 @@ def architecture_codes(jobs: Mapping[str, Any] | Any, catalog: Catalog, *,
     return _architecture(cols["architecture"], shape["n"], shape["g"])
 
 
+def _calibrated_ranks_hint(catalog: Catalog, node: str, node_gpus: float) -> str | None:
+    """For a node ``traincast calibrate`` wrote (its GPU entry measured at ``threads`` per
+    rank): how to get more local ranks; else None."""
+    entry = catalog.nodes.get(node)
+    gpu = catalog.gpus.get(entry.gpu) if entry else None
+    if gpu is None or not gpu.threads:
+        return None
+    return (f"node {node!r} is a calibration of one machine: {node_gpus:g} local rank(s) of "
+            f"{gpu.threads} thread(s) each (cores / threads); traincast calibrate --threads 1 "
+            "measures one rank per core, or use allreduce-cluster")
+
+
 def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:
     """Why row ``i`` gets no prediction, in terms of the job's fields (the CLI maps fields to
     its flags)."""
@@ -395,7 +407,8 @@ def _explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastE
                                  f"n_gpus) > the {node_gpus:g} GPUs of node {node!r}"),
                               hint="use allreduce-cluster for a job across nodes, or give "
                                    "gpus_per_node = n_gpus" if spread else
-                                   "use allreduce-cluster, or a node preset with more GPUs")
+                                   _calibrated_ranks_hint(catalog, node, node_gpus)
+                                   or "use allreduce-cluster, or a node preset with more GPUs")
     if code == BAD_SHAPE:
         return TraincastError(f"{arch} runs on exactly one GPU: n_gpus = {n:g} (field n_gpus)"
                               if arch == "1w1g" else
