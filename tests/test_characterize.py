@@ -117,6 +117,17 @@ def test_breakdown_by_hand(tiny: pa.Table) -> None:
     assert r["comm_share_cdf"]["value"][0] == 0.0
 
 
+@pytest.mark.parametrize("f", [0.0, 1.0])
+def test_predicted_utilization_by_hand_moves_with_overlap_and_the_shares_do_not(
+        tiny: pa.Table, f: float) -> None:
+    # busy / T_total, T_total = T_data + max(T_comp, f T_comm) + (1 - f) T_comm, mean of A-C
+    r = characterize(tiny, overlap=f, fill=False)["breakdown"]
+    util = [(fl + mem) / (data + max(fl + mem, f * comm) + (1 - f) * comm)
+            for data, fl, mem, comm in hand_times().values()]
+    assert r["gpu_util_pred_mean"] == pytest.approx(sum(util) / 3)
+    assert r["job_weighted"] == characterize(tiny, fill=False)["breakdown"]["job_weighted"]
+
+
 def test_fill_features_from_workload(tiny: pa.Table, monkeypatch: pytest.MonkeyPatch) -> None:
     profile = {"flops_compute_bound": 2e12, "bytes_memory_bound": 3e10, "weight_bytes": 4e8,
                "embedding_bytes_touched": 0, "input_bytes": 5e6, "batch_size": 32}
@@ -302,3 +313,15 @@ def test_default_hardware_counts_only_jobs_that_name_no_gpu_type() -> None:
     out = characterize(jobs, load_catalog())
     assert out["default_hardware"]["jobs"] == 1
     assert out["breakdown"]["unpredicted"] == {"unknown node or GPU type": 1}
+
+
+def test_characterize_prints_the_predicted_utilization_its_overlap_moves(tc, tmp_path: Path
+                                                                         ) -> None:
+    trace = tmp_path / "tiny.csv"
+    trace.write_text(HEADER + "\n".join(ROWS) + "\n")
+    args = ("characterize", str(trace), "--db", str(tmp_path / "s.duckdb"))
+    for f in ("0", "1"):
+        out = json.loads(tc(*args, "--overlap", f, "--json").stdout)["breakdown"]
+        said = " ".join(tc(*args, "--overlap", f).stdout.split())
+        assert (f"predicted GPU utilization (busy / iteration, mean over jobs): "
+                f"{100 * out['gpu_util_pred_mean']:.1f}% at --overlap {f}") in said

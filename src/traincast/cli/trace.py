@@ -22,7 +22,6 @@ from traincast.cli.common import (
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
-    OverlapOpt,
     WorkloadOpt,
     catalog_from,
     check_output,
@@ -602,6 +601,11 @@ def print_characterization(r: dict[str, Any]) -> None:
                                                      for c, n in b["bottleneck"].items())
                   + f"; jobs with > 80% in communication: {fmt_pct(b['comm_over_80_share'])}, "
                   f"> 50% in data I/O: {fmt_pct(b['data_io_over_50_share'])}", highlight=False)
+    if b.get("gpu_util_pred_mean") is not None:
+        console.print(f"predicted GPU utilization (busy / iteration, mean over jobs): "
+                      f"{fmt_pct(b['gpu_util_pred_mean'])} at --overlap {b['overlap']:g} (it "
+                      "moves the utilization and the iteration time, not the shares above: "
+                      "each is of the sum of the four parts)", highlight=False)
 
 
 @app.command(help=CHARACTERIZE_HELP)
@@ -614,7 +618,11 @@ def characterize(
     db: DbOpt = None,
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
-    overlap: OverlapOpt = 0.0,
+    overlap: Annotated[float, typer.Option(
+        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
+        "0 to 1 (0 = the paper's additive model): it changes each job's predicted iteration "
+        "time and GPU utilization, not the time shares, which are of the sum of the four "
+        "parts as the paper's breakdown.")] = 0.0,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     engine: EngineOpt = "local",
     address: AddressOpt = None,
