@@ -134,3 +134,15 @@ def test_a_table_file_of_ones_own(tmp_path) -> None:
     (row,) = compare_table(path)
     assert math.isfinite(row["rel_error"])
     assert row["rel_error"] == pytest.approx(row["predicted_tflops_per_gpu"] / 150 - 1)
+
+
+def test_validate_published_prints_the_published_large_model_runs(monkeypatch) -> None:
+    # the table hardware show cites for BLOOM, OPT, MT-NLG and Korthikanti et al. is one that
+    # validate --published prints, every row with its published TFLOP/s per GPU
+    from test_llm_foundry import validate_published_output
+
+    out = validate_published_output(monkeypatch, "published_llm")
+    assert "BLOOM, OPT, MT-NLG and Korthikanti et al. (9 rows, TFLOP/s per GPU" in out
+    assert "| A100-SXM4-80GB | fp16 | 8 |" in out and "| A100-SXM4-80GB | bf16 | 1 |" in out
+    # BLOOM's "about 150 TFLOPs" per GPU on 384 GPUs, TP 4 x PP 12 x DP 8 (its model page)
+    assert "| BLOOM-176B | A100-SXM4-80GB | 384 | 4 / 12 / 1 / 8 | 150 |" in out

@@ -844,6 +844,16 @@ def _llm_rows(out: Mapping[str, Any], source: str) -> dict[str, Any]:
                                                                       "rel_error")}
 
 
+PUBLISHED_LLM_SOURCE = ("BLOOM-176B (Le Scao et al. 2022), OPT-175B (Zhang et al. 2022), "
+                        "Megatron-Turing NLG 530B (Smith et al. 2022) and Korthikanti et al. "
+                        "(2022), each row with its own source (parallel/published_llm.toml)")
+
+
+def _published_llm(catalog: Catalog) -> dict[str, Any]:
+    """The published large-model runs of ``parallel/published_llm.toml`` (TFLOP/s per GPU)."""
+    return _llm_rows(_llm_table("published_llm.toml", LLM_KEEP, catalog), PUBLISHED_LLM_SOURCE)
+
+
 def _nemo(catalog: Catalog) -> dict[str, Any]:
     """NeMo's FP8 pre-training tables (``parallel/nemo.toml``, compared in tokens/s per GPU)."""
     return _llm_rows(_llm_table("nemo.toml", LLM_KEEP, catalog), NEMO_SOURCE)
@@ -972,6 +982,7 @@ def validate_published(catalog: Catalog | None = None, path: str | Path | None =
             "targets_met": bool(summary["median_abs_error"] <= MEDIAN_TARGET and within
                                 and all(within)),
             **({} if path else {"megatron": _megatron(catalog),
+                                "published_llm": _published_llm(catalog),
                                 "llm_foundry": _llm_foundry(catalog),
                                 "nemo": _nemo(catalog)})}
 
@@ -1068,6 +1079,8 @@ def render_markdown(out: Mapping[str, Any]) -> str:
                   "(error = predicted / published TFLOP/s per GPU - 1)."]
     elif mg.get("failed"):
         lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
+    lines += _nemo_lines(out.get("published_llm", {}),
+                         "BLOOM, OPT, MT-NLG and Korthikanti et al.")
     lines += _llm_foundry_lines(out.get("llm_foundry", {}))
     lines += _nemo_lines(out.get("nemo", {}))
     return "\n".join(lines)
