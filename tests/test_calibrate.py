@@ -414,3 +414,20 @@ def test_cuda_where_torch_sees_none_is_an_input_error(monkeypatch: pytest.Monkey
     with pytest.raises(TraincastError, match="torch sees no CUDA device here"):
         check_device("cuda")
     assert check_device(None) == "cpu" and check_device(" CPU ") == "cpu"
+
+
+def test_a_cpu_calibration_names_no_gpu_vendor_and_rocm_names_amd(
+        tiny_catalog: Path, tc, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from traincast import kernels
+    from traincast.calibration import device_vendor
+
+    assert kernels.vendor_of(load_catalog([tiny_catalog]).gpu("local")) is None
+    shown = tc("hardware", "show", "gpu.local", "--catalog", str(tiny_catalog))
+    assert shown.returncode == 0 and "vendor" not in shown.stdout
+    assert device_vendor("cpu") is None
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    assert device_vendor("cuda:0") == "nvidia"
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133", raising=False)
+    assert device_vendor("cuda:0") == "amd"  # torch's cuda device is a HIP one under ROCm

@@ -419,10 +419,13 @@ def operand_scale(ops: Sequence[Mapping[str, Any]], dtypes: Sequence[str]) -> F:
     return out
 
 
-def vendor_of(gpu: Any) -> str:
+def vendor_of(gpu: Any) -> str | None:
     """The GPU's vendor (``catalog.VENDORS``): ``nvidia`` unless its entry says otherwise,
     whose libraries' defaults the model then assumes (cuDNN's TF32 convolutions and NHWC
-    transposes on ``nvidia`` only)."""
+    transposes on ``nvidia`` only); None for an entry ``traincast calibrate`` measured on a
+    CPU (``device = "cpu"``: no GPU library's defaults apply)."""
+    if getattr(gpu, "device", "") == "cpu":
+        return None
     return str(getattr(gpu, "vendor", "nvidia") or "nvidia")
 
 

@@ -278,6 +278,7 @@ def _calibrate(output: str | Path | None, *, quick: bool, device: str, threads: 
     t_start, wait_start = time.perf_counter(), bench.process_runqueue_wait_s()
     repeat, sample = plan["repeat"], plan["sample_s"]
     res: dict[str, Any] = {"device": device, "device_name": device_name(device),
+                           "vendor": device_vendor(device),
                            "torch": torch.__version__, "threads": threads,
                            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                            "quick": quick, "level": level, "allocator_kept": allocator_kept}
@@ -390,6 +391,18 @@ def _dotted(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def device_vendor(device: str) -> str | None:
+    """The vendor of the GPU a CUDA ``device`` is, as torch runs it: ``amd`` under ROCm
+    (``torch.version.hip`` set: torch's ``cuda`` device is a HIP one), else ``nvidia``; None on
+    the CPU. Written to the entry, it picks the libraries' defaults the model assumes
+    (``kernels.vendor_of``)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return "amd" if getattr(torch.version, "hip", None) else "nvidia"
+
+
 def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The catalog tables (``gpu.local``, links, ``node.local``) from raw measurements."""
     o = res["op_overhead"]["training_op_s"]
@@ -421,6 +434,7 @@ def summarize(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "source": f"{when}: best fp32/{res['matmul_low_dtype']} matmul, element-wise add on "
                   f"{largest / 1e6:.0f} MB operands; curves = medians net of per-op overhead",
         "description": res["device_name"],
+        **({"vendor": res["vendor"]} if res.get("vendor") else {}),
     }
     hc = max(res["host_copy"], key=lambda r: r["size_bytes"])
     host_kind = "pinned host-to-device copy" if res["device"].startswith("cuda") else "memcpy"
