@@ -1076,3 +1076,16 @@ def test_a_decimal_comma_is_said(tmp_path: Path) -> None:
     errors = _errors(_ingest(path))
     assert [(r, f) for r, f, _ in errors] == [(1, "gpu_util"), (2, "n_gpus"), (3, "gpu_util")]
     assert ["decimal comma" in v for _, _, v in errors] == [True, True, False]
+
+
+def test_quiet_leaves_out_the_notes_and_keeps_the_bad_rows(tc, tmp_path: Path) -> None:
+    # a whole last row without a newline is a note; a row with a bad n_gpus is a bad row
+    path = tmp_path / "t.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s\na,1,0,10\nb,x,0,10\nc,2,0,10")
+    for quiet in (False, True):
+        db = tmp_path / f"s{quiet}.duckdb"
+        run = tc(*(["--quiet"] if quiet else []), "ingest", str(path), "--db", str(db))
+        said = " ".join(run.stderr.split())
+        assert run.returncode == 0, run.stderr
+        assert ("t.csv has no final newline" in said) is not quiet
+        assert "1 bad row(s) skipped" in said and "field n_gpus" in said

@@ -35,8 +35,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _global(
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or notes; "
-                               "tables and JSON only."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or notes on "
+                               "stderr (bad rows are still listed); tables and JSON only."),
     version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
                                  help="Print the version and exit."),
 ) -> None:

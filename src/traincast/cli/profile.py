@@ -16,7 +16,7 @@ from traincast.cli.common import (
     check_model_spec,
     check_output,
     console,
-    err_console,
+    note,
     print_json,
     profiling,
     within,
@@ -83,8 +83,8 @@ def _render(rec: dict[str, Any]) -> None:
     console.print(table)
     if rec.get("ops"):
         _render_top_ops(rec["ops"])
-    for note in rec.get("notes", []):
-        console.print(f"[yellow]note:[/yellow] {note}")
+    for said in rec.get("notes", []):
+        console.print(f"[yellow]note:[/yellow] {said}")
 
 
 def _render_top_ops(ops: list[dict[str, Any]], top: int = 15) -> None:
@@ -151,7 +151,7 @@ def profile(
         if json_out:  # the JSON went to the file: one line here, not the record again
             print_json({"wrote": str(output)})
             return
-        err_console.print(f"[dim]wrote {escape(str(output))}[/dim]")
+        note(f"[dim]wrote {escape(str(output))}[/dim]")
     if json_out:
         print_json(rec)
     else:

@@ -28,6 +28,7 @@ from traincast.cli.common import (
     console,
     err_console,
     given,
+    is_quiet,
     note,
     print_assumed,
     print_assumed_hardware,
@@ -88,7 +89,8 @@ def ingest_progress(json_out: bool) -> Iterator[Any]:
 
 
 def _report_bad_rows(report: dict[str, Any]) -> None:
-    for n in report.get("notes", []):
+    """On stderr: the read's notes (not with ``--quiet``), then its bad rows (always)."""
+    for n in [] if is_quiet() else report.get("notes", []):
         err_console.print(Text(f"{n['count']:,} {n['note']}", style="yellow"),
                           highlight=False)
     if report["bad_rows"]:
@@ -146,7 +148,7 @@ def warn_bad_rows(report: dict[str, Any]) -> None:
     now with file, row and field; those of files kept from an earlier ingest, counted), and
     the files it did not read again as copies of another (:func:`copy_lines`)."""
     _report_bad_rows(report)
-    for line in copy_lines(report):
+    for line in [] if is_quiet() else copy_lines(report):
         err_console.print(line + " (the same jobs: counted once)", style="dim",
                           highlight=False, markup=False)
     for src in report["sources"]:
