@@ -484,6 +484,9 @@ MISALIGNED_SHOWN_SHARE = 0.001
 """The share of a step's matrix-product FLOPs from which predict names its misaligned products
 (in ``--json`` always: ``misaligned``, null when none is charged or the step is not priced op
 by op under the kernel strategy)."""
+HOST_WAIT_LABEL = "  of the two compute rows above: GPU waits for the host"
+"""The row under the compute rows: the part of both (FLOP- and memory-bound) that the GPU
+spends waiting for the host to issue its ops, which can exceed either one alone."""
 HOST_WAIT_SHOWN_SHARE = 0.01
 """The share of the step from which predict's table shows the GPU's wait for the host (in
 ``--json`` always: ``time_s.host_wait``)."""
@@ -505,7 +508,7 @@ def render_prediction(result: dict[str, Any]) -> None:
         table.add_row(COMPONENT_LABEL[c], fmt_seconds(result["time_s"][c]),
                       "-" if share is None else f"{100 * share:.1f}%")
         if c == "compute_mem" and total and wait >= HOST_WAIT_SHOWN_SHARE * total:
-            table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
+            table.add_row(HOST_WAIT_LABEL, fmt_seconds(wait),
                           f"({100 * wait / total:.1f}%)", style="dim")
     hidden = total - (result["time_s"]["total"] or 0.0)  # --overlap: comm under compute
     shows_hidden = bool(total) and hidden > 1e-9 * total
@@ -718,7 +721,7 @@ def render_hybrid(result: dict[str, Any]) -> None:
     for k in (*COMPONENTS, "bubble"):
         table.add_row(labels[k], fmt_seconds(time_s[k]), f"{100 * share[k]:.1f}%")
         if k == "compute_mem" and parts_s and wait >= HOST_WAIT_SHOWN_SHARE * parts_s:
-            table.add_row("  of the compute: GPU waits for the host", fmt_seconds(wait),
+            table.add_row(HOST_WAIT_LABEL, fmt_seconds(wait),
                           f"({100 * wait / parts_s:.1f}%)", style="dim")
         if k == "comm":
             for strategy, v in result["comm_s"].items():
