@@ -440,7 +440,7 @@ def test_predict_says_when_the_gpu_waits_for_the_host() -> None:
     compute = out["time_s"]["compute_flop"] + out["time_s"]["compute_mem"]
     assert out["gpu_util"] == pytest.approx((compute - wait) / out["time_s"]["total"])
     text = flat(cli(*args))
-    assert "of the two compute rows above: GPU waits for the host" in text
+    assert "of both compute rows: GPU waits for the host" in text
     assert "Bottleneck: host op dispatch" in text
     # a large step: no wait, none printed
     big = ("predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--gpus", "8", "--dp", "8",

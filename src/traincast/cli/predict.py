@@ -484,7 +484,7 @@ MISALIGNED_SHOWN_SHARE = 0.001
 """The share of a step's matrix-product FLOPs from which predict names its misaligned products
 (in ``--json`` always: ``misaligned``, null when none is charged or the step is not priced op
 by op under the kernel strategy)."""
-HOST_WAIT_LABEL = "  of the two compute rows above: GPU waits for the host"
+HOST_WAIT_LABEL = "  of both compute rows: GPU waits for the host"
 """The row under the compute rows: the part of both (FLOP- and memory-bound) that the GPU
 spends waiting for the host to issue its ops, which can exceed either one alone."""
 HOST_WAIT_SHOWN_SHARE = 0.01
