@@ -267,8 +267,8 @@ CONFIG_LEGEND = ("configuration", "dp, tp, pp: data-, tensor- and pipeline-paral
                  "(dp x tp x pp x cp = GPUs); ep: expert-parallel size; cp: context-parallel "
                  "size (each sequence split over cp GPUs; shown when > 1); zero: ZeRO stage "
                  "(\"(as 1)\": priced as ZeRO 1, FSDP under a pipeline); "
-                 "shard: HSDP, ZeRO sharded over this many data-parallel ranks (one node's) "
-                 "and replicated over the rest (shown when not all); mb: "
+                 "shard: HSDP, ZeRO sharded over this many of the dp x cp data-parallel "
+                 "ranks (one node's) and replicated over the rest (shown when not all); mb: "
                  "micro-batch, sequences; recompute: activation recomputation; vp: interleaved "
                  "chunks per pipeline stage; sp/no-sp: sequence parallelism on/off")
 TIME_LEGEND = (
