@@ -93,7 +93,7 @@ FIELD_HINTS = {
     "batch_per_gpu": "one GPU's batch in samples (images, sequences), a whole number",
     "ddp_bucket_bytes": "bytes: 26214400 for PyTorch DDP's 25 MiB buckets"}
 MEMORY_WARN_FACTOR = 2.0  # footprint / GPU memory above which a row's batch is questioned
-ROW_FORMAT_HINT = "the row format: docs/validation.md, 'Published throughputs'"
+ROW_FORMAT_HINT = "the row format: docs/validation.md, 'Row format (--rows FILE)'"
 MEMORY_FORMATS = ("nchw", "nhwc", "channels_last")
 NULLABLE_KEYS = ("embedding_allreduce_bytes",)  # absent = embedding_bytes_touched
 MATMUL_FAMILIES = ("gemm", "attention")
@@ -226,7 +226,7 @@ def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
                              hint=f"{did_you_mean(row['model'], list(models))}[model.*]: "
                              f"{', '.join(models)}" if models else "the file has no "
                              f"[model.NAME] table: add [model.{row['model']}] with its spec "
-                             "(docs/validation.md, 'Published throughputs')")
+                             "(docs/validation.md, 'Row format (--rows FILE)')")
     for key in ("gpus", "nodes", "batch_per_gpu", "throughput", "tokens_per_sample"):
         value = row.get(key)
         if value is not None and not (value > 0 and math.isfinite(value)):
@@ -314,7 +314,7 @@ def load_published(path: str | Path | None = None,
         raise TraincastError(f"{name}: [model.NAME] must be tables and [node] GPU = \"preset\"")
     if not isinstance(rows, list) or not rows:
         raise TraincastError(f"{name}: no [[row]] tables",
-                             hint="docs/validation.md, 'Published throughputs', row format")
+                             hint="docs/validation.md, 'Row format (--rows FILE)'")
     try:
         for label, model in models.items():
             _check_model(name, label, model)
