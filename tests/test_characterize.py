@@ -325,3 +325,20 @@ def test_characterize_prints_the_predicted_utilization_its_overlap_moves(tc, tmp
         said = " ".join(tc(*args, "--overlap", f).stdout.split())
         assert (f"predicted GPU utilization (busy / iteration, mean over jobs): "
                 f"{100 * out['gpu_util_pred_mean']:.1f}% at --overlap {f}") in said
+
+
+def test_the_whole_store_says_when_it_holds_several_traces(tc, tmp_path: Path) -> None:
+    # a TRACE given to an analysis command is stored too: the store's analysis then pools them
+    db = str(tmp_path / "s.duckdb")
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_text(HEADER + "\n".join(ROWS[:2]) + "\n")
+    second.write_text(HEADER + ROWS[2] + "\n")
+    assert tc("characterize", str(first), "--db", db).returncode == 0
+    alone = tc("characterize", "--db", db)
+    assert alone.returncode == 0 and "analysed together" not in alone.stderr
+    assert tc("characterize", str(second), "--db", db).returncode == 0
+    both = tc("characterize", "--db", db)
+    said = " ".join(both.stderr.split())
+    assert both.returncode == 0 and "2 sources, 3 job(s), analysed together" in said
+    assert "3 jobs" in both.stdout
+    assert "analysed together" not in tc("--quiet", "characterize", "--db", db).stderr

@@ -57,10 +57,10 @@ def _study_from_jobs(trace: list[Path] | None, db: Path | None, fmt: str, mappin
 
     jobs, store = None, None
     if not trace:
-        from traincast.cli.trace import note_gone_sources
+        from traincast.cli.trace import note_store_sources
         from traincast.trace.store import db_path, load_jobs
 
-        note_gone_sources(db, json_out)
+        note_store_sources(db, json_out)
         jobs, store = load_jobs(db), db_path(db)
         out.mkdir(parents=True, exist_ok=True)
         trace = [out / "store_jobs.parquet"]

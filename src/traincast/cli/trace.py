@@ -244,7 +244,7 @@ def trace_chunks(trace: Path | None, db: Path | None, format: str, map: list[str
 
     path, ids = db_path(db), None
     if trace is None:
-        note_gone_sources(db, quiet)
+        note_store_sources(db, quiet)
     else:
         with Store(path) as store, ingest_progress(quiet) as bar:
             report = store.ingest(trace, format, parse_mapping(map), progress=bar)
@@ -272,14 +272,22 @@ def note_no_jobs(trace: Path | str | None, quiet: bool = False) -> None:
     note(f"[yellow]nothing to analyse: {where}[/yellow]", json_out=quiet)
 
 
-def note_gone_sources(db: Path | None, quiet: bool = False) -> None:
-    """On stderr, before an analysis of the whole store: the sources whose files are gone
-    (their jobs are still read; ``traincast sources --drop-missing`` removes them)."""
+def note_store_sources(db: Path | None, quiet: bool = False) -> None:
+    """On stderr, before an analysis of the whole store: with more than one source, that they
+    are analysed together (a TRACE given to an analysis command is stored there too); the
+    sources whose files are gone (their jobs are still read; ``traincast sources
+    --drop-missing`` removes them)."""
     from traincast.trace.store import Store, db_path, file_state
 
     with Store(db_path(db)) as store:
-        gone = [s for s in store.sources()
-                if file_state(json.loads(s["files"]), s["fingerprint"]) == "missing"]
+        sources = store.sources()
+    if len(sources) > 1:
+        jobs = sum(s["rows"] or 0 for s in sources)
+        note(f"[dim]the whole store {escape(str(db_path(db)))}: {len(sources)} sources, "
+             f"{jobs:,} job(s), analysed together (traincast sources lists them; a TRACE "
+             "argument analyses one alone)[/dim]", json_out=quiet)
+    gone = [s for s in sources
+            if file_state(json.loads(s["files"]), s["fingerprint"]) == "missing"]
     if gone:
         jobs = sum(s["rows"] or 0 for s in gone)
         ids = ", ".join(str(s["source_id"]) for s in gone)
@@ -301,7 +309,7 @@ def load_trace_jobs(trace: Path | None, db: Path | None, format: str,
     from traincast.trace.store import db_path
 
     if trace is None:
-        note_gone_sources(db, quiet)
+        note_store_sources(db, quiet)
     reports: list[dict[str, Any]] = []
 
     def on_report(report: dict[str, Any]) -> None:
