@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -426,6 +427,9 @@ def test_a_cpu_calibration_names_no_gpu_vendor_and_rocm_names_amd(
     assert kernels.vendor_of(load_catalog([tiny_catalog]).gpu("local")) is None
     shown = tc("hardware", "show", "gpu.local", "--catalog", str(tiny_catalog))
     assert shown.returncode == 0 and "vendor" not in shown.stdout
+    data = json.loads(tc("hardware", "show", "gpu.local", "--catalog", str(tiny_catalog),
+                         "--json").stdout)
+    assert data["vendor"] is None
     assert device_vendor("cpu") is None
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     assert device_vendor("cuda:0") == "nvidia"

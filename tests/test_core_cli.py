@@ -529,27 +529,52 @@ def test_predict_says_whose_links_a_gpu_without_a_node_takes(tc, tmp_path) -> No
 
 
 def test_predict_says_a_link_that_was_not_measured(tc, tmp_path) -> None:
-    # as calibrate --no-comm writes it: the memcpy bandwidth stands in for the all-reduce link
+    # as calibrate --no-comm writes it: the memcpy bandwidth stands in for a link's figure
+    stood = ('[link.stood]\nbw_gbs = 10.0\nstand_in = true\n'
+             'source = "not measured (--no-comm); memcpy bandwidth"\n')
     cat = tmp_path / "c.toml"
-    cat.write_text('[link.stood]\nbw_gbs = 10.0\nstand_in = true\n'
-                   'source = "not measured (--no-comm); memcpy bandwidth"\n'
-                   '[node.box]\ngpu = "V100-SXM2-16GB"\ngpus = 4\npcie = "pcie3x16"\n'
-                   'intra = "stood"\nnic = "eth25"\n')
+    cat.write_text(stood + '[node.box]\ngpu = "V100-SXM2-16GB"\ngpus = 4\npcie = "pcie3x16"\n'
+                   'intra = "stood"\nnic = "eth25"\n'
+                   '[node.nvl]\ngpu = "V100-SXM2-16GB"\ngpus = 4\npcie = "pcie3x16"\n'
+                   'intra = "nvlink2-v100"\nnic = "stood"\n')
     args = ["predict", "--flops", "1e12", "--mem-bytes", "1e9", "--weight-bytes", "1e9",
-            "--catalog", str(cat), "--node", "box", "--compute", "paper"]
-    out = json.loads(tc(*args, "--arch", "allreduce-local", "--gpus", "4", "--json").stdout)
+            "--catalog", str(cat), "--compute", "paper"]
+
+    def said(*more: str) -> dict:
+        return json.loads(tc(*args, *more, "--json").stdout)
+
+    out = said("--node", "box", "--arch", "allreduce-local", "--gpus", "4")
     assert out["hardware"]["links_stand_in"] == {
         "stood": "not measured (--no-comm); memcpy bandwidth"}
     # priced over the stand-in all the same: ring 2 (n-1)/n W / bw = 1.5e9 / 10e9
     assert out["time_s"]["comm"] == pytest.approx(2 * 3 / 4 * 1e9 / 10e9, rel=1e-9)
-    run = tc(*args, "--arch", "allreduce-local", "--gpus", "4")
-    assert "assumed: link stood was not measured (not measured (--no-comm); memcpy " \
-        "bandwidth)" in " ".join(run.stdout.split())
-    # a job that does not communicate over it is not told
-    one = tc(*args, "--arch", "1w1g")
-    assert "was not measured" not in one.stdout
-    assert json.loads(tc(*args, "--arch", "1w1g", "--json").stdout)["hardware"][
+    run = tc(*args, "--node", "box", "--arch", "allreduce-local", "--gpus", "4")
+    assert "assumed: link stood is a stand-in (not measured (--no-comm); memcpy bandwidth)" \
+        in " ".join(run.stdout.split())
+    # a job that does not communicate over it is not told: one GPU, or a ring inside a node
+    # whose NVLink is measured while its NIC stands in
+    assert said("--node", "box", "--arch", "1w1g")["hardware"]["links_stand_in"] == {}
+    assert said("--node", "nvl", "--arch", "allreduce-local", "--gpus", "4")["hardware"][
         "links_stand_in"] == {}
+    assert "stand-in" not in tc(*args, "--node", "nvl", "--arch", "allreduce-local",
+                                "--gpus", "4").stdout
+    # across two nodes the flat ring runs at the stand-in NIC: told
+    assert said("--node", "nvl", "--arch", "allreduce-cluster", "--gpus", "8")["hardware"][
+        "links_stand_in"] == {"stood": "not measured (--no-comm); memcpy bandwidth"}
+    # the hybrid model alike: data parallelism in one node, then over two
+    hybrid = ["predict", "--arch", "hybrid", "--model", "zoo:gpt2", "--dtype", "fp16",
+              "--catalog", str(cat), "--node", "nvl", "--json"]
+    one = json.loads(tc(*hybrid, "--dp", "4").stdout)
+    two = json.loads(tc(*hybrid, "--dp", "8").stdout)
+    assert one["hardware"]["links_stand_in"] == {} and one["time_s"]["comm"] > 0
+    assert list(two["hardware"]["links_stand_in"]) == ["stood"]
+    # a later file that gives the link a figure of its own clears the stand-in
+    measured = tmp_path / "m.toml"
+    measured.write_text('[link.stood]\nbw_gbs = 40.0\nsource = "measured"\n')
+    later = json.loads(tc(*args, "--catalog", str(measured), "--node", "box", "--arch",
+                          "allreduce-local", "--gpus", "4", "--json").stdout)
+    assert later["hardware"]["links_stand_in"] == {}
+    assert later["time_s"]["comm"] == pytest.approx(2 * 3 / 4 * 1e9 / 40e9, rel=1e-9)
     bad = tmp_path / "bad.toml"
     bad.write_text('[link.stood]\nbw_gbs = 10.0\nstand_in = 1\n')
     run = tc("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--catalog", str(bad))
@@ -705,6 +730,11 @@ def test_too_many_ranks_on_a_calibrated_node_says_how_to_get_more(tc, tmp_path) 
     said = " ".join(run.stderr.split())
     assert run.returncode == 2 and "n_gpus = 2 (--gpus) > the 1 GPUs of node 'local'" in said
     assert "1 local rank(s) of 2 thread(s) each" in said and "calibrate --threads 1" in said
+    # calibrated at one thread: a rank per core already, no calibrate --threads 1 to give
+    cat.write_text(cat.read_text().replace("threads = 2", "threads = 1"))
+    said = " ".join(tc(*args).stderr.split())
+    assert "1 local rank(s) of 1 thread(s) each" in said and "one per core already" in said
+    assert "--threads 1" not in said
     # a datasheet node keeps the plain hint
     run = tc("predict", "--node", "dgx-a100", "--arch", "allreduce-local", "--gpus", "16",
              "--flops", "1e9", "--mem-bytes", "1e8", "--weight-bytes", "1e6")

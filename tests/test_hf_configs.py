@@ -700,7 +700,10 @@ def test_a_narrower_token_embedding_prices_its_logits_at_its_own_width(tmp_path)
     # per token: each layer's Q, K, V, O and two MLP matrices; the logits over the 512-wide
     # embedding and the two 512 x 1024 projections (not V x 1024)
     assert cfg.params_flop == 24 * (4 * h * h + 2 * h * f) + v * e + 2 * e * h
-    assert cfg.embed_width == e and cfg.head_params == 0  # tied to the embedding
+    # the head is tied to the embedding: the last stage holds project_out alone, the first
+    # the V x e embedding, project_in and the 2048 learned positions
+    assert cfg.embed_width == e and cfg.head_params == e * h
+    assert cfg.embedding_params == v * e + e * h + 2048 * h
     raw = {**raw, "word_embed_proj_dim": 1024}  # as every other OPT: no projection
     (tmp_path / "config.json").write_text(json.dumps(raw))
     same = get_model(f"hf:{tmp_path / 'config.json'}")

@@ -23,7 +23,7 @@ from traincast.architectures import ARCH_LABEL, REGISTRY, Memory, per_architectu
 from traincast.errors import TraincastError
 from traincast.features.io import check_record
 from traincast.files import to_jsonable
-from traincast.hardware.catalog import GPU, Catalog, load_catalog
+from traincast.hardware.catalog import GPU, Catalog, Link, load_catalog
 from traincast.jobs import FEATURES, STEP_COLUMNS, Columns, Strings
 from traincast.model import (
     BOTTLENECK_LABEL,
@@ -472,15 +472,20 @@ def node_assumed(catalog: Catalog, gpu: str | None, node: str | None) -> bool:
     return bool(gpu and not node and not catalog.default_node_of(gpu))
 
 
-def links_stand_in(catalog: Catalog, names: Sequence[str], comm_s: Any) -> dict[str, str]:
-    """The links of ``names`` whose figure stands in for one never measured (a link with
-    ``stand_in = true``: ``traincast calibrate --no-comm`` writes the memcpy bandwidth for the
-    local all-reduce and loopback), each with its source, where the job communicates (any
-    ``comm_s > 0``): what ``predict`` says (``hardware.links_stand_in``)."""
-    if not np.any(np.asarray(comm_s, dtype=np.float64) > 0):
-        return {}
-    return {n: catalog.links[n].source for n in sorted(set(names))
-            if n in catalog.links and catalog.links[n].stand_in}
+def links_stand_in(links: Mapping[str, Link], comm_s: Any,
+                   comm_if_faster: Callable[[str], Any]) -> dict[str, str]:
+    """The links of ``links`` (role -> link) whose figure stands in for one never measured (a
+    link with ``stand_in = true``: ``traincast calibrate --no-comm`` writes the memcpy bandwidth
+    for the local all-reduce and loopback) and on which the job's communication time rests:
+    ``comm_if_faster(role)``, the communication with that link twice as fast, differs from
+    ``comm_s`` (a link the job does not communicate over, or one a slower link bounds, is not
+    named); name -> source. What ``predict`` says (``hardware.links_stand_in``)."""
+    out: dict[str, str] = {}
+    for role, link in links.items():
+        if link.stand_in and link.name not in out and not np.array_equal(
+                np.asarray(comm_if_faster(role)), np.asarray(comm_s)):
+            out[link.name] = link.source
+    return out
 
 
 def _host_and_alignment(feats: Mapping[str, Any], gpu: GPU, compute_strategy: str,
@@ -547,6 +552,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
         elif bottleneck == "data_io":
             label = f"data I/O over {links['pcie'].label()}"
     n, g = int(r.n[0]), int(r.g[0])
+    comm_s = REGISTRY[arch].comm_s  # the architecture's communication formula
     flop_rate, byte_rate = compute.rates(gpu, "amp" if amp else "fp32", strategy)
     return Prediction(
         time_s={**{c: _scalar_or_list(getattr(bd, c)) for c in (*COMPONENTS, "total")},
@@ -572,7 +578,7 @@ def _prediction(bd: Breakdown, r: Resolved, catalog: Catalog, arch: str, overlap
                   "mem_efficiency": gpu.mem_efficiency,
                   "fp32_unthrottled_by": kernels.unthrottled_by(gpu),
                   "amp_dtype": gpu.math_dtype("amp") if amp else None,
-                  "links_stand_in": links_stand_in(catalog, (links["intra"].name,
-                                                             links["nic"].name), bd.comm),
+                  "links_stand_in": links_stand_in(links, comm_s(r), lambda role: comm_s(
+                      replace(r, **{f"{role}_bps": 2.0 * getattr(r, f"{role}_bps")}))),
                   **{r_: links[r_].name for r_ in links},
                   **{f"{r_}_bw_gbs": links[r_].bw_gbs * links[r_].efficiency for r_ in links}})

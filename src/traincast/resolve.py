@@ -366,8 +366,11 @@ def _calibrated_ranks_hint(catalog: Catalog, node: str, node_gpus: float) -> str
     if gpu is None or not gpu.threads:
         return None
     return (f"node {node!r} is a calibration of one machine: {node_gpus:g} local rank(s) of "
-            f"{gpu.threads} thread(s) each (cores / threads); traincast calibrate --threads 1 "
-            "measures one rank per core, or use allreduce-cluster")
+            f"{gpu.threads} thread(s) each (cores / threads); "
+            + ("traincast calibrate --threads 1 measures one rank per core, or use "
+               "allreduce-cluster" if gpu.threads > 1 else
+               "one per core already: use allreduce-cluster, or calibrate a machine with more "
+               "cores"))
 
 
 def explain(r: Resolved, i: int, cols: Columns, catalog: Catalog) -> TraincastError:

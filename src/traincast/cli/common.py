@@ -495,7 +495,7 @@ def trust_text(gpu: str, trust: dict[str, Any], amp: bool = False) -> str:
         return (f"{head}; held out of a fit on the other GPUs and priced {how}, its median "
                 f"|error| was {mine} (docs/validation.md).") if mine else f"{head}."
     head = f"{gpu} is not among the GPUs the kernel model was fitted to"
-    if trust.get("vendor", "nvidia") != "nvidia":
+    if trust.get("vendor") not in ("nvidia", None):
         head += (" (every GPU of the fit is an NVIDIA one, timed with CUDA's libraries; this "
                  f"{trust['vendor'].upper()} GPU runs other libraries' kernels, tiles and "
                  "dispatch, so the figures that follow are no measure of it)")

@@ -214,6 +214,7 @@ def show(name: Annotated[str, typer.Argument(help="A GPU (or alias), link or nod
     if kind == "gpu":
         from traincast.parallel.validation import shipped_gpu_checks
 
+        data["vendor"] = kernels.vendor_of(entry)  # null for a CPU calibration
         data["compute"] = compute.basis(entry, cat.compute)
         data["kernel_model"] = kernels.kernel_model_basis(entry, cat.kernel_model) \
             if data["compute"]["strategy"] == "kernel" else None

@@ -52,7 +52,7 @@ from traincast.parallel.hybrid import (
     recipes,
 )
 from traincast.parallel.strategies import RECOMPUTE
-from traincast.predict import links_stand_in, node_assumed
+from traincast.predict import node_assumed
 from traincast.predict import predict as predict_job
 from traincast.resolve import DEFAULT_NODE
 from traincast.units import fmt_amount, fmt_exp, fmt_seconds
@@ -380,10 +380,7 @@ def predict(
 
         result["published_checks"] = shipped_gpu_checks(result["hardware"]["gpu"],
                                                         dtype=result["job"]["dtype"])
-        hw = result["hardware"]
-        hw["node_assumed"] = node_assumed(cat, gpu, node)
-        hw["links_stand_in"] = links_stand_in(cat, (hw["intra"], hw["nic"]),
-                                              result["time_s"]["comm"])
+        result["hardware"]["node_assumed"] = node_assumed(cat, gpu, node)
         if json_out:
             print_json(result)
         else:
@@ -474,10 +471,12 @@ def stand_in_text(hw: dict[str, Any]) -> Text | None:
     links = hw.get("links_stand_in") or {}
     if not links:
         return None
-    return Text("assumed: " + "; ".join(f"link {n} was not measured ({source})"
+    return Text("assumed: " + "; ".join(f"link {n} is a stand-in" + (f" ({source})" if source
+                                                                      else "")
                                        for n, source in links.items())
-                + ": the communication is priced with that stand-in (traincast calibrate "
-                "without --no-comm measures it)", style="yellow")
+                + ": the communication rests on a figure nobody measured on that link "
+                "(traincast calibrate without --no-comm measures the local ones)",
+                style="yellow")
 
 
 MISALIGNED_SHOWN_SHARE = 0.001

@@ -702,6 +702,8 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
             checked = _check_table(path, top, name, values)
             if top == "gpu":
                 _check_lanes(path, name, checked)
+            if top == "link" and "bw_gbs" in checked:  # a figure of this file's own: it
+                checked.setdefault("stand_in", False)  # stands in only where it says so
             # an entry an earlier file gave keeps its source; the values this file changes
             # cite this file (with its own source where it gives one)
             own = checked.pop("source", None) if table and "source" in table else None

@@ -1377,7 +1377,7 @@ def sync_time_s(model: ModelConfig, c: Configs, ln: Links,
     (PyTorch FSDP ``HYBRID_SHARD``: reduce-scatter in the shard group, then all-reduce across
     the replicas), then the expert parameters' volume over the expert-data-parallel ring of
     ``d cp / e`` ranks (:attr:`Configs.expert_dp_group`), plus the all-reduce of a tied
-    embedding's ``V h / t`` gradient between the first and last stage (a 2-member ring on the
+    embedding's ``V e / t`` gradient between the first and last stage (a 2-member ring on the
     pipeline's link). Returns ``(T_dp, dp bytes per GPU)``."""
     def volume(n_params: F, group: F) -> F:
         return st.dp_bytes(n_params * c.delta, n_params * c.delta, group, c.m, c.z)
@@ -1513,10 +1513,12 @@ def activation_bytes(model: ModelConfig, c: Configs) -> tuple[F, F]:
     With materialized attention ``W`` holds one layer's ``5 a s^2 b / t`` scores (Korthikanti
     et al.'s ``x = 5 a s / h`` term): at long sequences it, not what is stored, decides what
     fits."""
-    h, v_ = float(model.hidden), float(model.vocab)
+    # the head's input and its logits (OPT-350m's project_out keeps its h-wide input too,
+    # the head then an e-wide one)
+    head_in = float(model.hidden) + (float(model.embed_width) if model.projection_params else 0.0)
     act_layer = activation_bytes_per_layer(model, c)
     inflight = st.inflight_microbatches(c.p, c.m, c.v, c.gpipe)
-    logits = 4.0 * c.s_rank * c.b * h / c.t * (1.0 + v_ / h) * c.delta / 2.0
+    logits = 4.0 * c.s_rank * c.b * (head_in + float(model.vocab)) / c.t * c.delta / 2.0
     first = act_layer * c.layers_stage * inflight
     last = act_layer * c.layers_stage * np.where(np.asarray(c.gpipe, dtype=bool), c.m, 1.0)
     first_x = np.where(c.p == 1, logits, 0.0)
@@ -2333,12 +2335,26 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
     sizes["global_batch"] = gb
     _check_sizes(cfg, sizes, attention)
-    res = evaluate(cfg, hw, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
-                   global_batch=gb, recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
-                   gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
-                   attention=attention, uneven_stages=uneven_stages, shard=shard or 0,
-                   **priced_knobs(knobs))
+    def run(on: HybridHardware) -> dict[str, Any]:
+        return evaluate(cfg, on, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero,
+                        micro_batch=micro_batch, global_batch=gb,
+                        recompute=st.RECOMPUTE_CODE[recompute], vp=vp, sp=sp,
+                        gpipe=schedule == "gpipe", seq=seq, dtype=dtype, overlap=overlap,
+                        attention=attention, uneven_stages=uneven_stages, shard=shard or 0,
+                        **priced_knobs(knobs))
+
+    def comm_of(res_: dict[str, Any]) -> float:
+        return float(sum(np.sum(res_[f"comm_{k}_s"]) for k in ("tp", "pp", "ep", "cp", "dp")))
+
+    res = run(hw)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
+    from traincast.predict import links_stand_in
+
+    cat = catalog or load_catalog()
+    stood = links_stand_in(
+        {role: cat.links[name] for role, name in hw.links.items() if name in cat.links},
+        comm_of(res), lambda role: comm_of(run(replace(
+            hw, **{f"{role}_bps": 2.0 * getattr(hw, f"{role}_bps")}))))
     priced = int(sc["zero_priced"])
     group = dp * cp
     g_s = group if not shard else shard
@@ -2416,5 +2432,5 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                 "grad_accum_fused": knobs["grad_accum_fused"], "eager": knobs["eager"],
                 "fp8_weight_cache": knobs["fp8_weight_cache"] if dtype == "fp8" else None,
                 "nodes": -(-int(sc["gpus"]) // hw.gpus_per_node)},
-        "hardware": hardware_summary(hw),
+        "hardware": {**hardware_summary(hw), "links_stand_in": stood},
     }

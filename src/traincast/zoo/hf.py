@@ -162,6 +162,12 @@ def config_from_llm(cfg: Any) -> Any:
 
     from traincast.zoo.llm import transformers_family
 
+    if cfg.projection_params:
+        raise TraincastError(
+            f"zoo:{cfg.name}: embed_dim = {cfg.embed_dim} (a token embedding narrower than the "
+            f"layers' {cfg.hidden}, projected in and out) builds no zoo profile",
+            hint="give its Hugging Face config instead (hf:facebook/opt-350m, or a folder with "
+                 "its config.json)")
     family = transformers_family(cfg)
     common = {"vocab_size": cfg.vocab, "tie_word_embeddings": cfg.tied}
     llama = {"hidden_size": cfg.hidden, "intermediate_size": cfg.ffn,

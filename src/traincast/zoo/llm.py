@@ -12,7 +12,7 @@ SwiGLU: 3), experts ``E`` with ``top_k`` used per token. Parameter count (docs/p
     router              h E (MoE only)
     layer               W_attn + E W_mlp + biases + norms + router
     model               l layer + V e (embedding) + [V e untied head] + [s h learned positions]
-                        + [2 e h projections, where e != h] + final norm
+                        + [2 e h projections in and out, where e != h] + final norm
 
 ``e`` is the token embedding's width: ``h``, but OPT-350m embeds in ``word_embed_proj_dim`` = 512
 and projects to and from ``h`` = 1024 (``project_in``, ``project_out``: two ``e x h`` products).
@@ -146,15 +146,18 @@ class ModelConfig:
 
     @property
     def embedding_params(self) -> int:
-        """Input embedding ``V e``, the projections ``2 e h`` where ``e != h``, plus learned
-        positions ``s h`` when ``position = learned``."""
-        return self.vocab * self.embed_width + self.projection_params + (
+        """Input embedding ``V e``, its projection in ``e h`` where ``e != h`` (OPT-350m's
+        ``project_in``), plus learned positions ``s h`` when ``position = learned``: what the
+        first pipeline stage holds."""
+        return self.vocab * self.embed_width + self.projection_params // 2 + (
             self.seq * self.hidden if self.position == "learned" else 0)
 
     @property
     def head_params(self) -> int:
-        """The untied output head ``V e`` (0 when tied to the input embedding)."""
-        return 0 if self.tied else self.vocab * self.embed_width
+        """The untied output head ``V e`` (0 when tied to the input embedding), and the
+        projection out ``e h`` where ``e != h`` (OPT-350m's ``project_out``): what the last
+        pipeline stage holds besides its layers."""
+        return (0 if self.tied else self.vocab * self.embed_width) + self.projection_params // 2
 
     @property
     def final_norm_params(self) -> int:
