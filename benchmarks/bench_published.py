@@ -59,7 +59,9 @@ def main(argv: list[str]) -> int:
               f"p90 {m['p90_abs_error']:.1%}, max {m['max_abs_error']:.1%}")
     else:
         print(f"Megatron-LM SC'21: not evaluated ({mg.get('failed')})")
-    for key, title in (("published_llm", "BLOOM, OPT, MT-NLG, Korthikanti (TFLOP/s)"),
+    from traincast.parallel.validation import CHECK_TITLES
+
+    for key, title in (("published_llm", CHECK_TITLES["published_llm.toml"] + " (TFLOP/s)"),
                        ("llm_foundry", "llm-foundry MPT (MFU)"),
                        ("nemo", "NVIDIA NeMo FP8 (tokens/s)")):
         tab = out.get(key, {})

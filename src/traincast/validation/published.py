@@ -1079,8 +1079,9 @@ def render_markdown(out: Mapping[str, Any]) -> str:
                   "(error = predicted / published TFLOP/s per GPU - 1)."]
     elif mg.get("failed"):
         lines += ["", f"Megatron-LM SC'21 Table 1: not evaluated ({mg['failed']})."]
-    lines += _nemo_lines(out.get("published_llm", {}),
-                         "BLOOM, OPT, MT-NLG and Korthikanti et al.")
+    from traincast.parallel.validation import CHECK_TITLES
+
+    lines += _nemo_lines(out.get("published_llm", {}), CHECK_TITLES["published_llm.toml"])
     lines += _llm_foundry_lines(out.get("llm_foundry", {}))
     lines += _nemo_lines(out.get("nemo", {}))
     return "\n".join(lines)
