@@ -139,7 +139,7 @@ def trace_flags(ctx: typer.Context) -> dict[str, Any]:
 
 
 def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Catalog,
-            workload_alone: bool = True) -> OneJob | None:
+            workload_alone: bool = True, refuse_shape: bool = True) -> OneJob | None:
     """The job of the command's one-job flags (its values of :data:`ONE_JOB_FLAGS` and
     ``flops``, ``model``, ``features``, ``workload``, read from ``ctx.params``), None for a
     TRACE or the store: a job is given by --flops, --model or --features, or, without a TRACE
@@ -147,7 +147,9 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
     job's flags (whatif, whose --workload alone is the workload assumed for the store's jobs).
     Errors, each naming its flags: the job's flags with a TRACE or the store, or without a job;
     the store's flags (--db, --format, --map) with a job; feature flags with --workload alone;
-    a GPU or node the catalog does not know."""
+    a GPU or node the catalog does not know; a shape the architecture cannot run (1w1g on 8
+    GPUs) where ``refuse_shape`` (whatif: every scenario would price a job that cannot run;
+    recommend finds one that can, as for a trace row of that shape)."""
     from traincast.architectures import ARCHITECTURES
     from traincast.cli.predict import check_job_flags
 
@@ -189,7 +191,7 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
             raise UnknownNameError(f"{exc} (--{flag})", hint=exc.hint) from None
     place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
     _check_placement(_single_job({"flops_compute_bound": 0.0, "bytes_memory_bound": 0.0,
-                                  "weight_bytes": 0.0}, *place, None), catalog)
+                                  "weight_bytes": 0.0}, *place, None), catalog, refuse_shape)
     if not by_features:
         from traincast.trace import fill_features
         from traincast.zoo.profiles import resolve_workload
@@ -509,17 +511,18 @@ def _own(name: str, feats: Mapping[str, Any], shipped: Callable[[str], Any],
     return feats if workload.strip().lower() == name.strip().lower() else shipped(workload)
 
 
-def _check_placement(table: pa.Table, catalog: Catalog) -> None:
+def _check_placement(table: pa.Table, catalog: Catalog, refuse_shape: bool = True) -> None:
     """The job's architecture, GPUs and node as its flags give them must run as given, as
     ``predict`` asks (``resolve.explain``, naming the flags): 1w1g on two GPUs, allreduce-local
-    beyond a node, is an error, not a job priced "does not fit" under every scenario."""
+    beyond a node, is an error, not a job priced "does not fit" under every scenario; without
+    ``refuse_shape`` such a shape passes (``BAD_SHAPE``), the other reasons do not."""
     from traincast.cli.predict import with_flags
     from traincast.jobs import Columns
-    from traincast.resolve import OK, explain, resolve
+    from traincast.resolve import BAD_SHAPE, OK, explain, resolve
 
     cols = Columns.of(table)
     r = resolve(cols, catalog)
-    if r.reason[0] != OK:
+    if r.reason[0] != OK and (refuse_shape or r.reason[0] != BAD_SHAPE):
         raise with_flags(explain(r, 0, cols, catalog))
 
 
@@ -734,7 +737,7 @@ def recommend(
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
              f"more than {min_gain:.0%} faster (5%: --min-gain 0.05)", json_out)
     cat = catalog_from(catalog, compute)
-    job = one_job(ctx, trace, db, cat)
+    job = one_job(ctx, trace, db, cat, refuse_shape=False)
     if job is None:
         workload = workload or DEFAULT_WORKLOAD
         table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
