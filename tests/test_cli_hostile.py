@@ -793,3 +793,16 @@ def test_a_bad_option_value_is_repeated_in_its_error(tc, tmp_path, monkeypatch, 
     value = args[-1].split("=")[-1]
     assert r.returncode == 2 and words in r.stderr
     assert first_line(r).endswith(f", got '{value}'"), first_line(r)
+
+
+def test_a_bad_choice_names_its_flag_before_any_ingest(tc, tmp_path) -> None:
+    from traincast.trace.sample import sample_path
+
+    db = tmp_path / "s.duckdb"
+    for args, said in ((("colocate", "--by", "foo"), "--by 'foo': expected predicted or "
+                        "measured"),
+                       (("recommend", "--candidate-node", "nosuch"),
+                        "unknown node 'nosuch' (--candidate-node)")):
+        run = tc(args[0], str(sample_path()), *args[1:], "--db", str(db))
+        assert run.returncode == 2 and said in run.stderr, run.stderr
+        assert not db.exists()

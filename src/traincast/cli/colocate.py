@@ -27,6 +27,7 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
+from traincast.errors import TraincastError
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_amount, fmt_pct, join_words
 
@@ -142,6 +143,8 @@ def colocate(
 ) -> None:
     from traincast.analysis.colocate import colocate as run
 
+    if by not in ("predicted", "measured"):  # before any ingest
+        raise TraincastError(f"--by {by!r}: expected predicted or measured")
     check_trace_io(trace, db, {"-o": output}, format=format, map=map,
                    format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)

@@ -737,6 +737,11 @@ def recommend(
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
              f"more than {min_gain:.0%} faster (5%: --min-gain 0.05)", json_out)
     cat = catalog_from(catalog, compute)
+    for name in node_opt or ():  # before any ingest, named with its flag
+        try:
+            cat.node(name)
+        except UnknownNameError as exc:
+            raise UnknownNameError(f"{exc} (--candidate-node)", hint=exc.hint) from None
     job = one_job(ctx, trace, db, cat, refuse_shape=False)
     if job is None:
         workload = workload or DEFAULT_WORKLOAD
