@@ -613,6 +613,11 @@ def test_a_share_under_half_a_percent_is_not_said_as_nothing() -> None:
     assert first.startswith("Communication takes 0.4% of iteration time on average (1% GPU")
     # 0.996 is short of all by 0.4%: 99.6%, not 100%
     assert "data I/O 0%, compute 99.6%" in first
+    # under an overlap the shares are still of the four parts' sum: said so
+    char["breakdown"]["overlap"] = 0.5
+    first = findings(char, {}, {}, sample=False)["sentences"][0]
+    assert first.startswith("Communication takes 0.4% of the four parts' summed time (before "
+                            "--overlap 0.5 hides some of it under compute) on average")
 
 
 def test_study_names_the_nodes_the_catalog_does_not_know(tmp_path: Path) -> None:

@@ -139,8 +139,12 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
                          "there is no time breakdown and no what-if number."
                          + (f" {fix}" if fix else ""))
         return {"sample": sample, "sentences": sentences, "numbers": nums}
+    overlap = float(bd.get("overlap") or 0.0)  # the shares are of the four parts' sum
+    of_what = "of iteration time" if not overlap else (
+        f"of the four parts' summed time (before --overlap {overlap:g} hides some of it under "
+        "compute)")
     sentences.append(
-        f"Communication takes {_pct(nums['comm_share_mean'])} of iteration time on average "
+        f"Communication takes {_pct(nums['comm_share_mean'])} {of_what} on average "
         f"({_pct(nums['comm_share_gpu_weighted'])} GPU-weighted); data I/O "
         f"{_pct(nums['data_io_share_mean'])}, compute {_pct(nums['compute_share_mean'])} "
         f"(over {plural(bd.get('jobs', 0), 'job')} with known features).")
