@@ -119,7 +119,9 @@ def test_a_store_is_studied_as_read_not_ingested_again(trace, tmp_path):
     _study_from_jobs(None, db, "csv", {}, out, cat, True, None)
     assert (out / "store_jobs.parquet").is_file() and not (out / "jobs.duckdb").exists()
     meta = json.loads((out / "study.json").read_text())
-    assert meta["db"] is None and meta["trace"]["path"] == str(out / "store_jobs.parquet")
+    # the study says what it read: the store, and the trace file its source names
+    assert meta["db"] == str(db) and meta["trace"]["store"] == str(db)
+    assert meta["trace"]["path"] == str(trace) and meta["trace"]["paths"] == [str(trace)]
     direct = tmp_path / "direct"
     study(trace, direct, catalog=cat, report=False)
     for name in ("summary.json", "characterize.json"):

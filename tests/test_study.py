@@ -696,3 +696,48 @@ def test_a_study_logged_to_a_file_says_each_step(tmp_path: Path, tc) -> None:  #
     assert steps == ["ingest", "characterize", "what-if", "recommend", "tables"]
     res = tc("--quiet", "study", str(trace), "-o", str(tmp_path / "out2"), "--no-report")
     assert res.returncode == 0 and "· study" not in res.stderr
+
+
+def test_a_report_of_the_store_names_the_store_its_traces_and_the_sample_among_them(
+        tc, tmp_path: Path, monkeypatch) -> None:
+    import traincast.trace.sample as sample_mod
+
+    # two small traces in one store, one of them taken for the bundled sample
+    header = "job_id,n_gpus,gpu_type,workload,start_time_s,end_time_s\n"
+    real, bundled = tmp_path / "real.csv", tmp_path / "bundled.csv"
+    real.write_text(header + "r1,1,V100,resnet50,0,3600\nr2,8,V100,bert-base,0,7200\n")
+    bundled.write_text(header + "s1,1,T4,resnet50,0,600\ns2,1,,resnet50,0,60\n")
+    monkeypatch.setattr(sample_mod, "sample_path", lambda: bundled)
+    db = tmp_path / "s.duckdb"
+    for path in (real, bundled):
+        assert tc("--quiet", "ingest", str(path), "--db", str(db)).returncode == 0
+    out = tmp_path / "rep"
+    run = tc("--quiet", "report", "--db", str(db), "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    meta = json.loads((out / "study.json").read_text())
+    assert meta["trace"]["store"] == str(db) and meta["db"] == str(db)
+    assert sorted(meta["trace"]["paths"]) == sorted([str(real), str(bundled)])
+    assert meta["trace"]["sample"] == "part" and meta["sample"] is False
+    first = json.loads((out / "summary.json").read_text())["sentences"][0]
+    assert first.startswith(f"Part of this study's jobs (those of {bundled}) come from the "
+                            "bundled synthetic sample trace")
+    text = (out / "report.html").read_text()
+    assert "Provenance of the bundled sample" in text and str(db) in text
+    # the job that names no GPU type or node: the GPU-type table says where it is priced
+    assert "1 job(s) with GPUs and no node either: priced on the default node, " \
+           "pai-v100-nvlink (V100-SXM2-16GB)" in text
+    # a study with prices names the file and its sources in the study settings
+    priced = tmp_path / "priced"
+    run = tc("--quiet", "study", str(real), "-o", str(priced), "--price", "aws-on-demand")
+    assert run.returncode == 0, run.stderr
+    settings = (priced / "report.html").read_text()
+    assert "aws" in settings[settings.index(">prices<"):][:400]
+    # and the findings say what the jobs cost now and on their cheapest setups, by hand from
+    # recommend's own per-job costs: 1000 x the sum of each job's cost per iteration
+    rows = list(csv.DictReader((priced / "recommend.csv").open()))
+    both = [r for r in rows if r["base_cost_per_iter_usd"] and r["cheapest_cost_per_iter_usd"]]
+    now = 1000 * sum(float(r["base_cost_per_iter_usd"]) for r in both)
+    said = json.loads((priced / "summary.json").read_text())
+    assert said["numbers"]["cheapest_usd_per_1k_now"] == pytest.approx(now, rel=1e-9)
+    assert any(x.startswith("With --price (prices aws-on-demand), the ") and
+               f"{len(both)} job" in x for x in said["sentences"])

@@ -41,7 +41,7 @@ from traincast.hardware.prices import Prices, load_prices
 from traincast.jobs import Columns
 from traincast.model import COMPONENTS, Breakdown
 from traincast.resolve import Resolved
-from traincast.units import fmt_pct, fmt_share, fmt_x, join_words, plural
+from traincast.units import fmt_pct, fmt_share, fmt_sig, fmt_x, join_words, plural
 
 STUDY_SCENARIOS: tuple[str, ...] = ("nvlink-allreduce", "eth100", "gpu-a100", "mixed-precision",
                                     "op-fusion")
@@ -158,7 +158,24 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
                                  bd.get("by_architecture", {}), priced)
     sentences += _speedup_findings(scen, nums, total, priced)
     sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total)
+    sentences += _cheapest_finding(rec, nums)
     return {"sample": sample, "sentences": sentences, "numbers": nums}
+
+
+def _cheapest_finding(rec: dict[str, Any], nums: dict[str, Any]) -> list[str]:
+    """With ``--price``: what the jobs priced now and as chosen cost per 1,000 iterations of
+    each, summed, now and on their cheapest setups (``recommend``'s ``cheapest`` summary), and
+    whose prices those are."""
+    cheap = rec.get("summary", {}).get("cheapest") or {}
+    now, chosen = cheap.get("usd_per_1k_now"), cheap.get("usd_per_1k_chosen")
+    if not cheap.get("priced") or not now or chosen is None:
+        return []
+    nums.update({"cheapest_usd_per_1k_now": now, "cheapest_usd_per_1k_chosen": chosen})
+    file = (rec.get("prices") or {}).get("file") or "a price file"
+    return [f"With --price ({file}), the {plural(cheap['priced'], 'job')} priced now and "
+            f"as chosen cost ${fmt_sig(now)} per 1,000 iterations of each, summed, as they run "
+            f"and ${fmt_sig(chosen)} on their cheapest setups ({_pct(1 - chosen / now)} "
+            "less)."]
 
 
 def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str]:
@@ -577,6 +594,11 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
                                                mapping, on_report)
         else:
             files = _source_files(sources_db)
+            # a store's jobs: its sources name the trace files studied, the bundled sample's
+            # among them said as such (all of them: the sample's study; some: in part)
+            trace_paths = sorted({Path(f) for fs in files.values() for f in fs}) or trace_paths
+            bundled = [f for f in trace_paths if is_bundled_sample([f])]
+            sample = sample or (bool(bundled) and len(bundled) == len(trace_paths))
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
@@ -591,15 +613,24 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
     with steps.run("tables"):
         write_parquet(jobs_with_breakdown(jobs, cat, overlap, base[0]), out / "jobs.parquet")
         summary = findings(char, wi, rec, sample)
+        part = [f for f in trace_paths if is_bundled_sample([f])] if not sample else []
+        if part:  # a store holding the sample beside other traces
+            summary["sentences"].insert(0, f"Part of this study's jobs (those of {part[0]}) "
+                                        "come from the bundled synthetic sample trace (generated "
+                                        "from published statistics, not a real cluster's jobs; "
+                                        "docs/sample.md).")
         summary["by_source"] = by_source(jobs, cat, overlap, base[0], wi_rows,
                                          list(wi["definitions"]), files)
         write_json(out / "summary.json", summary)
 
     meta: dict[str, Any] = {
         "trace": {"path": str(trace_paths[0]) if len(trace_paths) == 1 else None,
-                  "paths": [str(p) for p in trace_paths], "format": format, "sample": sample},
+                  "paths": [str(p) for p in trace_paths], "format": format,
+                  "sample": sample or ("part" if part else False),
+                  **({"store": str(sources_db)} if sources_db is not None else {})},
         "sample": sample, "jobs": jobs.num_rows,
-        "db": str(out / "jobs.duckdb") if ingested else None,
+        "db": str(out / "jobs.duckdb") if ingested else
+        str(sources_db) if sources_db is not None else None,
         "catalog_files": list(cat.files), "overlap": overlap,
         "scenarios": list(scenarios), "scenario_definitions": wi["definitions"],
         "prices": rec.get("prices"), "assumed_workload": assumed,

@@ -140,6 +140,19 @@ def _by_table(rows: Any, first: str, caption: str) -> str:
                     for a, v in rows.items()], caption=caption)
 
 
+def _with_default_hardware(char: Mapping[str, Any]) -> Any:
+    """``by_gpu_type`` with its ``unknown`` row (jobs whose trace names no GPU type) saying
+    where the ones that name no node either are priced: the default node
+    (``default_hardware``), as the findings say."""
+    rows, dh = char.get("by_gpu_type"), char.get("default_hardware")
+    if not (isinstance(rows, Mapping) and isinstance(rows.get("unknown"), Mapping)
+            and isinstance(dh, Mapping) and dh.get("jobs") and dh.get("gpu")):
+        return rows
+    said = (f"{dh['jobs']:,} job(s) with GPUs and no node either: priced on the default node, "
+            f"{dh['node']} ({dh['gpu']})")
+    return {**rows, "unknown": {**rows["unknown"], "assumed": said}}
+
+
 def _breakdown_table(char: Mapping[str, Any]) -> str:
     bd = char.get("breakdown")
     if not isinstance(bd, Mapping) or not bd.get("jobs"):
@@ -264,7 +277,7 @@ def tables(study: Study) -> str:
                 caption="Cluster totals (characterize.json)") if totals else "",
         _by_table(char.get("by_architecture"), "architecture",
                   "Jobs, GPUs and GPU time per training architecture (characterize.json)"),
-        _by_table(char.get("by_gpu_type"), "GPU type",
+        _by_table(_with_default_hardware(char), "GPU type",
                   "Jobs, GPUs and GPU time per GPU type (characterize.json)"),
         _breakdown_table(char),
         _scenario_table(study),
@@ -444,6 +457,11 @@ def assumptions(study: Study, catalog: Catalog) -> str:
     for key in ("scenarios", "catalog_files"):
         if isinstance(meta.get(key), list):
             settings[key.replace("_", " ")] = ", ".join(map(str, meta[key]))
+    prices = meta.get("prices")
+    if isinstance(prices, Mapping):  # --price: the file and each price's source
+        cited = prices.get("sources") or {}
+        settings["prices"] = f"{prices.get('file')}" + (
+            ": " + "; ".join(f"{k}: {v}" for k, v in cited.items()) if cited else "")
     for i, said in enumerate(assumed_notes(study)):
         settings[f"assumed ({i + 1})"] = said
     if isinstance(meta.get("timings_s"), Mapping):
