@@ -284,8 +284,10 @@ def _roofline_figure(roofline: Any, catalog: Catalog) -> tuple[list[Fig], str, d
                    "% of step", "profiled bound"), rows,
                   caption=f"Slowest ops of {model} on {gpu.name} by roofline time "
                           f"max(FLOPs / {flop_rate / 1e12:.3g} TFLOP/s, bytes / "
-                          f"{byte_rate / 1e9:.4g} GB/s): the achievable rates of the figure, "
-                          "not the datasheet peaks")
+                          f"{byte_rate / 1e9:.4g} GB/s): the achievable rates of the figure"
+                          + ("" if (flop_rate / 1e12 >= gpu.peak_tflops(dtype) * (1 - 1e-9)
+                                    and byte_rate / 1e9 >= gpu.mem_bw_gbs * (1 - 1e-9))
+                             else ", not the datasheet peaks"))
     return [fig], tbl, {"gpu": gpu.name, "model": model,
                         "step_s": total, "ridge": pts["ridge_intensity"]}
 
