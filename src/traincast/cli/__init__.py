@@ -22,7 +22,8 @@ app = typer.Typer(
     name="traincast", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False, rich_markup_mode="markdown",
     help="Characterize deep-learning training jobs and forecast their iteration time on other "
-         "GPUs, networks and training architectures (after Wang et al., IISWC 2019).")
+         "GPUs, networks and training architectures (after Wang et al., IISWC 2019).\n\n"
+         "--debug anywhere on a command line shows the traceback of an unexpected error.")
 
 
 def _version(value: bool) -> None:

@@ -101,8 +101,8 @@ WhatifWorkloadOpt = Annotated[str | None, typer.Option(
     "...) and no TRACE: one job of that workload (its zoo profile gives features and memory).")]
 ArchOpt = Annotated[str, typer.Option(help="One job: its current architecture.")]
 GpusOpt = Annotated[int, typer.Option(
-    callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; ps-worker: --workers, "
-    "if given, must agree).")]
+    callback=within(1, MAX_GPUS), help="One job: GPUs (1 to 1,000,000; default 1, or "
+    "ps-worker's --workers; given beside --workers, the two must agree).", show_default=False)]
 WorkersOpt = Annotated[int | None, typer.Option(
     callback=within(1, MAX_GPUS), help="One job: ps-worker workers.")]
 PsOpt = Annotated[int | None, typer.Option(
