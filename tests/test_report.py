@@ -697,3 +697,20 @@ def test_the_share_figures_legend_lies_below_the_bars():
     legend = fig.legends[0].get_window_extent()
     assert legend.y1 <= ax.get_window_extent().y0  # wholly below the axes
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["jobs", "GPUs"]
+
+
+def test_validate_errors_are_the_times_ratio_as_their_column_says(tmp_path):
+    # a hand-edited file whose error fields disagree with its times: the report computes
+    # predicted / measured - 1 (0.45 / 0.5 - 1 = -10%, 0.6 / 0.5 - 1 = +20%) and their median
+    # (15%), not the file's 90% and 5%; a paper time alone gives its error too (0.3 / 0.5 - 1)
+    folder = make_small_study(tmp_path / "s")
+    val = tmp_path / "validate.json"
+    val.write_text(json.dumps({"cases": [
+        {"model": "a", "arch": "1w1g", "batch_size": 1, "measured_s": 0.5, "predicted_s": 0.45,
+         "error": 0.9, "paper_predicted_s": 0.3},
+        {"model": "b", "arch": "1w1g", "batch_size": 1, "measured_s": 0.5, "predicted_s": 0.6,
+         "error": 0.2}], "median_abs_error": 0.05, "p90_abs_error": 0.05}))
+    text = write_report(folder, validate_json=val, out_dir=tmp_path / "o").read_text()
+    assert ">-10.0%<" in text and ">+20.0%<" in text and ">+90.0%<" not in text
+    assert ">-40.0%<" in text  # the paper model's, from its time
+    assert "Median absolute error 15.0%, 90th percentile 19.0%" in text
