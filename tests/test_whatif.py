@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -561,14 +562,23 @@ def test_one_job_flags_that_mean_nothing_are_refused(tmp_path: Path, tc) -> None
             ([*job, "-f", "csv"], "--format: flags of a trace or the store; they do not apply "
                                   "to one job given by flags"),
             ([*job, "--map", "n_gpus=x"], "--map: flags of a trace or the store"),
-            (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model"),
-            # the job as given cannot run: 1w1g (the default) on two GPUs, as predict says
-            ([*job, "--gpus", "2"], "1w1g runs on exactly one GPU: n_gpus = 2 (--gpus)"),
-            (["--workload", "resnet50", "--gpus", "16", "--arch", "allreduce-local", "--node",
-              "dgx-a100"], "allreduce-local runs inside one node: n_gpus = 16 (--gpus)")):
+            (["--workload", "resnet50", "--batch", "8"], "--batch applies to --model")):
         for command in ("whatif", "recommend"):
             res = tc(command, *args, *(["-s", "eth100"] if command == "whatif" else []))
             assert res.returncode == 2 and says in " ".join(res.stderr.split()), (args, res)
+    # the job as given cannot run (1w1g, the default, on two GPUs; allreduce-local beyond its
+    # node): whatif refuses it, as predict does; recommend finds a setup that can
+    # (docs/scenarios.md), as for a trace row of that shape
+    for args, says in (
+            ([*job, "--gpus", "2"], "1w1g runs on exactly one GPU: n_gpus = 2 (--gpus)"),
+            (["--workload", "resnet50", "--gpus", "16", "--arch", "allreduce-local", "--node",
+              "dgx-a100"], "allreduce-local runs inside one node: n_gpus = 16 (--gpus)")):
+        res = tc("whatif", *args, "-s", "eth100")
+        assert res.returncode == 2 and says in " ".join(res.stderr.split()), (args, res)
+        res = tc("recommend", *args, "--json")
+        assert res.returncode == 0, res.stderr
+        (row,) = json.loads(res.stdout)["rows"]
+        assert row["best_reason"].endswith("(as given: shape does not fit the architecture)")
 
 
 def test_a_features_file_takes_the_ratios_of_the_model_it_names(tmp_path: Path) -> None:
