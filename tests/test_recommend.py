@@ -657,17 +657,3 @@ def test_a_kept_job_that_does_not_fit_as_given_is_told_so() -> None:
     assert row["arch_reason"].endswith(
         "; as given it does not fit its GPU's memory (17.7 GB per GPU of 16 GB)")
 
-
-def test_one_job_of_a_shape_its_architecture_cannot_run_is_recommended_not_refused(
-        tc) -> None:
-    # docs/scenarios.md: recommending is finding a setup that can run it (whatif refuses it:
-    # every scenario would price a job that cannot run)
-    job = ["--flops", "1e12", "--mem-bytes", "1e10", "--weight-bytes", "1e8", "--arch", "1w1g",
-           "--gpus", "8", "--gpu", "V100"]
-    run = tc("recommend", *job, "--json")
-    assert run.returncode == 0, run.stderr
-    (row,) = json.loads(run.stdout)["rows"]
-    assert row["base_total_s"] is None and row["best_total_s"] > 0
-    assert row["best_reason"].endswith("(as given: shape does not fit the architecture)")
-    refused = tc("whatif", *job, "--scenario", "eth100")
-    assert refused.returncode == 2 and "1w1g runs on exactly one GPU" in refused.stderr
