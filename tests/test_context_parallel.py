@@ -247,3 +247,17 @@ def test_plan_picks_cp_for_a_long_sequence_and_predict_agrees() -> None:
         again = json.loads(cli(*line[1:], "--json"))
         assert again["time_s"]["total"] == pytest.approx(row["time_s"]["total"], rel=1e-9)
         assert again["job"]["cp"] == row["config"]["cp"]
+
+
+def test_cp_refused_in_fp32_says_the_recipe_fell_back_to_materialized(tc) -> None:
+    # megatron-core sets a fused attention on an H100, but none of its kernels takes fp32: the
+    # error says what runs and what would (the memory-efficient kernel takes fp32)
+    args = ["predict", "--arch", "hybrid", "--model", "zoo:llama2-7b", "--node", "dgx-h100",
+            "--dp", "2", "--tp", "2", "--cp", "4", "--seq", "131072", "--global-batch", "32",
+            "--framework", "megatron-core", "--dtype", "fp32"]
+    run = tc(*args)
+    said = " ".join(run.stderr.split())
+    assert run.returncode == 2 and "needs a fused attention" in said
+    assert "the attention here is materialized: no fused kernel the recipe names has a rate " \
+           "on this GPU at this --dtype" in said
+    assert tc(*args, "--attention", "efficient", "--json").returncode == 0

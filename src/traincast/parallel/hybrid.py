@@ -2153,6 +2153,11 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                 f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
                 "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
                 f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
+        elif code == SHAPE_CP_FUSED:  # a recipe's fused kernel may not run at this dtype
+            why += (f"; the attention here is {attention}" + (
+                ": no fused kernel the recipe names has a rate on this GPU at this --dtype "
+                "(FlashAttention's and cuDNN's take 16-bit inputs; --attention efficient "
+                "takes fp32)" if attention == "materialized" else ""))
         elif code == SHAPE_TP:
             ok = divisors(math.gcd(cfg.heads, cfg.kv))
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
