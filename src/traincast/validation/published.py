@@ -569,7 +569,8 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
     TF32 products were asked and change nothing, ``tf32_matmul_why``: ``"gpu"`` (``gpu``'s
     entry gives no TF32 peak, ``kernels.tf32_absent``), ``"no faster"`` (its TF32 peak is no
     higher than its fp32 one: ``GPU.math_dtype``) or ``"no fp32 products"`` (mixed
-    precision, or a table none of whose products ``feats`` marks TF32))."""
+    precision, or a table none of whose products ``feats`` marks TF32); None where TF32 takes
+    effect or was not asked)."""
     from traincast.kernels import tf32_absent
 
     per_op, mixed = bool(feats.get("ops")), bool(amp or feats.get("amp"))
@@ -591,7 +592,7 @@ def setup_of(feats: Mapping[str, Any], *, synthetic_inputs: bool, memory_format:
             and str(feats.get("dtype") or "float32") == "float32"
             and not half_model and not from_flags
             and amp_math != "fp32",
-            "tf32_matmul_no_effect": bool(why), "tf32_matmul_why": why}
+            "tf32_matmul_no_effect": bool(why), "tf32_matmul_why": why or None}
 
 
 def setup_text(setup: Mapping[str, Any]) -> str:
