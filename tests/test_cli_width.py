@@ -355,3 +355,11 @@ def test_recommend_keeps_job_ids_whole_and_prices_per_thousand(tmp_path: Path) -
         assert row["cheapest_reason"] and " ".join(row["cheapest_reason"].split()) in said
         line = next(ln for ln in table.splitlines() if ln.startswith(row["job_id"]))
         assert re.search(r"\[\d+\]\s*$", line), line
+
+
+def test_hardware_show_keeps_field_names_whole_at_80_columns(tmp_path: Path) -> None:
+    # a long source (a URL) beside a field name folds; the field name stays one word
+    r = tc80("hardware", "show", "L4", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    words = {w for line in r.stdout.splitlines() for w in line.split()}
+    assert {"fp32_cores_per_sm", "boost_clock_mhz", "compute_capability"} <= words

@@ -95,7 +95,7 @@ that a long value (an entry's own source) leaves its sources' column room."""
 def _entry_table(title: str, rows: list[tuple[str, Any]], sources: dict[str, str]) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=box.SIMPLE,
                   pad_edge=False)
-    table.add_column("key", style="bold", overflow="fold")
+    table.add_column("key", style="bold", no_wrap=True)  # a field name: one word, whole
     table.add_column("value", overflow="fold",  # the sources the rest
                      max_width=max(VALUE_WIDTH, console.width // 3))
     table.add_column("source", style="dim", overflow="fold")

@@ -232,9 +232,12 @@ def table_parts(table: Table, width: int, console: Console) -> list[Any]:
 
 def _wrapping(sub: Table, console: Console, width: int) -> Table:
     """``sub`` with every column allowed to wrap when it does not fit ``width`` (a ``no_wrap``
-    column wider than the terminal would be cropped: fold needs wrapping)."""
+    column wider than the terminal would be cropped: fold needs wrapping), but a ``no_wrap``
+    first column of at most a third of ``width`` (a field name): the others fold instead."""
     if not _fits(console, sub, width):
-        for col in sub.columns:
+        base, _, _ = _words(sub, console)
+        keep = bool(sub.columns) and sub.columns[0].no_wrap and base[0] <= width // 3
+        for col in sub.columns[1 if keep else 0:]:
             col.no_wrap = False
     return sub
 
