@@ -258,6 +258,14 @@ def test_cp_refused_in_fp32_says_the_recipe_fell_back_to_materialized(tc) -> Non
     run = tc(*args)
     said = " ".join(run.stderr.split())
     assert run.returncode == 2 and "needs a fused attention" in said
-    assert "the attention here is materialized: no fused kernel the recipe names has a rate " \
-           "on this GPU at this --dtype" in said
+    assert ("the megatron-core recipe's fused attention (cudnn and its fallbacks) does not run "
+            "here: cudnn: it takes fp16 or bf16 tensors, not fp32") in said
     assert tc(*args, "--attention", "efficient", "--json").returncode == 0
+    # on a V100 the cause is the GPU, not the dtype; without a recipe, the default attention
+    v100 = [a if a != "dgx-h100" else "pai-v100m32-nvlink" for a in args[:-2]]
+    said = " ".join(tc(*v100, "--dtype", "fp16").stderr.split())
+    assert "flash: it needs compute capability 8.0, the GPU has 7.0" in said
+    plain = [a for a in args[:-4]]  # no --framework, default dtype
+    said = " ".join(tc(*plain).stderr.split())
+    assert "the megatron-2021 recipe's attention is materialized: --framework megatron-core " \
+           "sets a fused one" in said and "dtype" not in said

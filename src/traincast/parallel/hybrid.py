@@ -1787,12 +1787,14 @@ def check_framework(framework: str, flag: str = "--framework") -> str:
     return framework
 
 
-def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> dict[str, Any]:
+def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware,
+                    fall_back: bool = True) -> dict[str, Any]:
     """The knobs recipe ``framework`` sets for ``model`` on ``hw``: each setting's ``value``,
     its ``sm90`` value on a GPU of compute capability 9.0 or later (Hopper, Blackwell:
     :data:`SM90`), its ``gated`` value for a model with a gated MLP (``n_mat = 3``); an
     attention without a rate on ``hw`` (its GPU or dtype) gives way to the first of the
-    setting's ``fallback`` kernels that has one (the stack's own order)."""
+    setting's ``fallback`` kernels that has one (the stack's own order), unless not
+    ``fall_back`` (the kernel the stack prefers)."""
     out = {}
     for knob, setting in recipes()[check_framework(framework)].get("set", {}).items():
         value = setting["value"]
@@ -1800,7 +1802,7 @@ def recipe_settings(framework: str, model: ModelConfig, hw: HybridHardware) -> d
             value = setting["sm90"]
         if "gated" in setting and model.gated:
             value = setting["gated"]
-        if knob == "attention" and not _runs(hw, value):
+        if knob == "attention" and fall_back and not _runs(hw, value):
             value = next((k for k in setting.get("fallback", []) if _runs(hw, k)), value)
         out[knob] = value
     return out
@@ -2140,7 +2142,26 @@ def window_warning(cfg: ModelConfig, seq: int, attention: str) -> str:
             "the causal work")
 
 
-def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> None:
+def _unfused_why(framework: str, cfg: ModelConfig, hw: HybridHardware, attention: str,
+                 by_recipe: dict[str, Any]) -> str:
+    """Why the attention that runs is not a fused one, for the error of a context
+    parallelism that needs one: given with --attention; a recipe that sets none; or the
+    recipe's fused kernels, none of which runs on ``hw`` (:func:`why_not_runs`: the GPU's
+    compute capability or vendor, the dtype)."""
+    if attention in FUSED:
+        return ""
+    if "attention" not in by_recipe:
+        return f"the attention here is {attention} (--attention)"
+    wanted = recipe_settings(framework, cfg, hw, fall_back=False).get("attention")
+    if wanted not in FUSED:
+        return (f"the {framework} recipe's attention is {attention}: --framework megatron-core "
+                "sets a fused one, or give --attention")
+    return (f"the {framework} recipe's fused attention ({wanted} and its fallbacks) does not "
+            f"run here: {wanted}: {why_not_runs(hw, wanted)}; so {attention} attention runs "
+            "(give --attention with a kernel that does)")
+
+
+def _check_sizes(cfg: ModelConfig, sizes: dict[str, Any], attention: str) -> None:
     """An error naming the sizes of a configuration ``check_shapes`` rejects (:func:`shape_code`;
     ``sizes`` by name); called before ``evaluate``, where a size of 0 would divide by zero."""
     code = shape_code(cfg, sizes, attention)
@@ -2153,11 +2174,8 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, int], attention: str) -> Non
                 f"cp of {', '.join(map(str, ok[:8]))} would, or cp 1" if ok else
                 "an odd sequence takes no cp > 1: use cp 1" if seq % 2 else
                 f"no cp from 2 to 64 has 2 x cp dividing {seq}: use cp 1"))
-        elif code == SHAPE_CP_FUSED:  # a recipe's fused kernel may not run at this dtype
-            why += (f"; the attention here is {attention}" + (
-                ": no fused kernel the recipe names has a rate on this GPU at this --dtype "
-                "(FlashAttention's and cuDNN's take 16-bit inputs; --attention efficient "
-                "takes fp32)" if attention == "materialized" else ""))
+        elif code == SHAPE_CP_FUSED and sizes.get("cp_why"):  # why the attention is not fused
+            why += f"; {sizes['cp_why']}"
         elif code == SHAPE_TP:
             ok = divisors(math.gcd(cfg.heads, cfg.kv))
             why += f": tp of {', '.join(map(str, ok[:10]))} would"
@@ -2339,6 +2357,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
         _check_sizes(cfg, sizes, attention)
     gb = int(global_batch or default_global_batch(s, dp * micro_batch * (pp if vp > 1 else 1)))
     sizes["global_batch"] = gb
+    sizes["cp_why"] = _unfused_why(framework, cfg, hw, attention, by_recipe)
     _check_sizes(cfg, sizes, attention)
     def run(on: HybridHardware) -> dict[str, Any]:
         return evaluate(cfg, on, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero,
