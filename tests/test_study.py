@@ -721,8 +721,12 @@ def test_a_report_of_the_store_names_the_store_its_traces_and_the_sample_among_t
     first = json.loads((out / "summary.json").read_text())["sentences"][0]
     assert first.startswith(f"Part of this study's jobs (those of {bundled}) come from the "
                             "bundled synthetic sample trace")
+    assert meta["trace"]["format"] == "csv"  # as its sources were read
     text = (out / "report.html").read_text()
     assert "Provenance of the bundled sample" in text and str(db) in text
+    # the banner says part of the jobs are the sample's, not that all are; the real jobs'
+    # assumptions stay said
+    assert "Part bundled synthetic sample." in text and "The default trace" not in text
     # the job that names no GPU type or node: the GPU-type table says where it is priced
     assert "1 job(s) with GPUs and no node either: priced on the default node, " \
            "pai-v100-nvlink (V100-SXM2-16GB)" in text

@@ -331,7 +331,8 @@ BY_SOURCE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 key of :func:`findings`' numbers, kind, and the key of the job count it is over (shown in
 parentheses) where it is over some jobs only."""
 BY_SOURCE_CAPTION = (
-    "comm: mean share of predicted iteration time, by job / by GPUs; NVLink: share of "
+    "comm: mean share of predicted iteration time (of the four parts' sum, before any "
+    "--overlap), by job / by GPUs; NVLink: share of "
     "PS/Worker jobs sped up by nvlink-allreduce{n}; 100G: 25 → 100 Gbit Ethernet "
     "(eth100), the mean speedup over the{m} jobs that use the network; A100, mixed prec.: "
     "mean speedups over the jobs with a prediction; -: no such jobs (summary.json: "
@@ -449,9 +450,10 @@ def study(trace: str | Path | Sequence[str | Path] | None = None,
     ``mix`` or ``none``; said in ``assumed_workload``); ``on_report``
     receives the ingest report (its ``bad_rows`` and ``errors``). ``jobs``: the canonical job
     table when the caller has read it already (a job store's, ``trace.store.load_jobs``):
-    studied as it is, not ingested again; ``trace`` then only names it in ``study.json``;
-    ``sources_db``: the store it was read from, whose sources name the trace files in
-    ``by_source``.
+    studied as it is, not ingested again; ``trace`` then only names it in ``study.json``,
+    unless ``sources_db``, the store it was read from, names trace files: its sources' files
+    and formats are then the study's (``study.json`` ``trace``, ``db``; ``by_source``), the
+    bundled sample among them said so (``trace.sample``: ``"part"`` beside other traces).
     """
     from traincast.trace.sample import sample_path
 
@@ -597,6 +599,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
             # a store's jobs: its sources name the trace files studied, the bundled sample's
             # among them said as such (all of them: the sample's study; some: in part)
             trace_paths = sorted({Path(f) for fs in files.values() for f in fs}) or trace_paths
+            format = _store_formats(sources_db) or format  # each source's own
             bundled = [f for f in trace_paths if is_bundled_sample([f])]
             sample = sample or (bool(bundled) and len(bundled) == len(trace_paths))
         jobs = prepare_jobs(jobs, cat, workload)
@@ -746,6 +749,17 @@ def _source_files(db: Path | None) -> dict[int, list[str]]:
         return {}
     with Store(db) as store:
         return _files_of(store.sources())
+
+
+def _store_formats(db: Path | None) -> str:
+    """The formats the sources of the store ``db`` were read with, joined (``slurm, csv``)."""
+    from traincast.trace.store import Store
+
+    if db is None or not db.exists():
+        return ""
+    with Store(db) as store:
+        return ", ".join(dict.fromkeys(str(r["format"]) for r in store.sources()
+                                       if r.get("format")))
 
 
 def _report_step(out: Path, meta: dict[str, Any]) -> str | None:

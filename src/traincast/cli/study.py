@@ -40,7 +40,8 @@ def architecture_table(char: dict[str, Any]) -> Table:
             if zero else plural(char["jobs"], "job"))
     t = Table(title=f"Cluster by architecture ({jobs})", title_justify="left",
               caption=f"jobs, GPUs, GPU time: each architecture's share of the cluster's; "
-              f"comm: mean share of predicted iteration time in communication, over "
+              f"comm: mean share of predicted iteration time in communication (of the four "
+              f"parts' sum, before any --overlap), over "
               f"{plural(b.get('jobs', 0), 'job')} with known features, weighted by job / by "
               "GPUs",
               caption_justify="left")

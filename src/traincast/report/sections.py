@@ -381,10 +381,15 @@ def sample_provenance() -> str:
     return docs.read_text(encoding="utf-8") if docs.is_file() else ""
 
 
-def uses_sample(study: Study) -> bool:
+def uses_sample(study: Study) -> str:
+    """``"all"`` where the study ran on the bundled synthetic sample alone, ``"part"`` where
+    its traces hold it beside others (``study.json`` ``trace.sample``), else ``""``."""
     meta = study.get("study.json")
     trace = meta.get("trace")
-    return bool(meta.get("sample") or (isinstance(trace, Mapping) and trace.get("sample")))
+    said = trace.get("sample") if isinstance(trace, Mapping) else None
+    if said == "part":
+        return "part"
+    return "all" if meta.get("sample") or said else ""
 
 
 def assumed_notes(study: Study) -> list[str]:
@@ -417,14 +422,19 @@ def assumed_notes(study: Study) -> list[str]:
 def sample_banner(study: Study) -> str:
     """A notice at the top when the study ran on the bundled synthetic sample, else one that
     names what it assumed for a real trace's jobs (:func:`assumed_notes`)."""
-    if not uses_sample(study):
-        notes = assumed_notes(study)
-        return ('<p class="missing"><b>Assumed for this trace.</b> ' + H.esc("; ".join(notes))
-                + ".</p>") if notes else ""
-    return ('<p class="missing"><b>Bundled synthetic sample.</b> The default trace '
-            "(<code>traincast sample</code>): these "
-            "jobs were generated from published statistics, so the numbers illustrate the "
-            'method, not a real cluster (<a href="#provenance">provenance</a>).</p>')
+    used = uses_sample(study)
+    if used == "all":
+        return ('<p class="missing"><b>Bundled synthetic sample.</b> The default trace '
+                "(<code>traincast sample</code>): these "
+                "jobs were generated from published statistics, so the numbers illustrate the "
+                'method, not a real cluster (<a href="#provenance">provenance</a>).</p>')
+    part = ('<p class="missing"><b>Part bundled synthetic sample.</b> Some of these jobs are '
+            "the bundled sample's (<code>traincast sample</code>), generated from published "
+            "statistics, beside the other traces' real ones: the numbers mix the two "
+            '(<a href="#provenance">provenance</a>).</p>') if used == "part" else ""
+    notes = assumed_notes(study)
+    return part + (('<p class="missing"><b>Assumed for this trace.</b> '
+                    + H.esc("; ".join(notes)) + ".</p>") if notes else "")
 
 
 def assumptions(study: Study, catalog: Catalog) -> str:
