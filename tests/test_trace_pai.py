@@ -382,3 +382,24 @@ def test_a_row_with_fewer_fields_than_the_release_is_a_bad_row(tmp_path: Path) -
     assert report["bad_rows"] == 2 and bad == {("pai_job_table.csv", 2, "start_time"),
                                                ("pai_task_table.csv", 4, "plan_mem")}
     assert all("fewer fields than the release" in e["value"] for e in report["errors"])
+
+
+def test_a_missing_inst_num_is_one_instance_for_roles_too(tmp_path: Path) -> None:
+    # docs/traces.md: inst_num missing = one instance; n_ps and n_workers are sums of inst_num
+    d = tmp_path / "pai"
+    d.mkdir()
+    _write(d / "pai_job_table.csv", [("A", "ia", "u", "Terminated", "0", "10"),
+                                      ("B", "ib", "u", "Terminated", "0", "10"),
+                                      ("C", "ic", "u", "Terminated", "0", "10")])
+    _write(d / "pai_task_table.csv", [
+        ("A", "ps", "", "Terminated", "", "", "600", "20", "", ""),
+        ("A", "worker", "2", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("B", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
+        ("B", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("C", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
+        ("C", "chief", "", "Terminated", "", "", "600", "20", "100", "V100")])
+    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    got = {j["job_id"]: (j["architecture"], j["n_ps"], j["n_workers"], j["n_gpus"])
+           for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    assert got == {"ia": ("ps-worker", 1, 2, 2), "ib": ("ps-worker", 1, 1, 1),
+                   "ic": ("allreduce-cluster", 0, 2, 2)}
