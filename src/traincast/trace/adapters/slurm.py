@@ -425,12 +425,13 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         plan.notes.append((
             f"SELECT count(*) - count(DISTINCT CAST(jobid AS VARCHAR)) FROM {_jobs(rows)} "
             f"WHERE {HET_COMPONENT}",
-            "row(s) repeat a component of a heterogeneous job (the same JobID 2002+0 again, "
+            "row(s) repeat a component of a heterogeneous job (the same JobID N+K again, "
             "as in exports of several windows joined): each component read once, its record "
             "of a final state kept"))
         plan.notes.append((
             f"SELECT count(*) FROM {_jobs(rows)} WHERE {HET_COMPONENT}",
-            "row(s) are components of heterogeneous jobs (JobID 2002+0, 2002+1), each job read "
+            "row(s) are components of heterogeneous jobs (JobIDs of the form N+0, N+1, ...), "
+            "each job read "
             "as one: its components' GPUs and nodes summed, the earliest start, the latest "
             "end"))
         if by_gres:
