@@ -139,6 +139,7 @@ def test_touched_but_unchanged_is_kept_and_a_changed_path_replaces(tmp_path: Pat
     kept = ingest(a, "elasticflow", db)
     assert kept["jobs"] == 0 and kept["sources"][0]["unchanged"]
     assert "already_ingested" not in kept["sources"][0]
+    assert kept["replaced"] == []  # the key is always there (docs/traces.md), empty here
     assert [s["source_id"] for s in sources(db)] == [1]
     # the same path with other bytes replaces its earlier jobs
     _write(a, OTHER)

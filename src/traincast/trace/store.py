@@ -653,7 +653,8 @@ class Store:
         report: dict[str, Any] = {"db": str(self.path or ":memory:"), "format": format,
                                   "mapping": dict(mapping or {}),
                                   "sources": [], "jobs": 0, "bad_rows": 0, "errors": [],
-                                  "notes": [], "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
+                                  "notes": [], "replaced": [],
+                                  "flags": dict.fromkeys(FLAG_COLUMNS, 0)}
         phase = "ingest"  # then "parquet" (the export), "commit", "committed"
         inner: BaseException | None = None  # raised in write_whole's writer, as raised
 
@@ -952,7 +953,7 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     for o in gone:
         _delete_source(con, o.source_id)
     if gone:
-        report.setdefault("replaced", []).extend(
+        report["replaced"].extend(
             {"source_id": o.source_id, "files": json.loads(o.files), "format": o.format,
              "mapping": json.loads(o.mapping), "jobs": o.rows} for o in gone)
     if twin and file_state(json.loads(twin.files), twin.fingerprint) == "missing":
