@@ -566,8 +566,10 @@ def print_characterization(r: dict[str, Any]) -> None:
                 console.print(f"assumed GPU: {name} is priced as {row['gpu']} ({row['assumed']})",
                               style="dim", highlight=False)
         if key == "by_architecture" and r.get("zero_gpu_jobs"):
-            console.print(f"{r['zero_gpu_jobs']:,} jobs with 0 GPUs (not training on GPUs) "
-                          "are left out of the architecture shares", highlight=False)
+            n = r["zero_gpu_jobs"]
+            console.print(f"{plural(n, 'job')} with 0 GPUs (not training on GPUs) "
+                          f"{'is' if n == 1 else 'are'} left out of the architecture shares",
+                          highlight=False)
     g = r["cdf"]["gpus_per_job_with_gpus"]
     cdf = Table(title="Distributions", title_justify="left")
     for col in ("", "p10", "p50", "p90", "p99", "max"):
