@@ -1089,3 +1089,14 @@ def test_quiet_leaves_out_the_notes_and_keeps_the_bad_rows(tc, tmp_path: Path) -
         assert run.returncode == 0, run.stderr
         assert ("t.csv has no final newline" in said) is not quiet
         assert "1 bad row(s) skipped" in said and "field n_gpus" in said
+
+
+def test_a_release_root_one_level_above_its_traces_is_pointed_down(tmp_path: Path) -> None:
+    # Helios's release: data/<cluster>/cluster_log.csv; its root holds data/ only
+    log = tmp_path / "helios" / "data" / "Venus" / "cluster_log.csv"
+    log.parent.mkdir(parents=True)
+    log.write_text("job_id,user,gpu_num,cpu_num,node_num,state,submit_time,start_time,"
+                   "end_time,duration,queue\n")
+    with pytest.raises(TraincastError, match="it holds data/") as err:
+        ingest(tmp_path / "helios", format="helios", db=tmp_path / "s.duckdb")
+    assert err.value.hint == f"the folder {tmp_path / 'helios' / 'data'} holds them: give it"

@@ -1334,10 +1334,13 @@ def folder_files(adapter: str, path: Path, patterns: tuple[str, ...],
         return found
     held = held_names([path])
     holds = f"it holds {some_names(held)}" if held else "it is empty"
+    deeper = sorted(sub for sub in path.iterdir() if sub.is_dir() and not sub.name.startswith(".")
+                    and any(f.is_file() for pat in patterns for f in sub.glob(pat)))
     raise TraincastError(f"{adapter}: {path}: no {adapter} trace file in this folder (looked "
                          f"for {', '.join(patterns)}; {holds})",
-                         hint=f"give the {adapter} trace file(s) themselves, or the folder "
-                              "that holds them")
+                         hint=(f"the folder {deeper[0]} holds them: give it" if deeper else
+                               f"give the {adapter} trace file(s) themselves, or the folder "
+                               "that holds them"))
 
 
 def in_folder(mod: Any, path: Path, folders: Iterable[Path]) -> Path | None:
