@@ -67,6 +67,17 @@ def _write(path: Path, rows: list[tuple[str, ...]]) -> Path:
     return path
 
 
+def _ingest_tables(tmp_path: Path, jobs: list[tuple[str, ...]],
+                   tasks: list[tuple[str, ...]]) -> tuple[dict, dict[str, dict]]:
+    """A PAI folder of these job and task rows, ingested: the report and the jobs by id."""
+    d = tmp_path / "pai"
+    d.mkdir()
+    _write(d / "pai_job_table.csv", jobs)
+    _write(d / "pai_task_table.csv", tasks)
+    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
+    return report, {j["job_id"]: j for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+
+
 @pytest.fixture
 def pai_dir(tmp_path: Path) -> Path:
     d = tmp_path / "pai"
@@ -367,16 +378,13 @@ def test_a_row_with_fewer_fields_than_the_release_is_a_bad_row(tmp_path: Path) -
     # an empty end_time (as the release writes a running job's) is a field: read as none; a
     # row that ends before its last field is no row of the release: a bad row that names the
     # first field it lacks, in the job table and (its job bad) in the task table
-    d = tmp_path / "pai"
-    d.mkdir()
-    jobs = [("A", "ia", "u", "Running", "0", ""), ("B", "ib", "u", "Terminated"),
-            ("C", "ic", "u", "Terminated", "0", "10"), ("D", "id", "u", "Terminated", "0", "9")]
-    tasks = [(j, "worker", "1", "Terminated", "", "", "600", "20", "100", "V100")
-             for j in "ABC"] + [("D", "worker", "1", "Terminated", "", "", "600")]
-    _write(d / "pai_job_table.csv", jobs)
-    _write(d / "pai_task_table.csv", tasks)
-    report = ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
-    got = {j["job_id"]: j["censored"] for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    report, jobs = _ingest_tables(
+        tmp_path, [("A", "ia", "u", "Running", "0", ""), ("B", "ib", "u", "Terminated"),
+                   ("C", "ic", "u", "Terminated", "0", "10"),
+                   ("D", "id", "u", "Terminated", "0", "9")],
+        [(j, "worker", "1", "Terminated", "", "", "600", "20", "100", "V100") for j in "ABC"]
+        + [("D", "worker", "1", "Terminated", "", "", "600")])
+    got = {k: j["censored"] for k, j in jobs.items()}
     assert got == {"ia": True, "ic": False}
     bad = {(Path(e["file"]).name, e["row"], e["field"]) for e in report["errors"]}
     assert report["bad_rows"] == 2 and bad == {("pai_job_table.csv", 2, "start_time"),
@@ -386,20 +394,15 @@ def test_a_row_with_fewer_fields_than_the_release_is_a_bad_row(tmp_path: Path) -
 
 def test_a_missing_inst_num_is_one_instance_for_roles_too(tmp_path: Path) -> None:
     # docs/traces.md: inst_num missing = one instance; n_ps and n_workers are sums of inst_num
-    d = tmp_path / "pai"
-    d.mkdir()
-    _write(d / "pai_job_table.csv", [("A", "ia", "u", "Terminated", "0", "10"),
-                                      ("B", "ib", "u", "Terminated", "0", "10"),
-                                      ("C", "ic", "u", "Terminated", "0", "10")])
-    _write(d / "pai_task_table.csv", [
+    _, jobs = _ingest_tables(tmp_path, [(j, f"i{j.lower()}", "u", "Terminated", "0", "10")
+                                        for j in "ABC"], [
         ("A", "ps", "", "Terminated", "", "", "600", "20", "", ""),
         ("A", "worker", "2", "Terminated", "", "", "600", "20", "100", "V100"),
         ("B", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
         ("B", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
         ("C", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
         ("C", "chief", "", "Terminated", "", "", "600", "20", "100", "V100")])
-    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
-    got = {j["job_id"]: (j["architecture"], j["n_ps"], j["n_workers"], j["n_gpus"])
-           for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    got = {k: (j["architecture"], j["n_ps"], j["n_workers"], j["n_gpus"])
+           for k, j in jobs.items()}
     assert got == {"ia": ("ps-worker", 1, 2, 2), "ib": ("ps-worker", 1, 1, 1),
                    "ic": ("allreduce-cluster", 0, 2, 2)}
