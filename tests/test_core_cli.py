@@ -576,6 +576,9 @@ def test_predict_says_a_link_that_was_not_measured(tc, tmp_path) -> None:
                           "allreduce-local", "--gpus", "4", "--json").stdout)
     assert later["hardware"]["links_stand_in"] == {}
     assert later["time_s"]["comm"] == pytest.approx(2 * 3 / 4 * 1e9 / 40e9, rel=1e-9)
+    # hardware show writes the flag as the catalog file does
+    shown = tc("hardware", "show", "stood", "--catalog", str(cat)).stdout
+    assert re.search(r"stand_in\s+true\b", shown)
     bad = tmp_path / "bad.toml"
     bad.write_text('[link.stood]\nbw_gbs = 10.0\nstand_in = 1\n')
     run = tc("predict", "--flops", "1e12", "--mem-bytes", "1e9", "--catalog", str(bad))

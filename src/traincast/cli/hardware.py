@@ -80,6 +80,8 @@ def _show_value(key: str, value: Any) -> str:
         text = f"{len(value)} points: " + ", ".join(f"{v:g}" for v in value)
     elif key == "compute_capability":
         text = f"{value:.1f}"  # a version, 9.0: major.minor
+    elif isinstance(value, bool):  # as the catalog file writes it
+        text = "true" if value else "false"
     elif isinstance(value, float):
         text = f"{value:g}"
     else:
