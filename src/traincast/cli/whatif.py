@@ -645,7 +645,7 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     t = Table(title="Fastest anywhere" + (" / cheapest per iteration" if priced else ""),
               title_justify="left", **RULES_OFF)
     ids = min(JOB_COLUMN_MAX, max((len(str(r["job_id"])) for r in d), default=3))
-    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/1k now", "$/1k", "why "]
+    for col in ("job", "fastest", "speedup", "why", *(["cheapest", "$/1k now", "$/1k", "why"]
                                                      if priced else [])):
         t.add_column(col, overflow="fold", max_width=JOB_COLUMN_MAX if col == "job" else None,
                      min_width=ids if col == "job" else None,  # an id folds only past the max
