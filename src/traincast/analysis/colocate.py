@@ -328,6 +328,17 @@ def measured_shares(measured: ArrayLike, phi: ArrayLike, mu: ArrayLike) -> tuple
     return m * frac, m * (1.0 - frac)
 
 
+UTIL_SOURCES = ("predicted", "measured")
+"""What :func:`colocate` pairs jobs by: their predicted or their measured utilization."""
+
+
+def check_util_source(by: str, said: str = "utilization source") -> None:
+    """An error unless ``by`` is one of :data:`UTIL_SOURCES` (``said``: how the caller names
+    it, ``--by`` on the command line)."""
+    if by not in UTIL_SOURCES:
+        raise TraincastError(f"{said} {by!r}: expected {' or '.join(UTIL_SOURCES)}")
+
+
 def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None, *,
              bound: float = DEFAULT_UTIL_BOUND, cross: float = DEFAULT_CROSS,
              multi_gpu: bool = False, memory_check: bool = True, by: str = "predicted",
@@ -340,8 +351,7 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
     "colocation": {...}}`` (docs/colocate.md lists every key); with ``per_job`` also
     ``"job_rows"``: a pyarrow Table (job_id, predicted_util, measured_util, partner, slowdown).
     """
-    if by not in ("predicted", "measured"):
-        raise TraincastError(f"utilization source {by!r}: expected predicted or measured")
+    check_util_source(by)
     catalog = catalog or load_catalog()
     arr = job_arrays(jobs, catalog, multi_gpu=multi_gpu)
     phi, mu = (arr["phi"], arr["mu"]) if by == "predicted" else \

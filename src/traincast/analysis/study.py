@@ -594,14 +594,16 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
         if jobs is None:
             jobs, dropped, files = _ingest_own(trace_paths, format, out / "jobs.duckdb",
                                                mapping, on_report)
-        else:
-            files = _source_files(sources_db)
-            # a store's jobs: its sources name the trace files studied, the bundled sample's
-            # among them said as such (all of them: the sample's study; some: in part)
+        else:  # a store's jobs: its sources name the trace files studied, and their formats
+            held = _store_sources(sources_db)
+            files = _files_of(held)
             trace_paths = sorted({Path(f) for fs in files.values() for f in fs}) or trace_paths
-            format = _store_formats(sources_db) or format  # each source's own
-            bundled = [f for f in trace_paths if is_bundled_sample([f])]
-            sample = sample or (bool(bundled) and len(bundled) == len(trace_paths))
+            format = ", ".join(dict.fromkeys(str(r["format"]) for r in held
+                                             if r.get("format"))) or format
+        # the bundled sample among the traces: all of them, the sample's study; some, in part
+        bundled = [f for f in trace_paths if is_bundled_sample([f])]
+        sample = sample or (bool(bundled) and len(bundled) == len(trace_paths))
+        part = [] if sample else bundled
         jobs = prepare_jobs(jobs, cat, workload)
         assumed = workload_assumption(jobs, workload)
     with steps.run("characterize"):
@@ -616,8 +618,7 @@ def _study(trace_paths: list[Path], out: Path, sample: bool, ingested: bool, for
     with steps.run("tables"):
         write_parquet(jobs_with_breakdown(jobs, cat, overlap, base[0]), out / "jobs.parquet")
         summary = findings(char, wi, rec, sample)
-        part = [f for f in trace_paths if is_bundled_sample([f])] if not sample else []
-        if part:  # a store holding the sample beside other traces
+        if part:  # the sample beside other traces
             summary["sentences"].insert(0, f"Part of this study's jobs (those of {part[0]}) "
                                         "come from the bundled synthetic sample trace (generated "
                                         "from published statistics, not a real cluster's jobs; "
@@ -741,25 +742,14 @@ def _files_of(sources: list[dict[str, Any]]) -> dict[int, list[str]]:
     return {int(r["source_id"]): json.loads(r["files"]) for r in sources}
 
 
-def _source_files(db: Path | None) -> dict[int, list[str]]:
-    """The files of each source of the store ``db`` (none without one)."""
+def _store_sources(db: Path | None) -> list[dict[str, Any]]:
+    """The source rows of the store ``db`` (``Store.sources``; none without one)."""
     from traincast.trace.store import Store
 
     if db is None or not db.exists():
-        return {}
+        return []
     with Store(db) as store:
-        return _files_of(store.sources())
-
-
-def _store_formats(db: Path | None) -> str:
-    """The formats the sources of the store ``db`` were read with, joined (``slurm, csv``)."""
-    from traincast.trace.store import Store
-
-    if db is None or not db.exists():
-        return ""
-    with Store(db) as store:
-        return ", ".join(dict.fromkeys(str(r["format"]) for r in store.sources()
-                                       if r.get("format")))
+        return store.sources()
 
 
 def _report_step(out: Path, meta: dict[str, Any]) -> str | None:

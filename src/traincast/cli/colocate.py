@@ -27,7 +27,6 @@ from traincast.cli.common import (
 )
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
-from traincast.errors import TraincastError
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
 from traincast.units import fmt_amount, fmt_pct, join_words
 
@@ -141,10 +140,10 @@ def colocate(
     compute: ComputeOpt = "auto",
     json_out: JsonOpt = False,
 ) -> None:
+    from traincast.analysis.colocate import check_util_source
     from traincast.analysis.colocate import colocate as run
 
-    if by not in ("predicted", "measured"):  # before any ingest
-        raise TraincastError(f"--by {by!r}: expected predicted or measured")
+    check_util_source(by, "--by")  # before any ingest
     check_trace_io(trace, db, {"-o": output}, format=format, map=map,
                    format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)

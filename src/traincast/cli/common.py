@@ -232,9 +232,11 @@ def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
     return check
 
 
+OVERLAP_HELP = ("Fraction f of communication overlapped with compute, 0 to 1 (0 = the paper's "
+                "additive model")
 OverlapOpt = Annotated[float, typer.Option(
-    callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, 0 "
-    "to 1 (0 = the paper's additive model; a what-if scenario may set its own).")]
+    callback=within(0.0, 1.0),
+    help=OVERLAP_HELP + "; a what-if scenario may set its own).")]
 
 
 def one_of(choices: Iterable[str]) -> str:

@@ -113,10 +113,9 @@ def _print_entry(kind: str, entry: Any, basis: dict[str, Any] | None = None,
     ``basis`` (``kernels.kernel_model_basis``) after its fitted kernel parameters; under
     another ``strategy`` than ``kernel`` one line says the kernel model does not price it."""
     sources: dict[str, str] = getattr(entry, "sources", {}) or {}
-    about = [(k, kernels.vendor_of(entry) if k == "vendor" else getattr(entry, k))
-             for k in ("name", "vendor", "description", "default_node", "source")
-             if hasattr(entry, k) and getattr(entry, k)]  # unset fields: 0, (), {}, ""
-    about = [(k, v) for k, v in about if v]  # a CPU calibration has no GPU vendor
+    about = [(k, v) for k in ("name", "vendor", "description", "default_node", "source")
+             if hasattr(entry, k)  # unset fields (0, "") left out; a CPU has no GPU vendor
+             and (v := kernels.vendor_of(entry) if k == "vendor" else getattr(entry, k))]
     if kind != "gpu":
         about += [(f.name, getattr(entry, f.name)) for f in fields(entry)
                   if f.name not in ("name", "description", "source", "sources")

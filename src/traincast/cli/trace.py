@@ -19,6 +19,7 @@ from rich.text import Text
 from traincast.analysis.characterize import UNKNOWN_GPU_FIX, UNKNOWN_NODE_FIX
 from traincast.cli import app
 from traincast.cli.common import (
+    OVERLAP_HELP,
     CatalogOpt,
     ComputeOpt,
     JsonOpt,
@@ -631,10 +632,9 @@ def characterize(
     catalog: CatalogOpt = None,
     compute: ComputeOpt = "auto",
     overlap: Annotated[float, typer.Option(
-        callback=within(0.0, 1.0), help="Fraction f of communication overlapped with compute, "
-        "0 to 1 (0 = the paper's additive model): it changes each job's predicted iteration "
-        "time and GPU utilization, not the time shares, which are of the sum of the four "
-        "parts as the paper's breakdown.")] = 0.0,
+        callback=within(0.0, 1.0), help=OVERLAP_HELP + "): it changes each job's predicted "
+        "iteration time and GPU utilization, not the time shares, which are of the sum of "
+        "the four parts as the paper's breakdown.")] = 0.0,
     workload: WorkloadOpt = DEFAULT_WORKLOAD,
     engine: EngineOpt = "local",
     address: AddressOpt = None,

@@ -2227,6 +2227,10 @@ def _check_sizes(cfg: ModelConfig, sizes: dict[str, Any], attention: str) -> Non
                                   + (f", {cfg.experts} experts" if cfg.experts > 1 else ""))
 
 
+COMM_PARTS: tuple[str, ...] = ("tp", "pp", "ep", "cp", "dp")
+"""The communications of :func:`evaluate` (``comm_{part}_s``), summed into ``comm``."""
+
+
 def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     """The time keys of the ``predict --json`` object from one configuration's scalar
     ``evaluate`` results: ``time_s`` (the five communications summed into ``comm``;
@@ -2235,7 +2239,7 @@ def time_summary(sc: dict[str, float]) -> dict[str, Any]:
     parts, the compute parts less their share of the wait, ``model.busy_parts_s``, and the
     wait itself, ``host``; for ``comm`` labelled by its largest strategy) and ``gpu_util =
     (flop + mem - wait) / total``."""
-    comm = {k: sc[f"comm_{k}_s"] for k in ("tp", "pp", "ep", "cp", "dp")}
+    comm = {k: sc[f"comm_{k}_s"] for k in COMM_PARTS}
     wait = sc.get("host_wait_s", 0.0)
     time_s = {"data_io": sc["data_io_s"], "compute_flop": sc["compute_flop_s"],
               "compute_mem": sc["compute_mem_s"], "comm": sum(comm.values()),
@@ -2368,7 +2372,7 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
                         **priced_knobs(knobs))
 
     def comm_of(res_: dict[str, Any]) -> float:
-        return float(sum(np.sum(res_[f"comm_{k}_s"]) for k in ("tp", "pp", "ep", "cp", "dp")))
+        return float(sum(np.sum(res_[f"comm_{k}_s"]) for k in COMM_PARTS))
 
     res = run(hw)
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}

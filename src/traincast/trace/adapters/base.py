@@ -800,12 +800,10 @@ def empty_file(path: Path) -> bool:
     False where it cannot be read (its reader says why)."""
     try:
         with open_bytes(path) as f:
-            block = f.read(_TAIL)
-            while block:
-                if not blank(block):  # (a BOM past the first block: a character, not blank)
-                    return False
-                block = f.read(_TAIL)
-                if block.startswith(UTF8_BOM):
+            if not blank(f.read(_TAIL)):  # the mark counts at the file's start alone
+                return False
+            while block := f.read(_TAIL):
+                if block.strip():
                     return False
             return True
     except (OSError, EOFError, zlib.error):
