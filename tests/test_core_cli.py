@@ -20,7 +20,8 @@ def tc(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_predict_json_ps_worker_on_pai_pcie():
-    # the paper's flat peaks: V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s; eth25
+    # the paper's flat peaks: V100-PCIE 14 TFLOP/s, 900 GB/s; pcie3x16 15.75 GB/s x 12 / 15.75
+    # (NCCL's 12 GB/s for a Gen3 x16 link, docs/hardware.md); eth25
     # 3.125 GB/s x 1448 / 1538 (TCP payload per Ethernet frame, docs/hardware.md, rounded to
     # 4 places); 8 workers, 2 PS,
     # k = min(8, 8) = 8. W = 1e8.
@@ -32,14 +33,15 @@ def test_predict_json_ps_worker_on_pai_pcie():
     t = out["time_s"]
     assert t["compute_flop"] == pytest.approx(0.1)
     assert t["compute_mem"] == pytest.approx(0.01)
-    assert t["data_io"] == pytest.approx(0.001)
+    pcie = 15.75e9 * round(12 / 15.75, 4)
+    assert t["data_io"] == pytest.approx(15.75e6 / pcie)
     eth = 3.125e9 * round(1448 / 1538, 4)
-    comm = 2 * 1e8 / 15.75e9 + max(2 * 1e8 * 8 / eth, 2 * 8 * 1e8 / (2 * eth))
+    comm = 2 * 1e8 / pcie + max(2 * 1e8 * 8 / eth, 2 * 8 * 1e8 / (2 * eth))
     assert t["comm"] == pytest.approx(comm)
-    assert t["total"] == pytest.approx(0.111 + comm)
+    assert t["total"] == pytest.approx(0.11 + 15.75e6 / pcie + comm)
     assert sum(out["share"].values()) == pytest.approx(1.0)
     assert out["bottleneck"] == "comm"
-    assert out["gpu_util"] == pytest.approx(0.11 / (0.111 + comm))
+    assert out["gpu_util"] == pytest.approx(0.11 / (0.11 + 15.75e6 / pcie + comm))
 
 
 def test_predict_table_output_names_the_bottleneck_in_words():
