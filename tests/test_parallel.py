@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -557,6 +558,39 @@ def test_nested_attn_and_ffn_tables_are_read_and_latent_attention_refused(tmp_pa
     path.write_text(json.dumps({**json.loads(path.read_text()), "kv_lora_rank": None}))
     with pytest.raises(TraincastError, match="key 'q_lora_rank': multi-head latent attention"):
         from_hf_config(path)
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    # Jamba: attention every 8th layer among Mamba layers (its plain-transformer count is +78%)
+    ({"model_type": "jamba", "attn_layer_period": 8, "attn_layer_offset": 4,
+      "mamba_d_state": 16}, "key 'attn_layer_period': layers other than attention and MLP"),
+    ({"model_type": "falcon_h1", "mamba_d_ssm": 1024}, "key 'mamba_d_ssm': layers other"),
+    ({"model_type": "recurrent_gemma", "block_types": ["recurrent", "recurrent", "attention"]},
+     "key 'block_types': layers other"),
+    ({"model_type": "mamba"}, "model_type 'mamba': layers other"),
+    ({"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]},
+     "'layer_types' holds 'linear_attention' layers"),
+    # Llama 4's shared expert has no key: a plain count misses 3 h f per MoE layer
+    ({"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1},
+     "model_type 'llama4_text': its MoE layers hold a shared expert"),
+    # Gemma 3n: one MLP width per layer
+    ({"model_type": "gemma3n_text", "intermediate_size": [8192] * 35},
+     "key 'intermediate_size' is a list of 35 values, one per layer"),
+])
+def test_configs_with_layers_the_model_does_not_price_are_refused(tmp_path: Path, extra,
+                                                                   says) -> None:
+    from traincast.zoo.llm import from_hf_config
+
+    path = tmp_path / "config.json"
+    base = {"hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+            "intermediate_size": 1024, "vocab_size": 1000}
+    path.write_text(json.dumps({**base, **extra}))
+    with pytest.raises(TraincastError, match=re.escape(says)):
+        from_hf_config(path)
+    # windowed and full attention layers are a transformer's own: priced
+    path.write_text(json.dumps({**base, "model_type": "qwen3", "sliding_window": 64,
+                                "layer_types": ["sliding_attention", "full_attention"] * 2}))
+    assert from_hf_config(path).window_share == 0.5
 
 
 def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so() -> None:

@@ -382,13 +382,65 @@ beyond it a value is a typo (1e9 tokens of context is a hundred times the longes
 
 def _whole(value: Any, name: str, where: str) -> int:
     """A size field of a config as an int (``4096`` or ``4096.0``); anything else is an error
-    naming the field."""
+    naming the field (a list, one size per layer, as a list: per-layer sizes are not
+    modelled)."""
+    if isinstance(value, list):
+        raise TraincastError(f"{where}: key {name!r} is a list of {len(value)} values, one per "
+                             "layer: layers of different sizes are not modelled",
+                             hint="a config whose layers are all alike; profile and predict "
+                                  "price any model op by op")
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) \
             or not 0 <= value <= SIZE_MAX:
         raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to "
                              f"1e9, got {value!r}",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
     return int(value)
+
+
+MIXED_LAYER_KEYS = ("attn_layer_period", "attn_layer_offset", "attn_layer_indices",
+                    "expert_layer_period", "expert_layer_offset", "block_types",
+                    "attn_type_list", "hybrid_override_pattern")
+"""Keys of configs whose layers are not all the same transformer layer: Jamba's attention
+and expert layers every ``attn_layer_period`` / ``expert_layer_period`` among Mamba layers,
+Bamba's ``attn_layer_indices``, RecurrentGemma's ``block_types``, MiniMax's ``attn_type_list``
+(lightning attention), Nemotron-H's ``hybrid_override_pattern``."""
+ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention"})
+"""``layer_types`` entries of a transformer's own attention layers (Gemma 2/3, Qwen2/3,
+Mistral: full or windowed); any other (``linear_attention``: Qwen3-Next, MiniMax) is not
+modelled."""
+RECURRENT_TYPES = frozenset({"mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm"})
+"""Model types without attention layers (state-space or recurrent blocks)."""
+SHARED_EXPERT_TYPES = frozenset({"llama4", "llama4_text"})
+"""Model types with a shared expert in every MoE layer that no config key counts (Llama 4:
+``Llama4TextMoe.shared_expert``)."""
+
+
+def refuse_unmodelled_layers(raw: Mapping[str, Any], mtype: str, where: str) -> None:
+    """An error naming the key of a config whose layers the hybrid model does not price:
+    layers other than attention + MLP (state-space / Mamba: a ``mamba_*`` or ``ssm_*`` key;
+    :data:`MIXED_LAYER_KEYS`; a ``layer_types`` entry outside
+    :data:`ATTENTION_LAYER_TYPES`) and a shared expert no key counts
+    (:data:`SHARED_EXPERT_TYPES`). Priced as a plain transformer they would come out tens of
+    percent off (Jamba: +78% of its parameters) without a word."""
+    hint = "profile and predict price any model op by op"
+    if mtype in SHARED_EXPERT_TYPES:
+        raise TraincastError(f"{where}: model_type {mtype!r}: its MoE layers hold a shared "
+                             "expert beside the routed ones, which is not modelled (every "
+                             "layer has the same routed experts)", hint=hint)
+    key = next((k for k in raw if k in MIXED_LAYER_KEYS or k.startswith(("mamba_", "ssm_"))),
+               None)
+    if key is not None or mtype in RECURRENT_TYPES:
+        what = f"key {key!r}" if key is not None else f"model_type {mtype!r}"
+        raise TraincastError(f"{where}: {what}: layers other than attention and MLP "
+                             "(state-space, recurrent or linear-attention layers) are not "
+                             "modelled", hint=hint)
+    kinds = raw.get("layer_types")
+    other = sorted({str(k) for k in kinds} - ATTENTION_LAYER_TYPES) \
+        if isinstance(kinds, list) else []
+    if other:
+        raise TraincastError(f"{where}: key 'layer_types' holds {other[0]!r} layers: only "
+                             f"{' and '.join(sorted(ATTENTION_LAYER_TYPES))} layers are "
+                             "modelled", hint=hint)
 
 
 def _size(raw: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -451,7 +503,10 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
       (``shared_expert_intermediate_size``, ``n_shared_experts``, ``first_k_dense_replace``,
       ``mlp_only_layers``, ``decoder_sparse_step`` other than 1) are not modelled: an error,
       not a guess; so is multi-head latent attention (``kv_lora_rank``: DeepSeek-V2/V3,
-      MiniCPM3), whose projections are no ``h x h`` matrices;
+      MiniCPM3), whose projections are no ``h x h`` matrices; and layers other than attention
+      + MLP or a shared expert no key counts (:func:`refuse_unmodelled_layers`: Jamba, Bamba,
+      Falcon-H1, RecurrentGemma, MiniMax, Qwen3-Next, Llama 4); a per-layer list of sizes
+      (Gemma 3n) is an error too;
     * MPT's and DBRX's nested ``attn_config`` and ``ffn_config`` are read as top-level keys
       (``kv_n_heads``, ``ffn_hidden_size``, ``moe_num_experts``, ``moe_top_k``) where the top
       level gives none of the same role (:func:`_with_nested`);
@@ -468,6 +523,7 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
                              hint="plan and predict --arch hybrid price decoder-only models "
                                   "(Llama, Mistral, GPT-2, OPT, Falcon, ...); profile and "
                                   "predict price any model op by op")
+    refuse_unmodelled_layers(raw, mtype, where)
     if latent := next((k for k in ("kv_lora_rank", "q_lora_rank") if raw.get(k)), None):
         raise TraincastError(f"{where}: key {latent!r}: multi-head latent attention (low-rank "
                              "keys, values and queries) is not modelled",
