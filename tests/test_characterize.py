@@ -342,3 +342,19 @@ def test_the_whole_store_says_when_it_holds_several_traces(tc, tmp_path: Path) -
     assert both.returncode == 0 and "2 sources, 3 job(s), analysed together" in said
     assert "3 jobs" in both.stdout
     assert "analysed together" not in tc("--quiet", "characterize", "--db", db).stderr
+
+
+def test_ingest_notes_of_several_files_name_their_file(tc, tmp_path: Path) -> None:
+    # a note (durations left unread: no start time) names the file it is of where the ingest
+    # reads several; one file's notes need no name
+    plain, dur = tmp_path / "plain.csv", tmp_path / "dur.csv"
+    plain.write_text("job_id,n_gpus\na,1\n")
+    dur.write_text("job_id,n_gpus,duration\nb,1,3600\n")
+    both = tc("ingest", str(plain), str(dur), "--db", str(tmp_path / "s.duckdb"))
+    said = " ".join(both.stderr.split())
+    assert both.returncode == 0, both.stderr
+    assert "dur.csv: 1 row(s) with a duration left unread" in said, said
+    assert "plain.csv:" not in said
+    alone = tc("ingest", str(dur), "--db", str(tmp_path / "t.duckdb"))
+    said = " ".join(alone.stderr.split())
+    assert "1 row(s) with a duration left unread" in said and "dur.csv:" not in said, said

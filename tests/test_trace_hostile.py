@@ -933,6 +933,57 @@ def test_a_duration_column_gives_the_end(tmp_path: Path) -> None:
                for n in notes)
 
 
+def test_a_new_version_whose_every_row_is_bad_keeps_the_stored_jobs(tmp_path: Path) -> None:
+    """Re-ingesting a changed file whose every row is bad fails (nothing stored) and keeps
+    the jobs of its earlier ingest; a new version with one good row replaces them."""
+    import os
+
+    path, db = tmp_path / "t.csv", tmp_path / "s.duckdb"
+    path.write_text("job_id,n_gpus\na1,1\na2,2\na3,4\n")
+    assert _ingest(path, db=db)["jobs"] == 3
+    path.write_text("job_id,n_gpus\nq1,x\nq2,-1\n")
+    os.utime(path, (1, 1))  # changed: another size and time
+    with pytest.raises(TraincastError) as err:
+        _ingest(path, db=db)
+    said = str(err.value)
+    assert "every row is bad (2)" in said and "the 3 job(s) stored from it" in said, said
+    assert "row 1" in said and "n_gpus" in said
+    assert sorted(_jobs(db)) == ["a1", "a2", "a3"]
+    path.write_text("job_id,n_gpus\nq1,x\nq2,2\n")
+    report = _ingest(path, db=db)
+    assert report["jobs"] == 1 and report["bad_rows"] == 1
+    assert sorted(_jobs(db)) == ["q2"]
+
+
+def test_a_pipe_is_refused_before_any_read(tmp_path: Path) -> None:
+    """A FIFO (``mkfifo``, ``/dev/stdin`` of a pipe) is named as given and refused at once: a
+    read of it would wait for a writer, and a trace is read more than once."""
+    import os
+
+    fifo = tmp_path / "jobs.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(TraincastError, match=r"jobs\.csv: a pipe, not a regular file"):
+        _ingest(fifo, db=tmp_path / "s.duckdb")
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_an_empty_censored_value_is_decided_as_without_the_column(tmp_path: Path) -> None:
+    """A ``censored`` cell left empty is unknown, not false: the job is censored by the rule
+    of a file without the column (running status, or a start and no end); a value given wins."""
+    path = tmp_path / "cens.csv"
+    path.write_text("job_id,n_gpus,start_time_s,end_time_s,status,censored\n"
+                    "run,1,0,,,\n"          # a start, no end, no value: censored
+                    "done,1,0,50,,\n"       # an end: finished
+                    "st,1,0,50,Running,\n"  # running by its status
+                    "no,1,0,,,false\n"      # given: not censored
+                    "yes,1,0,50,,true\n")   # given: censored
+    report = _ingest(path)
+    assert report["bad_rows"] == 0
+    jobs = _jobs(path.with_suffix(".duckdb"))
+    assert {j: jobs[j]["censored"] for j in jobs} == {
+        "run": True, "done": False, "st": True, "no": False, "yes": True}
+
+
 def test_a_file_name_with_pattern_characters_is_read_as_itself(tmp_path: Path) -> None:
     """``jobs[1].csv`` beside ``jobs1.csv``: DuckDB's readers take ``[1]`` as a pattern, which
     would read ``jobs1.csv``; the file is read as the one file it is (compressed too), and

@@ -308,6 +308,41 @@ def test_an_empty_side_table_is_said_empty_not_cut(pai_dir: Path, tmp_path: Path
     assert all(j["workload"] is None for j in jobs)
 
 
+@pytest.mark.parametrize("table", ["job", "task"])
+def test_an_empty_job_or_task_table_is_an_error(pai_dir: Path, tmp_path: Path,
+                                                 table: str) -> None:
+    # the two tables that hold the jobs: empty, there is no trace (a side table empty: a note)
+    (pai_dir / f"pai_{table}_table.csv").write_text("")
+    with pytest.raises(TraincastError, match=f"pai_{table}_table.csv: the file is empty"):
+        ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_a_bad_table_is_named_not_the_job_table(pai_dir: Path, tmp_path: Path) -> None:
+    import gzip
+
+    # a byte that is not UTF-8 in the instance table: the error names that table
+    inst = pai_dir / "pai_instance_table.csv"
+    inst.write_bytes(inst.read_bytes().replace(b"m1", b"m\xe91", 1))
+    with pytest.raises(TraincastError, match=r"pai_instance_table\.csv: cannot read the file"):
+        ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    inst.write_bytes(inst.read_bytes().replace(b"m\xe91", b"m1"))
+    # a task table gzipped and cut short, and one named .gz that is plain text: named, with
+    # what to do (not an internal error)
+    task = pai_dir / "pai_task_table.csv"
+    packed = gzip.compress(task.read_bytes())
+    task.unlink()
+    cut = pai_dir / "pai_task_table.csv.gz"
+    cut.write_bytes(packed[:40])
+    with pytest.raises(TraincastError, match=r"pai_task_table\.csv\.gz: cannot read") as err:
+        ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert "cut short" in err.value.hint
+    cut.write_bytes(b"J1,ps,2,Terminated,,,600,20,,\n")
+    with pytest.raises(TraincastError, match=r"pai_task_table\.csv\.gz: cannot read") as err:
+        ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    assert "not gzip data" in err.value.hint
+
+
 def test_a_header_line_prepended_to_a_table_is_passed_over(pai_dir: Path,
                                                             tmp_path: Path) -> None:
     # the release's tables have no header; one a user prepended (the .header file's names)

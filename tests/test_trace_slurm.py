@@ -477,3 +477,27 @@ def test_a_heterogeneous_jobs_times_are_ordered_as_times(tmp_path: Path) -> None
     Store(db).ingest(f, "slurm")
     assert stored(db, "submit_time_s, start_time_s, end_time_s") == {
         "7": (999.0, 1000.0, 100000.0)}
+
+
+def test_a_bad_component_makes_its_heterogeneous_job_a_bad_row_at_its_own_row(
+        tmp_path: Path) -> None:
+    # each component is checked as it is written: a time that does not parse, an End before
+    # its own Start, a NNodes that is no count; the row and value named are the component's
+    f = tmp_path / "het.txt"
+    f.write_text("JobID|State|Submit|Start|End|NNodes|AllocTRES\n"
+                 "9+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "9+1|COMPLETED|0|yesterday|100|1|gres/gpu=1,node=1\n"     # row 2
+                 "4+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "4+1|COMPLETED|0|50|20|1|gres/gpu=1,node=1\n"             # row 4
+                 "3+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "3+1|COMPLETED|0|10|100|x|gres/gpu=1,node=1\n"            # row 6
+                 "2+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "2+1|COMPLETED|0|10|100|-3|gres/gpu=1,node=1\n"           # row 8
+                 "1+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "1+1|COMPLETED|5|20|90|2|gres/gpu=2,node=2\n")
+    db = tmp_path / "s.duckdb"
+    report = Store(db).ingest(f, "slurm")
+    errors = [(e["row"], e["field"], e["value"].split(" (")[0]) for e in report["errors"]]
+    assert errors == [(2, "Start", "yesterday"), (4, "End", "20"), (6, "NNodes", "x"),
+                      (8, "NNodes", "-3")]
+    assert stored(db, "n_gpus, start_time_s, end_time_s") == {"1": (3, 10.0, 100.0)}

@@ -90,9 +90,12 @@ def ingest_progress(json_out: bool) -> Iterator[Any]:
 
 
 def _report_bad_rows(report: dict[str, Any]) -> None:
-    """On stderr: the read's notes (not with ``--quiet``), then its bad rows (always)."""
+    """On stderr: the read's notes (not with ``--quiet``; each named by its file where the
+    read holds several), then its bad rows (always)."""
+    several = len({f for s in report.get("sources", []) for f in s["files"]}) > 1
     for n in [] if is_quiet() else report.get("notes", []):
-        err_console.print(Text(f"{n['count']:,} {n['note']}", style="yellow"),
+        where = f"{Path(n['file']).name}: " if several and n.get("file") else ""
+        err_console.print(Text(f"{where}{n['count']:,} {n['note']}", style="yellow"),
                           highlight=False)
     if report["bad_rows"]:
         err_console.print(Text(f"{report['bad_rows']} bad row(s) skipped", style="yellow")

@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 import zlib
 from collections import Counter
@@ -607,6 +608,8 @@ class Store:
         t0 = time.perf_counter()
         if isinstance(paths, str | Path):
             paths = [paths]
+        for p in map(Path, paths):
+            refuse_stream(p)
         paths = [Path(p).resolve() for p in paths]
         for p in paths:
             if not p.exists():
@@ -973,6 +976,16 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
         progress(f"storing {name}", step[0] + 1, step[1])
     _insert(con, sid)
     n_jobs = con.execute("SELECT count(*) FROM jobs WHERE source_id = ?", [sid]).fetchone()[0]
+    if not n_jobs and n_bad and (kept := sum(o.rows for o in gone)):
+        # a new version of stored files whose every row is bad would leave fewer jobs than
+        # before and none of its own: the ingest fails and the earlier jobs stay
+        raise TraincastError(
+            f"{format}: {plan.file}: every row is bad ({n_bad:,}); the {kept:,} job(s) stored "
+            f"from it by an earlier ingest are kept, and nothing was stored:\n"
+            f"{format_errors(errors, n_bad)}",
+            hint="fix the rows and ingest again, or drop the earlier jobs with traincast "
+                 "sources --drop ID",
+            details={"bad_rows": n_bad, "errors": errors[:MAX_ERRORS_SHOWN]})
     if format in OVERLAPPING_EXPORTS and (shared := _ids_in_other_sources(con, sid, format)):
         notes.append({"file": plan.file, "count": shared, "note": (
             f"job id(s) also stored from another {format} source of this store: each source's "
@@ -1072,9 +1085,43 @@ def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan
             raise
         if "parallel" in str(exc).lower() and "null_padding" in str(exc).lower():
             raise _ReadSerially from None
-        raise unreadable(plan.adapter, plan.file, exc) from None
+        raise unreadable(plan.adapter, erring_file(exc, plan.files) or plan.file,
+                         exc) from None
     n_bad, errors = _errors(con)
     return n_bad, errors, notes
+
+
+_DUCKDB_FILE = re.compile(r"^\s*file = (.+?)\s*$", re.MULTILINE)
+"""The ``file = PATH`` line of a DuckDB CSV reader's error."""
+
+
+def refuse_stream(path: Path) -> None:
+    """An error naming ``path`` as given when it is a pipe, a socket or a device
+    (``/dev/stdin``, ``<(cmd)``, a FIFO): a trace is read several times (its head, its end, its
+    content hash, its rows), which a stream cannot be, and a FIFO without a writer would wait
+    for ever."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # not there: said as a missing file
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
+            else "a device"
+        raise TraincastError(f"{path}: {kind}, not a regular file: a trace is read more than "
+                             "once (its head, its end, its rows)",
+                             hint="write it to a file first (cmd > trace.csv), then give that "
+                                  "file")
+
+
+def erring_file(exc: BaseException, files: Iterable[str]) -> str | None:
+    """The one of a plan's ``files`` (a PAI table set) that DuckDB's error names in its
+    ``file = PATH`` line, or None: the file to name in the error, not the plan's first."""
+    named = _DUCKDB_FILE.search(str(exc))
+    if named is None:
+        return None
+    said = Path(named.group(1))
+    return next((f for f in files if Path(f) == said or Path(f).resolve() == said.resolve()),
+                None)
 
 
 def read_trace(path_or_paths: str | Path | Iterable[str | Path], format: str = "csv",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import gzip
 import io
 import itertools
 import re
@@ -1160,6 +1161,8 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
     if isinstance(exc, UnicodeDecodeError):  # DuckDB quoted bytes Python cannot decode
         reason = "not UTF-8 text (binary bytes)"
         hint = f"check that it is a {adapter} trace: UTF-8 text, not a binary file"
+    elif isinstance(exc, gzip.BadGzipFile) or "not a gzipped file" in reason.lower():
+        hint = "the file is not gzip data: name it without .gz (gzip is read by its name)"
     elif isinstance(exc, EOFError | zlib.error) or "end of gzip" in reason.lower():
         hint = "the compressed file is cut short: download or copy it again"
     elif "not utf-8" in reason.lower():

@@ -7,9 +7,10 @@ or empty ``architecture`` stays NULL with the flag ``arch_inferred`` (inferred f
 when jobs are resolved). A ``censored`` column
 is used when present, else a job is censored when its status is running/pending/waiting/queued,
 or it has a start time and no end time. ``censored`` is a boolean: ``true`` / ``yes`` / 1 or
-``false`` / ``no`` / 0 (any case); a missing value is not censored, and anything else
-(``maybe``) is a bad row. A ``duration_s`` (or ``duration``) column of seconds gives the end
-where ``end_time_s`` is missing or empty: ``end = start_time_s + duration``; a duration that is
+``false`` / ``no`` / 0 (any case); a missing value is decided by the rule without the column
+(the status, or a start and no end), and anything else (``maybe``) is a bad row. A
+``duration_s`` (or ``duration``) column of seconds gives the end where ``end_time_s`` is
+missing or empty: ``end = start_time_s + duration``; a duration that is
 not a number from 0 to :data:`~traincast.trace.schema.DURATION_MAX_S` is a bad row, and
 without a start time the file's durations are left unread (a note says so).
 """
@@ -59,7 +60,7 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 
     def censored(fields: dict[str, Field], cols: list[str]) -> str:
         if censored_src.lower() in cols:
-            return f"COALESCE({boolean(q(censored_src))}, FALSE)"
+            return f"COALESCE({boolean(q(censored_src))}, {unfinished(fields)})"
         return unfinished(fields)
 
     def checks(cols: list[str]) -> list[Check]:  # a censored value that is no boolean

@@ -61,6 +61,7 @@ Mapping (one job = one row of the job table; all joins run in DuckDB, streaming 
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -80,6 +81,7 @@ from traincast.trace.adapters.base import (
     archive_error,
     csv_end,
     csv_relation,
+    empty_error,
     empty_file,
     extra_field_check,
     extra_field_value,
@@ -170,6 +172,9 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         raise TraincastError(f"{NAME}: --map is not supported for the multi-table PAI trace",
                              hint="use --format csv with --map for single-table traces")
     tables = find_tables(paths)
+    for t in REQUIRED_TABLES:  # the job and task tables hold the jobs: an empty one is no trace
+        if empty_file(tables[t]):
+            raise empty_error(NAME, tables[t])
     # row numbers (for error reports) only on the job and task tables; the big instance and
     # sensor tables are streamed through aggregations
     rel = {t: _table(p, t, rows=t in REQUIRED_TABLES) for t, p in tables.items()}
@@ -228,8 +233,12 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
 def _headed(path: Path, table: str) -> bool:
     """Whether the file's first line is the release's column names of ``table`` (a header a
     user prepended: the release writes its tables without one)."""
-    with open_bytes(path) as f:
-        first = f.readline(1 << 16).removeprefix(UTF8_BOM).strip().decode("utf-8", "replace")
+    try:
+        with open_bytes(path) as f:
+            first = f.readline(1 << 16).removeprefix(UTF8_BOM).strip().decode("utf-8",
+                                                                               "replace")
+    except (OSError, EOFError, zlib.error) as exc:  # a .gz cut short, or not gzip at all
+        raise unreadable(NAME, path, exc) from None
     return [c.strip().lower() for c in first.split(",")] == list(HEADERS[table])
 
 

@@ -326,25 +326,40 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
     its text, or ``End`` missing where a component's is (the job runs on); ``NNodes``
     summed; the TRES (or GRES) lists joined by :data:`JOINED`, so that the GPUs and
     nodes the job reads are the components' summed; every other column the first
-    component's; ``_row`` the first component's row (a bad job is reported there). A
+    component's; ``_row`` the first component's row. A component with a time that does not
+    parse, an End before its Start or a bad NNodes makes the job bad: ``_row`` and that
+    field are then the component's own, as read (the job's other components are not
+    reported). A
     component given twice (exports of several windows joined: ``2002+0`` RUNNING in one,
     COMPLETED in the next) is read once (:func:`_components_once`), as a job given twice is."""
     rows = _components_once(rows, cols, where)
     first = "arg_min({c}, _row)"
-    agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid", "min(_row) AS _row"]
+    n = "TRY_CAST(nnodes AS DOUBLE)"
+    bad = {c: f"({present(q(c))} AND {ts(q(c))} IS NULL)"
+           for c in ("submit", "start", "end") if c in cols}
+    if "start" in cols and "end" in cols:  # a component that ends before it starts
+        inverted = f"({ts(q('end'))} < {ts(q('start'))})"
+        bad["start"] = f"({bad['start']} OR {inverted})"
+        bad["end"] = f"({bad['end']} OR {inverted})"
+    if "nnodes" in cols:
+        bad["nnodes"] = f"({present('nnodes')} AND ({n} IS NULL OR {n} < 0))"
+    # a bad component makes the job bad, reported at its own row with its own value
+    any_bad = " OR ".join(bad.values()) or "FALSE"
+    agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid",
+           f"COALESCE(min(_row) FILTER (WHERE {any_bad}), min(_row)) AS _row"]
     for c in ("submit", "start"):
         if c in cols:
-            agg.append(f"COALESCE(arg_min({q(c)}, {ts(q(c))}) FILTER (WHERE {present(q(c))}), "
+            agg.append(f"COALESCE(arg_min({q(c)}, _row) FILTER (WHERE {bad[c]}), "
+                       f"arg_min({q(c)}, {ts(q(c))}) FILTER (WHERE {present(q(c))}), "
                        f"{first.format(c=q(c))}) AS {q(c)}")
     if "end" in cols:
         e = q("end")
-        agg.append(f"CASE WHEN bool_and({present(e)}) THEN arg_max({e}, {ts(e)}) ELSE "
-                   f"arg_min({e}, CASE WHEN {present(e)} THEN 1 ELSE 0 END) END AS {e}")
+        agg.append(f"COALESCE(arg_min({e}, _row) FILTER (WHERE {bad['end']}), "
+                   f"CASE WHEN bool_and({present(e)}) THEN arg_max({e}, {ts(e)}) ELSE "
+                   f"arg_min({e}, CASE WHEN {present(e)} THEN 1 ELSE 0 END) END) AS {e}")
     if "nnodes" in cols:
-        n = "TRY_CAST(nnodes AS DOUBLE)"
-        agg.append(f"CASE WHEN count(*) FILTER (WHERE {present('nnodes')} AND {n} IS NULL) = 0 "
-                   f"THEN CAST(sum({n}) AS VARCHAR) ELSE string_agg(CAST(nnodes AS VARCHAR), "
-                   "'+' ORDER BY _row) END AS nnodes")
+        agg.append(f"COALESCE(arg_min(CAST(nnodes AS VARCHAR), _row) FILTER (WHERE "
+                   f"{bad['nnodes']}), CAST(sum({n}) AS VARCHAR)) AS nnodes")
     agg += [f"string_agg(CASE WHEN {present(c)} THEN CAST({c} AS VARCHAR) END, '{JOINED}' "
             f"ORDER BY _row) AS {c}" for c in LISTS if c in cols]
     done = ["jobid", "_row", "submit", "start", "end", "nnodes", *LISTS]
