@@ -593,6 +593,24 @@ def test_configs_with_layers_the_model_does_not_price_are_refused(tmp_path: Path
     assert from_hf_config(path).window_share == 0.5
 
 
+def test_logit_soft_capping_is_said_not_priced(tmp_path: Path) -> None:
+    from traincast.parallel.hybrid import model_warnings
+    from traincast.zoo.llm import from_hf_config
+
+    path = tmp_path / "config.json"
+    base = {"model_type": "gemma2", "hidden_size": 512, "num_hidden_layers": 4,
+            "num_attention_heads": 8, "intermediate_size": 1024, "vocab_size": 1000}
+    path.write_text(json.dumps({**base, "attn_logit_softcapping": 50.0,
+                                "final_logit_softcapping": None}))
+    cfg = from_hf_config(path)
+    assert cfg.softcaps == (("attn_logit_softcapping", 50.0),)
+    said = " ".join(model_warnings(cfg, 128, 128, "materialized"))
+    assert "soft-caps its logits (attn_logit_softcapping 50" in said and "not priced" in said
+    path.write_text(json.dumps(base))
+    assert not any("soft-cap" in w for w in model_warnings(from_hf_config(path), 128, 128,
+                                                             "materialized"))
+
+
 def test_sequence_parallelism_asked_at_tensor_parallelism_1_is_off_and_said_so() -> None:
     # docs/parallelism.md: with t = 1 sequence parallelism has nothing to split
     res = predict_hybrid("zoo:llama2-7b", node="dgx-h100", dp=8, sp=True)

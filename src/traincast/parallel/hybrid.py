@@ -2109,7 +2109,24 @@ def model_warnings(cfg: ModelConfig, s: int, seq: int | None, attention: str) ->
     or its long default, a sliding window the attention does not take, transformers' default
     sizes; the empty ones left out."""
     return [w for w in (seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
-                        window_warning(cfg, s, attention), default_config_warning(cfg)) if w]
+                        window_warning(cfg, s, attention), softcap_warning(cfg),
+                        default_config_warning(cfg)) if w]
+
+
+def softcap_warning(cfg: ModelConfig) -> str:
+    """The note of a model that soft-caps its logits (``ModelConfig.softcaps``: ``cap
+    tanh(x / cap)``), which is not priced: with materialized attention one more element-wise
+    pass over the ``b a s^2`` scores per layer, forward and backward; a fused kernel must
+    take the cap (FlashAttention-2 from 2.6, FlashAttention-3; PyTorch's SDPA does not);
+    empty without one."""
+    if not cfg.softcaps:
+        return ""
+    caps = ", ".join(f"{k} {v:g}" for k, v in cfg.softcaps)
+    return (f"{cfg.name} soft-caps its logits ({caps}: cap x tanh(x / cap) over the attention "
+            "scores or the output logits), which is not priced: materialized attention runs "
+            "one more element-wise pass over the scores per layer, forward and backward, and a "
+            "fused kernel must take the cap (FlashAttention-2 from 2.6, FlashAttention-3; "
+            "PyTorch's SDPA does not)")
 
 
 def default_config_warning(cfg: ModelConfig) -> str:

@@ -60,6 +60,11 @@ class ModelConfig:
     window: int = 0
     window_share: float = 0.0
     embed_dim: int = 0
+    softcaps: tuple[tuple[str, float], ...] = ()
+    """The config's logit soft-capping keys and values (Gemma 2: ``attn_logit_softcapping``
+    50.0, ``final_logit_softcapping`` 30.0): ``cap tanh(x / cap)`` over the attention scores
+    or the output logits, which the formulas do not price (said with the model's
+    warnings)."""
 
     @property
     def positions(self) -> int:
@@ -397,6 +402,8 @@ def _whole(value: Any, name: str, where: str) -> int:
     return int(value)
 
 
+SOFTCAP_KEYS = ("attn_logit_softcapping", "final_logit_softcapping")
+"""Config keys of logit soft-capping (Gemma 2, Grok-1): read into ``softcaps``."""
 MIXED_LAYER_KEYS = ("attn_layer_period", "attn_layer_offset", "attn_layer_indices",
                     "expert_layer_period", "expert_layer_offset", "block_types",
                     "attn_type_list", "hybrid_override_pattern")
@@ -595,6 +602,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
               "embed_dim": optional("word_embed_proj_dim", 0)}
     if values["embed_dim"] == h:
         values["embed_dim"] = 0
+    values["softcaps"] = tuple((k, float(raw[k])) for k in SOFTCAP_KEYS
+                               if isinstance(raw.get(k), int | float) and raw[k])
     values["window"], values["window_share"] = _sliding_window(raw, mtype, values["layers"],
                                                                where)
     rope = raw.get("rope_scaling")
