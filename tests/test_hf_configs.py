@@ -131,6 +131,20 @@ def test_a_bare_model_type_says_its_sizes_are_the_default_config() -> None:
         "(input_features)" in " ".join(whisper["notes"])
 
 
+def test_a_sliding_window_shorter_than_the_sequence_is_said_not_discounted(tmp_path) -> None:
+    cfg = {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_size": 64,
+           "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "intermediate_size": 128, "vocab_size": 100, "sliding_window": 16,
+           "max_position_embeddings": 256}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rec = profile_model(f"hf:{tmp_path}", 1, seq_len=64)
+    said = " ".join(rec["notes"])
+    assert "sliding window of 16 tokens is not discounted" in said and "64 x 64" in said
+    # a sequence inside the window: nothing to discount, nothing said
+    assert "sliding window" not in " ".join(profile_model(f"hf:{tmp_path}", 1,
+                                                          seq_len=16)["notes"])
+
+
 def test_relative_positions_only_set_no_sequence_limit(tmp_path) -> None:
     # DeBERTa-v3 adds no position table to its inputs (position_biased_input = false: relative
     # attention only), so its max_position_embeddings (256 here) bounds nothing; with the
