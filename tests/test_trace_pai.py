@@ -343,6 +343,25 @@ def test_a_bad_table_is_named_not_the_job_table(pai_dir: Path, tmp_path: Path) -
     assert "not gzip data" in err.value.hint
 
 
+def test_side_table_values_that_do_not_parse_are_counted_in_notes(pai_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    # the instance and sensor values the aggregates read: one that is no number (or no
+    # machine) is left out of its job's figure, and a note counts the rows, naming the table
+    inst = [list(r) for r in INSTANCES]
+    inst[3][6] = "abc"           # J2's start_time
+    inst[4][8] = ""              # J2's machine
+    _write(pai_dir / "pai_instance_table.csv", [tuple(r) for r in inst])
+    sens = [list(r) for r in SENSORS]
+    sens[4][7] = "xyz"           # a J2 reading
+    _write(pai_dir / "pai_sensor_table.csv", [tuple(r) for r in sens])
+    report = ingest(pai_dir, format="pai-2020", db=tmp_path / "s.duckdb")
+    notes = {n["note"].split(" with ")[0]: n["count"] for n in report["notes"]}
+    assert notes["row(s) of pai_instance_table.csv"] == 2
+    assert notes["reading(s) of pai_sensor_table.csv"] == 1
+    jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    assert jobs["i2"]["gpu_util"] == pytest.approx(200 / 800)  # the other reading alone
+
+
 def test_a_header_line_prepended_to_a_table_is_passed_over(pai_dir: Path,
                                                             tmp_path: Path) -> None:
     # the release's tables have no header; one a user prepended (the .header file's names)

@@ -91,8 +91,8 @@ def ingest_progress(json_out: bool) -> Iterator[Any]:
 
 def _report_bad_rows(report: dict[str, Any]) -> None:
     """On stderr: the read's notes (not with ``--quiet``; each named by its file where the
-    read holds several), then its bad rows (always)."""
-    several = len({f for s in report.get("sources", []) for f in s["files"]}) > 1
+    read holds several sources), then its bad rows (always)."""
+    several = len(report.get("sources", [])) > 1  # a PAI table set is one source
     for n in [] if is_quiet() else report.get("notes", []):
         where = f"{Path(n['file']).name}: " if several and n.get("file") else ""
         err_console.print(Text(f"{where}{n['count']:,} {n['note']}", style="yellow"),

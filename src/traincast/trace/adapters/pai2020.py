@@ -187,7 +187,19 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             raise unreadable(NAME, path, exc) from None
     notes = _notes(tables)
     every_job = f"SELECT count(*) FROM {_table(tables['job'], 'job', rows=False)}"
+    if "instance" in tables:  # the columns the aggregate reads (_side_joins)
+        unread = " OR ".join([f"({present(q(c))} AND {num(c)} IS NULL)"
+                              for c in ("start_time", "end_time")] + [f"{text('machine')} IS NULL"])
+        notes.append((f"SELECT count(*) FROM {_table(tables['instance'], 'instance', rows=False)} "
+                      f"WHERE {unread}",
+                      f"row(s) of {tables['instance'].name} with a start_time or end_time that "
+                      "is no number, or no machine: that value is left out of its job's start "
+                      "and machine count"))
     if "sensor" in tables:
+        notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
+                      f"WHERE {present(q('gpu_wrk_util'))} AND {num('gpu_wrk_util')} IS NULL",
+                      f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util that is no "
+                      "number: left out of their job's measured utilization"))
         notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
                       f"WHERE {num('gpu_wrk_util')} < 0",
                       f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util below 0 (no "
