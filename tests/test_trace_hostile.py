@@ -967,6 +967,17 @@ def test_a_pipe_is_refused_before_any_read(tmp_path: Path) -> None:
     assert not (tmp_path / "s.duckdb").exists()
 
 
+def test_a_line_over_the_readers_limit_is_named_by_its_line(tmp_path: Path) -> None:
+    """DuckDB numbers a too-long line within its buffer (line 1 in a small file): the error
+    names the file's own line."""
+    path = tmp_path / "long.csv"
+    rows = ["job_id,n_gpus,user", *(f"j{i},1,u" for i in range(4)), "j9,1," + "x" * 2_100_000,
+            "j10,1,u"]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(TraincastError, match="line 6 is longer than 2,000,000 bytes"):
+        _ingest(path)
+
+
 def test_an_empty_censored_value_is_decided_as_without_the_column(tmp_path: Path) -> None:
     """A ``censored`` cell left empty is unknown, not false: the job is censored by the rule
     of a file without the column (running status, or a start and no end); a value given wins."""
