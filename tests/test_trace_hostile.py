@@ -978,6 +978,19 @@ def test_a_line_over_the_readers_limit_is_named_by_its_line(tmp_path: Path) -> N
         _ingest(path)
 
 
+def test_a_philly_array_element_that_is_no_job_object_is_named(tmp_path: Path) -> None:
+    """One element that is not an object (``5``) is named by its place in the array, not
+    said as the file missing every column."""
+    path = tmp_path / "jobs.json"
+    job = ('{"jobid": "p%d", "status": "Pass", "submitted_time": "2017-10-03 05:02:08", '
+           '"attempts": []}')
+    path.write_text(f"[{job % 1}, 5, {job % 3}]")
+    with pytest.raises(TraincastError, match="element 2 of the array is not a job object: 5"):
+        _ingest(path, "philly")
+    path.write_text(f"[{job % 1}, {job % 3}]")  # all objects: read
+    assert _ingest(path, "philly", db=tmp_path / "ok.duckdb")["jobs"] == 2
+
+
 def test_an_empty_censored_value_is_decided_as_without_the_column(tmp_path: Path) -> None:
     """A ``censored`` cell left empty is unknown, not false: the job is censored by the rule
     of a file without the column (running status, or a start and no end); a value given wins."""

@@ -165,6 +165,25 @@ def json_end(_: duckdb.DuckDBPyConnection, path: Path) -> FileEnd | None:
     return None
 
 
+def _refuse_non_object(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """An error naming the first element of the file's array that is not a job object (a
+    number, a string, a list: ``[{...}, 5, {...}]``), where DuckDB reads such an array as one
+    ``json`` column rather than the jobs' keys."""
+    try:
+        hit = con.sql(f"SELECT i, json FROM (SELECT row_number() OVER () AS i, json FROM "
+                      f"read_json({file_lit(path)}, format='array', records='false')) "
+                      "WHERE json_type(json) <> 'OBJECT' LIMIT 1").fetchall()
+    except READ_ERRORS:
+        return  # said as the file's read error
+    if hit:
+        value = str(hit[0][1])
+        raise TraincastError(f"{NAME}: {path}: element {hit[0][0]:,} of the array is not a job "
+                             f"object: {value[:60] + ('...' if len(value) > 60 else '')}",
+                             hint="a Philly trace (cluster_job_log) is a JSON array of job "
+                                  "objects ({\"jobid\": ..., \"status\": ..., ...}): remove "
+                                  "that element")
+
+
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
     def keys(path: Path) -> list[str]:
@@ -173,6 +192,9 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
         except READ_ERRORS:
             return []
 
+    for path in paths:
+        if keys(path) == ["json"]:  # the elements are not all objects: no keys to read
+            _refuse_non_object(con, path)
     return file_plans(con, paths, mapping, NAME, REQUIRED, lambda _: FIELDS,
                       lambda fields, _: unfinished(fields),
                       relation=lambda path: _relation(path, mapping, keys(path)),
