@@ -991,6 +991,18 @@ def test_a_philly_array_element_that_is_no_job_object_is_named(tmp_path: Path) -
     assert _ingest(path, "philly", db=tmp_path / "ok.duckdb")["jobs"] == 2
 
 
+def test_an_analysis_of_an_all_bad_trace_quotes_the_value_alone() -> None:
+    """What a check says of the first bad value stands after its quotes, as ingest lists it."""
+    from traincast.trace.store import every_row_bad
+
+    report = {"sources": [{"bad_rows": 1, "files": ["t.csv"]}], "errors": [
+        {"file": "t.csv", "row": 1, "field": "end_time_s",
+         "value": "10 (the file ends here, inside the row)"}]}
+    error = every_row_bad(report, 0, "nothing was analysed")
+    assert error is not None
+    assert "field end_time_s: '10' (the file ends here, inside the row)" in str(error)
+
+
 def test_an_empty_censored_value_is_decided_as_without_the_column(tmp_path: Path) -> None:
     """A ``censored`` cell left empty is unknown, not false: the job is censored by the rule
     of a file without the column (running status, or a start and no end); a value given wins."""

@@ -344,21 +344,24 @@ def _flags(con: duckdb.DuckDBPyConnection, source_id: int) -> dict[str, int]:
     return {f: int(v) for f, v in zip(FLAG_COLUMNS, row, strict=True)}
 
 
-def format_errors(errors: list[dict[str, Any]], total: int) -> str:
-    """Bad rows for people: one line each (file, row, field, value), first 20; what a check
-    says of the value (``'35 (must be ...)'``, ``'10 (the file ends here ...)'``: from its
-    first parenthesis, a space before it, that closes at the end) after the quoted value, not
-    inside it."""
-    def said(value: Any) -> str:
-        text = str(value)
-        if text.endswith(")"):  # the first " (" whose parentheses close at the end
-            for cut in (i for i in range(1, len(text)) if text.startswith(" (", i)):
-                why = text[cut:]
-                if why.count("(") == why.count(")"):
-                    return f"{text[:cut]!r}{why}"
-        return repr(value)
+def said_value(value: Any) -> str:
+    """A bad row's value for people: quoted, with what a check says of it (``'35 (must be
+    ...)'``, ``'10 (the file ends here ...)'``: from its first parenthesis, a space before
+    it, that closes at the end) after the quotes, not inside them."""
+    text = str(value)
+    if text.endswith(")"):  # the first " (" whose parentheses close at the end
+        for cut in (i for i in range(1, len(text)) if text.startswith(" (", i)):
+            why = text[cut:]
+            if why.count("(") == why.count(")"):
+                return f"{text[:cut]!r}{why}"
+    return repr(value)
 
-    lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value {said(e['value'])}"
+
+def format_errors(errors: list[dict[str, Any]], total: int) -> str:
+    """Bad rows for people: one line each (file, row, field, value: :func:`said_value`),
+    first 20."""
+    lines = [f"  {e['file']}: row {e['row']}: field {e['field']}: bad value "
+             f"{said_value(e['value'])}"
              + (f" ({e['jobs']} jobs)" if e.get("jobs", 1) > 1 else "") for e in errors]
     shown = sum(e.get("jobs", 1) for e in errors)
     more = f"\n  ... and {total - shown} more" if total > shown else ""
@@ -393,7 +396,7 @@ def every_row_bad(report: Mapping[str, Any], jobs: int, outcome: str) -> Trainca
     if report.get("errors"):
         first = report["errors"][0]
         which = (f"the first: {first.get('file')}: row {first.get('row')}: field "
-                 f"{first.get('field')}: {first.get('value')!r}")
+                 f"{first.get('field')}: {said_value(first.get('value'))}")
     else:  # found at an earlier ingest of the same files
         files = [f for src in report.get("sources", ()) for f in src.get("files", ())]
         which = f"found when it was first ingested: {strict_command(report, files)} names them"
