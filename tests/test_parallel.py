@@ -575,7 +575,7 @@ def test_nested_attn_and_ffn_tables_are_read_and_latent_attention_refused(tmp_pa
      "model_type 'llama4_text': its MoE layers hold a shared expert"),
     # Gemma 3n: one MLP width per layer
     ({"model_type": "gemma3n_text", "intermediate_size": [8192] * 35},
-     "key 'intermediate_size' is a list of 35 values, one per layer"),
+     "key 'intermediate_size' must be a whole number from 0 to 1e9, got a list of 35 values"),
 ])
 def test_configs_with_layers_the_model_does_not_price_are_refused(tmp_path: Path, extra,
                                                                    says) -> None:

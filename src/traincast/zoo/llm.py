@@ -387,11 +387,12 @@ beyond it a value is a typo (1e9 tokens of context is a hundred times the longes
 
 def _whole(value: Any, name: str, where: str) -> int:
     """A size field of a config as an int (``4096`` or ``4096.0``); anything else is an error
-    naming the field (a list, one size per layer, as a list: per-layer sizes are not
+    naming the field (a list said by its length: Gemma 3n's sizes per layer are not
     modelled)."""
     if isinstance(value, list):
-        raise TraincastError(f"{where}: key {name!r} is a list of {len(value)} values, one per "
-                             "layer: layers of different sizes are not modelled",
+        raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to 1e9, "
+                             f"got a list of {len(value)} values (a size per layer is not "
+                             "modelled)",
                              hint="a config whose layers are all alike; profile and predict "
                                   "price any model op by op")
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) \
