@@ -762,6 +762,21 @@ def test_a_store_cut_short_is_named_as_damaged_and_left_as_it_is(tmp_path: Path,
             assert "ingest the trace again into a new store" in " ".join(r.stderr.split())
 
 
+def test_a_store_with_bytes_overwritten_is_named_as_damaged(tmp_path: Path, tc) -> None:
+    # bytes overwritten inside a block (a disk or a copy gone wrong): DuckDB finds the block's
+    # checksum wrong as it opens the store; said as a damaged store, with what to do
+    db = tmp_path / "s.duckdb"
+    ingest(_write(tmp_path / "a.csv", GOOD), "elasticflow", db)
+    data = bytearray(db.read_bytes())
+    data[12_288 + 64:12_288 + 128] = b"\xa5" * 64
+    flip = tmp_path / "flip.duckdb"
+    flip.write_bytes(bytes(data))
+    r = tc("characterize", "--db", str(flip))
+    assert r.returncode == 2, r.stderr
+    assert f"{flip}: damaged or cut short" in r.stderr, r.stderr
+    assert "ingest the trace again into a new store" in " ".join(r.stderr.split())
+
+
 def test_a_drop_whose_folder_cannot_be_written_is_said_and_removes_nothing(
         tmp_path: Path, monkeypatch) -> None:
     # DuckDB writes its log (.wal) beside the store: in a read-only folder the commit fails

@@ -107,13 +107,15 @@ DAMAGED_HINT = ("a job store copied or downloaded while it was written, or a dis
 
 def file_cut_short(exc: BaseException) -> str | None:
     """The file a DuckDB read found damaged or cut short (``IOException: Could not read enough
-    bytes from file "F"``, a checksum that does not match), or None."""
+    bytes from file "F"``, a checksum that does not match, ``Corrupt database file`` as DuckDB
+    opens it), or None ("a file" where the message names none)."""
     import re
 
     for e in _chain(exc):
         text = str(e)
-        if type(e).__name__ == "IOException" and ("could not read enough bytes" in text.lower()
-                                                  or "checksum" in text.lower()):
+        if (type(e).__name__ == "IOException" and ("could not read enough bytes" in text.lower()
+                                                   or "checksum" in text.lower())) \
+                or text.startswith("Corrupt database file"):  # a checksum met on opening
             found = re.search(r'file "([^"]+)"', text)
             return found.group(1) if found else "a file"
     return None
