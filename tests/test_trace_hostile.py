@@ -1003,6 +1003,17 @@ def test_an_analysis_of_an_all_bad_trace_quotes_the_value_alone() -> None:
     assert "field end_time_s: '10' (the file ends here, inside the row)" in str(error)
 
 
+def test_binary_bytes_that_start_with_a_bracket_are_not_said_json(tmp_path: Path) -> None:
+    path = tmp_path / "bin.csv"
+    path.write_bytes(b"[\x01\x02\xff\xfe\x03" * 50)
+    with pytest.raises(TraincastError) as err:
+        _ingest(path)
+    assert "holds JSON" not in str(err.value)
+    path.write_text('[{"job_id": "a"}]')  # JSON text: said so
+    with pytest.raises(TraincastError, match="holds JSON"):
+        _ingest(path)
+
+
 def test_an_empty_censored_value_is_decided_as_without_the_column(tmp_path: Path) -> None:
     """A ``censored`` cell left empty is unknown, not false: the job is censored by the rule
     of a file without the column (running status, or a start and no end); a value given wins."""

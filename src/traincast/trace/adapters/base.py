@@ -956,6 +956,18 @@ def refuse_non_jobs(adapter: str, path: Path | str, have: Iterable[str]) -> None
                 raise TraincastError(f"{adapter}: {path}: {what}", hint=instead)
 
 
+def _text_head(head: bytes) -> bool:
+    """Whether a file's first bytes are UTF-8 text (a character cut at the end aside) without
+    control bytes other than tabs and line ends: JSON can be, binary data that happens to
+    start with ``[`` cannot."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return False
+    return not any(b < 0x20 and b not in b"\t\r\n" for b in head)
+
+
 def refuse_json(adapter: str, path: Path) -> None:
     """Refuse a CSV trace file that holds JSON (its first character, past a byte-order mark
     and white space, ``{`` or ``[``: a JSON document or JSON Lines, as Kubernetes and Philly
@@ -969,7 +981,7 @@ def refuse_json(adapter: str, path: Path) -> None:
     except (OSError, EOFError, zlib.error):
         return
     first = head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1]
-    if first in (b"{", b"["):
+    if first in (b"{", b"[") and _text_head(head):
         raise TraincastError(
             f"{adapter}: {path}: holds JSON (it starts with {first.decode()!r}), not a table "
             "of comma- or otherwise-separated values",
