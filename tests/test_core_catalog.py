@@ -103,6 +103,19 @@ def test_user_file_merges_over_shipped(tmp_path: Path):
     ("[gpu.V100]\nbase_clock_mhz = 2000\n", ["[gpu.V100-SXM2-16GB]", "'base_clock_mhz'"]),
     ('[gpu.v100.datasheet]\nbf16_tflops = 1\n', ["[gpu.V100-SXM2-16GB]", "'bf16_tflops'"]),
     ('[gpu.V100]\ndefault_node = "nonode"\n', ["'default_node'", "'nonode'"]),
+    # an entry given as a value, not a table
+    ("[gpu]\nV100 = 5\n", ["[gpu.V100] must be a table"]),
+    # curves: a second curve over the same x, of another length; x and y of a thread curve
+    ("[gpu.c]\nfp32_tflops = 1\nmem_bw_gbs = 10\nsource = \"x\"\n"
+     "gemm_intensity = [1.0, 2.0]\ngemm_tflops = [0.5, 0.9]\ngemm_tflops_1t = [0.2]\n",
+     ["'gemm_tflops_1t' is a curve over 'gemm_intensity'", "(1 != 2)"]),
+    ("[gpu.c]\nfp32_tflops = 1\nmem_bw_gbs = 10\nsource = \"x\"\n"
+     "thread_gemm_rows = [1.0, 8.0, 64.0]\nthread_gemm_rows_speedup = [1.0, 1.5]\n",
+     ["'thread_gemm_rows' and 'thread_gemm_rows_speedup'", "(3 != 2)"]),
+    # a fixed time of one op above a second: a unit or an exponent is wrong
+    ("[gpu.V100]\nop_overhead_us = 1e30\n", ["'op_overhead_us' = 1e+30 is above 1e+06"]),
+    ("[gpu.V100.fitted]\nkernel = { floor_us = 1e30 }\n", ["'kernel'", "floor_us = 1e+30"]),
+    ("[kernel_model]\nhost_floor_us = 1e30\n", ["'host_floor_us'", "is above 1e+06"]),
 ])
 def test_errors_name_file_table_and_key(tmp_path: Path, text: str, words: list[str]):
     f = tmp_path / "bad.toml"

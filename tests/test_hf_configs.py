@@ -437,7 +437,8 @@ def test_a_size_field_that_is_not_a_whole_number_is_named() -> None:
             "vocab_size": 10}
     assert from_hf_dict({**good, "hidden_size": 64.0}, "x", "c.json").hidden == 64
     for key, value in (("hidden_size", "big"), ("num_hidden_layers", 2.5),
-                       ("max_position_embeddings", True), ("head_dim", [16])):
+                       ("max_position_embeddings", True), ("head_dim", [16]),
+                       ("intermediate_size", float("nan")), ("vocab_size", float("inf"))):
         with pytest.raises(TraincastError, match=f"c.json: key '{key}' must be a whole"):
             from_hf_dict({**good, key: value}, "x", "c.json")
 

@@ -116,6 +116,14 @@ def test_uneven_pipeline_stages_price_the_slowest_stage() -> None:
                           ('nic = "eth9000"', "field nic"))],
     ('[[row]]\nmodel = "llama9"\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
      'tflops_per_gpu = 100\nsource = "x"\n', ("row 1", "field model", "llama9")),
+    # a rate no GPU reaches: MFU above 100%, a peak beyond the catalog's bound
+    ('metric = "model"\n[[row]]\nmodel = "gpt3-175b"\nt = 8\np = 1\nd = 2\ngpus = 16\n'
+     'batch = 4\nmfu_percent = 250\nsource = "x"\n', ("row 1", "'mfu_percent'", "up to 100")),
+    ('[[row]]\nmodel = "gpt3-175b"\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
+     'tflops_per_gpu = 1e30\nsource = "x"\n', ("row 1", "'tflops_per_gpu'", "up to 100,000")),
+    # an inline config that is no table
+    ('[[row]]\nmodel = "mine"\nconfig = 5\nt = 8\np = 1\nd = 2\ngpus = 16\nbatch = 4\n'
+     'tflops_per_gpu = 100\nsource = "x"\n', ("row 1", "field 'config'", "must be a table")),
 ])
 def test_bad_rows_name_file_row_and_field(tmp_path, text: str, words: tuple[str, ...]) -> None:
     path = tmp_path / "rows.toml"

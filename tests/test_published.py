@@ -83,6 +83,16 @@ def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
         load_published(bad)
 
 
+def test_a_throughput_beyond_any_cluster_is_refused(tmp_path: Path) -> None:
+    text = (resources.files("traincast.validation").joinpath("published.toml").read_text())
+    head = text[:text.index("[[row]]")]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(head + '[[row]]\nmodel = "resnet50"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\n'
+                   'batch_per_gpu = 8\nthroughput = 1e300\nunit = "images/s"\ncitation = "x"\n')
+    with pytest.raises(TraincastError, match=r"row 1: field 'throughput' = 1e\+300 is above"):
+        load_published(bad)
+
+
 TEST_CATALOG = """
 [gpu.hand]
 fp32_tflops = 10.0

@@ -245,7 +245,10 @@ _INT_KEYS = {"gpu": {"sms", "fp32_cores_per_sm", "sm_partitions", "threads"}, "l
 _BOOL_KEYS = {"gpu": set(), "link": {"stand_in"}, "node": set()}
 # curves: x-array key -> y-array key (equal lengths, x strictly increasing, all positive)
 _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
-           "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs"}
+           "elementwise_bytes": "elementwise_gbs", "fresh_bytes": "fresh_gbs",
+           "thread_gemm_rows": "thread_gemm_rows_speedup"}
+# second curves over the same x: y key -> its x key (given with it, of its length)
+_SAME_X = {"gemm_tflops_1t": "gemm_intensity", "conv_tflops_1t": "conv_intensity"}
 _ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflops_1t",
                        "thread_gemm_rows", "thread_gemm_rows_speedup"},
                "link": set(),
@@ -393,6 +396,10 @@ def unknown_name(kind: str, name: str, known: Iterable[str], where: str = "",
                             + (listed or f"known: {', '.join(sorted(known))}"))
 
 
+OP_TIME_MAX_US = 1e6
+OP_TIME_WHY = "µs: a second for one op's or message's fixed cost; a time in ns?"
+"""The largest fixed time of one op, kernel or message a catalog gives (launch, host
+dispatch, floors, latencies): one second; above, a unit or an exponent is wrong."""
 _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "boost_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
     ("gpu", "base_clock_mhz"): (10_000.0, "MHz: no GPU clocks above 10 GHz"),
@@ -411,6 +418,9 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("gpu", "process_nm"): (1_000.0, "nm: a process node in another unit?"),
     ("link", "bw_gbs"): (LINK_BW_MAX_GBS, "GB/s (bytes): 100x NVLink 5's 900; a speed in "
                                           "bits/s?"),
+    **{(kind, key): (OP_TIME_MAX_US, OP_TIME_WHY) for kind, key in (
+        ("gpu", "kernel_launch_us"), ("gpu", "op_overhead_us"), ("gpu", "foreach_tensor_us"),
+        ("link", "latency_us"))},
 }
 """Physical upper bounds of catalog keys, ``(kind, key) -> (bound, why)``: a value above one
 is a typo (a unit or an exponent), an error naming the file, table and key."""
@@ -479,6 +489,8 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a table of positive numbers, "
                                    f"got {value!r}")
             value = {str(k): float(v) for k, v in value.items()}
+            _refuse_long_times(f"{where} key {key!r}",
+                               {k: v for k, v in value.items() if k.endswith("_us")})
             if key in _FRACTION_MAPS and any(v > 1 for v in value.values()):
                 raise CatalogError(f"{where} key {key!r} values must be in (0, 1], got {value!r}")
             if key in _FRACTION_MAPS and (odd := sorted(set(value) - {*DTYPES, "*"})):
@@ -536,6 +548,11 @@ def _check_curves(path: str, name: str, values: Mapping[str, Any]) -> None:
             if any(b <= a for a, b in zip(x, x[1:], strict=False)):
                 raise CatalogError(f"{path}: [gpu.{name}] key {xkey!r} must be strictly "
                                    "increasing")
+    for ykey, xkey in _SAME_X.items():
+        if ykey in values and len(values[ykey]) != len(values.get(xkey, ())):
+            raise CatalogError(f"{path}: [gpu.{name}] key {ykey!r} is a curve over {xkey!r}: "
+                               f"give both, of the same length ({len(values[ykey])} != "
+                               f"{len(values.get(xkey, ()))})")
 
 
 def _check_lanes(path: str, name: str, values: Mapping[str, Any]) -> None:
@@ -689,6 +706,8 @@ def _merge_file(raw: dict[str, dict[str, dict[str, Any]]], aliases: dict[str, st
         if not isinstance(tables, Mapping):
             raise CatalogError(f"{path}: [{top}] must contain tables such as [{top}.NAME]")
         for name, values in tables.items():
+            if not isinstance(values, Mapping):  # before anything reads it as a table
+                raise CatalogError(f"{path}: [{top}.{name}] must be a table")
             if top == "gpu":
                 values = _flatten_groups(path, name, values)
             if top == "gpu" and name not in raw[top] and \
@@ -870,6 +889,14 @@ HELD_OUT_RECORDS = ("held_out", "held_out_uncalibrated")
 (``kernel_fit.fit_document``): with each GPU's own host's dispatch, and uncalibrated."""
 
 
+def _refuse_long_times(where: str, times_us: Mapping[str, Any]) -> None:
+    """An error naming the first of ``times_us`` (name -> µs) above :data:`OP_TIME_MAX_US`."""
+    for name, value in times_us.items():
+        if float(value) > OP_TIME_MAX_US:
+            raise CatalogError(f"{where}: {name} = {value!r} is above {OP_TIME_MAX_US:,g} "
+                               f"({OP_TIME_WHY})", hint="check the unit and the exponent")
+
+
 def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
     """Merge a ``[kernel_model]`` table (``params``: name -> number, ``floors_us``: GPU ->
     µs, ``default_floor_us``, ``host_floor_us`` with its ``host_floor_source``, ``held_out``
@@ -887,10 +914,13 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
         if key in ("params", "floors_us"):
             if not _positive_map(value):
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
+            _refuse_long_times(where, value if key == "floors_us" else
+                               {k: v for k, v in value.items() if str(k).endswith("_us")})
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
         elif key in ("default_floor_us", "host_floor_us"):
             if not _finite_number(value) or value < 0:
                 raise CatalogError(f"{where} must be a finite number >= 0, got {value!r}")
+            _refuse_long_times(where, {key: value})
             into[key] = float(value)
         elif key in HELD_OUT_RECORDS:
             if not isinstance(value, Mapping) or not all(

@@ -255,12 +255,19 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
         if not _whole(cfg[key], 1):
             raise TraincastError(f"{where}: field {key!r} must be a positive integer, "
                                  f"got {cfg[key]!r}")
-    for key in ("tflops_per_gpu", "mfu_percent", "tokens_per_gpu_s"):
+    for key, (most, why) in RATE_MAX.items():
         value = row.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not value > 0):
-            raise TraincastError(f"{where}: field {key!r} must be a positive number, "
-                                 f"got {value!r}")
+                                  or not 0 < value <= most):
+            raise TraincastError(f"{where}: field {key!r} must be a positive number up to "
+                                 f"{most:,g} ({why}), got {value!r}")
+
+
+RATE_MAX: dict[str, tuple[float, str]] = {
+    "tflops_per_gpu": (100_000.0, "TFLOP/s per GPU, the catalog's bound on a peak"),
+    "mfu_percent": (100.0, "a percentage of the peak"),
+    "tokens_per_gpu_s": (1e9, "tokens/s per GPU: a typo in the exponent above")}
+"""A published rate's largest value, ``field -> (bound, why)``: above it, a typo."""
 
 
 @contextlib.contextmanager
@@ -286,8 +293,13 @@ def _row_model(name: str | Path, i: int, row: dict[str, Any], seq: int | None) -
         from traincast.zoo.hf import config_beside
 
         spec = f"hf:{config_beside(spec[3:], Path(name).resolve().parent)}"
-    model = (config_from_table(row["model"], dict(row["config"]),
-                               f"{name}, row {i + 1}, field 'config'")
+    where = f"{name}, row {i + 1}, field 'config'"
+    if "config" in row and not isinstance(row["config"], dict):
+        raise TraincastError(f"{where}: must be a table of the model's sizes (layers, hidden, "
+                             f"heads, ffn, vocab, ...), got {row['config']!r}",
+                             hint="config = { layers = 32, hidden = 4096, heads = 32, "
+                                  "ffn = 11008, vocab = 32000 }, or a model name alone")
+    model = (config_from_table(row["model"], dict(row["config"]), where)
              if "config" in row else get_model(spec))
     return dataclasses.replace(model, seq=seq) if seq else model
 

@@ -270,9 +270,12 @@ def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> No
     row["unit_factor"] = factor
 
 
-ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": COUNT_MAX}
-"""Upper bounds of a row's counts (``predict`` and ``plan`` take at most a million GPUs; a
-per-GPU batch above a million samples is a typo that would allocate its activations)."""
+ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": COUNT_MAX,
+                                "throughput": 1e12, "tokens_per_sample": COUNT_MAX}
+"""Upper bounds of a row's counts and rate (``predict`` and ``plan`` take at most a million
+GPUs; a per-GPU batch above a million samples is a typo that would allocate its activations;
+a throughput above 1e12 samples or tokens per second is a million GPUs at a million each, a
+typo in the exponent)."""
 
 
 def _read_table(path: str | Path | None) -> dict[str, Any]:

@@ -395,8 +395,8 @@ def _whole(value: Any, name: str, where: str) -> int:
                              "modelled)",
                              hint="a config whose layers are all alike; profile and predict "
                                   "price any model op by op")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) \
-            or not 0 <= value <= SIZE_MAX:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 <= value <= SIZE_MAX or value != int(value):  # NaN fails the range
         raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to "
                              f"1e9, got {value!r}",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
