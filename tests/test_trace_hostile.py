@@ -974,8 +974,17 @@ def test_a_line_over_the_readers_limit_is_named_by_its_line(tmp_path: Path) -> N
     rows = ["job_id,n_gpus,user", *(f"j{i},1,u" for i in range(4)), "j9,1," + "x" * 2_100_000,
             "j10,1,u"]
     path.write_text("\n".join(rows) + "\n")
-    with pytest.raises(TraincastError, match="line 6 is longer than 2,000,000 bytes"):
+    with pytest.raises(TraincastError, match="line 6 is 2,000,000 bytes or longer"):
         _ingest(path)
+    # DuckDB counts the line end: a line of 2,000,000 bytes before it is one too many
+    path.write_text("job_id,n_gpus,user\nj0,1,u\nj1,1," + "x" * (2_000_000 - 5) + "\nj2,1,u\n")
+    with pytest.raises(TraincastError, match="line 3 is 2,000,000 bytes or longer"):
+        _ingest(path, db=tmp_path / "exact.duckdb")
+    # a quoted value that holds line breaks, no line too long: said so
+    body = ("y" * 100_000 + "\n") * 25
+    path.write_text(f'job_id,n_gpus,user\nj0,1,u\nj1,1,"{body}"\nj2,1,u\n')
+    with pytest.raises(TraincastError, match="though no line is: a quoted value that holds"):
+        _ingest(path, db=tmp_path / "quoted.duckdb")
 
 
 def test_a_philly_array_element_that_is_no_job_object_is_named(tmp_path: Path) -> None:

@@ -348,8 +348,10 @@ def test_side_table_values_that_do_not_parse_are_counted_in_notes(pai_dir: Path,
     # the instance and sensor values the aggregates read: one that is no number (or no
     # machine) is left out of its job's figure, and a note counts the rows, naming the table
     inst = [list(r) for r in INSTANCES]
-    inst[3][6] = "abc"           # J2's start_time
-    inst[4][8] = ""              # J2's machine
+    inst[3][6] = "abc"           # J2's worker start_time
+    inst[4][8] = ""              # J2's worker machine
+    inst[2][8] = ""              # J1's ps machine: not read (machines are counted of workers)
+    inst[0][7] = "zzz"           # J1's end_time: not read
     _write(pai_dir / "pai_instance_table.csv", [tuple(r) for r in inst])
     sens = [list(r) for r in SENSORS]
     sens[4][7] = "xyz"           # a J2 reading

@@ -494,10 +494,14 @@ def test_a_bad_component_makes_its_heterogeneous_job_a_bad_row_at_its_own_row(
                  "2+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
                  "2+1|COMPLETED|0|10|100|-3|gres/gpu=1,node=1\n"           # row 8
                  "1+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
-                 "1+1|COMPLETED|5|20|90|2|gres/gpu=2,node=2\n")
+                 "1+1|COMPLETED|5|20|90|2|gres/gpu=2,node=2\n"
+                 "8+0|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n"
+                 "8+1|COMPLETED|0|10|100|1.5|gres/gpu=1,node=1\n"          # row 12
+                 "10+0|COMPLETED|0|10|100|99999999999|gres/gpu=1,node=1\n"  # row 13
+                 "10+1|COMPLETED|0|10|100|1|gres/gpu=1,node=1\n")
     db = tmp_path / "s.duckdb"
     report = Store(db).ingest(f, "slurm")
     errors = [(e["row"], e["field"], e["value"].split(" (")[0]) for e in report["errors"]]
     assert errors == [(2, "Start", "yesterday"), (4, "End", "20"), (6, "NNodes", "x"),
-                      (8, "NNodes", "-3")]
+                      (8, "NNodes", "-3"), (12, "NNodes", "1.5"), (13, "NNodes", "99999999999")]
     assert stored(db, "n_gpus, start_time_s, end_time_s") == {"1": (3, 10.0, 100.0)}

@@ -1145,19 +1145,20 @@ _LINE_LIMIT = re.compile(r"maximum line size of (\d+) bytes", re.IGNORECASE)
 """DuckDB's error of a CSV line over its ``max_line_size``."""
 
 
-def first_long_line(path: Path, limit: int) -> int | None:
-    """The 1-based number of the first line of ``path`` (decompressed where ``.gz``) longer
-    than ``limit`` bytes, read in blocks; None where there is none or it cannot be read."""
+def first_long_line(path: Path, limit_bytes: int) -> int | None:
+    """The 1-based number of the first line of ``path`` (decompressed where ``.gz``) of at
+    least ``limit_bytes`` bytes before its line end (DuckDB counts the line end in its
+    limit), read in blocks; None where there is none or it cannot be read."""
     line, length = 1, 0
     try:
         with open_bytes(path) as f:
             while block := f.read(1 << 20):
                 for part in block.split(b"\n")[:-1] if b"\n" in block else []:
-                    if length + len(part) > limit:
+                    if length + len(part) >= limit_bytes:
                         return line
                     line, length = line + 1, 0
                 length += len(block) - (block.rfind(b"\n") + 1)
-                if length > limit:
+                if length >= limit_bytes:
                     return line
     except (OSError, EOFError, zlib.error):
         return None
@@ -1178,14 +1179,22 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         why += [ln for ln in said if "utf-8" in ln.lower()][:1] or said[:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
-    if (limit := _LINE_LIMIT.search(reason)) and (line := first_long_line(
-            Path(path), int(limit.group(1)))):
+    if limit := _LINE_LIMIT.search(str(exc)):
         # DuckDB numbers the line within its buffer: the file's own line, found by reading it
-        return TraincastError(f"{adapter}: {path}: cannot read the file: line {line:,} is "
-                              f"longer than {int(limit.group(1)):,} bytes, the longest line "
-                              "the CSV reader takes",
-                              hint="a quote left open there, a binary file, or a field that "
-                                   "long (cut it, or leave that column out of the file)")
+        limit_bytes = int(limit.group(1))
+        if line := first_long_line(Path(path), limit_bytes):
+            return TraincastError(f"{adapter}: {path}: cannot read the file: line {line:,} is "
+                                  f"{limit_bytes:,} bytes or longer, more than the CSV reader "
+                                  "takes", hint="a binary file, or a field that long (cut it, "
+                                                "or leave that column out of the file)")
+        if quote := open_quote_error(adapter, Path(path)):  # a quoted value running on
+            return quote
+        return TraincastError(f"{adapter}: {path}: cannot read the file: a row is "
+                              f"{limit_bytes:,} bytes or longer, more than the CSV reader "
+                              "takes, though no line is: a quoted value that holds line "
+                              "breaks runs that long",
+                              hint="a quote closed far too late, or a field that long (cut it, "
+                                   "or leave that column out of the file)")
     if empty_file(Path(path)):
         return empty_error(adapter, path)
     if "sniffing" in reason and (quote := open_quote_error(adapter, Path(path))):

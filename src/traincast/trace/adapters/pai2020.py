@@ -187,23 +187,21 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
             raise unreadable(NAME, path, exc) from None
     notes = _notes(tables)
     every_job = f"SELECT count(*) FROM {_table(tables['job'], 'job', rows=False)}"
-    if "instance" in tables:  # the columns the aggregate reads (_side_joins)
-        unread = " OR ".join([f"({present(q(c))} AND {num(c)} IS NULL)"
-                              for c in ("start_time", "end_time")] + [f"{text('machine')} IS NULL"])
+    if "instance" in tables:  # what the aggregate reads (_side_joins): a start, a worker's machine
+        unread = (f"({present(q('start_time'))} AND {num('start_time')} IS NULL) OR "
+                  f"({_WORKER} AND {text('machine')} IS NULL)")
         notes.append((f"SELECT count(*) FROM {_table(tables['instance'], 'instance', rows=False)} "
                       f"WHERE {unread}",
-                      f"row(s) of {tables['instance'].name} with a start_time or end_time that "
-                      "is no number, or no machine: that value is left out of its job's start "
+                      f"row(s) of {tables['instance'].name} with a start_time that is no number, "
+                      "or a worker without a machine: that value is left out of its job's start "
                       "and machine count"))
-    if "sensor" in tables:
+    if "sensor" in tables:  # one pass: a reading below 0 or that is no number is none
         notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
-                      f"WHERE {present(q('gpu_wrk_util'))} AND {num('gpu_wrk_util')} IS NULL",
-                      f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util that is no "
-                      "number: left out of their job's measured utilization"))
-        notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
-                      f"WHERE {num('gpu_wrk_util')} < 0",
+                      f"WHERE {num('gpu_wrk_util')} < 0 OR ({present(q('gpu_wrk_util'))} AND "
+                      f"{num('gpu_wrk_util')} IS NULL)",
                       f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util below 0 (no "
-                      "utilization): left out of their job's measured utilization"))
+                      "utilization) or that is no number: left out of their job's measured "
+                      "utilization"))
     for t in ("instance", "sensor", "group_tag"):
         if t in tables and empty_file(tables[t]):
             notes.append((every_job, f"job(s) take nothing from {tables[t].name}: the file is "

@@ -270,14 +270,17 @@ def _checks(cols: list[str]) -> list[Check]:
                      "FALSE)",
                      f"{tres} || ' (a GPU count is a whole number: gres/gpu=N or "
                      "gres/gpu:TYPE=N)'")]
-    if "nnodes" not in cols:
-        return out
+    return out + (_nnodes_checks() if "nnodes" in cols else [])
+
+
+def _nnodes_checks() -> list[Check]:
+    """The checks of a row's NNodes (a number, whole, from 0 to ``COUNT_MAX``): of a job's,
+    and of each component of a heterogeneous job (:func:`_het_jobs`)."""
     n = num("nnodes")
-    return out + [
-        Check("nnodes", f"{present('nnodes')} AND {n} IS NULL", "CAST(nnodes AS VARCHAR)"),
-        whole_check("nnodes", "nodes"),
-        bound_check("nnodes", "CAST(nnodes AS VARCHAR)", 0, COUNT_MAX,
-                    f"a count from 0 to {COUNT_MAX:,}", n)]
+    return [Check("nnodes", f"{present('nnodes')} AND {n} IS NULL", "CAST(nnodes AS VARCHAR)"),
+            whole_check("nnodes", "nodes"),
+            bound_check("nnodes", "CAST(nnodes AS VARCHAR)", 0, COUNT_MAX,
+                        f"a count from 0 to {COUNT_MAX:,}", n)]
 
 
 def _rows(path: Path) -> str:
@@ -342,7 +345,8 @@ def _het_jobs(rows: str, cols: list[str], where: str) -> str:
         bad["start"] = f"({bad['start']} OR {inverted})"
         bad["end"] = f"({bad['end']} OR {inverted})"
     if "nnodes" in cols:
-        bad["nnodes"] = f"({present('nnodes')} AND ({n} IS NULL OR {n} < 0))"
+        bad["nnodes"] = "(" + " OR ".join(f"COALESCE({c.condition}, FALSE)"
+                                          for c in _nnodes_checks()) + ")"
     # a bad component makes the job bad, reported at its own row with its own value
     any_bad = " OR ".join(bad.values()) or "FALSE"
     agg = ["split_part(CAST(jobid AS VARCHAR), '+', 1) AS jobid",
