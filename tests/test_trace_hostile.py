@@ -946,8 +946,18 @@ def test_a_new_version_whose_every_row_is_bad_keeps_the_stored_jobs(tmp_path: Pa
     with pytest.raises(TraincastError) as err:
         _ingest(path, db=db)
     said = str(err.value)
-    assert "every row is bad (2)" in said and "the 3 job(s) stored from it" in said, said
+    assert "every row is bad (2)" in said and "the 3 job(s) of an earlier ingest" in said, said
+    assert f"(source 1: {path})" in said and "--drop 1" in err.value.hint
     assert "row 1" in said and "n_gpus" in said
+    assert sorted(_jobs(db)) == ["a1", "a2", "a3"]
+    # a copy read another way (--map) would replace the source of that content: that one is
+    # named, not the copy, which was never ingested
+    copy = tmp_path / "copy.csv"
+    copy.write_text("job_id,n_gpus\na1,1\na2,2\na3,4\n")  # the stored content
+    with pytest.raises(TraincastError) as err:
+        ingest(copy, db=db, mapping={"n_gpus": "job_id"})  # every row bad read so
+    assert f"{copy}: every row is bad" in str(err.value)
+    assert f"(source 1: {path})" in str(err.value), str(err.value)
     assert sorted(_jobs(db)) == ["a1", "a2", "a3"]
     path.write_text("job_id,n_gpus\nq1,x\nq2,2\n")
     report = _ingest(path, db=db)

@@ -982,12 +982,14 @@ def _ingest_plan(con: duckdb.DuckDBPyConnection, plan: Plan, format: str,
     if not n_jobs and n_bad and (kept := sum(o.rows for o in gone)):
         # a new version of stored files whose every row is bad would leave fewer jobs than
         # before and none of its own: the ingest fails and the earlier jobs stay
+        earlier = "; ".join(f"source {o.source_id}: {', '.join(json.loads(o.files))}"
+                            for o in gone)
         raise TraincastError(
-            f"{format}: {plan.file}: every row is bad ({n_bad:,}); the {kept:,} job(s) stored "
-            f"from it by an earlier ingest are kept, and nothing was stored:\n"
-            f"{format_errors(errors, n_bad)}",
+            f"{format}: {plan.file}: every row is bad ({n_bad:,}); it would replace the "
+            f"{kept:,} job(s) of an earlier ingest of it or of its content ({earlier}), which "
+            f"are kept; nothing of this ingest was stored:\n{format_errors(errors, n_bad)}",
             hint="fix the rows and ingest again, or drop the earlier jobs with traincast "
-                 "sources --drop ID",
+                 f"sources --drop {' --drop '.join(str(o.source_id) for o in gone)}",
             details={"bad_rows": n_bad, "errors": errors[:MAX_ERRORS_SHOWN]})
     if format in OVERLAPPING_EXPORTS and (shared := _ids_in_other_sources(con, sid, format)):
         notes.append({"file": plan.file, "count": shared, "note": (
