@@ -1006,6 +1006,14 @@ def test_a_philly_array_element_that_is_no_job_object_is_named(tmp_path: Path) -
     path.write_text(f"[{job % 1}, 5, {job % 3}]")
     with pytest.raises(TraincastError, match="element 2 of the array is not a job object: 5"):
         _ingest(path, "philly")
+    path.write_text(f"[{job % 1}, [1, {{\"a\": 2}}]]")  # as the file writes it
+    with pytest.raises(TraincastError, match=r'element 2 of the array is not a job object: '
+                                             r'\[1,\{"a":2\}\]'):
+        _ingest(path, "philly", db=tmp_path / "nested.duckdb")
+    # past the rows DuckDB samples for the keys: said the same way
+    path.write_text("[" + ", ".join(job % i for i in range(30_000)) + ", 7]")
+    with pytest.raises(TraincastError, match="element 30,001 of the array is not a job object"):
+        _ingest(path, "philly", db=tmp_path / "late.duckdb")
     path.write_text(f"[{job % 1}, {job % 3}]")  # all objects: read
     assert _ingest(path, "philly", db=tmp_path / "ok.duckdb")["jobs"] == 2
 

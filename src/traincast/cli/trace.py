@@ -94,7 +94,7 @@ def _report_bad_rows(report: dict[str, Any]) -> None:
     read holds several sources), then its bad rows (always)."""
     several = len(report.get("sources", [])) > 1  # a PAI table set is one source
     for n in [] if is_quiet() else report.get("notes", []):
-        where = f"{Path(n['file']).name}: " if several and n.get("file") else ""
+        where = f"{n['file']}: " if several and n.get("file") else ""
         err_console.print(Text(f"{where}{n['count']:,} {n['note']}", style="yellow"),
                           highlight=False)
     if report["bad_rows"]:

@@ -2106,8 +2106,8 @@ def long_default_seq_warning(cfg: ModelConfig, seq: int | None) -> str:
 def model_warnings(cfg: ModelConfig, s: int, seq: int | None, attention: str) -> list[str]:
     """The warnings of the model at sequence ``s`` (``seq``: as given, None for the model's
     own) that ``predict --arch hybrid`` and ``plan`` both give: a sequence beyond its positions
-    or its long default, a sliding window the attention does not take, transformers' default
-    sizes; the empty ones left out."""
+    or its long default, a sliding window the attention does not take, logit soft-capping
+    (not priced), transformers' default sizes; the empty ones left out."""
     return [w for w in (seq_warning(cfg, s), long_default_seq_warning(cfg, seq),
                         window_warning(cfg, s, attention), softcap_warning(cfg),
                         default_config_warning(cfg)) if w]

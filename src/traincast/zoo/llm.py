@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from traincast.errors import TraincastError
+from traincast.units import plural
 
 
 @dataclass(frozen=True)
@@ -383,6 +384,8 @@ def _first_name(raw: Mapping[str, Any], key: str) -> str | None:
 SIZE_MAX = 1e9
 """The largest size a config field may give (layers, widths, vocabulary, sequence, window):
 beyond it a value is a typo (1e9 tokens of context is a hundred times the longest trained)."""
+SIZE_MAX_TEXT = "1e9"
+"""``SIZE_MAX`` as errors write it."""
 
 
 def _whole(value: Any, name: str, where: str) -> int:
@@ -390,21 +393,22 @@ def _whole(value: Any, name: str, where: str) -> int:
     naming the field (a list said by its length: Gemma 3n's sizes per layer are not
     modelled)."""
     if isinstance(value, list):
-        raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to 1e9, "
-                             f"got a list of {len(value)} values (a size per layer is not "
-                             "modelled)",
+        raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to "
+                             f"{SIZE_MAX_TEXT}, got a list of {plural(len(value), 'value')} (a "
+                             "size per layer is not modelled)",
                              hint="a config whose layers are all alike; profile and predict "
                                   "price any model op by op")
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not 0 <= value <= SIZE_MAX or value != int(value):  # NaN fails the range
         raise TraincastError(f"{where}: key {name!r} must be a whole number from 0 to "
-                             f"1e9, got {value!r}",
+                             f"{SIZE_MAX_TEXT}, got {value!r}",
                              hint="a decoder-only transformer config (Llama/Mistral/GPT-2 keys)")
     return int(value)
 
 
 SOFTCAP_KEYS = ("attn_logit_softcapping", "final_logit_softcapping")
-"""Config keys of logit soft-capping (Gemma 2, Grok-1): read into ``softcaps``."""
+"""Config keys of logit soft-capping (Gemma 2's, transformers' Gemma2Config): read into
+``softcaps``."""
 MIXED_LAYER_KEYS = ("attn_layer_period", "attn_layer_offset", "attn_layer_indices",
                     "expert_layer_period", "expert_layer_offset", "block_types",
                     "attn_type_list", "hybrid_override_pattern")
@@ -604,7 +608,8 @@ def from_hf_dict(raw: Mapping[str, Any], name: str, where: str) -> ModelConfig:
     if values["embed_dim"] == h:
         values["embed_dim"] = 0
     values["softcaps"] = tuple((k, float(raw[k])) for k in SOFTCAP_KEYS
-                               if isinstance(raw.get(k), int | float) and raw[k])
+                               if isinstance(raw.get(k), int | float)
+                               and not isinstance(raw[k], bool) and raw[k])
     values["window"], values["window_share"] = _sliding_window(raw, mtype, values["layers"],
                                                                where)
     rope = raw.get("rope_scaling")

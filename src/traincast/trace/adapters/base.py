@@ -1141,6 +1141,8 @@ def _refuse_read_twice(adapter: str, path: Path, fields: Mapping[str, Field],
                 hint="rename or remove one of them (--map reads a column under another name)")
 
 
+_NOT_OBJECT = re.compile(r"in record/value (\d+): Expected OBJECT, but got (\w+): ?(.*)")
+"""DuckDB's error of a JSON array element that is not an object (past its schema sample)."""
 _LINE_LIMIT = re.compile(r"maximum line size of (\d+) bytes", re.IGNORECASE)
 """DuckDB's error of a CSV line over its ``max_line_size``."""
 
@@ -1179,6 +1181,11 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         why += [ln for ln in said if "utf-8" in ln.lower()][:1] or said[:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
+    if element := _NOT_OBJECT.search(str(exc)):  # a JSON array element that is no object
+        return TraincastError(f"{adapter}: {path}: element {int(element.group(1)):,} of the "
+                              f"array is not a job object: {element.group(3).strip()[:60]}",
+                              hint="a trace in JSON is an array of job objects: remove that "
+                                   "element")
     if limit := _LINE_LIMIT.search(str(exc)):
         # DuckDB numbers the line within its buffer: the file's own line, found by reading it
         limit_bytes = int(limit.group(1))

@@ -170,7 +170,8 @@ def _refuse_non_object(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     number, a string, a list: ``[{...}, 5, {...}]``), where DuckDB reads such an array as one
     ``json`` column rather than the jobs' keys."""
     try:
-        hit = con.sql(f"SELECT i, json FROM (SELECT row_number() OVER () AS i, json FROM "
+        hit = con.sql(f"SELECT i, CAST(json AS VARCHAR) FROM (SELECT row_number() OVER () AS "
+                      f"i, json FROM "
                       f"read_json({file_lit(path)}, format='array', records='false')) "
                       "WHERE json_type(json) <> 'OBJECT' LIMIT 1").fetchall()
     except READ_ERRORS:
