@@ -322,6 +322,10 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
         "allreduce-cluster over 25 Gbit Ethernet")
     # no GPUs: that is the reason, not an unknown architecture
     assert rows["cpu"]["arch_reason"] == "unknown: no GPUs (n_gpus missing or 0)"
+    # and no GPU node to keep or move to: the default node its GPU type would get is no fact
+    assert all(rows["cpu"][f"{p}{k}"] is None for p in ("", "arch_", "best_", "cheapest_")
+               for k in ("node", "gpu")), rows["cpu"]
+    assert one["node"] == "pai-v100-nvlink" and one["best_node"] is not None
     # no time as given, but a setup that fits: named, with the reason it had none
     packed = rows["packed"]
     assert packed["base_total_s"] is None and packed["best_total_s"] > 0

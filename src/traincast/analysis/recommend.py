@@ -428,8 +428,9 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
         advance(f"choosing {prefix}")
-    table = pa.table({k: pa.array(v, from_pandas=True) if isinstance(v, np.ndarray) else v
-                      for k, v in rows.items()})
+    table = without_hardware(pa.table({k: pa.array(v, from_pandas=True)
+                                       if isinstance(v, np.ndarray) else v
+                                       for k, v in rows.items()}), cols["n_gpus"])
     summary = _summary(table, prices is not None)
     advance("summary")
     left_out = {} if candidates or nodes is not None else left_out_nodes(catalog)
@@ -575,6 +576,26 @@ def steps(n_candidates: int, priced: bool) -> int:
     """Steps :func:`recommend` reports to ``progress``: one per candidate, one per choice
     (``arch``, ``best``, and ``cheapest`` when priced), one for the summary."""
     return n_candidates + (3 if priced else 2) + 1
+
+
+HARDWARE_COLUMNS = ("node", "gpu", "arch_node", "arch_gpu", "best_node", "best_gpu",
+                    "cheapest_node", "cheapest_gpu")
+"""The recommendation's node and GPU columns: none for a job without GPUs."""
+
+
+def without_hardware(table: pa.Table, n_gpus: ArrayLike) -> pa.Table:
+    """``table`` with its :data:`HARDWARE_COLUMNS` null where the job has no GPU (``n_gpus``
+    0 or missing: a CPU job has no GPU node to keep or move to; the node its GPU type would
+    default to is no fact of it)."""
+    import pyarrow.compute as pc
+
+    none = pa.array(~(np.nan_to_num(np.asarray(n_gpus, dtype=np.float64)) > 0))
+    for name in HARDWARE_COLUMNS:
+        if name in table.column_names:
+            col = table[name]
+            table = table.set_column(table.column_names.index(name), name,
+                                     pc.if_else(none, pa.scalar(None, col.type), col))
+    return table
 
 
 def _choice_columns(prefix: str, idx: NDArray[np.int64],
