@@ -568,6 +568,19 @@ def test_findings_say_over_how_many_jobs_when_some_have_no_prediction() -> None:
     assert over_jobs({"predicted": 7}, 10, priced=7)[0] == "over the 7 of 10 jobs with a prediction"
 
 
+def test_a_recommendation_that_changes_no_job_says_why() -> None:
+    from traincast.analysis.study import _recommend_finding
+
+    arch = {"predicted": 7, "changed_share": 0.0, "mean_speedup": 1.0,
+            "architectures": {"1w1g": 6, "allreduce-local": 1}, "changed_to": {}}
+    said = _recommend_finding(arch, {}, 10, 0.05)[0]
+    assert said == ("On their own hardware, no job would run more than 5% faster on another "
+                    "architecture (over the 7 of 10 jobs with a prediction): they keep theirs "
+                    "(1w1g 6, allreduce-local 1); a job of one GPU has no other, and the "
+                    "others' options were no faster or did not fit.")
+    assert "0%" not in said
+
+
 def test_a_scenario_that_slows_some_jobs_says_why() -> None:
     from traincast.analysis.study import _speedup_findings
 

@@ -830,3 +830,22 @@ def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
         assert rows[job]["scenario_total_s"] - none[job]["scenario_total_s"] == \
             pytest.approx(ring_s, rel=1e-9)
     assert rows["stays"]["speedup"] == pytest.approx(1.0)
+
+
+def test_a_scenario_that_moves_no_job_says_why() -> None:
+    from traincast.cli.whatif import unchanged_line
+
+    flat = {"predicted": 40, "sped_up_share": 0.0, "slowed_down_share": 0.0,
+            "by_architecture": {"1w1g": {"matched": 30}, "allreduce-local": {"matched": 10},
+                                "ps-worker": {"matched": 0}}}
+    line = unchanged_line("eth100", flat, {"changes": {"nic": "eth100"}})
+    assert line == ("eth100: none of its 40 priced jobs runs more than 1% faster or slower: "
+                    "the network carries none of their time, every one runs on one node "
+                    "(1w1g, allreduce-local)")
+    # a job that crosses the network: the general reason, naming the part of time changed
+    spans = {**flat, "by_architecture": {"allreduce-cluster": {"matched": 40}}}
+    assert "the part of their time it changes (the network) is none or small" in \
+        unchanged_line("eth100", spans, {"changes": {"nic": "eth100"}})
+    # a job moved, or none priced: nothing to say
+    assert unchanged_line("eth100", {**flat, "sped_up_share": 0.5}, {"changes": {}}) == ""
+    assert unchanged_line("eth100", {**flat, "predicted": 0}, {"changes": {}}) == ""

@@ -157,7 +157,8 @@ def findings(char: dict[str, Any], whatif: dict[str, Any], rec: dict[str, Any],
     sentences += _eth100_finding(scen.get("eth100"), nums, total,
                                  bd.get("by_architecture", {}), priced)
     sentences += _speedup_findings(scen, nums, total, priced)
-    sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total)
+    sentences += _recommend_finding(rec.get("summary", {}).get("arch"), nums, total,
+                                    rec.get("min_gain"))
     sentences += _cheapest_finding(rec, nums)
     return {"sample": sample, "sentences": sentences, "numbers": nums}
 
@@ -300,11 +301,20 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
 
 
 def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
-                       total: int) -> list[str]:
+                       total: int, min_gain: float | None = None) -> list[str]:
     """The best architecture on each job's own hardware (``recommend``'s ``arch`` summary),
-    over the jobs with a prediction (:func:`over_jobs`)."""
+    over the jobs with a prediction (:func:`over_jobs`); where none changes, why: the
+    threshold ``min_gain`` and the architectures the jobs keep (a job of one GPU has no other
+    on its own hardware)."""
     if not arch:
         return []
+    if not arch.get("changed_share") and arch.get("predicted"):
+        over, _ = over_jobs(arch, total)
+        kept = ", ".join(f"{a} {n:,}" for a, n in (arch.get("architectures") or {}).items())
+        gain = f"more than {100 * min_gain:.0f}% " if min_gain is not None else ""
+        return [f"On their own hardware, no job would run {gain}faster on another "
+                f"architecture ({over}): they keep theirs ({kept}); a job of one GPU has no "
+                "other, and the others' options were no faster or did not fit."]
     top = next(iter(arch.get("changed_to", {})), None)
     nums.update({"recommend_changed_share": arch.get("changed_share"),
                  "recommend_mean_speedup": arch.get("mean_speedup"),

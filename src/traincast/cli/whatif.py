@@ -226,6 +226,33 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
                             partial(_own, own, profile, workload_features), amp, amp_ops))
 
 
+ONE_NODE = ("1w1g", "allreduce-local")
+"""Architectures whose jobs run on one node: no time of theirs crosses the network
+(docs/model.md, the architectures' formulas)."""
+CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
+                "pcie": "copies through the host (data I/O, PS traffic)"}
+"""The part of a job's time each link change reaches."""
+
+
+def unchanged_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
+    """Why a scenario moved none of its priced jobs by more than 1% (each up and down share
+    0): a network change over jobs that all run on one node (:data:`ONE_NODE`) says so; any
+    other, what it changes and that its part of their time is none, small or already so; ""
+    where a job moved or none was priced."""
+    if not summary.get("predicted") or summary["sped_up_share"] or summary["slowed_down_share"]:
+        return ""
+    changes = definition.get("changes") or {}
+    archs = {a for a, b in summary["by_architecture"].items() if b.get("matched")}
+    said = f"{name}: none of its {plural(summary['predicted'], 'priced job')} runs more than 1% "
+    if "nic" in changes and archs and archs <= set(ONE_NODE):
+        return (said + "faster or slower: the network carries none of their time, every one "
+                f"runs on one node ({', '.join(sorted(archs))})")
+    reached = [CHANGED_TIME[k] for k in changes if k in CHANGED_TIME]
+    return (said + "faster or slower: the part of their time it changes"
+            + (f" ({', '.join(reached)})" if reached else "")
+            + " is none or small, or their setup is so already")
+
+
 def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
@@ -257,6 +284,9 @@ def print_whatif(result: dict[str, Any]) -> None:
                                + ("; the trace has no ps-worker job: a format without "
                                   "parameter servers has none, docs/traces.md" if no_ps else "")
                                + ")", style="dim"))
+    for name, s in summaries.items():
+        if line := unchanged_line(name, s, result.get("definitions", {}).get(name) or {}):
+            console.print(Text(line, style="dim"))
     for name, s in summaries.items():
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
         if len(summaries) > 3 or not rows:
@@ -592,6 +622,11 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
+    if (arch := s.get("arch")) and not arch.get("changed_share"):  # why no job changes
+        from traincast.analysis.study import _recommend_finding
+
+        for line in _recommend_finding(arch, {}, result["jobs"], result.get("min_gain")):
+            console.print(line, style="dim", highlight=False)
     if (cheap := s.get("cheapest")) and cheap.get("priced"):
         console.print(f"cost summed over the {plural(cheap['priced'], 'job')} priced now and "
                       f"as chosen: ${fmt_sig(cheap['usd_per_1k_now'])} now, "
