@@ -849,3 +849,10 @@ def test_a_scenario_that_moves_no_job_says_why() -> None:
     # a job moved, or none priced: nothing to say
     assert unchanged_line("eth100", {**flat, "sped_up_share": 0.5}, {"changes": {}}) == ""
     assert unchanged_line("eth100", {**flat, "predicted": 0}, {"changes": {}}) == ""
+
+
+def test_whatif_without_a_scenario_names_the_shipped_ones(tc) -> None:
+    r = tc("whatif", "--model", "zoo:bert-base", "--arch", "1w1g", "--gpus", "1")
+    assert r.returncode == 2 and "give --scenario NAME|FILE" in r.stderr
+    said = " ".join(r.stderr.split())
+    assert "eth100" in said and "-s nvlink-allreduce -s eth100 -s gpu-a100" in said, said

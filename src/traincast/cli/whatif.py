@@ -373,7 +373,13 @@ def whatif(
     from traincast.analysis.whatif import whatif as run
 
     if not scenario and not sweep:
-        raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...")
+        from traincast.analysis.study import STUDY_SCENARIOS
+        from traincast.scenarios import shipped_scenarios
+
+        raise TraincastError("give --scenario NAME|FILE (repeatable) or --sweep KEY=V1,V2,...",
+                             hint="the shipped scenarios: " + ", ".join(shipped_scenarios())
+                                  + "; the study's set: " + " ".join(
+                                      f"-s {n}" for n in STUDY_SCENARIOS))
     if sweep and len(sweep) > 1:
         raise TraincastError(f"--sweep given {len(sweep)} times: one sweep varies one key",
                              hint="sweep one key; for two, write scenario files with one "
