@@ -311,6 +311,9 @@ def test_cli_human_output(tmp_path: Path, monkeypatch) -> None:
     assert "measures no job's utilization" not in res.stdout
     flat = " ".join(res.stdout.split())
     assert "pairs refused: GPU memory" in flat and "assumed hardware" not in flat
+    # which jobs are eligible, and the flags behind the title's figures
+    assert "of one GPU (--multi-gpu pairs multi-GPU jobs too)" in flat
+    assert "(--util-bound 1, --cross-contention κ 1)" in flat
     # without measured utilization: no legend of rows that are not printed, and it says why
     plain = {k: v for k, v in hand_trace().items() if k != "gpu_util"}
     pacsv.write_csv(pa.table(plain), tmp_path / "u.csv")

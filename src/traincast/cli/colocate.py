@@ -83,10 +83,13 @@ def print_colocate(result: dict[str, Any]) -> None:
     console.print(t)
     co = result["colocation"]
     s = co["slowdown"]
-    t = _table(f"Co-location by {co['by']} utilization (bound {co['util_bound']:g}, "
-               f"κ {co['cross_contention']:g})",
-               "slowdown = T co-located / T alone, of the paired jobs; GPUs and time saved against "
-               "exclusive placement")
+    t = _table(f"Co-location by {co['by']} utilization (--util-bound {co['util_bound']:g}, "
+               f"--cross-contention κ {co['cross_contention']:g})",
+               "eligible = jobs that ran, on whole GPUs, with a predicted utilization, "
+               + ("any GPU count (--multi-gpu: pairs of the same count)" if co.get("multi_gpu")
+                  else "of one GPU (--multi-gpu pairs multi-GPU jobs too)")
+               + "; slowdown = T co-located / T alone, of the paired jobs; GPUs and time saved "
+               "against exclusive placement")
     t.add_row("eligible jobs", f"{co['eligible']:,}")
     t.add_row("pairs (jobs paired)", f"{co['pairs']:,} ({co['paired_jobs']:,})")
     t.add_row("pairs refused: GPU memory", f"{co['memory_rejected_pairs']:,}")
