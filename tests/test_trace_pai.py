@@ -293,7 +293,8 @@ def test_a_folder_of_headers_alone_is_refused_with_what_it_holds(tmp_path: Path)
         ingest([folder], "pai-2020", tmp_path / "t.duckdb")
     assert str(err.value).endswith("missing table(s) pai_job_table.csv, pai_task_table.csv "
                                    "(found only LICENSE, pai_job_table.header: no table this "
-                                   "format reads)")
+                                   "format reads; .header files give the tables' column names, "
+                                   "not their rows)")
     assert "tar -xf" in err.value.hint
 
 

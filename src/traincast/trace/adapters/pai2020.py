@@ -152,8 +152,10 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
     missing = [t for t in REQUIRED_TABLES if t not in found]
     if missing:
         others = held_names(paths)
-        seen = f" (found only {some_names(others)}: no table this format reads)" \
-            if others and not found else ""
+        headers = [n for n in others if n.endswith("_table.header")]
+        seen = (f" (found only {some_names(others)}: no table this format reads"
+                + ("; .header files give the tables' column names, not their rows"
+                   if headers else "") + ")") if others and not found else ""
         raise TraincastError(
             f"{NAME}: {', '.join(str(p) for p in paths)}: missing table(s) "
             f"{', '.join(f'pai_{t}_table.csv' for t in missing)}{seen}",
