@@ -557,6 +557,24 @@ def test_top_jobs_leave_out_jobs_that_hold_no_gpu_time(tmp_path):
     assert top_jobs(cpu, Study(folder=tmp_path, jobs=cpu)) == ""
 
 
+def test_top_jobs_leave_out_a_column_no_job_has_and_say_so(tmp_path):
+    import pyarrow as pa
+
+    from traincast.report.inputs import Study
+    from traincast.report.sections import top_jobs
+
+    jobs = pa.table({"job_id": ["a", "b"], "user": pa.array([None, None], pa.string()),
+                     "n_gpus": [1.0, 2.0], "start_time_s": [0.0, 0.0],
+                     "end_time_s": [3600.0, 3600.0], "censored": [False, False]})
+    text = top_jobs(jobs, Study(folder=tmp_path, jobs=jobs))
+    assert ">user</th>" not in text and "no user: none of these jobs has one" in text
+    with_user = jobs.set_column(1, "user", pa.array(["u", None]))
+    assert ">user</th>" in top_jobs(with_user, Study(folder=tmp_path, jobs=with_user))
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+             for row in re.findall(r"<tr><td.*?</tr>", text)]
+    assert cells == [["b", "2", "2 GPU-h"], ["a", "1", "1 GPU-h"]]
+
+
 def test_report_cli_shows_its_steps_on_stderr_unless_quiet(tmp_path):
     from typer.testing import CliRunner
 

@@ -246,6 +246,8 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
     picked = jobs.select(cols + extra).take(pa.array(order, pa.int64())).to_pylist()
     names = {"total_s": "predicted iteration", "gpu_util_pred": "predicted GPU util",
              "n_gpus": "GPUs"}
+    empty = [c for c in cols if c != "job_id" and all(r[c] is None for r in picked)]
+    cols = [c for c in cols if c not in empty]  # a column the trace never gives: said below
 
     def job_cell(r: Mapping[str, Any], c: str) -> Any:
         if c == "workload" and r.get("workload_assumed"):
@@ -260,6 +262,9 @@ def top_jobs(jobs: pa.Table | None, study: Study) -> str:
     censored = sum(1 for r in picked if r.get("censored"))
     note = (f"; ≥: {censored} still running at the trace's end (censored), counted up to it: "
             "a lower bound" if censored else "")
+    if empty:
+        note += f"; no {', '.join(names.get(c, c) for c in empty)}: none of these jobs has one"
+
     return H.table([names.get(c, c) for c in cols] + ["GPU time"], rows,
                    caption=f"The {plural(len(rows), 'job')} holding the most GPU time "
                            "(jobs.parquet; "
