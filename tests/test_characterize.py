@@ -303,6 +303,20 @@ def test_characterize_names_gpu_types_the_catalog_does_not_know(tc, tmp_path: Pa
     assert json.loads(run.stdout)["unknown_gpu_types"] == {"A800": 2, "V100S": 1}
 
 
+def test_the_unknown_gpu_type_row_is_said(tc, tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\n"
+                     "a,1,,0,3600\nb,0,,0,7200\nc,2,V100,0,100\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "s.duckdb"))
+    said = " ".join(run.stdout.split())
+    assert run.returncode == 0, run.stderr
+    assert ("unknown: the 2 jobs whose trace names no GPU type; those with GPUs are priced on "
+            "an assumed node (below), those with 0 GPUs not at all") in said, said
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\nc,2,V100,0,100\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "t.duckdb"))
+    assert "unknown: the" not in " ".join(run.stdout.split())
+
+
 def test_default_hardware_counts_only_jobs_that_name_no_gpu_type() -> None:
     # a: the literal type "unknown" (named, not in the catalog: no prediction); b: none given
     # (priced on the default node); c: a V100

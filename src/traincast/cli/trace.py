@@ -560,6 +560,11 @@ def print_characterization(r: dict[str, Any]) -> None:
         else:  # no job with GPUs: no table of none
             console.print(f"{title}: none ({'no job uses a GPU' if r['jobs'] else 'no job'})",
                           highlight=False)
+        if key == "by_gpu_type" and (unknown := r[key].get("unknown")):
+            console.print(f"unknown: the {plural(unknown['jobs'], 'job')} whose trace names no "
+                          "GPU type; those with GPUs are priced on an assumed node (below)"
+                          + (", those with 0 GPUs not at all" if r.get("zero_gpu_jobs") else ""),
+                          style="dim", highlight=False)
         if key == "by_gpu_type":
             _print_named("not in the catalog", r.get("unknown_gpu_types"),
                          f". {UNKNOWN_GPU_FIX}", "yellow", shown=None)
