@@ -372,3 +372,12 @@ def test_ingest_notes_of_several_files_name_their_file(tc, tmp_path: Path) -> No
     alone = tc("ingest", str(dur), "--db", str(tmp_path / "t.duckdb"))
     said = " ".join(alone.stderr.split())
     assert "1 row(s) with a duration left unread" in said and "dur.csv:" not in said, said
+
+
+def test_the_duration_row_counts_the_jobs_it_is_over(tc, tmp_path: Path) -> None:
+    # two finished jobs, one running (no end): the quantiles are over the 2
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,start_time_s,end_time_s\na,1,0,3600\nb,1,0,60\nc,1,0,\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "s.duckdb"))
+    assert run.returncode == 0, run.stderr
+    assert "duration (2 finished)" in run.stdout

@@ -584,7 +584,9 @@ def print_characterization(r: dict[str, Any]) -> None:
     for col in ("", "p10", "p50", "p90", "p99", "max"):
         cdf.add_column(col, justify="left" if not col else "right")
     d = r["cdf"]["duration_s"]
-    cdf.add_row("duration (finished)",
+    timed = r.get("jobs_with_duration")  # the finished jobs with both times
+    cdf.add_row("duration (finished)" if timed is None else
+                f"duration ({fmt_amount(timed)} finished)",
                 *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     if g["value"]:  # over the jobs with GPUs, as the architecture shares
         cdf.add_row("GPUs per job (with GPUs)", *(fmt_amount(_value_at(g, p))
