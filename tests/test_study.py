@@ -758,3 +758,25 @@ def test_a_report_of_the_store_names_the_store_its_traces_and_the_sample_among_t
     assert said["numbers"]["cheapest_usd_per_1k_now"] == pytest.approx(now, rel=1e-9)
     assert any(x.startswith("With --price (prices aws-on-demand), the ") and
                f"{len(both)} job" in x for x in said["sentences"])
+
+
+def test_the_architecture_tables_gpu_time_says_when_it_is_a_lower_bound() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from traincast.cli.study import architecture_table
+
+    char = {"jobs": 2, "zero_gpu_jobs": 0, "gpu_time_s": 400.0, "censored_gpu_time_s": 300.0,
+            "gpu_time_lower_bound": True,
+            "by_architecture": {"1w1g": {"job_share": 1.0, "gpu_share": 1.0,
+                                         "gpu_time_share": 1.0}},
+            "breakdown": {"jobs": 2, "job_weighted": {"comm": 0.0},
+                          "gpu_weighted": {"comm": 0.0}}}
+    out = StringIO()
+    Console(file=out, width=200).print(architecture_table(char))
+    said = " ".join(out.getvalue().split())
+    assert "(a lower bound: 75.0% of it is of jobs still running at the trace's end" in said, said
+    out = StringIO()
+    Console(file=out, width=200).print(architecture_table({**char, "gpu_time_lower_bound": False}))
+    assert "lower bound" not in out.getvalue()

@@ -38,10 +38,14 @@ def architecture_table(char: dict[str, Any]) -> Table:
     zero = int(char.get("zero_gpu_jobs") or 0)
     jobs = (f"{plural(char['jobs'] - zero, 'job')} with GPUs; {zero:,} without, left out"
             if zero else plural(char["jobs"], "job"))
+    running = char.get("censored_gpu_time_s") or 0.0
+    bound = (f" (a lower bound: {fmt_pct(running / char['gpu_time_s'])} of it is of jobs still "
+             "running at the trace's end, counted up to it)"
+             if char.get("gpu_time_lower_bound") and char.get("gpu_time_s") else "")
     t = Table(title=f"Cluster by architecture ({jobs})", title_justify="left",
-              caption=f"jobs, GPUs, GPU time: each architecture's share of the cluster's; "
-              f"comm: mean share of predicted iteration time in communication (of the four "
-              f"parts' sum, before any --overlap), over "
+              caption=f"jobs, GPUs, GPU time: each architecture's share of the cluster's"
+              f"{bound}; comm: mean share of predicted iteration time in communication (of the "
+              f"four parts' sum, before any --overlap), over "
               f"{plural(b.get('jobs', 0), 'job')} with known features, weighted by job / by "
               "GPUs",
               caption_justify="left")
