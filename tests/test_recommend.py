@@ -304,7 +304,7 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
     # node of 8 GPUs
     extra = {"job_id": ["cpu", "packed"], "architecture": [None, "allreduce-local"],
              "n_gpus": [0, 16], "n_workers": [None, None], "n_ps": [None, None],
-             "gpus_per_worker": [None, None]}
+             "gpus_per_worker": [None, None], "gpu_type": [None, "V100"]}
     for k in jobs:
         jobs[k] = jobs[k][:3] + (extra[k] if k in extra else jobs[k][:2])
     rows = rows_by_job(recommend(jobs, catalog, nodes=["pai-v100-nvlink", "pai-t4"],
@@ -322,10 +322,23 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
         "allreduce-cluster over 25 Gbit Ethernet")
     # no GPUs: that is the reason, not an unknown architecture
     assert rows["cpu"]["arch_reason"] == "unknown: no GPUs (n_gpus missing or 0)"
-    # and no GPU node to keep or move to: the default node its GPU type would get is no fact
+    # naming no GPU type or node, no GPU node to keep or move to: the default node is no fact
     assert all(rows["cpu"][f"{p}{k}"] is None for p in ("", "arch_", "best_", "cheapest_")
                for k in ("node", "gpu")), rows["cpu"]
     assert one["node"] == "pai-v100-nvlink" and one["best_node"] is not None
+    # one that names its GPU type keeps it, as does a job whose GPU count is unknown
+    typed = {**jobs, "gpu_type": ["V100"] * len(jobs["job_id"])}
+    again = rows_by_job(recommend(typed, catalog, nodes=["pai-v100-nvlink"]))
+    assert again["cpu"]["node"] == "pai-v100-nvlink" and again["cpu"]["gpu"] == "V100-SXM2-16GB"
+    unknown = {**typed, "n_gpus": [None if j == "cpu" else g
+                                   for j, g in zip(typed["job_id"], typed["n_gpus"])],
+               "gpu_type": [None] * len(typed["job_id"])}
+    assert rows_by_job(recommend(unknown, catalog, nodes=["pai-v100-nvlink"]))["cpu"]["node"] \
+        == "pai-v100-nvlink"
+    # a CPU job on a GPU type the price file leaves out costs nothing: no 'no price' for it
+    p100 = {**jobs, "gpu_type": ["P100" if j == "cpu" else "V100" for j in jobs["job_id"]]}
+    out = recommend(p100, catalog, nodes=["pai-v100-nvlink", "pai-t4"], prices=prices)
+    assert rows_by_job(out)["cpu"]["node"] == "pai-p100" and out["unpriced_nodes"] == []
     # no time as given, but a setup that fits: named, with the reason it had none
     packed = rows["packed"]
     assert packed["base_total_s"] is None and packed["best_total_s"] > 0

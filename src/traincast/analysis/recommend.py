@@ -428,17 +428,19 @@ def recommend(jobs: Any, catalog: Catalog | None = None, *,
             rows["base_cost_per_iter_usd"] = base_cost
             rows["cheapest_cost_per_iter_usd"] = cost(*chosen[:3])
         advance(f"choosing {prefix}")
+    cpu = cpu_jobs(cols["n_gpus"], rows["gpu_type_given"])
+    gpu_jobs = np.asarray(cols["n_gpus"], dtype=np.float64) != 0  # no cost of a CPU job
     table = without_hardware(pa.table({k: pa.array(v, from_pandas=True)
                                        if isinstance(v, np.ndarray) else v
-                                       for k, v in rows.items()}), cols["n_gpus"])
+                                       for k, v in rows.items()}), cpu)
     summary = _summary(table, prices is not None)
     advance("summary")
     left_out = {} if candidates or nodes is not None else left_out_nodes(catalog)
     unpriced = [] if prices is None else sorted(
         {c.node for c in cands if c.node and
          not np.isfinite(prices.per_gpu_hour(c.node, catalog.node(c.node).gpu))}
-        | {base_node.values[a] for a, b in np.unique(  # the jobs' own hardware too
-            np.stack([base_node.codes, base_gpu.codes]), axis=1).T
+        | {base_node.values[a] for a, b in np.unique(  # the GPU jobs' own hardware too
+            np.stack([base_node.codes, base_gpu.codes])[:, gpu_jobs], axis=1).T
            if a >= 0 and b >= 0
            and not np.isfinite(prices.per_gpu_hour(base_node.values[a], base_gpu.values[b]))})
     flat = flat_peak_gpus(catalog, {catalog.node(c.node).gpu for c in cands if c.node})
@@ -583,13 +585,19 @@ HARDWARE_COLUMNS = ("node", "gpu", "arch_node", "arch_gpu", "best_node", "best_g
 """The recommendation's node and GPU columns: none for a job without GPUs."""
 
 
-def without_hardware(table: pa.Table, n_gpus: ArrayLike) -> pa.Table:
-    """``table`` with its :data:`HARDWARE_COLUMNS` null where the job has no GPU (``n_gpus``
-    0 or missing: a CPU job has no GPU node to keep or move to; the node its GPU type would
-    default to is no fact of it)."""
+def cpu_jobs(n_gpus: ArrayLike, hardware_given: ArrayLike) -> NDArray[np.bool_]:
+    """The jobs of 0 GPUs whose trace names neither a GPU type nor a node: their node is only
+    the default one (a count that is missing is no CPU job: its GPUs are unknown)."""
+    return (np.asarray(n_gpus, dtype=np.float64) == 0) & ~np.asarray(hardware_given, dtype=bool)
+
+
+def without_hardware(table: pa.Table, cpu: NDArray[np.bool_]) -> pa.Table:
+    """``table`` with its :data:`HARDWARE_COLUMNS` null for the ``cpu`` jobs
+    (:func:`cpu_jobs`: a CPU job has no GPU node to keep or move to; the node its GPU type
+    would default to is no fact of it)."""
     import pyarrow.compute as pc
 
-    none = pa.array(~(np.nan_to_num(np.asarray(n_gpus, dtype=np.float64)) > 0))
+    none = pa.array(cpu)
     for name in HARDWARE_COLUMNS:
         if name in table.column_names:
             col = table[name]
