@@ -310,8 +310,13 @@ def test_the_unknown_gpu_type_row_is_said(tc, tmp_path: Path) -> None:
     run = tc("characterize", str(trace), "--db", str(tmp_path / "s.duckdb"))
     said = " ".join(run.stdout.split())
     assert run.returncode == 0, run.stderr
-    assert ("unknown: the 2 jobs whose trace names no GPU type; those with GPUs are priced on "
-            "an assumed node (below), those with 0 GPUs not at all") in said, said
+    assert ("unknown: the 2 jobs whose trace names no GPU type: 1 with GPUs priced on an "
+            "assumed node (below); 1 without GPUs or on a node the trace names") in said, said
+    # 0-GPU jobs alone: nothing is priced on an assumed node, and the line does not say so
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\nb,0,,0,7200\n")
+    run = tc("characterize", str(trace), "--db", str(tmp_path / "z.duckdb"))
+    said = " ".join(run.stdout.split())
+    assert "assumed node" not in said
     trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\nc,2,V100,0,100\n")
     run = tc("characterize", str(trace), "--db", str(tmp_path / "t.duckdb"))
     assert "unknown: the" not in " ".join(run.stdout.split())

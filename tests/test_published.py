@@ -91,6 +91,11 @@ def test_a_throughput_beyond_any_cluster_is_refused(tmp_path: Path) -> None:
                    'batch_per_gpu = 8\nthroughput = 1e300\nunit = "images/s"\ncitation = "x"\n')
     with pytest.raises(TraincastError, match=r"row 1: field 'throughput' = 1e\+300 is above"):
         load_published(bad)
+    # a context of 2^20 tokens is a length, not a typo
+    bad.write_text(head + '[[row]]\nmodel = "bert-base-squad"\ngpu = "A10"\ngpus = 1\n'
+                   'dtype = "fp16"\nbatch_per_gpu = 8\nthroughput = 10.0\nunit = "tokens/s"\n'
+                   'tokens_per_sample = 1048576\ncitation = "x"\n')
+    assert load_published(bad)["row"][0]["tokens_per_sample"] == 2**20
 
 
 TEST_CATALOG = """

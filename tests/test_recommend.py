@@ -331,7 +331,7 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
     again = rows_by_job(recommend(typed, catalog, nodes=["pai-v100-nvlink"]))
     assert again["cpu"]["node"] == "pai-v100-nvlink" and again["cpu"]["gpu"] == "V100-SXM2-16GB"
     unknown = {**typed, "n_gpus": [None if j == "cpu" else g
-                                   for j, g in zip(typed["job_id"], typed["n_gpus"])],
+                                   for j, g in zip(typed["job_id"], typed["n_gpus"], strict=True)],
                "gpu_type": [None] * len(typed["job_id"])}
     assert rows_by_job(recommend(unknown, catalog, nodes=["pai-v100-nvlink"]))["cpu"]["node"] \
         == "pai-v100-nvlink"

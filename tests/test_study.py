@@ -573,12 +573,17 @@ def test_a_recommendation_that_changes_no_job_says_why() -> None:
 
     arch = {"predicted": 7, "changed_share": 0.0, "mean_speedup": 1.0,
             "architectures": {"1w1g": 6, "allreduce-local": 1}, "changed_to": {}}
-    said = _recommend_finding(arch, {}, 10, 0.05)[0]
+    nums: dict = {}
+    said = _recommend_finding(arch, nums, 10, 0.05)[0]
     assert said == ("On their own hardware, no job would run more than 5% faster on another "
                     "architecture (over the 7 of 10 jobs with a prediction): they keep theirs "
                     "(1w1g 6, allreduce-local 1); a job of one GPU has no other, and the "
-                    "others' options were no faster or did not fit.")
+                    "others' options gained no more or did not fit.")
     assert "0%" not in said
+    # the numbers are recorded as when jobs change (summary.json)
+    assert nums["recommend_changed_share"] == 0.0 and nums["recommend_mean_speedup"] == 1.0
+    # a threshold below 1% is written as given, not rounded to 0%
+    assert "more than 0.5% faster" in _recommend_finding(arch, {}, 10, 0.005)[0]
 
 
 def test_a_scenario_that_slows_some_jobs_says_why() -> None:

@@ -835,17 +835,28 @@ def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
 def test_a_scenario_that_moves_no_job_says_why() -> None:
     from traincast.cli.whatif import unchanged_line
 
-    flat = {"predicted": 40, "sped_up_share": 0.0, "slowed_down_share": 0.0,
-            "by_architecture": {"1w1g": {"matched": 30}, "allreduce-local": {"matched": 10},
-                                "ps-worker": {"matched": 0}}}
+    flat = {"predicted": 40, "not_applied": 0, "sped_up_share": 0.0, "slowed_down_share": 0.0,
+            "by_architecture": {"1w1g": {"matched": 30, "predicted": 30},
+                                "allreduce-local": {"matched": 10, "predicted": 10},
+                                "ps-worker": {"matched": 0, "predicted": 0},
+                                "allreduce-cluster": {"matched": 2, "predicted": 0}}}
     line = unchanged_line("eth100", flat, {"changes": {"nic": "eth100"}})
+    # the unpriced allreduce-cluster jobs do not count against "one node"
     assert line == ("eth100: none of its 40 priced jobs runs more than 1% faster or slower: "
-                    "the network carries none of their time, every one runs on one node "
+                    "the network carries none of their time: every one runs on one node "
                     "(1w1g, allreduce-local)")
     # a job that crosses the network: the general reason, naming the part of time changed
-    spans = {**flat, "by_architecture": {"allreduce-cluster": {"matched": 40}}}
-    assert "the part of their time it changes (the network) is none or small" in \
+    spans = {**flat, "by_architecture": {"allreduce-cluster": {"matched": 40, "predicted": 40}}}
+    assert "the part of their time it changes, the network, is none or small" in \
         unchanged_line("eth100", spans, {"changes": {"nic": "eth100"}})
+    # a change that fits none of them: said so, not blamed on the time
+    none_fit = {**flat, "not_applied": 40}
+    assert unchanged_line("nvlink-allreduce", none_fit, {"changes": {"node": "x"}}).endswith(
+        "it fits none of them (not fit: the port, GPU or node move does not fit their GPUs or "
+        "memory)")
+    one = {**spans, "predicted": 1}
+    assert unchanged_line("eth100", one, {"changes": {"nic": "eth100"}}).startswith(
+        "eth100: its one priced job runs no more than 1% faster or slower: the part of its time")
     # a job moved, or none priced: nothing to say
     assert unchanged_line("eth100", {**flat, "sped_up_share": 0.5}, {"changes": {}}) == ""
     assert unchanged_line("eth100", {**flat, "predicted": 0}, {"changes": {}}) == ""

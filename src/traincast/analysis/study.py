@@ -308,17 +308,18 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
     on its own hardware)."""
     if not arch:
         return []
-    if not arch.get("changed_share") and arch.get("predicted"):
-        over, _ = over_jobs(arch, total)
-        kept = ", ".join(f"{a} {n:,}" for a, n in (arch.get("architectures") or {}).items())
-        gain = f"more than {100 * min_gain:.0f}% " if min_gain is not None else ""
-        return [f"On their own hardware, no job would run {gain}faster on another "
-                f"architecture ({over}): they keep theirs ({kept}); a job of one GPU has no "
-                "other, and the others' options were no faster or did not fit."]
-    top = next(iter(arch.get("changed_to", {})), None)
     nums.update({"recommend_changed_share": arch.get("changed_share"),
                  "recommend_mean_speedup": arch.get("mean_speedup"),
                  "recommend_changed_mean_speedup": arch.get("changed_mean_speedup")})
+    if not arch.get("changed_share") and arch.get("predicted"):
+        over, _ = over_jobs(arch, total)
+        kept = ", ".join(f"{a} {n:,}" for a, n in (arch.get("architectures") or {}).items())
+        gain = f"more than {100 * min_gain:g}% " if min_gain is not None else ""
+        return [f"On their own hardware, no job would run {gain}faster on another "
+                f"architecture ({over}): they keep theirs ({kept}); a job of one GPU has no "
+                f"other, and the others' options gained {'no more' if gain else 'nothing'} "
+                "or did not fit."]
+    top = next(iter(arch.get("changed_to", {})), None)
     over, every = over_jobs(arch, total)
     which = "jobs" if every else over.removeprefix("over ")
     changed = arch.get("changed_mean_speedup")

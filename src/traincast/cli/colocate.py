@@ -85,7 +85,7 @@ def print_colocate(result: dict[str, Any]) -> None:
     s = co["slowdown"]
     t = _table(f"Co-location by {co['by']} utilization (--util-bound {co['util_bound']:g}, "
                f"--cross-contention κ {co['cross_contention']:g})",
-               "eligible = jobs that ran, on whole GPUs, with a predicted utilization, "
+               f"eligible = jobs that ran, on whole GPUs, with a {co['by']} utilization, "
                + ("any GPU count (--multi-gpu: pairs of the same count)" if co.get("multi_gpu")
                   else "of one GPU (--multi-gpu pairs multi-GPU jobs too)")
                + "; slowdown = T co-located / T alone, of the paired jobs; GPUs and time saved "

@@ -561,10 +561,12 @@ def print_characterization(r: dict[str, Any]) -> None:
             console.print(f"{title}: none ({'no job uses a GPU' if r['jobs'] else 'no job'})",
                           highlight=False)
         if key == "by_gpu_type" and (unknown := r[key].get("unknown")):
+            assumed = int((r.get("default_hardware") or {}).get("jobs") or 0)
+            rest = int(unknown["jobs"]) - assumed
+            parts = [f"{assumed:,} with GPUs priced on an assumed node (below)"] * bool(assumed) \
+                + [f"{rest:,} without GPUs or on a node the trace names"] * bool(rest > 0)
             console.print(f"unknown: the {plural(unknown['jobs'], 'job')} whose trace names no "
-                          "GPU type; those with GPUs are priced on an assumed node (below)"
-                          + (", those with 0 GPUs not at all" if r.get("zero_gpu_jobs") else ""),
-                          style="dim", highlight=False)
+                          f"GPU type: {'; '.join(parts)}", style="dim", highlight=False)
         if key == "by_gpu_type":
             _print_named("not in the catalog", r.get("unknown_gpu_types"),
                          f". {UNKNOWN_GPU_FIX}", "yellow", shown=None)

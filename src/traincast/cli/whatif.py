@@ -230,27 +230,38 @@ ONE_NODE = ("1w1g", "allreduce-local")
 """Architectures whose jobs run on one node: no time of theirs crosses the network
 (docs/model.md, the architectures' formulas)."""
 CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
-                "pcie": "copies through the host (data I/O, PS traffic)"}
+                "pcie": "copies through the host, data I/O and PS traffic"}
 """The part of a job's time each link change reaches."""
 
 
 def unchanged_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
     """Why a scenario moved none of its priced jobs by more than 1% (each up and down share
-    0): a network change over jobs that all run on one node (:data:`ONE_NODE`) says so; any
-    other, what it changes and that its part of their time is none, small or already so; ""
-    where a job moved or none was priced."""
-    if not summary.get("predicted") or summary["sped_up_share"] or summary["slowed_down_share"]:
+    0): one that fits none of them says so; a network change over priced jobs that all run on
+    one node (:data:`ONE_NODE`) says that; any other, what it changes and that its part of
+    their time is none, small or already so (and how many it does not fit); "" where a job
+    moved or none was priced."""
+    n = summary.get("predicted") or 0
+    if not n or summary["sped_up_share"] or summary["slowed_down_share"]:
         return ""
+    misfit = summary.get("not_applied") or 0
+    said = (f"{name}: none of its {n:,} priced jobs runs more than 1% faster or slower: "
+            if n > 1 else f"{name}: its one priced job runs no more than 1% faster or slower: ")
+    if misfit >= n:
+        return said + ("it fits none of them (not fit: the port, GPU or node move does not "
+                       "fit their GPUs or memory)" if n > 1 else
+                       "it does not fit it (the port, GPU or node move)")
     changes = definition.get("changes") or {}
-    archs = {a for a, b in summary["by_architecture"].items() if b.get("matched")}
-    said = f"{name}: none of its {plural(summary['predicted'], 'priced job')} runs more than 1% "
-    if "nic" in changes and archs and archs <= set(ONE_NODE):
-        return (said + "faster or slower: the network carries none of their time, every one "
-                f"runs on one node ({', '.join(sorted(archs))})")
+    archs = {a for a, b in summary["by_architecture"].items() if b.get("predicted")}
+    they = "their" if n > 1 else "its"
+    if "nic" in changes and archs and archs <= set(ONE_NODE) and not misfit:
+        return (said + f"the network carries none of {they} time: "
+                + ("every one runs" if n > 1 else "it runs")
+                + f" on one node ({', '.join(sorted(archs))})")
     reached = [CHANGED_TIME[k] for k in changes if k in CHANGED_TIME]
-    return (said + "faster or slower: the part of their time it changes"
-            + (f" ({', '.join(reached)})" if reached else "")
-            + " is none or small, or their setup is so already")
+    return (said + f"the part of {they} time it changes"
+            + (f", {'; '.join(reached)}," if reached else "")
+            + f" is none or small, or {they} setup is so already"
+            + (f" ({misfit:,} it does not fit)" if misfit else ""))
 
 
 def print_whatif(result: dict[str, Any]) -> None:

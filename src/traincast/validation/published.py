@@ -54,6 +54,7 @@ from traincast.errors import TraincastError, did_you_mean
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import FEATURES
 from traincast.units import fmt_pct
+from traincast.zoo.llm import SIZE_MAX
 
 __all__ = ["MEDIAN_TARGET", "RATIO_TARGET", "by_gpu_and_dtype", "check_hardware",
            "cross_gpu_ratios", "ddp_overlap", "evaluate_rows", "grouped_errors", "load_published",
@@ -171,6 +172,10 @@ def _check_model(name: str, label: str, model: Any) -> None:
         if key in model and not (model[key] > 0 and math.isfinite(model[key])):
             raise TraincastError(f"{where}: field {key!r} must be positive and finite, got "
                                  f"{model[key]!r}")
+    for key in ("tokens_per_sample", "seq"):  # as a row's (ROW_BOUNDS)
+        if model.get(key, 0) > SIZE_MAX:
+            raise TraincastError(f"{where}: field {key!r} = {model[key]!r} is above "
+                                 f"{SIZE_MAX:,.0f}", hint="check the exponent")
 
 
 def _row_key(row: Mapping[str, Any]) -> str:
@@ -271,7 +276,7 @@ def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> No
 
 
 ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": COUNT_MAX,
-                                "throughput": 1e12, "tokens_per_sample": COUNT_MAX}
+                                "throughput": 1e12, "tokens_per_sample": SIZE_MAX}
 """Upper bounds of a row's counts and rate (``predict`` and ``plan`` take at most a million
 GPUs; a per-GPU batch above a million samples is a typo that would allocate its activations;
 a throughput above 1e12 samples or tokens per second is a million GPUs at a million each, a
