@@ -69,32 +69,34 @@ def test_hand_checked_rows_match_the_source(key: dict, throughput: float, batch:
     assert row["batch_per_gpu"] == batch
 
 
-def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
+def _one_row(tmp_path: Path, fields: str) -> Path:
+    """The shipped rows file's models and one ``[[row]]`` of ``fields``."""
     text = (resources.files("traincast.validation").joinpath("published.toml").read_text())
-    head = text[:text.index("[[row]]")]
     bad = tmp_path / "bad.toml"
-    bad.write_text(head + '[[row]]\nmodel = "resnet50"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\n'
-                   'batch_per_gpu = 8\nthroughput = 10.0\nunit = "images/s"\n')
+    bad.write_text(text[:text.index("[[row]]")] + "[[row]]\n" + fields)
+    return bad
+
+
+RESNET_ROW = 'model = "resnet50"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\nbatch_per_gpu = 8\n'
+
+
+def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
+    bad = _one_row(tmp_path, RESNET_ROW + 'throughput = 10.0\nunit = "images/s"\n')
     with pytest.raises(TraincastError, match=r"bad\.toml: row 1: field 'citation'"):
         load_published(bad)
-    bad.write_text(head + '[[row]]\nmodel = "vgg"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\n'
-                   'batch_per_gpu = 8\nthroughput = 10.0\nunit = "images/s"\ncitation = "x"\n')
+    bad = _one_row(tmp_path, RESNET_ROW.replace("resnet50", "vgg")
+                   + 'throughput = 10.0\nunit = "images/s"\ncitation = "x"\n')
     with pytest.raises(TraincastError, match="row 1: field 'model'"):
         load_published(bad)
-
-
-def test_a_throughput_beyond_any_cluster_is_refused(tmp_path: Path) -> None:
-    text = (resources.files("traincast.validation").joinpath("published.toml").read_text())
-    head = text[:text.index("[[row]]")]
-    bad = tmp_path / "bad.toml"
-    bad.write_text(head + '[[row]]\nmodel = "resnet50"\ngpu = "A10"\ngpus = 1\ndtype = "fp16"\n'
-                   'batch_per_gpu = 8\nthroughput = 1e300\nunit = "images/s"\ncitation = "x"\n')
+    # a throughput beyond any cluster's is a typo
+    bad = _one_row(tmp_path, RESNET_ROW + 'throughput = 1e300\nunit = "images/s"\n'
+                   'citation = "x"\n')
     with pytest.raises(TraincastError, match=r"row 1: field 'throughput' = 1e\+300 is above"):
         load_published(bad)
     # a context of 2^20 tokens is a length, not a typo
-    bad.write_text(head + '[[row]]\nmodel = "bert-base-squad"\ngpu = "A10"\ngpus = 1\n'
-                   'dtype = "fp16"\nbatch_per_gpu = 8\nthroughput = 10.0\nunit = "tokens/s"\n'
-                   'tokens_per_sample = 1048576\ncitation = "x"\n')
+    bad = _one_row(tmp_path, RESNET_ROW.replace("resnet50", "bert-base-squad")
+                   + 'throughput = 10.0\nunit = "tokens/s"\ntokens_per_sample = 1048576\n'
+                   'citation = "x"\n')
     assert load_published(bad)["row"][0]["tokens_per_sample"] == 2**20
 
 
