@@ -67,6 +67,12 @@ def _write(path: Path, rows: list[tuple[str, ...]]) -> Path:
     return path
 
 
+def _task(job: str, role: str, inst_num: str, plan_gpu: str = "",
+          gpu_type: str = "") -> tuple[str, ...]:
+    """A task row of the release's schema, Terminated, 600 CPU and 20 GB planned."""
+    return (job, role, inst_num, "Terminated", "", "", "600", "20", plan_gpu, gpu_type)
+
+
 def _ingest_tables(tmp_path: Path, jobs: list[tuple[str, ...]],
                    tasks: list[tuple[str, ...]]) -> tuple[dict, dict[str, dict]]:
     """A PAI folder of these job and task rows, ingested: the report and the jobs by id."""
@@ -384,19 +390,11 @@ def test_a_header_line_prepended_to_a_table_is_passed_over(pai_dir: Path,
 def test_a_cpu_job_with_parameter_servers_is_in_no_architecture(tmp_path: Path) -> None:
     # J1: ps + GPU workers; J2: ps + workers that plan no GPU (empty); J3: plan_gpu 0. Only J1
     # is PS/Worker; J2 and J3 are CPU jobs: no architecture, flagged zero_gpu, none inferred
-    d = tmp_path / "pai"
-    d.mkdir()
-    _write(d / "pai_job_table.csv", [(f"J{i}", f"i{i}", "u", "Terminated", "0", "10")
-                                     for i in (1, 2, 3)])
-    _write(d / "pai_task_table.csv", [
-        ("J1", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
-        ("J1", "worker", "4", "Terminated", "", "", "600", "20", "100", "V100"),
-        ("J2", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
-        ("J2", "worker", "4", "Terminated", "", "", "600", "20", "", ""),
-        ("J3", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
-        ("J3", "worker", "2", "Terminated", "", "", "600", "20", "0", "")])
-    ingest(d, format="pai-2020", db=tmp_path / "s.duckdb")
-    jobs = {j["job_id"]: j for j in load_jobs(tmp_path / "s.duckdb").to_pylist()}
+    _, jobs = _ingest_tables(tmp_path, [(f"J{i}", f"i{i}", "u", "Terminated", "0", "10")
+                                        for i in (1, 2, 3)], [
+        _task("J1", "ps", "1"), _task("J1", "worker", "4", "100", "V100"),
+        _task("J2", "ps", "1"), _task("J2", "worker", "4"),
+        _task("J3", "ps", "1"), _task("J3", "worker", "2", "0")])
     got = {k: (j["architecture"], j["n_gpus"], j["zero_gpu"], j["arch_inferred"])
            for k, j in jobs.items()}
     assert got == {"i1": ("ps-worker", 4, False, False), "i2": (None, 0, True, False),
@@ -453,12 +451,9 @@ def test_a_missing_inst_num_is_one_instance_for_roles_too(tmp_path: Path) -> Non
     # docs/traces.md: inst_num missing = one instance; n_ps and n_workers are sums of inst_num
     _, jobs = _ingest_tables(tmp_path, [(j, f"i{j.lower()}", "u", "Terminated", "0", "10")
                                         for j in "ABC"], [
-        ("A", "ps", "", "Terminated", "", "", "600", "20", "", ""),
-        ("A", "worker", "2", "Terminated", "", "", "600", "20", "100", "V100"),
-        ("B", "ps", "1", "Terminated", "", "", "600", "20", "", ""),
-        ("B", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
-        ("C", "worker", "", "Terminated", "", "", "600", "20", "100", "V100"),
-        ("C", "chief", "", "Terminated", "", "", "600", "20", "100", "V100")])
+        _task("A", "ps", ""), _task("A", "worker", "2", "100", "V100"),
+        _task("B", "ps", "1"), _task("B", "worker", "", "100", "V100"),
+        _task("C", "worker", "", "100", "V100"), _task("C", "chief", "", "100", "V100")])
     got = {k: (j["architecture"], j["n_ps"], j["n_workers"], j["n_gpus"])
            for k, j in jobs.items()}
     assert got == {"ia": ("ps-worker", 1, 2, 2), "ib": ("ps-worker", 1, 1, 1),
