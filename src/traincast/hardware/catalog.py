@@ -453,9 +453,7 @@ def _value_keys(kind: str) -> set[str]:
 def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """Type- and range-check one table's keys (:data:`_UPPER` bounds some from above);
     returns the cleaned values."""
-    where = f"{path}: [{kind}.{name}]"
-    if not isinstance(values, Mapping):
-        raise CatalogError(f"{where} must be a table")
+    where = f"{path}: [{kind}.{name}]"  # a table: the loader checks that first
     if not name.strip():
         raise CatalogError(f"{where}: an entry needs a name", hint=f"[{kind}.NAME]")
     out: dict[str, Any] = {}
@@ -629,10 +627,10 @@ def _check_peaks(path: str, name: str, values: Mapping[str, Any]) -> None:
                                     "dense figure mixed up? (docs/hardware.md)")
 
 
-def _flatten_groups(path: str, name: str, values: Any) -> Any:
+def _flatten_groups(path: str, name: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
     """``[gpu.NAME]`` with its ``datasheet``/``fitted``/``measured`` sub-tables merged in
     (each sub-table may hold only its group's keys, and a key may be given once)."""
-    if not isinstance(values, Mapping) or not any(g in values for g in FIELD_GROUPS):
+    if not any(g in values for g in FIELD_GROUPS):
         return values
     flat = {k: v for k, v in values.items() if k not in FIELD_GROUPS}
     for group, keys in FIELD_GROUPS.items():
