@@ -970,10 +970,22 @@ def test_a_pipe_is_refused_before_any_read(tmp_path: Path) -> None:
     read of it would wait for a writer, and a trace is read more than once."""
     import os
 
+    import signal
+
     fifo = tmp_path / "jobs.csv"
     os.mkfifo(fifo)
-    with pytest.raises(TraincastError, match=r"jobs\.csv: a pipe, not a regular file"):
-        _ingest(fifo, db=tmp_path / "s.duckdb")
+
+    def hung(*_: object) -> None:  # a read of the FIFO waits for a writer: fail, not hang
+        raise AssertionError("the ingest opened the FIFO")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(TraincastError, match=r"jobs\.csv: a pipe, not a regular file"):
+            _ingest(fifo, db=tmp_path / "s.duckdb")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     assert not (tmp_path / "s.duckdb").exists()
 
 

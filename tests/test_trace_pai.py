@@ -437,8 +437,8 @@ def test_a_row_with_fewer_fields_than_the_release_is_a_bad_row(tmp_path: Path) -
         tmp_path, [("A", "ia", "u", "Running", "0", ""), ("B", "ib", "u", "Terminated"),
                    ("C", "ic", "u", "Terminated", "0", "10"),
                    ("D", "id", "u", "Terminated", "0", "9")],
-        [(j, "worker", "1", "Terminated", "", "", "600", "20", "100", "V100") for j in "ABC"]
-        + [("D", "worker", "1", "Terminated", "", "", "600")])
+        [_task(j, "worker", "1", "100", "V100") for j in "ABC"]
+        + [_task("D", "worker", "1")[:7]])  # cut before plan_mem
     got = {k: j["censored"] for k, j in jobs.items()}
     assert got == {"ia": True, "ic": False}
     bad = {(Path(e["file"]).name, e["row"], e["field"]) for e in report["errors"]}

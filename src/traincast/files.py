@@ -13,6 +13,7 @@ import errno
 import gzip
 import math
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -43,6 +44,18 @@ def content_sha256(path: str | Path) -> str:
 
     with open_bytes(path) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def stream_kind(path: Path) -> str:
+    """What ``path`` is when it is a stream, not a file: ``"a pipe"`` (a FIFO, ``/dev/stdin``
+    of a pipe, ``<(cmd)``), ``"a socket"`` or ``"a device"``; ``""`` otherwise (a regular file,
+    a folder, nothing there)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""
+    return ("a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "")
 
 
 def not_a_file(path: Path) -> str:

@@ -481,7 +481,7 @@ def print_ingest(report: dict[str, Any]) -> None:
                "its decompressed bytes), not stored again; moved = the content of a source "
                "whose files are gone, which names this file now")
     names = source_labels(dict(enumerate(s["files"] for s in report["sources"])))
-    redone = {f for r in report.get("replaced", []) for f in r["files"]}
+    redone = {f for r in report["replaced"] for f in r["files"]}
     rows = []
     for i, s in enumerate(report["sources"]):
         status = ("copy" if s.get("already_ingested") else "moved" if s.get("moved_from")
@@ -500,7 +500,7 @@ def print_ingest(report: dict[str, Any]) -> None:
                           + ("(every row was bad: named above)" if s["bad_rows"] else
                              "(no row: a header alone, or an empty JSON array)")
                           + "[/yellow]", highlight=False)
-    for r in report.get("replaced", []):
+    for r in report["replaced"]:
         how = f"--format {r['format']}" + "".join(f" --map {k}={v}"
                                                  for k, v in r["mapping"].items())
         console.print(f"replaced the {r['jobs']:,} jobs stored from "
@@ -563,8 +563,11 @@ def print_characterization(r: dict[str, Any]) -> None:
         if key == "by_gpu_type" and (unknown := r[key].get("unknown")):
             assumed = int((r.get("default_hardware") or {}).get("jobs") or 0)
             rest = int(unknown["jobs"]) - assumed
-            parts = [f"{assumed:,} with GPUs priced on an assumed node (below)"] * bool(assumed) \
-                + [f"{rest:,} without GPUs or on a node the trace names"] * bool(rest > 0)
+            parts = []
+            if assumed:
+                parts.append(f"{assumed:,} with GPUs priced on an assumed node (below)")
+            if rest > 0:
+                parts.append(f"{rest:,} without GPUs or on a node the trace names")
             console.print(f"unknown: the {plural(unknown['jobs'], 'job')} whose trace names no "
                           f"GPU type: {'; '.join(parts)}", style="dim", highlight=False)
         if key == "by_gpu_type":
@@ -586,9 +589,7 @@ def print_characterization(r: dict[str, Any]) -> None:
     for col in ("", "p10", "p50", "p90", "p99", "max"):
         cdf.add_column(col, justify="left" if not col else "right")
     d = r["cdf"]["duration_s"]
-    timed = r.get("jobs_with_duration")  # the finished jobs with both times
-    cdf.add_row("duration (finished)" if timed is None else
-                f"duration ({fmt_amount(timed)} finished)",
+    cdf.add_row(f"duration ({fmt_amount(r['jobs_with_duration'])} finished)",
                 *(fmt_seconds(_cdf_at(d, p)) for p in (0.1, 0.5, 0.9, 0.99, 1.0)))
     if g["value"]:  # over the jobs with GPUs, as the architecture shares
         cdf.add_row("GPUs per job (with GPUs)", *(fmt_amount(_value_at(g, p))

@@ -45,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import time
 import zlib
 from collections import Counter
@@ -64,7 +63,7 @@ from traincast.errors import (
     file_cut_short,
     interrupted,
 )
-from traincast.files import content_sha256, write_whole
+from traincast.files import content_sha256, stream_kind, write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
     Plan,
@@ -1105,13 +1104,7 @@ def refuse_stream(path: Path) -> None:
     (``/dev/stdin``, ``<(cmd)``, a FIFO): a trace is read several times (its head, its end, its
     content hash, its rows), which a stream cannot be, and a FIFO without a writer would wait
     for ever."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return  # not there: said as a missing file
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
-            else "a device"
+    if kind := stream_kind(path):
         raise TraincastError(f"{path}: {kind}, not a regular file: a trace is read more than "
                              "once (its head, its end, its rows)",
                              hint="write it to a file first (cmd > trace.csv), then give that "

@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from traincast.errors import TraincastError, bare_name, did_you_mean
+from traincast.errors import TraincastError, bare_name, clip, did_you_mean
 from traincast.files import open_bytes
 from traincast.trace.schema import (
     BOUNDS,
@@ -1147,6 +1147,16 @@ _LINE_LIMIT = re.compile(r"maximum line size of (\d+) bytes", re.IGNORECASE)
 """DuckDB's error of a CSV line over its ``max_line_size``."""
 
 
+def not_object_error(adapter: str, path: Path | str, index: int, value: str) -> TraincastError:
+    """The error of the ``index``-th element (1-based) of a JSON trace's array that is no job
+    object, with its ``value`` as the file writes it (clipped)."""
+    return TraincastError(f"{adapter}: {path}: element {index:,} of the array is not a job "
+                          f"object: {clip(value, 63)}",
+                          hint="a trace in JSON is an array of job objects (Philly's "
+                               'cluster_job_log: {"jobid": ..., "status": ..., ...}): remove '
+                               "that element")
+
+
 def first_long_line(path: Path, limit_bytes: int) -> int | None:
     """The 1-based number of the first line of ``path`` (decompressed where ``.gz``) of at
     least ``limit_bytes`` bytes before its line end (DuckDB counts the line end in its
@@ -1155,7 +1165,7 @@ def first_long_line(path: Path, limit_bytes: int) -> int | None:
     try:
         with open_bytes(path) as f:
             while block := f.read(1 << 20):
-                for part in block.split(b"\n")[:-1] if b"\n" in block else []:
+                for part in block.split(b"\n")[:-1]:  # the lines this block ends
                     if length + len(part) >= limit_bytes:
                         return line
                     line, length = line + 1, 0
@@ -1181,11 +1191,8 @@ def unreadable(adapter: str, path: Path | str, exc: Exception) -> TraincastError
         why += [ln for ln in said if "utf-8" in ln.lower()][:1] or said[:1]
     reason = ": ".join(why) or type(exc).__name__
     hint = f"check that it is {'an' if adapter[0] in 'aeiou' else 'a'} {adapter} trace"
-    if element := _NOT_OBJECT.search(str(exc)):  # a JSON array element that is no object
-        return TraincastError(f"{adapter}: {path}: element {int(element.group(1)):,} of the "
-                              f"array is not a job object: {element.group(3).strip()[:60]}",
-                              hint="a trace in JSON is an array of job objects: remove that "
-                                   "element")
+    if element := _NOT_OBJECT.search(str(exc)):  # past DuckDB's schema sample
+        return not_object_error(adapter, path, int(element.group(1)), element.group(3).strip())
     if limit := _LINE_LIMIT.search(str(exc)):
         # DuckDB numbers the line within its buffer: the file's own line, found by reading it
         limit_bytes = int(limit.group(1))

@@ -192,13 +192,13 @@ def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
     if "instance" in tables:  # what the aggregate reads (_side_joins): a start, a worker's machine
         unread = (f"({present(q('start_time'))} AND {num('start_time')} IS NULL) OR "
                   f"({_WORKER} AND {text('machine')} IS NULL)")
-        notes.append((f"SELECT count(*) FROM {_table(tables['instance'], 'instance', rows=False)} "
+        notes.append((f"SELECT count(*) FROM {rel['instance']} "
                       f"WHERE {unread}",
                       f"row(s) of {tables['instance'].name} with a start_time that is no number, "
                       "or a worker without a machine: that value is left out of its job's start "
                       "and machine count"))
     if "sensor" in tables:  # one pass: a reading below 0 or that is no number is none
-        notes.append((f"SELECT count(*) FROM {_table(tables['sensor'], 'sensor', rows=False)} "
+        notes.append((f"SELECT count(*) FROM {rel['sensor']} "
                       f"WHERE {num('gpu_wrk_util')} < 0 OR ({present(q('gpu_wrk_util'))} AND "
                       f"{num('gpu_wrk_util')} IS NULL)",
                       f"reading(s) of {tables['sensor'].name} with a gpu_wrk_util below 0 (no "

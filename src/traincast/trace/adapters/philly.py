@@ -20,6 +20,7 @@ cut between two of them as the whole list.
 
 from __future__ import annotations
 
+import functools
 import gzip
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,6 +38,7 @@ from traincast.trace.adapters.base import (
     file_lit,
     file_plans,
     lit,
+    not_object_error,
     source_columns,
     source_name,
     text,
@@ -177,16 +179,12 @@ def _refuse_non_object(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     except READ_ERRORS:
         return  # said as the file's read error
     if hit:
-        value = str(hit[0][1])
-        raise TraincastError(f"{NAME}: {path}: element {hit[0][0]:,} of the array is not a job "
-                             f"object: {value[:60] + ('...' if len(value) > 60 else '')}",
-                             hint="a Philly trace (cluster_job_log) is a JSON array of job "
-                                  "objects ({\"jobid\": ..., \"status\": ..., ...}): remove "
-                                  "that element")
+        raise not_object_error(NAME, path, hit[0][0], str(hit[0][1]))
 
 
 def plans(con: duckdb.DuckDBPyConnection, paths: list[Path],
           mapping: Mapping[str, str] | None) -> list[Plan]:
+    @functools.cache  # the check below and each plan's relation read the keys once
     def keys(path: Path) -> list[str]:
         try:
             return source_columns(con, _probe(path))
