@@ -674,3 +674,16 @@ def test_a_kept_job_that_does_not_fit_as_given_is_told_so() -> None:
     assert row["arch_reason"].endswith(
         "; as given it does not fit its GPU's memory (17.7 GB per GPU of 16 GB)")
 
+
+
+def test_recommend_says_why_no_job_changes_architecture(tmp_path: Path) -> None:
+    # two 1-GPU jobs: on their own hardware no other architecture exists for them
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\n"
+                     "a,1,V100,0,100\nb,1,V100,0,50\n")
+    r = CliRunner().invoke(app, ["recommend", str(trace), "--db", str(tmp_path / "s.duckdb"),
+                                 "--workload", "resnet50"])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stdout.split())
+    assert ("On their own hardware, no job would run more than 5% faster on another "
+            "architecture (over all jobs): they keep theirs (1w1g 2)") in said, said

@@ -969,7 +969,6 @@ def test_a_pipe_is_refused_before_any_read(tmp_path: Path) -> None:
     """A FIFO (``mkfifo``, ``/dev/stdin`` of a pipe) is named as given and refused at once: a
     read of it would wait for a writer, and a trace is read more than once."""
     import os
-
     import signal
 
     fifo = tmp_path / "jobs.csv"

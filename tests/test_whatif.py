@@ -833,7 +833,7 @@ def test_a_node_change_packs_the_jobs_gpus_onto_the_new_nodes() -> None:
 
 
 def test_a_scenario_that_moves_no_job_says_why() -> None:
-    from traincast.cli.whatif import unchanged_line
+    from traincast.analysis.whatif import unchanged_line
 
     flat = {"predicted": 40, "not_applied": 0, "sped_up_share": 0.0, "slowed_down_share": 0.0,
             "by_architecture": {"1w1g": {"matched": 30, "predicted": 30},
@@ -860,6 +860,17 @@ def test_a_scenario_that_moves_no_job_says_why() -> None:
     # a job moved, or none priced: nothing to say
     assert unchanged_line("eth100", {**flat, "sped_up_share": 0.5}, {"changes": {}}) == ""
     assert unchanged_line("eth100", {**flat, "predicted": 0}, {"changes": {}}) == ""
+
+
+def test_a_real_whatif_summary_says_why_no_job_moved() -> None:
+    # one 1w1g job on 25 Gbit: 100 Gbit Ethernet matches it (a slower NIC) and changes none of
+    # its time; the summary (CLI, --json, study) says why; a scenario that moves it says none
+    jobs = {k: v[2:3] for k, v in small_trace().items()}
+    out = whatif(jobs, ["eth100", "gpu-a100"])["scenarios"]
+    assert out["eth100"]["unchanged_why"] == (
+        "eth100: its one priced job runs no more than 1% faster or slower: the network carries "
+        "none of its time: it runs on one node (1w1g)")
+    assert out["gpu-a100"]["unchanged_why"] == ""
 
 
 def test_whatif_without_a_scenario_names_the_shipped_ones(tc) -> None:

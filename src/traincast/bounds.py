@@ -24,6 +24,9 @@ LINK_BW_MIN_GBS = 1e-4
 LINK_BW_MAX_GBS = 100_000.0
 """The fastest link a catalog entry or a speed given as text may have, GB/s: a hundred times
 NVLink 5's 900; above it, a speed in bits written as bytes or an exponent typo."""
+PEAK_TFLOPS_MAX = 100_000.0
+"""The highest tensor peak (TF32, FP16, BF16, FP8) a GPU entry, or a rate a published row
+reports, may have, TFLOP/s: above it, a peak in GFLOP/s."""
 
 
 def feature_max(column: str) -> float:

@@ -71,6 +71,7 @@ from traincast.errors import TraincastError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.model import busy_parts_s
 from traincast.resolve import reason_counts
+from traincast.units import join_words
 
 F = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -336,7 +337,7 @@ def check_util_source(by: str, said: str = "utilization source") -> None:
     """An error unless ``by`` is one of :data:`UTIL_SOURCES` (``said``: how the caller names
     it, ``--by`` on the command line)."""
     if by not in UTIL_SOURCES:
-        raise TraincastError(f"{said} {by!r}: expected {' or '.join(UTIL_SOURCES)}")
+        raise TraincastError(f"{said} {by!r}: expected {join_words(UTIL_SOURCES, 'or')}")
 
 
 def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None, *,

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from traincast.analysis.characterize import unpredicted_text
+from traincast.architectures import NETWORK_ARCHS
 from traincast.engine.local import base_breakdown, evaluate_columns
 from traincast.errors import TraincastError
 from traincast.files import to_jsonable, write_text_whole, write_whole
@@ -220,8 +221,6 @@ def over_jobs(summary: dict[str, Any], total: int,
     return f"over the {int(n):,} of {total:,} jobs with a prediction", False
 
 
-NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
-"""The architectures whose jobs communicate over the node's NIC."""
 NETWORK_LABELS: dict[str, str] = {"ps-worker": "PS/Worker",
                                   "allreduce-cluster": "AllReduce across nodes",
                                   "pearl": "PEARL"}
@@ -300,6 +299,22 @@ def _speedup_findings(scen: dict[str, Any], nums: dict[str, Any], total: int,
     return out
 
 
+def unchanged_architectures(arch: dict[str, Any], total: int,
+                            min_gain: float | None = None) -> str:
+    """Why no job changes architecture on its own hardware (``recommend``'s ``arch`` summary
+    of jobs with a prediction, none changed): the threshold ``min_gain`` and the architectures
+    the jobs keep (a job of one GPU has no other); "" where a job changes or none is priced.
+    The study's finding and ``traincast recommend`` say it."""
+    if arch.get("changed_share") or not arch.get("predicted"):
+        return ""
+    over, _ = over_jobs(arch, total)
+    kept = ", ".join(f"{a} {n:,}" for a, n in (arch.get("architectures") or {}).items())
+    gain = f"more than {100 * min_gain:g}% " if min_gain is not None else ""
+    return (f"On their own hardware, no job would run {gain}faster on another architecture "
+            f"({over}): they keep theirs ({kept}); a job of one GPU has no other, and the "
+            f"others' options gained {'no more' if gain else 'nothing'} or did not fit.")
+
+
 def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
                        total: int, min_gain: float | None = None) -> list[str]:
     """The best architecture on each job's own hardware (``recommend``'s ``arch`` summary),
@@ -311,14 +326,8 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
     nums.update({"recommend_changed_share": arch.get("changed_share"),
                  "recommend_mean_speedup": arch.get("mean_speedup"),
                  "recommend_changed_mean_speedup": arch.get("changed_mean_speedup")})
-    if not arch.get("changed_share") and arch.get("predicted"):
-        over, _ = over_jobs(arch, total)
-        kept = ", ".join(f"{a} {n:,}" for a, n in (arch.get("architectures") or {}).items())
-        gain = f"more than {100 * min_gain:g}% " if min_gain is not None else ""
-        return [f"On their own hardware, no job would run {gain}faster on another "
-                f"architecture ({over}): they keep theirs ({kept}); a job of one GPU has no "
-                f"other, and the others' options gained {'no more' if gain else 'nothing'} "
-                "or did not fit."]
+    if none := unchanged_architectures(arch, total, min_gain):
+        return [none]
     top = next(iter(arch.get("changed_to", {})), None)
     over, every = over_jobs(arch, total)
     which = "jobs" if every else over.removeprefix("over ")

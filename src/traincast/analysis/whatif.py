@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from traincast import compute
 from traincast.analysis.quantiles import Quantiles
+from traincast.architectures import NETWORK_ARCHS
 from traincast.engine import ENGINES
 from traincast.engine.local import (
     CHUNK_ROWS,
@@ -286,6 +287,41 @@ def _target_gpus(sc: Scenario, catalog: Catalog) -> list[str]:
     return [node.gpu] if node is not None else []
 
 
+CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
+                "pcie": "copies through the host, data I/O and PS traffic"}
+"""The part of a job's time each link change reaches."""
+
+
+def unchanged_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
+    """Why a scenario moved none of its priced jobs by more than 1% (``SPED_UP``; each up
+    and down share 0): one that fits none of them says so; a network change over priced jobs
+    that all run on one node (none of ``architectures.NETWORK_ARCHS``) says that; any other,
+    what it changes and that its part of their time is none, small or already so (and how
+    many it does not fit); "" where a job moved or none was priced."""
+    n = summary.get("predicted") or 0
+    if not n or summary["sped_up_share"] or summary["slowed_down_share"]:
+        return ""
+    misfit = summary.get("not_applied") or 0
+    said = (f"{name}: none of its {n:,} priced jobs runs more than 1% faster or slower: "
+            if n > 1 else f"{name}: its one priced job runs no more than 1% faster or slower: ")
+    if misfit >= n:
+        return said + ("it fits none of them (not fit: the port, GPU or node move does not "
+                       "fit their GPUs or memory)" if n > 1 else
+                       "it does not fit it (the port, GPU or node move)")
+    changes = definition.get("changes") or {}
+    archs = {a for a, b in summary["by_architecture"].items() if b.get("predicted")}
+    they = "their" if n > 1 else "its"
+    if "nic" in changes and archs and archs.isdisjoint(NETWORK_ARCHS) and not misfit:
+        return (said + f"the network carries none of {they} time: "
+                + ("every one runs" if n > 1 else "it runs")
+                + f" on one node ({', '.join(sorted(archs))})")
+    reached = [CHANGED_TIME[k] for k in changes if k in CHANGED_TIME]
+    return (said + f"the part of {they} time it changes"
+            + (f", {'; '.join(reached)}," if reached else "")
+            + f" is none or small, or {they} setup is so already"
+            + (f" ({misfit:,} it does not fit)" if misfit else ""))
+
+
 def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
            catalog: Catalog | None = None, *, sweep_spec: str | None = None,
            overlap: float = 0.0, hierarchical: bool = False, engine: str = "local",
@@ -343,6 +379,9 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     if total is None:  # a stream without chunks: no job
         total = Outcome([Summary() for _ in scs], np.zeros(len(REASONS), dtype=np.int64), 0)
     summaries = {sc.name: s.result() for sc, s in zip(scs, total.summaries, strict=True)}
+    for sc in scs:  # why a scenario moved no job, said where it did (CLI, --json, study)
+        summaries[sc.name]["unchanged_why"] = unchanged_line(sc.name, summaries[sc.name],
+                                                             sc.to_dict())
     result: dict[str, Any] = {"jobs": total.jobs, "engine": engine,
                               "unpredicted": reason_dict(total.reasons)}
     if len(scs) == 1:

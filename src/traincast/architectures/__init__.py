@@ -148,7 +148,9 @@ ARCHITECTURES: tuple[str, ...] = tuple(sorted(REGISTRY, key=lambda a: REGISTRY[a
 ARCH_CODE: dict[str, int] = {name: i for i, name in enumerate(ARCHITECTURES)}
 """Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
 ARCH_LABEL: dict[str, str] = {a.name: a.label for a in REGISTRY.values()}
+NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
+"""The architectures whose jobs communicate over the node's NIC (the others run on one node)."""
 
-__all__ = ["ARCHITECTURES", "ARCH_CODE", "ARCH_LABEL", "REGISTRY", "Architecture", "Memory",
-           "architecture", "nodes_of", "per_architecture", "ring_factor",
+__all__ = ["ARCHITECTURES", "ARCH_CODE", "ARCH_LABEL", "NETWORK_ARCHS", "REGISTRY",
+           "Architecture", "Memory", "architecture", "nodes_of", "per_architecture", "ring_factor",
            "ring_link_bps"]

@@ -138,6 +138,15 @@ def trace_flags(ctx: typer.Context) -> dict[str, Any]:
     return {"map": ctx.params.get("map"), "format_given": bool(given(ctx, "format"))}
 
 
+def known(find: Callable[[str], Any], name: str, flag: str) -> None:
+    """``find(name)`` (a catalog lookup), its unknown-name error named with ``flag``, as
+    predict names it."""
+    try:
+        find(name)
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"{exc} ({flag})", hint=exc.hint) from None
+
+
 def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Catalog,
             workload_alone: bool = True, refuse_shape: bool = True) -> OneJob | None:
     """The job of the command's one-job flags (its values of :data:`ONE_JOB_FLAGS` and
@@ -184,11 +193,8 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
                              hint=f"choose one of {', '.join(ARCHITECTURES)}")
     check_job_flags(arch, f["gpus"] if given(ctx, "gpus") else None, f["workers"], f["ps"])
     for flag, find in (("gpu", catalog.gpu), ("node", catalog.node)):
-        try:
-            if f[flag] is not None:
-                find(f[flag])
-        except UnknownNameError as exc:  # named with its flag, as predict names it
-            raise UnknownNameError(f"{exc} (--{flag})", hint=exc.hint) from None
+        if f[flag] is not None:
+            known(find, f[flag], f"--{flag}")
     place = (arch, f["gpus"], f["workers"], f["ps"], f["gpu"], f["node"])
     _check_placement(_single_job({"flops_compute_bound": 0.0, "bytes_memory_bound": 0.0,
                                   "weight_bytes": 0.0}, *place, None), catalog, refuse_shape)
@@ -226,44 +232,6 @@ def one_job(ctx: typer.Context, trace: Path | None, db: Path | None, catalog: Ca
                             partial(_own, own, profile, workload_features), amp, amp_ops))
 
 
-ONE_NODE = ("1w1g", "allreduce-local")
-"""Architectures whose jobs run on one node: no time of theirs crosses the network
-(docs/model.md, the architectures' formulas)."""
-CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
-                "pcie": "copies through the host, data I/O and PS traffic"}
-"""The part of a job's time each link change reaches."""
-
-
-def unchanged_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
-    """Why a scenario moved none of its priced jobs by more than 1% (each up and down share
-    0): one that fits none of them says so; a network change over priced jobs that all run on
-    one node (:data:`ONE_NODE`) says that; any other, what it changes and that its part of
-    their time is none, small or already so (and how many it does not fit); "" where a job
-    moved or none was priced."""
-    n = summary.get("predicted") or 0
-    if not n or summary["sped_up_share"] or summary["slowed_down_share"]:
-        return ""
-    misfit = summary.get("not_applied") or 0
-    said = (f"{name}: none of its {n:,} priced jobs runs more than 1% faster or slower: "
-            if n > 1 else f"{name}: its one priced job runs no more than 1% faster or slower: ")
-    if misfit >= n:
-        return said + ("it fits none of them (not fit: the port, GPU or node move does not "
-                       "fit their GPUs or memory)" if n > 1 else
-                       "it does not fit it (the port, GPU or node move)")
-    changes = definition.get("changes") or {}
-    archs = {a for a, b in summary["by_architecture"].items() if b.get("predicted")}
-    they = "their" if n > 1 else "its"
-    if "nic" in changes and archs and archs <= set(ONE_NODE) and not misfit:
-        return (said + f"the network carries none of {they} time: "
-                + ("every one runs" if n > 1 else "it runs")
-                + f" on one node ({', '.join(sorted(archs))})")
-    reached = [CHANGED_TIME[k] for k in changes if k in CHANGED_TIME]
-    return (said + f"the part of {they} time it changes"
-            + (f", {'; '.join(reached)}," if reached else "")
-            + f" is none or small, or {they} setup is so already"
-            + (f" ({misfit:,} it does not fit)" if misfit else ""))
-
-
 def print_whatif(result: dict[str, Any]) -> None:
     """Scenario summaries as a rich table, then each scenario per architecture."""
     summaries = result.get("scenarios") or {next(iter(result["definitions"])): result["summary"]}
@@ -295,8 +263,8 @@ def print_whatif(result: dict[str, Any]) -> None:
                                + ("; the trace has no ps-worker job: a format without "
                                   "parameter servers has none, docs/traces.md" if no_ps else "")
                                + ")", style="dim"))
-    for name, s in summaries.items():
-        if line := unchanged_line(name, s, result.get("definitions", {}).get(name) or {}):
+    for s in summaries.values():
+        if line := s.get("unchanged_why"):
             console.print(Text(line, style="dim"))
     for name, s in summaries.items():
         rows = [(a, b) for a, b in s["by_architecture"].items() if b["matched"]]
@@ -639,10 +607,10 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
             t.add_row(label, _pct(b["changed_share"]), fmt_x(b["mean_speedup"]),
                       fmt_x(b["median_speedup"]), top)
     console.print(t)
-    if (arch := s.get("arch")) and not arch.get("changed_share"):  # why no job changes
-        from traincast.analysis.study import _recommend_finding
+    if s.get("arch"):  # why no job changes, where none does
+        from traincast.analysis.study import unchanged_architectures
 
-        for line in _recommend_finding(arch, {}, result["jobs"], result.get("min_gain")):
+        if line := unchanged_architectures(s["arch"], result["jobs"], result.get("min_gain")):
             console.print(line, style="dim", highlight=False)
     if (cheap := s.get("cheapest")) and cheap.get("priced"):
         console.print(f"cost summed over the {plural(cheap['priced'], 'job')} priced now and "
@@ -790,10 +758,7 @@ def recommend(
              f"more than {min_gain:.0%} faster (5%: --min-gain 0.05)", json_out)
     cat = catalog_from(catalog, compute)
     for name in node_opt or ():  # before any ingest, named with its flag
-        try:
-            cat.node(name)
-        except UnknownNameError as exc:
-            raise UnknownNameError(f"{exc} (--candidate-node)", hint=exc.hint) from None
+        known(cat.node, name, "--candidate-node")
     job = one_job(ctx, trace, db, cat, refuse_shape=False)
     if job is None:
         workload = workload or DEFAULT_WORKLOAD

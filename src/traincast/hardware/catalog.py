@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from traincast.bounds import LINK_BW_MAX_GBS, LINK_BW_MIN_GBS
+from traincast.bounds import LINK_BW_MAX_GBS, LINK_BW_MIN_GBS, PEAK_TFLOPS_MAX
 from traincast.errors import TraincastError, UnknownNameError, bare_name, did_you_mean
 
 SHIPPED = "traincast/hardware/catalog.toml"
@@ -249,8 +249,7 @@ _CURVES = {"gemm_intensity": "gemm_tflops", "conv_intensity": "conv_tflops",
            "thread_gemm_rows": "thread_gemm_rows_speedup"}
 # second curves over the same x: y key -> its x key (given with it, of its length)
 _SAME_X = {"gemm_tflops_1t": "gemm_intensity", "conv_tflops_1t": "conv_intensity"}
-_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), "gemm_tflops_1t", "conv_tflops_1t",
-                       "thread_gemm_rows", "thread_gemm_rows_speedup"},
+_ARRAY_KEYS = {"gpu": {*_CURVES, *_CURVES.values(), *_SAME_X},
                "link": set(),
                "node": set()}
 _MAP_KEYS = {"gpu": {"kernel_gelems", "kernel_gelems_1t", "gemm_max_fraction",
@@ -406,10 +405,10 @@ _UPPER: dict[tuple[str, str], tuple[float, str]] = {
     ("node", "gpus"): (1_024, "GPUs in one node (an NVLink domain; NVL72 holds 72)"),
     ("gpu", "compute_capability"): (20.0, "a CUDA compute capability such as 9.0"),
     ("gpu", "fp32_tflops"): (1_000.0, "TFLOP/s: 10x the fastest FP32 GPU; a peak in GFLOP/s?"),
-    ("gpu", "tf32_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
-    ("gpu", "fp16_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
-    ("gpu", "bf16_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
-    ("gpu", "fp8_tflops"): (100_000.0, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "tf32_tflops"): (PEAK_TFLOPS_MAX, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "fp16_tflops"): (PEAK_TFLOPS_MAX, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "bf16_tflops"): (PEAK_TFLOPS_MAX, "TFLOP/s: a peak in GFLOP/s?"),
+    ("gpu", "fp8_tflops"): (PEAK_TFLOPS_MAX, "TFLOP/s: a peak in GFLOP/s?"),
     ("gpu", "mem_bw_gbs"): (100_000.0, "GB/s: 12x a B200's 8,000; a bandwidth in MB/s?"),
     ("gpu", "mem_gb"): (10_000.0, "GB: 50x an MI300X's 192; a memory in MiB?"),
     ("gpu", "power_w"): (5_000.0, "W: 5x a B200's 1,000; a power in mW?"),
@@ -487,8 +486,7 @@ def _check_table(path: str, kind: str, name: str, values: Mapping[str, Any]) -> 
                 raise CatalogError(f"{where} key {key!r} must be a table of positive numbers, "
                                    f"got {value!r}")
             value = {str(k): float(v) for k, v in value.items()}
-            _refuse_long_times(f"{where} key {key!r}",
-                               {k: v for k, v in value.items() if k.endswith("_us")})
+            _refuse_long_times(f"{where} key {key!r}", value)
             if key in _FRACTION_MAPS and any(v > 1 for v in value.values()):
                 raise CatalogError(f"{where} key {key!r} values must be in (0, 1], got {value!r}")
             if key in _FRACTION_MAPS and (odd := sorted(set(value) - {*DTYPES, "*"})):
@@ -887,10 +885,11 @@ HELD_OUT_RECORDS = ("held_out", "held_out_uncalibrated")
 (``kernel_fit.fit_document``): with each GPU's own host's dispatch, and uncalibrated."""
 
 
-def _refuse_long_times(where: str, times_us: Mapping[str, Any]) -> None:
-    """An error naming the first of ``times_us`` (name -> µs) above :data:`OP_TIME_MAX_US`."""
-    for name, value in times_us.items():
-        if float(value) > OP_TIME_MAX_US:
+def _refuse_long_times(where: str, values: Mapping[str, Any], every: bool = False) -> None:
+    """An error naming the first time of ``values`` (name -> number: those named ``*_us``, or
+    ``every`` one in a table of times such as ``floors_us``) above :data:`OP_TIME_MAX_US`."""
+    for name, value in values.items():
+        if (every or str(name).endswith("_us")) and float(value) > OP_TIME_MAX_US:
             raise CatalogError(f"{where}: {name} = {value!r} is above {OP_TIME_MAX_US:,g} "
                                f"({OP_TIME_WHY})", hint="check the unit and the exponent")
 
@@ -912,8 +911,7 @@ def _merge_kernel_model(into: dict[str, Any], table: Any, path: str) -> None:
         if key in ("params", "floors_us"):
             if not _positive_map(value):
                 raise CatalogError(f"{where} must be a table of positive finite numbers")
-            _refuse_long_times(where, value if key == "floors_us" else
-                               {k: v for k, v in value.items() if str(k).endswith("_us")})
+            _refuse_long_times(where, value, every=key == "floors_us")
             into.setdefault(key, {}).update({str(k): float(v) for k, v in value.items()})
         elif key in ("default_floor_us", "host_floor_us"):
             if not _finite_number(value) or value < 0:

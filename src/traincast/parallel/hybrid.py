@@ -2361,7 +2361,8 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     check_framework(framework)
     if attention is not None:
         check_attention(attention)
-    hw = hybrid_hardware(catalog, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
+    cat = catalog or load_catalog()  # read once: the hardware and the links' sources
+    hw = hybrid_hardware(cat, node, dtype, gpu=gpu, nic=nic, intra=intra, pcie=pcie)
     knobs, by_recipe = resolve_knobs(framework, cfg, hw, attention=attention, dropout=dropout,
                                      zero=zero, grad_accum_fused=grad_accum_fused,
                                      eager=eager)
@@ -2395,7 +2396,6 @@ def predict_hybrid(model: ModelConfig | str, *, node: str, dp: int = 1, tp: int 
     sc = {k: float(v) for k, v in res.items() if np.ndim(v) == 0 or np.size(v) == 1}
     from traincast.predict import links_stand_in
 
-    cat = catalog or load_catalog()
     stood = links_stand_in(
         {role: cat.links[name] for role, name in hw.links.items() if name in cat.links},
         comm_of(res), lambda role: comm_of(run(replace(

@@ -53,6 +53,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from traincast.bounds import PEAK_TFLOPS_MAX
 from traincast.errors import TraincastError, UnknownNameError
 from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.parallel import strategies as st
@@ -264,7 +265,7 @@ def _check_settings(name: str | Path, i: int, row: dict[str, Any], cfg: dict[str
 
 
 RATE_MAX: dict[str, tuple[float, str]] = {
-    "tflops_per_gpu": (100_000.0, "TFLOP/s per GPU, the catalog's bound on a peak"),
+    "tflops_per_gpu": (PEAK_TFLOPS_MAX, "TFLOP/s per GPU, the catalog's bound on a peak"),
     "mfu_percent": (100.0, "a percentage of the peak"),
     "tokens_per_gpu_s": (1e9, "tokens/s per GPU: a typo in the exponent above")}
 """A published rate's largest value, ``field -> (bound, why)``: above it, a typo."""

@@ -9,6 +9,7 @@ to a temporary name and renamed, so an interrupted run leaves the previous repor
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -305,7 +306,7 @@ def _ratio_error(predicted: Any, measured: Any, given: Any) -> Any:
 
 def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]:
     from traincast.report import figures as figs
-    from traincast.validation.published import summarize
+    from traincast.validation import summarize
 
     # each error from the times the file gives, as its column says (its own error field where
     # a time is missing); the statistics of those, as validate computes them
@@ -313,10 +314,10 @@ def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]
                                          c.get("error")),
               "paper_error": _ratio_error(c.get("paper_predicted_s"), c.get("measured_s"),
                                           c.get("paper_error"))} for c in data["cases"]]
-    ours, theirs = summarize([_num(c["error"]) for c in cases]), \
-        summarize([_num(c["paper_error"]) for c in cases])
-    med, p90 = (ours["median_abs_error"], ours["p90_abs_error"]) if ours["n"] else (None, None)
-    pmed = theirs["median_abs_error"] if theirs["n"] else None
+    got = summarize([{"error": _num(c["error"]), "paper_error": _num(c["paper_error"])}
+                     for c in cases])  # NaN where no error is known
+    med, p90, pmed = (v if math.isfinite(v) else None for v in (
+        got["median_abs_error"], got["p90_abs_error"], got["paper_median_abs_error"]))
     stats = ""
     if isinstance(med, int | float) and isinstance(p90, int | float):
         stats = f" Median absolute error {med:.1%}, 90th percentile {p90:.1%}"

@@ -172,10 +172,7 @@ def _check_model(name: str, label: str, model: Any) -> None:
         if key in model and not (model[key] > 0 and math.isfinite(model[key])):
             raise TraincastError(f"{where}: field {key!r} must be positive and finite, got "
                                  f"{model[key]!r}")
-    for key in ("tokens_per_sample", "seq"):  # as a row's (ROW_BOUNDS)
-        if model.get(key, 0) > SIZE_MAX:
-            raise TraincastError(f"{where}: field {key!r} = {model[key]!r} is above "
-                                 f"{SIZE_MAX:,.0f}", hint="check the exponent")
+    refuse_above(where, model, MODEL_BOUNDS)
 
 
 def _row_key(row: Mapping[str, Any]) -> str:
@@ -238,10 +235,7 @@ def _check_row(name: str, i: int, row: Any, models: Mapping[str, Any]) -> None:
             raise TraincastError(f"{where}: field {key!r} must be positive and finite, "
                                  f"not {value!r}")
     _check_batch(where, row)
-    for key, bound in ROW_BOUNDS.items():
-        if row.get(key) is not None and row[key] > bound:
-            raise TraincastError(f"{where}: field {key!r} = {row[key]!r} is above {bound:,.0f}",
-                                 hint="check the exponent")
+    refuse_above(where, row, ROW_BOUNDS)
     written = row["dtype"]
     dtype = DTYPE_ALIASES.get(" ".join(re.split(r"[\s_-]+", written.lower().strip())))
     if dtype is None:
@@ -276,11 +270,21 @@ def _check_unit(where: str, row: dict[str, Any], model: Mapping[str, Any]) -> No
 
 
 ROW_BOUNDS: dict[str, float] = {"gpus": COUNT_MAX, "nodes": COUNT_MAX, "batch_per_gpu": COUNT_MAX,
-                                "throughput": 1e12, "tokens_per_sample": SIZE_MAX}
+                                "throughput": COUNT_MAX**2, "tokens_per_sample": SIZE_MAX}
 """Upper bounds of a row's counts and rate (``predict`` and ``plan`` take at most a million
 GPUs; a per-GPU batch above a million samples is a typo that would allocate its activations;
 a throughput above 1e12 samples or tokens per second is a million GPUs at a million each, a
 typo in the exponent)."""
+MODEL_BOUNDS: dict[str, float] = {"tokens_per_sample": SIZE_MAX, "seq": SIZE_MAX}
+"""Upper bounds of a ``[model.NAME]`` table's lengths, as a row's (``ROW_BOUNDS``)."""
+
+
+def refuse_above(where: str, values: Mapping[str, Any], bounds: Mapping[str, float]) -> None:
+    """An error naming the first of ``values`` above its bound (``bounds``): a typo."""
+    for key, bound in bounds.items():
+        if values.get(key) is not None and values[key] > bound:
+            raise TraincastError(f"{where}: field {key!r} = {values[key]!r} is above "
+                                 f"{bound:,.0f}", hint="check the exponent")
 
 
 def _read_table(path: str | Path | None) -> dict[str, Any]:

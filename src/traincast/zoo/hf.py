@@ -491,14 +491,13 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
         notes.append(f"hf:{name}: the config's torch_dtype, {saved}, is the dtype its weights "
                      "were saved in; training keeps weights, gradients and optimizer state in "
                      "fp32 (under --amp its products compute in 16 bits)")
-    ids = _named_inputs(model, inputs).get("input_ids")
+    seq, _ = built_seq_and_attention(model, inputs)
     window = getattr(config, "sliding_window", None)
-    if isinstance(ids, torch.Tensor) and ids.dim() == 2 and isinstance(window, int) \
-            and 0 < window < ids.shape[1] and getattr(config, "use_sliding_window", True) \
-            is not False:
+    if seq and isinstance(window, int) and 0 < window < seq \
+            and getattr(config, "use_sliding_window", True) is not False:
         notes.append(f"the config's sliding window of {window:,} tokens is not discounted: "
-                     f"attention is counted over the whole {ids.shape[1]:,} x "
-                     f"{ids.shape[1]:,} square, the window a mask (docs/profile.md)")
+                     f"attention is counted over the whole {seq:,} x {seq:,} square, the window "
+                     "a mask (docs/profile.md)")
     frames = _named_inputs(model, inputs).get("input_features")
     if isinstance(frames, torch.Tensor) and frames.dim() == 3:
         notes.append(f"the sequence length is the decoder's tokens; the encoder takes "
