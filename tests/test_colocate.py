@@ -25,6 +25,7 @@ from traincast.analysis.colocate import (
     utilization_shares,
 )
 from traincast.errors import TraincastError
+from traincast.hardware.catalog import load_catalog
 
 # Four single-GPU 1w1g jobs on a V100 (no communication), each T_total = 0.5 s:
 #   T_data = input / 15.75e9, T_flop = flops / 15.7e12, T_mem = bytes / 900e9
@@ -424,3 +425,32 @@ def test_equal_utilizations_pair_by_job_id_and_jobs_that_never_started_run_alone
         assert partner == {"a1": "a4", "a4": "a1", "a2": "a3", "a3": "a2", "a0": None}
         saved.add(round(r["colocation"]["gpu_time_saved_s"], 9))
     assert len(saved) == 1
+
+
+def test_why_no_pair_names_its_cause(catalog) -> None:
+    from traincast.cli.colocate import no_pair_line
+
+    # one eligible job: nothing to pair it with, whatever the bound
+    one = {k: v[:1] for k, v in hand_trace().items()}
+    co = colocate(pa.table(one), catalog)["colocation"]
+    assert (co["eligible"], co["pairable"], co["pairs"]) == (1, 0, 0)
+    assert no_pair_line(co, False, True).startswith("no pair: one job is eligible")
+    # the four single-GPU jobs on four GPU models: no two share a group
+    apart = {**hand_trace(), "gpu_type": ["V100", "T4", "P100", "A100", "V100"]}
+    co = colocate(pa.table(apart), load_catalog())["colocation"]
+    assert (co["eligible"], co["pairable"], co["pairs"]) == (4, 0, 0)
+    assert "no two of the 4 eligible jobs are of the same GPU model" in \
+        no_pair_line(co, False, False)
+    # every pair under the bound is over the memory (test_memory_footprint_from_weights)
+    co = colocate(pa.table(hand_trace(weight_bytes=2.5e9)), catalog)["colocation"]
+    assert co["pairable"] == 4
+    assert "2 pairs under the bound would not fit in the GPU's memory" in \
+        no_pair_line(co, False, False)
+    # bound 0.5: the two smallest, D 0.2 + A 0.4 = 0.6, are over it
+    co = colocate(pa.table(hand_trace()), catalog, bound=0.5)["colocation"]
+    assert (co["pairable"], co["pairs"]) == (4, 0)
+    line = no_pair_line(co, True, True)
+    assert line.startswith("no pair fits the bound: the model predicts")
+    assert "above 0.5" in line and "--multi-gpu" not in line and "--by measured" in line
+    co = colocate(pa.table(hand_trace()), catalog, bound=0.5, by="measured")["colocation"]
+    assert "the trace measures" in no_pair_line(co, True, True)

@@ -264,6 +264,23 @@ def test_strategy_is_selected_from_the_catalog_entry() -> None:
     assert compute.strategy_of(curves, "curves") == "curves"
     with pytest.raises(TraincastError, match="unknown compute strategy"):
         compute.strategy_of(bare, "fast")
+    # why an entry is priced at flat peaks: asked for, curves it lacks, or fields it lacks
+    assert compute.paper_why(h100, "paper") == "as asked (--compute paper)"
+    assert compute.paper_why(h100, "curves").startswith(
+        "--compute curves, but H100-SXM5-80GB has no measured curves")
+    assert compute.paper_why(bare) == compute.FLAT_PEAK_WHY
+    assert compute.paper_why(h100) == compute.paper_why(curves, "curves") == ""
+
+
+def test_hybrid_says_why_it_prices_flat_peaks() -> None:
+    from traincast.parallel.hybrid import hardware_summary, hybrid_hardware
+
+    for strategy, why in (("paper", "as asked"), ("curves", "--compute curves, but")):
+        hw = hardware_summary(hybrid_hardware(load_catalog(compute=strategy), "dgx-a100",
+                                              "bf16"))
+        assert hw["compute"] == "paper" and hw["compute_why"].startswith(why)
+    assert "compute_why" not in hardware_summary(hybrid_hardware(load_catalog(), "dgx-a100",
+                                                                 "bf16"))
 
 
 def test_compute_s_by_strategy() -> None:

@@ -90,6 +90,15 @@ def test_no_preemptions_no_overhead() -> None:
     assert float(e["overhead"]) == 1.0
     with pytest.raises(TraincastError, match="--checkpoint-gbs"):
         Resilience(preemptions_per_hour=0.5)
+    # a checkpoint size or restart time prices nothing without the storage bandwidth: refused,
+    # not dropped
+    for kw, flags in (({"checkpoint_bytes": 500e9}, "--checkpoint-gb"),
+                      ({"restart_s": 99.0}, "--restart-s"),
+                      ({"checkpoint_bytes": 500e9, "restart_s": 99.0},
+                       "--checkpoint-gb and --restart-s")):
+        with pytest.raises(TraincastError, match=f"^{flags} price checkpoints .* need "
+                                                 "--checkpoint-gbs"):
+            Resilience(**kw)
     with pytest.raises(TraincastError, match="--preemptions-per-hour"):
         Resilience(preemptions_per_hour=-1.0, checkpoint_gbs=1.0)
     with pytest.raises(TraincastError, match="--checkpoint-gbs must be a positive number"):
@@ -245,14 +254,20 @@ def test_replan_across_presets_minimizes_expected_time() -> None:
     row = out["rows"][0]
     assert (row["node"], row["gpus_used"], row["label"]) == ("pai-v100-pcie", 16, want["label"])
     assert row["s_per_million_tokens"] == pytest.approx(want["s_per_million_tokens"])
-    # plan ranks the two presets together the same way with rank="expected"; by iteration time
-    # (the default) the A10 comes first
+    # plan ranks the two presets together the same way: with preemptions its default is
+    # rank="expected"; by iteration time (rank="time") the A10 comes first
     both = "pai-v100-pcie,a10-pcie"
-    expected = plan("zoo:llama2-7b", 16, both, top=3, rank="expected", **kw)["top"]
-    assert expected[0]["node"] == "pai-v100-pcie" and expected[0]["label"] == want["label"]
-    spm = [r["s_per_million_tokens"] for r in expected]
+    expected = plan("zoo:llama2-7b", 16, both, top=3, **kw)
+    assert expected["ranked_by"] == "expected"
+    assert expected["top"][0]["node"] == "pai-v100-pcie"
+    assert expected["top"][0]["label"] == want["label"]
+    spm = [r["s_per_million_tokens"] for r in expected["top"]]
     assert spm == sorted(spm)
-    assert plan("zoo:llama2-7b", 16, both, top=1, **kw)["top"][0]["node"] == "a10-pcie"
+    by_time = plan("zoo:llama2-7b", 16, both, top=1, rank="time", **kw)
+    assert (by_time["ranked_by"], by_time["top"][0]["node"]) == ("time", "a10-pcie")
+    # without preemptions or checkpoints, iteration time ranks (every overhead is 1)
+    calm = plan("zoo:llama2-7b", 16, both, top=1, global_batch=128, dtype="fp16")
+    assert (calm["ranked_by"], calm["top"][0]["node"]) == ("time", "a10-pcie")
 
 
 def test_replan_unknown_node_keeps_its_hint() -> None:
@@ -407,6 +422,10 @@ def test_cli_plan_bad_flags() -> None:
                               "--preemptions-per-hour", "1"])
     assert isinstance(res.exception, TraincastError)
     assert "--checkpoint-gbs" in str(res.exception)
+    # --top ranks one count's configurations; a re-plan shows one per count
+    res = runner.invoke(app, ["plan", "zoo:llama2-7b", "--gpus", "64,32", "--top", "1"])
+    assert isinstance(res.exception, TraincastError)
+    assert "--top 1 ranks the configurations of one GPU count" in str(res.exception)
 
 
 def test_a_preset_without_a_price_is_planned_by_time_not_by_cost() -> None:

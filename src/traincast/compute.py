@@ -97,7 +97,8 @@ F = NDArray[np.float64]
 STRATEGIES: tuple[str, ...] = COMPUTE_STRATEGIES
 
 __all__ = ["STRATEGIES", "compute_s", "kernel_mem_bps", "kernel_op_times", "memory_kernel_bps",
-           "op_math_dtypes", "op_operand_dtypes", "ops_compute_s", "rates", "strategy_of"]
+           "op_math_dtypes", "op_operand_dtypes", "ops_compute_s", "paper_why", "rates",
+           "strategy_of"]
 
 
 def flat_peak_gpus(catalog: Any, gpus: Any) -> list[str]:
@@ -141,6 +142,20 @@ def strategy_of(gpu: Any, strategy: str | None = "auto") -> str:
     if curves:
         return "curves"
     return "kernel" if kernel_model_available(gpu) else "paper"
+
+
+def paper_why(gpu: Any, strategy: str | None = "auto") -> str:
+    """Why ``gpu`` is priced at flat datasheet peaks (:func:`strategy_of` gives ``paper``), ""
+    when it is not: asked for (``--compute paper``), ``--compute curves`` for an entry without
+    measured curves, or an entry without the kernel model's fields (:data:`FLAT_PEAK_WHY`)."""
+    if strategy_of(gpu, strategy) != "paper":
+        return ""
+    if strategy == "paper":
+        return "as asked (--compute paper)"
+    if strategy == "curves":
+        return (f"--compute curves, but {getattr(gpu, 'name', 'the GPU')} has no measured "
+                "curves, which traincast calibrate writes for the machine it runs on")
+    return FLAT_PEAK_WHY
 
 
 def compute_capability_of(gpu: Any) -> float:

@@ -362,6 +362,8 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
                          gpu_mem_bytes=arr["gpu_mem_bytes"] if memory_check else None,
                          order=arr["order"])
     paired = co.partner >= 0
+    ok = (arr["group"] >= 0) & np.isfinite(phi + mu)
+    per_group = np.bincount(arr["group"][ok].astype(np.int64)) if ok.any() else np.zeros(0)
     acct = gpu_accounting(arr["n_gpus"], arr["duration_s"], co.partner, co.slowdown)
     n = len(arr["util"])
     out: dict[str, Any] = {
@@ -378,7 +380,9 @@ def colocate(jobs: pa.Table | Mapping[str, Any], catalog: Catalog | None = None,
         "colocation": {
             "util_bound": bound, "cross_contention": cross, "multi_gpu": multi_gpu,
             "memory_check": memory_check, "by": by,
-            "eligible": int(((arr["group"] >= 0) & np.isfinite(phi + mu)).sum()),
+            "eligible": int(ok.sum()),
+            # eligible jobs with another of their group (GPU model, n): the ones that can pair
+            "pairable": int(per_group[per_group >= 2].sum()),
             "pairs": int(paired.sum() // 2), "paired_jobs": int(paired.sum()),
             "memory_rejected_pairs": co.memory_rejected_pairs, **acct,
             "slowdown": _stats(co.slowdown[paired], ("mean", "median", "p90", "max")),

@@ -18,6 +18,7 @@ from traincast.cli.common import (
     console,
     given,
     note,
+    note_curves_fallback,
     print_assumed,
     print_assumed_hardware,
     print_json,
@@ -28,7 +29,7 @@ from traincast.cli.common import (
 from traincast.cli.tables import Table
 from traincast.cli.trace import DbOpt, FormatOpt, MapOpt, check_trace_io, load_trace_jobs
 from traincast.trace import DEFAULT_WORKLOAD, workload_assumption
-from traincast.units import fmt_amount, fmt_pct, join_words
+from traincast.units import fmt_amount, fmt_pct, join_words, plural
 
 COLOCATE_HELP = (
     "Predict each job's GPU utilization, compare it with the measured one, and replay the trace "
@@ -62,11 +63,30 @@ def _table(title: str, caption: str | None = None) -> Table:
     return t
 
 
+def no_pair_line(co: dict[str, Any], multi_gpu: bool, measured: bool) -> str:
+    """Why eligible jobs made no pair (``co``: colocate's ``colocation`` object): none shares
+    its group (GPU model, n) with another; every pair under the bound is over the GPU memory;
+    or the utilizations it pairs by (predicted or measured) sum above the bound."""
+    more = [] if multi_gpu else ["--multi-gpu (jobs of any GPU count)"]
+    if not co["pairable"]:
+        return (("no pair: one job is eligible, and a pair needs two of" if co["eligible"] == 1
+                 else f"no pair: no two of the {co['eligible']:,} eligible jobs are of")
+                + " the same GPU model and GPU count" + (f" (try {more[0]})" if more else ""))
+    if co["memory_rejected_pairs"]:
+        return (f"no pair: the {plural(co['memory_rejected_pairs'], 'pair')} under the bound "
+                "would not fit in the GPU's memory together (--no-memory-check keeps them)")
+    whose = "the model predicts" if co["by"] == "predicted" else "the trace measures"
+    tries = [*more, "a higher --util-bound",
+             *(["--by measured"] if measured and co["by"] != "measured" else [])]
+    return (f"no pair fits the bound: {whose} that these jobs keep their GPU busy, any two of "
+            f"a group summing above {co['util_bound']:g} (try {join_words(tries, 'or')})")
+
+
 def print_colocate(result: dict[str, Any]) -> None:
     """Utilization and co-location summaries as rich tables."""
     u = result["utilization"]
     print_unpredicted(result.get("unpredicted", {}))
-    t = _table(f"GPU utilization of {result['jobs']:,} jobs",
+    t = _table(f"GPU utilization of {plural(result['jobs'], 'job')}",
                "pp = percentage points; Spearman = correlation of ranks"
                if u["measured_jobs"] else "the trace measures no job's utilization")
     p, m, c = u["predicted"], u["measured"], u["comparison"]
@@ -150,6 +170,7 @@ def colocate(
     check_trace_io(trace, db, {"-o": output}, format=format, map=map,
                    format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat, json_out)
     table = load_trace_jobs(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
         task = bar.add_task("co-location", total=1)
@@ -175,8 +196,5 @@ def colocate(
         note("no job is eligible: --by measured pairs jobs by the utilization the trace "
              "measured, and this trace measures none (a gpu_util column; PAI 2020's sensor "
              "table): pair by the predicted one (--by predicted)")
-    elif not result["colocation"]["pairs"] and result["colocation"]["eligible"]:
-        tries = [*([] if multi_gpu else ["--multi-gpu"]), "a higher --util-bound",
-                 *(["--by measured"] if measured and by != "measured" else [])]
-        note("no pair fits the bound: the model predicts these jobs keep their GPU busy "
-             f"(try {join_words(tries, 'or')})")
+    elif (co := result["colocation"])["eligible"] and not co["pairs"]:
+        note(no_pair_line(co, multi_gpu, bool(measured)))

@@ -131,6 +131,18 @@ def catalog_from(paths: list[Path] | None, compute: str = "auto") -> Catalog:
     return load_catalog(paths or [], compute=compute)
 
 
+def note_curves_fallback(cat: Catalog, json_out: bool = False) -> None:
+    """Under ``--compute curves`` with no GPU of the catalog carrying measured curves: a note
+    that every GPU is priced at flat datasheet peaks instead (``compute.paper_why``)."""
+    from traincast.compute import strategy_of
+
+    if cat.compute == "curves" and all(strategy_of(g, "curves") == "paper"
+                                       for g in cat.gpus.values()):
+        note("--compute curves, but no GPU of the catalog has measured curves (traincast "
+             "calibrate writes them for the machine it runs on; merge its file with --catalog): "
+             "every GPU is priced at flat datasheet peaks", json_out)
+
+
 def follow_terminal_width() -> None:
     """Let both consoles take their width from ``COLUMNS`` (or the terminal) when they print:
     rich fixes the ``COLUMNS`` it finds when a console is made, so in one process the first
@@ -227,7 +239,7 @@ def within(low: float, high: float | None = None) -> Callable[[Any], Any]:
                 raise typer.BadParameter(f"must be a finite number, got {v}")
             if v < low or (high is not None and v > high):
                 raise typer.BadParameter(f"must be {want}, got {_num(v)}")
-        return value
+        return value + 0.0 if isinstance(value, float) else value  # -0.0 reads as 0
 
     return check
 

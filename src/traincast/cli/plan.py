@@ -124,8 +124,9 @@ def plan(
     restart_s: Annotated[float | None, typer.Option(
         help="Seconds to restart after a preemption, Rs (default: checkpoint read C + 120 s, "
              "an assumed allowance to replace the machine and relaunch).")] = None,
-    top: Annotated[int, typer.Option(
-        callback=within(1), help="How many configurations to show (at least 1).")] = 5,
+    top: Annotated[int | None, typer.Option(
+        callback=within(1), help="How many configurations to show (at least 1; default 5; "
+        "one GPU count).")] = None,
     network: Annotated[str | None, typer.Option(
         help="Also plan with this node network (link name or speed, e.g. eth25 or 25Gbit) "
              "and show what changes (one --gpus count).")] = None,
@@ -190,6 +191,10 @@ def plan(
                                  f"--gpus {gpus} re-plans over several GPU counts",
                                  hint="give one GPU count with --network, or leave --network "
                                       "out (a node preset of that network: --node)")
+        if top is not None:
+            raise TraincastError(f"--top {top} ranks the configurations of one GPU count; "
+                                 f"--gpus {gpus} re-plans over several, the best plan of each",
+                                 hint="give one GPU count with --top, or leave --top out")
         with progress(json_out) as bar:
             task = bar.add_task("planning each GPU count", total=None)
             result = replan(model, counts, node,
@@ -202,7 +207,7 @@ def plan(
         if not any("config" in row for row in result["rows"]):
             raise typer.Exit(1)  # no GPU count has a plan (the table says why)
         return
-    result = run_plan(model, counts[0], node, top=top, network=network, **kwargs)
+    result = run_plan(model, counts[0], node, top=top or 5, network=network, **kwargs)
     same = "".join([f" --compute {compute}"] * (compute != "auto")
                    + [f" --catalog {p}" for p in catalog or []])
     for row in result["top"]:  # the predict line prices with the same catalog and strategy
@@ -228,10 +233,14 @@ def plan(
             f"compute on {', '.join(result['flat_peak'])} priced at flat datasheet peaks: "
             f"{FLAT_PEAK_WHY}, so its times read optimistic beside the kernel model's "
             "(traincast hardware show, docs/hardware.md)", style="yellow"))
+    for why in (result.get("compute_fallback") or {}).values():
+        console.print(Text(f"compute priced at flat datasheet peaks: {why}", style="yellow"))
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
     several = len(result["nodes"]) > 1  # rows then name their node preset
-    _table("Fastest configurations", result["top"], overlap=overlap, node=several,
+    title = "Fastest configurations" if result["ranked_by"] == "time" else \
+        "Fastest configurations by expected time (s/iter x overhead: preemption losses included)"
+    _table(title, result["top"], overlap=overlap, node=several,
            dtype=result["dtype"], mixture=_mixture(result))
     _note_above_peak(result)
     print_mfu_caution([(f"#{r['rank']}", 100 * r["mfu"], 100 * r["hfu"])

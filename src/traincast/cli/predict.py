@@ -681,17 +681,15 @@ def kernel_model_text(gpu: str, km: dict[str, Any], amp: bool) -> str:
 
 def hybrid_compute_text(hw: dict[str, Any]) -> str:
     """How the hybrid model priced the GPU's compute: the strategy, the dense peak and the GEMM
-    rate's share of it; under ``paper`` (an entry without the fields of the kernel model) that
-    the peaks are taken flat."""
+    rate's share of it; under ``paper`` that the peaks are taken flat, and why
+    (``compute_why``)."""
     text = (f"compute by the {hw['compute']} strategy on {hw['gpu']}: dense peak "
             f"{hw['peak_tflops']:g} TFLOP/s, GEMMs at {hw['gemm_efficiency']:.2f} of it, memory "
             f"{hw['mem_bw_gbs']:g} GB/s")
     if hw["compute"] == "paper":
-        from traincast.compute import FLAT_PEAK_WHY
-
-        text += (f" (flat peaks, as the paper prices them: {FLAT_PEAK_WHY}, so this forecast "
-                 "is optimistic beside one priced by it; traincast hardware show, "
-                 "docs/hardware.md)")
+        text += (f" (flat peaks, as the paper prices them: {hw['compute_why']}, so this "
+                 "forecast is optimistic beside one priced by the kernel model; traincast "
+                 "hardware show, docs/hardware.md)")
     return text
 
 

@@ -21,6 +21,7 @@ from traincast.cli.common import (
     console,
     given,
     is_quiet,
+    note_curves_fallback,
     print_json,
     progress,
     say_above,
@@ -120,6 +121,7 @@ def report(
         check_text_file(validate, "--validate", "validate JSON")
     check_model_spec(roofline, "--roofline")
     cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat)
     if gpu is not None:
         cat.gpu(gpu)  # fail early on an unknown GPU, before any long work
     profile = None

@@ -19,6 +19,7 @@ from traincast.cli.common import (
     check_price,
     console,
     note,
+    note_curves_fallback,
     print_assumed,
     print_assumed_hardware,
     print_json,
@@ -122,11 +123,13 @@ def study(
 
     check_output(output, folder=True)  # created when missing; never a file
     check_price(price)
+    cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat, json_out)
     with progress(json_out) as bar:
         on_step = step_progress(bar, bar.add_task("study", total=5 if no_report else 6),
                                 "study")  # the report: a step
         result = run(trace, output, format=format, mapping=parse_mapping(map),
-                     catalog=catalog_from(catalog, compute), prices=price, overlap=overlap,
+                     catalog=cat, prices=price, overlap=overlap,
                      report=not no_report, on_step=on_step, workload=workload,
                      on_report=warn_bad_rows)
     char = result.pop("characterize")  # in characterize.json; --json stays the summary

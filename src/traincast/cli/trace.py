@@ -31,6 +31,7 @@ from traincast.cli.common import (
     given,
     is_quiet,
     note,
+    note_curves_fallback,
     print_assumed,
     print_assumed_hardware,
     print_json,
@@ -659,6 +660,7 @@ def characterize(
     check_trace_io(trace, db, None, engine, address, parquet_dir, format=format, map=map,
                    format_given=bool(given(ctx, "format")))
     cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat, json_out)
     chunks = trace_chunks(trace, db, format, map, json_out, cat, workload)
     with progress(json_out) as bar:
         task = bar.add_task(f"characterize ({engine})", total=chunks.rows)

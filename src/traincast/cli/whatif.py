@@ -30,6 +30,7 @@ from traincast.cli.common import (
     console,
     given,
     note,
+    note_curves_fallback,
     print_assumed,
     print_assumed_hardware,
     print_json,
@@ -367,6 +368,7 @@ def whatif(
                    **trace_flags(ctx))
     check_scenarios(scenario)
     cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat, json_out)
     job = one_job(ctx, trace, db, cat, workload_alone=False)
     if output is not None and not (jobs_out or job):
         raise TraincastError("-o FILE writes the per-job rows of --jobs: add --jobs",
@@ -757,6 +759,7 @@ def recommend(
         note(f"--min-gain {min_gain:g} is a fraction: a change is recommended only where it is "
              f"more than {min_gain:.0%} faster (5%: --min-gain 0.05)", json_out)
     cat = catalog_from(catalog, compute)
+    note_curves_fallback(cat, json_out)
     for name in node_opt or ():  # before any ingest, named with its flag
         known(cat.node, name, "--candidate-node")
     job = one_job(ctx, trace, db, cat, refuse_shape=False)

@@ -812,7 +812,8 @@ def load_catalog(paths: Iterable[str | Path] | str | Path | None = None,
     """
     if compute not in COMPUTE_STRATEGIES:
         raise CatalogError(f"unknown compute strategy {compute!r}; choose one of "
-                           f"{', '.join(COMPUTE_STRATEGIES)}")
+                           f"{', '.join(COMPUTE_STRATEGIES)}",
+                           hint="--compute: the strategies, docs/model.md")
     if isinstance(paths, str | Path):
         paths = [paths]
     raw: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in _KINDS}

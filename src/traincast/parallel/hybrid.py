@@ -159,6 +159,8 @@ class HybridHardware:
     compute: str = "kernel"
     """The compute strategy (``traincast.compute.strategy_of``): under ``paper`` every GEMM at
     ``R``, every memory-bound byte at ``M mem_efficiency``, no waves, no family fractions."""
+    compute_why: str = ""
+    """Why the GPU is priced at flat peaks (``traincast.compute.paper_why``), "" when not."""
     dispatch_s: dict[str, float] = field(default_factory=dict)
     """The host's time to issue one op of each dispatch kind, ``d r_x`` (seconds; the kernel
     strategy's ``kernels.op_floor_s`` times the fitted dispatch ratio of ``x``, as the per-op
@@ -470,6 +472,7 @@ def hybrid_hardware(catalog: Catalog | None, node: str, dtype: str = "bf16", *,
                           nic_latency_s=links["nic"].latency_us * 1e-6,
                           links={k: links[k].name for k in links},
                           fused_flops_per_s=flash, compute=strategy,
+                          compute_why=compute.paper_why(g, catalog.compute),
                           compute_capability=cc, vendor=g.vendor, attention_dtype=attn_dtype,
                           matrix_dtype=g.math_dtype(dtype),
                           mem_fractions={} if paper else kernels.memory_fractions(g),
@@ -2306,10 +2309,13 @@ def attention_rate(model: ModelConfig, hw: HybridHardware, attention: str, seq_p
 
 
 def hardware_summary(hw: HybridHardware) -> dict[str, Any]:
-    """The ``hardware`` object of ``predict --json``: node, GPU, compute strategy, dense peak,
+    """The ``hardware`` object of ``predict --json``: node, GPU, compute strategy (with
+    ``compute_why`` under flat peaks), dense peak,
     GEMM and DRAM efficiencies (``mem_fractions``: per memory-bound kernel family), SMs, the
     link names and the collective bandwidths (GB/s)."""
-    return {"node": hw.node, "gpu": hw.gpu, "compute": hw.compute, "peak_tflops": hw.peak_tflops,
+    return {"node": hw.node, "gpu": hw.gpu, "compute": hw.compute,
+            **({"compute_why": hw.compute_why} if hw.compute_why else {}),
+            "peak_tflops": hw.peak_tflops,
             "gemm_efficiency": hw.gemm_efficiency, "mem_bw_gbs": hw.mem_bw_bps / 1e9,
             "mem_efficiency": hw.mem_efficiency, "mem_fractions": dict(hw.mem_fractions),
             "sms": hw.sms,

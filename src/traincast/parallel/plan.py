@@ -63,7 +63,7 @@ from traincast.parallel.hybrid import (
 )
 from traincast.parallel.models import ModelConfig, get_model
 from traincast.parallel.spot import Resilience
-from traincast.units import join_words
+from traincast.units import join_words, plural
 
 CONFIG_KEYS: tuple[str, ...] = ("dp", "tp", "pp", "ep", "cp", "zero", "shard", "micro_batch",
                                 "recompute", "vp", "sp")
@@ -506,7 +506,7 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
             least = min(state_gb.values())
             return (f"no configuration fits in GPU memory (the smallest needs {need}): the "
                     f"model state alone (weights, gradients, optimizer) needs {least:.1f} GB per "
-                    f"GPU, sharded as far as {gpus} GPUs go; add GPUs")
+                    f"GPU, sharded as far as {plural(gpus, 'GPU')} go; add GPUs")
         return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
                 f"shorten the sequence or lower the global batch{fused}")
     return ""
@@ -637,7 +637,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
          global_batch: int | None = None, seq: int | None = None, dtype: str = DEFAULT_DTYPE,
          top: int = 5, network: str | None = None, price: str | Path | Prices | None = None,
          overlap: float = 0.0, spot: bool = False, resilience: Resilience | None = None,
-         rank: str = "time", attention: str | None = None,
+         rank: str | None = None, attention: str | None = None,
          framework: str = DEFAULT_FRAMEWORK) -> dict[str, Any]:
     """Rank every feasible configuration of ``model`` on ``gpus`` GPUs of ``node`` presets.
 
@@ -648,7 +648,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     T_iter overhead / (B s) 1e6``, with a price ``usd_per_million_tokens = N usd_per_gpu_hour
     s_per_million_tokens / 3600`` (traincast.parallel.spot). ``rank`` orders ``top``
     (``RANKS``): ``"time"`` by iteration time, ``"expected"`` by expected time per million
-    tokens (iteration time x overhead; differs only across presets with different overheads).
+    tokens (iteration time x overhead; differs only across presets with different overheads);
+    None: ``"expected"`` when anything is preempted or checkpointed (``Resilience.active``),
+    else ``"time"``.
     ``attention`` (``hybrid.ATTENTION``) prices every configuration with materialized or fused
     attention; ``framework`` names a recipe (``parallel/recipes.toml``) that sets the attention
     (where ``attention`` is None), dropout, gradient-accumulation fusion and, if it names one,
@@ -656,16 +658,21 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     ``hybrid.default_global_batch(s)`` (about 4M tokens), the default of ``predict --arch
     hybrid`` too. Returns ``{"model", "gpus",
     "assumed" (the global batch and the other defaults, what was searched, the ``text`` of the
-    ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "by_cost": [rows]
+    ``assumed:`` line), "searched", "feasible", "seconds", "top": [rows], "ranked_by" (the
+    ``rank`` used), "by_cost": [rows]
     (with price), "resilience" (when checkpointing), "on_demand" and "spot_saving" (spot with
     on-demand prices), "network": {...} (with network), "note", "layout_rules" (no layout) or
     "min_memory_gb" (nothing fits), "memory_unchecked" (GPUs without ``mem_gb``), "flat_peak"
-    (GPUs priced at flat datasheet peaks, ``compute.flat_peak_gpus``)}``; each row of ``top``
+    (GPUs priced at flat datasheet peaks, ``compute.flat_peak_gpus``), "compute_fallback"
+    (under ``--compute curves``: GPU -> why it is priced at flat peaks instead)}``; each row
+    of ``top``
     has ``share`` (compute, comm, bubble and data_io over the iteration, :func:`shares`: the
     table's numbers and the sentence's) and ``predict`` (the ``traincast predict --arch
     hybrid`` line of the same job).
     """
     t0 = time.perf_counter()
+    resilience = resilience or Resilience()
+    rank = rank or ("expected" if resilience.active else "time")
     if rank not in RANKS:
         raise TraincastError(f"unknown ranking {rank!r}", hint=f"choose one of {', '.join(RANKS)}")
     check_counts(global_batch=global_batch, seq=seq)
@@ -683,7 +690,6 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     if spot and prices is None:
         raise TraincastError("--spot needs --price (a price file with spot_usd_per_gpu_hour)",
                              hint="e.g. --price aws --spot")
-    resilience = resilience or Resilience()
     ckpt = spot_model.checkpoint_bytes(cfg, dtype)
 
     left_out: dict[str, str] = {}
@@ -721,7 +727,7 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
                                 {r["hw"].node: r["cp_searched"] for r in base}, cfg.gated),
         "searched": searched, "attention": first_attention, "framework": framework,
         "feasible": sum(int(r["res"]["fits"].sum()) for r in base),
-        "top": _ranked(base, rank, top, gb * s), "left_out": left_out,
+        "top": _ranked(base, rank, top, gb * s), "ranked_by": rank, "left_out": left_out,
         "warnings": model_warnings(cfg, s, seq, first_attention)}
     ranks = [f"#{r['rank']}" for r in out["top"] if r["recompute"] == "selective-op"]
     if ranks and (w := selective_op_warning(cfg, "selective-op", first_attention)):
@@ -771,6 +777,9 @@ def plan(model: str | ModelConfig, gpus: int, node: str, *, catalog: Catalog | N
     out["memory_unchecked"] = sorted({r["hw"].gpu for r in base
                                       if not np.isfinite(r["hw"].mem_bytes)})
     out["flat_peak"] = flat_peak_gpus(catalog, [r["hw"].gpu for r in base])
+    if catalog.compute == "curves":  # asked for, but an entry without curves is priced flat
+        out["compute_fallback"] = {r["hw"].gpu: r["hw"].compute_why for r in base
+                                   if r["hw"].compute_why}
     out["seconds"] = time.perf_counter() - t0
     return out
 

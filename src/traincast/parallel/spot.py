@@ -150,6 +150,14 @@ class Resilience:
             raise TraincastError("--checkpoint-gbs is needed with preemptions or a checkpoint "
                                  "interval (bandwidth of the job to its checkpoint storage)",
                                  hint="e.g. --checkpoint-gbs 2")
+        unused = [_FLAGS[k][0] for k in ("checkpoint_bytes", "restart_s")
+                  if getattr(self, k) is not None]
+        if unused and self.checkpoint_gbs is None:
+            raise TraincastError(f"{' and '.join(unused)} price checkpoints and restarts, "
+                                 "which need --checkpoint-gbs (bandwidth of the job to its "
+                                 "checkpoint storage)",
+                                 hint="add --checkpoint-gbs with --preemptions-per-hour or "
+                                      "--checkpoint-every, or leave them out")
 
     @property
     def active(self) -> bool:
