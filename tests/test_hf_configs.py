@@ -723,3 +723,22 @@ def test_a_narrower_token_embedding_prices_its_logits_at_its_own_width(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps(raw))
     same = get_model(f"hf:{tmp_path / 'config.json'}")
     assert same.embed_dim == 0 and same.params_flop == 24 * (4 * h * h + 2 * h * f) + v * h
+
+
+def test_layerdrop_is_off_so_every_layer_is_priced_the_same_each_run(tmp_path) -> None:
+    # wav2vec 2.0 skips each layer with probability layerdrop in a training step: at 0.5 over
+    # 4 layers a profile that kept the draw would price all 4 once in 16 runs
+    cfg = {"model_type": "wav2vec2", "architectures": ["Wav2Vec2ForCTC"], "hidden_size": 32,
+           "num_hidden_layers": 4, "num_attention_heads": 2, "intermediate_size": 64,
+           "vocab_size": 32, "layerdrop": 0.5}
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "drop" / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "config.json").write_text(json.dumps(cfg | {"layerdrop": 0.0}))
+    keep = profile_model(f"hf:{tmp_path / 'keep'}", 1)
+    runs = [profile_model(f"hf:{tmp_path / 'drop'}", 1) for _ in range(3)]
+    for rec in runs:
+        assert rec["flops_forward"] == keep["flops_forward"]
+        assert rec["memory_bytes"]["grads"] == keep["memory_bytes"]["grads"]
+    assert "LayerDrop (layerdrop 0.5)" in " ".join(runs[0]["notes"])
+    assert "LayerDrop" not in " ".join(keep["notes"])

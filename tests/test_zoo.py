@@ -175,6 +175,9 @@ def test_gcn_sparse_product_is_memory_bound_with_2ef_flops() -> None:
     assert sorted(r["flops"] for r in spmm) == sorted([2 * edges * 128, 2 * edges * 41] * 2)
     assert {r["bound"] for r in spmm} == {"memory"}
     assert rec["input_bytes"] == 0  # the graph stays on the GPU
+    # a subgraph is at most the Reddit graph's 232,965 nodes (Hamilton et al., 2017)
+    with pytest.raises(TraincastError, match="the Reddit graph has 232,965 nodes"):
+        get_model("gcn").inputs(232_966)
 
 
 def test_llama_is_meta_only() -> None:

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from traincast.errors import TraincastError
 from traincast.features.ops import register_op
 
 NODES, EDGES, FEATURES, CLASSES, HIDDEN = 232_965, 114_615_892, 602, 41, 128
@@ -79,8 +80,13 @@ def gcn_inputs(nodes: int) -> tuple[torch.Tensor, ...]:
     """Features, edge list with self-loops and weights, labels of an ``nodes``-node graph.
 
     The full graph's edge list (1.8 GB of ids) is shape-only (meta); a small subgraph (at most
-    1M edges, for the CPU fallback and tests) gets seeded random edges.
+    1M edges, for the CPU fallback and tests) gets seeded random edges. A subgraph is at most
+    the whole graph: more nodes is an error.
     """
+    if nodes > NODES:
+        raise TraincastError(f"zoo:gcn --batch {nodes:,}: the Reddit graph has {NODES:,} nodes, "
+                             "and --batch N profiles an N-node subgraph of it",
+                             hint=f"--batch at most {NODES:,}; leave it out for the whole graph")
     edges = round(EDGES * nodes / NODES) + nodes
     gen = torch.Generator().manual_seed(0)
     if edges > 1_000_000:

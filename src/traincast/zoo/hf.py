@@ -269,6 +269,30 @@ def _build(config: Any, attention: str | None = None, device: str = "meta") -> n
     raise TraincastError(f"no transformers model class builds this config ({errors[-1]})")
 
 
+LAYERDROP_KEYS = ("layerdrop", "encoder_layerdrop", "decoder_layerdrop")
+"""Config keys of LayerDrop (Fan et al., 2019): in a training step each layer is skipped with
+that probability (wav2vec 2.0, HuBERT and WavLM default to 0.1, M2M-100 to 0.05)."""
+
+
+def no_layerdrop(config: Any) -> dict[str, float]:
+    """Set every LayerDrop probability of ``config`` (and of its sub-configs) above 0 to 0, and
+    return ``{key: probability}`` of those set: one profiled step then runs, and prices, every
+    layer, the same on every run (with LayerDrop ``p`` a step runs ``1 - p`` of them on
+    average, a random draw each step)."""
+    dropped: dict[str, float] = {}
+    stack = [config]
+    while stack:
+        cfg = stack.pop()
+        for key in LAYERDROP_KEYS:
+            p = getattr(cfg, key, None)
+            if isinstance(p, int | float) and not isinstance(p, bool) and p > 0:
+                dropped[key] = float(p)
+                setattr(cfg, key, 0.0)
+        stack += [v for v in vars(cfg).values()
+                  if type(v).__name__.endswith("Config") and hasattr(v, "__dict__")]
+    return dropped
+
+
 def _about_attention(exc: Exception) -> bool:
     """Whether transformers refused the attention implementation asked for."""
     text = str(exc).lower()
@@ -466,9 +490,11 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
     lives on ``device`` (meta, or a GPU for ``scripts/measure_steps.py``), the inputs on the
     CPU. ``notes``: for a bare ``model_type``, that the sizes are transformers' default config
     for it (``hf:qwen2`` is no released Qwen2 checkpoint); for a model over audio frames
-    (Whisper), that its sequence length is the decoder's tokens and what the encoder takes."""
+    (Whisper), that its sequence length is the decoder's tokens and what the encoder takes;
+    for a config with LayerDrop, that every layer is priced (``no_layerdrop``)."""
     config, default = _config(name)
     saved = saved_dtype(config)
+    dropped = no_layerdrop(config)
     try:
         model, inputs = model_from_config(config, batch_size or DEFAULT_BATCH, seq, attention,
                                           device)
@@ -491,6 +517,11 @@ def hf_model(name: str, batch_size: int | None, seq: int | None = None,
         notes.append(f"hf:{name}: the config's torch_dtype, {saved}, is the dtype its weights "
                      "were saved in; training keeps weights, gradients and optimizer state in "
                      "fp32 (under --amp its products compute in 16 bits)")
+    if dropped:
+        said = ", ".join(f"{k} {v:g}" for k, v in sorted(dropped.items()))
+        notes.append(f"hf:{name}: the config's LayerDrop ({said}) skips each layer with that "
+                     "probability in a training step, at random; every layer is priced (a step "
+                     "runs 1 - p of them on average), so the profile is the same on every run")
     seq, _ = built_seq_and_attention(model, inputs)
     window = getattr(config, "sliding_window", None)
     if seq and isinstance(window, int) and 0 < window < seq \
