@@ -75,7 +75,8 @@ def test_bad_input_is_one_line_without_traceback():
     ("1.2GB", "bytes", 1.2e9), ("350M", "bytes", 3.5e8), ("2k", "bytes", 2e3),
     ("2K", "bytes", 2e3), ("24T", "flops", 24e12), ("24TFLOP", "flops", 24e12),
     ("8 tflops", "flops", 8e12), ("4.1e9", "flops", 4.1e9), ("4.1E9", "bytes", 4.1e9),
-    ("5GiB", "bytes", 5 * 2**30), ("1.5 MiB", "bytes", 1.5 * 2**20), ("2KiB", "bytes", 2048)])
+    ("5GiB", "bytes", 5 * 2**30), ("1.5 MiB", "bytes", 1.5 * 2**20), ("2KiB", "bytes", 2048),
+    ("-0", "bytes", 0.0), ("-0.0GB", "bytes", 0.0)])
 def test_number_flags_read_decimal_prefixes_and_their_unit(text, unit, value) -> None:
     from traincast.cli.common import parse_number
 
@@ -89,7 +90,8 @@ def test_number_flags_read_decimal_prefixes_and_their_unit(text, unit, value) ->
     ("1GFLOP", "bytes", "a count of bytes ends in B, not FLOP"),
     ("8Gb", "flops", "a count of flops ends in FLOP, not b"),
     ("5Gi", "bytes", "a binary prefix (Ki, Mi, Gi, Ti) is for a byte count ending in B"),
-    ("5GiFLOP", "flops", "a binary prefix (Ki, Mi, Gi, Ti) is for a byte count ending in B")])
+    ("5GiFLOP", "flops", "a binary prefix (Ki, Mi, Gi, Ti) is for a byte count ending in B"),
+    ("-1e-9", "bytes", "must not be negative, got '-1e-9'")])
 def test_number_flags_refuse_bits_milli_and_the_other_unit(text, unit, words) -> None:
     from traincast.cli.common import parse_number
 

@@ -108,6 +108,11 @@ def test_ps_worker(cat):
     assert r["time_s"]["comm"] == pytest.approx(3.4)
     assert r["bottleneck"] == "comm"
     assert "Gbit" not in r["bottleneck_label"] and "net" in r["bottleneck_label"]
+    # the label names the link of the larger term: one worker, one server, PCIe at 0.5 GB/s:
+    # 2W / bw(pcie) = 2e9 / 0.5e9 = 4 s against max(2e9 / 2.5e9, 2e9 / 2.5e9) = 0.8 s
+    r = run(cat, arch="ps-worker", workers=1, ps=1, pcie="0.5GB/s")
+    assert r["time_s"]["comm"] == pytest.approx(4.8)
+    assert r["bottleneck_label"].endswith("over 0.5GB/s")
 
 
 def test_ps_worker_with_embeddings_exchanges_w_plus_e(cat):

@@ -871,6 +871,17 @@ def test_a_real_whatif_summary_says_why_no_job_moved() -> None:
         "eth100: its one priced job runs no more than 1% faster or slower: the network carries "
         "none of its time: it runs on one node (1w1g)")
     assert out["gpu-a100"]["unchanged_why"] == ""
+    # a scenario that matches no job says what it selects, in --json too
+    ps = {"name": "big-ps", "match": {"architecture": ["ps-worker"], "min_gpus": 64},
+          "changes": {"nic": "eth100"}}
+    up = {"name": "slow-pcie", "match": {"upgrade_only": True}, "changes": {"pcie": "1Gbit"}}
+    out = whatif(jobs, [ps, up])["scenarios"]
+    assert out["big-ps"]["unchanged_why"] == (
+        "big-ps: no job matches it (it selects architecture ps-worker; min_gpus 64; the trace "
+        "has no ps-worker job: a format without parameter servers has none, docs/traces.md)")
+    assert out["slow-pcie"]["unchanged_why"] == (
+        "slow-pcie: no job matches it (it selects upgrade_only: jobs whose link its pcie 1Gbit "
+        "makes faster, and it is faster than none of theirs)")
 
 
 def test_whatif_without_a_scenario_names_the_shipped_ones(tc) -> None:

@@ -141,16 +141,21 @@ def _label(catalog: Catalog, link: str) -> str:
 
 def _link_roles(r: Resolved) -> NDArray[np.object_]:
     """Per row, the node link bounding ``T_comm`` by the row's architecture's ``link_role``
-    rule (``"intra"``, ``"nic"``; ``""`` = no link, or an unknown architecture)."""
+    rule (``"pcie"``, ``"intra"``, ``"nic"``; ``""`` = no link, or an unknown architecture)."""
     return per_architecture(r.arch, lambda a, rows: a.link_role(r.take(rows)), "", object)
 
 
 def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
-    """``arch over <link>``: the node's link in ``role`` (``arch`` alone for no link)."""
+    """``arch over <link>``: the node's link in ``role`` (``arch`` alone for no link), with its
+    ports per node where the node has several network ports (``nics``: rings run one per
+    port)."""
     if not role:
         return arch
     nd = catalog.nodes.get(node)
-    return f"{arch} over {_label(catalog, getattr(nd, role)) if nd is not None else '?'}"
+    if nd is None:
+        return f"{arch} over ?"
+    ports = f" ({nd.nics} ports per node)" if role == "nic" and nd.nics > 1 else ""
+    return f"{arch} over {_label(catalog, getattr(nd, role))}{ports}"
 
 
 def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[np.int64],
@@ -184,7 +189,7 @@ def _reasons(cols: Columns, base: Breakdown, new: Breakdown, cand_idx: NDArray[n
         faster = (base_compute - np.asarray(new.compute, dtype=np.float64)
                   > min_gain * base_compute).astype(np.int64)
     arch = cols["architecture"]
-    role_names = ("", "intra", "nic")
+    role_names = ("", "pcie", "intra", "nic")
     base_rc, new_rc = (_role_codes(x, role_names) for x in (base_role, new_role))
     with np.errstate(invalid="ignore"):
         t_new, t_base = np.asarray(new.total), np.asarray(base.total)
@@ -241,8 +246,8 @@ def _cost_text(target: str, what: str, pace: int, has_price: bool, min_gain: flo
 
 
 def _role_codes(roles: NDArray[np.object_], names: tuple[str, ...]) -> NDArray[np.int64]:
-    """Link roles (``Architecture.link_role``: ``""``, ``"intra"``, ``"nic"``) as codes into
-    ``names``, one comparison per name (no per-row Python)."""
+    """Link roles (``Architecture.link_role``: ``""``, ``"pcie"``, ``"intra"``, ``"nic"``) as
+    codes into ``names``, one comparison per name (no per-row Python)."""
     codes = np.full(len(roles), -1, dtype=np.int64)
     for i, name in enumerate(names):
         codes[roles == name] = i

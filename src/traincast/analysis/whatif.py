@@ -37,7 +37,7 @@ from traincast.hardware.catalog import Catalog, load_catalog
 from traincast.jobs import Columns, Strings
 from traincast.model import Breakdown
 from traincast.resolve import REASONS, Resolved, reason_dict
-from traincast.scenarios import Scenario, as_scenarios, parse_sweep, sweep
+from traincast.scenarios import LINK_KEYS, Scenario, as_scenarios, parse_sweep, sweep
 from traincast.trace.chunks import JobChunks
 
 F = NDArray[np.float64]
@@ -292,6 +292,27 @@ CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
 """The part of a job's time each link change reaches."""
 
 
+def unmatched_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
+    """Why a scenario matched no job: what its ``[match]`` selects (an ``upgrade_only`` one,
+    jobs whose link its change makes faster; a ``ps-worker`` one, in a trace without
+    parameter servers, that the format has none); "" where it matched one."""
+    if summary.get("matched"):
+        return ""
+    match = definition.get("match") or {}
+    said = "; ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                     for k, v in match.items() if k != "upgrade_only")
+    if match.get("upgrade_only"):
+        links = ", ".join(f"{k} {v}" for k, v in (definition.get("changes") or {}).items()
+                          if k in LINK_KEYS)
+        said = "; ".join(filter(None, [said, f"upgrade_only: jobs whose link its {links} makes "
+                                             "faster, and it is faster than none of theirs"]))
+    no_ps = "ps-worker" in (match.get("architecture") or []) and \
+        not (summary["by_architecture"].get("ps-worker") or {}).get("jobs")
+    return (f"{name}: no job matches it (it selects {said or 'every job'}"
+            + ("; the trace has no ps-worker job: a format without parameter servers has none, "
+               "docs/traces.md" if no_ps else "") + ")")
+
+
 def unchanged_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
     """Why a scenario moved none of its priced jobs by more than 1% (``SPED_UP``; each up
     and down share 0): one that fits none of them says so; a network change over priced jobs
@@ -380,8 +401,9 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
         total = Outcome([Summary() for _ in scs], np.zeros(len(REASONS), dtype=np.int64), 0)
     summaries = {sc.name: s.result() for sc, s in zip(scs, total.summaries, strict=True)}
     for sc in scs:  # why a scenario moved no job, said where it did (CLI, --json, study)
-        summaries[sc.name]["unchanged_why"] = unchanged_line(sc.name, summaries[sc.name],
-                                                             sc.to_dict())
+        s, d = summaries[sc.name], sc.to_dict()
+        s["unchanged_why"] = (unmatched_line(sc.name, s, d) if total.jobs else "") \
+            or unchanged_line(sc.name, s, d)
     result: dict[str, Any] = {"jobs": total.jobs, "engine": engine,
                               "unpredicted": reason_dict(total.reasons)}
     if len(scs) == 1:

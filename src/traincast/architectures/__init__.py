@@ -8,7 +8,7 @@ Each architecture is one module of this package that registers a class::
         def fits(r): ...              # mask: jobs whose shape this architecture can run
         def port(n_gpus, node_gpus): ...  # shape columns of a job moved to this architecture
         def footprint_bytes(m): ...   # memory per GPU from a job's memory parts
-        def link_role(r): ...         # "intra", "nic" or "": the link that bounds T_comm
+        def link_role(r): ...         # "pcie", "intra", "nic" or "": the link that bounds T_comm
 
 ``r`` is a :class:`traincast.resolved.Resolved` holding only this architecture's jobs: every
 formula sees arrays and runs once for one job or a million. Adding an architecture is adding

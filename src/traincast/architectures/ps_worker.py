@@ -24,13 +24,8 @@ class PSWorker:
         serve all m workers. The slower network side bounds the step. PS moves the embedding
         rows touched (E), whatever the gradient layout.
         """
-        b = r.w + r.e
-        k = np.maximum(r.k, 1.0)
-        m = np.maximum(r.m, 1.0)
-        p = np.maximum(r.p, 1.0)
-        worker_side = 2.0 * b * k / network_bps(r.nic_bps, r.rails, k)
-        server_side = 2.0 * m * b / (p * r.nic_bps)
-        return 2.0 * b / r.pcie_bps + np.maximum(worker_side, server_side)
+        pcie_s, network_s = _terms_s(r)
+        return pcie_s + network_s
 
     @staticmethod
     def fits(r: Resolved) -> B:
@@ -49,8 +44,10 @@ class PSWorker:
 
     @staticmethod
     def link_role(r: Resolved) -> NDArray[np.str_]:
-        """Workers reach the servers through the network."""
-        return np.full(r.size, "nic")
+        """The link of the larger term of ``comm_s``: ``"pcie"`` when the copies between GPU
+        and host take longer than the network side, else ``"nic"``."""
+        pcie_s, network_s = _terms_s(r)
+        return np.where(pcie_s > network_s, "pcie", "nic")
 
     @staticmethod
     def footprint_bytes(m: Memory) -> F:
@@ -58,3 +55,15 @@ class PSWorker:
         weights and every gradient it computes before pushing it (as profiled: a sparse
         table's rows touched, a dense one's whole): ``w (1 - e) + g + A``."""
         return m.weights * (1.0 - m.embedding_share) + m.grads + m.activations
+
+
+def _terms_s(r: Resolved) -> tuple[F, F]:
+    """The two terms of ``PSWorker.comm_s``: ``2 B / bw(pcie)`` and the network's ``max(2 B k /
+    (R bw(nic)), 2 m B / (p bw(nic)))``."""
+    b = r.w + r.e
+    k = np.maximum(r.k, 1.0)
+    m = np.maximum(r.m, 1.0)
+    p = np.maximum(r.p, 1.0)
+    worker_side = 2.0 * b * k / network_bps(r.nic_bps, r.rails, k)
+    server_side = 2.0 * m * b / (p * r.nic_bps)
+    return 2.0 * b / r.pcie_bps, np.maximum(worker_side, server_side)

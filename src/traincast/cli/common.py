@@ -82,7 +82,9 @@ def parse_number(text: str, what: str, high: float | None = None,
     value is a TraincastError naming ``what`` (the flag), and so is one above ``high`` when
     given."""
     m = _NUMBER.match(str(text))
-    if not m and _NUMBER.match(str(text).strip().removeprefix("-")):
+    if not m and (neg := _NUMBER.match(str(text).strip().removeprefix("-"))):
+        if float(neg.group(1)) == 0.0:  # -0 is zero, not negative
+            return parse_number(neg.group(0), what, high, unit)
         raise TraincastError(f"{what}: must not be negative, got {text!r}")
     if not m:
         raise TraincastError(f"{what}: not a number: {text!r}",

@@ -253,17 +253,6 @@ def print_whatif(result: dict[str, Any]) -> None:
     console.print(t)
     print_unpredicted(result.get("unpredicted", {}))
     print_flat_peak(result)
-    for name, s in summaries.items():
-        if result["jobs"] and not s["matched"]:
-            match = (result.get("definitions", {}).get(name) or {}).get("match") or {}
-            said = "; ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, list) else v}"
-                             for k, v in match.items())
-            no_ps = "ps-worker" in (match.get("architecture") or []) and \
-                not (s["by_architecture"].get("ps-worker") or {}).get("jobs")
-            console.print(Text(f"{name}: no job matches it (it selects {said or 'every job'}"
-                               + ("; the trace has no ps-worker job: a format without "
-                                  "parameter servers has none, docs/traces.md" if no_ps else "")
-                               + ")", style="dim"))
     for s in summaries.values():
         if line := s.get("unchanged_why"):
             console.print(Text(line, style="dim"))
@@ -593,8 +582,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
     t.caption = ("over the jobs with a prediction: changed = the share whose setup changes "
                  "(another architecture or node); mean, median = speedup (1.00× where kept); "
                  "top choices = how many jobs choose each architecture, then each node (a "
-                 "job kept as it runs counts at its own node, one left out of the candidates "
-                 "too)")
+                 "job kept as it runs counts at its own node, one left out of the nodes jobs "
+                 "may move to too)")
     t.caption_justify = "left"
     for col in ("", "changed", "mean", "median", "top choices"):
         t.add_column(col, justify="left" if col in ("", "top choices") else "right")
@@ -620,7 +609,8 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
                       f"${fmt_sig(cheap['usd_per_1k_chosen'])} as chosen (US dollars per "
                       "1,000 iterations of each)", highlight=False)
     for nd, why in result.get("left_out", {}).items():
-        console.print(f"left out of the candidates: {nd} ({why}; to compare it, name it with "
+        console.print(f"left out of the nodes jobs may move to: {nd} ({why}; a job that runs "
+                      "on it is still compared there; to compare moves to it, name it with "
                       "--candidate-node, with each other preset to compare)",
                       style="dim", highlight=False)
     print_flat_peak(result)
