@@ -108,7 +108,8 @@ def make_study(folder: Path, *, sample: bool = True) -> Path:
     summaries = {}
     for name in defs:
         s = np.array([r["speedup"] for r in rows if r["scenario"] == name and r["matched"]])
-        summaries[name] = {"jobs": len(gpus), "matched": len(s),
+        summaries[name] = {"jobs": len(gpus), "matched": len(s), "predicted": len(s),
+                           "not_applied": 0,
                            "sped_up_share": float((s > 1.01).mean()),
                            "mean_speedup": float(s.mean()), "median_speedup": float(np.median(s))}
     (folder / "whatif.json").write_text(json.dumps({"jobs": len(gpus), "scenarios": summaries,

@@ -373,6 +373,27 @@ def test_the_cheapest_as_fast_and_without_a_price_for_the_present(catalog,
     assert one["base_cost_per_iter_usd"] is None
     assert one["cheapest_reason"] == ("1w1g on pai-t4 (T4): the cheapest priced option (the "
                                       "present setup has no price), though slower")
+    # no job's present setup (V100) is priced: the summed costs are unknown, not $0
+    out = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "pai-t4"], prices=prices)
+    cheap = out["summary"]["cheapest"]
+    assert cheap["priced"] == 0
+    assert cheap["usd_per_1k_now"] is None and cheap["usd_per_1k_chosen"] is None
+
+
+def test_a_job_without_a_prediction_has_no_choice(catalog) -> None:
+    # no features: no time, so no architecture, node or GPU is chosen for it (null, "-")
+    jobs = {"job_id": ["known", "unknown"], "architecture": ["1w1g", "allreduce-local"],
+            "n_gpus": [1.0, 4.0], "node": ["pai-v100-nvlink"] * 2,
+            "flops_compute_bound": [1e12, None], "bytes_memory_bound": [1e9, None],
+            "weight_bytes": [1e8, None]}
+    rows = rows_by_job(recommend(jobs, catalog, nodes=["pai-v100-nvlink", "dgx-a100"]))
+    for prefix in ("arch", "best"):
+        assert rows["known"][f"{prefix}_architecture"] is not None
+        assert rows["known"][f"{prefix}_node"] is not None
+        assert rows["unknown"][f"{prefix}_architecture"] is None
+        assert rows["unknown"][f"{prefix}_node"] is None and rows["unknown"][f"{prefix}_gpu"] \
+            is None
+        assert rows["unknown"][f"{prefix}_reason"].startswith("unknown: ")
 
 
 def test_a_job_that_does_no_work_keeps_its_setup_and_says_why(catalog) -> None:

@@ -348,6 +348,12 @@ def test_report_findings_tables_and_assumptions(report):
                     "What-if scenarios", "Recommendations", "holding the most GPU time",
                     "Catalog entries used", "What-if scenario definitions"):
         assert caption in text, caption
+    # the what-if table's columns read as whatif's own: priced, not fit
+    at = text.index("What-if scenarios (whatif.json)")
+    scen = text[text.index("<table", at):]  # the caption stands above its table
+    head = scen[:scen.index("</tr>")]
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", head)[:4] == ["scenario", "matched", "priced",
+                                                               "not fit"]
     # V100 (trace alias) resolves to its catalog entry, whose source is cited
     assert "V100-SXM2-16GB" in text and "eth100" in text
     assert "Provenance of the bundled sample" in text

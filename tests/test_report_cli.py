@@ -174,3 +174,17 @@ def test_study_flags_with_a_study_folder_are_refused(tmp_path):
                        (["--map", "n_gpus=x"], "--map")):
         r = tc("report", "--db", str(tmp_path / "s.duckdb"), *args)
         assert r.returncode == 2 and f"error: {flag}: flags of a TRACE" in r.stderr, r.stderr
+
+
+def test_a_report_of_a_trace_without_jobs_lists_no_figure_folder(tmp_path):
+    # a header alone (ElasticFlow's columns): nothing to draw, so no table of figures in a
+    # folder the report did not write
+    trace = tmp_path / "empty.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\n")
+    out = tmp_path / "rep"
+    r = tc("report", str(trace), "-f", "elasticflow", "-o", str(out), "--db",
+           str(tmp_path / "e.duckdb"))
+    assert r.returncode == 0, r.stderr
+    assert "Figures in" not in r.stdout and not (out / "figures").exists()
+    assert "no figure: the study holds no job to draw" in r.stdout
+    assert (out / "report.html").is_file()

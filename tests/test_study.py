@@ -785,3 +785,31 @@ def test_the_architecture_tables_gpu_time_says_when_it_is_a_lower_bound() -> Non
     out = StringIO()
     Console(file=out, width=200).print(architecture_table({**char, "gpu_time_lower_bound": False}))
     assert "lower bound" not in out.getvalue()
+
+
+def test_the_nvlink_sentence_counts_over_the_ps_jobs_with_a_prediction() -> None:
+    # 5 PS/Worker jobs, 4 with a prediction: 3 sped up (75% of 4), 1 of the 4 does not fit
+    from traincast.analysis.study import _nvlink_finding
+
+    ps = {"matched": 5, "predicted": 4, "sped_up_share": 0.75, "not_applied": 1,
+          "applied_mean_speedup": 2.0, "gpu_time_saved_share": 0.3}
+    nums: dict = {}
+    said = _nvlink_finding({"by_architecture": {"ps-worker": ps}}, nums)[0]
+    assert said.startswith("75% of the 4 PS/Worker jobs with a prediction (of 5) speed up")
+    assert "1 of 4 do not fit one node" in said
+    assert (nums["ps_worker_jobs"], nums["ps_worker_jobs_predicted"]) == (5, 4)
+    every = _nvlink_finding({"by_architecture": {"ps-worker": {**ps, "matched": 4}}}, {})[0]
+    assert every.startswith("75% of PS/Worker jobs speed up") and "1 of 4 do not" in every
+
+
+def test_a_price_file_that_prices_no_present_setup_says_so() -> None:
+    from traincast.analysis.study import _cheapest_finding
+
+    rec = {"summary": {"cheapest": {"priced": 0, "usd_per_1k_now": None,
+                                    "usd_per_1k_chosen": None}},
+           "prices": {"file": "t4only.toml"}}
+    said = _cheapest_finding(rec, {})
+    assert said == ["With --price (t4only.toml), no job's present setup has a price (its GPU or "
+                    "node is not in the file), so no saving can be priced; recommend.csv still "
+                    "gives each job's cheapest priced option."]
+    assert _cheapest_finding({"summary": {}}, {}) == []  # no --price: nothing said

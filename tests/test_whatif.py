@@ -889,3 +889,36 @@ def test_whatif_without_a_scenario_names_the_shipped_ones(tc) -> None:
     assert r.returncode == 2 and "give --scenario NAME|FILE" in r.stderr
     said = " ".join(r.stderr.split())
     assert "eth100" in said and "-s nvlink-allreduce -s eth100 -s gpu-a100" in said, said
+
+
+def test_a_trace_without_gpu_jobs_matches_no_scenario_and_says_why() -> None:
+    jobs = {k: v[2:3] for k, v in small_trace().items()} | {"n_gpus": [0.0]}
+    out = whatif(jobs, "eth100")["summary"]
+    assert out["matched"] == 0
+    assert out["unchanged_why"] == ("eth100: no job matches it: no job of the trace has GPUs "
+                                    "(n_gpus missing or 0), and a scenario matches jobs with "
+                                    "GPUs only")
+
+
+def test_two_scenario_files_of_one_name_are_named_by_path(tmp_path) -> None:
+    from traincast.hardware.catalog import load_catalog
+    from traincast.scenarios import as_scenarios
+
+    paths = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "hier.toml")
+        paths[-1].write_text('[changes]\nhierarchical = true\n')
+    with pytest.raises(TraincastError, match="scenario name used twice: hier") as err:
+        as_scenarios(paths, load_catalog())
+    assert f"({paths[0]} and {paths[1]})" in str(err.value) and 'name = "..."' in err.value.hint
+    paths[1].write_text('name = "hier-b"\n[changes]\nhierarchical = true\n')
+    assert [s.name for s in as_scenarios(paths, load_catalog())] == ["hier", "hier-b"]
+
+
+def test_up_down_shares_keep_a_small_share_of_jobs() -> None:
+    from traincast.cli.whatif import _up_down
+
+    # 6 of 2,133 jobs sped up (0.28%): not "0%"; one of a million: not "0%" either
+    assert _up_down({"sped_up_share": 6 / 2133, "slowed_down_share": 0.0}) == "0.3%/0%"
+    assert _up_down({"sped_up_share": 1e-6, "slowed_down_share": 0.25}) == "<0.01%/25%"

@@ -620,15 +620,24 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
                     by_ops: NDArray[np.bool_] | None = None) -> dict[str, Any]:
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
-    each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation."""
+    each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation. A job
+    without a prediction has no choice: its architecture, node and GPU are null."""
+    import pyarrow.compute as pc
+
     total, new_node, new_gpu, new_role, bd = chosen
     with np.errstate(divide="ignore", invalid="ignore"):
         speedup = base.total / total
     names = np.array([c.architecture for c in cands] + [""], dtype=object)
+    known = np.isfinite(np.asarray(base.total, dtype=np.float64))
+
+    def chosen_only(col: pa.Array) -> pa.Array:
+        return pc.if_else(pa.array(known), col, pa.scalar(None, col.type))
+
     return {
-        f"{prefix}_architecture": np.where(idx >= 0, names[idx],
-                                           cols["architecture"].strings()),
-        f"{prefix}_node": new_node.arrow(), f"{prefix}_gpu": new_gpu.arrow(),
+        f"{prefix}_architecture": np.where(
+            known, np.where(idx >= 0, names[idx], cols["architecture"].strings()), None),
+        f"{prefix}_node": chosen_only(new_node.arrow()),
+        f"{prefix}_gpu": chosen_only(new_gpu.arrow()),
         f"{prefix}_total_s": total, f"{prefix}_speedup": speedup,
         f"{prefix}_bottleneck": bd.bottleneck_names(),
         f"{prefix}_reason": _reasons(cols, base, bd, idx, cands, base_node, new_node, base_gpu,
@@ -685,7 +694,7 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
     over those changed jobs alone (NaN: none). The cheapest also has ``priced`` (jobs whose
     present setup and choice both have a cost) and, summed over them, ``usd_per_1k_now`` and
     ``usd_per_1k_chosen``: USD per 1,000 iterations of every such job, as it runs and as
-    chosen."""
+    chosen (None when no job's present setup is priced)."""
     out: dict[str, Any] = {}
     for prefix in ("arch", "best", *(["cheapest"] if priced else [])):
         sp = rows[f"{prefix}_speedup"].to_numpy(zero_copy_only=False).astype(float)
@@ -706,9 +715,11 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
         now, chosen = (rows[k].to_numpy(zero_copy_only=False).astype(float)
                        for k in ("base_cost_per_iter_usd", "cheapest_cost_per_iter_usd"))
         both = np.isfinite(now) & np.isfinite(chosen)
-        out["cheapest"] |= {"priced": int(both.sum()),
-                            "usd_per_1k_now": float(1000.0 * now[both].sum()),
-                            "usd_per_1k_chosen": float(1000.0 * chosen[both].sum())}
+        out["cheapest"] |= {"priced": int(both.sum()),  # sums over no job: unknown, not $0
+                            "usd_per_1k_now": float(1000.0 * now[both].sum()) if both.any()
+                            else None,
+                            "usd_per_1k_chosen": float(1000.0 * chosen[both].sum())
+                            if both.any() else None}
     return out
 
 

@@ -170,10 +170,14 @@ def _cheapest_finding(rec: dict[str, Any], nums: dict[str, Any]) -> list[str]:
     whose prices those are."""
     cheap = rec.get("summary", {}).get("cheapest") or {}
     now, chosen = cheap.get("usd_per_1k_now"), cheap.get("usd_per_1k_chosen")
-    if not cheap.get("priced") or not now or chosen is None:
+    file = (rec.get("prices") or {}).get("file") or "a price file"
+    if cheap and not cheap.get("priced"):
+        return [f"With --price ({file}), no job's present setup has a price (its GPU or node "
+                "is not in the file), so no saving can be priced; recommend.csv still gives "
+                "each job's cheapest priced option."]
+    if not now or chosen is None:
         return []
     nums.update({"cheapest_usd_per_1k_now": now, "cheapest_usd_per_1k_chosen": chosen})
-    file = (rec.get("prices") or {}).get("file") or "a price file"
     return [f"With --price ({file}), the {plural(cheap['priced'], 'job')} priced now and "
             f"as chosen cost ${fmt_sig(now)} per 1,000 iterations of each, summed, as they run "
             f"and ${fmt_sig(chosen)} on their cheapest setups ({_pct(1 - chosen / now)} "
@@ -193,14 +197,19 @@ def _nvlink_finding(nv: dict[str, Any] | None, nums: dict[str, Any]) -> list[str
         return [f"The trace's {ps['matched']:,} PS/Worker jobs have no prediction (no known "
                 "features): the NVLink AllReduce port cannot be priced."]
     nums.update({"ps_worker_jobs": ps.get("matched"),
+                 "ps_worker_jobs_predicted": ps.get("predicted"),
                  "nvlink_sped_up_share": ps.get("sped_up_share"),
                  "nvlink_not_ported": ps.get("not_applied"),
                  "nvlink_ported_mean_speedup": ps.get("applied_mean_speedup"),
                  "nvlink_gpu_time_saved_share": ps.get("gpu_time_saved_share")})
-    return [f"{_pct(ps.get('sped_up_share'))} of PS/Worker jobs speed up on NVLink AllReduce "
+    # every share and count over the jobs with a prediction (the others: said apart)
+    n, matched = int(ps["predicted"]), int(ps["matched"])
+    of = "PS/Worker jobs" if n == matched else \
+        f"the {n:,} PS/Worker jobs with a prediction (of {matched:,})"
+    return [f"{_pct(ps.get('sped_up_share'))} of {of} speed up on NVLink AllReduce "
             f"(allreduce-local on an 8-GPU pai-v100-nvlink node; the paper reports about "
             f"{_pct(PAPER['nvlink_sped_up_share'])}); {ps.get('not_applied', 0):,} of "
-            f"{ps.get('matched', 0):,} do not fit one node (GPUs or memory) and stay; those "
+            f"{n:,} do not fit one node (GPUs or memory) and stay; those "
             f"ported gain {_x(ps.get('applied_mean_speedup'))} on average."]
 
 
@@ -343,7 +352,7 @@ def _recommend_finding(arch: dict[str, Any] | None, nums: dict[str, Any],
 BY_SOURCE_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("jobs", "jobs", "count", ""), ("comm (job)", "comm_share_mean", "share", ""),
     ("comm (GPU)", "comm_share_gpu_weighted", "share", ""),
-    ("NVLink", "nvlink_sped_up_share", "share", "ps_worker_jobs"),
+    ("NVLink", "nvlink_sped_up_share", "share", "ps_worker_jobs_predicted"),
     ("100G", "eth100_mean_speedup_network_jobs", "speedup", "eth100_network_jobs"),
     ("A100", "gpu-a100_mean_speedup", "speedup", ""),
     ("mixed prec.", "mixed-precision_mean_speedup", "speedup", ""))
@@ -352,9 +361,9 @@ key of :func:`findings`' numbers, kind, and the key of the job count it is over 
 parentheses) where it is over some jobs only."""
 BY_SOURCE_CAPTION = (
     "comm: mean share of predicted iteration time (of the four parts' sum, before any "
-    "--overlap), by job / by GPUs; NVLink: share of "
-    "PS/Worker jobs sped up by nvlink-allreduce{n}; 100G: 25 → 100 Gbit Ethernet "
-    "(eth100), the mean speedup over the{m} jobs that use the network; A100, mixed prec.: "
+    "--overlap), by job / by GPUs; NVLink: share of the PS/Worker jobs with a prediction "
+    "sped up by nvlink-allreduce{n}; 100G: 25 → 100 Gbit Ethernet (eth100), the mean "
+    "speedup over the{m} jobs that use the network; A100, mixed prec.: "
     "mean speedups over the jobs with a prediction; -: no such jobs (summary.json: "
     "by_source{counts})")
 """The by-file table's caption; ``.format`` it with :func:`by_source_caption`."""
@@ -365,7 +374,8 @@ def by_source_caption(counts: bool) -> str:
     said to be in ``summary.json``)."""
     return BY_SOURCE_CAPTION.format(
         n=" (of n)" if counts else "", m=" n" if counts else "",
-        counts="" if counts else "; its ps_worker_jobs and eth100_network_jobs count them")
+        counts="" if counts else "; its ps_worker_jobs_predicted and eth100_network_jobs "
+                                 "count them")
 
 
 def by_source_cells(numbers: dict[str, Any], counts: bool = True) -> list[str]:

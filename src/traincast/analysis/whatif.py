@@ -293,11 +293,16 @@ CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
 
 
 def unmatched_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
-    """Why a scenario matched no job: what its ``[match]`` selects (an ``upgrade_only`` one,
+    """Why a scenario matched no job: that no job has GPUs, or what its ``[match]`` selects
+    (an ``upgrade_only`` one,
     jobs whose link its change makes faster; a ``ps-worker`` one, in a trace without
     parameter servers, that the format has none); "" where it matched one."""
     if summary.get("matched"):
         return ""
+    if summary.get("jobs") and not sum(b.get("jobs", 0)
+                                       for b in summary["by_architecture"].values()):
+        return (f"{name}: no job matches it: no job of the trace has GPUs (n_gpus missing or "
+                "0), and a scenario matches jobs with GPUs only")
     match = definition.get("match") or {}
     said = "; ".join(f"{k} {', '.join(map(str, v)) if isinstance(v, list) else v}"
                      for k, v in match.items() if k != "upgrade_only")

@@ -161,13 +161,17 @@ def report(
     if json_out:
         print_json({"report": str(path), "study_dir": str(folder), "figures": figures})
         return
-    table = Table(title=f"Figures in {out / 'figures'} (.png and .svg)",
-                  title_justify="left")
-    table.add_column("file")
-    table.add_column("what it shows")
-    for stem, title in written.items():
-        table.add_row(stem, title)
-    console.print(table)
+    if written:
+        table = Table(title=f"Figures in {out / 'figures'} (.png and .svg)",
+                      title_justify="left")
+        table.add_column("file")
+        table.add_column("what it shows")
+        for stem, title in written.items():
+            table.add_row(stem, title)
+        console.print(table)
+    else:  # a figure needs jobs (or a roofline profile): the page says what it has
+        console.print("no figure: the study holds no job to draw (the report says what it "
+                      "has)", highlight=False)
     console.print(f"Report written: [bold]{escape(str(path))}[/bold]", highlight=False)
     if not is_quiet():
         console.print(f"[dim]open {escape(str(path))} in a browser (no network needed); "

@@ -22,9 +22,13 @@ from traincast.resolve import hardware_of
 from traincast.units import fmt_amount, fmt_bytes, fmt_pct, fmt_seconds, fmt_x, plural
 
 TOP_ROWS = 20
-SCENARIO_KEYS = ("matched", "applied", "sped_up_share", "mean_speedup", "median_speedup",
-                 "gpu_weighted_mean_speedup", "gpu_time_weighted_mean_speedup",
-                 "gpu_time_saved_share")
+SCENARIO_KEYS = ("matched", "predicted", "not_applied", "sped_up_share", "slowed_down_share",
+                 "mean_speedup", "median_speedup", "gpu_weighted_mean_speedup",
+                 "gpu_time_weighted_mean_speedup", "gpu_time_saved_share")
+SCENARIO_LABELS = {"predicted": "priced", "not_applied": "not fit"}
+"""The what-if table's columns (``whatif`` prints the same names: priced = matched jobs with a
+prediction, which the shares and speedups are over; not fit = those whose change does not
+fit)."""
 RECOMMEND_KEYS = {"job_id": "job_id", "architecture": "architecture", "node": "node",
                   "n_gpus": "GPUs", "base_total_s": "iteration", "base_bottleneck":
                   "bottleneck", "arch_architecture": "best here", "arch_speedup": "speedup here",
@@ -186,11 +190,13 @@ def _scenario_table(study: Study) -> str:
                                             for v in scen.values())]
     if not cols:
         cols = list(dict.fromkeys(k for v in scen.values() for k in scalar_items(v)))
-    return H.table(("scenario", *map(label, cols)),
+    return H.table(("scenario", *(SCENARIO_LABELS.get(c) or label(c) for c in cols)),
                    [(s, *(cell(c, v.get(c)) for c in cols)) for s, v in scen.items()
                     if isinstance(v, Mapping)],
-                   caption="What-if scenarios over the matched jobs (whatif.json; speedup = "
-                           "base time / scenario time)")
+                   caption="What-if scenarios (whatif.json): matched = jobs the scenario "
+                           "selects; priced = those with a prediction, which the shares and "
+                           "speedups are over; not fit = priced jobs whose change does not fit "
+                           "(they keep their time); speedup = base time / scenario time")
 
 
 def _recommend_tables(study: Study) -> str:

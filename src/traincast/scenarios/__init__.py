@@ -244,7 +244,12 @@ def as_scenarios(specs: Any, catalog: Catalog) -> list[Scenario]:
     names = [s.name for s in out]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise TraincastError(f"scenario name used twice: {', '.join(sorted(dup))}")
+        first = sorted(dup)[0]
+        given = [str(s.path or f"scenario {s.name}") for s in out if s.name == first]
+        raise TraincastError(f"scenario name used twice: {', '.join(sorted(dup))} "
+                             f"({' and '.join(given)})",
+                             hint="give one of them its own name = \"...\" (a file's name "
+                                  "is its file name without .toml; docs/scenarios.md)")
     return out
 
 
