@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -331,3 +332,32 @@ def test_a_mixture_above_the_best_published_mfu_is_marked_whatever_its_hfu() -> 
     assert "none of them is a mixture of experts" in flat and "attention square" not in flat
     said = " ".join(runner.invoke(app, row["predict"].split()[1:]).stdout.split())
     assert "none of them is a mixture of experts" in said
+
+
+def test_plan_says_when_compute_curves_falls_back_to_flat_peaks() -> None:
+    from traincast.hardware.catalog import load_catalog
+
+    # the shipped A100 entry has no measured curves: asked for, it is priced at flat peaks
+    out = plan("zoo:llama2-7b", 8, "dgx-a100", catalog=load_catalog(compute="curves"), top=1)
+    assert list(out["compute_fallback"]) == ["A100-SXM4-80GB"]
+    assert out["compute_fallback"]["A100-SXM4-80GB"].startswith(
+        "--compute curves, but A100-SXM4-80GB has no measured curves")
+    assert "compute_fallback" not in plan("zoo:llama2-7b", 8, "dgx-a100", top=1)
+
+
+def test_a_curves_run_without_curves_says_so_once(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from traincast.cli import app
+    from traincast.cli.common import within
+
+    monkeypatch.chdir(tmp_path)
+    sample = str(Path(__file__).resolve().parents[1] / "src/traincast/trace/sample/"
+                 "sample.parquet")
+    res = CliRunner().invoke(app, ["colocate", sample, "--db", str(tmp_path / "s.duckdb"),
+                                   "--compute", "curves"])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stderr.split())
+    assert said.count("--compute curves, but no GPU of the catalog has measured curves") == 1
+    # -0 given to a ranged option reads 0 (a table then shows "0", not "-0")
+    assert str(within(0.0, 1.0)(-0.0)) == "0.0"

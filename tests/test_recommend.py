@@ -347,6 +347,9 @@ def test_reasons_say_cost_for_the_cheapest_and_why_a_job_has_no_time(catalog,
         assert packed[f"{prefix}_reason"] == (
             "allreduce-cluster on pai-v100-nvlink: fits and has a predicted time (as given: "
             "shape does not fit the architecture)")
+        # the choice is named in its columns too (a job without one has them null)
+        assert (packed[f"{prefix}_architecture"], packed[f"{prefix}_node"]) == (
+            "allreduce-cluster", "pai-v100-nvlink")
     # on a cheaper GPU the line names it
     assert packed["cheapest_reason"] == (
         "allreduce-cluster on pai-t4 (T4): fits and has a predicted time (as given: shape does "
@@ -376,8 +379,11 @@ def test_the_cheapest_as_fast_and_without_a_price_for_the_present(catalog,
     # no job's present setup (V100) is priced: the summed costs are unknown, not $0
     out = recommend(small_trace(), catalog, nodes=["pai-v100-nvlink", "pai-t4"], prices=prices)
     cheap = out["summary"]["cheapest"]
-    assert cheap["priced"] == 0
+    assert cheap["priced"] == 0 and cheap["predicted"] == 5
     assert cheap["usd_per_1k_now"] is None and cheap["usd_per_1k_chosen"] is None
+    from traincast.analysis.recommend import unpriced_why
+    assert unpriced_why(cheap, "p.toml").startswith("no job's present setup has a price in "
+                                                    "p.toml")
 
 
 def test_a_job_without_a_prediction_has_no_choice(catalog) -> None:
@@ -708,3 +714,24 @@ def test_recommend_says_why_no_job_changes_architecture(tmp_path: Path) -> None:
     said = " ".join(r.stdout.split())
     assert ("On their own hardware, no job would run more than 5% faster on another "
             "architecture (over all jobs): they keep theirs (1w1g 2)") in said, said
+
+
+def test_a_reason_names_a_nodes_network_ports_and_a_pcie_bound_ps_job() -> None:
+    from traincast.analysis.recommend import BOTTLENECKS, Candidate, _over, _reason_parts
+    from traincast.hardware.catalog import load_catalog
+
+    cat = load_catalog()
+    # DGX A100: eight 200 Gb/s HDR ports (NVIDIA DGX A100 datasheet); a PAI node has one
+    assert _over("allreduce-cluster", "nic", "dgx-a100", cat) == (
+        "allreduce-cluster over InfiniBand HDR (a node of 8 network ports)")
+    assert _over("allreduce-cluster", "nic", "pai-v100-nvlink", cat) == (
+        "allreduce-cluster over 25 Gbit Ethernet")
+    # one server per worker node shortens the network side, not the copies through the host
+    comm = BOTTLENECKS.index("comm")
+    cand = Candidate("ps-worker", "pai-v100-pcie")
+    _, said = _reason_parts(cand, comm, comm, 0.05, "ps-worker", "pai-v100-pcie",
+                            "pai-v100-pcie", "V100-PCIE-16GB", "V100-PCIE-16GB",
+                            ("pcie", "nic"), cat)
+    assert said == ("one parameter server per worker node cuts the network side of its "
+                    "weight/gradient communication (ps-worker over PCIe (pcie3x16): its copies "
+                    "through the host stay)")

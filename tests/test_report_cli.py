@@ -186,5 +186,5 @@ def test_a_report_of_a_trace_without_jobs_lists_no_figure_folder(tmp_path):
            str(tmp_path / "e.duckdb"))
     assert r.returncode == 0, r.stderr
     assert "Figures in" not in r.stdout and not (out / "figures").exists()
-    assert "no figure: the study holds no job to draw" in r.stdout
+    assert "No figure: the study folder has no jobs" in r.stdout
     assert (out / "report.html").is_file()

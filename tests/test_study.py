@@ -805,11 +805,15 @@ def test_the_nvlink_sentence_counts_over_the_ps_jobs_with_a_prediction() -> None
 def test_a_price_file_that_prices_no_present_setup_says_so() -> None:
     from traincast.analysis.study import _cheapest_finding
 
-    rec = {"summary": {"cheapest": {"priced": 0, "usd_per_1k_now": None,
+    rec = {"summary": {"cheapest": {"predicted": 3, "priced": 0, "usd_per_1k_now": None,
                                     "usd_per_1k_chosen": None}},
            "prices": {"file": "t4only.toml"}}
     said = _cheapest_finding(rec, {})
-    assert said == ["With --price (t4only.toml), no job's present setup has a price (its GPU or "
-                    "node is not in the file), so no saving can be priced; recommend.csv still "
-                    "gives each job's cheapest priced option."]
+    assert said == ["With --price, no job's present setup has a price in t4only.toml (its GPU "
+                    "or node is not in the file), so the cheapest choices are not compared "
+                    "with what the jobs cost now."]
+    # no job with a prediction: that is why, whatever the file prices
+    rec["summary"]["cheapest"]["predicted"] = 0
+    assert _cheapest_finding(rec, {}) == [
+        "With --price, no job has a prediction, so no cost can be compared."]
     assert _cheapest_finding({"summary": {}}, {}) == []  # no --price: nothing said

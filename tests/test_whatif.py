@@ -921,4 +921,5 @@ def test_up_down_shares_keep_a_small_share_of_jobs() -> None:
 
     # 6 of 2,133 jobs sped up (0.28%): not "0%"; one of a million: not "0%" either
     assert _up_down({"sped_up_share": 6 / 2133, "slowed_down_share": 0.0}) == "0.3%/0%"
-    assert _up_down({"sped_up_share": 1e-6, "slowed_down_share": 0.25}) == "<0.01%/25%"
+    assert _up_down({"sped_up_share": 1e-6, "slowed_down_share": 0.25}) == "<0.005%/25%"
+    assert _up_down({"sped_up_share": 6e-5, "slowed_down_share": 0.0}) == "0.006%/0%"

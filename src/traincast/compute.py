@@ -120,6 +120,8 @@ def flat_peak_gpus(catalog: Any, gpus: Any) -> list[str]:
     return sorted(out)
 
 
+CURVES_WHERE = "traincast calibrate writes for the machine it runs on"
+"""Where measured curves (``--compute curves``) come from."""
 FLAT_PEAK_WHY = "the entry gives no SM count or GEMM fraction for the kernel model"
 """Why an entry is priced at flat datasheet peaks (``strategy_of``: ``paper``)."""
 FLAT_PEAK_CAUTION = (f"priced at flat datasheet peaks: {FLAT_PEAK_WHY}, so a job moved there "
@@ -154,7 +156,7 @@ def paper_why(gpu: Any, strategy: str | None = "auto") -> str:
         return "as asked (--compute paper)"
     if strategy == "curves":
         return (f"--compute curves, but {getattr(gpu, 'name', 'the GPU')} has no measured "
-                "curves, which traincast calibrate writes for the machine it runs on")
+                f"curves, which {CURVES_WHERE}")
     return FLAT_PEAK_WHY
 
 

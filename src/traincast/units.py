@@ -82,16 +82,17 @@ def fmt_pct(x: float | None, decimals: int = 1, *, sign: bool = False,
     return f"{100 * x:{'+' if sign else ''}.{decimals}f}%"
 
 
-def fmt_share(x: float | None, missing: str = "-") -> str:
+def fmt_share(x: float | None, missing: str = "-", counted: bool = False) -> str:
     """A share in words or a narrow column: whole percents (``13%``); under 1% either way one
     significant digit (``0.4%``, ``-0.04%``: a small share is not ``0%``), and ``0%`` under
-    0.005% (float noise of a change that changes nothing); a share short of 100% by at least
-    0.005% keeps the decimals that show the gap (``99.6%``, ``99.95%``, not ``100%``).
-    ``missing`` for None or non-finite."""
+    0.005% (float noise of a change that changes nothing; a ``counted`` share, of jobs, is
+    ``0%`` only at 0 and ``<0.005%`` above it); a share short of 100% by at least 0.005% keeps
+    the decimals that show the gap (``99.6%``, ``99.95%``, not ``100%``). ``missing`` for None
+    or non-finite."""
     if x is None or not math.isfinite(x):
         return missing
     if abs(x) < 5e-5:
-        return "0%"
+        return "<0.005%" if counted and x > 0 else "0%"
     if abs(x) < 0.01:
         return f"{fmt_sig(100 * x, 1)}%"
     if 0.995 <= abs(x) < 1 - 5e-5:  # the gap to 100% to one significant digit: 99.95%

@@ -146,15 +146,15 @@ def _link_roles(r: Resolved) -> NDArray[np.object_]:
 
 
 def _over(arch: str, role: str, node: str, catalog: Catalog) -> str:
-    """``arch over <link>``: the node's link in ``role`` (``arch`` alone for no link), with its
-    ports per node where the node has several network ports (``nics``: rings run one per
-    port)."""
+    """``arch over <link>``: the node's link in ``role`` (``arch`` alone for no link), saying
+    how many network ports the node has where it has several (``nics``: a ring runs one per
+    port it uses, ``min(nics, g)``)."""
     if not role:
         return arch
     nd = catalog.nodes.get(node)
     if nd is None:
         return f"{arch} over ?"
-    ports = f" ({nd.nics} ports per node)" if role == "nic" and nd.nics > 1 else ""
+    ports = f" (a node of {nd.nics} network ports)" if role == "nic" and nd.nics > 1 else ""
     return f"{arch} over {_label(catalog, getattr(nd, role))}{ports}"
 
 
@@ -308,6 +308,9 @@ def _reason_parts(cand: Candidate | None, b: int, cut: int, min_gain: float, arc
         if cand.architecture == "1w1g":
             return target, f"one GPU needs no {what} ({old})"
         if cand.architecture == arch == "ps-worker" and new_node == base_node:
+            if roles[0] == "pcie":  # more servers shorten the network side alone
+                return target, (f"one parameter server per worker node cuts the network side "
+                                f"of its {what} ({old}: its copies through the host stay)")
             return target, f"one parameter server per worker node {verb} ({old})"
         new = _over(cand.architecture, roles[1], new_node, catalog)
         return target, f"{verb} ({old}) with {new}"
@@ -621,14 +624,15 @@ def _choice_columns(prefix: str, idx: NDArray[np.int64],
     """The output columns ``{prefix}_architecture``, ``_node``, ``_gpu``, ``_total_s``,
     ``_speedup`` (base total / chosen total), ``_bottleneck`` and ``_reason`` of one choice:
     each job's candidate ``idx`` (-1 = as it is) and its :func:`_chosen` evaluation. A job
-    without a prediction has no choice: its architecture, node and GPU are null."""
+    whose choice has no time (no prediction: no features, or no setup that fits) has no
+    choice: its architecture, node and GPU are null."""
     import pyarrow.compute as pc
 
     total, new_node, new_gpu, new_role, bd = chosen
     with np.errstate(divide="ignore", invalid="ignore"):
         speedup = base.total / total
     names = np.array([c.architecture for c in cands] + [""], dtype=object)
-    known = np.isfinite(np.asarray(base.total, dtype=np.float64))
+    known = np.isfinite(np.asarray(total, dtype=np.float64))
 
     def chosen_only(col: pa.Array) -> pa.Array:
         return pc.if_else(pa.array(known), col, pa.scalar(None, col.type))
@@ -721,6 +725,15 @@ def _summary(rows: pa.Table, priced: bool) -> dict[str, Any]:
                             "usd_per_1k_chosen": float(1000.0 * chosen[both].sum())
                             if both.any() else None}
     return out
+
+
+def unpriced_why(cheapest: dict[str, Any], file: str) -> str:
+    """Why the cheapest summary prices no job now and as chosen (its ``priced`` is 0): no job
+    has a prediction, or no job's present setup has a price in the price ``file``."""
+    if not cheapest.get("predicted"):
+        return "no job has a prediction, so no cost can be compared"
+    return (f"no job's present setup has a price in {file} (its GPU or node is not in the "
+            "file), so the cheapest choices are not compared with what the jobs cost now")
 
 
 def _counts(values: pa.ChunkedArray | pa.Array, sel: NDArray[np.bool_]) -> dict[str, int]:

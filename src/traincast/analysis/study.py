@@ -172,9 +172,9 @@ def _cheapest_finding(rec: dict[str, Any], nums: dict[str, Any]) -> list[str]:
     now, chosen = cheap.get("usd_per_1k_now"), cheap.get("usd_per_1k_chosen")
     file = (rec.get("prices") or {}).get("file") or "a price file"
     if cheap and not cheap.get("priced"):
-        return [f"With --price ({file}), no job's present setup has a price (its GPU or node "
-                "is not in the file), so no saving can be priced; recommend.csv still gives "
-                "each job's cheapest priced option."]
+        from traincast.analysis.recommend import unpriced_why
+
+        return [f"With --price, {unpriced_why(cheap, file)}."]
     if not now or chosen is None:
         return []
     nums.update({"cheapest_usd_per_1k_now": now, "cheapest_usd_per_1k_chosen": chosen})

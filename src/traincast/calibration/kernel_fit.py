@@ -824,6 +824,15 @@ def held_out_errors(result: Mapping[str, Any], held: Kernels,
     for what ``traincast calibrate`` times on that host; a GPU without floor rows takes the
     other held-out GPUs' median floor and the fitted ratios), then as a catalog without that
     calibration prices them (the fit's median floor and its ratios)."""
+    test, pred, pred_d = held_out_predictions(result, held, catalog)
+    return errors_by_family(test, pred), errors_by_family(test, pred_d)
+
+
+def held_out_predictions(result: Mapping[str, Any], held: Kernels,
+                         catalog: Any) -> tuple[Kernels, F, F]:
+    """``(rows, predicted, predicted without calibration)`` of :func:`held_out_errors`: the
+    held-out rows without their kernel names (``unnamed``) and each one's predicted latency,
+    first with its own host's dispatch, then with the fit's median floor and ratios."""
     test = unnamed(held)
     fitted = kernels.dispatch_table(result["params"])
     floors = measured_floors_us(test)
@@ -838,7 +847,7 @@ def held_out_errors(result: Mapping[str, Any], held: Kernels,
     pred = predict_kernel_s(test, spec, result["params"], floor_s)
     pred_d = predict_kernel_s(test, spec, result["params"],
                               _floor_col(test, {}, result["default_floor_us"], fitted))
-    return errors_by_family(test, pred), errors_by_family(test, pred_d)
+    return test, pred, pred_d
 
 
 def host_dispatch(data: Kernels, fitted: Mapping[str, float],
@@ -865,7 +874,7 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
     with its own host's floor and dispatch ratios; ``default_floor`` repeats the errors with
     the others' median floor and fitted ratios, a catalog without calibration).
     Returns ``{"gpus": {gpu: errors_by_family row}, "default_floor": {...}, "fits": {chip:
-    params}}``."""
+    params}, "held": {chip: (rows, predicted latency)}}`` (``held_out_predictions``)."""
     say = progress or (lambda _msg: None)
     chips = chip_groups(sorted(set(data.gpu.tolist())), catalog)
     if len(chips) < 2:
@@ -875,16 +884,17 @@ def leave_one_gpu_out(data: Kernels, catalog: Any, progress: PROGRESS | None = N
                                   "GPUs, docs/validation.md 'Measured kernels'): --kernels "
                                   "DIR --kernels OTHER")
     refuse_floorless_folds(data, catalog)
-    out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}}
+    out: dict[str, Any] = {"gpus": {}, "default_floor": {}, "fits": {}, "held": {}}
     for chip, members in chips.items():
         say(f"leave out {', '.join(members)}: fitting on the other GPUs")
         held = np.isin(data.gpu, members)
         result = fit(data.take(~held), catalog, progress=progress,
                      max_rows_per_group=max_rows_per_group)
-        own, default = held_out_errors(result, data.take(held), catalog)
-        out["gpus"].update(own)
-        out["default_floor"].update(default)
+        test, pred, pred_d = held_out_predictions(result, data.take(held), catalog)
+        out["gpus"].update(errors_by_family(test, pred))
+        out["default_floor"].update(errors_by_family(test, pred_d))
         out["fits"][chip] = result["params"]
+        out["held"][chip] = (test, pred)
     return out
 
 

@@ -434,7 +434,7 @@ def _validate_kernels(directory: list[Path], catalog: Path | None, sample: int,
     data = kernel_fit.read_kernels(directory, cat, sample=sample)
     out = kernel_fit.leave_one_gpu_out(data, cat, progress=_progress(is_quiet()))
     if json_out:
-        print_json({"rows": len(data), **out})
+        print_json({"rows": len(data), **{k: v for k, v in out.items() if k != "held"}})
         return
     from traincast.cli.tables import RULES_OFF, print_table
 

@@ -78,13 +78,17 @@ def parse_number(text: str, what: str, high: float | None = None,
 
     ``unit`` (``"bytes"`` or ``"flops"``): the unit word the number may end in
     (:data:`UNIT_WORDS`): ``B`` for bytes (``b``, bits, is refused: 8 times fewer), ``FLOP``
-    for FLOPs; the other unit is refused. A negative, infinite (``1e400``) or not-a-number
-    value is a TraincastError naming ``what`` (the flag), and so is one above ``high`` when
-    given."""
+    for FLOPs; the other unit is refused. A negative (``-0`` is zero), infinite (``1e400``) or
+    not-a-number value is a TraincastError naming ``what`` (the flag), and so is one above
+    ``high`` when given."""
     m = _NUMBER.match(str(text))
     if not m and (neg := _NUMBER.match(str(text).strip().removeprefix("-"))):
         if float(neg.group(1)) == 0.0:  # -0 is zero, not negative
-            return parse_number(neg.group(0), what, high, unit)
+            try:
+                return parse_number(neg.group(0), what, high, unit)
+            except TraincastError as exc:  # said of the text as given, minus sign and all
+                raise TraincastError(str(exc).replace(repr(neg.group(0)), repr(text)),
+                                     hint=exc.hint) from None
         raise TraincastError(f"{what}: must not be negative, got {text!r}")
     if not m:
         raise TraincastError(f"{what}: not a number: {text!r}",
@@ -136,13 +140,13 @@ def catalog_from(paths: list[Path] | None, compute: str = "auto") -> Catalog:
 def note_curves_fallback(cat: Catalog, json_out: bool = False) -> None:
     """Under ``--compute curves`` with no GPU of the catalog carrying measured curves: a note
     that every GPU is priced at flat datasheet peaks instead (``compute.paper_why``)."""
-    from traincast.compute import strategy_of
+    from traincast.compute import CURVES_WHERE, strategy_of
 
     if cat.compute == "curves" and all(strategy_of(g, "curves") == "paper"
                                        for g in cat.gpus.values()):
-        note("--compute curves, but no GPU of the catalog has measured curves (traincast "
-             "calibrate writes them for the machine it runs on; merge its file with --catalog): "
-             "every GPU is priced at flat datasheet peaks", json_out)
+        note(f"--compute curves, but no GPU of the catalog has measured curves, which "
+             f"{CURVES_WHERE} (merge its file with --catalog): every GPU is priced at flat "
+             "datasheet peaks", json_out)
 
 
 def follow_terminal_width() -> None:

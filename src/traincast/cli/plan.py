@@ -138,7 +138,9 @@ def plan(
     json_out: JsonOpt = False,
 ) -> None:
     """Search every (dp, tp, pp, ep, cp, zero, micro-batch, recompute, vp) with dp·tp·pp·cp = N,
-    predict each with the hybrid model and show the fastest that fit in GPU memory.
+    predict each with the hybrid model and show the fastest that fit in GPU memory (with
+    --preemptions-per-hour or --checkpoint-every: the least expected time, iteration time x
+    overhead).
 
     Per micro-batch on the slowest stage: each matrix product's FLOPs / (peak x published GEMM
     efficiency x its tile/wave efficiency), attention products at their roofline
@@ -238,8 +240,9 @@ def plan(
     print_assumed_line(result["assumed"])
     _print_plan_notes(result)
     several = len(result["nodes"]) > 1  # rows then name their node preset
-    title = "Fastest configurations" if result["ranked_by"] == "time" else \
-        "Fastest configurations by expected time (s/iter x overhead: preemption losses included)"
+    title = "Fastest configurations" + ("" if result["ranked_by"] == "time" else
+                                        " by expected time (s/iter x overhead of checkpoints "
+                                        "and preemptions)")
     _table(title, result["top"], overlap=overlap, node=several,
            dtype=result["dtype"], mixture=_mixture(result))
     _note_above_peak(result)

@@ -687,7 +687,10 @@ def hybrid_compute_text(hw: dict[str, Any]) -> str:
             f"{hw['peak_tflops']:g} TFLOP/s, GEMMs at {hw['gemm_efficiency']:.2f} of it, memory "
             f"{hw['mem_bw_gbs']:g} GB/s")
     if hw["compute"] == "paper":
-        text += (f" (flat peaks, as the paper prices them: {hw['compute_why']}, so this "
+        from traincast.compute import FLAT_PEAK_WHY
+
+        why = hw.get("compute_why") or FLAT_PEAK_WHY
+        text += (f" (flat peaks, as the paper prices them: {why}, so this "
                  "forecast is optimistic beside one priced by the kernel model; traincast "
                  "hardware show, docs/hardware.md)")
     return text

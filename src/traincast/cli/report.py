@@ -121,7 +121,7 @@ def report(
         check_text_file(validate, "--validate", "validate JSON")
     check_model_spec(roofline, "--roofline")
     cat = catalog_from(catalog, compute)
-    note_curves_fallback(cat)
+    note_curves_fallback(cat, json_out)
     if gpu is not None:
         cat.gpu(gpu)  # fail early on an unknown GPU, before any long work
     profile = None
@@ -170,8 +170,9 @@ def report(
             table.add_row(stem, title)
         console.print(table)
     else:  # a figure needs jobs (or a roofline profile): the page says what it has
-        console.print("no figure: the study holds no job to draw (the report says what it "
-                      "has)", highlight=False)
+        from traincast.report.build import NO_FIGURE
+
+        console.print(NO_FIGURE, highlight=False)
     console.print(f"Report written: [bold]{escape(str(path))}[/bold]", highlight=False)
     if not is_quiet():
         console.print(f"[dim]open {escape(str(path))} in a browser (no network needed); "

@@ -67,12 +67,10 @@ _pct = partial(fmt_pct, decimals=0)
 
 def _up_down(s: dict[str, Any]) -> str:
     """The shares of jobs sped up and slowed down (each by more than 1%): ``12%/3%``; a small
-    share keeps a digit (``0.3%``, ``units.fmt_share``) and a share of any job is never ``0%``
-    (``<0.01%``)."""
-    def share(x: float | None) -> str:
-        return "<0.01%" if x is not None and 0 < x < 5e-5 else fmt_share(x)
-
-    return f"{share(s['sped_up_share'])}/{share(s['slowed_down_share'])}"
+    share keeps a digit (``0.3%``) and a share of any job is never ``0%`` (``units.fmt_share``,
+    counted)."""
+    return (f"{fmt_share(s['sped_up_share'], counted=True)}/"
+            f"{fmt_share(s['slowed_down_share'], counted=True)}")
 
 
 _saved = fmt_share
@@ -609,9 +607,9 @@ def print_recommend(result: dict[str, Any], rows: pa.Table) -> None:
         if line := unchanged_architectures(s["arch"], result["jobs"], result.get("min_gain")):
             console.print(line, style="dim", highlight=False)
     if (cheap := s.get("cheapest")) and not cheap.get("priced"):
-        console.print(f"no job's present setup has a price in {result['prices']['file']} "
-                      "(its GPU or node is not in the file): the cheapest choices are not "
-                      "compared with what the jobs cost now", highlight=False)
+        from traincast.analysis.recommend import unpriced_why
+
+        console.print(unpriced_why(cheap, result["prices"]["file"]), highlight=False)
     elif cheap:
         console.print(f"cost summed over the {plural(cheap['priced'], 'job')} priced now and "
                       f"as chosen: ${fmt_sig(cheap['usd_per_1k_now'])} now, "

@@ -506,7 +506,8 @@ def _empty_note(searched: int, any_fits: bool, gpus: int, rules: str,
             least = min(state_gb.values())
             return (f"no configuration fits in GPU memory (the smallest needs {need}): the "
                     f"model state alone (weights, gradients, optimizer) needs {least:.1f} GB per "
-                    f"GPU, sharded as far as {plural(gpus, 'GPU')} go; add GPUs")
+                    f"GPU, sharded as far as {plural(gpus, 'GPU')} "
+                    f"{'goes' if gpus == 1 else 'go'}; add GPUs")
         return (f"no configuration fits in GPU memory (the smallest needs {need}); add GPUs, "
                 f"shorten the sequence or lower the global batch{fused}")
     return ""

@@ -51,6 +51,10 @@ class Fig:
     draw: Callable[[], Any]
 
 
+NO_FIGURE = "No figure: the study folder has no jobs, what-if or characterize data"
+"""What the report and ``traincast report`` say when there is nothing to draw."""
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
 
@@ -454,8 +458,7 @@ def write_report(study_dir: str | Path, validate_json: str | Path | None = None,
     parts = [
         ("findings", "Findings", sections.sample_banner(study) + sections.findings(study)),
         ("figures", "Figures", "".join(fig_html) or
-         '<p class="missing">No figure: the study folder has no jobs, what-if or '
-         "characterize data.</p>"),
+         f'<p class="missing">{NO_FIGURE}.</p>'),
         ("tables", "Tables", sections.tables(study) + "".join(extra_tables)),
         ("assumptions", "Assumptions and inputs", sections.assumptions(study, cat)),
     ]
