@@ -69,6 +69,11 @@ def test_bad_input_is_one_line_without_traceback():
     assert "allreduce-cluster" in r.stderr
     r = tc("predict", "--flops", "lots", "--mem-bytes", "1", "--weight-bytes", "1")
     assert r.returncode == 2 and "--flops" in r.stderr
+    # --per-op / --aggregate choose how a profile is priced: beside --flops, nothing to choose
+    for flag in ("--per-op", "--aggregate"):
+        r = tc("predict", "--flops", "1", "--mem-bytes", "1", "--weight-bytes", "1", flag)
+        assert r.returncode == 2
+        assert f"{flag} chooses how a profile's compute is priced" in r.stderr
 
 
 @pytest.mark.parametrize("text, unit, value", [

@@ -395,6 +395,10 @@ def predict(
                                            if flops is not None else "--aggregate leaves it out"),
                              hint="give --model or --features FILE (traincast profile -o)"
                              if flops is not None else "leave out --aggregate")
+    if flops is not None and (said := given(ctx, "per_op")):
+        raise TraincastError(f"{said[0]} chooses how a profile's compute is priced; --flops "
+                             "gives aggregate features, which are priced as they are",
+                             hint=f"leave out {said[0]}, or give --model or --features FILE")
     if synthetic_inputs and input_bytes is not None:
         raise TraincastError("--input-bytes and --synthetic-inputs disagree: synthetic data is "
                              "made on the GPU, no input is copied (input_bytes = 0)",
