@@ -320,6 +320,8 @@ def test_the_unknown_gpu_type_row_is_said(tc, tmp_path: Path) -> None:
     run = tc("characterize", str(trace), "--db", str(tmp_path / "z.duckdb"))
     said = " ".join(run.stdout.split())
     assert "assumed node" not in said
+    assert ("unknown: the 1 job whose trace names no GPU type: 1 without GPUs or on a node the "
+            "trace names") in said, said
     trace.write_text("job_id,n_gpus,gpu_type,start_time_s,end_time_s\nc,2,V100,0,100\n")
     run = tc("characterize", str(trace), "--db", str(tmp_path / "t.duckdb"))
     assert "unknown: the" not in " ".join(run.stdout.split())

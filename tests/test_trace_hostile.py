@@ -977,15 +977,22 @@ def test_a_pipe_is_refused_before_any_read(tmp_path: Path) -> None:
     def hung(*_: object) -> None:  # a read of the FIFO waits for a writer: fail, not hang
         raise AssertionError("the ingest opened the FIFO")
 
+    # a FIFO a folder holds, named as a PAI table: found by the folder, refused as well
+    pai = tmp_path / "pai"
+    pai.mkdir()
+    os.mkfifo(pai / "pai_job_table.csv")
+    (pai / "pai_task_table.csv").write_text("")
     old = signal.signal(signal.SIGALRM, hung)
     signal.alarm(20)
     try:
         with pytest.raises(TraincastError, match=r"jobs\.csv: a pipe, not a regular file"):
             _ingest(fifo, db=tmp_path / "s.duckdb")
+        with pytest.raises(TraincastError, match=r"pai_job_table\.csv: a pipe, not a regular "):
+            _ingest(pai, "pai-2020", db=tmp_path / "p.duckdb")
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-    assert not (tmp_path / "s.duckdb").exists()
+    assert not (tmp_path / "s.duckdb").exists() and not (tmp_path / "p.duckdb").exists()
 
 
 def test_a_line_over_the_readers_limit_is_named_by_its_line(tmp_path: Path) -> None:

@@ -849,6 +849,9 @@ def test_a_scenario_that_moves_no_job_says_why() -> None:
     spans = {**flat, "by_architecture": {"allreduce-cluster": {"matched": 40, "predicted": 40}}}
     assert "the part of their time it changes, the network, is none or small" in \
         unchanged_line("eth100", spans, {"changes": {"nic": "eth100"}})
+    # a hybrid trace row is priced as a ring across nodes: not "on one node" either
+    hybrid = {**flat, "by_architecture": {"hybrid": {"matched": 40, "predicted": 40}}}
+    assert "on one node" not in unchanged_line("eth100", hybrid, {"changes": {"nic": "eth100"}})
     # a change that fits none of them: said so, not blamed on the time
     none_fit = {**flat, "not_applied": 40}
     assert unchanged_line("nvlink-allreduce", none_fit, {"changes": {"node": "x"}}).endswith(

@@ -58,13 +58,26 @@ def stream_kind(path: Path) -> str:
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "")
 
 
+def refuse_stream(path: Path) -> None:
+    """An error naming ``path`` as given when it is a pipe, a socket or a device
+    (``/dev/stdin``, ``<(cmd)``, a FIFO): a trace is read several times (its head, its end, its
+    content hash, its rows), which a stream cannot be, and a FIFO without a writer would wait
+    for ever."""
+    if kind := stream_kind(path):
+        raise TraincastError(f"{path}: {kind}, not a regular file: a trace is read more than "
+                             "once (its head, its end, its rows)",
+                             hint="write it to a file first (cmd > trace.csv), then give that "
+                                  "file")
+
+
 def not_a_file(path: Path) -> str:
     """Why an existing ``path`` cannot take a file written over it (``is a folder``, ``not a
     regular file: a device, pipe or socket``); ``""`` where it can (a regular file, or
     nothing there yet)."""
     if not path.exists() or path.is_file():
         return ""
-    return "is a folder" if path.is_dir() else "not a regular file: a device, pipe or socket"
+    return "is a folder" if path.is_dir() else \
+        f"not a regular file: {stream_kind(path) or 'a device, pipe or socket'}"
 
 
 def write_whole(path: str | Path, write: Callable[[Path], object]) -> Path:

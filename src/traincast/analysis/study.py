@@ -232,7 +232,7 @@ def over_jobs(summary: dict[str, Any], total: int,
 
 NETWORK_LABELS: dict[str, str] = {"ps-worker": "PS/Worker",
                                   "allreduce-cluster": "AllReduce across nodes",
-                                  "pearl": "PEARL"}
+                                  "pearl": "PEARL", "hybrid": "hybrid parallelism"}
 """:data:`NETWORK_ARCHS` in words."""
 
 

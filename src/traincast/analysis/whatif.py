@@ -294,9 +294,9 @@ CHANGED_TIME = {"nic": "the network", "intra": "communication inside a node",
 
 def unmatched_line(name: str, summary: dict[str, Any], definition: dict[str, Any]) -> str:
     """Why a scenario matched no job: that no job has GPUs, or what its ``[match]`` selects
-    (an ``upgrade_only`` one,
-    jobs whose link its change makes faster; a ``ps-worker`` one, in a trace without
-    parameter servers, that the format has none); "" where it matched one."""
+    (an ``upgrade_only`` one, jobs whose link its change makes faster; a ``ps-worker`` one,
+    in a trace without parameter servers, that the format has none); "" where it matched
+    one."""
     if summary.get("matched"):
         return ""
     if summary.get("jobs") and not sum(b.get("jobs", 0)
@@ -405,17 +405,18 @@ def whatif(jobs: Any, scenarios: str | Path | Scenario | Iterable[Any],
     if total is None:  # a stream without chunks: no job
         total = Outcome([Summary() for _ in scs], np.zeros(len(REASONS), dtype=np.int64), 0)
     summaries = {sc.name: s.result() for sc, s in zip(scs, total.summaries, strict=True)}
-    for sc in scs:  # why a scenario moved no job, said where it did (CLI, --json, study)
-        s, d = summaries[sc.name], sc.to_dict()
-        s["unchanged_why"] = (unmatched_line(sc.name, s, d) if total.jobs else "") \
-            or unchanged_line(sc.name, s, d)
+    definitions = {sc.name: sc.to_dict() for sc in scs}
+    for name, s in summaries.items():  # why a scenario moved no job (CLI, --json, study)
+        d = definitions[name]
+        s["unchanged_why"] = (unmatched_line(name, s, d) if total.jobs else "") \
+            or unchanged_line(name, s, d)
     result: dict[str, Any] = {"jobs": total.jobs, "engine": engine,
                               "unpredicted": reason_dict(total.reasons)}
     if len(scs) == 1:
         result["summary"] = summaries[scs[0].name]
     else:
         result["scenarios"] = summaries
-    result["definitions"] = {sc.name: sc.to_dict() for sc in scs}
+    result["definitions"] = definitions
     result["flat_peak"] = {sc.name: flat for sc in scs
                            if (flat := compute.flat_peak_gpus(catalog, _target_gpus(sc, catalog)))}
     if per_job and on_rows is None:

@@ -148,8 +148,9 @@ ARCHITECTURES: tuple[str, ...] = tuple(sorted(REGISTRY, key=lambda a: REGISTRY[a
 ARCH_CODE: dict[str, int] = {name: i for i, name in enumerate(ARCHITECTURES)}
 """Architecture name -> code (its index in :data:`ARCHITECTURES`)."""
 ARCH_LABEL: dict[str, str] = {a.name: a.label for a in REGISTRY.values()}
-NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl")
-"""The architectures whose jobs communicate over the node's NIC (the others run on one node)."""
+NETWORK_ARCHS: tuple[str, ...] = ("ps-worker", "allreduce-cluster", "pearl", "hybrid")
+"""The architectures whose jobs communicate over the node's NIC (the others run on one node;
+a ``hybrid`` trace row is priced as ``allreduce-cluster``'s ring)."""
 
 __all__ = ["ARCHITECTURES", "ARCH_CODE", "ARCH_LABEL", "NETWORK_ARCHS", "REGISTRY",
            "Architecture", "Memory", "architecture", "nodes_of", "per_architecture", "ring_factor",

@@ -320,13 +320,12 @@ def _validate_figure(data: dict[str, Any], source: str) -> tuple[list[Fig], str]
                                           c.get("paper_error"))} for c in data["cases"]]
     got = summarize([{"error": _num(c["error"]), "paper_error": _num(c["paper_error"])}
                      for c in cases])  # NaN where no error is known
-    med, p90, pmed = (v if math.isfinite(v) else None for v in (
-        got["median_abs_error"], got["p90_abs_error"], got["paper_median_abs_error"]))
+    med, p90, pmed = (got[k] for k in ("median_abs_error", "p90_abs_error",
+                                       "paper_median_abs_error"))
     stats = ""
-    if isinstance(med, int | float) and isinstance(p90, int | float):
+    if math.isfinite(med) and math.isfinite(p90):
         stats = f" Median absolute error {med:.1%}, 90th percentile {p90:.1%}"
-        stats += (f" (paper's peak model: median {pmed:.1%})." if isinstance(pmed, int | float)
-                  else ".")
+        stats += (f" (paper's peak model: median {pmed:.1%})." if math.isfinite(pmed) else ".")
     where = f" on {data['device_name']}" if data.get("device_name") else ""
     title = "Predicted vs measured iteration time"
     fig = Fig("validate", title,

@@ -63,7 +63,7 @@ from traincast.errors import (
     file_cut_short,
     interrupted,
 )
-from traincast.files import content_sha256, stream_kind, write_whole
+from traincast.files import content_sha256, refuse_stream, write_whole
 from traincast.trace.adapters import adapter
 from traincast.trace.adapters.base import (
     Plan,
@@ -619,6 +619,8 @@ class Store:
         mod = adapter(format)
         folders = [p for p in paths if p.is_dir()]
         paths = trace_files(mod, paths)  # a folder: its files of this format, each file once
+        for p in paths:  # a stream a folder holds too (PAI's tables: pai2020.find_tables)
+            refuse_stream(p)
         out = Path(parquet) if parquet is not None else None
         if out is not None and (out.resolve() in paths or (
                 self.path is not None and out.resolve() == self.path.resolve())):
@@ -1097,18 +1099,6 @@ def _read_plan(con: duckdb.DuckDBPyConnection, plan: Plan
 
 _DUCKDB_FILE = re.compile(r"^\s*file = (.+?)\s*$", re.MULTILINE)
 """The ``file = PATH`` line of a DuckDB CSV reader's error."""
-
-
-def refuse_stream(path: Path) -> None:
-    """An error naming ``path`` as given when it is a pipe, a socket or a device
-    (``/dev/stdin``, ``<(cmd)``, a FIFO): a trace is read several times (its head, its end, its
-    content hash, its rows), which a stream cannot be, and a FIFO without a writer would wait
-    for ever."""
-    if kind := stream_kind(path):
-        raise TraincastError(f"{path}: {kind}, not a regular file: a trace is read more than "
-                             "once (its head, its end, its rows)",
-                             hint="write it to a file first (cmd > trace.csv), then give that "
-                                  "file")
 
 
 def erring_file(exc: BaseException, files: Iterable[str]) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -384,8 +385,8 @@ def _first_name(raw: Mapping[str, Any], key: str) -> str | None:
 SIZE_MAX = 1e9
 """The largest size a config field may give (layers, widths, vocabulary, sequence, window):
 beyond it a value is a typo (1e9 tokens of context is a hundred times the longest trained)."""
-SIZE_MAX_TEXT = "1e9"
-"""``SIZE_MAX`` as errors write it."""
+SIZE_MAX_TEXT = f"1e{round(math.log10(SIZE_MAX))}"
+"""``SIZE_MAX`` (a power of ten) as errors write it: ``1e9``."""
 
 
 def _whole(value: Any, name: str, where: str) -> int:

@@ -69,7 +69,7 @@ import duckdb
 
 from traincast.bounds import COUNT_MAX
 from traincast.errors import TraincastError
-from traincast.files import open_bytes
+from traincast.files import open_bytes, refuse_stream
 from traincast.trace.adapters.base import (
     EXTRA,
     READ_ERRORS,
@@ -129,6 +129,8 @@ def find_tables(paths: list[Path]) -> dict[str, Path]:
     files: list[Path] = []
     for p in paths:
         files.extend(sorted(p.glob(FILE_PATTERN)) if p.is_dir() else [p])
+    for f in files:  # a FIFO named as a table would block its first read
+        refuse_stream(f)
     found: dict[str, Path] = {}
     archives: dict[str, Path] = {}  # as downloaded (pai_job_table.tar.gz): used once extracted
     for f in files:
